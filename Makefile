@@ -1,0 +1,82 @@
+# dbucket: an HAProxy SPOE agent that balances vLLM fleets by request length.
+#
+#   make            build everything into build/
+#   make test       install missing packages, build, run unit + e2e tests
+#   make sanitize   the same tests with ASan + UBSan binaries (build/san/)
+#   make demo       stub vLLM servers + agent + HAProxy, requests routed
+#   make clean
+
+CC       ?= cc
+BUILD    ?= build
+CSTD      = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
+WARN      = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes
+OPT      ?= -O2 -g
+SANFLAGS ?=
+CFLAGS   += $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iagent -Itests/unit -MMD -MP
+LDFLAGS  += $(SANFLAGS)
+LDLIBS_EV   = -lev
+LDLIBS_JSON = -lcjson
+LDLIBS_M    = -lm
+
+# Pure modules: no sockets, no clock, no globals.
+CORE_SRC  = agent/spop.c agent/balancer.c agent/leases.c agent/estimate.c
+AGENT_SRC = agent/main.c agent/config.c agent/log.c agent/net.c agent/spoa.c agent/route.c
+
+CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)
+AGENT_OBJ = $(AGENT_SRC:%.c=$(BUILD)/%.o)
+
+BINS  = $(BUILD)/dbucket-spoa $(BUILD)/dbucket-parity
+TESTS = $(BUILD)/test_spop $(BUILD)/test_balancer $(BUILD)/test_estimate \
+        $(BUILD)/test_config $(BUILD)/test_route $(BUILD)/test_spoa
+
+.PHONY: all deps test unit e2e sanitize demo clean
+all: $(BINS) $(TESTS)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/dbucket-spoa: $(AGENT_OBJ) $(CORE_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_EV) $(LDLIBS_JSON) $(LDLIBS_M)
+
+$(BUILD)/dbucket-parity: $(BUILD)/agent/parity.o $(CORE_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
+
+$(BUILD)/test_spop: $(BUILD)/tests/unit/test_spop.o $(CORE_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
+$(BUILD)/test_balancer: $(BUILD)/tests/unit/test_balancer.o $(CORE_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
+$(BUILD)/test_estimate: $(BUILD)/tests/unit/test_estimate.o $(CORE_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
+$(BUILD)/test_config: $(BUILD)/tests/unit/test_config.o $(BUILD)/agent/config.o $(BUILD)/agent/log.o $(CORE_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
+$(BUILD)/test_route: $(BUILD)/tests/unit/test_route.o $(BUILD)/tests/unit/frames.o $(BUILD)/agent/route.o $(BUILD)/agent/log.o $(CORE_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
+
+$(BUILD)/test_spoa: $(BUILD)/tests/unit/test_spoa.o $(BUILD)/tests/unit/frames.o $(BUILD)/agent/spoa.o $(BUILD)/agent/net.o \
+		$(BUILD)/agent/route.o $(BUILD)/agent/log.o $(CORE_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_EV) $(LDLIBS_JSON) $(LDLIBS_M)
+
+deps:
+	@contrib/install-deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory all
+	@tests/run $(BUILD)
+
+unit: all
+	@tests/run --unit-only $(BUILD)
+
+sanitize: deps
+	@$(MAKE) --no-print-directory all BUILD=build/san CC=clang OPT="-O1 -g" \
+		SANFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all"
+	@tests/run build/san
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@contrib/demo.sh
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,145 @@
+/* The length-aware balancer: the reference algorithm of
+ * shared/spec/ALGORITHM.md, generalised to N buckets/groups.
+ *
+ * Pure: no I/O, no clock, no globals. The caller (the agent's event loop,
+ * the parity tool, the simulator) owns the balancer and passes time in.
+ * Every dispatch takes a lease keyed by the request's id; a lease is
+ * released exactly once, by completion, expiry or an explicit release.
+ */
+#ifndef DBK_BALANCER_H
+#define DBK_BALANCER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DBK_BAL_MAX_BUCKETS 16
+#define DBK_BAL_MAX_SERVERS 4096
+#define DBK_BAL_MAX_ID_LEN  255
+
+struct dbk_bal_config {
+	unsigned nservers;
+	bool dynamic;               /* false: one group, plain scoring */
+	unsigned nbuckets;          /* groups; 2 in dynamic mode, 1 in plain */
+	/* Bucket i is [bounds[i], bounds[i+1]) in request tokens. */
+	double bounds[DBK_BAL_MAX_BUCKETS + 1];
+	double sensitivity;         /* 1.0 */
+	double affinity_strength;   /* 0.1 */
+	double redirect_threshold;  /* 0.12 */
+	size_t max_leases;          /* 0: unbounded */
+};
+
+/* Fills c with the reference's setup: 2 buckets [0,T) [T,M) when dynamic,
+ * one bucket otherwise, and the reference's constants. */
+void dbk_bal_config_default(struct dbk_bal_config *c, unsigned nservers,
+                            bool dynamic, double threshold, double max_tokens);
+
+/* Returns 0 if c is usable, else -1 with a one-line reason in err. */
+int dbk_bal_config_check(const struct dbk_bal_config *c, char *err, size_t errlen);
+
+/* Inputs are clamped before use, so that no request can push a load to
+ * infinity or NaN, or swamp the others' precision: body_bytes to
+ * [0, DBK_BAL_MAX_BODY_BYTES] (NaN: 0), max_tokens to
+ * [0, DBK_BAL_MAX_MAX_TOKENS] (NaN or infinite: 16). Within these ranges
+ * the arithmetic is the reference's. */
+#define DBK_BAL_MAX_BODY_BYTES 1099511627776.0  /* 2^40 */
+#define DBK_BAL_MAX_MAX_TOKENS 4294967296.0     /* 2^32 */
+
+/* What the balancer needs to know of a request (see estimate.h). */
+struct dbk_bal_request {
+	double body_bytes;
+	double max_tokens;          /* 16 when absent */
+	bool ignore_eos;
+};
+
+struct dbk_bal_decision {
+	double request_tokens;      /* body_bytes / 4 */
+	double score;               /* the load this request adds */
+	unsigned std_bucket;        /* bucket by length alone */
+	unsigned group;             /* bucket/group actually chosen */
+	unsigned server;            /* index in the full server list */
+	bool redirected;            /* group != std_bucket */
+	double p;                   /* best neighbour's redirect probability, 0 if none */
+};
+
+enum dbk_bal_result {
+	DBK_BAL_OK = 0,
+	DBK_BAL_DUPLICATE,          /* a lease with this id exists */
+	DBK_BAL_FULL,               /* max_leases reached or out of memory */
+	DBK_BAL_NO_SERVER,          /* no usable server in any group */
+	DBK_BAL_UNKNOWN,            /* release of an id with no lease */
+	DBK_BAL_BAD_ID,             /* empty or longer than DBK_BAL_MAX_ID_LEN */
+};
+
+const char *dbk_bal_result_str(enum dbk_bal_result r);
+
+struct dbk_bal_lease {
+	unsigned server;
+	unsigned group;
+	double score;
+	uint64_t start_ms;
+};
+
+struct dbk_bal_stats {
+	uint64_t decisions;         /* leases taken */
+	uint64_t redirects;
+	uint64_t releases;          /* leases given back by dbk_bal_release */
+	uint64_t expired;           /* leases given back by dbk_bal_expire */
+	uint64_t unknown_releases;
+	uint64_t duplicates;
+	uint64_t refused;           /* FULL or NO_SERVER */
+	size_t leases;              /* live leases */
+	uint64_t bad_ids;           /* dispatch or release with a BAD_ID */
+};
+
+struct dbk_balancer;
+
+/* Returns NULL if the config does not pass dbk_bal_config_check or memory
+ * runs out. */
+struct dbk_balancer *dbk_bal_new(const struct dbk_bal_config *c);
+void dbk_bal_free(struct dbk_balancer *b);
+
+/* Decides without taking a lease (what dispatch would do now). */
+enum dbk_bal_result dbk_bal_decide(const struct dbk_balancer *b,
+                                   const struct dbk_bal_request *r,
+                                   struct dbk_bal_decision *d);
+
+/* Decides, charges the score to the chosen server and group, and records
+ * a lease under id. On any result but DBK_BAL_OK nothing is charged and
+ * only d's request_tokens, score and std_bucket are meaningful (group and
+ * server are UINT_MAX). d may be NULL. Checks in this order: BAD_ID,
+ * DUPLICATE, FULL, NO_SERVER. */
+enum dbk_bal_result dbk_bal_dispatch(struct dbk_balancer *b, const char *id,
+                                     size_t id_len, const struct dbk_bal_request *r,
+                                     uint64_t now_ms, struct dbk_bal_decision *d);
+
+/* Gives back the lease of id, exactly once. Returns DBK_BAL_UNKNOWN (and
+ * counts it) when there is no such lease, DBK_BAL_BAD_ID for an id that
+ * no lease can have. out may be NULL. */
+enum dbk_bal_result dbk_bal_release(struct dbk_balancer *b, const char *id,
+                                    size_t id_len, struct dbk_bal_lease *out);
+
+/* Releases every lease started at or before now_ms - ttl_ms, oldest
+ * first, calling cb (if not NULL) for each. Returns how many. The walk
+ * stops at the first lease that is too young, so dispatch times must not
+ * go backwards (a monotonic clock). cb sees the lease already released;
+ * the id is valid only during the call. cb may dispatch and release. */
+size_t dbk_bal_expire(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl_ms,
+                      void (*cb)(void *arg, const char *id, size_t id_len,
+                                 const struct dbk_bal_lease *l),
+                      void *arg);
+
+/* A server that is not usable is never chosen; its group's other servers
+ * are. A request whose chosen group has no usable server goes to the
+ * nearest group that has one. Servers start usable. */
+void dbk_bal_set_usable(struct dbk_balancer *b, unsigned server, bool usable);
+bool dbk_bal_usable(const struct dbk_balancer *b, unsigned server);
+
+const struct dbk_bal_config *dbk_bal_config(const struct dbk_balancer *b);
+double dbk_bal_server_load(const struct dbk_balancer *b, unsigned server);
+unsigned dbk_bal_server_inflight(const struct dbk_balancer *b, unsigned server);
+double dbk_bal_bucket_load(const struct dbk_balancer *b, unsigned bucket);
+unsigned dbk_bal_group_of(const struct dbk_balancer *b, unsigned server);
+const struct dbk_bal_stats *dbk_bal_stats(const struct dbk_balancer *b);
+
+#endif

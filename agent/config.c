@@ -1,0 +1,206 @@
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+enum {
+	OPT_DYNAMIC = 256,
+	OPT_THRESHOLD,
+	OPT_MAX_TOKENS,
+	OPT_LISTEN,
+	OPT_MAX_FRAME,
+	OPT_MAX_CONNS,
+	OPT_MAX_LEASES,
+	OPT_LOG_LEVEL,
+};
+
+static const struct option long_opts[] = {
+	{ "enable-dynamic-bucket",  no_argument,       NULL, OPT_DYNAMIC },
+	{ "server-group-threshold", required_argument, NULL, OPT_THRESHOLD },
+	{ "max-request-tokens",     required_argument, NULL, OPT_MAX_TOKENS },
+	{ "listen",                 required_argument, NULL, OPT_LISTEN },
+	{ "max-frame-size",         required_argument, NULL, OPT_MAX_FRAME },
+	{ "max-connections",        required_argument, NULL, OPT_MAX_CONNS },
+	{ "max-leases",             required_argument, NULL, OPT_MAX_LEASES },
+	{ "log-level",              required_argument, NULL, OPT_LOG_LEVEL },
+	{ "help",                   no_argument,       NULL, 'h' },
+	{ "version",                no_argument,       NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+void dbk_config_usage(FILE *out, const char *prog)
+{
+	fprintf(out,
+"Usage: %s [OPTIONS] SERVER...\n"
+"\n"
+"HAProxy SPOE agent that picks a vLLM server for each request by its length\n"
+"and the load in flight. SERVER... are the backend's server names, in order,\n"
+"exactly as haproxy.cfg spells them; the agent answers with the chosen name\n"
+"in txn.<var-prefix>.server.\n"
+"\n"
+"Balancing (same meaning and defaults as the reference proxy):\n"
+"  --enable-dynamic-bucket       split servers into a short and a long group\n"
+"                                (needs at least 2 servers)\n"
+"  --server-group-threshold N    tokens where the long bucket starts (%d)\n"
+"  --max-request-tokens N        upper bound of the long bucket (%d)\n"
+"\n"
+"Agent:\n"
+"  --listen ADDR                 where HAProxy connects; repeatable.\n"
+"                                HOST:PORT, [IPV6]:PORT or unix:PATH\n"
+"                                (default %s)\n"
+"  --max-frame-size N            largest SPOP frame, at most what HAProxy\n"
+"                                announces is used (%d)\n"
+"  --max-connections N           concurrent HAProxy connections (%d)\n"
+"  --max-leases N                requests in flight before the agent stops\n"
+"                                answering and HAProxy balances alone (%d)\n"
+"  --log-level LEVEL             debug, info, warn or error (info)\n"
+"  -h, --help                    this text\n"
+"  -V, --version                 the version\n"
+"\n"
+"Logs go to stderr in logfmt. SIGTERM or SIGINT stops the agent cleanly.\n",
+	        prog, DBK_DEFAULT_THRESHOLD, DBK_DEFAULT_MAX_REQUEST_TOKENS,
+	        DBK_DEFAULT_LISTEN, DBK_DEFAULT_MAX_FRAME, DBK_DEFAULT_MAX_CONNS,
+	        DBK_DEFAULT_MAX_LEASES);
+}
+
+/* Accepts a whole decimal number in [min, max]. */
+static int parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end != '\0' || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* HAProxy's rule for proxy and server names. */
+static bool valid_server_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > DBK_MAX_SERVER_NAME)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
+		      ch == '.' || ch == ':'))
+			return false;
+	}
+	return true;
+}
+
+#define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return DBK_CONFIG_ERROR; } while (0)
+
+enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
+                                        char **argv, char *err, size_t errlen)
+{
+	long v;
+	int opt;
+
+	memset(c, 0, sizeof(*c));
+	c->threshold = DBK_DEFAULT_THRESHOLD;
+	c->max_request_tokens = DBK_DEFAULT_MAX_REQUEST_TOKENS;
+	c->max_frame_size = DBK_DEFAULT_MAX_FRAME;
+	c->max_connections = DBK_DEFAULT_MAX_CONNS;
+	c->max_leases = DBK_DEFAULT_MAX_LEASES;
+	c->log_level = DBK_LOG_INFO;
+
+	/* getopt keeps its cursor in globals; reset it so parsing can run
+	 * more than once (unit tests). "+" stops at the first operand so
+	 * that server names are never taken for options. */
+	optind = 0;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+:hV", long_opts, NULL)) != -1) {
+		switch (opt) {
+		case 'h':
+			return DBK_CONFIG_HELP;
+		case 'V':
+			return DBK_CONFIG_VERSION;
+		case OPT_DYNAMIC:
+			c->dynamic = true;
+			break;
+		case OPT_THRESHOLD:
+			if (parse_long(optarg, 1, 1L << 40, &c->threshold))
+				FAIL("--server-group-threshold wants a positive integer, got '%s'", optarg);
+			break;
+		case OPT_MAX_TOKENS:
+			if (parse_long(optarg, 1, 1L << 40, &c->max_request_tokens))
+				FAIL("--max-request-tokens wants a positive integer, got '%s'", optarg);
+			break;
+		case OPT_LISTEN:
+			if (c->nlisten == DBK_MAX_LISTEN)
+				FAIL("at most %d --listen addresses", DBK_MAX_LISTEN);
+			c->listen[c->nlisten++] = optarg;
+			break;
+		case OPT_MAX_FRAME:
+			if (parse_long(optarg, DBK_MIN_FRAME, 16 * 1024 * 1024, &v))
+				FAIL("--max-frame-size wants an integer from %d to %d, got '%s'",
+				     DBK_MIN_FRAME, 16 * 1024 * 1024, optarg);
+			c->max_frame_size = (uint32_t)v;
+			break;
+		case OPT_MAX_CONNS:
+			if (parse_long(optarg, 1, 1000000, &v))
+				FAIL("--max-connections wants an integer from 1 to 1000000, got '%s'", optarg);
+			c->max_connections = (unsigned)v;
+			break;
+		case OPT_MAX_LEASES:
+			if (parse_long(optarg, 1, 100000000, &v))
+				FAIL("--max-leases wants an integer from 1 to 100000000, got '%s'", optarg);
+			c->max_leases = (size_t)v;
+			break;
+		case OPT_LOG_LEVEL:
+			c->log_level = dbk_log_level_parse(optarg);
+			if (c->log_level < 0)
+				FAIL("--log-level wants debug, info, warn or error, got '%s'", optarg);
+			break;
+		case ':':
+			FAIL("option '%s' needs a value", argv[optind - 1]);
+		default:
+			FAIL("unknown option '%s' (see --help)", argv[optind - 1]);
+		}
+	}
+
+	for (int i = optind; i < argc; i++) {
+		if (argv[i][0] == '-')
+			FAIL("option '%s' after the server names; put options first", argv[i]);
+		if (!valid_server_name(argv[i]))
+			FAIL("invalid server name '%s' (1 to %d of A-Z a-z 0-9 - _ . :)",
+			     argv[i], DBK_MAX_SERVER_NAME);
+		if (c->nservers == DBK_BAL_MAX_SERVERS)
+			FAIL("at most %d servers", DBK_BAL_MAX_SERVERS);
+		for (unsigned j = 0; j < c->nservers; j++)
+			if (strcmp(c->servers[j], argv[i]) == 0)
+				FAIL("server '%s' named twice", argv[i]);
+		c->servers[c->nservers++] = argv[i];
+	}
+	if (c->nservers == 0)
+		FAIL("no servers: name the backend's servers, in order (see --help)");
+	if (c->nlisten == 0)
+		c->listen[c->nlisten++] = DBK_DEFAULT_LISTEN;
+	/* Checked in plain mode too, where the threshold is unused: such a
+	 * command line is a mistake that would bite once dynamic mode is on. */
+	if (c->threshold >= c->max_request_tokens)
+		FAIL("--server-group-threshold (%ld) must be below --max-request-tokens (%ld)",
+		     c->threshold, c->max_request_tokens);
+
+	struct dbk_bal_config bc;
+	dbk_config_balancer(c, &bc);
+	if (dbk_bal_config_check(&bc, err, errlen))
+		return DBK_CONFIG_ERROR;
+	return DBK_CONFIG_OK;
+}
+
+void dbk_config_balancer(const struct dbk_config *c, struct dbk_bal_config *bc)
+{
+	dbk_bal_config_default(bc, c->nservers, c->dynamic, (double)c->threshold,
+	                       (double)c->max_request_tokens);
+	bc->max_leases = c->max_leases;
+}

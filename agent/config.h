@@ -1,0 +1,58 @@
+/* Command-line configuration of dbucket-spoa. Parsing is pure: argv in,
+ * a filled struct or a one-line error out; nothing is opened or bound. */
+#ifndef DBK_CONFIG_H
+#define DBK_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "balancer.h"
+
+#define DBK_VERSION "0.1.0"
+
+#define DBK_MAX_LISTEN 8
+#define DBK_DEFAULT_LISTEN "127.0.0.1:12345"
+#define DBK_DEFAULT_THRESHOLD 32768
+#define DBK_DEFAULT_MAX_REQUEST_TOKENS 131072
+/* HAProxy's default tune.bufsize (16384) less the 4-byte length prefix:
+ * what HAProxy 2.6 announces, so we never ask for more than it can send. */
+#define DBK_DEFAULT_MAX_FRAME 16380
+#define DBK_MIN_FRAME 256
+#define DBK_DEFAULT_MAX_CONNS 1024
+#define DBK_DEFAULT_MAX_LEASES 1000000
+#define DBK_MAX_SERVER_NAME 64
+
+struct dbk_config {
+	/* Server names as haproxy.cfg spells them, in order; they point
+	 * into argv. */
+	const char *servers[DBK_BAL_MAX_SERVERS];
+	unsigned nservers;
+	bool dynamic;
+	long threshold;
+	long max_request_tokens;
+	const char *listen[DBK_MAX_LISTEN];
+	unsigned nlisten;
+	uint32_t max_frame_size;
+	unsigned max_connections;
+	size_t max_leases;
+	int log_level;
+};
+
+enum dbk_config_result {
+	DBK_CONFIG_OK = 0,
+	DBK_CONFIG_HELP,     /* --help: print usage, exit 0 */
+	DBK_CONFIG_VERSION,  /* --version: print version, exit 0 */
+	DBK_CONFIG_ERROR,    /* err holds the reason: exit 2 */
+};
+
+enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
+                                        char **argv, char *err, size_t errlen);
+
+void dbk_config_usage(FILE *out, const char *prog);
+
+/* The balancer configuration this command line asks for. */
+void dbk_config_balancer(const struct dbk_config *c, struct dbk_bal_config *bc);
+
+#endif

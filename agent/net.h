@@ -1,0 +1,20 @@
+/* Socket helpers, in the spirit of Redis's anet.c: create listening
+ * sockets from a textual address, nothing protocol-specific. */
+#ifndef DBK_NET_H
+#define DBK_NET_H
+
+#include <stddef.h>
+
+/* Opens a non-blocking listening socket for spec: "HOST:PORT",
+ * "[IPV6]:PORT" or "unix:PATH". A unix socket gets mode 0660 and replaces
+ * a stale socket file at PATH (never any other kind of file). Returns the
+ * fd, or -1 with a one-line reason in err. */
+int dbk_net_listen(const char *spec, char *err, size_t errlen);
+
+/* Removes the socket file of a "unix:PATH" spec; no-op for TCP. */
+void dbk_net_unlink(const char *spec);
+
+/* Sets O_NONBLOCK and FD_CLOEXEC. Returns 0 or -1. */
+int dbk_net_nonblock(int fd);
+
+#endif

@@ -1,0 +1,136 @@
+#include "route.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "estimate.h"
+#include "log.h"
+
+static bool name_is(const uint8_t *name, size_t len, const char *want)
+{
+	return len == strlen(want) && memcmp(name, want, len) == 0;
+}
+
+static void set_error(struct dbk_spop_writer *w, const char *why)
+{
+	struct dbk_spop_data v = dbk_spop_str(why);
+
+	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_ERROR, &v);
+}
+
+static void route_one(struct dbk_route *r, const struct dbk_spop_message *m,
+                      uint64_t now_ms, struct dbk_spop_writer *w)
+{
+	const struct dbk_spop_data *id = dbk_spop_msg_arg(m, DBK_ARG_ID);
+	const struct dbk_spop_data *blen = dbk_spop_msg_arg(m, DBK_ARG_BLEN);
+	const struct dbk_spop_data *body = dbk_spop_msg_arg(m, DBK_ARG_BODY);
+
+	if (!id || (id->type != DBK_SPOP_T_STR && id->type != DBK_SPOP_T_BIN) ||
+	    id->u.buf.len == 0) {
+		r->stats.no_id++;
+		set_error(w, "no-id");
+		return;
+	}
+
+	int64_t body_size = -1;
+	if (blen && !dbk_spop_data_to_i64(blen, &body_size))
+		body_size = -1;
+	const uint8_t *sample = NULL;
+	size_t sample_len = 0;
+	if (body && (body->type == DBK_SPOP_T_BIN || body->type == DBK_SPOP_T_STR)) {
+		sample = body->u.buf.ptr;
+		sample_len = body->u.buf.len;
+	}
+
+	struct dbk_bal_request req;
+	switch (dbk_estimate(body_size, sample, sample_len, &req)) {
+	case DBK_EST_TRUNCATED:
+		r->stats.truncated_bodies++;
+		break;
+	case DBK_EST_MALFORMED:
+		r->stats.malformed_bodies++;
+		break;
+	default:
+		break;
+	}
+
+	struct dbk_bal_decision d;
+	enum dbk_bal_result res = dbk_bal_dispatch(r->bal, (const char *)id->u.buf.ptr,
+	                                           id->u.buf.len, &req, now_ms, &d);
+	if (res != DBK_BAL_OK) {
+		char idq[DBK_BAL_MAX_ID_LEN + 1];
+
+		r->stats.refused++;
+		dbk_log(DBK_LOG_WARN, "route-refused", "id=\"%s\" reason=%s",
+		        dbk_log_quote(idq, sizeof(idq), (const char *)id->u.buf.ptr,
+		                      id->u.buf.len),
+		        dbk_bal_result_str(res));
+		set_error(w, dbk_bal_result_str(res));
+		return;
+	}
+	r->stats.routed++;
+
+	char score[32];
+	snprintf(score, sizeof(score), "%.10g", d.score);
+	struct dbk_spop_data v;
+
+	v = dbk_spop_str(r->names[d.server]);
+	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_SERVER, &v);
+	v = dbk_spop_int(d.std_bucket);
+	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_BUCKET, &v);
+	v = dbk_spop_int(d.group);
+	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_GROUP, &v);
+	v = dbk_spop_bool(d.redirected);
+	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_REDIRECTED, &v);
+	v = dbk_spop_str(score);
+	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_SCORE, &v);
+
+	if (dbk_log_get_level() <= DBK_LOG_DEBUG) {
+		char idq[DBK_BAL_MAX_ID_LEN + 1];
+
+		dbk_log(DBK_LOG_DEBUG, "route",
+		        "id=\"%s\" bytes=%.0f max_tokens=%g bucket=%u group=%u server=%s score=%s p=%.6f",
+		        dbk_log_quote(idq, sizeof(idq), (const char *)id->u.buf.ptr,
+		                      id->u.buf.len),
+		        req.body_bytes, req.max_tokens, d.std_bucket, d.group,
+		        r->names[d.server], score, d.p);
+	}
+}
+
+enum dbk_spop_status dbk_route_notify(struct dbk_route *r,
+                                      const struct dbk_spop_frame *f,
+                                      uint64_t now_ms,
+                                      struct dbk_spop_writer *w)
+{
+	struct dbk_spop_msg_iter it;
+	struct dbk_spop_message m;
+	enum dbk_spop_status st;
+	bool done;
+
+	r->stats.notifies++;
+	/* Validate the whole payload before acting on any message, so a
+	 * malformed frame never leaves a lease behind. */
+	dbk_spop_msg_iter_init(&it, f);
+	do {
+		st = dbk_spop_msg_next(&it, &m, &done);
+		if (st != DBK_SPOP_OK)
+			return st;
+	} while (!done);
+
+	dbk_spop_ack_begin(w, f->stream_id, f->frame_id);
+	size_t empty = w->len;
+
+	dbk_spop_msg_iter_init(&it, f);
+	while (dbk_spop_msg_next(&it, &m, &done) == DBK_SPOP_OK && !done) {
+		if (name_is(m.name, m.name_len, DBK_MSG_ROUTE))
+			route_one(r, &m, now_ms, w);
+		else
+			r->stats.unknown_messages++;
+	}
+	/* An empty ACK stalled some HAProxy 3.1 releases: always say why. */
+	if (w->len == empty)
+		set_error(w, "unknown-message");
+	if (dbk_spop_frame_end(w) == 0)
+		return DBK_SPOP_ERR_RES;
+	return DBK_SPOP_OK;
+}

@@ -1,0 +1,52 @@
+/* Routing: turns a NOTIFY's messages into balancer calls and the ACK's
+ * set-var actions. Knows SPOP's data model and the balancer, not sockets:
+ * the connection layer hands it a parsed frame and a writer. */
+#ifndef DBK_ROUTE_H
+#define DBK_ROUTE_H
+
+#include <stdint.h>
+
+#include "balancer.h"
+#include "spop.h"
+
+/* The message and argument names haproxy/dbucket.spoe.conf sends. */
+#define DBK_MSG_ROUTE "dbucket-route"
+#define DBK_ARG_ID    "id"
+#define DBK_ARG_BLEN  "blen"
+#define DBK_ARG_BODY  "body"
+
+/* Variable names set in the ACK (HAProxy prefixes them with the
+ * spoe-agent's var-prefix: txn.dbucket.server, ...). */
+#define DBK_VAR_SERVER     "server"
+#define DBK_VAR_BUCKET     "bucket"
+#define DBK_VAR_GROUP      "group"
+#define DBK_VAR_REDIRECTED "redirected"
+#define DBK_VAR_SCORE      "score"
+#define DBK_VAR_ERROR      "error"
+
+struct dbk_route_stats {
+	uint64_t notifies;
+	uint64_t routed;
+	uint64_t unknown_messages;
+	uint64_t no_id;             /* route message without a usable id */
+	uint64_t refused;           /* balancer said no: duplicate, full, ... */
+	uint64_t truncated_bodies;  /* body sample shorter than the body */
+	uint64_t malformed_bodies;
+};
+
+struct dbk_route {
+	struct dbk_balancer *bal;
+	const char *const *names;   /* server names by balancer index */
+	struct dbk_route_stats stats;
+};
+
+/* Handles one NOTIFY frame: writes a whole ACK frame into w (never an
+ * empty one: a message that yields no variable sets txn.<prefix>.error).
+ * Returns DBK_SPOP_OK, or the status to DISCONNECT with when the payload
+ * is malformed or the ACK does not fit in w. */
+enum dbk_spop_status dbk_route_notify(struct dbk_route *r,
+                                      const struct dbk_spop_frame *f,
+                                      uint64_t now_ms,
+                                      struct dbk_spop_writer *w);
+
+#endif

@@ -1,0 +1,479 @@
+#include "spoa.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "net.h"
+
+#define MAX_LISTENERS 8
+#define OUT_CAP (64 * 1024)
+/* Our replies (AGENT-HELLO, ACK, AGENT-DISCONNECT) are a few hundred
+ * bytes at most: the input loop handles another frame only while this
+ * much room is left for its answer, and otherwise waits for the peer to
+ * read what we already owe it. */
+#define MAX_REPLY 1024
+/* Bounds the work one readable event may do on one connection, so that
+ * a peer that never stops sending cannot starve the others. */
+#define READ_ROUNDS 16
+#define HELLO_TIMEOUT 5.0
+#define CLOSE_TIMEOUT 1.0
+
+enum conn_state {
+	ST_HELLO,     /* waiting for HAPROXY-HELLO */
+	ST_READY,     /* NOTIFY frames flow */
+	ST_CLOSING,   /* flushing our last frame, then close */
+};
+
+struct conn {
+	ev_io io;
+	ev_timer timer;
+	struct dbk_spoa *s;
+	struct conn *prev, *next;
+	int fd;
+	unsigned id;
+	enum conn_state state;
+	bool dead;            /* close now, without flushing */
+	uint32_t frame_max;   /* ours until HELLO, then the negotiated one */
+	size_t in_len;
+	size_t out_off, out_len;
+	uint8_t *in;          /* our max frame + 4-byte prefix */
+	uint8_t *out;         /* OUT_CAP */
+};
+
+struct listener {
+	ev_io io;
+	struct dbk_spoa *s;
+};
+
+struct dbk_spoa {
+	struct ev_loop *loop;
+	struct dbk_spoa_config cfg;
+	struct dbk_route *route;
+	struct listener ls[MAX_LISTENERS];
+	unsigned nls;
+	struct conn *conns;
+	unsigned next_id;
+	struct dbk_spoa_stats stats;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static size_t out_room(const struct conn *c)
+{
+	return OUT_CAP - c->out_len;
+}
+
+static void conn_close(struct conn *c)
+{
+	struct dbk_spoa *s = c->s;
+
+	ev_io_stop(s->loop, &c->io);
+	ev_timer_stop(s->loop, &c->timer);
+	close(c->fd);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->stats.closed++;
+	s->stats.open--;
+	dbk_log(DBK_LOG_DEBUG, "conn-close", "conn=%u", c->id);
+	free(c->in);
+	free(c->out);
+	free(c);
+}
+
+/* Queues AGENT-DISCONNECT with status and moves to CLOSING. */
+static void conn_fail(struct conn *c, enum dbk_spop_status st, const char *msg)
+{
+	size_t n = dbk_spop_disconnect_build(c->out + c->out_len, out_room(c), st, msg);
+	unsigned slot = st <= DBK_SPOP_ERR_RES ? (unsigned)st : DBK_SPOP_ERR_RES + 1;
+
+	c->out_len += n;
+	c->s->stats.disconnects[slot]++;
+	if (n)
+		c->s->stats.frames_out++;
+	if (st != DBK_SPOP_OK)
+		dbk_log(DBK_LOG_WARN, "spop-disconnect", "conn=%u status=%d reason=\"%s\"",
+		        c->id, (int)st, dbk_spop_status_str(st));
+	c->state = ST_CLOSING;
+	ev_timer_stop(c->s->loop, &c->timer);
+	ev_timer_set(&c->timer, CLOSE_TIMEOUT, 0);
+	ev_timer_start(c->s->loop, &c->timer);
+}
+
+static void on_hello(struct conn *c, const struct dbk_spop_frame *f)
+{
+	struct dbk_spop_hello h;
+	enum dbk_spop_status st;
+
+	if (f->type != DBK_SPOP_HAPROXY_HELLO) {
+		conn_fail(c, DBK_SPOP_ERR_INVALID, "expected HAPROXY-HELLO");
+		return;
+	}
+	st = dbk_spop_hello_parse(f, &h);
+	if (st != DBK_SPOP_OK) {
+		conn_fail(c, st, NULL);
+		return;
+	}
+	if (h.max_frame_size < c->frame_max)
+		c->frame_max = h.max_frame_size;
+	size_t n = dbk_spop_agent_hello_build(c->out + c->out_len, out_room(c),
+	                                      c->frame_max, h.pipelining);
+	if (n == 0) {
+		conn_fail(c, DBK_SPOP_ERR_RES, NULL);
+		return;
+	}
+	c->out_len += n;
+	c->s->stats.frames_out++;
+	if (h.healthcheck) {
+		/* A health check only wants our HELLO; then we hang up. */
+		c->s->stats.healthchecks++;
+		c->state = ST_CLOSING;
+		ev_timer_stop(c->s->loop, &c->timer);
+		ev_timer_set(&c->timer, CLOSE_TIMEOUT, 0);
+		ev_timer_start(c->s->loop, &c->timer);
+		return;
+	}
+	c->s->stats.hellos++;
+	c->state = ST_READY;
+	ev_timer_stop(c->s->loop, &c->timer);
+	dbk_log(DBK_LOG_DEBUG, "spop-hello", "conn=%u max_frame_size=%u pipelining=%d",
+	        c->id, c->frame_max, h.pipelining);
+}
+
+static void on_ready(struct conn *c, const struct dbk_spop_frame *f)
+{
+	struct dbk_spop_writer w;
+	enum dbk_spop_status st;
+
+	switch (f->type) {
+	case DBK_SPOP_NOTIFY:
+		/* We never offer fragmentation, so every NOTIFY must be whole. */
+		if (!(f->flags & DBK_SPOP_FLAG_FIN) || (f->flags & DBK_SPOP_FLAG_ABORT)) {
+			conn_fail(c, DBK_SPOP_ERR_FRAG_NOT_SUPP, NULL);
+			return;
+		}
+		size_t cap = out_room(c);
+		if (cap > (size_t)c->frame_max + 4)
+			cap = (size_t)c->frame_max + 4;
+		dbk_spop_writer_init(&w, c->out + c->out_len, cap);
+		st = dbk_route_notify(c->s->route, f, now_ms(), &w);
+		if (st != DBK_SPOP_OK) {
+			conn_fail(c, st, NULL);
+			return;
+		}
+		c->out_len += w.len;
+		c->s->stats.frames_out++;
+		return;
+	case DBK_SPOP_HAPROXY_DISCONNECT: {
+		uint32_t code = 0;
+		const uint8_t *msg = NULL;
+		size_t msg_len = 0;
+		char q[128];
+
+		if (dbk_spop_disconnect_parse(f, &code, &msg, &msg_len) != DBK_SPOP_OK) {
+			conn_fail(c, DBK_SPOP_ERR_INVALID, NULL);
+			return;
+		}
+		dbk_log(code ? DBK_LOG_WARN : DBK_LOG_DEBUG, "haproxy-disconnect",
+		        "conn=%u status=%u message=\"%s\"", c->id, code,
+		        dbk_log_quote(q, sizeof(q), (const char *)msg, msg_len));
+		conn_fail(c, DBK_SPOP_OK, NULL);
+		return;
+	}
+	default:
+		conn_fail(c, DBK_SPOP_ERR_INVALID, "unexpected frame type");
+		return;
+	}
+}
+
+/* Handles every whole frame in the input buffer that we have room to
+ * answer, then keeps the partial rest for the next read. */
+static void conn_process(struct conn *c)
+{
+	size_t off = 0;
+
+	while (c->state != ST_CLOSING && out_room(c) >= MAX_REPLY) {
+		struct dbk_spop_frame f;
+		enum dbk_spop_status st;
+		size_t flen;
+		bool complete;
+
+		st = dbk_spop_frame_split(c->in + off, c->in_len - off, c->frame_max,
+		                          &flen, &complete);
+		if (st != DBK_SPOP_OK) {
+			conn_fail(c, st, NULL);
+			break;
+		}
+		if (!complete)
+			break;
+		c->s->stats.frames_in++;
+		st = dbk_spop_frame_parse(c->in + off + 4, flen, &f);
+		off += 4 + flen;
+		if (st != DBK_SPOP_OK)
+			conn_fail(c, st, NULL);
+		else if (c->state == ST_HELLO)
+			on_hello(c, &f);
+		else
+			on_ready(c, &f);
+	}
+	if (off) {
+		memmove(c->in, c->in + off, c->in_len - off);
+		c->in_len -= off;
+	}
+}
+
+/* Writes what we owe the peer. All answers produced by one batch of
+ * frames go out in a single write(). */
+static void conn_flush(struct conn *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+		                 MSG_NOSIGNAL);
+		if (n > 0) {
+			c->out_off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		c->dead = true;
+		return;
+	}
+	if (c->out_off == c->out_len) {
+		c->out_off = c->out_len = 0;
+	} else if (c->out_off > OUT_CAP / 2) {
+		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+		c->out_len -= c->out_off;
+		c->out_off = 0;
+	}
+}
+
+static void conn_read(struct conn *c)
+{
+	size_t cap = (size_t)c->s->cfg.max_frame_size + 4;
+
+	for (int round = 0; round < READ_ROUNDS && c->state != ST_CLOSING; round++) {
+		if (out_room(c) < MAX_REPLY || c->in_len == cap)
+			break;
+		size_t want = cap - c->in_len;
+		ssize_t n = read(c->fd, c->in + c->in_len, want);
+		if (n == 0) {
+			/* HAProxy 3.1+ may just close (even with RST): normal. */
+			c->dead = true;
+			return;
+		}
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				c->dead = true;
+			return;
+		}
+		c->in_len += (size_t)n;
+		conn_process(c);
+		/* A short read drained the socket: skip the read that would
+		 * only say EAGAIN; the watcher tells us when more comes. */
+		if ((size_t)n < want)
+			return;
+	}
+}
+
+/* Re-arms the watcher for what the connection waits for now, or closes
+ * it once it has nothing left to do. */
+static void conn_settle(struct conn *c)
+{
+	struct ev_loop *loop = c->s->loop;
+	int want = 0;
+
+	if (c->dead || (c->state == ST_CLOSING && c->out_off == c->out_len)) {
+		conn_close(c);
+		return;
+	}
+	if (c->state != ST_CLOSING && out_room(c) >= MAX_REPLY)
+		want |= EV_READ;
+	if (c->out_off < c->out_len)
+		want |= EV_WRITE;
+	if (want != (c->io.events & (EV_READ | EV_WRITE))) {
+		ev_io_stop(loop, &c->io);
+		ev_io_set(&c->io, c->fd, want);
+		ev_io_start(loop, &c->io);
+	}
+}
+
+static void on_conn_io(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct conn *c = (struct conn *)w;
+
+	(void)loop;
+	if (revents & EV_WRITE) {
+		conn_flush(c);
+		/* Frames we left unanswered for lack of room can go now. */
+		if (!c->dead)
+			conn_process(c);
+	}
+	if ((revents & EV_READ) && !c->dead)
+		conn_read(c);
+	if (!c->dead)
+		conn_flush(c);
+	conn_settle(c);
+}
+
+static void on_conn_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct conn *c = (struct conn *)((char *)w - offsetof(struct conn, timer));
+
+	(void)loop;
+	(void)revents;
+	if (c->state == ST_HELLO) {
+		conn_fail(c, DBK_SPOP_ERR_TIMEOUT, NULL);
+		conn_flush(c);
+		conn_settle(c);
+		return;
+	}
+	/* A peer that will not read our last frame is not waited for. */
+	conn_close(c);
+}
+
+static void conn_new(struct dbk_spoa *s, int fd)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+	int one = 1;
+
+	if (c) {
+		c->in = malloc((size_t)s->cfg.max_frame_size + 4);
+		c->out = malloc(OUT_CAP);
+	}
+	if (!c || !c->in || !c->out) {
+		dbk_log(DBK_LOG_ERROR, "conn-refused", "reason=\"out of memory\"");
+		if (c) {
+			free(c->in);
+			free(c->out);
+		}
+		free(c);
+		close(fd);
+		return;
+	}
+	/* Answers are tiny and latency is the product: no Nagle. Fails
+	 * harmlessly on unix sockets. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c->s = s;
+	c->fd = fd;
+	c->id = ++s->next_id;
+	c->state = ST_HELLO;
+	c->frame_max = s->cfg.max_frame_size;
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	s->stats.accepted++;
+	s->stats.open++;
+	ev_io_init(&c->io, on_conn_io, fd, EV_READ);
+	ev_io_start(s->loop, &c->io);
+	ev_timer_init(&c->timer, on_conn_timer, HELLO_TIMEOUT, 0);
+	ev_timer_start(s->loop, &c->timer);
+	dbk_log(DBK_LOG_DEBUG, "conn-open", "conn=%u", c->id);
+}
+
+static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct listener *l = (struct listener *)w;
+	struct dbk_spoa *s = l->s;
+
+	(void)loop;
+	(void)revents;
+	for (int i = 0; i < 64; i++) {
+		int fd = accept(w->fd, NULL, NULL);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+			    errno != ECONNABORTED)
+				dbk_log(DBK_LOG_WARN, "accept-failed", "error=\"%s\"",
+				        strerror(errno));
+			return;
+		}
+		if (s->stats.open >= s->cfg.max_connections) {
+			/* Closing at once lets HAProxy fail over to its own
+			 * balancing now rather than after a timeout. */
+			s->stats.refused_conns++;
+			dbk_log(DBK_LOG_WARN, "conn-refused", "reason=max-connections limit=%u",
+			        s->cfg.max_connections);
+			close(fd);
+			continue;
+		}
+		if (dbk_net_nonblock(fd) < 0) {
+			close(fd);
+			continue;
+		}
+		conn_new(s, fd);
+	}
+}
+
+struct dbk_spoa *dbk_spoa_new(struct ev_loop *loop, const struct dbk_spoa_config *c,
+                              struct dbk_route *route)
+{
+	struct dbk_spoa *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->loop = loop;
+	s->cfg = *c;
+	s->route = route;
+	return s;
+}
+
+int dbk_spoa_add_listener(struct dbk_spoa *s, int fd)
+{
+	if (s->nls == MAX_LISTENERS)
+		return -1;
+	struct listener *l = &s->ls[s->nls++];
+	l->s = s;
+	ev_io_init(&l->io, on_accept, fd, EV_READ);
+	ev_io_start(s->loop, &l->io);
+	return 0;
+}
+
+void dbk_spoa_shutdown(struct dbk_spoa *s)
+{
+	for (unsigned i = 0; i < s->nls; i++) {
+		ev_io_stop(s->loop, &s->ls[i].io);
+		close(s->ls[i].io.fd);
+	}
+	s->nls = 0;
+	while (s->conns) {
+		struct conn *c = s->conns;
+
+		if (c->state != ST_CLOSING)
+			conn_fail(c, DBK_SPOP_OK, "agent is shutting down");
+		conn_flush(c);
+		conn_close(c);
+	}
+}
+
+void dbk_spoa_free(struct dbk_spoa *s)
+{
+	if (!s)
+		return;
+	dbk_spoa_shutdown(s);
+	free(s);
+}
+
+const struct dbk_spoa_stats *dbk_spoa_stats(const struct dbk_spoa *s)
+{
+	return &s->stats;
+}

@@ -1,0 +1,24 @@
+#!/bin/sh
+# Installs the Debian packages dbucket needs, only those that are missing.
+# Used by .ci/run, `make test` and `make demo`, so a fresh Debian machine
+# needs nothing by hand.
+set -eu
+
+PKGS="make gcc clang libclang-rt-14-dev pkg-config libev-dev libcjson-dev
+haproxy bats bats-assert bats-support curl wrk socat procps"
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
+		missing="$missing $p"
+	fi
+done
+[ -z "$missing" ] && exit 0
+
+echo "install-deps: installing:$missing" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing

@@ -1,0 +1,124 @@
+# Shared set-up for the end-to-end tests: free loopback ports, start and
+# stop of dbucket-spoa and HAProxy by pid, request helpers.
+
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+
+REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+BUILD=${DBK_BUILD:-$REPO/build}
+
+# Prints a loopback TCP port nothing listens on. Bounded: 200 tries.
+free_port() {
+	local p i
+	for ((i = 0; i < 200; i++)); do
+		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# Waits until something accepts on 127.0.0.1:$1 (at most ~5 s).
+wait_port() {
+	local i
+	for ((i = 0; i < 250; i++)); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.02
+	done
+	echo "nothing listens on port $1" >&2
+	return 1
+}
+
+# Allocates the ports of one test's world and exports what haproxy.cfg
+# reads from the environment.
+dbk_env() {
+	DBK_PORT=$(free_port)
+	AGENT_PORT=$(free_port)
+	export DBK_BIND=127.0.0.1:$DBK_PORT
+	export DBK_AGENT=127.0.0.1:$AGENT_PORT
+	export DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
+	export DBK_DEBUG_HEADERS=1
+	export DBK_TEST_LUA=$REPO/tests/e2e/backend.lua
+	local i
+	for i in 0 1 2 3; do
+		local p
+		p=$(free_port)
+		export "DBK_STUB$i=$p"
+		export "DBK_VLLM$i=127.0.0.1:$p"
+	done
+}
+
+# start_agent ARGS...: dbucket-spoa on $AGENT_PORT with the four test
+# servers, extra ARGS first.
+start_agent() {
+	"$BUILD/dbucket-spoa" --listen "$DBK_AGENT" "$@" vllm0 vllm1 vllm2 vllm3 \
+		2>>"$BATS_TEST_TMPDIR/agent.log" &
+	AGENT_PID=$!
+	wait_port "$AGENT_PORT"
+}
+
+stop_agent() {
+	if [ -n "${AGENT_PID:-}" ]; then
+		kill "$AGENT_PID" 2>/dev/null
+		wait "$AGENT_PID" 2>/dev/null
+		AGENT_RC=$?
+		AGENT_PID=
+	fi
+}
+
+# HAProxy with the repository's configuration plus the test backends, in
+# the foreground so that its log lands in haproxy.log.
+start_haproxy() {
+	haproxy -f "$REPO/haproxy/haproxy.cfg" -f "$REPO/tests/e2e/backends.cfg" \
+		2>>"$BATS_TEST_TMPDIR/haproxy.log" &
+	HAPROXY_PID=$!
+	wait_port "$DBK_PORT"
+}
+
+stop_haproxy() {
+	if [ -n "${HAPROXY_PID:-}" ]; then
+		kill "$HAPROXY_PID" 2>/dev/null
+		wait "$HAPROXY_PID" 2>/dev/null
+		HAPROXY_PID=
+	fi
+}
+
+dbk_teardown() {
+	stop_haproxy
+	stop_agent
+	if [ -n "${BATS_TEST_COMPLETED:-}" ]; then return 0; fi
+	echo "--- agent.log" >&3
+	tail -n 30 "$BATS_TEST_TMPDIR/agent.log" >&3 2>/dev/null || true
+	echo "--- haproxy.log" >&3
+	tail -n 30 "$BATS_TEST_TMPDIR/haproxy.log" >&3 2>/dev/null || true
+}
+
+# A completions body of exactly $1 bytes, with optional extra JSON fields
+# in $2 (e.g. '"max_tokens":100,'): the prompt is padded to fit.
+body_of_size() {
+	local size=$1 extra=${2:-}
+	local head="{${extra}\"model\":\"m\",\"prompt\":\""
+	local tail='"}'
+	local pad=$((size - ${#head} - ${#tail}))
+	[ "$pad" -ge 0 ] || { echo "body_of_size: $size too small" >&2; return 1; }
+	printf '%s' "$head"
+	head -c "$pad" /dev/zero | tr '\0' 'a'
+	printf '%s' "$tail"
+}
+
+# post FILE: POSTs FILE to the proxy; prints "status server bucket group
+# redirected score" from the response.
+post() {
+	curl -s -o /dev/null --max-time 10 -X POST -H 'Content-Type: application/json' \
+		--data-binary "@$1" -D - "http://127.0.0.1:$DBK_PORT/v1/completions" |
+		tr -d '\r' | awk '
+			NR == 1 { status = $2 }
+			tolower($1) == "x-served-by:" { srv = $2 }
+			tolower($1) == "x-dbucket-bucket:" { b = $2 }
+			tolower($1) == "x-dbucket-group:" { g = $2 }
+			tolower($1) == "x-dbucket-redirected:" { r = $2 }
+			tolower($1) == "x-dbucket-score:" { s = $2 }
+			END { print status, srv, b, g, r, s }'
+}

@@ -1,0 +1,111 @@
+/* Frames as HAProxy sends them and readers for the agent's answers,
+ * shared by the unit tests of the router and of the server. */
+#include "frames.h"
+
+#include <string.h>
+
+size_t test_haproxy_hello(uint8_t *out, size_t cap, uint32_t max_frame, bool hc)
+{
+	struct dbk_spop_writer w;
+	struct dbk_spop_data v;
+
+	dbk_spop_writer_init(&w, out, cap);
+	dbk_spop_frame_begin(&w, DBK_SPOP_HAPROXY_HELLO, DBK_SPOP_FLAG_FIN, 0, 0);
+	dbk_spop_put_name(&w, "supported-versions", 18);
+	v = dbk_spop_str("2.0");
+	dbk_spop_put_data(&w, &v);
+	dbk_spop_put_name(&w, "max-frame-size", 14);
+	v.type = DBK_SPOP_T_UINT32;
+	v.u.u32 = max_frame;
+	dbk_spop_put_data(&w, &v);
+	dbk_spop_put_name(&w, "capabilities", 12);
+	v = dbk_spop_str(hc ? "" : "pipelining,async");
+	dbk_spop_put_data(&w, &v);
+	if (hc) {
+		dbk_spop_put_name(&w, "healthcheck", 11);
+		v = dbk_spop_bool(true);
+		dbk_spop_put_data(&w, &v);
+	}
+	return dbk_spop_frame_end(&w);
+}
+
+/* A NOTIFY shaped like HAProxy 2.6's for spoe-message dbucket-route. */
+size_t test_notify(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid,
+                     uint32_t flags, const char *id, int64_t blen)
+{
+	struct dbk_spop_writer w;
+	struct dbk_spop_data v;
+	static const char body[] = "{\"prompt\":\"hello\",\"max_tokens\":8}";
+
+	dbk_spop_writer_init(&w, out, cap);
+	dbk_spop_frame_begin(&w, DBK_SPOP_NOTIFY, flags, sid, fid);
+	dbk_spop_put_name(&w, "dbucket-route", 13);
+	uint8_t nargs = 3;
+	if (!w.overflow && w.len < w.cap)
+		w.buf[w.len++] = nargs;
+	dbk_spop_put_name(&w, "id", 2);
+	v = dbk_spop_str(id);
+	dbk_spop_put_data(&w, &v);
+	dbk_spop_put_name(&w, "blen", 4);
+	v = dbk_spop_int(blen);
+	dbk_spop_put_data(&w, &v);
+	dbk_spop_put_name(&w, "body", 4);
+	v.type = DBK_SPOP_T_BIN;
+	v.u.buf.ptr = (const uint8_t *)body;
+	v.u.buf.len = sizeof(body) - 1;
+	dbk_spop_put_data(&w, &v);
+	return dbk_spop_frame_end(&w);
+}
+
+/* Looks up a set-var action by name in an ACK; returns its value. */
+bool test_ack_var(const struct dbk_spop_frame *f, const char *name,
+                    struct dbk_spop_data *out)
+{
+	const uint8_t *p = f->payload, *end = f->payload + f->payload_len;
+
+	while (p < end) {
+		uint8_t action = *p++;
+		if (p >= end)
+			return false;
+		uint8_t nargs = *p++;
+		if (p >= end)
+			return false;
+		p++; /* scope */
+		uint64_t nlen;
+		if (dbk_spop_varint_decode(&p, end, &nlen) != DBK_SPOP_OK ||
+		    nlen > (uint64_t)(end - p))
+			return false;
+		const uint8_t *nm = p;
+		p += nlen;
+		struct dbk_spop_data v = { .type = DBK_SPOP_T_NULL };
+		if (action == 1 && nargs == 3 &&
+		    dbk_spop_data_decode(&p, end, &v) != DBK_SPOP_OK)
+			return false;
+		if (nlen == strlen(name) && memcmp(nm, name, nlen) == 0) {
+			*out = v;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool test_var_is(const struct dbk_spop_frame *f, const char *name, const char *want)
+{
+	struct dbk_spop_data v;
+
+	return test_ack_var(f, name, &v) && v.type == DBK_SPOP_T_STR &&
+	       v.u.buf.len == strlen(want) && memcmp(v.u.buf.ptr, want, v.u.buf.len) == 0;
+}
+
+uint32_t test_disconnect_status(const struct dbk_spop_frame *f)
+{
+	uint32_t code = 12345;
+	const uint8_t *msg;
+	size_t mlen;
+
+	if (f->type != DBK_SPOP_AGENT_DISCONNECT ||
+	    dbk_spop_disconnect_parse(f, &code, &msg, &mlen) != DBK_SPOP_OK)
+		return 12345;
+	return code;
+}
+

@@ -1,0 +1,82 @@
+/* Command-line parsing: defaults, the reference's flags, and clear errors
+ * for every setup the agent must refuse at start. */
+#include "check.h"
+#include "config.h"
+
+#define ARGV(...) ((char *[]){ "dbucket-spoa", __VA_ARGS__, NULL })
+#define ARGC(...) ((int)(sizeof((char *[]){ "dbucket-spoa", __VA_ARGS__ }) / sizeof(char *)))
+#define PARSE(c, err, ...) \
+	dbk_config_parse(c, ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), err, sizeof(err))
+
+static struct dbk_config c;
+static char err[256];
+
+static void test_defaults(void)
+{
+	CHECK_EQ_U(PARSE(&c, err, "a", "b"), DBK_CONFIG_OK);
+	CHECK_EQ_U(c.nservers, 2);
+	CHECK(strcmp(c.servers[1], "b") == 0);
+	CHECK(!c.dynamic);
+	CHECK_EQ_U(c.threshold, 32768);
+	CHECK_EQ_U(c.max_request_tokens, 131072);
+	CHECK_EQ_U(c.nlisten, 1);
+	CHECK(strcmp(c.listen[0], "127.0.0.1:12345") == 0);
+	CHECK_EQ_U(c.max_frame_size, 16380);
+}
+
+static void test_reference_flags(void)
+{
+	CHECK_EQ_U(PARSE(&c, err, "--enable-dynamic-bucket", "--server-group-threshold", "8192",
+	                 "--max-request-tokens", "65536", "--listen", "unix:/tmp/x.sock",
+	                 "--listen", "[::1]:9", "s0", "s1", "s2"),
+	           DBK_CONFIG_OK);
+	CHECK(c.dynamic);
+	CHECK_EQ_U(c.threshold, 8192);
+	CHECK_EQ_U(c.max_request_tokens, 65536);
+	CHECK_EQ_U(c.nlisten, 2);
+	CHECK_EQ_U(c.nservers, 3);
+	struct dbk_bal_config bc;
+	dbk_config_balancer(&c, &bc);
+	CHECK_EQ_U(bc.nbuckets, 2);
+	CHECK_NEAR(bc.bounds[1], 8192, 0);
+	CHECK_NEAR(bc.bounds[2], 65536, 0);
+}
+
+static void test_help_and_version(void)
+{
+	CHECK_EQ_U(PARSE(&c, err, "--help"), DBK_CONFIG_HELP);
+	CHECK_EQ_U(PARSE(&c, err, "-V"), DBK_CONFIG_VERSION);
+}
+
+static void test_errors(void)
+{
+	CHECK_EQ_U(PARSE(&c, err, "--enable-dynamic-bucket", "only"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "at least 2 servers") != NULL);
+	CHECK_EQ_U(PARSE(&c, err, "--server-group-threshold", "131072", "a", "b"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "must be below") != NULL);
+	CHECK_EQ_U(PARSE(&c, err, "a", "b", "a"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "named twice") != NULL);
+	CHECK_EQ_U(PARSE(&c, err, "--frobnicate", "a"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "unknown option") != NULL);
+	CHECK_EQ_U(PARSE(&c, err, "--server-group-threshold", "12x", "a"), DBK_CONFIG_ERROR);
+	CHECK_EQ_U(PARSE(&c, err, "--server-group-threshold", "-5", "a"), DBK_CONFIG_ERROR);
+	CHECK_EQ_U(PARSE(&c, err, "--max-request-tokens"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "needs a value") != NULL);
+	CHECK_EQ_U(PARSE(&c, err, "--log-level", "loud", "a"), DBK_CONFIG_ERROR);
+	CHECK_EQ_U(PARSE(&c, err, "--max-frame-size", "100", "a"), DBK_CONFIG_ERROR);
+	CHECK_EQ_U(PARSE(&c, err, "bad name", "a"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "invalid server name") != NULL);
+	CHECK_EQ_U(PARSE(&c, err, "a", "--enable-dynamic-bucket"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "after the server names") != NULL);
+	CHECK_EQ_U(PARSE(&c, err, "--listen", "x"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "no servers") != NULL);
+}
+
+int main(void)
+{
+	RUN(test_defaults);
+	RUN(test_reference_flags);
+	RUN(test_help_and_version);
+	RUN(test_errors);
+	return CHECK_DONE();
+}

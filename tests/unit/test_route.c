@@ -1,0 +1,248 @@
+/* The router alone: NOTIFY frames in, ACK frames out, no sockets. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "frames.h"
+#include "log.h"
+#include "route.h"
+
+static const char *const names[] = { "vllm0", "vllm1", "vllm2", "vllm3" };
+
+struct fixture {
+	struct dbk_balancer *bal;
+	struct dbk_route r;
+	uint8_t in[4096];
+	uint8_t out[4096];
+	struct dbk_spop_frame ack;
+};
+
+static void up(struct fixture *x, bool dynamic)
+{
+	struct dbk_bal_config bc;
+
+	memset(x, 0, sizeof(*x));
+	dbk_bal_config_default(&bc, 4, dynamic, 32768, 131072);
+	x->bal = dbk_bal_new(&bc);
+	x->r.bal = x->bal;
+	x->r.names = names;
+}
+
+static void down(struct fixture *x)
+{
+	dbk_bal_free(x->bal);
+}
+
+/* Runs a whole frame (with its length prefix) through the router. */
+static enum dbk_spop_status run_frame(struct fixture *x, const uint8_t *frame, size_t len)
+{
+	struct dbk_spop_frame f;
+	struct dbk_spop_writer w;
+	enum dbk_spop_status st;
+
+	st = dbk_spop_frame_parse(frame + 4, len - 4, &f);
+	if (st != DBK_SPOP_OK)
+		return st;
+	dbk_spop_writer_init(&w, x->out, sizeof(x->out));
+	st = dbk_route_notify(&x->r, &f, 1000, &w);
+	if (st == DBK_SPOP_OK && dbk_spop_frame_parse(x->out + 4, w.len - 4, &x->ack))
+		st = DBK_SPOP_ERR_UNKNOWN;
+	return st;
+}
+
+/* A NOTIFY with one message `msg` and the given args (name, value). */
+static size_t notify_args(uint8_t *out, size_t cap, const char *msg, unsigned n,
+                          const char *const *argn, const struct dbk_spop_data *argv)
+{
+	struct dbk_spop_writer w;
+
+	dbk_spop_writer_init(&w, out, cap);
+	dbk_spop_frame_begin(&w, DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, 3, 4);
+	dbk_spop_put_name(&w, msg, strlen(msg));
+	if (w.len < w.cap)
+		w.buf[w.len++] = (uint8_t)n;
+	for (unsigned i = 0; i < n; i++) {
+		dbk_spop_put_name(&w, argn[i], strlen(argn[i]));
+		dbk_spop_put_data(&w, &argv[i]);
+	}
+	return dbk_spop_frame_end(&w);
+}
+
+static struct dbk_spop_data bin(const char *s)
+{
+	struct dbk_spop_data d = { .type = DBK_SPOP_T_BIN };
+
+	d.u.buf.ptr = (const uint8_t *)s;
+	d.u.buf.len = strlen(s);
+	return d;
+}
+
+static void test_route_sets_every_variable(void)
+{
+	struct fixture x;
+	struct dbk_spop_data v;
+
+	up(&x, true);
+	size_t len = test_notify(x.in, sizeof(x.in), 3, 4, DBK_SPOP_FLAG_FIN, "id-1", 140000);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK_EQ_U(x.ack.type, DBK_SPOP_ACK);
+	CHECK_EQ_U(x.ack.stream_id, 3);
+	CHECK_EQ_U(x.ack.frame_id, 4);
+	CHECK(test_var_is(&x.ack, "server", "vllm2"));
+	CHECK(test_var_is(&x.ack, "score", "35000"));
+	int64_t i;
+	CHECK(test_ack_var(&x.ack, "bucket", &v) && dbk_spop_data_to_i64(&v, &i) && i == 1);
+	CHECK(test_ack_var(&x.ack, "group", &v) && dbk_spop_data_to_i64(&v, &i) && i == 1);
+	CHECK(test_ack_var(&x.ack, "redirected", &v) && v.type == DBK_SPOP_T_BOOL && !v.u.b);
+	CHECK(!test_ack_var(&x.ack, "error", &v));
+	CHECK_EQ_U(x.r.stats.routed, 1);
+	CHECK_EQ_U(x.r.stats.truncated_bodies, 1);
+	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 1);
+	down(&x);
+}
+
+static void test_whole_json_body_is_read(void)
+{
+	struct fixture x;
+	static const char body[] = "{\"prompt\":\"hi\",\"max_tokens\":1000,\"ignore_eos\":true}";
+	const char *const argn[] = { "id", "blen", "body" };
+	struct dbk_spop_data argv[3] = { dbk_spop_str("j"), dbk_spop_int(sizeof(body) - 1),
+	                                 bin(body) };
+	char want[32];
+
+	up(&x, false);
+	size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	snprintf(want, sizeof(want), "%d", (int)(sizeof(body) - 1) + 1000);
+	CHECK(test_var_is(&x.ack, "score", want));
+	CHECK_EQ_U(x.r.stats.truncated_bodies, 0);
+	down(&x);
+}
+
+static void test_null_blen_uses_the_sample(void)
+{
+	struct fixture x;
+	const char *const argn[] = { "id", "blen", "body" };
+	struct dbk_spop_data argv[3] = { dbk_spop_str("n"), { .type = DBK_SPOP_T_NULL },
+	                                 bin("{\"max_tokens\":4}") };
+
+	up(&x, false);
+	size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	/* 16 bytes + 0.5 * 4 */
+	CHECK(test_var_is(&x.ack, "score", "18"));
+	down(&x);
+}
+
+static void test_missing_id_is_an_error_not_a_lease(void)
+{
+	struct fixture x;
+	const char *const argn[] = { "blen" };
+	struct dbk_spop_data argv[1] = { dbk_spop_int(10) };
+
+	up(&x, true);
+	size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 1, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_var_is(&x.ack, "error", "no-id"));
+	CHECK_EQ_U(x.r.stats.no_id, 1);
+	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 0);
+	down(&x);
+}
+
+static void test_duplicate_id_refused(void)
+{
+	struct fixture x;
+	struct dbk_spop_data v;
+
+	up(&x, true);
+	size_t len = test_notify(x.in, sizeof(x.in), 1, 1, DBK_SPOP_FLAG_FIN, "same", 100);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_ack_var(&x.ack, "error", &v));
+	CHECK(!test_ack_var(&x.ack, "server", &v));
+	CHECK_EQ_U(x.r.stats.refused, 1);
+	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 1);
+	CHECK_EQ_U(dbk_bal_stats(x.bal)->duplicates, 1);
+	down(&x);
+}
+
+static void test_unknown_message_never_gets_an_empty_ack(void)
+{
+	struct fixture x;
+	const char *const argn[] = { "id" };
+	struct dbk_spop_data argv[1] = { dbk_spop_str("u") };
+
+	up(&x, true);
+	size_t len = notify_args(x.in, sizeof(x.in), "something-else", 1, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(x.ack.payload_len > 0);
+	CHECK(test_var_is(&x.ack, "error", "unknown-message"));
+	CHECK_EQ_U(x.r.stats.unknown_messages, 1);
+	down(&x);
+}
+
+static void test_truncated_notify_takes_no_lease(void)
+{
+	struct fixture x;
+
+	up(&x, true);
+	/* Two messages; cut the frame inside the second one: the first must
+	 * not be acted upon either. */
+	struct dbk_spop_writer w;
+	struct dbk_spop_data v;
+	dbk_spop_writer_init(&w, x.in, sizeof(x.in));
+	dbk_spop_frame_begin(&w, DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, 1, 1);
+	for (int m = 0; m < 2; m++) {
+		dbk_spop_put_name(&w, DBK_MSG_ROUTE, strlen(DBK_MSG_ROUTE));
+		w.buf[w.len++] = 1;
+		dbk_spop_put_name(&w, "id", 2);
+		v = dbk_spop_str(m ? "m1" : "m0");
+		dbk_spop_put_data(&w, &v);
+	}
+	size_t len = dbk_spop_frame_end(&w);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 2);
+
+	uint8_t frame[sizeof(x.in)];
+	memcpy(frame, x.in, len);
+	down(&x);
+	up(&x, true);
+	memcpy(x.in, frame, len);
+	/* Same bytes with the last 2 cut and the length fixed. */
+	size_t cut = len - 2;
+	uint32_t body = (uint32_t)(cut - 4);
+	x.in[0] = (uint8_t)(body >> 24);
+	x.in[1] = (uint8_t)(body >> 16);
+	x.in[2] = (uint8_t)(body >> 8);
+	x.in[3] = (uint8_t)body;
+	CHECK(run_frame(&x, x.in, cut) != DBK_SPOP_OK);
+	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 0);
+	down(&x);
+}
+
+static void test_ack_that_does_not_fit_is_an_error(void)
+{
+	struct fixture x;
+	struct dbk_spop_frame f;
+	struct dbk_spop_writer w;
+
+	up(&x, true);
+	size_t len = test_notify(x.in, sizeof(x.in), 1, 1, DBK_SPOP_FLAG_FIN, "tiny", 100);
+	CHECK_EQ_U(dbk_spop_frame_parse(x.in + 4, len - 4, &f), DBK_SPOP_OK);
+	dbk_spop_writer_init(&w, x.out, 20);
+	CHECK_EQ_U(dbk_route_notify(&x.r, &f, 0, &w), DBK_SPOP_ERR_RES);
+	down(&x);
+}
+
+int main(void)
+{
+	dbk_log_set_level(DBK_LOG_ERROR);
+	RUN(test_route_sets_every_variable);
+	RUN(test_whole_json_body_is_read);
+	RUN(test_null_blen_uses_the_sample);
+	RUN(test_missing_id_is_an_error_not_a_lease);
+	RUN(test_duplicate_id_refused);
+	RUN(test_unknown_message_never_gets_an_empty_ack);
+	RUN(test_truncated_notify_takes_no_lease);
+	RUN(test_ack_that_does_not_fit_is_an_error);
+	return CHECK_DONE();
+}
