@@ -1,0 +1,595 @@
+/* The length-aware balancer: see balancer.h and shared/spec/ALGORITHM.md.
+ *
+ * Groups are contiguous ranges of the server list, so each group's
+ * min-heap of usable servers lives in its own slice of one array. The
+ * heap is ordered by (active_load, index), exactly the reference's
+ * min() key, so its top is the reference's choice in O(1) and a load
+ * change costs O(log n).
+ */
+#include "balancer.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "leases.h"
+
+#define NOT_IN_HEAP UINT_MAX
+
+struct dbk_balancer {
+	struct dbk_bal_config cfg;
+	unsigned first[DBK_BAL_MAX_BUCKETS + 1];  /* group g: [first[g], first[g+1]) */
+	unsigned heap_len[DBK_BAL_MAX_BUCKETS];
+	double bucket_load[DBK_BAL_MAX_BUCKETS];
+	double *load;           /* per server */
+	unsigned *inflight;     /* per server */
+	unsigned *group_of;     /* per server */
+	unsigned *pos;          /* per server: slot in its group's heap */
+	unsigned *heap;         /* server indices; group g's heap at first[g] */
+	bool *usable;
+	struct dbk_lease_table leases;
+	struct dbk_bal_stats stats;
+};
+
+void dbk_bal_config_default(struct dbk_bal_config *c, unsigned nservers,
+                            bool dynamic, double threshold, double max_tokens)
+{
+	memset(c, 0, sizeof(*c));
+	c->nservers = nservers;
+	c->dynamic = dynamic;
+	c->bounds[0] = 0.0;
+	if (dynamic) {
+		c->nbuckets = 2;
+		c->bounds[1] = threshold;
+		c->bounds[2] = max_tokens;
+	} else {
+		c->nbuckets = 1;
+		c->bounds[1] = max_tokens;
+	}
+	c->sensitivity = 1.0;
+	c->affinity_strength = 0.1;
+	c->redirect_threshold = 0.12;
+	c->max_leases = 0;
+}
+
+/* Names bounds after the command-line options that set them in the
+ * reference's two-bucket shape, so that errors point at the fix. */
+static void bound_name(const struct dbk_bal_config *c, unsigned i, char *buf, size_t n)
+{
+	if (i == c->nbuckets)
+		snprintf(buf, n, "--max-request-tokens");
+	else if (c->nbuckets == 2 && i == 1)
+		snprintf(buf, n, "--server-group-threshold");
+	else
+		snprintf(buf, n, "bucket bound %u", i);
+}
+
+static int check_bounds(const struct dbk_bal_config *c, char *err, size_t errlen)
+{
+	char a[48], b[48];
+
+	if (!(isfinite(c->bounds[0]) && c->bounds[0] >= 0)) {
+		snprintf(err, errlen, "bucket bound 0 (%g) must be a finite number >= 0",
+		         c->bounds[0]);
+		return -1;
+	}
+	for (unsigned i = 1; i <= c->nbuckets; i++) {
+		bound_name(c, i, b, sizeof(b));
+		if (!isfinite(c->bounds[i])) {
+			snprintf(err, errlen, "%s (%g) must be a finite number", b, c->bounds[i]);
+			return -1;
+		}
+		if (c->bounds[i] > c->bounds[i - 1])
+			continue;
+		if (i == 1)
+			snprintf(err, errlen, "%s (%g) must be above %g", b, c->bounds[i],
+			         c->bounds[0]);
+		else {
+			/* Named from the lower bound's side: the usual mistake is a
+			 * threshold set at or above the maximum. */
+			bound_name(c, i - 1, a, sizeof(a));
+			snprintf(err, errlen, "%s (%g) must be below %s (%g)", a,
+			         c->bounds[i - 1], b, c->bounds[i]);
+		}
+		return -1;
+	}
+	return 0;
+}
+
+int dbk_bal_config_check(const struct dbk_bal_config *c, char *err, size_t errlen)
+{
+	char dummy[1];
+
+	if (!err || !errlen) {
+		err = dummy;
+		errlen = sizeof(dummy);
+	}
+	err[0] = '\0';
+	if (c->nservers < 1 || c->nservers > DBK_BAL_MAX_SERVERS) {
+		snprintf(err, errlen, "need between 1 and %u servers, got %u",
+		         DBK_BAL_MAX_SERVERS, c->nservers);
+		return -1;
+	}
+	if (c->nbuckets < 1 || c->nbuckets > DBK_BAL_MAX_BUCKETS) {
+		snprintf(err, errlen, "need between 1 and %u buckets, got %u",
+		         DBK_BAL_MAX_BUCKETS, c->nbuckets);
+		return -1;
+	}
+	if (!c->dynamic && c->nbuckets != 1) {
+		snprintf(err, errlen, "plain mode uses 1 bucket, got %u", c->nbuckets);
+		return -1;
+	}
+	if (c->dynamic && c->nservers < 2) {
+		snprintf(err, errlen, "dynamic bucket mode needs at least 2 servers, got %u",
+		         c->nservers);
+		return -1;
+	}
+	if (c->nservers < c->nbuckets) {
+		snprintf(err, errlen, "%u buckets need at least %u servers, got %u",
+		         c->nbuckets, c->nbuckets, c->nservers);
+		return -1;
+	}
+	/* With one bucket the bounds decide nothing, and the reference does
+	 * not check them either. */
+	if (c->nbuckets > 1 && check_bounds(c, err, errlen) < 0)
+		return -1;
+	if (!(isfinite(c->sensitivity) && c->sensitivity > 0)) {
+		snprintf(err, errlen, "sensitivity (%g) must be a finite number above 0",
+		         c->sensitivity);
+		return -1;
+	}
+	if (!(isfinite(c->affinity_strength) && c->affinity_strength >= 0)) {
+		snprintf(err, errlen, "affinity strength (%g) must be a finite number >= 0",
+		         c->affinity_strength);
+		return -1;
+	}
+	if (!(c->redirect_threshold >= 0 && c->redirect_threshold <= 1)) {
+		snprintf(err, errlen, "redirect threshold (%g) must be between 0 and 1",
+		         c->redirect_threshold);
+		return -1;
+	}
+	return 0;
+}
+
+const char *dbk_bal_result_str(enum dbk_bal_result r)
+{
+	switch (r) {
+	case DBK_BAL_OK:        return "ok";
+	case DBK_BAL_DUPLICATE: return "duplicate id";
+	case DBK_BAL_FULL:      return "lease table full";
+	case DBK_BAL_NO_SERVER: return "no usable server";
+	case DBK_BAL_UNKNOWN:   return "unknown id";
+	case DBK_BAL_BAD_ID:    return "bad id";
+	}
+	return "?";
+}
+
+/* ---- per-group indexed min-heaps ---- */
+
+static bool heap_less(const struct dbk_balancer *b, unsigned x, unsigned y)
+{
+	return b->load[x] < b->load[y] || (b->load[x] == b->load[y] && x < y);
+}
+
+static void heap_set(struct dbk_balancer *b, unsigned *h, unsigned i, unsigned s)
+{
+	h[i] = s;
+	b->pos[s] = i;
+}
+
+static void sift_up(struct dbk_balancer *b, unsigned g, unsigned i)
+{
+	unsigned *h = b->heap + b->first[g];
+	unsigned s = h[i];
+
+	while (i > 0) {
+		unsigned parent = (i - 1) / 2;
+
+		if (!heap_less(b, s, h[parent]))
+			break;
+		heap_set(b, h, i, h[parent]);
+		i = parent;
+	}
+	heap_set(b, h, i, s);
+}
+
+static void sift_down(struct dbk_balancer *b, unsigned g, unsigned i)
+{
+	unsigned *h = b->heap + b->first[g];
+	unsigned n = b->heap_len[g], s = h[i];
+
+	for (;;) {
+		unsigned c = 2 * i + 1;
+
+		if (c >= n)
+			break;
+		if (c + 1 < n && heap_less(b, h[c + 1], h[c]))
+			c++;
+		if (!heap_less(b, h[c], s))
+			break;
+		heap_set(b, h, i, h[c]);
+		i = c;
+	}
+	heap_set(b, h, i, s);
+}
+
+/* Restores the heap after server s's load changed either way. */
+static void heap_fix(struct dbk_balancer *b, unsigned s)
+{
+	unsigned g = b->group_of[s], i = b->pos[s];
+
+	if (i == NOT_IN_HEAP)
+		return;
+	sift_up(b, g, i);
+	sift_down(b, g, b->pos[s]);
+}
+
+static void heap_insert(struct dbk_balancer *b, unsigned s)
+{
+	unsigned g = b->group_of[s];
+
+	b->heap[b->first[g] + b->heap_len[g]] = s;
+	b->pos[s] = b->heap_len[g]++;
+	sift_up(b, g, b->pos[s]);
+}
+
+static void heap_remove(struct dbk_balancer *b, unsigned s)
+{
+	unsigned g = b->group_of[s], i = b->pos[s];
+	unsigned *h = b->heap + b->first[g];
+	unsigned last = h[--b->heap_len[g]];
+
+	b->pos[s] = NOT_IN_HEAP;
+	if (last == s)
+		return;
+	heap_set(b, h, i, last);
+	sift_up(b, g, i);
+	sift_down(b, g, b->pos[last]);
+}
+
+/* ---- life cycle ---- */
+
+struct dbk_balancer *dbk_bal_new(const struct dbk_bal_config *c)
+{
+	struct dbk_balancer *b;
+	unsigned n = c->nservers, base, rem;
+
+	if (dbk_bal_config_check(c, NULL, 0) < 0)
+		return NULL;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	b->cfg = *c;
+	b->load = calloc(n, sizeof(*b->load));
+	b->inflight = calloc(n, sizeof(*b->inflight));
+	b->group_of = calloc(n, sizeof(*b->group_of));
+	b->pos = calloc(n, sizeof(*b->pos));
+	b->heap = calloc(n, sizeof(*b->heap));
+	b->usable = calloc(n, sizeof(*b->usable));
+	/* The table's hash key needs no strength, only to differ between
+	 * runs; ASLR makes the balancer's address do. */
+	if (!b->load || !b->inflight || !b->group_of || !b->pos || !b->heap ||
+	    !b->usable || dbk_lease_init(&b->leases, (uint64_t)(uintptr_t)b) < 0) {
+		free(b->load);
+		free(b->inflight);
+		free(b->group_of);
+		free(b->pos);
+		free(b->heap);
+		free(b->usable);
+		free(b);
+		return NULL;
+	}
+
+	base = n / c->nbuckets;
+	rem = n % c->nbuckets;
+	for (unsigned g = 0; g < c->nbuckets; g++) {
+		b->first[g + 1] = b->first[g] + base + (g < rem ? 1 : 0);
+		/* All loads are 0, so index order is already a heap. */
+		for (unsigned s = b->first[g]; s < b->first[g + 1]; s++) {
+			b->group_of[s] = g;
+			b->heap[s] = s;
+			b->pos[s] = s - b->first[g];
+			b->usable[s] = true;
+		}
+		b->heap_len[g] = b->first[g + 1] - b->first[g];
+	}
+	return b;
+}
+
+void dbk_bal_free(struct dbk_balancer *b)
+{
+	if (!b)
+		return;
+	dbk_lease_fini(&b->leases);
+	free(b->load);
+	free(b->inflight);
+	free(b->group_of);
+	free(b->pos);
+	free(b->heap);
+	free(b->usable);
+	free(b);
+}
+
+/* ---- the decision ---- */
+
+static double clamp01(double x)
+{
+	return x < 0.0 ? 0.0 : x > 1.0 ? 1.0 : x;
+}
+
+static unsigned standard_bucket(const struct dbk_bal_config *c, double tokens)
+{
+	/* Below the first bound (or NaN, which the clamps rule out) the
+	 * shortest bucket is the least surprising home. */
+	if (!(tokens >= c->bounds[0]))
+		return 0;
+	for (unsigned i = 0; i < c->nbuckets; i++)
+		if (tokens < c->bounds[i + 1])
+			return i;
+	return c->nbuckets - 1;
+}
+
+/* The reference's neighbour redirect. The order of operations is the
+ * reference's, so that the result matches it bit for bit. Returns the
+ * bucket to use and sets *p to the best neighbour's probability. */
+static unsigned redirect(const struct dbk_balancer *b, unsigned std, double tokens,
+                         double *p_out)
+{
+	const struct dbk_bal_config *c = &b->cfg;
+	double lb = b->bucket_load[std], best_p = 0.0;
+	unsigned best = NOT_IN_HEAP;
+	unsigned cand[2] = { std - 1, std + 1 };  /* std - 1 wraps when std == 0 */
+
+	for (unsigned j = 0; j < 2; j++) {
+		unsigned k = cand[j];
+		double lk, load_p, lo, hi, center, half, affinity, p;
+
+		if (k >= c->nbuckets)
+			continue;
+		lk = b->bucket_load[k];
+		if (!(lk < lb))
+			continue;
+		load_p = lb <= 0.0 ? 0.0 : clamp01(1.0 - pow(lk / lb, c->sensitivity));
+		lo = c->bounds[k];
+		hi = c->bounds[k + 1];
+		center = (lo + hi) / 2.0;
+		half = (hi - lo) / 2.0;
+		if (half <= 0.0) {
+			affinity = 1.0;
+		} else {
+			double nd = (fabs(tokens - center) - half) / half;
+
+			affinity = clamp01(exp(-c->affinity_strength * nd));
+		}
+		p = load_p * affinity;
+		if (best == NOT_IN_HEAP || p > best_p) {
+			best = k;
+			best_p = p;
+		}
+	}
+	*p_out = best_p;
+	if (best != NOT_IN_HEAP && best_p > c->redirect_threshold)
+		return best;
+	return std;
+}
+
+/* The nearest group with a usable server, lower first on ties. */
+static unsigned usable_group(const struct dbk_balancer *b, unsigned g)
+{
+	unsigned n = b->cfg.nbuckets;
+
+	if (b->heap_len[g])
+		return g;
+	for (unsigned d = 1; d < n; d++) {
+		if (g >= d && b->heap_len[g - d])
+			return g - d;
+		if (g + d < n && b->heap_len[g + d])
+			return g + d;
+	}
+	return NOT_IN_HEAP;
+}
+
+enum dbk_bal_result dbk_bal_decide(const struct dbk_balancer *b,
+                                   const struct dbk_bal_request *r,
+                                   struct dbk_bal_decision *d)
+{
+	const struct dbk_bal_config *c = &b->cfg;
+	double body = r->body_bytes, mt = r->max_tokens;
+	unsigned bucket, g;
+
+	if (!(body >= 0.0))
+		body = 0.0;
+	else if (body > DBK_BAL_MAX_BODY_BYTES)
+		body = DBK_BAL_MAX_BODY_BYTES;
+	if (!isfinite(mt))
+		mt = 16.0;
+	else if (mt < 0.0)
+		mt = 0.0;
+	else if (mt > DBK_BAL_MAX_MAX_TOKENS)
+		mt = DBK_BAL_MAX_MAX_TOKENS;
+
+	memset(d, 0, sizeof(*d));
+	d->request_tokens = body / 4.0;
+	if (c->dynamic)
+		d->score = d->request_tokens;
+	else if (r->ignore_eos)
+		d->score = body + mt;
+	else
+		d->score = body + 0.5 * mt;
+	d->std_bucket = standard_bucket(c, d->request_tokens);
+
+	bucket = d->std_bucket;
+	if (c->nbuckets > 1)
+		bucket = redirect(b, d->std_bucket, d->request_tokens, &d->p);
+	g = usable_group(b, bucket);
+	if (g == NOT_IN_HEAP) {
+		d->group = d->server = UINT_MAX;
+		return DBK_BAL_NO_SERVER;
+	}
+	d->group = g;
+	d->server = b->heap[b->first[g]];
+	d->redirected = g != d->std_bucket;
+	return DBK_BAL_OK;
+}
+
+static bool id_ok(const char *id, size_t id_len)
+{
+	return id && id_len > 0 && id_len <= DBK_BAL_MAX_ID_LEN;
+}
+
+enum dbk_bal_result dbk_bal_dispatch(struct dbk_balancer *b, const char *id,
+                                     size_t id_len, const struct dbk_bal_request *r,
+                                     uint64_t now_ms, struct dbk_bal_decision *d)
+{
+	struct dbk_bal_decision local;
+	struct dbk_bal_lease l;
+	enum dbk_bal_result res;
+
+	if (!d)
+		d = &local;
+	if (!id_ok(id, id_len)) {
+		dbk_bal_decide(b, r, d);
+		d->group = d->server = UINT_MAX;
+		b->stats.bad_ids++;
+		return DBK_BAL_BAD_ID;
+	}
+	res = dbk_bal_decide(b, r, d);
+	if (dbk_lease_find(&b->leases, id, id_len)) {
+		b->stats.duplicates++;
+		res = DBK_BAL_DUPLICATE;
+	} else if (b->cfg.max_leases && dbk_lease_count(&b->leases) >= b->cfg.max_leases) {
+		b->stats.refused++;
+		res = DBK_BAL_FULL;
+	} else if (res == DBK_BAL_NO_SERVER) {
+		b->stats.refused++;
+	}
+	if (res != DBK_BAL_OK) {
+		d->group = d->server = UINT_MAX;
+		return res;
+	}
+
+	l.server = d->server;
+	l.group = d->group;
+	l.score = d->score;
+	l.start_ms = now_ms;
+	if (dbk_lease_insert(&b->leases, id, id_len, &l, NULL) != DBK_LEASE_INSERTED) {
+		b->stats.refused++;
+		d->group = d->server = UINT_MAX;
+		return DBK_BAL_FULL;
+	}
+	b->load[l.server] += l.score;
+	b->bucket_load[l.group] += l.score;
+	b->inflight[l.server]++;
+	heap_fix(b, l.server);
+
+	b->stats.decisions++;
+	if (d->redirected)
+		b->stats.redirects++;
+	b->stats.leases = dbk_lease_count(&b->leases);
+	return DBK_BAL_OK;
+}
+
+/* Exactly the amounts dispatch added, in the reference's -= form. */
+static void uncharge(struct dbk_balancer *b, const struct dbk_bal_lease *l)
+{
+	b->load[l->server] -= l->score;
+	b->bucket_load[l->group] -= l->score;
+	b->inflight[l->server]--;
+	heap_fix(b, l->server);
+	b->stats.leases = dbk_lease_count(&b->leases);
+}
+
+enum dbk_bal_result dbk_bal_release(struct dbk_balancer *b, const char *id,
+                                    size_t id_len, struct dbk_bal_lease *out)
+{
+	struct dbk_bal_lease l;
+
+	if (!id_ok(id, id_len)) {
+		b->stats.bad_ids++;
+		return DBK_BAL_BAD_ID;
+	}
+	if (!dbk_lease_remove(&b->leases, id, id_len, &l)) {
+		b->stats.unknown_releases++;
+		return DBK_BAL_UNKNOWN;
+	}
+	uncharge(b, &l);
+	b->stats.releases++;
+	if (out)
+		*out = l;
+	return DBK_BAL_OK;
+}
+
+size_t dbk_bal_expire(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl_ms,
+                      void (*cb)(void *arg, const char *id, size_t id_len,
+                                 const struct dbk_bal_lease *l),
+                      void *arg)
+{
+	uint64_t cutoff;
+	size_t n = 0, budget = dbk_lease_count(&b->leases);
+	struct dbk_lease *e;
+
+	if (now_ms < ttl_ms)
+		return 0;
+	cutoff = now_ms - ttl_ms;
+	/* The budget keeps a callback that dispatches old-dated leases from
+	 * making this loop endless. */
+	while (n < budget && (e = dbk_lease_oldest(&b->leases)) &&
+	       e->val.start_ms <= cutoff) {
+		dbk_lease_unlink(&b->leases, e);
+		uncharge(b, &e->val);
+		b->stats.expired++;
+		if (cb)
+			cb(arg, e->id, e->id_len, &e->val);
+		dbk_lease_free(e);
+		n++;
+	}
+	return n;
+}
+
+void dbk_bal_set_usable(struct dbk_balancer *b, unsigned server, bool usable)
+{
+	if (server >= b->cfg.nservers || b->usable[server] == usable)
+		return;
+	b->usable[server] = usable;
+	if (usable)
+		heap_insert(b, server);
+	else
+		heap_remove(b, server);
+}
+
+bool dbk_bal_usable(const struct dbk_balancer *b, unsigned server)
+{
+	return server < b->cfg.nservers && b->usable[server];
+}
+
+const struct dbk_bal_config *dbk_bal_config(const struct dbk_balancer *b)
+{
+	return &b->cfg;
+}
+
+double dbk_bal_server_load(const struct dbk_balancer *b, unsigned server)
+{
+	return server < b->cfg.nservers ? b->load[server] : 0.0;
+}
+
+unsigned dbk_bal_server_inflight(const struct dbk_balancer *b, unsigned server)
+{
+	return server < b->cfg.nservers ? b->inflight[server] : 0;
+}
+
+double dbk_bal_bucket_load(const struct dbk_balancer *b, unsigned bucket)
+{
+	return bucket < b->cfg.nbuckets ? b->bucket_load[bucket] : 0.0;
+}
+
+unsigned dbk_bal_group_of(const struct dbk_balancer *b, unsigned server)
+{
+	return server < b->cfg.nservers ? b->group_of[server] : UINT_MAX;
+}
+
+const struct dbk_bal_stats *dbk_bal_stats(const struct dbk_balancer *b)
+{
+	return &b->stats;
+}
