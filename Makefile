@@ -19,8 +19,10 @@ LDLIBS_JSON = -lcjson
 LDLIBS_M    = -lm
 
 # Pure modules: no sockets, no clock, no globals.
-CORE_SRC  = agent/spop.c agent/balancer.c agent/leases.c agent/estimate.c
-AGENT_SRC = agent/main.c agent/config.c agent/log.c agent/net.c agent/spoa.c agent/route.c
+CORE_SRC  = agent/spop.c agent/balancer.c agent/leases.c agent/estimate.c agent/completion.c \
+            agent/histo.c agent/strbuf.c
+AGENT_SRC = agent/main.c agent/agent.c agent/report.c agent/config.c agent/log.c agent/net.c \
+            agent/spoa.c agent/route.c agent/events.c agent/admin.c
 
 CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)
 AGENT_OBJ = $(AGENT_SRC:%.c=$(BUILD)/%.o)

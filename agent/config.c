@@ -16,6 +16,9 @@ enum {
 	OPT_MAX_CONNS,
 	OPT_MAX_LEASES,
 	OPT_LOG_LEVEL,
+	OPT_COMPLETION_LISTEN,
+	OPT_ADMIN_LISTEN,
+	OPT_LEASE_TTL,
 };
 
 static const struct option long_opts[] = {
@@ -27,6 +30,9 @@ static const struct option long_opts[] = {
 	{ "max-connections",        required_argument, NULL, OPT_MAX_CONNS },
 	{ "max-leases",             required_argument, NULL, OPT_MAX_LEASES },
 	{ "log-level",              required_argument, NULL, OPT_LOG_LEVEL },
+	{ "completion-listen",      required_argument, NULL, OPT_COMPLETION_LISTEN },
+	{ "admin-listen",           required_argument, NULL, OPT_ADMIN_LISTEN },
+	{ "lease-ttl",              required_argument, NULL, OPT_LEASE_TTL },
 	{ "help",                   no_argument,       NULL, 'h' },
 	{ "version",                no_argument,       NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -52,6 +58,13 @@ void dbk_config_usage(FILE *out, const char *prog)
 "  --listen ADDR                 where HAProxy connects; repeatable.\n"
 "                                HOST:PORT, [IPV6]:PORT or unix:PATH\n"
 "                                (default %s)\n"
+"  --completion-listen ADDR      where HAProxy's completion ring connects\n"
+"                                (same forms, repeatable; default %s,\n"
+"                                \"none\" to disable)\n"
+"  --admin-listen ADDR           HTTP endpoint with /metrics and /state\n"
+"                                (default %s, \"none\" to disable)\n"
+"  --lease-ttl SECONDS           a request whose completion never arrives\n"
+"                                is released after this long (%d)\n"
 "  --max-frame-size N            largest SPOP frame, at most what HAProxy\n"
 "                                announces is used (%d)\n"
 "  --max-connections N           concurrent HAProxy connections (%d)\n"
@@ -63,7 +76,8 @@ void dbk_config_usage(FILE *out, const char *prog)
 "\n"
 "Logs go to stderr in logfmt. SIGTERM or SIGINT stops the agent cleanly.\n",
 	        prog, DBK_DEFAULT_THRESHOLD, DBK_DEFAULT_MAX_REQUEST_TOKENS,
-	        DBK_DEFAULT_LISTEN, DBK_DEFAULT_MAX_FRAME, DBK_DEFAULT_MAX_CONNS,
+	        DBK_DEFAULT_LISTEN, DBK_DEFAULT_COMPLETION_LISTEN, DBK_DEFAULT_ADMIN_LISTEN,
+	        DBK_DEFAULT_LEASE_TTL_S, DBK_DEFAULT_MAX_FRAME, DBK_DEFAULT_MAX_CONNS,
 	        DBK_DEFAULT_MAX_LEASES);
 }
 
@@ -112,6 +126,8 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 	c->max_connections = DBK_DEFAULT_MAX_CONNS;
 	c->max_leases = DBK_DEFAULT_MAX_LEASES;
 	c->log_level = DBK_LOG_INFO;
+	c->lease_ttl_s = DBK_DEFAULT_LEASE_TTL_S;
+	bool no_completions = false, no_admin = false;
 
 	/* getopt keeps its cursor in globals; reset it so parsing can run
 	 * more than once (unit tests). "+" stops at the first operand so
@@ -139,6 +155,28 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 			if (c->nlisten == DBK_MAX_LISTEN)
 				FAIL("at most %d --listen addresses", DBK_MAX_LISTEN);
 			c->listen[c->nlisten++] = optarg;
+			break;
+		case OPT_COMPLETION_LISTEN:
+			if (strcmp(optarg, "none") == 0) {
+				no_completions = true;
+				break;
+			}
+			if (c->ncompletion_listen == DBK_MAX_LISTEN)
+				FAIL("at most %d --completion-listen addresses", DBK_MAX_LISTEN);
+			c->completion_listen[c->ncompletion_listen++] = optarg;
+			break;
+		case OPT_ADMIN_LISTEN:
+			if (strcmp(optarg, "none") == 0) {
+				no_admin = true;
+				break;
+			}
+			if (c->nadmin_listen == DBK_MAX_LISTEN)
+				FAIL("at most %d --admin-listen addresses", DBK_MAX_LISTEN);
+			c->admin_listen[c->nadmin_listen++] = optarg;
+			break;
+		case OPT_LEASE_TTL:
+			if (parse_long(optarg, 1, 7 * 24 * 3600, &c->lease_ttl_s))
+				FAIL("--lease-ttl wants seconds from 1 to 604800, got '%s'", optarg);
 			break;
 		case OPT_MAX_FRAME:
 			if (parse_long(optarg, DBK_MIN_FRAME, 16 * 1024 * 1024, &v))
@@ -185,6 +223,14 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 		FAIL("no servers: name the backend's servers, in order (see --help)");
 	if (c->nlisten == 0)
 		c->listen[c->nlisten++] = DBK_DEFAULT_LISTEN;
+	if (no_completions)
+		c->ncompletion_listen = 0;
+	else if (c->ncompletion_listen == 0)
+		c->completion_listen[c->ncompletion_listen++] = DBK_DEFAULT_COMPLETION_LISTEN;
+	if (no_admin)
+		c->nadmin_listen = 0;
+	else if (c->nadmin_listen == 0)
+		c->admin_listen[c->nadmin_listen++] = DBK_DEFAULT_ADMIN_LISTEN;
 	/* Checked in plain mode too, where the threshold is unused: such a
 	 * command line is a mistake that would bite once dynamic mode is on. */
 	if (c->threshold >= c->max_request_tokens)

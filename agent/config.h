@@ -14,6 +14,11 @@
 
 #define DBK_MAX_LISTEN 8
 #define DBK_DEFAULT_LISTEN "127.0.0.1:12345"
+#define DBK_DEFAULT_COMPLETION_LISTEN "127.0.0.1:12346"
+#define DBK_DEFAULT_ADMIN_LISTEN "127.0.0.1:12347"
+/* Above the sample haproxy.cfg's `timeout server 600s`: a lease outlives
+ * any request HAProxy would still be serving. */
+#define DBK_DEFAULT_LEASE_TTL_S 660
 #define DBK_DEFAULT_THRESHOLD 32768
 #define DBK_DEFAULT_MAX_REQUEST_TOKENS 131072
 /* HAProxy's default tune.bufsize (16384) less the 4-byte length prefix:
@@ -34,6 +39,11 @@ struct dbk_config {
 	long max_request_tokens;
 	const char *listen[DBK_MAX_LISTEN];
 	unsigned nlisten;
+	const char *completion_listen[DBK_MAX_LISTEN];
+	unsigned ncompletion_listen;
+	const char *admin_listen[DBK_MAX_LISTEN];
+	unsigned nadmin_listen;
+	long lease_ttl_s;
 	uint32_t max_frame_size;
 	unsigned max_connections;
 	size_t max_leases;

@@ -1,26 +1,12 @@
 /* dbucket-spoa: HAProxy SPOE agent choosing a vLLM server per request by
- * its length and the load in flight. main wires the pieces together; the
- * event loop owns every piece of mutable state from then on. */
+ * its length and the load in flight. main parses the command line, starts
+ * the agent and runs the event loop, which owns all mutable state. */
 #include <ev.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "balancer.h"
-#include "config.h"
+#include "agent.h"
 #include "log.h"
-#include "net.h"
-#include "route.h"
-#include "spoa.h"
-
-struct agent {
-	struct dbk_config cfg;
-	struct dbk_balancer *bal;
-	struct dbk_route route;
-	struct dbk_spoa *spoa;
-	ev_signal sigterm, sigint;
-};
 
 static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 {
@@ -29,26 +15,25 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 	ev_break(loop, EVBREAK_ALL);
 }
 
-static void log_summary(const struct agent *a)
+static void log_summary(const struct dbk_agent *a)
 {
 	const struct dbk_bal_stats *b = dbk_bal_stats(a->bal);
-	const struct dbk_spoa_stats *s = dbk_spoa_stats(a->spoa);
 
 	dbk_log(DBK_LOG_INFO, "summary",
-	        "connections=%llu notifies=%llu routed=%llu redirects=%llu releases=%llu "
+	        "notifies=%llu decisions=%llu redirects=%llu released=%llu expired=%llu "
 	        "leases=%zu unknown_releases=%llu refused=%llu",
-	        (unsigned long long)s->accepted, (unsigned long long)a->route.stats.notifies,
-	        (unsigned long long)a->route.stats.routed, (unsigned long long)b->redirects,
-	        (unsigned long long)b->releases, b->leases,
+	        (unsigned long long)a->route.stats.notifies, (unsigned long long)b->decisions,
+	        (unsigned long long)b->redirects, (unsigned long long)a->stats.released,
+	        (unsigned long long)a->stats.expired, b->leases,
 	        (unsigned long long)b->unknown_releases,
 	        (unsigned long long)a->route.stats.refused);
 }
 
 int main(int argc, char **argv)
 {
-	static struct agent a; /* large (server name table): keep it off the stack */
-	struct dbk_bal_config bc;
-	char err[256];
+	static struct dbk_agent a; /* large (server name table): keep it off the stack */
+	ev_signal sigterm, sigint;
+	char err[320];
 	int rc = 1;
 
 	switch (dbk_config_parse(&a.cfg, argc, argv, err, sizeof(err))) {
@@ -67,54 +52,25 @@ int main(int argc, char **argv)
 	dbk_log_set_level((enum dbk_log_level)a.cfg.log_level);
 	signal(SIGPIPE, SIG_IGN);
 
-	dbk_config_balancer(&a.cfg, &bc);
-	a.bal = dbk_bal_new(&bc);
-	if (!a.bal) {
-		fprintf(stderr, "dbucket-spoa: cannot create the balancer\n");
-		return 1;
-	}
-	a.route.bal = a.bal;
-	a.route.names = a.cfg.servers;
-
 	struct ev_loop *loop = EV_DEFAULT;
-	struct dbk_spoa_config sc = {
-		.max_frame_size = a.cfg.max_frame_size,
-		.max_connections = a.cfg.max_connections,
-	};
-	a.spoa = dbk_spoa_new(loop, &sc, &a.route);
-	if (!a.spoa) {
-		fprintf(stderr, "dbucket-spoa: out of memory\n");
+	if (dbk_agent_start(&a, loop, err, sizeof(err)) < 0) {
+		fprintf(stderr, "dbucket-spoa: %s\n", err);
 		goto out;
 	}
-	for (unsigned i = 0; i < a.cfg.nlisten; i++) {
-		int fd = dbk_net_listen(a.cfg.listen[i], err, sizeof(err));
-		if (fd < 0) {
-			fprintf(stderr, "dbucket-spoa: cannot listen on %s\n", err);
-			goto out;
-		}
-		dbk_spoa_add_listener(a.spoa, fd);
-		dbk_log(DBK_LOG_INFO, "listening", "addr=%s", a.cfg.listen[i]);
-	}
-
-	ev_signal_init(&a.sigterm, on_signal, SIGTERM);
-	ev_signal_start(loop, &a.sigterm);
-	ev_signal_init(&a.sigint, on_signal, SIGINT);
-	ev_signal_start(loop, &a.sigint);
+	ev_signal_init(&sigterm, on_signal, SIGTERM);
+	ev_signal_start(loop, &sigterm);
+	ev_signal_init(&sigint, on_signal, SIGINT);
+	ev_signal_start(loop, &sigint);
 
 	dbk_log(DBK_LOG_INFO, "started",
-	        "version=%s servers=%u mode=%s threshold=%ld max_request_tokens=%ld",
+	        "version=%s servers=%u mode=%s threshold=%ld max_request_tokens=%ld lease_ttl_s=%ld",
 	        DBK_VERSION, a.cfg.nservers, a.cfg.dynamic ? "dynamic" : "plain",
-	        a.cfg.threshold, a.cfg.max_request_tokens);
+	        a.cfg.threshold, a.cfg.max_request_tokens, a.cfg.lease_ttl_s);
 	ev_run(loop, 0);
+	log_summary(&a);
 	rc = 0;
 out:
-	if (a.spoa) {
-		log_summary(&a);
-		dbk_spoa_free(a.spoa);
-	}
-	for (unsigned i = 0; i < a.cfg.nlisten; i++)
-		dbk_net_unlink(a.cfg.listen[i]);
-	dbk_bal_free(a.bal);
+	dbk_agent_stop(&a);
 	ev_loop_destroy(loop);
 	return rc;
 }

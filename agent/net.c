@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -35,19 +36,31 @@ static int listen_unix(const char *path, char *err, size_t errlen)
 	}
 	memcpy(sa.sun_path, path, strlen(path));
 
-	/* A socket left by a previous run would make bind fail; anything
-	 * else at that path is the operator's and is left alone. */
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			snprintf(err, errlen, "'%s' exists and is not a socket", path);
-			return -1;
-		}
-		unlink(path);
-	}
 	fd = socket(AF_UNIX, SOCK_STREAM, 0);
 	if (fd < 0) {
 		snprintf(err, errlen, "socket: %s", strerror(errno));
 		return -1;
+	}
+	/* A socket left by a previous run would make bind fail and is
+	 * replaced; one that still answers belongs to a live process, and
+	 * anything else at that path is the operator's: both are refused. */
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "'%s' exists and is not a socket", path);
+			close(fd);
+			return -1;
+		}
+		int probe = socket(AF_UNIX, SOCK_STREAM, 0);
+		bool live = probe >= 0 &&
+		            connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		if (probe >= 0)
+			close(probe);
+		if (live) {
+			snprintf(err, errlen, "unix:%s: another process listens there", path);
+			close(fd);
+			return -1;
+		}
+		unlink(path);
 	}
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    chmod(path, 0660) < 0 || listen(fd, LISTEN_BACKLOG) < 0 ||

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "net.h"
 
@@ -62,14 +62,6 @@ struct dbk_spoa {
 	unsigned next_id;
 	struct dbk_spoa_stats stats;
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static size_t out_room(const struct conn *c)
 {
@@ -172,7 +164,7 @@ static void on_ready(struct conn *c, const struct dbk_spop_frame *f)
 		if (cap > (size_t)c->frame_max + 4)
 			cap = (size_t)c->frame_max + 4;
 		dbk_spop_writer_init(&w, c->out + c->out_len, cap);
-		st = dbk_route_notify(c->s->route, f, now_ms(), &w);
+		st = dbk_route_notify(c->s->route, f, dbk_mono_ms(), &w);
 		if (st != DBK_SPOP_OK) {
 			conn_fail(c, st, NULL);
 			return;

@@ -36,8 +36,11 @@ wait_port() {
 dbk_env() {
 	DBK_PORT=$(free_port)
 	AGENT_PORT=$(free_port)
+	COMPLETIONS_PORT=$(free_port)
+	ADMIN_PORT=$(free_port)
 	export DBK_BIND=127.0.0.1:$DBK_PORT
 	export DBK_AGENT=127.0.0.1:$AGENT_PORT
+	export DBK_COMPLETIONS=127.0.0.1:$COMPLETIONS_PORT
 	export DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
 	export DBK_DEBUG_HEADERS=1
 	export DBK_TEST_LUA=$REPO/tests/e2e/backend.lua
@@ -53,10 +56,34 @@ dbk_env() {
 # start_agent ARGS...: dbucket-spoa on $AGENT_PORT with the four test
 # servers, extra ARGS first.
 start_agent() {
-	"$BUILD/dbucket-spoa" --listen "$DBK_AGENT" "$@" vllm0 vllm1 vllm2 vllm3 \
+	"$BUILD/dbucket-spoa" --listen "$DBK_AGENT" --completion-listen "$DBK_COMPLETIONS" \
+		--admin-listen "127.0.0.1:$ADMIN_PORT" "$@" vllm0 vllm1 vllm2 vllm3 \
 		2>>"$BATS_TEST_TMPDIR/agent.log" &
 	AGENT_PID=$!
 	wait_port "$AGENT_PORT"
+	wait_port "$ADMIN_PORT"
+}
+
+# The agent's /state (JSON) or /metrics.
+agent_get() {
+	curl -s --max-time 5 "http://127.0.0.1:$ADMIN_PORT$1"
+}
+
+# A field of /state, e.g. state_field leases.
+state_field() {
+	agent_get /state | grep -o "\"$1\":[^,}]*" | head -n 1 | cut -d: -f2
+}
+
+# Waits (bounded, ~10 s) until /state's field $1 equals $2.
+wait_state() {
+	local i v
+	for ((i = 0; i < 500; i++)); do
+		v=$(state_field "$1")
+		[ "$v" = "$2" ] && return 0
+		sleep 0.02
+	done
+	echo "state field $1 is '$v', wanted '$2'" >&2
+	return 1
 }
 
 stop_agent() {

@@ -39,8 +39,12 @@ teardown() {
 	assert_output "200 vllm2 1 1 0 75"
 }
 
+# The next three tests hold every lease: the agent gets no completion
+# events, so the load of each request stays charged, as in the parity
+# vectors' dispatch-only runs.
+
 @test "a loaded short group sends the next short request to the long group (the worked example)" {
-	start_agent --enable-dynamic-bucket
+	start_agent --enable-dynamic-bucket --completion-listen none
 	start_haproxy
 	body_of_size 3656 >"$BATS_TEST_TMPDIR/a.json"
 	body_of_size 15102 >"$BATS_TEST_TMPDIR/b.json"
@@ -52,7 +56,7 @@ teardown() {
 }
 
 @test "a sequence of requests is routed exactly as the parity tool predicts" {
-	start_agent --enable-dynamic-bucket --server-group-threshold 8192
+	start_agent --enable-dynamic-bucket --server-group-threshold 8192 --completion-listen none
 	start_haproxy
 	local sizes=(3656 900 40000 15102 200 70000 33000 1200 131072 5000 500 250000 64 9000 20000 32800)
 	local plan="$BATS_TEST_TMPDIR/plan.jsonl" i
@@ -80,7 +84,7 @@ teardown() {
 }
 
 @test "plain mode scores max_tokens from the JSON body" {
-	start_agent
+	start_agent --completion-listen none
 	start_haproxy
 	# Server loads after a (100 B, max 1000): 600; b (400 B): 408. If the
 	# agent ignored max_tokens, a would weigh 108 and c would go to vllm0.

@@ -1,0 +1,28 @@
+/* The admin endpoint: a small HTTP/1.1 server (one request per
+ * connection) for operators and tests. It parses requests and writes
+ * responses; what a path returns is the handler's business. Listens on
+ * loopback unless told otherwise. */
+#ifndef DBK_ADMIN_H
+#define DBK_ADMIN_H
+
+#include <ev.h>
+
+#include "strbuf.h"
+
+struct dbk_admin_response {
+	int status;                 /* 200, 404, ... */
+	const char *content_type;
+	struct dbk_strbuf body;
+};
+
+/* Fills r for method and path (query string included). */
+typedef void (*dbk_admin_handler)(void *arg, const char *method, const char *path,
+                                  struct dbk_admin_response *r);
+
+struct dbk_admin;
+
+struct dbk_admin *dbk_admin_new(struct ev_loop *loop, dbk_admin_handler h, void *arg);
+int dbk_admin_add_listener(struct dbk_admin *a, int fd);
+void dbk_admin_free(struct dbk_admin *a);
+
+#endif

@@ -1,0 +1,166 @@
+#include "agent.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+#include "net.h"
+
+/* Completion lag bounds, in milliseconds. */
+static const double lag_bounds_ms[] = {
+	1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000,
+};
+
+#define TTL_TICK 1.0
+
+void dbk_agent_on_completion(void *arg, const struct dbk_completion *c)
+{
+	struct dbk_agent *a = arg;
+	struct dbk_bal_lease lease;
+
+	a->stats.completions++;
+	/* No decision, no lease: HAProxy balanced this one alone. */
+	if (c->chosen_len == 0) {
+		a->stats.undecided++;
+		return;
+	}
+	if (dbk_bal_release(a->bal, c->id, c->id_len, &lease) != DBK_BAL_OK) {
+		char q[DBK_BAL_MAX_ID_LEN + 1];
+
+		dbk_log(DBK_LOG_DEBUG, "completion-unknown", "id=\"%s\"",
+		        dbk_log_quote(q, sizeof(q), c->id, c->id_len));
+		return;
+	}
+	a->stats.released++;
+	/* The load was charged where the agent sent the request; a retry or
+	 * redispatch may have served it elsewhere. The books balance either
+	 * way because the lease gives back exactly what it took. */
+	const char *chosen = a->cfg.servers[lease.server];
+	if (c->server_len != strlen(chosen) || memcmp(c->server, chosen, c->server_len) != 0)
+		a->stats.moved++;
+	int64_t lag = (int64_t)dbk_wall_ms() - c->log_ms;
+	dbk_histo_add(&a->completion_lag_ms, lag > 0 ? (double)lag : 0.0);
+}
+
+static void on_expired(void *arg, const char *id, size_t id_len,
+                       const struct dbk_bal_lease *l)
+{
+	struct dbk_agent *a = arg;
+	char q[DBK_BAL_MAX_ID_LEN + 1];
+
+	a->stats.expired++;
+	dbk_log(DBK_LOG_WARN, "lease-expired", "id=\"%s\" server=%s score=%.10g",
+	        dbk_log_quote(q, sizeof(q), id, id_len), a->cfg.servers[l->server], l->score);
+}
+
+static void on_ttl_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct dbk_agent *a = (struct dbk_agent *)((char *)w - offsetof(struct dbk_agent, ttl_timer));
+
+	(void)loop;
+	(void)revents;
+	dbk_bal_expire(a->bal, dbk_mono_ms(), (uint64_t)a->cfg.lease_ttl_s * 1000, on_expired, a);
+}
+
+static void on_admin(void *arg, const char *method, const char *path,
+                     struct dbk_admin_response *r)
+{
+	const struct dbk_agent *a = arg;
+
+	if (strcmp(method, "GET") != 0) {
+		r->status = 405;
+		dbk_sb_printf(&r->body, "only GET here\n");
+	} else if (strcmp(path, "/metrics") == 0) {
+		r->content_type = "text/plain; version=0.0.4";
+		dbk_report_metrics(a, &r->body);
+	} else if (strcmp(path, "/state") == 0) {
+		r->content_type = "application/json";
+		dbk_report_state(a, &r->body);
+	} else {
+		r->status = 404;
+		dbk_sb_printf(&r->body, "try /metrics or /state\n");
+	}
+}
+
+/* Opens every address in specs and hands each fd to add. */
+static int listen_all(struct dbk_agent *a, const char *const *specs, unsigned n,
+                      const char *what, int (*add)(void *, int), void *obj,
+                      char *err, size_t errlen)
+{
+	for (unsigned i = 0; i < n; i++) {
+		char why[256];
+		int fd = dbk_net_listen(specs[i], why, sizeof(why));
+
+		if (fd < 0) {
+			snprintf(err, errlen, "cannot listen for %s on %s", what, why);
+			return -1;
+		}
+		add(obj, fd);
+		if (strncmp(specs[i], "unix:", 5) == 0)
+			a->unix_specs[a->nunix++] = specs[i];
+		dbk_log(DBK_LOG_INFO, "listening", "for=%s addr=%s", what, specs[i]);
+	}
+	return 0;
+}
+
+static int add_spoa(void *o, int fd) { return dbk_spoa_add_listener(o, fd); }
+static int add_events(void *o, int fd) { return dbk_events_add_listener(o, fd); }
+static int add_admin(void *o, int fd) { return dbk_admin_add_listener(o, fd); }
+
+int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t errlen)
+{
+	struct dbk_bal_config bc;
+
+	a->loop = loop;
+	dbk_histo_init(&a->completion_lag_ms, lag_bounds_ms,
+	               sizeof(lag_bounds_ms) / sizeof(lag_bounds_ms[0]));
+	dbk_config_balancer(&a->cfg, &bc);
+	a->bal = dbk_bal_new(&bc);
+	if (!a->bal) {
+		snprintf(err, errlen, "cannot create the balancer");
+		return -1;
+	}
+	a->route.bal = a->bal;
+	a->route.names = a->cfg.servers;
+
+	struct dbk_spoa_config sc = {
+		.max_frame_size = a->cfg.max_frame_size,
+		.max_connections = a->cfg.max_connections,
+	};
+	a->spoa = dbk_spoa_new(loop, &sc, &a->route);
+	a->events = dbk_events_new(loop, 64, dbk_agent_on_completion, a);
+	a->admin = dbk_admin_new(loop, on_admin, a);
+	if (!a->spoa || !a->events || !a->admin) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (listen_all(a, a->cfg.listen, a->cfg.nlisten, "spop", add_spoa, a->spoa,
+	               err, errlen) ||
+	    listen_all(a, a->cfg.completion_listen, a->cfg.ncompletion_listen,
+	               "completions", add_events, a->events, err, errlen) ||
+	    listen_all(a, a->cfg.admin_listen, a->cfg.nadmin_listen, "admin", add_admin,
+	               a->admin, err, errlen))
+		return -1;
+
+	ev_timer_init(&a->ttl_timer, on_ttl_tick, TTL_TICK, TTL_TICK);
+	ev_timer_start(loop, &a->ttl_timer);
+	return 0;
+}
+
+void dbk_agent_stop(struct dbk_agent *a)
+{
+	if (a->loop)
+		ev_timer_stop(a->loop, &a->ttl_timer);
+	dbk_admin_free(a->admin);
+	dbk_events_free(a->events);
+	dbk_spoa_free(a->spoa);
+	dbk_bal_free(a->bal);
+	for (unsigned i = 0; i < a->nunix; i++)
+		dbk_net_unlink(a->unix_specs[i]);
+	a->nunix = 0;
+	a->admin = NULL;
+	a->events = NULL;
+	a->spoa = NULL;
+	a->bal = NULL;
+}

@@ -1,0 +1,53 @@
+/* The running agent: every piece of mutable state, owned by the event
+ * loop. main builds it; agent.c holds the callbacks that tie the pieces
+ * together; report.c renders it for the admin endpoint. */
+#ifndef DBK_AGENT_H
+#define DBK_AGENT_H
+
+#include <ev.h>
+
+#include "admin.h"
+#include "balancer.h"
+#include "config.h"
+#include "events.h"
+#include "histo.h"
+#include "route.h"
+#include "spoa.h"
+
+struct dbk_agent_stats {
+	uint64_t completions;         /* completion lines for any request */
+	uint64_t undecided;           /* ... for requests the agent did not route */
+	uint64_t released;            /* leases released by their completion */
+	uint64_t moved;               /* served elsewhere than chosen (redispatch) */
+	uint64_t expired;             /* leases released by the TTL */
+};
+
+struct dbk_agent {
+	struct dbk_config cfg;
+	struct ev_loop *loop;
+	struct dbk_balancer *bal;
+	struct dbk_route route;
+	struct dbk_spoa *spoa;
+	struct dbk_events *events;
+	struct dbk_admin *admin;
+	ev_timer ttl_timer;
+	struct dbk_agent_stats stats;
+	struct dbk_histo completion_lag_ms; /* stream end (HAProxy's log) to release */
+	/* Unix sockets we created, removed again at stop. */
+	const char *unix_specs[3 * DBK_MAX_LISTEN];
+	unsigned nunix;
+};
+
+/* Creates the balancer and every listener the configuration names.
+ * Returns 0, or -1 with the reason in err. */
+int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t errlen);
+void dbk_agent_stop(struct dbk_agent *a);
+
+/* Handles one completion line (also the events callback). */
+void dbk_agent_on_completion(void *arg, const struct dbk_completion *c);
+
+/* report.c */
+void dbk_report_state(const struct dbk_agent *a, struct dbk_strbuf *out);
+void dbk_report_metrics(const struct dbk_agent *a, struct dbk_strbuf *out);
+
+#endif

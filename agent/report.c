@@ -1,0 +1,121 @@
+/* Renders the agent's state for people (/state, JSON) and for
+ * Prometheus (/metrics, text format 0.0.4). Read-only. */
+#include <inttypes.h>
+
+#include "agent.h"
+
+static void state_servers(const struct dbk_agent *a, struct dbk_strbuf *o)
+{
+	dbk_sb_printf(o, "\"servers\":[");
+	for (unsigned i = 0; i < a->cfg.nservers; i++)
+		dbk_sb_printf(o, "%s{\"name\":\"%s\",\"group\":%u,\"usable\":%s,"
+		              "\"inflight\":%u,\"load\":%.17g}",
+		              i ? "," : "", a->cfg.servers[i], dbk_bal_group_of(a->bal, i),
+		              dbk_bal_usable(a->bal, i) ? "true" : "false",
+		              dbk_bal_server_inflight(a->bal, i), dbk_bal_server_load(a->bal, i));
+	dbk_sb_printf(o, "],\"buckets\":[");
+	const struct dbk_bal_config *c = dbk_bal_config(a->bal);
+	for (unsigned b = 0; b < c->nbuckets; b++)
+		dbk_sb_printf(o, "%s{\"min\":%.17g,\"max\":%.17g,\"load\":%.17g}", b ? "," : "",
+		              c->bounds[b], c->bounds[b + 1], dbk_bal_bucket_load(a->bal, b));
+	dbk_sb_printf(o, "]");
+}
+
+void dbk_report_state(const struct dbk_agent *a, struct dbk_strbuf *o)
+{
+	const struct dbk_bal_stats *b = dbk_bal_stats(a->bal);
+	const struct dbk_events_stats *e = dbk_events_stats(a->events);
+	const struct dbk_histo *h = &a->completion_lag_ms;
+
+	dbk_sb_printf(o, "{\"mode\":\"%s\",", a->cfg.dynamic ? "dynamic" : "plain");
+	state_servers(a, o);
+	dbk_sb_printf(o,
+	              ",\"leases\":%zu,\"decisions\":%" PRIu64 ",\"redirects\":%" PRIu64
+	              ",\"released\":%" PRIu64 ",\"expired\":%" PRIu64
+	              ",\"unknown_releases\":%" PRIu64 ",\"refused\":%" PRIu64
+	              ",\"completions\":%" PRIu64 ",\"undecided\":%" PRIu64
+	              ",\"moved\":%" PRIu64 ",\"completion_links\":%u"
+	              ",\"bad_completion_lines\":%" PRIu64
+	              ",\"completion_lag_ms\":{\"count\":%" PRIu64
+	              ",\"p50\":%.3f,\"p99\":%.3f}}\n",
+	              b->leases, b->decisions, b->redirects, a->stats.released,
+	              a->stats.expired, b->unknown_releases, b->refused, a->stats.completions,
+	              a->stats.undecided, a->stats.moved, e->open, e->bad_lines, h->count,
+	              dbk_histo_quantile(h, 0.5), dbk_histo_quantile(h, 0.99));
+}
+
+static void counter(struct dbk_strbuf *o, const char *name, const char *help, uint64_t v)
+{
+	dbk_sb_printf(o, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", name, help,
+	              name, name, v);
+}
+
+static void gauge(struct dbk_strbuf *o, const char *name, const char *help, double v)
+{
+	dbk_sb_printf(o, "# HELP %s %s\n# TYPE %s gauge\n%s %.17g\n", name, help, name,
+	              name, v);
+}
+
+static void histogram(struct dbk_strbuf *o, const char *name, const char *help,
+                      const struct dbk_histo *h, double scale)
+{
+	uint64_t cum = 0;
+
+	dbk_sb_printf(o, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	for (unsigned i = 0; i < h->nbounds; i++) {
+		cum += h->counts[i];
+		dbk_sb_printf(o, "%s_bucket{le=\"%.6g\"} %" PRIu64 "\n", name,
+		              h->bounds[i] * scale, cum);
+	}
+	dbk_sb_printf(o, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %.17g\n%s_count %" PRIu64 "\n",
+	              name, h->count, name, h->sum * scale, name, h->count);
+}
+
+void dbk_report_metrics(const struct dbk_agent *a, struct dbk_strbuf *o)
+{
+	const struct dbk_bal_stats *b = dbk_bal_stats(a->bal);
+	const struct dbk_spoa_stats *s = dbk_spoa_stats(a->spoa);
+	const struct dbk_events_stats *e = dbk_events_stats(a->events);
+
+	counter(o, "dbucket_decisions_total", "Requests routed (leases taken).", b->decisions);
+	counter(o, "dbucket_redirects_total", "Requests sent to a neighbour group.", b->redirects);
+	counter(o, "dbucket_refused_total", "Route requests answered without a server.",
+	        a->route.stats.refused + a->route.stats.no_id);
+	counter(o, "dbucket_unknown_releases_total", "Completions for ids with no lease.",
+	        b->unknown_releases);
+	dbk_sb_printf(o, "# HELP dbucket_releases_total Leases given back, by cause.\n"
+	                 "# TYPE dbucket_releases_total counter\n"
+	                 "dbucket_releases_total{cause=\"completion\"} %" PRIu64 "\n"
+	                 "dbucket_releases_total{cause=\"ttl\"} %" PRIu64 "\n",
+	              a->stats.released, a->stats.expired);
+	counter(o, "dbucket_completions_total", "Completion lines received.", a->stats.completions);
+	counter(o, "dbucket_completions_moved_total",
+	        "Completions served elsewhere than the agent chose.", a->stats.moved);
+	counter(o, "dbucket_completion_bad_lines_total", "Completion lines not understood.",
+	        e->bad_lines);
+	gauge(o, "dbucket_completion_links", "Open completion-event connections.", e->open);
+	gauge(o, "dbucket_inflight_leases", "Requests in flight (live leases).", (double)b->leases);
+	counter(o, "dbucket_spop_connections_total", "SPOP connections accepted.", s->accepted);
+	gauge(o, "dbucket_spop_connections", "Open SPOP connections.", s->open);
+	counter(o, "dbucket_spop_notifies_total", "NOTIFY frames handled.", a->route.stats.notifies);
+
+	dbk_sb_printf(o, "# HELP dbucket_server_inflight Requests in flight per server.\n"
+	                 "# TYPE dbucket_server_inflight gauge\n");
+	for (unsigned i = 0; i < a->cfg.nservers; i++)
+		dbk_sb_printf(o, "dbucket_server_inflight{server=\"%s\"} %u\n", a->cfg.servers[i],
+		              dbk_bal_server_inflight(a->bal, i));
+	dbk_sb_printf(o, "# HELP dbucket_server_load Load in flight per server (sum of scores).\n"
+	                 "# TYPE dbucket_server_load gauge\n");
+	for (unsigned i = 0; i < a->cfg.nservers; i++)
+		dbk_sb_printf(o, "dbucket_server_load{server=\"%s\"} %.17g\n", a->cfg.servers[i],
+		              dbk_bal_server_load(a->bal, i));
+	const struct dbk_bal_config *c = dbk_bal_config(a->bal);
+	dbk_sb_printf(o, "# HELP dbucket_bucket_load Load in flight per bucket.\n"
+	                 "# TYPE dbucket_bucket_load gauge\n");
+	for (unsigned i = 0; i < c->nbuckets; i++)
+		dbk_sb_printf(o, "dbucket_bucket_load{bucket=\"%u\"} %.17g\n", i,
+		              dbk_bal_bucket_load(a->bal, i));
+	histogram(o, "dbucket_completion_lag_seconds",
+	          "From a stream's end (HAProxy's log time) to the release of its load.",
+	          &a->completion_lag_ms, 0.001);
+}

@@ -1,0 +1,22 @@
+/* A growable byte string for building responses. An allocation failure
+ * sets .failed and drops further output, so callers check once. */
+#ifndef DBK_STRBUF_H
+#define DBK_STRBUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct dbk_strbuf {
+	char *data;
+	size_t len;
+	size_t cap;
+	bool failed;
+};
+
+void dbk_sb_init(struct dbk_strbuf *sb);
+void dbk_sb_free(struct dbk_strbuf *sb);
+void dbk_sb_append(struct dbk_strbuf *sb, const char *s, size_t n);
+void dbk_sb_printf(struct dbk_strbuf *sb, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#endif
