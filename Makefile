@@ -29,7 +29,8 @@ AGENT_OBJ = $(AGENT_SRC:%.c=$(BUILD)/%.o)
 
 BINS  = $(BUILD)/dbucket-spoa $(BUILD)/dbucket-parity
 TESTS = $(BUILD)/test_spop $(BUILD)/test_balancer $(BUILD)/test_estimate \
-        $(BUILD)/test_config $(BUILD)/test_route $(BUILD)/test_spoa
+        $(BUILD)/test_config $(BUILD)/test_route $(BUILD)/test_spoa \
+        $(BUILD)/test_completion
 
 .PHONY: all deps test unit e2e sanitize demo clean
 all: $(BINS) $(TESTS)
@@ -49,6 +50,8 @@ $(BUILD)/test_spop: $(BUILD)/tests/unit/test_spop.o $(CORE_OBJ)
 $(BUILD)/test_balancer: $(BUILD)/tests/unit/test_balancer.o $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
 $(BUILD)/test_estimate: $(BUILD)/tests/unit/test_estimate.o $(CORE_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
+$(BUILD)/test_completion: $(BUILD)/tests/unit/test_completion.o $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
 $(BUILD)/test_config: $(BUILD)/tests/unit/test_config.o $(BUILD)/agent/config.o $(BUILD)/agent/log.o $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
