@@ -22,7 +22,7 @@ LDLIBS_M    = -lm
 CORE_SRC  = agent/spop.c agent/balancer.c agent/leases.c agent/estimate.c agent/completion.c \
             agent/histo.c agent/strbuf.c
 AGENT_SRC = agent/main.c agent/agent.c agent/report.c agent/config.c agent/log.c agent/net.c \
-            agent/spoa.c agent/route.c agent/events.c agent/admin.c
+            agent/spoa.c agent/route.c agent/events.c agent/admin.c agent/listener.c
 
 CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)
 AGENT_OBJ = $(AGENT_SRC:%.c=$(BUILD)/%.o)
@@ -58,7 +58,7 @@ $(BUILD)/test_config: $(BUILD)/tests/unit/test_config.o $(BUILD)/agent/config.o 
 $(BUILD)/test_route: $(BUILD)/tests/unit/test_route.o $(BUILD)/tests/unit/frames.o $(BUILD)/agent/route.o $(BUILD)/agent/log.o $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
 
-$(BUILD)/test_spoa: $(BUILD)/tests/unit/test_spoa.o $(BUILD)/tests/unit/frames.o $(BUILD)/agent/spoa.o $(BUILD)/agent/net.o \
+$(BUILD)/test_spoa: $(BUILD)/tests/unit/test_spoa.o $(BUILD)/tests/unit/frames.o $(BUILD)/agent/spoa.o $(BUILD)/agent/net.o $(BUILD)/agent/listener.o \
 		$(BUILD)/agent/route.o $(BUILD)/agent/log.o $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_EV) $(LDLIBS_JSON) $(LDLIBS_M)
 

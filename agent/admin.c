@@ -7,10 +7,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "listener.h"
 #include "log.h"
-#include "net.h"
 
-#define MAX_LISTENERS 4
 #define MAX_REQUEST 4096
 #define MAX_CONNS 64
 #define IO_TIMEOUT 5.0
@@ -26,17 +25,11 @@ struct aconn {
 	size_t out_off;
 };
 
-struct alistener {
-	ev_io io;
-	struct dbk_admin *a;
-};
-
 struct dbk_admin {
 	struct ev_loop *loop;
 	dbk_admin_handler handler;
 	void *arg;
-	struct alistener ls[MAX_LISTENERS];
-	unsigned nls;
+	struct dbk_listener_set ls;
 	struct aconn *conns;
 	unsigned open;
 };
@@ -158,34 +151,27 @@ static void on_atimer(struct ev_loop *loop, ev_timer *w, int revents)
 	aconn_close((struct aconn *)((char *)w - offsetof(struct aconn, timer)));
 }
 
-static void on_aaccept(struct ev_loop *loop, ev_io *w, int revents)
+static void aconn_new(void *arg, int fd)
 {
-	struct dbk_admin *a = ((struct alistener *)w)->a;
+	struct dbk_admin *a = arg;
+	struct aconn *c = a->open < MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
 
-	(void)revents;
-	for (int i = 0; i < 16; i++) {
-		int fd = accept(w->fd, NULL, NULL);
-		if (fd < 0)
-			return;
-		struct aconn *c = a->open < MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
-		if (!c || dbk_net_nonblock(fd) < 0) {
-			free(c);
-			close(fd);
-			continue;
-		}
-		c->a = a;
-		dbk_sb_init(&c->out);
-		c->next = a->conns;
-		if (a->conns)
-			a->conns->prev = c;
-		a->conns = c;
-		a->open++;
-		ev_io_init(&c->io, on_aconn, fd, EV_READ);
-		ev_io_start(loop, &c->io);
-		/* A client that never finishes its request is not waited for. */
-		ev_timer_init(&c->timer, on_atimer, IO_TIMEOUT, 0);
-		ev_timer_start(loop, &c->timer);
+	if (!c) {
+		close(fd);
+		return;
 	}
+	c->a = a;
+	dbk_sb_init(&c->out);
+	c->next = a->conns;
+	if (a->conns)
+		a->conns->prev = c;
+	a->conns = c;
+	a->open++;
+	ev_io_init(&c->io, on_aconn, fd, EV_READ);
+	ev_io_start(a->loop, &c->io);
+	/* A client that never finishes its request is not waited for. */
+	ev_timer_init(&c->timer, on_atimer, IO_TIMEOUT, 0);
+	ev_timer_start(a->loop, &c->timer);
 }
 
 struct dbk_admin *dbk_admin_new(struct ev_loop *loop, dbk_admin_handler h, void *arg)
@@ -197,28 +183,20 @@ struct dbk_admin *dbk_admin_new(struct ev_loop *loop, dbk_admin_handler h, void 
 	a->loop = loop;
 	a->handler = h;
 	a->arg = arg;
+	dbk_listener_init(&a->ls, loop, "admin", aconn_new, a);
 	return a;
 }
 
 int dbk_admin_add_listener(struct dbk_admin *a, int fd)
 {
-	if (a->nls == MAX_LISTENERS)
-		return -1;
-	struct alistener *l = &a->ls[a->nls++];
-	l->a = a;
-	ev_io_init(&l->io, on_aaccept, fd, EV_READ);
-	ev_io_start(a->loop, &l->io);
-	return 0;
+	return dbk_listener_add(&a->ls, fd);
 }
 
 void dbk_admin_free(struct dbk_admin *a)
 {
 	if (!a)
 		return;
-	for (unsigned i = 0; i < a->nls; i++) {
-		ev_io_stop(a->loop, &a->ls[i].io);
-		close(a->ls[i].io.fd);
-	}
+	dbk_listener_close(&a->ls);
 	while (a->conns)
 		aconn_close(a->conns);
 	free(a);

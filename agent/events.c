@@ -3,13 +3,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
+#include "listener.h"
 #include "log.h"
-#include "net.h"
 
-#define MAX_LISTENERS 8
 /* One whole frame must fit: its length prefix (at most 5 digits and a
  * space) and the longest line we accept. */
 #define IN_CAP (DBK_COMPLETION_MAX_LINE + 8)
@@ -23,18 +21,12 @@ struct econn {
 	char buf[IN_CAP];
 };
 
-struct elistener {
-	ev_io io;
-	struct dbk_events *e;
-};
-
 struct dbk_events {
 	struct ev_loop *loop;
 	unsigned max_conns;
 	dbk_events_cb cb;
 	void *arg;
-	struct elistener ls[MAX_LISTENERS];
-	unsigned nls;
+	struct dbk_listener_set ls;
 	struct econn *conns;
 	struct dbk_events_stats stats;
 };
@@ -120,38 +112,28 @@ static void on_econn(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
-static void on_eaccept(struct ev_loop *loop, ev_io *w, int revents)
+static void econn_new(void *arg, int fd)
 {
-	struct dbk_events *e = ((struct elistener *)w)->e;
+	struct dbk_events *e = arg;
+	struct econn *c = e->stats.open < e->max_conns ? malloc(sizeof(*c)) : NULL;
 
-	(void)revents;
-	for (int i = 0; i < 16; i++) {
-		int fd = accept(w->fd, NULL, NULL);
-		if (fd < 0)
-			return;
-		if (e->stats.open >= e->max_conns || dbk_net_nonblock(fd) < 0) {
-			dbk_log(DBK_LOG_WARN, "completion-link-refused", "limit=%u", e->max_conns);
-			close(fd);
-			continue;
-		}
-		struct econn *c = malloc(sizeof(*c));
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->e = e;
-		c->len = 0;
-		c->prev = NULL;
-		c->next = e->conns;
-		if (e->conns)
-			e->conns->prev = c;
-		e->conns = c;
-		e->stats.accepted++;
-		e->stats.open++;
-		ev_io_init(&c->io, on_econn, fd, EV_READ);
-		ev_io_start(loop, &c->io);
-		dbk_log(DBK_LOG_INFO, "completion-link-up", "open=%u", e->stats.open);
+	if (!c) {
+		dbk_log(DBK_LOG_WARN, "completion-link-refused", "limit=%u", e->max_conns);
+		close(fd);
+		return;
 	}
+	c->e = e;
+	c->len = 0;
+	c->prev = NULL;
+	c->next = e->conns;
+	if (e->conns)
+		e->conns->prev = c;
+	e->conns = c;
+	e->stats.accepted++;
+	e->stats.open++;
+	ev_io_init(&c->io, on_econn, fd, EV_READ);
+	ev_io_start(e->loop, &c->io);
+	dbk_log(DBK_LOG_INFO, "completion-link-up", "open=%u", e->stats.open);
 }
 
 struct dbk_events *dbk_events_new(struct ev_loop *loop, unsigned max_conns,
@@ -165,28 +147,20 @@ struct dbk_events *dbk_events_new(struct ev_loop *loop, unsigned max_conns,
 	e->max_conns = max_conns;
 	e->cb = cb;
 	e->arg = arg;
+	dbk_listener_init(&e->ls, loop, "completions", econn_new, e);
 	return e;
 }
 
 int dbk_events_add_listener(struct dbk_events *e, int fd)
 {
-	if (e->nls == MAX_LISTENERS)
-		return -1;
-	struct elistener *l = &e->ls[e->nls++];
-	l->e = e;
-	ev_io_init(&l->io, on_eaccept, fd, EV_READ);
-	ev_io_start(e->loop, &l->io);
-	return 0;
+	return dbk_listener_add(&e->ls, fd);
 }
 
 void dbk_events_free(struct dbk_events *e)
 {
 	if (!e)
 		return;
-	for (unsigned i = 0; i < e->nls; i++) {
-		ev_io_stop(e->loop, &e->ls[i].io);
-		close(e->ls[i].io.fd);
-	}
+	dbk_listener_close(&e->ls);
 	while (e->conns)
 		econn_close(e->conns);
 	free(e);

@@ -9,10 +9,9 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "listener.h"
 #include "log.h"
-#include "net.h"
 
-#define MAX_LISTENERS 8
 #define OUT_CAP (64 * 1024)
 /* Our replies (AGENT-HELLO, ACK, AGENT-DISCONNECT) are a few hundred
  * bytes at most: the input loop handles another frame only while this
@@ -47,17 +46,11 @@ struct conn {
 	uint8_t *out;         /* OUT_CAP */
 };
 
-struct listener {
-	ev_io io;
-	struct dbk_spoa *s;
-};
-
 struct dbk_spoa {
 	struct ev_loop *loop;
 	struct dbk_spoa_config cfg;
 	struct dbk_route *route;
-	struct listener ls[MAX_LISTENERS];
-	unsigned nls;
+	struct dbk_listener_set ls;
 	struct conn *conns;
 	unsigned next_id;
 	struct dbk_spoa_stats stats;
@@ -343,11 +336,22 @@ static void on_conn_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	conn_close(c);
 }
 
-static void conn_new(struct dbk_spoa *s, int fd)
+static void conn_new(void *arg, int fd)
 {
-	struct conn *c = calloc(1, sizeof(*c));
+	struct dbk_spoa *s = arg;
+	struct conn *c;
 	int one = 1;
 
+	if (s->stats.open >= s->cfg.max_connections) {
+		/* Closing at once lets HAProxy fail over to its own
+		 * balancing now rather than after a timeout. */
+		s->stats.refused_conns++;
+		dbk_log(DBK_LOG_WARN, "conn-refused", "reason=max-connections limit=%u",
+		        s->cfg.max_connections);
+		close(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
 	if (c) {
 		c->in = malloc((size_t)s->cfg.max_frame_size + 4);
 		c->out = malloc(OUT_CAP);
@@ -383,39 +387,6 @@ static void conn_new(struct dbk_spoa *s, int fd)
 	dbk_log(DBK_LOG_DEBUG, "conn-open", "conn=%u", c->id);
 }
 
-static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct listener *l = (struct listener *)w;
-	struct dbk_spoa *s = l->s;
-
-	(void)loop;
-	(void)revents;
-	for (int i = 0; i < 64; i++) {
-		int fd = accept(w->fd, NULL, NULL);
-		if (fd < 0) {
-			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-			    errno != ECONNABORTED)
-				dbk_log(DBK_LOG_WARN, "accept-failed", "error=\"%s\"",
-				        strerror(errno));
-			return;
-		}
-		if (s->stats.open >= s->cfg.max_connections) {
-			/* Closing at once lets HAProxy fail over to its own
-			 * balancing now rather than after a timeout. */
-			s->stats.refused_conns++;
-			dbk_log(DBK_LOG_WARN, "conn-refused", "reason=max-connections limit=%u",
-			        s->cfg.max_connections);
-			close(fd);
-			continue;
-		}
-		if (dbk_net_nonblock(fd) < 0) {
-			close(fd);
-			continue;
-		}
-		conn_new(s, fd);
-	}
-}
-
 struct dbk_spoa *dbk_spoa_new(struct ev_loop *loop, const struct dbk_spoa_config *c,
                               struct dbk_route *route)
 {
@@ -426,27 +397,18 @@ struct dbk_spoa *dbk_spoa_new(struct ev_loop *loop, const struct dbk_spoa_config
 	s->loop = loop;
 	s->cfg = *c;
 	s->route = route;
+	dbk_listener_init(&s->ls, loop, "spop", conn_new, s);
 	return s;
 }
 
 int dbk_spoa_add_listener(struct dbk_spoa *s, int fd)
 {
-	if (s->nls == MAX_LISTENERS)
-		return -1;
-	struct listener *l = &s->ls[s->nls++];
-	l->s = s;
-	ev_io_init(&l->io, on_accept, fd, EV_READ);
-	ev_io_start(s->loop, &l->io);
-	return 0;
+	return dbk_listener_add(&s->ls, fd);
 }
 
 void dbk_spoa_shutdown(struct dbk_spoa *s)
 {
-	for (unsigned i = 0; i < s->nls; i++) {
-		ev_io_stop(s->loop, &s->ls[i].io);
-		close(s->ls[i].io.fd);
-	}
-	s->nls = 0;
+	dbk_listener_close(&s->ls);
 	while (s->conns) {
 		struct conn *c = s->conns;
 
