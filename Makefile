@@ -4,6 +4,7 @@
 #   make test       install missing packages, build, run unit + e2e tests
 #   make sanitize   the same tests with ASan + UBSan binaries (build/san/)
 #   make demo       stub vLLM servers + agent + HAProxy, requests routed
+#                   (KEEP=1 leaves it running until Ctrl-C)
 #   make clean
 
 CC       ?= cc
@@ -32,8 +33,10 @@ TESTS = $(BUILD)/test_spop $(BUILD)/test_balancer $(BUILD)/test_estimate \
         $(BUILD)/test_config $(BUILD)/test_route $(BUILD)/test_spoa \
         $(BUILD)/test_completion
 
+include contrib/stub/stub.mk
+
 .PHONY: all deps test unit e2e sanitize demo clean
-all: $(BINS) $(TESTS)
+all: $(BINS) $(TESTS) $(STUB_BINS) $(STUB_TESTS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -79,7 +82,7 @@ sanitize: deps
 
 demo: deps
 	@$(MAKE) --no-print-directory all
-	@contrib/demo.sh
+	@contrib/demo.sh $(if $(KEEP),--keep)
 
 clean:
 	rm -rf build

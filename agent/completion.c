@@ -85,12 +85,17 @@ enum dbk_completion_status dbk_completion_parse(const char *line, size_t len,
 
 	if (!field(&p, end, &f, &n) || n != 4 || memcmp(f, DBK_COMPLETION_TAG, 4) != 0)
 		return DBK_COMPLETION_BAD_LINE;
-	if (!field(&p, end, &c->id, &c->id_len) || (c->id_len == 1 && c->id[0] == '-'))
+	if (!field(&p, end, &c->id, &c->id_len) ||
+	    !field(&p, end, &c->chosen, &c->chosen_len))
 		return DBK_COMPLETION_BAD_LINE;
-	if (!field(&p, end, &c->chosen, &c->chosen_len))
-		return DBK_COMPLETION_BAD_LINE;
+	/* "-" is HAProxy's empty field: a request that never got as far as
+	 * an id (a bad request) or a decision. A decision needs an id. */
+	if (c->id_len == 1 && c->id[0] == '-')
+		c->id_len = 0;
 	if (c->chosen_len == 1 && c->chosen[0] == '-')
 		c->chosen_len = 0;
+	if (c->id_len == 0 && c->chosen_len != 0)
+		return DBK_COMPLETION_BAD_LINE;
 	if (!field(&p, end, &c->server, &c->server_len))
 		return DBK_COMPLETION_BAD_LINE;
 

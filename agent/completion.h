@@ -23,7 +23,7 @@
 #define DBK_COMPLETION_MAX_LINE 16384
 
 struct dbk_completion {
-	const char *id;           /* %ID */
+	const char *id;           /* %ID; id_len 0 if none ("-") */
 	size_t id_len;
 	const char *chosen;       /* the agent's choice; chosen_len 0 if none ("-") */
 	size_t chosen_len;

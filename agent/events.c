@@ -67,7 +67,11 @@ static int econn_drain(struct econn *c)
 			return -1;
 		off += used;
 		if (dbk_completion_parse(msg, msg_len, &ev) != DBK_COMPLETION_OK) {
+			char q[256];
+
 			e->stats.bad_lines++;
+			dbk_log(DBK_LOG_DEBUG, "completion-bad-line", "line=\"%s\"",
+			        dbk_log_quote(q, sizeof(q), msg, msg_len));
 			continue;
 		}
 		e->stats.lines++;

@@ -6,38 +6,42 @@
 
 static void state_servers(const struct dbk_agent *a, struct dbk_strbuf *o)
 {
-	dbk_sb_printf(o, "\"servers\":[");
-	for (unsigned i = 0; i < a->cfg.nservers; i++)
-		dbk_sb_printf(o, "%s{\"name\":\"%s\",\"group\":%u,\"usable\":%s,"
-		              "\"inflight\":%u,\"load\":%.17g}",
-		              i ? "," : "", a->cfg.servers[i], dbk_bal_group_of(a->bal, i),
-		              dbk_bal_usable(a->bal, i) ? "true" : "false",
-		              dbk_bal_server_inflight(a->bal, i), dbk_bal_server_load(a->bal, i));
-	dbk_sb_printf(o, "],\"buckets\":[");
 	const struct dbk_bal_config *c = dbk_bal_config(a->bal);
+
+	dbk_sb_printf(o, "  \"servers\": [\n");
+	for (unsigned i = 0; i < a->cfg.nservers; i++)
+		dbk_sb_printf(o, "    {\"name\": \"%s\", \"group\": %u, \"usable\": %s, "
+		              "\"inflight\": %u, \"load\": %.17g}%s\n",
+		              a->cfg.servers[i], dbk_bal_group_of(a->bal, i),
+		              dbk_bal_usable(a->bal, i) ? "true" : "false",
+		              dbk_bal_server_inflight(a->bal, i), dbk_bal_server_load(a->bal, i),
+		              i + 1 < a->cfg.nservers ? "," : "");
+	dbk_sb_printf(o, "  ],\n  \"buckets\": [\n");
 	for (unsigned b = 0; b < c->nbuckets; b++)
-		dbk_sb_printf(o, "%s{\"min\":%.17g,\"max\":%.17g,\"load\":%.17g}", b ? "," : "",
-		              c->bounds[b], c->bounds[b + 1], dbk_bal_bucket_load(a->bal, b));
-	dbk_sb_printf(o, "]");
+		dbk_sb_printf(o, "    {\"min\": %.17g, \"max\": %.17g, \"load\": %.17g}%s\n",
+		              c->bounds[b], c->bounds[b + 1], dbk_bal_bucket_load(a->bal, b),
+		              b + 1 < c->nbuckets ? "," : "");
+	dbk_sb_printf(o, "  ],\n");
 }
 
+/* One line a counter, so that people and grep read it alike. */
 void dbk_report_state(const struct dbk_agent *a, struct dbk_strbuf *o)
 {
 	const struct dbk_bal_stats *b = dbk_bal_stats(a->bal);
 	const struct dbk_events_stats *e = dbk_events_stats(a->events);
 	const struct dbk_histo *h = &a->completion_lag_ms;
 
-	dbk_sb_printf(o, "{\"mode\":\"%s\",", a->cfg.dynamic ? "dynamic" : "plain");
+	dbk_sb_printf(o, "{\n  \"mode\": \"%s\",\n", a->cfg.dynamic ? "dynamic" : "plain");
 	state_servers(a, o);
 	dbk_sb_printf(o,
-	              ",\"leases\":%zu,\"decisions\":%" PRIu64 ",\"redirects\":%" PRIu64
-	              ",\"released\":%" PRIu64 ",\"expired\":%" PRIu64
-	              ",\"unknown_releases\":%" PRIu64 ",\"refused\":%" PRIu64
-	              ",\"completions\":%" PRIu64 ",\"undecided\":%" PRIu64
-	              ",\"moved\":%" PRIu64 ",\"completion_links\":%u"
-	              ",\"bad_completion_lines\":%" PRIu64
-	              ",\"completion_lag_ms\":{\"count\":%" PRIu64
-	              ",\"p50\":%.3f,\"p99\":%.3f}}\n",
+	              "  \"leases\": %zu,\n  \"decisions\": %" PRIu64 ",\n"
+	              "  \"redirects\": %" PRIu64 ",\n  \"released\": %" PRIu64 ",\n"
+	              "  \"expired\": %" PRIu64 ",\n  \"unknown_releases\": %" PRIu64 ",\n"
+	              "  \"refused\": %" PRIu64 ",\n  \"completions\": %" PRIu64 ",\n"
+	              "  \"undecided\": %" PRIu64 ",\n  \"moved\": %" PRIu64 ",\n"
+	              "  \"completion_links\": %u,\n  \"bad_completion_lines\": %" PRIu64 ",\n"
+	              "  \"completion_lag_ms\": {\"count\": %" PRIu64
+	              ", \"p50\": %.3f, \"p99\": %.3f}\n}\n",
 	              b->leases, b->decisions, b->redirects, a->stats.released,
 	              a->stats.expired, b->unknown_releases, b->refused, a->stats.completions,
 	              a->stats.undecided, a->stats.moved, e->open, e->bad_lines, h->count,

@@ -28,8 +28,8 @@ teardown() {
 	assert_equal "$(state_field unknown_releases)" 0
 	run agent_get /state
 	# Every server and bucket is back to exactly zero.
-	refute_output --regexp '"inflight":[1-9]'
-	refute_output --regexp '"load":[-1-9]'
+	refute_output --regexp '"inflight": [1-9]'
+	refute_output --regexp '"load": [-1-9]'
 }
 
 @test "a request in flight loads its group; once it ends the next one stays home" {
@@ -82,5 +82,5 @@ teardown() {
 	wait_state unknown_releases 1
 	assert_equal "$(state_field leases)" 0
 	run agent_get /state
-	refute_output --regexp '"load":-'
+	refute_output --regexp '"load": -'
 }

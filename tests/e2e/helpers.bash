@@ -71,7 +71,7 @@ agent_get() {
 
 # A field of /state, e.g. state_field leases.
 state_field() {
-	agent_get /state | grep -o "\"$1\":[^,}]*" | head -n 1 | cut -d: -f2
+	agent_get /state | grep -o "\"$1\": *[^,}]*" | head -n 1 | cut -d: -f2 | tr -d ' '
 }
 
 # Waits (bounded, ~10 s) until /state's field $1 equals $2.

@@ -41,6 +41,11 @@ static void test_parse_abort_and_redispatch(void)
 	CHECK_EQ_U(dbk_completion_parse(LINE("dbk1 id8 - <NOSRV> 503 SC-- 0 0 0 5"), &c),
 	           DBK_COMPLETION_OK);
 	CHECK_EQ_U(c.chosen_len, 0);
+	/* A request HAProxy could not parse has neither. */
+	CHECK_EQ_U(dbk_completion_parse(LINE("dbk1 - - <NOSRV> 400 CR-- 0 0 0 5 \"<BADREQ>\""), &c),
+	           DBK_COMPLETION_OK);
+	CHECK_EQ_U(c.id_len, 0);
+	CHECK_EQ_U(c.chosen_len, 0);
 }
 
 static void test_parse_rejects(void)
@@ -50,7 +55,7 @@ static void test_parse_rejects(void)
 		"",
 		"dbk1",
 		"dbk2 id v v 200 ---- 1 1 0 5",
-		"dbk1 - v v 200 ---- 1 1 0 5",
+		"dbk1 - v v 200 ---- 1 1 0 5", /* a decision without an id */
 		"dbk1 id v v 2000 ---- 1 1 0 5",
 		"dbk1 id v v 200 --- 1 1 0 5",
 		"dbk1 id v v 200 ---- x 1 0 5",

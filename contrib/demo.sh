@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# The main job, end to end on this machine: four vLLM stubs (two for the
+# short group with less KV cache, two for the long group), dbucket-spoa and
+# HAProxy with the repository's configurations; one short request and one
+# long streaming request routed through it; where each went and the
+# agent's view of the load. Everything started is stopped on exit.
+#
+#   contrib/demo.sh [--keep]     --keep: leave it running until Ctrl-C
+#
+# Ports (all on 127.0.0.1) come from DBK_DEMO_PORT (default 8000): the
+# proxy on it, stubs on +100..+103, the agent on +4345..+4347.
+set -eu
+cd "$(dirname "$0")/.."
+REPO=$PWD
+BUILD=${DBK_BUILD:-$REPO/build}
+
+keep=0
+case "${1:-}" in
+--keep) keep=1 ;;
+"") ;;
+-h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+*) echo "demo: unknown option $1 (see --help)" >&2; exit 2 ;;
+esac
+
+base=${DBK_DEMO_PORT:-8000}
+run=$(mktemp -d /tmp/dbucket-demo.XXXXXX)
+pids=()
+stop_all() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	rm -rf "$run"
+}
+trap stop_all EXIT
+trap 'exit 130' INT TERM
+
+in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+wait_port() {
+	local i
+	for ((i = 0; i < 250; i++)); do
+		in_use "$1" && return 0
+		sleep 0.02
+	done
+	echo "demo: nothing listens on port $1; logs in $run" >&2
+	return 1
+}
+for p in $base $((base + 100)) $((base + 101)) $((base + 102)) $((base + 103)) \
+	$((base + 4345)) $((base + 4346)) $((base + 4347)); do
+	if in_use "$p"; then
+		echo "demo: port $p is taken; set DBK_DEMO_PORT to another base" >&2
+		exit 1
+	fi
+done
+
+say() { printf '\n\033[1m%s\033[0m\n' "$*"; }
+
+say "Starting four vLLM stubs (clock 10x faster than real time)"
+# Short group: a 32k context and a small KV cache; long group: full size.
+for i in 0 1 2 3; do
+	if [ "$i" -lt 2 ]; then
+		extra=(--max-model-len 32768 --kv-capacity-tokens 120000)
+	else
+		extra=(--max-model-len 131072 --kv-capacity-tokens 430000)
+	fi
+	"$BUILD/vllm-stub" --port $((base + 100 + i)) --name "vllm$i" --time-scale 10 \
+		"${extra[@]}" >"$run/stub$i.log" 2>&1 &
+	pids+=($!)
+	echo "  vllm$i on 127.0.0.1:$((base + 100 + i)) (${extra[*]})"
+done
+
+export DBK_BIND=127.0.0.1:$base
+export DBK_AGENT=127.0.0.1:$((base + 4345))
+export DBK_COMPLETIONS=127.0.0.1:$((base + 4346))
+admin=127.0.0.1:$((base + 4347))
+export DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
+export DBK_DEBUG_HEADERS=1
+for i in 0 1 2 3; do export "DBK_VLLM$i=127.0.0.1:$((base + 100 + i))"; done
+
+say "Starting dbucket-spoa (dynamic buckets, threshold 32768 tokens)"
+"$BUILD/dbucket-spoa" --enable-dynamic-bucket --listen "$DBK_AGENT" \
+	--completion-listen "$DBK_COMPLETIONS" --admin-listen "$admin" \
+	vllm0 vllm1 vllm2 vllm3 2>"$run/agent.log" &
+pids+=($!)
+echo "  SPOP on $DBK_AGENT, completions on $DBK_COMPLETIONS, admin on http://$admin"
+
+say "Starting HAProxy with haproxy/haproxy.cfg"
+haproxy -f haproxy/haproxy.cfg 2>"$run/haproxy.log" &
+pids+=($!)
+for i in 0 1 2 3; do wait_port $((base + 100 + i)); done
+wait_port $((base + 4347))
+wait_port "$base"
+echo "  clients use http://$DBK_BIND"
+
+show() { # show HEADERS-FILE: where a request went
+	tr -d '\r' <"$1" | awk '
+		NR == 1 { st = $2 }
+		tolower($1) == "x-served-by:" { s = $2 }
+		tolower($1) == "x-dbucket-bucket:" { b = $2 }
+		tolower($1) == "x-dbucket-group:" { g = $2 }
+		tolower($1) == "x-dbucket-redirected:" { r = $2 }
+		tolower($1) == "x-dbucket-score:" { sc = $2 }
+		END { printf "  HTTP %s, served by %s: bucket %s, group %s, redirected %s, score %s\n", st, s, b, g, r, sc }'
+}
+
+state() { curl -s "http://$admin/state" | sed 's/^/    /'; }
+wait_leases() { # wait_leases N: until the agent holds N leases (bounded, ~5 s)
+	local i
+	for ((i = 0; i < 100; i++)); do
+		curl -s "http://$admin/state" | grep -q "\"leases\": $1," && return 0
+		sleep 0.05
+	done
+	echo "  (the agent still holds other than $1 leases)"
+}
+
+say "1. A long completions request, streamed: about 140,000 bytes, 35,000 tokens"
+{
+	printf '{"model":"stub-model","stream":true,"max_tokens":2000,"ignore_eos":true,"prompt":"'
+	head -c 139910 /dev/zero | tr '\0' 'a'
+	printf '"}'
+} >"$run/long.json"
+curl -s -N -D "$run/h2" http://$DBK_BIND/v1/completions -H 'Content-Type: application/json' \
+	--data-binary "@$run/long.json" >"$run/b2" &
+long=$!
+wait_leases 1
+echo "  in flight; the agent's view now (GET http://$admin/state):"
+state
+
+say "2. A short chat request while the long one streams"
+curl -s -D "$run/h1" -o "$run/b1" http://$DBK_BIND/v1/chat/completions \
+	-H 'Content-Type: application/json' \
+	-d '{"model":"stub-model","messages":[{"role":"user","content":"Hello!"}],"max_tokens":16}'
+show "$run/h1"
+echo "  body: $(head -c 150 "$run/b1")..."
+
+say "3. The long request ends"
+wait "$long"
+show "$run/h2"
+echo "  $(grep -c '^data: {' "$run/b2") SSE chunks, then: $(grep '^data: \[DONE\]' "$run/b2")"
+
+say "4. The agent's view once both have finished: every lease released"
+wait_leases 0
+state
+
+if [ "$keep" -eq 1 ]; then
+	say "Running. Try: curl http://$DBK_BIND/healthcheck ; curl http://$admin/metrics"
+	echo "  logs in $run; Ctrl-C stops everything"
+	wait
+fi

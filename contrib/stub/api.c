@@ -1,0 +1,606 @@
+/* OpenAI/vLLM JSON surface; see api.h. Field order and null fields follow
+ * what vLLM's pydantic models serialise, so clients that parse vLLM parse
+ * the stub the same way. */
+#include "api.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+uint32_t dbk_api_text_tokens(size_t bytes)
+{
+	size_t t = bytes / 4;
+
+	if (t == 0)
+		return 1;
+	return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}
+
+static int bad(struct dbk_api_error *err, const char *msg)
+{
+	err->status = 400;
+	err->type = "BadRequestError";
+	snprintf(err->message, sizeof(err->message), "%s", msg);
+	return -1;
+}
+
+/* An integral JSON number in [lo, hi]; pydantic's lax int also takes a
+ * float without fractional part. */
+static bool json_int(const cJSON *v, double lo, double hi, double *out)
+{
+	double d;
+
+	if (!cJSON_IsNumber(v))
+		return false;
+	d = v->valuedouble;
+	if (!isfinite(d) || d != floor(d) || d < lo || d > hi)
+		return false;
+	*out = d;
+	return true;
+}
+
+static bool is_null_or_absent(const cJSON *v)
+{
+	return v == NULL || cJSON_IsNull(v);
+}
+
+/* Token ids of one prompt: a non-empty list of integers. */
+static bool token_list(const cJSON *a, uint32_t *n)
+{
+	const cJSON *x;
+	uint32_t c = 0;
+	double d;
+
+	if (!cJSON_IsArray(a))
+		return false;
+	cJSON_ArrayForEach(x, a) {
+		if (!json_int(x, 0, 4294967295.0, &d))
+			return false;
+		c++;
+	}
+	if (c == 0)
+		return false;
+	*n = c;
+	return true;
+}
+
+static int parse_prompts(const cJSON *p, struct dbk_api_request *out,
+                         struct dbk_api_error *err)
+{
+	const cJSON *x;
+	uint32_t n = 0;
+	bool all_str = true, all_int = true, all_list = true;
+	size_t count = 0;
+
+	if (is_null_or_absent(p))
+		return bad(err, "Either prompt or prompt_embeds must be "
+		                "provided and non-empty.");
+	if (cJSON_IsString(p)) {
+		out->n_prompts = 1;
+		out->prompt_tokens[0] =
+			dbk_api_text_tokens(strlen(p->valuestring));
+		return 0;
+	}
+	if (!cJSON_IsArray(p))
+		return bad(err, "prompt must be a string, a list of strings, "
+		                "a list of token ids or a list of such lists");
+	cJSON_ArrayForEach(x, p) {
+		count++;
+		if (!cJSON_IsString(x))
+			all_str = false;
+		if (!cJSON_IsNumber(x))
+			all_int = false;
+		if (!cJSON_IsArray(x))
+			all_list = false;
+	}
+	if (count == 0)
+		return bad(err, "Either prompt or prompt_embeds must be "
+		                "provided and non-empty.");
+	if (all_int) {
+		if (!token_list(p, &out->prompt_tokens[0]))
+			return bad(err, "prompt token ids must be non-negative "
+			                "integers");
+		out->n_prompts = 1;
+		return 0;
+	}
+	if (!all_str && !all_list)
+		return bad(err, "prompt must be a string, a list of strings, "
+		                "a list of token ids or a list of such lists");
+	if (count > DBK_API_MAX_PROMPTS)
+		return bad(err, "too many prompts in one request (the stub "
+		                "takes at most 256)");
+	cJSON_ArrayForEach(x, p) {
+		if (all_str) {
+			out->prompt_tokens[n] =
+				dbk_api_text_tokens(strlen(x->valuestring));
+		} else if (!token_list(x, &out->prompt_tokens[n])) {
+			return bad(err, "prompt token ids must be non-empty "
+			                "lists of non-negative integers");
+		}
+		n++;
+	}
+	out->n_prompts = n;
+	return 0;
+}
+
+/* Concatenated text content of all messages, counted in bytes. */
+static int parse_messages(const cJSON *msgs, struct dbk_api_request *out,
+                          struct dbk_api_error *err)
+{
+	const cJSON *m, *part;
+	size_t bytes = 0;
+
+	if (!cJSON_IsArray(msgs))
+		return bad(err, "messages: field required (a list of "
+		                "messages)");
+	cJSON_ArrayForEach(m, msgs) {
+		const cJSON *c;
+
+		if (!cJSON_IsObject(m))
+			return bad(err, "messages: each message must be an "
+			                "object");
+		c = cJSON_GetObjectItemCaseSensitive(m, "content");
+		if (is_null_or_absent(c))
+			continue;
+		if (cJSON_IsString(c)) {
+			bytes += strlen(c->valuestring);
+			continue;
+		}
+		if (!cJSON_IsArray(c))
+			return bad(err, "messages: content must be a string or "
+			                "a list of content parts");
+		cJSON_ArrayForEach(part, c) {
+			const cJSON *t;
+
+			if (!cJSON_IsObject(part))
+				return bad(err, "messages: content parts must "
+				                "be objects");
+			t = cJSON_GetObjectItemCaseSensitive(part, "text");
+			if (cJSON_IsString(t))
+				bytes += strlen(t->valuestring);
+		}
+	}
+	out->n_prompts = 1;
+	out->prompt_tokens[0] = dbk_api_text_tokens(bytes);
+	return 0;
+}
+
+static int check_lengths(bool has_mt, double max_tokens,
+                         const struct dbk_api_config *cfg,
+                         struct dbk_api_request *out,
+                         struct dbk_api_error *err)
+{
+	uint32_t i;
+
+	for (i = 0; i < out->n_prompts; i++) {
+		uint64_t p = out->prompt_tokens[i];
+
+		err->status = 400;
+		err->type = "BadRequestError";
+		/* vLLM serving_engine._validate_input, word for word. */
+		if (!has_mt) {
+			if (p >= cfg->max_model_len) {
+				snprintf(err->message, sizeof(err->message),
+				         "This model's maximum context length is "
+				         "%u tokens. However, you requested %llu "
+				         "tokens in the messages, Please reduce "
+				         "the length of the messages.",
+				         cfg->max_model_len,
+				         (unsigned long long)p);
+				return -1;
+			}
+			out->max_tokens[i] = (uint32_t)(cfg->max_model_len - p);
+		} else if ((double)p + max_tokens > cfg->max_model_len) {
+			snprintf(err->message, sizeof(err->message),
+			         "This model's maximum context length is %u "
+			         "tokens. However, you requested %.0f tokens "
+			         "(%llu in the messages, %.0f in the "
+			         "completion). Please reduce the length of the "
+			         "messages or completion.",
+			         cfg->max_model_len, (double)p + max_tokens,
+			         (unsigned long long)p, max_tokens);
+			return -1;
+		} else {
+			out->max_tokens[i] = (uint32_t)max_tokens;
+		}
+	}
+	return 0;
+}
+
+static int parse_fields(enum dbk_api_kind kind, const cJSON *root,
+                        const struct dbk_api_config *cfg,
+                        struct dbk_api_request *out,
+                        struct dbk_api_error *err)
+{
+	const cJSON *model, *stream, *so, *n, *mt, *mct;
+	bool has_mt = false;
+	double max_tokens = 0, d;
+
+	model = cJSON_GetObjectItemCaseSensitive(root, "model");
+	if (!is_null_or_absent(model)) {
+		if (!cJSON_IsString(model))
+			return bad(err, "model must be a string");
+		if (strcmp(model->valuestring, cfg->model) != 0) {
+			err->status = 404;
+			err->type = "NotFoundError";
+			snprintf(err->message, sizeof(err->message),
+			         "The model `%s` does not exist.",
+			         model->valuestring);
+			return -1;
+		}
+	}
+
+	stream = cJSON_GetObjectItemCaseSensitive(root, "stream");
+	if (!is_null_or_absent(stream) && !cJSON_IsBool(stream))
+		return bad(err, "stream must be a boolean");
+	out->stream = cJSON_IsTrue(stream);
+
+	so = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
+	if (!is_null_or_absent(so)) {
+		const cJSON *iu;
+
+		if (!out->stream)
+			return bad(err, "Stream options can only be defined "
+			                "when `stream=True`.");
+		if (!cJSON_IsObject(so))
+			return bad(err, "stream_options must be an object");
+		iu = cJSON_GetObjectItemCaseSensitive(so, "include_usage");
+		if (!is_null_or_absent(iu) && !cJSON_IsBool(iu))
+			return bad(err, "stream_options.include_usage must be "
+			                "a boolean");
+		out->include_usage = cJSON_IsTrue(iu);
+	}
+
+	n = cJSON_GetObjectItemCaseSensitive(root, "n");
+	if (!is_null_or_absent(n) && !(json_int(n, 1, 1, &d)))
+		return bad(err, "n must be 1: the stub generates one choice per "
+		                "prompt");
+
+	/* Chat prefers max_completion_tokens, like vLLM. */
+	mt = cJSON_GetObjectItemCaseSensitive(root, "max_tokens");
+	if (kind == DBK_API_CHAT) {
+		mct = cJSON_GetObjectItemCaseSensitive(root,
+		                                       "max_completion_tokens");
+		if (!is_null_or_absent(mct))
+			mt = mct;
+	}
+	if (!is_null_or_absent(mt)) {
+		if (!json_int(mt, -1e18, 1e18, &max_tokens))
+			return bad(err, "max_tokens must be an integer");
+		if (max_tokens < 1) {
+			err->status = 400;
+			err->type = "BadRequestError";
+			snprintf(err->message, sizeof(err->message),
+			         "max_tokens must be at least 1, got %.0f.",
+			         max_tokens);
+			return -1;
+		}
+		has_mt = true;
+	} else if (kind == DBK_API_COMPLETION) {
+		max_tokens = DBK_API_COMPLETION_DEFAULT_MAX_TOKENS;
+		has_mt = true;
+	}
+
+	if (kind == DBK_API_COMPLETION) {
+		if (parse_prompts(cJSON_GetObjectItemCaseSensitive(root, "prompt"),
+		                  out, err) != 0)
+			return -1;
+	} else {
+		if (parse_messages(cJSON_GetObjectItemCaseSensitive(root,
+		                                                    "messages"),
+		                   out, err) != 0)
+			return -1;
+	}
+	return check_lengths(has_mt, max_tokens, cfg, out, err);
+}
+
+int dbk_api_parse_request(enum dbk_api_kind kind, const char *body,
+                          size_t len, const struct dbk_api_config *cfg,
+                          struct dbk_api_request *out,
+                          struct dbk_api_error *err)
+{
+	cJSON *root;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	memset(err, 0, sizeof(*err));
+	out->kind = kind;
+	root = cJSON_ParseWithLength(body, len);
+	if (!root)
+		return bad(err, "Invalid JSON body: expected a JSON object");
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		return bad(err, "Invalid request body: expected a JSON "
+		                "object");
+	}
+	rc = parse_fields(kind, root, cfg, out, err);
+	cJSON_Delete(root);
+	return rc;
+}
+
+/* ---- Output. ---- */
+
+void dbk_api_json_str(struct dbk_buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, run = 0;
+
+	dbk_buf_add(b, "\"", 1);
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char esc[7];
+		const char *e = NULL;
+		size_t elen = 2;
+
+		switch (c) {
+		case '"': e = "\\\""; break;
+		case '\\': e = "\\\\"; break;
+		case '\n': e = "\\n"; break;
+		case '\r': e = "\\r"; break;
+		case '\t': e = "\\t"; break;
+		case '\b': e = "\\b"; break;
+		case '\f': e = "\\f"; break;
+		default:
+			if (c < 0x20) {
+				memcpy(esc, "\\u00", 4);
+				esc[4] = hex[c >> 4];
+				esc[5] = hex[c & 15];
+				esc[6] = 0;
+				e = esc;
+				elen = 6;
+			}
+		}
+		if (e) {
+			dbk_buf_add(b, s + i - run, run);
+			run = 0;
+			dbk_buf_add(b, e, elen);
+		} else {
+			run++;
+		}
+	}
+	dbk_buf_add(b, s + n - run, run);
+	dbk_buf_add(b, "\"", 1);
+}
+
+static void jstr(struct dbk_buf *b, const char *s)
+{
+	dbk_api_json_str(b, s, strlen(s));
+}
+
+static const char *object_of(enum dbk_api_kind k, bool chunk)
+{
+	if (k == DBK_API_COMPLETION)
+		return "text_completion";
+	return chunk ? "chat.completion.chunk" : "chat.completion";
+}
+
+static void head(struct dbk_buf *b, const struct dbk_api_resp *r, bool chunk)
+{
+	dbk_buf_adds(b, "{\"id\":");
+	jstr(b, r->id);
+	dbk_buf_printf(b, ",\"object\":\"%s\",\"created\":%lld,\"model\":",
+	               object_of(r->kind, chunk), r->created);
+	jstr(b, r->model);
+}
+
+void dbk_api_sse_role(struct dbk_buf *b, const struct dbk_api_resp *r,
+                      uint32_t index)
+{
+	dbk_buf_adds(b, "data: ");
+	head(b, r, true);
+	dbk_buf_printf(b,
+	               ",\"choices\":[{\"index\":%u,\"delta\":{\"role\":"
+	               "\"assistant\",\"content\":\"\"},\"logprobs\":null,"
+	               "\"finish_reason\":null}]}\n\n",
+	               index);
+}
+
+void dbk_api_sse_token(struct dbk_buf *b, const struct dbk_api_resp *r,
+                       uint32_t index, bool last)
+{
+	const char *fin = last ? "\"length\"" : "null";
+
+	dbk_buf_adds(b, "data: ");
+	head(b, r, true);
+	if (r->kind == DBK_API_COMPLETION) {
+		/* CompletionStreamResponse is dumped with exclude_unset=False:
+		 * stop_reason and usage appear as nulls. */
+		dbk_buf_printf(b,
+		               ",\"choices\":[{\"index\":%u,\"text\":\"%s\","
+		               "\"logprobs\":null,\"finish_reason\":%s,"
+		               "\"stop_reason\":null}],\"usage\":null}\n\n",
+		               index, DBK_API_TOKEN_TEXT, fin);
+	} else if (last) {
+		dbk_buf_printf(b,
+		               ",\"choices\":[{\"index\":%u,\"delta\":"
+		               "{\"content\":\"%s\"},\"logprobs\":null,"
+		               "\"finish_reason\":%s,\"stop_reason\":null}]}"
+		               "\n\n",
+		               index, DBK_API_TOKEN_TEXT, fin);
+	} else {
+		/* Chat chunks use exclude_unset=True: no stop_reason until the
+		 * final one, no usage. */
+		dbk_buf_printf(b,
+		               ",\"choices\":[{\"index\":%u,\"delta\":"
+		               "{\"content\":\"%s\"},\"logprobs\":null,"
+		               "\"finish_reason\":null}]}\n\n",
+		               index, DBK_API_TOKEN_TEXT);
+	}
+}
+
+void dbk_api_sse_usage(struct dbk_buf *b, const struct dbk_api_resp *r,
+                       uint64_t prompt_tokens, uint64_t completion_tokens)
+{
+	dbk_buf_adds(b, "data: ");
+	head(b, r, true);
+	dbk_buf_printf(b,
+	               ",\"choices\":[],\"usage\":{\"prompt_tokens\":%llu,"
+	               "\"total_tokens\":%llu,\"completion_tokens\":%llu}}"
+	               "\n\n",
+	               (unsigned long long)prompt_tokens,
+	               (unsigned long long)(prompt_tokens + completion_tokens),
+	               (unsigned long long)completion_tokens);
+}
+
+void dbk_api_sse_done(struct dbk_buf *b)
+{
+	dbk_buf_adds(b, "data: [DONE]\n\n");
+}
+
+static void repeated_text(struct dbk_buf *b, uint32_t n)
+{
+	static const char tok[] = DBK_API_TOKEN_TEXT;
+	uint32_t i;
+
+	if (!dbk_buf_reserve(b, (size_t)n * (sizeof(tok) - 1) + 2))
+		return;
+	dbk_buf_add(b, "\"", 1);
+	for (i = 0; i < n; i++)
+		dbk_buf_add(b, tok, sizeof(tok) - 1);
+	dbk_buf_add(b, "\"", 1);
+}
+
+void dbk_api_full_response(struct dbk_buf *b, const struct dbk_api_resp *r,
+                           uint32_t n, const uint32_t *completion,
+                           uint64_t prompt_tokens)
+{
+	uint64_t total = 0;
+	uint32_t i;
+
+	head(b, r, false);
+	dbk_buf_adds(b, ",\"choices\":[");
+	for (i = 0; i < n; i++) {
+		total += completion[i];
+		if (i)
+			dbk_buf_add(b, ",", 1);
+		if (r->kind == DBK_API_COMPLETION) {
+			dbk_buf_printf(b, "{\"index\":%u,\"text\":", i);
+			repeated_text(b, completion[i]);
+			dbk_buf_adds(b, ",\"logprobs\":null,\"finish_reason\":"
+			                "\"length\",\"stop_reason\":null,"
+			                "\"prompt_logprobs\":null}");
+		} else {
+			dbk_buf_printf(b, "{\"index\":%u,\"message\":{\"role\":"
+			                  "\"assistant\",\"reasoning_content\":"
+			                  "null,\"content\":",
+			               i);
+			repeated_text(b, completion[i]);
+			dbk_buf_adds(b, ",\"tool_calls\":[]},\"logprobs\":null,"
+			                "\"finish_reason\":\"length\","
+			                "\"stop_reason\":null}");
+		}
+	}
+	dbk_buf_printf(b,
+	               "],\"usage\":{\"prompt_tokens\":%llu,\"total_tokens\":"
+	               "%llu,\"completion_tokens\":%llu,"
+	               "\"prompt_tokens_details\":null}",
+	               (unsigned long long)prompt_tokens,
+	               (unsigned long long)(prompt_tokens + total),
+	               (unsigned long long)total);
+	if (r->kind == DBK_API_CHAT)
+		dbk_buf_adds(b, ",\"prompt_logprobs\":null");
+	dbk_buf_adds(b, "}");
+}
+
+void dbk_api_error_json(struct dbk_buf *b, int status, const char *type,
+                        const char *message)
+{
+	dbk_buf_adds(b, "{\"object\":\"error\",\"message\":");
+	jstr(b, message);
+	dbk_buf_adds(b, ",\"type\":");
+	jstr(b, type);
+	dbk_buf_printf(b, ",\"param\":null,\"code\":%d}", status);
+}
+
+void dbk_api_detail_json(struct dbk_buf *b, const char *detail)
+{
+	dbk_buf_adds(b, "{\"detail\":");
+	jstr(b, detail);
+	dbk_buf_adds(b, "}");
+}
+
+void dbk_api_models_json(struct dbk_buf *b, const char *model,
+                         uint32_t max_model_len, long long created,
+                         const char *perm_id)
+{
+	dbk_buf_adds(b, "{\"object\":\"list\",\"data\":[{\"id\":");
+	jstr(b, model);
+	dbk_buf_printf(b, ",\"object\":\"model\",\"created\":%lld,"
+	                  "\"owned_by\":\"vllm\",\"root\":",
+	               created);
+	jstr(b, model);
+	dbk_buf_printf(b, ",\"parent\":null,\"max_model_len\":%u,"
+	                  "\"permission\":[{\"id\":",
+	               max_model_len);
+	jstr(b, perm_id);
+	dbk_buf_printf(b,
+	               ",\"object\":\"model_permission\",\"created\":%lld,"
+	               "\"allow_create_engine\":false,\"allow_sampling\":true,"
+	               "\"allow_logprobs\":true,\"allow_search_indices\":false,"
+	               "\"allow_view\":true,\"allow_fine_tuning\":false,"
+	               "\"organization\":\"*\",\"group\":null,"
+	               "\"is_blocking\":false}]}]}",
+	               created);
+}
+
+/* Prometheus label values escape backslash, quote and newline. */
+static void label(struct dbk_buf *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			dbk_buf_printf(b, "\\%c", *s);
+		else if (*s == '\n')
+			dbk_buf_adds(b, "\\n");
+		else
+			dbk_buf_add(b, s, 1);
+	}
+}
+
+static void metric(struct dbk_buf *b, const char *model, const char *name,
+                   const char *sample, const char *type, const char *help,
+                   const char *value)
+{
+	dbk_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s{model_name=\"",
+	               name, help, name, type, sample);
+	label(b, model);
+	dbk_buf_printf(b, "\"} %s\n", value);
+}
+
+void dbk_api_metrics_text(struct dbk_buf *b, const char *model,
+                          const struct dbk_api_metrics *m)
+{
+	char v[64];
+
+	/* prometheus_client prints floats: counters and gauges as "N.0". */
+	snprintf(v, sizeof(v), "%u.0", m->running);
+	metric(b, model, "vllm:num_requests_running",
+	       "vllm:num_requests_running", "gauge",
+	       "Number of requests in model execution batches.", v);
+	snprintf(v, sizeof(v), "%u.0", m->waiting);
+	metric(b, model, "vllm:num_requests_waiting",
+	       "vllm:num_requests_waiting", "gauge",
+	       "Number of requests waiting to be processed.", v);
+	if (m->kv_usage == 0.0)
+		snprintf(v, sizeof(v), "0.0");
+	else
+		snprintf(v, sizeof(v), "%.17g", m->kv_usage);
+	metric(b, model, "vllm:kv_cache_usage_perc", "vllm:kv_cache_usage_perc",
+	       "gauge", "KV-cache usage. 1 means 100 percent usage.", v);
+	snprintf(v, sizeof(v), "%llu.0", (unsigned long long)m->prompt_tokens);
+	metric(b, model, "vllm:prompt_tokens", "vllm:prompt_tokens_total",
+	       "counter", "Number of prefill tokens processed.", v);
+	snprintf(v, sizeof(v), "%llu.0",
+	         (unsigned long long)m->generation_tokens);
+	metric(b, model, "vllm:generation_tokens",
+	       "vllm:generation_tokens_total", "counter",
+	       "Number of generation tokens processed.", v);
+	snprintf(v, sizeof(v), "%llu.0",
+	         (unsigned long long)m->request_success);
+	metric(b, model, "vllm:request_success", "vllm:request_success_total",
+	       "counter", "Count of successfully processed requests.", v);
+	snprintf(v, sizeof(v), "%llu.0", (unsigned long long)m->preemptions);
+	metric(b, model, "vllm:num_preemptions", "vllm:num_preemptions_total",
+	       "counter", "Cumulative number of preemption from the engine.",
+	       v);
+}

@@ -1,0 +1,764 @@
+/* vLLM V1 scheduler model; see engine.h and ENGINE-MODEL.md.
+ *
+ * Faithful to vllm/v1/core/sched/scheduler.py (schedule()):
+ *  - running requests first, in admission order, each taking
+ *    min(tokens it still lacks, budget left);
+ *  - a running request that cannot get its KV blocks preempts the newest
+ *    running request (running.pop()), possibly itself, which ends the
+ *    running pass;
+ *  - waiting requests are admitted FCFS only when nothing was preempted
+ *    this step, while budget is left, running < max_num_seqs and the
+ *    blocks for the first chunk are free (no watermark in V1);
+ *  - num_computed_tokens advances when the step is scheduled; a token is
+ *    sampled when a request has computed all its known tokens, so the last
+ *    prefill chunk yields the first token and each decode one more. */
+#include "engine.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Constants: the only place the model's numbers live. ---- */
+
+/* Llama-3.1-8B attention work per (query, key) token pair:
+ * 4 FLOPs (QK^T and PV, multiply-add) x 32 layers x 4096 hidden. */
+#define ATTN_FLOPS_PER_PAIR 524288.0
+/* KV bytes per token: 2 (K and V) x 32 layers x 8 KV heads x 128 dims x
+ * 2 bytes (bf16). */
+#define KV_BYTES_PER_TOKEN 131072.0
+#define DEFAULT_MAX_MODEL_LEN 131072u
+
+static const struct dbk_gpu_profile gpu_profiles[] = {
+	{
+		.name = "h100",
+		/* vLLM v0.6.0 performance blog: scheduler + API server
+		 * overhead per step after the v0.6 rewrite. */
+		.t_cpu_s = 1.5e-3,
+		/* Vidur's measured MLP profiles (microsoft/vidur
+		 * data/profiling), H100: weight-read floor and linear-layer
+		 * throughput. */
+		.t_weights_s = 6.0e-3,
+		.r_lin_tok_s = 46000.0,
+		/* FlashAttention-class sustained attention throughput. */
+		.f_attn_flops = 400e12,
+		/* About 80% of H100 SXM HBM3 peak (3.35 TB/s). */
+		.kv_read_bw = 2.7e12,
+		/* vLLM V1's API-server defaults on cards of >= 70 GiB other
+		 * than A100 (EngineArgs default args, OPENAI_API_SERVER). */
+		.default_max_num_batched_tokens = 8192,
+		.default_max_num_seqs = 1024,
+		/* 8B bf16 weights (~16 GB) + activations out of 0.9 x 80 GB
+		 * leaves ~56 GB of KV = ~430k tokens at 131072 B/token. */
+		.default_kv_capacity_tokens = 430000,
+	},
+	{
+		.name = "a100",
+		/* Same sources as above, A100-80GB. */
+		.t_cpu_s = 2.0e-3,
+		.t_weights_s = 10.2e-3,
+		.r_lin_tok_s = 15000.0,
+		.f_attn_flops = 180e12,
+		/* About 80% of A100 80GB HBM2e peak (2.0 TB/s). */
+		.kv_read_bw = 1.6e12,
+		/* vLLM singles A100 out into its smaller-default branch. */
+		.default_max_num_batched_tokens = 2048,
+		.default_max_num_seqs = 256,
+		.default_kv_capacity_tokens = 430000,
+	},
+};
+
+const struct dbk_gpu_profile *dbk_gpu_profile_find(const char *name)
+{
+	size_t i;
+
+	if (!name)
+		return NULL;
+	for (i = 0; i < sizeof(gpu_profiles) / sizeof(gpu_profiles[0]); i++)
+		if (strcmp(gpu_profiles[i].name, name) == 0)
+			return &gpu_profiles[i];
+	return NULL;
+}
+
+double dbk_model_attn_flops_per_pair(void) { return ATTN_FLOPS_PER_PAIR; }
+double dbk_model_kv_bytes_per_token(void) { return KV_BYTES_PER_TOKEN; }
+
+/* ---- Step time. ---- */
+
+static double prefill_attn_s(const struct dbk_gpu_profile *g, double c,
+                             double k)
+{
+	/* Causal attention: c new queries against k cached keys plus, on
+	 * average, half of the chunk itself. */
+	return ATTN_FLOPS_PER_PAIR * c * (k + c / 2.0) / g->f_attn_flops;
+}
+
+static double decode_attn_s(const struct dbk_gpu_profile *g, double ctx)
+{
+	/* Decode attention is bound by reading the whole context's KV. */
+	return ctx * KV_BYTES_PER_TOKEN / g->kv_read_bw;
+}
+
+static double base_step_s(const struct dbk_gpu_profile *g, double n_tokens)
+{
+	double lin = n_tokens / g->r_lin_tok_s;
+
+	return g->t_cpu_s + (lin > g->t_weights_s ? lin : g->t_weights_s);
+}
+
+double dbk_step_time(const struct dbk_gpu_profile *gpu, size_t n,
+                     const uint32_t *new_tokens, const uint32_t *done,
+                     const bool *is_prefill)
+{
+	double total = 0, attn = 0;
+	size_t i;
+
+	if (n == 0)
+		return 0;
+	for (i = 0; i < n; i++) {
+		total += new_tokens[i];
+		if (is_prefill[i])
+			attn += prefill_attn_s(gpu, new_tokens[i], done[i]);
+		else
+			attn += decode_attn_s(gpu, (double)done[i] + new_tokens[i]);
+	}
+	return base_step_s(gpu, total) + attn;
+}
+
+/* ---- Engine state. ---- */
+
+enum where { Q_NONE, Q_WAITING, Q_RUNNING };
+
+struct req {
+	struct req *prev, *next;
+	void *cookie;
+	uint32_t slot;
+	uint32_t prompt;
+	uint32_t max_out;
+	uint32_t out;          /* output tokens generated (and reported) */
+	uint32_t computed;     /* num_computed_tokens */
+	uint32_t blocks;
+	/* num_tokens when last admitted from waiting: below it a chunk is
+	 * (re)prefill, at or above it the request decodes. */
+	uint32_t prefill_target;
+	uint32_t preemptions;
+	enum where where;
+	bool gone;             /* finished or aborted; slot kept until safe */
+	bool silenced;         /* aborted: report nothing more */
+	bool sampled_once;
+};
+
+struct queue {
+	struct req *head, *tail;
+	uint32_t n;
+};
+
+struct slot {
+	struct req *r;
+	uint32_t gen;
+	uint32_t next_free;
+};
+
+struct sched {
+	struct req *r;
+	uint32_t n_new;
+	uint32_t done;   /* computed before this step */
+	bool prefill;
+};
+
+struct dbk_engine {
+	struct dbk_engine_config cfg;
+	uint64_t blocks_total, blocks_free;
+
+	struct queue running, waiting;
+
+	struct slot *slots;
+	uint32_t n_slots, cap_slots, free_head;
+
+	struct sched *sched;     /* capacity cfg.max_num_seqs */
+	uint32_t n_sched;
+	uint32_t *tmp_new, *tmp_done;
+	bool *tmp_prefill;
+	bool in_step, delivering;
+
+	/* Sized for the worst step (every running request preempted, or
+	 * each scheduled one yielding TOKEN + FINISHED), so reporting never
+	 * needs memory it might not get. */
+	struct dbk_engine_event *events;
+	size_t n_events, cap_events;
+
+	/* Requests gone while a step or a delivery may still point at them;
+	 * linked through their (now unused) queue links. */
+	struct queue zombies;
+
+	struct dbk_engine_stats st;
+	struct dbk_engine_step_info last;
+};
+
+#define NO_SLOT UINT32_MAX
+
+static void q_push_back(struct queue *q, struct req *r)
+{
+	r->prev = q->tail;
+	r->next = NULL;
+	if (q->tail)
+		q->tail->next = r;
+	else
+		q->head = r;
+	q->tail = r;
+	q->n++;
+}
+
+static void q_push_front(struct queue *q, struct req *r)
+{
+	r->prev = NULL;
+	r->next = q->head;
+	if (q->head)
+		q->head->prev = r;
+	else
+		q->tail = r;
+	q->head = r;
+	q->n++;
+}
+
+static void q_remove(struct queue *q, struct req *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		q->head = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	else
+		q->tail = r->prev;
+	r->prev = r->next = NULL;
+	q->n--;
+}
+
+static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+void dbk_engine_config_default(struct dbk_engine_config *cfg,
+                               const struct dbk_gpu_profile *gpu)
+{
+	if (!gpu)
+		gpu = &gpu_profiles[0];
+	cfg->gpu = gpu;
+	cfg->max_model_len = DEFAULT_MAX_MODEL_LEN;
+	cfg->max_num_batched_tokens = gpu->default_max_num_batched_tokens;
+	cfg->max_num_seqs = gpu->default_max_num_seqs;
+	cfg->kv_capacity_tokens = gpu->default_kv_capacity_tokens;
+}
+
+int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err,
+                            size_t errlen)
+{
+	uint64_t usable;
+
+	if (!cfg->gpu) {
+		snprintf(err, errlen, "no GPU profile");
+		return -1;
+	}
+	if (cfg->max_model_len < 2 ||
+	    cfg->max_model_len > DBK_ENGINE_MAX_MODEL_LEN_LIMIT) {
+		snprintf(err, errlen, "max-model-len must be in 2..%u",
+		         DBK_ENGINE_MAX_MODEL_LEN_LIMIT);
+		return -1;
+	}
+	if (cfg->max_num_batched_tokens < 1 ||
+	    cfg->max_num_batched_tokens > DBK_ENGINE_MAX_MODEL_LEN_LIMIT) {
+		snprintf(err, errlen, "max-num-batched-tokens must be in 1..%u",
+		         DBK_ENGINE_MAX_MODEL_LEN_LIMIT);
+		return -1;
+	}
+	if (cfg->max_num_seqs < 1 ||
+	    cfg->max_num_seqs > DBK_ENGINE_MAX_SEQS_LIMIT) {
+		snprintf(err, errlen, "max-num-seqs must be in 1..%u",
+		         DBK_ENGINE_MAX_SEQS_LIMIT);
+		return -1;
+	}
+	if (cfg->kv_capacity_tokens > ((uint64_t)1 << 40)) {
+		snprintf(err, errlen, "kv-capacity-tokens is too large");
+		return -1;
+	}
+	/* vLLM refuses to start when one max-length sequence cannot fit in
+	 * the KV cache; it also guarantees that a request running alone can
+	 * always get its blocks, so preemption cannot livelock. */
+	usable = cfg->kv_capacity_tokens / DBK_KV_BLOCK_TOKENS *
+	         DBK_KV_BLOCK_TOKENS;
+	if (cfg->max_model_len > usable) {
+		snprintf(err, errlen,
+		         "max-model-len (%u) is larger than the KV cache "
+		         "(%llu tokens in blocks of %u); vLLM refuses to start",
+		         cfg->max_model_len, (unsigned long long)usable,
+		         DBK_KV_BLOCK_TOKENS);
+		return -1;
+	}
+	return 0;
+}
+
+struct dbk_engine *dbk_engine_new(const struct dbk_engine_config *cfg)
+{
+	char err[160];
+	struct dbk_engine *e;
+	size_t n;
+
+	if (!cfg || dbk_engine_config_check(cfg, err, sizeof(err)) != 0)
+		return NULL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->cfg = *cfg;
+	e->blocks_total = cfg->kv_capacity_tokens / DBK_KV_BLOCK_TOKENS;
+	e->blocks_free = e->blocks_total;
+	e->free_head = NO_SLOT;
+	n = cfg->max_num_seqs;
+	e->sched = calloc(n, sizeof(*e->sched));
+	e->tmp_new = calloc(n, sizeof(*e->tmp_new));
+	e->tmp_done = calloc(n, sizeof(*e->tmp_done));
+	e->tmp_prefill = calloc(n, sizeof(*e->tmp_prefill));
+	e->cap_events = 3 * n;
+	e->events = calloc(e->cap_events, sizeof(*e->events));
+	if (!e->sched || !e->tmp_new || !e->tmp_done || !e->tmp_prefill ||
+	    !e->events) {
+		dbk_engine_free(e);
+		return NULL;
+	}
+	return e;
+}
+
+static void free_queue(struct queue *q)
+{
+	struct req *r = q->head, *nx;
+
+	while (r) {
+		nx = r->next;
+		free(r);
+		r = nx;
+	}
+	q->head = q->tail = NULL;
+	q->n = 0;
+}
+
+void dbk_engine_free(struct dbk_engine *e)
+{
+	if (!e)
+		return;
+	free_queue(&e->running);
+	free_queue(&e->waiting);
+	free_queue(&e->zombies);
+	free(e->slots);
+	free(e->sched);
+	free(e->tmp_new);
+	free(e->tmp_done);
+	free(e->tmp_prefill);
+	free(e->events);
+	free(e);
+}
+
+/* ---- Handles: slot index in the low half, generation in the high. ---- */
+
+static uint64_t make_handle(uint32_t idx, uint32_t gen)
+{
+	return ((uint64_t)gen << 32) | idx;
+}
+
+static struct req *lookup(const struct dbk_engine *e, uint64_t h)
+{
+	uint32_t idx = (uint32_t)h, gen = (uint32_t)(h >> 32);
+
+	if (idx >= e->n_slots || e->slots[idx].gen != gen)
+		return NULL;
+	return e->slots[idx].r;
+}
+
+static int slot_alloc(struct dbk_engine *e, struct req *r, uint64_t *h)
+{
+	uint32_t idx;
+
+	if (e->free_head != NO_SLOT) {
+		idx = e->free_head;
+		e->free_head = e->slots[idx].next_free;
+	} else {
+		if (e->n_slots == e->cap_slots) {
+			uint32_t cap = e->cap_slots ? e->cap_slots * 2 : 64;
+			struct slot *ns;
+
+			if (cap < e->cap_slots || cap >= NO_SLOT)
+				return -1;
+			ns = realloc(e->slots, (size_t)cap * sizeof(*ns));
+			if (!ns)
+				return -1;
+			e->slots = ns;
+			e->cap_slots = cap;
+		}
+		idx = e->n_slots++;
+		e->slots[idx].gen = 0;
+	}
+	if (++e->slots[idx].gen == 0)
+		e->slots[idx].gen = 1;
+	e->slots[idx].r = r;
+	e->slots[idx].next_free = NO_SLOT;
+	r->slot = idx;
+	*h = make_handle(idx, e->slots[idx].gen);
+	return 0;
+}
+
+static void slot_release(struct dbk_engine *e, struct req *r)
+{
+	struct slot *s = &e->slots[r->slot];
+
+	/* Bumping the generation kills every copy of the old handle. */
+	if (++s->gen == 0)
+		s->gen = 1;
+	s->r = NULL;
+	s->next_free = e->free_head;
+	e->free_head = r->slot;
+	free(r);
+}
+
+static uint64_t handle_of(const struct dbk_engine *e, const struct req *r)
+{
+	return make_handle(r->slot, e->slots[r->slot].gen);
+}
+
+/* A request leaving the engine while a step or a delivery may still
+ * point at it is parked until that is over. */
+static void retire(struct dbk_engine *e, struct req *r)
+{
+	r->gone = true;
+	if (e->in_step || e->delivering) {
+		q_push_back(&e->zombies, r);
+		return;
+	}
+	slot_release(e, r);
+}
+
+static void release_zombies(struct dbk_engine *e)
+{
+	struct req *r;
+
+	while ((r = e->zombies.head) != NULL) {
+		q_remove(&e->zombies, r);
+		slot_release(e, r);
+	}
+}
+
+static void free_blocks(struct dbk_engine *e, struct req *r)
+{
+	e->blocks_free += r->blocks;
+	r->blocks = 0;
+}
+
+int dbk_engine_submit(struct dbk_engine *e, uint32_t prompt_tokens,
+                      uint32_t max_output_tokens, void *cookie,
+                      uint64_t *handle)
+{
+	struct req *r;
+	uint64_t h;
+
+	if (prompt_tokens == 0 || max_output_tokens == 0)
+		return DBK_ENGINE_E_INVAL;
+	if ((uint64_t)prompt_tokens + max_output_tokens > e->cfg.max_model_len)
+		return DBK_ENGINE_E_TOO_LONG;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return DBK_ENGINE_E_NOMEM;
+	if (slot_alloc(e, r, &h) != 0) {
+		free(r);
+		return DBK_ENGINE_E_NOMEM;
+	}
+	r->cookie = cookie;
+	r->prompt = prompt_tokens;
+	r->max_out = max_output_tokens;
+	r->where = Q_WAITING;
+	q_push_back(&e->waiting, r);
+	if (handle)
+		*handle = h;
+	return DBK_ENGINE_OK;
+}
+
+int dbk_engine_abort(struct dbk_engine *e, uint64_t handle)
+{
+	struct req *r = lookup(e, handle);
+
+	if (!r || r->silenced)
+		return DBK_ENGINE_E_UNKNOWN;
+	r->silenced = true;
+	if (r->gone)
+		return DBK_ENGINE_OK; /* finished, events pending: muted */
+	if (r->where == Q_RUNNING)
+		q_remove(&e->running, r);
+	else if (r->where == Q_WAITING)
+		q_remove(&e->waiting, r);
+	r->where = Q_NONE;
+	free_blocks(e, r);
+	e->st.requests_aborted++;
+	retire(e, r);
+	return DBK_ENGINE_OK;
+}
+
+static void push_event(struct dbk_engine *e, enum dbk_engine_event_type t,
+                       struct req *r)
+{
+	struct dbk_engine_event *ev;
+
+	if (e->n_events == e->cap_events)
+		return; /* cannot happen: see cap_events */
+	ev = &e->events[e->n_events++];
+	ev->type = t;
+	ev->handle = handle_of(e, r);
+	ev->cookie = r->cookie;
+	ev->n_output = r->out;
+	ev->prompt_tokens = r->prompt;
+	ev->max_output_tokens = r->max_out;
+}
+
+static void preempt(struct dbk_engine *e, struct req *victim)
+{
+	q_remove(&e->running, victim);
+	free_blocks(e, victim);
+	victim->computed = 0;
+	victim->preemptions++;
+	victim->where = Q_WAITING;
+	q_push_front(&e->waiting, victim);
+	e->st.preemptions_total++;
+	e->last.num_preempted++;
+	push_event(e, DBK_ENGINE_EV_PREEMPTED, victim);
+}
+
+static bool try_alloc(struct dbk_engine *e, struct req *r, uint32_t n_new)
+{
+	uint64_t need = cdiv((uint64_t)r->computed + n_new, DBK_KV_BLOCK_TOKENS);
+	uint64_t extra = need > r->blocks ? need - r->blocks : 0;
+
+	if (extra > e->blocks_free)
+		return false;
+	e->blocks_free -= extra;
+	r->blocks += (uint32_t)extra;
+	return true;
+}
+
+static void add_sched(struct dbk_engine *e, struct req *r, uint32_t n_new)
+{
+	struct sched *s = &e->sched[e->n_sched++];
+
+	s->r = r;
+	s->n_new = n_new;
+	s->done = r->computed;
+	s->prefill = r->computed < r->prefill_target;
+	r->computed += n_new;
+	if (s->prefill)
+		e->last.num_prefill_reqs++;
+	else
+		e->last.num_decode_reqs++;
+	e->last.num_scheduled_tokens += n_new;
+}
+
+static uint32_t num_tokens(const struct req *r) { return r->prompt + r->out; }
+
+double dbk_engine_begin_step(struct dbk_engine *e)
+{
+	uint32_t budget = e->cfg.max_num_batched_tokens;
+	struct req *r;
+	bool preempted = false;
+	uint32_t i;
+	double d;
+
+	if (e->in_step || e->delivering)
+		return 0;
+	memset(&e->last, 0, sizeof(e->last));
+	e->n_sched = 0;
+	e->n_events = 0;
+
+	/* Running requests, admission order. */
+	r = e->running.head;
+	while (r && budget > 0) {
+		uint32_t n = num_tokens(r) - r->computed;
+		bool ok = true;
+
+		if (n > budget)
+			n = budget;
+		while (!try_alloc(e, r, n)) {
+			struct req *victim = e->running.tail;
+
+			preempt(e, victim);
+			preempted = true;
+			if (victim == r) {
+				ok = false;
+				break;
+			}
+		}
+		if (!ok)
+			break;
+		add_sched(e, r, n);
+		budget -= n;
+		r = r->next;
+	}
+
+	/* Waiting requests, FCFS, only if nobody was preempted. */
+	while (!preempted && e->waiting.head && budget > 0 &&
+	       e->running.n < e->cfg.max_num_seqs) {
+		uint32_t n;
+
+		r = e->waiting.head;
+		n = num_tokens(r) - r->computed;
+		if (n > budget)
+			n = budget;
+		if (!try_alloc(e, r, n))
+			break;
+		q_remove(&e->waiting, r);
+		r->where = Q_RUNNING;
+		r->prefill_target = num_tokens(r);
+		q_push_back(&e->running, r);
+		add_sched(e, r, n);
+		e->last.num_new_admitted++;
+		budget -= n;
+	}
+
+	if (e->n_sched == 0) {
+		/* Unreachable with a checked config (a lone request always
+		 * fits); kept so a bug cannot spin a caller at zero cost. */
+		return 0;
+	}
+	for (i = 0; i < e->n_sched; i++) {
+		e->tmp_new[i] = e->sched[i].n_new;
+		e->tmp_done[i] = e->sched[i].done;
+		e->tmp_prefill[i] = e->sched[i].prefill;
+	}
+	d = dbk_step_time(e->cfg.gpu, e->n_sched, e->tmp_new, e->tmp_done,
+	                  e->tmp_prefill);
+	e->last.duration_s = d;
+	e->st.steps_total++;
+	e->st.busy_time_s += d;
+	e->in_step = true;
+	return d;
+}
+
+static void deliver(struct dbk_engine *e, dbk_engine_event_fn cb, void *ctx)
+{
+	size_t i;
+
+	e->delivering = true;
+	/* n_events cannot grow during delivery: only steps push events. */
+	for (i = 0; i < e->n_events; i++) {
+		const struct dbk_engine_event *ev = &e->events[i];
+		struct req *r = lookup(e, ev->handle);
+
+		if (!r || r->silenced)
+			continue;
+		if (cb)
+			cb(ctx, ev);
+	}
+	e->delivering = false;
+	e->n_events = 0;
+}
+
+void dbk_engine_end_step(struct dbk_engine *e, dbk_engine_event_fn cb,
+                         void *ctx)
+{
+	uint32_t i;
+
+	if (!e->in_step)
+		return;
+	for (i = 0; i < e->n_sched; i++) {
+		struct req *r = e->sched[i].r;
+
+		if (r->gone || r->computed < num_tokens(r))
+			continue; /* aborted, or a non-final prefill chunk */
+		r->out++;
+		e->st.generation_tokens_total++;
+		if (!r->sampled_once) {
+			r->sampled_once = true;
+			e->st.prompt_tokens_total += r->prompt;
+		}
+		push_event(e, DBK_ENGINE_EV_TOKEN, r);
+		if (r->out >= r->max_out) {
+			q_remove(&e->running, r);
+			r->where = Q_NONE;
+			free_blocks(e, r);
+			e->st.requests_finished++;
+			push_event(e, DBK_ENGINE_EV_FINISHED, r);
+			retire(e, r);
+		}
+	}
+	e->n_sched = 0;
+	/* Still "in step" so that a retire above parks the request. */
+	deliver(e, cb, ctx);
+	e->in_step = false;
+	release_zombies(e);
+}
+
+double dbk_engine_step(struct dbk_engine *e, dbk_engine_event_fn cb,
+                       void *ctx)
+{
+	double d = dbk_engine_begin_step(e);
+
+	if (d > 0)
+		dbk_engine_end_step(e, cb, ctx);
+	return d;
+}
+
+bool dbk_engine_has_work(const struct dbk_engine *e)
+{
+	return e->running.n > 0 || e->waiting.n > 0;
+}
+
+bool dbk_engine_in_step(const struct dbk_engine *e) { return e->in_step; }
+
+uint32_t dbk_engine_num_running(const struct dbk_engine *e)
+{
+	return e->running.n;
+}
+
+uint32_t dbk_engine_num_waiting(const struct dbk_engine *e)
+{
+	return e->waiting.n;
+}
+
+double dbk_engine_kv_usage(const struct dbk_engine *e)
+{
+	if (e->blocks_total == 0)
+		return 0;
+	return (double)(e->blocks_total - e->blocks_free) /
+	       (double)e->blocks_total;
+}
+
+void dbk_engine_get_stats(const struct dbk_engine *e,
+                          struct dbk_engine_stats *st)
+{
+	*st = e->st;
+	st->running = e->running.n;
+	st->waiting = e->waiting.n;
+	st->kv_blocks_total = e->blocks_total;
+	st->kv_blocks_used = e->blocks_total - e->blocks_free;
+}
+
+void dbk_engine_last_step(const struct dbk_engine *e,
+                          struct dbk_engine_step_info *info)
+{
+	*info = e->last;
+}
+
+enum dbk_engine_req_state dbk_engine_req_get(const struct dbk_engine *e,
+                                             uint64_t handle,
+                                             struct dbk_engine_req_info *info)
+{
+	const struct req *r = lookup(e, handle);
+	enum dbk_engine_req_state s = DBK_REQ_UNKNOWN;
+
+	if (r && !r->gone)
+		s = r->where == Q_RUNNING ? DBK_REQ_RUNNING : DBK_REQ_WAITING;
+	if (info) {
+		memset(info, 0, sizeof(*info));
+		info->state = s;
+		if (r && !r->gone) {
+			info->prompt_tokens = r->prompt;
+			info->max_output_tokens = r->max_out;
+			info->n_output = r->out;
+			info->num_computed_tokens = r->computed;
+			info->kv_blocks = r->blocks;
+			info->num_preemptions = r->preemptions;
+		}
+	}
+	return s;
+}

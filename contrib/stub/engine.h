@@ -1,0 +1,186 @@
+/* A model of one vLLM instance (V1 scheduler, chunked prefill), as
+ * /work/shared/spec/ENGINE-MODEL.md describes it.
+ *
+ * Pure: no sockets, no clock, no globals. Time only exists as the model
+ * duration a step returns, so the same module drives the HTTP stub (an
+ * ev_timer per step) and a discrete-event cluster simulator.
+ *
+ * A step is split in two halves so that a caller can let model time pass
+ * between the scheduling decision and its outcome:
+ *   d = dbk_engine_begin_step(e);      schedule the batch, allocate KV
+ *   ... d seconds of model time ...    submits/aborts may happen here
+ *   dbk_engine_end_step(e, cb, ctx);   sample tokens, report events
+ * dbk_engine_step() does both at once. */
+#ifndef DBK_ENGINE_H
+#define DBK_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* vLLM's default block size on CUDA. */
+#define DBK_KV_BLOCK_TOKENS 16u
+
+/* Upper bounds accepted by dbk_engine_config_check: they keep every
+ * per-step array small enough to preallocate. */
+#define DBK_ENGINE_MAX_SEQS_LIMIT (1u << 20)
+#define DBK_ENGINE_MAX_MODEL_LEN_LIMIT (1u << 24)
+
+/* Performance constants of one GPU running Llama-3.1-8B bf16. */
+struct dbk_gpu_profile {
+	const char *name;
+	double t_cpu_s;        /* scheduler + server overhead per step */
+	double t_weights_s;    /* weight-read floor of a forward pass */
+	double r_lin_tok_s;    /* linear layers, tokens per second */
+	double f_attn_flops;   /* attention FLOP/s */
+	double kv_read_bw;     /* KV read bytes per second */
+	uint32_t default_max_num_batched_tokens;
+	uint32_t default_max_num_seqs;
+	uint64_t default_kv_capacity_tokens;
+};
+
+const struct dbk_gpu_profile *dbk_gpu_profile_find(const char *name);
+/* Attention FLOPs per (query token, key token) pair, and KV bytes per
+ * token: model constants shared by every GPU profile. */
+double dbk_model_attn_flops_per_pair(void);
+double dbk_model_kv_bytes_per_token(void);
+
+struct dbk_engine_config {
+	const struct dbk_gpu_profile *gpu;
+	uint32_t max_model_len;
+	uint32_t max_num_batched_tokens;
+	uint32_t max_num_seqs;
+	uint64_t kv_capacity_tokens;
+};
+
+/* Fills cfg with the profile's defaults and max_model_len 131072. */
+void dbk_engine_config_default(struct dbk_engine_config *cfg,
+                               const struct dbk_gpu_profile *gpu);
+/* 0 when usable; otherwise -1 and a sentence in err. */
+int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err,
+                            size_t errlen);
+
+struct dbk_engine;
+
+/* NULL when the configuration is invalid or memory is short. */
+struct dbk_engine *dbk_engine_new(const struct dbk_engine_config *cfg);
+void dbk_engine_free(struct dbk_engine *e);
+
+enum dbk_engine_err {
+	DBK_ENGINE_OK = 0,
+	DBK_ENGINE_E_TOO_LONG = -1, /* prompt + max output > max_model_len */
+	DBK_ENGINE_E_INVAL = -2,    /* zero prompt or zero output tokens */
+	DBK_ENGINE_E_NOMEM = -3,
+	DBK_ENGINE_E_UNKNOWN = -4,  /* abort: handle not live */
+};
+
+/* Queues a request at the back of the waiting queue. The handle names it
+ * in events and in dbk_engine_abort; it is never reused while live.
+ * Like vLLM's front end, the engine refuses a request whose prompt plus
+ * requested output does not fit in max_model_len. */
+int dbk_engine_submit(struct dbk_engine *e, uint32_t prompt_tokens,
+                      uint32_t max_output_tokens, void *cookie,
+                      uint64_t *handle);
+
+/* Client went away: drop the request wherever it is and free its KV.
+ * After it returns no further event is reported for the handle, even
+ * one already produced by a step being delivered. */
+int dbk_engine_abort(struct dbk_engine *e, uint64_t handle);
+
+enum dbk_engine_event_type {
+	/* One output token. n_output counts it; n_output == 1 is the first
+	 * token (the TTFT moment). */
+	DBK_ENGINE_EV_TOKEN,
+	/* Reached max_output_tokens; follows its last TOKEN event. The
+	 * handle is dead once the callback returns. */
+	DBK_ENGINE_EV_FINISHED,
+	/* Evicted to make room (recompute): reported at the end of the step
+	 * that evicted it, before that step's tokens. */
+	DBK_ENGINE_EV_PREEMPTED,
+};
+
+struct dbk_engine_event {
+	enum dbk_engine_event_type type;
+	uint64_t handle;
+	void *cookie;
+	uint32_t n_output;      /* output tokens generated so far */
+	uint32_t prompt_tokens;
+	uint32_t max_output_tokens;
+};
+
+/* Events are reported after the step's state change is complete, so a
+ * callback may call dbk_engine_submit, dbk_engine_abort and the queries,
+ * but not begin/end/step. */
+typedef void (*dbk_engine_event_fn)(void *ctx,
+                                    const struct dbk_engine_event *ev);
+
+/* Schedules the next batch and returns its model duration in seconds;
+ * 0 when there is nothing to run (no step is then in flight). */
+double dbk_engine_begin_step(struct dbk_engine *e);
+/* Completes the step in flight (no-op without one). */
+void dbk_engine_end_step(struct dbk_engine *e, dbk_engine_event_fn cb,
+                         void *ctx);
+/* begin + end; returns the duration (0: idle, nothing happened). */
+double dbk_engine_step(struct dbk_engine *e, dbk_engine_event_fn cb,
+                       void *ctx);
+
+bool dbk_engine_has_work(const struct dbk_engine *e);
+bool dbk_engine_in_step(const struct dbk_engine *e);
+uint32_t dbk_engine_num_running(const struct dbk_engine *e);
+uint32_t dbk_engine_num_waiting(const struct dbk_engine *e);
+/* Fraction of KV blocks in use, 0..1 (vllm:kv_cache_usage_perc). */
+double dbk_engine_kv_usage(const struct dbk_engine *e);
+
+struct dbk_engine_stats {
+	uint32_t running, waiting;
+	uint64_t kv_blocks_used, kv_blocks_total;
+	uint64_t prompt_tokens_total;     /* counted at each first token */
+	uint64_t generation_tokens_total;
+	uint64_t requests_finished;
+	uint64_t requests_aborted;
+	uint64_t preemptions_total;
+	uint64_t steps_total;
+	double busy_time_s;               /* sum of step durations */
+};
+void dbk_engine_get_stats(const struct dbk_engine *e,
+                          struct dbk_engine_stats *st);
+
+/* The step most recently begun. */
+struct dbk_engine_step_info {
+	uint32_t num_scheduled_tokens;
+	uint32_t num_prefill_reqs; /* scheduled with a (re)prefill chunk */
+	uint32_t num_decode_reqs;
+	uint32_t num_new_admitted; /* taken from the waiting queue */
+	uint32_t num_preempted;
+	double duration_s;
+};
+void dbk_engine_last_step(const struct dbk_engine *e,
+                          struct dbk_engine_step_info *info);
+
+enum dbk_engine_req_state {
+	DBK_REQ_UNKNOWN = 0,
+	DBK_REQ_WAITING,
+	DBK_REQ_RUNNING,
+};
+struct dbk_engine_req_info {
+	enum dbk_engine_req_state state;
+	uint32_t prompt_tokens, max_output_tokens;
+	uint32_t n_output;
+	uint32_t num_computed_tokens; /* tokens whose KV is (being) computed */
+	uint32_t kv_blocks;
+	uint32_t num_preemptions;
+};
+/* Returns the state; info may be NULL. */
+enum dbk_engine_req_state dbk_engine_req_get(const struct dbk_engine *e,
+                                             uint64_t handle,
+                                             struct dbk_engine_req_info *info);
+
+/* Model duration of a step scheduling the given chunks: chunk i has
+ * new[i] tokens after done[i] already computed; is_prefill[i] selects the
+ * attention term (prefill: FLOP-bound; decode: KV-read-bound). Exposed
+ * so simulators and tests can price a batch without an engine. */
+double dbk_step_time(const struct dbk_gpu_profile *gpu, size_t n,
+                     const uint32_t *new_tokens, const uint32_t *done,
+                     const bool *is_prefill);
+
+#endif

@@ -1,0 +1,331 @@
+/* Unit tests of the OpenAI/vLLM JSON surface (api.c). */
+#include "api.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+
+#include "../../tests/unit/check.h"
+
+static const struct dbk_api_config CFG = {"stub-model", 1000};
+
+static int parse(enum dbk_api_kind k, const char *body,
+                 struct dbk_api_request *r, struct dbk_api_error *e)
+{
+	return dbk_api_parse_request(k, body, strlen(body), &CFG, r, e);
+}
+
+static void test_text_tokens(void)
+{
+	CHECK_EQ_U(dbk_api_text_tokens(0), 1);
+	CHECK_EQ_U(dbk_api_text_tokens(3), 1);
+	CHECK_EQ_U(dbk_api_text_tokens(4), 1);
+	CHECK_EQ_U(dbk_api_text_tokens(7), 1);
+	CHECK_EQ_U(dbk_api_text_tokens(8), 2);
+	CHECK_EQ_U(dbk_api_text_tokens(4096), 1024);
+}
+
+static void test_completion_parse(void)
+{
+	struct dbk_api_request r;
+	struct dbk_api_error e;
+
+	CHECK_EQ_U(parse(DBK_API_COMPLETION, "{\"prompt\":\"abcdefgh\"}", &r, &e),
+	           0);
+	CHECK_EQ_U(r.n_prompts, 1);
+	CHECK_EQ_U(r.prompt_tokens[0], 2);
+	CHECK_EQ_U(r.max_tokens[0], 16); /* vLLM's completions default */
+	CHECK(!r.stream);
+	CHECK_EQ_U(parse(DBK_API_COMPLETION,
+	                 "{\"model\":\"stub-model\",\"prompt\":[\"aaaa\","
+	                 "\"bbbbbbbbbbbb\"],\"max_tokens\":5,\"stream\":true,"
+	                 "\"stream_options\":{\"include_usage\":true},"
+	                 "\"ignore_eos\":true}",
+	                 &r, &e),
+	           0);
+	CHECK_EQ_U(r.n_prompts, 2);
+	CHECK_EQ_U(r.prompt_tokens[0], 1);
+	CHECK_EQ_U(r.prompt_tokens[1], 3);
+	CHECK_EQ_U(r.max_tokens[1], 5);
+	CHECK(r.stream && r.include_usage);
+	/* Token ids: one prompt of that many tokens, or a batch. */
+	CHECK_EQ_U(parse(DBK_API_COMPLETION, "{\"prompt\":[1,2,3,4,5]}", &r, &e),
+	           0);
+	CHECK_EQ_U(r.n_prompts, 1);
+	CHECK_EQ_U(r.prompt_tokens[0], 5);
+	CHECK_EQ_U(parse(DBK_API_COMPLETION, "{\"prompt\":[[1,2],[3]],"
+	                                     "\"max_tokens\":2.0}",
+	                 &r, &e),
+	           0);
+	CHECK_EQ_U(r.n_prompts, 2);
+	CHECK_EQ_U(r.prompt_tokens[1], 1);
+	CHECK_EQ_U(r.max_tokens[0], 2);
+	CHECK_EQ_U(parse(DBK_API_COMPLETION, "{\"prompt\":\"x\",\"max_tokens\":"
+	                                     "null,\"n\":1}",
+	                 &r, &e),
+	           0);
+	CHECK_EQ_U(r.max_tokens[0], 16);
+}
+
+static void test_chat_parse(void)
+{
+	struct dbk_api_request r;
+	struct dbk_api_error e;
+
+	CHECK_EQ_U(parse(DBK_API_CHAT,
+	                 "{\"messages\":[{\"role\":\"system\",\"content\":"
+	                 "\"abcd\"},{\"role\":\"user\",\"content\":[{\"type\":"
+	                 "\"text\",\"text\":\"efgh\"},{\"type\":\"image_url\"}]}"
+	                 ",{\"role\":\"assistant\",\"content\":null}]}",
+	                 &r, &e),
+	           0);
+	CHECK_EQ_U(r.prompt_tokens[0], 2);
+	/* Chat default: what is left of the context. */
+	CHECK_EQ_U(r.max_tokens[0], 998);
+	CHECK_EQ_U(parse(DBK_API_CHAT,
+	                 "{\"messages\":[{\"content\":\"abcd\"}],\"max_tokens\":"
+	                 "9,\"max_completion_tokens\":7}",
+	                 &r, &e),
+	           0);
+	CHECK_EQ_U(r.max_tokens[0], 7);
+}
+
+static void expect_err(enum dbk_api_kind k, const char *body, int status,
+                       const char *msg_part)
+{
+	struct dbk_api_request r;
+	struct dbk_api_error e;
+
+	CHECK(parse(k, body, &r, &e) == -1);
+	CHECK_EQ_U(e.status, status);
+	if (!strstr(e.message, msg_part)) {
+		dbk_check_cur_failed++;
+		fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", e.message,
+		        msg_part);
+	}
+}
+
+static void test_errors(void)
+{
+	char big[8000];
+
+	expect_err(DBK_API_COMPLETION, "{\"prompt\":", 400, "Invalid JSON");
+	expect_err(DBK_API_COMPLETION, "[1]", 400, "JSON object");
+	expect_err(DBK_API_COMPLETION, "{}", 400, "prompt");
+	expect_err(DBK_API_COMPLETION, "{\"prompt\":[]}", 400, "prompt");
+	expect_err(DBK_API_COMPLETION, "{\"prompt\":[\"a\",1]}", 400, "prompt");
+	expect_err(DBK_API_COMPLETION, "{\"prompt\":[-1]}", 400, "token ids");
+	expect_err(DBK_API_COMPLETION, "{\"prompt\":\"a\",\"max_tokens\":0}",
+	           400, "max_tokens must be at least 1, got 0.");
+	expect_err(DBK_API_COMPLETION, "{\"prompt\":\"a\",\"max_tokens\":1.5}",
+	           400, "max_tokens");
+	expect_err(DBK_API_COMPLETION, "{\"prompt\":\"a\",\"stream\":\"yes\"}",
+	           400, "stream");
+	expect_err(DBK_API_COMPLETION,
+	           "{\"prompt\":\"a\",\"stream_options\":{\"include_usage\":"
+	           "true}}",
+	           400, "Stream options can only be defined when `stream=True`.");
+	expect_err(DBK_API_COMPLETION, "{\"prompt\":\"a\",\"n\":2}", 400, "n");
+	expect_err(DBK_API_COMPLETION, "{\"prompt\":\"a\",\"model\":\"gpt-4\"}",
+	           404, "The model `gpt-4` does not exist.");
+	expect_err(DBK_API_CHAT, "{\"prompt\":\"a\"}", 400, "messages");
+	expect_err(DBK_API_CHAT, "{\"messages\":[1]}", 400, "messages");
+	/* Context length, vLLM's wording: 3988 bytes = 997 tokens. */
+	memset(big, 0, sizeof(big));
+	memcpy(big, "{\"prompt\":\"", 11);
+	memset(big + 11, 'a', 3988);
+	strcat(big, "\",\"max_tokens\":100}");
+	expect_err(DBK_API_COMPLETION, big, 400,
+	           "This model's maximum context length is 1000 tokens. "
+	           "However, you requested 1097 tokens (997 in the messages, "
+	           "100 in the completion). Please reduce the length of the "
+	           "messages or completion.");
+	/* Chat without max_tokens: the prompt alone must leave room. */
+	memset(big, 0, sizeof(big));
+	memcpy(big, "{\"messages\":[{\"content\":\"", 25);
+	memset(big + 25, 'a', 4000);
+	strcat(big, "\"}]}");
+	expect_err(DBK_API_CHAT, big, 400,
+	           "This model's maximum context length is 1000 tokens. "
+	           "However, you requested 1000 tokens in the messages, Please "
+	           "reduce the length of the messages.");
+}
+
+static const struct dbk_api_resp CMPL = {DBK_API_COMPLETION, "cmpl-1", 42,
+                                         "m\"x"};
+static const struct dbk_api_resp CHAT = {DBK_API_CHAT, "chatcmpl-1", 42, "m"};
+
+static void check_buf(struct dbk_buf *b, const char *want)
+{
+	CHECK(!b->oom);
+	if (strcmp(b->p ? b->p : "", want) != 0) {
+		dbk_check_cur_failed++;
+		fprintf(stderr, "  got:  %s\n  want: %s\n", b->p, want);
+	}
+	dbk_buf_reset(b);
+}
+
+static void test_sse_frames(void)
+{
+	struct dbk_buf b = {0};
+
+	dbk_api_sse_token(&b, &CMPL, 0, false);
+	check_buf(&b, "data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\","
+	              "\"created\":42,\"model\":\"m\\\"x\",\"choices\":[{\"index\":"
+	              "0,\"text\":\" tok\",\"logprobs\":null,\"finish_reason\":"
+	              "null,\"stop_reason\":null}],\"usage\":null}\n\n");
+	dbk_api_sse_token(&b, &CMPL, 1, true);
+	CHECK(strstr(b.p, "\"index\":1,") && strstr(b.p, "\"finish_reason\":"
+	                                                 "\"length\""));
+	dbk_buf_reset(&b);
+	dbk_api_sse_role(&b, &CHAT, 0);
+	check_buf(&b, "data: {\"id\":\"chatcmpl-1\",\"object\":"
+	              "\"chat.completion.chunk\",\"created\":42,\"model\":\"m\","
+	              "\"choices\":[{\"index\":0,\"delta\":{\"role\":"
+	              "\"assistant\",\"content\":\"\"},\"logprobs\":null,"
+	              "\"finish_reason\":null}]}\n\n");
+	dbk_api_sse_token(&b, &CHAT, 0, false);
+	check_buf(&b, "data: {\"id\":\"chatcmpl-1\",\"object\":"
+	              "\"chat.completion.chunk\",\"created\":42,\"model\":\"m\","
+	              "\"choices\":[{\"index\":0,\"delta\":{\"content\":\" tok\"},"
+	              "\"logprobs\":null,\"finish_reason\":null}]}\n\n");
+	dbk_api_sse_token(&b, &CHAT, 0, true);
+	check_buf(&b, "data: {\"id\":\"chatcmpl-1\",\"object\":"
+	              "\"chat.completion.chunk\",\"created\":42,\"model\":\"m\","
+	              "\"choices\":[{\"index\":0,\"delta\":{\"content\":\" tok\"},"
+	              "\"logprobs\":null,\"finish_reason\":\"length\","
+	              "\"stop_reason\":null}]}\n\n");
+	dbk_api_sse_usage(&b, &CHAT, 10, 3);
+	check_buf(&b, "data: {\"id\":\"chatcmpl-1\",\"object\":"
+	              "\"chat.completion.chunk\",\"created\":42,\"model\":\"m\","
+	              "\"choices\":[],\"usage\":{\"prompt_tokens\":10,"
+	              "\"total_tokens\":13,\"completion_tokens\":3}}\n\n");
+	dbk_api_sse_done(&b);
+	check_buf(&b, "data: [DONE]\n\n");
+	dbk_buf_free(&b);
+}
+
+static void test_full_response(void)
+{
+	struct dbk_buf b = {0};
+	uint32_t comp[2] = {3, 1};
+	cJSON *j, *ch, *u;
+
+	dbk_api_full_response(&b, &CMPL, 2, comp, 7);
+	j = cJSON_Parse(b.p);
+	CHECK(j != NULL);
+	if (j) {
+		ch = cJSON_GetObjectItem(j, "choices");
+		u = cJSON_GetObjectItem(j, "usage");
+		CHECK_EQ_U(cJSON_GetArraySize(ch), 2);
+		CHECK(strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(ch, 0),
+		                                 "text")->valuestring,
+		             " tok tok tok") == 0);
+		CHECK(strcmp(cJSON_GetObjectItem(j, "model")->valuestring,
+		             "m\"x") == 0);
+		CHECK_EQ_U(cJSON_GetObjectItem(u, "prompt_tokens")->valueint, 7);
+		CHECK_EQ_U(cJSON_GetObjectItem(u, "completion_tokens")->valueint,
+		           4);
+		CHECK_EQ_U(cJSON_GetObjectItem(u, "total_tokens")->valueint, 11);
+		cJSON_Delete(j);
+	}
+	dbk_buf_reset(&b);
+	dbk_api_full_response(&b, &CHAT, 1, comp, 7);
+	j = cJSON_Parse(b.p);
+	CHECK(j != NULL);
+	if (j) {
+		cJSON *m = cJSON_GetObjectItem(
+			cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0),
+			"message");
+
+		CHECK(strcmp(cJSON_GetObjectItem(j, "object")->valuestring,
+		             "chat.completion") == 0);
+		CHECK(strcmp(cJSON_GetObjectItem(m, "role")->valuestring,
+		             "assistant") == 0);
+		CHECK(strcmp(cJSON_GetObjectItem(m, "content")->valuestring,
+		             " tok tok tok") == 0);
+		cJSON_Delete(j);
+	}
+	dbk_buf_free(&b);
+}
+
+static void test_error_and_models_json(void)
+{
+	struct dbk_buf b = {0};
+	cJSON *j;
+
+	dbk_api_error_json(&b, 400, "BadRequestError", "bad \"x\"\n");
+	check_buf(&b, "{\"object\":\"error\",\"message\":\"bad \\\"x\\\"\\n\","
+	              "\"type\":\"BadRequestError\",\"param\":null,\"code\":400}");
+	dbk_api_detail_json(&b, "Not Found");
+	check_buf(&b, "{\"detail\":\"Not Found\"}");
+	dbk_api_models_json(&b, "stub-model", 4096, 5, "modelperm-1");
+	j = cJSON_Parse(b.p);
+	CHECK(j != NULL);
+	if (j) {
+		cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "data"), 0);
+
+		CHECK(strcmp(cJSON_GetObjectItem(j, "object")->valuestring,
+		             "list") == 0);
+		CHECK(strcmp(cJSON_GetObjectItem(d, "id")->valuestring,
+		             "stub-model") == 0);
+		CHECK_EQ_U(cJSON_GetObjectItem(d, "max_model_len")->valueint,
+		           4096);
+		cJSON_Delete(j);
+	}
+	dbk_buf_free(&b);
+}
+
+static void test_metrics(void)
+{
+	struct dbk_buf b = {0};
+	struct dbk_api_metrics m = {3, 4, 0.25, 100, 50, 7, 2};
+
+	dbk_api_metrics_text(&b, "stub-model", &m);
+	CHECK(strstr(b.p, "\nvllm:num_requests_running{model_name=\"stub-model\"}"
+	                  " 3.0\n"));
+	CHECK(strstr(b.p, "\nvllm:num_requests_waiting{model_name=\"stub-model\"}"
+	                  " 4.0\n"));
+	CHECK(strstr(b.p, "\nvllm:kv_cache_usage_perc{model_name=\"stub-model\"}"
+	                  " 0.25\n"));
+	CHECK(strstr(b.p, "\nvllm:prompt_tokens_total{model_name=\"stub-model\"}"
+	                  " 100.0\n"));
+	CHECK(strstr(b.p, "\nvllm:generation_tokens_total{model_name="
+	                  "\"stub-model\"} 50.0\n"));
+	CHECK(strstr(b.p, "\nvllm:request_success_total{model_name="
+	                  "\"stub-model\"} 7.0\n"));
+	CHECK(strstr(b.p, "\nvllm:num_preemptions_total{model_name="
+	                  "\"stub-model\"} 2.0\n"));
+	CHECK(strstr(b.p, "# TYPE vllm:prompt_tokens counter\n"));
+	dbk_buf_free(&b);
+}
+
+static void test_buf(void)
+{
+	struct dbk_buf b = {0};
+	int i;
+
+	for (i = 0; i < 1000; i++)
+		dbk_buf_printf(&b, "%04d", i);
+	CHECK_EQ_U(b.len, 4000);
+	CHECK(memcmp(b.p + 3996, "0999", 4) == 0);
+	dbk_buf_consume(&b, 3996);
+	CHECK(strcmp(b.p, "0999") == 0);
+	dbk_buf_consume(&b, 100);
+	CHECK_EQ_U(b.len, 0);
+	CHECK(!b.oom);
+	dbk_buf_free(&b);
+}
+
+int main(void)
+{
+	RUN(test_text_tokens);
+	RUN(test_completion_parse);
+	RUN(test_chat_parse);
+	RUN(test_errors);
+	RUN(test_sse_frames);
+	RUN(test_full_response);
+	RUN(test_error_and_models_json);
+	RUN(test_metrics);
+	RUN(test_buf);
+	return CHECK_DONE();
+}
