@@ -1,6 +1,7 @@
 #include "agent.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
@@ -13,6 +14,8 @@ static const double lag_bounds_ms[] = {
 };
 
 #define TTL_TICK 1.0
+/* How long start-up waits for HAProxy's runtime API to name the servers. */
+#define DISCOVERY_TIMEOUT_MS 30000
 
 void dbk_agent_on_completion(void *arg, const struct dbk_completion *c)
 {
@@ -115,6 +118,20 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 	a->loop = loop;
 	dbk_histo_init(&a->completion_lag_ms, lag_bounds_ms,
 	               sizeof(lag_bounds_ms) / sizeof(lag_bounds_ms[0]));
+	if (a->cfg.haproxy_socket && a->cfg.nservers == 0) {
+		unsigned n;
+
+		if (dbk_sync_discover(a->cfg.haproxy_socket, a->cfg.backend, DISCOVERY_TIMEOUT_MS,
+		                      &a->discovered, &n, err, errlen))
+			return -1;
+		for (unsigned i = 0; i < n; i++)
+			a->cfg.servers[i] = a->discovered[i].name;
+		a->cfg.nservers = n;
+		dbk_log(DBK_LOG_INFO, "servers-discovered", "backend=%s servers=%u first=%s",
+		        a->cfg.backend, n, a->cfg.servers[0]);
+		if (dbk_config_check_servers(&a->cfg, err, errlen))
+			return -1;
+	}
 	dbk_config_balancer(&a->cfg, &bc);
 	a->bal = dbk_bal_new(&bc);
 	if (!a->bal) {
@@ -143,6 +160,19 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 	               a->admin, err, errlen))
 		return -1;
 
+	if (a->cfg.haproxy_socket) {
+		struct dbk_rt_addr addr;
+
+		if (dbk_rt_addr_parse(a->cfg.haproxy_socket, &addr, err, errlen))
+			return -1;
+		a->sync = dbk_sync_new(loop, &addr, a->cfg.backend, (double)a->cfg.poll_ms / 1000.0,
+		                       a->bal, a->cfg.servers, a->cfg.nservers);
+		if (!a->sync) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+	}
+
 	ev_timer_init(&a->ttl_timer, on_ttl_tick, TTL_TICK, TTL_TICK);
 	ev_timer_start(loop, &a->ttl_timer);
 	return 0;
@@ -152,6 +182,7 @@ void dbk_agent_stop(struct dbk_agent *a)
 {
 	if (a->loop)
 		ev_timer_stop(a->loop, &a->ttl_timer);
+	dbk_sync_free(a->sync);
 	dbk_admin_free(a->admin);
 	dbk_events_free(a->events);
 	dbk_spoa_free(a->spoa);
@@ -159,6 +190,9 @@ void dbk_agent_stop(struct dbk_agent *a)
 	for (unsigned i = 0; i < a->nunix; i++)
 		dbk_net_unlink(a->unix_specs[i]);
 	a->nunix = 0;
+	free(a->discovered);
+	a->discovered = NULL;
+	a->sync = NULL;
 	a->admin = NULL;
 	a->events = NULL;
 	a->spoa = NULL;

@@ -13,6 +13,7 @@
 #include "histo.h"
 #include "route.h"
 #include "spoa.h"
+#include "sync.h"
 
 struct dbk_agent_stats {
 	uint64_t completions;         /* completion lines for any request */
@@ -30,6 +31,8 @@ struct dbk_agent {
 	struct dbk_spoa *spoa;
 	struct dbk_events *events;
 	struct dbk_admin *admin;
+	struct dbk_sync *sync;          /* NULL without --haproxy-socket */
+	struct dbk_rt_server *discovered; /* names read from HAProxy, if any */
 	ev_timer ttl_timer;
 	struct dbk_agent_stats stats;
 	struct dbk_histo completion_lag_ms; /* stream end (HAProxy's log) to release */

@@ -548,6 +548,29 @@ size_t dbk_bal_expire(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl_ms,
 	return n;
 }
 
+size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n,
+                       void (*cb)(void *arg, const char *id, size_t id_len,
+                                  const struct dbk_bal_lease *l),
+                       void *arg)
+{
+	struct dbk_lease *e, *next;
+	size_t done = 0;
+
+	for (e = dbk_lease_oldest(&b->leases); e && done < n; e = next) {
+		next = dbk_lease_newer(e);
+		if (e->val.server != server)
+			continue;
+		dbk_lease_unlink(&b->leases, e);
+		uncharge(b, &e->val);
+		b->stats.reclaimed++;
+		if (cb)
+			cb(arg, e->id, e->id_len, &e->val);
+		dbk_lease_free(e);
+		done++;
+	}
+	return done;
+}
+
 void dbk_bal_set_usable(struct dbk_balancer *b, unsigned server, bool usable)
 {
 	if (server >= b->cfg.nservers || b->usable[server] == usable)

@@ -85,6 +85,7 @@ struct dbk_bal_stats {
 	uint64_t redirects;
 	uint64_t releases;          /* leases given back by dbk_bal_release */
 	uint64_t expired;           /* leases given back by dbk_bal_expire */
+	uint64_t reclaimed;         /* leases given back by dbk_bal_reclaim */
 	uint64_t unknown_releases;
 	uint64_t duplicates;
 	uint64_t refused;           /* FULL or NO_SERVER */
@@ -128,6 +129,14 @@ size_t dbk_bal_expire(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl_ms,
                       void (*cb)(void *arg, const char *id, size_t id_len,
                                  const struct dbk_bal_lease *l),
                       void *arg);
+
+/* Releases the n oldest leases on server (fewer if it has fewer): the
+ * repair for leases whose completion was lost, which are the oldest.
+ * cb as for dbk_bal_expire. Returns how many. O(live leases). */
+size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n,
+                       void (*cb)(void *arg, const char *id, size_t id_len,
+                                  const struct dbk_bal_lease *l),
+                       void *arg);
 
 /* A server that is not usable is never chosen; its group's other servers
  * are. A request whose chosen group has no usable server goes to the

@@ -19,6 +19,9 @@ enum {
 	OPT_COMPLETION_LISTEN,
 	OPT_ADMIN_LISTEN,
 	OPT_LEASE_TTL,
+	OPT_HAPROXY_SOCKET,
+	OPT_BACKEND,
+	OPT_POLL,
 };
 
 static const struct option long_opts[] = {
@@ -33,6 +36,9 @@ static const struct option long_opts[] = {
 	{ "completion-listen",      required_argument, NULL, OPT_COMPLETION_LISTEN },
 	{ "admin-listen",           required_argument, NULL, OPT_ADMIN_LISTEN },
 	{ "lease-ttl",              required_argument, NULL, OPT_LEASE_TTL },
+	{ "haproxy-socket",         required_argument, NULL, OPT_HAPROXY_SOCKET },
+	{ "backend",                required_argument, NULL, OPT_BACKEND },
+	{ "poll-interval",          required_argument, NULL, OPT_POLL },
 	{ "help",                   no_argument,       NULL, 'h' },
 	{ "version",                no_argument,       NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -42,11 +48,13 @@ void dbk_config_usage(FILE *out, const char *prog)
 {
 	fprintf(out,
 "Usage: %s [OPTIONS] SERVER...\n"
+"       %s [OPTIONS] --haproxy-socket ADDR [--backend NAME]\n"
 "\n"
 "HAProxy SPOE agent that picks a vLLM server for each request by its length\n"
 "and the load in flight. SERVER... are the backend's server names, in order,\n"
-"exactly as haproxy.cfg spells them; the agent answers with the chosen name\n"
-"in txn.<var-prefix>.server.\n"
+"exactly as haproxy.cfg spells them; with --haproxy-socket and no names the\n"
+"agent reads them from HAProxy. It answers with the chosen name in\n"
+"txn.<var-prefix>.server.\n"
 "\n"
 "Balancing (same meaning and defaults as the reference proxy):\n"
 "  --enable-dynamic-bucket       split servers into a short and a long group\n"
@@ -65,6 +73,16 @@ void dbk_config_usage(FILE *out, const char *prog)
 "                                (default %s, \"none\" to disable)\n"
 "  --lease-ttl SECONDS           a request whose completion never arrives\n"
 "                                is released after this long (%d)\n"
+"\n"
+"HAProxy's runtime API (optional, recommended):\n"
+"  --haproxy-socket ADDR         its stats socket: unix:PATH, /PATH or\n"
+"                                HOST:PORT (needs 'level operator' or more)\n"
+"  --backend NAME                the vLLM backend (%s)\n"
+"  --poll-interval MS            how often to read server states and sessions:\n"
+"                                DOWN, MAINT and DRAIN servers are not chosen,\n"
+"                                leaked leases are reclaimed (%d)\n"
+"\n"
+"Limits:\n"
 "  --max-frame-size N            largest SPOP frame, at most what HAProxy\n"
 "                                announces is used (%d)\n"
 "  --max-connections N           concurrent HAProxy connections (%d)\n"
@@ -75,9 +93,10 @@ void dbk_config_usage(FILE *out, const char *prog)
 "  -V, --version                 the version\n"
 "\n"
 "Logs go to stderr in logfmt. SIGTERM or SIGINT stops the agent cleanly.\n",
-	        prog, DBK_DEFAULT_THRESHOLD, DBK_DEFAULT_MAX_REQUEST_TOKENS,
+	        prog, prog, DBK_DEFAULT_THRESHOLD, DBK_DEFAULT_MAX_REQUEST_TOKENS,
 	        DBK_DEFAULT_LISTEN, DBK_DEFAULT_COMPLETION_LISTEN, DBK_DEFAULT_ADMIN_LISTEN,
-	        DBK_DEFAULT_LEASE_TTL_S, DBK_DEFAULT_MAX_FRAME, DBK_DEFAULT_MAX_CONNS,
+	        DBK_DEFAULT_LEASE_TTL_S, DBK_DEFAULT_BACKEND, DBK_DEFAULT_POLL_MS,
+	        DBK_DEFAULT_MAX_FRAME, DBK_DEFAULT_MAX_CONNS,
 	        DBK_DEFAULT_MAX_LEASES);
 }
 
@@ -127,6 +146,8 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 	c->max_leases = DBK_DEFAULT_MAX_LEASES;
 	c->log_level = DBK_LOG_INFO;
 	c->lease_ttl_s = DBK_DEFAULT_LEASE_TTL_S;
+	c->backend = DBK_DEFAULT_BACKEND;
+	c->poll_ms = DBK_DEFAULT_POLL_MS;
 	bool no_completions = false, no_admin = false;
 
 	/* getopt keeps its cursor in globals; reset it so parsing can run
@@ -178,6 +199,18 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 			if (parse_long(optarg, 1, 7 * 24 * 3600, &c->lease_ttl_s))
 				FAIL("--lease-ttl wants seconds from 1 to 604800, got '%s'", optarg);
 			break;
+		case OPT_HAPROXY_SOCKET:
+			c->haproxy_socket = optarg;
+			break;
+		case OPT_BACKEND:
+			if (!valid_server_name(optarg))
+				FAIL("invalid backend name '%s'", optarg);
+			c->backend = optarg;
+			break;
+		case OPT_POLL:
+			if (parse_long(optarg, 50, 3600 * 1000, &c->poll_ms))
+				FAIL("--poll-interval wants milliseconds from 50 to 3600000, got '%s'", optarg);
+			break;
 		case OPT_MAX_FRAME:
 			if (parse_long(optarg, DBK_MIN_FRAME, 16 * 1024 * 1024, &v))
 				FAIL("--max-frame-size wants an integer from %d to %d, got '%s'",
@@ -219,8 +252,9 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 				FAIL("server '%s' named twice", argv[i]);
 		c->servers[c->nservers++] = argv[i];
 	}
-	if (c->nservers == 0)
-		FAIL("no servers: name the backend's servers, in order (see --help)");
+	if (c->nservers == 0 && !c->haproxy_socket)
+		FAIL("no servers: name the backend's servers, in order, or give "
+		     "--haproxy-socket to read them from HAProxy (see --help)");
 	if (c->nlisten == 0)
 		c->listen[c->nlisten++] = DBK_DEFAULT_LISTEN;
 	if (no_completions)
@@ -237,11 +271,17 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 		FAIL("--server-group-threshold (%ld) must be below --max-request-tokens (%ld)",
 		     c->threshold, c->max_request_tokens);
 
-	struct dbk_bal_config bc;
-	dbk_config_balancer(c, &bc);
-	if (dbk_bal_config_check(&bc, err, errlen))
+	if (c->nservers && dbk_config_check_servers(c, err, errlen))
 		return DBK_CONFIG_ERROR;
 	return DBK_CONFIG_OK;
+}
+
+int dbk_config_check_servers(const struct dbk_config *c, char *err, size_t errlen)
+{
+	struct dbk_bal_config bc;
+
+	dbk_config_balancer(c, &bc);
+	return dbk_bal_config_check(&bc, err, errlen);
 }
 
 void dbk_config_balancer(const struct dbk_config *c, struct dbk_bal_config *bc)

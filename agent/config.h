@@ -19,6 +19,8 @@
 /* Above the sample haproxy.cfg's `timeout server 600s`: a lease outlives
  * any request HAProxy would still be serving. */
 #define DBK_DEFAULT_LEASE_TTL_S 660
+#define DBK_DEFAULT_BACKEND "vllm"
+#define DBK_DEFAULT_POLL_MS 1000
 #define DBK_DEFAULT_THRESHOLD 32768
 #define DBK_DEFAULT_MAX_REQUEST_TOKENS 131072
 /* HAProxy's default tune.bufsize (16384) less the 4-byte length prefix:
@@ -44,6 +46,9 @@ struct dbk_config {
 	const char *admin_listen[DBK_MAX_LISTEN];
 	unsigned nadmin_listen;
 	long lease_ttl_s;
+	const char *haproxy_socket;   /* runtime API; NULL: none */
+	const char *backend;          /* the vLLM backend's name in haproxy.cfg */
+	long poll_ms;                 /* runtime API poll interval */
 	uint32_t max_frame_size;
 	unsigned max_connections;
 	size_t max_leases;
@@ -61,6 +66,10 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
                                         char **argv, char *err, size_t errlen);
 
 void dbk_config_usage(FILE *out, const char *prog);
+
+/* Checks what needs the server list (known after discovery when the
+ * command line names none). Returns 0, or -1 with err. */
+int dbk_config_check_servers(const struct dbk_config *c, char *err, size_t errlen);
 
 /* The balancer configuration this command line asks for. */
 void dbk_config_balancer(const struct dbk_config *c, struct dbk_bal_config *bc);

@@ -9,13 +9,19 @@ static void state_servers(const struct dbk_agent *a, struct dbk_strbuf *o)
 	const struct dbk_bal_config *c = dbk_bal_config(a->bal);
 
 	dbk_sb_printf(o, "  \"servers\": [\n");
-	for (unsigned i = 0; i < a->cfg.nservers; i++)
+	for (unsigned i = 0; i < a->cfg.nservers; i++) {
 		dbk_sb_printf(o, "    {\"name\": \"%s\", \"group\": %u, \"usable\": %s, "
-		              "\"inflight\": %u, \"load\": %.17g}%s\n",
+		              "\"inflight\": %u, \"load\": %.17g",
 		              a->cfg.servers[i], dbk_bal_group_of(a->bal, i),
 		              dbk_bal_usable(a->bal, i) ? "true" : "false",
-		              dbk_bal_server_inflight(a->bal, i), dbk_bal_server_load(a->bal, i),
-		              i + 1 < a->cfg.nservers ? "," : "");
+		              dbk_bal_server_inflight(a->bal, i), dbk_bal_server_load(a->bal, i));
+		if (a->sync) {
+			const struct dbk_rt_server *r = dbk_sync_server(a->sync, i);
+			dbk_sb_printf(o, ", \"haproxy_state\": \"%s\", \"haproxy_sessions\": %ld",
+			              dbk_rt_state_str(r->state), dbk_rt_server_load(r));
+		}
+		dbk_sb_printf(o, "}%s\n", i + 1 < a->cfg.nservers ? "," : "");
+	}
 	dbk_sb_printf(o, "  ],\n  \"buckets\": [\n");
 	for (unsigned b = 0; b < c->nbuckets; b++)
 		dbk_sb_printf(o, "    {\"min\": %.17g, \"max\": %.17g, \"load\": %.17g}%s\n",
@@ -33,6 +39,12 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_strbuf *o)
 
 	dbk_sb_printf(o, "{\n  \"mode\": \"%s\",\n", a->cfg.dynamic ? "dynamic" : "plain");
 	state_servers(a, o);
+	if (a->sync) {
+		const struct dbk_sync_stats *y = dbk_sync_stats(a->sync);
+		dbk_sb_printf(o, "  \"runtime_api_up\": %s,\n  \"runtime_polls\": %" PRIu64
+		              ",\n  \"runtime_failures\": %" PRIu64 ",\n  \"reclaimed\": %" PRIu64
+		              ",\n", y->up ? "true" : "false", y->polls, y->failures, y->reclaimed);
+	}
 	dbk_sb_printf(o,
 	              "  \"leases\": %zu,\n  \"decisions\": %" PRIu64 ",\n"
 	              "  \"redirects\": %" PRIu64 ",\n  \"released\": %" PRIu64 ",\n"

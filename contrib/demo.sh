@@ -76,20 +76,31 @@ export DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
 export DBK_DEBUG_HEADERS=1
 for i in 0 1 2 3; do export "DBK_VLLM$i=127.0.0.1:$((base + 100 + i))"; done
 
-say "Starting dbucket-spoa (dynamic buckets, threshold 32768 tokens)"
-"$BUILD/dbucket-spoa" --enable-dynamic-bucket --listen "$DBK_AGENT" \
-	--completion-listen "$DBK_COMPLETIONS" --admin-listen "$admin" \
-	vllm0 vllm1 vllm2 vllm3 2>"$run/agent.log" &
-pids+=($!)
-echo "  SPOP on $DBK_AGENT, completions on $DBK_COMPLETIONS, admin on http://$admin"
+export DBK_STATS_SOCKET=$run/haproxy.sock
 
 say "Starting HAProxy with haproxy/haproxy.cfg"
 haproxy -f haproxy/haproxy.cfg 2>"$run/haproxy.log" &
 pids+=($!)
+wait_port "$base"
+echo "  clients use http://$DBK_BIND; runtime API on $DBK_STATS_SOCKET"
+
+say "Starting dbucket-spoa (dynamic buckets, threshold 32768 tokens)"
+# No server names: the agent reads them, in order, from HAProxy's runtime
+# API, and follows their states from there.
+"$BUILD/dbucket-spoa" --enable-dynamic-bucket --listen "$DBK_AGENT" \
+	--completion-listen "$DBK_COMPLETIONS" --admin-listen "$admin" \
+	--haproxy-socket "$DBK_STATS_SOCKET" 2>"$run/agent.log" &
+pids+=($!)
+echo "  SPOP on $DBK_AGENT, completions on $DBK_COMPLETIONS, admin on http://$admin"
 for i in 0 1 2 3; do wait_port $((base + 100 + i)); done
 wait_port $((base + 4347))
-wait_port "$base"
-echo "  clients use http://$DBK_BIND"
+# HAProxy reconnects to the agent on the next request; wait (bounded) for
+# the agent's health check to pass so the first request is routed by it.
+for ((i = 0; i < 100; i++)); do
+	echo "show servers state dbucket-agents" | socat -t 2 - "UNIX-CONNECT:$DBK_STATS_SOCKET" 2>/dev/null |
+		awk '$4 == "agent1" && $6 == 2 { found = 1 } END { exit !found }' && break
+	sleep 0.05
+done
 
 show() { # show HEADERS-FILE: where a request went
 	tr -d '\r' <"$1" | awk '

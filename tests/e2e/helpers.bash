@@ -41,6 +41,7 @@ dbk_env() {
 	export DBK_BIND=127.0.0.1:$DBK_PORT
 	export DBK_AGENT=127.0.0.1:$AGENT_PORT
 	export DBK_COMPLETIONS=127.0.0.1:$COMPLETIONS_PORT
+	export DBK_STATS_SOCKET=$BATS_TEST_TMPDIR/haproxy.sock
 	export DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
 	export DBK_DEBUG_HEADERS=1
 	export DBK_TEST_LUA=$REPO/tests/e2e/backend.lua
@@ -72,6 +73,28 @@ agent_get() {
 # A field of /state, e.g. state_field leases.
 state_field() {
 	agent_get /state | grep -o "\"$1\": *[^,}]*" | head -n 1 | cut -d: -f2 | tr -d ' '
+}
+
+# A field of one server's line in /state: server_field vllm0 usable.
+server_field() {
+	agent_get /state | grep "\"name\": \"$1\"" | grep -o "\"$2\": *[^,}]*" | cut -d: -f2 | tr -d ' "'
+}
+
+# Waits (bounded, ~10 s) until server $1's field $2 equals $3.
+wait_server() {
+	local i v
+	for ((i = 0; i < 500; i++)); do
+		v=$(server_field "$1" "$2")
+		[ "$v" = "$3" ] && return 0
+		sleep 0.02
+	done
+	echo "server $1 field $2 is '$v', wanted '$3'" >&2
+	return 1
+}
+
+# A command on HAProxy's runtime API.
+haproxy_cmd() {
+	echo "$*" | socat -t 5 - "UNIX-CONNECT:$DBK_STATS_SOCKET"
 }
 
 # Waits (bounded, ~10 s) until /state's field $1 equals $2.

@@ -655,6 +655,44 @@ static void expire_in_order(void)
 	dbk_bal_free(b);
 }
 
+/* Reclaim takes the oldest leases of one server only, and as many as asked. */
+static void reclaim_oldest_of_server(void)
+{
+	struct dbk_bal_config c;
+	struct dbk_balancer *b;
+	struct dbk_bal_decision d;
+	struct expired_log log = { .n = 0 };
+
+	dbk_bal_config_default(&c, 2, false, 32768, 131072);
+	b = dbk_bal_new(&c);
+	log.b = b;
+	/* Plain mode, least load: a,c,e land on server 0, b,d on server 1. */
+	CHECK_EQ_U(disp(b, "a", 100, &d), DBK_BAL_OK);
+	CHECK_EQ_U(d.server, 0);
+	CHECK_EQ_U(disp(b, "b", 100, &d), DBK_BAL_OK);
+	CHECK_EQ_U(d.server, 1);
+	CHECK_EQ_U(disp(b, "c", 100, &d), DBK_BAL_OK);
+	CHECK_EQ_U(disp(b, "d", 100, &d), DBK_BAL_OK);
+	CHECK_EQ_U(disp(b, "e", 100, &d), DBK_BAL_OK);
+	CHECK_EQ_U(dbk_bal_server_inflight(b, 0), 3);
+
+	CHECK_EQ_U(dbk_bal_reclaim(b, 0, 2, on_expired, &log), 2);
+	CHECK_EQ_U(log.n, 2);
+	CHECK(strcmp(log.ids[0], "a") == 0);
+	CHECK(strcmp(log.ids[1], "c") == 0);
+	CHECK_EQ_U(dbk_bal_server_inflight(b, 0), 1);
+	CHECK_EQ_U(dbk_bal_server_inflight(b, 1), 2);
+	CHECK_NEAR(dbk_bal_server_load(b, 0), 108, 0);
+	CHECK_EQ_U(dbk_bal_stats(b)->reclaimed, 2);
+	/* Asking for more than there is takes what there is. */
+	CHECK_EQ_U(dbk_bal_reclaim(b, 0, 10, NULL, NULL), 1);
+	CHECK_EQ_U(dbk_bal_reclaim(b, 0, 10, NULL, NULL), 0);
+	CHECK_EQ_U(rel(b, "a"), DBK_BAL_UNKNOWN);
+	CHECK_EQ_U(rel(b, "b"), DBK_BAL_OK);
+	CHECK_EQ_U(dbk_bal_stats(b)->leases, 1);
+	dbk_bal_free(b);
+}
+
 /* A callback that dispatches an already-expired lease for each expiry:
  * the walk must still end. */
 static void redispatch(void *arg, const char *id, size_t id_len,
@@ -1051,6 +1089,7 @@ int main(void)
 	RUN(max_leases);
 	RUN(expire_in_order);
 	RUN(expire_reentrant);
+	RUN(reclaim_oldest_of_server);
 	RUN(unusable_servers);
 	RUN(unusable_group_nearest);
 	RUN(randomized_against_scan);
