@@ -75,6 +75,18 @@ state_field() {
 	agent_get /state | grep -o "\"$1\": *[^,}]*" | head -n 1 | cut -d: -f2 | tr -d ' '
 }
 
+# Waits (bounded, ~10 s) until /state's numeric field $1 is at least $2.
+wait_state_ge() {
+	local i v
+	for ((i = 0; i < 500; i++)); do
+		v=$(state_field "$1")
+		[ -n "$v" ] && [ "$v" -ge "$2" ] && return 0
+		sleep 0.02
+	done
+	echo "state field $1 is '$v', wanted at least $2" >&2
+	return 1
+}
+
 # A field of one server's line in /state: server_field vllm0 usable.
 server_field() {
 	agent_get /state | grep "\"name\": \"$1\"" | grep -o "\"$2\": *[^,}]*" | cut -d: -f2 | tr -d ' "'
@@ -89,6 +101,17 @@ wait_server() {
 		sleep 0.02
 	done
 	echo "server $1 field $2 is '$v', wanted '$3'" >&2
+	return 1
+}
+
+# Waits (bounded, ~10 s) until the agent's log has a line matching $1.
+wait_log() {
+	local i
+	for ((i = 0; i < 500; i++)); do
+		grep -q -- "$1" "$BATS_TEST_TMPDIR/agent.log" && return 0
+		sleep 0.02
+	done
+	echo "no '$1' in agent.log" >&2
 	return 1
 }
 

@@ -82,11 +82,9 @@ teardown() {
 	AGENT_PID=$!
 	wait_port "$ADMIN_PORT"
 	haproxy_cmd "set server vllm/vllm0 state maint"
-	local i
-	for ((i = 0; i < 200; i++)); do
-		grep -q 'event=backend-mismatch' "$BATS_TEST_TMPDIR/agent.log" && break
-		sleep 0.02
-	done
+	wait_log 'event=backend-mismatch'
+	# Polls go on failing, but the error is logged once.
+	wait_state_ge runtime_failures 5
 	run grep -c 'event=backend-mismatch' "$BATS_TEST_TMPDIR/agent.log"
 	assert_output 1
 	assert_equal "$(server_field vllm0 usable)" true
