@@ -36,9 +36,10 @@ void dbk_agent_on_completion(void *arg, const struct dbk_completion *c)
 		return;
 	}
 	a->stats.released++;
-	/* The load was charged where the agent sent the request; a retry or
-	 * redispatch may have served it elsewhere. The books balance either
-	 * way because the lease gives back exactly what it took. */
+	/* A lease follows a redispatch when HAProxy reports it at response
+	 * time (the dbucket-moved message); one that did not (the request
+	 * failed before any response) is still released where it was
+	 * charged, so the books balance, and counted here. */
 	const char *chosen = a->cfg.servers[lease.server];
 	if (c->server_len != strlen(chosen) || memcmp(c->server, chosen, c->server_len) != 0)
 		a->stats.moved++;
@@ -140,6 +141,7 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 	}
 	a->route.bal = a->bal;
 	a->route.names = a->cfg.servers;
+	a->route.nnames = a->cfg.nservers;
 
 	struct dbk_spoa_config sc = {
 		.max_frame_size = a->cfg.max_frame_size,

@@ -548,6 +548,41 @@ size_t dbk_bal_expire(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl_ms,
 	return n;
 }
 
+enum dbk_bal_result dbk_bal_move(struct dbk_balancer *b, const char *id, size_t id_len,
+                                 unsigned server, struct dbk_bal_lease *out)
+{
+	struct dbk_lease *e;
+
+	if (!id_ok(id, id_len))
+		return DBK_BAL_BAD_ID;
+	if (server >= b->cfg.nservers)
+		return DBK_BAL_NO_SERVER;
+	e = dbk_lease_find(&b->leases, id, id_len);
+	if (!e)
+		return DBK_BAL_UNKNOWN;
+	if (e->val.server != server) {
+		struct dbk_bal_lease *l = &e->val;
+
+		/* The same amounts out of the old server and group and into the
+		 * new ones, so that the release still gives back exactly what
+		 * is charged. */
+		b->load[l->server] -= l->score;
+		b->inflight[l->server]--;
+		heap_fix(b, l->server);
+		b->bucket_load[l->group] -= l->score;
+		l->server = server;
+		l->group = b->group_of[server];
+		b->load[server] += l->score;
+		b->inflight[server]++;
+		heap_fix(b, server);
+		b->bucket_load[l->group] += l->score;
+		b->stats.moved++;
+	}
+	if (out)
+		*out = e->val;
+	return DBK_BAL_OK;
+}
+
 size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n,
                        void (*cb)(void *arg, const char *id, size_t id_len,
                                   const struct dbk_bal_lease *l),

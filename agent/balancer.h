@@ -86,6 +86,7 @@ struct dbk_bal_stats {
 	uint64_t releases;          /* leases given back by dbk_bal_release */
 	uint64_t expired;           /* leases given back by dbk_bal_expire */
 	uint64_t reclaimed;         /* leases given back by dbk_bal_reclaim */
+	uint64_t moved;             /* leases moved by dbk_bal_move */
 	uint64_t unknown_releases;
 	uint64_t duplicates;
 	uint64_t refused;           /* FULL or NO_SERVER */
@@ -129,6 +130,13 @@ size_t dbk_bal_expire(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl_ms,
                       void (*cb)(void *arg, const char *id, size_t id_len,
                                  const struct dbk_bal_lease *l),
                       void *arg);
+
+/* Moves the lease of id, and its load, to server (and that server's
+ * group): HAProxy retried or redispatched the request elsewhere. A move
+ * to the server it is on is a no-op. Returns DBK_BAL_UNKNOWN (not
+ * counted) without such a lease. out may be NULL. */
+enum dbk_bal_result dbk_bal_move(struct dbk_balancer *b, const char *id, size_t id_len,
+                                 unsigned server, struct dbk_bal_lease *out);
 
 /* Releases the n oldest leases on server (fewer if it has fewer): the
  * repair for leases whose completion was lost, which are the oldest.

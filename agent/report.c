@@ -51,12 +51,13 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_strbuf *o)
 	              "  \"expired\": %" PRIu64 ",\n  \"unknown_releases\": %" PRIu64 ",\n"
 	              "  \"refused\": %" PRIu64 ",\n  \"completions\": %" PRIu64 ",\n"
 	              "  \"undecided\": %" PRIu64 ",\n  \"moved\": %" PRIu64 ",\n"
+	              "  \"served_elsewhere\": %" PRIu64 ",\n"
 	              "  \"completion_links\": %u,\n  \"bad_completion_lines\": %" PRIu64 ",\n"
 	              "  \"completion_lag_ms\": {\"count\": %" PRIu64
 	              ", \"p50\": %.3f, \"p99\": %.3f}\n}\n",
 	              b->leases, b->decisions, b->redirects, a->stats.released,
 	              a->stats.expired, b->unknown_releases, b->refused, a->stats.completions,
-	              a->stats.undecided, a->stats.moved, e->open, e->bad_lines, h->count,
+	              a->stats.undecided, a->route.stats.moved, a->stats.moved, e->open, e->bad_lines, h->count,
 	              dbk_histo_quantile(h, 0.5), dbk_histo_quantile(h, 0.99));
 }
 
@@ -105,8 +106,11 @@ void dbk_report_metrics(const struct dbk_agent *a, struct dbk_strbuf *o)
 	                 "dbucket_releases_total{cause=\"ttl\"} %" PRIu64 "\n",
 	              a->stats.released, a->stats.expired);
 	counter(o, "dbucket_completions_total", "Completion lines received.", a->stats.completions);
-	counter(o, "dbucket_completions_moved_total",
-	        "Completions served elsewhere than the agent chose.", a->stats.moved);
+	counter(o, "dbucket_moved_total",
+	        "Leases moved to the server HAProxy retried or redispatched to.",
+	        a->route.stats.moved);
+	counter(o, "dbucket_completions_elsewhere_total",
+	        "Completions from another server than their lease named.", a->stats.moved);
 	counter(o, "dbucket_completion_bad_lines_total", "Completion lines not understood.",
 	        e->bad_lines);
 	gauge(o, "dbucket_completion_links", "Open completion-event connections.", e->open);

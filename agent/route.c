@@ -97,6 +97,33 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m,
 	}
 }
 
+/* HAProxy served a routed request elsewhere than the agent chose (a
+ * retry with redispatch, or use-server skipped a server that just went
+ * down): the lease follows, so the load sits where the request runs. */
+static void move_one(struct dbk_route *r, const struct dbk_spop_message *m,
+                     struct dbk_spop_writer *w)
+{
+	const struct dbk_spop_data *id = dbk_spop_msg_arg(m, DBK_ARG_ID);
+	const struct dbk_spop_data *srv = dbk_spop_msg_arg(m, DBK_ARG_SERVER);
+	struct dbk_spop_data v;
+	unsigned to = r->nnames;
+
+	if (id && srv && (id->type == DBK_SPOP_T_STR || id->type == DBK_SPOP_T_BIN) &&
+	    srv->type == DBK_SPOP_T_STR) {
+		for (to = 0; to < r->nnames; to++)
+			if (srv->u.buf.len == strlen(r->names[to]) &&
+			    memcmp(srv->u.buf.ptr, r->names[to], srv->u.buf.len) == 0)
+				break;
+	}
+	bool ok = to < r->nnames &&
+	          dbk_bal_move(r->bal, (const char *)id->u.buf.ptr, id->u.buf.len, to, NULL) ==
+	                  DBK_BAL_OK;
+	if (ok)
+		r->stats.moved++;
+	v = dbk_spop_bool(ok);
+	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_MOVED, &v);
+}
+
 enum dbk_spop_status dbk_route_notify(struct dbk_route *r,
                                       const struct dbk_spop_frame *f,
                                       uint64_t now_ms,
@@ -124,6 +151,8 @@ enum dbk_spop_status dbk_route_notify(struct dbk_route *r,
 	while (dbk_spop_msg_next(&it, &m, &done) == DBK_SPOP_OK && !done) {
 		if (name_is(m.name, m.name_len, DBK_MSG_ROUTE))
 			route_one(r, &m, now_ms, w);
+		else if (name_is(m.name, m.name_len, DBK_MSG_MOVED))
+			move_one(r, &m, w);
 		else
 			r->stats.unknown_messages++;
 	}

@@ -11,6 +11,8 @@
 
 /* The message and argument names haproxy/dbucket.spoe.conf sends. */
 #define DBK_MSG_ROUTE "dbucket-route"
+#define DBK_MSG_MOVED "dbucket-moved"
+#define DBK_ARG_SERVER "server"
 #define DBK_ARG_ID    "id"
 #define DBK_ARG_BLEN  "blen"
 #define DBK_ARG_BODY  "body"
@@ -23,6 +25,7 @@
 #define DBK_VAR_REDIRECTED "redirected"
 #define DBK_VAR_SCORE      "score"
 #define DBK_VAR_ERROR      "error"
+#define DBK_VAR_MOVED      "moved"
 
 struct dbk_route_stats {
 	uint64_t notifies;
@@ -32,11 +35,13 @@ struct dbk_route_stats {
 	uint64_t refused;           /* balancer said no: duplicate, full, ... */
 	uint64_t truncated_bodies;  /* body sample shorter than the body */
 	uint64_t malformed_bodies;
+	uint64_t moved;             /* leases moved to the server HAProxy used */
 };
 
 struct dbk_route {
 	struct dbk_balancer *bal;
 	const char *const *names;   /* server names by balancer index */
+	unsigned nnames;
 	struct dbk_route_stats stats;
 };
 

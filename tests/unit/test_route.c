@@ -25,6 +25,7 @@ static void up(struct fixture *x, bool dynamic)
 	x->bal = dbk_bal_new(&bc);
 	x->r.bal = x->bal;
 	x->r.names = names;
+	x->r.nnames = 4;
 }
 
 static void down(struct fixture *x)
@@ -219,6 +220,46 @@ static void test_truncated_notify_takes_no_lease(void)
 	down(&x);
 }
 
+static void test_moved_message_moves_the_lease(void)
+{
+	struct fixture x;
+	struct dbk_spop_data v;
+	const char *const argn[] = { "id", "server" };
+	struct dbk_spop_data argv[2] = { dbk_spop_str("mv"), dbk_spop_str("vllm3") };
+
+	up(&x, true);
+	size_t len = test_notify(x.in, sizeof(x.in), 1, 1, DBK_SPOP_FLAG_FIN, "mv", 400);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_var_is(&x.ack, "server", "vllm0"));
+	CHECK_NEAR(dbk_bal_server_load(x.bal, 0), 100, 0);
+
+	len = notify_args(x.in, sizeof(x.in), DBK_MSG_MOVED, 2, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_ack_var(&x.ack, "moved", &v) && v.type == DBK_SPOP_T_BOOL && v.u.b);
+	CHECK_NEAR(dbk_bal_server_load(x.bal, 0), 0, 0);
+	CHECK_NEAR(dbk_bal_server_load(x.bal, 3), 100, 0);
+	CHECK_NEAR(dbk_bal_bucket_load(x.bal, 0), 0, 0);
+	CHECK_NEAR(dbk_bal_bucket_load(x.bal, 1), 100, 0);
+	CHECK_EQ_U(dbk_bal_server_inflight(x.bal, 3), 1);
+	CHECK_EQ_U(x.r.stats.moved, 1);
+	/* The release gives back what is charged where it now is. */
+	CHECK_EQ_U(dbk_bal_release(x.bal, "mv", 2, NULL), DBK_BAL_OK);
+	CHECK_NEAR(dbk_bal_server_load(x.bal, 3), 0, 0);
+	CHECK_NEAR(dbk_bal_bucket_load(x.bal, 1), 0, 0);
+
+	/* Unknown server or id: answered, nothing moved. */
+	argv[1] = dbk_spop_str("nosuch");
+	len = notify_args(x.in, sizeof(x.in), DBK_MSG_MOVED, 2, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_ack_var(&x.ack, "moved", &v) && v.type == DBK_SPOP_T_BOOL && !v.u.b);
+	argv[1] = dbk_spop_str("vllm1");
+	len = notify_args(x.in, sizeof(x.in), DBK_MSG_MOVED, 2, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_ack_var(&x.ack, "moved", &v) && !v.u.b);
+	CHECK_EQ_U(x.r.stats.moved, 1);
+	down(&x);
+}
+
 static void test_ack_that_does_not_fit_is_an_error(void)
 {
 	struct fixture x;
@@ -243,6 +284,7 @@ int main(void)
 	RUN(test_duplicate_id_refused);
 	RUN(test_unknown_message_never_gets_an_empty_ack);
 	RUN(test_truncated_notify_takes_no_lease);
+	RUN(test_moved_message_moves_the_lease);
 	RUN(test_ack_that_does_not_fit_is_an_error);
 	return CHECK_DONE();
 }

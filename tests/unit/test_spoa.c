@@ -37,6 +37,7 @@ static void world_up(struct world *w, unsigned max_conns, uint32_t max_frame)
 	w->bal = dbk_bal_new(&bc);
 	w->route.bal = w->bal;
 	w->route.names = names;
+	w->route.nnames = 4;
 	struct dbk_spoa_config sc = { .max_frame_size = max_frame,
 	                              .max_connections = max_conns };
 	w->spoa = dbk_spoa_new(w->loop, &sc, &w->route);
