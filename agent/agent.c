@@ -142,6 +142,11 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 	a->route.bal = a->bal;
 	a->route.names = a->cfg.servers;
 	a->route.nnames = a->cfg.nservers;
+	a->route.by_server = calloc(a->cfg.nservers, sizeof(*a->route.by_server));
+	if (!a->route.by_server) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 
 	struct dbk_spoa_config sc = {
 		.max_frame_size = a->cfg.max_frame_size,
@@ -192,6 +197,8 @@ void dbk_agent_stop(struct dbk_agent *a)
 	for (unsigned i = 0; i < a->nunix; i++)
 		dbk_net_unlink(a->unix_specs[i]);
 	a->nunix = 0;
+	free(a->route.by_server);
+	a->route.by_server = NULL;
 	free(a->discovered);
 	a->discovered = NULL;
 	a->sync = NULL;

@@ -42,11 +42,12 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_strbuf *o)
 	if (a->sync) {
 		const struct dbk_sync_stats *y = dbk_sync_stats(a->sync);
 		dbk_sb_printf(o, "  \"runtime_api_up\": %s,\n  \"runtime_polls\": %" PRIu64
-		              ",\n  \"runtime_failures\": %" PRIu64 ",\n  \"reclaimed\": %" PRIu64
-		              ",\n", y->up ? "true" : "false", y->polls, y->failures, y->reclaimed);
+		              ",\n  \"runtime_failures\": %" PRIu64 ",\n",
+		              y->up ? "true" : "false", y->polls, y->failures);
 	}
 	dbk_sb_printf(o,
 	              "  \"leases\": %zu,\n  \"decisions\": %" PRIu64 ",\n"
+	              "  \"reclaimed\": %" PRIu64 ",\n"
 	              "  \"redirects\": %" PRIu64 ",\n  \"released\": %" PRIu64 ",\n"
 	              "  \"expired\": %" PRIu64 ",\n  \"unknown_releases\": %" PRIu64 ",\n"
 	              "  \"refused\": %" PRIu64 ",\n  \"completions\": %" PRIu64 ",\n"
@@ -55,7 +56,7 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_strbuf *o)
 	              "  \"completion_links\": %u,\n  \"bad_completion_lines\": %" PRIu64 ",\n"
 	              "  \"completion_lag_ms\": {\"count\": %" PRIu64
 	              ", \"p50\": %.3f, \"p99\": %.3f}\n}\n",
-	              b->leases, b->decisions, b->redirects, a->stats.released,
+	              b->leases, b->decisions, b->reclaimed, b->redirects, a->stats.released,
 	              a->stats.expired, b->unknown_releases, b->refused, a->stats.completions,
 	              a->stats.undecided, a->route.stats.moved, a->stats.moved, e->open, e->bad_lines, h->count,
 	              dbk_histo_quantile(h, 0.5), dbk_histo_quantile(h, 0.99));
@@ -88,27 +89,45 @@ static void histogram(struct dbk_strbuf *o, const char *name, const char *help,
 	              name, h->count, name, h->sum * scale, name, h->count);
 }
 
+static const char *const status_names[] = {
+	"normal", "io", "timeout", "too_big", "invalid", "no_version", "no_frame_size",
+	"no_capabilities", "bad_version", "bad_frame_size", "fragmentation", "interlaced",
+	"frame_id_not_found", "resource", "unknown",
+};
+
 void dbk_report_metrics(const struct dbk_agent *a, struct dbk_strbuf *o)
 {
 	const struct dbk_bal_stats *b = dbk_bal_stats(a->bal);
 	const struct dbk_spoa_stats *s = dbk_spoa_stats(a->spoa);
 	const struct dbk_events_stats *e = dbk_events_stats(a->events);
+	const struct dbk_bal_config *c = dbk_bal_config(a->bal);
+	const struct dbk_route_stats *r = &a->route.stats;
 
-	counter(o, "dbucket_decisions_total", "Requests routed (leases taken).", b->decisions);
+	dbk_sb_printf(o, "# HELP dbucket_decisions_total Requests routed, by standard bucket "
+	                 "(length) and chosen group.\n# TYPE dbucket_decisions_total counter\n");
+	for (unsigned i = 0; i < c->nbuckets; i++)
+		for (unsigned g = 0; g < c->nbuckets; g++)
+			dbk_sb_printf(o, "dbucket_decisions_total{bucket=\"%u\",group=\"%u\"} %" PRIu64
+			              "\n", i, g, r->by_bucket_group[i][g]);
+	dbk_sb_printf(o, "# HELP dbucket_server_decisions_total Requests routed, by server.\n"
+	                 "# TYPE dbucket_server_decisions_total counter\n");
+	for (unsigned i = 0; i < a->cfg.nservers; i++)
+		dbk_sb_printf(o, "dbucket_server_decisions_total{server=\"%s\"} %" PRIu64 "\n",
+		              a->cfg.servers[i], a->route.by_server ? a->route.by_server[i] : 0);
 	counter(o, "dbucket_redirects_total", "Requests sent to a neighbour group.", b->redirects);
 	counter(o, "dbucket_refused_total", "Route requests answered without a server.",
-	        a->route.stats.refused + a->route.stats.no_id);
+	        r->refused + r->no_id);
 	counter(o, "dbucket_unknown_releases_total", "Completions for ids with no lease.",
 	        b->unknown_releases);
 	dbk_sb_printf(o, "# HELP dbucket_releases_total Leases given back, by cause.\n"
 	                 "# TYPE dbucket_releases_total counter\n"
 	                 "dbucket_releases_total{cause=\"completion\"} %" PRIu64 "\n"
-	                 "dbucket_releases_total{cause=\"ttl\"} %" PRIu64 "\n",
-	              a->stats.released, a->stats.expired);
+	                 "dbucket_releases_total{cause=\"ttl\"} %" PRIu64 "\n"
+	                 "dbucket_releases_total{cause=\"reconcile\"} %" PRIu64 "\n",
+	              a->stats.released, a->stats.expired, b->reclaimed);
 	counter(o, "dbucket_completions_total", "Completion lines received.", a->stats.completions);
 	counter(o, "dbucket_moved_total",
-	        "Leases moved to the server HAProxy retried or redispatched to.",
-	        a->route.stats.moved);
+	        "Leases moved to the server HAProxy retried or redispatched to.", r->moved);
 	counter(o, "dbucket_completions_elsewhere_total",
 	        "Completions from another server than their lease named.", a->stats.moved);
 	counter(o, "dbucket_completion_bad_lines_total", "Completion lines not understood.",
@@ -116,8 +135,18 @@ void dbk_report_metrics(const struct dbk_agent *a, struct dbk_strbuf *o)
 	gauge(o, "dbucket_completion_links", "Open completion-event connections.", e->open);
 	gauge(o, "dbucket_inflight_leases", "Requests in flight (live leases).", (double)b->leases);
 	counter(o, "dbucket_spop_connections_total", "SPOP connections accepted.", s->accepted);
+	counter(o, "dbucket_spop_refused_connections_total",
+	        "SPOP connections closed at once: over --max-connections.", s->refused_conns);
 	gauge(o, "dbucket_spop_connections", "Open SPOP connections.", s->open);
-	counter(o, "dbucket_spop_notifies_total", "NOTIFY frames handled.", a->route.stats.notifies);
+	counter(o, "dbucket_spop_notifies_total", "NOTIFY frames handled.", r->notifies);
+	dbk_sb_printf(o, "# HELP dbucket_spop_disconnects_total DISCONNECTs the agent sent, "
+	                 "by status.\n# TYPE dbucket_spop_disconnects_total counter\n");
+	for (unsigned i = 0; i < sizeof(status_names) / sizeof(status_names[0]); i++)
+		dbk_sb_printf(o, "dbucket_spop_disconnects_total{status=\"%s\"} %" PRIu64 "\n",
+		              status_names[i], s->disconnects[i]);
+	histogram(o, "dbucket_decision_seconds",
+	          "Time to handle one NOTIFY: decode, decide, encode the ACK.",
+	          &s->notify_seconds, 1.0);
 
 	dbk_sb_printf(o, "# HELP dbucket_server_inflight Requests in flight per server.\n"
 	                 "# TYPE dbucket_server_inflight gauge\n");
@@ -129,7 +158,12 @@ void dbk_report_metrics(const struct dbk_agent *a, struct dbk_strbuf *o)
 	for (unsigned i = 0; i < a->cfg.nservers; i++)
 		dbk_sb_printf(o, "dbucket_server_load{server=\"%s\"} %.17g\n", a->cfg.servers[i],
 		              dbk_bal_server_load(a->bal, i));
-	const struct dbk_bal_config *c = dbk_bal_config(a->bal);
+	dbk_sb_printf(o, "# HELP dbucket_server_usable Whether the agent may choose the server "
+	                 "(1) or HAProxy said DOWN, MAINT or DRAIN (0).\n"
+	                 "# TYPE dbucket_server_usable gauge\n");
+	for (unsigned i = 0; i < a->cfg.nservers; i++)
+		dbk_sb_printf(o, "dbucket_server_usable{server=\"%s\"} %d\n", a->cfg.servers[i],
+		              dbk_bal_usable(a->bal, i) ? 1 : 0);
 	dbk_sb_printf(o, "# HELP dbucket_bucket_load Load in flight per bucket.\n"
 	                 "# TYPE dbucket_bucket_load gauge\n");
 	for (unsigned i = 0; i < c->nbuckets; i++)
@@ -138,4 +172,10 @@ void dbk_report_metrics(const struct dbk_agent *a, struct dbk_strbuf *o)
 	histogram(o, "dbucket_completion_lag_seconds",
 	          "From a stream's end (HAProxy's log time) to the release of its load.",
 	          &a->completion_lag_ms, 0.001);
+	if (a->sync) {
+		const struct dbk_sync_stats *y = dbk_sync_stats(a->sync);
+		gauge(o, "dbucket_runtime_api_up", "The last runtime API poll succeeded.", y->up);
+		counter(o, "dbucket_runtime_api_failures_total", "Runtime API polls that failed.",
+		        y->failures);
+	}
 }

@@ -69,6 +69,9 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m,
 		return;
 	}
 	r->stats.routed++;
+	r->stats.by_bucket_group[d.std_bucket][d.group]++;
+	if (r->by_server)
+		r->by_server[d.server]++;
 
 	char score[32];
 	snprintf(score, sizeof(score), "%.10g", d.score);

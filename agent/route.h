@@ -36,12 +36,15 @@ struct dbk_route_stats {
 	uint64_t truncated_bodies;  /* body sample shorter than the body */
 	uint64_t malformed_bodies;
 	uint64_t moved;             /* leases moved to the server HAProxy used */
+	/* Decisions by standard bucket (row) and chosen group (column). */
+	uint64_t by_bucket_group[DBK_BAL_MAX_BUCKETS][DBK_BAL_MAX_BUCKETS];
 };
 
 struct dbk_route {
 	struct dbk_balancer *bal;
 	const char *const *names;   /* server names by balancer index */
 	unsigned nnames;
+	uint64_t *by_server;        /* decisions per server; may be NULL */
 	struct dbk_route_stats stats;
 };
 

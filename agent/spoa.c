@@ -8,7 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include <time.h>
 #include "listener.h"
 #include "log.h"
 
@@ -22,6 +22,10 @@
  * a peer that never stops sending cannot starve the others. */
 #define READ_ROUNDS 16
 #define HELLO_TIMEOUT 5.0
+
+static const double notify_bounds[] = {
+	1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 5e-3, 1e-2,
+};
 #define CLOSE_TIMEOUT 1.0
 
 enum conn_state {
@@ -157,7 +161,13 @@ static void on_ready(struct conn *c, const struct dbk_spop_frame *f)
 		if (cap > (size_t)c->frame_max + 4)
 			cap = (size_t)c->frame_max + 4;
 		dbk_spop_writer_init(&w, c->out + c->out_len, cap);
-		st = dbk_route_notify(c->s->route, f, dbk_mono_ms(), &w);
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		st = dbk_route_notify(c->s->route, f, (uint64_t)t0.tv_sec * 1000 +
+		                                             (uint64_t)t0.tv_nsec / 1000000, &w);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		dbk_histo_add(&c->s->stats.notify_seconds,
+		              (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
 		if (st != DBK_SPOP_OK) {
 			conn_fail(c, st, NULL);
 			return;
@@ -397,6 +407,8 @@ struct dbk_spoa *dbk_spoa_new(struct ev_loop *loop, const struct dbk_spoa_config
 	s->loop = loop;
 	s->cfg = *c;
 	s->route = route;
+	dbk_histo_init(&s->stats.notify_seconds, notify_bounds,
+	               sizeof(notify_bounds) / sizeof(notify_bounds[0]));
 	dbk_listener_init(&s->ls, loop, "spop", conn_new, s);
 	return s;
 }

@@ -7,6 +7,7 @@
 #include <ev.h>
 #include <stdint.h>
 
+#include "histo.h"
 #include "route.h"
 
 struct dbk_spoa_stats {
@@ -21,6 +22,8 @@ struct dbk_spoa_stats {
 	 * land in the last slot). */
 	uint64_t disconnects[DBK_SPOP_ERR_RES + 2];
 	unsigned open;
+	/* Time to handle one NOTIFY (decode, decide, encode), seconds. */
+	struct dbk_histo notify_seconds;
 };
 
 struct dbk_spoa_config {

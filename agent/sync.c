@@ -45,7 +45,6 @@ static void on_reclaimed(void *arg, const char *id, size_t id_len,
 	struct dbk_sync *s = arg;
 	char q[DBK_BAL_MAX_ID_LEN + 1];
 
-	s->stats.reclaimed++;
 	dbk_log(DBK_LOG_WARN, "lease-reclaimed", "id=\"%s\" server=%s score=%.10g",
 	        dbk_log_quote(q, sizeof(q), id, id_len), s->names[l->server], l->score);
 }

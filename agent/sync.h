@@ -17,7 +17,6 @@
 struct dbk_sync_stats {
 	uint64_t polls;           /* complete polls (both commands answered) */
 	uint64_t failures;        /* polls that failed (unreachable, bad output) */
-	uint64_t reclaimed;       /* leases released as leaked */
 	uint64_t state_changes;   /* servers that became usable or unusable */
 	bool up;                  /* the last poll succeeded */
 };

@@ -7,17 +7,26 @@ load '/usr/lib/bats/bats-assert/load'
 REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 BUILD=${DBK_BUILD:-$REPO/build}
 
-# Prints a loopback TCP port nothing listens on. Bounded: 200 tries.
-free_port() {
-	local p i
+# Prints the first of $1 consecutive loopback TCP ports nothing listens
+# on, below Linux's ephemeral range (32768+) so that no client socket takes
+# one between this check and the bind. Bounded: 200 tries.
+free_ports() {
+	local n=${1:-1} base i k
 	for ((i = 0; i < 200; i++)); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
+		base=$((20000 + (RANDOM * 32768 + RANDOM) % (12000 - n)))
+		for ((k = 0; k < n; k++)); do
+			(exec 3<>"/dev/tcp/127.0.0.1/$((base + k))") 2>/dev/null && break
+		done
+		if [ "$k" -eq "$n" ]; then
+			echo "$base"
 			return 0
 		fi
 	done
 	return 1
+}
+
+free_port() {
+	free_ports 1
 }
 
 # Waits until something accepts on 127.0.0.1:$1 (at most ~5 s).
@@ -34,10 +43,13 @@ wait_port() {
 # Allocates the ports of one test's world and exports what haproxy.cfg
 # reads from the environment.
 dbk_env() {
-	DBK_PORT=$(free_port)
-	AGENT_PORT=$(free_port)
-	COMPLETIONS_PORT=$(free_port)
-	ADMIN_PORT=$(free_port)
+	# One block of distinct ports: proxy, agent, completions, admin, stubs.
+	local base
+	base=$(free_ports 8)
+	DBK_PORT=$base
+	AGENT_PORT=$((base + 1))
+	COMPLETIONS_PORT=$((base + 2))
+	ADMIN_PORT=$((base + 3))
 	export DBK_BIND=127.0.0.1:$DBK_PORT
 	export DBK_AGENT=127.0.0.1:$AGENT_PORT
 	export DBK_COMPLETIONS=127.0.0.1:$COMPLETIONS_PORT
@@ -51,10 +63,8 @@ dbk_env() {
 	export DBK_TEST_LUA=$REPO/tests/e2e/backend.lua
 	local i
 	for i in 0 1 2 3; do
-		local p
-		p=$(free_port)
-		export "DBK_STUB$i=$p"
-		export "DBK_VLLM$i=127.0.0.1:$p"
+		export "DBK_STUB$i=$((base + 4 + i))"
+		export "DBK_VLLM$i=127.0.0.1:$((base + 4 + i))"
 	done
 }
 
