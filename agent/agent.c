@@ -1,8 +1,12 @@
 #include "agent.h"
 
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "log.h"
@@ -104,6 +108,12 @@ static int listen_all(struct dbk_agent *a, const char *const *specs, unsigned n,
 		if (strncmp(specs[i], "unix:", 5) == 0)
 			a->unix_specs[a->nunix++] = specs[i];
 		dbk_log(DBK_LOG_INFO, "listening", "for=%s addr=%s", what, specs[i]);
+		/* Allowed, since the operator asked; but nothing here is
+		 * authenticated, so say it loudly. */
+		if (!dbk_net_is_local(fd))
+			dbk_log(DBK_LOG_WARN, "listening-beyond-this-host",
+			        "for=%s addr=%s reason=\"no authentication: firewall it\"", what,
+			        specs[i]);
 	}
 	return 0;
 }
@@ -185,6 +195,48 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 	return 0;
 }
 
+int dbk_agent_drop_privileges(struct dbk_agent *a, char *err, size_t errlen)
+{
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+
+	if (!a->cfg.user && !a->cfg.group)
+		return 0;
+	if (a->cfg.user) {
+		struct passwd *pw = getpwnam(a->cfg.user);
+		if (!pw) {
+			snprintf(err, errlen, "--user: no user '%s'", a->cfg.user);
+			return -1;
+		}
+		uid = pw->pw_uid;
+		gid = pw->pw_gid;
+	}
+	if (a->cfg.group) {
+		struct group *gr = getgrnam(a->cfg.group);
+		if (!gr) {
+			snprintf(err, errlen, "--group: no group '%s'", a->cfg.group);
+			return -1;
+		}
+		gid = gr->gr_gid;
+	}
+	for (unsigned i = 0; i < a->nunix; i++)
+		if (chown(a->unix_specs[i] + 5, uid, gid) < 0) {
+			snprintf(err, errlen, "chown %s: %s", a->unix_specs[i] + 5, strerror(errno));
+			return -1;
+		}
+	/* Group first: once the uid is dropped, the gid can no longer change. */
+	if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
+		snprintf(err, errlen, "dropping privileges: %s", strerror(errno));
+		return -1;
+	}
+	if (uid != 0 && setuid(0) == 0) {
+		snprintf(err, errlen, "dropping privileges: root could be regained");
+		return -1;
+	}
+	dbk_log(DBK_LOG_INFO, "privileges-dropped", "uid=%u gid=%u", (unsigned)uid, (unsigned)gid);
+	return 0;
+}
+
 void dbk_agent_stop(struct dbk_agent *a)
 {
 	if (a->loop)
@@ -195,7 +247,9 @@ void dbk_agent_stop(struct dbk_agent *a)
 	dbk_spoa_free(a->spoa);
 	dbk_bal_free(a->bal);
 	for (unsigned i = 0; i < a->nunix; i++)
-		dbk_net_unlink(a->unix_specs[i]);
+		if (dbk_net_unlink(a->unix_specs[i]) < 0)
+			dbk_log(DBK_LOG_WARN, "socket-left-behind", "path=%s error=\"%s\"",
+			        a->unix_specs[i] + 5, strerror(errno));
 	a->nunix = 0;
 	free(a->route.by_server);
 	a->route.by_server = NULL;

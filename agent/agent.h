@@ -46,6 +46,10 @@ struct dbk_agent {
 int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t errlen);
 void dbk_agent_stop(struct dbk_agent *a);
 
+/* Drops to --user/--group, if given, handing them the unix sockets
+ * first. Returns 0, or -1 with err. */
+int dbk_agent_drop_privileges(struct dbk_agent *a, char *err, size_t errlen);
+
 /* Handles one completion line (also the events callback). */
 void dbk_agent_on_completion(void *arg, const struct dbk_completion *c);
 

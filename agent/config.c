@@ -22,6 +22,8 @@ enum {
 	OPT_HAPROXY_SOCKET,
 	OPT_BACKEND,
 	OPT_POLL,
+	OPT_USER,
+	OPT_GROUP,
 };
 
 static const struct option long_opts[] = {
@@ -39,6 +41,8 @@ static const struct option long_opts[] = {
 	{ "haproxy-socket",         required_argument, NULL, OPT_HAPROXY_SOCKET },
 	{ "backend",                required_argument, NULL, OPT_BACKEND },
 	{ "poll-interval",          required_argument, NULL, OPT_POLL },
+	{ "user",                   required_argument, NULL, OPT_USER },
+	{ "group",                  required_argument, NULL, OPT_GROUP },
 	{ "help",                   no_argument,       NULL, 'h' },
 	{ "version",                no_argument,       NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -89,6 +93,8 @@ void dbk_config_usage(FILE *out, const char *prog)
 "  --max-leases N                requests in flight before the agent stops\n"
 "                                answering and HAProxy balances alone (%d)\n"
 "  --log-level LEVEL             debug, info, warn or error (info)\n"
+"  --user USER, --group GROUP    drop privileges to these once every socket\n"
+"                                is bound (unix sockets are given to them)\n"
 "  -h, --help                    this text\n"
 "  -V, --version                 the version\n"
 "\n"
@@ -210,6 +216,12 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 		case OPT_POLL:
 			if (parse_long(optarg, 50, 3600 * 1000, &c->poll_ms))
 				FAIL("--poll-interval wants milliseconds from 50 to 3600000, got '%s'", optarg);
+			break;
+		case OPT_USER:
+			c->user = optarg;
+			break;
+		case OPT_GROUP:
+			c->group = optarg;
 			break;
 		case OPT_MAX_FRAME:
 			if (parse_long(optarg, DBK_MIN_FRAME, 16 * 1024 * 1024, &v))

@@ -49,6 +49,8 @@ struct dbk_config {
 	const char *haproxy_socket;   /* runtime API; NULL: none */
 	const char *backend;          /* the vLLM backend's name in haproxy.cfg */
 	long poll_ms;                 /* runtime API poll interval */
+	const char *user;             /* drop to this user after binding */
+	const char *group;            /* ... and group */
 	uint32_t max_frame_size;
 	unsigned max_connections;
 	size_t max_leases;

@@ -53,7 +53,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	struct ev_loop *loop = EV_DEFAULT;
-	if (dbk_agent_start(&a, loop, err, sizeof(err)) < 0) {
+	if (dbk_agent_start(&a, loop, err, sizeof(err)) < 0 ||
+	    dbk_agent_drop_privileges(&a, err, sizeof(err)) < 0) {
 		fprintf(stderr, "dbucket-spoa: %s\n", err);
 		goto out;
 	}

@@ -2,7 +2,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -137,8 +139,30 @@ int dbk_net_listen(const char *spec, char *err, size_t errlen)
 	return listen_tcp(spec, err, errlen);
 }
 
-void dbk_net_unlink(const char *spec)
+bool dbk_net_is_local(int fd)
 {
-	if (strncmp(spec, "unix:", 5) == 0)
-		unlink(spec + 5);
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return false;
+	if (ss.ss_family == AF_UNIX)
+		return true;
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+		return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) ||
+		       (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127);
+	}
+	return false;
+}
+
+int dbk_net_unlink(const char *spec)
+{
+	if (strncmp(spec, "unix:", 5) == 0 && unlink(spec + 5) < 0 && errno != ENOENT)
+		return -1;
+	return 0;
 }

@@ -3,6 +3,7 @@
 #ifndef DBK_NET_H
 #define DBK_NET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Opens a non-blocking listening socket for spec: "HOST:PORT",
@@ -11,8 +12,13 @@
  * fd, or -1 with a one-line reason in err. */
 int dbk_net_listen(const char *spec, char *err, size_t errlen);
 
-/* Removes the socket file of a "unix:PATH" spec; no-op for TCP. */
-void dbk_net_unlink(const char *spec);
+/* Removes the socket file of a "unix:PATH" spec; no-op for TCP. Returns
+ * -1 (errno set) if it is there and cannot be removed. */
+int dbk_net_unlink(const char *spec);
+
+/* Whether a listening socket is reachable only from this host: a unix
+ * socket, 127.0.0.0/8 or ::1. */
+bool dbk_net_is_local(int fd);
 
 /* Sets O_NONBLOCK and FD_CLOEXEC. Returns 0 or -1. */
 int dbk_net_nonblock(int fd);

@@ -61,10 +61,18 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m,
 		char idq[DBK_BAL_MAX_ID_LEN + 1];
 
 		r->stats.refused++;
-		dbk_log(DBK_LOG_WARN, "route-refused", "id=\"%s\" reason=%s",
-		        dbk_log_quote(idq, sizeof(idq), (const char *)id->u.buf.ptr,
-		                      id->u.buf.len),
-		        dbk_bal_result_str(res));
+		if (now_ms - r->refused_logged_ms >= 1000 || r->refused_logged_ms == 0) {
+			dbk_log(DBK_LOG_WARN, "route-refused",
+			        "id=\"%s\" reason=\"%s\" effect=\"HAProxy balances it alone\" "
+			        "unlogged_since_last=%llu",
+			        dbk_log_quote(idq, sizeof(idq), (const char *)id->u.buf.ptr,
+			                      id->u.buf.len),
+			        dbk_bal_result_str(res), (unsigned long long)r->refused_unlogged);
+			r->refused_logged_ms = now_ms;
+			r->refused_unlogged = 0;
+		} else {
+			r->refused_unlogged++;
+		}
 		set_error(w, dbk_bal_result_str(res));
 		return;
 	}

@@ -45,6 +45,10 @@ struct dbk_route {
 	const char *const *names;   /* server names by balancer index */
 	unsigned nnames;
 	uint64_t *by_server;        /* decisions per server; may be NULL */
+	/* Refusals come in floods (a full lease table refuses everything):
+	 * one log line a second, with the count of those not logged. */
+	uint64_t refused_logged_ms;
+	uint64_t refused_unlogged;
 	struct dbk_route_stats stats;
 };
 

@@ -22,6 +22,9 @@
  * a peer that never stops sending cannot starve the others. */
 #define READ_ROUNDS 16
 #define HELLO_TIMEOUT 5.0
+/* From the first byte of a frame to its last. HAProxy writes a frame in
+ * one go; a peer that trickles one (slowloris) or stops half-way is cut. */
+#define FRAME_TIMEOUT 5.0
 
 static const double notify_bounds[] = {
 	1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 5e-3, 1e-2,
@@ -301,6 +304,15 @@ static void conn_settle(struct conn *c)
 		conn_close(c);
 		return;
 	}
+	if (c->state == ST_READY) {
+		/* Armed when a frame starts, not re-armed as it trickles in. */
+		if (c->in_len == 0)
+			ev_timer_stop(loop, &c->timer);
+		else if (!ev_is_active(&c->timer)) {
+			ev_timer_set(&c->timer, c->s->cfg.frame_timeout, 0);
+			ev_timer_start(loop, &c->timer);
+		}
+	}
 	if (c->state != ST_CLOSING && out_room(c) >= MAX_REPLY)
 		want |= EV_READ;
 	if (c->out_off < c->out_len)
@@ -336,8 +348,9 @@ static void on_conn_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	if (c->state == ST_HELLO) {
-		conn_fail(c, DBK_SPOP_ERR_TIMEOUT, NULL);
+	if (c->state != ST_CLOSING) {
+		conn_fail(c, DBK_SPOP_ERR_TIMEOUT,
+		          c->state == ST_HELLO ? "no HELLO in time" : "frame never finished");
 		conn_flush(c);
 		conn_settle(c);
 		return;
@@ -392,7 +405,7 @@ static void conn_new(void *arg, int fd)
 	s->stats.open++;
 	ev_io_init(&c->io, on_conn_io, fd, EV_READ);
 	ev_io_start(s->loop, &c->io);
-	ev_timer_init(&c->timer, on_conn_timer, HELLO_TIMEOUT, 0);
+	ev_timer_init(&c->timer, on_conn_timer, s->cfg.hello_timeout, 0);
 	ev_timer_start(s->loop, &c->timer);
 	dbk_log(DBK_LOG_DEBUG, "conn-open", "conn=%u", c->id);
 }
@@ -406,6 +419,10 @@ struct dbk_spoa *dbk_spoa_new(struct ev_loop *loop, const struct dbk_spoa_config
 		return NULL;
 	s->loop = loop;
 	s->cfg = *c;
+	if (s->cfg.hello_timeout <= 0)
+		s->cfg.hello_timeout = HELLO_TIMEOUT;
+	if (s->cfg.frame_timeout <= 0)
+		s->cfg.frame_timeout = FRAME_TIMEOUT;
 	s->route = route;
 	dbk_histo_init(&s->stats.notify_seconds, notify_bounds,
 	               sizeof(notify_bounds) / sizeof(notify_bounds[0]));

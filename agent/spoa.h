@@ -29,6 +29,11 @@ struct dbk_spoa_stats {
 struct dbk_spoa_config {
 	uint32_t max_frame_size;
 	unsigned max_connections;
+	/* Seconds; 0 takes the default. A peer that sends no HELLO in
+	 * hello_timeout, or takes longer than frame_timeout from a frame's
+	 * first byte to its last (slowloris), is disconnected. */
+	double hello_timeout;
+	double frame_timeout;
 };
 
 struct dbk_spoa;

@@ -39,7 +39,9 @@ static void world_up(struct world *w, unsigned max_conns, uint32_t max_frame)
 	w->route.names = names;
 	w->route.nnames = 4;
 	struct dbk_spoa_config sc = { .max_frame_size = max_frame,
-	                              .max_connections = max_conns };
+	                              .max_connections = max_conns,
+	                              .hello_timeout = 0.2,
+	                              .frame_timeout = 0.2 };
 	w->spoa = dbk_spoa_new(w->loop, &sc, &w->route);
 	snprintf(w->path, sizeof(w->path), "/tmp/dbk-test-spoa-%d.sock", (int)getpid());
 	snprintf(w->spec, sizeof(w->spec), "unix:%s", w->path);
@@ -387,6 +389,62 @@ static void test_garbage_then_new_connection_works(void)
 	world_down(&w);
 }
 
+/* Blocks in the loop (each turn waits for an event or the timer) until the
+ * peer closes; at most 50 turns. */
+static void pump_until_closed(struct world *w, int fd, struct reply *r)
+{
+	for (int turn = 0; turn < 50 && !r->closed; turn++) {
+		ev_run(w->loop, EVRUN_ONCE);
+		for (;;) {
+			ssize_t n = recv(fd, r->buf + r->len, sizeof(r->buf) - r->len, 0);
+			if (n > 0) {
+				r->len += (size_t)n;
+				continue;
+			}
+			if (n == 0)
+				r->closed = true;
+			break;
+		}
+	}
+}
+
+static void test_no_hello_times_out(void)
+{
+	struct world w;
+	struct reply r = { .len = 0 };
+	struct dbk_spop_frame f;
+
+	world_up(&w, 16, 16380);
+	int fd = client(&w);
+	pump_until_closed(&w, fd, &r);
+	CHECK(r.closed);
+	CHECK(nth_frame(&r, 0, &f));
+	CHECK_EQ_U(test_disconnect_status(&f), DBK_SPOP_ERR_TIMEOUT);
+	close(fd);
+	world_down(&w);
+}
+
+static void test_half_frame_times_out(void)
+{
+	struct world w;
+	uint8_t buf[512];
+	struct reply r = { .len = 0 };
+	struct dbk_spop_frame f;
+
+	world_up(&w, 16, 16380);
+	int fd = hello_client(&w, 16380);
+	size_t len = test_notify(buf, sizeof(buf), 1, 1, DBK_SPOP_FLAG_FIN, "slow", 10);
+	/* Half a frame, then silence: the rest never comes. */
+	send_all(fd, buf, len / 2);
+	pump_until_closed(&w, fd, &r);
+	CHECK(r.closed);
+	CHECK(nth_frame(&r, 0, &f));
+	CHECK_EQ_U(test_disconnect_status(&f), DBK_SPOP_ERR_TIMEOUT);
+	CHECK_EQ_U(dbk_bal_stats(w.bal)->leases, 0);
+	close(fd);
+	world_down(&w);
+}
+
 int main(void)
 {
 	dbk_log_set_level(DBK_LOG_ERROR);
@@ -402,5 +460,7 @@ int main(void)
 	RUN(test_notify_before_hello);
 	RUN(test_many_connections_and_limit);
 	RUN(test_garbage_then_new_connection_works);
+	RUN(test_no_hello_times_out);
+	RUN(test_half_frame_times_out);
 	return CHECK_DONE();
 }

@@ -1,0 +1,84 @@
+#!/usr/bin/env bats
+# The agent's command line and its process hygiene: help, refusals with a
+# clear message and exit 2, socket modes, privilege drop, clean exit.
+
+load helpers
+
+setup() {
+	dbk_env
+}
+
+teardown() {
+	dbk_teardown
+	[ -z "${RUN_DIR:-}" ] || rm -rf "$RUN_DIR"
+}
+
+@test "--help tells the truth: every option it lists is accepted" {
+	run "$BUILD/dbucket-spoa" --help
+	assert_success
+	assert_output --partial "--enable-dynamic-bucket"
+	local opt
+	for opt in $(grep -oE '^  --[a-z-]+' <<<"$output"); do
+		[ "$opt" = --help ] || [ "$opt" = --version ] && continue
+		run "$BUILD/dbucket-spoa" "$opt" 2>&1
+		refute_output --partial "unknown option"
+	done
+	run "$BUILD/dbucket-spoa" --version
+	assert_success
+	assert_output --regexp '^dbucket-spoa [0-9]+\.[0-9]+\.[0-9]+$'
+}
+
+@test "invalid setups fail at start with a clear message and exit 2" {
+	run "$BUILD/dbucket-spoa" --enable-dynamic-bucket only
+	assert_failure 2
+	assert_output --partial "at least 2 servers"
+	run "$BUILD/dbucket-spoa" --server-group-threshold 131072 a b
+	assert_failure 2
+	assert_output --partial "must be below --max-request-tokens"
+	run "$BUILD/dbucket-spoa" a b a
+	assert_failure 2
+	assert_output --partial "named twice"
+	run "$BUILD/dbucket-spoa" --bogus a
+	assert_failure 2
+	assert_output --partial "unknown option '--bogus'"
+	run "$BUILD/dbucket-spoa"
+	assert_failure 2
+	assert_output --partial "no servers"
+}
+
+@test "a port already taken is a clear start-up error" {
+	start_agent
+	run "$BUILD/dbucket-spoa" --listen "$DBK_AGENT" --completion-listen none --admin-listen none a
+	assert_failure
+	assert_output --partial "cannot listen for spop on $DBK_AGENT"
+}
+
+@test "unix sockets are 0660, handed to --user, and removed at exit" {
+	# As systemd's RuntimeDirectory would: a directory the user owns (and
+	# can reach: bats' own directories are private to root).
+	RUN_DIR=$(mktemp -d /tmp/dbk-run.XXXXXX)
+	chmod 755 "$RUN_DIR"
+	chown nobody "$RUN_DIR"
+	local sock=$RUN_DIR/agent.sock
+	"$BUILD/dbucket-spoa" --listen "unix:$sock" --completion-listen none \
+		--admin-listen "127.0.0.1:$ADMIN_PORT" --user nobody a b 2>>"$BATS_TEST_TMPDIR/agent.log" &
+	AGENT_PID=$!
+	wait_port "$ADMIN_PORT"
+	run stat -c '%a %U' "$sock"
+	assert_output "660 nobody"
+	run ps -o user= -p "$AGENT_PID"
+	assert_output "nobody"
+	# A second agent on the same live socket is refused, not let to steal it.
+	run "$BUILD/dbucket-spoa" --listen "unix:$sock" --completion-listen none --admin-listen none a
+	assert_failure
+	assert_output --partial "another process listens there"
+	stop_agent
+	assert_equal "$AGENT_RC" 0
+	[ ! -e "$sock" ]
+}
+
+@test "a listener beyond loopback is allowed but warned about" {
+	start_agent --admin-listen "0.0.0.0:$((ADMIN_PORT + 100))"
+	run grep -c 'event=listening-beyond-this-host for=admin' "$BATS_TEST_TMPDIR/agent.log"
+	assert_output 1
+}
