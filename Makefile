@@ -21,7 +21,7 @@ LDLIBS_M    = -lm
 
 # Pure modules: no sockets, no clock, no globals.
 CORE_SRC  = agent/spop.c agent/balancer.c agent/leases.c agent/estimate.c agent/completion.c \
-            agent/histo.c agent/strbuf.c agent/runtime.c
+            agent/histo.c agent/strbuf.c agent/runtime.c agent/tune.c
 AGENT_SRC = agent/main.c agent/agent.c agent/report.c agent/config.c agent/log.c agent/net.c \
             agent/spoa.c agent/route.c agent/events.c agent/admin.c agent/listener.c \
             agent/runtime_client.c agent/sync.c
@@ -32,7 +32,7 @@ AGENT_OBJ = $(AGENT_SRC:%.c=$(BUILD)/%.o)
 BINS  = $(BUILD)/dbucket-spoa $(BUILD)/dbucket-parity
 TESTS = $(BUILD)/test_spop $(BUILD)/test_balancer $(BUILD)/test_estimate \
         $(BUILD)/test_config $(BUILD)/test_route $(BUILD)/test_spoa \
-        $(BUILD)/test_completion $(BUILD)/test_runtime
+        $(BUILD)/test_completion $(BUILD)/test_runtime $(BUILD)/test_tune
 
 include contrib/stub/stub.mk
 
@@ -60,6 +60,8 @@ $(BUILD)/test_completion: $(BUILD)/tests/unit/test_completion.o $(CORE_OBJ)
 $(BUILD)/test_runtime: $(BUILD)/tests/unit/test_runtime.o $(BUILD)/agent/runtime_client.o \
 		$(BUILD)/agent/log.o $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_EV) $(LDLIBS_JSON) $(LDLIBS_M)
+$(BUILD)/test_tune: $(BUILD)/tests/unit/test_tune.o $(CORE_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
 $(BUILD)/test_config: $(BUILD)/tests/unit/test_config.o $(BUILD)/agent/config.o $(BUILD)/agent/log.o $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
 $(BUILD)/test_route: $(BUILD)/tests/unit/test_route.o $(BUILD)/tests/unit/frames.o $(BUILD)/agent/route.o $(BUILD)/agent/log.o $(CORE_OBJ)

@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "log.h"
 #include "net.h"
+#include "tune.h"
 
 /* Completion lag bounds, in milliseconds. */
 static const double lag_bounds_ms[] = {
@@ -20,6 +21,7 @@ static const double lag_bounds_ms[] = {
 #define TTL_TICK 1.0
 /* How long start-up waits for HAProxy's runtime API to name the servers. */
 #define DISCOVERY_TIMEOUT_MS 30000
+#define MAX_CONFIG_FILE 65536
 
 void dbk_agent_on_completion(void *arg, const struct dbk_completion *c)
 {
@@ -71,12 +73,96 @@ static void on_ttl_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	dbk_bal_expire(a->bal, dbk_mono_ms(), (uint64_t)a->cfg.lease_ttl_s * 1000, on_expired, a);
 }
 
+/* Reads a whole (small) file. Returns a malloc'd NUL-terminated buffer. */
+static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	buf = malloc(MAX_CONFIG_FILE + 1);
+	if (buf) {
+		*len = fread(buf, 1, MAX_CONFIG_FILE + 1, f);
+		if (ferror(f) || *len > MAX_CONFIG_FILE) {
+			snprintf(err, errlen, "%s: unreadable or larger than %d bytes", path,
+			         MAX_CONFIG_FILE);
+			free(buf);
+			buf = NULL;
+		} else {
+			buf[*len] = '\0';
+		}
+	} else {
+		snprintf(err, errlen, "out of memory");
+	}
+	fclose(f);
+	return buf;
+}
+
+/* Applies c live and logs what it is now. */
+static int apply_config(struct dbk_agent *a, const struct dbk_bal_config *c, const char *how,
+                        char *err, size_t errlen)
+{
+	struct dbk_strbuf d;
+
+	if (dbk_bal_reconfigure(a->bal, c, err, errlen) < 0)
+		return -1;
+	a->config_changes++;
+	dbk_sb_init(&d);
+	dbk_tune_describe(c, true, &d);
+	dbk_log(DBK_LOG_INFO, "config-applied", "by=%s %s", how, d.data ? d.data : "");
+	dbk_sb_free(&d);
+	return 0;
+}
+
+int dbk_agent_reload(struct dbk_agent *a, char *err, size_t errlen)
+{
+	struct dbk_bal_config c = a->base_config;
+	char why[256];
+	size_t len;
+	char *text;
+
+	if (!a->cfg.config_file) {
+		snprintf(err, errlen, "no --config file to reread");
+		return -1;
+	}
+	text = read_file(a->cfg.config_file, &len, err, errlen);
+	if (!text)
+		return -1;
+	int rc = dbk_tune_parse(&c, text, len, why, sizeof(why));
+	free(text);
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: %s", a->cfg.config_file, why);
+		return -1;
+	}
+	return apply_config(a, &c, "file", err, errlen);
+}
+
 static void on_admin(void *arg, const char *method, const char *path,
                      struct dbk_admin_response *r)
 {
-	const struct dbk_agent *a = arg;
+	struct dbk_agent *a = arg;
+	const char *query = strchr(path, '?');
+	size_t plen = query ? (size_t)(query - path) : strlen(path);
 
-	if (strcmp(method, "GET") != 0) {
+	if (plen == 7 && strncmp(path, "/config", 7) == 0) {
+		struct dbk_bal_config c = *dbk_bal_config(a->bal);
+		char err[256];
+
+		if (strcmp(method, "POST") == 0 &&
+		    (dbk_tune_query(&c, query ? query + 1 : "", err, sizeof(err)) < 0 ||
+		     apply_config(a, &c, "admin", err, sizeof(err)) < 0)) {
+			r->status = 400;
+			dbk_sb_printf(&r->body, "%s\n", err);
+		} else if (strcmp(method, "POST") != 0 && strcmp(method, "GET") != 0) {
+			r->status = 405;
+			dbk_sb_printf(&r->body, "GET or POST /config?key=value&...\n");
+		} else {
+			dbk_tune_describe(dbk_bal_config(a->bal), false, &r->body);
+		}
+	} else if (strcmp(method, "GET") != 0) {
 		r->status = 405;
 		dbk_sb_printf(&r->body, "only GET here\n");
 	} else if (strcmp(path, "/metrics") == 0) {
@@ -87,7 +173,7 @@ static void on_admin(void *arg, const char *method, const char *path,
 		dbk_report_state(a, &r->body);
 	} else {
 		r->status = 404;
-		dbk_sb_printf(&r->body, "try /metrics or /state\n");
+		dbk_sb_printf(&r->body, "try /metrics, /state or /config\n");
 	}
 }
 
@@ -144,6 +230,21 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 			return -1;
 	}
 	dbk_config_balancer(&a->cfg, &bc);
+	a->base_config = bc;
+	if (a->cfg.config_file) {
+		char why[256];
+		size_t len;
+		char *text = read_file(a->cfg.config_file, &len, err, errlen);
+
+		if (!text)
+			return -1;
+		int rc = dbk_tune_parse(&bc, text, len, why, sizeof(why));
+		free(text);
+		if (rc < 0 || dbk_bal_config_check(&bc, why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "%s: %s", a->cfg.config_file, why);
+			return -1;
+		}
+	}
 	a->bal = dbk_bal_new(&bc);
 	if (!a->bal) {
 		snprintf(err, errlen, "cannot create the balancer");

@@ -33,6 +33,10 @@ struct dbk_agent {
 	struct dbk_admin *admin;
 	struct dbk_sync *sync;          /* NULL without --haproxy-socket */
 	struct dbk_rt_server *discovered; /* names read from HAProxy, if any */
+	/* What the command line says; --config is applied on top of it at
+	 * start and on every SIGHUP. */
+	struct dbk_bal_config base_config;
+	uint64_t config_changes;
 	ev_timer ttl_timer;
 	struct dbk_agent_stats stats;
 	struct dbk_histo completion_lag_ms; /* stream end (HAProxy's log) to release */
@@ -49,6 +53,10 @@ void dbk_agent_stop(struct dbk_agent *a);
 /* Drops to --user/--group, if given, handing them the unix sockets
  * first. Returns 0, or -1 with err. */
 int dbk_agent_drop_privileges(struct dbk_agent *a, char *err, size_t errlen);
+
+/* Rereads --config over the command line's settings and applies them
+ * live. Returns 0, or -1 with err (nothing changed). */
+int dbk_agent_reload(struct dbk_agent *a, char *err, size_t errlen);
 
 /* Handles one completion line (also the events callback). */
 void dbk_agent_on_completion(void *arg, const struct dbk_completion *c);

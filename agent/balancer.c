@@ -54,6 +54,13 @@ void dbk_bal_config_default(struct dbk_bal_config *c, unsigned nservers,
 	c->max_leases = 0;
 }
 
+unsigned dbk_bal_group_size(const struct dbk_bal_config *c, unsigned g)
+{
+	if (c->group_sizes[g])
+		return c->group_sizes[g];
+	return c->nservers / c->nbuckets + (g < c->nservers % c->nbuckets ? 1 : 0);
+}
+
 /* Names bounds after the command-line options that set them in the
  * reference's two-bucket shape, so that errors point at the fix. */
 static void bound_name(const struct dbk_bal_config *c, unsigned i, char *buf, size_t n)
@@ -149,6 +156,23 @@ int dbk_bal_config_check(const struct dbk_bal_config *c, char *err, size_t errle
 		snprintf(err, errlen, "redirect threshold (%g) must be between 0 and 1",
 		         c->redirect_threshold);
 		return -1;
+	}
+	unsigned sum = 0, set = 0;
+	for (unsigned g = 0; g < DBK_BAL_MAX_BUCKETS; g++) {
+		sum += c->group_sizes[g];
+		set += c->group_sizes[g] != 0;
+	}
+	if (set) {
+		for (unsigned g = 0; g < c->nbuckets; g++)
+			if (c->group_sizes[g] == 0) {
+				snprintf(err, errlen, "group %u has no server", g);
+				return -1;
+			}
+		if (set != c->nbuckets || sum != c->nservers) {
+			snprintf(err, errlen, "group sizes must be %u numbers adding up to %u servers",
+			         c->nbuckets, c->nservers);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -249,12 +273,35 @@ static void heap_remove(struct dbk_balancer *b, unsigned s)
 	sift_down(b, g, b->pos[last]);
 }
 
+/* Lays the groups out from cfg and rebuilds every heap from the current
+ * loads and usable flags. */
+static void build_groups(struct dbk_balancer *b)
+{
+	const struct dbk_bal_config *c = &b->cfg;
+
+	for (unsigned g = 0; g < c->nbuckets; g++) {
+		unsigned *h = b->heap + b->first[g];
+
+		b->first[g + 1] = b->first[g] + dbk_bal_group_size(c, g);
+		b->heap_len[g] = 0;
+		for (unsigned s = b->first[g]; s < b->first[g + 1]; s++) {
+			b->group_of[s] = g;
+			b->pos[s] = NOT_IN_HEAP;
+			if (b->usable[s])
+				heap_set(b, h, b->heap_len[g]++, s);
+		}
+		/* Floyd's heap construction: sift every inner node down. */
+		for (unsigned i = b->heap_len[g] / 2; i-- > 0;)
+			sift_down(b, g, i);
+	}
+}
+
 /* ---- life cycle ---- */
 
 struct dbk_balancer *dbk_bal_new(const struct dbk_bal_config *c)
 {
 	struct dbk_balancer *b;
-	unsigned n = c->nservers, base, rem;
+	unsigned n = c->nservers;
 
 	if (dbk_bal_config_check(c, NULL, 0) < 0)
 		return NULL;
@@ -282,20 +329,38 @@ struct dbk_balancer *dbk_bal_new(const struct dbk_bal_config *c)
 		return NULL;
 	}
 
-	base = n / c->nbuckets;
-	rem = n % c->nbuckets;
-	for (unsigned g = 0; g < c->nbuckets; g++) {
-		b->first[g + 1] = b->first[g] + base + (g < rem ? 1 : 0);
-		/* All loads are 0, so index order is already a heap. */
-		for (unsigned s = b->first[g]; s < b->first[g + 1]; s++) {
-			b->group_of[s] = g;
-			b->heap[s] = s;
-			b->pos[s] = s - b->first[g];
-			b->usable[s] = true;
-		}
-		b->heap_len[g] = b->first[g + 1] - b->first[g];
-	}
+	for (unsigned i = 0; i < n; i++)
+		b->usable[i] = true;
+	build_groups(b);
 	return b;
+}
+
+int dbk_bal_reconfigure(struct dbk_balancer *b, const struct dbk_bal_config *c,
+                        char *err, size_t errlen)
+{
+	if (dbk_bal_config_check(c, err, errlen) < 0)
+		return -1;
+	if (c->nservers != b->cfg.nservers || c->dynamic != b->cfg.dynamic ||
+	    c->nbuckets != b->cfg.nbuckets) {
+		snprintf(err, errlen, "the server count, the mode and the number of buckets "
+		                      "need a restart");
+		return -1;
+	}
+	bool regroup = memcmp(c->group_sizes, b->cfg.group_sizes, sizeof(c->group_sizes)) != 0;
+	b->cfg = *c;
+	if (!regroup)
+		return 0;
+	build_groups(b);
+	/* A group's load is its servers' load: recount it, and let each
+	 * lease remember its server's new group for its release. */
+	for (unsigned g = 0; g < b->cfg.nbuckets; g++) {
+		b->bucket_load[g] = 0;
+		for (unsigned s = b->first[g]; s < b->first[g + 1]; s++)
+			b->bucket_load[g] += b->load[s];
+	}
+	for (struct dbk_lease *e = dbk_lease_oldest(&b->leases); e; e = dbk_lease_newer(e))
+		e->val.group = b->group_of[e->val.server];
+	return 0;
 }
 
 void dbk_bal_free(struct dbk_balancer *b)

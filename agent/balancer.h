@@ -27,12 +27,18 @@ struct dbk_bal_config {
 	double affinity_strength;   /* 0.1 */
 	double redirect_threshold;  /* 0.12 */
 	size_t max_leases;          /* 0: unbounded */
+	/* Servers per group, in list order; all 0 = the reference's split
+	 * (the first n % G groups get one more). */
+	unsigned group_sizes[DBK_BAL_MAX_BUCKETS];
 };
 
 /* Fills c with the reference's setup: 2 buckets [0,T) [T,M) when dynamic,
  * one bucket otherwise, and the reference's constants. */
 void dbk_bal_config_default(struct dbk_bal_config *c, unsigned nservers,
                             bool dynamic, double threshold, double max_tokens);
+
+/* Servers in group g under c: group_sizes[g], or the reference's split. */
+unsigned dbk_bal_group_size(const struct dbk_bal_config *c, unsigned g);
 
 /* Returns 0 if c is usable, else -1 with a one-line reason in err. */
 int dbk_bal_config_check(const struct dbk_bal_config *c, char *err, size_t errlen);
@@ -100,6 +106,14 @@ struct dbk_balancer;
  * runs out. */
 struct dbk_balancer *dbk_bal_new(const struct dbk_bal_config *c);
 void dbk_bal_free(struct dbk_balancer *b);
+
+/* Applies a new configuration live: bounds, sensitivity, affinity,
+ * redirect threshold, group sizes, max_leases. The server count, the mode
+ * and the number of buckets cannot change (-1 with a reason). Every lease
+ * survives; a server that changes group takes its load with it, so each
+ * group's load stays the sum of its servers'. */
+int dbk_bal_reconfigure(struct dbk_balancer *b, const struct dbk_bal_config *c,
+                        char *err, size_t errlen);
 
 /* Decides without taking a lease (what dispatch would do now). */
 enum dbk_bal_result dbk_bal_decide(const struct dbk_balancer *b,

@@ -24,6 +24,7 @@ enum {
 	OPT_POLL,
 	OPT_USER,
 	OPT_GROUP,
+	OPT_CONFIG,
 };
 
 static const struct option long_opts[] = {
@@ -41,6 +42,7 @@ static const struct option long_opts[] = {
 	{ "haproxy-socket",         required_argument, NULL, OPT_HAPROXY_SOCKET },
 	{ "backend",                required_argument, NULL, OPT_BACKEND },
 	{ "poll-interval",          required_argument, NULL, OPT_POLL },
+	{ "config",                 required_argument, NULL, OPT_CONFIG },
 	{ "user",                   required_argument, NULL, OPT_USER },
 	{ "group",                  required_argument, NULL, OPT_GROUP },
 	{ "help",                   no_argument,       NULL, 'h' },
@@ -65,6 +67,9 @@ void dbk_config_usage(FILE *out, const char *prog)
 "                                (needs at least 2 servers)\n"
 "  --server-group-threshold N    tokens where the long bucket starts (%d)\n"
 "  --max-request-tokens N        upper bound of the long bucket (%d)\n"
+"  --config FILE                 live settings (key = value lines: see\n"
+"                                dbucket-spoa(8)); reread on SIGHUP, and\n"
+"                                also set through the admin endpoint's /config\n"
 "\n"
 "Agent:\n"
 "  --listen ADDR                 where HAProxy connects; repeatable.\n"
@@ -219,6 +224,9 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 			break;
 		case OPT_USER:
 			c->user = optarg;
+			break;
+		case OPT_CONFIG:
+			c->config_file = optarg;
 			break;
 		case OPT_GROUP:
 			c->group = optarg;

@@ -49,6 +49,7 @@ struct dbk_config {
 	const char *haproxy_socket;   /* runtime API; NULL: none */
 	const char *backend;          /* the vLLM backend's name in haproxy.cfg */
 	long poll_ms;                 /* runtime API poll interval */
+	const char *config_file;      /* tunables, reread on SIGHUP; NULL: none */
 	const char *user;             /* drop to this user after binding */
 	const char *group;            /* ... and group */
 	uint32_t max_frame_size;

@@ -15,6 +15,18 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 	ev_break(loop, EVBREAK_ALL);
 }
 
+static void on_sighup(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct dbk_agent *a = w->data;
+	char err[320];
+
+	(void)loop;
+	(void)revents;
+	if (dbk_agent_reload(a, err, sizeof(err)) < 0)
+		dbk_log(DBK_LOG_ERROR, "config-rejected", "reason=\"%s\" effect=\"settings unchanged\"",
+		        err);
+}
+
 static void log_summary(const struct dbk_agent *a)
 {
 	const struct dbk_bal_stats *b = dbk_bal_stats(a->bal);
@@ -32,7 +44,7 @@ static void log_summary(const struct dbk_agent *a)
 int main(int argc, char **argv)
 {
 	static struct dbk_agent a; /* large (server name table): keep it off the stack */
-	ev_signal sigterm, sigint;
+	ev_signal sigterm, sigint, sighup;
 	char err[320];
 	int rc = 1;
 
@@ -62,6 +74,9 @@ int main(int argc, char **argv)
 	ev_signal_start(loop, &sigterm);
 	ev_signal_init(&sigint, on_signal, SIGINT);
 	ev_signal_start(loop, &sigint);
+	ev_signal_init(&sighup, on_sighup, SIGHUP);
+	sighup.data = &a;
+	ev_signal_start(loop, &sighup);
 
 	dbk_log(DBK_LOG_INFO, "started",
 	        "version=%s servers=%u mode=%s threshold=%ld max_request_tokens=%ld lease_ttl_s=%ld",

@@ -172,6 +172,23 @@ void dbk_report_metrics(const struct dbk_agent *a, struct dbk_strbuf *o)
 	histogram(o, "dbucket_completion_lag_seconds",
 	          "From a stream's end (HAProxy's log time) to the release of its load.",
 	          &a->completion_lag_ms, 0.001);
+	counter(o, "dbucket_config_changes_total",
+	        "Settings applied live (SIGHUP or POST /config).", a->config_changes);
+	if (c->nbuckets == 2)
+		gauge(o, "dbucket_config_threshold_tokens",
+		      "Where the long bucket starts (server-group-threshold).", c->bounds[1]);
+	gauge(o, "dbucket_config_max_request_tokens", "Upper bound of the last bucket.",
+	      c->bounds[c->nbuckets]);
+	gauge(o, "dbucket_config_sensitivity", "Exponent on the load ratio.", c->sensitivity);
+	gauge(o, "dbucket_config_affinity_strength", "Decay of length affinity.",
+	      c->affinity_strength);
+	gauge(o, "dbucket_config_redirect_threshold", "Redirect probability to move a request.",
+	      c->redirect_threshold);
+	dbk_sb_printf(o, "# HELP dbucket_config_group_servers Servers per group.\n"
+	                 "# TYPE dbucket_config_group_servers gauge\n");
+	for (unsigned g = 0; g < c->nbuckets; g++)
+		dbk_sb_printf(o, "dbucket_config_group_servers{group=\"%u\"} %u\n", g,
+		              dbk_bal_group_size(c, g));
 	if (a->sync) {
 		const struct dbk_sync_stats *y = dbk_sync_stats(a->sync);
 		gauge(o, "dbucket_runtime_api_up", "The last runtime API poll succeeded.", y->up);
