@@ -8,7 +8,8 @@
 #   contrib/demo.sh [--keep]     --keep: leave it running until Ctrl-C
 #
 # Ports (all on 127.0.0.1) come from DBK_DEMO_PORT (default 8000): the
-# proxy on it, stubs on +100..+103, the agent on +4345..+4347.
+# proxy on it, stubs on +100..+103, the agent on +4345..+4347, HAProxy's
+# own metrics on +4348.
 set -eu
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -45,7 +46,7 @@ wait_port() {
 	return 1
 }
 for p in $base $((base + 100)) $((base + 101)) $((base + 102)) $((base + 103)) \
-	$((base + 4345)) $((base + 4346)) $((base + 4347)); do
+	$((base + 4345)) $((base + 4346)) $((base + 4347)) $((base + 4348)); do
 	if in_use "$p"; then
 		echo "demo: port $p is taken; set DBK_DEMO_PORT to another base" >&2
 		exit 1
@@ -77,6 +78,7 @@ export DBK_DEBUG_HEADERS=1
 for i in 0 1 2 3; do export "DBK_VLLM$i=127.0.0.1:$((base + 100 + i))"; done
 
 export DBK_STATS_SOCKET=$run/haproxy.sock
+export DBK_STATS_BIND=127.0.0.1:$((base + 4348))
 
 say "Starting HAProxy with haproxy/haproxy.cfg"
 haproxy -f haproxy/haproxy.cfg 2>"$run/haproxy.log" &

@@ -45,7 +45,7 @@ wait_port() {
 dbk_env() {
 	# One block of distinct ports: proxy, agent, completions, admin, stubs.
 	local base
-	base=$(free_ports 8)
+	base=$(free_ports 9)
 	DBK_PORT=$base
 	AGENT_PORT=$((base + 1))
 	COMPLETIONS_PORT=$((base + 2))
@@ -54,6 +54,7 @@ dbk_env() {
 	export DBK_AGENT=127.0.0.1:$AGENT_PORT
 	export DBK_COMPLETIONS=127.0.0.1:$COMPLETIONS_PORT
 	export DBK_STATS_SOCKET=$BATS_TEST_TMPDIR/haproxy.sock
+	export DBK_STATS_BIND=127.0.0.1:$((base + 8))
 	export DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
 	# The shipped 50 ms decision budget is for a dedicated machine; here
 	# sanitizers and other jobs share two cores, and a late answer would

@@ -1,0 +1,64 @@
+#!/usr/bin/env bats
+# /metrics is valid Prometheus text and its counters move as requests flow.
+
+load helpers
+
+setup() {
+	dbk_env
+}
+
+teardown() {
+	dbk_teardown
+}
+
+metric() { # metric NAME-WITH-LABELS: its value
+	agent_get /metrics | awk -v m="$1" '$1 == m { print $2 }'
+}
+
+@test "the format checker catches what it should" {
+	run awk -f "$REPO/tests/e2e/promcheck.awk" <<<$'# HELP x_total x\n# TYPE x_total counter\nx_total 1'
+	assert_success
+	run awk -f "$REPO/tests/e2e/promcheck.awk" <<<$'# TYPE x counter\nx 1'
+	assert_failure
+	run awk -f "$REPO/tests/e2e/promcheck.awk" <<<$'# HELP y y\n# TYPE y gauge\ny{a="b" 1'
+	assert_failure
+	run awk -f "$REPO/tests/e2e/promcheck.awk" <<<$'# HELP h h\n# TYPE h histogram\nh_bucket{le="1"} 5\nh_bucket{le="+Inf"} 3\nh_sum 1\nh_count 3'
+	assert_failure
+}
+
+@test "/metrics parses as Prometheus text and its counters move as requests flow" {
+	start_agent --enable-dynamic-bucket
+	start_haproxy
+	agent_get /metrics >"$BATS_TEST_TMPDIR/m0"
+	run awk -f "$REPO/tests/e2e/promcheck.awk" "$BATS_TEST_TMPDIR/m0"
+	assert_success
+	assert_equal "$(metric 'dbucket_decisions_total{bucket="0",group="0"}')" 0
+
+	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
+	body_of_size 140000 >"$BATS_TEST_TMPDIR/l.json"
+	local i
+	for ((i = 0; i < 3; i++)); do
+		post "$BATS_TEST_TMPDIR/s.json" >/dev/null
+		post "$BATS_TEST_TMPDIR/l.json" >/dev/null
+	done
+	wait_state released 6
+	agent_get /metrics >"$BATS_TEST_TMPDIR/m1"
+	run awk -f "$REPO/tests/e2e/promcheck.awk" "$BATS_TEST_TMPDIR/m1"
+	assert_success
+	assert_equal "$(metric 'dbucket_decisions_total{bucket="0",group="0"}')" 3
+	assert_equal "$(metric 'dbucket_decisions_total{bucket="1",group="1"}')" 3
+	assert_equal "$(metric 'dbucket_server_decisions_total{server="vllm0"}')" 3
+	assert_equal "$(metric 'dbucket_releases_total{cause="completion"}')" 6
+	assert_equal "$(metric dbucket_spop_notifies_total)" 6
+	assert_equal "$(metric dbucket_decision_seconds_count)" 6
+	assert_equal "$(metric dbucket_completion_lag_seconds_count)" 6
+	assert_equal "$(metric dbucket_inflight_leases)" 0
+}
+
+@test "HAProxy's own exporter answers beside the agent's" {
+	start_agent --enable-dynamic-bucket
+	start_haproxy
+	run curl -s "http://$DBK_STATS_BIND/metrics"
+	assert_success
+	assert_output --partial 'haproxy_backend_active_servers{proxy="vllm"} 4'
+}
