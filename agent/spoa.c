@@ -89,6 +89,16 @@ static void conn_close(struct conn *c)
 	free(c);
 }
 
+/* Flushes what we owe, then closes; a peer that will not read it is not
+ * waited for beyond CLOSE_TIMEOUT. */
+static void conn_closing(struct conn *c)
+{
+	c->state = ST_CLOSING;
+	ev_timer_stop(c->s->loop, &c->timer);
+	ev_timer_set(&c->timer, CLOSE_TIMEOUT, 0);
+	ev_timer_start(c->s->loop, &c->timer);
+}
+
 /* Queues AGENT-DISCONNECT with status and moves to CLOSING. */
 static void conn_fail(struct conn *c, enum dbk_spop_status st, const char *msg)
 {
@@ -101,11 +111,8 @@ static void conn_fail(struct conn *c, enum dbk_spop_status st, const char *msg)
 		c->s->stats.frames_out++;
 	if (st != DBK_SPOP_OK)
 		dbk_log(DBK_LOG_WARN, "spop-disconnect", "conn=%u status=%d reason=\"%s\"",
-		        c->id, (int)st, dbk_spop_status_str(st));
-	c->state = ST_CLOSING;
-	ev_timer_stop(c->s->loop, &c->timer);
-	ev_timer_set(&c->timer, CLOSE_TIMEOUT, 0);
-	ev_timer_start(c->s->loop, &c->timer);
+		        c->id, (int)st, msg ? msg : dbk_spop_status_str(st));
+	conn_closing(c);
 }
 
 static void on_hello(struct conn *c, const struct dbk_spop_frame *f)
@@ -135,10 +142,7 @@ static void on_hello(struct conn *c, const struct dbk_spop_frame *f)
 	if (h.healthcheck) {
 		/* A health check only wants our HELLO; then we hang up. */
 		c->s->stats.healthchecks++;
-		c->state = ST_CLOSING;
-		ev_timer_stop(c->s->loop, &c->timer);
-		ev_timer_set(&c->timer, CLOSE_TIMEOUT, 0);
-		ev_timer_start(c->s->loop, &c->timer);
+		conn_closing(c);
 		return;
 	}
 	c->s->stats.hellos++;
