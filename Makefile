@@ -35,9 +35,10 @@ TESTS = $(BUILD)/test_spop $(BUILD)/test_balancer $(BUILD)/test_estimate \
         $(BUILD)/test_completion $(BUILD)/test_runtime $(BUILD)/test_tune
 
 include contrib/stub/stub.mk
+include contrib/bench/bench.mk
 
 .PHONY: all deps test unit e2e sanitize demo clean
-all: $(BINS) $(TESTS) $(STUB_BINS) $(STUB_TESTS)
+all: $(BINS) $(TESTS) $(STUB_BINS) $(STUB_TESTS) $(BENCH_BINS) $(BENCH_TESTS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -1,0 +1,312 @@
+#include "client.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "resp.h"
+#include "sse.h"
+#include "stream.h"
+
+/* Reads per callback: one busy stream cannot starve the others. */
+#define MAX_READS_PER_CB 8
+/* Kept from a non-200 body for the error message. */
+#define ERROR_BODY_BYTES 512
+
+struct dbk_call {
+	struct dbk_client *cl;
+	struct dbk_call *prev, *next;
+	int fd;
+	ev_io rw, ww;
+	ev_timer deadline;
+	bool connecting;
+	struct dbk_buf out;
+	size_t out_off;
+	struct dbk_resp resp;
+	struct dbk_sse sse;
+	struct dbk_stream st;
+	double t_read;            /* when the bytes being decoded were read */
+	char error[160];          /* first failure, "" if none */
+	bool timed_out;
+	char ebody[ERROR_BODY_BYTES];
+	size_t ebody_len;
+	dbk_call_done_fn fn;
+	void *ctx;
+};
+
+double dbk_client_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void dbk_client_init(struct dbk_client *c, struct ev_loop *loop,
+                     const struct sockaddr *addr, socklen_t addrlen,
+                     double timeout_s)
+{
+	memset(c, 0, offsetof(struct dbk_client, rbuf));
+	c->loop = loop;
+	memcpy(&c->addr, addr, addrlen);
+	c->addrlen = addrlen;
+	c->timeout_s = timeout_s;
+}
+
+static void set_error(struct dbk_call *k, const char *what, int err)
+{
+	if (k->error[0])
+		return;
+	if (err)
+		snprintf(k->error, sizeof(k->error), "%s: %s", what,
+		         strerror(err));
+	else
+		snprintf(k->error, sizeof(k->error), "%s", what);
+}
+
+static void finish(struct dbk_call *k)
+{
+	struct dbk_client *c = k->cl;
+	struct dbk_call_result r;
+	char why[160];
+
+	memset(&r, 0, sizeof(r));
+	r.t0 = k->st.t0;
+	r.status = k->resp.status;
+	r.served_by = k->resp.served_by;
+	r.timed_out = k->timed_out;
+	if (k->error[0]) {
+		r.error = k->error;
+	} else if (k->resp.status != 200) {
+		dbk_error_summary(k->resp.status, k->ebody, k->ebody_len, why,
+		                  sizeof(why));
+		snprintf(k->error, sizeof(k->error), "%s", why);
+		r.error = k->error;
+	} else if (!dbk_stream_result(&k->st, &r.ttft, &r.e2e, &r.tokens,
+	                              k->error, sizeof(k->error))) {
+		r.error = k->error;
+	} else {
+		r.ok = true;
+		r.itl = dbk_stream_take_itl(&k->st, &r.n_itl);
+	}
+
+	ev_io_stop(c->loop, &k->rw);
+	ev_io_stop(c->loop, &k->ww);
+	ev_timer_stop(c->loop, &k->deadline);
+	close(k->fd);
+	if (k->prev)
+		k->prev->next = k->next;
+	else
+		c->calls = k->next;
+	if (k->next)
+		k->next->prev = k->prev;
+	c->n_calls--;
+	dbk_buf_free(&k->out);
+	dbk_sse_free(&k->sse);
+	dbk_stream_free(&k->st);
+	/* The callback may start calls: everything of this one is gone
+	 * but the result, which lives in k until free. */
+	k->fn(k->ctx, &r);
+	free(k);
+}
+
+static int on_event(void *ctx, const char *data, size_t n)
+{
+	struct dbk_call *k = ctx;
+
+	/* Positive: the SSE codes are negative, the stream keeps the reason. */
+	return dbk_stream_event(&k->st, data, n, k->t_read) != 0 ? 1 : 0;
+}
+
+static int on_body(void *ctx, const char *p, size_t n)
+{
+	struct dbk_call *k = ctx;
+	int rc;
+
+	if (k->resp.status != 200) {
+		size_t room = sizeof(k->ebody) - k->ebody_len;
+
+		if (n > room)
+			n = room;
+		memcpy(k->ebody + k->ebody_len, p, n);
+		k->ebody_len += n;
+		return 0;
+	}
+	rc = dbk_sse_feed(&k->sse, p, n, on_event, k);
+	if (rc == DBK_SSE_TOO_BIG)
+		set_error(k, "stream event too large", 0);
+	else if (rc == DBK_SSE_NOMEM)
+		set_error(k, "out of memory", 0);
+	/* Otherwise the stream has recorded its own reason. */
+	return rc;
+}
+
+static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct dbk_call *k = w->data;
+	struct dbk_client *c = k->cl;
+	int i;
+
+	(void)loop;
+	(void)revents;
+	for (i = 0; i < MAX_READS_PER_CB; i++) {
+		ssize_t n = read(k->fd, c->rbuf, sizeof(c->rbuf));
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			set_error(k, "read", errno);
+			finish(k);
+			return;
+		}
+		if (n == 0) {
+			if (dbk_resp_eof(&k->resp) == DBK_RESP_ERROR)
+				set_error(k, k->resp.err, 0);
+			finish(k);
+			return;
+		}
+		/* One timestamp per read: events that arrive together are
+		 * seen together, as by any client. */
+		k->t_read = dbk_client_now();
+		dbk_resp_feed(&k->resp, c->rbuf, (size_t)n, on_body, k);
+		if (k->resp.state == DBK_RESP_ERROR) {
+			if (!k->error[0] && !k->st.error[0])
+				set_error(k, k->resp.err, 0);
+			else if (!k->error[0])
+				set_error(k, k->st.error, 0);
+			finish(k);
+			return;
+		}
+		if (k->resp.state == DBK_RESP_DONE) {
+			finish(k);
+			return;
+		}
+	}
+}
+
+static void write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct dbk_call *k = w->data;
+
+	(void)revents;
+	if (k->connecting) {
+		int err = 0;
+		socklen_t len = sizeof(err);
+
+		if (getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+			err = errno;
+		if (err) {
+			set_error(k, "connect", err);
+			finish(k);
+			return;
+		}
+		k->connecting = false;
+		/* Read from now on: a server may answer (413, 400) before
+		 * it has read the whole body. */
+		ev_io_start(loop, &k->rw);
+	}
+	while (k->out_off < k->out.len) {
+		/* MSG_NOSIGNAL: a peer that closed early is an error to
+		 * report, not a SIGPIPE, and no process-wide handler is
+		 * needed. */
+		ssize_t n = send(k->fd, k->out.p + k->out_off,
+		                 k->out.len - k->out_off, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return;
+			if (errno == EPIPE || errno == ECONNRESET) {
+				/* The answer, if any, is still to be read. */
+				break;
+			}
+			set_error(k, "write", errno);
+			finish(k);
+			return;
+		}
+		k->out_off += (size_t)n;
+	}
+	ev_io_stop(loop, &k->ww);
+	dbk_buf_free(&k->out);
+	k->out_off = 0;
+}
+
+static void deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct dbk_call *k = w->data;
+
+	(void)loop;
+	(void)revents;
+	/* The caller words it: it knows the timeout in its own units. */
+	k->timed_out = true;
+	set_error(k, "timeout", 0);
+	finish(k);
+}
+
+int dbk_client_start(struct dbk_client *c, struct dbk_buf *req,
+                     size_t max_msgs, dbk_call_done_fn fn, void *ctx)
+{
+	struct dbk_call *k;
+	int fd, one = 1, err;
+	double t0;
+
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	/* TTFT and E2E count from here, before connect, as vLLM's client
+	 * counts from before it asks its pool for a connection. */
+	t0 = dbk_client_now();
+	fd = socket(c->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+	            SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		err = errno;
+		free(k);
+		return -err;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (const struct sockaddr *)&c->addr, c->addrlen) != 0 &&
+	    errno != EINPROGRESS) {
+		err = errno;
+		close(fd);
+		free(k);
+		return -err;
+	}
+	k->cl = c;
+	k->fd = fd;
+	k->connecting = true;
+	k->out = *req;
+	memset(req, 0, sizeof(*req));
+	k->fn = fn;
+	k->ctx = ctx;
+	dbk_resp_init(&k->resp);
+	dbk_sse_init(&k->sse, DBK_SSE_MAX_EVENT);
+	dbk_stream_init(&k->st, t0, max_msgs);
+	ev_io_init(&k->rw, read_cb, fd, EV_READ);
+	ev_io_init(&k->ww, write_cb, fd, EV_WRITE);
+	ev_timer_init(&k->deadline, deadline_cb, c->timeout_s, 0);
+	k->rw.data = k->ww.data = k->deadline.data = k;
+	ev_io_start(c->loop, &k->ww);
+	ev_timer_start(c->loop, &k->deadline);
+	k->next = c->calls;
+	if (c->calls)
+		c->calls->prev = k;
+	c->calls = k;
+	c->n_calls++;
+	return 0;
+}
+
+void dbk_client_abort_all(struct dbk_client *c, const char *why)
+{
+	while (c->calls) {
+		set_error(c->calls, why, 0);
+		finish(c->calls);
+	}
+}

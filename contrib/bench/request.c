@@ -1,0 +1,213 @@
+#include "request.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BENCH_USER_AGENT "dbucket-bench"
+
+static int fail(char *err, size_t errn, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errn, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errn, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
+                  char *err, size_t errn)
+{
+	const char *p, *host, *host_end, *port = NULL, *path;
+	const char *suffix = ep == DBK_EP_CHAT ? "/v1/chat/completions"
+	                                       : "/v1/completions";
+	size_t hl, pl = 0, bl, i;
+	unsigned long pv = 80;
+
+	memset(u, 0, sizeof(*u));
+	if (strncmp(url, "http://", 7) != 0)
+		return fail(err, errn, "--url must start with http:// "
+		            "(no TLS: the benchmark talks to loopback)");
+	p = host = url + 7;
+	if (*p == '[') {
+		host = ++p;
+		host_end = strchr(p, ']');
+		if (!host_end)
+			return fail(err, errn, "--url: no ']' after the IPv6 "
+			            "address");
+		p = host_end + 1;
+	} else {
+		while (*p && *p != ':' && *p != '/')
+			p++;
+		host_end = p;
+	}
+	hl = (size_t)(host_end - host);
+	if (hl == 0 || hl >= sizeof(u->host))
+		return fail(err, errn, "--url: bad host");
+	for (i = 0; i < hl; i++)
+		if (!isalnum((unsigned char)host[i]) && !strchr(".-_:%", host[i]))
+			return fail(err, errn, "--url: bad character in host");
+	if (*p == ':') {
+		port = ++p;
+		pv = 0;
+		while (isdigit((unsigned char)*p)) {
+			pv = pv * 10 + (unsigned long)(*p - '0');
+			if (pv > 65535)
+				break;
+			p++;
+		}
+		pl = (size_t)(p - port);
+		if (pl == 0 || pv == 0 || pv > 65535)
+			return fail(err, errn, "--url: port must be 1..65535");
+	}
+	if (*p && *p != '/')
+		return fail(err, errn, "--url: unexpected '%c' after the "
+		            "host", *p);
+	path = p;
+	for (i = 0; path[i]; i++)
+		if ((unsigned char)path[i] <= 0x20 ||
+		    (unsigned char)path[i] >= 0x7f || path[i] == '?' ||
+		    path[i] == '#')
+			return fail(err, errn, "--url: the path may not hold "
+			            "spaces, '?' or '#'");
+	bl = strlen(path);
+	while (bl && path[bl - 1] == '/')
+		bl--;
+	/* Accept both the server root and the OpenAI base ".../v1". */
+	if (bl >= 3 && memcmp(path + bl - 3, "/v1", 3) == 0)
+		bl -= 3;
+	if (bl + strlen(suffix) >= sizeof(u->path))
+		return fail(err, errn, "--url: path too long");
+	memcpy(u->host, host, hl);
+	snprintf(u->port, sizeof(u->port), "%lu", pv);
+	snprintf(u->path, sizeof(u->path), "%.*s%s", (int)bl, path, suffix);
+	snprintf(u->authority, sizeof(u->authority), "%.*s",
+	         (int)(p - (url + 7)), url + 7);
+	return 0;
+}
+
+bool dbk_addr_is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
+
+		return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
+		const unsigned char *b = a->sin6_addr.s6_addr;
+		static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0,
+		                                         0, 0, 0, 0, 0xff, 0xff};
+
+		if (IN6_IS_ADDR_LOOPBACK(&a->sin6_addr))
+			return true;
+		return memcmp(b, mapped, 12) == 0 && b[12] == 127;
+	}
+	return false;
+}
+
+char *dbk_json_quote(const char *s)
+{
+	size_t n = strlen(s), i, j = 0;
+	char *p;
+
+	if (n > (SIZE_MAX - 3) / 6)
+		return NULL;
+	p = malloc(n * 6 + 3);
+	if (!p)
+		return NULL;
+	p[j++] = '"';
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\') {
+			p[j++] = '\\';
+			p[j++] = (char)c;
+		} else if (c < 0x20) {
+			j += (size_t)snprintf(p + j, 7, "\\u%04x", c);
+		} else {
+			p[j++] = (char)c;
+		}
+	}
+	p[j++] = '"';
+	p[j] = 0;
+	return p;
+}
+
+#define BLOCK_BYTES (512u * DBK_BYTES_PER_TOKEN)
+
+void dbk_prompt_write(struct dbk_buf *b, const struct dbk_req_spec *s)
+{
+	/* "abc " repeated: 4 bytes, about one token for a real tokenizer. */
+	char fill[BLOCK_BYTES];
+	uint64_t total = (uint64_t)s->input * DBK_BYTES_PER_TOKEN, done = 0;
+	uint32_t k;
+	size_t i;
+
+	if (!dbk_buf_reserve(b, (size_t)total))
+		return;
+	for (i = 0; i < sizeof(fill); i++)
+		fill[i] = "abc "[i % 4];
+	for (k = 0; done < total; k++) {
+		char key[48];
+		size_t kl, n;
+
+		if (s->hash && k < s->n_hash)
+			kl = (size_t)snprintf(key, sizeof(key), "h%llu ",
+			                      (unsigned long long)s->hash[k]);
+		else
+			kl = (size_t)snprintf(key, sizeof(key), "r%llu.%u ",
+			                      (unsigned long long)s->index, k);
+		n = total - done < BLOCK_BYTES ? (size_t)(total - done)
+		                               : BLOCK_BYTES;
+		if (kl > n)
+			kl = n;
+		dbk_buf_add(b, key, kl);
+		dbk_buf_add(b, fill + kl, n - kl);
+		done += n;
+	}
+}
+
+void dbk_request_build(struct dbk_buf *out, struct dbk_buf *body,
+                       const struct dbk_url *u,
+                       const struct dbk_req_spec *s)
+{
+	dbk_buf_reset(body);
+	/* Small fields first: a proxy that samples the head of the body
+	 * (dbucket's SPOE agent gets 15 KB) sees them. */
+	dbk_buf_adds(body, "{\"model\":");
+	dbk_buf_adds(body, s->model_json);
+	dbk_buf_printf(body, ",\"max_tokens\":%u,\"ignore_eos\":true,"
+	               "\"stream\":true,\"stream_options\":"
+	               "{\"include_usage\":true},", s->output);
+	if (s->ep == DBK_EP_CHAT)
+		dbk_buf_adds(body, "\"messages\":[{\"role\":\"user\","
+		             "\"content\":\"");
+	else
+		dbk_buf_adds(body, "\"prompt\":\"");
+	dbk_prompt_write(body, s);
+	dbk_buf_adds(body, s->ep == DBK_EP_CHAT ? "\"}]}" : "\"}");
+
+	dbk_buf_reset(out);
+	dbk_buf_printf(out,
+	               "POST %s HTTP/1.1\r\n"
+	               "Host: %s\r\n"
+	               "User-Agent: " BENCH_USER_AGENT "\r\n"
+	               "Content-Type: application/json\r\n"
+	               "Accept: text/event-stream\r\n"
+	               "Connection: close\r\n"
+	               "Content-Length: %zu\r\n\r\n",
+	               u->path, u->authority, body->len);
+	dbk_buf_add(out, body->p, body->len);
+	if (body->oom)
+		out->oom = true;
+}

@@ -1,0 +1,61 @@
+/* What the benchmark sends and where: the target URL, the loopback rule,
+ * and the HTTP request of one trace row (prompt text of exactly 4 bytes
+ * per token, max_tokens, ignore_eos, streaming with usage). Pure. */
+#ifndef DBK_BENCH_REQUEST_H
+#define DBK_BENCH_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "../stub/buf.h"
+
+enum dbk_endpoint { DBK_EP_COMPLETIONS = 0, DBK_EP_CHAT };
+
+struct dbk_url {
+	char host[256];       /* without brackets */
+	char port[6];
+	char authority[300];  /* Host header: host[:port] as given */
+	char path[1024];      /* base path + the endpoint's */
+};
+
+/* "http://HOST[:PORT][/BASE]" with HOST a name, an IPv4 address or
+ * "[IPv6]". The endpoint path (/v1/completions or /v1/chat/completions)
+ * is appended to BASE, without doubling a trailing "/v1". */
+int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
+                  char *err, size_t errn);
+
+/* 127.0.0.0/8, ::1 and IPv4-mapped 127.0.0.0/8. */
+bool dbk_addr_is_loopback(const struct sockaddr *sa);
+
+/* s as a JSON string literal, quotes included (malloc'd; NULL when out
+ * of memory). Control characters become \u escapes. */
+char *dbk_json_quote(const char *s);
+
+/* Bytes per token of the generated prompts: the stub and the balancer
+ * both count length as bytes / 4. */
+#define DBK_BYTES_PER_TOKEN 4u
+
+struct dbk_req_spec {
+	enum dbk_endpoint ep;
+	const char *model_json;   /* the model name as a JSON string */
+	uint32_t input, output;
+	const uint64_t *hash;     /* prefix block ids, may be NULL */
+	uint32_t n_hash;
+	uint64_t index;           /* request number, makes prompts unique */
+};
+
+/* Writes input * 4 bytes of prompt: 2048-byte blocks (512 tokens), each
+ * opening with its key so that blocks with equal Mooncake hash ids are
+ * equal (a server with prefix caching sees the trace's sharing) and
+ * other blocks differ between requests (no accidental sharing). */
+void dbk_prompt_write(struct dbk_buf *b, const struct dbk_req_spec *s);
+
+/* The whole HTTP/1.1 request (head and JSON body) into out; body is
+ * scratch space. One request per connection: "Connection: close". */
+void dbk_request_build(struct dbk_buf *out, struct dbk_buf *body,
+                       const struct dbk_url *u,
+                       const struct dbk_req_spec *s);
+
+#endif

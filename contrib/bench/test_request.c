@@ -1,0 +1,240 @@
+/* Unit tests of the target URL, the loopback rule and the requests sent
+ * (request.c). */
+#include "request.h"
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+
+#include "../../tests/unit/check.h"
+
+static void test_url(void)
+{
+	struct dbk_url u;
+	char err[256];
+
+	CHECK_EQ_U(dbk_url_parse("http://127.0.0.1:8000", DBK_EP_COMPLETIONS,
+	                         &u, err, sizeof(err)), 0);
+	CHECK(strcmp(u.host, "127.0.0.1") == 0);
+	CHECK(strcmp(u.port, "8000") == 0);
+	CHECK(strcmp(u.authority, "127.0.0.1:8000") == 0);
+	CHECK(strcmp(u.path, "/v1/completions") == 0);
+
+	CHECK_EQ_U(dbk_url_parse("http://[::1]:9/v1/", DBK_EP_CHAT, &u, err,
+	                         sizeof(err)), 0);
+	CHECK(strcmp(u.host, "::1") == 0);
+	CHECK(strcmp(u.port, "9") == 0);
+	CHECK(strcmp(u.authority, "[::1]:9") == 0);
+	CHECK(strcmp(u.path, "/v1/chat/completions") == 0);
+
+	CHECK_EQ_U(dbk_url_parse("http://localhost/proxy/", DBK_EP_COMPLETIONS,
+	                         &u, err, sizeof(err)), 0);
+	CHECK(strcmp(u.port, "80") == 0);
+	CHECK(strcmp(u.authority, "localhost") == 0);
+	CHECK(strcmp(u.path, "/proxy/v1/completions") == 0);
+
+	CHECK(dbk_url_parse("https://127.0.0.1", 0, &u, err, sizeof(err)) &&
+	      strstr(err, "http://"));
+	CHECK(dbk_url_parse("127.0.0.1:8000", 0, &u, err, sizeof(err)));
+	CHECK(dbk_url_parse("http://", 0, &u, err, sizeof(err)));
+	CHECK(dbk_url_parse("http://:80", 0, &u, err, sizeof(err)));
+	CHECK(dbk_url_parse("http://h:0", 0, &u, err, sizeof(err)) &&
+	      strstr(err, "port"));
+	CHECK(dbk_url_parse("http://h:65536", 0, &u, err, sizeof(err)));
+	CHECK(dbk_url_parse("http://h:", 0, &u, err, sizeof(err)));
+	CHECK(dbk_url_parse("http://h:80x", 0, &u, err, sizeof(err)));
+	CHECK(dbk_url_parse("http://[::1", 0, &u, err, sizeof(err)));
+	CHECK(dbk_url_parse("http://h/a b", 0, &u, err, sizeof(err)));
+	CHECK(dbk_url_parse("http://h/a?x=1", 0, &u, err, sizeof(err)));
+	CHECK(dbk_url_parse("http://user@h/", 0, &u, err, sizeof(err)));
+}
+
+static bool loopback4(const char *a)
+{
+	struct sockaddr_in s;
+
+	memset(&s, 0, sizeof(s));
+	s.sin_family = AF_INET;
+	inet_pton(AF_INET, a, &s.sin_addr);
+	return dbk_addr_is_loopback((struct sockaddr *)&s);
+}
+
+static bool loopback6(const char *a)
+{
+	struct sockaddr_in6 s;
+
+	memset(&s, 0, sizeof(s));
+	s.sin6_family = AF_INET6;
+	inet_pton(AF_INET6, a, &s.sin6_addr);
+	return dbk_addr_is_loopback((struct sockaddr *)&s);
+}
+
+static void test_loopback(void)
+{
+	CHECK(loopback4("127.0.0.1"));
+	CHECK(loopback4("127.1.2.3"));
+	CHECK(!loopback4("10.0.0.1"));
+	CHECK(!loopback4("0.0.0.0"));
+	CHECK(!loopback4("128.0.0.1"));
+	CHECK(loopback6("::1"));
+	CHECK(loopback6("::ffff:127.0.0.1"));
+	CHECK(!loopback6("::ffff:10.0.0.1"));
+	CHECK(!loopback6("::"));
+	CHECK(!loopback6("2001:db8::1"));
+}
+
+static void prompt(struct dbk_buf *b, uint32_t input, const uint64_t *hash,
+                   uint32_t n_hash, uint64_t index)
+{
+	struct dbk_req_spec s;
+
+	memset(&s, 0, sizeof(s));
+	s.input = input;
+	s.hash = hash;
+	s.n_hash = n_hash;
+	s.index = index;
+	dbk_buf_reset(b);
+	dbk_prompt_write(b, &s);
+}
+
+static void test_prompt(void)
+{
+	static const uint32_t sizes[] = {1, 2, 511, 512, 513, 1024, 6758,
+	                                 90000};
+	static const uint64_t h1[] = {0, 14, 15}, h2[] = {0, 14, 99};
+	struct dbk_buf a = {0}, b = {0};
+	size_t i, k;
+	bool clean = true;
+
+	/* Exactly 4 bytes per token, JSON-safe. */
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		prompt(&a, sizes[i], h1, 3, 12345678901ull);
+		CHECK_EQ_U(a.len, (size_t)sizes[i] * 4);
+		for (k = 0; k < a.len; k++)
+			if (a.p[k] < 0x20 || a.p[k] > 0x7e || a.p[k] == '"' ||
+			    a.p[k] == '\\')
+				clean = false;
+	}
+	CHECK(clean);
+
+	/* Equal hash ids: equal blocks; then they differ. */
+	prompt(&a, 2000, h1, 3, 1);
+	prompt(&b, 2000, h2, 3, 2);
+	CHECK(memcmp(a.p, b.p, 2 * 2048) == 0);
+	CHECK(memcmp(a.p + 2 * 2048, b.p + 2 * 2048, 2048) != 0);
+	/* Blocks past the ids are unique to the request. */
+	CHECK(memcmp(a.p + 3 * 2048, b.p + 3 * 2048, 2000 * 4 - 3 * 2048) !=
+	      0);
+	/* Without ids: nothing shared, even the first block. */
+	prompt(&a, 600, NULL, 0, 1);
+	prompt(&b, 600, NULL, 0, 2);
+	CHECK(memcmp(a.p, b.p, 16) != 0);
+	/* Stable: the same request gives the same bytes. */
+	prompt(&b, 600, NULL, 0, 1);
+	CHECK(a.len == b.len && memcmp(a.p, b.p, a.len) == 0);
+	CHECK(strncmp(a.p, "r1.0 bc abc ", 12) == 0);
+	dbk_buf_free(&a);
+	dbk_buf_free(&b);
+}
+
+static const char *body_of(const struct dbk_buf *req, size_t *clen)
+{
+	const char *p = strstr(req->p, "\r\n\r\n"), *cl;
+
+	cl = strstr(req->p, "Content-Length: ");
+	*clen = cl ? strtoul(cl + 16, NULL, 10) : 0;
+	return p ? p + 4 : NULL;
+}
+
+static void test_request_completions(void)
+{
+	struct dbk_buf req = {0}, scratch = {0};
+	struct dbk_req_spec s;
+	struct dbk_url u;
+	char err[128];
+	const char *body;
+	size_t clen;
+	cJSON *j;
+	const cJSON *so;
+
+	CHECK_EQ_U(dbk_url_parse("http://127.0.0.1:8000/v1",
+	                         DBK_EP_COMPLETIONS, &u, err, sizeof(err)), 0);
+	memset(&s, 0, sizeof(s));
+	s.ep = DBK_EP_COMPLETIONS;
+	s.model_json = "\"stub-model\"";
+	s.input = 6758;
+	s.output = 500;
+	dbk_request_build(&req, &scratch, &u, &s);
+	CHECK(!req.oom);
+	CHECK(strncmp(req.p, "POST /v1/completions HTTP/1.1\r\n"
+	              "Host: 127.0.0.1:8000\r\n", 53) == 0);
+	CHECK(strstr(req.p, "\r\nConnection: close\r\n") != NULL);
+	body = body_of(&req, &clen);
+	CHECK(body && clen == strlen(body));
+	j = body ? cJSON_Parse(body) : NULL;
+	CHECK(j != NULL);
+	CHECK(strcmp(cJSON_GetObjectItem(j, "model")->valuestring,
+	             "stub-model") == 0);
+	CHECK_EQ_U(strlen(cJSON_GetObjectItem(j, "prompt")->valuestring),
+	           6758 * 4);
+	CHECK_NEAR(cJSON_GetObjectItem(j, "max_tokens")->valuedouble, 500, 0);
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(j, "ignore_eos")));
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(j, "stream")));
+	so = cJSON_GetObjectItem(j, "stream_options");
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(so, "include_usage")));
+	CHECK(cJSON_GetObjectItem(j, "messages") == NULL);
+	cJSON_Delete(j);
+	dbk_buf_free(&req);
+	dbk_buf_free(&scratch);
+}
+
+static void test_request_chat(void)
+{
+	struct dbk_buf req = {0}, scratch = {0};
+	struct dbk_req_spec s;
+	struct dbk_url u;
+	char err[128], *model;
+	const char *body;
+	const cJSON *m;
+	size_t clen;
+	cJSON *j;
+
+	CHECK_EQ_U(dbk_url_parse("http://[::1]:1", DBK_EP_CHAT, &u, err,
+	                         sizeof(err)), 0);
+	model = dbk_json_quote("org/m \"q\" \\ \x01");
+	CHECK(model && strcmp(model, "\"org/m \\\"q\\\" \\\\ \\u0001\"") == 0);
+	memset(&s, 0, sizeof(s));
+	s.ep = DBK_EP_CHAT;
+	s.model_json = model;
+	s.input = 1;
+	s.output = 1;
+	dbk_request_build(&req, &scratch, &u, &s);
+	CHECK(strncmp(req.p, "POST /v1/chat/completions HTTP/1.1\r\n"
+	              "Host: [::1]:1\r\n", 51) == 0);
+	body = body_of(&req, &clen);
+	CHECK(body && clen == strlen(body));
+	j = body ? cJSON_Parse(body) : NULL;
+	CHECK(j != NULL);
+	CHECK(strcmp(cJSON_GetObjectItem(j, "model")->valuestring,
+	             "org/m \"q\" \\ \x01") == 0);
+	m = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "messages"), 0);
+	CHECK(strcmp(cJSON_GetObjectItem(m, "role")->valuestring, "user") == 0);
+	CHECK_EQ_U(strlen(cJSON_GetObjectItem(m, "content")->valuestring), 4);
+	CHECK(cJSON_GetObjectItem(j, "prompt") == NULL);
+	CHECK_NEAR(cJSON_GetObjectItem(j, "max_tokens")->valuedouble, 1, 0);
+	cJSON_Delete(j);
+	free(model);
+	dbk_buf_free(&req);
+	dbk_buf_free(&scratch);
+}
+
+int main(void)
+{
+	RUN(test_url);
+	RUN(test_loopback);
+	RUN(test_prompt);
+	RUN(test_request_completions);
+	RUN(test_request_chat);
+	return CHECK_DONE();
+}

@@ -1,0 +1,494 @@
+/* Unit tests of the trace readers, the synthetic generator and the
+ * selection (trace.c). */
+#include "trace.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "../../tests/unit/check.h"
+
+static int parse(enum dbk_trace_format f, const char *s, struct dbk_trace *t,
+                 char *err, size_t errn)
+{
+	memset(t, 0, sizeof(*t));
+	err[0] = 0;
+	return dbk_trace_parse(f, s, strlen(s), t, err, errn);
+}
+
+/* Parses s, expects a failure whose message contains want. */
+static bool fails_with(enum dbk_trace_format f, const char *s,
+                       const char *want)
+{
+	struct dbk_trace t;
+	char err[256];
+	int rc = parse(f, s, &t, err, sizeof(err));
+
+	dbk_trace_free(&t);
+	if (rc == 0 || !strstr(err, want)) {
+		fprintf(stderr, "  input %s\n  error \"%s\", want \"%s\"\n", s,
+		        err, want);
+		return false;
+	}
+	return true;
+}
+
+static void test_mooncake(void)
+{
+	const char *s =
+		"{\"timestamp\": 5000, \"input_length\": 6758, "
+		"\"output_length\": 500, \"hash_ids\": [0, 1, 2]}\n"
+		"\r\n"
+		"{\"timestamp\": 5000, \"input_length\": 100, "
+		"\"output_length\": 7, \"hash_ids\": [0, 9]}\r\n"
+		"  \n"
+		"{\"timestamp\": 8000.5, \"input_length\": 33000, "
+		"\"output_length\": 1}";
+	struct dbk_trace t;
+	char err[256];
+
+	CHECK_EQ_U(parse(DBK_TRACE_MOONCAKE, s, &t, err, sizeof(err)), 0);
+	CHECK_EQ_U(t.n, 3);
+	/* Arrivals in seconds, from the first request. */
+	CHECK_NEAR(t.req[0].t, 0, 1e-12);
+	CHECK_NEAR(t.req[1].t, 0, 1e-12);
+	CHECK_NEAR(t.req[2].t, 3.0005, 1e-12);
+	CHECK_EQ_U(t.req[0].input, 6758);
+	CHECK_EQ_U(t.req[0].output, 500);
+	CHECK_EQ_U(t.req[2].input, 33000);
+	CHECK_EQ_U(t.req[2].output, 1);
+	CHECK_EQ_U(t.req[0].line, 1);
+	CHECK_EQ_U(t.req[1].line, 3);
+	CHECK_EQ_U(t.req[2].line, 5);
+	CHECK_EQ_U(t.req[0].n_hash, 3);
+	CHECK_EQ_U(t.req[1].n_hash, 2);
+	CHECK_EQ_U(t.req[2].n_hash, 0);
+	CHECK_EQ_U(t.hash[t.req[1].hash_off], 0);
+	CHECK_EQ_U(t.hash[t.req[1].hash_off + 1], 9);
+	CHECK_EQ_U(t.hash[t.req[0].hash_off + 2], 2);
+	CHECK_EQ_U(t.n_raised, 0);
+	dbk_trace_free(&t);
+}
+
+static void test_mooncake_malformed(void)
+{
+	const enum dbk_trace_format M = DBK_TRACE_MOONCAKE;
+
+	CHECK(fails_with(M, "{\"timestamp\": 0, \"input_length\": 1,",
+	                 "line 1: not valid JSON"));
+	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":1,"
+	                    "\"output_length\":1}\n\n{\"timestamp\":1}",
+	                 "line 3: \"input_length\""));
+	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":1}",
+	                 "line 1: \"output_length\""));
+	CHECK(fails_with(M, "{\"input_length\":1,\"output_length\":1}",
+	                 "line 1: \"timestamp\""));
+	CHECK(fails_with(M, "{\"timestamp\":-1,\"input_length\":1,"
+	                    "\"output_length\":1}", "\"timestamp\""));
+	CHECK(fails_with(M, "{\"timestamp\":\"0\",\"input_length\":1,"
+	                    "\"output_length\":1}", "\"timestamp\""));
+	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":1.5,"
+	                    "\"output_length\":1}", "\"input_length\""));
+	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":-3,"
+	                    "\"output_length\":1}", "\"input_length\""));
+	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":99999999,"
+	                    "\"output_length\":1}", "\"input_length\""));
+	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":1,"
+	                    "\"output_length\":true}", "\"output_length\""));
+	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":1,"
+	                    "\"output_length\":1} x", "text after"));
+	CHECK(fails_with(M, "[1, 2]", "expected a JSON object"));
+	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":1,"
+	                    "\"output_length\":1,\"hash_ids\":3}",
+	                 "\"hash_ids\" must be an array"));
+	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":1,"
+	                    "\"output_length\":1,\"hash_ids\":[1,\"a\"]}",
+	                 "\"hash_ids\" must hold"));
+	CHECK(fails_with(M, "", "no requests"));
+	CHECK(fails_with(M, "\n \r\n", "no requests"));
+}
+
+static void test_zero_lengths_raised(void)
+{
+	struct dbk_trace t;
+	char err[256];
+
+	CHECK_EQ_U(parse(DBK_TRACE_MOONCAKE,
+	                 "{\"timestamp\":0,\"input_length\":0,"
+	                 "\"output_length\":0}\n"
+	                 "{\"timestamp\":0,\"input_length\":5,"
+	                 "\"output_length\":0}\n"
+	                 "{\"timestamp\":0,\"input_length\":5,"
+	                 "\"output_length\":5}\n",
+	                 &t, err, sizeof(err)), 0);
+	CHECK_EQ_U(t.n, 3);
+	CHECK_EQ_U(t.n_raised, 2);
+	CHECK_EQ_U(t.req[0].input, 1);
+	CHECK_EQ_U(t.req[0].output, 1);
+	CHECK_EQ_U(t.req[1].output, 1);
+	dbk_trace_free(&t);
+}
+
+static void test_unsorted_is_sorted_stably(void)
+{
+	struct dbk_trace t;
+	char err[256];
+
+	CHECK_EQ_U(parse(DBK_TRACE_MOONCAKE,
+	                 "{\"timestamp\":3000,\"input_length\":1,"
+	                 "\"output_length\":1}\n"
+	                 "{\"timestamp\":1000,\"input_length\":2,"
+	                 "\"output_length\":1}\n"
+	                 "{\"timestamp\":3000,\"input_length\":3,"
+	                 "\"output_length\":1}\n"
+	                 "{\"timestamp\":1000,\"input_length\":4,"
+	                 "\"output_length\":1}\n",
+	                 &t, err, sizeof(err)), 0);
+	CHECK_EQ_U(t.n, 4);
+	CHECK_EQ_U(t.req[0].input, 2);
+	CHECK_EQ_U(t.req[1].input, 4);
+	CHECK_EQ_U(t.req[2].input, 1);
+	CHECK_EQ_U(t.req[3].input, 3);
+	CHECK_NEAR(t.req[0].t, 0, 1e-12);
+	CHECK_NEAR(t.req[3].t, 2, 1e-12);
+	dbk_trace_free(&t);
+}
+
+static void test_azure(void)
+{
+	const char *s =
+		"TIMESTAMP,ContextTokens,GeneratedTokens\n"
+		"2023-11-16 18:15:46.6805900,374,44\n"
+		"2023-11-16 18:15:50.9951690,396,109\r\n"
+		"\n"
+		"2023-11-16 23:59:59.9000000,1,7\n"
+		"2023-11-17 00:00:00.1000000,14000,1000";
+	struct dbk_trace t;
+	char err[256];
+
+	CHECK_EQ_U(parse(DBK_TRACE_AZURE, s, &t, err, sizeof(err)), 0);
+	CHECK_EQ_U(t.n, 4);
+	CHECK_NEAR(t.req[0].t, 0, 1e-12);
+	CHECK_NEAR(t.req[1].t, 4.314579, 1e-9);
+	CHECK_EQ_U(t.req[1].input, 396);
+	CHECK_EQ_U(t.req[1].output, 109);
+	CHECK_EQ_U(t.req[1].line, 3);
+	/* Across midnight: 0.2 s apart. */
+	CHECK_NEAR(t.req[3].t - t.req[2].t, 0.2, 1e-9);
+	CHECK_NEAR(t.req[2].t, 5 * 3600 + 44 * 60 + 13.21941, 1e-6);
+	CHECK_EQ_U(t.req[3].n_hash, 0);
+	dbk_trace_free(&t);
+
+	/* Columns found by name, in any order and case; BOM, spaces. */
+	CHECK_EQ_U(parse(DBK_TRACE_AZURE,
+	                 "\xef\xbb\xbfgeneratedtokens, Extra ,TimeStamp,"
+	                 "contexttokens\r\n"
+	                 "5, x ,2024-02-29T10:00:00, 100\r\n"
+	                 "6,y,2024-02-29 10:00:01Z,200\r\n",
+	                 &t, err, sizeof(err)), 0);
+	CHECK_EQ_U(t.n, 2);
+	CHECK_EQ_U(t.req[0].input, 100);
+	CHECK_EQ_U(t.req[0].output, 5);
+	CHECK_NEAR(t.req[1].t, 1, 1e-12);
+	dbk_trace_free(&t);
+}
+
+static void test_azure_malformed(void)
+{
+	const enum dbk_trace_format A = DBK_TRACE_AZURE;
+	const char *h = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
+	char buf[256];
+
+	CHECK(fails_with(A, "TIMESTAMP,ContextTokens\n"
+	                    "2023-11-16 18:15:46,1\n", "line 1: CSV header"));
+	CHECK(fails_with(A, "2023-11-16 18:15:46,1,1\n", "line 1: CSV header"));
+	snprintf(buf, sizeof(buf), "%s2023-11-16 18:15:46,1\n", h);
+	CHECK(fails_with(A, buf, "line 2: expected 3 CSV fields"));
+	snprintf(buf, sizeof(buf), "%s2023-11-16 18:15:46,1,2,3\n", h);
+	CHECK(fails_with(A, buf, "line 2: expected 3 CSV fields"));
+	snprintf(buf, sizeof(buf), "%s\n2023-13-16 18:15:46,1,2\n", h);
+	CHECK(fails_with(A, buf, "line 3: TIMESTAMP"));
+	snprintf(buf, sizeof(buf), "%s2023-11-16 18:15,1,2\n", h);
+	CHECK(fails_with(A, buf, "line 2: TIMESTAMP"));
+	snprintf(buf, sizeof(buf), "%s1700158546.68,1,2\n", h);
+	CHECK(fails_with(A, buf, "line 2: TIMESTAMP"));
+	snprintf(buf, sizeof(buf), "%s2023-02-29 00:00:00,1,2\n", h);
+	CHECK(fails_with(A, buf, "line 2: TIMESTAMP"));
+	snprintf(buf, sizeof(buf), "%s2023-11-16 18:15:46.,1,2\n", h);
+	CHECK(fails_with(A, buf, "line 2: TIMESTAMP"));
+	snprintf(buf, sizeof(buf), "%s2023-11-16 18:15:46,12a,2\n", h);
+	CHECK(fails_with(A, buf, "line 2: ContextTokens"));
+	snprintf(buf, sizeof(buf), "%s2023-11-16 18:15:46,-5,2\n", h);
+	CHECK(fails_with(A, buf, "line 2: ContextTokens"));
+	snprintf(buf, sizeof(buf), "%s2023-11-16 18:15:46,5,\n", h);
+	CHECK(fails_with(A, buf, "line 2: GeneratedTokens"));
+	snprintf(buf, sizeof(buf), "%s2023-11-16 18:15:46,5,99999999\n", h);
+	CHECK(fails_with(A, buf, "line 2: GeneratedTokens"));
+	CHECK(fails_with(A, h, "no requests"));
+}
+
+static void test_wallclock(void)
+{
+	int64_t sec = -1;
+	double frac = -1;
+	const char *s;
+
+	s = "1970-01-01 00:00:00";
+	CHECK(dbk_trace_parse_wallclock(s, strlen(s), &sec, &frac));
+	CHECK_EQ_U(sec, 0);
+	CHECK_NEAR(frac, 0, 0);
+	s = "2000-03-01 00:00:00.5";
+	CHECK(dbk_trace_parse_wallclock(s, strlen(s), &sec, &frac));
+	CHECK_EQ_U(sec, 951868800);
+	CHECK_NEAR(frac, 0.5, 1e-15);
+	s = "2023-11-16 18:15:46.6805900";
+	CHECK(dbk_trace_parse_wallclock(s, strlen(s), &sec, &frac));
+	CHECK_EQ_U(sec, 1700158546);
+	CHECK_NEAR(frac, 0.68059, 1e-12);
+	s = "2000-02-29 12:00:00";
+	CHECK(dbk_trace_parse_wallclock(s, strlen(s), &sec, &frac));
+	s = "1900-02-29 12:00:00";
+	CHECK(!dbk_trace_parse_wallclock(s, strlen(s), &sec, &frac));
+	s = "2023-11-16 24:00:00";
+	CHECK(!dbk_trace_parse_wallclock(s, strlen(s), &sec, &frac));
+	s = "2023-11-16 18:15:46.1234567890";
+	CHECK(!dbk_trace_parse_wallclock(s, strlen(s), &sec, &frac));
+	s = "2023-11-16 18:15:46 ";
+	CHECK(!dbk_trace_parse_wallclock(s, strlen(s), &sec, &frac));
+	/* Length-bounded: the NUL is not needed and not read. */
+	CHECK(!dbk_trace_parse_wallclock("2023-11-16 18:15:4", 18, &sec,
+	                                 &frac));
+}
+
+static void test_detect(void)
+{
+	CHECK_EQ_U(dbk_trace_detect("a/b.JSONL", "", 0), DBK_TRACE_MOONCAKE);
+	CHECK_EQ_U(dbk_trace_detect("x.json", "TIMESTAMP", 9),
+	           DBK_TRACE_MOONCAKE);
+	CHECK_EQ_U(dbk_trace_detect("x.csv", "{", 1), DBK_TRACE_AZURE);
+	CHECK_EQ_U(dbk_trace_detect("trace", " \n{\"timestamp\"", 14),
+	           DBK_TRACE_MOONCAKE);
+	CHECK_EQ_U(dbk_trace_detect("trace", "\xef\xbb\xbfTIMESTAMP,", 13),
+	           DBK_TRACE_AZURE);
+	CHECK_EQ_U(dbk_trace_detect("trace", "timestamp,x", 11),
+	           DBK_TRACE_AZURE);
+	CHECK_EQ_U(dbk_trace_detect("trace", "hello", 5), DBK_TRACE_UNKNOWN);
+	CHECK_EQ_U(dbk_trace_detect(NULL, "", 0), DBK_TRACE_UNKNOWN);
+	CHECK(strcmp(dbk_trace_format_name(DBK_TRACE_AZURE), "azure") == 0);
+}
+
+static void test_synth_parse(void)
+{
+	struct dbk_synth s;
+	char err[256];
+
+	CHECK_EQ_U(dbk_synth_parse("short=0.9:300-2000,long=0.1:33000-90000:"
+	                           "200-400,fixed=2:50:10", &s, err,
+	                           sizeof(err)), 0);
+	CHECK_EQ_U(s.n, 3);
+	CHECK(strcmp(s.c[0].name, "short") == 0);
+	CHECK_NEAR(s.c[0].weight, 0.9, 1e-15);
+	CHECK_EQ_U(s.c[0].in_lo, 300);
+	CHECK_EQ_U(s.c[0].in_hi, 2000);
+	CHECK_EQ_U(s.c[0].out_lo, DBK_SYNTH_DEFAULT_OUTPUT);
+	CHECK_EQ_U(s.c[0].out_hi, DBK_SYNTH_DEFAULT_OUTPUT);
+	CHECK_EQ_U(s.c[1].in_lo, 33000);
+	CHECK_EQ_U(s.c[1].out_lo, 200);
+	CHECK_EQ_U(s.c[1].out_hi, 400);
+	CHECK_EQ_U(s.c[2].in_lo, 50);
+	CHECK_EQ_U(s.c[2].in_hi, 50);
+	CHECK_EQ_U(s.c[2].out_lo, 10);
+
+	CHECK(dbk_synth_parse("", &s, err, sizeof(err)) != 0);
+	CHECK(dbk_synth_parse("short:300", &s, err, sizeof(err)) != 0 &&
+	      strstr(err, "NAME=WEIGHT"));
+	CHECK(dbk_synth_parse("a=1", &s, err, sizeof(err)) != 0 &&
+	      strstr(err, "prompt length range"));
+	CHECK(dbk_synth_parse("a=0:5", &s, err, sizeof(err)) != 0 &&
+	      strstr(err, "weight"));
+	CHECK(dbk_synth_parse("a=x:5", &s, err, sizeof(err)) != 0 &&
+	      strstr(err, "weight"));
+	CHECK(dbk_synth_parse("a=1:2000-300", &s, err, sizeof(err)) != 0 &&
+	      strstr(err, "prompt length"));
+	CHECK(dbk_synth_parse("a=1:0-3", &s, err, sizeof(err)) != 0);
+	CHECK(dbk_synth_parse("a=1:5-", &s, err, sizeof(err)) != 0);
+	CHECK(dbk_synth_parse("a=1:99999999", &s, err, sizeof(err)) != 0);
+	CHECK(dbk_synth_parse("a=1:5:x", &s, err, sizeof(err)) != 0 &&
+	      strstr(err, "output length"));
+	CHECK(dbk_synth_parse("a=1:5,a=2:6", &s, err, sizeof(err)) != 0 &&
+	      strstr(err, "twice"));
+	CHECK(dbk_synth_parse("a b=1:5", &s, err, sizeof(err)) != 0 &&
+	      strstr(err, "name"));
+	CHECK(dbk_synth_parse("a=1:5,", &s, err, sizeof(err)) != 0);
+}
+
+static void test_synth_generate(void)
+{
+	struct dbk_synth s;
+	struct dbk_trace t, t2;
+	char err[256];
+	size_t i, n_long = 0;
+	double sum_gap;
+
+	CHECK_EQ_U(dbk_synth_parse("short=0.9:300-2000:10-20,"
+	                           "long=0.1:33000-90000", &s, err,
+	                           sizeof(err)), 0);
+	memset(&t, 0, sizeof(t));
+	CHECK_EQ_U(dbk_synth_generate(&s, 4.0, 20000, 0, 42, &t, err,
+	                              sizeof(err)), 0);
+	CHECK_EQ_U(t.n, 20000);
+	CHECK_NEAR(t.req[0].t, 0, 0);
+	for (i = 0; i < t.n; i++) {
+		const struct dbk_trace_req *r = &t.req[i];
+
+		if (r->input >= 33000) {
+			n_long++;
+			CHECK(r->input <= 90000);
+			CHECK(r->output == DBK_SYNTH_DEFAULT_OUTPUT);
+		} else {
+			CHECK(r->input >= 300 && r->input <= 2000);
+			CHECK(r->output >= 10 && r->output <= 20);
+		}
+		if (i)
+			CHECK(r->t >= t.req[i - 1].t);
+	}
+	/* Mean gap 1/rate, long share 10%, within sampling noise. */
+	sum_gap = t.req[t.n - 1].t;
+	CHECK_NEAR(sum_gap / (double)(t.n - 1), 0.25, 0.03);
+	CHECK(n_long > 1800 && n_long < 2200);
+
+	/* Same seed, same trace. */
+	memset(&t2, 0, sizeof(t2));
+	CHECK_EQ_U(dbk_synth_generate(&s, 4.0, 20000, 0, 42, &t2, err,
+	                              sizeof(err)), 0);
+	CHECK(t2.n == t.n &&
+	      memcmp(t.req, t2.req, t.n * sizeof(*t.req)) == 0);
+	dbk_trace_free(&t2);
+	dbk_trace_free(&t);
+
+	/* Bounded by time. */
+	memset(&t, 0, sizeof(t));
+	CHECK_EQ_U(dbk_synth_generate(&s, 10.0, 0, 100.0, 1, &t, err,
+	                              sizeof(err)), 0);
+	CHECK(t.n > 850 && t.n < 1150);
+	CHECK(t.req[t.n - 1].t < 100.0);
+	dbk_trace_free(&t);
+
+	/* Infinite rate: all at once. */
+	CHECK_EQ_U(dbk_synth_generate(&s, INFINITY, 5, 0, 1, &t, err,
+	                              sizeof(err)), 0);
+	CHECK_EQ_U(t.n, 5);
+	CHECK_NEAR(t.req[4].t, 0, 0);
+	dbk_trace_free(&t);
+	CHECK(dbk_synth_generate(&s, INFINITY, 0, 10, 1, &t, err,
+	                         sizeof(err)) != 0);
+	CHECK(dbk_synth_generate(&s, 1, 0, 0, 1, &t, err, sizeof(err)) != 0);
+	CHECK(dbk_synth_generate(&s, 0, 5, 0, 1, &t, err, sizeof(err)) != 0);
+	dbk_trace_free(&t);
+}
+
+static void test_clip(void)
+{
+	uint32_t in, out;
+
+	in = 100, out = 50;
+	CHECK(!dbk_trace_clip(&in, &out, 150));
+	CHECK(in == 100 && out == 50);
+	in = 100, out = 50;
+	CHECK(dbk_trace_clip(&in, &out, 120));
+	CHECK(in == 70 && out == 50);
+	in = 87169, out = 300;
+	CHECK(dbk_trace_clip(&in, &out, 32768));
+	CHECK(in == 32468 && out == 300);
+	/* Output longer than the context: output to max - 1, prompt 1. */
+	in = 10, out = 500;
+	CHECK(dbk_trace_clip(&in, &out, 100));
+	CHECK(in == 1 && out == 99);
+	in = 1, out = 1;
+	CHECK(!dbk_trace_clip(&in, &out, 2));
+}
+
+static void make_trace(struct dbk_trace *t)
+{
+	static const uint32_t ins[] = {100, 200, 40000, 300, 90000, 400};
+	size_t i;
+
+	memset(t, 0, sizeof(*t));
+	t->cap = t->n = 6;
+	t->req = calloc(6, sizeof(*t->req));
+	for (i = 0; i < 6; i++) {
+		t->req[i].t = (double)i * 10;
+		t->req[i].input = ins[i];
+		t->req[i].output = 100;
+		t->req[i].line = (uint32_t)i + 1;
+	}
+}
+
+static void test_select(void)
+{
+	struct dbk_select sel;
+	struct dbk_select_stats st;
+	struct dbk_trace t;
+
+	/* Slice [15, 45): rows at 20, 30, 40, re-based on 15. */
+	make_trace(&t);
+	memset(&sel, 0, sizeof(sel));
+	sel.start_s = 15;
+	sel.duration_s = 30;
+	dbk_trace_select(&t, &sel, &st);
+	CHECK_EQ_U(t.n, 3);
+	CHECK_NEAR(t.req[0].t, 5, 1e-12);
+	CHECK_EQ_U(t.req[0].input, 40000);
+	CHECK_EQ_U(t.req[2].input, 90000);
+	CHECK_EQ_U(st.clipped + st.skipped, 0);
+	dbk_trace_free(&t);
+
+	/* Skip what does not fit, then cap the count. */
+	make_trace(&t);
+	memset(&sel, 0, sizeof(sel));
+	sel.max_model_len = 32768;
+	sel.skip_overlong = true;
+	sel.max_requests = 3;
+	dbk_trace_select(&t, &sel, &st);
+	CHECK_EQ_U(t.n, 3);
+	CHECK_EQ_U(st.skipped, 1);
+	CHECK_EQ_U(t.req[2].input, 300);
+	CHECK_NEAR(t.req[2].t, 30, 1e-12);
+	dbk_trace_free(&t);
+
+	/* Clip. */
+	make_trace(&t);
+	memset(&sel, 0, sizeof(sel));
+	sel.max_model_len = 32768;
+	dbk_trace_select(&t, &sel, &st);
+	CHECK_EQ_U(t.n, 6);
+	CHECK_EQ_U(st.clipped, 2);
+	CHECK_EQ_U(t.req[2].input, 32668);
+	CHECK_EQ_U(t.req[4].input, 32668);
+	CHECK_EQ_U(t.req[4].output, 100);
+	dbk_trace_free(&t);
+
+	/* A start beyond the end leaves nothing. */
+	make_trace(&t);
+	memset(&sel, 0, sizeof(sel));
+	sel.start_s = 1000;
+	dbk_trace_select(&t, &sel, &st);
+	CHECK_EQ_U(t.n, 0);
+	dbk_trace_free(&t);
+}
+
+int main(void)
+{
+	RUN(test_mooncake);
+	RUN(test_mooncake_malformed);
+	RUN(test_zero_lengths_raised);
+	RUN(test_unsorted_is_sorted_stably);
+	RUN(test_azure);
+	RUN(test_azure_malformed);
+	RUN(test_wallclock);
+	RUN(test_detect);
+	RUN(test_synth_parse);
+	RUN(test_synth_generate);
+	RUN(test_clip);
+	RUN(test_select);
+	return CHECK_DONE();
+}
