@@ -1,0 +1,83 @@
+/* Routing policies for the simulator: the slot a new policy plugs into,
+ * and the ones that come with it.
+ *
+ *   rr           round robin over all instances (HAProxy "balance roundrobin")
+ *   lc           least connections: fewest requests in flight
+ *                (HAProxy "balance leastconn", the agent's fallback)
+ *   plain        the agent without dynamic buckets: agent/balancer.c, one
+ *                group, score body_bytes + max_tokens
+ *   dynamic      the agent with --enable-dynamic-bucket: agent/balancer.c,
+ *                short and long groups
+ *   clairvoyant  knows every request's output length and every engine's
+ *                queue; picks the earliest predicted first token (predict.h)
+ *
+ * A new policy is a struct dbk_sim_policy_ops: create, choose, release,
+ * optional stats, destroy. It may look at the cluster through sim.h's
+ * query functions while choosing, and must not change anything there.
+ * Add it to the table in policy.c to make it selectable by name. */
+#ifndef DBK_SIM_POLICY_H
+#define DBK_SIM_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "balancer.h"
+#include "sim.h"
+
+/* choose()'s answers besides an instance index. */
+#define DBK_SIM_REFUSE (-1)      /* no instance: the request fails */
+#define DBK_SIM_POLICY_ERROR (-2) /* the run cannot go on (memory) */
+
+struct dbk_sim_policy_stats {
+	size_t leases;           /* live leases (0 once every request ended) */
+	uint64_t redirects;      /* requests sent outside their length group */
+	uint64_t unknown_releases;
+};
+
+struct dbk_sim_policy_ops {
+	const char *name;
+	const char *summary;
+	/* Passed to create: lets one set of functions serve several
+	 * policies, or a wrapper find what it wraps. */
+	const void *arg;
+	/* The policy's state for one run; NULL with a sentence in err. */
+	void *(*create)(const void *arg, const struct dbk_sim_config *c,
+	                char *err, size_t errlen);
+	/* An instance index, DBK_SIM_REFUSE or DBK_SIM_POLICY_ERROR. */
+	int (*choose)(void *st, const struct dbk_sim *s,
+	              const struct dbk_sim_req *r);
+	/* The request chosen for inst ended (finished or failed): called
+	 * exactly once per chosen request. */
+	void (*release)(void *st, const struct dbk_sim *s,
+	                const struct dbk_sim_req *r, unsigned inst);
+	/* May be NULL. */
+	void (*stats)(const void *st, struct dbk_sim_policy_stats *out);
+	void (*destroy)(void *st);
+};
+
+const struct dbk_sim_policy_ops *dbk_sim_policy_rr(void);
+const struct dbk_sim_policy_ops *dbk_sim_policy_lc(void);
+const struct dbk_sim_policy_ops *dbk_sim_policy_plain(void);
+const struct dbk_sim_policy_ops *dbk_sim_policy_dynamic(void);
+const struct dbk_sim_policy_ops *dbk_sim_policy_clairvoyant(void);
+
+/* The built-in policies in report order; NULL past the end. */
+const struct dbk_sim_policy_ops *dbk_sim_policy_at(size_t i);
+/* By name; NULL when unknown. */
+const struct dbk_sim_policy_ops *dbk_sim_policy_find(const char *name);
+
+/* ---- The balancer policies' view of a request, exposed for tests. ---- */
+
+/* What the agent would hand dbk_bal_dispatch for this request: body
+ * bytes = input_tokens * 4 + c->json_overhead_bytes, max_tokens = the
+ * output length, ignore_eos true. */
+void dbk_sim_bal_request(const struct dbk_sim_config *c,
+                         const struct dbk_sim_req *r,
+                         struct dbk_bal_request *out);
+/* The lease id of a request: its index in decimal. Returns the length;
+ * buf needs 11 bytes. */
+size_t dbk_sim_lease_id(uint32_t id, char *buf);
+/* The balancer inside a plain or dynamic policy state. */
+const struct dbk_balancer *dbk_sim_bal_policy_balancer(const void *st);
+
+#endif

@@ -1,0 +1,147 @@
+/* The agent's own algorithm as a simulator policy: agent/balancer.c,
+ * called as the agent calls it (route.c): one dispatch per request with
+ * its body size, max_tokens and ignore_eos, one release when it ends.
+ * Plain mode is one group scored by body_bytes + max_tokens; dynamic
+ * mode is the short and long groups scored by request tokens. */
+#include "policy.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct balp {
+	struct dbk_balancer *b;
+	const struct dbk_sim_config *cfg;
+};
+
+void dbk_sim_bal_request(const struct dbk_sim_config *c,
+                         const struct dbk_sim_req *r,
+                         struct dbk_bal_request *out)
+{
+	out->body_bytes = (double)r->input_tokens * 4.0 + c->json_overhead_bytes;
+	/* The replayed client asks for exactly the trace's output length
+	 * and sets ignore_eos, so the engine generates that many. */
+	out->max_tokens = (double)r->output_tokens;
+	out->ignore_eos = true;
+}
+
+size_t dbk_sim_lease_id(uint32_t id, char *buf)
+{
+	int n = snprintf(buf, 11, "%u", (unsigned)id);
+
+	return n > 0 ? (size_t)n : 0;
+}
+
+static void *bal_create(const void *arg, const struct dbk_sim_config *c,
+                        char *err, size_t errlen)
+{
+	bool dynamic = arg != NULL;
+	struct dbk_bal_config bc;
+	struct balp *p;
+
+	if (dynamic && c->ninstances < 2) {
+		snprintf(err, errlen, "dynamic mode needs at least 2 instances");
+		return NULL;
+	}
+	dbk_bal_config_default(&bc, c->ninstances, dynamic, c->threshold_tokens,
+	                       c->max_request_tokens);
+	if (dbk_bal_config_check(&bc, err, errlen) != 0)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p || !(p->b = dbk_bal_new(&bc))) {
+		free(p);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	p->cfg = c;
+	return p;
+}
+
+static int bal_choose(void *st, const struct dbk_sim *s,
+                      const struct dbk_sim_req *r)
+{
+	struct balp *p = st;
+	struct dbk_bal_request req;
+	struct dbk_bal_decision d;
+	char id[16];
+	size_t len = dbk_sim_lease_id(r->id, id);
+	enum dbk_bal_result res;
+
+	dbk_sim_bal_request(p->cfg, r, &req);
+	res = dbk_bal_dispatch(p->b, id, len, &req,
+	                       (uint64_t)llround(dbk_sim_now(s) * 1000.0), &d);
+	if (res == DBK_BAL_OK)
+		return (int)d.server;
+	/* FULL is out of memory here (no lease limit is set); anything
+	 * else is the agent's "no decision", which HAProxy would cover
+	 * with leastconn: count it as refused so it shows. */
+	return res == DBK_BAL_FULL ? DBK_SIM_POLICY_ERROR : DBK_SIM_REFUSE;
+}
+
+static void bal_release(void *st, const struct dbk_sim *s,
+                        const struct dbk_sim_req *r, unsigned inst)
+{
+	struct balp *p = st;
+	char id[16];
+	size_t len = dbk_sim_lease_id(r->id, id);
+
+	(void)s;
+	(void)inst;
+	dbk_bal_release(p->b, id, len, NULL);
+}
+
+static void bal_stats(const void *st, struct dbk_sim_policy_stats *out)
+{
+	const struct balp *p = st;
+	const struct dbk_bal_stats *bs = dbk_bal_stats(p->b);
+
+	out->leases = bs->leases;
+	out->redirects = bs->redirects;
+	out->unknown_releases = bs->unknown_releases;
+}
+
+static void bal_destroy(void *st)
+{
+	struct balp *p = st;
+
+	dbk_bal_free(p->b);
+	free(p);
+}
+
+const struct dbk_balancer *dbk_sim_bal_policy_balancer(const void *st)
+{
+	return ((const struct balp *)st)->b;
+}
+
+/* arg: NULL for plain, anything else for dynamic. */
+static const struct dbk_sim_policy_ops plain_ops = {
+	.name = "plain",
+	.summary = "dbucket, one group (agent without --enable-dynamic-bucket)",
+	.arg = NULL,
+	.create = bal_create,
+	.choose = bal_choose,
+	.release = bal_release,
+	.stats = bal_stats,
+	.destroy = bal_destroy,
+};
+
+static const struct dbk_sim_policy_ops dynamic_ops = {
+	.name = "dynamic",
+	.summary = "dbucket, short and long groups (--enable-dynamic-bucket)",
+	.arg = &dynamic_ops,
+	.create = bal_create,
+	.choose = bal_choose,
+	.release = bal_release,
+	.stats = bal_stats,
+	.destroy = bal_destroy,
+};
+
+const struct dbk_sim_policy_ops *dbk_sim_policy_plain(void)
+{
+	return &plain_ops;
+}
+
+const struct dbk_sim_policy_ops *dbk_sim_policy_dynamic(void)
+{
+	return &dynamic_ops;
+}

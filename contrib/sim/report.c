@@ -1,0 +1,234 @@
+/* Tables and JSON; see report.h. */
+#include "report.h"
+
+#include <math.h>
+#include <string.h>
+
+int dbk_sim_report_find(const struct dbk_sim_run_report *runs, size_t n,
+                        const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(runs[i].policy, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* The table's columns, each a number taken from a result. Latencies in
+ * milliseconds. */
+struct col {
+	const char *head;
+	const char *key;         /* in JSON */
+	const char *fmt;
+	double (*get)(const struct dbk_sim_result *r);
+};
+
+#define CLS(r, c) (&(r)->cls[DBK_CLASS_##c])
+static double c_done(const struct dbk_sim_result *r) { return (double)CLS(r, ALL)->completed; }
+static double c_fail(const struct dbk_sim_result *r) { return (double)CLS(r, ALL)->failed; }
+static double c_rps(const struct dbk_sim_result *r) { return CLS(r, ALL)->req_per_s; }
+static double c_tps(const struct dbk_sim_result *r) { return CLS(r, ALL)->tok_per_s; }
+static double c_good(const struct dbk_sim_result *r) { return CLS(r, ALL)->goodput; }
+/* A quantile of no sample is not 0 ms: NAN, printed "-". */
+static double ms(const struct dbk_dist *d, double v) { return d->n ? 1e3 * v : NAN; }
+static double c_ttft50s(const struct dbk_sim_result *r) { return ms(&CLS(r, SHORT)->ttft, CLS(r, SHORT)->ttft.p50); }
+static double c_ttft99s(const struct dbk_sim_result *r) { return ms(&CLS(r, SHORT)->ttft, CLS(r, SHORT)->ttft.p99); }
+static double c_ttft50l(const struct dbk_sim_result *r) { return ms(&CLS(r, LONG)->ttft, CLS(r, LONG)->ttft.p50); }
+static double c_ttft99l(const struct dbk_sim_result *r) { return ms(&CLS(r, LONG)->ttft, CLS(r, LONG)->ttft.p99); }
+static double c_tpot50(const struct dbk_sim_result *r) { return ms(&CLS(r, ALL)->tpot, CLS(r, ALL)->tpot.p50); }
+static double c_tpot99(const struct dbk_sim_result *r) { return ms(&CLS(r, ALL)->tpot, CLS(r, ALL)->tpot.p99); }
+static double c_e2e99(const struct dbk_sim_result *r) { return ms(&CLS(r, ALL)->e2e, CLS(r, ALL)->e2e.p99); }
+
+static const struct col cols[] = {
+	{ "done", "completed", "%7.0f", c_done },
+	{ "fail", "failed", "%6.0f", c_fail },
+	{ "req/s", "request_throughput", "%7.2f", c_rps },
+	{ "tok/s", "output_token_throughput", "%8.0f", c_tps },
+	{ "good/s", "goodput", "%7.2f", c_good },
+	{ "TTFTs50", "ttft_short_p50", "%8.0f", c_ttft50s },
+	{ "TTFTs99", "ttft_short_p99", "%8.0f", c_ttft99s },
+	{ "TTFTl50", "ttft_long_p50", "%8.0f", c_ttft50l },
+	{ "TTFTl99", "ttft_long_p99", "%8.0f", c_ttft99l },
+	{ "TPOT50", "tpot_p50", "%7.1f", c_tpot50 },
+	{ "TPOT99", "tpot_p99", "%7.1f", c_tpot99 },
+	{ "E2E99", "e2e_p99", "%8.0f", c_e2e99 },
+};
+#define NCOLS (sizeof(cols) / sizeof(cols[0]))
+
+/* Width of a column: that of its format's numbers. */
+static int col_width(const struct col *c)
+{
+	int w = 0;
+
+	sscanf(c->fmt, "%%%d", &w);
+	return w;
+}
+
+static void rule(FILE *f)
+{
+	size_t i;
+	int w = 12;
+
+	for (i = 0; i < NCOLS; i++)
+		w += 1 + col_width(&cols[i]);
+	w += 8;
+	while (w-- > 0)
+		fputc('-', f);
+	fputc('\n', f);
+}
+
+static void heads(FILE *f, bool wall)
+{
+	size_t i;
+
+	fprintf(f, "%-12s", "policy");
+	for (i = 0; i < NCOLS; i++)
+		fprintf(f, " %*s", col_width(&cols[i]), cols[i].head);
+	if (wall)
+		fprintf(f, " %7s", "wall s");
+	fputc('\n', f);
+}
+
+void dbk_sim_report_table(FILE *f, const struct dbk_sim_run_report *runs,
+                          size_t n, int baseline)
+{
+	bool wall = false;
+	size_t r, i;
+
+	for (r = 0; r < n; r++)
+		if (runs[r].wall_s >= 0)
+			wall = true;
+	fprintf(f, "latencies in ms of model time; s = short (< threshold), "
+	        "l = long; TPOT and E2E over all\n");
+	heads(f, wall);
+	rule(f);
+	for (r = 0; r < n; r++) {
+		fprintf(f, "%-12s", runs[r].policy);
+		for (i = 0; i < NCOLS; i++) {
+			double v = cols[i].get(&runs[r].res);
+
+			fputc(' ', f);
+			if (isnan(v))
+				fprintf(f, "%*s", col_width(&cols[i]), "-");
+			else
+				fprintf(f, cols[i].fmt, v);
+		}
+		if (runs[r].wall_s >= 0)
+			fprintf(f, " %7.2f", runs[r].wall_s);
+		fputc('\n', f);
+	}
+	if (baseline < 0 || (size_t)baseline >= n)
+		return;
+	fprintf(f, "\nratio to %s (throughput and goodput: higher is better; "
+	        "latencies: lower is better)\n", runs[baseline].policy);
+	heads(f, false);
+	rule(f);
+	for (r = 0; r < n; r++) {
+		fprintf(f, "%-12s", runs[r].policy);
+		for (i = 0; i < NCOLS; i++) {
+			double b = cols[i].get(&runs[baseline].res);
+			double v = cols[i].get(&runs[r].res);
+
+			if (b != 0 && !isnan(b) && !isnan(v))
+				fprintf(f, " %*.2f", col_width(&cols[i]), v / b);
+			else
+				fprintf(f, " %*s", col_width(&cols[i]), "-");
+		}
+		fputc('\n', f);
+	}
+}
+
+/* ---- JSON. ---- */
+
+static cJSON *dist_json(const struct dbk_dist *d)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "n", (double)d->n);
+	cJSON_AddNumberToObject(o, "mean", 1e3 * d->mean);
+	cJSON_AddNumberToObject(o, "p50", 1e3 * d->p50);
+	cJSON_AddNumberToObject(o, "p90", 1e3 * d->p90);
+	cJSON_AddNumberToObject(o, "p99", 1e3 * d->p99);
+	cJSON_AddNumberToObject(o, "max", 1e3 * d->max);
+	return o;
+}
+
+static cJSON *class_json(const struct dbk_class_summary *c)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "requests", (double)c->requests);
+	cJSON_AddNumberToObject(o, "completed", (double)c->completed);
+	cJSON_AddNumberToObject(o, "failed", (double)c->failed);
+	cJSON_AddNumberToObject(o, "good", (double)c->good);
+	cJSON_AddNumberToObject(o, "input_tokens", (double)c->input_tokens);
+	cJSON_AddNumberToObject(o, "output_tokens", (double)c->output_tokens);
+	cJSON_AddNumberToObject(o, "request_throughput", c->req_per_s);
+	cJSON_AddNumberToObject(o, "output_token_throughput", c->tok_per_s);
+	cJSON_AddNumberToObject(o, "goodput", c->goodput);
+	cJSON_AddItemToObject(o, "ttft_ms", dist_json(&c->ttft));
+	cJSON_AddItemToObject(o, "tpot_ms", dist_json(&c->tpot));
+	cJSON_AddItemToObject(o, "itl_ms", dist_json(&c->itl));
+	cJSON_AddItemToObject(o, "e2e_ms", dist_json(&c->e2e));
+	return o;
+}
+
+cJSON *dbk_sim_report_json(const struct dbk_sim_run_report *runs, size_t n,
+                           int baseline)
+{
+	cJSON *root = cJSON_CreateObject(), *arr;
+	size_t r, i;
+	int c;
+
+	if (!root)
+		return NULL;
+	arr = cJSON_AddArrayToObject(root, "policies");
+	for (r = 0; arr && r < n; r++) {
+		const struct dbk_sim_result *res = &runs[r].res;
+		cJSON *o = cJSON_CreateObject(), *cl;
+
+		if (!o)
+			break;
+		cJSON_AddItemToArray(arr, o);
+		cJSON_AddStringToObject(o, "policy", runs[r].policy);
+		if (runs[r].wall_s >= 0)
+			cJSON_AddNumberToObject(o, "wall_s", runs[r].wall_s);
+		cJSON_AddNumberToObject(o, "duration_s", res->duration_s);
+		cJSON_AddNumberToObject(o, "preemptions", (double)res->preemptions);
+		cJSON_AddNumberToObject(o, "steps", (double)res->steps);
+		cJSON_AddNumberToObject(o, "busy_s", res->busy_s);
+		cJSON_AddNumberToObject(o, "events", (double)res->events);
+		cJSON_AddNumberToObject(o, "refused", (double)res->refused);
+		cJSON_AddNumberToObject(o, "too_long", (double)res->too_long);
+		cJSON_AddNumberToObject(o, "redirects", (double)res->redirects);
+		cJSON_AddNumberToObject(o, "leases_left", (double)res->policy_leases);
+		cl = cJSON_AddObjectToObject(o, "classes");
+		for (c = 0; cl && c < DBK_NCLASSES; c++)
+			cJSON_AddItemToObject(cl, dbk_sim_class_name(c),
+			                      class_json(&res->cls[c]));
+		if (baseline >= 0 && (size_t)baseline < n) {
+			char key[64];
+			cJSON *ra;
+
+			snprintf(key, sizeof(key), "ratio_to_%s",
+			         runs[baseline].policy);
+			ra = cJSON_AddObjectToObject(o, key);
+			for (i = 0; ra && i < NCOLS; i++) {
+				double b = cols[i].get(&runs[baseline].res);
+				double v = cols[i].get(res);
+
+				if (b != 0 && !isnan(b) && !isnan(v))
+					cJSON_AddNumberToObject(ra, cols[i].key,
+					                        v / b);
+				else
+					cJSON_AddNullToObject(ra, cols[i].key);
+			}
+		}
+	}
+	return root;
+}

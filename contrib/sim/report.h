@@ -1,0 +1,34 @@
+/* The simulator's report: one table of policies, their ratios to a
+ * baseline (least connections), and the same as JSON. */
+#ifndef DBK_SIM_REPORT_H
+#define DBK_SIM_REPORT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "sim.h"
+
+struct dbk_sim_run_report {
+	const char *policy;
+	struct dbk_sim_result res;
+	double wall_s;           /* < 0: not measured (left out) */
+};
+
+/* Index of the run named name, or -1. */
+int dbk_sim_report_find(const struct dbk_sim_run_report *runs, size_t n,
+                        const char *name);
+
+/* The table; then, when baseline >= 0, each metric as a ratio to that
+ * run's. */
+void dbk_sim_report_table(FILE *f, const struct dbk_sim_run_report *runs,
+                          size_t n, int baseline);
+
+/* {"policies": [...]} with every class's full distributions (ms) and,
+ * when baseline >= 0, "ratio_to_<name>" per run. NULL on memory
+ * shortage. */
+cJSON *dbk_sim_report_json(const struct dbk_sim_run_report *runs, size_t n,
+                           int baseline);
+
+#endif

@@ -1,0 +1,494 @@
+/* The cluster simulator's event loop; see sim.h. */
+#include "sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+#include "policy.h"
+
+enum ev_kind {
+	EV_ARRIVAL,     /* arg: request id */
+	EV_SUBMIT,      /* arg: request id (only with an overhead) */
+	EV_STEP_END,    /* arg: instance */
+};
+
+struct rstate {
+	struct dbk_sim_outcome o;
+	uint64_t handle;
+	uint64_t preempt_seq;
+	uint32_t prev, next;    /* live list of its instance */
+	bool has_handle;
+};
+
+struct inst {
+	struct dbk_engine *e;
+	struct dbk_engine_config cfg;
+	uint32_t live_head, live_tail;
+	unsigned inflight;
+	double step_end;
+	bool stepping;
+};
+
+struct dbk_sim {
+	struct dbk_sim_config cfg;
+	const struct dbk_sim_policy_ops *ops;
+	void *pst;
+	struct dbk_sim_req *reqs;
+	size_t n;
+	struct rstate *rs;
+	struct inst *inst;
+	struct dbk_evq q;
+	struct dbk_metrics m;
+	double now, last_end;
+	uint64_t preempt_counter, events, refused, too_long;
+	bool ran, summarized, error;
+	struct dbk_sim_result res;
+};
+
+void dbk_sim_config_default(struct dbk_sim_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->threshold_tokens = 32768;
+	c->max_request_tokens = 131072;
+	c->json_overhead_bytes = DBK_SIM_JSON_OVERHEAD_BYTES;
+}
+
+unsigned dbk_sim_short_count(unsigned n)
+{
+	return n - n / 2;
+}
+
+void dbk_sim_free(struct dbk_sim *s)
+{
+	unsigned i;
+
+	if (!s)
+		return;
+	if (s->pst && s->ops->destroy)
+		s->ops->destroy(s->pst);
+	if (s->inst)
+		for (i = 0; i < s->cfg.ninstances; i++)
+			dbk_engine_free(s->inst[i].e);
+	free(s->inst);
+	free(s->rs);
+	free(s->reqs);
+	dbk_evq_free(&s->q);
+	dbk_metrics_free(&s->m);
+	free(s);
+}
+
+struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c,
+                            const struct dbk_sim_req *reqs, size_t n,
+                            const struct dbk_sim_policy_ops *ops,
+                            char *err, size_t errlen)
+{
+	struct dbk_sim *s;
+	size_t k;
+	unsigned i;
+
+	if (c->ninstances < 1 || c->ninstances > DBK_SIM_MAX_INSTANCES) {
+		snprintf(err, errlen, "instances must be in 1..%u",
+		         DBK_SIM_MAX_INSTANCES);
+		return NULL;
+	}
+	if (!c->engines) {
+		snprintf(err, errlen, "no engine configurations");
+		return NULL;
+	}
+	if (!(c->overhead_s >= 0) || !isfinite(c->overhead_s)) {
+		snprintf(err, errlen, "overhead must be a finite number >= 0");
+		return NULL;
+	}
+	if (n >= DBK_SIM_NONE) {
+		snprintf(err, errlen, "too many requests");
+		return NULL;
+	}
+	for (k = 0; k < n; k++) {
+		if (reqs[k].id != k || !isfinite(reqs[k].arrival_s) ||
+		    (k > 0 && reqs[k].arrival_s < reqs[k - 1].arrival_s)) {
+			snprintf(err, errlen, "request %zu: ids must be 0..n-1 in "
+			         "order of non-decreasing finite arrival", k);
+			return NULL;
+		}
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->cfg = *c;
+	s->cfg.engines = NULL; /* the copies live in s->inst */
+	s->ops = ops;
+	s->n = n;
+	dbk_evq_init(&s->q);
+	dbk_metrics_init(&s->m, &c->slo);
+	s->reqs = malloc((n ? n : 1) * sizeof(*s->reqs));
+	s->rs = calloc(n ? n : 1, sizeof(*s->rs));
+	s->inst = calloc(c->ninstances, sizeof(*s->inst));
+	if (!s->reqs || !s->rs || !s->inst) {
+		snprintf(err, errlen, "out of memory");
+		dbk_sim_free(s);
+		return NULL;
+	}
+	if (n)
+		memcpy(s->reqs, reqs, n * sizeof(*reqs));
+	for (k = 0; k < n; k++) {
+		s->rs[k].o.instance = DBK_SIM_NONE;
+		s->rs[k].prev = s->rs[k].next = DBK_SIM_NONE;
+	}
+	for (i = 0; i < c->ninstances; i++) {
+		struct inst *in = &s->inst[i];
+
+		in->cfg = c->engines[i];
+		in->live_head = in->live_tail = DBK_SIM_NONE;
+		if (dbk_engine_config_check(&in->cfg, err, errlen) != 0) {
+			char why[160];
+
+			snprintf(why, sizeof(why), "%s", err);
+			snprintf(err, errlen, "instance %u: %s", i, why);
+			dbk_sim_free(s);
+			return NULL;
+		}
+		in->e = dbk_engine_new(&in->cfg);
+		if (!in->e) {
+			snprintf(err, errlen, "out of memory");
+			dbk_sim_free(s);
+			return NULL;
+		}
+	}
+	s->pst = ops->create(ops->arg, &s->cfg, err, errlen);
+	if (!s->pst) {
+		dbk_sim_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* ---- Request bookkeeping. ---- */
+
+bool dbk_sim_req_is_long(const struct dbk_sim *s, const struct dbk_sim_req *r)
+{
+	return (double)r->input_tokens >= s->cfg.threshold_tokens;
+}
+
+static void live_link(struct dbk_sim *s, uint32_t id, unsigned i)
+{
+	struct inst *in = &s->inst[i];
+	struct rstate *r = &s->rs[id];
+
+	r->prev = in->live_tail;
+	r->next = DBK_SIM_NONE;
+	if (in->live_tail != DBK_SIM_NONE)
+		s->rs[in->live_tail].next = id;
+	else
+		in->live_head = id;
+	in->live_tail = id;
+	in->inflight++;
+}
+
+static void live_unlink(struct dbk_sim *s, uint32_t id, unsigned i)
+{
+	struct inst *in = &s->inst[i];
+	struct rstate *r = &s->rs[id];
+
+	if (r->prev != DBK_SIM_NONE)
+		s->rs[r->prev].next = r->next;
+	else
+		in->live_head = r->next;
+	if (r->next != DBK_SIM_NONE)
+		s->rs[r->next].prev = r->prev;
+	else
+		in->live_tail = r->prev;
+	r->prev = r->next = DBK_SIM_NONE;
+	in->inflight--;
+}
+
+/* The one place a request ends: metrics, the instance's list and the
+ * policy all hear of it here, so none can see it twice. */
+static void end_request(struct dbk_sim *s, uint32_t id, bool ok,
+                        enum dbk_sim_fail why)
+{
+	struct rstate *r = &s->rs[id];
+	const struct dbk_sim_req *q = &s->reqs[id];
+	bool is_long = dbk_sim_req_is_long(s, q);
+
+	r->o.ends++;
+	if (r->o.ends > 1)
+		return; /* a bug; the conservation test catches it */
+	r->o.status = ok ? DBK_SIM_DONE : DBK_SIM_FAILED;
+	r->o.fail = why;
+	if (ok)
+		dbk_metrics_completed(&s->m, is_long,
+		                      r->o.first_token_s - q->arrival_s,
+		                      r->o.last_token_s - q->arrival_s,
+		                      q->input_tokens, r->o.tokens);
+	else
+		dbk_metrics_failed(&s->m, is_long);
+	if (s->now > s->last_end)
+		s->last_end = s->now;
+	if (r->o.instance != DBK_SIM_NONE) {
+		live_unlink(s, id, r->o.instance);
+		s->ops->release(s->pst, s, q, r->o.instance);
+	}
+}
+
+/* ---- Engine steps. ---- */
+
+static int start_step(struct dbk_sim *s, unsigned i)
+{
+	struct inst *in = &s->inst[i];
+	double d = dbk_engine_begin_step(in->e);
+
+	if (d <= 0)
+		return 0;
+	in->stepping = true;
+	in->step_end = s->now + d;
+	return dbk_evq_push(&s->q, in->step_end, EV_STEP_END, i);
+}
+
+static void on_engine_event(void *ctx, const struct dbk_engine_event *ev)
+{
+	struct dbk_sim *s = ctx;
+	uint32_t id = (uint32_t)(uintptr_t)ev->cookie;
+	struct rstate *r = &s->rs[id];
+
+	switch (ev->type) {
+	case DBK_ENGINE_EV_TOKEN:
+		if (r->o.tokens == 0)
+			r->o.first_token_s = s->now;
+		else
+			dbk_metrics_itl(&s->m,
+			                dbk_sim_req_is_long(s, &s->reqs[id]),
+			                s->now - r->o.last_token_s);
+		r->o.last_token_s = s->now;
+		r->o.tokens++;
+		break;
+	case DBK_ENGINE_EV_FINISHED:
+		r->has_handle = false;
+		end_request(s, id, true, DBK_SIM_FAIL_NONE);
+		break;
+	case DBK_ENGINE_EV_PREEMPTED:
+		r->o.preemptions++;
+		r->preempt_seq = ++s->preempt_counter;
+		break;
+	}
+}
+
+static int submit(struct dbk_sim *s, uint32_t id)
+{
+	struct rstate *r = &s->rs[id];
+	const struct dbk_sim_req *q = &s->reqs[id];
+	struct inst *in = &s->inst[r->o.instance];
+	int rc;
+
+	rc = dbk_engine_submit(in->e, q->input_tokens, q->output_tokens,
+	                       (void *)(uintptr_t)id, &r->handle);
+	if (rc == DBK_ENGINE_E_NOMEM)
+		return -1;
+	if (rc != DBK_ENGINE_OK) {
+		if (rc == DBK_ENGINE_E_TOO_LONG)
+			s->too_long++;
+		end_request(s, id, false,
+		            rc == DBK_ENGINE_E_TOO_LONG ? DBK_SIM_FAIL_TOO_LONG
+		                                        : DBK_SIM_FAIL_ENGINE);
+		return 0;
+	}
+	r->has_handle = true;
+	r->o.status = DBK_SIM_QUEUED;
+	if (!in->stepping)
+		return start_step(s, r->o.instance);
+	return 0;
+}
+
+static int route(struct dbk_sim *s, uint32_t id)
+{
+	struct rstate *r = &s->rs[id];
+	int c = s->ops->choose(s->pst, s, &s->reqs[id]);
+
+	if (c == DBK_SIM_POLICY_ERROR)
+		return -1;
+	if (c < 0 || (unsigned)c >= s->cfg.ninstances) {
+		s->refused++;
+		end_request(s, id, false, DBK_SIM_FAIL_REFUSED);
+		return 0;
+	}
+	r->o.instance = (uint32_t)c;
+	r->o.status = DBK_SIM_ROUTED;
+	live_link(s, id, (unsigned)c);
+	if (s->cfg.overhead_s > 0)
+		return dbk_evq_push(&s->q, s->now + s->cfg.overhead_s, EV_SUBMIT,
+		                    id);
+	return submit(s, id);
+}
+
+int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
+{
+	struct dbk_event ev;
+	size_t k;
+
+	if (s->ran) {
+		snprintf(err, errlen, "a simulation runs once");
+		return -1;
+	}
+	s->ran = true;
+	if (s->n) {
+		s->now = s->last_end = s->reqs[0].arrival_s;
+		if (dbk_evq_push(&s->q, s->reqs[0].arrival_s, EV_ARRIVAL, 0))
+			goto oom;
+	}
+	while (dbk_evq_pop(&s->q, &ev)) {
+		int rc = 0;
+
+		s->now = ev.t;
+		s->events++;
+		switch (ev.kind) {
+		case EV_ARRIVAL:
+			rc = route(s, ev.arg);
+			/* Arrivals are queued one at a time, after the
+			 * routing of the previous one, so that its
+			 * submission (at the same instant when there is no
+			 * overhead) comes first and the heap stays small. */
+			if (rc == 0 && ev.arg + 1 < s->n)
+				rc = dbk_evq_push(&s->q,
+				                  s->reqs[ev.arg + 1].arrival_s,
+				                  EV_ARRIVAL, ev.arg + 1);
+			break;
+		case EV_SUBMIT:
+			rc = submit(s, ev.arg);
+			break;
+		case EV_STEP_END: {
+			struct inst *in = &s->inst[ev.arg];
+
+			in->stepping = false;
+			dbk_engine_end_step(in->e, on_engine_event, s);
+			if (dbk_engine_has_work(in->e))
+				rc = start_step(s, ev.arg);
+			break;
+		}
+		default:
+			break;
+		}
+		if (rc != 0)
+			goto oom;
+	}
+	for (k = 0; k < s->n; k++)
+		if (s->rs[k].o.ends != 1) {
+			snprintf(err, errlen, "request %zu ended %u times (an "
+			         "engine stalled?)", k, s->rs[k].o.ends);
+			s->error = true;
+			return -1;
+		}
+	return 0;
+oom:
+	snprintf(err, errlen, "out of memory, or the policy failed");
+	s->error = true;
+	return -1;
+}
+
+int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out)
+{
+	unsigned i;
+	int rc = 0;
+
+	if (!s->summarized) {
+		struct dbk_sim_result *r = &s->res;
+		struct dbk_sim_policy_stats ps;
+
+		memset(r, 0, sizeof(*r));
+		r->duration_s = s->n ? s->last_end - s->reqs[0].arrival_s : 0;
+		rc = dbk_metrics_summarize(&s->m, r->duration_s, r->cls);
+		for (i = 0; i < s->cfg.ninstances; i++) {
+			struct dbk_engine_stats st;
+
+			dbk_engine_get_stats(s->inst[i].e, &st);
+			r->preemptions += st.preemptions_total;
+			r->steps += st.steps_total;
+			r->busy_s += st.busy_time_s;
+		}
+		r->events = s->events;
+		r->refused = s->refused;
+		r->too_long = s->too_long;
+		memset(&ps, 0, sizeof(ps));
+		if (s->ops->stats)
+			s->ops->stats(s->pst, &ps);
+		r->redirects = ps.redirects;
+		r->policy_leases = ps.leases;
+		s->summarized = true;
+		if (rc)
+			s->error = true;
+	}
+	*out = s->res;
+	return s->error ? -1 : rc;
+}
+
+/* ---- Queries. ---- */
+
+const struct dbk_sim_outcome *dbk_sim_outcome(const struct dbk_sim *s,
+                                              uint32_t id)
+{
+	return id < s->n ? &s->rs[id].o : NULL;
+}
+
+unsigned dbk_sim_ninstances(const struct dbk_sim *s)
+{
+	return s->cfg.ninstances;
+}
+
+double dbk_sim_now(const struct dbk_sim *s) { return s->now; }
+
+const struct dbk_sim_config *dbk_sim_config(const struct dbk_sim *s)
+{
+	return &s->cfg;
+}
+
+const struct dbk_engine *dbk_sim_engine(const struct dbk_sim *s, unsigned i)
+{
+	return s->inst[i].e;
+}
+
+const struct dbk_engine_config *dbk_sim_engine_config(const struct dbk_sim *s,
+                                                      unsigned i)
+{
+	return &s->inst[i].cfg;
+}
+
+unsigned dbk_sim_inflight(const struct dbk_sim *s, unsigned i)
+{
+	return s->inst[i].inflight;
+}
+
+double dbk_sim_step_end(const struct dbk_sim *s, unsigned i)
+{
+	return s->inst[i].stepping ? s->inst[i].step_end : s->now;
+}
+
+uint32_t dbk_sim_live_first(const struct dbk_sim *s, unsigned i)
+{
+	return s->inst[i].live_head;
+}
+
+uint32_t dbk_sim_live_next(const struct dbk_sim *s, uint32_t id)
+{
+	return s->rs[id].next;
+}
+
+const struct dbk_sim_req *dbk_sim_req(const struct dbk_sim *s, uint32_t id)
+{
+	return id < s->n ? &s->reqs[id] : NULL;
+}
+
+bool dbk_sim_req_handle(const struct dbk_sim *s, uint32_t id, uint64_t *h)
+{
+	if (id >= s->n || !s->rs[id].has_handle)
+		return false;
+	*h = s->rs[id].handle;
+	return true;
+}
+
+uint64_t dbk_sim_req_preempt_seq(const struct dbk_sim *s, uint32_t id)
+{
+	return s->rs[id].preempt_seq;
+}

@@ -1,0 +1,153 @@
+/* The cluster simulator: N vLLM instances (contrib/stub/engine.c, one
+ * engine each), a routing policy (policy.h), a request trace, and a
+ * discrete-event loop in model time. No sockets, no clock, no globals:
+ * the same inputs give the same outputs, bit for bit.
+ *
+ * A request's life: it arrives at its trace time (the client sends it);
+ * the policy picks an instance at once; after the optional constant
+ * overhead it reaches that instance's engine, which either refuses it
+ * (too long for max-model-len: vLLM's HTTP 400, a failure) or queues it.
+ * An idle engine starts a step at once; each step's tokens are reported
+ * when it ends, and the next step begins at that moment, as vLLM's busy
+ * loop does. The policy hears of every request's end (finish or failure)
+ * exactly once. */
+#ifndef DBK_SIM_SIM_H
+#define DBK_SIM_SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../stub/engine.h"
+#include "metrics.h"
+
+#define DBK_SIM_NONE UINT32_MAX
+#define DBK_SIM_MAX_INSTANCES 4096
+
+struct dbk_sim_req {
+	uint32_t id;             /* index in the request array */
+	double arrival_s;        /* model time it is sent */
+	uint32_t input_tokens;
+	/* max_tokens with ignore_eos: the engine generates exactly this
+	 * many, so it is also the output length (only the clairvoyant
+	 * policy may use it as such). */
+	uint32_t output_tokens;
+};
+
+struct dbk_sim_config {
+	unsigned ninstances;
+	/* One engine configuration per instance (copied). */
+	const struct dbk_engine_config *engines;
+	/* Model seconds between the decision and the engine's queue: a
+	 * constant stand-in for the live path (HAProxy, agent, network). */
+	double overhead_s;
+	/* Length classes for the metrics, and the balancer's buckets. */
+	double threshold_tokens;
+	double max_request_tokens;
+	/* Request body = input_tokens * 4 + this many bytes of JSON around
+	 * the prompt, the size the agent sees as Content-Length. */
+	double json_overhead_bytes;
+	struct dbk_slo slo;
+};
+
+/* Fills c with: no instances, overhead 0, threshold 32768, max request
+ * tokens 131072, JSON overhead DBK_SIM_JSON_OVERHEAD_BYTES, no SLO. */
+void dbk_sim_config_default(struct dbk_sim_config *c);
+
+/* A completions request with a token-id-free text prompt, streaming,
+ * max_tokens and ignore_eos: about this many bytes besides the prompt. */
+#define DBK_SIM_JSON_OVERHEAD_BYTES 120.0
+
+/* How many of n instances form the short group: the agent's split of n
+ * servers into 2 groups (the first gets the extra one). */
+unsigned dbk_sim_short_count(unsigned n);
+
+struct dbk_sim_policy_ops;
+struct dbk_sim;
+
+/* reqs must be in non-decreasing arrival order, ids 0..n-1 in order; the
+ * array is copied. ops is the policy (policy.h). NULL with a sentence in
+ * err when something is unusable. */
+struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c,
+                            const struct dbk_sim_req *reqs, size_t n,
+                            const struct dbk_sim_policy_ops *ops,
+                            char *err, size_t errlen);
+void dbk_sim_free(struct dbk_sim *s);
+
+/* Runs every request to its end. Returns 0, or -1 (err) when memory ran
+ * short or the policy failed. */
+int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen);
+
+/* ---- Results. ---- */
+
+enum dbk_sim_status {
+	DBK_SIM_PENDING = 0,     /* not arrived yet */
+	DBK_SIM_ROUTED,          /* chosen, not yet at the engine */
+	DBK_SIM_QUEUED,          /* in an engine */
+	DBK_SIM_DONE,
+	DBK_SIM_FAILED,
+};
+
+enum dbk_sim_fail {
+	DBK_SIM_FAIL_NONE = 0,
+	DBK_SIM_FAIL_REFUSED,    /* the policy chose no instance */
+	DBK_SIM_FAIL_TOO_LONG,   /* prompt + max_tokens > max-model-len: 400 */
+	DBK_SIM_FAIL_ENGINE,     /* other engine refusal */
+};
+
+struct dbk_sim_outcome {
+	enum dbk_sim_status status;
+	enum dbk_sim_fail fail;
+	uint32_t instance;       /* DBK_SIM_NONE when refused */
+	uint32_t tokens;         /* TOKEN events seen */
+	uint32_t preemptions;
+	uint32_t ends;           /* finish + failure records: must be 1 */
+	double first_token_s;    /* model time; valid when tokens > 0 */
+	double last_token_s;
+};
+
+const struct dbk_sim_outcome *dbk_sim_outcome(const struct dbk_sim *s,
+                                              uint32_t id);
+
+struct dbk_sim_result {
+	struct dbk_class_summary cls[DBK_NCLASSES];
+	double duration_s;       /* first arrival to the last request's end */
+	uint64_t preemptions;
+	uint64_t steps;
+	uint64_t events;         /* processed by the loop */
+	uint64_t refused, too_long;
+	uint64_t redirects;      /* from the policy, if it counts them */
+	size_t policy_leases;    /* live leases at the end: must be 0 */
+	double busy_s;           /* sum of all instances' step time */
+};
+
+/* Valid after dbk_sim_run; the first call summarizes. */
+int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out);
+
+/* ---- What a policy may look at while choosing. ---- */
+
+unsigned dbk_sim_ninstances(const struct dbk_sim *s);
+double dbk_sim_now(const struct dbk_sim *s);
+const struct dbk_sim_config *dbk_sim_config(const struct dbk_sim *s);
+const struct dbk_engine *dbk_sim_engine(const struct dbk_sim *s, unsigned i);
+const struct dbk_engine_config *dbk_sim_engine_config(const struct dbk_sim *s,
+                                                      unsigned i);
+/* Requests chosen for instance i and not ended (HAProxy's connection
+ * count, what least-connections balances). */
+unsigned dbk_sim_inflight(const struct dbk_sim *s, unsigned i);
+/* Model time when instance i's step in flight ends; now when idle. */
+double dbk_sim_step_end(const struct dbk_sim *s, unsigned i);
+/* Instance i's live requests in the order they were routed:
+ * for (id = first(s, i); id != DBK_SIM_NONE; id = next(s, id)). */
+uint32_t dbk_sim_live_first(const struct dbk_sim *s, unsigned i);
+uint32_t dbk_sim_live_next(const struct dbk_sim *s, uint32_t id);
+const struct dbk_sim_req *dbk_sim_req(const struct dbk_sim *s, uint32_t id);
+/* The engine handle once the request is in an engine. */
+bool dbk_sim_req_handle(const struct dbk_sim *s, uint32_t id, uint64_t *h);
+/* 0 if never preempted; otherwise larger for a later preemption (the
+ * engine puts a preempted request at the front of its waiting queue). */
+uint64_t dbk_sim_req_preempt_seq(const struct dbk_sim *s, uint32_t id);
+/* True when the request is long by the configured threshold. */
+bool dbk_sim_req_is_long(const struct dbk_sim *s, const struct dbk_sim_req *r);
+
+#endif
