@@ -37,10 +37,11 @@ TESTS = $(BUILD)/test_spop $(BUILD)/test_balancer $(BUILD)/test_estimate \
 include contrib/stub/stub.mk
 include contrib/bench/bench.mk
 include contrib/sim/sim.mk
+include contrib/spopbench/spopbench.mk
 
 .PHONY: all deps test unit e2e sanitize demo clean
 all: $(BINS) $(TESTS) $(STUB_BINS) $(STUB_TESTS) $(BENCH_BINS) $(BENCH_TESTS) \
-     $(SIM_BINS) $(SIM_TESTS)
+     $(SIM_BINS) $(SIM_TESTS) $(SPOPBENCH_BINS) $(SPOPBENCH_TESTS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

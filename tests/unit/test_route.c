@@ -96,7 +96,8 @@ static void test_route_sets_every_variable(void)
 	CHECK(test_ack_var(&x.ack, "redirected", &v) && v.type == DBK_SPOP_T_BOOL && !v.u.b);
 	CHECK(!test_ack_var(&x.ack, "error", &v));
 	CHECK_EQ_U(x.r.stats.routed, 1);
-	CHECK_EQ_U(x.r.stats.truncated_bodies, 1);
+	/* Dynamic mode scores by length alone and never parses the body. */
+	CHECK_EQ_U(x.r.stats.truncated_bodies, 0);
 	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 1);
 	down(&x);
 }
@@ -117,6 +118,39 @@ static void test_whole_json_body_is_read(void)
 	CHECK(test_var_is(&x.ack, "score", want));
 	CHECK_EQ_U(x.r.stats.truncated_bodies, 0);
 	down(&x);
+}
+
+/* Scores print as %.10g would, quarters by a fast path. */
+static void test_score_spelling(void)
+{
+	static const struct { const char *body; const char *want; } cases[] = {
+		{ "{\"max_tokens\":3}", "17.5" },                      /* 16 B + 1.5 */
+		{ "{\"max_tokens\":3,\"ignore_eos\":true}", "37" },   /* 34 B + 3 */
+		{ "{\"max_tokens\":0.3}", "18.15" },                   /* not quarters */
+		{ "{\"max_tokens\":1e9}", "500000018" },
+		{ "{\"max_tokens\":4e9}", "2000000018" },              /* past the fast path */
+		{ "{\"max_tokens\":1e12}", "2147483667" },             /* clamped at 2^32 */
+	};
+	const char *const argn[] = { "id", "body" };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fixture x;
+		char id[8];
+		snprintf(id, sizeof(id), "s%zu", i);
+		struct dbk_spop_data argv[2] = { dbk_spop_str(id), bin(cases[i].body) };
+
+		up(&x, false);
+		size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 2, argn, argv);
+		CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+		if (!test_var_is(&x.ack, "score", cases[i].want)) {
+			struct dbk_spop_data v;
+			test_ack_var(&x.ack, "score", &v);
+			fprintf(stderr, "  %s: got '%.*s', want '%s'\n", cases[i].body,
+			        (int)v.u.buf.len, (const char *)v.u.buf.ptr, cases[i].want);
+			CHECK(0);
+		}
+		down(&x);
+	}
 }
 
 static void test_null_blen_uses_the_sample(void)
@@ -280,6 +314,7 @@ int main(void)
 	RUN(test_route_sets_every_variable);
 	RUN(test_whole_json_body_is_read);
 	RUN(test_null_blen_uses_the_sample);
+	RUN(test_score_spelling);
 	RUN(test_missing_id_is_an_error_not_a_lease);
 	RUN(test_duplicate_id_refused);
 	RUN(test_unknown_message_never_gets_an_empty_ack);
