@@ -1,44 +1,69 @@
 #!/usr/bin/env bash
-# Overhead of the agent: requests/s through HAProxy with the dbucket SPOE
-# filter against the same HAProxy without it, same backends, same client
-# (wrk), alternating configurations over several rounds in one run. Prints
-# the ratio; absolute numbers depend on the machine and are not a gate.
+# The overhead benchmark: what the agent costs a request, end to end.
+# wrk posts small and larger JSON bodies to a fast backend (HAProxy
+# answering from memory, `http-request return`) through four
+# configurations:
+#   direct         wrk straight to the backend (no front HAProxy)
+#   haproxy        the front HAProxy alone (haproxy/haproxy.cfg without the
+#                  SPOE filter and its send-spoe-group rules)
+#   +null-agent    the same HAProxy with the filter, answered by
+#                  build/dbucket-null-agent (sets txn.dbucket.server only):
+#                  the ceiling for any agent
+#   +dbucket-spoa  the same with the real agent (dynamic buckets, leases
+#                  released by the completion ring)
+# Requests/s and latency p50/p99 (wrk --latency), each as a ratio to
+# "haproxy", medians over rounds that alternate the configurations in one
+# run. Prints a table and a markdown table for BENCHMARKS.md.
 #
-#   contrib/bench-overhead.sh [--rounds N] [--seconds S] [--connections C] [--body BYTES]
+#   contrib/bench-overhead-full.sh [--rounds N] [--seconds S] [--connections C]
+#                                  [--bodies "100 6000"] [--threads T]
 #
-# Everything listens on 127.0.0.1 and is stopped by pid on exit.
+# Every front HAProxy runs the same configuration derived from
+# haproxy/haproxy.cfg (same log-format, unique-id, completion ring); only
+# where the ring and the SPOE agent point differs. Everything listens on
+# 127.0.0.1 and is stopped by pid on exit (KEEP_TMP=1 keeps the logs and
+# generated configurations).
 set -eu
 cd "$(dirname "$0")/.."
 REPO=$PWD
 BUILD=${DBK_BUILD:-$REPO/build}
 
-rounds=3 seconds=5 conns=32 body=100
+rounds=3 seconds=3 conns=32 bodies="100 6000" threads=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--rounds) rounds=$2; shift 2 ;;
 	--seconds) seconds=$2; shift 2 ;;
 	--connections) conns=$2; shift 2 ;;
-	--body) body=$2; shift 2 ;;
-	-h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "bench-overhead: unknown option $1" >&2; exit 2 ;;
+	--bodies) bodies=$2; shift 2 ;;
+	--threads) threads=$2; shift 2 ;;
+	-h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "bench-overhead-full: unknown option $1" >&2; exit 2 ;;
 	esac
 done
-command -v wrk >/dev/null || { echo "bench-overhead: wrk is missing (make deps)" >&2; exit 2; }
-[ -x "$BUILD/dbucket-spoa" ] || { echo "bench-overhead: build first (make)" >&2; exit 2; }
+for t in wrk haproxy curl; do
+	command -v "$t" >/dev/null || { echo "bench-overhead-full: $t is missing (make deps)" >&2; exit 2; }
+done
+for b in dbucket-spoa dbucket-null-agent; do
+	[ -x "$BUILD/$b" ] || { echo "bench-overhead-full: $BUILD/$b is missing (make, and make -f Makefile -f contrib/spopbench/spopbench.mk $BUILD/$b)" >&2; exit 2; }
+done
 
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
+	if [ -n "${KEEP_TMP:-}" ]; then echo "logs and configs kept in $tmp" >&2; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
+# Ports come from below the ephemeral range: a port in it may be taken
+# at any time as the source port of some outgoing connection.
+EPHEMERAL_LOW=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
 port() { # a free loopback port
 	local p
 	for _ in $(seq 200); do
-		p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		p=$((10000 + (RANDOM * 32768 + RANDOM) % (EPHEMERAL_LOW - 10000)))
 		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
 	done
 	return 1
@@ -48,12 +73,14 @@ wait_port() {
 		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
 		sleep 0.02
 	done
-	echo "bench-overhead: nothing on port $1" >&2
+	echo "bench-overhead-full: nothing on port $1" >&2
 	return 1
 }
 
-# Fast backends: HAProxy answering from memory.
+# Fast backends: HAProxy answering from memory, as vllm0..3.
 {
+	echo "global"
+	echo "  log stderr format raw local0 err"
 	echo "defaults"
 	echo "  mode http"
 	echo "  timeout client 30s"
@@ -69,55 +96,147 @@ wait_port() {
 } >"$tmp/backends.cfg"
 haproxy -f "$tmp/backends.cfg" 2>"$tmp/backends.log" &
 pids+=($!)
+DIRECT_PORT=${DBK_VLLM0##*:}
 
-AGENT_PORT=$(port)
-export DBK_AGENT=127.0.0.1:$AGENT_PORT
-export DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
-"$BUILD/dbucket-spoa" --listen "$DBK_AGENT" --enable-dynamic-bucket --log-level warn \
-	--max-leases 100000000 vllm0 vllm1 vllm2 vllm3 2>"$tmp/agent.log" &
+# The agents. The null agent also swallows the completion ring of the
+# HAProxy instances not in front of dbucket-spoa, so that every instance
+# does the same logging work.
+NULL_SPOP=$(port) NULL_RING=$(port)
+"$BUILD/dbucket-null-agent" --listen "127.0.0.1:$NULL_SPOP" --completion-listen "127.0.0.1:$NULL_RING" \
+	--server vllm0 2>"$tmp/null.log" &
+NULL_PID=$!
+pids+=("$NULL_PID")
+SPOA_SPOP=$(port) SPOA_RING=$(port) SPOA_ADMIN=$(port)
+"$BUILD/dbucket-spoa" --listen "127.0.0.1:$SPOA_SPOP" --completion-listen "127.0.0.1:$SPOA_RING" \
+	--admin-listen "127.0.0.1:$SPOA_ADMIN" --enable-dynamic-bucket --log-level warn \
+	vllm0 vllm1 vllm2 vllm3 2>"$tmp/spoa.log" &
 pids+=($!)
-wait_port "$AGENT_PORT"
+wait_port "$NULL_SPOP"
+wait_port "$SPOA_SPOP"
 
-# The same configuration with and without the SPOE filter.
-grep -v -e 'filter spoe' -e 'send-spoe-group' haproxy/haproxy.cfg |
-	sed 's/^global$/global\n    log stderr format raw local0 err/' >"$tmp/plain.cfg"
+# One configuration for all: the sample's, logging only errors to stderr
+# (the completion ring keeps its info-level lines). "haproxy" drops the
+# filter and the rules that use it, nothing else.
 sed 's/^    log stderr format raw local0 info$/    log stderr format raw local0 err/' \
 	haproxy/haproxy.cfg >"$tmp/spoe.cfg"
-sed -i 's/^    log stderr format raw local0 info$/    log stderr format raw local0 err/' "$tmp/plain.cfg"
+grep -v -e 'filter spoe' -e 'send-spoe-group' "$tmp/spoe.cfg" >"$tmp/plain.cfg"
+export DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
+front() { # front NAME PORT CFG AGENT RING: starts a front HAProxy on PORT
+	local stats
+	stats=$(port)
+	DBK_BIND=127.0.0.1:$2 DBK_STATS_BIND=127.0.0.1:$stats DBK_STATS_SOCKET=$tmp/$1.sock \
+		DBK_AGENT=$4 DBK_COMPLETIONS=$5 \
+		haproxy -f "$3" 2>"$tmp/$1.log" &
+	pids+=($!)
+}
+PLAIN_PORT=$(port) NULLH_PORT=$(port) SPOAH_PORT=$(port)
+front plain "$PLAIN_PORT" "$tmp/plain.cfg" "127.0.0.1:$NULL_SPOP" "127.0.0.1:$NULL_RING"
+front null "$NULLH_PORT" "$tmp/spoe.cfg" "127.0.0.1:$NULL_SPOP" "127.0.0.1:$NULL_RING"
+front spoa "$SPOAH_PORT" "$tmp/spoe.cfg" "127.0.0.1:$SPOA_SPOP" "127.0.0.1:$SPOA_RING"
+for p in "$PLAIN_PORT" "$NULLH_PORT" "$SPOAH_PORT" "$DIRECT_PORT"; do wait_port "$p"; done
 
-PLAIN_PORT=$(port)
-DBK_BIND=127.0.0.1:$PLAIN_PORT haproxy -f "$tmp/plain.cfg" 2>"$tmp/plain.log" &
-pids+=($!)
-SPOE_PORT=$(port)
-DBK_BIND=127.0.0.1:$SPOE_PORT haproxy -f "$tmp/spoe.cfg" 2>"$tmp/spoe.log" &
-pids+=($!)
-wait_port "$PLAIN_PORT"
-wait_port "$SPOE_PORT"
-
-pad=$((body - 40))
-[ $pad -ge 0 ] || pad=0
-prompt=$(head -c "$pad" /dev/zero | tr '\0' 'a')
-cat >"$tmp/post.lua" <<LUA
+wrk_lua() { # the POST body of BYTES bytes, a JSON completion request
+	local pad=$(($1 - 48))
+	[ $pad -ge 0 ] || pad=0
+	cat <<LUA
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"model":"m","max_tokens":16,"prompt":"$prompt"}'
+wrk.body = '{"model":"m","max_tokens":16,"prompt":"' .. string.rep("a", $pad) .. '"}'
 LUA
-
-rps() { # rps PORT: requests/s of one wrk run
-	wrk -t 1 -c "$conns" -d "${seconds}s" -s "$tmp/post.lua" "http://127.0.0.1:$1/v1/completions" |
-		awk '/^Requests\/sec/ { print $2 }
-		     /Non-2xx/ { print "non2xx " $NF > "/dev/stderr" }'
 }
 
-echo "body=${body}B connections=$conns seconds=$seconds rounds=$rounds (wrk, 1 thread)"
-printf '%-6s %14s %14s %8s\n' round "plain req/s" "dbucket req/s" ratio
-sum_plain=0 sum_spoe=0
+# run CFG BODY [SECONDS [FILE]]: one wrk run; appends
+# "cfg body rps p50_us p99_us requests non2xx errors" to FILE (results)
+run() {
+	local cfg=$1 body=$2 secs=${3:-$seconds} file=${4:-$tmp/results} port out
+	case $cfg in
+	direct) port=$DIRECT_PORT ;;
+	haproxy) port=$PLAIN_PORT ;;
+	null) port=$NULLH_PORT ;;
+	spoa) port=$SPOAH_PORT ;;
+	esac
+	out=$(wrk -t "$threads" -c "$conns" -d "${secs}s" --latency -s "$tmp/post-$body.lua" \
+		"http://127.0.0.1:$port/v1/completions")
+	echo "$out" | awk -v c="$cfg" -v b="$body" '
+		function us(v) {
+			if (v ~ /us$/) return v + 0
+			if (v ~ /ms$/) return (v + 0) * 1000
+			if (v ~ /s$/) return (v + 0) * 1e6
+			return v + 0
+		}
+		/^Requests\/sec/ { rps = $2 }
+		/^ +50%/ { p50 = us($2) }
+		/^ +99%/ { p99 = us($2) }
+		/requests in/ { n = $1 }
+		/Non-2xx/ { bad = $NF }
+		/Socket errors/ { gsub(/,/, ""); err = $4 + $6 + $8 + $10 }
+		END { printf "%s %s %s %.1f %.1f %d %d %d\n", c, b, rps, p50, p99, n, bad, err }' >>"$file"
+	tail -n 1 "$file" | awk '{ printf "  %-8s body=%sB %10s req/s p50=%sus p99=%sus non2xx=%s errors=%s\n", $1, $2, $3, $4, $5, $7, $8 }' >&2
+}
+
+for body in $bodies; do wrk_lua "$body" >"$tmp/post-$body.lua"; done
+echo "== overhead: wrk -t $threads -c $conns, ${seconds}s per run, $rounds rounds, bodies: $bodies" >&2
+# A short warm-up opens the SPOP connections and fills the caches.
+: >"$tmp/results"
+: >"$tmp/warmup"
+echo "warm-up" >&2
+for cfg in haproxy null spoa; do run "$cfg" "${bodies%% *}" 1 "$tmp/warmup"; done
+configs="direct haproxy null spoa"
 for r in $(seq "$rounds"); do
-	a=$(rps "$PLAIN_PORT")
-	b=$(rps "$SPOE_PORT")
-	awk -v r="$r" -v a="$a" -v b="$b" 'BEGIN { printf "%-6s %14s %14s %8.3f\n", r, a, b, b / a }'
-	sum_plain=$(awk -v s="$sum_plain" -v a="$a" 'BEGIN { print s + a }')
-	sum_spoe=$(awk -v s="$sum_spoe" -v b="$b" 'BEGIN { print s + b }')
+	echo "round $r" >&2
+	for body in $bodies; do
+		for cfg in $configs; do run "$cfg" "$body"; done
+	done
+	# Rotate the order, so that no configuration always runs first.
+	configs="${configs#* } ${configs%% *}"
 done
-awk -v a="$sum_plain" -v b="$sum_spoe" 'BEGIN { printf "overall ratio dbucket/plain = %.3f\n", b / a }'
-grep -c . "$tmp/agent.log" >/dev/null && grep -E 'level=(warn|error)' "$tmp/agent.log" | head -5 || true
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+sel() { awk -v c="$1" -v b="$2" -v k="$3" '$1 == c && $2 == b { print $k }' "$tmp/results" | median; }
+label() {
+	case $1 in
+	direct) echo "direct to backend" ;;
+	haproxy) echo "HAProxy alone" ;;
+	null) echo "HAProxy + null agent" ;;
+	spoa) echo "HAProxy + dbucket-spoa" ;;
+	esac
+}
+printf '\n%-6s %-24s %10s %7s %9s %7s %9s %7s %7s\n' body configuration "req/s" ratio "p50 us" ratio "p99 us" ratio errors
+md="| body | configuration | req/s | vs HAProxy | p50 | vs HAProxy | p99 | vs HAProxy |
+|---|---|---:|---:|---:|---:|---:|---:|"
+for body in $bodies; do
+	base_rps=$(sel haproxy "$body" 3) base_p50=$(sel haproxy "$body" 4) base_p99=$(sel haproxy "$body" 5)
+	for cfg in direct haproxy null spoa; do
+		rps=$(sel "$cfg" "$body" 3) p50=$(sel "$cfg" "$body" 4) p99=$(sel "$cfg" "$body" 5)
+		errs=$(awk -v c="$cfg" -v b="$body" '$1 == c && $2 == b { s += $7 + $8 } END { print s + 0 }' "$tmp/results")
+		read -r r1 r2 r3 < <(awk -v a="$rps" -v b="$base_rps" -v c="$p50" -v d="$base_p50" -v e="$p99" -v f="$base_p99" \
+			'BEGIN { printf "%.3f %.2f %.2f\n", (b > 0 ? a / b : 0), (d > 0 ? c / d : 0), (f > 0 ? e / f : 0) }')
+		printf '%-6s %-24s %10.0f %7s %9.1f %7s %9.1f %7s %7s\n' "${body}B" "$(label "$cfg")" "$rps" "$r1" "$p50" "$r2" "$p99" "$r3" "$errs"
+		md="$md
+| ${body} B | $(label "$cfg") | $(printf '%.0f' "$rps") | $r1 | $(printf '%.0f' "$p50") µs | $r2 | $(printf '%.0f' "$p99") µs | $r3 |"
+	done
+done
+
+# Did the agents decide? Every POST through a filtered HAProxy is one
+# NOTIFY; dbucket-spoa's leases should all be released by the ring.
+reqs() { awk -v c="$1" '$1 == c { s += $6 } END { print s + 0 }' "$tmp/results" "$tmp/warmup"; }
+state=$(curl -s --max-time 2 "http://127.0.0.1:$SPOA_ADMIN/state" || true)
+jget() { echo "$state" | awk -F'[:,]' -v k="\"$1\"" '$1 ~ k { gsub(/ /, "", $2); print $2; exit }'; }
+kill "$NULL_PID" 2>/dev/null || true
+wait "$NULL_PID" 2>/dev/null || true
+echo
+# wrk counts only the requests answered within its run, so the agents may
+# see a few more (one per connection at most).
+echo "check: dbucket-spoa: requests sent through it $(reqs spoa), decisions=$(jget decisions)" \
+	"leases left=$(jget leases) refused=$(jget refused)"
+echo "check: null agent: requests sent through it $(reqs null)," \
+	"$(sed -n 's/^dbucket-null-agent: //p' "$tmp/null.log" | cut -d' ' -f1-5)"
+echo
+echo "Markdown:"
+echo
+echo "$md"
+echo
+echo "(wrk -t $threads -c $conns --latency, ${seconds}s x $rounds rounds, medians; fast backend: HAProxy http-request return; $(nproc) cores, nothing pinned)"
+for name in plain null spoa; do
+	grep -iE 'alert|error' "$tmp/$name.log" | head -3 || true
+done
