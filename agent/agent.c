@@ -29,8 +29,11 @@ void dbk_agent_on_completion(void *arg, const struct dbk_completion *c)
 	struct dbk_bal_lease lease;
 
 	a->stats.completions++;
-	/* No decision, no lease: HAProxy balanced this one alone. */
-	if (c->chosen_len == 0) {
+	/* No decision variable: HAProxy balanced this one alone, unless the
+	 * client left while the agent was deciding, in which case the lease
+	 * was taken but the ACK found no stream to set the variable on. The
+	 * id tells. */
+	if (c->chosen_len == 0 && !dbk_bal_holds(a->bal, c->id, c->id_len)) {
 		a->stats.undecided++;
 		return;
 	}

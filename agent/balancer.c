@@ -586,6 +586,11 @@ enum dbk_bal_result dbk_bal_release(struct dbk_balancer *b, const char *id,
 	return DBK_BAL_OK;
 }
 
+bool dbk_bal_holds(const struct dbk_balancer *b, const char *id, size_t id_len)
+{
+	return id_ok(id, id_len) && dbk_lease_find(&b->leases, id, id_len) != NULL;
+}
+
 size_t dbk_bal_expire(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl_ms,
                       void (*cb)(void *arg, const char *id, size_t id_len,
                                  const struct dbk_bal_lease *l),

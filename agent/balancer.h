@@ -135,6 +135,9 @@ enum dbk_bal_result dbk_bal_dispatch(struct dbk_balancer *b, const char *id,
 enum dbk_bal_result dbk_bal_release(struct dbk_balancer *b, const char *id,
                                     size_t id_len, struct dbk_bal_lease *out);
 
+/* Whether a lease with this id is live. Counts nothing. */
+bool dbk_bal_holds(const struct dbk_balancer *b, const char *id, size_t id_len);
+
 /* Releases every lease started at or before now_ms - ttl_ms, oldest
  * first, calling cb (if not NULL) for each. Returns how many. The walk
  * stops at the first lease that is too young, so dispatch times must not
