@@ -22,6 +22,9 @@ static const double lag_bounds_ms[] = {
 /* How long start-up waits for HAProxy's runtime API to name the servers. */
 #define DISCOVERY_TIMEOUT_MS 30000
 #define MAX_CONFIG_FILE 65536
+/* How long an id that ended unrouted is remembered: far longer than a
+ * NOTIFY can trail its request's completion line. */
+#define BURIED_TTL_MS 10000
 
 void dbk_agent_on_completion(void *arg, const struct dbk_completion *c)
 {
@@ -35,6 +38,10 @@ void dbk_agent_on_completion(void *arg, const struct dbk_completion *c)
 	 * id tells. */
 	if (c->chosen_len == 0 && !dbk_bal_holds(a->bal, c->id, c->id_len)) {
 		a->stats.undecided++;
+		/* Its NOTIFY may still be on the way (another connection):
+		 * remember the id so that it takes no lease when it comes. */
+		if (c->id_len)
+			dbk_bal_bury(a->bal, c->id, c->id_len, dbk_mono_ms());
 		return;
 	}
 	if (dbk_bal_release(a->bal, c->id, c->id_len, &lease) != DBK_BAL_OK) {
@@ -73,7 +80,10 @@ static void on_ttl_tick(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	dbk_bal_expire(a->bal, dbk_mono_ms(), (uint64_t)a->cfg.lease_ttl_s * 1000, on_expired, a);
+	uint64_t now = dbk_mono_ms();
+
+	dbk_bal_expire(a->bal, now, (uint64_t)a->cfg.lease_ttl_s * 1000, on_expired, a);
+	dbk_bal_expire_buried(a->bal, now, BURIED_TTL_MS);
 }
 
 /* Reads a whole (small) file. Returns a malloc'd NUL-terminated buffer. */

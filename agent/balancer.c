@@ -30,6 +30,7 @@ struct dbk_balancer {
 	unsigned *heap;         /* server indices; group g's heap at first[g] */
 	bool *usable;
 	struct dbk_lease_table leases;
+	struct dbk_lease_table buried;  /* ids that ended unrouted */
 	struct dbk_bal_stats stats;
 };
 
@@ -186,6 +187,7 @@ const char *dbk_bal_result_str(enum dbk_bal_result r)
 	case DBK_BAL_NO_SERVER: return "no usable server";
 	case DBK_BAL_UNKNOWN:   return "unknown id";
 	case DBK_BAL_BAD_ID:    return "bad id";
+	case DBK_BAL_ENDED:     return "request already ended";
 	}
 	return "?";
 }
@@ -318,14 +320,10 @@ struct dbk_balancer *dbk_bal_new(const struct dbk_bal_config *c)
 	/* The table's hash key needs no strength, only to differ between
 	 * runs; ASLR makes the balancer's address do. */
 	if (!b->load || !b->inflight || !b->group_of || !b->pos || !b->heap ||
-	    !b->usable || dbk_lease_init(&b->leases, (uint64_t)(uintptr_t)b) < 0) {
-		free(b->load);
-		free(b->inflight);
-		free(b->group_of);
-		free(b->pos);
-		free(b->heap);
-		free(b->usable);
-		free(b);
+	    !b->usable || dbk_lease_init(&b->leases, (uint64_t)(uintptr_t)b) < 0 ||
+	    dbk_lease_init(&b->buried, (uint64_t)(uintptr_t)b ^ 0x9e3779b97f4a7c15u) < 0) {
+		/* dbk_bal_free copes with what calloc left zeroed. */
+		dbk_bal_free(b);
 		return NULL;
 	}
 
@@ -368,6 +366,7 @@ void dbk_bal_free(struct dbk_balancer *b)
 	if (!b)
 		return;
 	dbk_lease_fini(&b->leases);
+	dbk_lease_fini(&b->buried);
 	free(b->load);
 	free(b->inflight);
 	free(b->group_of);
@@ -521,7 +520,10 @@ enum dbk_bal_result dbk_bal_dispatch(struct dbk_balancer *b, const char *id,
 		return DBK_BAL_BAD_ID;
 	}
 	res = dbk_bal_decide(b, r, d);
-	if (dbk_lease_find(&b->leases, id, id_len)) {
+	if (dbk_lease_count(&b->buried) && dbk_lease_remove(&b->buried, id, id_len, NULL)) {
+		b->stats.ended++;
+		res = DBK_BAL_ENDED;
+	} else if (dbk_lease_find(&b->leases, id, id_len)) {
 		b->stats.duplicates++;
 		res = DBK_BAL_DUPLICATE;
 	} else if (b->cfg.max_leases && dbk_lease_count(&b->leases) >= b->cfg.max_leases) {
@@ -584,6 +586,25 @@ enum dbk_bal_result dbk_bal_release(struct dbk_balancer *b, const char *id,
 	if (out)
 		*out = l;
 	return DBK_BAL_OK;
+}
+
+void dbk_bal_bury(struct dbk_balancer *b, const char *id, size_t id_len, uint64_t now_ms)
+{
+	struct dbk_bal_lease l = { .start_ms = now_ms };
+
+	if (!id_ok(id, id_len))
+		return;
+	if (dbk_lease_count(&b->buried) >= DBK_BAL_MAX_BURIED)
+		dbk_lease_delete(&b->buried, dbk_lease_oldest(&b->buried));
+	dbk_lease_insert(&b->buried, id, id_len, &l, NULL);
+}
+
+void dbk_bal_expire_buried(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl_ms)
+{
+	struct dbk_lease *e;
+
+	while ((e = dbk_lease_oldest(&b->buried)) && e->val.start_ms + ttl_ms <= now_ms)
+		dbk_lease_delete(&b->buried, e);
 }
 
 bool dbk_bal_holds(const struct dbk_balancer *b, const char *id, size_t id_len)

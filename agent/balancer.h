@@ -16,6 +16,8 @@
 #define DBK_BAL_MAX_BUCKETS 16
 #define DBK_BAL_MAX_SERVERS 4096
 #define DBK_BAL_MAX_ID_LEN  255
+/* Ids remembered by dbk_bal_bury at most (the oldest are forgotten). */
+#define DBK_BAL_MAX_BURIED  65536
 
 struct dbk_bal_config {
 	unsigned nservers;
@@ -75,6 +77,7 @@ enum dbk_bal_result {
 	DBK_BAL_NO_SERVER,          /* no usable server in any group */
 	DBK_BAL_UNKNOWN,            /* release of an id with no lease */
 	DBK_BAL_BAD_ID,             /* empty or longer than DBK_BAL_MAX_ID_LEN */
+	DBK_BAL_ENDED,              /* the request ended before it was routed */
 };
 
 const char *dbk_bal_result_str(enum dbk_bal_result r);
@@ -93,6 +96,7 @@ struct dbk_bal_stats {
 	uint64_t expired;           /* leases given back by dbk_bal_expire */
 	uint64_t reclaimed;         /* leases given back by dbk_bal_reclaim */
 	uint64_t moved;             /* leases moved by dbk_bal_move */
+	uint64_t ended;             /* dispatches refused: the request had ended */
 	uint64_t unknown_releases;
 	uint64_t duplicates;
 	uint64_t refused;           /* FULL or NO_SERVER */
@@ -134,6 +138,15 @@ enum dbk_bal_result dbk_bal_dispatch(struct dbk_balancer *b, const char *id,
  * no lease can have. out may be NULL. */
 enum dbk_bal_result dbk_bal_release(struct dbk_balancer *b, const char *id,
                                     size_t id_len, struct dbk_bal_lease *out);
+
+/* Remembers that request id ended without a lease. Its completion can
+ * overtake its decision (the client leaves while the agent decides, and
+ * the two travel on different connections): a dispatch of a buried id is
+ * then refused with DBK_BAL_ENDED instead of taking a lease that nothing
+ * would ever release. Forgotten after dbk_bal_expire_buried. */
+void dbk_bal_bury(struct dbk_balancer *b, const char *id, size_t id_len, uint64_t now_ms);
+/* Forgets ids buried at or before now_ms - ttl_ms. */
+void dbk_bal_expire_buried(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl_ms);
 
 /* Whether a lease with this id is live. Counts nothing. */
 bool dbk_bal_holds(const struct dbk_balancer *b, const char *id, size_t id_len);

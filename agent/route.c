@@ -93,6 +93,11 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m,
 	struct dbk_bal_decision d;
 	enum dbk_bal_result res = dbk_bal_dispatch(r->bal, (const char *)id->u.buf.ptr,
 	                                           id->u.buf.len, &req, now_ms, &d);
+	if (res == DBK_BAL_ENDED) {
+		/* Its client left before we decided: normal, nothing to log. */
+		set_error(w, dbk_bal_result_str(res));
+		return;
+	}
 	if (res != DBK_BAL_OK) {
 		char idq[DBK_BAL_MAX_ID_LEN + 1];
 

@@ -655,6 +655,46 @@ static void expire_in_order(void)
 	dbk_bal_free(b);
 }
 
+/* A completion that overtook its decision: the id is buried, its late
+ * dispatch takes no lease, and burial is forgotten in time. */
+static void buried_ids_take_no_lease(void)
+{
+	struct dbk_bal_config c;
+	struct dbk_balancer *b;
+	struct dbk_bal_decision d;
+	struct dbk_bal_request r = req(100);
+
+	dbk_bal_config_default(&c, 2, true, 32768, 131072);
+	b = dbk_bal_new(&c);
+	dbk_bal_bury(b, "late", 4, 1000);
+	CHECK_EQ_U(dbk_bal_dispatch(b, "late", 4, &r, 1001, &d), DBK_BAL_ENDED);
+	CHECK_EQ_U(dbk_bal_stats(b)->leases, 0);
+	CHECK_EQ_U(dbk_bal_stats(b)->ended, 1);
+	CHECK_NEAR(dbk_bal_server_load(b, 0), 0, 0);
+	/* The burial is used up: the same id again is a new request. */
+	CHECK_EQ_U(dbk_bal_dispatch(b, "late", 4, &r, 1002, &d), DBK_BAL_OK);
+	CHECK(dbk_bal_holds(b, "late", 4));
+	CHECK(!dbk_bal_holds(b, "other", 5));
+
+	/* Expiry forgets old burials only. */
+	dbk_bal_bury(b, "x", 1, 2000);
+	dbk_bal_bury(b, "y", 1, 5000);
+	dbk_bal_expire_buried(b, 12000, 10000);
+	CHECK_EQ_U(dbk_bal_dispatch(b, "x", 1, &r, 12000, &d), DBK_BAL_OK);
+	CHECK_EQ_U(dbk_bal_dispatch(b, "y", 1, &r, 12000, &d), DBK_BAL_ENDED);
+
+	/* Bounded: the oldest burial goes first. */
+	char id[16];
+	for (unsigned i = 0; i <= DBK_BAL_MAX_BURIED; i++) {
+		snprintf(id, sizeof(id), "b%u", i);
+		dbk_bal_bury(b, id, strlen(id), 20000);
+	}
+	CHECK_EQ_U(dbk_bal_dispatch(b, "b0", 2, &r, 20000, &d), DBK_BAL_OK);
+	snprintf(id, sizeof(id), "b%u", DBK_BAL_MAX_BURIED);
+	CHECK_EQ_U(dbk_bal_dispatch(b, id, strlen(id), &r, 20000, &d), DBK_BAL_ENDED);
+	dbk_bal_free(b);
+}
+
 /* Reclaim takes the oldest leases of one server only, and as many as asked. */
 static void reclaim_oldest_of_server(void)
 {
@@ -1090,6 +1130,7 @@ int main(void)
 	RUN(expire_in_order);
 	RUN(expire_reentrant);
 	RUN(reclaim_oldest_of_server);
+	RUN(buried_ids_take_no_lease);
 	RUN(unusable_servers);
 	RUN(unusable_group_nearest);
 	RUN(randomized_against_scan);
