@@ -5,6 +5,7 @@
 #   make sanitize   the same tests with ASan + UBSan binaries (build/san/)
 #   make demo       stub vLLM servers + agent + HAProxy, requests routed
 #                   (KEEP=1 leaves it running until Ctrl-C)
+#   make install   PREFIX=/usr/local DESTDIR= (binaries, man pages, unit)
 #   make clean
 
 CC       ?= cc
@@ -38,10 +39,13 @@ include contrib/stub/stub.mk
 include contrib/bench/bench.mk
 include contrib/sim/sim.mk
 include contrib/spopbench/spopbench.mk
+include contrib/launcher/launcher.mk
+include contrib/install.mk
 
 .PHONY: all deps test unit e2e sanitize demo clean
 all: $(BINS) $(TESTS) $(STUB_BINS) $(STUB_TESTS) $(BENCH_BINS) $(BENCH_TESTS) \
-     $(SIM_BINS) $(SIM_TESTS) $(SPOPBENCH_BINS) $(SPOPBENCH_TESTS)
+     $(SIM_BINS) $(SIM_TESTS) $(SPOPBENCH_BINS) $(SPOPBENCH_TESTS) \
+     $(LAUNCHER_BINS) $(LAUNCHER_TESTS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

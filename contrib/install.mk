@@ -1,0 +1,64 @@
+# `make install` and `make uninstall`; included by the top-level Makefile
+# (after contrib/launcher/launcher.mk). Without that include yet:
+#   make -f Makefile -f contrib/install.mk install DESTDIR=/tmp/pkg PREFIX=/usr
+#
+#   PREFIX   /usr/local by default; DESTDIR is prepended to every path.
+#
+# What goes where:
+#   $(PREFIX)/sbin/dbucket-spoa                      the agent (a daemon: section 8)
+#   $(PREFIX)/bin/dbucket                            the launcher
+#   $(PREFIX)/share/dbucket/haproxy.cfg              sample configuration (never /etc:
+#   $(PREFIX)/share/dbucket/dbucket.spoe.conf         an install must not touch HAProxy's)
+#   $(PREFIX)/share/dbucket/haproxy.service.d/dbucket.conf  drop-in example
+#   $(PREFIX)/share/man/man8/dbucket-spoa.8, man1/dbucket.1
+#   $(PREFIX)/lib/systemd/system/dbucket-spoa.service (ExecStart in $(PREFIX)/sbin)
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+INSTALL ?= install
+
+INSTALL_BINDIR  = $(PREFIX)/bin
+INSTALL_SBINDIR = $(PREFIX)/sbin
+INSTALL_DATADIR = $(PREFIX)/share/dbucket
+INSTALL_MANDIR  = $(PREFIX)/share/man
+INSTALL_UNITDIR = $(PREFIX)/lib/systemd/system
+
+# The launcher's rules, when the top-level Makefile does not include them.
+ifeq ($(origin LAUNCHER_BINS),undefined)
+include contrib/launcher/launcher.mk
+endif
+
+INSTALL_FILES = $(INSTALL_SBINDIR)/dbucket-spoa \
+                $(INSTALL_BINDIR)/dbucket \
+                $(INSTALL_DATADIR)/haproxy.cfg \
+                $(INSTALL_DATADIR)/dbucket.spoe.conf \
+                $(INSTALL_DATADIR)/haproxy.service.d/dbucket.conf \
+                $(INSTALL_MANDIR)/man8/dbucket-spoa.8 \
+                $(INSTALL_MANDIR)/man1/dbucket.1 \
+                $(INSTALL_UNITDIR)/dbucket-spoa.service
+
+.PHONY: install uninstall
+
+install: $(BUILD)/dbucket-spoa $(BUILD)/dbucket
+	$(INSTALL) -d $(DESTDIR)$(INSTALL_BINDIR) $(DESTDIR)$(INSTALL_SBINDIR) \
+		$(DESTDIR)$(INSTALL_DATADIR)/haproxy.service.d \
+		$(DESTDIR)$(INSTALL_MANDIR)/man1 $(DESTDIR)$(INSTALL_MANDIR)/man8 \
+		$(DESTDIR)$(INSTALL_UNITDIR)
+	$(INSTALL) -m 0755 $(BUILD)/dbucket-spoa $(DESTDIR)$(INSTALL_SBINDIR)/dbucket-spoa
+	$(INSTALL) -m 0755 $(BUILD)/dbucket $(DESTDIR)$(INSTALL_BINDIR)/dbucket
+	$(INSTALL) -m 0644 haproxy/haproxy.cfg haproxy/dbucket.spoe.conf $(DESTDIR)$(INSTALL_DATADIR)/
+	$(INSTALL) -m 0644 contrib/systemd/haproxy.service.d/dbucket.conf \
+		$(DESTDIR)$(INSTALL_DATADIR)/haproxy.service.d/dbucket.conf
+	$(INSTALL) -m 0644 contrib/man/dbucket-spoa.8 $(DESTDIR)$(INSTALL_MANDIR)/man8/dbucket-spoa.8
+	$(INSTALL) -m 0644 contrib/man/dbucket.1 $(DESTDIR)$(INSTALL_MANDIR)/man1/dbucket.1
+	# The unit names the agent where this PREFIX put it (the file says
+	# /usr/local/sbin, the default).
+	sed 's|/usr/local/sbin/dbucket-spoa|$(INSTALL_SBINDIR)/dbucket-spoa|' \
+		contrib/systemd/dbucket-spoa.service >$(DESTDIR)$(INSTALL_UNITDIR)/dbucket-spoa.service.tmp
+	chmod 0644 $(DESTDIR)$(INSTALL_UNITDIR)/dbucket-spoa.service.tmp
+	mv -f $(DESTDIR)$(INSTALL_UNITDIR)/dbucket-spoa.service.tmp \
+		$(DESTDIR)$(INSTALL_UNITDIR)/dbucket-spoa.service
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALL_FILES))
+	-rmdir $(DESTDIR)$(INSTALL_DATADIR)/haproxy.service.d $(DESTDIR)$(INSTALL_DATADIR) 2>/dev/null

@@ -1,0 +1,621 @@
+/* The reference's command line, parsed as Python 3.11's argparse parses
+ * it (the reference's parser: default prefix "-", abbreviations allowed,
+ * no positionals), then checked as the reference checks it, then checked
+ * for what dbucket-spoa and HAProxy would refuse later.
+ *
+ * argparse works in two passes, and the order of its errors follows from
+ * them: first every argument is classified as an option ('O'), a value
+ * ('A') or the "--" marker ('-'), which is where an ambiguous abbreviation
+ * fails; then options are taken left to right with the values that follow
+ * them, converting each value as it goes (so the first bad value fails,
+ * and -h prints the help only if nothing before it failed); what no option
+ * took is "unrecognized", reported at the end. */
+#include "flags.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pyval.h"
+
+enum opt_id {
+	O_UNKNOWN = -1,
+	O_HELP,
+	O_PORT,
+	O_HOST,
+	O_SERVER_HOSTS,
+	O_SERVER_PORTS,
+	O_MAX_RETRIES,
+	O_RETRY_DELAY,
+	O_THRESHOLD,
+	O_MAX_TOKENS,
+	O_DYNAMIC,
+	O_PRINT_CONFIG,
+	O_RUNTIME_DIR,
+	O_AGENT,
+	O_HAPROXY,
+};
+
+enum nargs { N_ZERO, N_ONE, N_PLUS };
+enum vtype { T_NONE, T_STR, T_INT, T_FLOAT };
+
+struct opt {
+	const char *str;   /* one option string */
+	enum opt_id id;
+	bool ours;         /* not the reference's */
+};
+
+/* In the reference's registration order: argparse lists ambiguous
+ * matches in this order. */
+static const struct opt opts[] = {
+	{ "-h", O_HELP, false },
+	{ "--help", O_HELP, false },
+	{ "--port", O_PORT, false },
+	{ "--host", O_HOST, false },
+	{ "--server-hosts", O_SERVER_HOSTS, false },
+	{ "--server-ports", O_SERVER_PORTS, false },
+	{ "--max-retries", O_MAX_RETRIES, false },
+	{ "--retry-delay", O_RETRY_DELAY, false },
+	{ "--server-group-threshold", O_THRESHOLD, false },
+	{ "--max-request-tokens", O_MAX_TOKENS, false },
+	{ "--enable-dynamic-bucket", O_DYNAMIC, false },
+	{ "--print-config", O_PRINT_CONFIG, true },
+	{ "--runtime-dir", O_RUNTIME_DIR, true },
+	{ "--agent", O_AGENT, true },
+	{ "--haproxy", O_HAPROXY, true },
+};
+#define NOPTS (sizeof(opts) / sizeof(opts[0]))
+
+static enum nargs nargs_of(enum opt_id id)
+{
+	switch (id) {
+	case O_HELP:
+	case O_DYNAMIC:
+		return N_ZERO;
+	case O_SERVER_HOSTS:
+	case O_SERVER_PORTS:
+		return N_PLUS;
+	default:
+		return N_ONE;
+	}
+}
+
+static enum vtype type_of(enum opt_id id)
+{
+	switch (id) {
+	case O_PORT:
+	case O_SERVER_PORTS:
+	case O_MAX_RETRIES:
+	case O_THRESHOLD:
+	case O_MAX_TOKENS:
+		return T_INT;
+	case O_RETRY_DELAY:
+		return T_FLOAT;
+	case O_HELP:
+	case O_DYNAMIC:
+		return T_NONE;
+	default:
+		return T_STR;
+	}
+}
+
+/* argparse names an option in its messages by all its strings. */
+static const char *display_name(enum opt_id id)
+{
+	if (id == O_HELP)
+		return "-h/--help";
+	for (size_t i = 0; i < NOPTS; i++)
+		if (opts[i].id == id)
+			return opts[i].str;
+	return "?";
+}
+
+/* ---- classification ---------------------------------------------------- */
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+struct token {
+	char kind;            /* 'O' option, 'A' value, '-' the "--" marker */
+	enum opt_id id;       /* for 'O'; O_UNKNOWN for an unknown option */
+	const char *optstr;   /* the option string it matched */
+	const char *explicit; /* the value after '=' (or after -h), or NULL */
+};
+
+static bool starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* argparse's _negative_number_matcher: ^-\d+$|^-\d*\.\d+$ */
+static bool negative_number(const char *s)
+{
+	const char *p = s + 1;
+	size_t a = 0, b = 0;
+
+	while (is_digit(*p)) {
+		p++;
+		a++;
+	}
+	if (*p == '\0')
+		return a > 0;
+	if (*p != '.')
+		return false;
+	p++;
+	while (is_digit(*p)) {
+		p++;
+		b++;
+	}
+	return *p == '\0' && b > 0;
+}
+
+#define FAIL(...)                                         \
+	do {                                              \
+		snprintf(err, errlen, __VA_ARGS__);       \
+		return -1;                                \
+	} while (0)
+
+/* argparse's _parse_optional and _get_option_tuples for one argument.
+ * A prefix is first looked up among the reference's options, so that an
+ * abbreviation the reference accepts means the same here even where one
+ * of our options shares it (--p is --port, as there). */
+static int classify(const char *arg, struct token *t, char *err, size_t errlen)
+{
+	t->kind = 'A';
+	t->id = O_UNKNOWN;
+	t->optstr = NULL;
+	t->explicit = NULL;
+	if (arg[0] != '-')
+		return 0;
+	for (size_t i = 0; i < NOPTS; i++)
+		if (strcmp(arg, opts[i].str) == 0) {
+			t->kind = 'O';
+			t->id = opts[i].id;
+			t->optstr = opts[i].str;
+			return 0;
+		}
+	if (arg[1] == '\0')
+		return 0; /* "-" alone is a value */
+	const char *eq = strchr(arg, '=');
+	if (eq) {
+		size_t n = (size_t)(eq - arg);
+		for (size_t i = 0; i < NOPTS; i++)
+			if (strlen(opts[i].str) == n && strncmp(arg, opts[i].str, n) == 0) {
+				t->kind = 'O';
+				t->id = opts[i].id;
+				t->optstr = opts[i].str;
+				t->explicit = eq + 1;
+				return 0;
+			}
+	}
+
+	/* Prefix matches. */
+	size_t match[NOPTS], nmatch = 0;
+	const char *explicit[NOPTS];
+	char prefix[256];
+	for (int pass = 0; pass < 2 && nmatch == 0; pass++) {
+		bool ours = pass == 1;
+		if (arg[1] == '-') {
+			size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+			if (n >= sizeof(prefix))
+				n = sizeof(prefix) - 1;
+			memcpy(prefix, arg, n);
+			prefix[n] = '\0';
+			for (size_t i = 0; i < NOPTS; i++)
+				if (opts[i].ours == ours && starts_with(opts[i].str, prefix)) {
+					explicit[nmatch] = eq ? eq + 1 : NULL;
+					match[nmatch++] = i;
+				}
+		} else {
+			/* Single dash: "-hX" is -h with X attached. */
+			for (size_t i = 0; i < NOPTS; i++) {
+				if (opts[i].ours != ours)
+					continue;
+				if (strncmp(opts[i].str, arg, 2) == 0 && opts[i].str[2] == '\0') {
+					explicit[nmatch] = arg + 2;
+					match[nmatch++] = i;
+				} else if (starts_with(opts[i].str, arg)) {
+					explicit[nmatch] = NULL;
+					match[nmatch++] = i;
+				}
+			}
+		}
+	}
+	if (nmatch > 1) {
+		size_t o = (size_t)snprintf(err, errlen, "ambiguous option: %s could match", arg);
+		for (size_t k = 0; k < nmatch && o < errlen; k++)
+			o += (size_t)snprintf(err + o, errlen - o, "%s %s", k ? "," : "",
+			                      opts[match[k]].str);
+		return -1;
+	}
+	if (nmatch == 1) {
+		t->kind = 'O';
+		t->id = opts[match[0]].id;
+		t->optstr = opts[match[0]].str;
+		t->explicit = explicit[0];
+		return 0;
+	}
+	/* No option: a negative number or anything with a space is a value,
+	 * the rest an unknown option. */
+	if (negative_number(arg) || strchr(arg, ' '))
+		return 0;
+	t->kind = 'O';
+	return 0;
+}
+
+/* ---- actions ----------------------------------------------------------- */
+
+/* Stores the values of one option. Converts each in turn: the first that
+ * Python's int()/float() refuses is the error. */
+static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigned nvals,
+                char *err, size_t errlen)
+{
+	enum vtype ty = type_of(id);
+	long long iv = 0;
+	double fv = 0;
+	char r[160];
+
+	for (unsigned k = 0; k < nvals; k++) {
+		if ((ty == T_INT && dbk_py_int(vals[k], &iv) < 0) ||
+		    (ty == T_FLOAT && dbk_py_float(vals[k], &fv) < 0)) {
+			dbk_py_repr(vals[k], r, sizeof(r));
+			FAIL("argument %s: invalid %s value: %s", display_name(id),
+			     ty == T_INT ? "int" : "float", r);
+		}
+		if (id == O_SERVER_PORTS)
+			/* Out of long's range is out of the port range too: the
+			 * range check says so later. */
+			f->ports_buf[k] = iv > INT32_MAX ? INT32_MAX : iv < INT32_MIN ? INT32_MIN : (long)iv;
+	}
+	switch (id) {
+	case O_PORT:
+		f->port = iv > INT32_MAX ? INT32_MAX : iv < INT32_MIN ? INT32_MIN : (long)iv;
+		break;
+	case O_HOST:
+		f->host = vals[0];
+		break;
+	case O_SERVER_HOSTS:
+		/* Repeated, the last one wins, as with argparse's "store". */
+		for (unsigned k = 0; k < nvals; k++)
+			f->hosts_buf[k] = vals[k];
+		f->server_hosts = f->hosts_buf;
+		f->nhosts = nvals;
+		break;
+	case O_SERVER_PORTS:
+		f->server_ports = f->ports_buf;
+		f->nports = nvals;
+		break;
+	case O_MAX_RETRIES:
+		f->max_retries = iv;
+		break;
+	case O_RETRY_DELAY:
+		f->retry_delay = fv;
+		break;
+	case O_THRESHOLD:
+		f->threshold = iv;
+		break;
+	case O_MAX_TOKENS:
+		f->max_request_tokens = iv;
+		break;
+	case O_DYNAMIC:
+		f->dynamic = true;
+		break;
+	case O_PRINT_CONFIG:
+		f->print_config = vals[0];
+		break;
+	case O_RUNTIME_DIR:
+		f->runtime_dir = vals[0];
+		break;
+	case O_AGENT:
+		f->agent = vals[0];
+		break;
+	case O_HAPROXY:
+		f->haproxy = vals[0];
+		break;
+	case O_HELP:
+	case O_UNKNOWN:
+		break;
+	}
+	return 0;
+}
+
+bool dbk_flags_host_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 253)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '.' ||
+		      c == '-' || c == '_' || c == ':' || c == '%' || c == '[' || c == ']'))
+			return false;
+	}
+	return true;
+}
+
+/* What the reference checks after argparse, then what the agent and
+ * HAProxy would refuse, in the words of the flag concerned. */
+static int check(const struct dbk_launch_flags *f, char *err, size_t errlen)
+{
+	char r[160];
+
+	if (f->nhosts != f->nports)
+		FAIL("Number of dp hosts must match number of dp ports "
+		     "(%u --server-hosts, %u --server-ports)", f->nhosts, f->nports);
+	if (f->nhosts > DBK_LAUNCH_MAX_SERVERS)
+		FAIL("argument --server-hosts: at most %d servers, got %u", DBK_LAUNCH_MAX_SERVERS,
+		     f->nhosts);
+	if (f->port < 1 || f->port > 65535)
+		FAIL("argument --port: %ld is not a TCP port (1 to 65535)", f->port);
+	/* "" is every address, as uvicorn takes it. */
+	if (f->host[0] != '\0' && !dbk_flags_host_ok(f->host)) {
+		dbk_py_repr(f->host, r, sizeof(r));
+		FAIL("argument --host: invalid host %s (a name, an IPv4 or an IPv6 address)", r);
+	}
+	for (unsigned i = 0; i < f->nhosts; i++) {
+		if (!dbk_flags_host_ok(f->server_hosts[i])) {
+			dbk_py_repr(f->server_hosts[i], r, sizeof(r));
+			FAIL("argument --server-hosts: invalid host %s (a name, an IPv4 or an IPv6 address)", r);
+		}
+		if (f->server_ports[i] < 1 || f->server_ports[i] > 65535)
+			FAIL("argument --server-ports: %ld is not a TCP port (1 to 65535)",
+			     f->server_ports[i]);
+	}
+	if (f->dynamic && f->nhosts < 2)
+		FAIL("argument --enable-dynamic-bucket: the short and the long group need at least "
+		     "2 servers, got %u", f->nhosts);
+	if (f->threshold < 1 || f->threshold > DBK_LAUNCH_MAX_TOKENS)
+		FAIL("argument --server-group-threshold: %lld is not from 1 to %lld", f->threshold,
+		     DBK_LAUNCH_MAX_TOKENS);
+	if (f->max_request_tokens < 1 || f->max_request_tokens > DBK_LAUNCH_MAX_TOKENS)
+		FAIL("argument --max-request-tokens: %lld is not from 1 to %lld",
+		     f->max_request_tokens, DBK_LAUNCH_MAX_TOKENS);
+	/* dbucket-spoa checks this in plain mode too. */
+	if (f->threshold >= f->max_request_tokens)
+		FAIL("argument --server-group-threshold: %lld must be below --max-request-tokens (%lld)",
+		     f->threshold, f->max_request_tokens);
+	if (f->max_retries > DBK_LAUNCH_MAX_RETRIES)
+		FAIL("argument --max-retries: at most %d, got %lld", DBK_LAUNCH_MAX_RETRIES,
+		     f->max_retries);
+	const char *paths[] = { f->print_config, f->runtime_dir, f->agent, f->haproxy };
+	const char *names[] = { "--print-config", "--runtime-dir", "--agent", "--haproxy" };
+	for (size_t i = 0; i < 4; i++)
+		if (paths[i] && paths[i][0] == '\0')
+			FAIL("argument %s: expected a path, got ''", names[i]);
+	return 0;
+}
+
+void dbk_flags_free(struct dbk_launch_flags *f)
+{
+	free(f->hosts_buf);
+	free(f->ports_buf);
+	f->hosts_buf = NULL;
+	f->ports_buf = NULL;
+	f->server_hosts = NULL;
+	f->server_ports = NULL;
+	f->nhosts = f->nports = 0;
+}
+
+static const char *const default_hosts[1] = { DBK_LAUNCH_DEFAULT_SERVER_HOST };
+
+enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char **argv,
+                                      char *err, size_t errlen)
+{
+	enum dbk_flags_result rc = DBK_FLAGS_ERROR;
+	size_t n = argc > 1 ? (size_t)argc - 1 : 0;
+	char **args = argv + 1;
+	struct token *tok = NULL;
+	size_t *extras = NULL, nextras = 0;
+
+	memset(f, 0, sizeof(*f));
+	err[0] = '\0';
+	f->host = DBK_LAUNCH_DEFAULT_HOST;
+	f->port = DBK_LAUNCH_DEFAULT_PORT;
+	f->dynamic = false;
+	f->threshold = DBK_LAUNCH_DEFAULT_THRESHOLD;
+	f->max_request_tokens = DBK_LAUNCH_DEFAULT_MAX_REQUEST_TOKENS;
+	f->max_retries = DBK_LAUNCH_DEFAULT_MAX_RETRIES;
+	f->retry_delay = DBK_LAUNCH_DEFAULT_RETRY_DELAY;
+	/* Room for every argument, plus the defaults. */
+	f->hosts_buf = calloc(n + 1, sizeof(*f->hosts_buf));
+	f->ports_buf = calloc(n + 1, sizeof(*f->ports_buf));
+	tok = calloc(n + 1, sizeof(*tok));
+	extras = calloc(n + 1, sizeof(*extras));
+	if (!f->hosts_buf || !f->ports_buf || !tok || !extras) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	f->hosts_buf[0] = default_hosts[0];
+	f->server_hosts = f->hosts_buf;
+	f->nhosts = 1;
+	f->ports_buf[0] = DBK_LAUNCH_DEFAULT_SERVER_PORT;
+	f->server_ports = f->ports_buf;
+	f->nports = 1;
+
+	/* Pass 1: classify. After "--", everything is a value. */
+	size_t marker = n;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(args[i], "--") == 0) {
+			tok[i].kind = '-';
+			marker = i;
+			break;
+		}
+		if (classify(args[i], &tok[i], err, errlen) < 0)
+			goto out;
+	}
+	for (size_t i = marker + 1; i < n; i++)
+		tok[i].kind = 'A';
+
+	/* Pass 2: take the options in order. */
+	bool help = false;
+	size_t i = 0;
+	while (i < n) {
+		struct token *t = &tok[i];
+		if (t->kind != 'O' || t->id == O_UNKNOWN) {
+			extras[nextras++] = i++;
+			continue;
+		}
+		enum nargs na = nargs_of(t->id);
+		if (t->explicit) {
+			if (na != N_ZERO) {
+				char *one = (char *)t->explicit;
+				if (take(f, t->id, &one, 1, err, errlen) < 0)
+					goto out;
+			} else if (t->optstr[1] != '-' && t->explicit[0] != '\0') {
+				/* "-hX": X must be more single-letter flags; -h is the
+				 * only one. */
+				const char *x = t->explicit;
+				while (*x == 'h')
+					x++;
+				if (*x) {
+					char r[160];
+					dbk_py_repr(x, r, sizeof(r));
+					snprintf(err, errlen, "argument %s: ignored explicit argument %s",
+					         display_name(t->id), r);
+					goto out;
+				}
+				help = true;
+			} else {
+				char r[160];
+				dbk_py_repr(t->explicit, r, sizeof(r));
+				snprintf(err, errlen, "argument %s: ignored explicit argument %s",
+				         display_name(t->id), r);
+				goto out;
+			}
+			if (help)
+				break;
+			i++;
+			continue;
+		}
+		/* The values are the run of 'A' that follows: one, or all of
+		 * them for nargs "+". */
+		size_t k = i + 1;
+		if (na == N_ONE && k < n && tok[k].kind == 'A')
+			k++;
+		else if (na == N_PLUS)
+			while (k < n && tok[k].kind == 'A')
+				k++;
+		size_t nv = k - i - 1;
+		if (na == N_ONE && nv != 1) {
+			snprintf(err, errlen, "argument %s: expected one argument", display_name(t->id));
+			goto out;
+		}
+		if (na == N_PLUS && nv == 0) {
+			snprintf(err, errlen, "argument %s: expected at least one argument",
+			         display_name(t->id));
+			goto out;
+		}
+		if (t->id == O_HELP) {
+			help = true;
+			break;
+		}
+		if (take(f, t->id, args + i + 1, (unsigned)nv, err, errlen) < 0)
+			goto out;
+		i = k;
+	}
+	if (help) {
+		rc = DBK_FLAGS_HELP;
+		goto out;
+	}
+	if (nextras) {
+		size_t o = (size_t)snprintf(err, errlen, "unrecognized arguments:");
+		for (size_t k = 0; k < nextras && o < errlen; k++)
+			o += (size_t)snprintf(err + o, errlen - o, " %s", args[extras[k]]);
+		goto out;
+	}
+	if (check(f, err, errlen) < 0)
+		goto out;
+	rc = DBK_FLAGS_OK;
+out:
+	free(tok);
+	free(extras);
+	return rc;
+}
+
+unsigned dbk_flags_haproxy_retries(const struct dbk_launch_flags *f)
+{
+	if (f->max_retries <= 1)
+		return 0;
+	return (unsigned)(f->max_retries - 1);
+}
+
+/* ---- usage and help ---------------------------------------------------- */
+
+static const char usage_text[] =
+"usage: dbucket [-h] [--port PORT] [--host HOST]\n"
+"               [--server-hosts SERVER_HOSTS [SERVER_HOSTS ...]]\n"
+"               [--server-ports SERVER_PORTS [SERVER_PORTS ...]]\n"
+"               [--max-retries MAX_RETRIES] [--retry-delay RETRY_DELAY]\n"
+"               [--server-group-threshold SERVER_GROUP_THRESHOLD]\n"
+"               [--max-request-tokens MAX_REQUEST_TOKENS]\n"
+"               [--enable-dynamic-bucket] [--print-config DIR]\n"
+"               [--runtime-dir DIR] [--agent PATH] [--haproxy PATH]\n";
+
+void dbk_flags_usage(FILE *out)
+{
+	fputs(usage_text, out);
+}
+
+void dbk_flags_help(FILE *out)
+{
+	fputs(usage_text, out);
+	fprintf(out,
+"\n"
+"Length-aware load balancer for vLLM fleets, with the command line of the\n"
+"reference proxy (hybrid_proxy_server.py): runs HAProxy in front of the\n"
+"servers and dbucket-spoa choosing the server of each request, both\n"
+"configured from these flags, until SIGTERM or SIGINT.\n"
+"\n"
+"options (the reference's, same defaults):\n"
+"  -h, --help            show this help message and exit\n"
+"  --port PORT           where clients connect (%d)\n"
+"  --host HOST           the address HAProxy binds (%s; \"\" for every\n"
+"                        address)\n"
+"  --server-hosts SERVER_HOSTS [SERVER_HOSTS ...]\n"
+"                        hosts of the vLLM servers, one per server, in order\n"
+"                        (%s)\n"
+"  --server-ports SERVER_PORTS [SERVER_PORTS ...]\n"
+"                        their ports, as many as hosts (%d)\n"
+"  --max-retries MAX_RETRIES\n"
+"                        attempts per request before giving up (%d): becomes\n"
+"                        HAProxy's `retries MAX_RETRIES-1` (0 if below 2),\n"
+"                        before any byte of the response, on a refused\n"
+"                        connection, an empty response or a 503, redispatched\n"
+"                        to another server\n"
+"  --retry-delay RETRY_DELAY\n"
+"                        accepted and ignored (%g): HAProxy has no retry\n"
+"                        backoff; it redispatches at once\n"
+"  --server-group-threshold SERVER_GROUP_THRESHOLD\n"
+"                        tokens (body bytes / 4) where the long bucket starts\n"
+"                        (%d)\n"
+"  --max-request-tokens MAX_REQUEST_TOKENS\n"
+"                        upper bound of the long bucket (%d)\n"
+"  --enable-dynamic-bucket\n"
+"                        split the servers into a short group (first half)\n"
+"                        and a long group (second half); needs 2 servers\n"
+"\n"
+"options of dbucket:\n"
+"  --print-config DIR    write haproxy.cfg, dbucket.spoe.conf,\n"
+"                        dbucket-spoa.env and README.dbucket for a production\n"
+"                        install into DIR, and exit\n"
+"  --runtime-dir DIR     where the generated configuration and the unix\n"
+"                        sockets between HAProxy and the agent live (a new\n"
+"                        directory under $XDG_RUNTIME_DIR or $TMPDIR, removed\n"
+"                        at exit); the agent's /state and /metrics are on\n"
+"                        DIR/admin.sock\n"
+"  --agent PATH          the dbucket-spoa to run (the one beside dbucket,\n"
+"                        then ../sbin/, then $PATH)\n"
+"  --haproxy PATH        the haproxy to run ($PATH, then /usr/sbin,\n"
+"                        /usr/local/sbin)\n"
+"\n"
+"Exit status: 0 when stopped by SIGTERM, SIGINT or SIGHUP (or after --help,\n"
+"--print-config), 1 when HAProxy or the agent failed, 2 for a bad command\n"
+"line. See dbucket(1).\n",
+	        DBK_LAUNCH_DEFAULT_PORT, DBK_LAUNCH_DEFAULT_HOST, DBK_LAUNCH_DEFAULT_SERVER_HOST,
+	        DBK_LAUNCH_DEFAULT_SERVER_PORT, DBK_LAUNCH_DEFAULT_MAX_RETRIES,
+	        DBK_LAUNCH_DEFAULT_RETRY_DELAY, DBK_LAUNCH_DEFAULT_THRESHOLD,
+	        DBK_LAUNCH_DEFAULT_MAX_REQUEST_TOKENS);
+}

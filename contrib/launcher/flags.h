@@ -1,0 +1,81 @@
+/* The launcher's command line: the reference proxy's flags
+ * (hybrid_proxy_server.py, parsed there by Python's argparse), with the
+ * same defaults, the same parsing rules and argparse's error messages, so
+ * that a user of the reference switches by changing the command name; plus
+ * a few of our own. Pure: argv in, a struct or a message out. */
+#ifndef DBK_LAUNCH_FLAGS_H
+#define DBK_LAUNCH_FLAGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define DBK_LAUNCH_VERSION "0.1.0"
+
+/* The reference's defaults. */
+#define DBK_LAUNCH_DEFAULT_HOST "localhost"
+#define DBK_LAUNCH_DEFAULT_PORT 8000
+#define DBK_LAUNCH_DEFAULT_SERVER_HOST "localhost"
+#define DBK_LAUNCH_DEFAULT_SERVER_PORT 8001
+#define DBK_LAUNCH_DEFAULT_THRESHOLD 32768        /* 32 * 1024 */
+#define DBK_LAUNCH_DEFAULT_MAX_REQUEST_TOKENS 131072 /* 128 * 1024 */
+#define DBK_LAUNCH_DEFAULT_MAX_RETRIES 3
+#define DBK_LAUNCH_DEFAULT_RETRY_DELAY 0.001
+
+/* dbucket-spoa's limits, checked here so that a command line the agent
+ * would refuse fails before anything starts. */
+#define DBK_LAUNCH_MAX_SERVERS 4096
+#define DBK_LAUNCH_MAX_TOKENS (1LL << 40)
+/* HAProxy would retry up to this many times; more is a typo. */
+#define DBK_LAUNCH_MAX_RETRIES 1000
+
+struct dbk_launch_flags {
+	/* The reference's flags. */
+	const char *host;              /* --host; "" means every address */
+	long port;                     /* --port */
+	const char **server_hosts;     /* --server-hosts, nhosts of them */
+	unsigned nhosts;
+	long *server_ports;            /* --server-ports, nports of them */
+	unsigned nports;
+	bool dynamic;                  /* --enable-dynamic-bucket */
+	long long threshold;           /* --server-group-threshold */
+	long long max_request_tokens;  /* --max-request-tokens */
+	long long max_retries;         /* --max-retries: attempts, as the reference counts */
+	double retry_delay;            /* --retry-delay: accepted, has no HAProxy equivalent */
+	/* Ours; NULL when not given. */
+	const char *print_config;      /* --print-config DIR */
+	const char *runtime_dir;       /* --runtime-dir DIR */
+	const char *agent;             /* --agent PATH */
+	const char *haproxy;           /* --haproxy PATH */
+	/* Storage for the two lists (strings point into argv). */
+	const char **hosts_buf;
+	long *ports_buf;
+};
+
+enum dbk_flags_result {
+	DBK_FLAGS_OK = 0,
+	DBK_FLAGS_HELP,   /* -h/--help: print dbk_flags_help, exit 0 */
+	DBK_FLAGS_ERROR,  /* err holds argparse's message: print usage, "dbucket: error: ERR", exit 2 */
+};
+
+/* Parses argv[1..argc-1]. The struct points into argv, which must outlive
+ * it; dbk_flags_free releases the lists (also after an error). */
+enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char **argv,
+                                      char *err, size_t errlen);
+void dbk_flags_free(struct dbk_launch_flags *f);
+
+/* argparse's short usage (to stderr before an error) and full help. */
+void dbk_flags_usage(FILE *out);
+void dbk_flags_help(FILE *out);
+
+/* HAProxy's `retries` for --max-retries N. The reference makes N attempts
+ * in all (its loop runs attempt = 1..N), HAProxy's `retries R` makes R + 1:
+ * R = N - 1, and 0 when N <= 1 (HAProxy always makes the first one; the
+ * reference with N <= 0 made none and answered an empty 200). */
+unsigned dbk_flags_haproxy_retries(const struct dbk_launch_flags *f);
+
+/* A host HAProxy's configuration can carry: letters, digits and . - _ : %
+ * [ ] (names, IPv4, IPv6 with an optional zone), 1 to 253 characters. */
+bool dbk_flags_host_ok(const char *s);
+
+#endif

@@ -1,0 +1,93 @@
+/* The launcher's command line turned into HAProxy's configuration, the
+ * SPOE configuration and dbucket-spoa's command line: the set-up of
+ * haproxy/haproxy.cfg and haproxy/dbucket.spoe.conf, with concrete
+ * addresses and N servers named vllm0..vllmN-1. Pure: text goes to the
+ * FILE given (a file, or open_memstream in the tests), nothing else is
+ * touched. */
+#ifndef DBK_LAUNCH_RENDER_H
+#define DBK_LAUNCH_RENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "flags.h"
+
+/* A unix socket path must fit sockaddr_un.sun_path (108 bytes, NUL
+ * included) on Linux. */
+#define DBK_RENDER_SUN_PATH 107
+#define DBK_RENDER_PATH 512
+
+/* File and socket names inside the runtime directory. */
+#define DBK_RENDER_HAPROXY_CFG "haproxy.cfg"
+#define DBK_RENDER_SPOE_CONF "dbucket.spoe.conf"
+#define DBK_RENDER_AGENT_ENV "dbucket-spoa.env"
+#define DBK_RENDER_README "README.dbucket"
+#define DBK_RENDER_SPOA_SOCK "spoa.sock"
+#define DBK_RENDER_EVENTS_SOCK "events.sock"
+#define DBK_RENDER_ADMIN_SOCK "admin.sock"
+#define DBK_RENDER_STATS_SOCK "haproxy.sock"
+#define DBK_RENDER_PROM_SOCK "stats.sock"
+
+/* Production: what dbucket-spoa.service and Debian's HAProxy use. */
+#define DBK_RENDER_PROD_STATS_SOCKET "/run/haproxy/admin.sock"
+#define DBK_RENDER_PROD_AGENT "127.0.0.1:12345"
+#define DBK_RENDER_PROD_COMPLETIONS "127.0.0.1:12346"
+#define DBK_RENDER_PROD_ADMIN "127.0.0.1:12347"
+#define DBK_RENDER_PROD_PROM "127.0.0.1:8404"
+
+/* Where everything is, in HAProxy's and in the agent's spelling. */
+struct dbk_render_addrs {
+	bool production;                       /* --print-config rather than a run */
+	char spoe_conf[DBK_RENDER_PATH];       /* the path haproxy.cfg loads */
+	char stats_socket[DBK_RENDER_PATH];    /* HAProxy's runtime API socket */
+	char agent[DBK_RENDER_PATH];           /* HAProxy's address of the SPOP listener */
+	char completions[DBK_RENDER_PATH];     /* ... and of the completion listener */
+	char prom[DBK_RENDER_PATH];            /* HAProxy's own /metrics and /stats */
+	char agent_listen[DBK_RENDER_PATH];    /* the same, as dbucket-spoa's flags take them */
+	char agent_completions[DBK_RENDER_PATH];
+	char agent_admin[DBK_RENDER_PATH];
+	char agent_haproxy_socket[DBK_RENDER_PATH];
+};
+
+/* A path that can stand in haproxy.cfg and on a command line as it is:
+ * absolute, of letters, digits and / . _ - + , = @ ~ only, at most
+ * DBK_RENDER_PATH - 64 bytes. */
+bool dbk_render_path_ok(const char *path);
+
+/* Addresses for a run: unix sockets in DIR (absolute). Returns 0, or -1
+ * with err when DIR cannot hold them (characters, socket path length). */
+int dbk_render_addrs_run(struct dbk_render_addrs *a, const char *dir, char *err,
+                         size_t errlen);
+/* Addresses for --print-config: loopback TCP (the agent's defaults),
+ * Debian's /run/haproxy/admin.sock, the SPOE file in DIR (absolute). */
+int dbk_render_addrs_production(struct dbk_render_addrs *a, const char *dir, char *err,
+                                size_t errlen);
+
+/* Each returns 0, or -1 when writing failed. */
+int dbk_render_haproxy_cfg(FILE *out, const struct dbk_launch_flags *f,
+                           const struct dbk_render_addrs *a, const char *agent_path);
+int dbk_render_spoe_conf(FILE *out, const struct dbk_launch_flags *f);
+/* systemd EnvironmentFile for dbucket-spoa.service (DBUCKET_SPOA_OPTS). */
+int dbk_render_agent_env(FILE *out, const struct dbk_launch_flags *f,
+                         const struct dbk_render_addrs *a, const char *agent_path);
+/* How to install what --print-config wrote into dir. */
+int dbk_render_readme(FILE *out, const struct dbk_launch_flags *f,
+                      const struct dbk_render_addrs *a, const char *dir,
+                      const char *agent_path);
+
+/* dbucket-spoa's argv (NULL-terminated, every string allocated), argv[0]
+ * being agent_path. A run names the servers (vllm0..) and reads their
+ * states from HAProxy; production discovers them from HAProxy. NULL when
+ * out of memory. */
+char **dbk_render_agent_argv(const struct dbk_launch_flags *f, const struct dbk_render_addrs *a,
+                             const char *agent_path);
+void dbk_render_argv_free(char **argv);
+
+/* The launcher's command line, canonical (every flag and its value), for
+ * the comments of the generated files: prefix, then the words, wrapped
+ * before column 76 onto lines starting with cont, then a newline. */
+void dbk_render_cmdline(FILE *out, const struct dbk_launch_flags *f, const char *prefix,
+                        const char *cont);
+
+#endif

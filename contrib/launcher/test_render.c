@@ -1,0 +1,360 @@
+/* The generated configuration: the sample's data path with the flags'
+ * values in place. Whether HAProxy accepts it is checked by
+ * tests/e2e/launcher.bats (haproxy -c). */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "flags.h"
+#include "render.h"
+
+static struct dbk_launch_flags F;
+static struct dbk_render_addrs A;
+static char ERR[512];
+
+static int parse(const char *first, ...)
+{
+	static char *argv[64];
+	int argc = 0;
+	va_list ap;
+
+	dbk_flags_free(&F);
+	argv[argc++] = "dbucket";
+	va_start(ap, first);
+	for (const char *a = first; a && argc < 63; a = va_arg(ap, const char *))
+		argv[argc++] = (char *)a;
+	va_end(ap);
+	argv[argc] = NULL;
+	return dbk_flags_parse(&F, argc, argv, ERR, sizeof(ERR)) == DBK_FLAGS_OK ? 0 : -1;
+}
+
+enum what { CFG, SPOE, ENV, README };
+
+/* Renders into a string (to free). */
+static char *render(enum what w)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	int rc = -1;
+
+	if (!out)
+		return NULL;
+	switch (w) {
+	case CFG:
+		rc = dbk_render_haproxy_cfg(out, &F, &A, "/opt/sbin/dbucket-spoa");
+		break;
+	case SPOE:
+		rc = dbk_render_spoe_conf(out, &F);
+		break;
+	case ENV:
+		rc = dbk_render_agent_env(out, &F, &A, "/opt/sbin/dbucket-spoa");
+		break;
+	case README:
+		rc = dbk_render_readme(out, &F, &A, "/etc/dbk", "/opt/sbin/dbucket-spoa");
+		break;
+	}
+	fclose(out);
+	if (rc != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+#define CHECK_HAS(text, part)                                                     \
+	do {                                                                      \
+		if (!(text) || !strstr((text), (part))) {                         \
+			dbk_check_cur_failed++;                                   \
+			fprintf(stderr, "  %s:%d: no \"%s\" in the output\n",     \
+			        __FILE__, __LINE__, (part));                      \
+		}                                                                 \
+	} while (0)
+
+#define CHECK_HASNT(text, part)                                                   \
+	do {                                                                      \
+		if ((text) && strstr((text), (part))) {                           \
+			dbk_check_cur_failed++;                                   \
+			fprintf(stderr, "  %s:%d: \"%s\" in the output\n",        \
+			        __FILE__, __LINE__, (part));                      \
+		}                                                                 \
+	} while (0)
+
+/* Number of lines of text that start with prefix. */
+static unsigned count_lines(const char *text, const char *prefix)
+{
+	unsigned n = 0;
+
+	for (const char *l = text; l && *l;) {
+		if (strncmp(l, prefix, strlen(prefix)) == 0)
+			n++;
+		const char *nl = strchr(l, '\n');
+		l = nl ? nl + 1 : NULL;
+	}
+	return n;
+}
+
+static size_t longest_comment(const char *text)
+{
+	size_t max = 0;
+
+	for (const char *l = text; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t n = nl ? (size_t)(nl - l) : strlen(l);
+		if (l[0] == '#' && n > max)
+			max = n;
+		l = nl ? nl + 1 : NULL;
+	}
+	return max;
+}
+
+static void test_run_config(void)
+{
+	CHECK(parse("--host", "0.0.0.0", "--port", "8000", "--server-hosts", "127.0.0.1",
+	            "127.0.0.1", "10.0.0.7", "vllm-3.lan", "--server-ports", "8100", "8101", "8102",
+	            "8103", "--enable-dynamic-bucket", NULL) == 0);
+	CHECK(dbk_render_addrs_run(&A, "/run/user/1000/dbucket.abc", ERR, sizeof(ERR)) == 0);
+	char *cfg = render(CFG);
+	CHECK(cfg != NULL);
+	CHECK_HAS(cfg, "    bind \"0.0.0.0:8000\"\n");
+	CHECK_HAS(cfg, "    server vllm0 \"127.0.0.1:8100\" check inter 2s\n");
+	CHECK_HAS(cfg, "    server vllm1 \"127.0.0.1:8101\" check inter 2s\n");
+	CHECK_HAS(cfg, "    server vllm2 \"10.0.0.7:8102\" check inter 2s\n");
+	CHECK_HAS(cfg, "    server vllm3 \"vllm-3.lan:8103\" check inter 2s\n");
+	CHECK_EQ_U(count_lines(cfg, "    server vllm"), 4);
+	/* The reference's 3 attempts are HAProxy's first try and 2 retries. */
+	CHECK_HAS(cfg, "    retries 2\n");
+	CHECK_HAS(cfg, "    retry-on conn-failure empty-response 503\n");
+	CHECK_HAS(cfg, "    option redispatch 1\n");
+	CHECK_HAS(cfg, "--retry-delay 0.001 has no");
+	/* Everything between HAProxy and the agent in the runtime dir. */
+	CHECK_HAS(cfg, "    stats socket \"/run/user/1000/dbucket.abc/haproxy.sock\" mode 600 "
+	               "level admin\n");
+	CHECK_HAS(cfg, "    server agent \"unix@/run/user/1000/dbucket.abc/events.sock\" "
+	               "log-proto octet-count\n");
+	CHECK_HAS(cfg, "    server agent1 \"unix@/run/user/1000/dbucket.abc/spoa.sock\" check");
+	CHECK_HAS(cfg, "    filter spoe engine dbucket config "
+	               "\"/run/user/1000/dbucket.abc/dbucket.spoe.conf\"\n");
+	/* The data path of the sample, unchanged. */
+	CHECK_HAS(cfg, "log-format \"dbk1 %ID %[var(txn.dbucket.server)] %s %ST %tsc %Tt %B %rc "
+	               "%[date(0,ms)] ");
+	CHECK_HAS(cfg, "    log ring@dbucket-completions format raw local0 info\n");
+	CHECK_HAS(cfg, "    unique-id-format %{+X}o%pid-%Ts%ms-%rt\n");
+	CHECK_HAS(cfg, "    http-request send-spoe-group dbucket dbucket-route-group if METH_POST\n");
+	CHECK_HAS(cfg, "dbucket-moved-group if { var(txn.dbucket.server) -m found }");
+	CHECK_HAS(cfg, "    use-server %[var(txn.dbucket.server)] if { var(txn.dbucket.server) "
+	               "-m found }\n");
+	CHECK_HAS(cfg, "    balance leastconn\n");
+	CHECK_HAS(cfg, "frontend stats\n    bind \"unix@/run/user/1000/dbucket.abc/stats.sock\"\n");
+	CHECK_HAS(cfg, "    http-request use-service prometheus-exporter if { path /metrics }\n");
+	CHECK_HAS(cfg, "\\\"server_instances\\\": %[nbsrv(vllm)]}\" if METH_GET "
+	               "{ path /healthcheck }");
+	CHECK_HAS(cfg, "X-Dbucket-Bucket %[var(txn.dbucket.bucket)] if "
+	               "{ env(DBK_DEBUG_HEADERS) -m str 1 }");
+	CHECK_HAS(cfg, "# Dynamic buckets: short group vllm0..vllm1 (below 32768 tokens),\n"
+	               "#   long group vllm2..vllm3.\n");
+	/* The agent's command line is in the header, names and all. */
+	CHECK_HAS(cfg, "/opt/sbin/dbucket-spoa --listen unix:/run/user/1000/dbucket.abc/spoa.sock");
+	CHECK_HAS(cfg, "vllm0 vllm1 vllm2 vllm3\n");
+	/* Concrete: no environment variable left to set, no production
+	 * user. */
+	CHECK_HASNT(cfg, "${");
+	CHECK_HASNT(cfg, "user haproxy");
+	CHECK(longest_comment(cfg) <= 80);
+	free(cfg);
+}
+
+static void test_production_config(void)
+{
+	CHECK(parse("--host", "0.0.0.0", "--server-hosts", "a", "b", "c", "--server-ports", "1",
+	            "2", "3", "--enable-dynamic-bucket", "--server-group-threshold", "1000",
+	            "--max-retries", "1", NULL) == 0);
+	CHECK(dbk_render_addrs_production(&A, "/etc/dbk", ERR, sizeof(ERR)) == 0);
+	char *cfg = render(CFG);
+	CHECK_HAS(cfg, "    user haproxy\n    group haproxy\n");
+	CHECK_HAS(cfg, "    stats socket \"/run/haproxy/admin.sock\" mode 660 level admin group "
+	               "haproxy\n");
+	CHECK_HAS(cfg, "    server agent \"127.0.0.1:12346\" log-proto octet-count\n");
+	CHECK_HAS(cfg, "    server agent1 \"127.0.0.1:12345\" check");
+	CHECK_HAS(cfg, "frontend stats\n    bind \"127.0.0.1:8404\"\n");
+	CHECK_HAS(cfg, "    filter spoe engine dbucket config \"/etc/dbk/dbucket.spoe.conf\"\n");
+	CHECK_HAS(cfg, "    retries 0\n");
+	/* Odd count: the short group gets the extra server. */
+	CHECK_HAS(cfg, "short group vllm0..vllm1 (below 1000 tokens),\n#   long group vllm2.\n");
+	/* Production discovers the names from HAProxy. */
+	CHECK_HASNT(cfg, " vllm0 vllm1 vllm2\n");
+	CHECK_HAS(cfg, "--haproxy-socket /run/haproxy/admin.sock");
+	free(cfg);
+
+	char *env = render(ENV);
+	CHECK_HAS(env, "\nDBUCKET_SPOA_OPTS=\"--enable-dynamic-bucket --server-group-threshold 1000 "
+	               "--max-request-tokens 131072 --listen 127.0.0.1:12345 --completion-listen "
+	               "127.0.0.1:12346 --admin-listen 127.0.0.1:12347\"\n");
+	CHECK_HAS(env, "#   /opt/sbin/dbucket-spoa --haproxy-socket /run/haproxy/admin.sock "
+	               "$DBUCKET_SPOA_OPTS\n");
+	CHECK_EQ_U(count_lines(env, "DBUCKET_SPOA_OPTS="), 1);
+	free(env);
+
+	char *readme = render(README);
+	CHECK_HAS(readme, "haproxy -c -f /etc/dbk/haproxy.cfg\n");
+	CHECK_HAS(readme, "install -m 644 /etc/dbk/dbucket-spoa.env /etc/default/dbucket-spoa\n");
+	CHECK_HAS(readme, "  /opt/sbin/dbucket-spoa --haproxy-socket /run/haproxy/admin.sock "
+	                  "--enable-dynamic-bucket");
+	CHECK_HAS(readme, "3 vLLM servers");
+	free(readme);
+}
+
+static void test_plain_and_addresses(void)
+{
+	/* The reference's defaults: one server, localhost. */
+	CHECK(parse(NULL) == 0);
+	CHECK(dbk_render_addrs_run(&A, "/tmp/d", ERR, sizeof(ERR)) == 0);
+	char *cfg = render(CFG);
+	CHECK_HAS(cfg, "    bind \"localhost:8000\"\n");
+	CHECK_HAS(cfg, "    server vllm0 \"localhost:8001\" check inter 2s\n");
+	CHECK_EQ_U(count_lines(cfg, "    server vllm"), 1);
+	CHECK_HAS(cfg, "# Plain mode: one group of 1 server, the least loaded wins.\n");
+	CHECK_HAS(cfg, "    retries 2\n");
+	free(cfg);
+
+	/* IPv6 in brackets; "" binds every address. */
+	CHECK(parse("--host", "", "--server-hosts", "::1", "[::1]", "fe80::1%eth0",
+	            "--server-ports", "1", "2", "3", NULL) == 0);
+	cfg = render(CFG);
+	CHECK_HAS(cfg, "    bind \":8000\"\n");
+	CHECK_HAS(cfg, "    server vllm0 \"[::1]:1\"");
+	CHECK_HAS(cfg, "    server vllm1 \"[::1]:2\"");
+	CHECK_HAS(cfg, "    server vllm2 \"[fe80::1%eth0]:3\"");
+	CHECK_HAS(cfg, "dbucket --host '' --port 8000");
+	free(cfg);
+
+	CHECK(parse("--host", "::", "--port", "9", NULL) == 0);
+	cfg = render(CFG);
+	CHECK_HAS(cfg, "    bind \"[::]:9\"\n");
+	free(cfg);
+}
+
+static void test_spoe(void)
+{
+	CHECK(parse(NULL) == 0);
+	char *spoe = render(SPOE);
+	CHECK_HAS(spoe, "[dbucket]\nspoe-agent dbucket-agent\n");
+	CHECK_HAS(spoe, "    option var-prefix      dbucket\n");
+	CHECK_HAS(spoe, "    no option send-frag-payload\n");
+	CHECK_HAS(spoe, "    use-backend dbucket-agents\n");
+	CHECK_HAS(spoe, "    args id=unique-id blen=req.body_size body=req.body,bytes(0,15000)\n");
+	CHECK_HAS(spoe, "    args id=unique-id server=srv_name\n");
+	CHECK_HAS(spoe, "    timeout processing \"${DBK_SPOE_PROCESSING-50ms}\"\n");
+	free(spoe);
+}
+
+static void test_agent_argv(void)
+{
+	const char *want[] = { "/x/dbucket-spoa", "--listen", "unix:/r/spoa.sock",
+		               "--completion-listen", "unix:/r/events.sock", "--admin-listen",
+		               "unix:/r/admin.sock", "--haproxy-socket", "unix:/r/haproxy.sock",
+		               "--server-group-threshold", "100", "--max-request-tokens", "200",
+		               "--enable-dynamic-bucket", "vllm0", "vllm1", NULL };
+
+	CHECK(parse("--server-hosts", "a", "b", "--server-ports", "1", "2",
+	            "--enable-dynamic-bucket", "--server-group-threshold", "100",
+	            "--max-request-tokens", "200", NULL) == 0);
+	CHECK(dbk_render_addrs_run(&A, "/r", ERR, sizeof(ERR)) == 0);
+	char **v = dbk_render_agent_argv(&F, &A, "/x/dbucket-spoa");
+	CHECK(v != NULL);
+	size_t i = 0;
+	for (; v && want[i]; i++) {
+		if (!v[i] || strcmp(v[i], want[i]) != 0) {
+			dbk_check_cur_failed++;
+			fprintf(stderr, "  argv[%zu] = %s, want %s\n", i, v[i] ? v[i] : "NULL",
+			        want[i]);
+			break;
+		}
+	}
+	CHECK(v && v[i] == NULL);
+	dbk_render_argv_free(v);
+
+	/* Plain mode: no --enable-dynamic-bucket; production: no names. */
+	CHECK(parse(NULL) == 0);
+	CHECK(dbk_render_addrs_production(&A, "/etc", ERR, sizeof(ERR)) == 0);
+	v = dbk_render_agent_argv(&F, &A, "dbucket-spoa");
+	CHECK(v != NULL);
+	for (i = 0; v && v[i]; i++) {
+		CHECK(strcmp(v[i], "--enable-dynamic-bucket") != 0);
+		CHECK(strncmp(v[i], "vllm", 4) != 0);
+	}
+	CHECK_EQ_U(i, 13);
+	dbk_render_argv_free(v);
+}
+
+static void test_dirs(void)
+{
+	char dir[200];
+
+	CHECK(dbk_render_path_ok("/tmp/dbucket.Ab_c-1+2,3=4@5~6"));
+	CHECK(!dbk_render_path_ok("relative/dir"));
+	CHECK(!dbk_render_path_ok("/with space"));
+	CHECK(!dbk_render_path_ok("/with\"quote"));
+	CHECK(!dbk_render_path_ok("/with$var"));
+	CHECK(!dbk_render_path_ok("/with#hash"));
+	CHECK(!dbk_render_path_ok("/with\nnewline"));
+	CHECK(!dbk_render_path_ok("/"));
+	CHECK(dbk_render_addrs_run(&A, "/a b", ERR, sizeof(ERR)) < 0);
+	CHECK(strstr(ERR, "cannot be used") != NULL);
+	CHECK(dbk_render_addrs_production(&A, "/a$b", ERR, sizeof(ERR)) < 0);
+	/* sun_path holds 107 bytes: DIR + "/haproxy.sock" must fit. */
+	memset(dir, 'd', sizeof(dir));
+	dir[0] = '/';
+	dir[107 - strlen("/haproxy.sock")] = '\0';
+	CHECK(dbk_render_addrs_run(&A, dir, ERR, sizeof(ERR)) == 0);
+	CHECK(strlen(A.stats_socket) == 107);
+	memset(dir, 'd', sizeof(dir));
+	dir[0] = '/';
+	dir[108 - strlen("/haproxy.sock")] = '\0';
+	CHECK(dbk_render_addrs_run(&A, dir, ERR, sizeof(ERR)) < 0);
+	CHECK(strstr(ERR, "too long for unix sockets") != NULL);
+}
+
+/* Hundreds of servers: comments wrap, every server has its line. */
+static void test_many_servers(void)
+{
+	static char *argv[1000];
+	static char ports[400][8];
+	int argc = 0;
+
+	dbk_flags_free(&F);
+	argv[argc++] = "dbucket";
+	argv[argc++] = "--server-hosts";
+	for (int i = 0; i < 400; i++)
+		argv[argc++] = "vllm-host.example.internal";
+	argv[argc++] = "--server-ports";
+	for (int i = 0; i < 400; i++) {
+		snprintf(ports[i], sizeof(ports[i]), "%d", 9000 + i);
+		argv[argc++] = ports[i];
+	}
+	argv[argc++] = "--enable-dynamic-bucket";
+	argv[argc] = NULL;
+	CHECK(dbk_flags_parse(&F, argc, argv, ERR, sizeof(ERR)) == DBK_FLAGS_OK);
+	CHECK(dbk_render_addrs_run(&A, "/r", ERR, sizeof(ERR)) == 0);
+	char *cfg = render(CFG);
+	CHECK_EQ_U(count_lines(cfg, "    server vllm"), 400);
+	CHECK_HAS(cfg, "    server vllm399 \"vllm-host.example.internal:9399\" check inter 2s\n");
+	CHECK_HAS(cfg, "short group vllm0..vllm199 (below 32768 tokens),\n"
+	               "#   long group vllm200..vllm399.\n");
+	CHECK(longest_comment(cfg) <= 80);
+	free(cfg);
+}
+
+int main(void)
+{
+	RUN(test_run_config);
+	RUN(test_production_config);
+	RUN(test_plain_and_addresses);
+	RUN(test_spoe);
+	RUN(test_agent_argv);
+	RUN(test_dirs);
+	RUN(test_many_servers);
+	dbk_flags_free(&F);
+	return CHECK_DONE();
+}
