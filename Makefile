@@ -65,7 +65,7 @@ $(BUILD)/test_estimate: $(BUILD)/tests/unit/test_estimate.o $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
 $(BUILD)/test_completion: $(BUILD)/tests/unit/test_completion.o $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
-$(BUILD)/test_runtime: $(BUILD)/tests/unit/test_runtime.o $(BUILD)/agent/runtime_client.o \
+$(BUILD)/test_runtime: $(BUILD)/tests/unit/test_runtime.o $(BUILD)/agent/runtime_client.o $(BUILD)/agent/net.o \
 		$(BUILD)/agent/log.o $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_EV) $(LDLIBS_JSON) $(LDLIBS_M)
 $(BUILD)/test_tune: $(BUILD)/tests/unit/test_tune.o $(CORE_OBJ)

@@ -24,19 +24,83 @@ int dbk_net_nonblock(int fd)
 	return fcntl(fd, F_SETFD, FD_CLOEXEC);
 }
 
-static int listen_unix(const char *path, char *err, size_t errlen)
+int dbk_net_resolve(const char *spec, bool passive, struct sockaddr_storage *sa,
+                    socklen_t *len, char *err, size_t errlen)
 {
-	struct sockaddr_un sa;
-	struct stat st;
-	int fd;
+	const char *path = NULL;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	if (strlen(path) == 0 || strlen(path) >= sizeof(sa.sun_path)) {
-		snprintf(err, errlen, "unix socket path '%s' is empty or too long", path);
+	memset(sa, 0, sizeof(*sa));
+	if (!spec || !*spec) {
+		snprintf(err, errlen, "empty address");
 		return -1;
 	}
-	memcpy(sa.sun_path, path, strlen(path));
+	if (strncmp(spec, "unix:", 5) == 0)
+		path = spec + 5;
+	else if (spec[0] == '/')
+		path = spec;
+	if (path) {
+		struct sockaddr_un *su = (struct sockaddr_un *)sa;
+		size_t n = strlen(path);
+
+		if (n == 0 || n >= sizeof(su->sun_path)) {
+			snprintf(err, errlen, "unix socket path '%s' is empty or too long", path);
+			return -1;
+		}
+		su->sun_family = AF_UNIX;
+		memcpy(su->sun_path, path, n + 1);
+		*len = (socklen_t)sizeof(*su);
+		return 0;
+	}
+
+	char host[256];
+	const char *port, *sep;
+	size_t hlen;
+
+	if (spec[0] == '[') {
+		sep = strchr(spec, ']');
+		if (!sep || sep[1] != ':') {
+			snprintf(err, errlen, "bad address '%s' (want [IPV6]:PORT)", spec);
+			return -1;
+		}
+		hlen = (size_t)(sep - spec - 1);
+		port = sep + 2;
+		spec++;
+	} else {
+		sep = strrchr(spec, ':');
+		hlen = sep ? (size_t)(sep - spec) : 0;
+		port = sep ? sep + 1 : "";
+	}
+	if (hlen == 0 || hlen >= sizeof(host) || *port == '\0') {
+		snprintf(err, errlen, "bad address '%s' (want HOST:PORT, [IPV6]:PORT, unix:PATH)",
+		         spec);
+		return -1;
+	}
+	memcpy(host, spec, hlen);
+	host[hlen] = '\0';
+
+	struct addrinfo hints, *res = NULL;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
+	int rc = getaddrinfo(host, port, &hints, &res);
+	if (rc != 0 || !res || res->ai_addrlen > sizeof(*sa)) {
+		snprintf(err, errlen, "%s:%s: %s", host, port, rc ? gai_strerror(rc) : "no address");
+		if (res)
+			freeaddrinfo(res);
+		return -1;
+	}
+	memcpy(sa, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+static int listen_unix(const struct sockaddr_un *sa, char *err, size_t errlen)
+{
+	const char *path = sa->sun_path;
+	struct stat st;
+	int fd;
 
 	fd = socket(AF_UNIX, SOCK_STREAM, 0);
 	if (fd < 0) {
@@ -54,7 +118,7 @@ static int listen_unix(const char *path, char *err, size_t errlen)
 		}
 		int probe = socket(AF_UNIX, SOCK_STREAM, 0);
 		bool live = probe >= 0 &&
-		            connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		            connect(probe, (const struct sockaddr *)sa, sizeof(*sa)) == 0;
 		if (probe >= 0)
 			close(probe);
 		if (live) {
@@ -64,9 +128,8 @@ static int listen_unix(const char *path, char *err, size_t errlen)
 		}
 		unlink(path);
 	}
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    chmod(path, 0660) < 0 || listen(fd, LISTEN_BACKLOG) < 0 ||
-	    dbk_net_nonblock(fd) < 0) {
+	if (bind(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0 || chmod(path, 0660) < 0 ||
+	    listen(fd, LISTEN_BACKLOG) < 0 || dbk_net_nonblock(fd) < 0) {
 		snprintf(err, errlen, "unix:%s: %s", path, strerror(errno));
 		close(fd);
 		return -1;
@@ -74,69 +137,27 @@ static int listen_unix(const char *path, char *err, size_t errlen)
 	return fd;
 }
 
-static int listen_tcp(const char *spec, char *err, size_t errlen)
+int dbk_net_listen(const char *spec, char *err, size_t errlen)
 {
-	char host[256];
-	const char *port;
-	size_t hlen;
-
-	if (spec[0] == '[') {
-		const char *rb = strchr(spec, ']');
-		if (!rb || rb[1] != ':') {
-			snprintf(err, errlen, "bad address '%s' (want [IPV6]:PORT)", spec);
-			return -1;
-		}
-		hlen = (size_t)(rb - spec - 1);
-		memcpy(host, spec + 1, hlen < sizeof(host) ? hlen : 0);
-		port = rb + 2;
-	} else {
-		const char *colon = strrchr(spec, ':');
-		if (!colon) {
-			snprintf(err, errlen, "bad address '%s' (want HOST:PORT or unix:PATH)", spec);
-			return -1;
-		}
-		hlen = (size_t)(colon - spec);
-		port = colon + 1;
-		if (hlen < sizeof(host))
-			memcpy(host, spec, hlen);
-	}
-	if (hlen == 0 || hlen >= sizeof(host) || *port == '\0') {
-		snprintf(err, errlen, "bad address '%s' (want HOST:PORT or unix:PATH)", spec);
-		return -1;
-	}
-	host[hlen] = '\0';
-
-	struct addrinfo hints, *res;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-	int rc = getaddrinfo(host, port, &hints, &res);
-	if (rc != 0) {
-		snprintf(err, errlen, "%s: %s", spec, gai_strerror(rc));
-		return -1;
-	}
-
-	int fd = socket(res->ai_family, SOCK_STREAM, 0);
+	struct sockaddr_storage sa;
+	socklen_t len;
 	int one = 1;
-	if (fd < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, res->ai_addr, res->ai_addrlen) < 0 ||
-	    listen(fd, LISTEN_BACKLOG) < 0 || dbk_net_nonblock(fd) < 0) {
+
+	if (dbk_net_resolve(spec, true, &sa, &len, err, errlen) < 0)
+		return -1;
+	if (sa.ss_family == AF_UNIX)
+		return listen_unix((const struct sockaddr_un *)&sa, err, errlen);
+
+	int fd = socket(sa.ss_family, SOCK_STREAM, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sa, len) < 0 || listen(fd, LISTEN_BACKLOG) < 0 ||
+	    dbk_net_nonblock(fd) < 0) {
 		snprintf(err, errlen, "%s: %s", spec, strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		fd = -1;
+		return -1;
 	}
-	freeaddrinfo(res);
 	return fd;
-}
-
-int dbk_net_listen(const char *spec, char *err, size_t errlen)
-{
-	if (strncmp(spec, "unix:", 5) == 0)
-		return listen_unix(spec + 5, err, errlen);
-	return listen_tcp(spec, err, errlen);
 }
 
 bool dbk_net_is_local(int fd)

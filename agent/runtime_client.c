@@ -1,5 +1,7 @@
 #include "runtime_client.h"
 
+#include "net.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -36,82 +38,9 @@ const char *dbk_rt_query_status_str(enum dbk_rt_query_status st)
 int dbk_rt_addr_parse(const char *spec, struct dbk_rt_addr *a, char *err, size_t errlen)
 {
 	memset(a, 0, sizeof(*a));
-	if (!spec || !*spec) {
-		snprintf(err, errlen, "empty runtime API address");
+	if (dbk_net_resolve(spec, false, &a->sa, &a->len, err, errlen) < 0)
 		return -1;
-	}
 	snprintf(a->text, sizeof(a->text), "%s", spec);
-
-	const char *path = NULL;
-	if (strncmp(spec, "unix:", 5) == 0)
-		path = spec + 5;
-	else if (spec[0] == '/')
-		path = spec;
-	if (path) {
-		struct sockaddr_un *su = (struct sockaddr_un *)&a->sa;
-		size_t n = strlen(path);
-
-		if (n == 0 || n >= sizeof(su->sun_path)) {
-			snprintf(err, errlen, "unix socket path '%s' is empty or too long", path);
-			return -1;
-		}
-		su->sun_family = AF_UNIX;
-		memcpy(su->sun_path, path, n + 1);
-		a->len = (socklen_t)sizeof(*su);
-		return 0;
-	}
-
-	char host[256];
-	const char *port;
-	size_t hlen;
-
-	if (spec[0] == '[') {
-		const char *rb = strchr(spec, ']');
-		if (!rb || rb[1] != ':') {
-			snprintf(err, errlen, "bad address '%s' (want [IPV6]:PORT)", spec);
-			return -1;
-		}
-		hlen = (size_t)(rb - spec - 1);
-		if (hlen < sizeof(host))
-			memcpy(host, spec + 1, hlen);
-		port = rb + 2;
-	} else {
-		const char *colon = strrchr(spec, ':');
-		if (!colon) {
-			snprintf(err, errlen, "bad address '%s' (want unix:PATH, /PATH or HOST:PORT)", spec);
-			return -1;
-		}
-		hlen = (size_t)(colon - spec);
-		if (hlen < sizeof(host))
-			memcpy(host, spec, hlen);
-		port = colon + 1;
-	}
-	if (hlen == 0 || hlen >= sizeof(host) || *port == '\0') {
-		snprintf(err, errlen, "bad address '%s' (want unix:PATH, /PATH or HOST:PORT)", spec);
-		return -1;
-	}
-	host[hlen] = '\0';
-
-	struct addrinfo hints, *res = NULL;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV;
-	int rc = getaddrinfo(host, port, &hints, &res);
-	if (rc != 0 || !res) {
-		snprintf(err, errlen, "%s: %s", spec, rc ? gai_strerror(rc) : "no address");
-		if (res)
-			freeaddrinfo(res);
-		return -1;
-	}
-	if (res->ai_addrlen > sizeof(a->sa)) {
-		snprintf(err, errlen, "%s: address too long", spec);
-		freeaddrinfo(res);
-		return -1;
-	}
-	memcpy(&a->sa, res->ai_addr, res->ai_addrlen);
-	a->len = res->ai_addrlen;
-	freeaddrinfo(res);
 	return 0;
 }
 
