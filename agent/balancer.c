@@ -675,6 +675,7 @@ enum dbk_bal_result dbk_bal_move(struct dbk_balancer *b, const char *id, size_t 
 }
 
 size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n,
+                       uint64_t started_by_ms,
                        void (*cb)(void *arg, const char *id, size_t id_len,
                                   const struct dbk_bal_lease *l),
                        void *arg)
@@ -682,7 +683,9 @@ size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n,
 	struct dbk_lease *e, *next;
 	size_t done = 0;
 
-	for (e = dbk_lease_oldest(&b->leases); e && done < n; e = next) {
+	/* Oldest first, so the walk ends at the first lease too young. */
+	for (e = dbk_lease_oldest(&b->leases); e && done < n && e->val.start_ms <= started_by_ms;
+	     e = next) {
 		next = dbk_lease_newer(e);
 		if (e->val.server != server)
 			continue;

@@ -168,10 +168,12 @@ size_t dbk_bal_expire(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl_ms,
 enum dbk_bal_result dbk_bal_move(struct dbk_balancer *b, const char *id, size_t id_len,
                                  unsigned server, struct dbk_bal_lease *out);
 
-/* Releases the n oldest leases on server (fewer if it has fewer): the
- * repair for leases whose completion was lost, which are the oldest.
- * cb as for dbk_bal_expire. Returns how many. O(live leases). */
+/* Releases the n oldest leases on server started at or before
+ * started_by_ms (fewer if it has fewer): the repair for leases whose
+ * completion was lost, which are old. cb as for dbk_bal_expire. Returns
+ * how many. O(live leases). */
 size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n,
+                       uint64_t started_by_ms,
                        void (*cb)(void *arg, const char *id, size_t id_len,
                                   const struct dbk_bal_lease *l),
                        void *arg);

@@ -168,11 +168,12 @@ int dbk_rt_parse_stat(const char *buf, size_t len, const char *backend,
  * them) and no more than the count now minus the highest HAProxy count
  * seen (the older rule, tighter when the agent's count fell). Reclaiming
  * too few only delays the fix to the next window; reclaiming too many
- * would under-count a busy server and send it more work. A lease HAProxy
- * moved to another server (redispatch) also counts as excess here and is
- * reclaimed: the server it names is not serving it. The caller picks
- * which leases go (the oldest on the server: fresh ones are the transient
- * excess) and must expect their completion lines to find no lease. */
+ * would under-count a busy server and send it more work. The caller picks
+ * which leases go: only ones already held when the streak began (a leak
+ * has been in every poll; a run of short-lived leases, such as requests
+ * redispatched away one after another, shows an excess at every poll
+ * made of a different lease each time), oldest first, and must expect
+ * their completion lines to find no lease. */
 #define DBK_RT_RECONCILE_K 3
 
 struct dbk_rt_reconcile {

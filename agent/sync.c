@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "log.h"
 
 #define SHOW_MAX 4096
@@ -15,6 +16,7 @@ struct dbk_sync {
 	char state_cmd[DBK_RT_MAX_COMMAND];
 	char stat_cmd[DBK_RT_MAX_COMMAND];
 	const char *backend;
+	uint64_t poll_ms;
 	struct dbk_balancer *bal;
 	const char *const *names;
 	unsigned n;
@@ -65,8 +67,10 @@ static void apply(struct dbk_sync *s)
 		unsigned leak = dbk_rt_reconcile_step(&s->rec[i], 0,
 		                                      dbk_bal_server_inflight(s->bal, i),
 		                                      dbk_rt_server_load(&s->srv[i]));
-		if (leak)
-			dbk_bal_reclaim(s->bal, i, leak, on_reclaimed, s);
+		/* Only leases held through the whole streak can be the leak. */
+		uint64_t now = dbk_mono_ms(), span = (uint64_t)DBK_RT_RECONCILE_K * s->poll_ms;
+		if (leak && now > span)
+			dbk_bal_reclaim(s->bal, i, leak, now - span, on_reclaimed, s);
 	}
 	s->stats.polls++;
 	if (!s->stats.up)
@@ -169,6 +173,7 @@ struct dbk_sync *dbk_sync_new(struct ev_loop *loop, const struct dbk_rt_addr *ad
 	s->loop = loop;
 	s->addr = *addr;
 	s->backend = backend;
+	s->poll_ms = (uint64_t)(interval_s * 1000.0);
 	s->bal = bal;
 	s->names = names;
 	s->n = n;

@@ -716,7 +716,8 @@ static void reclaim_oldest_of_server(void)
 	CHECK_EQ_U(disp(b, "e", 100, &d), DBK_BAL_OK);
 	CHECK_EQ_U(dbk_bal_server_inflight(b, 0), 3);
 
-	CHECK_EQ_U(dbk_bal_reclaim(b, 0, 2, on_expired, &log), 2);
+	/* disp() dates every lease 0: a cutoff of 0 admits them all. */
+	CHECK_EQ_U(dbk_bal_reclaim(b, 0, 2, 0, on_expired, &log), 2);
 	CHECK_EQ_U(log.n, 2);
 	CHECK(strcmp(log.ids[0], "a") == 0);
 	CHECK(strcmp(log.ids[1], "c") == 0);
@@ -725,8 +726,13 @@ static void reclaim_oldest_of_server(void)
 	CHECK_NEAR(dbk_bal_server_load(b, 0), 108, 0);
 	CHECK_EQ_U(dbk_bal_stats(b)->reclaimed, 2);
 	/* Asking for more than there is takes what there is. */
-	CHECK_EQ_U(dbk_bal_reclaim(b, 0, 10, NULL, NULL), 1);
-	CHECK_EQ_U(dbk_bal_reclaim(b, 0, 10, NULL, NULL), 0);
+	CHECK_EQ_U(dbk_bal_reclaim(b, 0, 10, 0, NULL, NULL), 1);
+	CHECK_EQ_U(dbk_bal_reclaim(b, 0, 10, 0, NULL, NULL), 0);
+	/* Too young to be a leak: kept. */
+	struct dbk_bal_request r = req(100);
+	CHECK_EQ_U(dbk_bal_dispatch(b, "young", 5, &r, 500, &d), DBK_BAL_OK);
+	CHECK_EQ_U(dbk_bal_reclaim(b, d.server, 10, 499, NULL, NULL), 0);
+	CHECK_EQ_U(dbk_bal_reclaim(b, d.server, 10, 500, NULL, NULL), 1);
 	CHECK_EQ_U(rel(b, "a"), DBK_BAL_UNKNOWN);
 	CHECK_EQ_U(rel(b, "b"), DBK_BAL_OK);
 	CHECK_EQ_U(dbk_bal_stats(b)->leases, 1);

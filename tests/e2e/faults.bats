@@ -1,0 +1,460 @@
+#!/usr/bin/env bats
+# Faults, end to end (HAProxy 2.6 + dbucket-spoa + four vLLM stubs): a
+# client that goes away, a vLLM server that dies, a refused connection,
+# the agent killed under load or stalled past HAProxy's processing
+# timeout, the completion link cut. Whatever happens, clients get what
+# HAProxy alone would give them and the agent's books come back to
+# exactly zero in flight.
+
+load stubs
+
+setup() {
+	stubs_setup
+}
+
+teardown() {
+	stubs_teardown
+}
+
+@test "clients that abort mid-stream give their leases back" {
+	start_stubs
+	start_agent --enable-dynamic-bucket
+	start_haproxy_stubs
+	# 3000 tokens: over 20 s of stream, far longer than the test runs.
+	completion_body 3000 true >"$BATS_TEST_TMPDIR/c.json"
+	chat_body 3000 true >"$BATS_TEST_TMPDIR/h.json"
+	local i killed=()
+	# Four clients are killed once they are mid-stream...
+	for ((i = 0; i < 4; i++)); do
+		curl_bg "$BATS_TEST_TMPDIR/k$i" /v1/completions "$BATS_TEST_TMPDIR/c.json"
+		killed+=("$LAST_PID")
+	done
+	# ...and four give up by themselves (curl --max-time).
+	for ((i = 0; i < 4; i++)); do
+		curl_bg "$BATS_TEST_TMPDIR/m$i" /v1/chat/completions "$BATS_TEST_TMPDIR/h.json" --max-time 1.5
+	done
+	for ((i = 0; i < 4; i++)); do
+		wait_events "$BATS_TEST_TMPDIR/k$i" 3
+	done
+	# The four killed ones are in flight (the others may be too).
+	state_snapshot
+	(($(state_get leases) >= 4)) || fail "only $(state_get leases) in flight: $STATE"
+	kill -TERM "${killed[@]}"
+	wait_clients
+	for i in k0 k1 k2 k3 m0 m1 m2 m3; do
+		! grep -q '^data: \[DONE\]' "$BATS_TEST_TMPDIR/$i.b" || fail "$i was not cut"
+		(($(sse_events "$BATS_TEST_TMPDIR/$i") >= 1)) || fail "$i got no event before the abort"
+	done
+	wait_state released 8
+	assert_books_balanced
+	assert_equal "$(state_field decisions)" 8
+	assert_equal "$(state_field unknown_releases)" 0
+	assert_equal "$(state_field expired)" 0
+	# HAProxy logged each as a client abort during the data phase (CD),
+	# not as the end of the stream.
+	assert_equal "$(haproxy_completions | awk '$6 ~ /^CD/' | wc -l)" 8
+	# And the stubs stopped generating for them.
+	for i in 0 1 2 3; do
+		local k r=""
+		for ((k = 0; k < 250; k++)); do
+			r=$(stub_metric "$i" vllm:num_requests_running)
+			[ "$r" = 0 ] && break
+			sleep 0.02
+		done
+		assert_equal "vllm$i running: $r" "vllm$i running: 0"
+	done
+	echo "# aborted streams: 8 (4 killed, 4 --max-time)" >&3
+}
+
+# stub_killed_midstream [runtime]: eight streams, the stub serving the
+# first one SIGKILLed under them; then twenty more requests, ten before and
+# ten after HAProxy's health check marks it DOWN. With "runtime" the agent
+# reads server states from HAProxy's runtime API.
+stub_killed_midstream() {
+	local runtime=${1:-}
+	start_stubs
+	if [ -n "$runtime" ]; then
+		start_agent --enable-dynamic-bucket --haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100
+	else
+		start_agent --enable-dynamic-bucket
+	fi
+	start_haproxy_stubs
+	[ -z "$runtime" ] || wait_state runtime_api_up true
+	# 600 tokens: about five seconds of stream.
+	completion_body 600 true >"$BATS_TEST_TMPDIR/long.json"
+	completion_body 4 false >"$BATS_TEST_TMPDIR/short.json"
+	local n=8 i
+	send_bg "$BATS_TEST_TMPDIR/r0" /v1/completions "$BATS_TEST_TMPDIR/long.json"
+	wait_events "$BATS_TEST_TMPDIR/r0" 1
+	victim=$(header "$BATS_TEST_TMPDIR/r0" X-Served-By)
+	[ -n "$victim" ] || fail "no X-Served-By"
+	for ((i = 1; i < n; i++)); do
+		send_bg "$BATS_TEST_TMPDIR/r$i" /v1/completions "$BATS_TEST_TMPDIR/long.json"
+	done
+	for ((i = 1; i < n; i++)); do
+		wait_events "$BATS_TEST_TMPDIR/r$i" 1
+	done
+	wait_state leases "$n"
+	kill_stub "${victim#vllm}" KILL
+	wait_clients
+	cut=0
+	local full=0
+	for ((i = 0; i < n; i++)); do
+		local b="$BATS_TEST_TMPDIR/r$i"
+		if [ "$(header "$b" X-Served-By)" = "$victim" ]; then
+			# Cut: no [DONE], curl saw the transfer end early.
+			! grep -q '^data: \[DONE\]' "$b.b" || fail "r$i on $victim was not cut"
+			assert_not_equal "$(cat "$b.rc")" 0
+			cut=$((cut + 1))
+		else
+			assert_equal "r$i $(cat "$b.rc") $(sse_events "$b")" "r$i 0 601"
+			sse_done "$b" || fail "r$i has no [DONE]"
+			full=$((full + 1))
+		fi
+	done
+	((cut >= 1)) || fail "no stream was on $victim"
+	wait_state released "$n"
+	assert_books_balanced
+	# HAProxy logged the cut streams as server aborts during the data
+	# phase (SD): one line each.
+	assert_equal "$(haproxy_completions | awk -v s="$victim" '$4 == s && $6 ~ /^SD/' | wc -l)" "$cut"
+
+	# Later requests succeed elsewhere: first while HAProxy still thinks
+	# the server is up (if the agent picks it, retries and redispatch cover
+	# it), then once its health check has marked it DOWN.
+	local j
+	before=0
+	after=0
+	for ((j = 0; j < 10; j++)); do
+		send "$BATS_TEST_TMPDIR/a$j" /v1/completions "$BATS_TEST_TMPDIR/short.json" || true
+		assert_equal "a$j $(status "$BATS_TEST_TMPDIR/a$j")" "a$j 200"
+		assert_not_equal "$(header "$BATS_TEST_TMPDIR/a$j" X-Served-By)" "$victim"
+		[ "$(header "$BATS_TEST_TMPDIR/a$j" X-Dbucket-Server)" = "$victim" ] && before=$((before + 1))
+	done
+	wait_file "$BATS_TEST_TMPDIR/haproxy.log" "vllm/$victim is DOWN"
+	[ -z "$runtime" ] || wait_server "$victim" usable false
+	for ((j = 0; j < 10; j++)); do
+		send "$BATS_TEST_TMPDIR/b$j" /v1/completions "$BATS_TEST_TMPDIR/short.json" || true
+		assert_equal "b$j $(status "$BATS_TEST_TMPDIR/b$j")" "b$j 200"
+		assert_not_equal "$(header "$BATS_TEST_TMPDIR/b$j" X-Served-By)" "$victim"
+		[ "$(header "$BATS_TEST_TMPDIR/b$j" X-Dbucket-Server)" = "$victim" ] && after=$((after + 1))
+	done
+	# Every completion line is in; the books balance. Without the runtime
+	# API every lease went by its completion line.
+	wait_state completions $((n + 20))
+	assert_books_balanced
+	state_snapshot
+	# With or without the runtime API, every lease went by its own
+	# completion line: none was taken for a leak.
+	assert_equal "released=$(state_get released) unknown=$(state_get unknown_releases) reclaimed=$(state_get reclaimed)" \
+		"released=$((n + 20)) unknown=0 reclaimed=0"
+}
+
+@test "a stub killed mid-stream: its clients are cut, every lease comes back, later requests succeed" {
+	stub_killed_midstream
+	echo "# stub $victim SIGKILLed under 8 streams: $cut cut, $((8 - cut)) complete; 20 later requests all 200 (the agent still chose $victim for $before before and $after after HAProxy marked it DOWN)" >&3
+}
+
+@test "a stub killed mid-stream, agent on the runtime API: once HAProxy marks it DOWN the agent stops choosing it" {
+	stub_killed_midstream runtime
+	assert_equal "chosen for $victim once DOWN: $after" "chosen for $victim once DOWN: 0"
+	echo "# with the runtime API: $cut cut; the agent chose $victim for $before requests before and $after after DOWN" >&3
+}
+
+@test "a refused connection is retried elsewhere: 200, counted as moved, lease released" {
+	start_stubs
+	start_agent --enable-dynamic-bucket
+	start_haproxy_stubs
+	completion_body 4 false >"$BATS_TEST_TMPDIR/s.json"
+	# On an idle fleet the agent sends a short request to vllm0. Kill it:
+	# HAProxy's health check (every 2 s, 3 failures) needs seconds to
+	# notice, so the connection is refused and HAProxy retries.
+	kill_stub 0 KILL
+	local i n=5
+	for ((i = 0; i < n; i++)); do
+		send "$BATS_TEST_TMPDIR/r$i" /v1/completions "$BATS_TEST_TMPDIR/s.json"
+		assert_equal "r$i $(status "$BATS_TEST_TMPDIR/r$i")" "r$i 200"
+		assert_equal "$(header "$BATS_TEST_TMPDIR/r$i" X-Dbucket-Server)" vllm0
+		run header "$BATS_TEST_TMPDIR/r$i" X-Served-By
+		assert_output --regexp '^vllm[123]$'
+	done
+	wait_state released "$n"
+	# The leases followed the retries (dbucket-moved at response time):
+	# each was released where the request ran.
+	assert_equal "$(state_field moved)" "$n"
+	assert_equal "$(state_field served_elsewhere)" 0
+	assert_books_balanced
+	assert_equal "$(state_field unknown_releases)" 0
+	# HAProxy's lines: chosen vllm0, served by another, after a redispatch
+	# (%rc is "+N" when the request was redispatched).
+	run haproxy_completions
+	assert_equal "${#lines[@]}" "$n"
+	for i in "${!lines[@]}"; do
+		assert_regex "${lines[$i]}" '^dbk1 [^ ]+ vllm0 vllm[123] 200 ---- [0-9]+ [0-9]+ \+[1-9] '
+	done
+	# It was the retry path, not the health check: vllm0 is not DOWN yet.
+	run grep -c 'vllm/vllm0 is DOWN' "$BATS_TEST_TMPDIR/haproxy.log"
+	assert_output 0
+	echo "# redispatched: $n of $n requests (agent chose vllm0, refused)" >&3
+}
+
+@test "redispatched requests in a row: the runtime API never reclaims a live lease" {
+	start_stubs
+	start_agent --enable-dynamic-bucket --haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100
+	start_haproxy_stubs
+	wait_state runtime_api_up true
+	# 40 tokens, not streamed: about 300 ms before the response starts, all
+	# of it charged to vllm0 until HAProxy's dbucket-moved message moves
+	# the lease to the server that answered.
+	completion_body 40 false >"$BATS_TEST_TMPDIR/s.json"
+	kill_stub 0 KILL
+	local i n=8
+	for ((i = 0; i < n; i++)); do
+		send "$BATS_TEST_TMPDIR/r$i" /v1/completions "$BATS_TEST_TMPDIR/s.json"
+		assert_equal "r$i $(status "$BATS_TEST_TMPDIR/r$i")" "r$i 200"
+	done
+	# Still the retry path: HAProxy has not marked vllm0 DOWN.
+	run grep -c 'vllm/vllm0 is DOWN' "$BATS_TEST_TMPDIR/haproxy.log"
+	assert_output 0
+	wait_state completions "$n"
+	assert_books_balanced
+	# Each lease lived a few hundred milliseconds and was moved, then
+	# released by its own completion line: none is a leak.
+	state_snapshot
+	assert_equal "released=$(state_get released) reclaimed=$(state_get reclaimed) unknown=$(state_get unknown_releases)" \
+		"released=$n reclaimed=0 unknown=0"
+}
+
+@test "the agent killed under streaming load: no client fails; restarted, it routes within a second and ends with no lease" {
+	start_stubs
+	start_agent --enable-dynamic-bucket
+	start_haproxy_stubs
+	# 400 tokens: three to five seconds of stream under this load.
+	completion_body 400 true 200 >"$BATS_TEST_TMPDIR/c.json"
+	chat_body 400 true 200 >"$BATS_TEST_TMPDIR/h.json"
+	completion_body 1 false >"$BATS_TEST_TMPDIR/probe.json"
+	local i n=0
+	stream() { # stream I: one more stream, completions or chat
+		if (($1 % 2)); then
+			send_bg "$BATS_TEST_TMPDIR/r$1" /v1/chat/completions "$BATS_TEST_TMPDIR/h.json"
+		else
+			send_bg "$BATS_TEST_TMPDIR/r$1" /v1/completions "$BATS_TEST_TMPDIR/c.json"
+		fi
+	}
+	for ((i = 0; i < 30; i++)); do stream $((n++)); done
+	wait_state leases 30
+	kill_agent
+	# More streams start while the agent is away: HAProxy balances them.
+	for ((i = 0; i < 10; i++)); do stream $((n++)); done
+	# HAProxy's agent check marks it DOWN (1 s checks, fall 2).
+	wait_file "$BATS_TEST_TMPDIR/haproxy.log" "dbucket-agents/agent1 is DOWN"
+	for ((i = 0; i < 5; i++)); do stream $((n++)); done
+
+	start_agent --enable-dynamic-bucket
+	local t_up t_routed probes=0 routed=""
+	now_us t_up
+	# Probe until a request comes back with the agent's decision
+	# (bounded: 300 requests, each bounded by curl's --max-time).
+	for ((i = 0; i < 300; i++)); do
+		send "$BATS_TEST_TMPDIR/p$i" /v1/completions "$BATS_TEST_TMPDIR/probe.json" || true
+		probes=$((probes + 1))
+		assert_equal "p$i $(status "$BATS_TEST_TMPDIR/p$i")" "p$i 200"
+		routed=$(header "$BATS_TEST_TMPDIR/p$i" X-Dbucket-Server)
+		[ -n "$routed" ] && break
+	done
+	now_us t_routed
+	[ -n "$routed" ] || fail "no request routed by the restarted agent after $probes probes"
+	local resume_ms=$(((t_routed - t_up) / 1000))
+	# Streams started after the restart.
+	for ((i = 0; i < 10; i++)); do stream $((n++)); done
+	wait_clients
+
+	local ok=0 events
+	for ((i = 0; i < n; i++)); do
+		events=401
+		((i % 2)) && events=402
+		[ "$(cat "$BATS_TEST_TMPDIR/r$i.rc") $(status "$BATS_TEST_TMPDIR/r$i") $(sse_events "$BATS_TEST_TMPDIR/r$i")" = "0 200 $events" ] &&
+			sse_done "$BATS_TEST_TMPDIR/r$i" && ok=$((ok + 1))
+	done
+	assert_equal "complete streams: $ok" "complete streams: $n"
+
+	# The restarted agent: every completion line arrives (the ring kept
+	# those sent while it was away), the 30 streams the old agent routed
+	# count as unknown, never as negative load, and what it routed itself
+	# is released exactly.
+	local total=$((n + probes))
+	wait_state completions "$total"
+	local d
+	d=$(state_field decisions)
+	wait_state released "$d"
+	assert_books_balanced
+	assert_equal "$(state_field unknown_releases)" 30
+	state_snapshot
+	assert_equal "completions=$(state_get completions)" \
+		"completions=$(($(state_get released) + $(state_get unknown_releases) + $(state_get undecided)))"
+	echo "# agent SIGKILLed under 30 streams; $n streams in all, $probes probes, 0 failed; routing resumed ${resume_ms} ms after its port was up" >&3
+	((resume_ms < 2000)) || fail "routing resumed only after $resume_ms ms"
+}
+
+# late_decisions [AGENT ARGS...]: a routed request warms an SPOP
+# connection, then the agent is stopped (SIGSTOP) while three more requests
+# pass. HAProxy gives up on each after its processing timeout (200 ms here,
+# 50 ms as shipped) and balances it alone; each ends with a completion line
+# that names no server ("-"). Resumed, the agent still reads a NOTIFY that
+# was waiting in its socket and decides, too late, for a request that is
+# over; then it reads that request's completion line.
+late_decisions() {
+	export DBK_SPOE_PROCESSING=200ms
+	start_stubs
+	start_agent --enable-dynamic-bucket "$@"
+	start_haproxy_stubs
+	completion_body 4 false >"$BATS_TEST_TMPDIR/s.json"
+	send "$BATS_TEST_TMPDIR/w" /v1/completions "$BATS_TEST_TMPDIR/s.json"
+	assert_equal "$(header "$BATS_TEST_TMPDIR/w" X-Dbucket-Server)" vllm0
+	wait_state released 1
+	kill -STOP "$AGENT_PID"
+	local i
+	for i in 1 2 3; do
+		send "$BATS_TEST_TMPDIR/r$i" /v1/completions "$BATS_TEST_TMPDIR/s.json" || true
+		assert_equal "r$i $(status "$BATS_TEST_TMPDIR/r$i")" "r$i 200"
+		# Balanced by HAProxy alone.
+		assert_equal "r$i routed: '$(header "$BATS_TEST_TMPDIR/r$i" X-Dbucket-Server)'" "r$i routed: ''"
+	done
+	kill -CONT "$AGENT_PID"
+	wait_state completions 4
+	# At least one decision came too late (else this tested nothing).
+	wait_state_ge decisions 2
+}
+
+@test "a decision that comes after HAProxy's processing timeout: the request's completion line gives its lease back" {
+	late_decisions
+	# Not after the 660 s TTL: now.
+	wait_state leases 0
+	assert_books_balanced
+	state_snapshot
+	assert_equal "released=$(state_get released) expired=$(state_get expired)" "released=$(state_get decisions) expired=0"
+	echo "# agent stalled past the 200 ms processing timeout: $(state_get decisions) decisions, $(($(state_get decisions) - 1)) late, released by their completion lines" >&3
+}
+
+@test "a decision that comes after HAProxy's processing timeout, agent on the runtime API: released once, not also reclaimed" {
+	late_decisions --haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100
+	wait_state leases 0
+	assert_books_balanced
+	# Let a few reconcile windows pass (3 polls of 100 ms each) and check
+	# nothing more was taken.
+	local p
+	p=$(state_field runtime_polls)
+	wait_state_ge runtime_polls $((p + 10))
+	state_snapshot
+	assert_equal "released=$(state_get released) reclaimed=$(state_get reclaimed) unknown=$(state_get unknown_releases) leases=$(state_get leases)" \
+		"released=$(state_get decisions) reclaimed=0 unknown=0 leases=0"
+}
+
+@test "completion link cut and restored: HAProxy's ring keeps the lines, every lease is released, none expires" {
+	start_stubs
+	local real relay=$COMPLETIONS_PORT
+	real=$(free_port)
+	# The agent listens on $real; HAProxy's ring reaches it through a socat
+	# relay on $relay (DBK_COMPLETIONS, as exported by dbk_env).
+	DBK_COMPLETIONS=127.0.0.1:$real start_agent --enable-dynamic-bucket
+	start_relay "$relay" "$real"
+	start_haproxy_stubs
+	wait_state completion_links 1
+	# 250 tokens: about two seconds.
+	completion_body 250 true >"$BATS_TEST_TMPDIR/c.json"
+	local i n=6
+	for ((i = 0; i < n; i++)); do
+		send_bg "$BATS_TEST_TMPDIR/r$i" /v1/completions "$BATS_TEST_TMPDIR/c.json"
+	done
+	wait_state leases "$n"
+	stop_relay
+	wait_state completion_links 0
+	# The streams end while the link is cut.
+	wait_clients
+	for ((i = 0; i < n; i++)); do
+		assert_equal "r$i $(cat "$BATS_TEST_TMPDIR/r$i.rc") $(sse_events "$BATS_TEST_TMPDIR/r$i")" "r$i 0 251"
+	done
+	# HAProxy has logged all of them; the agent heard of none.
+	assert_equal "$(haproxy_completions | wc -l)" "$n"
+	state_snapshot
+	assert_equal "leases=$(state_get leases) released=$(state_get released)" "leases=$n released=0"
+	# The relay comes back on the same port: the ring reconnects and
+	# delivers what it kept.
+	local t_back t_done
+	start_relay "$relay" "$real"
+	now_us t_back
+	wait_state leases 0
+	now_us t_done
+	assert_books_balanced
+	state_snapshot
+	assert_equal "released=$(state_get released) expired=$(state_get expired) unknown=$(state_get unknown_releases) completions=$(state_get completions)" \
+		"released=$n expired=0 unknown=0 completions=$n"
+	echo "# link cut under $n streams; after the relay came back the ring delivered them in $(((t_done - t_back) / 1000)) ms" >&3
+}
+
+# lifetimes AGENTLOG: "id lifetime_ms" for each expired lease, from the
+# agent's debug log (route, then lease-expired, by id; times of day like
+# 2026-11-30T05:54:04.489Z).
+lifetimes() {
+	awk '
+		function ms(ts,  t) { split(substr(ts, 12, 12), t, /[:.]/); return ((t[1] * 60 + t[2]) * 60 + t[3]) * 1000 + t[4] }
+		{
+			ts = ""; ev = ""; id = ""
+			for (i = 1; i <= NF; i++) {
+				if ($i ~ /^ts=/) ts = substr($i, 4)
+				else if ($i ~ /^event=/) ev = substr($i, 7)
+				else if ($i ~ /^id="/) { id = substr($i, 5); sub(/"$/, "", id) }
+			}
+			if (ev == "route") start[id] = ms(ts)
+			else if (ev == "lease-expired" && (id in start)) {
+				d = ms(ts) - start[id]; if (d < 0) d += 86400000
+				print id, d
+			}
+		}' "$1"
+}
+
+@test "completion link left cut: leases expire by their TTL, none outlives it by more than the 1 s tick" {
+	start_stubs
+	local real relay=$COMPLETIONS_PORT
+	real=$(free_port)
+	DBK_COMPLETIONS=127.0.0.1:$real start_agent --enable-dynamic-bucket --lease-ttl 2 --log-level debug
+	start_relay "$relay" "$real"
+	start_haproxy_stubs
+	wait_state completion_links 1
+	stop_relay
+	wait_state completion_links 0
+	completion_body 30 true >"$BATS_TEST_TMPDIR/c.json"
+	local i n=6
+	for ((i = 0; i < n; i++)); do
+		send_bg "$BATS_TEST_TMPDIR/r$i" /v1/completions "$BATS_TEST_TMPDIR/c.json"
+	done
+	wait_clients
+	for ((i = 0; i < n; i++)); do
+		assert_equal "r$i $(cat "$BATS_TEST_TMPDIR/r$i.rc") $(sse_events "$BATS_TEST_TMPDIR/r$i")" "r$i 0 31"
+	done
+	# Nothing comes back by completion; the TTL releases them all.
+	wait_state expired "$n"
+	assert_books_balanced
+	state_snapshot
+	assert_equal "released=$(state_get released) expired=$(state_get expired)" "released=0 expired=$n"
+	# Each lease lived at least its TTL (2 s) and at most TTL + the 1 s
+	# tick (+ 100 ms for the event loop under load), by the agent's own
+	# log times of the decision and the expiry.
+	run lifetimes "$BATS_TEST_TMPDIR/agent.log"
+	assert_equal "${#lines[@]}" "$n"
+	local id life min=999999 max=0
+	for i in "${!lines[@]}"; do
+		read -r id life <<<"${lines[$i]}"
+		((life < min)) && min=$life
+		((life > max)) && max=$life
+	done
+	echo "# $n leases expired by TTL 2 s after lifetimes of $min..$max ms" >&3
+	((min >= 2000)) || fail "a lease expired after $min ms, before its TTL"
+	((max <= 3100)) || fail "a lease lived $max ms, more than TTL + tick"
+	# The link comes back: the late completions find no lease; they count
+	# as unknown and never make a load negative.
+	start_relay "$relay" "$real"
+	wait_state unknown_releases "$n"
+	assert_books_balanced
+	assert_equal "$(state_field released)" 0
+}
