@@ -502,5 +502,7 @@ lifetimes() {
 	assert_books_balanced
 	assert_equal "$(state_field unknown_releases)" 0
 	state_snapshot
+	# What the new process served was released by its completion lines.
+	assert_equal "released=$(state_get released)" "released=10"
 	echo "# reload under load: $n streams, $ok complete; $(state_get released) leases released by completion lines, $(state_get reclaimed) reclaimed (lines lost with the old process's ring)" >&3
 }
