@@ -3,6 +3,7 @@
 #   make            build everything into build/
 #   make test       install missing packages, build, run unit + e2e tests
 #   make sanitize   the same tests with ASan + UBSan binaries (build/san/)
+#   make fuzz       libFuzzer on every parser (FUZZ_SECONDS=60 each)
 #   make demo       stub vLLM servers + agent + HAProxy, requests routed
 #                   (KEEP=1 leaves it running until Ctrl-C)
 #   make install   PREFIX=/usr/local DESTDIR= (binaries, man pages, unit)
@@ -41,6 +42,7 @@ include contrib/sim/sim.mk
 include contrib/spopbench/spopbench.mk
 include contrib/launcher/launcher.mk
 include contrib/install.mk
+include tests/fuzz/fuzz.mk
 
 .PHONY: all deps test unit e2e sanitize demo clean
 all: $(BINS) $(TESTS) $(STUB_BINS) $(STUB_TESTS) $(BENCH_BINS) $(BENCH_TESTS) \

@@ -17,7 +17,8 @@ static void format_score(double v, char *buf, size_t size)
 {
 	double q = v * 4.0;
 
-	if (v >= 0 && v < 1e9 && q == (double)(uint64_t)q) {
+	/* Below 1e8 a whole part and a quarter fit in %.10g's ten digits. */
+	if (v >= 0 && v < 1e8 && q == (double)(uint64_t)q) {
 		uint64_t quarters = (uint64_t)q, whole = quarters / 4;
 		static const char *const frac[] = { "", ".25", ".5", ".75" };
 		char digits[24];
@@ -187,14 +188,21 @@ enum dbk_spop_status dbk_route_notify(struct dbk_route *r,
 	bool done;
 
 	r->stats.notifies++;
-	/* Validate the whole payload before acting on any message, so a
-	 * malformed frame never leaves a lease behind. */
+	/* Validate the whole payload before acting on any message, so that a
+	 * malformed frame, or one whose answer could not fit in a frame,
+	 * never leaves a lease behind. */
+	size_t nmsg = 0;
 	dbk_spop_msg_iter_init(&it, f);
-	do {
+	for (;;) {
 		st = dbk_spop_msg_next(&it, &m, &done);
 		if (st != DBK_SPOP_OK)
 			return st;
-	} while (!done);
+		if (done)
+			break;
+		nmsg++;
+	}
+	if (DBK_ROUTE_ACK_MAX(nmsg) > w->cap)
+		return DBK_SPOP_ERR_RES;
 
 	dbk_spop_ack_begin(w, f->stream_id, f->frame_id);
 	size_t empty = w->len;

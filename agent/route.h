@@ -52,10 +52,17 @@ struct dbk_route {
 	struct dbk_route_stats stats;
 };
 
+/* The largest ACK a NOTIFY of n messages can need: the frame header, and
+ * per message five set-vars (short names, a server name of at most 64
+ * bytes, two ints, a bool, a score). */
+#define DBK_ROUTE_ACK_MAX(n) (32 + ((n) ? (n) : 1) * (5 * 16 + 64 + 3 * 12 + 32))
+
 /* Handles one NOTIFY frame: writes a whole ACK frame into w (never an
  * empty one: a message that yields no variable sets txn.<prefix>.error).
  * Returns DBK_SPOP_OK, or the status to DISCONNECT with when the payload
- * is malformed or the ACK does not fit in w. */
+ * is malformed (DBK_SPOP_ERR_INVALID) or DBK_ROUTE_ACK_MAX of its messages
+ * exceeds w's room (DBK_SPOP_ERR_RES); in both cases before deciding
+ * anything, so no lease is taken. */
 enum dbk_spop_status dbk_route_notify(struct dbk_route *r,
                                       const struct dbk_spop_frame *f,
                                       uint64_t now_ms,

@@ -13,10 +13,10 @@
 #include "log.h"
 
 #define OUT_CAP (64 * 1024)
-/* Our replies (AGENT-HELLO, ACK, AGENT-DISCONNECT) are a few hundred
- * bytes at most: the input loop handles another frame only while this
- * much room is left for its answer, and otherwise waits for the peer to
- * read what we already owe it. */
+/* The input loop handles another frame only while a whole frame's worth
+ * of room is left for its answer (replies are far smaller: a few hundred
+ * bytes), and otherwise waits for the peer to read what we already owe
+ * it. Before HELLO, this much is enough for AGENT-HELLO or DISCONNECT. */
 #define MAX_REPLY 1024
 /* Bounds the work one readable event may do on one connection, so that
  * a peer that never stops sending cannot starve the others. */
@@ -66,6 +66,14 @@ struct dbk_spoa {
 static size_t out_room(const struct conn *c)
 {
 	return OUT_CAP - c->out_len;
+}
+
+/* Room for the answer to any frame the peer may send now. */
+static bool room_for_reply(const struct conn *c)
+{
+	size_t need = c->state == ST_HELLO ? MAX_REPLY : (size_t)c->frame_max + 4;
+
+	return out_room(c) >= need;
 }
 
 static void conn_close(struct conn *c)
@@ -164,10 +172,8 @@ static void on_ready(struct conn *c, const struct dbk_spop_frame *f)
 			conn_fail(c, DBK_SPOP_ERR_FRAG_NOT_SUPP, NULL);
 			return;
 		}
-		size_t cap = out_room(c);
-		if (cap > (size_t)c->frame_max + 4)
-			cap = (size_t)c->frame_max + 4;
-		dbk_spop_writer_init(&w, c->out + c->out_len, cap);
+		/* room_for_reply made sure a whole frame fits. */
+		dbk_spop_writer_init(&w, c->out + c->out_len, (size_t)c->frame_max + 4);
 		struct timespec t0, t1;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		st = dbk_route_notify(c->s->route, f, (uint64_t)t0.tv_sec * 1000 +
@@ -210,7 +216,7 @@ static void conn_process(struct conn *c)
 {
 	size_t off = 0;
 
-	while (c->state != ST_CLOSING && out_room(c) >= MAX_REPLY) {
+	while (c->state != ST_CLOSING && room_for_reply(c)) {
 		struct dbk_spop_frame f;
 		enum dbk_spop_status st;
 		size_t flen;
@@ -272,7 +278,7 @@ static void conn_read(struct conn *c)
 	size_t cap = (size_t)c->s->cfg.max_frame_size + 4;
 
 	for (int round = 0; round < READ_ROUNDS && c->state != ST_CLOSING; round++) {
-		if (out_room(c) < MAX_REPLY || c->in_len == cap)
+		if (!room_for_reply(c) || c->in_len == cap)
 			break;
 		size_t want = cap - c->in_len;
 		ssize_t n = read(c->fd, c->in + c->in_len, want);
@@ -317,7 +323,7 @@ static void conn_settle(struct conn *c)
 			ev_timer_start(loop, &c->timer);
 		}
 	}
-	if (c->state != ST_CLOSING && out_room(c) >= MAX_REPLY)
+	if (c->state != ST_CLOSING && room_for_reply(c))
 		want |= EV_READ;
 	if (c->out_off < c->out_len)
 		want |= EV_WRITE;

@@ -1,0 +1,224 @@
+/* Fuzzes the vLLM stub's HTTP/1.1 request parser (contrib/stub/http.h)
+ * and, for a complete POST to an OpenAI route, its request validation
+ * (contrib/stub/api.h) and JSON string escaping.
+ *
+ * Input: one parameter byte b, then the bytes received on a connection.
+ *   b & 3:        max_head_bytes {16384 (the stub's), 64, 256, 1024}
+ *   (b >> 2) & 3: max_body_bytes {16 MiB (the stub's), 0, 16, 4096}
+ *   (b >> 4) & 3: max_model_len {131072, 16, 2048, 4294967295}
+ *
+ * Checked:
+ * - COMPLETE: every slice inside the buffer and where it belongs (method,
+ *   target and headers in the head, body right after it), head_len <=
+ *   max_head_bytes, content_length <= max_body_bytes, total_len <= len,
+ *   at most DBK_HTTP_MAX_HEADERS fields, minor version 0 or 1, names are
+ *   tokens; dbk_http_header finds what a scan finds;
+ * - ERROR: one of the statuses http.h lists, with a reason;
+ * - no result ever depends on bytes after the request: the request alone
+ *   parses the same, and every strict prefix of a request (complete or
+ *   incomplete) is INCOMPLETE, never an error;
+ * - api: on success 1..256 prompts, each with prompt + max_tokens <=
+ *   max_model_len and max_tokens >= 1; on failure status 400/404, a type
+ *   and a message; the error body, and the escaped body, are valid JSON
+ *   that cJSON reads back to the same text. */
+#include <cjson/cJSON.h>
+
+#include "api.h"
+#include "buf.h"
+#include "fuzz.h"
+#include "http.h"
+
+static bool is_tchar(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static bool same_req(const struct dbk_http_request *a, const struct dbk_http_request *b)
+{
+	if (a->method.p != b->method.p || a->method.n != b->method.n ||
+	    a->target.p != b->target.p || a->target.n != b->target.n ||
+	    a->minor_version != b->minor_version || a->n_headers != b->n_headers ||
+	    a->head_len != b->head_len || a->content_length != b->content_length ||
+	    a->total_len != b->total_len || a->keep_alive != b->keep_alive ||
+	    a->expect_continue != b->expect_continue)
+		return false;
+	for (size_t i = 0; i < a->n_headers; i++)
+		if (a->headers[i].name.p != b->headers[i].name.p ||
+		    a->headers[i].name.n != b->headers[i].name.n ||
+		    a->headers[i].value.p != b->headers[i].value.p ||
+		    a->headers[i].value.n != b->headers[i].value.n)
+			return false;
+	return true;
+}
+
+/* JSON string escaping: cJSON reads back the same bytes. */
+static void check_json_str(const char *s, size_t n)
+{
+	struct dbk_buf b = { 0 };
+	cJSON *j;
+
+	if (memchr(s, '\0', n))
+		return;   /* cJSON's strings end at a NUL */
+	dbk_api_json_str(&b, s, n);
+	FUZZ_CHECK(!b.oom && b.p != NULL && b.len >= 2 + n);
+	FUZZ_CHECK(b.p[0] == '"' && b.p[b.len - 1] == '"');
+	for (size_t i = 0; i < b.len; i++)
+		FUZZ_CHECK((unsigned char)b.p[i] >= 0x20);
+	j = cJSON_ParseWithLength(b.p, b.len);
+	FUZZ_CHECK(j && cJSON_IsString(j));
+	FUZZ_CHECK(strlen(j->valuestring) == n && memcmp(j->valuestring, s, n) == 0);
+	cJSON_Delete(j);
+	dbk_buf_free(&b);
+}
+
+static void check_api(enum dbk_api_kind kind, const char *body, size_t n, uint32_t mml)
+{
+	struct dbk_api_config cfg = { .model = "stub-model", .max_model_len = mml };
+	static struct dbk_api_request out;
+	struct dbk_api_error err;
+	int rc = dbk_api_parse_request(kind, body, n, &cfg, &out, &err);
+
+	FUZZ_CHECK(rc == 0 || rc == -1);
+	if (rc == 0) {
+		FUZZ_CHECK(out.kind == kind);
+		FUZZ_CHECK(out.n_prompts >= 1 && out.n_prompts <= DBK_API_MAX_PROMPTS);
+		FUZZ_CHECK(kind == DBK_API_COMPLETION || out.n_prompts == 1);
+		FUZZ_CHECK(!out.include_usage || out.stream);
+		for (uint32_t i = 0; i < out.n_prompts; i++) {
+			FUZZ_CHECK(out.prompt_tokens[i] >= 1 && out.max_tokens[i] >= 1);
+			FUZZ_CHECK((uint64_t)out.prompt_tokens[i] + out.max_tokens[i] <= mml);
+		}
+		return;
+	}
+	FUZZ_CHECK(err.status == 400 || err.status == 404);
+	FUZZ_CHECK(err.type != NULL);
+	FUZZ_CHECK(memchr(err.message, '\0', sizeof(err.message)) != NULL && err.message[0]);
+
+	/* The error body is JSON carrying the message. */
+	struct dbk_buf b = { 0 };
+	dbk_api_error_json(&b, err.status, err.type, err.message);
+	FUZZ_CHECK(!b.oom && b.p);
+	cJSON *j = cJSON_ParseWithLength(b.p, b.len);
+	FUZZ_CHECK(j && cJSON_IsObject(j));
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "message");
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(j, "code");
+	FUZZ_CHECK(cJSON_IsString(m) && strcmp(m->valuestring, err.message) == 0);
+	FUZZ_CHECK(cJSON_IsNumber(c) && c->valuedouble == err.status);
+	cJSON_Delete(j);
+	dbk_buf_free(&b);
+}
+
+static void check_complete(const char *buf, size_t len, const struct dbk_http_limits *lim,
+                           const struct dbk_http_request *r, uint32_t mml)
+{
+	FUZZ_CHECK(r->head_len > 0 && r->head_len <= lim->max_head_bytes);
+	FUZZ_CHECK(r->content_length <= lim->max_body_bytes);
+	FUZZ_CHECK(r->total_len == r->head_len + r->content_length && r->total_len <= len);
+	FUZZ_CHECK(r->body.p == buf + r->head_len && r->body.n == r->content_length);
+	FUZZ_CHECK(r->minor_version == 0 || r->minor_version == 1);
+	FUZZ_CHECK(!r->expect_continue || r->minor_version == 1);
+	FUZZ_CHECK(r->n_headers <= DBK_HTTP_MAX_HEADERS);
+	FUZZ_CHECK(r->method.n > 0 && fuzz_inside(r->method.p, r->method.n, buf, r->head_len));
+	for (size_t i = 0; i < r->method.n; i++)
+		FUZZ_CHECK(is_tchar((unsigned char)r->method.p[i]));
+	FUZZ_CHECK(r->target.n > 0 && fuzz_inside(r->target.p, r->target.n, buf, r->head_len));
+	for (size_t i = 0; i < r->target.n; i++)
+		FUZZ_CHECK((unsigned char)r->target.p[i] > 0x20 && (unsigned char)r->target.p[i] < 0x7f);
+	for (size_t i = 0; i < r->n_headers; i++) {
+		const struct dbk_http_header *h = &r->headers[i];
+
+		FUZZ_CHECK(h->name.n > 0 && fuzz_inside(h->name.p, h->name.n, buf, r->head_len));
+		FUZZ_CHECK(fuzz_inside(h->value.p, h->value.n, buf, r->head_len));
+		FUZZ_CHECK(h->name.p[h->name.n] == ':');
+		for (size_t k = 0; k < h->name.n; k++)
+			FUZZ_CHECK(is_tchar((unsigned char)h->name.p[k]));
+		for (size_t k = 0; k < h->value.n; k++) {
+			unsigned char c = (unsigned char)h->value.p[k];
+
+			FUZZ_CHECK(c == '\t' || (c >= 0x20 && c != 0x7f));
+		}
+		if (h->value.n) {
+			FUZZ_CHECK(h->value.p[0] != ' ' && h->value.p[0] != '\t');
+			FUZZ_CHECK(h->value.p[h->value.n - 1] != ' ' && h->value.p[h->value.n - 1] != '\t');
+		}
+		/* dbk_http_header returns the first field of that name. */
+		char name[64];
+		if (h->name.n < sizeof(name)) {
+			memcpy(name, h->name.p, h->name.n);
+			name[h->name.n] = '\0';
+			const struct dbk_http_slice *v = dbk_http_header(r, name);
+			FUZZ_CHECK(v != NULL && v->p <= h->value.p);
+		}
+	}
+	const struct dbk_http_slice *cl = dbk_http_header(r, "content-length");
+	FUZZ_CHECK(cl || r->content_length == 0);
+	FUZZ_CHECK(!dbk_http_header(r, "transfer-encoding"));
+
+	check_json_str(r->target.p, r->target.n);
+	if (dbk_http_slice_eq(r->method, "POST")) {
+		if (dbk_http_slice_eq(r->target, "/v1/completions"))
+			check_api(DBK_API_COMPLETION, r->body.p, r->body.n, mml);
+		else if (dbk_http_slice_eq(r->target, "/v1/chat/completions"))
+			check_api(DBK_API_CHAT, r->body.p, r->body.n, mml);
+		if (r->body.n <= 4096)
+			check_json_str(r->body.p, r->body.n);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const size_t heads[4] = { 16 * 1024, 64, 256, 1024 };
+	static const size_t bodies[4] = { 16u * 1024 * 1024, 0, 16, 4096 };
+	static const uint32_t mmls[4] = { 131072, 16, 2048, 4294967295u };
+	static struct dbk_http_request r, r2;
+	struct fuzz_in in = { data, size };
+	uint8_t b = fuzz_u8(&in);
+	struct dbk_http_limits lim = { heads[b & 3], bodies[(b >> 2) & 3] };
+	uint32_t mml = mmls[(b >> 4) & 3];
+	const char *buf = (const char *)in.p;
+	size_t len = in.n;
+	enum dbk_http_result res;
+
+	/* Pipelined requests, one after the other, as the stub reads them. */
+	for (int round = 0; round < 8; round++) {
+		res = dbk_http_parse(buf, len, &lim, &r);
+		FUZZ_CHECK(res == DBK_HTTP_COMPLETE || res == DBK_HTTP_INCOMPLETE ||
+		           res == DBK_HTTP_ERROR);
+		if (res == DBK_HTTP_ERROR) {
+			static const int ok[] = { 400, 411, 413, 414, 431, 501, 505 };
+			bool listed = false;
+
+			for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+				listed |= r.status == ok[i];
+			FUZZ_CHECK(listed && r.error != NULL && r.error[0]);
+			FUZZ_CHECK(strcmp(dbk_http_reason(r.status), "Unknown") != 0);
+			return 0;
+		}
+		/* Strict prefixes never fail; before total_len never complete. */
+		size_t known = res == DBK_HTTP_COMPLETE ? r.total_len : len;
+		size_t cuts[3] = { known ? known - 1 : 0, known / 2,
+		                   len ? (size_t)(unsigned char)buf[0] * known / 256 : 0 };
+		for (int k = 0; k < 3; k++) {
+			if (cuts[k] >= known)
+				continue;
+			FUZZ_CHECK(dbk_http_parse(buf, cuts[k], &lim, &r2) == DBK_HTTP_INCOMPLETE);
+		}
+		if (res == DBK_HTTP_INCOMPLETE) {
+			if (r.head_len) {
+				FUZZ_CHECK(r.head_len <= len && r.total_len > len);
+				FUZZ_CHECK(r.total_len == r.head_len + r.content_length);
+			}
+			return 0;
+		}
+		check_complete(buf, len, &lim, &r, mml);
+		/* The request alone parses the same. */
+		FUZZ_CHECK(dbk_http_parse(buf, r.total_len, &lim, &r2) == DBK_HTTP_COMPLETE);
+		FUZZ_CHECK(same_req(&r, &r2));
+		if (!r.keep_alive)
+			return 0;
+		buf += r.total_len;
+		len -= r.total_len;
+	}
+	return 0;
+}

@@ -1,0 +1,572 @@
+/* Writes the seed corpora of tests/fuzz/corpus/<target>/: SPOP frames as
+ * HAProxy 2.6 sends them (built with the agent's own writer), completion
+ * lines in the dbk1 log-format, runtime API outputs (the captures of
+ * tests/unit/fixtures/), JSON bodies and HTTP requests. Each target's
+ * parameter bytes (see the target's header comment) come first.
+ *
+ *   gen_seeds CORPUS_DIR FIXTURES_DIR
+ *
+ * Regenerate with `make fuzz-seeds`; the output is deterministic. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "spop.h"
+
+static const char *corpus, *fixtures;
+
+struct out {
+	uint8_t b[32768];
+	size_t n;
+};
+
+static void add(struct out *o, const void *p, size_t n)
+{
+	if (o->n + n > sizeof(o->b)) {
+		fprintf(stderr, "gen_seeds: seed too big\n");
+		exit(1);
+	}
+	memcpy(o->b + o->n, p, n);
+	o->n += n;
+}
+
+static void adds(struct out *o, const char *s)
+{
+	add(o, s, strlen(s));
+}
+
+static void addb(struct out *o, uint8_t b)
+{
+	add(o, &b, 1);
+}
+
+static void save(const char *target, const char *name, const struct out *o)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", corpus, target);
+	if (mkdir(path, 0777) < 0 && errno != EEXIST) {
+		perror(path);
+		exit(1);
+	}
+	snprintf(path, sizeof(path), "%s/%s/%s", corpus, target, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(o->b, 1, o->n, f) != o->n || fclose(f) != 0) {
+		perror(path);
+		exit(1);
+	}
+}
+
+static void add_fixture(struct out *o, const char *name)
+{
+	char path[512];
+	char buf[8192];
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", fixtures, name);
+	f = fopen(path, "rb");
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		add(o, buf, n);
+	fclose(f);
+}
+
+/* ---- SPOP frames ---- */
+
+static struct dbk_spop_writer W;
+static uint8_t wbuf[20000];
+
+static void begin(enum dbk_spop_frame_type t, uint32_t flags, uint64_t sid, uint64_t fid)
+{
+	dbk_spop_writer_init(&W, wbuf, sizeof(wbuf));
+	dbk_spop_frame_begin(&W, t, flags, sid, fid);
+}
+
+static void end(struct out *o)
+{
+	size_t n = dbk_spop_frame_end(&W);
+
+	if (!n) {
+		fprintf(stderr, "gen_seeds: frame overflow\n");
+		exit(1);
+	}
+	add(o, wbuf, n);
+}
+
+static void kv_str(const char *k, const char *v)
+{
+	struct dbk_spop_data d = dbk_spop_str(v);
+
+	dbk_spop_put_name(&W, k, strlen(k));
+	dbk_spop_put_data(&W, &d);
+}
+
+static void kv_u32(const char *k, uint32_t v)
+{
+	struct dbk_spop_data d = { .type = DBK_SPOP_T_UINT32, .u.u32 = v };
+
+	dbk_spop_put_name(&W, k, strlen(k));
+	dbk_spop_put_data(&W, &d);
+}
+
+static void kv_bool(const char *k, bool v)
+{
+	struct dbk_spop_data d = dbk_spop_bool(v);
+
+	dbk_spop_put_name(&W, k, strlen(k));
+	dbk_spop_put_data(&W, &d);
+}
+
+/* HAPROXY-HELLO as 2.6 sends it. */
+static void hello(struct out *o, const char *vsn, uint32_t mfs, const char *caps, bool hc)
+{
+	begin(DBK_SPOP_HAPROXY_HELLO, DBK_SPOP_FLAG_FIN, 0, 0);
+	kv_str("supported-versions", vsn);
+	kv_u32("max-frame-size", mfs);
+	if (caps)
+		kv_str("capabilities", caps);
+	if (hc)
+		kv_bool("healthcheck", true);
+	else
+		kv_str("engine-id", "6A1B9E4D-2C3F-4B5A-8E7D-0F1E2D3C4B5A");
+	end(o);
+}
+
+static void disconnect(struct out *o, uint32_t code, const char *msg)
+{
+	begin(DBK_SPOP_HAPROXY_DISCONNECT, DBK_SPOP_FLAG_FIN, 0, 0);
+	kv_u32("status-code", code);
+	kv_str("message", msg);
+	end(o);
+}
+
+/* One message: name, then args as (name, value) pairs. */
+static void msg_begin(const char *name, unsigned nargs)
+{
+	dbk_spop_put_name(&W, name, strlen(name));
+	if (!W.overflow && W.len < W.cap)
+		W.buf[W.len++] = (uint8_t)nargs;
+}
+
+static void arg(const char *name, const struct dbk_spop_data *v)
+{
+	dbk_spop_put_name(&W, name, strlen(name));
+	dbk_spop_put_data(&W, v);
+}
+
+/* The dbucket-route message of haproxy/dbucket.spoe.conf:
+ * id=unique-id blen=req.body_size body=req.body,bytes(0,15000). HAProxy
+ * sends integers as INT64 (SMP_T_SINT) and the body as BIN. */
+static void route_msg(const char *id, int64_t blen, const char *body)
+{
+	struct dbk_spop_data v;
+	unsigned n = (id ? 1 : 0) + 1 + (body ? 1 : 0);
+
+	msg_begin("dbucket-route", n);
+	if (id) {
+		v = dbk_spop_str(id);
+		arg("id", &v);
+	}
+	v = dbk_spop_int(blen);
+	arg("blen", &v);
+	if (body) {
+		v.type = DBK_SPOP_T_BIN;
+		v.u.buf.ptr = (const uint8_t *)body;
+		v.u.buf.len = strlen(body);
+		arg("body", &v);
+	}
+}
+
+/* A pseudo-frame of fuzz_notify (types 0xf0-0xf4): the payload is an id
+ * or parameters. */
+static void ctl(struct out *o, uint8_t type, const char *payload)
+{
+	begin((enum dbk_spop_frame_type)type, 0, 0, 0);
+	if (!W.overflow && W.len + strlen(payload) <= W.cap) {
+		memcpy(W.buf + W.len, payload, strlen(payload));
+		W.len += strlen(payload);
+	}
+	end(o);
+}
+
+static void notify(struct out *o, uint64_t sid, uint64_t fid, const char *id, int64_t blen,
+                   const char *body)
+{
+	begin(DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, sid, fid);
+	route_msg(id, blen, body);
+	end(o);
+}
+
+#define BODY_CMPL "{\"model\":\"stub-model\",\"prompt\":\"Hello, my name is\",\"max_tokens\":32}"
+#define BODY_CHAT "{\"model\":\"stub-model\",\"messages\":[{\"role\":\"user\",\"content\":\"Say hi\"}],\"max_tokens\":64,\"ignore_eos\":true}"
+
+static void seeds_spop(void)
+{
+	struct out o;
+
+	o.n = 0;
+	hello(&o, "2.0", 16380, "pipelining,async", false);
+	save("fuzz_spop_frame", "hello-2.6", &o);
+
+	o.n = 0;
+	hello(&o, "2.0", 16380, "", true);
+	save("fuzz_spop_frame", "hello-healthcheck", &o);
+
+	o.n = 0;
+	hello(&o, "1.0, 2.0", 1024, "pipelining", false);
+	notify(&o, 1, 1, "8f2c1a00:0001", sizeof(BODY_CMPL) - 1, BODY_CMPL);
+	notify(&o, 2, 1, "8f2c1a00:0002", sizeof(BODY_CHAT) - 1, BODY_CHAT);
+	disconnect(&o, 0, "normal");
+	save("fuzz_spop_frame", "session", &o);
+
+	o.n = 0;
+	hello(&o, "1.0", 16380, "pipelining", false);
+	save("fuzz_spop_frame", "hello-bad-version", &o);
+
+	o.n = 0;
+	disconnect(&o, 2, "a timeout occurred");
+	save("fuzz_spop_frame", "disconnect-timeout", &o);
+
+	/* max-frame-size as an INT64 and a too-small one. */
+	o.n = 0;
+	begin(DBK_SPOP_HAPROXY_HELLO, DBK_SPOP_FLAG_FIN, 0, 0);
+	kv_str("supported-versions", "2.0");
+	{
+		struct dbk_spop_data d = dbk_spop_int(200);
+		dbk_spop_put_name(&W, "max-frame-size", 14);
+		dbk_spop_put_data(&W, &d);
+	}
+	kv_str("capabilities", "pipelining");
+	end(&o);
+	save("fuzz_spop_frame", "hello-small-frame", &o);
+
+	/* The boundaries: 255 is refused, 256 is the smallest accepted. */
+	o.n = 0;
+	hello(&o, "2.0", 255, "pipelining", false);
+	save("fuzz_spop_frame", "hello-frame-255", &o);
+	o.n = 0;
+	hello(&o, "2.0", 256, "pipelining", false);
+	notify(&o, 1, 1, "x", 2, "{}");
+	save("fuzz_spop_frame", "hello-frame-256", &o);
+}
+
+static void seeds_notify(void)
+{
+	struct out o;
+	struct dbk_spop_data v;
+
+	/* 4 servers, dynamic, unbounded, all usable, 16380-byte frames. */
+	o.n = 0;
+	add(&o, "\x0b\x00\x00\x03", 4);
+	hello(&o, "2.0", 16380, "pipelining", false);
+	notify(&o, 1, 1, "8f2c1a00:0001", sizeof(BODY_CMPL) - 1, BODY_CMPL);
+	notify(&o, 2, 1, "8f2c1a00:0002", 400000, "{\"prompt\":\"");
+	notify(&o, 3, 1, "8f2c1a00:0003", sizeof(BODY_CHAT) - 1, BODY_CHAT);
+	notify(&o, 4, 1, "8f2c1a00:0001", 10, "{\"a\":1}");   /* duplicate id */
+	save("fuzz_notify", "dynamic-4", &o);
+
+	/* Plain mode, 3 servers, one down, max 2 leases. */
+	o.n = 0;
+	add(&o, "\x02\x02\x02\x03", 4);
+	notify(&o, 1, 1, "a1", sizeof(BODY_CMPL) - 1, BODY_CMPL);
+	notify(&o, 1, 2, "a2", sizeof(BODY_CHAT) - 1, BODY_CHAT);
+	notify(&o, 1, 3, "a3", 5, "{}   ");
+	save("fuzz_notify", "plain-full", &o);
+
+	/* No id, an unknown message, two routes in one frame. */
+	o.n = 0;
+	add(&o, "\x09\x00\x00\x01", 4);
+	begin(DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, 7, 9);
+	route_msg(NULL, 12, "{\"x\":true}");
+	msg_begin("other-message", 1);
+	v = dbk_spop_str("x");
+	arg("k", &v);
+	route_msg("r-1", -1, "not json");
+	route_msg("r-2", 3, "{\"max_tokens\":null}");
+	end(&o);
+	begin(DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, 8, 1);
+	msg_begin("other-message", 0);
+	end(&o);
+	save("fuzz_notify", "mixed-messages", &o);
+
+	/* 256-byte frames: an ACK for many messages does not fit. */
+	o.n = 0;
+	add(&o, "\x0f\x00\x00\x00", 4);
+	begin(DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, 1, 1);
+	for (int i = 0; i < 8; i++) {
+		char id[8];
+
+		snprintf(id, sizeof(id), "m%d", i);
+		route_msg(id, 100, NULL);
+	}
+	end(&o);
+	save("fuzz_notify", "ack-too-big", &o);
+
+	/* HAProxy retried elsewhere: dbucket-moved id=... server=... (to
+	 * another server, to the same one, to an unknown one, an unknown id). */
+	o.n = 0;
+	add(&o, "\x0b\x00\x00\x03", 4);
+	notify(&o, 1, 1, "mv-1", sizeof(BODY_CMPL) - 1, BODY_CMPL);
+	notify(&o, 2, 1, "mv-2", 200000, "{");
+	begin(DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, 1, 2);
+	msg_begin("dbucket-moved", 2);
+	v = dbk_spop_str("mv-1"); arg("id", &v);
+	v = dbk_spop_str("vllm3"); arg("server", &v);
+	msg_begin("dbucket-moved", 2);
+	v = dbk_spop_str("mv-2"); arg("id", &v);
+	v = dbk_spop_str("vllm9"); arg("server", &v);
+	msg_begin("dbucket-moved", 2);
+	v = dbk_spop_str("nope"); arg("id", &v);
+	v = dbk_spop_str("vllm0"); arg("server", &v);
+	end(&o);
+	begin(DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, 1, 3);
+	msg_begin("dbucket-moved", 2);
+	v = dbk_spop_str("mv-1"); arg("id", &v);
+	v = dbk_spop_str("vllm0"); arg("server", &v);
+	route_msg("mv-3", 7, "{\"max_tokens\":2}");
+	end(&o);
+	save("fuzz_notify", "moved", &o);
+
+	/* A lease's life: routed, released, routed again; an id buried by its
+	 * completion before its NOTIFY; expiry; a server taken out. */
+	o.n = 0;
+	add(&o, "\x0b\x00\x00\x03", 4);
+	notify(&o, 1, 1, "life-1", 4000, NULL);
+	ctl(&o, 0xf0, "life-1");                /* release */
+	ctl(&o, 0xf0, "life-1");                /* unknown now */
+	notify(&o, 1, 2, "life-1", 4000, NULL);
+	ctl(&o, 0xf1, "life-2");                /* bury */
+	notify(&o, 1, 3, "life-2", 10, NULL);   /* request already ended */
+	notify(&o, 1, 4, "life-2", 10, NULL);   /* forgotten: routed */
+	ctl(&o, 0xf4, "\x01\x00");              /* vllm1 unusable */
+	notify(&o, 1, 5, "life-3", 300000, NULL);
+	ctl(&o, 0xf2, "\x02");                  /* expire ttl 2 ms */
+	ctl(&o, 0xf1, "life-4");
+	ctl(&o, 0xf3, "\x00");                  /* expire buried ids */
+	notify(&o, 1, 6, "life-4", 10, NULL);
+	save("fuzz_notify", "lease-life", &o);
+
+	/* No usable server at all. */
+	o.n = 0;
+	add(&o, "\x01\x00\x03\x03", 4);
+	notify(&o, 1, 1, "x", 100, NULL);
+	save("fuzz_notify", "no-server", &o);
+
+	/* Every argument type, as an unknown message. */
+	o.n = 0;
+	add(&o, "\x03\x00\x00\x03", 4);
+	begin(DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, 1, 1);
+	msg_begin("types", 10);
+	v.type = DBK_SPOP_T_NULL; arg("null", &v);
+	v = dbk_spop_bool(true); arg("bool", &v);
+	v.type = DBK_SPOP_T_INT32; v.u.i32 = -5; arg("i32", &v);
+	v.type = DBK_SPOP_T_UINT32; v.u.u32 = 4000000000u; arg("u32", &v);
+	v = dbk_spop_int(-1234567890123LL); arg("i64", &v);
+	v.type = DBK_SPOP_T_UINT64; v.u.u64 = UINT64_MAX; arg("u64", &v);
+	v.type = DBK_SPOP_T_IPV4; memcpy(v.u.ipv4, "\x7f\x00\x00\x01", 4); arg("ipv4", &v);
+	v.type = DBK_SPOP_T_IPV6; memset(v.u.ipv6, 0, 16); v.u.ipv6[15] = 1; arg("ipv6", &v);
+	v = dbk_spop_str("text"); arg("str", &v);
+	v.type = DBK_SPOP_T_BIN; v.u.buf.ptr = (const uint8_t *)"\x00\x01\xff"; v.u.buf.len = 3;
+	arg("bin", &v);
+	route_msg("t", 0, "");
+	end(&o);
+	save("fuzz_notify", "all-types", &o);
+}
+
+/* ---- completion lines ---- */
+
+static void line(struct out *o, const char *l)
+{
+	char len[16];
+
+	snprintf(len, sizeof(len), "%zu ", strlen(l));
+	adds(o, len);
+	adds(o, l);
+}
+
+static void seeds_completion(void)
+{
+	struct out o;
+
+	o.n = 0;
+	line(&o, "dbk1 7f000001:9c2e_0A1B_0001 vllm1 vllm1 200 ---- 1234 5678 0 1712345678901 "
+	         "127.0.0.1:51234 \"POST /v1/completions HTTP/1.1\"\n");
+	save("fuzz_completion", "one", &o);
+
+	o.n = 0;
+	line(&o, "dbk1 id-1 vllm0 vllm0 200 ---- 15 830 0 1712345678000 \"POST /v1/completions HTTP/1.1\"");
+	line(&o, "dbk1 id-2 vllm2 vllm3 503 sC-- 3001 0 +3 1712345679000 \"POST /v1/chat/completions HTTP/1.1\"");
+	line(&o, "dbk1 id-3 vllm1 vllm1 -1 CD-- -1 120 0 1712345680000 \"POST /v1/completions HTTP/1.1\"\r\n");
+	line(&o, "dbk1 - - <NOSRV> 400 PR-- 0 187 0 1712345681000 \"<BADREQ>\"");
+	line(&o, "dbk1 id-5 - vllm2 200 ---- 40 1200 1 1712345682000 \"GET /v1/models HTTP/1.1\"");
+	save("fuzz_completion", "stream", &o);
+
+	o.n = 0;
+	line(&o, "<134>1 2024-04-05T12:00:00Z host haproxy 1234 - - some other format");
+	line(&o, "dbk1 id-6 vllm0 vllm0 200 ---- 1 2 0 3");
+	adds(&o, "42 dbk1 id-7 vllm0 vllm0 200 ---- 1 2 0 ");   /* cut short */
+	save("fuzz_completion", "bad-and-partial", &o);
+}
+
+/* ---- runtime API ---- */
+
+static void seeds_runtime(void)
+{
+	struct out o;
+
+	o.n = 0; addb(&o, 0x00); add_fixture(&o, "haproxy26-be-servers-state.txt");
+	save("fuzz_runtime", "servers-state-be", &o);
+	o.n = 0; addb(&o, 0x08); add_fixture(&o, "haproxy26-be2-servers-state.txt");
+	save("fuzz_runtime", "servers-state-be2", &o);
+	o.n = 0; addb(&o, 0x00); add_fixture(&o, "haproxy26-nosuch-servers-state.txt");
+	save("fuzz_runtime", "servers-state-nosuch", &o);
+	o.n = 0; addb(&o, 0x01); add_fixture(&o, "haproxy26-be-stat.txt");
+	save("fuzz_runtime", "stat-be", &o);
+	o.n = 0; addb(&o, 0x01); add_fixture(&o, "haproxy26-nosuch-stat.txt");
+	save("fuzz_runtime", "stat-nosuch", &o);
+	o.n = 0; addb(&o, 0x02); add_fixture(&o, "haproxy26-be-servers-state-initial.txt");
+	addb(&o, 0); add_fixture(&o, "haproxy26-be-stat-initial.txt");
+	save("fuzz_runtime", "both-be-initial", &o);
+	o.n = 0; addb(&o, 0x0a); add_fixture(&o, "haproxy26-be2-servers-state.txt");
+	addb(&o, 0); add_fixture(&o, "haproxy26-be2-stat.txt");
+	save("fuzz_runtime", "both-be2", &o);
+
+	/* A 3.x shape: columns moved, a quoted status text with a comma. */
+	o.n = 0;
+	addb(&o, 0x05);
+	adds(&o, "# pxname,svname,status,qcur,scur,type,check_desc\n"
+	         "vllm,FRONTEND,OPEN,,3,0,\n"
+	         "vllm,vllm0,UP,0,2,2,\"Layer7 check passed, code 200\"\n"
+	         "vllm,vllm1,\"MAINT (via vllm/vllm0)\",1,0,2,\n"
+	         "vllm,vllm2,DRAIN 1/2,,5,2,\"multi\nline\"\n"
+	         "vllm,BACKEND,UP,0,7,1,\n"
+	         "\n");
+	save("fuzz_runtime", "stat-3x-shape", &o);
+
+	/* Status text and reconciliation polls (ours, haproxy) pairs. */
+	o.n = 0;
+	addb(&o, 0x03);
+	adds(&o, "UP 1/3");
+	add(&o, "\x00\x05\x00\x02\x00\x05\x00\x03\x00\x06\x00\x01\x00\x04\xff\xff", 16);
+	save("fuzz_runtime", "status-reconcile", &o);
+}
+
+/* ---- request bodies ---- */
+
+static void seeds_estimate(void)
+{
+	static const char *const bodies[] = {
+		BODY_CMPL,
+		BODY_CHAT,
+		"{\"prompt\":\"x\",\"max_tokens\":8,\"max_tokens\":4096}",
+		"{\"prompt\":[1,2,3],\"max_tokens\":null,\"ignore_eos\":false}\n",
+		"{\"max_tokens\":1e400}",
+		"{\"max_tokens\":-3.5,\"ignore_eos\":1}",
+		"[1,2,3]",
+		"{\"prompt\":\"unterminated",
+		"{} trailing",
+	};
+	struct out o;
+	char name[32];
+
+	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		o.n = 0;
+		addb(&o, 0x00);
+		adds(&o, bodies[i]);
+		snprintf(name, sizeof(name), "whole-%zu", i);
+		save("fuzz_estimate", name, &o);
+	}
+	o.n = 0; addb(&o, 0x01); adds(&o, BODY_CMPL);
+	save("fuzz_estimate", "unknown-size", &o);
+	o.n = 0; addb(&o, 0xfe); adds(&o, "{\"prompt\":\"cut sh");
+	save("fuzz_estimate", "truncated", &o);
+	o.n = 0; addb(&o, 0x03); add(&o, "\x00\x00\x00\x00\x00\x00\x00\x22", 8); adds(&o, BODY_CMPL);
+	save("fuzz_estimate", "explicit-size", &o);
+	o.n = 0; addb(&o, 0x03); add(&o, "\x7f\xff\xff\xff\xff\xff\xff\xff", 8); adds(&o, "{}");
+	save("fuzz_estimate", "huge-size", &o);
+}
+
+/* ---- HTTP requests ---- */
+
+static void http_post(struct out *o, const char *target, const char *body, const char *extra)
+{
+	char head[512];
+
+	snprintf(head, sizeof(head),
+	         "POST %s HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nUser-Agent: python-httpx/0.27.0\r\n"
+	         "Content-Type: application/json\r\n%sContent-Length: %zu\r\n\r\n",
+	         target, extra ? extra : "", strlen(body));
+	adds(o, head);
+	adds(o, body);
+}
+
+static void seeds_http(void)
+{
+	struct out o;
+
+	o.n = 0; addb(&o, 0x00);
+	http_post(&o, "/v1/completions", BODY_CMPL, NULL);
+	save("fuzz_stub_http", "completions", &o);
+
+	o.n = 0; addb(&o, 0x20);
+	http_post(&o, "/v1/chat/completions",
+	          "{\"model\":\"stub-model\",\"messages\":[{\"role\":\"system\",\"content\":\"Be brief\"},"
+	          "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Hi\"}]}],"
+	          "\"stream\":true,\"stream_options\":{\"include_usage\":true},"
+	          "\"max_completion_tokens\":16}",
+	          "Accept: text/event-stream\r\n");
+	save("fuzz_stub_http", "chat-stream", &o);
+
+	o.n = 0; addb(&o, 0x00);
+	http_post(&o, "/v1/completions", "{\"prompt\":[\"a\",\"bb\",\"ccc\"],\"max_tokens\":4}",
+	          "Connection: keep-alive\r\n");
+	adds(&o, "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n");
+	adds(&o, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	save("fuzz_stub_http", "pipelined", &o);
+
+	o.n = 0; addb(&o, 0x00);
+	adds(&o, "\r\nGET /health HTTP/1.0\nConnection: keep-alive\n\n");
+	save("fuzz_stub_http", "http10-bare-lf", &o);
+
+	o.n = 0; addb(&o, 0x00);
+	adds(&o, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+	         "5\r\nhello\r\n0\r\n\r\n");
+	save("fuzz_stub_http", "chunked", &o);
+
+	o.n = 0; addb(&o, 0x00);
+	http_post(&o, "/v1/completions", "{\"model\":\"other\",\"prompt\":\"x\",\"max_tokens\":0}",
+	          "Expect: 100-continue\r\n");
+	save("fuzz_stub_http", "expect-bad-model", &o);
+
+	o.n = 0; addb(&o, 0x10);
+	http_post(&o, "/v1/completions", "{\"prompt\":[[1,2,3],[4]],\"max_tokens\":8}", NULL);
+	save("fuzz_stub_http", "token-prompts-small-model", &o);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: gen_seeds CORPUS_DIR FIXTURES_DIR\n");
+		return 2;
+	}
+	corpus = argv[1];
+	fixtures = argv[2];
+	if (mkdir(corpus, 0777) < 0 && errno != EEXIST) {
+		perror(corpus);
+		return 1;
+	}
+	seeds_spop();
+	seeds_notify();
+	seeds_completion();
+	seeds_runtime();
+	seeds_estimate();
+	seeds_http();
+	return 0;
+}
