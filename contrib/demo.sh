@@ -103,6 +103,12 @@ for ((i = 0; i < 100; i++)); do
 		awk '$4 == "agent1" && $6 == 2 { found = 1 } END { exit !found }' && break
 	sleep 0.05
 done
+# HAProxy's ring retries its connection to the agent on its own schedule:
+# wait (bounded) until it is up, so that no completion line waits for it.
+for ((i = 0; i < 100; i++)); do
+	curl -s "http://$admin/state" | grep -q '"completion_links": [1-9]' && break
+	sleep 0.05
+done
 
 show() { # show HEADERS-FILE: where a request went
 	tr -d '\r' <"$1" | awk '
