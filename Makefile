@@ -6,6 +6,7 @@
 #   make fuzz       libFuzzer on every parser (FUZZ_SECONDS=60 each)
 #   make demo       stub vLLM servers + agent + HAProxy, requests routed
 #                   (KEEP=1 leaves it running until Ctrl-C)
+#   make bench      routing policies live on trace slices (BENCH_ARGS=--quick)
 #   make install   PREFIX=/usr/local DESTDIR= (binaries, man pages, unit)
 #   make clean
 
@@ -44,7 +45,7 @@ include contrib/launcher/launcher.mk
 include contrib/install.mk
 include tests/fuzz/fuzz.mk
 
-.PHONY: all deps test unit e2e sanitize demo clean
+.PHONY: all deps test unit e2e sanitize demo bench clean
 all: $(BINS) $(TESTS) $(STUB_BINS) $(STUB_TESTS) $(BENCH_BINS) $(BENCH_TESTS) \
      $(SIM_BINS) $(SIM_TESTS) $(SPOPBENCH_BINS) $(SPOPBENCH_TESTS) \
      $(LAUNCHER_BINS) $(LAUNCHER_TESTS)
@@ -99,6 +100,10 @@ sanitize: deps
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@contrib/demo.sh $(if $(KEEP),--keep)
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@contrib/bench-policies.sh $(BENCH_ARGS)
 
 clean:
 	rm -rf build

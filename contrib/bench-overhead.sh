@@ -15,7 +15,7 @@
 # "haproxy", medians over rounds that alternate the configurations in one
 # run. Prints a table and a markdown table for BENCHMARKS.md.
 #
-#   contrib/bench-overhead-full.sh [--rounds N] [--seconds S] [--connections C]
+#   contrib/bench-overhead.sh [--rounds N] [--seconds S] [--connections C]
 #                                  [--bodies "100 6000"] [--threads T]
 #
 # Every front HAProxy runs the same configuration derived from
@@ -37,14 +37,14 @@ while [ $# -gt 0 ]; do
 	--bodies) bodies=$2; shift 2 ;;
 	--threads) threads=$2; shift 2 ;;
 	-h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "bench-overhead-full: unknown option $1" >&2; exit 2 ;;
+	*) echo "bench-overhead: unknown option $1" >&2; exit 2 ;;
 	esac
 done
 for t in wrk haproxy curl; do
-	command -v "$t" >/dev/null || { echo "bench-overhead-full: $t is missing (make deps)" >&2; exit 2; }
+	command -v "$t" >/dev/null || { echo "bench-overhead: $t is missing (make deps)" >&2; exit 2; }
 done
 for b in dbucket-spoa dbucket-null-agent; do
-	[ -x "$BUILD/$b" ] || { echo "bench-overhead-full: $BUILD/$b is missing (make, and make -f Makefile -f contrib/spopbench/spopbench.mk $BUILD/$b)" >&2; exit 2; }
+	[ -x "$BUILD/$b" ] || { echo "bench-overhead: $BUILD/$b is missing (make, and make -f Makefile -f contrib/spopbench/spopbench.mk $BUILD/$b)" >&2; exit 2; }
 done
 
 tmp=$(mktemp -d)
@@ -73,7 +73,7 @@ wait_port() {
 		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
 		sleep 0.02
 	done
-	echo "bench-overhead-full: nothing on port $1" >&2
+	echo "bench-overhead: nothing on port $1" >&2
 	return 1
 }
 
