@@ -297,7 +297,8 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 		if (dbk_rt_addr_parse(a->cfg.haproxy_socket, &addr, err, errlen))
 			return -1;
 		a->sync = dbk_sync_new(loop, &addr, a->cfg.backend, (double)a->cfg.poll_ms / 1000.0,
-		                       a->bal, a->cfg.servers, a->cfg.nservers);
+		                       (double)a->cfg.reclaim_after_s, a->bal, a->cfg.servers,
+		                       a->cfg.nservers);
 		if (!a->sync) {
 			snprintf(err, errlen, "out of memory");
 			return -1;

@@ -25,6 +25,7 @@ enum {
 	OPT_USER,
 	OPT_GROUP,
 	OPT_CONFIG,
+	OPT_RECLAIM_AFTER,
 };
 
 static const struct option long_opts[] = {
@@ -42,6 +43,7 @@ static const struct option long_opts[] = {
 	{ "haproxy-socket",         required_argument, NULL, OPT_HAPROXY_SOCKET },
 	{ "backend",                required_argument, NULL, OPT_BACKEND },
 	{ "poll-interval",          required_argument, NULL, OPT_POLL },
+	{ "reclaim-after",          required_argument, NULL, OPT_RECLAIM_AFTER },
 	{ "config",                 required_argument, NULL, OPT_CONFIG },
 	{ "user",                   required_argument, NULL, OPT_USER },
 	{ "group",                  required_argument, NULL, OPT_GROUP },
@@ -90,6 +92,9 @@ void dbk_config_usage(FILE *out, const char *prog)
 "  --poll-interval MS            how often to read server states and sessions:\n"
 "                                DOWN, MAINT and DRAIN servers are not chosen,\n"
 "                                leaked leases are reclaimed (%d)\n"
+"  --reclaim-after SECONDS       a lease is taken for leaked only when older\n"
+"                                than this, and in excess of HAProxy's\n"
+"                                sessions for 3 polls (%d)\n"
 "\n"
 "Limits:\n"
 "  --max-frame-size N            largest SPOP frame, at most what HAProxy\n"
@@ -107,6 +112,7 @@ void dbk_config_usage(FILE *out, const char *prog)
 	        prog, prog, DBK_DEFAULT_THRESHOLD, DBK_DEFAULT_MAX_REQUEST_TOKENS,
 	        DBK_DEFAULT_LISTEN, DBK_DEFAULT_COMPLETION_LISTEN, DBK_DEFAULT_ADMIN_LISTEN,
 	        DBK_DEFAULT_LEASE_TTL_S, DBK_DEFAULT_BACKEND, DBK_DEFAULT_POLL_MS,
+	        DBK_DEFAULT_RECLAIM_AFTER_S,
 	        DBK_DEFAULT_MAX_FRAME, DBK_DEFAULT_MAX_CONNS,
 	        DBK_DEFAULT_MAX_LEASES);
 }
@@ -159,6 +165,7 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 	c->lease_ttl_s = DBK_DEFAULT_LEASE_TTL_S;
 	c->backend = DBK_DEFAULT_BACKEND;
 	c->poll_ms = DBK_DEFAULT_POLL_MS;
+	c->reclaim_after_s = DBK_DEFAULT_RECLAIM_AFTER_S;
 	bool no_completions = false, no_admin = false;
 
 	/* getopt keeps its cursor in globals; reset it so parsing can run
@@ -221,6 +228,10 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 		case OPT_POLL:
 			if (parse_long(optarg, 50, 3600 * 1000, &c->poll_ms))
 				FAIL("--poll-interval wants milliseconds from 50 to 3600000, got '%s'", optarg);
+			break;
+		case OPT_RECLAIM_AFTER:
+			if (parse_long(optarg, 0, 7 * 24 * 3600, &c->reclaim_after_s))
+				FAIL("--reclaim-after wants seconds from 0 to 604800, got '%s'", optarg);
 			break;
 		case OPT_USER:
 			c->user = optarg;

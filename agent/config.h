@@ -21,6 +21,10 @@
 #define DBK_DEFAULT_LEASE_TTL_S 660
 #define DBK_DEFAULT_BACKEND "vllm"
 #define DBK_DEFAULT_POLL_MS 1000
+/* A lease can look leaked for a while without being one: a retried
+ * request holds its lease on the server it left until its response
+ * starts. Real leaks are rare and can wait. */
+#define DBK_DEFAULT_RECLAIM_AFTER_S 30
 #define DBK_DEFAULT_THRESHOLD 32768
 #define DBK_DEFAULT_MAX_REQUEST_TOKENS 131072
 /* HAProxy's default tune.bufsize (16384) less the 4-byte length prefix:
@@ -49,6 +53,7 @@ struct dbk_config {
 	const char *haproxy_socket;   /* runtime API; NULL: none */
 	const char *backend;          /* the vLLM backend's name in haproxy.cfg */
 	long poll_ms;                 /* runtime API poll interval */
+	long reclaim_after_s;         /* youngest lease a leak repair may take */
 	const char *config_file;      /* tunables, reread on SIGHUP; NULL: none */
 	const char *user;             /* drop to this user after binding */
 	const char *group;            /* ... and group */

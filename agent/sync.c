@@ -17,6 +17,7 @@ struct dbk_sync {
 	char stat_cmd[DBK_RT_MAX_COMMAND];
 	const char *backend;
 	uint64_t poll_ms;
+	uint64_t min_age_ms;
 	struct dbk_balancer *bal;
 	const char *const *names;
 	unsigned n;
@@ -67,8 +68,12 @@ static void apply(struct dbk_sync *s)
 		unsigned leak = dbk_rt_reconcile_step(&s->rec[i], 0,
 		                                      dbk_bal_server_inflight(s->bal, i),
 		                                      dbk_rt_server_load(&s->srv[i]));
-		/* Only leases held through the whole streak can be the leak. */
+		/* Only leases held through the whole streak, and old enough
+		 * not to be a retried request waiting for its response, can be
+		 * the leak. */
 		uint64_t now = dbk_mono_ms(), span = (uint64_t)DBK_RT_RECONCILE_K * s->poll_ms;
+		if (span < s->min_age_ms)
+			span = s->min_age_ms;
 		if (leak && now > span)
 			dbk_bal_reclaim(s->bal, i, leak, now - span, on_reclaimed, s);
 	}
@@ -155,7 +160,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 struct dbk_sync *dbk_sync_new(struct ev_loop *loop, const struct dbk_rt_addr *addr,
-                              const char *backend, double interval_s,
+                              const char *backend, double interval_s, double reclaim_after_s,
                               struct dbk_balancer *bal, const char *const *names,
                               unsigned n)
 {
@@ -174,6 +179,7 @@ struct dbk_sync *dbk_sync_new(struct ev_loop *loop, const struct dbk_rt_addr *ad
 	s->addr = *addr;
 	s->backend = backend;
 	s->poll_ms = (uint64_t)(interval_s * 1000.0);
+	s->min_age_ms = (uint64_t)(reclaim_after_s * 1000.0);
 	s->bal = bal;
 	s->names = names;
 	s->n = n;

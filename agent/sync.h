@@ -24,9 +24,10 @@ struct dbk_sync_stats {
 struct dbk_sync;
 
 /* Polls every interval_s. names[0..n) are the balancer's servers in
- * order; they must match the backend's. */
+ * order; they must match the backend's. Leak repair takes no lease
+ * younger than reclaim_after_s. */
 struct dbk_sync *dbk_sync_new(struct ev_loop *loop, const struct dbk_rt_addr *addr,
-                              const char *backend, double interval_s,
+                              const char *backend, double interval_s, double reclaim_after_s,
                               struct dbk_balancer *bal, const char *const *names,
                               unsigned n);
 void dbk_sync_free(struct dbk_sync *s);

@@ -465,7 +465,7 @@ lifetimes() {
 # difference). The runtime API's reconciliation gives those leases back.
 @test "HAProxy reloaded (-sf) under streaming load: no stream is cut, every lease comes back" {
 	start_stubs
-	start_agent --enable-dynamic-bucket --haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100
+	start_agent --enable-dynamic-bucket --haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100 --reclaim-after 1
 	start_haproxy_stubs
 	wait_state runtime_api_up true
 	completion_body 300 true 200 >"$BATS_TEST_TMPDIR/c.json"

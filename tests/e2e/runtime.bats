@@ -93,7 +93,7 @@ teardown() {
 @test "leases whose completion never comes are reclaimed from HAProxy's session counts" {
 	# No completion link: every lease would leak without the runtime API.
 	start_agent --enable-dynamic-bucket --completion-listen none \
-		--haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100
+		--haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100 --reclaim-after 1
 	start_haproxy
 	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
 	local i
