@@ -58,7 +58,7 @@ void dbk_agent_on_completion(void *arg, const struct dbk_completion *c)
 	 * charged, so the books balance, and counted here. */
 	const char *chosen = a->cfg.servers[lease.server];
 	if (c->server_len != strlen(chosen) || memcmp(c->server, chosen, c->server_len) != 0)
-		a->stats.moved++;
+		a->stats.elsewhere++;
 	int64_t lag = (int64_t)dbk_wall_ms() - c->log_ms;
 	dbk_histo_add(&a->completion_lag_ms, lag > 0 ? (double)lag : 0.0);
 }

@@ -58,7 +58,7 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_strbuf *o)
 	              ", \"p50\": %.3f, \"p99\": %.3f}\n}\n",
 	              b->leases, b->decisions, b->reclaimed, b->redirects, a->stats.released,
 	              a->stats.expired, b->unknown_releases, b->refused, a->stats.completions,
-	              a->stats.undecided, a->route.stats.moved, a->stats.moved, e->open, e->bad_lines, h->count,
+	              a->stats.undecided, a->route.stats.moved, a->stats.elsewhere, e->open, e->bad_lines, h->count,
 	              dbk_histo_quantile(h, 0.5), dbk_histo_quantile(h, 0.99));
 }
 
@@ -129,7 +129,7 @@ void dbk_report_metrics(const struct dbk_agent *a, struct dbk_strbuf *o)
 	counter(o, "dbucket_moved_total",
 	        "Leases moved to the server HAProxy retried or redispatched to.", r->moved);
 	counter(o, "dbucket_completions_elsewhere_total",
-	        "Completions from another server than their lease named.", a->stats.moved);
+	        "Completions from another server than their lease named.", a->stats.elsewhere);
 	counter(o, "dbucket_completion_bad_lines_total", "Completion lines not understood.",
 	        e->bad_lines);
 	gauge(o, "dbucket_completion_links", "Open completion-event connections.", e->open);
