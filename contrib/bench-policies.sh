@@ -304,10 +304,11 @@ start_cluster() { # start_cluster POLICY SCALE: stubs, HAProxy, agent; sets DBK_
 		wait_port "${!v##*:}"
 	done
 	p=$(port)
-	export DBK_BIND=127.0.0.1:$p
-	export DBK_STATS_BIND=127.0.0.1:$(port)
-	export DBK_AGENT=127.0.0.1:$(port)
-	export DBK_COMPLETIONS=127.0.0.1:$(port)
+	DBK_BIND=127.0.0.1:$p
+	DBK_STATS_BIND=127.0.0.1:$(port)
+	DBK_AGENT=127.0.0.1:$(port)
+	DBK_COMPLETIONS=127.0.0.1:$(port)
+	export DBK_BIND DBK_STATS_BIND DBK_AGENT DBK_COMPLETIONS
 	ADMIN=127.0.0.1:$(port)
 	admin=$ADMIN
 	case $policy in
@@ -601,8 +602,16 @@ summary=$out/${tag}summary.md
 	echo
 	echo '```'
 	echo "contrib/bench-policies.sh $([ "$quick" = 1 ] && echo '--quick ')--profile $profile --traces $traces --policies $policies --repeats $repeats --untie $untie$([ "$as_is" = 1 ] && echo ' --haproxy-as-is')"
-	echo "# each run (PORT: HAProxy's frontend):"
-	sort -u "$commands" | sed "s|$out/||g"
+	echo "# each run: four stubs (vllm0..3; demo profile: vllm0-1 with --max-model-len 32768 --kv-capacity-tokens 120000)"
+	echo "build/vllm-stub --port P --name vllmI --time-scale S --max-model-len 131072 --kv-capacity-tokens 430000"
+	echo "# HAProxy: haproxy/haproxy.cfg$([ "$as_is" = 0 ] && echo ' + option http-no-delay'); rr/lc without the SPOE filter,"
+	echo "# its send-spoe-group rules and the ring log line, balance roundrobin/leastconn; DBK_* set to the ports"
+	echo "haproxy -f CFG"
+	echo "# plain/dynamic: the agent, servers read from HAProxy's runtime API"
+	echo "build/dbucket-spoa [--enable-dynamic-bucket] --listen A --completion-listen C --admin-listen M --haproxy-socket SOCK"
+	echo "# 20 idle probe requests (${tag}probe.jsonl), then the replay (PORT: HAProxy's frontend):"
+	echo "build/dbucket-bench ${tag}probe.jsonl --url http://127.0.0.1:PORT --time-scale S --rate-factor $PROBE_RF"
+	sed -E "s|$out/||g; s/-(rr|lc|plain|dynamic)(-r[0-9]+)?\./-POLICY./g" "$commands" | sort -u
 	echo '```'
 	echo
 	echo "Traces: Mooncake conversation trace (kvcache-ai/Mooncake, FAST'25, Apache-2.0);"
