@@ -10,6 +10,10 @@
 #   make install   PREFIX=/usr/local DESTDIR= (binaries, man pages, unit)
 #   make clean
 
+# The included contrib/*.mk files define targets too: `make` alone must
+# still mean `make all`.
+.DEFAULT_GOAL := all
+
 CC       ?= cc
 BUILD    ?= build
 CSTD      = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE

@@ -30,14 +30,15 @@ enum dbk_completion_status dbk_completion_frame(const char *buf, size_t len,
 	return DBK_COMPLETION_OK;
 }
 
-/* Cuts the next space-separated field off [*p, end). */
+/* Cuts the next space-separated field off [*p, end). memchr, because
+ * this runs once per request and the id is the longest field. */
 static bool field(const char **p, const char *end, const char **f, size_t *flen)
 {
 	const char *s = *p;
-	const char *e = s;
+	const char *e = s < end ? memchr(s, ' ', (size_t)(end - s)) : NULL;
 
-	while (e < end && *e != ' ')
-		e++;
+	if (!e)
+		e = end;
 	if (e == s)
 		return false;
 	*f = s;
@@ -64,9 +65,11 @@ static bool number(const char *f, size_t n, int64_t *out)
 	if (n == 0 || n > 18)
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		if (f[i] < '0' || f[i] > '9')
+		unsigned d = (unsigned)(unsigned char)f[i] - '0';
+
+		if (d > 9)
 			return false;
-		v = v * 10 + (f[i] - '0');
+		v = v * 10 + (int64_t)d;
 	}
 	*out = neg ? -v : v;
 	return true;

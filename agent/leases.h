@@ -88,4 +88,7 @@ static inline size_t dbk_lease_capacity(const struct dbk_lease_table *t)
 	return t->mask + 1;
 }
 
+/* The longest hash chain, for tests of the hash's spread. O(count). */
+size_t dbk_lease_longest_chain(const struct dbk_lease_table *t);
+
 #endif

@@ -6,7 +6,7 @@
 #include "estimate.h"
 #include "log.h"
 
-static bool name_is(const uint8_t *name, size_t len, const char *want)
+static inline bool name_is(const uint8_t *name, size_t len, const char *want)
 {
 	return len == strlen(want) && memcmp(name, want, len) == 0;
 }
@@ -46,12 +46,40 @@ static void set_error(struct dbk_spop_writer *w, const char *why)
 	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_ERROR, &v);
 }
 
+static bool wants_details(const struct dbk_spop_data *d)
+{
+	int64_t v;
+
+	if (!d)
+		return false;
+	if (d->type == DBK_SPOP_T_STR)
+		return d->u.buf.len == 1 && d->u.buf.ptr[0] == '1';
+	return dbk_spop_data_to_i64(d, &v) && v != 0;
+}
+
 static void route_one(struct dbk_route *r, const struct dbk_spop_message *m,
                       uint64_t now_ms, struct dbk_spop_writer *w)
 {
-	const struct dbk_spop_data *id = dbk_spop_msg_arg(m, DBK_ARG_ID);
-	const struct dbk_spop_data *blen = dbk_spop_msg_arg(m, DBK_ARG_BLEN);
-	const struct dbk_spop_data *body = dbk_spop_msg_arg(m, DBK_ARG_BODY);
+	const struct dbk_spop_data *id = NULL, *blen = NULL, *body = NULL, *details = NULL;
+
+	/* One walk over the arguments (the first of a name wins, as with
+	 * dbk_spop_msg_arg): the names are constants here, so each test is
+	 * a length check and a short compare. */
+	for (unsigned i = 0; i < m->nargs; i++) {
+		const struct dbk_spop_arg *a = &m->args[i];
+		const struct dbk_spop_data **slot = NULL;
+
+		if (name_is(a->name, a->name_len, DBK_ARG_ID))
+			slot = &id;
+		else if (name_is(a->name, a->name_len, DBK_ARG_BLEN))
+			slot = &blen;
+		else if (name_is(a->name, a->name_len, DBK_ARG_BODY))
+			slot = &body;
+		else if (name_is(a->name, a->name_len, DBK_ARG_DETAILS))
+			slot = &details;
+		if (slot && !*slot)
+			*slot = &a->value;
+	}
 
 	if (!id || (id->type != DBK_SPOP_T_STR && id->type != DBK_SPOP_T_BIN) ||
 	    id->u.buf.len == 0) {
@@ -124,21 +152,26 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m,
 		r->by_server[d.server]++;
 
 	char score[32];
-	format_score(d.score, score, sizeof(score));
 	struct dbk_spop_data v;
 
 	v = dbk_spop_str(r->names[d.server]);
 	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_SERVER, &v);
-	v = dbk_spop_int(d.std_bucket);
-	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_BUCKET, &v);
-	v = dbk_spop_int(d.group);
-	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_GROUP, &v);
-	v = dbk_spop_bool(d.redirected);
-	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_REDIRECTED, &v);
-	v = dbk_spop_str(score);
-	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_SCORE, &v);
-
-	if (dbk_log_get_level() <= DBK_LOG_DEBUG) {
+	bool explain = wants_details(details);
+	bool debug = dbk_log_get_level() <= DBK_LOG_DEBUG;
+	if (!explain && !debug)
+		return;
+	format_score(d.score, score, sizeof(score));
+	if (explain) {
+		v = dbk_spop_int(d.std_bucket);
+		dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_BUCKET, &v);
+		v = dbk_spop_int(d.group);
+		dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_GROUP, &v);
+		v = dbk_spop_bool(d.redirected);
+		dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_REDIRECTED, &v);
+		v = dbk_spop_str(score);
+		dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_SCORE, &v);
+	}
+	if (debug) {
 		char idq[DBK_BAL_MAX_ID_LEN + 1];
 
 		dbk_log(DBK_LOG_DEBUG, "route",
@@ -177,6 +210,17 @@ static void move_one(struct dbk_route *r, const struct dbk_spop_message *m,
 	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_MOVED, &v);
 }
 
+static void act_one(struct dbk_route *r, const struct dbk_spop_message *m,
+                    uint64_t now_ms, struct dbk_spop_writer *w)
+{
+	if (name_is(m->name, m->name_len, DBK_MSG_ROUTE))
+		route_one(r, m, now_ms, w);
+	else if (name_is(m->name, m->name_len, DBK_MSG_MOVED))
+		move_one(r, m, w);
+	else
+		r->stats.unknown_messages++;
+}
+
 enum dbk_spop_status dbk_route_notify(struct dbk_route *r,
                                       const struct dbk_spop_frame *f,
                                       uint64_t now_ms,
@@ -190,16 +234,26 @@ enum dbk_spop_status dbk_route_notify(struct dbk_route *r,
 	r->stats.notifies++;
 	/* Validate the whole payload before acting on any message, so that a
 	 * malformed frame, or one whose answer could not fit in a frame,
-	 * never leaves a lease behind. */
+	 * never leaves a lease behind. HAProxy sends one message per NOTIFY
+	 * here (one per group): that one is decoded once and acted on; only
+	 * frames of several messages are walked twice. */
 	size_t nmsg = 0;
 	dbk_spop_msg_iter_init(&it, f);
-	for (;;) {
-		st = dbk_spop_msg_next(&it, &m, &done);
-		if (st != DBK_SPOP_OK)
-			return st;
-		if (done)
-			break;
-		nmsg++;
+	st = dbk_spop_msg_next(&it, &m, &done);
+	if (st != DBK_SPOP_OK)
+		return st;
+	if (!done) {
+		struct dbk_spop_message more;
+
+		nmsg = 1;
+		for (;;) {
+			st = dbk_spop_msg_next(&it, &more, &done);
+			if (st != DBK_SPOP_OK)
+				return st;
+			if (done)
+				break;
+			nmsg++;
+		}
 	}
 	if (DBK_ROUTE_ACK_MAX(nmsg) > w->cap)
 		return DBK_SPOP_ERR_RES;
@@ -207,14 +261,12 @@ enum dbk_spop_status dbk_route_notify(struct dbk_route *r,
 	dbk_spop_ack_begin(w, f->stream_id, f->frame_id);
 	size_t empty = w->len;
 
-	dbk_spop_msg_iter_init(&it, f);
-	while (dbk_spop_msg_next(&it, &m, &done) == DBK_SPOP_OK && !done) {
-		if (name_is(m.name, m.name_len, DBK_MSG_ROUTE))
-			route_one(r, &m, now_ms, w);
-		else if (name_is(m.name, m.name_len, DBK_MSG_MOVED))
-			move_one(r, &m, w);
-		else
-			r->stats.unknown_messages++;
+	if (nmsg == 1) {
+		act_one(r, &m, now_ms, w);
+	} else if (nmsg > 1) {
+		dbk_spop_msg_iter_init(&it, f);
+		while (dbk_spop_msg_next(&it, &m, &done) == DBK_SPOP_OK && !done)
+			act_one(r, &m, now_ms, w);
 	}
 	/* An empty ACK stalled some HAProxy 3.1 releases: always say why. */
 	if (w->len == empty)

@@ -16,9 +16,15 @@
 #define DBK_ARG_ID    "id"
 #define DBK_ARG_BLEN  "blen"
 #define DBK_ARG_BODY  "body"
+/* True (a bool, a non-zero integer, or the string "1"): also answer with
+ * the decision's details (bucket, group, redirected, score). Off by
+ * default: each variable costs HAProxy a lookup and an allocation per
+ * request, and only logs and debug headers read them. */
+#define DBK_ARG_DETAILS "details"
 
 /* Variable names set in the ACK (HAProxy prefixes them with the
- * spoe-agent's var-prefix: txn.dbucket.server, ...). */
+ * spoe-agent's var-prefix: txn.dbucket.server, ...). Server always; the
+ * next four when the message asks for details. */
 #define DBK_VAR_SERVER     "server"
 #define DBK_VAR_BUCKET     "bucket"
 #define DBK_VAR_GROUP      "group"

@@ -7,7 +7,7 @@
 #
 #   contrib/bench-agreement.sh [--quick] [--traces mooncake,azure]
 #        [--policies lc,dynamic] [--profile equal|demo] [--repeats N]
-#        [--untie MS] [--tolerance PCT] [--out DIR] [--haproxy-as-is]
+#        [--untie MS] [--tolerance PCT] [--out DIR]
 #        [--from DIR] [--time-scale S] [--rate-factor F] [--start S]
 #        [--duration D]
 #
@@ -41,7 +41,7 @@ out=$REPO/build/bench/agreement pass=() from="" scale=""
 mc_scale=5 untie=20
 while [ $# -gt 0 ]; do
 	case $1 in
-	--quick|--haproxy-as-is) pass+=("$1"); shift ;;
+	--quick) pass+=("$1"); shift ;;
 	--time-scale) scale=$2; shift 2 ;;
 	--rate-factor|--start|--duration) pass+=("$1" "$2"); shift 2 ;;
 	--traces) traces=$2; shift 2 ;;

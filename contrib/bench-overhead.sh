@@ -7,8 +7,10 @@
 #   haproxy        the front HAProxy alone (haproxy/haproxy.cfg without the
 #                  SPOE filter and its send-spoe-group rules)
 #   +null-agent    the same HAProxy with the filter, answered by
-#                  build/dbucket-null-agent (sets txn.dbucket.server only):
-#                  the ceiling for any agent
+#                  build/dbucket-null-agent (sets txn.dbucket.server only,
+#                  always vllm0): the ceiling for any agent
+#   +null-agent/4  the same, naming vllm0..vllm3 in turn: the ceiling for
+#                  an agent that spreads requests as dbucket-spoa does
 #   +dbucket-spoa  the same with the real agent (dynamic buckets, leases
 #                  released by the completion ring)
 # Requests/s and latency p50/p99 (wrk --latency), each as a ratio to
@@ -106,12 +108,18 @@ NULL_SPOP=$(port) NULL_RING=$(port)
 	--server vllm0 2>"$tmp/null.log" &
 NULL_PID=$!
 pids+=("$NULL_PID")
+NULL4_SPOP=$(port) NULL4_RING=$(port)
+"$BUILD/dbucket-null-agent" --listen "127.0.0.1:$NULL4_SPOP" --completion-listen "127.0.0.1:$NULL4_RING" \
+	--server vllm0 --server vllm1 --server vllm2 --server vllm3 2>"$tmp/null4.log" &
+NULL4_PID=$!
+pids+=("$NULL4_PID")
 SPOA_SPOP=$(port) SPOA_RING=$(port) SPOA_ADMIN=$(port)
 "$BUILD/dbucket-spoa" --listen "127.0.0.1:$SPOA_SPOP" --completion-listen "127.0.0.1:$SPOA_RING" \
 	--admin-listen "127.0.0.1:$SPOA_ADMIN" --enable-dynamic-bucket --log-level warn \
 	vllm0 vllm1 vllm2 vllm3 2>"$tmp/spoa.log" &
 pids+=($!)
 wait_port "$NULL_SPOP"
+wait_port "$NULL4_SPOP"
 wait_port "$SPOA_SPOP"
 
 # One configuration for all: the sample's, logging only errors to stderr
@@ -129,11 +137,12 @@ front() { # front NAME PORT CFG AGENT RING: starts a front HAProxy on PORT
 		haproxy -f "$3" 2>"$tmp/$1.log" &
 	pids+=($!)
 }
-PLAIN_PORT=$(port) NULLH_PORT=$(port) SPOAH_PORT=$(port)
+PLAIN_PORT=$(port) NULLH_PORT=$(port) NULL4H_PORT=$(port) SPOAH_PORT=$(port)
 front plain "$PLAIN_PORT" "$tmp/plain.cfg" "127.0.0.1:$NULL_SPOP" "127.0.0.1:$NULL_RING"
 front null "$NULLH_PORT" "$tmp/spoe.cfg" "127.0.0.1:$NULL_SPOP" "127.0.0.1:$NULL_RING"
+front null4 "$NULL4H_PORT" "$tmp/spoe.cfg" "127.0.0.1:$NULL4_SPOP" "127.0.0.1:$NULL4_RING"
 front spoa "$SPOAH_PORT" "$tmp/spoe.cfg" "127.0.0.1:$SPOA_SPOP" "127.0.0.1:$SPOA_RING"
-for p in "$PLAIN_PORT" "$NULLH_PORT" "$SPOAH_PORT" "$DIRECT_PORT"; do wait_port "$p"; done
+for p in "$PLAIN_PORT" "$NULLH_PORT" "$NULL4H_PORT" "$SPOAH_PORT" "$DIRECT_PORT"; do wait_port "$p"; done
 
 wrk_lua() { # the POST body of BYTES bytes, a JSON completion request
 	local pad=$(($1 - 48))
@@ -146,18 +155,20 @@ LUA
 }
 
 # run CFG BODY [SECONDS [FILE]]: one wrk run; appends
-# "cfg body rps p50_us p99_us requests non2xx errors" to FILE (results)
+# "cfg body rps p50_us p99_us requests non2xx errors round" to FILE (results)
+ROUND=0
 run() {
 	local cfg=$1 body=$2 secs=${3:-$seconds} file=${4:-$tmp/results} port out
 	case $cfg in
 	direct) port=$DIRECT_PORT ;;
 	haproxy) port=$PLAIN_PORT ;;
 	null) port=$NULLH_PORT ;;
+	null4) port=$NULL4H_PORT ;;
 	spoa) port=$SPOAH_PORT ;;
 	esac
 	out=$(wrk -t "$threads" -c "$conns" -d "${secs}s" --latency -s "$tmp/post-$body.lua" \
 		"http://127.0.0.1:$port/v1/completions")
-	echo "$out" | awk -v c="$cfg" -v b="$body" '
+	echo "$out" | awk -v c="$cfg" -v b="$body" -v r="$ROUND" '
 		function us(v) {
 			if (v ~ /us$/) return v + 0
 			if (v ~ /ms$/) return (v + 0) * 1000
@@ -170,7 +181,7 @@ run() {
 		/requests in/ { n = $1 }
 		/Non-2xx/ { bad = $NF }
 		/Socket errors/ { gsub(/,/, ""); err = $4 + $6 + $8 + $10 }
-		END { printf "%s %s %s %.1f %.1f %d %d %d\n", c, b, rps, p50, p99, n, bad, err }' >>"$file"
+		END { printf "%s %s %s %.1f %.1f %d %d %d %d\n", c, b, rps, p50, p99, n, bad, err, r }' >>"$file"
 	tail -n 1 "$file" | awk '{ printf "  %-8s body=%sB %10s req/s p50=%sus p99=%sus non2xx=%s errors=%s\n", $1, $2, $3, $4, $5, $7, $8 }' >&2
 }
 
@@ -180,9 +191,10 @@ echo "== overhead: wrk -t $threads -c $conns, ${seconds}s per run, $rounds round
 : >"$tmp/results"
 : >"$tmp/warmup"
 echo "warm-up" >&2
-for cfg in haproxy null spoa; do run "$cfg" "${bodies%% *}" 1 "$tmp/warmup"; done
-configs="direct haproxy null spoa"
+for cfg in haproxy null null4 spoa; do run "$cfg" "${bodies%% *}" 1 "$tmp/warmup"; done
+configs="direct haproxy null null4 spoa"
 for r in $(seq "$rounds"); do
+	ROUND=$r
 	echo "round $r" >&2
 	for body in $bodies; do
 		for cfg in $configs; do run "$cfg" "$body"; done
@@ -198,6 +210,7 @@ label() {
 	direct) echo "direct to backend" ;;
 	haproxy) echo "HAProxy alone" ;;
 	null) echo "HAProxy + null agent" ;;
+	null4) echo "HAProxy + null agent/4" ;;
 	spoa) echo "HAProxy + dbucket-spoa" ;;
 	esac
 }
@@ -206,7 +219,7 @@ md="| body | configuration | req/s | vs HAProxy | p50 | vs HAProxy | p99 | vs HA
 |---|---|---:|---:|---:|---:|---:|---:|"
 for body in $bodies; do
 	base_rps=$(sel haproxy "$body" 3) base_p50=$(sel haproxy "$body" 4) base_p99=$(sel haproxy "$body" 5)
-	for cfg in direct haproxy null spoa; do
+	for cfg in direct haproxy null null4 spoa; do
 		rps=$(sel "$cfg" "$body" 3) p50=$(sel "$cfg" "$body" 4) p99=$(sel "$cfg" "$body" 5)
 		errs=$(awk -v c="$cfg" -v b="$body" '$1 == c && $2 == b { s += $7 + $8 } END { print s + 0 }' "$tmp/results")
 		read -r r1 r2 r3 < <(awk -v a="$rps" -v b="$base_rps" -v c="$p50" -v d="$base_p50" -v e="$p99" -v f="$base_p99" \
@@ -217,13 +230,27 @@ for body in $bodies; do
 	done
 done
 
+# The target is a ratio of two neighbours, so pair them: within each
+# round, dbucket-spoa's req/s over the null agent's, both run minutes
+# apart at most under the same background load.
+echo
+for body in $bodies; do
+	for ceil in null null4; do
+		awk -v b="$body" -v c="$ceil" '$2 == b && $1 == c { n[$9] = $3 } $2 == b && $1 == "spoa" { s[$9] = $3 }
+			END { for (r in s) if (n[r] > 0) print s[r] / n[r] }' "$tmp/results" | sort -g |
+			awk -v b="$body" -v c="$(label "$ceil")" '{ v[NR] = $1 } END {
+				m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+				printf "paired %sB: dbucket-spoa / %s req/s, per round: median %.3f, range %.3f-%.3f over %d rounds\n", b, substr(c, 11), m, v[1], v[NR], NR }'
+	done
+done
+
 # Did the agents decide? Every POST through a filtered HAProxy is one
 # NOTIFY; dbucket-spoa's leases should all be released by the ring.
 reqs() { awk -v c="$1" '$1 == c { s += $6 } END { print s + 0 }' "$tmp/results" "$tmp/warmup"; }
 state=$(curl -s --max-time 2 "http://127.0.0.1:$SPOA_ADMIN/state" || true)
 jget() { echo "$state" | awk -F'[:,]' -v k="\"$1\"" '$1 ~ k { gsub(/ /, "", $2); print $2; exit }'; }
-kill "$NULL_PID" 2>/dev/null || true
-wait "$NULL_PID" 2>/dev/null || true
+kill "$NULL_PID" "$NULL4_PID" 2>/dev/null || true
+wait "$NULL_PID" "$NULL4_PID" 2>/dev/null || true
 echo
 # wrk counts only the requests answered within its run, so the agents may
 # see a few more (one per connection at most).
@@ -231,12 +258,14 @@ echo "check: dbucket-spoa: requests sent through it $(reqs spoa), decisions=$(jg
 	"leases left=$(jget leases) refused=$(jget refused)"
 echo "check: null agent: requests sent through it $(reqs null)," \
 	"$(sed -n 's/^dbucket-null-agent: //p' "$tmp/null.log" | cut -d' ' -f1-5)"
+echo "check: null agent/4: requests sent through it $(reqs null4)," \
+	"$(sed -n 's/^dbucket-null-agent: //p' "$tmp/null4.log" | cut -d' ' -f1-5)"
 echo
 echo "Markdown:"
 echo
 echo "$md"
 echo
 echo "(wrk -t $threads -c $conns --latency, ${seconds}s x $rounds rounds, medians; fast backend: HAProxy http-request return; $(nproc) cores, nothing pinned)"
-for name in plain null spoa; do
+for name in plain null null4 spoa; do
 	grep -iE 'alert|error' "$tmp/$name.log" | head -3 || true
 done

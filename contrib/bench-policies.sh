@@ -12,7 +12,7 @@
 #        [--traces mooncake,azure] [--policies rr,lc,plain,dynamic]
 #        [--repeats N] [--out DIR] [--no-plots] [--untie MS]
 #        [--rate-factor F] [--time-scale S] [--start S] [--duration D]
-#        [--haproxy-as-is] [--calibrate]
+#        [--calibrate]
 #
 #   --quick         shorter slices
 #   --profile P     equal: four identical instances (default: the
@@ -30,8 +30,6 @@
 #                   servers in trace order, as dbucket-sim orders it
 #                   (default 2; 0 replays the ties as recorded, in
 #                   whatever order the network delivers them)
-#   --haproxy-as-is run haproxy/haproxy.cfg without adding `option
-#                   http-no-delay` (see below)
 #   --calibrate     no live run: sweep dbucket-sim's leastconn over rate
 #                   factors on each slice and print the one that offers
 #                   75% of its saturation throughput
@@ -44,9 +42,9 @@
 # ends and on exit. rr and lc run haproxy/haproxy.cfg without the SPOE
 # filter, its send-spoe-group rules and the completion ring, with
 # `balance roundrobin` / `balance leastconn`; plain and dynamic run it as
-# is. All four get `option http-no-delay`: without it HAProxy 2.6 sends a
-# streamed response with MSG_MORE and the kernel holds the SSE events
-# back up to 200 ms (real time, x the time scale in model time).
+# is. The sample's `option http-no-delay` matters here: without it HAProxy
+# 2.6 sends a streamed response with MSG_MORE and the kernel holds the SSE
+# events back up to 200 ms (real time, x the time scale in model time).
 # Everything listens on 127.0.0.1. KEEP_TMP=1 keeps logs and configs.
 set -eu
 cd "$(dirname "$0")/.."
@@ -57,7 +55,7 @@ TRACE_DIR=${DBK_TRACES:-$REPO/../shared/traces}
 TRACE_DIR=$(cd "$TRACE_DIR" && pwd)
 
 quick=0 profile=equal traces=mooncake,azure policies=rr,lc,plain,dynamic
-repeats=1 out=$REPO/build/bench plots=1 untie=2 as_is=0 calibrate=0
+repeats=1 out=$REPO/build/bench plots=1 untie=2 calibrate=0
 o_rf="" o_scale="" o_start="" o_dur=""
 tag="" # internal: --tag NAME prefixes every result file (bench-agreement.sh)
 while [ $# -gt 0 ]; do
@@ -74,7 +72,6 @@ while [ $# -gt 0 ]; do
 	--time-scale) o_scale=$2; shift 2 ;;
 	--start) o_start=$2; shift 2 ;;
 	--duration) o_dur=$2; shift 2 ;;
-	--haproxy-as-is) as_is=1; shift ;;
 	--calibrate) calibrate=1; shift ;;
 	--tag) tag=$2-; shift 2 ;;
 	-h|--help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -261,11 +258,8 @@ wait_link() { # wait_link ADMIN: until HAProxy's completion ring reaches the age
 # keeps its info-level completion lines), as contrib/bench-overhead.sh.
 sed 's/^    log stderr format raw local0 info$/    log stderr format raw local0 err/' \
 	haproxy/haproxy.cfg >"$tmp/dbucket.cfg"
-if [ "$as_is" = 0 ] && ! grep -q '^ *option http-no-delay' "$tmp/dbucket.cfg"; then
-	sed -i 's/^    option httplog$/    option httplog\n    option http-no-delay/' "$tmp/dbucket.cfg"
-	grep -q '^    option http-no-delay$' "$tmp/dbucket.cfg" ||
-		{ echo "bench-policies: cannot add option http-no-delay" >&2; exit 1; }
-fi
+grep -q '^ *option http-no-delay' "$tmp/dbucket.cfg" ||
+	{ echo "bench-policies: haproxy/haproxy.cfg lacks option http-no-delay: streamed tokens would be held back" >&2; exit 1; }
 grep -v -e 'filter spoe' -e 'send-spoe-group' -e 'log ring@' "$tmp/dbucket.cfg" >"$tmp/lc.cfg"
 sed 's/^    balance leastconn$/    balance roundrobin/' "$tmp/lc.cfg" >"$tmp/rr.cfg"
 grep -q '^    balance roundrobin$' "$tmp/rr.cfg" ||
@@ -580,7 +574,7 @@ summary=$out/${tag}summary.md
 	else
 		echo "4 vllm-stub instances, equal profile: each 131072 context / 430000 KV tokens (H100 model)."
 	fi
-	echo "HAProxy $(haproxy -v | awk 'NR == 1 { print $3 }')$([ "$as_is" = 0 ] && echo ' with `option http-no-delay` added to every configuration' || echo ', haproxy/haproxy.cfg as is'); $(nproc) cores; repeats $repeats (medians); wall time ${elapsed} s."
+	echo "HAProxy $(haproxy -v | awk 'NR == 1 { print $3 }') (haproxy/haproxy.cfg, option http-no-delay included); $(nproc) cores; repeats $repeats (medians); wall time ${elapsed} s."
 	echo "Latencies in ms of model time; s = short (< 32768 prompt tokens), l = long; TPOT and E2E over all requests;"
 	echo "good/s: requests with TTFT <= ${SLO_TTFT} ms and TPOT <= ${SLO_TPOT} ms per second; a request over ${REQ_TIMEOUT} s (model) fails."
 	echo
@@ -601,10 +595,10 @@ summary=$out/${tag}summary.md
 	echo "## Commands"
 	echo
 	echo '```'
-	echo "contrib/bench-policies.sh $([ "$quick" = 1 ] && echo '--quick ')--profile $profile --traces $traces --policies $policies --repeats $repeats --untie $untie$([ "$as_is" = 1 ] && echo ' --haproxy-as-is')"
+	echo "contrib/bench-policies.sh $([ "$quick" = 1 ] && echo '--quick ')--profile $profile --traces $traces --policies $policies --repeats $repeats --untie $untie"
 	echo "# each run: four stubs (vllm0..3; demo profile: vllm0-1 with --max-model-len 32768 --kv-capacity-tokens 120000)"
 	echo "build/vllm-stub --port P --name vllmI --time-scale S --max-model-len 131072 --kv-capacity-tokens 430000"
-	echo "# HAProxy: haproxy/haproxy.cfg$([ "$as_is" = 0 ] && echo ' + option http-no-delay'); rr/lc without the SPOE filter,"
+	echo "# HAProxy: haproxy/haproxy.cfg; rr/lc without the SPOE filter,"
 	echo "# its send-spoe-group rules and the ring log line, balance roundrobin/leastconn; DBK_* set to the ports"
 	echo "haproxy -f CFG"
 	echo "# plain/dynamic: the agent, servers read from HAProxy's runtime API"

@@ -1,6 +1,8 @@
 /* dbucket-null-agent: an SPOP agent that decides nothing. It completes
  * the HELLO exchange as a correct agent does (health checks included),
- * then answers every NOTIFY with one fixed set-var, txn.<prefix>.server.
+ * then answers every NOTIFY with one fixed set-var, txn.<prefix>.server
+ * (naming the --server values in turn when there are several, so that
+ * HAProxy spreads requests over as many servers as a real balancer).
  *
  * It is the ceiling of the overhead benchmark: HAProxy plus an agent
  * whose decisions cost nothing. Its I/O follows dbucket-spoa's
@@ -37,6 +39,7 @@
  * a frame is handled only while this much room is left for it. */
 #define MAX_REPLY 1024
 #define MAX_SERVER_NAME 200
+#define MAX_SERVERS 16
 /* Bounds the work one readable event does on one connection. */
 #define READ_ROUNDS 16
 #define HELLO_TIMEOUT 5.0
@@ -73,7 +76,8 @@ struct nagent_stats {
 
 struct nagent {
 	struct ev_loop *loop;
-	const char *server;
+	const char *servers[MAX_SERVERS];
+	unsigned nservers, next;        /* the next answer names servers[next] */
 	struct dbk_listener_set spop, ring;
 	struct nconn *conns;
 	struct sink *sinks;
@@ -169,7 +173,8 @@ static void on_ready(struct nconn *c, const struct dbk_spop_frame *f)
 			cap = (size_t)c->frame_max + 4;
 		dbk_spop_writer_init(&w, c->out + c->out_len, cap);
 		dbk_spop_ack_begin(&w, f->stream_id, f->frame_id);
-		v = dbk_spop_str(c->a->server);
+		v = dbk_spop_str(c->a->servers[c->a->next]);
+		c->a->next = (c->a->next + 1) % c->a->nservers;
 		dbk_spop_ack_set_var(&w, DBK_SPOP_SCOPE_TXN, "server", &v);
 		if (dbk_spop_frame_end(&w) == 0) {
 			nconn_fail(c, DBK_SPOP_ERR_RES, NULL);
@@ -435,7 +440,8 @@ static void usage(FILE *o)
 	      "                             or unix:PATH; repeatable (127.0.0.1:12345)\n"
 	      "  --completion-listen ADDR   also accept HAProxy's completion ring there\n"
 	      "                             and discard it (same forms; default none)\n"
-	      "  --server NAME              the server every answer names (vllm0)\n"
+	      "  --server NAME              the server the answers name (vllm0); repeat\n"
+	      "                             it to name several in turn (at most 16)\n"
 	      "  -h, --help                 this text\n"
 	      "\n"
 	      "SIGTERM or SIGINT stops it; it then prints its counters on stderr.\n",
@@ -494,7 +500,6 @@ int main(int argc, char **argv)
 	int opt, rc = 1;
 
 	memset(&a, 0, sizeof(a));
-	a.server = "vllm0";
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'l':
@@ -515,7 +520,16 @@ int main(int argc, char **argv)
 				ring[nring++] = optarg;
 			break;
 		case 's':
-			a.server = optarg;
+			if (a.nservers == MAX_SERVERS) {
+				fprintf(stderr, "dbucket-null-agent: at most %d --server\n", MAX_SERVERS);
+				return 2;
+			}
+			if (strlen(optarg) == 0 || strlen(optarg) > MAX_SERVER_NAME) {
+				fprintf(stderr, "dbucket-null-agent: --server needs 1 to %d bytes\n",
+				        MAX_SERVER_NAME);
+				return 2;
+			}
+			a.servers[a.nservers++] = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -529,12 +543,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "dbucket-null-agent: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	size_t slen = strlen(a.server);
-	if (slen == 0 || slen > MAX_SERVER_NAME) {
-		fprintf(stderr, "dbucket-null-agent: --server needs 1 to %d bytes\n",
-		        MAX_SERVER_NAME);
-		return 2;
-	}
+	if (a.nservers == 0)
+		a.servers[a.nservers++] = "vllm0";
 	if (nlisten == 0)
 		listen[nlisten++] = "127.0.0.1:12345";
 	dbk_log_set_level(DBK_LOG_WARN);

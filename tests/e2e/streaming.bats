@@ -83,6 +83,44 @@ watch_stream() {
 	assert_books_balanced
 }
 
+# stream_spread PORT BODYFILE: streams BODYFILE from PORT and sets SPREAD
+# to the microseconds between the first token event's arrival and
+# [DONE]'s, as the client saw them.
+stream_spread() {
+	local fd line t first="" last=""
+	exec {fd}< <(curl -s -N --max-time 30 -H 'Content-Type: application/json' \
+		--data-binary "@$2" "http://127.0.0.1:$1/v1/completions" 3>&-)
+	while IFS= read -r -u "$fd" line; do
+		case $line in
+		"data: [DONE]") now_us last; break ;;
+		"data: {"*) [ -n "$first" ] || now_us first ;;
+		esac
+	done
+	exec {fd}<&-
+	[ -n "$first" ] && [ -n "$last" ] || fail "the stream from port $1 ended without events or [DONE]"
+	SPREAD=$((last - first))
+}
+
+@test "tokens reach the client as the stub sends them, not held back (http-no-delay)" {
+	start_stubs
+	start_agent --enable-dynamic-bucket
+	start_haproxy_stubs
+	# 24 tokens, about 180 ms of stream. Without option http-no-delay
+	# HAProxy 2.6 sends with MSG_MORE, and the kernel holds the events
+	# until a segment fills or 200 ms pass: all of them arrive at the end,
+	# together with [DONE].
+	completion_body 24 true >"$BATS_TEST_TMPDIR/t.json"
+	local direct proxied
+	stream_spread "${STUB_PORT[0]}" "$BATS_TEST_TMPDIR/t.json"
+	direct=$SPREAD
+	stream_spread "$DBK_PORT" "$BATS_TEST_TMPDIR/t.json"
+	proxied=$SPREAD
+	echo "# first token to [DONE]: direct ${direct} us, through HAProxy ${proxied} us" >&3
+	((direct > 100000)) || fail "the stub streamed 24 tokens in ${direct} us: too fast to tell"
+	((proxied * 2 > direct)) || fail "through HAProxy the stream arrived in ${proxied} us, direct in ${direct} us: held back"
+	wait_state released 1
+}
+
 @test "non-streaming JSON answers pass through intact (completions and chat)" {
 	start_stubs
 	start_agent --enable-dynamic-bucket

@@ -296,6 +296,30 @@ static void seeds_notify(void)
 	end(&o);
 	save("fuzz_notify", "mixed-messages", &o);
 
+	/* details, as the sample sends it (env(DBK_DEBUG_HEADERS): "1", or
+	 * NULL when unset) and as a bool or an integer. */
+	o.n = 0;
+	add(&o, "\x0b\x00\x00\x03", 4);
+	{
+		static const char *const ids[] = { "d-str1", "d-null", "d-true", "d-int0", "d-str0" };
+		struct dbk_spop_data dv[5] = {
+			dbk_spop_str("1"), { .type = DBK_SPOP_T_NULL }, dbk_spop_bool(true),
+			dbk_spop_int(0), dbk_spop_str("0"),
+		};
+
+		for (int i = 0; i < 5; i++) {
+			begin(DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, (uint64_t)i + 1, 1);
+			msg_begin("dbucket-route", 3);
+			v = dbk_spop_str(ids[i]);
+			arg("id", &v);
+			v = dbk_spop_int(i == 2 ? 200000 : 300);
+			arg("blen", &v);
+			arg("details", &dv[i]);
+			end(&o);
+		}
+	}
+	save("fuzz_notify", "details", &o);
+
 	/* 256-byte frames: an ACK for many messages does not fit. */
 	o.n = 0;
 	add(&o, "\x0f\x00\x00\x00", 4);

@@ -30,8 +30,8 @@ size_t test_haproxy_hello(uint8_t *out, size_t cap, uint32_t max_frame, bool hc)
 }
 
 /* A NOTIFY shaped like HAProxy 2.6's for spoe-message dbucket-route. */
-size_t test_notify(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid,
-                     uint32_t flags, const char *id, int64_t blen)
+size_t test_notify_details(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid,
+                           uint32_t flags, const char *id, int64_t blen, bool details)
 {
 	struct dbk_spop_writer w;
 	struct dbk_spop_data v;
@@ -40,7 +40,7 @@ size_t test_notify(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid,
 	dbk_spop_writer_init(&w, out, cap);
 	dbk_spop_frame_begin(&w, DBK_SPOP_NOTIFY, flags, sid, fid);
 	dbk_spop_put_name(&w, "dbucket-route", 13);
-	uint8_t nargs = 3;
+	uint8_t nargs = details ? 4 : 3;
 	if (!w.overflow && w.len < w.cap)
 		w.buf[w.len++] = nargs;
 	dbk_spop_put_name(&w, "id", 2);
@@ -54,7 +54,18 @@ size_t test_notify(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid,
 	v.u.buf.ptr = (const uint8_t *)body;
 	v.u.buf.len = sizeof(body) - 1;
 	dbk_spop_put_data(&w, &v);
+	if (details) {
+		dbk_spop_put_name(&w, "details", 7);
+		v = dbk_spop_bool(true);
+		dbk_spop_put_data(&w, &v);
+	}
 	return dbk_spop_frame_end(&w);
+}
+
+size_t test_notify(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid,
+                   uint32_t flags, const char *id, int64_t blen)
+{
+	return test_notify_details(out, cap, sid, fid, flags, id, blen, false);
 }
 
 /* Looks up a set-var action by name in an ACK; returns its value. */

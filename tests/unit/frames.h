@@ -14,6 +14,10 @@ size_t test_haproxy_hello(uint8_t *out, size_t cap, uint32_t max_frame, bool hc)
  * id (string), blen (int64) and a small JSON body (binary). */
 size_t test_notify(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid,
                    uint32_t flags, const char *id, int64_t blen);
+/* The same, with details=true when details is set (the agent then
+ * answers with bucket, group, redirected and score too). */
+size_t test_notify_details(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid,
+                           uint32_t flags, const char *id, int64_t blen, bool details);
 
 /* Finds the set-var (or unset-var, value NULL-typed) action `name` in an
  * ACK frame. */

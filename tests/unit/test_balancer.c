@@ -1062,6 +1062,35 @@ static void lease_table_basics(void)
 	CHECK_EQ_U(dbk_lease_count(&t), 0);
 }
 
+/* Ids as HAProxy's unique-id-format makes them differ in a few
+ * characters; every length from 1 to 48 exercises each tail of the hash.
+ * With about as many slots as entries, chains stay short (6 or 7 here,
+ * as for entries thrown at random; a poor hash gives hundreds). */
+static void lease_table_spread(void)
+{
+	struct dbk_lease_table t;
+	struct dbk_bal_lease v = { .server = 0 };
+	char id[64];
+	enum { N = 100000 };
+	size_t inserted = 0;
+
+	CHECK_EQ_U(dbk_lease_init(&t, 7), 0);
+	for (unsigned i = 0; i < N; i++) {
+		int n = snprintf(id, sizeof(id), "7F000001%04X-%u-%08X", i % 7, i, i * 2654435761u);
+		size_t len = 1 + i % 48;
+
+		if (len > (size_t)n)
+			len = (size_t)n;
+		/* Short lengths repeat: count only what went in. */
+		if (dbk_lease_insert(&t, id + (size_t)n - len, len, &v, NULL) == DBK_LEASE_INSERTED)
+			inserted++;
+	}
+	CHECK_EQ_U(dbk_lease_count(&t), inserted);
+	CHECK(inserted > N / 2);
+	CHECK(dbk_lease_longest_chain(&t) <= 12);
+	dbk_lease_fini(&t);
+}
+
 static void lease_table_delete_while_walking(void)
 {
 	struct dbk_lease_table t;
@@ -1141,6 +1170,7 @@ int main(void)
 	RUN(unusable_group_nearest);
 	RUN(randomized_against_scan);
 	RUN(lease_table_basics);
+	RUN(lease_table_spread);
 	RUN(lease_table_delete_while_walking);
 	return CHECK_DONE();
 }

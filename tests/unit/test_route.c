@@ -81,9 +81,12 @@ static void test_route_sets_every_variable(void)
 {
 	struct fixture x;
 	struct dbk_spop_data v;
+	const char *const argn[] = { "id", "blen", "body", "details" };
+	struct dbk_spop_data argv[4] = { dbk_spop_str("id-1"), dbk_spop_int(140000),
+	                                 bin("{\"prompt\":\"a\"}"), dbk_spop_bool(true) };
 
 	up(&x, true);
-	size_t len = test_notify(x.in, sizeof(x.in), 3, 4, DBK_SPOP_FLAG_FIN, "id-1", 140000);
+	size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	CHECK_EQ_U(x.ack.type, DBK_SPOP_ACK);
 	CHECK_EQ_U(x.ack.stream_id, 3);
@@ -102,17 +105,57 @@ static void test_route_sets_every_variable(void)
 	down(&x);
 }
 
+/* Without details (or with them off) the ACK names the server alone:
+ * every other variable costs HAProxy work per request. The sample
+ * configuration sends details=env(DBK_DEBUG_HEADERS): the string "1". */
+static void test_details_only_when_asked(void)
+{
+	static const struct { struct dbk_spop_data d; bool want; } cases[] = {
+		{ { .type = DBK_SPOP_T_NULL }, false },
+		{ { .type = DBK_SPOP_T_BOOL, .u.b = false }, false },
+		{ { .type = DBK_SPOP_T_BOOL, .u.b = true }, true },
+		{ { .type = DBK_SPOP_T_INT32, .u.i32 = 0 }, false },
+		{ { .type = DBK_SPOP_T_INT32, .u.i32 = 1 }, true },
+		{ { .type = DBK_SPOP_T_STR, .u.buf = { (const uint8_t *)"1", 1 } }, true },
+		{ { .type = DBK_SPOP_T_STR, .u.buf = { (const uint8_t *)"0", 1 } }, false },
+		{ { .type = DBK_SPOP_T_STR, .u.buf = { (const uint8_t *)"", 0 } }, false },
+	};
+	struct dbk_spop_data v;
+	struct fixture x;
+
+	up(&x, true);
+	size_t len = test_notify(x.in, sizeof(x.in), 1, 1, DBK_SPOP_FLAG_FIN, "plain", 100);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_ack_var(&x.ack, "server", &v));
+	CHECK(!test_ack_var(&x.ack, "score", &v));
+	CHECK(!test_ack_var(&x.ack, "bucket", &v));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *const argn[] = { "id", "blen", "details" };
+		char id[8];
+
+		snprintf(id, sizeof(id), "d%zu", i);
+		struct dbk_spop_data argv[3] = { dbk_spop_str(id), dbk_spop_int(100), cases[i].d };
+		len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
+		CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+		CHECK(test_ack_var(&x.ack, "server", &v));
+		CHECK_EQ_U(test_ack_var(&x.ack, "score", &v), cases[i].want);
+		CHECK_EQ_U(test_ack_var(&x.ack, "redirected", &v), cases[i].want);
+	}
+	CHECK_EQ_U(x.r.stats.routed, 1 + sizeof(cases) / sizeof(cases[0]));
+	down(&x);
+}
+
 static void test_whole_json_body_is_read(void)
 {
 	struct fixture x;
 	static const char body[] = "{\"prompt\":\"hi\",\"max_tokens\":1000,\"ignore_eos\":true}";
-	const char *const argn[] = { "id", "blen", "body" };
-	struct dbk_spop_data argv[3] = { dbk_spop_str("j"), dbk_spop_int(sizeof(body) - 1),
-	                                 bin(body) };
+	const char *const argn[] = { "id", "blen", "body", "details" };
+	struct dbk_spop_data argv[4] = { dbk_spop_str("j"), dbk_spop_int(sizeof(body) - 1),
+	                                 bin(body), dbk_spop_bool(true) };
 	char want[32];
 
 	up(&x, false);
-	size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
+	size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	snprintf(want, sizeof(want), "%d", (int)(sizeof(body) - 1) + 1000);
 	CHECK(test_var_is(&x.ack, "score", want));
@@ -131,16 +174,17 @@ static void test_score_spelling(void)
 		{ "{\"max_tokens\":4e9}", "2000000018" },              /* past the fast path */
 		{ "{\"max_tokens\":1e12}", "2147483667" },             /* clamped at 2^32 */
 	};
-	const char *const argn[] = { "id", "body" };
+	const char *const argn[] = { "id", "body", "details" };
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct fixture x;
 		char id[8];
 		snprintf(id, sizeof(id), "s%zu", i);
-		struct dbk_spop_data argv[2] = { dbk_spop_str(id), bin(cases[i].body) };
+		struct dbk_spop_data argv[3] = { dbk_spop_str(id), bin(cases[i].body),
+		                                 dbk_spop_bool(true) };
 
 		up(&x, false);
-		size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 2, argn, argv);
+		size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
 		CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 		if (!test_var_is(&x.ack, "score", cases[i].want)) {
 			struct dbk_spop_data v;
@@ -156,12 +200,12 @@ static void test_score_spelling(void)
 static void test_null_blen_uses_the_sample(void)
 {
 	struct fixture x;
-	const char *const argn[] = { "id", "blen", "body" };
-	struct dbk_spop_data argv[3] = { dbk_spop_str("n"), { .type = DBK_SPOP_T_NULL },
-	                                 bin("{\"max_tokens\":4}") };
+	const char *const argn[] = { "id", "blen", "body", "details" };
+	struct dbk_spop_data argv[4] = { dbk_spop_str("n"), { .type = DBK_SPOP_T_NULL },
+	                                 bin("{\"max_tokens\":4}"), dbk_spop_bool(true) };
 
 	up(&x, false);
-	size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
+	size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	/* 16 bytes + 0.5 * 4 */
 	CHECK(test_var_is(&x.ack, "score", "18"));
@@ -312,6 +356,7 @@ int main(void)
 {
 	dbk_log_set_level(DBK_LOG_ERROR);
 	RUN(test_route_sets_every_variable);
+	RUN(test_details_only_when_asked);
 	RUN(test_whole_json_body_is_read);
 	RUN(test_null_blen_uses_the_sample);
 	RUN(test_score_spelling);

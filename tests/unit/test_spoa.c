@@ -224,7 +224,8 @@ static void test_pipelined_notifies_in_one_write(void)
 	int fd = hello_client(&w, 16380);
 	/* Three NOTIFYs back to back, ids as HAProxy 3.x numbers them. */
 	len += test_notify(buf + len, sizeof(buf) - len, 7, 1, DBK_SPOP_FLAG_FIN, "a", 3656);
-	len += test_notify(buf + len, sizeof(buf) - len, 7, 2, DBK_SPOP_FLAG_FIN, "b", 15102);
+	len += test_notify_details(buf + len, sizeof(buf) - len, 7, 2, DBK_SPOP_FLAG_FIN, "b", 15102,
+	                           true);
 	len += test_notify(buf + len, sizeof(buf) - len, 9, 3, DBK_SPOP_FLAG_FIN, "c", 140000);
 	send_all(fd, buf, len);
 	pump(&w, fd, &r, 3);
