@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The overhead benchmark: what the agent costs a request, end to end.
 # wrk posts small and larger JSON bodies to a fast backend (HAProxy
-# answering from memory, `http-request return`) through four
+# answering from memory, `http-request return`) through five
 # configurations:
 #   direct         wrk straight to the backend (no front HAProxy)
 #   haproxy        the front HAProxy alone (haproxy/haproxy.cfg without the
@@ -15,7 +15,9 @@
 #                  released by the completion ring)
 # Requests/s and latency p50/p99 (wrk --latency), each as a ratio to
 # "haproxy", medians over rounds that alternate the configurations in one
-# run. Prints a table and a markdown table for BENCHMARKS.md.
+# run; then dbucket-spoa's req/s over each null agent's, paired within a
+# round (median and range over rounds). Prints a table and a markdown
+# table for BENCHMARKS.md. About 3 minutes with the defaults.
 #
 #   contrib/bench-overhead.sh [--rounds N] [--seconds S] [--connections C]
 #                                  [--bodies "100 6000"] [--threads T]
@@ -38,7 +40,7 @@ while [ $# -gt 0 ]; do
 	--connections) conns=$2; shift 2 ;;
 	--bodies) bodies=$2; shift 2 ;;
 	--threads) threads=$2; shift 2 ;;
-	-h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench-overhead: unknown option $1" >&2; exit 2 ;;
 	esac
 done
