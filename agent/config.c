@@ -1,11 +1,11 @@
 #include "config.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+#include "numparse.h"
 
 enum {
 	OPT_DYNAMIC = 256,
@@ -117,16 +117,14 @@ void dbk_config_usage(FILE *out, const char *prog)
 	        DBK_DEFAULT_MAX_LEASES);
 }
 
-/* Accepts a whole decimal number in [min, max]. */
+/* The settings are longs; dbk_parse_ll reads long longs. */
 static int parse_long(const char *s, long min, long max, long *out)
 {
-	char *end;
+	long long v;
 
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end != '\0' || v < min || v > max)
+	if (!dbk_parse_ll(s, min, max, &v))
 		return -1;
-	*out = v;
+	*out = (long)v;
 	return 0;
 }
 

@@ -1,22 +1,13 @@
 #include "tune.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int number(const char *v, double *out)
-{
-	char *end;
-
-	errno = 0;
-	double d = strtod(v, &end);
-	if (errno || end == v || *end != '\0' || !isfinite(d))
-		return -1;
-	*out = d;
-	return 0;
-}
+#include "numparse.h"
 
 int dbk_tune_set(struct dbk_bal_config *c, const char *key, const char *value,
                  char *err, size_t errlen)
@@ -48,7 +39,8 @@ int dbk_tune_set(struct dbk_bal_config *c, const char *key, const char *value,
 		memcpy(c->group_sizes, sizes, sizeof(sizes));
 		return 0;
 	}
-	if (number(value, &d) < 0) {
+	/* Any finite number here: each key checks its own range below. */
+	if (!dbk_parse_double(value, -DBL_MAX, DBL_MAX, &d)) {
 		snprintf(err, errlen, "%s wants a number, got '%s'", key, value);
 		return -1;
 	}

@@ -27,6 +27,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 REPO=$PWD
+. "$REPO/contrib/lib.sh"
 BUILD=${DBK_BUILD:-$REPO/build}
 
 rounds=2 seconds=3 conns=4 depth=16 bodies="100 6000" leases=100000 callgrind=0
@@ -64,34 +65,10 @@ fi
 
 tmp=$(mktemp -d)
 pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap dbk_cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Ports come from below the ephemeral range: a port in it may be taken
-# at any time as the source port of some outgoing connection.
-EPHEMERAL_LOW=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-port() { # a free loopback port
-	local p
-	for _ in $(seq 200); do
-		p=$((10000 + (RANDOM * 32768 + RANDOM) % (EPHEMERAL_LOW - 10000)))
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-	done
-	return 1
-}
-wait_port() {
-	for _ in $(seq 250); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.02
-	done
-	echo "bench-agent: nothing on port $1" >&2
-	return 1
-}
-forget() { # drops PID from the list cleanup kills
+forget() { # drops PID from the list dbk_cleanup kills
 	local keep=() q
 	for q in "${pids[@]}"; do [ "$q" = "$1" ] || keep+=("$q"); done
 	pids=("${keep[@]+"${keep[@]}"}")
@@ -113,7 +90,7 @@ field() { # field NAME LINE: the value of NAME=... in a result line
 	echo "$2" | tr ' ' '\n' | awk -F= -v k="$1" '$1 == k { print $2 }'
 }
 
-SPOP=$(port) RING=$(port) ADMIN=$(port)
+SPOP=$(dbk_port) RING=$(dbk_port) ADMIN=$(dbk_port)
 AGENT_PID=
 WRAP=()                 # a command the agent runs under (valgrind)
 start_agent() { # start_agent null|spoa
@@ -130,7 +107,7 @@ start_agent() { # start_agent null|spoa
 	fi
 	AGENT_PID=$!
 	pids+=("$AGENT_PID")
-	wait_port "$SPOP"
+	dbk_wait_port "$SPOP"
 }
 
 TCK=$(getconf CLK_TCK)

@@ -30,6 +30,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 REPO=$PWD
+. "$REPO/contrib/lib.sh"
 BUILD=${DBK_BUILD:-$REPO/build}
 
 rounds=3 seconds=3 conns=32 bodies="100 6000" threads=1
@@ -53,51 +54,11 @@ done
 
 tmp=$(mktemp -d)
 pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	if [ -n "${KEEP_TMP:-}" ]; then echo "logs and configs kept in $tmp" >&2; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
+trap dbk_cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Ports come from below the ephemeral range: a port in it may be taken
-# at any time as the source port of some outgoing connection.
-EPHEMERAL_LOW=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-port() { # a free loopback port
-	local p
-	for _ in $(seq 200); do
-		p=$((10000 + (RANDOM * 32768 + RANDOM) % (EPHEMERAL_LOW - 10000)))
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
-	done
-	return 1
-}
-wait_port() {
-	for _ in $(seq 250); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.02
-	done
-	echo "bench-overhead: nothing on port $1" >&2
-	return 1
-}
-
-# Fast backends: HAProxy answering from memory, as vllm0..3.
-{
-	echo "global"
-	echo "  log stderr format raw local0 err"
-	echo "defaults"
-	echo "  mode http"
-	echo "  timeout client 30s"
-	echo "  timeout server 30s"
-	echo "  timeout connect 5s"
-	for i in 0 1 2 3; do
-		p=$(port)
-		export "DBK_VLLM$i=127.0.0.1:$p"
-		echo "frontend b$i"
-		echo "  bind 127.0.0.1:$p"
-		echo "  http-request return status 200 content-type application/json string '{\"ok\":true}' hdr X-Served-By vllm$i"
-	done
-} >"$tmp/backends.cfg"
+backends=$(dbk_ports 4)
+dbk_fast_backends "$backends" >"$tmp/backends.cfg"
 haproxy -f "$tmp/backends.cfg" 2>"$tmp/backends.log" &
 pids+=($!)
 DIRECT_PORT=${DBK_VLLM0##*:}
@@ -105,24 +66,24 @@ DIRECT_PORT=${DBK_VLLM0##*:}
 # The agents. The null agent also swallows the completion ring of the
 # HAProxy instances not in front of dbucket-spoa, so that every instance
 # does the same logging work.
-NULL_SPOP=$(port) NULL_RING=$(port)
+NULL_SPOP=$(dbk_port) NULL_RING=$(dbk_port)
 "$BUILD/dbucket-null-agent" --listen "127.0.0.1:$NULL_SPOP" --completion-listen "127.0.0.1:$NULL_RING" \
 	--server vllm0 2>"$tmp/null.log" &
 NULL_PID=$!
 pids+=("$NULL_PID")
-NULL4_SPOP=$(port) NULL4_RING=$(port)
+NULL4_SPOP=$(dbk_port) NULL4_RING=$(dbk_port)
 "$BUILD/dbucket-null-agent" --listen "127.0.0.1:$NULL4_SPOP" --completion-listen "127.0.0.1:$NULL4_RING" \
 	--server vllm0 --server vllm1 --server vllm2 --server vllm3 2>"$tmp/null4.log" &
 NULL4_PID=$!
 pids+=("$NULL4_PID")
-SPOA_SPOP=$(port) SPOA_RING=$(port) SPOA_ADMIN=$(port)
+SPOA_SPOP=$(dbk_port) SPOA_RING=$(dbk_port) SPOA_ADMIN=$(dbk_port)
 "$BUILD/dbucket-spoa" --listen "127.0.0.1:$SPOA_SPOP" --completion-listen "127.0.0.1:$SPOA_RING" \
 	--admin-listen "127.0.0.1:$SPOA_ADMIN" --enable-dynamic-bucket --log-level warn \
 	vllm0 vllm1 vllm2 vllm3 2>"$tmp/spoa.log" &
 pids+=($!)
-wait_port "$NULL_SPOP"
-wait_port "$NULL4_SPOP"
-wait_port "$SPOA_SPOP"
+dbk_wait_port "$NULL_SPOP"
+dbk_wait_port "$NULL4_SPOP"
+dbk_wait_port "$SPOA_SPOP"
 
 # One configuration for all: the sample's, logging only errors to stderr
 # (the completion ring keeps its info-level lines). "haproxy" drops the
@@ -133,18 +94,18 @@ grep -v -e 'filter spoe' -e 'send-spoe-group' "$tmp/spoe.cfg" >"$tmp/plain.cfg"
 export DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
 front() { # front NAME PORT CFG AGENT RING: starts a front HAProxy on PORT
 	local stats
-	stats=$(port)
+	stats=$(dbk_port)
 	DBK_BIND=127.0.0.1:$2 DBK_STATS_BIND=127.0.0.1:$stats DBK_STATS_SOCKET=$tmp/$1.sock \
 		DBK_AGENT=$4 DBK_COMPLETIONS=$5 \
 		haproxy -f "$3" 2>"$tmp/$1.log" &
 	pids+=($!)
 }
-PLAIN_PORT=$(port) NULLH_PORT=$(port) NULL4H_PORT=$(port) SPOAH_PORT=$(port)
+PLAIN_PORT=$(dbk_port) NULLH_PORT=$(dbk_port) NULL4H_PORT=$(dbk_port) SPOAH_PORT=$(dbk_port)
 front plain "$PLAIN_PORT" "$tmp/plain.cfg" "127.0.0.1:$NULL_SPOP" "127.0.0.1:$NULL_RING"
 front null "$NULLH_PORT" "$tmp/spoe.cfg" "127.0.0.1:$NULL_SPOP" "127.0.0.1:$NULL_RING"
 front null4 "$NULL4H_PORT" "$tmp/spoe.cfg" "127.0.0.1:$NULL4_SPOP" "127.0.0.1:$NULL4_RING"
 front spoa "$SPOAH_PORT" "$tmp/spoe.cfg" "127.0.0.1:$SPOA_SPOP" "127.0.0.1:$SPOA_RING"
-for p in "$PLAIN_PORT" "$NULLH_PORT" "$NULL4H_PORT" "$SPOAH_PORT" "$DIRECT_PORT"; do wait_port "$p"; done
+for p in "$PLAIN_PORT" "$NULLH_PORT" "$NULL4H_PORT" "$SPOAH_PORT" "$DIRECT_PORT"; do dbk_wait_port "$p"; done
 
 wrk_lua() { # the POST body of BYTES bytes, a JSON completion request
 	local pad=$(($1 - 48))

@@ -49,6 +49,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 REPO=$PWD
+. "$REPO/contrib/lib.sh"
 BUILD=${DBK_BUILD:-$REPO/build}
 TRACE_DIR=${DBK_TRACES:-$REPO/../shared/traces}
 [ -d "$TRACE_DIR" ] || TRACE_DIR=/work/shared/traces
@@ -210,27 +211,6 @@ if [ "$calibrate" = 1 ]; then
 	exit 0
 fi
 
-# Ports from below the ephemeral range (one there may be taken at any
-# time as the source port of an outgoing connection).
-EPHEMERAL_LOW=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-port() {
-	local p i
-	for ((i = 0; i < 200; i++)); do
-		p=$((10000 + (RANDOM * 32768 + RANDOM) % (EPHEMERAL_LOW - 10000)))
-		in_use "$p" || { echo "$p"; return 0; }
-	done
-	return 1
-}
-wait_port() {
-	local i
-	for ((i = 0; i < 250; i++)); do
-		in_use "$1" && return 0
-		sleep 0.02
-	done
-	echo "bench-policies: nothing listens on port $1 (logs in $tmp)" >&2
-	return 1
-}
 hap_cmd() { echo "$1" | socat -t 2 - "UNIX-CONNECT:$tmp/haproxy.sock" 2>/dev/null; }
 wait_up() { # wait_up BACKEND N: until N servers of BACKEND are UP (bounded, ~10 s)
 	local i
@@ -286,7 +266,7 @@ start_cluster() { # start_cluster POLICY SCALE: stubs, HAProxy, agent; sets DBK_
 		else
 			extra=(--max-model-len 131072 --kv-capacity-tokens 430000)
 		fi
-		p=$(port)
+		p=$(dbk_port)
 		export "DBK_VLLM$i=127.0.0.1:$p"
 		"$BUILD/vllm-stub" --port "$p" --name "vllm$i" --time-scale "$scale" \
 			"${extra[@]}" >"$tmp/stub$i.out" 2>"$tmp/stub$i.log" &
@@ -295,15 +275,15 @@ start_cluster() { # start_cluster POLICY SCALE: stubs, HAProxy, agent; sets DBK_
 	done
 	for i in 0 1 2 3; do
 		v="DBK_VLLM$i"
-		wait_port "${!v##*:}"
+		dbk_wait_port "${!v##*:}"
 	done
-	p=$(port)
+	p=$(dbk_port)
 	DBK_BIND=127.0.0.1:$p
-	DBK_STATS_BIND=127.0.0.1:$(port)
-	DBK_AGENT=127.0.0.1:$(port)
-	DBK_COMPLETIONS=127.0.0.1:$(port)
+	DBK_STATS_BIND=127.0.0.1:$(dbk_port)
+	DBK_AGENT=127.0.0.1:$(dbk_port)
+	DBK_COMPLETIONS=127.0.0.1:$(dbk_port)
 	export DBK_BIND DBK_STATS_BIND DBK_AGENT DBK_COMPLETIONS
-	ADMIN=127.0.0.1:$(port)
+	ADMIN=127.0.0.1:$(dbk_port)
 	admin=$ADMIN
 	case $policy in
 	rr|lc) cfg=$tmp/$policy.cfg ;;
@@ -313,7 +293,7 @@ start_cluster() { # start_cluster POLICY SCALE: stubs, HAProxy, agent; sets DBK_
 	haproxy -f "$cfg" 2>"$tmp/haproxy.log" &
 	run_pids+=($!)
 	pids+=($!)
-	wait_port "$p"
+	dbk_wait_port "$p"
 	case $policy in
 	plain|dynamic)
 		mode=()
@@ -323,7 +303,7 @@ start_cluster() { # start_cluster POLICY SCALE: stubs, HAProxy, agent; sets DBK_
 			--haproxy-socket "$tmp/haproxy.sock" --log-level warn 2>"$tmp/agent.log" &
 		run_pids+=($!)
 		pids+=($!)
-		wait_port "${admin##*:}"
+		dbk_wait_port "${admin##*:}"
 		wait_up dbucket-agents 1
 		wait_link "$admin"
 		;;

@@ -13,6 +13,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 REPO=$PWD
+. "$REPO/contrib/lib.sh"
 BUILD=${DBK_BUILD:-$REPO/build}
 
 keep=0
@@ -27,27 +28,15 @@ base=${DBK_DEMO_PORT:-8000}
 run=$(mktemp -d /tmp/dbucket-demo.XXXXXX)
 pids=()
 stop_all() {
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	dbk_stop_pids
 	rm -rf "$run"
 }
 trap stop_all EXIT
 trap 'exit 130' INT TERM
 
-in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-wait_port() {
-	local i
-	for ((i = 0; i < 250; i++)); do
-		in_use "$1" && return 0
-		sleep 0.02
-	done
-	echo "demo: nothing listens on port $1; logs in $run" >&2
-	return 1
-}
 for p in $base $((base + 100)) $((base + 101)) $((base + 102)) $((base + 103)) \
 	$((base + 4345)) $((base + 4346)) $((base + 4347)) $((base + 4348)); do
-	if in_use "$p"; then
+	if dbk_in_use "$p"; then
 		echo "demo: port $p is taken; set DBK_DEMO_PORT to another base" >&2
 		exit 1
 	fi
@@ -83,7 +72,7 @@ export DBK_STATS_BIND=127.0.0.1:$((base + 4348))
 say "Starting HAProxy with haproxy/haproxy.cfg"
 haproxy -f haproxy/haproxy.cfg 2>"$run/haproxy.log" &
 pids+=($!)
-wait_port "$base"
+dbk_wait_port "$base"
 echo "  clients use http://$DBK_BIND; runtime API on $DBK_STATS_SOCKET"
 
 say "Starting dbucket-spoa (dynamic buckets, threshold 32768 tokens)"
@@ -94,8 +83,8 @@ say "Starting dbucket-spoa (dynamic buckets, threshold 32768 tokens)"
 	--haproxy-socket "$DBK_STATS_SOCKET" 2>"$run/agent.log" &
 pids+=($!)
 echo "  SPOP on $DBK_AGENT, completions on $DBK_COMPLETIONS, admin on http://$admin"
-for i in 0 1 2 3; do wait_port $((base + 100 + i)); done
-wait_port $((base + 4347))
+for i in 0 1 2 3; do dbk_wait_port $((base + 100 + i)); done
+dbk_wait_port $((base + 4347))
 # HAProxy reconnects to the agent on the next request; wait (bounded) for
 # the agent's health check to pass so the first request is routed by it.
 for ((i = 0; i < 100; i++)); do

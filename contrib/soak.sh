@@ -12,6 +12,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 REPO=$PWD
+. "$REPO/contrib/lib.sh"
 BUILD=${DBK_BUILD:-$REPO/build}
 
 want=1000000 chunk=20 max_chunks=40 conns=64
@@ -28,54 +29,18 @@ done
 
 tmp=$(mktemp -d)
 pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap dbk_cleanup EXIT
 trap 'exit 130' INT TERM
 
-port() { # the first of $1 free consecutive loopback ports below 32768
-	local n=$1 b k
-	for _ in $(seq 200); do
-		b=$((20000 + (RANDOM * 32768 + RANDOM) % (12000 - n)))
-		for ((k = 0; k < n; k++)); do
-			(exec 3<>"/dev/tcp/127.0.0.1/$((b + k))") 2>/dev/null && break
-		done
-		[ "$k" -eq "$n" ] && { echo "$b"; return; }
-	done
-	return 1
-}
-wait_port() {
-	for _ in $(seq 250); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.02
-	done
-	echo "soak: nothing on port $1" >&2
-	return 1
-}
 rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$AGENT_PID/status"; }
 field() { curl -s "http://127.0.0.1:$ADMIN/state" | grep -o "\"$1\": *[0-9]*" | grep -o '[0-9]*$'; }
 
-base=$(port 10)
+base=$(dbk_ports 10)
 export DBK_BIND=127.0.0.1:$base DBK_AGENT=127.0.0.1:$((base + 1))
 export DBK_COMPLETIONS=127.0.0.1:$((base + 2)) DBK_STATS_BIND=127.0.0.1:$((base + 3))
 export DBK_STATS_SOCKET=$tmp/haproxy.sock DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
 ADMIN=$((base + 4))
-{
-	echo "defaults"
-	echo "  mode http"
-	echo "  timeout client 30s"
-	echo "  timeout server 30s"
-	echo "  timeout connect 5s"
-	for i in 0 1 2 3; do
-		export "DBK_VLLM$i=127.0.0.1:$((base + 5 + i))"
-		echo "frontend b$i"
-		echo "  bind 127.0.0.1:$((base + 5 + i))"
-		echo "  http-request return status 200 content-type application/json string '{\"ok\":true}'"
-	done
-} >"$tmp/backends.cfg"
+dbk_fast_backends $((base + 5)) >"$tmp/backends.cfg"
 haproxy -f "$tmp/backends.cfg" 2>"$tmp/backends.log" &
 pids+=($!)
 
@@ -84,13 +49,13 @@ pids+=($!)
 	--log-level warn vllm0 vllm1 vllm2 vllm3 2>"$tmp/agent.log" &
 AGENT_PID=$!
 pids+=("$AGENT_PID")
-wait_port "$ADMIN"
+dbk_wait_port "$ADMIN"
 # Human logs off: a million lines to stderr would measure the terminal.
 sed 's/^    log stderr format raw local0 info$/    log stderr format raw local0 err/' \
 	haproxy/haproxy.cfg >"$tmp/haproxy.cfg"
 haproxy -f "$tmp/haproxy.cfg" 2>"$tmp/haproxy.log" &
 pids+=($!)
-wait_port "$base"
+dbk_wait_port "$base"
 
 cat >"$tmp/post.lua" <<'LUA'
 wrk.method = "POST"

@@ -19,7 +19,9 @@ BENCH_STREAM_OBJ = $(BUILD)/$(BENCH_DIR)/resp.o $(BUILD)/$(BENCH_DIR)/sse.o \
                    $(BUILD)/$(BENCH_DIR)/stream.o $(BENCH_BUF_OBJ)
 BENCH_REQ_OBJ    = $(BUILD)/$(BENCH_DIR)/request.o $(BENCH_BUF_OBJ)
 BENCH_REPORT_OBJ = $(BUILD)/$(BENCH_DIR)/report.o $(BENCH_STATS_OBJ)
-BENCH_MAIN_OBJ   = $(BUILD)/$(BENCH_DIR)/main.o $(BUILD)/$(BENCH_DIR)/client.o
+# The command line's numbers are read by the agent's own numparse.o.
+BENCH_MAIN_OBJ   = $(BUILD)/$(BENCH_DIR)/main.o $(BUILD)/$(BENCH_DIR)/client.o \
+                   $(BUILD)/agent/numparse.o
 
 BENCH_BINS  = $(BUILD)/dbucket-bench
 BENCH_TESTS = $(BUILD)/test_bench_trace $(BUILD)/test_bench_stats \

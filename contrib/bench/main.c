@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "numparse.h"
 #include "report.h"
 #include "request.h"
 #include "stats.h"
@@ -172,37 +173,6 @@ static int bad(const char *fmt, const char *a)
 	return 2;
 }
 
-static bool parse_ll(const char *s, long long lo, long long hi,
-                     long long *out)
-{
-	char *end;
-	long long v;
-
-	if (!s || !*s)
-		return false;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return false;
-	*out = v;
-	return true;
-}
-
-static bool parse_double(const char *s, double lo, double hi, double *out)
-{
-	char *end;
-	double v;
-
-	if (!s || !*s)
-		return false;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || *end || !isfinite(v) || v < lo || v > hi)
-		return false;
-	*out = v;
-	return true;
-}
-
 static bool printable(const char *s, size_t max)
 {
 	size_t n = strlen(s), i;
@@ -292,35 +262,35 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case OPT_RATE:
 			if (strcmp(optarg, "inf") == 0)
 				o->rate = INFINITY;
-			else if (!parse_double(optarg, 1e-9, 1e9, &o->rate))
+			else if (!dbk_parse_double(optarg, 1e-9, 1e9, &o->rate))
 				return bad("--rate wants requests per second "
 				           "> 0 or 'inf', not '%s'", optarg);
 			have_rate = true;
 			break;
 		case OPT_SEED:
-			if (!parse_ll(optarg, 0, LLONG_MAX, &v))
+			if (!dbk_parse_ll(optarg, 0, LLONG_MAX, &v))
 				return bad("--seed wants an integer >= 0, not "
 				           "'%s'", optarg);
 			o->seed = (unsigned long long)v;
 			break;
 		case OPT_START:
-			if (!parse_double(optarg, 0, 1e9, &o->start_offset))
+			if (!dbk_parse_double(optarg, 0, 1e9, &o->start_offset))
 				return bad("--start-offset wants seconds >= 0, "
 				           "not '%s'", optarg);
 			break;
 		case OPT_DURATION:
-			if (!parse_double(optarg, 1e-9, 1e9, &o->duration))
+			if (!dbk_parse_double(optarg, 1e-9, 1e9, &o->duration))
 				return bad("--duration wants seconds > 0, not "
 				           "'%s'", optarg);
 			break;
 		case OPT_MAX_REQ:
-			if (!parse_ll(optarg, 1, 100000000, &o->max_requests))
+			if (!dbk_parse_ll(optarg, 1, 100000000, &o->max_requests))
 				return bad("--max-requests wants 1..100000000, "
 				           "not '%s'", optarg);
 			break;
 		case OPT_MAX_LEN:
-			if (!parse_ll(optarg, 2, DBK_TRACE_MAX_TOKENS,
-			              &o->max_model_len))
+			if (!dbk_parse_ll(optarg, 2, DBK_TRACE_MAX_TOKENS,
+			                  &o->max_model_len))
 				return bad("--max-model-len wants an integer >= "
 				           "2, not '%s'", optarg);
 			break;
@@ -334,7 +304,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				           "'%s'", optarg);
 			break;
 		case OPT_RATE_FACTOR:
-			if (!parse_double(optarg, 1e-6, 1e9, &o->rate_factor))
+			if (!dbk_parse_double(optarg, 1e-6, 1e9, &o->rate_factor))
 				return bad("--rate-factor wants a number > 0, "
 				           "not '%s'", optarg);
 			break;
@@ -360,30 +330,30 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->allow_remote = true;
 			break;
 		case OPT_CONC:
-			if (!parse_ll(optarg, 1, 1000000, &o->concurrency))
+			if (!dbk_parse_ll(optarg, 1, 1000000, &o->concurrency))
 				return bad("--concurrency-limit wants 1..1000000, "
 				           "not '%s'", optarg);
 			break;
 		case OPT_TIMEOUT:
-			if (!parse_double(optarg, 1e-3, 1e7, &o->timeout))
+			if (!dbk_parse_double(optarg, 1e-3, 1e7, &o->timeout))
 				return bad("--timeout wants seconds > 0, not "
 				           "'%s'", optarg);
 			break;
 		case OPT_TIME_SCALE:
-			if (!parse_double(optarg, 1e-3, 1e6, &o->time_scale))
+			if (!dbk_parse_double(optarg, 1e-3, 1e6, &o->time_scale))
 				return bad("--time-scale wants a number in "
 				           "0.001..1e6, not '%s'", optarg);
 			break;
 		case OPT_THRESHOLD:
-			if (!parse_ll(optarg, 1, DBK_TRACE_MAX_TOKENS,
-			              &o->threshold))
+			if (!dbk_parse_ll(optarg, 1, DBK_TRACE_MAX_TOKENS,
+			                  &o->threshold))
 				return bad("--threshold wants tokens >= 1, not "
 				           "'%s'", optarg);
 			break;
 		case OPT_SLO_TTFT:
 		case OPT_SLO_TPOT:
 		case OPT_SLO_E2E:
-			if (!parse_double(optarg, 1e-6, 1e12, &d))
+			if (!dbk_parse_double(optarg, 1e-6, 1e12, &d))
 				return bad("SLOs want milliseconds > 0, not '%s'",
 				           optarg);
 			*(ch == OPT_SLO_TTFT ? &o->slo.ttft

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "numparse.h"
 #include "policy.h"
 #include "report.h"
 #include "sim.h"
@@ -152,19 +153,6 @@ static int parse_ulong(const char *s, unsigned long lo, unsigned long hi,
 	return 0;
 }
 
-static int parse_double(const char *s, double lo, double hi, double *out)
-{
-	char *e;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &e);
-	if (!*s || errno || *e || !isfinite(v) || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	int c;
@@ -194,11 +182,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return bad("--format wants auto, mooncake or azure", optarg);
 			break;
 		case O_START:
-			if (parse_double(optarg, 0, 1e12, &o->start_s))
+			if (!dbk_parse_double(optarg, 0, 1e12, &o->start_s))
 				return bad("--start-s wants seconds >= 0", optarg);
 			break;
 		case O_DURATION:
-			if (parse_double(optarg, 0, 1e12, &o->duration_s))
+			if (!dbk_parse_double(optarg, 0, 1e12, &o->duration_s))
 				return bad("--duration-s wants seconds >= 0", optarg);
 			break;
 		case O_SKIP:
@@ -210,7 +198,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return bad("--max-requests wants a positive count", optarg);
 			break;
 		case O_RATE:
-			if (parse_double(optarg, 1e-6, 1e9, &o->rate_factor))
+			if (!dbk_parse_double(optarg, 1e-6, 1e9, &o->rate_factor))
 				return bad("--rate-factor wants a positive number", optarg);
 			break;
 		case O_INST:
@@ -253,32 +241,32 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->short_kv = 120000;
 			break;
 		case O_OVERHEAD:
-			if (parse_double(optarg, 0, 1e7, &o->overhead_ms))
+			if (!dbk_parse_double(optarg, 0, 1e7, &o->overhead_ms))
 				return bad("--overhead-ms wants a number >= 0", optarg);
 			break;
 		case O_POLICY: o->policies = optarg; break;
 		case O_THRESH:
-			if (parse_double(optarg, 1, 1099511627776.0, &o->threshold))
+			if (!dbk_parse_double(optarg, 1, 1099511627776.0, &o->threshold))
 				return bad("--server-group-threshold wants a positive number", optarg);
 			break;
 		case O_MAXTOK:
-			if (parse_double(optarg, 1, 1099511627776.0, &o->max_request_tokens))
+			if (!dbk_parse_double(optarg, 1, 1099511627776.0, &o->max_request_tokens))
 				return bad("--max-request-tokens wants a positive number", optarg);
 			break;
 		case O_JSONOV:
-			if (parse_double(optarg, 0, 1e9, &o->json_overhead))
+			if (!dbk_parse_double(optarg, 0, 1e9, &o->json_overhead))
 				return bad("--json-overhead-bytes wants a number >= 0", optarg);
 			break;
 		case O_SLO_TTFT:
-			if (parse_double(optarg, 0, 1e12, &o->slo_ttft_ms))
+			if (!dbk_parse_double(optarg, 0, 1e12, &o->slo_ttft_ms))
 				return bad("--slo-ttft-ms wants a number >= 0", optarg);
 			break;
 		case O_SLO_TPOT:
-			if (parse_double(optarg, 0, 1e12, &o->slo_tpot_ms))
+			if (!dbk_parse_double(optarg, 0, 1e12, &o->slo_tpot_ms))
 				return bad("--slo-tpot-ms wants a number >= 0", optarg);
 			break;
 		case O_SLO_E2E:
-			if (parse_double(optarg, 0, 1e12, &o->slo_e2e_ms))
+			if (!dbk_parse_double(optarg, 0, 1e12, &o->slo_e2e_ms))
 				return bad("--slo-e2e-ms wants a number >= 0", optarg);
 			break;
 		case O_JSON: o->json = optarg; break;

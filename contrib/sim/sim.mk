@@ -4,7 +4,7 @@
 #   make -f Makefile -f contrib/sim/sim.mk build/dbucket-sim
 #
 # The balancer, the engine model and the trace reader are linked from
-# their own objects (agent/balancer.o, agent/leases.o,
+# their own objects (agent/balancer.o, agent/leases.o, agent/numparse.o,
 # contrib/stub/engine.o, contrib/bench/trace.o): one module each, shared
 # with the agent, the stub and dbucket-bench, never copied.
 
@@ -12,7 +12,7 @@ SIM_DIR      = contrib/sim
 LDLIBS_JSON ?= -lcjson
 LDLIBS_M    ?= -lm
 
-SIM_SHARED_OBJ = $(BUILD)/agent/balancer.o $(BUILD)/agent/leases.o \
+SIM_SHARED_OBJ = $(BUILD)/agent/balancer.o $(BUILD)/agent/leases.o $(BUILD)/agent/numparse.o \
                  $(BUILD)/contrib/stub/engine.o $(BUILD)/contrib/bench/trace.o
 # Pure modules (no I/O, no clock, no globals).
 SIM_CORE_OBJ = $(addprefix $(BUILD)/$(SIM_DIR)/, events.o metrics.o \

@@ -36,6 +36,7 @@
 #include <ev.h>
 
 #include "net.h"
+#include "numparse.h"
 #include "spb.h"
 #include "spop.h"
 
@@ -1003,17 +1004,10 @@ static void usage(FILE *o)
 
 static int parse_num(const char *opt, const char *s, double lo, double hi, double *out)
 {
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi) {
-		fprintf(stderr, "dbucket-spop-load: %s wants a number in [%g, %g]\n", opt, lo, hi);
-		return -1;
-	}
-	*out = v;
-	return 0;
+	if (dbk_parse_double(s, lo, hi, out))
+		return 0;
+	fprintf(stderr, "dbucket-spop-load: %s wants a number in [%g, %g]\n", opt, lo, hi);
+	return -1;
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o)

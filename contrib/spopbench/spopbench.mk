@@ -30,7 +30,7 @@ $(BUILD)/dbucket-null-agent: $(BUILD)/$(SPOPBENCH_DIR)/null_agent.o $(SPOPBENCH_
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_EV)
 
 $(BUILD)/dbucket-spop-load: $(BUILD)/$(SPOPBENCH_DIR)/load.o $(SPOPBENCH_PURE_OBJ) \
-		$(BUILD)/agent/net.o
+		$(BUILD)/agent/net.o $(BUILD)/agent/numparse.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_EV) $(LDLIBS_M)
 
 # Checked against the agent's own decoders: HELLO, NOTIFY, the body's

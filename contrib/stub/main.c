@@ -31,6 +31,7 @@
 #include "buf.h"
 #include "engine.h"
 #include "http.h"
+#include "numparse.h"
 
 #define STUB_VERSION "0.1.0"
 
@@ -912,37 +913,6 @@ static int bad_flag(const char *fmt, const char *a, const char *b)
 	return 2;
 }
 
-static bool parse_ll(const char *s, long long lo, long long hi,
-                     long long *out)
-{
-	char *end;
-	long long v;
-
-	if (!s || !*s)
-		return false;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return false;
-	*out = v;
-	return true;
-}
-
-static bool parse_double(const char *s, double lo, double hi, double *out)
-{
-	char *end;
-	double v;
-
-	if (!s || !*s)
-		return false;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || *end || !isfinite(v) || v < lo || v > hi)
-		return false;
-	*out = v;
-	return true;
-}
-
 static bool printable(const char *s, size_t max, bool allow_space)
 {
 	size_t n = strlen(s), i;
@@ -1011,7 +981,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->host = optarg;
 			break;
 		case OPT_PORT:
-			if (!parse_ll(optarg, 0, 65535, &v))
+			if (!dbk_parse_ll(optarg, 0, 65535, &v))
 				return bad_flag("--port wants 0..65535, not "
 				                "'%s'%s", optarg, "");
 			o->port = (unsigned)v;
@@ -1031,27 +1001,27 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			o->model = optarg;
 			break;
 		case OPT_MAX_MODEL_LEN:
-			if (!parse_ll(optarg, 2, DBK_ENGINE_MAX_MODEL_LEN_LIMIT,
-			              &o->max_model_len))
+			if (!dbk_parse_ll(optarg, 2, DBK_ENGINE_MAX_MODEL_LEN_LIMIT,
+			                  &o->max_model_len))
 				return bad_flag("--max-model-len wants an integer "
 				                ">= 2, not '%s'%s", optarg, "");
 			break;
 		case OPT_MAX_BATCHED:
-			if (!parse_ll(optarg, 1, DBK_ENGINE_MAX_MODEL_LEN_LIMIT,
-			              &o->max_num_batched_tokens))
+			if (!dbk_parse_ll(optarg, 1, DBK_ENGINE_MAX_MODEL_LEN_LIMIT,
+			                  &o->max_num_batched_tokens))
 				return bad_flag("--max-num-batched-tokens wants a "
 				                "positive integer, not '%s'%s",
 				                optarg, "");
 			break;
 		case OPT_MAX_SEQS:
-			if (!parse_ll(optarg, 1, DBK_ENGINE_MAX_SEQS_LIMIT,
-			              &o->max_num_seqs))
+			if (!dbk_parse_ll(optarg, 1, DBK_ENGINE_MAX_SEQS_LIMIT,
+			                  &o->max_num_seqs))
 				return bad_flag("--max-num-seqs wants a positive "
 				                "integer, not '%s'%s", optarg, "");
 			break;
 		case OPT_KV:
-			if (!parse_ll(optarg, 16, (long long)1 << 40,
-			              &o->kv_capacity_tokens))
+			if (!dbk_parse_ll(optarg, 16, (long long)1 << 40,
+			                  &o->kv_capacity_tokens))
 				return bad_flag("--kv-capacity-tokens wants an "
 				                "integer >= 16, not '%s'%s", optarg,
 				                "");
@@ -1063,12 +1033,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				                "'%s'%s", optarg, "");
 			break;
 		case OPT_TIME_SCALE:
-			if (!parse_double(optarg, 1e-3, 1e6, &o->time_scale))
+			if (!dbk_parse_double(optarg, 1e-3, 1e6, &o->time_scale))
 				return bad_flag("--time-scale wants a number in "
 				                "0.001..1e6, not '%s'%s", optarg, "");
 			break;
 		case OPT_KEEP_ALIVE:
-			if (!parse_double(optarg, 0, 86400, &o->keep_alive_s))
+			if (!dbk_parse_double(optarg, 0, 86400, &o->keep_alive_s))
 				return bad_flag("--keep-alive-timeout wants "
 				                "seconds in 0..86400, not '%s'%s",
 				                optarg, "");

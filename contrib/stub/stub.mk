@@ -13,7 +13,8 @@ LDLIBS_M     ?= -lm
 STUB_ENGINE_OBJ = $(BUILD)/$(STUB_DIR)/engine.o
 STUB_HTTP_OBJ   = $(BUILD)/$(STUB_DIR)/http.o
 STUB_API_OBJ    = $(BUILD)/$(STUB_DIR)/api.o $(BUILD)/$(STUB_DIR)/buf.o
-STUB_MAIN_OBJ   = $(BUILD)/$(STUB_DIR)/main.o
+# The command line's numbers are read by the agent's own numparse.o.
+STUB_MAIN_OBJ   = $(BUILD)/$(STUB_DIR)/main.o $(BUILD)/agent/numparse.o
 
 STUB_BINS  = $(BUILD)/vllm-stub
 STUB_TESTS = $(BUILD)/test_engine $(BUILD)/test_http $(BUILD)/test_api

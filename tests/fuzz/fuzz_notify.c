@@ -270,7 +270,7 @@ static long read_messages(const struct dbk_spop_frame *f, const uint8_t *body, s
 			if (st == DBK_SPOP_OK && i < DBK_SPOP_MAX_ARGS) {
 				FUZZ_CHECK(i < m.nargs);
 				FUZZ_CHECK(m.args[i].name == an && m.args[i].name_len == anl);
-				FUZZ_CHECK(data_equal(&m.args[i].value, &v));
+				FUZZ_CHECK(spop_data_equal(&m.args[i].value, &v));
 			}
 		}
 		if (!ok) {

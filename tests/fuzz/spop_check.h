@@ -6,28 +6,7 @@
 
 #include "fuzz.h"
 #include "spop.h"
-
-static inline bool data_equal(const struct dbk_spop_data *a, const struct dbk_spop_data *b)
-{
-	if (a->type != b->type)
-		return false;
-	switch (a->type) {
-	case DBK_SPOP_T_NULL:   return true;
-	case DBK_SPOP_T_BOOL:   return a->u.b == b->u.b;
-	case DBK_SPOP_T_INT32:  return a->u.i32 == b->u.i32;
-	case DBK_SPOP_T_UINT32: return a->u.u32 == b->u.u32;
-	case DBK_SPOP_T_INT64:  return a->u.i64 == b->u.i64;
-	case DBK_SPOP_T_UINT64: return a->u.u64 == b->u.u64;
-	case DBK_SPOP_T_IPV4:   return memcmp(a->u.ipv4, b->u.ipv4, 4) == 0;
-	case DBK_SPOP_T_IPV6:   return memcmp(a->u.ipv6, b->u.ipv6, 16) == 0;
-	case DBK_SPOP_T_STR:
-	case DBK_SPOP_T_BIN:
-		return a->u.buf.len == b->u.buf.len &&
-		       (a->u.buf.len == 0 ||
-		        memcmp(a->u.buf.ptr, b->u.buf.ptr, a->u.buf.len) == 0);
-	}
-	return false;
-}
+#include "../unit/spop_equal.h"
 
 /* Varint: encode then decode gives v back, in 1..10 bytes; every strict
  * prefix of the encoding is refused without moving the cursor. */
@@ -96,7 +75,7 @@ static inline void check_data_reencode(const uint8_t *start, const uint8_t *end,
 	FUZZ_CHECK(n == 1 || memcmp(out + 1, start + 1, n - 1) == 0);
 	p = out;
 	FUZZ_CHECK(dbk_spop_data_decode(&p, out + n, &d2) == DBK_SPOP_OK);
-	FUZZ_CHECK(p == out + n && data_equal(d, &d2));
+	FUZZ_CHECK(p == out + n && spop_data_equal(d, &d2));
 	/* One byte less of room must overflow the writer, not write past it. */
 	dbk_spop_writer_init(&w, out, n - 1);
 	dbk_spop_put_data(&w, d);
@@ -181,7 +160,7 @@ static inline void check_data_from_input(struct fuzz_in *in)
 	FUZZ_CHECK(!w.overflow && w.len >= 1 && w.len <= sizeof(buf));
 	p = buf;
 	FUZZ_CHECK(dbk_spop_data_decode(&p, buf + w.len, &d2) == DBK_SPOP_OK);
-	FUZZ_CHECK(p == buf + w.len && data_equal(&d, &d2));
+	FUZZ_CHECK(p == buf + w.len && spop_data_equal(&d, &d2));
 	check_varint_value(v);
 }
 

@@ -4,6 +4,7 @@
  * that ASan catches any read past the end. */
 #include "check.h"
 #include "spop.h"
+#include "spop_equal.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -62,28 +63,6 @@ static uint8_t *dup_exact(const uint8_t *src, size_t n)
 	if (n)
 		memcpy(p, src, n);
 	return p;
-}
-
-static bool data_eq(const struct dbk_spop_data *a, const struct dbk_spop_data *b)
-{
-	if (a->type != b->type)
-		return false;
-	switch (a->type) {
-	case DBK_SPOP_T_NULL:   return true;
-	case DBK_SPOP_T_BOOL:   return a->u.b == b->u.b;
-	case DBK_SPOP_T_INT32:  return a->u.i32 == b->u.i32;
-	case DBK_SPOP_T_UINT32: return a->u.u32 == b->u.u32;
-	case DBK_SPOP_T_INT64:  return a->u.i64 == b->u.i64;
-	case DBK_SPOP_T_UINT64: return a->u.u64 == b->u.u64;
-	case DBK_SPOP_T_IPV4:   return memcmp(a->u.ipv4, b->u.ipv4, 4) == 0;
-	case DBK_SPOP_T_IPV6:   return memcmp(a->u.ipv6, b->u.ipv6, 16) == 0;
-	case DBK_SPOP_T_STR:
-	case DBK_SPOP_T_BIN:
-		return a->u.buf.len == b->u.buf.len &&
-		       (a->u.buf.len == 0 ||
-		        memcmp(a->u.buf.ptr, b->u.buf.ptr, a->u.buf.len) == 0);
-	}
-	return false;
 }
 
 /* Writes one raw byte (nb-args) the way HAProxy does; the public writer
@@ -364,7 +343,7 @@ static void test_data_roundtrip(void)
 		memset(&back, 0x5A, sizeof(back));
 		CHECK_EQ_U(dbk_spop_data_decode(&p, buf + n, &back), DBK_SPOP_OK);
 		CHECK(p == buf + n);
-		CHECK(data_eq(&d, &back));
+		CHECK(spop_data_equal(&d, &back));
 	}
 	CHECK_EQ_U(seen, 0x3FF); /* all ten types */
 }

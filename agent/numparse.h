@@ -1,0 +1,19 @@
+/* Whole-string decimal numbers for command lines and settings: a value
+ * is taken only when all of it is one number within the caller's bounds,
+ * so "12abc", "" or an overflow is an error, never a silent 12, 0 or
+ * LLONG_MAX. Pure. */
+#ifndef DBK_NUMPARSE_H
+#define DBK_NUMPARSE_H
+
+#include <stdbool.h>
+
+/* A base-10 integer in [lo, hi] (strtoll's syntax: leading white space
+ * and a sign allowed). Sets *out only on success. NULL is rejected. */
+bool dbk_parse_ll(const char *s, long long lo, long long hi, long long *out);
+
+/* A finite number in [lo, hi] (strtod's syntax). "nan", "inf" and values
+ * too large or too small for a double are rejected. Sets *out only on
+ * success. NULL is rejected. */
+bool dbk_parse_double(const char *s, double lo, double hi, double *out);
+
+#endif

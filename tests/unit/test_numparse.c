@@ -1,0 +1,122 @@
+/* Whole-string numbers: what the command lines and settings accept, and
+ * that a rejected value leaves the caller's variable alone. */
+#include <float.h>
+#include <limits.h>
+
+#include "check.h"
+#include "numparse.h"
+
+/* Not one whole number, for either parser. */
+static const char *const not_a_number[] = {
+	"", " ", "-", ".", "abc", "12abc", "12 ", "1,5", "1e", "--1",
+};
+
+static void test_rejects_what_is_not_one_number(void)
+{
+	long long v = 99;
+	double d = 99;
+
+	CHECK(!dbk_parse_ll(NULL, LLONG_MIN, LLONG_MAX, &v));
+	CHECK(!dbk_parse_double(NULL, -DBL_MAX, DBL_MAX, &d));
+	for (size_t i = 0; i < sizeof(not_a_number) / sizeof(not_a_number[0]); i++) {
+		const char *s = not_a_number[i];
+		bool ll = dbk_parse_ll(s, LLONG_MIN, LLONG_MAX, &v);
+		bool dbl = dbk_parse_double(s, -DBL_MAX, DBL_MAX, &d);
+
+		if (ll || dbl)
+			fprintf(stderr, "  '%s' was taken for a number\n", s);
+		CHECK(!ll && !dbl);
+	}
+	CHECK_EQ_U(v, 99);
+	CHECK_NEAR(d, 99, 0);
+}
+
+static void test_ll_accepts_whole_numbers_in_range(void)
+{
+	long long v = 0;
+
+	CHECK(dbk_parse_ll("42", 0, 100, &v));
+	CHECK_EQ_U(v, 42);
+	CHECK(dbk_parse_ll("-7", -10, 10, &v));
+	CHECK(v == -7);
+	CHECK(dbk_parse_ll("+3", 0, 10, &v));
+	CHECK_EQ_U(v, 3);
+	/* Both bounds are inclusive. */
+	CHECK(dbk_parse_ll("1", 1, 65535, &v));
+	CHECK_EQ_U(v, 1);
+	CHECK(dbk_parse_ll("65535", 1, 65535, &v));
+	CHECK_EQ_U(v, 65535);
+	CHECK(dbk_parse_ll("9223372036854775807", 0, LLONG_MAX, &v));
+	CHECK(v == LLONG_MAX);
+	CHECK(dbk_parse_ll("-9223372036854775808", LLONG_MIN, 0, &v));
+	CHECK(v == LLONG_MIN);
+}
+
+static void test_ll_rejects(void)
+{
+	long long v = 99;
+
+	CHECK(!dbk_parse_ll("1.5", 0, 100, &v));
+	CHECK(!dbk_parse_ll("0x10", 0, 100, &v));
+	CHECK(!dbk_parse_ll("-1", 0, 100, &v));
+	CHECK(!dbk_parse_ll("0", 1, 100, &v));
+	CHECK(!dbk_parse_ll("101", 0, 100, &v));
+	/* Past long long: strtoll saturates with ERANGE, which must not
+	 * pass for LLONG_MAX even when that is in range. */
+	CHECK(!dbk_parse_ll("9223372036854775808", 0, LLONG_MAX, &v));
+	CHECK(!dbk_parse_ll("-9223372036854775809", LLONG_MIN, 0, &v));
+	CHECK(!dbk_parse_ll("99999999999999999999999", 0, LLONG_MAX, &v));
+	CHECK_EQ_U(v, 99);
+}
+
+static void test_double_accepts_finite_numbers_in_range(void)
+{
+	double d = 0;
+
+	CHECK(dbk_parse_double("1.5", 0, 10, &d));
+	CHECK_NEAR(d, 1.5, 0);
+	CHECK(dbk_parse_double("1e3", 0, 1e9, &d));
+	CHECK_NEAR(d, 1000, 0);
+	CHECK(dbk_parse_double("-0.25", -1, 1, &d));
+	CHECK_NEAR(d, -0.25, 0);
+	CHECK(dbk_parse_double(".5", 0, 1, &d));
+	CHECK_NEAR(d, 0.5, 0);
+	/* Both bounds are inclusive. */
+	CHECK(dbk_parse_double("0.001", 1e-3, 1e6, &d));
+	CHECK_NEAR(d, 1e-3, 0);
+	CHECK(dbk_parse_double("86400", 0, 86400, &d));
+	CHECK_NEAR(d, 86400, 0);
+	CHECK(dbk_parse_double("1.7976931348623157e308", -DBL_MAX, DBL_MAX, &d));
+	CHECK(d == DBL_MAX);
+}
+
+static void test_double_rejects(void)
+{
+	double d = 99;
+
+	CHECK(!dbk_parse_double("2.5x", 0, 100, &d));
+	CHECK(!dbk_parse_double("-1", 0, 100, &d));
+	CHECK(!dbk_parse_double("0.5", 1, 100, &d));
+	CHECK(!dbk_parse_double("100.5", 0, 100, &d));
+	/* Not numbers, whatever the bounds: a NaN fails no comparison, so
+	 * the range check alone would let it through. */
+	CHECK(!dbk_parse_double("nan", -DBL_MAX, DBL_MAX, &d));
+	CHECK(!dbk_parse_double("NAN", -DBL_MAX, DBL_MAX, &d));
+	CHECK(!dbk_parse_double("inf", -DBL_MAX, DBL_MAX, &d));
+	CHECK(!dbk_parse_double("-infinity", -DBL_MAX, DBL_MAX, &d));
+	/* Overflow (strtod's HUGE_VAL) and underflow (ERANGE) too. */
+	CHECK(!dbk_parse_double("1e400", -DBL_MAX, DBL_MAX, &d));
+	CHECK(!dbk_parse_double("-1e400", -DBL_MAX, DBL_MAX, &d));
+	CHECK(!dbk_parse_double("1e-400", -DBL_MAX, DBL_MAX, &d));
+	CHECK_NEAR(d, 99, 0);
+}
+
+int main(void)
+{
+	RUN(test_rejects_what_is_not_one_number);
+	RUN(test_ll_accepts_whole_numbers_in_range);
+	RUN(test_ll_rejects);
+	RUN(test_double_accepts_finite_numbers_in_range);
+	RUN(test_double_rejects);
+	return CHECK_DONE();
+}
