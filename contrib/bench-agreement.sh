@@ -118,7 +118,7 @@ for trace in ${traces//,/ }; do
 	probe_sim=$(jq '.policies[0].classes.all.ttft_ms.p50' "$tmp/probe-sim.json")
 	for p in ${policies//,/ }; do
 		# Live: medians over repeats.
-		probe_live=$(for f in "$ldir/$pre$trace-$p".probe.json "$ldir/$pre$trace-$p"-r*.probe.json; do
+		probe_live=$(for f in "$ldir/$pre$trace-$p".probe.json "$ldir/$pre$trace-$p"-r[0-9]*.probe.json; do
 			[ -f "$f" ] && jq '.results.total.ttft_ms.median' "$f"; done | median)
 		oh=$(awk -v a="$probe_live" -v b="$probe_sim" 'BEGIN { o = a - b; printf "%.3f", (o > 0 ? o : 0) }')
 		echo "$trace $p $oh $probe_live $probe_sim" >>"$tmp/overheads"
@@ -141,8 +141,12 @@ for trace in ${traces//,/ }; do
 			[ "$1" = all ] && bcls=total
 			bkey=$2
 			[ "$2" = p50 ] && bkey=median
-			live=$(for f in "$ldir/$pre$trace-$p".json "$ldir/$pre$trace-$p"-r*.json; do
-				[ -f "$f" ] && jq -r ".results.$bcls.ttft_ms.$bkey // empty" "$f"; done | median)
+			# The replays' own results only: -rN.probe.json is the probe's.
+			runs=$(for f in "$ldir/$pre$trace-$p".json "$ldir/$pre$trace-$p"-r[0-9]*.json; do
+				case $f in *.probe.json|*.sim.json) continue ;; esac
+				[ -f "$f" ] && jq -r ".results.$bcls.ttft_ms.$bkey // empty" "$f"; done)
+			live=$(echo "$runs" | grep . | median)
+			lrange=$(echo "$runs" | grep . | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print (NR ? lo "-" hi : "-") }')
 			s0=$(jq -r ".policies[0].classes.$1.ttft_ms.$2 // \"-\"" "$tmp/sim0.json")
 			s1=$(jq -r ".policies[0].classes.$1.ttft_ms.$2 // \"-\"" "$tmp/simo.json")
 			# No request in the class (Azure has no long prompt): nothing
@@ -151,7 +155,7 @@ for trace in ${traces//,/ }; do
 			[ "$1" = all ] && [ "$(jq '.policies[0].classes.long.requests' "$tmp/sim0.json")" = 0 ] && continue
 			band=$(for k in 0 0.5 1 1.5 2 3; do jq -r ".policies[0].classes.$1.ttft_ms.$2" "$tmp/sim-$k.json"; done |
 				sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo, hi }')
-			echo "$trace $p $1_$2 $live $s0 $s1 $band" >>"$tmp/rows"
+			echo "$trace $p $1_$2 $live $s0 $s1 $band $lrange" >>"$tmp/rows"
 		done
 	done
 done
@@ -164,9 +168,9 @@ report() { # report [md]
 		function rel(a, b) { return (a == "-" || b == "-" || b == 0) ? "-" : sprintf("%+.1f%%", 100 * (a - b) / b) }
 		function f(v) { return v == "-" ? "-" : sprintf("%.0f", v) }
 		BEGIN {
-			if (md) { print "| trace | policy | TTFT | live ms | sim ms | live vs sim | sim+o ms | live vs sim+o | sim band ms | verdict |"
-				print "|---|---|---|---:|---:|---:|---:|---:|---:|---|" }
-			else printf "%-9s %-16s %-10s %8s %8s %8s %8s %9s %14s  %s\n", "trace", "policy", "TTFT", "live", "sim", "vs sim", "sim+o", "vs sim+o", "sim band", "verdict (" tol "%)"
+			if (md) { print "| trace | policy | TTFT | live ms | live runs ms | sim ms | live vs sim | sim+o ms | live vs sim+o | sim band ms | verdict |"
+				print "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|" }
+			else printf "%-9s %-16s %-10s %8s %13s %8s %8s %8s %9s %14s  %s\n", "trace", "policy", "TTFT", "live", "live runs", "sim", "vs sim", "sim+o", "vs sim+o", "sim band", "verdict (" tol "%)"
 		}
 		{
 			r0 = rel($4, $5); r1 = rel($4, $6)
@@ -179,8 +183,9 @@ report() { # report [md]
 			if (ok == "NO") bad++
 			m = $3; sub(/_/, " ", m)
 			b = f($7) "-" f($8)
-			if (md) printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, name($2), m, f($4), f($5), r0, f($6), r1, b, ok
-			else printf "%-9s %-16s %-10s %8s %8s %8s %8s %9s %14s  %s\n", $1, name($2), m, f($4), f($5), r0, f($6), r1, b, ok
+			split($9, lr, "-"); lv = (lr[2] == "") ? "-" : f(lr[1]) "-" f(lr[2])
+			if (md) printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, name($2), m, f($4), lv, f($5), r0, f($6), r1, b, ok
+			else printf "%-9s %-16s %-10s %8s %13s %8s %8s %8s %9s %14s  %s\n", $1, name($2), m, f($4), lv, f($5), r0, f($6), r1, b, ok
 		}
 		END { exit bad > 0 }' "$tmp/rows"
 }
