@@ -272,8 +272,6 @@ int dbk_render_haproxy_cfg(FILE *out, const struct dbk_launch_flags *f,
 	      "    log global\n"
 	      "    option httplog\n"
 	      "    option dontlognull\n"
-	      "    # Tokens go out as they come (2.6 otherwise holds them ~200 ms).\n"
-	      "    option http-no-delay\n"
 	      "    timeout connect 5s\n"
 	      "    timeout client  600s\n"
 	      "    # LLM responses stream for minutes.\n"
@@ -286,6 +284,8 @@ int dbk_render_haproxy_cfg(FILE *out, const struct dbk_launch_flags *f,
 	      out);
 	haproxy_addr(out, f->host, f->port);
 	fputs("\"\n"
+	      "    # Tokens go out as they come (2.6 otherwise holds them ~200 ms).\n"
+	      "    option http-no-delay\n"
 	      "    log global\n"
 	      "    log ring@dbucket-completions format raw local0 info\n"
 	      "    # The first ten fields are the completion event dbucket-spoa reads\n"

@@ -202,7 +202,8 @@ hdr() {
 	for f in haproxy.cfg dbucket.spoe.conf dbucket-spoa.env README.dbucket; do
 		[ -s "$out/$f" ] || fail "$f is missing or empty"
 	done
-	run haproxy -c -f "$out/haproxy.cfg"
+	# -V: HAProxy 3.x says nothing on success without it.
+	run haproxy -c -V -f "$out/haproxy.cfg"
 	assert_success
 	assert_output --partial "Configuration file is valid"
 	# Four servers, in order, with concrete addresses.
