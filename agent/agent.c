@@ -190,20 +190,34 @@ static void on_admin(void *arg, const char *method, const char *path,
 	}
 }
 
-/* Opens every address in specs and hands each fd to add. */
+/* Opens every address in specs and hands each fd to add, or a "udp@"
+ * one to add_udp (NULL: not a UDP service). */
 static int listen_all(struct dbk_agent *a, const char *const *specs, unsigned n,
-                      const char *what, int (*add)(void *, int), void *obj,
-                      char *err, size_t errlen)
+                      const char *what, int (*add)(void *, int),
+                      int (*add_udp)(void *, int), void *obj, char *err, size_t errlen)
 {
 	for (unsigned i = 0; i < n; i++) {
 		char why[256];
-		int fd = dbk_net_listen(specs[i], why, sizeof(why));
+		bool udp = strncmp(specs[i], "udp@", 4) == 0;
+		int fd;
 
+		if (udp && !add_udp) {
+			snprintf(err, errlen, "cannot listen for %s on %s: udp@ is for completions only",
+			         what, specs[i]);
+			return -1;
+		}
+		fd = udp ? dbk_net_bind_udp(specs[i] + 4, why, sizeof(why))
+		         : dbk_net_listen(specs[i], why, sizeof(why));
 		if (fd < 0) {
 			snprintf(err, errlen, "cannot listen for %s on %s", what, why);
 			return -1;
 		}
-		add(obj, fd);
+		if ((udp ? add_udp : add)(obj, fd) < 0) {
+			snprintf(err, errlen, "cannot listen for %s on %s: too many addresses", what,
+			         specs[i]);
+			close(fd);
+			return -1;
+		}
 		if (strncmp(specs[i], "unix:", 5) == 0)
 			a->unix_specs[a->nunix++] = specs[i];
 		dbk_log(DBK_LOG_INFO, "listening", "for=%s addr=%s", what, specs[i]);
@@ -219,6 +233,7 @@ static int listen_all(struct dbk_agent *a, const char *const *specs, unsigned n,
 
 static int add_spoa(void *o, int fd) { return dbk_spoa_add_listener(o, fd); }
 static int add_events(void *o, int fd) { return dbk_events_add_listener(o, fd); }
+static int add_events_udp(void *o, int fd) { return dbk_events_add_datagram(o, fd); }
 static int add_admin(void *o, int fd) { return dbk_admin_add_listener(o, fd); }
 
 int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t errlen)
@@ -283,11 +298,11 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (listen_all(a, a->cfg.listen, a->cfg.nlisten, "spop", add_spoa, a->spoa,
+	if (listen_all(a, a->cfg.listen, a->cfg.nlisten, "spop", add_spoa, NULL, a->spoa,
 	               err, errlen) ||
 	    listen_all(a, a->cfg.completion_listen, a->cfg.ncompletion_listen,
-	               "completions", add_events, a->events, err, errlen) ||
-	    listen_all(a, a->cfg.admin_listen, a->cfg.nadmin_listen, "admin", add_admin,
+	               "completions", add_events, add_events_udp, a->events, err, errlen) ||
+	    listen_all(a, a->cfg.admin_listen, a->cfg.nadmin_listen, "admin", add_admin, NULL,
 	               a->admin, err, errlen))
 		return -1;
 

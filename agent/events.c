@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "listener.h"
@@ -12,6 +13,8 @@
  * space) and the longest line we accept. */
 #define IN_CAP (DBK_COMPLETION_MAX_LINE + 8)
 #define READ_ROUNDS 16
+/* Datagrams read per wakeup before the loop serves others. */
+#define DGRAM_ROUNDS 256
 
 struct econn {
 	ev_io io;
@@ -27,6 +30,9 @@ struct dbk_events {
 	dbk_events_cb cb;
 	void *arg;
 	struct dbk_listener_set ls;
+	ev_io dgram[DBK_LISTENER_MAX];
+	unsigned ndgram;
+	char dbuf[IN_CAP];              /* one datagram at a time */
 	struct econn *conns;
 	struct dbk_events_stats stats;
 };
@@ -47,6 +53,23 @@ static void econn_close(struct econn *c)
 	free(c);
 }
 
+/* Parses one line and hands it on; counts the ones that are not ours. */
+static void deliver(struct dbk_events *e, const char *msg, size_t msg_len)
+{
+	struct dbk_completion ev;
+
+	if (dbk_completion_parse(msg, msg_len, &ev) != DBK_COMPLETION_OK) {
+		char q[256];
+
+		e->stats.bad_lines++;
+		dbk_log(DBK_LOG_DEBUG, "completion-bad-line", "line=\"%s\"",
+		        dbk_log_quote(q, sizeof(q), msg, msg_len));
+		return;
+	}
+	e->stats.lines++;
+	e->cb(e->arg, &ev);
+}
+
 /* Consumes every whole frame in the buffer. Returns -1 when the framing
  * is broken and the connection must go. */
 static int econn_drain(struct econn *c)
@@ -57,7 +80,6 @@ static int econn_drain(struct econn *c)
 	for (;;) {
 		const char *msg;
 		size_t msg_len, used;
-		struct dbk_completion ev;
 		enum dbk_completion_status st;
 
 		st = dbk_completion_frame(c->buf + off, c->len - off, &msg, &msg_len, &used);
@@ -66,16 +88,7 @@ static int econn_drain(struct econn *c)
 		if (st != DBK_COMPLETION_OK)
 			return -1;
 		off += used;
-		if (dbk_completion_parse(msg, msg_len, &ev) != DBK_COMPLETION_OK) {
-			char q[256];
-
-			e->stats.bad_lines++;
-			dbk_log(DBK_LOG_DEBUG, "completion-bad-line", "line=\"%s\"",
-			        dbk_log_quote(q, sizeof(q), msg, msg_len));
-			continue;
-		}
-		e->stats.lines++;
-		e->cb(e->arg, &ev);
+		deliver(e, msg, msg_len);
 	}
 	memmove(c->buf, c->buf + off, c->len - off);
 	c->len -= off;
@@ -140,6 +153,40 @@ static void econn_new(void *arg, int fd)
 	dbk_log(DBK_LOG_INFO, "completion-link-up", "open=%u", e->stats.open);
 }
 
+/* A datagram is one line: no framing, and nothing to close, so a
+ * restarted agent hears the next line at once. A datagram longer than
+ * the buffer is cut by recv and then fails to parse: counted, not fatal. */
+static void on_dgram(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct dbk_events *e = w->data;
+
+	(void)loop;
+	(void)revents;
+	for (int round = 0; round < DGRAM_ROUNDS; round++) {
+		ssize_t n = recv(w->fd, e->dbuf, sizeof(e->dbuf), 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return;         /* EAGAIN, or an error the next datagram clears */
+		}
+		e->stats.datagrams++;
+		deliver(e, e->dbuf, (size_t)n);
+	}
+}
+
+int dbk_events_add_datagram(struct dbk_events *e, int fd)
+{
+	if (e->ndgram == DBK_LISTENER_MAX)
+		return -1;
+	ev_io *w = &e->dgram[e->ndgram++];
+
+	ev_io_init(w, on_dgram, fd, EV_READ);
+	w->data = e;
+	ev_io_start(e->loop, w);
+	return 0;
+}
+
 struct dbk_events *dbk_events_new(struct ev_loop *loop, unsigned max_conns,
                                   dbk_events_cb cb, void *arg)
 {
@@ -165,6 +212,10 @@ void dbk_events_free(struct dbk_events *e)
 	if (!e)
 		return;
 	dbk_listener_close(&e->ls);
+	for (unsigned i = 0; i < e->ndgram; i++) {
+		ev_io_stop(e->loop, &e->dgram[i]);
+		close(e->dgram[i].fd);
+	}
 	while (e->conns)
 		econn_close(e->conns);
 	free(e);

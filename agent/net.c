@@ -160,6 +160,34 @@ int dbk_net_listen(const char *spec, char *err, size_t errlen)
 	return fd;
 }
 
+int dbk_net_bind_udp(const char *spec, char *err, size_t errlen)
+{
+	struct sockaddr_storage sa;
+	socklen_t len;
+	int one = 1, want = 4 << 20;
+
+	if (dbk_net_resolve(spec, true, &sa, &len, err, errlen) < 0)
+		return -1;
+	if (sa.ss_family == AF_UNIX) {
+		snprintf(err, errlen, "%s: a UDP address is HOST:PORT or [IPV6]:PORT", spec);
+		return -1;
+	}
+	int fd = socket(sa.ss_family, SOCK_DGRAM, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sa, len) < 0 || dbk_net_nonblock(fd) < 0) {
+		snprintf(err, errlen, "%s: %s", spec, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	/* A burst of completions must wait in the kernel while the loop is
+	 * busy: past net.core.rmem_max only a privileged process may go
+	 * (FORCE), and a smaller buffer still works. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)) < 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
+	return fd;
+}
+
 bool dbk_net_is_local(int fd)
 {
 	struct sockaddr_storage ss;

@@ -19,6 +19,12 @@ int dbk_net_resolve(const char *spec, bool passive, struct sockaddr_storage *sa,
  * fd, or -1 with a one-line reason in err. */
 int dbk_net_listen(const char *spec, char *err, size_t errlen);
 
+/* Binds a non-blocking UDP socket for spec, "HOST:PORT" or
+ * "[IPV6]:PORT", with a receive buffer as large as the system allows up
+ * to 4 MB (datagrams that arrive while it is full are dropped). Returns
+ * the fd, or -1 with a one-line reason in err. */
+int dbk_net_bind_udp(const char *spec, char *err, size_t errlen);
+
 /* Removes the socket file of a "unix:PATH" spec; no-op for TCP. Returns
  * -1 (errno set) if it is there and cannot be removed. */
 int dbk_net_unlink(const char *spec);

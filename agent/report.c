@@ -53,12 +53,14 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_strbuf *o)
 	              "  \"refused\": %" PRIu64 ",\n  \"completions\": %" PRIu64 ",\n"
 	              "  \"undecided\": %" PRIu64 ",\n  \"moved\": %" PRIu64 ",\n"
 	              "  \"served_elsewhere\": %" PRIu64 ",\n"
-	              "  \"completion_links\": %u,\n  \"bad_completion_lines\": %" PRIu64 ",\n"
+	              "  \"completion_links\": %u,\n  \"completion_datagrams\": %" PRIu64 ",\n"
+	              "  \"bad_completion_lines\": %" PRIu64 ",\n"
 	              "  \"completion_lag_ms\": {\"count\": %" PRIu64
 	              ", \"p50\": %.3f, \"p99\": %.3f}\n}\n",
 	              b->leases, b->decisions, b->reclaimed, b->redirects, a->stats.released,
 	              a->stats.expired, b->unknown_releases, b->refused, a->stats.completions,
-	              a->stats.undecided, a->route.stats.moved, a->stats.elsewhere, e->open, e->bad_lines, h->count,
+	              a->stats.undecided, a->route.stats.moved, a->stats.elsewhere, e->open,
+	              e->datagrams, e->bad_lines, h->count,
 	              dbk_histo_quantile(h, 0.5), dbk_histo_quantile(h, 0.99));
 }
 
@@ -133,6 +135,8 @@ void dbk_report_metrics(const struct dbk_agent *a, struct dbk_strbuf *o)
 	counter(o, "dbucket_completion_bad_lines_total", "Completion lines not understood.",
 	        e->bad_lines);
 	gauge(o, "dbucket_completion_links", "Open completion-event connections.", e->open);
+	counter(o, "dbucket_completion_datagrams_total",
+	        "Completion datagrams received (udp@ listeners).", e->datagrams);
 	gauge(o, "dbucket_inflight_leases", "Requests in flight (live leases).", (double)b->leases);
 	counter(o, "dbucket_spop_connections_total", "SPOP connections accepted.", s->accepted);
 	counter(o, "dbucket_spop_refused_connections_total",

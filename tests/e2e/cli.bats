@@ -53,6 +53,16 @@ teardown() {
 	assert_output --partial "cannot listen for spop on $DBK_AGENT"
 }
 
+@test "udp@ is for completions only, and a UDP address it cannot bind is a start-up error" {
+	run "$BUILD/dbucket-spoa" --listen "udp@$DBK_AGENT" --completion-listen none --admin-listen none a
+	assert_failure 1
+	assert_output --partial "cannot listen for spop on udp@$DBK_AGENT: udp@ is for completions only"
+	run "$BUILD/dbucket-spoa" --listen "$DBK_AGENT" --completion-listen udp@unix:/tmp/x \
+		--admin-listen none a
+	assert_failure 1
+	assert_output --partial "a UDP address is HOST:PORT or [IPV6]:PORT"
+}
+
 @test "unix sockets are 0660, handed to --user, and removed at exit" {
 	# As systemd's RuntimeDirectory would: a directory the user owns (and
 	# can reach: bats' own directories are private to root).

@@ -59,6 +59,33 @@ teardown() {
 	assert_equal "$(state_field unknown_releases)" 0
 }
 
+@test "completions as UDP datagrams (DBK_COMPLETIONS_UDP): released, and still after an agent restart" {
+	# HAProxy 3.0's ring never reconnects once the agent has gone: a
+	# datagram needs no connection, so the restarted agent hears the very
+	# next line.
+	export DBK_COMPLETIONS_UDP=127.0.0.1:$COMPLETIONS_PORT
+	start_agent --enable-dynamic-bucket --completion-listen "udp@$DBK_COMPLETIONS_UDP"
+	start_haproxy
+	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
+	local i
+	for ((i = 0; i < 10; i++)); do
+		post "$BATS_TEST_TMPDIR/s.json" >/dev/null
+	done
+	wait_state released 10
+	assert_equal "$(state_field completion_links)" 0
+	assert_equal "$(state_field completion_datagrams)" 10
+	stop_agent
+	start_agent --enable-dynamic-bucket --completion-listen "udp@$DBK_COMPLETIONS_UDP"
+	for ((i = 0; i < 10; i++)); do
+		post "$BATS_TEST_TMPDIR/s.json" >/dev/null
+	done
+	wait_state released 10
+	assert_equal "$(state_field leases)" 0
+	assert_equal "$(state_field decisions)" 10
+	assert_equal "$(state_field unknown_releases)" 0
+	assert_equal "$(state_field bad_completion_lines)" 0
+}
+
 @test "/healthcheck answers as the reference does, counting usable servers" {
 	start_agent --enable-dynamic-bucket
 	start_haproxy
