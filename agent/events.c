@@ -154,8 +154,9 @@ static void econn_new(void *arg, int fd)
 }
 
 /* A datagram is one line: no framing, and nothing to close, so a
- * restarted agent hears the next line at once. A datagram longer than
- * the buffer is cut by recv and then fails to parse: counted, not fatal. */
+ * restarted agent hears the next line at once. One longer than the
+ * buffer is cut by recv, which keeps the leading fields, the only ones
+ * read (HAProxy's UDP lines stop at 1024 bytes by default anyway). */
 static void on_dgram(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct dbk_events *e = w->data;
