@@ -9,6 +9,7 @@
 
 #include "listener.h"
 #include "log.h"
+#include "net.h"
 
 #define MAX_REQUEST 4096
 #define MAX_CONNS 64
@@ -114,17 +115,10 @@ static void on_aconn(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	if (revents & EV_WRITE) {
-		while (c->out_off < c->out.len) {
-			ssize_t n = send(w->fd, c->out.data + c->out_off, c->out.len - c->out_off,
-			                 MSG_NOSIGNAL);
-			if (n > 0) {
-				c->out_off += (size_t)n;
-				continue;
-			}
-			if (n < 0 && (errno == EAGAIN || errno == EINTR))
-				return;
-			break;
-		}
+		/* Done or failed, the connection goes; otherwise wait for room. */
+		if (dbk_net_send_pending(w->fd, c->out.data, c->out.len, &c->out_off) == 0 &&
+		    c->out_off < c->out.len)
+			return;
 		aconn_close(c);
 		return;
 	}

@@ -24,6 +24,26 @@ int dbk_net_nonblock(int fd)
 	return fcntl(fd, F_SETFD, FD_CLOEXEC);
 }
 
+int dbk_net_send_pending(int fd, const void *buf, size_t len, size_t *off)
+{
+	while (*off < len) {
+		ssize_t n = send(fd, (const char *)buf + *off, len - *off, MSG_NOSIGNAL);
+
+		if (n > 0) {
+			*off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n == 0)
+			errno = EPIPE;
+		return -1;
+	}
+	return 0;
+}
+
 int dbk_net_resolve(const char *spec, bool passive, struct sockaddr_storage *sa,
                     socklen_t *len, char *err, size_t errlen)
 {

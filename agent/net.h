@@ -33,6 +33,12 @@ int dbk_net_unlink(const char *spec);
  * socket, 127.0.0.0/8 or ::1. */
 bool dbk_net_is_local(int fd);
 
+/* Sends buf[*off, len) on a non-blocking socket until all of it is gone
+ * or the socket is full, advancing *off (EINTR is retried, SIGPIPE never
+ * raised). Returns 0, with *off == len or the rest waiting for room, or
+ * -1 on an error, errno set (EPIPE for a send that took nothing). */
+int dbk_net_send_pending(int fd, const void *buf, size_t len, size_t *off);
+
 /* Sets O_NONBLOCK and FD_CLOEXEC. Returns 0 or -1. */
 int dbk_net_nonblock(int fd);
 

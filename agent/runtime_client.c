@@ -176,19 +176,12 @@ static void switch_to(struct dbk_rt_query *q, enum phase p, int events)
 /* Returns true when the query is finished (and freed). */
 static bool do_write(struct dbk_rt_query *q)
 {
-	while (q->out_off < q->out_len) {
-		ssize_t w = send(q->io.fd, q->out + q->out_off, q->out_len - q->out_off,
-		                 MSG_NOSIGNAL);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return false;
-			fail_errno(q, "write");
-			return true;
-		}
-		q->out_off += (size_t)w;
+	if (dbk_net_send_pending(q->io.fd, q->out, q->out_len, &q->out_off) < 0) {
+		fail_errno(q, "write");
+		return true;
 	}
+	if (q->out_off < q->out_len)
+		return false;
 	switch_to(q, P_READING, EV_READ);
 	return false;
 }
@@ -416,19 +409,14 @@ enum dbk_rt_query_status dbk_rt_query_sync(const char *addr, const char *cmd,
 		}
 	}
 
-	while (off < out_len) {
-		ssize_t w = send(fd, out + off, out_len - off, MSG_NOSIGNAL);
-		if (w >= 0) {
-			off += (size_t)w;
-			continue;
-		}
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK) {
+	for (;;) {
+		if (dbk_net_send_pending(fd, out, out_len, &off) < 0) {
 			snprintf(err, errlen, "write %s: %s", a.text, strerror(errno));
 			st = DBK_RT_Q_IO;
 			goto out;
 		}
+		if (off == out_len)
+			break;
 		rc = wait_fd(fd, POLLOUT, deadline);
 		if (rc <= 0) {
 			snprintf(err, errlen, "write %s: %s", a.text,

@@ -11,6 +11,7 @@
 #include <time.h>
 #include "listener.h"
 #include "log.h"
+#include "net.h"
 
 #define OUT_CAP (64 * 1024)
 /* The input loop handles another frame only while a whole frame's worth
@@ -250,17 +251,7 @@ static void conn_process(struct conn *c)
  * frames go out in a single write(). */
 static void conn_flush(struct conn *c)
 {
-	while (c->out_off < c->out_len) {
-		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-		                 MSG_NOSIGNAL);
-		if (n > 0) {
-			c->out_off += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			break;
+	if (dbk_net_send_pending(c->fd, c->out, c->out_len, &c->out_off) < 0) {
 		c->dead = true;
 		return;
 	}

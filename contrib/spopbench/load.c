@@ -353,22 +353,13 @@ static void rel_flush(struct load *L)
 
 	if (r->fd < 0 || !r->connected || (L->o.defer && L->phase != PH_RELEASE))
 		return;
-	while (r->off < r->len) {
-		ssize_t n = send(r->fd, r->buf + r->off, r->len - r->off, MSG_NOSIGNAL);
-
-		if (n > 0) {
-			r->off += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		fprintf(stderr, "dbucket-spop-load: completion link: %s\n",
-		        n < 0 ? strerror(errno) : "closed");
+	if (dbk_net_send_pending(r->fd, r->buf, r->len, &r->off) < 0) {
+		fprintf(stderr, "dbucket-spop-load: completion link: %s\n", strerror(errno));
 		rel_lost(L);
 		return;
 	}
+	if (r->off < r->len)
+		return;
 	r->off = r->len = 0;
 }
 
@@ -443,17 +434,7 @@ static void conn_dead(struct lconn *c)
 
 static void conn_flush(struct lconn *c)
 {
-	while (c->out_off < c->out_len) {
-		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
-
-		if (n > 0) {
-			c->out_off += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			break;
+	if (dbk_net_send_pending(c->fd, c->out, c->out_len, &c->out_off) < 0) {
 		c->L->err.closed++;
 		conn_dead(c);
 		return;

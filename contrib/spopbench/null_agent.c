@@ -230,17 +230,7 @@ static void nconn_process(struct nconn *c)
 
 static void nconn_flush(struct nconn *c)
 {
-	while (c->out_off < c->out_len) {
-		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
-
-		if (n > 0) {
-			c->out_off += (size_t)n;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			break;
+	if (dbk_net_send_pending(c->fd, c->out, c->out_len, &c->out_off) < 0) {
 		c->dead = true;
 		return;
 	}
