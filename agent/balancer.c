@@ -1,4 +1,4 @@
-/* The length-aware balancer: see balancer.h and shared/spec/ALGORITHM.md.
+/* The length-aware balancer: see balancer.h and agent/ALGORITHM.md.
  *
  * Groups are contiguous ranges of the server list, so each group's
  * min-heap of usable servers lives in its own slice of one array. The

@@ -1,5 +1,5 @@
 /* The length-aware balancer: the reference algorithm of
- * shared/spec/ALGORITHM.md, generalised to N buckets/groups.
+ * agent/ALGORITHM.md, generalised to N buckets/groups.
  *
  * Pure: no I/O, no clock, no globals. The caller (the agent's event loop,
  * the parity tool, the simulator) owns the balancer and passes time in.

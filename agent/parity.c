@@ -1,4 +1,4 @@
-/* dbucket-parity: replays a parity-vector file (shared/spec/ALGORITHM.md,
+/* dbucket-parity: replays a parity-vector file (agent/ALGORITHM.md,
  * "Parity vectors") through the balancer and reports every operation
  * whose outcome differs from the reference's.
  *

@@ -51,8 +51,7 @@ cd "$(dirname "$0")/.."
 REPO=$PWD
 . "$REPO/contrib/lib.sh"
 BUILD=${DBK_BUILD:-$REPO/build}
-TRACE_DIR=${DBK_TRACES:-$REPO/../shared/traces}
-[ -d "$TRACE_DIR" ] || TRACE_DIR=/work/shared/traces
+TRACE_DIR=${DBK_TRACES:-$REPO/contrib/traces}
 TRACE_DIR=$(cd "$TRACE_DIR" && pwd)
 
 quick=0 profile=equal traces=mooncake,azure policies=rr,lc,plain,dynamic

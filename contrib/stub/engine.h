@@ -1,5 +1,5 @@
 /* A model of one vLLM instance (V1 scheduler, chunked prefill), as
- * /work/shared/spec/ENGINE-MODEL.md describes it.
+ * contrib/stub/ENGINE-MODEL.md describes it.
  *
  * Pure: no sockets, no clock, no globals. Time only exists as the model
  * duration a step returns, so the same module drives the HTTP stub (an
