@@ -13,6 +13,7 @@ enum ev_kind {
 	EV_ARRIVAL,     /* arg: request id */
 	EV_SUBMIT,      /* arg: request id (only with an overhead) */
 	EV_STEP_END,    /* arg: instance */
+	EV_TICK,        /* the policy's periodic work (scrapes, eviction) */
 };
 
 struct rstate {
@@ -44,6 +45,7 @@ struct dbk_sim {
 	struct dbk_metrics m;
 	double now, last_end;
 	uint64_t preempt_counter, events, refused, too_long;
+	size_t ended;
 	bool ran, summarized, error;
 	struct dbk_sim_result res;
 };
@@ -54,6 +56,16 @@ void dbk_sim_config_default(struct dbk_sim_config *c)
 	c->threshold_tokens = 32768;
 	c->max_request_tokens = 131072;
 	c->json_overhead_bytes = DBK_SIM_JSON_OVERHEAD_BYTES;
+}
+
+uint64_t dbk_sim_session_key(const uint64_t *hash_ids, uint32_t n_hash,
+                             uint32_t id)
+{
+	if (n_hash >= 2)
+		return hash_ids[1];
+	if (n_hash == 1)
+		return hash_ids[0];
+	return (uint64_t)1 << 63 | id;
 }
 
 unsigned dbk_sim_short_count(unsigned n)
@@ -218,6 +230,7 @@ static void end_request(struct dbk_sim *s, uint32_t id, bool ok,
 	r->o.ends++;
 	if (r->o.ends > 1)
 		return; /* a bug; the conservation test catches it */
+	s->ended++;
 	r->o.status = ok ? DBK_SIM_DONE : DBK_SIM_FAILED;
 	r->o.fail = why;
 	if (ok)
@@ -338,6 +351,11 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 		s->now = s->last_end = s->reqs[0].arrival_s;
 		if (dbk_evq_push(&s->q, s->reqs[0].arrival_s, EV_ARRIVAL, 0))
 			goto oom;
+		/* The first tick at the first arrival, pushed after it:
+		 * the arrival is routed first, on empty knowledge. */
+		if (s->ops->tick && s->ops->tick_s > 0 &&
+		    dbk_evq_push(&s->q, s->reqs[0].arrival_s, EV_TICK, 0))
+			goto oom;
 	}
 	while (dbk_evq_pop(&s->q, &ev)) {
 		int rc = 0;
@@ -368,6 +386,14 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 				rc = start_step(s, ev.arg);
 			break;
 		}
+		case EV_TICK:
+			s->ops->tick(s->pst, s);
+			/* Ticks stop with the last request, or the queue
+			 * would never drain. */
+			if (s->ended < s->n)
+				rc = dbk_evq_push(&s->q, s->now + s->ops->tick_s,
+				                  EV_TICK, 0);
+			break;
 		default:
 			break;
 		}
@@ -430,6 +456,11 @@ const struct dbk_sim_outcome *dbk_sim_outcome(const struct dbk_sim *s,
                                               uint32_t id)
 {
 	return id < s->n ? &s->rs[id].o : NULL;
+}
+
+size_t dbk_sim_unfinished(const struct dbk_sim *s)
+{
+	return s->n - s->ended;
 }
 
 unsigned dbk_sim_ninstances(const struct dbk_sim *s)

@@ -32,7 +32,26 @@ struct dbk_sim_req {
 	 * many, so it is also the output length (only the clairvoyant
 	 * policy may use it as such). */
 	uint32_t output_tokens;
+	/* The prompt's identity as a client would send it: Mooncake's
+	 * hash ids, one per 512-token block of prompt text (the last block
+	 * cut to input_tokens); NULL and 0 when the trace has none (Azure:
+	 * every prompt is then its own text, sharing nothing). Not owned:
+	 * the caller keeps the array alive while the simulation runs. */
+	const uint64_t *hash_ids;
+	uint32_t n_hash;
+	/* Session key, as a client would send it (OpenAI "user" field,
+	 * X-Session-Id): see dbk_sim_session_key. */
+	uint64_t session;
 };
+
+/* The session key of a request: for a Mooncake conversation, its second
+ * hash id (every request of the trace starts with the same block 0, a
+ * shared system prompt; the next block is the conversation's first
+ * turn, and the conversation's later requests repeat it); for a prompt
+ * of one block, that block; without hash ids, the request's own index
+ * (every request its own session). */
+uint64_t dbk_sim_session_key(const uint64_t *hash_ids, uint32_t n_hash,
+                             uint32_t id);
 
 struct dbk_sim_config {
 	unsigned ninstances;
@@ -127,6 +146,8 @@ int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out);
 /* ---- What a policy may look at while choosing. ---- */
 
 unsigned dbk_sim_ninstances(const struct dbk_sim *s);
+/* Requests not yet ended (pending, routed or in an engine). */
+size_t dbk_sim_unfinished(const struct dbk_sim *s);
 double dbk_sim_now(const struct dbk_sim *s);
 const struct dbk_sim_config *dbk_sim_config(const struct dbk_sim *s);
 const struct dbk_engine *dbk_sim_engine(const struct dbk_sim *s, unsigned i);
