@@ -9,12 +9,20 @@
 # the exact commands. About 13 minutes; --quick about 3.
 #
 #   contrib/bench-policies.sh [--quick] [--profile equal|demo]
-#        [--traces mooncake,azure] [--policies rr,lc,plain,dynamic]
+#        [--traces mooncake,azure] [--policies rr,lc,plain,dynamic,p2,chash]
 #        [--repeats N] [--out DIR] [--no-plots] [--untie MS]
 #        [--rate-factor F] [--time-scale S] [--start S] [--duration D]
 #        [--calibrate]
 #
 #   --quick         shorter slices
+#   --policies      rr, lc, plain, dynamic (default), and the peers HAProxy
+#                   expresses natively: p2 = `balance random(2)` (power of
+#                   two choices on HAProxy's own connection counts), chash =
+#                   `balance hdr(X-Session-Id)` + `hash-type consistent`
+#                   (the vLLM Router's consistent_hash on the session key;
+#                   a request without the header falls back to round
+#                   robin). cache_aware and llm-d need a router that reads
+#                   the prompt or /metrics: not expressible in haproxy.cfg
 #   --profile P     equal: four identical instances (default: the
 #                   engine's defaults, 131072 context, 430000 KV tokens);
 #                   demo: `make demo`'s, the short group (vllm0, vllm1)
@@ -74,7 +82,7 @@ while [ $# -gt 0 ]; do
 	--duration) o_dur=$2; shift 2 ;;
 	--calibrate) calibrate=1; shift ;;
 	--tag) tag=$2-; shift 2 ;;
-	-h|--help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,58p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench-policies: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -82,7 +90,7 @@ case $profile in equal|demo) ;; *) echo "bench-policies: --profile equal or demo
 case $repeats in ''|*[!0-9]*|0) echo "bench-policies: --repeats wants a count >= 1" >&2; exit 2 ;; esac
 case $untie in ''|*[!0-9.]*) echo "bench-policies: --untie wants milliseconds" >&2; exit 2 ;; esac
 for p in ${policies//,/ }; do
-	case $p in rr|lc|plain|dynamic) ;; *) echo "bench-policies: unknown policy $p" >&2; exit 2 ;; esac
+	case $p in rr|lc|plain|dynamic|p2|chash) ;; *) echo "bench-policies: unknown policy $p" >&2; exit 2 ;; esac
 done
 for t in ${traces//,/ }; do
 	case $t in mooncake|azure) ;; *) echo "bench-policies: unknown trace $t" >&2; exit 2 ;; esac
@@ -243,6 +251,8 @@ grep -v -e 'filter spoe' -e 'send-spoe-group' -e 'log ring@' "$tmp/dbucket.cfg" 
 sed 's/^    balance leastconn$/    balance roundrobin/' "$tmp/lc.cfg" >"$tmp/rr.cfg"
 grep -q '^    balance roundrobin$' "$tmp/rr.cfg" ||
 	{ echo "bench-policies: cannot derive the roundrobin configuration" >&2; exit 1; }
+sed 's/^    balance leastconn$/    balance random(2)/' "$tmp/lc.cfg" >"$tmp/p2.cfg"
+sed 's/^    balance leastconn$/    balance hdr(X-Session-Id)\n    hash-type consistent/' "$tmp/lc.cfg" >"$tmp/chash.cfg"
 export DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
 export DBK_STATS_SOCKET=$tmp/haproxy.sock
 
@@ -285,7 +295,7 @@ start_cluster() { # start_cluster POLICY SCALE: stubs, HAProxy, agent; sets DBK_
 	ADMIN=127.0.0.1:$(dbk_port)
 	admin=$ADMIN
 	case $policy in
-	rr|lc) cfg=$tmp/$policy.cfg ;;
+	rr|lc|p2|chash) cfg=$tmp/$policy.cfg ;;
 	*) cfg=$tmp/dbucket.cfg ;;
 	esac
 	rm -f "$tmp/haproxy.sock"
@@ -326,6 +336,8 @@ label() {
 	lc) echo "HAProxy leastconn" ;;
 	plain) echo "dbucket plain" ;;
 	dynamic) echo "dbucket dynamic" ;;
+	p2) echo "HAProxy random(2)" ;;
+	chash) echo "HAProxy hdr(X-Session-Id) consistent" ;;
 	esac
 }
 
@@ -578,13 +590,14 @@ summary=$out/${tag}summary.md
 	echo "# each run: four stubs (vllm0..3; demo profile: vllm0-1 with --max-model-len 32768 --kv-capacity-tokens 120000)"
 	echo "build/vllm-stub --port P --name vllmI --time-scale S --max-model-len 131072 --kv-capacity-tokens 430000"
 	echo "# HAProxy: haproxy/haproxy.cfg; rr/lc without the SPOE filter,"
-	echo "# its send-spoe-group rules and the ring log line, balance roundrobin/leastconn; DBK_* set to the ports"
+	echo "# its send-spoe-group rules and the ring log line, balance roundrobin/leastconn/random(2)"
+	echo "# or hdr(X-Session-Id) with hash-type consistent; DBK_* set to the ports"
 	echo "haproxy -f CFG"
 	echo "# plain/dynamic: the agent, servers read from HAProxy's runtime API"
 	echo "build/dbucket-spoa [--enable-dynamic-bucket] --listen A --completion-listen C --admin-listen M --haproxy-socket SOCK"
 	echo "# 20 idle probe requests (${tag}probe.jsonl), then the replay (PORT: HAProxy's frontend):"
 	echo "build/dbucket-bench ${tag}probe.jsonl --url http://127.0.0.1:PORT --time-scale S --rate-factor $PROBE_RF"
-	sed -E "s|$out/||g; s/-(rr|lc|plain|dynamic)(-r[0-9]+)?\./-POLICY./g" "$commands" | sort -u
+	sed -E "s|$out/||g; s/-(rr|lc|plain|dynamic|p2|chash)(-r[0-9]+)?\./-POLICY./g" "$commands" | sort -u
 	echo '```'
 	echo
 	echo "Traces: Mooncake conversation trace (kvcache-ai/Mooncake, FAST'25, Apache-2.0);"

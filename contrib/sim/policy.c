@@ -126,6 +126,7 @@ static const policy_fn table[] = {
 	dbk_sim_policy_power_of_two,
 	dbk_sim_policy_consistent_hash,
 	dbk_sim_policy_llm_d,
+	dbk_sim_policy_prefixaware,
 };
 
 const struct dbk_sim_policy_ops *dbk_sim_policy_at(size_t i)

@@ -17,6 +17,7 @@
  *   power_of_two     vLLM Router (policy_p2.c)
  *   consistent_hash  vLLM Router, on the session key (policy_chash.c)
  *   llm_d            llm-d's default scheduling profile (policy_llmd.c)
+ *   prefixaware      vLLM production-stack (policy_prefixaware.c)
  * Those that read backend numbers read them from a scraped snapshot
  * (snapshot.h) refreshed on the peer's interval, never from the engine.
  *
@@ -78,6 +79,7 @@ const struct dbk_sim_policy_ops *dbk_sim_policy_cache_aware(void);
 const struct dbk_sim_policy_ops *dbk_sim_policy_power_of_two(void);
 const struct dbk_sim_policy_ops *dbk_sim_policy_consistent_hash(void);
 const struct dbk_sim_policy_ops *dbk_sim_policy_llm_d(void);
+const struct dbk_sim_policy_ops *dbk_sim_policy_prefixaware(void);
 
 /* release() for policies that keep nothing per request. */
 void dbk_sim_policy_no_release(void *st, const struct dbk_sim *s,

@@ -18,7 +18,8 @@ SIM_SHARED_OBJ = $(BUILD)/agent/balancer.o $(BUILD)/agent/leases.o $(BUILD)/agen
 SIM_CORE_OBJ = $(addprefix $(BUILD)/$(SIM_DIR)/, events.o metrics.o \
                  sim.o policy.o policy_bal.o policy_clairvoyant.o predict.o \
                  u64map.o snapshot.o prompt.o radix.o blockindex.o slo.o \
-                 policy_cache_aware.o policy_p2.o policy_chash.o policy_llmd.o)
+                 policy_cache_aware.o policy_p2.o policy_chash.o policy_llmd.o \
+                 policy_prefixaware.o)
 SIM_OBJ      = $(SIM_CORE_OBJ) $(BUILD)/$(SIM_DIR)/report.o $(SIM_SHARED_OBJ)
 
 SIM_BINS  = $(BUILD)/dbucket-sim

@@ -77,11 +77,11 @@ static struct dbk_sim *run(unsigned n, const struct dbk_sim_req *r, size_t nr,
 static void test_conservation(void)
 {
 	const char *names[] = { "cache_aware", "power_of_two",
-	                        "consistent_hash", "llm_d" };
+	                        "consistent_hash", "llm_d", "prefixaware" };
 	struct dbk_sim_req *r = conversations(5, 0.05);
 	unsigned p, k;
 
-	for (p = 0; p < 4; p++) {
+	for (p = 0; p < 5; p++) {
 		const struct dbk_sim_policy_ops *ops = dbk_sim_policy_find(names[p]);
 		struct dbk_sim *s;
 		struct dbk_sim_result res;
@@ -107,18 +107,20 @@ static void test_conservation(void)
 }
 
 /* consistent_hash keeps a session on one instance; and with requests
- * far apart (idle fleet), cache_aware and llm_d send every later turn of a
+ * far apart (idle fleet), the prefix policies send every later turn of a
  * conversation where its first turn went. consistent_hash and cache_aware
- * (smallest tree for a first turn) spread conversations; llm_d on an idle
- * fleet does not: the shared block 0 gives the instance holding it the
- * best prefix score while queue and KV scores are equal everywhere. */
+ * (smallest tree for a first turn) spread conversations; prefixaware and
+ * llm_d on an idle fleet do not: the shared block 0 narrows prefixaware's
+ * match to the instance that got it first, and gives that instance
+ * llm_d's best prefix score while queue and KV scores are equal. */
 static void test_affinity(void)
 {
-	const char *names[] = { "consistent_hash", "cache_aware", "llm_d" };
+	const char *names[] = { "consistent_hash", "cache_aware", "prefixaware",
+	                        "llm_d" };
 	struct dbk_sim_req *r = conversations(9, 100.0);
 	unsigned p, k;
 
-	for (p = 0; p < 3; p++) {
+	for (p = 0; p < 4; p++) {
 		struct dbk_sim *s = run(4, r, NREQ, dbk_sim_policy_find(names[p]));
 		uint32_t where[NCONV * 1000 + 1000];
 		unsigned bad = 0, used = 0;
