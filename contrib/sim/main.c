@@ -95,6 +95,7 @@ static void engine_cfg(const struct opts *o, bool is_short,
                        struct dbk_engine_config *c)
 {
 	dbk_engine_config_default(c, dbk_gpu_profile_find(o->gpu));
+	c->enable_prefix_caching = !o->no_prefix_caching;
 	if (o->max_model_len)
 		c->max_model_len = (uint32_t)o->max_model_len;
 	if (o->batched)
@@ -124,9 +125,9 @@ static void fill_reqs(const struct dbk_trace *tr, size_t first, size_t n,
 		reqs[k].input_tokens = r->input;
 		reqs[k].output_tokens = r->output;
 		reqs[k].hash_ids = r->n_hash ? tr->hash + r->hash_off : NULL;
-		reqs[k].n_hash = r->n_hash;
-		reqs[k].session = dbk_sim_session_key(reqs[k].hash_ids,
-		                                      r->n_hash, (uint32_t)k);
+		reqs[k].n_hash_ids = r->n_hash;
+		reqs[k].session = r->session;
+		reqs[k].has_session = r->has_session;
 	}
 }
 

@@ -40,6 +40,7 @@ void dbk_sim_usage(FILE *f)
 "  --short-max-model-len N       the short group's max-model-len\n"
 "  --short-kv-capacity-tokens N  the short group's KV cache\n"
 "  --demo-profile                short group 32768 / 120000, as make demo\n"
+"  --no-prefix-caching           as vLLM's flag (caching is on by default)\n"
 "  --overhead-ms X               constant delay from decision to engine\n"
 "                                (the live path: HAProxy, agent; default 0)\n"
 "Routing:\n"
@@ -86,7 +87,7 @@ void dbk_sim_usage(FILE *f)
 
 enum {
 	O_TRACE = 256, O_FORMAT, O_START, O_DURATION, O_SKIP, O_MAXREQ, O_RATE, O_INST, O_GPU,
-	O_MML, O_BATCHED, O_SEQS, O_KV, O_SMML, O_SKV, O_DEMO, O_OVERHEAD,
+	O_MML, O_BATCHED, O_SEQS, O_KV, O_SMML, O_SKV, O_DEMO, O_NO_PC, O_OVERHEAD,
 	O_POLICY, O_THRESH, O_MAXTOK, O_JSONOV, O_SLO_TTFT, O_SLO_TPOT,
 	O_SLO_E2E, O_JSON, O_HELP, O_VERSION, O_SLO_CAP, O_SLO_ATT, O_SLO_TOL,
 	O_SLO_EVALS,
@@ -109,6 +110,7 @@ static const struct option longopts[] = {
 	{ "short-max-model-len", required_argument, NULL, O_SMML },
 	{ "short-kv-capacity-tokens", required_argument, NULL, O_SKV },
 	{ "demo-profile", no_argument, NULL, O_DEMO },
+	{ "no-prefix-caching", no_argument, NULL, O_NO_PC },
 	{ "overhead-ms", required_argument, NULL, O_OVERHEAD },
 	{ "policy", required_argument, NULL, O_POLICY },
 	{ "server-group-threshold", required_argument, NULL, O_THRESH },
@@ -237,6 +239,9 @@ int dbk_sim_parse_opts(int argc, char **argv, struct opts *o)
 			/* contrib/demo.sh's short stubs. */
 			o->short_max_model_len = 32768;
 			o->short_kv = 120000;
+			break;
+		case O_NO_PC:
+			o->no_prefix_caching = true;
 			break;
 		case O_OVERHEAD:
 			if (!dbk_parse_double(optarg, 0, 1e7, &o->overhead_ms))

@@ -3,11 +3,14 @@
  *     080589a0b729acb003907a0bdd53809b229dc805: a hash ring with 160
  *     virtual nodes per worker (VIRTUAL_NODES_PER_WORKER), the key hashed
  *     onto the ring, the first virtual node at or after it (wrapping);
- *   the key, by src/policies/hash_key.rs: a session header (X-Session-Id)
- *     or the body's "user" / session field, else a fallback.
+ *   the key, by src/policies/hash_key.rs at commit
+ *     335c57e2ee621d7984ed645c9d23e871cd34331a: a session header
+ *     (X-Session-Id first) or the body's "user" field, else a hash of the
+ *     request body.
  *
- * Here the key is the request's session (sim.h: dbk_sim_session_key; a
- * client sends it as X-Session-Id or the OpenAI "user" field). The ring's
+ * Here the key is the request's session (sim.h: the bench sends it as
+ * X-Session-Id and the OpenAI "user" field); a request without one (Azure)
+ * is keyed by its own body, i.e. lands anywhere, once. The ring's
  * points and the key are hashed with splitmix64 rather than the peer's
  * FurcHash + MurmurHash64A: what matters, a uniform ring that never moves
  * while the fleet does not, is the same. No load is consulted. */
@@ -79,7 +82,9 @@ static int ch_choose(void *st, const struct dbk_sim *s,
                      const struct dbk_sim_req *r)
 {
 	const struct chash *p = st;
-	uint64_t h = dbk_mix64(r->session ^ 0xc0ffeeULL);
+	uint64_t key = r->has_session ? r->session
+	                              : dbk_mix64_pair((uint64_t)1 << 63, r->id);
+	uint64_t h = dbk_mix64(key ^ 0xc0ffeeULL);
 	size_t lo = 0, hi = p->npoints;
 
 	(void)s;

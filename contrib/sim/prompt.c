@@ -9,8 +9,8 @@ uint32_t dbk_sim_prompt_nseg(const struct dbk_sim_req *r)
 
 	if (n == 0)
 		n = 1;
-	if (r->n_hash && r->n_hash < n)
-		n = r->n_hash; /* fewer ids than text: the last id runs on */
+	if (r->n_hash_ids && r->n_hash_ids < n)
+		n = r->n_hash_ids; /* fewer ids than text: the last id runs on */
 	return n;
 }
 
@@ -28,7 +28,7 @@ uint64_t dbk_sim_prompt_chain(const struct dbk_sim_req *r, uint32_t i,
 {
 	/* Ids of a request without hash ids: its index, in a space the
 	 * trace's ids (small integers) never reach. */
-	uint64_t id = i < r->n_hash ? r->hash_ids[i]
+	uint64_t id = i < r->n_hash_ids ? r->hash_ids[i]
 	                            : dbk_mix64_pair((uint64_t)1 << 63 | r->id, i);
 
 	return dbk_mix64_pair(prev ^ 0x5eedULL, id);

@@ -44,8 +44,9 @@ static struct dbk_sim_req *conversations(uint32_t seed, double gap_s)
 		r[i].input_tokens = 512 * (n - 1) + 100;
 		r[i].output_tokens = 1 + lcg(&seed) % 200;
 		r[i].hash_ids = ids[i];
-		r[i].n_hash = n;
-		r[i].session = dbk_sim_session_key(ids[i], n, i);
+		r[i].n_hash_ids = n;
+		r[i].session = ids[i][1]; /* the trace's session: the first turn */
+		r[i].has_session = true;
 	}
 	return r;
 }

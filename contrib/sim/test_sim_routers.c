@@ -51,7 +51,7 @@ static struct dbk_sim_req req(uint32_t id, uint32_t input, const uint64_t *ids,
 	r.input_tokens = input;
 	r.output_tokens = 1;
 	r.hash_ids = ids;
-	r.n_hash = n;
+	r.n_hash_ids = n;
 	return r;
 }
 
