@@ -131,6 +131,31 @@ static void fill_reqs(const struct dbk_trace *tr, size_t first, size_t n,
 	}
 }
 
+/* Writes text (NULL: memory ran short) to path and frees it; 0 or -1,
+ * the reason on stderr. */
+static int write_text(const char *path, char *text)
+{
+	FILE *f;
+	int rc;
+
+	if (!text) {
+		fprintf(stderr, "dbucket-sim: out of memory writing JSON\n");
+		return -1;
+	}
+	f = fopen(path, "w");
+	rc = f ? 0 : -1;
+	if (f) {
+		if (fputs(text, f) == EOF || fputc('\n', f) == EOF)
+			rc = -1;
+		if (fclose(f) != 0)
+			rc = -1;
+	}
+	free(text);
+	if (rc != 0)
+		fprintf(stderr, "dbucket-sim: %s: %s\n", path, strerror(errno));
+	return rc;
+}
+
 /* One simulation; 0, or -1 with the reason on stderr. */
 static int run_one(const struct dbk_sim_config *sc, const struct dbk_sim_req *reqs,
                    size_t n, const struct dbk_sim_policy_ops *pol,
@@ -162,8 +187,20 @@ struct cap_ctx {
 	struct dbk_sim_req *reqs;
 	size_t first, n;
 	const struct dbk_sim_policy_ops *pol;
+	double target;
 	struct dbk_sim_result last;
+	double hit_at_capacity;  /* prefix-cache hit rate at the capacity */
+	double best_rate;
 };
+
+/* Prefix-cache hit rate of a run: hit tokens over looked-up tokens, as
+ * vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total. */
+static double hit_rate(const struct dbk_sim_result *r)
+{
+	return r->prefix_cache_queries
+	               ? (double)r->prefix_cache_hits / (double)r->prefix_cache_queries
+	               : 0;
+}
 
 /* Attainment: requests that completed within every objective, over all
  * requests (failures count against it). */
@@ -177,6 +214,10 @@ static int cap_eval(void *ctx, double rate, double *attain)
 		return -1;
 	all = &c->last.cls[DBK_CLASS_ALL];
 	*attain = all->requests ? (double)all->good / (double)all->requests : 0;
+	if (*attain >= c->target && rate > c->best_rate) {
+		c->best_rate = rate;
+		c->hit_at_capacity = hit_rate(&c->last);
+	}
 	return 0;
 }
 
@@ -187,6 +228,8 @@ static int capacity_mode(const struct opts *o, const struct dbk_sim_config *sc,
                          const struct dbk_sim_policy_ops **pol, size_t npol)
 {
 	struct dbk_slo_result res[MAX_POLICIES];
+	double hit[MAX_POLICIES];
+	char *text;
 	size_t k, lc = npol;
 
 	printf("SLO capacity: highest rate factor with >= %.0f%% of requests "
@@ -194,8 +237,8 @@ static int capacity_mode(const struct opts *o, const struct dbk_sim_config *sc,
 	       "%g, at most %u runs\n\n", o->search.target * 100,
 	       o->slo_ttft_ms, o->slo_tpot_ms, o->search.start,
 	       o->search.rel_tol, o->search.max_evals);
-	printf("%-16s %10s %8s %9s %6s %6s\n", "policy", "capacity", "vs lc",
-	       "attained", "runs", "closed");
+	printf("%-16s %10s %8s %9s %7s %6s %6s\n", "policy", "capacity", "vs lc",
+	       "attained", "hit %", "runs", "closed");
 	for (k = 0; k < npol; k++) {
 		struct cap_ctx c;
 
@@ -206,9 +249,11 @@ static int capacity_mode(const struct opts *o, const struct dbk_sim_config *sc,
 		c.first = first;
 		c.n = n;
 		c.pol = pol[k];
+		c.target = o->search.target;
 
 		if (dbk_slo_capacity(&o->search, cap_eval, &c, &res[k]) != 0)
 			return 1;
+		hit[k] = c.hit_at_capacity;
 		if (strcmp(pol[k]->name, "lc") == 0)
 			lc = k;
 	}
@@ -217,9 +262,36 @@ static int capacity_mode(const struct opts *o, const struct dbk_sim_config *sc,
 
 		if (lc < npol && res[lc].rate > 0)
 			snprintf(ratio, sizeof(ratio), "%.2f", res[k].rate / res[lc].rate);
-		printf("%-16s %10.4g %8s %8.1f%% %6u %6s\n", pol[k]->name,
-		       res[k].rate, ratio, 100 * res[k].attain, res[k].evals,
-		       res[k].closed ? "yes" : "no");
+		printf("%-16s %10.4g %8s %8.1f%% %7.1f %6u %6s\n", pol[k]->name,
+		       res[k].rate, ratio, 100 * res[k].attain, 100 * hit[k],
+		       res[k].evals, res[k].closed ? "yes" : "no");
+	}
+	if (o->json) {
+		cJSON *root = cJSON_CreateObject();
+		cJSON *arr = root ? cJSON_AddArrayToObject(root, "capacity") : NULL;
+
+		for (k = 0; arr && k < npol; k++) {
+			cJSON *e = cJSON_CreateObject();
+
+			if (!e || !cJSON_AddItemToArray(arr, e))
+				break;
+			cJSON_AddStringToObject(e, "policy", pol[k]->name);
+			cJSON_AddNumberToObject(e, "rate_factor", res[k].rate);
+			if (lc < npol && res[lc].rate > 0)
+				cJSON_AddNumberToObject(e, "ratio_to_lc",
+				                        res[k].rate / res[lc].rate);
+			cJSON_AddNumberToObject(e, "attainment", res[k].attain);
+			cJSON_AddNumberToObject(e, "prefix_cache_hit_rate", hit[k]);
+			cJSON_AddNumberToObject(e, "runs", res[k].evals);
+			cJSON_AddBoolToObject(e, "closed", res[k].closed);
+		}
+		cJSON_AddNumberToObject(root, "target", o->search.target);
+		cJSON_AddNumberToObject(root, "tolerance", o->search.rel_tol);
+		cJSON_AddNumberToObject(root, "instances", o->instances);
+		text = root ? cJSON_Print(root) : NULL;
+		cJSON_Delete(root);
+		if (write_text(o->json, text) != 0)
+			return 1;
 	}
 	return 0;
 }
@@ -350,24 +422,24 @@ int main(int argc, char **argv)
 	}
 	baseline = dbk_sim_report_find(runs, npol, "lc");
 	dbk_sim_report_table(stdout, runs, npol, baseline);
-	printf("\n%-16s %9s %9s %8s %9s %9s\n", "policy", "preempt", "redirect",
-	       "too-long", "refused", "busy %");
+	printf("\n%-16s %9s %9s %8s %9s %9s %9s\n", "policy", "preempt", "redirect",
+	       "too-long", "refused", "busy %", "hit %");
 	for (k = 0; k < npol; k++) {
 		const struct dbk_sim_result *r = &runs[k].res;
 
-		printf("%-16s %9llu %9llu %8llu %9llu %9.1f\n", runs[k].policy,
+		printf("%-16s %9llu %9llu %8llu %9llu %9.1f %9.1f\n", runs[k].policy,
 		       (unsigned long long)r->preemptions,
 		       (unsigned long long)r->redirects,
 		       (unsigned long long)r->too_long,
 		       (unsigned long long)r->refused,
 		       r->duration_s > 0 ? 100.0 * r->busy_s /
-		                           (r->duration_s * o.instances) : 0);
+		                           (r->duration_s * o.instances) : 0,
+		       100 * hit_rate(r));
 	}
 	if (o.json) {
 		cJSON *root = dbk_sim_report_json(runs, npol, baseline);
 		cJSON *setup = root ? cJSON_AddObjectToObject(root, "setup") : NULL;
 		char *text = NULL;
-		FILE *f;
 
 		if (setup) {
 			cJSON_AddStringToObject(setup, "trace", base_name(o.trace));
@@ -401,24 +473,8 @@ int main(int argc, char **argv)
 			text = cJSON_Print(root);
 		}
 		cJSON_Delete(root);
-		if (!text) {
-			fprintf(stderr, "dbucket-sim: out of memory writing JSON\n");
+		if (write_text(o.json, text) != 0)
 			goto out;
-		}
-		f = fopen(o.json, "w");
-		rc = f ? 0 : -1;
-		if (f) {
-			if (fputs(text, f) == EOF || fputc('\n', f) == EOF)
-				rc = -1;
-			if (fclose(f) != 0)
-				rc = -1;
-		}
-		free(text);
-		if (rc != 0) {
-			fprintf(stderr, "dbucket-sim: %s: %s\n", o.json,
-			        strerror(errno));
-			goto out;
-		}
 	}
 	ret = 0;
 out:

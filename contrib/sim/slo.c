@@ -10,6 +10,7 @@ void dbk_slo_search_default(struct dbk_slo_search *p)
 	p->start = 1.0;
 	p->rel_tol = 0.02;
 	p->max_evals = 16;
+	p->min_frac = 1.0 / 64;
 }
 
 static int eval(const struct dbk_slo_search *p, dbk_slo_eval_fn f, void *ctx,
@@ -36,7 +37,8 @@ int dbk_slo_capacity(const struct dbk_slo_search *p, dbk_slo_eval_fn f,
 
 	memset(out, 0, sizeof(*out));
 	if (!(p->start > 0) || !isfinite(p->start) || !(p->rel_tol > 0) ||
-	    p->max_evals < 2 || !(p->target >= 0 && p->target <= 1))
+	    p->max_evals < 2 || !(p->target >= 0 && p->target <= 1) ||
+	    !(p->min_frac > 0 && p->min_frac <= 1))
 		return -1;
 	if (eval(p, f, ctx, r, out, &pass) != 0)
 		return -1;
@@ -47,6 +49,8 @@ int dbk_slo_capacity(const struct dbk_slo_search *p, dbk_slo_eval_fn f,
 		else
 			hi = r;
 		if (lo > 0 && hi > 0)
+			break;
+		if (!pass && r / 2 < p->start * p->min_frac)
 			break;
 		r = pass ? r * 2 : r / 2;
 		if (eval(p, f, ctx, r, out, &pass) != 0)

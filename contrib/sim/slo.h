@@ -19,9 +19,15 @@ struct dbk_slo_search {
 	double start;       /* first rate factor evaluated, > 0 */
 	double rel_tol;     /* bracket width to stop at, relative */
 	unsigned max_evals; /* evaluations in all, >= 2 */
+	/* Halving stops below start x min_frac: a policy that misses the
+	 * target there misses it at any load (Mooncake's bursts of
+	 * simultaneous arrivals do not thin out as the rate falls), and
+	 * gets capacity 0. */
+	double min_frac;
 };
 
-/* The defaults: target 0.9, start 1, rel_tol 0.02, max_evals 16. */
+/* The defaults: target 0.9, start 1, rel_tol 0.02, max_evals 16,
+ * min_frac 1/64. */
 void dbk_slo_search_default(struct dbk_slo_search *p);
 
 /* Attainment (0..1) at rate factor rate; 0, or -1 to stop the search. */

@@ -198,6 +198,14 @@ static void test_slo_search(void)
 	p.max_evals = 5;
 	CHECK_EQ_U(dbk_slo_capacity(&p, step_curve, &c, &r), 0);
 	CHECK(r.rate == 0 && !r.closed && r.evals == 5);
+	/* Or halving stops at the floor: 1, 1/2, 1/4, 1/8 (1/16 is below
+	 * 1/10). */
+	p.max_evals = 16;
+	p.min_frac = 0.1;
+	c.calls = 0;
+	CHECK_EQ_U(dbk_slo_capacity(&p, step_curve, &c, &r), 0);
+	CHECK(r.rate == 0 && !r.closed);
+	CHECK_EQ_U(c.calls, 4);
 	/* A failing evaluation stops the search; bad parameters refuse. */
 	CHECK(dbk_slo_capacity(&p, failing, NULL, &r) == -1);
 	p.start = 0;
