@@ -303,120 +303,96 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-int main(int argc, char **argv)
-{
-	struct opts o;
-	const struct dbk_sim_policy_ops *pol[MAX_POLICIES];
-	struct dbk_sim_run_report runs[MAX_POLICIES];
-	struct dbk_engine_config *ecfg = NULL, cshort, clong;
-	struct dbk_sim_config sc;
-	struct dbk_sim_req *reqs = NULL;
-	struct dbk_trace tr;
-	struct dbk_select sel;
-	struct dbk_select_stats sst;
+/* What main prints at the top and records in the JSON's "setup". */
+struct setup {
+	const struct opts *o;
 	enum dbk_trace_format fmt;
-	size_t npol = 0, len = 0, n = 0, k, first, last, n_parsed;
-	unsigned i, nshort;
-	char *buf, err[256];
-	double in_tok = 0, span;
-	int rc, ret = 1, baseline;
+	size_t first, n, window, parsed;
+	bool raised;
+	double span, in_tok;
+	unsigned nshort;
+	struct dbk_engine_config cshort, clong;
+};
 
-	rc = dbk_sim_parse_opts(argc, argv, &o);
-	if (rc)
-		return rc;
-	if (pick_policies(o.policies, pol, &npol) != 0)
-		return 2;
-	buf = read_file(o.trace, &len);
-	if (!buf) {
-		fprintf(stderr, "dbucket-sim: %s: %s\n", o.trace, strerror(errno));
-		return 1;
-	}
-	fmt = o.format != DBK_TRACE_UNKNOWN ? o.format
-	                                    : dbk_trace_detect(o.trace, buf, len);
-	memset(&tr, 0, sizeof(tr));
-	rc = dbk_trace_parse(fmt, buf, len, &tr, err, sizeof(err));
-	free(buf);
-	if (rc != 0) {
-		fprintf(stderr, "dbucket-sim: %s: %s\n", o.trace, err);
-		dbk_trace_free(&tr);
-		return 1;
-	}
-	n_parsed = tr.n;
-	/* The time window; no max-model-len here: a request too long for
-	 * the instance it is sent to fails there, as vLLM's 400 does. */
-	memset(&sel, 0, sizeof(sel));
-	sel.start_s = o.start_s;
-	sel.duration_s = o.duration_s;
-	dbk_trace_select(&tr, &sel, &sst);
-	/* Then the count slice, shifted to start at 0 and compressed by
-	 * the rate factor. */
-	first = o.skip < tr.n ? o.skip : tr.n;
-	last = tr.n;
-	if (o.max_requests && last - first > o.max_requests)
-		last = first + o.max_requests;
-	n = last - first;
-	if (n == 0) {
-		fprintf(stderr, "dbucket-sim: no request left in the slice\n");
-		dbk_trace_free(&tr);
-		return 1;
-	}
-	reqs = calloc(n, sizeof(*reqs));
-	ecfg = calloc(o.instances, sizeof(*ecfg));
-	if (!reqs || !ecfg) {
-		fprintf(stderr, "dbucket-sim: out of memory\n");
-		goto out;
-	}
-	fill_reqs(&tr, first, n, o.rate_factor, reqs);
-	for (k = 0; k < n; k++)
-		in_tok += reqs[k].input_tokens;
-	span = reqs[n - 1].arrival_s;
-
-	nshort = dbk_sim_short_count(o.instances);
-	engine_cfg(&o, true, &cshort);
-	engine_cfg(&o, false, &clong);
-	for (i = 0; i < o.instances; i++)
-		ecfg[i] = i < nshort ? cshort : clong;
-	dbk_sim_config_default(&sc);
-	sc.ninstances = o.instances;
-	sc.engines = ecfg;
-	sc.overhead_s = o.overhead_ms / 1e3;
-	sc.threshold_tokens = o.threshold;
-	sc.max_request_tokens = o.max_request_tokens;
-	sc.json_overhead_bytes = o.json_overhead;
-	sc.slo.ttft_s = o.slo_ttft_ms / 1e3;
-	sc.slo.tpot_s = o.slo_tpot_ms / 1e3;
-	sc.slo.e2e_s = o.slo_e2e_ms / 1e3;
+static void print_setup(const struct setup *u)
+{
+	const struct opts *o = u->o;
 
 	printf("dbucket-sim %s: %s (%s), %zu requests (#%zu..#%zu of %zu in "
-	       "the window, %zu in the trace)%s\n", DBK_SIM_VERSION, base_name(o.trace),
-	       dbk_trace_format_name(fmt), n, first, last - 1, tr.n, n_parsed,
-	       tr.n_raised ? "; zero lengths raised to 1" : "");
+	       "the window, %zu in the trace)%s\n", DBK_SIM_VERSION,
+	       base_name(o->trace), dbk_trace_format_name(u->fmt), u->n,
+	       u->first, u->first + u->n - 1, u->window, u->parsed,
+	       u->raised ? "; zero lengths raised to 1" : "");
 	printf("rate factor %g: arrivals over %.1f s of model time, offered "
-	       "%.2f req/s, %.0f input tok/s\n", o.rate_factor, span,
-	       span > 0 ? (double)n / span : 0, span > 0 ? in_tok / span : 0);
+	       "%.2f req/s, %.0f input tok/s\n", o->rate_factor, u->span,
+	       u->span > 0 ? (double)u->n / u->span : 0,
+	       u->span > 0 ? u->in_tok / u->span : 0);
 	printf("%u x %s; short group 0..%u: max-model-len %u, kv %llu tokens",
-	       o.instances, o.gpu, nshort - 1, cshort.max_model_len,
-	       (unsigned long long)cshort.kv_capacity_tokens);
-	if (nshort < o.instances)
+	       o->instances, o->gpu, u->nshort - 1, u->cshort.max_model_len,
+	       (unsigned long long)u->cshort.kv_capacity_tokens);
+	if (u->nshort < o->instances)
 		printf("; long group %u..%u: max-model-len %u, kv %llu tokens",
-		       nshort, o.instances - 1, clong.max_model_len,
-		       (unsigned long long)clong.kv_capacity_tokens);
-	printf("; budget %u, max-num-seqs %u\n", clong.max_num_batched_tokens,
-	       clong.max_num_seqs);
+		       u->nshort, o->instances - 1, u->clong.max_model_len,
+		       (unsigned long long)u->clong.kv_capacity_tokens);
+	printf("; budget %u, max-num-seqs %u; prefix caching %s\n",
+	       u->clong.max_num_batched_tokens, u->clong.max_num_seqs,
+	       o->no_prefix_caching ? "off" : "on");
 	printf("threshold %g tokens; SLO ttft %g ms, tpot %g ms, e2e %g ms "
-	       "(0: not applied); overhead %g ms\n\n", o.threshold,
-	       o.slo_ttft_ms, o.slo_tpot_ms, o.slo_e2e_ms, o.overhead_ms);
+	       "(0: not applied); overhead %g ms\n\n", o->threshold,
+	       o->slo_ttft_ms, o->slo_tpot_ms, o->slo_e2e_ms, o->overhead_ms);
 	fflush(stdout);
+}
 
-	if (o.slo_capacity) {
-		ret = capacity_mode(&o, &sc, reqs, &tr, first, n, pol, npol);
-		goto out;
-	}
+static void add_setup_json(cJSON *setup, const struct setup *u)
+{
+	const struct opts *o = u->o;
+
+	cJSON_AddStringToObject(setup, "trace", base_name(o->trace));
+	cJSON_AddStringToObject(setup, "format", dbk_trace_format_name(u->fmt));
+	cJSON_AddNumberToObject(setup, "start_s", o->start_s);
+	cJSON_AddNumberToObject(setup, "duration_s", o->duration_s);
+	cJSON_AddNumberToObject(setup, "first_request", (double)u->first);
+	cJSON_AddNumberToObject(setup, "requests", (double)u->n);
+	cJSON_AddNumberToObject(setup, "rate_factor", o->rate_factor);
+	cJSON_AddNumberToObject(setup, "arrival_span_s", u->span);
+	cJSON_AddNumberToObject(setup, "instances", o->instances);
+	cJSON_AddNumberToObject(setup, "short_instances", u->nshort);
+	cJSON_AddStringToObject(setup, "gpu", o->gpu);
+	cJSON_AddNumberToObject(setup, "short_max_model_len", u->cshort.max_model_len);
+	cJSON_AddNumberToObject(setup, "short_kv_capacity_tokens",
+	                        (double)u->cshort.kv_capacity_tokens);
+	cJSON_AddNumberToObject(setup, "long_max_model_len", u->clong.max_model_len);
+	cJSON_AddNumberToObject(setup, "long_kv_capacity_tokens",
+	                        (double)u->clong.kv_capacity_tokens);
+	cJSON_AddNumberToObject(setup, "max_num_batched_tokens",
+	                        u->clong.max_num_batched_tokens);
+	cJSON_AddNumberToObject(setup, "max_num_seqs", u->clong.max_num_seqs);
+	cJSON_AddBoolToObject(setup, "prefix_caching", !o->no_prefix_caching);
+	cJSON_AddNumberToObject(setup, "threshold_tokens", o->threshold);
+	cJSON_AddNumberToObject(setup, "max_request_tokens", o->max_request_tokens);
+	cJSON_AddNumberToObject(setup, "json_overhead_bytes", o->json_overhead);
+	cJSON_AddNumberToObject(setup, "overhead_ms", o->overhead_ms);
+	cJSON_AddNumberToObject(setup, "slo_ttft_ms", o->slo_ttft_ms);
+	cJSON_AddNumberToObject(setup, "slo_tpot_ms", o->slo_tpot_ms);
+	cJSON_AddNumberToObject(setup, "slo_e2e_ms", o->slo_e2e_ms);
+}
+
+/* The default mode: one run per policy, the tables, the JSON. 0 or 1. */
+static int runs_mode(const struct setup *u, const struct dbk_sim_config *sc,
+                     const struct dbk_sim_req *reqs,
+                     const struct dbk_sim_policy_ops **pol, size_t npol)
+{
+	struct dbk_sim_run_report runs[MAX_POLICIES];
+	const struct opts *o = u->o;
+	size_t k;
+	int baseline;
+
+	memset(runs, 0, sizeof(runs));
 	for (k = 0; k < npol; k++) {
 		double t0 = wall_now();
 
-		if (run_one(&sc, reqs, n, pol[k], &runs[k].res) != 0)
-			goto out;
+		if (run_one(sc, reqs, u->n, pol[k], &runs[k].res) != 0)
+			return 1;
 		runs[k].policy = pol[k]->name;
 		runs[k].wall_s = wall_now() - t0;
 	}
@@ -433,50 +409,126 @@ int main(int argc, char **argv)
 		       (unsigned long long)r->too_long,
 		       (unsigned long long)r->refused,
 		       r->duration_s > 0 ? 100.0 * r->busy_s /
-		                           (r->duration_s * o.instances) : 0,
+		                           (r->duration_s * o->instances) : 0,
 		       100 * hit_rate(r));
 	}
-	if (o.json) {
+	if (o->json) {
 		cJSON *root = dbk_sim_report_json(runs, npol, baseline);
 		cJSON *setup = root ? cJSON_AddObjectToObject(root, "setup") : NULL;
 		char *text = NULL;
 
 		if (setup) {
-			cJSON_AddStringToObject(setup, "trace", base_name(o.trace));
-			cJSON_AddStringToObject(setup, "format",
-			                        dbk_trace_format_name(fmt));
-			cJSON_AddNumberToObject(setup, "start_s", o.start_s);
-			cJSON_AddNumberToObject(setup, "duration_s", o.duration_s);
-			cJSON_AddNumberToObject(setup, "first_request", (double)first);
-			cJSON_AddNumberToObject(setup, "requests", (double)n);
-			cJSON_AddNumberToObject(setup, "rate_factor", o.rate_factor);
-			cJSON_AddNumberToObject(setup, "arrival_span_s", span);
-			cJSON_AddNumberToObject(setup, "instances", o.instances);
-			cJSON_AddNumberToObject(setup, "short_instances", nshort);
-			cJSON_AddStringToObject(setup, "gpu", o.gpu);
-			cJSON_AddNumberToObject(setup, "short_max_model_len", cshort.max_model_len);
-			cJSON_AddNumberToObject(setup, "short_kv_capacity_tokens",
-			                        (double)cshort.kv_capacity_tokens);
-			cJSON_AddNumberToObject(setup, "long_max_model_len", clong.max_model_len);
-			cJSON_AddNumberToObject(setup, "long_kv_capacity_tokens",
-			                        (double)clong.kv_capacity_tokens);
-			cJSON_AddNumberToObject(setup, "max_num_batched_tokens",
-			                        clong.max_num_batched_tokens);
-			cJSON_AddNumberToObject(setup, "max_num_seqs", clong.max_num_seqs);
-			cJSON_AddNumberToObject(setup, "threshold_tokens", o.threshold);
-			cJSON_AddNumberToObject(setup, "max_request_tokens", o.max_request_tokens);
-			cJSON_AddNumberToObject(setup, "json_overhead_bytes", o.json_overhead);
-			cJSON_AddNumberToObject(setup, "overhead_ms", o.overhead_ms);
-			cJSON_AddNumberToObject(setup, "slo_ttft_ms", o.slo_ttft_ms);
-			cJSON_AddNumberToObject(setup, "slo_tpot_ms", o.slo_tpot_ms);
-			cJSON_AddNumberToObject(setup, "slo_e2e_ms", o.slo_e2e_ms);
+			add_setup_json(setup, u);
 			text = cJSON_Print(root);
 		}
 		cJSON_Delete(root);
-		if (write_text(o.json, text) != 0)
-			goto out;
+		if (write_text(o->json, text) != 0)
+			return 1;
 	}
-	ret = 0;
+	return 0;
+}
+
+/* Reads and parses the trace, then keeps its slice: the time window,
+ * then the count. 0, or 1 with the reason on stderr. */
+static int load_trace(const struct opts *o, struct dbk_trace *tr,
+                      struct setup *u)
+{
+	struct dbk_select sel;
+	struct dbk_select_stats sst;
+	size_t len = 0, last;
+	char *buf, err[256];
+	int rc;
+
+	memset(tr, 0, sizeof(*tr));
+	buf = read_file(o->trace, &len);
+	if (!buf) {
+		fprintf(stderr, "dbucket-sim: %s: %s\n", o->trace, strerror(errno));
+		return 1;
+	}
+	u->fmt = o->format != DBK_TRACE_UNKNOWN ? o->format
+	                                        : dbk_trace_detect(o->trace, buf, len);
+	rc = dbk_trace_parse(u->fmt, buf, len, tr, err, sizeof(err));
+	free(buf);
+	if (rc != 0) {
+		fprintf(stderr, "dbucket-sim: %s: %s\n", o->trace, err);
+		return 1;
+	}
+	u->parsed = tr->n;
+	/* The time window; no max-model-len here: a request too long for
+	 * the instance it is sent to fails there, as vLLM's 400 does. */
+	memset(&sel, 0, sizeof(sel));
+	sel.start_s = o->start_s;
+	sel.duration_s = o->duration_s;
+	dbk_trace_select(tr, &sel, &sst);
+	u->window = tr->n;
+	u->raised = tr->n_raised > 0;
+	u->first = o->skip < tr->n ? o->skip : tr->n;
+	last = tr->n;
+	if (o->max_requests && last - u->first > o->max_requests)
+		last = u->first + o->max_requests;
+	u->n = last - u->first;
+	if (u->n == 0) {
+		fprintf(stderr, "dbucket-sim: no request left in the slice\n");
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	const struct dbk_sim_policy_ops *pol[MAX_POLICIES];
+	struct dbk_engine_config *ecfg = NULL;
+	struct dbk_sim_config sc;
+	struct dbk_sim_req *reqs = NULL;
+	struct dbk_trace tr;
+	struct setup u;
+	size_t npol = 0, k;
+	unsigned i;
+	int rc, ret = 1;
+
+	rc = dbk_sim_parse_opts(argc, argv, &o);
+	if (rc)
+		return rc;
+	if (pick_policies(o.policies, pol, &npol) != 0)
+		return 2;
+	memset(&u, 0, sizeof(u));
+	u.o = &o;
+	if (load_trace(&o, &tr, &u) != 0)
+		goto out;
+	reqs = calloc(u.n, sizeof(*reqs));
+	ecfg = calloc(o.instances, sizeof(*ecfg));
+	if (!reqs || !ecfg) {
+		fprintf(stderr, "dbucket-sim: out of memory\n");
+		goto out;
+	}
+	/* Shifted to start at 0 and compressed by the rate factor. */
+	fill_reqs(&tr, u.first, u.n, o.rate_factor, reqs);
+	for (k = 0; k < u.n; k++)
+		u.in_tok += reqs[k].input_tokens;
+	u.span = reqs[u.n - 1].arrival_s;
+
+	u.nshort = dbk_sim_short_count(o.instances);
+	engine_cfg(&o, true, &u.cshort);
+	engine_cfg(&o, false, &u.clong);
+	for (i = 0; i < o.instances; i++)
+		ecfg[i] = i < u.nshort ? u.cshort : u.clong;
+	dbk_sim_config_default(&sc);
+	sc.ninstances = o.instances;
+	sc.engines = ecfg;
+	sc.overhead_s = o.overhead_ms / 1e3;
+	sc.threshold_tokens = o.threshold;
+	sc.max_request_tokens = o.max_request_tokens;
+	sc.json_overhead_bytes = o.json_overhead;
+	sc.slo.ttft_s = o.slo_ttft_ms / 1e3;
+	sc.slo.tpot_s = o.slo_tpot_ms / 1e3;
+	sc.slo.e2e_s = o.slo_e2e_ms / 1e3;
+
+	print_setup(&u);
+	if (o.slo_capacity)
+		ret = capacity_mode(&o, &sc, reqs, &tr, u.first, u.n, pol, npol);
+	else
+		ret = runs_mode(&u, &sc, reqs, pol, npol);
 out:
 	free(reqs);
 	free(ecfg);

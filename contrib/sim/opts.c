@@ -152,10 +152,151 @@ static int parse_ulong(const char *s, unsigned long lo, unsigned long hi,
 	return 0;
 }
 
+/* Trace and cluster options; -1 when c is not one of them. */
+static int trace_cluster_opt(int c, struct opts *o)
+{
+	unsigned long u;
+
+	switch (c) {
+	case O_TRACE: o->trace = optarg; break;
+	case O_FORMAT:
+		if (strcmp(optarg, "auto") == 0)
+			o->format = DBK_TRACE_UNKNOWN;
+		else if (strcmp(optarg, "mooncake") == 0)
+			o->format = DBK_TRACE_MOONCAKE;
+		else if (strcmp(optarg, "azure") == 0)
+			o->format = DBK_TRACE_AZURE;
+		else
+			return bad("--format wants auto, mooncake or azure", optarg);
+		break;
+	case O_START:
+		if (!dbk_parse_double(optarg, 0, 1e12, &o->start_s))
+			return bad("--start-s wants seconds >= 0", optarg);
+		break;
+	case O_DURATION:
+		if (!dbk_parse_double(optarg, 0, 1e12, &o->duration_s))
+			return bad("--duration-s wants seconds >= 0", optarg);
+		break;
+	case O_SKIP:
+		if (parse_ulong(optarg, 0, UINT32_MAX, &o->skip))
+			return bad("--skip wants a count", optarg);
+		break;
+	case O_MAXREQ:
+		if (parse_ulong(optarg, 1, UINT32_MAX - 1, &o->max_requests))
+			return bad("--max-requests wants a positive count", optarg);
+		break;
+	case O_RATE:
+		if (!dbk_parse_double(optarg, 1e-6, 1e9, &o->rate_factor))
+			return bad("--rate-factor wants a positive number", optarg);
+		break;
+	case O_INST:
+		if (parse_ulong(optarg, 1, DBK_SIM_MAX_INSTANCES, &u))
+			return bad("--instances wants 1..4096", optarg);
+		o->instances = (unsigned)u;
+		break;
+	case O_GPU:
+		if (!dbk_gpu_profile_find(optarg))
+			return bad("--gpu wants h100 or a100", optarg);
+		o->gpu = optarg;
+		break;
+	case O_MML:
+		if (parse_ulong(optarg, 2, DBK_ENGINE_MAX_MODEL_LEN_LIMIT, &o->max_model_len))
+			return bad("--max-model-len wants an integer >= 2", optarg);
+		break;
+	case O_BATCHED:
+		if (parse_ulong(optarg, 1, DBK_ENGINE_MAX_MODEL_LEN_LIMIT, &o->batched))
+			return bad("--max-num-batched-tokens wants a positive integer", optarg);
+		break;
+	case O_SEQS:
+		if (parse_ulong(optarg, 1, DBK_ENGINE_MAX_SEQS_LIMIT, &o->seqs))
+			return bad("--max-num-seqs wants a positive integer", optarg);
+		break;
+	case O_KV:
+		if (parse_ulong(optarg, 16, 1UL << 40, &o->kv))
+			return bad("--kv-capacity-tokens wants an integer >= 16", optarg);
+		break;
+	case O_SMML:
+		if (parse_ulong(optarg, 2, DBK_ENGINE_MAX_MODEL_LEN_LIMIT, &o->short_max_model_len))
+			return bad("--short-max-model-len wants an integer >= 2", optarg);
+		break;
+	case O_SKV:
+		if (parse_ulong(optarg, 16, 1UL << 40, &o->short_kv))
+			return bad("--short-kv-capacity-tokens wants an integer >= 16", optarg);
+		break;
+	case O_DEMO:
+		/* contrib/demo.sh's short stubs. */
+		o->short_max_model_len = 32768;
+		o->short_kv = 120000;
+		break;
+	case O_NO_PC:
+		o->no_prefix_caching = true;
+		break;
+	case O_OVERHEAD:
+		if (!dbk_parse_double(optarg, 0, 1e7, &o->overhead_ms))
+			return bad("--overhead-ms wants a number >= 0", optarg);
+		break;
+	default:
+		return -1;
+	}
+	return 0;
+}
+
+/* Routing, report and SLO-capacity options; -1 when c is not one of
+ * them. */
+static int routing_report_opt(int c, struct opts *o)
+{
+	unsigned long u;
+
+	switch (c) {
+	case O_POLICY: o->policies = optarg; break;
+	case O_THRESH:
+		if (!dbk_parse_double(optarg, 1, 1099511627776.0, &o->threshold))
+			return bad("--server-group-threshold wants a positive number", optarg);
+		break;
+	case O_MAXTOK:
+		if (!dbk_parse_double(optarg, 1, 1099511627776.0, &o->max_request_tokens))
+			return bad("--max-request-tokens wants a positive number", optarg);
+		break;
+	case O_JSONOV:
+		if (!dbk_parse_double(optarg, 0, 1e9, &o->json_overhead))
+			return bad("--json-overhead-bytes wants a number >= 0", optarg);
+		break;
+	case O_SLO_TTFT:
+		if (!dbk_parse_double(optarg, 0, 1e12, &o->slo_ttft_ms))
+			return bad("--slo-ttft-ms wants a number >= 0", optarg);
+		break;
+	case O_SLO_TPOT:
+		if (!dbk_parse_double(optarg, 0, 1e12, &o->slo_tpot_ms))
+			return bad("--slo-tpot-ms wants a number >= 0", optarg);
+		break;
+	case O_SLO_E2E:
+		if (!dbk_parse_double(optarg, 0, 1e12, &o->slo_e2e_ms))
+			return bad("--slo-e2e-ms wants a number >= 0", optarg);
+		break;
+	case O_JSON: o->json = optarg; break;
+	case O_SLO_CAP: o->slo_capacity = true; break;
+	case O_SLO_ATT:
+		if (!dbk_parse_double(optarg, 0.01, 1, &o->search.target))
+			return bad("--slo-attainment wants a fraction in 0.01..1", optarg);
+		break;
+	case O_SLO_TOL:
+		if (!dbk_parse_double(optarg, 1e-4, 1, &o->search.rel_tol))
+			return bad("--slo-tolerance wants a number in 0.0001..1", optarg);
+		break;
+	case O_SLO_EVALS:
+		if (parse_ulong(optarg, 2, 100, &u))
+			return bad("--slo-max-evals wants 2..100", optarg);
+		o->search.max_evals = (unsigned)u;
+		break;
+	default:
+		return -1;
+	}
+	return 0;
+}
+
 int dbk_sim_parse_opts(int argc, char **argv, struct opts *o)
 {
-	int c;
-	unsigned long u;
+	int c, rc;
 
 	memset(o, 0, sizeof(*o));
 	o->rate_factor = 1;
@@ -170,128 +311,18 @@ int dbk_sim_parse_opts(int argc, char **argv, struct opts *o)
 	dbk_slo_search_default(&o->search);
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
-		case O_TRACE: o->trace = optarg; break;
-		case O_FORMAT:
-			if (strcmp(optarg, "auto") == 0)
-				o->format = DBK_TRACE_UNKNOWN;
-			else if (strcmp(optarg, "mooncake") == 0)
-				o->format = DBK_TRACE_MOONCAKE;
-			else if (strcmp(optarg, "azure") == 0)
-				o->format = DBK_TRACE_AZURE;
-			else
-				return bad("--format wants auto, mooncake or azure", optarg);
-			break;
-		case O_START:
-			if (!dbk_parse_double(optarg, 0, 1e12, &o->start_s))
-				return bad("--start-s wants seconds >= 0", optarg);
-			break;
-		case O_DURATION:
-			if (!dbk_parse_double(optarg, 0, 1e12, &o->duration_s))
-				return bad("--duration-s wants seconds >= 0", optarg);
-			break;
-		case O_SKIP:
-			if (parse_ulong(optarg, 0, UINT32_MAX, &o->skip))
-				return bad("--skip wants a count", optarg);
-			break;
-		case O_MAXREQ:
-			if (parse_ulong(optarg, 1, UINT32_MAX - 1, &o->max_requests))
-				return bad("--max-requests wants a positive count", optarg);
-			break;
-		case O_RATE:
-			if (!dbk_parse_double(optarg, 1e-6, 1e9, &o->rate_factor))
-				return bad("--rate-factor wants a positive number", optarg);
-			break;
-		case O_INST:
-			if (parse_ulong(optarg, 1, DBK_SIM_MAX_INSTANCES, &u))
-				return bad("--instances wants 1..4096", optarg);
-			o->instances = (unsigned)u;
-			break;
-		case O_GPU:
-			if (!dbk_gpu_profile_find(optarg))
-				return bad("--gpu wants h100 or a100", optarg);
-			o->gpu = optarg;
-			break;
-		case O_MML:
-			if (parse_ulong(optarg, 2, DBK_ENGINE_MAX_MODEL_LEN_LIMIT, &o->max_model_len))
-				return bad("--max-model-len wants an integer >= 2", optarg);
-			break;
-		case O_BATCHED:
-			if (parse_ulong(optarg, 1, DBK_ENGINE_MAX_MODEL_LEN_LIMIT, &o->batched))
-				return bad("--max-num-batched-tokens wants a positive integer", optarg);
-			break;
-		case O_SEQS:
-			if (parse_ulong(optarg, 1, DBK_ENGINE_MAX_SEQS_LIMIT, &o->seqs))
-				return bad("--max-num-seqs wants a positive integer", optarg);
-			break;
-		case O_KV:
-			if (parse_ulong(optarg, 16, 1UL << 40, &o->kv))
-				return bad("--kv-capacity-tokens wants an integer >= 16", optarg);
-			break;
-		case O_SMML:
-			if (parse_ulong(optarg, 2, DBK_ENGINE_MAX_MODEL_LEN_LIMIT, &o->short_max_model_len))
-				return bad("--short-max-model-len wants an integer >= 2", optarg);
-			break;
-		case O_SKV:
-			if (parse_ulong(optarg, 16, 1UL << 40, &o->short_kv))
-				return bad("--short-kv-capacity-tokens wants an integer >= 16", optarg);
-			break;
-		case O_DEMO:
-			/* contrib/demo.sh's short stubs. */
-			o->short_max_model_len = 32768;
-			o->short_kv = 120000;
-			break;
-		case O_NO_PC:
-			o->no_prefix_caching = true;
-			break;
-		case O_OVERHEAD:
-			if (!dbk_parse_double(optarg, 0, 1e7, &o->overhead_ms))
-				return bad("--overhead-ms wants a number >= 0", optarg);
-			break;
-		case O_POLICY: o->policies = optarg; break;
-		case O_THRESH:
-			if (!dbk_parse_double(optarg, 1, 1099511627776.0, &o->threshold))
-				return bad("--server-group-threshold wants a positive number", optarg);
-			break;
-		case O_MAXTOK:
-			if (!dbk_parse_double(optarg, 1, 1099511627776.0, &o->max_request_tokens))
-				return bad("--max-request-tokens wants a positive number", optarg);
-			break;
-		case O_JSONOV:
-			if (!dbk_parse_double(optarg, 0, 1e9, &o->json_overhead))
-				return bad("--json-overhead-bytes wants a number >= 0", optarg);
-			break;
-		case O_SLO_TTFT:
-			if (!dbk_parse_double(optarg, 0, 1e12, &o->slo_ttft_ms))
-				return bad("--slo-ttft-ms wants a number >= 0", optarg);
-			break;
-		case O_SLO_TPOT:
-			if (!dbk_parse_double(optarg, 0, 1e12, &o->slo_tpot_ms))
-				return bad("--slo-tpot-ms wants a number >= 0", optarg);
-			break;
-		case O_SLO_E2E:
-			if (!dbk_parse_double(optarg, 0, 1e12, &o->slo_e2e_ms))
-				return bad("--slo-e2e-ms wants a number >= 0", optarg);
-			break;
-		case O_JSON: o->json = optarg; break;
-		case O_SLO_CAP: o->slo_capacity = true; break;
-		case O_SLO_ATT:
-			if (!dbk_parse_double(optarg, 0.01, 1, &o->search.target))
-				return bad("--slo-attainment wants a fraction in 0.01..1", optarg);
-			break;
-		case O_SLO_TOL:
-			if (!dbk_parse_double(optarg, 1e-4, 1, &o->search.rel_tol))
-				return bad("--slo-tolerance wants a number in 0.0001..1", optarg);
-			break;
-		case O_SLO_EVALS:
-			if (parse_ulong(optarg, 2, 100, &u))
-				return bad("--slo-max-evals wants 2..100", optarg);
-			o->search.max_evals = (unsigned)u;
-			break;
 		case O_HELP: dbk_sim_usage(stdout); exit(0);
 		case O_VERSION: printf("dbucket-sim %s\n", DBK_SIM_VERSION); exit(0);
 		default:
-			fprintf(stderr, "Try 'dbucket-sim --help'.\n");
-			return 2;
+			rc = trace_cluster_opt(c, o);
+			if (rc < 0)
+				rc = routing_report_opt(c, o);
+			if (rc < 0) {
+				fprintf(stderr, "Try 'dbucket-sim --help'.\n");
+				return 2;
+			}
+			if (rc)
+				return rc;
 		}
 	}
 	if (optind < argc)
