@@ -237,7 +237,7 @@ static int capacity_mode(const struct opts *o, const struct dbk_sim_config *sc,
 	       "%g, at most %u runs\n\n", o->search.target * 100,
 	       o->slo_ttft_ms, o->slo_tpot_ms, o->search.start,
 	       o->search.rel_tol, o->search.max_evals);
-	printf("%-16s %10s %8s %9s %7s %6s %6s\n", "policy", "capacity", "vs lc",
+	printf("%-16s %10s %8s %18s %7s %6s %6s\n", "policy", "capacity", "vs lc",
 	       "attained", "hit %", "runs", "closed");
 	for (k = 0; k < npol; k++) {
 		struct cap_ctx c;
@@ -262,8 +262,15 @@ static int capacity_mode(const struct opts *o, const struct dbk_sim_config *sc,
 
 		if (lc < npol && res[lc].rate > 0)
 			snprintf(ratio, sizeof(ratio), "%.2f", res[k].rate / res[lc].rate);
-		printf("%-16s %10.4g %8s %8.1f%% %7.1f %6u %6s\n", pol[k]->name,
-		       res[k].rate, ratio, 100 * res[k].attain, 100 * hit[k],
+		char met[40];
+
+		if (res[k].rate > 0)
+			snprintf(met, sizeof(met), "%.1f%%", 100 * res[k].attain);
+		else /* how close it came, and where */
+			snprintf(met, sizeof(met), "max %.1f%% at %.3g",
+			         100 * res[k].best_attain, res[k].best_attain_rate);
+		printf("%-16s %10.4g %8s %18s %7.1f %6u %6s\n", pol[k]->name,
+		       res[k].rate, ratio, met, 100 * hit[k],
 		       res[k].evals, res[k].closed ? "yes" : "no");
 	}
 	if (o->json) {
@@ -281,6 +288,9 @@ static int capacity_mode(const struct opts *o, const struct dbk_sim_config *sc,
 				cJSON_AddNumberToObject(e, "ratio_to_lc",
 				                        res[k].rate / res[lc].rate);
 			cJSON_AddNumberToObject(e, "attainment", res[k].attain);
+			cJSON_AddNumberToObject(e, "best_attainment", res[k].best_attain);
+			cJSON_AddNumberToObject(e, "best_attainment_rate_factor",
+			                        res[k].best_attain_rate);
 			cJSON_AddNumberToObject(e, "prefix_cache_hit_rate", hit[k]);
 			cJSON_AddNumberToObject(e, "runs", res[k].evals);
 			cJSON_AddBoolToObject(e, "closed", res[k].closed);

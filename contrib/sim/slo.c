@@ -21,6 +21,10 @@ static int eval(const struct dbk_slo_search *p, dbk_slo_eval_fn f, void *ctx,
 	if (f(ctx, rate, &a) != 0)
 		return -1;
 	out->evals++;
+	if (out->evals == 1 || a > out->best_attain) {
+		out->best_attain = a;
+		out->best_attain_rate = rate;
+	}
 	*pass = a >= p->target;
 	if (*pass && rate > out->rate) {
 		out->rate = rate;

@@ -36,6 +36,9 @@ typedef int (*dbk_slo_eval_fn)(void *ctx, double rate, double *attain);
 struct dbk_slo_result {
 	double rate;        /* capacity: highest passing rate, 0 if none */
 	double attain;      /* attainment there */
+	/* The best attainment seen and its rate: with capacity 0, how
+	 * close the policy came (at the lowest load, typically). */
+	double best_attain, best_attain_rate;
 	double lo, hi;      /* final bracket (hi 0: never failed) */
 	unsigned evals;
 	bool closed;        /* the bracket reached rel_tol */

@@ -198,6 +198,7 @@ static void test_slo_search(void)
 	p.max_evals = 5;
 	CHECK_EQ_U(dbk_slo_capacity(&p, step_curve, &c, &r), 0);
 	CHECK(r.rate == 0 && !r.closed && r.evals == 5);
+	CHECK(r.best_attain == 0.5 && r.best_attain_rate == 1.0);
 	/* Or halving stops at the floor: 1, 1/2, 1/4, 1/8 (1/16 is below
 	 * 1/10). */
 	p.max_evals = 16;
