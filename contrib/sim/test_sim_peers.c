@@ -152,6 +152,71 @@ static void test_affinity(void)
 	free(r);
 }
 
+/* cache_aware's balance thresholds: 100 requests of one prompt at once
+ * stick to the instance that holds it while the router's in-flight counts
+ * stay within 64 of each other (or within 1.5x); the 66th, with 65 in
+ * flight there and none elsewhere, goes to the least loaded. */
+static void test_cache_aware_thresholds(void)
+{
+	static const uint64_t same[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	struct dbk_sim_req r[100];
+	struct dbk_sim *s;
+	unsigned k, first_other = 0;
+
+	memset(r, 0, sizeof(r));
+	for (k = 0; k < 100; k++) {
+		r[k].id = k;
+		r[k].input_tokens = 4000;
+		r[k].output_tokens = 50;
+		r[k].hash_ids = same;
+		r[k].n_hash_ids = 8;
+	}
+	s = run(4, r, 100, dbk_sim_policy_find("cache_aware"));
+	if (!s)
+		return;
+	for (k = 1; k < 100 && !first_other; k++)
+		if (dbk_sim_outcome(s, k)->instance != dbk_sim_outcome(s, 0)->instance)
+			first_other = k;
+	CHECK_EQ_U(first_other, 65);
+	dbk_sim_free(s);
+}
+
+/* llm_d between two scrapes: a burst of distinct prompts sees the same
+ * queue and KV scores for every instance, and the prefix scorer's
+ * model-name block (held by any instance that was sent anything) breaks
+ * the tie towards the first instance chosen: the burst lands there. (The
+ * first scrape runs at the first arrival, after it is routed, so the
+ * first request's instance already shows its KV use and the herd goes to
+ * another one.) A burst 0.2 s later, after scrapes, is spread. */
+static void test_llmd_herd(void)
+{
+	struct dbk_sim_req r[16];
+	struct dbk_sim *s;
+	unsigned k, used = 0, in;
+	bool seen[4] = { false };
+
+	memset(r, 0, sizeof(r));
+	for (k = 0; k < 16; k++) {
+		r[k].id = k;
+		r[k].arrival_s = k < 8 ? 0 : 0.2;
+		r[k].input_tokens = 20000; /* prefill outlasts 0.2 s */
+		r[k].output_tokens = 10;
+	}
+	s = run(4, r, 16, dbk_sim_policy_find("llm_d"));
+	if (!s)
+		return;
+	for (k = 2; k < 8; k++)
+		CHECK_EQ_U(dbk_sim_outcome(s, k)->instance, dbk_sim_outcome(s, 1)->instance);
+	for (k = 8; k < 16; k++) {
+		in = dbk_sim_outcome(s, k)->instance;
+		if (!seen[in])
+			used++;
+		seen[in] = true;
+	}
+	CHECK(used >= 2);
+	dbk_sim_free(s);
+}
+
 /* A probe policy: scrapes every 0.5 s and, at each decision, checks that
  * what it reads is at most one interval old. */
 struct probe {
@@ -240,6 +305,8 @@ int main(void)
 {
 	RUN(test_conservation);
 	RUN(test_affinity);
+	RUN(test_cache_aware_thresholds);
+	RUN(test_llmd_herd);
 	RUN(test_staleness);
 	return CHECK_DONE();
 }
