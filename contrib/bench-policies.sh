@@ -343,8 +343,10 @@ label() {
 
 # One row per run: trace policy rep req/s tok/s good/s TTFTs50 TTFTs99
 # TTFTl50 TTFTl99 TPOT50 TPOT99 E2E99 failed completed probe_ttft_ms load
-row() { # row JSON TRACE POLICY REP PROBE LOAD
-	jq -r --arg t "$2" --arg p "$3" --arg rep "$4" --arg probe "$5" --arg load "$6" '
+# hit% (the stubs' prefix-cache hit rate: vllm:prefix_cache_hits_total
+# over vllm:prefix_cache_queries_total, summed over the four)
+row() { # row JSON TRACE POLICY REP PROBE LOAD HIT
+	jq -r --arg t "$2" --arg p "$3" --arg rep "$4" --arg probe "$5" --arg load "$6" --arg hit "$7" '
 		def v(x): if x == null then "-" else x end;
 		.results as $x |
 		[$t, $p, $rep,
@@ -352,7 +354,16 @@ row() { # row JSON TRACE POLICY REP PROBE LOAD
 		 v($x.short.ttft_ms.median), v($x.short.ttft_ms.p99),
 		 v($x.long.ttft_ms.median), v($x.long.ttft_ms.p99),
 		 v($x.total.tpot_ms.median), v($x.total.tpot_ms.p99), v($x.total.e2e_ms.p99),
-		 v($x.total.failed), v($x.total.completed), $probe, $load] | @tsv' "$1"
+		 v($x.total.failed), v($x.total.completed), $probe, $load, $hit] | @tsv' "$1"
+}
+stub_hit_rate() { # the four stubs' prefix-cache hit rate in %, from /metrics
+	local i v
+	for i in 0 1 2 3; do
+		v="DBK_VLLM$i"
+		curl -s --max-time 2 "http://${!v}/metrics" 2>/dev/null || true
+	done | awk '/^vllm:prefix_cache_hits_total[{ ]/ { h += $NF }
+		/^vllm:prefix_cache_queries_total[{ ]/ { q += $NF }
+		END { if (q > 0) printf "%.1f", 100 * h / q; else print "-" }'
 }
 
 results=$out/${tag}runs.tsv
@@ -394,6 +405,7 @@ for trace in ${traces//,/ }; do
 			case $policy in
 			plain|dynamic) curl -s --max-time 2 "http://$ADMIN/metrics" >"$base.agent-metrics" 2>/dev/null || true ;;
 			esac
+			hit=$(stub_hit_rate)
 			stop_cluster
 			# The stubs' own account, late steps (timer lag) included.
 			grep -h 'served' "$tmp"/stub*.log 2>/dev/null | sed "s/^/[$policy] /" >"$base.stubs" || true
@@ -402,7 +414,7 @@ for trace in ${traces//,/ }; do
 				sed 's/^/  /' "$tmp/bench.err" >&2
 				exit 1
 			fi
-			row "$base.json" "$trace" "$policy" "$rep" "$probe" "$load" >>"$results"
+			row "$base.json" "$trace" "$policy" "$rep" "$probe" "$load" "$hit" >>"$results"
 			tail -n 1 "$results" | awk -F'\t' -v s="$(($(date +%s) - t0))" \
 				'{ printf "%d s: %.2f req/s, TTFT short p50 %.0f ms, failed %s, idle probe TTFT %.1f ms\n", s, $4, $7, $14, $16 }' >&2
 		done
@@ -420,49 +432,53 @@ table() { # table TRACE [md]
 			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 		}
 		function name(p) {
-			return p == "rr" ? "HAProxy roundrobin" : p == "lc" ? "HAProxy leastconn" : p == "plain" ? "dbucket plain" : "dbucket dynamic"
+			return p == "rr" ? "HAProxy roundrobin" : p == "lc" ? "HAProxy leastconn" : p == "plain" ? "dbucket plain" : \
+				p == "dynamic" ? "dbucket dynamic" : p == "p2" ? "HAProxy random(2)" : "HAProxy hdr consistent"
 		}
 		$1 == tr {
 			p = $2; runs[p]++
-			for (k = 4; k <= 14; k++) if ($k != "-") { cnt[p, k]++; vals[p, k, cnt[p, k]] = $k + 0 }
+			for (k = 4; k <= 18; k++) if ($k != "-" && $k != "") { cnt[p, k]++; vals[p, k, cnt[p, k]] = $k + 0 }
 		}
 		END {
+			nc = split("4 5 6 7 8 9 10 11 12 13 14 18", C, " ")
 			np = split(pols, P, " ")
-			for (i = 1; i <= np; i++) for (k = 4; k <= 14; k++) {
+			for (i = 1; i <= np; i++) for (k = 4; k <= 18; k++) {
 				n = cnt[P[i], k]
 				if (n == 0) { M[P[i], k] = "-"; continue }
 				delete a
 				for (j = 1; j <= n; j++) a[j] = vals[P[i], k, j]
 				M[P[i], k] = med(a, n)
 			}
-			split("req/s tok/s good/s TTFTs50 TTFTs99 TTFTl50 TTFTl99 TPOT50 TPOT99 E2E99 fail", H, " ")
+			split("req/s tok/s good/s TTFTs50 TTFTs99 TTFTl50 TTFTl99 TPOT50 TPOT99 E2E99 fail hit%", H, " ")
 			fmt[4] = "%.2f"; fmt[5] = "%.0f"; fmt[6] = "%.2f"
 			for (k = 7; k <= 13; k++) fmt[k] = "%.0f"
-			fmt[11] = "%.1f"; fmt[12] = "%.1f"; fmt[14] = "%d"
+			fmt[11] = "%.1f"; fmt[12] = "%.1f"; fmt[14] = "%d"; fmt[18] = "%.1f"
 			if (md) {
-				printf "| policy |"; for (k = 4; k <= 14; k++) printf " %s |", H[k - 3]; printf "\n"
-				printf "|---|"; for (k = 4; k <= 14; k++) printf "---:|"; printf "\n"
+				printf "| policy |"; for (c = 1; c <= nc; c++) printf " %s |", H[c]; printf "\n"
+				printf "|---|"; for (c = 1; c <= nc; c++) printf "---:|"; printf "\n"
 			} else {
-				printf "%-24s", "policy"; for (k = 4; k <= 14; k++) printf " %8s", H[k - 3]; printf "\n"
+				printf "%-28s", "policy"; for (c = 1; c <= nc; c++) printf " %8s", H[c]; printf "\n"
 			}
 			for (i = 1; i <= np; i++) {
 				p = P[i]
 				if (!(p in runs)) continue
-				if (md) printf "| %s |", name(p); else printf "%-24s", name(p)
-				for (k = 4; k <= 14; k++) {
+				if (md) printf "| %s |", name(p); else printf "%-28s", name(p)
+				for (c = 1; c <= nc; c++) {
+					k = C[c]
 					v = M[p, k] == "-" ? "-" : sprintf(fmt[k], M[p, k])
 					if (md) printf " %s |", v; else printf " %8s", v
 				}
 				printf "\n"
 			}
 			if (!("lc" in runs)) exit
-			if (md) { printf "| *ratio to leastconn* |"; for (k = 4; k <= 14; k++) printf " |"; printf "\n" }
+			if (md) { printf "| *ratio to leastconn* |"; for (c = 1; c <= nc; c++) printf " |"; printf "\n" }
 			else printf "ratio to leastconn (throughput, goodput: higher is better; latencies, failures: lower is better)\n"
 			for (i = 1; i <= np; i++) {
 				p = P[i]
 				if (!(p in runs) || p == "lc") continue
-				if (md) printf "| %s / lc |", name(p); else printf "%-24s", name(p) " / lc"
-				for (k = 4; k <= 14; k++) {
+				if (md) printf "| %s / lc |", name(p); else printf "%-28s", name(p) " / lc"
+				for (c = 1; c <= nc; c++) {
+					k = C[c]
 					if (M[p, k] == "-" || M["lc", k] == "-") v = "-"
 					else if (M["lc", k] == 0) v = (M[p, k] == 0 ? "=" : "+" M[p, k])
 					else v = sprintf("%.2f", M[p, k] / M["lc", k])
