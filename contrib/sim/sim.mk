@@ -26,7 +26,7 @@ SIM_OBJ      = $(SIM_CORE_OBJ) $(BUILD)/$(SIM_DIR)/report.o $(SIM_SHARED_OBJ)
 
 SIM_BINS  = $(BUILD)/dbucket-sim
 SIM_TESTS = $(BUILD)/test_sim_events $(BUILD)/test_sim_metrics \
-            $(BUILD)/test_sim_predict $(BUILD)/test_sim_cluster
+            $(BUILD)/test_sim_predict $(BUILD)/test_sim_cluster $(BUILD)/test_sim_cache
 
 $(BUILD)/dbucket-sim: $(BUILD)/$(SIM_DIR)/main.o $(SIM_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
@@ -43,4 +43,8 @@ $(BUILD)/test_sim_predict: $(BUILD)/$(SIM_DIR)/test_sim_predict.o $(BUILD)/$(SIM
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_M)
 
 $(BUILD)/test_sim_cluster: $(BUILD)/$(SIM_DIR)/test_sim_cluster.o $(SIM_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
+
+$(BUILD)/test_sim_cache: $(BUILD)/$(SIM_DIR)/test_sim_cache.o $(SIM_OBJ) \
+		$(BUILD)/contrib/stub/api.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
