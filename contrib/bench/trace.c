@@ -520,10 +520,11 @@ void dbk_trace_sessions(struct dbk_trace *t)
 
 	for (i = 0; i < t->n; i++) {
 		const struct dbk_trace_req *r = &t->req[i];
-		const uint64_t *h = t->hash + r->hash_off;
+		const uint64_t *h;
 
 		if (r->n_hash == 0)
 			continue;
+		h = t->hash + r->hash_off;
 		if (!first) {
 			first = h;
 			common = r->n_hash;

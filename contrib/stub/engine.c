@@ -22,6 +22,7 @@
  * (allocate_slots -> cache_blocks), output blocks included, so a
  * preempted request finds its own blocks again if nobody evicted them. */
 #include "engine.h"
+#include "handles.h"
 #include "prefix_cache.h"
 
 #include <stdio.h>
@@ -64,12 +65,6 @@ struct queue {
 	uint32_t n;
 };
 
-struct slot {
-	struct req *r;
-	uint32_t gen;
-	uint32_t next_free;
-};
-
 struct sched {
 	struct req *r;
 	uint32_t n_new;
@@ -85,8 +80,7 @@ struct dbk_engine {
 
 	struct queue running, waiting;
 
-	struct slot *slots;
-	uint32_t n_slots, cap_slots, free_head;
+	struct dbk_handles handles;
 
 	struct sched *sched;     /* capacity cfg.max_num_seqs */
 	uint32_t n_sched;
@@ -108,7 +102,6 @@ struct dbk_engine {
 	struct dbk_engine_step_info last;
 };
 
-#define NO_SLOT UINT32_MAX
 
 static void q_push_back(struct queue *q, struct req *r)
 {
@@ -165,7 +158,7 @@ struct dbk_engine *dbk_engine_new(const struct dbk_engine_config *cfg)
 	e->blocks_total = cfg->kv_capacity_tokens / DBK_KV_BLOCK_TOKENS;
 	e->pool = dbk_prefix_cache_new((uint32_t)e->blocks_total,
 	                               cfg->enable_prefix_caching);
-	e->free_head = NO_SLOT;
+	dbk_handles_init(&e->handles);
 	n = cfg->max_num_seqs;
 	e->sched = calloc(n, sizeof(*e->sched));
 	e->tmp_new = calloc(n, sizeof(*e->tmp_new));
@@ -208,7 +201,7 @@ void dbk_engine_free(struct dbk_engine *e)
 	free_queue(&e->running);
 	free_queue(&e->waiting);
 	free_queue(&e->zombies);
-	free(e->slots);
+	dbk_handles_free(&e->handles);
 	free(e->sched);
 	free(e->tmp_new);
 	free(e->tmp_done);
@@ -218,70 +211,22 @@ void dbk_engine_free(struct dbk_engine *e)
 	free(e);
 }
 
-/* ---- Handles: slot index in the low half, generation in the high. ---- */
-
-static uint64_t make_handle(uint32_t idx, uint32_t gen)
-{
-	return ((uint64_t)gen << 32) | idx;
-}
+/* ---- Handles (handles.h). ---- */
 
 static struct req *lookup(const struct dbk_engine *e, uint64_t h)
 {
-	uint32_t idx = (uint32_t)h, gen = (uint32_t)(h >> 32);
-
-	if (idx >= e->n_slots || e->slots[idx].gen != gen)
-		return NULL;
-	return e->slots[idx].r;
-}
-
-static int slot_alloc(struct dbk_engine *e, struct req *r, uint64_t *h)
-{
-	uint32_t idx;
-
-	if (e->free_head != NO_SLOT) {
-		idx = e->free_head;
-		e->free_head = e->slots[idx].next_free;
-	} else {
-		if (e->n_slots == e->cap_slots) {
-			uint32_t cap = e->cap_slots ? e->cap_slots * 2 : 64;
-			struct slot *ns;
-
-			if (cap < e->cap_slots || cap >= NO_SLOT)
-				return -1;
-			ns = realloc(e->slots, (size_t)cap * sizeof(*ns));
-			if (!ns)
-				return -1;
-			e->slots = ns;
-			e->cap_slots = cap;
-		}
-		idx = e->n_slots++;
-		e->slots[idx].gen = 0;
-	}
-	if (++e->slots[idx].gen == 0)
-		e->slots[idx].gen = 1;
-	e->slots[idx].r = r;
-	e->slots[idx].next_free = NO_SLOT;
-	r->slot = idx;
-	*h = make_handle(idx, e->slots[idx].gen);
-	return 0;
+	return dbk_handles_get(&e->handles, h);
 }
 
 static void slot_release(struct dbk_engine *e, struct req *r)
 {
-	struct slot *s = &e->slots[r->slot];
-
-	/* Bumping the generation kills every copy of the old handle. */
-	if (++s->gen == 0)
-		s->gen = 1;
-	s->r = NULL;
-	s->next_free = e->free_head;
-	e->free_head = r->slot;
+	dbk_handles_remove(&e->handles, r->slot);
 	req_free(r);
 }
 
 static uint64_t handle_of(const struct dbk_engine *e, const struct req *r)
 {
-	return make_handle(r->slot, e->slots[r->slot].gen);
+	return dbk_handles_of(&e->handles, r->slot);
 }
 
 /* A request leaving the engine while a step or a delivery may still
@@ -376,7 +321,7 @@ int dbk_engine_submit_keys(struct dbk_engine *e, uint32_t prompt_tokens,
 	if (!r)
 		return DBK_ENGINE_E_NOMEM;
 	if (req_init(e, r, prompt_tokens, max_output_tokens, keys, n_keys) ||
-	    slot_alloc(e, r, &h) != 0) {
+	    dbk_handles_add(&e->handles, r, &r->slot, &h) != 0) {
 		req_free(r);
 		return DBK_ENGINE_E_NOMEM;
 	}

@@ -11,6 +11,7 @@ LDLIBS_M     ?= -lm
 # Pure modules (no sockets, no clock, no globals): engine.c is also meant
 # for the cluster simulator, http.c and api.c are fuzzable.
 STUB_ENGINE_OBJ = $(BUILD)/$(STUB_DIR)/engine.o $(BUILD)/$(STUB_DIR)/engine_config.o \
+                  $(BUILD)/$(STUB_DIR)/handles.o \
                   $(BUILD)/$(STUB_DIR)/prefix_cache.o
 STUB_HTTP_OBJ   = $(BUILD)/$(STUB_DIR)/http.o
 STUB_API_OBJ    = $(BUILD)/$(STUB_DIR)/api.o $(BUILD)/$(STUB_DIR)/buf.o \
