@@ -39,8 +39,8 @@ static int pick_policies(const char *list, const struct dbk_sim_policy_ops **out
 		const struct dbk_sim_policy_ops *p = dbk_sim_policy_find(tok);
 
 		if (!p || *n == MAX_POLICIES) {
-			fprintf(stderr, "dbucket-sim: unknown policy '%s' (rr, lc, "
-			        "plain, dynamic, clairvoyant, all)\n", tok);
+			fprintf(stderr, "dbucket-sim: unknown policy '%s' (see "
+			        "--help)\n", tok);
 			return -1;
 		}
 		out[(*n)++] = p;
