@@ -28,7 +28,8 @@ LDLIBS_M    = -lm
 
 # Pure modules: no sockets, no clock, no globals.
 CORE_SRC  = agent/spop.c agent/balancer.c agent/leases.c agent/estimate.c agent/completion.c \
-            agent/histo.c agent/strbuf.c agent/runtime.c agent/tune.c agent/numparse.c
+            agent/histo.c agent/strbuf.c agent/runtime.c agent/tune.c agent/numparse.c \
+            agent/vllm_metrics.c
 AGENT_SRC = agent/main.c agent/agent.c agent/report.c agent/config.c agent/log.c agent/net.c \
             agent/spoa.c agent/route.c agent/events.c agent/admin.c agent/listener.c \
             agent/runtime_client.c agent/sync.c
@@ -40,7 +41,7 @@ BINS  = $(BUILD)/dbucket-spoa $(BUILD)/dbucket-parity
 TESTS = $(BUILD)/test_spop $(BUILD)/test_balancer $(BUILD)/test_estimate \
         $(BUILD)/test_config $(BUILD)/test_route $(BUILD)/test_spoa \
         $(BUILD)/test_completion $(BUILD)/test_runtime $(BUILD)/test_tune \
-        $(BUILD)/test_numparse
+        $(BUILD)/test_numparse $(BUILD)/test_vllm_metrics
 
 include contrib/stub/stub.mk
 include contrib/bench/bench.mk
@@ -80,6 +81,8 @@ $(BUILD)/test_tune: $(BUILD)/tests/unit/test_tune.o $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
 $(BUILD)/test_numparse: $(BUILD)/tests/unit/test_numparse.o $(BUILD)/agent/numparse.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_M)
+$(BUILD)/test_vllm_metrics: $(BUILD)/tests/unit/test_vllm_metrics.o $(BUILD)/agent/vllm_metrics.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
 $(BUILD)/test_config: $(BUILD)/tests/unit/test_config.o $(BUILD)/agent/config.o $(BUILD)/agent/log.o $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
 $(BUILD)/test_route: $(BUILD)/tests/unit/test_route.o $(BUILD)/tests/unit/frames.o $(BUILD)/agent/route.o $(BUILD)/agent/log.o $(CORE_OBJ)

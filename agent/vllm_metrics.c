@@ -1,0 +1,385 @@
+#include "vllm_metrics.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Longest value or label value kept for conversion; longer ones are
+ * still validated but never a number we use. */
+#define TOKEN_MAX 64
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- the families we keep ---- */
+
+enum slot { S_RUNNING, S_WAITING, S_KV, S_QUERIES, S_HITS, S_PREEMPT, S_INFO, S_NSLOTS };
+
+/* A current name and, for some, the name older vLLM releases used: the
+ * older one counts only when the current one is absent, so a release
+ * that exports both is not counted twice. */
+static const struct family {
+	const char *name;
+	enum slot slot;
+	bool old;
+} families[] = {
+	{ "vllm:num_requests_running", S_RUNNING, false },
+	{ "vllm:num_requests_waiting", S_WAITING, false },
+	{ "vllm:kv_cache_usage_perc", S_KV, false },
+	{ "vllm:gpu_cache_usage_perc", S_KV, true },
+	{ "vllm:prefix_cache_queries_total", S_QUERIES, false },
+	{ "vllm:gpu_prefix_cache_queries_total", S_QUERIES, true },
+	{ "vllm:prefix_cache_hits_total", S_HITS, false },
+	{ "vllm:gpu_prefix_cache_hits_total", S_HITS, true },
+	{ "vllm:num_preemptions_total", S_PREEMPT, false },
+	{ "vllm:cache_config_info", S_INFO, false },
+};
+
+struct acc {
+	double sum[S_NSLOTS][2];     /* [slot][old] */
+	unsigned n[S_NSLOTS][2];     /* finite samples summed */
+	double gpu_blocks, block_size;
+	unsigned n_blocks, n_bsize;
+};
+
+static const struct family *family_of(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
+		if (strlen(families[i].name) == len && memcmp(families[i].name, name, len) == 0)
+			return &families[i];
+	return NULL;
+}
+
+/* ---- tokens ---- */
+
+static bool is_name_start(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+static bool is_name_char(char c)
+{
+	return is_name_start(c) || (c >= '0' && c <= '9');
+}
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static const char *skip_blank(const char *p, const char *end)
+{
+	while (p < end && is_blank(*p))
+		p++;
+	return p;
+}
+
+/* A Prometheus float: decimal, or NaN / [+-]Inf in Go's spellings.
+ * strtod would also take hex and "nan(...)": those are refused. */
+static bool parse_float(const char *s, size_t len, double *out)
+{
+	char tok[TOKEN_MAX + 1];
+	char *endp;
+
+	if (len == 0 || len > TOKEN_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] == 'x' || s[i] == 'X' || s[i] == '(' || (unsigned char)s[i] <= ' ')
+			return false;
+	memcpy(tok, s, len);
+	tok[len] = '\0';
+	*out = strtod(tok, &endp);
+	return endp == tok + len;
+}
+
+static bool parse_timestamp(const char *s, size_t len)
+{
+	size_t i = (len > 0 && s[0] == '-') ? 1 : 0;
+
+	if (len == i || len - i > 19)
+		return false;
+	for (; i < len; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+	return true;
+}
+
+/* The label values of cache_config_info we read. */
+struct info {
+	char gpu_blocks[TOKEN_MAX + 1];
+	char block_size[TOKEN_MAX + 1];
+};
+
+/* Reads one quoted label value at *pp (past the opening quote), undoing
+ * \\, \" and \n; keeps it in keep (if not NULL and it fits). */
+static const char *label_value(const char *p, const char *end, char *keep, const char **why)
+{
+	size_t k = 0;
+
+	while (p < end && *p != '"') {
+		char c = *p++;
+
+		if (c == '\\') {
+			if (p == end || (*p != '\\' && *p != '"' && *p != 'n')) {
+				*why = "bad escape in a label value";
+				return NULL;
+			}
+			c = *p == 'n' ? '\n' : *p;
+			p++;
+		} else if (c == '\n') {
+			*why = "newline in a label value";
+			return NULL;
+		}
+		if (keep && k < TOKEN_MAX)
+			keep[k++] = c;
+		else if (keep)
+			keep[0] = '\0', keep = NULL; /* too long: never a number */
+	}
+	if (p == end) {
+		*why = "unterminated label value";
+		return NULL;
+	}
+	if (keep)
+		keep[k] = '\0';
+	return p + 1;
+}
+
+/* Parses {name="value",...} starting at the '{'; returns past the '}'. */
+static const char *labels(const char *p, const char *end, struct info *inf, const char **why)
+{
+	p++;
+	for (;;) {
+		p = skip_blank(p, end);
+		if (p < end && *p == '}')
+			return p + 1;
+		const char *n = p;
+		if (p == end || !is_name_start(*p)) {
+			*why = "bad label name";
+			return NULL;
+		}
+		while (p < end && is_name_char(*p))
+			p++;
+		size_t nl = (size_t)(p - n);
+		p = skip_blank(p, end);
+		if (p == end || *p != '=') {
+			*why = "expected '=' after a label name";
+			return NULL;
+		}
+		p = skip_blank(p + 1, end);
+		if (p == end || *p != '"') {
+			*why = "expected a quoted label value";
+			return NULL;
+		}
+		char *keep = NULL;
+		if (inf && nl == 14 && memcmp(n, "num_gpu_blocks", 14) == 0)
+			keep = inf->gpu_blocks;
+		else if (inf && nl == 10 && memcmp(n, "block_size", 10) == 0)
+			keep = inf->block_size;
+		p = label_value(p + 1, end, keep, why);
+		if (!p)
+			return NULL;
+		p = skip_blank(p, end);
+		if (p < end && *p == ',')
+			p++;
+		else if (p == end || *p != '}') {
+			*why = "expected ',' or '}' after a label";
+			return NULL;
+		}
+	}
+}
+
+static void add_info(struct acc *a, const struct info *inf)
+{
+	double v;
+
+	if (inf->gpu_blocks[0] && parse_float(inf->gpu_blocks, strlen(inf->gpu_blocks), &v) &&
+	    isfinite(v) && v >= 0) {
+		a->gpu_blocks += v;
+		a->n_blocks++;
+	}
+	if (inf->block_size[0] && parse_float(inf->block_size, strlen(inf->block_size), &v) &&
+	    isfinite(v) && v > 0) {
+		if (a->n_bsize == 0 || v > a->block_size)
+			a->block_size = v;
+		a->n_bsize++;
+	}
+}
+
+/* One sample line (not blank, not a comment). */
+static int sample_line(const char *p, const char *end, struct acc *a, const char **why)
+{
+	const char *name = p;
+	struct info inf;
+	const struct family *fam;
+
+	if (!is_name_start(*p) && *p != ':') {
+		*why = "bad metric name";
+		return -1;
+	}
+	while (p < end && (is_name_char(*p) || *p == ':'))
+		p++;
+	fam = family_of(name, (size_t)(p - name));
+	memset(&inf, 0, sizeof(inf));
+	p = skip_blank(p, end);
+	if (p < end && *p == '{') {
+		p = labels(p, end, fam && fam->slot == S_INFO ? &inf : NULL, why);
+		if (!p)
+			return -1;
+		p = skip_blank(p, end);
+	}
+	const char *v = p;
+	while (p < end && !is_blank(*p))
+		p++;
+	double val;
+	if (!parse_float(v, (size_t)(p - v), &val)) {
+		*why = v == p ? "no value" : "bad value";
+		return -1;
+	}
+	p = skip_blank(p, end);
+	if (p < end) {
+		const char *t = p;
+		while (p < end && !is_blank(*p))
+			p++;
+		if (!parse_timestamp(t, (size_t)(p - t)) || skip_blank(p, end) != end) {
+			*why = "bad timestamp or trailing text";
+			return -1;
+		}
+	}
+	if (!fam)
+		return 0;
+	if (fam->slot == S_INFO) {
+		add_info(a, &inf);
+		return 0;
+	}
+	if (isfinite(val)) {
+		a->sum[fam->slot][fam->old] += val;
+		a->n[fam->slot][fam->old]++;
+	}
+	return 0;
+}
+
+static void finish(const struct acc *a, struct dbk_vllm_metrics *out)
+{
+	static const unsigned bit[S_NSLOTS] = {
+		DBK_VM_RUNNING, DBK_VM_WAITING, DBK_VM_KV_USAGE, DBK_VM_PC_QUERIES,
+		DBK_VM_PC_HITS, DBK_VM_PREEMPTIONS, 0,
+	};
+	double *dst[S_NSLOTS] = {
+		&out->running, &out->waiting, &out->kv_usage, &out->pc_queries,
+		&out->pc_hits, &out->preemptions, NULL,
+	};
+
+	for (unsigned s = 0; s < S_INFO; s++) {
+		unsigned o = a->n[s][0] ? 0 : 1;
+
+		/* Finite samples can still sum to infinity. */
+		if (!a->n[s][o] || !isfinite(a->sum[s][o]))
+			continue;
+		*dst[s] = a->sum[s][o];
+		if (s == S_KV)
+			*dst[s] /= a->n[s][o];
+		out->have |= bit[s];
+	}
+	if (a->n_blocks && isfinite(a->gpu_blocks)) {
+		out->gpu_blocks = a->gpu_blocks;
+		out->have |= DBK_VM_GPU_BLOCKS;
+	}
+	if (a->n_bsize) {
+		out->block_size = a->block_size;
+		out->have |= DBK_VM_BLOCK_SIZE;
+	}
+}
+
+int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics *out,
+                           char *err, size_t errlen)
+{
+	const char *p = buf, *end = buf + len;
+	struct acc a;
+	unsigned lineno = 0, samples = 0;
+
+	memset(out, 0, sizeof(*out));
+	memset(&a, 0, sizeof(a));
+	if (!buf)
+		return len == 0 ? 0 : -1;
+	/* Each round consumes one line, so the loop ends within len rounds. */
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		const char *why = NULL;
+
+		lineno++;
+		if (le - p > DBK_VM_MAX_LINE) {
+			seterr(err, errlen, "line %u: longer than %d bytes", lineno, DBK_VM_MAX_LINE);
+			return -1;
+		}
+		if (le > p && le[-1] == '\r')
+			le--;
+		const char *s = skip_blank(p, le);
+		if (s < le && *s != '#') {
+			if (sample_line(s, le, &a, &why) < 0) {
+				seterr(err, errlen, "line %u: %s", lineno, why);
+				return -1;
+			}
+			samples++;
+		}
+		p = nl ? nl + 1 : end;
+	}
+	finish(&a, out);
+	out->samples = samples;
+	return 0;
+}
+
+/* ---- /v1/models ---- */
+
+int dbk_vllm_parse_models(const char *buf, size_t len, long *max_len, char *err,
+                          size_t errlen)
+{
+	cJSON *root = buf ? cJSON_ParseWithLength(buf, len) : NULL;
+	const cJSON *data, *m;
+	int rc = 0;
+
+	*max_len = 0;
+	data = cJSON_GetObjectItemCaseSensitive(root, "data");
+	if (!cJSON_IsObject(root) || !cJSON_IsArray(data)) {
+		seterr(err, errlen, "not a model list (no \"data\" array)");
+		cJSON_Delete(root);
+		return -1;
+	}
+	cJSON_ArrayForEach(m, data) {
+		const cJSON *l = cJSON_GetObjectItemCaseSensitive(m, "max_model_len");
+
+		if (!cJSON_IsObject(m)) {
+			seterr(err, errlen, "a model is not an object");
+			rc = -1;
+			break;
+		}
+		if (!l || cJSON_IsNull(l))
+			continue;
+		double d = cJSON_IsNumber(l) ? l->valuedouble : -1;
+		if (!(d >= 1 && d <= 1e12) || d != floor(d)) {
+			seterr(err, errlen, "max_model_len is not a positive integer");
+			rc = -1;
+			break;
+		}
+		if (*max_len == 0 || (long)d < *max_len)
+			*max_len = (long)d;
+	}
+	if (rc < 0)
+		*max_len = 0;
+	cJSON_Delete(root);
+	return rc;
+}

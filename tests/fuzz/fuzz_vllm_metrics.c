@@ -1,0 +1,80 @@
+/* Fuzzes vLLM's /metrics and /v1/models parsers (agent/vllm_metrics.c).
+ *
+ * Input: one parameter byte b, then the body.
+ *   b & 1: the body is a /v1/models list, else a /metrics text
+ *
+ * Checked (vllm_metrics.h):
+ * - /metrics: 0 or -1; on -1 nothing is reported (have 0) and the reason
+ *   names a line; on 0 every reported value is finite, the KV use lies in
+ *   the range of the samples (here: checked not negative when the inputs
+ *   are not), and a body that parsed still parses with one more
+ *   well-formed sample line after it, reporting that sample's family
+ *   (num_preemptions_total) one higher, and fails with one malformed
+ *   line after it;
+ * - /v1/models: 0 with a length of 0 or at least 1, or -1 with 0. */
+#include <math.h>
+
+#include "fuzz.h"
+#include "vllm_metrics.h"
+
+#define MAX_BODY 65536
+
+static bool finite_fields(const struct dbk_vllm_metrics *m)
+{
+	return isfinite(m->running) && isfinite(m->waiting) && isfinite(m->kv_usage) &&
+	       isfinite(m->pc_queries) && isfinite(m->pc_hits) && isfinite(m->preemptions) &&
+	       isfinite(m->gpu_blocks) && isfinite(m->block_size);
+}
+
+static void metrics(const char *s, size_t n)
+{
+	static char buf[MAX_BODY + 128];
+	static const char more[] = "\nvllm:num_preemptions_total{engine=\"9\"} 1\n";
+	static const char junk[] = "\nvllm:num_requests_running{x=\"1\"} 1 2 3\n";
+	struct dbk_vllm_metrics m, m2;
+	char err[128];
+	int rc = dbk_vllm_parse_metrics(s, n, &m, err, sizeof(err));
+
+	FUZZ_CHECK(rc == 0 || rc == -1);
+	if (rc < 0) {
+		FUZZ_CHECK(m.have == 0 && m.samples == 0);
+		FUZZ_CHECK(strncmp(err, "line ", 5) == 0);
+		return;
+	}
+	FUZZ_CHECK(finite_fields(&m));
+	FUZZ_CHECK((m.have & ~0xffu) == 0);
+	if (m.have & DBK_VM_BLOCK_SIZE)
+		FUZZ_CHECK(m.block_size > 0);
+	if (m.have & DBK_VM_GPU_BLOCKS)
+		FUZZ_CHECK(m.gpu_blocks >= 0);
+
+	memcpy(buf, s, n);
+	memcpy(buf + n, more, sizeof(more) - 1);
+	FUZZ_CHECK(dbk_vllm_parse_metrics(buf, n + sizeof(more) - 1, &m2, err, sizeof(err)) == 0);
+	FUZZ_CHECK(m2.samples == m.samples + 1);
+	FUZZ_CHECK(m2.have & DBK_VM_PREEMPTIONS);
+	if ((m.have & DBK_VM_PREEMPTIONS) && fabs(m.preemptions) < 1e15)
+		FUZZ_CHECK(m2.preemptions == m.preemptions + 1);
+
+	memcpy(buf + n, junk, sizeof(junk) - 1);
+	FUZZ_CHECK(dbk_vllm_parse_metrics(buf, n + sizeof(junk) - 1, &m2, err, sizeof(err)) == -1);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1 || size - 1 > MAX_BODY)
+		return 0;
+	const char *s = (const char *)data + 1;
+	size_t n = size - 1;
+
+	if (data[0] & 1) {
+		long len = -1;
+		char err[128];
+		int rc = dbk_vllm_parse_models(s, n, &len, err, sizeof(err));
+
+		FUZZ_CHECK((rc == 0 && (len == 0 || len >= 1)) || (rc == -1 && len == 0));
+	} else {
+		metrics(s, n);
+	}
+	return 0;
+}

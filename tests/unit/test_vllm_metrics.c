@@ -1,0 +1,206 @@
+/* vLLM's /metrics and /v1/models parsers: the stub's fixture (the shape
+ * of vLLM's own output), several engines, the older family names, what
+ * the exposition format allows (comments, escapes, NaN, timestamps) and
+ * what it does not (every malformed line fails the whole body). */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "vllm_metrics.h"
+
+#define FIX_MAX (1 << 20)
+
+/* Reads a file relative to the repository root (where tests/run runs). */
+static size_t read_fixture(const char *path, char *buf, size_t cap)
+{
+	FILE *f = fopen(path, "rb");
+	size_t n;
+
+	if (!f) {
+		fprintf(stderr, "  cannot open %s: %s\n", path, strerror(errno));
+		dbk_check_cur_failed++;
+		return 0;
+	}
+	n = fread(buf, 1, cap, f);
+	fclose(f);
+	CHECK(n > 0 && n < cap);
+	return n;
+}
+
+static int parse(const char *s, struct dbk_vllm_metrics *m, char *err)
+{
+	return dbk_vllm_parse_metrics(s, strlen(s), m, err, 128);
+}
+
+static void test_stub_fixture(void)
+{
+	static char buf[FIX_MAX];
+	size_t n = read_fixture("contrib/stub/fixtures/vllm-metrics.prom", buf, sizeof(buf));
+	struct dbk_vllm_metrics m;
+	char err[128] = "";
+
+	CHECK(dbk_vllm_parse_metrics(buf, n, &m, err, sizeof(err)) == 0);
+	CHECK_EQ_U(m.have, 0xff);
+	CHECK_NEAR(m.running, 3, 0);
+	CHECK_NEAR(m.waiting, 4, 0);
+	CHECK_NEAR(m.kv_usage, 0.25, 0);
+	CHECK_NEAR(m.pc_queries, 1000, 0);
+	CHECK_NEAR(m.pc_hits, 250, 0);
+	CHECK_NEAR(m.preemptions, 2, 0);
+	CHECK_NEAR(m.gpu_blocks, 26875, 0);
+	CHECK_NEAR(m.block_size, 16, 0);
+	CHECK(m.samples > 40);
+}
+
+static void test_engines_sum_and_kv_is_the_mean(void)
+{
+	struct dbk_vllm_metrics m;
+	char err[128];
+
+	CHECK(parse("vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 2\n"
+	            "vllm:num_requests_running{engine=\"1\",model_name=\"m\"} 5\n"
+	            "vllm:kv_cache_usage_perc{engine=\"0\"} 0.2\n"
+	            "vllm:kv_cache_usage_perc{engine=\"1\"} 0.6\n"
+	            "vllm:cache_config_info{block_size=\"16\",engine=\"0\",num_gpu_blocks=\"100\"} 1\n"
+	            "vllm:cache_config_info{block_size=\"32\",engine=\"1\",num_gpu_blocks=\"300\"} 1\n",
+	            &m, err) == 0);
+	CHECK_NEAR(m.running, 7, 0);
+	CHECK_NEAR(m.kv_usage, 0.4, 1e-12);
+	CHECK_NEAR(m.gpu_blocks, 400, 0);
+	CHECK_NEAR(m.block_size, 32, 0);
+	CHECK_EQ_U(m.have, DBK_VM_RUNNING | DBK_VM_KV_USAGE | DBK_VM_GPU_BLOCKS | DBK_VM_BLOCK_SIZE);
+}
+
+static void test_old_names_count_only_without_new_ones(void)
+{
+	struct dbk_vllm_metrics m;
+	char err[128];
+
+	CHECK(parse("vllm:gpu_cache_usage_perc 0.5\n"
+	            "vllm:gpu_prefix_cache_queries_total 10\n"
+	            "vllm:gpu_prefix_cache_hits_total 4\n", &m, err) == 0);
+	CHECK_NEAR(m.kv_usage, 0.5, 0);
+	CHECK_NEAR(m.pc_queries, 10, 0);
+	CHECK_NEAR(m.pc_hits, 4, 0);
+	/* Both spellings exported at once: the current one, not their sum. */
+	CHECK(parse("vllm:prefix_cache_queries_total 10\n"
+	            "vllm:gpu_prefix_cache_queries_total 10\n"
+	            "vllm:gpu_cache_usage_perc 0.9\n"
+	            "vllm:kv_cache_usage_perc 0.3\n", &m, err) == 0);
+	CHECK_NEAR(m.pc_queries, 10, 0);
+	CHECK_NEAR(m.kv_usage, 0.3, 0);
+}
+
+static void test_what_the_format_allows(void)
+{
+	struct dbk_vllm_metrics m;
+	char err[128] = "";
+
+	CHECK(parse("# a comment\n"
+	            "  # indented comment\n"
+	            "\n"
+	            "# TYPE other gauge\n"
+	            "other_family{a=\"x\\\"}y\\\\\\n\",b=\"\"} NaN\n"
+	            "other_family2 +Inf 1700000000000\n"
+	            "other_family3{} -Inf\n"
+	            "vllm:num_requests_waiting{engine=\"0\",} 1.5e1 -12\r\n"
+	            "vllm:num_requests_running NaN\n"
+	            "vllm:cache_config_info{num_gpu_blocks=\"None\",block_size=\"16\"} 1\n"
+	            "vllm:num_preemptions_total\t3",
+	            &m, err) == 0);
+	CHECK(err[0] == '\0');
+	CHECK_NEAR(m.waiting, 15, 0);
+	/* NaN is not a number reported; None is not a block count. */
+	CHECK(!(m.have & DBK_VM_RUNNING));
+	CHECK(!(m.have & DBK_VM_GPU_BLOCKS));
+	CHECK(m.have & DBK_VM_BLOCK_SIZE);
+	CHECK_NEAR(m.preemptions, 3, 0);
+	CHECK_EQ_U(m.samples, 7);
+	CHECK(parse("", &m, err) == 0 && m.have == 0);
+}
+
+static void test_malformed_lines_fail_the_body(void)
+{
+	static const char *const bad[] = {
+		"vllm:num_requests_running\n",              /* no value */
+		"vllm:num_requests_running 1 2 3\n",        /* trailing text */
+		"vllm:num_requests_running 0x10\n",         /* hex */
+		"vllm:num_requests_running nan(1)\n",
+		"vllm:num_requests_running one\n",
+		"vllm:num_requests_running 1 1.5\n",        /* float timestamp */
+		"9metric 1\n",
+		"m{a=\"x} 1\n",                              /* unterminated */
+		"m{a=\"\\t\"} 1\n",                          /* bad escape */
+		"m{a=x} 1\n",
+		"m{=\"x\"} 1\n",
+		"m{a=\"x\" b=\"y\"} 1\n",
+		"m{a=\"x\"\n",
+		"{a=\"x\"} 1\n",
+		"ok 1\nm{a=\"x\n\"} 1\n",                    /* newline inside a value */
+	};
+	struct dbk_vllm_metrics m;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char err[128] = "";
+		int rc = parse(bad[i], &m, err);
+
+		if (rc == 0)
+			fprintf(stderr, "  accepted: %s", bad[i]);
+		CHECK(rc == -1 && strncmp(err, "line ", 5) == 0);
+		CHECK_EQ_U(m.have, 0);
+	}
+	char err[128];
+	CHECK(parse("a 1\nb 2\nc{x=\"1\"} oops\n", &m, err) == -1);
+	CHECK(strncmp(err, "line 3:", 7) == 0);
+}
+
+static void test_long_line_is_refused(void)
+{
+	static char buf[DBK_VM_MAX_LINE + 64];
+	struct dbk_vllm_metrics m;
+	char err[128];
+
+	memset(buf, 'a', sizeof(buf) - 3);
+	memcpy(buf + sizeof(buf) - 3, " 1", 2);
+	CHECK(dbk_vllm_parse_metrics(buf, sizeof(buf) - 1, &m, err, sizeof(err)) == -1);
+}
+
+static void test_models(void)
+{
+	static char buf[FIX_MAX];
+	size_t n = read_fixture("tests/unit/fixtures/vllm-models.json", buf, sizeof(buf));
+	long len = -1;
+	char err[128];
+
+	CHECK(dbk_vllm_parse_models(buf, n, &len, err, sizeof(err)) == 0);
+	CHECK_EQ_U(len, 32768);
+	const char *two = "{\"data\":[{\"id\":\"a\",\"max_model_len\":8192},"
+	                  "{\"id\":\"b\",\"max_model_len\":4096},{\"id\":\"c\"}]}";
+	CHECK(dbk_vllm_parse_models(two, strlen(two), &len, err, sizeof(err)) == 0);
+	CHECK_EQ_U(len, 4096);
+	const char *none = "{\"object\":\"list\",\"data\":[{\"id\":\"a\",\"max_model_len\":null}]}";
+	CHECK(dbk_vllm_parse_models(none, strlen(none), &len, err, sizeof(err)) == 0);
+	CHECK_EQ_U(len, 0);
+	static const char *const bad[] = {
+		"", "[]", "{\"data\":{}}", "{\"data\":[1]}", "{\"data\":[{\"max_model_len\":-5}]}",
+		"{\"data\":[{\"max_model_len\":1.5}]}", "{\"data\":[{\"max_model_len\":\"4096\"}]}",
+		"{\"data\":[{\"max_model_len\":4096}]", "{\"detail\":\"Not Found\"}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		len = 7;
+		CHECK(dbk_vllm_parse_models(bad[i], strlen(bad[i]), &len, err, sizeof(err)) == -1);
+		CHECK_EQ_U(len, 0);
+	}
+}
+
+int main(void)
+{
+	RUN(test_stub_fixture);
+	RUN(test_engines_sum_and_kv_is_the_mean);
+	RUN(test_old_names_count_only_without_new_ones);
+	RUN(test_what_the_format_allows);
+	RUN(test_malformed_lines_fail_the_body);
+	RUN(test_long_line_is_refused);
+	RUN(test_models);
+	return CHECK_DONE();
+}
