@@ -25,6 +25,7 @@ LDFLAGS  += $(SANFLAGS)
 LDLIBS_EV   = -lev
 LDLIBS_JSON = -lcjson
 LDLIBS_M    = -lm
+LDLIBS_CURL := $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
 
 # Pure modules: no sockets, no clock, no globals.
 CORE_SRC  = agent/spop.c agent/balancer.c agent/leases.c agent/estimate.c agent/completion.c \
@@ -32,7 +33,7 @@ CORE_SRC  = agent/spop.c agent/balancer.c agent/leases.c agent/estimate.c agent/
             agent/vllm_metrics.c
 AGENT_SRC = agent/main.c agent/agent.c agent/report.c agent/config.c agent/log.c agent/net.c \
             agent/spoa.c agent/route.c agent/events.c agent/admin.c agent/listener.c \
-            agent/runtime_client.c agent/sync.c
+            agent/runtime_client.c agent/sync.c agent/scrape.c agent/scrape_report.c
 
 CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)
 AGENT_OBJ = $(AGENT_SRC:%.c=$(BUILD)/%.o)
@@ -41,7 +42,7 @@ BINS  = $(BUILD)/dbucket-spoa $(BUILD)/dbucket-parity
 TESTS = $(BUILD)/test_spop $(BUILD)/test_balancer $(BUILD)/test_estimate \
         $(BUILD)/test_config $(BUILD)/test_route $(BUILD)/test_spoa \
         $(BUILD)/test_completion $(BUILD)/test_runtime $(BUILD)/test_tune \
-        $(BUILD)/test_numparse $(BUILD)/test_vllm_metrics
+        $(BUILD)/test_numparse $(BUILD)/test_vllm_metrics $(BUILD)/test_scrape
 
 include contrib/stub/stub.mk
 include contrib/bench/bench.mk
@@ -61,7 +62,7 @@ $(BUILD)/%.o: %.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/dbucket-spoa: $(AGENT_OBJ) $(CORE_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_EV) $(LDLIBS_JSON) $(LDLIBS_M)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_EV) $(LDLIBS_CURL) $(LDLIBS_JSON) $(LDLIBS_M)
 
 $(BUILD)/dbucket-parity: $(BUILD)/agent/parity.o $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
@@ -83,6 +84,9 @@ $(BUILD)/test_numparse: $(BUILD)/tests/unit/test_numparse.o $(BUILD)/agent/numpa
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_M)
 $(BUILD)/test_vllm_metrics: $(BUILD)/tests/unit/test_vllm_metrics.o $(BUILD)/agent/vllm_metrics.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
+$(BUILD)/test_scrape: $(BUILD)/tests/unit/test_scrape.o $(BUILD)/agent/scrape.o $(BUILD)/agent/scrape_report.o \
+		$(BUILD)/agent/net.o $(BUILD)/agent/log.o $(CORE_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_EV) $(LDLIBS_CURL) $(LDLIBS_JSON) $(LDLIBS_M)
 $(BUILD)/test_config: $(BUILD)/tests/unit/test_config.o $(BUILD)/agent/config.o $(BUILD)/agent/log.o $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
 $(BUILD)/test_route: $(BUILD)/tests/unit/test_route.o $(BUILD)/tests/unit/frames.o $(BUILD)/agent/route.o $(BUILD)/agent/log.o $(CORE_OBJ)

@@ -5,7 +5,7 @@
 set -eu
 
 PKGS="make gcc clang libclang-rt-14-dev pkg-config libev-dev libcjson-dev
-haproxy bats bats-assert bats-support curl wrk socat procps man-db groff-base
+libcurl4-openssl-dev haproxy bats bats-assert bats-support curl wrk socat procps man-db groff-base
 gnuplot-nox valgrind jq"
 
 missing=""

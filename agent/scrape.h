@@ -1,0 +1,77 @@
+/* Scrapes each vLLM server's own numbers, /metrics every interval and
+ * /v1/models less often, on the agent's event loop: libcurl's
+ * multi-socket API driven by libev watchers, so no request ever blocks
+ * the loop; each has a timeout, and a server whose previous scrape is
+ * still in flight is skipped, so a hung server costs one connection, not
+ * a pile of them. Connections are kept alive between scrapes.
+ *
+ * What the routing policy reads is dbk_scrape_view: the last good numbers
+ * and how old they are. When scraping a server fails it is marked down
+ * (and its numbers kept but stale: the policy falls back to its own
+ * books); one log line per change of state, up or down, never one per
+ * failure. */
+#ifndef DBK_SCRAPE_H
+#define DBK_SCRAPE_H
+
+#include <ev.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "strbuf.h"
+#include "vllm_metrics.h"
+
+#define DBK_SCRAPE_DEFAULT_INTERVAL_MS 100
+#define DBK_SCRAPE_DEFAULT_TIMEOUT_MS 1000
+/* /v1/models changes only when a server restarts. */
+#define DBK_SCRAPE_MODELS_EVERY_MS 10000
+/* Largest body read; vLLM's /metrics is 20-100 KB. */
+#define DBK_SCRAPE_MAX_BODY (4u << 20)
+
+struct dbk_scrape_config {
+	long interval_ms;
+	long timeout_ms;
+	long models_every_ms;
+};
+
+/* One server, as the policy and the reports see it. */
+struct dbk_scrape_view {
+	bool scraped;                 /* has a URL to scrape */
+	bool up;                      /* the last /metrics scrape succeeded */
+	uint64_t ok_ms;               /* monotonic ms of the last success; 0: never */
+	struct dbk_vllm_metrics m;    /* the last good numbers */
+	long max_model_len;           /* from /v1/models; 0: not known */
+	uint64_t scrapes;             /* /metrics scrapes finished */
+	uint64_t failures;            /* ... that failed (transport, status, body) */
+	uint64_t models_failures;     /* /v1/models scrapes that failed */
+};
+
+struct dbk_scrape;
+
+/* Scrapes base_urls[i] + "/metrics" for names[i], i < n; a NULL or empty
+ * URL leaves that server unscraped. Strings are copied. Returns NULL when
+ * out of memory or libcurl cannot start. */
+struct dbk_scrape *dbk_scrape_new(struct ev_loop *loop, const struct dbk_scrape_config *c,
+                                  const char *const *names, const char *const *base_urls,
+                                  unsigned n);
+void dbk_scrape_free(struct dbk_scrape *s);
+
+unsigned dbk_scrape_count(const struct dbk_scrape *s);
+const struct dbk_scrape_view *dbk_scrape_view(const struct dbk_scrape *s, unsigned i);
+const char *dbk_scrape_name(const struct dbk_scrape *s, unsigned i);
+/* The base URL scraped ("" when none). */
+const char *dbk_scrape_url(const struct dbk_scrape *s, unsigned i);
+const struct dbk_scrape_config *dbk_scrape_config(const struct dbk_scrape *s);
+
+/* Whether server i's numbers are worth routing on at now_ms: up, and
+ * scraped within a few intervals (a scrape still in flight past that is
+ * as good as failed). */
+bool dbk_scrape_fresh(const struct dbk_scrape *s, unsigned i, uint64_t now_ms);
+
+/* scrape_report.c: the scraper's series for the agent's /metrics, and
+ * its "scrape" member for /state (followed by a comma). */
+void dbk_scrape_report_metrics(const struct dbk_scrape *s, uint64_t now_ms,
+                               struct dbk_strbuf *o);
+void dbk_scrape_report_state(const struct dbk_scrape *s, uint64_t now_ms,
+                             struct dbk_strbuf *o);
+
+#endif

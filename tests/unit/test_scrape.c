@@ -1,0 +1,261 @@
+/* The scraper on a real loop against loopback servers written here: one
+ * serves the stub's /metrics fixture, one garbage, one never answers.
+ * Checked: good numbers and max_model_len reach the view; garbage and a
+ * hang mark a server down (its failures counted, nothing invented); the
+ * loop keeps scraping the good server while another hangs (event order,
+ * not timing); a server that heals comes back up. Bounded: each phase
+ * ends on its condition or after PHASE_MAX_S. */
+#include <errno.h>
+#include <ev.h>
+#include <stdlib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "clock.h"
+#include "log.h"
+#include "net.h"
+#include "scrape.h"
+
+#define PHASE_MAX_S 10.0
+#define NSRV 3
+
+enum mode { OK, GARBAGE, HANG };
+
+struct srv {
+	ev_io accept_w;
+	enum mode mode;
+	char url[64];
+	unsigned requests;
+};
+
+struct conn {
+	ev_io w;
+	struct srv *srv;
+	char buf[4096];
+	size_t len;
+};
+
+/* Every connection, to close at the end (a hung one never closes). */
+#define MAX_CONNS 256
+static struct conn *conns[MAX_CONNS];
+
+static char fixture[1 << 17];
+static size_t fixture_len;
+static const char models[] = "{\"object\":\"list\",\"data\":[{\"id\":\"m\",\"max_model_len\":4096}]}";
+
+static void reply(int fd, const char *body, size_t len)
+{
+	char head[128];
+	int hl = snprintf(head, sizeof(head),
+	                  "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n\r\n",
+	                  len);
+	/* Loopback and small: a blocking write in the test server is fine. */
+	if (write(fd, head, (size_t)hl) < 0 || write(fd, body, len) < 0)
+		return;
+}
+
+static void on_conn(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct conn *c = (struct conn *)w;
+	ssize_t n = read(w->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len);
+	char *end;
+
+	(void)revents;
+	if (n <= 0) {
+		ev_io_stop(loop, w);
+		close(w->fd);
+		w->fd = -1;
+		return;
+	}
+	c->len += (size_t)n;
+	c->buf[c->len] = '\0';
+	/* One request at a time per connection: libcurl does not pipeline. */
+	while ((end = strstr(c->buf, "\r\n\r\n"))) {
+		bool is_models = strncmp(c->buf, "GET /v1/models", 14) == 0;
+
+		c->srv->requests++;
+		if (c->srv->mode == OK)
+			reply(w->fd, is_models ? models : fixture, is_models ? strlen(models) : fixture_len);
+		else if (c->srv->mode == GARBAGE)
+			reply(w->fd, "this is { not prometheus\n", 25);
+		size_t used = (size_t)(end + 4 - c->buf);
+		memmove(c->buf, end + 4, c->len - used + 1);
+		c->len -= used;
+	}
+}
+
+static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct srv *s = (struct srv *)w;
+	int fd = accept(w->fd, NULL, NULL);
+	struct conn *c = NULL;
+
+	(void)revents;
+	if (fd < 0)
+		return;
+	for (unsigned i = 0; i < MAX_CONNS && fd >= 0; i++)
+		if (!conns[i]) {
+			conns[i] = c = calloc(1, sizeof(*c));
+			break;
+		}
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->srv = s;
+	ev_io_init(&c->w, on_conn, fd, EV_READ);
+	ev_io_start(loop, &c->w);
+}
+
+static struct srv srv[NSRV];
+static struct dbk_scrape *sc;
+static int phase;
+/* The good server's successful scrapes when the hung one first failed. */
+static uint64_t ok_scrapes_at_hang_failure;
+
+static bool phase_done(void)
+{
+	const struct dbk_scrape_view *ok = dbk_scrape_view(sc, OK);
+	const struct dbk_scrape_view *bad = dbk_scrape_view(sc, GARBAGE);
+	const struct dbk_scrape_view *hang = dbk_scrape_view(sc, HANG);
+
+	if (phase == 0) {
+		if (hang->failures && !ok_scrapes_at_hang_failure)
+			ok_scrapes_at_hang_failure = ok->scrapes - ok->failures;
+		return ok->max_model_len && ok->scrapes >= 3 && bad->failures >= 2 &&
+		       hang->failures >= 1;
+	}
+	return bad->up && bad->max_model_len;
+}
+
+static void on_check(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	if (phase_done())
+		ev_break(loop, EVBREAK_ALL);
+}
+
+static void on_give_up(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	fprintf(stderr, "  phase %d: gave up after %.0f s\n", phase, PHASE_MAX_S);
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void run_phase(struct ev_loop *loop)
+{
+	ev_timer check, give_up;
+
+	ev_timer_init(&check, on_check, 0.005, 0.005);
+	ev_timer_init(&give_up, on_give_up, PHASE_MAX_S, 0);
+	ev_timer_start(loop, &check);
+	ev_timer_start(loop, &give_up);
+	ev_run(loop, 0);
+	ev_timer_stop(loop, &check);
+	ev_timer_stop(loop, &give_up);
+}
+
+static void test_scrape_ok_garbage_hang(void)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	const char *names[NSRV] = { "ok", "garbage", "hang" };
+	const char *urls[NSRV];
+	char err[128];
+	FILE *f = fopen("contrib/stub/fixtures/vllm-metrics.prom", "rb");
+
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	fixture_len = fread(fixture, 1, sizeof(fixture), f);
+	fclose(f);
+	for (unsigned i = 0; i < NSRV; i++) {
+		struct sockaddr_storage sa;
+		socklen_t sl = sizeof(sa);
+		int fd = dbk_net_listen("127.0.0.1:0", err, sizeof(err));
+
+		CHECK(fd >= 0);
+		if (fd < 0)
+			return;
+		getsockname(fd, (struct sockaddr *)&sa, &sl);
+		snprintf(srv[i].url, sizeof(srv[i].url), "http://127.0.0.1:%u/",
+		         (unsigned)ntohs(((struct sockaddr_in *)&sa)->sin_port));
+		srv[i].mode = (enum mode)i;
+		urls[i] = srv[i].url;
+		ev_io_init(&srv[i].accept_w, on_accept, fd, EV_READ);
+		ev_io_start(loop, &srv[i].accept_w);
+	}
+	struct dbk_scrape_config c = { .interval_ms = 20, .timeout_ms = 300,
+	                               .models_every_ms = 10000 };
+	sc = dbk_scrape_new(loop, &c, names, urls, NSRV);
+	CHECK(sc != NULL);
+	if (!sc)
+		return;
+
+	phase = 0;
+	run_phase(loop);
+	const struct dbk_scrape_view *v = dbk_scrape_view(sc, OK);
+	CHECK(phase_done());
+	CHECK(v->up && dbk_scrape_fresh(sc, OK, dbk_mono_ms()));
+	CHECK_NEAR(v->m.running, 3, 0);
+	CHECK_NEAR(v->m.gpu_blocks, 26875, 0);
+	CHECK_EQ_U(v->max_model_len, 4096);
+	v = dbk_scrape_view(sc, GARBAGE);
+	CHECK(!v->up && !dbk_scrape_fresh(sc, GARBAGE, dbk_mono_ms()));
+	CHECK_EQ_U(v->m.have, 0);
+	CHECK_EQ_U(v->max_model_len, 0);
+	CHECK(v->models_failures >= 1);
+	v = dbk_scrape_view(sc, HANG);
+	CHECK(!v->up && v->ok_ms == 0);
+	/* A hung request is never stacked: one at a time per server and
+	 * kind, so at most (failures + 1) /metrics and as many /v1/models. */
+	CHECK(srv[HANG].requests <= 2 * (v->failures + 1));
+	/* While the hung request waited out its 300 ms, the good server was
+	 * scraped every 20 ms. */
+	CHECK(ok_scrapes_at_hang_failure >= 3);
+
+	/* The garbage server heals: it comes back up with its numbers. */
+	srv[GARBAGE].mode = OK;
+	phase = 1;
+	run_phase(loop);
+	v = dbk_scrape_view(sc, GARBAGE);
+	CHECK(v->up && v->m.have == 0xff && v->max_model_len == 4096);
+
+	struct dbk_strbuf o;
+	dbk_sb_init(&o);
+	dbk_scrape_report_metrics(sc, dbk_mono_ms(), &o);
+	CHECK(o.data && strstr(o.data, "dbucket_scrape_up{server=\"hang\"} 0\n"));
+	CHECK(o.data && strstr(o.data, "dbucket_scrape_up{server=\"ok\"} 1\n"));
+	CHECK(o.data && strstr(o.data, "dbucket_vllm_requests_waiting{server=\"ok\"} 4\n"));
+	CHECK(o.data && strstr(o.data, "dbucket_vllm_max_model_len{server=\"garbage\"} 4096\n"));
+	CHECK(o.data && !strstr(o.data, "dbucket_vllm_requests_waiting{server=\"hang\"}"));
+	o.len = 0;
+	dbk_scrape_report_state(sc, dbk_mono_ms(), &o);
+	CHECK(o.data && strstr(o.data, "\"name\": \"ok\", \"url\": \"http://127.0.0.1:"));
+	dbk_sb_free(&o);
+
+	dbk_scrape_free(sc);
+	for (unsigned i = 0; i < MAX_CONNS && conns[i]; i++) {
+		if (conns[i]->w.fd >= 0) {
+			ev_io_stop(loop, &conns[i]->w);
+			close(conns[i]->w.fd);
+		}
+		free(conns[i]);
+	}
+	for (unsigned i = 0; i < NSRV; i++) {
+		ev_io_stop(loop, &srv[i].accept_w);
+		close(srv[i].accept_w.fd);
+	}
+	ev_loop_destroy(loop);
+}
+
+int main(void)
+{
+	dbk_log_set_level(DBK_LOG_WARN);
+	RUN(test_scrape_ok_garbage_hang);
+	return CHECK_DONE();
+}
