@@ -32,6 +32,7 @@ struct dbk_balancer {
 	struct dbk_lease_table leases;
 	struct dbk_lease_table buried;  /* ids that ended unrouted */
 	struct dbk_bal_stats stats;
+	struct dbk_bal_observer obs;
 };
 
 void dbk_bal_config_default(struct dbk_bal_config *c, unsigned nservers,
@@ -503,12 +504,15 @@ static bool id_ok(const char *id, size_t id_len)
 	return id && id_len > 0 && id_len <= DBK_BAL_MAX_ID_LEN;
 }
 
+static enum dbk_bal_result take_lease(struct dbk_balancer *b, const char *id, size_t id_len,
+                                      enum dbk_bal_result res, uint64_t now_ms,
+                                      struct dbk_bal_decision *d);
+
 enum dbk_bal_result dbk_bal_dispatch(struct dbk_balancer *b, const char *id,
                                      size_t id_len, const struct dbk_bal_request *r,
                                      uint64_t now_ms, struct dbk_bal_decision *d)
 {
 	struct dbk_bal_decision local;
-	struct dbk_bal_lease l;
 	enum dbk_bal_result res;
 
 	if (!d)
@@ -520,6 +524,46 @@ enum dbk_bal_result dbk_bal_dispatch(struct dbk_balancer *b, const char *id,
 		return DBK_BAL_BAD_ID;
 	}
 	res = dbk_bal_decide(b, r, d);
+	return take_lease(b, id, id_len, res, now_ms, d);
+}
+
+enum dbk_bal_result dbk_bal_dispatch_to(struct dbk_balancer *b, const char *id,
+                                        size_t id_len, const struct dbk_bal_request *r,
+                                        unsigned server, uint64_t now_ms,
+                                        struct dbk_bal_decision *d)
+{
+	struct dbk_bal_decision local;
+	enum dbk_bal_result res;
+
+	if (!d)
+		d = &local;
+	/* The reference's decision gives the request's tokens, score and
+	 * standard bucket; its server is then replaced. */
+	dbk_bal_decide(b, r, d);
+	if (!id_ok(id, id_len)) {
+		d->group = d->server = UINT_MAX;
+		b->stats.bad_ids++;
+		return DBK_BAL_BAD_ID;
+	}
+	res = DBK_BAL_OK;
+	if (server >= b->cfg.nservers || !b->usable[server]) {
+		res = DBK_BAL_NO_SERVER;
+	} else {
+		d->server = server;
+		d->group = b->group_of[server];
+		d->redirected = d->group != d->std_bucket;
+		d->p = 0.0;
+	}
+	return take_lease(b, id, id_len, res, now_ms, d);
+}
+
+/* The checks every dispatch makes after deciding, then the lease. */
+static enum dbk_bal_result take_lease(struct dbk_balancer *b, const char *id, size_t id_len,
+                                      enum dbk_bal_result res, uint64_t now_ms,
+                                      struct dbk_bal_decision *d)
+{
+	struct dbk_bal_lease l;
+
 	if (dbk_lease_count(&b->buried) && dbk_lease_remove(&b->buried, id, id_len, NULL)) {
 		b->stats.ended++;
 		res = DBK_BAL_ENDED;
@@ -537,6 +581,7 @@ enum dbk_bal_result dbk_bal_dispatch(struct dbk_balancer *b, const char *id,
 		return res;
 	}
 
+	memset(&l, 0, sizeof(l));
 	l.server = d->server;
 	l.group = d->group;
 	l.score = d->score;
@@ -566,6 +611,27 @@ static void uncharge(struct dbk_balancer *b, const struct dbk_bal_lease *l)
 	b->inflight[l->server]--;
 	heap_fix(b, l->server);
 	b->stats.leases = dbk_lease_count(&b->leases);
+	if (b->obs.ended)
+		b->obs.ended(b->obs.arg, l);
+}
+
+bool dbk_bal_set_tag(struct dbk_balancer *b, const char *id, size_t id_len,
+                     const uint32_t tag[3])
+{
+	struct dbk_lease *e = id_ok(id, id_len) ? dbk_lease_find(&b->leases, id, id_len) : NULL;
+
+	if (!e)
+		return false;
+	memcpy(e->val.tag, tag, sizeof(e->val.tag));
+	return true;
+}
+
+void dbk_bal_observe(struct dbk_balancer *b, const struct dbk_bal_observer *o)
+{
+	if (o)
+		b->obs = *o;
+	else
+		memset(&b->obs, 0, sizeof(b->obs));
 }
 
 enum dbk_bal_result dbk_bal_release(struct dbk_balancer *b, const char *id,
@@ -652,7 +718,7 @@ enum dbk_bal_result dbk_bal_move(struct dbk_balancer *b, const char *id, size_t 
 	if (!e)
 		return DBK_BAL_UNKNOWN;
 	if (e->val.server != server) {
-		struct dbk_bal_lease *l = &e->val;
+		struct dbk_bal_lease *l = &e->val, before = *l;
 
 		/* The same amounts out of the old server and group and into the
 		 * new ones, so that the release still gives back exactly what
@@ -668,6 +734,8 @@ enum dbk_bal_result dbk_bal_move(struct dbk_balancer *b, const char *id, size_t 
 		heap_fix(b, server);
 		b->bucket_load[l->group] += l->score;
 		b->stats.moved++;
+		if (b->obs.moved)
+			b->obs.moved(b->obs.arg, &before, server);
 	}
 	if (out)
 		*out = e->val;
@@ -709,6 +777,8 @@ void dbk_bal_set_usable(struct dbk_balancer *b, unsigned server, bool usable)
 		heap_insert(b, server);
 	else
 		heap_remove(b, server);
+	if (b->obs.usable)
+		b->obs.usable(b->obs.arg, server, usable);
 }
 
 bool dbk_bal_usable(const struct dbk_balancer *b, unsigned server)

@@ -87,6 +87,9 @@ struct dbk_bal_lease {
 	unsigned group;
 	double score;
 	uint64_t start_ms;
+	/* The caller's, kept with the lease (the ttft policy's ticket):
+	 * 0 unless set by dbk_bal_dispatch_to or dbk_bal_set_tag. */
+	uint32_t tag[3];
 };
 
 struct dbk_bal_stats {
@@ -132,6 +135,32 @@ enum dbk_bal_result dbk_bal_decide(const struct dbk_balancer *b,
 enum dbk_bal_result dbk_bal_dispatch(struct dbk_balancer *b, const char *id,
                                      size_t id_len, const struct dbk_bal_request *r,
                                      uint64_t now_ms, struct dbk_bal_decision *d);
+
+/* Takes a lease under id on a server the caller chose (another policy
+ * decided), charging score to it and its group; d gets request_tokens
+ * and score from r, the server, its group and std_bucket as dispatch
+ * would. The same checks as dispatch, in the same order; NO_SERVER when
+ * server is out of range or not usable. */
+enum dbk_bal_result dbk_bal_dispatch_to(struct dbk_balancer *b, const char *id,
+                                        size_t id_len, const struct dbk_bal_request *r,
+                                        unsigned server, uint64_t now_ms,
+                                        struct dbk_bal_decision *d);
+
+/* Sets the tag of id's live lease. Returns false without one. */
+bool dbk_bal_set_tag(struct dbk_balancer *b, const char *id, size_t id_len,
+                     const uint32_t tag[3]);
+
+/* Told of every lease that ends (release, expiry, reclaim), every move
+ * and every change of a server's usable flag, after the balancer's own
+ * books changed: how a policy that keeps its own books stays in step.
+ * Any hook may be NULL. The lease is valid only during the call. */
+struct dbk_bal_observer {
+	void (*ended)(void *arg, const struct dbk_bal_lease *l);
+	void (*moved)(void *arg, const struct dbk_bal_lease *before, unsigned server);
+	void (*usable)(void *arg, unsigned server, bool usable);
+	void *arg;
+};
+void dbk_bal_observe(struct dbk_balancer *b, const struct dbk_bal_observer *o);
 
 /* Gives back the lease of id, exactly once. Returns DBK_BAL_UNKNOWN (and
  * counts it) when there is no such lease, DBK_BAL_BAD_ID for an id that

@@ -1147,6 +1147,98 @@ static void lease_table_delete_while_walking(void)
 	dbk_lease_fini(&t);
 }
 
+/* ---- another policy's choice, its tag, and the observer ---- */
+
+struct seen {
+	unsigned ended, moved, usable_changes;
+	struct dbk_bal_lease last;
+	unsigned moved_to;
+};
+
+static void seen_ended(void *arg, const struct dbk_bal_lease *l)
+{
+	struct seen *s = arg;
+
+	s->ended++;
+	s->last = *l;
+}
+
+static void seen_moved(void *arg, const struct dbk_bal_lease *before, unsigned server)
+{
+	struct seen *s = arg;
+
+	s->moved++;
+	s->last = *before;
+	s->moved_to = server;
+}
+
+static void seen_usable(void *arg, unsigned server, bool usable)
+{
+	struct seen *s = arg;
+
+	(void)server;
+	(void)usable;
+	s->usable_changes++;
+}
+
+static void dispatch_to_tag_and_observer(void)
+{
+	struct dbk_bal_config c;
+	struct dbk_balancer *b;
+	struct dbk_bal_decision d;
+	struct dbk_bal_request r = req(400);
+	struct dbk_bal_lease l;
+	struct seen s = { 0 };
+	struct dbk_bal_observer o = { seen_ended, seen_moved, seen_usable, &s };
+	const uint32_t tag[3] = { 7, 8, 9 };
+
+	dbk_bal_config_default(&c, 4, true, 32768, 131072);
+	b = dbk_bal_new(&c);
+	CHECK(b != NULL);
+	if (!b)
+		return;
+	dbk_bal_observe(b, &o);
+	/* Server 3 is in the long group: taken anyway, since another policy
+	 * chose it; the charge is the reference's score for the request. */
+	CHECK(dbk_bal_dispatch_to(b, "a", 1, &r, 3, 10, &d) == DBK_BAL_OK);
+	CHECK_EQ_U(d.server, 3);
+	CHECK_EQ_U(d.group, 1);
+	CHECK(d.redirected);
+	CHECK_EQ_U(dbk_bal_server_inflight(b, 3), 1);
+	CHECK_NEAR(dbk_bal_server_load(b, 3), d.score, 0);
+	CHECK(dbk_bal_dispatch_to(b, "a", 1, &r, 0, 10, &d) == DBK_BAL_DUPLICATE);
+	CHECK(dbk_bal_dispatch_to(b, "b", 1, &r, 4, 10, &d) == DBK_BAL_NO_SERVER);
+	CHECK(dbk_bal_dispatch_to(b, "", 0, &r, 0, 10, &d) == DBK_BAL_BAD_ID);
+	dbk_bal_set_usable(b, 2, false);
+	dbk_bal_set_usable(b, 2, false); /* no change, not told */
+	CHECK_EQ_U(s.usable_changes, 1);
+	CHECK(dbk_bal_dispatch_to(b, "b", 1, &r, 2, 10, &d) == DBK_BAL_NO_SERVER);
+	CHECK(dbk_bal_set_tag(b, "a", 1, tag));
+	CHECK(!dbk_bal_set_tag(b, "zz", 2, tag));
+	/* A move and a release carry the tag to the observer. */
+	CHECK(dbk_bal_move(b, "a", 1, 1, NULL) == DBK_BAL_OK);
+	CHECK_EQ_U(s.moved, 1);
+	CHECK_EQ_U(s.last.server, 3);
+	CHECK_EQ_U(s.moved_to, 1);
+	CHECK_EQ_U(s.last.tag[2], 9);
+	CHECK(dbk_bal_release(b, "a", 1, &l) == DBK_BAL_OK);
+	CHECK_EQ_U(s.ended, 1);
+	CHECK_EQ_U(s.last.server, 1);
+	CHECK_EQ_U(s.last.tag[0], 7);
+	CHECK_EQ_U(l.tag[1], 8);
+	/* Expiry and reclaim tell it too; a plain dispatch's tag is zero. */
+	CHECK(dbk_bal_dispatch_to(b, "c", 1, &r, 0, 20, NULL) == DBK_BAL_OK);
+	CHECK(disp(b, "d", 100, &d) == DBK_BAL_OK);
+	CHECK_EQ_U(dbk_bal_expire(b, 1000, 100, NULL, NULL), 2);
+	CHECK_EQ_U(s.ended, 3);
+	CHECK_EQ_U(s.last.tag[0], 0);
+	CHECK(dbk_bal_dispatch_to(b, "e", 1, &r, 1, 2000, NULL) == DBK_BAL_OK);
+	CHECK_EQ_U(dbk_bal_reclaim(b, 1, 1, 2000, NULL, NULL), 1);
+	CHECK_EQ_U(s.ended, 4);
+	CHECK_EQ_U(dbk_bal_stats(b)->leases, 0);
+	dbk_bal_free(b);
+}
+
 int main(void)
 {
 	RUN(config_default_is_reference);
@@ -1172,5 +1264,6 @@ int main(void)
 	RUN(lease_table_basics);
 	RUN(lease_table_spread);
 	RUN(lease_table_delete_while_walking);
+	RUN(dispatch_to_tag_and_observer);
 	return CHECK_DONE();
 }
