@@ -328,10 +328,37 @@ static void haproxy_says(const char *buf, size_t len, char *err, size_t errlen)
 
 /* ---- show servers state ---- */
 
-enum { SS_BE, SS_NAME, SS_OP, SS_ADMIN, SS_NCOLS };
+/* The first SS_NREQ columns are required; the address ones are read
+ * when present (every 2.6..3.x prints them). */
+enum { SS_BE, SS_NAME, SS_OP, SS_ADMIN, SS_NREQ, SS_ADDR = SS_NREQ, SS_PORT, SS_NCOLS };
 static const char *const ss_cols[SS_NCOLS] = {
-	"be_name", "srv_name", "srv_op_state", "srv_admin_state",
+	"be_name", "srv_name", "srv_op_state", "srv_admin_state", "srv_addr", "srv_port",
 };
+
+/* An IPv4 or IPv6 literal's characters, as HAProxy prints srv_addr. */
+static bool addr_ok(const char *a, size_t n)
+{
+	if (n == 0 || n > DBK_RT_ADDR_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((a[i] >= '0' && a[i] <= '9') || (a[i] >= 'a' && a[i] <= 'f') ||
+		      (a[i] >= 'A' && a[i] <= 'F') || a[i] == '.' || a[i] == ':'))
+			return false;
+	return true;
+}
+
+/* Sets s's address when both columns hold one, else leaves it unknown. */
+static void take_addr(struct dbk_rt_server *s, const char *a, size_t al, const char *p,
+                      size_t pl)
+{
+	long port;
+
+	if (!a || !p || !addr_ok(a, al) || !parse_num(p, pl, 65535, &port) || port == 0)
+		return;
+	memcpy(s->addr, a, al);
+	s->addr[al] = '\0';
+	s->port = (int)port;
+}
 
 int dbk_rt_parse_servers_state(const char *buf, size_t len, const char *backend,
                                struct dbk_rt_server *out, unsigned max, unsigned *n,
@@ -394,7 +421,7 @@ int dbk_rt_parse_servers_state(const char *buf, size_t len, const char *backend,
 			i++;
 		}
 	}
-	for (unsigned k = 0; k < SS_NCOLS; k++) {
+	for (unsigned k = 0; k < SS_NREQ; k++) {
 		if (idx[k] < 0) {
 			seterr(err, errlen, "header has no column %s", ss_cols[k]);
 			return -1;
@@ -464,6 +491,7 @@ int dbk_rt_parse_servers_state(const char *buf, size_t len, const char *backend,
 		dbk_rt_server_init(s, name);
 		s->op_state = (int)op;
 		s->admin_state = (int)admin;
+		take_addr(s, v[SS_ADDR], vl[SS_ADDR], v[SS_PORT], vl[SS_PORT]);
 		recompute(s);
 	}
 	*n = cnt;

@@ -29,6 +29,8 @@
 /* Longest line (or CSV record) looked at; HAProxy's show stat lines are
  * about 1-3 KB. A longer one means the input is not what we think it is. */
 #define DBK_RT_MAX_LINE 65536
+/* Longest address kept: an IPv6 literal. */
+#define DBK_RT_ADDR_MAX 45
 
 /* What the agent may do with a server, worst last so that the worse of two
  * opinions is the larger value (see dbk_rt_state_worse). */
@@ -94,6 +96,8 @@ struct dbk_rt_server {
 	enum dbk_rt_server_state stat_state; /* its status text, when stat_seen */
 	long scur;                        /* current sessions; -1 when not known */
 	long qcur;                        /* requests queued on it; -1 when not known */
+	char addr[DBK_RT_ADDR_MAX + 1];   /* srv_addr, "" when not known */
+	int port;                         /* srv_port, 0 when not known */
 };
 
 /* Sets s to a server named name (truncated to DBK_RT_NAME_MAX) that
@@ -112,7 +116,9 @@ long dbk_rt_server_load(const struct dbk_rt_server *s);
  * ("1"), a "# be_id be_name srv_id srv_name ..." header, one line per
  * server, an empty line. Fills out[0..*n) with the servers of backend in
  * the order HAProxy lists them (configuration order), each with op_state,
- * admin_state and state set and nothing from show stat (scur -1).
+ * admin_state and state set, addr and port when the srv_addr and srv_port
+ * columns hold an IP literal and a port (else "" and 0), and nothing from
+ * show stat (scur -1).
  *
  * Returns 0, or -1 with a one-line reason in err (and *n == 0) when: the
  * output is not a servers-state dump (HAProxy's own error text, such as

@@ -306,6 +306,9 @@ static void test_real_be_servers_state(void)
 	check_server(&s[1], "s1", 0, 1, DBK_RT_MAINT);
 	check_server(&s[2], "s2", 0, 8, DBK_RT_DOWN);
 	check_server(&s[3], "s3", 0, 0, DBK_RT_DOWN);
+	/* The addresses the scraper reaches each server at. */
+	CHECK(strcmp(s[0].addr, "127.0.0.1") == 0 && s[0].port == 48148);
+	CHECK(strcmp(s[2].addr, "127.0.0.1") == 0 && s[2].port == 55906);
 	for (int i = 0; i < 4; i++) {
 		CHECK(!s[i].stat_seen);
 		CHECK(s[i].scur == -1);
@@ -316,6 +319,35 @@ static void test_real_be_servers_state(void)
 	/* max too small. */
 	CHECK(state_of(&t, "be", s, 3, err, sizeof(err)) == -1);
 	CHECK(has(err, "more than 3 servers"));
+	text_free(&t);
+}
+
+static void test_servers_state_addresses(void)
+{
+	struct dbk_rt_server s[8];
+	char err[256];
+	struct text t = text_of("1\n"
+	                        "# be_id be_name srv_id srv_name srv_addr srv_op_state "
+	                        "srv_admin_state srv_port\n"
+	                        "3 vllm 1 a 10.0.0.7 2 0 8000\n"
+	                        "3 vllm 2 b ::1 2 0 8001\n"
+	                        "3 vllm 3 c vllm.example 2 0 8002\n"
+	                        "3 vllm 4 d 10.0.0.8 2 0 0\n"
+	                        "3 vllm 5 e 10.0.0.9 2 0 -\n"
+	                        "\n");
+
+	CHECK(state_of(&t, "vllm", s, 8, err, sizeof(err)) == 5);
+	CHECK(strcmp(s[0].addr, "10.0.0.7") == 0 && s[0].port == 8000);
+	CHECK(strcmp(s[1].addr, "::1") == 0 && s[1].port == 8001);
+	/* Not an IP literal, or no port: unknown, never half-set. */
+	for (int i = 2; i < 5; i++)
+		CHECK(s[i].addr[0] == '\0' && s[i].port == 0);
+	text_free(&t);
+	/* Without the columns (never seen, but not required): unknown. */
+	t = text_of("1\n# be_id be_name srv_id srv_name srv_op_state srv_admin_state\n"
+	            "3 vllm 1 a 2 0\n\n");
+	CHECK(state_of(&t, "vllm", s, 8, err, sizeof(err)) == 1);
+	CHECK(s[0].addr[0] == '\0' && s[0].port == 0);
 	text_free(&t);
 }
 
@@ -1547,6 +1579,7 @@ int main(void)
 	RUN(test_state_from_flags);
 	RUN(test_state_from_status);
 	RUN(test_real_be_servers_state);
+	RUN(test_servers_state_addresses);
 	RUN(test_real_be_stat);
 	RUN(test_real_be2_every_state);
 	RUN(test_real_errors);
