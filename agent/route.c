@@ -1,10 +1,12 @@
 #include "route.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "estimate.h"
 #include "log.h"
+#include "prefix_key.h"
 
 static inline bool name_is(const uint8_t *name, size_t len, const char *want)
 {
@@ -57,10 +59,54 @@ static bool wants_details(const struct dbk_spop_data *d)
 	return dbk_spop_data_to_i64(d, &v) && v != 0;
 }
 
+/* The ttft policy: the predictor picks among the usable servers, the
+ * balancer takes the lease there (so releases, TTL, reclaim and moves
+ * work as for the reference), and the predictor's ticket rides on the
+ * lease's tag until the lease ends (agent/policy.c releases it). */
+static enum dbk_bal_result decide_ttft(struct dbk_route *r, const struct dbk_spop_data *id,
+                                       const struct dbk_bal_request *req, int64_t body_size,
+                                       const uint8_t *sample, size_t sample_len,
+                                       const struct dbk_spop_data *session, uint64_t now_ms,
+                                       struct dbk_bal_decision *d)
+{
+	uint64_t keys[DBK_PKEY_MAX_KEYS];
+	struct dbk_pkey pk;
+	struct dbk_pred_choice c;
+	struct dbk_pred_ticket t;
+	const char *idp = (const char *)id->u.buf.ptr;
+
+	dbk_pkey_derive(sample, sample_len, keys, DBK_PKEY_MAX_KEYS, &pk);
+	struct dbk_pred_request pr = {
+		.prompt_tokens = req->body_bytes / 4.0,
+		.max_tokens = req->max_tokens,
+		.ignore_eos = req->ignore_eos,
+		.keys = keys,
+		.nkeys = pk.nkeys,
+		.keys_cut = pk.cut || (body_size >= 0 && (uint64_t)body_size > sample_len),
+		.session = pk.session,
+	};
+	if (session && (session->type == DBK_SPOP_T_STR || session->type == DBK_SPOP_T_BIN) &&
+	    session->u.buf.len)
+		pr.session = dbk_pkey_session((const char *)session->u.buf.ptr, session->u.buf.len);
+	dbk_pred_choose(r->pred, &pr, now_ms, &c);
+	enum dbk_bal_result res = dbk_bal_dispatch_to(r->bal, idp, id->u.buf.len, req,
+	                                              c.server < 0 ? UINT_MAX : (unsigned)c.server,
+	                                              now_ms, d);
+	if (res != DBK_BAL_OK)
+		return res;
+	dbk_pred_commit(r->pred, &pr, (unsigned)c.server, now_ms, &t);
+	const uint32_t tag[3] = { t.prompt_tokens, t.kv_tokens, t.ctx_tokens };
+	dbk_bal_set_tag(r->bal, idp, id->u.buf.len, tag);
+	if (c.reason == DBK_PRED_TOO_LONG)
+		r->stats.too_long++;
+	return res;
+}
+
 static void route_one(struct dbk_route *r, const struct dbk_spop_message *m,
                       uint64_t now_ms, struct dbk_spop_writer *w)
 {
 	const struct dbk_spop_data *id = NULL, *blen = NULL, *body = NULL, *details = NULL;
+	const struct dbk_spop_data *session = NULL;
 
 	/* One walk over the arguments (the first of a name wins, as with
 	 * dbk_spop_msg_arg): the names are constants here, so each test is
@@ -77,6 +123,8 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m,
 			slot = &body;
 		else if (name_is(a->name, a->name_len, DBK_ARG_DETAILS))
 			slot = &details;
+		else if (name_is(a->name, a->name_len, DBK_ARG_SESSION))
+			slot = &session;
 		if (slot && !*slot)
 			*slot = &a->value;
 	}
@@ -99,7 +147,7 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m,
 	}
 
 	struct dbk_bal_request req;
-	if (dbk_bal_config(r->bal)->dynamic) {
+	if (dbk_bal_config(r->bal)->dynamic && !r->pred) {
 		/* Dynamic mode scores by length alone: the JSON fields would
 		 * change nothing, and parsing them is most of a decision's
 		 * cost (measured: 40% at 100 B, 93% at 6 KB). */
@@ -120,8 +168,10 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m,
 	}
 
 	struct dbk_bal_decision d;
-	enum dbk_bal_result res = dbk_bal_dispatch(r->bal, (const char *)id->u.buf.ptr,
-	                                           id->u.buf.len, &req, now_ms, &d);
+	enum dbk_bal_result res =
+		r->pred ? decide_ttft(r, id, &req, body_size, sample, sample_len, session, now_ms, &d)
+		        : dbk_bal_dispatch(r->bal, (const char *)id->u.buf.ptr, id->u.buf.len, &req,
+		                           now_ms, &d);
 	if (res == DBK_BAL_ENDED) {
 		/* Its client left before we decided: normal, nothing to log. */
 		set_error(w, dbk_bal_result_str(res));

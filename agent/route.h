@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "balancer.h"
+#include "predict.h"
 #include "spop.h"
 
 /* The message and argument names haproxy/dbucket.spoe.conf sends. */
@@ -16,6 +17,9 @@
 #define DBK_ARG_ID    "id"
 #define DBK_ARG_BLEN  "blen"
 #define DBK_ARG_BODY  "body"
+/* Optional: a client's session (e.g. its X-Session-Id header); else the
+ * body's OpenAI "user" field is the session. Read by the ttft policy. */
+#define DBK_ARG_SESSION "session"
 /* True (a bool, a non-zero integer, or the string "1"): also answer with
  * the decision's details (bucket, group, redirected, score). Off by
  * default: each variable costs HAProxy a lookup and an allocation per
@@ -42,12 +46,17 @@ struct dbk_route_stats {
 	uint64_t truncated_bodies;  /* body sample shorter than the body */
 	uint64_t malformed_bodies;
 	uint64_t moved;             /* leases moved to the server HAProxy used */
+	uint64_t too_long;          /* ttft: no usable server could hold it */
 	/* Decisions by standard bucket (row) and chosen group (column). */
 	uint64_t by_bucket_group[DBK_BAL_MAX_BUCKETS][DBK_BAL_MAX_BUCKETS];
 };
 
 struct dbk_route {
 	struct dbk_balancer *bal;
+	/* The ttft policy's predictor (agent/predict.h): it picks the
+	 * server, the balancer takes the lease there. NULL: the reference
+	 * algorithm decides, as the parity vectors record. */
+	struct dbk_pred *pred;
 	const char *const *names;   /* server names by balancer index */
 	unsigned nnames;
 	uint64_t *by_server;        /* decisions per server; may be NULL */

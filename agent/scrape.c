@@ -268,7 +268,8 @@ static void finish(struct dbk_scrape *s, struct req *r, CURLcode rc)
 			t->v.ok_ms = now;
 		set_state(t, why == NULL, why);
 	}
-	(void)s;
+	if (s->cfg.scraped)
+		s->cfg.scraped(s->cfg.arg, (unsigned)(t - s->t), &t->v, r->kind == REQ_METRICS);
 }
 
 static void drain(struct dbk_scrape *s)

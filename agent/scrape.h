@@ -27,10 +27,18 @@
 /* Largest body read; vLLM's /metrics is 20-100 KB. */
 #define DBK_SCRAPE_MAX_BODY (4u << 20)
 
+struct dbk_scrape_view;
+
 struct dbk_scrape_config {
 	long interval_ms;
 	long timeout_ms;
 	long models_every_ms;
+	/* Called after each finished scrape of server (may be NULL):
+	 * metrics true for /metrics (v->up says whether it worked), false
+	 * for /v1/models (v->max_model_len is the latest known). */
+	void (*scraped)(void *arg, unsigned server, const struct dbk_scrape_view *v,
+	                bool metrics);
+	void *arg;
 };
 
 /* One server, as the policy and the reports see it. */

@@ -64,6 +64,9 @@ struct opts {
 	double keep_alive_s;
 	bool no_prefix_caching;
 	bool verbose;
+	/* For the agent's tests: /metrics never answers, or answers with
+	 * what is not Prometheus text. */
+	enum { FAULT_NONE, FAULT_HANG, FAULT_GARBAGE } metrics_fault;
 };
 
 struct conn;
@@ -508,6 +511,15 @@ static void serve_metrics(struct conn *c, const struct dbk_http_request *hr,
 	struct dbk_engine_stats st;
 	struct dbk_prom_stats m;
 
+	if (s->opt.metrics_fault == FAULT_HANG)
+		return; /* the client times out; the idle timer never runs */
+	if (s->opt.metrics_fault == FAULT_GARBAGE) {
+		static const char junk[] = "vllm:num_requests_running{engine=\"0\" 3\n<html>\n";
+
+		respond(c, 200, "text/plain", junk, sizeof(junk) - 1, hr->keep_alive,
+		        hr->minor_version, head_only, NULL);
+		return;
+	}
 	dbk_engine_get_stats(s->eng, &st);
 	memset(&m, 0, sizeof(m));
 	m.model = s->opt.model;
@@ -932,6 +944,8 @@ static void usage(FILE *f)
 	"                               0 = never (default 5, as uvicorn)\n"
 	"  --no-prefix-caching          as vLLM's flag: no prefix cache (on by\n"
 	"                               default, as in vLLM V1)\n"
+	"  --metrics-fault hang|garbage for tests: /metrics never answers, or\n"
+	"                               answers with what is not Prometheus\n"
 	"  --verbose                    log every request\n"
 	"  --help, --version\n"
 	"\n"
@@ -966,6 +980,7 @@ enum {
 	OPT_HOST = 256, OPT_PORT, OPT_NAME, OPT_MODEL, OPT_MAX_MODEL_LEN,
 	OPT_MAX_BATCHED, OPT_MAX_SEQS, OPT_KV, OPT_GPU, OPT_TIME_SCALE,
 	OPT_KEEP_ALIVE, OPT_NO_PC, OPT_VERBOSE, OPT_HELP, OPT_VERSION,
+	OPT_METRICS_FAULT,
 };
 
 /* 0 run, 1 exit 0 (help/version), 2 bad usage. */
@@ -985,6 +1000,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{"time-scale", required_argument, NULL, OPT_TIME_SCALE},
 		{"keep-alive-timeout", required_argument, NULL, OPT_KEEP_ALIVE},
 		{"no-prefix-caching", no_argument, NULL, OPT_NO_PC},
+		{"metrics-fault", required_argument, NULL, OPT_METRICS_FAULT},
 		{"verbose", no_argument, NULL, OPT_VERBOSE},
 		{"help", no_argument, NULL, OPT_HELP},
 		{"version", no_argument, NULL, OPT_VERSION},
@@ -1080,6 +1096,15 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case OPT_NO_PC:
 			o->no_prefix_caching = true;
+			break;
+		case OPT_METRICS_FAULT:
+			if (strcmp(optarg, "hang") == 0)
+				o->metrics_fault = FAULT_HANG;
+			else if (strcmp(optarg, "garbage") == 0)
+				o->metrics_fault = FAULT_GARBAGE;
+			else
+				return bad_flag("--metrics-fault wants hang or garbage, "
+				                "not '%s'%s", optarg, "");
 			break;
 		case OPT_VERBOSE:
 			o->verbose = true;

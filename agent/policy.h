@@ -1,0 +1,46 @@
+/* The --policy switch. "reference" (the default) is the reference
+ * algorithm, decision for decision, with the modes its flags choose;
+ * "ttft" is the predicted-first-token policy (agent/predict.h). This
+ * file keeps the ttft predictor in step with the rest of the agent: the
+ * balancer's leases (ended, moved), HAProxy's server states and what the
+ * scraper reads; and renders its view for /state and /metrics. */
+#ifndef DBK_POLICY_H
+#define DBK_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "balancer.h"
+#include "predict.h"
+#include "scrape.h"
+#include "strbuf.h"
+
+enum dbk_policy_kind {
+	DBK_POLICY_REFERENCE = 0,
+	DBK_POLICY_TTFT,
+};
+
+/* Returns 0, or -1 for an unknown name. */
+int dbk_policy_parse(const char *name, enum dbk_policy_kind *out);
+const char *dbk_policy_name(enum dbk_policy_kind k);
+
+/* A ttft predictor for the balancer's servers, with the default engine
+ * model, observing bal (which must outlive it): every lease that ends or
+ * moves is released or moved in the predictor, every usable change sets
+ * its state. NULL when out of memory. */
+struct dbk_pred *dbk_policy_ttft_new(struct dbk_balancer *bal);
+void dbk_policy_ttft_free(struct dbk_pred *p, struct dbk_balancer *bal);
+
+/* A scrape of server finished (struct dbk_scrape_config.scraped, with
+ * the predictor as arg). */
+void dbk_policy_scraped(void *pred, unsigned server, const struct dbk_scrape_view *v,
+                        bool metrics);
+
+/* The predictor's per-server view: a "policy" member for /state
+ * (followed by a comma) and dbucket_ttft_* series for /metrics. */
+void dbk_policy_report_state(const struct dbk_pred *p, const char *const *names, unsigned n,
+                             uint64_t now_ms, struct dbk_strbuf *o);
+void dbk_policy_report_metrics(const struct dbk_pred *p, const char *const *names,
+                               unsigned n, uint64_t now_ms, struct dbk_strbuf *o);
+
+#endif
