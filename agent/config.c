@@ -310,8 +310,6 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 		     "--haproxy-socket to read them from HAProxy (see --help)");
 	if (c->nlisten == 0)
 		c->listen[c->nlisten++] = DBK_DEFAULT_LISTEN;
-	if (c->max_connections_per_peer == 0)
-		c->max_connections_per_peer = c->max_connections > 1 ? c->max_connections / 2 : 1;
 	if (no_completions)
 		c->ncompletion_listen = 0;
 	else if (c->ncompletion_listen == 0)

@@ -62,7 +62,7 @@ struct dbk_config {
 	const char *group;            /* ... and group */
 	uint32_t max_frame_size;
 	unsigned max_connections;
-	unsigned max_connections_per_peer;   /* 0 until parsed: half the above */
+	unsigned max_connections_per_peer;   /* 0: half of max_connections */
 	long idle_timeout_s;
 	size_t max_leases;
 	int log_level;

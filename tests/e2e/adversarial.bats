@@ -1,0 +1,180 @@
+#!/usr/bin/env bats
+# Hostile and broken peers: idle floods on every listener, descriptor
+# exhaustion, oversized and malformed admin requests, a hung agent. One
+# bad peer must never stop routing for everyone else. The floods come from
+# 127.0.0.2, HAProxy from 127.0.0.1: two peers as the agent sees them.
+
+load helpers
+
+setup() {
+	dbk_env
+	FLOOD_PIDS=()
+}
+
+teardown() {
+	local p
+	for p in "${FLOOD_PIDS[@]}"; do
+		kill "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	if [ -n "${STOPPED_PID:-}" ]; then kill -CONT "$STOPPED_PID" 2>/dev/null || true; fi
+	dbk_teardown
+}
+
+# flood NAME ARGS...: dbk-test-flood in the background, output in
+# NAME.out; returns once its connections are all made (bounded, ~10 s).
+flood() {
+	local name=$1 i
+	shift
+	"$BUILD/dbk-test-flood" "$@" >"$BATS_TEST_TMPDIR/$name.out" 2>&1 &
+	FLOOD_PIDS+=($!)
+	for ((i = 0; i < 500; i++)); do
+		grep -qs "^connected=" "$BATS_TEST_TMPDIR/$name.out" && return 0
+		sleep 0.02
+	done
+	echo "flood $name never connected" >&2
+	return 1
+}
+
+# Waits (bounded, ~20 s) for flood NAME to end; prints its closed count.
+flood_closed() {
+	local i
+	for ((i = 0; i < 1000; i++)); do
+		if grep -qs "^closed=" "$BATS_TEST_TMPDIR/$1.out"; then
+			sed -n 's/^closed=\([0-9]*\).*/\1/p' "$BATS_TEST_TMPDIR/$1.out"
+			return 0
+		fi
+		sleep 0.02
+	done
+	echo "flood $1 never ended" >&2
+	return 1
+}
+
+# utime + stime of a process, in clock ticks.
+cpu_ticks() {
+	awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
+@test "SPOP: an idle flood after HELLO from one peer leaves room for HAProxy" {
+	start_agent --enable-dynamic-bucket --max-connections 40
+	flood spop --bind 127.0.0.2 --hello --hold 60 "$DBK_AGENT" 40
+	start_haproxy
+	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
+	local i
+	for ((i = 0; i < 3; i++)); do
+		run post "$BATS_TEST_TMPDIR/s.json"
+		assert_output --regexp '^200 vllm[0-3] 0 0 0 '
+	done
+	wait_log 'event=conn-refused reason=max-connections-per-peer'
+}
+
+@test "SPOP: connections silent after HELLO are closed after --idle-timeout" {
+	start_agent --enable-dynamic-bucket --idle-timeout 1
+	flood spop --hello --hold 30 "$DBK_AGENT" 20
+	run flood_closed spop
+	assert_output 20
+	# Closed by the idle timeout, not at once (HELLO was answered), and
+	# said once, not 20 times.
+	run grep -c 'reason="idle"' "$BATS_TEST_TMPDIR/agent.log"
+	assert_output 1
+}
+
+@test "completions: an idle flood does not keep HAProxy's ring out" {
+	start_agent --enable-dynamic-bucket
+	flood ring --bind 127.0.0.2 --hold 60 "$DBK_COMPLETIONS" 64
+	start_haproxy
+	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
+	run post "$BATS_TEST_TMPDIR/s.json"
+	assert_output --regexp '^200 vllm0 '
+	wait_state released 1
+}
+
+@test "completions: half a frame and then silence is cut" {
+	start_agent --enable-dynamic-bucket
+	# An octet count that promises more than ever comes.
+	flood half --text "60 dbk1 id" --hold 30 "$DBK_COMPLETIONS" 4
+	run flood_closed half
+	assert_output 4
+	run grep -c 'closed=4 elapsed=' "$BATS_TEST_TMPDIR/half.out"
+	assert_output 1
+}
+
+@test "admin: an idle flood from one peer leaves room for others" {
+	start_agent --enable-dynamic-bucket
+	flood admin --bind 127.0.0.2 --hold 60 "127.0.0.1:$ADMIN_PORT" 64
+	run curl -s --max-time 2 "http://127.0.0.1:$ADMIN_PORT/state"
+	assert_success
+	assert_output --partial '"leases"'
+}
+
+@test "out of descriptors: no spin, few log lines, and routing resumes" {
+	# Soft and hard limit: the agent cannot raise it, and derives its
+	# connection limits from it.
+	(
+		ulimit -n 40
+		exec "$BUILD/dbucket-spoa" --listen "$DBK_AGENT" --completion-listen "$DBK_COMPLETIONS" \
+			--admin-listen "127.0.0.1:$ADMIN_PORT" --enable-dynamic-bucket vllm0 vllm1 vllm2 vllm3
+	) 2>>"$BATS_TEST_TMPDIR/agent.log" &
+	AGENT_PID=$!
+	wait_port "$AGENT_PORT"
+	local t0 c0 t1 c1
+	t0=$(date +%s%N)
+	c0=$(cpu_ticks "$AGENT_PID")
+	# More connections than descriptors, on every listener, held 3 s.
+	flood a --hello --hold 3 "$DBK_AGENT" 100
+	flood b --hold 3 "$DBK_COMPLETIONS" 100
+	flood c --hold 3 "127.0.0.1:$ADMIN_PORT" 100
+	flood_closed a >/dev/null
+	flood_closed b >/dev/null
+	flood_closed c >/dev/null
+	c1=$(cpu_ticks "$AGENT_PID")
+	t1=$(date +%s%N)
+	local ticks=$((c1 - c0)) wall_ticks=$(((t1 - t0) * $(getconf CLK_TCK) / 1000000000))
+	echo "agent cpu: $ticks ticks over $wall_ticks" >&3
+	# A spinning accept loop burns a whole core for the 3 s.
+	[ "$ticks" -lt $((wall_ticks / 2)) ] || fail "agent used $ticks of $wall_ticks ticks"
+	local lines
+	lines=$(wc -l <"$BATS_TEST_TMPDIR/agent.log")
+	[ "$lines" -lt 100 ] || fail "agent wrote $lines log lines"
+	# Still serving once the flood is gone.
+	start_haproxy
+	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
+	run post "$BATS_TEST_TMPDIR/s.json"
+	assert_output "200 vllm0 0 0 0 75"
+	wait_state released 1
+}
+
+@test "admin: a long query is applied whole or refused, never cut" {
+	start_agent --enable-dynamic-bucket
+	# The old parser cut the target at 255 characters: make max-leases=500000
+	# straddle that point, so that a cut would apply max-leases=5.
+	local q="/config?" i
+	for ((i = 0; i < 15; i++)); do q+="sensitivity=1&"; done
+	q+="sensitivity=1.0000000000&max-leases=500000"
+	[ "${q:0:255}" != "$q" ] && [ "${q:243:12}" = "max-leases=5" ]
+	run curl -s -X POST --max-time 5 -w '%{http_code}' -o /dev/null "http://127.0.0.1:$ADMIN_PORT$q"
+	assert_output 200
+	run curl -s --max-time 5 "http://127.0.0.1:$ADMIN_PORT/config"
+	assert_line 'max-leases = 500000'
+	# Longer than the request buffer: 414, and nothing applied.
+	q="/config?max-leases=7&sensitivity=1.$(head -c 5000 /dev/zero | tr '\0' 0)"
+	run curl -s -X POST --max-time 5 -w '%{http_code}' -o /dev/null "http://127.0.0.1:$ADMIN_PORT$q"
+	assert_output 414
+	run curl -s --max-time 5 "http://127.0.0.1:$ADMIN_PORT/config"
+	assert_line 'max-leases = 500000'
+}
+
+@test "admin: malformed request lines and junk values are refused" {
+	start_agent --enable-dynamic-bucket
+	local a="TCP:127.0.0.1:$ADMIN_PORT"
+	run socat -t 5 - "$a" <<<$'GET /state\r\n\r\n'
+	assert_output --regexp '^HTTP/1.1 400'
+	run socat -t 5 - "$a" <<<$'GET /state HTTP/9.9\r\n\r\n'
+	assert_output --regexp '^HTTP/1.1 (400|505)'
+	run socat -t 5 - "$a" <<<$'GET /state HTTP/1.1 extra\r\n\r\n'
+	assert_output --regexp '^HTTP/1.1 400'
+	run socat -t 5 - "$a" <<<$'POST /config?max-leases=2%00junk HTTP/1.1\r\n\r\n'
+	assert_output --regexp '^HTTP/1.1 400'
+	run curl -s --max-time 5 "http://127.0.0.1:$ADMIN_PORT/config"
+	assert_line 'max-leases = 1000000'
+}
