@@ -4,10 +4,10 @@
 # bad peer must never stop routing for everyone else. The floods come from
 # 127.0.0.2, HAProxy from 127.0.0.1: two peers as the agent sees them.
 
-load helpers
+load stubs
 
 setup() {
-	dbk_env
+	stubs_setup
 	FLOOD_PIDS=()
 }
 
@@ -17,8 +17,7 @@ teardown() {
 		kill "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
-	if [ -n "${STOPPED_PID:-}" ]; then kill -CONT "$STOPPED_PID" 2>/dev/null || true; fi
-	dbk_teardown
+	stubs_teardown
 }
 
 # flood NAME ARGS...: dbk-test-flood in the background, output in
@@ -177,4 +176,84 @@ cpu_ticks() {
 	assert_output --regexp '^HTTP/1.1 400'
 	run curl -s --max-time 5 "http://127.0.0.1:$ADMIN_PORT/config"
 	assert_line 'max-leases = 1000000'
+}
+
+# Seconds curl took for one POST of FILE through the proxy, and its status.
+timed_post() {
+	curl -s -o /dev/null --max-time 10 -X POST -H 'Content-Type: application/json' \
+		--data-binary "@$1" -w '%{http_code} %{time_total}\n' \
+		"http://127.0.0.1:$DBK_PORT/v1/completions"
+}
+
+@test "a hung agent stops costing requests the processing timeout once marked DOWN" {
+	# A processing timeout far above a request's own time here, so that
+	# paying it shows.
+	export DBK_SPOE_PROCESSING=1500ms
+	start_agent --enable-dynamic-bucket
+	start_haproxy
+	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
+	run post "$BATS_TEST_TMPDIR/s.json"
+	assert_output "200 vllm0 0 0 0 75"
+	kill -STOP "$AGENT_PID"
+	# The health check (spop-check) marks it DOWN: bounded wait, ~10 s.
+	local i st
+	for ((i = 0; i < 100; i++)); do
+		st=$(haproxy_cmd "show servers state dbucket-agents" | awk '$4 == "agent1" { print $6 }')
+		[ "$st" = 0 ] && break
+		sleep 0.1
+	done
+	assert_equal "$st" 0
+	# HAProxy must not wait on the connections it still holds to it.
+	for ((i = 0; i < 5; i++)); do
+		run timed_post "$BATS_TEST_TMPDIR/s.json"
+		echo "after DOWN: $output" >&3
+		assert_output --regexp '^200 '
+		awk -v t="${output#* }" 'BEGIN { exit !(t < 1.0) }' ||
+			fail "request took ${output#* } s: it waited for the hung agent"
+	done
+}
+
+# The long stubs' sum of a metric.
+long_metric() {
+	echo $(($(stub_metric 2 "$1") + $(stub_metric 3 "$1")))
+}
+
+# abort_before_first_token STREAM: a prompt of ~100k tokens (seconds of
+# prefill on a stub) whose client goes away while it is prefilled. vLLM
+# must hear of it then, not once the first token fails to reach the
+# client: the stub's generation counter must still be 0 when its request
+# ends, and the lease must be gone.
+abort_before_first_token() {
+	start_stubs
+	start_agent --enable-dynamic-bucket
+	start_haproxy_stubs
+	completion_body 2000 "$1" 400000 >"$BATS_TEST_TMPDIR/long.json"
+	curl_bg "$BATS_TEST_TMPDIR/a" /v1/completions "$BATS_TEST_TMPDIR/long.json"
+	local i
+	for ((i = 0; i < 500; i++)); do
+		[ "$(long_metric vllm:num_requests_running)" -ge 1 ] && break
+		sleep 0.02
+	done
+	assert_equal "$(long_metric vllm:num_requests_running)" 1
+	local t0 t1 t2
+	t0=$(date +%s%N)
+	kill -KILL "$LAST_PID"
+	for ((i = 0; i < 750; i++)); do
+		[ "$(long_metric vllm:num_requests_running)" = 0 ] && break
+		sleep 0.02
+	done
+	t1=$(date +%s%N)
+	wait_state leases 0
+	t2=$(date +%s%N)
+	echo "stream=$1: abort reached the stub in $(((t1 - t0) / 1000000)) ms, lease released in $(((t2 - t0) / 1000000)) ms" >&3
+	assert_equal "$(long_metric vllm:num_requests_running)" 0
+	assert_equal "$(long_metric vllm:generation_tokens_total)" 0
+}
+
+@test "a streamed request aborted before its first token is aborted at vLLM" {
+	abort_before_first_token true
+}
+
+@test "a non-streamed request aborted before its first token is aborted at vLLM" {
+	abort_before_first_token false
 }
