@@ -37,13 +37,17 @@ struct dbk_peer_slot {
 
 int dbk_ratelimit_allow(struct dbk_ratelimit *r, ev_tstamp now, uint64_t *suppressed)
 {
-	if (r->last && now - r->last < 1.0) {
+	if (now - r->last >= 1.0) {
+		r->last = now;
+		r->burst = 0;
+	}
+	if (r->burst == DBK_RATELIMIT_BURST) {
 		r->suppressed++;
 		return 0;
 	}
+	r->burst++;
 	*suppressed = r->suppressed;
 	r->suppressed = 0;
-	r->last = now;
 	return 1;
 }
 
@@ -137,14 +141,44 @@ static void log_refusal(struct dbk_listener_set *s, const char *reason, unsigned
 		        peer_str(k, p, sizeof(p)), limit, (unsigned long long)suppressed);
 }
 
+/* Open connections from k. */
+static unsigned peer_count(const struct dbk_listener_set *s, const struct peer_key *k)
+{
+	for (unsigned i = s->buckets[bucket_of(s, k)]; i; i = s->slots[i - 1].next)
+		if (memcmp(&s->slots[i - 1].key, k, sizeof(*k)) == 0)
+			return s->slots[i - 1].count;
+	return 0;
+}
+
+/* Which limit a new connection from k is over, or NULL. */
+static const char *over_limit(const struct dbk_listener_set *s, const struct peer_key *k,
+                              unsigned *limit)
+{
+	if (s->open >= s->max_conns) {
+		*limit = s->max_conns;
+		return "max-connections";
+	}
+	if (s->max_per_peer && peer_count(s, k) >= s->max_per_peer) {
+		*limit = s->max_per_peer;
+		return "max-connections-per-peer";
+	}
+	return NULL;
+}
+
 /* Counts fd against the limits; false when it is over one of them. */
 static bool admit(struct dbk_listener_set *s, int fd, const struct sockaddr_storage *ss)
 {
 	struct peer_key k;
+	unsigned limit;
+	const char *over;
 
 	peer_of(fd, ss, &k);
-	if (s->open >= s->max_conns) {
-		log_refusal(s, "max-connections", s->max_conns, &k);
+	over = over_limit(s, &k, &limit);
+	/* The owner may close a connection it values less than a new one. */
+	if (over && s->make_room && s->make_room(s->arg, &k))
+		over = over_limit(s, &k, &limit);
+	if (over) {
+		log_refusal(s, over, limit, &k);
 		return false;
 	}
 	if ((unsigned)fd >= s->fd_cap) {
@@ -161,14 +195,19 @@ static bool admit(struct dbk_listener_set *s, int fd, const struct sockaddr_stor
 		s->fd_cap = cap;
 	}
 	unsigned i = slot_get(s, &k);   /* open < max_conns: a slot is free */
-	if (s->max_per_peer && s->slots[i].count >= s->max_per_peer) {
-		log_refusal(s, "max-connections-per-peer", s->max_per_peer, &k);
-		return false;
-	}
 	s->slots[i].count++;
 	s->slot_of_fd[fd] = i + 1;
 	s->open++;
 	return true;
+}
+
+int dbk_listener_may_evict(const struct dbk_listener_set *s, int fd, const void *peer)
+{
+	if (fd < 0 || (unsigned)fd >= s->fd_cap || !s->slot_of_fd[fd])
+		return 0;
+	if (s->open >= s->max_conns)
+		return 1;
+	return memcmp(&s->slots[s->slot_of_fd[fd] - 1].key, peer, sizeof(struct peer_key)) == 0;
 }
 
 void dbk_listener_release(struct dbk_listener_set *s, int fd)
@@ -214,13 +253,19 @@ static bool out_of_fds(struct dbk_listener_set *s, int lfd, int err)
 	if (s->reserve_fd >= 0) {
 		close(s->reserve_fd);
 		int fd = accept(lfd, NULL, NULL);
-		if (fd >= 0) {
+		int aerr = errno;
+		if (fd >= 0)
 			close(fd);
+		s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
 			shed = true;
 			if (s->refused)
 				(*s->refused)++;
+		} else if (aerr == EAGAIN || aerr == EWOULDBLOCK) {
+			/* Linux fails accept() with EMFILE before it looks at
+			 * the backlog: nothing was waiting after all. */
+			return false;
 		}
-		s->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	}
 	if (dbk_ratelimit_allow(&s->emfile_log, ev_now(s->loop), &suppressed))
 		dbk_log(DBK_LOG_WARN, "accept-failed",

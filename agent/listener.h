@@ -21,10 +21,12 @@
  * dbk_listener_release(fd) before the owner closes it. */
 typedef void (*dbk_accept_cb)(void *arg, int fd);
 
-/* At most one log line a second for a repeated event; the line says how
- * many were left out since the last. */
+/* At most DBK_RATELIMIT_BURST log lines a second for a repeated event;
+ * the next line says how many were left out. */
+#define DBK_RATELIMIT_BURST 5
 struct dbk_ratelimit {
-	ev_tstamp last;
+	ev_tstamp last;             /* start of the current second */
+	unsigned burst;             /* lines in it */
 	uint64_t suppressed;
 };
 
@@ -42,6 +44,11 @@ struct dbk_listener_set {
 	/* Limits (0: none, and no accounting) and their counters. */
 	unsigned max_conns, max_per_peer, open;
 	uint64_t *refused;          /* the owner's counter, may be NULL */
+	/* Called when a new connection is over a limit: the owner may close
+	 * one of its connections for which dbk_listener_may_evict(s, fd,
+	 * peer) holds (releasing it) and return nonzero to have the new one
+	 * admitted if it fits now. */
+	int (*make_room)(void *arg, const void *peer);
 	struct dbk_peer_slot *slots;        /* max_conns of them */
 	unsigned *buckets, nbuckets, free_slot;
 	unsigned *slot_of_fd;       /* slot + 1 by fd; 0: not counted */
@@ -62,6 +69,10 @@ void dbk_listener_init(struct dbk_listener_set *s, struct ev_loop *loop,
  * the first accept. Returns -1 when out of memory. */
 int dbk_listener_limit(struct dbk_listener_set *s, unsigned max_conns, unsigned max_per_peer,
                        uint64_t *refused);
+/* Whether closing fd would make room for a connection from peer (the
+ * argument of make_room): any fd when the set is full, else one of the
+ * same peer's. */
+int dbk_listener_may_evict(const struct dbk_listener_set *s, int fd, const void *peer);
 /* Gives back fd's place in the limits; call before closing it. */
 void dbk_listener_release(struct dbk_listener_set *s, int fd);
 /* Starts accepting on an already listening fd. Returns -1 when full. */

@@ -5,6 +5,7 @@
 #include <ev.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -533,9 +534,53 @@ static void test_idle_after_hello_times_out(void)
 	world_down(&w);
 }
 
+/* Out of descriptors: the pending connections are taken with the spare
+ * descriptor and closed (the peer hears no at once), counted, and the
+ * loop goes idle instead of waking for them again; once descriptors are
+ * back, connections are served. */
+static void test_out_of_descriptors_sheds_without_spinning(void)
+{
+	struct world w;
+	struct rlimit saved, low;
+	enum { N = 5 };
+	int fds[N];
+
+	world_up(&w, 16, 16380);
+	for (int i = 0; i < N; i++)
+		fds[i] = client(&w);   /* in the backlog, not accepted yet */
+	getrlimit(RLIMIT_NOFILE, &saved);
+	/* No descriptor left: the lowest free one is the limit. */
+	int probe = dup(0);
+	low = saved;
+	low.rlim_cur = (rlim_t)probe;
+	close(probe);
+	CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
+	unsigned closed = 0, turns = 0;
+	for (; turns < 200 && closed < N; turns++) {
+		ev_run(w.loop, EVRUN_NOWAIT);
+		closed = 0;
+		for (int i = 0; i < N; i++) {
+			char b[64];
+			ssize_t n = recv(fds[i], b, sizeof(b), MSG_PEEK);
+			if (n == 0 || (n < 0 && errno != EAGAIN))
+				closed++;
+		}
+	}
+	setrlimit(RLIMIT_NOFILE, &saved);
+	CHECK_EQ_U(closed, N);
+	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->refused_conns, N);
+	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->accepted, 0);
+	for (int i = 0; i < N; i++)
+		close(fds[i]);
+	int fd = hello_client(&w, 16380);
+	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->accepted, 1);
+	close(fd);
+	world_down(&w);
+}
+
 int main(void)
 {
-	dbk_log_set_level(DBK_LOG_ERROR);
+	dbk_log_set_level(getenv("DBK_TEST_LOG") ? DBK_LOG_DEBUG : DBK_LOG_ERROR);
 	RUN(test_hello_negotiates_frame_size);
 	RUN(test_healthcheck_hello_closes);
 	RUN(test_pipelined_notifies_in_one_write);
@@ -552,5 +597,6 @@ int main(void)
 	RUN(test_half_frame_times_out);
 	RUN(test_frame_timer_starts_at_each_frame);
 	RUN(test_idle_after_hello_times_out);
+	RUN(test_out_of_descriptors_sheds_without_spinning);
 	return CHECK_DONE();
 }
