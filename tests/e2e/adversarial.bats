@@ -134,7 +134,7 @@ cpu_ticks() {
 	local ticks=$((c1 - c0)) wall_ticks=$(((t1 - t0) * $(getconf CLK_TCK) / 1000000000))
 	echo "agent cpu: $ticks ticks over $wall_ticks" >&3
 	# A spinning accept loop burns a whole core for the 3 s.
-	[ "$ticks" -lt $((wall_ticks / 2)) ] || fail "agent used $ticks of $wall_ticks ticks"
+	[ "$ticks" -lt $((wall_ticks / 10)) ] || fail "agent used $ticks of $wall_ticks ticks"
 	local lines
 	lines=$(wc -l <"$BATS_TEST_TMPDIR/agent.log")
 	[ "$lines" -lt 100 ] || fail "agent wrote $lines log lines"

@@ -42,7 +42,7 @@ int main(int argc, char **argv)
 	static struct pollfd pfd[MAX_CONNS];
 	const char *bind_ip = NULL, *text = NULL;
 	bool hello = false, half = false;
-	unsigned long long n, hold = 30;
+	unsigned long long n = 0, hold = 30;
 	int i;
 
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
@@ -64,7 +64,7 @@ int main(int argc, char **argv)
 		usage();
 	char host[64];
 	const char *colon = strrchr(argv[i], ':');
-	unsigned long long port;
+	unsigned long long port = 0;
 	if (!colon || (size_t)(colon - argv[i]) >= sizeof(host) ||
 	    !dbk_parse_uint(colon + 1, 1, 65535, &port))
 		usage();
