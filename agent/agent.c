@@ -259,8 +259,9 @@ static void fit_fd_limit(struct dbk_agent *a, unsigned *completion, unsigned *ad
 	*admin = ADMIN_CONNS;
 	if (have >= want)
 		return;
-	/* What is left after the overhead: a quarter each for completions and
-	 * admin (HAProxy's ring needs one), the rest for SPOP. */
+	/* What is left after the fixed needs (about half FD_OVERHEAD, which
+	 * keeps a margin): a quarter each for completions and admin
+	 * (HAProxy's ring needs one), the rest for SPOP. */
 	unsigned long room = have > FD_OVERHEAD / 2 + 8 ? have - FD_OVERHEAD / 2 : 8;
 	*completion = *admin = (unsigned)(room / 4 < COMPLETION_CONNS ? room / 4 : COMPLETION_CONNS);
 	if (*completion < 1)

@@ -96,7 +96,7 @@ static unsigned bucket_of(const struct dbk_listener_set *s, const struct peer_ke
 	return h & (s->nbuckets - 1);
 }
 
-/* The slot of k, created if absent; UINT32_MAX when none is free. */
+/* The slot of k, created if absent (one must be free). */
 static unsigned slot_get(struct dbk_listener_set *s, const struct peer_key *k)
 {
 	unsigned b = bucket_of(s, k);
@@ -104,8 +104,6 @@ static unsigned slot_get(struct dbk_listener_set *s, const struct peer_key *k)
 	for (unsigned i = s->buckets[b]; i; i = s->slots[i - 1].next)
 		if (memcmp(&s->slots[i - 1].key, k, sizeof(*k)) == 0)
 			return i - 1;
-	if (!s->free_slot)
-		return UINT32_MAX;
 	unsigned i = s->free_slot - 1;
 	s->free_slot = s->slots[i].next;
 	s->slots[i].key = *k;
@@ -194,7 +192,8 @@ static bool admit(struct dbk_listener_set *s, int fd, const struct sockaddr_stor
 		s->slot_of_fd = m;
 		s->fd_cap = cap;
 	}
-	unsigned i = slot_get(s, &k);   /* open < max_conns: a slot is free */
+	/* open < max_conns, so fewer peers than slots hold one: never fails. */
+	unsigned i = slot_get(s, &k);
 	s->slots[i].count++;
 	s->slot_of_fd[fd] = i + 1;
 	s->open++;
