@@ -32,6 +32,7 @@ struct opts {
 	unsigned long short_max_model_len, short_kv;
 	double threshold, max_request_tokens, json_overhead;
 	double overhead_ms;
+	bool no_prefix_caching;
 	double slo_ttft_ms, slo_tpot_ms, slo_e2e_ms;
 	const char *policies;
 	const char *json;
@@ -66,6 +67,7 @@ static void usage(FILE *f)
 "  --short-max-model-len N       the short group's max-model-len\n"
 "  --short-kv-capacity-tokens N  the short group's KV cache\n"
 "  --demo-profile                short group 32768 / 120000, as make demo\n"
+"  --no-prefix-caching           as vLLM's flag (caching is on by default)\n"
 "  --overhead-ms X               constant delay from decision to engine\n"
 "                                (the live path: HAProxy, agent; default 0)\n"
 "Routing:\n"
@@ -94,7 +96,7 @@ static void usage(FILE *f)
 
 enum {
 	O_TRACE = 256, O_FORMAT, O_START, O_DURATION, O_SKIP, O_MAXREQ, O_RATE, O_INST, O_GPU,
-	O_MML, O_BATCHED, O_SEQS, O_KV, O_SMML, O_SKV, O_DEMO, O_OVERHEAD,
+	O_MML, O_BATCHED, O_SEQS, O_KV, O_SMML, O_SKV, O_DEMO, O_NO_PC, O_OVERHEAD,
 	O_POLICY, O_THRESH, O_MAXTOK, O_JSONOV, O_SLO_TTFT, O_SLO_TPOT,
 	O_SLO_E2E, O_JSON, O_HELP, O_VERSION,
 };
@@ -116,6 +118,7 @@ static const struct option longopts[] = {
 	{ "short-max-model-len", required_argument, NULL, O_SMML },
 	{ "short-kv-capacity-tokens", required_argument, NULL, O_SKV },
 	{ "demo-profile", no_argument, NULL, O_DEMO },
+	{ "no-prefix-caching", no_argument, NULL, O_NO_PC },
 	{ "overhead-ms", required_argument, NULL, O_OVERHEAD },
 	{ "policy", required_argument, NULL, O_POLICY },
 	{ "server-group-threshold", required_argument, NULL, O_THRESH },
@@ -239,6 +242,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			/* contrib/demo.sh's short stubs. */
 			o->short_max_model_len = 32768;
 			o->short_kv = 120000;
+			break;
+		case O_NO_PC:
+			o->no_prefix_caching = true;
 			break;
 		case O_OVERHEAD:
 			if (!dbk_parse_double(optarg, 0, 1e7, &o->overhead_ms))
@@ -368,6 +374,7 @@ static void engine_cfg(const struct opts *o, bool is_short,
                        struct dbk_engine_config *c)
 {
 	dbk_engine_config_default(c, dbk_gpu_profile_find(o->gpu));
+	c->enable_prefix_caching = !o->no_prefix_caching;
 	if (o->max_model_len)
 		c->max_model_len = (uint32_t)o->max_model_len;
 	if (o->batched)
@@ -459,6 +466,10 @@ int main(int argc, char **argv)
 		reqs[k].arrival_s = (r->t - tr.req[first].t) / o.rate_factor;
 		reqs[k].input_tokens = r->input;
 		reqs[k].output_tokens = r->output;
+		reqs[k].hash_ids = r->n_hash ? tr.hash + r->hash_off : NULL;
+		reqs[k].n_hash_ids = r->n_hash;
+		reqs[k].session = r->session;
+		reqs[k].has_session = r->has_session;
 		in_tok += r->input;
 	}
 	span = reqs[n - 1].arrival_s;

@@ -202,6 +202,10 @@ cJSON *dbk_sim_report_json(const struct dbk_sim_run_report *runs, size_t n,
 		cJSON_AddNumberToObject(o, "preemptions", (double)res->preemptions);
 		cJSON_AddNumberToObject(o, "steps", (double)res->steps);
 		cJSON_AddNumberToObject(o, "busy_s", res->busy_s);
+		cJSON_AddNumberToObject(o, "prefix_cache_queries",
+		                        (double)res->prefix_cache_queries);
+		cJSON_AddNumberToObject(o, "prefix_cache_hits",
+		                        (double)res->prefix_cache_hits);
 		cJSON_AddNumberToObject(o, "events", (double)res->events);
 		cJSON_AddNumberToObject(o, "refused", (double)res->refused);
 		cJSON_AddNumberToObject(o, "too_long", (double)res->too_long);
