@@ -26,6 +26,8 @@
 /* From the first byte of a frame to its last. HAProxy writes a frame in
  * one go; a peer that trickles one (slowloris) or stops half-way is cut. */
 #define FRAME_TIMEOUT 5.0
+/* After HELLO, between frames. Above the SPOE 'timeout idle' HAProxy is
+ * told to use, so HAProxy closes its own idle connections first. */
 #define IDLE_TIMEOUT 120.0
 
 static const double notify_bounds[] = {
