@@ -15,6 +15,7 @@ enum ev_kind {
 	EV_ARRIVAL,     /* arg: request id */
 	EV_SUBMIT,      /* arg: request id (only with an overhead) */
 	EV_STEP_END,    /* arg: instance */
+	EV_TICK,        /* the policy's periodic work (scrapes, eviction) */
 };
 
 struct rstate {
@@ -49,6 +50,7 @@ struct dbk_sim {
 	struct dbk_buf text;    /* scratch: a prompt's bytes, to key them */
 	double now, last_end;
 	uint64_t preempt_counter, events, refused, too_long;
+	size_t ended, arrived;
 	bool ran, summarized, error;
 	bool any_caching;       /* some instance has prefix caching */
 	struct dbk_sim_result res;
@@ -230,6 +232,7 @@ static void end_request(struct dbk_sim *s, uint32_t id, bool ok,
 	r->o.ends++;
 	if (r->o.ends > 1)
 		return; /* a bug; the conservation test catches it */
+	s->ended++;
 	r->o.status = ok ? DBK_SIM_DONE : DBK_SIM_FAILED;
 	r->o.fail = why;
 	free(r->keys);
@@ -376,6 +379,22 @@ static int route(struct dbk_sim *s, uint32_t id)
 	return submit(s, id);
 }
 
+/* The policy's next tick. Over an idle stretch (every request that
+ * arrived has ended) it skips to the last tick at or before the next
+ * arrival: the ticks in between would scrape the same idle fleet, and at
+ * a low rate factor they would outnumber every other event by far. */
+static double next_tick(const struct dbk_sim *s)
+{
+	double dt = s->ops->tick_s, next = s->now + dt, gap;
+
+	if (s->ended == s->arrived && s->arrived < s->n) {
+		gap = s->reqs[s->arrived].arrival_s - s->now;
+		if (gap > 2 * dt)
+			next = s->now + dt * floor(gap / dt);
+	}
+	return next;
+}
+
 int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 {
 	struct dbk_event ev;
@@ -390,6 +409,11 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 		s->now = s->last_end = s->reqs[0].arrival_s;
 		if (dbk_evq_push(&s->q, s->reqs[0].arrival_s, EV_ARRIVAL, 0))
 			goto oom;
+		/* The first tick at the first arrival, pushed after it:
+		 * the arrival is routed first, on empty knowledge. */
+		if (s->ops->tick && s->ops->tick_s > 0 &&
+		    dbk_evq_push(&s->q, s->reqs[0].arrival_s, EV_TICK, 0))
+			goto oom;
 	}
 	while (dbk_evq_pop(&s->q, &ev)) {
 		int rc = 0;
@@ -398,6 +422,7 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 		s->events++;
 		switch (ev.kind) {
 		case EV_ARRIVAL:
+			s->arrived = ev.arg + 1;
 			rc = route(s, ev.arg);
 			/* Arrivals are queued one at a time, after the
 			 * routing of the previous one, so that its
@@ -420,6 +445,13 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 				rc = start_step(s, ev.arg);
 			break;
 		}
+		case EV_TICK:
+			s->ops->tick(s->pst, s);
+			/* Ticks stop with the last request, or the queue
+			 * would never drain. */
+			if (s->ended < s->n)
+				rc = dbk_evq_push(&s->q, next_tick(s), EV_TICK, 0);
+			break;
 		default:
 			break;
 		}
@@ -484,6 +516,11 @@ const struct dbk_sim_outcome *dbk_sim_outcome(const struct dbk_sim *s,
                                               uint32_t id)
 {
 	return id < s->n ? &s->rs[id].o : NULL;
+}
+
+size_t dbk_sim_unfinished(const struct dbk_sim *s)
+{
+	return s->n - s->ended;
 }
 
 unsigned dbk_sim_ninstances(const struct dbk_sim *s)

@@ -141,6 +141,8 @@ int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out);
 /* ---- What a policy may look at while choosing. ---- */
 
 unsigned dbk_sim_ninstances(const struct dbk_sim *s);
+/* Requests not yet ended (pending, routed or in an engine). */
+size_t dbk_sim_unfinished(const struct dbk_sim *s);
 double dbk_sim_now(const struct dbk_sim *s);
 const struct dbk_sim_config *dbk_sim_config(const struct dbk_sim *s);
 const struct dbk_engine *dbk_sim_engine(const struct dbk_sim *s, unsigned i);

@@ -21,14 +21,18 @@ SIM_SHARED_OBJ = $(BUILD)/agent/balancer.o $(BUILD)/agent/leases.o $(BUILD)/agen
                  $(BUILD)/contrib/stub/buf.o
 # Pure modules (no I/O, no clock, no globals).
 SIM_CORE_OBJ = $(addprefix $(BUILD)/$(SIM_DIR)/, events.o metrics.o \
-                 sim.o policy.o policy_bal.o policy_clairvoyant.o predict.o)
+                 sim.o policy.o policy_bal.o policy_clairvoyant.o predict.o \
+                 u64map.o snapshot.o prompt.o radix.o blockindex.o slo.o \
+                 policy_cache_aware.o policy_p2.o policy_chash.o policy_llmd.o \
+                 policy_prefixaware.o)
 SIM_OBJ      = $(SIM_CORE_OBJ) $(BUILD)/$(SIM_DIR)/report.o $(SIM_SHARED_OBJ)
 
 SIM_BINS  = $(BUILD)/dbucket-sim
 SIM_TESTS = $(BUILD)/test_sim_events $(BUILD)/test_sim_metrics \
-            $(BUILD)/test_sim_predict $(BUILD)/test_sim_cluster $(BUILD)/test_sim_cache
+            $(BUILD)/test_sim_predict $(BUILD)/test_sim_cluster $(BUILD)/test_sim_cache \
+            $(BUILD)/test_sim_routers $(BUILD)/test_sim_peers
 
-$(BUILD)/dbucket-sim: $(BUILD)/$(SIM_DIR)/main.o $(SIM_OBJ)
+$(BUILD)/dbucket-sim: $(BUILD)/$(SIM_DIR)/main.o $(BUILD)/$(SIM_DIR)/opts.o $(SIM_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
 
 $(BUILD)/test_sim_events: $(BUILD)/$(SIM_DIR)/test_sim_events.o $(BUILD)/$(SIM_DIR)/events.o
@@ -47,4 +51,10 @@ $(BUILD)/test_sim_cluster: $(BUILD)/$(SIM_DIR)/test_sim_cluster.o $(SIM_OBJ)
 
 $(BUILD)/test_sim_cache: $(BUILD)/$(SIM_DIR)/test_sim_cache.o $(SIM_OBJ) \
 		$(BUILD)/contrib/stub/api.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
+
+$(BUILD)/test_sim_routers: $(BUILD)/$(SIM_DIR)/test_sim_routers.o $(SIM_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
+
+$(BUILD)/test_sim_peers: $(BUILD)/$(SIM_DIR)/test_sim_peers.o $(SIM_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)

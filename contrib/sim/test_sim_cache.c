@@ -73,8 +73,10 @@ static void t_destroy(void *st) { (void)st; }
 
 static void run(struct seen *w, unsigned ninst, struct dbk_sim_result *res)
 {
-	struct dbk_sim_policy_ops ops = {"t", "test", w, t_create, t_choose,
-	                                 t_release, NULL, t_destroy};
+	struct dbk_sim_policy_ops ops = {
+		.name = "t", .summary = "test", .arg = w, .create = t_create,
+		.choose = t_choose, .release = t_release, .destroy = t_destroy,
+	};
 	struct dbk_engine_config ec[2];
 	struct dbk_sim_req rq[N];
 	struct dbk_sim_config c;
