@@ -240,9 +240,17 @@ int dbk_render_haproxy_cfg(FILE *out, const struct dbk_launch_flags *f,
 	fputs("# DBK_DEBUG_HEADERS=1 in HAProxy's environment adds X-Dbucket-* response\n"
 	      "# headers with the decision.\n"
 	      "\n"
-	      "global\n"
-	      "    log stderr format raw local0 info\n"
-	      "    # Raise with the file-descriptor limit (each connection takes two).\n"
+	      "global\n",
+	      out);
+	/* HAProxy prints its warnings and alerts on stderr itself; a global
+	 * log to stderr repeats each and adds a line per request. The
+	 * launcher's own run logs requests only when asked to, and then only
+	 * them (info and nothing above). */
+	if (a->production)
+		fputs("    log stderr format raw local0 info\n", out);
+	else if (f->access_log)
+		fputs("    log stderr format raw local0 info info\n", out);
+	fputs("    # Raise with the file-descriptor limit (each connection takes two).\n"
 	      "    maxconn 4096\n",
 	      out);
 	if (a->production)
@@ -268,10 +276,15 @@ int dbk_render_haproxy_cfg(FILE *out, const struct dbk_launch_flags *f,
 	fprintf(out, "    server agent \"%s\" log-proto octet-count\n", a->completions);
 	fputs("\n"
 	      "defaults\n"
-	      "    mode http\n"
-	      "    log global\n"
-	      "    option httplog\n"
-	      "    option dontlognull\n"
+	      "    mode http\n",
+	      out);
+	/* Without a global log, a proxy with a log format and nowhere to log
+	 * it is warned about: only frontend llm logs then (to the ring). */
+	if (a->production || f->access_log)
+		fputs("    log global\n"
+		      "    option httplog\n",
+		      out);
+	fputs("    option dontlognull\n"
 	      "    timeout connect 5s\n"
 	      "    timeout client  600s\n"
 	      "    # LLM responses stream for minutes.\n"
@@ -342,6 +355,8 @@ int dbk_render_haproxy_cfg(FILE *out, const struct dbk_launch_flags *f,
 	        f->max_retries, f->retry_delay, retries);
 	fputs("    retry-on conn-failure empty-response 503\n"
 	      "    option redispatch 1\n"
+	      "    # A client that goes away reaches vLLM at once, not after the first token.\n"
+	      "    option abortonclose\n"
 	      "    option httpchk GET /health\n"
 	      "    http-check expect status 200\n",
 	      out);
@@ -360,7 +375,8 @@ int dbk_render_haproxy_cfg(FILE *out, const struct dbk_launch_flags *f,
 	      "    # A dead agent still marked UP would cost every request the whole\n"
 	      "    # processing timeout: check it often.\n",
 	      out);
-	fprintf(out, "    server agent1 \"%s\" check inter 1s downinter 250ms fall 2 rise 1\n",
+	fprintf(out, "    server agent1 \"%s\" check inter 1s downinter 250ms fall 2 rise 1"
+	             " on-marked-down shutdown-sessions\n",
 	        a->agent);
 	return ferror(out) ? -1 : 0;
 }

@@ -497,3 +497,46 @@ hdr() {
 		done
 	done
 }
+
+@test "the launcher is quiet by default: no access log, each HAProxy warning once, no start-up noise" {
+	start_backends
+	servers_flags
+	# A fifth server nothing listens on: HAProxy warns once that it is DOWN.
+	local free
+	free=$(free_port)
+	start_launcher --host 127.0.0.1 --port "$DBK_PORT" --enable-dynamic-bucket \
+		--server-hosts 127.0.0.1 127.0.0.1 127.0.0.1 127.0.0.1 127.0.0.1 \
+		--server-ports $((DBK_PORT + 4)) $((DBK_PORT + 5)) $((DBK_PORT + 6)) $((DBK_PORT + 7)) "$free"
+	local i
+	for ((i = 0; i < 20; i++)); do
+		curl -s -o /dev/null --max-time 5 -X POST --data-binary '{"prompt":"hi"}' \
+			"http://127.0.0.1:$DBK_PORT/v1/completions"
+	done
+	wait_launcher_log 'vllm4 is DOWN'
+	# Every request has been logged by now, had it been.
+	l_wait_state completions 20
+	run grep -c 'POST /v1/completions' "$LOG"
+	assert_output 0
+	run grep -c 'vllm4 is DOWN' "$LOG"
+	assert_output 1
+	run grep -c 'runtime-api-unreachable' "$LOG"
+	assert_output 0
+	assert_equal "$(l_state_field runtime_failures)" 0
+	stop_launcher
+
+	# --access-log: one line per request.
+	: >"$LOG"
+	start_launcher --host 127.0.0.1 --port "$DBK_PORT" "${SERVERS[@]}" --enable-dynamic-bucket \
+		--access-log
+	for ((i = 0; i < 20; i++)); do
+		curl -s -o /dev/null --max-time 5 -X POST --data-binary '{"prompt":"hi"}' \
+			"http://127.0.0.1:$DBK_PORT/v1/completions"
+	done
+	l_wait_state completions 20
+	for ((i = 0; i < 250; i++)); do
+		(($(grep -c 'POST /v1/completions' "$LOG") >= 20)) && break
+		sleep 0.02
+	done
+	run grep -c 'POST /v1/completions' "$LOG"
+	assert_output 20
+}
