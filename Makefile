@@ -33,7 +33,15 @@ CORE_SRC  = agent/spop.c agent/balancer.c agent/leases.c agent/estimate.c agent/
             agent/vllm_metrics.c
 AGENT_SRC = agent/main.c agent/agent.c agent/report.c agent/config.c agent/log.c agent/net.c \
             agent/spoa.c agent/route.c agent/events.c agent/admin.c agent/listener.c \
-            agent/runtime_client.c agent/sync.c agent/scrape.c agent/scrape_report.c contrib/stub/http.c
+            agent/runtime_client.c agent/sync.c agent/scrape.c agent/scrape_report.c agent/policy.c \
+            contrib/stub/http.c
+
+# The ttft policy (predict.h): the predictor, its prefix index and the
+# body sample's prefix keys; pure, linked by the agent and the simulator.
+POLICY_SRC = agent/predict.c agent/prefix_index.c agent/prefix_key.c
+POLICY_OBJ = $(POLICY_SRC:%.c=$(BUILD)/%.o)
+CORE_SRC  += $(POLICY_SRC)
+POLICY_TESTS = $(BUILD)/test_predict $(BUILD)/test_prefix_index $(BUILD)/test_prefix_key
 
 CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)
 AGENT_OBJ = $(AGENT_SRC:%.c=$(BUILD)/%.o)
@@ -42,7 +50,8 @@ BINS  = $(BUILD)/dbucket-spoa $(BUILD)/dbucket-parity
 TESTS = $(BUILD)/test_spop $(BUILD)/test_balancer $(BUILD)/test_estimate \
         $(BUILD)/test_config $(BUILD)/test_route $(BUILD)/test_spoa \
         $(BUILD)/test_completion $(BUILD)/test_runtime $(BUILD)/test_tune \
-        $(BUILD)/test_numparse $(BUILD)/test_vllm_metrics $(BUILD)/test_scrape
+        $(BUILD)/test_numparse $(BUILD)/test_vllm_metrics $(BUILD)/test_scrape \
+        $(POLICY_TESTS)
 # Tools the e2e tests drive (not run by tests/run as unit tests).
 E2E_TOOLS = $(BUILD)/dbk-test-flood
 
@@ -82,6 +91,13 @@ $(BUILD)/test_runtime: $(BUILD)/tests/unit/test_runtime.o $(BUILD)/agent/runtime
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_EV) $(LDLIBS_JSON) $(LDLIBS_M)
 $(BUILD)/test_tune: $(BUILD)/tests/unit/test_tune.o $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
+$(BUILD)/test_predict: $(BUILD)/tests/unit/test_predict.o $(POLICY_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_M)
+$(BUILD)/test_prefix_index: $(BUILD)/tests/unit/test_prefix_index.o $(BUILD)/agent/prefix_index.o
+	$(CC) $(LDFLAGS) -o $@ $^
+$(BUILD)/test_prefix_key: $(BUILD)/tests/unit/test_prefix_key.o $(BUILD)/agent/prefix_key.o
+	$(CC) $(LDFLAGS) -o $@ $^
+
 $(BUILD)/test_numparse: $(BUILD)/tests/unit/test_numparse.o $(BUILD)/agent/numparse.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_M)
 $(BUILD)/test_vllm_metrics: $(BUILD)/tests/unit/test_vllm_metrics.o $(BUILD)/agent/vllm_metrics.o

@@ -527,6 +527,7 @@ int main(int argc, char **argv)
 	sc.ninstances = o.instances;
 	sc.engines = ecfg;
 	sc.overhead_s = o.overhead_ms / 1e3;
+	sc.lb_nodes = (unsigned)o.lb_nodes;
 	sc.threshold_tokens = o.threshold;
 	sc.max_request_tokens = o.max_request_tokens;
 	sc.json_overhead_bytes = o.json_overhead;

@@ -45,9 +45,12 @@ void dbk_sim_usage(FILE *f)
 "                                (the live path: HAProxy, agent; default 0)\n"
 "Routing:\n"
 "  --policy LIST                 comma-separated rr, lc, plain, dynamic,\n"
-"                                clairvoyant, cache_aware, power_of_two,\n"
+"                                ttft, clairvoyant, cache_aware, power_of_two,\n"
 "                                consistent_hash, llm_d, prefixaware, or\n"
 "                                all (default)\n"
+"  --lb-nodes K                  ttft: K load balancers, each sent a random\n"
+"                                1/K of the arrivals, own books, shared\n"
+"                                scraped numbers (default 1)\n"
 "  --server-group-threshold N    tokens where long starts (default 32768):\n"
 "                                the balancer's buckets and the report's\n"
 "                                short/long classes\n"
@@ -95,7 +98,7 @@ enum {
 	O_MML, O_BATCHED, O_SEQS, O_KV, O_SMML, O_SKV, O_DEMO, O_NO_PC, O_OVERHEAD,
 	O_POLICY, O_THRESH, O_MAXTOK, O_JSONOV, O_SLO_TTFT, O_SLO_TPOT,
 	O_SLO_E2E, O_JSON, O_HELP, O_VERSION, O_SLO_CAP, O_SLO_ATT, O_SLO_TOL,
-	O_SLO_EVALS,
+	O_SLO_EVALS, O_LB_NODES,
 };
 
 static const struct option longopts[] = {
@@ -129,6 +132,7 @@ static const struct option longopts[] = {
 	{ "slo-attainment", required_argument, NULL, O_SLO_ATT },
 	{ "slo-tolerance", required_argument, NULL, O_SLO_TOL },
 	{ "slo-max-evals", required_argument, NULL, O_SLO_EVALS },
+	{ "lb-nodes", required_argument, NULL, O_LB_NODES },
 	{ "help", no_argument, NULL, O_HELP },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -239,6 +243,10 @@ static int trace_cluster_opt(int c, struct opts *o)
 	case O_OVERHEAD:
 		if (!dbk_parse_double(optarg, 0, 1e7, &o->overhead_ms))
 			return bad("--overhead-ms wants a number >= 0", optarg);
+		break;
+	case O_LB_NODES:
+		if (parse_ulong(optarg, 1, 255, &o->lb_nodes))
+			return bad("--lb-nodes wants an integer in 1..255", optarg);
 		break;
 	default:
 		return -1;

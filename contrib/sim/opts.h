@@ -23,6 +23,7 @@ struct opts {
 	unsigned long short_max_model_len, short_kv;
 	double threshold, max_request_tokens, json_overhead;
 	double overhead_ms;
+	unsigned long lb_nodes;             /* 0: 1 */
 	bool no_prefix_caching;
 	double slo_ttft_ms, slo_tpot_ms, slo_e2e_ms;
 	const char *policies;

@@ -121,6 +121,7 @@ static const policy_fn table[] = {
 	dbk_sim_policy_lc,
 	dbk_sim_policy_plain,
 	dbk_sim_policy_dynamic,
+	dbk_sim_policy_ttft,
 	dbk_sim_policy_clairvoyant,
 	dbk_sim_policy_cache_aware,
 	dbk_sim_policy_power_of_two,

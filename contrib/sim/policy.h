@@ -8,6 +8,8 @@
  *                group, score body_bytes + max_tokens
  *   dynamic      the agent with --enable-dynamic-bucket: agent/balancer.c,
  *                short and long groups
+ *   ttft         dbucket's predicted-first-token policy (agent/predict.h),
+ *                K load balancers with --lb-nodes (policy_ttft.c)
  *   clairvoyant  knows every request's output length and every engine's
  *                queue; picks the earliest predicted first token (predict.h)
  *
@@ -80,6 +82,7 @@ const struct dbk_sim_policy_ops *dbk_sim_policy_power_of_two(void);
 const struct dbk_sim_policy_ops *dbk_sim_policy_consistent_hash(void);
 const struct dbk_sim_policy_ops *dbk_sim_policy_llm_d(void);
 const struct dbk_sim_policy_ops *dbk_sim_policy_prefixaware(void);
+const struct dbk_sim_policy_ops *dbk_sim_policy_ttft(void);
 
 /* release() for policies that keep nothing per request. */
 void dbk_sim_policy_no_release(void *st, const struct dbk_sim *s,

@@ -59,6 +59,9 @@ struct dbk_sim_config {
 	 * the prompt, the size the agent sees as Content-Length. */
 	double json_overhead_bytes;
 	struct dbk_slo slo;
+	/* Load balancers in front (the ttft policy): each gets a random
+	 * 1/lb_nodes of the arrivals and keeps its own books; 0 or 1: one. */
+	unsigned lb_nodes;
 };
 
 /* Fills c with: no instances, overhead 0, threshold 32768, max request

@@ -15,6 +15,7 @@ LDLIBS_JSON ?= -lcjson
 LDLIBS_M    ?= -lm
 
 SIM_SHARED_OBJ = $(BUILD)/agent/balancer.o $(BUILD)/agent/leases.o $(BUILD)/agent/numparse.o \
+                 $(BUILD)/agent/predict.o $(BUILD)/agent/prefix_index.o $(BUILD)/agent/prefix_key.o \
                  $(BUILD)/contrib/stub/engine.o $(BUILD)/contrib/stub/engine_config.o \
                  $(BUILD)/contrib/stub/handles.o $(BUILD)/contrib/stub/prefix_cache.o \
                  $(BUILD)/contrib/bench/trace.o $(BUILD)/contrib/bench/request.o \
@@ -24,7 +25,7 @@ SIM_CORE_OBJ = $(addprefix $(BUILD)/$(SIM_DIR)/, events.o metrics.o \
                  sim.o policy.o policy_bal.o policy_clairvoyant.o predict.o \
                  u64map.o snapshot.o prompt.o radix.o blockindex.o slo.o \
                  policy_cache_aware.o policy_p2.o policy_chash.o policy_llmd.o \
-                 policy_prefixaware.o)
+                 policy_prefixaware.o policy_ttft.o)
 SIM_OBJ      = $(SIM_CORE_OBJ) $(BUILD)/$(SIM_DIR)/report.o $(SIM_SHARED_OBJ)
 
 SIM_BINS  = $(BUILD)/dbucket-sim

@@ -1,0 +1,505 @@
+/* The ttft policy's predictor (predict.h). */
+#include "predict.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prefix_index.h"
+#include "prefix_key.h"
+
+/* Pending prefills remembered per server; beyond, the newest absorbs. */
+#define PRED_RING 256u
+/* Servers a prefix match reports at most. */
+#define PRED_MAX_HITS (DBK_PIDX_WAYS * 2u)
+
+struct pred_pending {
+	double end_s;           /* predicted end of this prefill */
+	uint32_t n;             /* requests it stands for */
+};
+
+struct pred_srv {
+	enum dbk_pred_state state;
+	uint32_t max_model_len;
+	unsigned inflight;
+	double prompt_tokens, kv_tokens, ctx_tokens;    /* sums in flight */
+	uint32_t sent_units;    /* new KV tokens sent, in key blocks: cache turnover */
+	struct pred_pending ring[PRED_RING];
+	unsigned head, count;
+	double last_end_s;
+	/* Last good scrape, and the books at that moment. */
+	bool have_scrape;
+	uint64_t scrape_ms;
+	struct dbk_pred_scrape sc;
+	unsigned inflight_then, pending_then;
+	double kv_then;
+	uint64_t failures;
+};
+
+struct dbk_pred {
+	struct dbk_pred_config c;
+	struct pred_srv *s;
+	struct dbk_pidx *idx;
+	double mean_work_s;     /* EWMA of a request's prefill on an idle server */
+	unsigned next;          /* where ties start: rotates with every commit */
+};
+
+void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
+{
+	*c = (struct dbk_pred_config){
+		.nservers = nservers,
+		.budget_tokens = 8192,
+		.t_cpu_s = 0.0015,
+		.t_weights_s = 0.006,
+		.lin_tokens_per_s = 46000,
+		.attn_flop_per_pair = 524288,
+		.attn_flops = 400e12,
+		.kv_bytes_per_token = 131072,
+		.kv_read_bw = 2.7e12,
+		.kv_tokens = 430000,
+		.output_tokens = 256,
+		.scrape_stale_ms = 1000,
+		.index_entries = DBK_PIDX_DEFAULT_ENTRIES,
+	};
+}
+
+static bool pos(double v)
+{
+	return isfinite(v) && v > 0;
+}
+
+int dbk_pred_config_check(const struct dbk_pred_config *c, char *err, size_t errlen)
+{
+	const char *bad = NULL;
+
+	if (c->nservers == 0 || c->nservers > DBK_PRED_MAX_SERVERS)
+		bad = "server count out of range";
+	else if (!pos(c->budget_tokens) || !pos(c->lin_tokens_per_s) || !pos(c->attn_flops) ||
+	         !pos(c->kv_read_bw) || !pos(c->kv_tokens))
+		bad = "engine rates and capacities must be positive";
+	else if (!(c->t_cpu_s >= 0) || !(c->t_weights_s >= 0) || !(c->attn_flop_per_pair >= 0) ||
+	         !(c->kv_bytes_per_token >= 0) || !(c->output_tokens >= 0) ||
+	         !isfinite(c->t_cpu_s + c->t_weights_s + c->attn_flop_per_pair +
+	                   c->kv_bytes_per_token + c->output_tokens))
+		bad = "engine costs must be finite and not negative";
+	if (bad && err && errlen)
+		snprintf(err, errlen, "%s", bad);
+	return bad ? -1 : 0;
+}
+
+struct dbk_pred *dbk_pred_new(const struct dbk_pred_config *c)
+{
+	if (dbk_pred_config_check(c, NULL, 0) != 0)
+		return NULL;
+	struct dbk_pred *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->c = *c;
+	p->s = calloc(c->nservers, sizeof(*p->s));
+	p->idx = dbk_pidx_new(c->nservers, c->index_entries);
+	if (!p->s || !p->idx) {
+		dbk_pred_free(p);
+		return NULL;
+	}
+	p->mean_work_s = 0.025;
+	return p;
+}
+
+void dbk_pred_free(struct dbk_pred *p)
+{
+	if (!p)
+		return;
+	dbk_pidx_free(p->idx);
+	free(p->s);
+	free(p);
+}
+
+const struct dbk_pred_config *dbk_pred_config(const struct dbk_pred *p)
+{
+	return &p->c;
+}
+
+const char *dbk_pred_reason_str(enum dbk_pred_reason r)
+{
+	switch (r) {
+	case DBK_PRED_FASTEST: return "fastest";
+	case DBK_PRED_TOO_LONG: return "too-long";
+	case DBK_PRED_NO_SERVER: return "no-server";
+	}
+	return "?";
+}
+
+void dbk_pred_set_state(struct dbk_pred *p, unsigned server, enum dbk_pred_state st)
+{
+	if (server < p->c.nservers)
+		p->s[server].state = st;
+}
+
+void dbk_pred_set_max_model_len(struct dbk_pred *p, unsigned server, uint32_t len)
+{
+	if (server < p->c.nservers)
+		p->s[server].max_model_len = len;
+}
+
+static double sec(uint64_t ms)
+{
+	return (double)ms / 1000.0;
+}
+
+/* Requests still prefilling on s at t: the FIFO's entries ending later. */
+static unsigned pred_pending(const struct pred_srv *s, double t)
+{
+	unsigned n = 0;
+
+	for (unsigned i = s->count; i > 0; i--) {
+		const struct pred_pending *e = &s->ring[(s->head + i - 1) % PRED_RING];
+		if (e->end_s <= t)
+			break;
+		n += e->n;
+	}
+	return n;
+}
+
+static bool pred_fresh(const struct dbk_pred *p, const struct pred_srv *s, uint64_t now_ms)
+{
+	return s->have_scrape && now_ms >= s->scrape_ms &&
+	       now_ms - s->scrape_ms <= p->c.scrape_stale_ms;
+}
+
+static double pred_capacity(const struct dbk_pred *p, const struct pred_srv *s)
+{
+	return s->have_scrape && pos(s->sc.kv_capacity_tokens) ? s->sc.kv_capacity_tokens
+	                                                        : p->c.kv_tokens;
+}
+
+void dbk_pred_scraped(struct dbk_pred *p, unsigned server, const struct dbk_pred_scrape *sc,
+                      uint64_t now_ms)
+{
+	if (server >= p->c.nservers)
+		return;
+	struct pred_srv *s = &p->s[server];
+	if (!sc->ok) {
+		s->failures++;
+		return;
+	}
+	s->have_scrape = true;
+	s->scrape_ms = now_ms;
+	s->sc = *sc;
+	s->inflight_then = s->inflight;
+	s->pending_then = pred_pending(s, sec(now_ms));
+	s->kv_then = s->kv_tokens;
+}
+
+void dbk_pred_forget_cache(struct dbk_pred *p, unsigned server)
+{
+	if (server >= p->c.nservers)
+		return;
+	struct pred_srv *s = &p->s[server];
+	/* Every stamp on it now looks a whole cache old. */
+	s->sent_units += (uint32_t)(pred_capacity(p, s) / DBK_PKEY_BLOCK_TOKENS) + 1;
+}
+
+/* What the scrape says beyond the books: other agents' requests. */
+struct pred_others {
+	double requests, waiting, running, kv, work_s;
+};
+
+static void pred_others(const struct dbk_pred *p, const struct pred_srv *s, uint64_t now_ms,
+                        struct pred_others *o)
+{
+	memset(o, 0, sizeof(*o));
+	if (!pred_fresh(p, s, now_ms))
+		return;
+	double r = s->sc.running >= 0 ? s->sc.running : 0;
+	double w = s->sc.waiting >= 0 ? s->sc.waiting : 0;
+	o->requests = fmax(0, r + w - s->inflight_then);
+	o->waiting = fmax(0, w - s->pending_then);
+	o->running = fmax(0, o->requests - o->waiting);
+	if (s->sc.kv_usage >= 0)
+		o->kv = fmax(0, s->sc.kv_usage * pred_capacity(p, s) - s->kv_then);
+	/* Their queued prefills, like ours on average, drained since. */
+	o->work_s = fmax(0, o->waiting * p->mean_work_s - sec(now_ms - s->scrape_ms));
+}
+
+/* Seconds to prefill fresh tokens after hit cached ones, with decoders
+ * decoding over ctx tokens each sharing every step (ENGINE-MODEL.md). */
+static double pred_prefill_s(const struct dbk_pred_config *c, double fresh, double hit,
+                             double decoders, double ctx)
+{
+	double room = fmax(c->budget_tokens - decoders, c->budget_tokens / 8);
+	double steps = fmax(1, ceil(fresh / room));
+	double total = hit + fresh;
+	double step_fixed = c->t_cpu_s + decoders * ctx * c->kv_bytes_per_token / c->kv_read_bw;
+
+	return steps * step_fixed +
+	       fmax(steps * c->t_weights_s, (steps * decoders + fresh) / c->lin_tokens_per_s) +
+	       c->attn_flop_per_pair * (total * total - hit * hit) / 2 / c->attn_flops;
+}
+
+static double pred_output(const struct dbk_pred *p, const struct dbk_pred_request *r)
+{
+	double m = isfinite(r->max_tokens) && r->max_tokens > 0 ? r->max_tokens : 0;
+	return r->ignore_eos ? m : fmin(m, p->c.output_tokens);
+}
+
+static double pred_prompt(const struct dbk_pred_request *r)
+{
+	return isfinite(r->prompt_tokens) && r->prompt_tokens > 0 ? fmin(r->prompt_tokens, 1e9) : 0;
+}
+
+/* The expected hit of a match on its server: what was matched (all of
+ * the earlier prompt when the whole sample matched and both go on past
+ * it, as a conversation's next turn does), times the chance that the
+ * server still holds it: 1 while less than half a cache of new tokens was
+ * sent there since, falling to 0 at a whole cache (LRU turnover). */
+static double pred_hit(const struct dbk_pred *p, const struct dbk_pred_request *r,
+                       const struct dbk_pidx_hit *h, size_t nkeys)
+{
+	const struct pred_srv *s = &p->s[h->server];
+	double prompt = pred_prompt(r);
+	double tokens = (double)h->blocks * DBK_PKEY_BLOCK_TOKENS;
+
+	if (h->blocks >= nkeys && (r->keys_cut || nkeys == 0))
+		tokens = fmax(tokens, (double)h->prompt_tokens);
+	double cap = pred_capacity(p, s) / DBK_PKEY_BLOCK_TOKENS;
+	double age = (double)(uint32_t)(s->sent_units - h->stamp);
+	double keep = age <= cap / 2 ? 1 : age >= cap ? 0 : 2 * (1 - age / cap);
+	return fmax(0, fmin(tokens, prompt - 1) * keep);
+}
+
+struct pred_eval {
+	double ttft_s, wait_s, hit;
+	bool fits;
+};
+
+static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pred_request *r,
+                      double hit, uint64_t now_ms, struct pred_eval *e)
+{
+	const struct pred_srv *s = &p->s[i];
+	double now = sec(now_ms), prompt = pred_prompt(r), out = pred_output(p, r);
+	struct pred_others o;
+
+	pred_others(p, s, now_ms, &o);
+	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now)) + o.running;
+	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;
+	double queue = fmax(0, s->last_end_s - now) + o.work_s;
+	double own = pred_prefill_s(&p->c, fmax(prompt - hit, 1), hit, decoders, ctx);
+
+	double cap = pred_capacity(p, s);
+	double need = prompt - hit + out;
+	double over = s->kv_tokens + o.kv + need - cap;
+	e->fits = over <= 0;
+	e->wait_s = 0;
+	if (!e->fits) {
+		/* Until enough decodes end: what is left of the outputs in
+		 * flight ((kv - ctx) is half of them) at one token a step. */
+		double left = s->inflight ? (s->kv_tokens - s->ctx_tokens) / s->inflight : out;
+		double step = pred_prefill_s(&p->c, 1, 0, decoders, ctx);
+		e->wait_s = fmin(over / fmax(cap, 1), 1) * left * step;
+	}
+	e->ttft_s = queue + own;
+	e->hit = hit;
+}
+
+static bool pred_holds(const struct pred_srv *s, double need)
+{
+	return s->max_model_len == 0 || need <= (double)s->max_model_len;
+}
+
+int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r,
+                    uint64_t now_ms, struct dbk_pred_choice *c)
+{
+	unsigned n = p->c.nservers;
+	double need = pred_prompt(r) + (isfinite(r->max_tokens) && r->max_tokens > 0
+	                                ? r->max_tokens : 0);
+	bool any_holds = false;
+	int largest = -1;
+
+	*c = (struct dbk_pred_choice){ .server = -1, .reason = DBK_PRED_NO_SERVER };
+	for (unsigned i = 0; i < n; i++) {
+		const struct pred_srv *s = &p->s[i];
+		if (s->state != DBK_PRED_UP)
+			continue;
+		if (pred_holds(s, need))
+			any_holds = true;
+		if (largest < 0 || (p->s[largest].max_model_len != 0 &&
+		                    (s->max_model_len == 0 ||
+		                     s->max_model_len > p->s[largest].max_model_len)))
+			largest = (int)i;
+	}
+	if (largest < 0)
+		return -1;
+	if (!any_holds) {
+		struct pred_eval e;
+		pred_eval(p, (unsigned)largest, r, 0, now_ms, &e);
+		*c = (struct dbk_pred_choice){ .server = largest, .reason = DBK_PRED_TOO_LONG,
+		                               .ttft_s = e.ttft_s, .kv_fits = e.fits };
+		return largest;
+	}
+
+	struct dbk_pidx_hit hits[PRED_MAX_HITS];
+	size_t nhits = 0, nkeys = r->nkeys;
+	uint64_t skey;
+	if (r->keys && r->nkeys > 0) {
+		nhits = dbk_pidx_match(p->idx, r->keys, r->nkeys, hits, PRED_MAX_HITS);
+	} else if (r->session) {
+		skey = r->session;
+		nkeys = 0;
+		nhits = dbk_pidx_match(p->idx, &skey, 1, hits, PRED_MAX_HITS);
+	}
+
+	struct pred_eval best = { 0 };
+	int bi = -1;
+	for (unsigned k = 0; k < n; k++) {
+		unsigned i = (p->next + k) % n;
+		const struct pred_srv *s = &p->s[i];
+		if (s->state != DBK_PRED_UP || !pred_holds(s, need))
+			continue;
+		double hit = 0;
+		for (size_t h = 0; h < nhits; h++)
+			if (hits[h].server == i)
+				hit = pred_hit(p, r, &hits[h], nkeys);
+		struct pred_eval e;
+		pred_eval(p, i, r, hit, now_ms, &e);
+		/* Fitting servers first (a request that does not fit beside
+		 * what is committed queues or preempts), then the earliest. */
+		bool better = bi < 0 || (e.fits && !best.fits) ||
+		              (e.fits == best.fits &&
+		               e.ttft_s + e.wait_s < best.ttft_s + best.wait_s - 1e-9) ||
+		              (e.fits == best.fits &&
+		               fabs(e.ttft_s + e.wait_s - best.ttft_s - best.wait_s) <= 1e-9 &&
+		               s->inflight < p->s[bi].inflight);
+		if (better) {
+			best = e;
+			bi = (int)i;
+		}
+	}
+	*c = (struct dbk_pred_choice){ .server = bi, .reason = DBK_PRED_FASTEST,
+	                               .ttft_s = best.ttft_s + best.wait_s,
+	                               .hit_tokens = best.hit, .kv_fits = best.fits };
+	return bi;
+}
+
+static void pred_charge(struct pred_srv *s, const struct dbk_pred_ticket *t, int sign)
+{
+	s->inflight = sign > 0 ? s->inflight + 1 : s->inflight ? s->inflight - 1 : 0;
+	s->prompt_tokens = fmax(0, s->prompt_tokens + sign * (double)t->prompt_tokens);
+	s->kv_tokens = fmax(0, s->kv_tokens + sign * (double)t->kv_tokens);
+	s->ctx_tokens = fmax(0, s->ctx_tokens + sign * (double)t->ctx_tokens);
+	if (s->inflight == 0) {
+		s->prompt_tokens = s->kv_tokens = s->ctx_tokens = 0;
+		s->count = 0;
+	}
+}
+
+static void pred_push(struct pred_srv *s, double now, double end)
+{
+	while (s->count > 0 && s->ring[s->head].end_s <= now) {
+		s->head = (s->head + 1) % PRED_RING;
+		s->count--;
+	}
+	if (s->count == PRED_RING) {
+		struct pred_pending *last = &s->ring[(s->head + s->count - 1) % PRED_RING];
+		last->end_s = end;
+		last->n++;
+		return;
+	}
+	s->ring[(s->head + s->count) % PRED_RING] = (struct pred_pending){ end, 1 };
+	s->count++;
+}
+
+static uint32_t u32_of(double v)
+{
+	return v <= 0 || !isfinite(v) ? 0 : v >= 4294967295.0 ? UINT32_MAX : (uint32_t)v;
+}
+
+void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
+                     uint64_t now_ms, struct dbk_pred_ticket *t)
+{
+	memset(t, 0, sizeof(*t));
+	if (server >= p->c.nservers)
+		return;
+	struct pred_srv *s = &p->s[server];
+	double now = sec(now_ms), prompt = pred_prompt(r), out = pred_output(p, r);
+
+	/* The hit this server is expected to give, as choose saw it. */
+	struct dbk_pidx_hit hits[PRED_MAX_HITS];
+	double hit = 0;
+	size_t nkeys = r->keys ? r->nkeys : 0;
+	uint64_t skey = r->session;
+	size_t nh = nkeys ? dbk_pidx_match(p->idx, r->keys, nkeys, hits, PRED_MAX_HITS)
+	          : skey ? dbk_pidx_match(p->idx, &skey, 1, hits, PRED_MAX_HITS) : 0;
+	for (size_t h = 0; h < nh; h++)
+		if (hits[h].server == server)
+			hit = pred_hit(p, r, &hits[h], nkeys);
+
+	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now));
+	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;
+	double fresh = fmax(prompt - hit, 1);
+	double own = pred_prefill_s(&p->c, fresh, hit, decoders, ctx);
+	pred_push(s, now, fmax(now, s->last_end_s) + own);
+	s->last_end_s = fmax(now, s->last_end_s) + own;
+	p->mean_work_s += (pred_prefill_s(&p->c, fresh, hit, 0, 0) - p->mean_work_s) / 64;
+
+	t->server = server;
+	t->prompt_tokens = u32_of(prompt);
+	t->kv_tokens = u32_of(prompt - hit + out);
+	t->ctx_tokens = u32_of(prompt + out / 2);
+	t->sent_ms = now_ms;
+	pred_charge(s, t, +1);
+
+	s->sent_units += u32_of((fresh + out) / DBK_PKEY_BLOCK_TOKENS);
+	if (nkeys)
+		dbk_pidx_insert(p->idx, server, r->keys, nkeys, s->sent_units, t->prompt_tokens);
+	if (skey)
+		dbk_pidx_insert(p->idx, server, &skey, 1, s->sent_units, t->prompt_tokens);
+	p->next = (p->next + 1) % p->c.nservers;
+}
+
+void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms)
+{
+	(void)now_ms;
+	if (t->server >= p->c.nservers)
+		return;
+	pred_charge(&p->s[t->server], t, -1);
+	if (p->s[t->server].inflight == 0)
+		p->s[t->server].last_end_s = 0;
+}
+
+void dbk_pred_move(struct dbk_pred *p, struct dbk_pred_ticket *t, unsigned server,
+                   uint64_t now_ms)
+{
+	(void)now_ms;
+	if (t->server >= p->c.nservers || server >= p->c.nservers || server == t->server)
+		return;
+	pred_charge(&p->s[t->server], t, -1);
+	t->server = server;
+	pred_charge(&p->s[server], t, +1);
+}
+
+void dbk_pred_view(const struct dbk_pred *p, unsigned server, uint64_t now_ms,
+                   struct dbk_pred_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	if (server >= p->c.nservers)
+		return;
+	const struct pred_srv *s = &p->s[server];
+	struct pred_others o;
+
+	pred_others(p, s, now_ms, &o);
+	v->state = s->state;
+	v->max_model_len = s->max_model_len;
+	v->inflight = s->inflight;
+	v->prompt_tokens = s->prompt_tokens;
+	v->kv_committed = s->kv_tokens + o.kv;
+	v->kv_capacity = pred_capacity(p, s);
+	v->queue_s = fmax(0, s->last_end_s - sec(now_ms)) + o.work_s;
+	v->prefilling = pred_pending(s, sec(now_ms));
+	v->others = o.requests;
+	v->scraped = pred_fresh(p, s, now_ms);
+	v->scrape_age_ms = s->have_scrape ? now_ms - s->scrape_ms : UINT64_MAX;
+	v->scrape_failures = s->failures;
+	v->hit_ratio = s->have_scrape && s->sc.prefix_queries > 0 && s->sc.prefix_hits >= 0
+	               ? s->sc.prefix_hits / s->sc.prefix_queries : -1;
+}

@@ -1,0 +1,310 @@
+/* Prefix keys from a body sample: a tolerant scanner over the top-level
+ * JSON object (prefix_key.h). Every read is bounds-checked against the
+ * sample's end; the sample ending anywhere simply ends the scan. */
+#include "prefix_key.h"
+
+#include <string.h>
+
+struct pk_scan {
+	const uint8_t *p, *end;
+};
+
+/* The block hasher: text is appended in pieces; every full block gives a
+ * key chained on the previous one. */
+struct pk_hasher {
+	uint8_t block[DBK_PKEY_BLOCK_BYTES];
+	size_t fill;
+	uint64_t prev;
+	uint64_t *keys;
+	size_t nkeys, max_keys;
+	size_t text_bytes;
+};
+
+static uint64_t pk_mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h;
+}
+
+static uint64_t pk_hash_bytes(uint64_t seed, const uint8_t *b, size_t n)
+{
+	uint64_t h = seed ^ (n * 0x9e3779b97f4a7c15ULL);
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, b + i, 8);
+		h = (h ^ pk_mix(w + 0x9e3779b97f4a7c15ULL)) * 0x100000001b3ULL;
+	}
+	if (i < n) {
+		uint64_t w = 0;
+		memcpy(&w, b + i, n - i);
+		h = (h ^ pk_mix(w + (uint64_t)(n - i))) * 0x100000001b3ULL;
+	}
+	return pk_mix(h);
+}
+
+static void pk_append(struct pk_hasher *h, const uint8_t *b, size_t n)
+{
+	h->text_bytes += n;
+	while (n > 0 && h->nkeys < h->max_keys) {
+		size_t take = DBK_PKEY_BLOCK_BYTES - h->fill;
+		if (take > n)
+			take = n;
+		memcpy(h->block + h->fill, b, take);
+		h->fill += take;
+		b += take;
+		n -= take;
+		if (h->fill == DBK_PKEY_BLOCK_BYTES) {
+			uint64_t k = pk_hash_bytes(h->prev, h->block, DBK_PKEY_BLOCK_BYTES);
+			if (k == 0)
+				k = 1;
+			h->keys[h->nkeys++] = k;
+			h->prev = k;
+			h->fill = 0;
+		}
+	}
+}
+
+static void pk_ws(struct pk_scan *s)
+{
+	while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+		s->p++;
+}
+
+static bool pk_peek(struct pk_scan *s, uint8_t c)
+{
+	pk_ws(s);
+	return s->p < s->end && *s->p == c;
+}
+
+/* At an opening quote: scans to the closing one. With h, the contents go
+ * to the hasher; with str/len, where they are. Returns false when the
+ * sample ends first (*cut set when given). */
+static bool pk_string(struct pk_scan *s, struct pk_hasher *h, const uint8_t **str,
+                      size_t *len, bool *cut)
+{
+	const uint8_t *start = ++s->p, *q = start;
+
+	while (q < s->end && *q != '"') {
+		if (*q == '\\') {
+			if (q + 1 >= s->end)
+				break;
+			q += 2;
+			continue;
+		}
+		q++;
+	}
+	if (h)
+		pk_append(h, start, (size_t)(q - start));
+	if (str) {
+		*str = start;
+		*len = (size_t)(q - start);
+	}
+	if (q >= s->end) {
+		s->p = s->end;
+		if (cut)
+			*cut = true;
+		return false;
+	}
+	s->p = q + 1;
+	return true;
+}
+
+/* Skips one value of any kind, leaving s at the delimiter after it.
+ * False when the sample ends inside it. No recursion: a depth count. */
+static bool pk_skip(struct pk_scan *s)
+{
+	size_t depth = 0;
+
+	pk_ws(s);
+	while (s->p < s->end) {
+		uint8_t c = *s->p;
+		if (c == '"') {
+			if (!pk_string(s, NULL, NULL, NULL, NULL))
+				return false;
+			if (depth == 0)
+				return true;
+			continue;
+		}
+		if (c == '{' || c == '[') {
+			depth++;
+		} else if (c == '}' || c == ']') {
+			if (depth == 0)
+				return true;    /* the enclosing container's end */
+			if (--depth == 0) {
+				s->p++;
+				return true;
+			}
+		} else if (c == ',' && depth == 0) {
+			return true;
+		}
+		s->p++;
+	}
+	return false;
+}
+
+static bool pk_key_is(const uint8_t *k, size_t n, const char *want)
+{
+	size_t w = strlen(want);
+	return n == w && memcmp(k, want, w) == 0;
+}
+
+/* Iterates an object's members: at '{', calls member(s, key, len, arg)
+ * with s at the value; the callback consumes the value and returns false
+ * to stop. Returns false when the sample ended. */
+typedef bool (*pk_member_fn)(struct pk_scan *s, const uint8_t *key, size_t len, void *arg);
+
+static bool pk_object(struct pk_scan *s, pk_member_fn member, void *arg)
+{
+	if (!pk_peek(s, '{'))
+		return false;
+	s->p++;
+	for (;;) {
+		const uint8_t *key;
+		size_t klen;
+
+		if (!pk_peek(s, '"'))
+			return pk_peek(s, '}');
+		if (!pk_string(s, NULL, &key, &klen, NULL))
+			return false;
+		if (!pk_peek(s, ':'))
+			return false;
+		s->p++;
+		pk_ws(s);
+		if (!member(s, key, klen, arg))
+			return false;
+		if (pk_peek(s, ','))
+			s->p++;
+		else
+			return pk_peek(s, '}');
+	}
+}
+
+struct pk_ctx {
+	struct pk_hasher *h;
+	struct dbk_pkey *out;
+};
+
+/* A content part {"type":"text","text":"..."}: hashes its text. */
+static bool pk_part_member(struct pk_scan *s, const uint8_t *key, size_t len, void *arg)
+{
+	struct pk_ctx *c = arg;
+
+	if (pk_key_is(key, len, "text") && pk_peek(s, '"'))
+		return pk_string(s, c->h, NULL, NULL, &c->out->cut);
+	return pk_skip(s);
+}
+
+static bool pk_message_member(struct pk_scan *s, const uint8_t *key, size_t len, void *arg)
+{
+	struct pk_ctx *c = arg;
+
+	if (!pk_key_is(key, len, "content"))
+		return pk_skip(s);
+	if (pk_peek(s, '"'))
+		return pk_string(s, c->h, NULL, NULL, &c->out->cut);
+	if (!pk_peek(s, '['))
+		return pk_skip(s);
+	s->p++;
+	for (;;) {
+		if (pk_peek(s, '{')) {
+			if (!pk_object(s, pk_part_member, c))
+				return false;
+			s->p++;
+		} else if (!pk_peek(s, ']') && !pk_skip(s)) {
+			return false;
+		}
+		if (pk_peek(s, ','))
+			s->p++;
+		else if (pk_peek(s, ']')) {
+			s->p++;
+			return true;
+		} else
+			return false;
+	}
+}
+
+/* An array of values, each handled by one: messages or prompts. */
+static bool pk_array(struct pk_scan *s, struct pk_ctx *c, bool messages)
+{
+	bool first = true;
+
+	s->p++;
+	for (;;) {
+		if (pk_peek(s, ']')) {
+			s->p++;
+			return true;
+		}
+		if (messages && pk_peek(s, '{')) {
+			if (!pk_object(s, pk_message_member, c))
+				return false;
+			s->p++;
+		} else if (!messages && first && pk_peek(s, '"')) {
+			if (!pk_string(s, c->h, NULL, NULL, &c->out->cut))
+				return false;
+		} else if (!pk_skip(s)) {
+			return false;
+		}
+		first = false;
+		if (pk_peek(s, ','))
+			s->p++;
+		else if (!pk_peek(s, ']'))
+			return false;
+	}
+}
+
+static bool pk_top_member(struct pk_scan *s, const uint8_t *key, size_t len, void *arg)
+{
+	struct pk_ctx *c = arg;
+	bool is_prompt = pk_key_is(key, len, "prompt");
+	bool is_msgs = pk_key_is(key, len, "messages");
+
+	if ((is_prompt || is_msgs) && c->out->source == DBK_PKEY_NONE) {
+		c->out->source = is_prompt ? DBK_PKEY_PROMPT : DBK_PKEY_MESSAGES;
+		if (is_prompt && pk_peek(s, '"'))
+			return pk_string(s, c->h, NULL, NULL, &c->out->cut);
+		if (pk_peek(s, '['))
+			return pk_array(s, c, is_msgs);
+		return pk_skip(s);
+	}
+	if (pk_key_is(key, len, "user") && pk_peek(s, '"')) {
+		const uint8_t *v;
+		size_t vlen;
+		if (!pk_string(s, NULL, &v, &vlen, NULL))
+			return false;
+		c->out->session = dbk_pkey_session((const char *)v, vlen);
+		return true;
+	}
+	return pk_skip(s);
+}
+
+size_t dbk_pkey_derive(const uint8_t *sample, size_t len, uint64_t *keys,
+                       size_t max_keys, struct dbk_pkey *out)
+{
+	struct pk_hasher h = { .prev = 0x6462756b70726566ULL, .keys = keys,
+	                       .max_keys = keys ? max_keys : 0 };
+	struct pk_scan s = { .p = sample, .end = sample ? sample + len : NULL };
+	struct pk_ctx c = { .h = &h, .out = out };
+
+	memset(out, 0, sizeof(*out));
+	if (sample && len > 0)
+		(void)pk_object(&s, pk_top_member, &c);
+	if (h.nkeys == h.max_keys && h.text_bytes > h.nkeys * DBK_PKEY_BLOCK_BYTES)
+		out->cut = true;
+	out->nkeys = h.nkeys;
+	out->text_bytes = h.text_bytes;
+	return out->nkeys;
+}
+
+uint64_t dbk_pkey_session(const char *s, size_t len)
+{
+	if (len == 0)
+		return 0;
+	uint64_t k = pk_hash_bytes(0x73657373696f6eULL, (const uint8_t *)s, len);
+	return k ? k : 1;
+}

@@ -1,0 +1,263 @@
+/* The ttft predictor (agent/predict.h): hard rules, burst spreading,
+ * prefix affinity and its limits, KV fit, scraped floors, the engine's
+ * step-time shape. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "predict.h"
+#include "prefix_key.h"
+
+static struct dbk_pred *fleet(unsigned n)
+{
+	struct dbk_pred_config c;
+
+	dbk_pred_config_default(&c, n);
+	c.index_entries = 4096;
+	return dbk_pred_new(&c);
+}
+
+static struct dbk_pred_request req(double prompt, double out)
+{
+	return (struct dbk_pred_request){ .prompt_tokens = prompt, .max_tokens = out,
+	                                  .ignore_eos = true };
+}
+
+/* choose + commit, as the agent does; returns the server. */
+static int send(struct dbk_pred *p, const struct dbk_pred_request *r, uint64_t now,
+                struct dbk_pred_ticket *t)
+{
+	struct dbk_pred_choice c;
+	int s = dbk_pred_choose(p, r, now, &c);
+	if (s >= 0)
+		dbk_pred_commit(p, r, (unsigned)s, now, t);
+	return s;
+}
+
+static void test_config_checked(void)
+{
+	struct dbk_pred_config c;
+	char err[128];
+
+	dbk_pred_config_default(&c, 4);
+	CHECK(dbk_pred_config_check(&c, err, sizeof(err)) == 0);
+	c.budget_tokens = 0;
+	CHECK(dbk_pred_config_check(&c, err, sizeof(err)) != 0);
+	CHECK(dbk_pred_new(&c) == NULL);
+	dbk_pred_config_default(&c, 0);
+	CHECK(dbk_pred_config_check(&c, err, sizeof(err)) != 0);
+	dbk_pred_config_default(&c, 4);
+	c.t_cpu_s = -1;
+	CHECK(dbk_pred_config_check(&c, err, sizeof(err)) != 0);
+}
+
+static void test_a_burst_spreads(void)
+{
+	struct dbk_pred *p = fleet(4);
+	struct dbk_pred_request r = req(2000, 200);
+	struct dbk_pred_ticket t[8];
+	unsigned seen[4] = { 0 };
+
+	/* Eight requests in the same millisecond: two each, never three. */
+	for (int i = 0; i < 8; i++) {
+		int s = send(p, &r, 1000, &t[i]);
+		CHECK(s >= 0 && s < 4);
+		if (s >= 0)
+			seen[s]++;
+	}
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ_U(seen[i], 2);
+	for (int i = 0; i < 8; i++)
+		dbk_pred_release(p, &t[i], 2000);
+	struct dbk_pred_view v;
+	for (unsigned i = 0; i < 4; i++) {
+		dbk_pred_view(p, i, 2000, &v);
+		CHECK_EQ_U(v.inflight, 0);
+		CHECK(v.kv_committed == 0);
+	}
+	dbk_pred_free(p);
+}
+
+static void test_hard_rules(void)
+{
+	struct dbk_pred *p = fleet(4);
+	struct dbk_pred_choice c;
+	struct dbk_pred_ticket t;
+	struct dbk_pred_request longr = req(40000, 100), shortr = req(100, 10);
+
+	dbk_pred_set_max_model_len(p, 0, 32768);
+	dbk_pred_set_max_model_len(p, 1, 32768);
+	dbk_pred_set_max_model_len(p, 2, 131072);
+	dbk_pred_set_max_model_len(p, 3, 131072);
+	/* Load the long servers heavily: a long prompt still goes there. */
+	for (int i = 0; i < 6; i++) {
+		struct dbk_pred_request big = req(100000, 1000);
+		CHECK(send(p, &big, 10, &t) >= 2);
+	}
+	for (int i = 0; i < 20; i++)
+		CHECK(send(p, &longr, 20, &t) >= 2);
+	/* Held by max_model_len exactly: prompt + max_tokens. */
+	struct dbk_pred_request edge = req(32768 - 10, 10);
+	dbk_pred_set_state(p, 2, DBK_PRED_DOWN);
+	dbk_pred_set_state(p, 3, DBK_PRED_DRAIN);
+	CHECK(dbk_pred_choose(p, &edge, 30, &c) <= 1 && c.reason == DBK_PRED_FASTEST);
+	/* Nothing usable holds it: the largest usable, said so. */
+	CHECK(dbk_pred_choose(p, &longr, 30, &c) <= 1);
+	CHECK(c.reason == DBK_PRED_TOO_LONG);
+	CHECK(dbk_pred_choose(p, &shortr, 30, &c) <= 1);
+	dbk_pred_set_state(p, 0, DBK_PRED_DOWN);
+	dbk_pred_set_state(p, 1, DBK_PRED_DOWN);
+	CHECK(dbk_pred_choose(p, &shortr, 30, &c) == -1);
+	CHECK(c.reason == DBK_PRED_NO_SERVER);
+	dbk_pred_set_state(p, 3, DBK_PRED_UP);
+	CHECK(dbk_pred_choose(p, &longr, 30, &c) == 3);
+	dbk_pred_free(p);
+}
+
+/* The sample's keys of a conversation's turn: a turn repeats the earlier
+ * turns, so every turn's sample (its first nblocks) is the same text. */
+static size_t turn_keys(uint64_t *keys, unsigned conv, size_t nblocks)
+{
+	char body[64 * DBK_PKEY_BLOCK_BYTES + 64];
+	size_t n = (size_t)snprintf(body, sizeof(body), "{\"prompt\":\"");
+	for (size_t b = 0; b < nblocks; b++)
+		for (size_t i = 0; i < DBK_PKEY_BLOCK_BYTES; i++)
+			body[n++] = (char)('a' + (conv + b) % 26);
+	struct dbk_pkey pk;
+	return dbk_pkey_derive((const uint8_t *)body, n, keys, DBK_PKEY_MAX_KEYS, &pk);
+}
+
+static void test_a_conversation_returns_unless_overloaded(void)
+{
+	struct dbk_pred *p = fleet(4);
+	struct dbk_pred_ticket t, tb[8];
+	struct dbk_pred_choice c;
+	uint64_t k1[64], k2[64];
+	struct dbk_pred_request r1 = req(20000, 100), r2 = req(24000, 100);
+
+	r1.keys = k1;
+	r1.nkeys = turn_keys(k1, 3, 50);
+	r1.keys_cut = true;
+	r2.keys = k2;
+	r2.nkeys = turn_keys(k2, 3, 50);
+	r2.keys_cut = true;
+	int first = send(p, &r1, 1000, &t);
+	CHECK(first >= 0);
+	dbk_pred_release(p, &t, 5000);
+	/* Next turn, fleet idle: back to the server holding its prefix, which
+	 * is expected to hit the whole previous prompt. */
+	CHECK(dbk_pred_choose(p, &r2, 60000, &c) == first);
+	CHECK(c.hit_tokens > 19000 && c.hit_tokens <= 20000);
+	/* That server is now buried under long prefills: elsewhere. */
+	for (int i = 0; i < 4; i++) {
+		struct dbk_pred_request big = req(60000, 10);
+		dbk_pred_commit(p, &big, (unsigned)first, 60000, &tb[i]);
+	}
+	CHECK(dbk_pred_choose(p, &r2, 60000, &c) != first);
+	for (int i = 0; i < 4; i++)
+		dbk_pred_release(p, &tb[i], 60000);
+	/* Or its cache has turned over since: no hit expected. */
+	for (int i = 0; i < 10; i++) {
+		struct dbk_pred_request big = req(60000, 10);
+		dbk_pred_commit(p, &big, (unsigned)first, 60000, &tb[0]);
+		dbk_pred_release(p, &tb[0], 60000);
+	}
+	dbk_pred_choose(p, &r2, 60000, &c);
+	CHECK(c.hit_tokens == 0);
+	dbk_pred_free(p);
+}
+
+static void test_kv_fit_comes_first(void)
+{
+	struct dbk_pred *p = fleet(2);
+	struct dbk_pred_ticket t;
+	struct dbk_pred_choice c;
+	struct dbk_pred_scrape sc = { .ok = true, .running = 0, .waiting = 0, .kv_usage = 0,
+	                              .kv_capacity_tokens = 100000, .prefix_queries = -1,
+	                              .prefix_hits = -1 };
+
+	dbk_pred_scraped(p, 0, &sc, 0);
+	dbk_pred_scraped(p, 1, &sc, 0);
+	/* Server 0: long outputs committed, nearly all its KV; its prefill
+	 * queue empties long before they end. */
+	struct dbk_pred_request fill = req(1000, 90000);
+	dbk_pred_commit(p, &fill, 0, 0, &t);
+	/* Server 1: a queue of prefills, KV free. */
+	struct dbk_pred_request q = req(30000, 10);
+	dbk_pred_commit(p, &q, 1, 500, &t);
+	struct dbk_pred_request r = req(8000, 4000);
+	CHECK(dbk_pred_choose(p, &r, 500, &c) == 1);
+	CHECK(c.kv_fits);
+	dbk_pred_free(p);
+}
+
+static void test_scrapes_show_other_balancers(void)
+{
+	struct dbk_pred *p = fleet(2);
+	struct dbk_pred_choice c;
+	struct dbk_pred_view v;
+	struct dbk_pred_request r = req(1000, 100);
+	struct dbk_pred_scrape busy = { .ok = true, .running = 30, .waiting = 12,
+	                                .kv_usage = 0.5, .kv_capacity_tokens = 0,
+	                                .prefix_queries = 100, .prefix_hits = 25 };
+	struct dbk_pred_scrape idle = busy;
+
+	idle.running = idle.waiting = 0;
+	idle.kv_usage = 0;
+	dbk_pred_scraped(p, 0, &busy, 10000);
+	dbk_pred_scraped(p, 1, &idle, 10000);
+	CHECK(dbk_pred_choose(p, &r, 10050, &c) == 1);
+	dbk_pred_view(p, 0, 10050, &v);
+	CHECK(v.scraped);
+	CHECK_EQ_U(v.scrape_age_ms, 50);
+	CHECK_NEAR(v.others, 42, 1e-9);
+	CHECK(v.queue_s > 0);
+	CHECK_NEAR(v.hit_ratio, 0.25, 1e-9);
+	CHECK_NEAR(v.kv_capacity, 430000, 1e-9);
+	/* A failed scrape keeps the numbers until they are stale; then the
+	 * books alone decide, and say so. */
+	struct dbk_pred_scrape bad = { .ok = false };
+	dbk_pred_scraped(p, 0, &bad, 10100);
+	dbk_pred_view(p, 0, 10100, &v);
+	CHECK(v.scraped);
+	CHECK_EQ_U(v.scrape_failures, 1);
+	dbk_pred_view(p, 0, 12000, &v);
+	CHECK(!v.scraped);
+	CHECK(v.others == 0);
+	dbk_pred_free(p);
+}
+
+static void test_prefill_priced_as_the_engine(void)
+{
+	struct dbk_pred *p = fleet(1);
+	struct dbk_pred_choice c;
+	struct dbk_pred_request r32 = req(32768, 1), r1 = req(1024, 1), r131 = req(131072, 1);
+
+	/* ENGINE-MODEL.md: idle H100, ~24 ms for 1k, ~1.4 s for 32k, ~14 s
+	 * for 131k. */
+	dbk_pred_choose(p, &r1, 0, &c);
+	CHECK(c.ttft_s > 0.015 && c.ttft_s < 0.035);
+	dbk_pred_choose(p, &r32, 0, &c);
+	CHECK(c.ttft_s > 1.1 && c.ttft_s < 1.7);
+	dbk_pred_choose(p, &r131, 0, &c);
+	CHECK(c.ttft_s > 12 && c.ttft_s < 16);
+	/* Queued work ahead adds up, and drains with time. */
+	struct dbk_pred_ticket t;
+	dbk_pred_commit(p, &r32, 0, 0, &t);
+	dbk_pred_choose(p, &r1, 0, &c);
+	CHECK(c.ttft_s > 1.1 + 0.015);
+	dbk_pred_choose(p, &r1, 1000, &c);
+	CHECK(c.ttft_s < 1.1);
+	dbk_pred_free(p);
+}
+
+int main(void)
+{
+	RUN(test_config_checked);
+	RUN(test_a_burst_spreads);
+	RUN(test_hard_rules);
+	RUN(test_a_conversation_returns_unless_overloaded);
+	RUN(test_kv_fit_comes_first);
+	RUN(test_scrapes_show_other_balancers);
+	RUN(test_prefill_priced_as_the_engine);
+	return CHECK_DONE();
+}
