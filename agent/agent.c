@@ -274,6 +274,70 @@ static void fit_fd_limit(struct dbk_agent *a, unsigned *completion, unsigned *ad
 	a->cfg.max_connections = (unsigned)spop;
 }
 
+/* The base URL server i is scraped at: --scrape's, else (ttft with the
+ * runtime API) where HAProxy reaches it; NULL for none. */
+static const char *scrape_url(const struct dbk_agent *a, unsigned i, char *buf, size_t size)
+{
+	const char *name = a->cfg.servers[i];
+	const char *u = dbk_config_scrape_url(&a->cfg, name);
+	int k;
+
+	if (u || a->cfg.policy != DBK_POLICY_TTFT || !a->discovered)
+		return u;
+	k = dbk_rt_find(a->discovered, a->ndiscovered, name, strlen(name));
+	if (k < 0 || !a->discovered[k].port)
+		return NULL;
+	snprintf(buf, size, strchr(a->discovered[k].addr, ':') ? "http://[%s]:%d" : "http://%s:%d",
+	         a->discovered[k].addr, a->discovered[k].port);
+	return buf;
+}
+
+static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
+{
+	unsigned n = a->cfg.nservers, scraped = 0;
+	bool from_haproxy = a->cfg.policy == DBK_POLICY_TTFT && a->cfg.haproxy_socket;
+
+	if (a->cfg.nscrape == 0 && !from_haproxy)
+		return 0;
+	bool all_named = true;
+	for (unsigned i = 0; i < n && all_named; i++)
+		all_named = dbk_config_scrape_url(&a->cfg, a->cfg.servers[i]) != NULL;
+	/* Servers named on the command line: HAProxy still knows where. */
+	if (from_haproxy && !all_named && !a->discovered &&
+	    dbk_sync_discover(a->cfg.haproxy_socket, a->cfg.backend, DISCOVERY_TIMEOUT_MS,
+	                      &a->discovered, &a->ndiscovered, err, errlen))
+		return -1;
+	const char **urls = calloc(n, sizeof(*urls));
+	char (*bufs)[DBK_MAX_SCRAPE_URL + 1] = calloc(n, sizeof(*bufs));
+	if (!urls || !bufs) {
+		free(urls);
+		free(bufs);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (unsigned i = 0; i < n; i++)
+		if ((urls[i] = scrape_url(a, i, bufs[i], sizeof(bufs[i]))))
+			scraped++;
+	struct dbk_scrape_config sc = {
+		.interval_ms = a->cfg.scrape_interval_ms,
+		.timeout_ms = a->cfg.scrape_timeout_ms,
+		.models_every_ms = DBK_SCRAPE_MODELS_EVERY_MS,
+		.scraped = a->pred ? dbk_policy_scraped : NULL,
+		.arg = a->pred,
+	};
+	if (scraped)
+		a->scrape = dbk_scrape_new(a->loop, &sc, a->cfg.servers, urls, n);
+	free(urls);
+	free(bufs);
+	if (scraped && !a->scrape) {
+		snprintf(err, errlen, "cannot start the scraper (libcurl)");
+		return -1;
+	}
+	dbk_log(DBK_LOG_INFO, "scrape-configured", "servers=%u of=%u interval_ms=%ld timeout_ms=%ld",
+	        scraped, n, a->cfg.scrape_interval_ms, a->cfg.scrape_timeout_ms);
+	return 0;
+}
+
 int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t errlen)
 {
 	struct dbk_bal_config bc;
@@ -287,6 +351,7 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 		if (dbk_sync_discover(a->cfg.haproxy_socket, a->cfg.backend, DISCOVERY_TIMEOUT_MS,
 		                      &a->discovered, &n, err, errlen))
 			return -1;
+		a->ndiscovered = n;
 		for (unsigned i = 0; i < n; i++)
 			a->cfg.servers[i] = a->discovered[i].name;
 		a->cfg.nservers = n;
@@ -316,6 +381,15 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 		snprintf(err, errlen, "cannot create the balancer");
 		return -1;
 	}
+	if (a->cfg.policy == DBK_POLICY_TTFT) {
+		a->pred = dbk_policy_ttft_new(a->bal);
+		if (!a->pred) {
+			snprintf(err, errlen, "cannot create the ttft predictor");
+			return -1;
+		}
+		a->route.pred = a->pred;
+	}
+	dbk_log(DBK_LOG_INFO, "policy", "name=%s", dbk_policy_name(a->cfg.policy));
 	a->route.bal = a->bal;
 	a->route.names = a->cfg.servers;
 	a->route.nnames = a->cfg.nservers;
@@ -369,7 +443,7 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 
 	ev_timer_init(&a->ttl_timer, on_ttl_tick, TTL_TICK, TTL_TICK);
 	ev_timer_start(loop, &a->ttl_timer);
-	return 0;
+	return start_scrape(a, err, errlen);
 }
 
 int dbk_agent_drop_privileges(struct dbk_agent *a, char *err, size_t errlen)
@@ -418,10 +492,15 @@ void dbk_agent_stop(struct dbk_agent *a)
 {
 	if (a->loop)
 		ev_timer_stop(a->loop, &a->ttl_timer);
+	dbk_scrape_free(a->scrape);
+	a->scrape = NULL;
 	dbk_sync_free(a->sync);
 	dbk_admin_free(a->admin);
 	dbk_events_free(a->events);
 	dbk_spoa_free(a->spoa);
+	dbk_policy_ttft_free(a->pred, a->bal);
+	a->pred = NULL;
+	a->route.pred = NULL;
 	dbk_bal_free(a->bal);
 	for (unsigned i = 0; i < a->nunix; i++)
 		if (dbk_net_unlink(a->unix_specs[i]) < 0)

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "events.h"
 #include "histo.h"
+#include "policy.h"
 #include "route.h"
 #include "spoa.h"
 #include "sync.h"
@@ -33,6 +34,9 @@ struct dbk_agent {
 	struct dbk_admin *admin;
 	struct dbk_sync *sync;          /* NULL without --haproxy-socket */
 	struct dbk_rt_server *discovered; /* names read from HAProxy, if any */
+	unsigned ndiscovered;
+	struct dbk_pred *pred;          /* --policy ttft; NULL: the reference */
+	struct dbk_scrape *scrape;      /* NULL: no server is scraped */
 	/* What the command line says; --config is applied on top of it at
 	 * start and on every SIGHUP. */
 	struct dbk_bal_config base_config;

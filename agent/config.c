@@ -29,6 +29,10 @@ enum {
 	OPT_RECLAIM_AFTER,
 	OPT_MAX_CONNS_PER_PEER,
 	OPT_IDLE_TIMEOUT,
+	OPT_POLICY,
+	OPT_SCRAPE,
+	OPT_SCRAPE_INTERVAL,
+	OPT_SCRAPE_TIMEOUT,
 };
 
 static const struct option long_opts[] = {
@@ -51,6 +55,10 @@ static const struct option long_opts[] = {
 	{ "reclaim-after",          required_argument, NULL, OPT_RECLAIM_AFTER },
 	{ "config",                 required_argument, NULL, OPT_CONFIG },
 	{ "user",                   required_argument, NULL, OPT_USER },
+	{ "policy",                 required_argument, NULL, OPT_POLICY },
+	{ "scrape",                 required_argument, NULL, OPT_SCRAPE },
+	{ "scrape-interval",        required_argument, NULL, OPT_SCRAPE_INTERVAL },
+	{ "scrape-timeout",         required_argument, NULL, OPT_SCRAPE_TIMEOUT },
 	{ "group",                  required_argument, NULL, OPT_GROUP },
 	{ "help",                   no_argument,       NULL, 'h' },
 	{ "version",                no_argument,       NULL, 'V' },
@@ -77,6 +85,19 @@ void dbk_config_usage(FILE *out, const char *prog)
 "  --config FILE                 live settings (key = value lines: see\n"
 "                                dbucket-spoa(8)); reread on SIGHUP, and\n"
 "                                also set through the admin endpoint's /config\n"
+"  --policy NAME                 reference (default: the algorithm above,\n"
+"                                decision for decision) or ttft: the server\n"
+"                                with the earliest predicted first token, from\n"
+"                                length, prefix, queue, KV use and context limit\n"
+"\n"
+"Servers' own numbers (vLLM's /metrics and /v1/models; the ttft policy\n"
+"routes on them, every policy reports them):\n"
+"  --scrape NAME=URL             scrape server NAME at base URL\n"
+"                                (http://HOST:PORT); repeatable. With --policy\n"
+"                                ttft and --haproxy-socket, servers not named\n"
+"                                are scraped where HAProxy reaches them\n"
+"  --scrape-interval MS          /metrics every MS (%d); /v1/models every 10 s\n"
+"  --scrape-timeout MS           a scrape not answered by then failed (%d)\n"
 "\n"
 "Agent:\n"
 "  --listen ADDR                 where HAProxy connects; repeatable.\n"
@@ -122,6 +143,7 @@ void dbk_config_usage(FILE *out, const char *prog)
 "\n"
 "Logs go to stderr in logfmt. SIGTERM or SIGINT stops the agent cleanly.\n",
 	        prog, prog, DBK_DEFAULT_THRESHOLD, DBK_DEFAULT_MAX_REQUEST_TOKENS,
+	        DBK_DEFAULT_SCRAPE_INTERVAL_MS, DBK_DEFAULT_SCRAPE_TIMEOUT_MS,
 	        DBK_DEFAULT_LISTEN, DBK_DEFAULT_COMPLETION_LISTEN, DBK_DEFAULT_ADMIN_LISTEN,
 	        DBK_DEFAULT_LEASE_TTL_S, DBK_DEFAULT_BACKEND, DBK_DEFAULT_POLL_MS,
 	        DBK_DEFAULT_RECLAIM_AFTER_S,
@@ -158,6 +180,52 @@ static bool valid_server_name(const char *s)
 	return true;
 }
 
+static const char *const policy_names[] = {
+	[DBK_POLICY_REFERENCE] = "reference",
+	[DBK_POLICY_TTFT] = "ttft",
+};
+
+const char *dbk_policy_name(enum dbk_policy_kind k)
+{
+	return (unsigned)k < sizeof(policy_names) / sizeof(policy_names[0]) ? policy_names[k] : "?";
+}
+
+/* NAME=URL with a server name and an http(s) URL of visible characters
+ * that need no quoting in logs, JSON or Prometheus labels. */
+static bool valid_scrape(const char *s)
+{
+	const char *eq = strchr(s, '=');
+	char name[DBK_MAX_SERVER_NAME + 1];
+	size_t nl = eq ? (size_t)(eq - s) : 0;
+
+	if (!eq || nl == 0 || nl > DBK_MAX_SERVER_NAME)
+		return false;
+	memcpy(name, s, nl);
+	name[nl] = '\0';
+	if (!valid_server_name(name))
+		return false;
+	const char *u = eq + 1;
+	size_t ul = strlen(u);
+	if (ul > DBK_MAX_SCRAPE_URL ||
+	    (strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0) ||
+	    ul == (u[4] == 's' ? 8u : 7u))
+		return false;
+	for (size_t i = 0; i < ul; i++)
+		if (u[i] <= ' ' || u[i] > '~' || u[i] == '"' || u[i] == '\\')
+			return false;
+	return true;
+}
+
+const char *dbk_config_scrape_url(const struct dbk_config *c, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (unsigned i = 0; i < c->nscrape; i++)
+		if (strncmp(c->scrape[i], name, nl) == 0 && c->scrape[i][nl] == '=')
+			return c->scrape[i] + nl + 1;
+	return NULL;
+}
+
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return DBK_CONFIG_ERROR; } while (0)
 
 enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
@@ -178,6 +246,8 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 	c->backend = DBK_DEFAULT_BACKEND;
 	c->poll_ms = DBK_DEFAULT_POLL_MS;
 	c->reclaim_after_s = DBK_DEFAULT_RECLAIM_AFTER_S;
+	c->scrape_interval_ms = DBK_DEFAULT_SCRAPE_INTERVAL_MS;
+	c->scrape_timeout_ms = DBK_DEFAULT_SCRAPE_TIMEOUT_MS;
 	bool no_completions = false, no_admin = false;
 
 	/* getopt keeps its cursor in globals; reset it so parsing can run
@@ -280,6 +350,36 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 				FAIL("--max-leases wants an integer from 1 to 100000000, got '%s'", optarg);
 			c->max_leases = (size_t)v;
 			break;
+		case OPT_POLICY:
+			if (strcmp(optarg, "reference") == 0)
+				c->policy = DBK_POLICY_REFERENCE;
+			else if (strcmp(optarg, "ttft") == 0)
+				c->policy = DBK_POLICY_TTFT;
+			else
+				FAIL("--policy wants reference or ttft, got '%s'", optarg);
+			break;
+		case OPT_SCRAPE:
+			if (!valid_scrape(optarg))
+				FAIL("--scrape wants NAME=http://HOST:PORT, got '%s'", optarg);
+			if (c->nscrape == DBK_BAL_MAX_SERVERS)
+				FAIL("at most %d --scrape", DBK_BAL_MAX_SERVERS);
+			for (unsigned j = 0; j < c->nscrape; j++)
+				if (strncmp(c->scrape[j], optarg,
+				            (size_t)(strchr(optarg, '=') - optarg) + 1) == 0)
+					FAIL("--scrape names '%.*s' twice",
+					     (int)(strchr(optarg, '=') - optarg), optarg);
+			c->scrape[c->nscrape++] = optarg;
+			break;
+		case OPT_SCRAPE_INTERVAL:
+			if (parse_long(optarg, 10, 3600 * 1000, &c->scrape_interval_ms))
+				FAIL("--scrape-interval wants milliseconds from 10 to 3600000, got '%s'",
+				     optarg);
+			break;
+		case OPT_SCRAPE_TIMEOUT:
+			if (parse_long(optarg, 10, 600 * 1000, &c->scrape_timeout_ms))
+				FAIL("--scrape-timeout wants milliseconds from 10 to 600000, got '%s'",
+				     optarg);
+			break;
 		case OPT_LOG_LEVEL:
 			c->log_level = dbk_log_level_parse(optarg);
 			if (c->log_level < 0)
@@ -332,6 +432,21 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 int dbk_config_check_servers(const struct dbk_config *c, char *err, size_t errlen)
 {
 	struct dbk_bal_config bc;
+
+	for (unsigned i = 0; i < c->nscrape; i++) {
+		unsigned j;
+		int nl = (int)(strchr(c->scrape[i], '=') - c->scrape[i]);
+
+		for (j = 0; j < c->nservers; j++)
+			if (strlen(c->servers[j]) == (size_t)nl &&
+			    strncmp(c->servers[j], c->scrape[i], (size_t)nl) == 0)
+				break;
+		if (j == c->nservers) {
+			snprintf(err, errlen, "--scrape names '%.*s', which is not a server", nl,
+			         c->scrape[i]);
+			return -1;
+		}
+	}
 
 	dbk_config_balancer(c, &bc);
 	return dbk_bal_config_check(&bc, err, errlen);

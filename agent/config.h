@@ -38,6 +38,20 @@
 #define DBK_DEFAULT_IDLE_TIMEOUT_S 120
 #define DBK_MAX_SERVER_NAME 64
 
+/* --policy: the reference algorithm (its flags choose the mode), or the
+ * predicted-first-token policy (agent/predict.h). */
+enum dbk_policy_kind {
+	DBK_POLICY_REFERENCE = 0,
+	DBK_POLICY_TTFT,
+};
+
+/* Returns the kind's name ("reference", "ttft"). */
+const char *dbk_policy_name(enum dbk_policy_kind k);
+
+#define DBK_DEFAULT_SCRAPE_INTERVAL_MS 100
+#define DBK_DEFAULT_SCRAPE_TIMEOUT_MS 1000
+#define DBK_MAX_SCRAPE_URL 512
+
 struct dbk_config {
 	/* Server names as haproxy.cfg spells them, in order; they point
 	 * into argv. */
@@ -58,6 +72,13 @@ struct dbk_config {
 	long poll_ms;                 /* runtime API poll interval */
 	long reclaim_after_s;         /* youngest lease a leak repair may take */
 	const char *config_file;      /* tunables, reread on SIGHUP; NULL: none */
+	enum dbk_policy_kind policy;
+	/* --scrape NAME=URL, as given (checked against the server names
+	 * once they are known: dbk_config_scrape_url). */
+	const char *scrape[DBK_BAL_MAX_SERVERS];
+	unsigned nscrape;
+	long scrape_interval_ms;
+	long scrape_timeout_ms;
 	const char *user;             /* drop to this user after binding */
 	const char *group;            /* ... and group */
 	uint32_t max_frame_size;
@@ -83,6 +104,9 @@ void dbk_config_usage(FILE *out, const char *prog);
 /* Checks what needs the server list (known after discovery when the
  * command line names none). Returns 0, or -1 with err. */
 int dbk_config_check_servers(const struct dbk_config *c, char *err, size_t errlen);
+
+/* The URL --scrape gives for server name, or NULL. */
+const char *dbk_config_scrape_url(const struct dbk_config *c, const char *name);
 
 /* The balancer configuration this command line asks for. */
 void dbk_config_balancer(const struct dbk_config *c, struct dbk_bal_config *bc);

@@ -5,26 +5,6 @@
 
 #include "clock.h"
 
-static const char *const names[] = {
-	[DBK_POLICY_REFERENCE] = "reference",
-	[DBK_POLICY_TTFT] = "ttft",
-};
-
-int dbk_policy_parse(const char *name, enum dbk_policy_kind *out)
-{
-	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (name && strcmp(name, names[i]) == 0) {
-			*out = (enum dbk_policy_kind)i;
-			return 0;
-		}
-	return -1;
-}
-
-const char *dbk_policy_name(enum dbk_policy_kind k)
-{
-	return (unsigned)k < sizeof(names) / sizeof(names[0]) ? names[k] : "?";
-}
-
 /* The ticket route.c committed, back from the lease that carried it. */
 static struct dbk_pred_ticket ticket_of(const struct dbk_bal_lease *l)
 {

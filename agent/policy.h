@@ -1,7 +1,4 @@
-/* The --policy switch. "reference" (the default) is the reference
- * algorithm, decision for decision, with the modes its flags choose;
- * "ttft" is the predicted-first-token policy (agent/predict.h). This
- * file keeps the ttft predictor in step with the rest of the agent: the
+/* The --policy ttft glue (config.h names the policies). This file keeps the ttft predictor in step with the rest of the agent: the
  * balancer's leases (ended, moved), HAProxy's server states and what the
  * scraper reads; and renders its view for /state and /metrics. */
 #ifndef DBK_POLICY_H
@@ -11,18 +8,10 @@
 #include <stdint.h>
 
 #include "balancer.h"
+#include "config.h"
 #include "predict.h"
 #include "scrape.h"
 #include "strbuf.h"
-
-enum dbk_policy_kind {
-	DBK_POLICY_REFERENCE = 0,
-	DBK_POLICY_TTFT,
-};
-
-/* Returns 0, or -1 for an unknown name. */
-int dbk_policy_parse(const char *name, enum dbk_policy_kind *out);
-const char *dbk_policy_name(enum dbk_policy_kind k);
 
 /* A ttft predictor for the balancer's servers, with the default engine
  * model, observing bal (which must outlive it): every lease that ends or

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 
 #include "agent.h"
+#include "clock.h"
 
 static void state_servers(const struct dbk_agent *a, struct dbk_strbuf *o)
 {
@@ -37,8 +38,13 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_strbuf *o)
 	const struct dbk_events_stats *e = dbk_events_stats(a->events);
 	const struct dbk_histo *h = &a->completion_lag_ms;
 
-	dbk_sb_printf(o, "{\n  \"mode\": \"%s\",\n", a->cfg.dynamic ? "dynamic" : "plain");
+	dbk_sb_printf(o, "{\n  \"mode\": \"%s\",\n  \"policy\": \"%s\",\n",
+	              a->cfg.dynamic ? "dynamic" : "plain", dbk_policy_name(a->cfg.policy));
 	state_servers(a, o);
+	if (a->scrape)
+		dbk_scrape_report_state(a->scrape, dbk_mono_ms(), o);
+	if (a->pred)
+		dbk_policy_report_state(a->pred, a->cfg.servers, a->cfg.nservers, dbk_mono_ms(), o);
 	if (a->sync) {
 		const struct dbk_sync_stats *y = dbk_sync_stats(a->sync);
 		dbk_sb_printf(o, "  \"runtime_api_up\": %s,\n  \"runtime_polls\": %" PRIu64
@@ -198,5 +204,13 @@ void dbk_report_metrics(const struct dbk_agent *a, struct dbk_strbuf *o)
 		gauge(o, "dbucket_runtime_api_up", "The last runtime API poll succeeded.", y->up);
 		counter(o, "dbucket_runtime_api_failures_total", "Runtime API polls that failed.",
 		        y->failures);
+	}
+	if (a->scrape)
+		dbk_scrape_report_metrics(a->scrape, dbk_mono_ms(), o);
+	if (a->pred) {
+		counter(o, "dbucket_ttft_too_long_total",
+		        "Requests no usable server's max_model_len could hold (sent to the largest).",
+		        r->too_long);
+		dbk_policy_report_metrics(a->pred, a->cfg.servers, a->cfg.nservers, dbk_mono_ms(), o);
 	}
 }

@@ -39,6 +39,7 @@ FUZZ_BINS     = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/%)
 # The sources each target needs, compiled instrumented.
 FUZZ_SRC_fuzz_spop_frame = agent/spop.c
 FUZZ_SRC_fuzz_notify     = agent/spop.c agent/route.c agent/balancer.c agent/leases.c \
+                           agent/predict.c agent/prefix_index.c agent/prefix_key.c \
                            agent/estimate.c agent/log.c
 FUZZ_SRC_fuzz_completion = agent/completion.c
 FUZZ_SRC_fuzz_runtime    = agent/runtime.c

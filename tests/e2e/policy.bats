@@ -1,0 +1,242 @@
+#!/usr/bin/env bats
+# The ttft policy live: four vLLM stubs (vllm0-1 with a 16k context and a
+# small KV cache, vllm2-3 full size), the agent scraping their /metrics
+# and /v1/models, HAProxy with the repository's configuration. What is
+# checked: the context limit is a hard rule, a conversation follows its
+# prefix unless that server is overloaded, a broken /metrics costs routing
+# nothing, and the scraped numbers are in the agent's /metrics.
+
+load stubs
+
+setup() {
+	stubs_setup
+}
+
+teardown() {
+	stubs_teardown
+}
+
+# scrape_args: --scrape vllmI=URL for every stub started.
+scrape_args() {
+	local i
+	for i in "${!STUB_PORT[@]}"; do
+		printf -- '--scrape\nvllm%s=http://127.0.0.1:%s\n' "$i" "${STUB_PORT[i]}"
+	done
+}
+
+# start_ttft_agent [ARGS...]: the agent with --policy ttft, scraping every
+# stub started; returns once every stub's max_model_len was read.
+start_ttft_agent() {
+	local -a sa
+	mapfile -t sa < <(scrape_args)
+	start_agent --policy ttft "${sa[@]}" "$@"
+	wait_metric_lines dbucket_vllm_max_model_len "${#STUB_PORT[@]}"
+}
+
+# wait_metric_lines NAME N: waits (bounded, ~10 s) until the agent's
+# /metrics has N samples of NAME.
+wait_metric_lines() {
+	local i c
+	for ((i = 0; i < 500; i++)); do
+		c=$(agent_get /metrics | grep -c "^$1{") || true
+		((${c:-0} >= $2)) && return 0
+		sleep 0.02
+	done
+	echo "/metrics has ${c:-0} samples of $1, wanted $2" >&2
+	agent_get /metrics | grep "^dbucket_scrape" >&2
+	return 1
+}
+
+# metric NAME SERVER: the agent's sample of NAME for server SERVER.
+metric() {
+	agent_get /metrics | awk -v k="$1{server=\"$2\"}" '$1 == k { print $2 }'
+}
+
+# prompt_body TEXT_FILE MAX_TOKENS: a completions request whose prompt is
+# the file's text (letters and spaces only: no JSON escaping needed).
+prompt_body() {
+	printf '{"model":"stub-model","max_tokens":%d,"ignore_eos":true,"prompt":"' "$2"
+	cat "$1"
+	printf '"}'
+}
+
+# words SEED BYTES: BYTES of text that differs by SEED.
+words() {
+	awk -v s="$1" -v n="$2" 'BEGIN {
+		srand(s); o = "";
+		while (length(o) < n) o = o sprintf("w%d ", int(rand() * 1000000));
+		printf "%s", substr(o, 1, n) }'
+}
+
+@test "ttft: a long prompt never reaches a short-context stub while a long-context one is up" {
+	start_stubs
+	start_ttft_agent --haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100
+	start_haproxy_stubs
+	assert_equal "$(metric dbucket_vllm_max_model_len vllm0)" 16384
+	assert_equal "$(metric dbucket_vllm_max_model_len vllm2)" 131072
+	# 80 KB of prompt: 20000 tokens, more than vllm0-1 hold. The reference
+	# in dynamic mode sends these to the short group (errors.bats).
+	local d=$BATS_TEST_TMPDIR i s
+	completion_body 1 false 80000 >"$d/long.json"
+	for i in 1 2 3 4 5 6; do
+		send "$d/l$i" /v1/completions "$d/long.json"
+		assert_equal "l$i:$(status "$d/l$i")" "l$i:200"
+		s=$(header "$d/l$i" X-Served-By)
+		[[ $s == vllm2 || $s == vllm3 ]] || fail "request $i went to '$s'"
+	done
+	# With vllm2 gone, vllm3 alone: still never a short server.
+	kill_stub 2
+	haproxy_cmd "disable server vllm/vllm2" >/dev/null
+	wait_server vllm2 usable false
+	for i in 7 8 9; do
+		send "$d/l$i" /v1/completions "$d/long.json"
+		assert_equal "l$i:$(status "$d/l$i") $(header "$d/l$i" X-Served-By)" "l$i:200 vllm3"
+	done
+	run grep -c 'level=warn event=route-refused' "$d/agent.log"
+	assert_output 0
+}
+
+@test "ttft: a conversation's next turn goes back to the stub holding its prefix" {
+	start_stubs
+	start_ttft_agent
+	start_haproxy_stubs
+	local d=$BATS_TEST_TMPDIR c first next
+	# Eight conversations, each a 6 KB opening then a follow-up that
+	# repeats it and adds a turn: each follow-up goes where its opening
+	# went, while the openings spread over the fleet.
+	declare -A where
+	for c in 1 2 3 4 5 6 7 8; do
+		words "$c" 6000 >"$d/c$c.t1"
+		prompt_body "$d/c$c.t1" 4 >"$d/c$c.1.json"
+		send "$d/c$c.r1" /v1/completions "$d/c$c.1.json"
+		assert_equal "$(status "$d/c$c.r1")" 200
+		where[$c]=$(header "$d/c$c.r1" X-Served-By)
+	done
+	for c in 1 2 3 4 5 6 7 8; do
+		{ cat "$d/c$c.t1"; words "$((c + 100))" 800; } >"$d/c$c.t2"
+		prompt_body "$d/c$c.t2" 4 >"$d/c$c.2.json"
+		send "$d/c$c.r2" /v1/completions "$d/c$c.2.json"
+		assert_equal "$(status "$d/c$c.r2")" 200
+		first=${where[$c]}
+		next=$(header "$d/c$c.r2" X-Served-By)
+		assert_equal "conversation $c: $next" "conversation $c: $first"
+	done
+	# The openings did not all pile on one server.
+	local distinct
+	distinct=$(printf '%s\n' "${where[@]}" | sort -u | wc -l)
+	((distinct >= 2)) || fail "every opening went to ${where[1]}"
+}
+
+@test "ttft: a next turn leaves the stub holding its prefix when that stub is overloaded" {
+	start_stubs
+	start_ttft_agent
+	start_haproxy_stubs
+	local d=$BATS_TEST_TMPDIR i home next
+	words 1 6000 >"$d/t1"
+	prompt_body "$d/t1" 4 >"$d/1.json"
+	send "$d/r1" /v1/completions "$d/1.json"
+	home=$(header "$d/r1" X-Served-By)
+	# Load the home stub behind the agent's back (straight to its port):
+	# only its /metrics tells, through the queue it reports.
+	local hp=${home#vllm}
+	# 10000 + 2000 tokens each, no two alike (no shared cache): a few
+	# fit the KV cache at a time, the rest wait.
+	for i in $(seq 1 24); do
+		words "$((i + 1000))" 40000 >"$d/h$i.t"
+		prompt_body "$d/h$i.t" 2000 >"$d/h$i.json"
+		send_bg "$d/h$i" /v1/completions "$d/h$i.json" "${STUB_PORT[hp]}"
+	done
+	local k w=0
+	for ((k = 0; k < 500; k++)); do
+		w=$(metric dbucket_vllm_requests_waiting "$home")
+		[ "${w%.*}" -ge 8 ] 2>/dev/null && break
+		sleep 0.02
+	done
+	[ "${w%.*}" -ge 8 ] || fail "$home never reported a queue (waiting '$w')"
+	{ cat "$d/t1"; words 101 800; } >"$d/t2"
+	prompt_body "$d/t2" 4 >"$d/2.json"
+	send "$d/r2" /v1/completions "$d/2.json"
+	assert_equal "$(status "$d/r2")" 200
+	next=$(header "$d/r2" X-Served-By)
+	[ "$next" != "$home" ] || fail "the next turn went back to the overloaded $home"
+}
+
+@test "ttft: a stub whose /metrics hangs or returns garbage does not stall routing" {
+	STUB_ARGS="--metrics-fault hang" start_stub 0
+	STUB_ARGS="--metrics-fault garbage" start_stub 1
+	start_stub 2
+	start_stub 3
+	local -a sa
+	mapfile -t sa < <(scrape_args)
+	start_agent --policy ttft --scrape-timeout 300 "${sa[@]}"
+	start_haproxy_stubs
+	wait_log 'event=scrape-down server=vllm0 .*reason="Timeout was reached"'
+	wait_log 'event=scrape-down server=vllm1 .*reason="bad /metrics: line 1'
+	local d=$BATS_TEST_TMPDIR i
+	completion_body 4 false 400 >"$d/short.json"
+	for i in $(seq 1 16); do
+		send_bg "$d/s$i" /v1/completions "$d/short.json"
+	done
+	wait_clients
+	local -A by
+	for i in $(seq 1 16); do
+		assert_equal "s$i:$(status "$d/s$i")" "s$i:200"
+		# Routed by the agent, not by HAProxy alone.
+		[ -n "$(header "$d/s$i" X-Dbucket-Server)" ] || fail "s$i was not routed by the agent"
+		by[$(header "$d/s$i" X-Served-By)]=1
+	done
+	# Servers scraped or not, all are used: the broken ones on the books.
+	[ -n "${by[vllm0]:-}${by[vllm1]:-}" ] || fail "no request reached vllm0 or vllm1: ${!by[*]}"
+	assert_equal "$(metric dbucket_scrape_up vllm0) $(metric dbucket_scrape_up vllm1)" "0 0"
+	assert_equal "$(metric dbucket_scrape_up vllm2) $(metric dbucket_scrape_up vllm3)" "1 1"
+	(($(metric dbucket_scrape_failures_total vllm1) >= 2)) || fail "vllm1's failures not counted"
+	assert_equal "$(metric dbucket_ttft_scraped vllm1) $(metric dbucket_ttft_scraped vllm2)" "0 1"
+	# One log line per change of state, however many scrapes failed.
+	run grep -c 'event=scrape-down server=vllm1 ' "$d/agent.log"
+	assert_output 1
+	wait_state released 16
+	assert_books_balanced
+}
+
+@test "ttft: scraped numbers appear in the agent's /metrics and /state" {
+	start_stubs
+	start_ttft_agent
+	start_haproxy_stubs
+	local d=$BATS_TEST_TMPDIR
+	# Prometheus's format, every line.
+	agent_get /metrics >"$d/m.txt"
+	run awk -f "$REPO/tests/e2e/promcheck.awk" "$d/m.txt"
+	assert_success
+	# The stub's KV cache: 65536 tokens in 16-token blocks on vllm0.
+	assert_equal "$(metric dbucket_vllm_gpu_blocks vllm0)" 4096
+	assert_equal "$(metric dbucket_vllm_block_size vllm0)" 16
+	assert_equal "$(metric dbucket_vllm_requests_running vllm3)" 0
+	assert_equal "$(metric dbucket_scrape_up vllm1)" 1
+	# A request held running on vllm2 shows in its scraped numbers.
+	completion_body 400 true 200 >"$d/long-out.json"
+	send_bg "$d/r" /v1/completions "$d/long-out.json" "${STUB_PORT[2]}"
+	local k v=0
+	for ((k = 0; k < 500; k++)); do
+		v=$(metric dbucket_vllm_requests_running vllm2)
+		[ "$v" = 1 ] && break
+		sleep 0.02
+	done
+	assert_equal "$v" 1
+	run agent_get /state
+	assert_output --partial '"policy": "ttft"'
+	assert_output --regexp '"name": "vllm2", "url": "http://127\.0\.0\.1:[0-9]+", "up": true, "fresh": true'
+	assert_output --partial '"max_model_len": 16384'
+	wait_clients
+}
+
+@test "reference: no --policy means no scraping and the reference's mode" {
+	start_stubs
+	start_agent --enable-dynamic-bucket
+	run agent_get /state
+	assert_output --partial '"policy": "reference"'
+	refute_output --partial '"scrape"'
+	run agent_get /metrics
+	refute_output --partial dbucket_scrape_up
+	run grep -c 'event=scrape-configured' "$BATS_TEST_TMPDIR/agent.log"
+	assert_output 0
+}
