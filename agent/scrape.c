@@ -341,6 +341,11 @@ struct dbk_scrape *dbk_scrape_new(struct ev_loop *loop, const struct dbk_scrape_
 	curl_multi_setopt(s->multi, CURLMOPT_SOCKETDATA, s);
 	curl_multi_setopt(s->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
 	curl_multi_setopt(s->multi, CURLMOPT_TIMERDATA, s);
+	/* Room to keep every server's connections alive between scrapes: by
+	 * default the cache holds 4 per easy handle *added*, and ours are
+	 * added only while they scrape, so connections were closed and
+	 * reopened (measured: one scrape in six paid a TCP handshake). */
+	curl_multi_setopt(s->multi, CURLMOPT_MAXCONNECTS, (long)(2 * n + 4));
 	ev_timer_init(&s->curl_timer, on_curl_timeout, 0.0, 0.0);
 	for (unsigned i = 0; i < n; i++) {
 		struct target *t = &s->t[i];

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# What scraping costs the agent: two dbucket-spoa side by side, naming the
+# same N servers, one scraping each server's /metrics every interval (and
+# /v1/models every 10 s), the other idle; their CPU time from
+# /proc/PID/stat over the same window, as a share of one core. The
+# servers are one HAProxy answering a fixed /metrics body on N loopback
+# ports (the stub's fixture, vLLM's shape, by default), so no engine runs.
+#
+#   contrib/bench-scrape.sh [--servers N] [--seconds S] [--interval MS]
+#                           [--pad KB]
+#
+# --pad KB appends families the policy does not read (histograms) until
+# the body is about KB kilobytes: a real vLLM's /metrics is tens of KB.
+# Everything listens on 127.0.0.1 and is stopped by pid on exit.
+set -eu
+cd "$(dirname "$0")/.."
+REPO=$PWD
+. "$REPO/contrib/lib.sh"
+BUILD=${DBK_BUILD:-$REPO/build}
+
+servers=64 seconds=60 interval=100 pad=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--servers) servers=$2; shift 2 ;;
+	--seconds) seconds=$2; shift 2 ;;
+	--interval) interval=$2; shift 2 ;;
+	--pad) pad=$2; shift 2 ;;
+	*) echo "usage: $0 [--servers N] [--seconds S] [--interval MS] [--pad KB]" >&2; exit 2 ;;
+	esac
+done
+
+tmp=$(mktemp -d)
+pids=()
+trap dbk_cleanup EXIT
+
+body=$tmp/metrics.prom
+cp contrib/stub/fixtures/vllm-metrics.prom "$body"
+k=0
+while [ "$(stat -c %s "$body")" -lt $((pad * 1024)) ] && [ $k -lt 10000 ]; do
+	sed -n "s/vllm:time_to_first_token_seconds/vllm:pad${k}_seconds/p" \
+		contrib/stub/fixtures/vllm-metrics.prom >>"$body"
+	k=$((k + 1))
+done
+
+base=$(dbk_ports $((servers + 4)))
+last=$((base + servers - 1))
+cat >"$tmp/servers.cfg" <<EOF
+global
+  log stderr format raw local0 err
+defaults
+  mode http
+  timeout client 30s
+  timeout server 30s
+  timeout connect 5s
+frontend metrics
+  bind 127.0.0.1:$base-$last
+  http-request return status 200 content-type application/json string '{"object":"list","data":[{"id":"stub-model","max_model_len":32768}]}' if { path /v1/models }
+  http-request return status 200 content-type "text/plain; version=0.0.4" file $body
+EOF
+haproxy -f "$tmp/servers.cfg" 2>"$tmp/haproxy.log" &
+pids+=($!)
+dbk_wait_port "$last"
+
+names=() scrape=()
+for ((i = 0; i < servers; i++)); do
+	names+=("s$i")
+	scrape+=(--scrape "s$i=http://127.0.0.1:$((base + i))")
+done
+# agent PORT ADMIN_PORT ARGS...: started in the background, pid appended.
+agent() {
+	"$BUILD/dbucket-spoa" --listen "127.0.0.1:$1" --completion-listen none \
+		--admin-listen "127.0.0.1:$2" --log-level warn "${@:3}" "${names[@]}" \
+		2>>"$tmp/agent-$1.log" &
+	pids+=($!)
+}
+p=$((last + 1))
+agent $p $((p + 1)) --policy ttft --scrape-interval "$interval" "${scrape[@]}"
+scraper=${pids[-1]}
+agent $((p + 2)) $((p + 3)) --policy ttft
+idle=${pids[-1]}
+dbk_wait_port $((p + 1))
+dbk_wait_port $((p + 3))
+# Every server scraped once before the window opens (bounded, ~10 s).
+for ((i = 0; i < 500; i++)); do
+	up=$(curl -s "http://127.0.0.1:$((p + 1))/metrics" | grep -c '^dbucket_scrape_up{.*} 1$') || true
+	[ "${up:-0}" -ge "$servers" ] && break
+	sleep 0.02
+done
+[ "${up:-0}" -ge "$servers" ] || { echo "$DBK_WHO: only ${up:-0} of $servers servers scraped" >&2; exit 1; }
+
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+scrapes() {
+	curl -s "http://127.0.0.1:$((p + 1))/metrics" |
+		awk '/^dbucket_scrapes_total\{/ { s += $2 } /^dbucket_scrape_failures_total\{/ { f += $2 }
+		     END { printf "%d %d\n", s, f }'
+}
+hz=$(getconf CLK_TCK)
+a0=$(ticks "$scraper") b0=$(ticks "$idle") h0=$(ticks "${pids[0]}")
+read -r s0 f0 < <(scrapes)
+load0=$(cut -d' ' -f1 /proc/loadavg)
+sleep "$seconds" # the measurement window, not a synchronisation
+a1=$(ticks "$scraper") b1=$(ticks "$idle") h1=$(ticks "${pids[0]}")
+read -r s1 f1 < <(scrapes)
+load1=$(cut -d' ' -f1 /proc/loadavg)
+
+pct() { awk -v t="$1" -v hz="$hz" -v s="$seconds" 'BEGIN { printf "%.3f", 100 * t / hz / s }'; }
+echo "servers=$servers interval_ms=$interval seconds=$seconds body_bytes=$(stat -c %s "$body") loadavg=$load0..$load1"
+echo "scrapes=$((s1 - s0)) ($(awk -v n=$((s1 - s0)) -v s="$seconds" 'BEGIN { printf "%.0f", n / s }')/s) failures=$((f1 - f0))"
+echo "scraping agent CPU: $(pct $((a1 - a0)))% of one core"
+echo "idle agent CPU:     $(pct $((b1 - b0)))% of one core"
+echo "scraping cost:      $(pct $((a1 - a0 - (b1 - b0))))% of one core (difference)"
+echo "servers (HAProxy):  $(pct $((h1 - h0)))% of one core"
