@@ -96,6 +96,50 @@ static void test_strict_numbers(void)
 	CHECK_EQ_U(c.idle_timeout_s, 30);
 }
 
+static void test_policy_and_scrape(void)
+{
+	CHECK_EQ_U(PARSE(&c, err, "a", "b"), DBK_CONFIG_OK);
+	CHECK_EQ_U(c.policy, DBK_POLICY_REFERENCE);
+	CHECK_EQ_U(c.nscrape, 0);
+	CHECK_EQ_U(c.scrape_interval_ms, 100);
+	CHECK_EQ_U(c.scrape_timeout_ms, 1000);
+	CHECK_EQ_U(PARSE(&c, err, "--policy", "ttft", "--scrape", "b=http://10.0.0.2:8000/",
+	                 "--scrape", "a=https://[::1]:8443", "--scrape-interval", "250",
+	                 "--scrape-timeout", "50", "a", "b"),
+	           DBK_CONFIG_OK);
+	CHECK_EQ_U(c.policy, DBK_POLICY_TTFT);
+	CHECK(strcmp(dbk_policy_name(c.policy), "ttft") == 0);
+	CHECK(strcmp(dbk_config_scrape_url(&c, "b"), "http://10.0.0.2:8000/") == 0);
+	CHECK(strcmp(dbk_config_scrape_url(&c, "a"), "https://[::1]:8443") == 0);
+	CHECK(dbk_config_scrape_url(&c, "c") == NULL);
+	CHECK_EQ_U(c.scrape_interval_ms, 250);
+	CHECK_EQ_U(c.scrape_timeout_ms, 50);
+
+	CHECK_EQ_U(PARSE(&c, err, "--policy", "fastest", "a"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "reference or ttft") != NULL);
+	static const char *const bad[] = {
+		"a", "a=", "=http://x", "a=ftp://x", "a=http://", "a=http://x y", "a=http://x\"",
+		"bad name=http://x",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[] = { "dbucket-spoa", "--scrape", (char *)bad[i], "a", NULL };
+		CHECK_EQ_U(dbk_config_parse(&c, 4, argv, err, sizeof(err)), DBK_CONFIG_ERROR);
+	}
+	CHECK_EQ_U(PARSE(&c, err, "--scrape", "a=http://x", "--scrape", "a=http://y", "a"),
+	           DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "twice") != NULL);
+	CHECK_EQ_U(PARSE(&c, err, "--scrape", "z=http://x", "a", "b"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "'z', which is not a server") != NULL);
+	CHECK_EQ_U(PARSE(&c, err, "--scrape-interval", "5", "a"), DBK_CONFIG_ERROR);
+	/* With discovery the names come later: checked then. */
+	CHECK_EQ_U(PARSE(&c, err, "--haproxy-socket", "/x", "--scrape", "z=http://x"),
+	           DBK_CONFIG_OK);
+	c.servers[0] = "a";
+	c.nservers = 1;
+	CHECK(dbk_config_check_servers(&c, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "'z', which is not a server") != NULL);
+}
+
 int main(void)
 {
 	RUN(test_defaults);
@@ -103,5 +147,6 @@ int main(void)
 	RUN(test_help_and_version);
 	RUN(test_errors);
 	RUN(test_strict_numbers);
+	RUN(test_policy_and_scrape);
 	return CHECK_DONE();
 }
