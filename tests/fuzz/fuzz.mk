@@ -32,7 +32,7 @@ FUZZ_LDFLAGS  = $(FUZZ_SAN) -fsanitize=fuzzer
 FUZZ_LIBS     = -lcjson -lm
 
 FUZZ_TARGETS  = fuzz_spop_frame fuzz_notify fuzz_completion fuzz_runtime \
-                fuzz_estimate fuzz_stub_http
+                fuzz_estimate fuzz_stub_http fuzz_prefix_key
 FUZZ_BINS     = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/%)
 
 # The sources each target needs, compiled instrumented.
@@ -42,6 +42,7 @@ FUZZ_SRC_fuzz_notify     = agent/spop.c agent/route.c agent/balancer.c agent/lea
 FUZZ_SRC_fuzz_completion = agent/completion.c
 FUZZ_SRC_fuzz_runtime    = agent/runtime.c
 FUZZ_SRC_fuzz_estimate   = agent/estimate.c agent/balancer.c agent/leases.c
+FUZZ_SRC_fuzz_prefix_key = agent/prefix_key.c agent/predict.c agent/prefix_index.c
 FUZZ_SRC_fuzz_stub_http  = contrib/stub/http.c contrib/stub/api.c contrib/stub/buf.c \
                            contrib/stub/prefix_cache.c
 
