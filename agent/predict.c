@@ -284,7 +284,6 @@ static double pred_score(const struct pred_eval *e)
 	return e->ttft_s + e->wait_s;
 }
 
-
 static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pred_request *r,
                       double hit, uint64_t now_ms, struct pred_eval *e)
 {
