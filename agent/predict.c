@@ -37,11 +37,18 @@ struct pred_srv {
 	uint64_t failures;
 };
 
+/* A server's prediction for the request being chosen. */
+struct pred_eval {
+	double ttft_s, wait_s, hit;
+	bool fits;
+};
+
 struct dbk_pred {
 	struct dbk_pred_config c;
 	struct pred_srv *s;
 	struct dbk_pidx *idx;
 	double mean_work_s;     /* EWMA of a request's prefill on an idle server */
+	double left_s;          /* prefill left per request in flight, at the last commit */
 	unsigned next;          /* where ties start: rotates with every commit */
 };
 
@@ -63,6 +70,7 @@ void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
 		.index_entries = DBK_PIDX_DEFAULT_ENTRIES,
 	};
 }
+
 
 static bool pos(double v)
 {
@@ -218,8 +226,11 @@ static void pred_others(const struct dbk_pred *p, const struct pred_srv *s, uint
 	o->running = fmax(0, o->requests - o->waiting);
 	if (s->sc.kv_usage >= 0)
 		o->kv = fmax(0, s->sc.kv_usage * pred_capacity(p, s) - s->kv_then);
-	/* Their queued prefills, like ours on average, drained since. */
-	o->work_s = fmax(0, o->waiting * p->mean_work_s - sec(now_ms - s->scrape_ms));
+	/* Their prefills, like ours on average: a waiting one is all
+	 * ahead, a running one has what ours in flight have left on
+	 * average; drained since the scrape. */
+	o->work_s = fmax(0, o->waiting * p->mean_work_s + o->running * p->left_s -
+	                    sec(now_ms - s->scrape_ms));
 }
 
 /* Seconds to prefill fresh tokens after hit cached ones, with decoders
@@ -268,10 +279,10 @@ static double pred_hit(const struct dbk_pred *p, const struct dbk_pred_request *
 	return fmax(0, fmin(tokens, prompt - 1) * keep);
 }
 
-struct pred_eval {
-	double ttft_s, wait_s, hit;
-	bool fits;
-};
+static double pred_score(const struct pred_eval *e)
+{
+	return e->ttft_s + e->wait_s;
+}
 
 static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pred_request *r,
                       double hit, uint64_t now_ms, struct pred_eval *e)
@@ -354,21 +365,20 @@ int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r,
 	for (unsigned k = 0; k < n; k++) {
 		unsigned i = (p->next + k) % n;
 		const struct pred_srv *s = &p->s[i];
+		struct pred_eval e;
 		if (s->state != DBK_PRED_UP || !pred_holds(s, need))
 			continue;
 		double hit = 0;
 		for (size_t h = 0; h < nhits; h++)
 			if (hits[h].server == i)
 				hit = pred_hit(p, r, &hits[h], nkeys);
-		struct pred_eval e;
 		pred_eval(p, i, r, hit, now_ms, &e);
 		/* Fitting servers first (a request that does not fit beside
 		 * what is committed queues or preempts), then the earliest. */
 		bool better = bi < 0 || (e.fits && !best.fits) ||
+		              (e.fits == best.fits && pred_score(&e) < pred_score(&best) - 1e-9) ||
 		              (e.fits == best.fits &&
-		               e.ttft_s + e.wait_s < best.ttft_s + best.wait_s - 1e-9) ||
-		              (e.fits == best.fits &&
-		               fabs(e.ttft_s + e.wait_s - best.ttft_s - best.wait_s) <= 1e-9 &&
+		               fabs(pred_score(&e) - pred_score(&best)) <= 1e-9 &&
 		               s->inflight < p->s[bi].inflight);
 		if (better) {
 			best = e;
@@ -376,7 +386,7 @@ int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r,
 		}
 	}
 	*c = (struct dbk_pred_choice){ .server = bi, .reason = DBK_PRED_FASTEST,
-	                               .ttft_s = best.ttft_s + best.wait_s,
+	                               .ttft_s = pred_score(&best),
 	                               .hit_tokens = best.hit, .kv_fits = best.fits };
 	return bi;
 }
@@ -441,6 +451,12 @@ void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsig
 	pred_push(s, now, fmax(now, s->last_end_s) + own);
 	s->last_end_s = fmax(now, s->last_end_s) + own;
 	p->mean_work_s += (pred_prefill_s(&p->c, fresh, hit, 0, 0) - p->mean_work_s) / 64;
+	double left = 0, inflight = 0;
+	for (unsigned i = 0; i < p->c.nservers; i++) {
+		left += fmax(0, p->s[i].last_end_s - now);
+		inflight += p->s[i].inflight;
+	}
+	p->left_s = left / fmax(inflight + 1, 1);
 
 	t->server = server;
 	t->prompt_tokens = u32_of(prompt);

@@ -7,8 +7,12 @@
 #
 #   contrib/sim/baselines.sh [--out DIR] [--only TRACE-N-PROFILE,...]
 #        [--tolerance X] [--max-evals N] [--no-prefix-caching]
+#        [--policy LIST] [--lb-nodes K]
 #   contrib/sim/baselines.sh --report [--out DIR]
 #
+# --policy passes a policy list to dbucket-sim (default: all); --lb-nodes K
+# models K load balancers for the ttft policy and suffixes every output
+# name with -kK (keep lc in the list: capacities are ratios to it).
 # --report runs nothing: it prints, from the JSON files in DIR, one
 # markdown table per configuration (latencies in ms of model time at the
 # reference load, the SLO attainment there, the prefix-cache hit rate, and
@@ -31,7 +35,7 @@
 set -eu
 cd "$(dirname "$0")/../.."
 BUILD=${DBK_BUILD:-build}
-out=build/sim-baselines only="" tol=0.05 evals=9 extra=() report=0
+out=build/sim-baselines only="" tol=0.05 evals=9 extra=() report=0 suffix=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) out=$2; shift 2 ;;
@@ -39,8 +43,10 @@ while [ $# -gt 0 ]; do
 	--tolerance) tol=$2; shift 2 ;;
 	--max-evals) evals=$2; shift 2 ;;
 	--no-prefix-caching) extra+=(--no-prefix-caching); shift ;;
+	--policy) extra+=(--policy "$2"); shift 2 ;;
+	--lb-nodes) extra+=(--lb-nodes "$2"); suffix=-k$2; shift 2 ;;
 	--report) report=1; shift ;;
-	-h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "baselines: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -95,6 +101,7 @@ for profile in equal demo; do
 			rf=$(awk -v r="$rf4" -v n="$n" 'BEGIN { printf "%g", r * n / 4 }')
 			name=$trace-$n-$profile
 			if [ -n "$only" ] && [[ ",$only," != *",$name,"* ]]; then continue; fi
+			name=$name$suffix
 			pflag=()
 			[ "$profile" = demo ] && pflag=(--demo-profile)
 			echo "== $name"

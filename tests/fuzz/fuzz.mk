@@ -33,7 +33,7 @@ FUZZ_LIBS     = -lcjson -lm
 
 FUZZ_TARGETS  = fuzz_spop_frame fuzz_notify fuzz_completion fuzz_runtime \
                 fuzz_estimate fuzz_stub_http fuzz_vllm_metrics \
-                fuzz_tune
+                fuzz_tune fuzz_prefix_key
 FUZZ_BINS     = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/%)
 
 # The sources each target needs, compiled instrumented.

@@ -517,6 +517,36 @@ static void seeds_estimate(void)
 	save("fuzz_estimate", "huge-size", &o);
 }
 
+static void seeds_prefix_key(void)
+{
+	static const char *const bodies[] = {
+		BODY_CMPL,
+		BODY_CHAT,
+		"{\"user\":\"conv-7\",\"prompt\":[\"a\\\"b\",\"c\"],\"stream\":true}",
+		("{\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+		 "\"text\":\"hi\"},{\"type\":\"image_url\",\"image_url\":{\"url\":\"u\"}}]}]}"),
+		"{\"model\":{\"x\":[1,{\"y\":\"]\"}]},\"prompt\":\"cut here",
+	};
+	struct out o;
+	char name[32];
+
+	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		o.n = 0;
+		addb(&o, (uint8_t)(0x83 + i * 9));
+		adds(&o, bodies[i]);
+		snprintf(name, sizeof(name), "body-%zu", i);
+		save("fuzz_prefix_key", name, &o);
+	}
+	/* A long prompt: several 256-byte blocks. */
+	o.n = 0;
+	addb(&o, 0x03);
+	adds(&o, "{\"prompt\":\"");
+	for (int i = 0; i < 1100; i++)
+		addb(&o, (uint8_t)('a' + i % 26));
+	adds(&o, "\"}");
+	save("fuzz_prefix_key", "long", &o);
+}
+
 /* ---- HTTP requests ---- */
 
 static void http_post(struct out *o, const char *target, const char *body, const char *extra)
@@ -591,6 +621,7 @@ int main(int argc, char **argv)
 	seeds_completion();
 	seeds_runtime();
 	seeds_estimate();
+	seeds_prefix_key();
 	seeds_http();
 	return 0;
 }
