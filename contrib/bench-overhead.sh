@@ -22,6 +22,10 @@
 #   contrib/bench-overhead.sh [--rounds N] [--seconds S] [--connections C]
 #                                  [--bodies "100 6000"] [--threads T]
 #
+# SPOA_ARGS replaces dbucket-spoa's balancing flags (default
+# --enable-dynamic-bucket; e.g. "--policy ttft"), DBK_SPOE_CONF the SPOE
+# configuration (default haproxy/dbucket.spoe.conf).
+#
 # Every front HAProxy runs the same configuration derived from
 # haproxy/haproxy.cfg (same log-format, unique-id, completion ring); only
 # where the ring and the SPOE agent point differs. Everything listens on
@@ -41,7 +45,7 @@ while [ $# -gt 0 ]; do
 	--connections) conns=$2; shift 2 ;;
 	--bodies) bodies=$2; shift 2 ;;
 	--threads) threads=$2; shift 2 ;;
-	-h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench-overhead: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -78,7 +82,7 @@ NULL4_PID=$!
 pids+=("$NULL4_PID")
 SPOA_SPOP=$(dbk_port) SPOA_RING=$(dbk_port) SPOA_ADMIN=$(dbk_port)
 "$BUILD/dbucket-spoa" --listen "127.0.0.1:$SPOA_SPOP" --completion-listen "127.0.0.1:$SPOA_RING" \
-	--admin-listen "127.0.0.1:$SPOA_ADMIN" --enable-dynamic-bucket --log-level warn \
+	--admin-listen "127.0.0.1:$SPOA_ADMIN" ${SPOA_ARGS:---enable-dynamic-bucket} --log-level warn \
 	vllm0 vllm1 vllm2 vllm3 2>"$tmp/spoa.log" &
 pids+=($!)
 dbk_wait_port "$NULL_SPOP"
@@ -91,7 +95,7 @@ dbk_wait_port "$SPOA_SPOP"
 sed 's/^    log stderr format raw local0 info$/    log stderr format raw local0 err/' \
 	haproxy/haproxy.cfg >"$tmp/spoe.cfg"
 grep -v -e 'filter spoe' -e 'send-spoe-group' "$tmp/spoe.cfg" >"$tmp/plain.cfg"
-export DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
+export DBK_SPOE_CONF=${DBK_SPOE_CONF:-$REPO/haproxy/dbucket.spoe.conf}
 front() { # front NAME PORT CFG AGENT RING: starts a front HAProxy on PORT
 	local stats
 	stats=$(dbk_port)

@@ -9,13 +9,15 @@
 # the exact commands. About 13 minutes; --quick about 3.
 #
 #   contrib/bench-policies.sh [--quick] [--profile equal|demo]
-#        [--traces mooncake,azure] [--policies rr,lc,plain,dynamic,p2,chash]
+#        [--traces mooncake,azure] [--policies rr,lc,plain,dynamic,ttft,p2,chash]
 #        [--repeats N] [--out DIR] [--no-plots] [--untie MS]
 #        [--rate-factor F] [--time-scale S] [--start S] [--duration D]
 #        [--calibrate]
 #
 #   --quick         shorter slices
-#   --policies      rr, lc, plain, dynamic (default), and the peers HAProxy
+#   --policies      rr, lc, plain, dynamic (default), ttft (dbucket-spoa
+#                   --policy ttft, scraping the stubs every 100 ms of model
+#                   time), and the peers HAProxy
 #                   expresses natively: p2 = `balance random(2)` (power of
 #                   two choices on HAProxy's own connection counts), chash =
 #                   `balance hdr(X-Session-Id)` + `hash-type consistent`
@@ -90,7 +92,7 @@ case $profile in equal|demo) ;; *) echo "bench-policies: --profile equal or demo
 case $repeats in ''|*[!0-9]*|0) echo "bench-policies: --repeats wants a count >= 1" >&2; exit 2 ;; esac
 case $untie in ''|*[!0-9.]*) echo "bench-policies: --untie wants milliseconds" >&2; exit 2 ;; esac
 for p in ${policies//,/ }; do
-	case $p in rr|lc|plain|dynamic|p2|chash) ;; *) echo "bench-policies: unknown policy $p" >&2; exit 2 ;; esac
+	case $p in rr|lc|plain|dynamic|ttft|p2|chash) ;; *) echo "bench-policies: unknown policy $p" >&2; exit 2 ;; esac
 done
 for t in ${traces//,/ }; do
 	case $t in mooncake|azure) ;; *) echo "bench-policies: unknown trace $t" >&2; exit 2 ;; esac
@@ -304,9 +306,13 @@ start_cluster() { # start_cluster POLICY SCALE: stubs, HAProxy, agent; sets DBK_
 	pids+=($!)
 	dbk_wait_port "$p"
 	case $policy in
-	plain|dynamic)
+	plain|dynamic|ttft)
 		mode=()
 		[ "$policy" = dynamic ] && mode=(--enable-dynamic-bucket)
+		# The stubs are scraped where HAProxy reaches them, every 100 ms
+		# of model time, as dbucket-sim's ttft reads its snapshots.
+		[ "$policy" = ttft ] && mode=(--policy ttft --scrape-interval
+			"$(awk -v s="$scale" 'BEGIN { v = int(100 / s); print v < 10 ? 10 : v }')")
 		"$BUILD/dbucket-spoa" ${mode[@]+"${mode[@]}"} --listen "$DBK_AGENT" \
 			--completion-listen "$DBK_COMPLETIONS" --admin-listen "$admin" \
 			--haproxy-socket "$tmp/haproxy.sock" --log-level warn 2>"$tmp/agent.log" &
@@ -336,6 +342,7 @@ label() {
 	lc) echo "HAProxy leastconn" ;;
 	plain) echo "dbucket plain" ;;
 	dynamic) echo "dbucket dynamic" ;;
+	ttft) echo "dbucket ttft" ;;
 	p2) echo "HAProxy random(2)" ;;
 	chash) echo "HAProxy hdr(X-Session-Id) consistent" ;;
 	esac
@@ -403,7 +410,7 @@ for trace in ${traces//,/ }; do
 			[ "$rc" -eq 0 ] && { run_bg "${cmd[@]}" >"$base.txt" 2>"$tmp/bench.err" || rc=$?; }
 			# The agent's own account (decisions, redirects, leases left).
 			case $policy in
-			plain|dynamic) curl -s --max-time 2 "http://$ADMIN/metrics" >"$base.agent-metrics" 2>/dev/null || true ;;
+			plain|dynamic|ttft) curl -s --max-time 2 "http://$ADMIN/metrics" >"$base.agent-metrics" 2>/dev/null || true ;;
 			esac
 			hit=$(stub_hit_rate)
 			stop_cluster
@@ -433,7 +440,7 @@ table() { # table TRACE [md]
 		}
 		function name(p) {
 			return p == "rr" ? "HAProxy roundrobin" : p == "lc" ? "HAProxy leastconn" : p == "plain" ? "dbucket plain" : \
-				p == "dynamic" ? "dbucket dynamic" : p == "p2" ? "HAProxy random(2)" : "HAProxy hdr consistent"
+				p == "dynamic" ? "dbucket dynamic" : p == "ttft" ? "dbucket ttft" : p == "p2" ? "HAProxy random(2)" : "HAProxy hdr consistent"
 		}
 		$1 == tr {
 			p = $2; runs[p]++
@@ -609,11 +616,11 @@ summary=$out/${tag}summary.md
 	echo "# its send-spoe-group rules and the ring log line, balance roundrobin/leastconn/random(2)"
 	echo "# or hdr(X-Session-Id) with hash-type consistent; DBK_* set to the ports"
 	echo "haproxy -f CFG"
-	echo "# plain/dynamic: the agent, servers read from HAProxy's runtime API"
+	echo "# plain/dynamic/ttft: the agent, servers read from HAProxy's runtime API (ttft: --policy ttft --scrape-interval 100/S ms)"
 	echo "build/dbucket-spoa [--enable-dynamic-bucket] --listen A --completion-listen C --admin-listen M --haproxy-socket SOCK"
 	echo "# 20 idle probe requests (${tag}probe.jsonl), then the replay (PORT: HAProxy's frontend):"
 	echo "build/dbucket-bench ${tag}probe.jsonl --url http://127.0.0.1:PORT --time-scale S --rate-factor $PROBE_RF"
-	sed -E "s|$out/||g; s/-(rr|lc|plain|dynamic|p2|chash)(-r[0-9]+)?\./-POLICY./g" "$commands" | sort -u
+	sed -E "s|$out/||g; s/-(rr|lc|plain|dynamic|ttft|p2|chash)(-r[0-9]+)?\./-POLICY./g" "$commands" | sort -u
 	echo '```'
 	echo
 	echo "Traces: Mooncake conversation trace (kvcache-ai/Mooncake, FAST'25, Apache-2.0);"

@@ -47,6 +47,8 @@ last=$((base + servers - 1))
 cat >"$tmp/servers.cfg" <<EOF
 global
   log stderr format raw local0 err
+  # http-request return serves a file from one buffer.
+  tune.bufsize 262144
 defaults
   mode http
   timeout client 30s
