@@ -100,7 +100,8 @@ $(BUILD)/test_prefix_key: $(BUILD)/tests/unit/test_prefix_key.o $(BUILD)/agent/p
 
 $(BUILD)/test_numparse: $(BUILD)/tests/unit/test_numparse.o $(BUILD)/agent/numparse.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_M)
-$(BUILD)/test_vllm_metrics: $(BUILD)/tests/unit/test_vllm_metrics.o $(BUILD)/agent/vllm_metrics.o
+$(BUILD)/test_vllm_metrics: $(BUILD)/tests/unit/test_vllm_metrics.o $(BUILD)/agent/vllm_metrics.o \
+		$(BUILD)/agent/strbuf.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
 $(BUILD)/test_scrape: $(BUILD)/tests/unit/test_scrape.o $(BUILD)/agent/scrape.o $(BUILD)/agent/scrape_report.o \
 		$(BUILD)/agent/net.o $(BUILD)/agent/log.o $(CORE_OBJ)

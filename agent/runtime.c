@@ -1,9 +1,10 @@
 #include "runtime.h"
 
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "strbuf.h"
 
 /* The server list is the caller's array; a cap keeps the duplicate check
  * of show stat (a bitmap on the stack) bounded. The balancer's own cap. */
@@ -11,18 +12,6 @@
 
 /* Longest piece of HAProxy's own error text quoted in err. */
 #define QUOTE_MAX 80
-
-__attribute__((format(printf, 3, 4)))
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* Copies at most QUOTE_MAX bytes of s into a printable, NUL-terminated
  * string: HAProxy's error text ends up in our logs, which are logfmt. */
@@ -321,9 +310,9 @@ static void haproxy_says(const char *buf, size_t len, char *err, size_t errlen)
 	size_t n = nl ? (size_t)(nl - buf) : len;
 
 	if (n == 0)
-		seterr(err, errlen, "empty response");
+		dbk_errf(err, errlen, "empty response");
 	else
-		seterr(err, errlen, "haproxy says \"%s\"", quote(q, sizeof(q), buf, n));
+		dbk_errf(err, errlen, "haproxy says \"%s\"", quote(q, sizeof(q), buf, n));
 }
 
 /* ---- show servers state ---- */
@@ -375,11 +364,11 @@ int dbk_rt_parse_servers_state(const char *buf, size_t len, const char *backend,
 
 	*n = 0;
 	if (!buf || len == 0) {
-		seterr(err, errlen, "empty response");
+		dbk_errf(err, errlen, "empty response");
 		return -1;
 	}
 	if (!backend || (blen = strlen(backend)) == 0) {
-		seterr(err, errlen, "no backend name");
+		dbk_errf(err, errlen, "no backend name");
 		return -1;
 	}
 	c.p = buf;
@@ -387,7 +376,7 @@ int dbk_rt_parse_servers_state(const char *buf, size_t len, const char *backend,
 
 	rc = next_line(&c, false, &l, &ll);
 	if (rc != LINE_OK && buf[0] >= '0' && buf[0] <= '9') {
-		seterr(err, errlen, "line 1: %s", line_error(rc));
+		dbk_errf(err, errlen, "line 1: %s", line_error(rc));
 		return -1;
 	}
 	if (rc != LINE_OK || !parse_num(l, ll, 1000000, &version)) {
@@ -395,17 +384,17 @@ int dbk_rt_parse_servers_state(const char *buf, size_t len, const char *backend,
 		return -1;
 	}
 	if (version != 1) {
-		seterr(err, errlen, "servers state format version %ld, only 1 is known", version);
+		dbk_errf(err, errlen, "servers state format version %ld, only 1 is known", version);
 		return -1;
 	}
 
 	rc = next_line(&c, false, &l, &ll);
 	if (rc != LINE_OK) {
-		seterr(err, errlen, "line 2: %s", line_error(rc));
+		dbk_errf(err, errlen, "line 2: %s", line_error(rc));
 		return -1;
 	}
 	if (ll == 0 || l[0] != '#') {
-		seterr(err, errlen, "line 2: no '#' column header");
+		dbk_errf(err, errlen, "line 2: no '#' column header");
 		return -1;
 	}
 	for (unsigned k = 0; k < SS_NCOLS; k++)
@@ -423,7 +412,7 @@ int dbk_rt_parse_servers_state(const char *buf, size_t len, const char *backend,
 	}
 	for (unsigned k = 0; k < SS_NREQ; k++) {
 		if (idx[k] < 0) {
-			seterr(err, errlen, "header has no column %s", ss_cols[k]);
+			dbk_errf(err, errlen, "header has no column %s", ss_cols[k]);
 			return -1;
 		}
 		if (idx[k] + 1 > need)
@@ -439,7 +428,7 @@ int dbk_rt_parse_servers_state(const char *buf, size_t len, const char *backend,
 		lineno++;
 		rc = next_line(&c, false, &l, &ll);
 		if (rc != LINE_OK) {
-			seterr(err, errlen, "line %u: %s", lineno, line_error(rc));
+			dbk_errf(err, errlen, "line %u: %s", lineno, line_error(rc));
 			return -1;
 		}
 		if (ll == 0)
@@ -457,29 +446,29 @@ int dbk_rt_parse_servers_state(const char *buf, size_t len, const char *backend,
 			nf++;
 		}
 		if (nf < need) {
-			seterr(err, errlen, "line %u: %ld fields, the header needs %ld",
+			dbk_errf(err, errlen, "line %u: %ld fields, the header needs %ld",
 			       lineno, nf, need);
 			return -1;
 		}
 		if (!eq(v[SS_BE], vl[SS_BE], backend, blen))
 			continue;
 		if (!name_ok(v[SS_NAME], vl[SS_NAME])) {
-			seterr(err, errlen, "line %u: bad server name \"%s\"", lineno,
+			dbk_errf(err, errlen, "line %u: bad server name \"%s\"", lineno,
 			       quote(q, sizeof(q), v[SS_NAME], vl[SS_NAME]));
 			return -1;
 		}
 		if (!parse_num(v[SS_OP], vl[SS_OP], DBK_RT_OP_STOPPING, &op) ||
 		    !parse_num(v[SS_ADMIN], vl[SS_ADMIN], 0xffff, &admin)) {
-			seterr(err, errlen, "line %u: bad srv_op_state or srv_admin_state", lineno);
+			dbk_errf(err, errlen, "line %u: bad srv_op_state or srv_admin_state", lineno);
 			return -1;
 		}
 		if (dbk_rt_find(out, cnt, v[SS_NAME], vl[SS_NAME]) >= 0) {
-			seterr(err, errlen, "line %u: server \"%s\" listed twice", lineno,
+			dbk_errf(err, errlen, "line %u: server \"%s\" listed twice", lineno,
 			       quote(q, sizeof(q), v[SS_NAME], vl[SS_NAME]));
 			return -1;
 		}
 		if (cnt >= max || cnt >= MAX_SERVERS) {
-			seterr(err, errlen, "more than %u servers", max < MAX_SERVERS ? max : MAX_SERVERS);
+			dbk_errf(err, errlen, "more than %u servers", max < MAX_SERVERS ? max : MAX_SERVERS);
 			return -1;
 		}
 
@@ -532,7 +521,7 @@ static int stat_pass(const char *buf, size_t len, const char *backend, size_t bl
 
 	rc = next_line(&c, true, &l, &ll);
 	if (rc != LINE_OK && buf[0] == '#') {
-		seterr(err, errlen, "line 1: %s", line_error(rc));
+		dbk_errf(err, errlen, "line 1: %s", line_error(rc));
 		return -1;
 	}
 	if (rc != LINE_OK || ll < 2 || l[0] != '#') {
@@ -556,13 +545,13 @@ static int stat_pass(const char *buf, size_t len, const char *backend, size_t bl
 			i++;
 		}
 		if (h.bad) {
-			seterr(err, errlen, "line 1: bad quoting in the header");
+			dbk_errf(err, errlen, "line 1: bad quoting in the header");
 			return -1;
 		}
 	}
 	for (unsigned k = 0; k < ST_NCOLS; k++) {
 		if (idx[k] < 0 && k < ST_REQUIRED) {
-			seterr(err, errlen, "header has no column %s", st_cols[k]);
+			dbk_errf(err, errlen, "header has no column %s", st_cols[k]);
 			return -1;
 		}
 		if (idx[k] + 1 > need)
@@ -588,7 +577,7 @@ static int stat_pass(const char *buf, size_t len, const char *backend, size_t bl
 		lineno++;
 		rc = next_line(&c, true, &l, &ll);
 		if (rc != LINE_OK) {
-			seterr(err, errlen, "line %u: %s", lineno, line_error(rc));
+			dbk_errf(err, errlen, "line %u: %s", lineno, line_error(rc));
 			return -1;
 		}
 		if (ll == 0)
@@ -606,11 +595,11 @@ static int stat_pass(const char *buf, size_t len, const char *backend, size_t bl
 			nf++;
 		}
 		if (r.bad) {
-			seterr(err, errlen, "line %u: bad quoting", lineno);
+			dbk_errf(err, errlen, "line %u: bad quoting", lineno);
 			return -1;
 		}
 		if (nf < need) {
-			seterr(err, errlen, "line %u: %ld fields, the header needs %ld",
+			dbk_errf(err, errlen, "line %u: %ld fields, the header needs %ld",
 			       lineno, nf, need);
 			return -1;
 		}
@@ -618,7 +607,7 @@ static int stat_pass(const char *buf, size_t len, const char *backend, size_t bl
 			continue;
 		if (idx[ST_TYPE] >= 0 && vl[ST_TYPE] > 0) {
 			if (!parse_num(v[ST_TYPE], vl[ST_TYPE], 1000, &type)) {
-				seterr(err, errlen, "line %u: bad type", lineno);
+				dbk_errf(err, errlen, "line %u: bad type", lineno);
 				return -1;
 			}
 			if (type != STAT_TYPE_SERVER)
@@ -628,17 +617,17 @@ static int stat_pass(const char *buf, size_t len, const char *backend, size_t bl
 			continue;
 		}
 		if (!name_ok(v[ST_SV], vl[ST_SV])) {
-			seterr(err, errlen, "line %u: bad server name \"%s\"", lineno,
+			dbk_errf(err, errlen, "line %u: bad server name \"%s\"", lineno,
 			       quote(q, sizeof(q), v[ST_SV], vl[ST_SV]));
 			return -1;
 		}
 		if (!parse_num(v[ST_SCUR], vl[ST_SCUR], LONG_MAX, &scur)) {
-			seterr(err, errlen, "line %u: bad scur", lineno);
+			dbk_errf(err, errlen, "line %u: bad scur", lineno);
 			return -1;
 		}
 		if (idx[ST_QCUR] >= 0 && vl[ST_QCUR] > 0 &&
 		    !parse_num(v[ST_QCUR], vl[ST_QCUR], LONG_MAX, &qcur)) {
-			seterr(err, errlen, "line %u: bad qcur", lineno);
+			dbk_errf(err, errlen, "line %u: bad qcur", lineno);
 			return -1;
 		}
 		if (dbk_rt_state_from_status(v[ST_STATUS], vl[ST_STATUS], &st) < 0)
@@ -650,7 +639,7 @@ static int stat_pass(const char *buf, size_t len, const char *backend, size_t bl
 			continue;
 		}
 		if (seen[i / 8] & (1u << (i % 8))) {
-			seterr(err, errlen, "line %u: server \"%s\" listed twice", lineno,
+			dbk_errf(err, errlen, "line %u: server \"%s\" listed twice", lineno,
 			       quote(q, sizeof(q), v[ST_SV], vl[ST_SV]));
 			return -1;
 		}
@@ -680,15 +669,15 @@ int dbk_rt_parse_stat(const char *buf, size_t len, const char *backend,
 		res = &r;
 	memset(res, 0, sizeof(*res));
 	if (!buf || len == 0) {
-		seterr(err, errlen, "empty response");
+		dbk_errf(err, errlen, "empty response");
 		return -1;
 	}
 	if (!backend || (blen = strlen(backend)) == 0) {
-		seterr(err, errlen, "no backend name");
+		dbk_errf(err, errlen, "no backend name");
 		return -1;
 	}
 	if (n > MAX_SERVERS) {
-		seterr(err, errlen, "more than %u servers", MAX_SERVERS);
+		dbk_errf(err, errlen, "more than %u servers", MAX_SERVERS);
 		return -1;
 	}
 	if (stat_pass(buf, len, backend, blen, srv, n, false, res, err, errlen) < 0)

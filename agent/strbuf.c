@@ -59,3 +59,14 @@ void dbk_sb_printf(struct dbk_strbuf *sb, const char *fmt, ...)
 	va_end(ap);
 	sb->len += (size_t)n;
 }
+
+void dbk_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}

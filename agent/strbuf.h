@@ -19,4 +19,9 @@ void dbk_sb_append(struct dbk_strbuf *sb, const char *s, size_t n);
 void dbk_sb_printf(struct dbk_strbuf *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* The one-line error every parser reports: printf into err (errlen
+ * bytes, truncated); nothing when err is NULL or errlen 0. */
+void dbk_errf(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 #endif

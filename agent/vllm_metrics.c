@@ -2,28 +2,16 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "strbuf.h"
+
 /* Longest value or label value kept for conversion; longer ones are
  * still validated but never a number we use. */
 #define TOKEN_MAX 64
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- the families we keep ---- */
 
@@ -323,7 +311,7 @@ int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics 
 
 		lineno++;
 		if (le - p > DBK_VM_MAX_LINE) {
-			seterr(err, errlen, "line %u: longer than %d bytes", lineno, DBK_VM_MAX_LINE);
+			dbk_errf(err, errlen, "line %u: longer than %d bytes", lineno, DBK_VM_MAX_LINE);
 			return -1;
 		}
 		if (le > p && le[-1] == '\r')
@@ -331,7 +319,7 @@ int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics 
 		const char *s = skip_blank(p, le);
 		if (s < le && *s != '#') {
 			if (sample_line(s, le, &a, &why) < 0) {
-				seterr(err, errlen, "line %u: %s", lineno, why);
+				dbk_errf(err, errlen, "line %u: %s", lineno, why);
 				return -1;
 			}
 			samples++;
@@ -355,7 +343,7 @@ int dbk_vllm_parse_models(const char *buf, size_t len, long *max_len, char *err,
 	*max_len = 0;
 	data = cJSON_GetObjectItemCaseSensitive(root, "data");
 	if (!cJSON_IsObject(root) || !cJSON_IsArray(data)) {
-		seterr(err, errlen, "not a model list (no \"data\" array)");
+		dbk_errf(err, errlen, "not a model list (no \"data\" array)");
 		cJSON_Delete(root);
 		return -1;
 	}
@@ -363,7 +351,7 @@ int dbk_vllm_parse_models(const char *buf, size_t len, long *max_len, char *err,
 		const cJSON *l = cJSON_GetObjectItemCaseSensitive(m, "max_model_len");
 
 		if (!cJSON_IsObject(m)) {
-			seterr(err, errlen, "a model is not an object");
+			dbk_errf(err, errlen, "a model is not an object");
 			rc = -1;
 			break;
 		}
@@ -371,7 +359,7 @@ int dbk_vllm_parse_models(const char *buf, size_t len, long *max_len, char *err,
 			continue;
 		double d = cJSON_IsNumber(l) ? l->valuedouble : -1;
 		if (!(d >= 1 && d <= 1e12) || d != floor(d)) {
-			seterr(err, errlen, "max_model_len is not a positive integer");
+			dbk_errf(err, errlen, "max_model_len is not a positive integer");
 			rc = -1;
 			break;
 		}

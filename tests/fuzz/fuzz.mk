@@ -42,9 +42,9 @@ FUZZ_SRC_fuzz_notify     = agent/spop.c agent/route.c agent/balancer.c agent/lea
                            agent/predict.c agent/prefix_index.c agent/prefix_key.c \
                            agent/estimate.c agent/log.c
 FUZZ_SRC_fuzz_completion = agent/completion.c
-FUZZ_SRC_fuzz_runtime    = agent/runtime.c
+FUZZ_SRC_fuzz_runtime    = agent/runtime.c agent/strbuf.c
 FUZZ_SRC_fuzz_estimate   = agent/estimate.c agent/balancer.c agent/leases.c
-FUZZ_SRC_fuzz_vllm_metrics = agent/vllm_metrics.c
+FUZZ_SRC_fuzz_vllm_metrics = agent/vllm_metrics.c agent/strbuf.c
 FUZZ_SRC_fuzz_stub_http  = contrib/stub/http.c contrib/stub/api.c contrib/stub/buf.c \
                            contrib/stub/prefix_cache.c
 FUZZ_SRC_fuzz_tune       = agent/tune.c agent/numparse.c agent/balancer.c agent/leases.c \
