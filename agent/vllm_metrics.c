@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "strbuf.h"
 
@@ -44,29 +45,57 @@ struct acc {
 	unsigned n_blocks, n_bsize;
 };
 
+/* Most lines are of families we skip: those are told apart by their
+ * first bytes before any full compare. */
 static const struct family *family_of(const char *name, size_t len)
 {
+	if (len < 15 || memcmp(name, "vllm:", 5) != 0)
+		return NULL;
 	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
-		if (strlen(families[i].name) == len && memcmp(families[i].name, name, len) == 0)
+		if (families[i].name[5] == name[5] && strlen(families[i].name) == len &&
+		    memcmp(families[i].name, name, len) == 0)
 			return &families[i];
 	return NULL;
 }
 
 /* ---- tokens ---- */
 
+/* Character classes by table: the scan of names is most of the work. */
+enum { C_START = 1, C_NAME = 2, C_METRIC = 4, C_BLANK = 8 };
+static const unsigned char cls[256] = {
+	[' '] = C_BLANK, ['\t'] = C_BLANK, [':'] = C_METRIC,
+	['_'] = C_START | C_NAME | C_METRIC,
+#define R(c) [c] = C_START | C_NAME | C_METRIC
+	R('a'), R('b'), R('c'), R('d'), R('e'), R('f'), R('g'), R('h'), R('i'), R('j'),
+	R('k'), R('l'), R('m'), R('n'), R('o'), R('p'), R('q'), R('r'), R('s'), R('t'),
+	R('u'), R('v'), R('w'), R('x'), R('y'), R('z'),
+	R('A'), R('B'), R('C'), R('D'), R('E'), R('F'), R('G'), R('H'), R('I'), R('J'),
+	R('K'), R('L'), R('M'), R('N'), R('O'), R('P'), R('Q'), R('R'), R('S'), R('T'),
+	R('U'), R('V'), R('W'), R('X'), R('Y'), R('Z'),
+#undef R
+#define D(c) [c] = C_NAME | C_METRIC
+	D('0'), D('1'), D('2'), D('3'), D('4'), D('5'), D('6'), D('7'), D('8'), D('9'),
+#undef D
+};
+
 static bool is_name_start(char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+	return cls[(unsigned char)c] & C_START;
 }
 
 static bool is_name_char(char c)
 {
-	return is_name_start(c) || (c >= '0' && c <= '9');
+	return cls[(unsigned char)c] & C_NAME;
+}
+
+static bool is_metric_char(char c)
+{
+	return cls[(unsigned char)c] & C_METRIC;
 }
 
 static bool is_blank(char c)
 {
-	return c == ' ' || c == '\t';
+	return cls[(unsigned char)c] & C_BLANK;
 }
 
 static const char *skip_blank(const char *p, const char *end)
@@ -76,18 +105,54 @@ static const char *skip_blank(const char *p, const char *end)
 	return p;
 }
 
-/* A Prometheus float: decimal, or NaN / [+-]Inf in Go's spellings.
- * strtod would also take hex and "nan(...)": those are refused. */
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* The float grammar alone, without converting: [+-] then digits with an
+ * optional fraction and exponent, or NaN / Inf / Infinity in any case
+ * (Go's ParseFloat, which Prometheus uses). For the samples we skip,
+ * which are most of them: strtod costs more than the rest of a line. */
+static bool float_syntax(const char *s, size_t len)
+{
+	size_t i = 0, digits = 0;
+
+	if (i < len && (s[i] == '+' || s[i] == '-'))
+		i++;
+	if (i < len && !is_digit(s[i]) && s[i] != '.')
+		return (len - i == 3 && (strncasecmp(s + i, "nan", 3) == 0 ||
+		                         strncasecmp(s + i, "inf", 3) == 0)) ||
+		       (len - i == 8 && strncasecmp(s + i, "infinity", 8) == 0);
+	while (i < len && is_digit(s[i]))
+		i++, digits++;
+	if (i < len && s[i] == '.')
+		for (i++; i < len && is_digit(s[i]); i++)
+			digits++;
+	if (!digits)
+		return false;
+	if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+		size_t e = 0;
+
+		i++;
+		if (i < len && (s[i] == '+' || s[i] == '-'))
+			i++;
+		for (; i < len && is_digit(s[i]); i++)
+			e++;
+		if (!e)
+			return false;
+	}
+	return i == len;
+}
+
+/* A Prometheus float, converted: float_syntax, then strtod. */
 static bool parse_float(const char *s, size_t len, double *out)
 {
 	char tok[TOKEN_MAX + 1];
 	char *endp;
 
-	if (len == 0 || len > TOKEN_MAX)
+	if (len == 0 || len > TOKEN_MAX || !float_syntax(s, len))
 		return false;
-	for (size_t i = 0; i < len; i++)
-		if (s[i] == 'x' || s[i] == 'X' || s[i] == '(' || (unsigned char)s[i] <= ' ')
-			return false;
 	memcpy(tok, s, len);
 	tok[len] = '\0';
 	*out = strtod(tok, &endp);
@@ -117,6 +182,19 @@ struct info {
 static const char *label_value(const char *p, const char *end, char *keep, const char **why)
 {
 	size_t k = 0;
+	const char *q = memchr(p, '"', (size_t)(end - p));
+
+	/* The usual value has no escape: one memchr each way. (A line never
+	 * holds a newline: the caller splits at them.) */
+	if (q && !memchr(p, '\\', (size_t)(q - p))) {
+		if (keep && (size_t)(q - p) <= TOKEN_MAX) {
+			memcpy(keep, p, (size_t)(q - p));
+			keep[q - p] = '\0';
+		} else if (keep) {
+			keep[0] = '\0';
+		}
+		return q + 1;
+	}
 
 	while (p < end && *p != '"') {
 		char c = *p++;
@@ -218,7 +296,7 @@ static int sample_line(const char *p, const char *end, struct acc *a, const char
 		*why = "bad metric name";
 		return -1;
 	}
-	while (p < end && (is_name_char(*p) || *p == ':'))
+	while (p < end && is_metric_char(*p))
 		p++;
 	fam = family_of(name, (size_t)(p - name));
 	memset(&inf, 0, sizeof(inf));
@@ -232,8 +310,9 @@ static int sample_line(const char *p, const char *end, struct acc *a, const char
 	const char *v = p;
 	while (p < end && !is_blank(*p))
 		p++;
-	double val;
-	if (!parse_float(v, (size_t)(p - v), &val)) {
+	double val = 0;
+	if (!(fam && fam->slot != S_INFO ? parse_float(v, (size_t)(p - v), &val)
+	                                  : float_syntax(v, (size_t)(p - v)))) {
 		*why = v == p ? "no value" : "bad value";
 		return -1;
 	}
