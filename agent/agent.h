@@ -17,6 +17,7 @@
 
 struct dbk_agent_stats {
 	uint64_t completions;         /* completion lines for any request */
+	uint64_t duplicates;          /* ... second copies of a line already seen */
 	uint64_t undecided;           /* ... for requests the agent did not route */
 	uint64_t released;            /* leases released by their completion */
 	uint64_t elsewhere;           /* completed elsewhere than its lease said */
