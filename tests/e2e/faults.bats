@@ -479,12 +479,19 @@ lifetimes() {
 	echo "# $n leases expired by TTL 2 s after lifetimes of $min..$max ms" >&3
 	((min >= 2000)) || fail "a lease expired after $min ms, before its TTL"
 	((max <= 3100)) || fail "a lease lived $max ms, more than TTL + tick"
-	# The link comes back: the late completions find no lease; they count
-	# as unknown and never make a load negative.
+	# The ring's link comes back. Where the ring reconnects (not 3.0) its
+	# late lines find no lease (3.2+ lose one or two on reconnecting): they
+	# count as unknown and never make a load negative.
 	start_relay "$relay" "$real"
-	wait_state unknown_releases "$n"
+	local u
+	for ((i = 0; i < 150; i++)); do
+		u=$(state_field unknown_releases)
+		((u >= n)) && break
+		sleep 0.02
+	done
 	assert_books_balanced
 	assert_equal "$(state_field released)" 0
+	((u <= n)) || fail "$u unknown releases for $n requests"
 }
 
 # Every version's old process closes its ring connection as soon as it is
