@@ -264,9 +264,10 @@ hdr() {
 	mapfile -t want < <(printf '%s\n' "$output" | grep '^r')
 	[ "${#want[@]}" -eq "$n" ]
 
-	# All requests end together, 3 s + 250 ms a request after the first.
+	# All requests end together, 4 s + 500 ms a request after the first
+	# (room for a machine shared with other jobs).
 	local t0=${EPOCHREALTIME/[.,]/} end delay now
-	end=$((t0 / 1000 + 3000 + 250 * n))
+	end=$((t0 / 1000 + 4000 + 500 * n))
 	for i in "${!sizes[@]}"; do
 		body_of_size "${sizes[$i]}" >"$BATS_TEST_TMPDIR/r$i.json"
 		now=${EPOCHREALTIME/[.,]/}
