@@ -144,7 +144,10 @@ for trace in ${traces//,/ }; do
 			# The replays' own results only: -rN.probe.json is the probe's.
 			runs=$(for f in "$ldir/$pre$trace-$p".json "$ldir/$pre$trace-$p"-r[0-9]*.json; do
 				case $f in *.probe.json|*.sim.json) continue ;; esac
-				[ -f "$f" ] && jq -r ".results.$bcls.ttft_ms.$bkey // empty" "$f"; done)
+				# (if, not &&: a glob that matched nothing must not
+				# fail the substitution under set -e)
+				if [ -f "$f" ]; then jq -r ".results.$bcls.ttft_ms.$bkey // empty" "$f"; fi
+			done)
 			live=$(echo "$runs" | grep . | median)
 			lrange=$(echo "$runs" | grep . | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print (NR ? lo "-" hi : "-") }')
 			s0=$(jq -r ".policies[0].classes.$1.ttft_ms.$2 // \"-\"" "$tmp/sim0.json")

@@ -9,12 +9,20 @@
 # the exact commands. About 13 minutes; --quick about 3.
 #
 #   contrib/bench-policies.sh [--quick] [--profile equal|demo]
-#        [--traces mooncake,azure] [--policies rr,lc,plain,dynamic]
+#        [--traces mooncake,azure] [--policies rr,lc,plain,dynamic,p2,chash]
 #        [--repeats N] [--out DIR] [--no-plots] [--untie MS]
 #        [--rate-factor F] [--time-scale S] [--start S] [--duration D]
 #        [--calibrate]
 #
 #   --quick         shorter slices
+#   --policies      rr, lc, plain, dynamic (default), and the peers HAProxy
+#                   expresses natively: p2 = `balance random(2)` (power of
+#                   two choices on HAProxy's own connection counts), chash =
+#                   `balance hdr(X-Session-Id)` + `hash-type consistent`
+#                   (the vLLM Router's consistent_hash on the session key;
+#                   a request without the header falls back to round
+#                   robin). cache_aware and llm-d need a router that reads
+#                   the prompt or /metrics: not expressible in haproxy.cfg
 #   --profile P     equal: four identical instances (default: the
 #                   engine's defaults, 131072 context, 430000 KV tokens);
 #                   demo: `make demo`'s, the short group (vllm0, vllm1)
@@ -74,7 +82,7 @@ while [ $# -gt 0 ]; do
 	--duration) o_dur=$2; shift 2 ;;
 	--calibrate) calibrate=1; shift ;;
 	--tag) tag=$2-; shift 2 ;;
-	-h|--help) sed -n '2,50p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,58p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench-policies: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -82,7 +90,7 @@ case $profile in equal|demo) ;; *) echo "bench-policies: --profile equal or demo
 case $repeats in ''|*[!0-9]*|0) echo "bench-policies: --repeats wants a count >= 1" >&2; exit 2 ;; esac
 case $untie in ''|*[!0-9.]*) echo "bench-policies: --untie wants milliseconds" >&2; exit 2 ;; esac
 for p in ${policies//,/ }; do
-	case $p in rr|lc|plain|dynamic) ;; *) echo "bench-policies: unknown policy $p" >&2; exit 2 ;; esac
+	case $p in rr|lc|plain|dynamic|p2|chash) ;; *) echo "bench-policies: unknown policy $p" >&2; exit 2 ;; esac
 done
 for t in ${traces//,/ }; do
 	case $t in mooncake|azure) ;; *) echo "bench-policies: unknown trace $t" >&2; exit 2 ;; esac
@@ -243,6 +251,8 @@ grep -v -e 'filter spoe' -e 'send-spoe-group' -e 'log ring@' "$tmp/dbucket.cfg" 
 sed 's/^    balance leastconn$/    balance roundrobin/' "$tmp/lc.cfg" >"$tmp/rr.cfg"
 grep -q '^    balance roundrobin$' "$tmp/rr.cfg" ||
 	{ echo "bench-policies: cannot derive the roundrobin configuration" >&2; exit 1; }
+sed 's/^    balance leastconn$/    balance random(2)/' "$tmp/lc.cfg" >"$tmp/p2.cfg"
+sed 's/^    balance leastconn$/    balance hdr(X-Session-Id)\n    hash-type consistent/' "$tmp/lc.cfg" >"$tmp/chash.cfg"
 export DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
 export DBK_STATS_SOCKET=$tmp/haproxy.sock
 
@@ -286,7 +296,7 @@ start_cluster() { # start_cluster POLICY SCALE: stubs, HAProxy, agent; sets DBK_
 	ADMIN=127.0.0.1:$(dbk_port)
 	admin=$ADMIN
 	case $policy in
-	rr|lc) cfg=$tmp/$policy.cfg ;;
+	rr|lc|p2|chash) cfg=$tmp/$policy.cfg ;;
 	*) cfg=$tmp/dbucket.cfg ;;
 	esac
 	rm -f "$tmp/haproxy.sock"
@@ -328,13 +338,17 @@ label() {
 	lc) echo "HAProxy leastconn" ;;
 	plain) echo "dbucket plain" ;;
 	dynamic) echo "dbucket dynamic" ;;
+	p2) echo "HAProxy random(2)" ;;
+	chash) echo "HAProxy hdr(X-Session-Id) consistent" ;;
 	esac
 }
 
 # One row per run: trace policy rep req/s tok/s good/s TTFTs50 TTFTs99
 # TTFTl50 TTFTl99 TPOT50 TPOT99 E2E99 failed completed probe_ttft_ms load
-row() { # row JSON TRACE POLICY REP PROBE LOAD
-	jq -r --arg t "$2" --arg p "$3" --arg rep "$4" --arg probe "$5" --arg load "$6" '
+# hit% (the stubs' prefix-cache hit rate: vllm:prefix_cache_hits_total
+# over vllm:prefix_cache_queries_total, summed over the four)
+row() { # row JSON TRACE POLICY REP PROBE LOAD HIT
+	jq -r --arg t "$2" --arg p "$3" --arg rep "$4" --arg probe "$5" --arg load "$6" --arg hit "$7" '
 		def v(x): if x == null then "-" else x end;
 		.results as $x |
 		[$t, $p, $rep,
@@ -342,7 +356,16 @@ row() { # row JSON TRACE POLICY REP PROBE LOAD
 		 v($x.short.ttft_ms.median), v($x.short.ttft_ms.p99),
 		 v($x.long.ttft_ms.median), v($x.long.ttft_ms.p99),
 		 v($x.total.tpot_ms.median), v($x.total.tpot_ms.p99), v($x.total.e2e_ms.p99),
-		 v($x.total.failed), v($x.total.completed), $probe, $load] | @tsv' "$1"
+		 v($x.total.failed), v($x.total.completed), $probe, $load, $hit] | @tsv' "$1"
+}
+stub_hit_rate() { # the four stubs' prefix-cache hit rate in %, from /metrics
+	local i v
+	for i in 0 1 2 3; do
+		v="DBK_VLLM$i"
+		curl -s --max-time 2 "http://${!v}/metrics" 2>/dev/null || true
+	done | awk '/^vllm:prefix_cache_hits_total[{ ]/ { h += $NF }
+		/^vllm:prefix_cache_queries_total[{ ]/ { q += $NF }
+		END { if (q > 0) printf "%.1f", 100 * h / q; else print "-" }'
 }
 
 results=$out/${tag}runs.tsv
@@ -384,6 +407,7 @@ for trace in ${traces//,/ }; do
 			case $policy in
 			plain|dynamic) curl -s --max-time 2 "http://$ADMIN/metrics" >"$base.agent-metrics" 2>/dev/null || true ;;
 			esac
+			hit=$(stub_hit_rate)
 			stop_cluster
 			# The stubs' own account, late steps (timer lag) included.
 			grep -h 'served' "$tmp"/stub*.log 2>/dev/null | sed "s/^/[$policy] /" >"$base.stubs" || true
@@ -392,7 +416,7 @@ for trace in ${traces//,/ }; do
 				sed 's/^/  /' "$tmp/bench.err" >&2
 				exit 1
 			fi
-			row "$base.json" "$trace" "$policy" "$rep" "$probe" "$load" >>"$results"
+			row "$base.json" "$trace" "$policy" "$rep" "$probe" "$load" "$hit" >>"$results"
 			tail -n 1 "$results" | awk -F'\t' -v s="$(($(date +%s) - t0))" \
 				'{ printf "%d s: %.2f req/s, TTFT short p50 %.0f ms, failed %s, idle probe TTFT %.1f ms\n", s, $4, $7, $14, $16 }' >&2
 		done
@@ -410,49 +434,53 @@ table() { # table TRACE [md]
 			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 		}
 		function name(p) {
-			return p == "rr" ? "HAProxy roundrobin" : p == "lc" ? "HAProxy leastconn" : p == "plain" ? "dbucket plain" : "dbucket dynamic"
+			return p == "rr" ? "HAProxy roundrobin" : p == "lc" ? "HAProxy leastconn" : p == "plain" ? "dbucket plain" : \
+				p == "dynamic" ? "dbucket dynamic" : p == "p2" ? "HAProxy random(2)" : "HAProxy hdr consistent"
 		}
 		$1 == tr {
 			p = $2; runs[p]++
-			for (k = 4; k <= 14; k++) if ($k != "-") { cnt[p, k]++; vals[p, k, cnt[p, k]] = $k + 0 }
+			for (k = 4; k <= 18; k++) if ($k != "-" && $k != "") { cnt[p, k]++; vals[p, k, cnt[p, k]] = $k + 0 }
 		}
 		END {
+			nc = split("4 5 6 7 8 9 10 11 12 13 14 18", C, " ")
 			np = split(pols, P, " ")
-			for (i = 1; i <= np; i++) for (k = 4; k <= 14; k++) {
+			for (i = 1; i <= np; i++) for (k = 4; k <= 18; k++) {
 				n = cnt[P[i], k]
 				if (n == 0) { M[P[i], k] = "-"; continue }
 				delete a
 				for (j = 1; j <= n; j++) a[j] = vals[P[i], k, j]
 				M[P[i], k] = med(a, n)
 			}
-			split("req/s tok/s good/s TTFTs50 TTFTs99 TTFTl50 TTFTl99 TPOT50 TPOT99 E2E99 fail", H, " ")
+			split("req/s tok/s good/s TTFTs50 TTFTs99 TTFTl50 TTFTl99 TPOT50 TPOT99 E2E99 fail hit%", H, " ")
 			fmt[4] = "%.2f"; fmt[5] = "%.0f"; fmt[6] = "%.2f"
 			for (k = 7; k <= 13; k++) fmt[k] = "%.0f"
-			fmt[11] = "%.1f"; fmt[12] = "%.1f"; fmt[14] = "%d"
+			fmt[11] = "%.1f"; fmt[12] = "%.1f"; fmt[14] = "%d"; fmt[18] = "%.1f"
 			if (md) {
-				printf "| policy |"; for (k = 4; k <= 14; k++) printf " %s |", H[k - 3]; printf "\n"
-				printf "|---|"; for (k = 4; k <= 14; k++) printf "---:|"; printf "\n"
+				printf "| policy |"; for (c = 1; c <= nc; c++) printf " %s |", H[c]; printf "\n"
+				printf "|---|"; for (c = 1; c <= nc; c++) printf "---:|"; printf "\n"
 			} else {
-				printf "%-24s", "policy"; for (k = 4; k <= 14; k++) printf " %8s", H[k - 3]; printf "\n"
+				printf "%-28s", "policy"; for (c = 1; c <= nc; c++) printf " %8s", H[c]; printf "\n"
 			}
 			for (i = 1; i <= np; i++) {
 				p = P[i]
 				if (!(p in runs)) continue
-				if (md) printf "| %s |", name(p); else printf "%-24s", name(p)
-				for (k = 4; k <= 14; k++) {
+				if (md) printf "| %s |", name(p); else printf "%-28s", name(p)
+				for (c = 1; c <= nc; c++) {
+					k = C[c]
 					v = M[p, k] == "-" ? "-" : sprintf(fmt[k], M[p, k])
 					if (md) printf " %s |", v; else printf " %8s", v
 				}
 				printf "\n"
 			}
 			if (!("lc" in runs)) exit
-			if (md) { printf "| *ratio to leastconn* |"; for (k = 4; k <= 14; k++) printf " |"; printf "\n" }
+			if (md) { printf "| *ratio to leastconn* |"; for (c = 1; c <= nc; c++) printf " |"; printf "\n" }
 			else printf "ratio to leastconn (throughput, goodput: higher is better; latencies, failures: lower is better)\n"
 			for (i = 1; i <= np; i++) {
 				p = P[i]
 				if (!(p in runs) || p == "lc") continue
-				if (md) printf "| %s / lc |", name(p); else printf "%-24s", name(p) " / lc"
-				for (k = 4; k <= 14; k++) {
+				if (md) printf "| %s / lc |", name(p); else printf "%-28s", name(p) " / lc"
+				for (c = 1; c <= nc; c++) {
+					k = C[c]
 					if (M[p, k] == "-" || M["lc", k] == "-") v = "-"
 					else if (M["lc", k] == 0) v = (M[p, k] == 0 ? "=" : "+" M[p, k])
 					else v = sprintf("%.2f", M[p, k] / M["lc", k])
@@ -580,13 +608,14 @@ summary=$out/${tag}summary.md
 	echo "# each run: four stubs (vllm0..3; demo profile: vllm0-1 with --max-model-len 32768 --kv-capacity-tokens 120000)"
 	echo "build/vllm-stub --port P --name vllmI --time-scale S --max-model-len 131072 --kv-capacity-tokens 430000"
 	echo "# HAProxy: haproxy/haproxy.cfg; rr/lc without the SPOE filter,"
-	echo "# its send-spoe-group rules and the ring log line, balance roundrobin/leastconn; DBK_* set to the ports"
+	echo "# its send-spoe-group rules and the ring log line, balance roundrobin/leastconn/random(2)"
+	echo "# or hdr(X-Session-Id) with hash-type consistent; DBK_* set to the ports"
 	echo "haproxy -f CFG"
 	echo "# plain/dynamic: the agent, servers read from HAProxy's runtime API"
 	echo "build/dbucket-spoa [--enable-dynamic-bucket] --listen A --completion-listen C --admin-listen M --haproxy-socket SOCK"
 	echo "# 20 idle probe requests (${tag}probe.jsonl), then the replay (PORT: HAProxy's frontend):"
 	echo "build/dbucket-bench ${tag}probe.jsonl --url http://127.0.0.1:PORT --time-scale S --rate-factor $PROBE_RF"
-	sed -E "s|$out/||g; s/-(rr|lc|plain|dynamic)(-r[0-9]+)?\./-POLICY./g" "$commands" | sort -u
+	sed -E "s|$out/||g; s/-(rr|lc|plain|dynamic|p2|chash)(-r[0-9]+)?\./-POLICY./g" "$commands" | sort -u
 	echo '```'
 	echo
 	echo "Traces: Mooncake conversation trace (kvcache-ai/Mooncake, FAST'25, Apache-2.0);"

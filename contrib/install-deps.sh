@@ -14,7 +14,18 @@ for p in $PKGS; do
 		missing="$missing $p"
 	fi
 done
-[ -z "$missing" ] && exit 0
+# -- The OpenAI SDK of tests/e2e/openai-client.bats: Debian's nodejs and
+# npm when no node is here, then the locked package from npm's registry
+# (npm ci), once.
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
+	missing="$missing nodejs npm"
+node_client() {
+	d=$(dirname "$0")/../tests/e2e/node
+	[ -d "$d/node_modules/openai" ] ||
+		(cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
+}
+[ -z "$missing" ] && { node_client; exit 0; }
+# --
 
 echo "install-deps: installing:$missing" >&2
 SUDO=""
@@ -23,3 +34,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 # shellcheck disable=SC2086
 $SUDO apt-get install -y -q --no-install-recommends $missing
+node_client

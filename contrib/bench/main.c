@@ -671,6 +671,8 @@ static void pump(struct bench *b)
 		spec.hash = q->n_hash ? b->tr.hash + q->hash_off : NULL;
 		spec.n_hash = q->n_hash;
 		spec.index = i;
+		spec.session = q->session;
+		spec.has_session = q->has_session;
 		dbk_request_build(&b->req, &b->body, &b->url, &spec);
 		if (b->req.oom) {
 			dbk_buf_free(&b->req);

@@ -189,6 +189,9 @@ void dbk_request_build(struct dbk_buf *out, struct dbk_buf *body,
 	dbk_buf_printf(body, ",\"max_tokens\":%u,\"ignore_eos\":true,"
 	               "\"stream\":true,\"stream_options\":"
 	               "{\"include_usage\":true},", s->output);
+	if (s->has_session)
+		dbk_buf_printf(body, "\"user\":\"conv-%llu\",",
+		               (unsigned long long)s->session);
 	if (s->ep == DBK_EP_CHAT)
 		dbk_buf_adds(body, "\"messages\":[{\"role\":\"user\","
 		             "\"content\":\"");
@@ -204,9 +207,12 @@ void dbk_request_build(struct dbk_buf *out, struct dbk_buf *body,
 	               "User-Agent: " BENCH_USER_AGENT "\r\n"
 	               "Content-Type: application/json\r\n"
 	               "Accept: text/event-stream\r\n"
-	               "Connection: close\r\n"
-	               "Content-Length: %zu\r\n\r\n",
-	               u->path, u->authority, body->len);
+	               "Connection: close\r\n",
+	               u->path, u->authority);
+	if (s->has_session)
+		dbk_buf_printf(out, "X-Session-Id: conv-%llu\r\n",
+		               (unsigned long long)s->session);
+	dbk_buf_printf(out, "Content-Length: %zu\r\n\r\n", body->len);
 	dbk_buf_add(out, body->p, body->len);
 	if (body->oom)
 		out->oom = true;

@@ -44,12 +44,22 @@ struct dbk_req_spec {
 	const uint64_t *hash;     /* prefix block ids, may be NULL */
 	uint32_t n_hash;
 	uint64_t index;           /* request number, makes prompts unique */
+	/* Sent as the OpenAI "user" field and an X-Session-Id header,
+	 * "conv-<session>", as a chat client names its conversation. */
+	uint64_t session;
+	bool has_session;
 };
 
 /* Writes input * 4 bytes of prompt: 2048-byte blocks (512 tokens), each
- * opening with its key so that blocks with equal Mooncake hash ids are
- * equal (a server with prefix caching sees the trace's sharing) and
- * other blocks differ between requests (no accidental sharing). */
+ * "h<hash id> " (or "r<index>.<block> " past the trace's ids) then "abc "
+ * repeated, the last cut to length. Requests sharing their first k hash
+ * ids share their first k * 2048 bytes, so a server with prefix caching
+ * sees the trace's sharing (the stub keys every 64 bytes, 16 tokens,
+ * chained: prefix_cache.h), and nothing else is shared. The same text is
+ * the completions prompt or the chat request's one user message; the
+ * stub keys the prompt string, or the concatenated message contents, so
+ * both endpoints give the same keys. The simulator keys this very text
+ * (dbk_sim_req.hash_ids), so live and simulated hits agree. */
 void dbk_prompt_write(struct dbk_buf *b, const struct dbk_req_spec *s);
 
 /* The whole HTTP/1.1 request (head and JSON body) into out; body is

@@ -184,6 +184,21 @@ static void test_request_completions(void)
 	so = cJSON_GetObjectItem(j, "stream_options");
 	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(so, "include_usage")));
 	CHECK(cJSON_GetObjectItem(j, "messages") == NULL);
+	/* No session: neither the user field nor the header. */
+	CHECK(cJSON_GetObjectItem(j, "user") == NULL);
+	CHECK(strstr(req.p, "X-Session-Id") == NULL);
+	cJSON_Delete(j);
+	/* A conversation's key, as a client names it. */
+	s.has_session = true;
+	s.session = 46;
+	dbk_request_build(&req, &scratch, &u, &s);
+	CHECK(strstr(req.p, "\r\nX-Session-Id: conv-46\r\n") != NULL);
+	body = body_of(&req, &clen);
+	j = body ? cJSON_Parse(body) : NULL;
+	CHECK(j && strcmp(cJSON_GetObjectItem(j, "user")->valuestring,
+	                  "conv-46") == 0);
+	/* Within the first 15 KB the agent samples. */
+	CHECK(body && strstr(body, "\"user\"") < body + 200);
 	cJSON_Delete(j);
 	dbk_buf_free(&req);
 	dbk_buf_free(&scratch);

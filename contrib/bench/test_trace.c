@@ -66,6 +66,42 @@ static void test_mooncake(void)
 	CHECK_EQ_U(t.hash[t.req[1].hash_off + 1], 9);
 	CHECK_EQ_U(t.hash[t.req[0].hash_off + 2], 2);
 	CHECK_EQ_U(t.n_raised, 0);
+	/* Every request with ids shares id 0 (a system prompt): the
+	 * session is the next id; a request without ids has none. */
+	CHECK(t.req[0].has_session && t.req[0].session == 1);
+	CHECK(t.req[1].has_session && t.req[1].session == 9);
+	CHECK(!t.req[2].has_session);
+	dbk_trace_free(&t);
+}
+
+static void test_sessions(void)
+{
+	const char *s =
+		"{\"timestamp\": 0, \"input_length\": 1500, "
+		"\"output_length\": 5, \"hash_ids\": [4, 5, 6]}\n"
+		"{\"timestamp\": 1, \"input_length\": 2000, "
+		"\"output_length\": 5, \"hash_ids\": [4, 5, 6, 7]}\n"
+		"{\"timestamp\": 2, \"input_length\": 900, "
+		"\"output_length\": 5, \"hash_ids\": [4, 5]}\n"
+		"{\"timestamp\": 3, \"input_length\": 1000, "
+		"\"output_length\": 5, \"hash_ids\": [8, 9]}\n";
+	struct dbk_trace t;
+	char err[256];
+
+	/* Nothing shared by all: the session is the first id. */
+	CHECK_EQ_U(parse(DBK_TRACE_MOONCAKE, s, &t, err, sizeof(err)), 0);
+	CHECK(t.req[0].has_session && t.req[0].session == 4);
+	CHECK(t.req[1].has_session && t.req[1].session == 4);
+	CHECK(t.req[3].has_session && t.req[3].session == 8);
+	dbk_trace_free(&t);
+	/* Without the last row all share [4, 5]: a request holding only
+	 * that prefix has no conversation of its own. */
+	memset(&t, 0, sizeof(t));
+	CHECK_EQ_U(dbk_trace_parse(DBK_TRACE_MOONCAKE, s, (size_t)(strstr(s,
+	           "{\"timestamp\": 3") - s), &t, err, sizeof(err)), 0);
+	CHECK(t.req[0].has_session && t.req[0].session == 6);
+	CHECK(t.req[1].has_session && t.req[1].session == 6);
+	CHECK(!t.req[2].has_session);
 	dbk_trace_free(&t);
 }
 
@@ -480,6 +516,7 @@ int main(void)
 {
 	RUN(test_mooncake);
 	RUN(test_mooncake_malformed);
+	RUN(test_sessions);
 	RUN(test_zero_lengths_raised);
 	RUN(test_unsorted_is_sorted_stably);
 	RUN(test_azure);

@@ -28,6 +28,10 @@ struct dbk_trace_req {
 	uint32_t hash_off;    /* first of this request's ids in trace.hash */
 	uint32_t n_hash;      /* 0 when the source has no prefix ids */
 	uint32_t line;        /* 1-based source line, 0 for synthetic */
+	/* The conversation it belongs to, as a client would name it: see
+	 * dbk_trace_sessions. */
+	uint64_t session;
+	bool has_session;
 };
 
 struct dbk_trace {
@@ -50,6 +54,16 @@ const char *dbk_trace_format_name(enum dbk_trace_format f);
 int dbk_trace_parse(enum dbk_trace_format f, const char *data, size_t n,
                     struct dbk_trace *out, char *err, size_t errn);
 void dbk_trace_free(struct dbk_trace *t);
+
+/* Session keys from the prefix ids (dbk_trace_parse calls it): the
+ * first id past the prefix every request of the trace shares. In the
+ * Mooncake conversation trace all 12,031 requests open with id 0 (one
+ * 512-token block: a shared system prompt, not a conversation), and the
+ * requests that share their second id form conversations (85% of
+ * consecutive ones extend the previous one's blocks), so the session is
+ * hash_ids[1]. A request with nothing past the shared prefix, or
+ * without ids (Azure, synthetic), has no session. */
+void dbk_trace_sessions(struct dbk_trace *t);
 
 /* Seconds since 1970-01-01 of a UTC civil time "YYYY-MM-DD HH:MM:SS[.f]"
  * ('T' also accepted as separator); false if malformed. Split in whole

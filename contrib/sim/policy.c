@@ -82,9 +82,8 @@ static int lc_choose(void *st, const struct dbk_sim *s,
 	return (int)best;
 }
 
-/* Round robin and least connections keep nothing per request. */
-static void no_release(void *st, const struct dbk_sim *s,
-                       const struct dbk_sim_req *r, unsigned inst)
+void dbk_sim_policy_no_release(void *st, const struct dbk_sim *s,
+                               const struct dbk_sim_req *r, unsigned inst)
 {
 	(void)st;
 	(void)s;
@@ -97,7 +96,7 @@ static const struct dbk_sim_policy_ops rr_ops = {
 	.summary = "round robin",
 	.create = rr_create,
 	.choose = rr_choose,
-	.release = no_release,
+	.release = dbk_sim_policy_no_release,
 	.destroy = free,
 };
 
@@ -106,7 +105,7 @@ static const struct dbk_sim_policy_ops lc_ops = {
 	.summary = "least connections (fewest requests in flight)",
 	.create = lc_create,
 	.choose = lc_choose,
-	.release = no_release,
+	.release = dbk_sim_policy_no_release,
 	.destroy = free,
 };
 
@@ -123,6 +122,11 @@ static const policy_fn table[] = {
 	dbk_sim_policy_plain,
 	dbk_sim_policy_dynamic,
 	dbk_sim_policy_clairvoyant,
+	dbk_sim_policy_cache_aware,
+	dbk_sim_policy_power_of_two,
+	dbk_sim_policy_consistent_hash,
+	dbk_sim_policy_llm_d,
+	dbk_sim_policy_prefixaware,
 };
 
 const struct dbk_sim_policy_ops *dbk_sim_policy_at(size_t i)

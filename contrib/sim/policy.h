@@ -11,6 +11,16 @@
  *   clairvoyant  knows every request's output length and every engine's
  *                queue; picks the earliest predicted first token (predict.h)
  *
+ * and the routers users pick instead, each modelled from its source (the
+ * file names repository, path and commit):
+ *   cache_aware      SGLang model gateway / vLLM Router (policy_cache_aware.c)
+ *   power_of_two     vLLM Router (policy_p2.c)
+ *   consistent_hash  vLLM Router, on the session key (policy_chash.c)
+ *   llm_d            llm-d's default scheduling profile (policy_llmd.c)
+ *   prefixaware      vLLM production-stack (policy_prefixaware.c)
+ * Those that read backend numbers read them from a scraped snapshot
+ * (snapshot.h) refreshed on the peer's interval, never from the engine.
+ *
  * A new policy is a struct dbk_sim_policy_ops: create, choose, release,
  * optional stats, destroy. It may look at the cluster through sim.h's
  * query functions while choosing, and must not change anything there.
@@ -50,6 +60,11 @@ struct dbk_sim_policy_ops {
 	 * exactly once per chosen request. */
 	void (*release)(void *st, const struct dbk_sim *s,
 	                const struct dbk_sim_req *r, unsigned inst);
+	/* May be NULL: called every tick_s seconds of model time from the
+	 * first arrival until the last request ends, for work a router does
+	 * on a timer (scraping /metrics, evicting its tree). */
+	void (*tick)(void *st, const struct dbk_sim *s);
+	double tick_s;
 	/* May be NULL. */
 	void (*stats)(const void *st, struct dbk_sim_policy_stats *out);
 	void (*destroy)(void *st);
@@ -60,6 +75,15 @@ const struct dbk_sim_policy_ops *dbk_sim_policy_lc(void);
 const struct dbk_sim_policy_ops *dbk_sim_policy_plain(void);
 const struct dbk_sim_policy_ops *dbk_sim_policy_dynamic(void);
 const struct dbk_sim_policy_ops *dbk_sim_policy_clairvoyant(void);
+const struct dbk_sim_policy_ops *dbk_sim_policy_cache_aware(void);
+const struct dbk_sim_policy_ops *dbk_sim_policy_power_of_two(void);
+const struct dbk_sim_policy_ops *dbk_sim_policy_consistent_hash(void);
+const struct dbk_sim_policy_ops *dbk_sim_policy_llm_d(void);
+const struct dbk_sim_policy_ops *dbk_sim_policy_prefixaware(void);
+
+/* release() for policies that keep nothing per request. */
+void dbk_sim_policy_no_release(void *st, const struct dbk_sim *s,
+                               const struct dbk_sim_req *r, unsigned inst);
 
 /* The built-in policies in report order; NULL past the end. */
 const struct dbk_sim_policy_ops *dbk_sim_policy_at(size_t i);

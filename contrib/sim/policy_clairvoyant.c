@@ -117,14 +117,20 @@ static int load_instance(struct clair *p, const struct dbk_sim *s, unsigned i)
 		uint64_t h;
 
 		if (!dbk_sim_req_handle(s, id, &h)) {
-			dbk_pred_item_pending(r->input_tokens, r->output_tokens,
-			                      &it);
+			dbk_pred_item_pending(r->input_tokens,
+			                      dbk_sim_cached_tokens(s, i, id),
+			                      r->output_tokens, &it);
 			rc = push_wait(p, &it);
 			continue;
 		}
 		if (dbk_engine_req_get(e, h, &info) == DBK_REQ_UNKNOWN ||
 		    !dbk_pred_item_from_engine(&info, &it))
 			continue;
+		if (info.state == DBK_REQ_WAITING && info.num_preemptions == 0)
+			/* Not admitted yet: what it will find cached. */
+			dbk_pred_item_pending(r->input_tokens,
+			                      dbk_sim_cached_tokens(s, i, id),
+			                      r->output_tokens, &it);
 		if (it.running)
 			rc = dbk_predictor_add(p->pred, &it);
 		else if (info.num_preemptions > 0)
@@ -168,6 +174,7 @@ static int clair_choose(void *st, const struct dbk_sim *s,
 		                          r->output_tokens);
 		t = (dbk_sim_step_end(s, i) - now) +
 		    dbk_predictor_first_token(p->pred, r->input_tokens,
+		                              dbk_sim_cached_tokens(s, i, r->id),
 		                              r->output_tokens);
 		/* Instances where the request's whole KV fits beside all
 		 * that is committed come first: elsewhere vLLM would preempt

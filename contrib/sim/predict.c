@@ -61,11 +61,13 @@ bool dbk_pred_item_from_engine(const struct dbk_engine_req_info *info,
 	return out->remaining > 0;
 }
 
-void dbk_pred_item_pending(uint32_t prompt, uint32_t output,
+void dbk_pred_item_pending(uint32_t prompt, uint32_t cached, uint32_t output,
                            struct dbk_pred_item *out)
 {
-	out->computed = 0;
-	out->lack = prompt ? prompt : 1;
+	if (cached >= prompt)
+		cached = prompt ? prompt - 1 : 0;
+	out->computed = cached;
+	out->lack = prompt > cached ? prompt - cached : 1;
 	out->remaining = output ? output : 1;
 	out->blocks = 0;
 	out->running = false;
@@ -251,7 +253,7 @@ bool dbk_predictor_fits(const struct dbk_predictor *p, uint32_t prompt,
 }
 
 double dbk_predictor_first_token(struct dbk_predictor *p, uint32_t prompt,
-                                 uint32_t output)
+                                 uint32_t cached, uint32_t output)
 {
 	const uint32_t block = DBK_KV_BLOCK_TOKENS;
 	uint64_t total = p->cfg.kv_capacity_tokens / block;
@@ -261,9 +263,12 @@ double dbk_predictor_first_token(struct dbk_predictor *p, uint32_t prompt,
 	uint64_t k;
 
 	memset(&nw, 0, sizeof(nw));
-	nw.lack = prompt ? prompt : 1;
+	if (cached >= prompt)
+		cached = prompt ? prompt - 1 : 0; /* vLLM recomputes the last */
+	nw.computed = cached;
+	nw.lack = prompt > cached ? prompt - cached : 1;
 	nw.remaining = output ? output : 1;
-	nw.res = reservation(0, nw.lack, nw.remaining, 0);
+	nw.res = reservation(cached, nw.lack, nw.remaining, 0);
 	nw.is_new = true;
 	if (push_item(p, &nw) != 0)
 		return HUGE_VAL;

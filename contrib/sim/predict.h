@@ -46,8 +46,10 @@ struct dbk_pred_item {
  * (nothing left for the next step). */
 bool dbk_pred_item_from_engine(const struct dbk_engine_req_info *info,
                                struct dbk_pred_item *out);
-/* A request routed to the instance but not yet in its engine. */
-void dbk_pred_item_pending(uint32_t prompt, uint32_t output,
+/* A request routed to the instance but not yet admitted by its engine,
+ * expected to find cached tokens of its prompt in the prefix cache (at
+ * most prompt - 1 count, as in vLLM). */
+void dbk_pred_item_pending(uint32_t prompt, uint32_t cached, uint32_t output,
                            struct dbk_pred_item *out);
 
 struct dbk_predictor;
@@ -70,11 +72,12 @@ bool dbk_predictor_fits(const struct dbk_predictor *p, uint32_t prompt,
                         uint32_t output);
 
 /* Model seconds from the start of the instance's next step until a new
- * request (queued now, behind everything added) gets its first token.
+ * request (queued now, behind everything added, cached tokens of its
+ * prompt found in the prefix cache) gets its first token.
  * HUGE_VAL when the replica cannot make progress. Once per reset: it
  * consumes the state. */
 double dbk_predictor_first_token(struct dbk_predictor *p, uint32_t prompt,
-                                 uint32_t output);
+                                 uint32_t cached, uint32_t output);
 
 /* Steps the replica simulates at most; beyond it the rest is
  * extrapolated from the average step so far. */

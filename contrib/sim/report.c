@@ -68,7 +68,7 @@ static int col_width(const struct col *c)
 static void rule(FILE *f)
 {
 	size_t i;
-	int w = 12;
+	int w = 16;
 
 	for (i = 0; i < NCOLS; i++)
 		w += 1 + col_width(&cols[i]);
@@ -82,7 +82,7 @@ static void heads(FILE *f, bool wall)
 {
 	size_t i;
 
-	fprintf(f, "%-12s", "policy");
+	fprintf(f, "%-16s", "policy");
 	for (i = 0; i < NCOLS; i++)
 		fprintf(f, " %*s", col_width(&cols[i]), cols[i].head);
 	if (wall)
@@ -104,7 +104,7 @@ void dbk_sim_report_table(FILE *f, const struct dbk_sim_run_report *runs,
 	heads(f, wall);
 	rule(f);
 	for (r = 0; r < n; r++) {
-		fprintf(f, "%-12s", runs[r].policy);
+		fprintf(f, "%-16s", runs[r].policy);
 		for (i = 0; i < NCOLS; i++) {
 			double v = cols[i].get(&runs[r].res);
 
@@ -125,7 +125,7 @@ void dbk_sim_report_table(FILE *f, const struct dbk_sim_run_report *runs,
 	heads(f, false);
 	rule(f);
 	for (r = 0; r < n; r++) {
-		fprintf(f, "%-12s", runs[r].policy);
+		fprintf(f, "%-16s", runs[r].policy);
 		for (i = 0; i < NCOLS; i++) {
 			double b = cols[i].get(&runs[baseline].res);
 			double v = cols[i].get(&runs[r].res);
@@ -202,6 +202,10 @@ cJSON *dbk_sim_report_json(const struct dbk_sim_run_report *runs, size_t n,
 		cJSON_AddNumberToObject(o, "preemptions", (double)res->preemptions);
 		cJSON_AddNumberToObject(o, "steps", (double)res->steps);
 		cJSON_AddNumberToObject(o, "busy_s", res->busy_s);
+		cJSON_AddNumberToObject(o, "prefix_cache_queries",
+		                        (double)res->prefix_cache_queries);
+		cJSON_AddNumberToObject(o, "prefix_cache_hits",
+		                        (double)res->prefix_cache_hits);
 		cJSON_AddNumberToObject(o, "events", (double)res->events);
 		cJSON_AddNumberToObject(o, "refused", (double)res->refused);
 		cJSON_AddNumberToObject(o, "too_long", (double)res->too_long);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../bench/request.h"
+#include "../stub/prefix_cache.h"
 #include "events.h"
 #include "policy.h"
 
@@ -13,10 +15,13 @@ enum ev_kind {
 	EV_ARRIVAL,     /* arg: request id */
 	EV_SUBMIT,      /* arg: request id (only with an overhead) */
 	EV_STEP_END,    /* arg: instance */
+	EV_TICK,        /* the policy's periodic work (scrapes, eviction) */
 };
 
 struct rstate {
 	struct dbk_sim_outcome o;
+	uint64_t *keys;         /* prompt block keys, arrival to end */
+	uint32_t n_keys;
 	uint64_t handle;
 	uint64_t preempt_seq;
 	uint32_t prev, next;    /* live list of its instance */
@@ -42,9 +47,12 @@ struct dbk_sim {
 	struct inst *inst;
 	struct dbk_evq q;
 	struct dbk_metrics m;
+	struct dbk_buf text;    /* scratch: a prompt's bytes, to key them */
 	double now, last_end;
 	uint64_t preempt_counter, events, refused, too_long;
+	size_t ended, arrived;
 	bool ran, summarized, error;
+	bool any_caching;       /* some instance has prefix caching */
 	struct dbk_sim_result res;
 };
 
@@ -64,6 +72,7 @@ unsigned dbk_sim_short_count(unsigned n)
 void dbk_sim_free(struct dbk_sim *s)
 {
 	unsigned i;
+	size_t k;
 
 	if (!s)
 		return;
@@ -73,7 +82,11 @@ void dbk_sim_free(struct dbk_sim *s)
 		for (i = 0; i < s->cfg.ninstances; i++)
 			dbk_engine_free(s->inst[i].e);
 	free(s->inst);
+	if (s->rs)
+		for (k = 0; k < s->n; k++)
+			free(s->rs[k].keys);
 	free(s->rs);
+	dbk_buf_free(&s->text);
 	free(s->reqs);
 	dbk_evq_free(&s->q);
 	dbk_metrics_free(&s->m);
@@ -152,6 +165,7 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c,
 			dbk_sim_free(s);
 			return NULL;
 		}
+		s->any_caching |= in->cfg.enable_prefix_caching;
 		in->e = dbk_engine_new(&in->cfg);
 		if (!in->e) {
 			snprintf(err, errlen, "out of memory");
@@ -218,8 +232,12 @@ static void end_request(struct dbk_sim *s, uint32_t id, bool ok,
 	r->o.ends++;
 	if (r->o.ends > 1)
 		return; /* a bug; the conservation test catches it */
+	s->ended++;
 	r->o.status = ok ? DBK_SIM_DONE : DBK_SIM_FAILED;
 	r->o.fail = why;
+	free(r->keys);
+	r->keys = NULL;
+	r->n_keys = 0;
 	if (ok)
 		dbk_metrics_completed(&s->m, is_long,
 		                      r->o.first_token_s - q->arrival_s,
@@ -284,8 +302,9 @@ static int submit(struct dbk_sim *s, uint32_t id)
 	struct inst *in = &s->inst[r->o.instance];
 	int rc;
 
-	rc = dbk_engine_submit(in->e, q->input_tokens, q->output_tokens,
-	                       (void *)(uintptr_t)id, &r->handle);
+	rc = dbk_engine_submit_keys(in->e, q->input_tokens, r->keys,
+	                            r->n_keys, q->output_tokens,
+	                            (void *)(uintptr_t)id, &r->handle);
 	if (rc == DBK_ENGINE_E_NOMEM)
 		return -1;
 	if (rc != DBK_ENGINE_OK) {
@@ -303,10 +322,46 @@ static int submit(struct dbk_sim *s, uint32_t id)
 	return 0;
 }
 
+/* The keys the stub would compute from the bench's prompt for these
+ * hash ids: the same text (dbk_prompt_write), the same hasher. */
+static int key_prompt(struct dbk_sim *s, uint32_t id)
+{
+	const struct dbk_sim_req *q = &s->reqs[id];
+	struct rstate *r = &s->rs[id];
+	struct dbk_block_hasher h;
+	struct dbk_req_spec spec;
+
+	/* Only engines with a cache use keys. */
+	if (!q->hash_ids || q->n_hash_ids == 0 || !s->any_caching)
+		return 0;
+	memset(&spec, 0, sizeof(spec));
+	spec.input = q->input_tokens;
+	spec.hash = q->hash_ids;
+	spec.n_hash = q->n_hash_ids;
+	spec.index = id;
+	dbk_buf_reset(&s->text);
+	dbk_prompt_write(&s->text, &spec);
+	if (s->text.oom)
+		return -1;
+	dbk_block_hasher_init(&h, DBK_BLOCK_ROOT_TEXT,
+	                      q->input_tokens / DBK_KV_BLOCK_TOKENS);
+	dbk_block_hasher_feed(&h, s->text.p, s->text.len);
+	if (h.oom) {
+		dbk_block_hasher_free(&h);
+		return -1;
+	}
+	r->keys = dbk_block_hasher_take(&h, &r->n_keys);
+	return 0;
+}
+
 static int route(struct dbk_sim *s, uint32_t id)
 {
 	struct rstate *r = &s->rs[id];
-	int c = s->ops->choose(s->pst, s, &s->reqs[id]);
+	int c;
+
+	if (key_prompt(s, id) != 0)
+		return -1;
+	c = s->ops->choose(s->pst, s, &s->reqs[id]);
 
 	if (c == DBK_SIM_POLICY_ERROR)
 		return -1;
@@ -324,6 +379,22 @@ static int route(struct dbk_sim *s, uint32_t id)
 	return submit(s, id);
 }
 
+/* The policy's next tick. Over an idle stretch (every request that
+ * arrived has ended) it skips to the last tick at or before the next
+ * arrival: the ticks in between would scrape the same idle fleet, and at
+ * a low rate factor they would outnumber every other event by far. */
+static double next_tick(const struct dbk_sim *s)
+{
+	double dt = s->ops->tick_s, next = s->now + dt, gap;
+
+	if (s->ended == s->arrived && s->arrived < s->n) {
+		gap = s->reqs[s->arrived].arrival_s - s->now;
+		if (gap > 2 * dt)
+			next = s->now + dt * floor(gap / dt);
+	}
+	return next;
+}
+
 int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 {
 	struct dbk_event ev;
@@ -338,6 +409,11 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 		s->now = s->last_end = s->reqs[0].arrival_s;
 		if (dbk_evq_push(&s->q, s->reqs[0].arrival_s, EV_ARRIVAL, 0))
 			goto oom;
+		/* The first tick at the first arrival, pushed after it:
+		 * the arrival is routed first, on empty knowledge. */
+		if (s->ops->tick && s->ops->tick_s > 0 &&
+		    dbk_evq_push(&s->q, s->reqs[0].arrival_s, EV_TICK, 0))
+			goto oom;
 	}
 	while (dbk_evq_pop(&s->q, &ev)) {
 		int rc = 0;
@@ -346,6 +422,7 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 		s->events++;
 		switch (ev.kind) {
 		case EV_ARRIVAL:
+			s->arrived = ev.arg + 1;
 			rc = route(s, ev.arg);
 			/* Arrivals are queued one at a time, after the
 			 * routing of the previous one, so that its
@@ -368,6 +445,13 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 				rc = start_step(s, ev.arg);
 			break;
 		}
+		case EV_TICK:
+			s->ops->tick(s->pst, s);
+			/* Ticks stop with the last request, or the queue
+			 * would never drain. */
+			if (s->ended < s->n)
+				rc = dbk_evq_push(&s->q, next_tick(s), EV_TICK, 0);
+			break;
 		default:
 			break;
 		}
@@ -407,6 +491,8 @@ int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out)
 			r->preemptions += st.preemptions_total;
 			r->steps += st.steps_total;
 			r->busy_s += st.busy_time_s;
+			r->prefix_cache_queries += st.prefix_cache_queries;
+			r->prefix_cache_hits += st.prefix_cache_hits;
 		}
 		r->events = s->events;
 		r->refused = s->refused;
@@ -430,6 +516,11 @@ const struct dbk_sim_outcome *dbk_sim_outcome(const struct dbk_sim *s,
                                               uint32_t id)
 {
 	return id < s->n ? &s->rs[id].o : NULL;
+}
+
+size_t dbk_sim_unfinished(const struct dbk_sim *s)
+{
+	return s->n - s->ended;
 }
 
 unsigned dbk_sim_ninstances(const struct dbk_sim *s)
@@ -491,4 +582,20 @@ bool dbk_sim_req_handle(const struct dbk_sim *s, uint32_t id, uint64_t *h)
 uint64_t dbk_sim_req_preempt_seq(const struct dbk_sim *s, uint32_t id)
 {
 	return s->rs[id].preempt_seq;
+}
+
+const uint64_t *dbk_sim_req_keys(const struct dbk_sim *s, uint32_t id,
+                                 uint32_t *n)
+{
+	*n = id < s->n ? s->rs[id].n_keys : 0;
+	return *n ? s->rs[id].keys : NULL;
+}
+
+uint32_t dbk_sim_cached_tokens(const struct dbk_sim *s, unsigned i,
+                               uint32_t id)
+{
+	if (id >= s->n || i >= s->cfg.ninstances)
+		return 0;
+	return dbk_engine_hit_tokens(s->inst[i].e, s->reqs[id].input_tokens,
+	                             s->rs[id].keys, s->rs[id].n_keys);
 }

@@ -32,6 +32,17 @@ struct dbk_sim_req {
 	 * many, so it is also the output length (only the clairvoyant
 	 * policy may use it as such). */
 	uint32_t output_tokens;
+	/* The prompt's identity: the trace's hash ids (512-token blocks),
+	 * NULL when it has none (Azure: such prompts share nothing). The
+	 * simulator keys the bench's prompt text of these ids
+	 * (dbk_prompt_write) as the stub keys what it receives, so cache
+	 * hits agree with a live run. Not copied: must outlive the run. */
+	const uint64_t *hash_ids;
+	uint32_t n_hash_ids;
+	/* Conversation key (dbk_trace_sessions), what the bench sends as
+	 * the OpenAI "user" field and X-Session-Id "conv-<session>". */
+	uint64_t session;
+	bool has_session;
 };
 
 struct dbk_sim_config {
@@ -119,6 +130,9 @@ struct dbk_sim_result {
 	uint64_t redirects;      /* from the policy, if it counts them */
 	size_t policy_leases;    /* live leases at the end: must be 0 */
 	double busy_s;           /* sum of all instances' step time */
+	/* Summed over instances, as vllm:prefix_cache_queries_total and
+	 * _hits_total (tokens; hit rate = hits / queries). */
+	uint64_t prefix_cache_queries, prefix_cache_hits;
 };
 
 /* Valid after dbk_sim_run; the first call summarizes. */
@@ -127,6 +141,8 @@ int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out);
 /* ---- What a policy may look at while choosing. ---- */
 
 unsigned dbk_sim_ninstances(const struct dbk_sim *s);
+/* Requests not yet ended (pending, routed or in an engine). */
+size_t dbk_sim_unfinished(const struct dbk_sim *s);
 double dbk_sim_now(const struct dbk_sim *s);
 const struct dbk_sim_config *dbk_sim_config(const struct dbk_sim *s);
 const struct dbk_engine *dbk_sim_engine(const struct dbk_sim *s, unsigned i);
@@ -147,6 +163,17 @@ bool dbk_sim_req_handle(const struct dbk_sim *s, uint32_t id, uint64_t *h);
 /* 0 if never preempted; otherwise larger for a later preemption (the
  * engine puts a preempted request at the front of its waiting queue). */
 uint64_t dbk_sim_req_preempt_seq(const struct dbk_sim *s, uint32_t id);
+/* The chained keys of the request's full 16-token prompt blocks, as the
+ * engine holds them (prefix_cache.h); valid from its arrival (before the
+ * policy chooses) to its end; NULL and *n = 0 without hash ids. */
+const uint64_t *dbk_sim_req_keys(const struct dbk_sim *s, uint32_t id,
+                                 uint32_t *n);
+/* Prompt tokens of request id that instance i would find in its prefix
+ * cache if the request were admitted there now (whole blocks, at most
+ * prompt - 1 tokens, as vLLM): the clairvoyant view of the cache. 0 when
+ * caching is off or the request has no identity. */
+uint32_t dbk_sim_cached_tokens(const struct dbk_sim *s, unsigned i,
+                               uint32_t id);
 /* True when the request is long by the configured threshold. */
 bool dbk_sim_req_is_long(const struct dbk_sim *s, const struct dbk_sim_req *r);
 

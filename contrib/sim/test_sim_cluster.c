@@ -188,6 +188,7 @@ static void test_rr(void)
 
 	mk_cfgs(e, 3, "h100", 0, 0);
 	mk_sim_cfg(&c, 3, e);
+	memset(r, 0, sizeof(r));
 	for (i = 0; i < 7; i++) {
 		r[i].id = i;
 		r[i].arrival_s = i < 3 ? 0 : 0.5 * i; /* load does not matter */

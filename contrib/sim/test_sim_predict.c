@@ -80,13 +80,55 @@ static void test_idle_exact(void)
 			dbk_engine_config_default(&cfg, dbk_gpu_profile_find(gpus[g]));
 			e = dbk_engine_new(&cfg);
 			CHECK_EQ_U(dbk_predictor_reset(p, &cfg), 0);
-			pred = dbk_predictor_first_token(p, prompts[k], 5);
+			pred = dbk_predictor_first_token(p, prompts[k], 0, 5);
 			CHECK_EQ_U(dbk_engine_submit(e, prompts[k], 5, (void *)0, &h), 0);
 			while (!c.got[0] && steps++ < 10000)
 				step(e, &c);
 			CHECK_NEAR(pred, c.first[0], 1e-12);
 			dbk_engine_free(e);
 		}
+	dbk_predictor_free(p);
+}
+
+/* The clairvoyant view of the cache: on an idle instance that served a
+ * prompt before, a new prompt sharing its first 8000 tokens gets its
+ * first token when the prediction with those tokens cached says, sooner
+ * than without them. */
+static void test_idle_cached(void)
+{
+	struct dbk_predictor *p = dbk_predictor_new();
+	struct dbk_engine_config cfg;
+	struct dbk_engine *e;
+	struct clock c = {0};
+	uint64_t keys[750], h;
+	uint32_t i, hit;
+	double pred, cold, start;
+	int steps = 0;
+
+	dbk_engine_config_default(&cfg, dbk_gpu_profile_find("h100"));
+	CHECK(cfg.enable_prefix_caching);
+	e = dbk_engine_new(&cfg);
+	for (i = 0; i < 750; i++)
+		keys[i] = 0xabc000 + i;
+	CHECK_EQ_U(dbk_engine_submit_keys(e, 12000, keys, 750, 2, (void *)0, &h), 0);
+	while (dbk_engine_has_work(e) && steps++ < 10000)
+		step(e, &c);
+	for (i = 500; i < 750; i++)
+		keys[i] = 0xdef000 + i; /* the new prompt diverges at 8000 */
+	hit = dbk_engine_hit_tokens(e, 12000, keys, 750);
+	CHECK_EQ_U(hit, 8000);
+	CHECK_EQ_U(dbk_predictor_reset(p, &cfg), 0);
+	pred = dbk_predictor_first_token(p, 12000, hit, 5);
+	CHECK_EQ_U(dbk_predictor_reset(p, &cfg), 0);
+	cold = dbk_predictor_first_token(p, 12000, 0, 5);
+	start = c.now;
+	CHECK_EQ_U(dbk_engine_submit_keys(e, 12000, keys, 750, 5, (void *)1, &h), 0);
+	while (!c.got[1] && steps++ < 20000)
+		step(e, &c);
+	CHECK(c.got[1]);
+	CHECK_NEAR(pred, c.first[1] - start, 1e-9);
+	CHECK(pred < 0.6 * cold);
+	dbk_engine_free(e);
 	dbk_predictor_free(p);
 }
 
@@ -121,7 +163,7 @@ static void test_busy_close(void)
 		CHECK_EQ_U(dbk_engine_submit(e, 5000, 40, (void *)(intptr_t)n, &h[n]), 0);
 
 	load(p, e, &cfg, h, n);
-	pred = dbk_predictor_first_token(p, 12000, 10);
+	pred = dbk_predictor_first_token(p, 12000, 0, 10);
 	start = c.now;
 	CHECK_EQ_U(dbk_engine_submit(e, 12000, 10, (void *)(intptr_t)n, &h[n]), 0);
 	while (!c.got[n] && steps++ < 10000)
@@ -170,7 +212,7 @@ static void test_item_from_engine(void)
 	CHECK_EQ_U(it.remaining, 3);
 	CHECK(!it.running);
 
-	dbk_pred_item_pending(0, 0, &it);
+	dbk_pred_item_pending(0, 0, 0, &it);
 	CHECK_EQ_U(it.lack, 1);
 	CHECK_EQ_U(it.remaining, 1);
 }
@@ -185,11 +227,11 @@ static void test_monotone(void)
 
 	dbk_engine_config_default(&cfg, dbk_gpu_profile_find("h100"));
 	CHECK_EQ_U(dbk_predictor_reset(p, &cfg), 0);
-	t0 = dbk_predictor_first_token(p, 4000, 10);
+	t0 = dbk_predictor_first_token(p, 4000, 0, 10);
 	CHECK_EQ_U(dbk_predictor_reset(p, &cfg), 0);
-	dbk_pred_item_pending(50000, 100, &it);
+	dbk_pred_item_pending(50000, 0, 100, &it);
 	CHECK_EQ_U(dbk_predictor_add(p, &it), 0);
-	t1 = dbk_predictor_first_token(p, 4000, 10);
+	t1 = dbk_predictor_first_token(p, 4000, 0, 10);
 	CHECK(t1 > t0 + 1.0);
 
 	/* Decoders holding almost every block, finishing in 200 steps. */
@@ -205,7 +247,7 @@ static void test_monotone(void)
 		for (i = 0; i < 16; i++)
 			CHECK_EQ_U(dbk_predictor_add(p, &it), 0);
 	}
-	t2 = dbk_predictor_first_token(p, 4000, 10);
+	t2 = dbk_predictor_first_token(p, 4000, 0, 10);
 	/* It waits for the decoders to end: 200 steps of about 20 ms. */
 	CHECK(t2 > 200 * 0.008);
 	dbk_predictor_free(p);
@@ -228,19 +270,20 @@ static void test_fits(void)
 	for (i = 0; i < 3; i++)
 		CHECK_EQ_U(dbk_predictor_add(p, &it), 0);
 	CHECK(dbk_predictor_fits(p, 100000, 1000));     /* 18939 + 6313 */
-	dbk_pred_item_pending(30000, 1000, &it);        /* 1938 more */
+	dbk_pred_item_pending(30000, 0, 1000, &it);        /* 1938 more */
 	CHECK_EQ_U(dbk_predictor_add(p, &it), 0);
 	CHECK(!dbk_predictor_fits(p, 100000, 1000));    /* 20877 + 6313 */
 	CHECK(dbk_predictor_fits(p, 4000, 10));         /* 20877 + 251 */
 	/* And the replica keeps the newcomer waiting until the decoders
 	 * end (1000 steps), though its first chunk's blocks are free. */
-	CHECK(dbk_predictor_first_token(p, 100000, 1000) > 1000 * 0.0075);
+	CHECK(dbk_predictor_first_token(p, 100000, 0, 1000) > 1000 * 0.0075);
 	dbk_predictor_free(p);
 }
 
 int main(void)
 {
 	RUN(test_idle_exact);
+	RUN(test_idle_cached);
 	RUN(test_busy_close);
 	RUN(test_item_from_engine);
 	RUN(test_monotone);

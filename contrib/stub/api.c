@@ -2,10 +2,12 @@
  * what vLLM's pydantic models serialise, so clients that parse vLLM parse
  * the stub the same way. */
 #include "api.h"
+#include "prefix_cache.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 uint32_t dbk_api_text_tokens(size_t bytes)
@@ -45,8 +47,44 @@ static bool is_null_or_absent(const cJSON *v)
 	return v == NULL || cJSON_IsNull(v);
 }
 
-/* Token ids of one prompt: a non-empty list of integers. */
-static bool token_list(const cJSON *a, uint32_t *n)
+/* Prompt identity: one hasher per prompt while parsing (h is NULL when
+ * keys are not wanted); its keys are appended to out->keys. */
+static void keys_feed(struct dbk_block_hasher *h, const char *p, size_t n)
+{
+	if (h)
+		dbk_block_hasher_feed(h, p, n);
+}
+
+static int keys_done(struct dbk_block_hasher *h, struct dbk_api_request *out,
+                     uint32_t i, struct dbk_api_error *err)
+{
+	uint64_t *k, *all;
+	uint32_t n;
+
+	if (!h)
+		return 0;
+	k = dbk_block_hasher_take(h, &n);
+	if (n) {
+		all = realloc(out->keys, ((size_t)out->key_off[i] + n) *
+		                         sizeof(*all));
+		if (!all) {
+			free(k);
+			return bad(err, "out of memory");
+		}
+		memcpy(all + out->key_off[i], k, (size_t)n * sizeof(*k));
+		out->keys = all;
+	}
+	free(k);
+	out->n_keys[i] = n;
+	if (i + 1 < DBK_API_MAX_PROMPTS)
+		out->key_off[i + 1] = out->key_off[i] + n;
+	return 0;
+}
+
+/* Token ids of one prompt: a non-empty list of integers, keyed as 4
+ * little-endian bytes each. */
+static bool token_list(const cJSON *a, uint32_t *n,
+                       struct dbk_block_hasher *h)
 {
 	const cJSON *x;
 	uint32_t c = 0;
@@ -55,8 +93,17 @@ static bool token_list(const cJSON *a, uint32_t *n)
 	if (!cJSON_IsArray(a))
 		return false;
 	cJSON_ArrayForEach(x, a) {
+		uint32_t id;
+		unsigned char le[4];
+
 		if (!json_int(x, 0, 4294967295.0, &d))
 			return false;
+		id = (uint32_t)d;
+		le[0] = (unsigned char)id;
+		le[1] = (unsigned char)(id >> 8);
+		le[2] = (unsigned char)(id >> 16);
+		le[3] = (unsigned char)(id >> 24);
+		keys_feed(h, (const char *)le, 4);
 		c++;
 	}
 	if (c == 0)
@@ -65,9 +112,20 @@ static bool token_list(const cJSON *a, uint32_t *n)
 	return true;
 }
 
-static int parse_prompts(const cJSON *p, struct dbk_api_request *out,
+static struct dbk_block_hasher *keys_begin(struct dbk_block_hasher *h,
+                                           bool want, uint64_t root)
+{
+	if (!want)
+		return NULL;
+	dbk_block_hasher_init(h, root, UINT32_MAX);
+	return h;
+}
+
+static int parse_prompts(const cJSON *p, bool want_keys,
+                         struct dbk_api_request *out,
                          struct dbk_api_error *err)
 {
+	struct dbk_block_hasher hs, *h;
 	const cJSON *x;
 	uint32_t n = 0;
 	bool all_str = true, all_int = true, all_list = true;
@@ -77,10 +135,13 @@ static int parse_prompts(const cJSON *p, struct dbk_api_request *out,
 		return bad(err, "Either prompt or prompt_embeds must be "
 		                "provided and non-empty.");
 	if (cJSON_IsString(p)) {
+		size_t len = strlen(p->valuestring);
+
 		out->n_prompts = 1;
-		out->prompt_tokens[0] =
-			dbk_api_text_tokens(strlen(p->valuestring));
-		return 0;
+		out->prompt_tokens[0] = dbk_api_text_tokens(len);
+		h = keys_begin(&hs, want_keys, DBK_BLOCK_ROOT_TEXT);
+		keys_feed(h, p->valuestring, len);
+		return keys_done(h, out, 0, err);
 	}
 	if (!cJSON_IsArray(p))
 		return bad(err, "prompt must be a string, a list of strings, "
@@ -98,11 +159,15 @@ static int parse_prompts(const cJSON *p, struct dbk_api_request *out,
 		return bad(err, "Either prompt or prompt_embeds must be "
 		                "provided and non-empty.");
 	if (all_int) {
-		if (!token_list(p, &out->prompt_tokens[0]))
+		h = keys_begin(&hs, want_keys, DBK_BLOCK_ROOT_IDS);
+		if (!token_list(p, &out->prompt_tokens[0], h)) {
+			if (h)
+				dbk_block_hasher_free(h);
 			return bad(err, "prompt token ids must be non-negative "
 			                "integers");
+		}
 		out->n_prompts = 1;
-		return 0;
+		return keys_done(h, out, 0, err);
 	}
 	if (!all_str && !all_list)
 		return bad(err, "prompt must be a string, a list of strings, "
@@ -111,59 +176,88 @@ static int parse_prompts(const cJSON *p, struct dbk_api_request *out,
 		return bad(err, "too many prompts in one request (the stub "
 		                "takes at most 256)");
 	cJSON_ArrayForEach(x, p) {
+		h = keys_begin(&hs, want_keys, all_str ? DBK_BLOCK_ROOT_TEXT
+		                                       : DBK_BLOCK_ROOT_IDS);
 		if (all_str) {
-			out->prompt_tokens[n] =
-				dbk_api_text_tokens(strlen(x->valuestring));
-		} else if (!token_list(x, &out->prompt_tokens[n])) {
+			size_t len = strlen(x->valuestring);
+
+			out->prompt_tokens[n] = dbk_api_text_tokens(len);
+			keys_feed(h, x->valuestring, len);
+		} else if (!token_list(x, &out->prompt_tokens[n], h)) {
+			if (h)
+				dbk_block_hasher_free(h);
 			return bad(err, "prompt token ids must be non-empty "
 			                "lists of non-negative integers");
 		}
+		if (keys_done(h, out, n, err) != 0)
+			return -1;
 		n++;
 	}
 	out->n_prompts = n;
 	return 0;
 }
 
-/* Concatenated text content of all messages, counted in bytes. */
-static int parse_messages(const cJSON *msgs, struct dbk_api_request *out,
+/* Concatenated text content of all messages, counted in bytes and keyed
+ * as one text (vLLM would apply the chat template first; the stub has
+ * none, so the keys are the contents' own). */
+static int parse_messages(const cJSON *msgs, bool want_keys,
+                          struct dbk_api_request *out,
                           struct dbk_api_error *err)
 {
+	struct dbk_block_hasher hs, *h = keys_begin(&hs, want_keys,
+	                                            DBK_BLOCK_ROOT_TEXT);
 	const cJSON *m, *part;
 	size_t bytes = 0;
+	int rc = -1;
 
-	if (!cJSON_IsArray(msgs))
-		return bad(err, "messages: field required (a list of "
-		                "messages)");
+	if (!cJSON_IsArray(msgs)) {
+		bad(err, "messages: field required (a list of messages)");
+		goto out;
+	}
 	cJSON_ArrayForEach(m, msgs) {
 		const cJSON *c;
 
-		if (!cJSON_IsObject(m))
-			return bad(err, "messages: each message must be an "
-			                "object");
+		if (!cJSON_IsObject(m)) {
+			bad(err, "messages: each message must be an object");
+			goto out;
+		}
 		c = cJSON_GetObjectItemCaseSensitive(m, "content");
 		if (is_null_or_absent(c))
 			continue;
 		if (cJSON_IsString(c)) {
 			bytes += strlen(c->valuestring);
+			keys_feed(h, c->valuestring, strlen(c->valuestring));
 			continue;
 		}
-		if (!cJSON_IsArray(c))
-			return bad(err, "messages: content must be a string or "
-			                "a list of content parts");
+		if (!cJSON_IsArray(c)) {
+			bad(err, "messages: content must be a string or a list "
+			         "of content parts");
+			goto out;
+		}
 		cJSON_ArrayForEach(part, c) {
 			const cJSON *t;
 
-			if (!cJSON_IsObject(part))
-				return bad(err, "messages: content parts must "
-				                "be objects");
+			if (!cJSON_IsObject(part)) {
+				bad(err, "messages: content parts must be "
+				         "objects");
+				goto out;
+			}
 			t = cJSON_GetObjectItemCaseSensitive(part, "text");
-			if (cJSON_IsString(t))
+			if (cJSON_IsString(t)) {
 				bytes += strlen(t->valuestring);
+				keys_feed(h, t->valuestring,
+				          strlen(t->valuestring));
+			}
 		}
 	}
 	out->n_prompts = 1;
 	out->prompt_tokens[0] = dbk_api_text_tokens(bytes);
-	return 0;
+	rc = keys_done(h, out, 0, err);
+	h = NULL;
+out:
+	if (h)
+		dbk_block_hasher_free(h);
+	return rc;
 }
 
 static int check_lengths(bool has_mt, double max_tokens,
@@ -284,12 +378,12 @@ static int parse_fields(enum dbk_api_kind kind, const cJSON *root,
 
 	if (kind == DBK_API_COMPLETION) {
 		if (parse_prompts(cJSON_GetObjectItemCaseSensitive(root, "prompt"),
-		                  out, err) != 0)
+		                  cfg->keys, out, err) != 0)
 			return -1;
 	} else {
 		if (parse_messages(cJSON_GetObjectItemCaseSensitive(root,
 		                                                    "messages"),
-		                   out, err) != 0)
+		                   cfg->keys, out, err) != 0)
 			return -1;
 	}
 	return check_lengths(has_mt, max_tokens, cfg, out, err);
@@ -317,6 +411,12 @@ int dbk_api_parse_request(enum dbk_api_kind kind, const char *body,
 	rc = parse_fields(kind, root, cfg, out, err);
 	cJSON_Delete(root);
 	return rc;
+}
+
+void dbk_api_request_free(struct dbk_api_request *r)
+{
+	free(r->keys);
+	r->keys = NULL;
 }
 
 /* ---- Output. ---- */
@@ -506,11 +606,11 @@ void dbk_api_full_response(struct dbk_buf *b, const struct dbk_api_resp *r,
 void dbk_api_error_json(struct dbk_buf *b, int status, const char *type,
                         const char *message)
 {
-	dbk_buf_adds(b, "{\"object\":\"error\",\"message\":");
+	dbk_buf_adds(b, "{\"error\":{\"message\":");
 	jstr(b, message);
 	dbk_buf_adds(b, ",\"type\":");
 	jstr(b, type);
-	dbk_buf_printf(b, ",\"param\":null,\"code\":%d}", status);
+	dbk_buf_printf(b, ",\"param\":null,\"code\":%d}}", status);
 }
 
 void dbk_api_detail_json(struct dbk_buf *b, const char *detail)
@@ -542,65 +642,4 @@ void dbk_api_models_json(struct dbk_buf *b, const char *model,
 	               "\"organization\":\"*\",\"group\":null,"
 	               "\"is_blocking\":false}]}]}",
 	               created);
-}
-
-/* Prometheus label values escape backslash, quote and newline. */
-static void label(struct dbk_buf *b, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			dbk_buf_printf(b, "\\%c", *s);
-		else if (*s == '\n')
-			dbk_buf_adds(b, "\\n");
-		else
-			dbk_buf_add(b, s, 1);
-	}
-}
-
-static void metric(struct dbk_buf *b, const char *model, const char *name,
-                   const char *sample, const char *type, const char *help,
-                   const char *value)
-{
-	dbk_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s{model_name=\"",
-	               name, help, name, type, sample);
-	label(b, model);
-	dbk_buf_printf(b, "\"} %s\n", value);
-}
-
-void dbk_api_metrics_text(struct dbk_buf *b, const char *model,
-                          const struct dbk_api_metrics *m)
-{
-	char v[64];
-
-	/* prometheus_client prints floats: counters and gauges as "N.0". */
-	snprintf(v, sizeof(v), "%u.0", m->running);
-	metric(b, model, "vllm:num_requests_running",
-	       "vllm:num_requests_running", "gauge",
-	       "Number of requests in model execution batches.", v);
-	snprintf(v, sizeof(v), "%u.0", m->waiting);
-	metric(b, model, "vllm:num_requests_waiting",
-	       "vllm:num_requests_waiting", "gauge",
-	       "Number of requests waiting to be processed.", v);
-	if (m->kv_usage == 0.0)
-		snprintf(v, sizeof(v), "0.0");
-	else
-		snprintf(v, sizeof(v), "%.17g", m->kv_usage);
-	metric(b, model, "vllm:kv_cache_usage_perc", "vllm:kv_cache_usage_perc",
-	       "gauge", "KV-cache usage. 1 means 100 percent usage.", v);
-	snprintf(v, sizeof(v), "%llu.0", (unsigned long long)m->prompt_tokens);
-	metric(b, model, "vllm:prompt_tokens", "vllm:prompt_tokens_total",
-	       "counter", "Number of prefill tokens processed.", v);
-	snprintf(v, sizeof(v), "%llu.0",
-	         (unsigned long long)m->generation_tokens);
-	metric(b, model, "vllm:generation_tokens",
-	       "vllm:generation_tokens_total", "counter",
-	       "Number of generation tokens processed.", v);
-	snprintf(v, sizeof(v), "%llu.0",
-	         (unsigned long long)m->request_success);
-	metric(b, model, "vllm:request_success", "vllm:request_success_total",
-	       "counter", "Count of successfully processed requests.", v);
-	snprintf(v, sizeof(v), "%llu.0", (unsigned long long)m->preemptions);
-	metric(b, model, "vllm:num_preemptions", "vllm:num_preemptions_total",
-	       "counter", "Cumulative number of preemption from the engine.",
-	       v);
 }

@@ -30,6 +30,10 @@ enum dbk_api_kind {
 struct dbk_api_config {
 	const char *model;        /* served model name */
 	uint32_t max_model_len;
+	/* Compute each prompt's block keys (prefix_cache.h): the text's
+	 * bytes (a chat request's message contents concatenated) 64 at a
+	 * time, or token ids 16 at a time. */
+	bool keys;
 };
 
 struct dbk_api_request {
@@ -39,6 +43,10 @@ struct dbk_api_request {
 	uint32_t n_prompts;
 	uint32_t prompt_tokens[DBK_API_MAX_PROMPTS];
 	uint32_t max_tokens[DBK_API_MAX_PROMPTS];
+	/* With cfg.keys: prompt i's keys are keys[key_off[i]..+n_keys[i]).
+	 * Owned: dbk_api_request_free. */
+	uint64_t *keys;
+	uint32_t key_off[DBK_API_MAX_PROMPTS], n_keys[DBK_API_MAX_PROMPTS];
 };
 
 struct dbk_api_error {
@@ -50,11 +58,13 @@ struct dbk_api_error {
 /* Prompt tokens of a text: its UTF-8 bytes / 4, at least 1. */
 uint32_t dbk_api_text_tokens(size_t bytes);
 
-/* 0 and *out filled, or -1 and *err filled. */
+/* 0 and *out filled, or -1 and *err filled; either way
+ * dbk_api_request_free(out) afterwards. */
 int dbk_api_parse_request(enum dbk_api_kind kind, const char *body,
                           size_t len, const struct dbk_api_config *cfg,
                           struct dbk_api_request *out,
                           struct dbk_api_error *err);
+void dbk_api_request_free(struct dbk_api_request *r);
 
 /* What every response body of one request shares. */
 struct dbk_api_resp {
@@ -78,7 +88,8 @@ void dbk_api_full_response(struct dbk_buf *b, const struct dbk_api_resp *r,
                            uint32_t n, const uint32_t *completion,
                            uint64_t prompt_tokens);
 
-/* {"object":"error","message":...,"type":...,"param":null,"code":N} */
+/* vLLM's ErrorResponse (vllm/entrypoints/openai/protocol.py at 0052bed):
+ * {"error":{"message":...,"type":...,"param":null,"code":N}} */
 void dbk_api_error_json(struct dbk_buf *b, int status, const char *type,
                         const char *message);
 /* FastAPI's shape for routing errors: {"detail":"Not Found"}. */
@@ -87,15 +98,6 @@ void dbk_api_detail_json(struct dbk_buf *b, const char *detail);
 void dbk_api_models_json(struct dbk_buf *b, const char *model,
                          uint32_t max_model_len, long long created,
                          const char *perm_id);
-
-struct dbk_api_metrics {
-	uint32_t running, waiting;
-	double kv_usage;          /* 0..1 */
-	uint64_t prompt_tokens, generation_tokens;
-	uint64_t request_success, preemptions;
-};
-void dbk_api_metrics_text(struct dbk_buf *b, const char *model,
-                          const struct dbk_api_metrics *m);
 
 /* A JSON string literal (with quotes) for n bytes of s. */
 void dbk_api_json_str(struct dbk_buf *b, const char *s, size_t n);

@@ -11,119 +11,23 @@
  *    blocks for the first chunk are free (no watermark in V1);
  *  - num_computed_tokens advances when the step is scheduled; a token is
  *    sampled when a request has computed all its known tokens, so the last
- *    prefill chunk yields the first token and each decode one more. */
+ *    prefill chunk yields the first token and each decode one more.
+ *
+ * Prefix caching, as kv_cache_manager.py (vllm-project/vllm at 003df29)
+ * does it: a request admitted with nothing computed (new, or preempted)
+ * first looks up its chained block keys (get_computed_blocks), at most
+ * num_tokens - 1 tokens' worth, since the last token is always computed
+ * for its logits; the hit blocks are shared (ref count), the rest
+ * allocated; every block that the scheduled tokens fill is keyed at once
+ * (allocate_slots -> cache_blocks), output blocks included, so a
+ * preempted request finds its own blocks again if nobody evicted them. */
 #include "engine.h"
+#include "handles.h"
+#include "prefix_cache.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- Constants: the only place the model's numbers live. ---- */
-
-/* Llama-3.1-8B attention work per (query, key) token pair:
- * 4 FLOPs (QK^T and PV, multiply-add) x 32 layers x 4096 hidden. */
-#define ATTN_FLOPS_PER_PAIR 524288.0
-/* KV bytes per token: 2 (K and V) x 32 layers x 8 KV heads x 128 dims x
- * 2 bytes (bf16). */
-#define KV_BYTES_PER_TOKEN 131072.0
-#define DEFAULT_MAX_MODEL_LEN 131072u
-
-static const struct dbk_gpu_profile gpu_profiles[] = {
-	{
-		.name = "h100",
-		/* vLLM v0.6.0 performance blog: scheduler + API server
-		 * overhead per step after the v0.6 rewrite. */
-		.t_cpu_s = 1.5e-3,
-		/* Vidur's measured MLP profiles (microsoft/vidur
-		 * data/profiling), H100: weight-read floor and linear-layer
-		 * throughput. */
-		.t_weights_s = 6.0e-3,
-		.r_lin_tok_s = 46000.0,
-		/* FlashAttention-class sustained attention throughput. */
-		.f_attn_flops = 400e12,
-		/* About 80% of H100 SXM HBM3 peak (3.35 TB/s). */
-		.kv_read_bw = 2.7e12,
-		/* vLLM V1's API-server defaults on cards of >= 70 GiB other
-		 * than A100 (EngineArgs default args, OPENAI_API_SERVER). */
-		.default_max_num_batched_tokens = 8192,
-		.default_max_num_seqs = 1024,
-		/* 8B bf16 weights (~16 GB) + activations out of 0.9 x 80 GB
-		 * leaves ~56 GB of KV = ~430k tokens at 131072 B/token. */
-		.default_kv_capacity_tokens = 430000,
-	},
-	{
-		.name = "a100",
-		/* Same sources as above, A100-80GB. */
-		.t_cpu_s = 2.0e-3,
-		.t_weights_s = 10.2e-3,
-		.r_lin_tok_s = 15000.0,
-		.f_attn_flops = 180e12,
-		/* About 80% of A100 80GB HBM2e peak (2.0 TB/s). */
-		.kv_read_bw = 1.6e12,
-		/* vLLM singles A100 out into its smaller-default branch. */
-		.default_max_num_batched_tokens = 2048,
-		.default_max_num_seqs = 256,
-		.default_kv_capacity_tokens = 430000,
-	},
-};
-
-const struct dbk_gpu_profile *dbk_gpu_profile_find(const char *name)
-{
-	size_t i;
-
-	if (!name)
-		return NULL;
-	for (i = 0; i < sizeof(gpu_profiles) / sizeof(gpu_profiles[0]); i++)
-		if (strcmp(gpu_profiles[i].name, name) == 0)
-			return &gpu_profiles[i];
-	return NULL;
-}
-
-double dbk_model_attn_flops_per_pair(void) { return ATTN_FLOPS_PER_PAIR; }
-double dbk_model_kv_bytes_per_token(void) { return KV_BYTES_PER_TOKEN; }
-
-/* ---- Step time. ---- */
-
-static double prefill_attn_s(const struct dbk_gpu_profile *g, double c,
-                             double k)
-{
-	/* Causal attention: c new queries against k cached keys plus, on
-	 * average, half of the chunk itself. */
-	return ATTN_FLOPS_PER_PAIR * c * (k + c / 2.0) / g->f_attn_flops;
-}
-
-static double decode_attn_s(const struct dbk_gpu_profile *g, double ctx)
-{
-	/* Decode attention is bound by reading the whole context's KV. */
-	return ctx * KV_BYTES_PER_TOKEN / g->kv_read_bw;
-}
-
-static double base_step_s(const struct dbk_gpu_profile *g, double n_tokens)
-{
-	double lin = n_tokens / g->r_lin_tok_s;
-
-	return g->t_cpu_s + (lin > g->t_weights_s ? lin : g->t_weights_s);
-}
-
-double dbk_step_time(const struct dbk_gpu_profile *gpu, size_t n,
-                     const uint32_t *new_tokens, const uint32_t *done,
-                     const bool *is_prefill)
-{
-	double total = 0, attn = 0;
-	size_t i;
-
-	if (n == 0)
-		return 0;
-	for (i = 0; i < n; i++) {
-		total += new_tokens[i];
-		if (is_prefill[i])
-			attn += prefill_attn_s(gpu, new_tokens[i], done[i]);
-		else
-			attn += decode_attn_s(gpu, (double)done[i] + new_tokens[i]);
-	}
-	return base_step_s(gpu, total) + attn;
-}
 
 /* ---- Engine state. ---- */
 
@@ -137,7 +41,15 @@ struct req {
 	uint32_t max_out;
 	uint32_t out;          /* output tokens generated (and reported) */
 	uint32_t computed;     /* num_computed_tokens */
-	uint32_t blocks;
+	uint32_t blocks;       /* block table: ids in table[0..blocks) */
+	uint32_t *table;
+	/* Chained keys of full blocks: keys[0..n_keys) known (the caller's
+	 * prompt keys, then derived from salt); blocks [0..n_keyed) of the
+	 * table carry theirs in the pool. Only with caching. */
+	uint64_t *keys;
+	uint32_t n_keys, n_keyed;
+	uint64_t salt;
+	uint32_t cached_tokens; /* hit at the last admission */
 	/* num_tokens when last admitted from waiting: below it a chunk is
 	 * (re)prefill, at or above it the request decodes. */
 	uint32_t prefill_target;
@@ -153,12 +65,6 @@ struct queue {
 	uint32_t n;
 };
 
-struct slot {
-	struct req *r;
-	uint32_t gen;
-	uint32_t next_free;
-};
-
 struct sched {
 	struct req *r;
 	uint32_t n_new;
@@ -168,12 +74,13 @@ struct sched {
 
 struct dbk_engine {
 	struct dbk_engine_config cfg;
-	uint64_t blocks_total, blocks_free;
+	uint64_t blocks_total;
+	struct dbk_prefix_cache *pool;
+	uint64_t next_salt;
 
 	struct queue running, waiting;
 
-	struct slot *slots;
-	uint32_t n_slots, cap_slots, free_head;
+	struct dbk_handles handles;
 
 	struct sched *sched;     /* capacity cfg.max_num_seqs */
 	uint32_t n_sched;
@@ -195,7 +102,6 @@ struct dbk_engine {
 	struct dbk_engine_step_info last;
 };
 
-#define NO_SLOT UINT32_MAX
 
 static void q_push_back(struct queue *q, struct req *r)
 {
@@ -237,65 +143,6 @@ static void q_remove(struct queue *q, struct req *r)
 
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-void dbk_engine_config_default(struct dbk_engine_config *cfg,
-                               const struct dbk_gpu_profile *gpu)
-{
-	if (!gpu)
-		gpu = &gpu_profiles[0];
-	cfg->gpu = gpu;
-	cfg->max_model_len = DEFAULT_MAX_MODEL_LEN;
-	cfg->max_num_batched_tokens = gpu->default_max_num_batched_tokens;
-	cfg->max_num_seqs = gpu->default_max_num_seqs;
-	cfg->kv_capacity_tokens = gpu->default_kv_capacity_tokens;
-}
-
-int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err,
-                            size_t errlen)
-{
-	uint64_t usable;
-
-	if (!cfg->gpu) {
-		snprintf(err, errlen, "no GPU profile");
-		return -1;
-	}
-	if (cfg->max_model_len < 2 ||
-	    cfg->max_model_len > DBK_ENGINE_MAX_MODEL_LEN_LIMIT) {
-		snprintf(err, errlen, "max-model-len must be in 2..%u",
-		         DBK_ENGINE_MAX_MODEL_LEN_LIMIT);
-		return -1;
-	}
-	if (cfg->max_num_batched_tokens < 1 ||
-	    cfg->max_num_batched_tokens > DBK_ENGINE_MAX_MODEL_LEN_LIMIT) {
-		snprintf(err, errlen, "max-num-batched-tokens must be in 1..%u",
-		         DBK_ENGINE_MAX_MODEL_LEN_LIMIT);
-		return -1;
-	}
-	if (cfg->max_num_seqs < 1 ||
-	    cfg->max_num_seqs > DBK_ENGINE_MAX_SEQS_LIMIT) {
-		snprintf(err, errlen, "max-num-seqs must be in 1..%u",
-		         DBK_ENGINE_MAX_SEQS_LIMIT);
-		return -1;
-	}
-	if (cfg->kv_capacity_tokens > ((uint64_t)1 << 40)) {
-		snprintf(err, errlen, "kv-capacity-tokens is too large");
-		return -1;
-	}
-	/* vLLM refuses to start when one max-length sequence cannot fit in
-	 * the KV cache; it also guarantees that a request running alone can
-	 * always get its blocks, so preemption cannot livelock. */
-	usable = cfg->kv_capacity_tokens / DBK_KV_BLOCK_TOKENS *
-	         DBK_KV_BLOCK_TOKENS;
-	if (cfg->max_model_len > usable) {
-		snprintf(err, errlen,
-		         "max-model-len (%u) is larger than the KV cache "
-		         "(%llu tokens in blocks of %u); vLLM refuses to start",
-		         cfg->max_model_len, (unsigned long long)usable,
-		         DBK_KV_BLOCK_TOKENS);
-		return -1;
-	}
-	return 0;
-}
-
 struct dbk_engine *dbk_engine_new(const struct dbk_engine_config *cfg)
 {
 	char err[160];
@@ -309,8 +156,9 @@ struct dbk_engine *dbk_engine_new(const struct dbk_engine_config *cfg)
 		return NULL;
 	e->cfg = *cfg;
 	e->blocks_total = cfg->kv_capacity_tokens / DBK_KV_BLOCK_TOKENS;
-	e->blocks_free = e->blocks_total;
-	e->free_head = NO_SLOT;
+	e->pool = dbk_prefix_cache_new((uint32_t)e->blocks_total,
+	                               cfg->enable_prefix_caching);
+	dbk_handles_init(&e->handles);
 	n = cfg->max_num_seqs;
 	e->sched = calloc(n, sizeof(*e->sched));
 	e->tmp_new = calloc(n, sizeof(*e->tmp_new));
@@ -318,12 +166,19 @@ struct dbk_engine *dbk_engine_new(const struct dbk_engine_config *cfg)
 	e->tmp_prefill = calloc(n, sizeof(*e->tmp_prefill));
 	e->cap_events = 3 * n;
 	e->events = calloc(e->cap_events, sizeof(*e->events));
-	if (!e->sched || !e->tmp_new || !e->tmp_done || !e->tmp_prefill ||
-	    !e->events) {
+	if (!e->pool || !e->sched || !e->tmp_new || !e->tmp_done ||
+	    !e->tmp_prefill || !e->events) {
 		dbk_engine_free(e);
 		return NULL;
 	}
 	return e;
+}
+
+static void req_free(struct req *r)
+{
+	free(r->table);
+	free(r->keys);
+	free(r);
 }
 
 static void free_queue(struct queue *q)
@@ -332,7 +187,7 @@ static void free_queue(struct queue *q)
 
 	while (r) {
 		nx = r->next;
-		free(r);
+		req_free(r);
 		r = nx;
 	}
 	q->head = q->tail = NULL;
@@ -346,79 +201,32 @@ void dbk_engine_free(struct dbk_engine *e)
 	free_queue(&e->running);
 	free_queue(&e->waiting);
 	free_queue(&e->zombies);
-	free(e->slots);
+	dbk_handles_free(&e->handles);
 	free(e->sched);
 	free(e->tmp_new);
 	free(e->tmp_done);
 	free(e->tmp_prefill);
 	free(e->events);
+	dbk_prefix_cache_free(e->pool);
 	free(e);
 }
 
-/* ---- Handles: slot index in the low half, generation in the high. ---- */
-
-static uint64_t make_handle(uint32_t idx, uint32_t gen)
-{
-	return ((uint64_t)gen << 32) | idx;
-}
+/* ---- Handles (handles.h). ---- */
 
 static struct req *lookup(const struct dbk_engine *e, uint64_t h)
 {
-	uint32_t idx = (uint32_t)h, gen = (uint32_t)(h >> 32);
-
-	if (idx >= e->n_slots || e->slots[idx].gen != gen)
-		return NULL;
-	return e->slots[idx].r;
-}
-
-static int slot_alloc(struct dbk_engine *e, struct req *r, uint64_t *h)
-{
-	uint32_t idx;
-
-	if (e->free_head != NO_SLOT) {
-		idx = e->free_head;
-		e->free_head = e->slots[idx].next_free;
-	} else {
-		if (e->n_slots == e->cap_slots) {
-			uint32_t cap = e->cap_slots ? e->cap_slots * 2 : 64;
-			struct slot *ns;
-
-			if (cap < e->cap_slots || cap >= NO_SLOT)
-				return -1;
-			ns = realloc(e->slots, (size_t)cap * sizeof(*ns));
-			if (!ns)
-				return -1;
-			e->slots = ns;
-			e->cap_slots = cap;
-		}
-		idx = e->n_slots++;
-		e->slots[idx].gen = 0;
-	}
-	if (++e->slots[idx].gen == 0)
-		e->slots[idx].gen = 1;
-	e->slots[idx].r = r;
-	e->slots[idx].next_free = NO_SLOT;
-	r->slot = idx;
-	*h = make_handle(idx, e->slots[idx].gen);
-	return 0;
+	return dbk_handles_get(&e->handles, h);
 }
 
 static void slot_release(struct dbk_engine *e, struct req *r)
 {
-	struct slot *s = &e->slots[r->slot];
-
-	/* Bumping the generation kills every copy of the old handle. */
-	if (++s->gen == 0)
-		s->gen = 1;
-	s->r = NULL;
-	s->next_free = e->free_head;
-	e->free_head = r->slot;
-	free(r);
+	dbk_handles_remove(&e->handles, r->slot);
+	req_free(r);
 }
 
 static uint64_t handle_of(const struct dbk_engine *e, const struct req *r)
 {
-	return make_handle(r->slot, e->slots[r->slot].gen);
+	return dbk_handles_of(&e->handles, r->slot);
 }
 
 /* A request leaving the engine while a step or a delivery may still
@@ -443,15 +251,64 @@ static void release_zombies(struct dbk_engine *e)
 	}
 }
 
+/* Back to the pool, last block first; keyed blocks stay cached. */
 static void free_blocks(struct dbk_engine *e, struct req *r)
 {
-	e->blocks_free += r->blocks;
+	dbk_prefix_cache_release(e->pool, r->table, r->blocks);
 	r->blocks = 0;
+	r->n_keyed = 0;
+}
+
+/* Keys of blocks past the caller's: the request's own (its output, or a
+ * prompt tail nobody shares), so that only this request, re-admitted
+ * after a preemption, can hit them. */
+static void extend_keys(struct req *r, uint32_t upto)
+{
+	for (; r->n_keys < upto; r->n_keys++) {
+		uint64_t in[2] = {r->salt, r->n_keys};
+		uint64_t parent = r->n_keys ? r->keys[r->n_keys - 1]
+		                            : DBK_BLOCK_ROOT_TEXT;
+
+		r->keys[r->n_keys] = dbk_block_hash(parent, in, sizeof(in));
+	}
+}
+
+static int req_init(struct dbk_engine *e, struct req *r, uint32_t prompt,
+                    uint32_t max_out, const uint64_t *keys, uint32_t n_keys)
+{
+	uint64_t total = (uint64_t)prompt + max_out;
+
+	r->prompt = prompt;
+	r->max_out = max_out;
+	r->table = malloc(cdiv(total, DBK_KV_BLOCK_TOKENS) * sizeof(*r->table));
+	if (!r->table)
+		return -1;
+	if (!e->cfg.enable_prefix_caching)
+		return 0;
+	r->keys = malloc((total / DBK_KV_BLOCK_TOKENS + 1) * sizeof(*r->keys));
+	if (!r->keys)
+		return -1;
+	if (n_keys > prompt / DBK_KV_BLOCK_TOKENS)
+		n_keys = prompt / DBK_KV_BLOCK_TOKENS;
+	if (keys && n_keys)
+		memcpy(r->keys, keys, (size_t)n_keys * sizeof(*keys));
+	r->n_keys = keys ? n_keys : 0;
+	r->salt = ++e->next_salt;
+	return 0;
 }
 
 int dbk_engine_submit(struct dbk_engine *e, uint32_t prompt_tokens,
                       uint32_t max_output_tokens, void *cookie,
                       uint64_t *handle)
+{
+	return dbk_engine_submit_keys(e, prompt_tokens, NULL, 0,
+	                              max_output_tokens, cookie, handle);
+}
+
+int dbk_engine_submit_keys(struct dbk_engine *e, uint32_t prompt_tokens,
+                           const uint64_t *keys, uint32_t n_keys,
+                           uint32_t max_output_tokens, void *cookie,
+                           uint64_t *handle)
 {
 	struct req *r;
 	uint64_t h;
@@ -463,13 +320,12 @@ int dbk_engine_submit(struct dbk_engine *e, uint32_t prompt_tokens,
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return DBK_ENGINE_E_NOMEM;
-	if (slot_alloc(e, r, &h) != 0) {
-		free(r);
+	if (req_init(e, r, prompt_tokens, max_output_tokens, keys, n_keys) ||
+	    dbk_handles_add(&e->handles, r, &r->slot, &h) != 0) {
+		req_free(r);
 		return DBK_ENGINE_E_NOMEM;
 	}
 	r->cookie = cookie;
-	r->prompt = prompt_tokens;
-	r->max_out = max_output_tokens;
 	r->where = Q_WAITING;
 	q_push_back(&e->waiting, r);
 	if (handle)
@@ -526,15 +382,72 @@ static void preempt(struct dbk_engine *e, struct req *victim)
 	push_event(e, DBK_ENGINE_EV_PREEMPTED, victim);
 }
 
+static uint32_t num_tokens(const struct req *r) { return r->prompt + r->out; }
+
+/* Blocks for n_new more tokens after the computed ones, then keys for
+ * every block those tokens fill (vLLM's allocate_slots). */
 static bool try_alloc(struct dbk_engine *e, struct req *r, uint32_t n_new)
 {
-	uint64_t need = cdiv((uint64_t)r->computed + n_new, DBK_KV_BLOCK_TOKENS);
-	uint64_t extra = need > r->blocks ? need - r->blocks : 0;
+	uint64_t upto = (uint64_t)r->computed + n_new;
+	uint64_t need = cdiv(upto, DBK_KV_BLOCK_TOKENS);
+	uint32_t extra = need > r->blocks ? (uint32_t)(need - r->blocks) : 0;
+	uint32_t full;
 
-	if (extra > e->blocks_free)
+	if (dbk_prefix_cache_alloc(e->pool, extra, r->table + r->blocks) != 0)
 		return false;
-	e->blocks_free -= extra;
-	r->blocks += (uint32_t)extra;
+	r->blocks += extra;
+	if (!e->cfg.enable_prefix_caching)
+		return true;
+	if (upto > num_tokens(r))
+		upto = num_tokens(r);
+	full = (uint32_t)(upto / DBK_KV_BLOCK_TOKENS);
+	extend_keys(r, full);
+	for (; r->n_keyed < full; r->n_keyed++)
+		dbk_prefix_cache_insert(e->pool, r->table[r->n_keyed],
+		                        r->keys[r->n_keyed]);
+	return true;
+}
+
+/* Admission of a request with nothing computed: its cached prefix, then
+ * blocks for a first chunk of at most budget tokens. false (nothing
+ * changed) when the blocks are not there. */
+static bool admit_alloc(struct dbk_engine *e, struct req *r, uint32_t budget,
+                        uint32_t *n_new)
+{
+	uint32_t hit = 0, evictable = 0, n, fresh;
+
+	if (e->cfg.enable_prefix_caching) {
+		uint32_t max_blocks = (num_tokens(r) - 1) / DBK_KV_BLOCK_TOKENS;
+
+		extend_keys(r, max_blocks);
+		hit = dbk_prefix_cache_match(e->pool, r->keys, max_blocks,
+		                             &evictable);
+	}
+	n = num_tokens(r) - hit * DBK_KV_BLOCK_TOKENS;
+	if (n > budget)
+		n = budget;
+	fresh = (uint32_t)cdiv((uint64_t)hit * DBK_KV_BLOCK_TOKENS + n,
+	                       DBK_KV_BLOCK_TOKENS) - hit;
+	/* Hit blocks nobody holds leave the free queue when taken. */
+	if ((uint64_t)fresh + evictable > dbk_prefix_cache_num_free(e->pool))
+		return false;
+	dbk_prefix_cache_take(e->pool, r->keys, hit, r->table);
+	r->blocks = r->n_keyed = hit;
+	r->computed = hit * DBK_KV_BLOCK_TOKENS;
+	r->cached_tokens = r->computed;
+	if (!try_alloc(e, r, n))
+		return false; /* unreachable: checked above */
+	if (e->cfg.enable_prefix_caching) {
+		if (r->preemptions == 0) {
+			e->st.prefix_cache_requests++;
+			e->st.prefix_cache_queries += num_tokens(r);
+			e->st.prefix_cache_hits += r->computed;
+		} else {
+			e->st.preempted_prefix_queries += num_tokens(r);
+			e->st.preempted_prefix_hits += r->computed;
+		}
+	}
+	*n_new = n;
 	return true;
 }
 
@@ -553,8 +466,6 @@ static void add_sched(struct dbk_engine *e, struct req *r, uint32_t n_new)
 		e->last.num_decode_reqs++;
 	e->last.num_scheduled_tokens += n_new;
 }
-
-static uint32_t num_tokens(const struct req *r) { return r->prompt + r->out; }
 
 double dbk_engine_begin_step(struct dbk_engine *e)
 {
@@ -601,10 +512,7 @@ double dbk_engine_begin_step(struct dbk_engine *e)
 		uint32_t n;
 
 		r = e->waiting.head;
-		n = num_tokens(r) - r->computed;
-		if (n > budget)
-			n = budget;
-		if (!try_alloc(e, r, n))
+		if (!admit_alloc(e, r, budget, &n))
 			break;
 		q_remove(&e->waiting, r);
 		r->where = Q_RUNNING;
@@ -719,7 +627,8 @@ double dbk_engine_kv_usage(const struct dbk_engine *e)
 {
 	if (e->blocks_total == 0)
 		return 0;
-	return (double)(e->blocks_total - e->blocks_free) /
+	return (double)(e->blocks_total -
+	                dbk_prefix_cache_num_free(e->pool)) /
 	       (double)e->blocks_total;
 }
 
@@ -730,7 +639,9 @@ void dbk_engine_get_stats(const struct dbk_engine *e,
 	st->running = e->running.n;
 	st->waiting = e->waiting.n;
 	st->kv_blocks_total = e->blocks_total;
-	st->kv_blocks_used = e->blocks_total - e->blocks_free;
+	st->kv_blocks_used = e->blocks_total - dbk_prefix_cache_num_free(e->pool);
+	st->kv_blocks_cached = dbk_prefix_cache_num_cached(e->pool);
+	st->kv_evictions = dbk_prefix_cache_evictions(e->pool);
 }
 
 void dbk_engine_last_step(const struct dbk_engine *e,
@@ -758,7 +669,31 @@ enum dbk_engine_req_state dbk_engine_req_get(const struct dbk_engine *e,
 			info->num_computed_tokens = r->computed;
 			info->kv_blocks = r->blocks;
 			info->num_preemptions = r->preemptions;
+			info->num_cached_tokens = r->cached_tokens;
 		}
 	}
 	return s;
+}
+
+bool dbk_engine_prefix_caching(const struct dbk_engine *e)
+{
+	return e->cfg.enable_prefix_caching;
+}
+
+uint32_t dbk_engine_cached_blocks(const struct dbk_engine *e,
+                                  const uint64_t *keys, uint32_t n)
+{
+	return dbk_prefix_cache_match(e->pool, keys, n, NULL);
+}
+
+uint32_t dbk_engine_hit_tokens(const struct dbk_engine *e,
+                               uint32_t prompt_tokens, const uint64_t *keys,
+                               uint32_t n)
+{
+	uint32_t max_blocks = prompt_tokens ? (prompt_tokens - 1) /
+	                                      DBK_KV_BLOCK_TOKENS : 0;
+
+	if (n > max_blocks)
+		n = max_blocks;
+	return dbk_engine_cached_blocks(e, keys, n) * DBK_KV_BLOCK_TOKENS;
 }

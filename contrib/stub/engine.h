@@ -51,9 +51,14 @@ struct dbk_engine_config {
 	uint32_t max_num_batched_tokens;
 	uint32_t max_num_seqs;
 	uint64_t kv_capacity_tokens;
+	/* vLLM V1's automatic prefix caching (on by default there, off
+	 * with --no-prefix-caching): see prefix_cache.h. Off, the engine
+	 * schedules exactly as it did before caching was modelled. */
+	bool enable_prefix_caching;
 };
 
-/* Fills cfg with the profile's defaults and max_model_len 131072. */
+/* Fills cfg with the profile's defaults, max_model_len 131072 and
+ * prefix caching on (vLLM's default). */
 void dbk_engine_config_default(struct dbk_engine_config *cfg,
                                const struct dbk_gpu_profile *gpu);
 /* 0 when usable; otherwise -1 and a sentence in err. */
@@ -81,6 +86,17 @@ enum dbk_engine_err {
 int dbk_engine_submit(struct dbk_engine *e, uint32_t prompt_tokens,
                       uint32_t max_output_tokens, void *cookie,
                       uint64_t *handle);
+
+/* The same with the prompt's identity: keys[0..n_keys) are the chained
+ * keys of its first full 16-token blocks (prefix_cache.h: the stub
+ * hashes the prompt's bytes, the simulator the bench's prompt text of
+ * the trace's hash ids), n_keys <= prompt_tokens / 16; blocks past them
+ * are unique to the request. Copied. dbk_engine_submit is keys NULL:
+ * a prompt that shares nothing. */
+int dbk_engine_submit_keys(struct dbk_engine *e, uint32_t prompt_tokens,
+                           const uint64_t *keys, uint32_t n_keys,
+                           uint32_t max_output_tokens, void *cookie,
+                           uint64_t *handle);
 
 /* Client went away: drop the request wherever it is and free its KV.
  * After it returns no further event is reported for the handle, even
@@ -141,6 +157,15 @@ struct dbk_engine_stats {
 	uint64_t preemptions_total;
 	uint64_t steps_total;
 	double busy_time_s;               /* sum of step durations */
+	/* vllm:prefix_cache_queries / _hits: tokens of requests looked up
+	 * on admission and tokens found cached, counted once per request
+	 * when it is first admitted (a preempted request's re-admission is
+	 * counted apart, as vLLM's PrefixCacheStats.preempted_* are). */
+	uint64_t prefix_cache_requests;
+	uint64_t prefix_cache_queries, prefix_cache_hits;
+	uint64_t preempted_prefix_queries, preempted_prefix_hits;
+	uint64_t kv_blocks_cached;        /* blocks holding a key now */
+	uint64_t kv_evictions;            /* cached blocks reused for data */
 };
 void dbk_engine_get_stats(const struct dbk_engine *e,
                           struct dbk_engine_stats *st);
@@ -169,11 +194,25 @@ struct dbk_engine_req_info {
 	uint32_t num_computed_tokens; /* tokens whose KV is (being) computed */
 	uint32_t kv_blocks;
 	uint32_t num_preemptions;
+	/* Prompt tokens found cached at the last admission (0 if none). */
+	uint32_t num_cached_tokens;
 };
 /* Returns the state; info may be NULL. */
 enum dbk_engine_req_state dbk_engine_req_get(const struct dbk_engine *e,
                                              uint64_t handle,
                                              struct dbk_engine_req_info *info);
+
+bool dbk_engine_prefix_caching(const struct dbk_engine *e);
+/* How many of keys[0..n) (a prompt's chained block keys) the engine holds
+ * cached now, as a leading run, in blocks: what a request with these keys
+ * would hit if admitted now (before vLLM's cap of prompt - 1 tokens;
+ * dbk_engine_hit_tokens applies it). 0 without caching. */
+uint32_t dbk_engine_cached_blocks(const struct dbk_engine *e,
+                                  const uint64_t *keys, uint32_t n);
+/* Tokens a prompt of prompt_tokens with these keys would find cached. */
+uint32_t dbk_engine_hit_tokens(const struct dbk_engine *e,
+                               uint32_t prompt_tokens, const uint64_t *keys,
+                               uint32_t n);
 
 /* Model duration of a step scheduling the given chunks: chunk i has
  * new[i] tokens after done[i] already computed; is_prefill[i] selects the

@@ -32,6 +32,7 @@
 #include "engine.h"
 #include "http.h"
 #include "numparse.h"
+#include "prom.h"
 
 #define STUB_VERSION "0.1.0"
 
@@ -61,6 +62,7 @@ struct opts {
 	long long kv_capacity_tokens;
 	double time_scale;
 	double keep_alive_s;
+	bool no_prefix_caching;
 	bool verbose;
 };
 
@@ -85,6 +87,8 @@ struct job {
 	bool chunked;       /* HTTP/1.1: chunked stream; 1.0: close-delimited */
 	uint32_t n_done;
 	uint64_t prompt_total;
+	double arrived;     /* ev_now when parsed: vLLM's arrival_time */
+	bool first_seen;    /* TTFT observed */
 	struct choice ch[];
 };
 
@@ -124,6 +128,8 @@ struct server {
 	uint64_t id_seed, id_counter;
 	long long started;
 	struct dbk_buf tmp;
+	struct dbk_prom_histogram ttft;
+	double created;     /* unix seconds, the counters' _created */
 	uint64_t late_steps;
 	double max_lag_s;
 };
@@ -382,6 +388,14 @@ static void on_engine_event(void *ctx, const struct dbk_engine_event *ev)
 	switch (ev->type) {
 	case DBK_ENGINE_EV_TOKEN:
 		ch->n_out = ev->n_output;
+		if (!j->first_seen) {
+			/* In model seconds, like every latency the stub
+			 * shows (vLLM observes it at the first output of
+			 * the request). */
+			j->first_seen = true;
+			dbk_prom_observe(&s->ttft, (ev_now(s->loop) - j->arrived) *
+			                           s->opt.time_scale);
+		}
 		if (j->req.stream) {
 			dbk_buf_reset(t);
 			/* vLLM sends the chat role with the first output. */
@@ -418,6 +432,7 @@ static void start_job(struct conn *c, enum dbk_api_kind kind,
 
 	if (dbk_api_parse_request(kind, hr->body.p, hr->body.n, &s->api, &ar,
 	                          &err) != 0) {
+		dbk_api_request_free(&ar);
 		respond_error(c, err.status, err.type, err.message,
 		              hr->keep_alive, hr->minor_version);
 		if (s->opt.verbose)
@@ -426,12 +441,15 @@ static void start_job(struct conn *c, enum dbk_api_kind kind,
 	}
 	j = calloc(1, sizeof(*j) + ar.n_prompts * sizeof(j->ch[0]));
 	if (!j) {
+		dbk_api_request_free(&ar);
 		respond_error(c, 500, "InternalServerError", "out of memory",
 		              false, hr->minor_version);
 		return;
 	}
 	j->c = c;
 	j->req = ar;
+	j->req.keys = NULL; /* the engine copies what it needs */
+	j->arrived = ev_now(s->loop);
 	j->keep_alive = hr->keep_alive;
 	j->chunked = hr->minor_version == 1;
 	if (ar.stream && !j->chunked)
@@ -447,15 +465,18 @@ static void start_job(struct conn *c, enum dbk_api_kind kind,
 
 		j->ch[i].job = j;
 		j->ch[i].index = i;
-		rc = dbk_engine_submit(s->eng, ar.prompt_tokens[i],
-		                       ar.max_tokens[i], &j->ch[i],
-		                       &j->ch[i].handle);
+		rc = dbk_engine_submit_keys(s->eng, ar.prompt_tokens[i],
+		                            ar.keys ? ar.keys + ar.key_off[i]
+		                                    : NULL,
+		                            ar.n_keys[i], ar.max_tokens[i],
+		                            &j->ch[i], &j->ch[i].handle);
 		if (rc != DBK_ENGINE_OK) {
 			uint32_t k;
 
 			for (k = 0; k < i; k++)
 				dbk_engine_abort(s->eng, j->ch[k].handle);
 			free(j);
+			dbk_api_request_free(&ar);
 			/* The API check mirrors the engine's, so only memory
 			 * can fail here. */
 			respond_error(c, 500, "InternalServerError",
@@ -465,6 +486,7 @@ static void start_job(struct conn *c, enum dbk_api_kind kind,
 		}
 		j->prompt_total += ar.prompt_tokens[i];
 	}
+	dbk_api_request_free(&ar);
 	c->job = j;
 	if (ar.stream)
 		send_head(c, 200, "text/event-stream; charset=utf-8", -1,
@@ -484,18 +506,28 @@ static void serve_metrics(struct conn *c, const struct dbk_http_request *hr,
 {
 	struct server *s = c->s;
 	struct dbk_engine_stats st;
-	struct dbk_api_metrics m;
+	struct dbk_prom_stats m;
 
 	dbk_engine_get_stats(s->eng, &st);
+	memset(&m, 0, sizeof(m));
+	m.model = s->opt.model;
+	m.created = s->created;
 	m.running = st.running;
 	m.waiting = st.waiting;
 	m.kv_usage = dbk_engine_kv_usage(s->eng);
+	m.prefix_cache_queries = st.prefix_cache_queries;
+	m.prefix_cache_hits = st.prefix_cache_hits;
+	m.preemptions = st.preemptions_total;
 	m.prompt_tokens = st.prompt_tokens_total;
 	m.generation_tokens = st.generation_tokens_total;
-	m.request_success = st.requests_finished;
-	m.preemptions = st.preemptions_total;
+	m.success_length = st.requests_finished;
+	m.success_abort = st.requests_aborted;
+	m.ttft = &s->ttft;
+	m.block_size = DBK_KV_BLOCK_TOKENS;
+	m.num_gpu_blocks = st.kv_blocks_total;
+	m.enable_prefix_caching = dbk_engine_prefix_caching(s->eng);
 	dbk_buf_reset(&s->tmp);
-	dbk_api_metrics_text(&s->tmp, s->opt.model, &m);
+	dbk_prom_render(&s->tmp, &m);
 	respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", s->tmp.p,
 	        s->tmp.len, hr->keep_alive, hr->minor_version, head_only, NULL);
 }
@@ -898,6 +930,8 @@ static void usage(FILE *f)
 	"                               faster than real time (default 1)\n"
 	"  --keep-alive-timeout S       close idle connections after S seconds,\n"
 	"                               0 = never (default 5, as uvicorn)\n"
+	"  --no-prefix-caching          as vLLM's flag: no prefix cache (on by\n"
+	"                               default, as in vLLM V1)\n"
 	"  --verbose                    log every request\n"
 	"  --help, --version\n"
 	"\n"
@@ -931,7 +965,7 @@ static bool printable(const char *s, size_t max, bool allow_space)
 enum {
 	OPT_HOST = 256, OPT_PORT, OPT_NAME, OPT_MODEL, OPT_MAX_MODEL_LEN,
 	OPT_MAX_BATCHED, OPT_MAX_SEQS, OPT_KV, OPT_GPU, OPT_TIME_SCALE,
-	OPT_KEEP_ALIVE, OPT_VERBOSE, OPT_HELP, OPT_VERSION,
+	OPT_KEEP_ALIVE, OPT_NO_PC, OPT_VERBOSE, OPT_HELP, OPT_VERSION,
 };
 
 /* 0 run, 1 exit 0 (help/version), 2 bad usage. */
@@ -950,6 +984,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{"gpu", required_argument, NULL, OPT_GPU},
 		{"time-scale", required_argument, NULL, OPT_TIME_SCALE},
 		{"keep-alive-timeout", required_argument, NULL, OPT_KEEP_ALIVE},
+		{"no-prefix-caching", no_argument, NULL, OPT_NO_PC},
 		{"verbose", no_argument, NULL, OPT_VERBOSE},
 		{"help", no_argument, NULL, OPT_HELP},
 		{"version", no_argument, NULL, OPT_VERSION},
@@ -1043,6 +1078,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 				                "seconds in 0..86400, not '%s'%s",
 				                optarg, "");
 			break;
+		case OPT_NO_PC:
+			o->no_prefix_caching = true;
+			break;
 		case OPT_VERBOSE:
 			o->verbose = true;
 			break;
@@ -1074,6 +1112,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	ec.max_num_batched_tokens = (uint32_t)o->max_num_batched_tokens;
 	ec.max_num_seqs = (uint32_t)o->max_num_seqs;
 	ec.kv_capacity_tokens = (uint64_t)o->kv_capacity_tokens;
+	ec.enable_prefix_caching = !o->no_prefix_caching;
 	if (dbk_engine_config_check(&ec, err, sizeof(err)) != 0)
 		return bad_flag("%s%s", err, "");
 	return 0;
@@ -1161,6 +1200,7 @@ int main(int argc, char **argv)
 	ec.max_num_batched_tokens = (uint32_t)s.opt.max_num_batched_tokens;
 	ec.max_num_seqs = (uint32_t)s.opt.max_num_seqs;
 	ec.kv_capacity_tokens = (uint64_t)s.opt.kv_capacity_tokens;
+	ec.enable_prefix_caching = !s.opt.no_prefix_caching;
 	s.eng = dbk_engine_new(&ec);
 	if (!s.eng) {
 		logmsg(&s, "cannot create the engine (out of memory?)");
@@ -1168,11 +1208,18 @@ int main(int argc, char **argv)
 	}
 	s.api.model = s.opt.model;
 	s.api.max_model_len = ec.max_model_len;
+	s.api.keys = ec.enable_prefix_caching;
 	s.lim.max_head_bytes = MAX_HEAD_BYTES;
 	s.lim.max_body_bytes = (size_t)ec.max_model_len * 8;
 	if (s.lim.max_body_bytes < MIN_BODY_BYTES)
 		s.lim.max_body_bytes = MIN_BODY_BYTES;
 	s.started = (long long)time(NULL);
+	{
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		s.created = (double)now.tv_sec + now.tv_nsec * 1e-9;
+	}
 	s.id_seed = ((uint64_t)s.started << 20) ^ (uint64_t)getpid() ^
 	            ((uint64_t)(uintptr_t)&s);
 
@@ -1203,10 +1250,12 @@ int main(int argc, char **argv)
 
 	printf("vllm-stub %s listening on %s:%u (model %s, gpu %s, "
 	       "time-scale %g, max-model-len %u, max-num-batched-tokens %u, "
-	       "max-num-seqs %u, kv-capacity-tokens %llu)\n",
+	       "max-num-seqs %u, kv-capacity-tokens %llu, prefix caching "
+	       "%s)\n",
 	       s.opt.name, s.opt.host, port, s.opt.model, s.opt.gpu->name,
 	       s.opt.time_scale, ec.max_model_len, ec.max_num_batched_tokens,
-	       ec.max_num_seqs, (unsigned long long)ec.kv_capacity_tokens);
+	       ec.max_num_seqs, (unsigned long long)ec.kv_capacity_tokens,
+	       ec.enable_prefix_caching ? "on" : "off");
 	fflush(stdout);
 
 	ev_run(s.loop, 0);

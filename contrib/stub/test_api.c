@@ -6,7 +6,7 @@
 
 #include "../../tests/unit/check.h"
 
-static const struct dbk_api_config CFG = {"stub-model", 1000};
+static const struct dbk_api_config CFG = {"stub-model", 1000, false};
 
 static int parse(enum dbk_api_kind k, const char *body,
                  struct dbk_api_request *r, struct dbk_api_error *e)
@@ -254,8 +254,9 @@ static void test_error_and_models_json(void)
 	cJSON *j;
 
 	dbk_api_error_json(&b, 400, "BadRequestError", "bad \"x\"\n");
-	check_buf(&b, "{\"object\":\"error\",\"message\":\"bad \\\"x\\\"\\n\","
-	              "\"type\":\"BadRequestError\",\"param\":null,\"code\":400}");
+	check_buf(&b, "{\"error\":{\"message\":\"bad \\\"x\\\"\\n\","
+	              "\"type\":\"BadRequestError\",\"param\":null,"
+	              "\"code\":400}}");
 	dbk_api_detail_json(&b, "Not Found");
 	check_buf(&b, "{\"detail\":\"Not Found\"}");
 	dbk_api_models_json(&b, "stub-model", 4096, 5, "modelperm-1");
@@ -275,28 +276,69 @@ static void test_error_and_models_json(void)
 	dbk_buf_free(&b);
 }
 
-static void test_metrics(void)
+/* Prompt identity: every 64 bytes of text (16 tokens) a chained key;
+ * the completions prompt and a chat request's contents key alike, and a
+ * token-id prompt keys 16 ids a block. */
+static void test_prompt_keys(void)
 {
-	struct dbk_buf b = {0};
-	struct dbk_api_metrics m = {3, 4, 0.25, 100, 50, 7, 2};
+	static const struct dbk_api_config kc = {"stub-model", 1000, true};
+	struct dbk_api_request a, c, t;
+	struct dbk_api_error e;
+	char body[1024], text[300], orig[300];
+	int i;
 
-	dbk_api_metrics_text(&b, "stub-model", &m);
-	CHECK(strstr(b.p, "\nvllm:num_requests_running{model_name=\"stub-model\"}"
-	                  " 3.0\n"));
-	CHECK(strstr(b.p, "\nvllm:num_requests_waiting{model_name=\"stub-model\"}"
-	                  " 4.0\n"));
-	CHECK(strstr(b.p, "\nvllm:kv_cache_usage_perc{model_name=\"stub-model\"}"
-	                  " 0.25\n"));
-	CHECK(strstr(b.p, "\nvllm:prompt_tokens_total{model_name=\"stub-model\"}"
-	                  " 100.0\n"));
-	CHECK(strstr(b.p, "\nvllm:generation_tokens_total{model_name="
-	                  "\"stub-model\"} 50.0\n"));
-	CHECK(strstr(b.p, "\nvllm:request_success_total{model_name="
-	                  "\"stub-model\"} 7.0\n"));
-	CHECK(strstr(b.p, "\nvllm:num_preemptions_total{model_name="
-	                  "\"stub-model\"} 2.0\n"));
-	CHECK(strstr(b.p, "# TYPE vllm:prompt_tokens counter\n"));
-	dbk_buf_free(&b);
+	for (i = 0; i < 290; i++)
+		text[i] = (char)('a' + i % 26);
+	text[290] = 0;
+	snprintf(body, sizeof(body), "{\"prompt\":\"%s\",\"max_tokens\":2}",
+	         text);
+	CHECK_EQ_U(dbk_api_parse_request(DBK_API_COMPLETION, body,
+	                                 strlen(body), &kc, &a, &e), 0);
+	CHECK_EQ_U(a.n_keys[0], 4); /* 290 bytes: 4 full blocks */
+	/* The same text split over two chat messages. */
+	snprintf(body, sizeof(body),
+	         "{\"messages\":[{\"role\":\"system\",\"content\":\"%.100s\"},"
+	         "{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+	         "\"text\":\"%s\"}]}],\"max_tokens\":2}", text, text + 100);
+	CHECK_EQ_U(dbk_api_parse_request(DBK_API_CHAT, body, strlen(body),
+	                                 &kc, &c, &e), 0);
+	CHECK_EQ_U(c.n_keys[0], 4);
+	CHECK(a.keys && c.keys &&
+	      memcmp(a.keys, c.keys, 4 * sizeof(*a.keys)) == 0);
+	/* Two prompts in a batch, the second sharing the first's text up
+	 * to byte 150: keys 0 and 1 equal, then different. */
+	memcpy(orig, text, sizeof(orig));
+	text[150] = '#';
+	snprintf(body, sizeof(body), "{\"prompt\":[\"%s\",\"%s\"]}", orig,
+	         text);
+	dbk_api_request_free(&c);
+	CHECK_EQ_U(dbk_api_parse_request(DBK_API_COMPLETION, body,
+	                                 strlen(body), &kc, &c, &e), 0);
+	CHECK_EQ_U(c.n_prompts, 2);
+	CHECK_EQ_U(c.n_keys[1], 4);
+	CHECK_EQ_U(c.key_off[1], c.n_keys[0]);
+	if (c.keys && a.keys) {
+		CHECK(c.keys[c.key_off[1] + 1] == a.keys[1]);
+		CHECK(c.keys[c.key_off[1] + 2] != a.keys[2]);
+	}
+	/* 33 token ids: 2 keys, not those of any text. */
+	snprintf(body, sizeof(body), "{\"prompt\":[");
+	for (i = 0; i < 33; i++)
+		snprintf(body + strlen(body), sizeof(body) - strlen(body),
+		         "%s%d", i ? "," : "", i);
+	strcat(body, "]}");
+	CHECK_EQ_U(dbk_api_parse_request(DBK_API_COMPLETION, body,
+	                                 strlen(body), &kc, &t, &e), 0);
+	CHECK_EQ_U(t.n_keys[0], 2);
+	/* Without cfg.keys nothing is computed. */
+	dbk_api_request_free(&a);
+	CHECK_EQ_U(parse(DBK_API_COMPLETION, "{\"prompt\":\"" "0123456789"
+	                 "0123456789012345678901234567890123456789012345678901"
+	                 "234567890\"}", &a, &e), 0);
+	CHECK(a.keys == NULL && a.n_keys[0] == 0);
+	dbk_api_request_free(&a);
+	dbk_api_request_free(&c);
+	dbk_api_request_free(&t);
 }
 
 static void test_buf(void)
@@ -325,7 +367,7 @@ int main(void)
 	RUN(test_sse_frames);
 	RUN(test_full_response);
 	RUN(test_error_and_models_json);
-	RUN(test_metrics);
+	RUN(test_prompt_keys);
 	RUN(test_buf);
 	return CHECK_DONE();
 }

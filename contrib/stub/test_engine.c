@@ -2,6 +2,7 @@
  * engine never reads a clock, so nothing here sleeps. */
 #include "engine.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -71,12 +72,17 @@ static void on_event(void *ctx, const struct dbk_engine_event *ev)
 	}
 }
 
+/* The scheduler tests check vLLM's scheduling without the prefix cache
+ * (--no-prefix-caching); the cache has its own tests, which use mkc. */
+static bool mk_caching;
+
 static struct dbk_engine *mk(const char *gpu, uint32_t budget, uint32_t seqs,
                              uint64_t kv, uint32_t max_len)
 {
 	struct dbk_engine_config c;
 
 	dbk_engine_config_default(&c, dbk_gpu_profile_find(gpu));
+	c.enable_prefix_caching = mk_caching;
 	if (budget)
 		c.max_num_batched_tokens = budget;
 	if (seqs)

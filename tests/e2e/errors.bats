@@ -32,7 +32,7 @@ same_bytes() {
 	run header "$BATS_TEST_TMPDIR/r1" X-Served-By
 	assert_output --regexp '^vllm[01]$'
 	run cat "$BATS_TEST_TMPDIR/r1.b"
-	assert_output '{"object":"error","message":"This model'"'"'s maximum context length is 16384 tokens. However, you requested 20016 tokens (20000 in the messages, 16 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}'
+	assert_output '{"error":{"message":"This model'"'"'s maximum context length is 16384 tokens. However, you requested 20016 tokens (20000 in the messages, 16 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}}'
 	same_as_direct "$BATS_TEST_TMPDIR/r1" /v1/completions "$BATS_TEST_TMPDIR/long.json"
 	same_bytes "$BATS_TEST_TMPDIR/r1"
 

@@ -32,7 +32,7 @@ stubs_setup() {
 
 # start_stub I [SCALE] [PORT]: stub vllmI (short or long group by I) on
 # PORT (default: any free one), exports DBK_VLLMi; returns once it
-# listens (bounded, ~5 s).
+# listens (bounded, ~5 s). STUB_ARGS (words) are passed to the stub.
 start_stub() {
 	local i=$1 scale=${2:-$STUB_SCALE} port=${3:-0} out="$BATS_TEST_TMPDIR/stub$i.out"
 	local -a size
@@ -43,7 +43,7 @@ start_stub() {
 	fi
 	: >"$out"
 	"$BUILD/vllm-stub" --host 127.0.0.1 --port "$port" --name "vllm$i" --time-scale "$scale" \
-		"${size[@]}" >"$out" 2>>"$BATS_TEST_TMPDIR/stub$i.log" 3>&- &
+		"${size[@]}" ${STUB_ARGS:+$STUB_ARGS} >"$out" 2>>"$BATS_TEST_TMPDIR/stub$i.log" 3>&- &
 	STUB_PID[i]=$!
 	local k line=""
 	for ((k = 0; k < 250; k++)); do

@@ -42,7 +42,8 @@ FUZZ_SRC_fuzz_notify     = agent/spop.c agent/route.c agent/balancer.c agent/lea
 FUZZ_SRC_fuzz_completion = agent/completion.c
 FUZZ_SRC_fuzz_runtime    = agent/runtime.c
 FUZZ_SRC_fuzz_estimate   = agent/estimate.c agent/balancer.c agent/leases.c
-FUZZ_SRC_fuzz_stub_http  = contrib/stub/http.c contrib/stub/api.c contrib/stub/buf.c
+FUZZ_SRC_fuzz_stub_http  = contrib/stub/http.c contrib/stub/api.c contrib/stub/buf.c \
+                           contrib/stub/prefix_cache.c
 
 .PHONY: fuzz fuzz-build fuzz-seeds fuzz-regress
 

@@ -74,7 +74,8 @@ static void check_json_str(const char *s, size_t n)
 
 static void check_api(enum dbk_api_kind kind, const char *body, size_t n, uint32_t mml)
 {
-	struct dbk_api_config cfg = { .model = "stub-model", .max_model_len = mml };
+	struct dbk_api_config cfg = { .model = "stub-model", .max_model_len = mml,
+	                              .keys = true };
 	static struct dbk_api_request out;
 	struct dbk_api_error err;
 	int rc = dbk_api_parse_request(kind, body, n, &cfg, &out, &err);
@@ -88,9 +89,13 @@ static void check_api(enum dbk_api_kind kind, const char *body, size_t n, uint32
 		for (uint32_t i = 0; i < out.n_prompts; i++) {
 			FUZZ_CHECK(out.prompt_tokens[i] >= 1 && out.max_tokens[i] >= 1);
 			FUZZ_CHECK((uint64_t)out.prompt_tokens[i] + out.max_tokens[i] <= mml);
+			/* One key per full 16-token block, whatever the form. */
+			FUZZ_CHECK(out.n_keys[i] == out.prompt_tokens[i] / 16);
 		}
+		dbk_api_request_free(&out);
 		return;
 	}
+	dbk_api_request_free(&out);
 	FUZZ_CHECK(err.status == 400 || err.status == 404);
 	FUZZ_CHECK(err.type != NULL);
 	FUZZ_CHECK(memchr(err.message, '\0', sizeof(err.message)) != NULL && err.message[0]);
@@ -101,8 +106,9 @@ static void check_api(enum dbk_api_kind kind, const char *body, size_t n, uint32
 	FUZZ_CHECK(!b.oom && b.p);
 	cJSON *j = cJSON_ParseWithLength(b.p, b.len);
 	FUZZ_CHECK(j && cJSON_IsObject(j));
-	const cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "message");
-	const cJSON *c = cJSON_GetObjectItemCaseSensitive(j, "code");
+	const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(e, "message");
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "code");
 	FUZZ_CHECK(cJSON_IsString(m) && strcmp(m->valuestring, err.message) == 0);
 	FUZZ_CHECK(cJSON_IsNumber(c) && c->valuedouble == err.status);
 	cJSON_Delete(j);

@@ -1,0 +1,131 @@
+/* cache_aware: the default policy of SGLang's model gateway and of the
+ * vLLM Router, modelled from their source:
+ *   sgl-project/sglang, sgl-router/src/policies/cache_aware.rs at commit
+ *     026f853ba7ae08a457a2e127b85a26256a29e300 (the decision, the tree
+ *     insert on both paths, smallest-tenant fallback);
+ *   vllm-project/router, src/policies/cache_aware.rs at commit
+ *     16917f49522f1ef27770cd7994626eaed8b9f793 (same algorithm; later
+ *     versions fall back to the least loaded instead of the smallest
+ *     tree, and add session-id maps this model leaves out);
+ *   defaults as the command lines set them (sglang sgl-router main.rs /
+ *     vllm-project/router src/main.rs): cache_threshold 0.3,
+ *     balance_abs_threshold 64, balance_rel_threshold 1.5,
+ *     eviction_interval 120 s, max_tree_size 67108864 characters.
+ *
+ * Per request: the load of an instance is the router's own count of
+ * requests it sent there and that have not finished (worker.load(), no
+ * scraping). If max - min load > 64 and max > 1.5 x min, the request goes
+ * to the least loaded instance (the first among equals). Otherwise its
+ * text is matched in the approximate radix tree (radix.h): when the
+ * matched fraction exceeds 0.3 it goes to the tenant holding the deepest
+ * match, else to the tenant whose tree is smallest. Either way the text is
+ * then inserted for the chosen instance. Every 120 s of model time each
+ * tenant above 67108864 characters loses its least recently used leaves.
+ *
+ * What the peers' tree sees as text is modelled by prompt.h: Mooncake
+ * prompts share text segment by segment as their hash ids do; Azure
+ * prompts share nothing. */
+#include "policy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "radix.h"
+
+#define CA_CACHE_THRESHOLD 0.3
+#define CA_BALANCE_ABS 64u
+#define CA_BALANCE_REL 1.5
+#define CA_EVICTION_INTERVAL_S 120.0
+#define CA_MAX_TREE_CHARS 67108864ULL
+
+struct cache_aware {
+	unsigned n;
+	struct dbk_radix tree;
+	uint64_t evicted, balanced, affinity;
+};
+
+static void ca_destroy(void *st)
+{
+	struct cache_aware *p = st;
+
+	if (!p)
+		return;
+	dbk_radix_free(&p->tree);
+	free(p);
+}
+
+static void *ca_create(const void *arg, const struct dbk_sim_config *c,
+                       char *err, size_t errlen)
+{
+	struct cache_aware *p = calloc(1, sizeof(*p));
+
+	(void)arg;
+	if (!p || dbk_radix_init(&p->tree, c->ninstances) != 0) {
+		free(p);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	p->n = c->ninstances;
+	return p;
+}
+
+static int ca_choose(void *st, const struct dbk_sim *s,
+                     const struct dbk_sim_req *r)
+{
+	struct cache_aware *p = st;
+	unsigned i, lo = 0, hi = 0, pick;
+
+	for (i = 1; i < p->n; i++) {
+		if (dbk_sim_inflight(s, i) < dbk_sim_inflight(s, lo))
+			lo = i;
+		if (dbk_sim_inflight(s, i) > dbk_sim_inflight(s, hi))
+			hi = i;
+	}
+	if (dbk_sim_inflight(s, hi) - dbk_sim_inflight(s, lo) > CA_BALANCE_ABS &&
+	    (double)dbk_sim_inflight(s, hi) >
+	            (double)dbk_sim_inflight(s, lo) * CA_BALANCE_REL) {
+		pick = lo;
+		p->balanced++;
+	} else {
+		struct dbk_radix_match m;
+
+		dbk_radix_match(&p->tree, r, &m);
+		if (m.input_chars > 0 && m.tenant >= 0 &&
+		    (double)m.matched_chars / (double)m.input_chars > CA_CACHE_THRESHOLD) {
+			pick = (unsigned)m.tenant;
+			p->affinity++;
+		} else {
+			pick = dbk_radix_smallest_tenant(&p->tree);
+		}
+	}
+	if (dbk_radix_insert(&p->tree, r, pick, dbk_sim_now(s)) != 0)
+		return DBK_SIM_POLICY_ERROR;
+	return (int)pick;
+}
+
+static void ca_tick(void *st, const struct dbk_sim *s)
+{
+	struct cache_aware *p = st;
+	long d = dbk_radix_evict(&p->tree, CA_MAX_TREE_CHARS);
+
+	(void)s;
+	if (d > 0)
+		p->evicted += (uint64_t)d;
+}
+
+static const struct dbk_sim_policy_ops ca_ops = {
+	.name = "cache_aware",
+	.summary = "SGLang gateway / vLLM Router cache_aware (prefix tree, "
+	           "balance thresholds 64 / 1.5, cache threshold 0.3)",
+	.create = ca_create,
+	.choose = ca_choose,
+	.release = dbk_sim_policy_no_release,
+	.tick = ca_tick,
+	.tick_s = CA_EVICTION_INTERVAL_S,
+	.destroy = ca_destroy,
+};
+
+const struct dbk_sim_policy_ops *dbk_sim_policy_cache_aware(void)
+{
+	return &ca_ops;
+}

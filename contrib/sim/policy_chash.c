@@ -1,0 +1,115 @@
+/* consistent_hash: the vLLM Router's session-affinity policy,
+ *   vllm-project/router, src/policies/consistent_hash.rs at commit
+ *     080589a0b729acb003907a0bdd53809b229dc805: a hash ring with 160
+ *     virtual nodes per worker (VIRTUAL_NODES_PER_WORKER), the key hashed
+ *     onto the ring, the first virtual node at or after it (wrapping);
+ *   the key, by src/policies/hash_key.rs at commit
+ *     335c57e2ee621d7984ed645c9d23e871cd34331a: a session header
+ *     (X-Session-Id first) or the body's "user" field, else a hash of the
+ *     request body.
+ *
+ * Here the key is the request's session (sim.h: the bench sends it as
+ * X-Session-Id and the OpenAI "user" field); a request without one (Azure)
+ * is keyed by its own body, i.e. lands anywhere, once. The ring's
+ * points and the key are hashed with splitmix64 rather than the peer's
+ * FurcHash + MurmurHash64A: what matters, a uniform ring that never moves
+ * while the fleet does not, is the same. No load is consulted. */
+#include "policy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "u64map.h"
+
+#define CH_VIRTUAL_NODES 160u
+
+struct point {
+	uint64_t h;
+	unsigned inst;
+};
+
+struct chash {
+	size_t npoints;
+	struct point *ring;
+};
+
+static int point_cmp(const void *a, const void *b)
+{
+	const struct point *x = a, *y = b;
+
+	if (x->h != y->h)
+		return x->h < y->h ? -1 : 1;
+	return x->inst < y->inst ? -1 : x->inst > y->inst;
+}
+
+static void ch_destroy(void *st)
+{
+	struct chash *p = st;
+
+	if (p)
+		free(p->ring);
+	free(p);
+}
+
+static void *ch_create(const void *arg, const struct dbk_sim_config *c,
+                       char *err, size_t errlen)
+{
+	struct chash *p = calloc(1, sizeof(*p));
+	unsigned i, v;
+
+	(void)arg;
+	if (p)
+		p->ring = malloc((size_t)c->ninstances * CH_VIRTUAL_NODES *
+		                 sizeof(*p->ring));
+	if (!p || !p->ring) {
+		ch_destroy(p);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	for (i = 0; i < c->ninstances; i++)
+		for (v = 0; v < CH_VIRTUAL_NODES; v++) {
+			struct point *pt = &p->ring[p->npoints++];
+
+			/* "url:v" in the peer: instance and replica. */
+			pt->h = dbk_mix64_pair(dbk_mix64(i), v);
+			pt->inst = i;
+		}
+	qsort(p->ring, p->npoints, sizeof(*p->ring), point_cmp);
+	return p;
+}
+
+static int ch_choose(void *st, const struct dbk_sim *s,
+                     const struct dbk_sim_req *r)
+{
+	const struct chash *p = st;
+	uint64_t key = r->has_session ? r->session
+	                              : dbk_mix64_pair((uint64_t)1 << 63, r->id);
+	uint64_t h = dbk_mix64(key ^ 0xc0ffeeULL);
+	size_t lo = 0, hi = p->npoints;
+
+	(void)s;
+	while (lo < hi) { /* first point with hash >= h */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->ring[mid].h < h)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (int)p->ring[lo == p->npoints ? 0 : lo].inst;
+}
+
+static const struct dbk_sim_policy_ops ch_ops = {
+	.name = "consistent_hash",
+	.summary = "vLLM Router consistent_hash on the session key "
+	           "(160 virtual nodes per instance)",
+	.create = ch_create,
+	.choose = ch_choose,
+	.release = dbk_sim_policy_no_release,
+	.destroy = ch_destroy,
+};
+
+const struct dbk_sim_policy_ops *dbk_sim_policy_consistent_hash(void)
+{
+	return &ch_ops;
+}

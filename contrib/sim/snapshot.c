@@ -1,0 +1,59 @@
+/* Scraped gauges of each instance; see snapshot.h. */
+#include "snapshot.h"
+
+#include <stdlib.h>
+
+#include "sim.h"
+
+int dbk_sim_snapshot_init(struct dbk_sim_snapshot *sn, unsigned n)
+{
+	unsigned i;
+
+	sn->n = n;
+	sn->scrapes = 0;
+	sn->inst = calloc(n ? n : 1, sizeof(*sn->inst));
+	if (!sn->inst)
+		return -1;
+	for (i = 0; i < n; i++)
+		sn->inst[i].at_s = -1;
+	return 0;
+}
+
+void dbk_sim_snapshot_free(struct dbk_sim_snapshot *sn)
+{
+	free(sn->inst);
+	sn->inst = NULL;
+	sn->n = 0;
+}
+
+void dbk_sim_snapshot_set(struct dbk_sim_snapshot *sn, unsigned i, double at_s,
+                          uint32_t running, uint32_t waiting, double kv_usage)
+{
+	struct dbk_sim_scrape *x = &sn->inst[i];
+
+	x->at_s = at_s;
+	x->running = running;
+	x->waiting = waiting;
+	x->kv_usage = kv_usage;
+}
+
+void dbk_sim_snapshot_scrape(struct dbk_sim_snapshot *sn, const struct dbk_sim *s)
+{
+	unsigned i;
+
+	for (i = 0; i < sn->n; i++) {
+		const struct dbk_engine *e = dbk_sim_engine(s, i);
+
+		dbk_sim_snapshot_set(sn, i, dbk_sim_now(s),
+		                     dbk_engine_num_running(e),
+		                     dbk_engine_num_waiting(e),
+		                     dbk_engine_kv_usage(e));
+	}
+	sn->scrapes++;
+}
+
+const struct dbk_sim_scrape *dbk_sim_snapshot_get(const struct dbk_sim_snapshot *sn,
+                                                  unsigned i)
+{
+	return &sn->inst[i];
+}

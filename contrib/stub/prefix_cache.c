@@ -1,0 +1,370 @@
+/* KV block pool with prefix caching; see prefix_cache.h. */
+#include "prefix_cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Keys. ---- */
+
+/* splitmix64's finalizer: every input bit reaches every output bit. */
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+static uint64_t load_le64(const unsigned char *p, size_t n)
+{
+	uint64_t w = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		w |= (uint64_t)p[i] << (8 * i);
+	return w;
+}
+
+/* Hand-written rather than a library's: vLLM's own keys (sha256 of a
+ * pickled tuple) are not reproducible here anyway, and 64 bytes a block
+ * need nothing stronger than a 64-bit mix; collisions between distinct
+ * prefixes are 2^-64 events. */
+uint64_t dbk_block_hash(uint64_t parent, const void *bytes, size_t n)
+{
+	const unsigned char *p = bytes;
+	uint64_t h = mix64(parent ^ (0x9e3779b97f4a7c15ull * (n + 1)));
+	size_t i;
+
+	/* One multiply a word (the simulator keys every prompt of a trace),
+	 * then the full finalizer. */
+	for (i = 0; i + 8 <= n; i += 8) {
+		h = (h ^ load_le64(p + i, 8)) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 29;
+	}
+	if (i < n)
+		h = (h ^ load_le64(p + i, n - i) ^ 0xa5) * 0xff51afd7ed558ccdull;
+	return mix64(h);
+}
+
+void dbk_block_hasher_init(struct dbk_block_hasher *h, uint64_t root,
+                           uint32_t max_keys)
+{
+	memset(h, 0, sizeof(*h));
+	h->parent = root;
+	h->max = max_keys;
+}
+
+static void emit(struct dbk_block_hasher *h, const unsigned char *block)
+{
+	uint64_t k = dbk_block_hash(h->parent, block, DBK_BLOCK_TEXT_BYTES);
+
+	h->parent = k;
+	if (h->oom || h->n >= h->max)
+		return;
+	if (h->n == h->cap) {
+		uint32_t cap = h->cap ? h->cap * 2 : 64;
+		uint64_t *nk;
+
+		if (cap > h->max)
+			cap = h->max;
+		nk = realloc(h->keys, (size_t)cap * sizeof(*nk));
+		if (!nk) {
+			h->oom = true;
+			return;
+		}
+		h->keys = nk;
+		h->cap = cap;
+	}
+	h->keys[h->n++] = k;
+}
+
+void dbk_block_hasher_feed(struct dbk_block_hasher *h, const void *p,
+                           size_t n)
+{
+	const unsigned char *s = p;
+
+	if (h->fill) {
+		size_t take = DBK_BLOCK_TEXT_BYTES - h->fill;
+
+		if (take > n)
+			take = n;
+		memcpy(h->buf + h->fill, s, take);
+		h->fill += take;
+		s += take;
+		n -= take;
+		if (h->fill < DBK_BLOCK_TEXT_BYTES)
+			return;
+		emit(h, h->buf);
+		h->fill = 0;
+	}
+	while (n >= DBK_BLOCK_TEXT_BYTES && h->n < h->max) {
+		emit(h, s);
+		s += DBK_BLOCK_TEXT_BYTES;
+		n -= DBK_BLOCK_TEXT_BYTES;
+	}
+	if (h->n >= h->max) {
+		/* Past the last key anyone wants: the rest only counts. */
+		h->fill = 0;
+		return;
+	}
+	memcpy(h->buf, s, n);
+	h->fill = n;
+}
+
+uint64_t *dbk_block_hasher_take(struct dbk_block_hasher *h, uint32_t *n)
+{
+	uint64_t *k = h->keys;
+
+	*n = h->oom ? 0 : h->n;
+	if (h->oom) {
+		free(k);
+		k = NULL;
+	}
+	h->keys = NULL;
+	h->n = h->cap = 0;
+	h->fill = 0;
+	h->oom = false;
+	return k;
+}
+
+void dbk_block_hasher_free(struct dbk_block_hasher *h)
+{
+	free(h->keys);
+	h->keys = NULL;
+	h->n = h->cap = 0;
+}
+
+/* ---- Pool. ---- */
+
+struct blk {
+	uint64_t key;
+	uint32_t ref;
+	uint32_t prev, next;   /* free queue, DBK_PC_NONE at the ends */
+	uint32_t hnext;        /* key chain of its bucket */
+	bool in_free, keyed;
+};
+
+struct dbk_prefix_cache {
+	struct blk *b;
+	uint32_t n;
+	uint32_t free_head, free_tail, nfree;
+	uint32_t *bucket;
+	uint32_t mask;
+	uint32_t ncached;
+	uint64_t evictions;
+	bool caching;
+};
+
+static void fq_push_tail(struct dbk_prefix_cache *pc, uint32_t id)
+{
+	struct blk *b = &pc->b[id];
+
+	b->prev = pc->free_tail;
+	b->next = DBK_PC_NONE;
+	if (pc->free_tail != DBK_PC_NONE)
+		pc->b[pc->free_tail].next = id;
+	else
+		pc->free_head = id;
+	pc->free_tail = id;
+	b->in_free = true;
+	pc->nfree++;
+}
+
+static void fq_remove(struct dbk_prefix_cache *pc, uint32_t id)
+{
+	struct blk *b = &pc->b[id];
+
+	if (b->prev != DBK_PC_NONE)
+		pc->b[b->prev].next = b->next;
+	else
+		pc->free_head = b->next;
+	if (b->next != DBK_PC_NONE)
+		pc->b[b->next].prev = b->prev;
+	else
+		pc->free_tail = b->prev;
+	b->prev = b->next = DBK_PC_NONE;
+	b->in_free = false;
+	pc->nfree--;
+}
+
+struct dbk_prefix_cache *dbk_prefix_cache_new(uint32_t nblocks, bool caching)
+{
+	struct dbk_prefix_cache *pc;
+	uint32_t i, nb = 1;
+
+	if (nblocks == 0 || nblocks >= DBK_PC_NONE / 2)
+		return NULL;
+	pc = calloc(1, sizeof(*pc));
+	if (!pc)
+		return NULL;
+	pc->b = calloc(nblocks, sizeof(*pc->b));
+	if (caching) {
+		while (nb < nblocks)
+			nb <<= 1;
+		pc->bucket = malloc((size_t)nb * sizeof(*pc->bucket));
+	}
+	if (!pc->b || (caching && !pc->bucket)) {
+		dbk_prefix_cache_free(pc);
+		return NULL;
+	}
+	if (caching)
+		for (i = 0; i < nb; i++)
+			pc->bucket[i] = DBK_PC_NONE;
+	pc->mask = nb - 1;
+	pc->n = nblocks;
+	pc->caching = caching;
+	pc->free_head = pc->free_tail = DBK_PC_NONE;
+	for (i = 0; i < nblocks; i++) {
+		pc->b[i].hnext = DBK_PC_NONE;
+		fq_push_tail(pc, i);
+	}
+	return pc;
+}
+
+void dbk_prefix_cache_free(struct dbk_prefix_cache *pc)
+{
+	if (!pc)
+		return;
+	free(pc->b);
+	free(pc->bucket);
+	free(pc);
+}
+
+bool dbk_prefix_cache_enabled(const struct dbk_prefix_cache *pc)
+{
+	return pc->caching;
+}
+
+uint32_t dbk_prefix_cache_total(const struct dbk_prefix_cache *pc)
+{
+	return pc->n;
+}
+
+uint32_t dbk_prefix_cache_num_free(const struct dbk_prefix_cache *pc)
+{
+	return pc->nfree;
+}
+
+uint32_t dbk_prefix_cache_num_cached(const struct dbk_prefix_cache *pc)
+{
+	return pc->ncached;
+}
+
+uint64_t dbk_prefix_cache_evictions(const struct dbk_prefix_cache *pc)
+{
+	return pc->evictions;
+}
+
+static uint32_t slot_of(const struct dbk_prefix_cache *pc, uint64_t key)
+{
+	return (uint32_t)mix64(key) & pc->mask;
+}
+
+static uint32_t find(const struct dbk_prefix_cache *pc, uint64_t key)
+{
+	uint32_t id = pc->bucket[slot_of(pc, key)];
+
+	while (id != DBK_PC_NONE && pc->b[id].key != key)
+		id = pc->b[id].hnext;
+	return id;
+}
+
+static void unkey(struct dbk_prefix_cache *pc, uint32_t id)
+{
+	uint32_t *p = &pc->bucket[slot_of(pc, pc->b[id].key)];
+
+	while (*p != id)
+		p = &pc->b[*p].hnext;
+	*p = pc->b[id].hnext;
+	pc->b[id].hnext = DBK_PC_NONE;
+	pc->b[id].keyed = false;
+	pc->ncached--;
+}
+
+uint32_t dbk_prefix_cache_match(const struct dbk_prefix_cache *pc,
+                                const uint64_t *keys, uint32_t n,
+                                uint32_t *evictable)
+{
+	uint32_t k, ev = 0;
+
+	if (!pc->caching || !keys)
+		n = 0;
+	for (k = 0; k < n; k++) {
+		uint32_t id = find(pc, keys[k]);
+
+		if (id == DBK_PC_NONE)
+			break;
+		if (pc->b[id].ref == 0)
+			ev++;
+	}
+	if (evictable)
+		*evictable = ev;
+	return k;
+}
+
+void dbk_prefix_cache_take(struct dbk_prefix_cache *pc, const uint64_t *keys,
+                           uint32_t n, uint32_t *ids)
+{
+	uint32_t k;
+
+	for (k = 0; k < n; k++) {
+		uint32_t id = find(pc, keys[k]);
+
+		if (pc->b[id].ref++ == 0)
+			fq_remove(pc, id);
+		ids[k] = id;
+	}
+}
+
+int dbk_prefix_cache_alloc(struct dbk_prefix_cache *pc, uint32_t n,
+                           uint32_t *ids)
+{
+	uint32_t k;
+
+	if (n > pc->nfree)
+		return -1;
+	for (k = 0; k < n; k++) {
+		uint32_t id = pc->free_head;
+
+		fq_remove(pc, id);
+		if (pc->b[id].keyed) {
+			unkey(pc, id);
+			pc->evictions++;
+		}
+		pc->b[id].ref = 1;
+		ids[k] = id;
+	}
+	return 0;
+}
+
+void dbk_prefix_cache_insert(struct dbk_prefix_cache *pc, uint32_t id,
+                             uint64_t key)
+{
+	struct blk *b = &pc->b[id];
+	uint32_t s;
+
+	if (!pc->caching || b->keyed)
+		return;
+	s = slot_of(pc, key);
+	b->key = key;
+	b->keyed = true;
+	/* At the head of its chain: of blocks holding one key, the one
+	 * keyed last is found first (vLLM takes any of them). */
+	b->hnext = pc->bucket[s];
+	pc->bucket[s] = id;
+	pc->ncached++;
+}
+
+void dbk_prefix_cache_release(struct dbk_prefix_cache *pc,
+                              const uint32_t *ids, uint32_t n)
+{
+	while (n-- > 0) {
+		uint32_t id = ids[n];
+
+		if (pc->b[id].ref == 0 || --pc->b[id].ref > 0)
+			continue;
+		fq_push_tail(pc, id);
+	}
+}

@@ -1,0 +1,294 @@
+/* vLLM's /metrics text; see prom.h. Written by hand: no Debian C library
+ * renders prometheus_client's exact text (its float format is Python's
+ * repr), and the point is to match it byte for byte. */
+#include "prom.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const double dbk_prom_ttft_bounds[DBK_PROM_TTFT_BUCKETS] = {
+	0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+	1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+};
+
+void dbk_prom_observe(struct dbk_prom_histogram *h, double v)
+{
+	size_t i;
+
+	for (i = 0; i < DBK_PROM_TTFT_BUCKETS; i++)
+		if (v <= dbk_prom_ttft_bounds[i]) {
+			h->counts[i]++;
+			break;
+		}
+	h->count++;
+	h->sum += v;
+}
+
+/* Shortest decimal digits that read back as v (v finite, > 0), and the
+ * exponent x of the first digit: v = d.ddd x 10^x. */
+static int shortest(double v, char *dig, int *x)
+{
+	char s[40];
+	int p, n = 0;
+	char *e;
+
+	for (p = 0; p < 17; p++) {
+		snprintf(s, sizeof(s), "%.*e", p, v);
+		if (strtod(s, NULL) == v)
+			break;
+	}
+	for (e = s; *e && *e != 'e'; e++)
+		if (*e >= '0' && *e <= '9')
+			dig[n++] = *e;
+	while (n > 1 && dig[n - 1] == '0')
+		n--;
+	dig[n] = 0;
+	*x = atoi(e + 1);
+	return n;
+}
+
+/* Python's repr of a positive finite float. */
+static void py_repr(char *out, size_t cap, double v)
+{
+	char dig[24], s[64];
+	int x, n = shortest(v, dig, &x), i;
+	size_t k = 0;
+
+	if (x < -4 || x >= 16) {
+		k += (size_t)snprintf(s + k, sizeof(s) - k, "%c", dig[0]);
+		if (n > 1)
+			k += (size_t)snprintf(s + k, sizeof(s) - k, ".%s", dig + 1);
+		snprintf(s + k, sizeof(s) - k, "e%c%02d", x < 0 ? '-' : '+',
+		         abs(x));
+	} else if (x < 0) {
+		s[k++] = '0';
+		s[k++] = '.';
+		for (i = 0; i < -x - 1; i++)
+			s[k++] = '0';
+		snprintf(s + k, sizeof(s) - k, "%s", dig);
+	} else {
+		for (i = 0; i <= x; i++)
+			s[k++] = i < n ? dig[i] : '0';
+		s[k++] = '.';
+		if (n > x + 1)
+			k += (size_t)snprintf(s + k, sizeof(s) - k, "%s",
+			                      dig + x + 1);
+		else
+			s[k++] = '0';
+		s[k] = 0;
+	}
+	snprintf(out, cap, "%s", s);
+}
+
+void dbk_prom_float(char *out, size_t n, double v)
+{
+	char s[64], m[64];
+	const char *dot;
+	size_t k, d;
+
+	if (isnan(v)) {
+		snprintf(out, n, "NaN");
+		return;
+	}
+	if (isinf(v)) {
+		snprintf(out, n, v > 0 ? "+Inf" : "-Inf");
+		return;
+	}
+	if (v == 0) {
+		snprintf(out, n, "%s", signbit(v) ? "-0.0" : "0.0");
+		return;
+	}
+	if (v < 0) {
+		py_repr(s + 1, sizeof(s) - 1, -v);
+		s[0] = '-';
+		snprintf(out, n, "%s", s);
+		return;
+	}
+	py_repr(s, sizeof(s), v);
+	dot = strchr(s, '.');
+	d = dot ? (size_t)(dot - s) : 0;
+	if (!dot || d <= 6) {
+		snprintf(out, n, "%s", s);
+		return;
+	}
+	/* Go switches to an exponent sooner than Python: mantissa of all
+	 * digits, trailing zeros and point dropped. */
+	k = (size_t)snprintf(m, sizeof(m), "%c.%.*s%s", s[0], (int)(d - 1),
+	                     s + 1, dot + 1);
+	while (k > 0 && (m[k - 1] == '0' || m[k - 1] == '.'))
+		m[--k] = 0;
+	snprintf(out, n, "%se+0%zu", m, d - 1);
+}
+
+/* ---- Families. ---- */
+
+static void label_value(struct dbk_buf *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			dbk_buf_printf(b, "\\%c", *s);
+		else if (*s == '\n')
+			dbk_buf_adds(b, "\\n");
+		else
+			dbk_buf_add(b, s, 1);
+	}
+}
+
+/* {engine="0",[extra,]model_name="..."}: labels in name order; extra is
+ * a pre-rendered label that sorts between the two (le, finished_reason). */
+static void labels(struct dbk_buf *b, const char *model, const char *extra)
+{
+	dbk_buf_adds(b, "{engine=\"0\",");
+	if (extra) {
+		dbk_buf_adds(b, extra);
+		dbk_buf_adds(b, ",");
+	}
+	dbk_buf_adds(b, "model_name=\"");
+	label_value(b, model);
+	dbk_buf_adds(b, "\"}");
+}
+
+static void sample(struct dbk_buf *b, const char *name, const char *model,
+                   const char *extra, double v)
+{
+	char f[40];
+
+	dbk_prom_float(f, sizeof(f), v);
+	dbk_buf_adds(b, name);
+	labels(b, model, extra);
+	dbk_buf_printf(b, " %s\n", f);
+}
+
+static void head(struct dbk_buf *b, const char *name, const char *type,
+                 const char *help)
+{
+	dbk_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
+	               type);
+}
+
+static void gauge(struct dbk_buf *b, const struct dbk_prom_stats *m,
+                  const char *name, const char *help, double v)
+{
+	head(b, name, "gauge", help);
+	sample(b, name, m->model, NULL, v);
+}
+
+static void created(struct dbk_buf *b, const struct dbk_prom_stats *m,
+                    const char *base, const char *help)
+{
+	char name[96];
+
+	snprintf(name, sizeof(name), "%s_created", base);
+	head(b, name, "gauge", help);
+	sample(b, name, m->model, NULL, m->created);
+}
+
+static void counter(struct dbk_buf *b, const struct dbk_prom_stats *m,
+                    const char *base, const char *help, double v)
+{
+	char name[96];
+
+	snprintf(name, sizeof(name), "%s_total", base);
+	head(b, name, "counter", help);
+	sample(b, name, m->model, NULL, v);
+	created(b, m, base, help);
+}
+
+static void request_success(struct dbk_buf *b, const struct dbk_prom_stats *m)
+{
+	static const char help[] = "Count of successfully processed requests.";
+	static const char *reason[] = {"stop", "length", "abort"};
+	double v[3] = {0, (double)m->success_length, (double)m->success_abort};
+	char extra[48];
+	size_t i;
+
+	head(b, "vllm:request_success_total", "counter", help);
+	for (i = 0; i < 3; i++) {
+		snprintf(extra, sizeof(extra), "finished_reason=\"%s\"",
+		         reason[i]);
+		sample(b, "vllm:request_success_total", m->model, extra, v[i]);
+	}
+	head(b, "vllm:request_success_created", "gauge", help);
+	for (i = 0; i < 3; i++) {
+		snprintf(extra, sizeof(extra), "finished_reason=\"%s\"",
+		         reason[i]);
+		sample(b, "vllm:request_success_created", m->model, extra,
+		       m->created);
+	}
+}
+
+static void ttft(struct dbk_buf *b, const struct dbk_prom_stats *m)
+{
+	static const char name[] = "vllm:time_to_first_token_seconds";
+	static const char help[] = "Histogram of time to first token in "
+	                           "seconds.";
+	const struct dbk_prom_histogram *h = m->ttft;
+	char extra[48], f[40];
+	uint64_t cum = 0;
+	size_t i;
+
+	head(b, name, "histogram", help);
+	for (i = 0; i <= DBK_PROM_TTFT_BUCKETS; i++) {
+		if (i < DBK_PROM_TTFT_BUCKETS) {
+			cum += h ? h->counts[i] : 0;
+			dbk_prom_float(f, sizeof(f), dbk_prom_ttft_bounds[i]);
+		} else {
+			cum = h ? h->count : 0;
+			snprintf(f, sizeof(f), "+Inf");
+		}
+		snprintf(extra, sizeof(extra), "le=\"%s\"", f);
+		sample(b, "vllm:time_to_first_token_seconds_bucket", m->model,
+		       extra, (double)cum);
+	}
+	sample(b, "vllm:time_to_first_token_seconds_count", m->model, NULL,
+	       h ? (double)h->count : 0);
+	sample(b, "vllm:time_to_first_token_seconds_sum", m->model, NULL,
+	       h ? h->sum : 0);
+	created(b, m, name, help);
+}
+
+static void cache_config_info(struct dbk_buf *b,
+                              const struct dbk_prom_stats *m)
+{
+	head(b, "vllm:cache_config_info", "gauge",
+	     "Information of the LLMEngine CacheConfig");
+	/* A subset of CacheConfig's fields (all of them are labels in
+	 * vLLM), in name order as prometheus_client sorts them. */
+	dbk_buf_printf(b,
+	               "vllm:cache_config_info{block_size=\"%u\","
+	               "cache_dtype=\"auto\",enable_prefix_caching=\"%s\","
+	               "engine=\"0\",gpu_memory_utilization=\"0.9\","
+	               "num_gpu_blocks=\"%llu\"} 1.0\n",
+	               m->block_size, m->enable_prefix_caching ? "True" : "False",
+	               (unsigned long long)m->num_gpu_blocks);
+}
+
+void dbk_prom_render(struct dbk_buf *b, const struct dbk_prom_stats *m)
+{
+	gauge(b, m, "vllm:num_requests_running",
+	      "Number of requests in model execution batches.", m->running);
+	gauge(b, m, "vllm:num_requests_waiting",
+	      "Number of requests waiting to be processed.", m->waiting);
+	gauge(b, m, "vllm:kv_cache_usage_perc",
+	      "KV-cache usage. 1 means 100 percent usage.", m->kv_usage);
+	counter(b, m, "vllm:prefix_cache_queries",
+	        "Prefix cache queries, in terms of number of queried tokens.",
+	        (double)m->prefix_cache_queries);
+	counter(b, m, "vllm:prefix_cache_hits",
+	        "Prefix cache hits, in terms of number of cached tokens.",
+	        (double)m->prefix_cache_hits);
+	counter(b, m, "vllm:num_preemptions",
+	        "Cumulative number of preemption from the engine.",
+	        (double)m->preemptions);
+	counter(b, m, "vllm:prompt_tokens",
+	        "Number of prefill tokens processed.",
+	        (double)m->prompt_tokens);
+	counter(b, m, "vllm:generation_tokens",
+	        "Number of generation tokens processed.",
+	        (double)m->generation_tokens);
+	request_success(b, m);
+	ttft(b, m);
+	cache_config_info(b, m);
+}

@@ -1,0 +1,53 @@
+/* vLLM's GET /metrics, as the stub renders it: the names, help texts,
+ * label sets and order of vllm/v1/metrics/loggers.py (vllm-project/vllm
+ * at 005a810, PrometheusStatLogger) for one engine (engine="0"), in the
+ * text format prometheus_client's generate_latest writes (labels sorted
+ * by name, counters' HELP and TYPE under the _total name, a _created
+ * gauge after each counter and histogram, floats as Go prints them).
+ * Pure: the caller passes every value, the clock included. */
+#ifndef DBK_PROM_H
+#define DBK_PROM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+/* vllm:time_to_first_token_seconds's buckets at that version. */
+#define DBK_PROM_TTFT_BUCKETS 22
+
+struct dbk_prom_histogram {
+	uint64_t counts[DBK_PROM_TTFT_BUCKETS]; /* not cumulative */
+	uint64_t count;                          /* all, +Inf included */
+	double sum;
+};
+
+extern const double dbk_prom_ttft_bounds[DBK_PROM_TTFT_BUCKETS];
+
+void dbk_prom_observe(struct dbk_prom_histogram *h, double v);
+
+struct dbk_prom_stats {
+	const char *model;
+	double created;            /* unix seconds the counters were made */
+	uint32_t running, waiting;
+	double kv_usage;           /* 0..1 */
+	uint64_t prefix_cache_queries, prefix_cache_hits;
+	uint64_t preemptions;
+	uint64_t prompt_tokens, generation_tokens;
+	uint64_t success_length, success_abort;
+	const struct dbk_prom_histogram *ttft;
+	/* vllm:cache_config_info */
+	uint32_t block_size;
+	uint64_t num_gpu_blocks;
+	bool enable_prefix_caching;
+};
+
+void dbk_prom_render(struct dbk_buf *b, const struct dbk_prom_stats *m);
+
+/* A float as prometheus_client prints it (Python's repr, Go's exponent
+ * rule for values of 7 digits or more before the point): 3.0, 0.25,
+ * 1.7e+09, +Inf. Needs 32 bytes. */
+void dbk_prom_float(char *out, size_t n, double v);
+
+#endif

@@ -1,0 +1,52 @@
+#!/usr/bin/env bats
+# dbucket-sim's command line: every option --help lists is accepted, every
+# policy it names runs, and --slo-capacity prints a capacity per policy
+# with leastconn's as the unit. Model time only: no sockets, seconds.
+
+load helpers
+
+MOONCAKE=$REPO/contrib/traces/mooncake_conversation_trace.jsonl
+
+@test "dbucket-sim --help tells the truth: options and policies" {
+	run "$BUILD/dbucket-sim" --help
+	assert_success
+	assert_output --partial "--slo-capacity"
+	local opt p
+	for opt in $(grep -oE '^  --[a-z-]+' <<<"$output"); do
+		[ "$opt" = --help ] || [ "$opt" = --version ] && continue
+		run "$BUILD/dbucket-sim" "$opt" 2>&1
+		refute_output --partial "unrecognized option"
+	done
+	# Every policy the table knows runs to the end on a small slice.
+	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 150 --policy all
+	assert_success
+	for p in rr lc plain dynamic clairvoyant cache_aware power_of_two \
+		consistent_hash llm_d prefixaware; do
+		grep -qE "^$p +150 +0 " <<<"$output" || fail "no complete row for $p"
+	done
+	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --policy nosuch
+	assert_failure 2
+	assert_output --partial "unknown policy 'nosuch'"
+}
+
+@test "--slo-capacity: one row per policy, leastconn's ratio 1, bounded runs" {
+	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 300 \
+		--policy lc,plain,prefixaware --slo-capacity --slo-attainment 0.70 \
+		--slo-max-evals 6 --json "$BATS_TEST_TMPDIR/cap.json"
+	assert_success
+	assert_output --partial "SLO capacity: highest rate factor with >= 70% of requests"
+	grep -qE "^lc +[0-9.e+-]+ +1\.00 " <<<"$output" || fail "no lc row with ratio 1.00"
+	# prefixaware sends everything to one instance (every prompt starts
+	# with the same block): it meets the target at no load.
+	grep -qE "^prefixaware +0 +0\.00 +max " <<<"$output" || fail "prefixaware should have none"
+	run jq -r '.capacity | length, (.[] | select(.policy == "lc") | .ratio_to_lc),
+		([.[].runs] | max <= 6)' "$BATS_TEST_TMPDIR/cap.json"
+	assert_success
+	assert_output "3
+1
+true"
+	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --slo-capacity --slo-ttft-ms 0 \
+		--slo-tpot-ms 0
+	assert_failure 2
+	assert_output --partial "needs an objective"
+}
