@@ -39,8 +39,8 @@ int dbk_render_addrs_run(struct dbk_render_addrs *a, const char *dir, int comple
 	if (!dbk_render_path_ok(dir))
 		return bad_dir(dir, err, errlen);
 	/* The longest socket name decides. */
-	static const char *const socks[] = { DBK_RENDER_SPOA_SOCK, DBK_RENDER_ADMIN_SOCK, DBK_RENDER_STATS_SOCK,
-		                             DBK_RENDER_PROM_SOCK };
+	static const char *const socks[] = { DBK_RENDER_SPOA_SOCK, DBK_RENDER_ADMIN_SOCK,
+		                             DBK_RENDER_STATS_SOCK, DBK_RENDER_PROM_SOCK };
 	size_t name = 0;
 	for (size_t i = 0; i < sizeof(socks) / sizeof(socks[0]); i++)
 		if (strlen(socks[i]) > name)

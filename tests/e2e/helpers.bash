@@ -19,12 +19,6 @@ if [ -n "${HAPROXY:-}" ] && [ "$HAPROXY" != haproxy ]; then
 	esac
 fi
 
-# HAProxy's major.minor as one number, 2.6 -> 206, 3.4 -> 304: for the
-# few facts that differ between versions (README, "HAProxy versions").
-haproxy_version() {
-	haproxy -v | awk 'NR == 1 { split($3, v, "."); print v[1] * 100 + v[2]; exit }'
-}
-
 # Prints the first of $1 consecutive loopback TCP ports nothing listens
 # on, below Linux's ephemeral range (32768+) so that no client socket takes
 # one between this check and the bind. Bounded: 200 tries.
@@ -93,7 +87,8 @@ dbk_env() {
 # sample's paths, the ring (TCP) and datagrams (UDP).
 start_agent() {
 	"$BUILD/dbucket-spoa" --listen "$DBK_AGENT" --completion-listen "$DBK_COMPLETIONS" \
-		--completion-listen "udp@$DBK_COMPLETIONS_UDP" --admin-listen "127.0.0.1:$ADMIN_PORT" "$@" vllm0 vllm1 vllm2 vllm3 \
+		--completion-listen "udp@$DBK_COMPLETIONS_UDP" --admin-listen "127.0.0.1:$ADMIN_PORT" \
+		"$@" vllm0 vllm1 vllm2 vllm3 \
 		2>>"$BATS_TEST_TMPDIR/agent.log" &
 	AGENT_PID=$!
 	wait_port "$AGENT_PORT"
