@@ -23,26 +23,35 @@ static const double lag_bounds_ms[] = {
 /* How long start-up waits for HAProxy's runtime API to name the servers. */
 #define DISCOVERY_TIMEOUT_MS 30000
 #define MAX_CONFIG_FILE 65536
-/* How long an id that ended unrouted is remembered: far longer than a
- * NOTIFY can trail its request's completion line. */
-#define BURIED_TTL_MS 10000
+/* How long an ended id is remembered (DBK_BAL_MAX_BURIED of them at
+ * most): far longer than a NOTIFY can trail its request's completion
+ * line, and than one copy of a completion line can trail the other (the
+ * ring delivers what it held during a cut when it reconnects, a second or
+ * two later). A copy later than this counts as an unknown release. */
+#define BURIED_TTL_MS 60000
 
 void dbk_agent_on_completion(void *arg, const struct dbk_completion *c)
 {
 	struct dbk_agent *a = arg;
 	struct dbk_bal_lease lease;
 
+	/* Each line comes by two paths (haproxy/README.md): the first copy
+	 * to arrive does the work, the other is only counted. */
+	if (dbk_bal_ended(a->bal, c->id, c->id_len)) {
+		a->stats.duplicates++;
+		return;
+	}
 	a->stats.completions++;
+	if (c->id_len)
+		dbk_bal_bury(a->bal, c->id, c->id_len, dbk_mono_ms());
 	/* No decision variable: HAProxy balanced this one alone, unless the
 	 * client left while the agent was deciding, in which case the lease
 	 * was taken but the ACK found no stream to set the variable on. The
 	 * id tells. */
 	if (c->chosen_len == 0 && !dbk_bal_holds(a->bal, c->id, c->id_len)) {
-		a->stats.undecided++;
 		/* Its NOTIFY may still be on the way (another connection):
-		 * remember the id so that it takes no lease when it comes. */
-		if (c->id_len)
-			dbk_bal_bury(a->bal, c->id, c->id_len, dbk_mono_ms());
+		 * the id, buried above, takes no lease when it comes. */
+		a->stats.undecided++;
 		return;
 	}
 	if (dbk_bal_release(a->bal, c->id, c->id_len, &lease) != DBK_BAL_OK) {

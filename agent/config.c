@@ -104,9 +104,10 @@ void dbk_config_usage(FILE *out, const char *prog)
 "                                HOST:PORT, [IPV6]:PORT or unix:PATH\n"
 "                                (default %s)\n"
 "  --completion-listen ADDR      where HAProxy's completion ring connects\n"
-"                                (same forms, repeatable; default %s,\n"
-"                                \"none\" to disable), or udp@HOST:PORT for\n"
-"                                lines sent by a plain UDP log target\n"
+"                                (same forms, repeatable), or udp@HOST:PORT\n"
+"                                for lines sent by a plain UDP log target;\n"
+"                                default %s and udp@ the same,\n"
+"                                \"none\" to disable\n"
 "  --admin-listen ADDR           HTTP endpoint with /metrics and /state\n"
 "                                (default %s, \"none\" to disable)\n"
 "  --lease-ttl SECONDS           a request whose completion never arrives\n"
@@ -412,8 +413,11 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 		c->listen[c->nlisten++] = DBK_DEFAULT_LISTEN;
 	if (no_completions)
 		c->ncompletion_listen = 0;
-	else if (c->ncompletion_listen == 0)
+	else if (c->ncompletion_listen == 0) {
+		/* Both of the sample's paths (haproxy/README.md). */
 		c->completion_listen[c->ncompletion_listen++] = DBK_DEFAULT_COMPLETION_LISTEN;
+		c->completion_listen[c->ncompletion_listen++] = "udp@" DBK_DEFAULT_COMPLETION_LISTEN;
+	}
 	if (no_admin)
 		c->nadmin_listen = 0;
 	else if (c->nadmin_listen == 0)

@@ -293,7 +293,8 @@ start_cluster() { # start_cluster POLICY SCALE: stubs, HAProxy, agent; sets DBK_
 	DBK_STATS_BIND=127.0.0.1:$(dbk_port)
 	DBK_AGENT=127.0.0.1:$(dbk_port)
 	DBK_COMPLETIONS=127.0.0.1:$(dbk_port)
-	export DBK_BIND DBK_STATS_BIND DBK_AGENT DBK_COMPLETIONS
+	DBK_COMPLETIONS_UDP=$DBK_COMPLETIONS
+	export DBK_BIND DBK_STATS_BIND DBK_AGENT DBK_COMPLETIONS DBK_COMPLETIONS_UDP
 	ADMIN=127.0.0.1:$(dbk_port)
 	admin=$ADMIN
 	case $policy in
@@ -314,7 +315,8 @@ start_cluster() { # start_cluster POLICY SCALE: stubs, HAProxy, agent; sets DBK_
 		[ "$policy" = ttft ] && mode=(--policy ttft --scrape-interval
 			"$(awk -v s="$scale" 'BEGIN { v = int(100 / s); print v < 10 ? 10 : v }')")
 		"$BUILD/dbucket-spoa" ${mode[@]+"${mode[@]}"} --listen "$DBK_AGENT" \
-			--completion-listen "$DBK_COMPLETIONS" --admin-listen "$admin" \
+			--completion-listen "$DBK_COMPLETIONS" --completion-listen "udp@$DBK_COMPLETIONS" \
+			--admin-listen "$admin" \
 			--haproxy-socket "$tmp/haproxy.sock" --log-level warn 2>"$tmp/agent.log" &
 		run_pids+=($!)
 		pids+=($!)

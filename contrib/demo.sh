@@ -74,7 +74,7 @@ done
 
 export DBK_BIND=127.0.0.1:$port_proxy
 export DBK_AGENT=127.0.0.1:$port_agent
-export DBK_COMPLETIONS=127.0.0.1:$port_completions
+export DBK_COMPLETIONS=127.0.0.1:$port_completions DBK_COMPLETIONS_UDP=127.0.0.1:$port_completions
 admin=127.0.0.1:$port_admin
 export DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
 export DBK_DEBUG_HEADERS=1
@@ -93,8 +93,8 @@ say "Starting dbucket-spoa (dynamic buckets, threshold 32768 tokens)"
 # No server names: the agent reads them, in order, from HAProxy's runtime
 # API, and follows their states from there.
 "$BUILD/dbucket-spoa" --enable-dynamic-bucket --listen "$DBK_AGENT" \
-	--completion-listen "$DBK_COMPLETIONS" --admin-listen "$admin" \
-	--haproxy-socket "$DBK_STATS_SOCKET" 2>"$run/agent.log" &
+	--completion-listen "$DBK_COMPLETIONS" --completion-listen "udp@$DBK_COMPLETIONS_UDP" \
+	--admin-listen "$admin" --haproxy-socket "$DBK_STATS_SOCKET" 2>"$run/agent.log" &
 pids+=($!)
 echo "  SPOP on $DBK_AGENT, completions on $DBK_COMPLETIONS, admin on http://$admin"
 for i in 0 1 2 3; do dbk_wait_port $((port_stub + i)); done
