@@ -108,7 +108,8 @@ $(BUILD)/test_scrape: $(BUILD)/tests/unit/test_scrape.o $(BUILD)/agent/scrape.o 
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_EV) $(LDLIBS_CURL) $(LDLIBS_JSON) $(LDLIBS_M)
 $(BUILD)/test_config: $(BUILD)/tests/unit/test_config.o $(BUILD)/agent/config.o $(BUILD)/agent/log.o $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
-$(BUILD)/test_route: $(BUILD)/tests/unit/test_route.o $(BUILD)/tests/unit/frames.o $(BUILD)/agent/route.o $(BUILD)/agent/log.o $(CORE_OBJ)
+$(BUILD)/test_route: $(BUILD)/tests/unit/test_route.o $(BUILD)/tests/unit/frames.o $(BUILD)/agent/route.o \
+		$(BUILD)/agent/policy.o $(BUILD)/agent/log.o $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
 
 $(BUILD)/test_spoa: $(BUILD)/tests/unit/test_spoa.o $(BUILD)/tests/unit/frames.o $(BUILD)/agent/spoa.o $(BUILD)/agent/net.o $(BUILD)/agent/listener.o \

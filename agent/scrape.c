@@ -154,7 +154,7 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 
 static int req_init(struct dbk_scrape *s, struct target *t, struct req *r, enum req_kind kind)
 {
-	char url[URL_MAX_LEN + 16];
+	char url[URL_MAX_LEN + 1024 + 16];
 
 	r->t = t;
 	r->kind = kind;
@@ -162,7 +162,14 @@ static int req_init(struct dbk_scrape *s, struct target *t, struct req *r, enum 
 	r->easy = curl_easy_init();
 	if (!r->easy)
 		return -1;
-	snprintf(url, sizeof(url), "%s%s", t->base, kind == REQ_METRICS ? "/metrics" : "/v1/models");
+	if (kind == REQ_METRICS) {
+		char q[1024];
+
+		dbk_vllm_metrics_query(q, sizeof(q));
+		snprintf(url, sizeof(url), "%s/metrics?%s", t->base, q);
+	} else {
+		snprintf(url, sizeof(url), "%s/v1/models", t->base);
+	}
 	curl_easy_setopt(r->easy, CURLOPT_URL, url);
 	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
 	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);

@@ -410,6 +410,20 @@ int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics 
 	return 0;
 }
 
+size_t dbk_vllm_metrics_query(char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+		int w = snprintf(buf + n, cap - n, "%sname%%5B%%5D=%s", i ? "&" : "",
+		                 families[i].name);
+		if (w < 0 || (size_t)w >= cap - n)
+			return 0;
+		n += (size_t)w;
+	}
+	return n;
+}
+
 /* ---- /v1/models ---- */
 
 int dbk_vllm_parse_models(const char *buf, size_t len, long *max_len, char *err,

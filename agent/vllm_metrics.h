@@ -58,6 +58,13 @@ struct dbk_vllm_metrics {
 int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics *out,
                            char *err, size_t errlen);
 
+/* Writes into buf (cap bytes, NUL-terminated) the query that asks a
+ * server for only the families read here: name[]=...&name[]=...,
+ * percent-encoded. prometheus_client (vLLM's /metrics) serves just those
+ * when it understands the parameter, and the whole body otherwise, which
+ * parses the same. Returns the length, or 0 when cap is too small. */
+size_t dbk_vllm_metrics_query(char *buf, size_t cap);
+
 /* Parses a /v1/models body ({"object":"list","data":[{"id":...,
  * "max_model_len":N},...]}) and gives the smallest max_model_len of its
  * models (a request must fit whichever model it names; one server

@@ -7,10 +7,13 @@
 # ports (the stub's fixture, vLLM's shape, by default), so no engine runs.
 #
 #   contrib/bench-scrape.sh [--servers N] [--seconds S] [--interval MS]
-#                           [--pad KB]
+#                           [--pad KB | --filtered]
 #
 # --pad KB appends families the policy does not read (histograms) until
 # the body is about KB kilobytes: a real vLLM's /metrics is tens of KB.
+# --filtered serves only the families the agent asks for (its name[]
+# query, which prometheus_client honours): what a server that filters
+# costs the agent.
 # Everything listens on 127.0.0.1 and is stopped by pid on exit.
 set -eu
 cd "$(dirname "$0")/.."
@@ -18,14 +21,15 @@ REPO=$PWD
 . "$REPO/contrib/lib.sh"
 BUILD=${DBK_BUILD:-$REPO/build}
 
-servers=64 seconds=60 interval=100 pad=0
+servers=64 seconds=60 interval=100 pad=0 filtered=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--servers) servers=$2; shift 2 ;;
 	--seconds) seconds=$2; shift 2 ;;
 	--interval) interval=$2; shift 2 ;;
 	--pad) pad=$2; shift 2 ;;
-	*) echo "usage: $0 [--servers N] [--seconds S] [--interval MS] [--pad KB]" >&2; exit 2 ;;
+	--filtered) filtered=1; shift ;;
+	*) echo "usage: $0 [--servers N] [--seconds S] [--interval MS] [--pad KB | --filtered]" >&2; exit 2 ;;
 	esac
 done
 
@@ -35,6 +39,9 @@ trap dbk_cleanup EXIT
 
 body=$tmp/metrics.prom
 cp contrib/stub/fixtures/vllm-metrics.prom "$body"
+# The families agent/vllm_metrics.c reads, as its name[] query names them.
+[ "$filtered" = 1 ] && grep -E '^(# (HELP|TYPE) )?vllm:(num_requests_running|num_requests_waiting|kv_cache_usage_perc|prefix_cache_queries|prefix_cache_hits|num_preemptions|cache_config_info)[_a-z]*[ {]' \
+	contrib/stub/fixtures/vllm-metrics.prom | grep -v '_created' >"$body"
 k=0
 while [ "$(stat -c %s "$body")" -lt $((pad * 1024)) ] && [ $k -lt 10000 ]; do
 	sed -n "s/vllm:time_to_first_token_seconds/vllm:pad${k}_seconds/p" \

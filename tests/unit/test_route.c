@@ -4,6 +4,7 @@
 #include "check.h"
 #include "frames.h"
 #include "log.h"
+#include "policy.h"
 #include "route.h"
 
 static const char *const names[] = { "vllm0", "vllm1", "vllm2", "vllm3" };
@@ -352,6 +353,76 @@ static void test_ack_that_does_not_fit_is_an_error(void)
 	down(&x);
 }
 
+/* --policy ttft: the predictor picks, the balancer leases there, and
+ * the lease's end or move reaches the predictor's books (policy.c). */
+static unsigned pred_inflight(const struct dbk_pred *p, unsigned server)
+{
+	struct dbk_pred_view v;
+
+	dbk_pred_view(p, server, 1000, &v);
+	return v.inflight;
+}
+
+static void test_ttft_route_follows_the_context_limit_and_the_books(void)
+{
+	struct fixture x;
+	const char *const argn[] = { "id", "blen", "body" };
+	struct dbk_spop_data argv[3] = { dbk_spop_str("long-1"), dbk_spop_int(40000),
+	                                 bin("{\"prompt\":\"aaaa\"}") };
+
+	up(&x, false);
+	struct dbk_pred *p = dbk_policy_ttft_new(x.bal);
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	x.r.pred = p;
+	dbk_pred_set_max_model_len(p, 0, 4096);
+	dbk_pred_set_max_model_len(p, 1, 4096);
+	dbk_pred_set_max_model_len(p, 3, 131072);
+	/* 10000 tokens: vllm0-1 cannot hold it, vllm2 (unknown) and vllm3
+	 * may. Idle and equal, the first usable of them. */
+	size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_var_is(&x.ack, "server", "vllm2") || test_var_is(&x.ack, "server", "vllm3"));
+	unsigned s1 = test_var_is(&x.ack, "server", "vllm2") ? 2 : 3;
+	CHECK_EQ_U(pred_inflight(p, s1), 1);
+	CHECK_EQ_U(dbk_bal_server_inflight(x.bal, s1), 1);
+
+	/* HAProxy served it elsewhere: both books follow. */
+	const char *const mvn[] = { "id", "server" };
+	struct dbk_spop_data mvv[2] = { dbk_spop_str("long-1"), dbk_spop_str("vllm3") };
+	if (s1 == 3)
+		mvv[1] = dbk_spop_str("vllm2");
+	len = notify_args(x.in, sizeof(x.in), DBK_MSG_MOVED, 2, mvn, mvv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK_EQ_U(pred_inflight(p, s1), 0);
+	CHECK_EQ_U(pred_inflight(p, 5 - s1), 1);
+
+	/* Its end releases the predictor's charge exactly once. */
+	CHECK_EQ_U(dbk_bal_release(x.bal, "long-1", 6, NULL), DBK_BAL_OK);
+	CHECK_EQ_U(pred_inflight(p, 5 - s1), 0);
+	CHECK_EQ_U(dbk_bal_release(x.bal, "long-1", 6, NULL), DBK_BAL_UNKNOWN);
+
+	/* vllm2-3 unusable: it goes to the largest usable one, counted. */
+	dbk_bal_set_usable(x.bal, 2, false);
+	dbk_bal_set_usable(x.bal, 3, false);
+	argv[0] = dbk_spop_str("long-2");
+	len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_var_is(&x.ack, "server", "vllm0") || test_var_is(&x.ack, "server", "vllm1"));
+	CHECK_EQ_U(x.r.stats.too_long, 1);
+	/* Nothing usable: an error, no lease, nothing charged. */
+	dbk_bal_set_usable(x.bal, 0, false);
+	dbk_bal_set_usable(x.bal, 1, false);
+	argv[0] = dbk_spop_str("long-3");
+	len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_var_is(&x.ack, "error", "no usable server"));
+	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 1);
+	dbk_policy_ttft_free(p, x.bal);
+	down(&x);
+}
+
 int main(void)
 {
 	dbk_log_set_level(DBK_LOG_ERROR);
@@ -366,5 +437,6 @@ int main(void)
 	RUN(test_truncated_notify_takes_no_lease);
 	RUN(test_moved_message_moves_the_lease);
 	RUN(test_ack_that_does_not_fit_is_an_error);
+	RUN(test_ttft_route_follows_the_context_limit_and_the_books);
 	return CHECK_DONE();
 }

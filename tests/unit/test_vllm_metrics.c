@@ -193,6 +193,19 @@ static void test_models(void)
 	}
 }
 
+static void test_query_names_every_family(void)
+{
+	char q[1024];
+	size_t n = dbk_vllm_metrics_query(q, sizeof(q));
+
+	CHECK(n > 0 && n == strlen(q));
+	CHECK(strncmp(q, "name%5B%5D=vllm:num_requests_running&", 37) == 0);
+	CHECK(strstr(q, "&name%5B%5D=vllm:prefix_cache_hits_total&") != NULL);
+	CHECK(strstr(q, "&name%5B%5D=vllm:cache_config_info") != NULL);
+	CHECK(strstr(q, "&name%5B%5D=vllm:gpu_cache_usage_perc&") != NULL);
+	CHECK_EQ_U(dbk_vllm_metrics_query(q, 40), 0);
+}
+
 int main(void)
 {
 	RUN(test_stub_fixture);
@@ -202,5 +215,6 @@ int main(void)
 	RUN(test_malformed_lines_fail_the_body);
 	RUN(test_long_line_is_refused);
 	RUN(test_models);
+	RUN(test_query_names_every_family);
 	return CHECK_DONE();
 }
