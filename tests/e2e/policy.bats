@@ -222,6 +222,11 @@ words() {
 		sleep 0.02
 	done
 	assert_equal "$v" 1
+	# /state is JSON, with the scraper's and the predictor's views.
+	agent_get /state >"$d/state.json"
+	run jq -e '.policy == "ttft" and (.scrape.servers | length) == 4 and (.ttft | length) == 4
+		and .scrape.servers[2].running == 1' "$d/state.json"
+	assert_success
 	run agent_get /state
 	assert_output --partial '"policy": "ttft"'
 	assert_output --regexp '"name": "vllm2", "url": "http://127\.0\.0\.1:[0-9]+", "up": true, "fresh": true'
