@@ -31,7 +31,7 @@ CORE_SRC  = agent/spop.c agent/balancer.c agent/leases.c agent/estimate.c agent/
             agent/histo.c agent/strbuf.c agent/runtime.c agent/tune.c agent/numparse.c
 AGENT_SRC = agent/main.c agent/agent.c agent/report.c agent/config.c agent/log.c agent/net.c \
             agent/spoa.c agent/route.c agent/events.c agent/admin.c agent/listener.c \
-            agent/runtime_client.c agent/sync.c
+            agent/runtime_client.c agent/sync.c contrib/stub/http.c
 
 # The ttft policy (predict.h): the predictor, its prefix index and the
 # body sample's prefix keys; pure, linked by the agent and the simulator.
@@ -48,6 +48,8 @@ TESTS = $(BUILD)/test_spop $(BUILD)/test_balancer $(BUILD)/test_estimate \
         $(BUILD)/test_config $(BUILD)/test_route $(BUILD)/test_spoa \
         $(BUILD)/test_completion $(BUILD)/test_runtime $(BUILD)/test_tune \
         $(BUILD)/test_numparse $(POLICY_TESTS)
+# Tools the e2e tests drive (not run by tests/run as unit tests).
+E2E_TOOLS = $(BUILD)/dbk-test-flood
 
 include contrib/stub/stub.mk
 include contrib/bench/bench.mk
@@ -60,7 +62,7 @@ include tests/fuzz/fuzz.mk
 .PHONY: all deps test unit e2e sanitize demo bench clean
 all: $(BINS) $(TESTS) $(STUB_BINS) $(STUB_TESTS) $(BENCH_BINS) $(BENCH_TESTS) \
      $(SIM_BINS) $(SIM_TESTS) $(SPOPBENCH_BINS) $(SPOPBENCH_TESTS) \
-     $(LAUNCHER_BINS) $(LAUNCHER_TESTS)
+     $(LAUNCHER_BINS) $(LAUNCHER_TESTS) $(E2E_TOOLS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -102,6 +104,9 @@ $(BUILD)/test_route: $(BUILD)/tests/unit/test_route.o $(BUILD)/tests/unit/frames
 $(BUILD)/test_spoa: $(BUILD)/tests/unit/test_spoa.o $(BUILD)/tests/unit/frames.o $(BUILD)/agent/spoa.o $(BUILD)/agent/net.o $(BUILD)/agent/listener.o \
 		$(BUILD)/agent/route.o $(BUILD)/agent/log.o $(CORE_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_EV) $(LDLIBS_JSON) $(LDLIBS_M)
+
+$(BUILD)/dbk-test-flood: $(BUILD)/tests/e2e/flood.o $(BUILD)/tests/unit/frames.o $(CORE_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
 
 deps:
 	@contrib/install-deps.sh

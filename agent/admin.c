@@ -7,12 +7,21 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+/* The request parser the stub serves OpenAI clients with: strict,
+ * bounded and fuzzed (tests/fuzz/fuzz_stub_http.c). */
+#include "../contrib/stub/http.h"
 #include "listener.h"
 #include "log.h"
 #include "net.h"
 
-#define MAX_REQUEST 4096
-#define MAX_CONNS 64
+/* Request line and header fields together; a longer request line is a
+ * 414, whole: the target is never cut to fit. */
+#define MAX_HEAD 4096
+/* A body is read (so the connection ends cleanly) and ignored. */
+#define MAX_BODY 4096
+#define MAX_REQUEST (MAX_HEAD + MAX_BODY)
+#define MAX_METHOD 16
+/* From accept to the whole request: a client that dawdles is dropped. */
 #define IO_TIMEOUT 5.0
 
 struct aconn {
@@ -21,7 +30,7 @@ struct aconn {
 	struct dbk_admin *a;
 	struct aconn *prev, *next;
 	size_t in_len;
-	char in[MAX_REQUEST + 1];
+	char in[MAX_REQUEST];
 	struct dbk_strbuf out;
 	size_t out_off;
 };
@@ -32,7 +41,6 @@ struct dbk_admin {
 	void *arg;
 	struct dbk_listener_set ls;
 	struct aconn *conns;
-	unsigned open;
 };
 
 static void aconn_close(struct aconn *c)
@@ -41,6 +49,7 @@ static void aconn_close(struct aconn *c)
 
 	ev_io_stop(a->loop, &c->io);
 	ev_timer_stop(a->loop, &c->timer);
+	dbk_listener_release(&a->ls, c->io.fd);
 	close(c->io.fd);
 	if (c->prev)
 		c->prev->next = c->next;
@@ -48,21 +57,8 @@ static void aconn_close(struct aconn *c)
 		a->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	a->open--;
 	dbk_sb_free(&c->out);
 	free(c);
-}
-
-static const char *reason(int status)
-{
-	switch (status) {
-	case 200: return "OK";
-	case 400: return "Bad Request";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 413: return "Payload Too Large";
-	default:  return "Internal Server Error";
-	}
 }
 
 /* Builds the whole response in c->out and switches to writing. */
@@ -77,7 +73,7 @@ static void respond(struct aconn *c, struct dbk_admin_response *r)
 	dbk_sb_printf(&c->out,
 	              "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
 	              "Connection: close\r\nCache-Control: no-store\r\n\r\n",
-	              r->status, reason(r->status), r->content_type, r->body.len);
+	              r->status, dbk_http_reason(r->status), r->content_type, r->body.len);
 	dbk_sb_append(&c->out, r->body.data ? r->body.data : "", r->body.len);
 	dbk_sb_free(&r->body);
 	ev_io_stop(c->a->loop, &c->io);
@@ -94,19 +90,38 @@ static void simple(struct aconn *c, int status, const char *text)
 	respond(c, &r);
 }
 
-static void handle(struct aconn *c)
+/* Answers once the request is whole or known to be bad. Returns whether
+ * it was. */
+static bool handle(struct aconn *c)
 {
-	char method[8], path[256];
+	static const struct dbk_http_limits lim = { .max_head_bytes = MAX_HEAD,
+	                                            .max_body_bytes = MAX_BODY };
+	struct dbk_http_request req;
+	char method[MAX_METHOD + 1], path[MAX_HEAD];
 
-	/* "METHOD SP PATH SP HTTP/x.y": anything else is a 400. */
-	if (sscanf(c->in, "%7s %255s HTTP/1.%*c", method, path) != 2) {
-		simple(c, 400, "bad request");
-		return;
+	switch (dbk_http_parse(c->in, c->in_len, &lim, &req)) {
+	case DBK_HTTP_INCOMPLETE:
+		return false;
+	case DBK_HTTP_ERROR:
+		simple(c, req.status, req.error);
+		return true;
+	case DBK_HTTP_COMPLETE:
+		break;
 	}
+	if (req.method.n > MAX_METHOD) {
+		simple(c, 405, "method not allowed");
+		return true;
+	}
+	/* Both fit: the head, and so the target, is under MAX_HEAD. */
+	memcpy(method, req.method.p, req.method.n);
+	method[req.method.n] = '\0';
+	memcpy(path, req.target.p, req.target.n);
+	path[req.target.n] = '\0';
 	struct dbk_admin_response r = { .status = 200, .content_type = "text/plain" };
 	dbk_sb_init(&r.body);
 	c->a->handler(c->a->arg, method, path, &r);
 	respond(c, &r);
+	return true;
 }
 
 static void on_aconn(struct ev_loop *loop, ev_io *w, int revents)
@@ -130,11 +145,8 @@ static void on_aconn(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	}
 	c->in_len += (size_t)n;
-	c->in[c->in_len] = '\0';
-	/* Only the request line matters; the headers end the request. */
-	if (strstr(c->in, "\r\n\r\n") || strstr(c->in, "\n\n"))
-		handle(c);
-	else if (c->in_len == MAX_REQUEST)
+	/* The parser's limits refuse a request before it fills the buffer. */
+	if (!handle(c) && c->in_len == MAX_REQUEST)
 		simple(c, 413, "request too large");
 }
 
@@ -148,9 +160,10 @@ static void on_atimer(struct ev_loop *loop, ev_timer *w, int revents)
 static void aconn_new(void *arg, int fd)
 {
 	struct dbk_admin *a = arg;
-	struct aconn *c = a->open < MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
+	struct aconn *c = calloc(1, sizeof(*c));
 
 	if (!c) {
+		dbk_listener_release(&a->ls, fd);
 		close(fd);
 		return;
 	}
@@ -160,7 +173,6 @@ static void aconn_new(void *arg, int fd)
 	if (a->conns)
 		a->conns->prev = c;
 	a->conns = c;
-	a->open++;
 	ev_io_init(&c->io, on_aconn, fd, EV_READ);
 	ev_io_start(a->loop, &c->io);
 	/* A client that never finishes its request is not waited for. */
@@ -168,7 +180,8 @@ static void aconn_new(void *arg, int fd)
 	ev_timer_start(a->loop, &c->timer);
 }
 
-struct dbk_admin *dbk_admin_new(struct ev_loop *loop, dbk_admin_handler h, void *arg)
+struct dbk_admin *dbk_admin_new(struct ev_loop *loop, unsigned max_conns, dbk_admin_handler h,
+                                void *arg)
 {
 	struct dbk_admin *a = calloc(1, sizeof(*a));
 
@@ -178,6 +191,12 @@ struct dbk_admin *dbk_admin_new(struct ev_loop *loop, dbk_admin_handler h, void 
 	a->handler = h;
 	a->arg = arg;
 	dbk_listener_init(&a->ls, loop, "admin", aconn_new, a);
+	/* One client (a scraper, a stuck script) leaves room for others. */
+	if (dbk_listener_limit(&a->ls, max_conns, (max_conns + 3) / 4, NULL) < 0) {
+		dbk_listener_close(&a->ls);
+		free(a);
+		return NULL;
+	}
 	return a;
 }
 

@@ -21,7 +21,9 @@ typedef void (*dbk_admin_handler)(void *arg, const char *method, const char *pat
 
 struct dbk_admin;
 
-struct dbk_admin *dbk_admin_new(struct ev_loop *loop, dbk_admin_handler h, void *arg);
+/* At most max_conns clients at once, a quarter of them from one peer. */
+struct dbk_admin *dbk_admin_new(struct ev_loop *loop, unsigned max_conns, dbk_admin_handler h,
+                                void *arg);
 int dbk_admin_add_listener(struct dbk_admin *a, int fd);
 void dbk_admin_free(struct dbk_admin *a);
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "listener.h"
 #include "log.h"
 #include "net.h"
 #include "tune.h"
@@ -22,26 +23,35 @@ static const double lag_bounds_ms[] = {
 /* How long start-up waits for HAProxy's runtime API to name the servers. */
 #define DISCOVERY_TIMEOUT_MS 30000
 #define MAX_CONFIG_FILE 65536
-/* How long an id that ended unrouted is remembered: far longer than a
- * NOTIFY can trail its request's completion line. */
-#define BURIED_TTL_MS 10000
+/* How long an ended id is remembered (DBK_BAL_MAX_BURIED of them at
+ * most): far longer than a NOTIFY can trail its request's completion
+ * line, and than one copy of a completion line can trail the other (the
+ * ring delivers what it held during a cut when it reconnects, a second or
+ * two later). A copy later than this counts as an unknown release. */
+#define BURIED_TTL_MS 60000
 
 void dbk_agent_on_completion(void *arg, const struct dbk_completion *c)
 {
 	struct dbk_agent *a = arg;
 	struct dbk_bal_lease lease;
 
+	/* Each line comes by two paths (haproxy/README.md): the first copy
+	 * to arrive does the work, the other is only counted. */
+	if (dbk_bal_ended(a->bal, c->id, c->id_len)) {
+		a->stats.duplicates++;
+		return;
+	}
 	a->stats.completions++;
+	if (c->id_len)
+		dbk_bal_bury(a->bal, c->id, c->id_len, dbk_mono_ms());
 	/* No decision variable: HAProxy balanced this one alone, unless the
 	 * client left while the agent was deciding, in which case the lease
 	 * was taken but the ACK found no stream to set the variable on. The
 	 * id tells. */
 	if (c->chosen_len == 0 && !dbk_bal_holds(a->bal, c->id, c->id_len)) {
-		a->stats.undecided++;
 		/* Its NOTIFY may still be on the way (another connection):
-		 * remember the id so that it takes no lease when it comes. */
-		if (c->id_len)
-			dbk_bal_bury(a->bal, c->id, c->id_len, dbk_mono_ms());
+		 * the id, buried above, takes no lease when it comes. */
+		a->stats.undecided++;
 		return;
 	}
 	if (dbk_bal_release(a->bal, c->id, c->id_len, &lease) != DBK_BAL_OK) {
@@ -236,6 +246,43 @@ static int add_events(void *o, int fd) { return dbk_events_add_listener(o, fd); 
 static int add_events_udp(void *o, int fd) { return dbk_events_add_datagram(o, fd); }
 static int add_admin(void *o, int fd) { return dbk_admin_add_listener(o, fd); }
 
+/* Connections the completion and admin listeners take at most, and the
+ * descriptors the agent needs besides its listeners' connections
+ * (standard streams, listening sockets, the event loop, the runtime API,
+ * the listeners' spare descriptors, a config file being read). */
+#define COMPLETION_CONNS 64
+#define ADMIN_CONNS 64
+#define FD_OVERHEAD 48
+
+/* Sizes the connection limits to the descriptor limit, as robust servers
+ * do: raise the soft limit if the hard one allows, else lower the limits
+ * so that accept() never meets EMFILE in normal operation (the listener
+ * copes if it still does). */
+static void fit_fd_limit(struct dbk_agent *a, unsigned *completion, unsigned *admin)
+{
+	unsigned long want = (unsigned long)a->cfg.max_connections + COMPLETION_CONNS +
+	                     ADMIN_CONNS + FD_OVERHEAD;
+	unsigned long have = dbk_listener_fd_limit(want);
+
+	*completion = COMPLETION_CONNS;
+	*admin = ADMIN_CONNS;
+	if (have >= want)
+		return;
+	/* What is left after the fixed needs (about half FD_OVERHEAD, which
+	 * keeps a margin): a quarter each for completions and admin
+	 * (HAProxy's ring needs one), the rest for SPOP. */
+	unsigned long room = have > FD_OVERHEAD / 2 + 8 ? have - FD_OVERHEAD / 2 : 8;
+	*completion = *admin = (unsigned)(room / 4 < COMPLETION_CONNS ? room / 4 : COMPLETION_CONNS);
+	if (*completion < 1)
+		*completion = *admin = 1;
+	unsigned long spop = room - 2 * *completion;
+	dbk_log(DBK_LOG_WARN, "fd-limit",
+	        "limit=%lu wanted=%lu max_connections=%lu completion_connections=%u "
+	        "admin_connections=%u hint=\"raise LimitNOFILE or ulimit -n\"",
+	        have, want, spop, *completion, *admin);
+	a->cfg.max_connections = (unsigned)spop;
+}
+
 int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t errlen)
 {
 	struct dbk_bal_config bc;
@@ -287,13 +334,22 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 		return -1;
 	}
 
+	unsigned completion_conns, admin_conns;
+	fit_fd_limit(a, &completion_conns, &admin_conns);
+	/* By default two HAProxy instances (or one and a stranger) both fit. */
+	if (!a->cfg.max_connections_per_peer)
+		a->cfg.max_connections_per_peer = (a->cfg.max_connections + 1) / 2;
+	else if (a->cfg.max_connections_per_peer > a->cfg.max_connections)
+		a->cfg.max_connections_per_peer = a->cfg.max_connections;
 	struct dbk_spoa_config sc = {
 		.max_frame_size = a->cfg.max_frame_size,
 		.max_connections = a->cfg.max_connections,
+		.max_connections_per_peer = a->cfg.max_connections_per_peer,
+		.idle_timeout = (double)a->cfg.idle_timeout_s,
 	};
 	a->spoa = dbk_spoa_new(loop, &sc, &a->route);
-	a->events = dbk_events_new(loop, 64, dbk_agent_on_completion, a);
-	a->admin = dbk_admin_new(loop, on_admin, a);
+	a->events = dbk_events_new(loop, completion_conns, dbk_agent_on_completion, a);
+	a->admin = dbk_admin_new(loop, admin_conns, on_admin, a);
 	if (!a->spoa || !a->events || !a->admin) {
 		snprintf(err, errlen, "out of memory");
 		return -1;

@@ -16,8 +16,9 @@
 #include "sync.h"
 
 struct dbk_agent_stats {
-	uint64_t completions;         /* completion lines for any request */
-	uint64_t undecided;           /* ... for requests the agent did not route */
+	uint64_t completions;         /* requests whose completion line came */
+	uint64_t duplicates;          /* second copies of a line already seen */
+	uint64_t undecided;           /* completions of requests the agent did not route */
 	uint64_t released;            /* leases released by their completion */
 	uint64_t elsewhere;           /* completed elsewhere than its lease said */
 	uint64_t expired;             /* leases released by the TTL */

@@ -520,7 +520,7 @@ enum dbk_bal_result dbk_bal_dispatch(struct dbk_balancer *b, const char *id,
 		return DBK_BAL_BAD_ID;
 	}
 	res = dbk_bal_decide(b, r, d);
-	if (dbk_lease_count(&b->buried) && dbk_lease_remove(&b->buried, id, id_len, NULL)) {
+	if (dbk_lease_count(&b->buried) && dbk_lease_find(&b->buried, id, id_len)) {
 		b->stats.ended++;
 		res = DBK_BAL_ENDED;
 	} else if (dbk_lease_find(&b->leases, id, id_len)) {
@@ -592,7 +592,7 @@ void dbk_bal_bury(struct dbk_balancer *b, const char *id, size_t id_len, uint64_
 {
 	struct dbk_bal_lease l = { .start_ms = now_ms };
 
-	if (!id_ok(id, id_len))
+	if (!id_ok(id, id_len) || dbk_lease_find(&b->buried, id, id_len))
 		return;
 	if (dbk_lease_count(&b->buried) >= DBK_BAL_MAX_BURIED)
 		dbk_lease_delete(&b->buried, dbk_lease_oldest(&b->buried));
@@ -605,6 +605,12 @@ void dbk_bal_expire_buried(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl
 
 	while ((e = dbk_lease_oldest(&b->buried)) && e->val.start_ms + ttl_ms <= now_ms)
 		dbk_lease_delete(&b->buried, e);
+}
+
+bool dbk_bal_ended(const struct dbk_balancer *b, const char *id, size_t id_len)
+{
+	return id_ok(id, id_len) && dbk_lease_count(&b->buried) &&
+	       dbk_lease_find(&b->buried, id, id_len) != NULL;
 }
 
 bool dbk_bal_holds(const struct dbk_balancer *b, const char *id, size_t id_len)

@@ -16,7 +16,8 @@
 #define DBK_BAL_MAX_BUCKETS 16
 #define DBK_BAL_MAX_SERVERS 4096
 #define DBK_BAL_MAX_ID_LEN  255
-/* Ids remembered by dbk_bal_bury at most (the oldest are forgotten). */
+/* Ended ids remembered by dbk_bal_bury at most (the oldest are
+ * forgotten first). */
 #define DBK_BAL_MAX_BURIED  65536
 
 struct dbk_bal_config {
@@ -139,12 +140,18 @@ enum dbk_bal_result dbk_bal_dispatch(struct dbk_balancer *b, const char *id,
 enum dbk_bal_result dbk_bal_release(struct dbk_balancer *b, const char *id,
                                     size_t id_len, struct dbk_bal_lease *out);
 
-/* Remembers that request id ended without a lease. Its completion can
- * overtake its decision (the client leaves while the agent decides, and
- * the two travel on different connections): a dispatch of a buried id is
- * then refused with DBK_BAL_ENDED instead of taking a lease that nothing
- * would ever release. Forgotten after dbk_bal_expire_buried. */
+/* Remembers that request id has ended (its completion arrived), until
+ * dbk_bal_expire_buried forgets it. Two uses:
+ * - a completion can overtake its decision (the client leaves while the
+ *   agent decides, and the two travel on different connections): a
+ *   dispatch of a buried id is refused with DBK_BAL_ENDED instead of
+ *   taking a lease that nothing would ever release;
+ * - a completion can arrive twice (HAProxy sends each line by two paths):
+ *   dbk_bal_ended tells the second copy from a completion never seen.
+ * Burying an id already buried changes nothing. */
 void dbk_bal_bury(struct dbk_balancer *b, const char *id, size_t id_len, uint64_t now_ms);
+/* Whether id is buried. Counts nothing. */
+bool dbk_bal_ended(const struct dbk_balancer *b, const char *id, size_t id_len);
 /* Forgets ids buried at or before now_ms - ttl_ms. */
 void dbk_bal_expire_buried(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl_ms);
 

@@ -6,6 +6,7 @@
 
 #include "log.h"
 #include "numparse.h"
+#include "tune.h"
 
 enum {
 	OPT_DYNAMIC = 256,
@@ -26,6 +27,8 @@ enum {
 	OPT_GROUP,
 	OPT_CONFIG,
 	OPT_RECLAIM_AFTER,
+	OPT_MAX_CONNS_PER_PEER,
+	OPT_IDLE_TIMEOUT,
 };
 
 static const struct option long_opts[] = {
@@ -35,6 +38,8 @@ static const struct option long_opts[] = {
 	{ "listen",                 required_argument, NULL, OPT_LISTEN },
 	{ "max-frame-size",         required_argument, NULL, OPT_MAX_FRAME },
 	{ "max-connections",        required_argument, NULL, OPT_MAX_CONNS },
+	{ "max-connections-per-peer", required_argument, NULL, OPT_MAX_CONNS_PER_PEER },
+	{ "idle-timeout",           required_argument, NULL, OPT_IDLE_TIMEOUT },
 	{ "max-leases",             required_argument, NULL, OPT_MAX_LEASES },
 	{ "log-level",              required_argument, NULL, OPT_LOG_LEVEL },
 	{ "completion-listen",      required_argument, NULL, OPT_COMPLETION_LISTEN },
@@ -78,9 +83,10 @@ void dbk_config_usage(FILE *out, const char *prog)
 "                                HOST:PORT, [IPV6]:PORT or unix:PATH\n"
 "                                (default %s)\n"
 "  --completion-listen ADDR      where HAProxy's completion ring connects\n"
-"                                (same forms, repeatable; default %s,\n"
-"                                \"none\" to disable), or udp@HOST:PORT for\n"
-"                                lines sent by a plain UDP log target\n"
+"                                (same forms, repeatable), or udp@HOST:PORT\n"
+"                                for lines sent by a plain UDP log target;\n"
+"                                default %s and udp@ the same,\n"
+"                                \"none\" to disable\n"
 "  --admin-listen ADDR           HTTP endpoint with /metrics and /state\n"
 "                                (default %s, \"none\" to disable)\n"
 "  --lease-ttl SECONDS           a request whose completion never arrives\n"
@@ -100,7 +106,13 @@ void dbk_config_usage(FILE *out, const char *prog)
 "Limits:\n"
 "  --max-frame-size N            largest SPOP frame, at most what HAProxy\n"
 "                                announces is used (%d)\n"
-"  --max-connections N           concurrent HAProxy connections (%d)\n"
+"  --max-connections N           concurrent HAProxy connections (%d; lowered\n"
+"                                to what the descriptor limit allows)\n"
+"  --max-connections-per-peer N  of which one peer address may hold at most\n"
+"                                N (half of --max-connections)\n"
+"  --idle-timeout SECONDS        an SPOP connection silent this long after\n"
+"                                HELLO is closed; keep it above the SPOE\n"
+"                                'timeout idle' (%d)\n"
 "  --max-leases N                requests in flight before the agent stops\n"
 "                                answering and HAProxy balances alone (%d)\n"
 "  --log-level LEVEL             debug, info, warn or error (info)\n"
@@ -114,16 +126,17 @@ void dbk_config_usage(FILE *out, const char *prog)
 	        DBK_DEFAULT_LISTEN, DBK_DEFAULT_COMPLETION_LISTEN, DBK_DEFAULT_ADMIN_LISTEN,
 	        DBK_DEFAULT_LEASE_TTL_S, DBK_DEFAULT_BACKEND, DBK_DEFAULT_POLL_MS,
 	        DBK_DEFAULT_RECLAIM_AFTER_S,
-	        DBK_DEFAULT_MAX_FRAME, DBK_DEFAULT_MAX_CONNS,
+	        DBK_DEFAULT_MAX_FRAME, DBK_DEFAULT_MAX_CONNS, DBK_DEFAULT_IDLE_TIMEOUT_S,
 	        DBK_DEFAULT_MAX_LEASES);
 }
 
-/* The settings are longs; dbk_parse_ll reads long longs. */
+/* The settings are longs, in the grammar --config and /config share
+ * (numparse.h). */
 static int parse_long(const char *s, long min, long max, long *out)
 {
-	long long v;
+	unsigned long long v;
 
-	if (!dbk_parse_ll(s, min, max, &v))
+	if (!dbk_parse_uint(s, (unsigned long long)min, (unsigned long long)max, &v))
 		return -1;
 	*out = (long)v;
 	return 0;
@@ -160,6 +173,7 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 	c->max_frame_size = DBK_DEFAULT_MAX_FRAME;
 	c->max_connections = DBK_DEFAULT_MAX_CONNS;
 	c->max_leases = DBK_DEFAULT_MAX_LEASES;
+	c->idle_timeout_s = DBK_DEFAULT_IDLE_TIMEOUT_S;
 	c->log_level = DBK_LOG_INFO;
 	c->lease_ttl_s = DBK_DEFAULT_LEASE_TTL_S;
 	c->backend = DBK_DEFAULT_BACKEND;
@@ -182,11 +196,11 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 			c->dynamic = true;
 			break;
 		case OPT_THRESHOLD:
-			if (parse_long(optarg, 1, 1L << 40, &c->threshold))
+			if (parse_long(optarg, 1, (long)DBK_TUNE_MAX_TOKENS, &c->threshold))
 				FAIL("--server-group-threshold wants a positive integer, got '%s'", optarg);
 			break;
 		case OPT_MAX_TOKENS:
-			if (parse_long(optarg, 1, 1L << 40, &c->max_request_tokens))
+			if (parse_long(optarg, 1, (long)DBK_TUNE_MAX_TOKENS, &c->max_request_tokens))
 				FAIL("--max-request-tokens wants a positive integer, got '%s'", optarg);
 			break;
 		case OPT_LISTEN:
@@ -252,8 +266,18 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 				FAIL("--max-connections wants an integer from 1 to 1000000, got '%s'", optarg);
 			c->max_connections = (unsigned)v;
 			break;
+		case OPT_MAX_CONNS_PER_PEER:
+			if (parse_long(optarg, 1, 1000000, &v))
+				FAIL("--max-connections-per-peer wants an integer from 1 to 1000000, got '%s'",
+				     optarg);
+			c->max_connections_per_peer = (unsigned)v;
+			break;
+		case OPT_IDLE_TIMEOUT:
+			if (parse_long(optarg, 1, 7 * 24 * 3600, &c->idle_timeout_s))
+				FAIL("--idle-timeout wants seconds from 1 to 604800, got '%s'", optarg);
+			break;
 		case OPT_MAX_LEASES:
-			if (parse_long(optarg, 1, 100000000, &v))
+			if (parse_long(optarg, 1, (long)DBK_TUNE_MAX_LEASES, &v))
 				FAIL("--max-leases wants an integer from 1 to 100000000, got '%s'", optarg);
 			c->max_leases = (size_t)v;
 			break;
@@ -289,8 +313,11 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 		c->listen[c->nlisten++] = DBK_DEFAULT_LISTEN;
 	if (no_completions)
 		c->ncompletion_listen = 0;
-	else if (c->ncompletion_listen == 0)
+	else if (c->ncompletion_listen == 0) {
+		/* Both of the sample's paths (haproxy/README.md). */
 		c->completion_listen[c->ncompletion_listen++] = DBK_DEFAULT_COMPLETION_LISTEN;
+		c->completion_listen[c->ncompletion_listen++] = "udp@" DBK_DEFAULT_COMPLETION_LISTEN;
+	}
 	if (no_admin)
 		c->nadmin_listen = 0;
 	else if (c->nadmin_listen == 0)

@@ -33,6 +33,9 @@
 #define DBK_MIN_FRAME 256
 #define DBK_DEFAULT_MAX_CONNS 1024
 #define DBK_DEFAULT_MAX_LEASES 1000000
+/* Above the sample SPOE 'timeout idle 30s': HAProxy closes its own idle
+ * connections first; what stays silent longer is not HAProxy's. */
+#define DBK_DEFAULT_IDLE_TIMEOUT_S 120
 #define DBK_MAX_SERVER_NAME 64
 
 struct dbk_config {
@@ -59,6 +62,8 @@ struct dbk_config {
 	const char *group;            /* ... and group */
 	uint32_t max_frame_size;
 	unsigned max_connections;
+	unsigned max_connections_per_peer;   /* 0: half of max_connections */
+	long idle_timeout_s;
 	size_t max_leases;
 	int log_level;
 };

@@ -208,6 +208,33 @@ int dbk_net_bind_udp(const char *spec, char *err, size_t errlen)
 	return fd;
 }
 
+int dbk_net_free_loopback_port(char *err, size_t errlen)
+{
+	for (int try = 0; try < 16; try++) {
+		struct sockaddr_in sa;
+		socklen_t len = sizeof(sa);
+		char spec[32];
+		int t = dbk_net_listen("127.0.0.1:0", err, errlen), u;
+
+		if (t < 0)
+			return -1;
+		if (getsockname(t, (struct sockaddr *)&sa, &len) < 0) {
+			snprintf(err, errlen, "getsockname: %s", strerror(errno));
+			close(t);
+			return -1;
+		}
+		snprintf(spec, sizeof(spec), "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+		u = dbk_net_bind_udp(spec, err, errlen);
+		close(t);
+		if (u >= 0) {
+			close(u);
+			return ntohs(sa.sin_port);
+		}
+	}
+	snprintf(err, errlen, "no loopback port free for both TCP and UDP in 16 tries");
+	return -1;
+}
+
 bool dbk_net_is_local(int fd)
 {
 	struct sockaddr_storage ss;

@@ -25,6 +25,12 @@ int dbk_net_listen(const char *spec, char *err, size_t errlen);
  * the fd, or -1 with a one-line reason in err. */
 int dbk_net_bind_udp(const char *spec, char *err, size_t errlen);
 
+/* A port of 127.0.0.1 free for both TCP and UDP at the time of the call,
+ * for a child process to bind (another process may take it in between:
+ * the child then fails to start, loudly). Returns it, or -1 with a reason
+ * in err. */
+int dbk_net_free_loopback_port(char *err, size_t errlen);
+
 /* Removes the socket file of a "unix:PATH" spec; no-op for TCP. Returns
  * -1 (errno set) if it is there and cannot be removed. */
 int dbk_net_unlink(const char *spec);

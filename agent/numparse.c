@@ -33,3 +33,60 @@ bool dbk_parse_double(const char *s, double lo, double hi, double *out)
 	*out = v;
 	return true;
 }
+
+/* Length of the run of digits at s, or 0 when it is empty or has a
+ * leading zero (a lone "0" is fine). */
+static size_t digits(const char *s)
+{
+	size_t n = 0;
+
+	while (s[n] >= '0' && s[n] <= '9')
+		n++;
+	if (n > 1 && s[0] == '0')
+		return 0;
+	return n;
+}
+
+#define MAX_DIGITS 19   /* 10^19 - 1 still fits an unsigned long long */
+
+bool dbk_parse_uint(const char *s, unsigned long long lo, unsigned long long hi,
+                    unsigned long long *out)
+{
+	unsigned long long v = 0;
+	size_t n;
+
+	if (!s)
+		return false;
+	n = digits(s);
+	if (n == 0 || n > MAX_DIGITS || s[n] != '\0')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		v = v * 10 + (unsigned long long)(s[i] - '0');
+	if (v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+bool dbk_parse_decimal(const char *s, double lo, double hi, double *out)
+{
+	size_t n, f = 0;
+
+	if (!s)
+		return false;
+	n = digits(s);
+	if (n == 0 || n > MAX_DIGITS)
+		return false;
+	if (s[n] == '.') {
+		while (s[n + 1 + f] >= '0' && s[n + 1 + f] <= '9')
+			f++;
+		if (f == 0 || f > MAX_DIGITS)
+			return false;
+		n += 1 + f;
+	}
+	if (s[n] != '\0')
+		return false;
+	/* The text is plain digits now: strtod reads it exactly as written
+	 * (the agent never changes LC_NUMERIC). */
+	return dbk_parse_double(s, lo, hi, out);
+}

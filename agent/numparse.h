@@ -16,4 +16,15 @@ bool dbk_parse_ll(const char *s, long long lo, long long hi, long long *out);
  * success. NULL is rejected. */
 bool dbk_parse_double(const char *s, double lo, double hi, double *out);
 
+/* The agent's settings grammar, one for its command line, its --config
+ * file and the admin endpoint's /config, so that no door takes what
+ * another refuses. Plain decimal digits only: no sign, no white space,
+ * no exponent, no hex, no leading zero ("0" itself aside), at most 19
+ * digits. An integer is DIGITS; a decimal is DIGITS or DIGITS.DIGITS.
+ * Both are checked against [lo, hi] (inclusive) and set *out only on
+ * success. NULL is rejected. */
+bool dbk_parse_uint(const char *s, unsigned long long lo, unsigned long long hi,
+                    unsigned long long *out);
+bool dbk_parse_decimal(const char *s, double lo, double hi, double *out);
+
 #endif

@@ -51,6 +51,8 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_strbuf *o)
 	              "  \"redirects\": %" PRIu64 ",\n  \"released\": %" PRIu64 ",\n"
 	              "  \"expired\": %" PRIu64 ",\n  \"unknown_releases\": %" PRIu64 ",\n"
 	              "  \"refused\": %" PRIu64 ",\n  \"completions\": %" PRIu64 ",\n"
+	              "  \"completion_duplicates\": %" PRIu64 ",\n"
+	              "  \"ended_before_decision\": %" PRIu64 ",\n"
 	              "  \"undecided\": %" PRIu64 ",\n  \"moved\": %" PRIu64 ",\n"
 	              "  \"served_elsewhere\": %" PRIu64 ",\n"
 	              "  \"completion_links\": %u,\n  \"completion_datagrams\": %" PRIu64 ",\n"
@@ -59,7 +61,7 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_strbuf *o)
 	              ", \"p50\": %.3f, \"p99\": %.3f}\n}\n",
 	              b->leases, b->decisions, b->reclaimed, b->redirects, a->stats.released,
 	              a->stats.expired, b->unknown_releases, b->refused, a->stats.completions,
-	              a->stats.undecided, a->route.stats.moved, a->stats.elsewhere, e->open,
+	              a->stats.duplicates, b->ended, a->stats.undecided, a->route.stats.moved, a->stats.elsewhere, e->open,
 	              e->datagrams, e->bad_lines, h->count,
 	              dbk_histo_quantile(h, 0.5), dbk_histo_quantile(h, 0.99));
 }
@@ -127,7 +129,13 @@ void dbk_report_metrics(const struct dbk_agent *a, struct dbk_strbuf *o)
 	                 "dbucket_releases_total{cause=\"ttl\"} %" PRIu64 "\n"
 	                 "dbucket_releases_total{cause=\"reconcile\"} %" PRIu64 "\n",
 	              a->stats.released, a->stats.expired, b->reclaimed);
-	counter(o, "dbucket_completions_total", "Completion lines received.", a->stats.completions);
+	counter(o, "dbucket_completions_total", "Requests whose completion line arrived.",
+	        a->stats.completions);
+	counter(o, "dbucket_ended_before_decision_total",
+	        "Route requests for a request whose completion line came first.", b->ended);
+	counter(o, "dbucket_completion_duplicates_total",
+	        "Second copies of a completion line (each is sent by two paths).",
+	        a->stats.duplicates);
 	counter(o, "dbucket_moved_total",
 	        "Leases moved to the server HAProxy retried or redispatched to.", r->moved);
 	counter(o, "dbucket_completions_elsewhere_total",

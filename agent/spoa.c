@@ -26,6 +26,9 @@
 /* From the first byte of a frame to its last. HAProxy writes a frame in
  * one go; a peer that trickles one (slowloris) or stops half-way is cut. */
 #define FRAME_TIMEOUT 5.0
+/* After HELLO, between frames. Above the SPOE 'timeout idle' HAProxy is
+ * told to use, so HAProxy closes its own idle connections first. */
+#define IDLE_TIMEOUT 120.0
 
 static const double notify_bounds[] = {
 	1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 5e-3, 1e-2,
@@ -47,6 +50,8 @@ struct conn {
 	unsigned id;
 	enum conn_state state;
 	bool dead;            /* close now, without flushing */
+	bool partial;         /* a frame has begun and not ended */
+	ev_tstamp frame_start, last_read;
 	uint32_t frame_max;   /* ours until HELLO, then the negotiated one */
 	size_t in_len;
 	size_t out_off, out_len;
@@ -62,6 +67,7 @@ struct dbk_spoa {
 	struct conn *conns;
 	unsigned next_id;
 	struct dbk_spoa_stats stats;
+	struct dbk_ratelimit fail_log;
 };
 
 static size_t out_room(const struct conn *c)
@@ -83,6 +89,7 @@ static void conn_close(struct conn *c)
 
 	ev_io_stop(s->loop, &c->io);
 	ev_timer_stop(s->loop, &c->timer);
+	dbk_listener_release(&s->ls, c->fd);
 	close(c->fd);
 	if (c->prev)
 		c->prev->next = c->next;
@@ -118,9 +125,12 @@ static void conn_fail(struct conn *c, enum dbk_spop_status st, const char *msg)
 	c->s->stats.disconnects[slot]++;
 	if (n)
 		c->s->stats.frames_out++;
-	if (st != DBK_SPOP_OK)
-		dbk_log(DBK_LOG_WARN, "spop-disconnect", "conn=%u status=%d reason=\"%s\"",
-		        c->id, (int)st, msg ? msg : dbk_spop_status_str(st));
+	uint64_t suppressed;
+	if (st != DBK_SPOP_OK &&
+	    dbk_ratelimit_allow(&c->s->fail_log, ev_now(c->s->loop), &suppressed))
+		dbk_log(DBK_LOG_WARN, "spop-disconnect",
+		        "conn=%u status=%d reason=\"%s\" suppressed=%llu", c->id, (int)st,
+		        msg ? msg : dbk_spop_status_str(st), (unsigned long long)suppressed);
 	conn_closing(c);
 }
 
@@ -245,6 +255,12 @@ static void conn_process(struct conn *c)
 		memmove(c->in, c->in + off, c->in_len - off);
 		c->in_len -= off;
 	}
+	/* What is left began after the frames just handled ended: its timer
+	 * starts now, not when the buffer last emptied, so a peer whose reads
+	 * always end mid-frame is timed frame by frame. */
+	if (c->in_len && (off || !c->partial))
+		c->frame_start = ev_now(c->s->loop);
+	c->partial = c->in_len > 0;
 }
 
 /* Writes what we owe the peer. All answers produced by one batch of
@@ -286,6 +302,7 @@ static void conn_read(struct conn *c)
 			return;
 		}
 		c->in_len += (size_t)n;
+		c->last_read = ev_now(c->s->loop);
 		conn_process(c);
 		/* A short read drained the socket: skip the read that would
 		 * only say EAGAIN; the watcher tells us when more comes. */
@@ -306,13 +323,13 @@ static void conn_settle(struct conn *c)
 		return;
 	}
 	if (c->state == ST_READY) {
-		/* Armed when a frame starts, not re-armed as it trickles in. */
-		if (c->in_len == 0)
-			ev_timer_stop(loop, &c->timer);
-		else if (!ev_is_active(&c->timer)) {
-			ev_timer_set(&c->timer, c->s->cfg.frame_timeout, 0);
-			ev_timer_start(loop, &c->timer);
-		}
+		/* A frame under way must end within frame_timeout of its first
+		 * byte; between frames the peer may be silent for idle_timeout. */
+		ev_tstamp due = c->partial ? c->frame_start + c->s->cfg.frame_timeout
+		                           : c->last_read + c->s->cfg.idle_timeout;
+		ev_timer_stop(loop, &c->timer);
+		ev_timer_set(&c->timer, due > ev_now(loop) ? due - ev_now(loop) : 0, 0);
+		ev_timer_start(loop, &c->timer);
 	}
 	if (c->state != ST_CLOSING && room_for_reply(c))
 		want |= EV_READ;
@@ -351,7 +368,9 @@ static void on_conn_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	if (c->state != ST_CLOSING) {
 		conn_fail(c, DBK_SPOP_ERR_TIMEOUT,
-		          c->state == ST_HELLO ? "no HELLO in time" : "frame never finished");
+		          c->state == ST_HELLO ? "no HELLO in time"
+		          : c->partial         ? "frame never finished"
+		                               : "idle");
 		conn_flush(c);
 		conn_settle(c);
 		return;
@@ -366,15 +385,6 @@ static void conn_new(void *arg, int fd)
 	struct conn *c;
 	int one = 1;
 
-	if (s->stats.open >= s->cfg.max_connections) {
-		/* Closing at once lets HAProxy fail over to its own
-		 * balancing now rather than after a timeout. */
-		s->stats.refused_conns++;
-		dbk_log(DBK_LOG_WARN, "conn-refused", "reason=max-connections limit=%u",
-		        s->cfg.max_connections);
-		close(fd);
-		return;
-	}
 	c = calloc(1, sizeof(*c));
 	if (c) {
 		c->in = malloc((size_t)s->cfg.max_frame_size + 4);
@@ -387,6 +397,7 @@ static void conn_new(void *arg, int fd)
 			free(c->out);
 		}
 		free(c);
+		dbk_listener_release(&s->ls, fd);
 		close(fd);
 		return;
 	}
@@ -398,6 +409,7 @@ static void conn_new(void *arg, int fd)
 	c->id = ++s->next_id;
 	c->state = ST_HELLO;
 	c->frame_max = s->cfg.max_frame_size;
+	c->last_read = ev_now(s->loop);
 	c->next = s->conns;
 	if (s->conns)
 		s->conns->prev = c;
@@ -424,10 +436,20 @@ struct dbk_spoa *dbk_spoa_new(struct ev_loop *loop, const struct dbk_spoa_config
 		s->cfg.hello_timeout = HELLO_TIMEOUT;
 	if (s->cfg.frame_timeout <= 0)
 		s->cfg.frame_timeout = FRAME_TIMEOUT;
+	if (s->cfg.idle_timeout <= 0)
+		s->cfg.idle_timeout = IDLE_TIMEOUT;
 	s->route = route;
 	dbk_histo_init(&s->stats.notify_seconds, notify_bounds,
 	               sizeof(notify_bounds) / sizeof(notify_bounds[0]));
 	dbk_listener_init(&s->ls, loop, "spop", conn_new, s);
+	/* Closing what is over a limit at once lets HAProxy fail over to its
+	 * own balancing now rather than after a timeout. */
+	if (dbk_listener_limit(&s->ls, s->cfg.max_connections, s->cfg.max_connections_per_peer,
+	                       &s->stats.refused_conns) < 0) {
+		dbk_listener_close(&s->ls);
+		free(s);
+		return NULL;
+	}
 	return s;
 }
 

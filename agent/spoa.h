@@ -17,7 +17,7 @@ struct dbk_spoa_stats {
 	uint64_t healthchecks;
 	uint64_t frames_in;
 	uint64_t frames_out;
-	uint64_t refused_conns;     /* over max_connections */
+	uint64_t refused_conns;     /* over max_connections, in all or per peer */
 	/* AGENT-DISCONNECTs we sent, by SPOP status code (99 and others
 	 * land in the last slot). */
 	uint64_t disconnects[DBK_SPOP_ERR_RES + 2];
@@ -29,11 +29,14 @@ struct dbk_spoa_stats {
 struct dbk_spoa_config {
 	uint32_t max_frame_size;
 	unsigned max_connections;
+	unsigned max_connections_per_peer;  /* 0: no limit but the above */
 	/* Seconds; 0 takes the default. A peer that sends no HELLO in
-	 * hello_timeout, or takes longer than frame_timeout from a frame's
-	 * first byte to its last (slowloris), is disconnected. */
+	 * hello_timeout, takes longer than frame_timeout from a frame's
+	 * first byte to its last (slowloris), or after HELLO sends nothing
+	 * for idle_timeout, is disconnected. */
 	double hello_timeout;
 	double frame_timeout;
+	double idle_timeout;
 };
 
 struct dbk_spoa;

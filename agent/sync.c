@@ -27,11 +27,23 @@ struct dbk_sync {
 	struct dbk_rt_server *fresh;   /* scratch for a servers-state dump */
 	struct dbk_rt_reconcile *rec;
 	bool mismatch_logged;
+	bool answered;                 /* HAProxy has answered a query */
+	ev_tstamp started;
 	struct dbk_sync_stats stats;
 };
 
+/* HAProxy may start after the agent (the launcher starts it once the
+ * agent's listeners are bound, a service manager in either order): until
+ * HAProxy first answers, failures this early are waiting, not news. */
+#define START_GRACE_S 5.0
+
 static void poll_failed(struct dbk_sync *s, const char *why)
 {
+	if (!s->answered && ev_now(s->loop) - s->started < START_GRACE_S) {
+		dbk_log(DBK_LOG_DEBUG, "runtime-api-waiting", "addr=%s reason=\"%s\"", s->addr.text,
+		        why);
+		return;
+	}
 	s->stats.failures++;
 	/* Log transitions only: an HAProxy that is away for an hour must not
 	 * write 3600 lines. */
@@ -95,6 +107,7 @@ static void on_stat(void *arg, enum dbk_rt_query_status st, const char *buf, siz
 		poll_failed(s, err);
 		return;
 	}
+	s->answered = true;
 	if (dbk_rt_parse_stat(buf, len, s->backend, s->srv, s->n, NULL, why, sizeof(why))) {
 		poll_failed(s, why);
 		return;
@@ -114,6 +127,7 @@ static void on_state(void *arg, enum dbk_rt_query_status st, const char *buf, si
 		poll_failed(s, err);
 		return;
 	}
+	s->answered = true;
 	if (dbk_rt_parse_servers_state(buf, len, s->backend, s->fresh, s->n + 1, &n, why,
 	                               sizeof(why))) {
 		poll_failed(s, why);
@@ -176,6 +190,7 @@ struct dbk_sync *dbk_sync_new(struct ev_loop *loop, const struct dbk_rt_addr *ad
 		return NULL;
 	}
 	s->loop = loop;
+	s->started = ev_now(loop);
 	s->addr = *addr;
 	s->backend = backend;
 	s->poll_ms = (uint64_t)(interval_s * 1000.0);

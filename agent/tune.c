@@ -1,72 +1,102 @@
 #include "tune.h"
 
-#include <errno.h>
-#include <float.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "numparse.h"
 
+/* Each key's grammar and bounds. Token counts are whole numbers, as on
+ * the command line; the three weights are decimals. The balancer checks
+ * how the values fit together (threshold below the maximum, ...). */
+static const struct key {
+	const char *name;
+	bool integer;
+	double lo, hi;
+} keys[] = {
+	{ "server-group-threshold", true,  1, DBK_TUNE_MAX_TOKENS },
+	{ "max-request-tokens",     true,  1, DBK_TUNE_MAX_TOKENS },
+	{ "sensitivity",            false, 0, 1e6 },
+	{ "affinity-strength",      false, 0, 1e6 },
+	{ "redirect-threshold",     false, 0, 1e6 },
+	{ "max-leases",             true,  1, DBK_TUNE_MAX_LEASES },
+};
+
+static int set_group_sizes(struct dbk_bal_config *c, const char *value, char *err,
+                           size_t errlen)
+{
+	unsigned sizes[DBK_BAL_MAX_BUCKETS] = { 0 };
+	unsigned n = 0;
+	const char *p = value;
+
+	for (;;) {
+		char one[24];
+		size_t len = strcspn(p, ",");
+		unsigned long long v;
+
+		if (n == DBK_BAL_MAX_BUCKETS || len >= sizeof(one))
+			goto bad;
+		memcpy(one, p, len);
+		one[len] = '\0';
+		if (!dbk_parse_uint(one, 1, DBK_BAL_MAX_SERVERS, &v))
+			goto bad;
+		sizes[n++] = (unsigned)v;
+		if (p[len] == '\0')
+			break;
+		p += len + 1;
+	}
+	memcpy(c->group_sizes, sizes, sizeof(sizes));
+	return 0;
+bad:
+	snprintf(err, errlen, "group-sizes wants positive counts like 2,2, got '%s'", value);
+	return -1;
+}
+
 int dbk_tune_set(struct dbk_bal_config *c, const char *key, const char *value,
                  char *err, size_t errlen)
 {
+	const struct key *k = NULL;
 	double d;
 
-	if (strcmp(key, "group-sizes") == 0) {
-		unsigned sizes[DBK_BAL_MAX_BUCKETS] = { 0 };
-		unsigned n = 0;
-		const char *p = value;
-
-		while (*p) {
-			char *end;
-			errno = 0;
-			unsigned long v = strtoul(p, &end, 10);
-			if (errno || end == p || v == 0 || v > DBK_BAL_MAX_SERVERS ||
-			    n == DBK_BAL_MAX_BUCKETS || (*end != ',' && *end != '\0')) {
-				snprintf(err, errlen, "group-sizes wants positive counts like 2,2, got '%s'",
-				         value);
-				return -1;
-			}
-			sizes[n++] = (unsigned)v;
-			p = *end ? end + 1 : end;
-		}
-		if (n == 0) {
-			snprintf(err, errlen, "group-sizes wants positive counts like 2,2");
-			return -1;
-		}
-		memcpy(c->group_sizes, sizes, sizeof(sizes));
-		return 0;
-	}
-	/* Any finite number here: each key checks its own range below. */
-	if (!dbk_parse_double(value, -DBL_MAX, DBL_MAX, &d)) {
-		snprintf(err, errlen, "%s wants a number, got '%s'", key, value);
+	if (strcmp(key, "group-sizes") == 0)
+		return set_group_sizes(c, value, err, errlen);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (strcmp(key, keys[i].name) == 0)
+			k = &keys[i];
+	if (!k) {
+		snprintf(err, errlen, "unknown setting '%s'", key);
 		return -1;
 	}
-	if (strcmp(key, "server-group-threshold") == 0) {
+	if (k->integer) {
+		unsigned long long v;
+
+		if (!dbk_parse_uint(value, (unsigned long long)k->lo, (unsigned long long)k->hi, &v)) {
+			snprintf(err, errlen, "%s wants a whole number from %.0f to %.0f, got '%s'",
+			         key, k->lo, k->hi, value);
+			return -1;
+		}
+		d = (double)v;
+	} else if (!dbk_parse_decimal(value, k->lo, k->hi, &d)) {
+		snprintf(err, errlen, "%s wants a decimal number from %g to %g, got '%s'", key,
+		         k->lo, k->hi, value);
+		return -1;
+	}
+	if (k == &keys[0]) {
 		if (c->nbuckets != 2) {
 			snprintf(err, errlen, "server-group-threshold needs dynamic bucket mode");
 			return -1;
 		}
 		c->bounds[1] = d;
-	} else if (strcmp(key, "max-request-tokens") == 0) {
+	} else if (k == &keys[1]) {
 		c->bounds[c->nbuckets] = d;
-	} else if (strcmp(key, "sensitivity") == 0) {
+	} else if (k == &keys[2]) {
 		c->sensitivity = d;
-	} else if (strcmp(key, "affinity-strength") == 0) {
+	} else if (k == &keys[3]) {
 		c->affinity_strength = d;
-	} else if (strcmp(key, "redirect-threshold") == 0) {
+	} else if (k == &keys[4]) {
 		c->redirect_threshold = d;
-	} else if (strcmp(key, "max-leases") == 0) {
-		if (d < 1 || d > 1e8 || d != floor(d)) {
-			snprintf(err, errlen, "max-leases wants a whole number from 1 to 100000000");
-			return -1;
-		}
-		c->max_leases = (size_t)d;
 	} else {
-		snprintf(err, errlen, "unknown setting '%s'", key);
-		return -1;
+		c->max_leases = (size_t)d;
 	}
 	return 0;
 }
@@ -154,6 +184,10 @@ static int url_decode(const char *s, size_t n, char *out, size_t cap)
 			ch = (char)(hi * 16 + lo);
 			i += 2;
 		}
+		/* A decoded NUL would end the C string early ("2%00junk" read as
+		 * "2"); no setting has a control character in it. */
+		if ((unsigned char)ch < 0x20 || ch == 0x7f)
+			return -1;
 		if (o + 1 >= cap)
 			return -1;
 		out[o++] = ch;
@@ -188,6 +222,24 @@ int dbk_tune_query(struct dbk_bal_config *c, const char *query, char *err, size_
 	return 0;
 }
 
+/* A decimal in the settings grammar: %.17g round-trips, but writes an
+ * exponent for very small or large values, which the grammar refuses. */
+static void put_num(struct dbk_strbuf *out, double v)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "%.17g", v);
+	if (strchr(buf, 'e')) {
+		snprintf(buf, sizeof(buf), "%.20f", v);
+		char *e = buf + strlen(buf);
+		while (e[-1] == '0')
+			*--e = '\0';
+		if (e[-1] == '.')
+			e[-1] = '\0';
+	}
+	dbk_sb_printf(out, "%s", buf);
+}
+
 void dbk_tune_describe(const struct dbk_bal_config *c, bool one_line,
                        struct dbk_strbuf *out)
 {
@@ -197,9 +249,15 @@ void dbk_tune_describe(const struct dbk_bal_config *c, bool one_line,
 	if (c->nbuckets == 2)
 		dbk_sb_printf(out, "server-group-threshold%s%.17g%s", eq, c->bounds[1], end);
 	dbk_sb_printf(out, "max-request-tokens%s%.17g%s", eq, c->bounds[c->nbuckets], end);
-	dbk_sb_printf(out, "sensitivity%s%.17g%s", eq, c->sensitivity, end);
-	dbk_sb_printf(out, "affinity-strength%s%.17g%s", eq, c->affinity_strength, end);
-	dbk_sb_printf(out, "redirect-threshold%s%.17g%s", eq, c->redirect_threshold, end);
+	dbk_sb_printf(out, "sensitivity%s", eq);
+	put_num(out, c->sensitivity);
+	dbk_sb_printf(out, "%s", end);
+	dbk_sb_printf(out, "affinity-strength%s", eq);
+	put_num(out, c->affinity_strength);
+	dbk_sb_printf(out, "%s", end);
+	dbk_sb_printf(out, "redirect-threshold%s", eq);
+	put_num(out, c->redirect_threshold);
+	dbk_sb_printf(out, "%s", end);
 	dbk_sb_printf(out, "group-sizes%s", eq);
 	for (unsigned g = 0; g < c->nbuckets; g++)
 		dbk_sb_printf(out, "%s%u", g ? "," : "", dbk_bal_group_size(c, g));

@@ -12,19 +12,25 @@
 #   +null-agent/4  the same, naming vllm0..vllm3 in turn: the ceiling for
 #                  an agent that spreads requests as dbucket-spoa does
 #   +dbucket-spoa  the same with the real agent (dynamic buckets, leases
-#                  released by the completion ring)
+#                  released by the completion lines, which come twice: by
+#                  the ring and as datagrams, as in the sample)
+#   +dbucket-spoa, ring only
+#                  the same without the datagram log line: what the
+#                  second copy of each completion line costs HAProxy
 # Requests/s and latency p50/p99 (wrk --latency), each as a ratio to
 # "haproxy", medians over rounds that alternate the configurations in one
-# run; then dbucket-spoa's req/s over each null agent's, paired within a
-# round (median and range over rounds). Prints a table and a markdown
-# table for BENCHMARKS.md. About 3 minutes with the defaults.
+# run; then dbucket-spoa's req/s over each null agent's and over its own
+# ring-only run, paired within a round (median and range over rounds).
+# Prints a table and a markdown table for BENCHMARKS.md. About 4 minutes
+# with the defaults.
 #
 #   contrib/bench-overhead.sh [--rounds N] [--seconds S] [--connections C]
 #                                  [--bodies "100 6000"] [--threads T]
 #
 # Every front HAProxy runs the same configuration derived from
-# haproxy/haproxy.cfg (same log-format, unique-id, completion ring); only
-# where the ring and the SPOE agent point differs. Everything listens on
+# haproxy/haproxy.cfg (same log-format, unique-id, completion ring and
+# datagrams); only where they and the SPOE agent point differs, and the
+# ring-only run drops the datagram log line. Everything listens on
 # 127.0.0.1 and is stopped by pid on exit (KEEP_TMP=1 keeps the logs and
 # generated configurations).
 set -eu
@@ -41,7 +47,7 @@ while [ $# -gt 0 ]; do
 	--connections) conns=$2; shift 2 ;;
 	--bodies) bodies=$2; shift 2 ;;
 	--threads) threads=$2; shift 2 ;;
-	-h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "bench-overhead: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -78,6 +84,7 @@ NULL4_PID=$!
 pids+=("$NULL4_PID")
 SPOA_SPOP=$(dbk_port) SPOA_RING=$(dbk_port) SPOA_ADMIN=$(dbk_port)
 "$BUILD/dbucket-spoa" --listen "127.0.0.1:$SPOA_SPOP" --completion-listen "127.0.0.1:$SPOA_RING" \
+	--completion-listen "udp@127.0.0.1:$SPOA_RING" \
 	--admin-listen "127.0.0.1:$SPOA_ADMIN" --enable-dynamic-bucket --log-level warn \
 	vllm0 vllm1 vllm2 vllm3 2>"$tmp/spoa.log" &
 pids+=($!)
@@ -91,21 +98,26 @@ dbk_wait_port "$SPOA_SPOP"
 sed 's/^    log stderr format raw local0 info$/    log stderr format raw local0 err/' \
 	haproxy/haproxy.cfg >"$tmp/spoe.cfg"
 grep -v -e 'filter spoe' -e 'send-spoe-group' "$tmp/spoe.cfg" >"$tmp/plain.cfg"
+grep -v '^    log "${DBK_COMPLETIONS_UDP' "$tmp/spoe.cfg" >"$tmp/ring.cfg"
 export DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
 front() { # front NAME PORT CFG AGENT RING: starts a front HAProxy on PORT
 	local stats
 	stats=$(dbk_port)
 	DBK_BIND=127.0.0.1:$2 DBK_STATS_BIND=127.0.0.1:$stats DBK_STATS_SOCKET=$tmp/$1.sock \
-		DBK_AGENT=$4 DBK_COMPLETIONS=$5 \
+		DBK_AGENT=$4 DBK_COMPLETIONS=$5 DBK_COMPLETIONS_UDP=$5 \
 		haproxy -f "$3" 2>"$tmp/$1.log" &
 	pids+=($!)
 }
 PLAIN_PORT=$(dbk_port) NULLH_PORT=$(dbk_port) NULL4H_PORT=$(dbk_port) SPOAH_PORT=$(dbk_port)
+RINGH_PORT=$(dbk_port)
 front plain "$PLAIN_PORT" "$tmp/plain.cfg" "127.0.0.1:$NULL_SPOP" "127.0.0.1:$NULL_RING"
 front null "$NULLH_PORT" "$tmp/spoe.cfg" "127.0.0.1:$NULL_SPOP" "127.0.0.1:$NULL_RING"
 front null4 "$NULL4H_PORT" "$tmp/spoe.cfg" "127.0.0.1:$NULL4_SPOP" "127.0.0.1:$NULL4_RING"
 front spoa "$SPOAH_PORT" "$tmp/spoe.cfg" "127.0.0.1:$SPOA_SPOP" "127.0.0.1:$SPOA_RING"
-for p in "$PLAIN_PORT" "$NULLH_PORT" "$NULL4H_PORT" "$SPOAH_PORT" "$DIRECT_PORT"; do dbk_wait_port "$p"; done
+front ring "$RINGH_PORT" "$tmp/ring.cfg" "127.0.0.1:$SPOA_SPOP" "127.0.0.1:$SPOA_RING"
+for p in "$PLAIN_PORT" "$NULLH_PORT" "$NULL4H_PORT" "$SPOAH_PORT" "$RINGH_PORT" "$DIRECT_PORT"; do
+	dbk_wait_port "$p"
+done
 
 wrk_lua() { # the POST body of BYTES bytes, a JSON completion request
 	local pad=$(($1 - 48))
@@ -128,6 +140,7 @@ run() {
 	null) port=$NULLH_PORT ;;
 	null4) port=$NULL4H_PORT ;;
 	spoa) port=$SPOAH_PORT ;;
+	ring) port=$RINGH_PORT ;;
 	esac
 	out=$(wrk -t "$threads" -c "$conns" -d "${secs}s" --latency -s "$tmp/post-$body.lua" \
 		"http://127.0.0.1:$port/v1/completions")
@@ -154,8 +167,8 @@ echo "== overhead: wrk -t $threads -c $conns, ${seconds}s per run, $rounds round
 : >"$tmp/results"
 : >"$tmp/warmup"
 echo "warm-up" >&2
-for cfg in haproxy null null4 spoa; do run "$cfg" "${bodies%% *}" 1 "$tmp/warmup"; done
-configs="direct haproxy null null4 spoa"
+for cfg in haproxy null null4 spoa ring; do run "$cfg" "${bodies%% *}" 1 "$tmp/warmup"; done
+configs="direct haproxy null null4 spoa ring"
 for r in $(seq "$rounds"); do
 	ROUND=$r
 	echo "round $r" >&2
@@ -175,6 +188,7 @@ label() {
 	null) echo "HAProxy + null agent" ;;
 	null4) echo "HAProxy + null agent/4" ;;
 	spoa) echo "HAProxy + dbucket-spoa" ;;
+	ring) echo "HAProxy + dbucket-spoa, ring only" ;;
 	esac
 }
 printf '\n%-6s %-24s %10s %7s %9s %7s %9s %7s %7s\n' body configuration "req/s" ratio "p50 us" ratio "p99 us" ratio errors
@@ -182,7 +196,7 @@ md="| body | configuration | req/s | vs HAProxy | p50 | vs HAProxy | p99 | vs HA
 |---|---|---:|---:|---:|---:|---:|---:|"
 for body in $bodies; do
 	base_rps=$(sel haproxy "$body" 3) base_p50=$(sel haproxy "$body" 4) base_p99=$(sel haproxy "$body" 5)
-	for cfg in direct haproxy null null4 spoa; do
+	for cfg in direct haproxy null null4 spoa ring; do
 		rps=$(sel "$cfg" "$body" 3) p50=$(sel "$cfg" "$body" 4) p99=$(sel "$cfg" "$body" 5)
 		errs=$(awk -v c="$cfg" -v b="$body" '$1 == c && $2 == b { s += $7 + $8 } END { print s + 0 }' "$tmp/results")
 		read -r r1 r2 r3 < <(awk -v a="$rps" -v b="$base_rps" -v c="$p50" -v d="$base_p50" -v e="$p99" -v f="$base_p99" \
@@ -198,7 +212,7 @@ done
 # apart at most under the same background load.
 echo
 for body in $bodies; do
-	for ceil in null null4; do
+	for ceil in null null4 ring; do
 		awk -v b="$body" -v c="$ceil" '$2 == b && $1 == c { n[$9] = $3 } $2 == b && $1 == "spoa" { s[$9] = $3 }
 			END { for (r in s) if (n[r] > 0) print s[r] / n[r] }' "$tmp/results" | sort -g |
 			awk -v b="$body" -v c="$(label "$ceil")" '{ v[NR] = $1 } END {
@@ -217,8 +231,9 @@ wait "$NULL_PID" "$NULL4_PID" 2>/dev/null || true
 echo
 # wrk counts only the requests answered within its run, so the agents may
 # see a few more (one per connection at most).
-echo "check: dbucket-spoa: requests sent through it $(reqs spoa), decisions=$(jget decisions)" \
-	"leases left=$(jget leases) refused=$(jget refused)"
+echo "check: dbucket-spoa: requests sent through it $(($(reqs spoa) + $(reqs ring))), decisions=$(jget decisions)" \
+	"leases left=$(jget leases) refused=$(jget refused) completions=$(jget completions)" \
+	"duplicates=$(jget completion_duplicates) unknown=$(jget unknown_releases)"
 echo "check: null agent: requests sent through it $(reqs null)," \
 	"$(sed -n 's/^dbucket-null-agent: //p' "$tmp/null.log" | cut -d' ' -f1-5)"
 echo "check: null agent/4: requests sent through it $(reqs null4)," \
@@ -229,6 +244,6 @@ echo
 echo "$md"
 echo
 echo "(wrk -t $threads -c $conns --latency, ${seconds}s x $rounds rounds, medians; fast backend: HAProxy http-request return; $(nproc) cores, nothing pinned)"
-for name in plain null null4 spoa; do
+for name in plain null null4 spoa ring; do
 	grep -iE 'alert|error' "$tmp/$name.log" | head -3 || true
 done

@@ -291,7 +291,8 @@ start_cluster() { # start_cluster POLICY SCALE: stubs, HAProxy, agent; sets DBK_
 	DBK_STATS_BIND=127.0.0.1:$(dbk_port)
 	DBK_AGENT=127.0.0.1:$(dbk_port)
 	DBK_COMPLETIONS=127.0.0.1:$(dbk_port)
-	export DBK_BIND DBK_STATS_BIND DBK_AGENT DBK_COMPLETIONS
+	DBK_COMPLETIONS_UDP=$DBK_COMPLETIONS
+	export DBK_BIND DBK_STATS_BIND DBK_AGENT DBK_COMPLETIONS DBK_COMPLETIONS_UDP
 	ADMIN=127.0.0.1:$(dbk_port)
 	admin=$ADMIN
 	case $policy in
@@ -308,7 +309,8 @@ start_cluster() { # start_cluster POLICY SCALE: stubs, HAProxy, agent; sets DBK_
 		mode=()
 		[ "$policy" = dynamic ] && mode=(--enable-dynamic-bucket)
 		"$BUILD/dbucket-spoa" ${mode[@]+"${mode[@]}"} --listen "$DBK_AGENT" \
-			--completion-listen "$DBK_COMPLETIONS" --admin-listen "$admin" \
+			--completion-listen "$DBK_COMPLETIONS" --completion-listen "udp@$DBK_COMPLETIONS" \
+			--admin-listen "$admin" \
 			--haproxy-socket "$tmp/haproxy.sock" --log-level warn 2>"$tmp/agent.log" &
 		run_pids+=($!)
 		pids+=($!)

@@ -6,25 +6,40 @@
 # agent's view of the load. Everything started is stopped on exit.
 #
 #   contrib/demo.sh [--keep]     --keep: leave it running until Ctrl-C
+#   contrib/demo.sh --ports      list the ports it would use, and exit
 #
-# Ports (all on 127.0.0.1) come from DBK_DEMO_PORT (default 8000): the
-# proxy on it, stubs on +100..+103, the agent on +4345..+4347, HAProxy's
-# own metrics on +4348.
+# Ports (all on 127.0.0.1): one block of nine from DBK_DEMO_PORT (default
+# 8000): the proxy on it, stubs on +1..+4, the agent's SPOP, completion
+# and admin listeners on +5..+7, HAProxy's own metrics on +8.
 set -eu
 cd "$(dirname "$0")/.."
 REPO=$PWD
 . "$REPO/contrib/lib.sh"
 BUILD=${DBK_BUILD:-$REPO/build}
 
+base=${DBK_DEMO_PORT:-8000}
+port_proxy=$base
+port_stub=$((base + 1))            # +1..+4, vllm0..vllm3
+port_agent=$((base + 5))
+port_completions=$((base + 6))
+port_admin=$((base + 7))
+port_stats=$((base + 8))
+
 keep=0
 case "${1:-}" in
 --keep) keep=1 ;;
+--ports)
+	echo "proxy $port_proxy"
+	for i in 0 1 2 3; do echo "vllm$i $((port_stub + i))"; done
+	echo "agent $port_agent"
+	echo "completions $port_completions"
+	echo "admin $port_admin"
+	echo "haproxy-metrics $port_stats"
+	exit 0 ;;
 "") ;;
--h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 *) echo "demo: unknown option $1 (see --help)" >&2; exit 2 ;;
 esac
-
-base=${DBK_DEMO_PORT:-8000}
 run=$(mktemp -d /tmp/dbucket-demo.XXXXXX)
 pids=()
 stop_all() {
@@ -34,8 +49,7 @@ stop_all() {
 trap stop_all EXIT
 trap 'exit 130' INT TERM
 
-for p in $base $((base + 100)) $((base + 101)) $((base + 102)) $((base + 103)) \
-	$((base + 4345)) $((base + 4346)) $((base + 4347)) $((base + 4348)); do
+for ((p = base; p <= port_stats; p++)); do
 	if dbk_in_use "$p"; then
 		echo "demo: port $p is taken; set DBK_DEMO_PORT to another base" >&2
 		exit 1
@@ -52,39 +66,39 @@ for i in 0 1 2 3; do
 	else
 		extra=(--max-model-len 131072 --kv-capacity-tokens 430000)
 	fi
-	"$BUILD/vllm-stub" --port $((base + 100 + i)) --name "vllm$i" --time-scale 10 \
+	"$BUILD/vllm-stub" --port $((port_stub + i)) --name "vllm$i" --time-scale 10 \
 		"${extra[@]}" >"$run/stub$i.log" 2>&1 &
 	pids+=($!)
-	echo "  vllm$i on 127.0.0.1:$((base + 100 + i)) (${extra[*]})"
+	echo "  vllm$i on 127.0.0.1:$((port_stub + i)) (${extra[*]})"
 done
 
-export DBK_BIND=127.0.0.1:$base
-export DBK_AGENT=127.0.0.1:$((base + 4345))
-export DBK_COMPLETIONS=127.0.0.1:$((base + 4346))
-admin=127.0.0.1:$((base + 4347))
+export DBK_BIND=127.0.0.1:$port_proxy
+export DBK_AGENT=127.0.0.1:$port_agent
+export DBK_COMPLETIONS=127.0.0.1:$port_completions DBK_COMPLETIONS_UDP=127.0.0.1:$port_completions
+admin=127.0.0.1:$port_admin
 export DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
 export DBK_DEBUG_HEADERS=1
-for i in 0 1 2 3; do export "DBK_VLLM$i=127.0.0.1:$((base + 100 + i))"; done
+for i in 0 1 2 3; do export "DBK_VLLM$i=127.0.0.1:$((port_stub + i))"; done
 
 export DBK_STATS_SOCKET=$run/haproxy.sock
-export DBK_STATS_BIND=127.0.0.1:$((base + 4348))
+export DBK_STATS_BIND=127.0.0.1:$port_stats
 
 say "Starting HAProxy with haproxy/haproxy.cfg"
 haproxy -f haproxy/haproxy.cfg 2>"$run/haproxy.log" &
 pids+=($!)
-dbk_wait_port "$base"
+dbk_wait_port "$port_proxy"
 echo "  clients use http://$DBK_BIND; runtime API on $DBK_STATS_SOCKET"
 
 say "Starting dbucket-spoa (dynamic buckets, threshold 32768 tokens)"
 # No server names: the agent reads them, in order, from HAProxy's runtime
 # API, and follows their states from there.
 "$BUILD/dbucket-spoa" --enable-dynamic-bucket --listen "$DBK_AGENT" \
-	--completion-listen "$DBK_COMPLETIONS" --admin-listen "$admin" \
-	--haproxy-socket "$DBK_STATS_SOCKET" 2>"$run/agent.log" &
+	--completion-listen "$DBK_COMPLETIONS" --completion-listen "udp@$DBK_COMPLETIONS_UDP" \
+	--admin-listen "$admin" --haproxy-socket "$DBK_STATS_SOCKET" 2>"$run/agent.log" &
 pids+=($!)
 echo "  SPOP on $DBK_AGENT, completions on $DBK_COMPLETIONS, admin on http://$admin"
-for i in 0 1 2 3; do dbk_wait_port $((base + 100 + i)); done
-dbk_wait_port $((base + 4347))
+for i in 0 1 2 3; do dbk_wait_port $((port_stub + i)); done
+dbk_wait_port "$port_admin"
 # HAProxy reconnects to the agent on the next request; wait (bounded) for
 # the agent's health check to pass so the first request is routed by it.
 for ((i = 0; i < 100; i++)); do

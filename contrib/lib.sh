@@ -6,6 +6,15 @@
 DBK_WHO=${0##*/}
 DBK_WHO=${DBK_WHO%.sh}
 
+# HAPROXY=/path/to/haproxy runs that HAProxy instead of the one in PATH:
+# it comes first in PATH as "haproxy" (a link in build/), so that the
+# scripts' own "haproxy" and every program they start find it.
+if [ -n "${HAPROXY:-}" ] && [ "$HAPROXY" != haproxy ]; then
+	mkdir -p build/haproxy-bin &&
+		ln -sfn "$(readlink -f "$HAPROXY")" build/haproxy-bin/haproxy &&
+		PATH=$PWD/build/haproxy-bin:$PATH
+fi
+
 # Ports come from below the ephemeral range: a port in it may be taken
 # at any time as the source port of some outgoing connection.
 DBK_EPHEMERAL_LOW=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)

@@ -38,6 +38,7 @@ field() { curl -s "http://127.0.0.1:$ADMIN/state" | grep -o "\"$1\": *[0-9]*" | 
 base=$(dbk_ports 10)
 export DBK_BIND=127.0.0.1:$base DBK_AGENT=127.0.0.1:$((base + 1))
 export DBK_COMPLETIONS=127.0.0.1:$((base + 2)) DBK_STATS_BIND=127.0.0.1:$((base + 3))
+export DBK_COMPLETIONS_UDP=$DBK_COMPLETIONS
 export DBK_STATS_SOCKET=$tmp/haproxy.sock DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
 ADMIN=$((base + 4))
 dbk_fast_backends $((base + 5)) >"$tmp/backends.cfg"
@@ -45,7 +46,8 @@ haproxy -f "$tmp/backends.cfg" 2>"$tmp/backends.log" &
 pids+=($!)
 
 "$BUILD/dbucket-spoa" --enable-dynamic-bucket --listen "$DBK_AGENT" \
-	--completion-listen "$DBK_COMPLETIONS" --admin-listen "127.0.0.1:$ADMIN" \
+	--completion-listen "$DBK_COMPLETIONS" --completion-listen "udp@$DBK_COMPLETIONS_UDP" \
+	--admin-listen "127.0.0.1:$ADMIN" \
 	--log-level warn vllm0 vllm1 vllm2 vllm3 2>"$tmp/agent.log" &
 AGENT_PID=$!
 pids+=("$AGENT_PID")

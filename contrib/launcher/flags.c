@@ -34,6 +34,7 @@ enum opt_id {
 	O_RUNTIME_DIR,
 	O_AGENT,
 	O_HAPROXY,
+	O_ACCESS_LOG,
 };
 
 enum nargs { N_ZERO, N_ONE, N_PLUS };
@@ -63,6 +64,7 @@ static const struct opt opts[] = {
 	{ "--runtime-dir", O_RUNTIME_DIR, true },
 	{ "--agent", O_AGENT, true },
 	{ "--haproxy", O_HAPROXY, true },
+	{ "--access-log", O_ACCESS_LOG, true },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -71,6 +73,7 @@ static enum nargs nargs_of(enum opt_id id)
 	switch (id) {
 	case O_HELP:
 	case O_DYNAMIC:
+	case O_ACCESS_LOG:
 		return N_ZERO;
 	case O_SERVER_HOSTS:
 	case O_SERVER_PORTS:
@@ -93,6 +96,7 @@ static enum vtype type_of(enum opt_id id)
 		return T_FLOAT;
 	case O_HELP:
 	case O_DYNAMIC:
+	case O_ACCESS_LOG:
 		return T_NONE;
 	default:
 		return T_STR;
@@ -302,6 +306,9 @@ static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigne
 	case O_DYNAMIC:
 		f->dynamic = true;
 		break;
+	case O_ACCESS_LOG:
+		f->access_log = true;
+		break;
 	case O_PRINT_CONFIG:
 		f->print_config = vals[0];
 		break;
@@ -415,6 +422,7 @@ enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char
 	f->host = DBK_LAUNCH_DEFAULT_HOST;
 	f->port = DBK_LAUNCH_DEFAULT_PORT;
 	f->dynamic = false;
+	f->access_log = false;
 	f->threshold = DBK_LAUNCH_DEFAULT_THRESHOLD;
 	f->max_request_tokens = DBK_LAUNCH_DEFAULT_MAX_REQUEST_TOKENS;
 	f->max_retries = DBK_LAUNCH_DEFAULT_MAX_RETRIES;
@@ -552,7 +560,8 @@ static const char usage_text[] =
 "               [--server-group-threshold SERVER_GROUP_THRESHOLD]\n"
 "               [--max-request-tokens MAX_REQUEST_TOKENS]\n"
 "               [--enable-dynamic-bucket] [--print-config DIR]\n"
-"               [--runtime-dir DIR] [--agent PATH] [--haproxy PATH]\n";
+"               [--runtime-dir DIR] [--agent PATH] [--haproxy PATH]\n"
+"               [--access-log]\n";
 
 void dbk_flags_usage(FILE *out)
 {
@@ -610,6 +619,9 @@ void dbk_flags_help(FILE *out)
 "                        then ../sbin/, then $PATH)\n"
 "  --haproxy PATH        the haproxy to run ($PATH, then /usr/sbin,\n"
 "                        /usr/local/sbin)\n"
+"  --access-log          HAProxy's access log, one line per request, on\n"
+"                        stderr (off: only errors, warnings and one line\n"
+"                        per lifecycle event)\n"
 "\n"
 "Exit status: 0 when stopped by SIGTERM, SIGINT or SIGHUP (or after --help,\n"
 "--print-config), 1 when HAProxy or the agent failed, 2 for a bad command\n"

@@ -47,6 +47,7 @@ struct dbk_launch_flags {
 	const char *runtime_dir;       /* --runtime-dir DIR */
 	const char *agent;             /* --agent PATH */
 	const char *haproxy;           /* --haproxy PATH */
+	bool access_log;               /* --access-log */
 	/* Storage for the two lists (strings point into argv). */
 	const char **hosts_buf;
 	long *ports_buf;

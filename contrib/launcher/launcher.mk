@@ -5,7 +5,8 @@
 #   make -f Makefile -f contrib/launcher/launcher.mk build/dbucket
 #
 # No library beyond libc: the launcher only parses, writes files and
-# supervises two processes.
+# supervises two processes (it takes agent/net.c from the shared layer to
+# find a free loopback port for the completion lines).
 
 LAUNCHER_DIR = contrib/launcher
 
@@ -13,7 +14,7 @@ LAUNCHER_DIR = contrib/launcher
 LAUNCHER_CORE_OBJ = $(BUILD)/$(LAUNCHER_DIR)/flags.o $(BUILD)/$(LAUNCHER_DIR)/pyval.o \
                     $(BUILD)/$(LAUNCHER_DIR)/render.o
 LAUNCHER_OBJ      = $(BUILD)/$(LAUNCHER_DIR)/main.o $(BUILD)/$(LAUNCHER_DIR)/supervise.o \
-                    $(LAUNCHER_CORE_OBJ)
+                    $(BUILD)/agent/net.o $(LAUNCHER_CORE_OBJ)
 
 LAUNCHER_BINS  = $(BUILD)/dbucket
 LAUNCHER_TESTS = $(BUILD)/test_launcher_flags $(BUILD)/test_launcher_render

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "flags.h"
+#include "net.h"
 #include "render.h"
 #include "supervise.h"
 
@@ -239,8 +240,7 @@ static int print_config(const struct dbk_launch_flags *f, const char *agent_path
 
 static const char *const run_files[] = {
 	DBK_RENDER_HAPROXY_CFG, DBK_RENDER_SPOE_CONF, DBK_RENDER_SPOA_SOCK,
-	DBK_RENDER_EVENTS_SOCK, DBK_RENDER_ADMIN_SOCK, DBK_RENDER_STATS_SOCK,
-	DBK_RENDER_PROM_SOCK,
+	DBK_RENDER_ADMIN_SOCK, DBK_RENDER_STATS_SOCK, DBK_RENDER_PROM_SOCK,
 };
 
 /* A fresh private directory: under $XDG_RUNTIME_DIR (the user's tmpfs),
@@ -317,7 +317,8 @@ static int run(const struct dbk_launch_flags *f, const char *agent_path)
 	}
 
 	char **agent_argv = NULL;
-	if (dbk_render_addrs_run(&a, dir, err, sizeof(err)) < 0) {
+	int port = dbk_net_free_loopback_port(err, sizeof(err));
+	if (port < 0 || dbk_render_addrs_run(&a, dir, port, err, sizeof(err)) < 0) {
 		fail("%s", err);
 		rc = 2;
 		goto out;

@@ -32,15 +32,15 @@ static int bad_dir(const char *dir, char *err, size_t errlen)
 	return -1;
 }
 
-int dbk_render_addrs_run(struct dbk_render_addrs *a, const char *dir, char *err, size_t errlen)
+int dbk_render_addrs_run(struct dbk_render_addrs *a, const char *dir, int completions_port,
+                         char *err, size_t errlen)
 {
 	memset(a, 0, sizeof(*a));
 	if (!dbk_render_path_ok(dir))
 		return bad_dir(dir, err, errlen);
 	/* The longest socket name decides. */
-	static const char *const socks[] = { DBK_RENDER_SPOA_SOCK, DBK_RENDER_EVENTS_SOCK,
-		                             DBK_RENDER_ADMIN_SOCK, DBK_RENDER_STATS_SOCK,
-		                             DBK_RENDER_PROM_SOCK };
+	static const char *const socks[] = { DBK_RENDER_SPOA_SOCK, DBK_RENDER_ADMIN_SOCK,
+		                             DBK_RENDER_STATS_SOCK, DBK_RENDER_PROM_SOCK };
 	size_t name = 0;
 	for (size_t i = 0; i < sizeof(socks) / sizeof(socks[0]); i++)
 		if (strlen(socks[i]) > name)
@@ -56,11 +56,17 @@ int dbk_render_addrs_run(struct dbk_render_addrs *a, const char *dir, char *err,
 	snprintf(a->spoe_conf, sizeof(a->spoe_conf), "%s/%s", dir, DBK_RENDER_SPOE_CONF);
 	snprintf(a->stats_socket, sizeof(a->stats_socket), "%s/%s", dir, DBK_RENDER_STATS_SOCK);
 	snprintf(a->agent, sizeof(a->agent), "unix@%s/%s", dir, DBK_RENDER_SPOA_SOCK);
-	snprintf(a->completions, sizeof(a->completions), "unix@%s/%s", dir, DBK_RENDER_EVENTS_SOCK);
+	if (completions_port <= 0 || completions_port > 65535) {
+		snprintf(err, errlen, "completion port %d out of range", completions_port);
+		return -1;
+	}
+	snprintf(a->completions, sizeof(a->completions), "127.0.0.1:%d", completions_port);
 	snprintf(a->prom, sizeof(a->prom), "unix@%s/%s", dir, DBK_RENDER_PROM_SOCK);
 	snprintf(a->agent_listen, sizeof(a->agent_listen), "unix:%s/%s", dir, DBK_RENDER_SPOA_SOCK);
-	snprintf(a->agent_completions, sizeof(a->agent_completions), "unix:%s/%s", dir,
-	         DBK_RENDER_EVENTS_SOCK);
+	snprintf(a->agent_completions, sizeof(a->agent_completions), "127.0.0.1:%d",
+	         completions_port);
+	snprintf(a->agent_completions_udp, sizeof(a->agent_completions_udp), "udp@127.0.0.1:%d",
+	         completions_port);
 	snprintf(a->agent_admin, sizeof(a->agent_admin), "unix:%s/%s", dir, DBK_RENDER_ADMIN_SOCK);
 	snprintf(a->agent_haproxy_socket, sizeof(a->agent_haproxy_socket), "unix:%s/%s", dir,
 	         DBK_RENDER_STATS_SOCK);
@@ -81,6 +87,8 @@ int dbk_render_addrs_production(struct dbk_render_addrs *a, const char *dir, cha
 	snprintf(a->prom, sizeof(a->prom), "%s", DBK_RENDER_PROD_PROM);
 	snprintf(a->agent_listen, sizeof(a->agent_listen), "%s", DBK_RENDER_PROD_AGENT);
 	snprintf(a->agent_completions, sizeof(a->agent_completions), "%s",
+	         DBK_RENDER_PROD_COMPLETIONS);
+	snprintf(a->agent_completions_udp, sizeof(a->agent_completions_udp), "udp@%s",
 	         DBK_RENDER_PROD_COMPLETIONS);
 	snprintf(a->agent_admin, sizeof(a->agent_admin), "%s", DBK_RENDER_PROD_ADMIN);
 	snprintf(a->agent_haproxy_socket, sizeof(a->agent_haproxy_socket), "%s",
@@ -240,9 +248,17 @@ int dbk_render_haproxy_cfg(FILE *out, const struct dbk_launch_flags *f,
 	fputs("# DBK_DEBUG_HEADERS=1 in HAProxy's environment adds X-Dbucket-* response\n"
 	      "# headers with the decision.\n"
 	      "\n"
-	      "global\n"
-	      "    log stderr format raw local0 info\n"
-	      "    # Raise with the file-descriptor limit (each connection takes two).\n"
+	      "global\n",
+	      out);
+	/* HAProxy prints its warnings and alerts on stderr itself; a global
+	 * log to stderr repeats each and adds a line per request. The
+	 * launcher's own run logs requests only when asked to, and then only
+	 * them (info and nothing above). */
+	if (a->production)
+		fputs("    log stderr format raw local0 info\n", out);
+	else if (f->access_log)
+		fputs("    log stderr format raw local0 info info\n", out);
+	fputs("    # Raise with the file-descriptor limit (each connection takes two).\n"
 	      "    maxconn 4096\n",
 	      out);
 	if (a->production)
@@ -256,7 +272,9 @@ int dbk_render_haproxy_cfg(FILE *out, const struct dbk_launch_flags *f,
 	        a->production ? " group haproxy" : "");
 	fputs("\n"
 	      "# Completion events: one line per finished request (the frontend's\n"
-	      "# log-format), forwarded to the agent, which releases that request's load.\n"
+	      "# log-format), which releases that request's load in the agent. Each\n"
+	      "# line goes by this ring (TCP) and as a UDP datagram; the agent counts\n"
+	      "# the second copy as a duplicate.\n"
 	      "ring dbucket-completions\n"
 	      "    description \"request completions for dbucket-spoa\"\n"
 	      "    format raw\n"
@@ -268,10 +286,15 @@ int dbk_render_haproxy_cfg(FILE *out, const struct dbk_launch_flags *f,
 	fprintf(out, "    server agent \"%s\" log-proto octet-count\n", a->completions);
 	fputs("\n"
 	      "defaults\n"
-	      "    mode http\n"
-	      "    log global\n"
-	      "    option httplog\n"
-	      "    option dontlognull\n"
+	      "    mode http\n",
+	      out);
+	/* Without a global log, a proxy with a log format and nowhere to log
+	 * it is warned about: only frontend llm logs then (to the ring). */
+	if (a->production || f->access_log)
+		fputs("    log global\n"
+		      "    option httplog\n",
+		      out);
+	fputs("    option dontlognull\n"
 	      "    timeout connect 5s\n"
 	      "    timeout client  600s\n"
 	      "    # LLM responses stream for minutes.\n"
@@ -287,8 +310,10 @@ int dbk_render_haproxy_cfg(FILE *out, const struct dbk_launch_flags *f,
 	      "    # Tokens go out as they come (2.6 otherwise holds them ~200 ms).\n"
 	      "    option http-no-delay\n"
 	      "    log global\n"
-	      "    log ring@dbucket-completions format raw local0 info\n"
-	      "    # The first ten fields are the completion event dbucket-spoa reads\n"
+	      "    log ring@dbucket-completions format raw local0 info\n",
+	      out);
+	fprintf(out, "    log \"%s\" format raw local0 info\n", a->completions);
+	fputs("    # The first ten fields are the completion event dbucket-spoa reads\n"
 	      "    # (keep them first and in this order); the rest is for people.\n"
 	      "    log-format \"dbk1 %ID %[var(txn.dbucket.server)] %s %ST %tsc %Tt %B %rc "
 	      "%[date(0,ms)] %ci:%cp [%tr] %ft %b %TR/%Tw/%Tc/%Tr/%Ta %{+Q}r\"\n"
@@ -342,6 +367,8 @@ int dbk_render_haproxy_cfg(FILE *out, const struct dbk_launch_flags *f,
 	        f->max_retries, f->retry_delay, retries);
 	fputs("    retry-on conn-failure empty-response 503\n"
 	      "    option redispatch 1\n"
+	      "    # A client that goes away reaches vLLM at once, not after the first token.\n"
+	      "    option abortonclose\n"
 	      "    option httpchk GET /health\n"
 	      "    http-check expect status 200\n",
 	      out);
@@ -360,7 +387,8 @@ int dbk_render_haproxy_cfg(FILE *out, const struct dbk_launch_flags *f,
 	      "    # A dead agent still marked UP would cost every request the whole\n"
 	      "    # processing timeout: check it often.\n",
 	      out);
-	fprintf(out, "    server agent1 \"%s\" check inter 1s downinter 250ms fall 2 rise 1\n",
+	fprintf(out, "    server agent1 \"%s\" check inter 1s downinter 250ms fall 2 rise 1"
+	             " on-marked-down shutdown-sessions\n",
 	        a->agent);
 	return ferror(out) ? -1 : 0;
 }
@@ -421,9 +449,9 @@ static void agent_opts(FILE *out, const struct dbk_launch_flags *f,
 	if (f->dynamic)
 		fputs("--enable-dynamic-bucket ", out);
 	fprintf(out, "--server-group-threshold %lld --max-request-tokens %lld "
-	        "--listen %s --completion-listen %s --admin-listen %s",
+	        "--listen %s --completion-listen %s --completion-listen %s --admin-listen %s",
 	        f->threshold, f->max_request_tokens, a->agent_listen, a->agent_completions,
-	        a->agent_admin);
+	        a->agent_completions_udp, a->agent_admin);
 }
 
 int dbk_render_agent_env(FILE *out, const struct dbk_launch_flags *f,
@@ -516,6 +544,7 @@ char **dbk_render_agent_argv(const struct dbk_launch_flags *f, const struct dbk_
 		agent_path,
 		"--listen", a->agent_listen,
 		"--completion-listen", a->agent_completions,
+		"--completion-listen", a->agent_completions_udp,
 		"--admin-listen", a->agent_admin,
 		"--haproxy-socket", a->agent_haproxy_socket,
 		"--server-group-threshold", num[0],

@@ -24,7 +24,6 @@
 #define DBK_RENDER_AGENT_ENV "dbucket-spoa.env"
 #define DBK_RENDER_README "README.dbucket"
 #define DBK_RENDER_SPOA_SOCK "spoa.sock"
-#define DBK_RENDER_EVENTS_SOCK "events.sock"
 #define DBK_RENDER_ADMIN_SOCK "admin.sock"
 #define DBK_RENDER_STATS_SOCK "haproxy.sock"
 #define DBK_RENDER_PROM_SOCK "stats.sock"
@@ -42,10 +41,11 @@ struct dbk_render_addrs {
 	char spoe_conf[DBK_RENDER_PATH];       /* the path haproxy.cfg loads */
 	char stats_socket[DBK_RENDER_PATH];    /* HAProxy's runtime API socket */
 	char agent[DBK_RENDER_PATH];           /* HAProxy's address of the SPOP listener */
-	char completions[DBK_RENDER_PATH];     /* ... and of the completion listener */
+	char completions[DBK_RENDER_PATH];     /* ... of the completion listener (TCP and UDP) */
 	char prom[DBK_RENDER_PATH];            /* HAProxy's own /metrics and /stats */
 	char agent_listen[DBK_RENDER_PATH];    /* the same, as dbucket-spoa's flags take them */
 	char agent_completions[DBK_RENDER_PATH];
+	char agent_completions_udp[DBK_RENDER_PATH];
 	char agent_admin[DBK_RENDER_PATH];
 	char agent_haproxy_socket[DBK_RENDER_PATH];
 };
@@ -55,10 +55,13 @@ struct dbk_render_addrs {
  * DBK_RENDER_PATH - 64 bytes. */
 bool dbk_render_path_ok(const char *path);
 
-/* Addresses for a run: unix sockets in DIR (absolute). Returns 0, or -1
- * with err when DIR cannot hold them (characters, socket path length). */
-int dbk_render_addrs_run(struct dbk_render_addrs *a, const char *dir, char *err,
-                         size_t errlen);
+/* Addresses for a run: unix sockets in DIR (absolute), but completion
+ * lines on 127.0.0.1:COMPLETIONS_PORT, TCP for the ring and UDP for the
+ * datagrams (no HAProxy since 3.3 takes a unix@ ring server, and a unix
+ * datagram queue holds only 10 lines). Returns 0, or -1 with err when DIR
+ * cannot hold them (characters, socket path length). */
+int dbk_render_addrs_run(struct dbk_render_addrs *a, const char *dir, int completions_port,
+                         char *err, size_t errlen);
 /* Addresses for --print-config: loopback TCP (the agent's defaults),
  * Debian's /run/haproxy/admin.sock, the SPOE file in DIR (absolute). */
 int dbk_render_addrs_production(struct dbk_render_addrs *a, const char *dir, char *err,

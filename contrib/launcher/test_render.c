@@ -114,7 +114,7 @@ static void test_run_config(void)
 	CHECK(parse("--host", "0.0.0.0", "--port", "8000", "--server-hosts", "127.0.0.1",
 	            "127.0.0.1", "10.0.0.7", "vllm-3.lan", "--server-ports", "8100", "8101", "8102",
 	            "8103", "--enable-dynamic-bucket", NULL) == 0);
-	CHECK(dbk_render_addrs_run(&A, "/run/user/1000/dbucket.abc", ERR, sizeof(ERR)) == 0);
+	CHECK(dbk_render_addrs_run(&A, "/run/user/1000/dbucket.abc", 12346, ERR, sizeof(ERR)) == 0);
 	char *cfg = render(CFG);
 	CHECK(cfg != NULL);
 	CHECK_HAS(cfg, "    bind \"0.0.0.0:8000\"\n");
@@ -131,8 +131,11 @@ static void test_run_config(void)
 	/* Everything between HAProxy and the agent in the runtime dir. */
 	CHECK_HAS(cfg, "    stats socket \"/run/user/1000/dbucket.abc/haproxy.sock\" mode 600 "
 	               "level admin\n");
-	CHECK_HAS(cfg, "    server agent \"unix@/run/user/1000/dbucket.abc/events.sock\" "
-	               "log-proto octet-count\n");
+	/* Completion lines on loopback: no ring server may be unix@ since
+	 * HAProxy 3.3, and the datagrams need UDP. */
+	CHECK_HAS(cfg, "    server agent \"127.0.0.1:12346\" log-proto octet-count\n");
+	CHECK_HAS(cfg, "    log \"127.0.0.1:12346\" format raw local0 info\n");
+	CHECK_HASNT(cfg, "events.sock");
 	CHECK_HAS(cfg, "    server agent1 \"unix@/run/user/1000/dbucket.abc/spoa.sock\" check");
 	CHECK_HAS(cfg, "    filter spoe engine dbucket config "
 	               "\"/run/user/1000/dbucket.abc/dbucket.spoe.conf\"\n");
@@ -190,7 +193,8 @@ static void test_production_config(void)
 	char *env = render(ENV);
 	CHECK_HAS(env, "\nDBUCKET_SPOA_OPTS=\"--enable-dynamic-bucket --server-group-threshold 1000 "
 	               "--max-request-tokens 131072 --listen 127.0.0.1:12345 --completion-listen "
-	               "127.0.0.1:12346 --admin-listen 127.0.0.1:12347\"\n");
+	               "127.0.0.1:12346 --completion-listen udp@127.0.0.1:12346 "
+	               "--admin-listen 127.0.0.1:12347\"\n");
 	CHECK_HAS(env, "#   /opt/sbin/dbucket-spoa --haproxy-socket /run/haproxy/admin.sock "
 	               "$DBUCKET_SPOA_OPTS\n");
 	CHECK_EQ_U(count_lines(env, "DBUCKET_SPOA_OPTS="), 1);
@@ -209,7 +213,7 @@ static void test_plain_and_addresses(void)
 {
 	/* The reference's defaults: one server, localhost. */
 	CHECK(parse(NULL) == 0);
-	CHECK(dbk_render_addrs_run(&A, "/tmp/d", ERR, sizeof(ERR)) == 0);
+	CHECK(dbk_render_addrs_run(&A, "/tmp/d", 12346, ERR, sizeof(ERR)) == 0);
 	char *cfg = render(CFG);
 	CHECK_HAS(cfg, "    bind \"localhost:8000\"\n");
 	CHECK_HAS(cfg, "    server vllm0 \"localhost:8001\" check inter 2s\n");
@@ -253,7 +257,8 @@ static void test_spoe(void)
 static void test_agent_argv(void)
 {
 	const char *want[] = { "/x/dbucket-spoa", "--listen", "unix:/r/spoa.sock",
-		               "--completion-listen", "unix:/r/events.sock", "--admin-listen",
+		               "--completion-listen", "127.0.0.1:12346", "--completion-listen",
+		               "udp@127.0.0.1:12346", "--admin-listen",
 		               "unix:/r/admin.sock", "--haproxy-socket", "unix:/r/haproxy.sock",
 		               "--server-group-threshold", "100", "--max-request-tokens", "200",
 		               "--enable-dynamic-bucket", "vllm0", "vllm1", NULL };
@@ -261,7 +266,7 @@ static void test_agent_argv(void)
 	CHECK(parse("--server-hosts", "a", "b", "--server-ports", "1", "2",
 	            "--enable-dynamic-bucket", "--server-group-threshold", "100",
 	            "--max-request-tokens", "200", NULL) == 0);
-	CHECK(dbk_render_addrs_run(&A, "/r", ERR, sizeof(ERR)) == 0);
+	CHECK(dbk_render_addrs_run(&A, "/r", 12346, ERR, sizeof(ERR)) == 0);
 	char **v = dbk_render_agent_argv(&F, &A, "/x/dbucket-spoa");
 	CHECK(v != NULL);
 	size_t i = 0;
@@ -285,7 +290,7 @@ static void test_agent_argv(void)
 		CHECK(strcmp(v[i], "--enable-dynamic-bucket") != 0);
 		CHECK(strncmp(v[i], "vllm", 4) != 0);
 	}
-	CHECK_EQ_U(i, 13);
+	CHECK_EQ_U(i, 15);
 	dbk_render_argv_free(v);
 }
 
@@ -301,20 +306,22 @@ static void test_dirs(void)
 	CHECK(!dbk_render_path_ok("/with#hash"));
 	CHECK(!dbk_render_path_ok("/with\nnewline"));
 	CHECK(!dbk_render_path_ok("/"));
-	CHECK(dbk_render_addrs_run(&A, "/a b", ERR, sizeof(ERR)) < 0);
+	CHECK(dbk_render_addrs_run(&A, "/a b", 12346, ERR, sizeof(ERR)) < 0);
 	CHECK(strstr(ERR, "cannot be used") != NULL);
 	CHECK(dbk_render_addrs_production(&A, "/a$b", ERR, sizeof(ERR)) < 0);
 	/* sun_path holds 107 bytes: DIR + "/haproxy.sock" must fit. */
 	memset(dir, 'd', sizeof(dir));
 	dir[0] = '/';
 	dir[107 - strlen("/haproxy.sock")] = '\0';
-	CHECK(dbk_render_addrs_run(&A, dir, ERR, sizeof(ERR)) == 0);
+	CHECK(dbk_render_addrs_run(&A, dir, 12346, ERR, sizeof(ERR)) == 0);
 	CHECK(strlen(A.stats_socket) == 107);
 	memset(dir, 'd', sizeof(dir));
 	dir[0] = '/';
 	dir[108 - strlen("/haproxy.sock")] = '\0';
-	CHECK(dbk_render_addrs_run(&A, dir, ERR, sizeof(ERR)) < 0);
+	CHECK(dbk_render_addrs_run(&A, dir, 12346, ERR, sizeof(ERR)) < 0);
 	CHECK(strstr(ERR, "too long for unix sockets") != NULL);
+	CHECK(dbk_render_addrs_run(&A, "/r", 0, ERR, sizeof(ERR)) < 0);
+	CHECK(dbk_render_addrs_run(&A, "/r", 65536, ERR, sizeof(ERR)) < 0);
 }
 
 /* Hundreds of servers: comments wrap, every server has its line. */
@@ -337,7 +344,7 @@ static void test_many_servers(void)
 	argv[argc++] = "--enable-dynamic-bucket";
 	argv[argc] = NULL;
 	CHECK(dbk_flags_parse(&F, argc, argv, ERR, sizeof(ERR)) == DBK_FLAGS_OK);
-	CHECK(dbk_render_addrs_run(&A, "/r", ERR, sizeof(ERR)) == 0);
+	CHECK(dbk_render_addrs_run(&A, "/r", 12346, ERR, sizeof(ERR)) == 0);
 	char *cfg = render(CFG);
 	CHECK_EQ_U(count_lines(cfg, "    server vllm"), 400);
 	CHECK_HAS(cfg, "    server vllm399 \"vllm-host.example.internal:9399\" check inter 2s\n");

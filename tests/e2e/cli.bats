@@ -92,3 +92,13 @@ teardown() {
 	run grep -c 'event=listening-beyond-this-host for=admin' "$BATS_TEST_TMPDIR/agent.log"
 	assert_output 1
 }
+
+@test "make demo's ports are one contiguous block that DBK_DEMO_PORT moves whole" {
+	local base=23000
+	run env DBK_DEMO_PORT=$base "$REPO/contrib/demo.sh" --ports
+	assert_success
+	# name port, one a line: nine distinct ports, base .. base+8.
+	assert_equal "${#lines[@]}" 9
+	run bash -c "env DBK_DEMO_PORT=$base '$REPO/contrib/demo.sh' --ports | awk '{ print \$2 }' | sort -n | uniq | tr '\n' ' '"
+	assert_output "$(seq -s ' ' $base $((base + 8))) "
+}

@@ -59,31 +59,28 @@ teardown() {
 	assert_equal "$(state_field unknown_releases)" 0
 }
 
-@test "completions as UDP datagrams (DBK_COMPLETIONS_UDP): released, and still after an agent restart" {
-	# HAProxy 3.0's ring never reconnects once the agent has gone: a
-	# datagram needs no connection, so the restarted agent hears the very
-	# next line.
-	export DBK_COMPLETIONS_UDP=127.0.0.1:$COMPLETIONS_PORT
-	start_agent --enable-dynamic-bucket --completion-listen "udp@$DBK_COMPLETIONS_UDP"
+@test "each completion line comes by the ring and as a datagram: the first copy releases, the second is a duplicate" {
+	start_agent --enable-dynamic-bucket
 	start_haproxy
 	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
 	local i
 	for ((i = 0; i < 10; i++)); do
 		post "$BATS_TEST_TMPDIR/s.json" >/dev/null
 	done
-	wait_state released 10
-	assert_equal "$(state_field completion_links)" 0
+	wait_state completion_duplicates 10
+	assert_equal "$(state_field released)" 10
+	assert_equal "$(state_field completions)" 10
 	assert_equal "$(state_field completion_datagrams)" 10
-	stop_agent
-	start_agent --enable-dynamic-bucket --completion-listen "udp@$DBK_COMPLETIONS_UDP"
-	for ((i = 0; i < 10; i++)); do
-		post "$BATS_TEST_TMPDIR/s.json" >/dev/null
-	done
-	wait_state released 10
+	assert_equal "$(state_field completion_links)" 1
 	assert_equal "$(state_field leases)" 0
-	assert_equal "$(state_field decisions)" 10
 	assert_equal "$(state_field unknown_releases)" 0
 	assert_equal "$(state_field bad_completion_lines)" 0
+	run agent_get /metrics
+	assert_line "dbucket_completion_duplicates_total 10"
+	# A request the agent did not route is counted once, not twice.
+	curl -s -o /dev/null "http://127.0.0.1:$DBK_PORT/healthcheck"
+	wait_state completion_duplicates 11
+	assert_equal "$(state_field undecided)" 1
 }
 
 @test "/healthcheck answers as the reference does, counting usable servers" {

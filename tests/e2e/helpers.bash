@@ -7,6 +7,18 @@ load '/usr/lib/bats/bats-assert/load'
 REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 BUILD=${DBK_BUILD:-$REPO/build}
 
+# HAPROXY=/path/to/haproxy runs the suite against that binary: it comes
+# first in PATH as "haproxy", so that the tests, the launcher and the
+# scripts they start all find it, and a pid taken with $! is HAProxy's.
+if [ -n "${HAPROXY:-}" ] && [ "$HAPROXY" != haproxy ]; then
+	mkdir -p "$BATS_RUN_TMPDIR/haproxy-bin"
+	ln -sfn "$(readlink -f "$HAPROXY")" "$BATS_RUN_TMPDIR/haproxy-bin/haproxy"
+	case ":$PATH:" in
+	*":$BATS_RUN_TMPDIR/haproxy-bin:"*) ;;
+	*) PATH=$BATS_RUN_TMPDIR/haproxy-bin:$PATH ;;
+	esac
+fi
+
 # Prints the first of $1 consecutive loopback TCP ports nothing listens
 # on, below Linux's ephemeral range (32768+) so that no client socket takes
 # one between this check and the bind. Bounded: 200 tries.
@@ -53,6 +65,7 @@ dbk_env() {
 	export DBK_BIND=127.0.0.1:$DBK_PORT
 	export DBK_AGENT=127.0.0.1:$AGENT_PORT
 	export DBK_COMPLETIONS=127.0.0.1:$COMPLETIONS_PORT
+	export DBK_COMPLETIONS_UDP=127.0.0.1:$COMPLETIONS_PORT
 	export DBK_STATS_SOCKET=$BATS_TEST_TMPDIR/haproxy.sock
 	export DBK_STATS_BIND=127.0.0.1:$((base + 8))
 	export DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
@@ -70,10 +83,12 @@ dbk_env() {
 }
 
 # start_agent ARGS...: dbucket-spoa on $AGENT_PORT with the four test
-# servers, extra ARGS first.
+# servers, extra ARGS first. It takes completion lines by both of the
+# sample's paths, the ring (TCP) and datagrams (UDP).
 start_agent() {
 	"$BUILD/dbucket-spoa" --listen "$DBK_AGENT" --completion-listen "$DBK_COMPLETIONS" \
-		--admin-listen "127.0.0.1:$ADMIN_PORT" "$@" vllm0 vllm1 vllm2 vllm3 \
+		--completion-listen "udp@$DBK_COMPLETIONS_UDP" --admin-listen "127.0.0.1:$ADMIN_PORT" \
+		"$@" vllm0 vllm1 vllm2 vllm3 \
 		2>>"$BATS_TEST_TMPDIR/agent.log" &
 	AGENT_PID=$!
 	wait_port "$AGENT_PORT"

@@ -112,6 +112,8 @@ teardown() {
 	run post "$BATS_TEST_TMPDIR/s.json"
 	assert_output "200 vllm0 0 0 0 75"
 	assert_equal "$(state_field runtime_api_up)" false
+	# Said once HAProxy had its start-up grace (5 s) to answer, and once.
+	wait_log 'event=runtime-api-unreachable'
 	run grep -c 'event=runtime-api-unreachable' "$BATS_TEST_TMPDIR/agent.log"
 	assert_output 1
 }

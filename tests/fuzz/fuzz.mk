@@ -32,7 +32,7 @@ FUZZ_LDFLAGS  = $(FUZZ_SAN) -fsanitize=fuzzer
 FUZZ_LIBS     = -lcjson -lm
 
 FUZZ_TARGETS  = fuzz_spop_frame fuzz_notify fuzz_completion fuzz_runtime \
-                fuzz_estimate fuzz_stub_http fuzz_prefix_key
+                fuzz_estimate fuzz_stub_http fuzz_tune fuzz_prefix_key
 FUZZ_BINS     = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/%)
 
 # The sources each target needs, compiled instrumented.
@@ -45,6 +45,8 @@ FUZZ_SRC_fuzz_estimate   = agent/estimate.c agent/balancer.c agent/leases.c
 FUZZ_SRC_fuzz_prefix_key = agent/prefix_key.c agent/predict.c agent/prefix_index.c
 FUZZ_SRC_fuzz_stub_http  = contrib/stub/http.c contrib/stub/api.c contrib/stub/buf.c \
                            contrib/stub/prefix_cache.c
+FUZZ_SRC_fuzz_tune       = agent/tune.c agent/numparse.c agent/balancer.c agent/leases.c \
+                           agent/strbuf.c agent/estimate.c
 
 .PHONY: fuzz fuzz-build fuzz-seeds fuzz-regress
 

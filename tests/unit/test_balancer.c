@@ -671,15 +671,25 @@ static void buried_ids_take_no_lease(void)
 	CHECK_EQ_U(dbk_bal_stats(b)->leases, 0);
 	CHECK_EQ_U(dbk_bal_stats(b)->ended, 1);
 	CHECK_NEAR(dbk_bal_server_load(b, 0), 0, 0);
-	/* The burial is used up: the same id again is a new request. */
-	CHECK_EQ_U(dbk_bal_dispatch(b, "late", 4, &r, 1002, &d), DBK_BAL_OK);
-	CHECK(dbk_bal_holds(b, "late", 4));
-	CHECK(!dbk_bal_holds(b, "other", 5));
+	/* A burial lasts until it expires: a NOTIFY that came twice takes
+	 * no lease either, and a second completion copy is told apart. */
+	CHECK_EQ_U(dbk_bal_dispatch(b, "late", 4, &r, 1002, &d), DBK_BAL_ENDED);
+	CHECK(!dbk_bal_holds(b, "late", 4));
+	CHECK(dbk_bal_ended(b, "late", 4));
+	CHECK(!dbk_bal_ended(b, "other", 5));
+	CHECK(!dbk_bal_ended(b, "", 0));
+	dbk_bal_bury(b, "late", 4, 1003);
+	CHECK_EQ_U(dbk_bal_dispatch(b, "late", 4, &r, 1004, &d), DBK_BAL_ENDED);
+	CHECK_EQ_U(dbk_bal_stats(b)->ended, 3);
+	CHECK_EQ_U(dbk_bal_stats(b)->leases, 0);
 
 	/* Expiry forgets old burials only. */
 	dbk_bal_bury(b, "x", 1, 2000);
 	dbk_bal_bury(b, "y", 1, 5000);
 	dbk_bal_expire_buried(b, 12000, 10000);
+	CHECK(!dbk_bal_ended(b, "late", 4));
+	CHECK(!dbk_bal_ended(b, "x", 1));
+	CHECK(dbk_bal_ended(b, "y", 1));
 	CHECK_EQ_U(dbk_bal_dispatch(b, "x", 1, &r, 12000, &d), DBK_BAL_OK);
 	CHECK_EQ_U(dbk_bal_dispatch(b, "y", 1, &r, 12000, &d), DBK_BAL_ENDED);
 

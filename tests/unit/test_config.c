@@ -72,11 +72,36 @@ static void test_errors(void)
 	CHECK(strstr(err, "no servers") != NULL);
 }
 
+/* The command line takes numbers in the same strict grammar as --config
+ * and /config: plain digits, nothing around them. */
+static void test_strict_numbers(void)
+{
+	static const char *const bad[] = { "+1", " 8192", "8192 ", "0x8000", "8192.0",
+	                                   "1e4", "08192", "-0" };
+	static const char *const opts[] = { "--server-group-threshold", "--max-leases",
+	                                    "--max-connections", "--lease-ttl",
+	                                    "--max-connections-per-peer", "--idle-timeout" };
+
+	for (size_t o = 0; o < sizeof(opts) / sizeof(opts[0]); o++)
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			char *argv[] = { "dbucket-spoa", (char *)opts[o], (char *)bad[i], "a", "b", NULL };
+			bool taken = dbk_config_parse(&c, 5, argv, err, sizeof(err)) == DBK_CONFIG_OK;
+			if (taken)
+				fprintf(stderr, "  %s '%s' was taken\n", opts[o], bad[i]);
+			CHECK(!taken);
+		}
+	CHECK_EQ_U(PARSE(&c, err, "--max-connections-per-peer", "8", "--idle-timeout", "30",
+	                 "a", "b"), DBK_CONFIG_OK);
+	CHECK_EQ_U(c.max_connections_per_peer, 8);
+	CHECK_EQ_U(c.idle_timeout_s, 30);
+}
+
 int main(void)
 {
 	RUN(test_defaults);
 	RUN(test_reference_flags);
 	RUN(test_help_and_version);
 	RUN(test_errors);
+	RUN(test_strict_numbers);
 	return CHECK_DONE();
 }

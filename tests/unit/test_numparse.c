@@ -111,6 +111,39 @@ static void test_double_rejects(void)
 	CHECK_NEAR(d, 99, 0);
 }
 
+/* The settings grammar: plain digits, an optional fraction for decimals. */
+static void test_strict_grammar(void)
+{
+	static const char *const bad[] = {
+		"", "+1", "-0", "-1", " 1", "1 ", "0x8000", "1e3", "1E3", "01", "00", ".5",
+		"1.", "1..5", "nan", "inf", "1,5", "12abc", "99999999999999999999",
+	};
+	unsigned long long u = 99;
+	double d = 99;
+
+	CHECK(!dbk_parse_uint(NULL, 0, 100, &u));
+	CHECK(!dbk_parse_decimal(NULL, 0, 100, &d));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		bool a = dbk_parse_uint(bad[i], 0, ~0ULL, &u);
+		bool b = dbk_parse_decimal(bad[i], 0, 1e30, &d);
+		if (a || b)
+			fprintf(stderr, "  '%s' was taken\n", bad[i]);
+		CHECK(!a && !b);
+	}
+	CHECK(!dbk_parse_uint("1.5", 0, 100, &u));
+	CHECK(!dbk_parse_uint("101", 0, 100, &u));
+	CHECK(!dbk_parse_decimal("100.5", 0, 100, &d));
+	CHECK_EQ_U(u, 99);
+	CHECK_NEAR(d, 99, 0);
+	CHECK(dbk_parse_uint("0", 0, 100, &u) && u == 0);
+	CHECK(dbk_parse_uint("1099511627776", 1, 1ULL << 40, &u) && u == 1ULL << 40);
+	CHECK(dbk_parse_uint("9999999999999999999", 0, ~0ULL, &u) && u == 9999999999999999999ULL);
+	CHECK(dbk_parse_decimal("0.125", 0, 1, &d));
+	CHECK_NEAR(d, 0.125, 0);
+	CHECK(dbk_parse_decimal("32768", 0, 1e6, &d));
+	CHECK_NEAR(d, 32768, 0);
+}
+
 int main(void)
 {
 	RUN(test_rejects_what_is_not_one_number);
@@ -118,5 +151,6 @@ int main(void)
 	RUN(test_ll_rejects);
 	RUN(test_double_accepts_finite_numbers_in_range);
 	RUN(test_double_rejects);
+	RUN(test_strict_grammar);
 	return CHECK_DONE();
 }

@@ -5,6 +5,7 @@
 #include <ev.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -41,7 +42,8 @@ static void world_up(struct world *w, unsigned max_conns, uint32_t max_frame)
 	struct dbk_spoa_config sc = { .max_frame_size = max_frame,
 	                              .max_connections = max_conns,
 	                              .hello_timeout = 0.2,
-	                              .frame_timeout = 0.2 };
+	                              .frame_timeout = 0.2,
+	                              .idle_timeout = 0.3 };
 	w->spoa = dbk_spoa_new(w->loop, &sc, &w->route);
 	snprintf(w->path, sizeof(w->path), "/tmp/dbk-test-spoa-%d.sock", (int)getpid());
 	snprintf(w->spec, sizeof(w->spec), "unix:%s", w->path);
@@ -446,9 +448,139 @@ static void test_half_frame_times_out(void)
 	world_down(&w);
 }
 
+/* A peer whose every write ends mid-frame, each frame whole within a
+ * quarter of the frame timeout: it is timed frame by frame, never cut.
+ * The loop's own timer paces the writes (no sleeps). */
+struct trickle {
+	ev_timer t;
+	int fd;
+	uint8_t buf[4096];
+	size_t len, off, step;
+	unsigned writes;
+};
+
+static void on_trickle(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct trickle *tr = (struct trickle *)w;
+
+	(void)loop;
+	(void)revents;
+	size_t n = tr->len - tr->off < tr->step ? tr->len - tr->off : tr->step;
+	send_all(tr->fd, tr->buf + tr->off, n);
+	tr->off += n;
+	tr->writes++;
+	if (tr->off == tr->len)
+		ev_timer_stop(loop, w);
+}
+
+static void test_frame_timer_starts_at_each_frame(void)
+{
+	struct world w;
+	struct trickle tr = { .len = 0 };
+	struct reply r = { .len = 0 };
+	enum { FRAMES = 8 };
+
+	world_up(&w, 16, 16380);   /* frame_timeout 0.2 s */
+	tr.fd = hello_client(&w, 16380);
+	size_t flen = 0;
+	for (int i = 0; i < FRAMES; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "t%d", i);
+		flen = test_notify(tr.buf + tr.len, sizeof(tr.buf) - tr.len, 1, (uint64_t)i + 1,
+		                   DBK_SPOP_FLAG_FIN, id, 400);
+		tr.len += flen;
+	}
+	/* Writes of one frame's length, starting half-way into the first:
+	 * every write ends mid-frame, 0.05 s apart, 8 frames in 0.45 s. */
+	tr.step = flen;
+	send_all(tr.fd, tr.buf, flen / 2);
+	tr.off = flen / 2;
+	ev_timer_init(&tr.t, on_trickle, 0.05, 0.05);
+	ev_timer_start(w.loop, &tr.t);
+	for (int turn = 0; turn < 400 && (ev_is_active(&tr.t) || r.len == 0); turn++) {
+		ev_run(w.loop, EVRUN_ONCE);
+		ssize_t n = recv(tr.fd, r.buf + r.len, sizeof(r.buf) - r.len, 0);
+		if (n > 0)
+			r.len += (size_t)n;
+	}
+	pump(&w, tr.fd, &r, FRAMES);
+	struct dbk_spop_frame f;
+	for (unsigned i = 0; i < FRAMES; i++)
+		CHECK(nth_frame(&r, i, &f) && f.type == DBK_SPOP_ACK);
+	CHECK(!r.closed);
+	CHECK_EQ_U(dbk_bal_stats(w.bal)->leases, FRAMES);
+	ev_timer_stop(w.loop, &tr.t);
+	close(tr.fd);
+	world_down(&w);
+}
+
+static void test_idle_after_hello_times_out(void)
+{
+	struct world w;
+	struct reply r = { .len = 0 };
+	struct dbk_spop_frame f;
+
+	world_up(&w, 16, 16380);   /* idle_timeout 0.3 s */
+	int fd = hello_client(&w, 16380);
+	ev_tstamp t0 = ev_now(w.loop);
+	pump_until_closed(&w, fd, &r);
+	CHECK(r.closed);
+	CHECK(nth_frame(&r, 0, &f));
+	CHECK_EQ_U(test_disconnect_status(&f), DBK_SPOP_ERR_TIMEOUT);
+	ev_now_update(w.loop);
+	CHECK(ev_now(w.loop) - t0 >= 0.25);
+	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->open, 0);
+	close(fd);
+	world_down(&w);
+}
+
+/* Out of descriptors: the pending connections are taken with the spare
+ * descriptor and closed (the peer hears no at once), counted, and the
+ * loop goes idle instead of waking for them again; once descriptors are
+ * back, connections are served. */
+static void test_out_of_descriptors_sheds_without_spinning(void)
+{
+	struct world w;
+	struct rlimit saved, low;
+	enum { N = 5 };
+	int fds[N];
+
+	world_up(&w, 16, 16380);
+	for (int i = 0; i < N; i++)
+		fds[i] = client(&w);   /* in the backlog, not accepted yet */
+	getrlimit(RLIMIT_NOFILE, &saved);
+	/* No descriptor left: the lowest free one is the limit. */
+	int probe = dup(0);
+	low = saved;
+	low.rlim_cur = (rlim_t)probe;
+	close(probe);
+	CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
+	unsigned closed = 0, turns = 0;
+	for (; turns < 200 && closed < N; turns++) {
+		ev_run(w.loop, EVRUN_NOWAIT);
+		closed = 0;
+		for (int i = 0; i < N; i++) {
+			char b[64];
+			ssize_t n = recv(fds[i], b, sizeof(b), MSG_PEEK);
+			if (n == 0 || (n < 0 && errno != EAGAIN))
+				closed++;
+		}
+	}
+	setrlimit(RLIMIT_NOFILE, &saved);
+	CHECK_EQ_U(closed, N);
+	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->refused_conns, N);
+	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->accepted, 0);
+	for (int i = 0; i < N; i++)
+		close(fds[i]);
+	int fd = hello_client(&w, 16380);
+	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->accepted, 1);
+	close(fd);
+	world_down(&w);
+}
+
 int main(void)
 {
-	dbk_log_set_level(DBK_LOG_ERROR);
+	dbk_log_set_level(getenv("DBK_TEST_LOG") ? DBK_LOG_DEBUG : DBK_LOG_ERROR);
 	RUN(test_hello_negotiates_frame_size);
 	RUN(test_healthcheck_hello_closes);
 	RUN(test_pipelined_notifies_in_one_write);
@@ -463,5 +595,8 @@ int main(void)
 	RUN(test_garbage_then_new_connection_works);
 	RUN(test_no_hello_times_out);
 	RUN(test_half_frame_times_out);
+	RUN(test_frame_timer_starts_at_each_frame);
+	RUN(test_idle_after_hello_times_out);
+	RUN(test_out_of_descriptors_sheds_without_spinning);
 	return CHECK_DONE();
 }

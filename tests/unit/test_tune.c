@@ -135,11 +135,48 @@ static void test_live_reconfigure_keeps_leases(void)
 	dbk_bal_free(b);
 }
 
+/* One grammar for every door (--config, /config, the command line):
+ * what the command line refuses is refused here too, and a rejected
+ * value changes nothing. */
+static void test_strict_numbers(void)
+{
+	static const char *const bad[] = {
+		"max-request-tokens=1e308", "server-group-threshold=32768.5",
+		"server-group-threshold=0x8000", "group-sizes=%2B1,3", "group-sizes=+1,3",
+		"affinity-strength=-0", "max-leases=2%00junk", "sensitivity=%201",
+		"sensitivity=1%20", "redirect-threshold=.5", "redirect-threshold=1.",
+		"max-leases=0500", "sensitivity=nan", "sensitivity=1e1",
+		"group-sizes=2,2%00", "max-request-tokens=99999999999999999999999",
+	};
+	struct dbk_bal_config c, before;
+	char err[256];
+
+	defaults(&c);
+	before = c;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		bool taken = dbk_tune_query(&c, bad[i], err, sizeof(err)) == 0;
+		if (taken)
+			fprintf(stderr, "  query '%s' was taken\n", bad[i]);
+		CHECK(!taken);
+	}
+	CHECK(memcmp(&c, &before, sizeof(c)) == 0);
+	CHECK(dbk_tune_parse(&c, "max-request-tokens = 1e308\n", 26, err, sizeof(err)) < 0);
+	CHECK(dbk_tune_parse(&c, "affinity-strength = -0\n", 23, err, sizeof(err)) < 0);
+	CHECK(memcmp(&c, &before, sizeof(c)) == 0);
+	/* What it does take. */
+	CHECK_EQ_U(dbk_tune_query(&c, "sensitivity=0.5&affinity-strength=0&max-leases=500000",
+	                          err, sizeof(err)), 0);
+	CHECK_NEAR(c.sensitivity, 0.5, 0);
+	CHECK_NEAR(c.affinity_strength, 0, 0);
+	CHECK_EQ_U(c.max_leases, 500000);
+}
+
 int main(void)
 {
 	RUN(test_file_format);
 	RUN(test_file_errors_name_the_line);
 	RUN(test_query);
 	RUN(test_live_reconfigure_keeps_leases);
+	RUN(test_strict_numbers);
 	return CHECK_DONE();
 }

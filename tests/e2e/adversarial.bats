@@ -1,0 +1,272 @@
+#!/usr/bin/env bats
+# Hostile and broken peers: idle floods on every listener, descriptor
+# exhaustion, oversized and malformed admin requests, a hung agent. One
+# bad peer must never stop routing for everyone else. The floods come from
+# 127.0.0.2, HAProxy from 127.0.0.1: two peers as the agent sees them.
+
+load stubs
+
+setup() {
+	stubs_setup
+	FLOOD_PIDS=()
+}
+
+teardown() {
+	local p
+	for p in "${FLOOD_PIDS[@]}"; do
+		kill "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	stubs_teardown
+}
+
+# flood NAME ARGS...: dbk-test-flood in the background, output in
+# NAME.out; returns once its connections are all made (bounded, ~10 s).
+flood() {
+	local name=$1 i
+	shift
+	"$BUILD/dbk-test-flood" "$@" >"$BATS_TEST_TMPDIR/$name.out" 2>&1 &
+	FLOOD_PIDS+=($!)
+	for ((i = 0; i < 500; i++)); do
+		grep -qs "^connected=" "$BATS_TEST_TMPDIR/$name.out" && return 0
+		sleep 0.02
+	done
+	echo "flood $name never connected" >&2
+	return 1
+}
+
+# Waits (bounded, ~20 s) for flood NAME to end; prints its closed count.
+flood_closed() {
+	local i
+	for ((i = 0; i < 1000; i++)); do
+		if grep -qs "^closed=" "$BATS_TEST_TMPDIR/$1.out"; then
+			sed -n 's/^closed=\([0-9]*\).*/\1/p' "$BATS_TEST_TMPDIR/$1.out"
+			return 0
+		fi
+		sleep 0.02
+	done
+	echo "flood $1 never ended" >&2
+	return 1
+}
+
+# utime + stime of a process, in clock ticks.
+cpu_ticks() {
+	awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
+@test "SPOP: an idle flood after HELLO from one peer leaves room for HAProxy" {
+	start_agent --enable-dynamic-bucket --max-connections 40
+	flood spop --bind 127.0.0.2 --hello --hold 60 "$DBK_AGENT" 40
+	start_haproxy
+	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
+	local i
+	for ((i = 0; i < 3; i++)); do
+		run post "$BATS_TEST_TMPDIR/s.json"
+		assert_output --regexp '^200 vllm[0-3] 0 0 0 '
+	done
+	wait_log 'event=conn-refused reason=max-connections-per-peer'
+}
+
+@test "SPOP: connections silent after HELLO are closed after --idle-timeout" {
+	start_agent --enable-dynamic-bucket --idle-timeout 1
+	flood spop --hello --hold 30 "$DBK_AGENT" 20
+	run flood_closed spop
+	assert_output 20
+	# Closed by the idle timeout, not at once (HELLO was answered), and
+	# logged in a rate-limited burst (5 a second), not 20 times.
+	local n
+	n=$(grep -c 'reason="idle"' "$BATS_TEST_TMPDIR/agent.log")
+	((n >= 1 && n <= 5)) || fail "$n idle lines"
+	awk -F'elapsed=' '/^closed=/ { exit !($2 >= 0.9) }' "$BATS_TEST_TMPDIR/spop.out" ||
+		fail "closed before the idle timeout: $(cat "$BATS_TEST_TMPDIR/spop.out")"
+}
+
+@test "completions: an idle flood does not keep HAProxy's ring out" {
+	start_agent --enable-dynamic-bucket
+	flood ring --bind 127.0.0.2 --hold 60 "$DBK_COMPLETIONS" 64
+	start_haproxy
+	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
+	run post "$BATS_TEST_TMPDIR/s.json"
+	assert_output --regexp '^200 vllm0 '
+	wait_state released 1
+}
+
+@test "completions: half a frame and then silence is cut" {
+	start_agent --enable-dynamic-bucket
+	# An octet count that promises more than ever comes.
+	flood half --text "60 dbk1 id" --hold 30 "$DBK_COMPLETIONS" 4
+	run flood_closed half
+	assert_output 4
+	run grep -c 'closed=4 elapsed=' "$BATS_TEST_TMPDIR/half.out"
+	assert_output 1
+}
+
+@test "admin: an idle flood from one peer leaves room for others" {
+	start_agent --enable-dynamic-bucket
+	flood admin --bind 127.0.0.2 --hold 60 "127.0.0.1:$ADMIN_PORT" 64
+	run curl -s --max-time 2 "http://127.0.0.1:$ADMIN_PORT/state"
+	assert_success
+	assert_output --partial '"leases"'
+}
+
+@test "out of descriptors: no spin, few log lines, and routing resumes" {
+	# Soft and hard limit: the agent cannot raise it, and derives its
+	# connection limits from it.
+	(
+		ulimit -n 40
+		exec "$BUILD/dbucket-spoa" --listen "$DBK_AGENT" --completion-listen "$DBK_COMPLETIONS" \
+			--admin-listen "127.0.0.1:$ADMIN_PORT" --enable-dynamic-bucket vllm0 vllm1 vllm2 vllm3
+	) 2>>"$BATS_TEST_TMPDIR/agent.log" &
+	AGENT_PID=$!
+	wait_port "$AGENT_PORT"
+	local t0 c0 t1 c1
+	t0=$(date +%s%N)
+	c0=$(cpu_ticks "$AGENT_PID")
+	# More connections than descriptors, on every listener, held 3 s.
+	flood a --hello --hold 3 "$DBK_AGENT" 100
+	flood b --hold 3 "$DBK_COMPLETIONS" 100
+	flood c --hold 3 "127.0.0.1:$ADMIN_PORT" 100
+	flood_closed a >/dev/null
+	flood_closed b >/dev/null
+	flood_closed c >/dev/null
+	c1=$(cpu_ticks "$AGENT_PID")
+	t1=$(date +%s%N)
+	local ticks=$((c1 - c0)) wall_ticks=$(((t1 - t0) * $(getconf CLK_TCK) / 1000000000))
+	echo "agent cpu: $ticks ticks over $wall_ticks" >&3
+	# A spinning accept loop burns a whole core for the 3 s.
+	[ "$ticks" -lt $((wall_ticks / 10)) ] || fail "agent used $ticks of $wall_ticks ticks"
+	local lines
+	lines=$(wc -l <"$BATS_TEST_TMPDIR/agent.log")
+	[ "$lines" -lt 100 ] || fail "agent wrote $lines log lines"
+	# Still serving once the flood is gone.
+	start_haproxy
+	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
+	run post "$BATS_TEST_TMPDIR/s.json"
+	assert_output "200 vllm0 0 0 0 75"
+	wait_state released 1
+}
+
+@test "admin: a long query is applied whole or refused, never cut" {
+	start_agent --enable-dynamic-bucket
+	# The old parser cut the target at 255 characters: make max-leases=500000
+	# straddle that point, so that a cut would apply max-leases=5.
+	local q="/config?" i
+	for ((i = 0; i < 15; i++)); do q+="sensitivity=1&"; done
+	q+="sensitivity=1.0000000000&max-leases=500000"
+	[ "${q:0:255}" != "$q" ] && [ "${q:243:12}" = "max-leases=5" ]
+	run curl -s -X POST --max-time 5 -w '%{http_code}' -o /dev/null "http://127.0.0.1:$ADMIN_PORT$q"
+	assert_output 200
+	run curl -s --max-time 5 "http://127.0.0.1:$ADMIN_PORT/config"
+	assert_line 'max-leases = 500000'
+	# Longer than the request buffer: 414, and nothing applied.
+	q="/config?max-leases=7&sensitivity=1.$(head -c 5000 /dev/zero | tr '\0' 0)"
+	run curl -s -X POST --max-time 5 -w '%{http_code}' -o /dev/null "http://127.0.0.1:$ADMIN_PORT$q"
+	assert_output 414
+	run curl -s --max-time 5 "http://127.0.0.1:$ADMIN_PORT/config"
+	assert_line 'max-leases = 500000'
+}
+
+@test "admin: malformed request lines and junk values are refused" {
+	start_agent --enable-dynamic-bucket
+	local a="TCP:127.0.0.1:$ADMIN_PORT"
+	run socat -t 5 - "$a" <<<$'GET /state\r\n\r\n'
+	assert_output --regexp '^HTTP/1.1 400'
+	run socat -t 5 - "$a" <<<$'GET /state HTTP/9.9\r\n\r\n'
+	assert_output --regexp '^HTTP/1.1 (400|505)'
+	run socat -t 5 - "$a" <<<$'GET /state HTTP/1.1 extra\r\n\r\n'
+	assert_output --regexp '^HTTP/1.1 400'
+	run socat -t 5 - "$a" <<<$'POST /config?max-leases=2%00junk HTTP/1.1\r\n\r\n'
+	assert_output --regexp '^HTTP/1.1 400'
+	run curl -s --max-time 5 "http://127.0.0.1:$ADMIN_PORT/config"
+	assert_line 'max-leases = 1000000'
+}
+
+# Seconds curl took for one POST of FILE through the proxy, and its status.
+timed_post() {
+	curl -s -o /dev/null --max-time 10 -X POST -H 'Content-Type: application/json' \
+		--data-binary "@$1" -w '%{http_code} %{time_total}\n' \
+		"http://127.0.0.1:$DBK_PORT/v1/completions"
+}
+
+@test "a hung agent stops costing requests the processing timeout once marked DOWN" {
+	# A processing timeout far above a request's own time here, so that
+	# paying it shows.
+	export DBK_SPOE_PROCESSING=1500ms
+	start_agent --enable-dynamic-bucket
+	start_haproxy
+	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
+	run post "$BATS_TEST_TMPDIR/s.json"
+	assert_output "200 vllm0 0 0 0 75"
+	kill -STOP "$AGENT_PID"
+	# The health check (spop-check) marks it DOWN: bounded wait, ~10 s.
+	local i st
+	for ((i = 0; i < 100; i++)); do
+		st=$(haproxy_cmd "show servers state dbucket-agents" | awk '$4 == "agent1" { print $6 }')
+		[ "$st" = 0 ] && break
+		sleep 0.1
+	done
+	assert_equal "$st" 0
+	# HAProxy must not wait on the connections it still holds to it.
+	for ((i = 0; i < 5; i++)); do
+		run timed_post "$BATS_TEST_TMPDIR/s.json"
+		echo "after DOWN: $output" >&3
+		assert_output --regexp '^200 '
+		awk -v t="${output#* }" 'BEGIN { exit !(t < 1.0) }' ||
+			fail "request took ${output#* } s: it waited for the hung agent"
+	done
+}
+
+# The long stubs' sum of a metric.
+long_metric() {
+	echo $(($(stub_metric 2 "$1") + $(stub_metric 3 "$1")))
+}
+
+# abort_before_first_token STREAM: a prompt of ~100k tokens (seconds of
+# prefill on a stub) whose client goes away while it is prefilled. vLLM
+# must hear of it then, not once the first token fails to reach the
+# client: the stub's generation counter must still be 0 when its request
+# ends, and the lease must be gone.
+abort_before_first_token() {
+	start_stubs
+	start_agent --enable-dynamic-bucket
+	start_haproxy_stubs
+	completion_body 2000 "$1" 400000 >"$BATS_TEST_TMPDIR/long.json"
+	curl_bg "$BATS_TEST_TMPDIR/a" /v1/completions "$BATS_TEST_TMPDIR/long.json"
+	local i
+	for ((i = 0; i < 500; i++)); do
+		[ "$(long_metric vllm:num_requests_running)" -ge 1 ] && break
+		sleep 0.02
+	done
+	assert_equal "$(long_metric vllm:num_requests_running)" 1
+	local t0 t1 t2
+	t0=$(date +%s%N)
+	kill -KILL "$LAST_PID"
+	for ((i = 0; i < 750; i++)); do
+		[ "$(long_metric vllm:num_requests_running)" = 0 ] && break
+		sleep 0.02
+	done
+	t1=$(date +%s%N)
+	wait_state leases 0
+	t2=$(date +%s%N)
+	echo "stream=$1: abort reached the stub in $(((t1 - t0) / 1000000)) ms, lease released in $(((t2 - t0) / 1000000)) ms" >&3
+	assert_equal "$(long_metric vllm:num_requests_running)" 0
+	assert_equal "$(long_metric vllm:generation_tokens_total)" 0
+}
+
+@test "a streamed request aborted before its first token is aborted at vLLM" {
+	abort_before_first_token true
+}
+
+@test "a non-streamed request aborted before its first token is aborted at vLLM" {
+	abort_before_first_token false
+}
+
+@test "completions: an idle flood from HAProxy's own address makes way for its ring" {
+	start_agent --enable-dynamic-bucket
+	flood ring --hold 60 "$DBK_COMPLETIONS" 64
+	start_haproxy
+	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
+	run post "$BATS_TEST_TMPDIR/s.json"
+	assert_output --regexp '^200 vllm0 '
+	wait_state released 1
+}
