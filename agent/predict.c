@@ -48,8 +48,7 @@ struct dbk_pred {
 	struct pred_srv *s;
 	struct dbk_pidx *idx;
 	double mean_work_s;     /* EWMA of a request's prefill on an idle server */
-	double left_s;          /* prefill left per request in flight, at the last commit */
-	unsigned next;          /* where ties start: rotates with every commit */
+	unsigned next;          /* varies the ties of requests without identity */
 };
 
 void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
@@ -226,11 +225,8 @@ static void pred_others(const struct dbk_pred *p, const struct pred_srv *s, uint
 	o->running = fmax(0, o->requests - o->waiting);
 	if (s->sc.kv_usage >= 0)
 		o->kv = fmax(0, s->sc.kv_usage * pred_capacity(p, s) - s->kv_then);
-	/* Their prefills, like ours on average: a waiting one is all
-	 * ahead, a running one has what ours in flight have left on
-	 * average; drained since the scrape. */
-	o->work_s = fmax(0, o->waiting * p->mean_work_s + o->running * p->left_s -
-	                    sec(now_ms - s->scrape_ms));
+	/* Their queued prefills, like ours on average, drained since. */
+	o->work_s = fmax(0, o->waiting * p->mean_work_s - sec(now_ms - s->scrape_ms));
 }
 
 /* Seconds to prefill fresh tokens after hit cached ones, with decoders
@@ -277,6 +273,28 @@ static double pred_hit(const struct dbk_pred *p, const struct dbk_pred_request *
 	double age = (double)(uint32_t)(s->sent_units - h->stamp);
 	double keep = age <= cap / 2 ? 1 : age >= cap ? 0 : 2 * (1 - age / cap);
 	return fmax(0, fmin(tokens, prompt - 1) * keep);
+}
+
+/* Ties (an idle fleet, equal servers) go by a hash of the request and
+ * the server: different requests spread, and balancers that share the
+ * fleet break the same request's ties alike instead of all taking the
+ * first server. */
+static uint64_t pred_tie_key(const struct dbk_pred *p, const struct dbk_pred_request *r)
+{
+	if (r->session)
+		return r->session;
+	if (r->keys && r->nkeys)
+		return r->keys[r->nkeys - 1];
+	return (uint64_t)pred_prompt(r) * 0x9e3779b97f4a7c15ULL + p->next;
+}
+
+static uint64_t pred_tie(uint64_t key, unsigned server)
+{
+	uint64_t h = key ^ ((uint64_t)(server + 1) * 0xc2b2ae3d27d4eb4fULL);
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	return h;
 }
 
 static double pred_score(const struct pred_eval *e)
@@ -362,8 +380,8 @@ int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r,
 
 	struct pred_eval best = { 0 };
 	int bi = -1;
-	for (unsigned k = 0; k < n; k++) {
-		unsigned i = (p->next + k) % n;
+	uint64_t tie = pred_tie_key(p, r);
+	for (unsigned i = 0; i < n; i++) {
 		const struct pred_srv *s = &p->s[i];
 		struct pred_eval e;
 		if (s->state != DBK_PRED_UP || !pred_holds(s, need))
@@ -379,7 +397,9 @@ int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r,
 		              (e.fits == best.fits && pred_score(&e) < pred_score(&best) - 1e-9) ||
 		              (e.fits == best.fits &&
 		               fabs(pred_score(&e) - pred_score(&best)) <= 1e-9 &&
-		               s->inflight < p->s[bi].inflight);
+		               (s->inflight < p->s[bi].inflight ||
+		                (s->inflight == p->s[bi].inflight &&
+		                 pred_tie(tie, i) > pred_tie(tie, (unsigned)bi))));
 		if (better) {
 			best = e;
 			bi = (int)i;
@@ -451,12 +471,6 @@ void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsig
 	pred_push(s, now, fmax(now, s->last_end_s) + own);
 	s->last_end_s = fmax(now, s->last_end_s) + own;
 	p->mean_work_s += (pred_prefill_s(&p->c, fresh, hit, 0, 0) - p->mean_work_s) / 64;
-	double left = 0, inflight = 0;
-	for (unsigned i = 0; i < p->c.nservers; i++) {
-		left += fmax(0, p->s[i].last_end_s - now);
-		inflight += p->s[i].inflight;
-	}
-	p->left_s = left / fmax(inflight + 1, 1);
 
 	t->server = server;
 	t->prompt_tokens = u32_of(prompt);

@@ -116,7 +116,7 @@ struct dbk_pred_choice {
 struct dbk_pred_ticket {
 	uint32_t server;
 	uint32_t prompt_tokens;
-	uint32_t kv_tokens;         /* prompt + expected output */
+	uint32_t kv_tokens;         /* KV it takes: prompt - expected hit + output */
 	uint32_t ctx_tokens;        /* prompt + half the output: decode context */
 	uint64_t sent_ms;
 };
