@@ -89,10 +89,12 @@ pids+=($!)
 dbk_wait_port "$port_proxy"
 echo "  clients use http://$DBK_BIND; runtime API on $DBK_STATS_SOCKET"
 
-say "Starting dbucket-spoa (dynamic buckets, threshold 32768 tokens)"
-# No server names: the agent reads them, in order, from HAProxy's runtime
-# API, and follows their states from there.
-"$BUILD/dbucket-spoa" --enable-dynamic-bucket --listen "$DBK_AGENT" \
+say "Starting dbucket-spoa (policy ttft: the earliest predicted first token)"
+# No server names: the agent reads them, in order, and their addresses
+# from HAProxy's runtime API, follows their states from there and scrapes
+# each stub's /metrics and /v1/models (the short group's 32768-token
+# context is a hard rule).
+"$BUILD/dbucket-spoa" --policy ttft --listen "$DBK_AGENT" \
 	--completion-listen "$DBK_COMPLETIONS" --completion-listen "udp@$DBK_COMPLETIONS_UDP" \
 	--admin-listen "$admin" --haproxy-socket "$DBK_STATS_SOCKET" 2>"$run/agent.log" &
 pids+=($!)
