@@ -391,7 +391,7 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 		return -1;
 	}
 	if (a->cfg.policy == DBK_POLICY_TTFT) {
-		a->pred = dbk_policy_ttft_new(a->bal);
+		a->pred = dbk_policy_ttft_new(a->bal, a->cfg.engine_speed);
 		if (!a->pred) {
 			snprintf(err, errlen, "cannot create the ttft predictor");
 			return -1;

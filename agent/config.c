@@ -33,6 +33,7 @@ enum {
 	OPT_SCRAPE,
 	OPT_SCRAPE_INTERVAL,
 	OPT_SCRAPE_TIMEOUT,
+	OPT_ENGINE_SPEED,
 };
 
 static const struct option long_opts[] = {
@@ -59,6 +60,7 @@ static const struct option long_opts[] = {
 	{ "scrape",                 required_argument, NULL, OPT_SCRAPE },
 	{ "scrape-interval",        required_argument, NULL, OPT_SCRAPE_INTERVAL },
 	{ "scrape-timeout",         required_argument, NULL, OPT_SCRAPE_TIMEOUT },
+	{ "engine-speed",           required_argument, NULL, OPT_ENGINE_SPEED },
 	{ "group",                  required_argument, NULL, OPT_GROUP },
 	{ "help",                   no_argument,       NULL, 'h' },
 	{ "version",                no_argument,       NULL, 'V' },
@@ -89,6 +91,9 @@ void dbk_config_usage(FILE *out, const char *prog)
 "                                decision for decision) or ttft: the server\n"
 "                                with the earliest predicted first token, from\n"
 "                                length, prefix, queue, KV use and context limit\n"
+"  --engine-speed X              ttft: the servers run X times as fast as its\n"
+"                                engine model (an 8B model on an H100; 1); for\n"
+"                                other GPUs, and stubs run with --time-scale X\n"
 "\n"
 "Servers' own numbers (vLLM's /metrics and /v1/models; the ttft policy\n"
 "routes on them, every policy reports them):\n"
@@ -249,6 +254,7 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 	c->reclaim_after_s = DBK_DEFAULT_RECLAIM_AFTER_S;
 	c->scrape_interval_ms = DBK_DEFAULT_SCRAPE_INTERVAL_MS;
 	c->scrape_timeout_ms = DBK_DEFAULT_SCRAPE_TIMEOUT_MS;
+	c->engine_speed = 1.0;
 	bool no_completions = false, no_admin = false;
 
 	/* getopt keeps its cursor in globals; reset it so parsing can run
@@ -380,6 +386,10 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 			if (parse_long(optarg, 10, 600 * 1000, &c->scrape_timeout_ms))
 				FAIL("--scrape-timeout wants milliseconds from 10 to 600000, got '%s'",
 				     optarg);
+			break;
+		case OPT_ENGINE_SPEED:
+			if (!dbk_parse_decimal(optarg, 0.001, 1000, &c->engine_speed))
+				FAIL("--engine-speed wants a number from 0.001 to 1000, got '%s'", optarg);
 			break;
 		case OPT_LOG_LEVEL:
 			c->log_level = dbk_log_level_parse(optarg);

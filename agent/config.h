@@ -79,6 +79,7 @@ struct dbk_config {
 	unsigned nscrape;
 	long scrape_interval_ms;
 	long scrape_timeout_ms;
+	double engine_speed;          /* ttft: servers' speed vs its engine model (1) */
 	const char *user;             /* drop to this user after binding */
 	const char *group;            /* ... and group */
 	uint32_t max_frame_size;

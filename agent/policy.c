@@ -38,13 +38,18 @@ static void on_usable(void *arg, unsigned server, bool usable)
 	dbk_pred_set_state(arg, server, usable ? DBK_PRED_UP : DBK_PRED_DOWN);
 }
 
-struct dbk_pred *dbk_policy_ttft_new(struct dbk_balancer *bal)
+struct dbk_pred *dbk_policy_ttft_new(struct dbk_balancer *bal, double engine_speed)
 {
 	struct dbk_pred_config c;
 	unsigned n = dbk_bal_config(bal)->nservers;
 	struct dbk_pred *p;
 
 	dbk_pred_config_default(&c, n);
+	c.t_cpu_s /= engine_speed;
+	c.t_weights_s /= engine_speed;
+	c.lin_tokens_per_s *= engine_speed;
+	c.attn_flops *= engine_speed;
+	c.kv_read_bw *= engine_speed;
 	p = dbk_pred_new(&c);
 	if (!p)
 		return NULL;

@@ -14,10 +14,11 @@
 #include "strbuf.h"
 
 /* A ttft predictor for the balancer's servers, with the default engine
- * model, observing bal (which must outlive it): every lease that ends or
+ * model sped up engine_speed times (its step costs divided by it: the
+ * books drain at the servers' pace), observing bal (which must outlive it): every lease that ends or
  * moves is released or moved in the predictor, every usable change sets
  * its state. NULL when out of memory. */
-struct dbk_pred *dbk_policy_ttft_new(struct dbk_balancer *bal);
+struct dbk_pred *dbk_policy_ttft_new(struct dbk_balancer *bal, double engine_speed);
 void dbk_policy_ttft_free(struct dbk_pred *p, struct dbk_balancer *bal);
 
 /* A scrape of server finished (struct dbk_scrape_config.scraped, with

@@ -312,7 +312,8 @@ start_cluster() { # start_cluster POLICY SCALE: stubs, HAProxy, agent; sets DBK_
 		[ "$policy" = dynamic ] && mode=(--enable-dynamic-bucket)
 		# The stubs are scraped where HAProxy reaches them, every 100 ms
 		# of model time, as dbucket-sim's ttft reads its snapshots.
-		[ "$policy" = ttft ] && mode=(--policy ttft --scrape-interval
+		# --engine-speed: the stubs' clock runs S times real time.
+		[ "$policy" = ttft ] && mode=(--policy ttft --engine-speed "$scale" --scrape-interval
 			"$(awk -v s="$scale" 'BEGIN { v = int(100 / s); print v < 10 ? 10 : v }')")
 		"$BUILD/dbucket-spoa" ${mode[@]+"${mode[@]}"} --listen "$DBK_AGENT" \
 			--completion-listen "$DBK_COMPLETIONS" --completion-listen "udp@$DBK_COMPLETIONS" \

@@ -131,6 +131,9 @@ static void test_policy_and_scrape(void)
 	CHECK_EQ_U(PARSE(&c, err, "--scrape", "z=http://x", "a", "b"), DBK_CONFIG_ERROR);
 	CHECK(strstr(err, "'z', which is not a server") != NULL);
 	CHECK_EQ_U(PARSE(&c, err, "--scrape-interval", "5", "a"), DBK_CONFIG_ERROR);
+	CHECK_EQ_U(PARSE(&c, err, "--engine-speed", "2.5", "a"), DBK_CONFIG_OK);
+	CHECK_NEAR(c.engine_speed, 2.5, 0);
+	CHECK_EQ_U(PARSE(&c, err, "--engine-speed", "0", "a"), DBK_CONFIG_ERROR);
 	/* With discovery the names come later: checked then. */
 	CHECK_EQ_U(PARSE(&c, err, "--haproxy-socket", "/x", "--scrape", "z=http://x"),
 	           DBK_CONFIG_OK);

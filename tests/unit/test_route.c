@@ -371,7 +371,7 @@ static void test_ttft_route_follows_the_context_limit_and_the_books(void)
 	                                 bin("{\"prompt\":\"aaaa\"}") };
 
 	up(&x, false);
-	struct dbk_pred *p = dbk_policy_ttft_new(x.bal);
+	struct dbk_pred *p = dbk_policy_ttft_new(x.bal, 1.0);
 	CHECK(p != NULL);
 	if (!p)
 		return;
