@@ -45,6 +45,7 @@ FUZZ_SRC_fuzz_completion = agent/completion.c
 FUZZ_SRC_fuzz_runtime    = agent/runtime.c agent/strbuf.c
 FUZZ_SRC_fuzz_estimate   = agent/estimate.c agent/balancer.c agent/leases.c
 FUZZ_SRC_fuzz_vllm_metrics = agent/vllm_metrics.c agent/strbuf.c
+FUZZ_SRC_fuzz_prefix_key = agent/prefix_key.c agent/predict.c agent/prefix_index.c
 FUZZ_SRC_fuzz_stub_http  = contrib/stub/http.c contrib/stub/api.c contrib/stub/buf.c \
                            contrib/stub/prefix_cache.c
 FUZZ_SRC_fuzz_tune       = agent/tune.c agent/numparse.c agent/balancer.c agent/leases.c \
