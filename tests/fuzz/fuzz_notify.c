@@ -34,7 +34,8 @@
  *   scores (routes add, moves carry them over, releases and expiry take
  *   them back, bit for bit); route and balancer counters (per server, per
  *   bucket and group too) move as predicted;
- * - a buried id is refused once ("request already ended"), then forgotten;
+ * - a buried id is refused ("request already ended") for as long as it
+ *   stays buried, not just once: its completion may arrive twice;
  *   expiry releases exactly the leases old enough, oldest first. */
 #include <math.h>
 #include <stdlib.h>
@@ -370,11 +371,10 @@ static void predict_route(struct model_msg *mm, const struct dbk_spop_message *m
 	mm->std_bucket = d.std_bucket;
 
 	enum dbk_bal_result res;
-	long bslot;
 	if (id->u.buf.len > DBK_BAL_MAX_ID_LEN)
 		res = DBK_BAL_BAD_ID;
-	else if ((bslot = tab_find(&buried, id->u.buf.ptr, id->u.buf.len)) >= 0)
-		res = DBK_BAL_ENDED;   /* and the id is forgotten */
+	else if (tab_find(&buried, id->u.buf.ptr, id->u.buf.len) >= 0)
+		res = DBK_BAL_ENDED;
 	else if (tab_find(&leases, id->u.buf.ptr, id->u.buf.len) >= 0)
 		res = DBK_BAL_DUPLICATE;
 	else if (max_leases && leases.count >= max_leases)
@@ -389,8 +389,6 @@ static void predict_route(struct model_msg *mm, const struct dbk_spop_message *m
 	} else {
 		mm->error = dbk_bal_result_str(res);
 		mm->res = res;
-		if (res == DBK_BAL_ENDED)
-			tab_del(&buried, bslot);
 	}
 }
 
