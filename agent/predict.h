@@ -22,6 +22,10 @@
  * reads of the requests decoding there, which slow every step), and a
  * wait when its KV does not fit beside what is committed there.
  *
+ * Exact ties (an idle fleet) go by a hash of the request's session or
+ * prompt and the server, so that agents sharing a fleet break the same
+ * request's ties alike and different requests' apart.
+ *
  * Hard rules come before any prediction: a server that is not usable
  * (DOWN, MAINT, DRAIN) is never chosen; a server whose max_model_len
  * cannot hold prompt + max_tokens is not chosen while a usable one can.

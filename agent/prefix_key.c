@@ -3,6 +3,7 @@
  * sample's end; the sample ending anywhere simply ends the scan. */
 #include "prefix_key.h"
 
+#include <stddef.h>
 #include <string.h>
 
 struct pk_scan {
@@ -48,10 +49,27 @@ static uint64_t pk_hash_bytes(uint64_t seed, const uint8_t *b, size_t n)
 	return pk_mix(h);
 }
 
+static void pk_key(struct pk_hasher *h, const uint8_t *block)
+{
+	uint64_t k = pk_hash_bytes(h->prev, block, DBK_PKEY_BLOCK_BYTES);
+
+	if (k == 0)
+		k = 1;
+	h->keys[h->nkeys++] = k;
+	h->prev = k;
+}
+
 static void pk_append(struct pk_hasher *h, const uint8_t *b, size_t n)
 {
 	h->text_bytes += n;
 	while (n > 0 && h->nkeys < h->max_keys) {
+		if (h->fill == 0 && n >= DBK_PKEY_BLOCK_BYTES) {
+			/* Whole blocks straight from the sample. */
+			pk_key(h, b);
+			b += DBK_PKEY_BLOCK_BYTES;
+			n -= DBK_PKEY_BLOCK_BYTES;
+			continue;
+		}
 		size_t take = DBK_PKEY_BLOCK_BYTES - h->fill;
 		if (take > n)
 			take = n;
@@ -60,11 +78,7 @@ static void pk_append(struct pk_hasher *h, const uint8_t *b, size_t n)
 		b += take;
 		n -= take;
 		if (h->fill == DBK_PKEY_BLOCK_BYTES) {
-			uint64_t k = pk_hash_bytes(h->prev, h->block, DBK_PKEY_BLOCK_BYTES);
-			if (k == 0)
-				k = 1;
-			h->keys[h->nkeys++] = k;
-			h->prev = k;
+			pk_key(h, h->block);
 			h->fill = 0;
 		}
 	}
@@ -90,13 +104,19 @@ static bool pk_string(struct pk_scan *s, struct pk_hasher *h, const uint8_t **st
 {
 	const uint8_t *start = ++s->p, *q = start;
 
-	while (q < s->end && *q != '"') {
-		if (*q == '\\') {
-			if (q + 1 >= s->end)
-				break;
-			q += 2;
-			continue;
+	/* The closing quote is the first one after an even run of
+	 * backslashes; memchr finds candidates fast over long prompts. */
+	for (;;) {
+		q = memchr(q, '"', (size_t)(s->end - q));
+		if (!q) {
+			q = s->end;
+			break;
 		}
+		size_t bs = 0;
+		while (q - bs > start && q[-1 - (ptrdiff_t)bs] == '\\')
+			bs++;
+		if (bs % 2 == 0)
+			break;
 		q++;
 	}
 	if (h)

@@ -135,6 +135,12 @@ static void test_escapes_stay_inside_the_text(void)
 	snprintf(body, sizeof(body), "{\"prompt\":[\"%s\",\"other\"]}", t);
 	CHECK_EQ_U(derive(body, strlen(body), b, &pk), 3);
 	CHECK(memcmp(a, b, 3 * sizeof(uint64_t)) == 0);
+	/* An escaped backslash right before the closing quote ends it. */
+	snprintf(body, sizeof(body), "{\"prompt\":\"%s\\\\\",\"user\":\"v\"}", t);
+	CHECK_EQ_U(derive(body, strlen(body), b, &pk), 3);
+	CHECK(!pk.cut);
+	CHECK(pk.session == dbk_pkey_session("v", 1));
+	CHECK_EQ_U(pk.text_bytes, 3 * DBK_PKEY_BLOCK_BYTES + 2);
 	free(t);
 }
 
