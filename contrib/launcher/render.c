@@ -425,7 +425,7 @@ int dbk_render_spoe_conf(FILE *out, const struct dbk_launch_flags *f)
 	      "# 15000 bytes of the body (one frame with the other arguments); with\n"
 	      "# DBK_DEBUG_HEADERS=1, the decision's details too.\n"
 	      "spoe-message dbucket-route\n"
-	      "    args id=unique-id blen=req.body_size body=req.body,bytes(0,15000) details=env(DBK_DEBUG_HEADERS)\n"
+	      "    args id=unique-id blen=req.body_size body=req.body,bytes(0,15000) details=env(DBK_DEBUG_HEADERS) session=req.hdr(x-session-id)\n"
 	      "\n"
 	      "spoe-group dbucket-route-group\n"
 	      "    messages dbucket-route\n"

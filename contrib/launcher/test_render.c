@@ -248,7 +248,7 @@ static void test_spoe(void)
 	CHECK_HAS(spoe, "    no option send-frag-payload\n");
 	CHECK_HAS(spoe, "    use-backend dbucket-agents\n");
 	CHECK_HAS(spoe, "    args id=unique-id blen=req.body_size body=req.body,bytes(0,15000) "
-	                "details=env(DBK_DEBUG_HEADERS)\n");
+	                "details=env(DBK_DEBUG_HEADERS) session=req.hdr(x-session-id)\n");
 	CHECK_HAS(spoe, "    args id=unique-id server=srv_name\n");
 	CHECK_HAS(spoe, "    timeout processing \"${DBK_SPOE_PROCESSING-50ms}\"\n");
 	free(spoe);
