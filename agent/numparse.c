@@ -48,6 +48,11 @@ static size_t digits(const char *s)
 }
 
 #define MAX_DIGITS 19   /* 10^19 - 1 still fits an unsigned long long */
+/* A fraction overflows nothing (strtod reads it), but it is bounded all
+ * the same; 30 holds what the agent itself writes back in /config and
+ * its logs: %.17g without an exponent (values from 1e-4 up) has at
+ * most 21 decimal places. */
+#define MAX_FRACTION_DIGITS 30
 
 bool dbk_parse_uint(const char *s, unsigned long long lo, unsigned long long hi,
                     unsigned long long *out)
@@ -80,7 +85,7 @@ bool dbk_parse_decimal(const char *s, double lo, double hi, double *out)
 	if (s[n] == '.') {
 		while (s[n + 1 + f] >= '0' && s[n + 1 + f] <= '9')
 			f++;
-		if (f == 0 || f > MAX_DIGITS)
+		if (f == 0 || f > MAX_FRACTION_DIGITS)
 			return false;
 		n += 1 + f;
 	}

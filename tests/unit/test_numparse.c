@@ -142,6 +142,13 @@ static void test_strict_grammar(void)
 	CHECK_NEAR(d, 0.125, 0);
 	CHECK(dbk_parse_decimal("32768", 0, 1e6, &d));
 	CHECK_NEAR(d, 32768, 0);
+	/* What the agent writes back (%.17g) must read again: up to 21
+	 * decimal places (fuzz_tune found this 20-place one refused). */
+	char buf[64];
+	snprintf(buf, sizeof(buf), "%.17g", 0.00031007);
+	CHECK(dbk_parse_decimal(buf, 0, 1, &d));
+	CHECK_NEAR(d, 0.00031007, 0);
+	CHECK(!dbk_parse_decimal("0.0000000000000000000000000000001", 0, 1, &d));
 }
 
 int main(void)
