@@ -45,7 +45,7 @@ static void check_numbers(const char *s)
 	if (want_d && s[n] == '.') {
 		while (s[n + 1 + f] >= '0' && s[n + 1 + f] <= '9')
 			f++;
-		want_d = f > 0 && f <= 19 && s[n + 1 + f] == '\0';
+		want_d = f > 0 && f <= 30 && s[n + 1 + f] == '\0';
 	} else {
 		want_d = want_d && s[n] == '\0';
 	}
