@@ -61,6 +61,7 @@ include contrib/sim/sim.mk
 include contrib/spopbench/spopbench.mk
 include contrib/launcher/launcher.mk
 include contrib/install.mk
+include contrib/package.mk
 include tests/fuzz/fuzz.mk
 
 .PHONY: all deps test unit e2e sanitize demo bench clean

@@ -12,6 +12,7 @@
 #include "listener.h"
 #include "log.h"
 #include "net.h"
+#include "status_page.h"
 #include "tune.h"
 
 /* Completion lag bounds, in milliseconds. */
@@ -188,6 +189,9 @@ static void on_admin(void *arg, const char *method, const char *path,
 	} else if (strcmp(method, "GET") != 0) {
 		r->status = 405;
 		dbk_sb_printf(&r->body, "only GET here\n");
+	} else if (plen == 1) {
+		r->content_type = "text/html; charset=utf-8";
+		dbk_status_page(&r->body);
 	} else if (strcmp(path, "/metrics") == 0) {
 		r->content_type = "text/plain; version=0.0.4";
 		dbk_report_metrics(a, &r->body);

@@ -1,0 +1,13 @@
+/* The status page is agent/status_page.html, turned into a C string at
+ * build time (contrib/package.mk, contrib/embed.awk): the agent serves it
+ * with no file to install or find, and the page stays plain HTML to edit. */
+#include "status_page.h"
+
+static const char page[] =
+#include "status_page.inc"
+	;
+
+void dbk_status_page(struct dbk_strbuf *o)
+{
+	dbk_sb_append(o, page, sizeof(page) - 1);
+}

@@ -1,0 +1,11 @@
+/* The admin endpoint's status page (GET /): one self-contained HTML file
+ * that refreshes itself from /state, /config and /metrics. */
+#ifndef DBK_STATUS_PAGE_H
+#define DBK_STATUS_PAGE_H
+
+#include "strbuf.h"
+
+/* Appends the page to o; its content type is "text/html; charset=utf-8". */
+void dbk_status_page(struct dbk_strbuf *o);
+
+#endif

@@ -1,0 +1,38 @@
+# What an operator installs and looks at; included by the top-level
+# Makefile.
+#
+#   the status page   agent/status_page.html, compiled into dbucket-spoa
+#                     as a C string (contrib/embed.awk) and served at GET /
+#   make deb          the Debian package (debian/), built from a copy of the
+#                     tree under build/deb/, so the tree itself is never
+#                     written to; the package and lintian's report land in
+#                     build/deb/
+#   make rules-test   promtool on the Prometheus alert rules (also run by
+#                     tests/run as $(BUILD)/test_prometheus_rules)
+
+# -- the status page
+AGENT_SRC += agent/status_page.c
+
+$(BUILD)/gen/status_page.inc: agent/status_page.html contrib/embed.awk
+	@mkdir -p $(dir $@)
+	awk -f contrib/embed.awk $< >$@.tmp && mv -f $@.tmp $@
+
+$(BUILD)/agent/status_page.o: $(BUILD)/gen/status_page.inc
+$(BUILD)/agent/status_page.o: CFLAGS += -I$(BUILD)/gen
+
+# -- the Prometheus rules' tests, as one more unit-test program
+all: $(BUILD)/test_prometheus_rules
+
+$(BUILD)/test_prometheus_rules: contrib/prometheus/test-rules.sh
+	@mkdir -p $(dir $@)
+	install -m 0755 $< $@
+
+.PHONY: rules-test deb
+rules-test: $(BUILD)/test_prometheus_rules
+	@$(BUILD)/test_prometheus_rules
+
+# -- the Debian package
+DEB_DIR = $(BUILD)/deb
+
+deb:
+	@contrib/build-deb.sh $(DEB_DIR)
