@@ -23,9 +23,11 @@ $(BUILD)/agent/status_page.o: CFLAGS += -I$(BUILD)/gen
 # -- the Prometheus rules' tests, as one more unit-test program
 all: $(BUILD)/test_prometheus_rules
 
+# A wrapper, so that the script finds its rules wherever BUILD is.
 $(BUILD)/test_prometheus_rules: contrib/prometheus/test-rules.sh
 	@mkdir -p $(dir $@)
-	install -m 0755 $< $@
+	printf '#!/bin/sh\nexec "%s/%s" "$$@"\n' "$(CURDIR)" "$<" >$@.tmp
+	chmod 0755 $@.tmp && mv -f $@.tmp $@
 
 .PHONY: rules-test deb
 rules-test: $(BUILD)/test_prometheus_rules

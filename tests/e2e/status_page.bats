@@ -1,0 +1,168 @@
+#!/usr/bin/env bats
+# The status page (GET / on the admin endpoint) in a real browser:
+# headless Chromium (Debian's chromium) loads it from a live agent that
+# routes through HAProxy to four stubs, and the numbers it shows are
+# checked against /state, /metrics and /config. Screenshots are kept as
+# artefacts: build/artefacts/status-page.png and status-page-phone.png.
+# No chromium is a failure, not a skip: contrib/install-deps.sh installs it.
+
+load stubs
+
+ARTEFACTS=${DBK_ARTEFACTS:-$REPO/build/artefacts}
+
+setup() { stubs_setup; }
+teardown() { stubs_teardown; }
+
+# browser ARGS... URL: one bounded headless Chromium run with its own
+# profile; stdout is what it prints (the DOM for --dump-dom).
+browser() {
+	command -v chromium >/dev/null ||
+		fail "no chromium: run contrib/install-deps.sh (Debian's chromium package)"
+	timeout -k 5 90 chromium --headless --disable-gpu --no-sandbox --hide-scrollbars \
+		--user-data-dir="$BATS_TEST_TMPDIR/chromium" "$@" 2>>"$BATS_TEST_TMPDIR/chromium.log"
+}
+
+# dom_value FILE [SERVER] KEY: the text of the element with data-k=KEY,
+# in the row of SERVER when given (tags inside it stripped).
+dom_value() {
+	local file=$1 row key
+	if [ $# -eq 3 ]; then row=$2 key=$3; else row="" key=$2; fi
+	sed 's|</tr>|&\n|g' "$file" | { if [ -n "$row" ]; then grep "data-server=\"$row\""; else cat; fi; } |
+		grep -o "data-k=\"$key\"[^>]*>\(<span[^>]*>\)\?[^<]*" | head -n 1 | sed 's/.*>//; s/,//g'
+}
+
+# A number as the page shows it (no digits after the point).
+rounded() { awk -v x="$1" 'BEGIN { printf "%.0f", x }'; }
+
+@test "GET / is one self-contained HTML page; other methods and paths are refused" {
+	start_agent
+	run curl -s -D "$BATS_TEST_TMPDIR/h" --max-time 5 "http://127.0.0.1:$ADMIN_PORT/"
+	assert_success
+	grep -qi '^content-type: text/html; charset=utf-8' "$BATS_TEST_TMPDIR/h"
+	assert_output --partial '<title>dbucket</title>'
+	assert_output --partial '</html>'
+	# Nothing is loaded from elsewhere: no src= or href=, no URL.
+	refute_output --regexp '(src|href)=|https?://'
+	# The query string (the page's ?refresh=N) is the page's business.
+	run curl -s --max-time 5 "http://127.0.0.1:$ADMIN_PORT/?refresh=5"
+	assert_output --partial '<title>dbucket</title>'
+	run curl -s -o /dev/null -w '%{http_code}' --max-time 5 -X POST "http://127.0.0.1:$ADMIN_PORT/"
+	assert_output 405
+	run curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$ADMIN_PORT/nothing"
+	assert_output 404
+}
+
+@test "in headless Chromium the page shows the numbers of /state, /metrics and /config" {
+	start_stubs
+	local scrape=() i
+	for i in 0 1 2 3; do scrape+=(--scrape "vllm$i=http://127.0.0.1:${STUB_PORT[i]}"); done
+	start_agent --enable-dynamic-bucket --haproxy-socket "unix:$DBK_STATS_SOCKET" \
+		--poll-interval 100 --scrape-interval 100 "${scrape[@]}"
+	start_haproxy_stubs
+	wait_state runtime_api_up true
+	wait_state_ge completion_links 1
+	# One server drained by the operator: the page must say DRAIN.
+	haproxy_cmd "set server vllm/vllm1 state drain" >/dev/null
+	wait_server vllm1 haproxy_state drain
+
+	# Three finished requests, then two streams held in flight (4000
+	# tokens: about 30 s, longer than the checks), one per group.
+	completion_body 4 false >"$BATS_TEST_TMPDIR/short.json"
+	for i in 1 2 3; do send "$BATS_TEST_TMPDIR/s$i" /v1/completions "$BATS_TEST_TMPDIR/short.json"; done
+	completion_body 4000 true >"$BATS_TEST_TMPDIR/stream-short.json"
+	completion_body 4000 true 150000 >"$BATS_TEST_TMPDIR/stream-long.json"
+	curl_bg "$BATS_TEST_TMPDIR/r0" /v1/completions "$BATS_TEST_TMPDIR/stream-short.json"
+	curl_bg "$BATS_TEST_TMPDIR/r1" /v1/completions "$BATS_TEST_TMPDIR/stream-long.json"
+	wait_events "$BATS_TEST_TMPDIR/r0" 1
+	wait_events "$BATS_TEST_TMPDIR/r1" 1
+	wait_state leases 2
+	wait_state_ge completions 3
+	# The scraped batches hold both streams (bounded, ~10 s).
+	local k running=""
+	for ((k = 0; k < 500; k++)); do
+		running=$(agent_get /state | jq '[.scrape.servers[].running] | add')
+		[ "$running" = 2 ] && break
+		sleep 0.02
+	done
+	assert_equal "scraped running: $running" "scraped running: 2"
+
+	agent_get /state >"$BATS_TEST_TMPDIR/before.json"
+	# 2.5 s of the page's virtual time: two samples, 2 s apart.
+	browser --window-size=1280,900 --virtual-time-budget=2500 --dump-dom \
+		"http://127.0.0.1:$ADMIN_PORT/" >"$BATS_TEST_TMPDIR/page.html"
+	agent_get /state >"$BATS_TEST_TMPDIR/after.json"
+	agent_get /metrics >"$BATS_TEST_TMPDIR/metrics.txt"
+	agent_get /config >"$BATS_TEST_TMPDIR/config.txt"
+	local page=$BATS_TEST_TMPDIR/page.html before=$BATS_TEST_TMPDIR/before.json
+	local after=$BATS_TEST_TMPDIR/after.json
+
+	# The world held still while the browser looked (no request came or
+	# went), so the page's numbers can be compared with /state's.
+	local q='[.leases, .decisions, .redirects, .completions, (.servers[] | [.inflight, .load, .haproxy_state])]'
+	assert_equal "$(jq -c "$q" "$after")" "$(jq -c "$q" "$before")"
+
+	run dom_value "$page" samples
+	[ "$output" -ge 2 ] || fail "the page took $output samples of /state, wanted 2"
+	grep -q 'id="banner" style="display: none;"' "$page" || fail "the error banner shows"
+	assert_equal "$(dom_value "$page" mode)" "$(jq -r '.mode + " policy " + .policy' "$after")"
+	assert_equal "$(dom_value "$page" leases)" 2
+	assert_equal "$(dom_value "$page" decisions)" "$(jq .decisions "$after")"
+	assert_equal "$(dom_value "$page" redirects)" "$(jq .redirects "$after")"
+	assert_equal "$(dom_value "$page" completions)" "$(jq .completions "$after")"
+	assert_equal "$(dom_value "$page" completion_links)" "$(jq .completion_links "$after")"
+	# No decision between the two samples: 0 per second, not "–".
+	assert_equal "$(dom_value "$page" rate)" 0
+
+	local s state want
+	for s in vllm0 vllm1 vllm2 vllm3; do
+		local srv=".servers[] | select(.name == \"$s\")"
+		local scr=".scrape.servers[] | select(.name == \"$s\")"
+		assert_equal "$s group $(dom_value "$page" "$s" group)" "$s group $(jq "$srv.group" "$after")"
+		state=$(jq -r "$srv.haproxy_state" "$after")
+		want=UP
+		[ "$state" = ready ] || want=${state^^}
+		assert_equal "$s state $(dom_value "$page" "$s" state)" "$s state $want"
+		assert_equal "$s scraped $(dom_value "$page" "$s" scraped)" "$s scraped yes"
+		assert_equal "$s inflight $(dom_value "$page" "$s" inflight)" "$s inflight $(jq "$srv.inflight" "$after")"
+		assert_equal "$s load $(dom_value "$page" "$s" load)" \
+			"$s load $(rounded "$(jq "$srv.load" "$after")")"
+		assert_equal "$s running $(dom_value "$page" "$s" running)" "$s running $(jq "$scr.running" "$after")"
+		assert_equal "$s queue $(dom_value "$page" "$s" waiting)" "$s queue $(jq "$scr.waiting" "$after")"
+		# KV use grows with each token streamed: within a point of /state.
+		local kv_page kv_state
+		kv_page=$(dom_value "$page" "$s" kv | tr -d ' %')
+		kv_state=$(jq "$scr.kv_usage * 100" "$after")
+		awk -v a="$kv_page" -v b="$kv_state" 'BEGIN { d = a - b; exit !(a != "" && d < 1 && d > -1) }' ||
+			fail "$s KV use: page $kv_page %, /state $kv_state %"
+		assert_equal "$s decisions $(dom_value "$page" "$s" decisions)" \
+			"$s decisions $(awk -v m="dbucket_server_decisions_total{server=\"$s\"}" '$1 == m { print $2 }' \
+				"$BATS_TEST_TMPDIR/metrics.txt")"
+		assert_equal "$s rate $(dom_value "$page" "$s" rate)" "$s rate 0"
+	done
+	# The two streams are in flight on two servers, one per group.
+	assert_equal "$(jq '[.servers[] | select(.inflight > 0) | .group] | sort | join(",")' -r "$after")" "0,1"
+
+	local key value
+	while IFS=' =' read -r key value; do
+		[ -n "$key" ] || continue
+		value=${value//,/}
+		run dom_value "$page" "cfg-$key"
+		awk -v a="$output" -v b="$value" 'BEGIN { exit !(a == b || (a + 0 == b + 0 && a ~ /^[0-9.e+-]+$/)) }' ||
+			fail "setting $key: page '$output', /config '$value'"
+	done <"$BATS_TEST_TMPDIR/config.txt"
+
+	mkdir -p "$ARTEFACTS"
+	browser --window-size=1280,720 --virtual-time-budget=2500 \
+		--screenshot="$ARTEFACTS/status-page.png" "http://127.0.0.1:$ADMIN_PORT/" >/dev/null
+	[ "$(head -c 8 "$ARTEFACTS/status-page.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
+		fail "no PNG at $ARTEFACTS/status-page.png"
+	echo "# screenshot: $ARTEFACTS/status-page.png" >&3
+
+	# A phone's width: every server a card, nothing wider than the screen.
+	browser --window-size=390,844 --virtual-time-budget=500 --dump-dom \
+		"http://127.0.0.1:$ADMIN_PORT/" >"$BATS_TEST_TMPDIR/phone.html"
+	grep -q '<body data-fits="true"' "$BATS_TEST_TMPDIR/phone.html" ||
+		fail "the page is wider than a phone: $(grep -o '<body[^>]*>' "$BATS_TEST_TMPDIR/phone.html")"
+	browser --window-size=390,844 --virtual-time-budget=500 \
+		--screenshot="$ARTEFACTS/status-page-phone.png" "http://127.0.0.1:$ADMIN_PORT/" >/dev/null
+}
