@@ -1,5 +1,6 @@
 #!/bin/sh
-# promtool on the alert rules: `promtool check rules`, then each file of
+# promtool on the alert rules: `promtool check rules`, the sample
+# configuration (`promtool check config`), then each file of
 # unit tests in tests/ (`promtool test rules`), one result each; ends with
 # the line "N passed, N failed" that tests/run counts. promtool comes with
 # Debian's prometheus package (contrib/install-deps.sh).
@@ -28,6 +29,8 @@ check() { # check NAME CMD...
 }
 
 check "promtool check rules dbucket.rules.yml" promtool check rules "$dir/dbucket.rules.yml"
+check "promtool check config prometheus.yml (the sample, with the rules)" \
+	promtool check config "$dir/prometheus.yml"
 for t in "$dir"/tests/*.yml; do
 	check "promtool test rules tests/$(basename "$t")" promtool test rules "$t"
 done
