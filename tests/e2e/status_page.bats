@@ -65,14 +65,15 @@ rounded() { awk -v x="$1" 'BEGIN { printf "%.0f", x }'; }
 	haproxy_cmd "set server vllm/vllm1 state drain" >/dev/null
 	wait_server vllm1 haproxy_state drain
 
-	# Three finished requests, then two streams held in flight (4000
-	# tokens: about 30 s, longer than the checks), one per group.
+	# Three finished requests, then two streams held in flight (8000
+	# tokens: about a minute, longer than the checks and the screenshots
+	# on a loaded machine), one per group.
 	completion_body 4 false >"$BATS_TEST_TMPDIR/short.json"
 	for i in 1 2 3; do send "$BATS_TEST_TMPDIR/s$i" /v1/completions "$BATS_TEST_TMPDIR/short.json"; done
-	completion_body 4000 true >"$BATS_TEST_TMPDIR/stream-short.json"
-	completion_body 4000 true 150000 >"$BATS_TEST_TMPDIR/stream-long.json"
-	curl_bg "$BATS_TEST_TMPDIR/r0" /v1/completions "$BATS_TEST_TMPDIR/stream-short.json"
-	curl_bg "$BATS_TEST_TMPDIR/r1" /v1/completions "$BATS_TEST_TMPDIR/stream-long.json"
+	completion_body 8000 true >"$BATS_TEST_TMPDIR/stream-short.json"
+	completion_body 8000 true 150000 >"$BATS_TEST_TMPDIR/stream-long.json"
+	curl_bg "$BATS_TEST_TMPDIR/r0" /v1/completions "$BATS_TEST_TMPDIR/stream-short.json" --max-time 120
+	curl_bg "$BATS_TEST_TMPDIR/r1" /v1/completions "$BATS_TEST_TMPDIR/stream-long.json" --max-time 120
 	wait_events "$BATS_TEST_TMPDIR/r0" 1
 	wait_events "$BATS_TEST_TMPDIR/r1" 1
 	wait_state leases 2
