@@ -7,7 +7,7 @@ static const char page[] =
 #include "status_page.inc"
 	;
 
-void dbk_status_page(struct dbk_strbuf *o)
+void dbk_status_page(struct dbk_buf *o)
 {
-	dbk_sb_append(o, page, sizeof(page) - 1);
+	dbk_buf_add(o, page, sizeof(page) - 1);
 }

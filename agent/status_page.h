@@ -3,9 +3,9 @@
 #ifndef DBK_STATUS_PAGE_H
 #define DBK_STATUS_PAGE_H
 
-#include "strbuf.h"
+#include "lib/buf.h"
 
 /* Appends the page to o; its content type is "text/html; charset=utf-8". */
-void dbk_status_page(struct dbk_strbuf *o);
+void dbk_status_page(struct dbk_buf *o);
 
 #endif

@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 for b in dbucket-spoa dbucket-null-agent dbucket-spop-load; do
-	[ -x "$BUILD/$b" ] || { echo "bench-agent: $BUILD/$b is missing (make, and make -f Makefile -f contrib/spopbench/spopbench.mk $BUILD/$b)" >&2; exit 2; }
+	[ -x "$BUILD/$b" ] || { echo "bench-agent: $BUILD/$b is missing (run make)" >&2; exit 2; }
 done
 command -v curl >/dev/null || { echo "bench-agent: curl is missing" >&2; exit 2; }
 if [ "$callgrind" = 1 ]; then

@@ -59,7 +59,7 @@ for t in wrk haproxy curl; do
 	command -v "$t" >/dev/null || { echo "bench-overhead: $t is missing (make deps)" >&2; exit 2; }
 done
 for b in dbucket-spoa dbucket-null-agent; do
-	[ -x "$BUILD/$b" ] || { echo "bench-overhead: $BUILD/$b is missing (make, and make -f Makefile -f contrib/spopbench/spopbench.mk $BUILD/$b)" >&2; exit 2; }
+	[ -x "$BUILD/$b" ] || { echo "bench-overhead: $BUILD/$b is missing (run make)" >&2; exit 2; }
 done
 
 tmp=$(mktemp -d)

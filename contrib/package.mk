@@ -10,9 +10,8 @@
 #   make rules-test   promtool on the Prometheus alert rules (also run by
 #                     tests/run as $(BUILD)/test_prometheus_rules)
 
-# -- the status page
-AGENT_SRC += agent/status_page.c
-
+# -- the status page (agent/status_page.c is in libdbk-agent.a with the
+# other agent/ modules)
 $(BUILD)/gen/status_page.inc: agent/status_page.html contrib/embed.awk
 	@mkdir -p $(dir $@)
 	awk -f contrib/embed.awk $< >$@.tmp && mv -f $@.tmp $@

@@ -15,7 +15,7 @@
 #include "policy.h"
 #include "report.h"
 #include "sim.h"
-#include "../bench/trace.h"  /* dbucket-bench's reader: one trace parser */
+#include "bench/trace.h"  /* dbucket-bench's reader: one trace parser */
 
 #define MAX_POLICIES 16
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "numparse.h"
+#include "lib/numparse.h"
 #include "sim.h"
 
 

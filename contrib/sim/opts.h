@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "../bench/trace.h"
+#include "bench/trace.h"
 #include "slo.h"
 
 #define DBK_SIM_VERSION "0.2"

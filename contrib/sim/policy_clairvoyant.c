@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "predict.h"
+#include "replica.h"
 
 struct preempted {
 	uint64_t seq;

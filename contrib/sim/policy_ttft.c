@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bench/request.h"
-#include "../stub/buf.h"
-#include "../../agent/predict.h"  /* not the clairvoyant's ./predict.h */
+#include "bench/request.h"
+#include "lib/buf.h"
+#include "predict.h"
 #include "prefix_key.h"
 #include "snapshot.h"
 

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bench/request.h"
-#include "../stub/prefix_cache.h"
-#include "events.h"
+#include "bench/request.h"
+#include "stub/prefix_cache.h"
+#include "event_queue.h"
 #include "policy.h"
 
 enum ev_kind {

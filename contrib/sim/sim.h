@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../stub/engine.h"
+#include "stub/engine.h"
 #include "metrics.h"
 
 #define DBK_SIM_NONE UINT32_MAX
