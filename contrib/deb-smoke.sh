@@ -32,9 +32,11 @@ if getent group haproxy >/dev/null; then
 	check "dbucket is in group haproxy (its runtime API socket)" sh -c 'id -nG dbucket | grep -qw haproxy'
 fi
 check "man dbucket-spoa and man dbucket are found" sh -c 'man -w dbucket-spoa && man -w dbucket'
-check "the samples are the repository's" sh -c \
+check "the samples, rules and dashboard are the repository's" sh -c \
 	'cmp haproxy/haproxy.cfg /usr/share/dbucket/haproxy.cfg &&
-	 cmp haproxy/dbucket.spoe.conf /etc/haproxy/dbucket.spoe.conf'
+	 cmp haproxy/dbucket.spoe.conf /etc/haproxy/dbucket.spoe.conf &&
+	 cmp contrib/prometheus/dbucket.rules.yml /usr/share/dbucket/prometheus/dbucket.rules.yml &&
+	 cmp contrib/grafana/dbucket.json /usr/share/dbucket/grafana/dbucket.json'
 check "the unit runs /usr/sbin/dbucket-spoa as dbucket" sh -c \
 	'grep -q "^ExecStart=/usr/sbin/dbucket-spoa " /lib/systemd/system/dbucket-spoa.service &&
 	 grep -q "^User=dbucket" /lib/systemd/system/dbucket-spoa.service.d/debian.conf'
