@@ -191,7 +191,7 @@ static void on_admin(void *arg, const char *method, const char *path,
 		dbk_buf_printf(&r->body, "only GET here\n");
 	} else if (plen == 1) {
 		r->content_type = "text/html; charset=utf-8";
-		dbk_status_page(&r->body);
+		dbk_status_page_write(&r->body);
 	} else if (strcmp(path, "/metrics") == 0) {
 		r->content_type = "text/plain; version=0.0.4";
 		dbk_report_metrics(a, &r->body);

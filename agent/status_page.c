@@ -7,7 +7,7 @@ static const char page[] =
 #include "status_page.inc"
 	;
 
-void dbk_status_page(struct dbk_buf *o)
+void dbk_status_page_write(struct dbk_buf *o)
 {
 	dbk_buf_add(o, page, sizeof(page) - 1);
 }

@@ -6,6 +6,6 @@
 #include "lib/buf.h"
 
 /* Appends the page to o; its content type is "text/html; charset=utf-8". */
-void dbk_status_page(struct dbk_buf *o);
+void dbk_status_page_write(struct dbk_buf *o);
 
 #endif
