@@ -189,7 +189,7 @@ static void on_admin(void *arg, const char *method, const char *path,
 	} else if (strcmp(method, "GET") != 0) {
 		r->status = 405;
 		dbk_buf_printf(&r->body, "only GET here\n");
-	} else if (plen == 1) {
+	} else if (plen == 1 && path[0] == '/') {
 		r->content_type = "text/html; charset=utf-8";
 		dbk_status_page_write(&r->body);
 	} else if (strcmp(path, "/metrics") == 0) {
