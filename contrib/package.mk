@@ -16,8 +16,12 @@ $(BUILD)/gen/status_page.inc: agent/status_page.html contrib/embed.awk
 	@mkdir -p $(dir $@)
 	awk -f contrib/embed.awk $< >$@.tmp && mv -f $@.tmp $@
 
-$(BUILD)/agent/status_page.o: $(BUILD)/gen/status_page.inc
-$(BUILD)/agent/status_page.o: CFLAGS += -I$(BUILD)/gen
+# Its object in the build, and again in tests/fuzz/fuzz.mk's instrumented
+# copy of libdbk-agent.a (compiled with FUZZ_CFLAGS).
+STATUS_PAGE_OBJS = $(BUILD)/agent/status_page.o $(BUILD)/fuzz/obj/agent/status_page.o
+$(STATUS_PAGE_OBJS): $(BUILD)/gen/status_page.inc
+$(STATUS_PAGE_OBJS): CFLAGS += -I$(BUILD)/gen
+$(STATUS_PAGE_OBJS): FUZZ_CFLAGS += -I$(BUILD)/gen
 
 # -- the Prometheus rules' tests, as one more unit-test program
 all: $(BUILD)/test_prometheus_rules
