@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/log.h"
+
 /* ---- Round robin. ---- */
 
 struct rr {
@@ -144,4 +146,36 @@ const struct dbk_sim_policy_ops *dbk_sim_policy_find(const char *name)
 		if (strcmp(p->name, name) == 0)
 			return p;
 	return NULL;
+}
+
+int dbk_sim_policy_pick(const char *list, const struct dbk_sim_policy_ops **out,
+                        size_t max, size_t *n, char *err, size_t errlen)
+{
+	char buf[256], *tok, *save = NULL;
+	const struct dbk_sim_policy_ops *p;
+
+	*n = 0;
+	if (strcmp(list, "all") == 0) {
+		while (*n < max && (p = dbk_sim_policy_at(*n)) != NULL)
+			out[(*n)++] = p;
+		return 0;
+	}
+	if (strlen(list) >= sizeof(buf)) {
+		dbk_errf(err, errlen, "policy list too long");
+		return -1;
+	}
+	strcpy(buf, list);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		p = dbk_sim_policy_find(tok);
+		if (!p || *n == max) {
+			dbk_errf(err, errlen, "unknown policy '%s' (see --help)", tok);
+			return -1;
+		}
+		out[(*n)++] = p;
+	}
+	if (*n == 0) {
+		dbk_errf(err, errlen, "no policy in '%s'", list);
+		return -1;
+	}
+	return 0;
 }

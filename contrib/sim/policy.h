@@ -92,6 +92,11 @@ void dbk_sim_policy_no_release(void *st, const struct dbk_sim *s,
 const struct dbk_sim_policy_ops *dbk_sim_policy_at(size_t i);
 /* By name; NULL when unknown. */
 const struct dbk_sim_policy_ops *dbk_sim_policy_find(const char *name);
+/* The policies of a comma-separated list of names ("all": every
+ * built-in one), at most max of them, in out[0..*n). 0, or -1 with the
+ * reason in err (an unknown name, an empty list). */
+int dbk_sim_policy_pick(const char *list, const struct dbk_sim_policy_ops **out,
+                        size_t max, size_t *n, char *err, size_t errlen);
 
 /* ---- The balancer policies' view of a request, exposed for tests. ---- */
 

@@ -510,6 +510,13 @@ int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out)
 	return s->error ? -1 : rc;
 }
 
+double dbk_sim_result_hit_rate(const struct dbk_sim_result *r)
+{
+	return r->prefix_cache_queries
+	               ? (double)r->prefix_cache_hits / (double)r->prefix_cache_queries
+	               : 0;
+}
+
 /* ---- Queries. ---- */
 
 const struct dbk_sim_outcome *dbk_sim_outcome(const struct dbk_sim *s,

@@ -140,6 +140,10 @@ struct dbk_sim_result {
 
 /* Valid after dbk_sim_run; the first call summarizes. */
 int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out);
+/* The prefix caches' hit rate: hit tokens over looked-up tokens, as
+ * vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total; 0
+ * when nothing was looked up. */
+double dbk_sim_result_hit_rate(const struct dbk_sim_result *r);
 
 /* ---- What a policy may look at while choosing. ---- */
 
