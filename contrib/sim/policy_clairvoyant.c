@@ -11,7 +11,6 @@
 #include "policy.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,29 +29,23 @@ struct clair {
 	size_t nwait, capwait;
 };
 
-static void *clair_create(const void *arg, const struct dbk_sim_config *c,
-                          char *err, size_t errlen)
+static int clair_init(void *st, const void *arg, const struct dbk_sim_config *c,
+                      char *err, size_t errlen)
 {
-	struct clair *p = calloc(1, sizeof(*p));
+	struct clair *p = st;
 
-	(void)arg;
-	(void)c;
-	if (!p || !(p->pred = dbk_predictor_new())) {
-		free(p);
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	return p;
+	(void)arg, (void)c, (void)err, (void)errlen;
+	p->pred = dbk_predictor_new();
+	return p->pred ? 0 : -1;
 }
 
-static void clair_destroy(void *st)
+static void clair_fini(void *st)
 {
 	struct clair *p = st;
 
 	dbk_predictor_free(p->pred);
 	free(p->pre);
 	free(p->wait);
-	free(p);
 }
 
 static int cmp_pre(const void *a, const void *b)
@@ -191,26 +184,12 @@ static int clair_choose(void *st, const struct dbk_sim *s,
 	return best_i;
 }
 
-static void clair_release(void *st, const struct dbk_sim *s,
-                          const struct dbk_sim_req *r, unsigned inst)
-{
-	(void)st;
-	(void)s;
-	(void)r;
-	(void)inst;
-}
-
-static const struct dbk_sim_policy_ops clair_ops = {
+const struct dbk_sim_policy_ops dbk_sim_policy_clairvoyant = {
 	.name = "clairvoyant",
 	.summary = "knows output lengths and engine queues: earliest "
 	           "predicted first token",
-	.create = clair_create,
+	.size = sizeof(struct clair),
+	.init = clair_init,
 	.choose = clair_choose,
-	.release = clair_release,
-	.destroy = clair_destroy,
+	.fini = clair_fini,
 };
-
-const struct dbk_sim_policy_ops *dbk_sim_policy_clairvoyant(void)
-{
-	return &clair_ops;
-}

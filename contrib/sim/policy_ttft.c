@@ -22,7 +22,6 @@
 #include "lib/buf.h"
 #include "predict.h"
 #include "prefix_key.h"
-#include "snapshot.h"
 
 /* What HAProxy's wait-for-body leaves the agent of a body: one 16 KB
  * buffer less the request's headers. */
@@ -32,7 +31,6 @@
 struct ttft {
 	unsigned n, k;
 	struct dbk_pred **node;
-	struct dbk_sim_snapshot snap;
 	struct dbk_pred_ticket *tickets;    /* by request id */
 	uint8_t *node_of;                   /* by request id */
 	size_t cap;
@@ -43,55 +41,43 @@ struct ttft {
 	bool learnt;
 };
 
-static void tt_destroy(void *st)
+static void tt_fini(void *st)
 {
 	struct ttft *p = st;
 
-	if (!p)
-		return;
 	for (unsigned i = 0; p->node && i < p->k; i++)
 		dbk_pred_free(p->node[i]);
 	free(p->node);
-	dbk_sim_snapshot_free(&p->snap);
 	free(p->tickets);
 	free(p->node_of);
 	free(p->kv_cap);
 	dbk_buf_free(&p->http);
 	dbk_buf_free(&p->body);
-	free(p);
 }
 
-static void *tt_create(const void *arg, const struct dbk_sim_config *c,
-                       char *err, size_t errlen)
+static int tt_init(void *st, const void *arg, const struct dbk_sim_config *c,
+                   char *err, size_t errlen)
 {
-	struct ttft *p = calloc(1, sizeof(*p));
+	struct ttft *p = st;
 	struct dbk_pred_config pc;
 
 	(void)arg;
-	if (!p)
-		goto nomem;
 	p->n = c->ninstances;
 	snprintf(p->url.path, sizeof(p->url.path), "/v1/completions");
 	snprintf(p->url.authority, sizeof(p->url.authority), "sim");
 	p->k = c->lb_nodes ? c->lb_nodes : 1;
 	if (p->k > 255) {
 		snprintf(err, errlen, "at most 255 load-balancer nodes");
-		free(p);
-		return NULL;
+		return -1;
 	}
 	dbk_pred_config_default(&pc, p->n);
 	if (!(p->node = calloc(p->k, sizeof(*p->node))) ||
-	    !(p->kv_cap = calloc(p->n, sizeof(*p->kv_cap))) ||
-	    dbk_sim_snapshot_init(&p->snap, p->n) != 0)
-		goto nomem;
+	    !(p->kv_cap = calloc(p->n, sizeof(*p->kv_cap))))
+		return -1;
 	for (unsigned j = 0; j < p->k; j++)
 		if (!(p->node[j] = dbk_pred_new(&pc)))
-			goto nomem;
-	return p;
-nomem:
-	tt_destroy(p);
-	snprintf(err, errlen, "out of memory");
-	return NULL;
+			return -1;
+	return 0;
 }
 
 /* What /v1/models and cache_config_info tell an agent at start. */
@@ -203,16 +189,15 @@ static void tt_release(void *st, const struct dbk_sim *s, const struct dbk_sim_r
 		dbk_pred_release(p->node[p->node_of[r->id]], &p->tickets[r->id], tt_ms(s));
 }
 
-/* Every node scrapes every instance: the shared state. */
+/* Every node reads every instance's scrape: the shared state. */
 static void tt_tick(void *st, const struct dbk_sim *s)
 {
 	struct ttft *p = st;
 	uint64_t now = tt_ms(s);
 
 	tt_learn(p, s);
-	dbk_sim_snapshot_scrape(&p->snap, s);
 	for (unsigned i = 0; i < p->n; i++) {
-		const struct dbk_sim_scrape *x = dbk_sim_snapshot_get(&p->snap, i);
+		const struct dbk_sim_scrape *x = dbk_sim_scraped(s, i);
 		struct dbk_pred_scrape sc = {
 			.ok = true, .running = x->running, .waiting = x->waiting,
 			.kv_usage = x->kv_usage, .kv_capacity_tokens = p->kv_cap[i],
@@ -223,19 +208,16 @@ static void tt_tick(void *st, const struct dbk_sim *s)
 	}
 }
 
-static const struct dbk_sim_policy_ops tt_ops = {
+const struct dbk_sim_policy_ops dbk_sim_policy_ttft = {
 	.name = "ttft",
 	.summary = "dbucket ttft: earliest predicted first token (queue, prefix "
 	           "hit, KV, decode load), scrape every 100 ms",
-	.create = tt_create,
+	.size = sizeof(struct ttft),
+	.init = tt_init,
 	.choose = tt_choose,
 	.release = tt_release,
+	.scrape = true,
 	.tick = tt_tick,
 	.tick_s = 0.100,
-	.destroy = tt_destroy,
+	.fini = tt_fini,
 };
-
-const struct dbk_sim_policy_ops *dbk_sim_policy_ttft(void)
-{
-	return &tt_ops;
-}

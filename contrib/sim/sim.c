@@ -10,6 +10,7 @@
 #include "stub/prefix_cache.h"
 #include "event_queue.h"
 #include "policy.h"
+#include "snapshot.h"
 
 enum ev_kind {
 	EV_ARRIVAL,     /* arg: request id */
@@ -48,6 +49,7 @@ struct dbk_sim {
 	struct dbk_evq q;
 	struct dbk_metrics m;
 	struct dbk_buf text;    /* scratch: a prompt's bytes, to key them */
+	struct dbk_sim_snapshot snap; /* the policy's scrapes (ops->scrape) */
 	double now, last_end;
 	uint64_t preempt_counter, events, refused, too_long;
 	size_t ended, arrived;
@@ -76,8 +78,9 @@ void dbk_sim_free(struct dbk_sim *s)
 
 	if (!s)
 		return;
-	if (s->pst && s->ops->destroy)
-		s->ops->destroy(s->pst);
+	if (s->ops)
+		dbk_sim_policy_free(s->ops, s->pst);
+	dbk_sim_snapshot_free(&s->snap);
 	if (s->inst)
 		for (i = 0; i < s->cfg.ninstances; i++)
 			dbk_engine_free(s->inst[i].e);
@@ -173,7 +176,12 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c,
 			return NULL;
 		}
 	}
-	s->pst = ops->create(ops->arg, &s->cfg, err, errlen);
+	if (ops->scrape && dbk_sim_snapshot_init(&s->snap, c->ninstances) != 0) {
+		snprintf(err, errlen, "out of memory");
+		dbk_sim_free(s);
+		return NULL;
+	}
+	s->pst = dbk_sim_policy_new(ops, &s->cfg, err, errlen);
 	if (!s->pst) {
 		dbk_sim_free(s);
 		return NULL;
@@ -249,7 +257,8 @@ static void end_request(struct dbk_sim *s, uint32_t id, bool ok,
 		s->last_end = s->now;
 	if (r->o.instance != DBK_SIM_NONE) {
 		live_unlink(s, id, r->o.instance);
-		s->ops->release(s->pst, s, q, r->o.instance);
+		if (s->ops->release)
+			s->ops->release(s->pst, s, q, r->o.instance);
 	}
 }
 
@@ -411,7 +420,7 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 			goto oom;
 		/* The first tick at the first arrival, pushed after it:
 		 * the arrival is routed first, on empty knowledge. */
-		if (s->ops->tick && s->ops->tick_s > 0 &&
+		if ((s->ops->tick || s->ops->scrape) && s->ops->tick_s > 0 &&
 		    dbk_evq_push(&s->q, s->reqs[0].arrival_s, EV_TICK, 0))
 			goto oom;
 	}
@@ -446,7 +455,10 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 			break;
 		}
 		case EV_TICK:
-			s->ops->tick(s->pst, s);
+			if (s->ops->scrape)
+				dbk_sim_snapshot_scrape(&s->snap, s);
+			if (s->ops->tick)
+				s->ops->tick(s->pst, s);
 			/* Ticks stop with the last request, or the queue
 			 * would never drain. */
 			if (s->ended < s->n)
@@ -518,6 +530,11 @@ double dbk_sim_result_hit_rate(const struct dbk_sim_result *r)
 }
 
 /* ---- Queries. ---- */
+
+const struct dbk_sim_scrape *dbk_sim_scraped(const struct dbk_sim *s, unsigned i)
+{
+	return dbk_sim_snapshot_get(&s->snap, i);
+}
 
 const struct dbk_sim_outcome *dbk_sim_outcome(const struct dbk_sim *s,
                                               uint32_t id)

@@ -20,6 +20,7 @@
 
 #include "stub/engine.h"
 #include "metrics.h"
+#include "snapshot.h"
 
 #define DBK_SIM_NONE UINT32_MAX
 #define DBK_SIM_MAX_INSTANCES 4096
@@ -181,6 +182,9 @@ const uint64_t *dbk_sim_req_keys(const struct dbk_sim *s, uint32_t id,
  * caching is off or the request has no identity. */
 uint32_t dbk_sim_cached_tokens(const struct dbk_sim *s, unsigned i,
                                uint32_t id);
+/* Instance i's gauges as the policy's last scrape saw them (policy.h:
+ * scrape), up to tick_s old; only for policies that scrape. */
+const struct dbk_sim_scrape *dbk_sim_scraped(const struct dbk_sim *s, unsigned i);
 /* True when the request is long by the configured threshold. */
 bool dbk_sim_req_is_long(const struct dbk_sim *s, const struct dbk_sim_req *r);
 

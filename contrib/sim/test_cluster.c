@@ -143,7 +143,7 @@ static void test_single_instance(void)
 		struct dbk_sim_req r = {.id = 0, .arrival_s = 5.0,
 		                        .input_tokens = prompts[k],
 		                        .output_tokens = 101};
-		struct dbk_sim *s = run(&c, &r, 1, dbk_sim_policy_lc());
+		struct dbk_sim *s = run(&c, &r, 1, &dbk_sim_policy_lc);
 		const struct dbk_sim_outcome *o;
 		struct dbk_sim_result res;
 		double ttft, tpot;
@@ -195,7 +195,7 @@ static void test_rr(void)
 		r[i].input_tokens = 100 + 1000 * i;
 		r[i].output_tokens = 5;
 	}
-	s = run(&c, r, 7, dbk_sim_policy_rr());
+	s = run(&c, r, 7, &dbk_sim_policy_rr);
 	if (!s)
 		return;
 	for (i = 0; i < 7; i++)
@@ -224,7 +224,7 @@ static void test_lc(void)
 
 	mk_cfgs(e, 2, "h100", 0, 0);
 	mk_sim_cfg(&c, 2, e);
-	s = run(&c, r, 5, dbk_sim_policy_lc());
+	s = run(&c, r, 5, &dbk_sim_policy_lc);
 	if (!s)
 		return;
 	for (i = 0; i < 5; i++)
@@ -251,29 +251,20 @@ struct wrap_st {
 	const struct dbk_sim_config *cfg;
 };
 
-static void *wrap_create(const void *arg, const struct dbk_sim_config *c,
-                         char *err, size_t errlen)
+static int wrap_init(void *st, const void *arg, const struct dbk_sim_config *c,
+                     char *err, size_t errlen)
 {
 	struct wrap_ctx *ctx = (struct wrap_ctx *)arg;
-	struct wrap_st *w = calloc(1, sizeof(*w));
+	struct wrap_st *w = st;
 	struct dbk_bal_config bc;
 
-	if (!w)
-		return NULL;
 	w->ctx = ctx;
 	w->cfg = c;
-	w->inner = ctx->inner->create(ctx->inner->arg, c, err, errlen);
+	w->inner = dbk_sim_policy_new(ctx->inner, c, err, errlen);
 	dbk_bal_config_default(&bc, c->ninstances, ctx->dynamic,
 	                       c->threshold_tokens, c->max_request_tokens);
 	w->mirror = dbk_bal_new(&bc);
-	if (!w->inner || !w->mirror) {
-		if (w->inner)
-			ctx->inner->destroy(w->inner);
-		dbk_bal_free(w->mirror);
-		free(w);
-		return NULL;
-	}
-	return w;
+	return w->inner && w->mirror ? 0 : -1;
 }
 
 static int wrap_choose(void *st, const struct dbk_sim *s,
@@ -329,22 +320,22 @@ static void wrap_stats(const void *st, struct dbk_sim_policy_stats *out)
 	CHECK_EQ_U(out->leases, dbk_bal_stats(w->mirror)->leases);
 }
 
-static void wrap_destroy(void *st)
+static void wrap_fini(void *st)
 {
 	struct wrap_st *w = st;
 
-	w->ctx->inner->destroy(w->inner);
+	if (w->inner)
+		dbk_sim_policy_free(w->ctx->inner, w->inner);
 	dbk_bal_free(w->mirror);
-	free(w);
 }
 
 static void match_decide(const struct dbk_sim_policy_ops *inner, bool dynamic)
 {
 	struct wrap_ctx ctx = {.inner = inner, .dynamic = dynamic};
 	struct dbk_sim_policy_ops ops = {
-		.name = "wrapped", .arg = &ctx, .create = wrap_create,
-		.choose = wrap_choose, .release = wrap_release,
-		.stats = wrap_stats, .destroy = wrap_destroy,
+		.name = "wrapped", .arg = &ctx, .size = sizeof(struct wrap_st),
+		.init = wrap_init, .choose = wrap_choose, .release = wrap_release,
+		.stats = wrap_stats, .fini = wrap_fini,
 	};
 	struct dbk_engine_config e[6];
 	struct dbk_sim_config c;
@@ -375,12 +366,12 @@ static void match_decide(const struct dbk_sim_policy_ops *inner, bool dynamic)
 
 static void test_dynamic_matches_decide(void)
 {
-	match_decide(dbk_sim_policy_dynamic(), true);
+	match_decide(&dbk_sim_policy_dynamic, true);
 }
 
 static void test_plain_matches_decide(void)
 {
-	match_decide(dbk_sim_policy_plain(), false);
+	match_decide(&dbk_sim_policy_plain, false);
 }
 
 /* The request as the agent would see it. */
@@ -492,14 +483,14 @@ static void test_clairvoyant_fits(void)
 
 	mk_cfgs(e, 4, "h100", 32768, 120000);
 	mk_sim_cfg(&c, 4, e);
-	s = run(&c, r, n, dbk_sim_policy_clairvoyant());
+	s = run(&c, r, n, &dbk_sim_policy_clairvoyant);
 	if (s) {
 		CHECK_EQ_U(dbk_sim_result(s, &res), 0);
 		CHECK_EQ_U(res.too_long, 0);
 		CHECK_EQ_U(res.cls[DBK_CLASS_ALL].failed, 0);
 		dbk_sim_free(s);
 	}
-	s = run(&c, r, n, dbk_sim_policy_rr());
+	s = run(&c, r, n, &dbk_sim_policy_rr);
 	if (s) {
 		CHECK_EQ_U(dbk_sim_result(s, &res), 0);
 		CHECK(res.too_long > 0);
@@ -509,7 +500,7 @@ static void test_clairvoyant_fits(void)
 	free(r);
 	/* Light load: room somewhere for everyone, so no preemption. */
 	r = synth(n, 5, 2.0);
-	s = r ? run(&c, r, n, dbk_sim_policy_clairvoyant()) : NULL;
+	s = r ? run(&c, r, n, &dbk_sim_policy_clairvoyant) : NULL;
 	if (s) {
 		CHECK_EQ_U(dbk_sim_result(s, &res), 0);
 		CHECK_EQ_U(res.preemptions, 0);
@@ -591,17 +582,17 @@ static void test_bad_input(void)
 	mk_cfgs(e, 2, "h100", 0, 0);
 	mk_sim_cfg(&c, 2, e);
 	/* Arrivals out of order. */
-	CHECK(dbk_sim_new(&c, r, 2, dbk_sim_policy_rr(), err, sizeof(err)) == NULL);
+	CHECK(dbk_sim_new(&c, r, 2, &dbk_sim_policy_rr, err, sizeof(err)) == NULL);
 	/* Dynamic mode needs two instances. */
 	c.ninstances = 1;
-	CHECK(dbk_sim_new(&c, r, 1, dbk_sim_policy_dynamic(), err, sizeof(err)) == NULL);
+	CHECK(dbk_sim_new(&c, r, 1, &dbk_sim_policy_dynamic, err, sizeof(err)) == NULL);
 	CHECK(strstr(err, "2 instances") != NULL);
 	/* An engine vLLM would not start. */
 	c.ninstances = 2;
 	e[1].kv_capacity_tokens = 1000;
-	CHECK(dbk_sim_new(&c, r, 1, dbk_sim_policy_rr(), err, sizeof(err)) == NULL);
+	CHECK(dbk_sim_new(&c, r, 1, &dbk_sim_policy_rr, err, sizeof(err)) == NULL);
 	CHECK(strstr(err, "instance 1") != NULL);
-	CHECK(dbk_sim_policy_find("dynamic") == dbk_sim_policy_dynamic());
+	CHECK(dbk_sim_policy_find("dynamic") == &dbk_sim_policy_dynamic);
 	CHECK(dbk_sim_policy_find("nope") == NULL);
 	CHECK_EQ_U(dbk_sim_short_count(4), 2);
 	CHECK_EQ_U(dbk_sim_short_count(5), 3);
