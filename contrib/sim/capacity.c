@@ -74,20 +74,22 @@ static void print_rows(const struct cap_row *rows, size_t n, size_t lc)
 static cJSON *row_json(const struct cap_row *row, const struct cap_row *lc)
 {
 	const struct dbk_slo_result *r = &row->res;
+	bool ratio = lc && lc->res.rate > 0;
+	const struct dbk_sim_member m[] = {
+		{ "policy", 's', 0, row->policy },
+		{ "rate_factor", 'n', r->rate, NULL },
+		{ "ratio_to_lc", ratio ? 'n' : '-', ratio ? r->rate / lc->res.rate : 0, NULL },
+		{ "attainment", 'n', r->attain, NULL },
+		{ "best_attainment", 'n', r->best_attain, NULL },
+		{ "best_attainment_rate_factor", 'n', r->best_attain_rate, NULL },
+		{ "prefix_cache_hit_rate", 'n', row->hit, NULL },
+		{ "runs", 'n', r->evals, NULL },
+		{ "closed", 'b', r->closed, NULL },
+	};
 	cJSON *e = cJSON_CreateObject();
 
-	if (!e)
-		return NULL;
-	cJSON_AddStringToObject(e, "policy", row->policy);
-	cJSON_AddNumberToObject(e, "rate_factor", r->rate);
-	if (lc && lc->res.rate > 0)
-		cJSON_AddNumberToObject(e, "ratio_to_lc", r->rate / lc->res.rate);
-	cJSON_AddNumberToObject(e, "attainment", r->attain);
-	cJSON_AddNumberToObject(e, "best_attainment", r->best_attain);
-	cJSON_AddNumberToObject(e, "best_attainment_rate_factor", r->best_attain_rate);
-	cJSON_AddNumberToObject(e, "prefix_cache_hit_rate", row->hit);
-	cJSON_AddNumberToObject(e, "runs", r->evals);
-	cJSON_AddBoolToObject(e, "closed", r->closed);
+	if (e)
+		dbk_sim_json_add(e, m, sizeof(m) / sizeof(m[0]));
 	return e;
 }
 

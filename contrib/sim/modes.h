@@ -25,6 +25,19 @@ struct dbk_sim_setup {
 	size_t npol;
 };
 
+/* One member of a JSON object: kind 's' is the string str, 'b' the
+ * boolean num != 0, 'n' the number num; any other kind is left out. */
+struct dbk_sim_member {
+	const char *key;
+	char kind;
+	double num;
+	const char *str;
+};
+
+/* Adds the n members to o, in order, so that a table says what a JSON
+ * object holds. */
+void dbk_sim_json_add(cJSON *o, const struct dbk_sim_member *m, size_t n);
+
 /* The lines at the top of the output. */
 void dbk_sim_setup_print(FILE *f, const struct dbk_sim_setup *u);
 /* The same as the JSON's "setup" members. */

@@ -43,21 +43,26 @@ void dbk_sim_setup_print(FILE *f, const struct dbk_sim_setup *u)
 	fflush(f);
 }
 
-/* One member of "setup": kind 's' is the string str, 'b' the boolean
- * num != 0, 'n' the number num. */
-struct member {
-	const char *key;
-	char kind;
-	double num;
-	const char *str;
-};
+void dbk_sim_json_add(cJSON *o, const struct dbk_sim_member *m, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (m[i].kind == 's')
+			cJSON_AddStringToObject(o, m[i].key, m[i].str);
+		else if (m[i].kind == 'b')
+			cJSON_AddBoolToObject(o, m[i].key, m[i].num != 0);
+		else if (m[i].kind == 'n')
+			cJSON_AddNumberToObject(o, m[i].key, m[i].num);
+	}
+}
 
 void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
 {
 	const struct dbk_sim_opts *o = u->o;
 	const struct dbk_sim_workload *w = &u->w;
 	const struct dbk_engine_config *s = &u->f.cshort, *l = &u->f.clong;
-	const struct member m[] = {
+	const struct dbk_sim_member m[] = {
 		{ "trace", 's', 0, base_name(o->trace) },
 		{ "format", 's', 0, dbk_trace_format_name(w->fmt) },
 		{ "start_s", 'n', o->start_s, NULL },
@@ -84,14 +89,6 @@ void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
 		{ "slo_tpot_ms", 'n', o->slo_tpot_ms, NULL },
 		{ "slo_e2e_ms", 'n', o->slo_e2e_ms, NULL },
 	};
-	size_t i;
 
-	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
-		if (m[i].kind == 's')
-			cJSON_AddStringToObject(setup, m[i].key, m[i].str);
-		else if (m[i].kind == 'b')
-			cJSON_AddBoolToObject(setup, m[i].key, m[i].num != 0);
-		else
-			cJSON_AddNumberToObject(setup, m[i].key, m[i].num);
-	}
+	dbk_sim_json_add(setup, m, sizeof(m) / sizeof(m[0]));
 }
