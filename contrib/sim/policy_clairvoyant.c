@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "replica.h"
 
 struct preempted {
@@ -58,15 +59,11 @@ static int cmp_pre(const void *a, const void *b)
 
 static int push_pre(struct clair *p, uint64_t seq, const struct dbk_pred_item *it)
 {
-	if (p->npre == p->cappre) {
-		size_t c = p->cappre ? p->cappre * 2 : 64;
-		struct preempted *n = realloc(p->pre, c * sizeof(*n));
+	struct preempted *n = dbk_sim_array_room(p->pre, &p->cappre, p->npre, sizeof(*n), 64);
 
-		if (!n)
-			return -1;
-		p->pre = n;
-		p->cappre = c;
-	}
+	if (!n)
+		return -1;
+	p->pre = n;
 	p->pre[p->npre].seq = seq;
 	p->pre[p->npre].it = *it;
 	p->npre++;
@@ -75,15 +72,12 @@ static int push_pre(struct clair *p, uint64_t seq, const struct dbk_pred_item *i
 
 static int push_wait(struct clair *p, const struct dbk_pred_item *it)
 {
-	if (p->nwait == p->capwait) {
-		size_t c = p->capwait ? p->capwait * 2 : 64;
-		struct dbk_pred_item *n = realloc(p->wait, c * sizeof(*n));
+	struct dbk_pred_item *n = dbk_sim_array_room(p->wait, &p->capwait, p->nwait,
+	                                             sizeof(*n), 64);
 
-		if (!n)
-			return -1;
-		p->wait = n;
-		p->capwait = c;
-	}
+	if (!n)
+		return -1;
+	p->wait = n;
 	p->wait[p->nwait++] = *it;
 	return 0;
 }

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "prompt.h"
 #include "u64map.h"
 
@@ -113,18 +114,12 @@ static bool record(struct prefixaware *p, uint64_t key)
 	uint32_t *v = dbk_u64map_get(&p->nodes, key);
 
 	if (!v) {
-		if (p->nsets == p->capsets) {
-			size_t cap = p->capsets ? p->capsets * 2 : 4096;
-			uint64_t *ns = realloc(p->sets, cap * p->words * sizeof(*ns));
+		uint64_t *ns = dbk_sim_array_room(p->sets, &p->capsets, p->nsets,
+		                                  p->words * sizeof(*ns), 4096);
 
-			if (!ns) {
-				p->oom = true;
-				return false;
-			}
+		if (ns)
 			p->sets = ns;
-			p->capsets = cap;
-		}
-		if (dbk_u64map_put(&p->nodes, key, (uint32_t)p->nsets) != 0) {
+		if (!ns || dbk_u64map_put(&p->nodes, key, (uint32_t)p->nsets) != 0) {
 			p->oom = true;
 			return false;
 		}

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "bench/request.h"
 #include "lib/buf.h"
 #include "predict.h"
@@ -94,18 +95,17 @@ static void tt_learn(struct ttft *p, const struct dbk_sim *s)
 	p->learnt = true;
 }
 
+/* Room for request id's ticket and node. */
 static int tt_grow(struct ttft *p, uint32_t id)
 {
-	if (id < p->cap)
-		return 0;
-	size_t cap = p->cap ? p->cap : 1024;
-	while (cap <= id)
-		cap *= 2;
-	struct dbk_pred_ticket *t = realloc(p->tickets, cap * sizeof(*t));
+	size_t cap = p->cap, cap2 = p->cap;
+	struct dbk_pred_ticket *t = dbk_sim_array_room(p->tickets, &cap, id, sizeof(*t), 1024);
+	uint8_t *o;
+
 	if (!t)
 		return -1;
 	p->tickets = t;
-	uint8_t *o = realloc(p->node_of, cap);
+	o = dbk_sim_array_room(p->node_of, &cap2, id, 1, 1024);
 	if (!o)
 		return -1;
 	p->node_of = o;
