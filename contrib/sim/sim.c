@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bench/request.h"
+#include "lib/list.h"
 #include "stub/prefix_cache.h"
 #include "event_queue.h"
 #include "policy.h"
@@ -25,14 +26,14 @@ struct rstate {
 	uint32_t n_keys;
 	uint64_t handle;
 	uint64_t preempt_seq;
-	uint32_t prev, next;    /* live list of its instance */
+	struct dbk_list live;   /* in its instance's live list */
 	bool has_handle;
 };
 
 struct inst {
 	struct dbk_engine *e;
 	struct dbk_engine_config cfg;
-	uint32_t live_head, live_tail;
+	struct dbk_list live;   /* requests routed here, not ended, in order */
 	unsigned inflight;
 	double step_end;
 	bool stepping;
@@ -153,13 +154,13 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c,
 		memcpy(s->reqs, reqs, n * sizeof(*reqs));
 	for (k = 0; k < n; k++) {
 		s->rs[k].o.instance = DBK_SIM_NONE;
-		s->rs[k].prev = s->rs[k].next = DBK_SIM_NONE;
+		dbk_list_init(&s->rs[k].live);
 	}
 	for (i = 0; i < c->ninstances; i++) {
 		struct inst *in = &s->inst[i];
 
 		in->cfg = c->engines[i];
-		in->live_head = in->live_tail = DBK_SIM_NONE;
+		dbk_list_init(&in->live);
 		if (dbk_engine_config_check(&in->cfg, err, errlen) != 0) {
 			char why[160];
 
@@ -198,34 +199,14 @@ bool dbk_sim_req_is_long(const struct dbk_sim *s, const struct dbk_sim_req *r)
 
 static void live_link(struct dbk_sim *s, uint32_t id, unsigned i)
 {
-	struct inst *in = &s->inst[i];
-	struct rstate *r = &s->rs[id];
-
-	r->prev = in->live_tail;
-	r->next = DBK_SIM_NONE;
-	if (in->live_tail != DBK_SIM_NONE)
-		s->rs[in->live_tail].next = id;
-	else
-		in->live_head = id;
-	in->live_tail = id;
-	in->inflight++;
+	dbk_list_append(&s->inst[i].live, &s->rs[id].live);
+	s->inst[i].inflight++;
 }
 
 static void live_unlink(struct dbk_sim *s, uint32_t id, unsigned i)
 {
-	struct inst *in = &s->inst[i];
-	struct rstate *r = &s->rs[id];
-
-	if (r->prev != DBK_SIM_NONE)
-		s->rs[r->prev].next = r->next;
-	else
-		in->live_head = r->next;
-	if (r->next != DBK_SIM_NONE)
-		s->rs[r->next].prev = r->prev;
-	else
-		in->live_tail = r->prev;
-	r->prev = r->next = DBK_SIM_NONE;
-	in->inflight--;
+	dbk_list_del(&s->rs[id].live);
+	s->inst[i].inflight--;
 }
 
 /* The one place a request ends: metrics, the instance's list and the
@@ -580,14 +561,26 @@ double dbk_sim_step_end(const struct dbk_sim *s, unsigned i)
 	return s->inst[i].stepping ? s->inst[i].step_end : s->now;
 }
 
+/* The request whose link l is, or DBK_SIM_NONE at instance i's head. */
+static uint32_t live_id(const struct dbk_sim *s, unsigned i, const struct dbk_list *l)
+{
+	if (l == &s->inst[i].live)
+		return DBK_SIM_NONE;
+	return (uint32_t)(dbk_list_elem(l, struct rstate, live) - s->rs);
+}
+
 uint32_t dbk_sim_live_first(const struct dbk_sim *s, unsigned i)
 {
-	return s->inst[i].live_head;
+	return live_id(s, i, s->inst[i].live.next);
 }
 
 uint32_t dbk_sim_live_next(const struct dbk_sim *s, uint32_t id)
 {
-	return s->rs[id].next;
+	const struct rstate *r = &s->rs[id];
+
+	if (dbk_list_empty(&r->live)) /* ended: detached */
+		return DBK_SIM_NONE;
+	return live_id(s, r->o.instance, r->live.next);
 }
 
 const struct dbk_sim_req *dbk_sim_req(const struct dbk_sim *s, uint32_t id)
