@@ -14,10 +14,11 @@ void *dbk_sim_policy_new(const struct dbk_sim_policy_ops *ops,
                          const struct dbk_sim_config *c, char *err, size_t errlen)
 {
 	void *st = calloc(1, ops->size ? ops->size : 1);
+	const struct dbk_sim_policy_env env = { ops->arg, c, err, errlen };
 
 	if (errlen)
 		err[0] = '\0';
-	if (st && (!ops->init || ops->init(st, ops->arg, c, err, errlen) == 0))
+	if (st && (!ops->init || ops->init(st, &env) == 0))
 		return st;
 	dbk_sim_policy_free(ops, st);
 	if (!errlen || !err[0])
@@ -86,11 +87,9 @@ const struct dbk_sim_policy_ops dbk_sim_policy_rr = {
  * because HAProxy's leastconn rotates among servers with equal counts
  * instead of always favouring the first one. The state: the previous
  * choice, the last instance before the first. */
-static int lc_init(void *st, const void *arg, const struct dbk_sim_config *c,
-                   char *err, size_t errlen)
+static int lc_init(void *st, const struct dbk_sim_policy_env *env)
 {
-	(void)arg, (void)err, (void)errlen;
-	*(unsigned *)st = c->ninstances - 1;
+	*(unsigned *)st = env->cfg->ninstances - 1;
 	return 0;
 }
 

@@ -47,19 +47,26 @@ struct dbk_sim_policy_stats {
 	uint64_t unknown_releases;
 };
 
+/* What a policy's init is given. */
+struct dbk_sim_policy_env {
+	const void *arg;                    /* the ops' arg */
+	const struct dbk_sim_config *cfg;   /* outlives the state */
+	char *err;                          /* for a sentence on failure */
+	size_t errlen;
+};
+
 struct dbk_sim_policy_ops {
 	const char *name;
 	const char *summary;
-	/* Passed to init: lets one set of functions serve several
+	/* Passed to init (env->arg): lets one set of functions serve several
 	 * policies, or a wrapper find what it wraps. */
 	const void *arg;
 	/* Bytes of the policy's state for one run, handed to init zeroed. */
 	size_t size;
 	/* May be NULL. Sets the zeroed state up for one run: 0, or -1 with
-	 * a sentence in err (left empty: out of memory); fini runs after a
-	 * failure too. */
-	int (*init)(void *st, const void *arg, const struct dbk_sim_config *c,
-	            char *err, size_t errlen);
+	 * a sentence in env->err (left empty: out of memory); fini runs
+	 * after a failure too. */
+	int (*init)(void *st, const struct dbk_sim_policy_env *env);
 	/* An instance index, DBK_SIM_REFUSE or DBK_SIM_POLICY_ERROR. */
 	int (*choose)(void *st, const struct dbk_sim *s,
 	              const struct dbk_sim_req *r);

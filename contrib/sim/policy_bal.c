@@ -32,20 +32,20 @@ size_t dbk_sim_lease_id(uint32_t id, char *buf)
 	return n > 0 ? (size_t)n : 0;
 }
 
-static int bal_init(void *st, const void *arg, const struct dbk_sim_config *c,
-                    char *err, size_t errlen)
+static int bal_init(void *st, const struct dbk_sim_policy_env *env)
 {
+	const struct dbk_sim_config *c = env->cfg;
 	struct balp *p = st;
-	bool dynamic = arg != NULL;
+	bool dynamic = env->arg != NULL;
 	struct dbk_bal_config bc;
 
 	if (dynamic && c->ninstances < 2) {
-		snprintf(err, errlen, "dynamic mode needs at least 2 instances");
+		snprintf(env->err, env->errlen, "dynamic mode needs at least 2 instances");
 		return -1;
 	}
 	dbk_bal_config_default(&bc, c->ninstances, dynamic, c->threshold_tokens,
 	                       c->max_request_tokens);
-	if (dbk_bal_config_check(&bc, err, errlen) != 0)
+	if (dbk_bal_config_check(&bc, env->err, env->errlen) != 0)
 		return -1;
 	p->cfg = c;
 	p->b = dbk_bal_new(&bc);

@@ -40,13 +40,11 @@ struct cache_aware {
 	uint64_t evicted, balanced, affinity;
 };
 
-static int ca_init(void *st, const void *arg, const struct dbk_sim_config *c,
-                   char *err, size_t errlen)
+static int ca_init(void *st, const struct dbk_sim_policy_env *env)
 {
 	struct cache_aware *p = st;
 
-	(void)arg, (void)err, (void)errlen;
-	return dbk_radix_init(&p->tree, c->ninstances);
+	return dbk_radix_init(&p->tree, env->cfg->ninstances);
 }
 
 static void ca_fini(void *st)

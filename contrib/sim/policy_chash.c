@@ -46,17 +46,15 @@ static void ch_fini(void *st)
 	free(((struct chash *)st)->ring);
 }
 
-static int ch_init(void *st, const void *arg, const struct dbk_sim_config *c,
-                   char *err, size_t errlen)
+static int ch_init(void *st, const struct dbk_sim_policy_env *env)
 {
 	struct chash *p = st;
 	unsigned i, v;
 
-	(void)arg, (void)err, (void)errlen;
-	p->ring = malloc((size_t)c->ninstances * CH_VIRTUAL_NODES * sizeof(*p->ring));
+	p->ring = malloc((size_t)env->cfg->ninstances * CH_VIRTUAL_NODES * sizeof(*p->ring));
 	if (!p->ring)
 		return -1;
-	for (i = 0; i < c->ninstances; i++)
+	for (i = 0; i < env->cfg->ninstances; i++)
 		for (v = 0; v < CH_VIRTUAL_NODES; v++) {
 			struct point *pt = &p->ring[p->npoints++];
 

@@ -30,12 +30,11 @@ struct clair {
 	size_t nwait, capwait;
 };
 
-static int clair_init(void *st, const void *arg, const struct dbk_sim_config *c,
-                      char *err, size_t errlen)
+static int clair_init(void *st, const struct dbk_sim_policy_env *env)
 {
 	struct clair *p = st;
 
-	(void)arg, (void)c, (void)err, (void)errlen;
+	(void)env;
 	p->pred = dbk_predictor_new();
 	return p->pred ? 0 : -1;
 }

@@ -59,18 +59,16 @@ static void ld_fini(void *st)
 	free(p->ties);
 }
 
-static int ld_init(void *st, const void *arg, const struct dbk_sim_config *c,
-                   char *err, size_t errlen)
+static int ld_init(void *st, const struct dbk_sim_policy_env *env)
 {
 	struct llmd *p = st;
 
-	(void)arg, (void)err, (void)errlen;
 	p->rng = LD_SEED;
-	p->match = calloc(c->ninstances, sizeof(*p->match));
-	p->ties = calloc(c->ninstances, sizeof(*p->ties));
+	p->match = calloc(env->cfg->ninstances, sizeof(*p->match));
+	p->ties = calloc(env->cfg->ninstances, sizeof(*p->ties));
 	if (!p->match || !p->ties)
 		return -1;
-	return dbk_blockindex_init(&p->index, c->ninstances, LD_LRU_PER_SERVER);
+	return dbk_blockindex_init(&p->index, env->cfg->ninstances, LD_LRU_PER_SERVER);
 }
 
 /* The peer's hashPrompt over r's text: the model's hash, then one per

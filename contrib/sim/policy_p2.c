@@ -20,18 +20,10 @@
 #define P2_LOAD_CHECK_INTERVAL_S 5.0
 #define P2_SEED 0x9f2ULL
 
-/* The state: the draws' generator. */
-static int p2_init(void *st, const void *arg, const struct dbk_sim_config *c,
-                   char *err, size_t errlen)
+/* The state: how many draws were made; draw k is mix64(seed + k). */
+static unsigned draw(uint64_t *draws, unsigned n)
 {
-	(void)arg, (void)c, (void)err, (void)errlen;
-	*(uint64_t *)st = P2_SEED;
-	return 0;
-}
-
-static unsigned draw(uint64_t *rng, unsigned n)
-{
-	return (unsigned)(dbk_mix64((*rng)++) % n);
+	return (unsigned)(dbk_mix64(P2_SEED + (*draws)++) % n);
 }
 
 static uint64_t load(const struct dbk_sim *s, unsigned i)
@@ -61,7 +53,6 @@ const struct dbk_sim_policy_ops dbk_sim_policy_power_of_two = {
 	.summary = "vLLM Router power_of_two (2 random, lower polled + "
 	           "in-flight load; poll 5 s)",
 	.size = sizeof(uint64_t),
-	.init = p2_init,
 	.choose = p2_choose,
 	.scrape = true,
 	.tick_s = P2_LOAD_CHECK_INTERVAL_S,

@@ -52,14 +52,12 @@ static void pa_fini(void *st)
 	free(p->cand);
 }
 
-static int pa_init(void *st, const void *arg, const struct dbk_sim_config *c,
-                   char *err, size_t errlen)
+static int pa_init(void *st, const struct dbk_sim_policy_env *env)
 {
 	struct prefixaware *p = st;
 
-	(void)arg, (void)err, (void)errlen;
-	p->n = c->ninstances;
-	p->words = (c->ninstances + 63) / 64;
+	p->n = env->cfg->ninstances;
+	p->words = (env->cfg->ninstances + 63) / 64;
 	p->rng = PA_SEED;
 	dbk_u64map_init(&p->nodes);
 	p->sel = calloc(p->words, sizeof(*p->sel));

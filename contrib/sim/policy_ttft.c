@@ -56,19 +56,17 @@ static void tt_fini(void *st)
 	dbk_buf_free(&p->body);
 }
 
-static int tt_init(void *st, const void *arg, const struct dbk_sim_config *c,
-                   char *err, size_t errlen)
+static int tt_init(void *st, const struct dbk_sim_policy_env *env)
 {
 	struct ttft *p = st;
 	struct dbk_pred_config pc;
 
-	(void)arg;
-	p->n = c->ninstances;
+	p->n = env->cfg->ninstances;
 	snprintf(p->url.path, sizeof(p->url.path), "/v1/completions");
 	snprintf(p->url.authority, sizeof(p->url.authority), "sim");
-	p->k = c->lb_nodes ? c->lb_nodes : 1;
+	p->k = env->cfg->lb_nodes ? env->cfg->lb_nodes : 1;
 	if (p->k > 255) {
-		snprintf(err, errlen, "at most 255 load-balancer nodes");
+		snprintf(env->err, env->errlen, "at most 255 load-balancer nodes");
 		return -1;
 	}
 	dbk_pred_config_default(&pc, p->n);

@@ -35,11 +35,9 @@ struct seen {
 };
 
 /* The state is a pointer to the test's record. */
-static int t_init(void *st, const void *arg, const struct dbk_sim_config *c,
-                  char *err, size_t errlen)
+static int t_init(void *st, const struct dbk_sim_policy_env *env)
 {
-	(void)c, (void)err, (void)errlen;
-	*(const void **)st = arg;
+	*(const void **)st = env->arg;
 	return 0;
 }
 

@@ -251,18 +251,17 @@ struct wrap_st {
 	const struct dbk_sim_config *cfg;
 };
 
-static int wrap_init(void *st, const void *arg, const struct dbk_sim_config *c,
-                     char *err, size_t errlen)
+static int wrap_init(void *st, const struct dbk_sim_policy_env *env)
 {
-	struct wrap_ctx *ctx = (struct wrap_ctx *)arg;
+	struct wrap_ctx *ctx = (struct wrap_ctx *)env->arg;
 	struct wrap_st *w = st;
 	struct dbk_bal_config bc;
 
 	w->ctx = ctx;
-	w->cfg = c;
-	w->inner = dbk_sim_policy_new(ctx->inner, c, err, errlen);
-	dbk_bal_config_default(&bc, c->ninstances, ctx->dynamic,
-	                       c->threshold_tokens, c->max_request_tokens);
+	w->cfg = env->cfg;
+	w->inner = dbk_sim_policy_new(ctx->inner, env->cfg, env->err, env->errlen);
+	dbk_bal_config_default(&bc, env->cfg->ninstances, ctx->dynamic,
+	                       env->cfg->threshold_tokens, env->cfg->max_request_tokens);
 	w->mirror = dbk_bal_new(&bc);
 	return w->inner && w->mirror ? 0 : -1;
 }
