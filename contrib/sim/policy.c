@@ -76,7 +76,6 @@ static int rr_choose(void *st, const struct dbk_sim *s,
 
 const struct dbk_sim_policy_ops dbk_sim_policy_rr = {
 	.name = "rr",
-	.summary = "round robin",
 	.size = sizeof(unsigned),
 	.choose = rr_choose,
 };
@@ -105,9 +104,7 @@ static int lc_choose(void *st, const struct dbk_sim *s,
 
 const struct dbk_sim_policy_ops dbk_sim_policy_lc = {
 	.name = "lc",
-	.summary = "least connections (fewest requests in flight)",
-	.size = sizeof(unsigned),
-	.init = lc_init,
+	.size = sizeof(unsigned), .init = lc_init,
 	.choose = lc_choose,
 };
 

@@ -57,7 +57,6 @@ struct dbk_sim_policy_env {
 
 struct dbk_sim_policy_ops {
 	const char *name;
-	const char *summary;
 	/* Passed to init (env->arg): lets one set of functions serve several
 	 * policies, or a wrapper find what it wraps. */
 	const void *arg;

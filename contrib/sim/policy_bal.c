@@ -105,15 +105,14 @@ const struct dbk_balancer *dbk_sim_bal_policy_balancer(const void *st)
 	return ((const struct balp *)st)->b;
 }
 
-/* arg: NULL for plain, anything else for dynamic. */
-#define BAL_OPS(policy, text, dynamic)                                  \
-	{ .name = policy, .summary = text, .arg = dynamic,               \
-	  .size = sizeof(struct balp), .init = bal_init,                 \
-	  .choose = bal_choose, .release = bal_release,                  \
+/* plain: the agent without --enable-dynamic-bucket, one group; dynamic:
+ * with it, the short and long groups. arg: NULL for plain, anything else
+ * for dynamic. */
+#define BAL_OPS(policy, dynamic)                                            \
+	{ .name = policy, .arg = dynamic, .size = sizeof(struct balp),      \
+	  .init = bal_init, .choose = bal_choose, .release = bal_release,   \
 	  .stats = bal_stats, .fini = bal_fini }
 
-const struct dbk_sim_policy_ops dbk_sim_policy_plain =
-	BAL_OPS("plain", "dbucket, one group (agent without --enable-dynamic-bucket)", NULL);
+const struct dbk_sim_policy_ops dbk_sim_policy_plain = BAL_OPS("plain", NULL);
 const struct dbk_sim_policy_ops dbk_sim_policy_dynamic =
-	BAL_OPS("dynamic", "dbucket, short and long groups (--enable-dynamic-bucket)",
-	        &dbk_sim_policy_dynamic);
+	BAL_OPS("dynamic", &dbk_sim_policy_dynamic);

@@ -94,12 +94,7 @@ static void ca_tick(void *st, const struct dbk_sim *s)
 
 const struct dbk_sim_policy_ops dbk_sim_policy_cache_aware = {
 	.name = "cache_aware",
-	.summary = "SGLang gateway / vLLM Router cache_aware (prefix tree, "
-	           "balance thresholds 64 / 1.5, cache threshold 0.3)",
-	.size = sizeof(struct cache_aware),
-	.init = ca_init,
+	.size = sizeof(struct cache_aware), .init = ca_init, .fini = ca_fini,
 	.choose = ca_choose,
-	.tick = ca_tick,
-	.tick_s = CA_EVICTION_INTERVAL_S,
-	.fini = ca_fini,
+	.tick = ca_tick, .tick_s = CA_EVICTION_INTERVAL_S,
 };

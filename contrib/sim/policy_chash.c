@@ -89,10 +89,6 @@ static int ch_choose(void *st, const struct dbk_sim *s,
 
 const struct dbk_sim_policy_ops dbk_sim_policy_consistent_hash = {
 	.name = "consistent_hash",
-	.summary = "vLLM Router consistent_hash on the session key "
-	           "(160 virtual nodes per instance)",
-	.size = sizeof(struct chash),
-	.init = ch_init,
+	.size = sizeof(struct chash), .init = ch_init, .fini = ch_fini,
 	.choose = ch_choose,
-	.fini = ch_fini,
 };

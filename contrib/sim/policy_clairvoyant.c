@@ -179,10 +179,6 @@ static int clair_choose(void *st, const struct dbk_sim *s,
 
 const struct dbk_sim_policy_ops dbk_sim_policy_clairvoyant = {
 	.name = "clairvoyant",
-	.summary = "knows output lengths and engine queues: earliest "
-	           "predicted first token",
-	.size = sizeof(struct clair),
-	.init = clair_init,
+	.size = sizeof(struct clair), .init = clair_init, .fini = clair_fini,
 	.choose = clair_choose,
-	.fini = clair_fini,
 };

@@ -142,12 +142,7 @@ static int ld_choose(void *st, const struct dbk_sim *s,
 
 const struct dbk_sim_policy_ops dbk_sim_policy_llm_d = {
 	.name = "llm_d",
-	.summary = "llm-d default profile: 2 queue + 2 kv-utilisation + "
-	           "3 prefix-cache, metrics every 50 ms",
-	.size = sizeof(struct llmd),
-	.init = ld_init,
+	.size = sizeof(struct llmd), .init = ld_init, .fini = ld_fini,
 	.choose = ld_choose,
-	.scrape = true,
-	.tick_s = LD_REFRESH_S,
-	.fini = ld_fini,
+	.scrape = true, .tick_s = LD_REFRESH_S,
 };

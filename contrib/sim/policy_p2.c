@@ -50,10 +50,7 @@ static int p2_choose(void *st, const struct dbk_sim *s,
 
 const struct dbk_sim_policy_ops dbk_sim_policy_power_of_two = {
 	.name = "power_of_two",
-	.summary = "vLLM Router power_of_two (2 random, lower polled + "
-	           "in-flight load; poll 5 s)",
 	.size = sizeof(uint64_t),
 	.choose = p2_choose,
-	.scrape = true,
-	.tick_s = P2_LOAD_CHECK_INTERVAL_S,
+	.scrape = true, .tick_s = P2_LOAD_CHECK_INTERVAL_S,
 };

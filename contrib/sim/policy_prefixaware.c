@@ -151,10 +151,6 @@ static int pa_choose(void *st, const struct dbk_sim *s,
 
 const struct dbk_sim_policy_ops dbk_sim_policy_prefixaware = {
 	.name = "prefixaware",
-	.summary = "vLLM production-stack prefixaware (128-char chunk trie, "
-	           "random among the longest match)",
-	.size = sizeof(struct prefixaware),
-	.init = pa_init,
+	.size = sizeof(struct prefixaware), .init = pa_init, .fini = pa_fini,
 	.choose = pa_choose,
-	.fini = pa_fini,
 };

@@ -208,14 +208,7 @@ static void tt_tick(void *st, const struct dbk_sim *s)
 
 const struct dbk_sim_policy_ops dbk_sim_policy_ttft = {
 	.name = "ttft",
-	.summary = "dbucket ttft: earliest predicted first token (queue, prefix "
-	           "hit, KV, decode load), scrape every 100 ms",
-	.size = sizeof(struct ttft),
-	.init = tt_init,
-	.choose = tt_choose,
-	.release = tt_release,
-	.scrape = true,
-	.tick = tt_tick,
-	.tick_s = 0.100,
-	.fini = tt_fini,
+	.size = sizeof(struct ttft), .init = tt_init, .fini = tt_fini,
+	.choose = tt_choose, .release = tt_release,
+	.scrape = true, .tick = tt_tick, .tick_s = 0.100,
 };

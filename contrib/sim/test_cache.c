@@ -66,7 +66,7 @@ static int t_choose(void *st, const struct dbk_sim *s,
 static void run(struct seen *w, unsigned ninst, struct dbk_sim_result *res)
 {
 	struct dbk_sim_policy_ops ops = {
-		.name = "t", .summary = "test", .arg = w, .size = sizeof(w),
+		.name = "t", .arg = w, .size = sizeof(w),
 		.init = t_init, .choose = t_choose,
 	};
 	struct dbk_engine_config ec[2];
