@@ -19,9 +19,10 @@ static uint32_t lcg(uint32_t *s)
 	return *s >> 8;
 }
 
-/* n instances; the first ceil(n/2) get the short profile when given. */
-static void mk_cfgs(struct dbk_engine_config *e, unsigned n, const char *gpu,
-                    uint32_t short_mml, uint64_t short_kv)
+/* c over n instances e; the first ceil(n/2) get the short profile when
+ * given. */
+static void mk_fleet(struct dbk_sim_config *c, struct dbk_engine_config *e, unsigned n,
+                     const char *gpu, uint32_t short_mml, uint64_t short_kv)
 {
 	unsigned i, ns = dbk_sim_short_count(n);
 
@@ -32,11 +33,6 @@ static void mk_cfgs(struct dbk_engine_config *e, unsigned n, const char *gpu,
 		if (i < ns && short_kv)
 			e[i].kv_capacity_tokens = short_kv;
 	}
-}
-
-static void mk_sim_cfg(struct dbk_sim_config *c, unsigned n,
-                       const struct dbk_engine_config *e)
-{
 	dbk_sim_config_default(c);
 	c->ninstances = n;
 	c->engines = e;
@@ -88,6 +84,19 @@ static struct dbk_sim *run(const struct dbk_sim_config *c,
 	return s;
 }
 
+/* Runs and summarizes; false (checked) when either failed. */
+static bool run_result(const struct dbk_sim_config *c, const struct dbk_sim_req *r,
+                       size_t n, const struct dbk_sim_policy_ops *ops,
+                       struct dbk_sim_result *res)
+{
+	struct dbk_sim *s = run(c, r, n, ops);
+	bool ok = s && dbk_sim_result(s, res) == 0;
+
+	CHECK(ok);
+	dbk_sim_free(s);
+	return ok;
+}
+
 /* ---- The engine's figures through the simulator. ---- */
 
 struct first_tok {
@@ -137,8 +146,7 @@ static void test_single_instance(void)
 	struct dbk_sim_config c;
 	size_t k;
 
-	mk_cfgs(e, 1, "h100", 0, 0);
-	mk_sim_cfg(&c, 1, e);
+	mk_fleet(&c, e, 1, "h100", 0, 0);
 	for (k = 0; k < 2; k++) {
 		struct dbk_sim_req r = {.id = 0, .arrival_s = 5.0,
 		                        .input_tokens = prompts[k],
@@ -186,8 +194,7 @@ static void test_rr(void)
 	struct dbk_sim *s;
 	uint32_t i;
 
-	mk_cfgs(e, 3, "h100", 0, 0);
-	mk_sim_cfg(&c, 3, e);
+	mk_fleet(&c, e, 3, "h100", 0, 0);
 	memset(r, 0, sizeof(r));
 	for (i = 0; i < 7; i++) {
 		r[i].id = i;
@@ -222,8 +229,7 @@ static void test_lc(void)
 	struct dbk_sim *s;
 	uint32_t i;
 
-	mk_cfgs(e, 2, "h100", 0, 0);
-	mk_sim_cfg(&c, 2, e);
+	mk_fleet(&c, e, 2, "h100", 0, 0);
 	s = run(&c, r, 5, &dbk_sim_policy_lc);
 	if (!s)
 		return;
@@ -341,16 +347,11 @@ static void match_decide(const struct dbk_sim_policy_ops *inner, bool dynamic)
 	struct dbk_sim_result res;
 	size_t n = 600;
 	struct dbk_sim_req *r = synth(n, 17, 0.05);
-	struct dbk_sim *s;
 
-	mk_cfgs(e, 6, "h100", 0, 0);
-	mk_sim_cfg(&c, 6, e);
-	s = run(&c, r, n, &ops);
-	if (s) {
-		CHECK_EQ_U(dbk_sim_result(s, &res), 0);
+	mk_fleet(&c, e, 6, "h100", 0, 0);
+	if (run_result(&c, r, n, &ops, &res)) {
 		CHECK_EQ_U(res.policy_leases, 0);
 		CHECK_EQ_U(res.cls[DBK_CLASS_ALL].completed, n);
-		dbk_sim_free(s);
 	}
 	CHECK_EQ_U(ctx.checks, n);
 	CHECK_EQ_U(ctx.mismatches, 0);
@@ -406,8 +407,7 @@ static void check_conservation(const struct dbk_sim_policy_ops *ops,
 	int bad = 0;
 	unsigned i;
 
-	mk_cfgs(e, 4, "h100", 32768, 120000);
-	mk_sim_cfg(&c, 4, e);
+	mk_fleet(&c, e, 4, "h100", 32768, 120000);
 	c.overhead_s = overhead_s;
 	s = run(&c, r, n, ops);
 	if (!s) {
@@ -478,33 +478,22 @@ static void test_clairvoyant_fits(void)
 	struct dbk_sim_result res;
 	size_t n = 300;
 	struct dbk_sim_req *r = synth(n, 5, 0.2);
-	struct dbk_sim *s;
 
-	mk_cfgs(e, 4, "h100", 32768, 120000);
-	mk_sim_cfg(&c, 4, e);
-	s = run(&c, r, n, &dbk_sim_policy_clairvoyant);
-	if (s) {
-		CHECK_EQ_U(dbk_sim_result(s, &res), 0);
+	mk_fleet(&c, e, 4, "h100", 32768, 120000);
+	if (run_result(&c, r, n, &dbk_sim_policy_clairvoyant, &res)) {
 		CHECK_EQ_U(res.too_long, 0);
 		CHECK_EQ_U(res.cls[DBK_CLASS_ALL].failed, 0);
-		dbk_sim_free(s);
 	}
-	s = run(&c, r, n, &dbk_sim_policy_rr);
-	if (s) {
-		CHECK_EQ_U(dbk_sim_result(s, &res), 0);
+	if (run_result(&c, r, n, &dbk_sim_policy_rr, &res)) {
 		CHECK(res.too_long > 0);
 		CHECK(res.preemptions > 0);
-		dbk_sim_free(s);
 	}
 	free(r);
 	/* Light load: room somewhere for everyone, so no preemption. */
 	r = synth(n, 5, 2.0);
-	s = r ? run(&c, r, n, &dbk_sim_policy_clairvoyant) : NULL;
-	if (s) {
-		CHECK_EQ_U(dbk_sim_result(s, &res), 0);
+	CHECK(r != NULL);
+	if (r && run_result(&c, r, n, &dbk_sim_policy_clairvoyant, &res))
 		CHECK_EQ_U(res.preemptions, 0);
-		dbk_sim_free(s);
-	}
 	free(r);
 }
 
@@ -520,8 +509,7 @@ static char *run_json(const struct dbk_sim_policy_ops *ops,
 	char *text;
 	size_t k;
 
-	mk_cfgs(e, 5, "a100", 0, 0);
-	mk_sim_cfg(&c, 5, e);
+	mk_fleet(&c, e, 5, "a100", 0, 0);
 	c.slo.ttft_s = 1;
 	s = run(&c, r, n, ops);
 	if (!s)
@@ -578,8 +566,7 @@ static void test_bad_input(void)
 	};
 	char err[256];
 
-	mk_cfgs(e, 2, "h100", 0, 0);
-	mk_sim_cfg(&c, 2, e);
+	mk_fleet(&c, e, 2, "h100", 0, 0);
 	/* Arrivals out of order. */
 	CHECK(dbk_sim_new(&c, r, 2, &dbk_sim_policy_rr, err, sizeof(err)) == NULL);
 	/* Dynamic mode needs two instances. */
