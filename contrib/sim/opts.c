@@ -1,5 +1,4 @@
 /* dbucket-sim's command line; see opts.h. */
-#define _GNU_SOURCE /* open_memstream */
 #include "opts.h"
 
 #include <stdint.h>
