@@ -32,8 +32,11 @@
 struct ttft {
 	unsigned n, k;
 	struct dbk_pred **node;
-	struct dbk_pred_ticket *tickets;    /* by request id */
-	uint8_t *node_of;                   /* by request id */
+	/* By request id: its lease in the node that routed it. */
+	struct tt_req {
+		struct dbk_pred_ticket ticket;
+		uint8_t node;
+	} *reqs;
 	size_t cap;
 	struct dbk_buf http, body;
 	struct dbk_url url;         /* any: only the body is used */
@@ -49,8 +52,7 @@ static void tt_fini(void *st)
 	for (unsigned i = 0; p->node && i < p->k; i++)
 		dbk_pred_free(p->node[i]);
 	free(p->node);
-	free(p->tickets);
-	free(p->node_of);
+	free(p->reqs);
 	free(p->kv_cap);
 	dbk_buf_free(&p->http);
 	dbk_buf_free(&p->body);
@@ -93,21 +95,13 @@ static void tt_learn(struct ttft *p, const struct dbk_sim *s)
 	p->learnt = true;
 }
 
-/* Room for request id's ticket and node. */
 static int tt_grow(struct ttft *p, uint32_t id)
 {
-	size_t cap = p->cap, cap2 = p->cap;
-	struct dbk_pred_ticket *t = dbk_sim_array_room(p->tickets, &cap, id, sizeof(*t), 1024);
-	uint8_t *o;
+	struct tt_req *q = dbk_sim_array_room(p->reqs, &p->cap, id, sizeof(*q), 1024);
 
-	if (!t)
+	if (!q)
 		return -1;
-	p->tickets = t;
-	o = dbk_sim_array_room(p->node_of, &cap2, id, 1, 1024);
-	if (!o)
-		return -1;
-	p->node_of = o;
-	p->cap = cap;
+	p->reqs = q;
 	return 0;
 }
 
@@ -172,8 +166,8 @@ static int tt_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	uint64_t now = tt_ms(s);
 	if (dbk_pred_choose(p->node[j], &q, now, &ch) < 0)
 		return DBK_SIM_REFUSE;
-	dbk_pred_commit(p->node[j], &q, (unsigned)ch.server, now, &p->tickets[r->id]);
-	p->node_of[r->id] = (uint8_t)j;
+	dbk_pred_commit(p->node[j], &q, (unsigned)ch.server, now, &p->reqs[r->id].ticket);
+	p->reqs[r->id].node = (uint8_t)j;
 	return ch.server;
 }
 
@@ -184,7 +178,8 @@ static void tt_release(void *st, const struct dbk_sim *s, const struct dbk_sim_r
 
 	(void)inst;
 	if (r->id < p->cap)
-		dbk_pred_release(p->node[p->node_of[r->id]], &p->tickets[r->id], tt_ms(s));
+		dbk_pred_release(p->node[p->reqs[r->id].node], &p->reqs[r->id].ticket,
+		                 tt_ms(s));
 }
 
 /* Every node reads every instance's scrape: the shared state. */
