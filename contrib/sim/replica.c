@@ -33,11 +33,14 @@ struct dbk_predictor {
 	} *fin;
 	uint32_t *touched;         /* steps with fin set, to clear them */
 	size_t nt, ct;
-	/* One step's batch, for dbk_step_time. */
-	uint32_t *e_new, *e_done;
-	bool *e_pf;
-	size_t *compl;
-	size_t ecap;
+	/* One step's batch: dbk_step_time's arrays (tokens new and done,
+	 * prefill or not, per entry) and the items it completes. */
+	struct batch {
+		uint32_t *new, *done;
+		bool *pf;
+		size_t *compl;
+		size_t cap;
+	} b;
 };
 
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -77,6 +80,40 @@ void dbk_pred_item_pending(uint32_t prompt, uint32_t cached, uint32_t output,
 	out->running = false;
 }
 
+/* realloc that leaves arr as it was, and clears *ok, when memory ran
+ * short. */
+static void *resize(void *arr, size_t n, size_t size, bool *ok)
+{
+	void *na = realloc(arr, n * size);
+
+	*ok &= na != NULL;
+	return na ? na : arr;
+}
+
+static int batch_grow(struct batch *b, size_t need)
+{
+	bool ok = true;
+
+	if (need <= b->cap)
+		return 0;
+	b->new = resize(b->new, need, sizeof(*b->new), &ok);
+	b->done = resize(b->done, need, sizeof(*b->done), &ok);
+	b->pf = resize(b->pf, need, sizeof(*b->pf), &ok);
+	b->compl = resize(b->compl, need, sizeof(*b->compl), &ok);
+	if (!ok)
+		return -1;
+	b->cap = need;
+	return 0;
+}
+
+static void batch_free(struct batch *b)
+{
+	free(b->new);
+	free(b->done);
+	free(b->pf);
+	free(b->compl);
+}
+
 struct dbk_predictor *dbk_predictor_new(void)
 {
 	struct dbk_predictor *p = calloc(1, sizeof(*p));
@@ -95,37 +132,8 @@ void dbk_predictor_free(struct dbk_predictor *p)
 	free(p->items);
 	free(p->fin);
 	free(p->touched);
-	free(p->e_new);
-	free(p->e_done);
-	free(p->e_pf);
-	free(p->compl);
+	batch_free(&p->b);
 	free(p);
-}
-
-/* realloc that leaves arr as it was, and clears *ok, when memory ran
- * short. */
-static void *resize(void *arr, size_t n, size_t size, bool *ok)
-{
-	void *na = realloc(arr, n * size);
-
-	*ok &= na != NULL;
-	return na ? na : arr;
-}
-
-static int grow_batch(struct dbk_predictor *p, size_t need)
-{
-	bool ok = true;
-
-	if (need <= p->ecap)
-		return 0;
-	p->e_new = resize(p->e_new, need, sizeof(*p->e_new), &ok);
-	p->e_done = resize(p->e_done, need, sizeof(*p->e_done), &ok);
-	p->e_pf = resize(p->e_pf, need, sizeof(*p->e_pf), &ok);
-	p->compl = resize(p->compl, need, sizeof(*p->compl), &ok);
-	if (!ok)
-		return -1;
-	p->ecap = need;
-	return 0;
 }
 
 int dbk_predictor_reset(struct dbk_predictor *p,
@@ -143,7 +151,7 @@ int dbk_predictor_reset(struct dbk_predictor *p,
 	p->bsum = 0;
 	/* A step schedules at most one chunk per running request, plus
 	 * the aggregated decodes. */
-	return grow_batch(p, (size_t)cfg->max_num_seqs + 2);
+	return batch_grow(&p->b, (size_t)cfg->max_num_seqs + 2);
 }
 
 static int add_fin(struct dbk_predictor *p, uint64_t k, int64_t base,
@@ -234,9 +242,9 @@ bool dbk_predictor_fits(const struct dbk_predictor *p, uint32_t prompt,
 	       total;
 }
 
-/* Step k's batch into e_new/e_done/e_pf: the aggregated decodes, then
+/* Step k's batch into p->b: the aggregated decodes, then
  * prefill chunks in queue order from head, admitting FCFS. Returns the
- * batch's size; the requests whose prefill it completes go to compl
+ * batch's size; the requests whose prefill it completes go to b.compl
  * (*ncompl of them). */
 static size_t fill_batch(struct dbk_predictor *p, uint64_t k, size_t head,
                          size_t *ncompl)
@@ -249,15 +257,15 @@ static size_t fill_batch(struct dbk_predictor *p, uint64_t k, size_t head,
 	if (p->ndec > 0) {
 		int64_t ctx = p->bsum + (int64_t)k * p->ndec;
 
-		p->e_new[nent] = p->ndec;
-		p->e_done[nent] = ctx < 0 ? 0
+		p->b.new[nent] = p->ndec;
+		p->b.done[nent] = ctx < 0 ? 0
 		                  : ctx > UINT32_MAX ? UINT32_MAX
 		                                     : (uint32_t)ctx;
-		p->e_pf[nent] = false;
+		p->b.pf[nent] = false;
 		nent++;
 		budget = p->ndec >= budget ? 0 : budget - p->ndec;
 	}
-	for (j = head; j < p->n && budget > 0 && nent < p->ecap; j++) {
+	for (j = head; j < p->n && budget > 0 && nent < p->b.cap; j++) {
 		struct pitem *it = &p->items[j];
 		uint32_t chunk;
 
@@ -278,15 +286,15 @@ static size_t fill_batch(struct dbk_predictor *p, uint64_t k, size_t head,
 			p->reserved += it->res;
 		}
 		chunk = it->lack < budget ? it->lack : budget;
-		p->e_new[nent] = chunk;
-		p->e_done[nent] = it->computed;
-		p->e_pf[nent] = true;
+		p->b.new[nent] = chunk;
+		p->b.done[nent] = it->computed;
+		p->b.pf[nent] = true;
 		nent++;
 		it->computed += chunk;
 		it->lack -= chunk;
 		budget -= chunk;
 		if (it->lack == 0)
-			p->compl[(*ncompl)++] = j;
+			p->b.compl[(*ncompl)++] = j;
 	}
 	return nent;
 }
@@ -303,7 +311,7 @@ static int retire(struct dbk_predictor *p, uint64_t k, size_t ncompl)
 	p->running -= p->fin[k].n;
 	p->reserved -= p->fin[k].blk;
 	for (c = 0; c < ncompl; c++) {
-		struct pitem *it = &p->items[p->compl[c]];
+		struct pitem *it = &p->items[p->b.compl[c]];
 
 		it->done = true;
 		it->remaining--;
@@ -341,10 +349,10 @@ double dbk_predictor_first_token(struct dbk_predictor *p, uint32_t prompt,
 		nent = fill_batch(p, k, head, &ncompl);
 		if (nent == 0)
 			return HUGE_VAL; /* stuck: no decode, no chunk fits */
-		t += dbk_step_time(p->cfg.gpu, nent, p->e_new, p->e_done,
-		                   p->e_pf);
+		t += dbk_step_time(p->cfg.gpu, nent, p->b.new, p->b.done,
+		                   p->b.pf);
 		for (c = 0; c < ncompl; c++)
-			if (p->items[p->compl[c]].is_new)
+			if (p->items[p->b.compl[c]].is_new)
 				return t;
 		if (retire(p, k, ncompl) != 0)
 			return HUGE_VAL;
