@@ -14,63 +14,23 @@
 #include "lib/net.h"
 #include "settings.h"
 
-/* Completion lag bounds, in milliseconds. */
-static const double lag_bounds_ms[] = {
-	1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000,
-};
-
 #define TTL_TICK 1.0
 /* How long start-up waits for HAProxy's runtime API to name the servers. */
 #define DISCOVERY_TIMEOUT_MS 30000
 #define MAX_CONFIG_FILE 65536
-/* How long an ended id is remembered (DBK_BAL_MAX_BURIED of them at
- * most): far longer than a NOTIFY can trail its request's completion
- * line, and than one copy of a completion line can trail the other (the
- * ring delivers what it held during a cut when it reconnects, a second or
- * two later). A copy later than this counts as an unknown release. */
-#define BURIED_TTL_MS 60000
 
-void dbk_agent_on_completion(void *arg, const struct dbk_completion *c)
+/* The completion receiver's callback: the books do the work, this logs. */
+static void on_completion(void *arg, const struct dbk_completion *c)
 {
 	struct dbk_agent *a = arg;
-	struct dbk_bal_lease lease;
 
-	/* Each line comes by two paths (haproxy/README.md): the first copy
-	 * to arrive does the work, the other is only counted. */
-	if (dbk_bal_ended(a->bal, c->id, c->id_len)) {
-		a->stats.duplicates++;
-		return;
-	}
-	a->stats.completions++;
-	if (c->id_len)
-		dbk_bal_bury(a->bal, c->id, c->id_len, dbk_mono_ms());
-	/* No decision variable: HAProxy balanced this one alone, unless the
-	 * client left while the agent was deciding, in which case the lease
-	 * was taken but the ACK found no stream to set the variable on. The
-	 * id tells. */
-	if (c->chosen_len == 0 && !dbk_bal_holds(a->bal, c->id, c->id_len)) {
-		/* Its NOTIFY may still be on the way (another connection):
-		 * the id, buried above, takes no lease when it comes. */
-		a->stats.undecided++;
-		return;
-	}
-	if (dbk_bal_release(a->bal, c->id, c->id_len, &lease) != DBK_BAL_OK) {
+	if (dbk_acct_complete(&a->acct, c, dbk_mono_ms(), (int64_t)dbk_wall_ms(), NULL) ==
+	    DBK_ACCT_UNKNOWN) {
 		char q[DBK_BAL_MAX_ID_LEN + 1];
 
 		dbk_log(DBK_LOG_DEBUG, "completion-unknown", "id=\"%s\"",
 		        dbk_log_quote(q, sizeof(q), c->id, c->id_len));
-		return;
 	}
-	a->stats.released++;
-	/* A lease follows a redispatch when HAProxy reports it at response
-	 * time (the dbucket-moved message); one that did not (the request
-	 * failed before any response) is still released where it was
-	 * charged, so the books balance, and counted here. */
-	const char *chosen = a->cfg.servers[lease.server];
-	if (c->server_len != strlen(chosen) || memcmp(c->server, chosen, c->server_len) != 0)
-		a->stats.elsewhere++;
-	int64_t lag = (int64_t)dbk_wall_ms() - c->log_ms;
-	dbk_histo_add(&a->completion_lag_ms, lag > 0 ? (double)lag : 0.0);
 }
 
 static void on_expired(void *arg, const char *id, size_t id_len,
@@ -79,7 +39,6 @@ static void on_expired(void *arg, const char *id, size_t id_len,
 	struct dbk_agent *a = arg;
 	char q[DBK_BAL_MAX_ID_LEN + 1];
 
-	a->stats.expired++;
 	dbk_log(DBK_LOG_WARN, "lease-expired", "id=\"%s\" server=%s score=%.10g",
 	        dbk_log_quote(q, sizeof(q), id, id_len), a->cfg.servers[l->server], l->score);
 }
@@ -90,10 +49,7 @@ static void on_ttl_tick(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	uint64_t now = dbk_mono_ms();
-
-	dbk_bal_expire(a->bal, now, (uint64_t)a->cfg.lease_ttl_s * 1000, on_expired, a);
-	dbk_bal_expire_buried(a->bal, now, BURIED_TTL_MS);
+	dbk_acct_expire(&a->acct, dbk_mono_ms(), (uint64_t)a->cfg.lease_ttl_s * 1000, on_expired, a);
 }
 
 /* Reads a whole (small) file. Returns a malloc'd NUL-terminated buffer. */
@@ -352,8 +308,6 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 	struct dbk_bal_config bc;
 
 	a->loop = loop;
-	dbk_histo_init(&a->completion_lag_ms, lag_bounds_ms,
-	               sizeof(lag_bounds_ms) / sizeof(lag_bounds_ms[0]));
 	if (a->cfg.haproxy_socket && a->cfg.nservers == 0) {
 		unsigned n;
 
@@ -390,6 +344,7 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 		snprintf(err, errlen, "cannot create the balancer");
 		return -1;
 	}
+	dbk_acct_init(&a->acct, a->bal, a->cfg.servers);
 	if (a->cfg.policy == DBK_POLICY_TTFT) {
 		a->pred = dbk_policy_ttft_new(a->bal, a->cfg.engine_speed);
 		if (!a->pred) {
@@ -422,7 +377,7 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 		.idle_timeout = (double)a->cfg.idle_timeout_s,
 	};
 	a->spoa = dbk_spoa_new(loop, &sc, &a->route);
-	a->events = dbk_events_new(loop, completion_conns, dbk_agent_on_completion, a);
+	a->events = dbk_events_new(loop, completion_conns, on_completion, a);
 	a->admin = dbk_admin_new(loop, admin_conns, on_admin, a);
 	if (!a->spoa || !a->events || !a->admin) {
 		snprintf(err, errlen, "out of memory");

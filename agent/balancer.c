@@ -685,9 +685,7 @@ bool dbk_bal_holds(const struct dbk_balancer *b, const char *id, size_t id_len)
 }
 
 size_t dbk_bal_expire(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl_ms,
-                      void (*cb)(void *arg, const char *id, size_t id_len,
-                                 const struct dbk_bal_lease *l),
-                      void *arg)
+                      dbk_bal_lease_cb *cb, void *arg)
 {
 	uint64_t cutoff;
 	size_t n = 0, budget = dbk_lease_count(&b->leases);
@@ -750,9 +748,7 @@ enum dbk_bal_result dbk_bal_move(struct dbk_balancer *b, const char *id, size_t 
 
 size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n,
                        uint64_t started_by_ms,
-                       void (*cb)(void *arg, const char *id, size_t id_len,
-                                  const struct dbk_bal_lease *l),
-                       void *arg)
+                       dbk_bal_lease_cb *cb, void *arg)
 {
 	struct dbk_lease *e, *next;
 	size_t done = 0;

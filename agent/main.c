@@ -35,8 +35,8 @@ static void log_summary(const struct dbk_agent *a)
 	        "notifies=%llu decisions=%llu redirects=%llu released=%llu expired=%llu "
 	        "leases=%zu unknown_releases=%llu refused=%llu",
 	        (unsigned long long)a->route.stats.notifies, (unsigned long long)b->decisions,
-	        (unsigned long long)b->redirects, (unsigned long long)a->stats.released,
-	        (unsigned long long)a->stats.expired, b->leases,
+	        (unsigned long long)b->redirects, (unsigned long long)b->releases,
+	        (unsigned long long)b->expired, b->leases,
 	        (unsigned long long)b->unknown_releases,
 	        (unsigned long long)a->route.stats.refused);
 }

@@ -36,7 +36,7 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *o)
 {
 	const struct dbk_bal_stats *b = dbk_bal_stats(a->bal);
 	const struct dbk_events_stats *e = dbk_events_stats(a->events);
-	const struct dbk_histo *h = &a->completion_lag_ms;
+	const struct dbk_histo *h = &a->acct.lag_ms;
 
 	dbk_buf_printf(o, "{\n  \"mode\": \"%s\",\n  \"policy\": \"%s\",\n",
 	              a->cfg.dynamic ? "dynamic" : "plain", dbk_policy_name(a->cfg.policy));
@@ -65,9 +65,9 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *o)
 	              "  \"bad_completion_lines\": %" PRIu64 ",\n"
 	              "  \"completion_lag_ms\": {\"count\": %" PRIu64
 	              ", \"p50\": %.3f, \"p99\": %.3f}\n}\n",
-	              b->leases, b->decisions, b->reclaimed, b->redirects, a->stats.released,
-	              a->stats.expired, b->unknown_releases, b->refused, a->stats.completions,
-	              a->stats.duplicates, b->ended, a->stats.undecided, a->route.stats.moved, a->stats.elsewhere, e->open,
+	              b->leases, b->decisions, b->reclaimed, b->redirects, b->releases,
+	              b->expired, b->unknown_releases, b->refused, a->acct.stats.completions,
+	              a->acct.stats.duplicates, b->ended, a->acct.stats.undecided, a->route.stats.moved, a->acct.stats.elsewhere, e->open,
 	              e->datagrams, e->bad_lines, h->count,
 	              dbk_histo_quantile(h, 0.5), dbk_histo_quantile(h, 0.99));
 }
@@ -134,18 +134,18 @@ void dbk_report_metrics(const struct dbk_agent *a, struct dbk_buf *o)
 	                 "dbucket_releases_total{cause=\"completion\"} %" PRIu64 "\n"
 	                 "dbucket_releases_total{cause=\"ttl\"} %" PRIu64 "\n"
 	                 "dbucket_releases_total{cause=\"reconcile\"} %" PRIu64 "\n",
-	              a->stats.released, a->stats.expired, b->reclaimed);
+	              b->releases, b->expired, b->reclaimed);
 	counter(o, "dbucket_completions_total", "Requests whose completion line arrived.",
-	        a->stats.completions);
+	        a->acct.stats.completions);
 	counter(o, "dbucket_ended_before_decision_total",
 	        "Route requests for a request whose completion line came first.", b->ended);
 	counter(o, "dbucket_completion_duplicates_total",
 	        "Second copies of a completion line (each is sent by two paths).",
-	        a->stats.duplicates);
+	        a->acct.stats.duplicates);
 	counter(o, "dbucket_moved_total",
 	        "Leases moved to the server HAProxy retried or redispatched to.", r->moved);
 	counter(o, "dbucket_completions_elsewhere_total",
-	        "Completions from another server than their lease named.", a->stats.elsewhere);
+	        "Completions from another server than their lease named.", a->acct.stats.elsewhere);
 	counter(o, "dbucket_completion_bad_lines_total", "Completion lines not understood.",
 	        e->bad_lines);
 	gauge(o, "dbucket_completion_links", "Open completion-event connections.", e->open);
@@ -189,7 +189,7 @@ void dbk_report_metrics(const struct dbk_agent *a, struct dbk_buf *o)
 		              dbk_bal_bucket_load(a->bal, i));
 	histogram(o, "dbucket_completion_lag_seconds",
 	          "From a stream's end (HAProxy's log time) to the release of its load.",
-	          &a->completion_lag_ms, 0.001);
+	          &a->acct.lag_ms, 0.001);
 	counter(o, "dbucket_config_changes_total",
 	        "Settings applied live (SIGHUP or POST /config).", a->config_changes);
 	if (c->nbuckets == 2)
