@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "lib/clock.h"
+#include "lib/fileio.h"
 #include "lib/listener.h"
 #include "lib/log.h"
 #include "lib/net.h"
@@ -52,32 +53,26 @@ static void on_ttl_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	dbk_acct_expire(&a->acct, dbk_mono_ms(), (uint64_t)a->cfg.lease_ttl_s * 1000, on_expired, a);
 }
 
-/* Reads a whole (small) file. Returns a malloc'd NUL-terminated buffer. */
-static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
+/* The settings --config gives over the command line's (base_config):
+ * read, parsed and checked here only, at start and on every reload.
+ * Returns 0, or -1 with "FILE: reason" in err. */
+static int read_config(const struct dbk_agent *a, struct dbk_bal_config *c, char *err,
+                       size_t errlen)
 {
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
+	char why[256];
+	size_t len;
+	char *text = dbk_read_file(a->cfg.config_file, MAX_CONFIG_FILE, &len, err, errlen);
 
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return NULL;
-	}
-	buf = malloc(MAX_CONFIG_FILE + 1);
-	if (buf) {
-		*len = fread(buf, 1, MAX_CONFIG_FILE + 1, f);
-		if (ferror(f) || *len > MAX_CONFIG_FILE) {
-			snprintf(err, errlen, "%s: unreadable or larger than %d bytes", path,
-			         MAX_CONFIG_FILE);
-			free(buf);
-			buf = NULL;
-		} else {
-			buf[*len] = '\0';
-		}
-	} else {
-		snprintf(err, errlen, "out of memory");
-	}
-	fclose(f);
-	return buf;
+	*c = a->base_config;
+	if (!text)
+		return -1;
+	int rc = dbk_tune_parse(c, text, len, why, sizeof(why));
+	free(text);
+	if (rc == 0)
+		rc = dbk_bal_config_check(c, why, sizeof(why));
+	if (rc < 0)
+		snprintf(err, errlen, "%s: %s", a->cfg.config_file, why);
+	return rc;
 }
 
 /* Applies c live and logs what it is now. */
@@ -98,24 +93,14 @@ static int apply_config(struct dbk_agent *a, const struct dbk_bal_config *c, con
 
 int dbk_agent_reload(struct dbk_agent *a, char *err, size_t errlen)
 {
-	struct dbk_bal_config c = a->base_config;
-	char why[256];
-	size_t len;
-	char *text;
+	struct dbk_bal_config c;
 
 	if (!a->cfg.config_file) {
 		snprintf(err, errlen, "no --config file to reread");
 		return -1;
 	}
-	text = read_file(a->cfg.config_file, &len, err, errlen);
-	if (!text)
+	if (read_config(a, &c, err, errlen) < 0)
 		return -1;
-	int rc = dbk_tune_parse(&c, text, len, why, sizeof(why));
-	free(text);
-	if (rc < 0) {
-		snprintf(err, errlen, "%s: %s", a->cfg.config_file, why);
-		return -1;
-	}
 	return apply_config(a, &c, "file", err, errlen);
 }
 
@@ -303,42 +288,33 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 	return 0;
 }
 
-int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t errlen)
+/* No SERVER names: HAProxy's runtime API says them, in order. */
+static int discover_servers(struct dbk_agent *a, char *err, size_t errlen)
+{
+	unsigned n;
+
+	if (dbk_sync_discover(a->cfg.haproxy_socket, a->cfg.backend, DISCOVERY_TIMEOUT_MS,
+	                      &a->discovered, &n, err, errlen))
+		return -1;
+	a->ndiscovered = n;
+	for (unsigned i = 0; i < n; i++)
+		a->cfg.servers[i] = a->discovered[i].name;
+	a->cfg.nservers = n;
+	dbk_log(DBK_LOG_INFO, "servers-discovered", "backend=%s servers=%u first=%s",
+	        a->cfg.backend, n, a->cfg.servers[0]);
+	return dbk_config_check_servers(&a->cfg, err, errlen);
+}
+
+/* The balancer under the command line's settings and --config's, its
+ * books, the policy and the route that asks them. */
+static int start_balancer(struct dbk_agent *a, char *err, size_t errlen)
 {
 	struct dbk_bal_config bc;
 
-	a->loop = loop;
-	if (a->cfg.haproxy_socket && a->cfg.nservers == 0) {
-		unsigned n;
-
-		if (dbk_sync_discover(a->cfg.haproxy_socket, a->cfg.backend, DISCOVERY_TIMEOUT_MS,
-		                      &a->discovered, &n, err, errlen))
-			return -1;
-		a->ndiscovered = n;
-		for (unsigned i = 0; i < n; i++)
-			a->cfg.servers[i] = a->discovered[i].name;
-		a->cfg.nservers = n;
-		dbk_log(DBK_LOG_INFO, "servers-discovered", "backend=%s servers=%u first=%s",
-		        a->cfg.backend, n, a->cfg.servers[0]);
-		if (dbk_config_check_servers(&a->cfg, err, errlen))
-			return -1;
-	}
 	dbk_config_balancer(&a->cfg, &bc);
 	a->base_config = bc;
-	if (a->cfg.config_file) {
-		char why[256];
-		size_t len;
-		char *text = read_file(a->cfg.config_file, &len, err, errlen);
-
-		if (!text)
-			return -1;
-		int rc = dbk_tune_parse(&bc, text, len, why, sizeof(why));
-		free(text);
-		if (rc < 0 || dbk_bal_config_check(&bc, why, sizeof(why)) < 0) {
-			snprintf(err, errlen, "%s: %s", a->cfg.config_file, why);
-			return -1;
-		}
-	}
+	if (a->cfg.config_file && read_config(a, &bc, err, errlen) < 0)
+		return -1;
 	a->bal = dbk_bal_new(&bc);
 	if (!a->bal) {
 		snprintf(err, errlen, "cannot create the balancer");
@@ -362,8 +338,14 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	return 0;
+}
 
+/* The SPOP, completion and admin servers, on every address given. */
+static int start_listeners(struct dbk_agent *a, char *err, size_t errlen)
+{
 	unsigned completion_conns, admin_conns;
+
 	fit_fd_limit(a, &completion_conns, &admin_conns);
 	/* By default two HAProxy instances (or one and a stranger) both fit. */
 	if (!a->cfg.max_connections_per_peer)
@@ -376,9 +358,9 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 		.max_connections_per_peer = a->cfg.max_connections_per_peer,
 		.idle_timeout = (double)a->cfg.idle_timeout_s,
 	};
-	a->spoa = dbk_spoa_new(loop, &sc, &a->route);
-	a->events = dbk_events_new(loop, completion_conns, on_completion, a);
-	a->admin = dbk_admin_new(loop, admin_conns, on_admin, a);
+	a->spoa = dbk_spoa_new(a->loop, &sc, &a->route);
+	a->events = dbk_events_new(a->loop, completion_conns, on_completion, a);
+	a->admin = dbk_admin_new(a->loop, admin_conns, on_admin, a);
 	if (!a->spoa || !a->events || !a->admin) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -390,21 +372,33 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 	    listen_all(a, a->cfg.admin_listen, a->cfg.nadmin_listen, "admin", add_admin, NULL,
 	               a->admin, err, errlen))
 		return -1;
+	return 0;
+}
 
-	if (a->cfg.haproxy_socket) {
-		struct dbk_rt_addr addr;
+static int start_sync(struct dbk_agent *a, char *err, size_t errlen)
+{
+	struct dbk_rt_addr addr;
 
-		if (dbk_rt_addr_parse(a->cfg.haproxy_socket, &addr, err, errlen))
-			return -1;
-		a->sync = dbk_sync_new(loop, &addr, a->cfg.backend, (double)a->cfg.poll_ms / 1000.0,
-		                       (double)a->cfg.reclaim_after_s, a->bal, a->cfg.servers,
-		                       a->cfg.nservers);
-		if (!a->sync) {
-			snprintf(err, errlen, "out of memory");
-			return -1;
-		}
+	if (dbk_rt_addr_parse(a->cfg.haproxy_socket, &addr, err, errlen))
+		return -1;
+	a->sync = dbk_sync_new(a->loop, &addr, a->cfg.backend, (double)a->cfg.poll_ms / 1000.0,
+	                       (double)a->cfg.reclaim_after_s, a->bal, a->cfg.servers,
+	                       a->cfg.nservers);
+	if (!a->sync) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
 	}
+	return 0;
+}
 
+int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t errlen)
+{
+	a->loop = loop;
+	if (a->cfg.haproxy_socket && a->cfg.nservers == 0 && discover_servers(a, err, errlen))
+		return -1;
+	if (start_balancer(a, err, errlen) || start_listeners(a, err, errlen) ||
+	    (a->cfg.haproxy_socket && start_sync(a, err, errlen)))
+		return -1;
 	ev_timer_init(&a->ttl_timer, on_ttl_tick, TTL_TICK, TTL_TICK);
 	ev_timer_start(loop, &a->ttl_timer);
 	return start_scrape(a, err, errlen);
