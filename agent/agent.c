@@ -283,7 +283,7 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start the scraper (libcurl)");
 		return -1;
 	}
-	dbk_log(DBK_LOG_INFO, "scrape-configured", "servers=%u of=%u interval_ms=%ld timeout_ms=%ld",
+	dbk_log(DBK_LOG_INFO, "scrape-configured", "servers=%u of=%u interval_ms=%lld timeout_ms=%lld",
 	        scraped, n, a->cfg.scrape_interval_ms, a->cfg.scrape_timeout_ms);
 	return 0;
 }

@@ -79,7 +79,7 @@ int main(int argc, char **argv)
 	ev_signal_start(loop, &sighup);
 
 	dbk_log(DBK_LOG_INFO, "started",
-	        "version=%s servers=%u mode=%s threshold=%ld max_request_tokens=%ld lease_ttl_s=%ld",
+	        "version=%s servers=%u mode=%s threshold=%lld max_request_tokens=%lld lease_ttl_s=%lld",
 	        DBK_VERSION, a.cfg.nservers, a.cfg.dynamic ? "dynamic" : "plain",
 	        a.cfg.threshold, a.cfg.max_request_tokens, a.cfg.lease_ttl_s);
 	ev_run(loop, 0);
