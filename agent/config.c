@@ -28,6 +28,15 @@ struct parse {
 
 static const char *const log_levels[] = { "debug", "info", "warn", "error", NULL };
 
+/* Table rows by kind: a number in the strict grammar, within [lo, hi];
+ * a string kept as given; a value a function checks and stores. */
+#define NUM(name, kind, dst, lo, hi, meta, help) \
+	{ name, 0, kind, dst, lo, hi, NULL, NULL, DBK_OPT_STRICT, meta, help }
+#define TEXT(name, dst, meta, help) { name, 0, DBK_OPT_STR, dst, 0, 0, NULL, NULL, 0, meta, help }
+#define CALL(name, fn, meta, help) { name, 0, DBK_OPT_CALL, NULL, 0, 0, NULL, fn, 0, meta, help }
+#define FLAG(name, short_name, dst, help) \
+	{ name, short_name, DBK_OPT_FLAG, dst, 0, 0, NULL, NULL, 0, NULL, help }
+
 /* HAProxy's rule for proxy and server names. */
 static bool valid_server_name(const char *s)
 {
@@ -176,134 +185,119 @@ static int opt_policy(void *ctx, const char *v, char *err, size_t errlen)
 
 /* ---- the options, by section of --help ---- */
 
+static size_t put(struct dbk_opt *out, const struct dbk_opt *t, size_t n)
+{
+	memcpy(out, t, n * sizeof(*t));
+	return n;
+}
+
 static size_t opts_balancing(struct parse *p, struct dbk_opt *out)
 {
 	struct dbk_config *c = p->c;
 	const struct dbk_opt t[] = {
-		{ "enable-dynamic-bucket", 0, DBK_OPT_FLAG, &c->dynamic, 0, 0, NULL, NULL, 0, NULL,
-		  "split servers into a short and a long group\n(needs at least 2 servers)" },
-		{ "server-group-threshold", 0, DBK_OPT_LL, &c->threshold, 1, DBK_TUNE_MAX_TOKENS,
-		  NULL, NULL, DBK_OPT_STRICT, "N",
-		  "tokens where the long bucket starts (" STR(DBK_DEFAULT_THRESHOLD) ")" },
-		{ "max-request-tokens", 0, DBK_OPT_LL, &c->max_request_tokens, 1,
-		  DBK_TUNE_MAX_TOKENS, NULL, NULL, DBK_OPT_STRICT, "N",
-		  "upper bound of the long bucket (" STR(DBK_DEFAULT_MAX_REQUEST_TOKENS) ")" },
-		{ "config", 0, DBK_OPT_STR, &c->config_file, 0, 0, NULL, NULL, 0, "FILE",
-		  "live settings (key = value lines: see\ndbucket-spoa(8)); reread on SIGHUP, "
-		  "and\nalso set through the admin endpoint's /config" },
-		{ "policy", 0, DBK_OPT_CALL, NULL, 0, 0, NULL, opt_policy, 0, "NAME",
-		  "reference (default: the algorithm above,\ndecision for decision) or ttft: the "
-		  "server\nwith the earliest predicted first token, from\nlength, prefix, queue, "
-		  "KV use and context limit" },
-		{ "engine-speed", 0, DBK_OPT_DOUBLE, &c->engine_speed, 0.001, 1000, NULL, NULL,
-		  DBK_OPT_STRICT, "X",
-		  "ttft: the servers run X times as fast as its\nengine model (an 8B model on an "
-		  "H100; 1); for\nother GPUs, and stubs run with --time-scale X" },
+		FLAG("enable-dynamic-bucket", 0, &c->dynamic,
+		     "split servers into a short and a long group\n(needs at least 2 servers)"),
+		NUM("server-group-threshold", DBK_OPT_LL, &c->threshold, 1, DBK_TUNE_MAX_TOKENS, "N",
+		    "tokens where the long bucket starts (" STR(DBK_DEFAULT_THRESHOLD) ")"),
+		NUM("max-request-tokens", DBK_OPT_LL, &c->max_request_tokens, 1, DBK_TUNE_MAX_TOKENS,
+		    "N", "upper bound of the long bucket (" STR(DBK_DEFAULT_MAX_REQUEST_TOKENS) ")"),
+		TEXT("config", &c->config_file, "FILE",
+		     "live settings (key = value lines: see\ndbucket-spoa(8)); reread on SIGHUP, "
+		     "and\nalso set through the admin endpoint's /config"),
+		CALL("policy", opt_policy, "NAME",
+		     "reference (default: the algorithm above,\ndecision for decision) or ttft: the "
+		     "server\nwith the earliest predicted first token, from\nlength, prefix, queue, "
+		     "KV use and context limit"),
+		NUM("engine-speed", DBK_OPT_DOUBLE, &c->engine_speed, 0.001, 1000, "X",
+		    "ttft: the servers run X times as fast as its\nengine model (an 8B model on an "
+		    "H100; 1); for\nother GPUs, and stubs run with --time-scale X"),
 	};
-	memcpy(out, t, sizeof(t));
-	return COUNT(t);
+	return put(out, t, COUNT(t));
 }
 
 static size_t opts_scrape(struct parse *p, struct dbk_opt *out)
 {
 	struct dbk_config *c = p->c;
 	const struct dbk_opt t[] = {
-		{ "scrape", 0, DBK_OPT_CALL, NULL, 0, 0, NULL, opt_scrape, 0, "NAME=URL",
-		  "scrape server NAME at base URL\n(http://HOST:PORT); repeatable. With --policy\n"
-		  "ttft and --haproxy-socket, servers not named\nare scraped where HAProxy reaches "
-		  "them" },
-		{ "scrape-interval", 0, DBK_OPT_LL, &c->scrape_interval_ms, 10, 3600 * 1000, NULL,
-		  NULL, DBK_OPT_STRICT, "MS",
-		  "/metrics every MS (" STR(DBK_DEFAULT_SCRAPE_INTERVAL_MS) "); /v1/models every "
-		  "10 s" },
-		{ "scrape-timeout", 0, DBK_OPT_LL, &c->scrape_timeout_ms, 10, 600 * 1000, NULL, NULL,
-		  DBK_OPT_STRICT, "MS",
-		  "a scrape not answered by then failed (" STR(DBK_DEFAULT_SCRAPE_TIMEOUT_MS) ")" },
+		CALL("scrape", opt_scrape, "NAME=URL",
+		     "scrape server NAME at base URL\n(http://HOST:PORT); repeatable. With --policy\n"
+		     "ttft and --haproxy-socket, servers not named\nare scraped where HAProxy reaches "
+		     "them"),
+		NUM("scrape-interval", DBK_OPT_LL, &c->scrape_interval_ms, 10, 3600 * 1000, "MS",
+		    "/metrics every MS (" STR(DBK_DEFAULT_SCRAPE_INTERVAL_MS) "); /v1/models every "
+		    "10 s"),
+		NUM("scrape-timeout", DBK_OPT_LL, &c->scrape_timeout_ms, 10, 600 * 1000, "MS",
+		    "a scrape not answered by then failed (" STR(DBK_DEFAULT_SCRAPE_TIMEOUT_MS) ")"),
 	};
-	memcpy(out, t, sizeof(t));
-	return COUNT(t);
+	return put(out, t, COUNT(t));
 }
 
 static size_t opts_agent(struct parse *p, struct dbk_opt *out)
 {
 	struct dbk_config *c = p->c;
 	const struct dbk_opt t[] = {
-		{ "listen", 0, DBK_OPT_CALL, NULL, 0, 0, NULL, opt_listen, 0, "ADDR",
-		  "where HAProxy connects; repeatable.\nHOST:PORT, [IPV6]:PORT or unix:PATH\n"
-		  "(default " DBK_DEFAULT_LISTEN ")" },
-		{ "completion-listen", 0, DBK_OPT_CALL, NULL, 0, 0, NULL, opt_completion_listen, 0,
-		  "ADDR",
-		  "where HAProxy's completion ring connects\n(same forms, repeatable), or "
-		  "udp@HOST:PORT\nfor lines sent by a plain UDP log target;\ndefault "
-		  DBK_DEFAULT_COMPLETION_LISTEN " and udp@ the same,\n\"none\" to disable" },
-		{ "admin-listen", 0, DBK_OPT_CALL, NULL, 0, 0, NULL, opt_admin_listen, 0, "ADDR",
-		  "HTTP endpoint with /metrics and /state\n(default " DBK_DEFAULT_ADMIN_LISTEN
-		  ", \"none\" to disable)" },
-		{ "lease-ttl", 0, DBK_OPT_LL, &c->lease_ttl_s, 1, WEEK_S, NULL, NULL, DBK_OPT_STRICT,
-		  "SECONDS",
-		  "a request whose completion never arrives\nis released after this long ("
-		  STR(DBK_DEFAULT_LEASE_TTL_S) ")" },
+		CALL("listen", opt_listen, "ADDR",
+		     "where HAProxy connects; repeatable.\nHOST:PORT, [IPV6]:PORT or unix:PATH\n"
+		     "(default " DBK_DEFAULT_LISTEN ")"),
+		CALL("completion-listen", opt_completion_listen, "ADDR",
+		     "where HAProxy's completion ring connects\n(same forms, repeatable), or "
+		     "udp@HOST:PORT\nfor lines sent by a plain UDP log target;\ndefault "
+		     DBK_DEFAULT_COMPLETION_LISTEN " and udp@ the same,\n\"none\" to disable"),
+		CALL("admin-listen", opt_admin_listen, "ADDR",
+		     "HTTP endpoint with /metrics and /state\n(default " DBK_DEFAULT_ADMIN_LISTEN
+		     ", \"none\" to disable)"),
+		NUM("lease-ttl", DBK_OPT_LL, &c->lease_ttl_s, 1, WEEK_S, "SECONDS",
+		    "a request whose completion never arrives\nis released after this long ("
+		    STR(DBK_DEFAULT_LEASE_TTL_S) ")"),
 	};
-	memcpy(out, t, sizeof(t));
-	return COUNT(t);
+	return put(out, t, COUNT(t));
 }
 
 static size_t opts_runtime(struct parse *p, struct dbk_opt *out)
 {
 	struct dbk_config *c = p->c;
 	const struct dbk_opt t[] = {
-		{ "haproxy-socket", 0, DBK_OPT_STR, &c->haproxy_socket, 0, 0, NULL, NULL, 0, "ADDR",
-		  "its stats socket: unix:PATH, /PATH or\nHOST:PORT (needs 'level operator' or "
-		  "more)" },
-		{ "backend", 0, DBK_OPT_CALL, NULL, 0, 0, NULL, opt_backend, 0, "NAME",
-		  "the vLLM backend (" DBK_DEFAULT_BACKEND ")" },
-		{ "poll-interval", 0, DBK_OPT_LL, &c->poll_ms, 50, 3600 * 1000, NULL, NULL,
-		  DBK_OPT_STRICT, "MS",
-		  "how often to read server states and sessions:\nDOWN, MAINT and DRAIN servers "
-		  "are not chosen,\nleaked leases are reclaimed (" STR(DBK_DEFAULT_POLL_MS) ")" },
-		{ "reclaim-after", 0, DBK_OPT_LL, &c->reclaim_after_s, 0, WEEK_S, NULL, NULL,
-		  DBK_OPT_STRICT, "SECONDS",
-		  "a lease is taken for leaked only when older\nthan this, and in excess of "
-		  "HAProxy's\nsessions for 3 polls (" STR(DBK_DEFAULT_RECLAIM_AFTER_S) ")" },
+		TEXT("haproxy-socket", &c->haproxy_socket, "ADDR",
+		     "its stats socket: unix:PATH, /PATH or\nHOST:PORT (needs 'level operator' or "
+		     "more)"),
+		CALL("backend", opt_backend, "NAME", "the vLLM backend (" DBK_DEFAULT_BACKEND ")"),
+		NUM("poll-interval", DBK_OPT_LL, &c->poll_ms, 50, 3600 * 1000, "MS",
+		    "how often to read server states and sessions:\nDOWN, MAINT and DRAIN servers "
+		    "are not chosen,\nleaked leases are reclaimed (" STR(DBK_DEFAULT_POLL_MS) ")"),
+		NUM("reclaim-after", DBK_OPT_LL, &c->reclaim_after_s, 0, WEEK_S, "SECONDS",
+		    "a lease is taken for leaked only when older\nthan this, and in excess of "
+		    "HAProxy's\nsessions for 3 polls (" STR(DBK_DEFAULT_RECLAIM_AFTER_S) ")"),
 	};
-	memcpy(out, t, sizeof(t));
-	return COUNT(t);
+	return put(out, t, COUNT(t));
 }
 
 static size_t opts_limits(struct parse *p, struct dbk_opt *out)
 {
 	struct dbk_config *c = p->c;
 	const struct dbk_opt t[] = {
-		{ "max-frame-size", 0, DBK_OPT_INT, &c->max_frame_size, DBK_MIN_FRAME,
-		  16 * 1024 * 1024, NULL, NULL, DBK_OPT_STRICT, "N",
-		  "largest SPOP frame, at most what HAProxy\nannounces is used ("
-		  STR(DBK_DEFAULT_MAX_FRAME) ")" },
-		{ "max-connections", 0, DBK_OPT_INT, &c->max_connections, 1, 1000000, NULL, NULL,
-		  DBK_OPT_STRICT, "N",
-		  "concurrent HAProxy connections (" STR(DBK_DEFAULT_MAX_CONNS) "; lowered\nto "
-		  "what the descriptor limit allows)" },
-		{ "max-connections-per-peer", 0, DBK_OPT_INT, &c->max_connections_per_peer, 1,
-		  1000000, NULL, NULL, DBK_OPT_STRICT, "N",
-		  "of which one peer address may hold at most\nN (half of --max-connections)" },
-		{ "idle-timeout", 0, DBK_OPT_LL, &c->idle_timeout_s, 1, WEEK_S, NULL, NULL,
-		  DBK_OPT_STRICT, "SECONDS",
-		  "an SPOP connection silent this long after\nHELLO is closed; keep it above the "
-		  "SPOE\n'timeout idle' (" STR(DBK_DEFAULT_IDLE_TIMEOUT_S) ")" },
-		{ "max-leases", 0, DBK_OPT_SIZE, &c->max_leases, 1, DBK_TUNE_MAX_LEASES, NULL, NULL,
-		  DBK_OPT_STRICT, "N",
-		  "requests in flight before the agent stops\nanswering and HAProxy balances alone ("
-		  STR(DBK_DEFAULT_MAX_LEASES) ")" },
+		NUM("max-frame-size", DBK_OPT_INT, &c->max_frame_size, DBK_MIN_FRAME, 16 * 1024 * 1024,
+		    "N", "largest SPOP frame, at most what HAProxy\nannounces is used ("
+		    STR(DBK_DEFAULT_MAX_FRAME) ")"),
+		NUM("max-connections", DBK_OPT_INT, &c->max_connections, 1, 1000000, "N",
+		    "concurrent HAProxy connections (" STR(DBK_DEFAULT_MAX_CONNS) "; lowered\nto "
+		    "what the descriptor limit allows)"),
+		NUM("max-connections-per-peer", DBK_OPT_INT, &c->max_connections_per_peer, 1, 1000000,
+		    "N", "of which one peer address may hold at most\nN (half of --max-connections)"),
+		NUM("idle-timeout", DBK_OPT_LL, &c->idle_timeout_s, 1, WEEK_S, "SECONDS",
+		    "an SPOP connection silent this long after\nHELLO is closed; keep it above the "
+		    "SPOE\n'timeout idle' (" STR(DBK_DEFAULT_IDLE_TIMEOUT_S) ")"),
+		NUM("max-leases", DBK_OPT_SIZE, &c->max_leases, 1, DBK_TUNE_MAX_LEASES, "N",
+		    "requests in flight before the agent stops\nanswering and HAProxy balances alone ("
+		    STR(DBK_DEFAULT_MAX_LEASES) ")"),
 		{ "log-level", 0, DBK_OPT_CHOICE, &c->log_level, 0, 0, log_levels, NULL, 0, "LEVEL",
 		  "debug, info, warn or error (info)" },
-		{ "user", 0, DBK_OPT_STR, &c->user, 0, 0, NULL, NULL, 0, "USER",
-		  "drop privileges to this user, and the group\nbelow, once every socket is bound" },
-		{ "group", 0, DBK_OPT_STR, &c->group, 0, 0, NULL, NULL, 0, "GROUP",
-		  "(unix sockets are given to them)" },
-		{ "help", 'h', DBK_OPT_FLAG, &p->help, 0, 0, NULL, NULL, 0, NULL, "this text" },
-		{ "version", 'V', DBK_OPT_FLAG, &p->version, 0, 0, NULL, NULL, 0, NULL, "the version" },
+		TEXT("user", &c->user, "USER",
+		     "drop privileges to this user, and the group\nbelow, once every socket is bound"),
+		TEXT("group", &c->group, "GROUP", "(unix sockets are given to them)"),
+		FLAG("help", 'h', &p->help, "this text"),
+		FLAG("version", 'V', &p->version, "the version"),
 	};
-	memcpy(out, t, sizeof(t));
-	return COUNT(t);
+	return put(out, t, COUNT(t));
 }
 
 static const struct section {

@@ -124,6 +124,21 @@ long dbk_rt_server_load(const struct dbk_rt_server *s)
 	return s->scur;
 }
 
+/* What both parsers refuse before reading anything. */
+static int check_args(const char *buf, size_t len, const char *backend, char *err,
+                      size_t errlen)
+{
+	if (!buf || len == 0) {
+		dbk_errf(err, errlen, "empty response");
+		return -1;
+	}
+	if (!backend || !*backend) {
+		dbk_errf(err, errlen, "no backend name");
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- show servers state ---- */
 
 /* The first SS_NREQ columns are required; the address ones are read
@@ -242,15 +257,8 @@ int dbk_rt_parse_servers_state(const char *buf, size_t len, const char *backend,
 	int more;
 
 	*n = 0;
-	if (!buf || len == 0) {
-		dbk_errf(err, errlen, "empty response");
-		return -1;
-	}
-	if (!backend || !*backend) {
-		dbk_errf(err, errlen, "no backend name");
-		return -1;
-	}
-	if (ss_head(buf, len, &c, &cols, err, errlen) < 0)
+	if (check_args(buf, len, backend, err, errlen) < 0 ||
+	    ss_head(buf, len, &c, &cols, err, errlen) < 0)
 		return -1;
 	while ((more = dbk_rt_next_record(&c, &l, &ll, err, errlen)) > 0) {
 		if (dbk_rt_fields(&cols, &c, l, ll, v, vl, err, errlen) < 0)
@@ -404,14 +412,8 @@ int dbk_rt_parse_stat(const char *buf, size_t len, const char *backend,
 	if (!res)
 		res = &r;
 	memset(res, 0, sizeof(*res));
-	if (!buf || len == 0) {
-		dbk_errf(err, errlen, "empty response");
+	if (check_args(buf, len, backend, err, errlen) < 0)
 		return -1;
-	}
-	if (!backend || !*backend) {
-		dbk_errf(err, errlen, "no backend name");
-		return -1;
-	}
 	if (n > MAX_SERVERS) {
 		dbk_errf(err, errlen, "more than %u servers", MAX_SERVERS);
 		return -1;
@@ -420,5 +422,3 @@ int dbk_rt_parse_stat(const char *buf, size_t len, const char *backend,
 		return -1;
 	return stat_pass(buf, len, backend, srv, n, true, res, err, errlen);
 }
-
-/* ---- reconciliation ---- */

@@ -310,89 +310,60 @@ static void test_reconcile_min_age_and_haproxy_count(void)
 	books_fini(&k);
 }
 
-/* The leak arithmetic of accounting.h, poll by poll. */
+/* The leak arithmetic of accounting.h, poll by poll: each case starts
+ * from a fresh streak; want is what the poll says to reclaim. */
+struct poll {
+	unsigned k, ours;
+	long haproxy;
+	unsigned want;
+};
+
+static const struct {
+	const char *why;
+	struct poll p[12];
+} reconcile_cases[] = {
+	{ "in step, then fewer leases than sessions (not ours to fix): nothing",
+	  { { 3, 4, 4, 0 }, { 3, 4, 4, 0 }, { 3, 4, 4, 0 }, { 3, 4, 4, 0 }, { 3, 4, 4, 0 },
+	    { 3, 1, 9, 0 } } },
+	{ "a transient excess that does not last k polls: the streak starts over",
+	  { { 3, 6, 4, 0 }, { 3, 5, 4, 0 }, { 3, 4, 4, 0 }, { 3, 6, 4, 0 }, { 3, 6, 4, 0 },
+	    { 3, 4, 4, 0 } } },
+	{ "two leaks; once reclaimed, the next needs k new polls",
+	  { { 3, 5, 3, 0 }, { 3, 5, 3, 0 }, { 3, 5, 3, 2 }, { 3, 4, 3, 0 }, { 3, 4, 3, 0 },
+	    { 3, 4, 3, 1 } } },
+	{ "HAProxy's count moves: reclaim by the highest it showed",
+	  { { 3, 6, 3, 0 }, { 3, 6, 5, 0 }, { 3, 6, 4, 1 } } },
+	{ "our count grew at the last poll: only the excess every poll shared",
+	  { { 3, 3, 2, 0 }, { 3, 3, 2, 0 }, { 3, 10, 2, 1 } } },
+	{ "our count fell: ours now minus HAProxy's highest bounds",
+	  { { 3, 10, 4, 0 }, { 3, 10, 4, 0 }, { 3, 5, 0, 1 } } },
+	{ "an unknown HAProxy count is no evidence: the streak starts over",
+	  { { 3, 5, 3, 0 }, { 3, 5, 3, 0 }, { 3, 5, -1, 0 }, { 3, 5, 3, 0 }, { 3, 5, 3, 0 },
+	    { 3, 5, 3, 2 } } },
+	{ "k 0 is the default 3; k 1 acts at once",
+	  { { 0, 2, 0, 0 }, { 0, 2, 0, 0 }, { 0, 2, 0, 2 }, { 1, 2, 1, 1 } } },
+	{ "a larger k waits longer",
+	  { { 10, 7, 2, 0 }, { 10, 7, 2, 0 }, { 10, 7, 2, 0 }, { 10, 7, 2, 0 }, { 10, 7, 2, 0 },
+	    { 10, 7, 2, 0 }, { 10, 7, 2, 0 }, { 10, 7, 2, 0 }, { 10, 7, 2, 0 }, { 10, 7, 2, 5 } } },
+	{ "extremes do not overflow",
+	  { { 1, UINT_MAX, 0, UINT_MAX }, { 1, UINT_MAX, LONG_MAX, 0 }, { UINT_MAX, 1, 0, 0 } } },
+};
+
 static void test_reconcile_step(void)
 {
-	struct dbk_acct_reconcile r;
+	for (size_t c = 0; c < sizeof(reconcile_cases) / sizeof(reconcile_cases[0]); c++) {
+		struct dbk_acct_reconcile r;
 
-	/* In step: nothing, ever. */
-	dbk_acct_reconcile_init(&r);
-	for (int i = 0; i < 10; i++)
-		CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 4, 4), 0);
-	/* Fewer leases than sessions (requests the agent did not route):
-	 * not ours to fix. */
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 1, 9), 0);
+		dbk_acct_reconcile_init(&r);
+		for (size_t i = 0; i < 12 && reconcile_cases[c].p[i].ours; i++) {
+			const struct poll *p = &reconcile_cases[c].p[i];
+			unsigned got = dbk_acct_reconcile_step(&r, p->k, p->ours, p->haproxy);
 
-	/* A transient excess (fresh decisions, late completions) that does
-	 * not last k polls: nothing, and the streak starts over. */
-	dbk_acct_reconcile_init(&r);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 6, 4), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 5, 4), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 4, 4), 0);
-	CHECK_EQ_U(r.streak, 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 6, 4), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 6, 4), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 4, 4), 0);
-
-	/* Two leaked leases: ours 5 against 3, three polls in a row. */
-	dbk_acct_reconcile_init(&r);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 5, 3), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 5, 3), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 5, 3), 2);
-	/* Reclaimed: the next reclaim needs three new polls. */
-	CHECK_EQ_U(r.streak, 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 4, 3), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 4, 3), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 4, 3), 1);
-
-	/* HAProxy's count moves within the window: reclaim by the highest
-	 * count it showed (1 leak; at the first poll 2 requests were about
-	 * to show up in scur). */
-	dbk_acct_reconcile_init(&r);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 6, 3), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 6, 5), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 6, 4), 1);
-
-	/* Our count grew at the last poll (a burst HAProxy had not yet
-	 * assigned): only the excess every poll shared (1) is a leak, not
-	 * ours - max (10 - 2 = 8). */
-	dbk_acct_reconcile_init(&r);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 3, 2), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 3, 2), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 10, 2), 1);
-
-	/* Our count fell (completions arrived): ours - max (5 - 4) bounds. */
-	dbk_acct_reconcile_init(&r);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 10, 4), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 10, 4), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 5, 0), 1);
-
-	/* An unknown HAProxy count (poll failed, server missing from the
-	 * dump) is no evidence: the streak starts over. */
-	dbk_acct_reconcile_init(&r);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 5, 3), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 5, 3), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 5, -1), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 5, 3), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 5, 3), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 3, 5, 3), 2);
-
-	/* k: 0 is the default 3; 1 acts at once; a larger k waits longer. */
-	dbk_acct_reconcile_init(&r);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 0, 2, 0), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 0, 2, 0), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 0, 2, 0), 2);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 1, 2, 1), 1);
-	dbk_acct_reconcile_init(&r);
-	for (int i = 0; i < 9; i++)
-		CHECK_EQ_U(dbk_acct_reconcile_step(&r, 10, 7, 2), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 10, 7, 2), 5);
-
-	/* Extremes do not overflow. */
-	dbk_acct_reconcile_init(&r);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 1, UINT_MAX, 0), UINT_MAX);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, 1, UINT_MAX, LONG_MAX), 0);
-	CHECK_EQ_U(dbk_acct_reconcile_step(&r, UINT_MAX, 1, 0), 0);
+			if (got != p->want)
+				fprintf(stderr, "  %s: poll %zu\n", reconcile_cases[c].why, i + 1);
+			CHECK_EQ_U(got, p->want);
+		}
+	}
 }
 
 int main(void)
