@@ -249,7 +249,7 @@ int dbk_rt_parse_servers_state(const char *buf, size_t len, const char *backend,
                                struct dbk_rt_server *out, unsigned max, unsigned *n,
                                char *err, size_t errlen)
 {
-	struct dbk_rt_cursor c = { buf, buf + len, false, 0 };
+	struct dbk_rt_cursor c = { buf, NULL, false, 0 };
 	struct dbk_rt_columns cols = { ss_cols, SS_NCOLS, SS_NREQ, { 0 }, 0 };
 	const char *l, *v[SS_NCOLS];
 	size_t ll, vl[SS_NCOLS];
@@ -257,8 +257,10 @@ int dbk_rt_parse_servers_state(const char *buf, size_t len, const char *backend,
 	int more;
 
 	*n = 0;
-	if (check_args(buf, len, backend, err, errlen) < 0 ||
-	    ss_head(buf, len, &c, &cols, err, errlen) < 0)
+	if (check_args(buf, len, backend, err, errlen) < 0)
+		return -1;
+	c.end = buf + len;      /* buf is not NULL now */
+	if (ss_head(buf, len, &c, &cols, err, errlen) < 0)
 		return -1;
 	while ((more = dbk_rt_next_record(&c, &l, &ll, err, errlen)) > 0) {
 		if (dbk_rt_fields(&cols, &c, l, ll, v, vl, err, errlen) < 0)
