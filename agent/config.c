@@ -31,11 +31,13 @@ static const char *const log_levels[] = { "debug", "info", "warn", "error", NULL
 /* Table rows by kind: a number in the strict grammar, within [lo, hi];
  * a string kept as given; a value a function checks and stores. */
 #define NUM(name, kind, dst, lo, hi, meta, help) \
-	{ name, 0, kind, dst, lo, hi, NULL, NULL, DBK_OPT_STRICT, meta, help }
-#define TEXT(name, dst, meta, help) { name, 0, DBK_OPT_STR, dst, 0, 0, NULL, NULL, 0, meta, help }
-#define CALL(name, fn, meta, help) { name, 0, DBK_OPT_CALL, NULL, 0, 0, NULL, fn, 0, meta, help }
+	{ name, 0, kind, dst, lo, hi, NULL, NULL, DBK_OPT_STRICT, meta, help, NULL }
+#define TEXT(name, dst, meta, help) \
+	{ name, 0, DBK_OPT_STR, dst, 0, 0, NULL, NULL, 0, meta, help, NULL }
+#define CALL(name, fn, meta, help) \
+	{ name, 0, DBK_OPT_CALL, NULL, 0, 0, NULL, fn, 0, meta, help, NULL }
 #define FLAG(name, short_name, dst, help) \
-	{ name, short_name, DBK_OPT_FLAG, dst, 0, 0, NULL, NULL, 0, NULL, help }
+	{ name, short_name, DBK_OPT_FLAG, dst, 0, 0, NULL, NULL, 0, NULL, help, NULL }
 
 /* HAProxy's rule for proxy and server names. */
 static bool valid_server_name(const char *s)
@@ -290,10 +292,10 @@ static size_t opts_limits(struct parse *p, struct dbk_opt *out)
 		    "requests in flight before the agent stops\nanswering and HAProxy balances alone ("
 		    STR(DBK_DEFAULT_MAX_LEASES) ")"),
 		{ "log-level", 0, DBK_OPT_CHOICE, &c->log_level, 0, 0, log_levels, NULL, 0, "LEVEL",
-		  "debug, info, warn or error (info)" },
+		  "debug, info, warn or error (info)", NULL },
 		TEXT("user", &c->user, "USER",
-		     "drop privileges to this user, and the group\nbelow, once every socket is bound"),
-		TEXT("group", &c->group, "GROUP", "(unix sockets are given to them)"),
+		     "drop privileges to USER once every socket\nis bound (unix sockets are given to it)"),
+		TEXT("group", &c->group, "GROUP", "and to GROUP (default: USER's group)"),
 		FLAG("help", 'h', &p->help, "this text"),
 		FLAG("version", 'V', &p->version, "the version"),
 	};
@@ -304,13 +306,28 @@ static const struct section {
 	const char *title;
 	size_t (*opts)(struct parse *p, struct dbk_opt *out);
 } sections[] = {
-	{ "Balancing (same meaning and defaults as the reference proxy):", opts_balancing },
-	{ "Servers' own numbers (vLLM's /metrics and /v1/models; the ttft policy\n"
+	{ "\nBalancing (same meaning and defaults as the reference proxy):", opts_balancing },
+	{ "\nServers' own numbers (vLLM's /metrics and /v1/models; the ttft policy\n"
 	  "routes on them, every policy reports them):", opts_scrape },
-	{ "Agent:", opts_agent },
-	{ "HAProxy's runtime API (optional, recommended):", opts_runtime },
-	{ "Limits:", opts_limits },
+	{ "\nAgent:", opts_agent },
+	{ "\nHAProxy's runtime API (optional, recommended):", opts_runtime },
+	{ "\nLimits:", opts_limits },
 };
+
+/* Every section's options in one table, each section's heading on its
+ * first option. */
+static void all_options(struct parse *p, struct dbk_opt *t)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < COUNT(sections); i++) {
+		size_t first = n;
+
+		n += sections[i].opts(p, t + n);
+		t[first].section = sections[i].title;
+	}
+	t[n] = (struct dbk_opt){ .name = NULL };
+}
 
 void dbk_config_usage(FILE *out, const char *prog)
 {
@@ -327,24 +344,9 @@ void dbk_config_usage(FILE *out, const char *prog)
 "exactly as haproxy.cfg spells them; with --haproxy-socket and no names the\n"
 "agent reads them from HAProxy. It answers with the chosen name in\n"
 "txn.<var-prefix>.server.\n", prog, prog);
-	for (size_t i = 0; i < COUNT(sections); i++) {
-		size_t n = sections[i].opts(&p, t);
-
-		t[n].name = NULL;
-		fprintf(out, "\n%s\n", sections[i].title);
-		dbk_cli_usage(out, t);
-	}
+	all_options(&p, t);
+	dbk_cli_usage(out, t);
 	fprintf(out, "\nLogs go to stderr in logfmt. SIGTERM or SIGINT stops the agent cleanly.\n");
-}
-
-/* Every section's options, in one table for the parser. */
-static void all_options(struct parse *p, struct dbk_opt *t)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < COUNT(sections); i++)
-		n += sections[i].opts(p, t + n);
-	t[n] = (struct dbk_opt){ .name = NULL };
 }
 
 static void set_defaults(struct dbk_config *c)
