@@ -70,6 +70,27 @@ static inline struct text fixture(const char *name)
 	return t;
 }
 
+/* A file named from the repository's root (where tests/run runs), such
+ * as another program's fixture. A missing or empty one fails the
+ * current test and gives "". */
+static inline struct text repo_file(const char *path)
+{
+	char err[160];
+	size_t n = 0;
+	char *buf = dbk_read_file(path, 1 << 20, &n, err, sizeof(err));
+	struct text t;
+
+	if (!buf) {
+		fprintf(stderr, "  cannot read: %s\n", err);
+		dbk_check_cur_failed++;
+		return text_of("");
+	}
+	CHECK(n > 0);
+	t = text_dup(buf, n);
+	free(buf);
+	return t;
+}
+
 static inline bool has(const char *hay, const char *needle)
 {
 	return strstr(hay, needle) != NULL;
