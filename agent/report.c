@@ -108,7 +108,7 @@ static const char *const status_names[] = {
 void dbk_report_metrics(const struct dbk_agent *a, struct dbk_buf *o)
 {
 	const struct dbk_bal_stats *b = dbk_bal_stats(a->bal);
-	const struct dbk_spoa_stats *s = dbk_spoa_stats(a->spoa);
+	const struct dbk_spop_server_stats *s = dbk_spop_server_stats(a->spoa);
 	const struct dbk_events_stats *e = dbk_events_stats(a->events);
 	const struct dbk_bal_config *c = dbk_bal_config(a->bal);
 	const struct dbk_route_stats *r = &a->route.stats;
@@ -164,7 +164,7 @@ void dbk_report_metrics(const struct dbk_agent *a, struct dbk_buf *o)
 		              status_names[i], s->disconnects[i]);
 	histogram(o, "dbucket_decision_seconds",
 	          "Time to handle one NOTIFY: decode, decide, encode the ACK.",
-	          &s->notify_seconds, 1.0);
+	          &a->route_handler.notify_seconds, 1.0);
 
 	dbk_buf_printf(o, "# HELP dbucket_server_inflight Requests in flight per server.\n"
 	                 "# TYPE dbucket_server_inflight gauge\n");

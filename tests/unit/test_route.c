@@ -45,8 +45,10 @@ static enum dbk_spop_status run_frame(struct fixture *x, const uint8_t *frame, s
 	if (st != DBK_SPOP_OK)
 		return st;
 	dbk_spop_writer_init(&w, x->out, sizeof(x->out));
+	dbk_spop_ack_begin(&w, f.stream_id, f.frame_id);
 	st = dbk_route_notify(&x->r, &f, 1000, &w);
-	if (st == DBK_SPOP_OK && dbk_spop_frame_parse(x->out + 4, w.len - 4, &x->ack))
+	if (st == DBK_SPOP_OK &&
+	    (dbk_spop_frame_end(&w) == 0 || dbk_spop_frame_parse(x->out + 4, w.len - 4, &x->ack)))
 		st = DBK_SPOP_ERR_UNKNOWN;
 	return st;
 }

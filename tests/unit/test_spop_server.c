@@ -14,7 +14,8 @@
 #include "lib/log.h"
 #include "lib/net.h"
 #include "frames.h"
-#include "spop_server.h"
+#include "lib/spop_server.h"
+#include "route_handler.h"
 
 static const char *const names[] = { "vllm0", "vllm1", "vllm2", "vllm3" };
 
@@ -22,7 +23,8 @@ struct world {
 	struct ev_loop *loop;
 	struct dbk_balancer *bal;
 	struct dbk_route route;
-	struct dbk_spoa *spoa;
+	struct dbk_route_handler rh;
+	struct dbk_spop_server *spoa;
 	char path[108];
 	char spec[120];
 };
@@ -39,23 +41,24 @@ static void world_up(struct world *w, unsigned max_conns, uint32_t max_frame)
 	w->route.bal = w->bal;
 	w->route.names = names;
 	w->route.nnames = 4;
-	struct dbk_spoa_config sc = { .max_frame_size = max_frame,
+	struct dbk_spop_server_config sc = { .max_frame_size = max_frame,
 	                              .max_connections = max_conns,
 	                              .hello_timeout = 0.2,
 	                              .frame_timeout = 0.2,
 	                              .idle_timeout = 0.3 };
-	w->spoa = dbk_spoa_new(w->loop, &sc, &w->route);
+	struct dbk_spop_handler h = dbk_route_handler_init(&w->rh, &w->route);
+	w->spoa = dbk_spop_server_new(w->loop, &sc, &h);
 	snprintf(w->path, sizeof(w->path), "/tmp/dbk-test-spoa-%d.sock", (int)getpid());
 	snprintf(w->spec, sizeof(w->spec), "unix:%s", w->path);
 	int fd = dbk_net_listen(w->spec, err, sizeof(err));
 	if (fd < 0)
 		fprintf(stderr, "listen: %s\n", err);
-	dbk_spoa_add_listener(w->spoa, fd);
+	dbk_spop_server_add_listener(w->spoa, fd);
 }
 
 static void world_down(struct world *w)
 {
-	dbk_spoa_free(w->spoa);
+	dbk_spop_server_free(w->spoa);
 	dbk_bal_free(w->bal);
 	ev_loop_destroy(w->loop);
 	unlink(w->path);
@@ -208,8 +211,8 @@ static void test_healthcheck_hello_closes(void)
 	pump(&w, fd, &r, 0);
 	CHECK(nth_frame(&r, 0, &f) && f.type == DBK_SPOP_AGENT_HELLO);
 	CHECK(r.closed);
-	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->healthchecks, 1);
-	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->open, 0);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->healthchecks, 1);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->open, 0);
 	close(fd);
 	world_down(&w);
 }
@@ -280,7 +283,7 @@ static void expect_disconnect(const uint8_t *bytes, size_t len, uint32_t status,
 	CHECK(nth_frame(&r, 0, &f));
 	CHECK_EQ_U(test_disconnect_status(&f), status);
 	CHECK(r.closed);
-	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->open, 0);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->open, 0);
 	close(fd);
 	world_down(&w);
 }
@@ -349,13 +352,13 @@ static void test_many_connections_and_limit(void)
 	world_up(&w, N, 16380);
 	for (int i = 0; i < N; i++)
 		fds[i] = hello_client(&w, 16380);
-	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->open, N);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->open, N);
 	/* One over the limit is closed at once. */
 	struct reply r = { .len = 0 };
 	fds[N] = client(&w);
 	pump(&w, fds[N], &r, 0);
 	CHECK(r.closed);
-	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->refused_conns, 1);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->refused_conns, 1);
 	/* Every admitted connection still routes. */
 	for (int i = 0; i < N; i++) {
 		char id[16];
@@ -529,7 +532,7 @@ static void test_idle_after_hello_times_out(void)
 	CHECK_EQ_U(test_disconnect_status(&f), DBK_SPOP_ERR_TIMEOUT);
 	ev_now_update(w.loop);
 	CHECK(ev_now(w.loop) - t0 >= 0.25);
-	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->open, 0);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->open, 0);
 	close(fd);
 	world_down(&w);
 }
@@ -568,12 +571,12 @@ static void test_out_of_descriptors_sheds_without_spinning(void)
 	}
 	setrlimit(RLIMIT_NOFILE, &saved);
 	CHECK_EQ_U(closed, N);
-	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->refused_conns, N);
-	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->accepted, 0);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->refused_conns, N);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->accepted, 0);
 	for (int i = 0; i < N; i++)
 		close(fds[i]);
 	int fd = hello_client(&w, 16380);
-	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->accepted, 1);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->accepted, 1);
 	close(fd);
 	world_down(&w);
 }
