@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -235,6 +236,22 @@ int dbk_net_free_loopback_port(char *err, size_t errlen)
 	return -1;
 }
 
+bool dbk_net_addr_is_local(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_UNIX)
+		return true;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
+		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
+		return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) ||
+		       (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127);
+	}
+	return false;
+}
+
 bool dbk_net_is_local(int fd)
 {
 	struct sockaddr_storage ss;
@@ -242,18 +259,37 @@ bool dbk_net_is_local(int fd)
 
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
 		return false;
-	if (ss.ss_family == AF_UNIX)
-		return true;
-	if (ss.ss_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
-		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	return dbk_net_addr_is_local((const struct sockaddr *)&ss);
+}
+
+int dbk_net_connect(const struct sockaddr_storage *sa, socklen_t len)
+{
+	int fd = socket(sa->ss_family, SOCK_STREAM, 0), one = 1;
+
+	if (fd < 0)
+		return -1;
+	if (dbk_net_nonblock(fd) < 0 ||
+	    (connect(fd, (const struct sockaddr *)sa, len) < 0 && errno != EINPROGRESS)) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
 	}
-	if (ss.ss_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
-		return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) ||
-		       (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127);
-	}
-	return false;
+	/* Requests here are small and latency-bound: no Nagle (fails
+	 * harmlessly on unix sockets). */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+int dbk_net_connect_error(int fd)
+{
+	int e = 0;
+	socklen_t el = sizeof(e);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) < 0)
+		return errno;
+	return e;
 }
 
 int dbk_net_unlink(const char *spec)

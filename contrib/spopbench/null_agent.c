@@ -13,7 +13,6 @@
  * It can also swallow HAProxy's completion ring (--completion-listen),
  * so that an HAProxy in front of it does the same logging work as one in
  * front of dbucket-spoa. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +21,7 @@
 
 #include <ev.h>
 
+#include "lib/cli.h"
 #include "lib/log.h"
 #include "lib/net.h"
 #include "lib/spop_server.h"
@@ -56,7 +56,7 @@ static enum dbk_spop_status name_server(void *arg, const struct dbk_spop_frame *
 	return DBK_SPOP_OK;
 }
 
-static void usage(FILE *o)
+static void usage(FILE *out, const struct dbk_opt *opts)
 {
 	fputs("Usage: dbucket-null-agent [OPTIONS]\n"
 	      "\n"
@@ -64,66 +64,82 @@ static void usage(FILE *o)
 	      "(health checks too) and answers every NOTIFY with one set-var,\n"
 	      "txn.<var-prefix>.server = NAME. The ceiling of the overhead benchmark.\n"
 	      "Loopback and unix sockets only.\n"
-	      "\n"
-	      "  --listen ADDR              where HAProxy connects: HOST:PORT, [IPV6]:PORT\n"
-	      "                             or unix:PATH; repeatable (127.0.0.1:12345)\n"
-	      "  --completion-listen ADDR   also accept HAProxy's completion ring there\n"
-	      "                             and discard it (same forms; default none)\n"
-	      "  --server NAME              the server the answers name (vllm0); repeat\n"
-	      "                             it to name several in turn (at most 16)\n"
-	      "  -h, --help                 this text\n"
-	      "\n"
-	      "SIGTERM or SIGINT stops it; it then prints its counters on stderr.\n",
-	      o);
+	      "\n",
+	      out);
+	dbk_cli_usage(out, opts);
+	fputs("\nSIGTERM or SIGINT stops it; it then prints its counters on stderr.\n", out);
 }
 
-/* Appends arg to list (of at most max) unless full. */
-static int add_spec(const char **list, unsigned *n, unsigned max, const char *opt, const char *arg)
+/* Appends v to a list of at most max. */
+static int add_to(const char **list, unsigned *n, unsigned max, const char *opt, const char *v,
+                  char *err, size_t errlen)
 {
 	if (*n == max) {
-		fprintf(stderr, "dbucket-null-agent: at most %u %s\n", max, opt);
+		dbk_errf(err, errlen, "at most %u %s", max, opt);
 		return -1;
 	}
-	list[(*n)++] = arg;
+	list[(*n)++] = v;
 	return 0;
+}
+
+static int opt_listen(void *ctx, const char *v, char *err, size_t errlen)
+{
+	struct opts *o = ctx;
+
+	return add_to(o->listen, &o->nlisten, DBK_LISTENER_MAX, "--listen", v, err, errlen);
+}
+
+static int opt_ring(void *ctx, const char *v, char *err, size_t errlen)
+{
+	struct opts *o = ctx;
+
+	if (strcmp(v, "none") == 0)
+		return 0;
+	return add_to(o->ring, &o->nring, DBK_LISTENER_MAX, "--completion-listen", v, err,
+	              errlen);
+}
+
+static int opt_server(void *ctx, const char *v, char *err, size_t errlen)
+{
+	struct opts *o = ctx;
+
+	if (strlen(v) == 0 || strlen(v) > MAX_SERVER_NAME) {
+		dbk_errf(err, errlen, "--server needs 1 to %d bytes", MAX_SERVER_NAME);
+		return -1;
+	}
+	return add_to(o->servers, &o->nservers, MAX_SERVERS, "--server", v, err, errlen);
 }
 
 /* Returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	static const struct option opts[] = {
-		{ "listen", required_argument, NULL, 'l' },
-		{ "completion-listen", required_argument, NULL, 'c' },
-		{ "server", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	bool help = false;
+	const struct dbk_opt opts[] = {
+		{ "listen", 0, DBK_OPT_CALL, .fn = opt_listen, .metavar = "ADDR",
+		  .help = "where HAProxy connects: HOST:PORT, [IPV6]:PORT\n"
+		          "or unix:PATH; repeatable (127.0.0.1:12345)" },
+		{ "completion-listen", 0, DBK_OPT_CALL, .fn = opt_ring, .metavar = "ADDR",
+		  .help = "also accept HAProxy's completion ring there\n"
+		          "and discard it (same forms; default none)" },
+		{ "server", 0, DBK_OPT_CALL, .fn = opt_server, .metavar = "NAME",
+		  .help = "the server the answers name (vllm0); repeat\n"
+		          "it to name several in turn (at most 16)" },
+		{ "help", 'h', DBK_OPT_FLAG, &help, .help = "this text" },
+		{ .name = NULL },
 	};
-	int opt, bad = 0;
+	char err[256];
+	int first;
 
-	while (!bad && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (opt == 'l')
-			bad = add_spec(o->listen, &o->nlisten, DBK_LISTENER_MAX, "--listen", optarg);
-		else if (opt == 'c' && strcmp(optarg, "none") != 0)
-			bad = add_spec(o->ring, &o->nring, DBK_LISTENER_MAX, "--completion-listen",
-			               optarg);
-		else if (opt == 's' && (strlen(optarg) == 0 || strlen(optarg) > MAX_SERVER_NAME)) {
-			fprintf(stderr, "dbucket-null-agent: --server needs 1 to %d bytes\n",
-			        MAX_SERVER_NAME);
-			bad = -1;
-		} else if (opt == 's')
-			bad = add_spec(o->servers, &o->nservers, MAX_SERVERS, "--server", optarg);
-		else if (opt == 'h') {
-			usage(stdout);
-			return 0;
-		} else if (opt != 'c') {
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (bad)
+	if (dbk_cli_parse(opts, argc, argv, o, &first, err, sizeof(err)) < 0) {
+		fprintf(stderr, "dbucket-null-agent: %s\n", err);
 		return 2;
-	if (optind != argc) {
-		fprintf(stderr, "dbucket-null-agent: unexpected argument '%s'\n", argv[optind]);
+	}
+	if (help) {
+		usage(stdout, opts);
+		return 0;
+	}
+	if (first != argc) {
+		fprintf(stderr, "dbucket-null-agent: unexpected argument '%s'\n", argv[first]);
 		return 2;
 	}
 	if (o->nservers == 0)
