@@ -7,11 +7,6 @@
 #include "estimate.h"
 #include "prefix_key.h"
 
-static inline bool name_is(const uint8_t *name, size_t len, const char *want)
-{
-	return len == strlen(want) && memcmp(name, want, len) == 0;
-}
-
 /* The score as the txn variable spells it: "%.10g", without printf's cost
  * for the usual case, a whole number of quarters (bytes / 4). */
 static void format_score(double v, char *buf, size_t size)
@@ -116,15 +111,15 @@ static void read_args(const struct dbk_spop_message *m, struct route_args *a)
 		const struct dbk_spop_arg *arg = &m->args[i];
 		const struct dbk_spop_data **slot = NULL;
 
-		if (name_is(arg->name, arg->name_len, DBK_ARG_ID))
+		if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_ID))
 			slot = &a->id;
-		else if (name_is(arg->name, arg->name_len, DBK_ARG_BLEN))
+		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_BLEN))
 			slot = &a->blen;
-		else if (name_is(arg->name, arg->name_len, DBK_ARG_BODY))
+		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_BODY))
 			slot = &a->body;
-		else if (name_is(arg->name, arg->name_len, DBK_ARG_DETAILS))
+		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_DETAILS))
 			slot = &a->details;
-		else if (name_is(arg->name, arg->name_len, DBK_ARG_SESSION))
+		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_SESSION))
 			slot = &a->session;
 		if (slot && !*slot)
 			*slot = &arg->value;
@@ -261,9 +256,9 @@ static void move_one(struct dbk_route *r, const struct dbk_spop_message *m,
 static void act_one(struct dbk_route *r, const struct dbk_spop_message *m,
                     uint64_t now_ms, struct dbk_spop_writer *w)
 {
-	if (name_is(m->name, m->name_len, DBK_MSG_ROUTE))
+	if (dbk_spop_name_is(m->name, m->name_len, DBK_MSG_ROUTE))
 		route_one(r, m, now_ms, w);
-	else if (name_is(m->name, m->name_len, DBK_MSG_MOVED))
+	else if (dbk_spop_name_is(m->name, m->name_len, DBK_MSG_MOVED))
 		move_one(r, m, w);
 	else
 		r->stats.unknown_messages++;

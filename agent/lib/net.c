@@ -158,7 +158,9 @@ static int listen_unix(const struct sockaddr_un *sa, char *err, size_t errlen)
 	return fd;
 }
 
-int dbk_net_listen(const char *spec, char *err, size_t errlen)
+/* A non-blocking socket of `type` bound to spec's address (with
+ * SO_REUSEADDR), and listening when it is a stream. */
+static int open_bound(const char *spec, int type, char *err, size_t errlen)
 {
 	struct sockaddr_storage sa;
 	socklen_t len;
@@ -166,13 +168,16 @@ int dbk_net_listen(const char *spec, char *err, size_t errlen)
 
 	if (dbk_net_resolve(spec, true, &sa, &len, err, errlen) < 0)
 		return -1;
-	if (sa.ss_family == AF_UNIX)
+	if (sa.ss_family == AF_UNIX && type == SOCK_STREAM)
 		return listen_unix((const struct sockaddr_un *)&sa, err, errlen);
-
-	int fd = socket(sa.ss_family, SOCK_STREAM, 0);
+	if (sa.ss_family == AF_UNIX) {
+		snprintf(err, errlen, "%s: a UDP address is HOST:PORT or [IPV6]:PORT", spec);
+		return -1;
+	}
+	int fd = socket(sa.ss_family, type, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&sa, len) < 0 || listen(fd, LISTEN_BACKLOG) < 0 ||
-	    dbk_net_nonblock(fd) < 0) {
+	    bind(fd, (struct sockaddr *)&sa, len) < 0 ||
+	    (type == SOCK_STREAM && listen(fd, LISTEN_BACKLOG) < 0) || dbk_net_nonblock(fd) < 0) {
 		snprintf(err, errlen, "%s: %s", spec, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -181,26 +186,18 @@ int dbk_net_listen(const char *spec, char *err, size_t errlen)
 	return fd;
 }
 
+int dbk_net_listen(const char *spec, char *err, size_t errlen)
+{
+	return open_bound(spec, SOCK_STREAM, err, errlen);
+}
+
 int dbk_net_bind_udp(const char *spec, char *err, size_t errlen)
 {
-	struct sockaddr_storage sa;
-	socklen_t len;
-	int one = 1, want = 4 << 20;
+	int want = 4 << 20;
+	int fd = open_bound(spec, SOCK_DGRAM, err, errlen);
 
-	if (dbk_net_resolve(spec, true, &sa, &len, err, errlen) < 0)
+	if (fd < 0)
 		return -1;
-	if (sa.ss_family == AF_UNIX) {
-		snprintf(err, errlen, "%s: a UDP address is HOST:PORT or [IPV6]:PORT", spec);
-		return -1;
-	}
-	int fd = socket(sa.ss_family, SOCK_DGRAM, 0);
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&sa, len) < 0 || dbk_net_nonblock(fd) < 0) {
-		snprintf(err, errlen, "%s: %s", spec, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
 	/* A burst of completions must wait in the kernel while the loop is
 	 * busy: past net.core.rmem_max only a privileged process may go
 	 * (FORCE), and a smaller buffer still works. */

@@ -129,6 +129,19 @@ void dbk_load_conn_kick(struct dbk_load_conn *c)
 	conn_settle(c);
 }
 
+/* Tells why the agent sent AGENT-DISCONNECT. */
+static void say_disconnect(const struct dbk_load_conn *c, const struct dbk_spop_frame *f,
+                           const char *what)
+{
+	uint32_t code = 0;
+	const uint8_t *msg = NULL;
+	size_t mlen = 0;
+
+	dbk_spop_disconnect_parse(f, &code, &msg, &mlen);
+	fprintf(stderr, "dbucket-spop-load: conn %u: agent %s: status %u %.*s\n", c->idx, what,
+	        code, (int)mlen, msg ? (const char *)msg : "");
+}
+
 static void on_hello_frame(struct dbk_load_conn *c, const struct dbk_spop_frame *f)
 {
 	struct dbk_load *L = c->L;
@@ -136,13 +149,7 @@ static void on_hello_frame(struct dbk_load_conn *c, const struct dbk_spop_frame 
 	enum dbk_spop_status st;
 
 	if (f->type == DBK_SPOP_AGENT_DISCONNECT) {
-		uint32_t code = 0;
-		const uint8_t *msg = NULL;
-		size_t mlen = 0;
-
-		dbk_spop_disconnect_parse(f, &code, &msg, &mlen);
-		fprintf(stderr, "dbucket-spop-load: conn %u: agent refused HELLO: status %u %.*s\n",
-		        c->idx, code, (int)mlen, msg ? (const char *)msg : "");
+		say_disconnect(c, f, "refused HELLO");
 		L->err.hello++;
 		conn_dead(c);
 		return;
@@ -252,13 +259,7 @@ static void on_frame(struct dbk_load_conn *c, const struct dbk_spop_frame *f, ui
 		return;
 	}
 	if (f->type == DBK_SPOP_AGENT_DISCONNECT) {
-		uint32_t code = 0;
-		const uint8_t *msg = NULL;
-		size_t mlen = 0;
-
-		dbk_spop_disconnect_parse(f, &code, &msg, &mlen);
-		fprintf(stderr, "dbucket-spop-load: conn %u: agent disconnected: status %u %.*s\n",
-		        c->idx, code, (int)mlen, msg ? (const char *)msg : "");
+		say_disconnect(c, f, "disconnected");
 		c->L->err.disconnects++;
 	} else {
 		/* HAProxy takes nothing else from an agent once HELLO is done. */
