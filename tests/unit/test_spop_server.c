@@ -29,9 +29,12 @@ struct world {
 	char spec[120];
 };
 
-static void world_up(struct world *w, unsigned max_conns, uint32_t max_frame)
+/* A server with handler h, or with the agent's router when h is NULL. */
+static void world_up_with(struct world *w, unsigned max_conns, uint32_t max_frame,
+                          const struct dbk_spop_handler *h)
 {
 	struct dbk_bal_config bc;
+	struct dbk_spop_handler rh;
 	char err[256];
 
 	memset(w, 0, sizeof(*w));
@@ -42,18 +45,26 @@ static void world_up(struct world *w, unsigned max_conns, uint32_t max_frame)
 	w->route.names = names;
 	w->route.nnames = 4;
 	struct dbk_spop_server_config sc = { .max_frame_size = max_frame,
-	                              .max_connections = max_conns,
-	                              .hello_timeout = 0.2,
-	                              .frame_timeout = 0.2,
-	                              .idle_timeout = 0.3 };
-	struct dbk_spop_handler h = dbk_route_handler_init(&w->rh, &w->route);
-	w->spoa = dbk_spop_server_new(w->loop, &sc, &h);
+	                                     .max_connections = max_conns,
+	                                     .hello_timeout = 0.2,
+	                                     .frame_timeout = 0.2,
+	                                     .idle_timeout = 0.3 };
+	if (!h) {
+		rh = dbk_route_handler_init(&w->rh, &w->route);
+		h = &rh;
+	}
+	w->spoa = dbk_spop_server_new(w->loop, &sc, h);
 	snprintf(w->path, sizeof(w->path), "/tmp/dbk-test-spoa-%d.sock", (int)getpid());
 	snprintf(w->spec, sizeof(w->spec), "unix:%s", w->path);
 	int fd = dbk_net_listen(w->spec, err, sizeof(err));
 	if (fd < 0)
 		fprintf(stderr, "listen: %s\n", err);
 	dbk_spop_server_add_listener(w->spoa, fd);
+}
+
+static void world_up(struct world *w, unsigned max_conns, uint32_t max_frame)
+{
+	world_up_with(w, max_conns, max_frame, NULL);
 }
 
 static void world_down(struct world *w)
@@ -581,6 +592,130 @@ static void test_out_of_descriptors_sheds_without_spinning(void)
 	world_down(&w);
 }
 
+/* ---- The handler interface, with handlers of the test's own ---- */
+
+struct probe {
+	unsigned calls;
+	uint64_t last_stream, last_frame;
+	enum dbk_spop_status answer;    /* what the handler returns */
+	size_t fill;                    /* bytes of junk to write: overflow */
+};
+
+static enum dbk_spop_status probe_notify(void *arg, const struct dbk_spop_frame *f,
+                                         struct dbk_spop_writer *w)
+{
+	struct probe *p = arg;
+	struct dbk_spop_data v = dbk_spop_str("probe");
+	char junk[64] = "";
+
+	p->calls++;
+	p->last_stream = f->stream_id;
+	p->last_frame = f->frame_id;
+	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, "who", &v);
+	for (size_t n = 0; n < p->fill; n += sizeof(junk) - 1) {
+		v = dbk_spop_str(junk);
+		memset(junk, 'j', sizeof(junk) - 1);
+		dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, "junk", &v);
+	}
+	return p->answer;
+}
+
+/* The server frames the ACK around what the handler writes: ids echo
+ * the NOTIFY's, whatever the handler does; it counts what it handled. */
+static void test_handler_writes_the_actions_of_an_ack(void)
+{
+	struct probe p = { .answer = DBK_SPOP_OK };
+	struct dbk_spop_handler h = { probe_notify, &p };
+	struct world w;
+	uint8_t buf[1024];
+	size_t len = 0;
+	struct reply r = { .len = 0 };
+	struct dbk_spop_frame f;
+
+	world_up_with(&w, 16, 16380, &h);
+	int fd = hello_client(&w, 16380);
+	len += test_notify(buf + len, sizeof(buf) - len, 41, 5, DBK_SPOP_FLAG_FIN, "a", 10);
+	len += test_notify(buf + len, sizeof(buf) - len, 42, 6, DBK_SPOP_FLAG_FIN, "b", 10);
+	send_all(fd, buf, len);
+	pump(&w, fd, &r, 2);
+	CHECK_EQ_U(p.calls, 2);
+	CHECK_EQ_U(p.last_stream, 42);
+	CHECK_EQ_U(p.last_frame, 6);
+	CHECK(nth_frame(&r, 0, &f) && f.type == DBK_SPOP_ACK && f.stream_id == 41 &&
+	      f.frame_id == 5 && (f.flags & DBK_SPOP_FLAG_FIN) && test_var_is(&f, "who", "probe"));
+	CHECK(nth_frame(&r, 1, &f) && f.stream_id == 42 && f.frame_id == 6);
+	CHECK(!r.closed);
+	const struct dbk_spop_server_stats *st = dbk_spop_server_stats(w.spoa);
+	CHECK_EQ_U(st->notifies, 2);
+	CHECK_EQ_U(st->acks, 2);
+	CHECK_EQ_U(st->frames_in, 3);
+	CHECK_EQ_U(st->frames_out, 3);
+	/* No router was given: no lease anywhere. */
+	CHECK_EQ_U(dbk_bal_stats(w.bal)->leases, 0);
+	close(fd);
+	world_down(&w);
+}
+
+/* A handler's refusal is the DISCONNECT's status, with no ACK before it;
+ * so is an answer that does not fit the negotiated frame (RES). */
+static void expect_handler_disconnect(struct probe *p, uint32_t max_frame, uint32_t status)
+{
+	struct dbk_spop_handler h = { probe_notify, p };
+	struct world w;
+	uint8_t buf[512];
+	struct reply r = { .len = 0 };
+	struct dbk_spop_frame f;
+
+	world_up_with(&w, 16, 16380, &h);
+	int fd = hello_client(&w, max_frame);
+	send_all(fd, buf, test_notify(buf, sizeof(buf), 1, 1, DBK_SPOP_FLAG_FIN, "x", 10));
+	pump(&w, fd, &r, 0);
+	CHECK_EQ_U(p->calls, 1);
+	CHECK(nth_frame(&r, 0, &f));
+	CHECK_EQ_U(f.type, DBK_SPOP_AGENT_DISCONNECT);
+	CHECK_EQ_U(test_disconnect_status(&f), status);
+	CHECK(r.closed);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->acks, 0);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->disconnects[status], 1);
+	close(fd);
+	world_down(&w);
+}
+
+static void test_handler_refusal_disconnects(void)
+{
+	struct probe p = { .answer = DBK_SPOP_ERR_INVALID };
+
+	expect_handler_disconnect(&p, 16380, DBK_SPOP_ERR_INVALID);
+}
+
+static void test_handler_overflow_is_a_resource_error(void)
+{
+	/* 2 KB of actions in a 1 KB frame: the handler says OK, the frame
+	 * cannot hold it. */
+	struct probe p = { .answer = DBK_SPOP_OK, .fill = 2048 };
+
+	expect_handler_disconnect(&p, 1024, DBK_SPOP_ERR_RES);
+}
+
+/* The agent's glue times every NOTIFY it routes. */
+static void test_route_handler_times_each_notify(void)
+{
+	struct world w;
+	uint8_t buf[512];
+	struct reply r = { .len = 0 };
+
+	world_up(&w, 16, 16380);
+	int fd = hello_client(&w, 16380);
+	send_all(fd, buf, test_notify(buf, sizeof(buf), 1, 1, DBK_SPOP_FLAG_FIN, "t", 10));
+	pump(&w, fd, &r, 1);
+	CHECK_EQ_U(w.rh.notify_seconds.count, 1);
+	CHECK(w.rh.notify_seconds.sum >= 0);
+	CHECK_EQ_U(w.route.stats.routed, 1);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->haproxy_disconnects, 0);
+	close(fd);
+	world_down(&w);
+}
+
 int main(void)
 {
 	dbk_log_set_level(getenv("DBK_TEST_LOG") ? DBK_LOG_DEBUG : DBK_LOG_ERROR);
@@ -601,5 +736,9 @@ int main(void)
 	RUN(test_frame_timer_starts_at_each_frame);
 	RUN(test_idle_after_hello_times_out);
 	RUN(test_out_of_descriptors_sheds_without_spinning);
+	RUN(test_handler_writes_the_actions_of_an_ack);
+	RUN(test_handler_refusal_disconnects);
+	RUN(test_handler_overflow_is_a_resource_error);
+	RUN(test_route_handler_times_each_notify);
 	return CHECK_DONE();
 }
