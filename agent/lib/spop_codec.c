@@ -1,6 +1,9 @@
-/* SPOP codec. See spop.h for the contract; doc/SPOE.txt in HAProxy's tree
- * for the protocol. Every decoder works on a local cursor and commits it
- * only on success, so a failed decode leaves the caller's position alone. */
+/* SPOP codec: the wire's primitives and the per-request path (NOTIFY in,
+ * ACK out), kept in one file so that the compiler inlines the one into
+ * the other; the control frames are in spop_control.c. See spop_codec.h
+ * for the contract; doc/SPOE.txt in HAProxy's tree for the protocol.
+ * Every decoder works on a local cursor and commits it only on success,
+ * so a failed decode leaves the caller's position alone. */
 #include "lib/spop_codec.h"
 
 #include <string.h>
@@ -12,6 +15,9 @@
  * uses a flag, and it carries the value. */
 #define DATA_TYPE_MASK 0x0f
 #define DATA_FL_TRUE   0x10
+
+#define ACK_SET_VAR   1
+#define ACK_UNSET_VAR 2
 
 const char *dbk_spop_status_str(enum dbk_spop_status st)
 {
@@ -430,6 +436,87 @@ enum dbk_spop_status dbk_spop_kv_walk(const struct dbk_spop_frame *f, dbk_spop_k
 			return st;
 	}
 	return DBK_SPOP_OK;
+}
+
+/* ---- NOTIFY ---- */
+
+void dbk_spop_msg_iter_init(struct dbk_spop_msg_iter *it,
+                            const struct dbk_spop_frame *f)
+{
+	it->p = f->payload;
+	it->end = dbk_spop_payload_end(f);
+}
+
+enum dbk_spop_status dbk_spop_msg_next(struct dbk_spop_msg_iter *it,
+                                       struct dbk_spop_message *m, bool *done)
+{
+	const uint8_t *q = it->p, *end = it->end;
+	unsigned nb;
+
+	*done = false;
+	if (q >= end) {
+		*done = true;
+		return DBK_SPOP_OK;
+	}
+	m->nargs = 0;
+	if (dbk_spop_get_name(&q, end, &m->name, &m->name_len) != DBK_SPOP_OK || q >= end)
+		return DBK_SPOP_ERR_INVALID;
+	nb = *q++;
+	for (unsigned i = 0; i < nb; i++) {
+		struct dbk_spop_arg a;
+
+		if (dbk_spop_get_name(&q, end, &a.name, &a.name_len) != DBK_SPOP_OK ||
+		    dbk_spop_data_decode(&q, end, &a.value) != DBK_SPOP_OK) {
+			m->nargs = 0;
+			return DBK_SPOP_ERR_INVALID;
+		}
+		if (i < DBK_SPOP_MAX_ARGS)
+			m->args[m->nargs++] = a;
+	}
+	it->p = q;
+	return DBK_SPOP_OK;
+}
+
+const struct dbk_spop_data *dbk_spop_msg_arg(const struct dbk_spop_message *m,
+                                             const char *name)
+{
+	if (!name)
+		return NULL;
+	for (unsigned i = 0; i < m->nargs; i++)
+		if (dbk_spop_name_is(m->args[i].name, m->args[i].name_len, name))
+			return &m->args[i].value;
+	return NULL;
+}
+
+/* ---- ACK ---- */
+
+void dbk_spop_ack_begin(struct dbk_spop_writer *w, uint64_t stream_id,
+                        uint64_t frame_id)
+{
+	dbk_spop_frame_begin(w, DBK_SPOP_ACK, DBK_SPOP_FLAG_FIN, stream_id, frame_id);
+}
+
+void dbk_spop_ack_set_var(struct dbk_spop_writer *w, enum dbk_spop_scope scope,
+                          const char *name, const struct dbk_spop_data *v)
+{
+	if (!name)
+		name = "";
+	dbk_spop_put_u8(w, ACK_SET_VAR);
+	dbk_spop_put_u8(w, 3);
+	dbk_spop_put_u8(w, (uint8_t)scope);
+	dbk_spop_put_name(w, name, strlen(name));
+	dbk_spop_put_data(w, v);
+}
+
+void dbk_spop_ack_unset_var(struct dbk_spop_writer *w, enum dbk_spop_scope scope,
+                            const char *name)
+{
+	if (!name)
+		name = "";
+	dbk_spop_put_u8(w, ACK_UNSET_VAR);
+	dbk_spop_put_u8(w, 2);
+	dbk_spop_put_u8(w, (uint8_t)scope);
+	dbk_spop_put_name(w, name, strlen(name));
 }
 
 struct dbk_spop_data dbk_spop_str(const char *s)

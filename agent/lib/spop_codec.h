@@ -9,8 +9,8 @@
  * valid as long as that buffer is.
  *
  * spop_codec.c holds the wire's primitives (varints, typed data, the
- * writer, frame headers, KV lists); spop_frames.c the frames' payloads
- * (HELLO, DISCONNECT, NOTIFY, ACK).
+ * writer, frame headers, KV lists) and the per-request frames (NOTIFY,
+ * ACK); spop_control.c the control frames (HELLO, DISCONNECT).
  */
 #ifndef DBK_SPOP_CODEC_H
 #define DBK_SPOP_CODEC_H

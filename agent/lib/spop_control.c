@@ -1,11 +1,9 @@
-/* SPOP frames' payloads: HELLO, DISCONNECT, NOTIFY and ACK, over the
- * primitives of spop_codec.c. See spop_codec.h for the contract. */
+/* SPOP's control frames, HELLO and DISCONNECT: their KV lists, parsed
+ * and written over the primitives of spop_codec.c. Once per connection,
+ * not per request. See spop_codec.h for the contract. */
 #include "lib/spop_codec.h"
 
 #include <string.h>
-
-#define ACK_SET_VAR   1
-#define ACK_UNSET_VAR 2
 
 static bool list_any(const uint8_t *s, size_t len,
                      bool (*fn)(const uint8_t *tok, size_t tok_len))
@@ -208,85 +206,3 @@ enum dbk_spop_status dbk_spop_disconnect_parse(const struct dbk_spop_frame *f,
 		return DBK_SPOP_ERR_INVALID;
 	return x.have_status ? DBK_SPOP_OK : DBK_SPOP_ERR_INVALID;
 }
-
-/* ---- NOTIFY ---- */
-
-void dbk_spop_msg_iter_init(struct dbk_spop_msg_iter *it,
-                            const struct dbk_spop_frame *f)
-{
-	it->p = f->payload;
-	it->end = dbk_spop_payload_end(f);
-}
-
-enum dbk_spop_status dbk_spop_msg_next(struct dbk_spop_msg_iter *it,
-                                       struct dbk_spop_message *m, bool *done)
-{
-	const uint8_t *q = it->p, *end = it->end;
-	unsigned nb;
-
-	*done = false;
-	if (q >= end) {
-		*done = true;
-		return DBK_SPOP_OK;
-	}
-	m->nargs = 0;
-	if (dbk_spop_get_name(&q, end, &m->name, &m->name_len) != DBK_SPOP_OK || q >= end)
-		return DBK_SPOP_ERR_INVALID;
-	nb = *q++;
-	for (unsigned i = 0; i < nb; i++) {
-		struct dbk_spop_arg a;
-
-		if (dbk_spop_get_name(&q, end, &a.name, &a.name_len) != DBK_SPOP_OK ||
-		    dbk_spop_data_decode(&q, end, &a.value) != DBK_SPOP_OK) {
-			m->nargs = 0;
-			return DBK_SPOP_ERR_INVALID;
-		}
-		if (i < DBK_SPOP_MAX_ARGS)
-			m->args[m->nargs++] = a;
-	}
-	it->p = q;
-	return DBK_SPOP_OK;
-}
-
-const struct dbk_spop_data *dbk_spop_msg_arg(const struct dbk_spop_message *m,
-                                             const char *name)
-{
-	if (!name)
-		return NULL;
-	for (unsigned i = 0; i < m->nargs; i++)
-		if (dbk_spop_name_is(m->args[i].name, m->args[i].name_len, name))
-			return &m->args[i].value;
-	return NULL;
-}
-
-/* ---- ACK ---- */
-
-void dbk_spop_ack_begin(struct dbk_spop_writer *w, uint64_t stream_id,
-                        uint64_t frame_id)
-{
-	dbk_spop_frame_begin(w, DBK_SPOP_ACK, DBK_SPOP_FLAG_FIN, stream_id, frame_id);
-}
-
-void dbk_spop_ack_set_var(struct dbk_spop_writer *w, enum dbk_spop_scope scope,
-                          const char *name, const struct dbk_spop_data *v)
-{
-	if (!name)
-		name = "";
-	dbk_spop_put_u8(w, ACK_SET_VAR);
-	dbk_spop_put_u8(w, 3);
-	dbk_spop_put_u8(w, (uint8_t)scope);
-	dbk_spop_put_name(w, name, strlen(name));
-	dbk_spop_put_data(w, v);
-}
-
-void dbk_spop_ack_unset_var(struct dbk_spop_writer *w, enum dbk_spop_scope scope,
-                            const char *name)
-{
-	if (!name)
-		name = "";
-	dbk_spop_put_u8(w, ACK_UNSET_VAR);
-	dbk_spop_put_u8(w, 2);
-	dbk_spop_put_u8(w, (uint8_t)scope);
-	dbk_spop_put_name(w, name, strlen(name));
-}
-
