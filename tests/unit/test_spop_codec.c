@@ -13,35 +13,13 @@
 
 /* ---- small helpers ---- */
 
-static struct dbk_spop_data d_null(void)
-{
-	struct dbk_spop_data d = { .type = DBK_SPOP_T_NULL };
-	return d;
-}
-
-static struct dbk_spop_data d_i32(int32_t v)
-{
-	struct dbk_spop_data d = { .type = DBK_SPOP_T_INT32, .u.i32 = v };
-	return d;
-}
-
-static struct dbk_spop_data d_u32(uint32_t v)
-{
-	struct dbk_spop_data d = { .type = DBK_SPOP_T_UINT32, .u.u32 = v };
-	return d;
-}
-
-static struct dbk_spop_data d_i64(int64_t v)
-{
-	struct dbk_spop_data d = { .type = DBK_SPOP_T_INT64, .u.i64 = v };
-	return d;
-}
-
-static struct dbk_spop_data d_u64(uint64_t v)
-{
-	struct dbk_spop_data d = { .type = DBK_SPOP_T_UINT64, .u.u64 = v };
-	return d;
-}
+/* Typed values, one expression each. */
+#define D_OF(t, field, v) ((struct dbk_spop_data){ .type = DBK_SPOP_T_##t, .u.field = (v) })
+#define d_null() ((struct dbk_spop_data){ .type = DBK_SPOP_T_NULL })
+#define d_i32(v) D_OF(INT32, i32, v)
+#define d_u32(v) D_OF(UINT32, u32, v)
+#define d_i64(v) D_OF(INT64, i64, v)
+#define d_u64(v) D_OF(UINT64, u64, v)
 
 static struct dbk_spop_data d_bin(const void *p, size_t n)
 {
@@ -53,7 +31,7 @@ static struct dbk_spop_data d_bin(const void *p, size_t n)
 
 static bool buf_is(const uint8_t *p, size_t n, const char *s)
 {
-	return n == strlen(s) && (n == 0 || memcmp(p, s, n) == 0);
+	return dbk_spop_name_is(p, n, s);
 }
 
 /* A heap copy of exactly n bytes, so ASan flags any over-read. */

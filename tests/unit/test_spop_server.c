@@ -152,32 +152,36 @@ static void send_all(int fd, const uint8_t *buf, size_t len)
 	}
 }
 
-static int hello_client(struct world *w, uint32_t max_frame)
+/* Connects and says HELLO (a health check's if hc); what came back is
+ * in *r, its first frame in *f. Returns the socket. */
+static int say_hello(struct world *w, uint32_t max_frame, bool hc, struct reply *r,
+                     struct dbk_spop_frame *f)
 {
 	uint8_t buf[512];
-	struct reply r = { .len = 0 };
-	struct dbk_spop_frame f;
 	int fd = client(w);
 
-	send_all(fd, buf, test_haproxy_hello(buf, sizeof(buf), max_frame, false));
-	pump(w, fd, &r, 1);
-	CHECK(nth_frame(&r, 0, &f) && f.type == DBK_SPOP_AGENT_HELLO);
+	send_all(fd, buf, test_haproxy_hello(buf, sizeof(buf), max_frame, hc));
+	pump(w, fd, r, hc ? 0 : 1);
+	CHECK(nth_frame(r, 0, f) && f->type == DBK_SPOP_AGENT_HELLO);
 	return fd;
+}
+
+static int hello_client(struct world *w, uint32_t max_frame)
+{
+	struct reply r = { .len = 0 };
+	struct dbk_spop_frame f;
+
+	return say_hello(w, max_frame, false, &r, &f);
 }
 
 static void test_hello_negotiates_frame_size(void)
 {
 	struct world w;
-	uint8_t buf[512];
 	struct reply r = { .len = 0 };
 	struct dbk_spop_frame f;
 
 	world_up(&w, 16, 16380);
-	int fd = client(&w);
-	send_all(fd, buf, test_haproxy_hello(buf, sizeof(buf), 9000, false));
-	pump(&w, fd, &r, 1);
-	CHECK(nth_frame(&r, 0, &f));
-	CHECK_EQ_U(f.type, DBK_SPOP_AGENT_HELLO);
+	int fd = say_hello(&w, 9000, false, &r, &f);
 	CHECK(f.flags & DBK_SPOP_FLAG_FIN);
 	CHECK(!r.closed);
 	/* AGENT-HELLO is a KV list; re-read it as if we were HAProxy. */
@@ -212,15 +216,11 @@ static void test_hello_negotiates_frame_size(void)
 static void test_healthcheck_hello_closes(void)
 {
 	struct world w;
-	uint8_t buf[512];
 	struct reply r = { .len = 0 };
 	struct dbk_spop_frame f;
 
 	world_up(&w, 16, 16380);
-	int fd = client(&w);
-	send_all(fd, buf, test_haproxy_hello(buf, sizeof(buf), 16380, true));
-	pump(&w, fd, &r, 0);
-	CHECK(nth_frame(&r, 0, &f) && f.type == DBK_SPOP_AGENT_HELLO);
+	int fd = say_hello(&w, 16380, true, &r, &f);
 	CHECK(r.closed);
 	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->healthchecks, 1);
 	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->open, 0);
@@ -278,25 +278,36 @@ static void test_frame_split_across_reads(void)
 	world_down(&w);
 }
 
-/* Sends raw bytes after a good HELLO and expects AGENT-DISCONNECT with
- * the given status, then a close. */
-static void expect_disconnect(const uint8_t *bytes, size_t len, uint32_t status,
-                              uint32_t max_frame)
+/* Sends raw bytes after a good HELLO to a server with handler h (the
+ * router if NULL) and expects AGENT-DISCONNECT with the given status,
+ * then a close, and no ACK before it. */
+static void expect_disconnect_with(const struct dbk_spop_handler *h, const uint8_t *bytes,
+                                   size_t len, uint32_t status, uint32_t max_frame)
 {
 	struct world w;
 	struct reply r = { .len = 0 };
 	struct dbk_spop_frame f;
 
-	world_up(&w, 16, 16380);
+	world_up_with(&w, 16, 16380, h);
 	int fd = hello_client(&w, max_frame);
 	send_all(fd, bytes, len);
 	pump(&w, fd, &r, 0);
 	CHECK(nth_frame(&r, 0, &f));
+	CHECK_EQ_U(f.type, DBK_SPOP_AGENT_DISCONNECT);
 	CHECK_EQ_U(test_disconnect_status(&f), status);
 	CHECK(r.closed);
-	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->open, 0);
+	const struct dbk_spop_server_stats *st = dbk_spop_server_stats(w.spoa);
+	CHECK_EQ_U(st->open, 0);
+	CHECK_EQ_U(st->acks, 0);
+	CHECK_EQ_U(st->disconnects[status], 1);
 	close(fd);
 	world_down(&w);
+}
+
+static void expect_disconnect(const uint8_t *bytes, size_t len, uint32_t status,
+                              uint32_t max_frame)
+{
+	expect_disconnect_with(NULL, bytes, len, status, max_frame);
 }
 
 static void test_frame_above_negotiated_size(void)
@@ -661,24 +672,11 @@ static void test_handler_writes_the_actions_of_an_ack(void)
 static void expect_handler_disconnect(struct probe *p, uint32_t max_frame, uint32_t status)
 {
 	struct dbk_spop_handler h = { probe_notify, p };
-	struct world w;
 	uint8_t buf[512];
-	struct reply r = { .len = 0 };
-	struct dbk_spop_frame f;
+	size_t len = test_notify(buf, sizeof(buf), 1, 1, DBK_SPOP_FLAG_FIN, "x", 10);
 
-	world_up_with(&w, 16, 16380, &h);
-	int fd = hello_client(&w, max_frame);
-	send_all(fd, buf, test_notify(buf, sizeof(buf), 1, 1, DBK_SPOP_FLAG_FIN, "x", 10));
-	pump(&w, fd, &r, 0);
+	expect_disconnect_with(&h, buf, len, status, max_frame);
 	CHECK_EQ_U(p->calls, 1);
-	CHECK(nth_frame(&r, 0, &f));
-	CHECK_EQ_U(f.type, DBK_SPOP_AGENT_DISCONNECT);
-	CHECK_EQ_U(test_disconnect_status(&f), status);
-	CHECK(r.closed);
-	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->acks, 0);
-	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->disconnects[status], 1);
-	close(fd);
-	world_down(&w);
 }
 
 static void test_handler_refusal_disconnects(void)
