@@ -3,9 +3,9 @@
  *
  * Each frame goes through frame_split and frame_parse, then through the
  * HELLO, DISCONNECT and NOTIFY decoders whatever its type. Checked:
- * - frame_split and frame_parse follow spop.h to the byte;
+ * - frame_split and frame_parse follow spop_codec.h to the byte;
  * - hello_parse and disconnect_parse agree with a model written from
- *   spop.h's contract (status, max-frame-size, pipelining, engine-id,
+ *   spop_codec.h's contract (status, max-frame-size, pipelining, engine-id,
  *   status-code, message), and pointers stay inside the frame;
  * - after a HELLO, the agent's answer (dbk_spop_agent_hello_build with the
  *   negotiated size) fits in that size and parses back to what was built;
