@@ -38,7 +38,7 @@ static void table(struct cfg *c, struct dbk_opt *o)
 	const struct dbk_opt t[] = {
 		{.name = "verbose", .short_name = 'v', .kind = DBK_OPT_FLAG, .dst = &c->verbose, .help = "say more"},
 		{.name = "url", .kind = DBK_OPT_STR, .dst = &c->url, .metavar = "URL", .help = "where\nsecond line"},
-		{.name = "port", .short_name = 'p', .kind = DBK_OPT_INT, .dst = &c->port, .lo = 1, .hi = 65535, .metavar = "N"},
+		{.name = "port", .short_name = 'p', .kind = DBK_OPT_INT, .dst = &c->port, .lo = 1, .hi = 65535, .metavar = "N", .section = "Network:"},
 		{.name = "seed", .kind = DBK_OPT_LL, .dst = &c->seed, .lo = -5, .hi = 1e15, .metavar = "N"},
 		{.name = "cap", .kind = DBK_OPT_SIZE, .dst = &c->cap, .lo = 0, .hi = 1000, .flags = DBK_OPT_STRICT | DBK_OPT_ONCE, .metavar = "N"},
 		{.name = "rate", .kind = DBK_OPT_DOUBLE, .dst = &c->rate, .lo = 0, .hi = 10, .metavar = "R"},
@@ -147,7 +147,27 @@ static void test_usage_lines_come_from_the_table(void)
 	fclose(f);
 	CHECK(strstr(text, "  -v, --verbose      say more\n") != NULL);
 	CHECK(strstr(text, "      --url URL      where\n                     second line\n") != NULL);
-	CHECK(strstr(text, "  -p, --port N\n") != NULL);
+	CHECK(strstr(text, "second line\nNetwork:\n  -p, --port N\n") != NULL);
+	free(text);
+}
+
+static void test_no_short_column_without_short_options(void)
+{
+	bool on = false;
+	const struct dbk_opt o[] = {
+		{.name = "on", .kind = DBK_OPT_FLAG, .dst = &on, .help = "switch"},
+		{0},
+	};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	dbk_cli_usage(f, o);
+	fclose(f);
+	CHECK(text && strcmp(text, "  --on  switch\n") == 0);
 	free(text);
 }
 
@@ -157,5 +177,6 @@ int main(void)
 	RUN(test_every_bad_value_is_refused_by_name);
 	RUN(test_missing_value_repeats_and_callbacks);
 	RUN(test_usage_lines_come_from_the_table);
+	RUN(test_no_short_column_without_short_options);
 	return CHECK_DONE();
 }
