@@ -107,6 +107,7 @@ static void finish(struct dbk_call *k)
 		k->next->prev = k->prev;
 	c->n_calls--;
 	dbk_buf_free(&k->out);
+	dbk_resp_free(&k->resp);
 	dbk_sse_free(&k->sse);
 	dbk_stream_free(&k->st);
 	/* The callback may start calls: everything of this one is gone
