@@ -90,6 +90,8 @@ int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
 	memcpy(u->host, host, hl);
 	snprintf(u->port, sizeof(u->port), "%lu", pv);
 	snprintf(u->path, sizeof(u->path), "%.*s%s", (int)bl, path, suffix);
+	snprintf(u->addr, sizeof(u->addr), strchr(u->host, ':') ? "[%s]:%s"
+	         : "%s:%s", u->host, u->port);
 	snprintf(u->authority, sizeof(u->authority), "%.*s",
 	         (int)(p - (url + 7)), url + 7);
 	return 0;
