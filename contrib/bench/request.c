@@ -3,26 +3,14 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/log.h"
+
 #define BENCH_USER_AGENT "dbucket-bench"
-
-static int fail(char *err, size_t errn, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errn, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errn, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
                   char *err, size_t errn)
@@ -35,15 +23,15 @@ int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
 
 	memset(u, 0, sizeof(*u));
 	if (strncmp(url, "http://", 7) != 0)
-		return fail(err, errn, "--url must start with http:// "
-		            "(no TLS: the benchmark talks to loopback)");
+		return dbk_errf(err, errn, "--url must start with http:// "
+		            "(no TLS: the benchmark talks to loopback)"), -1;
 	p = host = url + 7;
 	if (*p == '[') {
 		host = ++p;
 		host_end = strchr(p, ']');
 		if (!host_end)
-			return fail(err, errn, "--url: no ']' after the IPv6 "
-			            "address");
+			return dbk_errf(err, errn, "--url: no ']' after the IPv6 "
+			            "address"), -1;
 		p = host_end + 1;
 	} else {
 		while (*p && *p != ':' && *p != '/')
@@ -52,10 +40,10 @@ int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
 	}
 	hl = (size_t)(host_end - host);
 	if (hl == 0 || hl >= sizeof(u->host))
-		return fail(err, errn, "--url: bad host");
+		return dbk_errf(err, errn, "--url: bad host"), -1;
 	for (i = 0; i < hl; i++)
 		if (!isalnum((unsigned char)host[i]) && !strchr(".-_:%", host[i]))
-			return fail(err, errn, "--url: bad character in host");
+			return dbk_errf(err, errn, "--url: bad character in host"), -1;
 	if (*p == ':') {
 		port = ++p;
 		pv = 0;
@@ -67,18 +55,18 @@ int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
 		}
 		pl = (size_t)(p - port);
 		if (pl == 0 || pv == 0 || pv > 65535)
-			return fail(err, errn, "--url: port must be 1..65535");
+			return dbk_errf(err, errn, "--url: port must be 1..65535"), -1;
 	}
 	if (*p && *p != '/')
-		return fail(err, errn, "--url: unexpected '%c' after the "
-		            "host", *p);
+		return dbk_errf(err, errn, "--url: unexpected '%c' after the "
+		            "host", *p), -1;
 	path = p;
 	for (i = 0; path[i]; i++)
 		if ((unsigned char)path[i] <= 0x20 ||
 		    (unsigned char)path[i] >= 0x7f || path[i] == '?' ||
 		    path[i] == '#')
-			return fail(err, errn, "--url: the path may not hold "
-			            "spaces, '?' or '#'");
+			return dbk_errf(err, errn, "--url: the path may not hold "
+			            "spaces, '?' or '#'"), -1;
 	bl = strlen(path);
 	while (bl && path[bl - 1] == '/')
 		bl--;
@@ -86,7 +74,7 @@ int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
 	if (bl >= 3 && memcmp(path + bl - 3, "/v1", 3) == 0)
 		bl -= 3;
 	if (bl + strlen(suffix) >= sizeof(u->path))
-		return fail(err, errn, "--url: path too long");
+		return dbk_errf(err, errn, "--url: path too long"), -1;
 	memcpy(u->host, host, hl);
 	snprintf(u->port, sizeof(u->port), "%lu", pv);
 	snprintf(u->path, sizeof(u->path), "%.*s%s", (int)bl, path, suffix);

@@ -1,5 +1,6 @@
 /* Unit tests of the trace readers, the synthetic generator and the
  * selection (trace.c). */
+#include "synth.h"
 #include "trace.h"
 
 #include <math.h>
