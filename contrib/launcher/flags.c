@@ -408,15 +408,9 @@ void dbk_flags_free(struct dbk_launch_flags *f)
 
 static const char *const default_hosts[1] = { DBK_LAUNCH_DEFAULT_SERVER_HOST };
 
-enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char **argv,
-                                      char *err, size_t errlen)
+/* The reference's defaults, and room for every argument. */
+static int set_defaults(struct dbk_launch_flags *f, size_t n, char *err, size_t errlen)
 {
-	enum dbk_flags_result rc = DBK_FLAGS_ERROR;
-	size_t n = argc > 1 ? (size_t)argc - 1 : 0;
-	char **args = argv + 1;
-	struct token *tok = NULL;
-	size_t *extras = NULL, nextras = 0;
-
 	memset(f, 0, sizeof(*f));
 	err[0] = '\0';
 	f->host = DBK_LAUNCH_DEFAULT_HOST;
@@ -427,14 +421,11 @@ enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char
 	f->max_request_tokens = DBK_LAUNCH_DEFAULT_MAX_REQUEST_TOKENS;
 	f->max_retries = DBK_LAUNCH_DEFAULT_MAX_RETRIES;
 	f->retry_delay = DBK_LAUNCH_DEFAULT_RETRY_DELAY;
-	/* Room for every argument, plus the defaults. */
 	f->hosts_buf = calloc(n + 1, sizeof(*f->hosts_buf));
 	f->ports_buf = calloc(n + 1, sizeof(*f->ports_buf));
-	tok = calloc(n + 1, sizeof(*tok));
-	extras = calloc(n + 1, sizeof(*extras));
-	if (!f->hosts_buf || !f->ports_buf || !tok || !extras) {
+	if (!f->hosts_buf || !f->ports_buf) {
 		snprintf(err, errlen, "out of memory");
-		goto out;
+		return -1;
 	}
 	f->hosts_buf[0] = default_hosts[0];
 	f->server_hosts = f->hosts_buf;
@@ -442,9 +433,14 @@ enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char
 	f->ports_buf[0] = DBK_LAUNCH_DEFAULT_SERVER_PORT;
 	f->server_ports = f->ports_buf;
 	f->nports = 1;
+	return 0;
+}
 
-	/* Pass 1: classify. After "--", everything is a value. */
+/* Pass 1: classify every argument. After "--", everything is a value. */
+static int classify_all(char **args, size_t n, struct token *tok, char *err, size_t errlen)
+{
 	size_t marker = n;
+
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(args[i], "--") == 0) {
 			tok[i].kind = '-';
@@ -452,78 +448,117 @@ enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char
 			break;
 		}
 		if (classify(args[i], &tok[i], err, errlen) < 0)
-			goto out;
+			return -1;
 	}
 	for (size_t i = marker + 1; i < n; i++)
 		tok[i].kind = 'A';
+	return 0;
+}
 
-	/* Pass 2: take the options in order. */
-	bool help = false;
-	size_t i = 0;
-	while (i < n) {
-		struct token *t = &tok[i];
-		if (t->kind != 'O' || t->id == O_UNKNOWN) {
-			extras[nextras++] = i++;
-			continue;
-		}
-		enum nargs na = nargs_of(t->id);
-		if (t->explicit) {
-			if (na != N_ZERO) {
-				char *one = (char *)t->explicit;
-				if (take(f, t->id, &one, 1, err, errlen) < 0)
-					goto out;
-			} else if (t->optstr[1] != '-' && t->explicit[0] != '\0') {
-				/* "-hX": X must be more single-letter flags; -h is the
-				 * only one. */
-				const char *x = t->explicit;
-				while (*x == 'h')
-					x++;
-				if (*x) {
-					char r[160];
-					dbk_py_repr(x, r, sizeof(r));
-					snprintf(err, errlen, "argument %s: ignored explicit argument %s",
-					         display_name(t->id), r);
-					goto out;
-				}
-				help = true;
-			} else {
-				char r[160];
-				dbk_py_repr(t->explicit, r, sizeof(r));
-				snprintf(err, errlen, "argument %s: ignored explicit argument %s",
-				         display_name(t->id), r);
-				goto out;
-			}
-			if (help)
-				break;
-			i++;
-			continue;
-		}
-		/* The values are the run of 'A' that follows: one, or all of
-		 * them for nargs "+". */
-		size_t k = i + 1;
-		if (na == N_ONE && k < n && tok[k].kind == 'A')
-			k++;
-		else if (na == N_PLUS)
-			while (k < n && tok[k].kind == 'A')
-				k++;
-		size_t nv = k - i - 1;
-		if (na == N_ONE && nv != 1) {
-			snprintf(err, errlen, "argument %s: expected one argument", display_name(t->id));
-			goto out;
-		}
-		if (na == N_PLUS && nv == 0) {
-			snprintf(err, errlen, "argument %s: expected at least one argument",
-			         display_name(t->id));
-			goto out;
-		}
-		if (t->id == O_HELP) {
-			help = true;
-			break;
-		}
-		if (take(f, t->id, args + i + 1, (unsigned)nv, err, errlen) < 0)
-			goto out;
-		i = k;
+static int ignored_explicit(const struct token *t, const char *x, char *err, size_t errlen)
+{
+	char r[160];
+
+	dbk_py_repr(x, r, sizeof(r));
+	snprintf(err, errlen, "argument %s: ignored explicit argument %s", display_name(t->id), r);
+	return -1;
+}
+
+/* "--opt=value" or "-oVALUE": one value for an option that takes some;
+ * for -h only more single-letter flags ("-hh"), and -h is the only one.
+ * Sets *help for -h. */
+static int take_explicit(struct dbk_launch_flags *f, const struct token *t, bool *help,
+                         char *err, size_t errlen)
+{
+	if (nargs_of(t->id) != N_ZERO) {
+		char *one = (char *)t->explicit;
+
+		return take(f, t->id, &one, 1, err, errlen);
 	}
+	if (t->optstr[1] == '-' || t->explicit[0] == '\0')
+		return ignored_explicit(t, t->explicit, err, errlen);
+	const char *x = t->explicit;
+	while (*x == 'h')
+		x++;
+	if (*x)
+		return ignored_explicit(t, x, err, errlen);
+	*help = true;
+	return 0;
+}
+
+/* An option at tok[i] whose values are the run of 'A' that follows: one,
+ * or all of them for nargs "+". Returns the index after them, or 0 on an
+ * error; sets *help for -h. */
+static size_t take_values(struct dbk_launch_flags *f, char **args, const struct token *tok,
+                          size_t n, size_t i, bool *help, char *err, size_t errlen)
+{
+	enum nargs na = nargs_of(tok[i].id);
+	size_t k = i + 1;
+
+	if (na == N_ONE && k < n && tok[k].kind == 'A')
+		k++;
+	else if (na == N_PLUS)
+		while (k < n && tok[k].kind == 'A')
+			k++;
+	size_t nv = k - i - 1;
+	if (na == N_ONE && nv != 1) {
+		snprintf(err, errlen, "argument %s: expected one argument", display_name(tok[i].id));
+		return 0;
+	}
+	if (na == N_PLUS && nv == 0) {
+		snprintf(err, errlen, "argument %s: expected at least one argument",
+		         display_name(tok[i].id));
+		return 0;
+	}
+	if (tok[i].id == O_HELP) {
+		*help = true;
+		return k;
+	}
+	return take(f, tok[i].id, args + i + 1, (unsigned)nv, err, errlen) < 0 ? 0 : k;
+}
+
+/* Pass 2: take the options in order; what is not one goes to extras.
+ * Stops at -h, as argparse prints the help at once. */
+static int take_all(struct dbk_launch_flags *f, char **args, const struct token *tok, size_t n,
+                    size_t *extras, size_t *nextras, bool *help, char *err, size_t errlen)
+{
+	size_t i = 0;
+
+	while (i < n && !*help) {
+		const struct token *t = &tok[i];
+
+		if (t->kind != 'O' || t->id == O_UNKNOWN) {
+			extras[(*nextras)++] = i++;
+		} else if (t->explicit) {
+			if (take_explicit(f, t, help, err, errlen) < 0)
+				return -1;
+			i++;
+		} else if ((i = take_values(f, args, tok, n, i, help, err, errlen)) == 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char **argv,
+                                      char *err, size_t errlen)
+{
+	enum dbk_flags_result rc = DBK_FLAGS_ERROR;
+	size_t n = argc > 1 ? (size_t)argc - 1 : 0;
+	char **args = argv + 1;
+	struct token *tok = calloc(n + 1, sizeof(*tok));
+	size_t *extras = calloc(n + 1, sizeof(*extras)), nextras = 0;
+	bool help = false;
+
+	if (set_defaults(f, n, err, errlen) < 0)
+		goto out;
+	if (!tok || !extras) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	if (classify_all(args, n, tok, err, errlen) < 0 ||
+	    take_all(f, args, tok, n, extras, &nextras, &help, err, errlen) < 0)
+		goto out;
 	if (help) {
 		rc = DBK_FLAGS_HELP;
 		goto out;

@@ -2,7 +2,6 @@
 #include "supervise.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -12,23 +11,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "say.h"
+
 extern char **environ;
 
 /* How often start-up readiness is probed. */
 #define PROBE_INTERVAL 0.02
 /* Bounds each reaping pass (two children, and anything reparented). */
 #define MAX_REAPS 64
-
-static void say(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("dbucket: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 static double now(void)
 {
@@ -93,7 +83,7 @@ static int spawn(struct dbk_child *c)
 	pid_t pid = fork();
 
 	if (pid < 0) {
-		say("cannot start %s: fork: %s", c->name, strerror(errno));
+		dbk_launch_say("cannot start %s: fork: %s", c->name, strerror(errno));
 		return -1;
 	}
 	if (pid == 0) {
@@ -214,7 +204,7 @@ static void stop_child(struct dbk_supervisor *s, struct dbk_child *c)
 		double left = deadline - now();
 		if (left <= 0 || killed) {
 			if (!killed) {
-				say("%s (pid %d) did not stop in %.0f s: SIGKILL", c->name, (int)pid,
+				dbk_launch_say("%s (pid %d) did not stop in %.0f s: SIGKILL", c->name, (int)pid,
 				    s->stop_timeout);
 				kill(pid, SIGKILL);
 				killed = true;
@@ -226,7 +216,7 @@ static void stop_child(struct dbk_supervisor *s, struct dbk_child *c)
 		}
 		int sig = wait_signal(left);
 		if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) && !killed) {
-			say("%s (pid %d): second stop signal, SIGKILL", c->name, (int)pid);
+			dbk_launch_say("%s (pid %d): second stop signal, SIGKILL", c->name, (int)pid);
 			kill(pid, SIGKILL);
 			killed = true;
 			deadline = now() + s->stop_timeout;
@@ -234,11 +224,11 @@ static void stop_child(struct dbk_supervisor *s, struct dbk_child *c)
 	}
 	if (c->pid) {
 		/* Cannot happen short of a kernel problem; do not hang. */
-		say("%s (pid %d) is still there after SIGKILL", c->name, (int)pid);
+		dbk_launch_say("%s (pid %d) is still there after SIGKILL", c->name, (int)pid);
 		return;
 	}
 	describe(c == &s->agent ? as : hs, how, sizeof(how));
-	say("%s (pid %d) %s", c->name, (int)pid, how);
+	dbk_launch_say("%s (pid %d) %s", c->name, (int)pid, how);
 }
 
 static void stop_all(struct dbk_supervisor *s)
@@ -260,7 +250,7 @@ int dbk_supervise_run(struct dbk_supervisor *s)
 
 	if (spawn(&s->agent) < 0)
 		return 1;
-	say("started %s (pid %d)", s->agent.name, (int)s->agent.pid);
+	dbk_launch_say("started %s (pid %d)", s->agent.name, (int)s->agent.pid);
 	for (;;) {
 		double t = now(), timeout = -1;
 
@@ -271,7 +261,7 @@ int dbk_supervise_run(struct dbk_supervisor *s)
 		int sig = wait_signal(timeout);
 		if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
 			s->stop_signal = sig;
-			say("%s: stopping", strsignal(sig));
+			dbk_launch_say("%s: stopping", strsignal(sig));
 			rc = 0;
 			break;
 		}
@@ -281,13 +271,13 @@ int dbk_supervise_run(struct dbk_supervisor *s)
 		int which = reap(s, &as, &hs);
 		if (which & REAPED_HAPROXY) {
 			describe(hs, how, sizeof(how));
-			say("haproxy %s: stopping", how);
+			dbk_launch_say("haproxy %s: stopping", how);
 			break;
 		}
 		if (which & REAPED_AGENT) {
 			describe(as, how, sizeof(how));
 			if (phase == STARTING_AGENT) {
-				say("dbucket-spoa %s during start-up", how);
+				dbk_launch_say("dbucket-spoa %s during start-up", how);
 				break;
 			}
 			t = now();
@@ -296,11 +286,11 @@ int dbk_supervise_run(struct dbk_supervisor *s)
 				backoff = s->backoff_min;
 			}
 			if (++quick_deaths >= s->max_quick_deaths) {
-				say("dbucket-spoa %s, %u times in a row within %.0f s of its start: "
+				dbk_launch_say("dbucket-spoa %s, %u times in a row within %.0f s of its start: "
 				    "giving up", how, quick_deaths, s->stable_after);
 				break;
 			}
-			say("dbucket-spoa %s: restarting it in %.2f s (HAProxy balances alone "
+			dbk_launch_say("dbucket-spoa %s: restarting it in %.2f s (HAProxy balances alone "
 			    "meanwhile)", how, backoff);
 			restart_at = t + backoff;
 			backoff = backoff * 2 > s->backoff_max ? s->backoff_max : backoff * 2;
@@ -312,20 +302,20 @@ int dbk_supervise_run(struct dbk_supervisor *s)
 			if (spawn(&s->agent) < 0)
 				break;
 			s->agent_restarts++;
-			say("restarted %s (pid %d)", s->agent.name, (int)s->agent.pid);
+			dbk_launch_say("restarted %s (pid %d)", s->agent.name, (int)s->agent.pid);
 		}
 		if (phase == STARTING_AGENT && accepts(s->agent_ready)) {
 			if (spawn(&s->haproxy) < 0)
 				break;
-			say("started %s (pid %d)", s->haproxy.name, (int)s->haproxy.pid);
+			dbk_launch_say("started %s (pid %d)", s->haproxy.name, (int)s->haproxy.pid);
 			phase = STARTING_HAPROXY;
 			phase_deadline = now() + s->start_timeout;
 		} else if (phase == STARTING_HAPROXY && accepts(s->haproxy_ready)) {
-			say("ready: clients on %s, agent pid %d, haproxy pid %d", s->listen,
+			dbk_launch_say("ready: clients on %s, agent pid %d, haproxy pid %d", s->listen,
 			    (int)s->agent.pid, (int)s->haproxy.pid);
 			phase = RUNNING;
 		} else if (phase != RUNNING && t > phase_deadline) {
-			say("%s did not come up within %.0f s",
+			dbk_launch_say("%s did not come up within %.0f s",
 			    phase == STARTING_AGENT ? "dbucket-spoa" : "haproxy", s->start_timeout);
 			break;
 		}
