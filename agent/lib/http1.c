@@ -196,31 +196,40 @@ static int parse_field(struct dbk_http_slice l, struct dbk_http_header *hdrs,
 	return 0;
 }
 
-/* Skips the empty lines RFC 9112 2.2 lets a recipient ignore before a
- * start line, counted against the head limit. 0 with *pos at the start
- * line, -1 incomplete, or the status to refuse with and why. */
-static int skip_empty_lines(const char *buf, size_t len, size_t limit,
-                            size_t *pos, const char **why)
+enum start_result {
+	START_OK,
+	START_INCOMPLETE,
+	START_BARE_CR,
+	START_HEAD_TOO_LARGE, /* empty lines alone fill the head limit */
+	START_LINE_TOO_LONG,
+};
+
+/* The start line, after the empty lines RFC 9112 2.2 lets a recipient
+ * ignore (counted against the head limit): START_OK with *line, and
+ * *next the offset after it. */
+static enum start_result start_line(const char *buf, size_t len, size_t limit,
+                                    struct dbk_http_slice *line, size_t *next)
 {
 	size_t i = 0;
 
 	while (i < len && i < limit) {
-		if (buf[i] == '\n') {
+		if (buf[i] == '\n')
 			i++;
-		} else if (buf[i] == '\r') {
-			if (i + 1 >= len)
-				return -1;
-			if (buf[i + 1] != '\n') {
-				*why = "bare CR";
-				return 400;
-			}
-			i += 2;
-		} else {
+		else if (buf[i] != '\r')
 			break;
-		}
+		else if (i + 1 >= len)
+			return START_INCOMPLETE;
+		else if (buf[i + 1] != '\n')
+			return START_BARE_CR;
+		else
+			i += 2;
 	}
-	*pos = i;
-	return 0;
+	if (i >= limit)
+		return START_HEAD_TOO_LARGE;
+	*next = next_line(buf, len, i, limit, line);
+	if (*next == 0)
+		return len >= limit ? START_LINE_TOO_LONG : START_INCOMPLETE;
+	return has_cr(*line) ? START_BARE_CR : START_OK;
 }
 
 /* The field lines from pos up to and including the blank line. 0 with
@@ -393,25 +402,25 @@ enum dbk_http_result dbk_http_parse(const char *buf, size_t len,
                                     const struct dbk_http_limits *lim,
                                     struct dbk_http_request *req)
 {
-	size_t pos = 0, next, limit = lim->max_head_bytes;
+	size_t next = 0, limit = lim->max_head_bytes;
 	struct dbk_http_slice line;
 	enum dbk_http_result r;
 	const char *why = NULL;
 	int st;
 
 	memset(req, 0, sizeof(*req));
-	st = skip_empty_lines(buf, len, limit, &pos, &why);
-	if (st != 0)
-		return st < 0 ? DBK_HTTP_INCOMPLETE : fail(req, st, why);
-	if (pos >= limit)
-		return fail(req, 431, "request head too large");
-
-	next = next_line(buf, len, pos, limit, &line);
-	if (next == 0)
-		return len >= limit ? fail(req, 414, "request line too long")
-		                    : DBK_HTTP_INCOMPLETE;
-	if (has_cr(line))
+	switch (start_line(buf, len, limit, &line, &next)) {
+	case START_OK:
+		break;
+	case START_INCOMPLETE:
+		return DBK_HTTP_INCOMPLETE;
+	case START_BARE_CR:
 		return fail(req, 400, "bare CR");
+	case START_HEAD_TOO_LARGE:
+		return fail(req, 431, "request head too large");
+	case START_LINE_TOO_LONG:
+		return fail(req, 414, "request line too long");
+	}
 	r = parse_request_line(line, req);
 	if (r != DBK_HTTP_COMPLETE)
 		return r;
@@ -498,21 +507,23 @@ enum dbk_http_result dbk_http_parse_response(const char *buf, size_t len,
                                              size_t max_head_bytes,
                                              struct dbk_http_response *rsp)
 {
-	size_t pos = 0, next;
+	size_t next = 0;
 	struct dbk_http_slice line;
 	const char *why = NULL;
 	int st;
 
 	memset(rsp, 0, sizeof(*rsp));
-	st = skip_empty_lines(buf, len, max_head_bytes, &pos, &why);
-	if (st != 0)
-		return st < 0 ? DBK_HTTP_INCOMPLETE : rsp_fail(rsp, why);
-	next = next_line(buf, len, pos, max_head_bytes, &line);
-	if (next == 0)
-		return len >= max_head_bytes
-		       ? rsp_fail(rsp, "response head too large")
-		       : DBK_HTTP_INCOMPLETE;
-	if (has_cr(line) || !parse_status_line(line, rsp))
+	switch (start_line(buf, len, max_head_bytes, &line, &next)) {
+	case START_OK:
+		break;
+	case START_INCOMPLETE:
+		return DBK_HTTP_INCOMPLETE;
+	case START_BARE_CR:
+		return rsp_fail(rsp, "bare CR");
+	default:
+		return rsp_fail(rsp, "response head too large");
+	}
+	if (!parse_status_line(line, rsp))
 		return rsp_fail(rsp, "bad HTTP status line");
 	st = parse_fields(buf, len, next, max_head_bytes,
 	                  "response head too large", rsp->headers,

@@ -466,7 +466,7 @@ static void test_response_errors(void)
 	expect_rsp_error("HTTP/1.1 200OK\r\n\r\n", "bad HTTP status line");
 	expect_rsp_error("HTTP/1.1 2x0 OK\r\n\r\n", "bad HTTP status line");
 	expect_rsp_error("HTTP/1.1 099 OK\r\n\r\n", "bad HTTP status line");
-	expect_rsp_error("HTTP/1.1 200 O\rK\r\n\r\n", "bad HTTP status line");
+	expect_rsp_error("HTTP/1.1 200 O\rK\r\n\r\n", "bare CR");
 	expect_rsp_error("HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
 	                 "bad header field name");
 	expect_rsp_error("HTTP/1.1 200 OK\r\n folded\r\n\r\n",
