@@ -219,7 +219,7 @@ static cJSON *num_or_null(double v)
 	return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
 }
 
-static cJSON *dist_json(const struct dbk_dist *d)
+cJSON *dbk_report_dist_json(const struct dbk_dist *d)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -228,6 +228,7 @@ static cJSON *dist_json(const struct dbk_dist *d)
 	cJSON_AddItemToObject(o, "median", num_or_null(d->median * 1e3));
 	cJSON_AddItemToObject(o, "p90", num_or_null(d->p90 * 1e3));
 	cJSON_AddItemToObject(o, "p99", num_or_null(d->p99 * 1e3));
+	cJSON_AddItemToObject(o, "max", num_or_null(d->max * 1e3));
 	return o;
 }
 
@@ -247,10 +248,10 @@ static cJSON *summary_json(const struct dbk_summary *s, const char *label)
 	cJSON_AddNumberToObject(o, "input_throughput", s->in_throughput);
 	cJSON_AddItemToObject(o, "goodput", num_or_null(s->goodput));
 	cJSON_AddNumberToObject(o, "good", (double)s->good);
-	cJSON_AddItemToObject(o, "ttft_ms", dist_json(&s->ttft));
-	cJSON_AddItemToObject(o, "tpot_ms", dist_json(&s->tpot));
-	cJSON_AddItemToObject(o, "itl_ms", dist_json(&s->itl));
-	cJSON_AddItemToObject(o, "e2e_ms", dist_json(&s->e2e));
+	cJSON_AddItemToObject(o, "ttft_ms", dbk_report_dist_json(&s->ttft));
+	cJSON_AddItemToObject(o, "tpot_ms", dbk_report_dist_json(&s->tpot));
+	cJSON_AddItemToObject(o, "itl_ms", dbk_report_dist_json(&s->itl));
+	cJSON_AddItemToObject(o, "e2e_ms", dbk_report_dist_json(&s->e2e));
 	return o;
 }
 

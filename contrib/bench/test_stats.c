@@ -24,6 +24,7 @@ static void test_percentile(void)
 	/* numpy.percentile([1..10], 90) == 9.1, 99 -> 9.91 */
 	CHECK_NEAR(d.p90, 9.1, 1e-12);
 	CHECK_NEAR(d.p99, 9.91, 1e-12);
+	CHECK_NEAR(d.max, 10, 0);
 	CHECK_NEAR(dbk_percentile(v, 10, 0), 1, 0);
 	CHECK_NEAR(dbk_percentile(v, 10, 100), 10, 0);
 	CHECK_NEAR(dbk_percentile(v, 10, 25), 3.25, 1e-12);
@@ -38,7 +39,7 @@ static void test_percentile(void)
 	CHECK(d.mean == 7 && d.median == 7 && d.p90 == 7 && d.p99 == 7);
 	dbk_dist_compute(NULL, 0, &d);
 	CHECK_EQ_U(d.n, 0);
-	CHECK(isnan(d.mean) && isnan(d.median) && isnan(d.p99));
+	CHECK(isnan(d.mean) && isnan(d.median) && isnan(d.p99) && isnan(d.max));
 	CHECK(isnan(dbk_percentile(NULL, 0, 50)));
 }
 
