@@ -291,12 +291,13 @@ static int collect(void *ctx, const char *p, size_t n)
 	return 0;
 }
 
-static int reject(void *ctx, const char *p, size_t n)
+/* A consumer that stops at once: for the body and for SSE events. */
+static int refuse(void *ctx, const char *p, size_t n)
 {
 	(void)ctx;
 	(void)p;
 	(void)n;
-	return 7;
+	return 42;
 }
 
 static void test_resp_length_and_close(void)
@@ -344,7 +345,7 @@ static void test_resp_length_and_close(void)
 	dbk_resp_free(&r);
 	dbk_resp_init(&r);
 	s = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
-	dbk_resp_feed(&r, s, strlen(s), reject, NULL);
+	dbk_resp_feed(&r, s, strlen(s), refuse, NULL);
 	CHECK_EQ_U(r.state, DBK_RESP_ERROR);
 	CHECK(strcmp(r.err, "body rejected") == 0);
 	dbk_resp_free(&r);
@@ -465,14 +466,6 @@ static int on_ev(void *ctx, const char *data, size_t n)
 	return 0;
 }
 
-static int stop_ev(void *ctx, const char *data, size_t n)
-{
-	(void)ctx;
-	(void)data;
-	(void)n;
-	return 42;
-}
-
 static void test_sse_framing_split_everywhere(void)
 {
 	const char *s = ": comment\n"
@@ -539,7 +532,7 @@ static void test_sse_bounds(void)
 	CHECK_EQ_U(e.n, 0);
 	/* The callback's verdict is passed back. */
 	dbk_sse_init(&x, 64);
-	CHECK_EQ_U(dbk_sse_feed(&x, "data: x\n\ndata: y\n\n", 18, stop_ev,
+	CHECK_EQ_U(dbk_sse_feed(&x, "data: x\n\ndata: y\n\n", 18, refuse,
 	                        NULL), 42);
 	dbk_sse_free(&x);
 }
