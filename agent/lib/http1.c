@@ -232,6 +232,23 @@ static enum start_result start_line(const char *buf, size_t len, size_t limit,
 	return has_cr(*line) ? START_BARE_CR : START_OK;
 }
 
+/* The status a server refuses a bad start with, and why: for a request
+ * the line alone too long is 414, a head too large 431. A client only
+ * reports the reason. */
+static int start_error(enum start_result sr, bool request, const char **why)
+{
+	if (sr == START_BARE_CR) {
+		*why = "bare CR";
+		return 400;
+	}
+	if (sr == START_LINE_TOO_LONG && request) {
+		*why = "request line too long";
+		return 414;
+	}
+	*why = request ? "request head too large" : "response head too large";
+	return 431;
+}
+
 /* The field lines from pos up to and including the blank line. 0 with
  * *head_len set, -1 incomplete, or the status to refuse with and why
  * (too_large when the head passes limit). */
@@ -405,21 +422,17 @@ enum dbk_http_result dbk_http_parse(const char *buf, size_t len,
 	size_t next = 0, limit = lim->max_head_bytes;
 	struct dbk_http_slice line;
 	enum dbk_http_result r;
+	enum start_result sr;
 	const char *why = NULL;
 	int st;
 
 	memset(req, 0, sizeof(*req));
-	switch (start_line(buf, len, limit, &line, &next)) {
-	case START_OK:
-		break;
-	case START_INCOMPLETE:
+	sr = start_line(buf, len, limit, &line, &next);
+	if (sr == START_INCOMPLETE)
 		return DBK_HTTP_INCOMPLETE;
-	case START_BARE_CR:
-		return fail(req, 400, "bare CR");
-	case START_HEAD_TOO_LARGE:
-		return fail(req, 431, "request head too large");
-	case START_LINE_TOO_LONG:
-		return fail(req, 414, "request line too long");
+	if (sr != START_OK) {
+		st = start_error(sr, true, &why);
+		return fail(req, st, why);
 	}
 	r = parse_request_line(line, req);
 	if (r != DBK_HTTP_COMPLETE)
@@ -509,19 +522,17 @@ enum dbk_http_result dbk_http_parse_response(const char *buf, size_t len,
 {
 	size_t next = 0;
 	struct dbk_http_slice line;
+	enum start_result sr;
 	const char *why = NULL;
 	int st;
 
 	memset(rsp, 0, sizeof(*rsp));
-	switch (start_line(buf, len, max_head_bytes, &line, &next)) {
-	case START_OK:
-		break;
-	case START_INCOMPLETE:
+	sr = start_line(buf, len, max_head_bytes, &line, &next);
+	if (sr == START_INCOMPLETE)
 		return DBK_HTTP_INCOMPLETE;
-	case START_BARE_CR:
-		return rsp_fail(rsp, "bare CR");
-	default:
-		return rsp_fail(rsp, "response head too large");
+	if (sr != START_OK) {
+		start_error(sr, false, &why);
+		return rsp_fail(rsp, why);
 	}
 	if (!parse_status_line(line, rsp))
 		return rsp_fail(rsp, "bad HTTP status line");

@@ -49,6 +49,15 @@ static bool in_dir(const char *dir, const char *name, char *out, size_t outlen)
 	return take_path(p, out, outlen);
 }
 
+/* The first of n fixed directories that holds an executable name. */
+static bool in_dirs(const char *const *dirs, size_t n, const char *name, char *out, size_t outlen)
+{
+	for (size_t i = 0; i < n; i++)
+		if (in_dir(dirs[i], name, out, outlen))
+			return true;
+	return false;
+}
+
 /* $PATH as execvp searches it (an empty entry is the current directory). */
 static bool in_path(const char *name, char *out, size_t outlen)
 {
@@ -108,12 +117,8 @@ static bool find_agent(const char *given, char *out, size_t outlen)
 				return true;
 		}
 	}
-	if (in_path("dbucket-spoa", out, outlen))
-		return true;
-	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-		if (in_dir(fixed[i], "dbucket-spoa", out, outlen))
-			return true;
-	return false;
+	return in_path("dbucket-spoa", out, outlen) ||
+	       in_dirs(fixed, sizeof(fixed) / sizeof(fixed[0]), "dbucket-spoa", out, outlen);
 }
 
 static bool find_haproxy(const char *given, char *out, size_t outlen)
@@ -123,12 +128,8 @@ static bool find_haproxy(const char *given, char *out, size_t outlen)
 
 	if (given)
 		return take_path(given, out, outlen);
-	if (in_path("haproxy", out, outlen))
-		return true;
-	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-		if (in_dir(fixed[i], "haproxy", out, outlen))
-			return true;
-	return false;
+	return in_path("haproxy", out, outlen) ||
+	       in_dirs(fixed, sizeof(fixed) / sizeof(fixed[0]), "haproxy", out, outlen);
 }
 
 /* ---- writing the files ------------------------------------------------- */
