@@ -24,14 +24,14 @@ int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
 	memset(u, 0, sizeof(*u));
 	if (strncmp(url, "http://", 7) != 0)
 		return dbk_errf(err, errn, "--url must start with http:// "
-		            "(no TLS: the benchmark talks to loopback)"), -1;
+		                "(no TLS: the benchmark talks to loopback)"), -1;
 	p = host = url + 7;
 	if (*p == '[') {
 		host = ++p;
 		host_end = strchr(p, ']');
 		if (!host_end)
 			return dbk_errf(err, errn, "--url: no ']' after the IPv6 "
-			            "address"), -1;
+			                "address"), -1;
 		p = host_end + 1;
 	} else {
 		while (*p && *p != ':' && *p != '/')
@@ -59,14 +59,14 @@ int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
 	}
 	if (*p && *p != '/')
 		return dbk_errf(err, errn, "--url: unexpected '%c' after the "
-		            "host", *p), -1;
+		                "host", *p), -1;
 	path = p;
 	for (i = 0; path[i]; i++)
 		if ((unsigned char)path[i] <= 0x20 ||
 		    (unsigned char)path[i] >= 0x7f || path[i] == '?' ||
 		    path[i] == '#')
 			return dbk_errf(err, errn, "--url: the path may not hold "
-			            "spaces, '?' or '#'"), -1;
+			                "spaces, '?' or '#'"), -1;
 	bl = strlen(path);
 	while (bl && path[bl - 1] == '/')
 		bl--;

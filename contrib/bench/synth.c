@@ -4,32 +4,32 @@
 #include "synth.h"
 
 #include <ctype.h>
-#include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/log.h"
+#include "lib/numparse.h"
 
+/* "N" or "N-M", 1 <= N <= M <= DBK_TRACE_MAX_TOKENS, digits only. */
 static bool parse_range(const char *s, uint32_t *lo, uint32_t *hi)
 {
-	char *end;
-	unsigned long a, b;
+	const char *dash = strchr(s, '-');
+	size_t n = dash ? (size_t)(dash - s) : strlen(s);
+	long long a, b;
+	char first[16];
 
-	if (!isdigit((unsigned char)*s))
+	if (n == 0 || n >= sizeof(first) || !isdigit((unsigned char)*s) ||
+	    (dash && !isdigit((unsigned char)dash[1])))
 		return false;
-	errno = 0;
-	a = strtoul(s, &end, 10);
+	memcpy(first, s, n);
+	first[n] = 0;
+	if (!dbk_parse_ll(first, 1, DBK_TRACE_MAX_TOKENS, &a))
+		return false;
 	b = a;
-	if (*end == '-') {
-		const char *s2 = end + 1;
-
-		if (!isdigit((unsigned char)*s2))
-			return false;
-		b = strtoul(s2, &end, 10);
-	}
-	if (errno || *end || a < 1 || b < a || b > DBK_TRACE_MAX_TOKENS)
+	if (dash && !dbk_parse_ll(dash + 1, a, DBK_TRACE_MAX_TOKENS, &b))
 		return false;
 	*lo = (uint32_t)a;
 	*hi = (uint32_t)b;
@@ -39,7 +39,7 @@ static bool parse_range(const char *s, uint32_t *lo, uint32_t *hi)
 static int synth_class(const char *s, struct dbk_synth_class *c, char *err,
                        size_t errn)
 {
-	char buf[128], *name, *w, *in, *out, *end;
+	char buf[128], *name, *w, *in, *out;
 	size_t i;
 
 	if (strlen(s) >= sizeof(buf))
@@ -49,39 +49,36 @@ static int synth_class(const char *s, struct dbk_synth_class *c, char *err,
 	w = strchr(buf, '=');
 	if (!w)
 		return dbk_errf(err, errn, "synthetic class '%s': want "
-		            "NAME=WEIGHT:IN[-IN_MAX][:OUT[-OUT_MAX]]", s), -1;
+		                "NAME=WEIGHT:IN[-IN_MAX][:OUT[-OUT_MAX]]", s), -1;
 	*w++ = 0;
 	if (!*name || strlen(name) >= sizeof(c->name))
 		return dbk_errf(err, errn, "synthetic class '%s': name must be "
-		            "1..%zu characters", s, sizeof(c->name) - 1), -1;
+		                "1..%zu characters", s, sizeof(c->name) - 1), -1;
 	for (i = 0; name[i]; i++)
 		if (!isalnum((unsigned char)name[i]) && name[i] != '_' &&
 		    name[i] != '-' && name[i] != '.')
 			return dbk_errf(err, errn, "synthetic class '%s': name may "
-			            "hold letters, digits, '_', '-', '.'", s), -1;
+			                "hold letters, digits, '_', '-', '.'", s), -1;
 	in = strchr(w, ':');
 	if (!in)
 		return dbk_errf(err, errn, "synthetic class '%s': no prompt "
-		            "length range (NAME=WEIGHT:IN[-IN_MAX])", s), -1;
+		                "length range (NAME=WEIGHT:IN[-IN_MAX])", s), -1;
 	*in++ = 0;
 	out = strchr(in, ':');
 	if (out)
 		*out++ = 0;
-	errno = 0;
-	c->weight = strtod(w, &end);
-	if (errno || end == w || *end || !isfinite(c->weight) ||
-	    !(c->weight > 0))
+	if (!dbk_parse_double(w, 0, DBL_MAX, &c->weight) || !(c->weight > 0))
 		return dbk_errf(err, errn, "synthetic class '%s': weight must be "
-		            "a number > 0", s), -1;
+		                "a number > 0", s), -1;
 	if (!parse_range(in, &c->in_lo, &c->in_hi))
 		return dbk_errf(err, errn, "synthetic class '%s': prompt length "
-		            "must be N or N-M with 1 <= N <= M <= %u", s,
-		            DBK_TRACE_MAX_TOKENS), -1;
+		                "must be N or N-M with 1 <= N <= M <= %u", s,
+		                DBK_TRACE_MAX_TOKENS), -1;
 	c->out_lo = c->out_hi = DBK_SYNTH_DEFAULT_OUTPUT;
 	if (out && !parse_range(out, &c->out_lo, &c->out_hi))
 		return dbk_errf(err, errn, "synthetic class '%s': output length "
-		            "must be N or N-M with 1 <= N <= M <= %u", s,
-		            DBK_TRACE_MAX_TOKENS), -1;
+		                "must be N or N-M with 1 <= N <= M <= %u", s,
+		                DBK_TRACE_MAX_TOKENS), -1;
 	memcpy(c->name, name, strlen(name) + 1);   /* length checked */
 	return 0;
 }
@@ -102,10 +99,10 @@ int dbk_synth_parse(const char *spec, struct dbk_synth *out, char *err,
 
 		if (out->n == DBK_SYNTH_MAX_CLASSES)
 			return dbk_errf(err, errn, "at most %d synthetic classes",
-			            DBK_SYNTH_MAX_CLASSES), -1;
+			                DBK_SYNTH_MAX_CLASSES), -1;
 		if (len >= sizeof(item))
 			return dbk_errf(err, errn, "synthetic class '%.40s...' is "
-			            "too long", p), -1;
+			                "too long", p), -1;
 		memcpy(item, p, len);
 		item[len] = 0;
 		if (synth_class(item, &out->c[out->n], err, errn) != 0)
@@ -113,7 +110,7 @@ int dbk_synth_parse(const char *spec, struct dbk_synth *out, char *err,
 		for (i = 0; i < out->n; i++)
 			if (strcmp(out->c[i].name, out->c[out->n].name) == 0)
 				return dbk_errf(err, errn, "synthetic class '%s' "
-				            "given twice", out->c[i].name), -1;
+				                "given twice", out->c[i].name), -1;
 		out->n++;
 		if (!comma)
 			break;
@@ -159,7 +156,7 @@ int dbk_synth_generate(const struct dbk_synth *s, double rate, size_t max_n,
 		return dbk_errf(err, errn, "the request rate must be > 0"), -1;
 	if (max_n == 0 && !(max_t > 0))
 		return dbk_errf(err, errn, "a synthetic run needs a request count "
-		            "or a duration"), -1;
+		                "or a duration"), -1;
 	if (isinf(rate) && max_n == 0)
 		return dbk_errf(err, errn, "an infinite rate needs a request count"), -1;
 	for (i = 0; i < s->n; i++)

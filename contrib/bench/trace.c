@@ -131,7 +131,7 @@ static int mooncake_line(const char *p, size_t n, unsigned line,
 	root = cJSON_ParseWithLengthOpts(p, n, &end, false);
 	if (!root)
 		return dbk_errf(err, errn, "line %u: not valid JSON (at byte %td)",
-		            line, end ? end - p + 1 : (ptrdiff_t)0), -1;
+		                line, end ? end - p + 1 : (ptrdiff_t)0), -1;
 	while (end && end < p + n && isspace((unsigned char)*end))
 		end++;
 	if (end != p + n) {
@@ -372,8 +372,8 @@ static int azure_header(const char *p, size_t n, struct azure_cols *c,
 	}
 	if (!ts || !ctx || !gen)
 		return dbk_errf(err, errn, "line 1: CSV header must name the "
-		            "columns TIMESTAMP, ContextTokens and "
-		            "GeneratedTokens"), -1;
+		                "columns TIMESTAMP, ContextTokens and "
+		                "GeneratedTokens"), -1;
 	c->n = nf;
 	return 0;
 }
@@ -391,16 +391,16 @@ static int azure_line(const char *p, size_t n, unsigned line,
 
 	if (!csv_split(p, n, f, fl, &nf) || nf != c->n)
 		return dbk_errf(err, errn, "line %u: expected %zu CSV fields", line,
-		            c->n), -1;
+		                c->n), -1;
 	if (!dbk_trace_parse_wallclock(f[c->ts], fl[c->ts], &sec, &frac))
 		return dbk_errf(err, errn, "line %u: TIMESTAMP must look like "
-		            "\"2023-11-16 18:15:46.6805900\"", line), -1;
+		                "\"2023-11-16 18:15:46.6805900\"", line), -1;
 	if (!csv_uint(f[c->ctx], fl[c->ctx], DBK_TRACE_MAX_TOKENS, &in))
 		return dbk_errf(err, errn, "line %u: ContextTokens must be an "
-		            "integer in 0..%u", line, DBK_TRACE_MAX_TOKENS), -1;
+		                "integer in 0..%u", line, DBK_TRACE_MAX_TOKENS), -1;
 	if (!csv_uint(f[c->gen], fl[c->gen], DBK_TRACE_MAX_TOKENS, &out))
 		return dbk_errf(err, errn, "line %u: GeneratedTokens must be an "
-		            "integer in 0..%u", line, DBK_TRACE_MAX_TOKENS), -1;
+		                "integer in 0..%u", line, DBK_TRACE_MAX_TOKENS), -1;
 	if (!c->have_base) {
 		c->have_base = true;
 		c->base_sec = sec;
