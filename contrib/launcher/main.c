@@ -263,25 +263,16 @@ static void clean_run_dir(const char *dir, bool created)
 		dbk_launch_say("cannot remove %s: %s", dir, strerror(errno));
 }
 
-static int run(const struct dbk_launch_flags *f, const char *agent_path)
+/* The runtime directory, absolute into dir (PATH_MAX): --runtime-dir,
+ * made if missing, or a fresh one. 0, or 1 said on stderr. */
+static int open_run_dir(const struct dbk_launch_flags *f, char *dir, bool *created)
 {
-	char haproxy_path[PATH_MAX], dir[PATH_MAX], made[PATH_MAX], err[ERRLEN];
-	char cfg[PATH_MAX + 32], listen[300];
-	struct dbk_render_addrs a;
-	bool created = false;
-	int rc = 1;
+	char made[PATH_MAX];
 
-	if (!find_haproxy(f->haproxy, haproxy_path, sizeof(haproxy_path))) {
-		if (f->haproxy)
-			dbk_launch_say("--haproxy %s: not an executable file", f->haproxy);
-		else
-			dbk_launch_say("haproxy not found in $PATH, /usr/sbin or /usr/local/sbin: install it "
-			     "(apt-get install haproxy) or give --haproxy PATH");
-		return f->haproxy ? 2 : 1;
-	}
+	*created = false;
 	if (f->runtime_dir) {
 		if (mkdir(f->runtime_dir, 0700) == 0)
-			created = true;
+			*created = true;
 		else if (errno != EEXIST) {
 			dbk_launch_say("cannot create %s: %s", f->runtime_dir, strerror(errno));
 			return 1;
@@ -293,16 +284,37 @@ static int run(const struct dbk_launch_flags *f, const char *agent_path)
 	} else {
 		if (!make_temp_dir(made, sizeof(made))) {
 			dbk_launch_say("cannot create a runtime directory under $XDG_RUNTIME_DIR, $TMPDIR "
-			     "or /tmp: give --runtime-dir");
+			               "or /tmp: give --runtime-dir");
 			return 1;
 		}
-		created = true;
+		*created = true;
 		if (!realpath(made, dir)) {
 			dbk_launch_say("%s: %s", made, strerror(errno));
 			rmdir(made);
 			return 1;
 		}
 	}
+	return 0;
+}
+
+static int run(const struct dbk_launch_flags *f, const char *agent_path)
+{
+	char haproxy_path[PATH_MAX], dir[PATH_MAX], err[ERRLEN];
+	char cfg[PATH_MAX + 32], listen[300];
+	struct dbk_render_addrs a;
+	bool created = false;
+	int rc = 1;
+
+	if (!find_haproxy(f->haproxy, haproxy_path, sizeof(haproxy_path))) {
+		if (f->haproxy)
+			dbk_launch_say("--haproxy %s: not an executable file", f->haproxy);
+		else
+			dbk_launch_say("haproxy not found in $PATH, /usr/sbin or /usr/local/sbin: install it "
+			               "(apt-get install haproxy) or give --haproxy PATH");
+		return f->haproxy ? 2 : 1;
+	}
+	if (open_run_dir(f, dir, &created) != 0)
+		return 1;
 
 	char **agent_argv = NULL;
 	int port = dbk_net_free_loopback_port(err, sizeof(err));
@@ -372,7 +384,7 @@ int main(int argc, char **argv)
 				dbk_launch_say("--agent %s: not an executable file", f.agent);
 			else
 				dbk_launch_say("dbucket-spoa not found beside dbucket, in ../sbin, $PATH or "
-				     "/usr/local/sbin: give --agent PATH");
+				               "/usr/local/sbin: give --agent PATH");
 			dbk_flags_free(&f);
 			return rc;
 		}

@@ -205,7 +205,7 @@ static void stop_child(struct dbk_supervisor *s, struct dbk_child *c)
 		if (left <= 0 || killed) {
 			if (!killed) {
 				dbk_launch_say("%s (pid %d) did not stop in %.0f s: SIGKILL", c->name, (int)pid,
-				    s->stop_timeout);
+				               s->stop_timeout);
 				kill(pid, SIGKILL);
 				killed = true;
 				deadline = now() + s->stop_timeout;
@@ -287,11 +287,11 @@ int dbk_supervise_run(struct dbk_supervisor *s)
 			}
 			if (++quick_deaths >= s->max_quick_deaths) {
 				dbk_launch_say("dbucket-spoa %s, %u times in a row within %.0f s of its start: "
-				    "giving up", how, quick_deaths, s->stable_after);
+				               "giving up", how, quick_deaths, s->stable_after);
 				break;
 			}
 			dbk_launch_say("dbucket-spoa %s: restarting it in %.2f s (HAProxy balances alone "
-			    "meanwhile)", how, backoff);
+			               "meanwhile)", how, backoff);
 			restart_at = t + backoff;
 			backoff = backoff * 2 > s->backoff_max ? s->backoff_max : backoff * 2;
 		}
@@ -312,11 +312,11 @@ int dbk_supervise_run(struct dbk_supervisor *s)
 			phase_deadline = now() + s->start_timeout;
 		} else if (phase == STARTING_HAPROXY && accepts(s->haproxy_ready)) {
 			dbk_launch_say("ready: clients on %s, agent pid %d, haproxy pid %d", s->listen,
-			    (int)s->agent.pid, (int)s->haproxy.pid);
+			               (int)s->agent.pid, (int)s->haproxy.pid);
 			phase = RUNNING;
 		} else if (phase != RUNNING && t > phase_deadline) {
 			dbk_launch_say("%s did not come up within %.0f s",
-			    phase == STARTING_AGENT ? "dbucket-spoa" : "haproxy", s->start_timeout);
+			               phase == STARTING_AGENT ? "dbucket-spoa" : "haproxy", s->start_timeout);
 			break;
 		}
 	}
