@@ -118,11 +118,41 @@ static bool json_uint(const cJSON *o, const char *key, double max,
 	return true;
 }
 
+/* A row's "hash_ids" (absent or null: none) appended to t->hash for r. */
+static int hash_ids(const cJSON *ids, struct dbk_trace *t,
+                    struct dbk_trace_req *r, unsigned line, char *err,
+                    size_t errn)
+{
+	const cJSON *id;
+
+	if (!ids || cJSON_IsNull(ids))
+		return 0;
+	if (!cJSON_IsArray(ids))
+		return dbk_errf(err, errn, "line %u: \"hash_ids\" must be an "
+		                "array", line), -1;
+	cJSON_ArrayForEach(id, ids) {
+		double d = cJSON_IsNumber(id) ? id->valuedouble : -1;
+
+		/* Beyond 2^53 a double no longer names one id. */
+		if (!(d >= 0 && d <= 9007199254740992.0 && d == floor(d)))
+			return dbk_errf(err, errn, "line %u: \"hash_ids\" must "
+			                "hold integers >= 0", line), -1;
+		if (t->n_hash >= UINT32_MAX ||
+		    !grow((void **)&t->hash, &t->cap_hash, t->n_hash + 1,
+		          sizeof(*t->hash)))
+			return dbk_errf(err, errn, "line %u: too many hash ids",
+			                line), -1;
+		t->hash[t->n_hash++] = (uint64_t)d;
+		r->n_hash++;
+	}
+	return 0;
+}
+
 static int mooncake_line(const char *p, size_t n, unsigned line,
                          struct dbk_trace *t, char *err, size_t errn)
 {
 	const char *end = NULL;
-	const cJSON *ts, *ids, *id;
+	const cJSON *ts;
 	struct dbk_trace_req *r;
 	cJSON *root;
 	double in, out;
@@ -146,17 +176,17 @@ static int mooncake_line(const char *p, size_t n, unsigned line,
 	if (!cJSON_IsNumber(ts) || !isfinite(ts->valuedouble) ||
 	    ts->valuedouble < 0 || ts->valuedouble > 1e15) {
 		dbk_errf(err, errn, "line %u: \"timestamp\" must be a number of "
-		     "milliseconds >= 0", line);
+		         "milliseconds >= 0", line);
 		goto out;
 	}
 	if (!json_uint(root, "input_length", DBK_TRACE_MAX_TOKENS, &in)) {
 		dbk_errf(err, errn, "line %u: \"input_length\" must be an integer "
-		     "in 0..%u", line, DBK_TRACE_MAX_TOKENS);
+		         "in 0..%u", line, DBK_TRACE_MAX_TOKENS);
 		goto out;
 	}
 	if (!json_uint(root, "output_length", DBK_TRACE_MAX_TOKENS, &out)) {
 		dbk_errf(err, errn, "line %u: \"output_length\" must be an integer "
-		     "in 0..%u", line, DBK_TRACE_MAX_TOKENS);
+		         "in 0..%u", line, DBK_TRACE_MAX_TOKENS);
 		goto out;
 	}
 	r = dbk_trace_push(t);
@@ -170,35 +200,8 @@ static int mooncake_line(const char *p, size_t n, unsigned line,
 	r->line = line;
 	r->hash_off = (uint32_t)t->n_hash;
 	raise_zero(t, r);
-	ids = cJSON_GetObjectItemCaseSensitive(root, "hash_ids");
-	if (ids && !cJSON_IsNull(ids)) {
-		if (!cJSON_IsArray(ids)) {
-			dbk_errf(err, errn, "line %u: \"hash_ids\" must be an array",
-			     line);
-			goto out;
-		}
-		cJSON_ArrayForEach(id, ids) {
-			double d = cJSON_IsNumber(id) ? id->valuedouble : -1;
-
-			/* Beyond 2^53 a double no longer names one id. */
-			if (!(d >= 0 && d <= 9007199254740992.0 &&
-			      d == floor(d))) {
-				dbk_errf(err, errn, "line %u: \"hash_ids\" must hold "
-				     "integers >= 0", line);
-				goto out;
-			}
-			if (t->n_hash >= UINT32_MAX ||
-			    !grow((void **)&t->hash, &t->cap_hash,
-			          t->n_hash + 1, sizeof(*t->hash))) {
-				dbk_errf(err, errn, "line %u: too many hash ids",
-				     line);
-				goto out;
-			}
-			t->hash[t->n_hash++] = (uint64_t)d;
-			r->n_hash++;
-		}
-	}
-	rc = 0;
+	rc = hash_ids(cJSON_GetObjectItemCaseSensitive(root, "hash_ids"), t, r,
+	              line, err, errn);
 out:
 	cJSON_Delete(root);
 	return rc;
