@@ -9,54 +9,71 @@
 #include <string.h>
 
 #include "lib/log.h"
+#include "lib/numparse.h"
 
 #define BENCH_USER_AGENT "dbucket-bench"
 
-int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
-                  char *err, size_t errn)
+/* HOST[:PORT] or [IPV6][:PORT] at a into u->host and u->port; returns
+ * where the authority ends, or NULL with the reason in err. */
+static const char *parse_authority(const char *a, struct dbk_url *u,
+                                   char *err, size_t errn)
 {
-	const char *p, *host, *host_end, *port = NULL, *path;
-	const char *suffix = ep == DBK_EP_CHAT ? "/v1/chat/completions"
-	                                       : "/v1/completions";
-	size_t hl, pl = 0, bl, i;
-	unsigned long pv = 80;
+	const char *p = a, *host = a, *host_end;
+	unsigned long long port = 80;
+	char digits[8];
+	size_t hl, i;
 
-	memset(u, 0, sizeof(*u));
-	if (strncmp(url, "http://", 7) != 0)
-		return dbk_errf(err, errn, "--url must start with http:// "
-		                "(no TLS: the benchmark talks to loopback)"), -1;
-	p = host = url + 7;
 	if (*p == '[') {
 		host = ++p;
 		host_end = strchr(p, ']');
 		if (!host_end)
 			return dbk_errf(err, errn, "--url: no ']' after the IPv6 "
-			                "address"), -1;
+			                "address"), NULL;
 		p = host_end + 1;
 	} else {
-		while (*p && *p != ':' && *p != '/')
-			p++;
+		p += strcspn(p, ":/");
 		host_end = p;
 	}
 	hl = (size_t)(host_end - host);
 	if (hl == 0 || hl >= sizeof(u->host))
-		return dbk_errf(err, errn, "--url: bad host"), -1;
+		return dbk_errf(err, errn, "--url: bad host"), NULL;
 	for (i = 0; i < hl; i++)
 		if (!isalnum((unsigned char)host[i]) && !strchr(".-_:%", host[i]))
-			return dbk_errf(err, errn, "--url: bad character in host"), -1;
+			return dbk_errf(err, errn, "--url: bad character in host"),
+			       NULL;
 	if (*p == ':') {
-		port = ++p;
-		pv = 0;
-		while (isdigit((unsigned char)*p)) {
-			pv = pv * 10 + (unsigned long)(*p - '0');
-			if (pv > 65535)
-				break;
-			p++;
-		}
-		pl = (size_t)(p - port);
-		if (pl == 0 || pv == 0 || pv > 65535)
-			return dbk_errf(err, errn, "--url: port must be 1..65535"), -1;
+		size_t n = strcspn(++p, "/");
+
+		if (n == 0 || n >= sizeof(digits))
+			return dbk_errf(err, errn, "--url: port must be "
+			                "1..65535"), NULL;
+		memcpy(digits, p, n);
+		digits[n] = 0;
+		if (!dbk_parse_uint(digits, 1, 65535, &port))
+			return dbk_errf(err, errn, "--url: port must be "
+			                "1..65535"), NULL;
+		p += n;
 	}
+	memcpy(u->host, host, hl);
+	snprintf(u->port, sizeof(u->port), "%llu", port);
+	return p;
+}
+
+int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
+                  char *err, size_t errn)
+{
+	const char *p, *path;
+	const char *suffix = ep == DBK_EP_CHAT ? "/v1/chat/completions"
+	                                       : "/v1/completions";
+	size_t bl, i;
+
+	memset(u, 0, sizeof(*u));
+	if (strncmp(url, "http://", 7) != 0)
+		return dbk_errf(err, errn, "--url must start with http:// "
+		                "(no TLS: the benchmark talks to loopback)"), -1;
+	p = parse_authority(url + 7, u, err, errn);
+	if (!p)
+		return -1;
 	if (*p && *p != '/')
 		return dbk_errf(err, errn, "--url: unexpected '%c' after the "
 		                "host", *p), -1;
@@ -75,8 +92,6 @@ int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
 		bl -= 3;
 	if (bl + strlen(suffix) >= sizeof(u->path))
 		return dbk_errf(err, errn, "--url: path too long"), -1;
-	memcpy(u->host, host, hl);
-	snprintf(u->port, sizeof(u->port), "%lu", pv);
 	snprintf(u->path, sizeof(u->path), "%.*s%s", (int)bl, path, suffix);
 	snprintf(u->addr, sizeof(u->addr), strchr(u->host, ':') ? "[%s]:%s"
 	         : "%s:%s", u->host, u->port);
