@@ -240,12 +240,76 @@ static void stop_all(struct dbk_supervisor *s)
 
 enum phase { STARTING_AGENT, STARTING_HAPROXY, RUNNING };
 
+/* The run's state between two events. */
+struct run_state {
+	enum phase phase;
+	double phase_deadline;
+	double restart_at, backoff; /* restart_at 0: none due */
+	unsigned quick_deaths;
+};
+
+/* The agent died (how): schedules its restart after the back-off. false
+ * when it is not to be restarted: during start-up, or after too many
+ * quick deaths in a row. */
+static bool agent_died(struct dbk_supervisor *s, struct run_state *st, const char *how)
+{
+	double t = now();
+
+	if (st->phase == STARTING_AGENT) {
+		dbk_launch_say("dbucket-spoa %s during start-up", how);
+		return false;
+	}
+	if (t - s->agent.started >= s->stable_after) {
+		st->quick_deaths = 0;
+		st->backoff = s->backoff_min;
+	}
+	if (++st->quick_deaths >= s->max_quick_deaths) {
+		dbk_launch_say("dbucket-spoa %s, %u times in a row within %.0f s of its start: "
+		               "giving up", how, st->quick_deaths, s->stable_after);
+		return false;
+	}
+	dbk_launch_say("dbucket-spoa %s: restarting it in %.2f s (HAProxy balances alone "
+	               "meanwhile)", how, st->backoff);
+	st->restart_at = t + st->backoff;
+	st->backoff = st->backoff * 2 > s->backoff_max ? s->backoff_max : st->backoff * 2;
+	return true;
+}
+
+/* Restarts the agent when due; moves start-up on once the child it waits
+ * for answers. false on a failure (said). */
+static bool advance(struct dbk_supervisor *s, struct run_state *st)
+{
+	double t = now();
+
+	if (st->restart_at > 0 && t >= st->restart_at && !s->agent.pid) {
+		st->restart_at = 0;
+		if (spawn(&s->agent) < 0)
+			return false;
+		s->agent_restarts++;
+		dbk_launch_say("restarted %s (pid %d)", s->agent.name, (int)s->agent.pid);
+	}
+	if (st->phase == STARTING_AGENT && accepts(s->agent_ready)) {
+		if (spawn(&s->haproxy) < 0)
+			return false;
+		dbk_launch_say("started %s (pid %d)", s->haproxy.name, (int)s->haproxy.pid);
+		st->phase = STARTING_HAPROXY;
+		st->phase_deadline = now() + s->start_timeout;
+	} else if (st->phase == STARTING_HAPROXY && accepts(s->haproxy_ready)) {
+		dbk_launch_say("ready: clients on %s, agent pid %d, haproxy pid %d", s->listen,
+		               (int)s->agent.pid, (int)s->haproxy.pid);
+		st->phase = RUNNING;
+	} else if (st->phase != RUNNING && t > st->phase_deadline) {
+		dbk_launch_say("%s did not come up within %.0f s",
+		               st->phase == STARTING_AGENT ? "dbucket-spoa" : "haproxy",
+		               s->start_timeout);
+		return false;
+	}
+	return true;
+}
+
 int dbk_supervise_run(struct dbk_supervisor *s)
 {
-	enum phase phase = STARTING_AGENT;
-	double phase_deadline = now() + s->start_timeout;
-	double restart_at = 0, backoff = s->backoff_min;
-	unsigned quick_deaths = 0;
+	struct run_state st = { STARTING_AGENT, now() + s->start_timeout, 0, s->backoff_min, 0 };
 	int rc = 1;
 
 	if (spawn(&s->agent) < 0)
@@ -253,22 +317,21 @@ int dbk_supervise_run(struct dbk_supervisor *s)
 	dbk_launch_say("started %s (pid %d)", s->agent.name, (int)s->agent.pid);
 	for (;;) {
 		double t = now(), timeout = -1;
+		int as = 0, hs = 0, which, sig;
+		char how[96];
 
-		if (phase != RUNNING)
+		if (st.phase != RUNNING)
 			timeout = PROBE_INTERVAL;
-		else if (restart_at > 0)
-			timeout = restart_at > t ? restart_at - t : 0;
-		int sig = wait_signal(timeout);
+		else if (st.restart_at > 0)
+			timeout = st.restart_at > t ? st.restart_at - t : 0;
+		sig = wait_signal(timeout);
 		if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
 			s->stop_signal = sig;
 			dbk_launch_say("%s: stopping", strsignal(sig));
 			rc = 0;
 			break;
 		}
-
-		int as = 0, hs = 0;
-		char how[96];
-		int which = reap(s, &as, &hs);
+		which = reap(s, &as, &hs);
 		if (which & REAPED_HAPROXY) {
 			describe(hs, how, sizeof(how));
 			dbk_launch_say("haproxy %s: stopping", how);
@@ -276,49 +339,11 @@ int dbk_supervise_run(struct dbk_supervisor *s)
 		}
 		if (which & REAPED_AGENT) {
 			describe(as, how, sizeof(how));
-			if (phase == STARTING_AGENT) {
-				dbk_launch_say("dbucket-spoa %s during start-up", how);
+			if (!agent_died(s, &st, how))
 				break;
-			}
-			t = now();
-			if (t - s->agent.started >= s->stable_after) {
-				quick_deaths = 0;
-				backoff = s->backoff_min;
-			}
-			if (++quick_deaths >= s->max_quick_deaths) {
-				dbk_launch_say("dbucket-spoa %s, %u times in a row within %.0f s of its start: "
-				               "giving up", how, quick_deaths, s->stable_after);
-				break;
-			}
-			dbk_launch_say("dbucket-spoa %s: restarting it in %.2f s (HAProxy balances alone "
-			               "meanwhile)", how, backoff);
-			restart_at = t + backoff;
-			backoff = backoff * 2 > s->backoff_max ? s->backoff_max : backoff * 2;
 		}
-
-		t = now();
-		if (restart_at > 0 && t >= restart_at && !s->agent.pid) {
-			restart_at = 0;
-			if (spawn(&s->agent) < 0)
-				break;
-			s->agent_restarts++;
-			dbk_launch_say("restarted %s (pid %d)", s->agent.name, (int)s->agent.pid);
-		}
-		if (phase == STARTING_AGENT && accepts(s->agent_ready)) {
-			if (spawn(&s->haproxy) < 0)
-				break;
-			dbk_launch_say("started %s (pid %d)", s->haproxy.name, (int)s->haproxy.pid);
-			phase = STARTING_HAPROXY;
-			phase_deadline = now() + s->start_timeout;
-		} else if (phase == STARTING_HAPROXY && accepts(s->haproxy_ready)) {
-			dbk_launch_say("ready: clients on %s, agent pid %d, haproxy pid %d", s->listen,
-			               (int)s->agent.pid, (int)s->haproxy.pid);
-			phase = RUNNING;
-		} else if (phase != RUNNING && t > phase_deadline) {
-			dbk_launch_say("%s did not come up within %.0f s",
-			               phase == STARTING_AGENT ? "dbucket-spoa" : "haproxy", s->start_timeout);
+		if (!advance(s, &st))
 			break;
-		}
 	}
 	stop_all(s);
 	return rc;
