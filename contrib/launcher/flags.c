@@ -165,40 +165,23 @@ static bool negative_number(const char *s)
  * A prefix is first looked up among the reference's options, so that an
  * abbreviation the reference accepts means the same here even where one
  * of our options shares it (--p is --port, as there). */
-static int classify(const char *arg, struct token *t, char *err, size_t errlen)
+static void set_token(struct token *t, size_t i, const char *explicit)
 {
-	t->kind = 'A';
-	t->id = O_UNKNOWN;
-	t->optstr = NULL;
-	t->explicit = NULL;
-	if (arg[0] != '-')
-		return 0;
-	for (size_t i = 0; i < NOPTS; i++)
-		if (strcmp(arg, opts[i].str) == 0) {
-			t->kind = 'O';
-			t->id = opts[i].id;
-			t->optstr = opts[i].str;
-			return 0;
-		}
-	if (arg[1] == '\0')
-		return 0; /* "-" alone is a value */
-	const char *eq = strchr(arg, '=');
-	if (eq) {
-		size_t n = (size_t)(eq - arg);
-		for (size_t i = 0; i < NOPTS; i++)
-			if (strlen(opts[i].str) == n && strncmp(arg, opts[i].str, n) == 0) {
-				t->kind = 'O';
-				t->id = opts[i].id;
-				t->optstr = opts[i].str;
-				t->explicit = eq + 1;
-				return 0;
-			}
-	}
+	t->kind = 'O';
+	t->id = opts[i].id;
+	t->optstr = opts[i].str;
+	t->explicit = explicit;
+}
 
-	/* Prefix matches. */
-	size_t match[NOPTS], nmatch = 0;
-	const char *explicit[NOPTS];
+/* The options arg abbreviates, as argparse finds them: the reference's
+ * first, ours only when none of its options matches. "-hX" is -h with X
+ * attached. Fills match[] and explicit[] (NOPTS each); returns the count. */
+static size_t prefix_matches(const char *arg, const char *eq, size_t *match,
+                             const char **explicit)
+{
+	size_t nmatch = 0;
 	char prefix[256];
+
 	for (int pass = 0; pass < 2 && nmatch == 0; pass++) {
 		bool ours = pass == 1;
 		if (arg[1] == '-') {
@@ -212,21 +195,51 @@ static int classify(const char *arg, struct token *t, char *err, size_t errlen)
 					explicit[nmatch] = eq ? eq + 1 : NULL;
 					match[nmatch++] = i;
 				}
-		} else {
-			/* Single dash: "-hX" is -h with X attached. */
-			for (size_t i = 0; i < NOPTS; i++) {
-				if (opts[i].ours != ours)
-					continue;
-				if (strncmp(opts[i].str, arg, 2) == 0 && opts[i].str[2] == '\0') {
-					explicit[nmatch] = arg + 2;
-					match[nmatch++] = i;
-				} else if (starts_with(opts[i].str, arg)) {
-					explicit[nmatch] = NULL;
-					match[nmatch++] = i;
-				}
+			continue;
+		}
+		for (size_t i = 0; i < NOPTS; i++) {
+			if (opts[i].ours != ours)
+				continue;
+			if (strncmp(opts[i].str, arg, 2) == 0 && opts[i].str[2] == '\0') {
+				explicit[nmatch] = arg + 2;
+				match[nmatch++] = i;
+			} else if (starts_with(opts[i].str, arg)) {
+				explicit[nmatch] = NULL;
+				match[nmatch++] = i;
 			}
 		}
 	}
+	return nmatch;
+}
+
+static int classify(const char *arg, struct token *t, char *err, size_t errlen)
+{
+	size_t match[NOPTS], nmatch;
+	const char *explicit[NOPTS];
+
+	t->kind = 'A';
+	t->id = O_UNKNOWN;
+	t->optstr = NULL;
+	t->explicit = NULL;
+	if (arg[0] != '-')
+		return 0;
+	for (size_t i = 0; i < NOPTS; i++)
+		if (strcmp(arg, opts[i].str) == 0) {
+			set_token(t, i, NULL);
+			return 0;
+		}
+	if (arg[1] == '\0')
+		return 0; /* "-" alone is a value */
+	const char *eq = strchr(arg, '=');
+	if (eq) {
+		size_t n = (size_t)(eq - arg);
+		for (size_t i = 0; i < NOPTS; i++)
+			if (strlen(opts[i].str) == n && strncmp(arg, opts[i].str, n) == 0) {
+				set_token(t, i, eq + 1);
+				return 0;
+			}
+	}
+	nmatch = prefix_matches(arg, eq, match, explicit);
 	if (nmatch > 1) {
 		size_t o = (size_t)snprintf(err, errlen, "ambiguous option: %s could match", arg);
 		for (size_t k = 0; k < nmatch && o < errlen; k++)
@@ -235,10 +248,7 @@ static int classify(const char *arg, struct token *t, char *err, size_t errlen)
 		return -1;
 	}
 	if (nmatch == 1) {
-		t->kind = 'O';
-		t->id = opts[match[0]].id;
-		t->optstr = opts[match[0]].str;
-		t->explicit = explicit[0];
+		set_token(t, match[0], explicit[0]);
 		return 0;
 	}
 	/* No option: a negative number or anything with a space is a value,
@@ -583,86 +593,4 @@ unsigned dbk_flags_haproxy_retries(const struct dbk_launch_flags *f)
 	if (f->max_retries <= 1)
 		return 0;
 	return (unsigned)(f->max_retries - 1);
-}
-
-/* ---- usage and help ---------------------------------------------------- */
-
-static const char usage_text[] =
-"usage: dbucket [-h] [--port PORT] [--host HOST]\n"
-"               [--server-hosts SERVER_HOSTS [SERVER_HOSTS ...]]\n"
-"               [--server-ports SERVER_PORTS [SERVER_PORTS ...]]\n"
-"               [--max-retries MAX_RETRIES] [--retry-delay RETRY_DELAY]\n"
-"               [--server-group-threshold SERVER_GROUP_THRESHOLD]\n"
-"               [--max-request-tokens MAX_REQUEST_TOKENS]\n"
-"               [--enable-dynamic-bucket] [--print-config DIR]\n"
-"               [--runtime-dir DIR] [--agent PATH] [--haproxy PATH]\n"
-"               [--access-log]\n";
-
-void dbk_flags_usage(FILE *out)
-{
-	fputs(usage_text, out);
-}
-
-void dbk_flags_help(FILE *out)
-{
-	fputs(usage_text, out);
-	fprintf(out,
-"\n"
-"Length-aware load balancer for vLLM fleets, with the command line of the\n"
-"reference proxy (hybrid_proxy_server.py): runs HAProxy in front of the\n"
-"servers and dbucket-spoa choosing the server of each request, both\n"
-"configured from these flags, until SIGTERM or SIGINT.\n"
-"\n"
-"options (the reference's, same defaults):\n"
-"  -h, --help            show this help message and exit\n"
-"  --port PORT           where clients connect (%d)\n"
-"  --host HOST           the address HAProxy binds (%s; \"\" for every\n"
-"                        address)\n"
-"  --server-hosts SERVER_HOSTS [SERVER_HOSTS ...]\n"
-"                        hosts of the vLLM servers, one per server, in order\n"
-"                        (%s)\n"
-"  --server-ports SERVER_PORTS [SERVER_PORTS ...]\n"
-"                        their ports, as many as hosts (%d)\n"
-"  --max-retries MAX_RETRIES\n"
-"                        attempts per request before giving up (%d): becomes\n"
-"                        HAProxy's `retries MAX_RETRIES-1` (0 if below 2),\n"
-"                        before any byte of the response, on a refused\n"
-"                        connection, an empty response or a 503, redispatched\n"
-"                        to another server\n"
-"  --retry-delay RETRY_DELAY\n"
-"                        accepted and ignored (%g): HAProxy has no retry\n"
-"                        backoff; it redispatches at once\n"
-"  --server-group-threshold SERVER_GROUP_THRESHOLD\n"
-"                        tokens (body bytes / 4) where the long bucket starts\n"
-"                        (%d)\n"
-"  --max-request-tokens MAX_REQUEST_TOKENS\n"
-"                        upper bound of the long bucket (%d)\n"
-"  --enable-dynamic-bucket\n"
-"                        split the servers into a short group (first half)\n"
-"                        and a long group (second half); needs 2 servers\n"
-"\n"
-"options of dbucket:\n"
-"  --print-config DIR    write haproxy.cfg, dbucket.spoe.conf,\n"
-"                        dbucket-spoa.env and README.dbucket for a production\n"
-"                        install into DIR, and exit\n"
-"  --runtime-dir DIR     where the generated configuration and the unix\n"
-"                        sockets between HAProxy and the agent live (a new\n"
-"                        directory under $XDG_RUNTIME_DIR or $TMPDIR, removed\n"
-"                        at exit); the agent's /state and /metrics are on\n"
-"                        DIR/admin.sock\n"
-"  --agent PATH          the dbucket-spoa to run (the one beside dbucket,\n"
-"                        then ../sbin/, then $PATH)\n"
-"  --haproxy PATH        the haproxy to run ($PATH, then /usr/sbin,\n"
-"                        /usr/local/sbin)\n"
-"  --access-log          HAProxy's access log, one line per request, on\n"
-"                        stderr (off: only errors, warnings and one line\n"
-"                        per lifecycle event)\n"
-"\n"
-"Exit status: 0 when stopped by SIGTERM, SIGINT or SIGHUP (or after --help,\n"
-"--print-config), 1 when HAProxy or the agent failed, 2 for a bad command\n"
-"line. See dbucket(1).\n",
-	        DBK_LAUNCH_DEFAULT_PORT, DBK_LAUNCH_DEFAULT_HOST, DBK_LAUNCH_DEFAULT_SERVER_HOST,
-	        DBK_LAUNCH_DEFAULT_SERVER_PORT, DBK_LAUNCH_DEFAULT_MAX_RETRIES,
-	        DBK_LAUNCH_DEFAULT_RETRY_DELAY, DBK_LAUNCH_DEFAULT_THRESHOLD,
-	        DBK_LAUNCH_DEFAULT_MAX_REQUEST_TOKENS);
 }
