@@ -24,13 +24,13 @@ struct extra {
 #define MML_MAX DBK_ENGINE_MAX_MODEL_LEN_LIMIT
 #define TOKENS_MAX 1099511627776.0 /* 2^40 */
 
-/* The options in --help order; the sections' headings go before the
- * options named in headings[]. */
+/* The options in --help order, each section's heading on its first. */
 static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 {
 	const struct dbk_opt opts[] = {
 		{ "trace", 0, DBK_OPT_STR, &o->trace, .metavar = "FILE",
-		  .help = "Mooncake JSONL or Azure CSV (required)" },
+		  .help = "Mooncake JSONL or Azure CSV (required)",
+		  .section = "Trace:" },
 		{ "format", 0, DBK_OPT_CHOICE, &x->format, .choices = formats,
 		  .metavar = "auto|mooncake|azure",
 		  .help = "(default auto: by extension, then content)" },
@@ -47,7 +47,8 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		  .help = "arrivals F times faster: trace time / F\n(default 1)" },
 		{ "instances", 0, DBK_OPT_INT, &o->instances, 1, DBK_SIM_MAX_INSTANCES,
 		  .flags = DBK_OPT_STRICT, .metavar = "N",
-		  .help = "vLLM instances (default 4); the first\nceil(N/2) form the short group" },
+		  .help = "vLLM instances (default 4); the first\nceil(N/2) form the short group",
+		  .section = "Cluster:" },
 		{ "gpu", 0, DBK_OPT_CHOICE, &x->gpu, .choices = gpus, .metavar = "h100|a100",
 		  .help = "step-time profile and defaults (h100)" },
 		{ "max-model-len", 0, DBK_OPT_SIZE, &o->max_model_len, 2, MML_MAX,
@@ -78,7 +79,8 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		  .help = "comma-separated rr, lc, plain, dynamic,\n"
 		          "ttft, clairvoyant, cache_aware,\n"
 		          "power_of_two, consistent_hash, llm_d,\n"
-		          "prefixaware, or all (default)" },
+		          "prefixaware, or all (default)",
+		  .section = "Routing:" },
 		{ "lb-nodes", 0, DBK_OPT_INT, &o->lb_nodes, 1, 255, .flags = DBK_OPT_STRICT,
 		  .metavar = "K",
 		  .help = "ttft: K load balancers, each sent a random\n"
@@ -95,7 +97,8 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		  .help = "body bytes besides the prompt's 4 per\n"
 		          "token, as the agent sees them (120)" },
 		{ "slo-ttft-ms", 0, DBK_OPT_DOUBLE, &o->slo_ttft_ms, 0, 1e12, .metavar = "X",
-		  .help = "goodput objectives; 0 = not applied" },
+		  .help = "goodput objectives; 0 = not applied",
+		  .section = "Report:" },
 		{ "slo-tpot-ms", 0, DBK_OPT_DOUBLE, &o->slo_tpot_ms, 0, 1e12, .metavar = "X",
 		  .help = "(defaults: TTFT 2000, TPOT 100, E2E 0)" },
 		{ "slo-e2e-ms", 0, DBK_OPT_DOUBLE, &o->slo_e2e_ms, 0, 1e12, .metavar = "X" },
@@ -109,7 +112,8 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		          "least --slo-attainment; bisection from\n"
 		          "--rate-factor, doubling or halving (not\n"
 		          "below 1/64 of it) until bracketed;\n"
-		          "reported as a ratio to lc's" },
+		          "reported as a ratio to lc's",
+		  .section = "SLO capacity (instead of one run per policy):" },
 		{ "slo-attainment", 0, DBK_OPT_DOUBLE, &o->search.target, 0.01, 1, .metavar = "X",
 		  .help = "target fraction (default 0.90;\n"
 		          "BENCHMARKS.md uses 0.85 for Mooncake)" },
@@ -125,16 +129,6 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 	_Static_assert(sizeof(opts) / sizeof(opts[0]) == NOPTS + 1, "NOPTS is the table's size");
 	memcpy(t, opts, sizeof(opts));
 }
-
-static const struct {
-	const char *before, *title;
-} headings[] = {
-	{ "trace", "Trace:" },
-	{ "instances", "Cluster:" },
-	{ "policy", "Routing:" },
-	{ "slo-ttft-ms", "Report:" },
-	{ "slo-capacity", "SLO capacity (instead of one run per policy):" },
-};
 
 static const char *const intro =
 	"Usage: dbucket-sim --trace FILE [options]\n"
@@ -158,45 +152,10 @@ static const char *const policies_text =
 	"longest prefix.\n"
 	"Latencies are model time, as vLLM's benchmark client defines them.\n";
 
-/* The heading due before an option line of dbk_cli_usage's, or NULL. */
-static const char *heading_before(const char *line)
-{
-	const char *name = strstr(line, "--");
-	size_t i, len;
-
-	if (!name || strspn(line, " ") != (size_t)(name - line))
-		return NULL; /* a help text's continuation line */
-	name += 2;
-	len = strcspn(name, " \n");
-	for (i = 0; i < sizeof(headings) / sizeof(headings[0]); i++)
-		if (strlen(headings[i].before) == len &&
-		    strncmp(name, headings[i].before, len) == 0)
-			return headings[i].title;
-	return NULL;
-}
-
-/* The option lines come from the table; the sections' headings are
- * put between them, so that the table stays the one list of options. */
 static void usage(FILE *f, const struct dbk_opt *t)
 {
-	char *text = NULL, *line, *save = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&text, &len);
-
 	fprintf(f, "%s\n", intro);
-	if (m) {
-		dbk_cli_usage(m, t);
-		fclose(m);
-	}
-	for (line = text ? strtok_r(text, "\n", &save) : NULL; line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		const char *h = heading_before(line);
-
-		if (h)
-			fprintf(f, "%s\n", h);
-		fprintf(f, "%s\n", line);
-	}
-	free(text);
+	dbk_cli_usage(f, t);
 	fprintf(f, "\n%s", policies_text);
 }
 
