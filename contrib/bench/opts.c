@@ -54,28 +54,33 @@ static int set_model(void *ctx, const char *v, char *err, size_t errlen)
 	return 0;
 }
 
-/* The help sections, in order, each ended by a NULL name; an empty
- * section ends the list. */
-#define END {NULL, 0, 0, NULL, 0, 0, NULL, NULL, 0, NULL, NULL}
-#define NUM(name, kind, dst, lo, hi, meta, help) \
-	{name, 0, kind, dst, lo, hi, NULL, NULL, 0, meta, help}
-#define STR(name, dst, meta, help) \
-	{name, 0, DBK_OPT_STR, dst, 0, 0, NULL, NULL, 0, meta, help}
-#define FLAG(name, dst, help) \
-	{name, 0, DBK_OPT_FLAG, dst, 0, 0, NULL, NULL, 0, NULL, help}
-#define CHOICE(name, dst, list, meta, help) \
-	{name, 0, DBK_OPT_CHOICE, dst, 0, 0, list, NULL, 0, meta, help}
-#define CALL(name, fn, meta, help) \
-	{name, 0, DBK_OPT_CALL, NULL, 0, 0, NULL, fn, 0, meta, help}
-#define SECTIONS 6
-#define MAX_ENTRIES 48
+/* Designated, so that a field lib/cli adds later starts zeroed. */
+#define END {.name = NULL}
+#define NUM(nm, k, d, l, h, meta, hlp) \
+	{.name = nm, .kind = k, .dst = d, .lo = l, .hi = h, .metavar = meta, \
+	 .help = hlp}
+#define STR(nm, d, meta, hlp) \
+	{.name = nm, .kind = DBK_OPT_STR, .dst = d, .metavar = meta, .help = hlp}
+#define FLAG(nm, d, hlp) {.name = nm, .kind = DBK_OPT_FLAG, .dst = d, .help = hlp}
+#define CHOICE(nm, d, list, meta, hlp) \
+	{.name = nm, .kind = DBK_OPT_CHOICE, .dst = d, .choices = list, \
+	 .metavar = meta, .help = hlp}
+#define CALL(nm, f, meta, hlp) \
+	{.name = nm, .kind = DBK_OPT_CALL, .fn = f, .metavar = meta, .help = hlp}
+#define MAX_ENTRIES 40
 
-static const char *const SECTION_NAMES[SECTIONS] = {
-	"Source", "Selection (trace seconds, before --rate-factor)", "Target",
-	"Measurement", "Output", NULL,
+/* --help's headings, each on the first option of its section. */
+static const struct {
+	const char *first, *heading;
+} SECTIONS[] = {
+	{"trace", "\nSource:"},
+	{"start-offset", "\nSelection (trace seconds, before --rate-factor):"},
+	{"url", "\nTarget:"},
+	{"time-scale", "\nMeasurement:"},
+	{"json", "\nOutput:"},
 };
 
-/* Fills t (at least 40 entries) for r; returns the entry count. */
+/* Fills t (MAX_ENTRIES) for r; returns the entry count. */
 static size_t tables(struct raw *r, struct dbk_opt *t)
 {
 	struct dbk_bench_opts *o = r->o;
@@ -92,7 +97,6 @@ static size_t tables(struct raw *r, struct dbk_opt *t)
 	     "per\nsecond of model time ('inf': all at once)"),
 	NUM("seed", DBK_OPT_LL, &r->seed, 0, 1e18, "N",
 	    "synthetic: random seed (default 1)"),
-	END,
 	NUM("start-offset", DBK_OPT_DOUBLE, &o->start_offset, 0, 1e9, "S",
 	    "skip the first S seconds of the trace"),
 	NUM("duration", DBK_OPT_DOUBLE, &o->duration, 1e-9, 1e9, "S",
@@ -107,7 +111,6 @@ static size_t tables(struct raw *r, struct dbk_opt *t)
 	       "skipping (default clip)"),
 	NUM("rate-factor", DBK_OPT_DOUBLE, &o->rate_factor, 1e-6, 1e9, "F",
 	    "arrivals F times faster (default 1)"),
-	END,
 	STR("url", &o->url, "URL", "http://HOST[:PORT][/BASE] (default\n"
 	    "http://127.0.0.1:8000)"),
 	CHOICE("endpoint", &r->endpoint, ENDPOINTS, "completions|chat",
@@ -120,7 +123,6 @@ static size_t tables(struct raw *r, struct dbk_opt *t)
 	    "from the send)"),
 	NUM("timeout", DBK_OPT_DOUBLE, &o->timeout, 1e-3, 1e7, "S",
 	    "per-request limit, model seconds (default\n3600)"),
-	END,
 	NUM("time-scale", DBK_OPT_DOUBLE, &o->time_scale, 1e-3, 1e6, "F",
 	    "the servers run their model clock F times\nfaster than real "
 	    "time: arrivals are sent F\ntimes faster and every latency, "
@@ -130,17 +132,16 @@ static size_t tables(struct raw *r, struct dbk_opt *t)
 	    "N", "length classes: prompts (as sent, after\nclipping) < N and "
 	    ">= N tokens (default\n32768)"),
 	NUM("slo-ttft-ms", DBK_OPT_DOUBLE, &r->slo_ms[0], 1e-6, 1e12, "MS",
-	    "goodput counts requests meeting every SLO"),
+	    "goodput counts the requests that meet every\nSLO given: time to first token,"),
 	NUM("slo-tpot-ms", DBK_OPT_DOUBLE, &r->slo_ms[1], 1e-6, 1e12, "MS",
-	    "given"),
-	NUM("slo-e2e-ms", DBK_OPT_DOUBLE, &r->slo_ms[2], 1e-6, 1e12, "MS", ""),
-	END,
+	    "time per output token,"),
+	NUM("slo-e2e-ms", DBK_OPT_DOUBLE, &r->slo_ms[2], 1e-6, 1e12, "MS",
+	    "end-to-end latency"),
 	STR("json", &o->json_path, "FILE", "the results as JSON"),
 	STR("csv", &o->csv_path, "FILE", "one row per request"),
 	FLAG("progress", &o->progress, "a line on stderr every second"),
 	FLAG("help", &r->help, "this text"),
 	FLAG("version", &r->version, "the version"),
-	END,
 	END,
 	};
 	size_t n = sizeof(all) / sizeof(all[0]);
@@ -148,13 +149,15 @@ static size_t tables(struct raw *r, struct dbk_opt *t)
 	_Static_assert(sizeof(all) / sizeof(all[0]) <= MAX_ENTRIES,
 	               "raise MAX_ENTRIES");
 	memcpy(t, all, sizeof(all));
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < sizeof(SECTIONS) / sizeof(SECTIONS[0]); k++)
+			if (t[i].name && strcmp(t[i].name, SECTIONS[k].first) == 0)
+				t[i].section = SECTIONS[k].heading;
 	return n;
 }
 
 static void usage(FILE *f, const struct dbk_opt *t)
 {
-	size_t s;
-
 	fputs("Usage: dbucket-bench [options] [--trace] FILE\n"
 	      "       dbucket-bench [options] --synthetic MIX --rate R\n"
 	      "Replays a request trace against an OpenAI-compatible server "
@@ -162,13 +165,7 @@ static void usage(FILE *f, const struct dbk_opt *t)
 	      "HTTP and\nreports TTFT, TPOT, ITL, E2E, throughput and goodput "
 	      "as vLLM's\nbenchmark client defines them, in total and per "
 	      "length class.\n", f);
-	for (s = 0; t->name; s++) {
-		fprintf(f, "\n%s:\n", SECTION_NAMES[s]);
-		dbk_cli_usage(f, t);
-		while (t->name)
-			t++;
-		t++;
-	}
+	dbk_cli_usage(f, t);
 	fputs("\nPrompts are input_length x 4 bytes of text, max_tokens the "
 	      "output\nlength, with ignore_eos, stream and include_usage. "
 	      "Exit status: 0 run\ndone (failed requests are reported, not "
@@ -185,19 +182,13 @@ static int bad(const char *why)
 
 /* Options may come before and after the trace file, as getopt's
  * permutation allowed: parse, take one argument, parse the rest. */
-static int parse_all(const struct dbk_opt *t, size_t n, int argc,
-                     char **argv, struct raw *r, char *err, size_t errlen)
+static int parse_all(const struct dbk_opt *t, int argc, char **argv,
+                     struct raw *r, char *err, size_t errlen)
 {
-	struct dbk_opt flat[MAX_ENTRIES];
-	size_t i, k = 0;
 	int first;
 
-	for (i = 0; i < n; i++)
-		if (t[i].name)
-			flat[k++] = t[i];
-	flat[k] = t[n - 1];
 	for (;;) {
-		if (dbk_cli_parse(flat, argc, argv, r, &first, err, errlen) != 0)
+		if (dbk_cli_parse(t, argc, argv, r, &first, err, errlen) != 0)
 			return -1;
 		if (first >= argc || r->help || r->version)
 			return 0;
@@ -238,7 +229,6 @@ int dbk_bench_parse_args(int argc, char **argv, struct dbk_bench_opts *o)
 {
 	struct raw r = {o, -1, -1, -1, 1, {0, 0, 0}, false, false};
 	struct dbk_opt t[MAX_ENTRIES];
-	size_t n = tables(&r, t);
 	const char *why;
 	char err[512];
 
@@ -249,7 +239,8 @@ int dbk_bench_parse_args(int argc, char **argv, struct dbk_bench_opts *o)
 	o->timeout = 3600;
 	o->time_scale = 1;
 	o->threshold = 32768;
-	if (parse_all(t, n, argc, argv, &r, err, sizeof(err)) != 0)
+	tables(&r, t);
+	if (parse_all(t, argc, argv, &r, err, sizeof(err)) != 0)
 		return bad(err);
 	if (r.help) {
 		usage(stdout, t);
