@@ -186,7 +186,7 @@ static int listen_all(struct dbk_agent *a, const char *const *specs, unsigned n,
 	return 0;
 }
 
-static int add_spoa(void *o, int fd) { return dbk_spoa_add_listener(o, fd); }
+static int add_spoa(void *o, int fd) { return dbk_spop_server_add_listener(o, fd); }
 static int add_events(void *o, int fd) { return dbk_events_add_listener(o, fd); }
 static int add_events_udp(void *o, int fd) { return dbk_events_add_datagram(o, fd); }
 static int add_admin(void *o, int fd) { return dbk_admin_add_listener(o, fd); }
@@ -356,13 +356,14 @@ static int start_listeners(struct dbk_agent *a, char *err, size_t errlen)
 		a->cfg.max_connections_per_peer = (a->cfg.max_connections + 1) / 2;
 	else if (a->cfg.max_connections_per_peer > a->cfg.max_connections)
 		a->cfg.max_connections_per_peer = a->cfg.max_connections;
-	struct dbk_spoa_config sc = {
+	struct dbk_spop_server_config sc = {
 		.max_frame_size = a->cfg.max_frame_size,
 		.max_connections = a->cfg.max_connections,
 		.max_connections_per_peer = a->cfg.max_connections_per_peer,
 		.idle_timeout = (double)a->cfg.idle_timeout_s,
 	};
-	a->spoa = dbk_spoa_new(a->loop, &sc, &a->route);
+	struct dbk_spop_handler h = dbk_route_handler_init(&a->route_handler, &a->route);
+	a->spoa = dbk_spop_server_new(a->loop, &sc, &h);
 	a->events = dbk_events_new(a->loop, completion_conns, on_completion, a);
 	a->admin = dbk_admin_new(a->loop, admin_conns, on_admin, a);
 	if (!a->spoa || !a->events || !a->admin) {
@@ -459,7 +460,7 @@ void dbk_agent_stop(struct dbk_agent *a)
 	dbk_sync_free(a->sync);
 	dbk_admin_free(a->admin);
 	dbk_events_free(a->events);
-	dbk_spoa_free(a->spoa);
+	dbk_spop_server_free(a->spoa);
 	dbk_policy_ttft_free(a->pred, a->bal);
 	a->pred = NULL;
 	a->route.pred = NULL;

@@ -13,7 +13,7 @@
 #include "completion_rx.h"
 #include "policy_ttft.h"
 #include "route.h"
-#include "spop_server.h"
+#include "route_handler.h"
 #include "runtime_sync.h"
 
 struct dbk_agent {
@@ -21,7 +21,8 @@ struct dbk_agent {
 	struct ev_loop *loop;
 	struct dbk_balancer *bal;
 	struct dbk_route route;
-	struct dbk_spoa *spoa;
+	struct dbk_route_handler route_handler;   /* route as the SPOP handler */
+	struct dbk_spop_server *spoa;
 	struct dbk_events *events;
 	struct dbk_admin *admin;
 	struct dbk_sync *sync;          /* NULL without --haproxy-socket */

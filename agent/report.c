@@ -22,7 +22,7 @@ enum src {
 	SRC_ROUTE,      /* struct dbk_route_stats */
 	SRC_TTFT,       /* struct dbk_route_stats, with --policy ttft only */
 	SRC_RX,         /* struct dbk_events_stats */
-	SRC_SPOP,       /* struct dbk_spoa_stats */
+	SRC_SPOP,       /* struct dbk_spop_server_stats */
 	SRC_SYNC,       /* struct dbk_sync_stats, with --haproxy-socket only */
 	SRC_AGENT,      /* struct dbk_agent */
 	NSRC
@@ -52,7 +52,7 @@ struct row {
 #define ROUTE(f) FIELD(SRC_ROUTE, struct dbk_route_stats, f)
 #define TTFT(f)  FIELD(SRC_TTFT, struct dbk_route_stats, f)
 #define RX(f)    FIELD(SRC_RX, struct dbk_events_stats, f)
-#define SPOP(f)  FIELD(SRC_SPOP, struct dbk_spoa_stats, f)
+#define SPOP(f)  FIELD(SRC_SPOP, struct dbk_spop_server_stats, f)
 #define SYNC(f)  FIELD(SRC_SYNC, struct dbk_sync_stats, f)
 #define AGENT(f) FIELD(SRC_AGENT, struct dbk_agent, f)
 
@@ -187,7 +187,7 @@ struct histogram {
 
 static const struct dbk_histo *notify_seconds(const struct dbk_agent *a)
 {
-	return &dbk_spoa_stats(a->spoa)->notify_seconds;
+	return &a->route_handler.notify_seconds;
 }
 
 static const struct dbk_histo *completion_lag(const struct dbk_agent *a)
@@ -214,7 +214,7 @@ static void sources(const struct dbk_agent *a, const void *src[NSRC])
 	src[SRC_ROUTE] = &a->route.stats;
 	src[SRC_TTFT] = a->pred ? &a->route.stats : NULL;
 	src[SRC_RX] = dbk_events_stats(a->events);
-	src[SRC_SPOP] = dbk_spoa_stats(a->spoa);
+	src[SRC_SPOP] = dbk_spop_server_stats(a->spoa);
 	src[SRC_SYNC] = a->sync ? dbk_sync_stats(a->sync) : NULL;
 	src[SRC_AGENT] = a;
 }
@@ -379,7 +379,7 @@ static void metrics_config(const struct dbk_bal_config *c, struct dbk_buf *o)
 
 void dbk_report_metrics(const struct dbk_agent *a, struct dbk_buf *o)
 {
-	const struct dbk_spoa_stats *s = dbk_spoa_stats(a->spoa);
+	const struct dbk_spop_server_stats *s = dbk_spop_server_stats(a->spoa);
 	const struct dbk_bal_config *c = dbk_bal_config(a->bal);
 	const struct dbk_route_stats *r = &a->route.stats;
 

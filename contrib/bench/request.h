@@ -17,6 +17,8 @@ struct dbk_url {
 	char host[256];       /* without brackets */
 	char port[6];
 	char authority[300];  /* Host header: host[:port] as given */
+	char addr[270];       /* "HOST:PORT" or "[IPV6]:PORT", for
+	                       * dbk_net_resolve */
 	char path[1024];      /* base path + the endpoint's */
 };
 
