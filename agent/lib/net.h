@@ -58,15 +58,4 @@ int dbk_net_send_pending(int fd, const void *buf, size_t len, size_t *off);
 /* Sets O_NONBLOCK and FD_CLOEXEC. Returns 0 or -1. */
 int dbk_net_nonblock(int fd);
 
-/* ---- Outgoing connections (appended for the bench's client) ---- */
-
-/* Starts a non-blocking, close-on-exec stream connection to sa (TCP with
- * TCP_NODELAY). Returns the fd, with *pending true while the connect is
- * under way (wait until it is writable, then ask dbk_net_connect_result),
- * or -1 with errno set. */
-int dbk_net_connect(const struct sockaddr *sa, socklen_t len, bool *pending);
-
-/* How a pending connect ended: 0 connected, else the errno value. */
-int dbk_net_connect_result(int fd);
-
 #endif
