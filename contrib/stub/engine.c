@@ -23,6 +23,7 @@
  * preempted request finds its own blocks again if nobody evicted them. */
 #include "engine.h"
 #include "handles.h"
+#include "lib/list.h"
 #include "prefix_cache.h"
 
 #include <stdio.h>
@@ -34,7 +35,7 @@
 enum where { Q_NONE, Q_WAITING, Q_RUNNING };
 
 struct req {
-	struct req *prev, *next;
+	struct dbk_list link; /* in its queue */
 	void *cookie;
 	uint32_t slot;
 	uint32_t prompt;
@@ -61,7 +62,7 @@ struct req {
 };
 
 struct queue {
-	struct req *head, *tail;
+	struct dbk_list head;
 	uint32_t n;
 };
 
@@ -103,42 +104,44 @@ struct dbk_engine {
 };
 
 
+static void q_init(struct queue *q)
+{
+	dbk_list_init(&q->head);
+	q->n = 0;
+}
+
 static void q_push_back(struct queue *q, struct req *r)
 {
-	r->prev = q->tail;
-	r->next = NULL;
-	if (q->tail)
-		q->tail->next = r;
-	else
-		q->head = r;
-	q->tail = r;
+	dbk_list_append(&q->head, &r->link);
 	q->n++;
 }
 
 static void q_push_front(struct queue *q, struct req *r)
 {
-	r->prev = NULL;
-	r->next = q->head;
-	if (q->head)
-		q->head->prev = r;
-	else
-		q->tail = r;
-	q->head = r;
+	dbk_list_push(&q->head, &r->link);
 	q->n++;
 }
 
 static void q_remove(struct queue *q, struct req *r)
 {
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		q->head = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	else
-		q->tail = r->prev;
-	r->prev = r->next = NULL;
+	dbk_list_del(&r->link);
 	q->n--;
+}
+
+static struct req *q_first(const struct queue *q)
+{
+	return dbk_list_first(&q->head, struct req, link);
+}
+
+static struct req *q_last(const struct queue *q)
+{
+	return q->n ? dbk_list_elem(q->head.prev, struct req, link) : NULL;
+}
+
+/* The request after r in q, or NULL. */
+static struct req *q_next(const struct queue *q, const struct req *r)
+{
+	return r->link.next == &q->head ? NULL : dbk_list_elem(r->link.next, struct req, link);
 }
 
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -155,6 +158,9 @@ struct dbk_engine *dbk_engine_new(const struct dbk_engine_config *cfg)
 	if (!e)
 		return NULL;
 	e->cfg = *cfg;
+	q_init(&e->running);
+	q_init(&e->waiting);
+	q_init(&e->zombies);
 	e->blocks_total = cfg->kv_capacity_tokens / DBK_KV_BLOCK_TOKENS;
 	e->pool = dbk_prefix_cache_new((uint32_t)e->blocks_total,
 	                               cfg->enable_prefix_caching);
@@ -183,15 +189,11 @@ static void req_free(struct req *r)
 
 static void free_queue(struct queue *q)
 {
-	struct req *r = q->head, *nx;
+	struct dbk_list *it, *nx;
 
-	while (r) {
-		nx = r->next;
-		req_free(r);
-		r = nx;
-	}
-	q->head = q->tail = NULL;
-	q->n = 0;
+	dbk_list_for_each_safe(it, nx, &q->head)
+		req_free(dbk_list_elem(it, struct req, link));
+	q_init(q);
 }
 
 void dbk_engine_free(struct dbk_engine *e)
@@ -245,7 +247,7 @@ static void release_zombies(struct dbk_engine *e)
 {
 	struct req *r;
 
-	while ((r = e->zombies.head) != NULL) {
+	while ((r = q_first(&e->zombies)) != NULL) {
 		q_remove(&e->zombies, r);
 		slot_release(e, r);
 	}
@@ -482,7 +484,7 @@ double dbk_engine_begin_step(struct dbk_engine *e)
 	e->n_events = 0;
 
 	/* Running requests, admission order. */
-	r = e->running.head;
+	r = q_first(&e->running);
 	while (r && budget > 0) {
 		uint32_t n = num_tokens(r) - r->computed;
 		bool ok = true;
@@ -490,7 +492,7 @@ double dbk_engine_begin_step(struct dbk_engine *e)
 		if (n > budget)
 			n = budget;
 		while (!try_alloc(e, r, n)) {
-			struct req *victim = e->running.tail;
+			struct req *victim = q_last(&e->running);
 
 			preempt(e, victim);
 			preempted = true;
@@ -503,15 +505,15 @@ double dbk_engine_begin_step(struct dbk_engine *e)
 			break;
 		add_sched(e, r, n);
 		budget -= n;
-		r = r->next;
+		r = q_next(&e->running, r);
 	}
 
 	/* Waiting requests, FCFS, only if nobody was preempted. */
-	while (!preempted && e->waiting.head && budget > 0 &&
+	while (!preempted && e->waiting.n > 0 && budget > 0 &&
 	       e->running.n < e->cfg.max_num_seqs) {
 		uint32_t n;
 
-		r = e->waiting.head;
+		r = q_first(&e->waiting);
 		if (!admit_alloc(e, r, budget, &n))
 			break;
 		q_remove(&e->waiting, r);
