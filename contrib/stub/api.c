@@ -529,18 +529,25 @@ void dbk_api_sse_token(struct dbk_buf *b, const struct dbk_api_resp *r,
 	}
 }
 
+/* `,"usage":{...` without its closing brace: the full response adds a
+ * field the stream's usage chunk does not have. */
+static void usage_json(struct dbk_buf *b, uint64_t prompt_tokens, uint64_t completion_tokens)
+{
+	dbk_buf_printf(b, ",\"usage\":{\"prompt_tokens\":%llu,\"total_tokens\":%llu,"
+	                  "\"completion_tokens\":%llu",
+	               (unsigned long long)prompt_tokens,
+	               (unsigned long long)(prompt_tokens + completion_tokens),
+	               (unsigned long long)completion_tokens);
+}
+
 void dbk_api_sse_usage(struct dbk_buf *b, const struct dbk_api_resp *r,
                        uint64_t prompt_tokens, uint64_t completion_tokens)
 {
 	dbk_buf_adds(b, "data: ");
 	head(b, r, true);
-	dbk_buf_printf(b,
-	               ",\"choices\":[],\"usage\":{\"prompt_tokens\":%llu,"
-	               "\"total_tokens\":%llu,\"completion_tokens\":%llu}}"
-	               "\n\n",
-	               (unsigned long long)prompt_tokens,
-	               (unsigned long long)(prompt_tokens + completion_tokens),
-	               (unsigned long long)completion_tokens);
+	dbk_buf_adds(b, ",\"choices\":[]");
+	usage_json(b, prompt_tokens, completion_tokens);
+	dbk_buf_adds(b, "}}\n\n");
 }
 
 void dbk_api_sse_done(struct dbk_buf *b)
@@ -591,13 +598,9 @@ void dbk_api_full_response(struct dbk_buf *b, const struct dbk_api_resp *r,
 			                "\"stop_reason\":null}");
 		}
 	}
-	dbk_buf_printf(b,
-	               "],\"usage\":{\"prompt_tokens\":%llu,\"total_tokens\":"
-	               "%llu,\"completion_tokens\":%llu,"
-	               "\"prompt_tokens_details\":null}",
-	               (unsigned long long)prompt_tokens,
-	               (unsigned long long)(prompt_tokens + total),
-	               (unsigned long long)total);
+	dbk_buf_adds(b, "]");
+	usage_json(b, prompt_tokens, total);
+	dbk_buf_adds(b, ",\"prompt_tokens_details\":null}");
 	if (r->kind == DBK_API_CHAT)
 		dbk_buf_adds(b, ",\"prompt_logprobs\":null");
 	dbk_buf_adds(b, "}");

@@ -104,10 +104,23 @@ static void expect_err(enum dbk_api_kind k, const char *body, int status,
 	}
 }
 
-static void test_errors(void)
+/* A body of `head`, n bytes of 'a', then `tail`: a prompt of a chosen
+ * size for the context-length errors. */
+static void expect_err_sized(enum dbk_api_kind k, const char *head, size_t n, const char *tail,
+                             const char *msg)
 {
 	char big[8000];
+	size_t h = strlen(head);
 
+	CHECK(h + n + strlen(tail) < sizeof(big));
+	memcpy(big, head, h);
+	memset(big + h, 'a', n);
+	strcpy(big + h + n, tail);
+	expect_err(k, big, 400, msg);
+}
+
+static void test_errors(void)
+{
 	expect_err(DBK_API_COMPLETION, "{\"prompt\":", 400, "Invalid JSON");
 	expect_err(DBK_API_COMPLETION, "[1]", 400, "JSON object");
 	expect_err(DBK_API_COMPLETION, "{}", 400, "prompt");
@@ -130,21 +143,13 @@ static void test_errors(void)
 	expect_err(DBK_API_CHAT, "{\"prompt\":\"a\"}", 400, "messages");
 	expect_err(DBK_API_CHAT, "{\"messages\":[1]}", 400, "messages");
 	/* Context length, vLLM's wording: 3988 bytes = 997 tokens. */
-	memset(big, 0, sizeof(big));
-	memcpy(big, "{\"prompt\":\"", 11);
-	memset(big + 11, 'a', 3988);
-	strcat(big, "\",\"max_tokens\":100}");
-	expect_err(DBK_API_COMPLETION, big, 400,
+	expect_err_sized(DBK_API_COMPLETION, "{\"prompt\":\"", 3988, "\",\"max_tokens\":100}",
 	           "This model's maximum context length is 1000 tokens. "
 	           "However, you requested 1097 tokens (997 in the messages, "
 	           "100 in the completion). Please reduce the length of the "
 	           "messages or completion.");
 	/* Chat without max_tokens: the prompt alone must leave room. */
-	memset(big, 0, sizeof(big));
-	memcpy(big, "{\"messages\":[{\"content\":\"", 25);
-	memset(big + 25, 'a', 4000);
-	strcat(big, "\"}]}");
-	expect_err(DBK_API_CHAT, big, 400,
+	expect_err_sized(DBK_API_CHAT, "{\"messages\":[{\"content\":\"", 4000, "\"}]}",
 	           "This model's maximum context length is 1000 tokens. "
 	           "However, you requested 1000 tokens in the messages, Please "
 	           "reduce the length of the messages.");
