@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/list.h"
+
 /* ---- Keys. ---- */
 
 /* splitmix64's finalizer: every input bit reaches every output bit. */
@@ -141,7 +143,7 @@ void dbk_block_hasher_free(struct dbk_block_hasher *h)
 struct blk {
 	uint64_t key;
 	uint32_t ref;
-	uint32_t prev, next;   /* free queue, DBK_PC_NONE at the ends */
+	struct dbk_list free_link; /* in the free queue, LRU first */
 	uint32_t hnext;        /* key chain of its bucket */
 	bool in_free, keyed;
 };
@@ -149,7 +151,8 @@ struct blk {
 struct dbk_prefix_cache {
 	struct blk *b;
 	uint32_t n;
-	uint32_t free_head, free_tail, nfree;
+	struct dbk_list free_q;
+	uint32_t nfree;
 	uint32_t *bucket;
 	uint32_t mask;
 	uint32_t ncached;
@@ -161,13 +164,7 @@ static void fq_push_tail(struct dbk_prefix_cache *pc, uint32_t id)
 {
 	struct blk *b = &pc->b[id];
 
-	b->prev = pc->free_tail;
-	b->next = DBK_PC_NONE;
-	if (pc->free_tail != DBK_PC_NONE)
-		pc->b[pc->free_tail].next = id;
-	else
-		pc->free_head = id;
-	pc->free_tail = id;
+	dbk_list_append(&pc->free_q, &b->free_link);
 	b->in_free = true;
 	pc->nfree++;
 }
@@ -176,17 +173,15 @@ static void fq_remove(struct dbk_prefix_cache *pc, uint32_t id)
 {
 	struct blk *b = &pc->b[id];
 
-	if (b->prev != DBK_PC_NONE)
-		pc->b[b->prev].next = b->next;
-	else
-		pc->free_head = b->next;
-	if (b->next != DBK_PC_NONE)
-		pc->b[b->next].prev = b->prev;
-	else
-		pc->free_tail = b->prev;
-	b->prev = b->next = DBK_PC_NONE;
+	dbk_list_del(&b->free_link);
 	b->in_free = false;
 	pc->nfree--;
+}
+
+/* The least recently freed block (the queue is not empty). */
+static uint32_t fq_first(const struct dbk_prefix_cache *pc)
+{
+	return (uint32_t)(dbk_list_first(&pc->free_q, struct blk, free_link) - pc->b);
 }
 
 struct dbk_prefix_cache *dbk_prefix_cache_new(uint32_t nblocks, bool caching)
@@ -215,7 +210,7 @@ struct dbk_prefix_cache *dbk_prefix_cache_new(uint32_t nblocks, bool caching)
 	pc->mask = nb - 1;
 	pc->n = nblocks;
 	pc->caching = caching;
-	pc->free_head = pc->free_tail = DBK_PC_NONE;
+	dbk_list_init(&pc->free_q);
 	for (i = 0; i < nblocks; i++) {
 		pc->b[i].hnext = DBK_PC_NONE;
 		fq_push_tail(pc, i);
@@ -326,7 +321,7 @@ int dbk_prefix_cache_alloc(struct dbk_prefix_cache *pc, uint32_t n,
 	if (n > pc->nfree)
 		return -1;
 	for (k = 0; k < n; k++) {
-		uint32_t id = pc->free_head;
+		uint32_t id = fq_first(pc);
 
 		fq_remove(pc, id);
 		if (pc->b[id].keyed) {
