@@ -167,13 +167,15 @@ struct dbk_engine *dbk_engine_new(const struct dbk_engine_config *cfg)
 	dbk_handles_init(&e->handles);
 	n = cfg->max_num_seqs;
 	e->sched = calloc(n, sizeof(*e->sched));
-	e->tmp_new = calloc(n, sizeof(*e->tmp_new));
-	e->tmp_done = calloc(n, sizeof(*e->tmp_done));
-	e->tmp_prefill = calloc(n, sizeof(*e->tmp_prefill));
+	/* dbk_step_time's three columns, in one allocation. */
+	e->tmp_new = calloc(n, 2 * sizeof(uint32_t) + sizeof(bool));
+	if (e->tmp_new) {
+		e->tmp_done = e->tmp_new + n;
+		e->tmp_prefill = (bool *)(e->tmp_done + n);
+	}
 	e->cap_events = 3 * n;
 	e->events = calloc(e->cap_events, sizeof(*e->events));
-	if (!e->pool || !e->sched || !e->tmp_new || !e->tmp_done ||
-	    !e->tmp_prefill || !e->events) {
+	if (!e->pool || !e->sched || !e->tmp_new || !e->events) {
 		dbk_engine_free(e);
 		return NULL;
 	}
@@ -205,9 +207,7 @@ void dbk_engine_free(struct dbk_engine *e)
 	free_queue(&e->zombies);
 	dbk_handles_free(&e->handles);
 	free(e->sched);
-	free(e->tmp_new);
-	free(e->tmp_done);
-	free(e->tmp_prefill);
+	free(e->tmp_new); /* and tmp_done, tmp_prefill */
 	free(e->events);
 	dbk_prefix_cache_free(e->pool);
 	free(e);

@@ -24,69 +24,55 @@ static void test_text_tokens(void)
 	CHECK_EQ_U(dbk_api_text_tokens(4096), 1024);
 }
 
-static void test_completion_parse(void)
-{
-	struct dbk_api_request r;
-	struct dbk_api_error e;
-
-	CHECK_EQ_U(parse(DBK_API_COMPLETION, "{\"prompt\":\"abcdefgh\"}", &r, &e),
-	           0);
-	CHECK_EQ_U(r.n_prompts, 1);
-	CHECK_EQ_U(r.prompt_tokens[0], 2);
-	CHECK_EQ_U(r.max_tokens[0], 16); /* vLLM's completions default */
-	CHECK(!r.stream);
-	CHECK_EQ_U(parse(DBK_API_COMPLETION,
-	                 "{\"model\":\"stub-model\",\"prompt\":[\"aaaa\","
-	                 "\"bbbbbbbbbbbb\"],\"max_tokens\":5,\"stream\":true,"
-	                 "\"stream_options\":{\"include_usage\":true},"
-	                 "\"ignore_eos\":true}",
-	                 &r, &e),
-	           0);
-	CHECK_EQ_U(r.n_prompts, 2);
-	CHECK_EQ_U(r.prompt_tokens[0], 1);
-	CHECK_EQ_U(r.prompt_tokens[1], 3);
-	CHECK_EQ_U(r.max_tokens[1], 5);
-	CHECK(r.stream && r.include_usage);
+/* Requests that parse: how many prompts, their token counts and
+ * max_tokens, and the stream flags. */
+static const struct parse_case {
+	enum dbk_api_kind kind;
+	const char *body;
+	uint32_t n, tokens[2], max_tokens[2];
+	bool stream, include_usage;
+} parse_cases[] = {
+	/* vLLM's completions default max_tokens: 16. */
+	{DBK_API_COMPLETION, "{\"prompt\":\"abcdefgh\"}", 1, {2}, {16}, false, false},
+	{DBK_API_COMPLETION,
+	 "{\"model\":\"stub-model\",\"prompt\":[\"aaaa\",\"bbbbbbbbbbbb\"],\"max_tokens\":5,"
+	 "\"stream\":true,\"stream_options\":{\"include_usage\":true},\"ignore_eos\":true}",
+	 2, {1, 3}, {5, 5}, true, true},
 	/* Token ids: one prompt of that many tokens, or a batch. */
-	CHECK_EQ_U(parse(DBK_API_COMPLETION, "{\"prompt\":[1,2,3,4,5]}", &r, &e),
-	           0);
-	CHECK_EQ_U(r.n_prompts, 1);
-	CHECK_EQ_U(r.prompt_tokens[0], 5);
-	CHECK_EQ_U(parse(DBK_API_COMPLETION, "{\"prompt\":[[1,2],[3]],"
-	                                     "\"max_tokens\":2.0}",
-	                 &r, &e),
-	           0);
-	CHECK_EQ_U(r.n_prompts, 2);
-	CHECK_EQ_U(r.prompt_tokens[1], 1);
-	CHECK_EQ_U(r.max_tokens[0], 2);
-	CHECK_EQ_U(parse(DBK_API_COMPLETION, "{\"prompt\":\"x\",\"max_tokens\":"
-	                                     "null,\"n\":1}",
-	                 &r, &e),
-	           0);
-	CHECK_EQ_U(r.max_tokens[0], 16);
-}
+	{DBK_API_COMPLETION, "{\"prompt\":[1,2,3,4,5]}", 1, {5}, {16}, false, false},
+	{DBK_API_COMPLETION, "{\"prompt\":[[1,2],[3]],\"max_tokens\":2.0}", 2, {2, 1}, {2, 2},
+	 false, false},
+	{DBK_API_COMPLETION, "{\"prompt\":\"x\",\"max_tokens\":null,\"n\":1}", 1, {1}, {16}, false,
+	 false},
+	/* Chat: every text part counts; the default max_tokens is what is
+	 * left of the context. */
+	{DBK_API_CHAT,
+	 "{\"messages\":[{\"role\":\"system\",\"content\":\"abcd\"},{\"role\":\"user\",\"content\":"
+	 "[{\"type\":\"text\",\"text\":\"efgh\"},{\"type\":\"image_url\"}]},{\"role\":\"assistant\","
+	 "\"content\":null}]}",
+	 1, {2}, {998}, false, false},
+	{DBK_API_CHAT,
+	 "{\"messages\":[{\"content\":\"abcd\"}],\"max_tokens\":9,\"max_completion_tokens\":7}", 1,
+	 {1}, {7}, false, false},
+};
 
-static void test_chat_parse(void)
+static void test_parse(void)
 {
-	struct dbk_api_request r;
-	struct dbk_api_error e;
+	for (size_t i = 0; i < sizeof(parse_cases) / sizeof(parse_cases[0]); i++) {
+		const struct parse_case *c = &parse_cases[i];
+		struct dbk_api_request r;
+		struct dbk_api_error e;
 
-	CHECK_EQ_U(parse(DBK_API_CHAT,
-	                 "{\"messages\":[{\"role\":\"system\",\"content\":"
-	                 "\"abcd\"},{\"role\":\"user\",\"content\":[{\"type\":"
-	                 "\"text\",\"text\":\"efgh\"},{\"type\":\"image_url\"}]}"
-	                 ",{\"role\":\"assistant\",\"content\":null}]}",
-	                 &r, &e),
-	           0);
-	CHECK_EQ_U(r.prompt_tokens[0], 2);
-	/* Chat default: what is left of the context. */
-	CHECK_EQ_U(r.max_tokens[0], 998);
-	CHECK_EQ_U(parse(DBK_API_CHAT,
-	                 "{\"messages\":[{\"content\":\"abcd\"}],\"max_tokens\":"
-	                 "9,\"max_completion_tokens\":7}",
-	                 &r, &e),
-	           0);
-	CHECK_EQ_U(r.max_tokens[0], 7);
+		CHECK_EQ_U(parse(c->kind, c->body, &r, &e), 0);
+		CHECK_EQ_U(r.n_prompts, c->n);
+		for (uint32_t k = 0; k < c->n && k < 2; k++) {
+			CHECK_EQ_U(r.prompt_tokens[k], c->tokens[k]);
+			CHECK_EQ_U(r.max_tokens[k], c->max_tokens[k]);
+		}
+		CHECK_EQ_U(r.stream, c->stream);
+		CHECK_EQ_U(r.include_usage, c->include_usage);
+		dbk_api_request_free(&r);
+	}
 }
 
 static void expect_err(enum dbk_api_kind k, const char *body, int status,
@@ -366,8 +352,7 @@ static void test_buf(void)
 int main(void)
 {
 	RUN(test_text_tokens);
-	RUN(test_completion_parse);
-	RUN(test_chat_parse);
+	RUN(test_parse);
 	RUN(test_errors);
 	RUN(test_sse_frames);
 	RUN(test_full_response);
