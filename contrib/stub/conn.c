@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "lib/log.h"
 #include "lib/net.h"
 #include "server.h"
 
@@ -119,8 +120,7 @@ static bool serve_one(struct dbk_stub_conn *c)
 		return false;
 	}
 	if (r == DBK_HTTP_ERROR) {
-		if (s->opt.verbose)
-			dbk_stub_log(s, "%s: bad request: %d %s", c->peer, hr.status, hr.error);
+		dbk_stub_log_refusal(s, c->peer, hr.status, hr.error);
 		dbk_stub_respond_error(c, hr.status, "BadRequestError", hr.error, false, 1);
 		return false;
 	}
@@ -215,8 +215,9 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	if (conn_read(c) != 0) {
 		/* The client is gone, and so is its request (vLLM aborts on
 		 * disconnect too). */
-		if (s->opt.verbose && c->job)
-			dbk_stub_log(s, "%s: client disconnected, aborting %s", c->peer, c->job->id);
+		if (c->job)
+			dbk_log(DBK_LOG_DEBUG, "client-gone", "stub=%s peer=%s aborted=%s", s->opt.name,
+			        c->peer, c->job->id);
 		dbk_stub_conn_close(c);
 	} else if (!c->job) {
 		process_input(c);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "lib/log.h"
 #include "server.h"
 
 static uint64_t splitmix64(uint64_t *x)
@@ -74,10 +75,10 @@ static void job_finish(struct dbk_stub_job *j)
 		dbk_stub_respond(c, 200, "application/json", t->p, t->len, j->keep_alive,
 		                 j->chunked ? 1 : 0, false, NULL);
 	}
-	if (s->opt.verbose)
-		dbk_stub_log(s, "%s done: %u prompt(s), %llu prompt tokens, %llu output tokens", j->id,
-		             j->req.n_prompts, (unsigned long long)j->prompt_total,
-		             (unsigned long long)comp_total);
+	dbk_log(DBK_LOG_DEBUG, "request-done",
+	        "stub=%s id=%s prompts=%u prompt_tokens=%llu output_tokens=%llu", s->opt.name, j->id,
+	        j->req.n_prompts, (unsigned long long)j->prompt_total,
+	        (unsigned long long)comp_total);
 	c->job = NULL;
 	dbk_stub_job_free(j, false);
 	dbk_stub_conn_resume(c);
@@ -124,9 +125,8 @@ void dbk_stub_on_engine_event(void *ctx, const struct dbk_engine_event *ev)
 			job_finish(j);
 		break;
 	case DBK_ENGINE_EV_PREEMPTED:
-		if (s->opt.verbose)
-			dbk_stub_log(s, "%s choice %u preempted after %u tokens", j->id, ch->index,
-			             ev->n_output);
+		dbk_log(DBK_LOG_DEBUG, "preempted", "stub=%s id=%s choice=%u output_tokens=%u",
+		        s->opt.name, j->id, ch->index, ev->n_output);
 		break;
 	}
 	dbk_stub_mark_pending(c);
@@ -190,8 +190,7 @@ void dbk_stub_start_job(struct dbk_stub_conn *c, enum dbk_api_kind kind,
 		dbk_api_request_free(&ar);
 		dbk_stub_respond_error(c, err.status, err.type, err.message, hr->keep_alive,
 		                       hr->minor_version);
-		if (s->opt.verbose)
-			dbk_stub_log(s, "%s: %d %s", c->peer, err.status, err.message);
+		dbk_stub_log_refusal(s, c->peer, err.status, err.message);
 		return;
 	}
 	j = job_new(c, kind, hr, &ar);
@@ -208,9 +207,9 @@ void dbk_stub_start_job(struct dbk_stub_conn *c, enum dbk_api_kind kind,
 	if (ar.stream)
 		dbk_stub_send_head(c, 200, "text/event-stream; charset=utf-8", -1, j->keep_alive,
 		                   hr->minor_version, j->chunked ? "Transfer-Encoding: chunked\r\n" : NULL);
-	if (s->opt.verbose)
-		dbk_stub_log(s, "%s %s: %u prompt(s), prompt tokens %u, max_tokens %u%s", c->peer,
-		             j->id, ar.n_prompts, ar.prompt_tokens[0], ar.max_tokens[0],
-		             ar.stream ? ", stream" : "");
+	dbk_log(DBK_LOG_DEBUG, "request",
+	        "stub=%s peer=%s id=%s prompts=%u prompt_tokens=%u max_tokens=%u stream=%s",
+	        s->opt.name, c->peer, j->id, ar.n_prompts, ar.prompt_tokens[0], ar.max_tokens[0],
+	        ar.stream ? "true" : "false");
 	dbk_stub_maybe_step(s);
 }

@@ -3,13 +3,13 @@
  * starts and stops it: the command line (opts.c), the engine, the
  * listening socket and the signals; server.h maps the rest. */
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/log.h"
 #include "lib/net.h"
 #include "server.h"
 
@@ -19,21 +19,21 @@
  * escaping included, with a floor for small models. */
 #define MIN_BODY_BYTES (16u * 1024 * 1024)
 
-void dbk_stub_log(const struct dbk_stub_server *s, const char *fmt, ...)
+void dbk_stub_log_refusal(const struct dbk_stub_server *s, const char *peer, int status,
+                          const char *why)
 {
-	va_list ap;
+	char q[600];
 
-	fprintf(stderr, "vllm-stub[%s]: ", s->opt.name);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
+	dbk_log(DBK_LOG_DEBUG, "request-refused", "stub=%s peer=%s status=%d error=\"%s\"",
+	        s->opt.name, peer, status, dbk_log_quote(q, sizeof(q), why, strlen(why)));
 }
 
 static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
+	const struct dbk_stub_server *s = w->data;
+
 	(void)revents;
-	dbk_stub_log(w->data, "signal %d, shutting down", w->signum);
+	dbk_log(DBK_LOG_INFO, "stopping", "stub=%s signal=%d", s->opt.name, w->signum);
 	ev_break(loop, EVBREAK_ALL);
 }
 
@@ -67,13 +67,14 @@ static int start_listening(struct dbk_stub_server *s)
 	         s->opt.port);
 	fd = dbk_net_listen(spec, err, sizeof(err));
 	if (fd < 0) {
-		dbk_stub_log(s, "cannot listen on %s", err);
+		dbk_log(DBK_LOG_ERROR, "listen-failed", "stub=%s error=\"%s\"", s->opt.name, err);
 		return -1;
 	}
 	port = dbk_net_sockname(fd, false, name, sizeof(name));
 	dbk_listener_init(&s->listeners, s->loop, "http", dbk_stub_accept, s);
 	if (port < 0 || dbk_listener_add(&s->listeners, fd) != 0) {
-		dbk_stub_log(s, "cannot listen on %s: not a TCP socket", spec);
+		dbk_log(DBK_LOG_ERROR, "listen-failed", "stub=%s error=\"%s: not a TCP socket\"",
+		        s->opt.name, spec);
 		close(fd);
 		dbk_listener_close(&s->listeners);
 		return -1;
@@ -102,12 +103,15 @@ static void shutdown_server(struct dbk_stub_server *s)
 	while ((c = dbk_list_first(&s->conns, struct dbk_stub_conn, link)) != NULL)
 		dbk_stub_conn_close(c);
 	dbk_engine_get_stats(s->eng, &st);
-	dbk_stub_log(s, "served %llu requests (%llu aborted), %llu steps, model busy %.3f s, %llu "
-	                "preemptions, %llu late steps (max lag %.1f ms)",
-	             (unsigned long long)st.requests_finished,
-	             (unsigned long long)st.requests_aborted, (unsigned long long)st.steps_total,
-	             st.busy_time_s, (unsigned long long)st.preemptions_total,
-	             (unsigned long long)s->late_steps, s->max_lag_s * 1e3);
+	/* Late steps: the timer lagged the model clock by more than
+	 * MAX_STEP_LAG_S (pacer.c), so the chain restarted at "now". */
+	dbk_log(DBK_LOG_INFO, "served",
+	        "stub=%s served=%llu aborted=%llu steps=%llu busy_s=%.3f preemptions=%llu "
+	        "late_steps=%llu max_lag_ms=%.1f",
+	        s->opt.name, (unsigned long long)st.requests_finished,
+	        (unsigned long long)st.requests_aborted, (unsigned long long)st.steps_total,
+	        st.busy_time_s, (unsigned long long)st.preemptions_total,
+	        (unsigned long long)s->late_steps, s->max_lag_s * 1e3);
 	ev_timer_stop(s->loop, &s->step_w);
 	dbk_listener_close(&s->listeners);
 	dbk_buf_free(&s->tmp);
@@ -131,13 +135,15 @@ int main(int argc, char **argv)
 	if (rc != 0)
 		return rc == 1 ? 0 : 2;
 	signal(SIGPIPE, SIG_IGN);
+	dbk_log_set_level(s.opt.verbose ? DBK_LOG_DEBUG : DBK_LOG_INFO);
 	dbk_list_init(&s.conns);
 	dbk_list_init(&s.pending);
 	derive_limits(&s);
 	s.eng = dbk_engine_new(&s.opt.engine);
 	s.loop = ev_default_loop(EVFLAG_AUTO);
 	if (!s.eng || !s.loop) {
-		dbk_stub_log(&s, "cannot create the %s (out of memory?)", s.eng ? "event loop" : "engine");
+		dbk_log(DBK_LOG_ERROR, "start-failed", "stub=%s error=\"cannot create the %s\"",
+		        s.opt.name, s.eng ? "event loop" : "engine");
 		dbk_engine_free(s.eng);
 		return 1;
 	}

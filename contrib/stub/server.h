@@ -92,9 +92,10 @@ struct dbk_stub_server {
 	double max_lag_s;
 };
 
-/* The stub's log line: "vllm-stub[NAME]: ..." on stderr. */
-void dbk_stub_log(const struct dbk_stub_server *s, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+/* Logs (lib/log, at debug level: --verbose) a request answered with an
+ * error status instead of being served. */
+void dbk_stub_log_refusal(const struct dbk_stub_server *s, const char *peer, int status,
+                          const char *why);
 
 /* conn.c */
 void dbk_stub_accept(void *arg, int fd);
