@@ -121,13 +121,42 @@ static struct dbk_block_hasher *keys_begin(struct dbk_block_hasher *h,
 	return h;
 }
 
+/* A batch: a list of strings or a list of token-id lists, one prompt
+ * (one choice) each. */
+static int parse_batch(const cJSON *p, bool all_str, bool want_keys,
+                       struct dbk_api_request *out, struct dbk_api_error *err)
+{
+	struct dbk_block_hasher hs, *h;
+	const cJSON *x;
+	uint32_t n = 0;
+
+	cJSON_ArrayForEach(x, p) {
+		h = keys_begin(&hs, want_keys, all_str ? DBK_BLOCK_ROOT_TEXT : DBK_BLOCK_ROOT_IDS);
+		if (all_str) {
+			size_t len = strlen(x->valuestring);
+
+			out->prompt_tokens[n] = dbk_api_text_tokens(len);
+			keys_feed(h, x->valuestring, len);
+		} else if (!token_list(x, &out->prompt_tokens[n], h)) {
+			if (h)
+				dbk_block_hasher_free(h);
+			return bad(err, "prompt token ids must be non-empty lists of non-negative "
+			                "integers");
+		}
+		if (keys_done(h, out, n, err) != 0)
+			return -1;
+		n++;
+	}
+	out->n_prompts = n;
+	return 0;
+}
+
 static int parse_prompts(const cJSON *p, bool want_keys,
                          struct dbk_api_request *out,
                          struct dbk_api_error *err)
 {
 	struct dbk_block_hasher hs, *h;
 	const cJSON *x;
-	uint32_t n = 0;
 	bool all_str = true, all_int = true, all_list = true;
 	size_t count = 0;
 
@@ -175,26 +204,7 @@ static int parse_prompts(const cJSON *p, bool want_keys,
 	if (count > DBK_API_MAX_PROMPTS)
 		return bad(err, "too many prompts in one request (the stub "
 		                "takes at most 256)");
-	cJSON_ArrayForEach(x, p) {
-		h = keys_begin(&hs, want_keys, all_str ? DBK_BLOCK_ROOT_TEXT
-		                                       : DBK_BLOCK_ROOT_IDS);
-		if (all_str) {
-			size_t len = strlen(x->valuestring);
-
-			out->prompt_tokens[n] = dbk_api_text_tokens(len);
-			keys_feed(h, x->valuestring, len);
-		} else if (!token_list(x, &out->prompt_tokens[n], h)) {
-			if (h)
-				dbk_block_hasher_free(h);
-			return bad(err, "prompt token ids must be non-empty "
-			                "lists of non-negative integers");
-		}
-		if (keys_done(h, out, n, err) != 0)
-			return -1;
-		n++;
-	}
-	out->n_prompts = n;
-	return 0;
+	return parse_batch(p, all_str, want_keys, out, err);
 }
 
 /* Concatenated text content of all messages, counted in bytes and keyed
@@ -302,91 +312,102 @@ static int check_lengths(bool has_mt, double max_tokens,
 	return 0;
 }
 
-static int parse_fields(enum dbk_api_kind kind, const cJSON *root,
-                        const struct dbk_api_config *cfg,
-                        struct dbk_api_request *out,
+/* `model`, if given, must be the served one (vLLM: 404). */
+static int check_model(const cJSON *root, const struct dbk_api_config *cfg,
+                       struct dbk_api_error *err)
+{
+	const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+
+	if (is_null_or_absent(model))
+		return 0;
+	if (!cJSON_IsString(model))
+		return bad(err, "model must be a string");
+	if (strcmp(model->valuestring, cfg->model) != 0) {
+		err->status = 404;
+		err->type = "NotFoundError";
+		snprintf(err->message, sizeof(err->message), "The model `%s` does not exist.",
+		         model->valuestring);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_stream(const cJSON *root, struct dbk_api_request *out,
                         struct dbk_api_error *err)
 {
-	const cJSON *model, *stream, *so, *n, *mt, *mct;
-	bool has_mt = false;
-	double max_tokens = 0, d;
+	const cJSON *stream = cJSON_GetObjectItemCaseSensitive(root, "stream");
+	const cJSON *so = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
+	const cJSON *iu;
 
-	model = cJSON_GetObjectItemCaseSensitive(root, "model");
-	if (!is_null_or_absent(model)) {
-		if (!cJSON_IsString(model))
-			return bad(err, "model must be a string");
-		if (strcmp(model->valuestring, cfg->model) != 0) {
-			err->status = 404;
-			err->type = "NotFoundError";
-			snprintf(err->message, sizeof(err->message),
-			         "The model `%s` does not exist.",
-			         model->valuestring);
-			return -1;
-		}
-	}
-
-	stream = cJSON_GetObjectItemCaseSensitive(root, "stream");
 	if (!is_null_or_absent(stream) && !cJSON_IsBool(stream))
 		return bad(err, "stream must be a boolean");
 	out->stream = cJSON_IsTrue(stream);
+	if (is_null_or_absent(so))
+		return 0;
+	if (!out->stream)
+		return bad(err, "Stream options can only be defined when `stream=True`.");
+	if (!cJSON_IsObject(so))
+		return bad(err, "stream_options must be an object");
+	iu = cJSON_GetObjectItemCaseSensitive(so, "include_usage");
+	if (!is_null_or_absent(iu) && !cJSON_IsBool(iu))
+		return bad(err, "stream_options.include_usage must be a boolean");
+	out->include_usage = cJSON_IsTrue(iu);
+	return 0;
+}
 
-	so = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
-	if (!is_null_or_absent(so)) {
-		const cJSON *iu;
+/* `n` (only 1) and the output length: *has_mt false leaves max_tokens to
+ * what the context has left (chat without one). */
+static int parse_max_tokens(enum dbk_api_kind kind, const cJSON *root, bool *has_mt,
+                            double *max_tokens, struct dbk_api_error *err)
+{
+	const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "n");
+	const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "max_tokens"), *mct;
+	double d;
 
-		if (!out->stream)
-			return bad(err, "Stream options can only be defined "
-			                "when `stream=True`.");
-		if (!cJSON_IsObject(so))
-			return bad(err, "stream_options must be an object");
-		iu = cJSON_GetObjectItemCaseSensitive(so, "include_usage");
-		if (!is_null_or_absent(iu) && !cJSON_IsBool(iu))
-			return bad(err, "stream_options.include_usage must be "
-			                "a boolean");
-		out->include_usage = cJSON_IsTrue(iu);
-	}
-
-	n = cJSON_GetObjectItemCaseSensitive(root, "n");
 	if (!is_null_or_absent(n) && !(json_int(n, 1, 1, &d)))
-		return bad(err, "n must be 1: the stub generates one choice per "
-		                "prompt");
-
+		return bad(err, "n must be 1: the stub generates one choice per prompt");
 	/* Chat prefers max_completion_tokens, like vLLM. */
-	mt = cJSON_GetObjectItemCaseSensitive(root, "max_tokens");
 	if (kind == DBK_API_CHAT) {
-		mct = cJSON_GetObjectItemCaseSensitive(root,
-		                                       "max_completion_tokens");
+		mct = cJSON_GetObjectItemCaseSensitive(root, "max_completion_tokens");
 		if (!is_null_or_absent(mct))
 			mt = mct;
 	}
-	if (!is_null_or_absent(mt)) {
-		if (!json_int(mt, -1e18, 1e18, &max_tokens))
-			return bad(err, "max_tokens must be an integer");
-		if (max_tokens < 1) {
-			err->status = 400;
-			err->type = "BadRequestError";
-			snprintf(err->message, sizeof(err->message),
-			         "max_tokens must be at least 1, got %.0f.",
-			         max_tokens);
-			return -1;
-		}
-		has_mt = true;
-	} else if (kind == DBK_API_COMPLETION) {
-		max_tokens = DBK_API_COMPLETION_DEFAULT_MAX_TOKENS;
-		has_mt = true;
+	*has_mt = true;
+	if (is_null_or_absent(mt)) {
+		*max_tokens = DBK_API_COMPLETION_DEFAULT_MAX_TOKENS;
+		*has_mt = kind == DBK_API_COMPLETION;
+		return 0;
 	}
+	if (!json_int(mt, -1e18, 1e18, max_tokens))
+		return bad(err, "max_tokens must be an integer");
+	if (*max_tokens < 1) {
+		err->status = 400;
+		err->type = "BadRequestError";
+		snprintf(err->message, sizeof(err->message), "max_tokens must be at least 1, got %.0f.",
+		         *max_tokens);
+		return -1;
+	}
+	return 0;
+}
 
-	if (kind == DBK_API_COMPLETION) {
-		if (parse_prompts(cJSON_GetObjectItemCaseSensitive(root, "prompt"),
-		                  cfg->keys, out, err) != 0)
-			return -1;
-	} else {
-		if (parse_messages(cJSON_GetObjectItemCaseSensitive(root,
-		                                                    "messages"),
-		                   cfg->keys, out, err) != 0)
-			return -1;
-	}
-	return check_lengths(has_mt, max_tokens, cfg, out, err);
+static int parse_fields(enum dbk_api_kind kind, const cJSON *root,
+                        const struct dbk_api_config *cfg, struct dbk_api_request *out,
+                        struct dbk_api_error *err)
+{
+	bool has_mt = false;
+	double max_tokens = 0;
+	int rc;
+
+	if (check_model(root, cfg, err) != 0 || parse_stream(root, out, err) != 0 ||
+	    parse_max_tokens(kind, root, &has_mt, &max_tokens, err) != 0)
+		return -1;
+	if (kind == DBK_API_COMPLETION)
+		rc = parse_prompts(cJSON_GetObjectItemCaseSensitive(root, "prompt"), cfg->keys, out,
+		                   err);
+	else
+		rc = parse_messages(cJSON_GetObjectItemCaseSensitive(root, "messages"), cfg->keys,
+		                    out, err);
+	return rc != 0 ? -1 : check_lengths(has_mt, max_tokens, cfg, out, err);
 }
 
 int dbk_api_parse_request(enum dbk_api_kind kind, const char *body,

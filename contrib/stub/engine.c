@@ -469,51 +469,41 @@ static void add_sched(struct dbk_engine *e, struct req *r, uint32_t n_new)
 	e->last.num_scheduled_tokens += n_new;
 }
 
-double dbk_engine_begin_step(struct dbk_engine *e)
+/* Running requests, admission order, each taking what it lacks out of
+ * *budget; one that cannot get its blocks preempts the newest (maybe
+ * itself, which ends the pass). Returns whether anything was preempted. */
+static bool schedule_running(struct dbk_engine *e, uint32_t *budget)
 {
-	uint32_t budget = e->cfg.max_num_batched_tokens;
-	struct req *r;
+	struct req *r = q_first(&e->running);
 	bool preempted = false;
-	uint32_t i;
-	double d;
 
-	if (e->in_step || e->delivering)
-		return 0;
-	memset(&e->last, 0, sizeof(e->last));
-	e->n_sched = 0;
-	e->n_events = 0;
-
-	/* Running requests, admission order. */
-	r = q_first(&e->running);
-	while (r && budget > 0) {
+	while (r && *budget > 0) {
 		uint32_t n = num_tokens(r) - r->computed;
-		bool ok = true;
 
-		if (n > budget)
-			n = budget;
+		if (n > *budget)
+			n = *budget;
 		while (!try_alloc(e, r, n)) {
 			struct req *victim = q_last(&e->running);
 
 			preempt(e, victim);
 			preempted = true;
-			if (victim == r) {
-				ok = false;
-				break;
-			}
+			if (victim == r)
+				return true;
 		}
-		if (!ok)
-			break;
 		add_sched(e, r, n);
-		budget -= n;
+		*budget -= n;
 		r = q_next(&e->running, r);
 	}
+	return preempted;
+}
 
-	/* Waiting requests, FCFS, only if nobody was preempted. */
-	while (!preempted && e->waiting.n > 0 && budget > 0 &&
-	       e->running.n < e->cfg.max_num_seqs) {
+/* Waiting requests, FCFS, while budget, seats and blocks last. */
+static void schedule_waiting(struct dbk_engine *e, uint32_t budget)
+{
+	while (e->waiting.n > 0 && budget > 0 && e->running.n < e->cfg.max_num_seqs) {
+		struct req *r = q_first(&e->waiting);
 		uint32_t n;
 
-		r = q_first(&e->waiting);
 		if (!admit_alloc(e, r, budget, &n))
 			break;
 		q_remove(&e->waiting, r);
@@ -524,19 +514,32 @@ double dbk_engine_begin_step(struct dbk_engine *e)
 		e->last.num_new_admitted++;
 		budget -= n;
 	}
+}
 
+double dbk_engine_begin_step(struct dbk_engine *e)
+{
+	uint32_t budget = e->cfg.max_num_batched_tokens;
+	double d;
+
+	if (e->in_step || e->delivering)
+		return 0;
+	memset(&e->last, 0, sizeof(e->last));
+	e->n_sched = 0;
+	e->n_events = 0;
+	/* Nobody is admitted in a step that preempted. */
+	if (!schedule_running(e, &budget))
+		schedule_waiting(e, budget);
 	if (e->n_sched == 0) {
 		/* Unreachable with a checked config (a lone request always
 		 * fits); kept so a bug cannot spin a caller at zero cost. */
 		return 0;
 	}
-	for (i = 0; i < e->n_sched; i++) {
+	for (uint32_t i = 0; i < e->n_sched; i++) {
 		e->tmp_new[i] = e->sched[i].n_new;
 		e->tmp_done[i] = e->sched[i].done;
 		e->tmp_prefill[i] = e->sched[i].prefill;
 	}
-	d = dbk_step_time(e->cfg.gpu, e->n_sched, e->tmp_new, e->tmp_done,
-	                  e->tmp_prefill);
+	d = dbk_step_time(e->cfg.gpu, e->n_sched, e->tmp_new, e->tmp_done, e->tmp_prefill);
 	e->last.duration_s = d;
 	e->st.steps_total++;
 	e->st.busy_time_s += d;
