@@ -17,43 +17,25 @@
 #define KV_BYTES_PER_TOKEN 131072.0
 #define DEFAULT_MAX_MODEL_LEN 131072u
 
+/* One row a GPU, Llama-3.1-8B bf16 on one card. Sources, by column:
+ * - t_cpu_s: vLLM v0.6.0 performance blog, scheduler + API server
+ *   overhead per step after the v0.6 rewrite;
+ * - t_weights_s, r_lin_tok_s: Vidur's measured MLP profiles
+ *   (microsoft/vidur data/profiling): weight-read floor of a forward pass
+ *   and linear-layer throughput;
+ * - f_attn_flops: FlashAttention-class sustained attention throughput;
+ * - kv_read_bw: about 80% of HBM peak (H100 SXM HBM3 3.35 TB/s, A100
+ *   80GB HBM2e 2.0 TB/s);
+ * - max_num_batched_tokens, max_num_seqs: vLLM V1's API-server defaults
+ *   (EngineArgs default args, OPENAI_API_SERVER): 8192/1024 on cards of
+ *   >= 70 GiB, and A100 singled out into the smaller branch, 2048/256;
+ * - kv_capacity_tokens: 8B bf16 weights (~16 GB) + activations out of
+ *   0.9 x 80 GB leave ~56 GB of KV = ~430k tokens at 131072 B/token. */
 static const struct dbk_gpu_profile gpu_profiles[] = {
-	{
-		.name = "h100",
-		/* vLLM v0.6.0 performance blog: scheduler + API server
-		 * overhead per step after the v0.6 rewrite. */
-		.t_cpu_s = 1.5e-3,
-		/* Vidur's measured MLP profiles (microsoft/vidur
-		 * data/profiling), H100: weight-read floor and linear-layer
-		 * throughput. */
-		.t_weights_s = 6.0e-3,
-		.r_lin_tok_s = 46000.0,
-		/* FlashAttention-class sustained attention throughput. */
-		.f_attn_flops = 400e12,
-		/* About 80% of H100 SXM HBM3 peak (3.35 TB/s). */
-		.kv_read_bw = 2.7e12,
-		/* vLLM V1's API-server defaults on cards of >= 70 GiB other
-		 * than A100 (EngineArgs default args, OPENAI_API_SERVER). */
-		.default_max_num_batched_tokens = 8192,
-		.default_max_num_seqs = 1024,
-		/* 8B bf16 weights (~16 GB) + activations out of 0.9 x 80 GB
-		 * leaves ~56 GB of KV = ~430k tokens at 131072 B/token. */
-		.default_kv_capacity_tokens = 430000,
-	},
-	{
-		.name = "a100",
-		/* Same sources as above, A100-80GB. */
-		.t_cpu_s = 2.0e-3,
-		.t_weights_s = 10.2e-3,
-		.r_lin_tok_s = 15000.0,
-		.f_attn_flops = 180e12,
-		/* About 80% of A100 80GB HBM2e peak (2.0 TB/s). */
-		.kv_read_bw = 1.6e12,
-		/* vLLM singles A100 out into its smaller-default branch. */
-		.default_max_num_batched_tokens = 2048,
-		.default_max_num_seqs = 256,
-		.default_kv_capacity_tokens = 430000,
-	},
+	/* name   t_cpu_s  t_weights_s r_lin_tok_s f_attn_flops kv_read_bw
+	 *        batched seqs  kv_capacity_tokens */
+	{"h100", 1.5e-3, 6.0e-3, 46000.0, 400e12, 2.7e12, 8192, 1024, 430000},
+	{"a100", 2.0e-3, 10.2e-3, 15000.0, 180e12, 1.6e12, 2048, 256, 430000},
 };
 
 const struct dbk_gpu_profile *dbk_gpu_profile_find(const char *name)
