@@ -117,27 +117,23 @@ int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err,
 		snprintf(err, errlen, "no GPU profile");
 		return -1;
 	}
-	if (cfg->max_model_len < 2 ||
-	    cfg->max_model_len > DBK_ENGINE_MAX_MODEL_LEN_LIMIT) {
-		snprintf(err, errlen, "max-model-len must be in 2..%u",
-		         DBK_ENGINE_MAX_MODEL_LEN_LIMIT);
-		return -1;
-	}
-	if (cfg->max_num_batched_tokens < 1 ||
-	    cfg->max_num_batched_tokens > DBK_ENGINE_MAX_MODEL_LEN_LIMIT) {
-		snprintf(err, errlen, "max-num-batched-tokens must be in 1..%u",
-		         DBK_ENGINE_MAX_MODEL_LEN_LIMIT);
-		return -1;
-	}
-	if (cfg->max_num_seqs < 1 ||
-	    cfg->max_num_seqs > DBK_ENGINE_MAX_SEQS_LIMIT) {
-		snprintf(err, errlen, "max-num-seqs must be in 1..%u",
-		         DBK_ENGINE_MAX_SEQS_LIMIT);
-		return -1;
-	}
-	if (cfg->kv_capacity_tokens > ((uint64_t)1 << 40)) {
-		snprintf(err, errlen, "kv-capacity-tokens is too large");
-		return -1;
+	const struct {
+		const char *flag;
+		uint64_t v, lo, hi;
+	} ranges[] = {
+		{"max-model-len", cfg->max_model_len, 2, DBK_ENGINE_MAX_MODEL_LEN_LIMIT},
+		{"max-num-batched-tokens", cfg->max_num_batched_tokens, 1,
+		 DBK_ENGINE_MAX_MODEL_LEN_LIMIT},
+		{"max-num-seqs", cfg->max_num_seqs, 1, DBK_ENGINE_MAX_SEQS_LIMIT},
+		{"kv-capacity-tokens", cfg->kv_capacity_tokens, 0, (uint64_t)1 << 40},
+	};
+
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+		if (ranges[i].v < ranges[i].lo || ranges[i].v > ranges[i].hi) {
+			snprintf(err, errlen, "%s must be in %llu..%llu", ranges[i].flag,
+			         (unsigned long long)ranges[i].lo, (unsigned long long)ranges[i].hi);
+			return -1;
+		}
 	}
 	/* vLLM refuses to start when one max-length sequence cannot fit in
 	 * the KV cache; it also guarantees that a request running alone can
