@@ -155,6 +155,11 @@ static void check_buf(struct dbk_buf *b, const char *want)
 	dbk_buf_reset(b);
 }
 
+/* What every chat stream chunk of CHAT starts with. */
+#define CHUNK_HEAD \
+	"data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":42," \
+	"\"model\":\"m\","
+
 static void test_sse_frames(void)
 {
 	struct dbk_buf b = {0};
@@ -169,25 +174,21 @@ static void test_sse_frames(void)
 	                                                 "\"length\""));
 	dbk_buf_reset(&b);
 	dbk_api_sse_role(&b, &CHAT, 0);
-	check_buf(&b, "data: {\"id\":\"chatcmpl-1\",\"object\":"
-	              "\"chat.completion.chunk\",\"created\":42,\"model\":\"m\","
+	check_buf(&b, CHUNK_HEAD
 	              "\"choices\":[{\"index\":0,\"delta\":{\"role\":"
 	              "\"assistant\",\"content\":\"\"},\"logprobs\":null,"
 	              "\"finish_reason\":null}]}\n\n");
 	dbk_api_sse_token(&b, &CHAT, 0, false);
-	check_buf(&b, "data: {\"id\":\"chatcmpl-1\",\"object\":"
-	              "\"chat.completion.chunk\",\"created\":42,\"model\":\"m\","
+	check_buf(&b, CHUNK_HEAD
 	              "\"choices\":[{\"index\":0,\"delta\":{\"content\":\" tok\"},"
 	              "\"logprobs\":null,\"finish_reason\":null}]}\n\n");
 	dbk_api_sse_token(&b, &CHAT, 0, true);
-	check_buf(&b, "data: {\"id\":\"chatcmpl-1\",\"object\":"
-	              "\"chat.completion.chunk\",\"created\":42,\"model\":\"m\","
+	check_buf(&b, CHUNK_HEAD
 	              "\"choices\":[{\"index\":0,\"delta\":{\"content\":\" tok\"},"
 	              "\"logprobs\":null,\"finish_reason\":\"length\","
 	              "\"stop_reason\":null}]}\n\n");
 	dbk_api_sse_usage(&b, &CHAT, 10, 3);
-	check_buf(&b, "data: {\"id\":\"chatcmpl-1\",\"object\":"
-	              "\"chat.completion.chunk\",\"created\":42,\"model\":\"m\","
+	check_buf(&b, CHUNK_HEAD
 	              "\"choices\":[],\"usage\":{\"prompt_tokens\":10,"
 	              "\"total_tokens\":13,\"completion_tokens\":3}}\n\n");
 	dbk_api_sse_done(&b);
