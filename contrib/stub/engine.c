@@ -110,15 +110,14 @@ static void q_init(struct queue *q)
 	q->n = 0;
 }
 
-static void q_push_back(struct queue *q, struct req *r)
+/* At the back (admission order), or at the front (a preempted request
+ * is the first to come back). */
+static void q_add(struct queue *q, struct req *r, bool front)
 {
-	dbk_list_append(&q->head, &r->link);
-	q->n++;
-}
-
-static void q_push_front(struct queue *q, struct req *r)
-{
-	dbk_list_push(&q->head, &r->link);
+	if (front)
+		dbk_list_push(&q->head, &r->link);
+	else
+		dbk_list_append(&q->head, &r->link);
 	q->n++;
 }
 
@@ -237,7 +236,7 @@ static void retire(struct dbk_engine *e, struct req *r)
 {
 	r->gone = true;
 	if (e->in_step || e->delivering) {
-		q_push_back(&e->zombies, r);
+		q_add(&e->zombies, r, false);
 		return;
 	}
 	slot_release(e, r);
@@ -329,7 +328,7 @@ int dbk_engine_submit_keys(struct dbk_engine *e, uint32_t prompt_tokens,
 	}
 	r->cookie = cookie;
 	r->where = Q_WAITING;
-	q_push_back(&e->waiting, r);
+	q_add(&e->waiting, r, false);
 	if (handle)
 		*handle = h;
 	return DBK_ENGINE_OK;
@@ -378,7 +377,7 @@ static void preempt(struct dbk_engine *e, struct req *victim)
 	victim->computed = 0;
 	victim->preemptions++;
 	victim->where = Q_WAITING;
-	q_push_front(&e->waiting, victim);
+	q_add(&e->waiting, victim, true);
 	e->st.preemptions_total++;
 	e->last.num_preempted++;
 	push_event(e, DBK_ENGINE_EV_PREEMPTED, victim);
@@ -509,7 +508,7 @@ static void schedule_waiting(struct dbk_engine *e, uint32_t budget)
 		q_remove(&e->waiting, r);
 		r->where = Q_RUNNING;
 		r->prefill_target = num_tokens(r);
-		q_push_back(&e->running, r);
+		q_add(&e->running, r, false);
 		add_sched(e, r, n);
 		e->last.num_new_admitted++;
 		budget -= n;
@@ -601,8 +600,7 @@ void dbk_engine_end_step(struct dbk_engine *e, dbk_engine_event_fn cb,
 	release_zombies(e);
 }
 
-double dbk_engine_step(struct dbk_engine *e, dbk_engine_event_fn cb,
-                       void *ctx)
+double dbk_engine_step(struct dbk_engine *e, dbk_engine_event_fn cb, void *ctx)
 {
 	double d = dbk_engine_begin_step(e);
 
@@ -618,27 +616,19 @@ bool dbk_engine_has_work(const struct dbk_engine *e)
 
 bool dbk_engine_in_step(const struct dbk_engine *e) { return e->in_step; }
 
-uint32_t dbk_engine_num_running(const struct dbk_engine *e)
-{
-	return e->running.n;
-}
+uint32_t dbk_engine_num_running(const struct dbk_engine *e) { return e->running.n; }
 
-uint32_t dbk_engine_num_waiting(const struct dbk_engine *e)
-{
-	return e->waiting.n;
-}
+uint32_t dbk_engine_num_waiting(const struct dbk_engine *e) { return e->waiting.n; }
 
 double dbk_engine_kv_usage(const struct dbk_engine *e)
 {
 	if (e->blocks_total == 0)
 		return 0;
-	return (double)(e->blocks_total -
-	                dbk_prefix_cache_num_free(e->pool)) /
+	return (double)(e->blocks_total - dbk_prefix_cache_num_free(e->pool)) /
 	       (double)e->blocks_total;
 }
 
-void dbk_engine_get_stats(const struct dbk_engine *e,
-                          struct dbk_engine_stats *st)
+void dbk_engine_get_stats(const struct dbk_engine *e, struct dbk_engine_stats *st)
 {
 	*st = e->st;
 	st->running = e->running.n;
@@ -649,8 +639,7 @@ void dbk_engine_get_stats(const struct dbk_engine *e,
 	st->kv_evictions = dbk_prefix_cache_evictions(e->pool);
 }
 
-void dbk_engine_last_step(const struct dbk_engine *e,
-                          struct dbk_engine_step_info *info)
+void dbk_engine_last_step(const struct dbk_engine *e, struct dbk_engine_step_info *info)
 {
 	*info = e->last;
 }
@@ -685,8 +674,7 @@ bool dbk_engine_prefix_caching(const struct dbk_engine *e)
 	return e->cfg.enable_prefix_caching;
 }
 
-uint32_t dbk_engine_cached_blocks(const struct dbk_engine *e,
-                                  const uint64_t *keys, uint32_t n)
+uint32_t dbk_engine_cached_blocks(const struct dbk_engine *e, const uint64_t *keys, uint32_t n)
 {
 	return dbk_prefix_cache_match(e->pool, keys, n, NULL);
 }
@@ -695,8 +683,7 @@ uint32_t dbk_engine_hit_tokens(const struct dbk_engine *e,
                                uint32_t prompt_tokens, const uint64_t *keys,
                                uint32_t n)
 {
-	uint32_t max_blocks = prompt_tokens ? (prompt_tokens - 1) /
-	                                      DBK_KV_BLOCK_TOKENS : 0;
+	uint32_t max_blocks = prompt_tokens ? (prompt_tokens - 1) / DBK_KV_BLOCK_TOKENS : 0;
 
 	if (n > max_blocks)
 		n = max_blocks;
