@@ -19,15 +19,6 @@
  * escaping included, with a floor for small models. */
 #define MIN_BODY_BYTES (16u * 1024 * 1024)
 
-void dbk_stub_log_refusal(const struct dbk_stub_server *s, const char *peer, int status,
-                          const char *why)
-{
-	char q[600];
-
-	dbk_log(DBK_LOG_DEBUG, "request-refused", "stub=%s peer=%s status=%d error=\"%s\"",
-	        s->opt.name, peer, status, dbk_log_quote(q, sizeof(q), why, strlen(why)));
-}
-
 static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	const struct dbk_stub_server *s = w->data;

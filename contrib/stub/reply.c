@@ -2,7 +2,9 @@
  * stub's X-Served-By, then the body or an SSE stream. Only appends to a
  * connection's output; conn.c sends it. */
 #include <stdio.h>
+#include <string.h>
 
+#include "lib/log.h"
 #include "server.h"
 
 void dbk_stub_send_head(struct dbk_stub_conn *c, int status, const char *ctype,
@@ -62,4 +64,13 @@ void dbk_stub_send_stream_data(struct dbk_stub_conn *c, bool chunked, const char
 	dbk_buf_add(&c->out, p, n);
 	if (chunked)
 		dbk_buf_add(&c->out, "\r\n", 2);
+}
+
+void dbk_stub_log_refusal(const struct dbk_stub_server *s, const char *peer, int status,
+                          const char *why)
+{
+	char q[600];
+
+	dbk_log(DBK_LOG_DEBUG, "request-refused", "stub=%s peer=%s status=%d error=\"%s\"",
+	        s->opt.name, peer, status, dbk_log_quote(q, sizeof(q), why, strlen(why)));
 }

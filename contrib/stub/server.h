@@ -92,11 +92,6 @@ struct dbk_stub_server {
 	double max_lag_s;
 };
 
-/* Logs (lib/log, at debug level: --verbose) a request answered with an
- * error status instead of being served. */
-void dbk_stub_log_refusal(const struct dbk_stub_server *s, const char *peer, int status,
-                          const char *why);
-
 /* conn.c */
 void dbk_stub_accept(void *arg, int fd);
 void dbk_stub_conn_close(struct dbk_stub_conn *c);
@@ -119,6 +114,11 @@ void dbk_stub_respond_detail(struct dbk_stub_conn *c, int status, const char *de
                              bool keep_alive, int minor, const char *extra);
 /* One SSE event: a chunk on HTTP/1.1, raw bytes on close-delimited 1.0. */
 void dbk_stub_send_stream_data(struct dbk_stub_conn *c, bool chunked, const char *p, size_t n);
+
+/* Logs (lib/log, at debug level: --verbose) a request answered with an
+ * error status instead of being served. */
+void dbk_stub_log_refusal(const struct dbk_stub_server *s, const char *peer, int status,
+                          const char *why);
 
 /* routes.c */
 void dbk_stub_route(struct dbk_stub_conn *c, const struct dbk_http_request *hr);
