@@ -1,4 +1,4 @@
-/* An OpenAI request in the engine: validated by api.c, submitted as one
+/* An OpenAI request in the engine: validated by api_request.c, submitted as one
  * engine request per prompt (a "choice"), answered as the engine reports
  * tokens: SSE events as they come, or one JSON body when every choice has
  * finished. The engine's events find their job through the choice they

@@ -1,4 +1,4 @@
-/* Unit tests of the OpenAI/vLLM JSON surface (api.c). */
+/* Unit tests of the OpenAI/vLLM JSON surface (api_request.c, api_json.c). */
 #include "api.h"
 
 #include <cjson/cJSON.h>
