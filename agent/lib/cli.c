@@ -221,6 +221,9 @@ void dbk_cli_usage(FILE *out, const struct dbk_opt *opts)
 			}
 			const char *h = o->help ? o->help : "";
 
+			if (o->section)
+				fprintf(out, "%s\n", o->section);
+
 			if (!*h) {
 				fprintf(out, "  %s\n", head);
 				continue;

@@ -43,6 +43,7 @@ struct dbk_opt {
 	unsigned flags;                 /* DBK_OPT_STRICT, DBK_OPT_ONCE */
 	const char *metavar;            /* "N", "HOST:PORT", ...; NULL for FLAG */
 	const char *help;               /* may hold '\n' for more lines */
+	const char *section;            /* a heading --help prints before it */
 };
 
 /* Parses argv[1..] against opts; options end at the first non-option
@@ -53,7 +54,8 @@ struct dbk_opt {
 int dbk_cli_parse(const struct dbk_opt *opts, int argc, char **argv, void *ctx,
                   int *first_arg, char *err, size_t errlen);
 
-/* Writes one aligned "  -s, --name METAVAR  help" entry per option. */
+/* Writes one aligned "  -s, --name METAVAR  help" entry per option,
+ * each option's section heading (if any) on a line of its own before it. */
 void dbk_cli_usage(FILE *out, const struct dbk_opt *opts);
 
 #endif

@@ -1,9 +1,11 @@
-/* The first-token predictor; see predict.h. */
+/* The first-token predictor; see replica.h. */
 #include "replica.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "array.h"
 
 struct pitem {
 	uint32_t computed, lack, remaining;
@@ -24,16 +26,21 @@ struct dbk_predictor {
 	int64_t bsum;
 	/* Per future step k: decoders whose last token comes at k, the sum
 	 * of their bases and their reservations. */
-	uint32_t *fin_n;
-	int64_t *fin_base;
-	uint64_t *fin_blk;
-	uint32_t *touched;         /* steps with fin_* set, to clear them */
+	struct fin {
+		uint32_t n;
+		int64_t base;
+		uint64_t blk;
+	} *fin;
+	uint32_t *touched;         /* steps with fin set, to clear them */
 	size_t nt, ct;
-	/* One step's batch, for dbk_step_time. */
-	uint32_t *e_new, *e_done;
-	bool *e_pf;
-	size_t *compl;
-	size_t ecap;
+	/* One step's batch: dbk_step_time's arrays (tokens new and done,
+	 * prefill or not, per entry) and the items it completes. */
+	struct batch {
+		uint32_t *new, *done;
+		bool *pf;
+		size_t *compl;
+		size_t cap;
+	} b;
 };
 
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -73,18 +80,46 @@ void dbk_pred_item_pending(uint32_t prompt, uint32_t cached, uint32_t output,
 	out->running = false;
 }
 
+/* realloc that leaves arr as it was, and clears *ok, when memory ran
+ * short. */
+static void *resize(void *arr, size_t n, size_t size, bool *ok)
+{
+	void *na = realloc(arr, n * size);
+
+	*ok &= na != NULL;
+	return na ? na : arr;
+}
+
+static int batch_grow(struct batch *b, size_t need)
+{
+	bool ok = true;
+
+	if (need <= b->cap)
+		return 0;
+	b->new = resize(b->new, need, sizeof(*b->new), &ok);
+	b->done = resize(b->done, need, sizeof(*b->done), &ok);
+	b->pf = resize(b->pf, need, sizeof(*b->pf), &ok);
+	b->compl = resize(b->compl, need, sizeof(*b->compl), &ok);
+	if (!ok)
+		return -1;
+	b->cap = need;
+	return 0;
+}
+
+static void batch_free(struct batch *b)
+{
+	free(b->new);
+	free(b->done);
+	free(b->pf);
+	free(b->compl);
+}
+
 struct dbk_predictor *dbk_predictor_new(void)
 {
 	struct dbk_predictor *p = calloc(1, sizeof(*p));
-	size_t h = DBK_PRED_HORIZON + 2;
 
-	if (!p)
-		return NULL;
-	p->fin_n = calloc(h, sizeof(*p->fin_n));
-	p->fin_base = calloc(h, sizeof(*p->fin_base));
-	p->fin_blk = calloc(h, sizeof(*p->fin_blk));
-	if (!p->fin_n || !p->fin_base || !p->fin_blk) {
-		dbk_predictor_free(p);
+	if (p && !(p->fin = calloc(DBK_PRED_HORIZON + 2, sizeof(*p->fin)))) {
+		free(p);
 		return NULL;
 	}
 	return p;
@@ -95,41 +130,10 @@ void dbk_predictor_free(struct dbk_predictor *p)
 	if (!p)
 		return;
 	free(p->items);
-	free(p->fin_n);
-	free(p->fin_base);
-	free(p->fin_blk);
+	free(p->fin);
 	free(p->touched);
-	free(p->e_new);
-	free(p->e_done);
-	free(p->e_pf);
-	free(p->compl);
+	batch_free(&p->b);
 	free(p);
-}
-
-static int grow_batch(struct dbk_predictor *p, size_t need)
-{
-	uint32_t *a, *b;
-	bool *c;
-	size_t *d;
-
-	if (need <= p->ecap)
-		return 0;
-	a = realloc(p->e_new, need * sizeof(*a));
-	if (a)
-		p->e_new = a;
-	b = realloc(p->e_done, need * sizeof(*b));
-	if (b)
-		p->e_done = b;
-	c = realloc(p->e_pf, need * sizeof(*c));
-	if (c)
-		p->e_pf = c;
-	d = realloc(p->compl, need * sizeof(*d));
-	if (d)
-		p->compl = d;
-	if (!a || !b || !c || !d)
-		return -1;
-	p->ecap = need;
-	return 0;
 }
 
 int dbk_predictor_reset(struct dbk_predictor *p,
@@ -137,44 +141,34 @@ int dbk_predictor_reset(struct dbk_predictor *p,
 {
 	size_t i;
 
-	for (i = 0; i < p->nt; i++) {
-		uint32_t k = p->touched[i];
-
-		p->fin_n[k] = 0;
-		p->fin_base[k] = 0;
-		p->fin_blk[k] = 0;
-	}
+	for (i = 0; i < p->nt; i++)
+		memset(&p->fin[p->touched[i]], 0, sizeof(*p->fin));
 	p->nt = 0;
 	p->cfg = *cfg;
 	p->n = 0;
-	p->reserved = 0;
-	p->queued_res = 0;
-	p->running = 0;
-	p->ndec = 0;
+	p->reserved = p->queued_res = 0;
+	p->running = p->ndec = 0;
 	p->bsum = 0;
 	/* A step schedules at most one chunk per running request, plus
 	 * the aggregated decodes. */
-	return grow_batch(p, (size_t)cfg->max_num_seqs + 2);
+	return batch_grow(&p->b, (size_t)cfg->max_num_seqs + 2);
 }
 
 static int add_fin(struct dbk_predictor *p, uint64_t k, int64_t base,
                    uint64_t res)
 {
+	uint32_t *t;
+
 	if (k > DBK_PRED_HORIZON)
 		return 0; /* ends after the horizon: never within it */
-	if (p->nt == p->ct) {
-		size_t c = p->ct ? p->ct * 2 : 256;
-		uint32_t *t = realloc(p->touched, c * sizeof(*t));
-
-		if (!t)
-			return -1;
-		p->touched = t;
-		p->ct = c;
-	}
+	t = dbk_sim_array_room(p->touched, &p->ct, p->nt, sizeof(*t), 256);
+	if (!t)
+		return -1;
+	p->touched = t;
 	p->touched[p->nt++] = (uint32_t)k;
-	p->fin_n[k]++;
-	p->fin_base[k] += base;
-	p->fin_blk[k] += res;
+	p->fin[k].n++;
+	p->fin[k].base += base;
+	p->fin[k].blk += res;
 	return 0;
 }
 
@@ -203,15 +197,11 @@ static uint64_t reservation(uint32_t computed, uint32_t lack,
 
 static int push_item(struct dbk_predictor *p, const struct pitem *it)
 {
-	if (p->n == p->cap) {
-		size_t c = p->cap ? p->cap * 2 : 64;
-		struct pitem *ni = realloc(p->items, c * sizeof(*ni));
+	struct pitem *ni = dbk_sim_array_room(p->items, &p->cap, p->n, sizeof(*ni), 64);
 
-		if (!ni)
-			return -1;
-		p->items = ni;
-		p->cap = c;
-	}
+	if (!ni)
+		return -1;
+	p->items = ni;
 	p->items[p->n++] = *it;
 	return 0;
 }
@@ -252,13 +242,95 @@ bool dbk_predictor_fits(const struct dbk_predictor *p, uint32_t prompt,
 	       total;
 }
 
+/* Step k's batch into p->b: the aggregated decodes, then
+ * prefill chunks in queue order from head, admitting FCFS. Returns the
+ * batch's size; the requests whose prefill it completes go to b.compl
+ * (*ncompl of them). */
+static size_t fill_batch(struct dbk_predictor *p, uint64_t k, size_t head,
+                         size_t *ncompl)
+{
+	uint64_t total = p->cfg.kv_capacity_tokens / DBK_KV_BLOCK_TOKENS;
+	uint32_t budget = p->cfg.max_num_batched_tokens;
+	size_t nent = 0, j;
+
+	*ncompl = 0;
+	if (p->ndec > 0) {
+		int64_t ctx = p->bsum + (int64_t)k * p->ndec;
+
+		p->b.new[nent] = p->ndec;
+		p->b.done[nent] = ctx < 0 ? 0
+		                  : ctx > UINT32_MAX ? UINT32_MAX
+		                                     : (uint32_t)ctx;
+		p->b.pf[nent] = false;
+		nent++;
+		budget = p->ndec >= budget ? 0 : budget - p->ndec;
+	}
+	for (j = head; j < p->n && budget > 0 && nent < p->b.cap; j++) {
+		struct pitem *it = &p->items[j];
+		uint32_t chunk;
+
+		if (it->done)
+			continue;
+		if (!it->running) {
+			/* Admission, FCFS. Unlike vLLM, which admits when
+			 * the first chunk's blocks are free and preempts
+			 * later, the replica admits only what fits with
+			 * every running request's final KV: an instance
+			 * about to thrash then looks as slow as it will
+			 * turn out, instead of fast. */
+			if (p->running >= p->cfg.max_num_seqs ||
+			    p->reserved + it->res > total)
+				break;
+			it->running = true;
+			p->running++;
+			p->reserved += it->res;
+		}
+		chunk = it->lack < budget ? it->lack : budget;
+		p->b.new[nent] = chunk;
+		p->b.done[nent] = it->computed;
+		p->b.pf[nent] = true;
+		nent++;
+		it->computed += chunk;
+		it->lack -= chunk;
+		budget -= chunk;
+		if (it->lack == 0)
+			p->b.compl[(*ncompl)++] = j;
+	}
+	return nent;
+}
+
+/* After step k: the decoders whose last token came with it leave, the
+ * prefills it completed got their first token and decode on. 0, or -1
+ * (memory). */
+static int retire(struct dbk_predictor *p, uint64_t k, size_t ncompl)
+{
+	size_t c;
+
+	p->ndec -= p->fin[k].n;
+	p->bsum -= p->fin[k].base;
+	p->running -= p->fin[k].n;
+	p->reserved -= p->fin[k].blk;
+	for (c = 0; c < ncompl; c++) {
+		struct pitem *it = &p->items[p->b.compl[c]];
+
+		it->done = true;
+		it->remaining--;
+		if (it->remaining == 0) {
+			p->reserved -= it->res;
+			p->running--;
+		} else if (add_decoder(p, k + 1, it->computed, it->remaining,
+		                       it->res) != 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
 double dbk_predictor_first_token(struct dbk_predictor *p, uint32_t prompt,
                                  uint32_t cached, uint32_t output)
 {
-	const uint32_t block = DBK_KV_BLOCK_TOKENS;
-	uint64_t total = p->cfg.kv_capacity_tokens / block;
 	struct pitem nw;
-	size_t head = 0, j;
+	size_t head = 0, j, nent, ncompl, c;
 	double t = 0, lack_left = 0;
 	uint64_t k;
 
@@ -274,77 +346,16 @@ double dbk_predictor_first_token(struct dbk_predictor *p, uint32_t prompt,
 		return HUGE_VAL;
 
 	for (k = 1; k <= DBK_PRED_HORIZON; k++) {
-		uint32_t budget = p->cfg.max_num_batched_tokens;
-		size_t nent = 0, ncompl = 0, c;
-		int64_t ctx;
-
-		if (p->ndec > 0) {
-			ctx = p->bsum + (int64_t)k * p->ndec;
-			p->e_new[nent] = p->ndec;
-			p->e_done[nent] = ctx < 0 ? 0
-			                  : ctx > UINT32_MAX ? UINT32_MAX
-			                                     : (uint32_t)ctx;
-			p->e_pf[nent] = false;
-			nent++;
-			budget = p->ndec >= budget ? 0 : budget - p->ndec;
-		}
-		for (j = head; j < p->n && budget > 0 && nent < p->ecap; j++) {
-			struct pitem *it = &p->items[j];
-			uint32_t chunk;
-
-			if (it->done)
-				continue;
-			if (!it->running) {
-				/* Admission, FCFS. Unlike vLLM, which admits
-				 * when the first chunk's blocks are free and
-				 * preempts later, the replica admits only what
-				 * fits with every running request's final KV:
-				 * an instance about to thrash then looks as
-				 * slow as it will turn out, instead of fast. */
-				if (p->running >= p->cfg.max_num_seqs ||
-				    p->reserved + it->res > total)
-					break;
-				it->running = true;
-				p->running++;
-				p->reserved += it->res;
-			}
-			chunk = it->lack < budget ? it->lack : budget;
-			p->e_new[nent] = chunk;
-			p->e_done[nent] = it->computed;
-			p->e_pf[nent] = true;
-			nent++;
-			it->computed += chunk;
-			it->lack -= chunk;
-			budget -= chunk;
-			if (it->lack == 0)
-				p->compl[ncompl++] = j;
-		}
+		nent = fill_batch(p, k, head, &ncompl);
 		if (nent == 0)
 			return HUGE_VAL; /* stuck: no decode, no chunk fits */
-		t += dbk_step_time(p->cfg.gpu, nent, p->e_new, p->e_done,
-		                   p->e_pf);
+		t += dbk_step_time(p->cfg.gpu, nent, p->b.new, p->b.done,
+		                   p->b.pf);
 		for (c = 0; c < ncompl; c++)
-			if (p->items[p->compl[c]].is_new)
+			if (p->items[p->b.compl[c]].is_new)
 				return t;
-		/* Decoders whose last token came with this step. */
-		p->ndec -= p->fin_n[k];
-		p->bsum -= p->fin_base[k];
-		p->running -= p->fin_n[k];
-		p->reserved -= p->fin_blk[k];
-		/* Finished prefills: first token now, then decode. */
-		for (c = 0; c < ncompl; c++) {
-			struct pitem *it = &p->items[p->compl[c]];
-
-			it->done = true;
-			it->remaining--;
-			if (it->remaining == 0) {
-				p->reserved -= it->res;
-				p->running--;
-			} else if (add_decoder(p, k + 1, it->computed,
-			                       it->remaining, it->res) != 0) {
-				return HUGE_VAL;
-			}
-		}
+		if (retire(p, k, ncompl) != 0)
+			return HUGE_VAL;
 		while (head < p->n && p->items[head].done)
 			head++;
 	}

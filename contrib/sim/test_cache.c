@@ -34,17 +34,17 @@ struct seen {
 	int pick_most_cached;
 };
 
-static void *t_create(const void *arg, const struct dbk_sim_config *c,
-                      char *err, size_t errlen)
+/* The state is a pointer to the test's record. */
+static int t_init(void *st, const struct dbk_sim_policy_env *env)
 {
-	(void)c, (void)err, (void)errlen;
-	return (void *)arg;
+	*(const void **)st = env->arg;
+	return 0;
 }
 
 static int t_choose(void *st, const struct dbk_sim *s,
                     const struct dbk_sim_req *r)
 {
-	struct seen *w = st;
+	struct seen *w = *(struct seen **)st;
 	const uint64_t *k;
 	uint32_t n, i;
 
@@ -63,19 +63,11 @@ static int t_choose(void *st, const struct dbk_sim *s,
 	return w->cached[r->id][1] > w->cached[r->id][0] ? 1 : 0;
 }
 
-static void t_release(void *st, const struct dbk_sim *s,
-                      const struct dbk_sim_req *r, unsigned inst)
-{
-	(void)st, (void)s, (void)r, (void)inst;
-}
-
-static void t_destroy(void *st) { (void)st; }
-
 static void run(struct seen *w, unsigned ninst, struct dbk_sim_result *res)
 {
 	struct dbk_sim_policy_ops ops = {
-		.name = "t", .summary = "test", .arg = w, .create = t_create,
-		.choose = t_choose, .release = t_release, .destroy = t_destroy,
+		.name = "t", .arg = w, .size = sizeof(w),
+		.init = t_init, .choose = t_choose,
 	};
 	struct dbk_engine_config ec[2];
 	struct dbk_sim_req rq[N];

@@ -19,9 +19,10 @@ static uint32_t lcg(uint32_t *s)
 	return *s >> 8;
 }
 
-/* n instances; the first ceil(n/2) get the short profile when given. */
-static void mk_cfgs(struct dbk_engine_config *e, unsigned n, const char *gpu,
-                    uint32_t short_mml, uint64_t short_kv)
+/* c over n instances e; the first ceil(n/2) get the short profile when
+ * given. */
+static void mk_fleet(struct dbk_sim_config *c, struct dbk_engine_config *e, unsigned n,
+                     const char *gpu, uint32_t short_mml, uint64_t short_kv)
 {
 	unsigned i, ns = dbk_sim_short_count(n);
 
@@ -32,11 +33,6 @@ static void mk_cfgs(struct dbk_engine_config *e, unsigned n, const char *gpu,
 		if (i < ns && short_kv)
 			e[i].kv_capacity_tokens = short_kv;
 	}
-}
-
-static void mk_sim_cfg(struct dbk_sim_config *c, unsigned n,
-                       const struct dbk_engine_config *e)
-{
 	dbk_sim_config_default(c);
 	c->ninstances = n;
 	c->engines = e;
@@ -88,6 +84,19 @@ static struct dbk_sim *run(const struct dbk_sim_config *c,
 	return s;
 }
 
+/* Runs and summarizes; false (checked) when either failed. */
+static bool run_result(const struct dbk_sim_config *c, const struct dbk_sim_req *r,
+                       size_t n, const struct dbk_sim_policy_ops *ops,
+                       struct dbk_sim_result *res)
+{
+	struct dbk_sim *s = run(c, r, n, ops);
+	bool ok = s && dbk_sim_result(s, res) == 0;
+
+	CHECK(ok);
+	dbk_sim_free(s);
+	return ok;
+}
+
 /* ---- The engine's figures through the simulator. ---- */
 
 struct first_tok {
@@ -137,13 +146,12 @@ static void test_single_instance(void)
 	struct dbk_sim_config c;
 	size_t k;
 
-	mk_cfgs(e, 1, "h100", 0, 0);
-	mk_sim_cfg(&c, 1, e);
+	mk_fleet(&c, e, 1, "h100", 0, 0);
 	for (k = 0; k < 2; k++) {
 		struct dbk_sim_req r = {.id = 0, .arrival_s = 5.0,
 		                        .input_tokens = prompts[k],
 		                        .output_tokens = 101};
-		struct dbk_sim *s = run(&c, &r, 1, dbk_sim_policy_lc());
+		struct dbk_sim *s = run(&c, &r, 1, &dbk_sim_policy_lc);
 		const struct dbk_sim_outcome *o;
 		struct dbk_sim_result res;
 		double ttft, tpot;
@@ -186,8 +194,7 @@ static void test_rr(void)
 	struct dbk_sim *s;
 	uint32_t i;
 
-	mk_cfgs(e, 3, "h100", 0, 0);
-	mk_sim_cfg(&c, 3, e);
+	mk_fleet(&c, e, 3, "h100", 0, 0);
 	memset(r, 0, sizeof(r));
 	for (i = 0; i < 7; i++) {
 		r[i].id = i;
@@ -195,7 +202,7 @@ static void test_rr(void)
 		r[i].input_tokens = 100 + 1000 * i;
 		r[i].output_tokens = 5;
 	}
-	s = run(&c, r, 7, dbk_sim_policy_rr());
+	s = run(&c, r, 7, &dbk_sim_policy_rr);
 	if (!s)
 		return;
 	for (i = 0; i < 7; i++)
@@ -222,9 +229,8 @@ static void test_lc(void)
 	struct dbk_sim *s;
 	uint32_t i;
 
-	mk_cfgs(e, 2, "h100", 0, 0);
-	mk_sim_cfg(&c, 2, e);
-	s = run(&c, r, 5, dbk_sim_policy_lc());
+	mk_fleet(&c, e, 2, "h100", 0, 0);
+	s = run(&c, r, 5, &dbk_sim_policy_lc);
 	if (!s)
 		return;
 	for (i = 0; i < 5; i++)
@@ -251,29 +257,19 @@ struct wrap_st {
 	const struct dbk_sim_config *cfg;
 };
 
-static void *wrap_create(const void *arg, const struct dbk_sim_config *c,
-                         char *err, size_t errlen)
+static int wrap_init(void *st, const struct dbk_sim_policy_env *env)
 {
-	struct wrap_ctx *ctx = (struct wrap_ctx *)arg;
-	struct wrap_st *w = calloc(1, sizeof(*w));
+	struct wrap_ctx *ctx = (struct wrap_ctx *)env->arg;
+	struct wrap_st *w = st;
 	struct dbk_bal_config bc;
 
-	if (!w)
-		return NULL;
 	w->ctx = ctx;
-	w->cfg = c;
-	w->inner = ctx->inner->create(ctx->inner->arg, c, err, errlen);
-	dbk_bal_config_default(&bc, c->ninstances, ctx->dynamic,
-	                       c->threshold_tokens, c->max_request_tokens);
+	w->cfg = env->cfg;
+	w->inner = dbk_sim_policy_new(ctx->inner, env->cfg, env->err, env->errlen);
+	dbk_bal_config_default(&bc, env->cfg->ninstances, ctx->dynamic,
+	                       env->cfg->threshold_tokens, env->cfg->max_request_tokens);
 	w->mirror = dbk_bal_new(&bc);
-	if (!w->inner || !w->mirror) {
-		if (w->inner)
-			ctx->inner->destroy(w->inner);
-		dbk_bal_free(w->mirror);
-		free(w);
-		return NULL;
-	}
-	return w;
+	return w->inner && w->mirror ? 0 : -1;
 }
 
 static int wrap_choose(void *st, const struct dbk_sim *s,
@@ -329,38 +325,33 @@ static void wrap_stats(const void *st, struct dbk_sim_policy_stats *out)
 	CHECK_EQ_U(out->leases, dbk_bal_stats(w->mirror)->leases);
 }
 
-static void wrap_destroy(void *st)
+static void wrap_fini(void *st)
 {
 	struct wrap_st *w = st;
 
-	w->ctx->inner->destroy(w->inner);
+	if (w->inner)
+		dbk_sim_policy_free(w->ctx->inner, w->inner);
 	dbk_bal_free(w->mirror);
-	free(w);
 }
 
 static void match_decide(const struct dbk_sim_policy_ops *inner, bool dynamic)
 {
 	struct wrap_ctx ctx = {.inner = inner, .dynamic = dynamic};
 	struct dbk_sim_policy_ops ops = {
-		.name = "wrapped", .arg = &ctx, .create = wrap_create,
-		.choose = wrap_choose, .release = wrap_release,
-		.stats = wrap_stats, .destroy = wrap_destroy,
+		.name = "wrapped", .arg = &ctx, .size = sizeof(struct wrap_st),
+		.init = wrap_init, .choose = wrap_choose, .release = wrap_release,
+		.stats = wrap_stats, .fini = wrap_fini,
 	};
 	struct dbk_engine_config e[6];
 	struct dbk_sim_config c;
 	struct dbk_sim_result res;
 	size_t n = 600;
 	struct dbk_sim_req *r = synth(n, 17, 0.05);
-	struct dbk_sim *s;
 
-	mk_cfgs(e, 6, "h100", 0, 0);
-	mk_sim_cfg(&c, 6, e);
-	s = run(&c, r, n, &ops);
-	if (s) {
-		CHECK_EQ_U(dbk_sim_result(s, &res), 0);
+	mk_fleet(&c, e, 6, "h100", 0, 0);
+	if (run_result(&c, r, n, &ops, &res)) {
 		CHECK_EQ_U(res.policy_leases, 0);
 		CHECK_EQ_U(res.cls[DBK_CLASS_ALL].completed, n);
-		dbk_sim_free(s);
 	}
 	CHECK_EQ_U(ctx.checks, n);
 	CHECK_EQ_U(ctx.mismatches, 0);
@@ -375,12 +366,12 @@ static void match_decide(const struct dbk_sim_policy_ops *inner, bool dynamic)
 
 static void test_dynamic_matches_decide(void)
 {
-	match_decide(dbk_sim_policy_dynamic(), true);
+	match_decide(&dbk_sim_policy_dynamic, true);
 }
 
 static void test_plain_matches_decide(void)
 {
-	match_decide(dbk_sim_policy_plain(), false);
+	match_decide(&dbk_sim_policy_plain, false);
 }
 
 /* The request as the agent would see it. */
@@ -416,8 +407,7 @@ static void check_conservation(const struct dbk_sim_policy_ops *ops,
 	int bad = 0;
 	unsigned i;
 
-	mk_cfgs(e, 4, "h100", 32768, 120000);
-	mk_sim_cfg(&c, 4, e);
+	mk_fleet(&c, e, 4, "h100", 32768, 120000);
 	c.overhead_s = overhead_s;
 	s = run(&c, r, n, ops);
 	if (!s) {
@@ -488,33 +478,22 @@ static void test_clairvoyant_fits(void)
 	struct dbk_sim_result res;
 	size_t n = 300;
 	struct dbk_sim_req *r = synth(n, 5, 0.2);
-	struct dbk_sim *s;
 
-	mk_cfgs(e, 4, "h100", 32768, 120000);
-	mk_sim_cfg(&c, 4, e);
-	s = run(&c, r, n, dbk_sim_policy_clairvoyant());
-	if (s) {
-		CHECK_EQ_U(dbk_sim_result(s, &res), 0);
+	mk_fleet(&c, e, 4, "h100", 32768, 120000);
+	if (run_result(&c, r, n, &dbk_sim_policy_clairvoyant, &res)) {
 		CHECK_EQ_U(res.too_long, 0);
 		CHECK_EQ_U(res.cls[DBK_CLASS_ALL].failed, 0);
-		dbk_sim_free(s);
 	}
-	s = run(&c, r, n, dbk_sim_policy_rr());
-	if (s) {
-		CHECK_EQ_U(dbk_sim_result(s, &res), 0);
+	if (run_result(&c, r, n, &dbk_sim_policy_rr, &res)) {
 		CHECK(res.too_long > 0);
 		CHECK(res.preemptions > 0);
-		dbk_sim_free(s);
 	}
 	free(r);
 	/* Light load: room somewhere for everyone, so no preemption. */
 	r = synth(n, 5, 2.0);
-	s = r ? run(&c, r, n, dbk_sim_policy_clairvoyant()) : NULL;
-	if (s) {
-		CHECK_EQ_U(dbk_sim_result(s, &res), 0);
+	CHECK(r != NULL);
+	if (r && run_result(&c, r, n, &dbk_sim_policy_clairvoyant, &res))
 		CHECK_EQ_U(res.preemptions, 0);
-		dbk_sim_free(s);
-	}
 	free(r);
 }
 
@@ -530,8 +509,7 @@ static char *run_json(const struct dbk_sim_policy_ops *ops,
 	char *text;
 	size_t k;
 
-	mk_cfgs(e, 5, "a100", 0, 0);
-	mk_sim_cfg(&c, 5, e);
+	mk_fleet(&c, e, 5, "a100", 0, 0);
 	c.slo.ttft_s = 1;
 	s = run(&c, r, n, ops);
 	if (!s)
@@ -588,20 +566,19 @@ static void test_bad_input(void)
 	};
 	char err[256];
 
-	mk_cfgs(e, 2, "h100", 0, 0);
-	mk_sim_cfg(&c, 2, e);
+	mk_fleet(&c, e, 2, "h100", 0, 0);
 	/* Arrivals out of order. */
-	CHECK(dbk_sim_new(&c, r, 2, dbk_sim_policy_rr(), err, sizeof(err)) == NULL);
+	CHECK(dbk_sim_new(&c, r, 2, &dbk_sim_policy_rr, err, sizeof(err)) == NULL);
 	/* Dynamic mode needs two instances. */
 	c.ninstances = 1;
-	CHECK(dbk_sim_new(&c, r, 1, dbk_sim_policy_dynamic(), err, sizeof(err)) == NULL);
+	CHECK(dbk_sim_new(&c, r, 1, &dbk_sim_policy_dynamic, err, sizeof(err)) == NULL);
 	CHECK(strstr(err, "2 instances") != NULL);
 	/* An engine vLLM would not start. */
 	c.ninstances = 2;
 	e[1].kv_capacity_tokens = 1000;
-	CHECK(dbk_sim_new(&c, r, 1, dbk_sim_policy_rr(), err, sizeof(err)) == NULL);
+	CHECK(dbk_sim_new(&c, r, 1, &dbk_sim_policy_rr, err, sizeof(err)) == NULL);
 	CHECK(strstr(err, "instance 1") != NULL);
-	CHECK(dbk_sim_policy_find("dynamic") == dbk_sim_policy_dynamic());
+	CHECK(dbk_sim_policy_find("dynamic") == &dbk_sim_policy_dynamic);
 	CHECK(dbk_sim_policy_find("nope") == NULL);
 	CHECK_EQ_U(dbk_sim_short_count(4), 2);
 	CHECK_EQ_U(dbk_sim_short_count(5), 3);

@@ -220,32 +220,16 @@ static void test_llmd_herd(void)
 /* A probe policy: scrapes every 0.5 s and, at each decision, checks that
  * what it reads is at most one interval old. */
 struct probe {
-	struct dbk_sim_snapshot snap;
-	unsigned decisions, stale_ok, lagging;
+	unsigned decisions, stale_ok, lagging, ticks;
 };
 
-static void *probe_create(const void *arg, const struct dbk_sim_config *c,
-                          char *err, size_t errlen)
-{
-	struct probe *p = calloc(1, sizeof(*p));
-
-	(void)arg;
-	(void)err;
-	(void)errlen;
-	if (p && dbk_sim_snapshot_init(&p->snap, c->ninstances) != 0) {
-		free(p);
-		return NULL;
-	}
-	return p;
-}
-
-static struct probe *last_probe;
+static struct probe last_probe; /* the last run's, read by the test */
 
 static int probe_choose(void *st, const struct dbk_sim *s,
                         const struct dbk_sim_req *r)
 {
 	struct probe *p = st;
-	const struct dbk_sim_scrape *x = dbk_sim_snapshot_get(&p->snap, 0);
+	const struct dbk_sim_scrape *x = dbk_sim_scraped(s, 0);
 	double age = dbk_sim_now(s) - x->at_s;
 
 	(void)r;
@@ -259,45 +243,42 @@ static int probe_choose(void *st, const struct dbk_sim *s,
 
 static void probe_tick(void *st, const struct dbk_sim *s)
 {
-	dbk_sim_snapshot_scrape(&((struct probe *)st)->snap, s);
-}
-
-static void probe_destroy(void *st)
-{
 	struct probe *p = st;
 
-	last_probe = p; /* read by the test before the next run */
-	dbk_sim_snapshot_free(&p->snap);
+	/* The simulator scraped just before. */
+	if (dbk_sim_scraped(s, 0)->at_s == dbk_sim_now(s))
+		p->ticks++;
+}
+
+static void probe_fini(void *st)
+{
+	last_probe = *(struct probe *)st;
 }
 
 static const struct dbk_sim_policy_ops probe_ops = {
 	.name = "probe",
-	.create = probe_create,
+	.size = sizeof(struct probe),
 	.choose = probe_choose,
-	.release = dbk_sim_policy_no_release,
+	.scrape = true,
 	.tick = probe_tick,
 	.tick_s = 0.5,
-	.destroy = probe_destroy,
+	.fini = probe_fini,
 };
 
 static void test_staleness(void)
 {
 	struct dbk_sim_req *r = conversations(3, 0.01);
 	struct dbk_sim *s = run(1, r, NREQ, &probe_ops);
-	struct probe *p;
+	const struct probe *p = &last_probe;
 
+	CHECK(s != NULL);
 	dbk_sim_free(s);
-	p = last_probe;
-	CHECK(p != NULL);
-	if (p) {
-		CHECK_EQ_U(p->decisions, NREQ);
-		CHECK_EQ_U(p->stale_ok, NREQ);
-		/* Arrivals 10 ms apart, scrapes 500 ms apart: the queue the
-		 * probe reads is often not the queue there is. */
-		CHECK(p->lagging > NREQ / 4);
-		CHECK(p->snap.scrapes >= 8); /* 4 s of arrivals / 0.5 s */
-		free(p);
-	}
+	CHECK_EQ_U(p->decisions, NREQ);
+	CHECK_EQ_U(p->stale_ok, NREQ);
+	/* Arrivals 10 ms apart, scrapes 500 ms apart: the queue the
+	 * probe reads is often not the queue there is. */
+	CHECK(p->lagging > NREQ / 4);
+	CHECK(p->ticks >= 8); /* 4 s of arrivals / 0.5 s */
 	free(r);
 }
 

@@ -38,7 +38,7 @@ static void table(struct cfg *c, struct dbk_opt *o)
 	const struct dbk_opt t[] = {
 		{.name = "verbose", .short_name = 'v', .kind = DBK_OPT_FLAG, .dst = &c->verbose, .help = "say more"},
 		{.name = "url", .kind = DBK_OPT_STR, .dst = &c->url, .metavar = "URL", .help = "where\nsecond line"},
-		{.name = "port", .short_name = 'p', .kind = DBK_OPT_INT, .dst = &c->port, .lo = 1, .hi = 65535, .metavar = "N"},
+		{.name = "port", .short_name = 'p', .kind = DBK_OPT_INT, .dst = &c->port, .lo = 1, .hi = 65535, .metavar = "N", .section = "Network:"},
 		{.name = "seed", .kind = DBK_OPT_LL, .dst = &c->seed, .lo = -5, .hi = 1e15, .metavar = "N"},
 		{.name = "cap", .kind = DBK_OPT_SIZE, .dst = &c->cap, .lo = 0, .hi = 1000, .flags = DBK_OPT_STRICT | DBK_OPT_ONCE, .metavar = "N"},
 		{.name = "rate", .kind = DBK_OPT_DOUBLE, .dst = &c->rate, .lo = 0, .hi = 10, .metavar = "R"},
@@ -147,7 +147,7 @@ static void test_usage_lines_come_from_the_table(void)
 	fclose(f);
 	CHECK(strstr(text, "  -v, --verbose      say more\n") != NULL);
 	CHECK(strstr(text, "      --url URL      where\n                     second line\n") != NULL);
-	CHECK(strstr(text, "  -p, --port N\n") != NULL);
+	CHECK(strstr(text, "second line\nNetwork:\n  -p, --port N\n") != NULL);
 	free(text);
 }
 
