@@ -13,35 +13,13 @@
 
 /* ---- small helpers ---- */
 
-static struct dbk_spop_data d_null(void)
-{
-	struct dbk_spop_data d = { .type = DBK_SPOP_T_NULL };
-	return d;
-}
-
-static struct dbk_spop_data d_i32(int32_t v)
-{
-	struct dbk_spop_data d = { .type = DBK_SPOP_T_INT32, .u.i32 = v };
-	return d;
-}
-
-static struct dbk_spop_data d_u32(uint32_t v)
-{
-	struct dbk_spop_data d = { .type = DBK_SPOP_T_UINT32, .u.u32 = v };
-	return d;
-}
-
-static struct dbk_spop_data d_i64(int64_t v)
-{
-	struct dbk_spop_data d = { .type = DBK_SPOP_T_INT64, .u.i64 = v };
-	return d;
-}
-
-static struct dbk_spop_data d_u64(uint64_t v)
-{
-	struct dbk_spop_data d = { .type = DBK_SPOP_T_UINT64, .u.u64 = v };
-	return d;
-}
+/* Typed values, one expression each. */
+#define D_OF(t, field, v) ((struct dbk_spop_data){ .type = DBK_SPOP_T_##t, .u.field = (v) })
+#define d_null() ((struct dbk_spop_data){ .type = DBK_SPOP_T_NULL })
+#define d_i32(v) D_OF(INT32, i32, v)
+#define d_u32(v) D_OF(UINT32, u32, v)
+#define d_i64(v) D_OF(INT64, i64, v)
+#define d_u64(v) D_OF(UINT64, u64, v)
 
 static struct dbk_spop_data d_bin(const void *p, size_t n)
 {
@@ -53,7 +31,7 @@ static struct dbk_spop_data d_bin(const void *p, size_t n)
 
 static bool buf_is(const uint8_t *p, size_t n, const char *s)
 {
-	return n == strlen(s) && (n == 0 || memcmp(p, s, n) == 0);
+	return dbk_spop_name_is(p, n, s);
 }
 
 /* A heap copy of exactly n bytes, so ASan flags any over-read. */
@@ -63,17 +41,6 @@ static uint8_t *dup_exact(const uint8_t *src, size_t n)
 	if (n)
 		memcpy(p, src, n);
 	return p;
-}
-
-/* Writes one raw byte (nb-args) the way HAProxy does; the public writer
- * has no such call because the agent never sends NOTIFY frames. */
-static void put_byte(struct dbk_spop_writer *w, uint8_t b)
-{
-	if (w->overflow || w->len >= w->cap) {
-		w->overflow = true;
-		return;
-	}
-	w->buf[w->len++] = b;
 }
 
 struct kv {
@@ -90,8 +57,7 @@ static size_t build_kv_frame(uint8_t *buf, size_t cap, uint8_t type,
 	dbk_spop_writer_init(&w, buf, cap);
 	dbk_spop_frame_begin(&w, (enum dbk_spop_frame_type)type, flags, sid, fid);
 	for (size_t i = 0; i < n; i++) {
-		dbk_spop_put_name(&w, kv[i].k, strlen(kv[i].k));
-		dbk_spop_put_data(&w, &kv[i].v);
+		dbk_spop_put_kv(&w, kv[i].k, &kv[i].v);
 	}
 	return dbk_spop_frame_end(&w);
 }
@@ -1111,10 +1077,9 @@ static void put_route_msg(struct dbk_spop_writer *w, const char *id)
 	vals[4] = d_bin(body_bytes, sizeof(body_bytes));
 	vals[5] = d_null();
 	dbk_spop_put_name(w, "dbucket-route", 13);
-	put_byte(w, 6);
+	dbk_spop_put_u8(w, 6);
 	for (size_t i = 0; i < 6; i++) {
-		dbk_spop_put_name(w, names[i], strlen(names[i]));
-		dbk_spop_put_data(w, &vals[i]);
+		dbk_spop_put_kv(w, names[i], &vals[i]);
 	}
 }
 
@@ -1154,7 +1119,7 @@ static size_t build_notify(uint8_t *buf, size_t cap, int nmsgs)
 		struct dbk_spop_data v = d_i32(-42);
 
 		dbk_spop_put_name(&w, "other", 5);
-		put_byte(&w, 1);
+		dbk_spop_put_u8(&w, 1);
 		dbk_spop_put_name(&w, "", 0);
 		dbk_spop_put_data(&w, &v);
 	}
@@ -1228,14 +1193,13 @@ static void test_notify_many_args(void)
 	dbk_spop_writer_init(&w, buf, sizeof(buf));
 	dbk_spop_frame_begin(&w, DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, 1, 1);
 	dbk_spop_put_name(&w, "wide", 4);
-	put_byte(&w, 40);
+	dbk_spop_put_u8(&w, 40);
 	for (int i = 0; i < 40; i++) {
 		char name[16];
 		struct dbk_spop_data v = i % 2 ? d_i64(i) : dbk_spop_str("filler-value");
 
 		snprintf(name, sizeof(name), "a%d", i);
-		dbk_spop_put_name(&w, name, strlen(name));
-		dbk_spop_put_data(&w, &v);
+		dbk_spop_put_kv(&w, name, &v);
 	}
 	put_route_msg(&w, "after-wide");
 	n = dbk_spop_frame_end(&w);
