@@ -7,23 +7,15 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "lib/hash.h"
 #include "lib/log.h"
 #include "server.h"
-
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
 
 /* 32 hex digits, like vLLM's random_uuid(). */
 void dbk_stub_make_id(struct dbk_stub_server *s, char *out, size_t n, const char *prefix)
 {
 	uint64_t x = s->id_seed ^ (s->id_counter++ * 0xd1342543de82ef95ULL);
-	uint64_t a = splitmix64(&x), b = splitmix64(&x);
+	uint64_t a = dbk_hash_next(&x), b = dbk_hash_next(&x);
 
 	snprintf(out, n, "%s%016llx%016llx", prefix, (unsigned long long)a, (unsigned long long)b);
 }

@@ -118,7 +118,7 @@ static int resolve_engine(struct dbk_stub_opts *o, const struct raw *r, char *er
 {
 	struct dbk_engine_config *ec = &o->engine;
 
-	ec->gpu = dbk_gpu_profile_find(gpus[r->gpu]);
+	ec->gpu = dbk_engine_profile_find(gpus[r->gpu]);
 	ec->max_model_len = (uint32_t)r->max_model_len;
 	ec->max_num_batched_tokens =
 		r->batched < 0 ? ec->gpu->default_max_num_batched_tokens : (uint32_t)r->batched;

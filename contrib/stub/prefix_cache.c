@@ -4,20 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hash.h"
 #include "lib/list.h"
 
 /* ---- Keys. ---- */
-
-/* splitmix64's finalizer: every input bit reaches every output bit. */
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
 
 static uint64_t load_le64(const unsigned char *p, size_t n)
 {
@@ -36,18 +26,18 @@ static uint64_t load_le64(const unsigned char *p, size_t n)
 uint64_t dbk_block_hash(uint64_t parent, const void *bytes, size_t n)
 {
 	const unsigned char *p = bytes;
-	uint64_t h = mix64(parent ^ (0x9e3779b97f4a7c15ull * (n + 1)));
+	uint64_t h = dbk_hash_fmix64(parent ^ (DBK_HASH_GOLDEN * (n + 1)));
 	size_t i;
 
 	/* One multiply a word (the simulator keys every prompt of a trace),
 	 * then the full finalizer. */
 	for (i = 0; i + 8 <= n; i += 8) {
-		h = (h ^ load_le64(p + i, 8)) * 0x9e3779b97f4a7c15ull;
+		h = (h ^ load_le64(p + i, 8)) * DBK_HASH_GOLDEN;
 		h ^= h >> 29;
 	}
 	if (i < n)
 		h = (h ^ load_le64(p + i, n - i) ^ 0xa5) * 0xff51afd7ed558ccdull;
-	return mix64(h);
+	return dbk_hash_fmix64(h);
 }
 
 void dbk_block_hasher_init(struct dbk_block_hasher *h, uint64_t root,
@@ -254,7 +244,7 @@ uint64_t dbk_prefix_cache_evictions(const struct dbk_prefix_cache *pc)
 
 static uint32_t slot_of(const struct dbk_prefix_cache *pc, uint64_t key)
 {
-	return (uint32_t)mix64(key) & pc->mask;
+	return (uint32_t)dbk_hash_fmix64(key) & pc->mask;
 }
 
 static uint32_t find(const struct dbk_prefix_cache *pc, uint64_t key)

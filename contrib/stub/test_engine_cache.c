@@ -14,7 +14,7 @@ static struct dbk_engine *mkc(bool caching, uint64_t kv, uint32_t max_len)
 {
 	struct dbk_engine_config c;
 
-	dbk_engine_config_default(&c, dbk_gpu_profile_find("h100"));
+	dbk_engine_config_default(&c, dbk_engine_profile_find("h100"));
 	c.enable_prefix_caching = caching;
 	if (kv)
 		c.kv_capacity_tokens = kv;
