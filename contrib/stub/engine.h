@@ -30,12 +30,7 @@
 
 /* The GPU profiles and model constants are the agent's
  * (engine_profile.h): the ttft policy predicts with the very numbers the
- * stub simulates with. The simulator (contrib/sim) still names the
- * lookup this way; once it calls dbk_engine_profile_find, this goes. */
-static inline const struct dbk_engine_profile *dbk_gpu_profile_find(const char *name)
-{
-	return dbk_engine_profile_find(name);
-}
+ * stub simulates with. */
 
 struct dbk_engine_config {
 	const struct dbk_engine_profile *gpu;
