@@ -296,39 +296,30 @@ int dbk_net_unlink(const char *spec)
 	return 0;
 }
 
-/* ---- Outgoing connections (appended for the bench's client) ---- */
+/* ---- Appended for the stub (i13c): naming a TCP socket's ends. ---- */
 
-#include <netinet/tcp.h>
-
-int dbk_net_connect(const struct sockaddr *sa, socklen_t len, bool *pending)
+int dbk_net_sockname(int fd, bool peer, char *buf, size_t len)
 {
-	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	int one = 1, err;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char ip[INET6_ADDRSTRLEN];
+	const void *addr;
+	unsigned port;
+	int rc = peer ? getpeername(fd, (struct sockaddr *)&ss, &sl)
+	              : getsockname(fd, (struct sockaddr *)&ss, &sl);
 
-	if (fd < 0)
+	snprintf(buf, len, "?");
+	if (rc < 0 || (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
 		return -1;
-	/* A request is written whole: Nagle would only hold its tail back. */
-	if (sa->sa_family == AF_INET || sa->sa_family == AF_INET6)
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	*pending = false;
-	if (connect(fd, sa, len) == 0)
-		return fd;
-	if (errno == EINPROGRESS) {
-		*pending = true;
-		return fd;
+	if (ss.ss_family == AF_INET) {
+		addr = &((const struct sockaddr_in *)&ss)->sin_addr;
+		port = ntohs(((const struct sockaddr_in *)&ss)->sin_port);
+	} else {
+		addr = &((const struct sockaddr_in6 *)&ss)->sin6_addr;
+		port = ntohs(((const struct sockaddr_in6 *)&ss)->sin6_port);
 	}
-	err = errno;
-	close(fd);
-	errno = err;
-	return -1;
-}
-
-int dbk_net_connect_result(int fd)
-{
-	int err = 0;
-	socklen_t el = sizeof(err);
-
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0)
-		return errno;
-	return err;
+	if (!inet_ntop(ss.ss_family, addr, ip, sizeof(ip)))
+		return -1;
+	snprintf(buf, len, ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", ip, port);
+	return (int)port;
 }

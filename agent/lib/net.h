@@ -58,15 +58,11 @@ int dbk_net_send_pending(int fd, const void *buf, size_t len, size_t *off);
 /* Sets O_NONBLOCK and FD_CLOEXEC. Returns 0 or -1. */
 int dbk_net_nonblock(int fd);
 
-/* ---- Outgoing connections (appended for the bench's client) ---- */
+/* ---- Appended for the stub (i13c): naming a TCP socket's ends. ---- */
 
-/* Starts a non-blocking, close-on-exec stream connection to sa (TCP with
- * TCP_NODELAY). Returns the fd, with *pending true while the connect is
- * under way (wait until it is writable, then ask dbk_net_connect_result),
- * or -1 with errno set. */
-int dbk_net_connect(const struct sockaddr *sa, socklen_t len, bool *pending);
-
-/* How a pending connect ended: 0 connected, else the errno value. */
-int dbk_net_connect_result(int fd);
+/* Writes "IP:PORT" or "[IPV6]:PORT" of fd's own address (peer false: what
+ * a listener bound with port 0 got) or of its peer (for logs) into buf.
+ * Returns the port, or -1 (buf "?") when fd is not an IP socket. */
+int dbk_net_sockname(int fd, bool peer, char *buf, size_t len);
 
 #endif

@@ -193,7 +193,7 @@ static void write_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)revents;
 	if (k->connecting) {
-		int err = dbk_net_connect_result(k->fd);
+		int err = dbk_net_connect_error(k->fd);
 
 		if (err) {
 			set_error(k, "connect", err);
@@ -238,7 +238,6 @@ int dbk_client_start(struct dbk_client *c, struct dbk_buf *req,
 {
 	struct dbk_call *k;
 	int fd, err;
-	bool pending; /* either way write_cb starts the exchange */
 	double t0;
 
 	k = calloc(1, sizeof(*k));
@@ -247,8 +246,7 @@ int dbk_client_start(struct dbk_client *c, struct dbk_buf *req,
 	/* TTFT and E2E count from here, before connect, as vLLM's client
 	 * counts from before it asks its pool for a connection. */
 	t0 = dbk_client_now();
-	fd = dbk_net_connect((const struct sockaddr *)&c->addr, c->addrlen,
-	                     &pending);
+	fd = dbk_net_connect(&c->addr, c->addrlen);
 	if (fd < 0) {
 		err = errno;
 		free(k);
@@ -256,8 +254,8 @@ int dbk_client_start(struct dbk_client *c, struct dbk_buf *req,
 	}
 	k->cl = c;
 	k->fd = fd;
-	/* A connect that completed at once (pending false) takes the same
-	 * path through write_cb: SO_ERROR is 0 then. */
+	/* A connect that completed at once takes the same path through
+	 * write_cb: SO_ERROR is 0 then. */
 	k->connecting = true;
 	k->out = *req;
 	memset(req, 0, sizeof(*req));

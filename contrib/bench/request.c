@@ -100,26 +100,6 @@ int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
 	return 0;
 }
 
-bool dbk_addr_is_loopback(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
-
-		return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
-	}
-	if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
-		const unsigned char *b = a->sin6_addr.s6_addr;
-		static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0,
-		                                         0, 0, 0, 0, 0xff, 0xff};
-
-		if (IN6_IS_ADDR_LOOPBACK(&a->sin6_addr))
-			return true;
-		return memcmp(b, mapped, 12) == 0 && b[12] == 127;
-	}
-	return false;
-}
-
 char *dbk_json_quote(const char *s)
 {
 	size_t n = strlen(s), i, j = 0;

@@ -28,9 +28,6 @@ struct dbk_url {
 int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
                   char *err, size_t errn);
 
-/* 127.0.0.0/8, ::1 and IPv4-mapped 127.0.0.0/8. */
-bool dbk_addr_is_loopback(const struct sockaddr *sa);
-
 /* s as a JSON string literal, quotes included (malloc'd; NULL when out
  * of memory). Control characters become \u escapes. */
 char *dbk_json_quote(const char *s);

@@ -89,27 +89,26 @@ static int pick_address(struct dbk_bench *b, struct sockaddr_storage *ss,
 {
 	struct pollfd pfd;
 	char err[320];
-	bool pending;
 	int fd, e = 0;
 
 	if (dbk_net_resolve(b->url.addr, false, ss, sl, err, sizeof(err))) {
 		fprintf(stderr, "dbucket-bench: cannot resolve %s\n", err);
 		return 2;
 	}
-	if (!b->o.allow_remote && !dbk_addr_is_loopback((struct sockaddr *)ss)) {
+	if (!b->o.allow_remote && !dbk_net_addr_is_local((struct sockaddr *)ss)) {
 		fprintf(stderr, "dbucket-bench: %s is not a loopback address; "
 		        "benchmarks target loopback only (--allow-remote "
 		        "overrides)\n", b->url.host);
 		return 2;
 	}
-	fd = dbk_net_connect((struct sockaddr *)ss, *sl, &pending);
+	fd = dbk_net_connect(ss, *sl);
 	if (fd < 0) {
 		e = errno;
-	} else if (pending) {
+	} else {
 		pfd.fd = fd;
 		pfd.events = POLLOUT;
 		e = poll(&pfd, 1, PREFLIGHT_TIMEOUT_MS) == 1
-		    ? dbk_net_connect_result(fd) : ETIMEDOUT;
+		    ? dbk_net_connect_error(fd) : ETIMEDOUT;
 	}
 	if (fd >= 0)
 		close(fd);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "lib/net.h"
 
 static void test_url(void)
 {
@@ -62,7 +63,7 @@ static bool loopback(const char *a)
 		ss.ss_family = AF_INET;
 	else if (inet_pton(AF_INET6, a, &s6->sin6_addr) == 1)
 		ss.ss_family = AF_INET6;
-	return dbk_addr_is_loopback((struct sockaddr *)&ss);
+	return dbk_net_addr_is_local((struct sockaddr *)&ss);
 }
 
 static void test_loopback(void)
