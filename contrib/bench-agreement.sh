@@ -31,6 +31,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 REPO=$PWD
+. "$REPO/contrib/lib.sh"
 BUILD=${DBK_BUILD:-$REPO/build}
 
 traces=mooncake,azure policies=lc,dynamic profile=equal repeats=1 tol=15
@@ -52,14 +53,12 @@ while [ $# -gt 0 ]; do
 	--tolerance) tol=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--from) from=$2; shift 2 ;;
-	-h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "bench-agreement: unknown option $1 (see --help)" >&2; exit 2 ;;
+	-h|--help) dbk_usage; exit 0 ;;
+	*) dbk_bad_option "$1" ;;
 	esac
 done
-for t in jq awk; do
-	command -v "$t" >/dev/null || { echo "bench-agreement: $t is missing" >&2; exit 2; }
-done
-[ -x "$BUILD/dbucket-sim" ] || { echo "bench-agreement: $BUILD/dbucket-sim is missing (make)" >&2; exit 2; }
+dbk_need_cmds jq awk
+dbk_need_bins dbucket-sim
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)

@@ -6,7 +6,7 @@ set -eu
 
 PKGS="make gcc clang libclang-rt-14-dev pkg-config libev-dev libcjson-dev
 libcurl4-openssl-dev haproxy bats bats-assert bats-support curl wrk socat procps man-db groff-base
-gnuplot-nox valgrind jq"
+gnuplot-nox valgrind jq prometheus"
 
 missing=""
 for p in $PKGS; do
