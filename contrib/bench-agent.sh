@@ -31,19 +31,13 @@ REPO=$PWD
 BUILD=${DBK_BUILD:-$REPO/build}
 
 rounds=2 seconds=3 conns=4 depth=16 bodies="100 6000" leases=100000 callgrind=0
-while [ $# -gt 0 ]; do
-	case $1 in
-	--rounds) rounds=$2; shift 2 ;;
-	--seconds) seconds=$2; shift 2 ;;
-	--connections) conns=$2; shift 2 ;;
-	--depth) depth=$2; shift 2 ;;
-	--bodies) bodies=$2; shift 2 ;;
-	--leases) leases=$2; shift 2 ;;
-	--callgrind) callgrind=1; shift ;;
-	-h|--help) dbk_usage; exit 0 ;;
-	*) dbk_bad_option "$1" ;;
-	esac
-done
+dbk_options "--rounds rounds
+--seconds seconds
+--connections conns
+--depth depth
+--bodies bodies
+--leases leases
+--callgrind callgrind=1" "$@"
 dbk_need_bins dbucket-spoa dbucket-null-agent dbucket-spop-load
 dbk_need_cmds curl jq
 if [ "$callgrind" = 1 ]; then

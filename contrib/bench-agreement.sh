@@ -40,23 +40,25 @@ out=$REPO/build/bench/agreement pass=() from="" scale=""
 # ties 20 ms apart (not 2): at 10, wall-time effects x10 move the
 # short-prompt TTFT tail of dbucket dynamic by about 20% (BENCHMARKS.md).
 mc_scale=5 untie=20
-while [ $# -gt 0 ]; do
-	case $1 in
-	--quick) pass+=("$1"); shift ;;
-	--time-scale) scale=$2; shift 2 ;;
-	--rate-factor|--start|--duration) pass+=("$1" "$2"); shift 2 ;;
-	--traces) traces=$2; shift 2 ;;
-	--policies) policies=$2; shift 2 ;;
-	--profile) profile=$2; shift 2 ;;
-	--repeats) repeats=$2; shift 2 ;;
-	--untie) untie=$2; shift 2 ;;
-	--tolerance) tol=$2; shift 2 ;;
-	--out) out=$2; shift 2 ;;
-	--from) from=$2; shift 2 ;;
-	-h|--help) dbk_usage; exit 0 ;;
-	*) dbk_bad_option "$1" ;;
-	esac
-done
+quick=0 rf="" start="" dur=""
+dbk_options "--quick quick=1
+--time-scale scale
+--rate-factor rf
+--start start
+--duration dur
+--traces traces
+--policies policies
+--profile profile
+--repeats repeats
+--untie untie
+--tolerance tol
+--out out
+--from from" "$@"
+# Passed on to bench-policies.sh as given.
+[ "$quick" = 0 ] || pass+=(--quick)
+[ -z "$rf" ] || pass+=(--rate-factor "$rf")
+[ -z "$start" ] || pass+=(--start "$start")
+[ -z "$dur" ] || pass+=(--duration "$dur")
 dbk_need_cmds jq awk
 dbk_need_bins dbucket-sim
 

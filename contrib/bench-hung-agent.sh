@@ -23,15 +23,8 @@ BUILD=${DBK_BUILD:-$REPO/build}
 
 seconds=10
 processing=50
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--seconds) seconds=$2; shift ;;
-	--processing) processing=$2; shift ;;
-	-h|--help) dbk_usage; exit 0 ;;
-	*) dbk_bad_option "$1" ;;
-	esac
-	shift
-done
+dbk_options "--seconds seconds
+--processing processing" "$@"
 
 dbk_tmp_dir
 base=$(dbk_ports 8)

@@ -44,17 +44,11 @@ REPO=$PWD
 BUILD=${DBK_BUILD:-$REPO/build}
 
 rounds=3 seconds=3 conns=32 bodies="100 6000" threads=1
-while [ $# -gt 0 ]; do
-	case $1 in
-	--rounds) rounds=$2; shift 2 ;;
-	--seconds) seconds=$2; shift 2 ;;
-	--connections) conns=$2; shift 2 ;;
-	--bodies) bodies=$2; shift 2 ;;
-	--threads) threads=$2; shift 2 ;;
-	-h|--help) dbk_usage; exit 0 ;;
-	*) dbk_bad_option "$1" ;;
-	esac
-done
+dbk_options "--rounds rounds
+--seconds seconds
+--connections conns
+--bodies bodies
+--threads threads" "$@"
 dbk_need_cmds wrk haproxy curl jq
 dbk_need_bins dbucket-spoa dbucket-null-agent
 

@@ -68,26 +68,21 @@ quick=0 profile=equal traces=mooncake,azure policies=rr,lc,plain,dynamic
 repeats=1 out=$REPO/build/bench plots=1 untie=2 calibrate=0
 o_rf="" o_scale="" o_start="" o_dur=""
 tag="" # internal: --tag NAME prefixes every result file (bench-agreement.sh)
-while [ $# -gt 0 ]; do
-	case $1 in
-	--quick) quick=1; shift ;;
-	--profile) profile=$2; shift 2 ;;
-	--traces) traces=$2; shift 2 ;;
-	--policies) policies=$2; shift 2 ;;
-	--repeats) repeats=$2; shift 2 ;;
-	--out) out=$2; shift 2 ;;
-	--no-plots) plots=0; shift ;;
-	--untie) untie=$2; shift 2 ;;
-	--rate-factor) o_rf=$2; shift 2 ;;
-	--time-scale) o_scale=$2; shift 2 ;;
-	--start) o_start=$2; shift 2 ;;
-	--duration) o_dur=$2; shift 2 ;;
-	--calibrate) calibrate=1; shift ;;
-	--tag) tag=$2-; shift 2 ;;
-	-h|--help) dbk_usage; exit 0 ;;
-	*) dbk_bad_option "$1" ;;
-	esac
-done
+dbk_options "--quick quick=1
+--profile profile
+--traces traces
+--policies policies
+--repeats repeats
+--out out
+--no-plots plots=0
+--untie untie
+--rate-factor o_rf
+--time-scale o_scale
+--start o_start
+--duration o_dur
+--calibrate calibrate=1
+--tag tag" "$@"
+[ -z "$tag" ] || tag=$tag-
 case $profile in equal|demo) ;; *) echo "bench-policies: --profile equal or demo" >&2; exit 2 ;; esac
 case $repeats in ''|*[!0-9]*|0) echo "bench-policies: --repeats wants a count >= 1" >&2; exit 2 ;; esac
 case $untie in ''|*[!0-9.]*) echo "bench-policies: --untie wants milliseconds" >&2; exit 2 ;; esac

@@ -22,17 +22,11 @@ REPO=$PWD
 BUILD=${DBK_BUILD:-$REPO/build}
 
 servers=64 seconds=60 interval=100 pad=0 filtered=0
-while [ $# -gt 0 ]; do
-	case $1 in
-	--servers) servers=$2; shift 2 ;;
-	--seconds) seconds=$2; shift 2 ;;
-	--interval) interval=$2; shift 2 ;;
-	--pad) pad=$2; shift 2 ;;
-	--filtered) filtered=1; shift ;;
-	-h|--help) dbk_usage; exit 0 ;;
-	*) dbk_bad_option "$1" ;;
-	esac
-done
+dbk_options "--servers servers
+--seconds seconds
+--interval interval
+--pad pad
+--filtered filtered=1" "$@"
 
 dbk_tmp_dir
 

@@ -109,14 +109,9 @@ ring_up() { [ "$(dbk_state_field "$admin" completion_links)" -ge 1 ] 2>/dev/null
 dbk_wait_until 5 ring_up || true
 
 show() { # show HEADERS-FILE: where a request went
-	tr -d '\r' <"$1" | awk '
-		NR == 1 { st = $2 }
-		tolower($1) == "x-served-by:" { s = $2 }
-		tolower($1) == "x-dbucket-bucket:" { b = $2 }
-		tolower($1) == "x-dbucket-group:" { g = $2 }
-		tolower($1) == "x-dbucket-redirected:" { r = $2 }
-		tolower($1) == "x-dbucket-score:" { sc = $2 }
-		END { printf "  HTTP %s, served by %s: bucket %s, group %s, redirected %s, score %s\n", st, s, b, g, r, sc }'
+	local st s b g r sc
+	read -r st s b g r sc < <(dbk_routing <"$1")
+	printf '  HTTP %s, served by %s: bucket %s, group %s, redirected %s, score %s\n' "$st" "$s" "$b" "$g" "$r" "$sc"
 }
 
 state() { curl -s "http://$admin/state" | sed 's/^/    /'; }

@@ -106,11 +106,51 @@ dbk_bad_option() { # dbk_bad_option OPTION: says so, exits 2
 	exit 2
 }
 
+# dbk_options SPEC ARGS...: the script's command line. SPEC has a line an
+# option: "--name var" sets var to the option's value, "--name var=VALUE"
+# (a flag) sets var to VALUE. -h and --help print dbk_usage; anything
+# else is refused (exit 2).
+dbk_options() {
+	local spec=$1 opt var found
+	shift
+	while [ $# -gt 0 ]; do
+		case $1 in -h|--help) dbk_usage; exit 0 ;; esac
+		found=
+		while read -r opt var; do
+			[ "$opt" = "$1" ] || continue
+			found=1
+			case $var in
+			*=*) printf -v "${var%%=*}" '%s' "${var#*=}"; shift ;;
+			*)
+				[ $# -ge 2 ] || { echo "$DBK_WHO: $1 wants a value" >&2; exit 2; }
+				printf -v "$var" '%s' "$2"
+				shift 2 ;;
+			esac
+			break
+		done <<<"$spec"
+		[ -n "$found" ] || dbk_bad_option "$1"
+	done
+}
+
 dbk_need_cmds() { # dbk_need_cmds CMD...: exits 2 unless each is in PATH
 	local c
 	for c in "$@"; do
 		command -v "$c" >/dev/null || { echo "$DBK_WHO: $c is missing (make deps)" >&2; exit 2; }
 	done
+}
+
+# dbk_routing: where a response on stdin (its headers, as curl -D writes
+# them) says it went, with the test headers haproxy.cfg adds under
+# DBK_DEBUG_HEADERS: "status server bucket group redirected score".
+dbk_routing() {
+	tr -d '\r' | awk '
+		NR == 1 { status = $2 }
+		tolower($1) == "x-served-by:" { srv = $2 }
+		tolower($1) == "x-dbucket-bucket:" { b = $2 }
+		tolower($1) == "x-dbucket-group:" { g = $2 }
+		tolower($1) == "x-dbucket-redirected:" { r = $2 }
+		tolower($1) == "x-dbucket-score:" { s = $2 }
+		END { print status, srv, b, g, r, s }'
 }
 
 # shellcheck disable=SC2154 # BUILD is the caller's

@@ -16,16 +16,10 @@ REPO=$PWD
 BUILD=${DBK_BUILD:-$REPO/build}
 
 want=1000000 chunk=20 max_chunks=40 conns=64
-while [ $# -gt 0 ]; do
-	case $1 in
-	--requests) want=$2; shift 2 ;;
-	--chunk-seconds) chunk=$2; shift 2 ;;
-	--max-chunks) max_chunks=$2; shift 2 ;;
-	--connections) conns=$2; shift 2 ;;
-	-h|--help) dbk_usage; exit 0 ;;
-	*) dbk_bad_option "$1" ;;
-	esac
-done
+dbk_options "--requests want
+--chunk-seconds chunk
+--max-chunks max_chunks
+--connections conns" "$@"
 dbk_need_cmds jq
 
 dbk_tmp_dir

@@ -86,6 +86,22 @@ stub_idle() {
 	echo "# aborted streams: 8 (4 killed, 4 --max-time)" >&3
 }
 
+# served_elsewhere NAME: ten short requests in a row (NAME0..9), each
+# answered 200 by another server than $victim; chose is how many of them
+# the agent chose $victim for.
+served_elsewhere() {
+	local j b
+	chose=0
+	for ((j = 0; j < 10; j++)); do
+		b=$BATS_TEST_TMPDIR/$1$j
+		send "$b" /v1/completions "$BATS_TEST_TMPDIR/short.json" || true
+		assert_equal "$1$j $(status "$b")" "$1$j 200"
+		assert_not_equal "$(header "$b" X-Served-By)" "$victim"
+		[ "$(header "$b" X-Dbucket-Server)" = "$victim" ] && chose=$((chose + 1))
+	done
+	return 0
+}
+
 # stub_killed_midstream [runtime]: eight streams, the stub serving the
 # first one SIGKILLed under them; then twenty more requests, ten before and
 # ten after HAProxy's health check marks it DOWN. With "runtime" the agent
@@ -144,23 +160,12 @@ stub_killed_midstream() {
 	# Later requests succeed elsewhere: first while HAProxy still thinks
 	# the server is up (if the agent picks it, retries and redispatch cover
 	# it), then once its health check has marked it DOWN.
-	local j
-	before=0
-	after=0
-	for ((j = 0; j < 10; j++)); do
-		send "$BATS_TEST_TMPDIR/a$j" /v1/completions "$BATS_TEST_TMPDIR/short.json" || true
-		assert_equal "a$j $(status "$BATS_TEST_TMPDIR/a$j")" "a$j 200"
-		assert_not_equal "$(header "$BATS_TEST_TMPDIR/a$j" X-Served-By)" "$victim"
-		[ "$(header "$BATS_TEST_TMPDIR/a$j" X-Dbucket-Server)" = "$victim" ] && before=$((before + 1))
-	done
+	served_elsewhere a
+	before=$chose
 	wait_file "$BATS_TEST_TMPDIR/haproxy.log" "vllm/$victim is DOWN"
 	[ -z "$runtime" ] || wait_server "$victim" usable false
-	for ((j = 0; j < 10; j++)); do
-		send "$BATS_TEST_TMPDIR/b$j" /v1/completions "$BATS_TEST_TMPDIR/short.json" || true
-		assert_equal "b$j $(status "$BATS_TEST_TMPDIR/b$j")" "b$j 200"
-		assert_not_equal "$(header "$BATS_TEST_TMPDIR/b$j" X-Served-By)" "$victim"
-		[ "$(header "$BATS_TEST_TMPDIR/b$j" X-Dbucket-Server)" = "$victim" ] && after=$((after + 1))
-	done
+	served_elsewhere b
+	after=$chose
 	# Every completion line is in; the books balance. Without the runtime
 	# API every lease went by its completion line.
 	wait_state completions $((n + 20))
@@ -183,21 +188,29 @@ stub_killed_midstream() {
 	echo "# with the runtime API: $cut cut; the agent chose $victim for $before requests before and $after after DOWN" >&3
 }
 
+# send_refused N FILE: vllm0 killed with its health check's verdict held
+# (3.x may mark it DOWN after one failed check, 2.6 after three), so that
+# a connection to it is refused and HAProxy retries; then N requests of
+# FILE in a row (r0..), each answered 200.
+send_refused() {
+	local i
+	haproxy_cmd "disable health vllm/vllm0" >/dev/null
+	kill_stub 0 KILL
+	for ((i = 0; i < $1; i++)); do
+		send "$BATS_TEST_TMPDIR/r$i" /v1/completions "$2"
+		assert_equal "r$i $(status "$BATS_TEST_TMPDIR/r$i")" "r$i 200"
+	done
+}
+
 @test "a refused connection is retried elsewhere: 200, counted as moved, lease released" {
 	start_stubs
 	start_agent --enable-dynamic-bucket
 	start_haproxy_stubs
-	completion_body 4 false >"$BATS_TEST_TMPDIR/s.json"
-	# On an idle fleet the agent sends a short request to vllm0. Kill it,
-	# with its health check's verdict held (3.x may mark it DOWN after
-	# one failed check, 2.6 after three): the connection is refused and
-	# HAProxy retries.
-	haproxy_cmd "disable health vllm/vllm0" >/dev/null
-	kill_stub 0 KILL
+	# On an idle fleet the agent sends a short request to vllm0.
 	local i n=5
+	completion_body 4 false >"$BATS_TEST_TMPDIR/s.json"
+	send_refused "$n" "$BATS_TEST_TMPDIR/s.json"
 	for ((i = 0; i < n; i++)); do
-		send "$BATS_TEST_TMPDIR/r$i" /v1/completions "$BATS_TEST_TMPDIR/s.json"
-		assert_equal "r$i $(status "$BATS_TEST_TMPDIR/r$i")" "r$i 200"
 		assert_equal "$(header "$BATS_TEST_TMPDIR/r$i" X-Dbucket-Server)" vllm0
 		run header "$BATS_TEST_TMPDIR/r$i" X-Served-By
 		assert_output --regexp '^vllm[123]$'
@@ -230,14 +243,9 @@ stub_killed_midstream() {
 	# 40 tokens, not streamed: about 300 ms before the response starts, all
 	# of it charged to vllm0 until HAProxy's dbucket-moved message moves
 	# the lease to the server that answered.
+	local n=8
 	completion_body 40 false >"$BATS_TEST_TMPDIR/s.json"
-	haproxy_cmd "disable health vllm/vllm0" >/dev/null
-	kill_stub 0 KILL
-	local i n=8
-	for ((i = 0; i < n; i++)); do
-		send "$BATS_TEST_TMPDIR/r$i" /v1/completions "$BATS_TEST_TMPDIR/s.json"
-		assert_equal "r$i $(status "$BATS_TEST_TMPDIR/r$i")" "r$i 200"
-	done
+	send_refused "$n" "$BATS_TEST_TMPDIR/s.json"
 	# Still the retry path: HAProxy has not marked vllm0 DOWN.
 	run grep -c 'vllm/vllm0 is DOWN' "$BATS_TEST_TMPDIR/haproxy.log"
 	assert_output 0

@@ -203,15 +203,17 @@ body_of_size() {
 # redirected score" from the response.
 post() {
 	curl -s -o /dev/null --max-time 10 -X POST -H 'Content-Type: application/json' \
-		--data-binary "@$1" -D - "http://127.0.0.1:$DBK_PORT/v1/completions" |
-		tr -d '\r' | awk '
-			NR == 1 { status = $2 }
-			tolower($1) == "x-served-by:" { srv = $2 }
-			tolower($1) == "x-dbucket-bucket:" { b = $2 }
-			tolower($1) == "x-dbucket-group:" { g = $2 }
-			tolower($1) == "x-dbucket-redirected:" { r = $2 }
-			tolower($1) == "x-dbucket-score:" { s = $2 }
-			END { print status, srv, b, g, r, s }'
+		--data-binary "@$1" -D - "http://127.0.0.1:$DBK_PORT/v1/completions" | dbk_routing
+}
+
+# hold_request FILE MS: POSTs FILE in the background, which the test
+# backends answer after MS milliseconds (X-Delay-Ms); HELD is curl's pid.
+# Returns once the agent holds the request's lease (the only one).
+hold_request() {
+	curl -s -o /dev/null -X POST -H "X-Delay-Ms: $2" --data-binary "@$1" \
+		"http://127.0.0.1:$DBK_PORT/v1/completions" &
+	HELD=$!
+	wait_state leases 1
 }
 
 # post_like FILE PATTERN: posts FILE (post) and keeps its summary in
