@@ -82,6 +82,21 @@ wait_until() {
 	return 1
 }
 
+# state_snapshot: keeps /state in $STATE; state_get NAME reads one field
+# of it, so that several fields are read from one instant.
+state_snapshot() {
+	STATE=$(agent_get /state)
+}
+state_get() {
+	dbk_json_field "$1" <<<"$STATE"
+}
+
+# snapshot_is NAME VALUE: a new snapshot, in which NAME is VALUE.
+snapshot_is() {
+	state_snapshot
+	[ "$(state_get "$1")" = "$2" ]
+}
+
 state_is() { [ "$(state_field "$1")" = "$2" ]; }
 state_ge() {
 	local v

@@ -253,9 +253,10 @@ hdr() {
 			--data-binary "@$BATS_TEST_TMPDIR/r$i.json" \
 			"http://127.0.0.1:$DBK_PORT/v1/completions" </dev/null 3>&- &
 		CLIENT_PIDS+=($!)
-		# Decided, and nothing released yet.
-		wait_state decisions $((i + 1))
-		assert_equal "leases=$(state_field leases)" "leases=$((i + 1))"
+		# Decided, and nothing released yet (one instant: the sequence
+		# has half a second a request).
+		wait_until 10 snapshot_is decisions $((i + 1))
+		assert_equal "leases=$(state_get leases)" "leases=$((i + 1))"
 	done
 	local p
 	for p in "${CLIENT_PIDS[@]}"; do wait "$p"; done

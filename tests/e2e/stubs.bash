@@ -258,15 +258,6 @@ same_as_direct() {
 	fi
 }
 
-# state_snapshot: keeps /state in $STATE; state_get NAME reads one field
-# of it, so that several fields are read from one instant.
-state_snapshot() {
-	STATE=$(agent_get /state)
-}
-state_get() {
-	dbk_json_field "$1" <<<"$STATE"
-}
-
 # assert_books_balanced: nothing in flight, every lease given back once:
 # leases 0, every server's inflight and load 0 (never negative),
 # decisions == released + expired + reclaimed.
