@@ -10,114 +10,102 @@
 #   make install   PREFIX=/usr/local DESTDIR= (binaries, man pages, unit)
 #   make clean
 
-# The included contrib/*.mk files define targets too: `make` alone must
-# still mean `make all`.
+# The included .mk files define targets too: `make` alone must still mean
+# `make all`.
 .DEFAULT_GOAL := all
 
 CC       ?= cc
+AR       ?= ar
 BUILD    ?= build
 CSTD      = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 WARN      = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes -Wmissing-prototypes
 OPT      ?= -O2 -g
 SANFLAGS ?=
-CFLAGS   += $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iagent -Itests/unit -MMD -MP
-LDFLAGS  += $(SANFLAGS)
-LDLIBS_EV   = -lev
-LDLIBS_JSON = -lcjson
-LDLIBS_M    = -lm
+# Headers are named from these roots: "lib/net.h" (the shared layer),
+# "balancer.h" (the agent), "stub/engine.h" (another program's module),
+# "check.h" (the unit-test macros).
+CFLAGS   += $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iagent -Icontrib -Itests/unit -MMD -MP
+# Every program links the same -l list; --as-needed keeps the libraries a
+# program does not use out of its dependencies.
+LDFLAGS  += $(SANFLAGS) -Wl,--as-needed
 LDLIBS_CURL := $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
+LDLIBS   += -lev $(LDLIBS_CURL) -lcjson -lm
 
-# Pure modules: no sockets, no clock, no globals.
-CORE_SRC  = agent/spop.c agent/balancer.c agent/leases.c agent/estimate.c agent/completion.c \
-            agent/histo.c agent/strbuf.c agent/runtime.c agent/tune.c agent/numparse.c \
-            agent/vllm_metrics.c
-AGENT_SRC = agent/main.c agent/agent.c agent/report.c agent/config.c agent/log.c agent/net.c \
-            agent/spoa.c agent/route.c agent/events.c agent/admin.c agent/listener.c \
-            agent/runtime_client.c agent/sync.c agent/scrape.c agent/scrape_report.c agent/policy.c \
-            contrib/stub/http.c
-
-# The ttft policy (predict.h): the predictor, its prefix index and the
-# body sample's prefix keys; pure, linked by the agent and the simulator.
-POLICY_SRC = agent/predict.c agent/prefix_index.c agent/prefix_key.c
-POLICY_OBJ = $(POLICY_SRC:%.c=$(BUILD)/%.o)
-CORE_SRC  += $(POLICY_SRC)
-POLICY_TESTS = $(BUILD)/test_predict $(BUILD)/test_prefix_index $(BUILD)/test_prefix_key
-
-CORE_OBJ  = $(CORE_SRC:%.c=$(BUILD)/%.o)
-AGENT_OBJ = $(AGENT_SRC:%.c=$(BUILD)/%.o)
-
-BINS  = $(BUILD)/dbucket-spoa $(BUILD)/dbucket-parity
-TESTS = $(BUILD)/test_spop $(BUILD)/test_balancer $(BUILD)/test_estimate \
-        $(BUILD)/test_config $(BUILD)/test_route $(BUILD)/test_spoa \
-        $(BUILD)/test_completion $(BUILD)/test_runtime $(BUILD)/test_tune \
-        $(BUILD)/test_numparse $(BUILD)/test_vllm_metrics $(BUILD)/test_scrape \
-        $(POLICY_TESTS)
-# Tools the e2e tests drive (not run by tests/run as unit tests).
-E2E_TOOLS = $(BUILD)/dbk-test-flood
-
-include contrib/stub/stub.mk
-include contrib/bench/bench.mk
-include contrib/sim/sim.mk
-include contrib/spopbench/spopbench.mk
-include contrib/launcher/launcher.mk
-include contrib/install.mk
-include tests/fuzz/fuzz.mk
-
-.PHONY: all deps test unit e2e sanitize demo bench clean
-all: $(BINS) $(TESTS) $(STUB_BINS) $(STUB_TESTS) $(BENCH_BINS) $(BENCH_TESTS) \
-     $(SIM_BINS) $(SIM_TESTS) $(SPOPBENCH_BINS) $(SPOPBENCH_TESTS) \
-     $(LAUNCHER_BINS) $(LAUNCHER_TESTS) $(E2E_TOOLS)
-
+# The layers, one static library each (see CONTRIBUTING.md):
+#   libdbk.a          agent/lib/: sockets, listeners, buffer, list, HTTP/1,
+#                     numbers, logging, clock, the SPOP codec and server
+#   libdbk-agent.a    agent/: the balancer, policies and the agent's modules
+#   libdbk-<prog>.a   contrib/<prog>/: one program's modules
+# A program is its main.c (or the files named in <PROG>_MAINS) over its own
+# library and the ones below it; a unit test is test_*.c over the same.
+# Adding a module to a folder needs no change here.
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/dbucket-spoa: $(AGENT_OBJ) $(CORE_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_EV) $(LDLIBS_CURL) $(LDLIBS_JSON) $(LDLIBS_M)
+$(BUILD)/%.a:
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	$(AR) rcs $@ $^
 
-$(BUILD)/dbucket-parity: $(BUILD)/agent/parity.o $(CORE_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
+LINK = $(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) \
+       -Wl,--start-group $(filter %.a,$^) -Wl,--end-group $(LDLIBS)
 
-$(BUILD)/test_spop: $(BUILD)/tests/unit/test_spop.o $(CORE_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
-$(BUILD)/test_balancer: $(BUILD)/tests/unit/test_balancer.o $(CORE_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
-$(BUILD)/test_estimate: $(BUILD)/tests/unit/test_estimate.o $(CORE_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
-$(BUILD)/test_completion: $(BUILD)/tests/unit/test_completion.o $(CORE_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
-$(BUILD)/test_runtime: $(BUILD)/tests/unit/test_runtime.o $(BUILD)/agent/runtime_client.o $(BUILD)/agent/net.o \
-		$(BUILD)/agent/log.o $(CORE_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_EV) $(LDLIBS_JSON) $(LDLIBS_M)
-$(BUILD)/test_tune: $(BUILD)/tests/unit/test_tune.o $(CORE_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
-$(BUILD)/test_predict: $(BUILD)/tests/unit/test_predict.o $(POLICY_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_M)
-$(BUILD)/test_prefix_index: $(BUILD)/tests/unit/test_prefix_index.o $(BUILD)/agent/prefix_index.o
-	$(CC) $(LDFLAGS) -o $@ $^
-$(BUILD)/test_prefix_key: $(BUILD)/tests/unit/test_prefix_key.o $(BUILD)/agent/prefix_key.o
-	$(CC) $(LDFLAGS) -o $@ $^
+# $(call dbk_objs,DIR,MAINS): the objects of DIR's modules, its mains and
+# tests left out.
+dbk_objs = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(2) $(1)/test_%.c,$(wildcard $(1)/*.c)))
 
-$(BUILD)/test_numparse: $(BUILD)/tests/unit/test_numparse.o $(BUILD)/agent/numparse.o
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_M)
-$(BUILD)/test_vllm_metrics: $(BUILD)/tests/unit/test_vllm_metrics.o $(BUILD)/agent/vllm_metrics.o \
-		$(BUILD)/agent/strbuf.o
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
-$(BUILD)/test_scrape: $(BUILD)/tests/unit/test_scrape.o $(BUILD)/agent/scrape.o $(BUILD)/agent/scrape_report.o \
-		$(BUILD)/agent/net.o $(BUILD)/agent/log.o $(CORE_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_EV) $(LDLIBS_CURL) $(LDLIBS_JSON) $(LDLIBS_M)
-$(BUILD)/test_config: $(BUILD)/tests/unit/test_config.o $(BUILD)/agent/config.o $(BUILD)/agent/log.o $(CORE_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
-$(BUILD)/test_route: $(BUILD)/tests/unit/test_route.o $(BUILD)/tests/unit/frames.o $(BUILD)/agent/route.o \
-		$(BUILD)/agent/policy.o $(BUILD)/agent/log.o $(CORE_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
+LIBDBK       = $(BUILD)/libdbk.a
+LIBDBK_AGENT = $(BUILD)/libdbk-agent.a
+$(LIBDBK): $(call dbk_objs,agent/lib)
+$(LIBDBK_AGENT): $(call dbk_objs,agent,agent/main.c agent/parity.c)
 
-$(BUILD)/test_spoa: $(BUILD)/tests/unit/test_spoa.o $(BUILD)/tests/unit/frames.o $(BUILD)/agent/spoa.o $(BUILD)/agent/net.o $(BUILD)/agent/listener.o \
-		$(BUILD)/agent/route.o $(BUILD)/agent/log.o $(CORE_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_EV) $(LDLIBS_JSON) $(LDLIBS_M)
+# $(call dbk_program,NAME,DIR,LIBS,MAINS): libdbk-NAME.a from DIR, and
+# $(BUILD)/test_NAME_X from DIR/test_X.c over it and LIBS.
+define dbk_program
+$(1)_LIBS  = $$(BUILD)/libdbk-$(1).a $(3)
+$(1)_TESTS = $$(patsubst $(2)/test_%.c,$$(BUILD)/test_$(1)_%,$$(wildcard $(2)/test_*.c))
+$$(BUILD)/libdbk-$(1).a: $$(call dbk_objs,$(2),$(4))
+$$(BUILD)/test_$(1)_%: $$(BUILD)/$(2)/test_%.o $$($(1)_LIBS)
+	$$(LINK)
+TESTS += $$($(1)_TESTS)
+endef
 
-$(BUILD)/dbk-test-flood: $(BUILD)/tests/e2e/flood.o $(BUILD)/tests/unit/frames.o $(CORE_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_JSON) $(LDLIBS_M)
+TESTS =
+$(eval $(call dbk_program,stub,contrib/stub,$(LIBDBK),contrib/stub/main.c))
+$(eval $(call dbk_program,bench,contrib/bench,$(LIBDBK),contrib/bench/main.c))
+$(eval $(call dbk_program,sim,contrib/sim,$(BUILD)/libdbk-bench.a $(BUILD)/libdbk-stub.a $(LIBDBK_AGENT) $(LIBDBK),contrib/sim/main.c))
+$(eval $(call dbk_program,spopbench,contrib/spopbench,$(LIBDBK_AGENT) $(LIBDBK),contrib/spopbench/null_agent.c contrib/spopbench/load.c))
+$(eval $(call dbk_program,launcher,contrib/launcher,$(LIBDBK),contrib/launcher/main.c))
+
+# The agent's unit tests (tests/unit/test_X.c -> test_X) share frames.o.
+UNIT_TESTS = $(patsubst tests/unit/test_%.c,$(BUILD)/test_%,$(wildcard tests/unit/test_*.c))
+TESTS     += $(UNIT_TESTS)
+$(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(BUILD)/tests/unit/frames.o $(LIBDBK_AGENT) $(LIBDBK)
+	$(LINK)
+
+BINS = $(BUILD)/dbucket-spoa $(BUILD)/dbucket-parity $(BUILD)/vllm-stub $(BUILD)/dbucket-bench \
+       $(BUILD)/dbucket-sim $(BUILD)/dbucket-null-agent $(BUILD)/dbucket-spop-load $(BUILD)/dbucket
+# Tools the e2e tests drive (not run by tests/run as unit tests).
+E2E_TOOLS = $(BUILD)/dbk-test-flood
+
+$(BUILD)/dbucket-spoa:       $(BUILD)/agent/main.o $(LIBDBK_AGENT) $(LIBDBK)
+$(BUILD)/dbucket-parity:     $(BUILD)/agent/parity.o $(LIBDBK_AGENT) $(LIBDBK)
+$(BUILD)/vllm-stub:          $(BUILD)/contrib/stub/main.o $(stub_LIBS)
+$(BUILD)/dbucket-bench:      $(BUILD)/contrib/bench/main.o $(bench_LIBS)
+$(BUILD)/dbucket-sim:        $(BUILD)/contrib/sim/main.o $(sim_LIBS)
+$(BUILD)/dbucket-null-agent: $(BUILD)/contrib/spopbench/null_agent.o $(spopbench_LIBS)
+$(BUILD)/dbucket-spop-load:  $(BUILD)/contrib/spopbench/load.o $(spopbench_LIBS)
+$(BUILD)/dbucket:            $(BUILD)/contrib/launcher/main.o $(launcher_LIBS)
+$(BUILD)/dbk-test-flood:     $(BUILD)/tests/e2e/flood.o $(BUILD)/tests/unit/frames.o $(LIBDBK_AGENT) $(LIBDBK)
+$(BINS) $(E2E_TOOLS):
+	$(LINK)
+
+include contrib/install.mk
+include tests/fuzz/fuzz.mk
+
+.PHONY: all deps test unit e2e sanitize demo bench clean
+all: $(BINS) $(TESTS) $(E2E_TOOLS)
 
 deps:
 	@contrib/install-deps.sh

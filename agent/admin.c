@@ -9,10 +9,10 @@
 
 /* The request parser the stub serves OpenAI clients with: strict,
  * bounded and fuzzed (tests/fuzz/fuzz_stub_http.c). */
-#include "../contrib/stub/http.h"
-#include "listener.h"
-#include "log.h"
-#include "net.h"
+#include "lib/http1.h"
+#include "lib/listener.h"
+#include "lib/log.h"
+#include "lib/net.h"
 
 /* Request line and header fields together; a longer request line is a
  * 414, whole: the target is never cut to fit. */
@@ -31,7 +31,7 @@ struct aconn {
 	struct aconn *prev, *next;
 	size_t in_len;
 	char in[MAX_REQUEST];
-	struct dbk_strbuf out;
+	struct dbk_buf out;
 	size_t out_off;
 };
 
@@ -57,25 +57,25 @@ static void aconn_close(struct aconn *c)
 		a->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	dbk_sb_free(&c->out);
+	dbk_buf_free(&c->out);
 	free(c);
 }
 
 /* Builds the whole response in c->out and switches to writing. */
 static void respond(struct aconn *c, struct dbk_admin_response *r)
 {
-	if (r->body.failed) {
-		dbk_sb_free(&r->body);
+	if (r->body.oom) {
+		dbk_buf_free(&r->body);
 		r->status = 500;
 		r->content_type = "text/plain";
-		dbk_sb_printf(&r->body, "out of memory\n");
+		dbk_buf_printf(&r->body, "out of memory\n");
 	}
-	dbk_sb_printf(&c->out,
+	dbk_buf_printf(&c->out,
 	              "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
 	              "Connection: close\r\nCache-Control: no-store\r\n\r\n",
 	              r->status, dbk_http_reason(r->status), r->content_type, r->body.len);
-	dbk_sb_append(&c->out, r->body.data ? r->body.data : "", r->body.len);
-	dbk_sb_free(&r->body);
+	dbk_buf_add(&c->out, r->body.p ? r->body.p : "", r->body.len);
+	dbk_buf_free(&r->body);
 	ev_io_stop(c->a->loop, &c->io);
 	ev_io_set(&c->io, c->io.fd, EV_WRITE);
 	ev_io_start(c->a->loop, &c->io);
@@ -85,8 +85,8 @@ static void simple(struct aconn *c, int status, const char *text)
 {
 	struct dbk_admin_response r = { .status = status, .content_type = "text/plain" };
 
-	dbk_sb_init(&r.body);
-	dbk_sb_printf(&r.body, "%s\n", text);
+	dbk_buf_init(&r.body);
+	dbk_buf_printf(&r.body, "%s\n", text);
 	respond(c, &r);
 }
 
@@ -118,7 +118,7 @@ static bool handle(struct aconn *c)
 	memcpy(path, req.target.p, req.target.n);
 	path[req.target.n] = '\0';
 	struct dbk_admin_response r = { .status = 200, .content_type = "text/plain" };
-	dbk_sb_init(&r.body);
+	dbk_buf_init(&r.body);
 	c->a->handler(c->a->arg, method, path, &r);
 	respond(c, &r);
 	return true;
@@ -131,7 +131,7 @@ static void on_aconn(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	if (revents & EV_WRITE) {
 		/* Done or failed, the connection goes; otherwise wait for room. */
-		if (dbk_net_send_pending(w->fd, c->out.data, c->out.len, &c->out_off) == 0 &&
+		if (dbk_net_send_pending(w->fd, c->out.p, c->out.len, &c->out_off) == 0 &&
 		    c->out_off < c->out.len)
 			return;
 		aconn_close(c);
@@ -168,7 +168,7 @@ static void aconn_new(void *arg, int fd)
 		return;
 	}
 	c->a = a;
-	dbk_sb_init(&c->out);
+	dbk_buf_init(&c->out);
 	c->next = a->conns;
 	if (a->conns)
 		a->conns->prev = c;

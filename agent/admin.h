@@ -7,12 +7,12 @@
 
 #include <ev.h>
 
-#include "strbuf.h"
+#include "lib/buf.h"
 
 struct dbk_admin_response {
 	int status;                 /* 200, 404, ... */
 	const char *content_type;
-	struct dbk_strbuf body;
+	struct dbk_buf body;
 };
 
 /* Fills r for method and path (query string included). */

@@ -8,11 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "listener.h"
-#include "log.h"
-#include "net.h"
-#include "tune.h"
+#include "lib/clock.h"
+#include "lib/listener.h"
+#include "lib/log.h"
+#include "lib/net.h"
+#include "settings.h"
 
 /* Completion lag bounds, in milliseconds. */
 static const double lag_bounds_ms[] = {
@@ -128,15 +128,15 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
 static int apply_config(struct dbk_agent *a, const struct dbk_bal_config *c, const char *how,
                         char *err, size_t errlen)
 {
-	struct dbk_strbuf d;
+	struct dbk_buf d;
 
 	if (dbk_bal_reconfigure(a->bal, c, err, errlen) < 0)
 		return -1;
 	a->config_changes++;
-	dbk_sb_init(&d);
+	dbk_buf_init(&d);
 	dbk_tune_describe(c, true, &d);
-	dbk_log(DBK_LOG_INFO, "config-applied", "by=%s %s", how, d.data ? d.data : "");
-	dbk_sb_free(&d);
+	dbk_log(DBK_LOG_INFO, "config-applied", "by=%s %s", how, d.p ? d.p : "");
+	dbk_buf_free(&d);
 	return 0;
 }
 
@@ -178,16 +178,16 @@ static void on_admin(void *arg, const char *method, const char *path,
 		    (dbk_tune_query(&c, query ? query + 1 : "", err, sizeof(err)) < 0 ||
 		     apply_config(a, &c, "admin", err, sizeof(err)) < 0)) {
 			r->status = 400;
-			dbk_sb_printf(&r->body, "%s\n", err);
+			dbk_buf_printf(&r->body, "%s\n", err);
 		} else if (strcmp(method, "POST") != 0 && strcmp(method, "GET") != 0) {
 			r->status = 405;
-			dbk_sb_printf(&r->body, "GET or POST /config?key=value&...\n");
+			dbk_buf_printf(&r->body, "GET or POST /config?key=value&...\n");
 		} else {
 			dbk_tune_describe(dbk_bal_config(a->bal), false, &r->body);
 		}
 	} else if (strcmp(method, "GET") != 0) {
 		r->status = 405;
-		dbk_sb_printf(&r->body, "only GET here\n");
+		dbk_buf_printf(&r->body, "only GET here\n");
 	} else if (strcmp(path, "/metrics") == 0) {
 		r->content_type = "text/plain; version=0.0.4";
 		dbk_report_metrics(a, &r->body);
@@ -196,7 +196,7 @@ static void on_admin(void *arg, const char *method, const char *path,
 		dbk_report_state(a, &r->body);
 	} else {
 		r->status = 404;
-		dbk_sb_printf(&r->body, "try /metrics, /state or /config\n");
+		dbk_buf_printf(&r->body, "try /metrics, /state or /config\n");
 	}
 }
 

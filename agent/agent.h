@@ -9,12 +9,12 @@
 #include "admin.h"
 #include "balancer.h"
 #include "config.h"
-#include "events.h"
+#include "completion_rx.h"
 #include "histo.h"
-#include "policy.h"
+#include "policy_ttft.h"
 #include "route.h"
-#include "spoa.h"
-#include "sync.h"
+#include "spop_server.h"
+#include "runtime_sync.h"
 
 struct dbk_agent_stats {
 	uint64_t completions;         /* requests whose completion line came */
@@ -67,7 +67,7 @@ int dbk_agent_reload(struct dbk_agent *a, char *err, size_t errlen);
 void dbk_agent_on_completion(void *arg, const struct dbk_completion *c);
 
 /* report.c */
-void dbk_report_state(const struct dbk_agent *a, struct dbk_strbuf *out);
-void dbk_report_metrics(const struct dbk_agent *a, struct dbk_strbuf *out);
+void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *out);
+void dbk_report_metrics(const struct dbk_agent *a, struct dbk_buf *out);
 
 #endif

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "numparse.h"
-#include "tune.h"
+#include "lib/log.h"
+#include "lib/numparse.h"
+#include "settings.h"
 
 enum {
 	OPT_DYNAMIC = 256,

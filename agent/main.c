@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "agent.h"
-#include "log.h"
+#include "lib/log.h"
 
 static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "estimate.h"
-#include "log.h"
+#include "lib/log.h"
 #include "prefix_key.h"
 
 static inline bool name_is(const uint8_t *name, size_t len, const char *want)
@@ -62,7 +62,7 @@ static bool wants_details(const struct dbk_spop_data *d)
 /* The ttft policy: the predictor picks among the usable servers, the
  * balancer takes the lease there (so releases, TTL, reclaim and moves
  * work as for the reference), and the predictor's ticket rides on the
- * lease's tag until the lease ends (agent/policy.c releases it). */
+ * lease's tag until the lease ends (agent/policy_ttft.c releases it). */
 static enum dbk_bal_result decide_ttft(struct dbk_route *r, const struct dbk_spop_data *id,
                                        const struct dbk_bal_request *req, int64_t body_size,
                                        const uint8_t *sample, size_t sample_len,

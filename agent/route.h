@@ -8,7 +8,7 @@
 
 #include "balancer.h"
 #include "predict.h"
-#include "spop.h"
+#include "lib/spop_codec.h"
 
 /* The message and argument names haproxy/dbucket.spoe.conf sends. */
 #define DBK_MSG_ROUTE "dbucket-route"

@@ -1,10 +1,11 @@
 #include "runtime.h"
+#include "lib/log.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "strbuf.h"
+#include "lib/buf.h"
 
 /* The server list is the caller's array; a cap keeps the duplicate check
  * of show stat (a bitmap on the stack) bounded. The balancer's own cap. */

@@ -1,6 +1,6 @@
 #include "runtime_client.h"
 
-#include "net.h"
+#include "lib/net.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "log.h"
+#include "lib/clock.h"
+#include "lib/log.h"
 
 #define NAME_MAX_LEN 64
 #define URL_MAX_LEN 512
@@ -32,7 +32,7 @@ struct req {
 	struct target *t;
 	enum req_kind kind;
 	CURL *easy;
-	struct dbk_strbuf body;
+	struct dbk_buf body;
 	bool busy;
 	bool too_big;
 };
@@ -148,8 +148,8 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 		r->too_big = true;
 		return 0; /* aborts the transfer */
 	}
-	dbk_sb_append(&r->body, p, n);
-	return r->body.failed ? 0 : n;
+	dbk_buf_add(&r->body, p, n);
+	return r->body.oom ? 0 : n;
 }
 
 static int req_init(struct dbk_scrape *s, struct target *t, struct req *r, enum req_kind kind)
@@ -158,7 +158,7 @@ static int req_init(struct dbk_scrape *s, struct target *t, struct req *r, enum 
 
 	r->t = t;
 	r->kind = kind;
-	dbk_sb_init(&r->body);
+	dbk_buf_init(&r->body);
 	r->easy = curl_easy_init();
 	if (!r->easy)
 		return -1;
@@ -189,7 +189,7 @@ static int req_init(struct dbk_scrape *s, struct target *t, struct req *r, enum 
 static void req_start(struct dbk_scrape *s, struct req *r)
 {
 	r->body.len = 0;
-	r->body.failed = false;
+	r->body.oom = false;
 	r->too_big = false;
 	r->busy = curl_multi_add_handle(s->multi, r->easy) == CURLM_OK;
 }
@@ -221,7 +221,7 @@ static const char *take_body(struct req *r, CURLcode rc, char *why, size_t whyle
 
 	if (rc != CURLE_OK)
 		return r->too_big ? "body too large" : curl_easy_strerror(rc);
-	if (r->body.failed)
+	if (r->body.oom)
 		return "out of memory";
 	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
 	if (status != 200) {
@@ -231,7 +231,7 @@ static const char *take_body(struct req *r, CURLcode rc, char *why, size_t whyle
 	if (r->kind == REQ_METRICS) {
 		struct dbk_vllm_metrics m;
 
-		if (dbk_vllm_parse_metrics(r->body.data, r->body.len, &m, perr, sizeof(perr)) < 0) {
+		if (dbk_vllm_parse_metrics(r->body.p, r->body.len, &m, perr, sizeof(perr)) < 0) {
 			snprintf(why, whylen, "bad /metrics: %s", perr);
 			return why;
 		}
@@ -241,7 +241,7 @@ static const char *take_body(struct req *r, CURLcode rc, char *why, size_t whyle
 	} else {
 		long len;
 
-		if (dbk_vllm_parse_models(r->body.data, r->body.len, &len, perr, sizeof(perr)) < 0) {
+		if (dbk_vllm_parse_models(r->body.p, r->body.len, &len, perr, sizeof(perr)) < 0) {
 			snprintf(why, whylen, "bad /v1/models: %s", perr);
 			return why;
 		}
@@ -386,7 +386,7 @@ static void req_free(struct dbk_scrape *s, struct req *r)
 			curl_multi_remove_handle(s->multi, r->easy);
 		curl_easy_cleanup(r->easy);
 	}
-	dbk_sb_free(&r->body);
+	dbk_buf_free(&r->body);
 }
 
 void dbk_scrape_free(struct dbk_scrape *s)

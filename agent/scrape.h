@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "strbuf.h"
+#include "lib/buf.h"
 #include "vllm_metrics.h"
 
 #define DBK_SCRAPE_DEFAULT_INTERVAL_MS 100
@@ -78,8 +78,8 @@ bool dbk_scrape_fresh(const struct dbk_scrape *s, unsigned i, uint64_t now_ms);
 /* scrape_report.c: the scraper's series for the agent's /metrics, and
  * its "scrape" member for /state (followed by a comma). */
 void dbk_scrape_report_metrics(const struct dbk_scrape *s, uint64_t now_ms,
-                               struct dbk_strbuf *o);
+                               struct dbk_buf *o);
 void dbk_scrape_report_state(const struct dbk_scrape *s, uint64_t now_ms,
-                             struct dbk_strbuf *o);
+                             struct dbk_buf *o);
 
 #endif

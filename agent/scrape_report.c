@@ -41,30 +41,30 @@ static double field(const struct dbk_vllm_metrics *m, size_t off)
 	return *(const double *)(const void *)((const char *)m + off);
 }
 
-static void per_server_u64(const struct dbk_scrape *s, struct dbk_strbuf *o, const char *name,
+static void per_server_u64(const struct dbk_scrape *s, struct dbk_buf *o, const char *name,
                            const char *type, const char *help, size_t off)
 {
-	dbk_sb_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	dbk_buf_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 	for (unsigned i = 0; i < dbk_scrape_count(s); i++) {
 		const struct dbk_scrape_view *v = dbk_scrape_view(s, i);
 
 		if (v->scraped)
-			dbk_sb_printf(o, "%s{server=\"%s\"} %" PRIu64 "\n", name, dbk_scrape_name(s, i),
+			dbk_buf_printf(o, "%s{server=\"%s\"} %" PRIu64 "\n", name, dbk_scrape_name(s, i),
 			              *(const uint64_t *)(const void *)((const char *)v + off));
 	}
 }
 
 void dbk_scrape_report_metrics(const struct dbk_scrape *s, uint64_t now_ms,
-                               struct dbk_strbuf *o)
+                               struct dbk_buf *o)
 {
 	unsigned n = dbk_scrape_count(s);
 
-	dbk_sb_printf(o, "# HELP dbucket_scrape_up Whether the last scrape of the server's "
+	dbk_buf_printf(o, "# HELP dbucket_scrape_up Whether the last scrape of the server's "
 	                 "/metrics succeeded (0: routing on the agent's books alone).\n"
 	                 "# TYPE dbucket_scrape_up gauge\n");
 	for (unsigned i = 0; i < n; i++)
 		if (dbk_scrape_view(s, i)->scraped)
-			dbk_sb_printf(o, "dbucket_scrape_up{server=\"%s\"} %d\n", dbk_scrape_name(s, i),
+			dbk_buf_printf(o, "dbucket_scrape_up{server=\"%s\"} %d\n", dbk_scrape_name(s, i),
 			              dbk_scrape_view(s, i)->up ? 1 : 0);
 	per_server_u64(s, o, "dbucket_scrapes_total", "counter",
 	               "Scrapes of the server's /metrics finished.",
@@ -75,61 +75,61 @@ void dbk_scrape_report_metrics(const struct dbk_scrape *s, uint64_t now_ms,
 	per_server_u64(s, o, "dbucket_scrape_models_failures_total", "counter",
 	               "Scrapes of the server's /v1/models that failed.",
 	               offsetof(struct dbk_scrape_view, models_failures));
-	dbk_sb_printf(o, "# HELP dbucket_scrape_age_seconds Time since the server's last good "
+	dbk_buf_printf(o, "# HELP dbucket_scrape_age_seconds Time since the server's last good "
 	                 "scrape (absent before the first).\n"
 	                 "# TYPE dbucket_scrape_age_seconds gauge\n");
 	for (unsigned i = 0; i < n; i++) {
 		const struct dbk_scrape_view *v = dbk_scrape_view(s, i);
 
 		if (v->scraped && v->ok_ms)
-			dbk_sb_printf(o, "dbucket_scrape_age_seconds{server=\"%s\"} %.3f\n",
+			dbk_buf_printf(o, "dbucket_scrape_age_seconds{server=\"%s\"} %.3f\n",
 			              dbk_scrape_name(s, i), (double)(now_ms - v->ok_ms) / 1000.0);
 	}
-	dbk_sb_printf(o, "# HELP dbucket_vllm_max_model_len The server's context limit "
+	dbk_buf_printf(o, "# HELP dbucket_vllm_max_model_len The server's context limit "
 	                 "(/v1/models).\n# TYPE dbucket_vllm_max_model_len gauge\n");
 	for (unsigned i = 0; i < n; i++)
 		if (dbk_scrape_view(s, i)->max_model_len)
-			dbk_sb_printf(o, "dbucket_vllm_max_model_len{server=\"%s\"} %ld\n",
+			dbk_buf_printf(o, "dbucket_vllm_max_model_len{server=\"%s\"} %ld\n",
 			              dbk_scrape_name(s, i), dbk_scrape_view(s, i)->max_model_len);
 	for (size_t k = 0; k < NSERIES; k++) {
 		const struct series *x = &series[k];
 
-		dbk_sb_printf(o, "# HELP dbucket_vllm_%s %s\n# TYPE dbucket_vllm_%s %s\n", x->prom,
+		dbk_buf_printf(o, "# HELP dbucket_vllm_%s %s\n# TYPE dbucket_vllm_%s %s\n", x->prom,
 		              x->help, x->prom, x->type);
 		for (unsigned i = 0; i < n; i++) {
 			const struct dbk_scrape_view *v = dbk_scrape_view(s, i);
 
 			if (v->m.have & x->bit)
-				dbk_sb_printf(o, "dbucket_vllm_%s{server=\"%s\"} %.17g\n", x->prom,
+				dbk_buf_printf(o, "dbucket_vllm_%s{server=\"%s\"} %.17g\n", x->prom,
 				              dbk_scrape_name(s, i), field(&v->m, x->off));
 		}
 	}
 }
 
 void dbk_scrape_report_state(const struct dbk_scrape *s, uint64_t now_ms,
-                             struct dbk_strbuf *o)
+                             struct dbk_buf *o)
 {
 	unsigned n = dbk_scrape_count(s);
 
-	dbk_sb_printf(o, "  \"scrape\": {\"interval_ms\": %ld, \"timeout_ms\": %ld, \"servers\": [\n",
+	dbk_buf_printf(o, "  \"scrape\": {\"interval_ms\": %ld, \"timeout_ms\": %ld, \"servers\": [\n",
 	              dbk_scrape_config(s)->interval_ms, dbk_scrape_config(s)->timeout_ms);
 	for (unsigned i = 0; i < n; i++) {
 		const struct dbk_scrape_view *v = dbk_scrape_view(s, i);
 
-		dbk_sb_printf(o, "    {\"name\": \"%s\", \"url\": \"%s\", \"up\": %s, \"fresh\": %s, "
+		dbk_buf_printf(o, "    {\"name\": \"%s\", \"url\": \"%s\", \"up\": %s, \"fresh\": %s, "
 		              "\"scrapes\": %" PRIu64 ", \"failures\": %" PRIu64,
 		              dbk_scrape_name(s, i), dbk_scrape_url(s, i), v->up ? "true" : "false",
 		              dbk_scrape_fresh(s, i, now_ms) ? "true" : "false", v->scrapes,
 		              v->failures);
 		if (v->ok_ms)
-			dbk_sb_printf(o, ", \"age_ms\": %" PRIu64, now_ms - v->ok_ms);
+			dbk_buf_printf(o, ", \"age_ms\": %" PRIu64, now_ms - v->ok_ms);
 		if (v->max_model_len)
-			dbk_sb_printf(o, ", \"max_model_len\": %ld", v->max_model_len);
+			dbk_buf_printf(o, ", \"max_model_len\": %ld", v->max_model_len);
 		for (size_t k = 0; k < NSERIES; k++)
 			if (v->m.have & series[k].bit)
-				dbk_sb_printf(o, ", \"%s\": %.17g", series[k].json,
+				dbk_buf_printf(o, ", \"%s\": %.17g", series[k].json,
 				              field(&v->m, series[k].off));
-		dbk_sb_printf(o, "}%s\n", i + 1 < n ? "," : "");
+		dbk_buf_printf(o, "}%s\n", i + 1 < n ? "," : "");
 	}
-	dbk_sb_printf(o, "  ]},\n");
+	dbk_buf_printf(o, "  ]},\n");
 }

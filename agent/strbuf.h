@@ -6,17 +6,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct dbk_strbuf {
+struct dbk_buf {
 	char *data;
 	size_t len;
 	size_t cap;
 	bool failed;
 };
 
-void dbk_sb_init(struct dbk_strbuf *sb);
-void dbk_sb_free(struct dbk_strbuf *sb);
-void dbk_sb_append(struct dbk_strbuf *sb, const char *s, size_t n);
-void dbk_sb_printf(struct dbk_strbuf *sb, const char *fmt, ...)
+void dbk_buf_init(struct dbk_buf *sb);
+void dbk_buf_free(struct dbk_buf *sb);
+void dbk_buf_add(struct dbk_buf *sb, const char *s, size_t n);
+void dbk_buf_printf(struct dbk_buf *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* The one-line error every parser reports: printf into err (errlen

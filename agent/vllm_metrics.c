@@ -1,4 +1,5 @@
 #include "vllm_metrics.h"
+#include "lib/log.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -8,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "strbuf.h"
+#include "lib/buf.h"
 
 /* Longest value or label value kept for conversion; longer ones are
  * still validated but never a number we use. */

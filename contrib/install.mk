@@ -1,6 +1,5 @@
-# `make install` and `make uninstall`; included by the top-level Makefile
-# (after contrib/launcher/launcher.mk). Without that include yet:
-#   make -f Makefile -f contrib/install.mk install DESTDIR=/tmp/pkg PREFIX=/usr
+# `make install` and `make uninstall`; included by the top-level Makefile:
+#   make install DESTDIR=/tmp/pkg PREFIX=/usr
 #
 #   PREFIX   /usr/local by default; DESTDIR is prepended to every path.
 #
@@ -22,11 +21,6 @@ INSTALL_SBINDIR = $(PREFIX)/sbin
 INSTALL_DATADIR = $(PREFIX)/share/dbucket
 INSTALL_MANDIR  = $(PREFIX)/share/man
 INSTALL_UNITDIR = $(PREFIX)/lib/systemd/system
-
-# The launcher's rules, when the top-level Makefile does not include them.
-ifeq ($(origin LAUNCHER_BINS),undefined)
-include contrib/launcher/launcher.mk
-endif
 
 INSTALL_FILES = $(INSTALL_SBINDIR)/dbucket-spoa \
                 $(INSTALL_BINDIR)/dbucket \

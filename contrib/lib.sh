@@ -157,7 +157,7 @@ dbk_routing() {
 dbk_need_bins() { # dbk_need_bins NAME...: exits 2 unless each $BUILD/NAME is built
 	local b
 	for b in "$@"; do
-		[ -x "$BUILD/$b" ] || { echo "$DBK_WHO: $BUILD/$b is missing (make)" >&2; exit 2; }
+		[ -x "$BUILD/$b" ] || { echo "$DBK_WHO: $BUILD/$b is missing (run make)" >&2; exit 2; }
 	done
 }
 

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "../stub/buf.h"
+#include "lib/buf.h"
 
 struct dbk_call;
 

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "client.h"
-#include "numparse.h"
+#include "lib/numparse.h"
 #include "report.h"
 #include "request.h"
 #include "stats.h"

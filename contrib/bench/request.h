@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "../stub/buf.h"
+#include "lib/buf.h"
 
 enum dbk_endpoint { DBK_EP_COMPLETIONS = 0, DBK_EP_CHAT };
 

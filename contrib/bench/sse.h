@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../stub/buf.h"
+#include "lib/buf.h"
 
 /* A vLLM chunk is a few hundred bytes; one with logprobs a few KiB. */
 #define DBK_SSE_MAX_EVENT (1024 * 1024)

@@ -7,7 +7,7 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 
-#include "../../tests/unit/check.h"
+#include "check.h"
 
 static void test_url(void)
 {

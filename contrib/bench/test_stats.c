@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../../tests/unit/check.h"
+#include "check.h"
 
 static void test_percentile(void)
 {

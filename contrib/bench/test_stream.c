@@ -7,7 +7,7 @@
 
 #include <stdlib.h>
 
-#include "../../tests/unit/check.h"
+#include "check.h"
 
 /* ---- The chain, as client.c runs it. ---- */
 

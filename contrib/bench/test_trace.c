@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../../tests/unit/check.h"
+#include "check.h"
 
 static int parse(enum dbk_trace_format f, const char *s, struct dbk_trace *t,
                  char *err, size_t errn)

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "flags.h"
-#include "net.h"
+#include "lib/net.h"
 #include "render.h"
 #include "supervise.h"
 

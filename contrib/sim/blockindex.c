@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
+
 struct dbk_bi_entry {
 	uint64_t hash;
 	uint32_t prev, next;
@@ -58,18 +60,15 @@ const uint64_t *dbk_blockindex_get(const struct dbk_blockindex *bi,
 static uint64_t *set_for(struct dbk_blockindex *bi, uint64_t hash)
 {
 	uint32_t *v = dbk_u64map_get(&bi->sets, hash);
+	uint64_t *nb;
 
 	if (v)
 		return &bi->setbits[(size_t)*v * bi->words];
-	if (bi->nsets == bi->capsets) {
-		size_t cap = bi->capsets ? bi->capsets * 2 : 4096;
-		uint64_t *nb = realloc(bi->setbits, cap * bi->words * sizeof(*nb));
-
-		if (!nb)
-			return NULL;
-		bi->setbits = nb;
-		bi->capsets = cap;
-	}
+	nb = dbk_sim_array_room(bi->setbits, &bi->capsets, bi->nsets,
+	                        bi->words * sizeof(*nb), 4096);
+	if (!nb)
+		return NULL;
+	bi->setbits = nb;
 	if (dbk_u64map_put(&bi->sets, hash, (uint32_t)bi->nsets) != 0)
 		return NULL;
 	memset(&bi->setbits[bi->nsets * bi->words], 0, bi->words * sizeof(uint64_t));

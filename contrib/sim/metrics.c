@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
+
 const char *dbk_sim_class_name(enum dbk_sim_class c)
 {
 	switch (c) {
@@ -43,17 +45,13 @@ void dbk_metrics_free(struct dbk_metrics *m)
 
 static void dvec_push(struct dbk_metrics *m, struct dbk_dvec *d, double x)
 {
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 256;
-		double *nv = realloc(d->v, cap * sizeof(*nv));
+	double *nv = dbk_sim_array_room(d->v, &d->cap, d->n, sizeof(*nv), 256);
 
-		if (!nv) {
-			m->oom = true;
-			return;
-		}
-		d->v = nv;
-		d->cap = cap;
+	if (!nv) {
+		m->oom = true;
+		return;
 	}
+	d->v = nv;
 	d->v[d->n++] = x;
 }
 

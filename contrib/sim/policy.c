@@ -6,133 +6,127 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- Round robin. ---- */
+#include "lib/log.h"
 
-struct rr {
-	unsigned n, next;
-};
+/* ---- What every policy shares. ---- */
 
-static void *rr_create(const void *arg, const struct dbk_sim_config *c,
-                       char *err, size_t errlen)
+void *dbk_sim_policy_new(const struct dbk_sim_policy_ops *ops,
+                         const struct dbk_sim_config *c, char *err, size_t errlen)
 {
-	struct rr *p = calloc(1, sizeof(*p));
+	void *st = calloc(1, ops->size ? ops->size : 1);
+	const struct dbk_sim_policy_env env = { ops->arg, c, err, errlen };
 
-	(void)arg;
-	if (!p) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	p->n = c->ninstances;
-	return p;
+	if (errlen)
+		err[0] = '\0';
+	if (st && (!ops->init || ops->init(st, &env) == 0))
+		return st;
+	dbk_sim_policy_free(ops, st);
+	if (!errlen || !err[0])
+		dbk_errf(err, errlen, "out of memory");
+	return NULL;
 }
+
+void dbk_sim_policy_free(const struct dbk_sim_policy_ops *ops, void *st)
+{
+	if (st && ops->fini)
+		ops->fini(st);
+	free(st);
+}
+
+unsigned dbk_sim_least(const struct dbk_sim *s, unsigned from, dbk_sim_key_fn key,
+                       const void *ctx)
+{
+	unsigned n = dbk_sim_ninstances(s), k, best = from % n;
+	double best_key = key(ctx, s, best);
+
+	for (k = 1; k < n; k++) {
+		unsigned i = (from + k) % n;
+		double v = key(ctx, s, i);
+
+		if (v < best_key) {
+			best = i;
+			best_key = v;
+		}
+	}
+	return best;
+}
+
+double dbk_sim_key_inflight(const void *ctx, const struct dbk_sim *s, unsigned i)
+{
+	(void)ctx;
+	return dbk_sim_inflight(s, i);
+}
+
+double dbk_sim_key_neg_inflight(const void *ctx, const struct dbk_sim *s, unsigned i)
+{
+	return -dbk_sim_key_inflight(ctx, s, i);
+}
+
+/* ---- Round robin. ---- */
 
 static int rr_choose(void *st, const struct dbk_sim *s,
                      const struct dbk_sim_req *r)
 {
-	struct rr *p = st;
-	unsigned i = p->next;
+	unsigned *next = st, i = *next;
 
-	(void)s;
 	(void)r;
-	p->next = (p->next + 1) % p->n;
+	*next = (i + 1) % dbk_sim_ninstances(s);
 	return (int)i;
 }
 
-/* ---- Least connections. ---- */
-
-struct lc {
-	unsigned n, last;
+const struct dbk_sim_policy_ops dbk_sim_policy_rr = {
+	.name = "rr",
+	.size = sizeof(unsigned),
+	.choose = rr_choose,
 };
 
-static void *lc_create(const void *arg, const struct dbk_sim_config *c,
-                       char *err, size_t errlen)
-{
-	struct lc *p = calloc(1, sizeof(*p));
-
-	(void)arg;
-	if (!p) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	p->n = c->ninstances;
-	p->last = c->ninstances - 1;
-	return p;
-}
+/* ---- Least connections. ---- */
 
 /* Fewest in flight; among equals the first after the previous choice,
  * because HAProxy's leastconn rotates among servers with equal counts
- * instead of always favouring the first one. */
+ * instead of always favouring the first one. The state: the previous
+ * choice, the last instance before the first. */
+static int lc_init(void *st, const struct dbk_sim_policy_env *env)
+{
+	*(unsigned *)st = env->cfg->ninstances - 1;
+	return 0;
+}
+
 static int lc_choose(void *st, const struct dbk_sim *s,
                      const struct dbk_sim_req *r)
 {
-	struct lc *p = st;
-	unsigned k, best = 0, best_n = 0;
+	unsigned *last = st;
 
 	(void)r;
-	for (k = 1; k <= p->n; k++) {
-		unsigned i = (p->last + k) % p->n;
-		unsigned n = dbk_sim_inflight(s, i);
-
-		if (k == 1 || n < best_n) {
-			best = i;
-			best_n = n;
-		}
-	}
-	p->last = best;
-	return (int)best;
+	*last = dbk_sim_least(s, *last + 1, dbk_sim_key_inflight, NULL);
+	return (int)*last;
 }
 
-void dbk_sim_policy_no_release(void *st, const struct dbk_sim *s,
-                               const struct dbk_sim_req *r, unsigned inst)
-{
-	(void)st;
-	(void)s;
-	(void)r;
-	(void)inst;
-}
-
-static const struct dbk_sim_policy_ops rr_ops = {
-	.name = "rr",
-	.summary = "round robin",
-	.create = rr_create,
-	.choose = rr_choose,
-	.release = dbk_sim_policy_no_release,
-	.destroy = free,
-};
-
-static const struct dbk_sim_policy_ops lc_ops = {
+const struct dbk_sim_policy_ops dbk_sim_policy_lc = {
 	.name = "lc",
-	.summary = "least connections (fewest requests in flight)",
-	.create = lc_create,
+	.size = sizeof(unsigned), .init = lc_init,
 	.choose = lc_choose,
-	.release = dbk_sim_policy_no_release,
-	.destroy = free,
 };
-
-const struct dbk_sim_policy_ops *dbk_sim_policy_rr(void) { return &rr_ops; }
-const struct dbk_sim_policy_ops *dbk_sim_policy_lc(void) { return &lc_ops; }
 
 /* ---- The table. ---- */
 
-typedef const struct dbk_sim_policy_ops *(*policy_fn)(void);
-
-static const policy_fn table[] = {
-	dbk_sim_policy_rr,
-	dbk_sim_policy_lc,
-	dbk_sim_policy_plain,
-	dbk_sim_policy_dynamic,
-	dbk_sim_policy_ttft,
-	dbk_sim_policy_clairvoyant,
-	dbk_sim_policy_cache_aware,
-	dbk_sim_policy_power_of_two,
-	dbk_sim_policy_consistent_hash,
-	dbk_sim_policy_llm_d,
-	dbk_sim_policy_prefixaware,
+static const struct dbk_sim_policy_ops *const table[] = {
+	&dbk_sim_policy_rr,
+	&dbk_sim_policy_lc,
+	&dbk_sim_policy_plain,
+	&dbk_sim_policy_dynamic,
+	&dbk_sim_policy_ttft,
+	&dbk_sim_policy_clairvoyant,
+	&dbk_sim_policy_cache_aware,
+	&dbk_sim_policy_power_of_two,
+	&dbk_sim_policy_consistent_hash,
+	&dbk_sim_policy_llm_d,
+	&dbk_sim_policy_prefixaware,
 };
 
 const struct dbk_sim_policy_ops *dbk_sim_policy_at(size_t i)
 {
-	return i < sizeof(table) / sizeof(table[0]) ? table[i]() : NULL;
+	return i < sizeof(table) / sizeof(table[0]) ? table[i] : NULL;
 }
 
 const struct dbk_sim_policy_ops *dbk_sim_policy_find(const char *name)
@@ -144,4 +138,36 @@ const struct dbk_sim_policy_ops *dbk_sim_policy_find(const char *name)
 		if (strcmp(p->name, name) == 0)
 			return p;
 	return NULL;
+}
+
+int dbk_sim_policy_pick(const char *list, const struct dbk_sim_policy_ops **out,
+                        size_t max, size_t *n, char *err, size_t errlen)
+{
+	char buf[256], *tok, *save = NULL;
+	const struct dbk_sim_policy_ops *p;
+
+	*n = 0;
+	if (strcmp(list, "all") == 0) {
+		while (*n < max && (p = dbk_sim_policy_at(*n)) != NULL)
+			out[(*n)++] = p;
+		return 0;
+	}
+	if (strlen(list) >= sizeof(buf)) {
+		dbk_errf(err, errlen, "policy list too long");
+		return -1;
+	}
+	strcpy(buf, list);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		p = dbk_sim_policy_find(tok);
+		if (!p || *n == max) {
+			dbk_errf(err, errlen, "unknown policy '%s' (see --help)", tok);
+			return -1;
+		}
+		out[(*n)++] = p;
+	}
+	if (*n == 0) {
+		dbk_errf(err, errlen, "no policy in '%s'", list);
+		return -1;
+	}
+	return 0;
 }

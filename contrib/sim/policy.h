@@ -23,10 +23,11 @@
  * Those that read backend numbers read them from a scraped snapshot
  * (snapshot.h) refreshed on the peer's interval, never from the engine.
  *
- * A new policy is a struct dbk_sim_policy_ops: create, choose, release,
- * optional stats, destroy. It may look at the cluster through sim.h's
- * query functions while choosing, and must not change anything there.
- * Add it to the table in policy.c to make it selectable by name. */
+ * A new policy is a struct dbk_sim_policy_ops: the size of its state,
+ * choose, and what it needs of init, release, tick, stats and fini. It
+ * may look at the cluster through sim.h's query functions while
+ * choosing, and must not change anything there. Add it to the table in
+ * policy.c to make it selectable by name. */
 #ifndef DBK_SIM_POLICY_H
 #define DBK_SIM_POLICY_H
 
@@ -46,52 +47,84 @@ struct dbk_sim_policy_stats {
 	uint64_t unknown_releases;
 };
 
+/* What a policy's init is given. */
+struct dbk_sim_policy_env {
+	const void *arg;                    /* the ops' arg */
+	const struct dbk_sim_config *cfg;   /* outlives the state */
+	char *err;                          /* for a sentence on failure */
+	size_t errlen;
+};
+
 struct dbk_sim_policy_ops {
 	const char *name;
-	const char *summary;
-	/* Passed to create: lets one set of functions serve several
+	/* Passed to init (env->arg): lets one set of functions serve several
 	 * policies, or a wrapper find what it wraps. */
 	const void *arg;
-	/* The policy's state for one run; NULL with a sentence in err. */
-	void *(*create)(const void *arg, const struct dbk_sim_config *c,
-	                char *err, size_t errlen);
+	/* Bytes of the policy's state for one run, handed to init zeroed. */
+	size_t size;
+	/* May be NULL. Sets the zeroed state up for one run: 0, or -1 with
+	 * a sentence in env->err (left empty: out of memory); fini runs
+	 * after a failure too. */
+	int (*init)(void *st, const struct dbk_sim_policy_env *env);
 	/* An instance index, DBK_SIM_REFUSE or DBK_SIM_POLICY_ERROR. */
 	int (*choose)(void *st, const struct dbk_sim *s,
 	              const struct dbk_sim_req *r);
-	/* The request chosen for inst ended (finished or failed): called
-	 * exactly once per chosen request. */
+	/* May be NULL (the policy keeps nothing per request). The request
+	 * chosen for inst ended (finished or failed): called exactly once
+	 * per chosen request. */
 	void (*release)(void *st, const struct dbk_sim *s,
 	                const struct dbk_sim_req *r, unsigned inst);
-	/* May be NULL: called every tick_s seconds of model time from the
-	 * first arrival until the last request ends, for work a router does
-	 * on a timer (scraping /metrics, evicting its tree). */
+	/* The router's timed work, every tick_s seconds of model time from
+	 * the first arrival until the last request ends: with scrape set,
+	 * the simulator first scrapes every instance's /metrics for it
+	 * (dbk_sim_scraped); then tick, when set, runs (evicting a tree,
+	 * passing the scrape on). */
+	bool scrape;
 	void (*tick)(void *st, const struct dbk_sim *s);
 	double tick_s;
 	/* May be NULL. */
 	void (*stats)(const void *st, struct dbk_sim_policy_stats *out);
-	void (*destroy)(void *st);
+	/* May be NULL: frees what init allocated, not the state itself. */
+	void (*fini)(void *st);
 };
 
-const struct dbk_sim_policy_ops *dbk_sim_policy_rr(void);
-const struct dbk_sim_policy_ops *dbk_sim_policy_lc(void);
-const struct dbk_sim_policy_ops *dbk_sim_policy_plain(void);
-const struct dbk_sim_policy_ops *dbk_sim_policy_dynamic(void);
-const struct dbk_sim_policy_ops *dbk_sim_policy_clairvoyant(void);
-const struct dbk_sim_policy_ops *dbk_sim_policy_cache_aware(void);
-const struct dbk_sim_policy_ops *dbk_sim_policy_power_of_two(void);
-const struct dbk_sim_policy_ops *dbk_sim_policy_consistent_hash(void);
-const struct dbk_sim_policy_ops *dbk_sim_policy_llm_d(void);
-const struct dbk_sim_policy_ops *dbk_sim_policy_prefixaware(void);
-const struct dbk_sim_policy_ops *dbk_sim_policy_ttft(void);
+extern const struct dbk_sim_policy_ops dbk_sim_policy_rr;
+extern const struct dbk_sim_policy_ops dbk_sim_policy_lc;
+extern const struct dbk_sim_policy_ops dbk_sim_policy_plain;
+extern const struct dbk_sim_policy_ops dbk_sim_policy_dynamic;
+extern const struct dbk_sim_policy_ops dbk_sim_policy_clairvoyant;
+extern const struct dbk_sim_policy_ops dbk_sim_policy_cache_aware;
+extern const struct dbk_sim_policy_ops dbk_sim_policy_power_of_two;
+extern const struct dbk_sim_policy_ops dbk_sim_policy_consistent_hash;
+extern const struct dbk_sim_policy_ops dbk_sim_policy_llm_d;
+extern const struct dbk_sim_policy_ops dbk_sim_policy_prefixaware;
+extern const struct dbk_sim_policy_ops dbk_sim_policy_ttft;
 
-/* release() for policies that keep nothing per request. */
-void dbk_sim_policy_no_release(void *st, const struct dbk_sim *s,
-                               const struct dbk_sim_req *r, unsigned inst);
+/* A policy's state for one run: allocated and set up (ops->init); NULL
+ * with a sentence in err. */
+void *dbk_sim_policy_new(const struct dbk_sim_policy_ops *ops,
+                         const struct dbk_sim_config *c, char *err, size_t errlen);
+void dbk_sim_policy_free(const struct dbk_sim_policy_ops *ops, void *st);
+
+/* The instance with the least key(ctx, s, i), looked at from instance
+ * from on, wrapping around: the first of equals in that order. */
+typedef double (*dbk_sim_key_fn)(const void *ctx, const struct dbk_sim *s, unsigned i);
+unsigned dbk_sim_least(const struct dbk_sim *s, unsigned from, dbk_sim_key_fn key,
+                       const void *ctx);
+/* Keys for it: requests in flight (HAProxy's connection count), and
+ * its negation (for the most loaded). */
+double dbk_sim_key_inflight(const void *ctx, const struct dbk_sim *s, unsigned i);
+double dbk_sim_key_neg_inflight(const void *ctx, const struct dbk_sim *s, unsigned i);
 
 /* The built-in policies in report order; NULL past the end. */
 const struct dbk_sim_policy_ops *dbk_sim_policy_at(size_t i);
 /* By name; NULL when unknown. */
 const struct dbk_sim_policy_ops *dbk_sim_policy_find(const char *name);
+/* The policies of a comma-separated list of names ("all": every
+ * built-in one), at most max of them, in out[0..*n). 0, or -1 with the
+ * reason in err (an unknown name, an empty list). */
+int dbk_sim_policy_pick(const char *list, const struct dbk_sim_policy_ops **out,
+                        size_t max, size_t *n, char *err, size_t errlen);
 
 /* ---- The balancer policies' view of a request, exposed for tests. ---- */
 

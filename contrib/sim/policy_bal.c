@@ -32,29 +32,24 @@ size_t dbk_sim_lease_id(uint32_t id, char *buf)
 	return n > 0 ? (size_t)n : 0;
 }
 
-static void *bal_create(const void *arg, const struct dbk_sim_config *c,
-                        char *err, size_t errlen)
+static int bal_init(void *st, const struct dbk_sim_policy_env *env)
 {
-	bool dynamic = arg != NULL;
+	const struct dbk_sim_config *c = env->cfg;
+	struct balp *p = st;
+	bool dynamic = env->arg != NULL;
 	struct dbk_bal_config bc;
-	struct balp *p;
 
 	if (dynamic && c->ninstances < 2) {
-		snprintf(err, errlen, "dynamic mode needs at least 2 instances");
-		return NULL;
+		snprintf(env->err, env->errlen, "dynamic mode needs at least 2 instances");
+		return -1;
 	}
 	dbk_bal_config_default(&bc, c->ninstances, dynamic, c->threshold_tokens,
 	                       c->max_request_tokens);
-	if (dbk_bal_config_check(&bc, err, errlen) != 0)
-		return NULL;
-	p = calloc(1, sizeof(*p));
-	if (!p || !(p->b = dbk_bal_new(&bc))) {
-		free(p);
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
+	if (dbk_bal_config_check(&bc, env->err, env->errlen) != 0)
+		return -1;
 	p->cfg = c;
-	return p;
+	p->b = dbk_bal_new(&bc);
+	return p->b ? 0 : -1;
 }
 
 static int bal_choose(void *st, const struct dbk_sim *s,
@@ -100,12 +95,9 @@ static void bal_stats(const void *st, struct dbk_sim_policy_stats *out)
 	out->unknown_releases = bs->unknown_releases;
 }
 
-static void bal_destroy(void *st)
+static void bal_fini(void *st)
 {
-	struct balp *p = st;
-
-	dbk_bal_free(p->b);
-	free(p);
+	dbk_bal_free(((struct balp *)st)->b);
 }
 
 const struct dbk_balancer *dbk_sim_bal_policy_balancer(const void *st)
@@ -113,35 +105,14 @@ const struct dbk_balancer *dbk_sim_bal_policy_balancer(const void *st)
 	return ((const struct balp *)st)->b;
 }
 
-/* arg: NULL for plain, anything else for dynamic. */
-static const struct dbk_sim_policy_ops plain_ops = {
-	.name = "plain",
-	.summary = "dbucket, one group (agent without --enable-dynamic-bucket)",
-	.arg = NULL,
-	.create = bal_create,
-	.choose = bal_choose,
-	.release = bal_release,
-	.stats = bal_stats,
-	.destroy = bal_destroy,
-};
+/* plain: the agent without --enable-dynamic-bucket, one group; dynamic:
+ * with it, the short and long groups. arg: NULL for plain, anything else
+ * for dynamic. */
+#define BAL_OPS(policy, dynamic)                                            \
+	{ .name = policy, .arg = dynamic, .size = sizeof(struct balp),      \
+	  .init = bal_init, .choose = bal_choose, .release = bal_release,   \
+	  .stats = bal_stats, .fini = bal_fini }
 
-static const struct dbk_sim_policy_ops dynamic_ops = {
-	.name = "dynamic",
-	.summary = "dbucket, short and long groups (--enable-dynamic-bucket)",
-	.arg = &dynamic_ops,
-	.create = bal_create,
-	.choose = bal_choose,
-	.release = bal_release,
-	.stats = bal_stats,
-	.destroy = bal_destroy,
-};
-
-const struct dbk_sim_policy_ops *dbk_sim_policy_plain(void)
-{
-	return &plain_ops;
-}
-
-const struct dbk_sim_policy_ops *dbk_sim_policy_dynamic(void)
-{
-	return &dynamic_ops;
-}
+const struct dbk_sim_policy_ops dbk_sim_policy_plain = BAL_OPS("plain", NULL);
+const struct dbk_sim_policy_ops dbk_sim_policy_dynamic =
+	BAL_OPS("dynamic", &dbk_sim_policy_dynamic);

@@ -27,9 +27,6 @@
  * prompts share nothing. */
 #include "policy.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-
 #include "radix.h"
 
 #define CA_CACHE_THRESHOLD 0.3
@@ -39,48 +36,30 @@
 #define CA_MAX_TREE_CHARS 67108864ULL
 
 struct cache_aware {
-	unsigned n;
 	struct dbk_radix tree;
 	uint64_t evicted, balanced, affinity;
 };
 
-static void ca_destroy(void *st)
+static int ca_init(void *st, const struct dbk_sim_policy_env *env)
 {
 	struct cache_aware *p = st;
 
-	if (!p)
-		return;
-	dbk_radix_free(&p->tree);
-	free(p);
+	return dbk_radix_init(&p->tree, env->cfg->ninstances);
 }
 
-static void *ca_create(const void *arg, const struct dbk_sim_config *c,
-                       char *err, size_t errlen)
+static void ca_fini(void *st)
 {
-	struct cache_aware *p = calloc(1, sizeof(*p));
-
-	(void)arg;
-	if (!p || dbk_radix_init(&p->tree, c->ninstances) != 0) {
-		free(p);
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	p->n = c->ninstances;
-	return p;
+	dbk_radix_free(&((struct cache_aware *)st)->tree);
 }
 
 static int ca_choose(void *st, const struct dbk_sim *s,
                      const struct dbk_sim_req *r)
 {
 	struct cache_aware *p = st;
-	unsigned i, lo = 0, hi = 0, pick;
+	unsigned lo = dbk_sim_least(s, 0, dbk_sim_key_inflight, NULL);
+	unsigned hi = dbk_sim_least(s, 0, dbk_sim_key_neg_inflight, NULL);
+	unsigned pick;
 
-	for (i = 1; i < p->n; i++) {
-		if (dbk_sim_inflight(s, i) < dbk_sim_inflight(s, lo))
-			lo = i;
-		if (dbk_sim_inflight(s, i) > dbk_sim_inflight(s, hi))
-			hi = i;
-	}
 	if (dbk_sim_inflight(s, hi) - dbk_sim_inflight(s, lo) > CA_BALANCE_ABS &&
 	    (double)dbk_sim_inflight(s, hi) >
 	            (double)dbk_sim_inflight(s, lo) * CA_BALANCE_REL) {
@@ -113,19 +92,9 @@ static void ca_tick(void *st, const struct dbk_sim *s)
 		p->evicted += (uint64_t)d;
 }
 
-static const struct dbk_sim_policy_ops ca_ops = {
+const struct dbk_sim_policy_ops dbk_sim_policy_cache_aware = {
 	.name = "cache_aware",
-	.summary = "SGLang gateway / vLLM Router cache_aware (prefix tree, "
-	           "balance thresholds 64 / 1.5, cache threshold 0.3)",
-	.create = ca_create,
+	.size = sizeof(struct cache_aware), .init = ca_init, .fini = ca_fini,
 	.choose = ca_choose,
-	.release = dbk_sim_policy_no_release,
-	.tick = ca_tick,
-	.tick_s = CA_EVICTION_INTERVAL_S,
-	.destroy = ca_destroy,
+	.tick = ca_tick, .tick_s = CA_EVICTION_INTERVAL_S,
 };
-
-const struct dbk_sim_policy_ops *dbk_sim_policy_cache_aware(void)
-{
-	return &ca_ops;
-}

@@ -16,7 +16,6 @@
  * while the fleet does not, is the same. No load is consulted. */
 #include "policy.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "u64map.h"
@@ -42,31 +41,20 @@ static int point_cmp(const void *a, const void *b)
 	return x->inst < y->inst ? -1 : x->inst > y->inst;
 }
 
-static void ch_destroy(void *st)
+static void ch_fini(void *st)
 {
-	struct chash *p = st;
-
-	if (p)
-		free(p->ring);
-	free(p);
+	free(((struct chash *)st)->ring);
 }
 
-static void *ch_create(const void *arg, const struct dbk_sim_config *c,
-                       char *err, size_t errlen)
+static int ch_init(void *st, const struct dbk_sim_policy_env *env)
 {
-	struct chash *p = calloc(1, sizeof(*p));
+	struct chash *p = st;
 	unsigned i, v;
 
-	(void)arg;
-	if (p)
-		p->ring = malloc((size_t)c->ninstances * CH_VIRTUAL_NODES *
-		                 sizeof(*p->ring));
-	if (!p || !p->ring) {
-		ch_destroy(p);
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	for (i = 0; i < c->ninstances; i++)
+	p->ring = malloc((size_t)env->cfg->ninstances * CH_VIRTUAL_NODES * sizeof(*p->ring));
+	if (!p->ring)
+		return -1;
+	for (i = 0; i < env->cfg->ninstances; i++)
 		for (v = 0; v < CH_VIRTUAL_NODES; v++) {
 			struct point *pt = &p->ring[p->npoints++];
 
@@ -75,7 +63,7 @@ static void *ch_create(const void *arg, const struct dbk_sim_config *c,
 			pt->inst = i;
 		}
 	qsort(p->ring, p->npoints, sizeof(*p->ring), point_cmp);
-	return p;
+	return 0;
 }
 
 static int ch_choose(void *st, const struct dbk_sim *s,
@@ -99,17 +87,8 @@ static int ch_choose(void *st, const struct dbk_sim *s,
 	return (int)p->ring[lo == p->npoints ? 0 : lo].inst;
 }
 
-static const struct dbk_sim_policy_ops ch_ops = {
+const struct dbk_sim_policy_ops dbk_sim_policy_consistent_hash = {
 	.name = "consistent_hash",
-	.summary = "vLLM Router consistent_hash on the session key "
-	           "(160 virtual nodes per instance)",
-	.create = ch_create,
+	.size = sizeof(struct chash), .init = ch_init, .fini = ch_fini,
 	.choose = ch_choose,
-	.release = dbk_sim_policy_no_release,
-	.destroy = ch_destroy,
 };
-
-const struct dbk_sim_policy_ops *dbk_sim_policy_consistent_hash(void)
-{
-	return &ch_ops;
-}

@@ -11,11 +11,11 @@
 #include "policy.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "predict.h"
+#include "array.h"
+#include "replica.h"
 
 struct preempted {
 	uint64_t seq;
@@ -30,29 +30,22 @@ struct clair {
 	size_t nwait, capwait;
 };
 
-static void *clair_create(const void *arg, const struct dbk_sim_config *c,
-                          char *err, size_t errlen)
+static int clair_init(void *st, const struct dbk_sim_policy_env *env)
 {
-	struct clair *p = calloc(1, sizeof(*p));
+	struct clair *p = st;
 
-	(void)arg;
-	(void)c;
-	if (!p || !(p->pred = dbk_predictor_new())) {
-		free(p);
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	return p;
+	(void)env;
+	p->pred = dbk_predictor_new();
+	return p->pred ? 0 : -1;
 }
 
-static void clair_destroy(void *st)
+static void clair_fini(void *st)
 {
 	struct clair *p = st;
 
 	dbk_predictor_free(p->pred);
 	free(p->pre);
 	free(p->wait);
-	free(p);
 }
 
 static int cmp_pre(const void *a, const void *b)
@@ -65,15 +58,11 @@ static int cmp_pre(const void *a, const void *b)
 
 static int push_pre(struct clair *p, uint64_t seq, const struct dbk_pred_item *it)
 {
-	if (p->npre == p->cappre) {
-		size_t c = p->cappre ? p->cappre * 2 : 64;
-		struct preempted *n = realloc(p->pre, c * sizeof(*n));
+	struct preempted *n = dbk_sim_array_room(p->pre, &p->cappre, p->npre, sizeof(*n), 64);
 
-		if (!n)
-			return -1;
-		p->pre = n;
-		p->cappre = c;
-	}
+	if (!n)
+		return -1;
+	p->pre = n;
 	p->pre[p->npre].seq = seq;
 	p->pre[p->npre].it = *it;
 	p->npre++;
@@ -82,15 +71,12 @@ static int push_pre(struct clair *p, uint64_t seq, const struct dbk_pred_item *i
 
 static int push_wait(struct clair *p, const struct dbk_pred_item *it)
 {
-	if (p->nwait == p->capwait) {
-		size_t c = p->capwait ? p->capwait * 2 : 64;
-		struct dbk_pred_item *n = realloc(p->wait, c * sizeof(*n));
+	struct dbk_pred_item *n = dbk_sim_array_room(p->wait, &p->capwait, p->nwait,
+	                                             sizeof(*n), 64);
 
-		if (!n)
-			return -1;
-		p->wait = n;
-		p->capwait = c;
-	}
+	if (!n)
+		return -1;
+	p->wait = n;
 	p->wait[p->nwait++] = *it;
 	return 0;
 }
@@ -191,26 +177,8 @@ static int clair_choose(void *st, const struct dbk_sim *s,
 	return best_i;
 }
 
-static void clair_release(void *st, const struct dbk_sim *s,
-                          const struct dbk_sim_req *r, unsigned inst)
-{
-	(void)st;
-	(void)s;
-	(void)r;
-	(void)inst;
-}
-
-static const struct dbk_sim_policy_ops clair_ops = {
+const struct dbk_sim_policy_ops dbk_sim_policy_clairvoyant = {
 	.name = "clairvoyant",
-	.summary = "knows output lengths and engine queues: earliest "
-	           "predicted first token",
-	.create = clair_create,
+	.size = sizeof(struct clair), .init = clair_init, .fini = clair_fini,
 	.choose = clair_choose,
-	.release = clair_release,
-	.destroy = clair_destroy,
 };
-
-const struct dbk_sim_policy_ops *dbk_sim_policy_clairvoyant(void)
-{
-	return &clair_ops;
-}

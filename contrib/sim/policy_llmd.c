@@ -26,12 +26,10 @@
  * hashes are then recorded for that instance (the plugin's PreRequest). */
 #include "policy.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "blockindex.h"
 #include "prompt.h"
-#include "snapshot.h"
 #include "u64map.h"
 
 #define LD_REFRESH_S 0.050
@@ -45,48 +43,32 @@
 #define LD_SEED 0x11dd5eedULL
 
 struct llmd {
-	unsigned n;
 	uint64_t rng;
-	struct dbk_sim_snapshot snap;
 	struct dbk_blockindex index;
 	uint64_t hashes[1 + LD_MAX_BLOCKS];
 	uint32_t *match;
-	double *score;
 	unsigned *ties;
 };
 
-static void ld_destroy(void *st)
+static void ld_fini(void *st)
 {
 	struct llmd *p = st;
 
-	if (!p)
-		return;
-	dbk_sim_snapshot_free(&p->snap);
 	dbk_blockindex_free(&p->index);
 	free(p->match);
-	free(p->score);
 	free(p->ties);
-	free(p);
 }
 
-static void *ld_create(const void *arg, const struct dbk_sim_config *c,
-                       char *err, size_t errlen)
+static int ld_init(void *st, const struct dbk_sim_policy_env *env)
 {
-	struct llmd *p = calloc(1, sizeof(*p));
+	struct llmd *p = st;
 
-	(void)arg;
-	if (!p || dbk_sim_snapshot_init(&p->snap, c->ninstances) != 0 ||
-	    dbk_blockindex_init(&p->index, c->ninstances, LD_LRU_PER_SERVER) != 0 ||
-	    !(p->match = calloc(c->ninstances, sizeof(*p->match))) ||
-	    !(p->score = calloc(c->ninstances, sizeof(*p->score))) ||
-	    !(p->ties = calloc(c->ninstances, sizeof(*p->ties)))) {
-		ld_destroy(p);
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	p->n = c->ninstances;
 	p->rng = LD_SEED;
-	return p;
+	p->match = calloc(env->cfg->ninstances, sizeof(*p->match));
+	p->ties = calloc(env->cfg->ninstances, sizeof(*p->ties));
+	if (!p->match || !p->ties)
+		return -1;
+	return dbk_blockindex_init(&p->index, env->cfg->ninstances, LD_LRU_PER_SERVER);
 }
 
 /* The peer's hashPrompt over r's text: the model's hash, then one per
@@ -115,64 +97,52 @@ static size_t hash_prompt(const struct dbk_sim_req *r, uint64_t *out)
 	return n;
 }
 
+static double key_waiting(const void *ctx, const struct dbk_sim *s, unsigned i)
+{
+	(void)ctx;
+	return dbk_sim_scraped(s, i)->waiting;
+}
+
+static double key_neg_waiting(const void *ctx, const struct dbk_sim *s, unsigned i)
+{
+	return -key_waiting(ctx, s, i);
+}
+
 static int ld_choose(void *st, const struct dbk_sim *s,
                      const struct dbk_sim_req *r)
 {
 	struct llmd *p = st;
 	size_t nh = hash_prompt(r, p->hashes);
-	uint32_t qmin = UINT32_MAX, qmax = 0;
-	unsigned i, nties = 0, pick;
+	uint32_t qmin = dbk_sim_scraped(s, dbk_sim_least(s, 0, key_waiting, NULL))->waiting;
+	uint32_t qmax = dbk_sim_scraped(s, dbk_sim_least(s, 0, key_neg_waiting, NULL))->waiting;
+	unsigned i, n = dbk_sim_ninstances(s), nties = 0, pick;
 	double best = -1;
 
 	dbk_blockindex_match(&p->index, p->hashes, nh, p->match);
-	for (i = 0; i < p->n; i++) {
-		uint32_t w = dbk_sim_snapshot_get(&p->snap, i)->waiting;
-
-		qmin = w < qmin ? w : qmin;
-		qmax = w > qmax ? w : qmax;
-	}
-	for (i = 0; i < p->n; i++) {
-		const struct dbk_sim_scrape *x = dbk_sim_snapshot_get(&p->snap, i);
+	for (i = 0; i < n; i++) {
+		const struct dbk_sim_scrape *x = dbk_sim_scraped(s, i);
 		double q = qmax == qmin ? 1.0
 		                        : (double)(qmax - x->waiting) / (double)(qmax - qmin);
 		double pre = nh ? (double)p->match[i] / (double)nh : 0.0;
+		double score = LD_W_QUEUE * q + LD_W_KV * (1.0 - x->kv_usage) +
+		               LD_W_PREFIX * pre;
 
-		p->score[i] = LD_W_QUEUE * q + LD_W_KV * (1.0 - x->kv_usage) +
-		              LD_W_PREFIX * pre;
-		if (p->score[i] > best) {
-			best = p->score[i];
+		if (score > best) {
+			best = score;
 			nties = 0;
 		}
-		if (p->score[i] == best)
+		if (score == best)
 			p->ties[nties++] = i;
 	}
 	pick = p->ties[dbk_mix64(p->rng++) % nties];
 	if (dbk_blockindex_add(&p->index, p->hashes, nh, pick) != 0)
 		return DBK_SIM_POLICY_ERROR;
-	(void)s;
 	return (int)pick;
 }
 
-static void ld_tick(void *st, const struct dbk_sim *s)
-{
-	struct llmd *p = st;
-
-	dbk_sim_snapshot_scrape(&p->snap, s);
-}
-
-static const struct dbk_sim_policy_ops ld_ops = {
+const struct dbk_sim_policy_ops dbk_sim_policy_llm_d = {
 	.name = "llm_d",
-	.summary = "llm-d default profile: 2 queue + 2 kv-utilisation + "
-	           "3 prefix-cache, metrics every 50 ms",
-	.create = ld_create,
+	.size = sizeof(struct llmd), .init = ld_init, .fini = ld_fini,
 	.choose = ld_choose,
-	.release = dbk_sim_policy_no_release,
-	.tick = ld_tick,
-	.tick_s = LD_REFRESH_S,
-	.destroy = ld_destroy,
+	.scrape = true, .tick_s = LD_REFRESH_S,
 };
-
-const struct dbk_sim_policy_ops *dbk_sim_policy_llm_d(void)
-{
-	return &ld_ops;
-}

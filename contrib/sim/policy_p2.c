@@ -15,55 +15,20 @@
  * reproducible. */
 #include "policy.h"
 
-#include <stdio.h>
-#include <stdlib.h>
-
-#include "snapshot.h"
 #include "u64map.h"
 
 #define P2_LOAD_CHECK_INTERVAL_S 5.0
 #define P2_SEED 0x9f2ULL
 
-struct p2 {
-	unsigned n;
-	uint64_t rng;
-	struct dbk_sim_snapshot snap;
-};
-
-static void p2_destroy(void *st)
+/* The state: how many draws were made; draw k is mix64(seed + k). */
+static unsigned draw(uint64_t *draws, unsigned n)
 {
-	struct p2 *p = st;
-
-	if (!p)
-		return;
-	dbk_sim_snapshot_free(&p->snap);
-	free(p);
+	return (unsigned)(dbk_mix64(P2_SEED + (*draws)++) % n);
 }
 
-static void *p2_create(const void *arg, const struct dbk_sim_config *c,
-                       char *err, size_t errlen)
+static uint64_t load(const struct dbk_sim *s, unsigned i)
 {
-	struct p2 *p = calloc(1, sizeof(*p));
-
-	(void)arg;
-	if (!p || dbk_sim_snapshot_init(&p->snap, c->ninstances) != 0) {
-		free(p);
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	p->n = c->ninstances;
-	p->rng = P2_SEED;
-	return p;
-}
-
-static unsigned draw(struct p2 *p, unsigned n)
-{
-	return (unsigned)(dbk_mix64(p->rng++) % n);
-}
-
-static uint64_t load(const struct p2 *p, const struct dbk_sim *s, unsigned i)
-{
-	const struct dbk_sim_scrape *x = dbk_sim_snapshot_get(&p->snap, i);
+	const struct dbk_sim_scrape *x = dbk_sim_scraped(s, i);
 
 	return (uint64_t)x->running + x->waiting + dbk_sim_inflight(s, i);
 }
@@ -71,39 +36,21 @@ static uint64_t load(const struct p2 *p, const struct dbk_sim *s, unsigned i)
 static int p2_choose(void *st, const struct dbk_sim *s,
                      const struct dbk_sim_req *r)
 {
-	struct p2 *p = st;
-	unsigned a, b;
+	unsigned n = dbk_sim_ninstances(s), a, b;
 
 	(void)r;
-	if (p->n == 1)
+	if (n == 1)
 		return 0;
-	a = draw(p, p->n);
+	a = draw(st, n);
 	do
-		b = draw(p, p->n);
+		b = draw(st, n);
 	while (b == a);
-	return (int)(load(p, s, a) <= load(p, s, b) ? a : b);
+	return (int)(load(s, a) <= load(s, b) ? a : b);
 }
 
-static void p2_tick(void *st, const struct dbk_sim *s)
-{
-	struct p2 *p = st;
-
-	dbk_sim_snapshot_scrape(&p->snap, s);
-}
-
-static const struct dbk_sim_policy_ops p2_ops = {
+const struct dbk_sim_policy_ops dbk_sim_policy_power_of_two = {
 	.name = "power_of_two",
-	.summary = "vLLM Router power_of_two (2 random, lower polled + "
-	           "in-flight load; poll 5 s)",
-	.create = p2_create,
+	.size = sizeof(uint64_t),
 	.choose = p2_choose,
-	.release = dbk_sim_policy_no_release,
-	.tick = p2_tick,
-	.tick_s = P2_LOAD_CHECK_INTERVAL_S,
-	.destroy = p2_destroy,
+	.scrape = true, .tick_s = P2_LOAD_CHECK_INTERVAL_S,
 };
-
-const struct dbk_sim_policy_ops *dbk_sim_policy_power_of_two(void)
-{
-	return &p2_ops;
-}

@@ -20,10 +20,10 @@
  * is not modelled. */
 #include "policy.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "prompt.h"
 #include "u64map.h"
 
@@ -42,39 +42,27 @@ struct prefixaware {
 	bool oom;
 };
 
-static void pa_destroy(void *st)
+static void pa_fini(void *st)
 {
 	struct prefixaware *p = st;
 
-	if (!p)
-		return;
 	dbk_u64map_free(&p->nodes);
 	free(p->sets);
 	free(p->sel);
 	free(p->cand);
-	free(p);
 }
 
-static void *pa_create(const void *arg, const struct dbk_sim_config *c,
-                       char *err, size_t errlen)
+static int pa_init(void *st, const struct dbk_sim_policy_env *env)
 {
-	struct prefixaware *p = calloc(1, sizeof(*p));
+	struct prefixaware *p = st;
 
-	(void)arg;
-	if (p) {
-		p->n = c->ninstances;
-		p->words = (c->ninstances + 63) / 64;
-		p->rng = PA_SEED;
-		dbk_u64map_init(&p->nodes);
-		p->sel = calloc(p->words, sizeof(*p->sel));
-		p->cand = calloc(p->n, sizeof(*p->cand));
-	}
-	if (!p || !p->sel || !p->cand) {
-		pa_destroy(p);
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	return p;
+	p->n = env->cfg->ninstances;
+	p->words = (env->cfg->ninstances + 63) / 64;
+	p->rng = PA_SEED;
+	dbk_u64map_init(&p->nodes);
+	p->sel = calloc(p->words, sizeof(*p->sel));
+	p->cand = calloc(p->n, sizeof(*p->cand));
+	return p->sel && p->cand ? 0 : -1;
 }
 
 /* Calls fn for each chunk key of r's prompt, in order, until it returns
@@ -124,18 +112,12 @@ static bool record(struct prefixaware *p, uint64_t key)
 	uint32_t *v = dbk_u64map_get(&p->nodes, key);
 
 	if (!v) {
-		if (p->nsets == p->capsets) {
-			size_t cap = p->capsets ? p->capsets * 2 : 4096;
-			uint64_t *ns = realloc(p->sets, cap * p->words * sizeof(*ns));
+		uint64_t *ns = dbk_sim_array_room(p->sets, &p->capsets, p->nsets,
+		                                  p->words * sizeof(*ns), 4096);
 
-			if (!ns) {
-				p->oom = true;
-				return false;
-			}
+		if (ns)
 			p->sets = ns;
-			p->capsets = cap;
-		}
-		if (dbk_u64map_put(&p->nodes, key, (uint32_t)p->nsets) != 0) {
+		if (!ns || dbk_u64map_put(&p->nodes, key, (uint32_t)p->nsets) != 0) {
 			p->oom = true;
 			return false;
 		}
@@ -167,17 +149,8 @@ static int pa_choose(void *st, const struct dbk_sim *s,
 	return p->oom ? DBK_SIM_POLICY_ERROR : (int)p->pick;
 }
 
-static const struct dbk_sim_policy_ops pa_ops = {
+const struct dbk_sim_policy_ops dbk_sim_policy_prefixaware = {
 	.name = "prefixaware",
-	.summary = "vLLM production-stack prefixaware (128-char chunk trie, "
-	           "random among the longest match)",
-	.create = pa_create,
+	.size = sizeof(struct prefixaware), .init = pa_init, .fini = pa_fini,
 	.choose = pa_choose,
-	.release = dbk_sim_policy_no_release,
-	.destroy = pa_destroy,
 };
-
-const struct dbk_sim_policy_ops *dbk_sim_policy_prefixaware(void)
-{
-	return &pa_ops;
-}

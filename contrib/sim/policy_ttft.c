@@ -18,11 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bench/request.h"
-#include "../stub/buf.h"
-#include "../../agent/predict.h"  /* not the clairvoyant's ./predict.h */
+#include "array.h"
+#include "bench/request.h"
+#include "lib/buf.h"
+#include "predict.h"
 #include "prefix_key.h"
-#include "snapshot.h"
 
 /* What HAProxy's wait-for-body leaves the agent of a body: one 16 KB
  * buffer less the request's headers. */
@@ -32,9 +32,11 @@
 struct ttft {
 	unsigned n, k;
 	struct dbk_pred **node;
-	struct dbk_sim_snapshot snap;
-	struct dbk_pred_ticket *tickets;    /* by request id */
-	uint8_t *node_of;                   /* by request id */
+	/* By request id: its lease in the node that routed it. */
+	struct tt_req {
+		struct dbk_pred_ticket ticket;
+		uint8_t node;
+	} *reqs;
 	size_t cap;
 	struct dbk_buf http, body;
 	struct dbk_url url;         /* any: only the body is used */
@@ -43,55 +45,40 @@ struct ttft {
 	bool learnt;
 };
 
-static void tt_destroy(void *st)
+static void tt_fini(void *st)
 {
 	struct ttft *p = st;
 
-	if (!p)
-		return;
 	for (unsigned i = 0; p->node && i < p->k; i++)
 		dbk_pred_free(p->node[i]);
 	free(p->node);
-	dbk_sim_snapshot_free(&p->snap);
-	free(p->tickets);
-	free(p->node_of);
+	free(p->reqs);
 	free(p->kv_cap);
 	dbk_buf_free(&p->http);
 	dbk_buf_free(&p->body);
-	free(p);
 }
 
-static void *tt_create(const void *arg, const struct dbk_sim_config *c,
-                       char *err, size_t errlen)
+static int tt_init(void *st, const struct dbk_sim_policy_env *env)
 {
-	struct ttft *p = calloc(1, sizeof(*p));
+	struct ttft *p = st;
 	struct dbk_pred_config pc;
 
-	(void)arg;
-	if (!p)
-		goto nomem;
-	p->n = c->ninstances;
+	p->n = env->cfg->ninstances;
 	snprintf(p->url.path, sizeof(p->url.path), "/v1/completions");
 	snprintf(p->url.authority, sizeof(p->url.authority), "sim");
-	p->k = c->lb_nodes ? c->lb_nodes : 1;
+	p->k = env->cfg->lb_nodes ? env->cfg->lb_nodes : 1;
 	if (p->k > 255) {
-		snprintf(err, errlen, "at most 255 load-balancer nodes");
-		free(p);
-		return NULL;
+		snprintf(env->err, env->errlen, "at most 255 load-balancer nodes");
+		return -1;
 	}
 	dbk_pred_config_default(&pc, p->n);
 	if (!(p->node = calloc(p->k, sizeof(*p->node))) ||
-	    !(p->kv_cap = calloc(p->n, sizeof(*p->kv_cap))) ||
-	    dbk_sim_snapshot_init(&p->snap, p->n) != 0)
-		goto nomem;
+	    !(p->kv_cap = calloc(p->n, sizeof(*p->kv_cap))))
+		return -1;
 	for (unsigned j = 0; j < p->k; j++)
 		if (!(p->node[j] = dbk_pred_new(&pc)))
-			goto nomem;
-	return p;
-nomem:
-	tt_destroy(p);
-	snprintf(err, errlen, "out of memory");
-	return NULL;
+			return -1;
+	return 0;
 }
 
 /* What /v1/models and cache_config_info tell an agent at start. */
@@ -110,20 +97,11 @@ static void tt_learn(struct ttft *p, const struct dbk_sim *s)
 
 static int tt_grow(struct ttft *p, uint32_t id)
 {
-	if (id < p->cap)
-		return 0;
-	size_t cap = p->cap ? p->cap : 1024;
-	while (cap <= id)
-		cap *= 2;
-	struct dbk_pred_ticket *t = realloc(p->tickets, cap * sizeof(*t));
-	if (!t)
+	struct tt_req *q = dbk_sim_array_room(p->reqs, &p->cap, id, sizeof(*q), 1024);
+
+	if (!q)
 		return -1;
-	p->tickets = t;
-	uint8_t *o = realloc(p->node_of, cap);
-	if (!o)
-		return -1;
-	p->node_of = o;
-	p->cap = cap;
+	p->reqs = q;
 	return 0;
 }
 
@@ -188,8 +166,8 @@ static int tt_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	uint64_t now = tt_ms(s);
 	if (dbk_pred_choose(p->node[j], &q, now, &ch) < 0)
 		return DBK_SIM_REFUSE;
-	dbk_pred_commit(p->node[j], &q, (unsigned)ch.server, now, &p->tickets[r->id]);
-	p->node_of[r->id] = (uint8_t)j;
+	dbk_pred_commit(p->node[j], &q, (unsigned)ch.server, now, &p->reqs[r->id].ticket);
+	p->reqs[r->id].node = (uint8_t)j;
 	return ch.server;
 }
 
@@ -200,19 +178,19 @@ static void tt_release(void *st, const struct dbk_sim *s, const struct dbk_sim_r
 
 	(void)inst;
 	if (r->id < p->cap)
-		dbk_pred_release(p->node[p->node_of[r->id]], &p->tickets[r->id], tt_ms(s));
+		dbk_pred_release(p->node[p->reqs[r->id].node], &p->reqs[r->id].ticket,
+		                 tt_ms(s));
 }
 
-/* Every node scrapes every instance: the shared state. */
+/* Every node reads every instance's scrape: the shared state. */
 static void tt_tick(void *st, const struct dbk_sim *s)
 {
 	struct ttft *p = st;
 	uint64_t now = tt_ms(s);
 
 	tt_learn(p, s);
-	dbk_sim_snapshot_scrape(&p->snap, s);
 	for (unsigned i = 0; i < p->n; i++) {
-		const struct dbk_sim_scrape *x = dbk_sim_snapshot_get(&p->snap, i);
+		const struct dbk_sim_scrape *x = dbk_sim_scraped(s, i);
 		struct dbk_pred_scrape sc = {
 			.ok = true, .running = x->running, .waiting = x->waiting,
 			.kv_usage = x->kv_usage, .kv_capacity_tokens = p->kv_cap[i],
@@ -223,19 +201,9 @@ static void tt_tick(void *st, const struct dbk_sim *s)
 	}
 }
 
-static const struct dbk_sim_policy_ops tt_ops = {
+const struct dbk_sim_policy_ops dbk_sim_policy_ttft = {
 	.name = "ttft",
-	.summary = "dbucket ttft: earliest predicted first token (queue, prefix "
-	           "hit, KV, decode load), scrape every 100 ms",
-	.create = tt_create,
-	.choose = tt_choose,
-	.release = tt_release,
-	.tick = tt_tick,
-	.tick_s = 0.100,
-	.destroy = tt_destroy,
+	.size = sizeof(struct ttft), .init = tt_init, .fini = tt_fini,
+	.choose = tt_choose, .release = tt_release,
+	.scrape = true, .tick = tt_tick, .tick_s = 0.100,
 };
-
-const struct dbk_sim_policy_ops *dbk_sim_policy_ttft(void)
-{
-	return &tt_ops;
-}

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "prompt.h"
 
 int dbk_radix_init(struct dbk_radix *t, unsigned ntenants)
@@ -80,15 +81,10 @@ static long node_for(struct dbk_radix *t, uint64_t key, uint32_t depth)
 
 	if (v)
 		return *v;
-	if (t->nnodes == t->capnodes) {
-		size_t cap = t->capnodes ? t->capnodes * 2 : 1024;
-		struct dbk_radix_node *nn = realloc(t->nodes, cap * sizeof(*nn));
-
-		if (!nn)
-			return -1;
-		t->nodes = nn;
-		t->capnodes = cap;
-	}
+	nd = dbk_sim_array_room(t->nodes, &t->capnodes, t->nnodes, sizeof(*nd), 1024);
+	if (!nd)
+		return -1;
+	t->nodes = nd;
 	if (dbk_u64map_put(&t->index, key, (uint32_t)t->nnodes) != 0)
 		return -1;
 	nd = &t->nodes[t->nnodes];

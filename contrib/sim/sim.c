@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bench/request.h"
-#include "../stub/prefix_cache.h"
-#include "events.h"
+#include "bench/request.h"
+#include "lib/list.h"
+#include "stub/prefix_cache.h"
+#include "event_queue.h"
 #include "policy.h"
+#include "snapshot.h"
 
 enum ev_kind {
 	EV_ARRIVAL,     /* arg: request id */
@@ -24,14 +26,14 @@ struct rstate {
 	uint32_t n_keys;
 	uint64_t handle;
 	uint64_t preempt_seq;
-	uint32_t prev, next;    /* live list of its instance */
+	struct dbk_list live;   /* in its instance's live list */
 	bool has_handle;
 };
 
 struct inst {
 	struct dbk_engine *e;
 	struct dbk_engine_config cfg;
-	uint32_t live_head, live_tail;
+	struct dbk_list live;   /* requests routed here, not ended, in order */
 	unsigned inflight;
 	double step_end;
 	bool stepping;
@@ -48,6 +50,7 @@ struct dbk_sim {
 	struct dbk_evq q;
 	struct dbk_metrics m;
 	struct dbk_buf text;    /* scratch: a prompt's bytes, to key them */
+	struct dbk_sim_snapshot snap; /* the policy's scrapes (ops->scrape) */
 	double now, last_end;
 	uint64_t preempt_counter, events, refused, too_long;
 	size_t ended, arrived;
@@ -76,8 +79,9 @@ void dbk_sim_free(struct dbk_sim *s)
 
 	if (!s)
 		return;
-	if (s->pst && s->ops->destroy)
-		s->ops->destroy(s->pst);
+	if (s->ops)
+		dbk_sim_policy_free(s->ops, s->pst);
+	dbk_sim_snapshot_free(&s->snap);
 	if (s->inst)
 		for (i = 0; i < s->cfg.ninstances; i++)
 			dbk_engine_free(s->inst[i].e);
@@ -150,13 +154,13 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c,
 		memcpy(s->reqs, reqs, n * sizeof(*reqs));
 	for (k = 0; k < n; k++) {
 		s->rs[k].o.instance = DBK_SIM_NONE;
-		s->rs[k].prev = s->rs[k].next = DBK_SIM_NONE;
+		dbk_list_init(&s->rs[k].live);
 	}
 	for (i = 0; i < c->ninstances; i++) {
 		struct inst *in = &s->inst[i];
 
 		in->cfg = c->engines[i];
-		in->live_head = in->live_tail = DBK_SIM_NONE;
+		dbk_list_init(&in->live);
 		if (dbk_engine_config_check(&in->cfg, err, errlen) != 0) {
 			char why[160];
 
@@ -173,7 +177,12 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c,
 			return NULL;
 		}
 	}
-	s->pst = ops->create(ops->arg, &s->cfg, err, errlen);
+	if (ops->scrape && dbk_sim_snapshot_init(&s->snap, c->ninstances) != 0) {
+		snprintf(err, errlen, "out of memory");
+		dbk_sim_free(s);
+		return NULL;
+	}
+	s->pst = dbk_sim_policy_new(ops, &s->cfg, err, errlen);
 	if (!s->pst) {
 		dbk_sim_free(s);
 		return NULL;
@@ -190,34 +199,14 @@ bool dbk_sim_req_is_long(const struct dbk_sim *s, const struct dbk_sim_req *r)
 
 static void live_link(struct dbk_sim *s, uint32_t id, unsigned i)
 {
-	struct inst *in = &s->inst[i];
-	struct rstate *r = &s->rs[id];
-
-	r->prev = in->live_tail;
-	r->next = DBK_SIM_NONE;
-	if (in->live_tail != DBK_SIM_NONE)
-		s->rs[in->live_tail].next = id;
-	else
-		in->live_head = id;
-	in->live_tail = id;
-	in->inflight++;
+	dbk_list_append(&s->inst[i].live, &s->rs[id].live);
+	s->inst[i].inflight++;
 }
 
 static void live_unlink(struct dbk_sim *s, uint32_t id, unsigned i)
 {
-	struct inst *in = &s->inst[i];
-	struct rstate *r = &s->rs[id];
-
-	if (r->prev != DBK_SIM_NONE)
-		s->rs[r->prev].next = r->next;
-	else
-		in->live_head = r->next;
-	if (r->next != DBK_SIM_NONE)
-		s->rs[r->next].prev = r->prev;
-	else
-		in->live_tail = r->prev;
-	r->prev = r->next = DBK_SIM_NONE;
-	in->inflight--;
+	dbk_list_del(&s->rs[id].live);
+	s->inst[i].inflight--;
 }
 
 /* The one place a request ends: metrics, the instance's list and the
@@ -249,7 +238,8 @@ static void end_request(struct dbk_sim *s, uint32_t id, bool ok,
 		s->last_end = s->now;
 	if (r->o.instance != DBK_SIM_NONE) {
 		live_unlink(s, id, r->o.instance);
-		s->ops->release(s->pst, s, q, r->o.instance);
+		if (s->ops->release)
+			s->ops->release(s->pst, s, q, r->o.instance);
 	}
 }
 
@@ -411,7 +401,7 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 			goto oom;
 		/* The first tick at the first arrival, pushed after it:
 		 * the arrival is routed first, on empty knowledge. */
-		if (s->ops->tick && s->ops->tick_s > 0 &&
+		if ((s->ops->tick || s->ops->scrape) && s->ops->tick_s > 0 &&
 		    dbk_evq_push(&s->q, s->reqs[0].arrival_s, EV_TICK, 0))
 			goto oom;
 	}
@@ -446,7 +436,10 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 			break;
 		}
 		case EV_TICK:
-			s->ops->tick(s->pst, s);
+			if (s->ops->scrape)
+				dbk_sim_snapshot_scrape(&s->snap, s);
+			if (s->ops->tick)
+				s->ops->tick(s->pst, s);
 			/* Ticks stop with the last request, or the queue
 			 * would never drain. */
 			if (s->ended < s->n)
@@ -510,7 +503,19 @@ int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out)
 	return s->error ? -1 : rc;
 }
 
+double dbk_sim_result_hit_rate(const struct dbk_sim_result *r)
+{
+	return r->prefix_cache_queries
+	               ? (double)r->prefix_cache_hits / (double)r->prefix_cache_queries
+	               : 0;
+}
+
 /* ---- Queries. ---- */
+
+const struct dbk_sim_scrape *dbk_sim_scraped(const struct dbk_sim *s, unsigned i)
+{
+	return dbk_sim_snapshot_get(&s->snap, i);
+}
 
 const struct dbk_sim_outcome *dbk_sim_outcome(const struct dbk_sim *s,
                                               uint32_t id)
@@ -556,14 +561,26 @@ double dbk_sim_step_end(const struct dbk_sim *s, unsigned i)
 	return s->inst[i].stepping ? s->inst[i].step_end : s->now;
 }
 
+/* The request whose link l is, or DBK_SIM_NONE at instance i's head. */
+static uint32_t live_id(const struct dbk_sim *s, unsigned i, const struct dbk_list *l)
+{
+	if (l == &s->inst[i].live)
+		return DBK_SIM_NONE;
+	return (uint32_t)(dbk_list_elem(l, struct rstate, live) - s->rs);
+}
+
 uint32_t dbk_sim_live_first(const struct dbk_sim *s, unsigned i)
 {
-	return s->inst[i].live_head;
+	return live_id(s, i, s->inst[i].live.next);
 }
 
 uint32_t dbk_sim_live_next(const struct dbk_sim *s, uint32_t id)
 {
-	return s->rs[id].next;
+	const struct rstate *r = &s->rs[id];
+
+	if (dbk_list_empty(&r->live)) /* ended: detached */
+		return DBK_SIM_NONE;
+	return live_id(s, r->o.instance, r->live.next);
 }
 
 const struct dbk_sim_req *dbk_sim_req(const struct dbk_sim *s, uint32_t id)

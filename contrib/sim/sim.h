@@ -18,8 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../stub/engine.h"
+#include "stub/engine.h"
 #include "metrics.h"
+#include "snapshot.h"
 
 #define DBK_SIM_NONE UINT32_MAX
 #define DBK_SIM_MAX_INSTANCES 4096
@@ -140,6 +141,10 @@ struct dbk_sim_result {
 
 /* Valid after dbk_sim_run; the first call summarizes. */
 int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out);
+/* The prefix caches' hit rate: hit tokens over looked-up tokens, as
+ * vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total; 0
+ * when nothing was looked up. */
+double dbk_sim_result_hit_rate(const struct dbk_sim_result *r);
 
 /* ---- What a policy may look at while choosing. ---- */
 
@@ -177,6 +182,9 @@ const uint64_t *dbk_sim_req_keys(const struct dbk_sim *s, uint32_t id,
  * caching is off or the request has no identity. */
 uint32_t dbk_sim_cached_tokens(const struct dbk_sim *s, unsigned i,
                                uint32_t id);
+/* Instance i's gauges as the policy's last scrape saw them (policy.h:
+ * scrape), up to tick_s old; only for policies that scrape. */
+const struct dbk_sim_scrape *dbk_sim_scraped(const struct dbk_sim *s, unsigned i);
 /* True when the request is long by the configured threshold. */
 bool dbk_sim_req_is_long(const struct dbk_sim *s, const struct dbk_sim_req *r);
 

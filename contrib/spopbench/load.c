@@ -35,10 +35,10 @@
 #include <arpa/inet.h>
 #include <ev.h>
 
-#include "net.h"
-#include "numparse.h"
+#include "lib/net.h"
+#include "lib/numparse.h"
 #include "spb.h"
-#include "spop.h"
+#include "lib/spop_codec.h"
 
 /* What we announce in our HELLO, as HAProxy does with tune.bufsize 16k. */
 #define OUR_FRAME DBK_SPB_HAPROXY_FRAME

@@ -6,7 +6,7 @@
  *
  * It is the ceiling of the overhead benchmark: HAProxy plus an agent
  * whose decisions cost nothing. Its I/O follows dbucket-spoa's
- * (agent/spoa.c) on purpose: every whole frame a read brought in is
+ * (agent/spop_server.c) on purpose: every whole frame a read brought in is
  * answered, and all those answers leave in one write; so the gap between
  * the two agents is the decision (decode, balance, encode), not a
  * different way of moving bytes.
@@ -28,10 +28,10 @@
 
 #include <ev.h>
 
-#include "listener.h"
-#include "log.h"
-#include "net.h"
-#include "spop.h"
+#include "lib/listener.h"
+#include "lib/log.h"
+#include "lib/net.h"
+#include "lib/spop_codec.h"
 
 #define MAX_FRAME 16380         /* what we announce, as dbucket-spoa does */
 #define OUT_CAP (64 * 1024)

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "spop.h"
+#include "lib/spop_codec.h"
 
 /* What HAProxy 2.6 announces with the default tune.bufsize (16384 - 4). */
 #define DBK_SPB_HAPROXY_FRAME 16380

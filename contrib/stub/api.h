@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "lib/buf.h"
 
 enum dbk_api_kind {
 	DBK_API_COMPLETION,      /* POST /v1/completions */

@@ -28,10 +28,10 @@
 #include <unistd.h>
 
 #include "api.h"
-#include "buf.h"
+#include "lib/buf.h"
 #include "engine.h"
-#include "http.h"
-#include "numparse.h"
+#include "lib/http1.h"
+#include "lib/numparse.h"
 #include "prom.h"
 
 #define STUB_VERSION "0.1.0"

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "lib/buf.h"
 
 /* vllm:time_to_first_token_seconds's buckets at that version. */
 #define DBK_PROM_TTFT_BUCKETS 22

@@ -4,7 +4,7 @@
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 
-#include "../../tests/unit/check.h"
+#include "check.h"
 
 static const struct dbk_api_config CFG = {"stub-model", 1000, false};
 

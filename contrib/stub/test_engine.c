@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../../tests/unit/check.h"
+#include "check.h"
 
 #define MAXR 64
 

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../../tests/unit/check.h"
+#include "check.h"
 
 static struct dbk_engine *mkc(bool caching, uint64_t kv, uint32_t max_len)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tests/unit/check.h"
+#include "check.h"
 
 static void keys_of(const char *text, uint64_t *k, uint32_t *n)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../tests/unit/check.h"
+#include "check.h"
 
 static char *read_fixture(const char *name, size_t *n)
 {

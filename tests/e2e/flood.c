@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "frames.h"
-#include "numparse.h"
+#include "lib/numparse.h"
 
 #define MAX_CONNS 4096
 

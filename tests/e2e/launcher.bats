@@ -9,7 +9,7 @@ load helpers
 
 setup() {
 	[ -x "$BUILD/dbucket" ] ||
-		fail "no $BUILD/dbucket: the top-level Makefile must include contrib/launcher/launcher.mk and build \$(LAUNCHER_BINS)"
+		fail "no $BUILD/dbucket: run make"
 	dbk_env
 	RT=$BATS_TEST_TMPDIR/rt
 	LOG=$BATS_TEST_TMPDIR/launcher.log

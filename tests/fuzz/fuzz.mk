@@ -27,29 +27,22 @@ CSTD         ?= -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE
 WARN         ?= -Wall -Wextra -Werror
 FUZZ_SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS   = $(CSTD) $(WARN) -g -O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
-                -Iagent -Icontrib/stub -I$(FUZZ_DIR) -MMD -MP
+                -Iagent -Icontrib -Itests/unit -I$(FUZZ_DIR) -MMD -MP
 FUZZ_LDFLAGS  = $(FUZZ_SAN) -fsanitize=fuzzer
-FUZZ_LIBS     = -lcjson -lm
+FUZZ_LIBS     = -Wl,--as-needed -lev -lcurl -lcjson -lm
 
 FUZZ_TARGETS  = fuzz_spop_frame fuzz_notify fuzz_completion fuzz_runtime \
                 fuzz_estimate fuzz_stub_http fuzz_vllm_metrics \
-                fuzz_tune fuzz_prefix_key
+                fuzz_settings fuzz_prefix_key
 FUZZ_BINS     = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/%)
 
-# The sources each target needs, compiled instrumented.
-FUZZ_SRC_fuzz_spop_frame = agent/spop.c
-FUZZ_SRC_fuzz_notify     = agent/spop.c agent/route.c agent/balancer.c agent/leases.c \
-                           agent/predict.c agent/prefix_index.c agent/prefix_key.c \
-                           agent/estimate.c agent/log.c
-FUZZ_SRC_fuzz_completion = agent/completion.c
-FUZZ_SRC_fuzz_runtime    = agent/runtime.c agent/strbuf.c
-FUZZ_SRC_fuzz_estimate   = agent/estimate.c agent/balancer.c agent/leases.c
-FUZZ_SRC_fuzz_vllm_metrics = agent/vllm_metrics.c agent/strbuf.c
-FUZZ_SRC_fuzz_prefix_key = agent/prefix_key.c agent/predict.c agent/prefix_index.c
-FUZZ_SRC_fuzz_stub_http  = contrib/stub/http.c contrib/stub/api.c contrib/stub/buf.c \
-                           contrib/stub/prefix_cache.c
-FUZZ_SRC_fuzz_tune       = agent/tune.c agent/numparse.c agent/balancer.c agent/leases.c \
-                           agent/strbuf.c agent/estimate.c
+# Every target links the instrumented shared layer, the agent's modules
+# and the stub's (the linker takes only what the target calls).
+FUZZ_ARCHIVES = $(FUZZ_OBJDIR)/libdbk-stub.a $(FUZZ_OBJDIR)/libdbk-agent.a $(FUZZ_OBJDIR)/libdbk.a
+fuzz_objs = $(patsubst %.c,$(FUZZ_OBJDIR)/%.o,$(filter-out $(2) $(1)/test_%.c,$(wildcard $(1)/*.c)))
+$(FUZZ_OBJDIR)/libdbk.a: $(call fuzz_objs,agent/lib)
+$(FUZZ_OBJDIR)/libdbk-agent.a: $(call fuzz_objs,agent,agent/main.c agent/parity.c)
+$(FUZZ_OBJDIR)/libdbk-stub.a: $(call fuzz_objs,contrib/stub,contrib/stub/main.c)
 
 .PHONY: fuzz fuzz-build fuzz-seeds fuzz-regress
 
@@ -66,17 +59,13 @@ $(FUZZ_OBJDIR)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
 
-# One link rule per target, from its own object and its sources' objects.
-define FUZZ_TARGET_RULE
-$(FUZZ_OUT)/$(1): $(FUZZ_OBJDIR)/$(FUZZ_DIR)/$(1).o $(FUZZ_SRC_$(1):%.c=$(FUZZ_OBJDIR)/%.o)
-	$$(FUZZ_CC) $$(FUZZ_LDFLAGS) -o $$@ $$^ $$(FUZZ_LIBS)
-endef
-$(foreach t,$(FUZZ_TARGETS),$(eval $(call FUZZ_TARGET_RULE,$(t))))
+$(FUZZ_OUT)/fuzz_%: $(FUZZ_OBJDIR)/$(FUZZ_DIR)/fuzz_%.o $(FUZZ_ARCHIVES)
+	$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $< -Wl,--start-group $(FUZZ_ARCHIVES) -Wl,--end-group $(FUZZ_LIBS)
 
 # The seed generator is an ordinary program over the agent's writer.
-$(FUZZ_OUT)/gen_seeds: $(FUZZ_DIR)/gen_seeds.c agent/spop.c agent/spop.h
+$(FUZZ_OUT)/gen_seeds: $(FUZZ_DIR)/gen_seeds.c agent/lib/spop_codec.c agent/lib/spop_codec.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(CSTD) $(WARN) -g -O1 -Iagent -o $@ $(FUZZ_DIR)/gen_seeds.c agent/spop.c
+	$(FUZZ_CC) $(CSTD) $(WARN) -g -O1 -Iagent -o $@ $(FUZZ_DIR)/gen_seeds.c agent/lib/spop_codec.c
 
 fuzz-seeds: $(FUZZ_OUT)/gen_seeds
 	$(FUZZ_OUT)/gen_seeds $(FUZZ_DIR)/corpus tests/unit/fixtures

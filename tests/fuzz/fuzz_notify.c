@@ -43,7 +43,7 @@
 #include "spop_check.h"
 #include "balancer.h"
 #include "estimate.h"
-#include "log.h"
+#include "lib/log.h"
 #include "route.h"
 
 #define MAX_SERVERS 8

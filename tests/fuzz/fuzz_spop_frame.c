@@ -224,7 +224,7 @@ static void check_hello(const struct dbk_spop_frame *f, const uint8_t *body, siz
 	FUZZ_CHECK(h.engine_id == m.eid && h.engine_id_len == m.eid_len);
 	FUZZ_CHECK(fuzz_inside(h.engine_id, h.engine_id_len, body, len));
 
-	/* Negotiation as spoa.c does it: the smaller of the two sizes. */
+	/* Negotiation as spop_server.c does it: the smaller of the two sizes. */
 	uint32_t mfs = h.max_frame_size < OUR_MAX_FRAME ? h.max_frame_size : OUR_MAX_FRAME;
 	check_agent_hello(mfs, h.pipelining);
 	*frame_max = mfs;
@@ -357,7 +357,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint32_t frame_max = OUR_MAX_FRAME;
 	size_t off = 0;
 
-	/* A frame built by hand may carry a NULL payload (spop.c guards it). */
+	/* A frame built by hand may carry a NULL payload (spop_codec.c guards it). */
 	{
 		struct dbk_spop_frame nf = { .type = DBK_SPOP_HAPROXY_HELLO,
 		                             .flags = DBK_SPOP_FLAG_FIN };

@@ -1,4 +1,4 @@
-/* Fuzzes the vLLM stub's HTTP/1.1 request parser (contrib/stub/http.h)
+/* Fuzzes the vLLM stub's HTTP/1.1 request parser (agent/lib/http1.h)
  * and, for a complete POST to an OpenAI route, its request validation
  * (contrib/stub/api.h) and JSON string escaping.
  *
@@ -23,10 +23,10 @@
  *   that cJSON reads back to the same text. */
 #include <cjson/cJSON.h>
 
-#include "api.h"
-#include "buf.h"
+#include "stub/api.h"
+#include "lib/buf.h"
 #include "fuzz.h"
-#include "http.h"
+#include "lib/http1.h"
 
 static bool is_tchar(unsigned char c)
 {

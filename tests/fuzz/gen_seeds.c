@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "spop.h"
+#include "lib/spop_codec.h"
 
 static const char *corpus, *fixtures;
 

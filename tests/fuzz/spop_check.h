@@ -1,11 +1,11 @@
 /* SPOP checks shared by fuzz_spop_frame.c and fuzz_notify.c: typed data
  * and varint round trips, and a KV-list reader written from doc/SPOE.txt
- * rather than from spop.c. */
+ * rather than from spop_codec.c. */
 #ifndef DBK_FUZZ_SPOP_CHECK_H
 #define DBK_FUZZ_SPOP_CHECK_H
 
 #include "fuzz.h"
-#include "spop.h"
+#include "lib/spop_codec.h"
 #include "../unit/spop_equal.h"
 
 /* Varint: encode then decode gives v back, in 1..10 bytes; every strict
@@ -165,7 +165,7 @@ static inline void check_data_from_input(struct fuzz_in *in)
 }
 
 /* One key/value pair of a HELLO or DISCONNECT list, read independently
- * of spop.c's kv_next: varint length, key bytes, typed value. */
+ * of spop_codec.c's kv_next: varint length, key bytes, typed value. */
 static inline bool model_kv(const uint8_t **p, const uint8_t *end, const uint8_t **k,
                             size_t *klen, struct dbk_spop_data *v)
 {

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "spop.h"
+#include "lib/spop_codec.h"
 
 /* A HAPROXY-HELLO as 2.6 sends it; hc makes it a health check. */
 size_t test_haproxy_hello(uint8_t *out, size_t cap, uint32_t max_frame, bool hc);

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "spop.h"
+#include "lib/spop_codec.h"
 
 static inline bool spop_data_equal(const struct dbk_spop_data *a, const struct dbk_spop_data *b)
 {

@@ -4,7 +4,7 @@
 #include <limits.h>
 
 #include "check.h"
-#include "numparse.h"
+#include "lib/numparse.h"
 
 /* Not one whole number, for either parser. */
 static const char *const not_a_number[] = {
@@ -143,7 +143,7 @@ static void test_strict_grammar(void)
 	CHECK(dbk_parse_decimal("32768", 0, 1e6, &d));
 	CHECK_NEAR(d, 32768, 0);
 	/* What the agent writes back (%.17g) must read again: up to 21
-	 * decimal places (fuzz_tune found this 20-place one refused). */
+	 * decimal places (fuzz_settings found this 20-place one refused). */
 	char buf[64];
 	snprintf(buf, sizeof(buf), "%.17g", 0.00031007);
 	CHECK(dbk_parse_decimal(buf, 0, 1, &d));

@@ -3,8 +3,8 @@
 
 #include "check.h"
 #include "frames.h"
-#include "log.h"
-#include "policy.h"
+#include "lib/log.h"
+#include "policy_ttft.h"
 #include "route.h"
 
 static const char *const names[] = { "vllm0", "vllm1", "vllm2", "vllm3" };

@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "clock.h"
-#include "log.h"
-#include "net.h"
+#include "lib/clock.h"
+#include "lib/log.h"
+#include "lib/net.h"
 #include "scrape.h"
 
 #define PHASE_MAX_S 10.0
@@ -225,18 +225,18 @@ static void test_scrape_ok_garbage_hang(void)
 	v = dbk_scrape_view(sc, GARBAGE);
 	CHECK(v->up && v->m.have == 0xff && v->max_model_len == 4096);
 
-	struct dbk_strbuf o;
-	dbk_sb_init(&o);
+	struct dbk_buf o;
+	dbk_buf_init(&o);
 	dbk_scrape_report_metrics(sc, dbk_mono_ms(), &o);
-	CHECK(o.data && strstr(o.data, "dbucket_scrape_up{server=\"hang\"} 0\n"));
-	CHECK(o.data && strstr(o.data, "dbucket_scrape_up{server=\"ok\"} 1\n"));
-	CHECK(o.data && strstr(o.data, "dbucket_vllm_requests_waiting{server=\"ok\"} 4\n"));
-	CHECK(o.data && strstr(o.data, "dbucket_vllm_max_model_len{server=\"garbage\"} 4096\n"));
-	CHECK(o.data && !strstr(o.data, "dbucket_vllm_requests_waiting{server=\"hang\"}"));
+	CHECK(o.p && strstr(o.p, "dbucket_scrape_up{server=\"hang\"} 0\n"));
+	CHECK(o.p && strstr(o.p, "dbucket_scrape_up{server=\"ok\"} 1\n"));
+	CHECK(o.p && strstr(o.p, "dbucket_vllm_requests_waiting{server=\"ok\"} 4\n"));
+	CHECK(o.p && strstr(o.p, "dbucket_vllm_max_model_len{server=\"garbage\"} 4096\n"));
+	CHECK(o.p && !strstr(o.p, "dbucket_vllm_requests_waiting{server=\"hang\"}"));
 	o.len = 0;
 	dbk_scrape_report_state(sc, dbk_mono_ms(), &o);
-	CHECK(o.data && strstr(o.data, "\"name\": \"ok\", \"url\": \"http://127.0.0.1:"));
-	dbk_sb_free(&o);
+	CHECK(o.p && strstr(o.p, "\"name\": \"ok\", \"url\": \"http://127.0.0.1:"));
+	dbk_buf_free(&o);
 
 	dbk_scrape_free(sc);
 	for (unsigned i = 0; i < MAX_CONNS && conns[i]; i++) {

@@ -1,0 +1,36 @@
+/* The completion-event receiver: accepts HAProxy's ring connections (TCP
+ * or unix, octet-counted lines) and reads UDP datagrams (one line each,
+ * from a plain `log HOST:PORT` target), and hands every parsed completion
+ * line to a callback. Knows framing and sockets, nothing of leases. */
+#ifndef DBK_COMPLETION_RX_H
+#define DBK_COMPLETION_RX_H
+
+#include <ev.h>
+#include <stdint.h>
+
+#include "completion.h"
+
+struct dbk_events_stats {
+	uint64_t accepted;
+	uint64_t lines;           /* well-formed completion lines */
+	uint64_t bad_lines;       /* framed, but not a dbk1 line */
+	uint64_t bad_frames;      /* connections dropped for broken framing */
+	uint64_t datagrams;       /* UDP datagrams read, lines or not */
+	unsigned open;
+};
+
+typedef void (*dbk_events_cb)(void *arg, const struct dbk_completion *c);
+
+struct dbk_events;
+
+struct dbk_events *dbk_events_new(struct ev_loop *loop, unsigned max_conns,
+                                  dbk_events_cb cb, void *arg);
+int dbk_events_add_listener(struct dbk_events *e, int fd);
+/* Reads completion lines from a bound UDP socket (dbk_net_bind_udp).
+ * Returns 0, or -1 when DBK_LISTENER_MAX sockets are already in use. */
+int dbk_events_add_datagram(struct dbk_events *e, int fd);
+/* Closes listeners and connections. */
+void dbk_events_free(struct dbk_events *e);
+const struct dbk_events_stats *dbk_events_stats(const struct dbk_events *e);
+
+#endif

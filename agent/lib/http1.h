@@ -1,0 +1,88 @@
+/* Bounded HTTP/1.1 request parser: pure (no I/O, no allocation), so it
+ * can be fuzzed and tested byte by byte.
+ *
+ * Stateless: each call parses from the start of the buffer, which holds
+ * the bytes received so far for the next request (pipelined requests
+ * follow it; `total_len` says where this one ends). The head is bounded by
+ * max_head_bytes, so re-parsing costs at most that much per read; once the
+ * head is complete `total_len` is known and a caller may wait for that
+ * many bytes before calling again.
+ *
+ * Accepted: request line "METHOD SP target SP HTTP/1.x", header fields,
+ * a body given by Content-Length. Line ends may be CRLF or bare LF (RFC
+ * 9112 section 2.2 allows a recipient to accept LF); empty lines before
+ * the request line are skipped (same section).
+ *
+ * Refused, with the status to answer and then close the connection:
+ *   400 malformed request line or header, obs-fold, a bare CR, conflicting
+ *       or non-numeric Content-Length, Content-Length with
+ *       Transfer-Encoding (a request-smuggling shape);
+ *   411 Transfer-Encoding: chunked (this server wants a Content-Length:
+ *       OpenAI clients and HAProxy send one for JSON bodies);
+ *   501 any other Transfer-Encoding;
+ *   413 Content-Length above max_body_bytes;
+ *   414 request line alone above max_head_bytes;
+ *   431 head above max_head_bytes or more than DBK_HTTP_MAX_HEADERS fields;
+ *   505 a version other than HTTP/1.0 and HTTP/1.1. */
+#ifndef DBK_HTTP1_H
+#define DBK_HTTP1_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define DBK_HTTP_MAX_HEADERS 64
+
+struct dbk_http_slice {
+	const char *p;
+	size_t n;
+};
+
+struct dbk_http_header {
+	struct dbk_http_slice name, value;
+};
+
+struct dbk_http_limits {
+	size_t max_head_bytes; /* request line + fields + blank line */
+	size_t max_body_bytes;
+};
+
+enum dbk_http_result {
+	DBK_HTTP_ERROR = -1,
+	DBK_HTTP_INCOMPLETE = 0,
+	DBK_HTTP_COMPLETE = 1,
+};
+
+struct dbk_http_request {
+	struct dbk_http_slice method, target;
+	int minor_version; /* 0 or 1 */
+	size_t n_headers;
+	struct dbk_http_header headers[DBK_HTTP_MAX_HEADERS];
+	/* Set once the head is complete (head_len > 0), even while the body
+	 * is still incomplete. */
+	size_t head_len;
+	size_t content_length;
+	size_t total_len; /* head_len + content_length */
+	bool keep_alive;
+	bool expect_continue; /* "Expect: 100-continue" on HTTP/1.1 */
+	struct dbk_http_slice body; /* when complete */
+	/* On DBK_HTTP_ERROR: the status to answer with and why. */
+	int status;
+	const char *error;
+};
+
+/* Parses buf[0..len). Slices point into buf. */
+enum dbk_http_result dbk_http_parse(const char *buf, size_t len,
+                                    const struct dbk_http_limits *lim,
+                                    struct dbk_http_request *req);
+
+/* First field with this name (case-insensitive), or NULL. */
+const struct dbk_http_slice *
+dbk_http_header(const struct dbk_http_request *req, const char *name);
+
+bool dbk_http_slice_eq(struct dbk_http_slice s, const char *lit);
+bool dbk_http_slice_ieq(struct dbk_http_slice s, const char *lit);
+
+/* Reason phrase for a status code ("Unknown" for unlisted ones). */
+const char *dbk_http_reason(int status);
+
+#endif

@@ -1,0 +1,264 @@
+#include "lib/net.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define LISTEN_BACKLOG 511
+
+int dbk_net_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -1;
+	return fcntl(fd, F_SETFD, FD_CLOEXEC);
+}
+
+int dbk_net_send_pending(int fd, const void *buf, size_t len, size_t *off)
+{
+	while (*off < len) {
+		ssize_t n = send(fd, (const char *)buf + *off, len - *off, MSG_NOSIGNAL);
+
+		if (n > 0) {
+			*off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n == 0)
+			errno = EPIPE;
+		return -1;
+	}
+	return 0;
+}
+
+int dbk_net_resolve(const char *spec, bool passive, struct sockaddr_storage *sa,
+                    socklen_t *len, char *err, size_t errlen)
+{
+	const char *path = NULL;
+
+	memset(sa, 0, sizeof(*sa));
+	if (!spec || !*spec) {
+		snprintf(err, errlen, "empty address");
+		return -1;
+	}
+	if (strncmp(spec, "unix:", 5) == 0)
+		path = spec + 5;
+	else if (spec[0] == '/')
+		path = spec;
+	if (path) {
+		struct sockaddr_un *su = (struct sockaddr_un *)sa;
+		size_t n = strlen(path);
+
+		if (n == 0 || n >= sizeof(su->sun_path)) {
+			snprintf(err, errlen, "unix socket path '%s' is empty or too long", path);
+			return -1;
+		}
+		su->sun_family = AF_UNIX;
+		memcpy(su->sun_path, path, n + 1);
+		*len = (socklen_t)sizeof(*su);
+		return 0;
+	}
+
+	char host[256];
+	const char *port, *sep;
+	size_t hlen;
+
+	if (spec[0] == '[') {
+		sep = strchr(spec, ']');
+		if (!sep || sep[1] != ':') {
+			snprintf(err, errlen, "bad address '%s' (want [IPV6]:PORT)", spec);
+			return -1;
+		}
+		hlen = (size_t)(sep - spec - 1);
+		port = sep + 2;
+		spec++;
+	} else {
+		sep = strrchr(spec, ':');
+		hlen = sep ? (size_t)(sep - spec) : 0;
+		port = sep ? sep + 1 : "";
+	}
+	if (hlen == 0 || hlen >= sizeof(host) || *port == '\0') {
+		snprintf(err, errlen, "bad address '%s' (want HOST:PORT, [IPV6]:PORT, unix:PATH)",
+		         spec);
+		return -1;
+	}
+	memcpy(host, spec, hlen);
+	host[hlen] = '\0';
+
+	struct addrinfo hints, *res = NULL;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
+	int rc = getaddrinfo(host, port, &hints, &res);
+	if (rc != 0 || !res || res->ai_addrlen > sizeof(*sa)) {
+		snprintf(err, errlen, "%s:%s: %s", host, port, rc ? gai_strerror(rc) : "no address");
+		if (res)
+			freeaddrinfo(res);
+		return -1;
+	}
+	memcpy(sa, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+static int listen_unix(const struct sockaddr_un *sa, char *err, size_t errlen)
+{
+	const char *path = sa->sun_path;
+	struct stat st;
+	int fd;
+
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	/* A socket left by a previous run would make bind fail and is
+	 * replaced; one that still answers belongs to a live process, and
+	 * anything else at that path is the operator's: both are refused. */
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "'%s' exists and is not a socket", path);
+			close(fd);
+			return -1;
+		}
+		int probe = socket(AF_UNIX, SOCK_STREAM, 0);
+		bool live = probe >= 0 &&
+		            connect(probe, (const struct sockaddr *)sa, sizeof(*sa)) == 0;
+		if (probe >= 0)
+			close(probe);
+		if (live) {
+			snprintf(err, errlen, "unix:%s: another process listens there", path);
+			close(fd);
+			return -1;
+		}
+		unlink(path);
+	}
+	if (bind(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0 || chmod(path, 0660) < 0 ||
+	    listen(fd, LISTEN_BACKLOG) < 0 || dbk_net_nonblock(fd) < 0) {
+		snprintf(err, errlen, "unix:%s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int dbk_net_listen(const char *spec, char *err, size_t errlen)
+{
+	struct sockaddr_storage sa;
+	socklen_t len;
+	int one = 1;
+
+	if (dbk_net_resolve(spec, true, &sa, &len, err, errlen) < 0)
+		return -1;
+	if (sa.ss_family == AF_UNIX)
+		return listen_unix((const struct sockaddr_un *)&sa, err, errlen);
+
+	int fd = socket(sa.ss_family, SOCK_STREAM, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sa, len) < 0 || listen(fd, LISTEN_BACKLOG) < 0 ||
+	    dbk_net_nonblock(fd) < 0) {
+		snprintf(err, errlen, "%s: %s", spec, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int dbk_net_bind_udp(const char *spec, char *err, size_t errlen)
+{
+	struct sockaddr_storage sa;
+	socklen_t len;
+	int one = 1, want = 4 << 20;
+
+	if (dbk_net_resolve(spec, true, &sa, &len, err, errlen) < 0)
+		return -1;
+	if (sa.ss_family == AF_UNIX) {
+		snprintf(err, errlen, "%s: a UDP address is HOST:PORT or [IPV6]:PORT", spec);
+		return -1;
+	}
+	int fd = socket(sa.ss_family, SOCK_DGRAM, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, (struct sockaddr *)&sa, len) < 0 || dbk_net_nonblock(fd) < 0) {
+		snprintf(err, errlen, "%s: %s", spec, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	/* A burst of completions must wait in the kernel while the loop is
+	 * busy: past net.core.rmem_max only a privileged process may go
+	 * (FORCE), and a smaller buffer still works. */
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)) < 0)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
+	return fd;
+}
+
+int dbk_net_free_loopback_port(char *err, size_t errlen)
+{
+	for (int try = 0; try < 16; try++) {
+		struct sockaddr_in sa;
+		socklen_t len = sizeof(sa);
+		char spec[32];
+		int t = dbk_net_listen("127.0.0.1:0", err, errlen), u;
+
+		if (t < 0)
+			return -1;
+		if (getsockname(t, (struct sockaddr *)&sa, &len) < 0) {
+			snprintf(err, errlen, "getsockname: %s", strerror(errno));
+			close(t);
+			return -1;
+		}
+		snprintf(spec, sizeof(spec), "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+		u = dbk_net_bind_udp(spec, err, errlen);
+		close(t);
+		if (u >= 0) {
+			close(u);
+			return ntohs(sa.sin_port);
+		}
+	}
+	snprintf(err, errlen, "no loopback port free for both TCP and UDP in 16 tries");
+	return -1;
+}
+
+bool dbk_net_is_local(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return false;
+	if (ss.ss_family == AF_UNIX)
+		return true;
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+		return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) ||
+		       (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127);
+	}
+	return false;
+}
+
+int dbk_net_unlink(const char *spec)
+{
+	if (strncmp(spec, "unix:", 5) == 0 && unlink(spec + 5) < 0 && errno != ENOENT)
+		return -1;
+	return 0;
+}

@@ -1,0 +1,60 @@
+/* The fleet from the command line; see fleet.h. */
+#include "fleet.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* An instance's engine: the GPU profile's defaults, then what the
+ * command line overrides, for every instance or the short group. */
+static void engine_cfg(const struct dbk_sim_opts *o, bool is_short,
+                       struct dbk_engine_config *c)
+{
+	dbk_engine_config_default(c, dbk_gpu_profile_find(o->gpu));
+	c->enable_prefix_caching = !o->no_prefix_caching;
+	if (o->max_model_len)
+		c->max_model_len = (uint32_t)o->max_model_len;
+	if (o->batched)
+		c->max_num_batched_tokens = (uint32_t)o->batched;
+	if (o->seqs)
+		c->max_num_seqs = (uint32_t)o->seqs;
+	if (o->kv)
+		c->kv_capacity_tokens = o->kv;
+	if (is_short && o->short_max_model_len)
+		c->max_model_len = (uint32_t)o->short_max_model_len;
+	if (is_short && o->short_kv)
+		c->kv_capacity_tokens = o->short_kv;
+}
+
+int dbk_sim_fleet_build(struct dbk_sim_fleet *f, const struct dbk_sim_opts *o)
+{
+	unsigned i, n = (unsigned)o->instances;
+	struct dbk_sim_config *sc = &f->sc;
+
+	memset(f, 0, sizeof(*f));
+	f->engines = calloc(n, sizeof(*f->engines));
+	if (!f->engines)
+		return -1;
+	f->nshort = dbk_sim_short_count(n);
+	engine_cfg(o, true, &f->cshort);
+	engine_cfg(o, false, &f->clong);
+	for (i = 0; i < n; i++)
+		f->engines[i] = i < f->nshort ? f->cshort : f->clong;
+	dbk_sim_config_default(sc);
+	sc->ninstances = n;
+	sc->engines = f->engines;
+	sc->overhead_s = o->overhead_ms / 1e3;
+	sc->lb_nodes = (unsigned)o->lb_nodes;
+	sc->threshold_tokens = o->threshold;
+	sc->max_request_tokens = o->max_request_tokens;
+	sc->json_overhead_bytes = o->json_overhead;
+	sc->slo.ttft_s = o->slo_ttft_ms / 1e3;
+	sc->slo.tpot_s = o->slo_tpot_ms / 1e3;
+	sc->slo.e2e_s = o->slo_e2e_ms / 1e3;
+	return 0;
+}
+
+void dbk_sim_fleet_free(struct dbk_sim_fleet *f)
+{
+	free(f->engines);
+	f->engines = NULL;
+}

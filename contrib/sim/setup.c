@@ -1,0 +1,94 @@
+/* The setup's description: the lines at the top of the output and the
+ * JSON's "setup"; see modes.h. */
+#include "modes.h"
+
+#include <string.h>
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
+void dbk_sim_setup_print(FILE *f, const struct dbk_sim_setup *u)
+{
+	const struct dbk_sim_opts *o = u->o;
+	const struct dbk_sim_workload *w = &u->w;
+	const struct dbk_sim_fleet *fl = &u->f;
+	unsigned n = (unsigned)o->instances;
+
+	fprintf(f, "dbucket-sim %s: %s (%s), %zu requests (#%zu..#%zu of %zu in "
+	        "the window, %zu in the trace)%s\n", DBK_SIM_VERSION,
+	        base_name(o->trace), dbk_trace_format_name(w->fmt), w->n,
+	        w->first, w->first + w->n - 1, w->window, w->parsed,
+	        w->raised ? "; zero lengths raised to 1" : "");
+	fprintf(f, "rate factor %g: arrivals over %.1f s of model time, offered "
+	        "%.2f req/s, %.0f input tok/s\n", o->rate_factor, w->span_s,
+	        w->span_s > 0 ? (double)w->n / w->span_s : 0,
+	        w->span_s > 0 ? w->in_tok / w->span_s : 0);
+	fprintf(f, "%u x %s; short group 0..%u: max-model-len %u, kv %llu tokens",
+	        n, o->gpu, fl->nshort - 1, fl->cshort.max_model_len,
+	        (unsigned long long)fl->cshort.kv_capacity_tokens);
+	if (fl->nshort < n)
+		fprintf(f, "; long group %u..%u: max-model-len %u, kv %llu tokens",
+		        fl->nshort, n - 1, fl->clong.max_model_len,
+		        (unsigned long long)fl->clong.kv_capacity_tokens);
+	fprintf(f, "; budget %u, max-num-seqs %u; prefix caching %s\n",
+	        fl->clong.max_num_batched_tokens, fl->clong.max_num_seqs,
+	        o->no_prefix_caching ? "off" : "on");
+	fprintf(f, "threshold %g tokens; SLO ttft %g ms, tpot %g ms, e2e %g ms "
+	        "(0: not applied); overhead %g ms\n\n", o->threshold,
+	        o->slo_ttft_ms, o->slo_tpot_ms, o->slo_e2e_ms, o->overhead_ms);
+	fflush(f);
+}
+
+void dbk_sim_json_add(cJSON *o, const struct dbk_sim_member *m, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (m[i].kind == 's')
+			cJSON_AddStringToObject(o, m[i].key, m[i].str);
+		else if (m[i].kind == 'b')
+			cJSON_AddBoolToObject(o, m[i].key, m[i].num != 0);
+		else if (m[i].kind == 'n')
+			cJSON_AddNumberToObject(o, m[i].key, m[i].num);
+	}
+}
+
+void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
+{
+	const struct dbk_sim_opts *o = u->o;
+	const struct dbk_sim_workload *w = &u->w;
+	const struct dbk_engine_config *s = &u->f.cshort, *l = &u->f.clong;
+	const struct dbk_sim_member m[] = {
+		{ "trace", 's', 0, base_name(o->trace) },
+		{ "format", 's', 0, dbk_trace_format_name(w->fmt) },
+		{ "start_s", 'n', o->start_s, NULL },
+		{ "duration_s", 'n', o->duration_s, NULL },
+		{ "first_request", 'n', (double)w->first, NULL },
+		{ "requests", 'n', (double)w->n, NULL },
+		{ "rate_factor", 'n', o->rate_factor, NULL },
+		{ "arrival_span_s", 'n', w->span_s, NULL },
+		{ "instances", 'n', o->instances, NULL },
+		{ "short_instances", 'n', u->f.nshort, NULL },
+		{ "gpu", 's', 0, o->gpu },
+		{ "short_max_model_len", 'n', s->max_model_len, NULL },
+		{ "short_kv_capacity_tokens", 'n', (double)s->kv_capacity_tokens, NULL },
+		{ "long_max_model_len", 'n', l->max_model_len, NULL },
+		{ "long_kv_capacity_tokens", 'n', (double)l->kv_capacity_tokens, NULL },
+		{ "max_num_batched_tokens", 'n', l->max_num_batched_tokens, NULL },
+		{ "max_num_seqs", 'n', l->max_num_seqs, NULL },
+		{ "prefix_caching", 'b', !o->no_prefix_caching, NULL },
+		{ "threshold_tokens", 'n', o->threshold, NULL },
+		{ "max_request_tokens", 'n', o->max_request_tokens, NULL },
+		{ "json_overhead_bytes", 'n', o->json_overhead, NULL },
+		{ "overhead_ms", 'n', o->overhead_ms, NULL },
+		{ "slo_ttft_ms", 'n', o->slo_ttft_ms, NULL },
+		{ "slo_tpot_ms", 'n', o->slo_tpot_ms, NULL },
+		{ "slo_e2e_ms", 'n', o->slo_e2e_ms, NULL },
+	};
+
+	dbk_sim_json_add(setup, m, sizeof(m) / sizeof(m[0]));
+}

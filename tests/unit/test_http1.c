@@ -1,0 +1,369 @@
+/* Unit tests of the HTTP/1.1 request parser (http.c). */
+#include "lib/http1.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "check.h"
+
+static const struct dbk_http_limits LIM = {1024, 4096};
+
+static enum dbk_http_result parse_s(const char *s, struct dbk_http_request *r)
+{
+	return dbk_http_parse(s, strlen(s), &LIM, r);
+}
+
+static int parse_status(const char *s)
+{
+	struct dbk_http_request r;
+
+	if (parse_s(s, &r) != DBK_HTTP_ERROR)
+		return 0;
+	return r.status;
+}
+
+static void test_simple_get(void)
+{
+	struct dbk_http_request r;
+	const char *s = "GET /v1/models HTTP/1.1\r\nHost: x\r\n"
+	                "Accept:   */*  \r\n\r\n";
+
+	CHECK_EQ_U(parse_s(s, &r), DBK_HTTP_COMPLETE);
+	CHECK(dbk_http_slice_eq(r.method, "GET"));
+	CHECK(dbk_http_slice_eq(r.target, "/v1/models"));
+	CHECK_EQ_U(r.minor_version, 1);
+	CHECK_EQ_U(r.n_headers, 2);
+	CHECK(dbk_http_header(&r, "accept") &&
+	      dbk_http_slice_eq(*dbk_http_header(&r, "ACCEPT"), "*/*"));
+	CHECK(dbk_http_header(&r, "content-length") == NULL);
+	CHECK_EQ_U(r.total_len, strlen(s));
+	CHECK_EQ_U(r.head_len, strlen(s));
+	CHECK_EQ_U(r.body.n, 0);
+	CHECK(r.keep_alive);
+	CHECK(!r.expect_continue);
+}
+
+static void test_post_body(void)
+{
+	struct dbk_http_request r;
+	const char *s = "POST /v1/completions HTTP/1.1\r\n"
+	                "Content-Type: application/json\r\n"
+	                "Content-Length: 13\r\n\r\n"
+	                "{\"prompt\":\"\"}";
+
+	CHECK_EQ_U(parse_s(s, &r), DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(r.content_length, 13);
+	CHECK_EQ_U(r.body.n, 13);
+	CHECK(r.body.p && memcmp(r.body.p, "{\"prompt\":\"\"}", 13) == 0);
+	CHECK_EQ_U(r.total_len, strlen(s));
+	/* Body not all there yet: incomplete, but the head is known. */
+	CHECK_EQ_U(dbk_http_parse(s, strlen(s) - 1, &LIM, &r),
+	           DBK_HTTP_INCOMPLETE);
+	CHECK_EQ_U(r.head_len, strlen(s) - 13);
+	CHECK_EQ_U(r.total_len, strlen(s));
+}
+
+/* Every proper prefix of a request is incomplete, never an error, and the
+ * whole parses the same way whatever the split. */
+static void check_every_split(const char *s, size_t first_len)
+{
+	size_t n = strlen(s), k;
+	struct dbk_http_request r;
+	int bad = 0;
+
+	for (k = 0; k < first_len; k++)
+		if (dbk_http_parse(s, k, &LIM, &r) != DBK_HTTP_INCOMPLETE)
+			bad++;
+	for (k = first_len; k <= n; k++) {
+		if (dbk_http_parse(s, k, &LIM, &r) != DBK_HTTP_COMPLETE ||
+		    r.total_len != first_len)
+			bad++;
+	}
+	CHECK_EQ_U(bad, 0);
+}
+
+static void test_split_every_offset(void)
+{
+	const char *a = "POST /v1/chat/completions HTTP/1.1\r\n"
+	                "Host: 127.0.0.1\r\nContent-Length: 5\r\n"
+	                "Connection: keep-alive\r\n\r\nhello";
+	const char *b = "\r\nGET /health HTTP/1.0\nX: y\n\n";
+	char two[512];
+
+	check_every_split(a, strlen(a));
+	check_every_split(b, strlen(b));
+	/* Pipelined: the first request ends where it should. */
+	snprintf(two, sizeof(two), "%s%s", a, "GET /metrics HTTP/1.1\r\n\r\n");
+	check_every_split(two, strlen(a));
+}
+
+static void test_pipelined(void)
+{
+	const char *s = "GET /a HTTP/1.1\r\n\r\n"
+	                "POST /b HTTP/1.1\r\nContent-Length: 3\r\n\r\nxyz"
+	                "GET /c HTTP/1.1\r\nConnection: close\r\n\r\n";
+	size_t off = 0, n = strlen(s);
+	const char *want[3] = {"/a", "/b", "/c"};
+	struct dbk_http_request r;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		CHECK_EQ_U(dbk_http_parse(s + off, n - off, &LIM, &r),
+		           DBK_HTTP_COMPLETE);
+		CHECK(dbk_http_slice_eq(r.target, want[i]));
+		CHECK_EQ_U(r.keep_alive, i < 2);
+		off += r.total_len;
+	}
+	CHECK_EQ_U(off, n);
+	CHECK_EQ_U(dbk_http_parse(s + off, 0, &LIM, &r), DBK_HTTP_INCOMPLETE);
+}
+
+static void test_limits(void)
+{
+	char big[4096];
+	struct dbk_http_request r;
+	size_t i;
+	int n;
+
+	/* A request line longer than the head limit. */
+	memcpy(big, "GET /", 5);
+	memset(big + 5, 'a', 2000);
+	big[2005] = 0;
+	CHECK_EQ_U(parse_status(big), 414);
+	/* Short request line, headers over the limit. */
+	n = snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nX: ");
+	memset(big + n, 'b', 1100);
+	big[n + 1100] = 0;
+	CHECK_EQ_U(parse_status(big), 431);
+	/* ... also when the over-limit head is complete. */
+	memcpy(big + n + 1100, "\r\n\r\n", 5);
+	CHECK_EQ_U(parse_status(big), 431);
+	/* A head exactly at the limit is fine. */
+	n = snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nX: ");
+	memset(big + n, 'c', 1024 - (size_t)n - 4);
+	memcpy(big + 1024 - 4, "\r\n\r\n", 5);
+	CHECK_EQ_U(strlen(big), 1024);
+	CHECK_EQ_U(parse_s(big, &r), DBK_HTTP_COMPLETE);
+	/* Too many fields. */
+	n = snprintf(big, sizeof(big), "GET / HTTP/1.1\r\n");
+	for (i = 0; i < DBK_HTTP_MAX_HEADERS + 1; i++)
+		n += snprintf(big + n, sizeof(big) - (size_t)n, "a:b\r\n");
+	snprintf(big + n, sizeof(big) - (size_t)n, "\r\n");
+	CHECK_EQ_U(parse_status(big), 431);
+	/* Body above the limit: refused from the head alone. */
+	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: 4097\r\n\r\n"),
+	           413);
+	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: "
+	                        "99999999999999999999999999\r\n\r\n"),
+	           413);
+	CHECK_EQ_U(parse_s("POST / HTTP/1.1\r\nContent-Length: 4096\r\n\r\n", &r),
+	           DBK_HTTP_INCOMPLETE);
+	/* Endless blank lines count against the head too. */
+	memset(big, '\n', 2000);
+	big[2000] = 0;
+	CHECK_EQ_U(parse_status(big), 431);
+}
+
+static void test_bad_request_lines(void)
+{
+	CHECK_EQ_U(parse_status("GET  / HTTP/1.1\r\n\r\n"), 400);
+	CHECK_EQ_U(parse_status("GET / HTTP/1.1 \r\n\r\n"), 400);
+	CHECK_EQ_U(parse_status("GET /\r\n\r\n"), 400);
+	CHECK_EQ_U(parse_status("GET\r\n\r\n"), 400);
+	CHECK_EQ_U(parse_status(" GET / HTTP/1.1\r\n\r\n"), 400);
+	CHECK_EQ_U(parse_status("G(T / HTTP/1.1\r\n\r\n"), 400);
+	CHECK_EQ_U(parse_status("GET / http/1.1\r\n\r\n"), 400);
+	CHECK_EQ_U(parse_status("GET / HTTP/1.x\r\n\r\n"), 400);
+	CHECK_EQ_U(parse_status("GET / HTTP/11\r\n\r\n"), 400);
+	CHECK_EQ_U(parse_status("GET /a\x01 HTTP/1.1\r\n\r\n"), 400);
+	CHECK_EQ_U(parse_status("GET / HTTP/2.0\r\n\r\n"), 505);
+	CHECK_EQ_U(parse_status("GET / HTTP/1.2\r\n\r\n"), 505);
+	CHECK_EQ_U(parse_status("GET / HTTP/1.1\rX\r\n\r\n"), 400);
+	CHECK_EQ_U(parse_status("\rGET / HTTP/1.1\r\n\r\n"), 400);
+}
+
+static void test_bad_fields(void)
+{
+	CHECK_EQ_U(parse_status("GET / HTTP/1.1\r\nHost : x\r\n\r\n"), 400);
+	CHECK_EQ_U(parse_status("GET / HTTP/1.1\r\n: x\r\n\r\n"), 400);
+	CHECK_EQ_U(parse_status("GET / HTTP/1.1\r\nNoColon\r\n\r\n"), 400);
+	CHECK_EQ_U(parse_status("GET / HTTP/1.1\r\nA: b\r\n c\r\n\r\n"), 400);
+	CHECK_EQ_U(parse_status("GET / HTTP/1.1\r\nA: b\rc\r\n\r\n"), 400);
+	{
+		static const char s[] = "GET / HTTP/1.1\r\nA: b\0c\r\n\r\n";
+		struct dbk_http_request r;
+
+		CHECK_EQ_U(dbk_http_parse(s, sizeof(s) - 1, &LIM, &r),
+		           DBK_HTTP_ERROR);
+		CHECK_EQ_U(r.status, 400);
+	}
+}
+
+static void test_content_length_cases(void)
+{
+	struct dbk_http_request r;
+
+	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: 3\r\n"
+	                        "Content-Length: 4\r\n\r\nabcd"),
+	           400);
+	CHECK_EQ_U(parse_s("POST / HTTP/1.1\r\nContent-Length: 3\r\n"
+	                   "content-length: 3\r\n\r\nabc",
+	                   &r),
+	           DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n"),
+	           400);
+	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n"),
+	           400);
+	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length:\r\n\r\n"),
+	           400);
+	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: 3, 3\r\n\r\n"),
+	           400);
+	/* Fewer body bytes than announced: wait for them. */
+	CHECK_EQ_U(parse_s("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc",
+	                   &r),
+	           DBK_HTTP_INCOMPLETE);
+	/* More than announced: the rest is the next request. */
+	CHECK_EQ_U(parse_s("POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\nabc",
+	                   &r),
+	           DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(r.body.n, 2);
+	CHECK_EQ_U(r.total_len, strlen("POST / HTTP/1.1\r\nContent-Length: "
+	                               "2\r\n\r\nab"));
+	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n"
+	                        "abc / HTTP/1.1\r\n\r\n") ,
+	           0);
+}
+
+static void test_transfer_encoding(void)
+{
+	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nTransfer-Encoding: chunked"
+	                        "\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
+	           411);
+	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, "
+	                        "Chunked\r\n\r\n"),
+	           411);
+	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nTransfer-Encoding: gzip"
+	                        "\r\n\r\n"),
+	           501);
+	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: 5\r\n"
+	                        "Transfer-Encoding: chunked\r\n\r\n"),
+	           400);
+}
+
+static void test_keep_alive_and_expect(void)
+{
+	struct dbk_http_request r;
+
+	CHECK_EQ_U(parse_s("GET / HTTP/1.1\r\nConnection: close\r\n\r\n", &r),
+	           DBK_HTTP_COMPLETE);
+	CHECK(!r.keep_alive);
+	CHECK_EQ_U(parse_s("GET / HTTP/1.1\r\nConnection: Upgrade, CLOSE\r\n\r\n",
+	                   &r),
+	           DBK_HTTP_COMPLETE);
+	CHECK(!r.keep_alive);
+	CHECK_EQ_U(parse_s("GET / HTTP/1.0\r\n\r\n", &r), DBK_HTTP_COMPLETE);
+	CHECK(!r.keep_alive);
+	CHECK_EQ_U(r.minor_version, 0);
+	CHECK_EQ_U(parse_s("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n",
+	                   &r),
+	           DBK_HTTP_COMPLETE);
+	CHECK(r.keep_alive);
+	CHECK_EQ_U(parse_s("POST / HTTP/1.1\r\nExpect: 100-continue\r\n"
+	                   "Content-Length: 4\r\n\r\n",
+	                   &r),
+	           DBK_HTTP_INCOMPLETE);
+	CHECK(r.expect_continue);
+	CHECK(r.head_len > 0);
+	CHECK_EQ_U(parse_s("POST / HTTP/1.0\r\nExpect: 100-continue\r\n"
+	                   "Content-Length: 4\r\n\r\n",
+	                   &r),
+	           DBK_HTTP_INCOMPLETE);
+	CHECK(!r.expect_continue);
+}
+
+static uint32_t rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return (uint32_t)*s;
+}
+
+/* Deterministic mutation fuzzing: whatever the bytes, the parser stays in
+ * its buffer and says something coherent. Run under ASan by make sanitize. */
+static void test_mutation_fuzz(void)
+{
+	static const char *seeds[] = {
+		("POST /v1/completions HTTP/1.1\r\nHost: h\r\nContent-Length: 4"
+		 "\r\nConnection: keep-alive\r\nExpect: 100-continue\r\n\r\n"
+		 "abcd"),
+		"GET /metrics HTTP/1.0\nA:b\n\n",
+		"\r\nGET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+	};
+	static const char alphabet[] = "\r\n :,\t\0aZ09/.-HTTP";
+	uint64_t seed = 0x9e3779b97f4a7c15ULL;
+	char buf[256];
+	int i, incoherent = 0;
+
+	for (i = 0; i < 200000; i++) {
+		const char *s = seeds[rnd(&seed) % 3];
+		size_t n = strlen(s), k, m = 1 + rnd(&seed) % 4;
+		struct dbk_http_request r;
+		enum dbk_http_result res;
+
+		memcpy(buf, s, n);
+		for (k = 0; k < m; k++) {
+			size_t at = rnd(&seed) % n;
+
+			switch (rnd(&seed) % 3) {
+			case 0:
+				buf[at] = (char)rnd(&seed);
+				break;
+			case 1:
+				buf[at] = alphabet[rnd(&seed) %
+				                   (sizeof(alphabet) - 1)];
+				break;
+			default:
+				n = at; /* truncate */
+				break;
+			}
+			if (n == 0)
+				break;
+		}
+		res = dbk_http_parse(buf, n, &LIM, &r);
+		if (res == DBK_HTTP_COMPLETE &&
+		    (r.total_len > n || r.head_len == 0 ||
+		     r.body.p + r.body.n > buf + n || r.method.n == 0))
+			incoherent++;
+		if (res == DBK_HTTP_ERROR &&
+		    (r.status < 400 || r.status > 505 || !r.error))
+			incoherent++;
+	}
+	CHECK_EQ_U(incoherent, 0);
+}
+
+static void test_reasons(void)
+{
+	CHECK(strcmp(dbk_http_reason(200), "OK") == 0);
+	CHECK(strcmp(dbk_http_reason(411), "Length Required") == 0);
+	CHECK(strcmp(dbk_http_reason(431),
+	             "Request Header Fields Too Large") == 0);
+	CHECK(strcmp(dbk_http_reason(999), "Unknown") == 0);
+}
+
+int main(void)
+{
+	RUN(test_simple_get);
+	RUN(test_post_body);
+	RUN(test_split_every_offset);
+	RUN(test_pipelined);
+	RUN(test_limits);
+	RUN(test_bad_request_lines);
+	RUN(test_bad_fields);
+	RUN(test_content_length_cases);
+	RUN(test_transfer_encoding);
+	RUN(test_keep_alive_and_expect);
+	RUN(test_mutation_fuzz);
+	RUN(test_reasons);
+	return CHECK_DONE();
+}
