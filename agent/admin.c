@@ -10,6 +10,7 @@
 /* The request parser the stub serves OpenAI clients with: strict,
  * bounded and fuzzed (tests/fuzz/fuzz_stub_http.c). */
 #include "lib/http1.h"
+#include "lib/list.h"
 #include "lib/listener.h"
 #include "lib/log.h"
 #include "lib/net.h"
@@ -28,7 +29,7 @@ struct aconn {
 	ev_io io;
 	ev_timer timer;
 	struct dbk_admin *a;
-	struct aconn *prev, *next;
+	struct dbk_list link;           /* in dbk_admin.conns */
 	size_t in_len;
 	char in[MAX_REQUEST];
 	struct dbk_buf out;
@@ -40,7 +41,7 @@ struct dbk_admin {
 	dbk_admin_handler handler;
 	void *arg;
 	struct dbk_listener_set ls;
-	struct aconn *conns;
+	struct dbk_list conns;
 };
 
 static void aconn_close(struct aconn *c)
@@ -51,12 +52,7 @@ static void aconn_close(struct aconn *c)
 	ev_timer_stop(a->loop, &c->timer);
 	dbk_listener_release(&a->ls, c->io.fd);
 	close(c->io.fd);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		a->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	dbk_list_del(&c->link);
 	dbk_buf_free(&c->out);
 	free(c);
 }
@@ -169,10 +165,7 @@ static void aconn_new(void *arg, int fd)
 	}
 	c->a = a;
 	dbk_buf_init(&c->out);
-	c->next = a->conns;
-	if (a->conns)
-		a->conns->prev = c;
-	a->conns = c;
+	dbk_list_append(&a->conns, &c->link);
 	ev_io_init(&c->io, on_aconn, fd, EV_READ);
 	ev_io_start(a->loop, &c->io);
 	/* A client that never finishes its request is not waited for. */
@@ -190,6 +183,7 @@ struct dbk_admin *dbk_admin_new(struct ev_loop *loop, unsigned max_conns, dbk_ad
 	a->loop = loop;
 	a->handler = h;
 	a->arg = arg;
+	dbk_list_init(&a->conns);
 	dbk_listener_init(&a->ls, loop, "admin", aconn_new, a);
 	/* One client (a scraper, a stuck script) leaves room for others. */
 	if (dbk_listener_limit(&a->ls, max_conns, (max_conns + 3) / 4, NULL) < 0) {
@@ -210,7 +204,7 @@ void dbk_admin_free(struct dbk_admin *a)
 	if (!a)
 		return;
 	dbk_listener_close(&a->ls);
-	while (a->conns)
-		aconn_close(a->conns);
+	while (!dbk_list_empty(&a->conns))
+		aconn_close(dbk_list_first(&a->conns, struct aconn, link));
 	free(a);
 }

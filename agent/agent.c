@@ -9,68 +9,29 @@
 #include <unistd.h>
 
 #include "lib/clock.h"
+#include "lib/fileio.h"
 #include "lib/listener.h"
 #include "lib/log.h"
 #include "lib/net.h"
 #include "settings.h"
 
-/* Completion lag bounds, in milliseconds. */
-static const double lag_bounds_ms[] = {
-	1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 30000, 60000,
-};
-
 #define TTL_TICK 1.0
 /* How long start-up waits for HAProxy's runtime API to name the servers. */
 #define DISCOVERY_TIMEOUT_MS 30000
 #define MAX_CONFIG_FILE 65536
-/* How long an ended id is remembered (DBK_BAL_MAX_BURIED of them at
- * most): far longer than a NOTIFY can trail its request's completion
- * line, and than one copy of a completion line can trail the other (the
- * ring delivers what it held during a cut when it reconnects, a second or
- * two later). A copy later than this counts as an unknown release. */
-#define BURIED_TTL_MS 60000
 
-void dbk_agent_on_completion(void *arg, const struct dbk_completion *c)
+/* The completion receiver's callback: the books do the work, this logs. */
+static void on_completion(void *arg, const struct dbk_completion *c)
 {
 	struct dbk_agent *a = arg;
-	struct dbk_bal_lease lease;
 
-	/* Each line comes by two paths (haproxy/README.md): the first copy
-	 * to arrive does the work, the other is only counted. */
-	if (dbk_bal_ended(a->bal, c->id, c->id_len)) {
-		a->stats.duplicates++;
-		return;
-	}
-	a->stats.completions++;
-	if (c->id_len)
-		dbk_bal_bury(a->bal, c->id, c->id_len, dbk_mono_ms());
-	/* No decision variable: HAProxy balanced this one alone, unless the
-	 * client left while the agent was deciding, in which case the lease
-	 * was taken but the ACK found no stream to set the variable on. The
-	 * id tells. */
-	if (c->chosen_len == 0 && !dbk_bal_holds(a->bal, c->id, c->id_len)) {
-		/* Its NOTIFY may still be on the way (another connection):
-		 * the id, buried above, takes no lease when it comes. */
-		a->stats.undecided++;
-		return;
-	}
-	if (dbk_bal_release(a->bal, c->id, c->id_len, &lease) != DBK_BAL_OK) {
+	if (dbk_acct_complete(&a->acct, c, dbk_mono_ms(), (int64_t)dbk_wall_ms(), NULL) ==
+	    DBK_ACCT_UNKNOWN) {
 		char q[DBK_BAL_MAX_ID_LEN + 1];
 
 		dbk_log(DBK_LOG_DEBUG, "completion-unknown", "id=\"%s\"",
 		        dbk_log_quote(q, sizeof(q), c->id, c->id_len));
-		return;
 	}
-	a->stats.released++;
-	/* A lease follows a redispatch when HAProxy reports it at response
-	 * time (the dbucket-moved message); one that did not (the request
-	 * failed before any response) is still released where it was
-	 * charged, so the books balance, and counted here. */
-	const char *chosen = a->cfg.servers[lease.server];
-	if (c->server_len != strlen(chosen) || memcmp(c->server, chosen, c->server_len) != 0)
-		a->stats.elsewhere++;
-	int64_t lag = (int64_t)dbk_wall_ms() - c->log_ms;
-	dbk_histo_add(&a->completion_lag_ms, lag > 0 ? (double)lag : 0.0);
 }
 
 static void on_expired(void *arg, const char *id, size_t id_len,
@@ -79,7 +40,6 @@ static void on_expired(void *arg, const char *id, size_t id_len,
 	struct dbk_agent *a = arg;
 	char q[DBK_BAL_MAX_ID_LEN + 1];
 
-	a->stats.expired++;
 	dbk_log(DBK_LOG_WARN, "lease-expired", "id=\"%s\" server=%s score=%.10g",
 	        dbk_log_quote(q, sizeof(q), id, id_len), a->cfg.servers[l->server], l->score);
 }
@@ -90,38 +50,29 @@ static void on_ttl_tick(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	uint64_t now = dbk_mono_ms();
-
-	dbk_bal_expire(a->bal, now, (uint64_t)a->cfg.lease_ttl_s * 1000, on_expired, a);
-	dbk_bal_expire_buried(a->bal, now, BURIED_TTL_MS);
+	dbk_acct_expire(&a->acct, dbk_mono_ms(), (uint64_t)a->cfg.lease_ttl_s * 1000, on_expired, a);
 }
 
-/* Reads a whole (small) file. Returns a malloc'd NUL-terminated buffer. */
-static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
+/* The settings --config gives over the command line's (base_config):
+ * read, parsed and checked here only, at start and on every reload.
+ * Returns 0, or -1 with "FILE: reason" in err. */
+static int read_config(const struct dbk_agent *a, struct dbk_bal_config *c, char *err,
+                       size_t errlen)
 {
-	FILE *f = fopen(path, "r");
-	char *buf = NULL;
+	char why[256];
+	size_t len;
+	char *text = dbk_read_file(a->cfg.config_file, MAX_CONFIG_FILE, &len, err, errlen);
 
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return NULL;
-	}
-	buf = malloc(MAX_CONFIG_FILE + 1);
-	if (buf) {
-		*len = fread(buf, 1, MAX_CONFIG_FILE + 1, f);
-		if (ferror(f) || *len > MAX_CONFIG_FILE) {
-			snprintf(err, errlen, "%s: unreadable or larger than %d bytes", path,
-			         MAX_CONFIG_FILE);
-			free(buf);
-			buf = NULL;
-		} else {
-			buf[*len] = '\0';
-		}
-	} else {
-		snprintf(err, errlen, "out of memory");
-	}
-	fclose(f);
-	return buf;
+	*c = a->base_config;
+	if (!text)
+		return -1;
+	int rc = dbk_tune_parse(c, text, len, why, sizeof(why));
+	free(text);
+	if (rc == 0)
+		rc = dbk_bal_config_check(c, why, sizeof(why));
+	if (rc < 0)
+		snprintf(err, errlen, "%s: %s", a->cfg.config_file, why);
+	return rc;
 }
 
 /* Applies c live and logs what it is now. */
@@ -142,24 +93,14 @@ static int apply_config(struct dbk_agent *a, const struct dbk_bal_config *c, con
 
 int dbk_agent_reload(struct dbk_agent *a, char *err, size_t errlen)
 {
-	struct dbk_bal_config c = a->base_config;
-	char why[256];
-	size_t len;
-	char *text;
+	struct dbk_bal_config c;
 
 	if (!a->cfg.config_file) {
 		snprintf(err, errlen, "no --config file to reread");
 		return -1;
 	}
-	text = read_file(a->cfg.config_file, &len, err, errlen);
-	if (!text)
+	if (read_config(a, &c, err, errlen) < 0)
 		return -1;
-	int rc = dbk_tune_parse(&c, text, len, why, sizeof(why));
-	free(text);
-	if (rc < 0) {
-		snprintf(err, errlen, "%s: %s", a->cfg.config_file, why);
-		return -1;
-	}
 	return apply_config(a, &c, "file", err, errlen);
 }
 
@@ -241,7 +182,7 @@ static int listen_all(struct dbk_agent *a, const char *const *specs, unsigned n,
 	return 0;
 }
 
-static int add_spoa(void *o, int fd) { return dbk_spoa_add_listener(o, fd); }
+static int add_spoa(void *o, int fd) { return dbk_spop_server_add_listener(o, fd); }
 static int add_events(void *o, int fd) { return dbk_events_add_listener(o, fd); }
 static int add_events_udp(void *o, int fd) { return dbk_events_add_datagram(o, fd); }
 static int add_admin(void *o, int fd) { return dbk_admin_add_listener(o, fd); }
@@ -342,54 +283,44 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start the scraper (libcurl)");
 		return -1;
 	}
-	dbk_log(DBK_LOG_INFO, "scrape-configured", "servers=%u of=%u interval_ms=%ld timeout_ms=%ld",
+	dbk_log(DBK_LOG_INFO, "scrape-configured", "servers=%u of=%u interval_ms=%lld timeout_ms=%lld",
 	        scraped, n, a->cfg.scrape_interval_ms, a->cfg.scrape_timeout_ms);
 	return 0;
 }
 
-int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t errlen)
+/* No SERVER names: HAProxy's runtime API says them, in order. */
+static int discover_servers(struct dbk_agent *a, char *err, size_t errlen)
+{
+	unsigned n;
+
+	if (dbk_sync_discover(a->cfg.haproxy_socket, a->cfg.backend, DISCOVERY_TIMEOUT_MS,
+	                      &a->discovered, &n, err, errlen))
+		return -1;
+	a->ndiscovered = n;
+	for (unsigned i = 0; i < n; i++)
+		a->cfg.servers[i] = a->discovered[i].name;
+	a->cfg.nservers = n;
+	dbk_log(DBK_LOG_INFO, "servers-discovered", "backend=%s servers=%u first=%s",
+	        a->cfg.backend, n, a->cfg.servers[0]);
+	return dbk_config_check_servers(&a->cfg, err, errlen);
+}
+
+/* The balancer under the command line's settings and --config's, its
+ * books, the policy and the route that asks them. */
+static int start_balancer(struct dbk_agent *a, char *err, size_t errlen)
 {
 	struct dbk_bal_config bc;
 
-	a->loop = loop;
-	dbk_histo_init(&a->completion_lag_ms, lag_bounds_ms,
-	               sizeof(lag_bounds_ms) / sizeof(lag_bounds_ms[0]));
-	if (a->cfg.haproxy_socket && a->cfg.nservers == 0) {
-		unsigned n;
-
-		if (dbk_sync_discover(a->cfg.haproxy_socket, a->cfg.backend, DISCOVERY_TIMEOUT_MS,
-		                      &a->discovered, &n, err, errlen))
-			return -1;
-		a->ndiscovered = n;
-		for (unsigned i = 0; i < n; i++)
-			a->cfg.servers[i] = a->discovered[i].name;
-		a->cfg.nservers = n;
-		dbk_log(DBK_LOG_INFO, "servers-discovered", "backend=%s servers=%u first=%s",
-		        a->cfg.backend, n, a->cfg.servers[0]);
-		if (dbk_config_check_servers(&a->cfg, err, errlen))
-			return -1;
-	}
 	dbk_config_balancer(&a->cfg, &bc);
 	a->base_config = bc;
-	if (a->cfg.config_file) {
-		char why[256];
-		size_t len;
-		char *text = read_file(a->cfg.config_file, &len, err, errlen);
-
-		if (!text)
-			return -1;
-		int rc = dbk_tune_parse(&bc, text, len, why, sizeof(why));
-		free(text);
-		if (rc < 0 || dbk_bal_config_check(&bc, why, sizeof(why)) < 0) {
-			snprintf(err, errlen, "%s: %s", a->cfg.config_file, why);
-			return -1;
-		}
-	}
+	if (a->cfg.config_file && read_config(a, &bc, err, errlen) < 0)
+		return -1;
 	a->bal = dbk_bal_new(&bc);
 	if (!a->bal) {
 		snprintf(err, errlen, "cannot create the balancer");
 		return -1;
 	}
+	dbk_acct_init(&a->acct, a->bal, a->cfg.servers);
 	if (a->cfg.policy == DBK_POLICY_TTFT) {
 		a->pred = dbk_policy_ttft_new(a->bal, a->cfg.engine_speed);
 		if (!a->pred) {
@@ -407,23 +338,30 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	return 0;
+}
 
+/* The SPOP, completion and admin servers, on every address given. */
+static int start_listeners(struct dbk_agent *a, char *err, size_t errlen)
+{
 	unsigned completion_conns, admin_conns;
+
 	fit_fd_limit(a, &completion_conns, &admin_conns);
 	/* By default two HAProxy instances (or one and a stranger) both fit. */
 	if (!a->cfg.max_connections_per_peer)
 		a->cfg.max_connections_per_peer = (a->cfg.max_connections + 1) / 2;
 	else if (a->cfg.max_connections_per_peer > a->cfg.max_connections)
 		a->cfg.max_connections_per_peer = a->cfg.max_connections;
-	struct dbk_spoa_config sc = {
+	struct dbk_spop_server_config sc = {
 		.max_frame_size = a->cfg.max_frame_size,
 		.max_connections = a->cfg.max_connections,
 		.max_connections_per_peer = a->cfg.max_connections_per_peer,
 		.idle_timeout = (double)a->cfg.idle_timeout_s,
 	};
-	a->spoa = dbk_spoa_new(loop, &sc, &a->route);
-	a->events = dbk_events_new(loop, completion_conns, dbk_agent_on_completion, a);
-	a->admin = dbk_admin_new(loop, admin_conns, on_admin, a);
+	struct dbk_spop_handler h = dbk_route_handler_init(&a->route_handler, &a->route);
+	a->spoa = dbk_spop_server_new(a->loop, &sc, &h);
+	a->events = dbk_events_new(a->loop, completion_conns, on_completion, a);
+	a->admin = dbk_admin_new(a->loop, admin_conns, on_admin, a);
 	if (!a->spoa || !a->events || !a->admin) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -435,21 +373,33 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 	    listen_all(a, a->cfg.admin_listen, a->cfg.nadmin_listen, "admin", add_admin, NULL,
 	               a->admin, err, errlen))
 		return -1;
+	return 0;
+}
 
-	if (a->cfg.haproxy_socket) {
-		struct dbk_rt_addr addr;
+static int start_sync(struct dbk_agent *a, char *err, size_t errlen)
+{
+	struct dbk_rt_addr addr;
 
-		if (dbk_rt_addr_parse(a->cfg.haproxy_socket, &addr, err, errlen))
-			return -1;
-		a->sync = dbk_sync_new(loop, &addr, a->cfg.backend, (double)a->cfg.poll_ms / 1000.0,
-		                       (double)a->cfg.reclaim_after_s, a->bal, a->cfg.servers,
-		                       a->cfg.nservers);
-		if (!a->sync) {
-			snprintf(err, errlen, "out of memory");
-			return -1;
-		}
+	if (dbk_rt_addr_parse(a->cfg.haproxy_socket, &addr, err, errlen))
+		return -1;
+	a->sync = dbk_sync_new(a->loop, &addr, a->cfg.backend, (double)a->cfg.poll_ms / 1000.0,
+	                       (double)a->cfg.reclaim_after_s, a->bal, a->cfg.servers,
+	                       a->cfg.nservers);
+	if (!a->sync) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
 	}
+	return 0;
+}
 
+int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t errlen)
+{
+	a->loop = loop;
+	if (a->cfg.haproxy_socket && a->cfg.nservers == 0 && discover_servers(a, err, errlen))
+		return -1;
+	if (start_balancer(a, err, errlen) || start_listeners(a, err, errlen) ||
+	    (a->cfg.haproxy_socket && start_sync(a, err, errlen)))
+		return -1;
 	ev_timer_init(&a->ttl_timer, on_ttl_tick, TTL_TICK, TTL_TICK);
 	ev_timer_start(loop, &a->ttl_timer);
 	return start_scrape(a, err, errlen);
@@ -506,7 +456,7 @@ void dbk_agent_stop(struct dbk_agent *a)
 	dbk_sync_free(a->sync);
 	dbk_admin_free(a->admin);
 	dbk_events_free(a->events);
-	dbk_spoa_free(a->spoa);
+	dbk_spop_server_free(a->spoa);
 	dbk_policy_ttft_free(a->pred, a->bal);
 	a->pred = NULL;
 	a->route.pred = NULL;

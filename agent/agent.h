@@ -6,31 +6,23 @@
 
 #include <ev.h>
 
+#include "accounting.h"
 #include "admin.h"
 #include "balancer.h"
 #include "config.h"
 #include "completion_rx.h"
-#include "histo.h"
 #include "policy_ttft.h"
 #include "route.h"
-#include "spop_server.h"
+#include "route_handler.h"
 #include "runtime_sync.h"
-
-struct dbk_agent_stats {
-	uint64_t completions;         /* requests whose completion line came */
-	uint64_t duplicates;          /* second copies of a line already seen */
-	uint64_t undecided;           /* completions of requests the agent did not route */
-	uint64_t released;            /* leases released by their completion */
-	uint64_t elsewhere;           /* completed elsewhere than its lease said */
-	uint64_t expired;             /* leases released by the TTL */
-};
 
 struct dbk_agent {
 	struct dbk_config cfg;
 	struct ev_loop *loop;
 	struct dbk_balancer *bal;
 	struct dbk_route route;
-	struct dbk_spoa *spoa;
+	struct dbk_route_handler route_handler;   /* route as the SPOP handler */
+	struct dbk_spop_server *spoa;
 	struct dbk_events *events;
 	struct dbk_admin *admin;
 	struct dbk_sync *sync;          /* NULL without --haproxy-socket */
@@ -43,8 +35,7 @@ struct dbk_agent {
 	struct dbk_bal_config base_config;
 	uint64_t config_changes;
 	ev_timer ttl_timer;
-	struct dbk_agent_stats stats;
-	struct dbk_histo completion_lag_ms; /* stream end (HAProxy's log) to release */
+	struct dbk_acct acct;           /* what completions and the TTL did */
 	/* Unix sockets we created, removed again at stop. */
 	const char *unix_specs[3 * DBK_MAX_LISTEN];
 	unsigned nunix;
@@ -62,9 +53,6 @@ int dbk_agent_drop_privileges(struct dbk_agent *a, char *err, size_t errlen);
 /* Rereads --config over the command line's settings and applies them
  * live. Returns 0, or -1 with err (nothing changed). */
 int dbk_agent_reload(struct dbk_agent *a, char *err, size_t errlen);
-
-/* Handles one completion line (also the events callback). */
-void dbk_agent_on_completion(void *arg, const struct dbk_completion *c);
 
 /* report.c */
 void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *out);

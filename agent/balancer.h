@@ -187,15 +187,18 @@ void dbk_bal_expire_buried(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl
 /* Whether a lease with this id is live. Counts nothing. */
 bool dbk_bal_holds(const struct dbk_balancer *b, const char *id, size_t id_len);
 
+/* Told of a lease that the balancer gave back on its own (expiry,
+ * reclaim): the id is valid only during the call. */
+typedef void dbk_bal_lease_cb(void *arg, const char *id, size_t id_len,
+                              const struct dbk_bal_lease *l);
+
 /* Releases every lease started at or before now_ms - ttl_ms, oldest
  * first, calling cb (if not NULL) for each. Returns how many. The walk
  * stops at the first lease that is too young, so dispatch times must not
  * go backwards (a monotonic clock). cb sees the lease already released;
  * the id is valid only during the call. cb may dispatch and release. */
 size_t dbk_bal_expire(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl_ms,
-                      void (*cb)(void *arg, const char *id, size_t id_len,
-                                 const struct dbk_bal_lease *l),
-                      void *arg);
+                      dbk_bal_lease_cb *cb, void *arg);
 
 /* Moves the lease of id, and its load, to server (and that server's
  * group): HAProxy retried or redispatched the request elsewhere. A move
@@ -210,9 +213,7 @@ enum dbk_bal_result dbk_bal_move(struct dbk_balancer *b, const char *id, size_t 
  * how many. O(live leases). */
 size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n,
                        uint64_t started_by_ms,
-                       void (*cb)(void *arg, const char *id, size_t id_len,
-                                  const struct dbk_bal_lease *l),
-                       void *arg);
+                       dbk_bal_lease_cb *cb, void *arg);
 
 /* A server that is not usable is never chosen; its group's other servers
  * are. A request whose chosen group has no usable server goes to the

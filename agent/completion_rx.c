@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "lib/list.h"
 #include "lib/listener.h"
 #include "lib/log.h"
 
@@ -23,7 +24,7 @@ struct econn {
 	ev_io io;
 	ev_timer frame_timer;
 	struct dbk_events *e;
-	struct econn *prev, *next;
+	struct dbk_list link;   /* in dbk_events.conns, oldest first */
 	bool delivered;         /* has sent a completion line: HAProxy's */
 	size_t len;
 	char buf[IN_CAP];
@@ -37,7 +38,7 @@ struct dbk_events {
 	ev_io dgram[DBK_LISTENER_MAX];
 	unsigned ndgram;
 	char dbuf[IN_CAP];              /* one datagram at a time */
-	struct econn *conns;
+	struct dbk_list conns;
 	struct dbk_events_stats stats;
 	struct dbk_ratelimit up_log;
 };
@@ -50,12 +51,7 @@ static void econn_close(struct econn *c)
 	ev_timer_stop(e->loop, &c->frame_timer);
 	dbk_listener_release(&e->ls, c->io.fd);
 	close(c->io.fd);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		e->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	dbk_list_del(&c->link);
 	e->stats.open--;
 	free(c);
 }
@@ -165,11 +161,16 @@ static int make_room(void *arg, const void *peer)
 {
 	struct dbk_events *e = arg;
 	struct econn *victim = NULL;
+	struct dbk_list *it, *nx;
 
-	/* New links go to the head: the last silent one is the oldest. */
-	for (struct econn *c = e->conns; c; c = c->next)
-		if (!c->delivered && dbk_listener_may_evict(&e->ls, c->io.fd, peer))
+	dbk_list_for_each_safe(it, nx, &e->conns) {
+		struct econn *c = dbk_list_elem(it, struct econn, link);
+
+		if (!c->delivered && dbk_listener_may_evict(&e->ls, c->io.fd, peer)) {
 			victim = c;
+			break;
+		}
+	}
 	if (!victim)
 		return 0;
 	dbk_log(DBK_LOG_DEBUG, "completion-link-dropped", "reason=\"silent, made way\"");
@@ -192,11 +193,7 @@ static void econn_new(void *arg, int fd)
 	c->len = 0;
 	c->delivered = false;
 	ev_timer_init(&c->frame_timer, on_frame_timeout, FRAME_TIMEOUT, 0);
-	c->prev = NULL;
-	c->next = e->conns;
-	if (e->conns)
-		e->conns->prev = c;
-	e->conns = c;
+	dbk_list_append(&e->conns, &c->link);
 	e->stats.accepted++;
 	e->stats.open++;
 	ev_io_init(&c->io, on_econn, fd, EV_READ);
@@ -252,6 +249,7 @@ struct dbk_events *dbk_events_new(struct ev_loop *loop, unsigned max_conns,
 	e->loop = loop;
 	e->cb = cb;
 	e->arg = arg;
+	dbk_list_init(&e->conns);
 	dbk_listener_init(&e->ls, loop, "completions", econn_new, e);
 	/* One peer may hold half the links, so another (HAProxy) gets in. */
 	if (dbk_listener_limit(&e->ls, max_conns, (max_conns + 1) / 2, NULL) < 0) {
@@ -277,8 +275,8 @@ void dbk_events_free(struct dbk_events *e)
 		ev_io_stop(e->loop, &e->dgram[i]);
 		close(e->dgram[i].fd);
 	}
-	while (e->conns)
-		econn_close(e->conns);
+	while (!dbk_list_empty(&e->conns))
+		econn_close(dbk_list_first(&e->conns, struct econn, link));
 	free(e);
 }
 

@@ -1,173 +1,43 @@
+/* The agent's command line, on lib/cli: each section of --help is a
+ * table of options (name, where the value goes, bounds, help), so the
+ * parser, its errors and the help text come from one place. Numbers take
+ * the strict grammar --config and /config share (lib/numparse.h). */
 #include "config.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/cli.h"
 #include "lib/log.h"
-#include "lib/numparse.h"
 #include "settings.h"
 
-enum {
-	OPT_DYNAMIC = 256,
-	OPT_THRESHOLD,
-	OPT_MAX_TOKENS,
-	OPT_LISTEN,
-	OPT_MAX_FRAME,
-	OPT_MAX_CONNS,
-	OPT_MAX_LEASES,
-	OPT_LOG_LEVEL,
-	OPT_COMPLETION_LISTEN,
-	OPT_ADMIN_LISTEN,
-	OPT_LEASE_TTL,
-	OPT_HAPROXY_SOCKET,
-	OPT_BACKEND,
-	OPT_POLL,
-	OPT_USER,
-	OPT_GROUP,
-	OPT_CONFIG,
-	OPT_RECLAIM_AFTER,
-	OPT_MAX_CONNS_PER_PEER,
-	OPT_IDLE_TIMEOUT,
-	OPT_POLICY,
-	OPT_SCRAPE,
-	OPT_SCRAPE_INTERVAL,
-	OPT_SCRAPE_TIMEOUT,
-	OPT_ENGINE_SPEED,
+/* What parsing needs beside the config: options that are not a plain
+ * value. */
+struct parse {
+	struct dbk_config *c;
+	bool help, version;
+	bool no_completions, no_admin;
 };
 
-static const struct option long_opts[] = {
-	{ "enable-dynamic-bucket",  no_argument,       NULL, OPT_DYNAMIC },
-	{ "server-group-threshold", required_argument, NULL, OPT_THRESHOLD },
-	{ "max-request-tokens",     required_argument, NULL, OPT_MAX_TOKENS },
-	{ "listen",                 required_argument, NULL, OPT_LISTEN },
-	{ "max-frame-size",         required_argument, NULL, OPT_MAX_FRAME },
-	{ "max-connections",        required_argument, NULL, OPT_MAX_CONNS },
-	{ "max-connections-per-peer", required_argument, NULL, OPT_MAX_CONNS_PER_PEER },
-	{ "idle-timeout",           required_argument, NULL, OPT_IDLE_TIMEOUT },
-	{ "max-leases",             required_argument, NULL, OPT_MAX_LEASES },
-	{ "log-level",              required_argument, NULL, OPT_LOG_LEVEL },
-	{ "completion-listen",      required_argument, NULL, OPT_COMPLETION_LISTEN },
-	{ "admin-listen",           required_argument, NULL, OPT_ADMIN_LISTEN },
-	{ "lease-ttl",              required_argument, NULL, OPT_LEASE_TTL },
-	{ "haproxy-socket",         required_argument, NULL, OPT_HAPROXY_SOCKET },
-	{ "backend",                required_argument, NULL, OPT_BACKEND },
-	{ "poll-interval",          required_argument, NULL, OPT_POLL },
-	{ "reclaim-after",          required_argument, NULL, OPT_RECLAIM_AFTER },
-	{ "config",                 required_argument, NULL, OPT_CONFIG },
-	{ "user",                   required_argument, NULL, OPT_USER },
-	{ "policy",                 required_argument, NULL, OPT_POLICY },
-	{ "scrape",                 required_argument, NULL, OPT_SCRAPE },
-	{ "scrape-interval",        required_argument, NULL, OPT_SCRAPE_INTERVAL },
-	{ "scrape-timeout",         required_argument, NULL, OPT_SCRAPE_TIMEOUT },
-	{ "engine-speed",           required_argument, NULL, OPT_ENGINE_SPEED },
-	{ "group",                  required_argument, NULL, OPT_GROUP },
-	{ "help",                   no_argument,       NULL, 'h' },
-	{ "version",                no_argument,       NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
-};
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define COUNT(t) (sizeof(t) / sizeof((t)[0]))
+#define WEEK_S (7 * 24 * 3600)
+/* Options in all sections, at most. */
+#define MAX_OPTIONS 48
 
-void dbk_config_usage(FILE *out, const char *prog)
-{
-	fprintf(out,
-"Usage: %s [OPTIONS] SERVER...\n"
-"       %s [OPTIONS] --haproxy-socket ADDR [--backend NAME]\n"
-"\n"
-"HAProxy SPOE agent that picks a vLLM server for each request by its length\n"
-"and the load in flight. SERVER... are the backend's server names, in order,\n"
-"exactly as haproxy.cfg spells them; with --haproxy-socket and no names the\n"
-"agent reads them from HAProxy. It answers with the chosen name in\n"
-"txn.<var-prefix>.server.\n"
-"\n"
-"Balancing (same meaning and defaults as the reference proxy):\n"
-"  --enable-dynamic-bucket       split servers into a short and a long group\n"
-"                                (needs at least 2 servers)\n"
-"  --server-group-threshold N    tokens where the long bucket starts (%d)\n"
-"  --max-request-tokens N        upper bound of the long bucket (%d)\n"
-"  --config FILE                 live settings (key = value lines: see\n"
-"                                dbucket-spoa(8)); reread on SIGHUP, and\n"
-"                                also set through the admin endpoint's /config\n"
-"  --policy NAME                 reference (default: the algorithm above,\n"
-"                                decision for decision) or ttft: the server\n"
-"                                with the earliest predicted first token, from\n"
-"                                length, prefix, queue, KV use and context limit\n"
-"  --engine-speed X              ttft: the servers run X times as fast as its\n"
-"                                engine model (an 8B model on an H100; 1); for\n"
-"                                other GPUs, and stubs run with --time-scale X\n"
-"\n"
-"Servers' own numbers (vLLM's /metrics and /v1/models; the ttft policy\n"
-"routes on them, every policy reports them):\n"
-"  --scrape NAME=URL             scrape server NAME at base URL\n"
-"                                (http://HOST:PORT); repeatable. With --policy\n"
-"                                ttft and --haproxy-socket, servers not named\n"
-"                                are scraped where HAProxy reaches them\n"
-"  --scrape-interval MS          /metrics every MS (%d); /v1/models every 10 s\n"
-"  --scrape-timeout MS           a scrape not answered by then failed (%d)\n"
-"\n"
-"Agent:\n"
-"  --listen ADDR                 where HAProxy connects; repeatable.\n"
-"                                HOST:PORT, [IPV6]:PORT or unix:PATH\n"
-"                                (default %s)\n"
-"  --completion-listen ADDR      where HAProxy's completion ring connects\n"
-"                                (same forms, repeatable), or udp@HOST:PORT\n"
-"                                for lines sent by a plain UDP log target;\n"
-"                                default %s and udp@ the same,\n"
-"                                \"none\" to disable\n"
-"  --admin-listen ADDR           HTTP endpoint with /metrics and /state\n"
-"                                (default %s, \"none\" to disable)\n"
-"  --lease-ttl SECONDS           a request whose completion never arrives\n"
-"                                is released after this long (%d)\n"
-"\n"
-"HAProxy's runtime API (optional, recommended):\n"
-"  --haproxy-socket ADDR         its stats socket: unix:PATH, /PATH or\n"
-"                                HOST:PORT (needs 'level operator' or more)\n"
-"  --backend NAME                the vLLM backend (%s)\n"
-"  --poll-interval MS            how often to read server states and sessions:\n"
-"                                DOWN, MAINT and DRAIN servers are not chosen,\n"
-"                                leaked leases are reclaimed (%d)\n"
-"  --reclaim-after SECONDS       a lease is taken for leaked only when older\n"
-"                                than this, and in excess of HAProxy's\n"
-"                                sessions for 3 polls (%d)\n"
-"\n"
-"Limits:\n"
-"  --max-frame-size N            largest SPOP frame, at most what HAProxy\n"
-"                                announces is used (%d)\n"
-"  --max-connections N           concurrent HAProxy connections (%d; lowered\n"
-"                                to what the descriptor limit allows)\n"
-"  --max-connections-per-peer N  of which one peer address may hold at most\n"
-"                                N (half of --max-connections)\n"
-"  --idle-timeout SECONDS        an SPOP connection silent this long after\n"
-"                                HELLO is closed; keep it above the SPOE\n"
-"                                'timeout idle' (%d)\n"
-"  --max-leases N                requests in flight before the agent stops\n"
-"                                answering and HAProxy balances alone (%d)\n"
-"  --log-level LEVEL             debug, info, warn or error (info)\n"
-"  --user USER, --group GROUP    drop privileges to these once every socket\n"
-"                                is bound (unix sockets are given to them)\n"
-"  -h, --help                    this text\n"
-"  -V, --version                 the version\n"
-"\n"
-"Logs go to stderr in logfmt. SIGTERM or SIGINT stops the agent cleanly.\n",
-	        prog, prog, DBK_DEFAULT_THRESHOLD, DBK_DEFAULT_MAX_REQUEST_TOKENS,
-	        DBK_DEFAULT_SCRAPE_INTERVAL_MS, DBK_DEFAULT_SCRAPE_TIMEOUT_MS,
-	        DBK_DEFAULT_LISTEN, DBK_DEFAULT_COMPLETION_LISTEN, DBK_DEFAULT_ADMIN_LISTEN,
-	        DBK_DEFAULT_LEASE_TTL_S, DBK_DEFAULT_BACKEND, DBK_DEFAULT_POLL_MS,
-	        DBK_DEFAULT_RECLAIM_AFTER_S,
-	        DBK_DEFAULT_MAX_FRAME, DBK_DEFAULT_MAX_CONNS, DBK_DEFAULT_IDLE_TIMEOUT_S,
-	        DBK_DEFAULT_MAX_LEASES);
-}
+static const char *const log_levels[] = { "debug", "info", "warn", "error", NULL };
 
-/* The settings are longs, in the grammar --config and /config share
- * (numparse.h). */
-static int parse_long(const char *s, long min, long max, long *out)
-{
-	unsigned long long v;
-
-	if (!dbk_parse_uint(s, (unsigned long long)min, (unsigned long long)max, &v))
-		return -1;
-	*out = (long)v;
-	return 0;
-}
+/* Table rows by kind: a number in the strict grammar, within [lo, hi];
+ * a string kept as given; a value a function checks and stores. */
+#define NUM(name, kind, dst, lo, hi, meta, help) \
+	{ name, 0, kind, dst, lo, hi, NULL, NULL, DBK_OPT_STRICT, meta, help, NULL }
+#define TEXT(name, dst, meta, help) \
+	{ name, 0, DBK_OPT_STR, dst, 0, 0, NULL, NULL, 0, meta, help, NULL }
+#define CALL(name, fn, meta, help) \
+	{ name, 0, DBK_OPT_CALL, NULL, 0, 0, NULL, fn, 0, meta, help, NULL }
+#define FLAG(name, short_name, dst, help) \
+	{ name, short_name, DBK_OPT_FLAG, dst, 0, 0, NULL, NULL, 0, NULL, help, NULL }
 
 /* HAProxy's rule for proxy and server names. */
 static bool valid_server_name(const char *s)
@@ -193,7 +63,7 @@ static const char *const policy_names[] = {
 
 const char *dbk_policy_name(enum dbk_policy_kind k)
 {
-	return (unsigned)k < sizeof(policy_names) / sizeof(policy_names[0]) ? policy_names[k] : "?";
+	return (unsigned)k <= DBK_POLICY_TTFT ? policy_names[k] : "?";
 }
 
 /* NAME=URL with a server name and an http(s) URL of visible characters
@@ -232,14 +102,255 @@ const char *dbk_config_scrape_url(const struct dbk_config *c, const char *name)
 	return NULL;
 }
 
-#define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return DBK_CONFIG_ERROR; } while (0)
-
-enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
-                                        char **argv, char *err, size_t errlen)
+/* A repeatable address option: list[*n] = v, at most DBK_MAX_LISTEN;
+ * "none" (none != NULL) sets *none instead. */
+static int add_addr(const char *opt, const char **list, unsigned *n, bool *none,
+                    const char *v, char *err, size_t errlen)
 {
-	long v;
-	int opt;
+	if (none && strcmp(v, "none") == 0) {
+		*none = true;
+		return 0;
+	}
+	if (*n == DBK_MAX_LISTEN) {
+		dbk_errf(err, errlen, "at most %d --%s addresses", DBK_MAX_LISTEN, opt);
+		return -1;
+	}
+	list[(*n)++] = v;
+	return 0;
+}
 
+static int opt_listen(void *ctx, const char *v, char *err, size_t errlen)
+{
+	struct dbk_config *c = ((struct parse *)ctx)->c;
+
+	return add_addr("listen", c->listen, &c->nlisten, NULL, v, err, errlen);
+}
+
+static int opt_completion_listen(void *ctx, const char *v, char *err, size_t errlen)
+{
+	struct parse *p = ctx;
+
+	return add_addr("completion-listen", p->c->completion_listen, &p->c->ncompletion_listen,
+	                &p->no_completions, v, err, errlen);
+}
+
+static int opt_admin_listen(void *ctx, const char *v, char *err, size_t errlen)
+{
+	struct parse *p = ctx;
+
+	return add_addr("admin-listen", p->c->admin_listen, &p->c->nadmin_listen, &p->no_admin,
+	                v, err, errlen);
+}
+
+static int opt_backend(void *ctx, const char *v, char *err, size_t errlen)
+{
+	if (!valid_server_name(v)) {
+		dbk_errf(err, errlen, "invalid backend name '%s'", v);
+		return -1;
+	}
+	((struct parse *)ctx)->c->backend = v;
+	return 0;
+}
+
+static int opt_scrape(void *ctx, const char *v, char *err, size_t errlen)
+{
+	struct dbk_config *c = ((struct parse *)ctx)->c;
+
+	if (!valid_scrape(v)) {
+		dbk_errf(err, errlen, "--scrape wants NAME=http://HOST:PORT, got '%s'", v);
+		return -1;
+	}
+	if (c->nscrape == DBK_BAL_MAX_SERVERS) {
+		dbk_errf(err, errlen, "at most %d --scrape", DBK_BAL_MAX_SERVERS);
+		return -1;
+	}
+	size_t nl = (size_t)(strchr(v, '=') - v);
+	for (unsigned j = 0; j < c->nscrape; j++)
+		if (strncmp(c->scrape[j], v, nl + 1) == 0) {
+			dbk_errf(err, errlen, "--scrape names '%.*s' twice", (int)nl, v);
+			return -1;
+		}
+	c->scrape[c->nscrape++] = v;
+	return 0;
+}
+
+static int opt_policy(void *ctx, const char *v, char *err, size_t errlen)
+{
+	for (int k = DBK_POLICY_REFERENCE; k <= DBK_POLICY_TTFT; k++)
+		if (strcmp(v, policy_names[k]) == 0) {
+			((struct parse *)ctx)->c->policy = (enum dbk_policy_kind)k;
+			return 0;
+		}
+	dbk_errf(err, errlen, "--policy wants reference or ttft, got '%s'", v);
+	return -1;
+}
+
+/* ---- the options, by section of --help ---- */
+
+static size_t put(struct dbk_opt *out, const struct dbk_opt *t, size_t n)
+{
+	memcpy(out, t, n * sizeof(*t));
+	return n;
+}
+
+static size_t opts_balancing(struct parse *p, struct dbk_opt *out)
+{
+	struct dbk_config *c = p->c;
+	const struct dbk_opt t[] = {
+		FLAG("enable-dynamic-bucket", 0, &c->dynamic,
+		     "split servers into a short and a long group\n(needs at least 2 servers)"),
+		NUM("server-group-threshold", DBK_OPT_LL, &c->threshold, 1, DBK_TUNE_MAX_TOKENS, "N",
+		    "tokens where the long bucket starts (" STR(DBK_DEFAULT_THRESHOLD) ")"),
+		NUM("max-request-tokens", DBK_OPT_LL, &c->max_request_tokens, 1, DBK_TUNE_MAX_TOKENS,
+		    "N", "upper bound of the long bucket (" STR(DBK_DEFAULT_MAX_REQUEST_TOKENS) ")"),
+		TEXT("config", &c->config_file, "FILE",
+		     "live settings (key = value lines: see\ndbucket-spoa(8)); reread on SIGHUP, "
+		     "and\nalso set through the admin endpoint's /config"),
+		CALL("policy", opt_policy, "NAME",
+		     "reference (default: the algorithm above,\ndecision for decision) or ttft: the "
+		     "server\nwith the earliest predicted first token, from\nlength, prefix, queue, "
+		     "KV use and context limit"),
+		NUM("engine-speed", DBK_OPT_DOUBLE, &c->engine_speed, 0.001, 1000, "X",
+		    "ttft: the servers run X times as fast as its\nengine model (an 8B model on an "
+		    "H100; 1); for\nother GPUs, and stubs run with --time-scale X"),
+	};
+	return put(out, t, COUNT(t));
+}
+
+static size_t opts_scrape(struct parse *p, struct dbk_opt *out)
+{
+	struct dbk_config *c = p->c;
+	const struct dbk_opt t[] = {
+		CALL("scrape", opt_scrape, "NAME=URL",
+		     "scrape server NAME at base URL\n(http://HOST:PORT); repeatable. With --policy\n"
+		     "ttft and --haproxy-socket, servers not named\nare scraped where HAProxy reaches "
+		     "them"),
+		NUM("scrape-interval", DBK_OPT_LL, &c->scrape_interval_ms, 10, 3600 * 1000, "MS",
+		    "/metrics every MS (" STR(DBK_DEFAULT_SCRAPE_INTERVAL_MS) "); /v1/models every "
+		    "10 s"),
+		NUM("scrape-timeout", DBK_OPT_LL, &c->scrape_timeout_ms, 10, 600 * 1000, "MS",
+		    "a scrape not answered by then failed (" STR(DBK_DEFAULT_SCRAPE_TIMEOUT_MS) ")"),
+	};
+	return put(out, t, COUNT(t));
+}
+
+static size_t opts_agent(struct parse *p, struct dbk_opt *out)
+{
+	struct dbk_config *c = p->c;
+	const struct dbk_opt t[] = {
+		CALL("listen", opt_listen, "ADDR",
+		     "where HAProxy connects; repeatable.\nHOST:PORT, [IPV6]:PORT or unix:PATH\n"
+		     "(default " DBK_DEFAULT_LISTEN ")"),
+		CALL("completion-listen", opt_completion_listen, "ADDR",
+		     "where HAProxy's completion ring connects\n(same forms, repeatable), or "
+		     "udp@HOST:PORT\nfor lines sent by a plain UDP log target;\ndefault "
+		     DBK_DEFAULT_COMPLETION_LISTEN " and udp@ the same,\n\"none\" to disable"),
+		CALL("admin-listen", opt_admin_listen, "ADDR",
+		     "HTTP endpoint with /metrics and /state\n(default " DBK_DEFAULT_ADMIN_LISTEN
+		     ", \"none\" to disable)"),
+		NUM("lease-ttl", DBK_OPT_LL, &c->lease_ttl_s, 1, WEEK_S, "SECONDS",
+		    "a request whose completion never arrives\nis released after this long ("
+		    STR(DBK_DEFAULT_LEASE_TTL_S) ")"),
+	};
+	return put(out, t, COUNT(t));
+}
+
+static size_t opts_runtime(struct parse *p, struct dbk_opt *out)
+{
+	struct dbk_config *c = p->c;
+	const struct dbk_opt t[] = {
+		TEXT("haproxy-socket", &c->haproxy_socket, "ADDR",
+		     "its stats socket: unix:PATH, /PATH or\nHOST:PORT (needs 'level operator' or "
+		     "more)"),
+		CALL("backend", opt_backend, "NAME", "the vLLM backend (" DBK_DEFAULT_BACKEND ")"),
+		NUM("poll-interval", DBK_OPT_LL, &c->poll_ms, 50, 3600 * 1000, "MS",
+		    "how often to read server states and sessions:\nDOWN, MAINT and DRAIN servers "
+		    "are not chosen,\nleaked leases are reclaimed (" STR(DBK_DEFAULT_POLL_MS) ")"),
+		NUM("reclaim-after", DBK_OPT_LL, &c->reclaim_after_s, 0, WEEK_S, "SECONDS",
+		    "a lease is taken for leaked only when older\nthan this, and in excess of "
+		    "HAProxy's\nsessions for 3 polls (" STR(DBK_DEFAULT_RECLAIM_AFTER_S) ")"),
+	};
+	return put(out, t, COUNT(t));
+}
+
+static size_t opts_limits(struct parse *p, struct dbk_opt *out)
+{
+	struct dbk_config *c = p->c;
+	const struct dbk_opt t[] = {
+		NUM("max-frame-size", DBK_OPT_INT, &c->max_frame_size, DBK_MIN_FRAME, 16 * 1024 * 1024,
+		    "N", "largest SPOP frame, at most what HAProxy\nannounces is used ("
+		    STR(DBK_DEFAULT_MAX_FRAME) ")"),
+		NUM("max-connections", DBK_OPT_INT, &c->max_connections, 1, 1000000, "N",
+		    "concurrent HAProxy connections (" STR(DBK_DEFAULT_MAX_CONNS) "; lowered\nto "
+		    "what the descriptor limit allows)"),
+		NUM("max-connections-per-peer", DBK_OPT_INT, &c->max_connections_per_peer, 1, 1000000,
+		    "N", "of which one peer address may hold at most\nN (half of --max-connections)"),
+		NUM("idle-timeout", DBK_OPT_LL, &c->idle_timeout_s, 1, WEEK_S, "SECONDS",
+		    "an SPOP connection silent this long after\nHELLO is closed; keep it above the "
+		    "SPOE\n'timeout idle' (" STR(DBK_DEFAULT_IDLE_TIMEOUT_S) ")"),
+		NUM("max-leases", DBK_OPT_SIZE, &c->max_leases, 1, DBK_TUNE_MAX_LEASES, "N",
+		    "requests in flight before the agent stops\nanswering and HAProxy balances alone ("
+		    STR(DBK_DEFAULT_MAX_LEASES) ")"),
+		{ "log-level", 0, DBK_OPT_CHOICE, &c->log_level, 0, 0, log_levels, NULL, 0, "LEVEL",
+		  "debug, info, warn or error (info)", NULL },
+		TEXT("user", &c->user, "USER",
+		     "drop privileges to USER once every socket\nis bound (unix sockets are given to it)"),
+		TEXT("group", &c->group, "GROUP", "and to GROUP (default: USER's group)"),
+		FLAG("help", 'h', &p->help, "this text"),
+		FLAG("version", 'V', &p->version, "the version"),
+	};
+	return put(out, t, COUNT(t));
+}
+
+static const struct section {
+	const char *title;
+	size_t (*opts)(struct parse *p, struct dbk_opt *out);
+} sections[] = {
+	{ "\nBalancing (same meaning and defaults as the reference proxy):", opts_balancing },
+	{ "\nServers' own numbers (vLLM's /metrics and /v1/models; the ttft policy\n"
+	  "routes on them, every policy reports them):", opts_scrape },
+	{ "\nAgent:", opts_agent },
+	{ "\nHAProxy's runtime API (optional, recommended):", opts_runtime },
+	{ "\nLimits:", opts_limits },
+};
+
+/* Every section's options in one table, each section's heading on its
+ * first option. */
+static void all_options(struct parse *p, struct dbk_opt *t)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < COUNT(sections); i++) {
+		size_t first = n;
+
+		n += sections[i].opts(p, t + n);
+		t[first].section = sections[i].title;
+	}
+	t[n] = (struct dbk_opt){ .name = NULL };
+}
+
+void dbk_config_usage(FILE *out, const char *prog)
+{
+	struct dbk_config c;
+	struct parse p = { .c = &c };
+	struct dbk_opt t[MAX_OPTIONS + 1];
+
+	fprintf(out,
+"Usage: %s [OPTIONS] SERVER...\n"
+"       %s [OPTIONS] --haproxy-socket ADDR [--backend NAME]\n"
+"\n"
+"HAProxy SPOE agent that picks a vLLM server for each request by its length\n"
+"and the load in flight. SERVER... are the backend's server names, in order,\n"
+"exactly as haproxy.cfg spells them; with --haproxy-socket and no names the\n"
+"agent reads them from HAProxy. It answers with the chosen name in\n"
+"txn.<var-prefix>.server.\n", prog, prog);
+	all_options(&p, t);
+	dbk_cli_usage(out, t);
+	fprintf(out, "\nLogs go to stderr in logfmt. SIGTERM or SIGINT stops the agent cleanly.\n");
+}
+
+static void set_defaults(struct dbk_config *c)
+{
 	memset(c, 0, sizeof(*c));
 	c->threshold = DBK_DEFAULT_THRESHOLD;
 	c->max_request_tokens = DBK_DEFAULT_MAX_REQUEST_TOKENS;
@@ -255,189 +366,89 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 	c->scrape_interval_ms = DBK_DEFAULT_SCRAPE_INTERVAL_MS;
 	c->scrape_timeout_ms = DBK_DEFAULT_SCRAPE_TIMEOUT_MS;
 	c->engine_speed = 1.0;
-	bool no_completions = false, no_admin = false;
+}
 
-	/* getopt keeps its cursor in globals; reset it so parsing can run
-	 * more than once (unit tests). "+" stops at the first operand so
-	 * that server names are never taken for options. */
-	optind = 0;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+:hV", long_opts, NULL)) != -1) {
-		switch (opt) {
-		case 'h':
-			return DBK_CONFIG_HELP;
-		case 'V':
-			return DBK_CONFIG_VERSION;
-		case OPT_DYNAMIC:
-			c->dynamic = true;
-			break;
-		case OPT_THRESHOLD:
-			if (parse_long(optarg, 1, (long)DBK_TUNE_MAX_TOKENS, &c->threshold))
-				FAIL("--server-group-threshold wants a positive integer, got '%s'", optarg);
-			break;
-		case OPT_MAX_TOKENS:
-			if (parse_long(optarg, 1, (long)DBK_TUNE_MAX_TOKENS, &c->max_request_tokens))
-				FAIL("--max-request-tokens wants a positive integer, got '%s'", optarg);
-			break;
-		case OPT_LISTEN:
-			if (c->nlisten == DBK_MAX_LISTEN)
-				FAIL("at most %d --listen addresses", DBK_MAX_LISTEN);
-			c->listen[c->nlisten++] = optarg;
-			break;
-		case OPT_COMPLETION_LISTEN:
-			if (strcmp(optarg, "none") == 0) {
-				no_completions = true;
-				break;
-			}
-			if (c->ncompletion_listen == DBK_MAX_LISTEN)
-				FAIL("at most %d --completion-listen addresses", DBK_MAX_LISTEN);
-			c->completion_listen[c->ncompletion_listen++] = optarg;
-			break;
-		case OPT_ADMIN_LISTEN:
-			if (strcmp(optarg, "none") == 0) {
-				no_admin = true;
-				break;
-			}
-			if (c->nadmin_listen == DBK_MAX_LISTEN)
-				FAIL("at most %d --admin-listen addresses", DBK_MAX_LISTEN);
-			c->admin_listen[c->nadmin_listen++] = optarg;
-			break;
-		case OPT_LEASE_TTL:
-			if (parse_long(optarg, 1, 7 * 24 * 3600, &c->lease_ttl_s))
-				FAIL("--lease-ttl wants seconds from 1 to 604800, got '%s'", optarg);
-			break;
-		case OPT_HAPROXY_SOCKET:
-			c->haproxy_socket = optarg;
-			break;
-		case OPT_BACKEND:
-			if (!valid_server_name(optarg))
-				FAIL("invalid backend name '%s'", optarg);
-			c->backend = optarg;
-			break;
-		case OPT_POLL:
-			if (parse_long(optarg, 50, 3600 * 1000, &c->poll_ms))
-				FAIL("--poll-interval wants milliseconds from 50 to 3600000, got '%s'", optarg);
-			break;
-		case OPT_RECLAIM_AFTER:
-			if (parse_long(optarg, 0, 7 * 24 * 3600, &c->reclaim_after_s))
-				FAIL("--reclaim-after wants seconds from 0 to 604800, got '%s'", optarg);
-			break;
-		case OPT_USER:
-			c->user = optarg;
-			break;
-		case OPT_CONFIG:
-			c->config_file = optarg;
-			break;
-		case OPT_GROUP:
-			c->group = optarg;
-			break;
-		case OPT_MAX_FRAME:
-			if (parse_long(optarg, DBK_MIN_FRAME, 16 * 1024 * 1024, &v))
-				FAIL("--max-frame-size wants an integer from %d to %d, got '%s'",
-				     DBK_MIN_FRAME, 16 * 1024 * 1024, optarg);
-			c->max_frame_size = (uint32_t)v;
-			break;
-		case OPT_MAX_CONNS:
-			if (parse_long(optarg, 1, 1000000, &v))
-				FAIL("--max-connections wants an integer from 1 to 1000000, got '%s'", optarg);
-			c->max_connections = (unsigned)v;
-			break;
-		case OPT_MAX_CONNS_PER_PEER:
-			if (parse_long(optarg, 1, 1000000, &v))
-				FAIL("--max-connections-per-peer wants an integer from 1 to 1000000, got '%s'",
-				     optarg);
-			c->max_connections_per_peer = (unsigned)v;
-			break;
-		case OPT_IDLE_TIMEOUT:
-			if (parse_long(optarg, 1, 7 * 24 * 3600, &c->idle_timeout_s))
-				FAIL("--idle-timeout wants seconds from 1 to 604800, got '%s'", optarg);
-			break;
-		case OPT_MAX_LEASES:
-			if (parse_long(optarg, 1, (long)DBK_TUNE_MAX_LEASES, &v))
-				FAIL("--max-leases wants an integer from 1 to 100000000, got '%s'", optarg);
-			c->max_leases = (size_t)v;
-			break;
-		case OPT_POLICY:
-			if (strcmp(optarg, "reference") == 0)
-				c->policy = DBK_POLICY_REFERENCE;
-			else if (strcmp(optarg, "ttft") == 0)
-				c->policy = DBK_POLICY_TTFT;
-			else
-				FAIL("--policy wants reference or ttft, got '%s'", optarg);
-			break;
-		case OPT_SCRAPE:
-			if (!valid_scrape(optarg))
-				FAIL("--scrape wants NAME=http://HOST:PORT, got '%s'", optarg);
-			if (c->nscrape == DBK_BAL_MAX_SERVERS)
-				FAIL("at most %d --scrape", DBK_BAL_MAX_SERVERS);
-			for (unsigned j = 0; j < c->nscrape; j++)
-				if (strncmp(c->scrape[j], optarg,
-				            (size_t)(strchr(optarg, '=') - optarg) + 1) == 0)
-					FAIL("--scrape names '%.*s' twice",
-					     (int)(strchr(optarg, '=') - optarg), optarg);
-			c->scrape[c->nscrape++] = optarg;
-			break;
-		case OPT_SCRAPE_INTERVAL:
-			if (parse_long(optarg, 10, 3600 * 1000, &c->scrape_interval_ms))
-				FAIL("--scrape-interval wants milliseconds from 10 to 3600000, got '%s'",
-				     optarg);
-			break;
-		case OPT_SCRAPE_TIMEOUT:
-			if (parse_long(optarg, 10, 600 * 1000, &c->scrape_timeout_ms))
-				FAIL("--scrape-timeout wants milliseconds from 10 to 600000, got '%s'",
-				     optarg);
-			break;
-		case OPT_ENGINE_SPEED:
-			if (!dbk_parse_decimal(optarg, 0.001, 1000, &c->engine_speed))
-				FAIL("--engine-speed wants a number from 0.001 to 1000, got '%s'", optarg);
-			break;
-		case OPT_LOG_LEVEL:
-			c->log_level = dbk_log_level_parse(optarg);
-			if (c->log_level < 0)
-				FAIL("--log-level wants debug, info, warn or error, got '%s'", optarg);
-			break;
-		case ':':
-			FAIL("option '%s' needs a value", argv[optind - 1]);
-		default:
-			FAIL("unknown option '%s' (see --help)", argv[optind - 1]);
+/* SERVER... after the options. */
+static int take_servers(struct dbk_config *c, int first, int argc, char **argv, char *err,
+                        size_t errlen)
+{
+	for (int i = first; i < argc; i++) {
+		if (argv[i][0] == '-') {
+			dbk_errf(err, errlen, "option '%s' after the server names; put options first",
+			         argv[i]);
+			return -1;
 		}
-	}
-
-	for (int i = optind; i < argc; i++) {
-		if (argv[i][0] == '-')
-			FAIL("option '%s' after the server names; put options first", argv[i]);
-		if (!valid_server_name(argv[i]))
-			FAIL("invalid server name '%s' (1 to %d of A-Z a-z 0-9 - _ . :)",
-			     argv[i], DBK_MAX_SERVER_NAME);
-		if (c->nservers == DBK_BAL_MAX_SERVERS)
-			FAIL("at most %d servers", DBK_BAL_MAX_SERVERS);
+		if (!valid_server_name(argv[i])) {
+			dbk_errf(err, errlen, "invalid server name '%s' (1 to %d of A-Z a-z 0-9 - _ . :)",
+			         argv[i], DBK_MAX_SERVER_NAME);
+			return -1;
+		}
+		if (c->nservers == DBK_BAL_MAX_SERVERS) {
+			dbk_errf(err, errlen, "at most %d servers", DBK_BAL_MAX_SERVERS);
+			return -1;
+		}
 		for (unsigned j = 0; j < c->nservers; j++)
-			if (strcmp(c->servers[j], argv[i]) == 0)
-				FAIL("server '%s' named twice", argv[i]);
+			if (strcmp(c->servers[j], argv[i]) == 0) {
+				dbk_errf(err, errlen, "server '%s' named twice", argv[i]);
+				return -1;
+			}
 		c->servers[c->nservers++] = argv[i];
 	}
-	if (c->nservers == 0 && !c->haproxy_socket)
-		FAIL("no servers: name the backend's servers, in order, or give "
-		     "--haproxy-socket to read them from HAProxy (see --help)");
+	return 0;
+}
+
+/* The listeners not given: the defaults, unless "none". */
+static void default_listeners(struct dbk_config *c, const struct parse *p)
+{
 	if (c->nlisten == 0)
 		c->listen[c->nlisten++] = DBK_DEFAULT_LISTEN;
-	if (no_completions)
+	if (p->no_completions) {
 		c->ncompletion_listen = 0;
-	else if (c->ncompletion_listen == 0) {
+	} else if (c->ncompletion_listen == 0) {
 		/* Both of the sample's paths (haproxy/README.md). */
 		c->completion_listen[c->ncompletion_listen++] = DBK_DEFAULT_COMPLETION_LISTEN;
 		c->completion_listen[c->ncompletion_listen++] = "udp@" DBK_DEFAULT_COMPLETION_LISTEN;
 	}
-	if (no_admin)
+	if (p->no_admin)
 		c->nadmin_listen = 0;
 	else if (c->nadmin_listen == 0)
 		c->admin_listen[c->nadmin_listen++] = DBK_DEFAULT_ADMIN_LISTEN;
+}
+
+enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
+                                        char **argv, char *err, size_t errlen)
+{
+	struct parse p = { .c = c };
+	struct dbk_opt t[MAX_OPTIONS + 1];
+	int first = argc;
+
+	set_defaults(c);
+	all_options(&p, t);
+	int rc = dbk_cli_parse(t, argc, argv, &p, &first, err, errlen);
+	/* --help and --version win over what is wrong after them, and over
+	 * what is missing (no servers). */
+	if (p.help)
+		return DBK_CONFIG_HELP;
+	if (p.version)
+		return DBK_CONFIG_VERSION;
+	if (rc < 0)
+		return DBK_CONFIG_ERROR;
+	if (take_servers(c, first, argc, argv, err, errlen) < 0)
+		return DBK_CONFIG_ERROR;
+	if (c->nservers == 0 && !c->haproxy_socket) {
+		dbk_errf(err, errlen, "no servers: name the backend's servers, in order, or give "
+		                      "--haproxy-socket to read them from HAProxy (see --help)");
+		return DBK_CONFIG_ERROR;
+	}
+	default_listeners(c, &p);
 	/* Checked in plain mode too, where the threshold is unused: such a
 	 * command line is a mistake that would bite once dynamic mode is on. */
-	if (c->threshold >= c->max_request_tokens)
-		FAIL("--server-group-threshold (%ld) must be below --max-request-tokens (%ld)",
-		     c->threshold, c->max_request_tokens);
-
+	if (c->threshold >= c->max_request_tokens) {
+		dbk_errf(err, errlen, "--server-group-threshold (%lld) must be below "
+		                      "--max-request-tokens (%lld)",
+		         c->threshold, c->max_request_tokens);
+		return DBK_CONFIG_ERROR;
+	}
 	if (c->nservers && dbk_config_check_servers(c, err, errlen))
 		return DBK_CONFIG_ERROR;
 	return DBK_CONFIG_OK;

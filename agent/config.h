@@ -58,36 +58,36 @@ struct dbk_config {
 	const char *servers[DBK_BAL_MAX_SERVERS];
 	unsigned nservers;
 	bool dynamic;
-	long threshold;
-	long max_request_tokens;
+	long long threshold;
+	long long max_request_tokens;
 	const char *listen[DBK_MAX_LISTEN];
 	unsigned nlisten;
 	const char *completion_listen[DBK_MAX_LISTEN];
 	unsigned ncompletion_listen;
 	const char *admin_listen[DBK_MAX_LISTEN];
 	unsigned nadmin_listen;
-	long lease_ttl_s;
+	long long lease_ttl_s;
 	const char *haproxy_socket;   /* runtime API; NULL: none */
 	const char *backend;          /* the vLLM backend's name in haproxy.cfg */
-	long poll_ms;                 /* runtime API poll interval */
-	long reclaim_after_s;         /* youngest lease a leak repair may take */
+	long long poll_ms;            /* runtime API poll interval */
+	long long reclaim_after_s;    /* youngest lease a leak repair may take */
 	const char *config_file;      /* tunables, reread on SIGHUP; NULL: none */
 	enum dbk_policy_kind policy;
 	/* --scrape NAME=URL, as given (checked against the server names
 	 * once they are known: dbk_config_scrape_url). */
 	const char *scrape[DBK_BAL_MAX_SERVERS];
 	unsigned nscrape;
-	long scrape_interval_ms;
-	long scrape_timeout_ms;
+	long long scrape_interval_ms;
+	long long scrape_timeout_ms;
 	double engine_speed;          /* ttft: servers' speed vs its engine model (1) */
 	const char *user;             /* drop to this user after binding */
 	const char *group;            /* ... and group */
-	uint32_t max_frame_size;
-	unsigned max_connections;
-	unsigned max_connections_per_peer;   /* 0: half of max_connections */
-	long idle_timeout_s;
+	int max_frame_size;
+	int max_connections;
+	int max_connections_per_peer; /* 0: half of max_connections */
+	long long idle_timeout_s;
 	size_t max_leases;
-	int log_level;
+	int log_level;                /* enum dbk_log_level */
 };
 
 enum dbk_config_result {

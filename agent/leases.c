@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hash.h"
+
 #define DBK_LEASE_MIN_SLOTS 16
 
 /* Keyed hashing: request ids may come from clients (X-Request-Id), and a
@@ -66,16 +68,6 @@ static uint64_t id_hash(uint64_t k0, uint64_t k1, const char *in, size_t len)
 	return mum(k1 ^ len, mum(a ^ k1, b ^ h));
 }
 
-/* splitmix64: spreads a possibly weak seed over both key words. */
-static uint64_t mix64(uint64_t *s)
-{
-	uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
 static void slot_push(struct dbk_lease **slots, size_t mask, struct dbk_lease *e)
 {
 	struct dbk_lease **head = &slots[e->hash & mask];
@@ -90,8 +82,9 @@ static void slot_push(struct dbk_lease **slots, size_t mask, struct dbk_lease *e
 int dbk_lease_init(struct dbk_lease_table *t, uint64_t seed)
 {
 	memset(t, 0, sizeof(*t));
-	t->k0 = mix64(&seed);
-	t->k1 = mix64(&seed);
+	/* Spreads a possibly weak seed over both key words. */
+	t->k0 = dbk_hash_next(&seed);
+	t->k1 = dbk_hash_next(&seed);
 	t->slots = calloc(DBK_LEASE_MIN_SLOTS, sizeof(*t->slots));
 	if (!t->slots)
 		return -1;

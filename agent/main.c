@@ -35,8 +35,8 @@ static void log_summary(const struct dbk_agent *a)
 	        "notifies=%llu decisions=%llu redirects=%llu released=%llu expired=%llu "
 	        "leases=%zu unknown_releases=%llu refused=%llu",
 	        (unsigned long long)a->route.stats.notifies, (unsigned long long)b->decisions,
-	        (unsigned long long)b->redirects, (unsigned long long)a->stats.released,
-	        (unsigned long long)a->stats.expired, b->leases,
+	        (unsigned long long)b->redirects, (unsigned long long)b->releases,
+	        (unsigned long long)b->expired, b->leases,
 	        (unsigned long long)b->unknown_releases,
 	        (unsigned long long)a->route.stats.refused);
 }
@@ -79,7 +79,7 @@ int main(int argc, char **argv)
 	ev_signal_start(loop, &sighup);
 
 	dbk_log(DBK_LOG_INFO, "started",
-	        "version=%s servers=%u mode=%s threshold=%ld max_request_tokens=%ld lease_ttl_s=%ld",
+	        "version=%s servers=%u mode=%s threshold=%lld max_request_tokens=%lld lease_ttl_s=%lld",
 	        DBK_VERSION, a.cfg.nservers, a.cfg.dynamic ? "dynamic" : "plain",
 	        a.cfg.threshold, a.cfg.max_request_tokens, a.cfg.lease_ttl_s);
 	ev_run(loop, 0);

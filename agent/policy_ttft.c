@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lib/clock.h"
+#include "prom_text.h"
 
 /* The ticket route.c committed, back from the lease that carried it. */
 static struct dbk_pred_ticket ticket_of(const struct dbk_bal_lease *l)
@@ -130,8 +131,7 @@ void dbk_policy_report_metrics(const struct dbk_pred *p, const char *const *srv,
 	};
 
 	for (unsigned k = 0; k < sizeof(series) / sizeof(series[0]); k++) {
-		dbk_buf_printf(o, "# HELP %s %s\n# TYPE %s gauge\n", series[k].name, series[k].help,
-		              series[k].name);
+		dbk_prom_head(o, series[k].name, "gauge", series[k].help);
 		for (unsigned i = 0; i < n; i++) {
 			struct dbk_pred_view v;
 

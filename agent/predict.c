@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_profile.h"
 #include "prefix_index.h"
 #include "prefix_key.h"
 
@@ -53,23 +54,26 @@ struct dbk_pred {
 
 void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
 {
+	/* The engine the stub simulates by default; a faster or slower one
+	 * is --engine-speed's job (policy_ttft.c). */
+	const struct dbk_engine_profile *g = dbk_engine_profile_find("h100");
+
 	*c = (struct dbk_pred_config){
 		.nservers = nservers,
-		.budget_tokens = 8192,
-		.t_cpu_s = 0.0015,
-		.t_weights_s = 0.006,
-		.lin_tokens_per_s = 46000,
-		.attn_flop_per_pair = 524288,
-		.attn_flops = 400e12,
-		.kv_bytes_per_token = 131072,
-		.kv_read_bw = 2.7e12,
-		.kv_tokens = 430000,
+		.budget_tokens = g->default_max_num_batched_tokens,
+		.t_cpu_s = g->t_cpu_s,
+		.t_weights_s = g->t_weights_s,
+		.lin_tokens_per_s = g->r_lin_tok_s,
+		.attn_flop_per_pair = DBK_MODEL_ATTN_FLOPS_PER_PAIR,
+		.attn_flops = g->f_attn_flops,
+		.kv_bytes_per_token = DBK_MODEL_KV_BYTES_PER_TOKEN,
+		.kv_read_bw = g->kv_read_bw,
+		.kv_tokens = (double)g->default_kv_capacity_tokens,
 		.output_tokens = 256,
 		.scrape_stale_ms = 1000,
 		.index_entries = DBK_PIDX_DEFAULT_ENTRIES,
 	};
 }
-
 
 static bool pos(double v)
 {

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "lib/hash.h"
+
 struct pk_scan {
 	const uint8_t *p, *end;
 };
@@ -21,32 +23,22 @@ struct pk_hasher {
 	size_t text_bytes;
 };
 
-static uint64_t pk_mix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
-}
-
 static uint64_t pk_hash_bytes(uint64_t seed, const uint8_t *b, size_t n)
 {
-	uint64_t h = seed ^ (n * 0x9e3779b97f4a7c15ULL);
+	uint64_t h = seed ^ (n * DBK_HASH_GOLDEN);
 	size_t i = 0;
 
 	for (; i + 8 <= n; i += 8) {
 		uint64_t w;
 		memcpy(&w, b + i, 8);
-		h = (h ^ pk_mix(w + 0x9e3779b97f4a7c15ULL)) * 0x100000001b3ULL;
+		h = (h ^ dbk_hash_fmix64(w + DBK_HASH_GOLDEN)) * 0x100000001b3ULL;
 	}
 	if (i < n) {
 		uint64_t w = 0;
 		memcpy(&w, b + i, n - i);
-		h = (h ^ pk_mix(w + (uint64_t)(n - i))) * 0x100000001b3ULL;
+		h = (h ^ dbk_hash_fmix64(w + (uint64_t)(n - i))) * 0x100000001b3ULL;
 	}
-	return pk_mix(h);
+	return dbk_hash_fmix64(h);
 }
 
 static void pk_key(struct pk_hasher *h, const uint8_t *block)

@@ -1,9 +1,239 @@
 /* Renders the agent's state for people (/state, JSON) and for
- * Prometheus (/metrics, text format 0.0.4). Read-only. */
+ * Prometheus (/metrics, text format 0.0.4). Read-only.
+ *
+ * Every number is listed once, in a table that says what it is called
+ * in each rendering, what it means and where it is read; both renderings
+ * walk the same tables, so a counter cannot appear in one and be
+ * forgotten in the other by accident (a NULL name says it is left out on
+ * purpose). */
 #include <inttypes.h>
+#include <string.h>
 
 #include "agent.h"
 #include "lib/clock.h"
+#include "prom_text.h"
+
+/* Where a number lives: one of the agent's stats blocks. A block that is
+ * not running (no runtime API, not the ttft policy) leaves its rows out
+ * of both renderings. */
+enum src {
+	SRC_BAL,        /* struct dbk_bal_stats */
+	SRC_ACCT,       /* struct dbk_acct_stats */
+	SRC_ROUTE,      /* struct dbk_route_stats */
+	SRC_TTFT,       /* struct dbk_route_stats, with --policy ttft only */
+	SRC_RX,         /* struct dbk_events_stats */
+	SRC_SPOP,       /* struct dbk_spop_server_stats */
+	SRC_SYNC,       /* struct dbk_sync_stats, with --haproxy-socket only */
+	SRC_AGENT,      /* struct dbk_agent */
+	NSRC
+};
+
+enum kind {
+	COUNTER,
+	GAUGE,
+	FLAG,           /* a gauge of 0 or 1; true or false in JSON */
+};
+
+struct row {
+	const char *json;       /* /state key; NULL: /metrics only */
+	const char *metric;     /* /metrics name; NULL: /state only */
+	const char *label;      /* its label within a family, or NULL */
+	const char *help;       /* the family's, on its first row */
+	enum kind kind;
+	enum src src;
+	size_t off, size;       /* an unsigned integer or bool in src */
+	/* When set, the value instead (a sum of fields). */
+	uint64_t (*read)(const struct dbk_agent *a);
+};
+
+#define FIELD(src, type, f) src, offsetof(type, f), sizeof(((type *)0)->f)
+#define BAL(f)   FIELD(SRC_BAL, struct dbk_bal_stats, f)
+#define ACCT(f)  FIELD(SRC_ACCT, struct dbk_acct_stats, f)
+#define ROUTE(f) FIELD(SRC_ROUTE, struct dbk_route_stats, f)
+#define TTFT(f)  FIELD(SRC_TTFT, struct dbk_route_stats, f)
+#define RX(f)    FIELD(SRC_RX, struct dbk_events_stats, f)
+#define SPOP(f)  FIELD(SRC_SPOP, struct dbk_spop_server_stats, f)
+#define SYNC(f)  FIELD(SRC_SYNC, struct dbk_sync_stats, f)
+#define AGENT(f) FIELD(SRC_AGENT, struct dbk_agent, f)
+
+/* The route refuses for the balancer's reasons and for a missing id. */
+static uint64_t route_refused(const struct dbk_agent *a)
+{
+	return a->route.stats.refused + a->route.stats.no_id;
+}
+
+static const struct row rows[] = {
+	/* Decisions. "decisions" and "refused" count the balancer's own
+	 * verdicts; /metrics breaks decisions down by bucket and group
+	 * (below) and counts refusals as the route answered them. */
+	{ "leases", "dbucket_inflight_leases", NULL, "Requests in flight (live leases).",
+	  GAUGE, BAL(leases), NULL },
+	{ "decisions", NULL, NULL, NULL, COUNTER, BAL(decisions), NULL },
+	{ "redirects", "dbucket_redirects_total", NULL, "Requests sent to a neighbour group.",
+	  COUNTER, BAL(redirects), NULL },
+	{ "refused", NULL, NULL, NULL, COUNTER, BAL(refused), NULL },
+	{ NULL, "dbucket_refused_total", NULL, "Route requests answered without a server.",
+	  COUNTER, ROUTE(refused), route_refused },
+	{ "ended_before_decision", "dbucket_ended_before_decision_total", NULL,
+	  "Route requests for a request whose completion line came first.", COUNTER,
+	  BAL(ended), NULL },
+	{ "moved", "dbucket_moved_total", NULL,
+	  "Leases moved to the server HAProxy retried or redispatched to.", COUNTER,
+	  ROUTE(moved), NULL },
+	/* Releases, by cause. */
+	{ "released", "dbucket_releases_total", "cause=\"completion\"",
+	  "Leases given back, by cause.", COUNTER, BAL(releases), NULL },
+	{ "expired", "dbucket_releases_total", "cause=\"ttl\"", NULL, COUNTER, BAL(expired),
+	  NULL },
+	{ "reclaimed", "dbucket_releases_total", "cause=\"reconcile\"", NULL, COUNTER,
+	  BAL(reclaimed), NULL },
+	{ "unknown_releases", "dbucket_unknown_releases_total", NULL,
+	  "Completions for ids with no lease.", COUNTER, BAL(unknown_releases), NULL },
+	/* Completion lines. */
+	{ "completions", "dbucket_completions_total", NULL,
+	  "Requests whose completion line arrived.", COUNTER, ACCT(completions), NULL },
+	{ "completion_duplicates", "dbucket_completion_duplicates_total", NULL,
+	  "Second copies of a completion line (each is sent by two paths).", COUNTER,
+	  ACCT(duplicates), NULL },
+	{ "undecided", NULL, NULL, NULL, COUNTER, ACCT(undecided), NULL },
+	{ "served_elsewhere", "dbucket_completions_elsewhere_total", NULL,
+	  "Completions from another server than their lease named.", COUNTER,
+	  ACCT(elsewhere), NULL },
+	{ "completion_links", "dbucket_completion_links", NULL,
+	  "Open completion-event connections.", GAUGE, RX(open), NULL },
+	{ "completion_datagrams", "dbucket_completion_datagrams_total", NULL,
+	  "Completion datagrams received (udp@ listeners).", COUNTER, RX(datagrams), NULL },
+	{ "bad_completion_lines", "dbucket_completion_bad_lines_total", NULL,
+	  "Completion lines not understood.", COUNTER, RX(bad_lines), NULL },
+	/* SPOP. */
+	{ NULL, "dbucket_spop_connections_total", NULL, "SPOP connections accepted.", COUNTER,
+	  SPOP(accepted), NULL },
+	{ NULL, "dbucket_spop_refused_connections_total", NULL,
+	  "SPOP connections closed at once: over --max-connections.", COUNTER,
+	  SPOP(refused_conns), NULL },
+	{ NULL, "dbucket_spop_connections", NULL, "Open SPOP connections.", GAUGE, SPOP(open),
+	  NULL },
+	{ NULL, "dbucket_spop_notifies_total", NULL, "NOTIFY frames handled.", COUNTER,
+	  ROUTE(notifies), NULL },
+	/* HAProxy's runtime API. */
+	{ "runtime_api_up", "dbucket_runtime_api_up", NULL,
+	  "The last runtime API poll succeeded.", FLAG, SYNC(up), NULL },
+	{ "runtime_polls", NULL, NULL, NULL, COUNTER, SYNC(polls), NULL },
+	{ "runtime_failures", "dbucket_runtime_api_failures_total", NULL,
+	  "Runtime API polls that failed.", COUNTER, SYNC(failures), NULL },
+	/* Settings and policies. */
+	{ NULL, "dbucket_config_changes_total", NULL,
+	  "Settings applied live (SIGHUP or POST /config).", COUNTER, AGENT(config_changes),
+	  NULL },
+	{ NULL, "dbucket_ttft_too_long_total", NULL,
+	  "Requests no usable server's max_model_len could hold (sent to the largest).",
+	  COUNTER, TTFT(too_long), NULL },
+};
+
+/* Per server: one element of /state's "servers" and one series of a
+ * {server="..."} family each. */
+struct column {
+	const char *json, *metric, *help;
+	enum kind kind;
+	bool fractional;        /* else a whole number */
+	double (*read)(const struct dbk_agent *a, unsigned i);
+};
+
+static double col_group(const struct dbk_agent *a, unsigned i)
+{
+	return dbk_bal_group_of(a->bal, i);
+}
+
+static double col_usable(const struct dbk_agent *a, unsigned i)
+{
+	return dbk_bal_usable(a->bal, i);
+}
+
+static double col_inflight(const struct dbk_agent *a, unsigned i)
+{
+	return dbk_bal_server_inflight(a->bal, i);
+}
+
+static double col_load(const struct dbk_agent *a, unsigned i)
+{
+	return dbk_bal_server_load(a->bal, i);
+}
+
+static double col_decisions(const struct dbk_agent *a, unsigned i)
+{
+	return a->route.by_server ? (double)a->route.by_server[i] : 0;
+}
+
+static const struct column columns[] = {
+	{ "group", NULL, NULL, GAUGE, false, col_group },
+	{ "usable", "dbucket_server_usable",
+	  "Whether the agent may choose the server (1) or HAProxy said DOWN, MAINT or DRAIN (0).",
+	  FLAG, false, col_usable },
+	{ "inflight", "dbucket_server_inflight", "Requests in flight per server.", GAUGE, false,
+	  col_inflight },
+	{ "load", "dbucket_server_load", "Load in flight per server (sum of scores).", GAUGE, true,
+	  col_load },
+	{ NULL, "dbucket_server_decisions_total", "Requests routed, by server.", COUNTER, false,
+	  col_decisions },
+};
+
+struct histogram {
+	const char *json;       /* in ms, as count, p50 and p99 */
+	const char *metric;     /* in seconds */
+	const char *help;
+	double to_seconds;
+	const struct dbk_histo *(*read)(const struct dbk_agent *a);
+};
+
+static const struct dbk_histo *notify_seconds(const struct dbk_agent *a)
+{
+	return &a->route_handler.notify_seconds;
+}
+
+static const struct dbk_histo *completion_lag(const struct dbk_agent *a)
+{
+	return &a->acct.lag_ms;
+}
+
+static const struct histogram histograms[] = {
+	{ NULL, "dbucket_decision_seconds",
+	  "Time to handle one NOTIFY: decode, decide, encode the ACK.", 1.0, notify_seconds },
+	{ "completion_lag_ms", "dbucket_completion_lag_seconds",
+	  "From a stream's end (HAProxy's log time) to the release of its load.", 0.001,
+	  completion_lag },
+};
+
+#define COUNT(t) (sizeof(t) / sizeof((t)[0]))
+
+static const char *const kind_names[] = { "counter", "gauge", "gauge" };
+
+static void sources(const struct dbk_agent *a, const void *src[NSRC])
+{
+	src[SRC_BAL] = dbk_bal_stats(a->bal);
+	src[SRC_ACCT] = &a->acct.stats;
+	src[SRC_ROUTE] = &a->route.stats;
+	src[SRC_TTFT] = a->pred ? &a->route.stats : NULL;
+	src[SRC_RX] = dbk_events_stats(a->events);
+	src[SRC_SPOP] = dbk_spop_server_stats(a->spoa);
+	src[SRC_SYNC] = a->sync ? dbk_sync_stats(a->sync) : NULL;
+	src[SRC_AGENT] = a;
+}
+
+static uint64_t value(const struct dbk_agent *a, const struct row *r, const void *base)
+{
+	const char *p = (const char *)base + r->off;
+
+	if (r->read)
+		return r->read(a);
+	switch (r->size) {
+	case 1: { uint8_t v; memcpy(&v, p, 1); return v; }
+	case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
+	case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
+	default: { uint64_t v; memcpy(&v, p, 8); return v; }
+	}
+}
+
+/* ---- /state ---- */
 
 static void state_servers(const struct dbk_agent *a, struct dbk_buf *o)
 {
@@ -11,11 +241,18 @@ static void state_servers(const struct dbk_agent *a, struct dbk_buf *o)
 
 	dbk_buf_printf(o, "  \"servers\": [\n");
 	for (unsigned i = 0; i < a->cfg.nservers; i++) {
-		dbk_buf_printf(o, "    {\"name\": \"%s\", \"group\": %u, \"usable\": %s, "
-		              "\"inflight\": %u, \"load\": %.17g",
-		              a->cfg.servers[i], dbk_bal_group_of(a->bal, i),
-		              dbk_bal_usable(a->bal, i) ? "true" : "false",
-		              dbk_bal_server_inflight(a->bal, i), dbk_bal_server_load(a->bal, i));
+		dbk_buf_printf(o, "    {\"name\": \"%s\"", a->cfg.servers[i]);
+		for (const struct column *k = columns; k < columns + COUNT(columns); k++) {
+			double v = k->read(a, i);
+
+			if (!k->json)
+				continue;
+			if (k->kind == FLAG)
+				dbk_buf_printf(o, ", \"%s\": %s", k->json, v ? "true" : "false");
+			else
+				dbk_buf_printf(o, k->fractional ? ", \"%s\": %.17g" : ", \"%s\": %.0f",
+				              k->json, v);
+		}
 		if (a->sync) {
 			const struct dbk_rt_server *r = dbk_sync_server(a->sync, i);
 			dbk_buf_printf(o, ", \"haproxy_state\": \"%s\", \"haproxy_sessions\": %ld",
@@ -31,13 +268,13 @@ static void state_servers(const struct dbk_agent *a, struct dbk_buf *o)
 	dbk_buf_printf(o, "  ],\n");
 }
 
-/* One line a counter, so that people and grep read it alike. */
+/* One line a number, so that people and grep read it alike. */
 void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *o)
 {
-	const struct dbk_bal_stats *b = dbk_bal_stats(a->bal);
-	const struct dbk_events_stats *e = dbk_events_stats(a->events);
-	const struct dbk_histo *h = &a->completion_lag_ms;
+	const void *src[NSRC];
+	const char *sep = "";
 
+	sources(a, src);
 	dbk_buf_printf(o, "{\n  \"mode\": \"%s\",\n  \"policy\": \"%s\",\n",
 	              a->cfg.dynamic ? "dynamic" : "plain", dbk_policy_name(a->cfg.policy));
 	state_servers(a, o);
@@ -45,59 +282,30 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *o)
 		dbk_scrape_report_state(a->scrape, dbk_mono_ms(), o);
 	if (a->pred)
 		dbk_policy_report_state(a->pred, a->cfg.servers, a->cfg.nservers, dbk_mono_ms(), o);
-	if (a->sync) {
-		const struct dbk_sync_stats *y = dbk_sync_stats(a->sync);
-		dbk_buf_printf(o, "  \"runtime_api_up\": %s,\n  \"runtime_polls\": %" PRIu64
-		              ",\n  \"runtime_failures\": %" PRIu64 ",\n",
-		              y->up ? "true" : "false", y->polls, y->failures);
+	for (const struct row *r = rows; r < rows + COUNT(rows); r++) {
+		if (!r->json || !src[r->src])
+			continue;
+		uint64_t v = value(a, r, src[r->src]);
+		if (r->kind == FLAG)
+			dbk_buf_printf(o, "%s  \"%s\": %s", sep, r->json, v ? "true" : "false");
+		else
+			dbk_buf_printf(o, "%s  \"%s\": %" PRIu64, sep, r->json, v);
+		sep = ",\n";
 	}
-	dbk_buf_printf(o,
-	              "  \"leases\": %zu,\n  \"decisions\": %" PRIu64 ",\n"
-	              "  \"reclaimed\": %" PRIu64 ",\n"
-	              "  \"redirects\": %" PRIu64 ",\n  \"released\": %" PRIu64 ",\n"
-	              "  \"expired\": %" PRIu64 ",\n  \"unknown_releases\": %" PRIu64 ",\n"
-	              "  \"refused\": %" PRIu64 ",\n  \"completions\": %" PRIu64 ",\n"
-	              "  \"completion_duplicates\": %" PRIu64 ",\n"
-	              "  \"ended_before_decision\": %" PRIu64 ",\n"
-	              "  \"undecided\": %" PRIu64 ",\n  \"moved\": %" PRIu64 ",\n"
-	              "  \"served_elsewhere\": %" PRIu64 ",\n"
-	              "  \"completion_links\": %u,\n  \"completion_datagrams\": %" PRIu64 ",\n"
-	              "  \"bad_completion_lines\": %" PRIu64 ",\n"
-	              "  \"completion_lag_ms\": {\"count\": %" PRIu64
-	              ", \"p50\": %.3f, \"p99\": %.3f}\n}\n",
-	              b->leases, b->decisions, b->reclaimed, b->redirects, a->stats.released,
-	              a->stats.expired, b->unknown_releases, b->refused, a->stats.completions,
-	              a->stats.duplicates, b->ended, a->stats.undecided, a->route.stats.moved, a->stats.elsewhere, e->open,
-	              e->datagrams, e->bad_lines, h->count,
-	              dbk_histo_quantile(h, 0.5), dbk_histo_quantile(h, 0.99));
-}
+	for (const struct histogram *h = histograms; h < histograms + COUNT(histograms); h++) {
+		const struct dbk_histo *x = h->read(a);
 
-static void counter(struct dbk_buf *o, const char *name, const char *help, uint64_t v)
-{
-	dbk_buf_printf(o, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", name, help,
-	              name, name, v);
-}
-
-static void gauge(struct dbk_buf *o, const char *name, const char *help, double v)
-{
-	dbk_buf_printf(o, "# HELP %s %s\n# TYPE %s gauge\n%s %.17g\n", name, help, name,
-	              name, v);
-}
-
-static void histogram(struct dbk_buf *o, const char *name, const char *help,
-                      const struct dbk_histo *h, double scale)
-{
-	uint64_t cum = 0;
-
-	dbk_buf_printf(o, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
-	for (unsigned i = 0; i < h->nbounds; i++) {
-		cum += h->counts[i];
-		dbk_buf_printf(o, "%s_bucket{le=\"%.6g\"} %" PRIu64 "\n", name,
-		              h->bounds[i] * scale, cum);
+		if (!h->json)
+			continue;
+		dbk_buf_printf(o, "%s  \"%s\": {\"count\": %" PRIu64 ", \"p50\": %.3f, \"p99\": %.3f}",
+		              sep, h->json, x->count, dbk_histo_quantile(x, 0.5),
+		              dbk_histo_quantile(x, 0.99));
+		sep = ",\n";
 	}
-	dbk_buf_printf(o, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %.17g\n%s_count %" PRIu64 "\n",
-	              name, h->count, name, h->sum * scale, name, h->count);
+	dbk_buf_printf(o, "\n}\n");
 }
+
+/* ---- /metrics ---- */
 
 static const char *const status_names[] = {
 	"normal", "io", "timeout", "too_big", "invalid", "no_version", "no_frame_size",
@@ -105,120 +313,98 @@ static const char *const status_names[] = {
 	"frame_id_not_found", "resource", "unknown",
 };
 
+static void metrics_rows(const struct dbk_agent *a, struct dbk_buf *o)
+{
+	const void *src[NSRC];
+	const char *family = NULL;
+
+	sources(a, src);
+	for (const struct row *r = rows; r < rows + COUNT(rows); r++) {
+		if (!r->metric || !src[r->src])
+			continue;
+		/* A family's rows are adjacent; its header comes once. */
+		if (!family || strcmp(family, r->metric) != 0)
+			dbk_prom_head(o, r->metric, kind_names[r->kind], r->help);
+		family = r->metric;
+		uint64_t v = value(a, r, src[r->src]);
+		dbk_buf_printf(o, "%s%s%s%s ", r->metric, r->label ? "{" : "",
+		              r->label ? r->label : "", r->label ? "}" : "");
+		if (r->kind == COUNTER)
+			dbk_buf_printf(o, "%" PRIu64 "\n", v);
+		else
+			dbk_buf_printf(o, "%.17g\n", (double)v);
+	}
+}
+
+static void metrics_servers(const struct dbk_agent *a, struct dbk_buf *o)
+{
+	for (const struct column *k = columns; k < columns + COUNT(columns); k++) {
+		if (!k->metric)
+			continue;
+		dbk_prom_head(o, k->metric, kind_names[k->kind], k->help);
+		for (unsigned i = 0; i < a->cfg.nservers; i++)
+			dbk_buf_printf(o, "%s{server=\"%s\"} %.17g\n", k->metric, a->cfg.servers[i],
+			              k->read(a, i));
+	}
+}
+
+/* The balancer's settings, as they are now (they change live). */
+static void metrics_config(const struct dbk_bal_config *c, struct dbk_buf *o)
+{
+	const struct {
+		const char *name, *help;
+		double v;
+	} gauges[] = {
+		{ "dbucket_config_threshold_tokens",
+		  "Where the long bucket starts (server-group-threshold).", c->bounds[1] },
+		{ "dbucket_config_max_request_tokens", "Upper bound of the last bucket.",
+		  c->bounds[c->nbuckets] },
+		{ "dbucket_config_sensitivity", "Exponent on the load ratio.", c->sensitivity },
+		{ "dbucket_config_affinity_strength", "Decay of length affinity.",
+		  c->affinity_strength },
+		{ "dbucket_config_redirect_threshold", "Redirect probability to move a request.",
+		  c->redirect_threshold },
+	};
+
+	/* A threshold exists with two buckets only. */
+	for (unsigned k = c->nbuckets == 2 ? 0 : 1; k < COUNT(gauges); k++) {
+		dbk_prom_head(o, gauges[k].name, "gauge", gauges[k].help);
+		dbk_buf_printf(o, "%s %.17g\n", gauges[k].name, gauges[k].v);
+	}
+	dbk_prom_head(o, "dbucket_config_group_servers", "gauge", "Servers per group.");
+	for (unsigned g = 0; g < c->nbuckets; g++)
+		dbk_buf_printf(o, "dbucket_config_group_servers{group=\"%u\"} %u\n", g,
+		              dbk_bal_group_size(c, g));
+}
+
 void dbk_report_metrics(const struct dbk_agent *a, struct dbk_buf *o)
 {
-	const struct dbk_bal_stats *b = dbk_bal_stats(a->bal);
-	const struct dbk_spoa_stats *s = dbk_spoa_stats(a->spoa);
-	const struct dbk_events_stats *e = dbk_events_stats(a->events);
+	const struct dbk_spop_server_stats *s = dbk_spop_server_stats(a->spoa);
 	const struct dbk_bal_config *c = dbk_bal_config(a->bal);
 	const struct dbk_route_stats *r = &a->route.stats;
 
-	dbk_buf_printf(o, "# HELP dbucket_decisions_total Requests routed, by standard bucket "
-	                 "(length) and chosen group.\n# TYPE dbucket_decisions_total counter\n");
+	dbk_prom_head(o, "dbucket_decisions_total", "counter",
+	              "Requests routed, by standard bucket (length) and chosen group.");
 	for (unsigned i = 0; i < c->nbuckets; i++)
 		for (unsigned g = 0; g < c->nbuckets; g++)
 			dbk_buf_printf(o, "dbucket_decisions_total{bucket=\"%u\",group=\"%u\"} %" PRIu64
 			              "\n", i, g, r->by_bucket_group[i][g]);
-	dbk_buf_printf(o, "# HELP dbucket_server_decisions_total Requests routed, by server.\n"
-	                 "# TYPE dbucket_server_decisions_total counter\n");
-	for (unsigned i = 0; i < a->cfg.nservers; i++)
-		dbk_buf_printf(o, "dbucket_server_decisions_total{server=\"%s\"} %" PRIu64 "\n",
-		              a->cfg.servers[i], a->route.by_server ? a->route.by_server[i] : 0);
-	counter(o, "dbucket_redirects_total", "Requests sent to a neighbour group.", b->redirects);
-	counter(o, "dbucket_refused_total", "Route requests answered without a server.",
-	        r->refused + r->no_id);
-	counter(o, "dbucket_unknown_releases_total", "Completions for ids with no lease.",
-	        b->unknown_releases);
-	dbk_buf_printf(o, "# HELP dbucket_releases_total Leases given back, by cause.\n"
-	                 "# TYPE dbucket_releases_total counter\n"
-	                 "dbucket_releases_total{cause=\"completion\"} %" PRIu64 "\n"
-	                 "dbucket_releases_total{cause=\"ttl\"} %" PRIu64 "\n"
-	                 "dbucket_releases_total{cause=\"reconcile\"} %" PRIu64 "\n",
-	              a->stats.released, a->stats.expired, b->reclaimed);
-	counter(o, "dbucket_completions_total", "Requests whose completion line arrived.",
-	        a->stats.completions);
-	counter(o, "dbucket_ended_before_decision_total",
-	        "Route requests for a request whose completion line came first.", b->ended);
-	counter(o, "dbucket_completion_duplicates_total",
-	        "Second copies of a completion line (each is sent by two paths).",
-	        a->stats.duplicates);
-	counter(o, "dbucket_moved_total",
-	        "Leases moved to the server HAProxy retried or redispatched to.", r->moved);
-	counter(o, "dbucket_completions_elsewhere_total",
-	        "Completions from another server than their lease named.", a->stats.elsewhere);
-	counter(o, "dbucket_completion_bad_lines_total", "Completion lines not understood.",
-	        e->bad_lines);
-	gauge(o, "dbucket_completion_links", "Open completion-event connections.", e->open);
-	counter(o, "dbucket_completion_datagrams_total",
-	        "Completion datagrams received (udp@ listeners).", e->datagrams);
-	gauge(o, "dbucket_inflight_leases", "Requests in flight (live leases).", (double)b->leases);
-	counter(o, "dbucket_spop_connections_total", "SPOP connections accepted.", s->accepted);
-	counter(o, "dbucket_spop_refused_connections_total",
-	        "SPOP connections closed at once: over --max-connections.", s->refused_conns);
-	gauge(o, "dbucket_spop_connections", "Open SPOP connections.", s->open);
-	counter(o, "dbucket_spop_notifies_total", "NOTIFY frames handled.", r->notifies);
-	dbk_buf_printf(o, "# HELP dbucket_spop_disconnects_total DISCONNECTs the agent sent, "
-	                 "by status.\n# TYPE dbucket_spop_disconnects_total counter\n");
-	for (unsigned i = 0; i < sizeof(status_names) / sizeof(status_names[0]); i++)
+	metrics_rows(a, o);
+	dbk_prom_head(o, "dbucket_spop_disconnects_total", "counter",
+	              "DISCONNECTs the agent sent, by status.");
+	for (unsigned i = 0; i < COUNT(status_names); i++)
 		dbk_buf_printf(o, "dbucket_spop_disconnects_total{status=\"%s\"} %" PRIu64 "\n",
 		              status_names[i], s->disconnects[i]);
-	histogram(o, "dbucket_decision_seconds",
-	          "Time to handle one NOTIFY: decode, decide, encode the ACK.",
-	          &s->notify_seconds, 1.0);
-
-	dbk_buf_printf(o, "# HELP dbucket_server_inflight Requests in flight per server.\n"
-	                 "# TYPE dbucket_server_inflight gauge\n");
-	for (unsigned i = 0; i < a->cfg.nservers; i++)
-		dbk_buf_printf(o, "dbucket_server_inflight{server=\"%s\"} %u\n", a->cfg.servers[i],
-		              dbk_bal_server_inflight(a->bal, i));
-	dbk_buf_printf(o, "# HELP dbucket_server_load Load in flight per server (sum of scores).\n"
-	                 "# TYPE dbucket_server_load gauge\n");
-	for (unsigned i = 0; i < a->cfg.nservers; i++)
-		dbk_buf_printf(o, "dbucket_server_load{server=\"%s\"} %.17g\n", a->cfg.servers[i],
-		              dbk_bal_server_load(a->bal, i));
-	dbk_buf_printf(o, "# HELP dbucket_server_usable Whether the agent may choose the server "
-	                 "(1) or HAProxy said DOWN, MAINT or DRAIN (0).\n"
-	                 "# TYPE dbucket_server_usable gauge\n");
-	for (unsigned i = 0; i < a->cfg.nservers; i++)
-		dbk_buf_printf(o, "dbucket_server_usable{server=\"%s\"} %d\n", a->cfg.servers[i],
-		              dbk_bal_usable(a->bal, i) ? 1 : 0);
-	dbk_buf_printf(o, "# HELP dbucket_bucket_load Load in flight per bucket.\n"
-	                 "# TYPE dbucket_bucket_load gauge\n");
+	for (const struct histogram *h = histograms; h < histograms + COUNT(histograms); h++)
+		dbk_prom_histogram(o, h->metric, h->help, h->read(a), h->to_seconds);
+	metrics_servers(a, o);
+	dbk_prom_head(o, "dbucket_bucket_load", "gauge", "Load in flight per bucket.");
 	for (unsigned i = 0; i < c->nbuckets; i++)
 		dbk_buf_printf(o, "dbucket_bucket_load{bucket=\"%u\"} %.17g\n", i,
 		              dbk_bal_bucket_load(a->bal, i));
-	histogram(o, "dbucket_completion_lag_seconds",
-	          "From a stream's end (HAProxy's log time) to the release of its load.",
-	          &a->completion_lag_ms, 0.001);
-	counter(o, "dbucket_config_changes_total",
-	        "Settings applied live (SIGHUP or POST /config).", a->config_changes);
-	if (c->nbuckets == 2)
-		gauge(o, "dbucket_config_threshold_tokens",
-		      "Where the long bucket starts (server-group-threshold).", c->bounds[1]);
-	gauge(o, "dbucket_config_max_request_tokens", "Upper bound of the last bucket.",
-	      c->bounds[c->nbuckets]);
-	gauge(o, "dbucket_config_sensitivity", "Exponent on the load ratio.", c->sensitivity);
-	gauge(o, "dbucket_config_affinity_strength", "Decay of length affinity.",
-	      c->affinity_strength);
-	gauge(o, "dbucket_config_redirect_threshold", "Redirect probability to move a request.",
-	      c->redirect_threshold);
-	dbk_buf_printf(o, "# HELP dbucket_config_group_servers Servers per group.\n"
-	                 "# TYPE dbucket_config_group_servers gauge\n");
-	for (unsigned g = 0; g < c->nbuckets; g++)
-		dbk_buf_printf(o, "dbucket_config_group_servers{group=\"%u\"} %u\n", g,
-		              dbk_bal_group_size(c, g));
-	if (a->sync) {
-		const struct dbk_sync_stats *y = dbk_sync_stats(a->sync);
-		gauge(o, "dbucket_runtime_api_up", "The last runtime API poll succeeded.", y->up);
-		counter(o, "dbucket_runtime_api_failures_total", "Runtime API polls that failed.",
-		        y->failures);
-	}
+	metrics_config(c, o);
 	if (a->scrape)
 		dbk_scrape_report_metrics(a->scrape, dbk_mono_ms(), o);
-	if (a->pred) {
-		counter(o, "dbucket_ttft_too_long_total",
-		        "Requests no usable server's max_model_len could hold (sent to the largest).",
-		        r->too_long);
+	if (a->pred)
 		dbk_policy_report_metrics(a->pred, a->cfg.servers, a->cfg.nservers, dbk_mono_ms(), o);
-	}
 }

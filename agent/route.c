@@ -5,13 +5,7 @@
 #include <string.h>
 
 #include "estimate.h"
-#include "lib/log.h"
 #include "prefix_key.h"
-
-static inline bool name_is(const uint8_t *name, size_t len, const char *want)
-{
-	return len == strlen(want) && memcmp(name, want, len) == 0;
-}
 
 /* The score as the txn variable spells it: "%.10g", without printf's cost
  * for the usual case, a whole number of quarters (bytes / 4). */
@@ -102,97 +96,126 @@ static enum dbk_bal_result decide_ttft(struct dbk_route *r, const struct dbk_spo
 	return res;
 }
 
-static void route_one(struct dbk_route *r, const struct dbk_spop_message *m,
-                      uint64_t now_ms, struct dbk_spop_writer *w)
-{
-	const struct dbk_spop_data *id = NULL, *blen = NULL, *body = NULL, *details = NULL;
-	const struct dbk_spop_data *session = NULL;
+/* The arguments of a route message that matter here. */
+struct route_args {
+	const struct dbk_spop_data *id, *blen, *body, *details, *session;
+};
 
-	/* One walk over the arguments (the first of a name wins, as with
-	 * dbk_spop_msg_arg): the names are constants here, so each test is
-	 * a length check and a short compare. */
+/* One walk over the arguments (the first of a name wins, as with
+ * dbk_spop_msg_arg): the names are constants here, so each test is a
+ * length check and a short compare. */
+static void read_args(const struct dbk_spop_message *m, struct route_args *a)
+{
+	memset(a, 0, sizeof(*a));
 	for (unsigned i = 0; i < m->nargs; i++) {
-		const struct dbk_spop_arg *a = &m->args[i];
+		const struct dbk_spop_arg *arg = &m->args[i];
 		const struct dbk_spop_data **slot = NULL;
 
-		if (name_is(a->name, a->name_len, DBK_ARG_ID))
-			slot = &id;
-		else if (name_is(a->name, a->name_len, DBK_ARG_BLEN))
-			slot = &blen;
-		else if (name_is(a->name, a->name_len, DBK_ARG_BODY))
-			slot = &body;
-		else if (name_is(a->name, a->name_len, DBK_ARG_DETAILS))
-			slot = &details;
-		else if (name_is(a->name, a->name_len, DBK_ARG_SESSION))
-			slot = &session;
+		if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_ID))
+			slot = &a->id;
+		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_BLEN))
+			slot = &a->blen;
+		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_BODY))
+			slot = &a->body;
+		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_DETAILS))
+			slot = &a->details;
+		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_SESSION))
+			slot = &a->session;
 		if (slot && !*slot)
-			*slot = &a->value;
+			*slot = &arg->value;
 	}
+}
 
-	if (!id || (id->type != DBK_SPOP_T_STR && id->type != DBK_SPOP_T_BIN) ||
-	    id->u.buf.len == 0) {
-		r->stats.no_id++;
-		set_error(w, "no-id");
-		return;
+/* What the balancer needs of a request: its size (HAProxy's req.body_size,
+ * else the sample's) and, unless dynamic mode ignores them, the JSON
+ * fields of the body sample. */
+static void estimate(struct dbk_route *r, const struct route_args *a, int64_t *body_size,
+                     const uint8_t **sample, size_t *sample_len, struct dbk_bal_request *req)
+{
+	*body_size = -1;
+	if (a->blen && !dbk_spop_data_to_i64(a->blen, body_size))
+		*body_size = -1;
+	*sample = NULL;
+	*sample_len = 0;
+	if (a->body && (a->body->type == DBK_SPOP_T_BIN || a->body->type == DBK_SPOP_T_STR)) {
+		*sample = a->body->u.buf.ptr;
+		*sample_len = a->body->u.buf.len;
 	}
-
-	int64_t body_size = -1;
-	if (blen && !dbk_spop_data_to_i64(blen, &body_size))
-		body_size = -1;
-	const uint8_t *sample = NULL;
-	size_t sample_len = 0;
-	if (body && (body->type == DBK_SPOP_T_BIN || body->type == DBK_SPOP_T_STR)) {
-		sample = body->u.buf.ptr;
-		sample_len = body->u.buf.len;
-	}
-
-	struct dbk_bal_request req;
 	if (dbk_bal_config(r->bal)->dynamic && !r->pred) {
 		/* Dynamic mode scores by length alone: the JSON fields would
 		 * change nothing, and parsing them is most of a decision's
 		 * cost (measured: 40% at 100 B, 93% at 6 KB). */
-		req.body_bytes = body_size >= 0 ? (double)body_size : (double)sample_len;
-		req.max_tokens = DBK_DEFAULT_MAX_TOKENS;
-		req.ignore_eos = false;
-	} else {
-		switch (dbk_estimate(body_size, sample, sample_len, &req)) {
-		case DBK_EST_TRUNCATED:
-			r->stats.truncated_bodies++;
-			break;
-		case DBK_EST_MALFORMED:
-			r->stats.malformed_bodies++;
-			break;
-		default:
-			break;
-		}
-	}
-
-	struct dbk_bal_decision d;
-	enum dbk_bal_result res =
-		r->pred ? decide_ttft(r, id, &req, body_size, sample, sample_len, session, now_ms, &d)
-		        : dbk_bal_dispatch(r->bal, (const char *)id->u.buf.ptr, id->u.buf.len, &req,
-		                           now_ms, &d);
-	if (res == DBK_BAL_ENDED) {
-		/* Its client left before we decided: normal, nothing to log. */
-		set_error(w, dbk_bal_result_str(res));
+		req->body_bytes = *body_size >= 0 ? (double)*body_size : (double)*sample_len;
+		req->max_tokens = DBK_DEFAULT_MAX_TOKENS;
+		req->ignore_eos = false;
 		return;
 	}
-	if (res != DBK_BAL_OK) {
-		char idq[DBK_BAL_MAX_ID_LEN + 1];
+	switch (dbk_estimate(*body_size, *sample, *sample_len, req)) {
+	case DBK_EST_TRUNCATED:
+		r->stats.truncated_bodies++;
+		break;
+	case DBK_EST_MALFORMED:
+		r->stats.malformed_bodies++;
+		break;
+	default:
+		break;
+	}
+}
 
-		r->stats.refused++;
-		if (now_ms - r->refused_logged_ms >= 1000 || r->refused_logged_ms == 0) {
-			dbk_log(DBK_LOG_WARN, "route-refused",
-			        "id=\"%s\" reason=\"%s\" effect=\"HAProxy balances it alone\" "
-			        "unlogged_since_last=%llu",
-			        dbk_log_quote(idq, sizeof(idq), (const char *)id->u.buf.ptr,
-			                      id->u.buf.len),
-			        dbk_bal_result_str(res), (unsigned long long)r->refused_unlogged);
-			r->refused_logged_ms = now_ms;
-			r->refused_unlogged = 0;
-		} else {
-			r->refused_unlogged++;
-		}
+/* The ACK of a routed request: the server, and the decision's details
+ * when the message asks for them. */
+static void answer(const struct dbk_route *r, const struct dbk_bal_decision *d, bool explain,
+                   struct dbk_spop_writer *w)
+{
+	struct dbk_spop_data v = dbk_spop_str(r->names[d->server]);
+	char score[32];
+
+	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_SERVER, &v);
+	if (!explain)
+		return;
+	format_score(d->score, score, sizeof(score));
+	v = dbk_spop_int(d->std_bucket);
+	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_BUCKET, &v);
+	v = dbk_spop_int(d->group);
+	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_GROUP, &v);
+	v = dbk_spop_bool(d->redirected);
+	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_REDIRECTED, &v);
+	v = dbk_spop_str(score);
+	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_SCORE, &v);
+}
+
+static void route_one(struct dbk_route *r, const struct dbk_spop_message *m,
+                      uint64_t now_ms, struct dbk_spop_writer *w)
+{
+	struct route_args a;
+	int64_t body_size;
+	const uint8_t *sample;
+	size_t sample_len;
+	struct dbk_bal_request req;
+	struct dbk_bal_decision d;
+
+	read_args(m, &a);
+	if (!a.id || (a.id->type != DBK_SPOP_T_STR && a.id->type != DBK_SPOP_T_BIN) ||
+	    a.id->u.buf.len == 0) {
+		r->stats.no_id++;
+		set_error(w, "no-id");
+		return;
+	}
+	estimate(r, &a, &body_size, &sample, &sample_len, &req);
+	const char *id = (const char *)a.id->u.buf.ptr;
+	enum dbk_bal_result res =
+		r->pred ? decide_ttft(r, a.id, &req, body_size, sample, sample_len, a.session,
+		                      now_ms, &d)
+		        : dbk_bal_dispatch(r->bal, id, a.id->u.buf.len, &req, now_ms, &d);
+	if (r->on_decision) {
+		struct dbk_route_event e = { a.id->u.buf.ptr, a.id->u.buf.len, res, &req,
+		                             res == DBK_BAL_OK ? &d : NULL, now_ms };
+		r->on_decision(r->decision_arg, &e);
+	}
+	if (res != DBK_BAL_OK) {
+		/* A client that left before we decided is normal, not refused. */
+		if (res != DBK_BAL_ENDED)
+			r->stats.refused++;
 		set_error(w, dbk_bal_result_str(res));
 		return;
 	}
@@ -200,37 +223,7 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m,
 	r->stats.by_bucket_group[d.std_bucket][d.group]++;
 	if (r->by_server)
 		r->by_server[d.server]++;
-
-	char score[32];
-	struct dbk_spop_data v;
-
-	v = dbk_spop_str(r->names[d.server]);
-	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_SERVER, &v);
-	bool explain = wants_details(details);
-	bool debug = dbk_log_get_level() <= DBK_LOG_DEBUG;
-	if (!explain && !debug)
-		return;
-	format_score(d.score, score, sizeof(score));
-	if (explain) {
-		v = dbk_spop_int(d.std_bucket);
-		dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_BUCKET, &v);
-		v = dbk_spop_int(d.group);
-		dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_GROUP, &v);
-		v = dbk_spop_bool(d.redirected);
-		dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_REDIRECTED, &v);
-		v = dbk_spop_str(score);
-		dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_SCORE, &v);
-	}
-	if (debug) {
-		char idq[DBK_BAL_MAX_ID_LEN + 1];
-
-		dbk_log(DBK_LOG_DEBUG, "route",
-		        "id=\"%s\" bytes=%.0f max_tokens=%g bucket=%u group=%u server=%s score=%s p=%.6f",
-		        dbk_log_quote(idq, sizeof(idq), (const char *)id->u.buf.ptr,
-		                      id->u.buf.len),
-		        req.body_bytes, req.max_tokens, d.std_bucket, d.group,
-		        r->names[d.server], score, d.p);
-	}
+	answer(r, &d, wants_details(a.details), w);
 }
 
 /* HAProxy served a routed request elsewhere than the agent chose (a
@@ -263,9 +256,9 @@ static void move_one(struct dbk_route *r, const struct dbk_spop_message *m,
 static void act_one(struct dbk_route *r, const struct dbk_spop_message *m,
                     uint64_t now_ms, struct dbk_spop_writer *w)
 {
-	if (name_is(m->name, m->name_len, DBK_MSG_ROUTE))
+	if (dbk_spop_name_is(m->name, m->name_len, DBK_MSG_ROUTE))
 		route_one(r, m, now_ms, w);
-	else if (name_is(m->name, m->name_len, DBK_MSG_MOVED))
+	else if (dbk_spop_name_is(m->name, m->name_len, DBK_MSG_MOVED))
 		move_one(r, m, w);
 	else
 		r->stats.unknown_messages++;
@@ -308,7 +301,6 @@ enum dbk_spop_status dbk_route_notify(struct dbk_route *r,
 	if (DBK_ROUTE_ACK_MAX(nmsg) > w->cap)
 		return DBK_SPOP_ERR_RES;
 
-	dbk_spop_ack_begin(w, f->stream_id, f->frame_id);
 	size_t empty = w->len;
 
 	if (nmsg == 1) {
@@ -321,7 +313,5 @@ enum dbk_spop_status dbk_route_notify(struct dbk_route *r,
 	/* An empty ACK stalled some HAProxy 3.1 releases: always say why. */
 	if (w->len == empty)
 		set_error(w, "unknown-message");
-	if (dbk_spop_frame_end(w) == 0)
-		return DBK_SPOP_ERR_RES;
-	return DBK_SPOP_OK;
+	return w->overflow ? DBK_SPOP_ERR_RES : DBK_SPOP_OK;
 }

@@ -1,6 +1,7 @@
 /* Routing: turns a NOTIFY's messages into balancer calls and the ACK's
- * set-var actions. Knows SPOP's data model and the balancer, not sockets:
- * the connection layer hands it a parsed frame and a writer. */
+ * set-var actions. Knows SPOP's data model and the balancer, not sockets,
+ * clocks or logs: a pure module. The SPOP glue (route_handler.h) hands
+ * it a parsed frame, the time and a writer, and logs what it reports. */
 #ifndef DBK_ROUTE_H
 #define DBK_ROUTE_H
 
@@ -51,6 +52,16 @@ struct dbk_route_stats {
 	uint64_t by_bucket_group[DBK_BAL_MAX_BUCKETS][DBK_BAL_MAX_BUCKETS];
 };
 
+/* One decision the balancer made, told to the caller (to log it). */
+struct dbk_route_event {
+	const uint8_t *id;
+	size_t id_len;
+	enum dbk_bal_result res;            /* DBK_BAL_OK: routed */
+	const struct dbk_bal_request *req;  /* what was estimated */
+	const struct dbk_bal_decision *d;   /* when routed */
+	uint64_t now_ms;
+};
+
 struct dbk_route {
 	struct dbk_balancer *bal;
 	/* The ttft policy's predictor (agent/predict.h): it picks the
@@ -60,10 +71,10 @@ struct dbk_route {
 	const char *const *names;   /* server names by balancer index */
 	unsigned nnames;
 	uint64_t *by_server;        /* decisions per server; may be NULL */
-	/* Refusals come in floods (a full lease table refuses everything):
-	 * one log line a second, with the count of those not logged. */
-	uint64_t refused_logged_ms;
-	uint64_t refused_unlogged;
+	/* Called for every decision, routed or refused; NULL: nobody
+	 * listens. */
+	void (*on_decision)(void *arg, const struct dbk_route_event *e);
+	void *decision_arg;
 	struct dbk_route_stats stats;
 };
 
@@ -72,12 +83,13 @@ struct dbk_route {
  * bytes, two ints, a bool, a score). */
 #define DBK_ROUTE_ACK_MAX(n) (32 + ((n) ? (n) : 1) * (5 * 16 + 64 + 3 * 12 + 32))
 
-/* Handles one NOTIFY frame: writes a whole ACK frame into w (never an
- * empty one: a message that yields no variable sets txn.<prefix>.error).
- * Returns DBK_SPOP_OK, or the status to DISCONNECT with when the payload
- * is malformed (DBK_SPOP_ERR_INVALID) or DBK_ROUTE_ACK_MAX of its messages
- * exceeds w's room (DBK_SPOP_ERR_RES); in both cases before deciding
- * anything, so no lease is taken. */
+/* Handles one NOTIFY frame: writes the ACK's actions into w, an ACK the
+ * caller began with dbk_spop_ack_begin and ends with dbk_spop_frame_end
+ * (never an empty one: a message that yields no variable sets
+ * txn.<prefix>.error). Returns DBK_SPOP_OK, or the status to DISCONNECT
+ * with when the payload is malformed (DBK_SPOP_ERR_INVALID) or
+ * DBK_ROUTE_ACK_MAX of its messages exceeds w's room (DBK_SPOP_ERR_RES);
+ * in both cases before deciding anything, so no lease is taken. */
 enum dbk_spop_status dbk_route_notify(struct dbk_route *r,
                                       const struct dbk_spop_frame *f,
                                       uint64_t now_ms,

@@ -156,46 +156,4 @@ int dbk_rt_parse_stat(const char *buf, size_t len, const char *backend,
                       struct dbk_rt_server *srv, unsigned n,
                       struct dbk_rt_stat_result *res, char *err, size_t errlen);
 
-/* Leak detection: the agent's in-flight lease count on a server against
- * what HAProxy holds there (dbk_rt_server_load), poll after poll.
- *
- * The two never agree exactly, and a momentary excess is normal:
- * - a fresh decision is a lease before it is a session: the ACK travels
- *   back, the stream resumes, use-server assigns it (up to a connect time,
- *   more if the server's queue is full);
- * - a finished stream leaves scur at once, but its completion line (and so
- *   the release of its lease) arrives milliseconds later, or seconds later
- *   for a client abort on HAProxy 2.6;
- * - the two numbers are read at different instants.
- * A leaked lease (its completion line lost) is in the excess of every poll
- * for good. So a server is reclaimed from only when the agent's count
- * exceeds HAProxy's on k consecutive polls, and then by no more than the
- * smallest excess seen over those polls (each leak is in every one of
- * them) and no more than the count now minus the highest HAProxy count
- * seen (the older rule, tighter when the agent's count fell). Reclaiming
- * too few only delays the fix to the next window; reclaiming too many
- * would under-count a busy server and send it more work. The caller picks
- * which leases go: only ones already held when the streak began (a leak
- * has been in every poll; a run of short-lived leases, such as requests
- * redispatched away one after another, shows an excess at every poll
- * made of a different lease each time), oldest first, and must expect
- * their completion lines to find no lease. */
-#define DBK_RT_RECONCILE_K 3
-
-struct dbk_rt_reconcile {
-	unsigned streak;     /* consecutive polls with an excess */
-	long max_haproxy;    /* highest HAProxy count over the streak */
-	long long min_excess; /* smallest excess over the streak */
-};
-
-void dbk_rt_reconcile_init(struct dbk_rt_reconcile *r);
-
-/* Feeds one poll of one server: ours = leases the agent holds on it,
- * haproxy = its sessions + queue (negative: unknown, which breaks the
- * streak: no evidence is not evidence of a leak). k = polls required,
- * 0 meaning DBK_RT_RECONCILE_K. Returns how many leases to reclaim now
- * (usually 0); after a reclaim the next one needs k new polls. */
-unsigned dbk_rt_reconcile_step(struct dbk_rt_reconcile *r, unsigned k,
-                               unsigned ours, long haproxy);
-
 #endif

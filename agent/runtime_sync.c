@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "accounting.h"
 #include "lib/clock.h"
 #include "lib/log.h"
 
@@ -25,7 +26,7 @@ struct dbk_sync {
 	struct dbk_rt_query *q;        /* the query under way, if any */
 	struct dbk_rt_server *srv;     /* HAProxy's view, by balancer index */
 	struct dbk_rt_server *fresh;   /* scratch for a servers-state dump */
-	struct dbk_rt_reconcile *rec;
+	struct dbk_acct_reconcile *rec;
 	bool mismatch_logged;
 	bool answered;                 /* HAProxy has answered a query */
 	ev_tstamp started;
@@ -64,9 +65,12 @@ static void on_reclaimed(void *arg, const char *id, size_t id_len,
 	        dbk_log_quote(q, sizeof(q), id, id_len), s->names[l->server], l->score);
 }
 
-/* Applies a complete poll: usable flags, then leak repair. */
+/* Applies a complete poll: usable flags, then leak repair (the rules
+ * are accounting.h's). */
 static void apply(struct dbk_sync *s)
 {
+	uint64_t now = dbk_mono_ms();
+
 	for (unsigned i = 0; i < s->n; i++) {
 		bool usable = s->srv[i].state == DBK_RT_READY;
 
@@ -77,17 +81,8 @@ static void apply(struct dbk_sync *s)
 			        s->names[i], dbk_rt_state_str(s->srv[i].state),
 			        usable ? "yes" : "no");
 		}
-		unsigned leak = dbk_rt_reconcile_step(&s->rec[i], 0,
-		                                      dbk_bal_server_inflight(s->bal, i),
-		                                      dbk_rt_server_load(&s->srv[i]));
-		/* Only leases held through the whole streak, and old enough
-		 * not to be a retried request waiting for its response, can be
-		 * the leak. */
-		uint64_t now = dbk_mono_ms(), span = (uint64_t)DBK_RT_RECONCILE_K * s->poll_ms;
-		if (span < s->min_age_ms)
-			span = s->min_age_ms;
-		if (leak && now > span)
-			dbk_bal_reclaim(s->bal, i, leak, now - span, on_reclaimed, s);
+		dbk_acct_reconcile(s->bal, i, &s->rec[i], dbk_rt_server_load(&s->srv[i]),
+		                   now, s->poll_ms, s->min_age_ms, on_reclaimed, s);
 	}
 	s->stats.polls++;
 	if (!s->stats.up)
@@ -202,7 +197,7 @@ struct dbk_sync *dbk_sync_new(struct ev_loop *loop, const struct dbk_rt_addr *ad
 	snprintf(s->stat_cmd, sizeof(s->stat_cmd), "show stat %s 4 -1", backend);
 	for (unsigned i = 0; i < n; i++) {
 		dbk_rt_server_init(&s->srv[i], names[i]);
-		dbk_rt_reconcile_init(&s->rec[i]);
+		dbk_acct_reconcile_init(&s->rec[i]);
 	}
 	ev_timer_init(&s->timer, on_tick, 0, interval_s);
 	ev_timer_start(loop, &s->timer);

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stddef.h>
 
+#include "prom_text.h"
 #include "scrape.h"
 
 static const struct series {
@@ -44,7 +45,7 @@ static double field(const struct dbk_vllm_metrics *m, size_t off)
 static void per_server_u64(const struct dbk_scrape *s, struct dbk_buf *o, const char *name,
                            const char *type, const char *help, size_t off)
 {
-	dbk_buf_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+	dbk_prom_head(o, name, type, help);
 	for (unsigned i = 0; i < dbk_scrape_count(s); i++) {
 		const struct dbk_scrape_view *v = dbk_scrape_view(s, i);
 
@@ -59,9 +60,9 @@ void dbk_scrape_report_metrics(const struct dbk_scrape *s, uint64_t now_ms,
 {
 	unsigned n = dbk_scrape_count(s);
 
-	dbk_buf_printf(o, "# HELP dbucket_scrape_up Whether the last scrape of the server's "
-	                 "/metrics succeeded (0: routing on the agent's books alone).\n"
-	                 "# TYPE dbucket_scrape_up gauge\n");
+	dbk_prom_head(o, "dbucket_scrape_up", "gauge",
+	              "Whether the last scrape of the server's /metrics succeeded "
+	              "(0: routing on the agent's books alone).");
 	for (unsigned i = 0; i < n; i++)
 		if (dbk_scrape_view(s, i)->scraped)
 			dbk_buf_printf(o, "dbucket_scrape_up{server=\"%s\"} %d\n", dbk_scrape_name(s, i),
@@ -75,9 +76,8 @@ void dbk_scrape_report_metrics(const struct dbk_scrape *s, uint64_t now_ms,
 	per_server_u64(s, o, "dbucket_scrape_models_failures_total", "counter",
 	               "Scrapes of the server's /v1/models that failed.",
 	               offsetof(struct dbk_scrape_view, models_failures));
-	dbk_buf_printf(o, "# HELP dbucket_scrape_age_seconds Time since the server's last good "
-	                 "scrape (absent before the first).\n"
-	                 "# TYPE dbucket_scrape_age_seconds gauge\n");
+	dbk_prom_head(o, "dbucket_scrape_age_seconds", "gauge",
+	              "Time since the server's last good scrape (absent before the first).");
 	for (unsigned i = 0; i < n; i++) {
 		const struct dbk_scrape_view *v = dbk_scrape_view(s, i);
 
@@ -85,8 +85,8 @@ void dbk_scrape_report_metrics(const struct dbk_scrape *s, uint64_t now_ms,
 			dbk_buf_printf(o, "dbucket_scrape_age_seconds{server=\"%s\"} %.3f\n",
 			              dbk_scrape_name(s, i), (double)(now_ms - v->ok_ms) / 1000.0);
 	}
-	dbk_buf_printf(o, "# HELP dbucket_vllm_max_model_len The server's context limit "
-	                 "(/v1/models).\n# TYPE dbucket_vllm_max_model_len gauge\n");
+	dbk_prom_head(o, "dbucket_vllm_max_model_len", "gauge",
+	              "The server's context limit (/v1/models).");
 	for (unsigned i = 0; i < n; i++)
 		if (dbk_scrape_view(s, i)->max_model_len)
 			dbk_buf_printf(o, "dbucket_vllm_max_model_len{server=\"%s\"} %ld\n",

@@ -200,13 +200,21 @@ void dbk_cli_usage(FILE *out, const struct dbk_opt *opts)
 {
 	char head[128];
 	int width = 0;
+	bool shorts = false;
+
+	/* The short-option column only when some option has one, so that a
+	 * long-only program's lines start "  --name" as its man page does. */
+	for (const struct dbk_opt *o = opts; o->name; o++)
+		shorts |= o->short_name != 0;
 
 	/* Two passes: the widest "-s, --name METAVAR" sets the help column. */
 	for (int pass = 0; pass < 2; pass++) {
 		for (const struct dbk_opt *o = opts; o->name; o++) {
-			char sh[5] = "    ";
+			char sh[5] = "";
 			int n;
 
+			if (shorts)
+				strcpy(sh, "    ");
 			if (o->short_name)
 				snprintf(sh, sizeof(sh), "-%c, ", o->short_name);
 			n = snprintf(head, sizeof(head), "%s--%s%s%s", sh, o->name, o->metavar ? " " : "",

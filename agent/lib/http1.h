@@ -1,6 +1,10 @@
-/* Bounded HTTP/1.1 request parser: pure (no I/O, no allocation), so it
- * can be fuzzed and tested byte by byte.
+/* Bounded HTTP/1.1 message parser, for the requests a server reads
+ * (the stub, the agent's admin endpoint) and the responses a client
+ * reads (the bench): one grammar for start lines, fields and framing.
+ * Pure (no I/O, no allocation), so it can be fuzzed and tested byte by
+ * byte.
  *
+ * Requests:
  * Stateless: each call parses from the start of the buffer, which holds
  * the bytes received so far for the next request (pipelined requests
  * follow it; `total_len` says where this one ends). The head is bounded by
@@ -29,6 +33,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define DBK_HTTP_MAX_HEADERS 64
 
@@ -84,5 +89,76 @@ bool dbk_http_slice_ieq(struct dbk_http_slice s, const char *lit);
 
 /* Reason phrase for a status code ("Unknown" for unlisted ones). */
 const char *dbk_http_reason(int status);
+
+/* ---- Responses (the client side) ----
+ *
+ * Stateless like requests: dbk_http_parse_response parses the head at the
+ * start of buf (the bytes read so far); the body follows head_len bytes
+ * in, framed as `framing` says. Accepted: "HTTP/1.0" or "HTTP/1.1", a
+ * three-digit status, an optional reason, the same field grammar as
+ * requests. Refused (DBK_HTTP_ERROR, `error` says why): another version
+ * or a malformed status line or field, conflicting or non-numeric
+ * Content-Length, a transfer coding other than chunked (or "identity"),
+ * a head above max_head_bytes. A 1xx is an interim response (framing
+ * NONE): the real one follows it, and the caller parses again after
+ * head_len bytes. A response to HEAD has no body whatever it says: the
+ * caller, who knows the method, handles that. */
+enum dbk_http_framing {
+	DBK_HTTP_BODY_NONE = 0,  /* 1xx, 204, 304 */
+	DBK_HTTP_BODY_LENGTH,    /* content_length bytes */
+	DBK_HTTP_BODY_CHUNKED,   /* see dbk_http_chunked_feed */
+	DBK_HTTP_BODY_CLOSE,     /* until the server closes */
+};
+
+struct dbk_http_response {
+	int minor_version; /* 0 or 1 */
+	int status;        /* 100..999 */
+	struct dbk_http_slice reason;
+	size_t n_headers;
+	struct dbk_http_header headers[DBK_HTTP_MAX_HEADERS];
+	size_t head_len;   /* when complete */
+	enum dbk_http_framing framing;
+	size_t content_length; /* DBK_HTTP_BODY_LENGTH */
+	bool keep_alive;   /* the connection may carry another request */
+	const char *error; /* on DBK_HTTP_ERROR, static text */
+};
+
+/* Parses the head at buf[0..len). Slices point into buf. */
+enum dbk_http_result dbk_http_parse_response(const char *buf, size_t len,
+                                             size_t max_head_bytes,
+                                             struct dbk_http_response *rsp);
+
+/* First field with this name (case-insensitive), or NULL. */
+const struct dbk_http_slice *
+dbk_http_response_header(const struct dbk_http_response *rsp,
+                         const char *name);
+
+/* ---- Chunked bodies (RFC 9112 section 7.1) ----
+ *
+ * Incremental, since a streamed body arrives over seconds in pieces that
+ * split anywhere: fixed state, no buffering. Chunk extensions and trailer
+ * fields are read past (bounded), not kept. */
+#define DBK_HTTP_MAX_CHUNK_EXT 4096
+#define DBK_HTTP_MAX_TRAILER (64 * 1024)
+
+struct dbk_http_chunked {
+	int state;
+	unsigned digits;            /* of the chunk size so far */
+	uint64_t remaining;         /* of the current chunk */
+	size_t line_len, trailer_bytes;
+	/* INCOMPLETE until the last chunk and trailer are read; ERROR with
+	 * `error` (static text) on a framing error. */
+	enum dbk_http_result result;
+	const char *error;
+};
+
+void dbk_http_chunked_init(struct dbk_http_chunked *c);
+
+/* Decodes from p[0..n) and returns how many bytes it used: it stops
+ * after the first span of chunk data (in *data, pointing into p; n == 0
+ * when none), at the end of the message and on an error. Call again with
+ * the rest. */
+size_t dbk_http_chunked_feed(struct dbk_http_chunked *c, const char *p,
+                             size_t n, struct dbk_http_slice *data);
 
 #endif

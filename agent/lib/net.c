@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -157,7 +158,9 @@ static int listen_unix(const struct sockaddr_un *sa, char *err, size_t errlen)
 	return fd;
 }
 
-int dbk_net_listen(const char *spec, char *err, size_t errlen)
+/* A non-blocking socket of `type` bound to spec's address (with
+ * SO_REUSEADDR), and listening when it is a stream. */
+static int open_bound(const char *spec, int type, char *err, size_t errlen)
 {
 	struct sockaddr_storage sa;
 	socklen_t len;
@@ -165,13 +168,16 @@ int dbk_net_listen(const char *spec, char *err, size_t errlen)
 
 	if (dbk_net_resolve(spec, true, &sa, &len, err, errlen) < 0)
 		return -1;
-	if (sa.ss_family == AF_UNIX)
+	if (sa.ss_family == AF_UNIX && type == SOCK_STREAM)
 		return listen_unix((const struct sockaddr_un *)&sa, err, errlen);
-
-	int fd = socket(sa.ss_family, SOCK_STREAM, 0);
+	if (sa.ss_family == AF_UNIX) {
+		snprintf(err, errlen, "%s: a UDP address is HOST:PORT or [IPV6]:PORT", spec);
+		return -1;
+	}
+	int fd = socket(sa.ss_family, type, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&sa, len) < 0 || listen(fd, LISTEN_BACKLOG) < 0 ||
-	    dbk_net_nonblock(fd) < 0) {
+	    bind(fd, (struct sockaddr *)&sa, len) < 0 ||
+	    (type == SOCK_STREAM && listen(fd, LISTEN_BACKLOG) < 0) || dbk_net_nonblock(fd) < 0) {
 		snprintf(err, errlen, "%s: %s", spec, strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -180,26 +186,18 @@ int dbk_net_listen(const char *spec, char *err, size_t errlen)
 	return fd;
 }
 
+int dbk_net_listen(const char *spec, char *err, size_t errlen)
+{
+	return open_bound(spec, SOCK_STREAM, err, errlen);
+}
+
 int dbk_net_bind_udp(const char *spec, char *err, size_t errlen)
 {
-	struct sockaddr_storage sa;
-	socklen_t len;
-	int one = 1, want = 4 << 20;
+	int want = 4 << 20;
+	int fd = open_bound(spec, SOCK_DGRAM, err, errlen);
 
-	if (dbk_net_resolve(spec, true, &sa, &len, err, errlen) < 0)
+	if (fd < 0)
 		return -1;
-	if (sa.ss_family == AF_UNIX) {
-		snprintf(err, errlen, "%s: a UDP address is HOST:PORT or [IPV6]:PORT", spec);
-		return -1;
-	}
-	int fd = socket(sa.ss_family, SOCK_DGRAM, 0);
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, (struct sockaddr *)&sa, len) < 0 || dbk_net_nonblock(fd) < 0) {
-		snprintf(err, errlen, "%s: %s", spec, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
 	/* A burst of completions must wait in the kernel while the loop is
 	 * busy: past net.core.rmem_max only a privileged process may go
 	 * (FORCE), and a smaller buffer still works. */
@@ -235,6 +233,22 @@ int dbk_net_free_loopback_port(char *err, size_t errlen)
 	return -1;
 }
 
+bool dbk_net_addr_is_local(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_UNIX)
+		return true;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
+		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
+		return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) ||
+		       (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127);
+	}
+	return false;
+}
+
 bool dbk_net_is_local(int fd)
 {
 	struct sockaddr_storage ss;
@@ -242,18 +256,37 @@ bool dbk_net_is_local(int fd)
 
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
 		return false;
-	if (ss.ss_family == AF_UNIX)
-		return true;
-	if (ss.ss_family == AF_INET) {
-		const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
-		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	return dbk_net_addr_is_local((const struct sockaddr *)&ss);
+}
+
+int dbk_net_connect(const struct sockaddr_storage *sa, socklen_t len)
+{
+	int fd = socket(sa->ss_family, SOCK_STREAM, 0), one = 1;
+
+	if (fd < 0)
+		return -1;
+	if (dbk_net_nonblock(fd) < 0 ||
+	    (connect(fd, (const struct sockaddr *)sa, len) < 0 && errno != EINPROGRESS)) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
 	}
-	if (ss.ss_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
-		return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) ||
-		       (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127);
-	}
-	return false;
+	/* Requests here are small and latency-bound: no Nagle (fails
+	 * harmlessly on unix sockets). */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+int dbk_net_connect_error(int fd)
+{
+	int e = 0;
+	socklen_t el = sizeof(e);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) < 0)
+		return errno;
+	return e;
 }
 
 int dbk_net_unlink(const char *spec)

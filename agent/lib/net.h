@@ -38,6 +38,16 @@ int dbk_net_unlink(const char *spec);
 /* Whether a listening socket is reachable only from this host: a unix
  * socket, 127.0.0.0/8 or ::1. */
 bool dbk_net_is_local(int fd);
+/* The same for an address (an IPv4-mapped 127.0.0.0/8 counts too). */
+bool dbk_net_addr_is_local(const struct sockaddr *sa);
+
+/* Starts a non-blocking connect to sa (see dbk_net_resolve), with
+ * TCP_NODELAY and FD_CLOEXEC. The socket turns writable once the connect
+ * is done; dbk_net_connect_error then tells how it went. Returns the fd,
+ * or -1 with errno set. */
+int dbk_net_connect(const struct sockaddr_storage *sa, socklen_t len);
+/* 0 for a connect that succeeded, else its errno. */
+int dbk_net_connect_error(int fd);
 
 /* Sends buf[*off, len) on a non-blocking socket until all of it is gone
  * or the socket is full, advancing *off (EINTR is retried, SIGPIPE never

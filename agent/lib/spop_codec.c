@@ -1,6 +1,9 @@
-/* SPOP codec. See spop.h for the contract; doc/SPOE.txt in HAProxy's tree
- * for the protocol. Every decoder works on a local cursor and commits it
- * only on success, so a failed decode leaves the caller's position alone. */
+/* SPOP codec: the wire's primitives and the per-request path (NOTIFY in,
+ * ACK out), kept in one file so that the compiler inlines the one into
+ * the other; the control frames are in spop_control.c. See spop_codec.h
+ * for the contract; doc/SPOE.txt in HAProxy's tree for the protocol.
+ * Every decoder works on a local cursor and commits it only on success,
+ * so a failed decode leaves the caller's position alone. */
 #include "lib/spop_codec.h"
 
 #include <string.h>
@@ -118,8 +121,8 @@ enum dbk_spop_status dbk_spop_varint_decode(const uint8_t **p,
 /* ---- Decoding helpers ---- */
 
 /* A length-prefixed byte string (names, and the body of STR/BIN). */
-static enum dbk_spop_status get_bytes(const uint8_t **p, const uint8_t *end,
-                                      const uint8_t **ptr, size_t *len)
+enum dbk_spop_status dbk_spop_get_name(const uint8_t **p, const uint8_t *end,
+                                       const uint8_t **ptr, size_t *len)
 {
 	const uint8_t *q = *p;
 	uint64_t n;
@@ -195,7 +198,7 @@ enum dbk_spop_status dbk_spop_data_decode(const uint8_t **p,
 		break;
 	case DBK_SPOP_T_STR:
 	case DBK_SPOP_T_BIN:
-		if (get_bytes(&q, end, &out.u.buf.ptr, &out.u.buf.len) != DBK_SPOP_OK)
+		if (dbk_spop_get_name(&q, end, &out.u.buf.ptr, &out.u.buf.len) != DBK_SPOP_OK)
 			return DBK_SPOP_ERR_INVALID;
 		break;
 	default:
@@ -246,7 +249,7 @@ static void put_bytes(struct dbk_spop_writer *w, const void *src, size_t n)
 	w->len += n;
 }
 
-static void put_u8(struct dbk_spop_writer *w, uint8_t b)
+void dbk_spop_put_u8(struct dbk_spop_writer *w, uint8_t b)
 {
 	put_bytes(w, &b, 1);
 }
@@ -264,44 +267,50 @@ void dbk_spop_put_name(struct dbk_spop_writer *w, const char *s, size_t len)
 	put_bytes(w, s, len);
 }
 
+void dbk_spop_put_kv(struct dbk_spop_writer *w, const char *key, const struct dbk_spop_data *v)
+{
+	dbk_spop_put_name(w, key, strlen(key));
+	dbk_spop_put_data(w, v);
+}
+
 void dbk_spop_put_data(struct dbk_spop_writer *w, const struct dbk_spop_data *d)
 {
 	switch (d->type) {
 	case DBK_SPOP_T_NULL:
-		put_u8(w, DBK_SPOP_T_NULL);
+		dbk_spop_put_u8(w, DBK_SPOP_T_NULL);
 		break;
 	case DBK_SPOP_T_BOOL:
-		put_u8(w, DBK_SPOP_T_BOOL | (d->u.b ? DATA_FL_TRUE : 0));
+		dbk_spop_put_u8(w, DBK_SPOP_T_BOOL | (d->u.b ? DATA_FL_TRUE : 0));
 		break;
 	case DBK_SPOP_T_INT32:
 		/* Sign-extend, as HAProxy does: it decodes every integer
 		 * type into an int64 by plain conversion. */
-		put_u8(w, DBK_SPOP_T_INT32);
+		dbk_spop_put_u8(w, DBK_SPOP_T_INT32);
 		dbk_spop_put_varint(w, (uint64_t)(int64_t)d->u.i32);
 		break;
 	case DBK_SPOP_T_UINT32:
-		put_u8(w, DBK_SPOP_T_UINT32);
+		dbk_spop_put_u8(w, DBK_SPOP_T_UINT32);
 		dbk_spop_put_varint(w, d->u.u32);
 		break;
 	case DBK_SPOP_T_INT64:
-		put_u8(w, DBK_SPOP_T_INT64);
+		dbk_spop_put_u8(w, DBK_SPOP_T_INT64);
 		dbk_spop_put_varint(w, (uint64_t)d->u.i64);
 		break;
 	case DBK_SPOP_T_UINT64:
-		put_u8(w, DBK_SPOP_T_UINT64);
+		dbk_spop_put_u8(w, DBK_SPOP_T_UINT64);
 		dbk_spop_put_varint(w, d->u.u64);
 		break;
 	case DBK_SPOP_T_IPV4:
-		put_u8(w, DBK_SPOP_T_IPV4);
+		dbk_spop_put_u8(w, DBK_SPOP_T_IPV4);
 		put_bytes(w, d->u.ipv4, 4);
 		break;
 	case DBK_SPOP_T_IPV6:
-		put_u8(w, DBK_SPOP_T_IPV6);
+		dbk_spop_put_u8(w, DBK_SPOP_T_IPV6);
 		put_bytes(w, d->u.ipv6, 16);
 		break;
 	case DBK_SPOP_T_STR:
 	case DBK_SPOP_T_BIN:
-		put_u8(w, (uint8_t)d->type);
+		dbk_spop_put_u8(w, (uint8_t)d->type);
 		dbk_spop_put_varint(w, d->u.buf.len);
 		put_bytes(w, d->u.buf.ptr, d->u.buf.len);
 		break;
@@ -333,7 +342,7 @@ void dbk_spop_frame_begin(struct dbk_spop_writer *w, enum dbk_spop_frame_type ty
 	w->len = 0;
 	w->overflow = false;
 	put_be32(w, 0); /* patched by frame_end */
-	put_u8(w, (uint8_t)type);
+	dbk_spop_put_u8(w, (uint8_t)type);
 	put_be32(w, flags);
 	dbk_spop_put_varint(w, stream_id);
 	dbk_spop_put_varint(w, frame_id);
@@ -400,237 +409,33 @@ enum dbk_spop_status dbk_spop_frame_parse(const uint8_t *buf, size_t len,
 
 /* ---- KV lists (HELLO, DISCONNECT) ---- */
 
-/* A hand-built frame may carry a NULL payload, and NULL + 0 is undefined. */
-static const uint8_t *payload_end(const struct dbk_spop_frame *f)
+const uint8_t *dbk_spop_payload_end(const struct dbk_spop_frame *f)
 {
+	/* A hand-built frame may carry a NULL payload, and NULL + 0 is
+	 * undefined. */
 	return f->payload_len ? f->payload + f->payload_len : f->payload;
 }
 
-static enum dbk_spop_status kv_next(const uint8_t **p, const uint8_t *end,
-                                    const uint8_t **key, size_t *key_len,
-                                    struct dbk_spop_data *val)
+enum dbk_spop_status dbk_spop_kv_walk(const struct dbk_spop_frame *f, dbk_spop_kv_fn fn,
+                                      void *ctx)
 {
-	const uint8_t *q = *p;
+	const uint8_t *p = f->payload, *end = dbk_spop_payload_end(f);
 
-	if (get_bytes(&q, end, key, key_len) != DBK_SPOP_OK ||
-	    dbk_spop_data_decode(&q, end, val) != DBK_SPOP_OK)
-		return DBK_SPOP_ERR_INVALID;
-	*p = q;
-	return DBK_SPOP_OK;
-}
-
-static bool bytes_eq(const uint8_t *b, size_t len, const char *s)
-{
-	size_t n = strlen(s);
-
-	return len == n && (n == 0 || memcmp(b, s, n) == 0);
-}
-
-/* Calls fn on each trimmed token of a comma-separated list; stops and
- * returns true as soon as fn does. */
-static bool list_any(const uint8_t *s, size_t len,
-                     bool (*fn)(const uint8_t *tok, size_t tok_len))
-{
-	size_t i = 0;
-
-	while (i <= len) {
-		size_t a = i, b;
-
-		while (i < len && s[i] != ',')
-			i++;
-		b = i;
-		while (a < b && (s[a] == ' ' || s[a] == '\t'))
-			a++;
-		while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t'))
-			b--;
-		if (b > a && fn(s + a, b - a))
-			return true;
-		i++; /* past the comma, or past len to stop */
-	}
-	return false;
-}
-
-/* "2.<digits>": any 2.x minor is wire-compatible with what we speak. */
-static bool is_v2(const uint8_t *t, size_t n)
-{
-	if (n < 3 || t[0] != '2' || t[1] != '.')
-		return false;
-	for (size_t i = 2; i < n; i++)
-		if (t[i] < '0' || t[i] > '9')
-			return false;
-	return true;
-}
-
-static bool is_pipelining(const uint8_t *t, size_t n)
-{
-	return bytes_eq(t, n, "pipelining");
-}
-
-static bool is_int_type(enum dbk_spop_type t)
-{
-	return t == DBK_SPOP_T_INT32 || t == DBK_SPOP_T_UINT32 ||
-	       t == DBK_SPOP_T_INT64 || t == DBK_SPOP_T_UINT64;
-}
-
-/* Reads an integer value into [0, UINT32_MAX]. Returns INVALID for a
- * non-integer type and, for an out-of-range one, the given status. */
-static enum dbk_spop_status get_u32(const struct dbk_spop_data *d,
-                                    enum dbk_spop_status range_err,
-                                    uint32_t *out)
-{
-	int64_t v;
-
-	if (!is_int_type(d->type))
-		return DBK_SPOP_ERR_INVALID;
-	if (!dbk_spop_data_to_i64(d, &v) || v < 0 || v > UINT32_MAX)
-		return range_err;
-	*out = (uint32_t)v;
-	return DBK_SPOP_OK;
-}
-
-enum dbk_spop_status dbk_spop_hello_parse(const struct dbk_spop_frame *f,
-                                          struct dbk_spop_hello *h)
-{
-	const uint8_t *p = f->payload, *end = payload_end(f);
-	const uint8_t *vsn = NULL, *caps = NULL;
-	size_t vsn_len = 0, caps_len = 0;
-	bool have_mfs = false;
-	enum dbk_spop_status st;
-
-	memset(h, 0, sizeof(*h));
-	if (f->type != DBK_SPOP_HAPROXY_HELLO || !(f->flags & DBK_SPOP_FLAG_FIN) ||
-	    f->stream_id != 0 || f->frame_id != 0)
-		return DBK_SPOP_ERR_INVALID;
-
+	/* Each pair takes at least two bytes, so the walk ends. */
 	while (p < end) {
 		const uint8_t *k;
 		size_t klen;
 		struct dbk_spop_data v;
+		enum dbk_spop_status st;
 
-		if (kv_next(&p, end, &k, &klen, &v) != DBK_SPOP_OK)
+		if (dbk_spop_get_name(&p, end, &k, &klen) != DBK_SPOP_OK ||
+		    dbk_spop_data_decode(&p, end, &v) != DBK_SPOP_OK)
 			return DBK_SPOP_ERR_INVALID;
-		if (bytes_eq(k, klen, "supported-versions")) {
-			if (v.type != DBK_SPOP_T_STR)
-				return DBK_SPOP_ERR_INVALID;
-			vsn = v.u.buf.ptr;
-			vsn_len = v.u.buf.len;
-		} else if (bytes_eq(k, klen, "max-frame-size")) {
-			st = get_u32(&v, DBK_SPOP_ERR_BAD_FRAME_SIZE,
-			             &h->max_frame_size);
-			if (st != DBK_SPOP_OK)
-				return st;
-			have_mfs = true;
-		} else if (bytes_eq(k, klen, "capabilities")) {
-			if (v.type != DBK_SPOP_T_STR)
-				return DBK_SPOP_ERR_INVALID;
-			caps = v.u.buf.ptr;
-			caps_len = v.u.buf.len;
-		} else if (bytes_eq(k, klen, "healthcheck")) {
-			if (v.type != DBK_SPOP_T_BOOL)
-				return DBK_SPOP_ERR_INVALID;
-			h->healthcheck = v.u.b;
-		} else if (bytes_eq(k, klen, "engine-id")) {
-			if (v.type != DBK_SPOP_T_STR)
-				return DBK_SPOP_ERR_INVALID;
-			h->engine_id = v.u.buf.ptr;
-			h->engine_id_len = v.u.buf.len;
-		}
+		st = fn(ctx, k, klen, &v);
+		if (st != DBK_SPOP_OK)
+			return st;
 	}
-
-	/* vsn is non-NULL whenever the key was seen: it points into the
-	 * payload even for an empty string. */
-	if (!vsn)
-		return DBK_SPOP_ERR_NO_VSN;
-	if (!list_any(vsn, vsn_len, is_v2))
-		return DBK_SPOP_ERR_BAD_VSN;
-	if (!have_mfs)
-		return DBK_SPOP_ERR_NO_FRAME_SIZE;
-	if (h->max_frame_size < 256)
-		return DBK_SPOP_ERR_BAD_FRAME_SIZE;
-	if (!caps && !h->healthcheck)
-		return DBK_SPOP_ERR_NO_CAP;
-	if (caps)
-		h->pipelining = list_any(caps, caps_len, is_pipelining);
 	return DBK_SPOP_OK;
-}
-
-static void put_kv_str(struct dbk_spop_writer *w, const char *k, const char *v)
-{
-	struct dbk_spop_data d = dbk_spop_str(v);
-
-	dbk_spop_put_name(w, k, strlen(k));
-	dbk_spop_put_data(w, &d);
-}
-
-static void put_kv_u32(struct dbk_spop_writer *w, const char *k, uint32_t v)
-{
-	struct dbk_spop_data d = { .type = DBK_SPOP_T_UINT32, .u.u32 = v };
-
-	dbk_spop_put_name(w, k, strlen(k));
-	dbk_spop_put_data(w, &d);
-}
-
-size_t dbk_spop_agent_hello_build(uint8_t *out, size_t cap,
-                                  uint32_t max_frame_size, bool pipelining)
-{
-	struct dbk_spop_writer w;
-
-	dbk_spop_writer_init(&w, out, cap);
-	dbk_spop_frame_begin(&w, DBK_SPOP_AGENT_HELLO, DBK_SPOP_FLAG_FIN, 0, 0);
-	put_kv_str(&w, "version", "2.0");
-	put_kv_u32(&w, "max-frame-size", max_frame_size);
-	put_kv_str(&w, "capabilities", pipelining ? "pipelining" : "");
-	return dbk_spop_frame_end(&w);
-}
-
-/* ---- DISCONNECT ---- */
-
-size_t dbk_spop_disconnect_build(uint8_t *out, size_t cap,
-                                 enum dbk_spop_status status,
-                                 const char *message)
-{
-	struct dbk_spop_writer w;
-
-	dbk_spop_writer_init(&w, out, cap);
-	dbk_spop_frame_begin(&w, DBK_SPOP_AGENT_DISCONNECT, DBK_SPOP_FLAG_FIN, 0, 0);
-	put_kv_u32(&w, "status-code", (uint32_t)status);
-	put_kv_str(&w, "message", message ? message : dbk_spop_status_str(status));
-	return dbk_spop_frame_end(&w);
-}
-
-enum dbk_spop_status dbk_spop_disconnect_parse(const struct dbk_spop_frame *f,
-                                               uint32_t *status_code,
-                                               const uint8_t **msg,
-                                               size_t *msg_len)
-{
-	const uint8_t *p = f->payload, *end = payload_end(f);
-	bool have_status = false;
-
-	*msg = NULL;
-	*msg_len = 0;
-	if (f->type != DBK_SPOP_HAPROXY_DISCONNECT &&
-	    f->type != DBK_SPOP_AGENT_DISCONNECT)
-		return DBK_SPOP_ERR_INVALID;
-
-	while (p < end) {
-		const uint8_t *k;
-		size_t klen;
-		struct dbk_spop_data v;
-
-		if (kv_next(&p, end, &k, &klen, &v) != DBK_SPOP_OK)
-			return DBK_SPOP_ERR_INVALID;
-		if (bytes_eq(k, klen, "status-code")) {
-			if (get_u32(&v, DBK_SPOP_ERR_INVALID, status_code) != DBK_SPOP_OK)
-				return DBK_SPOP_ERR_INVALID;
-			have_status = true;
-		} else if (bytes_eq(k, klen, "message")) {
-			if (v.type != DBK_SPOP_T_STR)
-				return DBK_SPOP_ERR_INVALID;
-			*msg = v.u.buf.ptr;
-			*msg_len = v.u.buf.len;
-		}
-	}
-	return have_status ? DBK_SPOP_OK : DBK_SPOP_ERR_INVALID;
 }
 
 /* ---- NOTIFY ---- */
@@ -639,7 +444,7 @@ void dbk_spop_msg_iter_init(struct dbk_spop_msg_iter *it,
                             const struct dbk_spop_frame *f)
 {
 	it->p = f->payload;
-	it->end = payload_end(f);
+	it->end = dbk_spop_payload_end(f);
 }
 
 enum dbk_spop_status dbk_spop_msg_next(struct dbk_spop_msg_iter *it,
@@ -654,13 +459,13 @@ enum dbk_spop_status dbk_spop_msg_next(struct dbk_spop_msg_iter *it,
 		return DBK_SPOP_OK;
 	}
 	m->nargs = 0;
-	if (get_bytes(&q, end, &m->name, &m->name_len) != DBK_SPOP_OK || q >= end)
+	if (dbk_spop_get_name(&q, end, &m->name, &m->name_len) != DBK_SPOP_OK || q >= end)
 		return DBK_SPOP_ERR_INVALID;
 	nb = *q++;
 	for (unsigned i = 0; i < nb; i++) {
 		struct dbk_spop_arg a;
 
-		if (get_bytes(&q, end, &a.name, &a.name_len) != DBK_SPOP_OK ||
+		if (dbk_spop_get_name(&q, end, &a.name, &a.name_len) != DBK_SPOP_OK ||
 		    dbk_spop_data_decode(&q, end, &a.value) != DBK_SPOP_OK) {
 			m->nargs = 0;
 			return DBK_SPOP_ERR_INVALID;
@@ -678,7 +483,7 @@ const struct dbk_spop_data *dbk_spop_msg_arg(const struct dbk_spop_message *m,
 	if (!name)
 		return NULL;
 	for (unsigned i = 0; i < m->nargs; i++)
-		if (bytes_eq(m->args[i].name, m->args[i].name_len, name))
+		if (dbk_spop_name_is(m->args[i].name, m->args[i].name_len, name))
 			return &m->args[i].value;
 	return NULL;
 }
@@ -696,9 +501,9 @@ void dbk_spop_ack_set_var(struct dbk_spop_writer *w, enum dbk_spop_scope scope,
 {
 	if (!name)
 		name = "";
-	put_u8(w, ACK_SET_VAR);
-	put_u8(w, 3);
-	put_u8(w, (uint8_t)scope);
+	dbk_spop_put_u8(w, ACK_SET_VAR);
+	dbk_spop_put_u8(w, 3);
+	dbk_spop_put_u8(w, (uint8_t)scope);
 	dbk_spop_put_name(w, name, strlen(name));
 	dbk_spop_put_data(w, v);
 }
@@ -708,9 +513,9 @@ void dbk_spop_ack_unset_var(struct dbk_spop_writer *w, enum dbk_spop_scope scope
 {
 	if (!name)
 		name = "";
-	put_u8(w, ACK_UNSET_VAR);
-	put_u8(w, 2);
-	put_u8(w, (uint8_t)scope);
+	dbk_spop_put_u8(w, ACK_UNSET_VAR);
+	dbk_spop_put_u8(w, 2);
+	dbk_spop_put_u8(w, (uint8_t)scope);
 	dbk_spop_put_name(w, name, strlen(name));
 }
 

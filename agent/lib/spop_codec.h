@@ -7,6 +7,10 @@
  *
  * Decoded strings and binaries point into the caller's buffer; they are
  * valid as long as that buffer is.
+ *
+ * spop_codec.c holds the wire's primitives (varints, typed data, the
+ * writer, frame headers, KV lists) and the per-request frames (NOTIFY,
+ * ACK); spop_control.c the control frames (HELLO, DISCONNECT).
  */
 #ifndef DBK_SPOP_CODEC_H
 #define DBK_SPOP_CODEC_H
@@ -14,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 enum dbk_spop_frame_type {
 	DBK_SPOP_HAPROXY_HELLO      = 1,
@@ -118,6 +123,21 @@ enum dbk_spop_status dbk_spop_data_decode(const uint8_t **p,
                                           const uint8_t *end,
                                           struct dbk_spop_data *d);
 
+/* A name (varint length, then bytes) at *p, never reading at or past
+ * end: the encoding of keys, message and argument names, and of a
+ * string's body. Advances *p and returns DBK_SPOP_OK, or INVALID. */
+enum dbk_spop_status dbk_spop_get_name(const uint8_t **p, const uint8_t *end,
+                                       const uint8_t **name, size_t *len);
+
+/* Whether name[0, len) spells s. Inline: with a constant s the length
+ * is folded, so matching an argument name is a compare and a memcmp. */
+static inline bool dbk_spop_name_is(const uint8_t *name, size_t len, const char *s)
+{
+	size_t n = strlen(s);
+
+	return len == n && (n == 0 || memcmp(name, s, n) == 0);
+}
+
 /* Integer value of any of the four integer types, or of a bool.
  * Returns false for other types (and for a uint64 above INT64_MAX). */
 bool dbk_spop_data_to_i64(const struct dbk_spop_data *d, int64_t *out);
@@ -135,11 +155,15 @@ struct dbk_spop_writer {
 
 void dbk_spop_writer_init(struct dbk_spop_writer *w, uint8_t *buf, size_t cap);
 void dbk_spop_put_varint(struct dbk_spop_writer *w, uint64_t v);
+/* One raw byte: a message's argument count, an action's header. */
+void dbk_spop_put_u8(struct dbk_spop_writer *w, uint8_t b);
 /* A string without type byte: varint length then bytes (names, keys). */
 void dbk_spop_put_name(struct dbk_spop_writer *w, const char *s, size_t len);
 /* A typed value, type byte included. An unknown type marks the writer
  * as overflowed, so the frame is refused at frame_end. */
 void dbk_spop_put_data(struct dbk_spop_writer *w, const struct dbk_spop_data *d);
+/* A pair of a KV list, or a message's argument: name, then typed value. */
+void dbk_spop_put_kv(struct dbk_spop_writer *w, const char *key, const struct dbk_spop_data *v);
 
 /* Starts a frame at buf[0] (resetting len and overflow, so a writer can
  * be reused frame after frame): reserves the 4-byte length, writes type,
@@ -177,6 +201,21 @@ enum dbk_spop_status dbk_spop_frame_split(const uint8_t *buf, size_t avail,
  * and flags are not judged here. */
 enum dbk_spop_status dbk_spop_frame_parse(const uint8_t *buf, size_t len,
                                           struct dbk_spop_frame *f);
+
+/* The end of a frame's payload (a hand-built frame may have a NULL one). */
+const uint8_t *dbk_spop_payload_end(const struct dbk_spop_frame *f);
+
+/* ---- KV lists (the payload of HELLO and DISCONNECT frames) ---- */
+
+typedef enum dbk_spop_status (*dbk_spop_kv_fn)(void *ctx, const uint8_t *key,
+                                                size_t key_len,
+                                                const struct dbk_spop_data *v);
+
+/* Calls fn on each key and value of f's payload, in order. Returns
+ * DBK_SPOP_OK, INVALID for a malformed list, or the first status fn
+ * returns other than OK (the walk stops there). */
+enum dbk_spop_status dbk_spop_kv_walk(const struct dbk_spop_frame *f, dbk_spop_kv_fn fn,
+                                      void *ctx);
 
 /* ---- HELLO ---- */
 

@@ -1,14 +1,13 @@
 #include "client.h"
 
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/net.h"
 #include "resp.h"
 #include "sse.h"
 #include "stream.h"
@@ -20,7 +19,7 @@
 
 struct dbk_call {
 	struct dbk_client *cl;
-	struct dbk_call *prev, *next;
+	struct dbk_list link;     /* in cl->calls */
 	int fd;
 	ev_io rw, ww;
 	ev_timer deadline;
@@ -52,6 +51,7 @@ void dbk_client_init(struct dbk_client *c, struct ev_loop *loop,
                      double timeout_s)
 {
 	memset(c, 0, offsetof(struct dbk_client, rbuf));
+	dbk_list_init(&c->calls);
 	c->loop = loop;
 	memcpy(&c->addr, addr, addrlen);
 	c->addrlen = addrlen;
@@ -99,14 +99,10 @@ static void finish(struct dbk_call *k)
 	ev_io_stop(c->loop, &k->ww);
 	ev_timer_stop(c->loop, &k->deadline);
 	close(k->fd);
-	if (k->prev)
-		k->prev->next = k->next;
-	else
-		c->calls = k->next;
-	if (k->next)
-		k->next->prev = k->prev;
+	dbk_list_del(&k->link);
 	c->n_calls--;
 	dbk_buf_free(&k->out);
+	dbk_resp_free(&k->resp);
 	dbk_sse_free(&k->sse);
 	dbk_stream_free(&k->st);
 	/* The callback may start calls: everything of this one is gone
@@ -197,11 +193,8 @@ static void write_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)revents;
 	if (k->connecting) {
-		int err = 0;
-		socklen_t len = sizeof(err);
+		int err = dbk_net_connect_error(k->fd);
 
-		if (getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-			err = errno;
 		if (err) {
 			set_error(k, "connect", err);
 			finish(k);
@@ -212,27 +205,16 @@ static void write_cb(struct ev_loop *loop, ev_io *w, int revents)
 		 * it has read the whole body. */
 		ev_io_start(loop, &k->rw);
 	}
-	while (k->out_off < k->out.len) {
-		/* MSG_NOSIGNAL: a peer that closed early is an error to
-		 * report, not a SIGPIPE, and no process-wide handler is
-		 * needed. */
-		ssize_t n = send(k->fd, k->out.p + k->out_off,
-		                 k->out.len - k->out_off, MSG_NOSIGNAL);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return;
-			if (errno == EPIPE || errno == ECONNRESET) {
-				/* The answer, if any, is still to be read. */
-				break;
-			}
+	if (dbk_net_send_pending(k->fd, k->out.p, k->out.len, &k->out_off)) {
+		/* A peer that closed early may still have answered (413,
+		 * 400): that is read, not reported as a write error. */
+		if (errno != EPIPE && errno != ECONNRESET) {
 			set_error(k, "write", errno);
 			finish(k);
 			return;
 		}
-		k->out_off += (size_t)n;
+	} else if (k->out_off < k->out.len) {
+		return;
 	}
 	ev_io_stop(loop, &k->ww);
 	dbk_buf_free(&k->out);
@@ -255,7 +237,7 @@ int dbk_client_start(struct dbk_client *c, struct dbk_buf *req,
                      size_t max_msgs, dbk_call_done_fn fn, void *ctx)
 {
 	struct dbk_call *k;
-	int fd, one = 1, err;
+	int fd, err;
 	double t0;
 
 	k = calloc(1, sizeof(*k));
@@ -264,23 +246,16 @@ int dbk_client_start(struct dbk_client *c, struct dbk_buf *req,
 	/* TTFT and E2E count from here, before connect, as vLLM's client
 	 * counts from before it asks its pool for a connection. */
 	t0 = dbk_client_now();
-	fd = socket(c->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
-	            SOCK_CLOEXEC, 0);
+	fd = dbk_net_connect(&c->addr, c->addrlen);
 	if (fd < 0) {
 		err = errno;
 		free(k);
 		return -err;
 	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (const struct sockaddr *)&c->addr, c->addrlen) != 0 &&
-	    errno != EINPROGRESS) {
-		err = errno;
-		close(fd);
-		free(k);
-		return -err;
-	}
 	k->cl = c;
 	k->fd = fd;
+	/* A connect that completed at once takes the same path through
+	 * write_cb: SO_ERROR is 0 then. */
 	k->connecting = true;
 	k->out = *req;
 	memset(req, 0, sizeof(*req));
@@ -295,18 +270,17 @@ int dbk_client_start(struct dbk_client *c, struct dbk_buf *req,
 	k->rw.data = k->ww.data = k->deadline.data = k;
 	ev_io_start(c->loop, &k->ww);
 	ev_timer_start(c->loop, &k->deadline);
-	k->next = c->calls;
-	if (c->calls)
-		c->calls->prev = k;
-	c->calls = k;
+	dbk_list_push(&c->calls, &k->link);
 	c->n_calls++;
 	return 0;
 }
 
 void dbk_client_abort_all(struct dbk_client *c, const char *why)
 {
-	while (c->calls) {
-		set_error(c->calls, why, 0);
-		finish(c->calls);
+	struct dbk_call *k;
+
+	while ((k = dbk_list_first(&c->calls, struct dbk_call, link))) {
+		set_error(k, why, 0);
+		finish(k);
 	}
 }

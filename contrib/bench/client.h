@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "lib/buf.h"
+#include "lib/list.h"
 
 struct dbk_call;
 
@@ -35,7 +36,7 @@ struct dbk_client {
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 	double timeout_s;        /* per request, real seconds */
-	struct dbk_call *calls;  /* in flight */
+	struct dbk_list calls;   /* in flight: struct dbk_call.link */
 	size_t n_calls;
 	char rbuf[64 * 1024];    /* one loop, one read at a time */
 };

@@ -133,23 +133,18 @@ static void dist_rows(FILE *f, const char *name,
 	}
 }
 
-void dbk_report_table(FILE *f, const struct dbk_run_info *info,
-                      const struct dbk_summary s[DBK_REPORT_COLUMNS],
-                      const struct dbk_result *r, size_t n)
+/* What was run, above the table. */
+static void table_head(FILE *f, const struct dbk_run_info *info,
+                       size_t requests)
 {
-	struct dbk_failure_group g[5];
-	char h1[32], h2[32];
-	double v[3];
-	size_t c, ng, i;
-
 	if (info->trace_path)
 		fprintf(f, "dbucket-bench %s: %zu requests from %s (%s)\n",
-		        info->version, s[0].requests, info->trace_path,
+		        info->version, requests, info->trace_path,
 		        info->format);
 	else
 		fprintf(f, "dbucket-bench %s: %zu requests from the synthetic "
 		        "mix %s at %g req/s (seed %llu)\n", info->version,
-		        s[0].requests, info->synthetic, info->rate,
+		        requests, info->synthetic, info->rate,
 		        (unsigned long long)info->seed);
 	fprintf(f, "time scale %g: latencies, durations and rates in model "
 	        "time; rate factor %g\n", info->time_scale,
@@ -171,6 +166,18 @@ void dbk_report_table(FILE *f, const struct dbk_run_info *info,
 	}
 	if (info->interrupted)
 		fprintf(f, "INTERRUPTED: partial results\n");
+}
+
+void dbk_report_table(FILE *f, const struct dbk_run_info *info,
+                      const struct dbk_summary s[DBK_REPORT_COLUMNS],
+                      const struct dbk_result *r, size_t n)
+{
+	struct dbk_failure_group g[5];
+	char h1[32], h2[32];
+	double v[3];
+	size_t c, ng, i;
+
+	table_head(f, info, s[0].requests);
 	snprintf(h1, sizeof(h1), "< %u", info->threshold);
 	snprintf(h2, sizeof(h2), ">= %u", info->threshold);
 	/* Both classes always, empty or not: one shape for every run. */
@@ -219,7 +226,7 @@ static cJSON *num_or_null(double v)
 	return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
 }
 
-static cJSON *dist_json(const struct dbk_dist *d)
+cJSON *dbk_report_dist_json(const struct dbk_dist *d)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -228,6 +235,7 @@ static cJSON *dist_json(const struct dbk_dist *d)
 	cJSON_AddItemToObject(o, "median", num_or_null(d->median * 1e3));
 	cJSON_AddItemToObject(o, "p90", num_or_null(d->p90 * 1e3));
 	cJSON_AddItemToObject(o, "p99", num_or_null(d->p99 * 1e3));
+	cJSON_AddItemToObject(o, "max", num_or_null(d->max * 1e3));
 	return o;
 }
 
@@ -247,10 +255,10 @@ static cJSON *summary_json(const struct dbk_summary *s, const char *label)
 	cJSON_AddNumberToObject(o, "input_throughput", s->in_throughput);
 	cJSON_AddItemToObject(o, "goodput", num_or_null(s->goodput));
 	cJSON_AddNumberToObject(o, "good", (double)s->good);
-	cJSON_AddItemToObject(o, "ttft_ms", dist_json(&s->ttft));
-	cJSON_AddItemToObject(o, "tpot_ms", dist_json(&s->tpot));
-	cJSON_AddItemToObject(o, "itl_ms", dist_json(&s->itl));
-	cJSON_AddItemToObject(o, "e2e_ms", dist_json(&s->e2e));
+	cJSON_AddItemToObject(o, "ttft_ms", dbk_report_dist_json(&s->ttft));
+	cJSON_AddItemToObject(o, "tpot_ms", dbk_report_dist_json(&s->tpot));
+	cJSON_AddItemToObject(o, "itl_ms", dbk_report_dist_json(&s->itl));
+	cJSON_AddItemToObject(o, "e2e_ms", dbk_report_dist_json(&s->e2e));
 	return o;
 }
 
@@ -268,22 +276,11 @@ static void add_pos_or_null(cJSON *o, const char *k, double v)
 	                                  : cJSON_CreateNull());
 }
 
-int dbk_report_json(FILE *f, const struct dbk_run_info *info,
-                    const struct dbk_summary s[DBK_REPORT_COLUMNS],
-                    const struct dbk_result *r, size_t n)
+/* The run's settings, so the results can be reproduced. */
+static cJSON *config_json(const struct dbk_run_info *info)
 {
-	struct dbk_failure_group g[16];
-	cJSON *root = cJSON_CreateObject(), *cfg, *sel, *res, *fl;
-	char label[3][32];
-	size_t c, ng, i;
-	char *text;
-	int rc;
+	cJSON *cfg = cJSON_CreateObject();
 
-	cJSON_AddStringToObject(root, "tool", "dbucket-bench");
-	cJSON_AddStringToObject(root, "version", info->version);
-	cJSON_AddStringToObject(root, "time", "model");
-	cJSON_AddBoolToObject(root, "interrupted", info->interrupted);
-	cfg = cJSON_AddObjectToObject(root, "config");
 	add_str_or_null(cfg, "trace", info->trace_path);
 	cJSON_AddStringToObject(cfg, "format", info->format);
 	add_str_or_null(cfg, "synthetic", info->synthetic);
@@ -308,6 +305,25 @@ int dbk_report_json(FILE *f, const struct dbk_run_info *info,
 	add_pos_or_null(cfg, "slo_ttft_ms", info->slo.ttft * 1e3);
 	add_pos_or_null(cfg, "slo_tpot_ms", info->slo.tpot * 1e3);
 	add_pos_or_null(cfg, "slo_e2e_ms", info->slo.e2e * 1e3);
+	return cfg;
+}
+
+int dbk_report_json(FILE *f, const struct dbk_run_info *info,
+                    const struct dbk_summary s[DBK_REPORT_COLUMNS],
+                    const struct dbk_result *r, size_t n)
+{
+	struct dbk_failure_group g[16];
+	cJSON *root = cJSON_CreateObject(), *sel, *res, *fl;
+	char label[3][32];
+	size_t c, ng, i;
+	char *text;
+	int rc;
+
+	cJSON_AddStringToObject(root, "tool", "dbucket-bench");
+	cJSON_AddStringToObject(root, "version", info->version);
+	cJSON_AddStringToObject(root, "time", "model");
+	cJSON_AddBoolToObject(root, "interrupted", info->interrupted);
+	cJSON_AddItemToObject(root, "config", config_json(info));
 	sel = cJSON_AddObjectToObject(root, "selection");
 	cJSON_AddNumberToObject(sel, "requests", (double)s[0].requests);
 	cJSON_AddNumberToObject(sel, "clipped", (double)info->clipped);

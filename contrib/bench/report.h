@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <cjson/cJSON.h>
+
 #include "stats.h"
 
 /* What was run, echoed with the results so they can be reproduced. */
@@ -43,6 +45,12 @@ int dbk_report_json(FILE *f, const struct dbk_run_info *info,
                     const struct dbk_summary s[DBK_REPORT_COLUMNS],
                     const struct dbk_result *r, size_t n);
 int dbk_report_csv(FILE *f, const struct dbk_result *r, size_t n);
+
+/* One latency distribution as the JSON object both dbucket-bench and a
+ * consumer of the same numbers (the simulator) write: {"n", "mean",
+ * "median", "p90", "p99", "max"}, in ms, null for an empty one. NULL when
+ * out of memory. */
+cJSON *dbk_report_dist_json(const struct dbk_dist *d);
 
 /* Failures grouped by kind ("HTTP 400", "connect", "timeout after ..."),
  * most frequent first; returns the number of groups written (<= max). */

@@ -3,82 +3,87 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/log.h"
+#include "lib/numparse.h"
+
 #define BENCH_USER_AGENT "dbucket-bench"
 
-static int fail(char *err, size_t errn, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errn, const char *fmt, ...)
+/* HOST[:PORT] or [IPV6][:PORT] at a into u->host and u->port; returns
+ * where the authority ends, or NULL with the reason in err. */
+static const char *parse_authority(const char *a, struct dbk_url *u,
+                                   char *err, size_t errn)
 {
-	va_list ap;
+	const char *p = a, *host = a, *host_end;
+	unsigned long long port = 80;
+	char digits[8];
+	size_t hl, i;
 
-	va_start(ap, fmt);
-	vsnprintf(err, errn, fmt, ap);
-	va_end(ap);
-	return -1;
+	if (*p == '[') {
+		host = ++p;
+		host_end = strchr(p, ']');
+		if (!host_end)
+			return dbk_errf(err, errn, "--url: no ']' after the IPv6 "
+			                "address"), NULL;
+		p = host_end + 1;
+	} else {
+		p += strcspn(p, ":/");
+		host_end = p;
+	}
+	hl = (size_t)(host_end - host);
+	if (hl == 0 || hl >= sizeof(u->host))
+		return dbk_errf(err, errn, "--url: bad host"), NULL;
+	for (i = 0; i < hl; i++)
+		if (!isalnum((unsigned char)host[i]) && !strchr(".-_:%", host[i]))
+			return dbk_errf(err, errn, "--url: bad character in host"),
+			       NULL;
+	if (*p == ':') {
+		size_t n = strcspn(++p, "/");
+
+		if (n == 0 || n >= sizeof(digits))
+			return dbk_errf(err, errn, "--url: port must be "
+			                "1..65535"), NULL;
+		memcpy(digits, p, n);
+		digits[n] = 0;
+		if (!dbk_parse_uint(digits, 1, 65535, &port))
+			return dbk_errf(err, errn, "--url: port must be "
+			                "1..65535"), NULL;
+		p += n;
+	}
+	memcpy(u->host, host, hl);
+	snprintf(u->port, sizeof(u->port), "%llu", port);
+	return p;
 }
 
 int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
                   char *err, size_t errn)
 {
-	const char *p, *host, *host_end, *port = NULL, *path;
+	const char *p, *path;
 	const char *suffix = ep == DBK_EP_CHAT ? "/v1/chat/completions"
 	                                       : "/v1/completions";
-	size_t hl, pl = 0, bl, i;
-	unsigned long pv = 80;
+	size_t bl, i;
 
 	memset(u, 0, sizeof(*u));
 	if (strncmp(url, "http://", 7) != 0)
-		return fail(err, errn, "--url must start with http:// "
-		            "(no TLS: the benchmark talks to loopback)");
-	p = host = url + 7;
-	if (*p == '[') {
-		host = ++p;
-		host_end = strchr(p, ']');
-		if (!host_end)
-			return fail(err, errn, "--url: no ']' after the IPv6 "
-			            "address");
-		p = host_end + 1;
-	} else {
-		while (*p && *p != ':' && *p != '/')
-			p++;
-		host_end = p;
-	}
-	hl = (size_t)(host_end - host);
-	if (hl == 0 || hl >= sizeof(u->host))
-		return fail(err, errn, "--url: bad host");
-	for (i = 0; i < hl; i++)
-		if (!isalnum((unsigned char)host[i]) && !strchr(".-_:%", host[i]))
-			return fail(err, errn, "--url: bad character in host");
-	if (*p == ':') {
-		port = ++p;
-		pv = 0;
-		while (isdigit((unsigned char)*p)) {
-			pv = pv * 10 + (unsigned long)(*p - '0');
-			if (pv > 65535)
-				break;
-			p++;
-		}
-		pl = (size_t)(p - port);
-		if (pl == 0 || pv == 0 || pv > 65535)
-			return fail(err, errn, "--url: port must be 1..65535");
-	}
+		return dbk_errf(err, errn, "--url must start with http:// "
+		                "(no TLS: the benchmark talks to loopback)"), -1;
+	p = parse_authority(url + 7, u, err, errn);
+	if (!p)
+		return -1;
 	if (*p && *p != '/')
-		return fail(err, errn, "--url: unexpected '%c' after the "
-		            "host", *p);
+		return dbk_errf(err, errn, "--url: unexpected '%c' after the "
+		                "host", *p), -1;
 	path = p;
 	for (i = 0; path[i]; i++)
 		if ((unsigned char)path[i] <= 0x20 ||
 		    (unsigned char)path[i] >= 0x7f || path[i] == '?' ||
 		    path[i] == '#')
-			return fail(err, errn, "--url: the path may not hold "
-			            "spaces, '?' or '#'");
+			return dbk_errf(err, errn, "--url: the path may not hold "
+			                "spaces, '?' or '#'"), -1;
 	bl = strlen(path);
 	while (bl && path[bl - 1] == '/')
 		bl--;
@@ -86,33 +91,13 @@ int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
 	if (bl >= 3 && memcmp(path + bl - 3, "/v1", 3) == 0)
 		bl -= 3;
 	if (bl + strlen(suffix) >= sizeof(u->path))
-		return fail(err, errn, "--url: path too long");
-	memcpy(u->host, host, hl);
-	snprintf(u->port, sizeof(u->port), "%lu", pv);
+		return dbk_errf(err, errn, "--url: path too long"), -1;
 	snprintf(u->path, sizeof(u->path), "%.*s%s", (int)bl, path, suffix);
+	snprintf(u->addr, sizeof(u->addr), strchr(u->host, ':') ? "[%s]:%s"
+	         : "%s:%s", u->host, u->port);
 	snprintf(u->authority, sizeof(u->authority), "%.*s",
 	         (int)(p - (url + 7)), url + 7);
 	return 0;
-}
-
-bool dbk_addr_is_loopback(const struct sockaddr *sa)
-{
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
-
-		return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
-	}
-	if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
-		const unsigned char *b = a->sin6_addr.s6_addr;
-		static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0,
-		                                         0, 0, 0, 0, 0xff, 0xff};
-
-		if (IN6_IS_ADDR_LOOPBACK(&a->sin6_addr))
-			return true;
-		return memcmp(b, mapped, 12) == 0 && b[12] == 127;
-	}
-	return false;
 }
 
 char *dbk_json_quote(const char *s)

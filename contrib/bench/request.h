@@ -17,6 +17,8 @@ struct dbk_url {
 	char host[256];       /* without brackets */
 	char port[6];
 	char authority[300];  /* Host header: host[:port] as given */
+	char addr[270];       /* "HOST:PORT" or "[IPV6]:PORT", for
+	                       * dbk_net_resolve */
 	char path[1024];      /* base path + the endpoint's */
 };
 
@@ -25,9 +27,6 @@ struct dbk_url {
  * is appended to BASE, without doubling a trailing "/v1". */
 int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
                   char *err, size_t errn);
-
-/* 127.0.0.0/8, ::1 and IPv4-mapped 127.0.0.0/8. */
-bool dbk_addr_is_loopback(const struct sockaddr *sa);
 
 /* s as a JSON string literal, quotes included (malloc'd; NULL when out
  * of memory). Control characters become \u escapes. */

@@ -37,7 +37,7 @@ void dbk_dist_compute(double *v, size_t n, struct dbk_dist *d)
 
 	d->n = n;
 	if (n == 0) {
-		d->mean = d->median = d->p90 = d->p99 = NAN;
+		d->mean = d->median = d->p90 = d->p99 = d->max = NAN;
 		return;
 	}
 	qsort(v, n, sizeof(*v), cmp_double);
@@ -47,6 +47,7 @@ void dbk_dist_compute(double *v, size_t n, struct dbk_dist *d)
 	d->median = dbk_percentile(v, n, 50);
 	d->p90 = dbk_percentile(v, n, 90);
 	d->p99 = dbk_percentile(v, n, 99);
+	d->max = v[n - 1];
 }
 
 bool dbk_tpot(double ttft, double e2e, uint32_t output, double *tpot)

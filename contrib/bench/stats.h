@@ -37,7 +37,7 @@ struct dbk_slo {
 
 struct dbk_dist {
 	size_t n;
-	double mean, median, p90, p99;   /* NAN when n == 0 */
+	double mean, median, p90, p99, max;   /* NAN when n == 0 */
 };
 
 struct dbk_summary {

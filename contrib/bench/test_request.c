@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "lib/net.h"
 
 static void test_url(void)
 {
@@ -50,38 +51,33 @@ static void test_url(void)
 	CHECK(dbk_url_parse("http://user@h/", 0, &u, err, sizeof(err)));
 }
 
-static bool loopback4(const char *a)
+/* a, a numeric IPv4 or IPv6 address, is loopback. */
+static bool loopback(const char *a)
 {
-	struct sockaddr_in s;
+	struct sockaddr_storage ss;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
 
-	memset(&s, 0, sizeof(s));
-	s.sin_family = AF_INET;
-	inet_pton(AF_INET, a, &s.sin_addr);
-	return dbk_addr_is_loopback((struct sockaddr *)&s);
-}
-
-static bool loopback6(const char *a)
-{
-	struct sockaddr_in6 s;
-
-	memset(&s, 0, sizeof(s));
-	s.sin6_family = AF_INET6;
-	inet_pton(AF_INET6, a, &s.sin6_addr);
-	return dbk_addr_is_loopback((struct sockaddr *)&s);
+	memset(&ss, 0, sizeof(ss));
+	if (inet_pton(AF_INET, a, &s4->sin_addr) == 1)
+		ss.ss_family = AF_INET;
+	else if (inet_pton(AF_INET6, a, &s6->sin6_addr) == 1)
+		ss.ss_family = AF_INET6;
+	return dbk_net_addr_is_local((struct sockaddr *)&ss);
 }
 
 static void test_loopback(void)
 {
-	CHECK(loopback4("127.0.0.1"));
-	CHECK(loopback4("127.1.2.3"));
-	CHECK(!loopback4("10.0.0.1"));
-	CHECK(!loopback4("0.0.0.0"));
-	CHECK(!loopback4("128.0.0.1"));
-	CHECK(loopback6("::1"));
-	CHECK(loopback6("::ffff:127.0.0.1"));
-	CHECK(!loopback6("::ffff:10.0.0.1"));
-	CHECK(!loopback6("::"));
-	CHECK(!loopback6("2001:db8::1"));
+	CHECK(loopback("127.0.0.1"));
+	CHECK(loopback("127.1.2.3"));
+	CHECK(!loopback("10.0.0.1"));
+	CHECK(!loopback("0.0.0.0"));
+	CHECK(!loopback("128.0.0.1"));
+	CHECK(loopback("::1"));
+	CHECK(loopback("::ffff:127.0.0.1"));
+	CHECK(!loopback("::ffff:10.0.0.1"));
+	CHECK(!loopback("::"));
+	CHECK(!loopback("2001:db8::1"));
 }
 
 static void prompt(struct dbk_buf *b, uint32_t input, const uint64_t *hash,

@@ -24,6 +24,7 @@ static void test_percentile(void)
 	/* numpy.percentile([1..10], 90) == 9.1, 99 -> 9.91 */
 	CHECK_NEAR(d.p90, 9.1, 1e-12);
 	CHECK_NEAR(d.p99, 9.91, 1e-12);
+	CHECK_NEAR(d.max, 10, 0);
 	CHECK_NEAR(dbk_percentile(v, 10, 0), 1, 0);
 	CHECK_NEAR(dbk_percentile(v, 10, 100), 10, 0);
 	CHECK_NEAR(dbk_percentile(v, 10, 25), 3.25, 1e-12);
@@ -38,7 +39,7 @@ static void test_percentile(void)
 	CHECK(d.mean == 7 && d.median == 7 && d.p90 == 7 && d.p99 == 7);
 	dbk_dist_compute(NULL, 0, &d);
 	CHECK_EQ_U(d.n, 0);
-	CHECK(isnan(d.mean) && isnan(d.median) && isnan(d.p99));
+	CHECK(isnan(d.mean) && isnan(d.median) && isnan(d.p99) && isnan(d.max));
 	CHECK(isnan(dbk_percentile(NULL, 0, 50)));
 }
 
@@ -262,41 +263,75 @@ static void test_csv(void)
 	free(csv);
 }
 
+/* The run the report tests describe: a trace run, or a synthetic one. */
+static void fill_info(struct dbk_run_info *info, bool synthetic)
+{
+	memset(info, 0, sizeof(*info));
+	info->version = "t";
+	info->time_scale = 10;
+	info->model = "m";
+	info->threshold = 32768;
+	if (synthetic) {
+		info->synthetic = "a=1:5";
+		info->format = "synthetic";
+		info->rate = 3;
+		info->rate_factor = 1;
+		info->url = "u";
+		info->endpoint = "chat";
+	} else {
+		info->trace_path = "x.jsonl";
+		info->format = "mooncake";
+		info->rate_factor = 2;
+		info->url = "http://127.0.0.1:1/v1/completions";
+		info->endpoint = "completions";
+	}
+}
+
+static void summarize3(const struct dbk_result *r, size_t n,
+                       const struct dbk_slo *slo, struct dbk_summary s[3])
+{
+	for (int c = 0; c < 3; c++)
+		CHECK_EQ_U(dbk_summarize(r, n, c == 0 ? DBK_STATS_ALL : c - 1,
+		                         slo, 10.0, &s[c]), 0);
+}
+
+/* What dbk_report_json (table false) or dbk_report_table (true) wrote;
+ * the caller frees it. NULL if it could not be captured. */
+static char *capture(bool table, const struct dbk_run_info *info,
+                     const struct dbk_summary s[3],
+                     const struct dbk_result *r, size_t n)
+{
+	char *p = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&p, &len);
+
+	CHECK(f != NULL);
+	if (!f)
+		return NULL;
+	if (table)
+		dbk_report_table(f, info, s, r, n);
+	else
+		CHECK_EQ_U(dbk_report_json(f, info, s, r, n), 0);
+	fclose(f);
+	return p;
+}
+
 static void test_json(void)
 {
 	struct dbk_result r[6];
 	struct dbk_summary s[3];
 	struct dbk_run_info info;
 	double itl[8];
-	char *p = NULL;
-	size_t len = 0, c;
-	FILE *f;
+	char *p;
 	cJSON *root;
 	const cJSON *res, *tot, *ttft, *cfg;
 
 	make_results(r, itl);
-	memset(&info, 0, sizeof(info));
-	info.version = "t";
-	info.trace_path = "x.jsonl";
-	info.format = "mooncake";
-	info.rate_factor = 2;
-	info.time_scale = 10;
-	info.url = "http://127.0.0.1:1/v1/completions";
-	info.endpoint = "completions";
-	info.model = "m";
-	info.threshold = 32768;
+	fill_info(&info, false);
 	info.slo.ttft = 0.25;
-	for (c = 0; c < 3; c++)
-		CHECK_EQ_U(dbk_summarize(r, 6, c == 0 ? DBK_STATS_ALL
-		                                      : (int)c - 1,
-		                         &info.slo, 10.0, &s[c]), 0);
-	f = open_memstream(&p, &len);
-	CHECK(f != NULL);
-	if (!f)
-		return;
-	CHECK_EQ_U(dbk_report_json(f, &info, s, r, 6), 0);
-	fclose(f);
-	root = cJSON_Parse(p);
+	summarize3(r, 6, &info.slo, s);
+	p = capture(false, &info, s, r, 6);
+	root = cJSON_Parse(p ? p : "");
 	CHECK(root != NULL);
 	res = cJSON_GetObjectItem(root, "results");
 	tot = cJSON_GetObjectItem(res, "total");
@@ -307,6 +342,8 @@ static void test_json(void)
 	           1e-12);
 	CHECK_NEAR(cJSON_GetObjectItem(ttft, "median")->valuedouble, 250,
 	           1e-9);
+	CHECK(cJSON_GetObjectItem(ttft, "max")->valuedouble >=
+	      cJSON_GetObjectItem(ttft, "p99")->valuedouble);
 	CHECK_NEAR(cJSON_GetObjectItem(cfg, "time_scale")->valuedouble, 10, 0);
 	CHECK_NEAR(cJSON_GetObjectItem(cfg, "slo_ttft_ms")->valuedouble, 250,
 	           1e-9);
@@ -314,23 +351,21 @@ static void test_json(void)
 	CHECK(cJSON_IsObject(cJSON_GetObjectItem(res, "short")));
 	CHECK_NEAR(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "long"),
 	                               "requests")->valuedouble, 2, 0);
+	cJSON_Delete(root);
+	free(p);
+
 	/* Empty series are null, not NaN (which is not JSON). */
 	CHECK_EQ_U(dbk_summarize(r + 5, 1, DBK_STATS_ALL, &info.slo, 10.0,
 	                         &s[0]), 0);
-	cJSON_Delete(root);
-	free(p);
-	p = NULL;
-	f = open_memstream(&p, &len);
-	if (!f)
-		return;
-	CHECK_EQ_U(dbk_report_json(f, &info, s, r, 6), 0);
-	fclose(f);
-	root = cJSON_Parse(p);
+	p = capture(false, &info, s, r, 6);
+	root = cJSON_Parse(p ? p : "");
 	CHECK(root != NULL);
 	tot = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "results"),
 	                          "total");
 	CHECK(cJSON_IsNull(cJSON_GetObjectItem(
 		cJSON_GetObjectItem(tot, "ttft_ms"), "mean")));
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(
+		cJSON_GetObjectItem(tot, "ttft_ms"), "max")));
 	cJSON_Delete(root);
 	free(p);
 }
@@ -341,30 +376,14 @@ static void test_table(void)
 	struct dbk_summary s[3];
 	struct dbk_run_info info;
 	double itl[8];
-	char *p = NULL;
-	size_t len = 0, c;
-	FILE *f;
+	char *p;
 
 	make_results(r, itl);
-	memset(&info, 0, sizeof(info));
-	info.version = "t";
-	info.synthetic = "a=1:5";
-	info.format = "synthetic";
-	info.rate = 3;
-	info.rate_factor = 1;
-	info.time_scale = 10;
-	info.url = "u";
-	info.endpoint = "chat";
-	info.model = "m";
-	info.threshold = 32768;
-	for (c = 0; c < 3; c++)
-		dbk_summarize(r, 6, c == 0 ? DBK_STATS_ALL : (int)c - 1,
-		              &info.slo, 10.0, &s[c]);
-	f = open_memstream(&p, &len);
-	if (!f)
+	fill_info(&info, true);
+	summarize3(r, 6, &info.slo, s);
+	p = capture(true, &info, s, r, 6);
+	if (!p)
 		return;
-	dbk_report_table(f, &info, s, r, 6);
-	fclose(f);
 	CHECK(strstr(p, "time scale 10") != NULL);
 	CHECK(strstr(p, "total      < 32768     >= 32768\n") != NULL);
 	CHECK(strstr(p, "\nrequests                                6"

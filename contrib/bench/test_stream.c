@@ -53,6 +53,7 @@ static void chain_init(struct chain *c)
 
 static void chain_free(struct chain *c)
 {
+	dbk_resp_free(&c->resp);
 	dbk_sse_free(&c->sse);
 	dbk_stream_free(&c->st);
 }
@@ -268,11 +269,13 @@ static void test_chain_error_status(void)
 
 /* ---- resp.c alone. ---- */
 
+/* r starts zeroed or used: what it held is freed first. */
 static enum dbk_resp_state feed_all(struct dbk_resp *r, const char *s,
                                     size_t *used)
 {
 	size_t u;
 
+	dbk_resp_free(r);
 	dbk_resp_init(r);
 	u = dbk_resp_feed(r, s, strlen(s), NULL, NULL);
 	if (used)
@@ -288,17 +291,18 @@ static int collect(void *ctx, const char *p, size_t n)
 	return 0;
 }
 
-static int reject(void *ctx, const char *p, size_t n)
+/* A consumer that stops at once: for the body and for SSE events. */
+static int refuse(void *ctx, const char *p, size_t n)
 {
 	(void)ctx;
 	(void)p;
 	(void)n;
-	return 7;
+	return 42;
 }
 
 static void test_resp_length_and_close(void)
 {
-	struct dbk_resp r;
+	struct dbk_resp r = {0};
 	struct dbk_buf b = {0};
 	const char *s = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
 	                "Connection: close\r\n\r\nhelloEXTRA";
@@ -314,6 +318,7 @@ static void test_resp_length_and_close(void)
 
 	/* No length: the body runs to the close. */
 	dbk_buf_reset(&b);
+	dbk_resp_free(&r);
 	dbk_resp_init(&r);
 	s = "HTTP/1.0 200 OK\r\n\r\nabc";
 	dbk_resp_feed(&r, s, strlen(s), collect, &b);
@@ -337,17 +342,19 @@ static void test_resp_length_and_close(void)
 	CHECK_EQ_U(r.status, 503);
 
 	/* The body consumer can stop decoding. */
+	dbk_resp_free(&r);
 	dbk_resp_init(&r);
 	s = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
-	dbk_resp_feed(&r, s, strlen(s), reject, NULL);
+	dbk_resp_feed(&r, s, strlen(s), refuse, NULL);
 	CHECK_EQ_U(r.state, DBK_RESP_ERROR);
 	CHECK(strcmp(r.err, "body rejected") == 0);
+	dbk_resp_free(&r);
 	dbk_buf_free(&b);
 }
 
 static void test_resp_headers(void)
 {
-	struct dbk_resp r;
+	struct dbk_resp r = {0};
 	char big[4096];
 
 	CHECK_EQ_U(feed_all(&r, "HTTP/1.1 200 OK\r\nX-Served-By:  a,b\"c\t\r\n"
@@ -355,7 +362,7 @@ static void test_resp_headers(void)
 	           DBK_RESP_DONE);
 	CHECK(strcmp(r.served_by, "a_b_c") == 0);
 
-	/* A header line longer than the line buffer is skipped. */
+	/* A long header line (a cookie) is read past. */
 	memset(big, 'x', sizeof(big));
 	memcpy(big, "HTTP/1.1 200 OK\r\nSet-Cookie: ", 29);
 	memcpy(big + sizeof(big) - 60,
@@ -373,22 +380,24 @@ static void test_resp_headers(void)
 	                        "\r\nContent-Length: 0\r\n\r\n", NULL),
 	           DBK_RESP_DONE);
 	CHECK(r.keep_alive);
+	dbk_resp_free(&r);
 }
 
 static void expect_error(const char *s, const char *why)
 {
-	struct dbk_resp r;
+	struct dbk_resp r = {0};
 
 	CHECK_EQ_U(feed_all(&r, s, NULL), DBK_RESP_ERROR);
 	if (r.state == DBK_RESP_ERROR && strcmp(r.err, why) != 0) {
 		fprintf(stderr, "  error \"%s\", want \"%s\"\n", r.err, why);
 		CHECK(0);
 	}
+	dbk_resp_free(&r);
 }
 
 static void test_resp_errors(void)
 {
-	struct dbk_resp r;
+	struct dbk_resp r = {0};
 	char *big;
 
 	expect_error("HTTX/1.1 200 OK\r\n\r\n", "bad HTTP status line");
@@ -396,10 +405,10 @@ static void test_resp_errors(void)
 	expect_error("HTTP/2 200\r\n\r\n", "bad HTTP status line");
 	expect_error("HTTP/1.1 200OK\r\n\r\n", "bad HTTP status line");
 	expect_error("HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
-	             "bad HTTP header line");
+	             "bad header field name");
 	expect_error("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
 	             "Content-Length: 6\r\n\r\n",
-	             "conflicting Content-Length headers");
+	             "conflicting Content-Length");
 	expect_error("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
 	             "bad Content-Length");
 	expect_error("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
@@ -421,7 +430,7 @@ static void test_resp_errors(void)
 	memset(big, 'a', DBK_RESP_MAX_HEAD + 99);
 	big[DBK_RESP_MAX_HEAD + 99] = 0;
 	memcpy(big, "HTTP/1.1 200 OK\r\n", 17);
-	for (size_t i = 100; i < DBK_RESP_MAX_HEAD; i += 100)
+	for (size_t i = 2000; i < DBK_RESP_MAX_HEAD; i += 2000)
 		memcpy(big + i, ": b\r\n", 5);
 	expect_error(big, "response head too large");
 	free(big);
@@ -436,6 +445,7 @@ static void test_resp_errors(void)
 	feed_all(&r, "HTTP/1.1 200", NULL);
 	CHECK_EQ_U(dbk_resp_eof(&r), DBK_RESP_ERROR);
 	CHECK(strcmp(r.err, "connection closed mid-response") == 0);
+	dbk_resp_free(&r);
 }
 
 /* ---- sse.c alone. ---- */
@@ -454,14 +464,6 @@ static int on_ev(void *ctx, const char *data, size_t n)
 		         data);
 	e->n++;
 	return 0;
-}
-
-static int stop_ev(void *ctx, const char *data, size_t n)
-{
-	(void)ctx;
-	(void)data;
-	(void)n;
-	return 42;
 }
 
 static void test_sse_framing_split_everywhere(void)
@@ -530,7 +532,7 @@ static void test_sse_bounds(void)
 	CHECK_EQ_U(e.n, 0);
 	/* The callback's verdict is passed back. */
 	dbk_sse_init(&x, 64);
-	CHECK_EQ_U(dbk_sse_feed(&x, "data: x\n\ndata: y\n\n", 18, stop_ev,
+	CHECK_EQ_U(dbk_sse_feed(&x, "data: x\n\ndata: y\n\n", 18, refuse,
 	                        NULL), 42);
 	dbk_sse_free(&x);
 }

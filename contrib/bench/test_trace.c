@@ -1,5 +1,6 @@
 /* Unit tests of the trace readers, the synthetic generator and the
  * selection (trace.c). */
+#include "synth.h"
 #include "trace.h"
 
 #include <math.h>
@@ -237,28 +238,29 @@ static void test_azure_malformed(void)
 	CHECK(fails_with(A, "TIMESTAMP,ContextTokens\n"
 	                    "2023-11-16 18:15:46,1\n", "line 1: CSV header"));
 	CHECK(fails_with(A, "2023-11-16 18:15:46,1,1\n", "line 1: CSV header"));
-	snprintf(buf, sizeof(buf), "%s2023-11-16 18:15:46,1\n", h);
-	CHECK(fails_with(A, buf, "line 2: expected 3 CSV fields"));
-	snprintf(buf, sizeof(buf), "%s2023-11-16 18:15:46,1,2,3\n", h);
-	CHECK(fails_with(A, buf, "line 2: expected 3 CSV fields"));
-	snprintf(buf, sizeof(buf), "%s\n2023-13-16 18:15:46,1,2\n", h);
-	CHECK(fails_with(A, buf, "line 3: TIMESTAMP"));
-	snprintf(buf, sizeof(buf), "%s2023-11-16 18:15,1,2\n", h);
-	CHECK(fails_with(A, buf, "line 2: TIMESTAMP"));
-	snprintf(buf, sizeof(buf), "%s1700158546.68,1,2\n", h);
-	CHECK(fails_with(A, buf, "line 2: TIMESTAMP"));
-	snprintf(buf, sizeof(buf), "%s2023-02-29 00:00:00,1,2\n", h);
-	CHECK(fails_with(A, buf, "line 2: TIMESTAMP"));
-	snprintf(buf, sizeof(buf), "%s2023-11-16 18:15:46.,1,2\n", h);
-	CHECK(fails_with(A, buf, "line 2: TIMESTAMP"));
-	snprintf(buf, sizeof(buf), "%s2023-11-16 18:15:46,12a,2\n", h);
-	CHECK(fails_with(A, buf, "line 2: ContextTokens"));
-	snprintf(buf, sizeof(buf), "%s2023-11-16 18:15:46,-5,2\n", h);
-	CHECK(fails_with(A, buf, "line 2: ContextTokens"));
-	snprintf(buf, sizeof(buf), "%s2023-11-16 18:15:46,5,\n", h);
-	CHECK(fails_with(A, buf, "line 2: GeneratedTokens"));
-	snprintf(buf, sizeof(buf), "%s2023-11-16 18:15:46,5,99999999\n", h);
-	CHECK(fails_with(A, buf, "line 2: GeneratedTokens"));
+	/* Rows after the header, and the error each gives. */
+	static const struct {
+		const char *rows, *want;
+	} bad[] = {
+		{"2023-11-16 18:15:46,1\n", "line 2: expected 3 CSV fields"},
+		{"2023-11-16 18:15:46,1,2,3\n", "line 2: expected 3 CSV fields"},
+		{"\n2023-13-16 18:15:46,1,2\n", "line 3: TIMESTAMP"},
+		{"2023-11-16 18:15,1,2\n", "line 2: TIMESTAMP"},
+		{"1700158546.68,1,2\n", "line 2: TIMESTAMP"},
+		{"2023-02-29 00:00:00,1,2\n", "line 2: TIMESTAMP"},
+		{"2023-11-16 18:15:46.,1,2\n", "line 2: TIMESTAMP"},
+		{"2023-11-16 18:15:46,12a,2\n", "line 2: ContextTokens"},
+		{"2023-11-16 18:15:46,-5,2\n", "line 2: ContextTokens"},
+		{"2023-11-16 18:15:46,5,\n", "line 2: GeneratedTokens"},
+		{"2023-11-16 18:15:46,5,99999999\n", "line 2: GeneratedTokens"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(buf, sizeof(buf), "%s%s", h, bad[i].rows);
+		if (!fails_with(A, buf, bad[i].want)) {
+			fprintf(stderr, "  row %zu\n", i);
+			CHECK(0);
+		}
+	}
 	CHECK(fails_with(A, h, "no requests"));
 }
 

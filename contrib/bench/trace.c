@@ -4,26 +4,12 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-static int fail(char *err, size_t errn, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t errn, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errn) {
-		va_start(ap, fmt);
-		vsnprintf(err, errn, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
+#include "lib/log.h"
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -93,7 +79,7 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem)
 	return true;
 }
 
-static struct dbk_trace_req *push_req(struct dbk_trace *t)
+struct dbk_trace_req *dbk_trace_push(struct dbk_trace *t)
 {
 	struct dbk_trace_req *r;
 
@@ -132,11 +118,41 @@ static bool json_uint(const cJSON *o, const char *key, double max,
 	return true;
 }
 
+/* A row's "hash_ids" (absent or null: none) appended to t->hash for r. */
+static int hash_ids(const cJSON *ids, struct dbk_trace *t,
+                    struct dbk_trace_req *r, unsigned line, char *err,
+                    size_t errn)
+{
+	const cJSON *id;
+
+	if (!ids || cJSON_IsNull(ids))
+		return 0;
+	if (!cJSON_IsArray(ids))
+		return dbk_errf(err, errn, "line %u: \"hash_ids\" must be an "
+		                "array", line), -1;
+	cJSON_ArrayForEach(id, ids) {
+		double d = cJSON_IsNumber(id) ? id->valuedouble : -1;
+
+		/* Beyond 2^53 a double no longer names one id. */
+		if (!(d >= 0 && d <= 9007199254740992.0 && d == floor(d)))
+			return dbk_errf(err, errn, "line %u: \"hash_ids\" must "
+			                "hold integers >= 0", line), -1;
+		if (t->n_hash >= UINT32_MAX ||
+		    !grow((void **)&t->hash, &t->cap_hash, t->n_hash + 1,
+		          sizeof(*t->hash)))
+			return dbk_errf(err, errn, "line %u: too many hash ids",
+			                line), -1;
+		t->hash[t->n_hash++] = (uint64_t)d;
+		r->n_hash++;
+	}
+	return 0;
+}
+
 static int mooncake_line(const char *p, size_t n, unsigned line,
                          struct dbk_trace *t, char *err, size_t errn)
 {
 	const char *end = NULL;
-	const cJSON *ts, *ids, *id;
+	const cJSON *ts;
 	struct dbk_trace_req *r;
 	cJSON *root;
 	double in, out;
@@ -144,38 +160,38 @@ static int mooncake_line(const char *p, size_t n, unsigned line,
 
 	root = cJSON_ParseWithLengthOpts(p, n, &end, false);
 	if (!root)
-		return fail(err, errn, "line %u: not valid JSON (at byte %td)",
-		            line, end ? end - p + 1 : (ptrdiff_t)0);
+		return dbk_errf(err, errn, "line %u: not valid JSON (at byte %td)",
+		                line, end ? end - p + 1 : (ptrdiff_t)0), -1;
 	while (end && end < p + n && isspace((unsigned char)*end))
 		end++;
 	if (end != p + n) {
-		fail(err, errn, "line %u: text after the JSON object", line);
+		dbk_errf(err, errn, "line %u: text after the JSON object", line);
 		goto out;
 	}
 	if (!cJSON_IsObject(root)) {
-		fail(err, errn, "line %u: expected a JSON object", line);
+		dbk_errf(err, errn, "line %u: expected a JSON object", line);
 		goto out;
 	}
 	ts = cJSON_GetObjectItemCaseSensitive(root, "timestamp");
 	if (!cJSON_IsNumber(ts) || !isfinite(ts->valuedouble) ||
 	    ts->valuedouble < 0 || ts->valuedouble > 1e15) {
-		fail(err, errn, "line %u: \"timestamp\" must be a number of "
-		     "milliseconds >= 0", line);
+		dbk_errf(err, errn, "line %u: \"timestamp\" must be a number of "
+		         "milliseconds >= 0", line);
 		goto out;
 	}
 	if (!json_uint(root, "input_length", DBK_TRACE_MAX_TOKENS, &in)) {
-		fail(err, errn, "line %u: \"input_length\" must be an integer "
-		     "in 0..%u", line, DBK_TRACE_MAX_TOKENS);
+		dbk_errf(err, errn, "line %u: \"input_length\" must be an integer "
+		         "in 0..%u", line, DBK_TRACE_MAX_TOKENS);
 		goto out;
 	}
 	if (!json_uint(root, "output_length", DBK_TRACE_MAX_TOKENS, &out)) {
-		fail(err, errn, "line %u: \"output_length\" must be an integer "
-		     "in 0..%u", line, DBK_TRACE_MAX_TOKENS);
+		dbk_errf(err, errn, "line %u: \"output_length\" must be an integer "
+		         "in 0..%u", line, DBK_TRACE_MAX_TOKENS);
 		goto out;
 	}
-	r = push_req(t);
+	r = dbk_trace_push(t);
 	if (!r) {
-		fail(err, errn, "line %u: out of memory", line);
+		dbk_errf(err, errn, "line %u: out of memory", line);
 		goto out;
 	}
 	r->t = ts->valuedouble / 1000.0;
@@ -184,35 +200,8 @@ static int mooncake_line(const char *p, size_t n, unsigned line,
 	r->line = line;
 	r->hash_off = (uint32_t)t->n_hash;
 	raise_zero(t, r);
-	ids = cJSON_GetObjectItemCaseSensitive(root, "hash_ids");
-	if (ids && !cJSON_IsNull(ids)) {
-		if (!cJSON_IsArray(ids)) {
-			fail(err, errn, "line %u: \"hash_ids\" must be an array",
-			     line);
-			goto out;
-		}
-		cJSON_ArrayForEach(id, ids) {
-			double d = cJSON_IsNumber(id) ? id->valuedouble : -1;
-
-			/* Beyond 2^53 a double no longer names one id. */
-			if (!(d >= 0 && d <= 9007199254740992.0 &&
-			      d == floor(d))) {
-				fail(err, errn, "line %u: \"hash_ids\" must hold "
-				     "integers >= 0", line);
-				goto out;
-			}
-			if (t->n_hash >= UINT32_MAX ||
-			    !grow((void **)&t->hash, &t->cap_hash,
-			          t->n_hash + 1, sizeof(*t->hash))) {
-				fail(err, errn, "line %u: too many hash ids",
-				     line);
-				goto out;
-			}
-			t->hash[t->n_hash++] = (uint64_t)d;
-			r->n_hash++;
-		}
-	}
-	rc = 0;
+	rc = hash_ids(cJSON_GetObjectItemCaseSensitive(root, "hash_ids"), t, r,
+	              line, err, errn);
 out:
 	cJSON_Delete(root);
 	return rc;
@@ -369,7 +358,7 @@ static int azure_header(const char *p, size_t n, struct azure_cols *c,
 		n -= 3;
 	}
 	if (!csv_split(p, n, f, fl, &nf))
-		return fail(err, errn, "line 1: too many CSV columns");
+		return dbk_errf(err, errn, "line 1: too many CSV columns"), -1;
 	for (i = 0; i < nf; i++) {
 		if (fl[i] == 9 && strncasecmp(f[i], "TIMESTAMP", 9) == 0) {
 			c->ts = i;
@@ -385,9 +374,9 @@ static int azure_header(const char *p, size_t n, struct azure_cols *c,
 		}
 	}
 	if (!ts || !ctx || !gen)
-		return fail(err, errn, "line 1: CSV header must name the "
-		            "columns TIMESTAMP, ContextTokens and "
-		            "GeneratedTokens");
+		return dbk_errf(err, errn, "line 1: CSV header must name the "
+		                "columns TIMESTAMP, ContextTokens and "
+		                "GeneratedTokens"), -1;
 	c->n = nf;
 	return 0;
 }
@@ -404,25 +393,25 @@ static int azure_line(const char *p, size_t n, unsigned line,
 	double frac;
 
 	if (!csv_split(p, n, f, fl, &nf) || nf != c->n)
-		return fail(err, errn, "line %u: expected %zu CSV fields", line,
-		            c->n);
+		return dbk_errf(err, errn, "line %u: expected %zu CSV fields", line,
+		                c->n), -1;
 	if (!dbk_trace_parse_wallclock(f[c->ts], fl[c->ts], &sec, &frac))
-		return fail(err, errn, "line %u: TIMESTAMP must look like "
-		            "\"2023-11-16 18:15:46.6805900\"", line);
+		return dbk_errf(err, errn, "line %u: TIMESTAMP must look like "
+		                "\"2023-11-16 18:15:46.6805900\"", line), -1;
 	if (!csv_uint(f[c->ctx], fl[c->ctx], DBK_TRACE_MAX_TOKENS, &in))
-		return fail(err, errn, "line %u: ContextTokens must be an "
-		            "integer in 0..%u", line, DBK_TRACE_MAX_TOKENS);
+		return dbk_errf(err, errn, "line %u: ContextTokens must be an "
+		                "integer in 0..%u", line, DBK_TRACE_MAX_TOKENS), -1;
 	if (!csv_uint(f[c->gen], fl[c->gen], DBK_TRACE_MAX_TOKENS, &out))
-		return fail(err, errn, "line %u: GeneratedTokens must be an "
-		            "integer in 0..%u", line, DBK_TRACE_MAX_TOKENS);
+		return dbk_errf(err, errn, "line %u: GeneratedTokens must be an "
+		                "integer in 0..%u", line, DBK_TRACE_MAX_TOKENS), -1;
 	if (!c->have_base) {
 		c->have_base = true;
 		c->base_sec = sec;
 		c->base_frac = frac;
 	}
-	r = push_req(t);
+	r = dbk_trace_push(t);
 	if (!r)
-		return fail(err, errn, "line %u: out of memory", line);
+		return dbk_errf(err, errn, "line %u: out of memory", line), -1;
 	/* Relative to the first row in two parts: whole seconds since 1970
 	 * would leave only about 0.2 us of precision in a double. */
 	r->t = (double)(sec - c->base_sec) + (frac - c->base_frac);
@@ -475,7 +464,7 @@ int dbk_trace_parse(enum dbk_trace_format f, const char *data, size_t n,
 	bool header = (f == DBK_TRACE_AZURE);
 
 	if (f != DBK_TRACE_MOONCAKE && f != DBK_TRACE_AZURE)
-		return fail(err, errn, "unknown trace format");
+		return dbk_errf(err, errn, "unknown trace format"), -1;
 	memset(&cols, 0, sizeof(cols));
 	while (pos < n) {
 		const char *p = data + pos, *nl = memchr(p, '\n', n - pos);
@@ -491,7 +480,7 @@ int dbk_trace_parse(enum dbk_trace_format f, const char *data, size_t n,
 		if (k == len)
 			continue;
 		if (line == UINT32_MAX)
-			return fail(err, errn, "too many lines");
+			return dbk_errf(err, errn, "too many lines"), -1;
 		if (header) {
 			if (azure_header(p, len, &cols, err, errn) != 0)
 				return -1;
@@ -506,7 +495,7 @@ int dbk_trace_parse(enum dbk_trace_format f, const char *data, size_t n,
 			return -1;
 	}
 	if (out->n == 0)
-		return fail(err, errn, "no requests in the trace");
+		return dbk_errf(err, errn, "no requests in the trace"), -1;
 	rebase_and_sort(out);
 	dbk_trace_sessions(out);
 	return 0;
@@ -540,187 +529,6 @@ void dbk_trace_sessions(struct dbk_trace *t)
 		r->has_session = first && r->n_hash > common;
 		r->session = r->has_session ? t->hash[r->hash_off + common] : 0;
 	}
-}
-
-/* ---- Synthetic. ---- */
-
-static bool parse_range(const char *s, uint32_t *lo, uint32_t *hi)
-{
-	char *end;
-	unsigned long a, b;
-
-	if (!isdigit((unsigned char)*s))
-		return false;
-	errno = 0;
-	a = strtoul(s, &end, 10);
-	b = a;
-	if (*end == '-') {
-		const char *s2 = end + 1;
-
-		if (!isdigit((unsigned char)*s2))
-			return false;
-		b = strtoul(s2, &end, 10);
-	}
-	if (errno || *end || a < 1 || b < a || b > DBK_TRACE_MAX_TOKENS)
-		return false;
-	*lo = (uint32_t)a;
-	*hi = (uint32_t)b;
-	return true;
-}
-
-static int synth_class(const char *s, struct dbk_synth_class *c, char *err,
-                       size_t errn)
-{
-	char buf[128], *name, *w, *in, *out, *end;
-	size_t i;
-
-	if (strlen(s) >= sizeof(buf))
-		return fail(err, errn, "synthetic class '%s' is too long", s);
-	strcpy(buf, s);
-	name = buf;
-	w = strchr(buf, '=');
-	if (!w)
-		return fail(err, errn, "synthetic class '%s': want "
-		            "NAME=WEIGHT:IN[-IN_MAX][:OUT[-OUT_MAX]]", s);
-	*w++ = 0;
-	if (!*name || strlen(name) >= sizeof(c->name))
-		return fail(err, errn, "synthetic class '%s': name must be "
-		            "1..%zu characters", s, sizeof(c->name) - 1);
-	for (i = 0; name[i]; i++)
-		if (!isalnum((unsigned char)name[i]) && name[i] != '_' &&
-		    name[i] != '-' && name[i] != '.')
-			return fail(err, errn, "synthetic class '%s': name may "
-			            "hold letters, digits, '_', '-', '.'", s);
-	in = strchr(w, ':');
-	if (!in)
-		return fail(err, errn, "synthetic class '%s': no prompt "
-		            "length range (NAME=WEIGHT:IN[-IN_MAX])", s);
-	*in++ = 0;
-	out = strchr(in, ':');
-	if (out)
-		*out++ = 0;
-	errno = 0;
-	c->weight = strtod(w, &end);
-	if (errno || end == w || *end || !isfinite(c->weight) ||
-	    !(c->weight > 0))
-		return fail(err, errn, "synthetic class '%s': weight must be "
-		            "a number > 0", s);
-	if (!parse_range(in, &c->in_lo, &c->in_hi))
-		return fail(err, errn, "synthetic class '%s': prompt length "
-		            "must be N or N-M with 1 <= N <= M <= %u", s,
-		            DBK_TRACE_MAX_TOKENS);
-	c->out_lo = c->out_hi = DBK_SYNTH_DEFAULT_OUTPUT;
-	if (out && !parse_range(out, &c->out_lo, &c->out_hi))
-		return fail(err, errn, "synthetic class '%s': output length "
-		            "must be N or N-M with 1 <= N <= M <= %u", s,
-		            DBK_TRACE_MAX_TOKENS);
-	memcpy(c->name, name, strlen(name) + 1);   /* length checked */
-	return 0;
-}
-
-int dbk_synth_parse(const char *spec, struct dbk_synth *out, char *err,
-                    size_t errn)
-{
-	const char *p = spec;
-	size_t i;
-
-	memset(out, 0, sizeof(*out));
-	if (!*spec)
-		return fail(err, errn, "empty synthetic mix");
-	for (;;) {
-		const char *comma = strchr(p, ',');
-		size_t len = comma ? (size_t)(comma - p) : strlen(p);
-		char item[160];
-
-		if (out->n == DBK_SYNTH_MAX_CLASSES)
-			return fail(err, errn, "at most %d synthetic classes",
-			            DBK_SYNTH_MAX_CLASSES);
-		if (len >= sizeof(item))
-			return fail(err, errn, "synthetic class '%.40s...' is "
-			            "too long", p);
-		memcpy(item, p, len);
-		item[len] = 0;
-		if (synth_class(item, &out->c[out->n], err, errn) != 0)
-			return -1;
-		for (i = 0; i < out->n; i++)
-			if (strcmp(out->c[i].name, out->c[out->n].name) == 0)
-				return fail(err, errn, "synthetic class '%s' "
-				            "given twice", out->c[i].name);
-		out->n++;
-		if (!comma)
-			break;
-		p = comma + 1;
-	}
-	return 0;
-}
-
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* Uniform in (0, 1]: never 0, so that log() stays finite. */
-static double unit(uint64_t *x)
-{
-	return (double)((splitmix64(x) >> 11) + 1) * 0x1.0p-53;
-}
-
-static uint32_t uniform_u32(uint64_t *x, uint32_t lo, uint32_t hi)
-{
-	uint64_t span = (uint64_t)hi - lo + 1;
-
-	/* Multiply-shift: no modulo bias worth the name for spans < 2^32. */
-	return lo + (uint32_t)(((splitmix64(x) >> 32) * span) >> 32);
-}
-
-int dbk_synth_generate(const struct dbk_synth *s, double rate, size_t max_n,
-                       double max_t, uint64_t seed, struct dbk_trace *out,
-                       char *err, size_t errn)
-{
-	double total = 0, t = 0;
-	uint64_t st = seed;
-	size_t i;
-
-	if (s->n == 0)
-		return fail(err, errn, "empty synthetic mix");
-	if (!(rate > 0))
-		return fail(err, errn, "the request rate must be > 0");
-	if (max_n == 0 && !(max_t > 0))
-		return fail(err, errn, "a synthetic run needs a request count "
-		            "or a duration");
-	if (isinf(rate) && max_n == 0)
-		return fail(err, errn, "an infinite rate needs a request count");
-	for (i = 0; i < s->n; i++)
-		total += s->c[i].weight;
-	while (max_n == 0 || out->n < max_n) {
-		const struct dbk_synth_class *c = &s->c[s->n - 1];
-		struct dbk_trace_req *r;
-		double pick;
-
-		if (max_t > 0 && t >= max_t)
-			break;
-		pick = unit(&st) * total;
-		for (i = 0; i < s->n; i++) {
-			if (pick <= s->c[i].weight) {
-				c = &s->c[i];
-				break;
-			}
-			pick -= s->c[i].weight;
-		}
-		r = push_req(out);
-		if (!r)
-			return fail(err, errn, "out of memory");
-		r->t = t;
-		r->input = uniform_u32(&st, c->in_lo, c->in_hi);
-		r->output = uniform_u32(&st, c->out_lo, c->out_hi);
-		if (!isinf(rate))
-			t += -log(unit(&st)) / rate;
-	}
-	return 0;
 }
 
 /* ---- Selection. ---- */

@@ -165,40 +165,23 @@ static bool negative_number(const char *s)
  * A prefix is first looked up among the reference's options, so that an
  * abbreviation the reference accepts means the same here even where one
  * of our options shares it (--p is --port, as there). */
-static int classify(const char *arg, struct token *t, char *err, size_t errlen)
+static void set_token(struct token *t, size_t i, const char *explicit)
 {
-	t->kind = 'A';
-	t->id = O_UNKNOWN;
-	t->optstr = NULL;
-	t->explicit = NULL;
-	if (arg[0] != '-')
-		return 0;
-	for (size_t i = 0; i < NOPTS; i++)
-		if (strcmp(arg, opts[i].str) == 0) {
-			t->kind = 'O';
-			t->id = opts[i].id;
-			t->optstr = opts[i].str;
-			return 0;
-		}
-	if (arg[1] == '\0')
-		return 0; /* "-" alone is a value */
-	const char *eq = strchr(arg, '=');
-	if (eq) {
-		size_t n = (size_t)(eq - arg);
-		for (size_t i = 0; i < NOPTS; i++)
-			if (strlen(opts[i].str) == n && strncmp(arg, opts[i].str, n) == 0) {
-				t->kind = 'O';
-				t->id = opts[i].id;
-				t->optstr = opts[i].str;
-				t->explicit = eq + 1;
-				return 0;
-			}
-	}
+	t->kind = 'O';
+	t->id = opts[i].id;
+	t->optstr = opts[i].str;
+	t->explicit = explicit;
+}
 
-	/* Prefix matches. */
-	size_t match[NOPTS], nmatch = 0;
-	const char *explicit[NOPTS];
+/* The options arg abbreviates, as argparse finds them: the reference's
+ * first, ours only when none of its options matches. "-hX" is -h with X
+ * attached. Fills match[] and explicit[] (NOPTS each); returns the count. */
+static size_t prefix_matches(const char *arg, const char *eq, size_t *match,
+                             const char **explicit)
+{
+	size_t nmatch = 0;
 	char prefix[256];
+
 	for (int pass = 0; pass < 2 && nmatch == 0; pass++) {
 		bool ours = pass == 1;
 		if (arg[1] == '-') {
@@ -212,21 +195,51 @@ static int classify(const char *arg, struct token *t, char *err, size_t errlen)
 					explicit[nmatch] = eq ? eq + 1 : NULL;
 					match[nmatch++] = i;
 				}
-		} else {
-			/* Single dash: "-hX" is -h with X attached. */
-			for (size_t i = 0; i < NOPTS; i++) {
-				if (opts[i].ours != ours)
-					continue;
-				if (strncmp(opts[i].str, arg, 2) == 0 && opts[i].str[2] == '\0') {
-					explicit[nmatch] = arg + 2;
-					match[nmatch++] = i;
-				} else if (starts_with(opts[i].str, arg)) {
-					explicit[nmatch] = NULL;
-					match[nmatch++] = i;
-				}
+			continue;
+		}
+		for (size_t i = 0; i < NOPTS; i++) {
+			if (opts[i].ours != ours)
+				continue;
+			if (strncmp(opts[i].str, arg, 2) == 0 && opts[i].str[2] == '\0') {
+				explicit[nmatch] = arg + 2;
+				match[nmatch++] = i;
+			} else if (starts_with(opts[i].str, arg)) {
+				explicit[nmatch] = NULL;
+				match[nmatch++] = i;
 			}
 		}
 	}
+	return nmatch;
+}
+
+static int classify(const char *arg, struct token *t, char *err, size_t errlen)
+{
+	size_t match[NOPTS], nmatch;
+	const char *explicit[NOPTS];
+
+	t->kind = 'A';
+	t->id = O_UNKNOWN;
+	t->optstr = NULL;
+	t->explicit = NULL;
+	if (arg[0] != '-')
+		return 0;
+	for (size_t i = 0; i < NOPTS; i++)
+		if (strcmp(arg, opts[i].str) == 0) {
+			set_token(t, i, NULL);
+			return 0;
+		}
+	if (arg[1] == '\0')
+		return 0; /* "-" alone is a value */
+	const char *eq = strchr(arg, '=');
+	if (eq) {
+		size_t n = (size_t)(eq - arg);
+		for (size_t i = 0; i < NOPTS; i++)
+			if (strlen(opts[i].str) == n && strncmp(arg, opts[i].str, n) == 0) {
+				set_token(t, i, eq + 1);
+				return 0;
+			}
+	}
+	nmatch = prefix_matches(arg, eq, match, explicit);
 	if (nmatch > 1) {
 		size_t o = (size_t)snprintf(err, errlen, "ambiguous option: %s could match", arg);
 		for (size_t k = 0; k < nmatch && o < errlen; k++)
@@ -235,10 +248,7 @@ static int classify(const char *arg, struct token *t, char *err, size_t errlen)
 		return -1;
 	}
 	if (nmatch == 1) {
-		t->kind = 'O';
-		t->id = opts[match[0]].id;
-		t->optstr = opts[match[0]].str;
-		t->explicit = explicit[0];
+		set_token(t, match[0], explicit[0]);
 		return 0;
 	}
 	/* No option: a negative number or anything with a space is a value,
@@ -408,15 +418,9 @@ void dbk_flags_free(struct dbk_launch_flags *f)
 
 static const char *const default_hosts[1] = { DBK_LAUNCH_DEFAULT_SERVER_HOST };
 
-enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char **argv,
-                                      char *err, size_t errlen)
+/* The reference's defaults, and room for every argument. */
+static int set_defaults(struct dbk_launch_flags *f, size_t n, char *err, size_t errlen)
 {
-	enum dbk_flags_result rc = DBK_FLAGS_ERROR;
-	size_t n = argc > 1 ? (size_t)argc - 1 : 0;
-	char **args = argv + 1;
-	struct token *tok = NULL;
-	size_t *extras = NULL, nextras = 0;
-
 	memset(f, 0, sizeof(*f));
 	err[0] = '\0';
 	f->host = DBK_LAUNCH_DEFAULT_HOST;
@@ -427,14 +431,11 @@ enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char
 	f->max_request_tokens = DBK_LAUNCH_DEFAULT_MAX_REQUEST_TOKENS;
 	f->max_retries = DBK_LAUNCH_DEFAULT_MAX_RETRIES;
 	f->retry_delay = DBK_LAUNCH_DEFAULT_RETRY_DELAY;
-	/* Room for every argument, plus the defaults. */
 	f->hosts_buf = calloc(n + 1, sizeof(*f->hosts_buf));
 	f->ports_buf = calloc(n + 1, sizeof(*f->ports_buf));
-	tok = calloc(n + 1, sizeof(*tok));
-	extras = calloc(n + 1, sizeof(*extras));
-	if (!f->hosts_buf || !f->ports_buf || !tok || !extras) {
+	if (!f->hosts_buf || !f->ports_buf) {
 		snprintf(err, errlen, "out of memory");
-		goto out;
+		return -1;
 	}
 	f->hosts_buf[0] = default_hosts[0];
 	f->server_hosts = f->hosts_buf;
@@ -442,9 +443,14 @@ enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char
 	f->ports_buf[0] = DBK_LAUNCH_DEFAULT_SERVER_PORT;
 	f->server_ports = f->ports_buf;
 	f->nports = 1;
+	return 0;
+}
 
-	/* Pass 1: classify. After "--", everything is a value. */
+/* Pass 1: classify every argument. After "--", everything is a value. */
+static int classify_all(char **args, size_t n, struct token *tok, char *err, size_t errlen)
+{
 	size_t marker = n;
+
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(args[i], "--") == 0) {
 			tok[i].kind = '-';
@@ -452,78 +458,117 @@ enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char
 			break;
 		}
 		if (classify(args[i], &tok[i], err, errlen) < 0)
-			goto out;
+			return -1;
 	}
 	for (size_t i = marker + 1; i < n; i++)
 		tok[i].kind = 'A';
+	return 0;
+}
 
-	/* Pass 2: take the options in order. */
-	bool help = false;
-	size_t i = 0;
-	while (i < n) {
-		struct token *t = &tok[i];
-		if (t->kind != 'O' || t->id == O_UNKNOWN) {
-			extras[nextras++] = i++;
-			continue;
-		}
-		enum nargs na = nargs_of(t->id);
-		if (t->explicit) {
-			if (na != N_ZERO) {
-				char *one = (char *)t->explicit;
-				if (take(f, t->id, &one, 1, err, errlen) < 0)
-					goto out;
-			} else if (t->optstr[1] != '-' && t->explicit[0] != '\0') {
-				/* "-hX": X must be more single-letter flags; -h is the
-				 * only one. */
-				const char *x = t->explicit;
-				while (*x == 'h')
-					x++;
-				if (*x) {
-					char r[160];
-					dbk_py_repr(x, r, sizeof(r));
-					snprintf(err, errlen, "argument %s: ignored explicit argument %s",
-					         display_name(t->id), r);
-					goto out;
-				}
-				help = true;
-			} else {
-				char r[160];
-				dbk_py_repr(t->explicit, r, sizeof(r));
-				snprintf(err, errlen, "argument %s: ignored explicit argument %s",
-				         display_name(t->id), r);
-				goto out;
-			}
-			if (help)
-				break;
-			i++;
-			continue;
-		}
-		/* The values are the run of 'A' that follows: one, or all of
-		 * them for nargs "+". */
-		size_t k = i + 1;
-		if (na == N_ONE && k < n && tok[k].kind == 'A')
-			k++;
-		else if (na == N_PLUS)
-			while (k < n && tok[k].kind == 'A')
-				k++;
-		size_t nv = k - i - 1;
-		if (na == N_ONE && nv != 1) {
-			snprintf(err, errlen, "argument %s: expected one argument", display_name(t->id));
-			goto out;
-		}
-		if (na == N_PLUS && nv == 0) {
-			snprintf(err, errlen, "argument %s: expected at least one argument",
-			         display_name(t->id));
-			goto out;
-		}
-		if (t->id == O_HELP) {
-			help = true;
-			break;
-		}
-		if (take(f, t->id, args + i + 1, (unsigned)nv, err, errlen) < 0)
-			goto out;
-		i = k;
+static int ignored_explicit(const struct token *t, const char *x, char *err, size_t errlen)
+{
+	char r[160];
+
+	dbk_py_repr(x, r, sizeof(r));
+	snprintf(err, errlen, "argument %s: ignored explicit argument %s", display_name(t->id), r);
+	return -1;
+}
+
+/* "--opt=value" or "-oVALUE": one value for an option that takes some;
+ * for -h only more single-letter flags ("-hh"), and -h is the only one.
+ * Sets *help for -h. */
+static int take_explicit(struct dbk_launch_flags *f, const struct token *t, bool *help,
+                         char *err, size_t errlen)
+{
+	if (nargs_of(t->id) != N_ZERO) {
+		char *one = (char *)t->explicit;
+
+		return take(f, t->id, &one, 1, err, errlen);
 	}
+	if (t->optstr[1] == '-' || t->explicit[0] == '\0')
+		return ignored_explicit(t, t->explicit, err, errlen);
+	const char *x = t->explicit;
+	while (*x == 'h')
+		x++;
+	if (*x)
+		return ignored_explicit(t, x, err, errlen);
+	*help = true;
+	return 0;
+}
+
+/* An option at tok[i] whose values are the run of 'A' that follows: one,
+ * or all of them for nargs "+". Returns the index after them, or 0 on an
+ * error; sets *help for -h. */
+static size_t take_values(struct dbk_launch_flags *f, char **args, const struct token *tok,
+                          size_t n, size_t i, bool *help, char *err, size_t errlen)
+{
+	enum nargs na = nargs_of(tok[i].id);
+	size_t k = i + 1;
+
+	if (na == N_ONE && k < n && tok[k].kind == 'A')
+		k++;
+	else if (na == N_PLUS)
+		while (k < n && tok[k].kind == 'A')
+			k++;
+	size_t nv = k - i - 1;
+	if (na == N_ONE && nv != 1) {
+		snprintf(err, errlen, "argument %s: expected one argument", display_name(tok[i].id));
+		return 0;
+	}
+	if (na == N_PLUS && nv == 0) {
+		snprintf(err, errlen, "argument %s: expected at least one argument",
+		         display_name(tok[i].id));
+		return 0;
+	}
+	if (tok[i].id == O_HELP) {
+		*help = true;
+		return k;
+	}
+	return take(f, tok[i].id, args + i + 1, (unsigned)nv, err, errlen) < 0 ? 0 : k;
+}
+
+/* Pass 2: take the options in order; what is not one goes to extras.
+ * Stops at -h, as argparse prints the help at once. */
+static int take_all(struct dbk_launch_flags *f, char **args, const struct token *tok, size_t n,
+                    size_t *extras, size_t *nextras, bool *help, char *err, size_t errlen)
+{
+	size_t i = 0;
+
+	while (i < n && !*help) {
+		const struct token *t = &tok[i];
+
+		if (t->kind != 'O' || t->id == O_UNKNOWN) {
+			extras[(*nextras)++] = i++;
+		} else if (t->explicit) {
+			if (take_explicit(f, t, help, err, errlen) < 0)
+				return -1;
+			i++;
+		} else if ((i = take_values(f, args, tok, n, i, help, err, errlen)) == 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char **argv,
+                                      char *err, size_t errlen)
+{
+	enum dbk_flags_result rc = DBK_FLAGS_ERROR;
+	size_t n = argc > 1 ? (size_t)argc - 1 : 0;
+	char **args = argv + 1;
+	struct token *tok = calloc(n + 1, sizeof(*tok));
+	size_t *extras = calloc(n + 1, sizeof(*extras)), nextras = 0;
+	bool help = false;
+
+	if (set_defaults(f, n, err, errlen) < 0)
+		goto out;
+	if (!tok || !extras) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	if (classify_all(args, n, tok, err, errlen) < 0 ||
+	    take_all(f, args, tok, n, extras, &nextras, &help, err, errlen) < 0)
+		goto out;
 	if (help) {
 		rc = DBK_FLAGS_HELP;
 		goto out;
@@ -548,86 +593,4 @@ unsigned dbk_flags_haproxy_retries(const struct dbk_launch_flags *f)
 	if (f->max_retries <= 1)
 		return 0;
 	return (unsigned)(f->max_retries - 1);
-}
-
-/* ---- usage and help ---------------------------------------------------- */
-
-static const char usage_text[] =
-"usage: dbucket [-h] [--port PORT] [--host HOST]\n"
-"               [--server-hosts SERVER_HOSTS [SERVER_HOSTS ...]]\n"
-"               [--server-ports SERVER_PORTS [SERVER_PORTS ...]]\n"
-"               [--max-retries MAX_RETRIES] [--retry-delay RETRY_DELAY]\n"
-"               [--server-group-threshold SERVER_GROUP_THRESHOLD]\n"
-"               [--max-request-tokens MAX_REQUEST_TOKENS]\n"
-"               [--enable-dynamic-bucket] [--print-config DIR]\n"
-"               [--runtime-dir DIR] [--agent PATH] [--haproxy PATH]\n"
-"               [--access-log]\n";
-
-void dbk_flags_usage(FILE *out)
-{
-	fputs(usage_text, out);
-}
-
-void dbk_flags_help(FILE *out)
-{
-	fputs(usage_text, out);
-	fprintf(out,
-"\n"
-"Length-aware load balancer for vLLM fleets, with the command line of the\n"
-"reference proxy (hybrid_proxy_server.py): runs HAProxy in front of the\n"
-"servers and dbucket-spoa choosing the server of each request, both\n"
-"configured from these flags, until SIGTERM or SIGINT.\n"
-"\n"
-"options (the reference's, same defaults):\n"
-"  -h, --help            show this help message and exit\n"
-"  --port PORT           where clients connect (%d)\n"
-"  --host HOST           the address HAProxy binds (%s; \"\" for every\n"
-"                        address)\n"
-"  --server-hosts SERVER_HOSTS [SERVER_HOSTS ...]\n"
-"                        hosts of the vLLM servers, one per server, in order\n"
-"                        (%s)\n"
-"  --server-ports SERVER_PORTS [SERVER_PORTS ...]\n"
-"                        their ports, as many as hosts (%d)\n"
-"  --max-retries MAX_RETRIES\n"
-"                        attempts per request before giving up (%d): becomes\n"
-"                        HAProxy's `retries MAX_RETRIES-1` (0 if below 2),\n"
-"                        before any byte of the response, on a refused\n"
-"                        connection, an empty response or a 503, redispatched\n"
-"                        to another server\n"
-"  --retry-delay RETRY_DELAY\n"
-"                        accepted and ignored (%g): HAProxy has no retry\n"
-"                        backoff; it redispatches at once\n"
-"  --server-group-threshold SERVER_GROUP_THRESHOLD\n"
-"                        tokens (body bytes / 4) where the long bucket starts\n"
-"                        (%d)\n"
-"  --max-request-tokens MAX_REQUEST_TOKENS\n"
-"                        upper bound of the long bucket (%d)\n"
-"  --enable-dynamic-bucket\n"
-"                        split the servers into a short group (first half)\n"
-"                        and a long group (second half); needs 2 servers\n"
-"\n"
-"options of dbucket:\n"
-"  --print-config DIR    write haproxy.cfg, dbucket.spoe.conf,\n"
-"                        dbucket-spoa.env and README.dbucket for a production\n"
-"                        install into DIR, and exit\n"
-"  --runtime-dir DIR     where the generated configuration and the unix\n"
-"                        sockets between HAProxy and the agent live (a new\n"
-"                        directory under $XDG_RUNTIME_DIR or $TMPDIR, removed\n"
-"                        at exit); the agent's /state and /metrics are on\n"
-"                        DIR/admin.sock\n"
-"  --agent PATH          the dbucket-spoa to run (the one beside dbucket,\n"
-"                        then ../sbin/, then $PATH)\n"
-"  --haproxy PATH        the haproxy to run ($PATH, then /usr/sbin,\n"
-"                        /usr/local/sbin)\n"
-"  --access-log          HAProxy's access log, one line per request, on\n"
-"                        stderr (off: only errors, warnings and one line\n"
-"                        per lifecycle event)\n"
-"\n"
-"Exit status: 0 when stopped by SIGTERM, SIGINT or SIGHUP (or after --help,\n"
-"--print-config), 1 when HAProxy or the agent failed, 2 for a bad command\n"
-"line. See dbucket(1).\n",
-	        DBK_LAUNCH_DEFAULT_PORT, DBK_LAUNCH_DEFAULT_HOST, DBK_LAUNCH_DEFAULT_SERVER_HOST,
-	        DBK_LAUNCH_DEFAULT_SERVER_PORT, DBK_LAUNCH_DEFAULT_MAX_RETRIES,
-	        DBK_LAUNCH_DEFAULT_RETRY_DELAY, DBK_LAUNCH_DEFAULT_THRESHOLD,
-	        DBK_LAUNCH_DEFAULT_MAX_REQUEST_TOKENS);
 }

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,22 +15,10 @@
 #include "flags.h"
 #include "lib/net.h"
 #include "render.h"
+#include "say.h"
 #include "supervise.h"
 
 #define ERRLEN 512
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("dbucket: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 /* ---- finding the programs ---------------------------------------------- */
 
@@ -60,6 +47,15 @@ static bool in_dir(const char *dir, const char *name, char *out, size_t outlen)
 	if (snprintf(p, sizeof(p), "%s/%s", dir, name) >= (int)sizeof(p))
 		return false;
 	return take_path(p, out, outlen);
+}
+
+/* The first of n fixed directories that holds an executable name. */
+static bool in_dirs(const char *const *dirs, size_t n, const char *name, char *out, size_t outlen)
+{
+	for (size_t i = 0; i < n; i++)
+		if (in_dir(dirs[i], name, out, outlen))
+			return true;
+	return false;
 }
 
 /* $PATH as execvp searches it (an empty entry is the current directory). */
@@ -121,12 +117,8 @@ static bool find_agent(const char *given, char *out, size_t outlen)
 				return true;
 		}
 	}
-	if (in_path("dbucket-spoa", out, outlen))
-		return true;
-	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-		if (in_dir(fixed[i], "dbucket-spoa", out, outlen))
-			return true;
-	return false;
+	return in_path("dbucket-spoa", out, outlen) ||
+	       in_dirs(fixed, sizeof(fixed) / sizeof(fixed[0]), "dbucket-spoa", out, outlen);
 }
 
 static bool find_haproxy(const char *given, char *out, size_t outlen)
@@ -136,12 +128,8 @@ static bool find_haproxy(const char *given, char *out, size_t outlen)
 
 	if (given)
 		return take_path(given, out, outlen);
-	if (in_path("haproxy", out, outlen))
-		return true;
-	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-		if (in_dir(fixed[i], "haproxy", out, outlen))
-			return true;
-	return false;
+	return in_path("haproxy", out, outlen) ||
+	       in_dirs(fixed, sizeof(fixed) / sizeof(fixed[0]), "haproxy", out, outlen);
 }
 
 /* ---- writing the files ------------------------------------------------- */
@@ -165,19 +153,19 @@ static int write_file(const struct job *j, const char *name, enum what w, mode_t
 	if (snprintf(path, sizeof(path), "%s/%s", j->dir, name) >= (int)sizeof(path) ||
 	    snprintf(tmp, sizeof(tmp), "%s/.%s.%ld", j->dir, name, (long)getpid()) >=
 	            (int)sizeof(tmp)) {
-		fail("%s/%s: path too long", j->dir, name);
+		dbk_launch_say("%s/%s: path too long", j->dir, name);
 		return -1;
 	}
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0) {
-		fail("cannot write %s: %s", tmp, strerror(errno));
+		dbk_launch_say("cannot write %s: %s", tmp, strerror(errno));
 		return -1;
 	}
 	FILE *out = fdopen(fd, "w");
 	if (!out) {
 		close(fd);
 		unlink(tmp);
-		fail("cannot write %s: %s", tmp, strerror(errno));
+		dbk_launch_say("cannot write %s: %s", tmp, strerror(errno));
 		return -1;
 	}
 	switch (w) {
@@ -202,7 +190,7 @@ static int write_file(const struct job *j, const char *name, enum what w, mode_t
 	if (rc == 0 && rename(tmp, path) != 0)
 		rc = -1;
 	if (rc != 0) {
-		fail("cannot write %s: %s", path, strerror(errno ? errno : EIO));
+		dbk_launch_say("cannot write %s: %s", path, strerror(errno ? errno : EIO));
 		unlink(tmp);
 	}
 	return rc;
@@ -214,15 +202,15 @@ static int print_config(const struct dbk_launch_flags *f, const char *agent_path
 	struct dbk_render_addrs a;
 
 	if (mkdir(f->print_config, 0755) < 0 && errno != EEXIST) {
-		fail("cannot create %s: %s", f->print_config, strerror(errno));
+		dbk_launch_say("cannot create %s: %s", f->print_config, strerror(errno));
 		return 1;
 	}
 	if (!realpath(f->print_config, dir)) {
-		fail("%s: %s", f->print_config, strerror(errno));
+		dbk_launch_say("%s: %s", f->print_config, strerror(errno));
 		return 1;
 	}
 	if (dbk_render_addrs_production(&a, dir, err, sizeof(err)) < 0) {
-		fail("--print-config: %s", err);
+		dbk_launch_say("--print-config: %s", err);
 		return 2;
 	}
 	struct job j = { f, &a, dir, agent_path };
@@ -270,14 +258,48 @@ static void clean_run_dir(const char *dir, bool created)
 	for (size_t i = 0; i < sizeof(run_files) / sizeof(run_files[0]); i++)
 		if (snprintf(p, sizeof(p), "%s/%s", dir, run_files[i]) < (int)sizeof(p) &&
 		    unlink(p) < 0 && errno != ENOENT)
-			fail("cannot remove %s: %s", p, strerror(errno));
+			dbk_launch_say("cannot remove %s: %s", p, strerror(errno));
 	if (created && rmdir(dir) < 0)
-		fail("cannot remove %s: %s", dir, strerror(errno));
+		dbk_launch_say("cannot remove %s: %s", dir, strerror(errno));
+}
+
+/* The runtime directory, absolute into dir (PATH_MAX): --runtime-dir,
+ * made if missing, or a fresh one. 0, or 1 said on stderr. */
+static int open_run_dir(const struct dbk_launch_flags *f, char *dir, bool *created)
+{
+	char made[PATH_MAX];
+
+	*created = false;
+	if (f->runtime_dir) {
+		if (mkdir(f->runtime_dir, 0700) == 0)
+			*created = true;
+		else if (errno != EEXIST) {
+			dbk_launch_say("cannot create %s: %s", f->runtime_dir, strerror(errno));
+			return 1;
+		}
+		if (!realpath(f->runtime_dir, dir)) {
+			dbk_launch_say("%s: %s", f->runtime_dir, strerror(errno));
+			return 1;
+		}
+	} else {
+		if (!make_temp_dir(made, sizeof(made))) {
+			dbk_launch_say("cannot create a runtime directory under $XDG_RUNTIME_DIR, $TMPDIR "
+			               "or /tmp: give --runtime-dir");
+			return 1;
+		}
+		*created = true;
+		if (!realpath(made, dir)) {
+			dbk_launch_say("%s: %s", made, strerror(errno));
+			rmdir(made);
+			return 1;
+		}
+	}
+	return 0;
 }
 
 static int run(const struct dbk_launch_flags *f, const char *agent_path)
 {
-	char haproxy_path[PATH_MAX], dir[PATH_MAX], made[PATH_MAX], err[ERRLEN];
+	char haproxy_path[PATH_MAX], dir[PATH_MAX], err[ERRLEN];
 	char cfg[PATH_MAX + 32], listen[300];
 	struct dbk_render_addrs a;
 	bool created = false;
@@ -285,41 +307,19 @@ static int run(const struct dbk_launch_flags *f, const char *agent_path)
 
 	if (!find_haproxy(f->haproxy, haproxy_path, sizeof(haproxy_path))) {
 		if (f->haproxy)
-			fail("--haproxy %s: not an executable file", f->haproxy);
+			dbk_launch_say("--haproxy %s: not an executable file", f->haproxy);
 		else
-			fail("haproxy not found in $PATH, /usr/sbin or /usr/local/sbin: install it "
-			     "(apt-get install haproxy) or give --haproxy PATH");
+			dbk_launch_say("haproxy not found in $PATH, /usr/sbin or /usr/local/sbin: install it "
+			               "(apt-get install haproxy) or give --haproxy PATH");
 		return f->haproxy ? 2 : 1;
 	}
-	if (f->runtime_dir) {
-		if (mkdir(f->runtime_dir, 0700) == 0)
-			created = true;
-		else if (errno != EEXIST) {
-			fail("cannot create %s: %s", f->runtime_dir, strerror(errno));
-			return 1;
-		}
-		if (!realpath(f->runtime_dir, dir)) {
-			fail("%s: %s", f->runtime_dir, strerror(errno));
-			return 1;
-		}
-	} else {
-		if (!make_temp_dir(made, sizeof(made))) {
-			fail("cannot create a runtime directory under $XDG_RUNTIME_DIR, $TMPDIR "
-			     "or /tmp: give --runtime-dir");
-			return 1;
-		}
-		created = true;
-		if (!realpath(made, dir)) {
-			fail("%s: %s", made, strerror(errno));
-			rmdir(made);
-			return 1;
-		}
-	}
+	if (open_run_dir(f, dir, &created) != 0)
+		return 1;
 
 	char **agent_argv = NULL;
 	int port = dbk_net_free_loopback_port(err, sizeof(err));
 	if (port < 0 || dbk_render_addrs_run(&a, dir, port, err, sizeof(err)) < 0) {
-		fail("%s", err);
+		dbk_launch_say("%s", err);
 		rc = 2;
 		goto out;
 	}
@@ -329,7 +329,7 @@ static int run(const struct dbk_launch_flags *f, const char *agent_path)
 		goto out;
 	agent_argv = dbk_render_agent_argv(f, &a, agent_path);
 	if (!agent_argv) {
-		fail("out of memory");
+		dbk_launch_say("out of memory");
 		goto out;
 	}
 	snprintf(cfg, sizeof(cfg), "%s/%s", dir, DBK_RENDER_HAPROXY_CFG);
@@ -381,10 +381,10 @@ int main(int argc, char **argv)
 		if (f.agent || !f.print_config) {
 			rc = f.agent ? 2 : 1;
 			if (f.agent)
-				fail("--agent %s: not an executable file", f.agent);
+				dbk_launch_say("--agent %s: not an executable file", f.agent);
 			else
-				fail("dbucket-spoa not found beside dbucket, in ../sbin, $PATH or "
-				     "/usr/local/sbin: give --agent PATH");
+				dbk_launch_say("dbucket-spoa not found beside dbucket, in ../sbin, $PATH or "
+				               "/usr/local/sbin: give --agent PATH");
 			dbk_flags_free(&f);
 			return rc;
 		}

@@ -2,7 +2,6 @@
 #include "supervise.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -12,23 +11,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "say.h"
+
 extern char **environ;
 
 /* How often start-up readiness is probed. */
 #define PROBE_INTERVAL 0.02
 /* Bounds each reaping pass (two children, and anything reparented). */
 #define MAX_REAPS 64
-
-static void say(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("dbucket: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 static double now(void)
 {
@@ -93,7 +83,7 @@ static int spawn(struct dbk_child *c)
 	pid_t pid = fork();
 
 	if (pid < 0) {
-		say("cannot start %s: fork: %s", c->name, strerror(errno));
+		dbk_launch_say("cannot start %s: fork: %s", c->name, strerror(errno));
 		return -1;
 	}
 	if (pid == 0) {
@@ -214,8 +204,8 @@ static void stop_child(struct dbk_supervisor *s, struct dbk_child *c)
 		double left = deadline - now();
 		if (left <= 0 || killed) {
 			if (!killed) {
-				say("%s (pid %d) did not stop in %.0f s: SIGKILL", c->name, (int)pid,
-				    s->stop_timeout);
+				dbk_launch_say("%s (pid %d) did not stop in %.0f s: SIGKILL", c->name, (int)pid,
+				               s->stop_timeout);
 				kill(pid, SIGKILL);
 				killed = true;
 				deadline = now() + s->stop_timeout;
@@ -226,7 +216,7 @@ static void stop_child(struct dbk_supervisor *s, struct dbk_child *c)
 		}
 		int sig = wait_signal(left);
 		if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) && !killed) {
-			say("%s (pid %d): second stop signal, SIGKILL", c->name, (int)pid);
+			dbk_launch_say("%s (pid %d): second stop signal, SIGKILL", c->name, (int)pid);
 			kill(pid, SIGKILL);
 			killed = true;
 			deadline = now() + s->stop_timeout;
@@ -234,11 +224,11 @@ static void stop_child(struct dbk_supervisor *s, struct dbk_child *c)
 	}
 	if (c->pid) {
 		/* Cannot happen short of a kernel problem; do not hang. */
-		say("%s (pid %d) is still there after SIGKILL", c->name, (int)pid);
+		dbk_launch_say("%s (pid %d) is still there after SIGKILL", c->name, (int)pid);
 		return;
 	}
 	describe(c == &s->agent ? as : hs, how, sizeof(how));
-	say("%s (pid %d) %s", c->name, (int)pid, how);
+	dbk_launch_say("%s (pid %d) %s", c->name, (int)pid, how);
 }
 
 static void stop_all(struct dbk_supervisor *s)
@@ -250,85 +240,110 @@ static void stop_all(struct dbk_supervisor *s)
 
 enum phase { STARTING_AGENT, STARTING_HAPROXY, RUNNING };
 
+/* The run's state between two events. */
+struct run_state {
+	enum phase phase;
+	double phase_deadline;
+	double restart_at, backoff; /* restart_at 0: none due */
+	unsigned quick_deaths;
+};
+
+/* The agent died (how): schedules its restart after the back-off. false
+ * when it is not to be restarted: during start-up, or after too many
+ * quick deaths in a row. */
+static bool agent_died(struct dbk_supervisor *s, struct run_state *st, const char *how)
+{
+	double t = now();
+
+	if (st->phase == STARTING_AGENT) {
+		dbk_launch_say("dbucket-spoa %s during start-up", how);
+		return false;
+	}
+	if (t - s->agent.started >= s->stable_after) {
+		st->quick_deaths = 0;
+		st->backoff = s->backoff_min;
+	}
+	if (++st->quick_deaths >= s->max_quick_deaths) {
+		dbk_launch_say("dbucket-spoa %s, %u times in a row within %.0f s of its start: "
+		               "giving up", how, st->quick_deaths, s->stable_after);
+		return false;
+	}
+	dbk_launch_say("dbucket-spoa %s: restarting it in %.2f s (HAProxy balances alone "
+	               "meanwhile)", how, st->backoff);
+	st->restart_at = t + st->backoff;
+	st->backoff = st->backoff * 2 > s->backoff_max ? s->backoff_max : st->backoff * 2;
+	return true;
+}
+
+/* Restarts the agent when due; moves start-up on once the child it waits
+ * for answers. false on a failure (said). */
+static bool advance(struct dbk_supervisor *s, struct run_state *st)
+{
+	double t = now();
+
+	if (st->restart_at > 0 && t >= st->restart_at && !s->agent.pid) {
+		st->restart_at = 0;
+		if (spawn(&s->agent) < 0)
+			return false;
+		s->agent_restarts++;
+		dbk_launch_say("restarted %s (pid %d)", s->agent.name, (int)s->agent.pid);
+	}
+	if (st->phase == STARTING_AGENT && accepts(s->agent_ready)) {
+		if (spawn(&s->haproxy) < 0)
+			return false;
+		dbk_launch_say("started %s (pid %d)", s->haproxy.name, (int)s->haproxy.pid);
+		st->phase = STARTING_HAPROXY;
+		st->phase_deadline = now() + s->start_timeout;
+	} else if (st->phase == STARTING_HAPROXY && accepts(s->haproxy_ready)) {
+		dbk_launch_say("ready: clients on %s, agent pid %d, haproxy pid %d", s->listen,
+		               (int)s->agent.pid, (int)s->haproxy.pid);
+		st->phase = RUNNING;
+	} else if (st->phase != RUNNING && t > st->phase_deadline) {
+		dbk_launch_say("%s did not come up within %.0f s",
+		               st->phase == STARTING_AGENT ? "dbucket-spoa" : "haproxy",
+		               s->start_timeout);
+		return false;
+	}
+	return true;
+}
+
 int dbk_supervise_run(struct dbk_supervisor *s)
 {
-	enum phase phase = STARTING_AGENT;
-	double phase_deadline = now() + s->start_timeout;
-	double restart_at = 0, backoff = s->backoff_min;
-	unsigned quick_deaths = 0;
+	struct run_state st = { STARTING_AGENT, now() + s->start_timeout, 0, s->backoff_min, 0 };
 	int rc = 1;
 
 	if (spawn(&s->agent) < 0)
 		return 1;
-	say("started %s (pid %d)", s->agent.name, (int)s->agent.pid);
+	dbk_launch_say("started %s (pid %d)", s->agent.name, (int)s->agent.pid);
 	for (;;) {
 		double t = now(), timeout = -1;
+		int as = 0, hs = 0, which, sig;
+		char how[96];
 
-		if (phase != RUNNING)
+		if (st.phase != RUNNING)
 			timeout = PROBE_INTERVAL;
-		else if (restart_at > 0)
-			timeout = restart_at > t ? restart_at - t : 0;
-		int sig = wait_signal(timeout);
+		else if (st.restart_at > 0)
+			timeout = st.restart_at > t ? st.restart_at - t : 0;
+		sig = wait_signal(timeout);
 		if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
 			s->stop_signal = sig;
-			say("%s: stopping", strsignal(sig));
+			dbk_launch_say("%s: stopping", strsignal(sig));
 			rc = 0;
 			break;
 		}
-
-		int as = 0, hs = 0;
-		char how[96];
-		int which = reap(s, &as, &hs);
+		which = reap(s, &as, &hs);
 		if (which & REAPED_HAPROXY) {
 			describe(hs, how, sizeof(how));
-			say("haproxy %s: stopping", how);
+			dbk_launch_say("haproxy %s: stopping", how);
 			break;
 		}
 		if (which & REAPED_AGENT) {
 			describe(as, how, sizeof(how));
-			if (phase == STARTING_AGENT) {
-				say("dbucket-spoa %s during start-up", how);
+			if (!agent_died(s, &st, how))
 				break;
-			}
-			t = now();
-			if (t - s->agent.started >= s->stable_after) {
-				quick_deaths = 0;
-				backoff = s->backoff_min;
-			}
-			if (++quick_deaths >= s->max_quick_deaths) {
-				say("dbucket-spoa %s, %u times in a row within %.0f s of its start: "
-				    "giving up", how, quick_deaths, s->stable_after);
-				break;
-			}
-			say("dbucket-spoa %s: restarting it in %.2f s (HAProxy balances alone "
-			    "meanwhile)", how, backoff);
-			restart_at = t + backoff;
-			backoff = backoff * 2 > s->backoff_max ? s->backoff_max : backoff * 2;
 		}
-
-		t = now();
-		if (restart_at > 0 && t >= restart_at && !s->agent.pid) {
-			restart_at = 0;
-			if (spawn(&s->agent) < 0)
-				break;
-			s->agent_restarts++;
-			say("restarted %s (pid %d)", s->agent.name, (int)s->agent.pid);
-		}
-		if (phase == STARTING_AGENT && accepts(s->agent_ready)) {
-			if (spawn(&s->haproxy) < 0)
-				break;
-			say("started %s (pid %d)", s->haproxy.name, (int)s->haproxy.pid);
-			phase = STARTING_HAPROXY;
-			phase_deadline = now() + s->start_timeout;
-		} else if (phase == STARTING_HAPROXY && accepts(s->haproxy_ready)) {
-			say("ready: clients on %s, agent pid %d, haproxy pid %d", s->listen,
-			    (int)s->agent.pid, (int)s->haproxy.pid);
-			phase = RUNNING;
-		} else if (phase != RUNNING && t > phase_deadline) {
-			say("%s did not come up within %.0f s",
-			    phase == STARTING_AGENT ? "dbucket-spoa" : "haproxy", s->start_timeout);
+		if (!advance(s, &st))
 			break;
-		}
 	}
 	stop_all(s);
 	return rc;

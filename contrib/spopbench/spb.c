@@ -9,23 +9,6 @@
 #define ACT_SET_VAR   1
 #define ACT_UNSET_VAR 2
 
-/* The writer has no public single-byte put: the message's nb-args byte
- * is written by hand, with the writer's overflow rule. */
-static void put_byte(struct dbk_spop_writer *w, uint8_t b)
-{
-	if (w->overflow || w->len >= w->cap) {
-		w->overflow = true;
-		return;
-	}
-	w->buf[w->len++] = b;
-}
-
-static void put_kv(struct dbk_spop_writer *w, const char *k, const struct dbk_spop_data *v)
-{
-	dbk_spop_put_name(w, k, strlen(k));
-	dbk_spop_put_data(w, v);
-}
-
 size_t dbk_spb_hello_build(uint8_t *out, size_t cap, uint32_t max_frame,
                            bool healthcheck, const char *engine_id)
 {
@@ -35,20 +18,20 @@ size_t dbk_spb_hello_build(uint8_t *out, size_t cap, uint32_t max_frame,
 	dbk_spop_writer_init(&w, out, cap);
 	dbk_spop_frame_begin(&w, DBK_SPOP_HAPROXY_HELLO, DBK_SPOP_FLAG_FIN, 0, 0);
 	v = dbk_spop_str("2.0");
-	put_kv(&w, "supported-versions", &v);
+	dbk_spop_put_kv(&w, "supported-versions", &v);
 	v.type = DBK_SPOP_T_UINT32;
 	v.u.u32 = max_frame;
-	put_kv(&w, "max-frame-size", &v);
+	dbk_spop_put_kv(&w, "max-frame-size", &v);
 	/* HAProxy offers nothing to a health check: it only wants a HELLO. */
 	v = dbk_spop_str(healthcheck ? "" : "pipelining");
-	put_kv(&w, "capabilities", &v);
+	dbk_spop_put_kv(&w, "capabilities", &v);
 	if (healthcheck) {
 		v = dbk_spop_bool(true);
-		put_kv(&w, "healthcheck", &v);
+		dbk_spop_put_kv(&w, "healthcheck", &v);
 	}
 	if (engine_id) {
 		v = dbk_spop_str(engine_id);
-		put_kv(&w, "engine-id", &v);
+		dbk_spop_put_kv(&w, "engine-id", &v);
 	}
 	return dbk_spop_frame_end(&w);
 }
@@ -63,17 +46,17 @@ size_t dbk_spb_notify_build(uint8_t *out, size_t cap, uint64_t stream_id,
 	dbk_spop_writer_init(&w, out, cap);
 	dbk_spop_frame_begin(&w, DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, stream_id, frame_id);
 	dbk_spop_put_name(&w, "dbucket-route", 13);
-	put_byte(&w, 3);
+	dbk_spop_put_u8(&w, 3);
 	v.type = DBK_SPOP_T_STR;
 	v.u.buf.ptr = (const uint8_t *)id;
 	v.u.buf.len = id_len;
-	put_kv(&w, "id", &v);
+	dbk_spop_put_kv(&w, "id", &v);
 	v = dbk_spop_int(blen);
-	put_kv(&w, "blen", &v);
+	dbk_spop_put_kv(&w, "blen", &v);
 	v.type = DBK_SPOP_T_BIN;
 	v.u.buf.ptr = body;
 	v.u.buf.len = body_len;
-	put_kv(&w, "body", &v);
+	dbk_spop_put_kv(&w, "body", &v);
 	return dbk_spop_frame_end(&w);
 }
 
@@ -87,9 +70,9 @@ size_t dbk_spb_haproxy_disconnect_build(uint8_t *out, size_t cap, uint32_t statu
 	dbk_spop_frame_begin(&w, DBK_SPOP_HAPROXY_DISCONNECT, DBK_SPOP_FLAG_FIN, 0, 0);
 	v.type = DBK_SPOP_T_UINT32;
 	v.u.u32 = status;
-	put_kv(&w, "status-code", &v);
+	dbk_spop_put_kv(&w, "status-code", &v);
 	v = dbk_spop_str(message);
-	put_kv(&w, "message", &v);
+	dbk_spop_put_kv(&w, "message", &v);
 	return dbk_spop_frame_end(&w);
 }
 
@@ -123,33 +106,6 @@ size_t dbk_spb_unique_id(char *out, size_t cap, unsigned pid, uint64_t wall_ms,
 
 /* ---- The agent's answers ---- */
 
-static const uint8_t *payload_end(const struct dbk_spop_frame *f)
-{
-	return f->payload_len ? f->payload + f->payload_len : f->payload;
-}
-
-static bool bytes_eq(const uint8_t *b, size_t len, const char *s)
-{
-	size_t n = strlen(s);
-
-	return len == n && (n == 0 || memcmp(b, s, n) == 0);
-}
-
-/* A name without type byte (varint length then bytes). */
-static enum dbk_spop_status get_name(const uint8_t **p, const uint8_t *end,
-                                     const uint8_t **s, size_t *len)
-{
-	const uint8_t *q = *p;
-	uint64_t n;
-
-	if (dbk_spop_varint_decode(&q, end, &n) != DBK_SPOP_OK || n > (uint64_t)(end - q))
-		return DBK_SPOP_ERR_INVALID;
-	*s = q;
-	*len = (size_t)n;
-	*p = q + n;
-	return DBK_SPOP_OK;
-}
-
 /* Whether a comma-separated list holds "pipelining" (spaces trimmed). */
 static bool has_pipelining(const uint8_t *s, size_t len)
 {
@@ -165,59 +121,63 @@ static bool has_pipelining(const uint8_t *s, size_t len)
 			a++;
 		while (b > a && s[b - 1] == ' ')
 			b--;
-		if (bytes_eq(s + a, b - a, "pipelining"))
+		if (dbk_spop_name_is(s + a, b - a, "pipelining"))
 			return true;
 	}
 	return false;
 }
 
+struct hello_seen {
+	struct dbk_spb_agent_hello *h;
+	bool vsn, vsn_ok, size, cap;
+	int64_t mfs;
+};
+
+static enum dbk_spop_status agent_hello_kv(void *ctx, const uint8_t *k, size_t klen,
+                                           const struct dbk_spop_data *v)
+{
+	struct hello_seen *x = ctx;
+
+	if (dbk_spop_name_is(k, klen, "version")) {
+		if (v->type != DBK_SPOP_T_STR)
+			return DBK_SPOP_ERR_INVALID;
+		x->vsn = true;
+		x->vsn_ok = v->u.buf.len >= 3 && v->u.buf.ptr[0] == '2' && v->u.buf.ptr[1] == '.';
+	} else if (dbk_spop_name_is(k, klen, "max-frame-size")) {
+		if (!dbk_spop_data_to_i64(v, &x->mfs) || v->type == DBK_SPOP_T_BOOL)
+			return DBK_SPOP_ERR_INVALID;
+		x->size = true;
+	} else if (dbk_spop_name_is(k, klen, "capabilities")) {
+		if (v->type != DBK_SPOP_T_STR)
+			return DBK_SPOP_ERR_INVALID;
+		x->cap = true;
+		x->h->pipelining = has_pipelining(v->u.buf.ptr, v->u.buf.len);
+	}
+	return DBK_SPOP_OK;
+}
+
 enum dbk_spop_status dbk_spb_agent_hello_parse(const struct dbk_spop_frame *f,
                                                struct dbk_spb_agent_hello *h)
 {
-	const uint8_t *p = f->payload, *end = payload_end(f);
-	bool vsn = false, vsn_ok = false, size = false, cap = false;
-	int64_t mfs = 0;
+	struct hello_seen x = { .h = h };
 
 	memset(h, 0, sizeof(*h));
 	if (f->type != DBK_SPOP_AGENT_HELLO || !(f->flags & DBK_SPOP_FLAG_FIN) ||
 	    f->stream_id != 0 || f->frame_id != 0)
 		return DBK_SPOP_ERR_INVALID;
-	/* Each pair consumes at least two bytes, so the loop ends. */
-	while (p < end) {
-		const uint8_t *k;
-		size_t klen;
-		struct dbk_spop_data v;
-
-		if (get_name(&p, end, &k, &klen) != DBK_SPOP_OK ||
-		    dbk_spop_data_decode(&p, end, &v) != DBK_SPOP_OK)
-			return DBK_SPOP_ERR_INVALID;
-		if (bytes_eq(k, klen, "version")) {
-			if (v.type != DBK_SPOP_T_STR)
-				return DBK_SPOP_ERR_INVALID;
-			vsn = true;
-			vsn_ok = v.u.buf.len >= 3 && v.u.buf.ptr[0] == '2' && v.u.buf.ptr[1] == '.';
-		} else if (bytes_eq(k, klen, "max-frame-size")) {
-			if (!dbk_spop_data_to_i64(&v, &mfs) || v.type == DBK_SPOP_T_BOOL)
-				return DBK_SPOP_ERR_INVALID;
-			size = true;
-		} else if (bytes_eq(k, klen, "capabilities")) {
-			if (v.type != DBK_SPOP_T_STR)
-				return DBK_SPOP_ERR_INVALID;
-			cap = true;
-			h->pipelining = has_pipelining(v.u.buf.ptr, v.u.buf.len);
-		}
-	}
-	if (!vsn)
+	if (dbk_spop_kv_walk(f, agent_hello_kv, &x) != DBK_SPOP_OK)
+		return DBK_SPOP_ERR_INVALID;
+	if (!x.vsn)
 		return DBK_SPOP_ERR_NO_VSN;
-	if (!vsn_ok)
+	if (!x.vsn_ok)
 		return DBK_SPOP_ERR_BAD_VSN;
-	if (!size)
+	if (!x.size)
 		return DBK_SPOP_ERR_NO_FRAME_SIZE;
-	if (mfs < 256 || mfs > (int64_t)UINT32_MAX)
+	if (x.mfs < 256 || x.mfs > (int64_t)UINT32_MAX)
 		return DBK_SPOP_ERR_BAD_FRAME_SIZE;
-	if (!cap)
+	if (!x.cap)
 		return DBK_SPOP_ERR_NO_CAP;
-	h->max_frame_size = (uint32_t)mfs;
+	h->max_frame_size = (uint32_t)x.mfs;
 	return DBK_SPOP_OK;
 }
 
@@ -226,7 +186,7 @@ enum dbk_spop_status dbk_spb_ack_find_str(const struct dbk_spop_frame *f,
                                           const uint8_t **val, size_t *val_len,
                                           bool *found)
 {
-	const uint8_t *p = f->payload, *end = payload_end(f);
+	const uint8_t *p = f->payload, *end = dbk_spop_payload_end(f);
 
 	*found = false;
 	/* Each action consumes at least four bytes, so the loop ends. */
@@ -239,7 +199,7 @@ enum dbk_spop_status dbk_spb_ack_find_str(const struct dbk_spop_frame *f,
 		struct dbk_spop_data v = { .type = DBK_SPOP_T_NULL };
 
 		p += 3;
-		if (get_name(&p, end, &nm, &nlen) != DBK_SPOP_OK)
+		if (dbk_spop_get_name(&p, end, &nm, &nlen) != DBK_SPOP_OK)
 			return DBK_SPOP_ERR_INVALID;
 		if (type == ACT_SET_VAR && nargs == 3) {
 			if (dbk_spop_data_decode(&p, end, &v) != DBK_SPOP_OK)
@@ -248,7 +208,7 @@ enum dbk_spop_status dbk_spb_ack_find_str(const struct dbk_spop_frame *f,
 			return DBK_SPOP_ERR_INVALID;
 		}
 		/* The last set-var of a name wins, as in HAProxy. */
-		if (type == ACT_SET_VAR && sc == (uint8_t)scope && bytes_eq(nm, nlen, name)) {
+		if (type == ACT_SET_VAR && sc == (uint8_t)scope && dbk_spop_name_is(nm, nlen, name)) {
 			*found = v.type == DBK_SPOP_T_STR;
 			if (*found) {
 				*val = v.u.buf.ptr;

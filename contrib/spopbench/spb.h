@@ -3,7 +3,7 @@
  * makes on the agent's answers, completion lines, and a latency
  * histogram. No sockets, no clock, no globals, so that the unit test can
  * check that the load client speaks exactly what HAProxy speaks. Frames
- * are written with agent/spop.h's writer and read with its reader. */
+ * are written with lib/spop_codec.h's writer and read with its reader. */
 #ifndef DBK_SPB_H
 #define DBK_SPB_H
 

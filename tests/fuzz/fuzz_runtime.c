@@ -23,10 +23,12 @@
  * - the max bound: max = n works, max = n - 1 is refused;
  * - applying the same show stat twice gives the same list;
  * - dbk_rt_state_from_status, dbk_rt_state_from_flags,
- *   dbk_rt_server_load and dbk_rt_reconcile_step follow runtime.h. */
+ *   dbk_rt_server_load follow runtime.h, dbk_acct_reconcile_step
+ *   accounting.h (it judges what the parsers read). */
 #include <limits.h>
 
 #include "fuzz.h"
+#include "accounting.h"
 #include "runtime.h"
 
 #define MAXS 64
@@ -328,18 +330,18 @@ static void do_misc(const uint8_t *data, size_t size, uint8_t h)
 	           !s.stat_seen && s.scur == -1 && s.qcur == -1);
 	FUZZ_CHECK(dbk_rt_find(&s, 1, "", 0) == -1);
 
-	/* Reconciliation against the model of runtime.h's text. */
-	struct dbk_rt_reconcile r;
-	unsigned k = (h >> 4) % 5, kk = k ? k : DBK_RT_RECONCILE_K;
+	/* Reconciliation against the model of accounting.h's text. */
+	struct dbk_acct_reconcile r;
+	unsigned k = (h >> 4) % 5, kk = k ? k : DBK_ACCT_RECONCILE_K;
 	unsigned streak = 0;
 	long max_h = 0;
 	long long min_ex = 0;
 
-	dbk_rt_reconcile_init(&r);
+	dbk_acct_reconcile_init(&r);
 	while (in.n >= 4) {
 		unsigned ours = (unsigned)fuzz_u8(&in) << 8 | fuzz_u8(&in);
 		long hp = (int16_t)((uint16_t)fuzz_u8(&in) << 8 | fuzz_u8(&in));
-		unsigned take = dbk_rt_reconcile_step(&r, k, ours, hp);
+		unsigned take = dbk_acct_reconcile_step(&r, k, ours, hp);
 		unsigned want_take = 0;
 
 		if (hp < 0 || (long long)ours <= hp) {

@@ -3,9 +3,9 @@
  *
  * Each frame goes through frame_split and frame_parse, then through the
  * HELLO, DISCONNECT and NOTIFY decoders whatever its type. Checked:
- * - frame_split and frame_parse follow spop.h to the byte;
+ * - frame_split and frame_parse follow spop_codec.h to the byte;
  * - hello_parse and disconnect_parse agree with a model written from
- *   spop.h's contract (status, max-frame-size, pipelining, engine-id,
+ *   spop_codec.h's contract (status, max-frame-size, pipelining, engine-id,
  *   status-code, message), and pointers stay inside the frame;
  * - after a HELLO, the agent's answer (dbk_spop_agent_hello_build with the
  *   negotiated size) fits in that size and parses back to what was built;
@@ -19,20 +19,28 @@
 
 /* ---- HELLO model ---- */
 
+/* The next comma-separated token at or after *i, trimmed of blanks, as
+ * [*a, *b); false past the end. */
+static bool next_token(const uint8_t *s, size_t n, size_t *i, size_t *a, size_t *b)
+{
+	if (*i > n)
+		return false;
+	*a = *i;
+	while (*i < n && s[*i] != ',')
+		(*i)++;
+	*b = (*i)++;
+	while (*a < *b && (s[*a] == ' ' || s[*a] == '\t'))
+		(*a)++;
+	while (*b > *a && (s[*b - 1] == ' ' || s[*b - 1] == '\t'))
+		(*b)--;
+	return true;
+}
+
 static bool has_v2(const uint8_t *s, size_t n)
 {
-	size_t i = 0;
+	size_t i = 0, a, b;
 
-	while (i <= n) {
-		size_t a = i, b;
-
-		while (i < n && s[i] != ',')
-			i++;
-		b = i++;
-		while (a < b && (s[a] == ' ' || s[a] == '\t'))
-			a++;
-		while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t'))
-			b--;
+	while (next_token(s, n, &i, &a, &b)) {
 		if (b - a >= 3 && s[a] == '2' && s[a + 1] == '.') {
 			size_t k = a + 2;
 
@@ -47,21 +55,11 @@ static bool has_v2(const uint8_t *s, size_t n)
 
 static bool has_token(const uint8_t *s, size_t n, const char *tok)
 {
-	size_t i = 0, tl = strlen(tok);
+	size_t i = 0, a, b, tl = strlen(tok);
 
-	while (i <= n) {
-		size_t a = i, b;
-
-		while (i < n && s[i] != ',')
-			i++;
-		b = i++;
-		while (a < b && (s[a] == ' ' || s[a] == '\t'))
-			a++;
-		while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t'))
-			b--;
+	while (next_token(s, n, &i, &a, &b))
 		if (b - a == tl && memcmp(s + a, tok, tl) == 0)
 			return true;
-	}
 	return false;
 }
 
@@ -91,6 +89,37 @@ static bool int_value(const struct dbk_spop_data *v, bool *neg, uint64_t *mag)
 	}
 }
 
+/* The model reads a KV list's pairs first, then judges them in order:
+ * a bad value in a pair before a malformed one is what counts, as the
+ * codec judges while it walks. A pair takes two bytes at least, and no
+ * payload here exceeds our max frame. */
+struct pair {
+	const uint8_t *k;
+	size_t kl;
+	struct dbk_spop_data v;
+};
+#define MAX_PAIRS (OUR_MAX_FRAME / 2)
+static struct pair pairs[MAX_PAIRS];
+
+/* The well-formed pairs at the start of f's payload into pairs[]: their
+ * count; *malformed tells whether a malformed one ends them. */
+static long model_pairs(const struct dbk_spop_frame *f, bool *malformed)
+{
+	const uint8_t *p = f->payload, *end = f->payload + f->payload_len;
+	long n = 0;
+
+	*malformed = false;
+	while (p < end) {
+		FUZZ_CHECK(n < MAX_PAIRS);
+		if (!model_kv(&p, end, &pairs[n].k, &pairs[n].kl, &pairs[n].v)) {
+			*malformed = true;
+			break;
+		}
+		n++;
+	}
+	return n;
+}
+
 struct hello_model {
 	uint32_t mfs;
 	bool hc, pipelining;
@@ -100,7 +129,6 @@ struct hello_model {
 
 static enum dbk_spop_status model_hello(const struct dbk_spop_frame *f, struct hello_model *h)
 {
-	const uint8_t *p = f->payload, *end = f->payload + f->payload_len;
 	const uint8_t *vsn = NULL, *caps = NULL;
 	size_t vsn_len = 0, caps_len = 0;
 	bool have_mfs = false;
@@ -109,15 +137,16 @@ static enum dbk_spop_status model_hello(const struct dbk_spop_frame *f, struct h
 	if (f->type != DBK_SPOP_HAPROXY_HELLO || !(f->flags & DBK_SPOP_FLAG_FIN) ||
 	    f->stream_id || f->frame_id)
 		return DBK_SPOP_ERR_INVALID;
-	while (p < end) {
-		const uint8_t *k;
-		size_t kl;
-		struct dbk_spop_data v;
+	bool malformed;
+	long n = model_pairs(f, &malformed);
+
+	for (long i = 0; i < n; i++) {
+		const uint8_t *k = pairs[i].k;
+		size_t kl = pairs[i].kl;
+		struct dbk_spop_data v = pairs[i].v;
 		bool neg;
 		uint64_t mag;
 
-		if (!model_kv(&p, end, &k, &kl, &v))
-			return DBK_SPOP_ERR_INVALID;
 		if (key_is(k, kl, "supported-versions")) {
 			if (v.type != DBK_SPOP_T_STR)
 				return DBK_SPOP_ERR_INVALID;
@@ -146,6 +175,8 @@ static enum dbk_spop_status model_hello(const struct dbk_spop_frame *f, struct h
 			h->eid_len = v.u.buf.len;
 		}
 	}
+	if (malformed)
+		return DBK_SPOP_ERR_INVALID;
 	if (!vsn)
 		return DBK_SPOP_ERR_NO_VSN;
 	if (!has_v2(vsn, vsn_len))
@@ -179,21 +210,20 @@ static void check_agent_hello(uint32_t mfs, bool pipelining)
 	FUZZ_CHECK(dbk_spop_frame_parse(out + 4, flen, &f) == DBK_SPOP_OK);
 	FUZZ_CHECK(f.type == DBK_SPOP_AGENT_HELLO && f.flags == DBK_SPOP_FLAG_FIN);
 	FUZZ_CHECK(f.stream_id == 0 && f.frame_id == 0);
-	const uint8_t *p = f.payload, *end = f.payload + f.payload_len;
-	while (p < end) {
-		const uint8_t *k;
-		size_t kl;
-		struct dbk_spop_data v;
+	bool malformed;
+	long npairs = model_pairs(&f, &malformed);
+	FUZZ_CHECK(!malformed);
+	for (long i = 0; i < npairs; i++) {
+		const struct pair *kv = &pairs[i];
 
-		FUZZ_CHECK(model_kv(&p, end, &k, &kl, &v));
-		if (key_is(k, kl, "version")) {
-			FUZZ_CHECK(buf_is(&v, "2.0"));
+		if (key_is(kv->k, kv->kl, "version")) {
+			FUZZ_CHECK(buf_is(&kv->v, "2.0"));
 			seen |= 1;
-		} else if (key_is(k, kl, "max-frame-size")) {
-			FUZZ_CHECK(v.type == DBK_SPOP_T_UINT32 && v.u.u32 == mfs);
+		} else if (key_is(kv->k, kv->kl, "max-frame-size")) {
+			FUZZ_CHECK(kv->v.type == DBK_SPOP_T_UINT32 && kv->v.u.u32 == mfs);
 			seen |= 2;
-		} else if (key_is(k, kl, "capabilities")) {
-			FUZZ_CHECK(buf_is(&v, pipelining ? "pipelining" : ""));
+		} else if (key_is(kv->k, kv->kl, "capabilities")) {
+			FUZZ_CHECK(buf_is(&kv->v, pipelining ? "pipelining" : ""));
 			seen |= 4;
 		} else {
 			FUZZ_CHECK(!"unexpected key in AGENT-HELLO");
@@ -235,35 +265,32 @@ static void check_hello(const struct dbk_spop_frame *f, const uint8_t *body, siz
 static enum dbk_spop_status model_disconnect(const struct dbk_spop_frame *f, uint32_t *code,
                                              const uint8_t **msg, size_t *msg_len)
 {
-	const uint8_t *p = f->payload, *end = f->payload + f->payload_len;
-	bool have = false;
+	bool have = false, malformed;
+	long n;
 
 	*msg = NULL;
 	*msg_len = 0;
 	if (f->type != DBK_SPOP_HAPROXY_DISCONNECT && f->type != DBK_SPOP_AGENT_DISCONNECT)
 		return DBK_SPOP_ERR_INVALID;
-	while (p < end) {
-		const uint8_t *k;
-		size_t kl;
-		struct dbk_spop_data v;
+	n = model_pairs(f, &malformed);
+	for (long i = 0; i < n; i++) {
+		const struct pair *kv = &pairs[i];
 		bool neg;
 		uint64_t mag;
 
-		if (!model_kv(&p, end, &k, &kl, &v))
-			return DBK_SPOP_ERR_INVALID;
-		if (key_is(k, kl, "status-code")) {
-			if (!int_value(&v, &neg, &mag) || neg || mag > UINT32_MAX)
+		if (key_is(kv->k, kv->kl, "status-code")) {
+			if (!int_value(&kv->v, &neg, &mag) || neg || mag > UINT32_MAX)
 				return DBK_SPOP_ERR_INVALID;
 			*code = (uint32_t)mag;
 			have = true;
-		} else if (key_is(k, kl, "message")) {
-			if (v.type != DBK_SPOP_T_STR)
+		} else if (key_is(kv->k, kv->kl, "message")) {
+			if (kv->v.type != DBK_SPOP_T_STR)
 				return DBK_SPOP_ERR_INVALID;
-			*msg = v.u.buf.ptr;
-			*msg_len = v.u.buf.len;
+			*msg = kv->v.u.buf.ptr;
+			*msg_len = kv->v.u.buf.len;
 		}
 	}
-	return have ? DBK_SPOP_OK : DBK_SPOP_ERR_INVALID;
+	return have && !malformed ? DBK_SPOP_OK : DBK_SPOP_ERR_INVALID;
 }
 
 static void check_disconnect_roundtrip(uint32_t code, const char *msg)

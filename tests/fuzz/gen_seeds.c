@@ -104,24 +104,21 @@ static void kv_str(const char *k, const char *v)
 {
 	struct dbk_spop_data d = dbk_spop_str(v);
 
-	dbk_spop_put_name(&W, k, strlen(k));
-	dbk_spop_put_data(&W, &d);
+	dbk_spop_put_kv(&W, k, &d);
 }
 
 static void kv_u32(const char *k, uint32_t v)
 {
 	struct dbk_spop_data d = { .type = DBK_SPOP_T_UINT32, .u.u32 = v };
 
-	dbk_spop_put_name(&W, k, strlen(k));
-	dbk_spop_put_data(&W, &d);
+	dbk_spop_put_kv(&W, k, &d);
 }
 
 static void kv_bool(const char *k, bool v)
 {
 	struct dbk_spop_data d = dbk_spop_bool(v);
 
-	dbk_spop_put_name(&W, k, strlen(k));
-	dbk_spop_put_data(&W, &d);
+	dbk_spop_put_kv(&W, k, &d);
 }
 
 /* HAPROXY-HELLO as 2.6 sends it. */
@@ -151,14 +148,12 @@ static void disconnect(struct out *o, uint32_t code, const char *msg)
 static void msg_begin(const char *name, unsigned nargs)
 {
 	dbk_spop_put_name(&W, name, strlen(name));
-	if (!W.overflow && W.len < W.cap)
-		W.buf[W.len++] = (uint8_t)nargs;
+	dbk_spop_put_u8(&W, (uint8_t)nargs);
 }
 
 static void arg(const char *name, const struct dbk_spop_data *v)
 {
-	dbk_spop_put_name(&W, name, strlen(name));
-	dbk_spop_put_data(&W, v);
+	dbk_spop_put_kv(&W, name, v);
 }
 
 /* The dbucket-route message of haproxy/dbucket.spoe.conf:
@@ -240,8 +235,7 @@ static void seeds_spop(void)
 	kv_str("supported-versions", "2.0");
 	{
 		struct dbk_spop_data d = dbk_spop_int(200);
-		dbk_spop_put_name(&W, "max-frame-size", 14);
-		dbk_spop_put_data(&W, &d);
+		dbk_spop_put_kv(&W, "max-frame-size", &d);
 	}
 	kv_str("capabilities", "pipelining");
 	end(&o);

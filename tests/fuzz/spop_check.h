@@ -100,7 +100,7 @@ static inline enum dbk_spop_status check_data_at(const uint8_t **p, const uint8_
 	if (d->type == DBK_SPOP_T_STR || d->type == DBK_SPOP_T_BIN)
 		FUZZ_CHECK(fuzz_inside(d->u.buf.ptr, d->u.buf.len, base, base_len));
 	FUZZ_CHECK(d->type <= DBK_SPOP_T_BIN);
-	/* Integer conversion: ranges as spop.h states them. */
+	/* Integer conversion: ranges as spop_codec.h states them. */
 	int64_t v;
 	bool ok = dbk_spop_data_to_i64(d, &v);
 	switch (d->type) {
@@ -122,7 +122,7 @@ static inline enum dbk_spop_status check_data_at(const uint8_t **p, const uint8_
 }
 
 /* Builds a value from fuzz bytes, writes it, reads it back. Types above
- * BIN must poison the writer (spop.h: "An unknown type marks the writer
+ * BIN must poison the writer (spop_codec.h: "An unknown type marks the writer
  * as overflowed"). */
 static inline void check_data_from_input(struct fuzz_in *in)
 {
@@ -199,7 +199,7 @@ static inline uint32_t fuzz_be32(const uint8_t *b)
 	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
 }
 
-/* frame_split's contract, spop.h word for word. */
+/* frame_split's contract, spop_codec.h word for word. */
 static inline void check_split(const uint8_t *buf, size_t avail, uint32_t max,
                                enum dbk_spop_status st, size_t flen, bool complete)
 {

@@ -7,24 +7,18 @@
 size_t test_haproxy_hello(uint8_t *out, size_t cap, uint32_t max_frame, bool hc)
 {
 	struct dbk_spop_writer w;
-	struct dbk_spop_data v;
+	struct dbk_spop_data v = dbk_spop_str("2.0");
 
 	dbk_spop_writer_init(&w, out, cap);
 	dbk_spop_frame_begin(&w, DBK_SPOP_HAPROXY_HELLO, DBK_SPOP_FLAG_FIN, 0, 0);
-	dbk_spop_put_name(&w, "supported-versions", 18);
-	v = dbk_spop_str("2.0");
-	dbk_spop_put_data(&w, &v);
-	dbk_spop_put_name(&w, "max-frame-size", 14);
-	v.type = DBK_SPOP_T_UINT32;
-	v.u.u32 = max_frame;
-	dbk_spop_put_data(&w, &v);
-	dbk_spop_put_name(&w, "capabilities", 12);
+	dbk_spop_put_kv(&w, "supported-versions", &v);
+	v = (struct dbk_spop_data){ .type = DBK_SPOP_T_UINT32, .u.u32 = max_frame };
+	dbk_spop_put_kv(&w, "max-frame-size", &v);
 	v = dbk_spop_str(hc ? "" : "pipelining,async");
-	dbk_spop_put_data(&w, &v);
+	dbk_spop_put_kv(&w, "capabilities", &v);
 	if (hc) {
-		dbk_spop_put_name(&w, "healthcheck", 11);
 		v = dbk_spop_bool(true);
-		dbk_spop_put_data(&w, &v);
+		dbk_spop_put_kv(&w, "healthcheck", &v);
 	}
 	return dbk_spop_frame_end(&w);
 }
@@ -34,30 +28,22 @@ size_t test_notify_details(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid,
                            uint32_t flags, const char *id, int64_t blen, bool details)
 {
 	struct dbk_spop_writer w;
-	struct dbk_spop_data v;
+	struct dbk_spop_data v = dbk_spop_str(id);
 	static const char body[] = "{\"prompt\":\"hello\",\"max_tokens\":8}";
 
 	dbk_spop_writer_init(&w, out, cap);
 	dbk_spop_frame_begin(&w, DBK_SPOP_NOTIFY, flags, sid, fid);
 	dbk_spop_put_name(&w, "dbucket-route", 13);
-	uint8_t nargs = details ? 4 : 3;
-	if (!w.overflow && w.len < w.cap)
-		w.buf[w.len++] = nargs;
-	dbk_spop_put_name(&w, "id", 2);
-	v = dbk_spop_str(id);
-	dbk_spop_put_data(&w, &v);
-	dbk_spop_put_name(&w, "blen", 4);
+	dbk_spop_put_u8(&w, details ? 4 : 3);
+	dbk_spop_put_kv(&w, "id", &v);
 	v = dbk_spop_int(blen);
-	dbk_spop_put_data(&w, &v);
-	dbk_spop_put_name(&w, "body", 4);
-	v.type = DBK_SPOP_T_BIN;
-	v.u.buf.ptr = (const uint8_t *)body;
-	v.u.buf.len = sizeof(body) - 1;
-	dbk_spop_put_data(&w, &v);
+	dbk_spop_put_kv(&w, "blen", &v);
+	v = (struct dbk_spop_data){ .type = DBK_SPOP_T_BIN,
+		                    .u.buf = { (const uint8_t *)body, sizeof(body) - 1 } };
+	dbk_spop_put_kv(&w, "body", &v);
 	if (details) {
-		dbk_spop_put_name(&w, "details", 7);
 		v = dbk_spop_bool(true);
-		dbk_spop_put_data(&w, &v);
+		dbk_spop_put_kv(&w, "details", &v);
 	}
 	return dbk_spop_frame_end(&w);
 }

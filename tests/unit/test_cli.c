@@ -151,11 +151,32 @@ static void test_usage_lines_come_from_the_table(void)
 	free(text);
 }
 
+static void test_no_short_column_without_short_options(void)
+{
+	bool on = false;
+	const struct dbk_opt o[] = {
+		{.name = "on", .kind = DBK_OPT_FLAG, .dst = &on, .help = "switch"},
+		{0},
+	};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	dbk_cli_usage(f, o);
+	fclose(f);
+	CHECK(text && strcmp(text, "  --on  switch\n") == 0);
+	free(text);
+}
+
 int main(void)
 {
 	RUN(test_values_land_where_the_table_says);
 	RUN(test_every_bad_value_is_refused_by_name);
 	RUN(test_missing_value_repeats_and_callbacks);
 	RUN(test_usage_lines_come_from_the_table);
+	RUN(test_no_short_column_without_short_options);
 	return CHECK_DONE();
 }

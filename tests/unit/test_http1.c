@@ -1,4 +1,5 @@
-/* Unit tests of the HTTP/1.1 request parser (http.c). */
+/* Unit tests of the HTTP/1.1 message parser (lib/http1.c: requests and
+ * response heads) and the chunked decoder (lib/http1_chunked.c). */
 #include "lib/http1.h"
 
 #include <stdint.h>
@@ -351,6 +352,235 @@ static void test_reasons(void)
 	CHECK(strcmp(dbk_http_reason(999), "Unknown") == 0);
 }
 
+/* ---- Response heads ---- */
+
+static enum dbk_http_result parse_rsp(const char *s,
+                                      struct dbk_http_response *r)
+{
+	return dbk_http_parse_response(s, strlen(s), 1024, r);
+}
+
+static void test_response_head(void)
+{
+	struct dbk_http_response r;
+	const char *s = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream"
+	                "\r\nX-Served-By: vllm0\r\nContent-Length: 5\r\n\r\n"
+	                "hello";
+	size_t i, head = strlen(s) - 5;
+
+	CHECK_EQ_U(parse_rsp(s, &r), DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(r.status, 200);
+	CHECK_EQ_U(r.minor_version, 1);
+	CHECK(dbk_http_slice_eq(r.reason, "OK"));
+	CHECK_EQ_U(r.head_len, head);
+	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_LENGTH);
+	CHECK_EQ_U(r.content_length, 5);
+	CHECK(r.keep_alive);
+	CHECK(dbk_http_response_header(&r, "x-served-by") &&
+	      dbk_http_slice_eq(*dbk_http_response_header(&r, "X-SERVED-BY"),
+	                        "vllm0"));
+	CHECK(dbk_http_response_header(&r, "server") == NULL);
+	/* Every proper prefix of the head is incomplete, never an error. */
+	for (i = 0; i < head; i++)
+		if (dbk_http_parse_response(s, i, 1024, &r) !=
+		    DBK_HTTP_INCOMPLETE) {
+			fprintf(stderr, "  prefix %zu not incomplete\n", i);
+			CHECK(0);
+		}
+
+	/* No space before an empty reason; a leading empty line; bare LF. */
+	CHECK_EQ_U(parse_rsp("\r\nHTTP/1.0 503\nA: b\n\n", &r),
+	           DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(r.status, 503);
+	CHECK_EQ_U(r.reason.n, 0);
+	CHECK_EQ_U(r.minor_version, 0);
+	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_CLOSE);
+	CHECK(!r.keep_alive);
+}
+
+static void test_response_framing(void)
+{
+	struct dbk_http_response r;
+
+	/* No body: interim, 204, 304, whatever the fields say. */
+	CHECK_EQ_U(parse_rsp("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200", &r),
+	           DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(r.status, 100);
+	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_NONE);
+	CHECK_EQ_U(r.head_len, 25);
+	CHECK_EQ_U(parse_rsp("HTTP/1.1 204 No Content\r\nContent-Length: 9"
+	                     "\r\n\r\n", &r), DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_NONE);
+	CHECK_EQ_U(parse_rsp("HTTP/1.1 304 Not Modified\r\n\r\n", &r),
+	           DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_NONE);
+	CHECK(r.keep_alive);
+
+	/* Chunked as the last coding wins over Content-Length. */
+	CHECK_EQ_U(parse_rsp("HTTP/1.1 200 OK\r\nContent-Length: 99\r\n"
+	                     "Transfer-Encoding: gzip, chunked ,\r\n\r\n", &r),
+	           DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_CHUNKED);
+	CHECK_EQ_U(parse_rsp("HTTP/1.1 200 OK\r\nTransfer-Encoding: identity"
+	                     "\r\nContent-Length: 3\r\n\r\n", &r),
+	           DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_LENGTH);
+	CHECK_EQ_U(r.content_length, 3);
+
+	/* Connection tokens; HTTP/1.0 persists only when asked to. */
+	CHECK_EQ_U(parse_rsp("HTTP/1.1 200 OK\r\nConnection: x, Close\r\n"
+	                     "Content-Length: 0\r\n\r\n", &r),
+	           DBK_HTTP_COMPLETE);
+	CHECK(!r.keep_alive);
+	CHECK_EQ_U(parse_rsp("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n"
+	                     "Content-Length: 0\r\n\r\n", &r),
+	           DBK_HTTP_COMPLETE);
+	CHECK(r.keep_alive);
+	/* Read to the close: the connection cannot be reused. */
+	CHECK_EQ_U(parse_rsp("HTTP/1.1 200 OK\r\n\r\n", &r),
+	           DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_CLOSE);
+	CHECK(!r.keep_alive);
+}
+
+static void expect_rsp_error(const char *s, const char *why)
+{
+	struct dbk_http_response r;
+
+	CHECK_EQ_U(parse_rsp(s, &r), DBK_HTTP_ERROR);
+	if (!r.error || strcmp(r.error, why) != 0) {
+		fprintf(stderr, "  \"%s\": error \"%s\", want \"%s\"\n", s,
+		        r.error ? r.error : "(none)", why);
+		CHECK(0);
+	}
+}
+
+static void test_response_errors(void)
+{
+	char big[1100];
+
+	expect_rsp_error("HTTX/1.1 200 OK\r\n\r\n", "bad HTTP status line");
+	expect_rsp_error("HTTP/1.1 20 OK\r\n\r\n", "bad HTTP status line");
+	expect_rsp_error("HTTP/2 200\r\n\r\n", "bad HTTP status line");
+	expect_rsp_error("HTTP/1.2 200 OK\r\n\r\n", "bad HTTP status line");
+	expect_rsp_error("HTTP/1.1 200OK\r\n\r\n", "bad HTTP status line");
+	expect_rsp_error("HTTP/1.1 2x0 OK\r\n\r\n", "bad HTTP status line");
+	expect_rsp_error("HTTP/1.1 099 OK\r\n\r\n", "bad HTTP status line");
+	expect_rsp_error("HTTP/1.1 200 O\rK\r\n\r\n", "bare CR");
+	expect_rsp_error("HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
+	                 "bad header field name");
+	expect_rsp_error("HTTP/1.1 200 OK\r\n folded\r\n\r\n",
+	                 "obsolete line folding");
+	expect_rsp_error("HTTP/1.1 200 OK\r\nA: b\rc\r\n\r\n", "bare CR");
+	expect_rsp_error("\rHTTP/1.1 200 OK\r\n\r\n", "bare CR");
+	expect_rsp_error("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+	                 "Content-Length: 6\r\n\r\n",
+	                 "conflicting Content-Length");
+	expect_rsp_error("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+	                 "bad Content-Length");
+	expect_rsp_error("HTTP/1.1 200 OK\r\nContent-Length: "
+	                 "99999999999999999999999\r\n\r\n",
+	                 "body too large");
+	expect_rsp_error("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+	                 "unsupported Transfer-Encoding");
+
+	/* The head bound holds for the status line and for the fields. */
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	memcpy(big, "HTTP/1.1 200 ", 13);
+	expect_rsp_error(big, "response head too large");
+	memcpy(big, "HTTP/1.1 200 OK\r\nA: ", 20);
+	expect_rsp_error(big, "response head too large");
+}
+
+/* ---- Chunked bodies ---- */
+
+/* Decodes s fed in pieces of `step` bytes; the data goes to out. Returns
+ * the result and how many bytes of s were used. */
+static enum dbk_http_result dechunk(const char *s, size_t step, char *out,
+                                    size_t outn, size_t *used,
+                                    const char **why)
+{
+	struct dbk_http_chunked c;
+	size_t n = strlen(s), i = 0, o = 0;
+
+	dbk_http_chunked_init(&c);
+	while (i < n && c.result == DBK_HTTP_INCOMPLETE) {
+		size_t k = n - i < step ? n - i : step;
+		size_t j = 0;
+
+		while (j < k && c.result == DBK_HTTP_INCOMPLETE) {
+			struct dbk_http_slice d;
+
+			j += dbk_http_chunked_feed(&c, s + i + j, k - j, &d);
+			if (d.n > 0 && o + d.n < outn) {
+				memcpy(out + o, d.p, d.n);
+				o += d.n;
+			}
+		}
+		i += j;
+	}
+	out[o] = 0;
+	*used = i;
+	*why = c.error;
+	return c.result;
+}
+
+static void test_chunked(void)
+{
+	const char *s = "5;name=\"v\"\r\nhello\r\nA \r\n, world!!!\n"
+	                "0\r\nX-Trailer: 1\r\n\r\nNEXT";
+	char out[64];
+	const char *why;
+	size_t step, used;
+
+	for (step = 1; step <= strlen(s); step++) {
+		CHECK_EQ_U(dechunk(s, step, out, sizeof(out), &used, &why),
+		           DBK_HTTP_COMPLETE);
+		CHECK(strcmp(out, "hello, world!!!") == 0);
+		CHECK_EQ_U(used, strlen(s) - 4);
+	}
+	CHECK_EQ_U(dechunk("1a\r\n", 99, out, sizeof(out), &used, &why),
+	           DBK_HTTP_INCOMPLETE);
+	CHECK_EQ_U(dechunk("0\r\n\r\n", 99, out, sizeof(out), &used, &why),
+	           DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(out[0], 0);
+}
+
+static void expect_chunk_error(const char *s, const char *want)
+{
+	char out[64];
+	const char *why;
+	size_t used;
+
+	CHECK_EQ_U(dechunk(s, 3, out, sizeof(out), &used, &why),
+	           DBK_HTTP_ERROR);
+	if (!why || strcmp(why, want) != 0) {
+		fprintf(stderr, "  error \"%s\", want \"%s\"\n",
+		        why ? why : "(none)", want);
+		CHECK(0);
+	}
+}
+
+static void test_chunked_errors(void)
+{
+	static char big[DBK_HTTP_MAX_TRAILER + 16];
+
+	expect_chunk_error("zz\r\n", "bad chunk size");
+	expect_chunk_error("\r\n", "bad chunk size");
+	expect_chunk_error("5 x\r\n", "bad chunk size");
+	expect_chunk_error("5\rx", "bad chunk size");
+	expect_chunk_error("1234567890abcdef\r\n", "chunk too large");
+	expect_chunk_error("3\r\nabcXX\r\n", "missing CRLF after chunk data");
+	expect_chunk_error("3\r\nabc\rX", "missing CRLF after chunk data");
+
+	memset(big, 'x', sizeof(big) - 1);
+	memcpy(big, "1;", 2);
+	expect_chunk_error(big, "chunk extension too long");
+	memcpy(big, "0\r\nA: ", 6);
+	expect_chunk_error(big, "chunked trailer too large");
+}
+
 int main(void)
 {
 	RUN(test_simple_get);
@@ -365,5 +595,10 @@ int main(void)
 	RUN(test_keep_alive_and_expect);
 	RUN(test_mutation_fuzz);
 	RUN(test_reasons);
+	RUN(test_response_head);
+	RUN(test_response_framing);
+	RUN(test_response_errors);
+	RUN(test_chunked);
+	RUN(test_chunked_errors);
 	return CHECK_DONE();
 }

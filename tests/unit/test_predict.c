@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "engine_profile.h"
 #include "predict.h"
 #include "prefix_key.h"
 
@@ -48,6 +49,34 @@ static void test_config_checked(void)
 	dbk_pred_config_default(&c, 4);
 	c.t_cpu_s = -1;
 	CHECK(dbk_pred_config_check(&c, err, sizeof(err)) != 0);
+}
+
+/* The predictor's engine is the stub's default one: the same profile,
+ * not a copy of its numbers. */
+static void test_defaults_are_the_h100_profile(void)
+{
+	const struct dbk_engine_profile *h = dbk_engine_profile_find("h100");
+	const struct dbk_engine_profile *a = dbk_engine_profile_find("a100");
+	struct dbk_pred_config c;
+
+	CHECK(h != NULL && a != NULL && h != a);
+	CHECK(dbk_engine_profile_find("tpu") == NULL);
+	CHECK(dbk_engine_profile_find(NULL) == NULL);
+	if (!h)
+		return;
+	dbk_pred_config_default(&c, 4);
+	CHECK_NEAR(c.budget_tokens, h->default_max_num_batched_tokens, 0);
+	CHECK_NEAR(c.t_cpu_s, h->t_cpu_s, 0);
+	CHECK_NEAR(c.t_weights_s, h->t_weights_s, 0);
+	CHECK_NEAR(c.lin_tokens_per_s, h->r_lin_tok_s, 0);
+	CHECK_NEAR(c.attn_flops, h->f_attn_flops, 0);
+	CHECK_NEAR(c.kv_read_bw, h->kv_read_bw, 0);
+	CHECK_NEAR(c.kv_tokens, (double)h->default_kv_capacity_tokens, 0);
+	CHECK_NEAR(c.attn_flop_per_pair, DBK_MODEL_ATTN_FLOPS_PER_PAIR, 0);
+	CHECK_NEAR(c.kv_bytes_per_token, DBK_MODEL_KV_BYTES_PER_TOKEN, 0);
+	/* The numbers the predictor was tuned with. */
+	CHECK_NEAR(c.budget_tokens, 8192, 0);
+	CHECK_NEAR(c.kv_tokens, 430000, 0);
 }
 
 static void test_a_burst_spreads(void)
@@ -253,6 +282,7 @@ static void test_prefill_priced_as_the_engine(void)
 int main(void)
 {
 	RUN(test_config_checked);
+	RUN(test_defaults_are_the_h100_profile);
 	RUN(test_a_burst_spreads);
 	RUN(test_hard_rules);
 	RUN(test_a_conversation_returns_unless_overloaded);

@@ -45,8 +45,10 @@ static enum dbk_spop_status run_frame(struct fixture *x, const uint8_t *frame, s
 	if (st != DBK_SPOP_OK)
 		return st;
 	dbk_spop_writer_init(&w, x->out, sizeof(x->out));
+	dbk_spop_ack_begin(&w, f.stream_id, f.frame_id);
 	st = dbk_route_notify(&x->r, &f, 1000, &w);
-	if (st == DBK_SPOP_OK && dbk_spop_frame_parse(x->out + 4, w.len - 4, &x->ack))
+	if (st == DBK_SPOP_OK &&
+	    (dbk_spop_frame_end(&w) == 0 || dbk_spop_frame_parse(x->out + 4, w.len - 4, &x->ack)))
 		st = DBK_SPOP_ERR_UNKNOWN;
 	return st;
 }
@@ -245,6 +247,70 @@ static void test_duplicate_id_refused(void)
 	down(&x);
 }
 
+/* route.c logs nothing: it tells its caller each decision, routed or
+ * refused, and the caller (route_handler.c) decides what to log. */
+struct seen {
+	unsigned n;
+	char id[16];
+	enum dbk_bal_result res;
+	bool has_decision;
+	unsigned server;
+	double body_bytes;
+	uint64_t now_ms;
+};
+
+static void record(void *arg, const struct dbk_route_event *e)
+{
+	struct seen *s = arg;
+
+	s->n++;
+	snprintf(s->id, sizeof(s->id), "%.*s", (int)e->id_len, (const char *)e->id);
+	s->res = e->res;
+	s->has_decision = e->d != NULL;
+	s->server = e->d ? e->d->server : 99;
+	s->body_bytes = e->req->body_bytes;
+	s->now_ms = e->now_ms;
+}
+
+static void test_decisions_are_reported_not_logged(void)
+{
+	struct fixture x;
+	struct seen s = { 0 };
+	const char *const argn[] = { "blen" };
+	struct dbk_spop_data argv[1] = { dbk_spop_int(10) };
+
+	up(&x, true);
+	x.r.on_decision = record;
+	x.r.decision_arg = &s;
+	size_t len = test_notify(x.in, sizeof(x.in), 1, 1, DBK_SPOP_FLAG_FIN, "ev-1", 140000);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK_EQ_U(s.n, 1);
+	CHECK(strcmp(s.id, "ev-1") == 0);
+	CHECK_EQ_U(s.res, DBK_BAL_OK);
+	CHECK(s.has_decision);
+	CHECK_EQ_U(s.server, 2);            /* the long group's first */
+	CHECK(s.body_bytes == 140000);
+	CHECK_EQ_U(s.now_ms, 1000);
+	/* The same id again: refused, reported with why, no decision. */
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK_EQ_U(s.n, 2);
+	CHECK_EQ_U(s.res, DBK_BAL_DUPLICATE);
+	CHECK(!s.has_decision);
+	/* No id: nothing was asked of the balancer, nothing to report. */
+	len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 1, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK_EQ_U(s.n, 2);
+	CHECK_EQ_U(x.r.stats.no_id, 1);
+	/* Its client left first: reported, but not a refusal. */
+	dbk_bal_bury(x.bal, "gone", 4, 1000);
+	len = test_notify(x.in, sizeof(x.in), 1, 2, DBK_SPOP_FLAG_FIN, "gone", 100);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK_EQ_U(s.n, 3);
+	CHECK_EQ_U(s.res, DBK_BAL_ENDED);
+	CHECK_EQ_U(x.r.stats.refused, 1);
+	down(&x);
+}
+
 static void test_unknown_message_never_gets_an_empty_ack(void)
 {
 	struct fixture x;
@@ -433,6 +499,7 @@ int main(void)
 	RUN(test_score_spelling);
 	RUN(test_missing_id_is_an_error_not_a_lease);
 	RUN(test_duplicate_id_refused);
+	RUN(test_decisions_are_reported_not_logged);
 	RUN(test_unknown_message_never_gets_an_empty_ack);
 	RUN(test_truncated_notify_takes_no_lease);
 	RUN(test_moved_message_moves_the_lease);

@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "fixture.h"
 #include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/net.h"
@@ -42,8 +42,8 @@ struct conn {
 #define MAX_CONNS 256
 static struct conn *conns[MAX_CONNS];
 
-static char fixture[1 << 17];
-static size_t fixture_len;
+static char metrics_body[1 << 17];
+static size_t metrics_len;
 static const char models[] = "{\"object\":\"list\",\"data\":[{\"id\":\"m\",\"max_model_len\":4096}]}";
 
 static void reply(int fd, const char *body, size_t len)
@@ -78,7 +78,7 @@ static void on_conn(struct ev_loop *loop, ev_io *w, int revents)
 
 		c->srv->requests++;
 		if (c->srv->mode == OK)
-			reply(w->fd, is_models ? models : fixture, is_models ? strlen(models) : fixture_len);
+			reply(w->fd, is_models ? models : metrics_body, is_models ? strlen(models) : metrics_len);
 		else if (c->srv->mode == GARBAGE)
 			reply(w->fd, "this is { not prometheus\n", 25);
 		size_t used = (size_t)(end + 4 - c->buf);
@@ -166,13 +166,14 @@ static void test_scrape_ok_garbage_hang(void)
 	const char *names[NSRV] = { "ok", "garbage", "hang" };
 	const char *urls[NSRV];
 	char err[128];
-	FILE *f = fopen("contrib/stub/fixtures/vllm-metrics.prom", "rb");
+	struct text f = repo_file("contrib/stub/fixtures/vllm-metrics.prom");
 
-	CHECK(f != NULL);
-	if (!f)
+	CHECK(f.len > 0 && f.len <= sizeof(metrics_body));
+	metrics_len = f.len <= sizeof(metrics_body) ? f.len : 0;
+	memcpy(metrics_body, f.s, metrics_len);
+	text_free(&f);
+	if (!metrics_len)
 		return;
-	fixture_len = fread(fixture, 1, sizeof(fixture), f);
-	fclose(f);
 	for (unsigned i = 0; i < NSRV; i++) {
 		struct sockaddr_storage sa;
 		socklen_t sl = sizeof(sa);

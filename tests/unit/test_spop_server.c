@@ -14,7 +14,8 @@
 #include "lib/log.h"
 #include "lib/net.h"
 #include "frames.h"
-#include "spop_server.h"
+#include "lib/spop_server.h"
+#include "route_handler.h"
 
 static const char *const names[] = { "vllm0", "vllm1", "vllm2", "vllm3" };
 
@@ -22,14 +23,18 @@ struct world {
 	struct ev_loop *loop;
 	struct dbk_balancer *bal;
 	struct dbk_route route;
-	struct dbk_spoa *spoa;
+	struct dbk_route_handler rh;
+	struct dbk_spop_server *spoa;
 	char path[108];
 	char spec[120];
 };
 
-static void world_up(struct world *w, unsigned max_conns, uint32_t max_frame)
+/* A server with handler h, or with the agent's router when h is NULL. */
+static void world_up_with(struct world *w, unsigned max_conns, uint32_t max_frame,
+                          const struct dbk_spop_handler *h)
 {
 	struct dbk_bal_config bc;
+	struct dbk_spop_handler rh;
 	char err[256];
 
 	memset(w, 0, sizeof(*w));
@@ -39,23 +44,32 @@ static void world_up(struct world *w, unsigned max_conns, uint32_t max_frame)
 	w->route.bal = w->bal;
 	w->route.names = names;
 	w->route.nnames = 4;
-	struct dbk_spoa_config sc = { .max_frame_size = max_frame,
-	                              .max_connections = max_conns,
-	                              .hello_timeout = 0.2,
-	                              .frame_timeout = 0.2,
-	                              .idle_timeout = 0.3 };
-	w->spoa = dbk_spoa_new(w->loop, &sc, &w->route);
+	struct dbk_spop_server_config sc = { .max_frame_size = max_frame,
+	                                     .max_connections = max_conns,
+	                                     .hello_timeout = 0.2,
+	                                     .frame_timeout = 0.2,
+	                                     .idle_timeout = 0.3 };
+	if (!h) {
+		rh = dbk_route_handler_init(&w->rh, &w->route);
+		h = &rh;
+	}
+	w->spoa = dbk_spop_server_new(w->loop, &sc, h);
 	snprintf(w->path, sizeof(w->path), "/tmp/dbk-test-spoa-%d.sock", (int)getpid());
 	snprintf(w->spec, sizeof(w->spec), "unix:%s", w->path);
 	int fd = dbk_net_listen(w->spec, err, sizeof(err));
 	if (fd < 0)
 		fprintf(stderr, "listen: %s\n", err);
-	dbk_spoa_add_listener(w->spoa, fd);
+	dbk_spop_server_add_listener(w->spoa, fd);
+}
+
+static void world_up(struct world *w, unsigned max_conns, uint32_t max_frame)
+{
+	world_up_with(w, max_conns, max_frame, NULL);
 }
 
 static void world_down(struct world *w)
 {
-	dbk_spoa_free(w->spoa);
+	dbk_spop_server_free(w->spoa);
 	dbk_bal_free(w->bal);
 	ev_loop_destroy(w->loop);
 	unlink(w->path);
@@ -138,32 +152,36 @@ static void send_all(int fd, const uint8_t *buf, size_t len)
 	}
 }
 
-static int hello_client(struct world *w, uint32_t max_frame)
+/* Connects and says HELLO (a health check's if hc); what came back is
+ * in *r, its first frame in *f. Returns the socket. */
+static int say_hello(struct world *w, uint32_t max_frame, bool hc, struct reply *r,
+                     struct dbk_spop_frame *f)
 {
 	uint8_t buf[512];
-	struct reply r = { .len = 0 };
-	struct dbk_spop_frame f;
 	int fd = client(w);
 
-	send_all(fd, buf, test_haproxy_hello(buf, sizeof(buf), max_frame, false));
-	pump(w, fd, &r, 1);
-	CHECK(nth_frame(&r, 0, &f) && f.type == DBK_SPOP_AGENT_HELLO);
+	send_all(fd, buf, test_haproxy_hello(buf, sizeof(buf), max_frame, hc));
+	pump(w, fd, r, hc ? 0 : 1);
+	CHECK(nth_frame(r, 0, f) && f->type == DBK_SPOP_AGENT_HELLO);
 	return fd;
+}
+
+static int hello_client(struct world *w, uint32_t max_frame)
+{
+	struct reply r = { .len = 0 };
+	struct dbk_spop_frame f;
+
+	return say_hello(w, max_frame, false, &r, &f);
 }
 
 static void test_hello_negotiates_frame_size(void)
 {
 	struct world w;
-	uint8_t buf[512];
 	struct reply r = { .len = 0 };
 	struct dbk_spop_frame f;
 
 	world_up(&w, 16, 16380);
-	int fd = client(&w);
-	send_all(fd, buf, test_haproxy_hello(buf, sizeof(buf), 9000, false));
-	pump(&w, fd, &r, 1);
-	CHECK(nth_frame(&r, 0, &f));
-	CHECK_EQ_U(f.type, DBK_SPOP_AGENT_HELLO);
+	int fd = say_hello(&w, 9000, false, &r, &f);
 	CHECK(f.flags & DBK_SPOP_FLAG_FIN);
 	CHECK(!r.closed);
 	/* AGENT-HELLO is a KV list; re-read it as if we were HAProxy. */
@@ -198,18 +216,14 @@ static void test_hello_negotiates_frame_size(void)
 static void test_healthcheck_hello_closes(void)
 {
 	struct world w;
-	uint8_t buf[512];
 	struct reply r = { .len = 0 };
 	struct dbk_spop_frame f;
 
 	world_up(&w, 16, 16380);
-	int fd = client(&w);
-	send_all(fd, buf, test_haproxy_hello(buf, sizeof(buf), 16380, true));
-	pump(&w, fd, &r, 0);
-	CHECK(nth_frame(&r, 0, &f) && f.type == DBK_SPOP_AGENT_HELLO);
+	int fd = say_hello(&w, 16380, true, &r, &f);
 	CHECK(r.closed);
-	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->healthchecks, 1);
-	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->open, 0);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->healthchecks, 1);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->open, 0);
 	close(fd);
 	world_down(&w);
 }
@@ -264,25 +278,36 @@ static void test_frame_split_across_reads(void)
 	world_down(&w);
 }
 
-/* Sends raw bytes after a good HELLO and expects AGENT-DISCONNECT with
- * the given status, then a close. */
-static void expect_disconnect(const uint8_t *bytes, size_t len, uint32_t status,
-                              uint32_t max_frame)
+/* Sends raw bytes after a good HELLO to a server with handler h (the
+ * router if NULL) and expects AGENT-DISCONNECT with the given status,
+ * then a close, and no ACK before it. */
+static void expect_disconnect_with(const struct dbk_spop_handler *h, const uint8_t *bytes,
+                                   size_t len, uint32_t status, uint32_t max_frame)
 {
 	struct world w;
 	struct reply r = { .len = 0 };
 	struct dbk_spop_frame f;
 
-	world_up(&w, 16, 16380);
+	world_up_with(&w, 16, 16380, h);
 	int fd = hello_client(&w, max_frame);
 	send_all(fd, bytes, len);
 	pump(&w, fd, &r, 0);
 	CHECK(nth_frame(&r, 0, &f));
+	CHECK_EQ_U(f.type, DBK_SPOP_AGENT_DISCONNECT);
 	CHECK_EQ_U(test_disconnect_status(&f), status);
 	CHECK(r.closed);
-	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->open, 0);
+	const struct dbk_spop_server_stats *st = dbk_spop_server_stats(w.spoa);
+	CHECK_EQ_U(st->open, 0);
+	CHECK_EQ_U(st->acks, 0);
+	CHECK_EQ_U(st->disconnects[status], 1);
 	close(fd);
 	world_down(&w);
+}
+
+static void expect_disconnect(const uint8_t *bytes, size_t len, uint32_t status,
+                              uint32_t max_frame)
+{
+	expect_disconnect_with(NULL, bytes, len, status, max_frame);
 }
 
 static void test_frame_above_negotiated_size(void)
@@ -349,13 +374,13 @@ static void test_many_connections_and_limit(void)
 	world_up(&w, N, 16380);
 	for (int i = 0; i < N; i++)
 		fds[i] = hello_client(&w, 16380);
-	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->open, N);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->open, N);
 	/* One over the limit is closed at once. */
 	struct reply r = { .len = 0 };
 	fds[N] = client(&w);
 	pump(&w, fds[N], &r, 0);
 	CHECK(r.closed);
-	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->refused_conns, 1);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->refused_conns, 1);
 	/* Every admitted connection still routes. */
 	for (int i = 0; i < N; i++) {
 		char id[16];
@@ -529,7 +554,7 @@ static void test_idle_after_hello_times_out(void)
 	CHECK_EQ_U(test_disconnect_status(&f), DBK_SPOP_ERR_TIMEOUT);
 	ev_now_update(w.loop);
 	CHECK(ev_now(w.loop) - t0 >= 0.25);
-	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->open, 0);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->open, 0);
 	close(fd);
 	world_down(&w);
 }
@@ -568,12 +593,123 @@ static void test_out_of_descriptors_sheds_without_spinning(void)
 	}
 	setrlimit(RLIMIT_NOFILE, &saved);
 	CHECK_EQ_U(closed, N);
-	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->refused_conns, N);
-	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->accepted, 0);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->refused_conns, N);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->accepted, 0);
 	for (int i = 0; i < N; i++)
 		close(fds[i]);
 	int fd = hello_client(&w, 16380);
-	CHECK_EQ_U(dbk_spoa_stats(w.spoa)->accepted, 1);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->accepted, 1);
+	close(fd);
+	world_down(&w);
+}
+
+/* ---- The handler interface, with handlers of the test's own ---- */
+
+struct probe {
+	unsigned calls;
+	uint64_t last_stream, last_frame;
+	enum dbk_spop_status answer;    /* what the handler returns */
+	size_t fill;                    /* bytes of junk to write: overflow */
+};
+
+static enum dbk_spop_status probe_notify(void *arg, const struct dbk_spop_frame *f,
+                                         struct dbk_spop_writer *w)
+{
+	struct probe *p = arg;
+	struct dbk_spop_data v = dbk_spop_str("probe");
+	char junk[64] = "";
+
+	p->calls++;
+	p->last_stream = f->stream_id;
+	p->last_frame = f->frame_id;
+	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, "who", &v);
+	for (size_t n = 0; n < p->fill; n += sizeof(junk) - 1) {
+		v = dbk_spop_str(junk);
+		memset(junk, 'j', sizeof(junk) - 1);
+		dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, "junk", &v);
+	}
+	return p->answer;
+}
+
+/* The server frames the ACK around what the handler writes: ids echo
+ * the NOTIFY's, whatever the handler does; it counts what it handled. */
+static void test_handler_writes_the_actions_of_an_ack(void)
+{
+	struct probe p = { .answer = DBK_SPOP_OK };
+	struct dbk_spop_handler h = { probe_notify, &p };
+	struct world w;
+	uint8_t buf[1024];
+	size_t len = 0;
+	struct reply r = { .len = 0 };
+	struct dbk_spop_frame f;
+
+	world_up_with(&w, 16, 16380, &h);
+	int fd = hello_client(&w, 16380);
+	len += test_notify(buf + len, sizeof(buf) - len, 41, 5, DBK_SPOP_FLAG_FIN, "a", 10);
+	len += test_notify(buf + len, sizeof(buf) - len, 42, 6, DBK_SPOP_FLAG_FIN, "b", 10);
+	send_all(fd, buf, len);
+	pump(&w, fd, &r, 2);
+	CHECK_EQ_U(p.calls, 2);
+	CHECK_EQ_U(p.last_stream, 42);
+	CHECK_EQ_U(p.last_frame, 6);
+	CHECK(nth_frame(&r, 0, &f) && f.type == DBK_SPOP_ACK && f.stream_id == 41 &&
+	      f.frame_id == 5 && (f.flags & DBK_SPOP_FLAG_FIN) && test_var_is(&f, "who", "probe"));
+	CHECK(nth_frame(&r, 1, &f) && f.stream_id == 42 && f.frame_id == 6);
+	CHECK(!r.closed);
+	const struct dbk_spop_server_stats *st = dbk_spop_server_stats(w.spoa);
+	CHECK_EQ_U(st->notifies, 2);
+	CHECK_EQ_U(st->acks, 2);
+	CHECK_EQ_U(st->frames_in, 3);
+	CHECK_EQ_U(st->frames_out, 3);
+	/* No router was given: no lease anywhere. */
+	CHECK_EQ_U(dbk_bal_stats(w.bal)->leases, 0);
+	close(fd);
+	world_down(&w);
+}
+
+/* A handler's refusal is the DISCONNECT's status, with no ACK before it;
+ * so is an answer that does not fit the negotiated frame (RES). */
+static void expect_handler_disconnect(struct probe *p, uint32_t max_frame, uint32_t status)
+{
+	struct dbk_spop_handler h = { probe_notify, p };
+	uint8_t buf[512];
+	size_t len = test_notify(buf, sizeof(buf), 1, 1, DBK_SPOP_FLAG_FIN, "x", 10);
+
+	expect_disconnect_with(&h, buf, len, status, max_frame);
+	CHECK_EQ_U(p->calls, 1);
+}
+
+static void test_handler_refusal_disconnects(void)
+{
+	struct probe p = { .answer = DBK_SPOP_ERR_INVALID };
+
+	expect_handler_disconnect(&p, 16380, DBK_SPOP_ERR_INVALID);
+}
+
+static void test_handler_overflow_is_a_resource_error(void)
+{
+	/* 2 KB of actions in a 1 KB frame: the handler says OK, the frame
+	 * cannot hold it. */
+	struct probe p = { .answer = DBK_SPOP_OK, .fill = 2048 };
+
+	expect_handler_disconnect(&p, 1024, DBK_SPOP_ERR_RES);
+}
+
+/* The agent's glue times every NOTIFY it routes. */
+static void test_route_handler_times_each_notify(void)
+{
+	struct world w;
+	uint8_t buf[512];
+	struct reply r = { .len = 0 };
+
+	world_up(&w, 16, 16380);
+	int fd = hello_client(&w, 16380);
+	send_all(fd, buf, test_notify(buf, sizeof(buf), 1, 1, DBK_SPOP_FLAG_FIN, "t", 10));
+	pump(&w, fd, &r, 1);
+	CHECK_EQ_U(w.rh.notify_seconds.count, 1);
+	CHECK(w.rh.notify_seconds.sum >= 0);
+	CHECK_EQ_U(w.route.stats.routed, 1);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->haproxy_disconnects, 0);
 	close(fd);
 	world_down(&w);
 }
@@ -598,5 +734,9 @@ int main(void)
 	RUN(test_frame_timer_starts_at_each_frame);
 	RUN(test_idle_after_hello_times_out);
 	RUN(test_out_of_descriptors_sheds_without_spinning);
+	RUN(test_handler_writes_the_actions_of_an_ack);
+	RUN(test_handler_refusal_disconnects);
+	RUN(test_handler_overflow_is_a_resource_error);
+	RUN(test_route_handler_times_each_notify);
 	return CHECK_DONE();
 }

@@ -2,30 +2,10 @@
  * of vLLM's own output), several engines, the older family names, what
  * the exposition format allows (comments, escapes, NaN, timestamps) and
  * what it does not (every malformed line fails the whole body). */
-#include <errno.h>
 #include <stdlib.h>
 
-#include "check.h"
+#include "fixture.h"
 #include "vllm_metrics.h"
-
-#define FIX_MAX (1 << 20)
-
-/* Reads a file relative to the repository root (where tests/run runs). */
-static size_t read_fixture(const char *path, char *buf, size_t cap)
-{
-	FILE *f = fopen(path, "rb");
-	size_t n;
-
-	if (!f) {
-		fprintf(stderr, "  cannot open %s: %s\n", path, strerror(errno));
-		dbk_check_cur_failed++;
-		return 0;
-	}
-	n = fread(buf, 1, cap, f);
-	fclose(f);
-	CHECK(n > 0 && n < cap);
-	return n;
-}
 
 static int parse(const char *s, struct dbk_vllm_metrics *m, char *err)
 {
@@ -34,12 +14,12 @@ static int parse(const char *s, struct dbk_vllm_metrics *m, char *err)
 
 static void test_stub_fixture(void)
 {
-	static char buf[FIX_MAX];
-	size_t n = read_fixture("contrib/stub/fixtures/vllm-metrics.prom", buf, sizeof(buf));
+	struct text f = repo_file("contrib/stub/fixtures/vllm-metrics.prom");
 	struct dbk_vllm_metrics m;
 	char err[128] = "";
 
-	CHECK(dbk_vllm_parse_metrics(buf, n, &m, err, sizeof(err)) == 0);
+	CHECK(dbk_vllm_parse_metrics(f.s, f.len, &m, err, sizeof(err)) == 0);
+	text_free(&f);
 	CHECK_EQ_U(m.have, 0xff);
 	CHECK_NEAR(m.running, 3, 0);
 	CHECK_NEAR(m.waiting, 4, 0);
@@ -167,12 +147,12 @@ static void test_long_line_is_refused(void)
 
 static void test_models(void)
 {
-	static char buf[FIX_MAX];
-	size_t n = read_fixture("tests/unit/fixtures/vllm-models.json", buf, sizeof(buf));
+	struct text f = fixture("vllm-models.json");
 	long len = -1;
 	char err[128];
 
-	CHECK(dbk_vllm_parse_models(buf, n, &len, err, sizeof(err)) == 0);
+	CHECK(dbk_vllm_parse_models(f.s, f.len, &len, err, sizeof(err)) == 0);
+	text_free(&f);
 	CHECK_EQ_U(len, 32768);
 	const char *two = "{\"data\":[{\"id\":\"a\",\"max_model_len\":8192},"
 	                  "{\"id\":\"b\",\"max_model_len\":4096},{\"id\":\"c\"}]}";

@@ -8,10 +8,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <time.h>
-#include "lib/listener.h"
-#include "lib/log.h"
-#include "lib/net.h"
+#include "list.h"
+#include "listener.h"
+#include "log.h"
+#include "net.h"
 
 #define OUT_CAP (64 * 1024)
 /* The input loop handles another frame only while a whole frame's worth
@@ -30,9 +30,6 @@
  * told to use, so HAProxy closes its own idle connections first. */
 #define IDLE_TIMEOUT 120.0
 
-static const double notify_bounds[] = {
-	1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 5e-3, 1e-2,
-};
 #define CLOSE_TIMEOUT 1.0
 
 enum conn_state {
@@ -44,8 +41,8 @@ enum conn_state {
 struct conn {
 	ev_io io;
 	ev_timer timer;
-	struct dbk_spoa *s;
-	struct conn *prev, *next;
+	struct dbk_spop_server *s;
+	struct dbk_list link;     /* in s->conns */
 	int fd;
 	unsigned id;
 	enum conn_state state;
@@ -59,14 +56,14 @@ struct conn {
 	uint8_t *out;         /* OUT_CAP */
 };
 
-struct dbk_spoa {
+struct dbk_spop_server {
 	struct ev_loop *loop;
-	struct dbk_spoa_config cfg;
-	struct dbk_route *route;
+	struct dbk_spop_server_config cfg;
+	struct dbk_spop_handler h;
 	struct dbk_listener_set ls;
-	struct conn *conns;
+	struct dbk_list conns;
 	unsigned next_id;
-	struct dbk_spoa_stats stats;
+	struct dbk_spop_server_stats stats;
 	struct dbk_ratelimit fail_log;
 };
 
@@ -85,18 +82,13 @@ static bool room_for_reply(const struct conn *c)
 
 static void conn_close(struct conn *c)
 {
-	struct dbk_spoa *s = c->s;
+	struct dbk_spop_server *s = c->s;
 
 	ev_io_stop(s->loop, &c->io);
 	ev_timer_stop(s->loop, &c->timer);
 	dbk_listener_release(&s->ls, c->fd);
 	close(c->fd);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		s->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	dbk_list_del(&c->link);
 	s->stats.closed++;
 	s->stats.open--;
 	dbk_log(DBK_LOG_DEBUG, "conn-close", "conn=%u", c->id);
@@ -171,54 +163,61 @@ static void on_hello(struct conn *c, const struct dbk_spop_frame *f)
 	        c->id, c->frame_max, h.pipelining);
 }
 
-static void on_ready(struct conn *c, const struct dbk_spop_frame *f)
+/* The handler writes the actions; the frame around them is ours, so
+ * its ids always echo the NOTIFY's. */
+static void on_notify(struct conn *c, const struct dbk_spop_frame *f)
 {
+	struct dbk_spop_server *s = c->s;
 	struct dbk_spop_writer w;
 	enum dbk_spop_status st;
 
-	switch (f->type) {
-	case DBK_SPOP_NOTIFY:
-		/* We never offer fragmentation, so every NOTIFY must be whole. */
-		if (!(f->flags & DBK_SPOP_FLAG_FIN) || (f->flags & DBK_SPOP_FLAG_ABORT)) {
-			conn_fail(c, DBK_SPOP_ERR_FRAG_NOT_SUPP, NULL);
-			return;
-		}
-		/* room_for_reply made sure a whole frame fits. */
-		dbk_spop_writer_init(&w, c->out + c->out_len, (size_t)c->frame_max + 4);
-		struct timespec t0, t1;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		st = dbk_route_notify(c->s->route, f, (uint64_t)t0.tv_sec * 1000 +
-		                                             (uint64_t)t0.tv_nsec / 1000000, &w);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		dbk_histo_add(&c->s->stats.notify_seconds,
-		              (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
-		if (st != DBK_SPOP_OK) {
-			conn_fail(c, st, NULL);
-			return;
-		}
-		c->out_len += w.len;
-		c->s->stats.frames_out++;
+	/* We never offer fragmentation, so every NOTIFY must be whole. */
+	if (!(f->flags & DBK_SPOP_FLAG_FIN) || (f->flags & DBK_SPOP_FLAG_ABORT)) {
+		conn_fail(c, DBK_SPOP_ERR_FRAG_NOT_SUPP, NULL);
 		return;
-	case DBK_SPOP_HAPROXY_DISCONNECT: {
-		uint32_t code = 0;
-		const uint8_t *msg = NULL;
-		size_t msg_len = 0;
-		char q[128];
+	}
+	s->stats.notifies++;
+	/* room_for_reply made sure a whole frame fits. */
+	dbk_spop_writer_init(&w, c->out + c->out_len, (size_t)c->frame_max + 4);
+	dbk_spop_ack_begin(&w, f->stream_id, f->frame_id);
+	st = s->h.notify(s->h.arg, f, &w);
+	if (st == DBK_SPOP_OK && dbk_spop_frame_end(&w) == 0)
+		st = DBK_SPOP_ERR_RES;
+	if (st != DBK_SPOP_OK) {
+		conn_fail(c, st, NULL);
+		return;
+	}
+	c->out_len += w.len;
+	s->stats.frames_out++;
+	s->stats.acks++;
+}
 
-		if (dbk_spop_disconnect_parse(f, &code, &msg, &msg_len) != DBK_SPOP_OK) {
-			conn_fail(c, DBK_SPOP_ERR_INVALID, NULL);
-			return;
-		}
-		dbk_log(code ? DBK_LOG_WARN : DBK_LOG_DEBUG, "haproxy-disconnect",
-		        "conn=%u status=%u message=\"%s\"", c->id, code,
-		        dbk_log_quote(q, sizeof(q), (const char *)msg, msg_len));
-		conn_fail(c, DBK_SPOP_OK, NULL);
+static void on_haproxy_disconnect(struct conn *c, const struct dbk_spop_frame *f)
+{
+	uint32_t code = 0;
+	const uint8_t *msg = NULL;
+	size_t msg_len = 0;
+	char q[128];
+
+	if (dbk_spop_disconnect_parse(f, &code, &msg, &msg_len) != DBK_SPOP_OK) {
+		conn_fail(c, DBK_SPOP_ERR_INVALID, NULL);
 		return;
 	}
-	default:
+	c->s->stats.haproxy_disconnects++;
+	dbk_log(code ? DBK_LOG_WARN : DBK_LOG_DEBUG, "haproxy-disconnect",
+	        "conn=%u status=%u message=\"%s\"", c->id, code,
+	        dbk_log_quote(q, sizeof(q), (const char *)msg, msg_len));
+	conn_fail(c, DBK_SPOP_OK, NULL);
+}
+
+static void on_ready(struct conn *c, const struct dbk_spop_frame *f)
+{
+	if (f->type == DBK_SPOP_NOTIFY)
+		on_notify(c, f);
+	else if (f->type == DBK_SPOP_HAPROXY_DISCONNECT)
+		on_haproxy_disconnect(c, f);
+	else
 		conn_fail(c, DBK_SPOP_ERR_INVALID, "unexpected frame type");
-		return;
-	}
 }
 
 /* Handles every whole frame in the input buffer that we have room to
@@ -381,7 +380,7 @@ static void on_conn_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void conn_new(void *arg, int fd)
 {
-	struct dbk_spoa *s = arg;
+	struct dbk_spop_server *s = arg;
 	struct conn *c;
 	int one = 1;
 
@@ -410,10 +409,7 @@ static void conn_new(void *arg, int fd)
 	c->state = ST_HELLO;
 	c->frame_max = s->cfg.max_frame_size;
 	c->last_read = ev_now(s->loop);
-	c->next = s->conns;
-	if (s->conns)
-		s->conns->prev = c;
-	s->conns = c;
+	dbk_list_push(&s->conns, &c->link);
 	s->stats.accepted++;
 	s->stats.open++;
 	ev_io_init(&c->io, on_conn_io, fd, EV_READ);
@@ -423,10 +419,11 @@ static void conn_new(void *arg, int fd)
 	dbk_log(DBK_LOG_DEBUG, "conn-open", "conn=%u", c->id);
 }
 
-struct dbk_spoa *dbk_spoa_new(struct ev_loop *loop, const struct dbk_spoa_config *c,
-                              struct dbk_route *route)
+struct dbk_spop_server *dbk_spop_server_new(struct ev_loop *loop,
+                                            const struct dbk_spop_server_config *c,
+                                            const struct dbk_spop_handler *h)
 {
-	struct dbk_spoa *s = calloc(1, sizeof(*s));
+	struct dbk_spop_server *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
@@ -438,9 +435,8 @@ struct dbk_spoa *dbk_spoa_new(struct ev_loop *loop, const struct dbk_spoa_config
 		s->cfg.frame_timeout = FRAME_TIMEOUT;
 	if (s->cfg.idle_timeout <= 0)
 		s->cfg.idle_timeout = IDLE_TIMEOUT;
-	s->route = route;
-	dbk_histo_init(&s->stats.notify_seconds, notify_bounds,
-	               sizeof(notify_bounds) / sizeof(notify_bounds[0]));
+	s->h = *h;
+	dbk_list_init(&s->conns);
 	dbk_listener_init(&s->ls, loop, "spop", conn_new, s);
 	/* Closing what is over a limit at once lets HAProxy fail over to its
 	 * own balancing now rather than after a timeout. */
@@ -453,17 +449,17 @@ struct dbk_spoa *dbk_spoa_new(struct ev_loop *loop, const struct dbk_spoa_config
 	return s;
 }
 
-int dbk_spoa_add_listener(struct dbk_spoa *s, int fd)
+int dbk_spop_server_add_listener(struct dbk_spop_server *s, int fd)
 {
 	return dbk_listener_add(&s->ls, fd);
 }
 
-void dbk_spoa_shutdown(struct dbk_spoa *s)
+void dbk_spop_server_shutdown(struct dbk_spop_server *s)
 {
-	dbk_listener_close(&s->ls);
-	while (s->conns) {
-		struct conn *c = s->conns;
+	struct conn *c;
 
+	dbk_listener_close(&s->ls);
+	while ((c = dbk_list_first(&s->conns, struct conn, link))) {
 		if (c->state != ST_CLOSING)
 			conn_fail(c, DBK_SPOP_OK, "agent is shutting down");
 		conn_flush(c);
@@ -471,15 +467,15 @@ void dbk_spoa_shutdown(struct dbk_spoa *s)
 	}
 }
 
-void dbk_spoa_free(struct dbk_spoa *s)
+void dbk_spop_server_free(struct dbk_spop_server *s)
 {
 	if (!s)
 		return;
-	dbk_spoa_shutdown(s);
+	dbk_spop_server_shutdown(s);
 	free(s);
 }
 
-const struct dbk_spoa_stats *dbk_spoa_stats(const struct dbk_spoa *s)
+const struct dbk_spop_server_stats *dbk_spop_server_stats(const struct dbk_spop_server *s)
 {
 	return &s->stats;
 }
