@@ -1,7 +1,9 @@
 # shellcheck shell=bash
-# Sourced by the contrib/*.sh scripts, after they cd to the repository:
-# loopback ports and the processes they start. Messages start with the
-# name of the script that sourced this file (contrib/soak.sh: "soak").
+# Sourced by the contrib/*.sh scripts, after they cd to the repository,
+# and by the e2e tests (tests/e2e/helpers.bash): loopback ports, bounded
+# waits, the processes they start, the command line, /state fields.
+# Messages start with the name of the script that sourced this file
+# (contrib/soak.sh: "soak").
 
 DBK_WHO=${0##*/}
 DBK_WHO=${DBK_WHO%.sh}
