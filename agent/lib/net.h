@@ -58,4 +58,11 @@ int dbk_net_send_pending(int fd, const void *buf, size_t len, size_t *off);
 /* Sets O_NONBLOCK and FD_CLOEXEC. Returns 0 or -1. */
 int dbk_net_nonblock(int fd);
 
+/* ---- Appended for the stub (i13c): naming a TCP socket's ends. ---- */
+
+/* Writes "IP:PORT" or "[IPV6]:PORT" of fd's own address (peer false: what
+ * a listener bound with port 0 got) or of its peer (for logs) into buf.
+ * Returns the port, or -1 (buf "?") when fd is not an IP socket. */
+int dbk_net_sockname(int fd, bool peer, char *buf, size_t len);
+
 #endif

@@ -9,7 +9,7 @@
 static void engine_cfg(const struct dbk_sim_opts *o, bool is_short,
                        struct dbk_engine_config *c)
 {
-	dbk_engine_config_default(c, dbk_gpu_profile_find(o->gpu));
+	dbk_engine_config_default(c, dbk_engine_profile_find(o->gpu));
 	c->enable_prefix_caching = !o->no_prefix_caching;
 	if (o->max_model_len)
 		c->max_model_len = (uint32_t)o->max_model_len;

@@ -27,7 +27,7 @@ static void mk_fleet(struct dbk_sim_config *c, struct dbk_engine_config *e, unsi
 	unsigned i, ns = dbk_sim_short_count(n);
 
 	for (i = 0; i < n; i++) {
-		dbk_engine_config_default(&e[i], dbk_gpu_profile_find(gpu));
+		dbk_engine_config_default(&e[i], dbk_engine_profile_find(gpu));
 		if (i < ns && short_mml)
 			e[i].max_model_len = short_mml;
 		if (i < ns && short_kv)
@@ -122,7 +122,7 @@ static double engine_alone_ttft(uint32_t prompt)
 	struct first_tok f = {0};
 	int steps = 0;
 
-	dbk_engine_config_default(&c, dbk_gpu_profile_find("h100"));
+	dbk_engine_config_default(&c, dbk_engine_profile_find("h100"));
 	e = dbk_engine_new(&c);
 	dbk_engine_submit(e, prompt, 2, NULL, NULL);
 	while (!f.got && steps++ < 1000) {

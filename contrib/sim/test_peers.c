@@ -61,7 +61,7 @@ static struct dbk_sim *run(unsigned n, const struct dbk_sim_req *r, size_t nr,
 	unsigned i;
 
 	for (i = 0; i < n; i++)
-		dbk_engine_config_default(&e[i], dbk_gpu_profile_find("h100"));
+		dbk_engine_config_default(&e[i], dbk_engine_profile_find("h100"));
 	dbk_sim_config_default(&c);
 	c.ninstances = n;
 	c.engines = e;

@@ -77,7 +77,7 @@ static void test_idle_exact(void)
 			double pred;
 			int steps = 0;
 
-			dbk_engine_config_default(&cfg, dbk_gpu_profile_find(gpus[g]));
+			dbk_engine_config_default(&cfg, dbk_engine_profile_find(gpus[g]));
 			e = dbk_engine_new(&cfg);
 			CHECK_EQ_U(dbk_predictor_reset(p, &cfg), 0);
 			pred = dbk_predictor_first_token(p, prompts[k], 0, 5);
@@ -105,7 +105,7 @@ static void test_idle_cached(void)
 	double pred, cold, start;
 	int steps = 0;
 
-	dbk_engine_config_default(&cfg, dbk_gpu_profile_find("h100"));
+	dbk_engine_config_default(&cfg, dbk_engine_profile_find("h100"));
 	CHECK(cfg.enable_prefix_caching);
 	e = dbk_engine_new(&cfg);
 	for (i = 0; i < 750; i++)
@@ -146,7 +146,7 @@ static void test_busy_close(void)
 	double pred, start;
 	int i, n = 0, steps = 0;
 
-	dbk_engine_config_default(&cfg, dbk_gpu_profile_find("h100"));
+	dbk_engine_config_default(&cfg, dbk_engine_profile_find("h100"));
 	e = dbk_engine_new(&cfg);
 	for (i = 0; i < 12; i++, n++)
 		CHECK_EQ_U(dbk_engine_submit(e, 1500 + 100 * (uint32_t)i,
@@ -225,7 +225,7 @@ static void test_monotone(void)
 	struct dbk_pred_item it;
 	double t0, t1, t2;
 
-	dbk_engine_config_default(&cfg, dbk_gpu_profile_find("h100"));
+	dbk_engine_config_default(&cfg, dbk_engine_profile_find("h100"));
 	CHECK_EQ_U(dbk_predictor_reset(p, &cfg), 0);
 	t0 = dbk_predictor_first_token(p, 4000, 0, 10);
 	CHECK_EQ_U(dbk_predictor_reset(p, &cfg), 0);
@@ -265,7 +265,7 @@ static void test_fits(void)
 	int i;
 
 	/* 430000 tokens: 26875 blocks; each decoder ends at 6313. */
-	dbk_engine_config_default(&cfg, dbk_gpu_profile_find("h100"));
+	dbk_engine_config_default(&cfg, dbk_engine_profile_find("h100"));
 	CHECK_EQ_U(dbk_predictor_reset(p, &cfg), 0);
 	for (i = 0; i < 3; i++)
 		CHECK_EQ_U(dbk_predictor_add(p, &it), 0);

@@ -23,6 +23,7 @@
  * preempted request finds its own blocks again if nobody evicted them. */
 #include "engine.h"
 #include "handles.h"
+#include "lib/list.h"
 #include "prefix_cache.h"
 
 #include <stdio.h>
@@ -34,7 +35,7 @@
 enum where { Q_NONE, Q_WAITING, Q_RUNNING };
 
 struct req {
-	struct req *prev, *next;
+	struct dbk_list link; /* in its queue */
 	void *cookie;
 	uint32_t slot;
 	uint32_t prompt;
@@ -61,7 +62,7 @@ struct req {
 };
 
 struct queue {
-	struct req *head, *tail;
+	struct dbk_list head;
 	uint32_t n;
 };
 
@@ -103,42 +104,43 @@ struct dbk_engine {
 };
 
 
-static void q_push_back(struct queue *q, struct req *r)
+static void q_init(struct queue *q)
 {
-	r->prev = q->tail;
-	r->next = NULL;
-	if (q->tail)
-		q->tail->next = r;
-	else
-		q->head = r;
-	q->tail = r;
-	q->n++;
+	dbk_list_init(&q->head);
+	q->n = 0;
 }
 
-static void q_push_front(struct queue *q, struct req *r)
+/* At the back (admission order), or at the front (a preempted request
+ * is the first to come back). */
+static void q_add(struct queue *q, struct req *r, bool front)
 {
-	r->prev = NULL;
-	r->next = q->head;
-	if (q->head)
-		q->head->prev = r;
+	if (front)
+		dbk_list_push(&q->head, &r->link);
 	else
-		q->tail = r;
-	q->head = r;
+		dbk_list_append(&q->head, &r->link);
 	q->n++;
 }
 
 static void q_remove(struct queue *q, struct req *r)
 {
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		q->head = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	else
-		q->tail = r->prev;
-	r->prev = r->next = NULL;
+	dbk_list_del(&r->link);
 	q->n--;
+}
+
+static struct req *q_first(const struct queue *q)
+{
+	return dbk_list_first(&q->head, struct req, link);
+}
+
+static struct req *q_last(const struct queue *q)
+{
+	return q->n ? dbk_list_elem(q->head.prev, struct req, link) : NULL;
+}
+
+/* The request after r in q, or NULL. */
+static struct req *q_next(const struct queue *q, const struct req *r)
+{
+	return r->link.next == &q->head ? NULL : dbk_list_elem(r->link.next, struct req, link);
 }
 
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -155,19 +157,24 @@ struct dbk_engine *dbk_engine_new(const struct dbk_engine_config *cfg)
 	if (!e)
 		return NULL;
 	e->cfg = *cfg;
+	q_init(&e->running);
+	q_init(&e->waiting);
+	q_init(&e->zombies);
 	e->blocks_total = cfg->kv_capacity_tokens / DBK_KV_BLOCK_TOKENS;
 	e->pool = dbk_prefix_cache_new((uint32_t)e->blocks_total,
 	                               cfg->enable_prefix_caching);
 	dbk_handles_init(&e->handles);
 	n = cfg->max_num_seqs;
 	e->sched = calloc(n, sizeof(*e->sched));
-	e->tmp_new = calloc(n, sizeof(*e->tmp_new));
-	e->tmp_done = calloc(n, sizeof(*e->tmp_done));
-	e->tmp_prefill = calloc(n, sizeof(*e->tmp_prefill));
+	/* dbk_step_time's three columns, in one allocation. */
+	e->tmp_new = calloc(n, 2 * sizeof(uint32_t) + sizeof(bool));
+	if (e->tmp_new) {
+		e->tmp_done = e->tmp_new + n;
+		e->tmp_prefill = (bool *)(e->tmp_done + n);
+	}
 	e->cap_events = 3 * n;
 	e->events = calloc(e->cap_events, sizeof(*e->events));
-	if (!e->pool || !e->sched || !e->tmp_new || !e->tmp_done ||
-	    !e->tmp_prefill || !e->events) {
+	if (!e->pool || !e->sched || !e->tmp_new || !e->events) {
 		dbk_engine_free(e);
 		return NULL;
 	}
@@ -183,15 +190,11 @@ static void req_free(struct req *r)
 
 static void free_queue(struct queue *q)
 {
-	struct req *r = q->head, *nx;
+	struct dbk_list *it, *nx;
 
-	while (r) {
-		nx = r->next;
-		req_free(r);
-		r = nx;
-	}
-	q->head = q->tail = NULL;
-	q->n = 0;
+	dbk_list_for_each_safe(it, nx, &q->head)
+		req_free(dbk_list_elem(it, struct req, link));
+	q_init(q);
 }
 
 void dbk_engine_free(struct dbk_engine *e)
@@ -203,9 +206,7 @@ void dbk_engine_free(struct dbk_engine *e)
 	free_queue(&e->zombies);
 	dbk_handles_free(&e->handles);
 	free(e->sched);
-	free(e->tmp_new);
-	free(e->tmp_done);
-	free(e->tmp_prefill);
+	free(e->tmp_new); /* and tmp_done, tmp_prefill */
 	free(e->events);
 	dbk_prefix_cache_free(e->pool);
 	free(e);
@@ -235,7 +236,7 @@ static void retire(struct dbk_engine *e, struct req *r)
 {
 	r->gone = true;
 	if (e->in_step || e->delivering) {
-		q_push_back(&e->zombies, r);
+		q_add(&e->zombies, r, false);
 		return;
 	}
 	slot_release(e, r);
@@ -245,7 +246,7 @@ static void release_zombies(struct dbk_engine *e)
 {
 	struct req *r;
 
-	while ((r = e->zombies.head) != NULL) {
+	while ((r = q_first(&e->zombies)) != NULL) {
 		q_remove(&e->zombies, r);
 		slot_release(e, r);
 	}
@@ -327,7 +328,7 @@ int dbk_engine_submit_keys(struct dbk_engine *e, uint32_t prompt_tokens,
 	}
 	r->cookie = cookie;
 	r->where = Q_WAITING;
-	q_push_back(&e->waiting, r);
+	q_add(&e->waiting, r, false);
 	if (handle)
 		*handle = h;
 	return DBK_ENGINE_OK;
@@ -376,7 +377,7 @@ static void preempt(struct dbk_engine *e, struct req *victim)
 	victim->computed = 0;
 	victim->preemptions++;
 	victim->where = Q_WAITING;
-	q_push_front(&e->waiting, victim);
+	q_add(&e->waiting, victim, true);
 	e->st.preemptions_total++;
 	e->last.num_preempted++;
 	push_event(e, DBK_ENGINE_EV_PREEMPTED, victim);
@@ -467,12 +468,56 @@ static void add_sched(struct dbk_engine *e, struct req *r, uint32_t n_new)
 	e->last.num_scheduled_tokens += n_new;
 }
 
+/* Running requests, admission order, each taking what it lacks out of
+ * *budget; one that cannot get its blocks preempts the newest (maybe
+ * itself, which ends the pass). Returns whether anything was preempted. */
+static bool schedule_running(struct dbk_engine *e, uint32_t *budget)
+{
+	struct req *r = q_first(&e->running);
+	bool preempted = false;
+
+	while (r && *budget > 0) {
+		uint32_t n = num_tokens(r) - r->computed;
+
+		if (n > *budget)
+			n = *budget;
+		while (!try_alloc(e, r, n)) {
+			struct req *victim = q_last(&e->running);
+
+			preempt(e, victim);
+			preempted = true;
+			if (victim == r)
+				return true;
+		}
+		add_sched(e, r, n);
+		*budget -= n;
+		r = q_next(&e->running, r);
+	}
+	return preempted;
+}
+
+/* Waiting requests, FCFS, while budget, seats and blocks last. */
+static void schedule_waiting(struct dbk_engine *e, uint32_t budget)
+{
+	while (e->waiting.n > 0 && budget > 0 && e->running.n < e->cfg.max_num_seqs) {
+		struct req *r = q_first(&e->waiting);
+		uint32_t n;
+
+		if (!admit_alloc(e, r, budget, &n))
+			break;
+		q_remove(&e->waiting, r);
+		r->where = Q_RUNNING;
+		r->prefill_target = num_tokens(r);
+		q_add(&e->running, r, false);
+		add_sched(e, r, n);
+		e->last.num_new_admitted++;
+		budget -= n;
+	}
+}
+
 double dbk_engine_begin_step(struct dbk_engine *e)
 {
 	uint32_t budget = e->cfg.max_num_batched_tokens;
-	struct req *r;
-	bool preempted = false;
-	uint32_t i;
 	double d;
 
 	if (e->in_step || e->delivering)
@@ -480,61 +525,20 @@ double dbk_engine_begin_step(struct dbk_engine *e)
 	memset(&e->last, 0, sizeof(e->last));
 	e->n_sched = 0;
 	e->n_events = 0;
-
-	/* Running requests, admission order. */
-	r = e->running.head;
-	while (r && budget > 0) {
-		uint32_t n = num_tokens(r) - r->computed;
-		bool ok = true;
-
-		if (n > budget)
-			n = budget;
-		while (!try_alloc(e, r, n)) {
-			struct req *victim = e->running.tail;
-
-			preempt(e, victim);
-			preempted = true;
-			if (victim == r) {
-				ok = false;
-				break;
-			}
-		}
-		if (!ok)
-			break;
-		add_sched(e, r, n);
-		budget -= n;
-		r = r->next;
-	}
-
-	/* Waiting requests, FCFS, only if nobody was preempted. */
-	while (!preempted && e->waiting.head && budget > 0 &&
-	       e->running.n < e->cfg.max_num_seqs) {
-		uint32_t n;
-
-		r = e->waiting.head;
-		if (!admit_alloc(e, r, budget, &n))
-			break;
-		q_remove(&e->waiting, r);
-		r->where = Q_RUNNING;
-		r->prefill_target = num_tokens(r);
-		q_push_back(&e->running, r);
-		add_sched(e, r, n);
-		e->last.num_new_admitted++;
-		budget -= n;
-	}
-
+	/* Nobody is admitted in a step that preempted. */
+	if (!schedule_running(e, &budget))
+		schedule_waiting(e, budget);
 	if (e->n_sched == 0) {
 		/* Unreachable with a checked config (a lone request always
 		 * fits); kept so a bug cannot spin a caller at zero cost. */
 		return 0;
 	}
-	for (i = 0; i < e->n_sched; i++) {
+	for (uint32_t i = 0; i < e->n_sched; i++) {
 		e->tmp_new[i] = e->sched[i].n_new;
 		e->tmp_done[i] = e->sched[i].done;
 		e->tmp_prefill[i] = e->sched[i].prefill;
 	}
-	d = dbk_step_time(e->cfg.gpu, e->n_sched, e->tmp_new, e->tmp_done,
-	                  e->tmp_prefill);
+	d = dbk_step_time(e->cfg.gpu, e->n_sched, e->tmp_new, e->tmp_done, e->tmp_prefill);
 	e->last.duration_s = d;
 	e->st.steps_total++;
 	e->st.busy_time_s += d;
@@ -596,8 +600,7 @@ void dbk_engine_end_step(struct dbk_engine *e, dbk_engine_event_fn cb,
 	release_zombies(e);
 }
 
-double dbk_engine_step(struct dbk_engine *e, dbk_engine_event_fn cb,
-                       void *ctx)
+double dbk_engine_step(struct dbk_engine *e, dbk_engine_event_fn cb, void *ctx)
 {
 	double d = dbk_engine_begin_step(e);
 
@@ -613,27 +616,19 @@ bool dbk_engine_has_work(const struct dbk_engine *e)
 
 bool dbk_engine_in_step(const struct dbk_engine *e) { return e->in_step; }
 
-uint32_t dbk_engine_num_running(const struct dbk_engine *e)
-{
-	return e->running.n;
-}
+uint32_t dbk_engine_num_running(const struct dbk_engine *e) { return e->running.n; }
 
-uint32_t dbk_engine_num_waiting(const struct dbk_engine *e)
-{
-	return e->waiting.n;
-}
+uint32_t dbk_engine_num_waiting(const struct dbk_engine *e) { return e->waiting.n; }
 
 double dbk_engine_kv_usage(const struct dbk_engine *e)
 {
 	if (e->blocks_total == 0)
 		return 0;
-	return (double)(e->blocks_total -
-	                dbk_prefix_cache_num_free(e->pool)) /
+	return (double)(e->blocks_total - dbk_prefix_cache_num_free(e->pool)) /
 	       (double)e->blocks_total;
 }
 
-void dbk_engine_get_stats(const struct dbk_engine *e,
-                          struct dbk_engine_stats *st)
+void dbk_engine_get_stats(const struct dbk_engine *e, struct dbk_engine_stats *st)
 {
 	*st = e->st;
 	st->running = e->running.n;
@@ -644,8 +639,7 @@ void dbk_engine_get_stats(const struct dbk_engine *e,
 	st->kv_evictions = dbk_prefix_cache_evictions(e->pool);
 }
 
-void dbk_engine_last_step(const struct dbk_engine *e,
-                          struct dbk_engine_step_info *info)
+void dbk_engine_last_step(const struct dbk_engine *e, struct dbk_engine_step_info *info)
 {
 	*info = e->last;
 }
@@ -680,8 +674,7 @@ bool dbk_engine_prefix_caching(const struct dbk_engine *e)
 	return e->cfg.enable_prefix_caching;
 }
 
-uint32_t dbk_engine_cached_blocks(const struct dbk_engine *e,
-                                  const uint64_t *keys, uint32_t n)
+uint32_t dbk_engine_cached_blocks(const struct dbk_engine *e, const uint64_t *keys, uint32_t n)
 {
 	return dbk_prefix_cache_match(e->pool, keys, n, NULL);
 }
@@ -690,8 +683,7 @@ uint32_t dbk_engine_hit_tokens(const struct dbk_engine *e,
                                uint32_t prompt_tokens, const uint64_t *keys,
                                uint32_t n)
 {
-	uint32_t max_blocks = prompt_tokens ? (prompt_tokens - 1) /
-	                                      DBK_KV_BLOCK_TOKENS : 0;
+	uint32_t max_blocks = prompt_tokens ? (prompt_tokens - 1) / DBK_KV_BLOCK_TOKENS : 0;
 
 	if (n > max_blocks)
 		n = max_blocks;

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine_profile.h"
+
 /* vLLM's default block size on CUDA. */
 #define DBK_KV_BLOCK_TOKENS 16u
 
@@ -26,27 +28,12 @@
 #define DBK_ENGINE_MAX_SEQS_LIMIT (1u << 20)
 #define DBK_ENGINE_MAX_MODEL_LEN_LIMIT (1u << 24)
 
-/* Performance constants of one GPU running Llama-3.1-8B bf16. */
-struct dbk_gpu_profile {
-	const char *name;
-	double t_cpu_s;        /* scheduler + server overhead per step */
-	double t_weights_s;    /* weight-read floor of a forward pass */
-	double r_lin_tok_s;    /* linear layers, tokens per second */
-	double f_attn_flops;   /* attention FLOP/s */
-	double kv_read_bw;     /* KV read bytes per second */
-	uint32_t default_max_num_batched_tokens;
-	uint32_t default_max_num_seqs;
-	uint64_t default_kv_capacity_tokens;
-};
-
-const struct dbk_gpu_profile *dbk_gpu_profile_find(const char *name);
-/* Attention FLOPs per (query token, key token) pair, and KV bytes per
- * token: model constants shared by every GPU profile. */
-double dbk_model_attn_flops_per_pair(void);
-double dbk_model_kv_bytes_per_token(void);
+/* The GPU profiles and model constants are the agent's
+ * (engine_profile.h): the ttft policy predicts with the very numbers the
+ * stub simulates with. */
 
 struct dbk_engine_config {
-	const struct dbk_gpu_profile *gpu;
+	const struct dbk_engine_profile *gpu;
 	uint32_t max_model_len;
 	uint32_t max_num_batched_tokens;
 	uint32_t max_num_seqs;
@@ -60,7 +47,7 @@ struct dbk_engine_config {
 /* Fills cfg with the profile's defaults, max_model_len 131072 and
  * prefix caching on (vLLM's default). */
 void dbk_engine_config_default(struct dbk_engine_config *cfg,
-                               const struct dbk_gpu_profile *gpu);
+                               const struct dbk_engine_profile *gpu);
 /* 0 when usable; otherwise -1 and a sentence in err. */
 int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err,
                             size_t errlen);
@@ -218,7 +205,7 @@ uint32_t dbk_engine_hit_tokens(const struct dbk_engine *e,
  * new[i] tokens after done[i] already computed; is_prefill[i] selects the
  * attention term (prefill: FLOP-bound; decode: KV-read-bound). Exposed
  * so simulators and tests can price a batch without an engine. */
-double dbk_step_time(const struct dbk_gpu_profile *gpu, size_t n,
+double dbk_step_time(const struct dbk_engine_profile *gpu, size_t n,
                      const uint32_t *new_tokens, const uint32_t *done,
                      const bool *is_prefill);
 

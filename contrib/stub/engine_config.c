@@ -1,100 +1,36 @@
-/* The numbers of the engine model: GPU profiles, model constants, the
- * step-time formula and the configuration rules (engine.h). Kept apart
- * from the scheduler (engine.c) so that every constant lives in one
- * place, next to its source. Pure. */
+/* The engine model's formulas over its numbers: the step time from a GPU
+ * profile and the model constants (both in agent/engine_profile.h, shared
+ * with the agent's ttft policy), and the configuration rules (engine.h).
+ * Kept apart from the scheduler (engine.c). Pure. */
 #include "engine.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* ---- Constants: the only place the model's numbers live. ---- */
-
-/* Llama-3.1-8B attention work per (query, key) token pair:
- * 4 FLOPs (QK^T and PV, multiply-add) x 32 layers x 4096 hidden. */
-#define ATTN_FLOPS_PER_PAIR 524288.0
-/* KV bytes per token: 2 (K and V) x 32 layers x 8 KV heads x 128 dims x
- * 2 bytes (bf16). */
-#define KV_BYTES_PER_TOKEN 131072.0
-#define DEFAULT_MAX_MODEL_LEN 131072u
-
-static const struct dbk_gpu_profile gpu_profiles[] = {
-	{
-		.name = "h100",
-		/* vLLM v0.6.0 performance blog: scheduler + API server
-		 * overhead per step after the v0.6 rewrite. */
-		.t_cpu_s = 1.5e-3,
-		/* Vidur's measured MLP profiles (microsoft/vidur
-		 * data/profiling), H100: weight-read floor and linear-layer
-		 * throughput. */
-		.t_weights_s = 6.0e-3,
-		.r_lin_tok_s = 46000.0,
-		/* FlashAttention-class sustained attention throughput. */
-		.f_attn_flops = 400e12,
-		/* About 80% of H100 SXM HBM3 peak (3.35 TB/s). */
-		.kv_read_bw = 2.7e12,
-		/* vLLM V1's API-server defaults on cards of >= 70 GiB other
-		 * than A100 (EngineArgs default args, OPENAI_API_SERVER). */
-		.default_max_num_batched_tokens = 8192,
-		.default_max_num_seqs = 1024,
-		/* 8B bf16 weights (~16 GB) + activations out of 0.9 x 80 GB
-		 * leaves ~56 GB of KV = ~430k tokens at 131072 B/token. */
-		.default_kv_capacity_tokens = 430000,
-	},
-	{
-		.name = "a100",
-		/* Same sources as above, A100-80GB. */
-		.t_cpu_s = 2.0e-3,
-		.t_weights_s = 10.2e-3,
-		.r_lin_tok_s = 15000.0,
-		.f_attn_flops = 180e12,
-		/* About 80% of A100 80GB HBM2e peak (2.0 TB/s). */
-		.kv_read_bw = 1.6e12,
-		/* vLLM singles A100 out into its smaller-default branch. */
-		.default_max_num_batched_tokens = 2048,
-		.default_max_num_seqs = 256,
-		.default_kv_capacity_tokens = 430000,
-	},
-};
-
-const struct dbk_gpu_profile *dbk_gpu_profile_find(const char *name)
-{
-	size_t i;
-
-	if (!name)
-		return NULL;
-	for (i = 0; i < sizeof(gpu_profiles) / sizeof(gpu_profiles[0]); i++)
-		if (strcmp(gpu_profiles[i].name, name) == 0)
-			return &gpu_profiles[i];
-	return NULL;
-}
-
-double dbk_model_attn_flops_per_pair(void) { return ATTN_FLOPS_PER_PAIR; }
-double dbk_model_kv_bytes_per_token(void) { return KV_BYTES_PER_TOKEN; }
-
 /* ---- Step time. ---- */
 
-static double prefill_attn_s(const struct dbk_gpu_profile *g, double c,
+static double prefill_attn_s(const struct dbk_engine_profile *g, double c,
                              double k)
 {
 	/* Causal attention: c new queries against k cached keys plus, on
 	 * average, half of the chunk itself. */
-	return ATTN_FLOPS_PER_PAIR * c * (k + c / 2.0) / g->f_attn_flops;
+	return DBK_MODEL_ATTN_FLOPS_PER_PAIR * c * (k + c / 2.0) / g->f_attn_flops;
 }
 
-static double decode_attn_s(const struct dbk_gpu_profile *g, double ctx)
+static double decode_attn_s(const struct dbk_engine_profile *g, double ctx)
 {
 	/* Decode attention is bound by reading the whole context's KV. */
-	return ctx * KV_BYTES_PER_TOKEN / g->kv_read_bw;
+	return ctx * DBK_MODEL_KV_BYTES_PER_TOKEN / g->kv_read_bw;
 }
 
-static double base_step_s(const struct dbk_gpu_profile *g, double n_tokens)
+static double base_step_s(const struct dbk_engine_profile *g, double n_tokens)
 {
 	double lin = n_tokens / g->r_lin_tok_s;
 
 	return g->t_cpu_s + (lin > g->t_weights_s ? lin : g->t_weights_s);
 }
 
-double dbk_step_time(const struct dbk_gpu_profile *gpu, size_t n,
+double dbk_step_time(const struct dbk_engine_profile *gpu, size_t n,
                      const uint32_t *new_tokens, const uint32_t *done,
                      const bool *is_prefill)
 {
@@ -114,12 +50,12 @@ double dbk_step_time(const struct dbk_gpu_profile *gpu, size_t n,
 }
 
 void dbk_engine_config_default(struct dbk_engine_config *cfg,
-                               const struct dbk_gpu_profile *gpu)
+                               const struct dbk_engine_profile *gpu)
 {
 	if (!gpu)
-		gpu = &gpu_profiles[0];
+		gpu = dbk_engine_profile_find("h100");
 	cfg->gpu = gpu;
-	cfg->max_model_len = DEFAULT_MAX_MODEL_LEN;
+	cfg->max_model_len = DBK_MODEL_MAX_MODEL_LEN;
 	cfg->max_num_batched_tokens = gpu->default_max_num_batched_tokens;
 	cfg->max_num_seqs = gpu->default_max_num_seqs;
 	cfg->kv_capacity_tokens = gpu->default_kv_capacity_tokens;
@@ -135,27 +71,23 @@ int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err,
 		snprintf(err, errlen, "no GPU profile");
 		return -1;
 	}
-	if (cfg->max_model_len < 2 ||
-	    cfg->max_model_len > DBK_ENGINE_MAX_MODEL_LEN_LIMIT) {
-		snprintf(err, errlen, "max-model-len must be in 2..%u",
-		         DBK_ENGINE_MAX_MODEL_LEN_LIMIT);
-		return -1;
-	}
-	if (cfg->max_num_batched_tokens < 1 ||
-	    cfg->max_num_batched_tokens > DBK_ENGINE_MAX_MODEL_LEN_LIMIT) {
-		snprintf(err, errlen, "max-num-batched-tokens must be in 1..%u",
-		         DBK_ENGINE_MAX_MODEL_LEN_LIMIT);
-		return -1;
-	}
-	if (cfg->max_num_seqs < 1 ||
-	    cfg->max_num_seqs > DBK_ENGINE_MAX_SEQS_LIMIT) {
-		snprintf(err, errlen, "max-num-seqs must be in 1..%u",
-		         DBK_ENGINE_MAX_SEQS_LIMIT);
-		return -1;
-	}
-	if (cfg->kv_capacity_tokens > ((uint64_t)1 << 40)) {
-		snprintf(err, errlen, "kv-capacity-tokens is too large");
-		return -1;
+	const struct {
+		const char *flag;
+		uint64_t v, lo, hi;
+	} ranges[] = {
+		{"max-model-len", cfg->max_model_len, 2, DBK_ENGINE_MAX_MODEL_LEN_LIMIT},
+		{"max-num-batched-tokens", cfg->max_num_batched_tokens, 1,
+		 DBK_ENGINE_MAX_MODEL_LEN_LIMIT},
+		{"max-num-seqs", cfg->max_num_seqs, 1, DBK_ENGINE_MAX_SEQS_LIMIT},
+		{"kv-capacity-tokens", cfg->kv_capacity_tokens, 0, (uint64_t)1 << 40},
+	};
+
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+		if (ranges[i].v < ranges[i].lo || ranges[i].v > ranges[i].hi) {
+			snprintf(err, errlen, "%s must be in %llu..%llu", ranges[i].flag,
+			         (unsigned long long)ranges[i].lo, (unsigned long long)ranges[i].hi);
+			return -1;
+		}
 	}
 	/* vLLM refuses to start when one max-length sequence cannot fit in
 	 * the KV cache; it also guarantees that a request running alone can

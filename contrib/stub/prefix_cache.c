@@ -4,18 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- Keys. ---- */
+#include "lib/hash.h"
+#include "lib/list.h"
 
-/* splitmix64's finalizer: every input bit reaches every output bit. */
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
+/* ---- Keys. ---- */
 
 static uint64_t load_le64(const unsigned char *p, size_t n)
 {
@@ -34,18 +26,18 @@ static uint64_t load_le64(const unsigned char *p, size_t n)
 uint64_t dbk_block_hash(uint64_t parent, const void *bytes, size_t n)
 {
 	const unsigned char *p = bytes;
-	uint64_t h = mix64(parent ^ (0x9e3779b97f4a7c15ull * (n + 1)));
+	uint64_t h = dbk_hash_fmix64(parent ^ (DBK_HASH_GOLDEN * (n + 1)));
 	size_t i;
 
 	/* One multiply a word (the simulator keys every prompt of a trace),
 	 * then the full finalizer. */
 	for (i = 0; i + 8 <= n; i += 8) {
-		h = (h ^ load_le64(p + i, 8)) * 0x9e3779b97f4a7c15ull;
+		h = (h ^ load_le64(p + i, 8)) * DBK_HASH_GOLDEN;
 		h ^= h >> 29;
 	}
 	if (i < n)
 		h = (h ^ load_le64(p + i, n - i) ^ 0xa5) * 0xff51afd7ed558ccdull;
-	return mix64(h);
+	return dbk_hash_fmix64(h);
 }
 
 void dbk_block_hasher_init(struct dbk_block_hasher *h, uint64_t root,
@@ -141,7 +133,7 @@ void dbk_block_hasher_free(struct dbk_block_hasher *h)
 struct blk {
 	uint64_t key;
 	uint32_t ref;
-	uint32_t prev, next;   /* free queue, DBK_PC_NONE at the ends */
+	struct dbk_list free_link; /* in the free queue, LRU first */
 	uint32_t hnext;        /* key chain of its bucket */
 	bool in_free, keyed;
 };
@@ -149,7 +141,8 @@ struct blk {
 struct dbk_prefix_cache {
 	struct blk *b;
 	uint32_t n;
-	uint32_t free_head, free_tail, nfree;
+	struct dbk_list free_q;
+	uint32_t nfree;
 	uint32_t *bucket;
 	uint32_t mask;
 	uint32_t ncached;
@@ -161,13 +154,7 @@ static void fq_push_tail(struct dbk_prefix_cache *pc, uint32_t id)
 {
 	struct blk *b = &pc->b[id];
 
-	b->prev = pc->free_tail;
-	b->next = DBK_PC_NONE;
-	if (pc->free_tail != DBK_PC_NONE)
-		pc->b[pc->free_tail].next = id;
-	else
-		pc->free_head = id;
-	pc->free_tail = id;
+	dbk_list_append(&pc->free_q, &b->free_link);
 	b->in_free = true;
 	pc->nfree++;
 }
@@ -176,17 +163,15 @@ static void fq_remove(struct dbk_prefix_cache *pc, uint32_t id)
 {
 	struct blk *b = &pc->b[id];
 
-	if (b->prev != DBK_PC_NONE)
-		pc->b[b->prev].next = b->next;
-	else
-		pc->free_head = b->next;
-	if (b->next != DBK_PC_NONE)
-		pc->b[b->next].prev = b->prev;
-	else
-		pc->free_tail = b->prev;
-	b->prev = b->next = DBK_PC_NONE;
+	dbk_list_del(&b->free_link);
 	b->in_free = false;
 	pc->nfree--;
+}
+
+/* The least recently freed block (the queue is not empty). */
+static uint32_t fq_first(const struct dbk_prefix_cache *pc)
+{
+	return (uint32_t)(dbk_list_first(&pc->free_q, struct blk, free_link) - pc->b);
 }
 
 struct dbk_prefix_cache *dbk_prefix_cache_new(uint32_t nblocks, bool caching)
@@ -215,7 +200,7 @@ struct dbk_prefix_cache *dbk_prefix_cache_new(uint32_t nblocks, bool caching)
 	pc->mask = nb - 1;
 	pc->n = nblocks;
 	pc->caching = caching;
-	pc->free_head = pc->free_tail = DBK_PC_NONE;
+	dbk_list_init(&pc->free_q);
 	for (i = 0; i < nblocks; i++) {
 		pc->b[i].hnext = DBK_PC_NONE;
 		fq_push_tail(pc, i);
@@ -259,7 +244,7 @@ uint64_t dbk_prefix_cache_evictions(const struct dbk_prefix_cache *pc)
 
 static uint32_t slot_of(const struct dbk_prefix_cache *pc, uint64_t key)
 {
-	return (uint32_t)mix64(key) & pc->mask;
+	return (uint32_t)dbk_hash_fmix64(key) & pc->mask;
 }
 
 static uint32_t find(const struct dbk_prefix_cache *pc, uint64_t key)
@@ -326,7 +311,7 @@ int dbk_prefix_cache_alloc(struct dbk_prefix_cache *pc, uint32_t n,
 	if (n > pc->nfree)
 		return -1;
 	for (k = 0; k < n; k++) {
-		uint32_t id = pc->free_head;
+		uint32_t id = fq_first(pc);
 
 		fq_remove(pc, id);
 		if (pc->b[id].keyed) {

@@ -267,27 +267,35 @@ static void cache_config_info(struct dbk_buf *b,
 
 void dbk_prom_render(struct dbk_buf *b, const struct dbk_prom_stats *m)
 {
-	gauge(b, m, "vllm:num_requests_running",
-	      "Number of requests in model execution batches.", m->running);
-	gauge(b, m, "vllm:num_requests_waiting",
-	      "Number of requests waiting to be processed.", m->waiting);
-	gauge(b, m, "vllm:kv_cache_usage_perc",
-	      "KV-cache usage. 1 means 100 percent usage.", m->kv_usage);
-	counter(b, m, "vllm:prefix_cache_queries",
-	        "Prefix cache queries, in terms of number of queried tokens.",
-	        (double)m->prefix_cache_queries);
-	counter(b, m, "vllm:prefix_cache_hits",
-	        "Prefix cache hits, in terms of number of cached tokens.",
-	        (double)m->prefix_cache_hits);
-	counter(b, m, "vllm:num_preemptions",
-	        "Cumulative number of preemption from the engine.",
-	        (double)m->preemptions);
-	counter(b, m, "vllm:prompt_tokens",
-	        "Number of prefill tokens processed.",
-	        (double)m->prompt_tokens);
-	counter(b, m, "vllm:generation_tokens",
-	        "Number of generation tokens processed.",
-	        (double)m->generation_tokens);
+	/* The plain families, in the order prometheus_client prints them. */
+	const struct {
+		void (*emit)(struct dbk_buf *, const struct dbk_prom_stats *, const char *,
+		             const char *, double);
+		const char *name, *help;
+		double v;
+	} fams[] = {
+		{gauge, "vllm:num_requests_running", "Number of requests in model execution batches.",
+		 m->running},
+		{gauge, "vllm:num_requests_waiting", "Number of requests waiting to be processed.",
+		 m->waiting},
+		{gauge, "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
+		 m->kv_usage},
+		{counter, "vllm:prefix_cache_queries",
+		 "Prefix cache queries, in terms of number of queried tokens.",
+		 (double)m->prefix_cache_queries},
+		{counter, "vllm:prefix_cache_hits",
+		 "Prefix cache hits, in terms of number of cached tokens.",
+		 (double)m->prefix_cache_hits},
+		{counter, "vllm:num_preemptions", "Cumulative number of preemption from the engine.",
+		 (double)m->preemptions},
+		{counter, "vllm:prompt_tokens", "Number of prefill tokens processed.",
+		 (double)m->prompt_tokens},
+		{counter, "vllm:generation_tokens", "Number of generation tokens processed.",
+		 (double)m->generation_tokens},
+	};
+
+	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++)
+		fams[i].emit(b, m, fams[i].name, fams[i].help, fams[i].v);
 	request_success(b, m);
 	ttft(b, m);
 	cache_config_info(b, m);

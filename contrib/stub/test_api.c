@@ -1,4 +1,4 @@
-/* Unit tests of the OpenAI/vLLM JSON surface (api.c). */
+/* Unit tests of the OpenAI/vLLM JSON surface (api_request.c, api_json.c). */
 #include "api.h"
 
 #include <cjson/cJSON.h>
@@ -24,69 +24,55 @@ static void test_text_tokens(void)
 	CHECK_EQ_U(dbk_api_text_tokens(4096), 1024);
 }
 
-static void test_completion_parse(void)
-{
-	struct dbk_api_request r;
-	struct dbk_api_error e;
-
-	CHECK_EQ_U(parse(DBK_API_COMPLETION, "{\"prompt\":\"abcdefgh\"}", &r, &e),
-	           0);
-	CHECK_EQ_U(r.n_prompts, 1);
-	CHECK_EQ_U(r.prompt_tokens[0], 2);
-	CHECK_EQ_U(r.max_tokens[0], 16); /* vLLM's completions default */
-	CHECK(!r.stream);
-	CHECK_EQ_U(parse(DBK_API_COMPLETION,
-	                 "{\"model\":\"stub-model\",\"prompt\":[\"aaaa\","
-	                 "\"bbbbbbbbbbbb\"],\"max_tokens\":5,\"stream\":true,"
-	                 "\"stream_options\":{\"include_usage\":true},"
-	                 "\"ignore_eos\":true}",
-	                 &r, &e),
-	           0);
-	CHECK_EQ_U(r.n_prompts, 2);
-	CHECK_EQ_U(r.prompt_tokens[0], 1);
-	CHECK_EQ_U(r.prompt_tokens[1], 3);
-	CHECK_EQ_U(r.max_tokens[1], 5);
-	CHECK(r.stream && r.include_usage);
+/* Requests that parse: how many prompts, their token counts and
+ * max_tokens, and the stream flags. */
+static const struct parse_case {
+	enum dbk_api_kind kind;
+	const char *body;
+	uint32_t n, tokens[2], max_tokens[2];
+	bool stream, include_usage;
+} parse_cases[] = {
+	/* vLLM's completions default max_tokens: 16. */
+	{DBK_API_COMPLETION, "{\"prompt\":\"abcdefgh\"}", 1, {2}, {16}, false, false},
+	{DBK_API_COMPLETION,
+	 "{\"model\":\"stub-model\",\"prompt\":[\"aaaa\",\"bbbbbbbbbbbb\"],\"max_tokens\":5,"
+	 "\"stream\":true,\"stream_options\":{\"include_usage\":true},\"ignore_eos\":true}",
+	 2, {1, 3}, {5, 5}, true, true},
 	/* Token ids: one prompt of that many tokens, or a batch. */
-	CHECK_EQ_U(parse(DBK_API_COMPLETION, "{\"prompt\":[1,2,3,4,5]}", &r, &e),
-	           0);
-	CHECK_EQ_U(r.n_prompts, 1);
-	CHECK_EQ_U(r.prompt_tokens[0], 5);
-	CHECK_EQ_U(parse(DBK_API_COMPLETION, "{\"prompt\":[[1,2],[3]],"
-	                                     "\"max_tokens\":2.0}",
-	                 &r, &e),
-	           0);
-	CHECK_EQ_U(r.n_prompts, 2);
-	CHECK_EQ_U(r.prompt_tokens[1], 1);
-	CHECK_EQ_U(r.max_tokens[0], 2);
-	CHECK_EQ_U(parse(DBK_API_COMPLETION, "{\"prompt\":\"x\",\"max_tokens\":"
-	                                     "null,\"n\":1}",
-	                 &r, &e),
-	           0);
-	CHECK_EQ_U(r.max_tokens[0], 16);
-}
+	{DBK_API_COMPLETION, "{\"prompt\":[1,2,3,4,5]}", 1, {5}, {16}, false, false},
+	{DBK_API_COMPLETION, "{\"prompt\":[[1,2],[3]],\"max_tokens\":2.0}", 2, {2, 1}, {2, 2},
+	 false, false},
+	{DBK_API_COMPLETION, "{\"prompt\":\"x\",\"max_tokens\":null,\"n\":1}", 1, {1}, {16}, false,
+	 false},
+	/* Chat: every text part counts; the default max_tokens is what is
+	 * left of the context. */
+	{DBK_API_CHAT,
+	 "{\"messages\":[{\"role\":\"system\",\"content\":\"abcd\"},{\"role\":\"user\",\"content\":"
+	 "[{\"type\":\"text\",\"text\":\"efgh\"},{\"type\":\"image_url\"}]},{\"role\":\"assistant\","
+	 "\"content\":null}]}",
+	 1, {2}, {998}, false, false},
+	{DBK_API_CHAT,
+	 "{\"messages\":[{\"content\":\"abcd\"}],\"max_tokens\":9,\"max_completion_tokens\":7}", 1,
+	 {1}, {7}, false, false},
+};
 
-static void test_chat_parse(void)
+static void test_parse(void)
 {
-	struct dbk_api_request r;
-	struct dbk_api_error e;
+	for (size_t i = 0; i < sizeof(parse_cases) / sizeof(parse_cases[0]); i++) {
+		const struct parse_case *c = &parse_cases[i];
+		struct dbk_api_request r;
+		struct dbk_api_error e;
 
-	CHECK_EQ_U(parse(DBK_API_CHAT,
-	                 "{\"messages\":[{\"role\":\"system\",\"content\":"
-	                 "\"abcd\"},{\"role\":\"user\",\"content\":[{\"type\":"
-	                 "\"text\",\"text\":\"efgh\"},{\"type\":\"image_url\"}]}"
-	                 ",{\"role\":\"assistant\",\"content\":null}]}",
-	                 &r, &e),
-	           0);
-	CHECK_EQ_U(r.prompt_tokens[0], 2);
-	/* Chat default: what is left of the context. */
-	CHECK_EQ_U(r.max_tokens[0], 998);
-	CHECK_EQ_U(parse(DBK_API_CHAT,
-	                 "{\"messages\":[{\"content\":\"abcd\"}],\"max_tokens\":"
-	                 "9,\"max_completion_tokens\":7}",
-	                 &r, &e),
-	           0);
-	CHECK_EQ_U(r.max_tokens[0], 7);
+		CHECK_EQ_U(parse(c->kind, c->body, &r, &e), 0);
+		CHECK_EQ_U(r.n_prompts, c->n);
+		for (uint32_t k = 0; k < c->n && k < 2; k++) {
+			CHECK_EQ_U(r.prompt_tokens[k], c->tokens[k]);
+			CHECK_EQ_U(r.max_tokens[k], c->max_tokens[k]);
+		}
+		CHECK_EQ_U(r.stream, c->stream);
+		CHECK_EQ_U(r.include_usage, c->include_usage);
+		dbk_api_request_free(&r);
+	}
 }
 
 static void expect_err(enum dbk_api_kind k, const char *body, int status,
@@ -104,10 +90,23 @@ static void expect_err(enum dbk_api_kind k, const char *body, int status,
 	}
 }
 
-static void test_errors(void)
+/* A body of `head`, n bytes of 'a', then `tail`: a prompt of a chosen
+ * size for the context-length errors. */
+static void expect_err_sized(enum dbk_api_kind k, const char *head, size_t n, const char *tail,
+                             const char *msg)
 {
 	char big[8000];
+	size_t h = strlen(head);
 
+	CHECK(h + n + strlen(tail) < sizeof(big));
+	memcpy(big, head, h);
+	memset(big + h, 'a', n);
+	strcpy(big + h + n, tail);
+	expect_err(k, big, 400, msg);
+}
+
+static void test_errors(void)
+{
 	expect_err(DBK_API_COMPLETION, "{\"prompt\":", 400, "Invalid JSON");
 	expect_err(DBK_API_COMPLETION, "[1]", 400, "JSON object");
 	expect_err(DBK_API_COMPLETION, "{}", 400, "prompt");
@@ -130,21 +129,13 @@ static void test_errors(void)
 	expect_err(DBK_API_CHAT, "{\"prompt\":\"a\"}", 400, "messages");
 	expect_err(DBK_API_CHAT, "{\"messages\":[1]}", 400, "messages");
 	/* Context length, vLLM's wording: 3988 bytes = 997 tokens. */
-	memset(big, 0, sizeof(big));
-	memcpy(big, "{\"prompt\":\"", 11);
-	memset(big + 11, 'a', 3988);
-	strcat(big, "\",\"max_tokens\":100}");
-	expect_err(DBK_API_COMPLETION, big, 400,
+	expect_err_sized(DBK_API_COMPLETION, "{\"prompt\":\"", 3988, "\",\"max_tokens\":100}",
 	           "This model's maximum context length is 1000 tokens. "
 	           "However, you requested 1097 tokens (997 in the messages, "
 	           "100 in the completion). Please reduce the length of the "
 	           "messages or completion.");
 	/* Chat without max_tokens: the prompt alone must leave room. */
-	memset(big, 0, sizeof(big));
-	memcpy(big, "{\"messages\":[{\"content\":\"", 25);
-	memset(big + 25, 'a', 4000);
-	strcat(big, "\"}]}");
-	expect_err(DBK_API_CHAT, big, 400,
+	expect_err_sized(DBK_API_CHAT, "{\"messages\":[{\"content\":\"", 4000, "\"}]}",
 	           "This model's maximum context length is 1000 tokens. "
 	           "However, you requested 1000 tokens in the messages, Please "
 	           "reduce the length of the messages.");
@@ -164,6 +155,11 @@ static void check_buf(struct dbk_buf *b, const char *want)
 	dbk_buf_reset(b);
 }
 
+/* What every chat stream chunk of CHAT starts with. */
+#define CHUNK_HEAD \
+	"data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":42," \
+	"\"model\":\"m\","
+
 static void test_sse_frames(void)
 {
 	struct dbk_buf b = {0};
@@ -178,25 +174,21 @@ static void test_sse_frames(void)
 	                                                 "\"length\""));
 	dbk_buf_reset(&b);
 	dbk_api_sse_role(&b, &CHAT, 0);
-	check_buf(&b, "data: {\"id\":\"chatcmpl-1\",\"object\":"
-	              "\"chat.completion.chunk\",\"created\":42,\"model\":\"m\","
+	check_buf(&b, CHUNK_HEAD
 	              "\"choices\":[{\"index\":0,\"delta\":{\"role\":"
 	              "\"assistant\",\"content\":\"\"},\"logprobs\":null,"
 	              "\"finish_reason\":null}]}\n\n");
 	dbk_api_sse_token(&b, &CHAT, 0, false);
-	check_buf(&b, "data: {\"id\":\"chatcmpl-1\",\"object\":"
-	              "\"chat.completion.chunk\",\"created\":42,\"model\":\"m\","
+	check_buf(&b, CHUNK_HEAD
 	              "\"choices\":[{\"index\":0,\"delta\":{\"content\":\" tok\"},"
 	              "\"logprobs\":null,\"finish_reason\":null}]}\n\n");
 	dbk_api_sse_token(&b, &CHAT, 0, true);
-	check_buf(&b, "data: {\"id\":\"chatcmpl-1\",\"object\":"
-	              "\"chat.completion.chunk\",\"created\":42,\"model\":\"m\","
+	check_buf(&b, CHUNK_HEAD
 	              "\"choices\":[{\"index\":0,\"delta\":{\"content\":\" tok\"},"
 	              "\"logprobs\":null,\"finish_reason\":\"length\","
 	              "\"stop_reason\":null}]}\n\n");
 	dbk_api_sse_usage(&b, &CHAT, 10, 3);
-	check_buf(&b, "data: {\"id\":\"chatcmpl-1\",\"object\":"
-	              "\"chat.completion.chunk\",\"created\":42,\"model\":\"m\","
+	check_buf(&b, CHUNK_HEAD
 	              "\"choices\":[],\"usage\":{\"prompt_tokens\":10,"
 	              "\"total_tokens\":13,\"completion_tokens\":3}}\n\n");
 	dbk_api_sse_done(&b);
@@ -361,8 +353,7 @@ static void test_buf(void)
 int main(void)
 {
 	RUN(test_text_tokens);
-	RUN(test_completion_parse);
-	RUN(test_chat_parse);
+	RUN(test_parse);
 	RUN(test_errors);
 	RUN(test_sse_frames);
 	RUN(test_full_response);

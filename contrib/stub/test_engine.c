@@ -81,7 +81,7 @@ static struct dbk_engine *mk(const char *gpu, uint32_t budget, uint32_t seqs,
 {
 	struct dbk_engine_config c;
 
-	dbk_engine_config_default(&c, dbk_gpu_profile_find(gpu));
+	dbk_engine_config_default(&c, dbk_engine_profile_find(gpu));
 	c.enable_prefix_caching = mk_caching;
 	if (budget)
 		c.max_num_batched_tokens = budget;
@@ -142,19 +142,19 @@ static double idle_prefill(uint32_t prompt)
 
 static void test_profiles(void)
 {
-	const struct dbk_gpu_profile *h = dbk_gpu_profile_find("h100");
-	const struct dbk_gpu_profile *a = dbk_gpu_profile_find("a100");
+	const struct dbk_engine_profile *h = dbk_engine_profile_find("h100");
+	const struct dbk_engine_profile *a = dbk_engine_profile_find("a100");
 	struct dbk_engine_config c;
 	char err[200];
 
 	CHECK(h && a);
-	CHECK(dbk_gpu_profile_find("tpu") == NULL);
+	CHECK(dbk_engine_profile_find("tpu") == NULL);
 	CHECK_EQ_U(h->default_max_num_batched_tokens, 8192);
 	CHECK_EQ_U(h->default_max_num_seqs, 1024);
 	CHECK_EQ_U(a->default_max_num_batched_tokens, 2048);
 	CHECK_EQ_U(a->default_max_num_seqs, 256);
-	CHECK_NEAR(dbk_model_attn_flops_per_pair(), 524288.0, 0);
-	CHECK_NEAR(dbk_model_kv_bytes_per_token(), 131072.0, 0);
+	CHECK_NEAR(DBK_MODEL_ATTN_FLOPS_PER_PAIR, 524288.0, 0);
+	CHECK_NEAR(DBK_MODEL_KV_BYTES_PER_TOKEN, 131072.0, 0);
 
 	dbk_engine_config_default(&c, h);
 	CHECK_EQ_U(c.max_model_len, 131072);
@@ -221,8 +221,8 @@ static void test_decode_step_times(void)
 
 	/* The A100 profile is slower on both counts. */
 	{
-		const struct dbk_gpu_profile *a = dbk_gpu_profile_find("a100");
-		const struct dbk_gpu_profile *h = dbk_gpu_profile_find("h100");
+		const struct dbk_engine_profile *a = dbk_engine_profile_find("a100");
+		const struct dbk_engine_profile *h = dbk_engine_profile_find("h100");
 		uint32_t n1 = 1, k = 2048, nb = 2048, k0 = 0;
 		bool dec = false, pre = true;
 
@@ -236,7 +236,7 @@ static void test_decode_step_times(void)
 /* The step-time formula term by term, for one hand-computed batch. */
 static void test_step_time_formula(void)
 {
-	const struct dbk_gpu_profile *h = dbk_gpu_profile_find("h100");
+	const struct dbk_engine_profile *h = dbk_engine_profile_find("h100");
 	uint32_t nw[2] = {4000, 1}, dn[2] = {1000, 3000};
 	bool pf[2] = {true, false};
 	double want = 1.5e-3 + 4001.0 / 46000.0 +

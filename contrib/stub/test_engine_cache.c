@@ -14,7 +14,7 @@ static struct dbk_engine *mkc(bool caching, uint64_t kv, uint32_t max_len)
 {
 	struct dbk_engine_config c;
 
-	dbk_engine_config_default(&c, dbk_gpu_profile_find("h100"));
+	dbk_engine_config_default(&c, dbk_engine_profile_find("h100"));
 	c.enable_prefix_caching = caching;
 	if (kv)
 		c.kv_capacity_tokens = kv;
@@ -58,6 +58,14 @@ static double drain(struct dbk_engine *e)
 	return t;
 }
 
+/* Submits a keyed prompt and runs the engine to idle. */
+static void run(struct dbk_engine *e, uint32_t prompt, const uint64_t *k, uint32_t nk,
+                uint32_t out)
+{
+	CHECK_EQ_U(dbk_engine_submit_keys(e, prompt, k, nk, out, NULL, NULL), 0);
+	drain(e);
+}
+
 static void test_hit_skips_prefill(void)
 {
 	struct dbk_engine *e = mkc(true, 0, 0);
@@ -99,8 +107,7 @@ static void test_full_hit_recomputes_last_token(void)
 	uint64_t k[64];
 
 	keys(k, 64, 3);
-	CHECK_EQ_U(dbk_engine_submit_keys(e, 1024, k, 64, 1, NULL, NULL), 0);
-	drain(e);
+	run(e, 1024, k, 64, 1);
 	CHECK_EQ_U(dbk_engine_cached_blocks(e, k, 64), 64);
 	CHECK_EQ_U(dbk_engine_hit_tokens(e, 1024, k, 64), 1008);
 	CHECK_EQ_U(dbk_engine_submit_keys(e, 1024, k, 64, 1, NULL, NULL), 0);
@@ -119,15 +126,13 @@ static void test_partial_and_no_hit(void)
 	uint64_t a[40], b[40];
 
 	keys(a, 40, 1);
-	CHECK_EQ_U(dbk_engine_submit_keys(e, 640, a, 40, 2, NULL, NULL), 0);
-	drain(e);
+	run(e, 640, a, 40, 2);
 	keys(b, 40, 1);
 	b[10] ^= 1ull << 40;
 	CHECK_EQ_U(dbk_engine_cached_blocks(e, b, 40), 10);
 	b[0] ^= 1ull << 40;
 	CHECK_EQ_U(dbk_engine_cached_blocks(e, b, 40), 0);
-	CHECK_EQ_U(dbk_engine_submit_keys(e, 640, b, 40, 2, NULL, NULL), 0);
-	drain(e);
+	run(e, 640, b, 40, 2);
 	dbk_engine_get_stats(e, &st);
 	CHECK_EQ_U(st.prefix_cache_hits, 0);
 	/* Without keys a prompt shares nothing. */
@@ -151,10 +156,8 @@ static void test_lru_eviction(void)
 
 	keys(a, 30, 1);
 	keys(b, 30, 2);
-	CHECK_EQ_U(dbk_engine_submit_keys(e, 480, a, 30, 1, NULL, NULL), 0);
-	drain(e);
-	CHECK_EQ_U(dbk_engine_submit_keys(e, 480, b, 30, 1, NULL, NULL), 0);
-	drain(e);
+	run(e, 480, a, 30, 1);
+	run(e, 480, b, 30, 1);
 	dbk_engine_get_stats(e, &st);
 	CHECK_EQ_U(st.kv_blocks_used, 0);    /* cached blocks count free */
 	/* 30 + 30: a request of max_tokens 1 finishes with its prefill,
