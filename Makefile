@@ -8,6 +8,7 @@
 #                   (KEEP=1 leaves it running until Ctrl-C)
 #   make bench      routing policies live on trace slices (BENCH_ARGS=--quick)
 #   make install   PREFIX=/usr/local DESTDIR= (binaries, man pages, unit)
+#   make format   clang-format every C file in place (.clang-format)
 #   make clean
 
 # The included .mk files define targets too: `make` alone must still mean
@@ -105,7 +106,7 @@ include contrib/install.mk
 include contrib/package.mk
 include tests/fuzz/fuzz.mk
 
-.PHONY: all deps test unit e2e sanitize demo bench clean
+.PHONY: all deps test unit e2e sanitize demo bench format clean
 all: $(BINS) $(TESTS) $(E2E_TOOLS)
 
 deps:
@@ -130,6 +131,10 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@contrib/bench-policies.sh $(BENCH_ARGS)
+
+# The tree is kept formatted: run before committing C.
+format:
+	git ls-files '*.c' '*.h' | xargs clang-format -i --style=file
 
 clean:
 	rm -rf build

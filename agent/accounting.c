@@ -72,8 +72,8 @@ void dbk_acct_reconcile_init(struct dbk_acct_reconcile *r)
 	r->min_excess = 0;
 }
 
-unsigned dbk_acct_reconcile_step(struct dbk_acct_reconcile *r, unsigned k,
-                                 unsigned ours, long haproxy)
+unsigned dbk_acct_reconcile_step(struct dbk_acct_reconcile *r, unsigned k, unsigned ours,
+                                 long haproxy)
 {
 	long long excess, by_max, take;
 
@@ -116,10 +116,9 @@ bool dbk_acct_reclaim_cutoff(uint64_t now_ms, uint64_t poll_ms, uint64_t min_age
 	return true;
 }
 
-size_t dbk_acct_reconcile(struct dbk_balancer *bal, unsigned server,
-                          struct dbk_acct_reconcile *r, long haproxy, uint64_t now_ms,
-                          uint64_t poll_ms, uint64_t min_age_ms, dbk_bal_lease_cb *cb,
-                          void *arg)
+size_t dbk_acct_reconcile(struct dbk_balancer *bal, unsigned server, struct dbk_acct_reconcile *r,
+                          long haproxy, uint64_t now_ms, uint64_t poll_ms, uint64_t min_age_ms,
+                          dbk_bal_lease_cb *cb, void *arg)
 {
 	unsigned leak = dbk_acct_reconcile_step(r, 0, dbk_bal_server_inflight(bal, server),
 	                                        haproxy);

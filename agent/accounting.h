@@ -34,17 +34,17 @@
 #define DBK_ACCT_BURIED_TTL_MS 60000
 
 struct dbk_acct_stats {
-	uint64_t completions;   /* requests whose completion line came */
-	uint64_t duplicates;    /* second copies of a line already seen */
-	uint64_t undecided;     /* completions of requests the agent did not route */
-	uint64_t elsewhere;     /* completed elsewhere than its lease said */
+	uint64_t completions; /* requests whose completion line came */
+	uint64_t duplicates;  /* second copies of a line already seen */
+	uint64_t undecided;   /* completions of requests the agent did not route */
+	uint64_t elsewhere;   /* completed elsewhere than its lease said */
 };
 
 struct dbk_acct {
 	struct dbk_balancer *bal;
-	const char *const *names;   /* the balancer's servers, by index */
+	const char *const *names; /* the balancer's servers, by index */
 	struct dbk_acct_stats stats;
-	struct dbk_histo lag_ms;    /* stream end (HAProxy's log) to release */
+	struct dbk_histo lag_ms; /* stream end (HAProxy's log) to release */
 };
 
 /* Keeps the books of bal, whose server i is called names[i] (both must
@@ -52,11 +52,11 @@ struct dbk_acct {
 void dbk_acct_init(struct dbk_acct *a, struct dbk_balancer *bal, const char *const *names);
 
 enum dbk_acct_outcome {
-	DBK_ACCT_RELEASED = 0,  /* its lease released, where it was charged */
-	DBK_ACCT_DUPLICATE,     /* a second copy of a line already applied */
-	DBK_ACCT_UNDECIDED,     /* HAProxy balanced it alone, or its NOTIFY is
+	DBK_ACCT_RELEASED = 0, /* its lease released, where it was charged */
+	DBK_ACCT_DUPLICATE,    /* a second copy of a line already applied */
+	DBK_ACCT_UNDECIDED,    /* HAProxy balanced it alone, or its NOTIFY is
 	                         * still to come (and will take no lease) */
-	DBK_ACCT_UNKNOWN,       /* decided, but no lease is left (expired,
+	DBK_ACCT_UNKNOWN,      /* decided, but no lease is left (expired,
 	                         * reclaimed) or the id is unusable */
 };
 
@@ -108,8 +108,8 @@ void dbk_acct_reconcile_init(struct dbk_acct_reconcile *r);
  * streak: no evidence is not evidence of a leak). k = polls required,
  * 0 meaning DBK_ACCT_RECONCILE_K. Returns how many leases to reclaim now
  * (usually 0); after a reclaim the next one needs k new polls. */
-unsigned dbk_acct_reconcile_step(struct dbk_acct_reconcile *r, unsigned k,
-                                 unsigned ours, long haproxy);
+unsigned dbk_acct_reconcile_step(struct dbk_acct_reconcile *r, unsigned k, unsigned ours,
+                                 long haproxy);
 
 /* Which leases may go: only ones already held when the streak began (a
  * leak has been in every poll; a run of short-lived leases, such as
@@ -126,9 +126,8 @@ bool dbk_acct_reclaim_cutoff(uint64_t now_ms, uint64_t poll_ms, uint64_t min_age
  * reclaims the leak found, oldest first, within the cutoff above. cb as
  * for dbk_bal_reclaim; the completion lines of reclaimed leases will find
  * none. Returns how many were reclaimed. */
-size_t dbk_acct_reconcile(struct dbk_balancer *bal, unsigned server,
-                          struct dbk_acct_reconcile *r, long haproxy, uint64_t now_ms,
-                          uint64_t poll_ms, uint64_t min_age_ms,
+size_t dbk_acct_reconcile(struct dbk_balancer *bal, unsigned server, struct dbk_acct_reconcile *r,
+                          long haproxy, uint64_t now_ms, uint64_t poll_ms, uint64_t min_age_ms,
                           dbk_bal_lease_cb *cb, void *arg);
 
 #endif

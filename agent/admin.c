@@ -29,7 +29,7 @@ struct aconn {
 	ev_io io;
 	ev_timer timer;
 	struct dbk_admin *a;
-	struct dbk_list link;           /* in dbk_admin.conns */
+	struct dbk_list link; /* in dbk_admin.conns */
 	size_t in_len;
 	char in[MAX_REQUEST];
 	struct dbk_buf out;
@@ -67,9 +67,9 @@ static void respond(struct aconn *c, struct dbk_admin_response *r)
 		dbk_buf_printf(&r->body, "out of memory\n");
 	}
 	dbk_buf_printf(&c->out,
-	              "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-	              "Connection: close\r\nCache-Control: no-store\r\n\r\n",
-	              r->status, dbk_http_reason(r->status), r->content_type, r->body.len);
+	               "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+	               "Connection: close\r\nCache-Control: no-store\r\n\r\n",
+	               r->status, dbk_http_reason(r->status), r->content_type, r->body.len);
 	dbk_buf_add(&c->out, r->body.p ? r->body.p : "", r->body.len);
 	dbk_buf_free(&r->body);
 	ev_io_stop(c->a->loop, &c->io);
@@ -91,7 +91,7 @@ static void simple(struct aconn *c, int status, const char *text)
 static bool handle(struct aconn *c)
 {
 	static const struct dbk_http_limits lim = { .max_head_bytes = MAX_HEAD,
-	                                            .max_body_bytes = MAX_BODY };
+		                                    .max_body_bytes = MAX_BODY };
 	struct dbk_http_request req;
 	char method[MAX_METHOD + 1], path[MAX_HEAD];
 
@@ -194,10 +194,7 @@ struct dbk_admin *dbk_admin_new(struct ev_loop *loop, unsigned max_conns, dbk_ad
 	return a;
 }
 
-int dbk_admin_add_listener(struct dbk_admin *a, int fd)
-{
-	return dbk_listener_add(&a->ls, fd);
-}
+int dbk_admin_add_listener(struct dbk_admin *a, int fd) { return dbk_listener_add(&a->ls, fd); }
 
 void dbk_admin_free(struct dbk_admin *a)
 {

@@ -10,7 +10,7 @@
 #include "lib/buf.h"
 
 struct dbk_admin_response {
-	int status;                 /* 200, 404, ... */
+	int status; /* 200, 404, ... */
 	const char *content_type;
 	struct dbk_buf body;
 };

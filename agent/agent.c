@@ -35,8 +35,7 @@ static void on_completion(void *arg, const struct dbk_completion *c)
 	}
 }
 
-static void on_expired(void *arg, const char *id, size_t id_len,
-                       const struct dbk_bal_lease *l)
+static void on_expired(void *arg, const char *id, size_t id_len, const struct dbk_bal_lease *l)
 {
 	struct dbk_agent *a = arg;
 	char q[DBK_BAL_MAX_ID_LEN + 1];
@@ -47,11 +46,13 @@ static void on_expired(void *arg, const char *id, size_t id_len,
 
 static void on_ttl_tick(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct dbk_agent *a = (struct dbk_agent *)((char *)w - offsetof(struct dbk_agent, ttl_timer));
+	struct dbk_agent *a = (struct dbk_agent *)((char *)w -
+	                                           offsetof(struct dbk_agent, ttl_timer));
 
 	(void)loop;
 	(void)revents;
-	dbk_acct_expire(&a->acct, dbk_mono_ms(), (uint64_t)a->cfg.lease_ttl_s * 1000, on_expired, a);
+	dbk_acct_expire(&a->acct, dbk_mono_ms(), (uint64_t)a->cfg.lease_ttl_s * 1000, on_expired,
+	                a);
 }
 
 /* The settings --config gives over the command line's (base_config):
@@ -105,8 +106,7 @@ int dbk_agent_reload(struct dbk_agent *a, char *err, size_t errlen)
 	return apply_config(a, &c, "file", err, errlen);
 }
 
-static void on_admin(void *arg, const char *method, const char *path,
-                     struct dbk_admin_response *r)
+static void on_admin(void *arg, const char *method, const char *path, struct dbk_admin_response *r)
 {
 	struct dbk_agent *a = arg;
 	const char *query = strchr(path, '?');
@@ -147,9 +147,9 @@ static void on_admin(void *arg, const char *method, const char *path,
 
 /* Opens every address in specs and hands each fd to add, or a "udp@"
  * one to add_udp (NULL: not a UDP service). */
-static int listen_all(struct dbk_agent *a, const char *const *specs, unsigned n,
-                      const char *what, int (*add)(void *, int),
-                      int (*add_udp)(void *, int), void *obj, char *err, size_t errlen)
+static int listen_all(struct dbk_agent *a, const char *const *specs, unsigned n, const char *what,
+                      int (*add)(void *, int), int (*add_udp)(void *, int), void *obj, char *err,
+                      size_t errlen)
 {
 	for (unsigned i = 0; i < n; i++) {
 		char why[256];
@@ -157,8 +157,9 @@ static int listen_all(struct dbk_agent *a, const char *const *specs, unsigned n,
 		int fd;
 
 		if (udp && !add_udp) {
-			snprintf(err, errlen, "cannot listen for %s on %s: udp@ is for completions only",
-			         what, specs[i]);
+			snprintf(err, errlen,
+			         "cannot listen for %s on %s: udp@ is for completions only", what,
+			         specs[i]);
 			return -1;
 		}
 		fd = udp ? dbk_net_bind_udp(specs[i] + 4, why, sizeof(why))
@@ -168,8 +169,8 @@ static int listen_all(struct dbk_agent *a, const char *const *specs, unsigned n,
 			return -1;
 		}
 		if ((udp ? add_udp : add)(obj, fd) < 0) {
-			snprintf(err, errlen, "cannot listen for %s on %s: too many addresses", what,
-			         specs[i]);
+			snprintf(err, errlen, "cannot listen for %s on %s: too many addresses",
+			         what, specs[i]);
 			close(fd);
 			return -1;
 		}
@@ -217,7 +218,8 @@ static void fit_fd_limit(struct dbk_agent *a, unsigned *completion, unsigned *ad
 	 * keeps a margin): a quarter each for completions and admin
 	 * (HAProxy's ring needs one), the rest for SPOP. */
 	unsigned long room = have > FD_OVERHEAD / 2 + 8 ? have - FD_OVERHEAD / 2 : 8;
-	*completion = *admin = (unsigned)(room / 4 < COMPLETION_CONNS ? room / 4 : COMPLETION_CONNS);
+	*completion = *admin = (unsigned)(room / 4 < COMPLETION_CONNS ? room / 4
+	                                                              : COMPLETION_CONNS);
 	if (*completion < 1)
 		*completion = *admin = 1;
 	unsigned long spop = room - 2 * *completion;
@@ -262,7 +264,7 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 	                      &a->discovered, &a->ndiscovered, err, errlen))
 		return -1;
 	const char **urls = calloc(n, sizeof(*urls));
-	char (*bufs)[DBK_MAX_SCRAPE_URL + 1] = calloc(n, sizeof(*bufs));
+	char(*bufs)[DBK_MAX_SCRAPE_URL + 1] = calloc(n, sizeof(*bufs));
 	if (!urls || !bufs) {
 		free(urls);
 		free(bufs);
@@ -287,8 +289,9 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot start the scraper (libcurl)");
 		return -1;
 	}
-	dbk_log(DBK_LOG_INFO, "scrape-configured", "servers=%u of=%u interval_ms=%lld timeout_ms=%lld",
-	        scraped, n, a->cfg.scrape_interval_ms, a->cfg.scrape_timeout_ms);
+	dbk_log(DBK_LOG_INFO, "scrape-configured",
+	        "servers=%u of=%u interval_ms=%lld timeout_ms=%lld", scraped, n,
+	        a->cfg.scrape_interval_ms, a->cfg.scrape_timeout_ms);
 	return 0;
 }
 
@@ -370,10 +373,10 @@ static int start_listeners(struct dbk_agent *a, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (listen_all(a, a->cfg.listen, a->cfg.nlisten, "spop", add_spoa, NULL, a->spoa,
-	               err, errlen) ||
-	    listen_all(a, a->cfg.completion_listen, a->cfg.ncompletion_listen,
-	               "completions", add_events, add_events_udp, a->events, err, errlen) ||
+	if (listen_all(a, a->cfg.listen, a->cfg.nlisten, "spop", add_spoa, NULL, a->spoa, err,
+	               errlen) ||
+	    listen_all(a, a->cfg.completion_listen, a->cfg.ncompletion_listen, "completions",
+	               add_events, add_events_udp, a->events, err, errlen) ||
 	    listen_all(a, a->cfg.admin_listen, a->cfg.nadmin_listen, "admin", add_admin, NULL,
 	               a->admin, err, errlen))
 		return -1;
@@ -435,7 +438,8 @@ int dbk_agent_drop_privileges(struct dbk_agent *a, char *err, size_t errlen)
 	}
 	for (unsigned i = 0; i < a->nunix; i++)
 		if (chown(a->unix_specs[i] + 5, uid, gid) < 0) {
-			snprintf(err, errlen, "chown %s: %s", a->unix_specs[i] + 5, strerror(errno));
+			snprintf(err, errlen, "chown %s: %s", a->unix_specs[i] + 5,
+			         strerror(errno));
 			return -1;
 		}
 	/* Group first: once the uid is dropped, the gid can no longer change. */

@@ -21,21 +21,21 @@ struct dbk_agent {
 	struct ev_loop *loop;
 	struct dbk_balancer *bal;
 	struct dbk_route route;
-	struct dbk_route_handler route_handler;   /* route as the SPOP handler */
+	struct dbk_route_handler route_handler; /* route as the SPOP handler */
 	struct dbk_spop_server *spoa;
 	struct dbk_events *events;
 	struct dbk_admin *admin;
-	struct dbk_sync *sync;          /* NULL without --haproxy-socket */
+	struct dbk_sync *sync;            /* NULL without --haproxy-socket */
 	struct dbk_rt_server *discovered; /* names read from HAProxy, if any */
 	unsigned ndiscovered;
-	struct dbk_pred *pred;          /* --policy ttft; NULL: the reference */
-	struct dbk_scrape *scrape;      /* NULL: no server is scraped */
+	struct dbk_pred *pred;     /* --policy ttft; NULL: the reference */
+	struct dbk_scrape *scrape; /* NULL: no server is scraped */
 	/* What the command line says; --config is applied on top of it at
 	 * start and on every SIGHUP. */
 	struct dbk_bal_config base_config;
 	uint64_t config_changes;
 	ev_timer ttl_timer;
-	struct dbk_acct acct;           /* what completions and the TTL did */
+	struct dbk_acct acct; /* what completions and the TTL did */
 	/* Unix sockets we created, removed again at stop. */
 	const char *unix_specs[3 * DBK_MAX_LISTEN];
 	unsigned nunix;

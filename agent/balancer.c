@@ -20,17 +20,17 @@
 
 struct dbk_balancer {
 	struct dbk_bal_config cfg;
-	unsigned first[DBK_BAL_MAX_BUCKETS + 1];  /* group g: [first[g], first[g+1]) */
+	unsigned first[DBK_BAL_MAX_BUCKETS + 1]; /* group g: [first[g], first[g+1]) */
 	unsigned heap_len[DBK_BAL_MAX_BUCKETS];
 	double bucket_load[DBK_BAL_MAX_BUCKETS];
-	double *load;           /* per server */
-	unsigned *inflight;     /* per server */
-	unsigned *group_of;     /* per server */
-	unsigned *pos;          /* per server: slot in its group's heap */
-	unsigned *heap;         /* server indices; group g's heap at first[g] */
+	double *load;       /* per server */
+	unsigned *inflight; /* per server */
+	unsigned *group_of; /* per server */
+	unsigned *pos;      /* per server: slot in its group's heap */
+	unsigned *heap;     /* server indices; group g's heap at first[g] */
 	bool *usable;
 	struct dbk_lease_table leases;
-	struct dbk_lease_table buried;  /* ids that ended unrouted */
+	struct dbk_lease_table buried; /* ids that ended unrouted */
 	struct dbk_bal_stats stats;
 	struct dbk_bal_observer obs;
 };
@@ -38,13 +38,20 @@ struct dbk_balancer {
 const char *dbk_bal_result_str(enum dbk_bal_result r)
 {
 	switch (r) {
-	case DBK_BAL_OK:        return "ok";
-	case DBK_BAL_DUPLICATE: return "duplicate id";
-	case DBK_BAL_FULL:      return "lease table full";
-	case DBK_BAL_NO_SERVER: return "no usable server";
-	case DBK_BAL_UNKNOWN:   return "unknown id";
-	case DBK_BAL_BAD_ID:    return "bad id";
-	case DBK_BAL_ENDED:     return "request already ended";
+	case DBK_BAL_OK:
+		return "ok";
+	case DBK_BAL_DUPLICATE:
+		return "duplicate id";
+	case DBK_BAL_FULL:
+		return "lease table full";
+	case DBK_BAL_NO_SERVER:
+		return "no usable server";
+	case DBK_BAL_UNKNOWN:
+		return "unknown id";
+	case DBK_BAL_BAD_ID:
+		return "bad id";
+	case DBK_BAL_ENDED:
+		return "request already ended";
 	}
 	return "?";
 }
@@ -176,8 +183,8 @@ struct dbk_balancer *dbk_bal_new(const struct dbk_bal_config *c)
 	b->usable = calloc(n, sizeof(*b->usable));
 	/* The table's hash key needs no strength, only to differ between
 	 * runs; ASLR makes the balancer's address do. */
-	if (!b->load || !b->inflight || !b->group_of || !b->pos || !b->heap ||
-	    !b->usable || dbk_lease_init(&b->leases, (uint64_t)(uintptr_t)b) < 0 ||
+	if (!b->load || !b->inflight || !b->group_of || !b->pos || !b->heap || !b->usable ||
+	    dbk_lease_init(&b->leases, (uint64_t)(uintptr_t)b) < 0 ||
 	    dbk_lease_init(&b->buried, (uint64_t)(uintptr_t)b ^ 0x9e3779b97f4a7c15u) < 0) {
 		/* dbk_bal_free copes with what calloc left zeroed. */
 		dbk_bal_free(b);
@@ -190,15 +197,16 @@ struct dbk_balancer *dbk_bal_new(const struct dbk_bal_config *c)
 	return b;
 }
 
-int dbk_bal_reconfigure(struct dbk_balancer *b, const struct dbk_bal_config *c,
-                        char *err, size_t errlen)
+int dbk_bal_reconfigure(struct dbk_balancer *b, const struct dbk_bal_config *c, char *err,
+                        size_t errlen)
 {
 	if (dbk_bal_config_check(c, err, errlen) < 0)
 		return -1;
 	if (c->nservers != b->cfg.nservers || c->dynamic != b->cfg.dynamic ||
 	    c->nbuckets != b->cfg.nbuckets) {
-		snprintf(err, errlen, "the server count, the mode and the number of buckets "
-		                      "need a restart");
+		snprintf(err, errlen,
+		         "the server count, the mode and the number of buckets "
+		         "need a restart");
 		return -1;
 	}
 	bool regroup = memcmp(c->group_sizes, b->cfg.group_sizes, sizeof(c->group_sizes)) != 0;
@@ -235,10 +243,7 @@ void dbk_bal_free(struct dbk_balancer *b)
 
 /* ---- the decision ---- */
 
-static double clamp01(double x)
-{
-	return x < 0.0 ? 0.0 : x > 1.0 ? 1.0 : x;
-}
+static double clamp01(double x) { return x < 0.0 ? 0.0 : x > 1.0 ? 1.0 : x; }
 
 static unsigned standard_bucket(const struct dbk_bal_config *c, double tokens)
 {
@@ -255,13 +260,12 @@ static unsigned standard_bucket(const struct dbk_bal_config *c, double tokens)
 /* The reference's neighbour redirect. The order of operations is the
  * reference's, so that the result matches it bit for bit. Returns the
  * bucket to use and sets *p to the best neighbour's probability. */
-static unsigned redirect(const struct dbk_balancer *b, unsigned std, double tokens,
-                         double *p_out)
+static unsigned redirect(const struct dbk_balancer *b, unsigned std, double tokens, double *p_out)
 {
 	const struct dbk_bal_config *c = &b->cfg;
 	double lb = b->bucket_load[std], best_p = 0.0;
 	unsigned best = NOT_IN_HEAP;
-	unsigned cand[2] = { std - 1, std + 1 };  /* std - 1 wraps when std == 0 */
+	unsigned cand[2] = { std - 1, std + 1 }; /* std - 1 wraps when std == 0 */
 
 	for (unsigned j = 0; j < 2; j++) {
 		unsigned k = cand[j];
@@ -312,8 +316,7 @@ static unsigned usable_group(const struct dbk_balancer *b, unsigned g)
 	return NOT_IN_HEAP;
 }
 
-enum dbk_bal_result dbk_bal_decide(const struct dbk_balancer *b,
-                                   const struct dbk_bal_request *r,
+enum dbk_bal_result dbk_bal_decide(const struct dbk_balancer *b, const struct dbk_bal_request *r,
                                    struct dbk_bal_decision *d)
 {
 	const struct dbk_bal_config *c = &b->cfg;
@@ -364,9 +367,9 @@ static enum dbk_bal_result take_lease(struct dbk_balancer *b, const char *id, si
                                       enum dbk_bal_result res, uint64_t now_ms,
                                       struct dbk_bal_decision *d);
 
-enum dbk_bal_result dbk_bal_dispatch(struct dbk_balancer *b, const char *id,
-                                     size_t id_len, const struct dbk_bal_request *r,
-                                     uint64_t now_ms, struct dbk_bal_decision *d)
+enum dbk_bal_result dbk_bal_dispatch(struct dbk_balancer *b, const char *id, size_t id_len,
+                                     const struct dbk_bal_request *r, uint64_t now_ms,
+                                     struct dbk_bal_decision *d)
 {
 	struct dbk_bal_decision local;
 	enum dbk_bal_result res;
@@ -383,10 +386,9 @@ enum dbk_bal_result dbk_bal_dispatch(struct dbk_balancer *b, const char *id,
 	return take_lease(b, id, id_len, res, now_ms, d);
 }
 
-enum dbk_bal_result dbk_bal_dispatch_to(struct dbk_balancer *b, const char *id,
-                                        size_t id_len, const struct dbk_bal_request *r,
-                                        unsigned server, uint64_t now_ms,
-                                        struct dbk_bal_decision *d)
+enum dbk_bal_result dbk_bal_dispatch_to(struct dbk_balancer *b, const char *id, size_t id_len,
+                                        const struct dbk_bal_request *r, unsigned server,
+                                        uint64_t now_ms, struct dbk_bal_decision *d)
 {
 	struct dbk_bal_decision local;
 	enum dbk_bal_result res;
@@ -485,8 +487,7 @@ static void give_back(struct dbk_balancer *b, struct dbk_lease *e, uint64_t *cou
 	dbk_lease_free(e);
 }
 
-bool dbk_bal_set_tag(struct dbk_balancer *b, const char *id, size_t id_len,
-                     const uint32_t tag[3])
+bool dbk_bal_set_tag(struct dbk_balancer *b, const char *id, size_t id_len, const uint32_t tag[3])
 {
 	struct dbk_lease *e = id_ok(id, id_len) ? dbk_lease_find(&b->leases, id, id_len) : NULL;
 
@@ -504,8 +505,8 @@ void dbk_bal_observe(struct dbk_balancer *b, const struct dbk_bal_observer *o)
 		memset(&b->obs, 0, sizeof(b->obs));
 }
 
-enum dbk_bal_result dbk_bal_release(struct dbk_balancer *b, const char *id,
-                                    size_t id_len, struct dbk_bal_lease *out)
+enum dbk_bal_result dbk_bal_release(struct dbk_balancer *b, const char *id, size_t id_len,
+                                    struct dbk_bal_lease *out)
 {
 	struct dbk_bal_lease l;
 
@@ -566,8 +567,7 @@ size_t dbk_bal_expire(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl_ms,
 	cutoff = now_ms - ttl_ms;
 	/* The budget keeps a callback that dispatches old-dated leases from
 	 * making this loop endless. */
-	while (n < budget && (e = dbk_lease_oldest(&b->leases)) &&
-	       e->val.start_ms <= cutoff) {
+	while (n < budget && (e = dbk_lease_oldest(&b->leases)) && e->val.start_ms <= cutoff) {
 		give_back(b, e, &b->stats.expired, cb, arg);
 		n++;
 	}
@@ -611,8 +611,7 @@ enum dbk_bal_result dbk_bal_move(struct dbk_balancer *b, const char *id, size_t 
 	return DBK_BAL_OK;
 }
 
-size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n,
-                       uint64_t started_by_ms,
+size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n, uint64_t started_by_ms,
                        dbk_bal_lease_cb *cb, void *arg)
 {
 	struct dbk_lease *e, *next;
@@ -648,10 +647,7 @@ bool dbk_bal_usable(const struct dbk_balancer *b, unsigned server)
 	return server < b->cfg.nservers && b->usable[server];
 }
 
-const struct dbk_bal_config *dbk_bal_config(const struct dbk_balancer *b)
-{
-	return &b->cfg;
-}
+const struct dbk_bal_config *dbk_bal_config(const struct dbk_balancer *b) { return &b->cfg; }
 
 double dbk_bal_server_load(const struct dbk_balancer *b, unsigned server)
 {
@@ -673,7 +669,4 @@ unsigned dbk_bal_group_of(const struct dbk_balancer *b, unsigned server)
 	return server < b->cfg.nservers ? b->group_of[server] : UINT_MAX;
 }
 
-const struct dbk_bal_stats *dbk_bal_stats(const struct dbk_balancer *b)
-{
-	return &b->stats;
-}
+const struct dbk_bal_stats *dbk_bal_stats(const struct dbk_balancer *b) { return &b->stats; }

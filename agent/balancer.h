@@ -15,21 +15,21 @@
 
 #define DBK_BAL_MAX_BUCKETS 16
 #define DBK_BAL_MAX_SERVERS 4096
-#define DBK_BAL_MAX_ID_LEN  255
+#define DBK_BAL_MAX_ID_LEN 255
 /* Ended ids remembered by dbk_bal_bury at most (the oldest are
  * forgotten first). */
-#define DBK_BAL_MAX_BURIED  65536
+#define DBK_BAL_MAX_BURIED 65536
 
 struct dbk_bal_config {
 	unsigned nservers;
-	bool dynamic;               /* false: one group, plain scoring */
-	unsigned nbuckets;          /* groups; 2 in dynamic mode, 1 in plain */
+	bool dynamic;      /* false: one group, plain scoring */
+	unsigned nbuckets; /* groups; 2 in dynamic mode, 1 in plain */
 	/* Bucket i is [bounds[i], bounds[i+1]) in request tokens. */
 	double bounds[DBK_BAL_MAX_BUCKETS + 1];
-	double sensitivity;         /* 1.0 */
-	double affinity_strength;   /* 0.1 */
-	double redirect_threshold;  /* 0.12 */
-	size_t max_leases;          /* 0: unbounded */
+	double sensitivity;        /* 1.0 */
+	double affinity_strength;  /* 0.1 */
+	double redirect_threshold; /* 0.12 */
+	size_t max_leases;         /* 0: unbounded */
 	/* Servers per group, in list order; all 0 = the reference's split
 	 * (the first n % G groups get one more). */
 	unsigned group_sizes[DBK_BAL_MAX_BUCKETS];
@@ -37,8 +37,8 @@ struct dbk_bal_config {
 
 /* Fills c with the reference's setup: 2 buckets [0,T) [T,M) when dynamic,
  * one bucket otherwise, and the reference's constants. */
-void dbk_bal_config_default(struct dbk_bal_config *c, unsigned nservers,
-                            bool dynamic, double threshold, double max_tokens);
+void dbk_bal_config_default(struct dbk_bal_config *c, unsigned nservers, bool dynamic,
+                            double threshold, double max_tokens);
 
 /* Servers in group g under c: group_sizes[g], or the reference's split. */
 unsigned dbk_bal_group_size(const struct dbk_bal_config *c, unsigned g);
@@ -51,34 +51,34 @@ int dbk_bal_config_check(const struct dbk_bal_config *c, char *err, size_t errle
  * [0, DBK_BAL_MAX_BODY_BYTES] (NaN: 0), max_tokens to
  * [0, DBK_BAL_MAX_MAX_TOKENS] (NaN or infinite: 16). Within these ranges
  * the arithmetic is the reference's. */
-#define DBK_BAL_MAX_BODY_BYTES 1099511627776.0  /* 2^40 */
-#define DBK_BAL_MAX_MAX_TOKENS 4294967296.0     /* 2^32 */
+#define DBK_BAL_MAX_BODY_BYTES 1099511627776.0 /* 2^40 */
+#define DBK_BAL_MAX_MAX_TOKENS 4294967296.0    /* 2^32 */
 
 /* What the balancer needs to know of a request (see estimate.h). */
 struct dbk_bal_request {
 	double body_bytes;
-	double max_tokens;          /* 16 when absent */
+	double max_tokens; /* 16 when absent */
 	bool ignore_eos;
 };
 
 struct dbk_bal_decision {
-	double request_tokens;      /* body_bytes / 4 */
-	double score;               /* the load this request adds */
-	unsigned std_bucket;        /* bucket by length alone */
-	unsigned group;             /* bucket/group actually chosen */
-	unsigned server;            /* index in the full server list */
-	bool redirected;            /* group != std_bucket */
-	double p;                   /* best neighbour's redirect probability, 0 if none */
+	double request_tokens; /* body_bytes / 4 */
+	double score;          /* the load this request adds */
+	unsigned std_bucket;   /* bucket by length alone */
+	unsigned group;        /* bucket/group actually chosen */
+	unsigned server;       /* index in the full server list */
+	bool redirected;       /* group != std_bucket */
+	double p;              /* best neighbour's redirect probability, 0 if none */
 };
 
 enum dbk_bal_result {
 	DBK_BAL_OK = 0,
-	DBK_BAL_DUPLICATE,          /* a lease with this id exists */
-	DBK_BAL_FULL,               /* max_leases reached or out of memory */
-	DBK_BAL_NO_SERVER,          /* no usable server in any group */
-	DBK_BAL_UNKNOWN,            /* release of an id with no lease */
-	DBK_BAL_BAD_ID,             /* empty or longer than DBK_BAL_MAX_ID_LEN */
-	DBK_BAL_ENDED,              /* the request ended before it was routed */
+	DBK_BAL_DUPLICATE, /* a lease with this id exists */
+	DBK_BAL_FULL,      /* max_leases reached or out of memory */
+	DBK_BAL_NO_SERVER, /* no usable server in any group */
+	DBK_BAL_UNKNOWN,   /* release of an id with no lease */
+	DBK_BAL_BAD_ID,    /* empty or longer than DBK_BAL_MAX_ID_LEN */
+	DBK_BAL_ENDED,     /* the request ended before it was routed */
 };
 
 const char *dbk_bal_result_str(enum dbk_bal_result r);
@@ -94,18 +94,18 @@ struct dbk_bal_lease {
 };
 
 struct dbk_bal_stats {
-	uint64_t decisions;         /* leases taken */
+	uint64_t decisions; /* leases taken */
 	uint64_t redirects;
-	uint64_t releases;          /* leases given back by dbk_bal_release */
-	uint64_t expired;           /* leases given back by dbk_bal_expire */
-	uint64_t reclaimed;         /* leases given back by dbk_bal_reclaim */
-	uint64_t moved;             /* leases moved by dbk_bal_move */
-	uint64_t ended;             /* dispatches refused: the request had ended */
+	uint64_t releases;  /* leases given back by dbk_bal_release */
+	uint64_t expired;   /* leases given back by dbk_bal_expire */
+	uint64_t reclaimed; /* leases given back by dbk_bal_reclaim */
+	uint64_t moved;     /* leases moved by dbk_bal_move */
+	uint64_t ended;     /* dispatches refused: the request had ended */
 	uint64_t unknown_releases;
 	uint64_t duplicates;
-	uint64_t refused;           /* FULL or NO_SERVER */
-	size_t leases;              /* live leases */
-	uint64_t bad_ids;           /* dispatch or release with a BAD_ID */
+	uint64_t refused; /* FULL or NO_SERVER */
+	size_t leases;    /* live leases */
+	uint64_t bad_ids; /* dispatch or release with a BAD_ID */
 };
 
 struct dbk_balancer;
@@ -120,12 +120,11 @@ void dbk_bal_free(struct dbk_balancer *b);
  * and the number of buckets cannot change (-1 with a reason). Every lease
  * survives; a server that changes group takes its load with it, so each
  * group's load stays the sum of its servers'. */
-int dbk_bal_reconfigure(struct dbk_balancer *b, const struct dbk_bal_config *c,
-                        char *err, size_t errlen);
+int dbk_bal_reconfigure(struct dbk_balancer *b, const struct dbk_bal_config *c, char *err,
+                        size_t errlen);
 
 /* Decides without taking a lease (what dispatch would do now). */
-enum dbk_bal_result dbk_bal_decide(const struct dbk_balancer *b,
-                                   const struct dbk_bal_request *r,
+enum dbk_bal_result dbk_bal_decide(const struct dbk_balancer *b, const struct dbk_bal_request *r,
                                    struct dbk_bal_decision *d);
 
 /* Decides, charges the score to the chosen server and group, and records
@@ -133,23 +132,21 @@ enum dbk_bal_result dbk_bal_decide(const struct dbk_balancer *b,
  * only d's request_tokens, score and std_bucket are meaningful (group and
  * server are UINT_MAX). d may be NULL. Checks in this order: BAD_ID,
  * DUPLICATE, FULL, NO_SERVER. */
-enum dbk_bal_result dbk_bal_dispatch(struct dbk_balancer *b, const char *id,
-                                     size_t id_len, const struct dbk_bal_request *r,
-                                     uint64_t now_ms, struct dbk_bal_decision *d);
+enum dbk_bal_result dbk_bal_dispatch(struct dbk_balancer *b, const char *id, size_t id_len,
+                                     const struct dbk_bal_request *r, uint64_t now_ms,
+                                     struct dbk_bal_decision *d);
 
 /* Takes a lease under id on a server the caller chose (another policy
  * decided), charging score to it and its group; d gets request_tokens
  * and score from r, the server, its group and std_bucket as dispatch
  * would. The same checks as dispatch, in the same order; NO_SERVER when
  * server is out of range or not usable. */
-enum dbk_bal_result dbk_bal_dispatch_to(struct dbk_balancer *b, const char *id,
-                                        size_t id_len, const struct dbk_bal_request *r,
-                                        unsigned server, uint64_t now_ms,
-                                        struct dbk_bal_decision *d);
+enum dbk_bal_result dbk_bal_dispatch_to(struct dbk_balancer *b, const char *id, size_t id_len,
+                                        const struct dbk_bal_request *r, unsigned server,
+                                        uint64_t now_ms, struct dbk_bal_decision *d);
 
 /* Sets the tag of id's live lease. Returns false without one. */
-bool dbk_bal_set_tag(struct dbk_balancer *b, const char *id, size_t id_len,
-                     const uint32_t tag[3]);
+bool dbk_bal_set_tag(struct dbk_balancer *b, const char *id, size_t id_len, const uint32_t tag[3]);
 
 /* Told of every lease that ends (release, expiry, reclaim), every move
  * and every change of a server's usable flag, after the balancer's own
@@ -166,8 +163,8 @@ void dbk_bal_observe(struct dbk_balancer *b, const struct dbk_bal_observer *o);
 /* Gives back the lease of id, exactly once. Returns DBK_BAL_UNKNOWN (and
  * counts it) when there is no such lease, DBK_BAL_BAD_ID for an id that
  * no lease can have. out may be NULL. */
-enum dbk_bal_result dbk_bal_release(struct dbk_balancer *b, const char *id,
-                                    size_t id_len, struct dbk_bal_lease *out);
+enum dbk_bal_result dbk_bal_release(struct dbk_balancer *b, const char *id, size_t id_len,
+                                    struct dbk_bal_lease *out);
 
 /* Remembers that request id has ended (its completion arrived), until
  * dbk_bal_expire_buried forgets it. Two uses:
@@ -211,8 +208,7 @@ enum dbk_bal_result dbk_bal_move(struct dbk_balancer *b, const char *id, size_t 
  * started_by_ms (fewer if it has fewer): the repair for leases whose
  * completion was lost, which are old. cb as for dbk_bal_expire. Returns
  * how many. O(live leases). */
-size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n,
-                       uint64_t started_by_ms,
+size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n, uint64_t started_by_ms,
                        dbk_bal_lease_cb *cb, void *arg);
 
 /* A server that is not usable is never chosen; its group's other servers

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-void dbk_bal_config_default(struct dbk_bal_config *c, unsigned nservers,
-                            bool dynamic, double threshold, double max_tokens)
+void dbk_bal_config_default(struct dbk_bal_config *c, unsigned nservers, bool dynamic,
+                            double threshold, double max_tokens)
 {
 	memset(c, 0, sizeof(*c));
 	c->nservers = nservers;
@@ -71,8 +71,8 @@ static int check_bounds(const struct dbk_bal_config *c, char *err, size_t errlen
 			/* Named from the lower bound's side: the usual mistake is a
 			 * threshold set at or above the maximum. */
 			bound_name(c, i - 1, a, sizeof(a));
-			snprintf(err, errlen, "%s (%g) must be below %s (%g)", a,
-			         c->bounds[i - 1], b, c->bounds[i]);
+			snprintf(err, errlen, "%s (%g) must be below %s (%g)", a, c->bounds[i - 1],
+			         b, c->bounds[i]);
 		}
 		return -1;
 	}
@@ -89,13 +89,13 @@ int dbk_bal_config_check(const struct dbk_bal_config *c, char *err, size_t errle
 	}
 	err[0] = '\0';
 	if (c->nservers < 1 || c->nservers > DBK_BAL_MAX_SERVERS) {
-		snprintf(err, errlen, "need between 1 and %u servers, got %u",
-		         DBK_BAL_MAX_SERVERS, c->nservers);
+		snprintf(err, errlen, "need between 1 and %u servers, got %u", DBK_BAL_MAX_SERVERS,
+		         c->nservers);
 		return -1;
 	}
 	if (c->nbuckets < 1 || c->nbuckets > DBK_BAL_MAX_BUCKETS) {
-		snprintf(err, errlen, "need between 1 and %u buckets, got %u",
-		         DBK_BAL_MAX_BUCKETS, c->nbuckets);
+		snprintf(err, errlen, "need between 1 and %u buckets, got %u", DBK_BAL_MAX_BUCKETS,
+		         c->nbuckets);
 		return -1;
 	}
 	if (!c->dynamic && c->nbuckets != 1) {
@@ -108,8 +108,8 @@ int dbk_bal_config_check(const struct dbk_bal_config *c, char *err, size_t errle
 		return -1;
 	}
 	if (c->nservers < c->nbuckets) {
-		snprintf(err, errlen, "%u buckets need at least %u servers, got %u",
-		         c->nbuckets, c->nbuckets, c->nservers);
+		snprintf(err, errlen, "%u buckets need at least %u servers, got %u", c->nbuckets,
+		         c->nbuckets, c->nservers);
 		return -1;
 	}
 	/* With one bucket the bounds decide nothing, and the reference does
@@ -143,7 +143,8 @@ int dbk_bal_config_check(const struct dbk_bal_config *c, char *err, size_t errle
 				return -1;
 			}
 		if (set != c->nbuckets || sum != c->nservers) {
-			snprintf(err, errlen, "group sizes must be %u numbers adding up to %u servers",
+			snprintf(err, errlen,
+			         "group sizes must be %u numbers adding up to %u servers",
 			         c->nbuckets, c->nservers);
 			return -1;
 		}

@@ -2,9 +2,8 @@
 
 #include <string.h>
 
-enum dbk_completion_status dbk_completion_frame(const char *buf, size_t len,
-                                                const char **msg, size_t *msg_len,
-                                                size_t *consumed)
+enum dbk_completion_status dbk_completion_frame(const char *buf, size_t len, const char **msg,
+                                                size_t *msg_len, size_t *consumed)
 {
 	size_t n = 0, i = 0;
 
@@ -88,8 +87,7 @@ enum dbk_completion_status dbk_completion_parse(const char *line, size_t len,
 
 	if (!field(&p, end, &f, &n) || n != 4 || memcmp(f, DBK_COMPLETION_TAG, 4) != 0)
 		return DBK_COMPLETION_BAD_LINE;
-	if (!field(&p, end, &c->id, &c->id_len) ||
-	    !field(&p, end, &c->chosen, &c->chosen_len))
+	if (!field(&p, end, &c->id, &c->id_len) || !field(&p, end, &c->chosen, &c->chosen_len))
 		return DBK_COMPLETION_BAD_LINE;
 	/* "-" is HAProxy's empty field: a request that never got as far as
 	 * an id (a bad request) or a decision. A decision needs an id. */

@@ -23,19 +23,19 @@
 #define DBK_COMPLETION_MAX_LINE 16384
 
 struct dbk_completion {
-	const char *id;           /* %ID; id_len 0 if none ("-") */
+	const char *id; /* %ID; id_len 0 if none ("-") */
 	size_t id_len;
-	const char *chosen;       /* the agent's choice; chosen_len 0 if none ("-") */
+	const char *chosen; /* the agent's choice; chosen_len 0 if none ("-") */
 	size_t chosen_len;
-	const char *server;       /* %s: where HAProxy actually sent it */
+	const char *server; /* %s: where HAProxy actually sent it */
 	size_t server_len;
-	int status;               /* %ST; -1 when none */
-	char term[5];             /* %tsc, NUL-terminated, e.g. "----", "CD--" */
-	int64_t total_ms;         /* %Tt; -1 when none */
-	int64_t bytes;            /* %B */
-	int retries;              /* %rc without its '+' */
-	bool redispatched;        /* %rc carried '+' */
-	int64_t log_ms;           /* when HAProxy logged it (Unix ms): the stream's end */
+	int status;        /* %ST; -1 when none */
+	char term[5];      /* %tsc, NUL-terminated, e.g. "----", "CD--" */
+	int64_t total_ms;  /* %Tt; -1 when none */
+	int64_t bytes;     /* %B */
+	int retries;       /* %rc without its '+' */
+	bool redispatched; /* %rc carried '+' */
+	int64_t log_ms;    /* when HAProxy logged it (Unix ms): the stream's end */
 };
 
 enum dbk_completion_status {
@@ -49,9 +49,8 @@ enum dbk_completion_status {
  * and *msg_len are the message and *consumed the bytes to drop. A length
  * above DBK_COMPLETION_MAX_LINE, a missing space or a non-digit give
  * BAD_FRAME. */
-enum dbk_completion_status dbk_completion_frame(const char *buf, size_t len,
-                                                const char **msg, size_t *msg_len,
-                                                size_t *consumed);
+enum dbk_completion_status dbk_completion_frame(const char *buf, size_t len, const char **msg,
+                                                size_t *msg_len, size_t *consumed);
 
 /* Parses one message (trailing CR/LF ignored). Strings in c point into
  * line. */

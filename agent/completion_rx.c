@@ -24,8 +24,8 @@ struct econn {
 	ev_io io;
 	ev_timer frame_timer;
 	struct dbk_events *e;
-	struct dbk_list link;   /* in dbk_events.conns, oldest first */
-	bool delivered;         /* has sent a completion line: HAProxy's */
+	struct dbk_list link; /* in dbk_events.conns, oldest first */
+	bool delivered;       /* has sent a completion line: HAProxy's */
 	size_t len;
 	char buf[IN_CAP];
 };
@@ -37,7 +37,7 @@ struct dbk_events {
 	struct dbk_listener_set ls;
 	ev_io dgram[DBK_LISTENER_MAX];
 	unsigned ndgram;
-	char dbuf[IN_CAP];              /* one datagram at a time */
+	char dbuf[IN_CAP]; /* one datagram at a time */
 	struct dbk_list conns;
 	struct dbk_events_stats stats;
 	struct dbk_ratelimit up_log;
@@ -163,7 +163,8 @@ static int make_room(void *arg, const void *peer)
 	struct econn *victim = NULL;
 	struct dbk_list *it, *nx;
 
-	dbk_list_for_each_safe(it, nx, &e->conns) {
+	dbk_list_for_each_safe(it, nx, &e->conns)
+	{
 		struct econn *c = dbk_list_elem(it, struct econn, link);
 
 		if (!c->delivered && dbk_listener_may_evict(&e->ls, c->io.fd, peer)) {
@@ -200,8 +201,8 @@ static void econn_new(void *arg, int fd)
 	ev_io_start(e->loop, &c->io);
 	uint64_t suppressed;
 	if (dbk_ratelimit_allow(&e->up_log, ev_now(e->loop), &suppressed))
-		dbk_log(DBK_LOG_INFO, "completion-link-up", "open=%u suppressed=%llu", e->stats.open,
-		        (unsigned long long)suppressed);
+		dbk_log(DBK_LOG_INFO, "completion-link-up", "open=%u suppressed=%llu",
+		        e->stats.open, (unsigned long long)suppressed);
 }
 
 /* A datagram is one line: no framing, and nothing to close, so a
@@ -220,7 +221,7 @@ static void on_dgram(struct ev_loop *loop, ev_io *w, int revents)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return;         /* EAGAIN, or an error the next datagram clears */
+			return; /* EAGAIN, or an error the next datagram clears */
 		}
 		e->stats.datagrams++;
 		deliver(e, e->dbuf, (size_t)n);
@@ -239,8 +240,8 @@ int dbk_events_add_datagram(struct dbk_events *e, int fd)
 	return 0;
 }
 
-struct dbk_events *dbk_events_new(struct ev_loop *loop, unsigned max_conns,
-                                  dbk_events_cb cb, void *arg)
+struct dbk_events *dbk_events_new(struct ev_loop *loop, unsigned max_conns, dbk_events_cb cb,
+                                  void *arg)
 {
 	struct dbk_events *e = calloc(1, sizeof(*e));
 
@@ -261,10 +262,7 @@ struct dbk_events *dbk_events_new(struct ev_loop *loop, unsigned max_conns,
 	return e;
 }
 
-int dbk_events_add_listener(struct dbk_events *e, int fd)
-{
-	return dbk_listener_add(&e->ls, fd);
-}
+int dbk_events_add_listener(struct dbk_events *e, int fd) { return dbk_listener_add(&e->ls, fd); }
 
 void dbk_events_free(struct dbk_events *e)
 {
@@ -280,7 +278,4 @@ void dbk_events_free(struct dbk_events *e)
 	free(e);
 }
 
-const struct dbk_events_stats *dbk_events_stats(const struct dbk_events *e)
-{
-	return &e->stats;
-}
+const struct dbk_events_stats *dbk_events_stats(const struct dbk_events *e) { return &e->stats; }

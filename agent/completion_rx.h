@@ -12,10 +12,10 @@
 
 struct dbk_events_stats {
 	uint64_t accepted;
-	uint64_t lines;           /* well-formed completion lines */
-	uint64_t bad_lines;       /* framed, but not a dbk1 line */
-	uint64_t bad_frames;      /* connections dropped for broken framing */
-	uint64_t datagrams;       /* UDP datagrams read, lines or not */
+	uint64_t lines;      /* well-formed completion lines */
+	uint64_t bad_lines;  /* framed, but not a dbk1 line */
+	uint64_t bad_frames; /* connections dropped for broken framing */
+	uint64_t datagrams;  /* UDP datagrams read, lines or not */
 	unsigned open;
 };
 
@@ -23,8 +23,8 @@ typedef void (*dbk_events_cb)(void *arg, const struct dbk_completion *c);
 
 struct dbk_events;
 
-struct dbk_events *dbk_events_new(struct ev_loop *loop, unsigned max_conns,
-                                  dbk_events_cb cb, void *arg);
+struct dbk_events *dbk_events_new(struct ev_loop *loop, unsigned max_conns, dbk_events_cb cb,
+                                  void *arg);
 int dbk_events_add_listener(struct dbk_events *e, int fd);
 /* Reads completion lines from a bound UDP socket (dbk_net_bind_udp).
  * Returns 0, or -1 when DBK_LISTENER_MAX sockets are already in use. */

@@ -30,14 +30,22 @@ static const char *const log_levels[] = { "debug", "info", "warn", "error", NULL
 
 /* Table rows by kind: a number in the strict grammar, within [lo, hi];
  * a string kept as given; a value a function checks and stores. */
-#define NUM(name, kind, dst, lo, hi, meta, help) \
-	{ name, 0, kind, dst, lo, hi, NULL, NULL, DBK_OPT_STRICT, meta, help, NULL }
-#define TEXT(name, dst, meta, help) \
-	{ name, 0, DBK_OPT_STR, dst, 0, 0, NULL, NULL, 0, meta, help, NULL }
-#define CALL(name, fn, meta, help) \
-	{ name, 0, DBK_OPT_CALL, NULL, 0, 0, NULL, fn, 0, meta, help, NULL }
-#define FLAG(name, short_name, dst, help) \
-	{ name, short_name, DBK_OPT_FLAG, dst, 0, 0, NULL, NULL, 0, NULL, help, NULL }
+#define NUM(name, kind, dst, lo, hi, meta, help)                                         \
+	{                                                                                \
+		name, 0, kind, dst, lo, hi, NULL, NULL, DBK_OPT_STRICT, meta, help, NULL \
+	}
+#define TEXT(name, dst, meta, help)                                              \
+	{                                                                        \
+		name, 0, DBK_OPT_STR, dst, 0, 0, NULL, NULL, 0, meta, help, NULL \
+	}
+#define CALL(name, fn, meta, help)                                               \
+	{                                                                        \
+		name, 0, DBK_OPT_CALL, NULL, 0, 0, NULL, fn, 0, meta, help, NULL \
+	}
+#define FLAG(name, short_name, dst, help)                                                  \
+	{                                                                                  \
+		name, short_name, DBK_OPT_FLAG, dst, 0, 0, NULL, NULL, 0, NULL, help, NULL \
+	}
 
 /* HAProxy's rule for proxy and server names. */
 static bool valid_server_name(const char *s)
@@ -49,8 +57,7 @@ static bool valid_server_name(const char *s)
 	for (size_t i = 0; i < n; i++) {
 		char ch = s[i];
 		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		      (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
-		      ch == '.' || ch == ':'))
+		      (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == ':'))
 			return false;
 	}
 	return true;
@@ -104,8 +111,8 @@ const char *dbk_config_scrape_url(const struct dbk_config *c, const char *name)
 
 /* A repeatable address option: list[*n] = v, at most DBK_MAX_LISTEN;
  * "none" (none != NULL) sets *none instead. */
-static int add_addr(const char *opt, const char **list, unsigned *n, bool *none,
-                    const char *v, char *err, size_t errlen)
+static int add_addr(const char *opt, const char **list, unsigned *n, bool *none, const char *v,
+                    char *err, size_t errlen)
 {
 	if (none && strcmp(v, "none") == 0) {
 		*none = true;
@@ -138,8 +145,8 @@ static int opt_admin_listen(void *ctx, const char *v, char *err, size_t errlen)
 {
 	struct parse *p = ctx;
 
-	return add_addr("admin-listen", p->c->admin_listen, &p->c->nadmin_listen, &p->no_admin,
-	                v, err, errlen);
+	return add_addr("admin-listen", p->c->admin_listen, &p->c->nadmin_listen, &p->no_admin, v,
+	                err, errlen);
 }
 
 static int opt_backend(void *ctx, const char *v, char *err, size_t errlen)
@@ -199,16 +206,19 @@ static size_t opts_balancing(struct parse *p, struct dbk_opt *out)
 	const struct dbk_opt t[] = {
 		FLAG("enable-dynamic-bucket", 0, &c->dynamic,
 		     "split servers into a short and a long group\n(needs at least 2 servers)"),
-		NUM("server-group-threshold", DBK_OPT_LL, &c->threshold, 1, DBK_TUNE_MAX_TOKENS, "N",
-		    "tokens where the long bucket starts (" STR(DBK_DEFAULT_THRESHOLD) ")"),
-		NUM("max-request-tokens", DBK_OPT_LL, &c->max_request_tokens, 1, DBK_TUNE_MAX_TOKENS,
-		    "N", "upper bound of the long bucket (" STR(DBK_DEFAULT_MAX_REQUEST_TOKENS) ")"),
+		NUM("server-group-threshold", DBK_OPT_LL, &c->threshold, 1, DBK_TUNE_MAX_TOKENS,
+		    "N", "tokens where the long bucket starts (" STR(DBK_DEFAULT_THRESHOLD) ")"),
+		NUM("max-request-tokens", DBK_OPT_LL, &c->max_request_tokens, 1,
+		    DBK_TUNE_MAX_TOKENS, "N",
+		    "upper bound of the long bucket (" STR(DBK_DEFAULT_MAX_REQUEST_TOKENS) ")"),
 		TEXT("config", &c->config_file, "FILE",
 		     "live settings (key = value lines: see\ndbucket-spoa(8)); reread on SIGHUP, "
 		     "and\nalso set through the admin endpoint's /config"),
 		CALL("policy", opt_policy, "NAME",
-		     "reference (default: the algorithm above,\ndecision for decision) or ttft: the "
-		     "server\nwith the earliest predicted first token, from\nlength, prefix, queue, "
+		     "reference (default: the algorithm above,\ndecision for decision) or ttft: "
+		     "the "
+		     "server\nwith the earliest predicted first token, from\nlength, prefix, "
+		     "queue, "
 		     "KV use and context limit"),
 		NUM("engine-speed", DBK_OPT_DOUBLE, &c->engine_speed, 0.001, 1000, "X",
 		    "ttft: the servers run X times as fast as its\nengine model (an 8B model on an "
@@ -222,14 +232,17 @@ static size_t opts_scrape(struct parse *p, struct dbk_opt *out)
 	struct dbk_config *c = p->c;
 	const struct dbk_opt t[] = {
 		CALL("scrape", opt_scrape, "NAME=URL",
-		     "scrape server NAME at base URL\n(http://HOST:PORT); repeatable. With --policy\n"
-		     "ttft and --haproxy-socket, servers not named\nare scraped where HAProxy reaches "
+		     "scrape server NAME at base URL\n(http://HOST:PORT); repeatable. With "
+		     "--policy\n"
+		     "ttft and --haproxy-socket, servers not named\nare scraped where HAProxy "
+		     "reaches "
 		     "them"),
 		NUM("scrape-interval", DBK_OPT_LL, &c->scrape_interval_ms, 10, 3600 * 1000, "MS",
 		    "/metrics every MS (" STR(DBK_DEFAULT_SCRAPE_INTERVAL_MS) "); /v1/models every "
-		    "10 s"),
+		                                                              "10 s"),
 		NUM("scrape-timeout", DBK_OPT_LL, &c->scrape_timeout_ms, 10, 600 * 1000, "MS",
-		    "a scrape not answered by then failed (" STR(DBK_DEFAULT_SCRAPE_TIMEOUT_MS) ")"),
+		    "a scrape not answered by then failed (" STR(
+		            DBK_DEFAULT_SCRAPE_TIMEOUT_MS) ")"),
 	};
 	return put(out, t, COUNT(t));
 }
@@ -243,14 +256,15 @@ static size_t opts_agent(struct parse *p, struct dbk_opt *out)
 		     "(default " DBK_DEFAULT_LISTEN ")"),
 		CALL("completion-listen", opt_completion_listen, "ADDR",
 		     "where HAProxy's completion ring connects\n(same forms, repeatable), or "
-		     "udp@HOST:PORT\nfor lines sent by a plain UDP log target;\ndefault "
-		     DBK_DEFAULT_COMPLETION_LISTEN " and udp@ the same,\n\"none\" to disable"),
+		     "udp@HOST:PORT\nfor lines sent by a plain UDP log "
+		     "target;\ndefault " DBK_DEFAULT_COMPLETION_LISTEN
+		     " and udp@ the same,\n\"none\" to disable"),
 		CALL("admin-listen", opt_admin_listen, "ADDR",
 		     "HTTP endpoint with /metrics and /state\n(default " DBK_DEFAULT_ADMIN_LISTEN
 		     ", \"none\" to disable)"),
 		NUM("lease-ttl", DBK_OPT_LL, &c->lease_ttl_s, 1, WEEK_S, "SECONDS",
-		    "a request whose completion never arrives\nis released after this long ("
-		    STR(DBK_DEFAULT_LEASE_TTL_S) ")"),
+		    "a request whose completion never arrives\nis released after this long (" STR(
+		            DBK_DEFAULT_LEASE_TTL_S) ")"),
 	};
 	return put(out, t, COUNT(t));
 }
@@ -277,24 +291,28 @@ static size_t opts_limits(struct parse *p, struct dbk_opt *out)
 {
 	struct dbk_config *c = p->c;
 	const struct dbk_opt t[] = {
-		NUM("max-frame-size", DBK_OPT_INT, &c->max_frame_size, DBK_MIN_FRAME, 16 * 1024 * 1024,
-		    "N", "largest SPOP frame, at most what HAProxy\nannounces is used ("
-		    STR(DBK_DEFAULT_MAX_FRAME) ")"),
+		NUM("max-frame-size", DBK_OPT_INT, &c->max_frame_size, DBK_MIN_FRAME,
+		    16 * 1024 * 1024, "N",
+		    "largest SPOP frame, at most what HAProxy\nannounces is used (" STR(
+		            DBK_DEFAULT_MAX_FRAME) ")"),
 		NUM("max-connections", DBK_OPT_INT, &c->max_connections, 1, 1000000, "N",
-		    "concurrent HAProxy connections (" STR(DBK_DEFAULT_MAX_CONNS) "; lowered\nto "
-		    "what the descriptor limit allows)"),
-		NUM("max-connections-per-peer", DBK_OPT_INT, &c->max_connections_per_peer, 1, 1000000,
-		    "N", "of which one peer address may hold at most\nN (half of --max-connections)"),
+		    "concurrent HAProxy connections (" STR(
+		            DBK_DEFAULT_MAX_CONNS) "; lowered\nto "
+		                                   "what the descriptor limit allows)"),
+		NUM("max-connections-per-peer", DBK_OPT_INT, &c->max_connections_per_peer, 1,
+		    1000000, "N",
+		    "of which one peer address may hold at most\nN (half of --max-connections)"),
 		NUM("idle-timeout", DBK_OPT_LL, &c->idle_timeout_s, 1, WEEK_S, "SECONDS",
 		    "an SPOP connection silent this long after\nHELLO is closed; keep it above the "
 		    "SPOE\n'timeout idle' (" STR(DBK_DEFAULT_IDLE_TIMEOUT_S) ")"),
 		NUM("max-leases", DBK_OPT_SIZE, &c->max_leases, 1, DBK_TUNE_MAX_LEASES, "N",
-		    "requests in flight before the agent stops\nanswering and HAProxy balances alone ("
-		    STR(DBK_DEFAULT_MAX_LEASES) ")"),
+		    "requests in flight before the agent stops\nanswering and HAProxy balances "
+		    "alone (" STR(DBK_DEFAULT_MAX_LEASES) ")"),
 		{ "log-level", 0, DBK_OPT_CHOICE, &c->log_level, 0, 0, log_levels, NULL, 0, "LEVEL",
 		  "debug, info, warn or error (info)", NULL },
 		TEXT("user", &c->user, "USER",
-		     "drop privileges to USER once every socket\nis bound (unix sockets are given to it)"),
+		     "drop privileges to USER once every socket\nis bound (unix sockets are given "
+		     "to it)"),
 		TEXT("group", &c->group, "GROUP", "and to GROUP (default: USER's group)"),
 		FLAG("help", 'h', &p->help, "this text"),
 		FLAG("version", 'V', &p->version, "the version"),
@@ -308,7 +326,8 @@ static const struct section {
 } sections[] = {
 	{ "\nBalancing (same meaning and defaults as the reference proxy):", opts_balancing },
 	{ "\nServers' own numbers (vLLM's /metrics and /v1/models; the ttft policy\n"
-	  "routes on them, every policy reports them):", opts_scrape },
+	  "routes on them, every policy reports them):",
+	  opts_scrape },
 	{ "\nAgent:", opts_agent },
 	{ "\nHAProxy's runtime API (optional, recommended):", opts_runtime },
 	{ "\nLimits:", opts_limits },
@@ -336,14 +355,15 @@ void dbk_config_usage(FILE *out, const char *prog)
 	struct dbk_opt t[MAX_OPTIONS + 1];
 
 	fprintf(out,
-"Usage: %s [OPTIONS] SERVER...\n"
-"       %s [OPTIONS] --haproxy-socket ADDR [--backend NAME]\n"
-"\n"
-"HAProxy SPOE agent that picks a vLLM server for each request by its length\n"
-"and the load in flight. SERVER... are the backend's server names, in order,\n"
-"exactly as haproxy.cfg spells them; with --haproxy-socket and no names the\n"
-"agent reads them from HAProxy. It answers with the chosen name in\n"
-"txn.<var-prefix>.server.\n", prog, prog);
+	        "Usage: %s [OPTIONS] SERVER...\n"
+	        "       %s [OPTIONS] --haproxy-socket ADDR [--backend NAME]\n"
+	        "\n"
+	        "HAProxy SPOE agent that picks a vLLM server for each request by its length\n"
+	        "and the load in flight. SERVER... are the backend's server names, in order,\n"
+	        "exactly as haproxy.cfg spells them; with --haproxy-socket and no names the\n"
+	        "agent reads them from HAProxy. It answers with the chosen name in\n"
+	        "txn.<var-prefix>.server.\n",
+	        prog, prog);
 	all_options(&p, t);
 	dbk_cli_usage(out, t);
 	fprintf(out, "\nLogs go to stderr in logfmt. SIGTERM or SIGINT stops the agent cleanly.\n");
@@ -374,12 +394,13 @@ static int take_servers(struct dbk_config *c, int first, int argc, char **argv, 
 {
 	for (int i = first; i < argc; i++) {
 		if (argv[i][0] == '-') {
-			dbk_errf(err, errlen, "option '%s' after the server names; put options first",
-			         argv[i]);
+			dbk_errf(err, errlen,
+			         "option '%s' after the server names; put options first", argv[i]);
 			return -1;
 		}
 		if (!valid_server_name(argv[i])) {
-			dbk_errf(err, errlen, "invalid server name '%s' (1 to %d of A-Z a-z 0-9 - _ . :)",
+			dbk_errf(err, errlen,
+			         "invalid server name '%s' (1 to %d of A-Z a-z 0-9 - _ . :)",
 			         argv[i], DBK_MAX_SERVER_NAME);
 			return -1;
 		}
@@ -407,7 +428,8 @@ static void default_listeners(struct dbk_config *c, const struct parse *p)
 	} else if (c->ncompletion_listen == 0) {
 		/* Both of the sample's paths (haproxy/README.md). */
 		c->completion_listen[c->ncompletion_listen++] = DBK_DEFAULT_COMPLETION_LISTEN;
-		c->completion_listen[c->ncompletion_listen++] = "udp@" DBK_DEFAULT_COMPLETION_LISTEN;
+		c->completion_listen[c->ncompletion_listen++] =
+		        "udp@" DBK_DEFAULT_COMPLETION_LISTEN;
 	}
 	if (p->no_admin)
 		c->nadmin_listen = 0;
@@ -415,8 +437,8 @@ static void default_listeners(struct dbk_config *c, const struct parse *p)
 		c->admin_listen[c->nadmin_listen++] = DBK_DEFAULT_ADMIN_LISTEN;
 }
 
-enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
-                                        char **argv, char *err, size_t errlen)
+enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc, char **argv, char *err,
+                                        size_t errlen)
 {
 	struct parse p = { .c = c };
 	struct dbk_opt t[MAX_OPTIONS + 1];
@@ -436,16 +458,18 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
 	if (take_servers(c, first, argc, argv, err, errlen) < 0)
 		return DBK_CONFIG_ERROR;
 	if (c->nservers == 0 && !c->haproxy_socket) {
-		dbk_errf(err, errlen, "no servers: name the backend's servers, in order, or give "
-		                      "--haproxy-socket to read them from HAProxy (see --help)");
+		dbk_errf(err, errlen,
+		         "no servers: name the backend's servers, in order, or give "
+		         "--haproxy-socket to read them from HAProxy (see --help)");
 		return DBK_CONFIG_ERROR;
 	}
 	default_listeners(c, &p);
 	/* Checked in plain mode too, where the threshold is unused: such a
 	 * command line is a mistake that would bite once dynamic mode is on. */
 	if (c->threshold >= c->max_request_tokens) {
-		dbk_errf(err, errlen, "--server-group-threshold (%lld) must be below "
-		                      "--max-request-tokens (%lld)",
+		dbk_errf(err, errlen,
+		         "--server-group-threshold (%lld) must be below "
+		         "--max-request-tokens (%lld)",
 		         c->threshold, c->max_request_tokens);
 		return DBK_CONFIG_ERROR;
 	}

@@ -67,11 +67,11 @@ struct dbk_config {
 	const char *admin_listen[DBK_MAX_LISTEN];
 	unsigned nadmin_listen;
 	long long lease_ttl_s;
-	const char *haproxy_socket;   /* runtime API; NULL: none */
-	const char *backend;          /* the vLLM backend's name in haproxy.cfg */
-	long long poll_ms;            /* runtime API poll interval */
-	long long reclaim_after_s;    /* youngest lease a leak repair may take */
-	const char *config_file;      /* tunables, reread on SIGHUP; NULL: none */
+	const char *haproxy_socket; /* runtime API; NULL: none */
+	const char *backend;        /* the vLLM backend's name in haproxy.cfg */
+	long long poll_ms;          /* runtime API poll interval */
+	long long reclaim_after_s;  /* youngest lease a leak repair may take */
+	const char *config_file;    /* tunables, reread on SIGHUP; NULL: none */
 	enum dbk_policy_kind policy;
 	/* --scrape NAME=URL, as given (checked against the server names
 	 * once they are known: dbk_config_scrape_url). */
@@ -79,26 +79,26 @@ struct dbk_config {
 	unsigned nscrape;
 	long long scrape_interval_ms;
 	long long scrape_timeout_ms;
-	double engine_speed;          /* ttft: servers' speed vs its engine model (1) */
-	const char *user;             /* drop to this user after binding */
-	const char *group;            /* ... and group */
+	double engine_speed; /* ttft: servers' speed vs its engine model (1) */
+	const char *user;    /* drop to this user after binding */
+	const char *group;   /* ... and group */
 	int max_frame_size;
 	int max_connections;
 	int max_connections_per_peer; /* 0: half of max_connections */
 	long long idle_timeout_s;
 	size_t max_leases;
-	int log_level;                /* enum dbk_log_level */
+	int log_level; /* enum dbk_log_level */
 };
 
 enum dbk_config_result {
 	DBK_CONFIG_OK = 0,
-	DBK_CONFIG_HELP,     /* --help: print usage, exit 0 */
-	DBK_CONFIG_VERSION,  /* --version: print version, exit 0 */
-	DBK_CONFIG_ERROR,    /* err holds the reason: exit 2 */
+	DBK_CONFIG_HELP,    /* --help: print usage, exit 0 */
+	DBK_CONFIG_VERSION, /* --version: print version, exit 0 */
+	DBK_CONFIG_ERROR,   /* err holds the reason: exit 2 */
 };
 
-enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc,
-                                        char **argv, char *err, size_t errlen);
+enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc, char **argv, char *err,
+                                        size_t errlen);
 
 void dbk_config_usage(FILE *out, const char *prog);
 

@@ -25,11 +25,11 @@
 
 struct dbk_engine_profile {
 	const char *name;
-	double t_cpu_s;        /* scheduler + server overhead per step */
-	double t_weights_s;    /* weight-read floor of a forward pass */
-	double r_lin_tok_s;    /* linear layers, tokens per second */
-	double f_attn_flops;   /* attention FLOP/s */
-	double kv_read_bw;     /* KV read bytes per second */
+	double t_cpu_s;      /* scheduler + server overhead per step */
+	double t_weights_s;  /* weight-read floor of a forward pass */
+	double r_lin_tok_s;  /* linear layers, tokens per second */
+	double f_attn_flops; /* attention FLOP/s */
+	double kv_read_bw;   /* KV read bytes per second */
 	uint32_t default_max_num_batched_tokens;
 	uint32_t default_max_num_seqs;
 	uint64_t default_kv_capacity_tokens;
@@ -40,42 +40,42 @@ static inline const struct dbk_engine_profile *dbk_engine_profile_find(const cha
 {
 	static const struct dbk_engine_profile profiles[] = {
 		{
-			.name = "h100",
-			/* vLLM v0.6.0 performance blog: scheduler + API server
+		        .name = "h100",
+		        /* vLLM v0.6.0 performance blog: scheduler + API server
 			 * overhead per step after the v0.6 rewrite. */
-			.t_cpu_s = 1.5e-3,
-			/* Vidur's measured MLP profiles (microsoft/vidur
+		        .t_cpu_s = 1.5e-3,
+		        /* Vidur's measured MLP profiles (microsoft/vidur
 			 * data/profiling), H100: weight-read floor and
 			 * linear-layer throughput. */
-			.t_weights_s = 6.0e-3,
-			.r_lin_tok_s = 46000.0,
-			/* FlashAttention-class sustained attention throughput. */
-			.f_attn_flops = 400e12,
-			/* About 80% of H100 SXM HBM3 peak (3.35 TB/s). */
-			.kv_read_bw = 2.7e12,
-			/* vLLM V1's API-server defaults on cards of >= 70 GiB
+		        .t_weights_s = 6.0e-3,
+		        .r_lin_tok_s = 46000.0,
+		        /* FlashAttention-class sustained attention throughput. */
+		        .f_attn_flops = 400e12,
+		        /* About 80% of H100 SXM HBM3 peak (3.35 TB/s). */
+		        .kv_read_bw = 2.7e12,
+		        /* vLLM V1's API-server defaults on cards of >= 70 GiB
 			 * other than A100 (EngineArgs default args,
 			 * OPENAI_API_SERVER). */
-			.default_max_num_batched_tokens = 8192,
-			.default_max_num_seqs = 1024,
-			/* 8B bf16 weights (~16 GB) + activations out of 0.9 x
+		        .default_max_num_batched_tokens = 8192,
+		        .default_max_num_seqs = 1024,
+		        /* 8B bf16 weights (~16 GB) + activations out of 0.9 x
 			 * 80 GB leaves ~56 GB of KV = ~430k tokens at 131072
 			 * B/token. */
-			.default_kv_capacity_tokens = 430000,
+		        .default_kv_capacity_tokens = 430000,
 		},
 		{
-			.name = "a100",
-			/* Same sources as above, A100-80GB. */
-			.t_cpu_s = 2.0e-3,
-			.t_weights_s = 10.2e-3,
-			.r_lin_tok_s = 15000.0,
-			.f_attn_flops = 180e12,
-			/* About 80% of A100 80GB HBM2e peak (2.0 TB/s). */
-			.kv_read_bw = 1.6e12,
-			/* vLLM singles A100 out into its smaller-default branch. */
-			.default_max_num_batched_tokens = 2048,
-			.default_max_num_seqs = 256,
-			.default_kv_capacity_tokens = 430000,
+		        .name = "a100",
+		        /* Same sources as above, A100-80GB. */
+		        .t_cpu_s = 2.0e-3,
+		        .t_weights_s = 10.2e-3,
+		        .r_lin_tok_s = 15000.0,
+		        .f_attn_flops = 180e12,
+		        /* About 80% of A100 80GB HBM2e peak (2.0 TB/s). */
+		        .kv_read_bw = 1.6e12,
+		        /* vLLM singles A100 out into its smaller-default branch. */
+		        .default_max_num_batched_tokens = 2048,
+		        .default_max_num_seqs = 256,
+		        .default_kv_capacity_tokens = 430000,
 		},
 	};
 

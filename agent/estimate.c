@@ -34,8 +34,7 @@ static bool only_space(const char *p, const char *end)
 	return true;
 }
 
-enum dbk_estimate_source dbk_estimate(int64_t body_size, const uint8_t *sample,
-                                      size_t sample_len,
+enum dbk_estimate_source dbk_estimate(int64_t body_size, const uint8_t *sample, size_t sample_len,
                                       struct dbk_bal_request *out)
 {
 	const char *text = (const char *)sample;

@@ -15,10 +15,10 @@
 
 /* What the estimate found, for logs and counters. */
 enum dbk_estimate_source {
-	DBK_EST_JSON = 0,       /* whole body parsed as JSON */
-	DBK_EST_TRUNCATED,      /* sample shorter than body: defaults used */
-	DBK_EST_MALFORMED,      /* whole body, not a JSON object: defaults */
-	DBK_EST_NO_BODY,        /* no sample at all */
+	DBK_EST_JSON = 0,  /* whole body parsed as JSON */
+	DBK_EST_TRUNCATED, /* sample shorter than body: defaults used */
+	DBK_EST_MALFORMED, /* whole body, not a JSON object: defaults */
+	DBK_EST_NO_BODY,   /* no sample at all */
 };
 
 /* body_size: the Content-Length HAProxy reports (req.body_size), or a
@@ -27,8 +27,7 @@ enum dbk_estimate_source {
  * The JSON is parsed only when the sample is the whole body. max_tokens
  * is taken when it is a number (null or absent: 16), ignore_eos when it
  * is a boolean (absent: false). */
-enum dbk_estimate_source dbk_estimate(int64_t body_size, const uint8_t *sample,
-                                      size_t sample_len,
+enum dbk_estimate_source dbk_estimate(int64_t body_size, const uint8_t *sample, size_t sample_len,
                                       struct dbk_bal_request *out);
 
 #endif

@@ -9,7 +9,7 @@
 #define DBK_HISTO_MAX_BOUNDS 24
 
 struct dbk_histo {
-	const double *bounds;     /* ascending upper bounds; +Inf implied */
+	const double *bounds; /* ascending upper bounds; +Inf implied */
 	unsigned nbounds;
 	uint64_t counts[DBK_HISTO_MAX_BOUNDS + 1]; /* per bucket, last = +Inf */
 	uint64_t count;

@@ -34,7 +34,7 @@ static uint64_t read64(const unsigned char *p)
 {
 	uint64_t v;
 
-	memcpy(&v, p, 8);   /* host byte order: only this process compares */
+	memcpy(&v, p, 8); /* host byte order: only this process compares */
 	return v;
 }
 
@@ -125,8 +125,8 @@ static void grow(struct dbk_lease_table *t)
 	t->mask = n - 1;
 }
 
-static struct dbk_lease *find_hashed(const struct dbk_lease_table *t, uint64_t h,
-                                     const char *id, size_t id_len)
+static struct dbk_lease *find_hashed(const struct dbk_lease_table *t, uint64_t h, const char *id,
+                                     size_t id_len)
 {
 	for (struct dbk_lease *e = t->slots[h & t->mask]; e; e = e->hnext)
 		if (e->hash == h && e->id_len == id_len && memcmp(e->id, id, id_len) == 0)
@@ -134,15 +134,13 @@ static struct dbk_lease *find_hashed(const struct dbk_lease_table *t, uint64_t h
 	return NULL;
 }
 
-struct dbk_lease *dbk_lease_find(const struct dbk_lease_table *t,
-                                 const char *id, size_t id_len)
+struct dbk_lease *dbk_lease_find(const struct dbk_lease_table *t, const char *id, size_t id_len)
 {
 	return find_hashed(t, id_hash(t->k0, t->k1, id, id_len), id, id_len);
 }
 
-enum dbk_lease_insert_result dbk_lease_insert(struct dbk_lease_table *t,
-                                              const char *id, size_t id_len,
-                                              const struct dbk_bal_lease *val,
+enum dbk_lease_insert_result dbk_lease_insert(struct dbk_lease_table *t, const char *id,
+                                              size_t id_len, const struct dbk_bal_lease *val,
                                               struct dbk_lease **out)
 {
 	uint64_t h = id_hash(t->k0, t->k1, id, id_len);
@@ -199,10 +197,7 @@ void dbk_lease_unlink(struct dbk_lease_table *t, struct dbk_lease *e)
 	t->count--;
 }
 
-void dbk_lease_free(struct dbk_lease *e)
-{
-	free(e);
-}
+void dbk_lease_free(struct dbk_lease *e) { free(e); }
 
 void dbk_lease_delete(struct dbk_lease_table *t, struct dbk_lease *e)
 {

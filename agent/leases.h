@@ -16,21 +16,21 @@
 #include "balancer.h"
 
 struct dbk_lease {
-	struct dbk_lease *hnext;        /* hash chain */
-	struct dbk_lease **hpprev;      /* the pointer that points at us */
+	struct dbk_lease *hnext;         /* hash chain */
+	struct dbk_lease **hpprev;       /* the pointer that points at us */
 	struct dbk_lease *older, *newer; /* insertion order */
 	uint64_t hash;
 	struct dbk_bal_lease val;
 	size_t id_len;
-	char id[];                      /* id_len bytes, then a NUL */
+	char id[]; /* id_len bytes, then a NUL */
 };
 
 struct dbk_lease_table {
 	struct dbk_lease **slots;
-	size_t mask;                    /* slot count - 1 */
+	size_t mask; /* slot count - 1 */
 	size_t count;
 	struct dbk_lease *oldest, *newest;
-	uint64_t k0, k1;                /* hash key */
+	uint64_t k0, k1; /* hash key */
 };
 
 /* seed keys the hash so that ids chosen by a client cannot be made to
@@ -39,19 +39,17 @@ int dbk_lease_init(struct dbk_lease_table *t, uint64_t seed);
 /* Frees every entry and the slots. */
 void dbk_lease_fini(struct dbk_lease_table *t);
 
-struct dbk_lease *dbk_lease_find(const struct dbk_lease_table *t,
-                                 const char *id, size_t id_len);
+struct dbk_lease *dbk_lease_find(const struct dbk_lease_table *t, const char *id, size_t id_len);
 
 enum dbk_lease_insert_result {
 	DBK_LEASE_INSERTED = 0,
-	DBK_LEASE_EXISTS,               /* *out is the existing entry */
+	DBK_LEASE_EXISTS, /* *out is the existing entry */
 	DBK_LEASE_NOMEM,
 };
 
 /* Adds id (copied) as the newest entry. out may be NULL. */
-enum dbk_lease_insert_result dbk_lease_insert(struct dbk_lease_table *t,
-                                              const char *id, size_t id_len,
-                                              const struct dbk_bal_lease *val,
+enum dbk_lease_insert_result dbk_lease_insert(struct dbk_lease_table *t, const char *id,
+                                              size_t id_len, const struct dbk_bal_lease *val,
                                               struct dbk_lease **out);
 
 /* Unlinks e from the table without freeing it, so that the caller can
@@ -72,21 +70,12 @@ static inline struct dbk_lease *dbk_lease_oldest(const struct dbk_lease_table *t
 	return t->oldest;
 }
 
-static inline struct dbk_lease *dbk_lease_newer(const struct dbk_lease *e)
-{
-	return e->newer;
-}
+static inline struct dbk_lease *dbk_lease_newer(const struct dbk_lease *e) { return e->newer; }
 
-static inline size_t dbk_lease_count(const struct dbk_lease_table *t)
-{
-	return t->count;
-}
+static inline size_t dbk_lease_count(const struct dbk_lease_table *t) { return t->count; }
 
 /* Slot count, for tests of growth. */
-static inline size_t dbk_lease_capacity(const struct dbk_lease_table *t)
-{
-	return t->mask + 1;
-}
+static inline size_t dbk_lease_capacity(const struct dbk_lease_table *t) { return t->mask + 1; }
 
 /* The longest hash chain, for tests of the hash's spread. O(count). */
 size_t dbk_lease_longest_chain(const struct dbk_lease_table *t);

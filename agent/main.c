@@ -23,8 +23,8 @@ static void on_sighup(struct ev_loop *loop, ev_signal *w, int revents)
 	(void)loop;
 	(void)revents;
 	if (dbk_agent_reload(a, err, sizeof(err)) < 0)
-		dbk_log(DBK_LOG_ERROR, "config-rejected", "reason=\"%s\" effect=\"settings unchanged\"",
-		        err);
+		dbk_log(DBK_LOG_ERROR, "config-rejected",
+		        "reason=\"%s\" effect=\"settings unchanged\"", err);
 }
 
 static void log_summary(const struct dbk_agent *a)
@@ -36,8 +36,7 @@ static void log_summary(const struct dbk_agent *a)
 	        "leases=%zu unknown_releases=%llu refused=%llu",
 	        (unsigned long long)a->route.stats.notifies, (unsigned long long)b->decisions,
 	        (unsigned long long)b->redirects, (unsigned long long)b->releases,
-	        (unsigned long long)b->expired, b->leases,
-	        (unsigned long long)b->unknown_releases,
+	        (unsigned long long)b->expired, b->leases, (unsigned long long)b->unknown_releases,
 	        (unsigned long long)a->route.stats.refused);
 }
 
@@ -79,9 +78,10 @@ int main(int argc, char **argv)
 	ev_signal_start(loop, &sighup);
 
 	dbk_log(DBK_LOG_INFO, "started",
-	        "version=%s servers=%u mode=%s threshold=%lld max_request_tokens=%lld lease_ttl_s=%lld",
-	        DBK_VERSION, a.cfg.nservers, a.cfg.dynamic ? "dynamic" : "plain",
-	        a.cfg.threshold, a.cfg.max_request_tokens, a.cfg.lease_ttl_s);
+	        "version=%s servers=%u mode=%s threshold=%lld max_request_tokens=%lld "
+	        "lease_ttl_s=%lld",
+	        DBK_VERSION, a.cfg.nservers, a.cfg.dynamic ? "dynamic" : "plain", a.cfg.threshold,
+	        a.cfg.max_request_tokens, a.cfg.lease_ttl_s);
 	ev_run(loop, 0);
 	log_summary(&a);
 	rc = 0;

@@ -24,11 +24,11 @@ struct replay {
 	unsigned long line;
 	struct dbk_balancer *bal;
 	uint64_t ops, mismatches;
-	bool exact;             /* --exact: no tolerance at all */
-	bool predict;           /* --predict: print decisions, expect nothing */
-	char err[256];          /* set when the file is malformed */
-	char diff[512];         /* the first difference of the current op */
-	unsigned ndiff;         /* differences in the current op */
+	bool exact;     /* --exact: no tolerance at all */
+	bool predict;   /* --predict: print decisions, expect nothing */
+	char err[256];  /* set when the file is malformed */
+	char diff[512]; /* the first difference of the current op */
+	unsigned ndiff; /* differences in the current op */
 };
 
 static void usage(FILE *f)
@@ -52,7 +52,8 @@ static void usage(FILE *f)
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static int fail(struct replay *rp, const char *fmt, ...)
+static int
+fail(struct replay *rp, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -65,7 +66,8 @@ static int fail(struct replay *rp, const char *fmt, ...)
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static void differ(struct replay *rp, const char *fmt, ...)
+static void
+differ(struct replay *rp, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -112,8 +114,7 @@ static int get_index(struct replay *rp, const cJSON *obj, const char *key, unsig
 	return 0;
 }
 
-static int get_bool(struct replay *rp, const cJSON *obj, const char *key, bool dflt,
-                    bool *out)
+static int get_bool(struct replay *rp, const cJSON *obj, const char *key, bool dflt, bool *out)
 {
 	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
 
@@ -152,8 +153,8 @@ static int start_scenario(struct replay *rp, const cJSON *cfg)
 	return 0;
 }
 
-static int compare_loads(struct replay *rp, const cJSON *after, const char *key,
-                         unsigned n, double (*load)(const struct dbk_balancer *, unsigned))
+static int compare_loads(struct replay *rp, const cJSON *after, const char *key, unsigned n,
+                         double (*load)(const struct dbk_balancer *, unsigned))
 {
 	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(after, key);
 	const cJSON *it;
@@ -161,12 +162,13 @@ static int compare_loads(struct replay *rp, const cJSON *after, const char *key,
 
 	if (!cJSON_IsArray(arr))
 		return fail(rp, "\"after.%s\" must be an array", key);
-	cJSON_ArrayForEach(it, arr) {
+	cJSON_ArrayForEach(it, arr)
+	{
 		if (!cJSON_IsNumber(it))
 			return fail(rp, "\"after.%s[%u]\" must be a number", key, i);
 		if (i < n && !near(rp, load(rp->bal, i), it->valuedouble))
-			differ(rp, "%s[%u]: got %.17g, want %.17g", key, i,
-			       load(rp->bal, i), it->valuedouble);
+			differ(rp, "%s[%u]: got %.17g, want %.17g", key, i, load(rp->bal, i),
+			       it->valuedouble);
 		i++;
 	}
 	if (i != n)
@@ -212,8 +214,7 @@ static int dispatch(struct replay *rp, const cJSON *op)
 	const char *id;
 	enum dbk_bal_result r;
 
-	if (get_id(rp, op, &id) < 0 ||
-	    get_number(rp, op, "body_bytes", &req.body_bytes) < 0 ||
+	if (get_id(rp, op, &id) < 0 || get_number(rp, op, "body_bytes", &req.body_bytes) < 0 ||
 	    get_bool(rp, op, "ignore_eos", false, &req.ignore_eos) < 0)
 		return -1;
 	if (mt && !cJSON_IsNull(mt)) {
@@ -295,7 +296,8 @@ static int replay_line(struct replay *rp, const char *text, size_t len)
 			if (rp->mismatches < MAX_SHOWN) {
 				fprintf(stderr, "%s:%lu: %s", rp->path, rp->line, rp->diff);
 				if (rp->ndiff > 1)
-					fprintf(stderr, " (and %u more differences)", rp->ndiff - 1);
+					fprintf(stderr, " (and %u more differences)",
+					        rp->ndiff - 1);
 				fputc('\n', stderr);
 			}
 			rp->mismatches++;
@@ -336,7 +338,8 @@ int main(int argc, char **argv)
 		argc--;
 	}
 	if (argc != 2 || (argv[1][0] == '-' && argv[1][1])) {
-		fprintf(stderr, "usage: dbucket-parity [--exact | --predict] FILE (--help for more)\n");
+		fprintf(stderr,
+		        "usage: dbucket-parity [--exact | --predict] FILE (--help for more)\n");
 		return 2;
 	}
 	rp.path = argv[1];

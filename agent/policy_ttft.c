@@ -74,8 +74,7 @@ static double have(const struct dbk_vllm_metrics *m, unsigned bit, double v)
 	return (m->have & bit) ? v : -1.0;
 }
 
-void dbk_policy_scraped(void *pred, unsigned server, const struct dbk_scrape_view *v,
-                        bool metrics)
+void dbk_policy_scraped(void *pred, unsigned server, const struct dbk_scrape_view *v, bool metrics)
 {
 	const struct dbk_vllm_metrics *m = &v->m;
 
@@ -108,13 +107,15 @@ void dbk_policy_report_state(const struct dbk_pred *p, const char *const *srv, u
 		struct dbk_pred_view v;
 
 		dbk_pred_view(p, i, now_ms, &v);
-		dbk_buf_printf(o, "    {\"name\": \"%s\", \"inflight\": %u, \"prefilling\": %u, "
-		              "\"queue_s\": %.6g, \"kv_committed\": %.17g, \"kv_capacity\": %.17g, "
-		              "\"others\": %.17g, \"scraped\": %s, \"max_model_len\": %" PRIu32
-		              ", \"hit_ratio\": %.6g}%s\n",
-		              srv[i], v.inflight, v.prefilling, v.queue_s, v.kv_committed,
-		              v.kv_capacity, v.others, v.scraped ? "true" : "false", v.max_model_len,
-		              v.hit_ratio, i + 1 < n ? "," : "");
+		dbk_buf_printf(o,
+		               "    {\"name\": \"%s\", \"inflight\": %u, \"prefilling\": %u, "
+		               "\"queue_s\": %.6g, \"kv_committed\": %.17g, \"kv_capacity\": "
+		               "%.17g, "
+		               "\"others\": %.17g, \"scraped\": %s, \"max_model_len\": %" PRIu32
+		               ", \"hit_ratio\": %.6g}%s\n",
+		               srv[i], v.inflight, v.prefilling, v.queue_s, v.kv_committed,
+		               v.kv_capacity, v.others, v.scraped ? "true" : "false",
+		               v.max_model_len, v.hit_ratio, i + 1 < n ? "," : "");
 	}
 	dbk_buf_printf(o, "  ],\n");
 }
@@ -127,7 +128,8 @@ void dbk_policy_report_metrics(const struct dbk_pred *p, const char *const *srv,
 	} series[] = {
 		{ "dbucket_ttft_queue_seconds", "Predicted prefill queued ahead of a newcomer." },
 		{ "dbucket_ttft_kv_committed_tokens", "KV tokens committed (books and scraped)." },
-		{ "dbucket_ttft_scraped", "Whether fresh scraped numbers are in use (0: books only)." },
+		{ "dbucket_ttft_scraped",
+		  "Whether fresh scraped numbers are in use (0: books only)." },
 	};
 
 	for (unsigned k = 0; k < sizeof(series) / sizeof(series[0]); k++) {
@@ -136,7 +138,9 @@ void dbk_policy_report_metrics(const struct dbk_pred *p, const char *const *srv,
 			struct dbk_pred_view v;
 
 			dbk_pred_view(p, i, now_ms, &v);
-			double x = k == 0 ? v.queue_s : k == 1 ? v.kv_committed : (v.scraped ? 1 : 0);
+			double x = k == 0   ? v.queue_s
+			           : k == 1 ? v.kv_committed
+			                    : (v.scraped ? 1 : 0);
 			dbk_buf_printf(o, "%s{server=\"%s\"} %.17g\n", series[k].name, srv[i], x);
 		}
 	}

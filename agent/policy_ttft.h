@@ -23,14 +23,13 @@ void dbk_policy_ttft_free(struct dbk_pred *p, struct dbk_balancer *bal);
 
 /* A scrape of server finished (struct dbk_scrape_config.scraped, with
  * the predictor as arg). */
-void dbk_policy_scraped(void *pred, unsigned server, const struct dbk_scrape_view *v,
-                        bool metrics);
+void dbk_policy_scraped(void *pred, unsigned server, const struct dbk_scrape_view *v, bool metrics);
 
 /* The predictor's per-server view: a "policy" member for /state
  * (followed by a comma) and dbucket_ttft_* series for /metrics. */
 void dbk_policy_report_state(const struct dbk_pred *p, const char *const *names, unsigned n,
                              uint64_t now_ms, struct dbk_buf *o);
-void dbk_policy_report_metrics(const struct dbk_pred *p, const char *const *names,
-                               unsigned n, uint64_t now_ms, struct dbk_buf *o);
+void dbk_policy_report_metrics(const struct dbk_pred *p, const char *const *names, unsigned n,
+                               uint64_t now_ms, struct dbk_buf *o);
 
 #endif

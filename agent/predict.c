@@ -16,16 +16,16 @@
 #define PRED_MAX_HITS (DBK_PIDX_WAYS * 2u)
 
 struct pred_pending {
-	double end_s;           /* predicted end of this prefill */
-	uint32_t n;             /* requests it stands for */
+	double end_s; /* predicted end of this prefill */
+	uint32_t n;   /* requests it stands for */
 };
 
 struct pred_srv {
 	enum dbk_pred_state state;
 	uint32_t max_model_len;
 	unsigned inflight;
-	double prompt_tokens, kv_tokens, ctx_tokens;    /* sums in flight */
-	uint32_t sent_units;    /* new KV tokens sent, in key blocks: cache turnover */
+	double prompt_tokens, kv_tokens, ctx_tokens; /* sums in flight */
+	uint32_t sent_units; /* new KV tokens sent, in key blocks: cache turnover */
 	struct pred_pending ring[PRED_RING];
 	unsigned head, count;
 	double last_end_s;
@@ -48,8 +48,8 @@ struct dbk_pred {
 	struct dbk_pred_config c;
 	struct pred_srv *s;
 	struct dbk_pidx *idx;
-	double mean_work_s;     /* EWMA of a request's prefill on an idle server */
-	unsigned next;          /* varies the ties of requests without identity */
+	double mean_work_s; /* EWMA of a request's prefill on an idle server */
+	unsigned next;      /* varies the ties of requests without identity */
 };
 
 void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
@@ -75,10 +75,7 @@ void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
 	};
 }
 
-static bool pos(double v)
-{
-	return isfinite(v) && v > 0;
-}
+static bool pos(double v) { return isfinite(v) && v > 0; }
 
 int dbk_pred_config_check(const struct dbk_pred_config *c, char *err, size_t errlen)
 {
@@ -126,17 +123,17 @@ void dbk_pred_free(struct dbk_pred *p)
 	free(p);
 }
 
-const struct dbk_pred_config *dbk_pred_config(const struct dbk_pred *p)
-{
-	return &p->c;
-}
+const struct dbk_pred_config *dbk_pred_config(const struct dbk_pred *p) { return &p->c; }
 
 const char *dbk_pred_reason_str(enum dbk_pred_reason r)
 {
 	switch (r) {
-	case DBK_PRED_FASTEST: return "fastest";
-	case DBK_PRED_TOO_LONG: return "too-long";
-	case DBK_PRED_NO_SERVER: return "no-server";
+	case DBK_PRED_FASTEST:
+		return "fastest";
+	case DBK_PRED_TOO_LONG:
+		return "too-long";
+	case DBK_PRED_NO_SERVER:
+		return "no-server";
 	}
 	return "?";
 }
@@ -153,10 +150,7 @@ void dbk_pred_set_max_model_len(struct dbk_pred *p, unsigned server, uint32_t le
 		p->s[server].max_model_len = len;
 }
 
-static double sec(uint64_t ms)
-{
-	return (double)ms / 1000.0;
-}
+static double sec(uint64_t ms) { return (double)ms / 1000.0; }
 
 /* Requests still prefilling on s at t: the FIFO's entries ending later. */
 static unsigned pred_pending(const struct pred_srv *s, double t)
@@ -181,7 +175,7 @@ static bool pred_fresh(const struct dbk_pred *p, const struct pred_srv *s, uint6
 static double pred_capacity(const struct dbk_pred *p, const struct pred_srv *s)
 {
 	return s->have_scrape && pos(s->sc.kv_capacity_tokens) ? s->sc.kv_capacity_tokens
-	                                                        : p->c.kv_tokens;
+	                                                       : p->c.kv_tokens;
 }
 
 void dbk_pred_scraped(struct dbk_pred *p, unsigned server, const struct dbk_pred_scrape *sc,
@@ -301,10 +295,7 @@ static uint64_t pred_tie(uint64_t key, unsigned server)
 	return h;
 }
 
-static double pred_score(const struct pred_eval *e)
-{
-	return e->ttft_s + e->wait_s;
-}
+static double pred_score(const struct pred_eval *e) { return e->ttft_s + e->wait_s; }
 
 static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pred_request *r,
                       double hit, uint64_t now_ms, struct pred_eval *e)
@@ -340,12 +331,12 @@ static bool pred_holds(const struct pred_srv *s, double need)
 	return s->max_model_len == 0 || need <= (double)s->max_model_len;
 }
 
-int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r,
-                    uint64_t now_ms, struct dbk_pred_choice *c)
+int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r, uint64_t now_ms,
+                    struct dbk_pred_choice *c)
 {
 	unsigned n = p->c.nservers;
-	double need = pred_prompt(r) + (isfinite(r->max_tokens) && r->max_tokens > 0
-	                                ? r->max_tokens : 0);
+	double need = pred_prompt(r) +
+	              (isfinite(r->max_tokens) && r->max_tokens > 0 ? r->max_tokens : 0);
 	bool any_holds = false;
 	int largest = -1;
 
@@ -356,9 +347,9 @@ int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r,
 			continue;
 		if (pred_holds(s, need))
 			any_holds = true;
-		if (largest < 0 || (p->s[largest].max_model_len != 0 &&
-		                    (s->max_model_len == 0 ||
-		                     s->max_model_len > p->s[largest].max_model_len)))
+		if (largest < 0 ||
+		    (p->s[largest].max_model_len != 0 &&
+		     (s->max_model_len == 0 || s->max_model_len > p->s[largest].max_model_len)))
 			largest = (int)i;
 	}
 	if (largest < 0)
@@ -366,8 +357,10 @@ int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r,
 	if (!any_holds) {
 		struct pred_eval e;
 		pred_eval(p, (unsigned)largest, r, 0, now_ms, &e);
-		*c = (struct dbk_pred_choice){ .server = largest, .reason = DBK_PRED_TOO_LONG,
-		                               .ttft_s = e.ttft_s, .kv_fits = e.fits };
+		*c = (struct dbk_pred_choice){ .server = largest,
+			                       .reason = DBK_PRED_TOO_LONG,
+			                       .ttft_s = e.ttft_s,
+			                       .kv_fits = e.fits };
 		return largest;
 	}
 
@@ -409,9 +402,11 @@ int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r,
 			bi = (int)i;
 		}
 	}
-	*c = (struct dbk_pred_choice){ .server = bi, .reason = DBK_PRED_FASTEST,
-	                               .ttft_s = pred_score(&best),
-	                               .hit_tokens = best.hit, .kv_fits = best.fits };
+	*c = (struct dbk_pred_choice){ .server = bi,
+		                       .reason = DBK_PRED_FASTEST,
+		                       .ttft_s = pred_score(&best),
+		                       .hit_tokens = best.hit,
+		                       .kv_fits = best.fits };
 	return bi;
 }
 
@@ -462,8 +457,9 @@ void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsig
 	double hit = 0;
 	size_t nkeys = r->keys ? r->nkeys : 0;
 	uint64_t skey = r->session;
-	size_t nh = nkeys ? dbk_pidx_match(p->idx, r->keys, nkeys, hits, PRED_MAX_HITS)
-	          : skey ? dbk_pidx_match(p->idx, &skey, 1, hits, PRED_MAX_HITS) : 0;
+	size_t nh = nkeys  ? dbk_pidx_match(p->idx, r->keys, nkeys, hits, PRED_MAX_HITS)
+	            : skey ? dbk_pidx_match(p->idx, &skey, 1, hits, PRED_MAX_HITS)
+	                   : 0;
 	for (size_t h = 0; h < nh; h++)
 		if (hits[h].server == server)
 			hit = pred_hit(p, r, &hits[h], nkeys);
@@ -501,8 +497,7 @@ void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint6
 		p->s[t->server].last_end_s = 0;
 }
 
-void dbk_pred_move(struct dbk_pred *p, struct dbk_pred_ticket *t, unsigned server,
-                   uint64_t now_ms)
+void dbk_pred_move(struct dbk_pred *p, struct dbk_pred_ticket *t, unsigned server, uint64_t now_ms)
 {
 	(void)now_ms;
 	if (t->server >= p->c.nservers || server >= p->c.nservers || server == t->server)
@@ -535,5 +530,6 @@ void dbk_pred_view(const struct dbk_pred *p, unsigned server, uint64_t now_ms,
 	v->scrape_age_ms = s->have_scrape ? now_ms - s->scrape_ms : UINT64_MAX;
 	v->scrape_failures = s->failures;
 	v->hit_ratio = s->have_scrape && s->sc.prefix_queries > 0 && s->sc.prefix_hits >= 0
-	               ? s->sc.prefix_hits / s->sc.prefix_queries : -1;
+	                       ? s->sc.prefix_hits / s->sc.prefix_queries
+	                       : -1;
 }

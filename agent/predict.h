@@ -52,18 +52,18 @@
  * prediction alike. */
 struct dbk_pred_config {
 	unsigned nservers;
-	double budget_tokens;       /* max-num-batched-tokens (8192) */
-	double t_cpu_s;             /* fixed cost of a step (0.0015) */
-	double t_weights_s;         /* weight-read floor of a step (0.006) */
-	double lin_tokens_per_s;    /* linear layers' throughput (46000) */
-	double attn_flop_per_pair;  /* attention FLOPs per (token, context token) (524288) */
-	double attn_flops;          /* sustained attention FLOP/s (400e12) */
-	double kv_bytes_per_token;  /* KV read per decode per context token (131072) */
-	double kv_read_bw;          /* bytes/s (2.7e12) */
-	double kv_tokens;           /* KV capacity when not scraped (430000) */
-	double output_tokens;       /* expected output without ignore_eos (256) */
-	uint64_t scrape_stale_ms;   /* older scrapes are ignored: books only (1000) */
-	size_t index_entries;       /* prefix index size (DBK_PIDX_DEFAULT_ENTRIES) */
+	double budget_tokens;      /* max-num-batched-tokens (8192) */
+	double t_cpu_s;            /* fixed cost of a step (0.0015) */
+	double t_weights_s;        /* weight-read floor of a step (0.006) */
+	double lin_tokens_per_s;   /* linear layers' throughput (46000) */
+	double attn_flop_per_pair; /* attention FLOPs per (token, context token) (524288) */
+	double attn_flops;         /* sustained attention FLOP/s (400e12) */
+	double kv_bytes_per_token; /* KV read per decode per context token (131072) */
+	double kv_read_bw;         /* bytes/s (2.7e12) */
+	double kv_tokens;          /* KV capacity when not scraped (430000) */
+	double output_tokens;      /* expected output without ignore_eos (256) */
+	uint64_t scrape_stale_ms;  /* older scrapes are ignored: books only (1000) */
+	size_t index_entries;      /* prefix index size (DBK_PIDX_DEFAULT_ENTRIES) */
 };
 
 void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers);
@@ -72,74 +72,74 @@ int dbk_pred_config_check(const struct dbk_pred_config *c, char *err, size_t err
 
 /* HAProxy's view of a server (the runtime API's state). */
 enum dbk_pred_state {
-	DBK_PRED_UP = 0,            /* usable (the default) */
-	DBK_PRED_DRAIN,             /* no new requests */
-	DBK_PRED_DOWN,              /* DOWN or MAINT */
+	DBK_PRED_UP = 0, /* usable (the default) */
+	DBK_PRED_DRAIN,  /* no new requests */
+	DBK_PRED_DOWN,   /* DOWN or MAINT */
 };
 
 /* One scrape of a server's /metrics (and /v1/models for max_model_len,
  * given apart with dbk_pred_set_max_model_len). Negative: not exposed. */
 struct dbk_pred_scrape {
-	bool ok;                    /* false: the scrape failed (timeout, garbage) */
-	double running;             /* vllm:num_requests_running */
-	double waiting;             /* vllm:num_requests_waiting */
-	double kv_usage;            /* vllm:kv_cache_usage_perc, 0..1 */
-	double kv_capacity_tokens;  /* num_gpu_blocks x block_size (cache_config_info) */
-	double prefix_queries;      /* vllm:prefix_cache_queries_total (tokens) */
-	double prefix_hits;         /* vllm:prefix_cache_hits_total (tokens) */
+	bool ok;                   /* false: the scrape failed (timeout, garbage) */
+	double running;            /* vllm:num_requests_running */
+	double waiting;            /* vllm:num_requests_waiting */
+	double kv_usage;           /* vllm:kv_cache_usage_perc, 0..1 */
+	double kv_capacity_tokens; /* num_gpu_blocks x block_size (cache_config_info) */
+	double prefix_queries;     /* vllm:prefix_cache_queries_total (tokens) */
+	double prefix_hits;        /* vllm:prefix_cache_hits_total (tokens) */
 };
 
 /* A request as the agent knows it. */
 struct dbk_pred_request {
-	double prompt_tokens;       /* Content-Length / 4 (agent/estimate.h) */
-	double max_tokens;          /* as the estimate gives it (16 when absent) */
-	bool ignore_eos;            /* then max_tokens is the output length */
-	const uint64_t *keys;       /* prefix keys (agent/prefix_key.h); may be NULL */
+	double prompt_tokens; /* Content-Length / 4 (agent/estimate.h) */
+	double max_tokens;    /* as the estimate gives it (16 when absent) */
+	bool ignore_eos;      /* then max_tokens is the output length */
+	const uint64_t *keys; /* prefix keys (agent/prefix_key.h); may be NULL */
 	size_t nkeys;
-	bool keys_cut;              /* the prompt goes on past the last key */
-	uint64_t session;           /* 0: none (dbk_pkey_session) */
+	bool keys_cut;    /* the prompt goes on past the last key */
+	uint64_t session; /* 0: none (dbk_pkey_session) */
 };
 
 enum dbk_pred_reason {
-	DBK_PRED_FASTEST = 0,       /* the earliest predicted first token */
-	DBK_PRED_TOO_LONG,          /* no usable server holds it: the largest */
-	DBK_PRED_NO_SERVER,         /* nothing usable; server is -1 */
+	DBK_PRED_FASTEST = 0, /* the earliest predicted first token */
+	DBK_PRED_TOO_LONG,    /* no usable server holds it: the largest */
+	DBK_PRED_NO_SERVER,   /* nothing usable; server is -1 */
 };
 
 const char *dbk_pred_reason_str(enum dbk_pred_reason r);
 
 struct dbk_pred_choice {
-	int server;                 /* index, or -1 */
+	int server; /* index, or -1 */
 	enum dbk_pred_reason reason;
-	double ttft_s;              /* predicted on that server */
-	double hit_tokens;          /* expected prefix-cache hit there */
-	bool kv_fits;               /* fits beside what is committed there */
+	double ttft_s;     /* predicted on that server */
+	double hit_tokens; /* expected prefix-cache hit there */
+	bool kv_fits;      /* fits beside what is committed there */
 };
 
 /* Kept by the caller with the request, from commit to release. */
 struct dbk_pred_ticket {
 	uint32_t server;
 	uint32_t prompt_tokens;
-	uint32_t kv_tokens;         /* KV it takes: prompt - expected hit + output */
-	uint32_t ctx_tokens;        /* prompt + half the output: decode context */
+	uint32_t kv_tokens;  /* KV it takes: prompt - expected hit + output */
+	uint32_t ctx_tokens; /* prompt + half the output: decode context */
 	uint64_t sent_ms;
 };
 
 /* What the policy believes of a server now, for /metrics and logs. */
 struct dbk_pred_view {
 	enum dbk_pred_state state;
-	uint32_t max_model_len;     /* 0: unknown */
-	unsigned inflight;          /* books: requests sent, not ended */
-	double prompt_tokens;       /* books: their prompt tokens */
-	double kv_committed;        /* books + others': KV tokens committed */
-	double kv_capacity;         /* scraped, else the config's */
-	double queue_s;             /* predicted prefill queued ahead */
-	unsigned prefilling;        /* books: requests predicted still prefilling */
-	double others;              /* requests scraped beyond the books (other agents) */
-	bool scraped;               /* a fresh, successful scrape is in use */
-	uint64_t scrape_age_ms;     /* age of the last good scrape (UINT64_MAX: none) */
-	uint64_t scrape_failures;   /* failed scrapes, in all */
-	double hit_ratio;           /* scraped prefix hits / queries (-1 unknown) */
+	uint32_t max_model_len;   /* 0: unknown */
+	unsigned inflight;        /* books: requests sent, not ended */
+	double prompt_tokens;     /* books: their prompt tokens */
+	double kv_committed;      /* books + others': KV tokens committed */
+	double kv_capacity;       /* scraped, else the config's */
+	double queue_s;           /* predicted prefill queued ahead */
+	unsigned prefilling;      /* books: requests predicted still prefilling */
+	double others;            /* requests scraped beyond the books (other agents) */
+	bool scraped;             /* a fresh, successful scrape is in use */
+	uint64_t scrape_age_ms;   /* age of the last good scrape (UINT64_MAX: none) */
+	uint64_t scrape_failures; /* failed scrapes, in all */
+	double hit_ratio;         /* scraped prefix hits / queries (-1 unknown) */
 };
 
 struct dbk_pred;
@@ -160,8 +160,8 @@ void dbk_pred_scraped(struct dbk_pred *p, unsigned server, const struct dbk_pred
 void dbk_pred_forget_cache(struct dbk_pred *p, unsigned server);
 
 /* Decides; changes nothing. Returns c->server. */
-int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r,
-                    uint64_t now_ms, struct dbk_pred_choice *c);
+int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r, uint64_t now_ms,
+                    struct dbk_pred_choice *c);
 /* The request was sent to server at now_ms: charge the books, record its
  * prefix there, fill t. */
 void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
@@ -170,8 +170,7 @@ void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsig
 void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms);
 /* HAProxy sent the request of t to server instead: moves its charge; t
  * is updated. */
-void dbk_pred_move(struct dbk_pred *p, struct dbk_pred_ticket *t, unsigned server,
-                   uint64_t now_ms);
+void dbk_pred_move(struct dbk_pred *p, struct dbk_pred_ticket *t, unsigned server, uint64_t now_ms);
 
 void dbk_pred_view(const struct dbk_pred *p, unsigned server, uint64_t now_ms,
                    struct dbk_pred_view *out);

@@ -12,18 +12,18 @@ struct pidx_way {
 };
 
 struct pidx_entry {
-	uint64_t key;           /* 0: free */
-	uint32_t touched;       /* the index's clock when last inserted */
+	uint64_t key;     /* 0: free */
+	uint32_t touched; /* the index's clock when last inserted */
 	uint32_t nways;
-	struct pidx_way w[DBK_PIDX_WAYS];   /* most recent first */
+	struct pidx_way w[DBK_PIDX_WAYS]; /* most recent first */
 };
 
 struct dbk_pidx {
 	unsigned nservers;
-	size_t nsets;           /* power of two */
+	size_t nsets; /* power of two */
 	size_t used;
 	uint32_t clock;
-	struct pidx_entry *e;   /* nsets * DBK_PIDX_ASSOC */
+	struct pidx_entry *e; /* nsets * DBK_PIDX_ASSOC */
 };
 
 static uint64_t pidx_mix(uint64_t h)
@@ -143,8 +143,7 @@ static struct pidx_entry *pidx_slot(struct dbk_pidx *x, uint64_t key)
 			return &set[i];
 		/* Free first, then the least recently touched (clock wraps). */
 		if (victim->key != 0 &&
-		    (set[i].key == 0 ||
-		     (int32_t)(set[i].touched - victim->touched) < 0))
+		    (set[i].key == 0 || (int32_t)(set[i].touched - victim->touched) < 0))
 			victim = &set[i];
 	}
 	if (victim->key == 0)
@@ -154,8 +153,8 @@ static struct pidx_entry *pidx_slot(struct dbk_pidx *x, uint64_t key)
 	return victim;
 }
 
-void dbk_pidx_insert(struct dbk_pidx *x, unsigned server, const uint64_t *keys,
-                     size_t nkeys, uint32_t stamp, uint32_t prompt_tokens)
+void dbk_pidx_insert(struct dbk_pidx *x, unsigned server, const uint64_t *keys, size_t nkeys,
+                     uint32_t stamp, uint32_t prompt_tokens)
 {
 	if (!x || !keys || server >= x->nservers)
 		return;
@@ -180,12 +179,6 @@ void dbk_pidx_insert(struct dbk_pidx *x, unsigned server, const uint64_t *keys,
 	}
 }
 
-size_t dbk_pidx_used(const struct dbk_pidx *x)
-{
-	return x->used;
-}
+size_t dbk_pidx_used(const struct dbk_pidx *x) { return x->used; }
 
-size_t dbk_pidx_capacity(const struct dbk_pidx *x)
-{
-	return x->nsets * DBK_PIDX_ASSOC;
-}
+size_t dbk_pidx_capacity(const struct dbk_pidx *x) { return x->nsets * DBK_PIDX_ASSOC; }

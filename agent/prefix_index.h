@@ -50,8 +50,8 @@ size_t dbk_pidx_match(const struct dbk_pidx *x, const uint64_t *keys, size_t nke
 
 /* Records that server was sent keys[0..nkeys), now at stamp, for a
  * prompt of prompt_tokens. O(nkeys). */
-void dbk_pidx_insert(struct dbk_pidx *x, unsigned server, const uint64_t *keys,
-                     size_t nkeys, uint32_t stamp, uint32_t prompt_tokens);
+void dbk_pidx_insert(struct dbk_pidx *x, unsigned server, const uint64_t *keys, size_t nkeys,
+                     uint32_t stamp, uint32_t prompt_tokens);
 
 /* Entries in use, and the table's size. */
 size_t dbk_pidx_used(const struct dbk_pidx *x);

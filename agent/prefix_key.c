@@ -91,8 +91,8 @@ static bool pk_peek(struct pk_scan *s, uint8_t c)
 /* At an opening quote: scans to the closing one. With h, the contents go
  * to the hasher; with str/len, where they are. Returns false when the
  * sample ends first (*cut set when given). */
-static bool pk_string(struct pk_scan *s, struct pk_hasher *h, const uint8_t **str,
-                      size_t *len, bool *cut)
+static bool pk_string(struct pk_scan *s, struct pk_hasher *h, const uint8_t **str, size_t *len,
+                      bool *cut)
 {
 	const uint8_t *start = ++s->p, *q = start;
 
@@ -147,7 +147,7 @@ static bool pk_skip(struct pk_scan *s)
 			depth++;
 		} else if (c == '}' || c == ']') {
 			if (depth == 0)
-				return true;    /* the enclosing container's end */
+				return true; /* the enclosing container's end */
 			if (--depth == 0) {
 				s->p++;
 				return true;
@@ -295,11 +295,12 @@ static bool pk_top_member(struct pk_scan *s, const uint8_t *key, size_t len, voi
 	return pk_skip(s);
 }
 
-size_t dbk_pkey_derive(const uint8_t *sample, size_t len, uint64_t *keys,
-                       size_t max_keys, struct dbk_pkey *out)
+size_t dbk_pkey_derive(const uint8_t *sample, size_t len, uint64_t *keys, size_t max_keys,
+                       struct dbk_pkey *out)
 {
-	struct pk_hasher h = { .prev = 0x6462756b70726566ULL, .keys = keys,
-	                       .max_keys = keys ? max_keys : 0 };
+	struct pk_hasher h = { .prev = 0x6462756b70726566ULL,
+		               .keys = keys,
+		               .max_keys = keys ? max_keys : 0 };
 	struct pk_scan s = { .p = sample, .end = sample ? sample + len : NULL };
 	struct pk_ctx c = { .h = &h, .out = out };
 

@@ -36,24 +36,24 @@
 #define DBK_PKEY_MAX_KEYS 256u
 
 enum dbk_pkey_source {
-	DBK_PKEY_NONE = 0,      /* no prompt text found (not JSON, no field) */
-	DBK_PKEY_PROMPT,        /* "prompt" */
-	DBK_PKEY_MESSAGES,      /* "messages" contents */
+	DBK_PKEY_NONE = 0, /* no prompt text found (not JSON, no field) */
+	DBK_PKEY_PROMPT,   /* "prompt" */
+	DBK_PKEY_MESSAGES, /* "messages" contents */
 };
 
 struct dbk_pkey {
-	size_t nkeys;           /* keys written */
-	size_t text_bytes;      /* prompt bytes hashed (escaped form) */
+	size_t nkeys;      /* keys written */
+	size_t text_bytes; /* prompt bytes hashed (escaped form) */
 	enum dbk_pkey_source source;
-	bool cut;               /* the sample ended inside the prompt text */
-	uint64_t session;       /* "user" value hashed; 0 when absent */
+	bool cut;         /* the sample ended inside the prompt text */
+	uint64_t session; /* "user" value hashed; 0 when absent */
 };
 
 /* Writes at most max_keys (<= DBK_PKEY_MAX_KEYS is enough) keys of the
  * sample's prompt text to keys and describes them in out. sample may be
  * NULL with len 0. Returns out->nkeys. Keys are never 0. */
-size_t dbk_pkey_derive(const uint8_t *sample, size_t len, uint64_t *keys,
-                       size_t max_keys, struct dbk_pkey *out);
+size_t dbk_pkey_derive(const uint8_t *sample, size_t len, uint64_t *keys, size_t max_keys,
+                       struct dbk_pkey *out);
 
 /* A session key from its text (a session header's value, or the "user"
  * string's bytes between the quotes): never 0 for len > 0; 0 for len 0.

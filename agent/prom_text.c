@@ -16,8 +16,9 @@ void dbk_prom_histogram(struct dbk_buf *o, const char *name, const char *help,
 	for (unsigned i = 0; i < h->nbounds; i++) {
 		cum += h->counts[i];
 		dbk_buf_printf(o, "%s_bucket{le=\"%.6g\"} %" PRIu64 "\n", name,
-		              h->bounds[i] * scale, cum);
+		               h->bounds[i] * scale, cum);
 	}
-	dbk_buf_printf(o, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %.17g\n%s_count %" PRIu64 "\n",
-	              name, h->count, name, h->sum * scale, name, h->count);
+	dbk_buf_printf(o,
+	               "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %.17g\n%s_count %" PRIu64 "\n",
+	               name, h->count, name, h->sum * scale, name, h->count);
 }

@@ -17,43 +17,43 @@
  * not running (no runtime API, not the ttft policy) leaves its rows out
  * of both renderings. */
 enum src {
-	SRC_BAL,        /* struct dbk_bal_stats */
-	SRC_ACCT,       /* struct dbk_acct_stats */
-	SRC_ROUTE,      /* struct dbk_route_stats */
-	SRC_TTFT,       /* struct dbk_route_stats, with --policy ttft only */
-	SRC_RX,         /* struct dbk_events_stats */
-	SRC_SPOP,       /* struct dbk_spop_server_stats */
-	SRC_SYNC,       /* struct dbk_sync_stats, with --haproxy-socket only */
-	SRC_AGENT,      /* struct dbk_agent */
+	SRC_BAL,   /* struct dbk_bal_stats */
+	SRC_ACCT,  /* struct dbk_acct_stats */
+	SRC_ROUTE, /* struct dbk_route_stats */
+	SRC_TTFT,  /* struct dbk_route_stats, with --policy ttft only */
+	SRC_RX,    /* struct dbk_events_stats */
+	SRC_SPOP,  /* struct dbk_spop_server_stats */
+	SRC_SYNC,  /* struct dbk_sync_stats, with --haproxy-socket only */
+	SRC_AGENT, /* struct dbk_agent */
 	NSRC
 };
 
 enum kind {
 	COUNTER,
 	GAUGE,
-	FLAG,           /* a gauge of 0 or 1; true or false in JSON */
+	FLAG, /* a gauge of 0 or 1; true or false in JSON */
 };
 
 struct row {
-	const char *json;       /* /state key; NULL: /metrics only */
-	const char *metric;     /* /metrics name; NULL: /state only */
-	const char *label;      /* its label within a family, or NULL */
-	const char *help;       /* the family's, on its first row */
+	const char *json;   /* /state key; NULL: /metrics only */
+	const char *metric; /* /metrics name; NULL: /state only */
+	const char *label;  /* its label within a family, or NULL */
+	const char *help;   /* the family's, on its first row */
 	enum kind kind;
 	enum src src;
-	size_t off, size;       /* an unsigned integer or bool in src */
+	size_t off, size; /* an unsigned integer or bool in src */
 	/* When set, the value instead (a sum of fields). */
 	uint64_t (*read)(const struct dbk_agent *a);
 };
 
 #define FIELD(src, type, f) src, offsetof(type, f), sizeof(((type *)0)->f)
-#define BAL(f)   FIELD(SRC_BAL, struct dbk_bal_stats, f)
-#define ACCT(f)  FIELD(SRC_ACCT, struct dbk_acct_stats, f)
+#define BAL(f) FIELD(SRC_BAL, struct dbk_bal_stats, f)
+#define ACCT(f) FIELD(SRC_ACCT, struct dbk_acct_stats, f)
 #define ROUTE(f) FIELD(SRC_ROUTE, struct dbk_route_stats, f)
-#define TTFT(f)  FIELD(SRC_TTFT, struct dbk_route_stats, f)
-#define RX(f)    FIELD(SRC_RX, struct dbk_events_stats, f)
-#define SPOP(f)  FIELD(SRC_SPOP, struct dbk_spop_server_stats, f)
-#define SYNC(f)  FIELD(SRC_SYNC, struct dbk_sync_stats, f)
+#define TTFT(f) FIELD(SRC_TTFT, struct dbk_route_stats, f)
+#define RX(f) FIELD(SRC_RX, struct dbk_events_stats, f)
+#define SPOP(f) FIELD(SRC_SPOP, struct dbk_spop_server_stats, f)
+#define SYNC(f) FIELD(SRC_SYNC, struct dbk_sync_stats, f)
 #define AGENT(f) FIELD(SRC_AGENT, struct dbk_agent, f)
 
 /* The route refuses for the balancer's reasons and for a missing id. */
@@ -66,25 +66,24 @@ static const struct row rows[] = {
 	/* Decisions. "decisions" and "refused" count the balancer's own
 	 * verdicts; /metrics breaks decisions down by bucket and group
 	 * (below) and counts refusals as the route answered them. */
-	{ "leases", "dbucket_inflight_leases", NULL, "Requests in flight (live leases).",
-	  GAUGE, BAL(leases), NULL },
+	{ "leases", "dbucket_inflight_leases", NULL, "Requests in flight (live leases).", GAUGE,
+	  BAL(leases), NULL },
 	{ "decisions", NULL, NULL, NULL, COUNTER, BAL(decisions), NULL },
 	{ "redirects", "dbucket_redirects_total", NULL, "Requests sent to a neighbour group.",
 	  COUNTER, BAL(redirects), NULL },
 	{ "refused", NULL, NULL, NULL, COUNTER, BAL(refused), NULL },
-	{ NULL, "dbucket_refused_total", NULL, "Route requests answered without a server.",
-	  COUNTER, ROUTE(refused), route_refused },
+	{ NULL, "dbucket_refused_total", NULL, "Route requests answered without a server.", COUNTER,
+	  ROUTE(refused), route_refused },
 	{ "ended_before_decision", "dbucket_ended_before_decision_total", NULL,
-	  "Route requests for a request whose completion line came first.", COUNTER,
-	  BAL(ended), NULL },
+	  "Route requests for a request whose completion line came first.", COUNTER, BAL(ended),
+	  NULL },
 	{ "moved", "dbucket_moved_total", NULL,
-	  "Leases moved to the server HAProxy retried or redispatched to.", COUNTER,
-	  ROUTE(moved), NULL },
+	  "Leases moved to the server HAProxy retried or redispatched to.", COUNTER, ROUTE(moved),
+	  NULL },
 	/* Releases, by cause. */
 	{ "released", "dbucket_releases_total", "cause=\"completion\"",
 	  "Leases given back, by cause.", COUNTER, BAL(releases), NULL },
-	{ "expired", "dbucket_releases_total", "cause=\"ttl\"", NULL, COUNTER, BAL(expired),
-	  NULL },
+	{ "expired", "dbucket_releases_total", "cause=\"ttl\"", NULL, COUNTER, BAL(expired), NULL },
 	{ "reclaimed", "dbucket_releases_total", "cause=\"reconcile\"", NULL, COUNTER,
 	  BAL(reclaimed), NULL },
 	{ "unknown_releases", "dbucket_unknown_releases_total", NULL,
@@ -97,8 +96,8 @@ static const struct row rows[] = {
 	  ACCT(duplicates), NULL },
 	{ "undecided", NULL, NULL, NULL, COUNTER, ACCT(undecided), NULL },
 	{ "served_elsewhere", "dbucket_completions_elsewhere_total", NULL,
-	  "Completions from another server than their lease named.", COUNTER,
-	  ACCT(elsewhere), NULL },
+	  "Completions from another server than their lease named.", COUNTER, ACCT(elsewhere),
+	  NULL },
 	{ "completion_links", "dbucket_completion_links", NULL,
 	  "Open completion-event connections.", GAUGE, RX(open), NULL },
 	{ "completion_datagrams", "dbucket_completion_datagrams_total", NULL,
@@ -109,25 +108,24 @@ static const struct row rows[] = {
 	{ NULL, "dbucket_spop_connections_total", NULL, "SPOP connections accepted.", COUNTER,
 	  SPOP(accepted), NULL },
 	{ NULL, "dbucket_spop_refused_connections_total", NULL,
-	  "SPOP connections closed at once: over --max-connections.", COUNTER,
-	  SPOP(refused_conns), NULL },
+	  "SPOP connections closed at once: over --max-connections.", COUNTER, SPOP(refused_conns),
+	  NULL },
 	{ NULL, "dbucket_spop_connections", NULL, "Open SPOP connections.", GAUGE, SPOP(open),
 	  NULL },
 	{ NULL, "dbucket_spop_notifies_total", NULL, "NOTIFY frames handled.", COUNTER,
 	  ROUTE(notifies), NULL },
 	/* HAProxy's runtime API. */
-	{ "runtime_api_up", "dbucket_runtime_api_up", NULL,
-	  "The last runtime API poll succeeded.", FLAG, SYNC(up), NULL },
+	{ "runtime_api_up", "dbucket_runtime_api_up", NULL, "The last runtime API poll succeeded.",
+	  FLAG, SYNC(up), NULL },
 	{ "runtime_polls", NULL, NULL, NULL, COUNTER, SYNC(polls), NULL },
 	{ "runtime_failures", "dbucket_runtime_api_failures_total", NULL,
 	  "Runtime API polls that failed.", COUNTER, SYNC(failures), NULL },
 	/* Settings and policies. */
 	{ NULL, "dbucket_config_changes_total", NULL,
-	  "Settings applied live (SIGHUP or POST /config).", COUNTER, AGENT(config_changes),
-	  NULL },
+	  "Settings applied live (SIGHUP or POST /config).", COUNTER, AGENT(config_changes), NULL },
 	{ NULL, "dbucket_ttft_too_long_total", NULL,
-	  "Requests no usable server's max_model_len could hold (sent to the largest).",
-	  COUNTER, TTFT(too_long), NULL },
+	  "Requests no usable server's max_model_len could hold (sent to the largest).", COUNTER,
+	  TTFT(too_long), NULL },
 };
 
 /* Per server: one element of /state's "servers" and one series of a
@@ -135,7 +133,7 @@ static const struct row rows[] = {
 struct column {
 	const char *json, *metric, *help;
 	enum kind kind;
-	bool fractional;        /* else a whole number */
+	bool fractional; /* else a whole number */
 	double (*read)(const struct dbk_agent *a, unsigned i);
 };
 
@@ -178,8 +176,8 @@ static const struct column columns[] = {
 };
 
 struct histogram {
-	const char *json;       /* in ms, as count, p50 and p99 */
-	const char *metric;     /* in seconds */
+	const char *json;   /* in ms, as count, p50 and p99 */
+	const char *metric; /* in seconds */
 	const char *help;
 	double to_seconds;
 	const struct dbk_histo *(*read)(const struct dbk_agent *a);
@@ -190,10 +188,7 @@ static const struct dbk_histo *notify_seconds(const struct dbk_agent *a)
 	return &a->route_handler.notify_seconds;
 }
 
-static const struct dbk_histo *completion_lag(const struct dbk_agent *a)
-{
-	return &a->acct.lag_ms;
-}
+static const struct dbk_histo *completion_lag(const struct dbk_agent *a) { return &a->acct.lag_ms; }
 
 static const struct histogram histograms[] = {
 	{ NULL, "dbucket_decision_seconds",
@@ -226,10 +221,26 @@ static uint64_t value(const struct dbk_agent *a, const struct row *r, const void
 	if (r->read)
 		return r->read(a);
 	switch (r->size) {
-	case 1: { uint8_t v; memcpy(&v, p, 1); return v; }
-	case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
-	case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
-	default: { uint64_t v; memcpy(&v, p, 8); return v; }
+	case 1: {
+		uint8_t v;
+		memcpy(&v, p, 1);
+		return v;
+	}
+	case 2: {
+		uint16_t v;
+		memcpy(&v, p, 2);
+		return v;
+	}
+	case 4: {
+		uint32_t v;
+		memcpy(&v, p, 4);
+		return v;
+	}
+	default: {
+		uint64_t v;
+		memcpy(&v, p, 8);
+		return v;
+	}
 	}
 }
 
@@ -250,21 +261,22 @@ static void state_servers(const struct dbk_agent *a, struct dbk_buf *o)
 			if (k->kind == FLAG)
 				dbk_buf_printf(o, ", \"%s\": %s", k->json, v ? "true" : "false");
 			else
-				dbk_buf_printf(o, k->fractional ? ", \"%s\": %.17g" : ", \"%s\": %.0f",
-				              k->json, v);
+				dbk_buf_printf(o,
+				               k->fractional ? ", \"%s\": %.17g" : ", \"%s\": %.0f",
+				               k->json, v);
 		}
 		if (a->sync) {
 			const struct dbk_rt_server *r = dbk_sync_server(a->sync, i);
 			dbk_buf_printf(o, ", \"haproxy_state\": \"%s\", \"haproxy_sessions\": %ld",
-			              dbk_rt_state_str(r->state), dbk_rt_server_load(r));
+			               dbk_rt_state_str(r->state), dbk_rt_server_load(r));
 		}
 		dbk_buf_printf(o, "}%s\n", i + 1 < a->cfg.nservers ? "," : "");
 	}
 	dbk_buf_printf(o, "  ],\n  \"buckets\": [\n");
 	for (unsigned b = 0; b < c->nbuckets; b++)
 		dbk_buf_printf(o, "    {\"min\": %.17g, \"max\": %.17g, \"load\": %.17g}%s\n",
-		              c->bounds[b], c->bounds[b + 1], dbk_bal_bucket_load(a->bal, b),
-		              b + 1 < c->nbuckets ? "," : "");
+		               c->bounds[b], c->bounds[b + 1], dbk_bal_bucket_load(a->bal, b),
+		               b + 1 < c->nbuckets ? "," : "");
 	dbk_buf_printf(o, "  ],\n");
 }
 
@@ -276,7 +288,7 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *o)
 
 	sources(a, src);
 	dbk_buf_printf(o, "{\n  \"mode\": \"%s\",\n  \"policy\": \"%s\",\n",
-	              a->cfg.dynamic ? "dynamic" : "plain", dbk_policy_name(a->cfg.policy));
+	               a->cfg.dynamic ? "dynamic" : "plain", dbk_policy_name(a->cfg.policy));
 	state_servers(a, o);
 	if (a->scrape)
 		dbk_scrape_report_state(a->scrape, dbk_mono_ms(), o);
@@ -297,9 +309,10 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *o)
 
 		if (!h->json)
 			continue;
-		dbk_buf_printf(o, "%s  \"%s\": {\"count\": %" PRIu64 ", \"p50\": %.3f, \"p99\": %.3f}",
-		              sep, h->json, x->count, dbk_histo_quantile(x, 0.5),
-		              dbk_histo_quantile(x, 0.99));
+		dbk_buf_printf(o,
+		               "%s  \"%s\": {\"count\": %" PRIu64 ", \"p50\": %.3f, \"p99\": %.3f}",
+		               sep, h->json, x->count, dbk_histo_quantile(x, 0.5),
+		               dbk_histo_quantile(x, 0.99));
 		sep = ",\n";
 	}
 	dbk_buf_printf(o, "\n}\n");
@@ -308,9 +321,21 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *o)
 /* ---- /metrics ---- */
 
 static const char *const status_names[] = {
-	"normal", "io", "timeout", "too_big", "invalid", "no_version", "no_frame_size",
-	"no_capabilities", "bad_version", "bad_frame_size", "fragmentation", "interlaced",
-	"frame_id_not_found", "resource", "unknown",
+	"normal",
+	"io",
+	"timeout",
+	"too_big",
+	"invalid",
+	"no_version",
+	"no_frame_size",
+	"no_capabilities",
+	"bad_version",
+	"bad_frame_size",
+	"fragmentation",
+	"interlaced",
+	"frame_id_not_found",
+	"resource",
+	"unknown",
 };
 
 static void metrics_rows(const struct dbk_agent *a, struct dbk_buf *o)
@@ -328,7 +353,7 @@ static void metrics_rows(const struct dbk_agent *a, struct dbk_buf *o)
 		family = r->metric;
 		uint64_t v = value(a, r, src[r->src]);
 		dbk_buf_printf(o, "%s%s%s%s ", r->metric, r->label ? "{" : "",
-		              r->label ? r->label : "", r->label ? "}" : "");
+		               r->label ? r->label : "", r->label ? "}" : "");
 		if (r->kind == COUNTER)
 			dbk_buf_printf(o, "%" PRIu64 "\n", v);
 		else
@@ -344,7 +369,7 @@ static void metrics_servers(const struct dbk_agent *a, struct dbk_buf *o)
 		dbk_prom_head(o, k->metric, kind_names[k->kind], k->help);
 		for (unsigned i = 0; i < a->cfg.nservers; i++)
 			dbk_buf_printf(o, "%s{server=\"%s\"} %.17g\n", k->metric, a->cfg.servers[i],
-			              k->read(a, i));
+			               k->read(a, i));
 	}
 }
 
@@ -374,7 +399,7 @@ static void metrics_config(const struct dbk_bal_config *c, struct dbk_buf *o)
 	dbk_prom_head(o, "dbucket_config_group_servers", "gauge", "Servers per group.");
 	for (unsigned g = 0; g < c->nbuckets; g++)
 		dbk_buf_printf(o, "dbucket_config_group_servers{group=\"%u\"} %u\n", g,
-		              dbk_bal_group_size(c, g));
+		               dbk_bal_group_size(c, g));
 }
 
 void dbk_report_metrics(const struct dbk_agent *a, struct dbk_buf *o)
@@ -387,24 +412,27 @@ void dbk_report_metrics(const struct dbk_agent *a, struct dbk_buf *o)
 	              "Requests routed, by standard bucket (length) and chosen group.");
 	for (unsigned i = 0; i < c->nbuckets; i++)
 		for (unsigned g = 0; g < c->nbuckets; g++)
-			dbk_buf_printf(o, "dbucket_decisions_total{bucket=\"%u\",group=\"%u\"} %" PRIu64
-			              "\n", i, g, r->by_bucket_group[i][g]);
+			dbk_buf_printf(o,
+			               "dbucket_decisions_total{bucket=\"%u\",group=\"%u\"} "
+			               "%" PRIu64 "\n",
+			               i, g, r->by_bucket_group[i][g]);
 	metrics_rows(a, o);
 	dbk_prom_head(o, "dbucket_spop_disconnects_total", "counter",
 	              "DISCONNECTs the agent sent, by status.");
 	for (unsigned i = 0; i < COUNT(status_names); i++)
 		dbk_buf_printf(o, "dbucket_spop_disconnects_total{status=\"%s\"} %" PRIu64 "\n",
-		              status_names[i], s->disconnects[i]);
+		               status_names[i], s->disconnects[i]);
 	for (const struct histogram *h = histograms; h < histograms + COUNT(histograms); h++)
 		dbk_prom_histogram(o, h->metric, h->help, h->read(a), h->to_seconds);
 	metrics_servers(a, o);
 	dbk_prom_head(o, "dbucket_bucket_load", "gauge", "Load in flight per bucket.");
 	for (unsigned i = 0; i < c->nbuckets; i++)
 		dbk_buf_printf(o, "dbucket_bucket_load{bucket=\"%u\"} %.17g\n", i,
-		              dbk_bal_bucket_load(a->bal, i));
+		               dbk_bal_bucket_load(a->bal, i));
 	metrics_config(c, o);
 	if (a->scrape)
 		dbk_scrape_report_metrics(a->scrape, dbk_mono_ms(), o);
 	if (a->pred)
-		dbk_policy_report_metrics(a->pred, a->cfg.servers, a->cfg.nservers, dbk_mono_ms(), o);
+		dbk_policy_report_metrics(a->pred, a->cfg.servers, a->cfg.nservers, dbk_mono_ms(),
+		                          o);
 }

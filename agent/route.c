@@ -184,8 +184,8 @@ static void answer(const struct dbk_route *r, const struct dbk_bal_decision *d, 
 	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_SCORE, &v);
 }
 
-static void route_one(struct dbk_route *r, const struct dbk_spop_message *m,
-                      uint64_t now_ms, struct dbk_spop_writer *w)
+static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uint64_t now_ms,
+                      struct dbk_spop_writer *w)
 {
 	struct route_args a;
 	int64_t body_size;
@@ -203,13 +203,15 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m,
 	}
 	estimate(r, &a, &body_size, &sample, &sample_len, &req);
 	const char *id = (const char *)a.id->u.buf.ptr;
-	enum dbk_bal_result res =
-		r->pred ? decide_ttft(r, a.id, &req, body_size, sample, sample_len, a.session,
-		                      now_ms, &d)
-		        : dbk_bal_dispatch(r->bal, id, a.id->u.buf.len, &req, now_ms, &d);
+	enum dbk_bal_result res = r->pred ? decide_ttft(r, a.id, &req, body_size, sample,
+	                                                sample_len, a.session, now_ms, &d)
+	                                  : dbk_bal_dispatch(r->bal, id, a.id->u.buf.len, &req,
+	                                                     now_ms, &d);
 	if (r->on_decision) {
-		struct dbk_route_event e = { a.id->u.buf.ptr, a.id->u.buf.len, res, &req,
-		                             res == DBK_BAL_OK ? &d : NULL, now_ms };
+		struct dbk_route_event e = {
+			a.id->u.buf.ptr, a.id->u.buf.len, res, &req, res == DBK_BAL_OK ? &d : NULL,
+			now_ms
+		};
 		r->on_decision(r->decision_arg, &e);
 	}
 	if (res != DBK_BAL_OK) {
@@ -244,17 +246,16 @@ static void move_one(struct dbk_route *r, const struct dbk_spop_message *m,
 			    memcmp(srv->u.buf.ptr, r->names[to], srv->u.buf.len) == 0)
 				break;
 	}
-	bool ok = to < r->nnames &&
-	          dbk_bal_move(r->bal, (const char *)id->u.buf.ptr, id->u.buf.len, to, NULL) ==
-	                  DBK_BAL_OK;
+	bool ok = to < r->nnames && dbk_bal_move(r->bal, (const char *)id->u.buf.ptr, id->u.buf.len,
+	                                         to, NULL) == DBK_BAL_OK;
 	if (ok)
 		r->stats.moved++;
 	v = dbk_spop_bool(ok);
 	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_MOVED, &v);
 }
 
-static void act_one(struct dbk_route *r, const struct dbk_spop_message *m,
-                    uint64_t now_ms, struct dbk_spop_writer *w)
+static void act_one(struct dbk_route *r, const struct dbk_spop_message *m, uint64_t now_ms,
+                    struct dbk_spop_writer *w)
 {
 	if (dbk_spop_name_is(m->name, m->name_len, DBK_MSG_ROUTE))
 		route_one(r, m, now_ms, w);
@@ -264,10 +265,8 @@ static void act_one(struct dbk_route *r, const struct dbk_spop_message *m,
 		r->stats.unknown_messages++;
 }
 
-enum dbk_spop_status dbk_route_notify(struct dbk_route *r,
-                                      const struct dbk_spop_frame *f,
-                                      uint64_t now_ms,
-                                      struct dbk_spop_writer *w)
+enum dbk_spop_status dbk_route_notify(struct dbk_route *r, const struct dbk_spop_frame *f,
+                                      uint64_t now_ms, struct dbk_spop_writer *w)
 {
 	struct dbk_spop_msg_iter it;
 	struct dbk_spop_message m;

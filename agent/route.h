@@ -15,9 +15,9 @@
 #define DBK_MSG_ROUTE "dbucket-route"
 #define DBK_MSG_MOVED "dbucket-moved"
 #define DBK_ARG_SERVER "server"
-#define DBK_ARG_ID    "id"
-#define DBK_ARG_BLEN  "blen"
-#define DBK_ARG_BODY  "body"
+#define DBK_ARG_ID "id"
+#define DBK_ARG_BLEN "blen"
+#define DBK_ARG_BODY "body"
 /* Optional: a client's session (e.g. its X-Session-Id header); else the
  * body's OpenAI "user" field is the session. Read by the ttft policy. */
 #define DBK_ARG_SESSION "session"
@@ -30,24 +30,24 @@
 /* Variable names set in the ACK (HAProxy prefixes them with the
  * spoe-agent's var-prefix: txn.dbucket.server, ...). Server always; the
  * next four when the message asks for details. */
-#define DBK_VAR_SERVER     "server"
-#define DBK_VAR_BUCKET     "bucket"
-#define DBK_VAR_GROUP      "group"
+#define DBK_VAR_SERVER "server"
+#define DBK_VAR_BUCKET "bucket"
+#define DBK_VAR_GROUP "group"
 #define DBK_VAR_REDIRECTED "redirected"
-#define DBK_VAR_SCORE      "score"
-#define DBK_VAR_ERROR      "error"
-#define DBK_VAR_MOVED      "moved"
+#define DBK_VAR_SCORE "score"
+#define DBK_VAR_ERROR "error"
+#define DBK_VAR_MOVED "moved"
 
 struct dbk_route_stats {
 	uint64_t notifies;
 	uint64_t routed;
 	uint64_t unknown_messages;
-	uint64_t no_id;             /* route message without a usable id */
-	uint64_t refused;           /* balancer said no: duplicate, full, ... */
-	uint64_t truncated_bodies;  /* body sample shorter than the body */
+	uint64_t no_id;            /* route message without a usable id */
+	uint64_t refused;          /* balancer said no: duplicate, full, ... */
+	uint64_t truncated_bodies; /* body sample shorter than the body */
 	uint64_t malformed_bodies;
-	uint64_t moved;             /* leases moved to the server HAProxy used */
-	uint64_t too_long;          /* ttft: no usable server could hold it */
+	uint64_t moved;    /* leases moved to the server HAProxy used */
+	uint64_t too_long; /* ttft: no usable server could hold it */
 	/* Decisions by standard bucket (row) and chosen group (column). */
 	uint64_t by_bucket_group[DBK_BAL_MAX_BUCKETS][DBK_BAL_MAX_BUCKETS];
 };
@@ -56,9 +56,9 @@ struct dbk_route_stats {
 struct dbk_route_event {
 	const uint8_t *id;
 	size_t id_len;
-	enum dbk_bal_result res;            /* DBK_BAL_OK: routed */
-	const struct dbk_bal_request *req;  /* what was estimated */
-	const struct dbk_bal_decision *d;   /* when routed */
+	enum dbk_bal_result res;           /* DBK_BAL_OK: routed */
+	const struct dbk_bal_request *req; /* what was estimated */
+	const struct dbk_bal_decision *d;  /* when routed */
 	uint64_t now_ms;
 };
 
@@ -68,9 +68,9 @@ struct dbk_route {
 	 * server, the balancer takes the lease there. NULL: the reference
 	 * algorithm decides, as the parity vectors record. */
 	struct dbk_pred *pred;
-	const char *const *names;   /* server names by balancer index */
+	const char *const *names; /* server names by balancer index */
 	unsigned nnames;
-	uint64_t *by_server;        /* decisions per server; may be NULL */
+	uint64_t *by_server; /* decisions per server; may be NULL */
 	/* Called for every decision, routed or refused; NULL: nobody
 	 * listens. */
 	void (*on_decision)(void *arg, const struct dbk_route_event *e);
@@ -90,9 +90,7 @@ struct dbk_route {
  * with when the payload is malformed (DBK_SPOP_ERR_INVALID) or
  * DBK_ROUTE_ACK_MAX of its messages exceeds w's room (DBK_SPOP_ERR_RES);
  * in both cases before deciding anything, so no lease is taken. */
-enum dbk_spop_status dbk_route_notify(struct dbk_route *r,
-                                      const struct dbk_spop_frame *f,
-                                      uint64_t now_ms,
-                                      struct dbk_spop_writer *w);
+enum dbk_spop_status dbk_route_notify(struct dbk_route *r, const struct dbk_spop_frame *f,
+                                      uint64_t now_ms, struct dbk_spop_writer *w);
 
 #endif

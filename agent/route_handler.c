@@ -31,7 +31,7 @@ static void on_decision(void *arg, const struct dbk_route_event *e)
 	char idq[DBK_BAL_MAX_ID_LEN + 1];
 
 	if (e->res == DBK_BAL_ENDED)
-		return;   /* its client left before we decided: normal */
+		return; /* its client left before we decided: normal */
 	if (e->res != DBK_BAL_OK) {
 		log_refused(h, e);
 		return;
@@ -40,10 +40,11 @@ static void on_decision(void *arg, const struct dbk_route_event *e)
 		return;
 	/* %.10g spells the score as the txn variable does. */
 	dbk_log(DBK_LOG_DEBUG, "route",
-	        "id=\"%s\" bytes=%.0f max_tokens=%g bucket=%u group=%u server=%s score=%.10g p=%.6f",
-	        dbk_log_quote(idq, sizeof(idq), (const char *)e->id, e->id_len),
-	        e->req->body_bytes, e->req->max_tokens, e->d->std_bucket, e->d->group,
-	        h->route->names[e->d->server], e->d->score, e->d->p);
+	        "id=\"%s\" bytes=%.0f max_tokens=%g bucket=%u group=%u server=%s score=%.10g "
+	        "p=%.6f",
+	        dbk_log_quote(idq, sizeof(idq), (const char *)e->id, e->id_len), e->req->body_bytes,
+	        e->req->max_tokens, e->d->std_bucket, e->d->group, h->route->names[e->d->server],
+	        e->d->score, e->d->p);
 }
 
 static enum dbk_spop_status on_notify(void *arg, const struct dbk_spop_frame *f,
@@ -53,16 +54,17 @@ static enum dbk_spop_status on_notify(void *arg, const struct dbk_spop_frame *f,
 	struct timespec t0, t1;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	enum dbk_spop_status st = dbk_route_notify(
-		h->route, f, (uint64_t)t0.tv_sec * 1000 + (uint64_t)t0.tv_nsec / 1000000, w);
+	enum dbk_spop_status st = dbk_route_notify(h->route, f,
+	                                           (uint64_t)t0.tv_sec * 1000 +
+	                                                   (uint64_t)t0.tv_nsec / 1000000,
+	                                           w);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	dbk_histo_add(&h->notify_seconds, (double)(t1.tv_sec - t0.tv_sec) +
-	                                          (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+	dbk_histo_add(&h->notify_seconds,
+	              (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
 	return st;
 }
 
-struct dbk_spop_handler dbk_route_handler_init(struct dbk_route_handler *h,
-                                               struct dbk_route *r)
+struct dbk_spop_handler dbk_route_handler_init(struct dbk_route_handler *h, struct dbk_route *r)
 {
 	h->route = r;
 	h->refused_logged_ms = 0;

@@ -23,7 +23,6 @@ struct dbk_route_handler {
 
 /* Ties h to r (r reports its decisions to h from now on) and returns the
  * handler to give the SPOP server. h must outlive the server. */
-struct dbk_spop_handler dbk_route_handler_init(struct dbk_route_handler *h,
-                                               struct dbk_route *r);
+struct dbk_spop_handler dbk_route_handler_init(struct dbk_route_handler *h, struct dbk_route *r);
 
 #endif

@@ -14,10 +14,14 @@
 const char *dbk_rt_state_str(enum dbk_rt_server_state s)
 {
 	switch (s) {
-	case DBK_RT_READY: return "ready";
-	case DBK_RT_DRAIN: return "drain";
-	case DBK_RT_DOWN:  return "down";
-	case DBK_RT_MAINT: return "maint";
+	case DBK_RT_READY:
+		return "ready";
+	case DBK_RT_DRAIN:
+		return "drain";
+	case DBK_RT_DOWN:
+		return "down";
+	case DBK_RT_MAINT:
+		return "maint";
 	}
 	return "?";
 }
@@ -58,7 +62,7 @@ int dbk_rt_state_from_status(const char *s, size_t len, enum dbk_rt_server_state
 	while (w < len && s[w] != ' ')
 		w++;
 	if (w < len && w + 1 == len)
-		return -1;      /* a lone trailing space: not HAProxy's */
+		return -1; /* a lone trailing space: not HAProxy's */
 	if (word_is(s, w, "UP"))
 		*out = DBK_RT_READY;
 	else if (word_is(s, w, "DRAIN") || word_is(s, w, "NOLB"))
@@ -125,8 +129,7 @@ long dbk_rt_server_load(const struct dbk_rt_server *s)
 }
 
 /* What both parsers refuse before reading anything. */
-static int check_args(const char *buf, size_t len, const char *backend, char *err,
-                      size_t errlen)
+static int check_args(const char *buf, size_t len, const char *backend, char *err, size_t errlen)
 {
 	if (!buf || len == 0) {
 		dbk_errf(err, errlen, "empty response");
@@ -161,8 +164,7 @@ static bool addr_ok(const char *a, size_t n)
 }
 
 /* Sets s's address when both columns hold one, else leaves it unknown. */
-static void take_addr(struct dbk_rt_server *s, const char *a, size_t al, const char *p,
-                      size_t pl)
+static void take_addr(struct dbk_rt_server *s, const char *a, size_t al, const char *p, size_t pl)
 {
 	long port;
 
@@ -197,7 +199,8 @@ static int ss_server(const char *const *v, const size_t *vl, unsigned lineno,
 		return -1;
 	}
 	if (cnt >= max || cnt >= MAX_SERVERS) {
-		dbk_errf(err, errlen, "more than %u servers", max < MAX_SERVERS ? max : MAX_SERVERS);
+		dbk_errf(err, errlen, "more than %u servers",
+		         max < MAX_SERVERS ? max : MAX_SERVERS);
 		return -1;
 	}
 	struct dbk_rt_server *s = &out[cnt];
@@ -246,8 +249,8 @@ static int ss_head(const char *buf, size_t len, struct dbk_rt_cursor *c,
 }
 
 int dbk_rt_parse_servers_state(const char *buf, size_t len, const char *backend,
-                               struct dbk_rt_server *out, unsigned max, unsigned *n,
-                               char *err, size_t errlen)
+                               struct dbk_rt_server *out, unsigned max, unsigned *n, char *err,
+                               size_t errlen)
 {
 	struct dbk_rt_cursor c = { buf, NULL, false, 0 };
 	struct dbk_rt_columns cols = { ss_cols, SS_NCOLS, SS_NREQ, { 0 }, 0 };
@@ -259,7 +262,7 @@ int dbk_rt_parse_servers_state(const char *buf, size_t len, const char *backend,
 	*n = 0;
 	if (check_args(buf, len, backend, err, errlen) < 0)
 		return -1;
-	c.end = buf + len;      /* buf is not NULL now */
+	c.end = buf + len; /* buf is not NULL now */
 	if (ss_head(buf, len, &c, &cols, err, errlen) < 0)
 		return -1;
 	while ((more = dbk_rt_next_record(&c, &l, &ll, err, errlen)) > 0) {
@@ -283,7 +286,7 @@ enum { ST_PX, ST_SV, ST_SCUR, ST_STATUS, ST_QCUR, ST_TYPE, ST_NCOLS };
 static const char *const st_cols[ST_NCOLS] = {
 	"pxname", "svname", "scur", "status", "qcur", "type",
 };
-#define ST_REQUIRED 4   /* the first four; qcur and type are used if present */
+#define ST_REQUIRED 4 /* the first four; qcur and type are used if present */
 
 /* show stat's "type" column: 2 is a server (0 frontend, 1 backend,
  * 3 listener). */
@@ -292,15 +295,14 @@ static const char *const st_cols[ST_NCOLS] = {
 /* What one record of the backend says; 0 (with *i -1 for a row to skip:
  * a frontend, the backend, a server not in the list), or -1 with err. */
 struct st_row {
-	int i;                  /* index in the list */
+	int i; /* index in the list */
 	long scur, qcur;
 	enum dbk_rt_server_state st;
 };
 
-static int st_record(const struct dbk_rt_columns *cols, const char *const *v,
-                     const size_t *vl, unsigned lineno, const struct dbk_rt_server *srv,
-                     unsigned n, struct dbk_rt_stat_result *res, struct st_row *row,
-                     char *err, size_t errlen)
+static int st_record(const struct dbk_rt_columns *cols, const char *const *v, const size_t *vl,
+                     unsigned lineno, const struct dbk_rt_server *srv, unsigned n,
+                     struct dbk_rt_stat_result *res, struct st_row *row, char *err, size_t errlen)
 {
 	char q[DBK_RT_QUOTE_MAX + 1];
 	long type;
@@ -343,9 +345,9 @@ static int st_record(const struct dbk_rt_columns *cols, const char *const *v,
 /* One pass over the records. The first (apply false) checks everything
  * and writes nothing; the second applies what the first accepted, so that
  * a bad response leaves the caller's list as it was. */
-static int stat_pass(const char *buf, size_t len, const char *backend,
-                     struct dbk_rt_server *srv, unsigned n, bool apply,
-                     struct dbk_rt_stat_result *res, char *err, size_t errlen)
+static int stat_pass(const char *buf, size_t len, const char *backend, struct dbk_rt_server *srv,
+                     unsigned n, bool apply, struct dbk_rt_stat_result *res, char *err,
+                     size_t errlen)
 {
 	struct dbk_rt_cursor c = { buf, buf + len, true, 0 };
 	struct dbk_rt_columns cols = { st_cols, ST_NCOLS, ST_REQUIRED, { 0 }, 0 };
@@ -405,9 +407,8 @@ static int stat_pass(const char *buf, size_t len, const char *backend,
 	return 0;
 }
 
-int dbk_rt_parse_stat(const char *buf, size_t len, const char *backend,
-                      struct dbk_rt_server *srv, unsigned n,
-                      struct dbk_rt_stat_result *res, char *err, size_t errlen)
+int dbk_rt_parse_stat(const char *buf, size_t len, const char *backend, struct dbk_rt_server *srv,
+                      unsigned n, struct dbk_rt_stat_result *res, char *err, size_t errlen)
 {
 	struct dbk_rt_stat_result r;
 

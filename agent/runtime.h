@@ -50,28 +50,30 @@ static inline enum dbk_rt_server_state dbk_rt_state_worse(enum dbk_rt_server_sta
 }
 
 /* srv_op_state (HAProxy's enum srv_state). */
-#define DBK_RT_OP_STOPPED  0   /* down: health check failed, or in maintenance */
-#define DBK_RT_OP_STARTING 1   /* up, slow-starting */
-#define DBK_RT_OP_RUNNING  2
-#define DBK_RT_OP_STOPPING 3   /* up but soft-stopping (NOLB: 404 with disable-on-404) */
+#define DBK_RT_OP_STOPPED 0  /* down: health check failed, or in maintenance */
+#define DBK_RT_OP_STARTING 1 /* up, slow-starting */
+#define DBK_RT_OP_RUNNING 2
+#define DBK_RT_OP_STOPPING 3 /* up but soft-stopping (NOLB: 404 with disable-on-404) */
 
 /* srv_admin_state bits (HAProxy's enum srv_admin, include/haproxy/server-t.h
  * and doc/management.txt). */
 #define DBK_RT_ADMF_FMAINT 0x01 /* forced into maintenance (set server ... state maint) */
 #define DBK_RT_ADMF_IMAINT 0x02 /* inherited from a tracked server */
-#define DBK_RT_ADMF_CMAINT 0x04 /* "disabled" in the configuration: a record of the
+#define DBK_RT_ADMF_CMAINT \
+	0x04                    /* "disabled" in the configuration: a record of the
                                  * origin only, always set together with FMAINT; it
                                  * stays after "enable server", when the server is
                                  * usable again, so it alone never means MAINT */
 #define DBK_RT_ADMF_FDRAIN 0x08 /* forced into drain (set server ... state drain) */
 #define DBK_RT_ADMF_IDRAIN 0x10 /* drain inherited from a tracked server */
 #define DBK_RT_ADMF_RMAINT 0x20 /* maintenance: DNS resolution failed */
-#define DBK_RT_ADMF_HMAINT 0x40 /* FQDN changed at runtime (HMAINT in 2.x docs,
+#define DBK_RT_ADMF_HMAINT \
+	0x40 /* FQDN changed at runtime (HMAINT in 2.x docs,
                                  * FQDN_CHANGED in 3.x): never removed, and
                                  * despite the name not a maintenance state */
 /* The masks HAProxy itself tests (SRV_ADMF_MAINT, SRV_ADMF_DRAIN). */
-#define DBK_RT_ADMF_MAINT  (DBK_RT_ADMF_FMAINT | DBK_RT_ADMF_IMAINT | DBK_RT_ADMF_RMAINT)
-#define DBK_RT_ADMF_DRAIN  (DBK_RT_ADMF_FDRAIN | DBK_RT_ADMF_IDRAIN)
+#define DBK_RT_ADMF_MAINT (DBK_RT_ADMF_FMAINT | DBK_RT_ADMF_IMAINT | DBK_RT_ADMF_RMAINT)
+#define DBK_RT_ADMF_DRAIN (DBK_RT_ADMF_FDRAIN | DBK_RT_ADMF_IDRAIN)
 
 /* The state the numbers of show servers state mean: any MAINT bit gives
  * MAINT; else op state STOPPED gives DOWN (a failed health check sets no
@@ -88,16 +90,16 @@ int dbk_rt_state_from_status(const char *s, size_t len, enum dbk_rt_server_state
 
 /* One server of the backend, as both commands describe it. */
 struct dbk_rt_server {
-	char name[DBK_RT_NAME_MAX + 1];   /* NUL-terminated */
-	enum dbk_rt_server_state state;   /* the worse of the two sources known */
-	int op_state;                     /* srv_op_state; -1 when not known */
-	int admin_state;                  /* srv_admin_state; -1 when not known */
-	bool stat_seen;                   /* the last show stat had this server */
+	char name[DBK_RT_NAME_MAX + 1];      /* NUL-terminated */
+	enum dbk_rt_server_state state;      /* the worse of the two sources known */
+	int op_state;                        /* srv_op_state; -1 when not known */
+	int admin_state;                     /* srv_admin_state; -1 when not known */
+	bool stat_seen;                      /* the last show stat had this server */
 	enum dbk_rt_server_state stat_state; /* its status text, when stat_seen */
-	long scur;                        /* current sessions; -1 when not known */
-	long qcur;                        /* requests queued on it; -1 when not known */
-	char addr[DBK_RT_ADDR_MAX + 1];   /* srv_addr, "" when not known */
-	int port;                         /* srv_port, 0 when not known */
+	long scur;                           /* current sessions; -1 when not known */
+	long qcur;                           /* requests queued on it; -1 when not known */
+	char addr[DBK_RT_ADDR_MAX + 1];      /* srv_addr, "" when not known */
+	int port;                            /* srv_port, 0 when not known */
 };
 
 /* Sets s to a server named name (truncated to DBK_RT_NAME_MAX) that
@@ -129,8 +131,8 @@ long dbk_rt_server_load(const struct dbk_rt_server *s);
  * or not at all: one skipped line would shift every later server's index.
  * Lines of other backends and '#' comment lines are skipped. */
 int dbk_rt_parse_servers_state(const char *buf, size_t len, const char *backend,
-                               struct dbk_rt_server *out, unsigned max, unsigned *n,
-                               char *err, size_t errlen);
+                               struct dbk_rt_server *out, unsigned max, unsigned *n, char *err,
+                               size_t errlen);
 
 struct dbk_rt_stat_result {
 	unsigned matched;        /* rows applied to a server of the list */
@@ -152,8 +154,7 @@ struct dbk_rt_stat_result {
  * Returns 0, or -1 with a reason in err, leaving srv[] untouched, on the
  * same kinds of faults as dbk_rt_parse_servers_state (and a server row
  * repeated). res may be NULL. */
-int dbk_rt_parse_stat(const char *buf, size_t len, const char *backend,
-                      struct dbk_rt_server *srv, unsigned n,
-                      struct dbk_rt_stat_result *res, char *err, size_t errlen);
+int dbk_rt_parse_stat(const char *buf, size_t len, const char *backend, struct dbk_rt_server *srv,
+                      unsigned n, struct dbk_rt_stat_result *res, char *err, size_t errlen);
 
 #endif

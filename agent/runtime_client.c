@@ -26,11 +26,16 @@
 const char *dbk_rt_query_status_str(enum dbk_rt_query_status st)
 {
 	switch (st) {
-	case DBK_RT_Q_OK:      return "ok";
-	case DBK_RT_Q_CONNECT: return "connect";
-	case DBK_RT_Q_IO:      return "io";
-	case DBK_RT_Q_TIMEOUT: return "timeout";
-	case DBK_RT_Q_TOO_BIG: return "too_big";
+	case DBK_RT_Q_OK:
+		return "ok";
+	case DBK_RT_Q_CONNECT:
+		return "connect";
+	case DBK_RT_Q_IO:
+		return "io";
+	case DBK_RT_Q_TIMEOUT:
+		return "timeout";
+	case DBK_RT_Q_TOO_BIG:
+		return "too_big";
 	}
 	return "?";
 }
@@ -229,7 +234,8 @@ static void do_read(struct dbk_rt_query *q)
 
 static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct dbk_rt_query *q = (struct dbk_rt_query *)((char *)w - offsetof(struct dbk_rt_query, io));
+	struct dbk_rt_query *q = (struct dbk_rt_query *)((char *)w -
+	                                                 offsetof(struct dbk_rt_query, io));
 	char msg[256];
 
 	(void)loop;
@@ -241,7 +247,7 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 			return;
 		}
 		q->phase = P_WRITING;
-		do_write(q);    /* finishes, waits for EV_WRITE, or switches to reading */
+		do_write(q); /* finishes, waits for EV_WRITE, or switches to reading */
 		return;
 	case P_WRITING:
 		do_write(q);
@@ -256,7 +262,8 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct dbk_rt_query *q = (struct dbk_rt_query *)((char *)w - offsetof(struct dbk_rt_query, timer));
+	struct dbk_rt_query *q = (struct dbk_rt_query *)((char *)w -
+	                                                 offsetof(struct dbk_rt_query, timer));
 	char msg[256];
 
 	(void)loop;
@@ -270,9 +277,8 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 struct dbk_rt_query *dbk_rt_query_start(struct ev_loop *loop, const struct dbk_rt_addr *addr,
-                                        const char *cmd, unsigned timeout_ms,
-                                        size_t max_bytes, dbk_rt_query_cb cb, void *arg,
-                                        char *err, size_t errlen)
+                                        const char *cmd, unsigned timeout_ms, size_t max_bytes,
+                                        dbk_rt_query_cb cb, void *arg, char *err, size_t errlen)
 {
 	struct dbk_rt_query *q;
 	bool pending;
@@ -367,9 +373,9 @@ static int wait_fd(int fd, short events, int64_t deadline)
 	}
 }
 
-enum dbk_rt_query_status dbk_rt_query_sync(const char *addr, const char *cmd,
-                                           unsigned timeout_ms, char *buf, size_t cap,
-                                           size_t *len, char *err, size_t errlen)
+enum dbk_rt_query_status dbk_rt_query_sync(const char *addr, const char *cmd, unsigned timeout_ms,
+                                           char *buf, size_t cap, size_t *len, char *err,
+                                           size_t errlen)
 {
 	struct dbk_rt_addr a;
 	char out[DBK_RT_MAX_COMMAND + 2];

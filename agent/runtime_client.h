@@ -17,15 +17,15 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
-#define DBK_RT_MAX_COMMAND          1024
-#define DBK_RT_DEFAULT_TIMEOUT_MS   2000
+#define DBK_RT_MAX_COMMAND 1024
+#define DBK_RT_DEFAULT_TIMEOUT_MS 2000
 #define DBK_RT_DEFAULT_MAX_RESPONSE (1024 * 1024)
 
 /* Where the stats socket is, resolved once. */
 struct dbk_rt_addr {
 	struct sockaddr_storage sa;
 	socklen_t len;
-	char text[128];             /* for messages */
+	char text[128]; /* for messages */
 };
 
 /* Parses "unix:PATH", "/PATH" (as HAProxy's "stats socket" line writes
@@ -35,11 +35,11 @@ struct dbk_rt_addr {
 int dbk_rt_addr_parse(const char *spec, struct dbk_rt_addr *a, char *err, size_t errlen);
 
 enum dbk_rt_query_status {
-	DBK_RT_Q_OK = 0,            /* EOF after the response */
-	DBK_RT_Q_CONNECT,           /* connect failed (refused, no such socket, ...) */
-	DBK_RT_Q_IO,                /* write or read failed, or the peer reset */
-	DBK_RT_Q_TIMEOUT,           /* the deadline passed first */
-	DBK_RT_Q_TOO_BIG,           /* the response outgrew max_bytes */
+	DBK_RT_Q_OK = 0,  /* EOF after the response */
+	DBK_RT_Q_CONNECT, /* connect failed (refused, no such socket, ...) */
+	DBK_RT_Q_IO,      /* write or read failed, or the peer reset */
+	DBK_RT_Q_TIMEOUT, /* the deadline passed first */
+	DBK_RT_Q_TOO_BIG, /* the response outgrew max_bytes */
 };
 
 const char *dbk_rt_query_status_str(enum dbk_rt_query_status st);
@@ -49,8 +49,8 @@ const char *dbk_rt_query_status_str(enum dbk_rt_query_status st);
  * followed by a NUL (not counted); otherwise buf is NULL, len 0 and err a
  * one-line reason. buf and err are valid only during the call. The query
  * is freed when the callback returns; the callback may start another. */
-typedef void (*dbk_rt_query_cb)(void *arg, enum dbk_rt_query_status st,
-                                const char *buf, size_t len, const char *err);
+typedef void (*dbk_rt_query_cb)(void *arg, enum dbk_rt_query_status st, const char *buf, size_t len,
+                                const char *err);
 
 struct dbk_rt_query;
 
@@ -62,9 +62,8 @@ struct dbk_rt_query;
  * callback to come. A connect that fails at once is still reported
  * through the callback. */
 struct dbk_rt_query *dbk_rt_query_start(struct ev_loop *loop, const struct dbk_rt_addr *addr,
-                                        const char *cmd, unsigned timeout_ms,
-                                        size_t max_bytes, dbk_rt_query_cb cb, void *arg,
-                                        char *err, size_t errlen);
+                                        const char *cmd, unsigned timeout_ms, size_t max_bytes,
+                                        dbk_rt_query_cb cb, void *arg, char *err, size_t errlen);
 
 /* Abandons a query whose callback has not run: closes it, no callback. */
 void dbk_rt_query_cancel(struct dbk_rt_query *q);
@@ -74,8 +73,8 @@ void dbk_rt_query_cancel(struct dbk_rt_query *q);
  * outside the deadline). The response goes to buf, NUL-terminated; it must
  * fit in cap - 1 bytes. Returns DBK_RT_Q_OK with *len set, or another
  * status with a reason in err. */
-enum dbk_rt_query_status dbk_rt_query_sync(const char *addr, const char *cmd,
-                                           unsigned timeout_ms, char *buf, size_t cap,
-                                           size_t *len, char *err, size_t errlen);
+enum dbk_rt_query_status dbk_rt_query_sync(const char *addr, const char *cmd, unsigned timeout_ms,
+                                           char *buf, size_t cap, size_t *len, char *err,
+                                           size_t errlen);
 
 #endif

@@ -29,7 +29,7 @@ void dbk_rt_haproxy_says(const char *buf, size_t len, char *err, size_t errlen)
 
 bool dbk_rt_parse_num(const char *s, size_t len, long max, long *out)
 {
-	unsigned long long v = 0;   /* 18 digits always fit */
+	unsigned long long v = 0; /* 18 digits always fit */
 
 	if (len == 0 || len > 18)
 		return false;
@@ -85,11 +85,16 @@ enum dbk_rt_line dbk_rt_next_line(struct dbk_rt_cursor *c, const char **l, size_
 const char *dbk_rt_line_error(enum dbk_rt_line rc)
 {
 	switch (rc) {
-	case DBK_RT_LINE_END:      return "response truncated (no closing empty line)";
-	case DBK_RT_LINE_PARTIAL:  return "response truncated (last line unterminated)";
-	case DBK_RT_LINE_LONG:     return "line longer than the limit";
-	case DBK_RT_LINE_BADQUOTE: return "unterminated quoted field";
-	case DBK_RT_LINE_OK:       break;
+	case DBK_RT_LINE_END:
+		return "response truncated (no closing empty line)";
+	case DBK_RT_LINE_PARTIAL:
+		return "response truncated (last line unterminated)";
+	case DBK_RT_LINE_LONG:
+		return "line longer than the limit";
+	case DBK_RT_LINE_BADQUOTE:
+		return "unterminated quoted field";
+	case DBK_RT_LINE_OK:
+		break;
 	}
 	return "?";
 }
@@ -106,7 +111,7 @@ int dbk_rt_next_record(struct dbk_rt_cursor *c, const char **l, size_t *ll, char
 			return -1;
 		}
 		if (*ll == 0)
-			return 0;       /* HAProxy's end of output */
+			return 0; /* HAProxy's end of output */
 		if ((*l)[0] != '#')
 			return 1;
 	}
@@ -182,10 +187,10 @@ static bool next_field(struct fields *c, const char **f, size_t *fl)
 	return true;
 }
 
-int dbk_rt_header(struct dbk_rt_columns *cols, unsigned nneed, bool csv, const char *l,
-                  size_t ll, char *err, size_t errlen)
+int dbk_rt_header(struct dbk_rt_columns *cols, unsigned nneed, bool csv, const char *l, size_t ll,
+                  char *err, size_t errlen)
 {
-	size_t s = 1;           /* past the '#' */
+	size_t s = 1; /* past the '#' */
 	const char *f;
 	size_t fl;
 	long i = 0;
@@ -197,7 +202,8 @@ int dbk_rt_header(struct dbk_rt_columns *cols, unsigned nneed, bool csv, const c
 		cols->idx[k] = -1;
 	while (next_field(&h, &f, &fl)) {
 		for (unsigned k = 0; k < cols->n; k++)
-			if (cols->idx[k] < 0 && dbk_rt_eq(f, fl, cols->names[k], strlen(cols->names[k])))
+			if (cols->idx[k] < 0 &&
+			    dbk_rt_eq(f, fl, cols->names[k], strlen(cols->names[k])))
 				cols->idx[k] = i;
 		i++;
 	}
@@ -217,9 +223,8 @@ int dbk_rt_header(struct dbk_rt_columns *cols, unsigned nneed, bool csv, const c
 	return 0;
 }
 
-int dbk_rt_fields(const struct dbk_rt_columns *cols, const struct dbk_rt_cursor *c,
-                  const char *l, size_t ll, const char **v, size_t *vl, char *err,
-                  size_t errlen)
+int dbk_rt_fields(const struct dbk_rt_columns *cols, const struct dbk_rt_cursor *c, const char *l,
+                  size_t ll, const char **v, size_t *vl, char *err, size_t errlen)
 {
 	struct fields r = { l, l + ll, c->csv, false, false };
 	const char *f;

@@ -51,7 +51,7 @@ enum dbk_rt_line {
 struct dbk_rt_cursor {
 	const char *p, *end;
 	bool csv;
-	unsigned lineno;      /* of the line last read */
+	unsigned lineno; /* of the line last read */
 };
 
 /* The next line, without its newline and a CR before it. */
@@ -70,21 +70,20 @@ int dbk_rt_next_record(struct dbk_rt_cursor *c, const char **l, size_t *ll, char
 struct dbk_rt_columns {
 	const char *const *names;
 	unsigned n, nreq;
-	long idx[DBK_RT_MAX_COLS];  /* position in the header, or -1 */
-	long need;                  /* fields a record must have */
+	long idx[DBK_RT_MAX_COLS]; /* position in the header, or -1 */
+	long need;                 /* fields a record must have */
 };
 
 /* Finds cols' names in the header line l (after its '#'); need counts
  * the columns up to the last one found of the first nneed. Returns 0, or
  * -1 with a reason in err (bad quoting, a required column missing). */
-int dbk_rt_header(struct dbk_rt_columns *cols, unsigned nneed, bool csv, const char *l,
-                  size_t ll, char *err, size_t errlen);
+int dbk_rt_header(struct dbk_rt_columns *cols, unsigned nneed, bool csv, const char *l, size_t ll,
+                  char *err, size_t errlen);
 
 /* Splits record l into v[k]/vl[k], the field of column k (NULL/0 when the
  * record is shorter). Returns 0, or -1 with "line N: reason" in err for
  * bad quoting or fewer fields than need. */
-int dbk_rt_fields(const struct dbk_rt_columns *cols, const struct dbk_rt_cursor *c,
-                  const char *l, size_t ll, const char **v, size_t *vl, char *err,
-                  size_t errlen);
+int dbk_rt_fields(const struct dbk_rt_columns *cols, const struct dbk_rt_cursor *c, const char *l,
+                  size_t ll, const char **v, size_t *vl, char *err, size_t errlen);
 
 #endif

@@ -23,12 +23,12 @@ struct dbk_sync {
 	const char *const *names;
 	unsigned n;
 	ev_timer timer;
-	struct dbk_rt_query *q;        /* the query under way, if any */
-	struct dbk_rt_server *srv;     /* HAProxy's view, by balancer index */
-	struct dbk_rt_server *fresh;   /* scratch for a servers-state dump */
+	struct dbk_rt_query *q;      /* the query under way, if any */
+	struct dbk_rt_server *srv;   /* HAProxy's view, by balancer index */
+	struct dbk_rt_server *fresh; /* scratch for a servers-state dump */
 	struct dbk_acct_reconcile *rec;
 	bool mismatch_logged;
-	bool answered;                 /* HAProxy has answered a query */
+	bool answered; /* HAProxy has answered a query */
 	ev_tstamp started;
 	struct dbk_sync_stats stats;
 };
@@ -55,8 +55,7 @@ static void poll_failed(struct dbk_sync *s, const char *why)
 	s->stats.up = false;
 }
 
-static void on_reclaimed(void *arg, const char *id, size_t id_len,
-                         const struct dbk_bal_lease *l)
+static void on_reclaimed(void *arg, const char *id, size_t id_len, const struct dbk_bal_lease *l)
 {
 	struct dbk_sync *s = arg;
 	char q[DBK_BAL_MAX_ID_LEN + 1];
@@ -81,8 +80,8 @@ static void apply(struct dbk_sync *s)
 			        s->names[i], dbk_rt_state_str(s->srv[i].state),
 			        usable ? "yes" : "no");
 		}
-		dbk_acct_reconcile(s->bal, i, &s->rec[i], dbk_rt_server_load(&s->srv[i]),
-		                   now, s->poll_ms, s->min_age_ms, on_reclaimed, s);
+		dbk_acct_reconcile(s->bal, i, &s->rec[i], dbk_rt_server_load(&s->srv[i]), now,
+		                   s->poll_ms, s->min_age_ms, on_reclaimed, s);
 	}
 	s->stats.polls++;
 	if (!s->stats.up)
@@ -136,8 +135,10 @@ static void on_state(void *arg, enum dbk_rt_query_status st, const char *buf, si
 	if (!same) {
 		if (!s->mismatch_logged)
 			dbk_log(DBK_LOG_ERROR, "backend-mismatch",
-			        "backend=%s reason=\"HAProxy's servers differ from the agent's list; "
-			        "restart the agent\"", s->backend);
+			        "backend=%s reason=\"HAProxy's servers differ from the agent's "
+			        "list; "
+			        "restart the agent\"",
+			        s->backend);
 		s->mismatch_logged = true;
 		poll_failed(s, "server list mismatch");
 		return;
@@ -170,8 +171,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 
 struct dbk_sync *dbk_sync_new(struct ev_loop *loop, const struct dbk_rt_addr *addr,
                               const char *backend, double interval_s, double reclaim_after_s,
-                              struct dbk_balancer *bal, const char *const *names,
-                              unsigned n)
+                              struct dbk_balancer *bal, const char *const *names, unsigned n)
 {
 	struct dbk_sync *s = calloc(1, sizeof(*s));
 
@@ -218,10 +218,7 @@ void dbk_sync_free(struct dbk_sync *s)
 	free(s);
 }
 
-const struct dbk_sync_stats *dbk_sync_stats(const struct dbk_sync *s)
-{
-	return &s->stats;
-}
+const struct dbk_sync_stats *dbk_sync_stats(const struct dbk_sync *s) { return &s->stats; }
 
 const struct dbk_rt_server *dbk_sync_server(const struct dbk_sync *s, unsigned i)
 {

@@ -15,10 +15,10 @@
 #include "runtime_client.h"
 
 struct dbk_sync_stats {
-	uint64_t polls;           /* complete polls (both commands answered) */
-	uint64_t failures;        /* polls that failed (unreachable, bad output) */
-	uint64_t state_changes;   /* servers that became usable or unusable */
-	bool up;                  /* the last poll succeeded */
+	uint64_t polls;         /* complete polls (both commands answered) */
+	uint64_t failures;      /* polls that failed (unreachable, bad output) */
+	uint64_t state_changes; /* servers that became usable or unusable */
+	bool up;                /* the last poll succeeded */
 };
 
 struct dbk_sync;
@@ -28,8 +28,7 @@ struct dbk_sync;
  * younger than reclaim_after_s. */
 struct dbk_sync *dbk_sync_new(struct ev_loop *loop, const struct dbk_rt_addr *addr,
                               const char *backend, double interval_s, double reclaim_after_s,
-                              struct dbk_balancer *bal, const char *const *names,
-                              unsigned n);
+                              struct dbk_balancer *bal, const char *const *names, unsigned n);
 void dbk_sync_free(struct dbk_sync *s);
 const struct dbk_sync_stats *dbk_sync_stats(const struct dbk_sync *s);
 /* HAProxy's view of server i as of the last poll (state READY and

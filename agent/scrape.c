@@ -53,8 +53,8 @@ struct dbk_scrape {
 	struct ev_loop *loop;
 	struct dbk_scrape_config cfg;
 	CURLM *multi;
-	ev_timer tick;        /* starts the scrapes */
-	ev_timer curl_timer;  /* libcurl's timeouts */
+	ev_timer tick;       /* starts the scrapes */
+	ev_timer curl_timer; /* libcurl's timeouts */
 	struct target *t;
 	unsigned n;
 };
@@ -105,15 +105,16 @@ static int on_socket(CURL *e, curl_socket_t fd, int what, void *userp, void *soc
 	} else {
 		ev_io_stop(s->loop, &k->io);
 	}
-	ev_io_set(&k->io, fd, ((what & CURL_POLL_IN) ? EV_READ : 0) |
-	                      ((what & CURL_POLL_OUT) ? EV_WRITE : 0));
+	ev_io_set(&k->io, fd,
+	          ((what & CURL_POLL_IN) ? EV_READ : 0) | ((what & CURL_POLL_OUT) ? EV_WRITE : 0));
 	ev_io_start(s->loop, &k->io);
 	return 0;
 }
 
 static void on_curl_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct dbk_scrape *s = (struct dbk_scrape *)((char *)w - offsetof(struct dbk_scrape, curl_timer));
+	struct dbk_scrape *s = (struct dbk_scrape *)((char *)w -
+	                                             offsetof(struct dbk_scrape, curl_timer));
 	int running;
 
 	(void)loop;
@@ -407,30 +408,18 @@ void dbk_scrape_free(struct dbk_scrape *s)
 	curl_global_cleanup();
 }
 
-unsigned dbk_scrape_count(const struct dbk_scrape *s)
-{
-	return s->n;
-}
+unsigned dbk_scrape_count(const struct dbk_scrape *s) { return s->n; }
 
 const struct dbk_scrape_view *dbk_scrape_view(const struct dbk_scrape *s, unsigned i)
 {
 	return &s->t[i].v;
 }
 
-const char *dbk_scrape_name(const struct dbk_scrape *s, unsigned i)
-{
-	return s->t[i].name;
-}
+const char *dbk_scrape_name(const struct dbk_scrape *s, unsigned i) { return s->t[i].name; }
 
-const char *dbk_scrape_url(const struct dbk_scrape *s, unsigned i)
-{
-	return s->t[i].base;
-}
+const char *dbk_scrape_url(const struct dbk_scrape *s, unsigned i) { return s->t[i].base; }
 
-const struct dbk_scrape_config *dbk_scrape_config(const struct dbk_scrape *s)
-{
-	return &s->cfg;
-}
+const struct dbk_scrape_config *dbk_scrape_config(const struct dbk_scrape *s) { return &s->cfg; }
 
 bool dbk_scrape_fresh(const struct dbk_scrape *s, unsigned i, uint64_t now_ms)
 {

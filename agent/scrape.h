@@ -36,21 +36,20 @@ struct dbk_scrape_config {
 	/* Called after each finished scrape of server (may be NULL):
 	 * metrics true for /metrics (v->up says whether it worked), false
 	 * for /v1/models (v->max_model_len is the latest known). */
-	void (*scraped)(void *arg, unsigned server, const struct dbk_scrape_view *v,
-	                bool metrics);
+	void (*scraped)(void *arg, unsigned server, const struct dbk_scrape_view *v, bool metrics);
 	void *arg;
 };
 
 /* One server, as the policy and the reports see it. */
 struct dbk_scrape_view {
-	bool scraped;                 /* has a URL to scrape */
-	bool up;                      /* the last /metrics scrape succeeded */
-	uint64_t ok_ms;               /* monotonic ms of the last success; 0: never */
-	struct dbk_vllm_metrics m;    /* the last good numbers */
-	long max_model_len;           /* from /v1/models; 0: not known */
-	uint64_t scrapes;             /* /metrics scrapes finished */
-	uint64_t failures;            /* ... that failed (transport, status, body) */
-	uint64_t models_failures;     /* /v1/models scrapes that failed */
+	bool scraped;              /* has a URL to scrape */
+	bool up;                   /* the last /metrics scrape succeeded */
+	uint64_t ok_ms;            /* monotonic ms of the last success; 0: never */
+	struct dbk_vllm_metrics m; /* the last good numbers */
+	long max_model_len;        /* from /v1/models; 0: not known */
+	uint64_t scrapes;          /* /metrics scrapes finished */
+	uint64_t failures;         /* ... that failed (transport, status, body) */
+	uint64_t models_failures;  /* /v1/models scrapes that failed */
 };
 
 struct dbk_scrape;
@@ -77,9 +76,7 @@ bool dbk_scrape_fresh(const struct dbk_scrape *s, unsigned i, uint64_t now_ms);
 
 /* scrape_report.c: the scraper's series for the agent's /metrics, and
  * its "scrape" member for /state (followed by a comma). */
-void dbk_scrape_report_metrics(const struct dbk_scrape *s, uint64_t now_ms,
-                               struct dbk_buf *o);
-void dbk_scrape_report_state(const struct dbk_scrape *s, uint64_t now_ms,
-                             struct dbk_buf *o);
+void dbk_scrape_report_metrics(const struct dbk_scrape *s, uint64_t now_ms, struct dbk_buf *o);
+void dbk_scrape_report_state(const struct dbk_scrape *s, uint64_t now_ms, struct dbk_buf *o);
 
 #endif

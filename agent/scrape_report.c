@@ -9,31 +9,31 @@
 #include "scrape.h"
 
 static const struct series {
-	const char *prom;    /* dbucket_vllm_<prom> */
+	const char *prom; /* dbucket_vllm_<prom> */
 	const char *json;
 	const char *type;
 	const char *help;
-	unsigned bit;        /* DBK_VM_*: present only when scraped */
-	size_t off;          /* double in struct dbk_vllm_metrics */
+	unsigned bit; /* DBK_VM_*: present only when scraped */
+	size_t off;   /* double in struct dbk_vllm_metrics */
 } series[] = {
 	{ "requests_running", "running", "gauge", "Requests in the server's running batch.",
 	  DBK_VM_RUNNING, offsetof(struct dbk_vllm_metrics, running) },
-	{ "requests_waiting", "waiting", "gauge", "Requests queued on the server.",
-	  DBK_VM_WAITING, offsetof(struct dbk_vllm_metrics, waiting) },
+	{ "requests_waiting", "waiting", "gauge", "Requests queued on the server.", DBK_VM_WAITING,
+	  offsetof(struct dbk_vllm_metrics, waiting) },
 	{ "kv_cache_usage_ratio", "kv_usage", "gauge", "The server's KV-cache use, 0 to 1.",
 	  DBK_VM_KV_USAGE, offsetof(struct dbk_vllm_metrics, kv_usage) },
 	{ "prefix_cache_queries_total", "prefix_queries", "counter",
-	  "Prefix-cache queries on the server, in tokens.",
-	  DBK_VM_PC_QUERIES, offsetof(struct dbk_vllm_metrics, pc_queries) },
+	  "Prefix-cache queries on the server, in tokens.", DBK_VM_PC_QUERIES,
+	  offsetof(struct dbk_vllm_metrics, pc_queries) },
 	{ "prefix_cache_hits_total", "prefix_hits", "counter",
-	  "Prefix-cache hits on the server, in tokens.",
-	  DBK_VM_PC_HITS, offsetof(struct dbk_vllm_metrics, pc_hits) },
+	  "Prefix-cache hits on the server, in tokens.", DBK_VM_PC_HITS,
+	  offsetof(struct dbk_vllm_metrics, pc_hits) },
 	{ "preemptions_total", "preemptions", "counter", "Preemptions on the server.",
 	  DBK_VM_PREEMPTIONS, offsetof(struct dbk_vllm_metrics, preemptions) },
 	{ "gpu_blocks", "gpu_blocks", "gauge", "The server's KV-cache capacity, in blocks.",
 	  DBK_VM_GPU_BLOCKS, offsetof(struct dbk_vllm_metrics, gpu_blocks) },
-	{ "block_size", "block_size", "gauge", "Tokens per KV-cache block.",
-	  DBK_VM_BLOCK_SIZE, offsetof(struct dbk_vllm_metrics, block_size) },
+	{ "block_size", "block_size", "gauge", "Tokens per KV-cache block.", DBK_VM_BLOCK_SIZE,
+	  offsetof(struct dbk_vllm_metrics, block_size) },
 };
 #define NSERIES (sizeof(series) / sizeof(series[0]))
 
@@ -50,13 +50,13 @@ static void per_server_u64(const struct dbk_scrape *s, struct dbk_buf *o, const 
 		const struct dbk_scrape_view *v = dbk_scrape_view(s, i);
 
 		if (v->scraped)
-			dbk_buf_printf(o, "%s{server=\"%s\"} %" PRIu64 "\n", name, dbk_scrape_name(s, i),
-			              *(const uint64_t *)(const void *)((const char *)v + off));
+			dbk_buf_printf(o, "%s{server=\"%s\"} %" PRIu64 "\n", name,
+			               dbk_scrape_name(s, i),
+			               *(const uint64_t *)(const void *)((const char *)v + off));
 	}
 }
 
-void dbk_scrape_report_metrics(const struct dbk_scrape *s, uint64_t now_ms,
-                               struct dbk_buf *o)
+void dbk_scrape_report_metrics(const struct dbk_scrape *s, uint64_t now_ms, struct dbk_buf *o)
 {
 	unsigned n = dbk_scrape_count(s);
 
@@ -65,8 +65,8 @@ void dbk_scrape_report_metrics(const struct dbk_scrape *s, uint64_t now_ms,
 	              "(0: routing on the agent's books alone).");
 	for (unsigned i = 0; i < n; i++)
 		if (dbk_scrape_view(s, i)->scraped)
-			dbk_buf_printf(o, "dbucket_scrape_up{server=\"%s\"} %d\n", dbk_scrape_name(s, i),
-			              dbk_scrape_view(s, i)->up ? 1 : 0);
+			dbk_buf_printf(o, "dbucket_scrape_up{server=\"%s\"} %d\n",
+			               dbk_scrape_name(s, i), dbk_scrape_view(s, i)->up ? 1 : 0);
 	per_server_u64(s, o, "dbucket_scrapes_total", "counter",
 	               "Scrapes of the server's /metrics finished.",
 	               offsetof(struct dbk_scrape_view, scrapes));
@@ -83,44 +83,46 @@ void dbk_scrape_report_metrics(const struct dbk_scrape *s, uint64_t now_ms,
 
 		if (v->scraped && v->ok_ms)
 			dbk_buf_printf(o, "dbucket_scrape_age_seconds{server=\"%s\"} %.3f\n",
-			              dbk_scrape_name(s, i), (double)(now_ms - v->ok_ms) / 1000.0);
+			               dbk_scrape_name(s, i), (double)(now_ms - v->ok_ms) / 1000.0);
 	}
 	dbk_prom_head(o, "dbucket_vllm_max_model_len", "gauge",
 	              "The server's context limit (/v1/models).");
 	for (unsigned i = 0; i < n; i++)
 		if (dbk_scrape_view(s, i)->max_model_len)
 			dbk_buf_printf(o, "dbucket_vllm_max_model_len{server=\"%s\"} %ld\n",
-			              dbk_scrape_name(s, i), dbk_scrape_view(s, i)->max_model_len);
+			               dbk_scrape_name(s, i), dbk_scrape_view(s, i)->max_model_len);
 	for (size_t k = 0; k < NSERIES; k++) {
 		const struct series *x = &series[k];
 
 		dbk_buf_printf(o, "# HELP dbucket_vllm_%s %s\n# TYPE dbucket_vllm_%s %s\n", x->prom,
-		              x->help, x->prom, x->type);
+		               x->help, x->prom, x->type);
 		for (unsigned i = 0; i < n; i++) {
 			const struct dbk_scrape_view *v = dbk_scrape_view(s, i);
 
 			if (v->m.have & x->bit)
 				dbk_buf_printf(o, "dbucket_vllm_%s{server=\"%s\"} %.17g\n", x->prom,
-				              dbk_scrape_name(s, i), field(&v->m, x->off));
+				               dbk_scrape_name(s, i), field(&v->m, x->off));
 		}
 	}
 }
 
-void dbk_scrape_report_state(const struct dbk_scrape *s, uint64_t now_ms,
-                             struct dbk_buf *o)
+void dbk_scrape_report_state(const struct dbk_scrape *s, uint64_t now_ms, struct dbk_buf *o)
 {
 	unsigned n = dbk_scrape_count(s);
 
-	dbk_buf_printf(o, "  \"scrape\": {\"interval_ms\": %ld, \"timeout_ms\": %ld, \"servers\": [\n",
-	              dbk_scrape_config(s)->interval_ms, dbk_scrape_config(s)->timeout_ms);
+	dbk_buf_printf(o,
+	               "  \"scrape\": {\"interval_ms\": %ld, \"timeout_ms\": %ld, \"servers\": [\n",
+	               dbk_scrape_config(s)->interval_ms, dbk_scrape_config(s)->timeout_ms);
 	for (unsigned i = 0; i < n; i++) {
 		const struct dbk_scrape_view *v = dbk_scrape_view(s, i);
 
-		dbk_buf_printf(o, "    {\"name\": \"%s\", \"url\": \"%s\", \"up\": %s, \"fresh\": %s, "
-		              "\"scrapes\": %" PRIu64 ", \"failures\": %" PRIu64,
-		              dbk_scrape_name(s, i), dbk_scrape_url(s, i), v->up ? "true" : "false",
-		              dbk_scrape_fresh(s, i, now_ms) ? "true" : "false", v->scrapes,
-		              v->failures);
+		dbk_buf_printf(o,
+		               "    {\"name\": \"%s\", \"url\": \"%s\", \"up\": %s, \"fresh\": %s, "
+		               "\"scrapes\": %" PRIu64 ", \"failures\": %" PRIu64,
+		               dbk_scrape_name(s, i), dbk_scrape_url(s, i),
+		               v->up ? "true" : "false",
+		               dbk_scrape_fresh(s, i, now_ms) ? "true" : "false", v->scrapes,
+		               v->failures);
 		if (v->ok_ms)
 			dbk_buf_printf(o, ", \"age_ms\": %" PRIu64, now_ms - v->ok_ms);
 		if (v->max_model_len)
@@ -128,7 +130,7 @@ void dbk_scrape_report_state(const struct dbk_scrape *s, uint64_t now_ms,
 		for (size_t k = 0; k < NSERIES; k++)
 			if (v->m.have & series[k].bit)
 				dbk_buf_printf(o, ", \"%s\": %.17g", series[k].json,
-				              field(&v->m, series[k].off));
+				               field(&v->m, series[k].off));
 		dbk_buf_printf(o, "}%s\n", i + 1 < n ? "," : "");
 	}
 	dbk_buf_printf(o, "  ]},\n");

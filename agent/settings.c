@@ -14,16 +14,15 @@ static const struct key {
 	bool integer;
 	double lo, hi;
 } keys[] = {
-	{ "server-group-threshold", true,  1, DBK_TUNE_MAX_TOKENS },
-	{ "max-request-tokens",     true,  1, DBK_TUNE_MAX_TOKENS },
-	{ "sensitivity",            false, 0, 1e6 },
-	{ "affinity-strength",      false, 0, 1e6 },
-	{ "redirect-threshold",     false, 0, 1e6 },
-	{ "max-leases",             true,  1, DBK_TUNE_MAX_LEASES },
+	{ "server-group-threshold", true, 1, DBK_TUNE_MAX_TOKENS },
+	{ "max-request-tokens", true, 1, DBK_TUNE_MAX_TOKENS },
+	{ "sensitivity", false, 0, 1e6 },
+	{ "affinity-strength", false, 0, 1e6 },
+	{ "redirect-threshold", false, 0, 1e6 },
+	{ "max-leases", true, 1, DBK_TUNE_MAX_LEASES },
 };
 
-static int set_group_sizes(struct dbk_bal_config *c, const char *value, char *err,
-                           size_t errlen)
+static int set_group_sizes(struct dbk_bal_config *c, const char *value, char *err, size_t errlen)
 {
 	unsigned sizes[DBK_BAL_MAX_BUCKETS] = { 0 };
 	unsigned n = 0;
@@ -52,8 +51,8 @@ bad:
 	return -1;
 }
 
-int dbk_tune_set(struct dbk_bal_config *c, const char *key, const char *value,
-                 char *err, size_t errlen)
+int dbk_tune_set(struct dbk_bal_config *c, const char *key, const char *value, char *err,
+                 size_t errlen)
 {
 	const struct key *k = NULL;
 	double d;
@@ -70,7 +69,8 @@ int dbk_tune_set(struct dbk_bal_config *c, const char *key, const char *value,
 	if (k->integer) {
 		unsigned long long v;
 
-		if (!dbk_parse_uint(value, (unsigned long long)k->lo, (unsigned long long)k->hi, &v)) {
+		if (!dbk_parse_uint(value, (unsigned long long)k->lo, (unsigned long long)k->hi,
+		                    &v)) {
 			snprintf(err, errlen, "%s wants a whole number from %.0f to %.0f, got '%s'",
 			         key, k->lo, k->hi, value);
 			return -1;
@@ -113,8 +113,7 @@ static char *trim(char *s)
 	return s;
 }
 
-int dbk_tune_parse(struct dbk_bal_config *c, const char *text, size_t len,
-                   char *err, size_t errlen)
+int dbk_tune_parse(struct dbk_bal_config *c, const char *text, size_t len, char *err, size_t errlen)
 {
 	char line[512], why[256];
 	size_t off = 0;
@@ -126,7 +125,8 @@ int dbk_tune_parse(struct dbk_bal_config *c, const char *text, size_t len,
 		while (off + n < len && text[off + n] != '\n')
 			n++;
 		if (n >= sizeof(line)) {
-			snprintf(err, errlen, "line %u: longer than %zu bytes", lineno, sizeof(line) - 1);
+			snprintf(err, errlen, "line %u: longer than %zu bytes", lineno,
+			         sizeof(line) - 1);
 			return -1;
 		}
 		memcpy(line, text + off, n);
@@ -208,8 +208,10 @@ int dbk_tune_query(struct dbk_bal_config *c, const char *query, char *err, size_
 
 		if (n) {
 			if (!eq || url_decode(p, (size_t)(eq - p), key, sizeof(key)) < 0 ||
-			    url_decode(eq + 1, n - (size_t)(eq - p) - 1, value, sizeof(value)) < 0) {
-				snprintf(err, errlen, "want key=value pairs, got '%.*s'", (int)n, p);
+			    url_decode(eq + 1, n - (size_t)(eq - p) - 1, value, sizeof(value)) <
+			            0) {
+				snprintf(err, errlen, "want key=value pairs, got '%.*s'", (int)n,
+				         p);
 				return -1;
 			}
 			if (dbk_tune_set(c, key, value, why, sizeof(why)) < 0) {
@@ -240,8 +242,7 @@ static void put_num(struct dbk_buf *out, double v)
 	dbk_buf_printf(out, "%s", buf);
 }
 
-void dbk_tune_describe(const struct dbk_bal_config *c, bool one_line,
-                       struct dbk_buf *out)
+void dbk_tune_describe(const struct dbk_bal_config *c, bool one_line, struct dbk_buf *out)
 {
 	/* The file format, or logfmt pairs for a log line. */
 	const char *eq = one_line ? "=" : " = ", *end = one_line ? " " : "\n";

@@ -40,8 +40,8 @@ static const struct family {
 };
 
 struct acc {
-	double sum[S_NSLOTS][2];     /* [slot][old] */
-	unsigned n[S_NSLOTS][2];     /* finite samples summed */
+	double sum[S_NSLOTS][2]; /* [slot][old] */
+	unsigned n[S_NSLOTS][2]; /* finite samples summed */
 	double gpu_blocks, block_size;
 	unsigned n_blocks, n_bsize;
 };
@@ -64,40 +64,36 @@ static const struct family *family_of(const char *name, size_t len)
 /* Character classes by table: the scan of names is most of the work. */
 enum { C_START = 1, C_NAME = 2, C_METRIC = 4, C_BLANK = 8 };
 static const unsigned char cls[256] = {
-	[' '] = C_BLANK, ['\t'] = C_BLANK, [':'] = C_METRIC,
-	['_'] = C_START | C_NAME | C_METRIC,
+	[' '] = C_BLANK, ['\t'] = C_BLANK, [':'] = C_METRIC, ['_'] = C_START | C_NAME | C_METRIC,
 #define R(c) [c] = C_START | C_NAME | C_METRIC
-	R('a'), R('b'), R('c'), R('d'), R('e'), R('f'), R('g'), R('h'), R('i'), R('j'),
-	R('k'), R('l'), R('m'), R('n'), R('o'), R('p'), R('q'), R('r'), R('s'), R('t'),
-	R('u'), R('v'), R('w'), R('x'), R('y'), R('z'),
-	R('A'), R('B'), R('C'), R('D'), R('E'), R('F'), R('G'), R('H'), R('I'), R('J'),
-	R('K'), R('L'), R('M'), R('N'), R('O'), R('P'), R('Q'), R('R'), R('S'), R('T'),
-	R('U'), R('V'), R('W'), R('X'), R('Y'), R('Z'),
+	R('a'),          R('b'),           R('c'),           R('d'),
+	R('e'),          R('f'),           R('g'),           R('h'),
+	R('i'),          R('j'),           R('k'),           R('l'),
+	R('m'),          R('n'),           R('o'),           R('p'),
+	R('q'),          R('r'),           R('s'),           R('t'),
+	R('u'),          R('v'),           R('w'),           R('x'),
+	R('y'),          R('z'),           R('A'),           R('B'),
+	R('C'),          R('D'),           R('E'),           R('F'),
+	R('G'),          R('H'),           R('I'),           R('J'),
+	R('K'),          R('L'),           R('M'),           R('N'),
+	R('O'),          R('P'),           R('Q'),           R('R'),
+	R('S'),          R('T'),           R('U'),           R('V'),
+	R('W'),          R('X'),           R('Y'),           R('Z'),
 #undef R
 #define D(c) [c] = C_NAME | C_METRIC
-	D('0'), D('1'), D('2'), D('3'), D('4'), D('5'), D('6'), D('7'), D('8'), D('9'),
+	D('0'),          D('1'),           D('2'),           D('3'),
+	D('4'),          D('5'),           D('6'),           D('7'),
+	D('8'),          D('9'),
 #undef D
 };
 
-static bool is_name_start(char c)
-{
-	return cls[(unsigned char)c] & C_START;
-}
+static bool is_name_start(char c) { return cls[(unsigned char)c] & C_START; }
 
-static bool is_name_char(char c)
-{
-	return cls[(unsigned char)c] & C_NAME;
-}
+static bool is_name_char(char c) { return cls[(unsigned char)c] & C_NAME; }
 
-static bool is_metric_char(char c)
-{
-	return cls[(unsigned char)c] & C_METRIC;
-}
+static bool is_metric_char(char c) { return cls[(unsigned char)c] & C_METRIC; }
 
-static bool is_blank(char c)
-{
-	return cls[(unsigned char)c] & C_BLANK;
-}
+static bool is_blank(char c) { return cls[(unsigned char)c] & C_BLANK; }
 
 static const char *skip_blank(const char *p, const char *end)
 {
@@ -106,10 +102,7 @@ static const char *skip_blank(const char *p, const char *end)
 	return p;
 }
 
-static bool is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 /* The float grammar alone, without converting: [+-] then digits with an
  * optional fraction and exponent, or NaN / Inf / Infinity in any case
@@ -122,8 +115,8 @@ static bool float_syntax(const char *s, size_t len)
 	if (i < len && (s[i] == '+' || s[i] == '-'))
 		i++;
 	if (i < len && !is_digit(s[i]) && s[i] != '.')
-		return (len - i == 3 && (strncasecmp(s + i, "nan", 3) == 0 ||
-		                         strncasecmp(s + i, "inf", 3) == 0)) ||
+		return (len - i == 3 &&
+		        (strncasecmp(s + i, "nan", 3) == 0 || strncasecmp(s + i, "inf", 3) == 0)) ||
 		       (len - i == 8 && strncasecmp(s + i, "infinity", 8) == 0);
 	while (i < len && is_digit(s[i]))
 		i++, digits++;
@@ -313,7 +306,7 @@ static int sample_line(const char *p, const char *end, struct acc *a, const char
 		p++;
 	double val = 0;
 	if (!(fam && fam->slot != S_INFO ? parse_float(v, (size_t)(p - v), &val)
-	                                  : float_syntax(v, (size_t)(p - v)))) {
+	                                 : float_syntax(v, (size_t)(p - v)))) {
 		*why = v == p ? "no value" : "bad value";
 		return -1;
 	}
@@ -343,11 +336,16 @@ static int sample_line(const char *p, const char *end, struct acc *a, const char
 static void finish(const struct acc *a, struct dbk_vllm_metrics *out)
 {
 	static const unsigned bit[S_NSLOTS] = {
-		DBK_VM_RUNNING, DBK_VM_WAITING, DBK_VM_KV_USAGE, DBK_VM_PC_QUERIES,
-		DBK_VM_PC_HITS, DBK_VM_PREEMPTIONS, 0,
+		DBK_VM_RUNNING,
+		DBK_VM_WAITING,
+		DBK_VM_KV_USAGE,
+		DBK_VM_PC_QUERIES,
+		DBK_VM_PC_HITS,
+		DBK_VM_PREEMPTIONS,
+		0,
 	};
 	double *dst[S_NSLOTS] = {
-		&out->running, &out->waiting, &out->kv_usage, &out->pc_queries,
+		&out->running, &out->waiting,     &out->kv_usage, &out->pc_queries,
 		&out->pc_hits, &out->preemptions, NULL,
 	};
 
@@ -372,8 +370,8 @@ static void finish(const struct acc *a, struct dbk_vllm_metrics *out)
 	}
 }
 
-int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics *out,
-                           char *err, size_t errlen)
+int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics *out, char *err,
+                           size_t errlen)
 {
 	const char *p = buf, *end = buf + len;
 	struct acc a;
@@ -391,7 +389,8 @@ int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics 
 
 		lineno++;
 		if (le - p > DBK_VM_MAX_LINE) {
-			dbk_errf(err, errlen, "line %u: longer than %d bytes", lineno, DBK_VM_MAX_LINE);
+			dbk_errf(err, errlen, "line %u: longer than %d bytes", lineno,
+			         DBK_VM_MAX_LINE);
 			return -1;
 		}
 		if (le > p && le[-1] == '\r')
@@ -427,8 +426,7 @@ size_t dbk_vllm_metrics_query(char *buf, size_t cap)
 
 /* ---- /v1/models ---- */
 
-int dbk_vllm_parse_models(const char *buf, size_t len, long *max_len, char *err,
-                          size_t errlen)
+int dbk_vllm_parse_models(const char *buf, size_t len, long *max_len, char *err, size_t errlen)
 {
 	cJSON *root = buf ? cJSON_ParseWithLength(buf, len) : NULL;
 	const cJSON *data, *m;
@@ -441,7 +439,8 @@ int dbk_vllm_parse_models(const char *buf, size_t len, long *max_len, char *err,
 		cJSON_Delete(root);
 		return -1;
 	}
-	cJSON_ArrayForEach(m, data) {
+	cJSON_ArrayForEach(m, data)
+	{
 		const cJSON *l = cJSON_GetObjectItemCaseSensitive(m, "max_model_len");
 
 		if (!cJSON_IsObject(m)) {

@@ -27,27 +27,27 @@
 
 /* Bits of dbk_vllm_metrics.have: the families seen with a finite value. */
 enum {
-	DBK_VM_RUNNING     = 1u << 0,
-	DBK_VM_WAITING     = 1u << 1,
-	DBK_VM_KV_USAGE    = 1u << 2,
-	DBK_VM_PC_QUERIES  = 1u << 3,
-	DBK_VM_PC_HITS     = 1u << 4,
+	DBK_VM_RUNNING = 1u << 0,
+	DBK_VM_WAITING = 1u << 1,
+	DBK_VM_KV_USAGE = 1u << 2,
+	DBK_VM_PC_QUERIES = 1u << 3,
+	DBK_VM_PC_HITS = 1u << 4,
 	DBK_VM_PREEMPTIONS = 1u << 5,
-	DBK_VM_GPU_BLOCKS  = 1u << 6,
-	DBK_VM_BLOCK_SIZE  = 1u << 7,
+	DBK_VM_GPU_BLOCKS = 1u << 6,
+	DBK_VM_BLOCK_SIZE = 1u << 7,
 };
 
 struct dbk_vllm_metrics {
-	unsigned have;          /* DBK_VM_* bits */
-	double running;         /* requests in the running batch */
-	double waiting;         /* requests queued */
-	double kv_usage;        /* KV-cache use, 0..1 */
-	double pc_queries;      /* prefix-cache queries, in tokens (counter) */
-	double pc_hits;         /* prefix-cache hits, in tokens (counter) */
-	double preemptions;     /* counter */
-	double gpu_blocks;      /* KV-cache capacity, in blocks */
-	double block_size;      /* tokens per block */
-	unsigned samples;       /* sample lines read, of any family */
+	unsigned have;      /* DBK_VM_* bits */
+	double running;     /* requests in the running batch */
+	double waiting;     /* requests queued */
+	double kv_usage;    /* KV-cache use, 0..1 */
+	double pc_queries;  /* prefix-cache queries, in tokens (counter) */
+	double pc_hits;     /* prefix-cache hits, in tokens (counter) */
+	double preemptions; /* counter */
+	double gpu_blocks;  /* KV-cache capacity, in blocks */
+	double block_size;  /* tokens per block */
+	unsigned samples;   /* sample lines read, of any family */
 };
 
 /* Longest sample line looked at. vLLM's are under 300 bytes. */
@@ -55,8 +55,8 @@ struct dbk_vllm_metrics {
 
 /* Parses a whole /metrics body. Returns 0, or -1 with "line N: why" in
  * err (out is then zeroed). An empty body is valid (have == 0). */
-int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics *out,
-                           char *err, size_t errlen);
+int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics *out, char *err,
+                           size_t errlen);
 
 /* Writes into buf (cap bytes, NUL-terminated) the query that asks a
  * server for only the families read here: name[]=...&name[]=...,
@@ -71,7 +71,6 @@ size_t dbk_vllm_metrics_query(char *buf, size_t cap);
  * usually serves one). Returns 0 with *max_len set, 0 with *max_len 0
  * when no model states a length, or -1 with err when the body is not
  * such a list or a length is not a positive integer. */
-int dbk_vllm_parse_models(const char *buf, size_t len, long *max_len, char *err,
-                          size_t errlen);
+int dbk_vllm_parse_models(const char *buf, size_t len, long *max_len, char *err, size_t errlen);
 
 #endif

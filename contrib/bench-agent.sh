@@ -31,23 +31,15 @@ REPO=$PWD
 BUILD=${DBK_BUILD:-$REPO/build}
 
 rounds=2 seconds=3 conns=4 depth=16 bodies="100 6000" leases=100000 callgrind=0
-while [ $# -gt 0 ]; do
-	case $1 in
-	--rounds) rounds=$2; shift 2 ;;
-	--seconds) seconds=$2; shift 2 ;;
-	--connections) conns=$2; shift 2 ;;
-	--depth) depth=$2; shift 2 ;;
-	--bodies) bodies=$2; shift 2 ;;
-	--leases) leases=$2; shift 2 ;;
-	--callgrind) callgrind=1; shift ;;
-	-h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "bench-agent: unknown option $1" >&2; exit 2 ;;
-	esac
-done
-for b in dbucket-spoa dbucket-null-agent dbucket-spop-load; do
-	[ -x "$BUILD/$b" ] || { echo "bench-agent: $BUILD/$b is missing (run make)" >&2; exit 2; }
-done
-command -v curl >/dev/null || { echo "bench-agent: curl is missing" >&2; exit 2; }
+dbk_options "--rounds rounds
+--seconds seconds
+--connections conns
+--depth depth
+--bodies bodies
+--leases leases
+--callgrind callgrind=1" "$@"
+dbk_need_bins dbucket-spoa dbucket-null-agent dbucket-spop-load
+dbk_need_cmds curl jq
 if [ "$callgrind" = 1 ]; then
 	if ! command -v valgrind >/dev/null || ! command -v callgrind_annotate >/dev/null; then
 		echo "bench-agent: --callgrind needs valgrind (apt-get install valgrind)" >&2
@@ -63,22 +55,11 @@ else
 	echo "bench-agent: fewer than 2 cores (or no taskset): not pinning" >&2
 fi
 
-tmp=$(mktemp -d)
-pids=()
-trap dbk_cleanup EXIT
-trap 'exit 130' INT TERM
+dbk_tmp_dir
 
-forget() { # drops PID from the list dbk_cleanup kills
-	local keep=() q
-	for q in "${pids[@]}"; do [ "$q" = "$1" ] || keep+=("$q"); done
-	pids=("${keep[@]+"${keep[@]}"}")
-}
 stop() { # stop PID [SECONDS]: TERM, then KILL after SECONDS (5)
-	kill "$1" 2>/dev/null || true
-	for _ in $(seq $((${2:-5} * 10))); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
-	kill -9 "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
-	forget "$1"
+	dbk_stop "${2:-5}" "$1"
+	dbk_forget "$1"
 }
 cpu_ticks() { # user + system clock ticks of PID
 	awk '{ print $14 + $15 }' "/proc/$1/stat"
@@ -226,22 +207,17 @@ $PIN_CLIENT "$BUILD/dbucket-spop-load" --connect "127.0.0.1:$SPOP" --connections
 	--defer-release --timeout 120 >"$tmp/hold.out" 2>>"$tmp/client.log" &
 client=$!
 pids+=("$client")
-for _ in $(seq 600); do
-	grep -q '^holding' "$tmp/hold.out" && break
-	kill -0 "$client" 2>/dev/null || break
-	sleep 0.1
-done
+holding_or_gone() { grep -q '^holding' "$tmp/hold.out" || dbk_gone "$client"; }
+DBK_POLL_MS=100 dbk_wait_until 60 holding_or_gone || true
 grep -q '^holding' "$tmp/hold.out" || { echo "bench-agent: the client did not reach $leases leases" >&2; cat "$tmp/hold.out" "$tmp/client.log" >&2; exit 1; }
-state_leases() { curl -s --max-time 2 "http://127.0.0.1:$ADMIN/state" | awk -F'[:,]' '/"leases"/ { gsub(/ /, "", $2); print $2 }'; }
+state_leases() { dbk_state_field "127.0.0.1:$ADMIN" leases; }
+no_lease() { [ "$(state_leases)" = 0 ]; }
 held=$(state_leases)
 rss1=$(rss_kb "$AGENT_PID")
 kill -USR1 "$client"
 wait "$client" || true
-forget "$client"
-for _ in $(seq 100); do
-	[ "$(state_leases)" = 0 ] && break
-	sleep 0.1
-done
+dbk_forget "$client"
+DBK_POLL_MS=100 dbk_wait_until 10 no_lease || true
 left=$(state_leases)
 rss2=$(rss_kb "$AGENT_PID")
 stop "$AGENT_PID"

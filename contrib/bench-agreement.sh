@@ -31,6 +31,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 REPO=$PWD
+. "$REPO/contrib/lib.sh"
 BUILD=${DBK_BUILD:-$REPO/build}
 
 traces=mooncake,azure policies=lc,dynamic profile=equal repeats=1 tol=15
@@ -39,27 +40,27 @@ out=$REPO/build/bench/agreement pass=() from="" scale=""
 # ties 20 ms apart (not 2): at 10, wall-time effects x10 move the
 # short-prompt TTFT tail of dbucket dynamic by about 20% (BENCHMARKS.md).
 mc_scale=5 untie=20
-while [ $# -gt 0 ]; do
-	case $1 in
-	--quick) pass+=("$1"); shift ;;
-	--time-scale) scale=$2; shift 2 ;;
-	--rate-factor|--start|--duration) pass+=("$1" "$2"); shift 2 ;;
-	--traces) traces=$2; shift 2 ;;
-	--policies) policies=$2; shift 2 ;;
-	--profile) profile=$2; shift 2 ;;
-	--repeats) repeats=$2; shift 2 ;;
-	--untie) untie=$2; shift 2 ;;
-	--tolerance) tol=$2; shift 2 ;;
-	--out) out=$2; shift 2 ;;
-	--from) from=$2; shift 2 ;;
-	-h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "bench-agreement: unknown option $1 (see --help)" >&2; exit 2 ;;
-	esac
-done
-for t in jq awk; do
-	command -v "$t" >/dev/null || { echo "bench-agreement: $t is missing" >&2; exit 2; }
-done
-[ -x "$BUILD/dbucket-sim" ] || { echo "bench-agreement: $BUILD/dbucket-sim is missing (make)" >&2; exit 2; }
+quick=0 rf="" start="" dur=""
+dbk_options "--quick quick=1
+--time-scale scale
+--rate-factor rf
+--start start
+--duration dur
+--traces traces
+--policies policies
+--profile profile
+--repeats repeats
+--untie untie
+--tolerance tol
+--out out
+--from from" "$@"
+# Passed on to bench-policies.sh as given.
+[ "$quick" = 0 ] || pass+=(--quick)
+[ -z "$rf" ] || pass+=(--rate-factor "$rf")
+[ -z "$start" ] || pass+=(--start "$start")
+[ -z "$dur" ] || pass+=(--duration "$dur")
+dbk_need_cmds jq awk
+dbk_need_bins dbucket-sim
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)

@@ -23,25 +23,12 @@ BUILD=${DBK_BUILD:-$REPO/build}
 
 seconds=10
 processing=50
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--seconds) seconds=$2; shift ;;
-	--processing) processing=$2; shift ;;
-	-h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "$DBK_WHO: unknown option $1 (see --help)" >&2; exit 2 ;;
-	esac
-	shift
-done
+dbk_options "--seconds seconds
+--processing processing" "$@"
 
-tmp=$(mktemp -d /tmp/dbucket-hung.XXXXXX)
-pids=()
-trap dbk_cleanup EXIT
-trap 'exit 130' INT TERM
-
+dbk_tmp_dir
 base=$(dbk_ports 8)
-dbk_fast_backends "$base" >"$tmp/backends.cfg"
-haproxy -f "$tmp/backends.cfg" 2>"$tmp/backends.log" &
-pids+=($!)
+dbk_start_fast_backends "$base"
 export DBK_BIND=127.0.0.1:$((base + 4)) DBK_AGENT=127.0.0.1:$((base + 5))
 export DBK_COMPLETIONS=127.0.0.1:$((base + 6)) DBK_STATS_BIND=127.0.0.1:$((base + 7))
 export DBK_STATS_SOCKET=$tmp/haproxy.sock DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf

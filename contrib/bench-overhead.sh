@@ -44,33 +44,16 @@ REPO=$PWD
 BUILD=${DBK_BUILD:-$REPO/build}
 
 rounds=3 seconds=3 conns=32 bodies="100 6000" threads=1
-while [ $# -gt 0 ]; do
-	case $1 in
-	--rounds) rounds=$2; shift 2 ;;
-	--seconds) seconds=$2; shift 2 ;;
-	--connections) conns=$2; shift 2 ;;
-	--bodies) bodies=$2; shift 2 ;;
-	--threads) threads=$2; shift 2 ;;
-	-h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "bench-overhead: unknown option $1" >&2; exit 2 ;;
-	esac
-done
-for t in wrk haproxy curl; do
-	command -v "$t" >/dev/null || { echo "bench-overhead: $t is missing (make deps)" >&2; exit 2; }
-done
-for b in dbucket-spoa dbucket-null-agent; do
-	[ -x "$BUILD/$b" ] || { echo "bench-overhead: $BUILD/$b is missing (run make)" >&2; exit 2; }
-done
+dbk_options "--rounds rounds
+--seconds seconds
+--connections conns
+--bodies bodies
+--threads threads" "$@"
+dbk_need_cmds wrk haproxy curl jq
+dbk_need_bins dbucket-spoa dbucket-null-agent
 
-tmp=$(mktemp -d)
-pids=()
-trap dbk_cleanup EXIT
-trap 'exit 130' INT TERM
-
-backends=$(dbk_ports 4)
-dbk_fast_backends "$backends" >"$tmp/backends.cfg"
-haproxy -f "$tmp/backends.cfg" 2>"$tmp/backends.log" &
-pids+=($!)
+dbk_tmp_dir
+dbk_start_fast_backends "$(dbk_ports 4)"
 DIRECT_PORT=${DBK_VLLM0##*:}
 
 # The agents. The null agent also swallows the completion ring of the
@@ -78,19 +61,19 @@ DIRECT_PORT=${DBK_VLLM0##*:}
 # does the same logging work.
 NULL_SPOP=$(dbk_port) NULL_RING=$(dbk_port)
 "$BUILD/dbucket-null-agent" --listen "127.0.0.1:$NULL_SPOP" --completion-listen "127.0.0.1:$NULL_RING" \
-	--server vllm0 2>"$tmp/null.log" &
+	--server vllm0 2>"$tmp/null-agent.log" &
 NULL_PID=$!
 pids+=("$NULL_PID")
 NULL4_SPOP=$(dbk_port) NULL4_RING=$(dbk_port)
 "$BUILD/dbucket-null-agent" --listen "127.0.0.1:$NULL4_SPOP" --completion-listen "127.0.0.1:$NULL4_RING" \
-	--server vllm0 --server vllm1 --server vllm2 --server vllm3 2>"$tmp/null4.log" &
+	--server vllm0 --server vllm1 --server vllm2 --server vllm3 2>"$tmp/null4-agent.log" &
 NULL4_PID=$!
 pids+=("$NULL4_PID")
 SPOA_SPOP=$(dbk_port) SPOA_RING=$(dbk_port) SPOA_ADMIN=$(dbk_port)
 "$BUILD/dbucket-spoa" --listen "127.0.0.1:$SPOA_SPOP" --completion-listen "127.0.0.1:$SPOA_RING" \
 	--completion-listen "udp@127.0.0.1:$SPOA_RING" \
 	--admin-listen "127.0.0.1:$SPOA_ADMIN" ${SPOA_ARGS:---enable-dynamic-bucket} --log-level warn \
-	vllm0 vllm1 vllm2 vllm3 2>"$tmp/spoa.log" &
+	vllm0 vllm1 vllm2 vllm3 2>"$tmp/spoa-agent.log" &
 pids+=($!)
 dbk_wait_port "$NULL_SPOP"
 dbk_wait_port "$NULL4_SPOP"
@@ -229,7 +212,7 @@ done
 # NOTIFY; dbucket-spoa's leases should all be released by the ring.
 reqs() { awk -v c="$1" '$1 == c { s += $6 } END { print s + 0 }' "$tmp/results" "$tmp/warmup"; }
 state=$(curl -s --max-time 2 "http://127.0.0.1:$SPOA_ADMIN/state" || true)
-jget() { echo "$state" | awk -F'[:,]' -v k="\"$1\"" '$1 ~ k { gsub(/ /, "", $2); print $2; exit }'; }
+jget() { dbk_json_field "$1" <<<"$state"; }
 kill "$NULL_PID" "$NULL4_PID" 2>/dev/null || true
 wait "$NULL_PID" "$NULL4_PID" 2>/dev/null || true
 echo
@@ -239,9 +222,9 @@ echo "check: dbucket-spoa: requests sent through it $(($(reqs spoa) + $(reqs rin
 	"leases left=$(jget leases) refused=$(jget refused) completions=$(jget completions)" \
 	"duplicates=$(jget completion_duplicates) unknown=$(jget unknown_releases)"
 echo "check: null agent: requests sent through it $(reqs null)," \
-	"$(sed -n 's/^dbucket-null-agent: //p' "$tmp/null.log" | cut -d' ' -f1-5)"
+	"$(sed -n 's/^dbucket-null-agent: //p' "$tmp/null-agent.log" | cut -d' ' -f1-5)"
 echo "check: null agent/4: requests sent through it $(reqs null4)," \
-	"$(sed -n 's/^dbucket-null-agent: //p' "$tmp/null4.log" | cut -d' ' -f1-5)"
+	"$(sed -n 's/^dbucket-null-agent: //p' "$tmp/null4-agent.log" | cut -d' ' -f1-5)"
 echo
 echo "Markdown:"
 echo

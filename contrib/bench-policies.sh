@@ -68,26 +68,21 @@ quick=0 profile=equal traces=mooncake,azure policies=rr,lc,plain,dynamic
 repeats=1 out=$REPO/build/bench plots=1 untie=2 calibrate=0
 o_rf="" o_scale="" o_start="" o_dur=""
 tag="" # internal: --tag NAME prefixes every result file (bench-agreement.sh)
-while [ $# -gt 0 ]; do
-	case $1 in
-	--quick) quick=1; shift ;;
-	--profile) profile=$2; shift 2 ;;
-	--traces) traces=$2; shift 2 ;;
-	--policies) policies=$2; shift 2 ;;
-	--repeats) repeats=$2; shift 2 ;;
-	--out) out=$2; shift 2 ;;
-	--no-plots) plots=0; shift ;;
-	--untie) untie=$2; shift 2 ;;
-	--rate-factor) o_rf=$2; shift 2 ;;
-	--time-scale) o_scale=$2; shift 2 ;;
-	--start) o_start=$2; shift 2 ;;
-	--duration) o_dur=$2; shift 2 ;;
-	--calibrate) calibrate=1; shift ;;
-	--tag) tag=$2-; shift 2 ;;
-	-h|--help) sed -n '2,58p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "bench-policies: unknown option $1 (see --help)" >&2; exit 2 ;;
-	esac
-done
+dbk_options "--quick quick=1
+--profile profile
+--traces traces
+--policies policies
+--repeats repeats
+--out out
+--no-plots plots=0
+--untie untie
+--rate-factor o_rf
+--time-scale o_scale
+--start o_start
+--duration o_dur
+--calibrate calibrate=1
+--tag tag" "$@"
+[ -z "$tag" ] || tag=$tag-
 case $profile in equal|demo) ;; *) echo "bench-policies: --profile equal or demo" >&2; exit 2 ;; esac
 case $repeats in ''|*[!0-9]*|0) echo "bench-policies: --repeats wants a count >= 1" >&2; exit 2 ;; esac
 case $untie in ''|*[!0-9.]*) echo "bench-policies: --untie wants milliseconds" >&2; exit 2 ;; esac
@@ -119,12 +114,8 @@ REQ_TIMEOUT=600
 MAX_MODEL_LEN=131072
 profile_sim_flags() { [ "$profile" = demo ] && echo --demo-profile || true; }
 
-for b in vllm-stub dbucket-spoa dbucket-bench dbucket-sim; do
-	[ -x "$BUILD/$b" ] || { echo "bench-policies: $BUILD/$b is missing (make)" >&2; exit 2; }
-done
-for t in haproxy socat jq awk curl; do
-	command -v "$t" >/dev/null || { echo "bench-policies: $t is missing (make deps; apt-get install $t)" >&2; exit 2; }
-done
+dbk_need_bins vllm-stub dbucket-spoa dbucket-bench dbucket-sim
+dbk_need_cmds haproxy socat jq awk curl
 if [ "$plots" = 1 ] && [ "$calibrate" = 0 ] && ! command -v gnuplot >/dev/null; then
 	echo "bench-policies: installing gnuplot-nox for the plots" >&2
 	SUDO=""
@@ -136,20 +127,7 @@ fi
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-tmp=$(mktemp -d /tmp/dbucket-bench.XXXXXX)
-pids=()
-stop() { # stop PID...: TERM, wait (bounded, 5 s each), then KILL
-	local p i
-	for p in "$@"; do kill "$p" 2>/dev/null || true; done
-	for p in "$@"; do
-		for ((i = 0; i < 100; i++)); do
-			kill -0 "$p" 2>/dev/null || break
-			sleep 0.05
-		done
-		kill -9 "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
-}
+dbk_tmp_dir
 # run_bg CMD...: runs CMD in the background and waits for it, so that a
 # signal to this script is handled at once (bash runs traps only between
 # foreground commands) and CMD is stopped with the rest; CMD's status.
@@ -159,20 +137,9 @@ run_bg() {
 	p=$!
 	pids+=("$p")
 	wait "$p" || rc=$?
-	forget "$p"
+	dbk_forget "$p"
 	return "$rc"
 }
-forget() {
-	local keep=() q
-	for q in "${pids[@]}"; do [ "$q" = "$1" ] || keep+=("$q"); done
-	pids=(${keep[@]+"${keep[@]}"})
-}
-cleanup() {
-	[ ${#pids[@]} -gt 0 ] && stop "${pids[@]}"
-	if [ -n "${KEEP_TMP:-}" ]; then echo "logs and configs kept in $tmp" >&2; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 # The slice file of a trace: Mooncake with its ties broken (--untie).
 slice_file() { # slice_file TRACE FILE: prints the path replayed
@@ -221,24 +188,21 @@ if [ "$calibrate" = 1 ]; then
 fi
 
 hap_cmd() { echo "$1" | socat -t 2 - "UNIX-CONNECT:$tmp/haproxy.sock" 2>/dev/null; }
-wait_up() { # wait_up BACKEND N: until N servers of BACKEND are UP (bounded, ~10 s)
-	local i
-	for ((i = 0; i < 200; i++)); do
-		hap_cmd "show servers state $1" |
-			awk -v n="$2" '$6 == 2 { up++ } END { exit !(up >= n) }' && return 0
-		sleep 0.05
-	done
+servers_up() { # servers_up BACKEND N: N servers of BACKEND are UP
+	hap_cmd "show servers state $1" | awk -v n="$2" '$6 == 2 { up++ } END { exit !(up >= n) }'
+}
+wait_up() { # wait_up BACKEND N: until N servers of BACKEND are UP (bounded, 10 s)
+	dbk_wait_until 10 servers_up "$1" "$2" && return 0
 	echo "bench-policies: backend $1 has fewer than $2 servers UP (logs in $tmp)" >&2
 	return 1
 }
 
-wait_link() { # wait_link ADMIN: until HAProxy's completion ring reaches the agent (bounded, ~10 s)
-	local i
-	for ((i = 0; i < 200; i++)); do
-		curl -s --max-time 1 "http://$1/metrics" 2>/dev/null |
-			awk '$1 == "dbucket_completion_links" && $2 >= 1 { ok = 1 } END { exit !ok }' && return 0
-		sleep 0.05
-	done
+ring_up() { # ring_up ADMIN: HAProxy's completion ring reaches the agent
+	curl -s --max-time 1 "http://$1/metrics" 2>/dev/null |
+		awk '$1 == "dbucket_completion_links" && $2 >= 1 { ok = 1 } END { exit !ok }'
+}
+wait_link() { # wait_link ADMIN: until ring_up (bounded, 10 s)
+	dbk_wait_until 10 ring_up "$1" && return 0
 	echo "bench-policies: the completion ring did not connect to the agent (logs in $tmp)" >&2
 	return 1
 }
@@ -329,13 +293,10 @@ start_cluster() { # start_cluster POLICY SCALE: stubs, HAProxy, agent; sets DBK_
 	wait_up vllm 4
 }
 stop_cluster() {
-	local p q keep=()
-	[ ${#run_pids[@]} -gt 0 ] && stop "${run_pids[@]}"
-	for p in "${pids[@]}"; do
-		for q in "${run_pids[@]}"; do [ "$p" = "$q" ] && continue 2; done
-		keep+=("$p")
-	done
-	pids=(${keep[@]+"${keep[@]}"})
+	if [ ${#run_pids[@]} -gt 0 ]; then
+		dbk_stop 5 "${run_pids[@]}"
+		dbk_forget "${run_pids[@]}"
+	fi
 	run_pids=()
 }
 
@@ -507,8 +468,22 @@ probes() { # probes TRACE: idle probe TTFT per policy (median over repeats)
 }
 
 # Plots: TTFT CDF per policy and length class; output tokens/s over time.
+# plot_policies NAME: gnuplot's plot of $tmp/NAME.dat (%p in NAME: the
+# policy) for every policy that has such data; fails, printing nothing,
+# when none has.
+plot_policies() {
+	local p f gp=""
+	for p in ${policies//,/ }; do
+		f=$tmp/${1//%p/$p}.dat
+		[ -s "$f" ] || continue
+		gp="$gp '$f' using 1:2 with lines lw 2 title '$(label "$p")',"
+	done
+	[ -n "$gp" ] || return 1
+	echo "plot${gp%,}"
+}
+
 plot() { # plot TRACE
-	local trace=$1 p cls f gp any
+	local trace=$1 p cls f
 	for p in ${policies//,/ }; do
 		f=$out/${tag}$trace-$p.csv
 		[ "$repeats" -gt 1 ] && f=$out/${tag}$trace-$p-r1.csv
@@ -552,28 +527,16 @@ plot() { # plot TRACE
 		echo "set output '$out/${tag}$trace-ttft-cdf.png'"
 		echo "set multiplot layout 1,$# title 'TTFT CDF, $trace trace, 4 stubs ($profile profile), model time'"
 		for cls in $classes; do
-			any=""
 			echo "set title '$([ $cls = short ] && echo 'short prompts (< 32768 tokens)' || echo 'long prompts (>= 32768 tokens)')'"
 			echo "set logscale x; set xlabel 'TTFT (s)'; set ylabel 'fraction of requests'; set key bottom right; set grid"
-			gp="plot"
-			for p in ${policies//,/ }; do
-				[ -s "$tmp/cdf-$p-$cls.dat" ] || continue
-				gp="$gp '$tmp/cdf-$p-$cls.dat' using 1:2 with lines lw 2 title '$(label "$p")',"
-				any=1
-			done
-			if [ -n "$any" ]; then echo "${gp%,}"
-			else echo "unset logscale x; set label 1 'no request in this class' at graph 0.35,0.5; plot [0:1][0:1] NaN notitle; unset label 1"; fi
+			plot_policies "cdf-%p-$cls" ||
+				echo "unset logscale x; set label 1 'no request in this class' at graph 0.35,0.5; plot [0:1][0:1] NaN notitle; unset label 1"
 		done
 		echo "unset multiplot"
 		echo "set output '$out/${tag}$trace-throughput.png'"
 		echo "unset logscale x; set title 'output throughput over time, $trace trace, 4 stubs ($profile profile)'"
 		echo "set xlabel 'time since the first arrival (s, model time)'; set ylabel 'output tokens/s'; set key top right; set grid"
-		gp="plot"
-		for p in ${policies//,/ }; do
-			[ -s "$tmp/tput-$p.dat" ] || continue
-			gp="$gp '$tmp/tput-$p.dat' using 1:2 with lines lw 2 title '$(label "$p")',"
-		done
-		echo "${gp%,}"
+		plot_policies tput-%p || true
 	} >"$tmp/$trace.gp"
 	gnuplot "$tmp/$trace.gp" 2>"$tmp/gnuplot.err" || { echo "bench-policies: gnuplot failed:" >&2; cat "$tmp/gnuplot.err" >&2; }
 }

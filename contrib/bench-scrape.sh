@@ -22,20 +22,13 @@ REPO=$PWD
 BUILD=${DBK_BUILD:-$REPO/build}
 
 servers=64 seconds=60 interval=100 pad=0 filtered=0
-while [ $# -gt 0 ]; do
-	case $1 in
-	--servers) servers=$2; shift 2 ;;
-	--seconds) seconds=$2; shift 2 ;;
-	--interval) interval=$2; shift 2 ;;
-	--pad) pad=$2; shift 2 ;;
-	--filtered) filtered=1; shift ;;
-	*) echo "usage: $0 [--servers N] [--seconds S] [--interval MS] [--pad KB | --filtered]" >&2; exit 2 ;;
-	esac
-done
+dbk_options "--servers servers
+--seconds seconds
+--interval interval
+--pad pad
+--filtered filtered=1" "$@"
 
-tmp=$(mktemp -d)
-pids=()
-trap dbk_cleanup EXIT
+dbk_tmp_dir
 
 body=$tmp/metrics.prom
 cp contrib/stub/fixtures/vllm-metrics.prom "$body"
@@ -89,13 +82,10 @@ agent $((p + 2)) $((p + 3)) --policy ttft
 idle=${pids[-1]}
 dbk_wait_port $((p + 1))
 dbk_wait_port $((p + 3))
-# Every server scraped once before the window opens (bounded, ~10 s).
-for ((i = 0; i < 500; i++)); do
-	up=$(curl -s "http://127.0.0.1:$((p + 1))/metrics" | grep -c '^dbucket_scrape_up{.*} 1$') || true
-	[ "${up:-0}" -ge "$servers" ] && break
-	sleep 0.02
-done
-[ "${up:-0}" -ge "$servers" ] || { echo "$DBK_WHO: only ${up:-0} of $servers servers scraped" >&2; exit 1; }
+# Every server scraped once before the window opens (bounded, 10 s).
+scraped() { curl -s "http://127.0.0.1:$((p + 1))/metrics" | grep -c '^dbucket_scrape_up{.*} 1$' || true; }
+all_scraped() { [ "$(scraped)" -ge "$servers" ]; }
+dbk_wait_until 10 all_scraped || { echo "$DBK_WHO: only $(scraped) of $servers servers scraped" >&2; exit 1; }
 
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 scrapes() {

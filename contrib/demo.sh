@@ -37,17 +37,12 @@ case "${1:-}" in
 	echo "haproxy-metrics $port_stats"
 	exit 0 ;;
 "") ;;
--h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-*) echo "demo: unknown option $1 (see --help)" >&2; exit 2 ;;
+-h|--help) dbk_usage; exit 0 ;;
+*) dbk_bad_option "$1" ;;
 esac
-run=$(mktemp -d /tmp/dbucket-demo.XXXXXX)
-pids=()
-stop_all() {
-	dbk_stop_pids
-	rm -rf "$run"
-}
-trap stop_all EXIT
-trap 'exit 130' INT TERM
+dbk_need_cmds jq socat curl
+dbk_tmp_dir
+run=$tmp
 
 for ((p = base; p <= port_stats; p++)); do
 	if dbk_in_use "$p"; then
@@ -103,36 +98,26 @@ for i in 0 1 2 3; do dbk_wait_port $((port_stub + i)); done
 dbk_wait_port "$port_admin"
 # HAProxy reconnects to the agent on the next request; wait (bounded) for
 # the agent's health check to pass so the first request is routed by it.
-for ((i = 0; i < 100; i++)); do
+agent_up() {
 	echo "show servers state dbucket-agents" | socat -t 2 - "UNIX-CONNECT:$DBK_STATS_SOCKET" 2>/dev/null |
-		awk '$4 == "agent1" && $6 == 2 { found = 1 } END { exit !found }' && break
-	sleep 0.05
-done
+		awk '$4 == "agent1" && $6 == 2 { found = 1 } END { exit !found }'
+}
+dbk_wait_until 5 agent_up || true
 # HAProxy's ring retries its connection to the agent on its own schedule:
 # wait (bounded) until it is up, so that no completion line waits for it.
-for ((i = 0; i < 100; i++)); do
-	curl -s "http://$admin/state" | grep -q '"completion_links": [1-9]' && break
-	sleep 0.05
-done
+ring_up() { [ "$(dbk_state_field "$admin" completion_links)" -ge 1 ] 2>/dev/null; }
+dbk_wait_until 5 ring_up || true
 
 show() { # show HEADERS-FILE: where a request went
-	tr -d '\r' <"$1" | awk '
-		NR == 1 { st = $2 }
-		tolower($1) == "x-served-by:" { s = $2 }
-		tolower($1) == "x-dbucket-bucket:" { b = $2 }
-		tolower($1) == "x-dbucket-group:" { g = $2 }
-		tolower($1) == "x-dbucket-redirected:" { r = $2 }
-		tolower($1) == "x-dbucket-score:" { sc = $2 }
-		END { printf "  HTTP %s, served by %s: bucket %s, group %s, redirected %s, score %s\n", st, s, b, g, r, sc }'
+	local st s b g r sc
+	read -r st s b g r sc < <(dbk_routing <"$1")
+	printf '  HTTP %s, served by %s: bucket %s, group %s, redirected %s, score %s\n' "$st" "$s" "$b" "$g" "$r" "$sc"
 }
 
 state() { curl -s "http://$admin/state" | sed 's/^/    /'; }
-wait_leases() { # wait_leases N: until the agent holds N leases (bounded, ~5 s)
-	local i
-	for ((i = 0; i < 100; i++)); do
-		curl -s "http://$admin/state" | grep -q "\"leases\": $1," && return 0
-		sleep 0.05
-	done
+leases_are() { [ "$(dbk_state_field "$admin" leases)" = "$1" ]; }
+wait_leases() { # wait_leases N: until the agent holds N leases (bounded, 5 s)
+	dbk_wait_until 5 leases_are "$1" && return 0
 	echo "  (the agent still holds other than $1 leases)"
 }
 

@@ -6,11 +6,12 @@ set -eu
 
 PKGS="make gcc clang libclang-rt-14-dev pkg-config libev-dev libcjson-dev
 libcurl4-openssl-dev haproxy bats bats-assert bats-support curl wrk socat procps man-db groff-base
-gnuplot-nox valgrind jq
-chromium prometheus debhelper lintian dpkg-dev"
-# The operator's side (contrib/package.mk): chromium for the status page's
-# test (tests/e2e/status_page.bats), prometheus for promtool (the alert
-# rules' tests), debhelper, lintian and dpkg-dev for `make deb`.
+gnuplot-nox valgrind jq prometheus
+chromium debhelper lintian dpkg-dev"
+# prometheus: promtool checks /metrics' format (e2e) and the alert rules
+# (contrib/prometheus). The operator's side (contrib/package.mk): chromium
+# for the status page's test (tests/e2e/status_page.bats); debhelper,
+# lintian and dpkg-dev for `make deb`.
 
 missing=""
 for p in $PKGS; do

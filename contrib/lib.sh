@@ -1,18 +1,26 @@
 # shellcheck shell=bash
-# Sourced by the contrib/*.sh scripts, after they cd to the repository:
-# loopback ports and the processes they start. Messages start with the
-# name of the script that sourced this file (contrib/soak.sh: "soak").
+# Sourced by the contrib/*.sh scripts, after they cd to the repository,
+# and by the e2e tests (tests/e2e/helpers.bash): loopback ports, bounded
+# waits, the processes they start, the command line, /state fields.
+# Messages start with the name of the script that sourced this file
+# (contrib/soak.sh: "soak").
 
 DBK_WHO=${0##*/}
 DBK_WHO=${DBK_WHO%.sh}
 
 # HAPROXY=/path/to/haproxy runs that HAProxy instead of the one in PATH:
-# it comes first in PATH as "haproxy" (a link in build/), so that the
-# scripts' own "haproxy" and every program they start find it.
+# it comes first in PATH as "haproxy" (a link in DBK_HAPROXY_BIN, by
+# default build/haproxy-bin; the e2e tests set their own), so that the
+# scripts' own "haproxy", every program they start, and a pid taken with
+# $! are HAProxy's.
 if [ -n "${HAPROXY:-}" ] && [ "$HAPROXY" != haproxy ]; then
-	mkdir -p build/haproxy-bin &&
-		ln -sfn "$(readlink -f "$HAPROXY")" build/haproxy-bin/haproxy &&
-		PATH=$PWD/build/haproxy-bin:$PATH
+	DBK_HAPROXY_BIN=${DBK_HAPROXY_BIN:-$PWD/build/haproxy-bin}
+	mkdir -p "$DBK_HAPROXY_BIN" &&
+		ln -sfn "$(readlink -f "$HAPROXY")" "$DBK_HAPROXY_BIN/haproxy" &&
+		case ":$PATH:" in
+		*":$DBK_HAPROXY_BIN:"*) ;;
+		*) PATH=$DBK_HAPROXY_BIN:$PATH ;;
+		esac
 fi
 
 # Ports come from below the ephemeral range: a port in it may be taken
@@ -39,21 +47,144 @@ dbk_port() { # a free loopback port
 	dbk_ports 1
 }
 
-dbk_wait_port() { # dbk_wait_port PORT: until something accepts on it (at most ~5 s)
-	local i
-	for ((i = 0; i < 250; i++)); do
-		dbk_in_use "$1" && return 0
-		sleep 0.02
+# dbk_wait_until SECONDS COMMAND [ARGS...]: runs COMMAND every
+# DBK_POLL_MS milliseconds (default 20) until it succeeds (returns 0) or
+# SECONDS (a whole number) have passed on the wall clock (returns 1,
+# silently: the caller says what it waited for). The tries are counted
+# too, so that no clock oddity can make it spin for ever. For an event
+# with no descriptor to block on: a port, a log line, a counter.
+dbk_wait_until() {
+	local secs=$1 ms=${DBK_POLL_MS:-20} tries deadline pause
+	shift
+	pause=$((ms / 1000)).$(printf '%03d' $((ms % 1000)))
+	deadline=$((${EPOCHREALTIME/[.,]/} + secs * 1000000))
+	for ((tries = secs * 1000 / ms; tries >= 0; tries--)); do
+		"$@" && return 0
+		((${EPOCHREALTIME/[.,]/} < deadline)) || return 1
+		sleep "$pause"
 	done
+	return 1
+}
+
+dbk_gone() { # dbk_gone PID...: none of them runs any more (no waiting)
+	local p
+	for p in "$@"; do kill -0 "$p" 2>/dev/null && return 1; done
+	return 0
+}
+
+dbk_stop() { # dbk_stop SECONDS PID...: TERM, SECONDS to exit, then KILL; reaped
+	local secs=$1 p
+	shift
+	kill "$@" 2>/dev/null || true
+	dbk_wait_until "$secs" dbk_gone "$@" || kill -9 "$@" 2>/dev/null || true
+	for p in "$@"; do wait "$p" 2>/dev/null || true; done
+}
+
+# dbk_json_field NAME: the top-level field NAME of the JSON document on
+# stdin (strings unquoted); nothing when it is absent or the input is no
+# JSON (an agent not answering yet).
+dbk_json_field() {
+	jq -r --arg f "$1" 'if type == "object" and has($f) then .[$f] else empty end' 2>/dev/null
+}
+
+# dbk_state_field HOST:PORT NAME: field NAME of that agent's /state.
+dbk_state_field() {
+	curl -s --max-time 2 "http://$1/state" | dbk_json_field "$2"
+}
+
+dbk_wait_port() { # dbk_wait_port PORT: until something accepts on it (at most 5 s)
+	dbk_wait_until 5 dbk_in_use "$1" && return 0
 	echo "$DBK_WHO: nothing listens on port $1" >&2
 	return 1
 }
 
+# dbk_usage: the calling script's leading comment block, its --help.
+dbk_usage() {
+	awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'
+}
+
+dbk_bad_option() { # dbk_bad_option OPTION: says so, exits 2
+	echo "$DBK_WHO: unknown option $1 (see --help)" >&2
+	exit 2
+}
+
+# dbk_options SPEC ARGS...: the script's command line. SPEC has a line an
+# option: "--name var" sets var to the option's value, "--name var=VALUE"
+# (a flag) sets var to VALUE. -h and --help print dbk_usage; anything
+# else is refused (exit 2).
+dbk_options() {
+	local spec=$1 opt var found
+	shift
+	while [ $# -gt 0 ]; do
+		case $1 in -h|--help) dbk_usage; exit 0 ;; esac
+		found=
+		while read -r opt var; do
+			[ "$opt" = "$1" ] || continue
+			found=1
+			case $var in
+			*=*) printf -v "${var%%=*}" '%s' "${var#*=}"; shift ;;
+			*)
+				[ $# -ge 2 ] || { echo "$DBK_WHO: $1 wants a value" >&2; exit 2; }
+				printf -v "$var" '%s' "$2"
+				shift 2 ;;
+			esac
+			break
+		done <<<"$spec"
+		[ -n "$found" ] || dbk_bad_option "$1"
+	done
+}
+
+dbk_need_cmds() { # dbk_need_cmds CMD...: exits 2 unless each is in PATH
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null || { echo "$DBK_WHO: $c is missing (make deps)" >&2; exit 2; }
+	done
+}
+
+# dbk_routing: where a response on stdin (its headers, as curl -D writes
+# them) says it went, with the test headers haproxy.cfg adds under
+# DBK_DEBUG_HEADERS: "status server bucket group redirected score".
+dbk_routing() {
+	tr -d '\r' | awk '
+		NR == 1 { status = $2 }
+		tolower($1) == "x-served-by:" { srv = $2 }
+		tolower($1) == "x-dbucket-bucket:" { b = $2 }
+		tolower($1) == "x-dbucket-group:" { g = $2 }
+		tolower($1) == "x-dbucket-redirected:" { r = $2 }
+		tolower($1) == "x-dbucket-score:" { s = $2 }
+		END { print status, srv, b, g, r, s }'
+}
+
+# shellcheck disable=SC2154 # BUILD is the caller's
+dbk_need_bins() { # dbk_need_bins NAME...: exits 2 unless each $BUILD/NAME is built
+	local b
+	for b in "$@"; do
+		[ -x "$BUILD/$b" ] || { echo "$DBK_WHO: $BUILD/$b is missing (run make)" >&2; exit 2; }
+	done
+}
+
+# dbk_tmp_dir: for a script that starts processes: tmp, a directory of its
+# own; pids, the processes to stop; the traps that stop them and remove
+# tmp on exit (dbk_cleanup), and exit on a signal.
+dbk_tmp_dir() {
+	tmp=$(mktemp -d "/tmp/dbucket-$DBK_WHO.XXXXXX")
+	pids=()
+	trap dbk_cleanup EXIT
+	trap 'exit 130' INT TERM
+}
+
 # shellcheck disable=SC2154 # pids is the caller's
-dbk_stop_pids() { # TERM to every process in the caller's array pids, then reaps them
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+dbk_stop_pids() { # stops every process in the caller's array pids (dbk_stop, 5 s)
+	[ ${#pids[@]} -eq 0 ] || dbk_stop 5 "${pids[@]}"
+}
+
+dbk_forget() { # dbk_forget PID...: drops them from the caller's array pids
+	local kept=() p q
+	for p in "${pids[@]}"; do
+		for q in "$@"; do [ "$p" = "$q" ] && continue 2; done
+		kept+=("$p")
+	done
+	pids=(${kept[@]+"${kept[@]}"})
 }
 
 # shellcheck disable=SC2154 # tmp is the caller's
@@ -80,4 +211,12 @@ dbk_fast_backends() { # dbk_fast_backends BASE
 		echo "  bind 127.0.0.1:$(($1 + i))"
 		echo "  http-request return status 200 content-type application/json string '{\"ok\":true}' hdr X-Served-By vllm$i"
 	done
+}
+
+# dbk_start_fast_backends BASE: dbk_fast_backends in an HAProxy of their
+# own (configuration and log in $tmp), its pid in pids.
+dbk_start_fast_backends() {
+	dbk_fast_backends "$1" >"$tmp/backends.cfg"
+	haproxy -f "$tmp/backends.cfg" 2>"$tmp/backends.log" &
+	pids+=($!)
 }

@@ -16,24 +16,17 @@ REPO=$PWD
 BUILD=${DBK_BUILD:-$REPO/build}
 
 want=1000000 chunk=20 max_chunks=40 conns=64
-while [ $# -gt 0 ]; do
-	case $1 in
-	--requests) want=$2; shift 2 ;;
-	--chunk-seconds) chunk=$2; shift 2 ;;
-	--max-chunks) max_chunks=$2; shift 2 ;;
-	--connections) conns=$2; shift 2 ;;
-	-h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "soak: unknown option $1" >&2; exit 2 ;;
-	esac
-done
+dbk_options "--requests want
+--chunk-seconds chunk
+--max-chunks max_chunks
+--connections conns" "$@"
+dbk_need_cmds jq
 
-tmp=$(mktemp -d)
-pids=()
-trap dbk_cleanup EXIT
-trap 'exit 130' INT TERM
+dbk_tmp_dir
 
 rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$AGENT_PID/status"; }
-field() { curl -s "http://127.0.0.1:$ADMIN/state" | grep -o "\"$1\": *[0-9]*" | grep -o '[0-9]*$'; }
+field() { dbk_state_field "127.0.0.1:$ADMIN" "$1"; }
+no_lease() { [ "$(field leases)" = 0 ]; }
 
 base=$(dbk_ports 10)
 export DBK_BIND=127.0.0.1:$base DBK_AGENT=127.0.0.1:$((base + 1))
@@ -41,9 +34,7 @@ export DBK_COMPLETIONS=127.0.0.1:$((base + 2)) DBK_STATS_BIND=127.0.0.1:$((base 
 export DBK_COMPLETIONS_UDP=$DBK_COMPLETIONS
 export DBK_STATS_SOCKET=$tmp/haproxy.sock DBK_SPOE_CONF=$REPO/haproxy/dbucket.spoe.conf
 ADMIN=$((base + 4))
-dbk_fast_backends $((base + 5)) >"$tmp/backends.cfg"
-haproxy -f "$tmp/backends.cfg" 2>"$tmp/backends.log" &
-pids+=($!)
+dbk_start_fast_backends $((base + 5))
 
 "$BUILD/dbucket-spoa" --enable-dynamic-bucket --listen "$DBK_AGENT" \
 	--completion-listen "$DBK_COMPLETIONS" --completion-listen "udp@$DBK_COMPLETIONS_UDP" \
@@ -80,10 +71,7 @@ done
 elapsed=$(($(date +%s) - t0))
 
 # Completion lines trail the last responses by milliseconds.
-for _ in $(seq 200); do
-	[ "$(field leases)" = 0 ] && break
-	sleep 0.05
-done
+dbk_wait_until 10 no_lease || true
 decisions=$(field decisions) released=$(field released) leases=$(field leases)
 expired=$(field expired) unknown=$(field unknown_releases)
 printf '%-8s %12s %12s %10s %10s\n' end "$total" "$decisions" "$leases" "$(rss_kb)"

@@ -6,10 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void dbk_buf_init(struct dbk_buf *b)
-{
-	memset(b, 0, sizeof(*b));
-}
+void dbk_buf_init(struct dbk_buf *b) { memset(b, 0, sizeof(*b)); }
 
 bool dbk_buf_reserve(struct dbk_buf *b, size_t extra)
 {
@@ -48,10 +45,7 @@ void dbk_buf_add(struct dbk_buf *b, const void *data, size_t n)
 	b->p[b->len] = 0;
 }
 
-void dbk_buf_adds(struct dbk_buf *b, const char *s)
-{
-	dbk_buf_add(b, s, strlen(s));
-}
+void dbk_buf_adds(struct dbk_buf *b, const char *s) { dbk_buf_add(b, s, strlen(s)); }
 
 void dbk_buf_printf(struct dbk_buf *b, const char *fmt, ...)
 {

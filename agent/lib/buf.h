@@ -18,8 +18,7 @@ void dbk_buf_init(struct dbk_buf *b);
 bool dbk_buf_reserve(struct dbk_buf *b, size_t extra);
 void dbk_buf_add(struct dbk_buf *b, const void *data, size_t n);
 void dbk_buf_adds(struct dbk_buf *b, const char *s);
-void dbk_buf_printf(struct dbk_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void dbk_buf_printf(struct dbk_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Drops the first n bytes. */
 void dbk_buf_consume(struct dbk_buf *b, size_t n);
 void dbk_buf_reset(struct dbk_buf *b);

@@ -28,7 +28,8 @@ static bool parse_integer(const struct dbk_opt *o, const char *v, long long *out
 
 	if (!(o->flags & DBK_OPT_STRICT))
 		return dbk_parse_ll(v, (long long)o->lo, (long long)o->hi, out);
-	if (o->lo < 0 || !dbk_parse_uint(v, (unsigned long long)o->lo, (unsigned long long)o->hi, &u))
+	if (o->lo < 0 ||
+	    !dbk_parse_uint(v, (unsigned long long)o->lo, (unsigned long long)o->hi, &u))
 		return false;
 	*out = (long long)u;
 	return true;
@@ -51,7 +52,8 @@ static int set_choice(const struct dbk_opt *o, const char *v, char *err, size_t 
 			*(int *)o->dst = i;
 			return 0;
 		}
-		int n = snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "", o->choices[i]);
+		int n = snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "",
+		                 o->choices[i]);
 
 		if (n > 0 && (size_t)n < sizeof(list) - used)
 			used += (size_t)n;
@@ -79,8 +81,8 @@ static int set_value(const struct dbk_opt *o, const char *v, void *ctx, char *er
 		return o->fn(ctx, v, err, errlen);
 	case DBK_OPT_DOUBLE:
 		if (!parse_number(o, v, &d)) {
-			dbk_errf(err, errlen, "--%s wants a number from %g to %g, got '%s'", o->name, o->lo,
-			         o->hi, v);
+			dbk_errf(err, errlen, "--%s wants a number from %g to %g, got '%s'",
+			         o->name, o->lo, o->hi, v);
 			return -1;
 		}
 		*(double *)o->dst = d;
@@ -89,8 +91,8 @@ static int set_value(const struct dbk_opt *o, const char *v, void *ctx, char *er
 	case DBK_OPT_LL:
 	case DBK_OPT_SIZE:
 		if (!parse_integer(o, v, &ll)) {
-			dbk_errf(err, errlen, "--%s wants an integer from %.0f to %.0f, got '%s'", o->name,
-			         o->lo, o->hi, v);
+			dbk_errf(err, errlen, "--%s wants an integer from %.0f to %.0f, got '%s'",
+			         o->name, o->lo, o->hi, v);
 			return -1;
 		}
 		if (o->kind == DBK_OPT_INT)
@@ -132,11 +134,11 @@ static int check_table(const struct dbk_opt *opts, size_t n, char *err, size_t e
 	return 0;
 }
 
-int dbk_cli_parse(const struct dbk_opt *opts, int argc, char **argv, void *ctx,
-                  int *first_arg, char *err, size_t errlen)
+int dbk_cli_parse(const struct dbk_opt *opts, int argc, char **argv, void *ctx, int *first_arg,
+                  char *err, size_t errlen)
 {
 	struct option lo[MAX_OPTS + 1];
-	unsigned char seen[MAX_OPTS] = {0};
+	unsigned char seen[MAX_OPTS] = { 0 };
 	char shorts[2 * MAX_OPTS + 3] = "+:";
 	size_t n = count_opts(opts), ns = 2;
 	int c;
@@ -146,15 +148,15 @@ int dbk_cli_parse(const struct dbk_opt *opts, int argc, char **argv, void *ctx,
 	for (size_t i = 0; i < n; i++) {
 		bool arg = opts[i].kind != DBK_OPT_FLAG;
 
-		lo[i] = (struct option){opts[i].name, arg ? required_argument : no_argument, NULL,
-		                        LONG_BASE + (int)i};
+		lo[i] = (struct option){ opts[i].name, arg ? required_argument : no_argument, NULL,
+			                 LONG_BASE + (int)i };
 		if (opts[i].short_name) {
 			shorts[ns++] = opts[i].short_name;
 			if (arg)
 				shorts[ns++] = ':';
 		}
 	}
-	lo[n] = (struct option){NULL, 0, NULL, 0};
+	lo[n] = (struct option){ NULL, 0, NULL, 0 };
 	shorts[ns] = '\0';
 
 	opterr = 0;
@@ -217,8 +219,8 @@ void dbk_cli_usage(FILE *out, const struct dbk_opt *opts)
 				strcpy(sh, "    ");
 			if (o->short_name)
 				snprintf(sh, sizeof(sh), "-%c, ", o->short_name);
-			n = snprintf(head, sizeof(head), "%s--%s%s%s", sh, o->name, o->metavar ? " " : "",
-			             o->metavar ? o->metavar : "");
+			n = snprintf(head, sizeof(head), "%s--%s%s%s", sh, o->name,
+			             o->metavar ? " " : "", o->metavar ? o->metavar : "");
 
 			if (n < 0)
 				continue;

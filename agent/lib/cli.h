@@ -30,20 +30,20 @@ enum dbk_opt_kind {
  * syntax, whole string. */
 #define DBK_OPT_STRICT 0x1u
 /* The option may not be given twice (the default is: the last wins). */
-#define DBK_OPT_ONCE   0x2u
+#define DBK_OPT_ONCE 0x2u
 
 struct dbk_opt {
-	const char *name;   /* long name, without "--"; NULL ends the table */
-	char short_name;    /* 0 for none */
+	const char *name; /* long name, without "--"; NULL ends the table */
+	char short_name;  /* 0 for none */
 	enum dbk_opt_kind kind;
 	void *dst;
-	double lo, hi;                  /* numbers: inclusive bounds */
-	const char *const *choices;     /* CHOICE: NULL-terminated */
+	double lo, hi;              /* numbers: inclusive bounds */
+	const char *const *choices; /* CHOICE: NULL-terminated */
 	int (*fn)(void *ctx, const char *value, char *err, size_t errlen); /* CALL */
-	unsigned flags;                 /* DBK_OPT_STRICT, DBK_OPT_ONCE */
-	const char *metavar;            /* "N", "HOST:PORT", ...; NULL for FLAG */
-	const char *help;               /* may hold '\n' for more lines */
-	const char *section;            /* a heading --help prints before it */
+	unsigned flags;      /* DBK_OPT_STRICT, DBK_OPT_ONCE */
+	const char *metavar; /* "N", "HOST:PORT", ...; NULL for FLAG */
+	const char *help;    /* may hold '\n' for more lines */
+	const char *section; /* a heading --help prints before it */
 };
 
 /* Parses argv[1..] against opts; options end at the first non-option
@@ -51,8 +51,8 @@ struct dbk_opt {
  * ctx is passed to CALL options. Returns 0, or -1 with a one-line
  * reason in err (unknown option, missing or bad value). Values are
  * written as they are read: on error some may already be set. */
-int dbk_cli_parse(const struct dbk_opt *opts, int argc, char **argv, void *ctx,
-                  int *first_arg, char *err, size_t errlen);
+int dbk_cli_parse(const struct dbk_opt *opts, int argc, char **argv, void *ctx, int *first_arg,
+                  char *err, size_t errlen);
 
 /* Writes one aligned "  -s, --name METAVAR  help" entry per option,
  * each option's section heading (if any) on a line of its own before it. */

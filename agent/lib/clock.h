@@ -15,14 +15,8 @@ static inline uint64_t dbk_clock_ms(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static inline uint64_t dbk_mono_ms(void)
-{
-	return dbk_clock_ms(CLOCK_MONOTONIC);
-}
+static inline uint64_t dbk_mono_ms(void) { return dbk_clock_ms(CLOCK_MONOTONIC); }
 
-static inline uint64_t dbk_wall_ms(void)
-{
-	return dbk_clock_ms(CLOCK_REALTIME);
-}
+static inline uint64_t dbk_wall_ms(void) { return dbk_clock_ms(CLOCK_REALTIME); }
 
 #endif

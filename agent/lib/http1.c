@@ -6,22 +6,15 @@
 
 static bool is_tchar(unsigned char c)
 {
-	if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-	    (c >= 'A' && c <= 'Z'))
+	if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))
 		return true;
 	return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
 /* field-vchar / SP / HTAB, obs-text allowed as RFC 9110 5.5 keeps it. */
-static bool is_field_char(unsigned char c)
-{
-	return c == '\t' || (c >= 0x20 && c != 0x7f);
-}
+static bool is_field_char(unsigned char c) { return c == '\t' || (c >= 0x20 && c != 0x7f); }
 
-static bool is_ows(char c)
-{
-	return c == ' ' || c == '\t';
-}
+static bool is_ows(char c) { return c == ' ' || c == '\t'; }
 
 static struct dbk_http_slice trim_ows(struct dbk_http_slice s)
 {
@@ -58,8 +51,8 @@ bool dbk_http_slice_ieq(struct dbk_http_slice s, const char *lit)
 	return true;
 }
 
-static const struct dbk_http_slice *
-find_header(const struct dbk_http_header *h, size_t n, const char *name)
+static const struct dbk_http_slice *find_header(const struct dbk_http_header *h, size_t n,
+                                                const char *name)
 {
 	size_t i;
 
@@ -69,8 +62,7 @@ find_header(const struct dbk_http_header *h, size_t n, const char *name)
 	return NULL;
 }
 
-const struct dbk_http_slice *
-dbk_http_header(const struct dbk_http_request *req, const char *name)
+const struct dbk_http_slice *dbk_http_header(const struct dbk_http_request *req, const char *name)
 {
 	return find_header(req->headers, req->n_headers, name);
 }
@@ -78,27 +70,42 @@ dbk_http_header(const struct dbk_http_request *req, const char *name)
 const char *dbk_http_reason(int status)
 {
 	switch (status) {
-	case 100: return "Continue";
-	case 200: return "OK";
-	case 204: return "No Content";
-	case 400: return "Bad Request";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 411: return "Length Required";
-	case 413: return "Content Too Large";
-	case 414: return "URI Too Long";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 501: return "Not Implemented";
-	case 503: return "Service Unavailable";
-	case 505: return "HTTP Version Not Supported";
-	default: return "Unknown";
+	case 100:
+		return "Continue";
+	case 200:
+		return "OK";
+	case 204:
+		return "No Content";
+	case 400:
+		return "Bad Request";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 408:
+		return "Request Timeout";
+	case 411:
+		return "Length Required";
+	case 413:
+		return "Content Too Large";
+	case 414:
+		return "URI Too Long";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 500:
+		return "Internal Server Error";
+	case 501:
+		return "Not Implemented";
+	case 503:
+		return "Service Unavailable";
+	case 505:
+		return "HTTP Version Not Supported";
+	default:
+		return "Unknown";
 	}
 }
 
-static enum dbk_http_result fail(struct dbk_http_request *req, int status,
-                                 const char *why)
+static enum dbk_http_result fail(struct dbk_http_request *req, int status, const char *why)
 {
 	req->status = status;
 	req->error = why;
@@ -125,10 +132,7 @@ static size_t next_line(const char *buf, size_t len, size_t pos, size_t limit,
 	return (size_t)(nl - buf) + 1;
 }
 
-static bool has_cr(struct dbk_http_slice s)
-{
-	return memchr(s.p, '\r', s.n) != NULL;
-}
+static bool has_cr(struct dbk_http_slice s) { return memchr(s.p, '\r', s.n) != NULL; }
 
 static enum dbk_http_result parse_request_line(struct dbk_http_slice l,
                                                struct dbk_http_request *req)
@@ -143,8 +147,7 @@ static enum dbk_http_result parse_request_line(struct dbk_http_slice l,
 	req->method.p = l.p;
 	req->method.n = i;
 	j = ++i;
-	while (i < l.n && (unsigned char)l.p[i] > 0x20 &&
-	       (unsigned char)l.p[i] < 0x7f)
+	while (i < l.n && (unsigned char)l.p[i] > 0x20 && (unsigned char)l.p[i] < 0x7f)
 		i++;
 	if (i == j || i >= l.n || l.p[i] != ' ')
 		return fail(req, 400, "bad request target");
@@ -154,8 +157,8 @@ static enum dbk_http_result parse_request_line(struct dbk_http_slice l,
 	if (l.n - i != 8)
 		return fail(req, 400, "bad HTTP version");
 	v = l.p + i;
-	if (memcmp(v, "HTTP/", 5) != 0 || v[5] < '0' || v[5] > '9' ||
-	    v[6] != '.' || v[7] < '0' || v[7] > '9')
+	if (memcmp(v, "HTTP/", 5) != 0 || v[5] < '0' || v[5] > '9' || v[6] != '.' || v[7] < '0' ||
+	    v[7] > '9')
 		return fail(req, 400, "bad HTTP version");
 	if (v[5] != '1' || (v[7] != '0' && v[7] != '1'))
 		return fail(req, 505, "unsupported HTTP version");
@@ -165,8 +168,8 @@ static enum dbk_http_result parse_request_line(struct dbk_http_slice l,
 
 /* One "name: value" line into hdrs[*n]; 0, or the status to refuse with
  * (400 malformed, 431 one field too many) and why. */
-static int parse_field(struct dbk_http_slice l, struct dbk_http_header *hdrs,
-                       size_t *n, const char **why)
+static int parse_field(struct dbk_http_slice l, struct dbk_http_header *hdrs, size_t *n,
+                       const char **why)
 {
 	struct dbk_http_header *h;
 	size_t i = 0;
@@ -185,8 +188,8 @@ static int parse_field(struct dbk_http_slice l, struct dbk_http_header *hdrs,
 		return 431;
 	}
 	h = &hdrs[*n];
-	h->name = (struct dbk_http_slice){l.p, i};
-	h->value = trim_ows((struct dbk_http_slice){l.p + i + 1, l.n - i - 1});
+	h->name = (struct dbk_http_slice){ l.p, i };
+	h->value = trim_ows((struct dbk_http_slice){ l.p + i + 1, l.n - i - 1 });
 	for (i = 0; i < h->value.n; i++)
 		if (!is_field_char((unsigned char)h->value.p[i])) {
 			*why = "bad header field value";
@@ -253,8 +256,8 @@ static int start_error(enum start_result sr, bool request, const char **why)
  * *head_len set, -1 incomplete, or the status to refuse with and why
  * (too_large when the head passes limit). */
 static int parse_fields(const char *buf, size_t len, size_t pos, size_t limit,
-                        const char *too_large, struct dbk_http_header *hdrs,
-                        size_t *n, size_t *head_len, const char **why)
+                        const char *too_large, struct dbk_http_header *hdrs, size_t *n,
+                        size_t *head_len, const char **why)
 {
 	struct dbk_http_slice line;
 	size_t next;
@@ -293,9 +296,7 @@ static bool has_token(struct dbk_http_slice s, const char *tok)
 
 		while (i < s.n && s.p[i] != ',')
 			i++;
-		if (dbk_http_slice_ieq(
-		            trim_ows((struct dbk_http_slice){s.p + a, i - a}),
-		            tok))
+		if (dbk_http_slice_ieq(trim_ows((struct dbk_http_slice){ s.p + a, i - a }), tok))
 			return true;
 		i++;
 	}
@@ -313,7 +314,7 @@ static struct dbk_http_slice last_element(struct dbk_http_slice s)
 	i = s.n;
 	while (i > 0 && s.p[i - 1] != ',')
 		i--;
-	return trim_ows((struct dbk_http_slice){s.p + i, s.n - i});
+	return trim_ows((struct dbk_http_slice){ s.p + i, s.n - i });
 }
 
 /* 0 ok, 400 malformed, 413 above max. */
@@ -344,8 +345,8 @@ struct framing {
 /* Reads Content-Length, Transfer-Encoding and Connection. 0, or the
  * status to refuse with and why: 400 malformed or conflicting lengths,
  * 413 a length above max_body. */
-static int scan_framing(const struct dbk_http_header *h, size_t n,
-                        size_t max_body, struct framing *f, const char **why)
+static int scan_framing(const struct dbk_http_header *h, size_t n, size_t max_body,
+                        struct framing *f, const char **why)
 {
 	size_t i;
 
@@ -392,31 +393,29 @@ static enum dbk_http_result head_semantics(const struct dbk_http_limits *lim,
 	struct framing f;
 	const char *why;
 	size_t i;
-	int st = scan_framing(req->headers, req->n_headers,
-	                      lim->max_body_bytes, &f, &why);
+	int st = scan_framing(req->headers, req->n_headers, lim->max_body_bytes, &f, &why);
 
 	if (st != 0)
 		return fail(req, st, why);
 	for (i = 0; i < req->n_headers; i++)
-		if (req->minor_version == 1 &&
-		    dbk_http_slice_ieq(req->headers[i].name, "expect") &&
+		if (req->minor_version == 1 && dbk_http_slice_ieq(req->headers[i].name, "expect") &&
 		    dbk_http_slice_ieq(req->headers[i].value, "100-continue"))
 			req->expect_continue = true;
 	if (f.have_te && f.have_cl)
 		return fail(req, 400, "Transfer-Encoding with Content-Length");
 	if (f.have_te)
 		return dbk_http_slice_ieq(f.te_last, "chunked")
-		       ? fail(req, 411, "chunked request body; "
-		                        "send a Content-Length")
-		       : fail(req, 501, "unsupported transfer coding");
+		               ? fail(req, 411,
+		                      "chunked request body; "
+		                      "send a Content-Length")
+		               : fail(req, 501, "unsupported transfer coding");
 	req->keep_alive = persists(&f, req->minor_version);
 	req->content_length = f.cl;
 	req->total_len = req->head_len + f.cl;
 	return DBK_HTTP_COMPLETE;
 }
 
-enum dbk_http_result dbk_http_parse(const char *buf, size_t len,
-                                    const struct dbk_http_limits *lim,
+enum dbk_http_result dbk_http_parse(const char *buf, size_t len, const struct dbk_http_limits *lim,
                                     struct dbk_http_request *req)
 {
 	size_t next = 0, limit = lim->max_head_bytes;
@@ -437,8 +436,8 @@ enum dbk_http_result dbk_http_parse(const char *buf, size_t len,
 	r = parse_request_line(line, req);
 	if (r != DBK_HTTP_COMPLETE)
 		return r;
-	st = parse_fields(buf, len, next, limit, "request head too large",
-	                  req->headers, &req->n_headers, &req->head_len, &why);
+	st = parse_fields(buf, len, next, limit, "request head too large", req->headers,
+	                  &req->n_headers, &req->head_len, &why);
 	if (st != 0)
 		return st < 0 ? DBK_HTTP_INCOMPLETE : fail(req, st, why);
 	r = head_semantics(lim, req);
@@ -455,15 +454,13 @@ enum dbk_http_result dbk_http_parse(const char *buf, size_t len,
 
 /* "HTTP/1.x SP 3DIGIT [SP reason]": the space before an empty reason is
  * optional, as most clients read it. */
-static bool parse_status_line(struct dbk_http_slice l,
-                              struct dbk_http_response *rsp)
+static bool parse_status_line(struct dbk_http_slice l, struct dbk_http_response *rsp)
 {
 	const char *p = l.p;
 	size_t i;
 
-	if (l.n < 12 || memcmp(p, "HTTP/1.", 7) != 0 ||
-	    (p[7] != '0' && p[7] != '1') || p[8] != ' ' ||
-	    (l.n > 12 && p[12] != ' '))
+	if (l.n < 12 || memcmp(p, "HTTP/1.", 7) != 0 || (p[7] != '0' && p[7] != '1') ||
+	    p[8] != ' ' || (l.n > 12 && p[12] != ' '))
 		return false;
 	for (i = 9; i < 12; i++)
 		if (p[i] < '0' || p[i] > '9')
@@ -472,16 +469,15 @@ static bool parse_status_line(struct dbk_http_slice l,
 	rsp->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
 	if (rsp->status < 100)
 		return false;
-	rsp->reason = l.n > 12 ? (struct dbk_http_slice){p + 13, l.n - 13}
-	                       : (struct dbk_http_slice){p + 12, 0};
+	rsp->reason = l.n > 12 ? (struct dbk_http_slice){ p + 13, l.n - 13 }
+	                       : (struct dbk_http_slice){ p + 12, 0 };
 	for (i = 0; i < rsp->reason.n; i++)
 		if (!is_field_char((unsigned char)rsp->reason.p[i]))
 			return false;
 	return true;
 }
 
-static enum dbk_http_result rsp_fail(struct dbk_http_response *rsp,
-                                     const char *why)
+static enum dbk_http_result rsp_fail(struct dbk_http_response *rsp, const char *why)
 {
 	rsp->error = why;
 	return DBK_HTTP_ERROR;
@@ -516,8 +512,7 @@ static enum dbk_http_result response_framing(struct dbk_http_response *rsp)
 	return DBK_HTTP_COMPLETE;
 }
 
-enum dbk_http_result dbk_http_parse_response(const char *buf, size_t len,
-                                             size_t max_head_bytes,
+enum dbk_http_result dbk_http_parse_response(const char *buf, size_t len, size_t max_head_bytes,
                                              struct dbk_http_response *rsp)
 {
 	size_t next = 0;
@@ -536,16 +531,15 @@ enum dbk_http_result dbk_http_parse_response(const char *buf, size_t len,
 	}
 	if (!parse_status_line(line, rsp))
 		return rsp_fail(rsp, "bad HTTP status line");
-	st = parse_fields(buf, len, next, max_head_bytes,
-	                  "response head too large", rsp->headers,
+	st = parse_fields(buf, len, next, max_head_bytes, "response head too large", rsp->headers,
 	                  &rsp->n_headers, &rsp->head_len, &why);
 	if (st != 0)
 		return st < 0 ? DBK_HTTP_INCOMPLETE : rsp_fail(rsp, why);
 	return response_framing(rsp);
 }
 
-const struct dbk_http_slice *
-dbk_http_response_header(const struct dbk_http_response *rsp, const char *name)
+const struct dbk_http_slice *dbk_http_response_header(const struct dbk_http_response *rsp,
+                                                      const char *name)
 {
 	return find_header(rsp->headers, rsp->n_headers, name);
 }

@@ -68,7 +68,7 @@ struct dbk_http_request {
 	size_t content_length;
 	size_t total_len; /* head_len + content_length */
 	bool keep_alive;
-	bool expect_continue; /* "Expect: 100-continue" on HTTP/1.1 */
+	bool expect_continue;       /* "Expect: 100-continue" on HTTP/1.1 */
 	struct dbk_http_slice body; /* when complete */
 	/* On DBK_HTTP_ERROR: the status to answer with and why. */
 	int status;
@@ -76,13 +76,11 @@ struct dbk_http_request {
 };
 
 /* Parses buf[0..len). Slices point into buf. */
-enum dbk_http_result dbk_http_parse(const char *buf, size_t len,
-                                    const struct dbk_http_limits *lim,
+enum dbk_http_result dbk_http_parse(const char *buf, size_t len, const struct dbk_http_limits *lim,
                                     struct dbk_http_request *req);
 
 /* First field with this name (case-insensitive), or NULL. */
-const struct dbk_http_slice *
-dbk_http_header(const struct dbk_http_request *req, const char *name);
+const struct dbk_http_slice *dbk_http_header(const struct dbk_http_request *req, const char *name);
 
 bool dbk_http_slice_eq(struct dbk_http_slice s, const char *lit);
 bool dbk_http_slice_ieq(struct dbk_http_slice s, const char *lit);
@@ -104,10 +102,10 @@ const char *dbk_http_reason(int status);
  * head_len bytes. A response to HEAD has no body whatever it says: the
  * caller, who knows the method, handles that. */
 enum dbk_http_framing {
-	DBK_HTTP_BODY_NONE = 0,  /* 1xx, 204, 304 */
-	DBK_HTTP_BODY_LENGTH,    /* content_length bytes */
-	DBK_HTTP_BODY_CHUNKED,   /* see dbk_http_chunked_feed */
-	DBK_HTTP_BODY_CLOSE,     /* until the server closes */
+	DBK_HTTP_BODY_NONE = 0, /* 1xx, 204, 304 */
+	DBK_HTTP_BODY_LENGTH,   /* content_length bytes */
+	DBK_HTTP_BODY_CHUNKED,  /* see dbk_http_chunked_feed */
+	DBK_HTTP_BODY_CLOSE,    /* until the server closes */
 };
 
 struct dbk_http_response {
@@ -116,22 +114,20 @@ struct dbk_http_response {
 	struct dbk_http_slice reason;
 	size_t n_headers;
 	struct dbk_http_header headers[DBK_HTTP_MAX_HEADERS];
-	size_t head_len;   /* when complete */
+	size_t head_len; /* when complete */
 	enum dbk_http_framing framing;
 	size_t content_length; /* DBK_HTTP_BODY_LENGTH */
-	bool keep_alive;   /* the connection may carry another request */
-	const char *error; /* on DBK_HTTP_ERROR, static text */
+	bool keep_alive;       /* the connection may carry another request */
+	const char *error;     /* on DBK_HTTP_ERROR, static text */
 };
 
 /* Parses the head at buf[0..len). Slices point into buf. */
-enum dbk_http_result dbk_http_parse_response(const char *buf, size_t len,
-                                             size_t max_head_bytes,
+enum dbk_http_result dbk_http_parse_response(const char *buf, size_t len, size_t max_head_bytes,
                                              struct dbk_http_response *rsp);
 
 /* First field with this name (case-insensitive), or NULL. */
-const struct dbk_http_slice *
-dbk_http_response_header(const struct dbk_http_response *rsp,
-                         const char *name);
+const struct dbk_http_slice *dbk_http_response_header(const struct dbk_http_response *rsp,
+                                                      const char *name);
 
 /* ---- Chunked bodies (RFC 9112 section 7.1) ----
  *
@@ -143,8 +139,8 @@ dbk_http_response_header(const struct dbk_http_response *rsp,
 
 struct dbk_http_chunked {
 	int state;
-	unsigned digits;            /* of the chunk size so far */
-	uint64_t remaining;         /* of the current chunk */
+	unsigned digits;    /* of the chunk size so far */
+	uint64_t remaining; /* of the current chunk */
 	size_t line_len, trailer_bytes;
 	/* INCOMPLETE until the last chunk and trailer are read; ERROR with
 	 * `error` (static text) on a framing error. */
@@ -158,7 +154,7 @@ void dbk_http_chunked_init(struct dbk_http_chunked *c);
  * after the first span of chunk data (in *data, pointing into p; n == 0
  * when none), at the end of the message and on an error. Call again with
  * the rest. */
-size_t dbk_http_chunked_feed(struct dbk_http_chunked *c, const char *p,
-                             size_t n, struct dbk_http_slice *data);
+size_t dbk_http_chunked_feed(struct dbk_http_chunked *c, const char *p, size_t n,
+                             struct dbk_http_slice *data);
 
 #endif

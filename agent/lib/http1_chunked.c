@@ -6,20 +6,17 @@
 #include <string.h>
 
 enum {
-	CH_SIZE,      /* hex digits of the chunk size */
-	CH_SIZE_WS,   /* blanks after them */
-	CH_EXT,       /* ";ext..." up to the LF */
-	CH_SIZE_LF,   /* CR seen, LF due */
+	CH_SIZE,    /* hex digits of the chunk size */
+	CH_SIZE_WS, /* blanks after them */
+	CH_EXT,     /* ";ext..." up to the LF */
+	CH_SIZE_LF, /* CR seen, LF due */
 	CH_DATA,
-	CH_DATA_CR,   /* the CRLF that ends chunk data */
+	CH_DATA_CR, /* the CRLF that ends chunk data */
 	CH_DATA_LF,
 	CH_TRAILER,
 };
 
-void dbk_http_chunked_init(struct dbk_http_chunked *c)
-{
-	memset(c, 0, sizeof(*c));
-}
+void dbk_http_chunked_init(struct dbk_http_chunked *c) { memset(c, 0, sizeof(*c)); }
 
 static int hex_value(char c)
 {
@@ -99,8 +96,8 @@ static const char *chunk_frame_byte(struct dbk_http_chunked *c, char ch)
 	return NULL;
 }
 
-size_t dbk_http_chunked_feed(struct dbk_http_chunked *c, const char *p,
-                             size_t n, struct dbk_http_slice *data)
+size_t dbk_http_chunked_feed(struct dbk_http_chunked *c, const char *p, size_t n,
+                             struct dbk_http_slice *data)
 {
 	size_t i = 0;
 
@@ -115,7 +112,7 @@ size_t dbk_http_chunked_feed(struct dbk_http_chunked *c, const char *p,
 			c->remaining -= k;
 			if (c->remaining == 0)
 				c->state = CH_DATA_CR;
-			*data = (struct dbk_http_slice){p + i, k};
+			*data = (struct dbk_http_slice){ p + i, k };
 			return i + k;
 		}
 		c->error = c->state <= CH_SIZE_LF ? chunk_size_byte(c, p[i])

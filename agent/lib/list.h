@@ -18,15 +18,9 @@ struct dbk_list {
 };
 
 /* A head (or a detached element) that links to itself. */
-static inline void dbk_list_init(struct dbk_list *l)
-{
-	l->next = l->prev = l;
-}
+static inline void dbk_list_init(struct dbk_list *l) { l->next = l->prev = l; }
 
-static inline bool dbk_list_empty(const struct dbk_list *head)
-{
-	return head->next == head;
-}
+static inline bool dbk_list_empty(const struct dbk_list *head) { return head->next == head; }
 
 /* Adds el at the front of head's list. */
 static inline void dbk_list_push(struct dbk_list *head, struct dbk_list *el)
@@ -56,8 +50,7 @@ static inline void dbk_list_del(struct dbk_list *el)
 }
 
 /* The element of type `type` whose member `member` is the link l. */
-#define dbk_list_elem(l, type, member) \
-	((type *)(void *)((char *)(l) - offsetof(type, member)))
+#define dbk_list_elem(l, type, member) ((type *)(void *)((char *)(l)-offsetof(type, member)))
 
 /* The first element, or NULL when the list is empty. */
 #define dbk_list_first(head, type, member) \

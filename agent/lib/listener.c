@@ -32,7 +32,7 @@ struct peer_key {
 struct dbk_peer_slot {
 	struct peer_key key;
 	unsigned count;
-	unsigned next;      /* in a bucket's chain or the free list: index + 1 */
+	unsigned next; /* in a bucket's chain or the free list: index + 1 */
 };
 
 int dbk_ratelimit_allow(struct dbk_ratelimit *r, ev_tstamp now, uint64_t *suppressed)
@@ -88,7 +88,7 @@ static const char *peer_str(const struct peer_key *k, char *buf, size_t len)
 
 static unsigned bucket_of(const struct dbk_listener_set *s, const struct peer_key *k)
 {
-	uint32_t h = 2166136261u;   /* FNV-1a */
+	uint32_t h = 2166136261u; /* FNV-1a */
 	const uint8_t *p = (const uint8_t *)k;
 
 	for (size_t i = 0; i < sizeof(*k); i++)
@@ -230,8 +230,8 @@ static void set_watchers(struct dbk_listener_set *s, bool on)
 
 static void on_resume(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct dbk_listener_set *s = (struct dbk_listener_set *)((char *)w -
-	                                 offsetof(struct dbk_listener_set, resume));
+	struct dbk_listener_set *s =
+	        (struct dbk_listener_set *)((char *)w - offsetof(struct dbk_listener_set, resume));
 
 	(void)loop;
 	(void)revents;
@@ -304,8 +304,9 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 				return;
 			}
 			if (dbk_ratelimit_allow(&s->emfile_log, ev_now(s->loop), &suppressed))
-				dbk_log(DBK_LOG_WARN, "accept-failed", "for=%s error=\"%s\" suppressed=%llu",
-				        s->what, strerror(err), (unsigned long long)suppressed);
+				dbk_log(DBK_LOG_WARN, "accept-failed",
+				        "for=%s error=\"%s\" suppressed=%llu", s->what,
+				        strerror(err), (unsigned long long)suppressed);
 			return;
 		}
 		if ((s->max_conns && !admit(s, fd, &ss)) || dbk_net_nonblock(fd) < 0) {
@@ -317,8 +318,8 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
-void dbk_listener_init(struct dbk_listener_set *s, struct ev_loop *loop,
-                       const char *what, dbk_accept_cb cb, void *arg)
+void dbk_listener_init(struct dbk_listener_set *s, struct ev_loop *loop, const char *what,
+                       dbk_accept_cb cb, void *arg)
 {
 	memset(s, 0, sizeof(*s));
 	s->loop = loop;
@@ -391,7 +392,8 @@ unsigned long dbk_listener_fd_limit(unsigned long want)
 	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
 		struct rlimit up = rl;
 
-		up.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+		up.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want
+		                                                                 : rl.rlim_max;
 		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
 			rl = up;
 	}

@@ -25,8 +25,8 @@ typedef void (*dbk_accept_cb)(void *arg, int fd);
  * the next line says how many were left out. */
 #define DBK_RATELIMIT_BURST 5
 struct dbk_ratelimit {
-	ev_tstamp last;             /* start of the current second */
-	unsigned burst;             /* lines in it */
+	ev_tstamp last; /* start of the current second */
+	unsigned burst; /* lines in it */
 	uint64_t suppressed;
 };
 
@@ -39,31 +39,31 @@ struct dbk_listener_set {
 	struct ev_loop *loop;
 	dbk_accept_cb cb;
 	void *arg;
-	const char *what;           /* for logs */
+	const char *what; /* for logs */
 	unsigned n;
 	/* Limits (0: none, and no accounting) and their counters. */
 	unsigned max_conns, max_per_peer, open;
-	uint64_t *refused;          /* the owner's counter, may be NULL */
+	uint64_t *refused; /* the owner's counter, may be NULL */
 	/* Called when a new connection is over a limit: the owner may close
 	 * one of its connections for which dbk_listener_may_evict(s, fd,
 	 * peer) holds (releasing it) and return nonzero to have the new one
 	 * admitted if it fits now. */
 	int (*make_room)(void *arg, const void *peer);
-	struct dbk_peer_slot *slots;        /* max_conns of them */
+	struct dbk_peer_slot *slots; /* max_conns of them */
 	unsigned *buckets, nbuckets, free_slot;
-	unsigned *slot_of_fd;       /* slot + 1 by fd; 0: not counted */
+	unsigned *slot_of_fd; /* slot + 1 by fd; 0: not counted */
 	unsigned fd_cap;
 	struct dbk_ratelimit refuse_log, emfile_log;
-	int reserve_fd;             /* spare descriptor for EMFILE */
-	ev_timer resume;            /* accepting paused until it fires */
+	int reserve_fd;  /* spare descriptor for EMFILE */
+	ev_timer resume; /* accepting paused until it fires */
 	struct dbk_listener {
 		ev_io io;
 		struct dbk_listener_set *set;
 	} ls[DBK_LISTENER_MAX];
 };
 
-void dbk_listener_init(struct dbk_listener_set *s, struct ev_loop *loop,
-                       const char *what, dbk_accept_cb cb, void *arg);
+void dbk_listener_init(struct dbk_listener_set *s, struct ev_loop *loop, const char *what,
+                       dbk_accept_cb cb, void *arg);
 /* Caps the open connections in all and from one peer (0: no cap for
  * that one); refusals are counted in *refused if not NULL. Call before
  * the first accept. Returns -1 when out of memory. */

@@ -11,15 +11,9 @@ static enum dbk_log_level min_level = DBK_LOG_INFO;
 
 static const char *const level_names[] = { "debug", "info", "warn", "error" };
 
-void dbk_log_set_level(enum dbk_log_level lvl)
-{
-	min_level = lvl;
-}
+void dbk_log_set_level(enum dbk_log_level lvl) { min_level = lvl; }
 
-enum dbk_log_level dbk_log_get_level(void)
-{
-	return min_level;
-}
+enum dbk_log_level dbk_log_get_level(void) { return min_level; }
 
 int dbk_log_level_parse(const char *s)
 {
@@ -61,8 +55,7 @@ void dbk_log(enum dbk_log_level lvl, const char *event, const char *fmt, ...)
 	fwrite(line, 1, n, stderr);
 }
 
-const char *dbk_log_quote(char *buf, unsigned long size, const char *s,
-                          unsigned long len)
+const char *dbk_log_quote(char *buf, unsigned long size, const char *s, unsigned long len)
 {
 	unsigned long o = 0;
 

@@ -24,17 +24,15 @@ int dbk_log_level_parse(const char *s);
  * key=value pairs of fmt (may be NULL). Values with spaces must be quoted
  * by the caller (%s in "..."), see dbk_log_quote. */
 void dbk_log(enum dbk_log_level lvl, const char *event, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 
 /* Copies s into buf with logfmt quoting rules applied (escapes " and \,
  * replaces control bytes), truncating to fit. Returns buf. */
-const char *dbk_log_quote(char *buf, unsigned long size, const char *s,
-                          unsigned long len);
+const char *dbk_log_quote(char *buf, unsigned long size, const char *s, unsigned long len);
 
 /* The one error style of every parser and constructor: a function that
  * fails returns -1 (or NULL) and writes a one-line reason into the
  * caller's err[errlen], which the caller logs or prints. err may be NULL. */
-void dbk_errf(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+void dbk_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

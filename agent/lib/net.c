@@ -45,8 +45,8 @@ int dbk_net_send_pending(int fd, const void *buf, size_t len, size_t *off)
 	return 0;
 }
 
-int dbk_net_resolve(const char *spec, bool passive, struct sockaddr_storage *sa,
-                    socklen_t *len, char *err, size_t errlen)
+int dbk_net_resolve(const char *spec, bool passive, struct sockaddr_storage *sa, socklen_t *len,
+                    char *err, size_t errlen)
 {
 	const char *path = NULL;
 
@@ -106,7 +106,8 @@ int dbk_net_resolve(const char *spec, bool passive, struct sockaddr_storage *sa,
 	hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
 	int rc = getaddrinfo(host, port, &hints, &res);
 	if (rc != 0 || !res || res->ai_addrlen > sizeof(*sa)) {
-		snprintf(err, errlen, "%s:%s: %s", host, port, rc ? gai_strerror(rc) : "no address");
+		snprintf(err, errlen, "%s:%s: %s", host, port,
+		         rc ? gai_strerror(rc) : "no address");
 		if (res)
 			freeaddrinfo(res);
 		return -1;

@@ -10,8 +10,8 @@
 /* Resolves "HOST:PORT", "[IPV6]:PORT", "unix:PATH" or "/PATH" (passive:
  * for bind). A host name may block in getaddrinfo: start-up only.
  * Returns 0, or -1 with a one-line reason in err. */
-int dbk_net_resolve(const char *spec, bool passive, struct sockaddr_storage *sa,
-                    socklen_t *len, char *err, size_t errlen);
+int dbk_net_resolve(const char *spec, bool passive, struct sockaddr_storage *sa, socklen_t *len,
+                    char *err, size_t errlen);
 
 /* Opens a non-blocking listening socket for spec: "HOST:PORT",
  * "[IPV6]:PORT" or "unix:PATH". A unix socket gets mode 0660 and replaces

@@ -47,7 +47,7 @@ static size_t digits(const char *s)
 	return n;
 }
 
-#define MAX_DIGITS 19   /* 10^19 - 1 still fits an unsigned long long */
+#define MAX_DIGITS 19 /* 10^19 - 1 still fits an unsigned long long */
 /* A fraction overflows nothing (strtod reads it), but it is bounded all
  * the same; 30 holds what the agent itself writes back in /config and
  * its logs: %.17g without an exponent (values from 1e-4 up) has at

@@ -14,29 +14,44 @@
 /* Typed-data byte: low nibble is the type, high nibble flags. Only BOOL
  * uses a flag, and it carries the value. */
 #define DATA_TYPE_MASK 0x0f
-#define DATA_FL_TRUE   0x10
+#define DATA_FL_TRUE 0x10
 
-#define ACK_SET_VAR   1
+#define ACK_SET_VAR 1
 #define ACK_UNSET_VAR 2
 
 const char *dbk_spop_status_str(enum dbk_spop_status st)
 {
 	switch (st) {
-	case DBK_SPOP_OK:                 return "normal";
-	case DBK_SPOP_ERR_IO:             return "I/O error";
-	case DBK_SPOP_ERR_TIMEOUT:        return "a timeout occurred";
-	case DBK_SPOP_ERR_TOO_BIG:        return "frame is too big";
-	case DBK_SPOP_ERR_INVALID:        return "invalid frame received";
-	case DBK_SPOP_ERR_NO_VSN:         return "version value not found";
-	case DBK_SPOP_ERR_NO_FRAME_SIZE:  return "max-frame-size value not found";
-	case DBK_SPOP_ERR_NO_CAP:         return "capabilities value not found";
-	case DBK_SPOP_ERR_BAD_VSN:        return "unsupported version";
-	case DBK_SPOP_ERR_BAD_FRAME_SIZE: return "max-frame-size too big or too small";
-	case DBK_SPOP_ERR_FRAG_NOT_SUPP:  return "payload fragmentation is not supported";
-	case DBK_SPOP_ERR_INTERLACED:     return "invalid interlaced frames";
-	case DBK_SPOP_ERR_FRAMEID_NOTFND: return "frame-id not found";
-	case DBK_SPOP_ERR_RES:            return "resource allocation error";
-	case DBK_SPOP_ERR_UNKNOWN:        break;
+	case DBK_SPOP_OK:
+		return "normal";
+	case DBK_SPOP_ERR_IO:
+		return "I/O error";
+	case DBK_SPOP_ERR_TIMEOUT:
+		return "a timeout occurred";
+	case DBK_SPOP_ERR_TOO_BIG:
+		return "frame is too big";
+	case DBK_SPOP_ERR_INVALID:
+		return "invalid frame received";
+	case DBK_SPOP_ERR_NO_VSN:
+		return "version value not found";
+	case DBK_SPOP_ERR_NO_FRAME_SIZE:
+		return "max-frame-size value not found";
+	case DBK_SPOP_ERR_NO_CAP:
+		return "capabilities value not found";
+	case DBK_SPOP_ERR_BAD_VSN:
+		return "unsupported version";
+	case DBK_SPOP_ERR_BAD_FRAME_SIZE:
+		return "max-frame-size too big or too small";
+	case DBK_SPOP_ERR_FRAG_NOT_SUPP:
+		return "payload fragmentation is not supported";
+	case DBK_SPOP_ERR_INTERLACED:
+		return "invalid interlaced frames";
+	case DBK_SPOP_ERR_FRAMEID_NOTFND:
+		return "frame-id not found";
+	case DBK_SPOP_ERR_RES:
+		return "resource allocation error";
+	case DBK_SPOP_ERR_UNKNOWN:
+		break;
 	}
 	return "an unknown error occurred";
 }
@@ -83,9 +98,7 @@ size_t dbk_spop_varint_encode(uint64_t v, uint8_t *out, size_t cap)
 	return n;
 }
 
-enum dbk_spop_status dbk_spop_varint_decode(const uint8_t **p,
-                                            const uint8_t *end,
-                                            uint64_t *v)
+enum dbk_spop_status dbk_spop_varint_decode(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
 	const uint8_t *q = *p;
 	uint64_t r, add;
@@ -121,8 +134,8 @@ enum dbk_spop_status dbk_spop_varint_decode(const uint8_t **p,
 /* ---- Decoding helpers ---- */
 
 /* A length-prefixed byte string (names, and the body of STR/BIN). */
-enum dbk_spop_status dbk_spop_get_name(const uint8_t **p, const uint8_t *end,
-                                       const uint8_t **ptr, size_t *len)
+enum dbk_spop_status dbk_spop_get_name(const uint8_t **p, const uint8_t *end, const uint8_t **ptr,
+                                       size_t *len)
 {
 	const uint8_t *q = *p;
 	uint64_t n;
@@ -137,8 +150,7 @@ enum dbk_spop_status dbk_spop_get_name(const uint8_t **p, const uint8_t *end,
 	return DBK_SPOP_OK;
 }
 
-enum dbk_spop_status dbk_spop_data_decode(const uint8_t **p,
-                                          const uint8_t *end,
+enum dbk_spop_status dbk_spop_data_decode(const uint8_t **p, const uint8_t *end,
                                           struct dbk_spop_data *d)
 {
 	const uint8_t *q = *p;
@@ -212,10 +224,18 @@ enum dbk_spop_status dbk_spop_data_decode(const uint8_t **p,
 bool dbk_spop_data_to_i64(const struct dbk_spop_data *d, int64_t *out)
 {
 	switch (d->type) {
-	case DBK_SPOP_T_BOOL:   *out = d->u.b;   return true;
-	case DBK_SPOP_T_INT32:  *out = d->u.i32; return true;
-	case DBK_SPOP_T_UINT32: *out = d->u.u32; return true;
-	case DBK_SPOP_T_INT64:  *out = d->u.i64; return true;
+	case DBK_SPOP_T_BOOL:
+		*out = d->u.b;
+		return true;
+	case DBK_SPOP_T_INT32:
+		*out = d->u.i32;
+		return true;
+	case DBK_SPOP_T_UINT32:
+		*out = d->u.u32;
+		return true;
+	case DBK_SPOP_T_INT64:
+		*out = d->u.i64;
+		return true;
 	case DBK_SPOP_T_UINT64:
 		if (d->u.u64 > INT64_MAX)
 			return false;
@@ -249,10 +269,7 @@ static void put_bytes(struct dbk_spop_writer *w, const void *src, size_t n)
 	w->len += n;
 }
 
-void dbk_spop_put_u8(struct dbk_spop_writer *w, uint8_t b)
-{
-	put_bytes(w, &b, 1);
-}
+void dbk_spop_put_u8(struct dbk_spop_writer *w, uint8_t b) { put_bytes(w, &b, 1); }
 
 void dbk_spop_put_varint(struct dbk_spop_writer *w, uint64_t v)
 {
@@ -324,7 +341,10 @@ void dbk_spop_put_data(struct dbk_spop_writer *w, const struct dbk_spop_data *d)
 static void put_be32(struct dbk_spop_writer *w, uint32_t v)
 {
 	uint8_t b[4] = {
-		(uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v,
+		(uint8_t)(v >> 24),
+		(uint8_t)(v >> 16),
+		(uint8_t)(v >> 8),
+		(uint8_t)v,
 	};
 
 	put_bytes(w, b, 4);
@@ -332,12 +352,11 @@ static void put_be32(struct dbk_spop_writer *w, uint32_t v)
 
 static uint32_t get_be32(const uint8_t *b)
 {
-	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
-	       (uint32_t)b[2] << 8 | (uint32_t)b[3];
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | (uint32_t)b[3];
 }
 
-void dbk_spop_frame_begin(struct dbk_spop_writer *w, enum dbk_spop_frame_type type,
-                          uint32_t flags, uint64_t stream_id, uint64_t frame_id)
+void dbk_spop_frame_begin(struct dbk_spop_writer *w, enum dbk_spop_frame_type type, uint32_t flags,
+                          uint64_t stream_id, uint64_t frame_id)
 {
 	w->len = 0;
 	w->overflow = false;
@@ -366,8 +385,7 @@ size_t dbk_spop_frame_end(struct dbk_spop_writer *w)
 
 /* ---- Reader ---- */
 
-enum dbk_spop_status dbk_spop_frame_split(const uint8_t *buf, size_t avail,
-                                          uint32_t max_frame_size,
+enum dbk_spop_status dbk_spop_frame_split(const uint8_t *buf, size_t avail, uint32_t max_frame_size,
                                           size_t *frame_len, bool *complete)
 {
 	uint32_t n;
@@ -386,8 +404,7 @@ enum dbk_spop_status dbk_spop_frame_split(const uint8_t *buf, size_t avail,
 	return DBK_SPOP_OK;
 }
 
-enum dbk_spop_status dbk_spop_frame_parse(const uint8_t *buf, size_t len,
-                                          struct dbk_spop_frame *f)
+enum dbk_spop_status dbk_spop_frame_parse(const uint8_t *buf, size_t len, struct dbk_spop_frame *f)
 {
 	const uint8_t *p = buf, *end;
 	struct dbk_spop_frame out;
@@ -416,8 +433,7 @@ const uint8_t *dbk_spop_payload_end(const struct dbk_spop_frame *f)
 	return f->payload_len ? f->payload + f->payload_len : f->payload;
 }
 
-enum dbk_spop_status dbk_spop_kv_walk(const struct dbk_spop_frame *f, dbk_spop_kv_fn fn,
-                                      void *ctx)
+enum dbk_spop_status dbk_spop_kv_walk(const struct dbk_spop_frame *f, dbk_spop_kv_fn fn, void *ctx)
 {
 	const uint8_t *p = f->payload, *end = dbk_spop_payload_end(f);
 
@@ -440,15 +456,14 @@ enum dbk_spop_status dbk_spop_kv_walk(const struct dbk_spop_frame *f, dbk_spop_k
 
 /* ---- NOTIFY ---- */
 
-void dbk_spop_msg_iter_init(struct dbk_spop_msg_iter *it,
-                            const struct dbk_spop_frame *f)
+void dbk_spop_msg_iter_init(struct dbk_spop_msg_iter *it, const struct dbk_spop_frame *f)
 {
 	it->p = f->payload;
 	it->end = dbk_spop_payload_end(f);
 }
 
-enum dbk_spop_status dbk_spop_msg_next(struct dbk_spop_msg_iter *it,
-                                       struct dbk_spop_message *m, bool *done)
+enum dbk_spop_status dbk_spop_msg_next(struct dbk_spop_msg_iter *it, struct dbk_spop_message *m,
+                                       bool *done)
 {
 	const uint8_t *q = it->p, *end = it->end;
 	unsigned nb;
@@ -477,8 +492,7 @@ enum dbk_spop_status dbk_spop_msg_next(struct dbk_spop_msg_iter *it,
 	return DBK_SPOP_OK;
 }
 
-const struct dbk_spop_data *dbk_spop_msg_arg(const struct dbk_spop_message *m,
-                                             const char *name)
+const struct dbk_spop_data *dbk_spop_msg_arg(const struct dbk_spop_message *m, const char *name)
 {
 	if (!name)
 		return NULL;
@@ -490,14 +504,13 @@ const struct dbk_spop_data *dbk_spop_msg_arg(const struct dbk_spop_message *m,
 
 /* ---- ACK ---- */
 
-void dbk_spop_ack_begin(struct dbk_spop_writer *w, uint64_t stream_id,
-                        uint64_t frame_id)
+void dbk_spop_ack_begin(struct dbk_spop_writer *w, uint64_t stream_id, uint64_t frame_id)
 {
 	dbk_spop_frame_begin(w, DBK_SPOP_ACK, DBK_SPOP_FLAG_FIN, stream_id, frame_id);
 }
 
-void dbk_spop_ack_set_var(struct dbk_spop_writer *w, enum dbk_spop_scope scope,
-                          const char *name, const struct dbk_spop_data *v)
+void dbk_spop_ack_set_var(struct dbk_spop_writer *w, enum dbk_spop_scope scope, const char *name,
+                          const struct dbk_spop_data *v)
 {
 	if (!name)
 		name = "";
@@ -508,8 +521,7 @@ void dbk_spop_ack_set_var(struct dbk_spop_writer *w, enum dbk_spop_scope scope,
 	dbk_spop_put_data(w, v);
 }
 
-void dbk_spop_ack_unset_var(struct dbk_spop_writer *w, enum dbk_spop_scope scope,
-                            const char *name)
+void dbk_spop_ack_unset_var(struct dbk_spop_writer *w, enum dbk_spop_scope scope, const char *name)
 {
 	if (!name)
 		name = "";

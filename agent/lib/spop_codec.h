@@ -21,15 +21,15 @@
 #include <string.h>
 
 enum dbk_spop_frame_type {
-	DBK_SPOP_HAPROXY_HELLO      = 1,
+	DBK_SPOP_HAPROXY_HELLO = 1,
 	DBK_SPOP_HAPROXY_DISCONNECT = 2,
-	DBK_SPOP_NOTIFY             = 3,
-	DBK_SPOP_AGENT_HELLO        = 101,
-	DBK_SPOP_AGENT_DISCONNECT   = 102,
-	DBK_SPOP_ACK                = 103,
+	DBK_SPOP_NOTIFY = 3,
+	DBK_SPOP_AGENT_HELLO = 101,
+	DBK_SPOP_AGENT_DISCONNECT = 102,
+	DBK_SPOP_ACK = 103,
 };
 
-#define DBK_SPOP_FLAG_FIN   0x00000001u
+#define DBK_SPOP_FLAG_FIN 0x00000001u
 #define DBK_SPOP_FLAG_ABORT 0x00000002u
 
 /* True for the six frame types above. dbk_spop_frame_parse accepts any
@@ -39,45 +39,45 @@ bool dbk_spop_frame_type_known(uint8_t type);
 /* DISCONNECT status codes, as doc/SPOE.txt numbers them. Also the error
  * type of every decoder: DBK_SPOP_OK (0, "normal") means success. */
 enum dbk_spop_status {
-	DBK_SPOP_OK                 = 0,
-	DBK_SPOP_ERR_IO             = 1,
-	DBK_SPOP_ERR_TIMEOUT        = 2,
-	DBK_SPOP_ERR_TOO_BIG        = 3,
-	DBK_SPOP_ERR_INVALID        = 4,
-	DBK_SPOP_ERR_NO_VSN         = 5,
-	DBK_SPOP_ERR_NO_FRAME_SIZE  = 6,
-	DBK_SPOP_ERR_NO_CAP         = 7,
-	DBK_SPOP_ERR_BAD_VSN        = 8,
+	DBK_SPOP_OK = 0,
+	DBK_SPOP_ERR_IO = 1,
+	DBK_SPOP_ERR_TIMEOUT = 2,
+	DBK_SPOP_ERR_TOO_BIG = 3,
+	DBK_SPOP_ERR_INVALID = 4,
+	DBK_SPOP_ERR_NO_VSN = 5,
+	DBK_SPOP_ERR_NO_FRAME_SIZE = 6,
+	DBK_SPOP_ERR_NO_CAP = 7,
+	DBK_SPOP_ERR_BAD_VSN = 8,
 	DBK_SPOP_ERR_BAD_FRAME_SIZE = 9,
-	DBK_SPOP_ERR_FRAG_NOT_SUPP  = 10,
-	DBK_SPOP_ERR_INTERLACED     = 11,
+	DBK_SPOP_ERR_FRAG_NOT_SUPP = 10,
+	DBK_SPOP_ERR_INTERLACED = 11,
 	DBK_SPOP_ERR_FRAMEID_NOTFND = 12,
-	DBK_SPOP_ERR_RES            = 13,
-	DBK_SPOP_ERR_UNKNOWN        = 99,
+	DBK_SPOP_ERR_RES = 13,
+	DBK_SPOP_ERR_UNKNOWN = 99,
 };
 
 /* A short human-readable text for a status, used as DISCONNECT message. */
 const char *dbk_spop_status_str(enum dbk_spop_status st);
 
 enum dbk_spop_type {
-	DBK_SPOP_T_NULL   = 0,
-	DBK_SPOP_T_BOOL   = 1,
-	DBK_SPOP_T_INT32  = 2,
+	DBK_SPOP_T_NULL = 0,
+	DBK_SPOP_T_BOOL = 1,
+	DBK_SPOP_T_INT32 = 2,
 	DBK_SPOP_T_UINT32 = 3,
-	DBK_SPOP_T_INT64  = 4,
+	DBK_SPOP_T_INT64 = 4,
 	DBK_SPOP_T_UINT64 = 5,
-	DBK_SPOP_T_IPV4   = 6,
-	DBK_SPOP_T_IPV6   = 7,
-	DBK_SPOP_T_STR    = 8,
-	DBK_SPOP_T_BIN    = 9,
+	DBK_SPOP_T_IPV4 = 6,
+	DBK_SPOP_T_IPV6 = 7,
+	DBK_SPOP_T_STR = 8,
+	DBK_SPOP_T_BIN = 9,
 };
 
 enum dbk_spop_scope {
 	DBK_SPOP_SCOPE_PROC = 0,
 	DBK_SPOP_SCOPE_SESS = 1,
-	DBK_SPOP_SCOPE_TXN  = 2,
-	DBK_SPOP_SCOPE_REQ  = 3,
-	DBK_SPOP_SCOPE_RES  = 4,
+	DBK_SPOP_SCOPE_TXN = 2,
+	DBK_SPOP_SCOPE_REQ = 3,
+	DBK_SPOP_SCOPE_RES = 4,
 };
 
 /* One typed value. STR and BIN share u.buf (not NUL-terminated).
@@ -111,23 +111,20 @@ size_t dbk_spop_varint_encode(uint64_t v, uint8_t *out, size_t cap);
 /* Decodes a varint at *p, never reading at or past end. On success
  * advances *p and returns DBK_SPOP_OK; on truncation or overflow of 64
  * bits returns DBK_SPOP_ERR_INVALID and leaves *p unchanged. */
-enum dbk_spop_status dbk_spop_varint_decode(const uint8_t **p,
-                                            const uint8_t *end,
-                                            uint64_t *v);
+enum dbk_spop_status dbk_spop_varint_decode(const uint8_t **p, const uint8_t *end, uint64_t *v);
 
 /* ---- Typed data ---- */
 
 /* Decodes one typed value (type byte included). Unknown types, bad
  * varints and lengths past end give DBK_SPOP_ERR_INVALID. */
-enum dbk_spop_status dbk_spop_data_decode(const uint8_t **p,
-                                          const uint8_t *end,
+enum dbk_spop_status dbk_spop_data_decode(const uint8_t **p, const uint8_t *end,
                                           struct dbk_spop_data *d);
 
 /* A name (varint length, then bytes) at *p, never reading at or past
  * end: the encoding of keys, message and argument names, and of a
  * string's body. Advances *p and returns DBK_SPOP_OK, or INVALID. */
-enum dbk_spop_status dbk_spop_get_name(const uint8_t **p, const uint8_t *end,
-                                       const uint8_t **name, size_t *len);
+enum dbk_spop_status dbk_spop_get_name(const uint8_t **p, const uint8_t *end, const uint8_t **name,
+                                       size_t *len);
 
 /* Whether name[0, len) spells s. Inline: with a constant s the length
  * is folded, so matching an argument name is a compare and a memcmp. */
@@ -168,8 +165,8 @@ void dbk_spop_put_kv(struct dbk_spop_writer *w, const char *key, const struct db
 /* Starts a frame at buf[0] (resetting len and overflow, so a writer can
  * be reused frame after frame): reserves the 4-byte length, writes type,
  * flags, stream-id and frame-id. */
-void dbk_spop_frame_begin(struct dbk_spop_writer *w, enum dbk_spop_frame_type type,
-                          uint32_t flags, uint64_t stream_id, uint64_t frame_id);
+void dbk_spop_frame_begin(struct dbk_spop_writer *w, enum dbk_spop_frame_type type, uint32_t flags,
+                          uint64_t stream_id, uint64_t frame_id);
 /* Patches the length. Returns the whole frame's size (4-byte prefix
  * included), or 0 if anything overflowed. Keeping the frame within the
  * peer's max-frame-size is the caller's job: size cap accordingly. */
@@ -192,38 +189,34 @@ struct dbk_spop_frame {
  * false (and *frame_len already set once the prefix is in, else 0). A
  * declared length above max_frame_size gives DBK_SPOP_ERR_TOO_BIG (and a
  * zero length DBK_SPOP_ERR_INVALID) as soon as the prefix is in. */
-enum dbk_spop_status dbk_spop_frame_split(const uint8_t *buf, size_t avail,
-                                          uint32_t max_frame_size,
+enum dbk_spop_status dbk_spop_frame_split(const uint8_t *buf, size_t avail, uint32_t max_frame_size,
                                           size_t *frame_len, bool *complete);
 
 /* Parses the frame body (the bytes after the 4-byte length prefix).
  * Fewer than 7 bytes or a bad id varint is DBK_SPOP_ERR_INVALID; type
  * and flags are not judged here. */
-enum dbk_spop_status dbk_spop_frame_parse(const uint8_t *buf, size_t len,
-                                          struct dbk_spop_frame *f);
+enum dbk_spop_status dbk_spop_frame_parse(const uint8_t *buf, size_t len, struct dbk_spop_frame *f);
 
 /* The end of a frame's payload (a hand-built frame may have a NULL one). */
 const uint8_t *dbk_spop_payload_end(const struct dbk_spop_frame *f);
 
 /* ---- KV lists (the payload of HELLO and DISCONNECT frames) ---- */
 
-typedef enum dbk_spop_status (*dbk_spop_kv_fn)(void *ctx, const uint8_t *key,
-                                                size_t key_len,
-                                                const struct dbk_spop_data *v);
+typedef enum dbk_spop_status (*dbk_spop_kv_fn)(void *ctx, const uint8_t *key, size_t key_len,
+                                               const struct dbk_spop_data *v);
 
 /* Calls fn on each key and value of f's payload, in order. Returns
  * DBK_SPOP_OK, INVALID for a malformed list, or the first status fn
  * returns other than OK (the walk stops there). */
-enum dbk_spop_status dbk_spop_kv_walk(const struct dbk_spop_frame *f, dbk_spop_kv_fn fn,
-                                      void *ctx);
+enum dbk_spop_status dbk_spop_kv_walk(const struct dbk_spop_frame *f, dbk_spop_kv_fn fn, void *ctx);
 
 /* ---- HELLO ---- */
 
 struct dbk_spop_hello {
-	uint32_t max_frame_size;   /* HAProxy's */
+	uint32_t max_frame_size; /* HAProxy's */
 	bool healthcheck;
-	bool pipelining;           /* HAProxy offered "pipelining" */
-	const uint8_t *engine_id;  /* may be NULL */
+	bool pipelining;          /* HAProxy offered "pipelining" */
+	const uint8_t *engine_id; /* may be NULL */
 	size_t engine_id_len;
 };
 
@@ -237,21 +230,19 @@ struct dbk_spop_hello {
  * wrong type (max-frame-size must be one of the four integer types, and
  * one outside [256, UINT32_MAX] is BAD_FRAME_SIZE; healthcheck a bool;
  * the others strings). Checks run in the order listed above. */
-enum dbk_spop_status dbk_spop_hello_parse(const struct dbk_spop_frame *f,
-                                          struct dbk_spop_hello *h);
+enum dbk_spop_status dbk_spop_hello_parse(const struct dbk_spop_frame *f, struct dbk_spop_hello *h);
 
 /* Writes a whole AGENT-HELLO frame: version "2.0", max-frame-size, and
  * capabilities "pipelining" (or "" when pipelining is false). Returns the
  * frame size or 0 if cap is too small. */
-size_t dbk_spop_agent_hello_build(uint8_t *out, size_t cap,
-                                  uint32_t max_frame_size, bool pipelining);
+size_t dbk_spop_agent_hello_build(uint8_t *out, size_t cap, uint32_t max_frame_size,
+                                  bool pipelining);
 
 /* ---- DISCONNECT ---- */
 
 /* Writes a whole AGENT-DISCONNECT frame with "status-code" and "message"
  * (message NULL means dbk_spop_status_str(status)). */
-size_t dbk_spop_disconnect_build(uint8_t *out, size_t cap,
-                                 enum dbk_spop_status status,
+size_t dbk_spop_disconnect_build(uint8_t *out, size_t cap, enum dbk_spop_status status,
                                  const char *message);
 
 /* Parses a HAPROXY-DISCONNECT (or AGENT-DISCONNECT) frame's status-code
@@ -260,8 +251,7 @@ size_t dbk_spop_disconnect_build(uint8_t *out, size_t cap,
  * INVALID for another frame type, a malformed KV list, a missing or
  * non-integer or out-of-range status-code, or a non-string message. */
 enum dbk_spop_status dbk_spop_disconnect_parse(const struct dbk_spop_frame *f,
-                                               uint32_t *status_code,
-                                               const uint8_t **msg,
+                                               uint32_t *status_code, const uint8_t **msg,
                                                size_t *msg_len);
 
 /* ---- NOTIFY ---- */
@@ -277,7 +267,7 @@ struct dbk_spop_arg {
 struct dbk_spop_message {
 	const uint8_t *name;
 	size_t name_len;
-	unsigned nargs;                /* arguments stored in args[] */
+	unsigned nargs; /* arguments stored in args[] */
 	struct dbk_spop_arg args[DBK_SPOP_MAX_ARGS];
 };
 
@@ -287,8 +277,7 @@ struct dbk_spop_msg_iter {
 	const uint8_t *end;
 };
 
-void dbk_spop_msg_iter_init(struct dbk_spop_msg_iter *it,
-                            const struct dbk_spop_frame *f);
+void dbk_spop_msg_iter_init(struct dbk_spop_msg_iter *it, const struct dbk_spop_frame *f);
 
 /* Decodes the next message into *m. Returns DBK_SPOP_OK and sets *done =
  * false when a message was produced; DBK_SPOP_OK with *done = true at the
@@ -296,24 +285,21 @@ void dbk_spop_msg_iter_init(struct dbk_spop_msg_iter *it,
  * input, and then the iterator stays put, so it keeps failing. Messages
  * with more than DBK_SPOP_MAX_ARGS arguments are fully parsed; the extra
  * arguments are skipped. */
-enum dbk_spop_status dbk_spop_msg_next(struct dbk_spop_msg_iter *it,
-                                       struct dbk_spop_message *m, bool *done);
+enum dbk_spop_status dbk_spop_msg_next(struct dbk_spop_msg_iter *it, struct dbk_spop_message *m,
+                                       bool *done);
 
 /* Finds an argument by name, or NULL. */
-const struct dbk_spop_data *dbk_spop_msg_arg(const struct dbk_spop_message *m,
-                                             const char *name);
+const struct dbk_spop_data *dbk_spop_msg_arg(const struct dbk_spop_message *m, const char *name);
 
 /* ---- ACK ---- */
 
 /* Starts an ACK frame echoing the NOTIFY's stream-id and frame-id. */
-void dbk_spop_ack_begin(struct dbk_spop_writer *w, uint64_t stream_id,
-                        uint64_t frame_id);
+void dbk_spop_ack_begin(struct dbk_spop_writer *w, uint64_t stream_id, uint64_t frame_id);
 /* set-var: 01 03 <scope> <name> <typed value> */
-void dbk_spop_ack_set_var(struct dbk_spop_writer *w, enum dbk_spop_scope scope,
-                          const char *name, const struct dbk_spop_data *v);
+void dbk_spop_ack_set_var(struct dbk_spop_writer *w, enum dbk_spop_scope scope, const char *name,
+                          const struct dbk_spop_data *v);
 /* unset-var: 02 02 <scope> <name> */
-void dbk_spop_ack_unset_var(struct dbk_spop_writer *w, enum dbk_spop_scope scope,
-                            const char *name);
+void dbk_spop_ack_unset_var(struct dbk_spop_writer *w, enum dbk_spop_scope scope, const char *name);
 /* Convenience constructors for values. dbk_spop_str(NULL) is "";
  * dbk_spop_int always yields an INT64. */
 struct dbk_spop_data dbk_spop_str(const char *s);

@@ -5,8 +5,7 @@
 
 #include <string.h>
 
-static bool list_any(const uint8_t *s, size_t len,
-                     bool (*fn)(const uint8_t *tok, size_t tok_len))
+static bool list_any(const uint8_t *s, size_t len, bool (*fn)(const uint8_t *tok, size_t tok_len))
 {
 	size_t i = 0;
 
@@ -45,14 +44,13 @@ static bool is_pipelining(const uint8_t *t, size_t n)
 
 static bool is_int_type(enum dbk_spop_type t)
 {
-	return t == DBK_SPOP_T_INT32 || t == DBK_SPOP_T_UINT32 ||
-	       t == DBK_SPOP_T_INT64 || t == DBK_SPOP_T_UINT64;
+	return t == DBK_SPOP_T_INT32 || t == DBK_SPOP_T_UINT32 || t == DBK_SPOP_T_INT64 ||
+	       t == DBK_SPOP_T_UINT64;
 }
 
 /* Reads an integer value into [0, UINT32_MAX]. Returns INVALID for a
  * non-integer type and, for an out-of-range one, the given status. */
-static enum dbk_spop_status get_u32(const struct dbk_spop_data *d,
-                                    enum dbk_spop_status range_err,
+static enum dbk_spop_status get_u32(const struct dbk_spop_data *d, enum dbk_spop_status range_err,
                                     uint32_t *out)
 {
 	int64_t v;
@@ -66,8 +64,7 @@ static enum dbk_spop_status get_u32(const struct dbk_spop_data *d,
 }
 
 /* A string value's bytes; INVALID for another type. */
-static enum dbk_spop_status get_str(const struct dbk_spop_data *v, const uint8_t **s,
-                                    size_t *len)
+static enum dbk_spop_status get_str(const struct dbk_spop_data *v, const uint8_t **s, size_t *len)
 {
 	if (v->type != DBK_SPOP_T_STR)
 		return DBK_SPOP_ERR_INVALID;
@@ -106,8 +103,7 @@ static enum dbk_spop_status hello_kv(void *ctx, const uint8_t *k, size_t klen,
 	return DBK_SPOP_OK;
 }
 
-enum dbk_spop_status dbk_spop_hello_parse(const struct dbk_spop_frame *f,
-                                          struct dbk_spop_hello *h)
+enum dbk_spop_status dbk_spop_hello_parse(const struct dbk_spop_frame *f, struct dbk_spop_hello *h)
 {
 	struct hello_seen x = { .h = h };
 	enum dbk_spop_status st;
@@ -136,8 +132,8 @@ enum dbk_spop_status dbk_spop_hello_parse(const struct dbk_spop_frame *f,
 	return DBK_SPOP_OK;
 }
 
-size_t dbk_spop_agent_hello_build(uint8_t *out, size_t cap,
-                                  uint32_t max_frame_size, bool pipelining)
+size_t dbk_spop_agent_hello_build(uint8_t *out, size_t cap, uint32_t max_frame_size,
+                                  bool pipelining)
 {
 	struct dbk_spop_writer w;
 	struct dbk_spop_data v = dbk_spop_str("2.0");
@@ -154,8 +150,7 @@ size_t dbk_spop_agent_hello_build(uint8_t *out, size_t cap,
 
 /* ---- DISCONNECT ---- */
 
-size_t dbk_spop_disconnect_build(uint8_t *out, size_t cap,
-                                 enum dbk_spop_status status,
+size_t dbk_spop_disconnect_build(uint8_t *out, size_t cap, enum dbk_spop_status status,
                                  const char *message)
 {
 	struct dbk_spop_writer w;
@@ -191,16 +186,14 @@ static enum dbk_spop_status disconnect_kv(void *ctx, const uint8_t *k, size_t kl
 }
 
 enum dbk_spop_status dbk_spop_disconnect_parse(const struct dbk_spop_frame *f,
-                                               uint32_t *status_code,
-                                               const uint8_t **msg,
+                                               uint32_t *status_code, const uint8_t **msg,
                                                size_t *msg_len)
 {
 	struct disconnect_seen x = { status_code, msg, msg_len, false };
 
 	*msg = NULL;
 	*msg_len = 0;
-	if (f->type != DBK_SPOP_HAPROXY_DISCONNECT &&
-	    f->type != DBK_SPOP_AGENT_DISCONNECT)
+	if (f->type != DBK_SPOP_HAPROXY_DISCONNECT && f->type != DBK_SPOP_AGENT_DISCONNECT)
 		return DBK_SPOP_ERR_INVALID;
 	if (dbk_spop_kv_walk(f, disconnect_kv, &x) != DBK_SPOP_OK)
 		return DBK_SPOP_ERR_INVALID;

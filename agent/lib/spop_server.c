@@ -33,27 +33,27 @@
 #define CLOSE_TIMEOUT 1.0
 
 enum conn_state {
-	ST_HELLO,     /* waiting for HAPROXY-HELLO */
-	ST_READY,     /* NOTIFY frames flow */
-	ST_CLOSING,   /* flushing our last frame, then close */
+	ST_HELLO,   /* waiting for HAPROXY-HELLO */
+	ST_READY,   /* NOTIFY frames flow */
+	ST_CLOSING, /* flushing our last frame, then close */
 };
 
 struct conn {
 	ev_io io;
 	ev_timer timer;
 	struct dbk_spop_server *s;
-	struct dbk_list link;     /* in s->conns */
+	struct dbk_list link; /* in s->conns */
 	int fd;
 	unsigned id;
 	enum conn_state state;
-	bool dead;            /* close now, without flushing */
-	bool partial;         /* a frame has begun and not ended */
+	bool dead;    /* close now, without flushing */
+	bool partial; /* a frame has begun and not ended */
 	ev_tstamp frame_start, last_read;
-	uint32_t frame_max;   /* ours until HELLO, then the negotiated one */
+	uint32_t frame_max; /* ours until HELLO, then the negotiated one */
 	size_t in_len;
 	size_t out_off, out_len;
-	uint8_t *in;          /* our max frame + 4-byte prefix */
-	uint8_t *out;         /* OUT_CAP */
+	uint8_t *in;  /* our max frame + 4-byte prefix */
+	uint8_t *out; /* OUT_CAP */
 };
 
 struct dbk_spop_server {
@@ -67,10 +67,7 @@ struct dbk_spop_server {
 	struct dbk_ratelimit fail_log;
 };
 
-static size_t out_room(const struct conn *c)
-{
-	return OUT_CAP - c->out_len;
-}
+static size_t out_room(const struct conn *c) { return OUT_CAP - c->out_len; }
 
 /* Room for the answer to any frame the peer may send now. */
 static bool room_for_reply(const struct conn *c)
@@ -142,8 +139,8 @@ static void on_hello(struct conn *c, const struct dbk_spop_frame *f)
 	}
 	if (h.max_frame_size < c->frame_max)
 		c->frame_max = h.max_frame_size;
-	size_t n = dbk_spop_agent_hello_build(c->out + c->out_len, out_room(c),
-	                                      c->frame_max, h.pipelining);
+	size_t n = dbk_spop_agent_hello_build(c->out + c->out_len, out_room(c), c->frame_max,
+	                                      h.pipelining);
 	if (n == 0) {
 		conn_fail(c, DBK_SPOP_ERR_RES, NULL);
 		return;
@@ -159,8 +156,8 @@ static void on_hello(struct conn *c, const struct dbk_spop_frame *f)
 	c->s->stats.hellos++;
 	c->state = ST_READY;
 	ev_timer_stop(c->s->loop, &c->timer);
-	dbk_log(DBK_LOG_DEBUG, "spop-hello", "conn=%u max_frame_size=%u pipelining=%d",
-	        c->id, c->frame_max, h.pipelining);
+	dbk_log(DBK_LOG_DEBUG, "spop-hello", "conn=%u max_frame_size=%u pipelining=%d", c->id,
+	        c->frame_max, h.pipelining);
 }
 
 /* The handler writes the actions; the frame around them is ours, so
@@ -232,8 +229,8 @@ static void conn_process(struct conn *c)
 		size_t flen;
 		bool complete;
 
-		st = dbk_spop_frame_split(c->in + off, c->in_len - off, c->frame_max,
-		                          &flen, &complete);
+		st = dbk_spop_frame_split(c->in + off, c->in_len - off, c->frame_max, &flen,
+		                          &complete);
 		if (st != DBK_SPOP_OK) {
 			conn_fail(c, st, NULL);
 			break;

@@ -31,10 +31,10 @@ struct dbk_spop_server_stats {
 	uint64_t healthchecks;
 	uint64_t frames_in;
 	uint64_t frames_out;
-	uint64_t notifies;          /* NOTIFY frames handed to the handler */
-	uint64_t acks;              /* ACKs sent for them */
-	uint64_t haproxy_disconnects;   /* HAPROXY-DISCONNECTs received */
-	uint64_t refused_conns;     /* over max_connections, in all or per peer */
+	uint64_t notifies;            /* NOTIFY frames handed to the handler */
+	uint64_t acks;                /* ACKs sent for them */
+	uint64_t haproxy_disconnects; /* HAPROXY-DISCONNECTs received */
+	uint64_t refused_conns;       /* over max_connections, in all or per peer */
 	/* AGENT-DISCONNECTs we sent, by SPOP status code (99 and others
 	 * land in the last slot). */
 	uint64_t disconnects[DBK_SPOP_ERR_RES + 2];
@@ -43,8 +43,8 @@ struct dbk_spop_server_stats {
 
 struct dbk_spop_server_config {
 	uint32_t max_frame_size;
-	unsigned max_connections;           /* 0: no limit */
-	unsigned max_connections_per_peer;  /* 0: no limit but the above */
+	unsigned max_connections;          /* 0: no limit */
+	unsigned max_connections_per_peer; /* 0: no limit but the above */
 	/* Seconds; 0 takes the default. A peer that sends no HELLO in
 	 * hello_timeout, takes longer than frame_timeout from a frame's
 	 * first byte to its last (slowloris), or after HELLO sends nothing

@@ -18,9 +18,9 @@
 
 struct dbk_bench_opts {
 	const char *trace;
-	enum dbk_trace_format format;  /* UNKNOWN: detect */
+	enum dbk_trace_format format; /* UNKNOWN: detect */
 	const char *synthetic;
-	double rate;                   /* 0 when not given */
+	double rate; /* 0 when not given */
 	unsigned long long seed;
 	double rate_factor;
 	double start_offset, duration;
@@ -32,10 +32,10 @@ struct dbk_bench_opts {
 	const char *model;
 	bool allow_remote;
 	long long concurrency;
-	double timeout;           /* model seconds */
+	double timeout; /* model seconds */
 	double time_scale;
 	long long threshold;
-	struct dbk_slo slo;       /* seconds */
+	struct dbk_slo slo; /* seconds */
 	const char *json_path, *csv_path;
 	bool progress;
 };
@@ -57,12 +57,12 @@ struct dbk_bench {
 	struct dbk_result *res;
 	struct dbk_bench_slot *slots;
 	size_t n;
-	size_t next_due;          /* requests [0, next_due) have arrived */
-	size_t next_send;         /* [0, next_send) have been sent */
+	size_t next_due;  /* requests [0, next_due) have arrived */
+	size_t next_send; /* [0, next_send) have been sent */
 	size_t n_done, n_failed;
-	bool fd_starved;          /* out of descriptors: wait for a call */
+	bool fd_starved; /* out of descriptors: wait for a call */
 	bool stopping;
-	double t_start, t_end;    /* monotonic seconds */
+	double t_start, t_end; /* monotonic seconds */
 	ev_timer arrival_w, progress_w;
 	ev_signal sigint_w, sigterm_w;
 	struct dbk_buf req, body;

@@ -19,7 +19,7 @@
 
 struct dbk_call {
 	struct dbk_client *cl;
-	struct dbk_list link;     /* in cl->calls */
+	struct dbk_list link; /* in cl->calls */
 	int fd;
 	ev_io rw, ww;
 	ev_timer deadline;
@@ -29,8 +29,8 @@ struct dbk_call {
 	struct dbk_resp resp;
 	struct dbk_sse sse;
 	struct dbk_stream st;
-	double t_read;            /* when the bytes being decoded were read */
-	char error[160];          /* first failure, "" if none */
+	double t_read;   /* when the bytes being decoded were read */
+	char error[160]; /* first failure, "" if none */
 	bool timed_out;
 	char ebody[ERROR_BODY_BYTES];
 	size_t ebody_len;
@@ -46,9 +46,8 @@ double dbk_client_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-void dbk_client_init(struct dbk_client *c, struct ev_loop *loop,
-                     const struct sockaddr *addr, socklen_t addrlen,
-                     double timeout_s)
+void dbk_client_init(struct dbk_client *c, struct ev_loop *loop, const struct sockaddr *addr,
+                     socklen_t addrlen, double timeout_s)
 {
 	memset(c, 0, offsetof(struct dbk_client, rbuf));
 	dbk_list_init(&c->calls);
@@ -63,8 +62,7 @@ static void set_error(struct dbk_call *k, const char *what, int err)
 	if (k->error[0])
 		return;
 	if (err)
-		snprintf(k->error, sizeof(k->error), "%s: %s", what,
-		         strerror(err));
+		snprintf(k->error, sizeof(k->error), "%s: %s", what, strerror(err));
 	else
 		snprintf(k->error, sizeof(k->error), "%s", what);
 }
@@ -83,12 +81,11 @@ static void finish(struct dbk_call *k)
 	if (k->error[0]) {
 		r.error = k->error;
 	} else if (k->resp.status != 200) {
-		dbk_error_summary(k->resp.status, k->ebody, k->ebody_len, why,
-		                  sizeof(why));
+		dbk_error_summary(k->resp.status, k->ebody, k->ebody_len, why, sizeof(why));
 		snprintf(k->error, sizeof(k->error), "%s", why);
 		r.error = k->error;
-	} else if (!dbk_stream_result(&k->st, &r.ttft, &r.e2e, &r.tokens,
-	                              k->error, sizeof(k->error))) {
+	} else if (!dbk_stream_result(&k->st, &r.ttft, &r.e2e, &r.tokens, k->error,
+	                              sizeof(k->error))) {
 		r.error = k->error;
 	} else {
 		r.ok = true;
@@ -233,8 +230,8 @@ static void deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	finish(k);
 }
 
-int dbk_client_start(struct dbk_client *c, struct dbk_buf *req,
-                     size_t max_msgs, dbk_call_done_fn fn, void *ctx)
+int dbk_client_start(struct dbk_client *c, struct dbk_buf *req, size_t max_msgs,
+                     dbk_call_done_fn fn, void *ctx)
 {
 	struct dbk_call *k;
 	int fd, err;

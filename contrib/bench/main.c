@@ -42,18 +42,16 @@ static int report(struct dbk_bench *b)
 	int c, rc = 0;
 
 	for (c = 0; c < DBK_REPORT_COLUMNS; c++)
-		if (dbk_summarize(b->res, b->n, c == 0 ? DBK_STATS_ALL : c - 1,
-		                  &b->o.slo, dur, &s[c]) != 0) {
+		if (dbk_summarize(b->res, b->n, c == 0 ? DBK_STATS_ALL : c - 1, &b->o.slo, dur,
+		                  &s[c]) != 0) {
 			fprintf(stderr, "dbucket-bench: out of memory\n");
 			return 1;
 		}
-	snprintf(url, sizeof(url), "http://%s%s", b->url.authority,
-	         b->url.path);
+	snprintf(url, sizeof(url), "http://%s%s", b->url.authority, b->url.path);
 	memset(&info, 0, sizeof(info));
 	info.version = DBK_BENCH_VERSION;
 	info.trace_path = b->o.trace;
-	info.format = b->o.synthetic ? "synthetic"
-	                             : dbk_trace_format_name(b->o.format);
+	info.format = b->o.synthetic ? "synthetic" : dbk_trace_format_name(b->o.format);
 	info.synthetic = b->o.synthetic;
 	info.rate = b->o.rate;
 	info.seed = b->o.seed;

@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const CLASS_KEY[DBK_REPORT_COLUMNS] = {"total", "short",
-                                                          "long"};
+static const char *const CLASS_KEY[DBK_REPORT_COLUMNS] = { "total", "short", "long" };
 
 /* ---- Failures. ---- */
 
@@ -22,11 +21,10 @@ static void failure_kind(const char *e, char *kind, size_t kn)
 	} else {
 		const char *colon = strchr(e, ':');
 
-		len = colon && (strncmp(e, "connect", 7) == 0 ||
-		                strncmp(e, "read", 4) == 0 ||
-		                strncmp(e, "write", 5) == 0 ||
-		                strncmp(e, "socket", 6) == 0)
-		      ? strlen(e) : strcspn(e, ":");
+		len = colon && (strncmp(e, "connect", 7) == 0 || strncmp(e, "read", 4) == 0 ||
+		                strncmp(e, "write", 5) == 0 || strncmp(e, "socket", 6) == 0)
+		              ? strlen(e)
+		              : strcspn(e, ":");
 	}
 	if (len >= kn)
 		len = kn - 1;
@@ -43,8 +41,8 @@ static int cmp_group(const void *a, const void *b)
 	return strcmp(x->kind, y->kind);
 }
 
-size_t dbk_report_failures(const struct dbk_result *r, size_t n,
-                           struct dbk_failure_group *g, size_t max)
+size_t dbk_report_failures(const struct dbk_result *r, size_t n, struct dbk_failure_group *g,
+                           size_t max)
 {
 	struct dbk_failure_group all[64];
 	size_t i, j, ng = 0;
@@ -55,8 +53,7 @@ size_t dbk_report_failures(const struct dbk_result *r, size_t n,
 
 		if (!r[i].done || r[i].ok)
 			continue;
-		failure_kind(r[i].error[0] ? r[i].error : "failed", kind,
-		             sizeof(kind));
+		failure_kind(r[i].error[0] ? r[i].error : "failed", kind, sizeof(kind));
 		for (j = 0; j < ng; j++)
 			if (strcmp(all[j].kind, kind) == 0)
 				break;
@@ -65,13 +62,11 @@ size_t dbk_report_failures(const struct dbk_result *r, size_t n,
 				/* The last slot collects the rest. */
 				j = ng - 1;
 				if (!other) {
-					snprintf(all[j].kind,
-					         sizeof(all[j].kind), "other");
+					snprintf(all[j].kind, sizeof(all[j].kind), "other");
 					other = true;
 				}
 			} else {
-				snprintf(all[j].kind, sizeof(all[j].kind),
-				         "%s", kind);
+				snprintf(all[j].kind, sizeof(all[j].kind), "%s", kind);
 				all[j].count = 0;
 				all[j].example = r[i].error;
 				ng++;
@@ -100,8 +95,7 @@ static void cell(FILE *f, double v, const char *fmt)
 	}
 }
 
-static void row(FILE *f, const char *label, const double v[3],
-                const char *fmt)
+static void row(FILE *f, const char *label, const double v[3], const char *fmt)
 {
 	fprintf(f, "%-28s", label);
 	cell(f, v[0], fmt);
@@ -110,11 +104,10 @@ static void row(FILE *f, const char *label, const double v[3],
 	fputc('\n', f);
 }
 
-static void dist_rows(FILE *f, const char *name,
-                      const struct dbk_summary s[DBK_REPORT_COLUMNS],
+static void dist_rows(FILE *f, const char *name, const struct dbk_summary s[DBK_REPORT_COLUMNS],
                       size_t off)
 {
-	static const char *const stat[] = {"mean", "median", "p90", "p99"};
+	static const char *const stat[] = { "mean", "median", "p90", "p99" };
 	size_t k, c;
 
 	for (k = 0; k < 4; k++) {
@@ -122,9 +115,9 @@ static void dist_rows(FILE *f, const char *name,
 		char label[40];
 
 		for (c = 0; c < 3; c++) {
-			const struct dbk_dist *d = (const struct dbk_dist *)
-				((const char *)&s[c] + off);
-			const double x[] = {d->mean, d->median, d->p90, d->p99};
+			const struct dbk_dist *d = (const struct dbk_dist *)((const char *)&s[c] +
+			                                                     off);
+			const double x[] = { d->mean, d->median, d->p90, d->p99 };
 
 			v[c] = x[k] * 1e3;
 		}
@@ -134,26 +127,25 @@ static void dist_rows(FILE *f, const char *name,
 }
 
 /* What was run, above the table. */
-static void table_head(FILE *f, const struct dbk_run_info *info,
-                       size_t requests)
+static void table_head(FILE *f, const struct dbk_run_info *info, size_t requests)
 {
 	if (info->trace_path)
-		fprintf(f, "dbucket-bench %s: %zu requests from %s (%s)\n",
-		        info->version, requests, info->trace_path,
-		        info->format);
+		fprintf(f, "dbucket-bench %s: %zu requests from %s (%s)\n", info->version, requests,
+		        info->trace_path, info->format);
 	else
-		fprintf(f, "dbucket-bench %s: %zu requests from the synthetic "
-		        "mix %s at %g req/s (seed %llu)\n", info->version,
-		        requests, info->synthetic, info->rate,
+		fprintf(f,
+		        "dbucket-bench %s: %zu requests from the synthetic "
+		        "mix %s at %g req/s (seed %llu)\n",
+		        info->version, requests, info->synthetic, info->rate,
 		        (unsigned long long)info->seed);
-	fprintf(f, "time scale %g: latencies, durations and rates in model "
-	        "time; rate factor %g\n", info->time_scale,
-	        info->rate_factor);
-	fprintf(f, "target %s (%s), model %s\n", info->url, info->endpoint,
-	        info->model);
+	fprintf(f,
+	        "time scale %g: latencies, durations and rates in model "
+	        "time; rate factor %g\n",
+	        info->time_scale, info->rate_factor);
+	fprintf(f, "target %s (%s), model %s\n", info->url, info->endpoint, info->model);
 	if (info->max_model_len)
-		fprintf(f, "max-model-len %u: %zu clipped, %zu skipped\n",
-		        info->max_model_len, info->clipped, info->skipped);
+		fprintf(f, "max-model-len %u: %zu clipped, %zu skipped\n", info->max_model_len,
+		        info->clipped, info->skipped);
 	if (dbk_slo_any(&info->slo)) {
 		fprintf(f, "goodput SLOs:");
 		if (info->slo.ttft > 0)
@@ -169,8 +161,8 @@ static void table_head(FILE *f, const struct dbk_run_info *info,
 }
 
 void dbk_report_table(FILE *f, const struct dbk_run_info *info,
-                      const struct dbk_summary s[DBK_REPORT_COLUMNS],
-                      const struct dbk_result *r, size_t n)
+                      const struct dbk_summary s[DBK_REPORT_COLUMNS], const struct dbk_result *r,
+                      size_t n)
 {
 	struct dbk_failure_group g[5];
 	char h1[32], h2[32];
@@ -272,8 +264,7 @@ static void add_str_or_null(cJSON *o, const char *k, const char *v)
 
 static void add_pos_or_null(cJSON *o, const char *k, double v)
 {
-	cJSON_AddItemToObject(o, k, v > 0 ? cJSON_CreateNumber(v)
-	                                  : cJSON_CreateNull());
+	cJSON_AddItemToObject(o, k, v > 0 ? cJSON_CreateNumber(v) : cJSON_CreateNull());
 }
 
 /* The run's settings, so the results can be reproduced. */
@@ -294,13 +285,11 @@ static cJSON *config_json(const struct dbk_run_info *info)
 	cJSON_AddStringToObject(cfg, "model", info->model);
 	cJSON_AddNumberToObject(cfg, "threshold", info->threshold);
 	add_pos_or_null(cfg, "max_model_len", info->max_model_len);
-	cJSON_AddStringToObject(cfg, "overlong",
-	                        info->skip_overlong ? "skip" : "clip");
+	cJSON_AddStringToObject(cfg, "overlong", info->skip_overlong ? "skip" : "clip");
 	cJSON_AddNumberToObject(cfg, "start_offset_s", info->start_offset);
 	add_pos_or_null(cfg, "duration_s", info->duration_limit);
 	add_pos_or_null(cfg, "max_requests", (double)info->max_requests);
-	add_pos_or_null(cfg, "concurrency_limit",
-	                (double)info->concurrency_limit);
+	add_pos_or_null(cfg, "concurrency_limit", (double)info->concurrency_limit);
 	cJSON_AddNumberToObject(cfg, "timeout_s", info->timeout);
 	add_pos_or_null(cfg, "slo_ttft_ms", info->slo.ttft * 1e3);
 	add_pos_or_null(cfg, "slo_tpot_ms", info->slo.tpot * 1e3);
@@ -309,8 +298,8 @@ static cJSON *config_json(const struct dbk_run_info *info)
 }
 
 int dbk_report_json(FILE *f, const struct dbk_run_info *info,
-                    const struct dbk_summary s[DBK_REPORT_COLUMNS],
-                    const struct dbk_result *r, size_t n)
+                    const struct dbk_summary s[DBK_REPORT_COLUMNS], const struct dbk_result *r,
+                    size_t n)
 {
 	struct dbk_failure_group g[16];
 	cJSON *root = cJSON_CreateObject(), *sel, *res, *fl;
@@ -328,15 +317,13 @@ int dbk_report_json(FILE *f, const struct dbk_run_info *info,
 	cJSON_AddNumberToObject(sel, "requests", (double)s[0].requests);
 	cJSON_AddNumberToObject(sel, "clipped", (double)info->clipped);
 	cJSON_AddNumberToObject(sel, "skipped", (double)info->skipped);
-	cJSON_AddNumberToObject(sel, "raised_from_zero",
-	                        (double)info->raised);
+	cJSON_AddNumberToObject(sel, "raised_from_zero", (double)info->raised);
 	snprintf(label[0], sizeof(label[0]), "all");
 	snprintf(label[1], sizeof(label[1]), "< %u", info->threshold);
 	snprintf(label[2], sizeof(label[2]), ">= %u", info->threshold);
 	res = cJSON_AddObjectToObject(root, "results");
 	for (c = 0; c < DBK_REPORT_COLUMNS; c++)
-		cJSON_AddItemToObject(res, CLASS_KEY[c],
-		                      summary_json(&s[c], label[c]));
+		cJSON_AddItemToObject(res, CLASS_KEY[c], summary_json(&s[c], label[c]));
 	fl = cJSON_AddArrayToObject(root, "failures");
 	ng = dbk_report_failures(r, n, g, sizeof(g) / sizeof(g[0]));
 	for (i = 0; i < ng; i++) {
@@ -387,19 +374,17 @@ int dbk_report_csv(FILE *f, const struct dbk_result *r, size_t n)
 	size_t i;
 
 	fprintf(f, "index,arrival_s,sent_s,class,prompt_tokens,max_tokens,"
-	        "output_tokens,ttft_ms,tpot_ms,e2e_ms,status,ok,served_by,"
-	        "error\n");
+	           "output_tokens,ttft_ms,tpot_ms,e2e_ms,status,ok,served_by,"
+	           "error\n");
 	for (i = 0; i < n; i++) {
 		const struct dbk_result *x = &r[i];
 		double tpot = 0;
-		bool have_tpot = x->ok && dbk_tpot(x->ttft, x->e2e,
-		                                   x->output_tokens, &tpot);
+		bool have_tpot = x->ok && dbk_tpot(x->ttft, x->e2e, x->output_tokens, &tpot);
 
 		fprintf(f, "%zu,%.6f,", i, x->arrival);
 		if (x->started)
 			fprintf(f, "%.6f", x->sent);
-		fprintf(f, ",%s,%u,%u,", CLASS_KEY[1 + x->cls],
-		        x->prompt_tokens, x->max_tokens);
+		fprintf(f, ",%s,%u,%u,", CLASS_KEY[1 + x->cls], x->prompt_tokens, x->max_tokens);
 		if (x->ok)
 			fprintf(f, "%u", x->output_tokens);
 		csv_ms(f, x->ok, x->ttft);

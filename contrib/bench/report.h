@@ -16,20 +16,20 @@
 /* What was run, echoed with the results so they can be reproduced. */
 struct dbk_run_info {
 	const char *version;
-	const char *trace_path;     /* NULL for a synthetic run */
-	const char *format;         /* "mooncake", "azure", "synthetic" */
-	const char *synthetic;      /* the mix, or NULL */
-	double rate;                /* synthetic requests/s */
+	const char *trace_path; /* NULL for a synthetic run */
+	const char *format;     /* "mooncake", "azure", "synthetic" */
+	const char *synthetic;  /* the mix, or NULL */
+	double rate;            /* synthetic requests/s */
 	uint64_t seed;
 	double rate_factor, time_scale;
 	const char *url, *endpoint, *model;
 	uint32_t threshold;
-	uint32_t max_model_len;     /* 0: none */
+	uint32_t max_model_len; /* 0: none */
 	bool skip_overlong;
 	double start_offset, duration_limit;
 	size_t max_requests, concurrency_limit;
-	double timeout;             /* model seconds */
-	struct dbk_slo slo;         /* seconds */
+	double timeout;     /* model seconds */
+	struct dbk_slo slo; /* seconds */
 	size_t clipped, skipped, raised;
 	bool interrupted;
 };
@@ -38,12 +38,12 @@ struct dbk_run_info {
 #define DBK_REPORT_COLUMNS 3
 
 void dbk_report_table(FILE *f, const struct dbk_run_info *info,
-                      const struct dbk_summary s[DBK_REPORT_COLUMNS],
-                      const struct dbk_result *r, size_t n);
+                      const struct dbk_summary s[DBK_REPORT_COLUMNS], const struct dbk_result *r,
+                      size_t n);
 /* 0, or -1 if writing failed. */
 int dbk_report_json(FILE *f, const struct dbk_run_info *info,
-                    const struct dbk_summary s[DBK_REPORT_COLUMNS],
-                    const struct dbk_result *r, size_t n);
+                    const struct dbk_summary s[DBK_REPORT_COLUMNS], const struct dbk_result *r,
+                    size_t n);
 int dbk_report_csv(FILE *f, const struct dbk_result *r, size_t n);
 
 /* One latency distribution as the JSON object both dbucket-bench and a
@@ -57,9 +57,9 @@ cJSON *dbk_report_dist_json(const struct dbk_dist *d);
 struct dbk_failure_group {
 	char kind[48];
 	size_t count;
-	const char *example;    /* points into the results */
+	const char *example; /* points into the results */
 };
-size_t dbk_report_failures(const struct dbk_result *r, size_t n,
-                           struct dbk_failure_group *g, size_t max);
+size_t dbk_report_failures(const struct dbk_result *r, size_t n, struct dbk_failure_group *g,
+                           size_t max);
 
 #endif

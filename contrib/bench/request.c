@@ -15,8 +15,7 @@
 
 /* HOST[:PORT] or [IPV6][:PORT] at a into u->host and u->port; returns
  * where the authority ends, or NULL with the reason in err. */
-static const char *parse_authority(const char *a, struct dbk_url *u,
-                                   char *err, size_t errn)
+static const char *parse_authority(const char *a, struct dbk_url *u, char *err, size_t errn)
 {
 	const char *p = a, *host = a, *host_end;
 	unsigned long long port = 80;
@@ -27,8 +26,10 @@ static const char *parse_authority(const char *a, struct dbk_url *u,
 		host = ++p;
 		host_end = strchr(p, ']');
 		if (!host_end)
-			return dbk_errf(err, errn, "--url: no ']' after the IPv6 "
-			                "address"), NULL;
+			return dbk_errf(err, errn,
+			                "--url: no ']' after the IPv6 "
+			                "address"),
+			       NULL;
 		p = host_end + 1;
 	} else {
 		p += strcspn(p, ":/");
@@ -39,19 +40,22 @@ static const char *parse_authority(const char *a, struct dbk_url *u,
 		return dbk_errf(err, errn, "--url: bad host"), NULL;
 	for (i = 0; i < hl; i++)
 		if (!isalnum((unsigned char)host[i]) && !strchr(".-_:%", host[i]))
-			return dbk_errf(err, errn, "--url: bad character in host"),
-			       NULL;
+			return dbk_errf(err, errn, "--url: bad character in host"), NULL;
 	if (*p == ':') {
 		size_t n = strcspn(++p, "/");
 
 		if (n == 0 || n >= sizeof(digits))
-			return dbk_errf(err, errn, "--url: port must be "
-			                "1..65535"), NULL;
+			return dbk_errf(err, errn,
+			                "--url: port must be "
+			                "1..65535"),
+			       NULL;
 		memcpy(digits, p, n);
 		digits[n] = 0;
 		if (!dbk_parse_uint(digits, 1, 65535, &port))
-			return dbk_errf(err, errn, "--url: port must be "
-			                "1..65535"), NULL;
+			return dbk_errf(err, errn,
+			                "--url: port must be "
+			                "1..65535"),
+			       NULL;
 		p += n;
 	}
 	memcpy(u->host, host, hl);
@@ -59,31 +63,35 @@ static const char *parse_authority(const char *a, struct dbk_url *u,
 	return p;
 }
 
-int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
-                  char *err, size_t errn)
+int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u, char *err, size_t errn)
 {
 	const char *p, *path;
-	const char *suffix = ep == DBK_EP_CHAT ? "/v1/chat/completions"
-	                                       : "/v1/completions";
+	const char *suffix = ep == DBK_EP_CHAT ? "/v1/chat/completions" : "/v1/completions";
 	size_t bl, i;
 
 	memset(u, 0, sizeof(*u));
 	if (strncmp(url, "http://", 7) != 0)
-		return dbk_errf(err, errn, "--url must start with http:// "
-		                "(no TLS: the benchmark talks to loopback)"), -1;
+		return dbk_errf(err, errn,
+		                "--url must start with http:// "
+		                "(no TLS: the benchmark talks to loopback)"),
+		       -1;
 	p = parse_authority(url + 7, u, err, errn);
 	if (!p)
 		return -1;
 	if (*p && *p != '/')
-		return dbk_errf(err, errn, "--url: unexpected '%c' after the "
-		                "host", *p), -1;
+		return dbk_errf(err, errn,
+		                "--url: unexpected '%c' after the "
+		                "host",
+		                *p),
+		       -1;
 	path = p;
 	for (i = 0; path[i]; i++)
-		if ((unsigned char)path[i] <= 0x20 ||
-		    (unsigned char)path[i] >= 0x7f || path[i] == '?' ||
-		    path[i] == '#')
-			return dbk_errf(err, errn, "--url: the path may not hold "
-			                "spaces, '?' or '#'"), -1;
+		if ((unsigned char)path[i] <= 0x20 || (unsigned char)path[i] >= 0x7f ||
+		    path[i] == '?' || path[i] == '#')
+			return dbk_errf(err, errn,
+			                "--url: the path may not hold "
+			                "spaces, '?' or '#'"),
+			       -1;
 	bl = strlen(path);
 	while (bl && path[bl - 1] == '/')
 		bl--;
@@ -93,10 +101,9 @@ int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
 	if (bl + strlen(suffix) >= sizeof(u->path))
 		return dbk_errf(err, errn, "--url: path too long"), -1;
 	snprintf(u->path, sizeof(u->path), "%.*s%s", (int)bl, path, suffix);
-	snprintf(u->addr, sizeof(u->addr), strchr(u->host, ':') ? "[%s]:%s"
-	         : "%s:%s", u->host, u->port);
-	snprintf(u->authority, sizeof(u->authority), "%.*s",
-	         (int)(p - (url + 7)), url + 7);
+	snprintf(u->addr, sizeof(u->addr), strchr(u->host, ':') ? "[%s]:%s" : "%s:%s", u->host,
+	         u->port);
+	snprintf(u->authority, sizeof(u->authority), "%.*s", (int)(p - (url + 7)), url + 7);
 	return 0;
 }
 
@@ -152,8 +159,7 @@ void dbk_prompt_write(struct dbk_buf *b, const struct dbk_req_spec *s)
 		else
 			kl = (size_t)snprintf(key, sizeof(key), "r%llu.%u ",
 			                      (unsigned long long)s->index, k);
-		n = total - done < BLOCK_BYTES ? (size_t)(total - done)
-		                               : BLOCK_BYTES;
+		n = total - done < BLOCK_BYTES ? (size_t)(total - done) : BLOCK_BYTES;
 		if (kl > n)
 			kl = n;
 		dbk_buf_add(b, key, kl);
@@ -162,8 +168,7 @@ void dbk_prompt_write(struct dbk_buf *b, const struct dbk_req_spec *s)
 	}
 }
 
-void dbk_request_build(struct dbk_buf *out, struct dbk_buf *body,
-                       const struct dbk_url *u,
+void dbk_request_build(struct dbk_buf *out, struct dbk_buf *body, const struct dbk_url *u,
                        const struct dbk_req_spec *s)
 {
 	dbk_buf_reset(body);
@@ -171,15 +176,16 @@ void dbk_request_build(struct dbk_buf *out, struct dbk_buf *body,
 	 * (dbucket's SPOE agent gets 15 KB) sees them. */
 	dbk_buf_adds(body, "{\"model\":");
 	dbk_buf_adds(body, s->model_json);
-	dbk_buf_printf(body, ",\"max_tokens\":%u,\"ignore_eos\":true,"
+	dbk_buf_printf(body,
+	               ",\"max_tokens\":%u,\"ignore_eos\":true,"
 	               "\"stream\":true,\"stream_options\":"
-	               "{\"include_usage\":true},", s->output);
+	               "{\"include_usage\":true},",
+	               s->output);
 	if (s->has_session)
-		dbk_buf_printf(body, "\"user\":\"conv-%llu\",",
-		               (unsigned long long)s->session);
+		dbk_buf_printf(body, "\"user\":\"conv-%llu\",", (unsigned long long)s->session);
 	if (s->ep == DBK_EP_CHAT)
 		dbk_buf_adds(body, "\"messages\":[{\"role\":\"user\","
-		             "\"content\":\"");
+		                   "\"content\":\"");
 	else
 		dbk_buf_adds(body, "\"prompt\":\"");
 	dbk_prompt_write(body, s);
@@ -195,8 +201,7 @@ void dbk_request_build(struct dbk_buf *out, struct dbk_buf *body,
 	               "Connection: close\r\n",
 	               u->path, u->authority);
 	if (s->has_session)
-		dbk_buf_printf(out, "X-Session-Id: conv-%llu\r\n",
-		               (unsigned long long)s->session);
+		dbk_buf_printf(out, "X-Session-Id: conv-%llu\r\n", (unsigned long long)s->session);
 	dbk_buf_printf(out, "Content-Length: %zu\r\n\r\n", body->len);
 	dbk_buf_add(out, body->p, body->len);
 	if (body->oom)

@@ -14,19 +14,18 @@
 enum dbk_endpoint { DBK_EP_COMPLETIONS = 0, DBK_EP_CHAT };
 
 struct dbk_url {
-	char host[256];       /* without brackets */
+	char host[256]; /* without brackets */
 	char port[6];
-	char authority[300];  /* Host header: host[:port] as given */
-	char addr[270];       /* "HOST:PORT" or "[IPV6]:PORT", for
+	char authority[300]; /* Host header: host[:port] as given */
+	char addr[270];      /* "HOST:PORT" or "[IPV6]:PORT", for
 	                       * dbk_net_resolve */
-	char path[1024];      /* base path + the endpoint's */
+	char path[1024];     /* base path + the endpoint's */
 };
 
 /* "http://HOST[:PORT][/BASE]" with HOST a name, an IPv4 address or
  * "[IPv6]". The endpoint path (/v1/completions or /v1/chat/completions)
  * is appended to BASE, without doubling a trailing "/v1". */
-int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u,
-                  char *err, size_t errn);
+int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u, char *err, size_t errn);
 
 /* s as a JSON string literal, quotes included (malloc'd; NULL when out
  * of memory). Control characters become \u escapes. */
@@ -38,11 +37,11 @@ char *dbk_json_quote(const char *s);
 
 struct dbk_req_spec {
 	enum dbk_endpoint ep;
-	const char *model_json;   /* the model name as a JSON string */
+	const char *model_json; /* the model name as a JSON string */
 	uint32_t input, output;
-	const uint64_t *hash;     /* prefix block ids, may be NULL */
+	const uint64_t *hash; /* prefix block ids, may be NULL */
 	uint32_t n_hash;
-	uint64_t index;           /* request number, makes prompts unique */
+	uint64_t index; /* request number, makes prompts unique */
 	/* Sent as the OpenAI "user" field and an X-Session-Id header,
 	 * "conv-<session>", as a chat client names its conversation. */
 	uint64_t session;
@@ -63,8 +62,7 @@ void dbk_prompt_write(struct dbk_buf *b, const struct dbk_req_spec *s);
 
 /* The whole HTTP/1.1 request (head and JSON body) into out; body is
  * scratch space. One request per connection: "Connection: close". */
-void dbk_request_build(struct dbk_buf *out, struct dbk_buf *body,
-                       const struct dbk_url *u,
+void dbk_request_build(struct dbk_buf *out, struct dbk_buf *body, const struct dbk_url *u,
                        const struct dbk_req_spec *s);
 
 #endif

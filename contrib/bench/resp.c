@@ -8,10 +8,7 @@ void dbk_resp_init(struct dbk_resp *r)
 	r->state = DBK_RESP_HEAD;
 }
 
-void dbk_resp_free(struct dbk_resp *r)
-{
-	dbk_buf_free(&r->head);
-}
+void dbk_resp_free(struct dbk_resp *r) { dbk_buf_free(&r->head); }
 
 static void set_error(struct dbk_resp *r, const char *why)
 {
@@ -29,8 +26,7 @@ static void copy_served_by(struct dbk_resp *r, const struct dbk_http_slice *v)
 	for (i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)v->p[i];
 
-		r->served_by[i] = (c >= 0x21 && c <= 0x7e && c != ',' &&
-		                   c != '"') ? (char)c : '_';
+		r->served_by[i] = (c >= 0x21 && c <= 0x7e && c != ',' && c != '"') ? (char)c : '_';
 	}
 	r->served_by[n] = 0;
 }
@@ -75,8 +71,7 @@ static size_t feed_head(struct dbk_resp *r, const char *p, size_t n)
 		set_error(r, "out of memory");
 		return take;
 	}
-	switch (dbk_http_parse_response(r->head.p, r->head.len,
-	                                DBK_RESP_MAX_HEAD, &h)) {
+	switch (dbk_http_parse_response(r->head.p, r->head.len, DBK_RESP_MAX_HEAD, &h)) {
 	case DBK_HTTP_INCOMPLETE:
 		return take;
 	case DBK_HTTP_ERROR:
@@ -95,8 +90,8 @@ static size_t feed_head(struct dbk_resp *r, const char *p, size_t n)
 	return h.head_len - old;
 }
 
-static size_t feed_chunked(struct dbk_resp *r, const char *p, size_t n,
-                           dbk_resp_body_fn fn, void *ctx)
+static size_t feed_chunked(struct dbk_resp *r, const char *p, size_t n, dbk_resp_body_fn fn,
+                           void *ctx)
 {
 	struct dbk_http_slice d;
 	size_t used = dbk_http_chunked_feed(&r->ch, p, n, &d);
@@ -110,13 +105,11 @@ static size_t feed_chunked(struct dbk_resp *r, const char *p, size_t n,
 	return used;
 }
 
-size_t dbk_resp_feed(struct dbk_resp *r, const char *p, size_t n,
-                     dbk_resp_body_fn fn, void *ctx)
+size_t dbk_resp_feed(struct dbk_resp *r, const char *p, size_t n, dbk_resp_body_fn fn, void *ctx)
 {
 	size_t i = 0, k;
 
-	while (i < n && r->state != DBK_RESP_DONE &&
-	       r->state != DBK_RESP_ERROR) {
+	while (i < n && r->state != DBK_RESP_DONE && r->state != DBK_RESP_ERROR) {
 		switch (r->state) {
 		case DBK_RESP_HEAD:
 			i += feed_head(r, p + i, n - i);
@@ -133,8 +126,7 @@ size_t dbk_resp_feed(struct dbk_resp *r, const char *p, size_t n,
 				return i + k;
 			}
 			i += k;
-			if (r->state == DBK_RESP_BODY_LENGTH &&
-			    (r->remaining -= k) == 0)
+			if (r->state == DBK_RESP_BODY_LENGTH && (r->remaining -= k) == 0)
 				r->state = DBK_RESP_DONE;
 			break;
 		}

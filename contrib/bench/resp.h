@@ -18,8 +18,8 @@
 
 enum dbk_resp_state {
 	DBK_RESP_HEAD = 0,
-	DBK_RESP_BODY_LENGTH,    /* Content-Length bytes */
-	DBK_RESP_BODY_CLOSE,     /* until the connection closes */
+	DBK_RESP_BODY_LENGTH, /* Content-Length bytes */
+	DBK_RESP_BODY_CLOSE,  /* until the connection closes */
 	DBK_RESP_BODY_CHUNKED,
 	DBK_RESP_DONE,
 	DBK_RESP_ERROR,
@@ -34,11 +34,11 @@ struct dbk_resp {
 	int status;
 	int minor;
 	bool chunked, keep_alive;
-	uint64_t remaining;      /* of a Content-Length body */
-	struct dbk_buf head;     /* the head's bytes read so far */
+	uint64_t remaining;  /* of a Content-Length body */
+	struct dbk_buf head; /* the head's bytes read so far */
 	struct dbk_http_chunked ch;
-	const char *err;         /* static text when state == ERROR */
-	char served_by[64];      /* X-Served-By, printable ASCII, "" if none */
+	const char *err;    /* static text when state == ERROR */
+	char served_by[64]; /* X-Served-By, printable ASCII, "" if none */
 };
 
 /* Starts on a fresh struct; dbk_resp_free releases it. */
@@ -47,8 +47,7 @@ void dbk_resp_free(struct dbk_resp *r);
 
 /* Decodes up to n bytes and returns how many were used; decoding stops
  * at DONE (bytes after the response are left) and at ERROR. */
-size_t dbk_resp_feed(struct dbk_resp *r, const char *p, size_t n,
-                     dbk_resp_body_fn fn, void *ctx);
+size_t dbk_resp_feed(struct dbk_resp *r, const char *p, size_t n, dbk_resp_body_fn fn, void *ctx);
 
 /* The peer closed: completes a close-delimited body; anything else not
  * DONE becomes an ERROR. Returns the final state. */

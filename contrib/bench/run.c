@@ -27,8 +27,7 @@ static void check_end(struct dbk_bench *b)
 	}
 }
 
-static void record_failure(struct dbk_bench *b, size_t i, const char *what,
-                           int err)
+static void record_failure(struct dbk_bench *b, size_t i, const char *what, int err)
 {
 	struct dbk_result *r = &b->res[i];
 
@@ -69,8 +68,10 @@ static void on_done(void *ctx, const struct dbk_call_result *cr)
 			r->itl[k] *= F;
 	} else {
 		if (cr->timed_out)
-			snprintf(r->error, sizeof(r->error), "timeout after "
-			         "%g s", b->o.timeout);
+			snprintf(r->error, sizeof(r->error),
+			         "timeout after "
+			         "%g s",
+			         b->o.timeout);
 		else
 			snprintf(r->error, sizeof(r->error), "%s",
 			         cr->error ? cr->error : "failed");
@@ -87,8 +88,7 @@ static void on_done(void *ctx, const struct dbk_call_result *cr)
 static void pump(struct dbk_bench *b)
 {
 	while (!b->stopping && !b->fd_starved && b->next_send < b->next_due &&
-	       (!b->o.concurrency ||
-	        b->client.n_calls < (size_t)b->o.concurrency)) {
+	       (!b->o.concurrency || b->client.n_calls < (size_t)b->o.concurrency)) {
 		size_t i = b->next_send;
 		const struct dbk_trace_req *q = &b->tr.req[i];
 		struct dbk_req_spec spec;
@@ -112,10 +112,8 @@ static void pump(struct dbk_bench *b)
 			continue;
 		}
 		b->res[i].started = true;
-		b->res[i].sent = (dbk_client_now() - b->t_start) *
-		                 b->o.time_scale;
-		rc = dbk_client_start(&b->client, &b->req,
-		                      (size_t)q->output + STREAM_MSG_SLACK,
+		b->res[i].sent = (dbk_client_now() - b->t_start) * b->o.time_scale;
+		rc = dbk_client_start(&b->client, &b->req, (size_t)q->output + STREAM_MSG_SLACK,
 		                      on_done, &b->slots[i]);
 		if ((rc == -EMFILE || rc == -ENFILE) && b->client.n_calls) {
 			/* Out of descriptors: this one goes when a call
@@ -136,8 +134,7 @@ static void arm_arrivals(struct dbk_bench *b)
 
 	if (b->next_due >= b->n || b->stopping)
 		return;
-	delay = dbk_bench_arrival_wall(b, b->next_due) -
-	        (dbk_client_now() - b->t_start);
+	delay = dbk_bench_arrival_wall(b, b->next_due) - (dbk_client_now() - b->t_start);
 	ev_timer_set(&b->arrival_w, delay > 0 ? delay : 0, 0);
 	ev_timer_start(b->loop, &b->arrival_w);
 }
@@ -162,10 +159,11 @@ static void print_progress(const struct dbk_bench *b)
 {
 	double el = dbk_client_now() - b->t_start;
 
-	fprintf(stderr, "dbucket-bench: %.0f s (model %.0f s): sent %zu/%zu, "
-	        "done %zu, failed %zu, in flight %zu\n", el,
-	        el * b->o.time_scale, b->next_send, b->n,
-	        b->n_done - b->n_failed, b->n_failed, b->client.n_calls);
+	fprintf(stderr,
+	        "dbucket-bench: %.0f s (model %.0f s): sent %zu/%zu, "
+	        "done %zu, failed %zu, in flight %zu\n",
+	        el, el * b->o.time_scale, b->next_send, b->n, b->n_done - b->n_failed, b->n_failed,
+	        b->client.n_calls);
 }
 
 static void progress_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -210,5 +208,4 @@ void dbk_bench_run(struct dbk_bench *b)
 		ev_run(b->loop, 0);
 	if (b->o.progress)
 		print_progress(b);
-
 }

@@ -30,9 +30,8 @@ static int load_requests(struct dbk_bench *b)
 		struct dbk_synth mix;
 
 		if (dbk_synth_parse(o->synthetic, &mix, err, sizeof(err)) != 0 ||
-		    dbk_synth_generate(&mix, o->rate, (size_t)o->max_requests,
-		                       o->duration, o->seed, &b->tr, err,
-		                       sizeof(err)) != 0) {
+		    dbk_synth_generate(&mix, o->rate, (size_t)o->max_requests, o->duration, o->seed,
+		                       &b->tr, err, sizeof(err)) != 0) {
 			fprintf(stderr, "dbucket-bench: --synthetic: %s\n", err);
 			return 2;
 		}
@@ -41,8 +40,7 @@ static int load_requests(struct dbk_bench *b)
 		char *data;
 		size_t n;
 
-		data = dbk_read_file(o->trace, MAX_TRACE_BYTES, &n, err,
-		                     sizeof(err));
+		data = dbk_read_file(o->trace, MAX_TRACE_BYTES, &n, err, sizeof(err));
 		if (!data) {
 			fprintf(stderr, "dbucket-bench: %s\n", err);
 			return 2;
@@ -50,7 +48,8 @@ static int load_requests(struct dbk_bench *b)
 		if (!f)
 			f = dbk_trace_detect(o->trace, data, n);
 		if (!f) {
-			fprintf(stderr, "dbucket-bench: %s: not a Mooncake "
+			fprintf(stderr,
+			        "dbucket-bench: %s: not a Mooncake "
 			        "JSONL or Azure CSV trace (use --format)\n",
 			        o->trace);
 			free(data);
@@ -75,7 +74,7 @@ static int load_requests(struct dbk_bench *b)
 	dbk_trace_select(&b->tr, &sel, &b->sel);
 	if (b->tr.n == 0) {
 		fprintf(stderr, "dbucket-bench: no requests left after "
-		        "--start-offset, --duration and --max-model-len\n");
+		                "--start-offset, --duration and --max-model-len\n");
 		return 2;
 	}
 	return 0;
@@ -84,8 +83,7 @@ static int load_requests(struct dbk_bench *b)
 /* Resolves the URL, applies the loopback rule and checks that the server
  * accepts connections, so that a typo fails now and not as N failed
  * requests. 0, 1 (cannot connect) or 2 (refused by the rules). */
-static int pick_address(struct dbk_bench *b, struct sockaddr_storage *ss,
-                        socklen_t *sl)
+static int pick_address(struct dbk_bench *b, struct sockaddr_storage *ss, socklen_t *sl)
 {
 	struct pollfd pfd;
 	char err[320];
@@ -96,9 +94,11 @@ static int pick_address(struct dbk_bench *b, struct sockaddr_storage *ss,
 		return 2;
 	}
 	if (!b->o.allow_remote && !dbk_net_addr_is_local((struct sockaddr *)ss)) {
-		fprintf(stderr, "dbucket-bench: %s is not a loopback address; "
+		fprintf(stderr,
+		        "dbucket-bench: %s is not a loopback address; "
 		        "benchmarks target loopback only (--allow-remote "
-		        "overrides)\n", b->url.host);
+		        "overrides)\n",
+		        b->url.host);
 		return 2;
 	}
 	fd = dbk_net_connect(ss, *sl);
@@ -107,14 +107,14 @@ static int pick_address(struct dbk_bench *b, struct sockaddr_storage *ss,
 	} else {
 		pfd.fd = fd;
 		pfd.events = POLLOUT;
-		e = poll(&pfd, 1, PREFLIGHT_TIMEOUT_MS) == 1
-		    ? dbk_net_connect_error(fd) : ETIMEDOUT;
+		e = poll(&pfd, 1, PREFLIGHT_TIMEOUT_MS) == 1 ? dbk_net_connect_error(fd)
+		                                             : ETIMEDOUT;
 	}
 	if (fd >= 0)
 		close(fd);
 	if (e) {
-		fprintf(stderr, "dbucket-bench: cannot connect to %s: %s\n",
-		        b->url.addr, strerror(e));
+		fprintf(stderr, "dbucket-bench: cannot connect to %s: %s\n", b->url.addr,
+		        strerror(e));
 		return 1;
 	}
 	return 0;
@@ -123,13 +123,13 @@ static int pick_address(struct dbk_bench *b, struct sockaddr_storage *ss,
 static int open_outputs(struct dbk_bench *b)
 {
 	if (b->o.json_path && !(b->json_f = fopen(b->o.json_path, "w"))) {
-		fprintf(stderr, "dbucket-bench: cannot write %s: %s\n",
-		        b->o.json_path, strerror(errno));
+		fprintf(stderr, "dbucket-bench: cannot write %s: %s\n", b->o.json_path,
+		        strerror(errno));
 		return 2;
 	}
 	if (b->o.csv_path && !(b->csv_f = fopen(b->o.csv_path, "w"))) {
-		fprintf(stderr, "dbucket-bench: cannot write %s: %s\n",
-		        b->o.csv_path, strerror(errno));
+		fprintf(stderr, "dbucket-bench: cannot write %s: %s\n", b->o.csv_path,
+		        strerror(errno));
 		return 2;
 	}
 	return 0;
@@ -142,19 +142,22 @@ void dbk_bench_describe(const struct dbk_bench *b)
 
 	for (i = 0; i < b->n; i++)
 		n_long += b->res[i].cls == DBK_CLASS_LONG;
-	fprintf(stderr, "dbucket-bench: %zu requests (%zu < %lld tokens, %zu "
+	fprintf(stderr,
+	        "dbucket-bench: %zu requests (%zu < %lld tokens, %zu "
 	        ">=), arrivals over %.1f s of trace time = %.1f s of model "
 	        "time at rate factor %g = %.2f s real at time scale %g\n",
-	        b->n, b->n - n_long, b->o.threshold, n_long, span,
-	        span / b->o.rate_factor, b->o.rate_factor,
-	        dbk_bench_arrival_wall(b, b->n - 1), b->o.time_scale);
+	        b->n, b->n - n_long, b->o.threshold, n_long, span, span / b->o.rate_factor,
+	        b->o.rate_factor, dbk_bench_arrival_wall(b, b->n - 1), b->o.time_scale);
 	if (b->sel.clipped || b->sel.skipped)
-		fprintf(stderr, "dbucket-bench: max-model-len %lld: %zu "
-		        "clipped, %zu skipped\n", b->o.max_model_len,
-		        b->sel.clipped, b->sel.skipped);
+		fprintf(stderr,
+		        "dbucket-bench: max-model-len %lld: %zu "
+		        "clipped, %zu skipped\n",
+		        b->o.max_model_len, b->sel.clipped, b->sel.skipped);
 	if (b->tr.n_raised)
-		fprintf(stderr, "dbucket-bench: %zu rows with 0 tokens sent "
-		        "as 1\n", b->tr.n_raised);
+		fprintf(stderr,
+		        "dbucket-bench: %zu rows with 0 tokens sent "
+		        "as 1\n",
+		        b->tr.n_raised);
 }
 
 void dbk_bench_free(struct dbk_bench *b)
@@ -185,8 +188,7 @@ int dbk_bench_setup(struct dbk_bench *b)
 	size_t i;
 	int rc;
 
-	if (dbk_url_parse(b->o.url, b->o.endpoint, &b->url, err,
-	                  sizeof(err)) != 0) {
+	if (dbk_url_parse(b->o.url, b->o.endpoint, &b->url, err, sizeof(err)) != 0) {
 		fprintf(stderr, "dbucket-bench: %s\n", err);
 		return 2;
 	}
@@ -209,13 +211,11 @@ int dbk_bench_setup(struct dbk_bench *b)
 		r->arrival = q->t / b->o.rate_factor;
 		r->prompt_tokens = q->input;
 		r->max_tokens = q->output;
-		r->cls = q->input >= (uint64_t)b->o.threshold ? DBK_CLASS_LONG
-		                                             : DBK_CLASS_SHORT;
+		r->cls = q->input >= (uint64_t)b->o.threshold ? DBK_CLASS_LONG : DBK_CLASS_SHORT;
 	}
 	/* Outputs last: a run that cannot start leaves no empty files, one
 	 * that can does not find out at the end that it cannot write. */
-	if ((rc = pick_address(b, &ss, &sl)) != 0 ||
-	    (rc = open_outputs(b)) != 0)
+	if ((rc = pick_address(b, &ss, &sl)) != 0 || (rc = open_outputs(b)) != 0)
 		return rc;
 	b->loop = ev_loop_new(EVFLAG_AUTO);
 	if (!b->loop) {

@@ -22,8 +22,7 @@ static int add(struct dbk_sse *s, struct dbk_buf *b, const char *p, size_t n)
 	return b->oom ? DBK_SSE_NOMEM : DBK_SSE_OK;
 }
 
-static int on_line(struct dbk_sse *s, const char *p, size_t n,
-                   dbk_sse_event_fn fn, void *ctx)
+static int on_line(struct dbk_sse *s, const char *p, size_t n, dbk_sse_event_fn fn, void *ctx)
 {
 	const char *colon;
 	int rc;
@@ -60,8 +59,7 @@ static int on_line(struct dbk_sse *s, const char *p, size_t n,
 	return add(s, &s->data, p, n);
 }
 
-int dbk_sse_feed(struct dbk_sse *s, const char *p, size_t n,
-                 dbk_sse_event_fn fn, void *ctx)
+int dbk_sse_feed(struct dbk_sse *s, const char *p, size_t n, dbk_sse_event_fn fn, void *ctx)
 {
 	while (n) {
 		const char *nl = memchr(p, '\n', n), *line;

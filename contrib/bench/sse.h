@@ -15,7 +15,7 @@
 
 enum {
 	DBK_SSE_OK = 0,
-	DBK_SSE_TOO_BIG = -1,   /* a line or an event above the bound */
+	DBK_SSE_TOO_BIG = -1, /* a line or an event above the bound */
 	DBK_SSE_NOMEM = -2,
 };
 
@@ -24,15 +24,14 @@ enum {
 typedef int (*dbk_sse_event_fn)(void *ctx, const char *data, size_t n);
 
 struct dbk_sse {
-	struct dbk_buf line;   /* an incomplete line */
-	struct dbk_buf data;   /* data of the event being read */
+	struct dbk_buf line; /* an incomplete line */
+	struct dbk_buf data; /* data of the event being read */
 	bool have_data;
 	size_t max;
 };
 
 void dbk_sse_init(struct dbk_sse *s, size_t max_event);
 void dbk_sse_free(struct dbk_sse *s);
-int dbk_sse_feed(struct dbk_sse *s, const char *p, size_t n,
-                 dbk_sse_event_fn fn, void *ctx);
+int dbk_sse_feed(struct dbk_sse *s, const char *p, size_t n, dbk_sse_event_fn fn, void *ctx);
 
 #endif

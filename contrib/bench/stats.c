@@ -73,15 +73,13 @@ bool dbk_slo_met(const struct dbk_slo *slo, const struct dbk_result *r)
 		return false;
 	if (slo->e2e > 0 && r->e2e > slo->e2e)
 		return false;
-	if (slo->tpot > 0 && dbk_tpot(r->ttft, r->e2e, r->output_tokens,
-	                              &tpot) && tpot > slo->tpot)
+	if (slo->tpot > 0 && dbk_tpot(r->ttft, r->e2e, r->output_tokens, &tpot) && tpot > slo->tpot)
 		return false;
 	return true;
 }
 
-int dbk_summarize(const struct dbk_result *r, size_t n, int cls,
-                  const struct dbk_slo *slo, double duration,
-                  struct dbk_summary *out)
+int dbk_summarize(const struct dbk_result *r, size_t n, int cls, const struct dbk_slo *slo,
+                  double duration, struct dbk_summary *out)
 {
 	double *ttft, *tpot, *e2e, *itl;
 	size_t i, n_ok = 0, n_tpot = 0, n_itl = 0, k = 0, m = 0;
@@ -112,8 +110,7 @@ int dbk_summarize(const struct dbk_result *r, size_t n, int cls,
 	for (i = 0; i < n; i++) {
 		const struct dbk_result *x = &r[i];
 
-		if ((cls != DBK_STATS_ALL && x->cls != cls) || !x->done ||
-		    !x->ok)
+		if ((cls != DBK_STATS_ALL && x->cls != cls) || !x->done || !x->ok)
 			continue;
 		ttft[k] = x->ttft;
 		e2e[k] = x->e2e;
@@ -141,7 +138,6 @@ int dbk_summarize(const struct dbk_result *r, size_t n, int cls,
 	}
 	if (!dbk_slo_any(slo))
 		out->good = 0;
-	out->goodput = dbk_slo_any(slo) && duration > 0
-	               ? (double)out->good / duration : NAN;
+	out->goodput = dbk_slo_any(slo) && duration > 0 ? (double)out->good / duration : NAN;
 	return 0;
 }

@@ -14,20 +14,20 @@ enum dbk_class { DBK_CLASS_SHORT = 0, DBK_CLASS_LONG = 1 };
 #define DBK_STATS_ALL (-1)
 
 struct dbk_result {
-	double arrival;        /* scheduled, from the start of the run */
-	double sent;           /* actual send time, same origin */
-	double ttft, e2e;      /* valid when ok */
+	double arrival;   /* scheduled, from the start of the run */
+	double sent;      /* actual send time, same origin */
+	double ttft, e2e; /* valid when ok */
 	uint32_t prompt_tokens, max_tokens;
-	uint32_t output_tokens;/* usage, else counted chunks; when ok */
-	int status;            /* HTTP status, 0 when none was read */
+	uint32_t output_tokens; /* usage, else counted chunks; when ok */
+	int status;             /* HTTP status, 0 when none was read */
 	bool ok;
-	bool started;          /* sent (sent is valid) */
-	bool done;             /* finished, either way */
-	uint8_t cls;           /* enum dbk_class */
-	double *itl;           /* gaps between choices messages, when ok */
+	bool started; /* sent (sent is valid) */
+	bool done;    /* finished, either way */
+	uint8_t cls;  /* enum dbk_class */
+	double *itl;  /* gaps between choices messages, when ok */
 	size_t n_itl;
 	char served_by[64];
-	char error[160];       /* why it failed, "" when ok */
+	char error[160]; /* why it failed, "" when ok */
 };
 
 /* Only the SLOs given (> 0) are applied. */
@@ -37,15 +37,15 @@ struct dbk_slo {
 
 struct dbk_dist {
 	size_t n;
-	double mean, median, p90, p99, max;   /* NAN when n == 0 */
+	double mean, median, p90, p99, max; /* NAN when n == 0 */
 };
 
 struct dbk_summary {
 	size_t requests, completed, failed;
-	uint64_t input_tokens, output_tokens;  /* of completed requests */
+	uint64_t input_tokens, output_tokens; /* of completed requests */
 	double duration;
 	double req_throughput, out_throughput, in_throughput;
-	double goodput;           /* NAN when no SLO is given */
+	double goodput; /* NAN when no SLO is given */
 	size_t good;
 	struct dbk_dist ttft, tpot, itl, e2e;
 };
@@ -68,8 +68,7 @@ bool dbk_slo_any(const struct dbk_slo *slo);
 
 /* Summary of the results of class cls (or DBK_STATS_ALL) over a run of
  * duration seconds. 0, or -1 when out of memory. */
-int dbk_summarize(const struct dbk_result *r, size_t n, int cls,
-                  const struct dbk_slo *slo, double duration,
-                  struct dbk_summary *out);
+int dbk_summarize(const struct dbk_result *r, size_t n, int cls, const struct dbk_slo *slo,
+                  double duration, struct dbk_summary *out);
 
 #endif

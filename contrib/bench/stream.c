@@ -32,12 +32,11 @@ double *dbk_stream_take_itl(struct dbk_stream *s, size_t *n)
 	return p;
 }
 
-static int stream_fail(struct dbk_stream *s, const char *what,
-                       const char *detail)
+static int stream_fail(struct dbk_stream *s, const char *what, const char *detail)
 {
 	if (!s->error[0])
-		snprintf(s->error, sizeof(s->error), "%s%s%s", what,
-		         detail ? ": " : "", detail ? detail : "");
+		snprintf(s->error, sizeof(s->error), "%s%s%s", what, detail ? ": " : "",
+		         detail ? detail : "");
 	return -1;
 }
 
@@ -104,12 +103,10 @@ static int server_error(struct dbk_stream *s, const cJSON *root)
 		msg = cJSON_GetObjectItemCaseSensitive(root, "message");
 	else
 		return 0;
-	return stream_fail(s, "error in stream",
-	                   cJSON_IsString(msg) ? msg->valuestring : "?");
+	return stream_fail(s, "error in stream", cJSON_IsString(msg) ? msg->valuestring : "?");
 }
 
-int dbk_stream_event(struct dbk_stream *s, const char *data, size_t n,
-                     double t)
+int dbk_stream_event(struct dbk_stream *s, const char *data, size_t n, double t)
 {
 	const cJSON *choices, *usage, *ct, *c;
 	cJSON *root;
@@ -126,8 +123,7 @@ int dbk_stream_event(struct dbk_stream *s, const char *data, size_t n,
 	root = cJSON_ParseWithLength(data, n);
 	if (!cJSON_IsObject(root)) {
 		cJSON_Delete(root);
-		return stream_fail(s, "stream chunk is not a JSON object",
-		                   NULL);
+		return stream_fail(s, "stream chunk is not a JSON object", NULL);
 	}
 	if (server_error(s, root) != 0) {
 		cJSON_Delete(root);
@@ -136,8 +132,10 @@ int dbk_stream_event(struct dbk_stream *s, const char *data, size_t n,
 	choices = cJSON_GetObjectItemCaseSensitive(root, "choices");
 	if (cJSON_IsArray(choices) && cJSON_GetArraySize(choices) > 0) {
 		if (++s->n_msgs > s->max_msgs) {
-			rc = stream_fail(s, "more messages than max_tokens "
-			                 "allows", NULL);
+			rc = stream_fail(s,
+			                 "more messages than max_tokens "
+			                 "allows",
+			                 NULL);
 			goto out;
 		}
 		if (s->n_msgs == 1)
@@ -145,7 +143,8 @@ int dbk_stream_event(struct dbk_stream *s, const char *data, size_t n,
 		else if ((rc = push_itl(s, t - s->last)) != 0)
 			goto out;
 		s->last = t;
-		cJSON_ArrayForEach(c, choices) {
+		cJSON_ArrayForEach(c, choices)
+		{
 			if (has_text(c)) {
 				s->n_text++;
 				break;
@@ -154,10 +153,8 @@ int dbk_stream_event(struct dbk_stream *s, const char *data, size_t n,
 	}
 	usage = cJSON_GetObjectItemCaseSensitive(root, "usage");
 	if (cJSON_IsObject(usage)) {
-		ct = cJSON_GetObjectItemCaseSensitive(usage,
-		                                      "completion_tokens");
-		if (cJSON_IsNumber(ct) && ct->valuedouble >= 0 &&
-		    ct->valuedouble <= 4294967295.0)
+		ct = cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens");
+		if (cJSON_IsNumber(ct) && ct->valuedouble >= 0 && ct->valuedouble <= 4294967295.0)
 			s->usage_tokens = (int64_t)ct->valuedouble;
 	}
 out:
@@ -165,9 +162,8 @@ out:
 	return rc;
 }
 
-bool dbk_stream_result(const struct dbk_stream *s, double *ttft,
-                       double *e2e, uint32_t *tokens, char *err,
-                       size_t errn)
+bool dbk_stream_result(const struct dbk_stream *s, double *ttft, double *e2e, uint32_t *tokens,
+                       char *err, size_t errn)
 {
 	const char *why = NULL;
 
@@ -183,13 +179,11 @@ bool dbk_stream_result(const struct dbk_stream *s, double *ttft,
 	}
 	*ttft = s->first - s->t0;
 	*e2e = s->last - s->t0;
-	*tokens = (uint32_t)(s->usage_tokens >= 0 ? (uint64_t)s->usage_tokens
-	                                          : s->n_text);
+	*tokens = (uint32_t)(s->usage_tokens >= 0 ? (uint64_t)s->usage_tokens : s->n_text);
 	return true;
 }
 
-void dbk_error_summary(int status, const char *body, size_t n, char *out,
-                       size_t outn)
+void dbk_error_summary(int status, const char *body, size_t n, char *out, size_t outn)
 {
 	const cJSON *m = NULL, *e;
 	cJSON *root = n ? cJSON_ParseWithLength(body, n) : NULL;

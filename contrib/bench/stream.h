@@ -10,16 +10,16 @@
 #include <stdint.h>
 
 struct dbk_stream {
-	double t0;              /* just before the request was sent */
-	double first, last;     /* first and last choices message */
-	size_t n_msgs;          /* messages with non-empty choices */
-	size_t max_msgs;        /* more is an error (bounds the ITL array) */
-	uint64_t n_text;        /* of them, those carrying text */
-	int64_t usage_tokens;   /* usage.completion_tokens, -1 if none */
-	bool done;              /* data: [DONE] */
+	double t0;            /* just before the request was sent */
+	double first, last;   /* first and last choices message */
+	size_t n_msgs;        /* messages with non-empty choices */
+	size_t max_msgs;      /* more is an error (bounds the ITL array) */
+	uint64_t n_text;      /* of them, those carrying text */
+	int64_t usage_tokens; /* usage.completion_tokens, -1 if none */
+	bool done;            /* data: [DONE] */
 	double *itl;
 	size_t n_itl, cap_itl;
-	char error[160];        /* why the stream is unusable, "" if it is */
+	char error[160]; /* why the stream is unusable, "" if it is */
 };
 
 /* max_msgs: max_tokens plus slack for the chat role chunk and a final
@@ -29,15 +29,13 @@ void dbk_stream_free(struct dbk_stream *s);
 
 /* One SSE event's data read at time t. 0, or -1 with s->error set: a bad
  * chunk, an error object from the server, too many messages. */
-int dbk_stream_event(struct dbk_stream *s, const char *data, size_t n,
-                     double t);
+int dbk_stream_event(struct dbk_stream *s, const char *data, size_t n, double t);
 
 /* After the response ended: true with TTFT, E2E (from t0) and output
  * tokens (usage, else text-carrying messages) if the stream is complete
  * (it had choices and [DONE]); false with the reason in err otherwise. */
-bool dbk_stream_result(const struct dbk_stream *s, double *ttft,
-                       double *e2e, uint32_t *tokens, char *err,
-                       size_t errn);
+bool dbk_stream_result(const struct dbk_stream *s, double *ttft, double *e2e, uint32_t *tokens,
+                       char *err, size_t errn);
 
 /* Hands the ITL array over to the caller (who frees it). */
 double *dbk_stream_take_itl(struct dbk_stream *s, size_t *n);
@@ -46,7 +44,6 @@ double *dbk_stream_take_itl(struct dbk_stream *s, size_t *n);
  * vLLM's {"message": ...} / {"error": {"message": ...}} / FastAPI's
  * {"detail": ...} when the (possibly truncated) body holds one, else
  * the body's first bytes; bytes other than printable ASCII become '?'. */
-void dbk_error_summary(int status, const char *body, size_t n, char *out,
-                       size_t outn);
+void dbk_error_summary(int status, const char *body, size_t n, char *out, size_t outn);
 
 #endif

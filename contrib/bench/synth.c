@@ -36,8 +36,7 @@ static bool parse_range(const char *s, uint32_t *lo, uint32_t *hi)
 	return true;
 }
 
-static int synth_class(const char *s, struct dbk_synth_class *c, char *err,
-                       size_t errn)
+static int synth_class(const char *s, struct dbk_synth_class *c, char *err, size_t errn)
 {
 	char buf[128], *name, *w, *in, *out;
 	size_t i;
@@ -48,43 +47,61 @@ static int synth_class(const char *s, struct dbk_synth_class *c, char *err,
 	name = buf;
 	w = strchr(buf, '=');
 	if (!w)
-		return dbk_errf(err, errn, "synthetic class '%s': want "
-		                "NAME=WEIGHT:IN[-IN_MAX][:OUT[-OUT_MAX]]", s), -1;
+		return dbk_errf(err, errn,
+		                "synthetic class '%s': want "
+		                "NAME=WEIGHT:IN[-IN_MAX][:OUT[-OUT_MAX]]",
+		                s),
+		       -1;
 	*w++ = 0;
 	if (!*name || strlen(name) >= sizeof(c->name))
-		return dbk_errf(err, errn, "synthetic class '%s': name must be "
-		                "1..%zu characters", s, sizeof(c->name) - 1), -1;
+		return dbk_errf(err, errn,
+		                "synthetic class '%s': name must be "
+		                "1..%zu characters",
+		                s, sizeof(c->name) - 1),
+		       -1;
 	for (i = 0; name[i]; i++)
-		if (!isalnum((unsigned char)name[i]) && name[i] != '_' &&
-		    name[i] != '-' && name[i] != '.')
-			return dbk_errf(err, errn, "synthetic class '%s': name may "
-			                "hold letters, digits, '_', '-', '.'", s), -1;
+		if (!isalnum((unsigned char)name[i]) && name[i] != '_' && name[i] != '-' &&
+		    name[i] != '.')
+			return dbk_errf(err, errn,
+			                "synthetic class '%s': name may "
+			                "hold letters, digits, '_', '-', '.'",
+			                s),
+			       -1;
 	in = strchr(w, ':');
 	if (!in)
-		return dbk_errf(err, errn, "synthetic class '%s': no prompt "
-		                "length range (NAME=WEIGHT:IN[-IN_MAX])", s), -1;
+		return dbk_errf(err, errn,
+		                "synthetic class '%s': no prompt "
+		                "length range (NAME=WEIGHT:IN[-IN_MAX])",
+		                s),
+		       -1;
 	*in++ = 0;
 	out = strchr(in, ':');
 	if (out)
 		*out++ = 0;
 	if (!dbk_parse_double(w, 0, DBL_MAX, &c->weight) || !(c->weight > 0))
-		return dbk_errf(err, errn, "synthetic class '%s': weight must be "
-		                "a number > 0", s), -1;
+		return dbk_errf(err, errn,
+		                "synthetic class '%s': weight must be "
+		                "a number > 0",
+		                s),
+		       -1;
 	if (!parse_range(in, &c->in_lo, &c->in_hi))
-		return dbk_errf(err, errn, "synthetic class '%s': prompt length "
-		                "must be N or N-M with 1 <= N <= M <= %u", s,
-		                DBK_TRACE_MAX_TOKENS), -1;
+		return dbk_errf(err, errn,
+		                "synthetic class '%s': prompt length "
+		                "must be N or N-M with 1 <= N <= M <= %u",
+		                s, DBK_TRACE_MAX_TOKENS),
+		       -1;
 	c->out_lo = c->out_hi = DBK_SYNTH_DEFAULT_OUTPUT;
 	if (out && !parse_range(out, &c->out_lo, &c->out_hi))
-		return dbk_errf(err, errn, "synthetic class '%s': output length "
-		                "must be N or N-M with 1 <= N <= M <= %u", s,
-		                DBK_TRACE_MAX_TOKENS), -1;
-	memcpy(c->name, name, strlen(name) + 1);   /* length checked */
+		return dbk_errf(err, errn,
+		                "synthetic class '%s': output length "
+		                "must be N or N-M with 1 <= N <= M <= %u",
+		                s, DBK_TRACE_MAX_TOKENS),
+		       -1;
+	memcpy(c->name, name, strlen(name) + 1); /* length checked */
 	return 0;
 }
 
-int dbk_synth_parse(const char *spec, struct dbk_synth *out, char *err,
-                    size_t errn)
+int dbk_synth_parse(const char *spec, struct dbk_synth *out, char *err, size_t errn)
 {
 	const char *p = spec;
 	size_t i;
@@ -99,18 +116,25 @@ int dbk_synth_parse(const char *spec, struct dbk_synth *out, char *err,
 
 		if (out->n == DBK_SYNTH_MAX_CLASSES)
 			return dbk_errf(err, errn, "at most %d synthetic classes",
-			                DBK_SYNTH_MAX_CLASSES), -1;
+			                DBK_SYNTH_MAX_CLASSES),
+			       -1;
 		if (len >= sizeof(item))
-			return dbk_errf(err, errn, "synthetic class '%.40s...' is "
-			                "too long", p), -1;
+			return dbk_errf(err, errn,
+			                "synthetic class '%.40s...' is "
+			                "too long",
+			                p),
+			       -1;
 		memcpy(item, p, len);
 		item[len] = 0;
 		if (synth_class(item, &out->c[out->n], err, errn) != 0)
 			return -1;
 		for (i = 0; i < out->n; i++)
 			if (strcmp(out->c[i].name, out->c[out->n].name) == 0)
-				return dbk_errf(err, errn, "synthetic class '%s' "
-				                "given twice", out->c[i].name), -1;
+				return dbk_errf(err, errn,
+				                "synthetic class '%s' "
+				                "given twice",
+				                out->c[i].name),
+				       -1;
 		out->n++;
 		if (!comma)
 			break;
@@ -129,10 +153,7 @@ static uint64_t splitmix64(uint64_t *x)
 }
 
 /* Uniform in (0, 1]: never 0, so that log() stays finite. */
-static double unit(uint64_t *x)
-{
-	return (double)((splitmix64(x) >> 11) + 1) * 0x1.0p-53;
-}
+static double unit(uint64_t *x) { return (double)((splitmix64(x) >> 11) + 1) * 0x1.0p-53; }
 
 static uint32_t uniform_u32(uint64_t *x, uint32_t lo, uint32_t hi)
 {
@@ -142,9 +163,8 @@ static uint32_t uniform_u32(uint64_t *x, uint32_t lo, uint32_t hi)
 	return lo + (uint32_t)(((splitmix64(x) >> 32) * span) >> 32);
 }
 
-int dbk_synth_generate(const struct dbk_synth *s, double rate, size_t max_n,
-                       double max_t, uint64_t seed, struct dbk_trace *out,
-                       char *err, size_t errn)
+int dbk_synth_generate(const struct dbk_synth *s, double rate, size_t max_n, double max_t,
+                       uint64_t seed, struct dbk_trace *out, char *err, size_t errn)
 {
 	double total = 0, t = 0;
 	uint64_t st = seed;
@@ -155,8 +175,10 @@ int dbk_synth_generate(const struct dbk_synth *s, double rate, size_t max_n,
 	if (!(rate > 0))
 		return dbk_errf(err, errn, "the request rate must be > 0"), -1;
 	if (max_n == 0 && !(max_t > 0))
-		return dbk_errf(err, errn, "a synthetic run needs a request count "
-		                "or a duration"), -1;
+		return dbk_errf(err, errn,
+		                "a synthetic run needs a request count "
+		                "or a duration"),
+		       -1;
 	if (isinf(rate) && max_n == 0)
 		return dbk_errf(err, errn, "an infinite rate needs a request count"), -1;
 	for (i = 0; i < s->n; i++)

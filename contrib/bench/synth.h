@@ -26,15 +26,13 @@ struct dbk_synth {
 
 /* "NAME=WEIGHT:IN[-IN_MAX][:OUT[-OUT_MAX]],..." e.g.
  * "short=0.9:300-2000,long=0.1:33000-90000:200-400". */
-int dbk_synth_parse(const char *spec, struct dbk_synth *out, char *err,
-                    size_t errn);
+int dbk_synth_parse(const char *spec, struct dbk_synth *out, char *err, size_t errn);
 
 /* Poisson arrivals at rate per second (infinite: all at t = 0), first at
  * t = 0, classes drawn by weight, lengths uniform in their ranges. Stops
  * after max_n requests and/or before max_t seconds (0 = no bound; at
  * least one bound must be given). */
-int dbk_synth_generate(const struct dbk_synth *s, double rate, size_t max_n,
-                       double max_t, uint64_t seed, struct dbk_trace *out,
-                       char *err, size_t errn);
+int dbk_synth_generate(const struct dbk_synth *s, double rate, size_t max_n, double max_t,
+                       uint64_t seed, struct dbk_trace *out, char *err, size_t errn);
 
 #endif

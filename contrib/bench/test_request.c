@@ -15,22 +15,22 @@ static void test_url(void)
 	struct dbk_url u;
 	char err[256];
 
-	CHECK_EQ_U(dbk_url_parse("http://127.0.0.1:8000", DBK_EP_COMPLETIONS,
-	                         &u, err, sizeof(err)), 0);
+	CHECK_EQ_U(dbk_url_parse("http://127.0.0.1:8000", DBK_EP_COMPLETIONS, &u, err, sizeof(err)),
+	           0);
 	CHECK(strcmp(u.host, "127.0.0.1") == 0);
 	CHECK(strcmp(u.port, "8000") == 0);
 	CHECK(strcmp(u.authority, "127.0.0.1:8000") == 0);
 	CHECK(strcmp(u.path, "/v1/completions") == 0);
 
-	CHECK_EQ_U(dbk_url_parse("http://[::1]:9/v1/", DBK_EP_CHAT, &u, err,
-	                         sizeof(err)), 0);
+	CHECK_EQ_U(dbk_url_parse("http://[::1]:9/v1/", DBK_EP_CHAT, &u, err, sizeof(err)), 0);
 	CHECK(strcmp(u.host, "::1") == 0);
 	CHECK(strcmp(u.port, "9") == 0);
 	CHECK(strcmp(u.authority, "[::1]:9") == 0);
 	CHECK(strcmp(u.path, "/v1/chat/completions") == 0);
 
-	CHECK_EQ_U(dbk_url_parse("http://localhost/proxy/", DBK_EP_COMPLETIONS,
-	                         &u, err, sizeof(err)), 0);
+	CHECK_EQ_U(dbk_url_parse("http://localhost/proxy/", DBK_EP_COMPLETIONS, &u, err,
+	                         sizeof(err)),
+	           0);
 	CHECK(strcmp(u.port, "80") == 0);
 	CHECK(strcmp(u.authority, "localhost") == 0);
 	CHECK(strcmp(u.path, "/proxy/v1/completions") == 0);
@@ -40,8 +40,7 @@ static void test_url(void)
 	CHECK(dbk_url_parse("127.0.0.1:8000", 0, &u, err, sizeof(err)));
 	CHECK(dbk_url_parse("http://", 0, &u, err, sizeof(err)));
 	CHECK(dbk_url_parse("http://:80", 0, &u, err, sizeof(err)));
-	CHECK(dbk_url_parse("http://h:0", 0, &u, err, sizeof(err)) &&
-	      strstr(err, "port"));
+	CHECK(dbk_url_parse("http://h:0", 0, &u, err, sizeof(err)) && strstr(err, "port"));
 	CHECK(dbk_url_parse("http://h:65536", 0, &u, err, sizeof(err)));
 	CHECK(dbk_url_parse("http://h:", 0, &u, err, sizeof(err)));
 	CHECK(dbk_url_parse("http://h:80x", 0, &u, err, sizeof(err)));
@@ -80,8 +79,8 @@ static void test_loopback(void)
 	CHECK(!loopback("2001:db8::1"));
 }
 
-static void prompt(struct dbk_buf *b, uint32_t input, const uint64_t *hash,
-                   uint32_t n_hash, uint64_t index)
+static void prompt(struct dbk_buf *b, uint32_t input, const uint64_t *hash, uint32_t n_hash,
+                   uint64_t index)
 {
 	struct dbk_req_spec s;
 
@@ -96,10 +95,9 @@ static void prompt(struct dbk_buf *b, uint32_t input, const uint64_t *hash,
 
 static void test_prompt(void)
 {
-	static const uint32_t sizes[] = {1, 2, 511, 512, 513, 1024, 6758,
-	                                 90000};
-	static const uint64_t h1[] = {0, 14, 15}, h2[] = {0, 14, 99};
-	struct dbk_buf a = {0}, b = {0};
+	static const uint32_t sizes[] = { 1, 2, 511, 512, 513, 1024, 6758, 90000 };
+	static const uint64_t h1[] = { 0, 14, 15 }, h2[] = { 0, 14, 99 };
+	struct dbk_buf a = { 0 }, b = { 0 };
 	size_t i, k;
 	bool clean = true;
 
@@ -108,8 +106,7 @@ static void test_prompt(void)
 		prompt(&a, sizes[i], h1, 3, 12345678901ull);
 		CHECK_EQ_U(a.len, (size_t)sizes[i] * 4);
 		for (k = 0; k < a.len; k++)
-			if (a.p[k] < 0x20 || a.p[k] > 0x7e || a.p[k] == '"' ||
-			    a.p[k] == '\\')
+			if (a.p[k] < 0x20 || a.p[k] > 0x7e || a.p[k] == '"' || a.p[k] == '\\')
 				clean = false;
 	}
 	CHECK(clean);
@@ -120,8 +117,7 @@ static void test_prompt(void)
 	CHECK(memcmp(a.p, b.p, 2 * 2048) == 0);
 	CHECK(memcmp(a.p + 2 * 2048, b.p + 2 * 2048, 2048) != 0);
 	/* Blocks past the ids are unique to the request. */
-	CHECK(memcmp(a.p + 3 * 2048, b.p + 3 * 2048, 2000 * 4 - 3 * 2048) !=
-	      0);
+	CHECK(memcmp(a.p + 3 * 2048, b.p + 3 * 2048, 2000 * 4 - 3 * 2048) != 0);
 	/* Without ids: nothing shared, even the first block. */
 	prompt(&a, 600, NULL, 0, 1);
 	prompt(&b, 600, NULL, 0, 2);
@@ -145,7 +141,7 @@ static const char *body_of(const struct dbk_buf *req, size_t *clen)
 
 static void test_request_completions(void)
 {
-	struct dbk_buf req = {0}, scratch = {0};
+	struct dbk_buf req = { 0 }, scratch = { 0 };
 	struct dbk_req_spec s;
 	struct dbk_url u;
 	char err[128];
@@ -154,8 +150,9 @@ static void test_request_completions(void)
 	cJSON *j;
 	const cJSON *so;
 
-	CHECK_EQ_U(dbk_url_parse("http://127.0.0.1:8000/v1",
-	                         DBK_EP_COMPLETIONS, &u, err, sizeof(err)), 0);
+	CHECK_EQ_U(dbk_url_parse("http://127.0.0.1:8000/v1", DBK_EP_COMPLETIONS, &u, err,
+	                         sizeof(err)),
+	           0);
 	memset(&s, 0, sizeof(s));
 	s.ep = DBK_EP_COMPLETIONS;
 	s.model_json = "\"stub-model\"";
@@ -163,17 +160,17 @@ static void test_request_completions(void)
 	s.output = 500;
 	dbk_request_build(&req, &scratch, &u, &s);
 	CHECK(!req.oom);
-	CHECK(strncmp(req.p, "POST /v1/completions HTTP/1.1\r\n"
-	              "Host: 127.0.0.1:8000\r\n", 53) == 0);
+	CHECK(strncmp(req.p,
+	              "POST /v1/completions HTTP/1.1\r\n"
+	              "Host: 127.0.0.1:8000\r\n",
+	              53) == 0);
 	CHECK(strstr(req.p, "\r\nConnection: close\r\n") != NULL);
 	body = body_of(&req, &clen);
 	CHECK(body && clen == strlen(body));
 	j = body ? cJSON_Parse(body) : NULL;
 	CHECK(j != NULL);
-	CHECK(strcmp(cJSON_GetObjectItem(j, "model")->valuestring,
-	             "stub-model") == 0);
-	CHECK_EQ_U(strlen(cJSON_GetObjectItem(j, "prompt")->valuestring),
-	           6758 * 4);
+	CHECK(strcmp(cJSON_GetObjectItem(j, "model")->valuestring, "stub-model") == 0);
+	CHECK_EQ_U(strlen(cJSON_GetObjectItem(j, "prompt")->valuestring), 6758 * 4);
 	CHECK_NEAR(cJSON_GetObjectItem(j, "max_tokens")->valuedouble, 500, 0);
 	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(j, "ignore_eos")));
 	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(j, "stream")));
@@ -191,8 +188,7 @@ static void test_request_completions(void)
 	CHECK(strstr(req.p, "\r\nX-Session-Id: conv-46\r\n") != NULL);
 	body = body_of(&req, &clen);
 	j = body ? cJSON_Parse(body) : NULL;
-	CHECK(j && strcmp(cJSON_GetObjectItem(j, "user")->valuestring,
-	                  "conv-46") == 0);
+	CHECK(j && strcmp(cJSON_GetObjectItem(j, "user")->valuestring, "conv-46") == 0);
 	/* Within the first 15 KB the agent samples. */
 	CHECK(body && strstr(body, "\"user\"") < body + 200);
 	cJSON_Delete(j);
@@ -202,7 +198,7 @@ static void test_request_completions(void)
 
 static void test_request_chat(void)
 {
-	struct dbk_buf req = {0}, scratch = {0};
+	struct dbk_buf req = { 0 }, scratch = { 0 };
 	struct dbk_req_spec s;
 	struct dbk_url u;
 	char err[128], *model;
@@ -211,8 +207,7 @@ static void test_request_chat(void)
 	size_t clen;
 	cJSON *j;
 
-	CHECK_EQ_U(dbk_url_parse("http://[::1]:1", DBK_EP_CHAT, &u, err,
-	                         sizeof(err)), 0);
+	CHECK_EQ_U(dbk_url_parse("http://[::1]:1", DBK_EP_CHAT, &u, err, sizeof(err)), 0);
 	model = dbk_json_quote("org/m \"q\" \\ \x01");
 	CHECK(model && strcmp(model, "\"org/m \\\"q\\\" \\\\ \\u0001\"") == 0);
 	memset(&s, 0, sizeof(s));
@@ -221,14 +216,15 @@ static void test_request_chat(void)
 	s.input = 1;
 	s.output = 1;
 	dbk_request_build(&req, &scratch, &u, &s);
-	CHECK(strncmp(req.p, "POST /v1/chat/completions HTTP/1.1\r\n"
-	              "Host: [::1]:1\r\n", 51) == 0);
+	CHECK(strncmp(req.p,
+	              "POST /v1/chat/completions HTTP/1.1\r\n"
+	              "Host: [::1]:1\r\n",
+	              51) == 0);
 	body = body_of(&req, &clen);
 	CHECK(body && clen == strlen(body));
 	j = body ? cJSON_Parse(body) : NULL;
 	CHECK(j != NULL);
-	CHECK(strcmp(cJSON_GetObjectItem(j, "model")->valuestring,
-	             "org/m \"q\" \\ \x01") == 0);
+	CHECK(strcmp(cJSON_GetObjectItem(j, "model")->valuestring, "org/m \"q\" \\ \x01") == 0);
 	m = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "messages"), 0);
 	CHECK(strcmp(cJSON_GetObjectItem(m, "role")->valuestring, "user") == 0);
 	CHECK_EQ_U(strlen(cJSON_GetObjectItem(m, "content")->valuestring), 4);

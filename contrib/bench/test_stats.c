@@ -10,15 +10,15 @@
 
 static void test_percentile(void)
 {
-	double v[10], one = 7, odd[] = {50, 15, 40, 35, 20};
+	double v[10], one = 7, odd[] = { 50, 15, 40, 35, 20 };
 	struct dbk_dist d;
 	size_t i;
 
 	for (i = 0; i < 10; i++)
-		v[i] = (double)(10 - i);   /* unsorted on purpose */
+		v[i] = (double)(10 - i); /* unsorted on purpose */
 	dbk_dist_compute(v, 10, &d);
 	CHECK_EQ_U(d.n, 10);
-	CHECK_NEAR(v[0], 1, 0);        /* sorted in place */
+	CHECK_NEAR(v[0], 1, 0); /* sorted in place */
 	CHECK_NEAR(d.mean, 5.5, 1e-12);
 	CHECK_NEAR(d.median, 5.5, 1e-12);
 	/* numpy.percentile([1..10], 90) == 9.1, 99 -> 9.91 */
@@ -56,8 +56,7 @@ static void test_tpot(void)
 	CHECK_NEAR(t, 0, 0);
 }
 
-static struct dbk_result ok_result(double ttft, double e2e, uint32_t out,
-                                   uint8_t cls)
+static struct dbk_result ok_result(double ttft, double e2e, uint32_t out, uint8_t cls)
 {
 	struct dbk_result r;
 
@@ -75,24 +74,24 @@ static struct dbk_result ok_result(double ttft, double e2e, uint32_t out,
 
 static void test_slo(void)
 {
-	struct dbk_slo none = {0, 0, 0}, ttft = {0.5, 0, 0},
-	               tpot = {0, 0.05, 0}, all = {0.5, 0.05, 2.0};
-	struct dbk_result r = ok_result(0.4, 1.4, 21, 0);  /* tpot 0.05 */
+	struct dbk_slo none = { 0, 0, 0 }, ttft = { 0.5, 0, 0 }, tpot = { 0, 0.05, 0 },
+	               all = { 0.5, 0.05, 2.0 };
+	struct dbk_result r = ok_result(0.4, 1.4, 21, 0); /* tpot 0.05 */
 	struct dbk_result one = ok_result(0.4, 0.4, 1, 0);
 
 	CHECK(!dbk_slo_any(&none));
 	CHECK(dbk_slo_any(&tpot));
 	CHECK(dbk_slo_met(&none, &r));
 	CHECK(dbk_slo_met(&ttft, &r));
-	CHECK(dbk_slo_met(&tpot, &r));     /* at the bound: met */
+	CHECK(dbk_slo_met(&tpot, &r)); /* at the bound: met */
 	CHECK(dbk_slo_met(&all, &r));
 	r.ttft = 0.6;
 	CHECK(!dbk_slo_met(&ttft, &r));
 	CHECK(!dbk_slo_met(&all, &r));
-	r = ok_result(0.4, 2.4, 21, 0);    /* tpot 0.1 */
+	r = ok_result(0.4, 2.4, 21, 0); /* tpot 0.1 */
 	CHECK(!dbk_slo_met(&tpot, &r));
 	CHECK(dbk_slo_met(&ttft, &r));
-	r = ok_result(0.1, 2.1, 1001, 0);  /* e2e above 2 */
+	r = ok_result(0.1, 2.1, 1001, 0); /* e2e above 2 */
 	CHECK(!dbk_slo_met(&all, &r));
 	/* One output token: no TPOT, the TPOT SLO does not apply. */
 	CHECK(dbk_slo_met(&tpot, &one));
@@ -104,14 +103,14 @@ static void test_slo(void)
 /* Six requests: 3 short ok, 1 short failed, 1 long ok, 1 not finished. */
 static void make_results(struct dbk_result r[6], double itl_store[8])
 {
-	r[0] = ok_result(0.1, 1.1, 11, DBK_CLASS_SHORT);    /* tpot 0.1 */
-	r[1] = ok_result(0.3, 0.3, 1, DBK_CLASS_SHORT);     /* no tpot */
-	r[2] = ok_result(0.2, 0.6, 5, DBK_CLASS_SHORT);     /* tpot 0.1 */
+	r[0] = ok_result(0.1, 1.1, 11, DBK_CLASS_SHORT); /* tpot 0.1 */
+	r[1] = ok_result(0.3, 0.3, 1, DBK_CLASS_SHORT);  /* no tpot */
+	r[2] = ok_result(0.2, 0.6, 5, DBK_CLASS_SHORT);  /* tpot 0.1 */
 	memset(&r[3], 0, sizeof(r[3]));
 	r[3].started = r[3].done = true;
 	r[3].status = 400;
 	snprintf(r[3].error, sizeof(r[3].error), "HTTP 400: too long");
-	r[4] = ok_result(5.0, 9.0, 3, DBK_CLASS_LONG);      /* tpot 2 */
+	r[4] = ok_result(5.0, 9.0, 3, DBK_CLASS_LONG); /* tpot 2 */
 	memset(&r[5], 0, sizeof(r[5]));
 	r[5].cls = DBK_CLASS_LONG;
 	r[5].prompt_tokens = 50000;
@@ -133,7 +132,7 @@ static void test_summarize(void)
 {
 	struct dbk_result r[6];
 	double itl[8];
-	struct dbk_slo slo = {0.25, 0.5, 0}, none = {0, 0, 0};
+	struct dbk_slo slo = { 0.25, 0.5, 0 }, none = { 0, 0, 0 };
 	struct dbk_summary s;
 
 	make_results(r, itl);
@@ -159,8 +158,7 @@ static void test_summarize(void)
 	CHECK_EQ_U(s.itl.n, 6);
 	CHECK_NEAR(s.itl.mean, 5.0 / 6, 1e-12);
 	CHECK_EQ_U(s.e2e.n, 4);
-	CHECK_NEAR(s.e2e.p99, dbk_percentile((double[]){0.3, 0.6, 1.1, 9.0},
-	                                     4, 99), 1e-12);
+	CHECK_NEAR(s.e2e.p99, dbk_percentile((double[]){ 0.3, 0.6, 1.1, 9.0 }, 4, 99), 1e-12);
 	CHECK_NEAR(s.duration, 10, 0);
 
 	CHECK_EQ_U(dbk_summarize(r, 6, DBK_CLASS_SHORT, &slo, 10.0, &s), 0);
@@ -199,10 +197,8 @@ static void test_failure_groups(void)
 		r[i].done = true;
 	snprintf(r[0].error, sizeof(r[0].error), "HTTP 400: a");
 	snprintf(r[1].error, sizeof(r[1].error), "HTTP 400: b");
-	snprintf(r[2].error, sizeof(r[2].error),
-	         "connect: Connection refused");
-	snprintf(r[3].error, sizeof(r[3].error),
-	         "stream ended without [DONE]");
+	snprintf(r[2].error, sizeof(r[2].error), "connect: Connection refused");
+	snprintf(r[3].error, sizeof(r[3].error), "stream ended without [DONE]");
 	snprintf(r[4].error, sizeof(r[4].error), "error in stream: oops");
 	r[5].ok = true;
 	n = dbk_report_failures(r, 6, g, 4);
@@ -231,10 +227,9 @@ static char *capture_csv(const struct dbk_result *r, size_t n)
 
 static void test_csv(void)
 {
-	static const char HEADER[] =
-		"index,arrival_s,sent_s,class,prompt_tokens,max_tokens,"
-		"output_tokens,ttft_ms,tpot_ms,e2e_ms,status,ok,served_by,"
-		"error\n";
+	static const char HEADER[] = "index,arrival_s,sent_s,class,prompt_tokens,max_tokens,"
+	                             "output_tokens,ttft_ms,tpot_ms,e2e_ms,status,ok,served_by,"
+	                             "error\n";
 	struct dbk_result r[6];
 	double itl[8];
 	char *csv;
@@ -250,16 +245,16 @@ static void test_csv(void)
 		return;
 	CHECK(strncmp(csv, HEADER, strlen(HEADER)) == 0);
 	CHECK(strstr(csv, "\n0,1.500000,1.500100,short,1000,11,11,100.000,"
-	              "100.000,1100.000,200,1,,\n") != NULL);
+	                  "100.000,1100.000,200,1,,\n") != NULL);
 	/* One output token: no TPOT. */
 	CHECK(strstr(csv, "\n1,0.000000,0.000000,short,1000,1,1,300.000,,"
-	              "300.000,200,1,,\n") != NULL);
+	                  "300.000,200,1,,\n") != NULL);
 	/* A failure: no latencies, the error quoted. */
 	CHECK(strstr(csv, "\n3,0.000000,0.000000,short,0,0,,,,,400,0,vllm1,"
-	              "\"HTTP 400: a, \"\"b\"\"\"\n") != NULL);
+	                  "\"HTTP 400: a, \"\"b\"\"\"\n") != NULL);
 	/* Never sent. */
 	CHECK(strstr(csv, "\n5,0.000000,,long,50000,0,,,,,0,0,,"
-	              "not finished\n") != NULL);
+	                  "not finished\n") != NULL);
 	free(csv);
 }
 
@@ -287,18 +282,17 @@ static void fill_info(struct dbk_run_info *info, bool synthetic)
 	}
 }
 
-static void summarize3(const struct dbk_result *r, size_t n,
-                       const struct dbk_slo *slo, struct dbk_summary s[3])
+static void summarize3(const struct dbk_result *r, size_t n, const struct dbk_slo *slo,
+                       struct dbk_summary s[3])
 {
 	for (int c = 0; c < 3; c++)
-		CHECK_EQ_U(dbk_summarize(r, n, c == 0 ? DBK_STATS_ALL : c - 1,
-		                         slo, 10.0, &s[c]), 0);
+		CHECK_EQ_U(dbk_summarize(r, n, c == 0 ? DBK_STATS_ALL : c - 1, slo, 10.0, &s[c]),
+		           0);
 }
 
 /* What dbk_report_json (table false) or dbk_report_table (true) wrote;
  * the caller frees it. NULL if it could not be captured. */
-static char *capture(bool table, const struct dbk_run_info *info,
-                     const struct dbk_summary s[3],
+static char *capture(bool table, const struct dbk_run_info *info, const struct dbk_summary s[3],
                      const struct dbk_result *r, size_t n)
 {
 	char *p = NULL;
@@ -338,34 +332,27 @@ static void test_json(void)
 	ttft = cJSON_GetObjectItem(tot, "ttft_ms");
 	cfg = cJSON_GetObjectItem(root, "config");
 	CHECK_NEAR(cJSON_GetObjectItem(tot, "completed")->valuedouble, 4, 0);
-	CHECK_NEAR(cJSON_GetObjectItem(tot, "goodput")->valuedouble, 0.2,
-	           1e-12);
-	CHECK_NEAR(cJSON_GetObjectItem(ttft, "median")->valuedouble, 250,
-	           1e-9);
+	CHECK_NEAR(cJSON_GetObjectItem(tot, "goodput")->valuedouble, 0.2, 1e-12);
+	CHECK_NEAR(cJSON_GetObjectItem(ttft, "median")->valuedouble, 250, 1e-9);
 	CHECK(cJSON_GetObjectItem(ttft, "max")->valuedouble >=
 	      cJSON_GetObjectItem(ttft, "p99")->valuedouble);
 	CHECK_NEAR(cJSON_GetObjectItem(cfg, "time_scale")->valuedouble, 10, 0);
-	CHECK_NEAR(cJSON_GetObjectItem(cfg, "slo_ttft_ms")->valuedouble, 250,
-	           1e-9);
+	CHECK_NEAR(cJSON_GetObjectItem(cfg, "slo_ttft_ms")->valuedouble, 250, 1e-9);
 	CHECK(cJSON_IsNull(cJSON_GetObjectItem(cfg, "slo_tpot_ms")));
 	CHECK(cJSON_IsObject(cJSON_GetObjectItem(res, "short")));
-	CHECK_NEAR(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "long"),
-	                               "requests")->valuedouble, 2, 0);
+	CHECK_NEAR(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "long"), "requests")->valuedouble,
+	           2, 0);
 	cJSON_Delete(root);
 	free(p);
 
 	/* Empty series are null, not NaN (which is not JSON). */
-	CHECK_EQ_U(dbk_summarize(r + 5, 1, DBK_STATS_ALL, &info.slo, 10.0,
-	                         &s[0]), 0);
+	CHECK_EQ_U(dbk_summarize(r + 5, 1, DBK_STATS_ALL, &info.slo, 10.0, &s[0]), 0);
 	p = capture(false, &info, s, r, 6);
 	root = cJSON_Parse(p ? p : "");
 	CHECK(root != NULL);
-	tot = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "results"),
-	                          "total");
-	CHECK(cJSON_IsNull(cJSON_GetObjectItem(
-		cJSON_GetObjectItem(tot, "ttft_ms"), "mean")));
-	CHECK(cJSON_IsNull(cJSON_GetObjectItem(
-		cJSON_GetObjectItem(tot, "ttft_ms"), "max")));
+	tot = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "results"), "total");
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(tot, "ttft_ms"), "mean")));
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(tot, "ttft_ms"), "max")));
 	cJSON_Delete(root);
 	free(p);
 }
@@ -387,11 +374,11 @@ static void test_table(void)
 	CHECK(strstr(p, "time scale 10") != NULL);
 	CHECK(strstr(p, "total      < 32768     >= 32768\n") != NULL);
 	CHECK(strstr(p, "\nrequests                                6"
-	              "            4            2\n") != NULL);
+	                "            4            2\n") != NULL);
 	CHECK(strstr(p, "\ngoodput (req/s)                         -"
-	              "            -            -\n") != NULL);
+	                "            -            -\n") != NULL);
 	CHECK(strstr(p, "\nTTFT median (ms)                   250.00"
-	              "       200.00      5000.00\n") != NULL);
+	                "       200.00      5000.00\n") != NULL);
 	CHECK(strstr(p, "HTTP 400 (e.g. HTTP 400: too long)") != NULL);
 	free(p);
 }

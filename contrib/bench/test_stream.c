@@ -60,8 +60,7 @@ static void chain_free(struct chain *c)
 
 /* Feeds s[0, n) in pieces cut at cuts[] (ascending), piece k read at
  * time k; then EOF if the response is not complete yet. */
-static void chain_run(struct chain *c, const char *s, size_t n,
-                      const size_t *cuts, size_t ncuts)
+static void chain_run(struct chain *c, const char *s, size_t n, const size_t *cuts, size_t ncuts)
 {
 	size_t k, from = 0;
 
@@ -69,40 +68,37 @@ static void chain_run(struct chain *c, const char *s, size_t n,
 		size_t to = k < ncuts ? cuts[k] : n;
 
 		c->t = (double)k;
-		if (c->resp.state != DBK_RESP_DONE &&
-		    c->resp.state != DBK_RESP_ERROR)
-			dbk_resp_feed(&c->resp, s + from, to - from,
-			              chain_body, c);
+		if (c->resp.state != DBK_RESP_DONE && c->resp.state != DBK_RESP_ERROR)
+			dbk_resp_feed(&c->resp, s + from, to - from, chain_body, c);
 		from = to;
 	}
 	if (c->resp.state != DBK_RESP_DONE && c->resp.state != DBK_RESP_ERROR)
 		dbk_resp_eof(&c->resp);
 }
 
-#define HEAD_CHUNKED                                                    \
-	"HTTP/1.1 200 OK\r\n"                                           \
-	"date: Mon, 01 Jan 2024 00:00:00 GMT\r\n"                       \
-	"X-Served-By: vllm0\r\n"                                        \
-	"content-type: text/event-stream; charset=utf-8\r\n"            \
+#define HEAD_CHUNKED                                         \
+	"HTTP/1.1 200 OK\r\n"                                \
+	"date: Mon, 01 Jan 2024 00:00:00 GMT\r\n"            \
+	"X-Served-By: vllm0\r\n"                             \
+	"content-type: text/event-stream; charset=utf-8\r\n" \
 	"Transfer-Encoding: chunked\r\n\r\n"
 
-#define EV_TOK(fin)                                                     \
-	"data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\","      \
-	"\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,"      \
-	"\"text\":\" tok\",\"logprobs\":null,\"finish_reason\":" fin    \
+#define EV_TOK(fin)                                                  \
+	"data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\","   \
+	"\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,"   \
+	"\"text\":\" tok\",\"logprobs\":null,\"finish_reason\":" fin \
 	",\"stop_reason\":null}],\"usage\":null}\n\n"
-#define EV_USAGE                                                        \
-	"data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\","      \
-	"\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":"       \
-	"{\"prompt_tokens\":7,\"total_tokens\":10,"                     \
+#define EV_USAGE                                                   \
+	"data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\"," \
+	"\"created\":1,\"model\":\"m\",\"choices\":[],\"usage\":"  \
+	"{\"prompt_tokens\":7,\"total_tokens\":10,"                \
 	"\"completion_tokens\":3}}\n\n"
 #define EV_DONE "data: [DONE]\n\n"
 
 /* A chunked stream as the stub frames it (one event per chunk), except
  * that two events share one chunk and one event spans two chunks, as a
  * proxy re-chunking the stream may do. */
-static size_t build_stream(char *out, size_t cap, bool with_usage,
-                           bool with_done)
+static size_t build_stream(char *out, size_t cap, bool with_usage, bool with_done)
 {
 	const char *ev1 = EV_TOK("null"), *ev2 = EV_TOK("null");
 	const char *ev3 = EV_TOK("\"length\"");
@@ -110,20 +106,14 @@ static size_t build_stream(char *out, size_t cap, bool with_usage,
 	size_t n = 0, half;
 
 	n += (size_t)snprintf(out + n, cap - n, "%s", HEAD_CHUNKED);
-	n += (size_t)snprintf(out + n, cap - n, "%zx;ext=1\r\n%s\r\n",
-	                      strlen(ev1), ev1);
+	n += (size_t)snprintf(out + n, cap - n, "%zx;ext=1\r\n%s\r\n", strlen(ev1), ev1);
 	half = strlen(ev2) / 2;
-	n += (size_t)snprintf(out + n, cap - n, "%zx\r\n%.*s\r\n", half,
-	                      (int)half, ev2);
-	n += (size_t)snprintf(out + n, cap - n, "%zx\r\n%s\r\n",
-	                      strlen(ev2) - half, ev2 + half);
-	snprintf(both, sizeof(both), "%s%s", ev3,
-	         with_usage ? EV_USAGE : "");
-	n += (size_t)snprintf(out + n, cap - n, "%zX\r\n%s\r\n", strlen(both),
-	                      both);
+	n += (size_t)snprintf(out + n, cap - n, "%zx\r\n%.*s\r\n", half, (int)half, ev2);
+	n += (size_t)snprintf(out + n, cap - n, "%zx\r\n%s\r\n", strlen(ev2) - half, ev2 + half);
+	snprintf(both, sizeof(both), "%s%s", ev3, with_usage ? EV_USAGE : "");
+	n += (size_t)snprintf(out + n, cap - n, "%zX\r\n%s\r\n", strlen(both), both);
 	if (with_done)
-		n += (size_t)snprintf(out + n, cap - n, "%zx\r\n%s\r\n",
-		                      strlen(EV_DONE), EV_DONE);
+		n += (size_t)snprintf(out + n, cap - n, "%zx\r\n%s\r\n", strlen(EV_DONE), EV_DONE);
 	n += (size_t)snprintf(out + n, cap - n, "0\r\nx-trailer: 1\r\n\r\n");
 	return n;
 }
@@ -141,8 +131,7 @@ static void check_complete(struct chain *c, uint32_t want_tokens)
 	CHECK_EQ_U(c->st.n_msgs, 3);
 	CHECK_EQ_U(c->st.n_itl, 2);
 	CHECK(c->st.done);
-	CHECK(dbk_stream_result(&c->st, &ttft, &e2e, &tokens, err,
-	                        sizeof(err)));
+	CHECK(dbk_stream_result(&c->st, &ttft, &e2e, &tokens, err, sizeof(err)));
 	CHECK_EQ_U(tokens, want_tokens);
 	CHECK(ttft >= 0 && e2e >= ttft);
 }
@@ -166,13 +155,14 @@ static void test_chain_split_everywhere(void)
 
 		chain_init(&c);
 		chain_run(&c, s, n, &cut, 1);
-		if (c.resp.state != DBK_RESP_DONE || c.st.n_msgs != 3 ||
-		    c.st.n_itl != 2 || !c.st.done || c.st.usage_tokens != 3 ||
+		if (c.resp.state != DBK_RESP_DONE || c.st.n_msgs != 3 || c.st.n_itl != 2 ||
+		    !c.st.done || c.st.usage_tokens != 3 ||
 		    strcmp(c.resp.served_by, "vllm0") != 0) {
 			if (bad++ < 3)
-				fprintf(stderr, "  cut at %zu of %zu: state %d "
-				        "msgs %zu\n", i, n, c.resp.state,
-				        c.st.n_msgs);
+				fprintf(stderr,
+				        "  cut at %zu of %zu: state %d "
+				        "msgs %zu\n",
+				        i, n, c.resp.state, c.st.n_msgs);
 		}
 		chain_free(&c);
 	}
@@ -198,13 +188,12 @@ static void test_chain_byte_by_byte_times(void)
 		cuts[ncut++] = i + 1;
 	chain_init(&c);
 	chain_run(&c, s, n, cuts, ncut);
-	check_complete(&c, 3);   /* no usage: counted text chunks */
+	check_complete(&c, 3); /* no usage: counted text chunks */
 	first = strstr(s, "\"choices\":[{");
 	first_end = strstr(first, "\n\n");
 	last = strstr(s, "\"length\"");
 	last_end = strstr(last, "\n\n");
-	CHECK(dbk_stream_result(&c.st, &ttft, &e2e, &tokens, err,
-	                        sizeof(err)));
+	CHECK(dbk_stream_result(&c.st, &ttft, &e2e, &tokens, err, sizeof(err)));
 	CHECK_NEAR(ttft, (double)(first_end + 1 - s), 0);
 	CHECK_NEAR(e2e, (double)(last_end + 1 - s), 0);
 	CHECK_EQ_U(c.st.usage_tokens, -1);
@@ -226,8 +215,7 @@ static void test_chain_cut_streams(void)
 	chain_init(&c);
 	chain_run(&c, s, n, NULL, 0);
 	CHECK_EQ_U(c.resp.state, DBK_RESP_DONE);
-	CHECK(!dbk_stream_result(&c.st, &ttft, &e2e, &tokens, err,
-	                         sizeof(err)));
+	CHECK(!dbk_stream_result(&c.st, &ttft, &e2e, &tokens, err, sizeof(err)));
 	CHECK(strcmp(err, "stream ended without [DONE]") == 0);
 	chain_free(&c);
 
@@ -243,35 +231,34 @@ static void test_chain_cut_streams(void)
 
 static void test_chain_error_status(void)
 {
-	const char *body =
-		"{\"object\":\"error\",\"message\":\"This model's maximum "
-		"context length is 32768 tokens, not 40000\",\"type\":\"Bad\","
-		"\"code\":400}";
+	const char *body = "{\"object\":\"error\",\"message\":\"This model's maximum "
+	                   "context length is 32768 tokens, not 40000\",\"type\":\"Bad\","
+	                   "\"code\":400}";
 	char s[512], out[160];
 	struct chain c;
 
-	snprintf(s, sizeof(s), "HTTP/1.1 400 Bad Request\r\n"
+	snprintf(s, sizeof(s),
+	         "HTTP/1.1 400 Bad Request\r\n"
 	         "x-served-by: vllm1\r\n"
 	         "Content-Type: application/json\r\n"
-	         "Content-Length: %zu\r\n\r\n%s", strlen(body), body);
+	         "Content-Length: %zu\r\n\r\n%s",
+	         strlen(body), body);
 	chain_init(&c);
 	chain_run(&c, s, strlen(s), NULL, 0);
 	CHECK_EQ_U(c.resp.state, DBK_RESP_DONE);
 	CHECK_EQ_U(c.resp.status, 400);
 	CHECK(strcmp(c.resp.served_by, "vllm1") == 0);
 	CHECK_EQ_U(c.ebody_len, strlen(body));
-	dbk_error_summary(c.resp.status, c.ebody, c.ebody_len, out,
-	                  sizeof(out));
+	dbk_error_summary(c.resp.status, c.ebody, c.ebody_len, out, sizeof(out));
 	CHECK(strcmp(out, "HTTP 400: This model's maximum context length is "
-	              "32768 tokens, not 40000") == 0);
+	                  "32768 tokens, not 40000") == 0);
 	chain_free(&c);
 }
 
 /* ---- resp.c alone. ---- */
 
 /* r starts zeroed or used: what it held is freed first. */
-static enum dbk_resp_state feed_all(struct dbk_resp *r, const char *s,
-                                    size_t *used)
+static enum dbk_resp_state feed_all(struct dbk_resp *r, const char *s, size_t *used)
 {
 	size_t u;
 
@@ -302,8 +289,8 @@ static int refuse(void *ctx, const char *p, size_t n)
 
 static void test_resp_length_and_close(void)
 {
-	struct dbk_resp r = {0};
-	struct dbk_buf b = {0};
+	struct dbk_resp r = { 0 };
+	struct dbk_buf b = { 0 };
 	const char *s = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
 	                "Connection: close\r\n\r\nhelloEXTRA";
 	size_t used;
@@ -311,7 +298,7 @@ static void test_resp_length_and_close(void)
 	dbk_resp_init(&r);
 	used = dbk_resp_feed(&r, s, strlen(s), collect, &b);
 	CHECK_EQ_U(r.state, DBK_RESP_DONE);
-	CHECK_EQ_U(used, strlen(s) - 5);   /* what follows is left */
+	CHECK_EQ_U(used, strlen(s) - 5); /* what follows is left */
 	CHECK(b.len == 5 && memcmp(b.p, "hello", 5) == 0);
 	CHECK(!r.keep_alive);
 	CHECK_EQ_U(r.minor, 1);
@@ -329,16 +316,21 @@ static void test_resp_length_and_close(void)
 	CHECK(!r.keep_alive);
 
 	/* Interim 100 Continue, then the response; 204 has no body. */
-	CHECK_EQ_U(feed_all(&r, "HTTP/1.1 100 Continue\r\nX-Served-By: a\r\n"
-	                        "\r\nHTTP/1.1 204 No Content\r\n\r\n", NULL),
+	CHECK_EQ_U(feed_all(&r,
+	                    "HTTP/1.1 100 Continue\r\nX-Served-By: a\r\n"
+	                    "\r\nHTTP/1.1 204 No Content\r\n\r\n",
+	                    NULL),
 	           DBK_RESP_DONE);
 	CHECK_EQ_U(r.status, 204);
 	CHECK(r.served_by[0] == 0);
 	CHECK(r.keep_alive);
 
 	/* Content-Length: 0, and a leading empty line. */
-	CHECK_EQ_U(feed_all(&r, "\r\nHTTP/1.1 503 x\r\ncontent-length:0\r\n"
-	                        "\r\n", NULL), DBK_RESP_DONE);
+	CHECK_EQ_U(feed_all(&r,
+	                    "\r\nHTTP/1.1 503 x\r\ncontent-length:0\r\n"
+	                    "\r\n",
+	                    NULL),
+	           DBK_RESP_DONE);
 	CHECK_EQ_U(r.status, 503);
 
 	/* The body consumer can stop decoding. */
@@ -354,30 +346,36 @@ static void test_resp_length_and_close(void)
 
 static void test_resp_headers(void)
 {
-	struct dbk_resp r = {0};
+	struct dbk_resp r = { 0 };
 	char big[4096];
 
-	CHECK_EQ_U(feed_all(&r, "HTTP/1.1 200 OK\r\nX-Served-By:  a,b\"c\t\r\n"
-	                        "Content-Length: 0\r\n\r\n", NULL),
+	CHECK_EQ_U(feed_all(&r,
+	                    "HTTP/1.1 200 OK\r\nX-Served-By:  a,b\"c\t\r\n"
+	                    "Content-Length: 0\r\n\r\n",
+	                    NULL),
 	           DBK_RESP_DONE);
 	CHECK(strcmp(r.served_by, "a_b_c") == 0);
 
 	/* A long header line (a cookie) is read past. */
 	memset(big, 'x', sizeof(big));
 	memcpy(big, "HTTP/1.1 200 OK\r\nSet-Cookie: ", 29);
-	memcpy(big + sizeof(big) - 60,
-	       "\r\nX-Served-By: v2\r\nContent-Length: 0\r\n\r\n", 40);
+	memcpy(big + sizeof(big) - 60, "\r\nX-Served-By: v2\r\nContent-Length: 0\r\n\r\n", 40);
 	big[sizeof(big) - 20] = 0;
 	CHECK_EQ_U(feed_all(&r, big, NULL), DBK_RESP_DONE);
 	CHECK(strcmp(r.served_by, "v2") == 0);
 
 	/* Transfer-Encoding: chunked wins over Content-Length. */
-	CHECK_EQ_U(feed_all(&r, "HTTP/1.1 200 OK\r\nContent-Length: 99\r\n"
-	                        "Transfer-Encoding: gzip, chunked\r\n\r\n"
-	                        "0\r\n\r\n", NULL), DBK_RESP_DONE);
+	CHECK_EQ_U(feed_all(&r,
+	                    "HTTP/1.1 200 OK\r\nContent-Length: 99\r\n"
+	                    "Transfer-Encoding: gzip, chunked\r\n\r\n"
+	                    "0\r\n\r\n",
+	                    NULL),
+	           DBK_RESP_DONE);
 	CHECK(r.chunked);
-	CHECK_EQ_U(feed_all(&r, "HTTP/1.1 200 OK\r\nConnection: Keep-Alive"
-	                        "\r\nContent-Length: 0\r\n\r\n", NULL),
+	CHECK_EQ_U(feed_all(&r,
+	                    "HTTP/1.1 200 OK\r\nConnection: Keep-Alive"
+	                    "\r\nContent-Length: 0\r\n\r\n",
+	                    NULL),
 	           DBK_RESP_DONE);
 	CHECK(r.keep_alive);
 	dbk_resp_free(&r);
@@ -385,7 +383,7 @@ static void test_resp_headers(void)
 
 static void expect_error(const char *s, const char *why)
 {
-	struct dbk_resp r = {0};
+	struct dbk_resp r = { 0 };
 
 	CHECK_EQ_U(feed_all(&r, s, NULL), DBK_RESP_ERROR);
 	if (r.state == DBK_RESP_ERROR && strcmp(r.err, why) != 0) {
@@ -397,32 +395,33 @@ static void expect_error(const char *s, const char *why)
 
 static void test_resp_errors(void)
 {
-	struct dbk_resp r = {0};
+	struct dbk_resp r = { 0 };
 	char *big;
 
 	expect_error("HTTX/1.1 200 OK\r\n\r\n", "bad HTTP status line");
 	expect_error("HTTP/1.1 20 OK\r\n\r\n", "bad HTTP status line");
 	expect_error("HTTP/2 200\r\n\r\n", "bad HTTP status line");
 	expect_error("HTTP/1.1 200OK\r\n\r\n", "bad HTTP status line");
-	expect_error("HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
-	             "bad header field name");
+	expect_error("HTTP/1.1 200 OK\r\nno colon\r\n\r\n", "bad header field name");
 	expect_error("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
 	             "Content-Length: 6\r\n\r\n",
 	             "conflicting Content-Length");
-	expect_error("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
-	             "bad Content-Length");
+	expect_error("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "bad Content-Length");
 	expect_error("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
 	             "unsupported Transfer-Encoding");
-	expect_error("HTTP/1.1 101 Switching\r\n\r\n",
-	             "unexpected 101 Switching Protocols");
+	expect_error("HTTP/1.1 101 Switching\r\n\r\n", "unexpected 101 Switching Protocols");
 	expect_error("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-	             "zz\r\n", "bad chunk size");
+	             "zz\r\n",
+	             "bad chunk size");
 	expect_error("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-	             "5 x\r\n", "bad chunk size");
+	             "5 x\r\n",
+	             "bad chunk size");
 	expect_error("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-	             "1234567890abcdef\r\n", "chunk too large");
+	             "1234567890abcdef\r\n",
+	             "chunk too large");
 	expect_error("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-	             "3\r\nabcXX\r\n", "missing CRLF after chunk data");
+	             "3\r\nabcXX\r\n",
+	             "missing CRLF after chunk data");
 
 	big = malloc(DBK_RESP_MAX_HEAD + 100);
 	if (!big)
@@ -460,8 +459,7 @@ static int on_ev(void *ctx, const char *data, size_t n)
 	struct events *e = ctx;
 
 	if (e->n < 8)
-		snprintf(e->data[e->n], sizeof(e->data[0]), "%.*s", (int)n,
-		         data);
+		snprintf(e->data[e->n], sizeof(e->data[0]), "%.*s", (int)n, data);
 	e->n++;
 	return 0;
 }
@@ -493,11 +491,9 @@ static void test_sse_framing_split_everywhere(void)
 		memset(&e, 0, sizeof(e));
 		dbk_sse_init(&x, 1024);
 		CHECK_EQ_U(dbk_sse_feed(&x, s, i, on_ev, &e), DBK_SSE_OK);
-		CHECK_EQ_U(dbk_sse_feed(&x, s + i, n - i, on_ev, &e),
-		           DBK_SSE_OK);
+		CHECK_EQ_U(dbk_sse_feed(&x, s + i, n - i, on_ev, &e), DBK_SSE_OK);
 		if (e.n != 4 || strcmp(e.data[0], "one") != 0 ||
-		    strcmp(e.data[1], "two\n three") != 0 ||
-		    strcmp(e.data[2], "") != 0 ||
+		    strcmp(e.data[1], "two\n three") != 0 || strcmp(e.data[2], "") != 0 ||
 		    strcmp(e.data[3], "[DONE]") != 0)
 			bad++;
 		dbk_sse_free(&x);
@@ -524,16 +520,17 @@ static void test_sse_bounds(void)
 	dbk_sse_free(&x);
 	/* An event of many small lines above the bound. */
 	dbk_sse_init(&x, 64);
-	CHECK_EQ_U(dbk_sse_feed(&x, "data: 0123456789012345678901234\n"
-	                            "data: 0123456789012345678901234\n"
-	                            "data: 0123456789012345678901234\n",
-	                        96, on_ev, &e), DBK_SSE_TOO_BIG);
+	CHECK_EQ_U(dbk_sse_feed(&x,
+	                        "data: 0123456789012345678901234\n"
+	                        "data: 0123456789012345678901234\n"
+	                        "data: 0123456789012345678901234\n",
+	                        96, on_ev, &e),
+	           DBK_SSE_TOO_BIG);
 	dbk_sse_free(&x);
 	CHECK_EQ_U(e.n, 0);
 	/* The callback's verdict is passed back. */
 	dbk_sse_init(&x, 64);
-	CHECK_EQ_U(dbk_sse_feed(&x, "data: x\n\ndata: y\n\n", 18, refuse,
-	                        NULL), 42);
+	CHECK_EQ_U(dbk_sse_feed(&x, "data: x\n\ndata: y\n\n", 18, refuse, NULL), 42);
 	dbk_sse_free(&x);
 }
 
@@ -554,15 +551,17 @@ static void test_stream_metrics(void)
 
 	dbk_stream_init(&s, 10.0, 10);
 	CHECK_EQ_U(ev(&s, "{\"choices\":[{\"text\":\"a\"}]}", 10.5), 0);
-	CHECK_EQ_U(ev(&s, "{\"choices\":[{\"text\":\"b\"}],\"usage\":null}",
-	              10.7), 0);
+	CHECK_EQ_U(ev(&s, "{\"choices\":[{\"text\":\"b\"}],\"usage\":null}", 10.7), 0);
 	CHECK_EQ_U(ev(&s, "{\"choices\":[{\"text\":\"c\"}]}", 11.0), 0);
-	CHECK_EQ_U(ev(&s, "{\"choices\":[],\"usage\":{\"prompt_tokens\":1,"
-	                  "\"completion_tokens\":3}}", 11.2), 0);
+	CHECK_EQ_U(ev(&s,
+	              "{\"choices\":[],\"usage\":{\"prompt_tokens\":1,"
+	              "\"completion_tokens\":3}}",
+	              11.2),
+	           0);
 	CHECK_EQ_U(ev(&s, " [DONE] ", 11.3), 0);
 	CHECK(dbk_stream_result(&s, &ttft, &e2e, &tokens, err, sizeof(err)));
 	CHECK_NEAR(ttft, 0.5, 1e-12);
-	CHECK_NEAR(e2e, 1.0, 1e-12);     /* the last choices, not [DONE] */
+	CHECK_NEAR(e2e, 1.0, 1e-12); /* the last choices, not [DONE] */
 	CHECK_EQ_U(tokens, 3);
 	itl = dbk_stream_take_itl(&s, &n);
 	CHECK_EQ_U(n, 2);
@@ -583,12 +582,17 @@ static void test_stream_chat_and_counting(void)
 	 * vLLM's client) but carries no text; tokens are counted from the
 	 * text chunks when there is no usage. */
 	dbk_stream_init(&s, 0, 10);
-	CHECK_EQ_U(ev(&s, "{\"choices\":[{\"delta\":{\"role\":\"assistant\","
-	                  "\"content\":\"\"}}]}", 1), 0);
-	CHECK_EQ_U(ev(&s, "{\"choices\":[{\"delta\":{\"content\":\"x\"}}]}",
-	              1), 0);
-	CHECK_EQ_U(ev(&s, "{\"choices\":[{\"delta\":{\"content\":\"y\"},"
-	                  "\"finish_reason\":\"length\"}]}", 3), 0);
+	CHECK_EQ_U(ev(&s,
+	              "{\"choices\":[{\"delta\":{\"role\":\"assistant\","
+	              "\"content\":\"\"}}]}",
+	              1),
+	           0);
+	CHECK_EQ_U(ev(&s, "{\"choices\":[{\"delta\":{\"content\":\"x\"}}]}", 1), 0);
+	CHECK_EQ_U(ev(&s,
+	              "{\"choices\":[{\"delta\":{\"content\":\"y\"},"
+	              "\"finish_reason\":\"length\"}]}",
+	              3),
+	           0);
 	CHECK_EQ_U(ev(&s, "[DONE]", 3), 0);
 	CHECK(dbk_stream_result(&s, &ttft, &e2e, &tokens, err, sizeof(err)));
 	CHECK_EQ_U(s.n_msgs, 3);

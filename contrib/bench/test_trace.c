@@ -8,8 +8,8 @@
 
 #include "check.h"
 
-static int parse(enum dbk_trace_format f, const char *s, struct dbk_trace *t,
-                 char *err, size_t errn)
+static int parse(enum dbk_trace_format f, const char *s, struct dbk_trace *t, char *err,
+                 size_t errn)
 {
 	memset(t, 0, sizeof(*t));
 	err[0] = 0;
@@ -17,8 +17,7 @@ static int parse(enum dbk_trace_format f, const char *s, struct dbk_trace *t,
 }
 
 /* Parses s, expects a failure whose message contains want. */
-static bool fails_with(enum dbk_trace_format f, const char *s,
-                       const char *want)
+static bool fails_with(enum dbk_trace_format f, const char *s, const char *want)
 {
 	struct dbk_trace t;
 	char err[256];
@@ -26,8 +25,7 @@ static bool fails_with(enum dbk_trace_format f, const char *s,
 
 	dbk_trace_free(&t);
 	if (rc == 0 || !strstr(err, want)) {
-		fprintf(stderr, "  input %s\n  error \"%s\", want \"%s\"\n", s,
-		        err, want);
+		fprintf(stderr, "  input %s\n  error \"%s\", want \"%s\"\n", s, err, want);
 		return false;
 	}
 	return true;
@@ -35,15 +33,14 @@ static bool fails_with(enum dbk_trace_format f, const char *s,
 
 static void test_mooncake(void)
 {
-	const char *s =
-		"{\"timestamp\": 5000, \"input_length\": 6758, "
-		"\"output_length\": 500, \"hash_ids\": [0, 1, 2]}\n"
-		"\r\n"
-		"{\"timestamp\": 5000, \"input_length\": 100, "
-		"\"output_length\": 7, \"hash_ids\": [0, 9]}\r\n"
-		"  \n"
-		"{\"timestamp\": 8000.5, \"input_length\": 33000, "
-		"\"output_length\": 1}";
+	const char *s = "{\"timestamp\": 5000, \"input_length\": 6758, "
+	                "\"output_length\": 500, \"hash_ids\": [0, 1, 2]}\n"
+	                "\r\n"
+	                "{\"timestamp\": 5000, \"input_length\": 100, "
+	                "\"output_length\": 7, \"hash_ids\": [0, 9]}\r\n"
+	                "  \n"
+	                "{\"timestamp\": 8000.5, \"input_length\": 33000, "
+	                "\"output_length\": 1}";
 	struct dbk_trace t;
 	char err[256];
 
@@ -77,15 +74,14 @@ static void test_mooncake(void)
 
 static void test_sessions(void)
 {
-	const char *s =
-		"{\"timestamp\": 0, \"input_length\": 1500, "
-		"\"output_length\": 5, \"hash_ids\": [4, 5, 6]}\n"
-		"{\"timestamp\": 1, \"input_length\": 2000, "
-		"\"output_length\": 5, \"hash_ids\": [4, 5, 6, 7]}\n"
-		"{\"timestamp\": 2, \"input_length\": 900, "
-		"\"output_length\": 5, \"hash_ids\": [4, 5]}\n"
-		"{\"timestamp\": 3, \"input_length\": 1000, "
-		"\"output_length\": 5, \"hash_ids\": [8, 9]}\n";
+	const char *s = "{\"timestamp\": 0, \"input_length\": 1500, "
+	                "\"output_length\": 5, \"hash_ids\": [4, 5, 6]}\n"
+	                "{\"timestamp\": 1, \"input_length\": 2000, "
+	                "\"output_length\": 5, \"hash_ids\": [4, 5, 6, 7]}\n"
+	                "{\"timestamp\": 2, \"input_length\": 900, "
+	                "\"output_length\": 5, \"hash_ids\": [4, 5]}\n"
+	                "{\"timestamp\": 3, \"input_length\": 1000, "
+	                "\"output_length\": 5, \"hash_ids\": [8, 9]}\n";
 	struct dbk_trace t;
 	char err[256];
 
@@ -98,8 +94,10 @@ static void test_sessions(void)
 	/* Without the last row all share [4, 5]: a request holding only
 	 * that prefix has no conversation of its own. */
 	memset(&t, 0, sizeof(t));
-	CHECK_EQ_U(dbk_trace_parse(DBK_TRACE_MOONCAKE, s, (size_t)(strstr(s,
-	           "{\"timestamp\": 3") - s), &t, err, sizeof(err)), 0);
+	CHECK_EQ_U(dbk_trace_parse(DBK_TRACE_MOONCAKE, s,
+	                           (size_t)(strstr(s, "{\"timestamp\": 3") - s), &t, err,
+	                           sizeof(err)),
+	           0);
 	CHECK(t.req[0].has_session && t.req[0].session == 6);
 	CHECK(t.req[1].has_session && t.req[1].session == 6);
 	CHECK(!t.req[2].has_session);
@@ -110,35 +108,49 @@ static void test_mooncake_malformed(void)
 {
 	const enum dbk_trace_format M = DBK_TRACE_MOONCAKE;
 
-	CHECK(fails_with(M, "{\"timestamp\": 0, \"input_length\": 1,",
-	                 "line 1: not valid JSON"));
-	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":1,"
-	                    "\"output_length\":1}\n\n{\"timestamp\":1}",
+	CHECK(fails_with(M, "{\"timestamp\": 0, \"input_length\": 1,", "line 1: not valid JSON"));
+	CHECK(fails_with(M,
+	                 "{\"timestamp\":0,\"input_length\":1,"
+	                 "\"output_length\":1}\n\n{\"timestamp\":1}",
 	                 "line 3: \"input_length\""));
-	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":1}",
-	                 "line 1: \"output_length\""));
-	CHECK(fails_with(M, "{\"input_length\":1,\"output_length\":1}",
-	                 "line 1: \"timestamp\""));
-	CHECK(fails_with(M, "{\"timestamp\":-1,\"input_length\":1,"
-	                    "\"output_length\":1}", "\"timestamp\""));
-	CHECK(fails_with(M, "{\"timestamp\":\"0\",\"input_length\":1,"
-	                    "\"output_length\":1}", "\"timestamp\""));
-	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":1.5,"
-	                    "\"output_length\":1}", "\"input_length\""));
-	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":-3,"
-	                    "\"output_length\":1}", "\"input_length\""));
-	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":99999999,"
-	                    "\"output_length\":1}", "\"input_length\""));
-	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":1,"
-	                    "\"output_length\":true}", "\"output_length\""));
-	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":1,"
-	                    "\"output_length\":1} x", "text after"));
+	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":1}", "line 1: \"output_length\""));
+	CHECK(fails_with(M, "{\"input_length\":1,\"output_length\":1}", "line 1: \"timestamp\""));
+	CHECK(fails_with(M,
+	                 "{\"timestamp\":-1,\"input_length\":1,"
+	                 "\"output_length\":1}",
+	                 "\"timestamp\""));
+	CHECK(fails_with(M,
+	                 "{\"timestamp\":\"0\",\"input_length\":1,"
+	                 "\"output_length\":1}",
+	                 "\"timestamp\""));
+	CHECK(fails_with(M,
+	                 "{\"timestamp\":0,\"input_length\":1.5,"
+	                 "\"output_length\":1}",
+	                 "\"input_length\""));
+	CHECK(fails_with(M,
+	                 "{\"timestamp\":0,\"input_length\":-3,"
+	                 "\"output_length\":1}",
+	                 "\"input_length\""));
+	CHECK(fails_with(M,
+	                 "{\"timestamp\":0,\"input_length\":99999999,"
+	                 "\"output_length\":1}",
+	                 "\"input_length\""));
+	CHECK(fails_with(M,
+	                 "{\"timestamp\":0,\"input_length\":1,"
+	                 "\"output_length\":true}",
+	                 "\"output_length\""));
+	CHECK(fails_with(M,
+	                 "{\"timestamp\":0,\"input_length\":1,"
+	                 "\"output_length\":1} x",
+	                 "text after"));
 	CHECK(fails_with(M, "[1, 2]", "expected a JSON object"));
-	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":1,"
-	                    "\"output_length\":1,\"hash_ids\":3}",
+	CHECK(fails_with(M,
+	                 "{\"timestamp\":0,\"input_length\":1,"
+	                 "\"output_length\":1,\"hash_ids\":3}",
 	                 "\"hash_ids\" must be an array"));
-	CHECK(fails_with(M, "{\"timestamp\":0,\"input_length\":1,"
-	                    "\"output_length\":1,\"hash_ids\":[1,\"a\"]}",
+	CHECK(fails_with(M,
+	                 "{\"timestamp\":0,\"input_length\":1,"
+	                 "\"output_length\":1,\"hash_ids\":[1,\"a\"]}",
 	                 "\"hash_ids\" must hold"));
 	CHECK(fails_with(M, "", "no requests"));
 	CHECK(fails_with(M, "\n \r\n", "no requests"));
@@ -156,7 +168,8 @@ static void test_zero_lengths_raised(void)
 	                 "\"output_length\":0}\n"
 	                 "{\"timestamp\":0,\"input_length\":5,"
 	                 "\"output_length\":5}\n",
-	                 &t, err, sizeof(err)), 0);
+	                 &t, err, sizeof(err)),
+	           0);
 	CHECK_EQ_U(t.n, 3);
 	CHECK_EQ_U(t.n_raised, 2);
 	CHECK_EQ_U(t.req[0].input, 1);
@@ -179,7 +192,8 @@ static void test_unsorted_is_sorted_stably(void)
 	                 "\"output_length\":1}\n"
 	                 "{\"timestamp\":1000,\"input_length\":4,"
 	                 "\"output_length\":1}\n",
-	                 &t, err, sizeof(err)), 0);
+	                 &t, err, sizeof(err)),
+	           0);
 	CHECK_EQ_U(t.n, 4);
 	CHECK_EQ_U(t.req[0].input, 2);
 	CHECK_EQ_U(t.req[1].input, 4);
@@ -192,13 +206,12 @@ static void test_unsorted_is_sorted_stably(void)
 
 static void test_azure(void)
 {
-	const char *s =
-		"TIMESTAMP,ContextTokens,GeneratedTokens\n"
-		"2023-11-16 18:15:46.6805900,374,44\n"
-		"2023-11-16 18:15:50.9951690,396,109\r\n"
-		"\n"
-		"2023-11-16 23:59:59.9000000,1,7\n"
-		"2023-11-17 00:00:00.1000000,14000,1000";
+	const char *s = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+	                "2023-11-16 18:15:46.6805900,374,44\n"
+	                "2023-11-16 18:15:50.9951690,396,109\r\n"
+	                "\n"
+	                "2023-11-16 23:59:59.9000000,1,7\n"
+	                "2023-11-17 00:00:00.1000000,14000,1000";
 	struct dbk_trace t;
 	char err[256];
 
@@ -221,7 +234,8 @@ static void test_azure(void)
 	                 "contexttokens\r\n"
 	                 "5, x ,2024-02-29T10:00:00, 100\r\n"
 	                 "6,y,2024-02-29 10:00:01Z,200\r\n",
-	                 &t, err, sizeof(err)), 0);
+	                 &t, err, sizeof(err)),
+	           0);
 	CHECK_EQ_U(t.n, 2);
 	CHECK_EQ_U(t.req[0].input, 100);
 	CHECK_EQ_U(t.req[0].output, 5);
@@ -235,24 +249,26 @@ static void test_azure_malformed(void)
 	const char *h = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
 	char buf[256];
 
-	CHECK(fails_with(A, "TIMESTAMP,ContextTokens\n"
-	                    "2023-11-16 18:15:46,1\n", "line 1: CSV header"));
+	CHECK(fails_with(A,
+	                 "TIMESTAMP,ContextTokens\n"
+	                 "2023-11-16 18:15:46,1\n",
+	                 "line 1: CSV header"));
 	CHECK(fails_with(A, "2023-11-16 18:15:46,1,1\n", "line 1: CSV header"));
 	/* Rows after the header, and the error each gives. */
 	static const struct {
 		const char *rows, *want;
 	} bad[] = {
-		{"2023-11-16 18:15:46,1\n", "line 2: expected 3 CSV fields"},
-		{"2023-11-16 18:15:46,1,2,3\n", "line 2: expected 3 CSV fields"},
-		{"\n2023-13-16 18:15:46,1,2\n", "line 3: TIMESTAMP"},
-		{"2023-11-16 18:15,1,2\n", "line 2: TIMESTAMP"},
-		{"1700158546.68,1,2\n", "line 2: TIMESTAMP"},
-		{"2023-02-29 00:00:00,1,2\n", "line 2: TIMESTAMP"},
-		{"2023-11-16 18:15:46.,1,2\n", "line 2: TIMESTAMP"},
-		{"2023-11-16 18:15:46,12a,2\n", "line 2: ContextTokens"},
-		{"2023-11-16 18:15:46,-5,2\n", "line 2: ContextTokens"},
-		{"2023-11-16 18:15:46,5,\n", "line 2: GeneratedTokens"},
-		{"2023-11-16 18:15:46,5,99999999\n", "line 2: GeneratedTokens"},
+		{ "2023-11-16 18:15:46,1\n", "line 2: expected 3 CSV fields" },
+		{ "2023-11-16 18:15:46,1,2,3\n", "line 2: expected 3 CSV fields" },
+		{ "\n2023-13-16 18:15:46,1,2\n", "line 3: TIMESTAMP" },
+		{ "2023-11-16 18:15,1,2\n", "line 2: TIMESTAMP" },
+		{ "1700158546.68,1,2\n", "line 2: TIMESTAMP" },
+		{ "2023-02-29 00:00:00,1,2\n", "line 2: TIMESTAMP" },
+		{ "2023-11-16 18:15:46.,1,2\n", "line 2: TIMESTAMP" },
+		{ "2023-11-16 18:15:46,12a,2\n", "line 2: ContextTokens" },
+		{ "2023-11-16 18:15:46,-5,2\n", "line 2: ContextTokens" },
+		{ "2023-11-16 18:15:46,5,\n", "line 2: GeneratedTokens" },
+		{ "2023-11-16 18:15:46,5,99999999\n", "line 2: GeneratedTokens" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(buf, sizeof(buf), "%s%s", h, bad[i].rows);
@@ -293,22 +309,17 @@ static void test_wallclock(void)
 	s = "2023-11-16 18:15:46 ";
 	CHECK(!dbk_trace_parse_wallclock(s, strlen(s), &sec, &frac));
 	/* Length-bounded: the NUL is not needed and not read. */
-	CHECK(!dbk_trace_parse_wallclock("2023-11-16 18:15:4", 18, &sec,
-	                                 &frac));
+	CHECK(!dbk_trace_parse_wallclock("2023-11-16 18:15:4", 18, &sec, &frac));
 }
 
 static void test_detect(void)
 {
 	CHECK_EQ_U(dbk_trace_detect("a/b.JSONL", "", 0), DBK_TRACE_MOONCAKE);
-	CHECK_EQ_U(dbk_trace_detect("x.json", "TIMESTAMP", 9),
-	           DBK_TRACE_MOONCAKE);
+	CHECK_EQ_U(dbk_trace_detect("x.json", "TIMESTAMP", 9), DBK_TRACE_MOONCAKE);
 	CHECK_EQ_U(dbk_trace_detect("x.csv", "{", 1), DBK_TRACE_AZURE);
-	CHECK_EQ_U(dbk_trace_detect("trace", " \n{\"timestamp\"", 14),
-	           DBK_TRACE_MOONCAKE);
-	CHECK_EQ_U(dbk_trace_detect("trace", "\xef\xbb\xbfTIMESTAMP,", 13),
-	           DBK_TRACE_AZURE);
-	CHECK_EQ_U(dbk_trace_detect("trace", "timestamp,x", 11),
-	           DBK_TRACE_AZURE);
+	CHECK_EQ_U(dbk_trace_detect("trace", " \n{\"timestamp\"", 14), DBK_TRACE_MOONCAKE);
+	CHECK_EQ_U(dbk_trace_detect("trace", "\xef\xbb\xbfTIMESTAMP,", 13), DBK_TRACE_AZURE);
+	CHECK_EQ_U(dbk_trace_detect("trace", "timestamp,x", 11), DBK_TRACE_AZURE);
 	CHECK_EQ_U(dbk_trace_detect("trace", "hello", 5), DBK_TRACE_UNKNOWN);
 	CHECK_EQ_U(dbk_trace_detect(NULL, "", 0), DBK_TRACE_UNKNOWN);
 	CHECK(strcmp(dbk_trace_format_name(DBK_TRACE_AZURE), "azure") == 0);
@@ -320,8 +331,9 @@ static void test_synth_parse(void)
 	char err[256];
 
 	CHECK_EQ_U(dbk_synth_parse("short=0.9:300-2000,long=0.1:33000-90000:"
-	                           "200-400,fixed=2:50:10", &s, err,
-	                           sizeof(err)), 0);
+	                           "200-400,fixed=2:50:10",
+	                           &s, err, sizeof(err)),
+	           0);
 	CHECK_EQ_U(s.n, 3);
 	CHECK(strcmp(s.c[0].name, "short") == 0);
 	CHECK_NEAR(s.c[0].weight, 0.9, 1e-15);
@@ -341,10 +353,8 @@ static void test_synth_parse(void)
 	      strstr(err, "NAME=WEIGHT"));
 	CHECK(dbk_synth_parse("a=1", &s, err, sizeof(err)) != 0 &&
 	      strstr(err, "prompt length range"));
-	CHECK(dbk_synth_parse("a=0:5", &s, err, sizeof(err)) != 0 &&
-	      strstr(err, "weight"));
-	CHECK(dbk_synth_parse("a=x:5", &s, err, sizeof(err)) != 0 &&
-	      strstr(err, "weight"));
+	CHECK(dbk_synth_parse("a=0:5", &s, err, sizeof(err)) != 0 && strstr(err, "weight"));
+	CHECK(dbk_synth_parse("a=x:5", &s, err, sizeof(err)) != 0 && strstr(err, "weight"));
 	CHECK(dbk_synth_parse("a=1:2000-300", &s, err, sizeof(err)) != 0 &&
 	      strstr(err, "prompt length"));
 	CHECK(dbk_synth_parse("a=1:0-3", &s, err, sizeof(err)) != 0);
@@ -352,10 +362,8 @@ static void test_synth_parse(void)
 	CHECK(dbk_synth_parse("a=1:99999999", &s, err, sizeof(err)) != 0);
 	CHECK(dbk_synth_parse("a=1:5:x", &s, err, sizeof(err)) != 0 &&
 	      strstr(err, "output length"));
-	CHECK(dbk_synth_parse("a=1:5,a=2:6", &s, err, sizeof(err)) != 0 &&
-	      strstr(err, "twice"));
-	CHECK(dbk_synth_parse("a b=1:5", &s, err, sizeof(err)) != 0 &&
-	      strstr(err, "name"));
+	CHECK(dbk_synth_parse("a=1:5,a=2:6", &s, err, sizeof(err)) != 0 && strstr(err, "twice"));
+	CHECK(dbk_synth_parse("a b=1:5", &s, err, sizeof(err)) != 0 && strstr(err, "name"));
 	CHECK(dbk_synth_parse("a=1:5,", &s, err, sizeof(err)) != 0);
 }
 
@@ -368,11 +376,11 @@ static void test_synth_generate(void)
 	double sum_gap;
 
 	CHECK_EQ_U(dbk_synth_parse("short=0.9:300-2000:10-20,"
-	                           "long=0.1:33000-90000", &s, err,
-	                           sizeof(err)), 0);
+	                           "long=0.1:33000-90000",
+	                           &s, err, sizeof(err)),
+	           0);
 	memset(&t, 0, sizeof(t));
-	CHECK_EQ_U(dbk_synth_generate(&s, 4.0, 20000, 0, 42, &t, err,
-	                              sizeof(err)), 0);
+	CHECK_EQ_U(dbk_synth_generate(&s, 4.0, 20000, 0, 42, &t, err, sizeof(err)), 0);
 	CHECK_EQ_U(t.n, 20000);
 	CHECK_NEAR(t.req[0].t, 0, 0);
 	for (i = 0; i < t.n; i++) {
@@ -396,29 +404,24 @@ static void test_synth_generate(void)
 
 	/* Same seed, same trace. */
 	memset(&t2, 0, sizeof(t2));
-	CHECK_EQ_U(dbk_synth_generate(&s, 4.0, 20000, 0, 42, &t2, err,
-	                              sizeof(err)), 0);
-	CHECK(t2.n == t.n &&
-	      memcmp(t.req, t2.req, t.n * sizeof(*t.req)) == 0);
+	CHECK_EQ_U(dbk_synth_generate(&s, 4.0, 20000, 0, 42, &t2, err, sizeof(err)), 0);
+	CHECK(t2.n == t.n && memcmp(t.req, t2.req, t.n * sizeof(*t.req)) == 0);
 	dbk_trace_free(&t2);
 	dbk_trace_free(&t);
 
 	/* Bounded by time. */
 	memset(&t, 0, sizeof(t));
-	CHECK_EQ_U(dbk_synth_generate(&s, 10.0, 0, 100.0, 1, &t, err,
-	                              sizeof(err)), 0);
+	CHECK_EQ_U(dbk_synth_generate(&s, 10.0, 0, 100.0, 1, &t, err, sizeof(err)), 0);
 	CHECK(t.n > 850 && t.n < 1150);
 	CHECK(t.req[t.n - 1].t < 100.0);
 	dbk_trace_free(&t);
 
 	/* Infinite rate: all at once. */
-	CHECK_EQ_U(dbk_synth_generate(&s, INFINITY, 5, 0, 1, &t, err,
-	                              sizeof(err)), 0);
+	CHECK_EQ_U(dbk_synth_generate(&s, INFINITY, 5, 0, 1, &t, err, sizeof(err)), 0);
 	CHECK_EQ_U(t.n, 5);
 	CHECK_NEAR(t.req[4].t, 0, 0);
 	dbk_trace_free(&t);
-	CHECK(dbk_synth_generate(&s, INFINITY, 0, 10, 1, &t, err,
-	                         sizeof(err)) != 0);
+	CHECK(dbk_synth_generate(&s, INFINITY, 0, 10, 1, &t, err, sizeof(err)) != 0);
 	CHECK(dbk_synth_generate(&s, 1, 0, 0, 1, &t, err, sizeof(err)) != 0);
 	CHECK(dbk_synth_generate(&s, 0, 5, 0, 1, &t, err, sizeof(err)) != 0);
 	dbk_trace_free(&t);
@@ -447,7 +450,7 @@ static void test_clip(void)
 
 static void make_trace(struct dbk_trace *t)
 {
-	static const uint32_t ins[] = {100, 200, 40000, 300, 90000, 400};
+	static const uint32_t ins[] = { 100, 200, 40000, 300, 90000, 400 };
 	size_t i;
 
 	memset(t, 0, sizeof(*t));

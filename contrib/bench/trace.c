@@ -18,8 +18,7 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= m && strcasecmp(s + n - m, suffix) == 0;
 }
 
-enum dbk_trace_format dbk_trace_detect(const char *path, const char *data,
-                                       size_t n)
+enum dbk_trace_format dbk_trace_detect(const char *path, const char *data, size_t n)
 {
 	size_t i;
 
@@ -103,8 +102,7 @@ static void raise_zero(struct dbk_trace *t, struct dbk_trace_req *r)
 
 /* ---- Mooncake JSONL. ---- */
 
-static bool json_uint(const cJSON *o, const char *key, double max,
-                      double *out)
+static bool json_uint(const cJSON *o, const char *key, double max, double *out)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
 	double d;
@@ -119,37 +117,41 @@ static bool json_uint(const cJSON *o, const char *key, double max,
 }
 
 /* A row's "hash_ids" (absent or null: none) appended to t->hash for r. */
-static int hash_ids(const cJSON *ids, struct dbk_trace *t,
-                    struct dbk_trace_req *r, unsigned line, char *err,
-                    size_t errn)
+static int hash_ids(const cJSON *ids, struct dbk_trace *t, struct dbk_trace_req *r, unsigned line,
+                    char *err, size_t errn)
 {
 	const cJSON *id;
 
 	if (!ids || cJSON_IsNull(ids))
 		return 0;
 	if (!cJSON_IsArray(ids))
-		return dbk_errf(err, errn, "line %u: \"hash_ids\" must be an "
-		                "array", line), -1;
-	cJSON_ArrayForEach(id, ids) {
+		return dbk_errf(err, errn,
+		                "line %u: \"hash_ids\" must be an "
+		                "array",
+		                line),
+		       -1;
+	cJSON_ArrayForEach(id, ids)
+	{
 		double d = cJSON_IsNumber(id) ? id->valuedouble : -1;
 
 		/* Beyond 2^53 a double no longer names one id. */
 		if (!(d >= 0 && d <= 9007199254740992.0 && d == floor(d)))
-			return dbk_errf(err, errn, "line %u: \"hash_ids\" must "
-			                "hold integers >= 0", line), -1;
+			return dbk_errf(err, errn,
+			                "line %u: \"hash_ids\" must "
+			                "hold integers >= 0",
+			                line),
+			       -1;
 		if (t->n_hash >= UINT32_MAX ||
-		    !grow((void **)&t->hash, &t->cap_hash, t->n_hash + 1,
-		          sizeof(*t->hash)))
-			return dbk_errf(err, errn, "line %u: too many hash ids",
-			                line), -1;
+		    !grow((void **)&t->hash, &t->cap_hash, t->n_hash + 1, sizeof(*t->hash)))
+			return dbk_errf(err, errn, "line %u: too many hash ids", line), -1;
 		t->hash[t->n_hash++] = (uint64_t)d;
 		r->n_hash++;
 	}
 	return 0;
 }
 
-static int mooncake_line(const char *p, size_t n, unsigned line,
-                         struct dbk_trace *t, char *err, size_t errn)
+static int mooncake_line(const char *p, size_t n, unsigned line, struct dbk_trace *t, char *err,
+                         size_t errn)
 {
 	const char *end = NULL;
 	const cJSON *ts;
@@ -160,8 +162,9 @@ static int mooncake_line(const char *p, size_t n, unsigned line,
 
 	root = cJSON_ParseWithLengthOpts(p, n, &end, false);
 	if (!root)
-		return dbk_errf(err, errn, "line %u: not valid JSON (at byte %td)",
-		                line, end ? end - p + 1 : (ptrdiff_t)0), -1;
+		return dbk_errf(err, errn, "line %u: not valid JSON (at byte %td)", line,
+		                end ? end - p + 1 : (ptrdiff_t)0),
+		       -1;
 	while (end && end < p + n && isspace((unsigned char)*end))
 		end++;
 	if (end != p + n) {
@@ -173,20 +176,26 @@ static int mooncake_line(const char *p, size_t n, unsigned line,
 		goto out;
 	}
 	ts = cJSON_GetObjectItemCaseSensitive(root, "timestamp");
-	if (!cJSON_IsNumber(ts) || !isfinite(ts->valuedouble) ||
-	    ts->valuedouble < 0 || ts->valuedouble > 1e15) {
-		dbk_errf(err, errn, "line %u: \"timestamp\" must be a number of "
-		         "milliseconds >= 0", line);
+	if (!cJSON_IsNumber(ts) || !isfinite(ts->valuedouble) || ts->valuedouble < 0 ||
+	    ts->valuedouble > 1e15) {
+		dbk_errf(err, errn,
+		         "line %u: \"timestamp\" must be a number of "
+		         "milliseconds >= 0",
+		         line);
 		goto out;
 	}
 	if (!json_uint(root, "input_length", DBK_TRACE_MAX_TOKENS, &in)) {
-		dbk_errf(err, errn, "line %u: \"input_length\" must be an integer "
-		         "in 0..%u", line, DBK_TRACE_MAX_TOKENS);
+		dbk_errf(err, errn,
+		         "line %u: \"input_length\" must be an integer "
+		         "in 0..%u",
+		         line, DBK_TRACE_MAX_TOKENS);
 		goto out;
 	}
 	if (!json_uint(root, "output_length", DBK_TRACE_MAX_TOKENS, &out)) {
-		dbk_errf(err, errn, "line %u: \"output_length\" must be an integer "
-		         "in 0..%u", line, DBK_TRACE_MAX_TOKENS);
+		dbk_errf(err, errn,
+		         "line %u: \"output_length\" must be an integer "
+		         "in 0..%u",
+		         line, DBK_TRACE_MAX_TOKENS);
 		goto out;
 	}
 	r = dbk_trace_push(t);
@@ -200,8 +209,7 @@ static int mooncake_line(const char *p, size_t n, unsigned line,
 	r->line = line;
 	r->hash_off = (uint32_t)t->n_hash;
 	raise_zero(t, r);
-	rc = hash_ids(cJSON_GetObjectItemCaseSensitive(root, "hash_ids"), t, r,
-	              line, err, errn);
+	rc = hash_ids(cJSON_GetObjectItemCaseSensitive(root, "hash_ids"), t, r, line, err, errn);
 out:
 	cJSON_Delete(root);
 	return rc;
@@ -239,27 +247,21 @@ static bool digits(const char *s, size_t n, size_t at, size_t k, unsigned *v)
 	return true;
 }
 
-bool dbk_trace_parse_wallclock(const char *s, size_t n, int64_t *sec,
-                               double *frac)
+bool dbk_trace_parse_wallclock(const char *s, size_t n, int64_t *sec, double *frac)
 {
-	static const unsigned mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30,
-	                                 31, 30, 31};
+	static const unsigned mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
 	unsigned y, mo, d, h, mi, se;
 	size_t i;
 	double f = 0, scale = 0.1;
 
-	if (!digits(s, n, 0, 4, &y) || n < 19 || s[4] != '-' ||
-	    !digits(s, n, 5, 2, &mo) || s[7] != '-' ||
-	    !digits(s, n, 8, 2, &d) || (s[10] != ' ' && s[10] != 'T') ||
-	    !digits(s, n, 11, 2, &h) || s[13] != ':' ||
-	    !digits(s, n, 14, 2, &mi) || s[16] != ':' ||
+	if (!digits(s, n, 0, 4, &y) || n < 19 || s[4] != '-' || !digits(s, n, 5, 2, &mo) ||
+	    s[7] != '-' || !digits(s, n, 8, 2, &d) || (s[10] != ' ' && s[10] != 'T') ||
+	    !digits(s, n, 11, 2, &h) || s[13] != ':' || !digits(s, n, 14, 2, &mi) || s[16] != ':' ||
 	    !digits(s, n, 17, 2, &se))
 		return false;
-	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 ||
-	    mi > 59 || se > 59)
+	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 || mi > 59 || se > 59)
 		return false;
-	if (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 ||
-	                                         y % 400 == 0)))
+	if (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)))
 		return false;
 	i = 19;
 	if (i < n && s[i] == '.') {
@@ -301,8 +303,7 @@ static void trim(const char **p, size_t *n)
 #define CSV_MAX_COLS 32
 
 /* Splits one CSV line on commas; false if more than CSV_MAX_COLS. */
-static bool csv_split(const char *p, size_t n, const char **f, size_t *fl,
-                      size_t *nf)
+static bool csv_split(const char *p, size_t n, const char **f, size_t *fl, size_t *nf)
 {
 	size_t i, start = 0;
 
@@ -346,8 +347,7 @@ struct azure_cols {
 	double base_frac;
 };
 
-static int azure_header(const char *p, size_t n, struct azure_cols *c,
-                        char *err, size_t errn)
+static int azure_header(const char *p, size_t n, struct azure_cols *c, char *err, size_t errn)
 {
 	const char *f[CSV_MAX_COLS];
 	size_t fl[CSV_MAX_COLS], nf, i;
@@ -363,27 +363,26 @@ static int azure_header(const char *p, size_t n, struct azure_cols *c,
 		if (fl[i] == 9 && strncasecmp(f[i], "TIMESTAMP", 9) == 0) {
 			c->ts = i;
 			ts = true;
-		} else if (fl[i] == 13 &&
-		           strncasecmp(f[i], "ContextTokens", 13) == 0) {
+		} else if (fl[i] == 13 && strncasecmp(f[i], "ContextTokens", 13) == 0) {
 			c->ctx = i;
 			ctx = true;
-		} else if (fl[i] == 15 &&
-		           strncasecmp(f[i], "GeneratedTokens", 15) == 0) {
+		} else if (fl[i] == 15 && strncasecmp(f[i], "GeneratedTokens", 15) == 0) {
 			c->gen = i;
 			gen = true;
 		}
 	}
 	if (!ts || !ctx || !gen)
-		return dbk_errf(err, errn, "line 1: CSV header must name the "
+		return dbk_errf(err, errn,
+		                "line 1: CSV header must name the "
 		                "columns TIMESTAMP, ContextTokens and "
-		                "GeneratedTokens"), -1;
+		                "GeneratedTokens"),
+		       -1;
 	c->n = nf;
 	return 0;
 }
 
-static int azure_line(const char *p, size_t n, unsigned line,
-                      struct azure_cols *c, struct dbk_trace *t, char *err,
-                      size_t errn)
+static int azure_line(const char *p, size_t n, unsigned line, struct azure_cols *c,
+                      struct dbk_trace *t, char *err, size_t errn)
 {
 	const char *f[CSV_MAX_COLS];
 	size_t fl[CSV_MAX_COLS], nf;
@@ -393,17 +392,25 @@ static int azure_line(const char *p, size_t n, unsigned line,
 	double frac;
 
 	if (!csv_split(p, n, f, fl, &nf) || nf != c->n)
-		return dbk_errf(err, errn, "line %u: expected %zu CSV fields", line,
-		                c->n), -1;
+		return dbk_errf(err, errn, "line %u: expected %zu CSV fields", line, c->n), -1;
 	if (!dbk_trace_parse_wallclock(f[c->ts], fl[c->ts], &sec, &frac))
-		return dbk_errf(err, errn, "line %u: TIMESTAMP must look like "
-		                "\"2023-11-16 18:15:46.6805900\"", line), -1;
+		return dbk_errf(err, errn,
+		                "line %u: TIMESTAMP must look like "
+		                "\"2023-11-16 18:15:46.6805900\"",
+		                line),
+		       -1;
 	if (!csv_uint(f[c->ctx], fl[c->ctx], DBK_TRACE_MAX_TOKENS, &in))
-		return dbk_errf(err, errn, "line %u: ContextTokens must be an "
-		                "integer in 0..%u", line, DBK_TRACE_MAX_TOKENS), -1;
+		return dbk_errf(err, errn,
+		                "line %u: ContextTokens must be an "
+		                "integer in 0..%u",
+		                line, DBK_TRACE_MAX_TOKENS),
+		       -1;
 	if (!csv_uint(f[c->gen], fl[c->gen], DBK_TRACE_MAX_TOKENS, &out))
-		return dbk_errf(err, errn, "line %u: GeneratedTokens must be an "
-		                "integer in 0..%u", line, DBK_TRACE_MAX_TOKENS), -1;
+		return dbk_errf(err, errn,
+		                "line %u: GeneratedTokens must be an "
+		                "integer in 0..%u",
+		                line, DBK_TRACE_MAX_TOKENS),
+		       -1;
 	if (!c->have_base) {
 		c->have_base = true;
 		c->base_sec = sec;
@@ -455,8 +462,8 @@ static void rebase_and_sort(struct dbk_trace *t)
 		t->req[i].t -= t0;
 }
 
-int dbk_trace_parse(enum dbk_trace_format f, const char *data, size_t n,
-                    struct dbk_trace *out, char *err, size_t errn)
+int dbk_trace_parse(enum dbk_trace_format f, const char *data, size_t n, struct dbk_trace *out,
+                    char *err, size_t errn)
 {
 	struct azure_cols cols;
 	size_t pos = 0;
@@ -566,14 +573,12 @@ void dbk_trace_select(struct dbk_trace *t, const struct dbk_select *sel,
 			continue;
 		if (sel->duration_s > 0 && rel >= sel->duration_s)
 			break;
-		if (sel->max_model_len &&
-		    (uint64_t)r.input + r.output > sel->max_model_len) {
+		if (sel->max_model_len && (uint64_t)r.input + r.output > sel->max_model_len) {
 			if (sel->skip_overlong) {
 				st->skipped++;
 				continue;
 			}
-			dbk_trace_clip(&r.input, &r.output,
-			               sel->max_model_len);
+			dbk_trace_clip(&r.input, &r.output, sel->max_model_len);
 			st->clipped++;
 		}
 		r.t = rel;

@@ -17,17 +17,17 @@
 
 enum dbk_trace_format {
 	DBK_TRACE_UNKNOWN = 0,
-	DBK_TRACE_MOONCAKE,   /* JSONL: timestamp (ms), input_length, ... */
-	DBK_TRACE_AZURE,      /* CSV: TIMESTAMP, ContextTokens, ... */
+	DBK_TRACE_MOONCAKE, /* JSONL: timestamp (ms), input_length, ... */
+	DBK_TRACE_AZURE,    /* CSV: TIMESTAMP, ContextTokens, ... */
 };
 
 struct dbk_trace_req {
-	double t;             /* arrival, seconds of trace time */
-	uint32_t input;       /* prompt tokens, >= 1 */
-	uint32_t output;      /* output tokens (max_tokens), >= 1 */
-	uint32_t hash_off;    /* first of this request's ids in trace.hash */
-	uint32_t n_hash;      /* 0 when the source has no prefix ids */
-	uint32_t line;        /* 1-based source line, 0 for synthetic */
+	double t;          /* arrival, seconds of trace time */
+	uint32_t input;    /* prompt tokens, >= 1 */
+	uint32_t output;   /* output tokens (max_tokens), >= 1 */
+	uint32_t hash_off; /* first of this request's ids in trace.hash */
+	uint32_t n_hash;   /* 0 when the source has no prefix ids */
+	uint32_t line;     /* 1-based source line, 0 for synthetic */
 	/* The conversation it belongs to, as a client would name it: see
 	 * dbk_trace_sessions. */
 	uint64_t session;
@@ -45,14 +45,13 @@ struct dbk_trace {
 };
 
 /* By extension (.jsonl/.json, .csv), else by the first non-blank byte. */
-enum dbk_trace_format dbk_trace_detect(const char *path, const char *data,
-                                       size_t n);
+enum dbk_trace_format dbk_trace_detect(const char *path, const char *data, size_t n);
 const char *dbk_trace_format_name(enum dbk_trace_format f);
 
 /* Appends every row of data to out, arrivals made relative to the
  * earliest row and sorted (stable). 0, or -1 with "line N: ..." in err. */
-int dbk_trace_parse(enum dbk_trace_format f, const char *data, size_t n,
-                    struct dbk_trace *out, char *err, size_t errn);
+int dbk_trace_parse(enum dbk_trace_format f, const char *data, size_t n, struct dbk_trace *out,
+                    char *err, size_t errn);
 void dbk_trace_free(struct dbk_trace *t);
 
 /* Appends a zeroed request (for a source that generates them); NULL when
@@ -72,17 +71,16 @@ void dbk_trace_sessions(struct dbk_trace *t);
 /* Seconds since 1970-01-01 of a UTC civil time "YYYY-MM-DD HH:MM:SS[.f]"
  * ('T' also accepted as separator); false if malformed. Split in whole
  * seconds and fraction so that differences keep sub-microsecond precision. */
-bool dbk_trace_parse_wallclock(const char *s, size_t n, int64_t *sec,
-                               double *frac);
+bool dbk_trace_parse_wallclock(const char *s, size_t n, int64_t *sec, double *frac);
 
 /* ---- Selection. ---- */
 
 struct dbk_select {
-	double start_s;        /* trace seconds skipped at the start */
-	double duration_s;     /* <= 0: to the end */
-	size_t max_requests;   /* 0: all */
-	uint32_t max_model_len;/* 0: no limit */
-	bool skip_overlong;    /* else clip */
+	double start_s;         /* trace seconds skipped at the start */
+	double duration_s;      /* <= 0: to the end */
+	size_t max_requests;    /* 0: all */
+	uint32_t max_model_len; /* 0: no limit */
+	bool skip_overlong;     /* else clip */
 };
 
 struct dbk_select_stats {

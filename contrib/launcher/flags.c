@@ -41,9 +41,9 @@ enum nargs { N_ZERO, N_ONE, N_PLUS };
 enum vtype { T_NONE, T_STR, T_INT, T_FLOAT };
 
 struct opt {
-	const char *str;   /* one option string */
+	const char *str; /* one option string */
 	enum opt_id id;
-	bool ours;         /* not the reference's */
+	bool ours; /* not the reference's */
 };
 
 /* In the reference's registration order: argparse lists ambiguous
@@ -116,10 +116,7 @@ static const char *display_name(enum opt_id id)
 
 /* ---- classification ---------------------------------------------------- */
 
-static bool is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 struct token {
 	char kind;            /* 'O' option, 'A' value, '-' the "--" marker */
@@ -155,10 +152,10 @@ static bool negative_number(const char *s)
 	return *p == '\0' && b > 0;
 }
 
-#define FAIL(...)                                         \
-	do {                                              \
-		snprintf(err, errlen, __VA_ARGS__);       \
-		return -1;                                \
+#define FAIL(...)                                   \
+	do {                                        \
+		snprintf(err, errlen, __VA_ARGS__); \
+		return -1;                          \
 	} while (0)
 
 /* argparse's _parse_optional and _get_option_tuples for one argument.
@@ -176,8 +173,7 @@ static void set_token(struct token *t, size_t i, const char *explicit)
 /* The options arg abbreviates, as argparse finds them: the reference's
  * first, ours only when none of its options matches. "-hX" is -h with X
  * attached. Fills match[] and explicit[] (NOPTS each); returns the count. */
-static size_t prefix_matches(const char *arg, const char *eq, size_t *match,
-                             const char **explicit)
+static size_t prefix_matches(const char *arg, const char *eq, size_t *match, const char **explicit)
 {
 	size_t nmatch = 0;
 	char prefix[256];
@@ -263,8 +259,8 @@ static int classify(const char *arg, struct token *t, char *err, size_t errlen)
 
 /* Stores the values of one option. Converts each in turn: the first that
  * Python's int()/float() refuses is the error. */
-static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigned nvals,
-                char *err, size_t errlen)
+static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigned nvals, char *err,
+                size_t errlen)
 {
 	enum vtype ty = type_of(id);
 	long long iv = 0;
@@ -281,7 +277,9 @@ static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigne
 		if (id == O_SERVER_PORTS)
 			/* Out of long's range is out of the port range too: the
 			 * range check says so later. */
-			f->ports_buf[k] = iv > INT32_MAX ? INT32_MAX : iv < INT32_MIN ? INT32_MIN : (long)iv;
+			f->ports_buf[k] = iv > INT32_MAX   ? INT32_MAX
+			                  : iv < INT32_MIN ? INT32_MIN
+			                                   : (long)iv;
 	}
 	switch (id) {
 	case O_PORT:
@@ -361,7 +359,8 @@ static int check(const struct dbk_launch_flags *f, char *err, size_t errlen)
 
 	if (f->nhosts != f->nports)
 		FAIL("Number of dp hosts must match number of dp ports "
-		     "(%u --server-hosts, %u --server-ports)", f->nhosts, f->nports);
+		     "(%u --server-hosts, %u --server-ports)",
+		     f->nhosts, f->nports);
 	if (f->nhosts > DBK_LAUNCH_MAX_SERVERS)
 		FAIL("argument --server-hosts: at most %d servers, got %u", DBK_LAUNCH_MAX_SERVERS,
 		     f->nhosts);
@@ -375,7 +374,9 @@ static int check(const struct dbk_launch_flags *f, char *err, size_t errlen)
 	for (unsigned i = 0; i < f->nhosts; i++) {
 		if (!dbk_flags_host_ok(f->server_hosts[i])) {
 			dbk_py_repr(f->server_hosts[i], r, sizeof(r));
-			FAIL("argument --server-hosts: invalid host %s (a name, an IPv4 or an IPv6 address)", r);
+			FAIL("argument --server-hosts: invalid host %s (a name, an IPv4 or an IPv6 "
+			     "address)",
+			     r);
 		}
 		if (f->server_ports[i] < 1 || f->server_ports[i] > 65535)
 			FAIL("argument --server-ports: %ld is not a TCP port (1 to 65535)",
@@ -383,7 +384,8 @@ static int check(const struct dbk_launch_flags *f, char *err, size_t errlen)
 	}
 	if (f->dynamic && f->nhosts < 2)
 		FAIL("argument --enable-dynamic-bucket: the short and the long group need at least "
-		     "2 servers, got %u", f->nhosts);
+		     "2 servers, got %u",
+		     f->nhosts);
 	if (f->threshold < 1 || f->threshold > DBK_LAUNCH_MAX_TOKENS)
 		FAIL("argument --server-group-threshold: %lld is not from 1 to %lld", f->threshold,
 		     DBK_LAUNCH_MAX_TOKENS);
@@ -392,7 +394,8 @@ static int check(const struct dbk_launch_flags *f, char *err, size_t errlen)
 		     f->max_request_tokens, DBK_LAUNCH_MAX_TOKENS);
 	/* dbucket-spoa checks this in plain mode too. */
 	if (f->threshold >= f->max_request_tokens)
-		FAIL("argument --server-group-threshold: %lld must be below --max-request-tokens (%lld)",
+		FAIL("argument --server-group-threshold: %lld must be below --max-request-tokens "
+		     "(%lld)",
 		     f->threshold, f->max_request_tokens);
 	if (f->max_retries > DBK_LAUNCH_MAX_RETRIES)
 		FAIL("argument --max-retries: at most %d, got %lld", DBK_LAUNCH_MAX_RETRIES,
@@ -477,8 +480,8 @@ static int ignored_explicit(const struct token *t, const char *x, char *err, siz
 /* "--opt=value" or "-oVALUE": one value for an option that takes some;
  * for -h only more single-letter flags ("-hh"), and -h is the only one.
  * Sets *help for -h. */
-static int take_explicit(struct dbk_launch_flags *f, const struct token *t, bool *help,
-                         char *err, size_t errlen)
+static int take_explicit(struct dbk_launch_flags *f, const struct token *t, bool *help, char *err,
+                         size_t errlen)
 {
 	if (nargs_of(t->id) != N_ZERO) {
 		char *one = (char *)t->explicit;
@@ -512,7 +515,8 @@ static size_t take_values(struct dbk_launch_flags *f, char **args, const struct 
 			k++;
 	size_t nv = k - i - 1;
 	if (na == N_ONE && nv != 1) {
-		snprintf(err, errlen, "argument %s: expected one argument", display_name(tok[i].id));
+		snprintf(err, errlen, "argument %s: expected one argument",
+		         display_name(tok[i].id));
 		return 0;
 	}
 	if (na == N_PLUS && nv == 0) {
@@ -550,8 +554,8 @@ static int take_all(struct dbk_launch_flags *f, char **args, const struct token 
 	return 0;
 }
 
-enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char **argv,
-                                      char *err, size_t errlen)
+enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char **argv, char *err,
+                                      size_t errlen)
 {
 	enum dbk_flags_result rc = DBK_FLAGS_ERROR;
 	size_t n = argc > 1 ? (size_t)argc - 1 : 0;

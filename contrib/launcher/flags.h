@@ -17,7 +17,7 @@
 #define DBK_LAUNCH_DEFAULT_PORT 8000
 #define DBK_LAUNCH_DEFAULT_SERVER_HOST "localhost"
 #define DBK_LAUNCH_DEFAULT_SERVER_PORT 8001
-#define DBK_LAUNCH_DEFAULT_THRESHOLD 32768        /* 32 * 1024 */
+#define DBK_LAUNCH_DEFAULT_THRESHOLD 32768           /* 32 * 1024 */
 #define DBK_LAUNCH_DEFAULT_MAX_REQUEST_TOKENS 131072 /* 128 * 1024 */
 #define DBK_LAUNCH_DEFAULT_MAX_RETRIES 3
 #define DBK_LAUNCH_DEFAULT_RETRY_DELAY 0.001
@@ -31,23 +31,23 @@
 
 struct dbk_launch_flags {
 	/* The reference's flags. */
-	const char *host;              /* --host; "" means every address */
-	long port;                     /* --port */
-	const char **server_hosts;     /* --server-hosts, nhosts of them */
+	const char *host;          /* --host; "" means every address */
+	long port;                 /* --port */
+	const char **server_hosts; /* --server-hosts, nhosts of them */
 	unsigned nhosts;
-	long *server_ports;            /* --server-ports, nports of them */
+	long *server_ports; /* --server-ports, nports of them */
 	unsigned nports;
-	bool dynamic;                  /* --enable-dynamic-bucket */
-	long long threshold;           /* --server-group-threshold */
-	long long max_request_tokens;  /* --max-request-tokens */
-	long long max_retries;         /* --max-retries: attempts, as the reference counts */
-	double retry_delay;            /* --retry-delay: accepted, has no HAProxy equivalent */
+	bool dynamic;                 /* --enable-dynamic-bucket */
+	long long threshold;          /* --server-group-threshold */
+	long long max_request_tokens; /* --max-request-tokens */
+	long long max_retries;        /* --max-retries: attempts, as the reference counts */
+	double retry_delay;           /* --retry-delay: accepted, has no HAProxy equivalent */
 	/* Ours; NULL when not given. */
-	const char *print_config;      /* --print-config DIR */
-	const char *runtime_dir;       /* --runtime-dir DIR */
-	const char *agent;             /* --agent PATH */
-	const char *haproxy;           /* --haproxy PATH */
-	bool access_log;               /* --access-log */
+	const char *print_config; /* --print-config DIR */
+	const char *runtime_dir;  /* --runtime-dir DIR */
+	const char *agent;        /* --agent PATH */
+	const char *haproxy;      /* --haproxy PATH */
+	bool access_log;          /* --access-log */
 	/* Storage for the two lists (strings point into argv). */
 	const char **hosts_buf;
 	long *ports_buf;
@@ -55,14 +55,14 @@ struct dbk_launch_flags {
 
 enum dbk_flags_result {
 	DBK_FLAGS_OK = 0,
-	DBK_FLAGS_HELP,   /* -h/--help: print dbk_flags_help, exit 0 */
-	DBK_FLAGS_ERROR,  /* err holds argparse's message: print usage, "dbucket: error: ERR", exit 2 */
+	DBK_FLAGS_HELP, /* -h/--help: print dbk_flags_help, exit 0 */
+	DBK_FLAGS_ERROR, /* err holds argparse's message: print usage, "dbucket: error: ERR", exit 2 */
 };
 
 /* Parses argv[1..argc-1]. The struct points into argv, which must outlive
  * it; dbk_flags_free releases the lists (also after an error). */
-enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char **argv,
-                                      char *err, size_t errlen);
+enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char **argv, char *err,
+                                      size_t errlen);
 void dbk_flags_free(struct dbk_launch_flags *f);
 
 /* argparse's short usage (to stderr before an error) and full help. */

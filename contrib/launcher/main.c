@@ -227,8 +227,8 @@ static int print_config(const struct dbk_launch_flags *f, const char *agent_path
 /* ---- the runtime directory --------------------------------------------- */
 
 static const char *const run_files[] = {
-	DBK_RENDER_HAPROXY_CFG, DBK_RENDER_SPOE_CONF, DBK_RENDER_SPOA_SOCK,
-	DBK_RENDER_ADMIN_SOCK, DBK_RENDER_STATS_SOCK, DBK_RENDER_PROM_SOCK,
+	DBK_RENDER_HAPROXY_CFG, DBK_RENDER_SPOE_CONF,  DBK_RENDER_SPOA_SOCK,
+	DBK_RENDER_ADMIN_SOCK,  DBK_RENDER_STATS_SOCK, DBK_RENDER_PROM_SOCK,
 };
 
 /* A fresh private directory: under $XDG_RUNTIME_DIR (the user's tmpfs),
@@ -283,8 +283,9 @@ static int open_run_dir(const struct dbk_launch_flags *f, char *dir, bool *creat
 		}
 	} else {
 		if (!make_temp_dir(made, sizeof(made))) {
-			dbk_launch_say("cannot create a runtime directory under $XDG_RUNTIME_DIR, $TMPDIR "
-			               "or /tmp: give --runtime-dir");
+			dbk_launch_say(
+			        "cannot create a runtime directory under $XDG_RUNTIME_DIR, $TMPDIR "
+			        "or /tmp: give --runtime-dir");
 			return 1;
 		}
 		*created = true;
@@ -309,7 +310,8 @@ static int run(const struct dbk_launch_flags *f, const char *agent_path)
 		if (f->haproxy)
 			dbk_launch_say("--haproxy %s: not an executable file", f->haproxy);
 		else
-			dbk_launch_say("haproxy not found in $PATH, /usr/sbin or /usr/local/sbin: install it "
+			dbk_launch_say("haproxy not found in $PATH, /usr/sbin or /usr/local/sbin: "
+			               "install it "
 			               "(apt-get install haproxy) or give --haproxy PATH");
 		return f->haproxy ? 2 : 1;
 	}
@@ -383,7 +385,8 @@ int main(int argc, char **argv)
 			if (f.agent)
 				dbk_launch_say("--agent %s: not an executable file", f.agent);
 			else
-				dbk_launch_say("dbucket-spoa not found beside dbucket, in ../sbin, $PATH or "
+				dbk_launch_say("dbucket-spoa not found beside dbucket, in ../sbin, "
+				               "$PATH or "
 				               "/usr/local/sbin: give --agent PATH");
 			dbk_flags_free(&f);
 			return rc;

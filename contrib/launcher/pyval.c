@@ -13,10 +13,7 @@ static bool py_space(char c)
 	return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
 }
 
-static bool is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 /* Copies s without its surrounding whitespace into buf. Returns its length,
  * or -1 when it does not fit. */

@@ -37,13 +37,13 @@
 
 /* Where everything is, in HAProxy's and in the agent's spelling. */
 struct dbk_render_addrs {
-	bool production;                       /* --print-config rather than a run */
-	char spoe_conf[DBK_RENDER_PATH];       /* the path haproxy.cfg loads */
-	char stats_socket[DBK_RENDER_PATH];    /* HAProxy's runtime API socket */
-	char agent[DBK_RENDER_PATH];           /* HAProxy's address of the SPOP listener */
-	char completions[DBK_RENDER_PATH];     /* ... of the completion listener (TCP and UDP) */
-	char prom[DBK_RENDER_PATH];            /* HAProxy's own /metrics and /stats */
-	char agent_listen[DBK_RENDER_PATH];    /* the same, as dbucket-spoa's flags take them */
+	bool production;                    /* --print-config rather than a run */
+	char spoe_conf[DBK_RENDER_PATH];    /* the path haproxy.cfg loads */
+	char stats_socket[DBK_RENDER_PATH]; /* HAProxy's runtime API socket */
+	char agent[DBK_RENDER_PATH];        /* HAProxy's address of the SPOP listener */
+	char completions[DBK_RENDER_PATH];  /* ... of the completion listener (TCP and UDP) */
+	char prom[DBK_RENDER_PATH];         /* HAProxy's own /metrics and /stats */
+	char agent_listen[DBK_RENDER_PATH]; /* the same, as dbucket-spoa's flags take them */
 	char agent_completions[DBK_RENDER_PATH];
 	char agent_completions_udp[DBK_RENDER_PATH];
 	char agent_admin[DBK_RENDER_PATH];
@@ -75,9 +75,8 @@ int dbk_render_spoe_conf(FILE *out, const struct dbk_launch_flags *f);
 int dbk_render_agent_env(FILE *out, const struct dbk_launch_flags *f,
                          const struct dbk_render_addrs *a, const char *agent_path);
 /* How to install what --print-config wrote into dir. */
-int dbk_render_readme(FILE *out, const struct dbk_launch_flags *f,
-                      const struct dbk_render_addrs *a, const char *dir,
-                      const char *agent_path);
+int dbk_render_readme(FILE *out, const struct dbk_launch_flags *f, const struct dbk_render_addrs *a,
+                      const char *dir, const char *agent_path);
 
 /* dbucket-spoa's argv (NULL-terminated, every string allocated), argv[0]
  * being agent_path. A run names the servers (vllm0..) and reads their

@@ -204,8 +204,8 @@ static void stop_child(struct dbk_supervisor *s, struct dbk_child *c)
 		double left = deadline - now();
 		if (left <= 0 || killed) {
 			if (!killed) {
-				dbk_launch_say("%s (pid %d) did not stop in %.0f s: SIGKILL", c->name, (int)pid,
-				               s->stop_timeout);
+				dbk_launch_say("%s (pid %d) did not stop in %.0f s: SIGKILL",
+				               c->name, (int)pid, s->stop_timeout);
 				kill(pid, SIGKILL);
 				killed = true;
 				deadline = now() + s->stop_timeout;
@@ -216,7 +216,8 @@ static void stop_child(struct dbk_supervisor *s, struct dbk_child *c)
 		}
 		int sig = wait_signal(left);
 		if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) && !killed) {
-			dbk_launch_say("%s (pid %d): second stop signal, SIGKILL", c->name, (int)pid);
+			dbk_launch_say("%s (pid %d): second stop signal, SIGKILL", c->name,
+			               (int)pid);
 			kill(pid, SIGKILL);
 			killed = true;
 			deadline = now() + s->stop_timeout;
@@ -265,11 +266,13 @@ static bool agent_died(struct dbk_supervisor *s, struct run_state *st, const cha
 	}
 	if (++st->quick_deaths >= s->max_quick_deaths) {
 		dbk_launch_say("dbucket-spoa %s, %u times in a row within %.0f s of its start: "
-		               "giving up", how, st->quick_deaths, s->stable_after);
+		               "giving up",
+		               how, st->quick_deaths, s->stable_after);
 		return false;
 	}
 	dbk_launch_say("dbucket-spoa %s: restarting it in %.2f s (HAProxy balances alone "
-	               "meanwhile)", how, st->backoff);
+	               "meanwhile)",
+	               how, st->backoff);
 	st->restart_at = t + st->backoff;
 	st->backoff = st->backoff * 2 > s->backoff_max ? s->backoff_max : st->backoff * 2;
 	return true;

@@ -30,27 +30,27 @@
 #include <sys/types.h>
 
 struct dbk_child {
-	const char *name;   /* for messages */
-	char **argv;        /* argv[0] is an absolute path */
-	pid_t pid;          /* 0 when not running */
-	double started;     /* monotonic seconds */
+	const char *name; /* for messages */
+	char **argv;      /* argv[0] is an absolute path */
+	pid_t pid;        /* 0 when not running */
+	double started;   /* monotonic seconds */
 };
 
 struct dbk_supervisor {
 	struct dbk_child agent;
 	struct dbk_child haproxy;
-	const char *agent_ready;    /* unix socket that accepts once the agent is up */
-	const char *haproxy_ready;  /* unix socket that accepts once HAProxy is up */
-	const char *listen;         /* where clients connect, for the "ready" line */
+	const char *agent_ready;   /* unix socket that accepts once the agent is up */
+	const char *haproxy_ready; /* unix socket that accepts once HAProxy is up */
+	const char *listen;        /* where clients connect, for the "ready" line */
 	/* Limits (seconds, counts); dbk_supervise_init sets the defaults. */
 	double start_timeout;
 	double stop_timeout;
 	double backoff_min, backoff_max;
-	double stable_after;        /* an agent up this long resets the count */
+	double stable_after; /* an agent up this long resets the count */
 	unsigned max_quick_deaths;
 	/* Results, for the caller and the tests. */
 	unsigned agent_restarts;
-	int stop_signal;            /* the signal that stopped us, 0 if none */
+	int stop_signal; /* the signal that stopped us, 0 if none */
 };
 
 /* The signals the supervisor takes: block them (dbk_supervise_block)

@@ -33,27 +33,27 @@ static enum dbk_flags_result parse(const char *first, ...)
 }
 
 /* The parse fails with exactly this message. */
-#define CHECK_ERR(msg, ...)                                                       \
-	do {                                                                      \
-		enum dbk_flags_result r_ = parse(__VA_ARGS__, NULL);              \
-		CHECK(r_ == DBK_FLAGS_ERROR);                                     \
-		if (strcmp(ERR, msg) != 0) {                                      \
-			dbk_check_cur_failed++;                                   \
-			fprintf(stderr, "  %s:%d: error \"%s\", want \"%s\"\n",   \
-			        __FILE__, __LINE__, ERR, msg);                    \
-		}                                                                 \
+#define CHECK_ERR(msg, ...)                                                               \
+	do {                                                                              \
+		enum dbk_flags_result r_ = parse(__VA_ARGS__, NULL);                      \
+		CHECK(r_ == DBK_FLAGS_ERROR);                                             \
+		if (strcmp(ERR, msg) != 0) {                                              \
+			dbk_check_cur_failed++;                                           \
+			fprintf(stderr, "  %s:%d: error \"%s\", want \"%s\"\n", __FILE__, \
+			        __LINE__, ERR, msg);                                      \
+		}                                                                         \
 	} while (0)
 
 /* The parse fails with a message containing this. */
-#define CHECK_ERR_HAS(part, ...)                                                  \
-	do {                                                                      \
-		enum dbk_flags_result r_ = parse(__VA_ARGS__, NULL);              \
-		CHECK(r_ == DBK_FLAGS_ERROR);                                     \
-		if (!strstr(ERR, part)) {                                         \
-			dbk_check_cur_failed++;                                   \
-			fprintf(stderr, "  %s:%d: error \"%s\" lacks \"%s\"\n",   \
-			        __FILE__, __LINE__, ERR, part);                   \
-		}                                                                 \
+#define CHECK_ERR_HAS(part, ...)                                                          \
+	do {                                                                              \
+		enum dbk_flags_result r_ = parse(__VA_ARGS__, NULL);                      \
+		CHECK(r_ == DBK_FLAGS_ERROR);                                             \
+		if (!strstr(ERR, part)) {                                                 \
+			dbk_check_cur_failed++;                                           \
+			fprintf(stderr, "  %s:%d: error \"%s\" lacks \"%s\"\n", __FILE__, \
+			        __LINE__, ERR, part);                                     \
+		}                                                                         \
 	} while (0)
 
 static void test_defaults(void)
@@ -84,9 +84,9 @@ static void test_reference_examples(void)
 	CHECK(!F.dynamic);
 
 	CHECK(parse("--host", "0.0.0.0", "--port", "8000", "--server-hosts", "127.0.0.1",
-	            "127.0.0.1", "127.0.0.1", "127.0.0.1", "--server-ports", "8100", "8101",
-	            "8102", "8103", "--enable-dynamic-bucket", "--server-group-threshold",
-	            "32768", NULL) == DBK_FLAGS_OK);
+	            "127.0.0.1", "127.0.0.1", "127.0.0.1", "--server-ports", "8100", "8101", "8102",
+	            "8103", "--enable-dynamic-bucket", "--server-group-threshold", "32768",
+	            NULL) == DBK_FLAGS_OK);
 	CHECK_EQ_U(F.nhosts, 4);
 	CHECK_EQ_U(F.nports, 4);
 	CHECK_EQ_U(F.server_ports[0], 8100);
@@ -117,8 +117,7 @@ static void test_forms(void)
 	CHECK(parse("--p", "2", NULL) == DBK_FLAGS_OK);
 	CHECK_EQ_U(F.port, 2);
 	CHECK(!F.print_config);
-	CHECK(parse("--pr", "/x", "--ru", "/y", "--ag", "/a", "--hap", "/h", NULL) ==
-	      DBK_FLAGS_OK);
+	CHECK(parse("--pr", "/x", "--ru", "/y", "--ag", "/a", "--hap", "/h", NULL) == DBK_FLAGS_OK);
 	CHECK(strcmp(F.print_config, "/x") == 0);
 	CHECK(strcmp(F.runtime_dir, "/y") == 0);
 	CHECK(strcmp(F.agent, "/a") == 0);
@@ -148,8 +147,8 @@ static void test_forms(void)
 	CHECK(F.retry_delay == 5.0);
 	/* IPv6, zones, names; "" is every address for --host. */
 	CHECK(parse("--host", "", "--server-hosts", "::1", "fe80::1%eth0", "[::1]",
-	            "vllm-0.example.com", "--server-ports", "1", "2", "3", "4", NULL) ==
-	      DBK_FLAGS_OK);
+	            "vllm-0.example.com", "--server-ports", "1", "2", "3", "4",
+	            NULL) == DBK_FLAGS_OK);
 	CHECK(F.host[0] == '\0');
 }
 
@@ -183,12 +182,14 @@ static void test_argparse_errors(void)
 	CHECK_ERR("argument --port: invalid int value: 'a\"b\\''", "--port", "a\"b'");
 	CHECK_ERR("ambiguous option: --h could match --help, --host", "--h");
 	CHECK_ERR("ambiguous option: --server could match --server-hosts, --server-ports, "
-	          "--server-group-threshold", "--server", "a");
+	          "--server-group-threshold",
+	          "--server", "a");
 	CHECK_ERR("ambiguous option: --max could match --max-retries, --max-request-tokens",
 	          "--max", "1");
 	CHECK_ERR("ambiguous option: --=5 could match --help, --port, --host, --server-hosts, "
 	          "--server-ports, --max-retries, --retry-delay, --server-group-threshold, "
-	          "--max-request-tokens, --enable-dynamic-bucket", "--=5");
+	          "--max-request-tokens, --enable-dynamic-bucket",
+	          "--=5");
 	/* Classification comes first: an ambiguous option after a bad value
 	 * is what gets reported. */
 	CHECK_ERR("ambiguous option: --h could match --help, --host", "--port", "x", "--h");
@@ -224,18 +225,21 @@ static void test_argparse_errors(void)
 static void test_reference_checks(void)
 {
 	CHECK_ERR("Number of dp hosts must match number of dp ports (2 --server-hosts, "
-	          "1 --server-ports)", "--server-hosts", "a", "b");
+	          "1 --server-ports)",
+	          "--server-hosts", "a", "b");
 	CHECK_ERR("Number of dp hosts must match number of dp ports (1 --server-hosts, "
-	          "3 --server-ports)", "--server-ports", "1", "2", "3");
-	CHECK_ERR_HAS("Number of dp hosts must match number of dp ports",
-	              "--server-hosts", "a", "b", "c", "--server-ports", "1", "2");
+	          "3 --server-ports)",
+	          "--server-ports", "1", "2", "3");
+	CHECK_ERR_HAS("Number of dp hosts must match number of dp ports", "--server-hosts", "a",
+	              "b", "c", "--server-ports", "1", "2");
 	/* The count is checked before anything of ours. */
 	CHECK_ERR_HAS("Number of dp hosts", "--server-hosts", "a b", "--server-ports", "0", "1");
 	/* argparse takes these; the reference would fail at start-up. */
 	CHECK(parse("--host", "-x y", NULL) == DBK_FLAGS_ERROR);
 	CHECK(parse("--server-ports", "-1", NULL) == DBK_FLAGS_ERROR);
 	CHECK_ERR("argument --enable-dynamic-bucket: the short and the long group need at "
-	          "least 2 servers, got 1", "--enable-dynamic-bucket");
+	          "least 2 servers, got 1",
+	          "--enable-dynamic-bucket");
 }
 
 /* What dbucket-spoa or HAProxy would refuse, refused here first. */
@@ -248,7 +252,8 @@ static void test_our_checks(void)
 	CHECK_ERR("argument --server-ports: -1 is not a TCP port (1 to 65535)", "--server-ports",
 	          "-1");
 	CHECK_ERR("argument --server-hosts: invalid host 'a b' (a name, an IPv4 or an IPv6 "
-	          "address)", "--server-hosts", "a b");
+	          "address)",
+	          "--server-hosts", "a b");
 	CHECK_ERR_HAS("invalid host", "--server-hosts", "");
 	CHECK_ERR_HAS("invalid host", "--server-hosts", "a\"b");
 	CHECK_ERR_HAS("invalid host", "--server-hosts", "${HOME}");
@@ -260,7 +265,8 @@ static void test_our_checks(void)
 	CHECK_ERR("argument --max-request-tokens: -5 is not from 1 to 1099511627776",
 	          "--max-request-tokens", "-5");
 	CHECK_ERR("argument --server-group-threshold: 131072 must be below "
-	          "--max-request-tokens (131072)", "--server-group-threshold", "131072");
+	          "--max-request-tokens (131072)",
+	          "--server-group-threshold", "131072");
 	CHECK_ERR("argument --max-retries: at most 1000, got 1001", "--max-retries", "1001");
 	CHECK_ERR("argument --runtime-dir: expected a path, got ''", "--runtime-dir", "");
 	CHECK_ERR("argument --print-config: expected a path, got ''", "--print-config=");
@@ -303,7 +309,10 @@ static void test_many_servers(void)
 
 static void test_retries_mapping(void)
 {
-	struct { const char *arg; unsigned want; } cases[] = {
+	struct {
+		const char *arg;
+		unsigned want;
+	} cases[] = {
 		{ "3", 2 }, { "1", 0 }, { "2", 1 }, { "0", 0 }, { "-4", 0 }, { "1000", 999 },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -369,12 +378,26 @@ static void test_help_text(void)
 	dbk_flags_help(out);
 	fclose(out);
 	/* Every flag, and every default of the reference. */
-	const char *want[] = { "--host HOST", "--port PORT", "--server-hosts", "--server-ports",
-		               "--enable-dynamic-bucket", "--server-group-threshold",
-		               "--max-request-tokens", "--max-retries", "--retry-delay",
-		               "--print-config DIR", "--runtime-dir DIR", "--agent PATH",
-		               "--haproxy PATH", "(8000)", "(localhost", "(8001)", "(32768)",
-		               "(131072)", "(3)", "(0.001)" };
+	const char *want[] = { "--host HOST",
+		               "--port PORT",
+		               "--server-hosts",
+		               "--server-ports",
+		               "--enable-dynamic-bucket",
+		               "--server-group-threshold",
+		               "--max-request-tokens",
+		               "--max-retries",
+		               "--retry-delay",
+		               "--print-config DIR",
+		               "--runtime-dir DIR",
+		               "--agent PATH",
+		               "--haproxy PATH",
+		               "(8000)",
+		               "(localhost",
+		               "(8001)",
+		               "(32768)",
+		               "(131072)",
+		               "(3)",
+		               "(0.001)" };
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		if (!strstr(buf, want[i])) {
 			dbk_check_cur_failed++;

@@ -63,22 +63,22 @@ static char *render(enum what w)
 	return buf;
 }
 
-#define CHECK_HAS(text, part)                                                     \
-	do {                                                                      \
-		if (!(text) || !strstr((text), (part))) {                         \
-			dbk_check_cur_failed++;                                   \
-			fprintf(stderr, "  %s:%d: no \"%s\" in the output\n",     \
-			        __FILE__, __LINE__, (part));                      \
-		}                                                                 \
+#define CHECK_HAS(text, part)                                                                     \
+	do {                                                                                      \
+		if (!(text) || !strstr((text), (part))) {                                         \
+			dbk_check_cur_failed++;                                                   \
+			fprintf(stderr, "  %s:%d: no \"%s\" in the output\n", __FILE__, __LINE__, \
+			        (part));                                                          \
+		}                                                                                 \
 	} while (0)
 
-#define CHECK_HASNT(text, part)                                                   \
-	do {                                                                      \
-		if ((text) && strstr((text), (part))) {                           \
-			dbk_check_cur_failed++;                                   \
-			fprintf(stderr, "  %s:%d: \"%s\" in the output\n",        \
-			        __FILE__, __LINE__, (part));                      \
-		}                                                                 \
+#define CHECK_HASNT(text, part)                                                                \
+	do {                                                                                   \
+		if ((text) && strstr((text), (part))) {                                        \
+			dbk_check_cur_failed++;                                                \
+			fprintf(stderr, "  %s:%d: \"%s\" in the output\n", __FILE__, __LINE__, \
+			        (part));                                                       \
+		}                                                                              \
 	} while (0)
 
 /* Number of lines of text that start with prefix. */
@@ -144,7 +144,8 @@ static void test_run_config(void)
 	               "%[date(0,ms)] ");
 	CHECK_HAS(cfg, "    log ring@dbucket-completions format raw local0 info\n");
 	CHECK_HAS(cfg, "    unique-id-format %{+X}o%pid-%Ts%ms-%rt\n");
-	CHECK_HAS(cfg, "    http-request send-spoe-group dbucket dbucket-route-group if METH_POST\n");
+	CHECK_HAS(cfg,
+	          "    http-request send-spoe-group dbucket dbucket-route-group if METH_POST\n");
 	CHECK_HAS(cfg, "dbucket-moved-group if { var(txn.dbucket.server) -m found }");
 	CHECK_HAS(cfg, "    use-server %[var(txn.dbucket.server)] if { var(txn.dbucket.server) "
 	               "-m found }\n");
@@ -191,10 +192,11 @@ static void test_production_config(void)
 	free(cfg);
 
 	char *env = render(ENV);
-	CHECK_HAS(env, "\nDBUCKET_SPOA_OPTS=\"--enable-dynamic-bucket --server-group-threshold 1000 "
-	               "--max-request-tokens 131072 --listen 127.0.0.1:12345 --completion-listen "
-	               "127.0.0.1:12346 --completion-listen udp@127.0.0.1:12346 "
-	               "--admin-listen 127.0.0.1:12347\"\n");
+	CHECK_HAS(env,
+	          "\nDBUCKET_SPOA_OPTS=\"--enable-dynamic-bucket --server-group-threshold 1000 "
+	          "--max-request-tokens 131072 --listen 127.0.0.1:12345 --completion-listen "
+	          "127.0.0.1:12346 --completion-listen udp@127.0.0.1:12346 "
+	          "--admin-listen 127.0.0.1:12347\"\n");
 	CHECK_HAS(env, "#   /opt/sbin/dbucket-spoa --haproxy-socket /run/haproxy/admin.sock "
 	               "$DBUCKET_SPOA_OPTS\n");
 	CHECK_EQ_U(count_lines(env, "DBUCKET_SPOA_OPTS="), 1);
@@ -256,12 +258,25 @@ static void test_spoe(void)
 
 static void test_agent_argv(void)
 {
-	const char *want[] = { "/x/dbucket-spoa", "--listen", "unix:/r/spoa.sock",
-		               "--completion-listen", "127.0.0.1:12346", "--completion-listen",
-		               "udp@127.0.0.1:12346", "--admin-listen",
-		               "unix:/r/admin.sock", "--haproxy-socket", "unix:/r/haproxy.sock",
-		               "--server-group-threshold", "100", "--max-request-tokens", "200",
-		               "--enable-dynamic-bucket", "vllm0", "vllm1", NULL };
+	const char *want[] = { "/x/dbucket-spoa",
+		               "--listen",
+		               "unix:/r/spoa.sock",
+		               "--completion-listen",
+		               "127.0.0.1:12346",
+		               "--completion-listen",
+		               "udp@127.0.0.1:12346",
+		               "--admin-listen",
+		               "unix:/r/admin.sock",
+		               "--haproxy-socket",
+		               "unix:/r/haproxy.sock",
+		               "--server-group-threshold",
+		               "100",
+		               "--max-request-tokens",
+		               "200",
+		               "--enable-dynamic-bucket",
+		               "vllm0",
+		               "vllm1",
+		               NULL };
 
 	CHECK(parse("--server-hosts", "a", "b", "--server-ports", "1", "2",
 	            "--enable-dynamic-bucket", "--server-group-threshold", "100",

@@ -13,8 +13,7 @@ struct dbk_bi_entry {
 
 #define NIL UINT32_MAX
 
-int dbk_blockindex_init(struct dbk_blockindex *bi, unsigned nservers,
-                        uint32_t capacity)
+int dbk_blockindex_init(struct dbk_blockindex *bi, unsigned nservers, uint32_t capacity)
 {
 	memset(bi, 0, sizeof(*bi));
 	dbk_u64map_init(&bi->where);
@@ -44,13 +43,9 @@ void dbk_blockindex_free(struct dbk_blockindex *bi)
 	memset(bi, 0, sizeof(*bi));
 }
 
-static uint64_t where_key(uint64_t hash, unsigned server)
-{
-	return dbk_mix64_pair(hash, server);
-}
+static uint64_t where_key(uint64_t hash, unsigned server) { return dbk_mix64_pair(hash, server); }
 
-const uint64_t *dbk_blockindex_get(const struct dbk_blockindex *bi,
-                                   uint64_t hash)
+const uint64_t *dbk_blockindex_get(const struct dbk_blockindex *bi, uint64_t hash)
 {
 	const uint32_t *v = dbk_u64map_get(&bi->sets, hash);
 
@@ -64,8 +59,8 @@ static uint64_t *set_for(struct dbk_blockindex *bi, uint64_t hash)
 
 	if (v)
 		return &bi->setbits[(size_t)*v * bi->words];
-	nb = dbk_sim_array_room(bi->setbits, &bi->capsets, bi->nsets,
-	                        bi->words * sizeof(*nb), 4096);
+	nb = dbk_sim_array_room(bi->setbits, &bi->capsets, bi->nsets, bi->words * sizeof(*nb),
+	                        4096);
 	if (!nb)
 		return NULL;
 	bi->setbits = nb;
@@ -141,8 +136,7 @@ static int add_one(struct dbk_blockindex *bi, uint64_t hash, unsigned server)
 	return 0;
 }
 
-int dbk_blockindex_add(struct dbk_blockindex *bi, const uint64_t *hashes,
-                       size_t n, unsigned server)
+int dbk_blockindex_add(struct dbk_blockindex *bi, const uint64_t *hashes, size_t n, unsigned server)
 {
 	size_t i;
 
@@ -154,8 +148,8 @@ int dbk_blockindex_add(struct dbk_blockindex *bi, const uint64_t *hashes,
 	return 0;
 }
 
-void dbk_blockindex_match(const struct dbk_blockindex *bi, const uint64_t *hashes,
-                          size_t n, uint32_t *match)
+void dbk_blockindex_match(const struct dbk_blockindex *bi, const uint64_t *hashes, size_t n,
+                          uint32_t *match)
 {
 	size_t i;
 	unsigned w, b;

@@ -8,7 +8,7 @@ struct cap_ctx {
 	struct dbk_sim_setup *u;
 	const struct dbk_sim_policy_ops *pol;
 	struct dbk_sim_result last;
-	double hit_at_capacity;  /* prefix-cache hit rate at the capacity */
+	double hit_at_capacity; /* prefix-cache hit rate at the capacity */
 	double best_rate;
 };
 
@@ -43,11 +43,11 @@ static void print_head(const struct dbk_sim_opts *o)
 {
 	printf("SLO capacity: highest rate factor with >= %.0f%% of requests "
 	       "within TTFT %g ms and TPOT %g ms; search from %g, tolerance "
-	       "%g, at most %u runs\n\n", o->search.target * 100,
-	       o->slo_ttft_ms, o->slo_tpot_ms, o->search.start,
+	       "%g, at most %u runs\n\n",
+	       o->search.target * 100, o->slo_ttft_ms, o->slo_tpot_ms, o->search.start,
 	       o->search.rel_tol, o->search.max_evals);
-	printf("%-16s %10s %8s %18s %7s %6s %6s\n", "policy", "capacity", "vs lc",
-	       "attained", "hit %", "runs", "closed");
+	printf("%-16s %10s %8s %18s %7s %6s %6s\n", "policy", "capacity", "vs lc", "attained",
+	       "hit %", "runs", "closed");
 }
 
 static void print_rows(const struct cap_row *rows, size_t n, size_t lc)
@@ -63,11 +63,10 @@ static void print_rows(const struct cap_row *rows, size_t n, size_t lc)
 		if (r->rate > 0)
 			snprintf(met, sizeof(met), "%.1f%%", 100 * r->attain);
 		else /* how close it came, and where */
-			snprintf(met, sizeof(met), "max %.1f%% at %.3g",
-			         100 * r->best_attain, r->best_attain_rate);
-		printf("%-16s %10.4g %8s %18s %7.1f %6u %6s\n", rows[k].policy,
-		       r->rate, ratio, met, 100 * rows[k].hit, r->evals,
-		       r->closed ? "yes" : "no");
+			snprintf(met, sizeof(met), "max %.1f%% at %.3g", 100 * r->best_attain,
+			         r->best_attain_rate);
+		printf("%-16s %10.4g %8s %18s %7.1f %6u %6s\n", rows[k].policy, r->rate, ratio, met,
+		       100 * rows[k].hit, r->evals, r->closed ? "yes" : "no");
 	}
 }
 
@@ -93,8 +92,7 @@ static cJSON *row_json(const struct cap_row *row, const struct cap_row *lc)
 	return e;
 }
 
-static int write_json(const struct dbk_sim_opts *o, const struct cap_row *rows,
-                      size_t n, size_t lc)
+static int write_json(const struct dbk_sim_opts *o, const struct cap_row *rows, size_t n, size_t lc)
 {
 	cJSON *root = cJSON_CreateObject();
 	cJSON *arr = root ? cJSON_AddArrayToObject(root, "capacity") : NULL;

@@ -12,10 +12,10 @@
 #include <stdint.h>
 
 struct dbk_event {
-	double t;          /* model time, seconds */
-	uint64_t seq;      /* push order, set by dbk_evq_push */
-	uint32_t kind;     /* caller's meaning */
-	uint32_t arg;      /* caller's meaning (request id, instance, ...) */
+	double t;      /* model time, seconds */
+	uint64_t seq;  /* push order, set by dbk_evq_push */
+	uint32_t kind; /* caller's meaning */
+	uint32_t arg;  /* caller's meaning (request id, instance, ...) */
 };
 
 struct dbk_evq {

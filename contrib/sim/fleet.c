@@ -6,8 +6,7 @@
 
 /* An instance's engine: the GPU profile's defaults, then what the
  * command line overrides, for every instance or the short group. */
-static void engine_cfg(const struct dbk_sim_opts *o, bool is_short,
-                       struct dbk_engine_config *c)
+static void engine_cfg(const struct dbk_sim_opts *o, bool is_short, struct dbk_engine_config *c)
 {
 	dbk_engine_config_default(c, dbk_engine_profile_find(o->gpu));
 	c->enable_prefix_caching = !o->no_prefix_caching;

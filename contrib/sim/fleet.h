@@ -8,10 +8,10 @@
 #include "sim.h"
 
 struct dbk_sim_fleet {
-	unsigned nshort;                       /* instances 0..nshort-1 */
+	unsigned nshort; /* instances 0..nshort-1 */
 	struct dbk_engine_config cshort, clong;
-	struct dbk_engine_config *engines;     /* one per instance */
-	struct dbk_sim_config sc;              /* points at engines */
+	struct dbk_engine_config *engines; /* one per instance */
+	struct dbk_sim_config sc;          /* points at engines */
 };
 
 /* 0, or -1 when memory ran short. dbk_sim_fleet_free is due either way. */

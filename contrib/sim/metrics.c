@@ -10,10 +10,14 @@
 const char *dbk_sim_class_name(enum dbk_sim_class c)
 {
 	switch (c) {
-	case DBK_CLASS_ALL: return "all";
-	case DBK_CLASS_SHORT: return "short";
-	case DBK_CLASS_LONG: return "long";
-	case DBK_NCLASSES: break;
+	case DBK_CLASS_ALL:
+		return "all";
+	case DBK_CLASS_SHORT:
+		return "short";
+	case DBK_CLASS_LONG:
+		return "long";
+	case DBK_NCLASSES:
+		break;
 	}
 	return "?";
 }
@@ -60,9 +64,8 @@ void dbk_metrics_itl(struct dbk_metrics *m, bool is_long, double gap_s)
 	dvec_push(m, &m->itl[is_long], gap_s);
 }
 
-void dbk_metrics_completed(struct dbk_metrics *m, bool is_long, double ttft_s,
-                           double e2e_s, uint32_t in_tokens,
-                           uint32_t out_tokens)
+void dbk_metrics_completed(struct dbk_metrics *m, bool is_long, double ttft_s, double e2e_s,
+                           uint32_t in_tokens, uint32_t out_tokens)
 {
 	int c = is_long;
 	double tpot = 0;
@@ -88,10 +91,7 @@ void dbk_metrics_completed(struct dbk_metrics *m, bool is_long, double ttft_s,
 	m->out_tok[c] += out_tokens;
 }
 
-void dbk_metrics_failed(struct dbk_metrics *m, bool is_long)
-{
-	m->failed[is_long]++;
-}
+void dbk_metrics_failed(struct dbk_metrics *m, bool is_long) { m->failed[is_long]++; }
 
 /* k-th smallest (0-based) of v[0..n), n > k; leaves v[k] in place with
  * smaller-or-equal values before it and greater-or-equal after (Hoare
@@ -216,8 +216,7 @@ static void rates(struct dbk_class_summary *s, double duration_s)
 	}
 }
 
-int dbk_metrics_summarize(struct dbk_metrics *m, double duration_s,
-                          struct dbk_class_summary *out)
+int dbk_metrics_summarize(struct dbk_metrics *m, double duration_s, struct dbk_class_summary *out)
 {
 	struct dbk_class_summary *all = &out[DBK_CLASS_ALL];
 	int c, rc = 0;

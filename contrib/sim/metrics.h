@@ -13,12 +13,7 @@
 
 /* Length classes: below the threshold (short) or at/above it (long),
  * and both together. */
-enum dbk_sim_class {
-	DBK_CLASS_ALL = 0,
-	DBK_CLASS_SHORT,
-	DBK_CLASS_LONG,
-	DBK_NCLASSES
-};
+enum dbk_sim_class { DBK_CLASS_ALL = 0, DBK_CLASS_SHORT, DBK_CLASS_LONG, DBK_NCLASSES };
 
 const char *dbk_sim_class_name(enum dbk_sim_class c);
 
@@ -35,13 +30,13 @@ struct dbk_dist {
 };
 
 struct dbk_class_summary {
-	uint64_t requests;          /* completed + failed */
+	uint64_t requests; /* completed + failed */
 	uint64_t completed, failed, good;
-	uint64_t input_tokens, output_tokens;   /* of completed requests */
-	double req_per_s;           /* completed / duration */
-	double tok_per_s;           /* output tokens / duration */
-	double goodput;             /* good / duration */
-	struct dbk_dist ttft, tpot, itl, e2e;   /* seconds */
+	uint64_t input_tokens, output_tokens; /* of completed requests */
+	double req_per_s;                     /* completed / duration */
+	double tok_per_s;                     /* output tokens / duration */
+	double goodput;                       /* good / duration */
+	struct dbk_dist ttft, tpot, itl, e2e; /* seconds */
 };
 
 struct dbk_dvec {
@@ -55,7 +50,7 @@ struct dbk_metrics {
 	struct dbk_dvec ttft[2], tpot[2], itl[2], e2e[2];
 	uint64_t completed[2], failed[2], good[2];
 	uint64_t in_tok[2], out_tok[2];
-	bool oom;                   /* a sample was lost to memory */
+	bool oom; /* a sample was lost to memory */
 };
 
 void dbk_metrics_init(struct dbk_metrics *m, const struct dbk_slo *slo);
@@ -64,15 +59,13 @@ void dbk_metrics_free(struct dbk_metrics *m);
 /* One gap between consecutive tokens of a request. */
 void dbk_metrics_itl(struct dbk_metrics *m, bool is_long, double gap_s);
 /* A completed request: ttft and e2e from its send time. */
-void dbk_metrics_completed(struct dbk_metrics *m, bool is_long, double ttft_s,
-                           double e2e_s, uint32_t in_tokens,
-                           uint32_t out_tokens);
+void dbk_metrics_completed(struct dbk_metrics *m, bool is_long, double ttft_s, double e2e_s,
+                           uint32_t in_tokens, uint32_t out_tokens);
 void dbk_metrics_failed(struct dbk_metrics *m, bool is_long);
 
 /* Fills out[DBK_NCLASSES]. Reorders the stored samples (selection), so
  * call it once. Returns -1 when memory runs short (out then partial). */
-int dbk_metrics_summarize(struct dbk_metrics *m, double duration_s,
-                          struct dbk_class_summary *out);
+int dbk_metrics_summarize(struct dbk_metrics *m, double duration_s, struct dbk_class_summary *out);
 
 /* The q-quantile (0..1) of v[0..n) with numpy's default linear
  * interpolation; reorders v. O(n). 0 when n == 0. */

@@ -50,9 +50,8 @@ int dbk_sim_runs(const struct dbk_sim_setup *u);
 int dbk_sim_capacity(struct dbk_sim_setup *u);
 
 /* One simulation of reqs under pol; 0, or -1 with the reason on stderr. */
-int dbk_sim_run_one(const struct dbk_sim_config *sc, const struct dbk_sim_req *reqs,
-                    size_t n, const struct dbk_sim_policy_ops *pol,
-                    struct dbk_sim_result *res);
+int dbk_sim_run_one(const struct dbk_sim_config *sc, const struct dbk_sim_req *reqs, size_t n,
+                    const struct dbk_sim_policy_ops *pol, struct dbk_sim_result *res);
 /* Writes root to path, pretty-printed, and deletes it (NULL: memory ran
  * short building it). 0, or -1 with the reason on stderr. */
 int dbk_sim_write_json(const char *path, cJSON *root);

@@ -29,8 +29,7 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 {
 	const struct dbk_opt opts[] = {
 		{ "trace", 0, DBK_OPT_STR, &o->trace, .metavar = "FILE",
-		  .help = "Mooncake JSONL or Azure CSV (required)",
-		  .section = "Trace:" },
+		  .help = "Mooncake JSONL or Azure CSV (required)", .section = "Trace:" },
 		{ "format", 0, DBK_OPT_CHOICE, &x->format, .choices = formats,
 		  .metavar = "auto|mooncake|azure",
 		  .help = "(default auto: by extension, then content)" },
@@ -52,7 +51,8 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		{ "gpu", 0, DBK_OPT_CHOICE, &x->gpu, .choices = gpus, .metavar = "h100|a100",
 		  .help = "step-time profile and defaults (h100)" },
 		{ "max-model-len", 0, DBK_OPT_SIZE, &o->max_model_len, 2, MML_MAX,
-		  .flags = DBK_OPT_STRICT, .metavar = "N", .help = "every instance (default 131072)" },
+		  .flags = DBK_OPT_STRICT, .metavar = "N",
+		  .help = "every instance (default 131072)" },
 		{ "max-num-batched-tokens", 0, DBK_OPT_SIZE, &o->batched, 1, MML_MAX,
 		  .flags = DBK_OPT_STRICT, .metavar = "N",
 		  .help = "step token budget (default 8192 h100,\n2048 a100)" },
@@ -97,8 +97,7 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		  .help = "body bytes besides the prompt's 4 per\n"
 		          "token, as the agent sees them (120)" },
 		{ "slo-ttft-ms", 0, DBK_OPT_DOUBLE, &o->slo_ttft_ms, 0, 1e12, .metavar = "X",
-		  .help = "goodput objectives; 0 = not applied",
-		  .section = "Report:" },
+		  .help = "goodput objectives; 0 = not applied", .section = "Report:" },
 		{ "slo-tpot-ms", 0, DBK_OPT_DOUBLE, &o->slo_tpot_ms, 0, 1e12, .metavar = "X",
 		  .help = "(defaults: TTFT 2000, TPOT 100, E2E 0)" },
 		{ "slo-e2e-ms", 0, DBK_OPT_DOUBLE, &o->slo_e2e_ms, 0, 1e12, .metavar = "X" },
@@ -131,26 +130,26 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 }
 
 static const char *const intro =
-	"Usage: dbucket-sim --trace FILE [options]\n"
-	"Replays a Mooncake or Azure trace against N simulated vLLM instances\n"
-	"(contrib/stub/engine.c) routed by each policy, in model time, and prints\n"
-	"one row per policy with ratios to least connections.\n";
+        "Usage: dbucket-sim --trace FILE [options]\n"
+        "Replays a Mooncake or Azure trace against N simulated vLLM instances\n"
+        "(contrib/stub/engine.c) routed by each policy, in model time, and prints\n"
+        "one row per policy with ratios to least connections.\n";
 
 static const char *const policies_text =
-	"Policies: rr round robin; lc fewest requests in flight; plain and\n"
-	"dynamic the agent's balancer (agent/balancer.c) without and with\n"
-	"--enable-dynamic-bucket; clairvoyant knows output lengths and engine\n"
-	"queues and prefix caches and picks the earliest predicted first token\n"
-	"among instances whose KV cache holds the request beside all committed\n"
-	"there.\n"
-	"The peers, with their default parameters (contrib/sim/README.md):\n"
-	"cache_aware SGLang gateway / vLLM Router prefix tree with balance\n"
-	"thresholds; power_of_two two random, lower load polled every 5 s;\n"
-	"consistent_hash ring on the session key; llm_d queue, KV-utilisation\n"
-	"and prefix-cache scorers (2/2/3) on metrics scraped every 50 ms;\n"
-	"prefixaware (production-stack) random among the instances holding the\n"
-	"longest prefix.\n"
-	"Latencies are model time, as vLLM's benchmark client defines them.\n";
+        "Policies: rr round robin; lc fewest requests in flight; plain and\n"
+        "dynamic the agent's balancer (agent/balancer.c) without and with\n"
+        "--enable-dynamic-bucket; clairvoyant knows output lengths and engine\n"
+        "queues and prefix caches and picks the earliest predicted first token\n"
+        "among instances whose KV cache holds the request beside all committed\n"
+        "there.\n"
+        "The peers, with their default parameters (contrib/sim/README.md):\n"
+        "cache_aware SGLang gateway / vLLM Router prefix tree with balance\n"
+        "thresholds; power_of_two two random, lower load polled every 5 s;\n"
+        "consistent_hash ring on the session key; llm_d queue, KV-utilisation\n"
+        "and prefix-cache scorers (2/2/3) on metrics scraped every 50 ms;\n"
+        "prefixaware (production-stack) random among the instances holding the\n"
+        "longest prefix.\n"
+        "Latencies are model time, as vLLM's benchmark client defines them.\n";
 
 static void usage(FILE *f, const struct dbk_opt *t)
 {
@@ -218,14 +217,13 @@ int dbk_sim_opts_parse(int argc, char **argv, struct dbk_sim_opts *o, int *statu
 		if (!o->short_kv)
 			o->short_kv = 120000;
 	}
-	if (o->slo_capacity && o->slo_ttft_ms == 0 && o->slo_tpot_ms == 0 &&
-	    o->slo_e2e_ms == 0) {
+	if (o->slo_capacity && o->slo_ttft_ms == 0 && o->slo_tpot_ms == 0 && o->slo_e2e_ms == 0) {
 		fprintf(stderr, "dbucket-sim: --slo-capacity needs an objective\n");
 		return 1;
 	}
 	if (o->threshold >= o->max_request_tokens) {
 		fprintf(stderr, "dbucket-sim: --server-group-threshold must be "
-		        "below --max-request-tokens\n");
+		                "below --max-request-tokens\n");
 		return 1;
 	}
 	return 0;

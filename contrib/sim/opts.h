@@ -14,9 +14,9 @@
 
 struct dbk_sim_opts {
 	const char *trace;
-	enum dbk_trace_format format;       /* UNKNOWN: detect */
-	double start_s, duration_s;         /* duration 0: to the end */
-	size_t skip, max_requests;          /* max 0: all */
+	enum dbk_trace_format format; /* UNKNOWN: detect */
+	double start_s, duration_s;   /* duration 0: to the end */
+	size_t skip, max_requests;    /* max 0: all */
 	double rate_factor;
 	int instances;
 	const char *gpu;
@@ -26,7 +26,7 @@ struct dbk_sim_opts {
 	size_t short_max_model_len, short_kv;
 	double threshold, max_request_tokens, json_overhead;
 	double overhead_ms;
-	int lb_nodes;                       /* 0: 1 */
+	int lb_nodes; /* 0: 1 */
 	bool no_prefix_caching;
 	double slo_ttft_ms, slo_tpot_ms, slo_e2e_ms;
 	const char *policies;

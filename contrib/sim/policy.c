@@ -10,8 +10,8 @@
 
 /* ---- What every policy shares. ---- */
 
-void *dbk_sim_policy_new(const struct dbk_sim_policy_ops *ops,
-                         const struct dbk_sim_config *c, char *err, size_t errlen)
+void *dbk_sim_policy_new(const struct dbk_sim_policy_ops *ops, const struct dbk_sim_config *c,
+                         char *err, size_t errlen)
 {
 	void *st = calloc(1, ops->size ? ops->size : 1);
 	const struct dbk_sim_policy_env env = { ops->arg, c, err, errlen };
@@ -33,8 +33,7 @@ void dbk_sim_policy_free(const struct dbk_sim_policy_ops *ops, void *st)
 	free(st);
 }
 
-unsigned dbk_sim_least(const struct dbk_sim *s, unsigned from, dbk_sim_key_fn key,
-                       const void *ctx)
+unsigned dbk_sim_least(const struct dbk_sim *s, unsigned from, dbk_sim_key_fn key, const void *ctx)
 {
 	unsigned n = dbk_sim_ninstances(s), k, best = from % n;
 	double best_key = key(ctx, s, best);
@@ -64,8 +63,7 @@ double dbk_sim_key_neg_inflight(const void *ctx, const struct dbk_sim *s, unsign
 
 /* ---- Round robin. ---- */
 
-static int rr_choose(void *st, const struct dbk_sim *s,
-                     const struct dbk_sim_req *r)
+static int rr_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
 	unsigned *next = st, i = *next;
 
@@ -92,8 +90,7 @@ static int lc_init(void *st, const struct dbk_sim_policy_env *env)
 	return 0;
 }
 
-static int lc_choose(void *st, const struct dbk_sim *s,
-                     const struct dbk_sim_req *r)
+static int lc_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
 	unsigned *last = st;
 
@@ -104,24 +101,18 @@ static int lc_choose(void *st, const struct dbk_sim *s,
 
 const struct dbk_sim_policy_ops dbk_sim_policy_lc = {
 	.name = "lc",
-	.size = sizeof(unsigned), .init = lc_init,
+	.size = sizeof(unsigned),
+	.init = lc_init,
 	.choose = lc_choose,
 };
 
 /* ---- The table. ---- */
 
 static const struct dbk_sim_policy_ops *const table[] = {
-	&dbk_sim_policy_rr,
-	&dbk_sim_policy_lc,
-	&dbk_sim_policy_plain,
-	&dbk_sim_policy_dynamic,
-	&dbk_sim_policy_ttft,
-	&dbk_sim_policy_clairvoyant,
-	&dbk_sim_policy_cache_aware,
-	&dbk_sim_policy_power_of_two,
-	&dbk_sim_policy_consistent_hash,
-	&dbk_sim_policy_llm_d,
-	&dbk_sim_policy_prefixaware,
+	&dbk_sim_policy_rr,          &dbk_sim_policy_lc,           &dbk_sim_policy_plain,
+	&dbk_sim_policy_dynamic,     &dbk_sim_policy_ttft,         &dbk_sim_policy_clairvoyant,
+	&dbk_sim_policy_cache_aware, &dbk_sim_policy_power_of_two, &dbk_sim_policy_consistent_hash,
+	&dbk_sim_policy_llm_d,       &dbk_sim_policy_prefixaware,
 };
 
 const struct dbk_sim_policy_ops *dbk_sim_policy_at(size_t i)
@@ -140,8 +131,8 @@ const struct dbk_sim_policy_ops *dbk_sim_policy_find(const char *name)
 	return NULL;
 }
 
-int dbk_sim_policy_pick(const char *list, const struct dbk_sim_policy_ops **out,
-                        size_t max, size_t *n, char *err, size_t errlen)
+int dbk_sim_policy_pick(const char *list, const struct dbk_sim_policy_ops **out, size_t max,
+                        size_t *n, char *err, size_t errlen)
 {
 	char buf[256], *tok, *save = NULL;
 	const struct dbk_sim_policy_ops *p;

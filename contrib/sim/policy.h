@@ -38,20 +38,20 @@
 #include "sim.h"
 
 /* choose()'s answers besides an instance index. */
-#define DBK_SIM_REFUSE (-1)      /* no instance: the request fails */
+#define DBK_SIM_REFUSE (-1)       /* no instance: the request fails */
 #define DBK_SIM_POLICY_ERROR (-2) /* the run cannot go on (memory) */
 
 struct dbk_sim_policy_stats {
-	size_t leases;           /* live leases (0 once every request ended) */
-	uint64_t redirects;      /* requests sent outside their length group */
+	size_t leases;      /* live leases (0 once every request ended) */
+	uint64_t redirects; /* requests sent outside their length group */
 	uint64_t unknown_releases;
 };
 
 /* What a policy's init is given. */
 struct dbk_sim_policy_env {
-	const void *arg;                    /* the ops' arg */
-	const struct dbk_sim_config *cfg;   /* outlives the state */
-	char *err;                          /* for a sentence on failure */
+	const void *arg;                  /* the ops' arg */
+	const struct dbk_sim_config *cfg; /* outlives the state */
+	char *err;                        /* for a sentence on failure */
 	size_t errlen;
 };
 
@@ -67,13 +67,12 @@ struct dbk_sim_policy_ops {
 	 * after a failure too. */
 	int (*init)(void *st, const struct dbk_sim_policy_env *env);
 	/* An instance index, DBK_SIM_REFUSE or DBK_SIM_POLICY_ERROR. */
-	int (*choose)(void *st, const struct dbk_sim *s,
-	              const struct dbk_sim_req *r);
+	int (*choose)(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r);
 	/* May be NULL (the policy keeps nothing per request). The request
 	 * chosen for inst ended (finished or failed): called exactly once
 	 * per chosen request. */
-	void (*release)(void *st, const struct dbk_sim *s,
-	                const struct dbk_sim_req *r, unsigned inst);
+	void (*release)(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r,
+	                unsigned inst);
 	/* The router's timed work, every tick_s seconds of model time from
 	 * the first arrival until the last request ends: with scrape set,
 	 * the simulator first scrapes every instance's /metrics for it
@@ -102,15 +101,14 @@ extern const struct dbk_sim_policy_ops dbk_sim_policy_ttft;
 
 /* A policy's state for one run: allocated and set up (ops->init); NULL
  * with a sentence in err. */
-void *dbk_sim_policy_new(const struct dbk_sim_policy_ops *ops,
-                         const struct dbk_sim_config *c, char *err, size_t errlen);
+void *dbk_sim_policy_new(const struct dbk_sim_policy_ops *ops, const struct dbk_sim_config *c,
+                         char *err, size_t errlen);
 void dbk_sim_policy_free(const struct dbk_sim_policy_ops *ops, void *st);
 
 /* The instance with the least key(ctx, s, i), looked at from instance
  * from on, wrapping around: the first of equals in that order. */
 typedef double (*dbk_sim_key_fn)(const void *ctx, const struct dbk_sim *s, unsigned i);
-unsigned dbk_sim_least(const struct dbk_sim *s, unsigned from, dbk_sim_key_fn key,
-                       const void *ctx);
+unsigned dbk_sim_least(const struct dbk_sim *s, unsigned from, dbk_sim_key_fn key, const void *ctx);
 /* Keys for it: requests in flight (HAProxy's connection count), and
  * its negation (for the most loaded). */
 double dbk_sim_key_inflight(const void *ctx, const struct dbk_sim *s, unsigned i);
@@ -123,16 +121,15 @@ const struct dbk_sim_policy_ops *dbk_sim_policy_find(const char *name);
 /* The policies of a comma-separated list of names ("all": every
  * built-in one), at most max of them, in out[0..*n). 0, or -1 with the
  * reason in err (an unknown name, an empty list). */
-int dbk_sim_policy_pick(const char *list, const struct dbk_sim_policy_ops **out,
-                        size_t max, size_t *n, char *err, size_t errlen);
+int dbk_sim_policy_pick(const char *list, const struct dbk_sim_policy_ops **out, size_t max,
+                        size_t *n, char *err, size_t errlen);
 
 /* ---- The balancer policies' view of a request, exposed for tests. ---- */
 
 /* What the agent would hand dbk_bal_dispatch for this request: body
  * bytes = input_tokens * 4 + c->json_overhead_bytes, max_tokens = the
  * output length, ignore_eos true. */
-void dbk_sim_bal_request(const struct dbk_sim_config *c,
-                         const struct dbk_sim_req *r,
+void dbk_sim_bal_request(const struct dbk_sim_config *c, const struct dbk_sim_req *r,
                          struct dbk_bal_request *out);
 /* The lease id of a request: its index in decimal. Returns the length;
  * buf needs 11 bytes. */

@@ -14,8 +14,7 @@ struct balp {
 	const struct dbk_sim_config *cfg;
 };
 
-void dbk_sim_bal_request(const struct dbk_sim_config *c,
-                         const struct dbk_sim_req *r,
+void dbk_sim_bal_request(const struct dbk_sim_config *c, const struct dbk_sim_req *r,
                          struct dbk_bal_request *out)
 {
 	out->body_bytes = (double)r->input_tokens * 4.0 + c->json_overhead_bytes;
@@ -52,8 +51,7 @@ static int bal_init(void *st, const struct dbk_sim_policy_env *env)
 	return p->b ? 0 : -1;
 }
 
-static int bal_choose(void *st, const struct dbk_sim *s,
-                      const struct dbk_sim_req *r)
+static int bal_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
 	struct balp *p = st;
 	struct dbk_bal_request req;
@@ -63,8 +61,7 @@ static int bal_choose(void *st, const struct dbk_sim *s,
 	enum dbk_bal_result res;
 
 	dbk_sim_bal_request(p->cfg, r, &req);
-	res = dbk_bal_dispatch(p->b, id, len, &req,
-	                       (uint64_t)llround(dbk_sim_now(s) * 1000.0), &d);
+	res = dbk_bal_dispatch(p->b, id, len, &req, (uint64_t)llround(dbk_sim_now(s) * 1000.0), &d);
 	if (res == DBK_BAL_OK)
 		return (int)d.server;
 	/* FULL is out of memory here (no lease limit is set); anything
@@ -73,8 +70,8 @@ static int bal_choose(void *st, const struct dbk_sim *s,
 	return res == DBK_BAL_FULL ? DBK_SIM_POLICY_ERROR : DBK_SIM_REFUSE;
 }
 
-static void bal_release(void *st, const struct dbk_sim *s,
-                        const struct dbk_sim_req *r, unsigned inst)
+static void bal_release(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r,
+                        unsigned inst)
 {
 	struct balp *p = st;
 	char id[16];
@@ -95,10 +92,7 @@ static void bal_stats(const void *st, struct dbk_sim_policy_stats *out)
 	out->unknown_releases = bs->unknown_releases;
 }
 
-static void bal_fini(void *st)
-{
-	dbk_bal_free(((struct balp *)st)->b);
-}
+static void bal_fini(void *st) { dbk_bal_free(((struct balp *)st)->b); }
 
 const struct dbk_balancer *dbk_sim_bal_policy_balancer(const void *st)
 {
@@ -108,11 +102,12 @@ const struct dbk_balancer *dbk_sim_bal_policy_balancer(const void *st)
 /* plain: the agent without --enable-dynamic-bucket, one group; dynamic:
  * with it, the short and long groups. arg: NULL for plain, anything else
  * for dynamic. */
-#define BAL_OPS(policy, dynamic)                                            \
-	{ .name = policy, .arg = dynamic, .size = sizeof(struct balp),      \
-	  .init = bal_init, .choose = bal_choose, .release = bal_release,   \
-	  .stats = bal_stats, .fini = bal_fini }
+#define BAL_OPS(policy, dynamic)                                                                   \
+	{                                                                                          \
+		.name = policy, .arg = dynamic, .size = sizeof(struct balp), .init = bal_init,     \
+		.choose = bal_choose, .release = bal_release, .stats = bal_stats, .fini = bal_fini \
+	}
 
 const struct dbk_sim_policy_ops dbk_sim_policy_plain = BAL_OPS("plain", NULL);
-const struct dbk_sim_policy_ops dbk_sim_policy_dynamic =
-	BAL_OPS("dynamic", &dbk_sim_policy_dynamic);
+const struct dbk_sim_policy_ops dbk_sim_policy_dynamic = BAL_OPS("dynamic",
+                                                                 &dbk_sim_policy_dynamic);

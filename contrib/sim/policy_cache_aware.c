@@ -47,13 +47,9 @@ static int ca_init(void *st, const struct dbk_sim_policy_env *env)
 	return dbk_radix_init(&p->tree, env->cfg->ninstances);
 }
 
-static void ca_fini(void *st)
-{
-	dbk_radix_free(&((struct cache_aware *)st)->tree);
-}
+static void ca_fini(void *st) { dbk_radix_free(&((struct cache_aware *)st)->tree); }
 
-static int ca_choose(void *st, const struct dbk_sim *s,
-                     const struct dbk_sim_req *r)
+static int ca_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
 	struct cache_aware *p = st;
 	unsigned lo = dbk_sim_least(s, 0, dbk_sim_key_inflight, NULL);
@@ -61,8 +57,7 @@ static int ca_choose(void *st, const struct dbk_sim *s,
 	unsigned pick;
 
 	if (dbk_sim_inflight(s, hi) - dbk_sim_inflight(s, lo) > CA_BALANCE_ABS &&
-	    (double)dbk_sim_inflight(s, hi) >
-	            (double)dbk_sim_inflight(s, lo) * CA_BALANCE_REL) {
+	    (double)dbk_sim_inflight(s, hi) > (double)dbk_sim_inflight(s, lo) * CA_BALANCE_REL) {
 		pick = lo;
 		p->balanced++;
 	} else {
@@ -94,7 +89,10 @@ static void ca_tick(void *st, const struct dbk_sim *s)
 
 const struct dbk_sim_policy_ops dbk_sim_policy_cache_aware = {
 	.name = "cache_aware",
-	.size = sizeof(struct cache_aware), .init = ca_init, .fini = ca_fini,
+	.size = sizeof(struct cache_aware),
+	.init = ca_init,
+	.fini = ca_fini,
 	.choose = ca_choose,
-	.tick = ca_tick, .tick_s = CA_EVICTION_INTERVAL_S,
+	.tick = ca_tick,
+	.tick_s = CA_EVICTION_INTERVAL_S,
 };

@@ -41,10 +41,7 @@ static int point_cmp(const void *a, const void *b)
 	return x->inst < y->inst ? -1 : x->inst > y->inst;
 }
 
-static void ch_fini(void *st)
-{
-	free(((struct chash *)st)->ring);
-}
+static void ch_fini(void *st) { free(((struct chash *)st)->ring); }
 
 static int ch_init(void *st, const struct dbk_sim_policy_env *env)
 {
@@ -66,12 +63,10 @@ static int ch_init(void *st, const struct dbk_sim_policy_env *env)
 	return 0;
 }
 
-static int ch_choose(void *st, const struct dbk_sim *s,
-                     const struct dbk_sim_req *r)
+static int ch_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
 	const struct chash *p = st;
-	uint64_t key = r->has_session ? r->session
-	                              : dbk_mix64_pair((uint64_t)1 << 63, r->id);
+	uint64_t key = r->has_session ? r->session : dbk_mix64_pair((uint64_t)1 << 63, r->id);
 	uint64_t h = dbk_mix64(key ^ 0xc0ffeeULL);
 	size_t lo = 0, hi = p->npoints;
 
@@ -89,6 +84,8 @@ static int ch_choose(void *st, const struct dbk_sim *s,
 
 const struct dbk_sim_policy_ops dbk_sim_policy_consistent_hash = {
 	.name = "consistent_hash",
-	.size = sizeof(struct chash), .init = ch_init, .fini = ch_fini,
+	.size = sizeof(struct chash),
+	.init = ch_init,
+	.fini = ch_fini,
 	.choose = ch_choose,
 };

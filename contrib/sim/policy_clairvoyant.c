@@ -24,9 +24,9 @@ struct preempted {
 
 struct clair {
 	struct dbk_predictor *pred;
-	struct preempted *pre;       /* scratch: preempted waiting requests */
+	struct preempted *pre; /* scratch: preempted waiting requests */
 	size_t npre, cappre;
-	struct dbk_pred_item *wait;  /* scratch: other waiting requests */
+	struct dbk_pred_item *wait; /* scratch: other waiting requests */
 	size_t nwait, capwait;
 };
 
@@ -71,8 +71,8 @@ static int push_pre(struct clair *p, uint64_t seq, const struct dbk_pred_item *i
 
 static int push_wait(struct clair *p, const struct dbk_pred_item *it)
 {
-	struct dbk_pred_item *n = dbk_sim_array_room(p->wait, &p->capwait, p->nwait,
-	                                             sizeof(*n), 64);
+	struct dbk_pred_item *n = dbk_sim_array_room(p->wait, &p->capwait, p->nwait, sizeof(*n),
+	                                             64);
 
 	if (!n)
 		return -1;
@@ -103,8 +103,7 @@ static int load_instance(struct clair *p, const struct dbk_sim *s, unsigned i)
 		uint64_t h;
 
 		if (!dbk_sim_req_handle(s, id, &h)) {
-			dbk_pred_item_pending(r->input_tokens,
-			                      dbk_sim_cached_tokens(s, i, id),
+			dbk_pred_item_pending(r->input_tokens, dbk_sim_cached_tokens(s, i, id),
 			                      r->output_tokens, &it);
 			rc = push_wait(p, &it);
 			continue;
@@ -114,8 +113,7 @@ static int load_instance(struct clair *p, const struct dbk_sim *s, unsigned i)
 			continue;
 		if (info.state == DBK_REQ_WAITING && info.num_preemptions == 0)
 			/* Not admitted yet: what it will find cached. */
-			dbk_pred_item_pending(r->input_tokens,
-			                      dbk_sim_cached_tokens(s, i, id),
+			dbk_pred_item_pending(r->input_tokens, dbk_sim_cached_tokens(s, i, id),
 			                      r->output_tokens, &it);
 		if (it.running)
 			rc = dbk_predictor_add(p->pred, &it);
@@ -137,8 +135,7 @@ static int load_instance(struct clair *p, const struct dbk_sim *s, unsigned i)
 	return rc;
 }
 
-static int clair_choose(void *st, const struct dbk_sim *s,
-                        const struct dbk_sim_req *r)
+static int clair_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
 	struct clair *p = st;
 	unsigned i, n = dbk_sim_ninstances(s);
@@ -151,17 +148,14 @@ static int clair_choose(void *st, const struct dbk_sim *s,
 		bool fits;
 		double t;
 
-		if ((uint64_t)r->input_tokens + r->output_tokens >
-		    ec->max_model_len)
+		if ((uint64_t)r->input_tokens + r->output_tokens > ec->max_model_len)
 			continue;
 		if (load_instance(p, s, i) != 0)
 			return DBK_SIM_POLICY_ERROR;
-		fits = dbk_predictor_fits(p->pred, r->input_tokens,
-		                          r->output_tokens);
+		fits = dbk_predictor_fits(p->pred, r->input_tokens, r->output_tokens);
 		t = (dbk_sim_step_end(s, i) - now) +
 		    dbk_predictor_first_token(p->pred, r->input_tokens,
-		                              dbk_sim_cached_tokens(s, i, r->id),
-		                              r->output_tokens);
+		                              dbk_sim_cached_tokens(s, i, r->id), r->output_tokens);
 		/* Instances where the request's whole KV fits beside all
 		 * that is committed come first: elsewhere vLLM would preempt
 		 * and recompute, which the prediction does not see. Then the
@@ -179,6 +173,8 @@ static int clair_choose(void *st, const struct dbk_sim *s,
 
 const struct dbk_sim_policy_ops dbk_sim_policy_clairvoyant = {
 	.name = "clairvoyant",
-	.size = sizeof(struct clair), .init = clair_init, .fini = clair_fini,
+	.size = sizeof(struct clair),
+	.init = clair_init,
+	.fini = clair_fini,
 	.choose = clair_choose,
 };

@@ -36,7 +36,7 @@
 #define LD_W_QUEUE 2.0
 #define LD_W_KV 2.0
 #define LD_W_PREFIX 3.0
-#define LD_BLOCK_TOKENS 16u   /* 64 bytes at 4 bytes a token */
+#define LD_BLOCK_TOKENS 16u /* 64 bytes at 4 bytes a token */
 #define LD_MAX_BLOCKS 256u
 #define LD_LRU_PER_SERVER 31250u
 #define LD_MODEL_HASH 0x11dULL
@@ -108,8 +108,7 @@ static double key_neg_waiting(const void *ctx, const struct dbk_sim *s, unsigned
 	return -key_waiting(ctx, s, i);
 }
 
-static int ld_choose(void *st, const struct dbk_sim *s,
-                     const struct dbk_sim_req *r)
+static int ld_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
 	struct llmd *p = st;
 	size_t nh = hash_prompt(r, p->hashes);
@@ -121,11 +120,9 @@ static int ld_choose(void *st, const struct dbk_sim *s,
 	dbk_blockindex_match(&p->index, p->hashes, nh, p->match);
 	for (i = 0; i < n; i++) {
 		const struct dbk_sim_scrape *x = dbk_sim_scraped(s, i);
-		double q = qmax == qmin ? 1.0
-		                        : (double)(qmax - x->waiting) / (double)(qmax - qmin);
+		double q = qmax == qmin ? 1.0 : (double)(qmax - x->waiting) / (double)(qmax - qmin);
 		double pre = nh ? (double)p->match[i] / (double)nh : 0.0;
-		double score = LD_W_QUEUE * q + LD_W_KV * (1.0 - x->kv_usage) +
-		               LD_W_PREFIX * pre;
+		double score = LD_W_QUEUE * q + LD_W_KV * (1.0 - x->kv_usage) + LD_W_PREFIX * pre;
 
 		if (score > best) {
 			best = score;
@@ -142,7 +139,10 @@ static int ld_choose(void *st, const struct dbk_sim *s,
 
 const struct dbk_sim_policy_ops dbk_sim_policy_llm_d = {
 	.name = "llm_d",
-	.size = sizeof(struct llmd), .init = ld_init, .fini = ld_fini,
+	.size = sizeof(struct llmd),
+	.init = ld_init,
+	.fini = ld_fini,
 	.choose = ld_choose,
-	.scrape = true, .tick_s = LD_REFRESH_S,
+	.scrape = true,
+	.tick_s = LD_REFRESH_S,
 };

@@ -33,8 +33,7 @@ static uint64_t load(const struct dbk_sim *s, unsigned i)
 	return (uint64_t)x->running + x->waiting + dbk_sim_inflight(s, i);
 }
 
-static int p2_choose(void *st, const struct dbk_sim *s,
-                     const struct dbk_sim_req *r)
+static int p2_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
 	unsigned n = dbk_sim_ninstances(s), a, b;
 
@@ -52,5 +51,6 @@ const struct dbk_sim_policy_ops dbk_sim_policy_power_of_two = {
 	.name = "power_of_two",
 	.size = sizeof(uint64_t),
 	.choose = p2_choose,
-	.scrape = true, .tick_s = P2_LOAD_CHECK_INTERVAL_S,
+	.scrape = true,
+	.tick_s = P2_LOAD_CHECK_INTERVAL_S,
 };

@@ -27,18 +27,18 @@
 #include "prompt.h"
 #include "u64map.h"
 
-#define PA_CHUNK_TOKENS 32u   /* 128 characters at 4 a token */
+#define PA_CHUNK_TOKENS 32u /* 128 characters at 4 a token */
 #define PA_SEED 0x9a5eedULL
 
 struct prefixaware {
 	unsigned n, words;
 	uint64_t rng;
-	struct dbk_u64map nodes;  /* chunk chain key -> set index */
-	uint64_t *sets;           /* nsets x words */
+	struct dbk_u64map nodes; /* chunk chain key -> set index */
+	uint64_t *sets;          /* nsets x words */
 	size_t nsets, capsets;
-	uint64_t *sel;            /* words */
+	uint64_t *sel; /* words */
 	unsigned *cand;
-	unsigned pick;            /* the choice being recorded */
+	unsigned pick; /* the choice being recorded */
 	bool oom;
 };
 
@@ -67,8 +67,8 @@ static int pa_init(void *st, const struct dbk_sim_policy_env *env)
 
 /* Calls fn for each chunk key of r's prompt, in order, until it returns
  * false. A chunk's key names the whole text up to its end. */
-static void chunks(const struct dbk_sim_req *r,
-                   bool (*fn)(struct prefixaware *, uint64_t), struct prefixaware *p)
+static void chunks(const struct dbk_sim_req *r, bool (*fn)(struct prefixaware *, uint64_t),
+                   struct prefixaware *p)
 {
 	uint32_t s, j, nseg = dbk_sim_prompt_nseg(r);
 	uint64_t chain = 0;
@@ -129,8 +129,7 @@ static bool record(struct prefixaware *p, uint64_t key)
 	return true;
 }
 
-static int pa_choose(void *st, const struct dbk_sim *s,
-                     const struct dbk_sim_req *r)
+static int pa_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
 	struct prefixaware *p = st;
 	unsigned i, nc = 0;
@@ -151,6 +150,8 @@ static int pa_choose(void *st, const struct dbk_sim *s,
 
 const struct dbk_sim_policy_ops dbk_sim_policy_prefixaware = {
 	.name = "prefixaware",
-	.size = sizeof(struct prefixaware), .init = pa_init, .fini = pa_fini,
+	.size = sizeof(struct prefixaware),
+	.init = pa_init,
+	.fini = pa_fini,
 	.choose = pa_choose,
 };

@@ -36,10 +36,10 @@ struct ttft {
 	struct tt_req {
 		struct dbk_pred_ticket ticket;
 		uint8_t node;
-	} *reqs;
+	} * reqs;
 	size_t cap;
 	struct dbk_buf http, body;
-	struct dbk_url url;         /* any: only the body is used */
+	struct dbk_url url; /* any: only the body is used */
 	uint64_t keys[DBK_PKEY_MAX_KEYS];
 	double *kv_cap;
 	bool learnt;
@@ -119,10 +119,15 @@ static void tt_request(struct ttft *p, const struct dbk_sim *s, const struct dbk
 {
 	const struct dbk_sim_config *c = dbk_sim_config(s);
 	struct dbk_req_spec spec = {
-		.ep = DBK_EP_COMPLETIONS, .model_json = "\"m\"",
-		.input = r->input_tokens, .output = r->output_tokens,
-		.hash = r->hash_ids, .n_hash = r->n_hash_ids, .index = r->id,
-		.session = r->session, .has_session = r->has_session,
+		.ep = DBK_EP_COMPLETIONS,
+		.model_json = "\"m\"",
+		.input = r->input_tokens,
+		.output = r->output_tokens,
+		.hash = r->hash_ids,
+		.n_hash = r->n_hash_ids,
+		.index = r->id,
+		.session = r->session,
+		.has_session = r->has_session,
 	};
 	struct dbk_pkey pk;
 
@@ -136,7 +141,8 @@ static void tt_request(struct ttft *p, const struct dbk_sim *s, const struct dbk
 
 	*out = (struct dbk_pred_request){
 		.prompt_tokens = ((double)r->input_tokens * DBK_BYTES_PER_TOKEN +
-		                  c->json_overhead_bytes) / DBK_BYTES_PER_TOKEN,
+		                  c->json_overhead_bytes) /
+		                 DBK_BYTES_PER_TOKEN,
 		.max_tokens = r->output_tokens,
 		.ignore_eos = true,
 		.keys = p->keys,
@@ -147,10 +153,7 @@ static void tt_request(struct ttft *p, const struct dbk_sim *s, const struct dbk
 	};
 }
 
-static uint64_t tt_ms(const struct dbk_sim *s)
-{
-	return (uint64_t)(dbk_sim_now(s) * 1000.0 + 0.5);
-}
+static uint64_t tt_ms(const struct dbk_sim *s) { return (uint64_t)(dbk_sim_now(s) * 1000.0 + 0.5); }
 
 static int tt_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
@@ -178,8 +181,7 @@ static void tt_release(void *st, const struct dbk_sim *s, const struct dbk_sim_r
 
 	(void)inst;
 	if (r->id < p->cap)
-		dbk_pred_release(p->node[p->reqs[r->id].node], &p->reqs[r->id].ticket,
-		                 tt_ms(s));
+		dbk_pred_release(p->node[p->reqs[r->id].node], &p->reqs[r->id].ticket, tt_ms(s));
 }
 
 /* Every node reads every instance's scrape: the shared state. */
@@ -192,9 +194,13 @@ static void tt_tick(void *st, const struct dbk_sim *s)
 	for (unsigned i = 0; i < p->n; i++) {
 		const struct dbk_sim_scrape *x = dbk_sim_scraped(s, i);
 		struct dbk_pred_scrape sc = {
-			.ok = true, .running = x->running, .waiting = x->waiting,
-			.kv_usage = x->kv_usage, .kv_capacity_tokens = p->kv_cap[i],
-			.prefix_queries = -1, .prefix_hits = -1,
+			.ok = true,
+			.running = x->running,
+			.waiting = x->waiting,
+			.kv_usage = x->kv_usage,
+			.kv_capacity_tokens = p->kv_cap[i],
+			.prefix_queries = -1,
+			.prefix_hits = -1,
 		};
 		for (unsigned j = 0; j < p->k; j++)
 			dbk_pred_scraped(p->node[j], i, &sc, now);
@@ -203,7 +209,12 @@ static void tt_tick(void *st, const struct dbk_sim *s)
 
 const struct dbk_sim_policy_ops dbk_sim_policy_ttft = {
 	.name = "ttft",
-	.size = sizeof(struct ttft), .init = tt_init, .fini = tt_fini,
-	.choose = tt_choose, .release = tt_release,
-	.scrape = true, .tick = tt_tick, .tick_s = 0.100,
+	.size = sizeof(struct ttft),
+	.init = tt_init,
+	.fini = tt_fini,
+	.choose = tt_choose,
+	.release = tt_release,
+	.scrape = true,
+	.tick = tt_tick,
+	.tick_s = 0.100,
 };

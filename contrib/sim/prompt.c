@@ -23,13 +23,12 @@ uint32_t dbk_sim_prompt_seg_tokens(const struct dbk_sim_req *r, uint32_t i)
 	return r->input_tokens > start ? r->input_tokens - start : 0;
 }
 
-uint64_t dbk_sim_prompt_chain(const struct dbk_sim_req *r, uint32_t i,
-                              uint64_t prev)
+uint64_t dbk_sim_prompt_chain(const struct dbk_sim_req *r, uint32_t i, uint64_t prev)
 {
 	/* Ids of a request without hash ids: its index, in a space the
 	 * trace's ids (small integers) never reach. */
 	uint64_t id = i < r->n_hash_ids ? r->hash_ids[i]
-	                            : dbk_mix64_pair((uint64_t)1 << 63 | r->id, i);
+	                                : dbk_mix64_pair((uint64_t)1 << 63 | r->id, i);
 
 	return dbk_mix64_pair(prev ^ 0x5eedULL, id);
 }

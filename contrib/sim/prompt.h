@@ -22,7 +22,6 @@ uint32_t dbk_sim_prompt_nseg(const struct dbk_sim_req *r);
 /* Tokens of segment i (512 but for the last). */
 uint32_t dbk_sim_prompt_seg_tokens(const struct dbk_sim_req *r, uint32_t i);
 /* Chain key of segments 0..i, given that of 0..i-1 (prev; 0 for i = 0). */
-uint64_t dbk_sim_prompt_chain(const struct dbk_sim_req *r, uint32_t i,
-                              uint64_t prev);
+uint64_t dbk_sim_prompt_chain(const struct dbk_sim_req *r, uint32_t i, uint64_t prev);
 
 #endif

@@ -28,8 +28,7 @@ void dbk_radix_free(struct dbk_radix *t)
 	memset(t, 0, sizeof(*t));
 }
 
-static struct dbk_radix_tenant_ref *find_ref(const struct dbk_radix_node *nd,
-                                             unsigned tenant)
+static struct dbk_radix_tenant_ref *find_ref(const struct dbk_radix_node *nd, unsigned tenant)
 {
 	uint32_t k;
 
@@ -93,16 +92,14 @@ static long node_for(struct dbk_radix *t, uint64_t key, uint32_t depth)
 	return (long)t->nnodes++;
 }
 
-static int touch(struct dbk_radix *t, struct dbk_radix_node *nd,
-                 unsigned tenant, double now_s)
+static int touch(struct dbk_radix *t, struct dbk_radix_node *nd, unsigned tenant, double now_s)
 {
 	struct dbk_radix_tenant_ref *ref = find_ref(nd, tenant);
 
 	if (!ref) {
 		if (nd->ntenants == nd->captenants) {
 			uint32_t cap = nd->captenants ? nd->captenants * 2 : 2;
-			struct dbk_radix_tenant_ref *nr =
-				realloc(nd->tenants, cap * sizeof(*nr));
+			struct dbk_radix_tenant_ref *nr = realloc(nd->tenants, cap * sizeof(*nr));
 
 			if (!nr)
 				return -1;
@@ -117,8 +114,8 @@ static int touch(struct dbk_radix *t, struct dbk_radix_node *nd,
 	return 0;
 }
 
-int dbk_radix_insert(struct dbk_radix *t, const struct dbk_sim_req *r,
-                     unsigned tenant, double now_s)
+int dbk_radix_insert(struct dbk_radix *t, const struct dbk_sim_req *r, unsigned tenant,
+                     double now_s)
 {
 	uint32_t i, k, n = dbk_sim_prompt_nseg(r);
 	uint64_t key = 0;
@@ -174,8 +171,7 @@ static int victim_cmp(const void *a, const void *b)
 	return x->node < y->node ? -1 : x->node > y->node;
 }
 
-static void drop_ref(struct dbk_radix *t, struct dbk_radix_node *nd,
-                     unsigned tenant)
+static void drop_ref(struct dbk_radix *t, struct dbk_radix_node *nd, unsigned tenant)
 {
 	struct dbk_radix_tenant_ref *ref = find_ref(nd, tenant);
 
@@ -200,8 +196,7 @@ long dbk_radix_evict(struct dbk_radix *t, uint64_t max_chars)
 		if (!v)
 			return -1;
 		for (i = 0; i < t->nnodes; i++) {
-			const struct dbk_radix_tenant_ref *ref =
-				find_ref(&t->nodes[i], tn);
+			const struct dbk_radix_tenant_ref *ref = find_ref(&t->nodes[i], tn);
 
 			if (ref) {
 				v[nv].last_s = ref->last_s;

@@ -22,12 +22,12 @@
 
 struct dbk_radix_tenant_ref {
 	uint32_t tenant;
-	double last_s;          /* last access of this prefix for the tenant */
+	double last_s; /* last access of this prefix for the tenant */
 };
 
 struct dbk_radix_node {
-	uint32_t chars;         /* longest text seen for this segment */
-	uint32_t depth;         /* segments from the root, 1-based */
+	uint32_t chars; /* longest text seen for this segment */
+	uint32_t depth; /* segments from the root, 1-based */
 	uint32_t ntenants, captenants;
 	struct dbk_radix_tenant_ref *tenants;
 };
@@ -43,7 +43,7 @@ struct dbk_radix {
 struct dbk_radix_match {
 	uint64_t matched_chars;
 	uint64_t input_chars;
-	int tenant;             /* holder of the deepest match; -1: none */
+	int tenant; /* holder of the deepest match; -1: none */
 };
 
 int dbk_radix_init(struct dbk_radix *t, unsigned ntenants);
@@ -53,8 +53,8 @@ void dbk_radix_free(struct dbk_radix *t);
 void dbk_radix_match(const struct dbk_radix *t, const struct dbk_sim_req *r,
                      struct dbk_radix_match *out);
 /* Records r's prompt for tenant at time now_s. 0, or -1 (memory). */
-int dbk_radix_insert(struct dbk_radix *t, const struct dbk_sim_req *r,
-                     unsigned tenant, double now_s);
+int dbk_radix_insert(struct dbk_radix *t, const struct dbk_sim_req *r, unsigned tenant,
+                     double now_s);
 /* The tenant holding the fewest characters (the lowest index among
  * equals). */
 unsigned dbk_radix_smallest_tenant(const struct dbk_radix *t);

@@ -9,17 +9,17 @@
 
 struct pitem {
 	uint32_t computed, lack, remaining;
-	uint64_t res;              /* KV blocks reserved once running */
+	uint64_t res; /* KV blocks reserved once running */
 	bool running, done, is_new;
 };
 
 struct dbk_predictor {
 	struct dbk_engine_config cfg;
-	struct pitem *items;       /* requests with prefill left, queue order */
+	struct pitem *items; /* requests with prefill left, queue order */
 	size_t n, cap;
-	uint64_t reserved;         /* blocks reserved by running requests */
-	uint64_t queued_res;       /* and by waiting ones */
-	uint32_t running;          /* decoders + running prefills */
+	uint64_t reserved;   /* blocks reserved by running requests */
+	uint64_t queued_res; /* and by waiting ones */
+	uint32_t running;    /* decoders + running prefills */
 	/* Decoders, aggregated: decoder j's context before step k is
 	 * base_j + k, so the batch's context sum is bsum + k * ndec. */
 	uint32_t ndec;
@@ -30,23 +30,22 @@ struct dbk_predictor {
 		uint32_t n;
 		int64_t base;
 		uint64_t blk;
-	} *fin;
-	uint32_t *touched;         /* steps with fin set, to clear them */
+	} * fin;
+	uint32_t *touched; /* steps with fin set, to clear them */
 	size_t nt, ct;
 	/* One step's batch: dbk_step_time's arrays (tokens new and done,
 	 * prefill or not, per entry) and the items it completes. */
 	struct batch {
 		uint32_t *new, *done;
 		bool *pf;
-		size_t *compl;
+		size_t * compl ;
 		size_t cap;
 	} b;
 };
 
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-bool dbk_pred_item_from_engine(const struct dbk_engine_req_info *info,
-                               struct dbk_pred_item *out)
+bool dbk_pred_item_from_engine(const struct dbk_engine_req_info *info, struct dbk_pred_item *out)
 {
 	uint32_t tokens = info->prompt_tokens + info->n_output;
 
@@ -99,7 +98,7 @@ static int batch_grow(struct batch *b, size_t need)
 	b->new = resize(b->new, need, sizeof(*b->new), &ok);
 	b->done = resize(b->done, need, sizeof(*b->done), &ok);
 	b->pf = resize(b->pf, need, sizeof(*b->pf), &ok);
-	b->compl = resize(b->compl, need, sizeof(*b->compl), &ok);
+	b->compl = resize(b->compl, need, sizeof(*b->compl ), &ok);
 	if (!ok)
 		return -1;
 	b->cap = need;
@@ -111,7 +110,7 @@ static void batch_free(struct batch *b)
 	free(b->new);
 	free(b->done);
 	free(b->pf);
-	free(b->compl);
+	free(b->compl );
 }
 
 struct dbk_predictor *dbk_predictor_new(void)
@@ -136,8 +135,7 @@ void dbk_predictor_free(struct dbk_predictor *p)
 	free(p);
 }
 
-int dbk_predictor_reset(struct dbk_predictor *p,
-                        const struct dbk_engine_config *cfg)
+int dbk_predictor_reset(struct dbk_predictor *p, const struct dbk_engine_config *cfg)
 {
 	size_t i;
 
@@ -154,8 +152,7 @@ int dbk_predictor_reset(struct dbk_predictor *p,
 	return batch_grow(&p->b, (size_t)cfg->max_num_seqs + 2);
 }
 
-static int add_fin(struct dbk_predictor *p, uint64_t k, int64_t base,
-                   uint64_t res)
+static int add_fin(struct dbk_predictor *p, uint64_t k, int64_t base, uint64_t res)
 {
 	uint32_t *t;
 
@@ -174,8 +171,8 @@ static int add_fin(struct dbk_predictor *p, uint64_t k, int64_t base,
 
 /* A decoder whose context before step k0 is ctx, with `remaining`
  * tokens to go, one per step from k0 on. */
-static int add_decoder(struct dbk_predictor *p, uint64_t k0, uint32_t ctx,
-                       uint32_t remaining, uint64_t res)
+static int add_decoder(struct dbk_predictor *p, uint64_t k0, uint32_t ctx, uint32_t remaining,
+                       uint64_t res)
 {
 	int64_t base = (int64_t)ctx - (int64_t)k0;
 
@@ -186,11 +183,9 @@ static int add_decoder(struct dbk_predictor *p, uint64_t k0, uint32_t ctx,
 
 /* The blocks a request holds by the time it finishes (the clairvoyant
  * knows its output length), or what it holds now if more. */
-static uint64_t reservation(uint32_t computed, uint32_t lack,
-                            uint32_t remaining, uint32_t blocks)
+static uint64_t reservation(uint32_t computed, uint32_t lack, uint32_t remaining, uint32_t blocks)
 {
-	uint64_t final = cdiv((uint64_t)computed + lack + remaining - 1,
-	                      DBK_KV_BLOCK_TOKENS);
+	uint64_t final = cdiv((uint64_t)computed + lack + remaining - 1, DBK_KV_BLOCK_TOKENS);
 
 	return final > blocks ? final : blocks;
 }
@@ -232,8 +227,7 @@ int dbk_predictor_add(struct dbk_predictor *p, const struct dbk_pred_item *it)
 	return push_item(p, &pi);
 }
 
-bool dbk_predictor_fits(const struct dbk_predictor *p, uint32_t prompt,
-                        uint32_t output)
+bool dbk_predictor_fits(const struct dbk_predictor *p, uint32_t prompt, uint32_t output)
 {
 	uint64_t total = p->cfg.kv_capacity_tokens / DBK_KV_BLOCK_TOKENS;
 
@@ -246,8 +240,7 @@ bool dbk_predictor_fits(const struct dbk_predictor *p, uint32_t prompt,
  * prefill chunks in queue order from head, admitting FCFS. Returns the
  * batch's size; the requests whose prefill it completes go to b.compl
  * (*ncompl of them). */
-static size_t fill_batch(struct dbk_predictor *p, uint64_t k, size_t head,
-                         size_t *ncompl)
+static size_t fill_batch(struct dbk_predictor *p, uint64_t k, size_t head, size_t *ncompl)
 {
 	uint64_t total = p->cfg.kv_capacity_tokens / DBK_KV_BLOCK_TOKENS;
 	uint32_t budget = p->cfg.max_num_batched_tokens;
@@ -258,9 +251,7 @@ static size_t fill_batch(struct dbk_predictor *p, uint64_t k, size_t head,
 		int64_t ctx = p->bsum + (int64_t)k * p->ndec;
 
 		p->b.new[nent] = p->ndec;
-		p->b.done[nent] = ctx < 0 ? 0
-		                  : ctx > UINT32_MAX ? UINT32_MAX
-		                                     : (uint32_t)ctx;
+		p->b.done[nent] = ctx < 0 ? 0 : ctx > UINT32_MAX ? UINT32_MAX : (uint32_t)ctx;
 		p->b.pf[nent] = false;
 		nent++;
 		budget = p->ndec >= budget ? 0 : budget - p->ndec;
@@ -278,8 +269,7 @@ static size_t fill_batch(struct dbk_predictor *p, uint64_t k, size_t head,
 			 * every running request's final KV: an instance
 			 * about to thrash then looks as slow as it will
 			 * turn out, instead of fast. */
-			if (p->running >= p->cfg.max_num_seqs ||
-			    p->reserved + it->res > total)
+			if (p->running >= p->cfg.max_num_seqs || p->reserved + it->res > total)
 				break;
 			it->running = true;
 			p->running++;
@@ -294,7 +284,7 @@ static size_t fill_batch(struct dbk_predictor *p, uint64_t k, size_t head,
 		it->lack -= chunk;
 		budget -= chunk;
 		if (it->lack == 0)
-			p->b.compl[(*ncompl)++] = j;
+			p->b.compl [(*ncompl)++] = j;
 	}
 	return nent;
 }
@@ -311,23 +301,22 @@ static int retire(struct dbk_predictor *p, uint64_t k, size_t ncompl)
 	p->running -= p->fin[k].n;
 	p->reserved -= p->fin[k].blk;
 	for (c = 0; c < ncompl; c++) {
-		struct pitem *it = &p->items[p->b.compl[c]];
+		struct pitem *it = &p->items[p->b.compl [c]];
 
 		it->done = true;
 		it->remaining--;
 		if (it->remaining == 0) {
 			p->reserved -= it->res;
 			p->running--;
-		} else if (add_decoder(p, k + 1, it->computed, it->remaining,
-		                       it->res) != 0) {
+		} else if (add_decoder(p, k + 1, it->computed, it->remaining, it->res) != 0) {
 			return -1;
 		}
 	}
 	return 0;
 }
 
-double dbk_predictor_first_token(struct dbk_predictor *p, uint32_t prompt,
-                                 uint32_t cached, uint32_t output)
+double dbk_predictor_first_token(struct dbk_predictor *p, uint32_t prompt, uint32_t cached,
+                                 uint32_t output)
 {
 	struct pitem nw;
 	size_t head = 0, j, nent, ncompl, c;
@@ -349,10 +338,9 @@ double dbk_predictor_first_token(struct dbk_predictor *p, uint32_t prompt,
 		nent = fill_batch(p, k, head, &ncompl);
 		if (nent == 0)
 			return HUGE_VAL; /* stuck: no decode, no chunk fits */
-		t += dbk_step_time(p->cfg.gpu, nent, p->b.new, p->b.done,
-		                   p->b.pf);
+		t += dbk_step_time(p->cfg.gpu, nent, p->b.new, p->b.done, p->b.pf);
 		for (c = 0; c < ncompl; c++)
-			if (p->items[p->b.compl[c]].is_new)
+			if (p->items[p->b.compl [c]].is_new)
 				return t;
 		if (retire(p, k, ncompl) != 0)
 			return HUGE_VAL;
@@ -364,6 +352,6 @@ double dbk_predictor_first_token(struct dbk_predictor *p, uint32_t prompt,
 	for (j = head; j < p->n; j++)
 		if (!p->items[j].done)
 			lack_left += p->items[j].lack;
-	return t + lack_left / (double)p->cfg.max_num_batched_tokens *
-	                   (t / (double)DBK_PRED_HORIZON);
+	return t +
+	       lack_left / (double)p->cfg.max_num_batched_tokens * (t / (double)DBK_PRED_HORIZON);
 }

@@ -4,8 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-int dbk_sim_report_find(const struct dbk_sim_run_report *runs, size_t n,
-                        const char *name)
+int dbk_sim_report_find(const struct dbk_sim_run_report *runs, size_t n, const char *name)
 {
 	size_t i;
 
@@ -19,7 +18,7 @@ int dbk_sim_report_find(const struct dbk_sim_run_report *runs, size_t n,
  * milliseconds. */
 struct col {
 	const char *head;
-	const char *key;         /* in JSON */
+	const char *key; /* in JSON */
 	const char *fmt;
 	double (*get)(const struct dbk_sim_result *r);
 };
@@ -32,13 +31,34 @@ static double c_tps(const struct dbk_sim_result *r) { return CLS(r, ALL)->tok_pe
 static double c_good(const struct dbk_sim_result *r) { return CLS(r, ALL)->goodput; }
 /* A quantile of no sample is not 0 ms: NAN, printed "-". */
 static double ms(const struct dbk_dist *d, double v) { return d->n ? 1e3 * v : NAN; }
-static double c_ttft50s(const struct dbk_sim_result *r) { return ms(&CLS(r, SHORT)->ttft, CLS(r, SHORT)->ttft.p50); }
-static double c_ttft99s(const struct dbk_sim_result *r) { return ms(&CLS(r, SHORT)->ttft, CLS(r, SHORT)->ttft.p99); }
-static double c_ttft50l(const struct dbk_sim_result *r) { return ms(&CLS(r, LONG)->ttft, CLS(r, LONG)->ttft.p50); }
-static double c_ttft99l(const struct dbk_sim_result *r) { return ms(&CLS(r, LONG)->ttft, CLS(r, LONG)->ttft.p99); }
-static double c_tpot50(const struct dbk_sim_result *r) { return ms(&CLS(r, ALL)->tpot, CLS(r, ALL)->tpot.p50); }
-static double c_tpot99(const struct dbk_sim_result *r) { return ms(&CLS(r, ALL)->tpot, CLS(r, ALL)->tpot.p99); }
-static double c_e2e99(const struct dbk_sim_result *r) { return ms(&CLS(r, ALL)->e2e, CLS(r, ALL)->e2e.p99); }
+static double c_ttft50s(const struct dbk_sim_result *r)
+{
+	return ms(&CLS(r, SHORT)->ttft, CLS(r, SHORT)->ttft.p50);
+}
+static double c_ttft99s(const struct dbk_sim_result *r)
+{
+	return ms(&CLS(r, SHORT)->ttft, CLS(r, SHORT)->ttft.p99);
+}
+static double c_ttft50l(const struct dbk_sim_result *r)
+{
+	return ms(&CLS(r, LONG)->ttft, CLS(r, LONG)->ttft.p50);
+}
+static double c_ttft99l(const struct dbk_sim_result *r)
+{
+	return ms(&CLS(r, LONG)->ttft, CLS(r, LONG)->ttft.p99);
+}
+static double c_tpot50(const struct dbk_sim_result *r)
+{
+	return ms(&CLS(r, ALL)->tpot, CLS(r, ALL)->tpot.p50);
+}
+static double c_tpot99(const struct dbk_sim_result *r)
+{
+	return ms(&CLS(r, ALL)->tpot, CLS(r, ALL)->tpot.p99);
+}
+static double c_e2e99(const struct dbk_sim_result *r)
+{
+	return ms(&CLS(r, ALL)->e2e, CLS(r, ALL)->e2e.p99);
+}
 
 static const struct col cols[] = {
 	{ "done", "completed", "%7.0f", c_done },
@@ -90,8 +110,7 @@ static void heads(FILE *f, bool wall)
 	fputc('\n', f);
 }
 
-void dbk_sim_report_table(FILE *f, const struct dbk_sim_run_report *runs,
-                          size_t n, int baseline)
+void dbk_sim_report_table(FILE *f, const struct dbk_sim_run_report *runs, size_t n, int baseline)
 {
 	bool wall = false;
 	size_t r, i;
@@ -100,7 +119,7 @@ void dbk_sim_report_table(FILE *f, const struct dbk_sim_run_report *runs,
 		if (runs[r].wall_s >= 0)
 			wall = true;
 	fprintf(f, "latencies in ms of model time; s = short (< threshold), "
-	        "l = long; TPOT and E2E over all\n");
+	           "l = long; TPOT and E2E over all\n");
 	heads(f, wall);
 	rule(f);
 	for (r = 0; r < n; r++) {
@@ -120,8 +139,10 @@ void dbk_sim_report_table(FILE *f, const struct dbk_sim_run_report *runs,
 	}
 	if (baseline < 0 || (size_t)baseline >= n)
 		return;
-	fprintf(f, "\nratio to %s (throughput and goodput: higher is better; "
-	        "latencies: lower is better)\n", runs[baseline].policy);
+	fprintf(f,
+	        "\nratio to %s (throughput and goodput: higher is better; "
+	        "latencies: lower is better)\n",
+	        runs[baseline].policy);
 	heads(f, false);
 	rule(f);
 	for (r = 0; r < n; r++) {
@@ -178,8 +199,7 @@ static cJSON *class_json(const struct dbk_class_summary *c)
 	return o;
 }
 
-cJSON *dbk_sim_report_json(const struct dbk_sim_run_report *runs, size_t n,
-                           int baseline)
+cJSON *dbk_sim_report_json(const struct dbk_sim_run_report *runs, size_t n, int baseline)
 {
 	cJSON *root = cJSON_CreateObject(), *arr;
 	size_t r, i;
@@ -204,8 +224,7 @@ cJSON *dbk_sim_report_json(const struct dbk_sim_run_report *runs, size_t n,
 		cJSON_AddNumberToObject(o, "busy_s", res->busy_s);
 		cJSON_AddNumberToObject(o, "prefix_cache_queries",
 		                        (double)res->prefix_cache_queries);
-		cJSON_AddNumberToObject(o, "prefix_cache_hits",
-		                        (double)res->prefix_cache_hits);
+		cJSON_AddNumberToObject(o, "prefix_cache_hits", (double)res->prefix_cache_hits);
 		cJSON_AddNumberToObject(o, "events", (double)res->events);
 		cJSON_AddNumberToObject(o, "refused", (double)res->refused);
 		cJSON_AddNumberToObject(o, "too_long", (double)res->too_long);
@@ -213,22 +232,19 @@ cJSON *dbk_sim_report_json(const struct dbk_sim_run_report *runs, size_t n,
 		cJSON_AddNumberToObject(o, "leases_left", (double)res->policy_leases);
 		cl = cJSON_AddObjectToObject(o, "classes");
 		for (c = 0; cl && c < DBK_NCLASSES; c++)
-			cJSON_AddItemToObject(cl, dbk_sim_class_name(c),
-			                      class_json(&res->cls[c]));
+			cJSON_AddItemToObject(cl, dbk_sim_class_name(c), class_json(&res->cls[c]));
 		if (baseline >= 0 && (size_t)baseline < n) {
 			char key[64];
 			cJSON *ra;
 
-			snprintf(key, sizeof(key), "ratio_to_%s",
-			         runs[baseline].policy);
+			snprintf(key, sizeof(key), "ratio_to_%s", runs[baseline].policy);
 			ra = cJSON_AddObjectToObject(o, key);
 			for (i = 0; ra && i < NCOLS; i++) {
 				double b = cols[i].get(&runs[baseline].res);
 				double v = cols[i].get(res);
 
 				if (b != 0 && !isnan(b) && !isnan(v))
-					cJSON_AddNumberToObject(ra, cols[i].key,
-					                        v / b);
+					cJSON_AddNumberToObject(ra, cols[i].key, v / b);
 				else
 					cJSON_AddNullToObject(ra, cols[i].key);
 			}

@@ -13,22 +13,19 @@
 struct dbk_sim_run_report {
 	const char *policy;
 	struct dbk_sim_result res;
-	double wall_s;           /* < 0: not measured (left out) */
+	double wall_s; /* < 0: not measured (left out) */
 };
 
 /* Index of the run named name, or -1. */
-int dbk_sim_report_find(const struct dbk_sim_run_report *runs, size_t n,
-                        const char *name);
+int dbk_sim_report_find(const struct dbk_sim_run_report *runs, size_t n, const char *name);
 
 /* The table; then, when baseline >= 0, each metric as a ratio to that
  * run's. */
-void dbk_sim_report_table(FILE *f, const struct dbk_sim_run_report *runs,
-                          size_t n, int baseline);
+void dbk_sim_report_table(FILE *f, const struct dbk_sim_run_report *runs, size_t n, int baseline);
 
 /* {"policies": [...]} with every class's full distributions (ms) and,
  * when baseline >= 0, "ratio_to_<name>" per run. NULL on memory
  * shortage. */
-cJSON *dbk_sim_report_json(const struct dbk_sim_run_report *runs, size_t n,
-                           int baseline);
+cJSON *dbk_sim_report_json(const struct dbk_sim_run_report *runs, size_t n, int baseline);
 
 #endif

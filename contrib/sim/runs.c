@@ -42,9 +42,8 @@ int dbk_sim_write_json(const char *path, cJSON *root)
 	return rc;
 }
 
-int dbk_sim_run_one(const struct dbk_sim_config *sc, const struct dbk_sim_req *reqs,
-                    size_t n, const struct dbk_sim_policy_ops *pol,
-                    struct dbk_sim_result *res)
+int dbk_sim_run_one(const struct dbk_sim_config *sc, const struct dbk_sim_req *reqs, size_t n,
+                    const struct dbk_sim_policy_ops *pol, struct dbk_sim_result *res)
 {
 	struct dbk_sim *s;
 	char err[256];
@@ -73,18 +72,15 @@ static void engine_table(FILE *f, const struct dbk_sim_run_report *runs, size_t 
 {
 	size_t k;
 
-	fprintf(f, "\n%-16s %9s %9s %8s %9s %9s %9s\n", "policy", "preempt", "redirect",
-	        "too-long", "refused", "busy %", "hit %");
+	fprintf(f, "\n%-16s %9s %9s %8s %9s %9s %9s\n", "policy", "preempt", "redirect", "too-long",
+	        "refused", "busy %", "hit %");
 	for (k = 0; k < n; k++) {
 		const struct dbk_sim_result *r = &runs[k].res;
 
 		fprintf(f, "%-16s %9llu %9llu %8llu %9llu %9.1f %9.1f\n", runs[k].policy,
-		        (unsigned long long)r->preemptions,
-		        (unsigned long long)r->redirects,
-		        (unsigned long long)r->too_long,
-		        (unsigned long long)r->refused,
-		        r->duration_s > 0 ? 100.0 * r->busy_s /
-		                            (r->duration_s * instances) : 0,
+		        (unsigned long long)r->preemptions, (unsigned long long)r->redirects,
+		        (unsigned long long)r->too_long, (unsigned long long)r->refused,
+		        r->duration_s > 0 ? 100.0 * r->busy_s / (r->duration_s * instances) : 0,
 		        100 * dbk_sim_result_hit_rate(r));
 	}
 }

@@ -18,28 +18,31 @@ void dbk_sim_setup_print(FILE *f, const struct dbk_sim_setup *u)
 	const struct dbk_sim_fleet *fl = &u->f;
 	unsigned n = (unsigned)o->instances;
 
-	fprintf(f, "dbucket-sim %s: %s (%s), %zu requests (#%zu..#%zu of %zu in "
-	        "the window, %zu in the trace)%s\n", DBK_SIM_VERSION,
-	        base_name(o->trace), dbk_trace_format_name(w->fmt), w->n,
-	        w->first, w->first + w->n - 1, w->window, w->parsed,
+	fprintf(f,
+	        "dbucket-sim %s: %s (%s), %zu requests (#%zu..#%zu of %zu in "
+	        "the window, %zu in the trace)%s\n",
+	        DBK_SIM_VERSION, base_name(o->trace), dbk_trace_format_name(w->fmt), w->n, w->first,
+	        w->first + w->n - 1, w->window, w->parsed,
 	        w->raised ? "; zero lengths raised to 1" : "");
-	fprintf(f, "rate factor %g: arrivals over %.1f s of model time, offered "
-	        "%.2f req/s, %.0f input tok/s\n", o->rate_factor, w->span_s,
-	        w->span_s > 0 ? (double)w->n / w->span_s : 0,
+	fprintf(f,
+	        "rate factor %g: arrivals over %.1f s of model time, offered "
+	        "%.2f req/s, %.0f input tok/s\n",
+	        o->rate_factor, w->span_s, w->span_s > 0 ? (double)w->n / w->span_s : 0,
 	        w->span_s > 0 ? w->in_tok / w->span_s : 0);
-	fprintf(f, "%u x %s; short group 0..%u: max-model-len %u, kv %llu tokens",
-	        n, o->gpu, fl->nshort - 1, fl->cshort.max_model_len,
+	fprintf(f, "%u x %s; short group 0..%u: max-model-len %u, kv %llu tokens", n, o->gpu,
+	        fl->nshort - 1, fl->cshort.max_model_len,
 	        (unsigned long long)fl->cshort.kv_capacity_tokens);
 	if (fl->nshort < n)
-		fprintf(f, "; long group %u..%u: max-model-len %u, kv %llu tokens",
-		        fl->nshort, n - 1, fl->clong.max_model_len,
+		fprintf(f, "; long group %u..%u: max-model-len %u, kv %llu tokens", fl->nshort,
+		        n - 1, fl->clong.max_model_len,
 		        (unsigned long long)fl->clong.kv_capacity_tokens);
 	fprintf(f, "; budget %u, max-num-seqs %u; prefix caching %s\n",
 	        fl->clong.max_num_batched_tokens, fl->clong.max_num_seqs,
 	        o->no_prefix_caching ? "off" : "on");
-	fprintf(f, "threshold %g tokens; SLO ttft %g ms, tpot %g ms, e2e %g ms "
-	        "(0: not applied); overhead %g ms\n\n", o->threshold,
-	        o->slo_ttft_ms, o->slo_tpot_ms, o->slo_e2e_ms, o->overhead_ms);
+	fprintf(f,
+	        "threshold %g tokens; SLO ttft %g ms, tpot %g ms, e2e %g ms "
+	        "(0: not applied); overhead %g ms\n\n",
+	        o->threshold, o->slo_ttft_ms, o->slo_tpot_ms, o->slo_e2e_ms, o->overhead_ms);
 	fflush(f);
 }
 

@@ -14,26 +14,26 @@
 #include "snapshot.h"
 
 enum ev_kind {
-	EV_ARRIVAL,     /* arg: request id */
-	EV_SUBMIT,      /* arg: request id (only with an overhead) */
-	EV_STEP_END,    /* arg: instance */
-	EV_TICK,        /* the policy's periodic work (scrapes, eviction) */
+	EV_ARRIVAL,  /* arg: request id */
+	EV_SUBMIT,   /* arg: request id (only with an overhead) */
+	EV_STEP_END, /* arg: instance */
+	EV_TICK,     /* the policy's periodic work (scrapes, eviction) */
 };
 
 struct rstate {
 	struct dbk_sim_outcome o;
-	uint64_t *keys;         /* prompt block keys, arrival to end */
+	uint64_t *keys; /* prompt block keys, arrival to end */
 	uint32_t n_keys;
 	uint64_t handle;
 	uint64_t preempt_seq;
-	struct dbk_list live;   /* in its instance's live list */
+	struct dbk_list live; /* in its instance's live list */
 	bool has_handle;
 };
 
 struct inst {
 	struct dbk_engine *e;
 	struct dbk_engine_config cfg;
-	struct dbk_list live;   /* requests routed here, not ended, in order */
+	struct dbk_list live; /* requests routed here, not ended, in order */
 	unsigned inflight;
 	double step_end;
 	bool stepping;
@@ -49,13 +49,13 @@ struct dbk_sim {
 	struct inst *inst;
 	struct dbk_evq q;
 	struct dbk_metrics m;
-	struct dbk_buf text;    /* scratch: a prompt's bytes, to key them */
+	struct dbk_buf text;          /* scratch: a prompt's bytes, to key them */
 	struct dbk_sim_snapshot snap; /* the policy's scrapes (ops->scrape) */
 	double now, last_end;
 	uint64_t preempt_counter, events, refused, too_long;
 	size_t ended, arrived;
 	bool ran, summarized, error;
-	bool any_caching;       /* some instance has prefix caching */
+	bool any_caching; /* some instance has prefix caching */
 	struct dbk_sim_result res;
 };
 
@@ -67,10 +67,7 @@ void dbk_sim_config_default(struct dbk_sim_config *c)
 	c->json_overhead_bytes = DBK_SIM_JSON_OVERHEAD_BYTES;
 }
 
-unsigned dbk_sim_short_count(unsigned n)
-{
-	return n - n / 2;
-}
+unsigned dbk_sim_short_count(unsigned n) { return n - n / 2; }
 
 void dbk_sim_free(struct dbk_sim *s)
 {
@@ -97,18 +94,16 @@ void dbk_sim_free(struct dbk_sim *s)
 	free(s);
 }
 
-struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c,
-                            const struct dbk_sim_req *reqs, size_t n,
-                            const struct dbk_sim_policy_ops *ops,
-                            char *err, size_t errlen)
+struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim_req *reqs,
+                            size_t n, const struct dbk_sim_policy_ops *ops, char *err,
+                            size_t errlen)
 {
 	struct dbk_sim *s;
 	size_t k;
 	unsigned i;
 
 	if (c->ninstances < 1 || c->ninstances > DBK_SIM_MAX_INSTANCES) {
-		snprintf(err, errlen, "instances must be in 1..%u",
-		         DBK_SIM_MAX_INSTANCES);
+		snprintf(err, errlen, "instances must be in 1..%u", DBK_SIM_MAX_INSTANCES);
 		return NULL;
 	}
 	if (!c->engines) {
@@ -126,8 +121,10 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c,
 	for (k = 0; k < n; k++) {
 		if (reqs[k].id != k || !isfinite(reqs[k].arrival_s) ||
 		    (k > 0 && reqs[k].arrival_s < reqs[k - 1].arrival_s)) {
-			snprintf(err, errlen, "request %zu: ids must be 0..n-1 in "
-			         "order of non-decreasing finite arrival", k);
+			snprintf(err, errlen,
+			         "request %zu: ids must be 0..n-1 in "
+			         "order of non-decreasing finite arrival",
+			         k);
 			return NULL;
 		}
 	}
@@ -211,8 +208,7 @@ static void live_unlink(struct dbk_sim *s, uint32_t id, unsigned i)
 
 /* The one place a request ends: metrics, the instance's list and the
  * policy all hear of it here, so none can see it twice. */
-static void end_request(struct dbk_sim *s, uint32_t id, bool ok,
-                        enum dbk_sim_fail why)
+static void end_request(struct dbk_sim *s, uint32_t id, bool ok, enum dbk_sim_fail why)
 {
 	struct rstate *r = &s->rs[id];
 	const struct dbk_sim_req *q = &s->reqs[id];
@@ -228,10 +224,9 @@ static void end_request(struct dbk_sim *s, uint32_t id, bool ok,
 	r->keys = NULL;
 	r->n_keys = 0;
 	if (ok)
-		dbk_metrics_completed(&s->m, is_long,
-		                      r->o.first_token_s - q->arrival_s,
-		                      r->o.last_token_s - q->arrival_s,
-		                      q->input_tokens, r->o.tokens);
+		dbk_metrics_completed(&s->m, is_long, r->o.first_token_s - q->arrival_s,
+		                      r->o.last_token_s - q->arrival_s, q->input_tokens,
+		                      r->o.tokens);
 	else
 		dbk_metrics_failed(&s->m, is_long);
 	if (s->now > s->last_end)
@@ -268,8 +263,7 @@ static void on_engine_event(void *ctx, const struct dbk_engine_event *ev)
 		if (r->o.tokens == 0)
 			r->o.first_token_s = s->now;
 		else
-			dbk_metrics_itl(&s->m,
-			                dbk_sim_req_is_long(s, &s->reqs[id]),
+			dbk_metrics_itl(&s->m, dbk_sim_req_is_long(s, &s->reqs[id]),
 			                s->now - r->o.last_token_s);
 		r->o.last_token_s = s->now;
 		r->o.tokens++;
@@ -292,8 +286,7 @@ static int submit(struct dbk_sim *s, uint32_t id)
 	struct inst *in = &s->inst[r->o.instance];
 	int rc;
 
-	rc = dbk_engine_submit_keys(in->e, q->input_tokens, r->keys,
-	                            r->n_keys, q->output_tokens,
+	rc = dbk_engine_submit_keys(in->e, q->input_tokens, r->keys, r->n_keys, q->output_tokens,
 	                            (void *)(uintptr_t)id, &r->handle);
 	if (rc == DBK_ENGINE_E_NOMEM)
 		return -1;
@@ -333,8 +326,7 @@ static int key_prompt(struct dbk_sim *s, uint32_t id)
 	dbk_prompt_write(&s->text, &spec);
 	if (s->text.oom)
 		return -1;
-	dbk_block_hasher_init(&h, DBK_BLOCK_ROOT_TEXT,
-	                      q->input_tokens / DBK_KV_BLOCK_TOKENS);
+	dbk_block_hasher_init(&h, DBK_BLOCK_ROOT_TEXT, q->input_tokens / DBK_KV_BLOCK_TOKENS);
 	dbk_block_hasher_feed(&h, s->text.p, s->text.len);
 	if (h.oom) {
 		dbk_block_hasher_free(&h);
@@ -364,8 +356,7 @@ static int route(struct dbk_sim *s, uint32_t id)
 	r->o.status = DBK_SIM_ROUTED;
 	live_link(s, id, (unsigned)c);
 	if (s->cfg.overhead_s > 0)
-		return dbk_evq_push(&s->q, s->now + s->cfg.overhead_s, EV_SUBMIT,
-		                    id);
+		return dbk_evq_push(&s->q, s->now + s->cfg.overhead_s, EV_SUBMIT, id);
 	return submit(s, id);
 }
 
@@ -419,9 +410,8 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 			 * submission (at the same instant when there is no
 			 * overhead) comes first and the heap stays small. */
 			if (rc == 0 && ev.arg + 1 < s->n)
-				rc = dbk_evq_push(&s->q,
-				                  s->reqs[ev.arg + 1].arrival_s,
-				                  EV_ARRIVAL, ev.arg + 1);
+				rc = dbk_evq_push(&s->q, s->reqs[ev.arg + 1].arrival_s, EV_ARRIVAL,
+				                  ev.arg + 1);
 			break;
 		case EV_SUBMIT:
 			rc = submit(s, ev.arg);
@@ -453,8 +443,10 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 	}
 	for (k = 0; k < s->n; k++)
 		if (s->rs[k].o.ends != 1) {
-			snprintf(err, errlen, "request %zu ended %u times (an "
-			         "engine stalled?)", k, s->rs[k].o.ends);
+			snprintf(err, errlen,
+			         "request %zu ended %u times (an "
+			         "engine stalled?)",
+			         k, s->rs[k].o.ends);
 			s->error = true;
 			return -1;
 		}
@@ -517,44 +509,30 @@ const struct dbk_sim_scrape *dbk_sim_scraped(const struct dbk_sim *s, unsigned i
 	return dbk_sim_snapshot_get(&s->snap, i);
 }
 
-const struct dbk_sim_outcome *dbk_sim_outcome(const struct dbk_sim *s,
-                                              uint32_t id)
+const struct dbk_sim_outcome *dbk_sim_outcome(const struct dbk_sim *s, uint32_t id)
 {
 	return id < s->n ? &s->rs[id].o : NULL;
 }
 
-size_t dbk_sim_unfinished(const struct dbk_sim *s)
-{
-	return s->n - s->ended;
-}
+size_t dbk_sim_unfinished(const struct dbk_sim *s) { return s->n - s->ended; }
 
-unsigned dbk_sim_ninstances(const struct dbk_sim *s)
-{
-	return s->cfg.ninstances;
-}
+unsigned dbk_sim_ninstances(const struct dbk_sim *s) { return s->cfg.ninstances; }
 
 double dbk_sim_now(const struct dbk_sim *s) { return s->now; }
 
-const struct dbk_sim_config *dbk_sim_config(const struct dbk_sim *s)
-{
-	return &s->cfg;
-}
+const struct dbk_sim_config *dbk_sim_config(const struct dbk_sim *s) { return &s->cfg; }
 
 const struct dbk_engine *dbk_sim_engine(const struct dbk_sim *s, unsigned i)
 {
 	return s->inst[i].e;
 }
 
-const struct dbk_engine_config *dbk_sim_engine_config(const struct dbk_sim *s,
-                                                      unsigned i)
+const struct dbk_engine_config *dbk_sim_engine_config(const struct dbk_sim *s, unsigned i)
 {
 	return &s->inst[i].cfg;
 }
 
-unsigned dbk_sim_inflight(const struct dbk_sim *s, unsigned i)
-{
-	return s->inst[i].inflight;
-}
+unsigned dbk_sim_inflight(const struct dbk_sim *s, unsigned i) { return s->inst[i].inflight; }
 
 double dbk_sim_step_end(const struct dbk_sim *s, unsigned i)
 {
@@ -601,18 +579,16 @@ uint64_t dbk_sim_req_preempt_seq(const struct dbk_sim *s, uint32_t id)
 	return s->rs[id].preempt_seq;
 }
 
-const uint64_t *dbk_sim_req_keys(const struct dbk_sim *s, uint32_t id,
-                                 uint32_t *n)
+const uint64_t *dbk_sim_req_keys(const struct dbk_sim *s, uint32_t id, uint32_t *n)
 {
 	*n = id < s->n ? s->rs[id].n_keys : 0;
 	return *n ? s->rs[id].keys : NULL;
 }
 
-uint32_t dbk_sim_cached_tokens(const struct dbk_sim *s, unsigned i,
-                               uint32_t id)
+uint32_t dbk_sim_cached_tokens(const struct dbk_sim *s, unsigned i, uint32_t id)
 {
 	if (id >= s->n || i >= s->cfg.ninstances)
 		return 0;
-	return dbk_engine_hit_tokens(s->inst[i].e, s->reqs[id].input_tokens,
-	                             s->rs[id].keys, s->rs[id].n_keys);
+	return dbk_engine_hit_tokens(s->inst[i].e, s->reqs[id].input_tokens, s->rs[id].keys,
+	                             s->rs[id].n_keys);
 }

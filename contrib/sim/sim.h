@@ -26,8 +26,8 @@
 #define DBK_SIM_MAX_INSTANCES 4096
 
 struct dbk_sim_req {
-	uint32_t id;             /* index in the request array */
-	double arrival_s;        /* model time it is sent */
+	uint32_t id;      /* index in the request array */
+	double arrival_s; /* model time it is sent */
 	uint32_t input_tokens;
 	/* max_tokens with ignore_eos: the engine generates exactly this
 	 * many, so it is also the output length (only the clairvoyant
@@ -83,10 +83,9 @@ struct dbk_sim;
 /* reqs must be in non-decreasing arrival order, ids 0..n-1 in order; the
  * array is copied. ops is the policy (policy.h). NULL with a sentence in
  * err when something is unusable. */
-struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c,
-                            const struct dbk_sim_req *reqs, size_t n,
-                            const struct dbk_sim_policy_ops *ops,
-                            char *err, size_t errlen);
+struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim_req *reqs,
+                            size_t n, const struct dbk_sim_policy_ops *ops, char *err,
+                            size_t errlen);
 void dbk_sim_free(struct dbk_sim *s);
 
 /* Runs every request to its end. Returns 0, or -1 (err) when memory ran
@@ -96,44 +95,43 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen);
 /* ---- Results. ---- */
 
 enum dbk_sim_status {
-	DBK_SIM_PENDING = 0,     /* not arrived yet */
-	DBK_SIM_ROUTED,          /* chosen, not yet at the engine */
-	DBK_SIM_QUEUED,          /* in an engine */
+	DBK_SIM_PENDING = 0, /* not arrived yet */
+	DBK_SIM_ROUTED,      /* chosen, not yet at the engine */
+	DBK_SIM_QUEUED,      /* in an engine */
 	DBK_SIM_DONE,
 	DBK_SIM_FAILED,
 };
 
 enum dbk_sim_fail {
 	DBK_SIM_FAIL_NONE = 0,
-	DBK_SIM_FAIL_REFUSED,    /* the policy chose no instance */
-	DBK_SIM_FAIL_TOO_LONG,   /* prompt + max_tokens > max-model-len: 400 */
-	DBK_SIM_FAIL_ENGINE,     /* other engine refusal */
+	DBK_SIM_FAIL_REFUSED,  /* the policy chose no instance */
+	DBK_SIM_FAIL_TOO_LONG, /* prompt + max_tokens > max-model-len: 400 */
+	DBK_SIM_FAIL_ENGINE,   /* other engine refusal */
 };
 
 struct dbk_sim_outcome {
 	enum dbk_sim_status status;
 	enum dbk_sim_fail fail;
-	uint32_t instance;       /* DBK_SIM_NONE when refused */
-	uint32_t tokens;         /* TOKEN events seen */
+	uint32_t instance; /* DBK_SIM_NONE when refused */
+	uint32_t tokens;   /* TOKEN events seen */
 	uint32_t preemptions;
-	uint32_t ends;           /* finish + failure records: must be 1 */
-	double first_token_s;    /* model time; valid when tokens > 0 */
+	uint32_t ends;        /* finish + failure records: must be 1 */
+	double first_token_s; /* model time; valid when tokens > 0 */
 	double last_token_s;
 };
 
-const struct dbk_sim_outcome *dbk_sim_outcome(const struct dbk_sim *s,
-                                              uint32_t id);
+const struct dbk_sim_outcome *dbk_sim_outcome(const struct dbk_sim *s, uint32_t id);
 
 struct dbk_sim_result {
 	struct dbk_class_summary cls[DBK_NCLASSES];
-	double duration_s;       /* first arrival to the last request's end */
+	double duration_s; /* first arrival to the last request's end */
 	uint64_t preemptions;
 	uint64_t steps;
-	uint64_t events;         /* processed by the loop */
+	uint64_t events; /* processed by the loop */
 	uint64_t refused, too_long;
-	uint64_t redirects;      /* from the policy, if it counts them */
-	size_t policy_leases;    /* live leases at the end: must be 0 */
-	double busy_s;           /* sum of all instances' step time */
+	uint64_t redirects;   /* from the policy, if it counts them */
+	size_t policy_leases; /* live leases at the end: must be 0 */
+	double busy_s;        /* sum of all instances' step time */
 	/* Summed over instances, as vllm:prefix_cache_queries_total and
 	 * _hits_total (tokens; hit rate = hits / queries). */
 	uint64_t prefix_cache_queries, prefix_cache_hits;
@@ -154,8 +152,7 @@ size_t dbk_sim_unfinished(const struct dbk_sim *s);
 double dbk_sim_now(const struct dbk_sim *s);
 const struct dbk_sim_config *dbk_sim_config(const struct dbk_sim *s);
 const struct dbk_engine *dbk_sim_engine(const struct dbk_sim *s, unsigned i);
-const struct dbk_engine_config *dbk_sim_engine_config(const struct dbk_sim *s,
-                                                      unsigned i);
+const struct dbk_engine_config *dbk_sim_engine_config(const struct dbk_sim *s, unsigned i);
 /* Requests chosen for instance i and not ended (HAProxy's connection
  * count, what least-connections balances). */
 unsigned dbk_sim_inflight(const struct dbk_sim *s, unsigned i);
@@ -174,14 +171,12 @@ uint64_t dbk_sim_req_preempt_seq(const struct dbk_sim *s, uint32_t id);
 /* The chained keys of the request's full 16-token prompt blocks, as the
  * engine holds them (prefix_cache.h); valid from its arrival (before the
  * policy chooses) to its end; NULL and *n = 0 without hash ids. */
-const uint64_t *dbk_sim_req_keys(const struct dbk_sim *s, uint32_t id,
-                                 uint32_t *n);
+const uint64_t *dbk_sim_req_keys(const struct dbk_sim *s, uint32_t id, uint32_t *n);
 /* Prompt tokens of request id that instance i would find in its prefix
  * cache if the request were admitted there now (whole blocks, at most
  * prompt - 1 tokens, as vLLM): the clairvoyant view of the cache. 0 when
  * caching is off or the request has no identity. */
-uint32_t dbk_sim_cached_tokens(const struct dbk_sim *s, unsigned i,
-                               uint32_t id);
+uint32_t dbk_sim_cached_tokens(const struct dbk_sim *s, unsigned i, uint32_t id);
 /* Instance i's gauges as the policy's last scrape saw them (policy.h:
  * scrape), up to tick_s old; only for policies that scrape. */
 const struct dbk_sim_scrape *dbk_sim_scraped(const struct dbk_sim *s, unsigned i);

@@ -13,8 +13,8 @@ void dbk_slo_search_default(struct dbk_slo_search *p)
 	p->min_frac = 1.0 / 64;
 }
 
-static int eval(const struct dbk_slo_search *p, dbk_slo_eval_fn f, void *ctx,
-                double rate, struct dbk_slo_result *out, bool *pass)
+static int eval(const struct dbk_slo_search *p, dbk_slo_eval_fn f, void *ctx, double rate,
+                struct dbk_slo_result *out, bool *pass)
 {
 	double a;
 
@@ -33,16 +33,15 @@ static int eval(const struct dbk_slo_search *p, dbk_slo_eval_fn f, void *ctx,
 	return 0;
 }
 
-int dbk_slo_capacity(const struct dbk_slo_search *p, dbk_slo_eval_fn f,
-                     void *ctx, struct dbk_slo_result *out)
+int dbk_slo_capacity(const struct dbk_slo_search *p, dbk_slo_eval_fn f, void *ctx,
+                     struct dbk_slo_result *out)
 {
 	double lo = 0, hi = 0, r = p->start;
 	bool pass;
 
 	memset(out, 0, sizeof(*out));
-	if (!(p->start > 0) || !isfinite(p->start) || !(p->rel_tol > 0) ||
-	    p->max_evals < 2 || !(p->target >= 0 && p->target <= 1) ||
-	    !(p->min_frac > 0 && p->min_frac <= 1))
+	if (!(p->start > 0) || !isfinite(p->start) || !(p->rel_tol > 0) || p->max_evals < 2 ||
+	    !(p->target >= 0 && p->target <= 1) || !(p->min_frac > 0 && p->min_frac <= 1))
 		return -1;
 	if (eval(p, f, ctx, r, out, &pass) != 0)
 		return -1;
@@ -65,8 +64,7 @@ int dbk_slo_capacity(const struct dbk_slo_search *p, dbk_slo_eval_fn f,
 	else if (!pass && lo == 0)
 		hi = r;
 	/* Bisect, geometrically: rates span orders of magnitude. */
-	while (lo > 0 && hi > 0 && hi / lo - 1 > p->rel_tol &&
-	       out->evals < p->max_evals) {
+	while (lo > 0 && hi > 0 && hi / lo - 1 > p->rel_tol && out->evals < p->max_evals) {
 		r = sqrt(lo * hi);
 		if (eval(p, f, ctx, r, out, &pass) != 0)
 			return -1;

@@ -34,18 +34,18 @@ void dbk_slo_search_default(struct dbk_slo_search *p);
 typedef int (*dbk_slo_eval_fn)(void *ctx, double rate, double *attain);
 
 struct dbk_slo_result {
-	double rate;        /* capacity: highest passing rate, 0 if none */
-	double attain;      /* attainment there */
+	double rate;   /* capacity: highest passing rate, 0 if none */
+	double attain; /* attainment there */
 	/* The best attainment seen and its rate: with capacity 0, how
 	 * close the policy came (at the lowest load, typically). */
 	double best_attain, best_attain_rate;
-	double lo, hi;      /* final bracket (hi 0: never failed) */
+	double lo, hi; /* final bracket (hi 0: never failed) */
 	unsigned evals;
-	bool closed;        /* the bracket reached rel_tol */
+	bool closed; /* the bracket reached rel_tol */
 };
 
 /* 0, or -1 when f failed or the parameters are unusable. */
-int dbk_slo_capacity(const struct dbk_slo_search *p, dbk_slo_eval_fn f,
-                     void *ctx, struct dbk_slo_result *out);
+int dbk_slo_capacity(const struct dbk_slo_search *p, dbk_slo_eval_fn f, void *ctx,
+                     struct dbk_slo_result *out);
 
 #endif

@@ -26,8 +26,8 @@ void dbk_sim_snapshot_free(struct dbk_sim_snapshot *sn)
 	sn->n = 0;
 }
 
-void dbk_sim_snapshot_set(struct dbk_sim_snapshot *sn, unsigned i, double at_s,
-                          uint32_t running, uint32_t waiting, double kv_usage)
+void dbk_sim_snapshot_set(struct dbk_sim_snapshot *sn, unsigned i, double at_s, uint32_t running,
+                          uint32_t waiting, double kv_usage)
 {
 	struct dbk_sim_scrape *x = &sn->inst[i];
 
@@ -44,16 +44,13 @@ void dbk_sim_snapshot_scrape(struct dbk_sim_snapshot *sn, const struct dbk_sim *
 	for (i = 0; i < sn->n; i++) {
 		const struct dbk_engine *e = dbk_sim_engine(s, i);
 
-		dbk_sim_snapshot_set(sn, i, dbk_sim_now(s),
-		                     dbk_engine_num_running(e),
-		                     dbk_engine_num_waiting(e),
-		                     dbk_engine_kv_usage(e));
+		dbk_sim_snapshot_set(sn, i, dbk_sim_now(s), dbk_engine_num_running(e),
+		                     dbk_engine_num_waiting(e), dbk_engine_kv_usage(e));
 	}
 	sn->scrapes++;
 }
 
-const struct dbk_sim_scrape *dbk_sim_snapshot_get(const struct dbk_sim_snapshot *sn,
-                                                  unsigned i)
+const struct dbk_sim_scrape *dbk_sim_snapshot_get(const struct dbk_sim_snapshot *sn, unsigned i)
 {
 	return &sn->inst[i];
 }

@@ -18,10 +18,10 @@
 struct dbk_sim;
 
 struct dbk_sim_scrape {
-	double at_s;            /* model time of the scrape; -1: never */
-	uint32_t running;       /* vllm:num_requests_running */
-	uint32_t waiting;       /* vllm:num_requests_waiting */
-	double kv_usage;        /* vllm:kv_cache_usage_perc, 0..1 */
+	double at_s;      /* model time of the scrape; -1: never */
+	uint32_t running; /* vllm:num_requests_running */
+	uint32_t waiting; /* vllm:num_requests_waiting */
+	double kv_usage;  /* vllm:kv_cache_usage_perc, 0..1 */
 };
 
 struct dbk_sim_snapshot {
@@ -34,11 +34,10 @@ struct dbk_sim_snapshot {
 int dbk_sim_snapshot_init(struct dbk_sim_snapshot *sn, unsigned n);
 void dbk_sim_snapshot_free(struct dbk_sim_snapshot *sn);
 /* Records one instance's gauges as scraped at time at_s. */
-void dbk_sim_snapshot_set(struct dbk_sim_snapshot *sn, unsigned i, double at_s,
-                          uint32_t running, uint32_t waiting, double kv_usage);
+void dbk_sim_snapshot_set(struct dbk_sim_snapshot *sn, unsigned i, double at_s, uint32_t running,
+                          uint32_t waiting, double kv_usage);
 /* Scrapes every instance of s now (what a tick does). */
 void dbk_sim_snapshot_scrape(struct dbk_sim_snapshot *sn, const struct dbk_sim *s);
-const struct dbk_sim_scrape *dbk_sim_snapshot_get(const struct dbk_sim_snapshot *sn,
-                                                  unsigned i);
+const struct dbk_sim_scrape *dbk_sim_snapshot_get(const struct dbk_sim_snapshot *sn, unsigned i);
 
 #endif

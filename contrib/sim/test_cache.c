@@ -21,11 +21,10 @@
  * previous ids and adds new ones. Prompts are whole 512-token blocks plus
  * a tail of 100 tokens under an id of its own. */
 static const uint64_t ids[N][6] = {
-	{100, 1, 2, 901},         {100, 5, 902},
-	{100, 1, 2, 3, 4, 903},   {100, 5, 6, 904},
-	{100, 7, 905},            {100, 7, 8, 9, 906},
+	{ 100, 1, 2, 901 }, { 100, 5, 902 }, { 100, 1, 2, 3, 4, 903 },
+	{ 100, 5, 6, 904 }, { 100, 7, 905 }, { 100, 7, 8, 9, 906 },
 };
-static const uint32_t nids[N] = {4, 3, 6, 4, 3, 5};
+static const uint32_t nids[N] = { 4, 3, 6, 4, 3, 5 };
 
 struct seen {
 	uint64_t *keys[N];
@@ -41,8 +40,7 @@ static int t_init(void *st, const struct dbk_sim_policy_env *env)
 	return 0;
 }
 
-static int t_choose(void *st, const struct dbk_sim *s,
-                    const struct dbk_sim_req *r)
+static int t_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
 	struct seen *w = *(struct seen **)st;
 	const uint64_t *k;
@@ -66,8 +64,11 @@ static int t_choose(void *st, const struct dbk_sim *s,
 static void run(struct seen *w, unsigned ninst, struct dbk_sim_result *res)
 {
 	struct dbk_sim_policy_ops ops = {
-		.name = "t", .arg = w, .size = sizeof(w),
-		.init = t_init, .choose = t_choose,
+		.name = "t",
+		.arg = w,
+		.size = sizeof(w),
+		.init = t_init,
+		.choose = t_choose,
 	};
 	struct dbk_engine_config ec[2];
 	struct dbk_sim_req rq[N];
@@ -109,11 +110,10 @@ static void free_seen(struct seen *w)
 }
 
 /* The keys the stub computes from what dbucket-bench sends. */
-static void stub_keys(size_t i, enum dbk_endpoint ep,
-                      struct dbk_api_request *ar)
+static void stub_keys(size_t i, enum dbk_endpoint ep, struct dbk_api_request *ar)
 {
-	static const struct dbk_api_config cfg = {"m", 131072, true};
-	struct dbk_buf req = {0}, body = {0};
+	static const struct dbk_api_config cfg = { "m", 131072, true };
+	struct dbk_buf req = { 0 }, body = { 0 };
 	struct dbk_req_spec spec;
 	struct dbk_url u;
 	struct dbk_api_error e;
@@ -127,12 +127,11 @@ static void stub_keys(size_t i, enum dbk_endpoint ep,
 	spec.hash = ids[i];
 	spec.n_hash = nids[i];
 	spec.index = 1000 + i; /* the bench's own numbering: only the tail */
-	CHECK_EQ_U(dbk_url_parse("http://127.0.0.1:1", ep, &u, err,
-	                         sizeof(err)), 0);
+	CHECK_EQ_U(dbk_url_parse("http://127.0.0.1:1", ep, &u, err, sizeof(err)), 0);
 	dbk_request_build(&req, &body, &u, &spec);
-	CHECK_EQ_U(dbk_api_parse_request(ep == DBK_EP_CHAT ? DBK_API_CHAT
-	                                                   : DBK_API_COMPLETION,
-	                                 body.p, body.len, &cfg, ar, &e), 0);
+	CHECK_EQ_U(dbk_api_parse_request(ep == DBK_EP_CHAT ? DBK_API_CHAT : DBK_API_COMPLETION,
+	                                 body.p, body.len, &cfg, ar, &e),
+	           0);
 	dbk_buf_free(&req);
 	dbk_buf_free(&body);
 }

@@ -65,8 +65,7 @@ static struct dbk_sim_req *synth(size_t n, uint32_t seed, double mean_gap_s)
 	return r;
 }
 
-static struct dbk_sim *run(const struct dbk_sim_config *c,
-                           const struct dbk_sim_req *r, size_t n,
+static struct dbk_sim *run(const struct dbk_sim_config *c, const struct dbk_sim_req *r, size_t n,
                            const struct dbk_sim_policy_ops *ops)
 {
 	char err[256];
@@ -85,9 +84,8 @@ static struct dbk_sim *run(const struct dbk_sim_config *c,
 }
 
 /* Runs and summarizes; false (checked) when either failed. */
-static bool run_result(const struct dbk_sim_config *c, const struct dbk_sim_req *r,
-                       size_t n, const struct dbk_sim_policy_ops *ops,
-                       struct dbk_sim_result *res)
+static bool run_result(const struct dbk_sim_config *c, const struct dbk_sim_req *r, size_t n,
+                       const struct dbk_sim_policy_ops *ops, struct dbk_sim_result *res)
 {
 	struct dbk_sim *s = run(c, r, n, ops);
 	bool ok = s && dbk_sim_result(s, res) == 0;
@@ -119,7 +117,7 @@ static double engine_alone_ttft(uint32_t prompt)
 {
 	struct dbk_engine_config c;
 	struct dbk_engine *e;
-	struct first_tok f = {0};
+	struct first_tok f = { 0 };
 	int steps = 0;
 
 	dbk_engine_config_default(&c, dbk_engine_profile_find("h100"));
@@ -140,17 +138,17 @@ static double engine_alone_ttft(uint32_t prompt)
  * batch-1 decode step (~7.5 ms). */
 static void test_single_instance(void)
 {
-	static const uint32_t prompts[] = {1024, 32768};
-	static const double want[] = {0.024, 1.4};
+	static const uint32_t prompts[] = { 1024, 32768 };
+	static const double want[] = { 0.024, 1.4 };
 	struct dbk_engine_config e[1];
 	struct dbk_sim_config c;
 	size_t k;
 
 	mk_fleet(&c, e, 1, "h100", 0, 0);
 	for (k = 0; k < 2; k++) {
-		struct dbk_sim_req r = {.id = 0, .arrival_s = 5.0,
-		                        .input_tokens = prompts[k],
-		                        .output_tokens = 101};
+		struct dbk_sim_req r = {
+			.id = 0, .arrival_s = 5.0, .input_tokens = prompts[k], .output_tokens = 101
+		};
 		struct dbk_sim *s = run(&c, &r, 1, &dbk_sim_policy_lc);
 		const struct dbk_sim_outcome *o;
 		struct dbk_sim_result res;
@@ -190,7 +188,7 @@ static void test_rr(void)
 	struct dbk_engine_config e[3];
 	struct dbk_sim_config c;
 	struct dbk_sim_req r[7];
-	static const uint32_t want[7] = {0, 1, 2, 0, 1, 2, 0};
+	static const uint32_t want[7] = { 0, 1, 2, 0, 1, 2, 0 };
 	struct dbk_sim *s;
 	uint32_t i;
 
@@ -216,16 +214,16 @@ static void test_lc(void)
 	struct dbk_sim_config c;
 	struct dbk_sim_req r[5] = {
 		/* A long-running one on instance 0, a one-token one on 1. */
-		{.id = 0, .arrival_s = 0, .input_tokens = 100, .output_tokens = 2000},
-		{.id = 1, .arrival_s = 0, .input_tokens = 100, .output_tokens = 1},
+		{ .id = 0, .arrival_s = 0, .input_tokens = 100, .output_tokens = 2000 },
+		{ .id = 1, .arrival_s = 0, .input_tokens = 100, .output_tokens = 1 },
 		/* At 5 s: 1 in flight on 0, none on 1: instance 1. */
-		{.id = 2, .arrival_s = 5, .input_tokens = 100, .output_tokens = 2000},
+		{ .id = 2, .arrival_s = 5, .input_tokens = 100, .output_tokens = 2000 },
 		/* Then 1 and 1: a tie, the next after the last choice: 0. */
-		{.id = 3, .arrival_s = 5, .input_tokens = 100, .output_tokens = 2000},
+		{ .id = 3, .arrival_s = 5, .input_tokens = 100, .output_tokens = 2000 },
 		/* 2 and 1: instance 1. */
-		{.id = 4, .arrival_s = 5, .input_tokens = 100, .output_tokens = 10},
+		{ .id = 4, .arrival_s = 5, .input_tokens = 100, .output_tokens = 10 },
 	};
-	static const uint32_t want[5] = {0, 1, 1, 0, 1};
+	static const uint32_t want[5] = { 0, 1, 1, 0, 1 };
 	struct dbk_sim *s;
 	uint32_t i;
 
@@ -266,14 +264,13 @@ static int wrap_init(void *st, const struct dbk_sim_policy_env *env)
 	w->ctx = ctx;
 	w->cfg = env->cfg;
 	w->inner = dbk_sim_policy_new(ctx->inner, env->cfg, env->err, env->errlen);
-	dbk_bal_config_default(&bc, env->cfg->ninstances, ctx->dynamic,
-	                       env->cfg->threshold_tokens, env->cfg->max_request_tokens);
+	dbk_bal_config_default(&bc, env->cfg->ninstances, ctx->dynamic, env->cfg->threshold_tokens,
+	                       env->cfg->max_request_tokens);
 	w->mirror = dbk_bal_new(&bc);
 	return w->inner && w->mirror ? 0 : -1;
 }
 
-static int wrap_choose(void *st, const struct dbk_sim *s,
-                       const struct dbk_sim_req *r)
+static int wrap_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
 	struct wrap_st *w = st;
 	const struct dbk_balancer *own = dbk_sim_bal_policy_balancer(w->inner);
@@ -287,18 +284,16 @@ static int wrap_choose(void *st, const struct dbk_sim *s,
 	CHECK_EQ_U(dbk_bal_decide(own, &req, &d_own), DBK_BAL_OK);
 	CHECK_EQ_U(dbk_bal_decide(w->mirror, &req, &d_mirror), DBK_BAL_OK);
 	got = w->ctx->inner->choose(w->inner, s, r);
-	CHECK_EQ_U(dbk_bal_dispatch(w->mirror, id, len, &req, 0, &d_disp),
-	           DBK_BAL_OK);
+	CHECK_EQ_U(dbk_bal_dispatch(w->mirror, id, len, &req, 0, &d_disp), DBK_BAL_OK);
 	w->ctx->checks++;
-	if (got != (int)d_own.server || got != (int)d_mirror.server ||
-	    got != (int)d_disp.server)
+	if (got != (int)d_own.server || got != (int)d_mirror.server || got != (int)d_disp.server)
 		w->ctx->mismatches++;
 	w->ctx->redirects += d_own.redirected;
 	return got;
 }
 
-static void wrap_release(void *st, const struct dbk_sim *s,
-                         const struct dbk_sim_req *r, unsigned inst)
+static void wrap_release(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r,
+                         unsigned inst)
 {
 	struct wrap_st *w = st;
 	const struct dbk_balancer *own;
@@ -336,11 +331,16 @@ static void wrap_fini(void *st)
 
 static void match_decide(const struct dbk_sim_policy_ops *inner, bool dynamic)
 {
-	struct wrap_ctx ctx = {.inner = inner, .dynamic = dynamic};
+	struct wrap_ctx ctx = { .inner = inner, .dynamic = dynamic };
 	struct dbk_sim_policy_ops ops = {
-		.name = "wrapped", .arg = &ctx, .size = sizeof(struct wrap_st),
-		.init = wrap_init, .choose = wrap_choose, .release = wrap_release,
-		.stats = wrap_stats, .fini = wrap_fini,
+		.name = "wrapped",
+		.arg = &ctx,
+		.size = sizeof(struct wrap_st),
+		.init = wrap_init,
+		.choose = wrap_choose,
+		.release = wrap_release,
+		.stats = wrap_stats,
+		.fini = wrap_fini,
 	};
 	struct dbk_engine_config e[6];
 	struct dbk_sim_config c;
@@ -364,21 +364,15 @@ static void match_decide(const struct dbk_sim_policy_ops *inner, bool dynamic)
 	free(r);
 }
 
-static void test_dynamic_matches_decide(void)
-{
-	match_decide(&dbk_sim_policy_dynamic, true);
-}
+static void test_dynamic_matches_decide(void) { match_decide(&dbk_sim_policy_dynamic, true); }
 
-static void test_plain_matches_decide(void)
-{
-	match_decide(&dbk_sim_policy_plain, false);
-}
+static void test_plain_matches_decide(void) { match_decide(&dbk_sim_policy_plain, false); }
 
 /* The request as the agent would see it. */
 static void test_bal_request(void)
 {
 	struct dbk_sim_config c;
-	struct dbk_sim_req r = {.id = 42, .input_tokens = 1000, .output_tokens = 77};
+	struct dbk_sim_req r = { .id = 42, .input_tokens = 1000, .output_tokens = 77 };
 	struct dbk_bal_request q;
 	char id[16];
 
@@ -393,9 +387,8 @@ static void test_bal_request(void)
 
 /* ---- Conservation and determinism, every policy. ---- */
 
-static void check_conservation(const struct dbk_sim_policy_ops *ops,
-                               double overhead_s, uint64_t *too_long,
-                               uint64_t *preempt)
+static void check_conservation(const struct dbk_sim_policy_ops *ops, double overhead_s,
+                               uint64_t *too_long, uint64_t *preempt)
 {
 	struct dbk_engine_config e[4];
 	struct dbk_sim_config c;
@@ -497,8 +490,7 @@ static void test_clairvoyant_fits(void)
 	free(r);
 }
 
-static char *run_json(const struct dbk_sim_policy_ops *ops,
-                      struct dbk_sim_outcome *out, size_t n,
+static char *run_json(const struct dbk_sim_policy_ops *ops, struct dbk_sim_outcome *out, size_t n,
                       const struct dbk_sim_req *r)
 {
 	struct dbk_engine_config e[5];
@@ -540,10 +532,8 @@ static void test_determinism(void)
 
 		CHECK(ja && jb && strcmp(ja, jb) == 0);
 		for (k = 0; k < n; k++)
-			if (a[k].status != b[k].status ||
-			    a[k].instance != b[k].instance ||
-			    a[k].tokens != b[k].tokens ||
-			    a[k].preemptions != b[k].preemptions ||
+			if (a[k].status != b[k].status || a[k].instance != b[k].instance ||
+			    a[k].tokens != b[k].tokens || a[k].preemptions != b[k].preemptions ||
 			    a[k].first_token_s != b[k].first_token_s ||
 			    a[k].last_token_s != b[k].last_token_s)
 				diff++;
@@ -561,8 +551,8 @@ static void test_bad_input(void)
 	struct dbk_engine_config e[2];
 	struct dbk_sim_config c;
 	struct dbk_sim_req r[2] = {
-		{.id = 0, .arrival_s = 1, .input_tokens = 1, .output_tokens = 1},
-		{.id = 1, .arrival_s = 0, .input_tokens = 1, .output_tokens = 1},
+		{ .id = 0, .arrival_s = 1, .input_tokens = 1, .output_tokens = 1 },
+		{ .id = 1, .arrival_s = 0, .input_tokens = 1, .output_tokens = 1 },
 	};
 	char err[256];
 

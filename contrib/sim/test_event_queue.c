@@ -40,8 +40,7 @@ static void test_order(void)
 
 	dbk_evq_init(&q);
 	for (i = 0; i < n; i++) {
-		CHECK_EQ_U(dbk_evq_push(&q, (double)(lcg(&seed) % 1000) / 10.0,
-		                        1, i), 0);
+		CHECK_EQ_U(dbk_evq_push(&q, (double)(lcg(&seed) % 1000) / 10.0, 1, i), 0);
 		sum_in += i;
 	}
 	CHECK_EQ_U(dbk_evq_size(&q), n);
@@ -90,7 +89,7 @@ static void test_stability_interleaved(void)
 {
 	struct dbk_evq q;
 	struct dbk_event ev;
-	uint32_t seed = 1234, i, cnt[8] = {0}, seen[8] = {0};
+	uint32_t seed = 1234, i, cnt[8] = { 0 }, seen[8] = { 0 };
 	int bad = 0;
 
 	dbk_evq_init(&q);

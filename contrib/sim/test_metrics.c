@@ -35,8 +35,8 @@ static double ref_quantile(const double *sorted, size_t n, double q)
 
 static void test_quantile_small(void)
 {
-	double v[] = {4, 1, 3, 2};
-	double one[] = {7};
+	double v[] = { 4, 1, 3, 2 };
+	double one[] = { 7 };
 
 	CHECK_NEAR(dbk_quantile(v, 4, 0.5), 2.5, 1e-12);
 	CHECK_NEAR(dbk_quantile(v, 4, 0.99), 3.97, 1e-12);
@@ -50,7 +50,7 @@ static void test_quantile_small(void)
  * durations: few distinct values), sorted and reversed data. */
 static void test_quantile_random(void)
 {
-	static const double qs[] = {0, 0.01, 0.5, 0.9, 0.99, 0.999, 1};
+	static const double qs[] = { 0, 0.01, 0.5, 0.9, 0.99, 0.999, 1 };
 	uint32_t seed = 42;
 	int bad = 0, shape;
 	size_t n, i, j;
@@ -92,7 +92,7 @@ static void test_quantile_random(void)
 static void test_tpot_goodput_classes(void)
 {
 	struct dbk_metrics m;
-	struct dbk_slo slo = {.ttft_s = 1.0, .tpot_s = 0.05, .e2e_s = 0};
+	struct dbk_slo slo = { .ttft_s = 1.0, .tpot_s = 0.05, .e2e_s = 0 };
 	struct dbk_class_summary s[DBK_NCLASSES];
 
 	dbk_metrics_init(&m, &slo);

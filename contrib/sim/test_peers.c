@@ -77,8 +77,8 @@ static struct dbk_sim *run(unsigned n, const struct dbk_sim_req *r, size_t nr,
 /* Every request ends exactly once under every peer, busy or not. */
 static void test_conservation(void)
 {
-	const char *names[] = { "cache_aware", "power_of_two",
-	                        "consistent_hash", "llm_d", "prefixaware" };
+	const char *names[] = { "cache_aware", "power_of_two", "consistent_hash", "llm_d",
+		                "prefixaware" };
 	struct dbk_sim_req *r = conversations(5, 0.05);
 	unsigned p, k;
 
@@ -116,8 +116,7 @@ static void test_conservation(void)
  * llm_d's best prefix score while queue and KV scores are equal. */
 static void test_affinity(void)
 {
-	const char *names[] = { "consistent_hash", "cache_aware", "prefixaware",
-	                        "llm_d" };
+	const char *names[] = { "consistent_hash", "cache_aware", "prefixaware", "llm_d" };
 	struct dbk_sim_req *r = conversations(9, 100.0);
 	unsigned p, k;
 
@@ -225,8 +224,7 @@ struct probe {
 
 static struct probe last_probe; /* the last run's, read by the test */
 
-static int probe_choose(void *st, const struct dbk_sim *s,
-                        const struct dbk_sim_req *r)
+static int probe_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
 	struct probe *p = st;
 	const struct dbk_sim_scrape *x = dbk_sim_scraped(s, 0);
@@ -250,10 +248,7 @@ static void probe_tick(void *st, const struct dbk_sim *s)
 		p->ticks++;
 }
 
-static void probe_fini(void *st)
-{
-	last_probe = *(struct probe *)st;
-}
+static void probe_fini(void *st) { last_probe = *(struct probe *)st; }
 
 static const struct dbk_sim_policy_ops probe_ops = {
 	.name = "probe",

@@ -38,8 +38,7 @@ static double step(struct dbk_engine *e, struct clock *c)
 /* Loads the predictor from the engine's live requests, in handle order
  * (their submission order here; none preempted). */
 static void load(struct dbk_predictor *p, const struct dbk_engine *e,
-                 const struct dbk_engine_config *cfg, const uint64_t *h,
-                 int n)
+                 const struct dbk_engine_config *cfg, const uint64_t *h, int n)
 {
 	struct dbk_engine_req_info info;
 	struct dbk_pred_item it;
@@ -62,8 +61,8 @@ static void load(struct dbk_predictor *p, const struct dbk_engine *e,
 /* An idle instance: the prediction is the engine's own prefill time. */
 static void test_idle_exact(void)
 {
-	static const uint32_t prompts[] = {1, 100, 1000, 8192, 8193, 32768, 100000};
-	static const char *gpus[] = {"h100", "a100"};
+	static const uint32_t prompts[] = { 1, 100, 1000, 8192, 8193, 32768, 100000 };
+	static const char *gpus[] = { "h100", "a100" };
 	struct dbk_predictor *p = dbk_predictor_new();
 	size_t g, k;
 
@@ -72,7 +71,7 @@ static void test_idle_exact(void)
 		for (k = 0; k < sizeof(prompts) / sizeof(prompts[0]); k++) {
 			struct dbk_engine_config cfg;
 			struct dbk_engine *e;
-			struct clock c = {0};
+			struct clock c = { 0 };
 			uint64_t h;
 			double pred;
 			int steps = 0;
@@ -99,7 +98,7 @@ static void test_idle_cached(void)
 	struct dbk_predictor *p = dbk_predictor_new();
 	struct dbk_engine_config cfg;
 	struct dbk_engine *e;
-	struct clock c = {0};
+	struct clock c = { 0 };
 	uint64_t keys[750], h;
 	uint32_t i, hit;
 	double pred, cold, start;
@@ -141,7 +140,7 @@ static void test_busy_close(void)
 	struct dbk_engine_config cfg;
 	struct dbk_engine *e;
 	struct dbk_predictor *p = dbk_predictor_new();
-	struct clock c = {0};
+	struct clock c = { 0 };
 	uint64_t h[64];
 	double pred, start;
 	int i, n = 0, steps = 0;
@@ -149,9 +148,9 @@ static void test_busy_close(void)
 	dbk_engine_config_default(&cfg, dbk_engine_profile_find("h100"));
 	e = dbk_engine_new(&cfg);
 	for (i = 0; i < 12; i++, n++)
-		CHECK_EQ_U(dbk_engine_submit(e, 1500 + 100 * (uint32_t)i,
-		                             20 + 30 * (uint32_t)i,
-		                             (void *)(intptr_t)n, &h[n]), 0);
+		CHECK_EQ_U(dbk_engine_submit(e, 1500 + 100 * (uint32_t)i, 20 + 30 * (uint32_t)i,
+		                             (void *)(intptr_t)n, &h[n]),
+		           0);
 	for (i = 0; i < 4; i++)
 		step(e, &c);
 	/* A long one arrives and gets half-way through its prefill. */
@@ -179,14 +178,14 @@ static void test_busy_close(void)
  * being computed is gone for the next step. */
 static void test_item_from_engine(void)
 {
-	struct dbk_engine_req_info info = {0};
+	struct dbk_engine_req_info info = { 0 };
 	struct dbk_pred_item it;
 
 	info.state = DBK_REQ_RUNNING;
 	info.prompt_tokens = 100;
 	info.max_output_tokens = 5;
 	info.n_output = 2;
-	info.num_computed_tokens = 101;     /* decoding, idle engine */
+	info.num_computed_tokens = 101; /* decoding, idle engine */
 	info.kv_blocks = 7;
 	CHECK(dbk_pred_item_from_engine(&info, &it));
 	CHECK_EQ_U(it.lack, 1);
@@ -194,16 +193,16 @@ static void test_item_from_engine(void)
 	CHECK_EQ_U(it.blocks, 7);
 	CHECK(it.running);
 
-	info.num_computed_tokens = 102;     /* its step is in flight */
+	info.num_computed_tokens = 102; /* its step is in flight */
 	CHECK(dbk_pred_item_from_engine(&info, &it));
 	CHECK_EQ_U(it.lack, 1);
 	CHECK_EQ_U(it.remaining, 2);
 
-	info.n_output = 4;                  /* in flight: the last token */
+	info.n_output = 4; /* in flight: the last token */
 	info.num_computed_tokens = 104;
 	CHECK(!dbk_pred_item_from_engine(&info, &it));
 
-	info.state = DBK_REQ_WAITING;       /* preempted: recompute it all */
+	info.state = DBK_REQ_WAITING; /* preempted: recompute it all */
 	info.n_output = 2;
 	info.num_computed_tokens = 0;
 	info.kv_blocks = 0;
@@ -259,9 +258,9 @@ static void test_fits(void)
 {
 	struct dbk_engine_config cfg;
 	struct dbk_predictor *p = dbk_predictor_new();
-	struct dbk_pred_item it = {.computed = 100000, .lack = 1,
-	                           .remaining = 1000, .blocks = 6250,
-	                           .running = true};
+	struct dbk_pred_item it = {
+		.computed = 100000, .lack = 1, .remaining = 1000, .blocks = 6250, .running = true
+	};
 	int i;
 
 	/* 430000 tokens: 26875 blocks; each decoder ends at 6313. */
@@ -269,11 +268,11 @@ static void test_fits(void)
 	CHECK_EQ_U(dbk_predictor_reset(p, &cfg), 0);
 	for (i = 0; i < 3; i++)
 		CHECK_EQ_U(dbk_predictor_add(p, &it), 0);
-	CHECK(dbk_predictor_fits(p, 100000, 1000));     /* 18939 + 6313 */
-	dbk_pred_item_pending(30000, 0, 1000, &it);        /* 1938 more */
+	CHECK(dbk_predictor_fits(p, 100000, 1000)); /* 18939 + 6313 */
+	dbk_pred_item_pending(30000, 0, 1000, &it); /* 1938 more */
 	CHECK_EQ_U(dbk_predictor_add(p, &it), 0);
-	CHECK(!dbk_predictor_fits(p, 100000, 1000));    /* 20877 + 6313 */
-	CHECK(dbk_predictor_fits(p, 4000, 10));         /* 20877 + 251 */
+	CHECK(!dbk_predictor_fits(p, 100000, 1000)); /* 20877 + 6313 */
+	CHECK(dbk_predictor_fits(p, 4000, 10));      /* 20877 + 251 */
 	/* And the replica keeps the newcomer waiting until the decoders
 	 * end (1000 steps), though its first chunk's blocks are free. */
 	CHECK(dbk_predictor_first_token(p, 100000, 0, 1000) > 1000 * 0.0075);

@@ -42,8 +42,7 @@ static void test_u64map(void)
 	dbk_u64map_free(&m);
 }
 
-static struct dbk_sim_req req(uint32_t id, uint32_t input, const uint64_t *ids,
-                              uint32_t n)
+static struct dbk_sim_req req(uint32_t id, uint32_t input, const uint64_t *ids, uint32_t n)
 {
 	struct dbk_sim_req r = { 0 };
 
@@ -62,9 +61,8 @@ static void test_radix_match(void)
 	static const uint64_t a[] = { 0, 1, 2 }, b[] = { 0, 1, 9 }, c[] = { 0, 1 };
 	struct dbk_radix t;
 	struct dbk_radix_match m;
-	struct dbk_sim_req ra = req(0, 1300, a, 3), rb = req(1, 1200, b, 3),
-	                   rc = req(2, 700, c, 2), rx = req(3, 1300, NULL, 0),
-	                   ry = req(4, 1300, NULL, 0);
+	struct dbk_sim_req ra = req(0, 1300, a, 3), rb = req(1, 1200, b, 3), rc = req(2, 700, c, 2),
+	                   rx = req(3, 1300, NULL, 0), ry = req(4, 1300, NULL, 0);
 
 	CHECK_EQ_U(dbk_radix_init(&t, 3), 0);
 	dbk_radix_match(&t, &ra, &m);

@@ -11,10 +11,7 @@ uint64_t dbk_mix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-uint64_t dbk_mix64_pair(uint64_t a, uint64_t b)
-{
-	return dbk_mix64(dbk_mix64(a) ^ b);
-}
+uint64_t dbk_mix64_pair(uint64_t a, uint64_t b) { return dbk_mix64(dbk_mix64(a) ^ b); }
 
 void dbk_u64map_init(struct dbk_u64map *m)
 {

@@ -17,7 +17,7 @@ struct dbk_u64map {
 	uint64_t *keys;
 	uint32_t *vals;
 	uint8_t *used;
-	size_t cap, n;     /* cap: a power of two, or 0 before the first put */
+	size_t cap, n; /* cap: a power of two, or 0 before the first put */
 };
 
 void dbk_u64map_init(struct dbk_u64map *m);

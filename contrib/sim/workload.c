@@ -7,8 +7,7 @@
 #include "lib/fileio.h"
 #include "lib/log.h"
 
-static int parse(struct dbk_sim_workload *w, const struct dbk_sim_opts *o,
-                 char *err, size_t errlen)
+static int parse(struct dbk_sim_workload *w, const struct dbk_sim_opts *o, char *err, size_t errlen)
 {
 	char *buf, perr[256];
 	size_t len = 0;
@@ -17,8 +16,7 @@ static int parse(struct dbk_sim_workload *w, const struct dbk_sim_opts *o,
 	buf = dbk_read_file(o->trace, DBK_SIM_TRACE_MAX, &len, err, errlen);
 	if (!buf)
 		return -1;
-	w->fmt = o->format != DBK_TRACE_UNKNOWN ? o->format
-	                                        : dbk_trace_detect(o->trace, buf, len);
+	w->fmt = o->format != DBK_TRACE_UNKNOWN ? o->format : dbk_trace_detect(o->trace, buf, len);
 	rc = dbk_trace_parse(w->fmt, buf, len, &w->trace, perr, sizeof(perr));
 	free(buf);
 	if (rc != 0)
@@ -26,8 +24,8 @@ static int parse(struct dbk_sim_workload *w, const struct dbk_sim_opts *o,
 	return rc;
 }
 
-int dbk_sim_workload_load(struct dbk_sim_workload *w, const struct dbk_sim_opts *o,
-                          char *err, size_t errlen)
+int dbk_sim_workload_load(struct dbk_sim_workload *w, const struct dbk_sim_opts *o, char *err,
+                          size_t errlen)
 {
 	struct dbk_select sel;
 	struct dbk_select_stats sst;

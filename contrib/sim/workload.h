@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "bench/trace.h"  /* dbucket-bench's reader: one trace parser */
+#include "bench/trace.h" /* dbucket-bench's reader: one trace parser */
 #include "opts.h"
 #include "sim.h"
 
@@ -17,10 +17,10 @@
 struct dbk_sim_workload {
 	struct dbk_trace trace;
 	enum dbk_trace_format fmt;
-	size_t parsed;              /* requests in the trace */
-	size_t window;              /* in the time window */
-	size_t first, n;            /* the slice: the window's [first, first + n) */
-	bool raised;                /* zero lengths were raised to 1 */
+	size_t parsed;   /* requests in the trace */
+	size_t window;   /* in the time window */
+	size_t first, n; /* the slice: the window's [first, first + n) */
+	bool raised;     /* zero lengths were raised to 1 */
 	/* n requests, at the rate factor last set (dbk_sim_workload_rate). */
 	struct dbk_sim_req *reqs;
 	/* At the command line's rate factor: the arrivals' span in model
@@ -31,8 +31,8 @@ struct dbk_sim_workload {
 /* Reads and parses o->trace and keeps its slice, at o->rate_factor. 0, or
  * -1 with the reason in err (unreadable, unparsable, empty slice,
  * memory). dbk_sim_workload_free is due either way. */
-int dbk_sim_workload_load(struct dbk_sim_workload *w, const struct dbk_sim_opts *o,
-                          char *err, size_t errlen);
+int dbk_sim_workload_load(struct dbk_sim_workload *w, const struct dbk_sim_opts *o, char *err,
+                          size_t errlen);
 /* Arrivals shifted to start at 0 and compressed by rate_factor. */
 void dbk_sim_workload_rate(struct dbk_sim_workload *w, double rate_factor);
 void dbk_sim_workload_free(struct dbk_sim_workload *w);

@@ -76,7 +76,8 @@ static int make_sample(struct dbk_load *L)
 	                                     DBK_LOAD_MAX_ID - 1, (int64_t)L->o.body_bytes,
 	                                     (const uint8_t *)L->body, L->sample_len);
 	if (L->notify_max == 0 || L->notify_max > DBK_LOAD_FRAME + 4) {
-		fprintf(stderr, "dbucket-spop-load: a NOTIFY would exceed %d bytes\n", DBK_LOAD_FRAME);
+		fprintf(stderr, "dbucket-spop-load: a NOTIFY would exceed %d bytes\n",
+		        DBK_LOAD_FRAME);
 		return 2;
 	}
 	return 0;
@@ -105,7 +106,7 @@ static int setup(struct dbk_load *L)
 
 int main(int argc, char **argv)
 {
-	static struct dbk_load L;   /* static: the signal watchers point into it */
+	static struct dbk_load L; /* static: the signal watchers point into it */
 	int rc = dbk_load_parse_opts(argc, argv, &L.o);
 
 	if (rc >= 0)

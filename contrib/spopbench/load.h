@@ -26,7 +26,7 @@ struct dbk_load_opts {
 	int depth;
 	double seconds;
 	double timeout;
-	long long total;                /* 0: run for `seconds` */
+	long long total; /* 0: run for `seconds` */
 	long long body_bytes;
 	int max_tokens;
 	bool defer;
@@ -52,7 +52,7 @@ struct dbk_load_conn {
 	unsigned idx;
 	enum dbk_load_cstate state;
 	uint32_t frame_max;
-	unsigned depth;                 /* 1 when the agent refused pipelining */
+	unsigned depth; /* 1 when the agent refused pipelining */
 	struct dbk_load_slot *slots;
 	unsigned head, count, inflight;
 	size_t in_len;
@@ -62,11 +62,11 @@ struct dbk_load_conn {
 };
 
 enum dbk_load_phase {
-	PH_HELLO,    /* connecting, HELLO */
-	PH_RUN,      /* NOTIFYs flow */
-	PH_DRAIN,    /* no new NOTIFY, waiting for the ACKs in flight */
-	PH_HOLD,     /* --defer-release: waiting for SIGUSR1 */
-	PH_RELEASE,  /* writing the last completion lines */
+	PH_HELLO,   /* connecting, HELLO */
+	PH_RUN,     /* NOTIFYs flow */
+	PH_DRAIN,   /* no new NOTIFY, waiting for the ACKs in flight */
+	PH_HOLD,    /* --defer-release: waiting for SIGUSR1 */
+	PH_RELEASE, /* writing the last completion lines */
 	PH_END,
 };
 
@@ -81,7 +81,7 @@ struct dbk_load_rlink {
 	bool connected;
 	char *buf;
 	size_t off, len, cap;
-	size_t lost;                    /* bytes of lines never written */
+	size_t lost; /* bytes of lines never written */
 	uint64_t lines;
 };
 
@@ -94,8 +94,8 @@ struct dbk_load {
 	unsigned nready, ndead;
 	enum dbk_load_phase phase;
 	bool timed_out;
-	bool rel_paused;                /* NOTIFYs wait for completion lines to leave */
-	uint64_t t_start, t_end;        /* ns, CLOCK_MONOTONIC */
+	bool rel_paused;         /* NOTIFYs wait for completion lines to leave */
+	uint64_t t_start, t_end; /* ns, CLOCK_MONOTONIC */
 	uint64_t next_sid, seq, sent, acked, decided, decided_window;
 	struct dbk_load_errors err;
 	struct dbk_spb_lat *lat;

@@ -183,7 +183,8 @@ static void on_hello_frame(struct dbk_load_conn *c, const struct dbk_spop_frame 
 }
 
 /* Finds and frees the slot an ACK answers. Returns false if none. */
-static bool take_slot(struct dbk_load_conn *c, const struct dbk_spop_frame *f, struct dbk_load_slot **out)
+static bool take_slot(struct dbk_load_conn *c, const struct dbk_spop_frame *f,
+                      struct dbk_load_slot **out)
 {
 	if (f->frame_id != 1)
 		return false;
@@ -336,14 +337,14 @@ static void on_conn_io(struct ev_loop *loop, ev_io *w, int revents)
 			return;
 		int e = dbk_net_connect_error(c->fd);
 		if (e != 0) {
-			fprintf(stderr, "dbucket-spop-load: conn %u to %s: %s\n", c->idx, L->o.connect,
-			        strerror(e));
+			fprintf(stderr, "dbucket-spop-load: conn %u to %s: %s\n", c->idx,
+			        L->o.connect, strerror(e));
 			L->err.connect++;
 			conn_dead(c);
 			return;
 		}
-		c->out_len =
-			dbk_spb_hello_build(c->out, c->out_cap, DBK_LOAD_FRAME, false, L->engine_id);
+		c->out_len = dbk_spb_hello_build(c->out, c->out_cap, DBK_LOAD_FRAME, false,
+		                                 L->engine_id);
 		c->state = CS_HELLO;
 	}
 	if (revents & EV_READ)
@@ -354,7 +355,7 @@ static void on_conn_io(struct ev_loop *loop, ev_io *w, int revents)
 	conn_flush(c);
 	conn_settle(c);
 	if (L->o.release)
-		dbk_load_rel_settle(L);  /* writes the lines of these ACKs, then advances */
+		dbk_load_rel_settle(L); /* writes the lines of these ACKs, then advances */
 	else
 		dbk_load_advance(L);
 }

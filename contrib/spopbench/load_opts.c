@@ -31,8 +31,8 @@ int dbk_load_parse_opts(int argc, char **argv, struct dbk_load_opts *o)
 	const struct dbk_opt opts[] = {
 		{ "connect", 0, DBK_OPT_STR, &o->connect, .metavar = "ADDR",
 		  .help = "the agent: HOST:PORT, [IPV6]:PORT or unix:PATH\n(127.0.0.1:12345)" },
-		{ "connections", 0, DBK_OPT_INT, &o->connections, 1, MAX_CONNECTIONS, .metavar = "N",
-		  .help = "SPOP connections (4)" },
+		{ "connections", 0, DBK_OPT_INT, &o->connections, 1, MAX_CONNECTIONS,
+		  .metavar = "N", .help = "SPOP connections (4)" },
 		{ "depth", 0, DBK_OPT_INT, &o->depth, 1, MAX_DEPTH, .metavar = "N",
 		  .help = "NOTIFYs in flight per connection (16)" },
 		{ "seconds", 0, DBK_OPT_DOUBLE, &o->seconds, 0.01, 3600, .metavar = "S",
@@ -61,8 +61,12 @@ int dbk_load_parse_opts(int argc, char **argv, struct dbk_load_opts *o)
 	char err[256];
 	int first;
 
-	*o = (struct dbk_load_opts){ .connect = "127.0.0.1:12345", .connections = 4, .depth = 16,
-		                     .seconds = 5, .timeout = 600, .body_bytes = 100,
+	*o = (struct dbk_load_opts){ .connect = "127.0.0.1:12345",
+		                     .connections = 4,
+		                     .depth = 16,
+		                     .seconds = 5,
+		                     .timeout = 600,
+		                     .body_bytes = 100,
 		                     .max_tokens = 16 };
 	if (dbk_cli_parse(opts, argc, argv, NULL, &first, err, sizeof(err)) < 0) {
 		fprintf(stderr, "dbucket-spop-load: %s\n", err);

@@ -8,10 +8,7 @@
 
 #include "load.h"
 
-static double secs(uint64_t ns)
-{
-	return (double)ns / 1e9;
-}
+static double secs(uint64_t ns) { return (double)ns / 1e9; }
 
 uint64_t dbk_load_error_count(const struct dbk_load_errors *e)
 {
@@ -32,8 +29,10 @@ static void print_result(struct dbk_load *L)
 	       " disconnects=%" PRIu64 " closed=%" PRIu64 " lost=%" PRIu64 " sent=%" PRIu64
 	       " acked=%" PRIu64 "%s\n",
 	       L->o.connections, L->o.depth, L->o.body_bytes,
-	       !L->o.release ? "no" : L->o.defer ? "deferred" : "yes", el, L->decided_window,
-	       el > 0 ? (double)L->decided_window / el : 0.0,
+	       !L->o.release ? "no"
+	       : L->o.defer  ? "deferred"
+	                     : "yes",
+	       el, L->decided_window, el > 0 ? (double)L->decided_window / el : 0.0,
 	       dbk_spb_lat_quantile(L->lat, 0.50) / 1e3, dbk_spb_lat_quantile(L->lat, 0.90) / 1e3,
 	       dbk_spb_lat_quantile(L->lat, 0.99) / 1e3, (double)L->lat->max_ns / 1e3,
 	       L->lat->count ? L->lat->sum_ns / (double)L->lat->count / 1e3 : 0.0, errors,
@@ -130,8 +129,8 @@ void dbk_load_advance(struct dbk_load *L)
 			from_hello(L);
 			break;
 		case PH_RUN:
-			if (L->nready == 0 ||
-			    (L->o.total && L->sent >= (uint64_t)L->o.total && dbk_load_inflight(L) == 0))
+			if (L->nready == 0 || (L->o.total && L->sent >= (uint64_t)L->o.total &&
+			                       dbk_load_inflight(L) == 0))
 				dbk_load_end_run(L);
 			break;
 		case PH_DRAIN:

@@ -15,7 +15,7 @@
  * sent until they fall below LOW, so the client never outruns the
  * agent's completion reader with unbounded memory. */
 #define REL_HIGH (1u << 20)
-#define REL_LOW  (256u << 10)
+#define REL_LOW (256u << 10)
 /* One completion line is under 100 bytes; deferred lines are kept whole. */
 #define REL_LINE_MAX 512
 
@@ -62,7 +62,7 @@ void dbk_load_rel_queue(struct dbk_load *L, const struct dbk_load_slot *s, const
 	size_t n = dbk_spb_completion_build(r->buf + r->len, r->cap - r->len, s->id, s->id_len,
 	                                    (const char *)srv, srv_len, dbk_wall_ms());
 	if (n == 0) {
-		L->err.no_server++;   /* a server name too long for a line */
+		L->err.no_server++; /* a server name too long for a line */
 		return;
 	}
 	r->len += n;
@@ -131,8 +131,8 @@ static void on_rel_io(struct ev_loop *loop, ev_io *w, int revents)
 		int e = dbk_net_connect_error(r->fd);
 
 		if (e != 0) {
-			fprintf(stderr, "dbucket-spop-load: completion link to %s: %s\n", L->o.release,
-			        strerror(e));
+			fprintf(stderr, "dbucket-spop-load: completion link to %s: %s\n",
+			        L->o.release, strerror(e));
 			L->err.connect++;
 			ev_io_stop(L->loop, &r->io);
 			close(r->fd);

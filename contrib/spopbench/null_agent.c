@@ -27,7 +27,7 @@
 #include "lib/spop_server.h"
 #include "spopbench/sink.h"
 
-#define MAX_FRAME 16380         /* what we announce, as dbucket-spoa does */
+#define MAX_FRAME 16380 /* what we announce, as dbucket-spoa does */
 #define MAX_SERVER_NAME 200
 #define MAX_SERVERS 16
 
@@ -95,8 +95,7 @@ static int opt_ring(void *ctx, const char *v, char *err, size_t errlen)
 
 	if (strcmp(v, "none") == 0)
 		return 0;
-	return add_to(o->ring, &o->nring, DBK_LISTENER_MAX, "--completion-listen", v, err,
-	              errlen);
+	return add_to(o->ring, &o->nring, DBK_LISTENER_MAX, "--completion-listen", v, err, errlen);
 }
 
 static int opt_server(void *ctx, const char *v, char *err, size_t errlen)
@@ -151,8 +150,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 /* *bound counts the sockets we created, whose files (unix sockets) are
  * ours to remove at exit; a path another process listens on is not. */
-static int add_listeners(int (*add)(void *, int), void *to, const char *const *specs,
-                         unsigned n, unsigned *bound)
+static int add_listeners(int (*add)(void *, int), void *to, const char *const *specs, unsigned n,
+                         unsigned *bound)
 {
 	char err[256];
 
@@ -166,7 +165,8 @@ static int add_listeners(int (*add)(void *, int), void *to, const char *const *s
 		(*bound)++;
 		/* A benchmark tool has no business on a public address. */
 		if (!dbk_net_is_local(fd)) {
-			fprintf(stderr, "dbucket-null-agent: %s is not a loopback address\n", specs[i]);
+			fprintf(stderr, "dbucket-null-agent: %s is not a loopback address\n",
+			        specs[i]);
 			close(fd);
 			return -1;
 		}

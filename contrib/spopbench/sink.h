@@ -15,8 +15,8 @@ struct dbk_sink {
 	struct ev_loop *loop;
 	struct dbk_listener_set ls;
 	struct dbk_list links;
-	uint64_t accepted;      /* connections */
-	uint64_t bytes;         /* read and dropped */
+	uint64_t accepted; /* connections */
+	uint64_t bytes;    /* read and dropped */
 };
 
 void dbk_sink_init(struct dbk_sink *s, struct ev_loop *loop);

@@ -6,11 +6,11 @@
 #include <string.h>
 
 /* SPOP action types in an ACK (doc/SPOE.txt, "Actions"). */
-#define ACT_SET_VAR   1
+#define ACT_SET_VAR 1
 #define ACT_UNSET_VAR 2
 
-size_t dbk_spb_hello_build(uint8_t *out, size_t cap, uint32_t max_frame,
-                           bool healthcheck, const char *engine_id)
+size_t dbk_spb_hello_build(uint8_t *out, size_t cap, uint32_t max_frame, bool healthcheck,
+                           const char *engine_id)
 {
 	struct dbk_spop_writer w;
 	struct dbk_spop_data v;
@@ -36,9 +36,9 @@ size_t dbk_spb_hello_build(uint8_t *out, size_t cap, uint32_t max_frame,
 	return dbk_spop_frame_end(&w);
 }
 
-size_t dbk_spb_notify_build(uint8_t *out, size_t cap, uint64_t stream_id,
-                            uint64_t frame_id, const char *id, size_t id_len,
-                            int64_t blen, const uint8_t *body, size_t body_len)
+size_t dbk_spb_notify_build(uint8_t *out, size_t cap, uint64_t stream_id, uint64_t frame_id,
+                            const char *id, size_t id_len, int64_t blen, const uint8_t *body,
+                            size_t body_len)
 {
 	struct dbk_spop_writer w;
 	struct dbk_spop_data v;
@@ -95,8 +95,7 @@ size_t dbk_spb_body_fill(char *out, size_t cap, size_t len, unsigned max_tokens)
 	return len;
 }
 
-size_t dbk_spb_unique_id(char *out, size_t cap, unsigned pid, uint64_t wall_ms,
-                         uint64_t counter)
+size_t dbk_spb_unique_id(char *out, size_t cap, unsigned pid, uint64_t wall_ms, uint64_t counter)
 {
 	int n = snprintf(out, cap, "%04X-%08" PRIX64 "%03X-%04" PRIX64, pid, wall_ms / 1000,
 	                 (unsigned)(wall_ms % 1000), counter);
@@ -181,9 +180,8 @@ enum dbk_spop_status dbk_spb_agent_hello_parse(const struct dbk_spop_frame *f,
 	return DBK_SPOP_OK;
 }
 
-enum dbk_spop_status dbk_spb_ack_find_str(const struct dbk_spop_frame *f,
-                                          enum dbk_spop_scope scope, const char *name,
-                                          const uint8_t **val, size_t *val_len,
+enum dbk_spop_status dbk_spb_ack_find_str(const struct dbk_spop_frame *f, enum dbk_spop_scope scope,
+                                          const char *name, const uint8_t **val, size_t *val_len,
                                           bool *found)
 {
 	const uint8_t *p = f->payload, *end = dbk_spop_payload_end(f);
@@ -208,7 +206,8 @@ enum dbk_spop_status dbk_spb_ack_find_str(const struct dbk_spop_frame *f,
 			return DBK_SPOP_ERR_INVALID;
 		}
 		/* The last set-var of a name wins, as in HAProxy. */
-		if (type == ACT_SET_VAR && sc == (uint8_t)scope && dbk_spop_name_is(nm, nlen, name)) {
+		if (type == ACT_SET_VAR && sc == (uint8_t)scope &&
+		    dbk_spop_name_is(nm, nlen, name)) {
 			*found = v.type == DBK_SPOP_T_STR;
 			if (*found) {
 				*val = v.u.buf.ptr;
@@ -237,10 +236,7 @@ size_t dbk_spb_completion_build(char *out, size_t cap, const char *id, size_t id
 
 /* ---- Latency histogram ---- */
 
-void dbk_spb_lat_init(struct dbk_spb_lat *l)
-{
-	memset(l, 0, sizeof(*l));
-}
+void dbk_spb_lat_init(struct dbk_spb_lat *l) { memset(l, 0, sizeof(*l)); }
 
 static unsigned lat_index(uint64_t ns)
 {

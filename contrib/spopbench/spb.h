@@ -26,16 +26,16 @@
  * max-frame-size (uint32), capabilities ("pipelining", or "" for a
  * health check), healthcheck true for a health check, and engine-id when
  * not NULL. Returns the frame size, 0 if cap is too small. */
-size_t dbk_spb_hello_build(uint8_t *out, size_t cap, uint32_t max_frame,
-                           bool healthcheck, const char *engine_id);
+size_t dbk_spb_hello_build(uint8_t *out, size_t cap, uint32_t max_frame, bool healthcheck,
+                           const char *engine_id);
 
 /* A NOTIFY carrying one spoe-message dbucket-route, as HAProxy 2.6
  * encodes `args id=unique-id blen=req.body_size body=req.body,...`:
  * id a string, blen an int64, body a binary; flags FIN. Returns the
  * frame size, 0 if cap is too small. */
-size_t dbk_spb_notify_build(uint8_t *out, size_t cap, uint64_t stream_id,
-                            uint64_t frame_id, const char *id, size_t id_len,
-                            int64_t blen, const uint8_t *body, size_t body_len);
+size_t dbk_spb_notify_build(uint8_t *out, size_t cap, uint64_t stream_id, uint64_t frame_id,
+                            const char *id, size_t id_len, int64_t blen, const uint8_t *body,
+                            size_t body_len);
 
 /* A HAPROXY-DISCONNECT with status-code and message, as HAProxy sends
  * when it closes an idle connection (status 0, "normal"). Returns the
@@ -53,8 +53,7 @@ size_t dbk_spb_body_fill(char *out, size_t cap, size_t len, unsigned max_tokens)
  * "1C2B-6B0D0AA6124-0007": pid, wall-clock seconds and milliseconds
  * (as HAProxy prints them, in hex) and a request counter. Returns the
  * length, 0 if cap is too small. */
-size_t dbk_spb_unique_id(char *out, size_t cap, unsigned pid, uint64_t wall_ms,
-                         uint64_t counter);
+size_t dbk_spb_unique_id(char *out, size_t cap, unsigned pid, uint64_t wall_ms, uint64_t counter);
 
 /* ---- The agent's answers, checked as HAProxy checks them ---- */
 
@@ -76,9 +75,8 @@ enum dbk_spop_status dbk_spb_agent_hello_parse(const struct dbk_spop_frame *f,
  * string. *found tells whether it was there; *val and *val_len point into
  * the frame. Returns DBK_SPOP_OK, or DBK_SPOP_ERR_INVALID for a malformed
  * action list (an unknown action type, a short or bad argument). */
-enum dbk_spop_status dbk_spb_ack_find_str(const struct dbk_spop_frame *f,
-                                          enum dbk_spop_scope scope, const char *name,
-                                          const uint8_t **val, size_t *val_len,
+enum dbk_spop_status dbk_spb_ack_find_str(const struct dbk_spop_frame *f, enum dbk_spop_scope scope,
+                                          const char *name, const uint8_t **val, size_t *val_len,
                                           bool *found);
 
 /* ---- Completion lines (agent/completion.h) ---- */
@@ -94,10 +92,10 @@ size_t dbk_spb_completion_build(char *out, size_t cap, const char *id, size_t id
  * per power of two (under 1.6 % relative error), up to 2^41 ns (36 min);
  * larger values land in the last bucket. Fixed size, no allocation. */
 #define DBK_SPB_LAT_SUB_BITS 6
-#define DBK_SPB_LAT_SUB      (1u << DBK_SPB_LAT_SUB_BITS)
-#define DBK_SPB_LAT_MAX_EXP  40
+#define DBK_SPB_LAT_SUB (1u << DBK_SPB_LAT_SUB_BITS)
+#define DBK_SPB_LAT_MAX_EXP 40
 /* Below 64 ns: 64 exact buckets; then octaves 2^6 .. 2^40. */
-#define DBK_SPB_LAT_BUCKETS  ((DBK_SPB_LAT_MAX_EXP - DBK_SPB_LAT_SUB_BITS + 2) * DBK_SPB_LAT_SUB)
+#define DBK_SPB_LAT_BUCKETS ((DBK_SPB_LAT_MAX_EXP - DBK_SPB_LAT_SUB_BITS + 2) * DBK_SPB_LAT_SUB)
 
 struct dbk_spb_lat {
 	uint64_t count;

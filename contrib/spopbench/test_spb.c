@@ -87,7 +87,8 @@ static void test_body_is_what_the_agent_reads(void)
 
 	for (size_t len = DBK_SPB_BODY_MIN; len <= sizeof(body); len += 997) {
 		CHECK_EQ_U(dbk_spb_body_fill(body, sizeof(body), len, 321), len);
-		CHECK_EQ_U(dbk_estimate((int64_t)len, (const uint8_t *)body, len, &r), DBK_EST_JSON);
+		CHECK_EQ_U(dbk_estimate((int64_t)len, (const uint8_t *)body, len, &r),
+		           DBK_EST_JSON);
 		CHECK_NEAR(r.max_tokens, 321, 0);
 		CHECK_NEAR(r.body_bytes, (double)len, 0);
 	}
@@ -202,8 +203,8 @@ static void test_ack_find(void)
 		struct dbk_spop_frame g = f;
 
 		g.payload_len = cut;
-		enum dbk_spop_status st =
-			dbk_spb_ack_find_str(&g, DBK_SPOP_SCOPE_TXN, "server", &s, &slen, &found);
+		enum dbk_spop_status st = dbk_spb_ack_find_str(&g, DBK_SPOP_SCOPE_TXN, "server", &s,
+		                                               &slen, &found);
 		CHECK(st == DBK_SPOP_ERR_INVALID || st == DBK_SPOP_OK);
 	}
 	/* An unknown action type. */
@@ -226,8 +227,8 @@ static void test_completion_reads_as_haproxy_ring(void)
 	const char *msg;
 	size_t mlen, used;
 	struct dbk_completion c;
-	size_t n = dbk_spb_completion_build(buf, sizeof(buf), "1C2B-6B0D0AA6124-0007", 21, "vllm3", 5,
-	                                    1796016806292ULL);
+	size_t n = dbk_spb_completion_build(buf, sizeof(buf), "1C2B-6B0D0AA6124-0007", 21, "vllm3",
+	                                    5, 1796016806292ULL);
 
 	CHECK(n > 0);
 	CHECK_EQ_U(dbk_completion_frame(buf, n, &msg, &mlen, &used), DBK_COMPLETION_OK);

@@ -12,8 +12,8 @@
 #include "lib/buf.h"
 
 enum dbk_api_kind {
-	DBK_API_COMPLETION,      /* POST /v1/completions */
-	DBK_API_CHAT,            /* POST /v1/chat/completions */
+	DBK_API_COMPLETION, /* POST /v1/completions */
+	DBK_API_CHAT,       /* POST /v1/chat/completions */
 };
 
 /* A completions request may carry a batch of prompts (a list of strings
@@ -28,7 +28,7 @@ enum dbk_api_kind {
 #define DBK_API_TOKEN_TEXT " tok"
 
 struct dbk_api_config {
-	const char *model;        /* served model name */
+	const char *model; /* served model name */
 	uint32_t max_model_len;
 	/* Compute each prompt's block keys (prefix_cache.h): the text's
 	 * bytes (a chat request's message contents concatenated) 64 at a
@@ -50,8 +50,8 @@ struct dbk_api_request {
 };
 
 struct dbk_api_error {
-	int status;               /* 400, 404 */
-	const char *type;         /* "BadRequestError", "NotFoundError" */
+	int status;       /* 400, 404 */
+	const char *type; /* "BadRequestError", "NotFoundError" */
 	char message[512];
 };
 
@@ -60,44 +60,38 @@ uint32_t dbk_api_text_tokens(size_t bytes);
 
 /* 0 and *out filled, or -1 and *err filled; either way
  * dbk_api_request_free(out) afterwards. */
-int dbk_api_parse_request(enum dbk_api_kind kind, const char *body,
-                          size_t len, const struct dbk_api_config *cfg,
-                          struct dbk_api_request *out,
+int dbk_api_parse_request(enum dbk_api_kind kind, const char *body, size_t len,
+                          const struct dbk_api_config *cfg, struct dbk_api_request *out,
                           struct dbk_api_error *err);
 void dbk_api_request_free(struct dbk_api_request *r);
 
 /* What every response body of one request shares. */
 struct dbk_api_resp {
 	enum dbk_api_kind kind;
-	const char *id;           /* "cmpl-..." or "chatcmpl-..." */
-	long long created;        /* unix seconds */
+	const char *id;    /* "cmpl-..." or "chatcmpl-..." */
+	long long created; /* unix seconds */
 	const char *model;
 };
 
 /* SSE events, each "data: {json}\n\n". */
-void dbk_api_sse_role(struct dbk_buf *b, const struct dbk_api_resp *r,
-                      uint32_t index);
-void dbk_api_sse_token(struct dbk_buf *b, const struct dbk_api_resp *r,
-                       uint32_t index, bool last);
-void dbk_api_sse_usage(struct dbk_buf *b, const struct dbk_api_resp *r,
-                       uint64_t prompt_tokens, uint64_t completion_tokens);
+void dbk_api_sse_role(struct dbk_buf *b, const struct dbk_api_resp *r, uint32_t index);
+void dbk_api_sse_token(struct dbk_buf *b, const struct dbk_api_resp *r, uint32_t index, bool last);
+void dbk_api_sse_usage(struct dbk_buf *b, const struct dbk_api_resp *r, uint64_t prompt_tokens,
+                       uint64_t completion_tokens);
 void dbk_api_sse_done(struct dbk_buf *b);
 
 /* Non-streaming body: n choices, choice i with completion[i] tokens. */
-void dbk_api_full_response(struct dbk_buf *b, const struct dbk_api_resp *r,
-                           uint32_t n, const uint32_t *completion,
-                           uint64_t prompt_tokens);
+void dbk_api_full_response(struct dbk_buf *b, const struct dbk_api_resp *r, uint32_t n,
+                           const uint32_t *completion, uint64_t prompt_tokens);
 
 /* vLLM's ErrorResponse (vllm/entrypoints/openai/protocol.py at 0052bed):
  * {"error":{"message":...,"type":...,"param":null,"code":N}} */
-void dbk_api_error_json(struct dbk_buf *b, int status, const char *type,
-                        const char *message);
+void dbk_api_error_json(struct dbk_buf *b, int status, const char *type, const char *message);
 /* FastAPI's shape for routing errors: {"detail":"Not Found"}. */
 void dbk_api_detail_json(struct dbk_buf *b, const char *detail);
 
-void dbk_api_models_json(struct dbk_buf *b, const char *model,
-                         uint32_t max_model_len, long long created,
-                         const char *perm_id);
+void dbk_api_models_json(struct dbk_buf *b, const char *model, uint32_t max_model_len,
+                         long long created, const char *perm_id);
 
 /* A JSON string literal (with quotes) for n bytes of s. */
 void dbk_api_json_str(struct dbk_buf *b, const char *s, size_t n);

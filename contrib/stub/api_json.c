@@ -19,13 +19,27 @@ void dbk_api_json_str(struct dbk_buf *b, const char *s, size_t n)
 		size_t elen = 2;
 
 		switch (c) {
-		case '"': e = "\\\""; break;
-		case '\\': e = "\\\\"; break;
-		case '\n': e = "\\n"; break;
-		case '\r': e = "\\r"; break;
-		case '\t': e = "\\t"; break;
-		case '\b': e = "\\b"; break;
-		case '\f': e = "\\f"; break;
+		case '"':
+			e = "\\\"";
+			break;
+		case '\\':
+			e = "\\\\";
+			break;
+		case '\n':
+			e = "\\n";
+			break;
+		case '\r':
+			e = "\\r";
+			break;
+		case '\t':
+			e = "\\t";
+			break;
+		case '\b':
+			e = "\\b";
+			break;
+		case '\f':
+			e = "\\f";
+			break;
 		default:
 			if (c < 0x20) {
 				memcpy(esc, "\\u00", 4);
@@ -48,10 +62,7 @@ void dbk_api_json_str(struct dbk_buf *b, const char *s, size_t n)
 	dbk_buf_add(b, "\"", 1);
 }
 
-static void jstr(struct dbk_buf *b, const char *s)
-{
-	dbk_api_json_str(b, s, strlen(s));
-}
+static void jstr(struct dbk_buf *b, const char *s) { dbk_api_json_str(b, s, strlen(s)); }
 
 static const char *object_of(enum dbk_api_kind k, bool chunk)
 {
@@ -64,13 +75,13 @@ static void head(struct dbk_buf *b, const struct dbk_api_resp *r, bool chunk)
 {
 	dbk_buf_adds(b, "{\"id\":");
 	jstr(b, r->id);
-	dbk_buf_printf(b, ",\"object\":\"%s\",\"created\":%lld,\"model\":",
-	               object_of(r->kind, chunk), r->created);
+	dbk_buf_printf(b,
+	               ",\"object\":\"%s\",\"created\":%lld,\"model\":", object_of(r->kind, chunk),
+	               r->created);
 	jstr(b, r->model);
 }
 
-void dbk_api_sse_role(struct dbk_buf *b, const struct dbk_api_resp *r,
-                      uint32_t index)
+void dbk_api_sse_role(struct dbk_buf *b, const struct dbk_api_resp *r, uint32_t index)
 {
 	dbk_buf_adds(b, "data: ");
 	head(b, r, true);
@@ -81,8 +92,7 @@ void dbk_api_sse_role(struct dbk_buf *b, const struct dbk_api_resp *r,
 	               index);
 }
 
-void dbk_api_sse_token(struct dbk_buf *b, const struct dbk_api_resp *r,
-                       uint32_t index, bool last)
+void dbk_api_sse_token(struct dbk_buf *b, const struct dbk_api_resp *r, uint32_t index, bool last)
 {
 	const char *fin = last ? "\"length\"" : "null";
 
@@ -118,15 +128,16 @@ void dbk_api_sse_token(struct dbk_buf *b, const struct dbk_api_resp *r,
  * field the stream's usage chunk does not have. */
 static void usage_json(struct dbk_buf *b, uint64_t prompt_tokens, uint64_t completion_tokens)
 {
-	dbk_buf_printf(b, ",\"usage\":{\"prompt_tokens\":%llu,\"total_tokens\":%llu,"
-	                  "\"completion_tokens\":%llu",
+	dbk_buf_printf(b,
+	               ",\"usage\":{\"prompt_tokens\":%llu,\"total_tokens\":%llu,"
+	               "\"completion_tokens\":%llu",
 	               (unsigned long long)prompt_tokens,
 	               (unsigned long long)(prompt_tokens + completion_tokens),
 	               (unsigned long long)completion_tokens);
 }
 
-void dbk_api_sse_usage(struct dbk_buf *b, const struct dbk_api_resp *r,
-                       uint64_t prompt_tokens, uint64_t completion_tokens)
+void dbk_api_sse_usage(struct dbk_buf *b, const struct dbk_api_resp *r, uint64_t prompt_tokens,
+                       uint64_t completion_tokens)
 {
 	dbk_buf_adds(b, "data: ");
 	head(b, r, true);
@@ -135,10 +146,7 @@ void dbk_api_sse_usage(struct dbk_buf *b, const struct dbk_api_resp *r,
 	dbk_buf_adds(b, "}}\n\n");
 }
 
-void dbk_api_sse_done(struct dbk_buf *b)
-{
-	dbk_buf_adds(b, "data: [DONE]\n\n");
-}
+void dbk_api_sse_done(struct dbk_buf *b) { dbk_buf_adds(b, "data: [DONE]\n\n"); }
 
 static void repeated_text(struct dbk_buf *b, uint32_t n)
 {
@@ -153,9 +161,8 @@ static void repeated_text(struct dbk_buf *b, uint32_t n)
 	dbk_buf_add(b, "\"", 1);
 }
 
-void dbk_api_full_response(struct dbk_buf *b, const struct dbk_api_resp *r,
-                           uint32_t n, const uint32_t *completion,
-                           uint64_t prompt_tokens)
+void dbk_api_full_response(struct dbk_buf *b, const struct dbk_api_resp *r, uint32_t n,
+                           const uint32_t *completion, uint64_t prompt_tokens)
 {
 	uint64_t total = 0;
 	uint32_t i;
@@ -173,9 +180,10 @@ void dbk_api_full_response(struct dbk_buf *b, const struct dbk_api_resp *r,
 			                "\"length\",\"stop_reason\":null,"
 			                "\"prompt_logprobs\":null}");
 		} else {
-			dbk_buf_printf(b, "{\"index\":%u,\"message\":{\"role\":"
-			                  "\"assistant\",\"reasoning_content\":"
-			                  "null,\"content\":",
+			dbk_buf_printf(b,
+			               "{\"index\":%u,\"message\":{\"role\":"
+			               "\"assistant\",\"reasoning_content\":"
+			               "null,\"content\":",
 			               i);
 			repeated_text(b, completion[i]);
 			dbk_buf_adds(b, ",\"tool_calls\":[]},\"logprobs\":null,"
@@ -191,8 +199,7 @@ void dbk_api_full_response(struct dbk_buf *b, const struct dbk_api_resp *r,
 	dbk_buf_adds(b, "}");
 }
 
-void dbk_api_error_json(struct dbk_buf *b, int status, const char *type,
-                        const char *message)
+void dbk_api_error_json(struct dbk_buf *b, int status, const char *type, const char *message)
 {
 	dbk_buf_adds(b, "{\"error\":{\"message\":");
 	jstr(b, message);
@@ -208,18 +215,19 @@ void dbk_api_detail_json(struct dbk_buf *b, const char *detail)
 	dbk_buf_adds(b, "}");
 }
 
-void dbk_api_models_json(struct dbk_buf *b, const char *model,
-                         uint32_t max_model_len, long long created,
-                         const char *perm_id)
+void dbk_api_models_json(struct dbk_buf *b, const char *model, uint32_t max_model_len,
+                         long long created, const char *perm_id)
 {
 	dbk_buf_adds(b, "{\"object\":\"list\",\"data\":[{\"id\":");
 	jstr(b, model);
-	dbk_buf_printf(b, ",\"object\":\"model\",\"created\":%lld,"
-	                  "\"owned_by\":\"vllm\",\"root\":",
+	dbk_buf_printf(b,
+	               ",\"object\":\"model\",\"created\":%lld,"
+	               "\"owned_by\":\"vllm\",\"root\":",
 	               created);
 	jstr(b, model);
-	dbk_buf_printf(b, ",\"parent\":null,\"max_model_len\":%u,"
-	                  "\"permission\":[{\"id\":",
+	dbk_buf_printf(b,
+	               ",\"parent\":null,\"max_model_len\":%u,"
+	               "\"permission\":[{\"id\":",
 	               max_model_len);
 	jstr(b, perm_id);
 	dbk_buf_printf(b,

@@ -42,10 +42,7 @@ static bool json_int(const cJSON *v, double lo, double hi, double *out)
 	return true;
 }
 
-static bool is_null_or_absent(const cJSON *v)
-{
-	return v == NULL || cJSON_IsNull(v);
-}
+static bool is_null_or_absent(const cJSON *v) { return v == NULL || cJSON_IsNull(v); }
 
 /* Prompt identity: one hasher per prompt while parsing (h is NULL when
  * keys are not wanted); its keys are appended to out->keys. */
@@ -55,8 +52,8 @@ static void keys_feed(struct dbk_block_hasher *h, const char *p, size_t n)
 		dbk_block_hasher_feed(h, p, n);
 }
 
-static int keys_done(struct dbk_block_hasher *h, struct dbk_api_request *out,
-                     uint32_t i, struct dbk_api_error *err)
+static int keys_done(struct dbk_block_hasher *h, struct dbk_api_request *out, uint32_t i,
+                     struct dbk_api_error *err)
 {
 	uint64_t *k, *all;
 	uint32_t n;
@@ -65,8 +62,7 @@ static int keys_done(struct dbk_block_hasher *h, struct dbk_api_request *out,
 		return 0;
 	k = dbk_block_hasher_take(h, &n);
 	if (n) {
-		all = realloc(out->keys, ((size_t)out->key_off[i] + n) *
-		                         sizeof(*all));
+		all = realloc(out->keys, ((size_t)out->key_off[i] + n) * sizeof(*all));
 		if (!all) {
 			free(k);
 			return bad(err, "out of memory");
@@ -83,8 +79,7 @@ static int keys_done(struct dbk_block_hasher *h, struct dbk_api_request *out,
 
 /* Token ids of one prompt: a non-empty list of integers, keyed as 4
  * little-endian bytes each. */
-static bool token_list(const cJSON *a, uint32_t *n,
-                       struct dbk_block_hasher *h)
+static bool token_list(const cJSON *a, uint32_t *n, struct dbk_block_hasher *h)
 {
 	const cJSON *x;
 	uint32_t c = 0;
@@ -92,7 +87,8 @@ static bool token_list(const cJSON *a, uint32_t *n,
 
 	if (!cJSON_IsArray(a))
 		return false;
-	cJSON_ArrayForEach(x, a) {
+	cJSON_ArrayForEach(x, a)
+	{
 		uint32_t id;
 		unsigned char le[4];
 
@@ -112,8 +108,7 @@ static bool token_list(const cJSON *a, uint32_t *n,
 	return true;
 }
 
-static struct dbk_block_hasher *keys_begin(struct dbk_block_hasher *h,
-                                           bool want, uint64_t root)
+static struct dbk_block_hasher *keys_begin(struct dbk_block_hasher *h, bool want, uint64_t root)
 {
 	if (!want)
 		return NULL;
@@ -123,14 +118,15 @@ static struct dbk_block_hasher *keys_begin(struct dbk_block_hasher *h,
 
 /* A batch: a list of strings or a list of token-id lists, one prompt
  * (one choice) each. */
-static int parse_batch(const cJSON *p, bool all_str, bool want_keys,
-                       struct dbk_api_request *out, struct dbk_api_error *err)
+static int parse_batch(const cJSON *p, bool all_str, bool want_keys, struct dbk_api_request *out,
+                       struct dbk_api_error *err)
 {
 	struct dbk_block_hasher hs, *h;
 	const cJSON *x;
 	uint32_t n = 0;
 
-	cJSON_ArrayForEach(x, p) {
+	cJSON_ArrayForEach(x, p)
+	{
 		h = keys_begin(&hs, want_keys, all_str ? DBK_BLOCK_ROOT_TEXT : DBK_BLOCK_ROOT_IDS);
 		if (all_str) {
 			size_t len = strlen(x->valuestring);
@@ -151,8 +147,7 @@ static int parse_batch(const cJSON *p, bool all_str, bool want_keys,
 	return 0;
 }
 
-static int parse_prompts(const cJSON *p, bool want_keys,
-                         struct dbk_api_request *out,
+static int parse_prompts(const cJSON *p, bool want_keys, struct dbk_api_request *out,
                          struct dbk_api_error *err)
 {
 	struct dbk_block_hasher hs, *h;
@@ -175,7 +170,8 @@ static int parse_prompts(const cJSON *p, bool want_keys,
 	if (!cJSON_IsArray(p))
 		return bad(err, "prompt must be a string, a list of strings, "
 		                "a list of token ids or a list of such lists");
-	cJSON_ArrayForEach(x, p) {
+	cJSON_ArrayForEach(x, p)
+	{
 		count++;
 		if (!cJSON_IsString(x))
 			all_str = false;
@@ -210,12 +206,10 @@ static int parse_prompts(const cJSON *p, bool want_keys,
 /* Concatenated text content of all messages, counted in bytes and keyed
  * as one text (vLLM would apply the chat template first; the stub has
  * none, so the keys are the contents' own). */
-static int parse_messages(const cJSON *msgs, bool want_keys,
-                          struct dbk_api_request *out,
+static int parse_messages(const cJSON *msgs, bool want_keys, struct dbk_api_request *out,
                           struct dbk_api_error *err)
 {
-	struct dbk_block_hasher hs, *h = keys_begin(&hs, want_keys,
-	                                            DBK_BLOCK_ROOT_TEXT);
+	struct dbk_block_hasher hs, *h = keys_begin(&hs, want_keys, DBK_BLOCK_ROOT_TEXT);
 	const cJSON *m, *part;
 	size_t bytes = 0;
 	int rc = -1;
@@ -224,7 +218,8 @@ static int parse_messages(const cJSON *msgs, bool want_keys,
 		bad(err, "messages: field required (a list of messages)");
 		goto out;
 	}
-	cJSON_ArrayForEach(m, msgs) {
+	cJSON_ArrayForEach(m, msgs)
+	{
 		const cJSON *c;
 
 		if (!cJSON_IsObject(m)) {
@@ -244,7 +239,8 @@ static int parse_messages(const cJSON *msgs, bool want_keys,
 			         "of content parts");
 			goto out;
 		}
-		cJSON_ArrayForEach(part, c) {
+		cJSON_ArrayForEach(part, c)
+		{
 			const cJSON *t;
 
 			if (!cJSON_IsObject(part)) {
@@ -255,8 +251,7 @@ static int parse_messages(const cJSON *msgs, bool want_keys,
 			t = cJSON_GetObjectItemCaseSensitive(part, "text");
 			if (cJSON_IsString(t)) {
 				bytes += strlen(t->valuestring);
-				keys_feed(h, t->valuestring,
-				          strlen(t->valuestring));
+				keys_feed(h, t->valuestring, strlen(t->valuestring));
 			}
 		}
 	}
@@ -270,10 +265,8 @@ out:
 	return rc;
 }
 
-static int check_lengths(bool has_mt, double max_tokens,
-                         const struct dbk_api_config *cfg,
-                         struct dbk_api_request *out,
-                         struct dbk_api_error *err)
+static int check_lengths(bool has_mt, double max_tokens, const struct dbk_api_config *cfg,
+                         struct dbk_api_request *out, struct dbk_api_error *err)
 {
 	uint32_t i;
 
@@ -290,8 +283,7 @@ static int check_lengths(bool has_mt, double max_tokens,
 				         "%u tokens. However, you requested %llu "
 				         "tokens in the messages, Please reduce "
 				         "the length of the messages.",
-				         cfg->max_model_len,
-				         (unsigned long long)p);
+				         cfg->max_model_len, (unsigned long long)p);
 				return -1;
 			}
 			out->max_tokens[i] = (uint32_t)(cfg->max_model_len - p);
@@ -302,8 +294,8 @@ static int check_lengths(bool has_mt, double max_tokens,
 			         "(%llu in the messages, %.0f in the "
 			         "completion). Please reduce the length of the "
 			         "messages or completion.",
-			         cfg->max_model_len, (double)p + max_tokens,
-			         (unsigned long long)p, max_tokens);
+			         cfg->max_model_len, (double)p + max_tokens, (unsigned long long)p,
+			         max_tokens);
 			return -1;
 		} else {
 			out->max_tokens[i] = (uint32_t)max_tokens;
@@ -332,8 +324,7 @@ static int check_model(const cJSON *root, const struct dbk_api_config *cfg,
 	return 0;
 }
 
-static int parse_stream(const cJSON *root, struct dbk_api_request *out,
-                        struct dbk_api_error *err)
+static int parse_stream(const cJSON *root, struct dbk_api_request *out, struct dbk_api_error *err)
 {
 	const cJSON *stream = cJSON_GetObjectItemCaseSensitive(root, "stream");
 	const cJSON *so = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
@@ -383,16 +374,15 @@ static int parse_max_tokens(enum dbk_api_kind kind, const cJSON *root, bool *has
 	if (*max_tokens < 1) {
 		err->status = 400;
 		err->type = "BadRequestError";
-		snprintf(err->message, sizeof(err->message), "max_tokens must be at least 1, got %.0f.",
-		         *max_tokens);
+		snprintf(err->message, sizeof(err->message),
+		         "max_tokens must be at least 1, got %.0f.", *max_tokens);
 		return -1;
 	}
 	return 0;
 }
 
-static int parse_fields(enum dbk_api_kind kind, const cJSON *root,
-                        const struct dbk_api_config *cfg, struct dbk_api_request *out,
-                        struct dbk_api_error *err)
+static int parse_fields(enum dbk_api_kind kind, const cJSON *root, const struct dbk_api_config *cfg,
+                        struct dbk_api_request *out, struct dbk_api_error *err)
 {
 	bool has_mt = false;
 	double max_tokens = 0;
@@ -410,9 +400,8 @@ static int parse_fields(enum dbk_api_kind kind, const cJSON *root,
 	return rc != 0 ? -1 : check_lengths(has_mt, max_tokens, cfg, out, err);
 }
 
-int dbk_api_parse_request(enum dbk_api_kind kind, const char *body,
-                          size_t len, const struct dbk_api_config *cfg,
-                          struct dbk_api_request *out,
+int dbk_api_parse_request(enum dbk_api_kind kind, const char *body, size_t len,
+                          const struct dbk_api_config *cfg, struct dbk_api_request *out,
                           struct dbk_api_error *err)
 {
 	cJSON *root;

@@ -23,10 +23,7 @@
 
 static void process_input(struct dbk_stub_conn *c);
 
-static size_t out_pending(const struct dbk_stub_conn *c)
-{
-	return c->out.len - c->out_off;
-}
+static size_t out_pending(const struct dbk_stub_conn *c) { return c->out.len - c->out_off; }
 
 static void update_idle(struct dbk_stub_conn *c)
 {
@@ -216,8 +213,8 @@ static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		/* The client is gone, and so is its request (vLLM aborts on
 		 * disconnect too). */
 		if (c->job)
-			dbk_log(DBK_LOG_DEBUG, "client-gone", "stub=%s peer=%s aborted=%s", s->opt.name,
-			        c->peer, c->job->id);
+			dbk_log(DBK_LOG_DEBUG, "client-gone", "stub=%s peer=%s aborted=%s",
+			        s->opt.name, c->peer, c->job->id);
 		dbk_stub_conn_close(c);
 	} else if (!c->job) {
 		process_input(c);

@@ -40,9 +40,9 @@ struct req {
 	uint32_t slot;
 	uint32_t prompt;
 	uint32_t max_out;
-	uint32_t out;          /* output tokens generated (and reported) */
-	uint32_t computed;     /* num_computed_tokens */
-	uint32_t blocks;       /* block table: ids in table[0..blocks) */
+	uint32_t out;      /* output tokens generated (and reported) */
+	uint32_t computed; /* num_computed_tokens */
+	uint32_t blocks;   /* block table: ids in table[0..blocks) */
 	uint32_t *table;
 	/* Chained keys of full blocks: keys[0..n_keys) known (the caller's
 	 * prompt keys, then derived from salt); blocks [0..n_keyed) of the
@@ -56,8 +56,8 @@ struct req {
 	uint32_t prefill_target;
 	uint32_t preemptions;
 	enum where where;
-	bool gone;             /* finished or aborted; slot kept until safe */
-	bool silenced;         /* aborted: report nothing more */
+	bool gone;     /* finished or aborted; slot kept until safe */
+	bool silenced; /* aborted: report nothing more */
 	bool sampled_once;
 };
 
@@ -69,7 +69,7 @@ struct queue {
 struct sched {
 	struct req *r;
 	uint32_t n_new;
-	uint32_t done;   /* computed before this step */
+	uint32_t done; /* computed before this step */
 	bool prefill;
 };
 
@@ -83,7 +83,7 @@ struct dbk_engine {
 
 	struct dbk_handles handles;
 
-	struct sched *sched;     /* capacity cfg.max_num_seqs */
+	struct sched *sched; /* capacity cfg.max_num_seqs */
 	uint32_t n_sched;
 	uint32_t *tmp_new, *tmp_done;
 	bool *tmp_prefill;
@@ -102,7 +102,6 @@ struct dbk_engine {
 	struct dbk_engine_stats st;
 	struct dbk_engine_step_info last;
 };
-
 
 static void q_init(struct queue *q)
 {
@@ -161,8 +160,7 @@ struct dbk_engine *dbk_engine_new(const struct dbk_engine_config *cfg)
 	q_init(&e->waiting);
 	q_init(&e->zombies);
 	e->blocks_total = cfg->kv_capacity_tokens / DBK_KV_BLOCK_TOKENS;
-	e->pool = dbk_prefix_cache_new((uint32_t)e->blocks_total,
-	                               cfg->enable_prefix_caching);
+	e->pool = dbk_prefix_cache_new((uint32_t)e->blocks_total, cfg->enable_prefix_caching);
 	dbk_handles_init(&e->handles);
 	n = cfg->max_num_seqs;
 	e->sched = calloc(n, sizeof(*e->sched));
@@ -192,8 +190,7 @@ static void free_queue(struct queue *q)
 {
 	struct dbk_list *it, *nx;
 
-	dbk_list_for_each_safe(it, nx, &q->head)
-		req_free(dbk_list_elem(it, struct req, link));
+	dbk_list_for_each_safe(it, nx, &q->head) req_free(dbk_list_elem(it, struct req, link));
 	q_init(q);
 }
 
@@ -266,16 +263,15 @@ static void free_blocks(struct dbk_engine *e, struct req *r)
 static void extend_keys(struct req *r, uint32_t upto)
 {
 	for (; r->n_keys < upto; r->n_keys++) {
-		uint64_t in[2] = {r->salt, r->n_keys};
-		uint64_t parent = r->n_keys ? r->keys[r->n_keys - 1]
-		                            : DBK_BLOCK_ROOT_TEXT;
+		uint64_t in[2] = { r->salt, r->n_keys };
+		uint64_t parent = r->n_keys ? r->keys[r->n_keys - 1] : DBK_BLOCK_ROOT_TEXT;
 
 		r->keys[r->n_keys] = dbk_block_hash(parent, in, sizeof(in));
 	}
 }
 
-static int req_init(struct dbk_engine *e, struct req *r, uint32_t prompt,
-                    uint32_t max_out, const uint64_t *keys, uint32_t n_keys)
+static int req_init(struct dbk_engine *e, struct req *r, uint32_t prompt, uint32_t max_out,
+                    const uint64_t *keys, uint32_t n_keys)
 {
 	uint64_t total = (uint64_t)prompt + max_out;
 
@@ -298,17 +294,14 @@ static int req_init(struct dbk_engine *e, struct req *r, uint32_t prompt,
 	return 0;
 }
 
-int dbk_engine_submit(struct dbk_engine *e, uint32_t prompt_tokens,
-                      uint32_t max_output_tokens, void *cookie,
-                      uint64_t *handle)
+int dbk_engine_submit(struct dbk_engine *e, uint32_t prompt_tokens, uint32_t max_output_tokens,
+                      void *cookie, uint64_t *handle)
 {
-	return dbk_engine_submit_keys(e, prompt_tokens, NULL, 0,
-	                              max_output_tokens, cookie, handle);
+	return dbk_engine_submit_keys(e, prompt_tokens, NULL, 0, max_output_tokens, cookie, handle);
 }
 
-int dbk_engine_submit_keys(struct dbk_engine *e, uint32_t prompt_tokens,
-                           const uint64_t *keys, uint32_t n_keys,
-                           uint32_t max_output_tokens, void *cookie,
+int dbk_engine_submit_keys(struct dbk_engine *e, uint32_t prompt_tokens, const uint64_t *keys,
+                           uint32_t n_keys, uint32_t max_output_tokens, void *cookie,
                            uint64_t *handle)
 {
 	struct req *r;
@@ -354,8 +347,7 @@ int dbk_engine_abort(struct dbk_engine *e, uint64_t handle)
 	return DBK_ENGINE_OK;
 }
 
-static void push_event(struct dbk_engine *e, enum dbk_engine_event_type t,
-                       struct req *r)
+static void push_event(struct dbk_engine *e, enum dbk_engine_event_type t, struct req *r)
 {
 	struct dbk_engine_event *ev;
 
@@ -404,16 +396,14 @@ static bool try_alloc(struct dbk_engine *e, struct req *r, uint32_t n_new)
 	full = (uint32_t)(upto / DBK_KV_BLOCK_TOKENS);
 	extend_keys(r, full);
 	for (; r->n_keyed < full; r->n_keyed++)
-		dbk_prefix_cache_insert(e->pool, r->table[r->n_keyed],
-		                        r->keys[r->n_keyed]);
+		dbk_prefix_cache_insert(e->pool, r->table[r->n_keyed], r->keys[r->n_keyed]);
 	return true;
 }
 
 /* Admission of a request with nothing computed: its cached prefix, then
  * blocks for a first chunk of at most budget tokens. false (nothing
  * changed) when the blocks are not there. */
-static bool admit_alloc(struct dbk_engine *e, struct req *r, uint32_t budget,
-                        uint32_t *n_new)
+static bool admit_alloc(struct dbk_engine *e, struct req *r, uint32_t budget, uint32_t *n_new)
 {
 	uint32_t hit = 0, evictable = 0, n, fresh;
 
@@ -421,14 +411,12 @@ static bool admit_alloc(struct dbk_engine *e, struct req *r, uint32_t budget,
 		uint32_t max_blocks = (num_tokens(r) - 1) / DBK_KV_BLOCK_TOKENS;
 
 		extend_keys(r, max_blocks);
-		hit = dbk_prefix_cache_match(e->pool, r->keys, max_blocks,
-		                             &evictable);
+		hit = dbk_prefix_cache_match(e->pool, r->keys, max_blocks, &evictable);
 	}
 	n = num_tokens(r) - hit * DBK_KV_BLOCK_TOKENS;
 	if (n > budget)
 		n = budget;
-	fresh = (uint32_t)cdiv((uint64_t)hit * DBK_KV_BLOCK_TOKENS + n,
-	                       DBK_KV_BLOCK_TOKENS) - hit;
+	fresh = (uint32_t)cdiv((uint64_t)hit * DBK_KV_BLOCK_TOKENS + n, DBK_KV_BLOCK_TOKENS) - hit;
 	/* Hit blocks nobody holds leave the free queue when taken. */
 	if ((uint64_t)fresh + evictable > dbk_prefix_cache_num_free(e->pool))
 		return false;
@@ -565,8 +553,7 @@ static void deliver(struct dbk_engine *e, dbk_engine_event_fn cb, void *ctx)
 	e->n_events = 0;
 }
 
-void dbk_engine_end_step(struct dbk_engine *e, dbk_engine_event_fn cb,
-                         void *ctx)
+void dbk_engine_end_step(struct dbk_engine *e, dbk_engine_event_fn cb, void *ctx)
 {
 	uint32_t i;
 
@@ -644,8 +631,7 @@ void dbk_engine_last_step(const struct dbk_engine *e, struct dbk_engine_step_inf
 	*info = e->last;
 }
 
-enum dbk_engine_req_state dbk_engine_req_get(const struct dbk_engine *e,
-                                             uint64_t handle,
+enum dbk_engine_req_state dbk_engine_req_get(const struct dbk_engine *e, uint64_t handle,
                                              struct dbk_engine_req_info *info)
 {
 	const struct req *r = lookup(e, handle);
@@ -669,19 +655,15 @@ enum dbk_engine_req_state dbk_engine_req_get(const struct dbk_engine *e,
 	return s;
 }
 
-bool dbk_engine_prefix_caching(const struct dbk_engine *e)
-{
-	return e->cfg.enable_prefix_caching;
-}
+bool dbk_engine_prefix_caching(const struct dbk_engine *e) { return e->cfg.enable_prefix_caching; }
 
 uint32_t dbk_engine_cached_blocks(const struct dbk_engine *e, const uint64_t *keys, uint32_t n)
 {
 	return dbk_prefix_cache_match(e->pool, keys, n, NULL);
 }
 
-uint32_t dbk_engine_hit_tokens(const struct dbk_engine *e,
-                               uint32_t prompt_tokens, const uint64_t *keys,
-                               uint32_t n)
+uint32_t dbk_engine_hit_tokens(const struct dbk_engine *e, uint32_t prompt_tokens,
+                               const uint64_t *keys, uint32_t n)
 {
 	uint32_t max_blocks = prompt_tokens ? (prompt_tokens - 1) / DBK_KV_BLOCK_TOKENS : 0;
 

@@ -46,11 +46,9 @@ struct dbk_engine_config {
 
 /* Fills cfg with the profile's defaults, max_model_len 131072 and
  * prefix caching on (vLLM's default). */
-void dbk_engine_config_default(struct dbk_engine_config *cfg,
-                               const struct dbk_engine_profile *gpu);
+void dbk_engine_config_default(struct dbk_engine_config *cfg, const struct dbk_engine_profile *gpu);
 /* 0 when usable; otherwise -1 and a sentence in err. */
-int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err,
-                            size_t errlen);
+int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err, size_t errlen);
 
 struct dbk_engine;
 
@@ -63,16 +61,15 @@ enum dbk_engine_err {
 	DBK_ENGINE_E_TOO_LONG = -1, /* prompt + max output > max_model_len */
 	DBK_ENGINE_E_INVAL = -2,    /* zero prompt or zero output tokens */
 	DBK_ENGINE_E_NOMEM = -3,
-	DBK_ENGINE_E_UNKNOWN = -4,  /* abort: handle not live */
+	DBK_ENGINE_E_UNKNOWN = -4, /* abort: handle not live */
 };
 
 /* Queues a request at the back of the waiting queue. The handle names it
  * in events and in dbk_engine_abort; it is never reused while live.
  * Like vLLM's front end, the engine refuses a request whose prompt plus
  * requested output does not fit in max_model_len. */
-int dbk_engine_submit(struct dbk_engine *e, uint32_t prompt_tokens,
-                      uint32_t max_output_tokens, void *cookie,
-                      uint64_t *handle);
+int dbk_engine_submit(struct dbk_engine *e, uint32_t prompt_tokens, uint32_t max_output_tokens,
+                      void *cookie, uint64_t *handle);
 
 /* The same with the prompt's identity: keys[0..n_keys) are the chained
  * keys of its first full 16-token blocks (prefix_cache.h: the stub
@@ -80,9 +77,8 @@ int dbk_engine_submit(struct dbk_engine *e, uint32_t prompt_tokens,
  * the trace's hash ids), n_keys <= prompt_tokens / 16; blocks past them
  * are unique to the request. Copied. dbk_engine_submit is keys NULL:
  * a prompt that shares nothing. */
-int dbk_engine_submit_keys(struct dbk_engine *e, uint32_t prompt_tokens,
-                           const uint64_t *keys, uint32_t n_keys,
-                           uint32_t max_output_tokens, void *cookie,
+int dbk_engine_submit_keys(struct dbk_engine *e, uint32_t prompt_tokens, const uint64_t *keys,
+                           uint32_t n_keys, uint32_t max_output_tokens, void *cookie,
                            uint64_t *handle);
 
 /* Client went away: drop the request wherever it is and free its KV.
@@ -106,7 +102,7 @@ struct dbk_engine_event {
 	enum dbk_engine_event_type type;
 	uint64_t handle;
 	void *cookie;
-	uint32_t n_output;      /* output tokens generated so far */
+	uint32_t n_output; /* output tokens generated so far */
 	uint32_t prompt_tokens;
 	uint32_t max_output_tokens;
 };
@@ -114,18 +110,15 @@ struct dbk_engine_event {
 /* Events are reported after the step's state change is complete, so a
  * callback may call dbk_engine_submit, dbk_engine_abort and the queries,
  * but not begin/end/step. */
-typedef void (*dbk_engine_event_fn)(void *ctx,
-                                    const struct dbk_engine_event *ev);
+typedef void (*dbk_engine_event_fn)(void *ctx, const struct dbk_engine_event *ev);
 
 /* Schedules the next batch and returns its model duration in seconds;
  * 0 when there is nothing to run (no step is then in flight). */
 double dbk_engine_begin_step(struct dbk_engine *e);
 /* Completes the step in flight (no-op without one). */
-void dbk_engine_end_step(struct dbk_engine *e, dbk_engine_event_fn cb,
-                         void *ctx);
+void dbk_engine_end_step(struct dbk_engine *e, dbk_engine_event_fn cb, void *ctx);
 /* begin + end; returns the duration (0: idle, nothing happened). */
-double dbk_engine_step(struct dbk_engine *e, dbk_engine_event_fn cb,
-                       void *ctx);
+double dbk_engine_step(struct dbk_engine *e, dbk_engine_event_fn cb, void *ctx);
 
 bool dbk_engine_has_work(const struct dbk_engine *e);
 bool dbk_engine_in_step(const struct dbk_engine *e);
@@ -137,13 +130,13 @@ double dbk_engine_kv_usage(const struct dbk_engine *e);
 struct dbk_engine_stats {
 	uint32_t running, waiting;
 	uint64_t kv_blocks_used, kv_blocks_total;
-	uint64_t prompt_tokens_total;     /* counted at each first token */
+	uint64_t prompt_tokens_total; /* counted at each first token */
 	uint64_t generation_tokens_total;
 	uint64_t requests_finished;
 	uint64_t requests_aborted;
 	uint64_t preemptions_total;
 	uint64_t steps_total;
-	double busy_time_s;               /* sum of step durations */
+	double busy_time_s; /* sum of step durations */
 	/* vllm:prefix_cache_queries / _hits: tokens of requests looked up
 	 * on admission and tokens found cached, counted once per request
 	 * when it is first admitted (a preempted request's re-admission is
@@ -151,11 +144,10 @@ struct dbk_engine_stats {
 	uint64_t prefix_cache_requests;
 	uint64_t prefix_cache_queries, prefix_cache_hits;
 	uint64_t preempted_prefix_queries, preempted_prefix_hits;
-	uint64_t kv_blocks_cached;        /* blocks holding a key now */
-	uint64_t kv_evictions;            /* cached blocks reused for data */
+	uint64_t kv_blocks_cached; /* blocks holding a key now */
+	uint64_t kv_evictions;     /* cached blocks reused for data */
 };
-void dbk_engine_get_stats(const struct dbk_engine *e,
-                          struct dbk_engine_stats *st);
+void dbk_engine_get_stats(const struct dbk_engine *e, struct dbk_engine_stats *st);
 
 /* The step most recently begun. */
 struct dbk_engine_step_info {
@@ -166,8 +158,7 @@ struct dbk_engine_step_info {
 	uint32_t num_preempted;
 	double duration_s;
 };
-void dbk_engine_last_step(const struct dbk_engine *e,
-                          struct dbk_engine_step_info *info);
+void dbk_engine_last_step(const struct dbk_engine *e, struct dbk_engine_step_info *info);
 
 enum dbk_engine_req_state {
 	DBK_REQ_UNKNOWN = 0,
@@ -185,8 +176,7 @@ struct dbk_engine_req_info {
 	uint32_t num_cached_tokens;
 };
 /* Returns the state; info may be NULL. */
-enum dbk_engine_req_state dbk_engine_req_get(const struct dbk_engine *e,
-                                             uint64_t handle,
+enum dbk_engine_req_state dbk_engine_req_get(const struct dbk_engine *e, uint64_t handle,
                                              struct dbk_engine_req_info *info);
 
 bool dbk_engine_prefix_caching(const struct dbk_engine *e);
@@ -194,19 +184,16 @@ bool dbk_engine_prefix_caching(const struct dbk_engine *e);
  * cached now, as a leading run, in blocks: what a request with these keys
  * would hit if admitted now (before vLLM's cap of prompt - 1 tokens;
  * dbk_engine_hit_tokens applies it). 0 without caching. */
-uint32_t dbk_engine_cached_blocks(const struct dbk_engine *e,
-                                  const uint64_t *keys, uint32_t n);
+uint32_t dbk_engine_cached_blocks(const struct dbk_engine *e, const uint64_t *keys, uint32_t n);
 /* Tokens a prompt of prompt_tokens with these keys would find cached. */
-uint32_t dbk_engine_hit_tokens(const struct dbk_engine *e,
-                               uint32_t prompt_tokens, const uint64_t *keys,
-                               uint32_t n);
+uint32_t dbk_engine_hit_tokens(const struct dbk_engine *e, uint32_t prompt_tokens,
+                               const uint64_t *keys, uint32_t n);
 
 /* Model duration of a step scheduling the given chunks: chunk i has
  * new[i] tokens after done[i] already computed; is_prefill[i] selects the
  * attention term (prefill: FLOP-bound; decode: KV-read-bound). Exposed
  * so simulators and tests can price a batch without an engine. */
-double dbk_step_time(const struct dbk_engine_profile *gpu, size_t n,
-                     const uint32_t *new_tokens, const uint32_t *done,
-                     const bool *is_prefill);
+double dbk_step_time(const struct dbk_engine_profile *gpu, size_t n, const uint32_t *new_tokens,
+                     const uint32_t *done, const bool *is_prefill);
 
 #endif

@@ -9,8 +9,7 @@
 
 /* ---- Step time. ---- */
 
-static double prefill_attn_s(const struct dbk_engine_profile *g, double c,
-                             double k)
+static double prefill_attn_s(const struct dbk_engine_profile *g, double c, double k)
 {
 	/* Causal attention: c new queries against k cached keys plus, on
 	 * average, half of the chunk itself. */
@@ -30,9 +29,8 @@ static double base_step_s(const struct dbk_engine_profile *g, double n_tokens)
 	return g->t_cpu_s + (lin > g->t_weights_s ? lin : g->t_weights_s);
 }
 
-double dbk_step_time(const struct dbk_engine_profile *gpu, size_t n,
-                     const uint32_t *new_tokens, const uint32_t *done,
-                     const bool *is_prefill)
+double dbk_step_time(const struct dbk_engine_profile *gpu, size_t n, const uint32_t *new_tokens,
+                     const uint32_t *done, const bool *is_prefill)
 {
 	double total = 0, attn = 0;
 	size_t i;
@@ -49,8 +47,7 @@ double dbk_step_time(const struct dbk_engine_profile *gpu, size_t n,
 	return base_step_s(gpu, total) + attn;
 }
 
-void dbk_engine_config_default(struct dbk_engine_config *cfg,
-                               const struct dbk_engine_profile *gpu)
+void dbk_engine_config_default(struct dbk_engine_config *cfg, const struct dbk_engine_profile *gpu)
 {
 	if (!gpu)
 		gpu = dbk_engine_profile_find("h100");
@@ -62,8 +59,7 @@ void dbk_engine_config_default(struct dbk_engine_config *cfg,
 	cfg->enable_prefix_caching = true;
 }
 
-int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err,
-                            size_t errlen)
+int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err, size_t errlen)
 {
 	uint64_t usable;
 
@@ -75,33 +71,31 @@ int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err,
 		const char *flag;
 		uint64_t v, lo, hi;
 	} ranges[] = {
-		{"max-model-len", cfg->max_model_len, 2, DBK_ENGINE_MAX_MODEL_LEN_LIMIT},
-		{"max-num-batched-tokens", cfg->max_num_batched_tokens, 1,
-		 DBK_ENGINE_MAX_MODEL_LEN_LIMIT},
-		{"max-num-seqs", cfg->max_num_seqs, 1, DBK_ENGINE_MAX_SEQS_LIMIT},
-		{"kv-capacity-tokens", cfg->kv_capacity_tokens, 0, (uint64_t)1 << 40},
+		{ "max-model-len", cfg->max_model_len, 2, DBK_ENGINE_MAX_MODEL_LEN_LIMIT },
+		{ "max-num-batched-tokens", cfg->max_num_batched_tokens, 1,
+		  DBK_ENGINE_MAX_MODEL_LEN_LIMIT },
+		{ "max-num-seqs", cfg->max_num_seqs, 1, DBK_ENGINE_MAX_SEQS_LIMIT },
+		{ "kv-capacity-tokens", cfg->kv_capacity_tokens, 0, (uint64_t)1 << 40 },
 	};
 
 	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
 		if (ranges[i].v < ranges[i].lo || ranges[i].v > ranges[i].hi) {
 			snprintf(err, errlen, "%s must be in %llu..%llu", ranges[i].flag,
-			         (unsigned long long)ranges[i].lo, (unsigned long long)ranges[i].hi);
+			         (unsigned long long)ranges[i].lo,
+			         (unsigned long long)ranges[i].hi);
 			return -1;
 		}
 	}
 	/* vLLM refuses to start when one max-length sequence cannot fit in
 	 * the KV cache; it also guarantees that a request running alone can
 	 * always get its blocks, so preemption cannot livelock. */
-	usable = cfg->kv_capacity_tokens / DBK_KV_BLOCK_TOKENS *
-	         DBK_KV_BLOCK_TOKENS;
+	usable = cfg->kv_capacity_tokens / DBK_KV_BLOCK_TOKENS * DBK_KV_BLOCK_TOKENS;
 	if (cfg->max_model_len > usable) {
 		snprintf(err, errlen,
 		         "max-model-len (%u) is larger than the KV cache "
 		         "(%llu tokens in blocks of %u); vLLM refuses to start",
-		         cfg->max_model_len, (unsigned long long)usable,
-		         DBK_KV_BLOCK_TOKENS);
+		         cfg->max_model_len, (unsigned long long)usable, DBK_KV_BLOCK_TOKENS);
 		return -1;
 	}
 	return 0;
 }
-

@@ -5,10 +5,7 @@
 
 #define NO_SLOT UINT32_MAX
 
-static uint64_t make_handle(uint32_t idx, uint32_t gen)
-{
-	return ((uint64_t)gen << 32) | idx;
-}
+static uint64_t make_handle(uint32_t idx, uint32_t gen) { return ((uint64_t)gen << 32) | idx; }
 
 void dbk_handles_init(struct dbk_handles *t)
 {
@@ -23,8 +20,7 @@ void dbk_handles_free(struct dbk_handles *t)
 	dbk_handles_init(t);
 }
 
-int dbk_handles_add(struct dbk_handles *t, void *p, uint32_t *idx,
-                    uint64_t *h)
+int dbk_handles_add(struct dbk_handles *t, void *p, uint32_t *idx, uint64_t *h)
 {
 	uint32_t i;
 

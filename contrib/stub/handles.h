@@ -21,8 +21,7 @@ struct dbk_handles {
 void dbk_handles_init(struct dbk_handles *t);
 void dbk_handles_free(struct dbk_handles *t);
 /* p gets a slot; its index in *idx, its handle in *h. -1: no memory. */
-int dbk_handles_add(struct dbk_handles *t, void *p, uint32_t *idx,
-                    uint64_t *h);
+int dbk_handles_add(struct dbk_handles *t, void *p, uint32_t *idx, uint64_t *h);
 /* The pointer a live handle names, else NULL. */
 void *dbk_handles_get(const struct dbk_handles *t, uint64_t h);
 /* The current handle of slot idx. */

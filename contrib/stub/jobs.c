@@ -68,8 +68,8 @@ static void job_finish(struct dbk_stub_job *j)
 		                 j->chunked ? 1 : 0, false, NULL);
 	}
 	dbk_log(DBK_LOG_DEBUG, "request-done",
-	        "stub=%s id=%s prompts=%u prompt_tokens=%llu output_tokens=%llu", s->opt.name, j->id,
-	        j->req.n_prompts, (unsigned long long)j->prompt_total,
+	        "stub=%s id=%s prompts=%u prompt_tokens=%llu output_tokens=%llu", s->opt.name,
+	        j->id, j->req.n_prompts, (unsigned long long)j->prompt_total,
 	        (unsigned long long)comp_total);
 	c->job = NULL;
 	dbk_stub_job_free(j, false);
@@ -133,8 +133,8 @@ static int submit_choices(struct dbk_stub_server *s, struct dbk_stub_job *j,
 		j->ch[i].job = j;
 		j->ch[i].index = i;
 		if (dbk_engine_submit_keys(s->eng, ar->prompt_tokens[i],
-		                           ar->keys ? ar->keys + ar->key_off[i] : NULL, ar->n_keys[i],
-		                           ar->max_tokens[i], &j->ch[i],
+		                           ar->keys ? ar->keys + ar->key_off[i] : NULL,
+		                           ar->n_keys[i], ar->max_tokens[i], &j->ch[i],
 		                           &j->ch[i].handle) != DBK_ENGINE_OK) {
 			for (uint32_t k = 0; k < i; k++)
 				dbk_engine_abort(s->eng, j->ch[k].handle);
@@ -191,14 +191,16 @@ void dbk_stub_start_job(struct dbk_stub_conn *c, enum dbk_api_kind kind,
 
 		free(j);
 		dbk_api_request_free(&ar);
-		dbk_stub_respond_error(c, 500, "InternalServerError", why, false, hr->minor_version);
+		dbk_stub_respond_error(c, 500, "InternalServerError", why, false,
+		                       hr->minor_version);
 		return;
 	}
 	dbk_api_request_free(&ar);
 	c->job = j;
 	if (ar.stream)
 		dbk_stub_send_head(c, 200, "text/event-stream; charset=utf-8", -1, j->keep_alive,
-		                   hr->minor_version, j->chunked ? "Transfer-Encoding: chunked\r\n" : NULL);
+		                   hr->minor_version,
+		                   j->chunked ? "Transfer-Encoding: chunked\r\n" : NULL);
 	dbk_log(DBK_LOG_DEBUG, "request",
 	        "stub=%s peer=%s id=%s prompts=%u prompt_tokens=%u max_tokens=%u stream=%s",
 	        s->opt.name, c->peer, j->id, ar.n_prompts, ar.prompt_tokens[0], ar.max_tokens[0],

@@ -82,7 +82,8 @@ static void print_ready(const struct dbk_stub_server *s, int port)
 	       "caching %s)\n",
 	       s->opt.name, s->opt.host, port, s->opt.model, ec->gpu->name, s->opt.time_scale,
 	       ec->max_model_len, ec->max_num_batched_tokens, ec->max_num_seqs,
-	       (unsigned long long)ec->kv_capacity_tokens, ec->enable_prefix_caching ? "on" : "off");
+	       (unsigned long long)ec->kv_capacity_tokens,
+	       ec->enable_prefix_caching ? "on" : "off");
 	fflush(stdout);
 }
 

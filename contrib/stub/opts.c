@@ -56,51 +56,53 @@ struct raw {
 	bool no_prefix_caching, help, version;
 };
 
-static const char *const gpus[] = {"h100", "a100", NULL};
-static const char *const faults[] = {"none", "hang", "garbage", NULL};
+static const char *const gpus[] = { "h100", "a100", NULL };
+static const char *const faults[] = { "none", "hang", "garbage", NULL };
 
 /* Runs the table over argv. 0: parsed; 1: --help or --version printed;
  * -1: a reason in err. */
-static int parse_table(int argc, char **argv, struct dbk_stub_opts *o, struct raw *r,
-                       int *first, char *err, size_t errlen)
+static int parse_table(int argc, char **argv, struct dbk_stub_opts *o, struct raw *r, int *first,
+                       char *err, size_t errlen)
 {
 	const struct dbk_opt table[] = {
-		{"host", 0, DBK_OPT_STR, &o->host, .metavar = "ADDR",
-		 .help = "address to bind (default 127.0.0.1)"},
-		{"port", 0, DBK_OPT_INT, &r->port, 0, 65535, .metavar = "N",
-		 .help = "TCP port, 0 = any free one (default 8000)"},
-		{"name", 0, DBK_OPT_STR, &o->name, .metavar = "NAME",
-		 .help = "X-Served-By header and log tag (default vllm-stub)"},
-		{"model", 0, DBK_OPT_STR, &o->model, .metavar = "NAME",
-		 .help = "served model name (default stub-model)"},
-		{"max-model-len", 0, DBK_OPT_LL, &r->max_model_len, 2,
-		 DBK_ENGINE_MAX_MODEL_LEN_LIMIT, .metavar = "N",
-		 .help = "context length (default 131072)"},
-		{"max-num-batched-tokens", 0, DBK_OPT_LL, &r->batched, 1,
-		 DBK_ENGINE_MAX_MODEL_LEN_LIMIT, .metavar = "N",
-		 .help = "token budget per step (default: 8192 on h100,\n2048 on a100)"},
-		{"max-num-seqs", 0, DBK_OPT_LL, &r->seqs, 1, DBK_ENGINE_MAX_SEQS_LIMIT,
-		 .metavar = "N",
-		 .help = "running requests at most (default: 1024 on h100,\n256 on a100)"},
-		{"kv-capacity-tokens", 0, DBK_OPT_LL, &r->kv, 16, (double)(1ULL << 40),
-		 .metavar = "N", .help = "KV cache size in tokens (default 430000)"},
-		{"gpu", 0, DBK_OPT_CHOICE, &r->gpu, .choices = gpus, .metavar = "h100|a100",
-		 .help = "performance profile (default h100)"},
-		{"time-scale", 0, DBK_OPT_DOUBLE, &o->time_scale, 1e-3, 1e6, .metavar = "F",
-		 .help = "model clock speed-up: 10 = ten times faster\nthan real time (default 1)"},
-		{"keep-alive-timeout", 0, DBK_OPT_DOUBLE, &o->keep_alive_s, 0, 86400,
-		 .metavar = "S",
-		 .help = "close idle connections after S seconds,\n0 = never (default 5, as uvicorn)"},
-		{"no-prefix-caching", 0, DBK_OPT_FLAG, &r->no_prefix_caching,
-		 .help = "as vLLM's flag: no prefix cache (on by default,\nas in vLLM V1)"},
-		{"metrics-fault", 0, DBK_OPT_CHOICE, &r->fault, .choices = faults,
-		 .metavar = "none|hang|garbage",
-		 .help = "for tests: /metrics never answers, or answers\nwith what is not "
-		         "Prometheus (default none)"},
-		{"verbose", 0, DBK_OPT_FLAG, &o->verbose, .help = "log every request"},
-		{"help", 0, DBK_OPT_FLAG, &r->help, .help = "print this and exit"},
-		{"version", 0, DBK_OPT_FLAG, &r->version, .help = "print the version and exit"},
-		{0},
+		{ "host", 0, DBK_OPT_STR, &o->host, .metavar = "ADDR",
+		  .help = "address to bind (default 127.0.0.1)" },
+		{ "port", 0, DBK_OPT_INT, &r->port, 0, 65535, .metavar = "N",
+		  .help = "TCP port, 0 = any free one (default 8000)" },
+		{ "name", 0, DBK_OPT_STR, &o->name, .metavar = "NAME",
+		  .help = "X-Served-By header and log tag (default vllm-stub)" },
+		{ "model", 0, DBK_OPT_STR, &o->model, .metavar = "NAME",
+		  .help = "served model name (default stub-model)" },
+		{ "max-model-len", 0, DBK_OPT_LL, &r->max_model_len, 2,
+		  DBK_ENGINE_MAX_MODEL_LEN_LIMIT, .metavar = "N",
+		  .help = "context length (default 131072)" },
+		{ "max-num-batched-tokens", 0, DBK_OPT_LL, &r->batched, 1,
+		  DBK_ENGINE_MAX_MODEL_LEN_LIMIT, .metavar = "N",
+		  .help = "token budget per step (default: 8192 on h100,\n2048 on a100)" },
+		{ "max-num-seqs", 0, DBK_OPT_LL, &r->seqs, 1, DBK_ENGINE_MAX_SEQS_LIMIT,
+		  .metavar = "N",
+		  .help = "running requests at most (default: 1024 on h100,\n256 on a100)" },
+		{ "kv-capacity-tokens", 0, DBK_OPT_LL, &r->kv, 16, (double)(1ULL << 40),
+		  .metavar = "N", .help = "KV cache size in tokens (default 430000)" },
+		{ "gpu", 0, DBK_OPT_CHOICE, &r->gpu, .choices = gpus, .metavar = "h100|a100",
+		  .help = "performance profile (default h100)" },
+		{ "time-scale", 0, DBK_OPT_DOUBLE, &o->time_scale, 1e-3, 1e6, .metavar = "F",
+		  .help = "model clock speed-up: 10 = ten times faster\nthan real time (default "
+		          "1)" },
+		{ "keep-alive-timeout", 0, DBK_OPT_DOUBLE, &o->keep_alive_s, 0, 86400,
+		  .metavar = "S",
+		  .help = "close idle connections after S seconds,\n0 = never (default 5, as "
+		          "uvicorn)" },
+		{ "no-prefix-caching", 0, DBK_OPT_FLAG, &r->no_prefix_caching,
+		  .help = "as vLLM's flag: no prefix cache (on by default,\nas in vLLM V1)" },
+		{ "metrics-fault", 0, DBK_OPT_CHOICE, &r->fault, .choices = faults,
+		  .metavar = "none|hang|garbage",
+		  .help = "for tests: /metrics never answers, or answers\nwith what is not "
+		          "Prometheus (default none)" },
+		{ "verbose", 0, DBK_OPT_FLAG, &o->verbose, .help = "log every request" },
+		{ "help", 0, DBK_OPT_FLAG, &r->help, .help = "print this and exit" },
+		{ "version", 0, DBK_OPT_FLAG, &r->version, .help = "print the version and exit" },
+		{ 0 },
 	};
 
 	if (dbk_cli_parse(table, argc, argv, NULL, first, err, errlen) < 0)
@@ -120,8 +122,8 @@ static int resolve_engine(struct dbk_stub_opts *o, const struct raw *r, char *er
 
 	ec->gpu = dbk_engine_profile_find(gpus[r->gpu]);
 	ec->max_model_len = (uint32_t)r->max_model_len;
-	ec->max_num_batched_tokens =
-		r->batched < 0 ? ec->gpu->default_max_num_batched_tokens : (uint32_t)r->batched;
+	ec->max_num_batched_tokens = r->batched < 0 ? ec->gpu->default_max_num_batched_tokens
+	                                            : (uint32_t)r->batched;
 	ec->max_num_seqs = r->seqs < 0 ? ec->gpu->default_max_num_seqs : (uint32_t)r->seqs;
 	ec->kv_capacity_tokens = r->kv < 0 ? ec->gpu->default_kv_capacity_tokens : (uint64_t)r->kv;
 	ec->enable_prefix_caching = !r->no_prefix_caching;
@@ -130,11 +132,13 @@ static int resolve_engine(struct dbk_stub_opts *o, const struct raw *r, char *er
 
 int dbk_stub_parse_args(int argc, char **argv, struct dbk_stub_opts *o)
 {
-	struct raw r = {.max_model_len = 131072, .batched = -1, .seqs = -1, .kv = -1, .port = 8000};
+	struct raw r = {
+		.max_model_len = 131072, .batched = -1, .seqs = -1, .kv = -1, .port = 8000
+	};
 	const struct text_rule texts[] = {
-		{"host", &o->host, 255, false},
-		{"name", &o->name, 128, false},
-		{"model", &o->model, 256, true},
+		{ "host", &o->host, 255, false },
+		{ "name", &o->name, 128, false },
+		{ "model", &o->model, 256, true },
 	};
 	char err[256];
 	int first = argc, rc;
@@ -154,9 +158,10 @@ int dbk_stub_parse_args(int argc, char **argv, struct dbk_stub_opts *o)
 	}
 	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
 		if (!printable(*texts[i].value, texts[i].max, texts[i].allow_space)) {
-			snprintf(err, sizeof(err), "--%s wants 1 to %zu %s ASCII characters, got '%s'",
-			         texts[i].flag, texts[i].max,
-			         texts[i].allow_space ? "printable" : "visible", *texts[i].value);
+			snprintf(err, sizeof(err),
+			         "--%s wants 1 to %zu %s ASCII characters, got '%s'", texts[i].flag,
+			         texts[i].max, texts[i].allow_space ? "printable" : "visible",
+			         *texts[i].value);
 			return bad_usage(err);
 		}
 	}

@@ -40,8 +40,7 @@ uint64_t dbk_block_hash(uint64_t parent, const void *bytes, size_t n)
 	return dbk_hash_fmix64(h);
 }
 
-void dbk_block_hasher_init(struct dbk_block_hasher *h, uint64_t root,
-                           uint32_t max_keys)
+void dbk_block_hasher_init(struct dbk_block_hasher *h, uint64_t root, uint32_t max_keys)
 {
 	memset(h, 0, sizeof(*h));
 	h->parent = root;
@@ -72,8 +71,7 @@ static void emit(struct dbk_block_hasher *h, const unsigned char *block)
 	h->keys[h->n++] = k;
 }
 
-void dbk_block_hasher_feed(struct dbk_block_hasher *h, const void *p,
-                           size_t n)
+void dbk_block_hasher_feed(struct dbk_block_hasher *h, const void *p, size_t n)
 {
 	const unsigned char *s = p;
 
@@ -134,7 +132,7 @@ struct blk {
 	uint64_t key;
 	uint32_t ref;
 	struct dbk_list free_link; /* in the free queue, LRU first */
-	uint32_t hnext;        /* key chain of its bucket */
+	uint32_t hnext;            /* key chain of its bucket */
 	bool in_free, keyed;
 };
 
@@ -217,30 +215,15 @@ void dbk_prefix_cache_free(struct dbk_prefix_cache *pc)
 	free(pc);
 }
 
-bool dbk_prefix_cache_enabled(const struct dbk_prefix_cache *pc)
-{
-	return pc->caching;
-}
+bool dbk_prefix_cache_enabled(const struct dbk_prefix_cache *pc) { return pc->caching; }
 
-uint32_t dbk_prefix_cache_total(const struct dbk_prefix_cache *pc)
-{
-	return pc->n;
-}
+uint32_t dbk_prefix_cache_total(const struct dbk_prefix_cache *pc) { return pc->n; }
 
-uint32_t dbk_prefix_cache_num_free(const struct dbk_prefix_cache *pc)
-{
-	return pc->nfree;
-}
+uint32_t dbk_prefix_cache_num_free(const struct dbk_prefix_cache *pc) { return pc->nfree; }
 
-uint32_t dbk_prefix_cache_num_cached(const struct dbk_prefix_cache *pc)
-{
-	return pc->ncached;
-}
+uint32_t dbk_prefix_cache_num_cached(const struct dbk_prefix_cache *pc) { return pc->ncached; }
 
-uint64_t dbk_prefix_cache_evictions(const struct dbk_prefix_cache *pc)
-{
-	return pc->evictions;
-}
+uint64_t dbk_prefix_cache_evictions(const struct dbk_prefix_cache *pc) { return pc->evictions; }
 
 static uint32_t slot_of(const struct dbk_prefix_cache *pc, uint64_t key)
 {
@@ -268,8 +251,7 @@ static void unkey(struct dbk_prefix_cache *pc, uint32_t id)
 	pc->ncached--;
 }
 
-uint32_t dbk_prefix_cache_match(const struct dbk_prefix_cache *pc,
-                                const uint64_t *keys, uint32_t n,
+uint32_t dbk_prefix_cache_match(const struct dbk_prefix_cache *pc, const uint64_t *keys, uint32_t n,
                                 uint32_t *evictable)
 {
 	uint32_t k, ev = 0;
@@ -289,8 +271,8 @@ uint32_t dbk_prefix_cache_match(const struct dbk_prefix_cache *pc,
 	return k;
 }
 
-void dbk_prefix_cache_take(struct dbk_prefix_cache *pc, const uint64_t *keys,
-                           uint32_t n, uint32_t *ids)
+void dbk_prefix_cache_take(struct dbk_prefix_cache *pc, const uint64_t *keys, uint32_t n,
+                           uint32_t *ids)
 {
 	uint32_t k;
 
@@ -303,8 +285,7 @@ void dbk_prefix_cache_take(struct dbk_prefix_cache *pc, const uint64_t *keys,
 	}
 }
 
-int dbk_prefix_cache_alloc(struct dbk_prefix_cache *pc, uint32_t n,
-                           uint32_t *ids)
+int dbk_prefix_cache_alloc(struct dbk_prefix_cache *pc, uint32_t n, uint32_t *ids)
 {
 	uint32_t k;
 
@@ -324,8 +305,7 @@ int dbk_prefix_cache_alloc(struct dbk_prefix_cache *pc, uint32_t n,
 	return 0;
 }
 
-void dbk_prefix_cache_insert(struct dbk_prefix_cache *pc, uint32_t id,
-                             uint64_t key)
+void dbk_prefix_cache_insert(struct dbk_prefix_cache *pc, uint32_t id, uint64_t key)
 {
 	struct blk *b = &pc->b[id];
 	uint32_t s;
@@ -342,8 +322,7 @@ void dbk_prefix_cache_insert(struct dbk_prefix_cache *pc, uint32_t id,
 	pc->ncached++;
 }
 
-void dbk_prefix_cache_release(struct dbk_prefix_cache *pc,
-                              const uint32_t *ids, uint32_t n)
+void dbk_prefix_cache_release(struct dbk_prefix_cache *pc, const uint32_t *ids, uint32_t n)
 {
 	while (n-- > 0) {
 		uint32_t id = ids[n];

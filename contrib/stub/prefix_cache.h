@@ -27,7 +27,7 @@
 
 /* Roots of the hash chains: text and token-id prompts never share. */
 #define DBK_BLOCK_ROOT_TEXT 0x7465787400000001ull
-#define DBK_BLOCK_ROOT_IDS  0x6964730000000002ull
+#define DBK_BLOCK_ROOT_IDS 0x6964730000000002ull
 
 /* The key of a block: parent's key and the block's bytes. */
 uint64_t dbk_block_hash(uint64_t parent, const void *bytes, size_t n);
@@ -40,14 +40,12 @@ struct dbk_block_hasher {
 	size_t fill;
 	uint64_t *keys;
 	uint32_t n, cap;
-	uint32_t max;     /* stop keeping keys past this many */
+	uint32_t max; /* stop keeping keys past this many */
 	bool oom;
 };
 
-void dbk_block_hasher_init(struct dbk_block_hasher *h, uint64_t root,
-                           uint32_t max_keys);
-void dbk_block_hasher_feed(struct dbk_block_hasher *h, const void *p,
-                           size_t n);
+void dbk_block_hasher_init(struct dbk_block_hasher *h, uint64_t root, uint32_t max_keys);
+void dbk_block_hasher_feed(struct dbk_block_hasher *h, const void *p, size_t n);
 /* Hands the keys to the caller (free() them); the hasher is reset. */
 uint64_t *dbk_block_hasher_take(struct dbk_block_hasher *h, uint32_t *n);
 void dbk_block_hasher_free(struct dbk_block_hasher *h);
@@ -75,31 +73,27 @@ uint64_t dbk_prefix_cache_evictions(const struct dbk_prefix_cache *pc);
 /* Length of the longest run keys[0..k) that is cached, k <= n; with
  * evictable, how many of those blocks nobody holds (taking them makes
  * them unavailable for new data). Read-only. */
-uint32_t dbk_prefix_cache_match(const struct dbk_prefix_cache *pc,
-                                const uint64_t *keys, uint32_t n,
+uint32_t dbk_prefix_cache_match(const struct dbk_prefix_cache *pc, const uint64_t *keys, uint32_t n,
                                 uint32_t *evictable);
 
 /* Takes the blocks of a match just made (same keys, n <= that match):
  * their ids go to ids[0..n), each gains a reference and leaves the free
  * queue. */
-void dbk_prefix_cache_take(struct dbk_prefix_cache *pc, const uint64_t *keys,
-                           uint32_t n, uint32_t *ids);
+void dbk_prefix_cache_take(struct dbk_prefix_cache *pc, const uint64_t *keys, uint32_t n,
+                           uint32_t *ids);
 
 /* n fresh blocks from the head of the free queue into ids (a cached one
  * loses its key: evicted). -1 when fewer than n are free (nothing
  * taken). */
-int dbk_prefix_cache_alloc(struct dbk_prefix_cache *pc, uint32_t n,
-                           uint32_t *ids);
+int dbk_prefix_cache_alloc(struct dbk_prefix_cache *pc, uint32_t n, uint32_t *ids);
 
 /* Block id, now full, gets its key (no-op without caching). A key can be
  * held by several blocks, as in vLLM; a match finds the one keyed last. */
-void dbk_prefix_cache_insert(struct dbk_prefix_cache *pc, uint32_t id,
-                             uint64_t key);
+void dbk_prefix_cache_insert(struct dbk_prefix_cache *pc, uint32_t id, uint64_t key);
 
 /* Drops one reference from each of ids[0..n), last first, so that a
  * request's tail blocks are evicted before its head (vLLM frees in
  * reverse order). */
-void dbk_prefix_cache_release(struct dbk_prefix_cache *pc,
-                              const uint32_t *ids, uint32_t n);
+void dbk_prefix_cache_release(struct dbk_prefix_cache *pc, const uint32_t *ids, uint32_t n);
 
 #endif

@@ -9,8 +9,8 @@
 #include <string.h>
 
 const double dbk_prom_ttft_bounds[DBK_PROM_TTFT_BUCKETS] = {
-	0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
-	1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+	0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+	1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
 };
 
 void dbk_prom_observe(struct dbk_prom_histogram *h, double v)
@@ -60,8 +60,7 @@ static void py_repr(char *out, size_t cap, double v)
 		k += (size_t)snprintf(s + k, sizeof(s) - k, "%c", dig[0]);
 		if (n > 1)
 			k += (size_t)snprintf(s + k, sizeof(s) - k, ".%s", dig + 1);
-		snprintf(s + k, sizeof(s) - k, "e%c%02d", x < 0 ? '-' : '+',
-		         abs(x));
+		snprintf(s + k, sizeof(s) - k, "e%c%02d", x < 0 ? '-' : '+', abs(x));
 	} else if (x < 0) {
 		s[k++] = '0';
 		s[k++] = '.';
@@ -73,8 +72,7 @@ static void py_repr(char *out, size_t cap, double v)
 			s[k++] = i < n ? dig[i] : '0';
 		s[k++] = '.';
 		if (n > x + 1)
-			k += (size_t)snprintf(s + k, sizeof(s) - k, "%s",
-			                      dig + x + 1);
+			k += (size_t)snprintf(s + k, sizeof(s) - k, "%s", dig + x + 1);
 		else
 			s[k++] = '0';
 		s[k] = 0;
@@ -115,8 +113,7 @@ void dbk_prom_float(char *out, size_t n, double v)
 	}
 	/* Go switches to an exponent sooner than Python: mantissa of all
 	 * digits, trailing zeros and point dropped. */
-	k = (size_t)snprintf(m, sizeof(m), "%c.%.*s%s", s[0], (int)(d - 1),
-	                     s + 1, dot + 1);
+	k = (size_t)snprintf(m, sizeof(m), "%c.%.*s%s", s[0], (int)(d - 1), s + 1, dot + 1);
 	while (k > 0 && (m[k - 1] == '0' || m[k - 1] == '.'))
 		m[--k] = 0;
 	snprintf(out, n, "%se+0%zu", m, d - 1);
@@ -150,8 +147,8 @@ static void labels(struct dbk_buf *b, const char *model, const char *extra)
 	dbk_buf_adds(b, "\"}");
 }
 
-static void sample(struct dbk_buf *b, const char *name, const char *model,
-                   const char *extra, double v)
+static void sample(struct dbk_buf *b, const char *name, const char *model, const char *extra,
+                   double v)
 {
 	char f[40];
 
@@ -161,22 +158,20 @@ static void sample(struct dbk_buf *b, const char *name, const char *model,
 	dbk_buf_printf(b, " %s\n", f);
 }
 
-static void head(struct dbk_buf *b, const char *name, const char *type,
-                 const char *help)
+static void head(struct dbk_buf *b, const char *name, const char *type, const char *help)
 {
-	dbk_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
-	               type);
+	dbk_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void gauge(struct dbk_buf *b, const struct dbk_prom_stats *m,
-                  const char *name, const char *help, double v)
+static void gauge(struct dbk_buf *b, const struct dbk_prom_stats *m, const char *name,
+                  const char *help, double v)
 {
 	head(b, name, "gauge", help);
 	sample(b, name, m->model, NULL, v);
 }
 
-static void created(struct dbk_buf *b, const struct dbk_prom_stats *m,
-                    const char *base, const char *help)
+static void created(struct dbk_buf *b, const struct dbk_prom_stats *m, const char *base,
+                    const char *help)
 {
 	char name[96];
 
@@ -185,8 +180,8 @@ static void created(struct dbk_buf *b, const struct dbk_prom_stats *m,
 	sample(b, name, m->model, NULL, m->created);
 }
 
-static void counter(struct dbk_buf *b, const struct dbk_prom_stats *m,
-                    const char *base, const char *help, double v)
+static void counter(struct dbk_buf *b, const struct dbk_prom_stats *m, const char *base,
+                    const char *help, double v)
 {
 	char name[96];
 
@@ -199,23 +194,20 @@ static void counter(struct dbk_buf *b, const struct dbk_prom_stats *m,
 static void request_success(struct dbk_buf *b, const struct dbk_prom_stats *m)
 {
 	static const char help[] = "Count of successfully processed requests.";
-	static const char *reason[] = {"stop", "length", "abort"};
-	double v[3] = {0, (double)m->success_length, (double)m->success_abort};
+	static const char *reason[] = { "stop", "length", "abort" };
+	double v[3] = { 0, (double)m->success_length, (double)m->success_abort };
 	char extra[48];
 	size_t i;
 
 	head(b, "vllm:request_success_total", "counter", help);
 	for (i = 0; i < 3; i++) {
-		snprintf(extra, sizeof(extra), "finished_reason=\"%s\"",
-		         reason[i]);
+		snprintf(extra, sizeof(extra), "finished_reason=\"%s\"", reason[i]);
 		sample(b, "vllm:request_success_total", m->model, extra, v[i]);
 	}
 	head(b, "vllm:request_success_created", "gauge", help);
 	for (i = 0; i < 3; i++) {
-		snprintf(extra, sizeof(extra), "finished_reason=\"%s\"",
-		         reason[i]);
-		sample(b, "vllm:request_success_created", m->model, extra,
-		       m->created);
+		snprintf(extra, sizeof(extra), "finished_reason=\"%s\"", reason[i]);
+		sample(b, "vllm:request_success_created", m->model, extra, m->created);
 	}
 }
 
@@ -239,21 +231,17 @@ static void ttft(struct dbk_buf *b, const struct dbk_prom_stats *m)
 			snprintf(f, sizeof(f), "+Inf");
 		}
 		snprintf(extra, sizeof(extra), "le=\"%s\"", f);
-		sample(b, "vllm:time_to_first_token_seconds_bucket", m->model,
-		       extra, (double)cum);
+		sample(b, "vllm:time_to_first_token_seconds_bucket", m->model, extra, (double)cum);
 	}
 	sample(b, "vllm:time_to_first_token_seconds_count", m->model, NULL,
 	       h ? (double)h->count : 0);
-	sample(b, "vllm:time_to_first_token_seconds_sum", m->model, NULL,
-	       h ? h->sum : 0);
+	sample(b, "vllm:time_to_first_token_seconds_sum", m->model, NULL, h ? h->sum : 0);
 	created(b, m, name, help);
 }
 
-static void cache_config_info(struct dbk_buf *b,
-                              const struct dbk_prom_stats *m)
+static void cache_config_info(struct dbk_buf *b, const struct dbk_prom_stats *m)
 {
-	head(b, "vllm:cache_config_info", "gauge",
-	     "Information of the LLMEngine CacheConfig");
+	head(b, "vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig");
 	/* A subset of CacheConfig's fields (all of them are labels in
 	 * vLLM), in name order as prometheus_client sorts them. */
 	dbk_buf_printf(b,
@@ -274,24 +262,24 @@ void dbk_prom_render(struct dbk_buf *b, const struct dbk_prom_stats *m)
 		const char *name, *help;
 		double v;
 	} fams[] = {
-		{gauge, "vllm:num_requests_running", "Number of requests in model execution batches.",
-		 m->running},
-		{gauge, "vllm:num_requests_waiting", "Number of requests waiting to be processed.",
-		 m->waiting},
-		{gauge, "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
-		 m->kv_usage},
-		{counter, "vllm:prefix_cache_queries",
-		 "Prefix cache queries, in terms of number of queried tokens.",
-		 (double)m->prefix_cache_queries},
-		{counter, "vllm:prefix_cache_hits",
-		 "Prefix cache hits, in terms of number of cached tokens.",
-		 (double)m->prefix_cache_hits},
-		{counter, "vllm:num_preemptions", "Cumulative number of preemption from the engine.",
-		 (double)m->preemptions},
-		{counter, "vllm:prompt_tokens", "Number of prefill tokens processed.",
-		 (double)m->prompt_tokens},
-		{counter, "vllm:generation_tokens", "Number of generation tokens processed.",
-		 (double)m->generation_tokens},
+		{ gauge, "vllm:num_requests_running",
+		  "Number of requests in model execution batches.", m->running },
+		{ gauge, "vllm:num_requests_waiting", "Number of requests waiting to be processed.",
+		  m->waiting },
+		{ gauge, "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
+		  m->kv_usage },
+		{ counter, "vllm:prefix_cache_queries",
+		  "Prefix cache queries, in terms of number of queried tokens.",
+		  (double)m->prefix_cache_queries },
+		{ counter, "vllm:prefix_cache_hits",
+		  "Prefix cache hits, in terms of number of cached tokens.",
+		  (double)m->prefix_cache_hits },
+		{ counter, "vllm:num_preemptions",
+		  "Cumulative number of preemption from the engine.", (double)m->preemptions },
+		{ counter, "vllm:prompt_tokens", "Number of prefill tokens processed.",
+		  (double)m->prompt_tokens },
+		{ counter, "vllm:generation_tokens", "Number of generation tokens processed.",
+		  (double)m->generation_tokens },
 	};
 
 	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++)

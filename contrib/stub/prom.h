@@ -19,7 +19,7 @@
 
 struct dbk_prom_histogram {
 	uint64_t counts[DBK_PROM_TTFT_BUCKETS]; /* not cumulative */
-	uint64_t count;                          /* all, +Inf included */
+	uint64_t count;                         /* all, +Inf included */
 	double sum;
 };
 
@@ -29,9 +29,9 @@ void dbk_prom_observe(struct dbk_prom_histogram *h, double v);
 
 struct dbk_prom_stats {
 	const char *model;
-	double created;            /* unix seconds the counters were made */
+	double created; /* unix seconds the counters were made */
 	uint32_t running, waiting;
-	double kv_usage;           /* 0..1 */
+	double kv_usage; /* 0..1 */
 	uint64_t prefix_cache_queries, prefix_cache_hits;
 	uint64_t preemptions;
 	uint64_t prompt_tokens, generation_tokens;

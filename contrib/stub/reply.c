@@ -35,8 +35,8 @@ void dbk_stub_respond(struct dbk_stub_conn *c, int status, const char *ctype, co
 		c->close_after_write = true;
 }
 
-void dbk_stub_respond_error(struct dbk_stub_conn *c, int status, const char *type,
-                            const char *msg, bool keep_alive, int minor)
+void dbk_stub_respond_error(struct dbk_stub_conn *c, int status, const char *type, const char *msg,
+                            bool keep_alive, int minor)
 {
 	struct dbk_buf *t = &c->s->tmp;
 

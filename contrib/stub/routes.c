@@ -11,18 +11,18 @@ typedef void (*handler_fn)(struct dbk_stub_conn *c, const struct dbk_http_reques
 
 struct route {
 	const char *path;
-	bool post;          /* POST only; otherwise GET and HEAD */
+	bool post; /* POST only; otherwise GET and HEAD */
 	handler_fn serve;
 };
 
-static void respond_ok(struct dbk_stub_conn *c, const struct dbk_http_request *hr,
-                       bool head_only, const char *ctype, const char *body, size_t n)
+static void respond_ok(struct dbk_stub_conn *c, const struct dbk_http_request *hr, bool head_only,
+                       const char *ctype, const char *body, size_t n)
 {
-	dbk_stub_respond(c, 200, ctype, body, n, hr->keep_alive, hr->minor_version, head_only, NULL);
+	dbk_stub_respond(c, 200, ctype, body, n, hr->keep_alive, hr->minor_version, head_only,
+	                 NULL);
 }
 
-static void serve_health(struct dbk_stub_conn *c, const struct dbk_http_request *hr,
-                         bool head_only)
+static void serve_health(struct dbk_stub_conn *c, const struct dbk_http_request *hr, bool head_only)
 {
 	respond_ok(c, hr, head_only, NULL, "", 0);
 }
@@ -35,8 +35,7 @@ static void serve_version(struct dbk_stub_conn *c, const struct dbk_http_request
 	respond_ok(c, hr, head_only, "application/json", v, sizeof(v) - 1);
 }
 
-static void serve_models(struct dbk_stub_conn *c, const struct dbk_http_request *hr,
-                         bool head_only)
+static void serve_models(struct dbk_stub_conn *c, const struct dbk_http_request *hr, bool head_only)
 {
 	struct dbk_stub_server *s = c->s;
 	char perm[64];
@@ -108,12 +107,12 @@ static void serve_chat(struct dbk_stub_conn *c, const struct dbk_http_request *h
 }
 
 static const struct route routes[] = {
-	{"/health", false, serve_health},
-	{"/v1/models", false, serve_models},
-	{"/metrics", false, serve_metrics},
-	{"/version", false, serve_version},
-	{"/v1/completions", true, serve_completions},
-	{"/v1/chat/completions", true, serve_chat},
+	{ "/health", false, serve_health },
+	{ "/v1/models", false, serve_models },
+	{ "/metrics", false, serve_metrics },
+	{ "/version", false, serve_version },
+	{ "/v1/completions", true, serve_completions },
+	{ "/v1/chat/completions", true, serve_chat },
 };
 
 void dbk_stub_route(struct dbk_stub_conn *c, const struct dbk_http_request *hr)

@@ -47,11 +47,11 @@ struct dbk_stub_job {
 	struct dbk_api_resp resp;
 	char id[64];
 	bool keep_alive;
-	bool chunked;       /* HTTP/1.1: chunked stream; 1.0: close-delimited */
+	bool chunked; /* HTTP/1.1: chunked stream; 1.0: close-delimited */
 	uint32_t n_done;
 	uint64_t prompt_total;
-	double arrived;     /* ev_now when parsed: vLLM's arrival_time */
-	bool first_seen;    /* TTFT observed */
+	double arrived;  /* ev_now when parsed: vLLM's arrival_time */
+	bool first_seen; /* TTFT observed */
 	struct dbk_stub_choice ch[];
 };
 
@@ -66,8 +66,8 @@ struct dbk_stub_conn {
 	bool close_after_write;
 	bool continue_sent;
 	bool reading;
-	struct dbk_list link;          /* in s->conns */
-	struct dbk_list pending_link;  /* in s->pending, or detached */
+	struct dbk_list link;         /* in s->conns */
+	struct dbk_list pending_link; /* in s->pending, or detached */
 	char peer[64];
 };
 
@@ -85,9 +85,9 @@ struct dbk_stub_server {
 	struct dbk_list pending;
 	uint64_t id_seed, id_counter;
 	long long started;
-	struct dbk_buf tmp;            /* scratch for one response body */
+	struct dbk_buf tmp; /* scratch for one response body */
 	struct dbk_prom_histogram ttft;
-	double created;     /* unix seconds, the counters' _created */
+	double created; /* unix seconds, the counters' _created */
 	uint64_t late_steps;
 	double max_lag_s;
 };
@@ -107,8 +107,8 @@ void dbk_stub_send_head(struct dbk_stub_conn *c, int status, const char *ctype,
                         long long content_length, bool keep_alive, int minor, const char *extra);
 void dbk_stub_respond(struct dbk_stub_conn *c, int status, const char *ctype, const char *body,
                       size_t n, bool keep_alive, int minor, bool head_only, const char *extra);
-void dbk_stub_respond_error(struct dbk_stub_conn *c, int status, const char *type,
-                            const char *msg, bool keep_alive, int minor);
+void dbk_stub_respond_error(struct dbk_stub_conn *c, int status, const char *type, const char *msg,
+                            bool keep_alive, int minor);
 /* FastAPI's {"detail": ...} (404, 405), with extra header lines. */
 void dbk_stub_respond_detail(struct dbk_stub_conn *c, int status, const char *detail,
                              bool keep_alive, int minor, const char *extra);

@@ -12,7 +12,7 @@
 
 /* Per-request observations, indexed by the cookie (an index). */
 struct rec {
-	double now;                    /* model time at the end of the step */
+	double now; /* model time at the end of the step */
 	uint64_t handle[MAXR];
 	uint32_t tokens[MAXR];
 	uint32_t last_n[MAXR];
@@ -20,20 +20,17 @@ struct rec {
 	int preempted[MAXR];
 	double first_token_at[MAXR];
 	double finished_at[MAXR];
-	int order[MAXR];               /* cookies in first-token order */
+	int order[MAXR]; /* cookies in first-token order */
 	int n_order;
-	int bad_sequence;              /* n_output not +1 per token */
+	int bad_sequence; /* n_output not +1 per token */
 	int events_after_finish;
 	struct dbk_engine *abort_on_token_engine;
-	int abort_victim;              /* cookie to abort from a callback */
-	int aborted_events;            /* events seen for the victim after */
+	int abort_victim;   /* cookie to abort from a callback */
+	int aborted_events; /* events seen for the victim after */
 	int victim_aborted;
 };
 
-static int idx_of(const struct dbk_engine_event *ev)
-{
-	return (int)(intptr_t)ev->cookie;
-}
+static int idx_of(const struct dbk_engine_event *ev) { return (int)(intptr_t)ev->cookie; }
 
 static void on_event(void *ctx, const struct dbk_engine_event *ev)
 {
@@ -54,8 +51,7 @@ static void on_event(void *ctx, const struct dbk_engine_event *ev)
 			rc->first_token_at[i] = rc->now;
 			rc->order[rc->n_order++] = i;
 		}
-		if (rc->abort_on_token_engine && i != rc->abort_victim &&
-		    !rc->victim_aborted) {
+		if (rc->abort_on_token_engine && i != rc->abort_victim && !rc->victim_aborted) {
 			CHECK_EQ_U(dbk_engine_abort(rc->abort_on_token_engine,
 			                            rc->handle[rc->abort_victim]),
 			           DBK_ENGINE_OK);
@@ -76,8 +72,8 @@ static void on_event(void *ctx, const struct dbk_engine_event *ev)
  * (--no-prefix-caching); the cache has its own tests, which use mkc. */
 static bool mk_caching;
 
-static struct dbk_engine *mk(const char *gpu, uint32_t budget, uint32_t seqs,
-                             uint64_t kv, uint32_t max_len)
+static struct dbk_engine *mk(const char *gpu, uint32_t budget, uint32_t seqs, uint64_t kv,
+                             uint32_t max_len)
 {
 	struct dbk_engine_config c;
 
@@ -94,11 +90,9 @@ static struct dbk_engine *mk(const char *gpu, uint32_t budget, uint32_t seqs,
 	return dbk_engine_new(&c);
 }
 
-static void submit(struct dbk_engine *e, struct rec *rc, int i, uint32_t p,
-                   uint32_t out)
+static void submit(struct dbk_engine *e, struct rec *rc, int i, uint32_t p, uint32_t out)
 {
-	CHECK_EQ_U(dbk_engine_submit(e, p, out, (void *)(intptr_t)i,
-	                             &rc->handle[i]),
+	CHECK_EQ_U(dbk_engine_submit(e, p, out, (void *)(intptr_t)i, &rc->handle[i]),
 	           DBK_ENGINE_OK);
 }
 
@@ -129,7 +123,7 @@ static int drain(struct dbk_engine *e, struct rec *rc, int max_steps)
 static double idle_prefill(uint32_t prompt)
 {
 	struct dbk_engine *e = mk("h100", 0, 0, 0, 140000);
-	struct rec rc = {0};
+	struct rec rc = { 0 };
 	double t;
 
 	submit(e, &rc, 0, prompt, 1);
@@ -187,7 +181,7 @@ static void test_idle_prefill_times(void)
 static void test_decode_step_times(void)
 {
 	struct dbk_engine *e = mk("h100", 0, 0, 0, 0);
-	struct rec rc = {0};
+	struct rec rc = { 0 };
 	struct dbk_engine_step_info si;
 	int i;
 	double d;
@@ -226,10 +220,8 @@ static void test_decode_step_times(void)
 		uint32_t n1 = 1, k = 2048, nb = 2048, k0 = 0;
 		bool dec = false, pre = true;
 
-		CHECK(dbk_step_time(a, 1, &n1, &k, &dec) >
-		      dbk_step_time(h, 1, &n1, &k, &dec));
-		CHECK(dbk_step_time(a, 1, &nb, &k0, &pre) >
-		      dbk_step_time(h, 1, &nb, &k0, &pre));
+		CHECK(dbk_step_time(a, 1, &n1, &k, &dec) > dbk_step_time(h, 1, &n1, &k, &dec));
+		CHECK(dbk_step_time(a, 1, &nb, &k0, &pre) > dbk_step_time(h, 1, &nb, &k0, &pre));
 	}
 }
 
@@ -237,10 +229,9 @@ static void test_decode_step_times(void)
 static void test_step_time_formula(void)
 {
 	const struct dbk_engine_profile *h = dbk_engine_profile_find("h100");
-	uint32_t nw[2] = {4000, 1}, dn[2] = {1000, 3000};
-	bool pf[2] = {true, false};
-	double want = 1.5e-3 + 4001.0 / 46000.0 +
-	              524288.0 * 4000.0 * (1000.0 + 2000.0) / 400e12 +
+	uint32_t nw[2] = { 4000, 1 }, dn[2] = { 1000, 3000 };
+	bool pf[2] = { true, false };
+	double want = 1.5e-3 + 4001.0 / 46000.0 + 524288.0 * 4000.0 * (1000.0 + 2000.0) / 400e12 +
 	              3001.0 * 131072.0 / 2.7e12;
 
 	CHECK_NEAR(dbk_step_time(h, 2, nw, dn, pf), want, 1e-12);
@@ -261,7 +252,7 @@ static void test_budget_and_seqs_every_step(void)
 {
 	const uint32_t budget = 2048, seqs = 16;
 	struct dbk_engine *e = mk("h100", budget, seqs, 65536, 32768);
-	struct rec rc = {0};
+	struct rec rc = { 0 };
 	struct dbk_engine_step_info si;
 	struct dbk_engine_stats st;
 	uint32_t want[MAXR];
@@ -281,8 +272,7 @@ static void test_budget_and_seqs_every_step(void)
 		steps++;
 		dbk_engine_last_step(e, &si);
 		dbk_engine_get_stats(e, &st);
-		if (si.num_scheduled_tokens > budget ||
-		    si.num_scheduled_tokens == 0)
+		if (si.num_scheduled_tokens > budget || si.num_scheduled_tokens == 0)
 			over++;
 		if (dbk_engine_num_running(e) > seqs ||
 		    si.num_prefill_reqs + si.num_decode_reqs > seqs)
@@ -311,7 +301,7 @@ static void test_budget_and_seqs_every_step(void)
 static void test_head_of_line(void)
 {
 	struct dbk_engine *e = mk("h100", 0, 0, 0, 0);
-	struct rec rc = {0};
+	struct rec rc = { 0 };
 	struct dbk_engine_step_info si;
 
 	submit(e, &rc, 0, 32768, 10);
@@ -340,7 +330,7 @@ static void test_head_of_line(void)
 static void test_budget_shared_in_last_chunk(void)
 {
 	struct dbk_engine *e = mk("h100", 0, 0, 0, 0);
-	struct rec rc = {0};
+	struct rec rc = { 0 };
 	struct dbk_engine_step_info si;
 
 	submit(e, &rc, 0, 8192 + 1000, 5);
@@ -364,7 +354,7 @@ static void test_preemption(void)
 {
 	/* 128 blocks of 16 = 2048 tokens; four requests of 400 + 400. */
 	struct dbk_engine *e = mk("h100", 8192, 0, 2048, 1024);
-	struct rec rc = {0};
+	struct rec rc = { 0 };
 	struct dbk_engine_stats st;
 	struct dbk_engine_req_info ri;
 	int i, steps = 0, seen = 0;
@@ -379,11 +369,8 @@ static void test_preemption(void)
 		if (!seen && rc.preempted[3] > before) {
 			/* The newest (last admitted) went first. */
 			seen = 1;
-			CHECK_EQ_U(rc.preempted[0] + rc.preempted[1] +
-			                   rc.preempted[2],
-			           0);
-			CHECK_EQ_U(dbk_engine_req_get(e, rc.handle[3], &ri),
-			           DBK_REQ_WAITING);
+			CHECK_EQ_U(rc.preempted[0] + rc.preempted[1] + rc.preempted[2], 0);
+			CHECK_EQ_U(dbk_engine_req_get(e, rc.handle[3], &ri), DBK_REQ_WAITING);
 			CHECK_EQ_U(ri.num_computed_tokens, 0);
 			CHECK_EQ_U(ri.kv_blocks, 0);
 			CHECK(ri.n_output > 0);
@@ -410,7 +397,7 @@ static void test_preempted_reprefill_size(void)
 {
 	/* 64 blocks = 1024 tokens: A (500+300) and B (400+300) collide. */
 	struct dbk_engine *e = mk("h100", 8192, 0, 1024, 1024);
-	struct rec rc = {0};
+	struct rec rc = { 0 };
 	struct dbk_engine_req_info ri;
 	struct dbk_engine_step_info si;
 	uint32_t gen = 0;
@@ -431,8 +418,7 @@ static void test_preempted_reprefill_size(void)
 	while (steps < 10000 && !rc.finished[0]) {
 		step(e, &rc);
 		steps++;
-		CHECK_EQ_U(dbk_engine_req_get(e, rc.handle[1], NULL),
-		           DBK_REQ_WAITING);
+		CHECK_EQ_U(dbk_engine_req_get(e, rc.handle[1], NULL), DBK_REQ_WAITING);
 	}
 	step(e, &rc);
 	dbk_engine_last_step(e, &si);
@@ -452,7 +438,7 @@ static void test_preempted_goes_to_front(void)
 {
 	/* 64 blocks; at most two running: A and B fill the cache, C waits. */
 	struct dbk_engine *e = mk("h100", 8192, 2, 1024, 1024);
-	struct rec rc = {0};
+	struct rec rc = { 0 };
 	int steps = 0, violations = 0;
 
 	submit(e, &rc, 0, 500, 300);
@@ -461,13 +447,11 @@ static void test_preempted_goes_to_front(void)
 	while (dbk_engine_has_work(e) && steps < 10000) {
 		step(e, &rc);
 		steps++;
-		if (dbk_engine_req_get(e, rc.handle[2], NULL) ==
-		            DBK_REQ_RUNNING ||
+		if (dbk_engine_req_get(e, rc.handle[2], NULL) == DBK_REQ_RUNNING ||
 		    rc.tokens[2] > 0) {
 			/* C runs only once A is done and B is back. */
 			if (!rc.finished[0] || rc.preempted[1] == 0 ||
-			    (dbk_engine_req_get(e, rc.handle[1], NULL) !=
-			             DBK_REQ_RUNNING &&
+			    (dbk_engine_req_get(e, rc.handle[1], NULL) != DBK_REQ_RUNNING &&
 			     !rc.finished[1]))
 				violations++;
 		}
@@ -499,7 +483,7 @@ static void test_max_model_len(void)
 static void test_abort_frees_kv(void)
 {
 	struct dbk_engine *e = mk("h100", 0, 0, 0, 0);
-	struct rec rc = {0};
+	struct rec rc = { 0 };
 	struct dbk_engine_stats st;
 
 	submit(e, &rc, 0, 3000, 100);
@@ -540,7 +524,7 @@ static void test_abort_frees_kv(void)
 static void test_abort_from_callback(void)
 {
 	struct dbk_engine *e = mk("h100", 0, 0, 0, 0);
-	struct rec rc = {0};
+	struct rec rc = { 0 };
 	int i;
 
 	for (i = 0; i < 4; i++)
@@ -562,7 +546,7 @@ static void test_abort_from_callback(void)
 static void test_fcfs(void)
 {
 	struct dbk_engine *e = mk("h100", 1000, 0, 0, 0);
-	struct rec rc = {0};
+	struct rec rc = { 0 };
 	int i;
 
 	for (i = 0; i < 10; i++)
@@ -579,7 +563,7 @@ static void test_fcfs(void)
 static void test_max_num_seqs(void)
 {
 	struct dbk_engine *e = mk("h100", 0, 4, 0, 0);
-	struct rec rc = {0};
+	struct rec rc = { 0 };
 	int i, steps = 0, max_running = 0;
 
 	for (i = 0; i < 10; i++)
@@ -603,7 +587,7 @@ static void test_max_num_seqs(void)
 static void test_single_token_and_idle(void)
 {
 	struct dbk_engine *e = mk("a100", 0, 0, 0, 0);
-	struct rec rc = {0};
+	struct rec rc = { 0 };
 	struct dbk_engine_stats st;
 
 	CHECK_EQ_U(dbk_engine_begin_step(e) > 0, 0);

@@ -59,8 +59,7 @@ static double drain(struct dbk_engine *e)
 }
 
 /* Submits a keyed prompt and runs the engine to idle. */
-static void run(struct dbk_engine *e, uint32_t prompt, const uint64_t *k, uint32_t nk,
-                uint32_t out)
+static void run(struct dbk_engine *e, uint32_t prompt, const uint64_t *k, uint32_t nk, uint32_t out)
 {
 	CHECK_EQ_U(dbk_engine_submit_keys(e, prompt, k, nk, out, NULL, NULL), 0);
 	drain(e);
@@ -159,7 +158,7 @@ static void test_lru_eviction(void)
 	run(e, 480, a, 30, 1);
 	run(e, 480, b, 30, 1);
 	dbk_engine_get_stats(e, &st);
-	CHECK_EQ_U(st.kv_blocks_used, 0);    /* cached blocks count free */
+	CHECK_EQ_U(st.kv_blocks_used, 0); /* cached blocks count free */
 	/* 30 + 30: a request of max_tokens 1 finishes with its prefill,
 	 * before its output token needs a block. */
 	CHECK_EQ_U(st.kv_blocks_cached, 60);
@@ -213,10 +212,8 @@ static void test_unshared_same_schedule(void)
 	int n = 0;
 
 	for (i = 0; i < 20; i++) {
-		CHECK_EQ_U(dbk_engine_submit(on, 300 + 97 * i, 20 + i, NULL,
-		                             NULL), 0);
-		CHECK_EQ_U(dbk_engine_submit(off, 300 + 97 * i, 20 + i, NULL,
-		                             NULL), 0);
+		CHECK_EQ_U(dbk_engine_submit(on, 300 + 97 * i, 20 + i, NULL, NULL), 0);
+		CHECK_EQ_U(dbk_engine_submit(off, 300 + 97 * i, 20 + i, NULL, NULL), 0);
 	}
 	while (n++ < 10000 && dbk_engine_has_work(off)) {
 		double a = dbk_engine_step(on, on_ev, NULL);

@@ -57,7 +57,7 @@ static void test_hasher_feeds_split_anywhere(void)
 	uint64_t whole[8], *split;
 	uint32_t nw, ns, i;
 	struct dbk_block_hasher h;
-	size_t cut[] = {1, 63, 64, 65, 130, 200};
+	size_t cut[] = { 1, 63, 64, 65, 130, 200 };
 
 	for (i = 0; i < sizeof(t) - 1; i++)
 		t[i] = (char)('a' + i % 23);
@@ -91,7 +91,7 @@ static void test_lru_eviction_order(void)
 {
 	struct dbk_prefix_cache *pc = dbk_prefix_cache_new(4, true);
 	uint32_t a[2], b[2], c[2], ev;
-	uint64_t ka[2] = {11, 12}, kb[2] = {21, 22};
+	uint64_t ka[2] = { 11, 12 }, kb[2] = { 21, 22 };
 
 	CHECK(pc != NULL);
 	CHECK_EQ_U(dbk_prefix_cache_num_free(pc), 4);
@@ -154,8 +154,8 @@ static void test_shared_blocks_refcount(void)
 	dbk_prefix_cache_release(pc, c, 3);
 	CHECK_EQ_U(dbk_prefix_cache_alloc(pc, 1, a), 0);
 	CHECK_EQ_U(a[0], c[2]);
-	CHECK_EQ_U(dbk_prefix_cache_match(pc, (uint64_t[]){7}, 1, NULL), 1);
-	dbk_prefix_cache_take(pc, (uint64_t[]){7}, 1, b);
+	CHECK_EQ_U(dbk_prefix_cache_match(pc, (uint64_t[]){ 7 }, 1, NULL), 1);
+	dbk_prefix_cache_take(pc, (uint64_t[]){ 7 }, 1, b);
 	CHECK_EQ_U(b[0], c[1]);
 	dbk_prefix_cache_release(pc, b, 1);
 	dbk_prefix_cache_release(pc, a, 1);

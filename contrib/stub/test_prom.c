@@ -20,8 +20,7 @@ static char *read_fixture(const char *name, size_t *n)
 	char *buf = malloc(1 << 16);
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%.*sfixtures/%s", (int)dl, __FILE__,
-	         name);
+	snprintf(path, sizeof(path), "%.*sfixtures/%s", (int)dl, __FILE__, name);
 	f = fopen(path, "rb");
 	if (!f || !buf) {
 		fprintf(stderr, "  cannot open %s: %s\n", path, strerror(errno));
@@ -38,13 +37,26 @@ static char *read_fixture(const char *name, size_t *n)
 
 static void test_float_format(void)
 {
-	static const struct { double v; const char *s; } cases[] = {
-		{0, "0.0"}, {3, "3.0"}, {0.25, "0.25"}, {0.1, "0.1"},
-		{1e-05, "1e-05"}, {0.0001, "0.0001"}, {123456, "123456.0"},
-		{1234567, "1.234567e+06"}, {10000000, "1e+07"},
-		{1764547200.5, "1.7645472005e+09"}, {2560, "2560.0"},
-		{1e16, "1e+16"}, {1.5e300, "1.5e+300"}, {-2.5, "-2.5"},
-		{1.0 / 0.0, "+Inf"}, {1.0 / 3, "0.3333333333333333"},
+	static const struct {
+		double v;
+		const char *s;
+	} cases[] = {
+		{ 0, "0.0" },
+		{ 3, "3.0" },
+		{ 0.25, "0.25" },
+		{ 0.1, "0.1" },
+		{ 1e-05, "1e-05" },
+		{ 0.0001, "0.0001" },
+		{ 123456, "123456.0" },
+		{ 1234567, "1.234567e+06" },
+		{ 10000000, "1e+07" },
+		{ 1764547200.5, "1.7645472005e+09" },
+		{ 2560, "2560.0" },
+		{ 1e16, "1e+16" },
+		{ 1.5e300, "1.5e+300" },
+		{ -2.5, "-2.5" },
+		{ 1.0 / 0.0, "+Inf" },
+		{ 1.0 / 3, "0.3333333333333333" },
 	};
 	char out[40];
 	size_t i;
@@ -52,8 +64,8 @@ static void test_float_format(void)
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		dbk_prom_float(out, sizeof(out), cases[i].v);
 		if (strcmp(out, cases[i].s) != 0) {
-			fprintf(stderr, "  %.17g printed %s, want %s\n",
-			        cases[i].v, out, cases[i].s);
+			fprintf(stderr, "  %.17g printed %s, want %s\n", cases[i].v, out,
+			        cases[i].s);
 			dbk_check_cur_failed++;
 		}
 	}
@@ -77,7 +89,7 @@ static void test_matches_vllm_fixture(void)
 {
 	struct dbk_prom_histogram h;
 	struct dbk_prom_stats m;
-	struct dbk_buf b = {0};
+	struct dbk_buf b = { 0 };
 	size_t n = 0, i;
 	char *want = read_fixture("vllm-metrics.prom", &n);
 
@@ -109,8 +121,8 @@ static void test_matches_vllm_fixture(void)
 		for (i = 0; i < n && i < b.len && want[i] == b.p[i]; i++)
 			;
 		if (i < n || i < b.len) {
-			fprintf(stderr, "  differs at byte %zu: got \"%.60s\"\n",
-			        i, b.p + (i < b.len ? i : b.len));
+			fprintf(stderr, "  differs at byte %zu: got \"%.60s\"\n", i,
+			        b.p + (i < b.len ? i : b.len));
 			dbk_check_cur_failed++;
 		}
 	}

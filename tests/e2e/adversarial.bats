@@ -23,30 +23,17 @@ teardown() {
 # flood NAME ARGS...: dbk-test-flood in the background, output in
 # NAME.out; returns once its connections are all made (bounded, ~10 s).
 flood() {
-	local name=$1 i
+	local name=$1
 	shift
 	"$BUILD/dbk-test-flood" "$@" >"$BATS_TEST_TMPDIR/$name.out" 2>&1 &
 	FLOOD_PIDS+=($!)
-	for ((i = 0; i < 500; i++)); do
-		grep -qs "^connected=" "$BATS_TEST_TMPDIR/$name.out" && return 0
-		sleep 0.02
-	done
-	echo "flood $name never connected" >&2
-	return 1
+	wait_file "$BATS_TEST_TMPDIR/$name.out" "^connected=" 10
 }
 
-# Waits (bounded, ~20 s) for flood NAME to end; prints its closed count.
+# Waits (bounded, 20 s) for flood NAME to end; prints its closed count.
 flood_closed() {
-	local i
-	for ((i = 0; i < 1000; i++)); do
-		if grep -qs "^closed=" "$BATS_TEST_TMPDIR/$1.out"; then
-			sed -n 's/^closed=\([0-9]*\).*/\1/p' "$BATS_TEST_TMPDIR/$1.out"
-			return 0
-		fi
-		sleep 0.02
-	done
-	echo "flood $1 never ended" >&2
-	return 1
+	wait_file "$BATS_TEST_TMPDIR/$1.out" "^closed=" 20 || return 1
+	sed -n 's/^closed=\([0-9]*\).*/\1/p' "$BATS_TEST_TMPDIR/$1.out"
 }
 
 # utime + stime of a process, in clock ticks.
@@ -118,7 +105,7 @@ cpu_ticks() {
 			--admin-listen "127.0.0.1:$ADMIN_PORT" --enable-dynamic-bucket vllm0 vllm1 vllm2 vllm3
 	) 2>>"$BATS_TEST_TMPDIR/agent.log" &
 	AGENT_PID=$!
-	wait_port "$AGENT_PORT"
+	dbk_wait_port "$AGENT_PORT"
 	local t0 c0 t1 c1
 	t0=$(date +%s%N)
 	c0=$(cpu_ticks "$AGENT_PID")
@@ -188,6 +175,13 @@ timed_post() {
 		"http://127.0.0.1:$DBK_PORT/v1/completions"
 }
 
+# agent_state: HAProxy's operational state of the agent server (0: DOWN).
+agent_state() {
+	haproxy_cmd "show servers state dbucket-agents" | awk '$4 == "agent1" { print $6 }'
+}
+
+agent_state_is() { [ "$(agent_state)" = "$1" ]; }
+
 @test "a hung agent stops costing requests the processing timeout once marked DOWN" {
 	# A processing timeout far above a request's own time here, so that
 	# paying it shows.
@@ -198,14 +192,9 @@ timed_post() {
 	run post "$BATS_TEST_TMPDIR/s.json"
 	assert_output "200 vllm0 0 0 0 75"
 	kill -STOP "$AGENT_PID"
-	# The health check (spop-check) marks it DOWN: bounded wait, ~10 s.
-	local i st
-	for ((i = 0; i < 100; i++)); do
-		st=$(haproxy_cmd "show servers state dbucket-agents" | awk '$4 == "agent1" { print $6 }')
-		[ "$st" = 0 ] && break
-		sleep 0.1
-	done
-	assert_equal "$st" 0
+	# The health check (spop-check) marks it DOWN: bounded wait, 10 s.
+	DBK_POLL_MS=100 dbk_wait_until 10 agent_state_is 0 || true
+	assert_equal "$(agent_state)" 0
 	# HAProxy must not wait on the connections it still holds to it.
 	for ((i = 0; i < 5; i++)); do
 		run timed_post "$BATS_TEST_TMPDIR/s.json"
@@ -221,6 +210,11 @@ long_metric() {
 	echo $(($(stub_metric 2 "$1") + $(stub_metric 3 "$1")))
 }
 
+# long_running_is N: the long stubs run N requests between them.
+long_running_is() {
+	[ "$(long_metric vllm:num_requests_running)" = "$1" ]
+}
+
 # abort_before_first_token STREAM: a prompt of ~100k tokens (seconds of
 # prefill on a stub) whose client goes away while it is prefilled. vLLM
 # must hear of it then, not once the first token fails to reach the
@@ -232,19 +226,12 @@ abort_before_first_token() {
 	start_haproxy_stubs
 	completion_body 2000 "$1" 400000 >"$BATS_TEST_TMPDIR/long.json"
 	curl_bg "$BATS_TEST_TMPDIR/a" /v1/completions "$BATS_TEST_TMPDIR/long.json"
-	local i
-	for ((i = 0; i < 500; i++)); do
-		[ "$(long_metric vllm:num_requests_running)" -ge 1 ] && break
-		sleep 0.02
-	done
+	dbk_wait_until 10 long_running_is 1 || true
 	assert_equal "$(long_metric vllm:num_requests_running)" 1
 	local t0 t1 t2
 	t0=$(date +%s%N)
 	kill -KILL "$LAST_PID"
-	for ((i = 0; i < 750; i++)); do
-		[ "$(long_metric vllm:num_requests_running)" = 0 ] && break
-		sleep 0.02
-	done
+	dbk_wait_until 15 long_running_is 0 || true
 	t1=$(date +%s%N)
 	wait_state leases 0
 	t2=$(date +%s%N)

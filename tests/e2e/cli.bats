@@ -73,7 +73,7 @@ teardown() {
 	"$BUILD/dbucket-spoa" --listen "unix:$sock" --completion-listen none \
 		--admin-listen "127.0.0.1:$ADMIN_PORT" --user nobody a b 2>>"$BATS_TEST_TMPDIR/agent.log" &
 	AGENT_PID=$!
-	wait_port "$ADMIN_PORT"
+	dbk_wait_port "$ADMIN_PORT"
 	run stat -c '%a %U' "$sock"
 	assert_output "660 nobody"
 	run ps -o user= -p "$AGENT_PID"

@@ -38,13 +38,10 @@ teardown() {
 	body_of_size 3656 >"$BATS_TEST_TMPDIR/a.json"
 	body_of_size 15102 >"$BATS_TEST_TMPDIR/b.json"
 	# a is held 3 s by its backend: the short group carries its load.
-	curl -s -o /dev/null -X POST -H 'X-Delay-Ms: 3000' --data-binary "@$BATS_TEST_TMPDIR/a.json" \
-		"http://127.0.0.1:$DBK_PORT/v1/completions" &
-	local held=$!
-	wait_state leases 1
+	hold_request "$BATS_TEST_TMPDIR/a.json" 3000
 	run post "$BATS_TEST_TMPDIR/b.json"
 	assert_output "200 vllm2 0 1 1 3775.5"
-	wait "$held"
+	wait "$HELD"
 	wait_state leases 0
 	# Nothing in flight any more: b's twin stays in the short group.
 	run post "$BATS_TEST_TMPDIR/b.json"
@@ -96,13 +93,10 @@ teardown() {
 	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
 	# Hold a request, restart the agent under it: the new agent has no
 	# lease for it and counts its completion as unknown, never negative.
-	curl -s -o /dev/null -X POST -H 'X-Delay-Ms: 1500' --data-binary "@$BATS_TEST_TMPDIR/s.json" \
-		"http://127.0.0.1:$DBK_PORT/v1/completions" &
-	local held=$!
-	wait_state leases 1
+	hold_request "$BATS_TEST_TMPDIR/s.json" 1500
 	stop_agent
 	start_agent --enable-dynamic-bucket
-	wait "$held"
+	wait "$HELD"
 	wait_state unknown_releases 1
 	assert_equal "$(state_field leases)" 0
 	run agent_get /state

@@ -1,63 +1,27 @@
 # Shared set-up for the end-to-end tests: free loopback ports, start and
 # stop of dbucket-spoa and HAProxy by pid, request helpers.
 
-load '/usr/lib/bats/bats-support/load'
-load '/usr/lib/bats/bats-assert/load'
+# bats-support and bats-assert from BATS_LIB_PATH (bats defaults it to
+# /usr/lib/bats, where Debian installs them).
+bats_load_library bats-support
+bats_load_library bats-assert
 
 REPO=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 BUILD=${DBK_BUILD:-$REPO/build}
 
-# HAPROXY=/path/to/haproxy runs the suite against that binary: it comes
-# first in PATH as "haproxy", so that the tests, the launcher and the
-# scripts they start all find it, and a pid taken with $! is HAProxy's.
-if [ -n "${HAPROXY:-}" ] && [ "$HAPROXY" != haproxy ]; then
-	mkdir -p "$BATS_RUN_TMPDIR/haproxy-bin"
-	ln -sfn "$(readlink -f "$HAPROXY")" "$BATS_RUN_TMPDIR/haproxy-bin/haproxy"
-	case ":$PATH:" in
-	*":$BATS_RUN_TMPDIR/haproxy-bin:"*) ;;
-	*) PATH=$BATS_RUN_TMPDIR/haproxy-bin:$PATH ;;
-	esac
-fi
-
-# Prints the first of $1 consecutive loopback TCP ports nothing listens
-# on, below Linux's ephemeral range (32768+) so that no client socket takes
-# one between this check and the bind. Bounded: 200 tries.
-free_ports() {
-	local n=${1:-1} base i k
-	for ((i = 0; i < 200; i++)); do
-		base=$((20000 + (RANDOM * 32768 + RANDOM) % (12000 - n)))
-		for ((k = 0; k < n; k++)); do
-			(exec 3<>"/dev/tcp/127.0.0.1/$((base + k))") 2>/dev/null && break
-		done
-		if [ "$k" -eq "$n" ]; then
-			echo "$base"
-			return 0
-		fi
-	done
-	return 1
-}
-
-free_port() {
-	free_ports 1
-}
-
-# Waits until something accepts on 127.0.0.1:$1 (at most ~5 s).
-wait_port() {
-	local i
-	for ((i = 0; i < 250; i++)); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.02
-	done
-	echo "nothing listens on port $1" >&2
-	return 1
-}
+# Ports, waits and HAPROXY=/path/to/haproxy are the scripts' (contrib/lib.sh);
+# the link to that HAProxy lives in this run's directory.
+DBK_HAPROXY_BIN=$BATS_RUN_TMPDIR/haproxy-bin
+# shellcheck source=contrib/lib.sh
+. "$REPO/contrib/lib.sh"
+DBK_WHO=${BATS_TEST_FILENAME##*/}
 
 # Allocates the ports of one test's world and exports what haproxy.cfg
 # reads from the environment.
 dbk_env() {
 	# One block of distinct ports: proxy, agent, completions, admin, stubs.
 	local base
-	base=$(free_ports 9)
+	base=$(dbk_ports 9)
 	DBK_PORT=$base
 	AGENT_PORT=$((base + 1))
 	COMPLETIONS_PORT=$((base + 2))
@@ -91,8 +55,8 @@ start_agent() {
 		"$@" vllm0 vllm1 vllm2 vllm3 \
 		2>>"$BATS_TEST_TMPDIR/agent.log" &
 	AGENT_PID=$!
-	wait_port "$AGENT_PORT"
-	wait_port "$ADMIN_PORT"
+	dbk_wait_port "$AGENT_PORT"
+	dbk_wait_port "$ADMIN_PORT"
 }
 
 # The agent's /state (JSON) or /metrics.
@@ -102,64 +66,103 @@ agent_get() {
 
 # A field of /state, e.g. state_field leases.
 state_field() {
-	agent_get /state | grep -o "\"$1\": *[^,}]*" | head -n 1 | cut -d: -f2 | tr -d ' '
+	agent_get /state | dbk_json_field "$1"
 }
 
-# Waits (bounded, ~10 s) until /state's numeric field $1 is at least $2.
-wait_state_ge() {
-	local i v
-	for ((i = 0; i < 500; i++)); do
-		v=$(state_field "$1")
-		[ -n "$v" ] && [ "$v" -ge "$2" ] && return 0
-		sleep 0.02
-	done
-	echo "state field $1 is '$v', wanted at least $2" >&2
-	return 1
-}
-
-# A field of one server's line in /state: server_field vllm0 usable.
+# A field of one server's entry in /state: server_field vllm0 usable.
 server_field() {
-	agent_get /state | grep "\"name\": \"$1\"" | grep -o "\"$2\": *[^,}]*" | cut -d: -f2 | tr -d ' "'
+	agent_get /state | jq -r --arg n "$1" --arg f "$2" '.servers[] | select(.name == $n) | .[$f]' 2>/dev/null
 }
 
-# Waits (bounded, ~10 s) until server $1's field $2 equals $3.
+# wait_until SECONDS COMMAND [ARGS...]: contrib/lib.sh's bounded poll,
+# saying on failure what it waited for.
+wait_until() {
+	dbk_wait_until "$@" && return 0
+	echo "waited $1 s in vain for: ${*:2}" >&2
+	return 1
+}
+
+# state_snapshot: keeps /state in $STATE; state_get NAME reads one field
+# of it, so that several fields are read from one instant.
+state_snapshot() {
+	STATE=$(agent_get /state)
+}
+state_get() {
+	dbk_json_field "$1" <<<"$STATE"
+}
+
+# snapshot_is NAME VALUE: a new snapshot, in which NAME is VALUE.
+snapshot_is() {
+	state_snapshot
+	[ "$(state_get "$1")" = "$2" ]
+}
+
+state_is() { [ "$(state_field "$1")" = "$2" ]; }
+state_ge() {
+	local v
+	v=$(state_field "$1")
+	[ -n "$v" ] && [ "$v" -ge "$2" ]
+}
+server_is() { [ "$(server_field "$1" "$2")" = "$3" ]; }
+
+# Waits (bounded, 10 s) until /state's field $1 equals $2.
+wait_state() {
+	dbk_wait_until 10 state_is "$1" "$2" && return 0
+	echo "state field $1 is '$(state_field "$1")', wanted '$2'" >&2
+	return 1
+}
+
+# Waits (bounded, 10 s) until /state's numeric field $1 is at least $2.
+wait_state_ge() {
+	dbk_wait_until 10 state_ge "$1" "$2" && return 0
+	echo "state field $1 is '$(state_field "$1")', wanted at least $2" >&2
+	return 1
+}
+
+# Waits (bounded, 10 s) until server $1's field $2 equals $3.
 wait_server() {
-	local i v
-	for ((i = 0; i < 500; i++)); do
-		v=$(server_field "$1" "$2")
-		[ "$v" = "$3" ] && return 0
-		sleep 0.02
-	done
-	echo "server $1 field $2 is '$v', wanted '$3'" >&2
+	dbk_wait_until 10 server_is "$1" "$2" "$3" && return 0
+	echo "server $1 field $2 is '$(server_field "$1" "$2")', wanted '$3'" >&2
 	return 1
 }
 
-# Waits (bounded, ~10 s) until the agent's log has a line matching $1.
+# wait_file FILE REGEX [SECONDS]: waits (bounded, default 15 s) until
+# FILE has a line matching the extended REGEX.
+wait_file() {
+	wait_until "${3:-15}" grep -sqE -- "$2" "$1"
+}
+
+# Waits (bounded, 10 s) until the agent's log has a line matching $1.
 wait_log() {
-	local i
-	for ((i = 0; i < 500; i++)); do
-		grep -q -- "$1" "$BATS_TEST_TMPDIR/agent.log" && return 0
-		sleep 0.02
-	done
-	echo "no '$1' in agent.log" >&2
-	return 1
+	wait_until 10 grep -sq -- "$1" "$BATS_TEST_TMPDIR/agent.log"
+}
+
+# has_lines FILE REGEX N: FILE has at least N lines matching the
+# extended REGEX.
+has_lines() {
+	local c
+	c=$(grep -scE -- "$2" "$1") || true
+	((${c:-0} >= $3))
+}
+
+# prom_lint FILE: `promtool check metrics` on FILE; its exit code: 0
+# clean, 1 not Prometheus text, 3 parsed but with lint findings (names,
+# suffixes, HELP), which it prints.
+prom_lint() {
+	promtool check metrics <"$1"
+}
+
+# prom_parses FILE: FILE is Prometheus text, lint findings aside (vLLM's
+# own metric names have colons, which the lint frowns on).
+prom_parses() {
+	local rc=0
+	prom_lint "$1" || rc=$?
+	[ "$rc" -eq 0 ] || [ "$rc" -eq 3 ]
 }
 
 # A command on HAProxy's runtime API.
 haproxy_cmd() {
 	echo "$*" | socat -t 5 - "UNIX-CONNECT:$DBK_STATS_SOCKET"
-}
-
-# Waits (bounded, ~10 s) until /state's field $1 equals $2.
-wait_state() {
-	local i v
-	for ((i = 0; i < 500; i++)); do
-		v=$(state_field "$1")
-		[ "$v" = "$2" ] && return 0
-		sleep 0.02
-	done
-	echo "state field $1 is '$v', wanted '$2'" >&2
-	return 1
 }
 
 stop_agent() {
@@ -177,7 +180,7 @@ start_haproxy() {
 	haproxy -f "$REPO/haproxy/haproxy.cfg" -f "$REPO/tests/e2e/backends.cfg" \
 		2>>"$BATS_TEST_TMPDIR/haproxy.log" &
 	HAPROXY_PID=$!
-	wait_port "$DBK_PORT"
+	dbk_wait_port "$DBK_PORT"
 }
 
 stop_haproxy() {
@@ -215,13 +218,43 @@ body_of_size() {
 # redirected score" from the response.
 post() {
 	curl -s -o /dev/null --max-time 10 -X POST -H 'Content-Type: application/json' \
-		--data-binary "@$1" -D - "http://127.0.0.1:$DBK_PORT/v1/completions" |
-		tr -d '\r' | awk '
-			NR == 1 { status = $2 }
-			tolower($1) == "x-served-by:" { srv = $2 }
-			tolower($1) == "x-dbucket-bucket:" { b = $2 }
-			tolower($1) == "x-dbucket-group:" { g = $2 }
-			tolower($1) == "x-dbucket-redirected:" { r = $2 }
-			tolower($1) == "x-dbucket-score:" { s = $2 }
-			END { print status, srv, b, g, r, s }'
+		--data-binary "@$1" -D - "http://127.0.0.1:$DBK_PORT/v1/completions" | dbk_routing
+}
+
+# hold_request FILE MS: POSTs FILE in the background, which the test
+# backends answer after MS milliseconds (X-Delay-Ms); HELD is curl's pid.
+# Returns once the agent holds the request's lease (the only one).
+hold_request() {
+	curl -s -o /dev/null -X POST -H "X-Delay-Ms: $2" --data-binary "@$1" \
+		"http://127.0.0.1:$DBK_PORT/v1/completions" &
+	HELD=$!
+	wait_state leases 1
+}
+
+# post_like FILE PATTERN: posts FILE (post) and keeps its summary in
+# POSTED; succeeds when it matches the glob PATTERN.
+post_like() {
+	POSTED=$(post "$1")
+	# shellcheck disable=SC2053 # a glob on purpose
+	[[ $POSTED == $2 ]]
+}
+
+# The body sizes (bytes) of a sequence sent in a row under dynamic buckets
+# (threshold 8192 tokens, four servers) in which both groups redirect at
+# least once.
+PARITY_SIZES=(3656 900 40000 15102 200 70000 33000 1200 131072 5000 500 250000 64 9000 20000 32800)
+
+# parity_want: WANT gets the parity tool's decision for each request of
+# PARITY_SIZES ("rI group server score"), dispatch only: none completes
+# before the last is decided.
+parity_want() {
+	local plan=$BATS_TEST_TMPDIR/plan.jsonl i
+	echo '{"config": {"servers": 4, "enable_dynamic_bucket": true, "server_group_threshold": 8192, "max_request_tokens": 131072}}' >"$plan"
+	for i in "${!PARITY_SIZES[@]}"; do
+		echo "{\"op\": \"dispatch\", \"id\": \"r$i\", \"body_bytes\": ${PARITY_SIZES[$i]}, \"max_tokens\": null, \"ignore_eos\": false}" >>"$plan"
+	done
+	run "$BUILD/dbucket-parity" --predict "$plan"
+	assert_success
+	mapfile -t WANT < <(printf '%s\n' "$output" | grep '^r')
+	assert_equal "predictions: ${#WANT[@]}" "predictions: ${#PARITY_SIZES[@]}"
 }

@@ -57,18 +57,17 @@ launcher_pid() {
 	grep -oE "started $1 \(pid [0-9]+\)" "$LOG" | tail -n 1 | grep -oE '[0-9]+'
 }
 
-# Waits (bounded, ~20 s) for a line of the launcher's log matching $1,
+# Waits (bounded, 20 s) for a line of the launcher's log matching $1,
 # failing early if the launcher has exited.
 wait_launcher_log() {
-	local i
-	for ((i = 0; i < 1000; i++)); do
-		grep -qE -- "$1" "$LOG" && return 0
-		kill -0 "$L_PID" 2>/dev/null || break
-		sleep 0.02
-	done
+	dbk_wait_until 20 launcher_said_or_gone "$1" || true
 	grep -qE -- "$1" "$LOG" && return 0
 	echo "no '$1' in the launcher's log" >&2
 	return 1
+}
+
+launcher_said_or_gone() {
+	grep -qE -- "$1" "$LOG" || dbk_gone "$L_PID"
 }
 
 # SIGTERM to the launcher; L_RC is its exit status.
@@ -80,26 +79,10 @@ stop_launcher() {
 	L_PID=
 }
 
-pid_gone() {
-	! kill -0 "$1" 2>/dev/null
-}
-
-# The agent's /state on the launcher's admin socket.
-l_state_field() {
-	curl -s --max-time 5 --unix-socket "$RT/admin.sock" http://localhost/state |
-		grep -o "\"$1\": *[^,}]*" | head -n 1 | cut -d: -f2 | tr -d ' '
-}
-
-# Waits (bounded, ~10 s) until /state's field $1 equals $2.
-l_wait_state() {
-	local i v
-	for ((i = 0; i < 500; i++)); do
-		v=$(l_state_field "$1")
-		[ "$v" = "$2" ] && return 0
-		sleep 0.02
-	done
-	echo "state field $1 is '$v', wanted '$2'" >&2
-	return 1
+# The agent's admin pages are on the launcher's admin socket here, so
+# that helpers.bash's state_field and wait_state read the launcher's agent.
+agent_get() {
+	curl -s --max-time 5 --unix-socket "$RT/admin.sock" "http://localhost$1"
 }
 
 # The four Lua test backends (tests/e2e/backends.cfg) in an HAProxy of
@@ -116,7 +99,7 @@ start_backends() {
 		2>>"$BATS_TEST_TMPDIR/backends.log" </dev/null 3>&- &
 	BACKENDS_PID=$!
 	local i
-	for i in 0 1 2 3; do wait_port $((DBK_PORT + 4 + i)) || return 1; done
+	for i in 0 1 2 3; do dbk_wait_port $((DBK_PORT + 4 + i)) || return 1; done
 }
 
 # Four vLLM stubs on $DBK_STUB0..3: two short (small context), two long.
@@ -129,7 +112,7 @@ start_stubs() {
 			2>>"$BATS_TEST_TMPDIR/stub$i.log" </dev/null 3>&- &
 		STUB_PIDS+=($!)
 	done
-	for i in 0 1 2 3; do wait_port $((DBK_PORT + 4 + i)) || return 1; done
+	for i in 0 1 2 3; do dbk_wait_port $((DBK_PORT + 4 + i)) || return 1; done
 }
 
 # The reference's flags for the four test servers.
@@ -252,17 +235,9 @@ hdr() {
 	servers_flags
 	start_launcher --host 127.0.0.1 --port "$DBK_PORT" "${SERVERS[@]}" \
 		--enable-dynamic-bucket --server-group-threshold 8192
-	local sizes=(3656 900 40000 15102 200 70000 33000 1200 131072 5000 500 250000 64 9000 20000 32800)
-	local n=${#sizes[@]} plan=$BATS_TEST_TMPDIR/plan.jsonl i
-	echo '{"config": {"servers": 4, "enable_dynamic_bucket": true, "server_group_threshold": 8192, "max_request_tokens": 131072}}' >"$plan"
-	for i in "${!sizes[@]}"; do
-		echo "{\"op\": \"dispatch\", \"id\": \"r$i\", \"body_bytes\": ${sizes[$i]}, \"max_tokens\": null, \"ignore_eos\": false}" >>"$plan"
-	done
-	run "$BUILD/dbucket-parity" --predict "$plan"
-	assert_success
-	local -a want
-	mapfile -t want < <(printf '%s\n' "$output" | grep '^r')
-	[ "${#want[@]}" -eq "$n" ]
+	parity_want
+	local sizes=("${PARITY_SIZES[@]}") i
+	local n=${#sizes[@]}
 
 	# All requests end together, 4 s + 500 ms a request after the first
 	# (room for a machine shared with other jobs).
@@ -278,9 +253,10 @@ hdr() {
 			--data-binary "@$BATS_TEST_TMPDIR/r$i.json" \
 			"http://127.0.0.1:$DBK_PORT/v1/completions" </dev/null 3>&- &
 		CLIENT_PIDS+=($!)
-		# Decided, and nothing released yet.
-		l_wait_state decisions $((i + 1))
-		assert_equal "leases=$(l_state_field leases)" "leases=$((i + 1))"
+		# Decided, and nothing released yet (one instant: the sequence
+		# has half a second a request).
+		wait_until 10 snapshot_is decisions $((i + 1))
+		assert_equal "leases=$(state_get leases)" "leases=$((i + 1))"
 	done
 	local p
 	for p in "${CLIENT_PIDS[@]}"; do wait "$p"; done
@@ -288,7 +264,7 @@ hdr() {
 
 	local redirects=0 wgroup wserver wscore
 	for i in "${!sizes[@]}"; do
-		read -r _ wgroup wserver wscore <<<"${want[$i]}"
+		read -r _ wgroup wserver wscore <<<"${WANT[$i]}"
 		local h=$BATS_TEST_TMPDIR/r$i.h
 		assert_equal "r$i $(head -n 1 "$h" | awk '{print $2}')" "r$i 200"
 		# Served there (the backend says so), decided as predicted.
@@ -298,8 +274,8 @@ hdr() {
 	done
 	[ "$redirects" -ge 2 ]
 	# Then every lease comes back through the completion ring.
-	l_wait_state leases 0
-	assert_equal "released=$(l_state_field released)" "released=$n"
+	wait_state leases 0
+	assert_equal "released=$(state_field released)" "released=$n"
 }
 
 @test "with four vLLM stubs, completions and streams are served, and /healthcheck answers like the reference" {
@@ -326,7 +302,7 @@ hdr() {
 	assert_output --partial 'data: [DONE]'
 	assert_equal "$(hdr "$BATS_TEST_TMPDIR/l.h" x-served-by)" vllm2
 	assert_equal "$(hdr "$BATS_TEST_TMPDIR/l.h" x-dbucket-group)" 1
-	l_wait_state leases 0
+	wait_state leases 0
 	# The run's own configuration is valid as written.
 	run haproxy -c -f "$RT/haproxy.cfg"
 	assert_success
@@ -351,8 +327,8 @@ hdr() {
 	assert_output --partial '"status": "ok"'
 	stop_launcher
 	assert_equal "exit=$L_RC" "exit=0"
-	pid_gone "$L_AGENT" || fail "the agent (pid $L_AGENT) still runs"
-	pid_gone "$L_HAPROXY" || fail "haproxy (pid $L_HAPROXY) still runs"
+	dbk_gone "$L_AGENT" || fail "the agent (pid $L_AGENT) still runs"
+	dbk_gone "$L_HAPROXY" || fail "haproxy (pid $L_HAPROXY) still runs"
 	[ ! -e "$made" ] || fail "$made is still there"
 	run grep -E 'dbucket-spoa \(pid [0-9]+\) exited with status 0' "$LOG"
 	assert_success
@@ -366,7 +342,7 @@ hdr() {
 	wait "$L_PID" || L_RC=$?
 	L_PID=
 	assert_equal "exit=$L_RC" "exit=0"
-	pid_gone "$L_AGENT" && pid_gone "$L_HAPROXY"
+	dbk_gone "$L_AGENT" && dbk_gone "$L_HAPROXY"
 	run ls -A "$RT"
 	assert_output keep
 }
@@ -378,13 +354,9 @@ hdr() {
 	kill -KILL "$L_PID"
 	wait "$L_PID" 2>/dev/null || true
 	L_PID=
-	local i
-	for ((i = 0; i < 500; i++)); do
-		pid_gone "$L_AGENT" && pid_gone "$L_HAPROXY" && break
-		sleep 0.02
-	done
-	pid_gone "$L_AGENT" || fail "the agent (pid $L_AGENT) outlived the launcher"
-	pid_gone "$L_HAPROXY" || fail "haproxy (pid $L_HAPROXY) outlived the launcher"
+	dbk_wait_until 10 dbk_gone "$L_AGENT" "$L_HAPROXY" || true
+	dbk_gone "$L_AGENT" || fail "the agent (pid $L_AGENT) outlived the launcher"
+	dbk_gone "$L_HAPROXY" || fail "haproxy (pid $L_HAPROXY) outlived the launcher"
 }
 
 @test "a dead agent is restarted while HAProxy keeps serving; a dead HAProxy ends the launcher with 1" {
@@ -398,20 +370,15 @@ hdr() {
 	[ "$L_AGENT" != "$first" ]
 	# HAProxy never stopped; the new agent decides again once checked.
 	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
-	local i out=""
-	for ((i = 0; i < 50; i++)); do
-		out=$(post "$BATS_TEST_TMPDIR/s.json")
-		[ "$out" = "200 vllm0 0 0 0 75" ] && break
-		sleep 0.1
-	done
-	assert_equal "$out" "200 vllm0 0 0 0 75"
+	dbk_wait_until 5 post_like "$BATS_TEST_TMPDIR/s.json" "200 vllm0 0 0 0 75" || true
+	assert_equal "$POSTED" "200 vllm0 0 0 0 75"
 
 	kill -KILL "$L_HAPROXY"
 	L_RC=0
 	wait "$L_PID" || L_RC=$?
 	L_PID=
 	assert_equal "exit=$L_RC" "exit=1"
-	pid_gone "$L_AGENT" || fail "the agent outlived the launcher"
+	dbk_gone "$L_AGENT" || fail "the agent outlived the launcher"
 	run grep 'haproxy was killed by signal 9' "$LOG"
 	assert_success
 	[ ! -e "$RT" ]
@@ -501,7 +468,7 @@ hdr() {
 	servers_flags
 	# A fifth server nothing listens on: HAProxy warns once that it is DOWN.
 	local free
-	free=$(free_port)
+	free=$(dbk_port)
 	start_launcher --host 127.0.0.1 --port "$DBK_PORT" --enable-dynamic-bucket \
 		--server-hosts 127.0.0.1 127.0.0.1 127.0.0.1 127.0.0.1 127.0.0.1 \
 		--server-ports $((DBK_PORT + 4)) $((DBK_PORT + 5)) $((DBK_PORT + 6)) $((DBK_PORT + 7)) "$free"
@@ -512,14 +479,14 @@ hdr() {
 	done
 	wait_launcher_log 'vllm4 is DOWN'
 	# Every request has been logged by now, had it been.
-	l_wait_state completions 20
+	wait_state completions 20
 	run grep -c 'POST /v1/completions' "$LOG"
 	assert_output 0
 	run grep -c 'vllm4 is DOWN' "$LOG"
 	assert_output 1
 	run grep -c 'runtime-api-unreachable' "$LOG"
 	assert_output 0
-	assert_equal "$(l_state_field runtime_failures)" 0
+	assert_equal "$(state_field runtime_failures)" 0
 	stop_launcher
 
 	# --access-log: one line per request.
@@ -530,11 +497,8 @@ hdr() {
 		curl -s -o /dev/null --max-time 5 -X POST --data-binary '{"prompt":"hi"}' \
 			"http://127.0.0.1:$DBK_PORT/v1/completions"
 	done
-	l_wait_state completions 20
-	for ((i = 0; i < 250; i++)); do
-		(($(grep -c 'POST /v1/completions' "$LOG") >= 20)) && break
-		sleep 0.02
-	done
+	wait_state completions 20
+	dbk_wait_until 5 has_lines "$LOG" 'POST /v1/completions' 20 || true
 	run grep -c 'POST /v1/completions' "$LOG"
 	assert_output 20
 }

@@ -33,16 +33,18 @@ start_ttft_agent() {
 	wait_metric_lines dbucket_vllm_max_model_len "${#STUB_PORT[@]}"
 }
 
-# wait_metric_lines NAME N: waits (bounded, ~10 s) until the agent's
+# metric_lines_ge NAME N: the agent's /metrics has N samples of NAME.
+metric_lines_ge() {
+	local c
+	c=$(agent_get /metrics | grep -c "^$1{") || true
+	((${c:-0} >= $2))
+}
+
+# wait_metric_lines NAME N: waits (bounded, 10 s) until the agent's
 # /metrics has N samples of NAME.
 wait_metric_lines() {
-	local i c
-	for ((i = 0; i < 500; i++)); do
-		c=$(agent_get /metrics | grep -c "^$1{") || true
-		((${c:-0} >= $2)) && return 0
-		sleep 0.02
-	done
-	echo "/metrics has ${c:-0} samples of $1, wanted $2" >&2
+	dbk_wait_until 10 metric_lines_ge "$1" "$2" && return 0
+	echo "/metrics has fewer than $2 samples of $1" >&2
 	agent_get /metrics | grep "^dbucket_scrape" >&2
 	return 1
 }
@@ -50,6 +52,14 @@ wait_metric_lines() {
 # metric NAME SERVER: the agent's sample of NAME for server SERVER.
 metric() {
 	agent_get /metrics | awk -v k="$1{server=\"$2\"}" '$1 == k { print $2 }'
+}
+
+# metric_ge NAME SERVER MIN: that sample is at least MIN (its integer
+# part; no sample is less).
+metric_ge() {
+	local v
+	v=$(metric "$1" "$2")
+	[ "${v%.*}" -ge "$3" ] 2>/dev/null
 }
 
 # prompt_body TEXT_FILE MAX_TOKENS: a completions request whose prompt is
@@ -146,13 +156,8 @@ words() {
 		prompt_body "$d/h$i.t" 2000 >"$d/h$i.json"
 		send_bg "$d/h$i" /v1/completions "$d/h$i.json" "${STUB_PORT[hp]}"
 	done
-	local k w=0
-	for ((k = 0; k < 500; k++)); do
-		w=$(metric dbucket_vllm_requests_waiting "$home")
-		[ "${w%.*}" -ge 8 ] 2>/dev/null && break
-		sleep 0.02
-	done
-	[ "${w%.*}" -ge 8 ] || fail "$home never reported a queue (waiting '$w')"
+	dbk_wait_until 10 metric_ge dbucket_vllm_requests_waiting "$home" 8 ||
+		fail "$home never reported a queue (waiting '$(metric dbucket_vllm_requests_waiting "$home")')"
 	{ cat "$d/t1"; words 101 800; } >"$d/t2"
 	prompt_body "$d/t2" 4 >"$d/2.json"
 	send "$d/r2" /v1/completions "$d/2.json"
@@ -205,7 +210,7 @@ words() {
 	local d=$BATS_TEST_TMPDIR
 	# Prometheus's format, every line.
 	agent_get /metrics >"$d/m.txt"
-	run awk -f "$REPO/tests/e2e/promcheck.awk" "$d/m.txt"
+	run prom_lint "$d/m.txt"
 	assert_success
 	# The stub's KV cache: 65536 tokens in 16-token blocks on vllm0.
 	assert_equal "$(metric dbucket_vllm_gpu_blocks vllm0)" 4096
@@ -215,13 +220,8 @@ words() {
 	# A request held running on vllm2 shows in its scraped numbers.
 	completion_body 400 true 200 >"$d/long-out.json"
 	send_bg "$d/r" /v1/completions "$d/long-out.json" "${STUB_PORT[2]}"
-	local k v=0
-	for ((k = 0; k < 500; k++)); do
-		v=$(metric dbucket_vllm_requests_running vllm2)
-		[ "$v" = 1 ] && break
-		sleep 0.02
-	done
-	assert_equal "$v" 1
+	dbk_wait_until 10 metric_ge dbucket_vllm_requests_running vllm2 1 || true
+	assert_equal "$(metric dbucket_vllm_requests_running vllm2)" 1
 	# /state is JSON, with the scraper's and the predictor's views.
 	agent_get /state >"$d/state.json"
 	run jq -e '.policy == "ttft" and (.scrape.servers | length) == 4 and (.ttft | length) == 4

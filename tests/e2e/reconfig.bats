@@ -76,17 +76,14 @@ teardown() {
 	start_agent --enable-dynamic-bucket
 	start_haproxy
 	body_of_size 140000 >"$BATS_TEST_TMPDIR/l.json"
-	curl -s -o /dev/null -X POST -H 'X-Delay-Ms: 1500' --data-binary "@$BATS_TEST_TMPDIR/l.json" \
-		"http://127.0.0.1:$DBK_PORT/v1/completions" &
-	local held=$!
-	wait_state leases 1
+	hold_request "$BATS_TEST_TMPDIR/l.json" 1500
 	run curl -s -X POST "http://127.0.0.1:$ADMIN_PORT/config?group-sizes=3,1"
 	assert_success
 	# vllm2 carries the held request into group 0.
 	run agent_get /state
 	assert_line --partial '{"name": "vllm2", "group": 0, "usable": true, "inflight": 1, "load": 35000}'
 	assert_line --partial '{"min": 0, "max": 32768, "load": 35000}'
-	wait "$held"
+	wait "$HELD"
 	wait_state leases 0
 	run agent_get /state
 	refute_output --regexp '"load": [-1-9]'

@@ -58,23 +58,12 @@ teardown() {
 @test "a sequence of requests is routed exactly as the parity tool predicts" {
 	start_agent --enable-dynamic-bucket --server-group-threshold 8192 --completion-listen none
 	start_haproxy
-	local sizes=(3656 900 40000 15102 200 70000 33000 1200 131072 5000 500 250000 64 9000 20000 32800)
-	local plan="$BATS_TEST_TMPDIR/plan.jsonl" i
-	echo '{"config": {"servers": 4, "enable_dynamic_bucket": true, "server_group_threshold": 8192, "max_request_tokens": 131072}}' >"$plan"
-	for i in "${!sizes[@]}"; do
-		echo "{\"op\": \"dispatch\", \"id\": \"r$i\", \"body_bytes\": ${sizes[$i]}, \"max_tokens\": null, \"ignore_eos\": false}" >>"$plan"
-	done
-	run "$BUILD/dbucket-parity" --predict "$plan"
-	assert_success
-	local -a want
-	mapfile -t want < <(printf '%s\n' "$output" | grep '^r')
-	[ "${#want[@]}" -eq "${#sizes[@]}" ]
-	local redirects=0
-	for i in "${!sizes[@]}"; do
-		body_of_size "${sizes[$i]}" >"$BATS_TEST_TMPDIR/r.json"
+	parity_want
+	local redirects=0 i
+	for i in "${!PARITY_SIZES[@]}"; do
+		body_of_size "${PARITY_SIZES[$i]}" >"$BATS_TEST_TMPDIR/r.json"
 		read -r status server bucket group redirected score < <(post "$BATS_TEST_TMPDIR/r.json")
-		# want: "rI group server score"
-		read -r _ wgroup wserver wscore <<<"${want[$i]}"
+		read -r _ wgroup wserver wscore <<<"${WANT[$i]}"
 		assert_equal "$status r$i" "200 r$i"
 		assert_equal "r$i $group vllm$wserver $score" "r$i $wgroup $server $wscore"
 		[ "$redirected" = 1 ] && redirects=$((redirects + 1))
@@ -147,12 +136,7 @@ teardown() {
 	stop_agent
 	start_agent --enable-dynamic-bucket
 	body_of_size 140000 >"$BATS_TEST_TMPDIR/long.json"
-	local i out=""
 	# HAProxy reconnects on the next request; allow a few for the check.
-	for ((i = 0; i < 50; i++)); do
-		out=$(post "$BATS_TEST_TMPDIR/long.json")
-		[ "${out#200 vllm2 1 1 0}" != "$out" ] && break
-		sleep 0.1
-	done
-	assert_equal "${out%% 35000}" "200 vllm2 1 1 0"
+	dbk_wait_until 5 post_like "$BATS_TEST_TMPDIR/long.json" "200 vllm2 1 1 0 *" || true
+	assert_equal "${POSTED%% 35000}" "200 vllm2 1 1 0"
 }

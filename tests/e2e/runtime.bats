@@ -65,7 +65,7 @@ teardown() {
 		--admin-listen "127.0.0.1:$ADMIN_PORT" --enable-dynamic-bucket \
 		--haproxy-socket "$DBK_STATS_SOCKET" 2>>"$BATS_TEST_TMPDIR/agent.log" &
 	AGENT_PID=$!
-	wait_port "$ADMIN_PORT"
+	dbk_wait_port "$ADMIN_PORT"
 	run agent_get /state
 	assert_line --partial '{"name": "vllm0", "group": 0'
 	assert_line --partial '{"name": "vllm3", "group": 1'
@@ -80,7 +80,7 @@ teardown() {
 		--admin-listen "127.0.0.1:$ADMIN_PORT" --haproxy-socket "$DBK_STATS_SOCKET" \
 		--poll-interval 100 vllm1 vllm0 vllm2 vllm3 2>>"$BATS_TEST_TMPDIR/agent.log" &
 	AGENT_PID=$!
-	wait_port "$ADMIN_PORT"
+	dbk_wait_port "$ADMIN_PORT"
 	haproxy_cmd "set server vllm/vllm0 state maint"
 	wait_log 'event=backend-mismatch'
 	# Polls go on failing, but the error is logged once.

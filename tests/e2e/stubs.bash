@@ -34,7 +34,9 @@ stubs_setup() {
 # PORT (default: any free one), exports DBK_VLLMi; returns once it
 # listens (bounded, ~5 s). STUB_ARGS (words) are passed to the stub.
 start_stub() {
-	local i=$1 scale=${2:-$STUB_SCALE} port=${3:-0} out="$BATS_TEST_TMPDIR/stub$i.out"
+	local i=$1 scale=${2:-$STUB_SCALE} port=${3:-0}
+	# Its own line: in one "local", $i would still be the caller's.
+	local out="$BATS_TEST_TMPDIR/stub$i.out"
 	local -a size
 	if ((i < 2)); then
 		size=(--max-model-len "$SHORT_MAX_MODEL_LEN" --kv-capacity-tokens "$SHORT_KV")
@@ -45,16 +47,17 @@ start_stub() {
 	"$BUILD/vllm-stub" --host 127.0.0.1 --port "$port" --name "vllm$i" --time-scale "$scale" \
 		"${size[@]}" ${STUB_ARGS:+$STUB_ARGS} >"$out" 2>>"$BATS_TEST_TMPDIR/stub$i.log" 3>&- &
 	STUB_PID[i]=$!
-	local k line=""
-	for ((k = 0; k < 250; k++)); do
-		line=$(grep -o 'listening on 127\.0\.0\.1:[0-9]*' "$out" 2>/dev/null) || true
-		[ -n "$line" ] && break
-		kill -0 "${STUB_PID[i]}" 2>/dev/null || break
-		sleep 0.02
-	done
+	local line
+	dbk_wait_until 5 stub_started "${STUB_PID[i]}" "$out" || true
+	line=$(grep -so 'listening on 127\.0\.0\.1:[0-9]*' "$out") || true
 	[ -n "$line" ] || { echo "stub vllm$i did not start" >&2; cat "$BATS_TEST_TMPDIR/stub$i.log" >&2; return 1; }
 	STUB_PORT[i]=${line##*:}
 	export "DBK_VLLM$i=127.0.0.1:${STUB_PORT[i]}"
+}
+
+# stub_started PID OUT: the stub says where it listens, or has exited.
+stub_started() {
+	grep -sq 'listening on 127\.0\.0\.1:[0-9]' "$2" || ! kill -0 "$1" 2>/dev/null
 }
 
 # start_stubs [SCALE]: the four stubs, DBK_VLLM0..3 exported.
@@ -79,7 +82,7 @@ kill_stub() {
 start_haproxy_stubs() {
 	haproxy -f "$REPO/haproxy/haproxy.cfg" 2>>"$BATS_TEST_TMPDIR/haproxy.log" 3>&- &
 	HAPROXY_PID=$!
-	wait_port "$DBK_PORT"
+	dbk_wait_port "$DBK_PORT"
 }
 
 # kill_agent: SIGKILL, no summary, no clean close.
@@ -96,7 +99,7 @@ start_relay() {
 		2>>"$BATS_TEST_TMPDIR/relay.log" </dev/null >/dev/null 3>&- &
 	RELAY_PID=$!
 	RELAY_PIDS+=("$RELAY_PID")
-	wait_port "$1"
+	dbk_wait_port "$1"
 }
 
 # stop_relay: the listener and the children it forked for connections,
@@ -166,14 +169,16 @@ curl_bg() {
 	CLIENT_PIDS+=("$LAST_PID")
 }
 
-# wait_events BASE N: waits (bounded, ~10 s) until BASE.b holds N events.
+# has_events BASE N: BASE.b holds at least N events.
+has_events() {
+	local c
+	c=$(grep -sc '^data: {' "$1.b") || true
+	((${c:-0} >= $2))
+}
+
+# wait_events BASE N: waits (bounded, 10 s) until BASE.b holds N events.
 wait_events() {
-	local i c
-	for ((i = 0; i < 500; i++)); do
-		c=$(grep -c '^data: {' "$1.b" 2>/dev/null) || true
-		((${c:-0} >= $2)) && return 0
-		sleep 0.02
-	done
+	dbk_wait_until 10 has_events "$1" "$2" && return 0
 	echo "$1 never got $2 events" >&2
 	return 1
 }
@@ -217,6 +222,12 @@ sse_done() {
 	[ "$(grep -v '^$' "$1.b" | tail -n 1)" = "data: [DONE]" ]
 }
 
+# stream_ok BASE EVENTS: the stream in BASE ended well: curl's exit code
+# 0, status 200, EVENTS events, then data: [DONE].
+stream_ok() {
+	[ "$(cat "$1.rc") $(status "$1") $(sse_events "$1")" = "0 200 $2" ] && sse_done "$1"
+}
+
 # normalise FILE: the body with what differs between two runs of the
 # same request (ids, creation times) replaced by constants.
 normalise() {
@@ -247,15 +258,6 @@ same_as_direct() {
 	fi
 }
 
-# state_snapshot: keeps /state in $STATE; state_get NAME reads one field
-# of it, so that several fields are read from one instant.
-state_snapshot() {
-	STATE=$(agent_get /state)
-}
-state_get() {
-	grep -o "\"$1\": *[^,}]*" <<<"$STATE" | head -n 1 | cut -d: -f2 | tr -d ' '
-}
-
 # assert_books_balanced: nothing in flight, every lease given back once:
 # leases 0, every server's inflight and load 0 (never negative),
 # decisions == released + expired + reclaimed.
@@ -263,9 +265,10 @@ assert_books_balanced() {
 	state_snapshot
 	assert_equal "leases=$(state_get leases)" "leases=0"
 	refute [ -z "$STATE" ]
-	if grep -qE '"inflight": [1-9]|"load": -|"load": [1-9]' <<<"$STATE"; then
-		fail "some load is still charged: $STATE"
-	fi
+	# Any server's, bucket's or policy's "inflight" or "load", wherever
+	# it stands in the document.
+	jq -e '[.. | objects | select((.inflight // 0) != 0 or (.load // 0) != 0)] | length == 0' \
+		<<<"$STATE" >/dev/null || fail "some load is still charged: $STATE"
 	local d r x c
 	d=$(state_get decisions)
 	r=$(state_get released)
@@ -277,25 +280,6 @@ assert_books_balanced() {
 # haproxy_completions: HAProxy's completion lines (the dbk1 log lines).
 haproxy_completions() {
 	grep '^dbk1 ' "$BATS_TEST_TMPDIR/haproxy.log" 2>/dev/null
-}
-
-# wait_file FILE REGEX: waits (bounded, ~15 s) until FILE has a line
-# matching REGEX (helpers.bash's wait_log reads only the agent's log).
-wait_file() {
-	local i
-	for ((i = 0; i < 750; i++)); do
-		grep -qE "$2" "$1" 2>/dev/null && return 0
-		sleep 0.02
-	done
-	echo "no line matching '$2' in $1" >&2
-	return 1
-}
-
-# all_gone PID...: succeeds when none of them runs any more (no waiting).
-all_gone() {
-	local p
-	for p in "$@"; do kill -0 "$p" 2>/dev/null && return 1; done
-	return 0
 }
 
 # fast_state_field FIELD VAR: sets VAR to /state's FIELD without forking

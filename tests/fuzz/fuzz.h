@@ -23,9 +23,9 @@ static inline _Noreturn void fuzz_fail(const char *file, int line, const char *w
 	abort();
 }
 
-#define FUZZ_CHECK(cond) \
-	do { \
-		if (!(cond)) \
+#define FUZZ_CHECK(cond)                                      \
+	do {                                                  \
+		if (!(cond))                                  \
 			fuzz_fail(__FILE__, __LINE__, #cond); \
 	} while (0)
 

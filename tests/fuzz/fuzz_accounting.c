@@ -26,7 +26,7 @@
 #include "accounting.h"
 #include "fuzz.h"
 
-#define NIDS 9          /* id 8 is "" */
+#define NIDS 9 /* id 8 is "" */
 #define NSRV 3
 #define TTL_MS 10000
 #define POLL_MS 1000
@@ -39,7 +39,7 @@ static const char *const names[NSRV] = { "s0", "s1", "s2" };
 struct model {
 	bool live[NIDS];
 	unsigned server[NIDS];
-	uint64_t start[NIDS], seq[NIDS];   /* seq: dispatch order */
+	uint64_t start[NIDS], seq[NIDS]; /* seq: dispatch order */
 	bool buried[NIDS];
 	uint64_t buried_at[NIDS];
 	uint64_t next_seq;
@@ -131,10 +131,14 @@ static void complete(struct dbk_acct *a, struct model *m, int id, bool chosen, b
 	unsigned where = m->live[id] ? m->server[id] : 0;
 	const char *served = elsewhere ? names[(where + 1) % NSRV] : names[where];
 	struct dbk_completion c = {
-		.id = ids[id], .id_len = strlen(ids[id]),
-		.chosen = chosen ? names[where] : "", .chosen_len = chosen ? strlen(names[where]) : 0,
-		.server = served, .server_len = strlen(served),
-		.status = 200, .log_ms = 1000,
+		.id = ids[id],
+		.id_len = strlen(ids[id]),
+		.chosen = chosen ? names[where] : "",
+		.chosen_len = chosen ? strlen(names[where]) : 0,
+		.server = served,
+		.server_len = strlen(served),
+		.status = 200,
+		.log_ms = 1000,
 	};
 	struct dbk_bal_lease l;
 	enum dbk_acct_outcome want;
@@ -209,7 +213,7 @@ static void poll_server(struct dbk_acct *a, struct dbk_acct_reconcile *r, struct
 	int eligible[NIDS];
 	unsigned leak = model_step(m, srv, live_on(m, srv), h), n = 0;
 	uint64_t span = DBK_ACCT_RECONCILE_K * POLL_MS > MIN_AGE_MS ? DBK_ACCT_RECONCILE_K * POLL_MS
-	                                                             : MIN_AGE_MS;
+	                                                            : MIN_AGE_MS;
 
 	if (leak && now > span) {
 		n = oldest(m, (int)srv, now - span, eligible);
@@ -273,8 +277,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			tick(&a, &m, now);
 			break;
 		case 3:
-			poll_server(&a, &rec[x % NSRV], &m, x % NSRV, (x >> 2) & 0x20 ? -1 : (x >> 2) % 4,
-			            now);
+			poll_server(&a, &rec[x % NSRV], &m, x % NSRV,
+			            (x >> 2) & 0x20 ? -1 : (x >> 2) % 4, now);
 			break;
 		}
 		check_books(&a, &m);

@@ -43,8 +43,8 @@ static enum dbk_completion_status model_frame(const char *b, size_t len, size_t 
 	return DBK_COMPLETION_OK;
 }
 
-static void check_frame(const char *b, size_t len, enum dbk_completion_status st,
-                        const char *msg, size_t ml, size_t used)
+static void check_frame(const char *b, size_t len, enum dbk_completion_status st, const char *msg,
+                        size_t ml, size_t used)
 {
 	size_t ms = 0, mml = 0;
 	enum dbk_completion_status want = model_frame(b, len, &ms, &mml);
@@ -154,9 +154,8 @@ static bool same(const struct dbk_completion *a, const struct dbk_completion *b)
 	       same_str(a->chosen, a->chosen_len, b->chosen, b->chosen_len) &&
 	       same_str(a->server, a->server_len, b->server, b->server_len) &&
 	       a->status == b->status && memcmp(a->term, b->term, 5) == 0 &&
-	       a->total_ms == b->total_ms && a->bytes == b->bytes &&
-	       a->retries == b->retries && a->redispatched == b->redispatched &&
-	       a->log_ms == b->log_ms;
+	       a->total_ms == b->total_ms && a->bytes == b->bytes && a->retries == b->retries &&
+	       a->redispatched == b->redispatched && a->log_ms == b->log_ms;
 }
 
 static void put(char *out, size_t *o, const char *s, size_t n)
@@ -231,8 +230,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (off < size) {
 		const char *msg = NULL;
 		size_t ml = 0, used = 0;
-		enum dbk_completion_status st =
-			dbk_completion_frame(buf + off, size - off, &msg, &ml, &used);
+		enum dbk_completion_status st = dbk_completion_frame(buf + off, size - off, &msg,
+		                                                     &ml, &used);
 
 		check_frame(buf + off, size - off, st, msg, ml, used);
 		if (st == DBK_COMPLETION_OK) {
@@ -243,8 +242,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				const char *m2;
 				size_t ml2, u2;
 
-				FUZZ_CHECK(dbk_completion_frame(buf + off, cuts[k], &m2, &ml2, &u2) ==
-				           DBK_COMPLETION_NEED_MORE);
+				FUZZ_CHECK(dbk_completion_frame(buf + off, cuts[k], &m2, &ml2,
+				                                &u2) == DBK_COMPLETION_NEED_MORE);
 			}
 			/* The message in a buffer of its own size. */
 			char *line = (char *)fuzz_dup(msg, ml);

@@ -65,9 +65,12 @@ static bool model_json(const uint8_t *s, size_t n, double *mt, bool *eos)
 	if (ok) {
 		const cJSON *it;
 
-		cJSON_ArrayForEach(it, root) {
+		cJSON_ArrayForEach(it, root)
+		{
 			if (it->string && strcmp(it->string, "max_tokens") == 0)
-				*mt = cJSON_IsNumber(it) && isfinite(it->valuedouble) ? it->valuedouble : 16.0;
+				*mt = cJSON_IsNumber(it) && isfinite(it->valuedouble)
+				              ? it->valuedouble
+				              : 16.0;
 			if (it->string && strcmp(it->string, "ignore_eos") == 0)
 				*eos = cJSON_IsBool(it) ? cJSON_IsTrue(it) : false;
 		}
@@ -126,10 +129,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t sl;
 
 	switch (b & 3) {
-	case 0:  body_size = (int64_t)in.n; break;
-	case 1:  body_size = -1; break;
-	case 2:  body_size = (int64_t)in.n + (b >> 2) + 1; break;
-	default: body_size = (int64_t)fuzz_u64(&in); break;
+	case 0:
+		body_size = (int64_t)in.n;
+		break;
+	case 1:
+		body_size = -1;
+		break;
+	case 2:
+		body_size = (int64_t)in.n + (b >> 2) + 1;
+		break;
+	default:
+		body_size = (int64_t)fuzz_u64(&in);
+		break;
 	}
 	sample = in.p;
 	sl = in.n;

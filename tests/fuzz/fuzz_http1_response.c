@@ -22,18 +22,16 @@
 #include "fuzz.h"
 #include "lib/http1.h"
 
-static bool same_head(const struct dbk_http_response *a,
-                      const struct dbk_http_response *b)
+static bool same_head(const struct dbk_http_response *a, const struct dbk_http_response *b)
 {
 	return a->status == b->status && a->minor_version == b->minor_version &&
 	       a->n_headers == b->n_headers && a->head_len == b->head_len &&
 	       a->framing == b->framing && a->keep_alive == b->keep_alive &&
-	       a->content_length == b->content_length &&
-	       a->reason.p == b->reason.p && a->reason.n == b->reason.n;
+	       a->content_length == b->content_length && a->reason.p == b->reason.p &&
+	       a->reason.n == b->reason.n;
 }
 
-static void check_head(const char *buf, size_t len, size_t max,
-                       const struct dbk_http_response *r)
+static void check_head(const char *buf, size_t len, size_t max, const struct dbk_http_response *r)
 {
 	static struct dbk_http_response r2;
 
@@ -51,19 +49,16 @@ static void check_head(const char *buf, size_t len, size_t max,
 		FUZZ_CHECK(dbk_http_response_header(r, "x-served-by") ||
 		           !dbk_http_slice_ieq(h->name, "x-served-by"));
 	}
-	FUZZ_CHECK(r->framing >= DBK_HTTP_BODY_NONE &&
-	           r->framing <= DBK_HTTP_BODY_CLOSE);
+	FUZZ_CHECK(r->framing >= DBK_HTTP_BODY_NONE && r->framing <= DBK_HTTP_BODY_CLOSE);
 	if (r->status < 200 || r->status == 204 || r->status == 304)
 		FUZZ_CHECK(r->framing == DBK_HTTP_BODY_NONE);
 	if (r->framing == DBK_HTTP_BODY_CLOSE)
 		FUZZ_CHECK(!r->keep_alive);
 
-	FUZZ_CHECK(dbk_http_parse_response(buf, r->head_len, max, &r2) ==
-	           DBK_HTTP_COMPLETE);
+	FUZZ_CHECK(dbk_http_parse_response(buf, r->head_len, max, &r2) == DBK_HTTP_COMPLETE);
 	FUZZ_CHECK(same_head(r, &r2));
 	for (size_t n = 0; n < r->head_len; n++)
-		FUZZ_CHECK(dbk_http_parse_response(buf, n, max, &r2) ==
-		           DBK_HTTP_INCOMPLETE);
+		FUZZ_CHECK(dbk_http_parse_response(buf, n, max, &r2) == DBK_HTTP_INCOMPLETE);
 }
 
 /* What one feeding of a chunked body gave: a checksum of the data (order
@@ -92,8 +87,7 @@ static struct dechunked dechunk(const char *p, size_t n, size_t step)
 			FUZZ_CHECK(u > 0 || c.result != DBK_HTTP_INCOMPLETE);
 			FUZZ_CHECK(fuzz_inside(d.p, d.n, p + i + j, u));
 			for (size_t m = 0; m < d.n; m++)
-				out.sum = out.sum * 1099511628211u +
-				          (unsigned char)d.p[m];
+				out.sum = out.sum * 1099511628211u + (unsigned char)d.p[m];
 			out.n_data += d.n;
 			j += u;
 		}

@@ -59,15 +59,15 @@ static const char *const names[MAX_SERVERS] = {
 #define UNKNOWN_SERVER 0xffffffffu
 
 struct idtab {
-	char *id[IDTAB_CAP];        /* NULL: never used; TOMB: deleted */
+	char *id[IDTAB_CAP]; /* NULL: never used; TOMB: deleted */
 	size_t len[IDTAB_CAP];
 	unsigned server[IDTAB_CAP];
 	double score[IDTAB_CAP];
 	uint64_t start[IDTAB_CAP];
 	uint64_t seq[IDTAB_CAP];
-	size_t count, used;         /* live entries; live + deleted slots */
+	size_t count, used; /* live entries; live + deleted slots */
 	uint64_t next_seq;
-	long slots[IDTAB_CAP / 2];  /* the slots used, in insertion order */
+	long slots[IDTAB_CAP / 2]; /* the slots used, in insertion order */
 };
 
 static char tomb_mark;
@@ -102,10 +102,7 @@ static long tab_find(const struct idtab *t, const uint8_t *p, size_t n)
 	return -1;
 }
 
-static bool tab_full(const struct idtab *t)
-{
-	return t->used >= IDTAB_CAP / 2;
-}
+static bool tab_full(const struct idtab *t) { return t->used >= IDTAB_CAP / 2; }
 
 static long tab_add(struct idtab *t, const uint8_t *p, size_t n, double score, uint64_t start)
 {
@@ -156,17 +153,17 @@ struct model_msg {
 	enum kind kind;
 	/* ROUTE */
 	bool routed;
-	bool details;           /* bucket, group, redirected, score follow */
-	const char *error;      /* when not routed: the error variable */
+	bool details;      /* bucket, group, redirected, score follow */
+	const char *error; /* when not routed: the error variable */
 	double score;
 	unsigned std_bucket;
 	enum dbk_estimate_source src;
-	bool estimated;         /* got past the id check */
-	bool counted;           /* the estimate's counters move (plain mode) */
+	bool estimated;          /* got past the id check */
+	bool counted;            /* the estimate's counters move (plain mode) */
 	enum dbk_bal_result res; /* when refused */
-	long slot;              /* leases slot of a routed or moved id */
+	long slot;               /* leases slot of a routed or moved id */
 	/* MOVED */
-	bool moved;             /* the answer */
+	bool moved; /* the answer */
 	unsigned to;
 };
 
@@ -230,8 +227,7 @@ static long read_messages(const struct dbk_spop_frame *f, const uint8_t *body, s
 		}
 		/* Message name, argument count, then nb (name, value) pairs. */
 		uint64_t n;
-		if (dbk_spop_varint_decode(&q, end, &n) != DBK_SPOP_OK ||
-		    n > (uint64_t)(end - q)) {
+		if (dbk_spop_varint_decode(&q, end, &n) != DBK_SPOP_OK || n > (uint64_t)(end - q)) {
 			ok = false;
 		} else {
 			name = q;
@@ -277,8 +273,9 @@ static long read_messages(const struct dbk_spop_frame *f, const uint8_t *body, s
 		FUZZ_CHECK(it.p == q);
 		FUZZ_CHECK(count < MODEL_MAX_MSGS);
 		memset(&msgs[count], 0, sizeof(msgs[count]));
-		msgs[count].kind = key_is(name, name_len, DBK_MSG_ROUTE) ? ROUTE :
-		                   key_is(name, name_len, DBK_MSG_MOVED) ? MOVED : OTHER;
+		msgs[count].kind = key_is(name, name_len, DBK_MSG_ROUTE)   ? ROUTE
+		                   : key_is(name, name_len, DBK_MSG_MOVED) ? MOVED
+		                                                           : OTHER;
 		count++;
 	}
 }
@@ -305,8 +302,7 @@ static void snap(struct snapshot *s, const struct dbk_route *r, unsigned n)
 }
 
 static void predict_route(struct model_msg *mm, const struct dbk_spop_message *m,
-                          struct dbk_balancer *b, size_t max_leases, bool any_usable,
-                          uint64_t now)
+                          struct dbk_balancer *b, size_t max_leases, bool any_usable, uint64_t now)
 {
 	const struct dbk_spop_data *id = dbk_spop_msg_arg(m, DBK_ARG_ID);
 	const struct dbk_spop_data *blen = dbk_spop_msg_arg(m, DBK_ARG_BLEN);
@@ -356,7 +352,7 @@ static void predict_route(struct model_msg *mm, const struct dbk_spop_message *m
 	 * its counters): the length is the same either way. */
 	mm->src = dbk_estimate(bs, sample, sl, &req);
 	mm->counted = !dbk_bal_config(b)->dynamic;
-	(void)dbk_bal_decide(b, &req, &d);   /* score and bucket: state-free */
+	(void)dbk_bal_decide(b, &req, &d); /* score and bucket: state-free */
 	FUZZ_CHECK(isfinite(d.score) && d.score >= 0);
 	mm->score = d.score;
 	mm->std_bucket = d.std_bucket;
@@ -385,8 +381,7 @@ static void predict_route(struct model_msg *mm, const struct dbk_spop_message *m
 
 /* dbucket-moved id=<id> server=<name>: true when the id holds a lease and
  * the name is one of the servers. */
-static void predict_moved(struct model_msg *mm, const struct dbk_spop_message *m,
-                          unsigned nservers)
+static void predict_moved(struct model_msg *mm, const struct dbk_spop_message *m, unsigned nservers)
 {
 	const struct dbk_spop_data *id = dbk_spop_msg_arg(m, DBK_ARG_ID);
 	const struct dbk_spop_data *srv = dbk_spop_msg_arg(m, DBK_ARG_SERVER);
@@ -407,8 +402,8 @@ static void predict_moved(struct model_msg *mm, const struct dbk_spop_message *m
 
 /* Predicts each message's outcome (second pass with msg_next, whose
  * agreement with the independent reading is already checked). */
-static void predict(const struct dbk_spop_frame *f, struct dbk_balancer *b,
-                    unsigned nservers, size_t max_leases, long count, uint64_t now)
+static void predict(const struct dbk_spop_frame *f, struct dbk_balancer *b, unsigned nservers,
+                    size_t max_leases, long count, uint64_t now)
 {
 	struct dbk_spop_msg_iter it;
 	static struct dbk_spop_message m;
@@ -460,9 +455,9 @@ static void check_score(const struct dbk_spop_data *v, double score)
 /* Walks the ACK against the predictions, following the loads (load[]),
  * the decisions per server and per (bucket, group). */
 static void check_ack(const uint8_t *ack, size_t len, uint32_t frame_max,
-                      const struct dbk_spop_frame *nf, long count,
-                      const struct dbk_balancer *b, unsigned nservers, double *load,
-                      uint64_t *per_server, uint64_t (*per_bg)[DBK_BAL_MAX_BUCKETS])
+                      const struct dbk_spop_frame *nf, long count, const struct dbk_balancer *b,
+                      unsigned nservers, double *load, uint64_t *per_server,
+                      uint64_t (*per_bg)[DBK_BAL_MAX_BUCKETS])
 {
 	size_t flen;
 	bool complete;
@@ -552,8 +547,8 @@ static void count_decision(void *arg, const struct dbk_route_event *e)
 }
 
 static void check_notify(struct dbk_route *r, unsigned nservers, size_t max_leases,
-                         uint32_t frame_max, const struct dbk_spop_frame *f,
-                         const uint8_t *body, size_t len, uint64_t now)
+                         uint32_t frame_max, const struct dbk_spop_frame *f, const uint8_t *body,
+                         size_t len, uint64_t now)
 {
 	struct snapshot s0, s1;
 	long count = read_messages(f, body, len);
@@ -613,7 +608,7 @@ static void check_notify(struct dbk_route *r, unsigned nservers, size_t max_leas
 		} else if (!mm->estimated) {
 			no_id++;
 		} else if (mm->res == DBK_BAL_ENDED) {
-			ended++;        /* the client left: not a refusal */
+			ended++; /* the client left: not a refusal */
 		} else {
 			refused++;
 			if (mm->res == DBK_BAL_DUPLICATE)
@@ -692,11 +687,11 @@ static void check_notify(struct dbk_route *r, unsigned nservers, size_t max_leas
  * parameters: release a lease (a completion line), bury an id (a
  * completion that overtook its NOTIFY), expire leases or buried ids
  * (the TTL timer; ttl = first byte, ms), make a server (un)usable. */
-#define CTL_RELEASE       0xf0
-#define CTL_BURY          0xf1
-#define CTL_EXPIRE        0xf2
+#define CTL_RELEASE 0xf0
+#define CTL_BURY 0xf1
+#define CTL_EXPIRE 0xf2
 #define CTL_EXPIRE_BURIED 0xf3
-#define CTL_USABLE        0xf4
+#define CTL_USABLE 0xf4
 
 static struct {
 	long slot[IDTAB_CAP];
@@ -724,8 +719,8 @@ static void on_expired(void *arg, const char *id, size_t id_len, const struct db
 	expiring.load[l->server] -= l->score;
 }
 
-static void check_control(struct dbk_route *r, unsigned nservers,
-                          const struct dbk_spop_frame *f, uint64_t now)
+static void check_control(struct dbk_route *r, unsigned nservers, const struct dbk_spop_frame *f,
+                          uint64_t now)
 {
 	struct dbk_balancer *b = r->bal;
 	const uint8_t *id = f->payload;
@@ -755,7 +750,8 @@ static void check_control(struct dbk_route *r, unsigned nservers,
 			FUZZ_CHECK(out.score == leases.score[k] && out.start_ms == leases.start[k]);
 			if (leases.server[k] != UNKNOWN_SERVER)
 				FUZZ_CHECK(out.server == leases.server[k]);
-			FUZZ_CHECK(out.server < nservers && out.group == dbk_bal_group_of(b, out.server));
+			FUZZ_CHECK(out.server < nservers &&
+			           out.group == dbk_bal_group_of(b, out.server));
 			FUZZ_CHECK(s1.inflight[out.server] + 1 == s0.inflight[out.server]);
 			load[out.server] -= out.score;
 			tab_del(&leases, k);
@@ -837,7 +833,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t now = 1000;
 
 	if (dynamic && nservers < 2)
-		nservers = 2;   /* one per group at least */
+		nservers = 2; /* one per group at least */
 	dbk_bal_config_default(&cfg, nservers, dynamic, thresholds[(b3 >> 2) & 3], 131072);
 	cfg.max_leases = max_leases;
 	memset(&r, 0, sizeof(r));
@@ -855,8 +851,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (off < in.n) {
 		size_t flen;
 		bool complete;
-		enum dbk_spop_status st =
-			dbk_spop_frame_split(in.p + off, in.n - off, frame_max, &flen, &complete);
+		enum dbk_spop_status st = dbk_spop_frame_split(in.p + off, in.n - off, frame_max,
+		                                               &flen, &complete);
 
 		check_split(in.p + off, in.n - off, frame_max, st, flen, complete);
 		if (st != DBK_SPOP_OK || !complete)
@@ -872,7 +868,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_control(&r, nservers, &f, now++);
 		if (tab_full(&leases) || tab_full(&buried)) {
 			free(body);
-			break;  /* the model's tables are full: enough for one input */
+			break; /* the model's tables are full: enough for one input */
 		}
 		free(body);
 		off += 4 + flen;

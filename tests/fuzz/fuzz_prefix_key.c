@@ -79,15 +79,19 @@ static void check_predict(uint8_t b, size_t n, const struct dbk_pkey *pk)
 		any_up |= !down;
 	}
 	struct dbk_pred_request r = {
-		.prompt_tokens = (double)n * 7.5, .max_tokens = (double)(pk->text_bytes % 5000),
-		.ignore_eos = pk->nkeys & 1, .keys = keys, .nkeys = pk->nkeys,
-		.keys_cut = pk->cut, .session = pk->session,
+		.prompt_tokens = (double)n * 7.5,
+		.max_tokens = (double)(pk->text_bytes % 5000),
+		.ignore_eos = pk->nkeys & 1,
+		.keys = keys,
+		.nkeys = pk->nkeys,
+		.keys_cut = pk->cut,
+		.session = pk->session,
 	};
 	for (unsigned i = 0; i < ns; i++) {
 		struct dbk_pred_view v;
 		dbk_pred_view(p, i, 0, &v);
-		if (v.state == DBK_PRED_UP && (v.max_model_len == 0 ||
-		    r.prompt_tokens + r.max_tokens <= v.max_model_len))
+		if (v.state == DBK_PRED_UP &&
+		    (v.max_model_len == 0 || r.prompt_tokens + r.max_tokens <= v.max_model_len))
 			any_holds = true;
 	}
 	struct dbk_pred_choice ch;

@@ -60,7 +60,7 @@ static int model_status(const char *s, size_t len, enum dbk_rt_server_state *out
 	}
 	while (w < len && s[w] != ' ')
 		w++;
-	if (w + 1 == len)   /* the first space is the last byte */
+	if (w + 1 == len) /* the first space is the last byte */
 		return -1;
 #define IS(lit) (w == strlen(lit) && memcmp(s, lit, w) == 0)
 	if (IS("UP"))
@@ -165,7 +165,8 @@ static unsigned do_servers_state(const char *buf, size_t len, const char *be, ch
 		FUZZ_CHECK(dbk_rt_find(out, n, s->name, strlen(s->name)) == (int)i);
 		FUZZ_CHECK(s->op_state >= 0 && s->op_state <= 3);
 		FUZZ_CHECK(s->admin_state >= 0 && s->admin_state <= 0xffff);
-		FUZZ_CHECK(s->state == model_flags((unsigned)s->op_state, (unsigned)s->admin_state));
+		FUZZ_CHECK(s->state ==
+		           model_flags((unsigned)s->op_state, (unsigned)s->admin_state));
 		FUZZ_CHECK(!s->stat_seen && s->scur == -1 && s->qcur == -1);
 		FUZZ_CHECK(dbk_rt_server_load(s) == -1);
 	}
@@ -180,15 +181,18 @@ static unsigned do_servers_state(const char *buf, size_t len, const char *be, ch
 	size_t cuts[3] = { end - 1, end / 2, (unsigned char)buf[0] * end / 256 };
 	for (int k = 0; k < 3; k++) {
 		n2 = 77;
-		FUZZ_CHECK(dbk_rt_parse_servers_state(buf, cuts[k], be, again, MAXS, &n2, NULL, 0) == -1);
+		FUZZ_CHECK(dbk_rt_parse_servers_state(buf, cuts[k], be, again, MAXS, &n2, NULL,
+		                                      0) == -1);
 		FUZZ_CHECK(n2 == 0);
 	}
 	FUZZ_CHECK(dbk_rt_parse_servers_state(buf, end, be, again, MAXS, &n2, NULL, 0) == 0);
 	FUZZ_CHECK(n2 == n && memcmp(again, out, sizeof(*out) * n) == 0);
 	/* The max bound. */
-	FUZZ_CHECK(dbk_rt_parse_servers_state(buf, len, be, again, n, &n2, NULL, 0) == 0 && n2 == n);
+	FUZZ_CHECK(dbk_rt_parse_servers_state(buf, len, be, again, n, &n2, NULL, 0) == 0 &&
+	           n2 == n);
 	if (n > 0)
-		FUZZ_CHECK(dbk_rt_parse_servers_state(buf, len, be, again, n - 1, &n2, NULL, 0) == -1);
+		FUZZ_CHECK(dbk_rt_parse_servers_state(buf, len, be, again, n - 1, &n2, NULL, 0) ==
+		           -1);
 	return n;
 }
 
@@ -285,8 +289,11 @@ static void earlier_poll(struct dbk_rt_server *srv, unsigned n)
  * nothing is known about. */
 static unsigned fixed_list(struct dbk_rt_server *srv)
 {
-	static const struct { const char *name; int op, admin; } l[] = {
-		{ "s0", 2, 0 }, { "s1", 0, 1 }, { "s2", 2, 8 }, { "s3", 3, 0 },
+	static const struct {
+		const char *name;
+		int op, admin;
+	} l[] = {
+		{ "s0", 2, 0 },    { "s1", 0, 1 },    { "s2", 2, 8 },      { "s3", 3, 0 },
 		{ "vllm0", 2, 0 }, { "vllm1", 0, 0 }, { "vllm2", -1, -1 }, { "vllm3", 1, 0x40 },
 	};
 	unsigned n = sizeof(l) / sizeof(l[0]);
@@ -316,7 +323,8 @@ static void do_misc(const uint8_t *data, size_t size, uint8_t h)
 	/* Flags. */
 	unsigned op = fuzz_u8(&in), admin = (unsigned)fuzz_u8(&in) << 8 | fuzz_u8(&in);
 	FUZZ_CHECK(dbk_rt_state_from_flags(op, admin) == model_flags(op, admin));
-	FUZZ_CHECK(dbk_rt_state_from_flags(op % 5, admin & 0x7f) == model_flags(op % 5, admin & 0x7f));
+	FUZZ_CHECK(dbk_rt_state_from_flags(op % 5, admin & 0x7f) ==
+	           model_flags(op % 5, admin & 0x7f));
 
 	/* server_init truncates long names. */
 	struct dbk_rt_server s;
@@ -325,7 +333,8 @@ static void do_misc(const uint8_t *data, size_t size, uint8_t h)
 	memcpy(name, data, nl);
 	name[nl] = '\0';
 	dbk_rt_server_init(&s, name);
-	FUZZ_CHECK(strnlen(s.name, sizeof(s.name)) == (strlen(name) < DBK_RT_NAME_MAX ? strlen(name) : DBK_RT_NAME_MAX));
+	FUZZ_CHECK(strnlen(s.name, sizeof(s.name)) ==
+	           (strlen(name) < DBK_RT_NAME_MAX ? strlen(name) : DBK_RT_NAME_MAX));
 	FUZZ_CHECK(s.state == DBK_RT_READY && s.op_state == -1 && s.admin_state == -1 &&
 	           !s.stat_seen && s.scur == -1 && s.qcur == -1);
 	FUZZ_CHECK(dbk_rt_find(&s, 1, "", 0) == -1);
@@ -363,7 +372,8 @@ static void do_misc(const uint8_t *data, size_t size, uint8_t h)
 			}
 		}
 		FUZZ_CHECK(take == want_take);
-		FUZZ_CHECK(take <= ours && (take == 0 || (hp >= 0 && (long long)take <= (long long)ours - hp)));
+		FUZZ_CHECK(take <= ours &&
+		           (take == 0 || (hp >= 0 && (long long)take <= (long long)ours - hp)));
 	}
 }
 

@@ -15,7 +15,7 @@
  *   survive encode -> decode. */
 #include "spop_check.h"
 
-#define OUR_MAX_FRAME 16380u   /* the agent's default (config.h) */
+#define OUR_MAX_FRAME 16380u /* the agent's default (config.h) */
 
 /* ---- HELLO model ---- */
 
@@ -134,8 +134,8 @@ static enum dbk_spop_status model_hello(const struct dbk_spop_frame *f, struct h
 	bool have_mfs = false;
 
 	memset(h, 0, sizeof(*h));
-	if (f->type != DBK_SPOP_HAPROXY_HELLO || !(f->flags & DBK_SPOP_FLAG_FIN) ||
-	    f->stream_id || f->frame_id)
+	if (f->type != DBK_SPOP_HAPROXY_HELLO || !(f->flags & DBK_SPOP_FLAG_FIN) || f->stream_id ||
+	    f->frame_id)
 		return DBK_SPOP_ERR_INVALID;
 	bool malformed;
 	long n = model_pairs(f, &malformed);
@@ -387,7 +387,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* A frame built by hand may carry a NULL payload (spop_codec.c guards it). */
 	{
 		struct dbk_spop_frame nf = { .type = DBK_SPOP_HAPROXY_HELLO,
-		                             .flags = DBK_SPOP_FLAG_FIN };
+			                     .flags = DBK_SPOP_FLAG_FIN };
 		struct dbk_spop_hello h;
 		struct dbk_spop_msg_iter it;
 		static struct dbk_spop_message m;
@@ -406,8 +406,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (off < size) {
 		size_t flen = 12345;
 		bool complete = true;
-		enum dbk_spop_status st =
-			dbk_spop_frame_split(data + off, size - off, frame_max, &flen, &complete);
+		enum dbk_spop_status st = dbk_spop_frame_split(data + off, size - off, frame_max,
+		                                               &flen, &complete);
 
 		check_split(data + off, size - off, frame_max, st, flen, complete);
 		if (st != DBK_SPOP_OK || !complete)

@@ -59,7 +59,7 @@ static void check_json_str(const char *s, size_t n)
 	cJSON *j;
 
 	if (memchr(s, '\0', n))
-		return;   /* cJSON's strings end at a NUL */
+		return; /* cJSON's strings end at a NUL */
 	dbk_api_json_str(&b, s, n);
 	FUZZ_CHECK(!b.oom && b.p != NULL && b.len >= 2 + n);
 	FUZZ_CHECK(b.p[0] == '"' && b.p[b.len - 1] == '"');
@@ -74,8 +74,7 @@ static void check_json_str(const char *s, size_t n)
 
 static void check_api(enum dbk_api_kind kind, const char *body, size_t n, uint32_t mml)
 {
-	struct dbk_api_config cfg = { .model = "stub-model", .max_model_len = mml,
-	                              .keys = true };
+	struct dbk_api_config cfg = { .model = "stub-model", .max_model_len = mml, .keys = true };
 	static struct dbk_api_request out;
 	struct dbk_api_error err;
 	int rc = dbk_api_parse_request(kind, body, n, &cfg, &out, &err);
@@ -130,7 +129,8 @@ static void check_complete(const char *buf, size_t len, const struct dbk_http_li
 		FUZZ_CHECK(is_tchar((unsigned char)r->method.p[i]));
 	FUZZ_CHECK(r->target.n > 0 && fuzz_inside(r->target.p, r->target.n, buf, r->head_len));
 	for (size_t i = 0; i < r->target.n; i++)
-		FUZZ_CHECK((unsigned char)r->target.p[i] > 0x20 && (unsigned char)r->target.p[i] < 0x7f);
+		FUZZ_CHECK((unsigned char)r->target.p[i] > 0x20 &&
+		           (unsigned char)r->target.p[i] < 0x7f);
 	for (size_t i = 0; i < r->n_headers; i++) {
 		const struct dbk_http_header *h = &r->headers[i];
 
@@ -146,7 +146,8 @@ static void check_complete(const char *buf, size_t len, const struct dbk_http_li
 		}
 		if (h->value.n) {
 			FUZZ_CHECK(h->value.p[0] != ' ' && h->value.p[0] != '\t');
-			FUZZ_CHECK(h->value.p[h->value.n - 1] != ' ' && h->value.p[h->value.n - 1] != '\t');
+			FUZZ_CHECK(h->value.p[h->value.n - 1] != ' ' &&
+			           h->value.p[h->value.n - 1] != '\t');
 		}
 		/* dbk_http_header returns the first field of that name. */
 		char name[64];
@@ -204,7 +205,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* Strict prefixes never fail; before total_len never complete. */
 		size_t known = res == DBK_HTTP_COMPLETE ? r.total_len : len;
 		size_t cuts[3] = { known ? known - 1 : 0, known / 2,
-		                   len ? (size_t)(unsigned char)buf[0] * known / 256 : 0 };
+			           len ? (size_t)(unsigned char)buf[0] * known / 256 : 0 };
 		for (int k = 0; k < 3; k++) {
 			if (cuts[k] >= known)
 				continue;

@@ -32,15 +32,9 @@ static void add(struct out *o, const void *p, size_t n)
 	o->n += n;
 }
 
-static void adds(struct out *o, const char *s)
-{
-	add(o, s, strlen(s));
-}
+static void adds(struct out *o, const char *s) { add(o, s, strlen(s)); }
 
-static void addb(struct out *o, uint8_t b)
-{
-	add(o, &b, 1);
-}
+static void addb(struct out *o, uint8_t b) { add(o, &b, 1); }
 
 static void save(const char *target, const char *name, const struct out *o)
 {
@@ -151,10 +145,7 @@ static void msg_begin(const char *name, unsigned nargs)
 	dbk_spop_put_u8(&W, (uint8_t)nargs);
 }
 
-static void arg(const char *name, const struct dbk_spop_data *v)
-{
-	dbk_spop_put_kv(&W, name, v);
-}
+static void arg(const char *name, const struct dbk_spop_data *v) { dbk_spop_put_kv(&W, name, v); }
 
 /* The dbucket-route message of haproxy/dbucket.spoe.conf:
  * id=unique-id blen=req.body_size body=req.body,bytes(0,15000). HAProxy
@@ -200,7 +191,9 @@ static void notify(struct out *o, uint64_t sid, uint64_t fid, const char *id, in
 }
 
 #define BODY_CMPL "{\"model\":\"stub-model\",\"prompt\":\"Hello, my name is\",\"max_tokens\":32}"
-#define BODY_CHAT "{\"model\":\"stub-model\",\"messages\":[{\"role\":\"user\",\"content\":\"Say hi\"}],\"max_tokens\":64,\"ignore_eos\":true}"
+#define BODY_CHAT                                                                       \
+	"{\"model\":\"stub-model\",\"messages\":[{\"role\":\"user\",\"content\":\"Say " \
+	"hi\"}],\"max_tokens\":64,\"ignore_eos\":true}"
 
 static void seeds_spop(void)
 {
@@ -263,7 +256,7 @@ static void seeds_notify(void)
 	notify(&o, 1, 1, "8f2c1a00:0001", sizeof(BODY_CMPL) - 1, BODY_CMPL);
 	notify(&o, 2, 1, "8f2c1a00:0002", 400000, "{\"prompt\":\"");
 	notify(&o, 3, 1, "8f2c1a00:0003", sizeof(BODY_CHAT) - 1, BODY_CHAT);
-	notify(&o, 4, 1, "8f2c1a00:0001", 10, "{\"a\":1}");   /* duplicate id */
+	notify(&o, 4, 1, "8f2c1a00:0001", 10, "{\"a\":1}"); /* duplicate id */
 	save("fuzz_notify", "dynamic-4", &o);
 
 	/* Plain mode, 3 servers, one down, max 2 leases. */
@@ -295,10 +288,11 @@ static void seeds_notify(void)
 	o.n = 0;
 	add(&o, "\x0b\x00\x00\x03", 4);
 	{
-		static const char *const ids[] = { "d-str1", "d-null", "d-true", "d-int0", "d-str0" };
+		static const char *const ids[] = { "d-str1", "d-null", "d-true", "d-int0",
+			                           "d-str0" };
 		struct dbk_spop_data dv[5] = {
 			dbk_spop_str("1"), { .type = DBK_SPOP_T_NULL }, dbk_spop_bool(true),
-			dbk_spop_int(0), dbk_spop_str("0"),
+			dbk_spop_int(0),   dbk_spop_str("0"),
 		};
 
 		for (int i = 0; i < 5; i++) {
@@ -335,19 +329,27 @@ static void seeds_notify(void)
 	notify(&o, 2, 1, "mv-2", 200000, "{");
 	begin(DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, 1, 2);
 	msg_begin("dbucket-moved", 2);
-	v = dbk_spop_str("mv-1"); arg("id", &v);
-	v = dbk_spop_str("vllm3"); arg("server", &v);
+	v = dbk_spop_str("mv-1");
+	arg("id", &v);
+	v = dbk_spop_str("vllm3");
+	arg("server", &v);
 	msg_begin("dbucket-moved", 2);
-	v = dbk_spop_str("mv-2"); arg("id", &v);
-	v = dbk_spop_str("vllm9"); arg("server", &v);
+	v = dbk_spop_str("mv-2");
+	arg("id", &v);
+	v = dbk_spop_str("vllm9");
+	arg("server", &v);
 	msg_begin("dbucket-moved", 2);
-	v = dbk_spop_str("nope"); arg("id", &v);
-	v = dbk_spop_str("vllm0"); arg("server", &v);
+	v = dbk_spop_str("nope");
+	arg("id", &v);
+	v = dbk_spop_str("vllm0");
+	arg("server", &v);
 	end(&o);
 	begin(DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, 1, 3);
 	msg_begin("dbucket-moved", 2);
-	v = dbk_spop_str("mv-1"); arg("id", &v);
-	v = dbk_spop_str("vllm0"); arg("server", &v);
+	v = dbk_spop_str("mv-1");
+	arg("id", &v);
+	v = dbk_spop_str("vllm0");
+	arg("server", &v);
 	route_msg("mv-3", 7, "{\"max_tokens\":2}");
 	end(&o);
 	save("fuzz_notify", "moved", &o);
@@ -357,17 +359,17 @@ static void seeds_notify(void)
 	o.n = 0;
 	add(&o, "\x0b\x00\x00\x03", 4);
 	notify(&o, 1, 1, "life-1", 4000, NULL);
-	ctl(&o, 0xf0, "life-1");                /* release */
-	ctl(&o, 0xf0, "life-1");                /* unknown now */
+	ctl(&o, 0xf0, "life-1"); /* release */
+	ctl(&o, 0xf0, "life-1"); /* unknown now */
 	notify(&o, 1, 2, "life-1", 4000, NULL);
-	ctl(&o, 0xf1, "life-2");                /* bury */
-	notify(&o, 1, 3, "life-2", 10, NULL);   /* request already ended */
-	notify(&o, 1, 4, "life-2", 10, NULL);   /* forgotten: routed */
-	ctl(&o, 0xf4, "\x01\x00");              /* vllm1 unusable */
+	ctl(&o, 0xf1, "life-2");              /* bury */
+	notify(&o, 1, 3, "life-2", 10, NULL); /* request already ended */
+	notify(&o, 1, 4, "life-2", 10, NULL); /* forgotten: routed */
+	ctl(&o, 0xf4, "\x01\x00");            /* vllm1 unusable */
 	notify(&o, 1, 5, "life-3", 300000, NULL);
-	ctl(&o, 0xf2, "\x02");                  /* expire ttl 2 ms */
+	ctl(&o, 0xf2, "\x02"); /* expire ttl 2 ms */
 	ctl(&o, 0xf1, "life-4");
-	ctl(&o, 0xf3, "\x00");                  /* expire buried ids */
+	ctl(&o, 0xf3, "\x00"); /* expire buried ids */
 	notify(&o, 1, 6, "life-4", 10, NULL);
 	save("fuzz_notify", "lease-life", &o);
 
@@ -382,16 +384,33 @@ static void seeds_notify(void)
 	add(&o, "\x03\x00\x00\x03", 4);
 	begin(DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, 1, 1);
 	msg_begin("types", 10);
-	v.type = DBK_SPOP_T_NULL; arg("null", &v);
-	v = dbk_spop_bool(true); arg("bool", &v);
-	v.type = DBK_SPOP_T_INT32; v.u.i32 = -5; arg("i32", &v);
-	v.type = DBK_SPOP_T_UINT32; v.u.u32 = 4000000000u; arg("u32", &v);
-	v = dbk_spop_int(-1234567890123LL); arg("i64", &v);
-	v.type = DBK_SPOP_T_UINT64; v.u.u64 = UINT64_MAX; arg("u64", &v);
-	v.type = DBK_SPOP_T_IPV4; memcpy(v.u.ipv4, "\x7f\x00\x00\x01", 4); arg("ipv4", &v);
-	v.type = DBK_SPOP_T_IPV6; memset(v.u.ipv6, 0, 16); v.u.ipv6[15] = 1; arg("ipv6", &v);
-	v = dbk_spop_str("text"); arg("str", &v);
-	v.type = DBK_SPOP_T_BIN; v.u.buf.ptr = (const uint8_t *)"\x00\x01\xff"; v.u.buf.len = 3;
+	v.type = DBK_SPOP_T_NULL;
+	arg("null", &v);
+	v = dbk_spop_bool(true);
+	arg("bool", &v);
+	v.type = DBK_SPOP_T_INT32;
+	v.u.i32 = -5;
+	arg("i32", &v);
+	v.type = DBK_SPOP_T_UINT32;
+	v.u.u32 = 4000000000u;
+	arg("u32", &v);
+	v = dbk_spop_int(-1234567890123LL);
+	arg("i64", &v);
+	v.type = DBK_SPOP_T_UINT64;
+	v.u.u64 = UINT64_MAX;
+	arg("u64", &v);
+	v.type = DBK_SPOP_T_IPV4;
+	memcpy(v.u.ipv4, "\x7f\x00\x00\x01", 4);
+	arg("ipv4", &v);
+	v.type = DBK_SPOP_T_IPV6;
+	memset(v.u.ipv6, 0, 16);
+	v.u.ipv6[15] = 1;
+	arg("ipv6", &v);
+	v = dbk_spop_str("text");
+	arg("str", &v);
+	v.type = DBK_SPOP_T_BIN;
+	v.u.buf.ptr = (const uint8_t *)"\x00\x01\xff";
+	v.u.buf.len = 3;
 	arg("bin", &v);
 	route_msg("t", 0, "");
 	end(&o);
@@ -419,9 +438,12 @@ static void seeds_completion(void)
 	save("fuzz_completion", "one", &o);
 
 	o.n = 0;
-	line(&o, "dbk1 id-1 vllm0 vllm0 200 ---- 15 830 0 1712345678000 \"POST /v1/completions HTTP/1.1\"");
-	line(&o, "dbk1 id-2 vllm2 vllm3 503 sC-- 3001 0 +3 1712345679000 \"POST /v1/chat/completions HTTP/1.1\"");
-	line(&o, "dbk1 id-3 vllm1 vllm1 -1 CD-- -1 120 0 1712345680000 \"POST /v1/completions HTTP/1.1\"\r\n");
+	line(&o, "dbk1 id-1 vllm0 vllm0 200 ---- 15 830 0 1712345678000 \"POST /v1/completions "
+	         "HTTP/1.1\"");
+	line(&o, "dbk1 id-2 vllm2 vllm3 503 sC-- 3001 0 +3 1712345679000 \"POST "
+	         "/v1/chat/completions HTTP/1.1\"");
+	line(&o, "dbk1 id-3 vllm1 vllm1 -1 CD-- -1 120 0 1712345680000 \"POST /v1/completions "
+	         "HTTP/1.1\"\r\n");
 	line(&o, "dbk1 - - <NOSRV> 400 PR-- 0 187 0 1712345681000 \"<BADREQ>\"");
 	line(&o, "dbk1 id-5 - vllm2 200 ---- 40 1200 1 1712345682000 \"GET /v1/models HTTP/1.1\"");
 	save("fuzz_completion", "stream", &o);
@@ -429,7 +451,7 @@ static void seeds_completion(void)
 	o.n = 0;
 	line(&o, "<134>1 2024-04-05T12:00:00Z host haproxy 1234 - - some other format");
 	line(&o, "dbk1 id-6 vllm0 vllm0 200 ---- 1 2 0 3");
-	adds(&o, "42 dbk1 id-7 vllm0 vllm0 200 ---- 1 2 0 ");   /* cut short */
+	adds(&o, "42 dbk1 id-7 vllm0 vllm0 200 ---- 1 2 0 "); /* cut short */
 	save("fuzz_completion", "bad-and-partial", &o);
 }
 
@@ -439,21 +461,37 @@ static void seeds_runtime(void)
 {
 	struct out o;
 
-	o.n = 0; addb(&o, 0x00); add_fixture(&o, "haproxy26-be-servers-state.txt");
+	o.n = 0;
+	addb(&o, 0x00);
+	add_fixture(&o, "haproxy26-be-servers-state.txt");
 	save("fuzz_runtime", "servers-state-be", &o);
-	o.n = 0; addb(&o, 0x08); add_fixture(&o, "haproxy26-be2-servers-state.txt");
+	o.n = 0;
+	addb(&o, 0x08);
+	add_fixture(&o, "haproxy26-be2-servers-state.txt");
 	save("fuzz_runtime", "servers-state-be2", &o);
-	o.n = 0; addb(&o, 0x00); add_fixture(&o, "haproxy26-nosuch-servers-state.txt");
+	o.n = 0;
+	addb(&o, 0x00);
+	add_fixture(&o, "haproxy26-nosuch-servers-state.txt");
 	save("fuzz_runtime", "servers-state-nosuch", &o);
-	o.n = 0; addb(&o, 0x01); add_fixture(&o, "haproxy26-be-stat.txt");
+	o.n = 0;
+	addb(&o, 0x01);
+	add_fixture(&o, "haproxy26-be-stat.txt");
 	save("fuzz_runtime", "stat-be", &o);
-	o.n = 0; addb(&o, 0x01); add_fixture(&o, "haproxy26-nosuch-stat.txt");
+	o.n = 0;
+	addb(&o, 0x01);
+	add_fixture(&o, "haproxy26-nosuch-stat.txt");
 	save("fuzz_runtime", "stat-nosuch", &o);
-	o.n = 0; addb(&o, 0x02); add_fixture(&o, "haproxy26-be-servers-state-initial.txt");
-	addb(&o, 0); add_fixture(&o, "haproxy26-be-stat-initial.txt");
+	o.n = 0;
+	addb(&o, 0x02);
+	add_fixture(&o, "haproxy26-be-servers-state-initial.txt");
+	addb(&o, 0);
+	add_fixture(&o, "haproxy26-be-stat-initial.txt");
 	save("fuzz_runtime", "both-be-initial", &o);
-	o.n = 0; addb(&o, 0x0a); add_fixture(&o, "haproxy26-be2-servers-state.txt");
-	addb(&o, 0); add_fixture(&o, "haproxy26-be2-stat.txt");
+	o.n = 0;
+	addb(&o, 0x0a);
+	add_fixture(&o, "haproxy26-be2-servers-state.txt");
+	addb(&o, 0);
+	add_fixture(&o, "haproxy26-be2-stat.txt");
 	save("fuzz_runtime", "both-be2", &o);
 
 	/* A 3.x shape: columns moved, a quoted status text with a comma. */
@@ -501,13 +539,23 @@ static void seeds_estimate(void)
 		snprintf(name, sizeof(name), "whole-%zu", i);
 		save("fuzz_estimate", name, &o);
 	}
-	o.n = 0; addb(&o, 0x01); adds(&o, BODY_CMPL);
+	o.n = 0;
+	addb(&o, 0x01);
+	adds(&o, BODY_CMPL);
 	save("fuzz_estimate", "unknown-size", &o);
-	o.n = 0; addb(&o, 0xfe); adds(&o, "{\"prompt\":\"cut sh");
+	o.n = 0;
+	addb(&o, 0xfe);
+	adds(&o, "{\"prompt\":\"cut sh");
 	save("fuzz_estimate", "truncated", &o);
-	o.n = 0; addb(&o, 0x03); add(&o, "\x00\x00\x00\x00\x00\x00\x00\x22", 8); adds(&o, BODY_CMPL);
+	o.n = 0;
+	addb(&o, 0x03);
+	add(&o, "\x00\x00\x00\x00\x00\x00\x00\x22", 8);
+	adds(&o, BODY_CMPL);
 	save("fuzz_estimate", "explicit-size", &o);
-	o.n = 0; addb(&o, 0x03); add(&o, "\x7f\xff\xff\xff\xff\xff\xff\xff", 8); adds(&o, "{}");
+	o.n = 0;
+	addb(&o, 0x03);
+	add(&o, "\x7f\xff\xff\xff\xff\xff\xff\xff", 8);
+	adds(&o, "{}");
 	save("fuzz_estimate", "huge-size", &o);
 }
 
@@ -559,41 +607,49 @@ static void seeds_http(void)
 {
 	struct out o;
 
-	o.n = 0; addb(&o, 0x00);
+	o.n = 0;
+	addb(&o, 0x00);
 	http_post(&o, "/v1/completions", BODY_CMPL, NULL);
 	save("fuzz_stub_http", "completions", &o);
 
-	o.n = 0; addb(&o, 0x20);
+	o.n = 0;
+	addb(&o, 0x20);
 	http_post(&o, "/v1/chat/completions",
-	          "{\"model\":\"stub-model\",\"messages\":[{\"role\":\"system\",\"content\":\"Be brief\"},"
+	          "{\"model\":\"stub-model\",\"messages\":[{\"role\":\"system\",\"content\":\"Be "
+	          "brief\"},"
 	          "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"Hi\"}]}],"
 	          "\"stream\":true,\"stream_options\":{\"include_usage\":true},"
 	          "\"max_completion_tokens\":16}",
 	          "Accept: text/event-stream\r\n");
 	save("fuzz_stub_http", "chat-stream", &o);
 
-	o.n = 0; addb(&o, 0x00);
+	o.n = 0;
+	addb(&o, 0x00);
 	http_post(&o, "/v1/completions", "{\"prompt\":[\"a\",\"bb\",\"ccc\"],\"max_tokens\":4}",
 	          "Connection: keep-alive\r\n");
 	adds(&o, "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n");
 	adds(&o, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
 	save("fuzz_stub_http", "pipelined", &o);
 
-	o.n = 0; addb(&o, 0x00);
+	o.n = 0;
+	addb(&o, 0x00);
 	adds(&o, "\r\nGET /health HTTP/1.0\nConnection: keep-alive\n\n");
 	save("fuzz_stub_http", "http10-bare-lf", &o);
 
-	o.n = 0; addb(&o, 0x00);
+	o.n = 0;
+	addb(&o, 0x00);
 	adds(&o, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
 	         "5\r\nhello\r\n0\r\n\r\n");
 	save("fuzz_stub_http", "chunked", &o);
 
-	o.n = 0; addb(&o, 0x00);
+	o.n = 0;
+	addb(&o, 0x00);
 	http_post(&o, "/v1/completions", "{\"model\":\"other\",\"prompt\":\"x\",\"max_tokens\":0}",
 	          "Expect: 100-continue\r\n");
 	save("fuzz_stub_http", "expect-bad-model", &o);
 
-	o.n = 0; addb(&o, 0x10);
+	o.n = 0;
+	addb(&o, 0x10);
 	http_post(&o, "/v1/completions", "{\"prompt\":[[1,2,3],[4]],\"max_tokens\":8}", NULL);
 	save("fuzz_stub_http", "token-prompts-small-model", &o);
 }

@@ -104,10 +104,18 @@ static inline enum dbk_spop_status check_data_at(const uint8_t **p, const uint8_
 	int64_t v;
 	bool ok = dbk_spop_data_to_i64(d, &v);
 	switch (d->type) {
-	case DBK_SPOP_T_BOOL:   FUZZ_CHECK(ok && v == d->u.b); break;
-	case DBK_SPOP_T_INT32:  FUZZ_CHECK(ok && v == d->u.i32); break;
-	case DBK_SPOP_T_UINT32: FUZZ_CHECK(ok && v == d->u.u32); break;
-	case DBK_SPOP_T_INT64:  FUZZ_CHECK(ok && v == d->u.i64); break;
+	case DBK_SPOP_T_BOOL:
+		FUZZ_CHECK(ok && v == d->u.b);
+		break;
+	case DBK_SPOP_T_INT32:
+		FUZZ_CHECK(ok && v == d->u.i32);
+		break;
+	case DBK_SPOP_T_UINT32:
+		FUZZ_CHECK(ok && v == d->u.u32);
+		break;
+	case DBK_SPOP_T_INT64:
+		FUZZ_CHECK(ok && v == d->u.i64);
+		break;
 	case DBK_SPOP_T_UINT64:
 		FUZZ_CHECK(ok == (d->u.u64 <= INT64_MAX));
 		FUZZ_CHECK(!ok || (uint64_t)v == d->u.u64);
@@ -136,13 +144,28 @@ static inline void check_data_from_input(struct fuzz_in *in)
 	memset(&d, 0, sizeof(d));
 	d.type = (enum dbk_spop_type)(t % 12);
 	switch (d.type) {
-	case DBK_SPOP_T_BOOL:   d.u.b = v & 1; break;
-	case DBK_SPOP_T_INT32:  d.u.i32 = (int32_t)(uint32_t)v; break;
-	case DBK_SPOP_T_UINT32: d.u.u32 = (uint32_t)v; break;
-	case DBK_SPOP_T_INT64:  d.u.i64 = (int64_t)v; break;
-	case DBK_SPOP_T_UINT64: d.u.u64 = v; break;
-	case DBK_SPOP_T_IPV4:   memcpy(d.u.ipv4, &v, 4); break;
-	case DBK_SPOP_T_IPV6:   memcpy(d.u.ipv6, &v, 8); memcpy(d.u.ipv6 + 8, &v, 8); break;
+	case DBK_SPOP_T_BOOL:
+		d.u.b = v & 1;
+		break;
+	case DBK_SPOP_T_INT32:
+		d.u.i32 = (int32_t)(uint32_t)v;
+		break;
+	case DBK_SPOP_T_UINT32:
+		d.u.u32 = (uint32_t)v;
+		break;
+	case DBK_SPOP_T_INT64:
+		d.u.i64 = (int64_t)v;
+		break;
+	case DBK_SPOP_T_UINT64:
+		d.u.u64 = v;
+		break;
+	case DBK_SPOP_T_IPV4:
+		memcpy(d.u.ipv4, &v, 4);
+		break;
+	case DBK_SPOP_T_IPV6:
+		memcpy(d.u.ipv6, &v, 8);
+		memcpy(d.u.ipv6 + 8, &v, 8);
+		break;
 	case DBK_SPOP_T_STR:
 	case DBK_SPOP_T_BIN:
 		d.u.buf.ptr = in->p;
@@ -166,8 +189,8 @@ static inline void check_data_from_input(struct fuzz_in *in)
 
 /* One key/value pair of a HELLO or DISCONNECT list, read independently
  * of spop_codec.c's kv_next: varint length, key bytes, typed value. */
-static inline bool model_kv(const uint8_t **p, const uint8_t *end, const uint8_t **k,
-                            size_t *klen, struct dbk_spop_data *v)
+static inline bool model_kv(const uint8_t **p, const uint8_t *end, const uint8_t **k, size_t *klen,
+                            struct dbk_spop_data *v)
 {
 	const uint8_t *q = *p;
 	uint64_t n;
@@ -241,8 +264,8 @@ static inline void check_parse(const uint8_t *body, size_t len, enum dbk_spop_st
 	FUZZ_CHECK(f->stream_id == sid && f->frame_id == fid);
 	FUZZ_CHECK(f->payload == p && f->payload_len == (size_t)(body + len - p));
 	FUZZ_CHECK(dbk_spop_frame_type_known(f->type) ==
-	           (f->type == 1 || f->type == 2 || f->type == 3 ||
-	            f->type == 101 || f->type == 102 || f->type == 103));
+	           (f->type == 1 || f->type == 2 || f->type == 3 || f->type == 101 ||
+	            f->type == 102 || f->type == 103));
 }
 
 #endif

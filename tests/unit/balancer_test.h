@@ -21,10 +21,7 @@ static inline uint64_t rnd(uint64_t *s)
 	return *s * UINT64_C(2685821657736338717);
 }
 
-static inline unsigned rnd_below(uint64_t *s, unsigned n)
-{
-	return (unsigned)(rnd(s) % n);
-}
+static inline unsigned rnd_below(uint64_t *s, unsigned n) { return (unsigned)(rnd(s) % n); }
 
 static inline struct dbk_bal_request req(double body_bytes)
 {
@@ -35,7 +32,7 @@ static inline struct dbk_bal_request req(double body_bytes)
 
 /* Dispatch by a C-string id. */
 static inline enum dbk_bal_result disp(struct dbk_balancer *b, const char *id, double bytes,
-                                struct dbk_bal_decision *d)
+                                       struct dbk_bal_decision *d)
 {
 	struct dbk_bal_request r = req(bytes);
 
@@ -49,7 +46,7 @@ static inline enum dbk_bal_result rel(struct dbk_balancer *b, const char *id)
 
 /* Two or more buckets of the given bounds (nb + 1 values), dynamic. */
 static inline void config_buckets(struct dbk_bal_config *c, unsigned nservers, unsigned nb,
-                           const double *bounds)
+                                  const double *bounds)
 {
 	dbk_bal_config_default(c, nservers, true, 1, 2);
 	c->nbuckets = nb;

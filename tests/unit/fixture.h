@@ -14,7 +14,7 @@
 #define FIX_MAX 65536
 
 struct text {
-	char *s;        /* exactly len bytes, malloc'd */
+	char *s; /* exactly len bytes, malloc'd */
 	size_t len;
 };
 
@@ -27,10 +27,7 @@ static inline struct text text_dup(const char *s, size_t len)
 	return t;
 }
 
-static inline struct text text_of(const char *z)
-{
-	return text_dup(z, strlen(z));
-}
+static inline struct text text_of(const char *z) { return text_dup(z, strlen(z)); }
 
 static inline void text_free(struct text *t)
 {
@@ -91,9 +88,6 @@ static inline struct text repo_file(const char *path)
 	return t;
 }
 
-static inline bool has(const char *hay, const char *needle)
-{
-	return strstr(hay, needle) != NULL;
-}
+static inline bool has(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
 
 #endif

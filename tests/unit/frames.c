@@ -24,8 +24,8 @@ size_t test_haproxy_hello(uint8_t *out, size_t cap, uint32_t max_frame, bool hc)
 }
 
 /* A NOTIFY shaped like HAProxy 2.6's for spoe-message dbucket-route. */
-size_t test_notify_details(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid,
-                           uint32_t flags, const char *id, int64_t blen, bool details)
+size_t test_notify_details(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid, uint32_t flags,
+                           const char *id, int64_t blen, bool details)
 {
 	struct dbk_spop_writer w;
 	struct dbk_spop_data v = dbk_spop_str(id);
@@ -48,15 +48,14 @@ size_t test_notify_details(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid,
 	return dbk_spop_frame_end(&w);
 }
 
-size_t test_notify(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid,
-                   uint32_t flags, const char *id, int64_t blen)
+size_t test_notify(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid, uint32_t flags,
+                   const char *id, int64_t blen)
 {
 	return test_notify_details(out, cap, sid, fid, flags, id, blen, false);
 }
 
 /* Looks up a set-var action by name in an ACK; returns its value. */
-bool test_ack_var(const struct dbk_spop_frame *f, const char *name,
-                    struct dbk_spop_data *out)
+bool test_ack_var(const struct dbk_spop_frame *f, const char *name, struct dbk_spop_data *out)
 {
 	const uint8_t *p = f->payload, *end = f->payload + f->payload_len;
 
@@ -75,8 +74,7 @@ bool test_ack_var(const struct dbk_spop_frame *f, const char *name,
 		const uint8_t *nm = p;
 		p += nlen;
 		struct dbk_spop_data v = { .type = DBK_SPOP_T_NULL };
-		if (action == 1 && nargs == 3 &&
-		    dbk_spop_data_decode(&p, end, &v) != DBK_SPOP_OK)
+		if (action == 1 && nargs == 3 && dbk_spop_data_decode(&p, end, &v) != DBK_SPOP_OK)
 			return false;
 		if (nlen == strlen(name) && memcmp(nm, name, nlen) == 0) {
 			*out = v;
@@ -105,4 +103,3 @@ uint32_t test_disconnect_status(const struct dbk_spop_frame *f)
 		return 12345;
 	return code;
 }
-

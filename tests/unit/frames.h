@@ -12,17 +12,16 @@ size_t test_haproxy_hello(uint8_t *out, size_t cap, uint32_t max_frame, bool hc)
 
 /* A NOTIFY carrying one dbucket-route message shaped like HAProxy's:
  * id (string), blen (int64) and a small JSON body (binary). */
-size_t test_notify(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid,
-                   uint32_t flags, const char *id, int64_t blen);
+size_t test_notify(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid, uint32_t flags,
+                   const char *id, int64_t blen);
 /* The same, with details=true when details is set (the agent then
  * answers with bucket, group, redirected and score too). */
-size_t test_notify_details(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid,
-                           uint32_t flags, const char *id, int64_t blen, bool details);
+size_t test_notify_details(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid, uint32_t flags,
+                           const char *id, int64_t blen, bool details);
 
 /* Finds the set-var (or unset-var, value NULL-typed) action `name` in an
  * ACK frame. */
-bool test_ack_var(const struct dbk_spop_frame *f, const char *name,
-                  struct dbk_spop_data *out);
+bool test_ack_var(const struct dbk_spop_frame *f, const char *name, struct dbk_spop_data *out);
 bool test_var_is(const struct dbk_spop_frame *f, const char *name, const char *want);
 
 /* The status-code of an AGENT-DISCONNECT frame, 12345 if it is not one. */

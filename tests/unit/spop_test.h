@@ -13,7 +13,6 @@
 
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-
 /* Typed values, one expression each. */
 #define D_OF(t, field, v) ((struct dbk_spop_data){ .type = DBK_SPOP_T_##t, .u.field = (v) })
 #define d_null() ((struct dbk_spop_data){ .type = DBK_SPOP_T_NULL })
@@ -49,9 +48,8 @@ struct kv {
 	struct dbk_spop_data v;
 };
 
-static inline size_t build_kv_frame(uint8_t *buf, size_t cap, uint8_t type,
-                             uint32_t flags, uint64_t sid, uint64_t fid,
-                             const struct kv *kv, size_t n)
+static inline size_t build_kv_frame(uint8_t *buf, size_t cap, uint8_t type, uint32_t flags,
+                                    uint64_t sid, uint64_t fid, const struct kv *kv, size_t n)
 {
 	struct dbk_spop_writer w;
 
@@ -64,9 +62,8 @@ static inline size_t build_kv_frame(uint8_t *buf, size_t cap, uint8_t type,
 }
 
 /* Builds, splits and parses a frame; *f points into buf. */
-static inline bool kv_frame(uint8_t *buf, size_t cap, uint8_t type, uint32_t flags,
-                     uint64_t sid, uint64_t fid, const struct kv *kv, size_t n,
-                     struct dbk_spop_frame *f)
+static inline bool kv_frame(uint8_t *buf, size_t cap, uint8_t type, uint32_t flags, uint64_t sid,
+                            uint64_t fid, const struct kv *kv, size_t n, struct dbk_spop_frame *f)
 {
 	size_t len = build_kv_frame(buf, cap, type, flags, sid, fid, kv, n);
 	size_t flen = 0;
@@ -74,20 +71,18 @@ static inline bool kv_frame(uint8_t *buf, size_t cap, uint8_t type, uint32_t fla
 
 	if (len == 0)
 		return false;
-	if (dbk_spop_frame_split(buf, len, 65536, &flen, &complete) != DBK_SPOP_OK ||
-	    !complete || flen + 4 != len)
+	if (dbk_spop_frame_split(buf, len, 65536, &flen, &complete) != DBK_SPOP_OK || !complete ||
+	    flen + 4 != len)
 		return false;
 	return dbk_spop_frame_parse(buf + 4, flen, f) == DBK_SPOP_OK;
 }
 
-static inline enum dbk_spop_status hello_of(const struct kv *kv, size_t n,
-                                     struct dbk_spop_hello *h)
+static inline enum dbk_spop_status hello_of(const struct kv *kv, size_t n, struct dbk_spop_hello *h)
 {
 	uint8_t buf[512];
 	struct dbk_spop_frame f;
 
-	if (!kv_frame(buf, sizeof(buf), DBK_SPOP_HAPROXY_HELLO, DBK_SPOP_FLAG_FIN,
-	              0, 0, kv, n, &f))
+	if (!kv_frame(buf, sizeof(buf), DBK_SPOP_HAPROXY_HELLO, DBK_SPOP_FLAG_FIN, 0, 0, kv, n, &f))
 		return DBK_SPOP_ERR_UNKNOWN;
 	return dbk_spop_hello_parse(&f, h);
 }

@@ -27,14 +27,10 @@ static void books_init(struct books *k)
 	dbk_acct_init(&k->acct, k->bal, names);
 }
 
-static void books_fini(struct books *k)
-{
-	dbk_bal_free(k->bal);
-}
+static void books_fini(struct books *k) { dbk_bal_free(k->bal); }
 
 /* A lease on server, as a NOTIFY the agent routed there. */
-static enum dbk_bal_result notify(struct books *k, const char *id, unsigned server,
-                                  uint64_t now_ms)
+static enum dbk_bal_result notify(struct books *k, const char *id, unsigned server, uint64_t now_ms)
 {
 	struct dbk_bal_request r = { .body_bytes = 4000, .max_tokens = 16 };
 
@@ -46,10 +42,14 @@ static struct dbk_completion line(const char *id, const char *chosen, const char
                                   int64_t log_ms)
 {
 	struct dbk_completion c = {
-		.id = id, .id_len = strlen(id),
-		.chosen = chosen, .chosen_len = strlen(chosen),
-		.server = server, .server_len = strlen(server),
-		.status = 200, .log_ms = log_ms,
+		.id = id,
+		.id_len = strlen(id),
+		.chosen = chosen,
+		.chosen_len = strlen(chosen),
+		.server = server,
+		.server_len = strlen(server),
+		.status = 200,
+		.log_ms = log_ms,
 	};
 	return c;
 }
@@ -227,8 +227,7 @@ static void test_buried_ids_expire(void)
 	CHECK_EQ_U(complete(&k, "x", "", "s0", 2000 + DBK_ACCT_BURIED_TTL_MS - 1),
 	           DBK_ACCT_DUPLICATE);
 	dbk_acct_expire(&k.acct, 2000 + DBK_ACCT_BURIED_TTL_MS, 10000, NULL, NULL);
-	CHECK_EQ_U(complete(&k, "x", "", "s0", 2000 + DBK_ACCT_BURIED_TTL_MS),
-	           DBK_ACCT_UNDECIDED);
+	CHECK_EQ_U(complete(&k, "x", "", "s0", 2000 + DBK_ACCT_BURIED_TTL_MS), DBK_ACCT_UNDECIDED);
 	CHECK_EQ_U(k.acct.stats.completions, 2);
 	books_fini(&k);
 }
@@ -323,13 +322,25 @@ static const struct {
 	struct poll p[12];
 } reconcile_cases[] = {
 	{ "in step, then fewer leases than sessions (not ours to fix): nothing",
-	  { { 3, 4, 4, 0 }, { 3, 4, 4, 0 }, { 3, 4, 4, 0 }, { 3, 4, 4, 0 }, { 3, 4, 4, 0 },
+	  { { 3, 4, 4, 0 },
+	    { 3, 4, 4, 0 },
+	    { 3, 4, 4, 0 },
+	    { 3, 4, 4, 0 },
+	    { 3, 4, 4, 0 },
 	    { 3, 1, 9, 0 } } },
 	{ "a transient excess that does not last k polls: the streak starts over",
-	  { { 3, 6, 4, 0 }, { 3, 5, 4, 0 }, { 3, 4, 4, 0 }, { 3, 6, 4, 0 }, { 3, 6, 4, 0 },
+	  { { 3, 6, 4, 0 },
+	    { 3, 5, 4, 0 },
+	    { 3, 4, 4, 0 },
+	    { 3, 6, 4, 0 },
+	    { 3, 6, 4, 0 },
 	    { 3, 4, 4, 0 } } },
 	{ "two leaks; once reclaimed, the next needs k new polls",
-	  { { 3, 5, 3, 0 }, { 3, 5, 3, 0 }, { 3, 5, 3, 2 }, { 3, 4, 3, 0 }, { 3, 4, 3, 0 },
+	  { { 3, 5, 3, 0 },
+	    { 3, 5, 3, 0 },
+	    { 3, 5, 3, 2 },
+	    { 3, 4, 3, 0 },
+	    { 3, 4, 3, 0 },
 	    { 3, 4, 3, 1 } } },
 	{ "HAProxy's count moves: reclaim by the highest it showed",
 	  { { 3, 6, 3, 0 }, { 3, 6, 5, 0 }, { 3, 6, 4, 1 } } },
@@ -338,13 +349,25 @@ static const struct {
 	{ "our count fell: ours now minus HAProxy's highest bounds",
 	  { { 3, 10, 4, 0 }, { 3, 10, 4, 0 }, { 3, 5, 0, 1 } } },
 	{ "an unknown HAProxy count is no evidence: the streak starts over",
-	  { { 3, 5, 3, 0 }, { 3, 5, 3, 0 }, { 3, 5, -1, 0 }, { 3, 5, 3, 0 }, { 3, 5, 3, 0 },
+	  { { 3, 5, 3, 0 },
+	    { 3, 5, 3, 0 },
+	    { 3, 5, -1, 0 },
+	    { 3, 5, 3, 0 },
+	    { 3, 5, 3, 0 },
 	    { 3, 5, 3, 2 } } },
 	{ "k 0 is the default 3; k 1 acts at once",
 	  { { 0, 2, 0, 0 }, { 0, 2, 0, 0 }, { 0, 2, 0, 2 }, { 1, 2, 1, 1 } } },
 	{ "a larger k waits longer",
-	  { { 10, 7, 2, 0 }, { 10, 7, 2, 0 }, { 10, 7, 2, 0 }, { 10, 7, 2, 0 }, { 10, 7, 2, 0 },
-	    { 10, 7, 2, 0 }, { 10, 7, 2, 0 }, { 10, 7, 2, 0 }, { 10, 7, 2, 0 }, { 10, 7, 2, 5 } } },
+	  { { 10, 7, 2, 0 },
+	    { 10, 7, 2, 0 },
+	    { 10, 7, 2, 0 },
+	    { 10, 7, 2, 0 },
+	    { 10, 7, 2, 0 },
+	    { 10, 7, 2, 0 },
+	    { 10, 7, 2, 0 },
+	    { 10, 7, 2, 0 },
+	    { 10, 7, 2, 0 },
+	    { 10, 7, 2, 5 } } },
 	{ "extremes do not overflow",
 	  { { 1, UINT_MAX, 0, UINT_MAX }, { 1, UINT_MAX, LONG_MAX, 0 }, { UINT_MAX, 1, 0, 0 } } },
 };

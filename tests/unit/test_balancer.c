@@ -65,8 +65,8 @@ static void config_errors(void)
 	dbk_bal_config_default(&c, DBK_BAL_MAX_SERVERS + 1, false, 32768, 131072);
 	CHECK(check_fails_with(&c, "servers"));
 	dbk_bal_config_default(&c, 4, true, 131072, 131072);
-	CHECK(check_fails_with(&c,
-	      "--server-group-threshold (131072) must be below --max-request-tokens (131072)"));
+	CHECK(check_fails_with(&c, "--server-group-threshold (131072) must be below "
+	                           "--max-request-tokens (131072)"));
 	dbk_bal_config_default(&c, 4, true, 200000, 131072);
 	CHECK(check_fails_with(&c, "--server-group-threshold (200000) must be below"));
 	dbk_bal_config_default(&c, 4, true, 0, 131072);
@@ -98,7 +98,7 @@ static void config_errors(void)
 	const double bad[] = { 0, 20, 10, 30 };
 	config_buckets(&c, 3, 3, bad);
 	CHECK(check_fails_with(&c, "bucket bound 1 (20) must be below bucket bound 2 (10)"));
-	const double neg[] = { -1, 10 , 20 };
+	const double neg[] = { -1, 10, 20 };
 	config_buckets(&c, 3, 2, neg);
 	CHECK(check_fails_with(&c, "bucket bound 0"));
 	dbk_bal_config_default(&c, 3, false, 1, 2);
@@ -137,7 +137,7 @@ static void groups_split(void)
 				unsigned g = dbk_bal_group_of(b, s);
 
 				CHECK(g < nb);
-				CHECK(g >= prev);   /* in list order */
+				CHECK(g >= prev); /* in list order */
 				prev = g;
 				if (g < nb)
 					size[g]++;
@@ -165,9 +165,17 @@ static void standard_bucket_edges(void)
 		double bytes;
 		unsigned bucket;
 	} cases[] = {
-		{ 0, 0 }, { 4, 0 }, { 4.0 * 32768 - 1, 0 }, { 4.0 * 32768, 1 },
-		{ 4.0 * 32768 + 1, 1 }, { 4.0 * 131072 - 1, 1 }, { 4.0 * 131072, 1 },
-		{ 1e12, 1 }, { -5, 0 }, { NAN, 0 }, { INFINITY, 1 },
+		{ 0, 0 },
+		{ 4, 0 },
+		{ 4.0 * 32768 - 1, 0 },
+		{ 4.0 * 32768, 1 },
+		{ 4.0 * 32768 + 1, 1 },
+		{ 4.0 * 131072 - 1, 1 },
+		{ 4.0 * 131072, 1 },
+		{ 1e12, 1 },
+		{ -5, 0 },
+		{ NAN, 0 },
+		{ INFINITY, 1 },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -190,8 +198,8 @@ static void standard_bucket_edges(void)
 	const struct {
 		double tokens;
 		unsigned bucket;
-	} c3[] = { { 0, 0 }, { 99.75, 0 }, { 100, 1 }, { 199.75, 1 }, { 200, 2 },
-	           { 300, 2 }, { 1e9, 2 } };
+	} c3[] = { { 0, 0 },   { 99.75, 0 }, { 100, 1 }, { 199.75, 1 },
+		   { 200, 2 }, { 300, 2 },   { 1e9, 2 } };
 	for (size_t i = 0; i < sizeof(c3) / sizeof(c3[0]); i++) {
 		r = req(c3[i].tokens * 4);
 		dbk_bal_decide(b, &r, &d);
@@ -447,7 +455,7 @@ static void unusable_servers(void)
 	CHECK_EQ_U(disp(b, "on0", 400, &d), DBK_BAL_OK);
 	CHECK_EQ_U(d.server, 0);
 	dbk_bal_set_usable(b, 0, false);
-	dbk_bal_set_usable(b, 0, false);   /* idempotent */
+	dbk_bal_set_usable(b, 0, false); /* idempotent */
 	CHECK(!dbk_bal_usable(b, 0));
 	/* Release the lease on the unusable server: no cross-talk. */
 	CHECK_EQ_U(rel(b, "on0"), DBK_BAL_OK);
@@ -482,7 +490,7 @@ static void unusable_servers(void)
 	CHECK_EQ_U(disp(b, "back", 400, &d), DBK_BAL_OK);
 	CHECK_EQ_U(d.server, 0);
 	CHECK_EQ_U(d.group, 0);
-	dbk_bal_set_usable(b, 7, false);   /* out of range: ignored */
+	dbk_bal_set_usable(b, 7, false); /* out of range: ignored */
 	dbk_bal_free(b);
 }
 
@@ -492,7 +500,7 @@ static void unusable_group_nearest(void)
 	struct dbk_bal_config c;
 	struct dbk_balancer *b;
 	struct dbk_bal_decision d;
-	struct dbk_bal_request r = req(600);   /* bucket 1 */
+	struct dbk_bal_request r = req(600); /* bucket 1 */
 
 	config_buckets(&c, 3, 3, bounds);
 	b = dbk_bal_new(&c);
@@ -524,8 +532,7 @@ struct model {
 };
 
 /* The whole decision, the slow and obvious way. */
-static bool model_decide(const struct model *m, double tokens, unsigned *group,
-                         unsigned *server)
+static bool model_decide(const struct model *m, double tokens, unsigned *group, unsigned *server)
 {
 	unsigned b = 0, g;
 	double best_p = -1;

@@ -31,20 +31,55 @@ static int add_listen(void *ctx, const char *v, char *err, size_t errlen)
 	return 0;
 }
 
-static const char *const modes[] = {"fast", "slow", NULL};
+static const char *const modes[] = { "fast", "slow", NULL };
 
 static void table(struct cfg *c, struct dbk_opt *o)
 {
 	const struct dbk_opt t[] = {
-		{.name = "verbose", .short_name = 'v', .kind = DBK_OPT_FLAG, .dst = &c->verbose, .help = "say more"},
-		{.name = "url", .kind = DBK_OPT_STR, .dst = &c->url, .metavar = "URL", .help = "where\nsecond line"},
-		{.name = "port", .short_name = 'p', .kind = DBK_OPT_INT, .dst = &c->port, .lo = 1, .hi = 65535, .metavar = "N", .section = "Network:"},
-		{.name = "seed", .kind = DBK_OPT_LL, .dst = &c->seed, .lo = -5, .hi = 1e15, .metavar = "N"},
-		{.name = "cap", .kind = DBK_OPT_SIZE, .dst = &c->cap, .lo = 0, .hi = 1000, .flags = DBK_OPT_STRICT | DBK_OPT_ONCE, .metavar = "N"},
-		{.name = "rate", .kind = DBK_OPT_DOUBLE, .dst = &c->rate, .lo = 0, .hi = 10, .metavar = "R"},
-		{.name = "mode", .kind = DBK_OPT_CHOICE, .dst = &c->mode, .choices = modes, .metavar = "M"},
-		{.name = "listen", .kind = DBK_OPT_CALL, .fn = add_listen, .metavar = "ADDR"},
-		{0},
+		{ .name = "verbose",
+		  .short_name = 'v',
+		  .kind = DBK_OPT_FLAG,
+		  .dst = &c->verbose,
+		  .help = "say more" },
+		{ .name = "url",
+		  .kind = DBK_OPT_STR,
+		  .dst = &c->url,
+		  .metavar = "URL",
+		  .help = "where\nsecond line" },
+		{ .name = "port",
+		  .short_name = 'p',
+		  .kind = DBK_OPT_INT,
+		  .dst = &c->port,
+		  .lo = 1,
+		  .hi = 65535,
+		  .metavar = "N",
+		  .section = "Network:" },
+		{ .name = "seed",
+		  .kind = DBK_OPT_LL,
+		  .dst = &c->seed,
+		  .lo = -5,
+		  .hi = 1e15,
+		  .metavar = "N" },
+		{ .name = "cap",
+		  .kind = DBK_OPT_SIZE,
+		  .dst = &c->cap,
+		  .lo = 0,
+		  .hi = 1000,
+		  .flags = DBK_OPT_STRICT | DBK_OPT_ONCE,
+		  .metavar = "N" },
+		{ .name = "rate",
+		  .kind = DBK_OPT_DOUBLE,
+		  .dst = &c->rate,
+		  .lo = 0,
+		  .hi = 10,
+		  .metavar = "R" },
+		{ .name = "mode",
+		  .kind = DBK_OPT_CHOICE,
+		  .dst = &c->mode,
+		  .choices = modes,
+		  .metavar = "M" },
+		{ .name = "listen", .kind = DBK_OPT_CALL, .fn = add_listen, .metavar = "ADDR" },
+		{ 0 },
 	};
 	memcpy(o, t, sizeof(t));
 }
@@ -63,8 +98,9 @@ static int parse(struct cfg *c, char **argv, int *first, char *err, size_t errle
 
 static void test_values_land_where_the_table_says(void)
 {
-	char *argv[] = {"prog", "-v", "--url", "http://x", "-p", "8080", "--seed=-5", "--cap", "1000",
-	                "--rate", "2.5", "--mode", "slow", "--listen", "a", "--listen", "b", "rest", "--port", "1", NULL};
+	char *argv[] = { "prog",  "-v",       "--url",  "http://x", "-p",     "8080", "--seed=-5",
+		         "--cap", "1000",     "--rate", "2.5",      "--mode", "slow", "--listen",
+		         "a",     "--listen", "b",      "rest",     "--port", "1",    NULL };
 	struct cfg c;
 	char err[128] = "";
 	int first = 0;
@@ -88,19 +124,20 @@ static void test_every_bad_value_is_refused_by_name(void)
 	static const struct {
 		const char *opt, *val, *want;
 	} bad[] = {
-		{"--port", "0", "--port wants an integer from 1 to 65535, got '0'"},
-		{"--port", "12abc", "--port wants an integer"},
-		{"--port", "", "--port wants an integer"},
-		{"--seed", "-6", "--seed wants an integer from -5"},
-		{"--cap", "+5", "--cap wants an integer from 0 to 1000"},  /* strict grammar: no sign */
-		{"--cap", "1001", "--cap wants an integer from 0 to 1000"},
-		{"--rate", "nan", "--rate wants a number from 0 to 10, got 'nan'"},
-		{"--rate", "11", "--rate wants a number"},
-		{"--mode", "medium", "--mode wants one of fast, slow, got 'medium'"},
-		{"--nope", "1", "unknown option '--nope'"},
+		{ "--port", "0", "--port wants an integer from 1 to 65535, got '0'" },
+		{ "--port", "12abc", "--port wants an integer" },
+		{ "--port", "", "--port wants an integer" },
+		{ "--seed", "-6", "--seed wants an integer from -5" },
+		{ "--cap", "+5",
+		  "--cap wants an integer from 0 to 1000" }, /* strict grammar: no sign */
+		{ "--cap", "1001", "--cap wants an integer from 0 to 1000" },
+		{ "--rate", "nan", "--rate wants a number from 0 to 10, got 'nan'" },
+		{ "--rate", "11", "--rate wants a number" },
+		{ "--mode", "medium", "--mode wants one of fast, slow, got 'medium'" },
+		{ "--nope", "1", "unknown option '--nope'" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char *argv[] = {"prog", (char *)bad[i].opt, (char *)bad[i].val, NULL};
+		char *argv[] = { "prog", (char *)bad[i].opt, (char *)bad[i].val, NULL };
 		struct cfg c;
 		char err[128] = "";
 
@@ -113,11 +150,11 @@ static void test_every_bad_value_is_refused_by_name(void)
 
 static void test_missing_value_repeats_and_callbacks(void)
 {
-	char *missing[] = {"prog", "--url", NULL};
-	char *twice[] = {"prog", "--cap", "1", "--cap", "2", NULL};
-	char *five[] = {"prog", "--listen", "1", "--listen", "2", "--listen", "3", "--listen", "4",
-	                "--listen", "5", NULL};
-	char *unknown_short[] = {"prog", "-x", NULL};
+	char *missing[] = { "prog", "--url", NULL };
+	char *twice[] = { "prog", "--cap", "1", "--cap", "2", NULL };
+	char *five[] = { "prog", "--listen", "1", "--listen", "2", "--listen",
+		         "3",    "--listen", "4", "--listen", "5", NULL };
+	char *unknown_short[] = { "prog", "-x", NULL };
 	struct cfg c;
 	char err[128] = "";
 
@@ -146,7 +183,8 @@ static void test_usage_lines_come_from_the_table(void)
 	dbk_cli_usage(f, o);
 	fclose(f);
 	CHECK(strstr(text, "  -v, --verbose      say more\n") != NULL);
-	CHECK(strstr(text, "      --url URL      where\n                     second line\n") != NULL);
+	CHECK(strstr(text, "      --url URL      where\n                     second line\n") !=
+	      NULL);
 	CHECK(strstr(text, "second line\nNetwork:\n  -p, --port N\n") != NULL);
 	free(text);
 }
@@ -155,8 +193,8 @@ static void test_no_short_column_without_short_options(void)
 {
 	bool on = false;
 	const struct dbk_opt o[] = {
-		{.name = "on", .kind = DBK_OPT_FLAG, .dst = &on, .help = "switch"},
-		{0},
+		{ .name = "on", .kind = DBK_OPT_FLAG, .dst = &on, .help = "switch" },
+		{ 0 },
 	};
 	char *text = NULL;
 	size_t len = 0;

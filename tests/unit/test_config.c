@@ -52,7 +52,8 @@ static void test_errors(void)
 {
 	CHECK_EQ_U(PARSE(&c, err, "--enable-dynamic-bucket", "only"), DBK_CONFIG_ERROR);
 	CHECK(strstr(err, "at least 2 servers") != NULL);
-	CHECK_EQ_U(PARSE(&c, err, "--server-group-threshold", "131072", "a", "b"), DBK_CONFIG_ERROR);
+	CHECK_EQ_U(PARSE(&c, err, "--server-group-threshold", "131072", "a", "b"),
+	           DBK_CONFIG_ERROR);
 	CHECK(strstr(err, "must be below") != NULL);
 	CHECK_EQ_U(PARSE(&c, err, "a", "b", "a"), DBK_CONFIG_ERROR);
 	CHECK(strstr(err, "named twice") != NULL);
@@ -76,22 +77,26 @@ static void test_errors(void)
  * and /config: plain digits, nothing around them. */
 static void test_strict_numbers(void)
 {
-	static const char *const bad[] = { "+1", " 8192", "8192 ", "0x8000", "8192.0",
-	                                   "1e4", "08192", "-0" };
-	static const char *const opts[] = { "--server-group-threshold", "--max-leases",
-	                                    "--max-connections", "--lease-ttl",
-	                                    "--max-connections-per-peer", "--idle-timeout" };
+	static const char *const bad[] = { "+1",     " 8192", "8192 ", "0x8000",
+		                           "8192.0", "1e4",   "08192", "-0" };
+	static const char *const opts[] = { "--server-group-threshold",   "--max-leases",
+		                            "--max-connections",          "--lease-ttl",
+		                            "--max-connections-per-peer", "--idle-timeout" };
 
 	for (size_t o = 0; o < sizeof(opts) / sizeof(opts[0]); o++)
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-			char *argv[] = { "dbucket-spoa", (char *)opts[o], (char *)bad[i], "a", "b", NULL };
-			bool taken = dbk_config_parse(&c, 5, argv, err, sizeof(err)) == DBK_CONFIG_OK;
+			char *argv[] = {
+				"dbucket-spoa", (char *)opts[o], (char *)bad[i], "a", "b", NULL
+			};
+			bool taken = dbk_config_parse(&c, 5, argv, err, sizeof(err)) ==
+			             DBK_CONFIG_OK;
 			if (taken)
 				fprintf(stderr, "  %s '%s' was taken\n", opts[o], bad[i]);
 			CHECK(!taken);
 		}
-	CHECK_EQ_U(PARSE(&c, err, "--max-connections-per-peer", "8", "--idle-timeout", "30",
-	                 "a", "b"), DBK_CONFIG_OK);
+	CHECK_EQ_U(PARSE(&c, err, "--max-connections-per-peer", "8", "--idle-timeout", "30", "a",
+	                 "b"),
+	           DBK_CONFIG_OK);
 	CHECK_EQ_U(c.max_connections_per_peer, 8);
 	CHECK_EQ_U(c.idle_timeout_s, 30);
 }
@@ -118,8 +123,8 @@ static void test_policy_and_scrape(void)
 	CHECK_EQ_U(PARSE(&c, err, "--policy", "fastest", "a"), DBK_CONFIG_ERROR);
 	CHECK(strstr(err, "reference or ttft") != NULL);
 	static const char *const bad[] = {
-		"a", "a=", "=http://x", "a=ftp://x", "a=http://", "a=http://x y", "a=http://x\"",
-		"bad name=http://x",
+		"a",         "a=",           "=http://x",    "a=ftp://x",
+		"a=http://", "a=http://x y", "a=http://x\"", "bad name=http://x",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char *argv[] = { "dbucket-spoa", "--scrape", (char *)bad[i], "a", NULL };

@@ -61,8 +61,7 @@ static void odd_types_default(void)
 {
 	struct dbk_bal_request r;
 
-	CHECK_EQ_U(est_whole("{\"max_tokens\":\"100\",\"ignore_eos\":\"true\"}", &r),
-	           DBK_EST_JSON);
+	CHECK_EQ_U(est_whole("{\"max_tokens\":\"100\",\"ignore_eos\":\"true\"}", &r), DBK_EST_JSON);
 	CHECK_NEAR(r.max_tokens, 16, 0);
 	CHECK(!r.ignore_eos);
 	CHECK_EQ_U(est_whole("{\"max_tokens\":[1],\"ignore_eos\":1}", &r), DBK_EST_JSON);
@@ -106,7 +105,9 @@ static void duplicate_keys_last_wins(void)
 	struct dbk_bal_request r;
 
 	CHECK_EQ_U(est_whole("{\"max_tokens\":5,\"ignore_eos\":true,"
-	                     "\"max_tokens\":9,\"ignore_eos\":false}", &r), DBK_EST_JSON);
+	                     "\"max_tokens\":9,\"ignore_eos\":false}",
+	                     &r),
+	           DBK_EST_JSON);
 	CHECK_NEAR(r.max_tokens, 9, 0);
 	CHECK(!r.ignore_eos);
 }
@@ -116,8 +117,7 @@ static void truncated(void)
 	const char *b = "{\"max_tokens\":100,\"ignore_eos\":true}";
 	struct dbk_bal_request r;
 
-	CHECK_EQ_U(dbk_estimate(100000, (const uint8_t *)b, strlen(b), &r),
-	           DBK_EST_TRUNCATED);
+	CHECK_EQ_U(dbk_estimate(100000, (const uint8_t *)b, strlen(b), &r), DBK_EST_TRUNCATED);
 	CHECK_NEAR(r.body_bytes, 100000, 0);
 	CHECK_NEAR(r.max_tokens, 16, 0);
 	CHECK(!r.ignore_eos);

@@ -7,7 +7,7 @@
 
 #include "check.h"
 
-static const struct dbk_http_limits LIM = {1024, 4096};
+static const struct dbk_http_limits LIM = { 1024, 4096 };
 
 static enum dbk_http_result parse_s(const char *s, struct dbk_http_request *r)
 {
@@ -58,8 +58,7 @@ static void test_post_body(void)
 	CHECK(r.body.p && memcmp(r.body.p, "{\"prompt\":\"\"}", 13) == 0);
 	CHECK_EQ_U(r.total_len, strlen(s));
 	/* Body not all there yet: incomplete, but the head is known. */
-	CHECK_EQ_U(dbk_http_parse(s, strlen(s) - 1, &LIM, &r),
-	           DBK_HTTP_INCOMPLETE);
+	CHECK_EQ_U(dbk_http_parse(s, strlen(s) - 1, &LIM, &r), DBK_HTTP_INCOMPLETE);
 	CHECK_EQ_U(r.head_len, strlen(s) - 13);
 	CHECK_EQ_U(r.total_len, strlen(s));
 }
@@ -76,8 +75,7 @@ static void check_every_split(const char *s, size_t first_len)
 		if (dbk_http_parse(s, k, &LIM, &r) != DBK_HTTP_INCOMPLETE)
 			bad++;
 	for (k = first_len; k <= n; k++) {
-		if (dbk_http_parse(s, k, &LIM, &r) != DBK_HTTP_COMPLETE ||
-		    r.total_len != first_len)
+		if (dbk_http_parse(s, k, &LIM, &r) != DBK_HTTP_COMPLETE || r.total_len != first_len)
 			bad++;
 	}
 	CHECK_EQ_U(bad, 0);
@@ -104,13 +102,12 @@ static void test_pipelined(void)
 	                "POST /b HTTP/1.1\r\nContent-Length: 3\r\n\r\nxyz"
 	                "GET /c HTTP/1.1\r\nConnection: close\r\n\r\n";
 	size_t off = 0, n = strlen(s);
-	const char *want[3] = {"/a", "/b", "/c"};
+	const char *want[3] = { "/a", "/b", "/c" };
 	struct dbk_http_request r;
 	int i;
 
 	for (i = 0; i < 3; i++) {
-		CHECK_EQ_U(dbk_http_parse(s + off, n - off, &LIM, &r),
-		           DBK_HTTP_COMPLETE);
+		CHECK_EQ_U(dbk_http_parse(s + off, n - off, &LIM, &r), DBK_HTTP_COMPLETE);
 		CHECK(dbk_http_slice_eq(r.target, want[i]));
 		CHECK_EQ_U(r.keep_alive, i < 2);
 		off += r.total_len;
@@ -152,8 +149,7 @@ static void test_limits(void)
 	snprintf(big + n, sizeof(big) - (size_t)n, "\r\n");
 	CHECK_EQ_U(parse_status(big), 431);
 	/* Body above the limit: refused from the head alone. */
-	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: 4097\r\n\r\n"),
-	           413);
+	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: 4097\r\n\r\n"), 413);
 	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: "
 	                        "99999999999999999999999999\r\n\r\n"),
 	           413);
@@ -194,8 +190,7 @@ static void test_bad_fields(void)
 		static const char s[] = "GET / HTTP/1.1\r\nA: b\0c\r\n\r\n";
 		struct dbk_http_request r;
 
-		CHECK_EQ_U(dbk_http_parse(s, sizeof(s) - 1, &LIM, &r),
-		           DBK_HTTP_ERROR);
+		CHECK_EQ_U(dbk_http_parse(s, sizeof(s) - 1, &LIM, &r), DBK_HTTP_ERROR);
 		CHECK_EQ_U(r.status, 400);
 	}
 }
@@ -211,27 +206,21 @@ static void test_content_length_cases(void)
 	                   "content-length: 3\r\n\r\nabc",
 	                   &r),
 	           DBK_HTTP_COMPLETE);
-	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n"),
-	           400);
-	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n"),
-	           400);
-	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length:\r\n\r\n"),
-	           400);
-	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: 3, 3\r\n\r\n"),
-	           400);
+	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n"), 400);
+	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n"), 400);
+	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length:\r\n\r\n"), 400);
+	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: 3, 3\r\n\r\n"), 400);
 	/* Fewer body bytes than announced: wait for them. */
-	CHECK_EQ_U(parse_s("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc",
-	                   &r),
+	CHECK_EQ_U(parse_s("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc", &r),
 	           DBK_HTTP_INCOMPLETE);
 	/* More than announced: the rest is the next request. */
-	CHECK_EQ_U(parse_s("POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\nabc",
-	                   &r),
+	CHECK_EQ_U(parse_s("POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\nabc", &r),
 	           DBK_HTTP_COMPLETE);
 	CHECK_EQ_U(r.body.n, 2);
 	CHECK_EQ_U(r.total_len, strlen("POST / HTTP/1.1\r\nContent-Length: "
 	                               "2\r\n\r\nab"));
 	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n"
-	                        "abc / HTTP/1.1\r\n\r\n") ,
+	                        "abc / HTTP/1.1\r\n\r\n"),
 	           0);
 }
 
@@ -255,18 +244,15 @@ static void test_keep_alive_and_expect(void)
 {
 	struct dbk_http_request r;
 
-	CHECK_EQ_U(parse_s("GET / HTTP/1.1\r\nConnection: close\r\n\r\n", &r),
-	           DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(parse_s("GET / HTTP/1.1\r\nConnection: close\r\n\r\n", &r), DBK_HTTP_COMPLETE);
 	CHECK(!r.keep_alive);
-	CHECK_EQ_U(parse_s("GET / HTTP/1.1\r\nConnection: Upgrade, CLOSE\r\n\r\n",
-	                   &r),
+	CHECK_EQ_U(parse_s("GET / HTTP/1.1\r\nConnection: Upgrade, CLOSE\r\n\r\n", &r),
 	           DBK_HTTP_COMPLETE);
 	CHECK(!r.keep_alive);
 	CHECK_EQ_U(parse_s("GET / HTTP/1.0\r\n\r\n", &r), DBK_HTTP_COMPLETE);
 	CHECK(!r.keep_alive);
 	CHECK_EQ_U(r.minor_version, 0);
-	CHECK_EQ_U(parse_s("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n",
-	                   &r),
+	CHECK_EQ_U(parse_s("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", &r),
 	           DBK_HTTP_COMPLETE);
 	CHECK(r.keep_alive);
 	CHECK_EQ_U(parse_s("POST / HTTP/1.1\r\nExpect: 100-continue\r\n"
@@ -321,8 +307,7 @@ static void test_mutation_fuzz(void)
 				buf[at] = (char)rnd(&seed);
 				break;
 			case 1:
-				buf[at] = alphabet[rnd(&seed) %
-				                   (sizeof(alphabet) - 1)];
+				buf[at] = alphabet[rnd(&seed) % (sizeof(alphabet) - 1)];
 				break;
 			default:
 				n = at; /* truncate */
@@ -332,12 +317,10 @@ static void test_mutation_fuzz(void)
 				break;
 		}
 		res = dbk_http_parse(buf, n, &LIM, &r);
-		if (res == DBK_HTTP_COMPLETE &&
-		    (r.total_len > n || r.head_len == 0 ||
-		     r.body.p + r.body.n > buf + n || r.method.n == 0))
+		if (res == DBK_HTTP_COMPLETE && (r.total_len > n || r.head_len == 0 ||
+		                                 r.body.p + r.body.n > buf + n || r.method.n == 0))
 			incoherent++;
-		if (res == DBK_HTTP_ERROR &&
-		    (r.status < 400 || r.status > 505 || !r.error))
+		if (res == DBK_HTTP_ERROR && (r.status < 400 || r.status > 505 || !r.error))
 			incoherent++;
 	}
 	CHECK_EQ_U(incoherent, 0);
@@ -347,15 +330,13 @@ static void test_reasons(void)
 {
 	CHECK(strcmp(dbk_http_reason(200), "OK") == 0);
 	CHECK(strcmp(dbk_http_reason(411), "Length Required") == 0);
-	CHECK(strcmp(dbk_http_reason(431),
-	             "Request Header Fields Too Large") == 0);
+	CHECK(strcmp(dbk_http_reason(431), "Request Header Fields Too Large") == 0);
 	CHECK(strcmp(dbk_http_reason(999), "Unknown") == 0);
 }
 
 /* ---- Response heads ---- */
 
-static enum dbk_http_result parse_rsp(const char *s,
-                                      struct dbk_http_response *r)
+static enum dbk_http_result parse_rsp(const char *s, struct dbk_http_response *r)
 {
 	return dbk_http_parse_response(s, strlen(s), 1024, r);
 }
@@ -377,20 +358,17 @@ static void test_response_head(void)
 	CHECK_EQ_U(r.content_length, 5);
 	CHECK(r.keep_alive);
 	CHECK(dbk_http_response_header(&r, "x-served-by") &&
-	      dbk_http_slice_eq(*dbk_http_response_header(&r, "X-SERVED-BY"),
-	                        "vllm0"));
+	      dbk_http_slice_eq(*dbk_http_response_header(&r, "X-SERVED-BY"), "vllm0"));
 	CHECK(dbk_http_response_header(&r, "server") == NULL);
 	/* Every proper prefix of the head is incomplete, never an error. */
 	for (i = 0; i < head; i++)
-		if (dbk_http_parse_response(s, i, 1024, &r) !=
-		    DBK_HTTP_INCOMPLETE) {
+		if (dbk_http_parse_response(s, i, 1024, &r) != DBK_HTTP_INCOMPLETE) {
 			fprintf(stderr, "  prefix %zu not incomplete\n", i);
 			CHECK(0);
 		}
 
 	/* No space before an empty reason; a leading empty line; bare LF. */
-	CHECK_EQ_U(parse_rsp("\r\nHTTP/1.0 503\nA: b\n\n", &r),
-	           DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(parse_rsp("\r\nHTTP/1.0 503\nA: b\n\n", &r), DBK_HTTP_COMPLETE);
 	CHECK_EQ_U(r.status, 503);
 	CHECK_EQ_U(r.reason.n, 0);
 	CHECK_EQ_U(r.minor_version, 0);
@@ -403,42 +381,45 @@ static void test_response_framing(void)
 	struct dbk_http_response r;
 
 	/* No body: interim, 204, 304, whatever the fields say. */
-	CHECK_EQ_U(parse_rsp("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200", &r),
-	           DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(parse_rsp("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200", &r), DBK_HTTP_COMPLETE);
 	CHECK_EQ_U(r.status, 100);
 	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_NONE);
 	CHECK_EQ_U(r.head_len, 25);
 	CHECK_EQ_U(parse_rsp("HTTP/1.1 204 No Content\r\nContent-Length: 9"
-	                     "\r\n\r\n", &r), DBK_HTTP_COMPLETE);
-	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_NONE);
-	CHECK_EQ_U(parse_rsp("HTTP/1.1 304 Not Modified\r\n\r\n", &r),
+	                     "\r\n\r\n",
+	                     &r),
 	           DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_NONE);
+	CHECK_EQ_U(parse_rsp("HTTP/1.1 304 Not Modified\r\n\r\n", &r), DBK_HTTP_COMPLETE);
 	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_NONE);
 	CHECK(r.keep_alive);
 
 	/* Chunked as the last coding wins over Content-Length. */
 	CHECK_EQ_U(parse_rsp("HTTP/1.1 200 OK\r\nContent-Length: 99\r\n"
-	                     "Transfer-Encoding: gzip, chunked ,\r\n\r\n", &r),
+	                     "Transfer-Encoding: gzip, chunked ,\r\n\r\n",
+	                     &r),
 	           DBK_HTTP_COMPLETE);
 	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_CHUNKED);
 	CHECK_EQ_U(parse_rsp("HTTP/1.1 200 OK\r\nTransfer-Encoding: identity"
-	                     "\r\nContent-Length: 3\r\n\r\n", &r),
+	                     "\r\nContent-Length: 3\r\n\r\n",
+	                     &r),
 	           DBK_HTTP_COMPLETE);
 	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_LENGTH);
 	CHECK_EQ_U(r.content_length, 3);
 
 	/* Connection tokens; HTTP/1.0 persists only when asked to. */
 	CHECK_EQ_U(parse_rsp("HTTP/1.1 200 OK\r\nConnection: x, Close\r\n"
-	                     "Content-Length: 0\r\n\r\n", &r),
+	                     "Content-Length: 0\r\n\r\n",
+	                     &r),
 	           DBK_HTTP_COMPLETE);
 	CHECK(!r.keep_alive);
 	CHECK_EQ_U(parse_rsp("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n"
-	                     "Content-Length: 0\r\n\r\n", &r),
+	                     "Content-Length: 0\r\n\r\n",
+	                     &r),
 	           DBK_HTTP_COMPLETE);
 	CHECK(r.keep_alive);
 	/* Read to the close: the connection cannot be reused. */
-	CHECK_EQ_U(parse_rsp("HTTP/1.1 200 OK\r\n\r\n", &r),
-	           DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(parse_rsp("HTTP/1.1 200 OK\r\n\r\n", &r), DBK_HTTP_COMPLETE);
 	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_CLOSE);
 	CHECK(!r.keep_alive);
 }
@@ -467,17 +448,14 @@ static void test_response_errors(void)
 	expect_rsp_error("HTTP/1.1 2x0 OK\r\n\r\n", "bad HTTP status line");
 	expect_rsp_error("HTTP/1.1 099 OK\r\n\r\n", "bad HTTP status line");
 	expect_rsp_error("HTTP/1.1 200 O\rK\r\n\r\n", "bare CR");
-	expect_rsp_error("HTTP/1.1 200 OK\r\nno colon\r\n\r\n",
-	                 "bad header field name");
-	expect_rsp_error("HTTP/1.1 200 OK\r\n folded\r\n\r\n",
-	                 "obsolete line folding");
+	expect_rsp_error("HTTP/1.1 200 OK\r\nno colon\r\n\r\n", "bad header field name");
+	expect_rsp_error("HTTP/1.1 200 OK\r\n folded\r\n\r\n", "obsolete line folding");
 	expect_rsp_error("HTTP/1.1 200 OK\r\nA: b\rc\r\n\r\n", "bare CR");
 	expect_rsp_error("\rHTTP/1.1 200 OK\r\n\r\n", "bare CR");
 	expect_rsp_error("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
 	                 "Content-Length: 6\r\n\r\n",
 	                 "conflicting Content-Length");
-	expect_rsp_error("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
-	                 "bad Content-Length");
+	expect_rsp_error("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "bad Content-Length");
 	expect_rsp_error("HTTP/1.1 200 OK\r\nContent-Length: "
 	                 "99999999999999999999999\r\n\r\n",
 	                 "body too large");
@@ -497,9 +475,8 @@ static void test_response_errors(void)
 
 /* Decodes s fed in pieces of `step` bytes; the data goes to out. Returns
  * the result and how many bytes of s were used. */
-static enum dbk_http_result dechunk(const char *s, size_t step, char *out,
-                                    size_t outn, size_t *used,
-                                    const char **why)
+static enum dbk_http_result dechunk(const char *s, size_t step, char *out, size_t outn,
+                                    size_t *used, const char **why)
 {
 	struct dbk_http_chunked c;
 	size_t n = strlen(s), i = 0, o = 0;
@@ -535,15 +512,12 @@ static void test_chunked(void)
 	size_t step, used;
 
 	for (step = 1; step <= strlen(s); step++) {
-		CHECK_EQ_U(dechunk(s, step, out, sizeof(out), &used, &why),
-		           DBK_HTTP_COMPLETE);
+		CHECK_EQ_U(dechunk(s, step, out, sizeof(out), &used, &why), DBK_HTTP_COMPLETE);
 		CHECK(strcmp(out, "hello, world!!!") == 0);
 		CHECK_EQ_U(used, strlen(s) - 4);
 	}
-	CHECK_EQ_U(dechunk("1a\r\n", 99, out, sizeof(out), &used, &why),
-	           DBK_HTTP_INCOMPLETE);
-	CHECK_EQ_U(dechunk("0\r\n\r\n", 99, out, sizeof(out), &used, &why),
-	           DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(dechunk("1a\r\n", 99, out, sizeof(out), &used, &why), DBK_HTTP_INCOMPLETE);
+	CHECK_EQ_U(dechunk("0\r\n\r\n", 99, out, sizeof(out), &used, &why), DBK_HTTP_COMPLETE);
 	CHECK_EQ_U(out[0], 0);
 }
 
@@ -553,11 +527,9 @@ static void expect_chunk_error(const char *s, const char *want)
 	const char *why;
 	size_t used;
 
-	CHECK_EQ_U(dechunk(s, 3, out, sizeof(out), &used, &why),
-	           DBK_HTTP_ERROR);
+	CHECK_EQ_U(dechunk(s, 3, out, sizeof(out), &used, &why), DBK_HTTP_ERROR);
 	if (!why || strcmp(why, want) != 0) {
-		fprintf(stderr, "  error \"%s\", want \"%s\"\n",
-		        why ? why : "(none)", want);
+		fprintf(stderr, "  error \"%s\", want \"%s\"\n", why ? why : "(none)", want);
 		CHECK(0);
 	}
 }

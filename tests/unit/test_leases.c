@@ -41,7 +41,7 @@ static void release_exactly_once(void)
 	CHECK_EQ_U(dbk_bal_stats(b)->leases, 1);
 	/* The id is free again. */
 	CHECK_EQ_U(disp(b, "x", 4000, &d), DBK_BAL_OK);
-	dbk_bal_free(b);   /* with live leases: ASan checks nothing leaks */
+	dbk_bal_free(b); /* with live leases: ASan checks nothing leaks */
 }
 
 static void duplicate_dispatch(void)
@@ -119,8 +119,7 @@ struct expired_log {
 	double load_seen;
 };
 
-static void on_expired(void *arg, const char *id, size_t id_len,
-                       const struct dbk_bal_lease *l)
+static void on_expired(void *arg, const char *id, size_t id_len, const struct dbk_bal_lease *l)
 {
 	struct expired_log *log = arg;
 
@@ -153,9 +152,9 @@ static void expire_in_order(void)
 	/* b is released early: expiry skips it. */
 	CHECK_EQ_U(rel(b, "b"), DBK_BAL_OK);
 
-	CHECK_EQ_U(dbk_bal_expire(b, 5, 10, on_expired, &log), 0);   /* now < ttl */
+	CHECK_EQ_U(dbk_bal_expire(b, 5, 10, on_expired, &log), 0); /* now < ttl */
 	CHECK_EQ_U(dbk_bal_expire(b, 9, 10, on_expired, &log), 0);
-	CHECK_EQ_U(dbk_bal_expire(b, 30, 10, on_expired, &log), 2);  /* a@0, c@20 */
+	CHECK_EQ_U(dbk_bal_expire(b, 30, 10, on_expired, &log), 2); /* a@0, c@20 */
 	CHECK_EQ_U(log.n, 2);
 	CHECK(strcmp(log.ids[0], "a") == 0);
 	CHECK(strcmp(log.ids[1], "c") == 0);
@@ -270,8 +269,7 @@ static void reclaim_oldest_of_server(void)
 
 /* A callback that dispatches an already-expired lease for each expiry:
  * the walk must still end. */
-static void redispatch(void *arg, const char *id, size_t id_len,
-                       const struct dbk_bal_lease *l)
+static void redispatch(void *arg, const char *id, size_t id_len, const struct dbk_bal_lease *l)
 {
 	struct dbk_balancer *b = arg;
 	struct dbk_bal_request r = req(4);
@@ -320,8 +318,7 @@ static void lease_table_basics(void)
 	for (unsigned i = 0; i < N; i++) {
 		snprintf(id, sizeof(id), "req-%u", i);
 		e = dbk_lease_find(&t, id, strlen(id));
-		if (e && e->val.server == i && e->id_len == strlen(id) &&
-		    strcmp(e->id, id) == 0)
+		if (e && e->val.server == i && e->id_len == strlen(id) && strcmp(e->id, id) == 0)
 			found++;
 	}
 	CHECK_EQ_U(found, N);
@@ -425,7 +422,7 @@ static void lease_table_delete_while_walking(void)
 		char copy[16];
 
 		dbk_lease_unlink(&t, e);
-		memcpy(copy, e->id, e->id_len + 1);   /* readable after unlink */
+		memcpy(copy, e->id, e->id_len + 1); /* readable after unlink */
 		dbk_lease_free(e);
 		if (!dbk_lease_find(&t, copy, strlen(copy)))
 			popped++;

@@ -16,7 +16,7 @@ struct item {
 static void test_list_keeps_order_and_deletes_in_place(void)
 {
 	struct dbk_list head, *it, *nx;
-	struct item a = {.v = 1}, b = {.v = 2}, c = {.v = 3};
+	struct item a = { .v = 1 }, b = { .v = 2 }, c = { .v = 3 };
 	int seen[3], n = 0;
 
 	dbk_list_init(&head);
@@ -27,7 +27,8 @@ static void test_list_keeps_order_and_deletes_in_place(void)
 	dbk_list_push(&head, &a.link);
 	CHECK(dbk_list_first(&head, struct item, link) == &a);
 	/* Deleting the element being visited must not stop the walk. */
-	dbk_list_for_each_safe(it, nx, &head) {
+	dbk_list_for_each_safe(it, nx, &head)
+	{
 		struct item *x = dbk_list_elem(it, struct item, link);
 
 		seen[n++] = x->v;

@@ -115,8 +115,25 @@ static void test_double_rejects(void)
 static void test_strict_grammar(void)
 {
 	static const char *const bad[] = {
-		"", "+1", "-0", "-1", " 1", "1 ", "0x8000", "1e3", "1E3", "01", "00", ".5",
-		"1.", "1..5", "nan", "inf", "1,5", "12abc", "99999999999999999999",
+		"",
+		"+1",
+		"-0",
+		"-1",
+		" 1",
+		"1 ",
+		"0x8000",
+		"1e3",
+		"1E3",
+		"01",
+		"00",
+		".5",
+		"1.",
+		"1..5",
+		"nan",
+		"inf",
+		"1,5",
+		"12abc",
+		"99999999999999999999",
 	};
 	unsigned long long u = 99;
 	double d = 99;

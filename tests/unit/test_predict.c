@@ -19,8 +19,9 @@ static struct dbk_pred *fleet(unsigned n)
 
 static struct dbk_pred_request req(double prompt, double out)
 {
-	return (struct dbk_pred_request){ .prompt_tokens = prompt, .max_tokens = out,
-	                                  .ignore_eos = true };
+	return (struct dbk_pred_request){ .prompt_tokens = prompt,
+		                          .max_tokens = out,
+		                          .ignore_eos = true };
 }
 
 /* choose + commit, as the agent does; returns the server. */
@@ -200,9 +201,13 @@ static void test_kv_fit_comes_first(void)
 	struct dbk_pred *p = fleet(2);
 	struct dbk_pred_ticket t;
 	struct dbk_pred_choice c;
-	struct dbk_pred_scrape sc = { .ok = true, .running = 0, .waiting = 0, .kv_usage = 0,
-	                              .kv_capacity_tokens = 100000, .prefix_queries = -1,
-	                              .prefix_hits = -1 };
+	struct dbk_pred_scrape sc = { .ok = true,
+		                      .running = 0,
+		                      .waiting = 0,
+		                      .kv_usage = 0,
+		                      .kv_capacity_tokens = 100000,
+		                      .prefix_queries = -1,
+		                      .prefix_hits = -1 };
 
 	dbk_pred_scraped(p, 0, &sc, 0);
 	dbk_pred_scraped(p, 1, &sc, 0);
@@ -225,9 +230,13 @@ static void test_scrapes_show_other_balancers(void)
 	struct dbk_pred_choice c;
 	struct dbk_pred_view v;
 	struct dbk_pred_request r = req(1000, 100);
-	struct dbk_pred_scrape busy = { .ok = true, .running = 30, .waiting = 12,
-	                                .kv_usage = 0.5, .kv_capacity_tokens = 0,
-	                                .prefix_queries = 100, .prefix_hits = 25 };
+	struct dbk_pred_scrape busy = { .ok = true,
+		                        .running = 30,
+		                        .waiting = 12,
+		                        .kv_usage = 0.5,
+		                        .kv_capacity_tokens = 0,
+		                        .prefix_queries = 100,
+		                        .prefix_hits = 25 };
 	struct dbk_pred_scrape idle = busy;
 
 	idle.running = idle.waiting = 0;

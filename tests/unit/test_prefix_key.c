@@ -59,13 +59,15 @@ static void test_chat_contents_key_as_the_prompt(void)
 	snprintf(body, sizeof(body),
 	         "{\"messages\":[{\"role\":\"system\",\"content\":\"%.*s\"},"
 	         "{\"content\":\"%s\",\"role\":\"user\",\"name\":\"x\\\"}\"}],"
-	         "\"stream\":true}", (int)half, t, t + half);
+	         "\"stream\":true}",
+	         (int)half, t, t + half);
 	CHECK_EQ_U(derive(body, strlen(body), kc, &pk), 4);
 	CHECK(pk.source == DBK_PKEY_MESSAGES);
 	CHECK(memcmp(kp, kc, 4 * sizeof(uint64_t)) == 0);
 	/* Content parts: the texts of each part, images skipped. */
 	snprintf(body, sizeof(body),
-	         "{\"model\":{\"a\":[1,{\"b\":\"]\"}]},\"messages\":[{\"role\":\"user\",\"content\":["
+	         "{\"model\":{\"a\":[1,{\"b\":\"]\"}]},\"messages\":[{\"role\":\"user\","
+	         "\"content\":["
 	         "{\"type\":\"text\",\"text\":\"%.*s\"},{\"type\":\"image_url\",\"image_url\":"
 	         "{\"url\":\"data:xyz\"}},{\"text\":\"%s\",\"type\":\"text\"}]}]}",
 	         (int)half, t, t + half);
@@ -102,9 +104,17 @@ static void test_cut_sample_gives_the_leading_keys(void)
 static void test_what_is_no_prompt(void)
 {
 	static const char *const bodies[] = {
-		"", "[]", "nonsense", "{", "{\"prompt\":12}", "{\"prompt\":null}",
-		"{\"messages\":\"x\"}", "{\"prompt\"", "{\"a\":\"prompt\"}",
-		"{\"x\":{\"prompt\":\"" "0123456789012345678901234567890123456789"
+		"",
+		"[]",
+		"nonsense",
+		"{",
+		"{\"prompt\":12}",
+		"{\"prompt\":null}",
+		"{\"messages\":\"x\"}",
+		"{\"prompt\"",
+		"{\"a\":\"prompt\"}",
+		"{\"x\":{\"prompt\":\""
+		"0123456789012345678901234567890123456789"
 		"012345678901234567890123456789012345678901234567890123456789"
 		"012345678901234567890123456789012345678901234567890123456789"
 		"012345678901234567890123456789012345678901234567890123456789"
@@ -128,7 +138,7 @@ static void test_escapes_stay_inside_the_text(void)
 	uint64_t a[DBK_PKEY_MAX_KEYS], b[DBK_PKEY_MAX_KEYS];
 	struct dbk_pkey pk;
 
-	memcpy(t + 10, "\\\"}]\\\\", 6);     /* \"}]\\ inside the string */
+	memcpy(t + 10, "\\\"}]\\\\", 6); /* \"}]\\ inside the string */
 	snprintf(body, sizeof(body), "{\"prompt\":\"%s\",\"user\":\"u\"}", t);
 	CHECK_EQ_U(derive(body, strlen(body), a, &pk), 3);
 	CHECK(pk.session == dbk_pkey_session("u", 1));

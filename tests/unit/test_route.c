@@ -29,10 +29,7 @@ static void up(struct fixture *x, bool dynamic)
 	x->r.nnames = 4;
 }
 
-static void down(struct fixture *x)
-{
-	dbk_bal_free(x->bal);
-}
+static void down(struct fixture *x) { dbk_bal_free(x->bal); }
 
 /* Runs a whole frame (with its length prefix) through the router. */
 static enum dbk_spop_status run_frame(struct fixture *x, const uint8_t *frame, size_t len)
@@ -86,7 +83,7 @@ static void test_route_sets_every_variable(void)
 	struct dbk_spop_data v;
 	const char *const argn[] = { "id", "blen", "body", "details" };
 	struct dbk_spop_data argv[4] = { dbk_spop_str("id-1"), dbk_spop_int(140000),
-	                                 bin("{\"prompt\":\"a\"}"), dbk_spop_bool(true) };
+		                         bin("{\"prompt\":\"a\"}"), dbk_spop_bool(true) };
 
 	up(&x, true);
 	size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
@@ -113,7 +110,10 @@ static void test_route_sets_every_variable(void)
  * configuration sends details=env(DBK_DEBUG_HEADERS): the string "1". */
 static void test_details_only_when_asked(void)
 {
-	static const struct { struct dbk_spop_data d; bool want; } cases[] = {
+	static const struct {
+		struct dbk_spop_data d;
+		bool want;
+	} cases[] = {
 		{ { .type = DBK_SPOP_T_NULL }, false },
 		{ { .type = DBK_SPOP_T_BOOL, .u.b = false }, false },
 		{ { .type = DBK_SPOP_T_BOOL, .u.b = true }, true },
@@ -154,7 +154,7 @@ static void test_whole_json_body_is_read(void)
 	static const char body[] = "{\"prompt\":\"hi\",\"max_tokens\":1000,\"ignore_eos\":true}";
 	const char *const argn[] = { "id", "blen", "body", "details" };
 	struct dbk_spop_data argv[4] = { dbk_spop_str("j"), dbk_spop_int(sizeof(body) - 1),
-	                                 bin(body), dbk_spop_bool(true) };
+		                         bin(body), dbk_spop_bool(true) };
 	char want[32];
 
 	up(&x, false);
@@ -169,13 +169,16 @@ static void test_whole_json_body_is_read(void)
 /* Scores print as %.10g would, quarters by a fast path. */
 static void test_score_spelling(void)
 {
-	static const struct { const char *body; const char *want; } cases[] = {
-		{ "{\"max_tokens\":3}", "17.5" },                      /* 16 B + 1.5 */
-		{ "{\"max_tokens\":3,\"ignore_eos\":true}", "37" },   /* 34 B + 3 */
-		{ "{\"max_tokens\":0.3}", "18.15" },                   /* not quarters */
+	static const struct {
+		const char *body;
+		const char *want;
+	} cases[] = {
+		{ "{\"max_tokens\":3}", "17.5" },                   /* 16 B + 1.5 */
+		{ "{\"max_tokens\":3,\"ignore_eos\":true}", "37" }, /* 34 B + 3 */
+		{ "{\"max_tokens\":0.3}", "18.15" },                /* not quarters */
 		{ "{\"max_tokens\":1e9}", "500000018" },
-		{ "{\"max_tokens\":4e9}", "2000000018" },              /* past the fast path */
-		{ "{\"max_tokens\":1e12}", "2147483667" },             /* clamped at 2^32 */
+		{ "{\"max_tokens\":4e9}", "2000000018" },  /* past the fast path */
+		{ "{\"max_tokens\":1e12}", "2147483667" }, /* clamped at 2^32 */
 	};
 	const char *const argn[] = { "id", "body", "details" };
 
@@ -184,7 +187,7 @@ static void test_score_spelling(void)
 		char id[8];
 		snprintf(id, sizeof(id), "s%zu", i);
 		struct dbk_spop_data argv[3] = { dbk_spop_str(id), bin(cases[i].body),
-		                                 dbk_spop_bool(true) };
+			                         dbk_spop_bool(true) };
 
 		up(&x, false);
 		size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
@@ -204,8 +207,10 @@ static void test_null_blen_uses_the_sample(void)
 {
 	struct fixture x;
 	const char *const argn[] = { "id", "blen", "body", "details" };
-	struct dbk_spop_data argv[4] = { dbk_spop_str("n"), { .type = DBK_SPOP_T_NULL },
-	                                 bin("{\"max_tokens\":4}"), dbk_spop_bool(true) };
+	struct dbk_spop_data argv[4] = { dbk_spop_str("n"),
+		                         { .type = DBK_SPOP_T_NULL },
+		                         bin("{\"max_tokens\":4}"),
+		                         dbk_spop_bool(true) };
 
 	up(&x, false);
 	size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
@@ -288,7 +293,7 @@ static void test_decisions_are_reported_not_logged(void)
 	CHECK(strcmp(s.id, "ev-1") == 0);
 	CHECK_EQ_U(s.res, DBK_BAL_OK);
 	CHECK(s.has_decision);
-	CHECK_EQ_U(s.server, 2);            /* the long group's first */
+	CHECK_EQ_U(s.server, 2); /* the long group's first */
 	CHECK(s.body_bytes == 140000);
 	CHECK_EQ_U(s.now_ms, 1000);
 	/* The same id again: refused, reported with why, no decision. */
@@ -434,7 +439,7 @@ static void test_ttft_route_follows_the_context_limit_and_the_books(void)
 	struct fixture x;
 	const char *const argn[] = { "id", "blen", "body" };
 	struct dbk_spop_data argv[3] = { dbk_spop_str("long-1"), dbk_spop_int(40000),
-	                                 bin("{\"prompt\":\"aaaa\"}") };
+		                         bin("{\"prompt\":\"aaaa\"}") };
 
 	up(&x, false);
 	struct dbk_pred *p = dbk_policy_ttft_new(x.bal, 1.0);

@@ -12,8 +12,8 @@
 
 /* ---- helpers ---- */
 /* Parses a servers-state fixture of backend be; returns n or -1. */
-static int state_of(const struct text *t, const char *be, struct dbk_rt_server *s,
-                    unsigned max, char *err, size_t errlen)
+static int state_of(const struct text *t, const char *be, struct dbk_rt_server *s, unsigned max,
+                    char *err, size_t errlen)
 {
 	unsigned n = 77;
 	int rc = dbk_rt_parse_servers_state(t->s, t->len, be, s, max, &n, err, errlen);
@@ -59,9 +59,8 @@ static void split(struct fields *fs, const char *s, size_t len, char sep)
  * -1 for an extra field whose value is extra_hdr on a header line or
  * extra_val on data lines), and joined again. Lines before skip_lines and
  * the closing empty line are copied as they are. */
-static struct text permute(const struct text *in, char sep, unsigned skip_lines,
-                           const int *perm, unsigned nperm,
-                           const char *extra_hdr, const char *extra_val)
+static struct text permute(const struct text *in, char sep, unsigned skip_lines, const int *perm,
+                           unsigned nperm, const char *extra_hdr, const char *extra_val)
 {
 	static char out[FIX_MAX * 2];
 	size_t o = 0, pos = 0;
@@ -82,15 +81,16 @@ static struct text permute(const struct text *in, char sep, unsigned skip_lines,
 			continue;
 		}
 		if (hdr) {
-			l += 2;     /* "# " */
+			l += 2; /* "# " */
 			ll -= 2;
 			memcpy(out + o, "# ", 2);
 			o += 2;
 		}
 		split(&fs, l, ll, sep);
 		for (unsigned i = 0; i < nperm; i++) {
-			const char *v = perm[i] < 0 ? (hdr ? extra_hdr : extra_val)
-			                            : ((unsigned)perm[i] < fs.n ? fs.f[perm[i]] : "");
+			const char *v = perm[i] < 0
+			                        ? (hdr ? extra_hdr : extra_val)
+			                        : ((unsigned)perm[i] < fs.n ? fs.f[perm[i]] : "");
 			size_t vl = strlen(v);
 			if (i)
 				out[o++] = sep;
@@ -111,23 +111,23 @@ static void test_state_from_flags(void)
 		enum dbk_rt_server_state want;
 	} t[] = {
 		{ 2, 0x00, DBK_RT_READY },
-		{ 1, 0x00, DBK_RT_READY },      /* slow start: up */
-		{ 0, 0x00, DBK_RT_DOWN },       /* failed health check: no admin bit */
-		{ 3, 0x00, DBK_RT_DRAIN },      /* NOLB (404 with disable-on-404) */
-		{ 2, 0x08, DBK_RT_DRAIN },      /* set server state drain */
-		{ 2, 0x10, DBK_RT_DRAIN },      /* drain inherited */
-		{ 0, 0x08, DBK_RT_DOWN },       /* drained and down: DOWN wins */
-		{ 0, 0x01, DBK_RT_MAINT },      /* set server state maint */
-		{ 2, 0x01, DBK_RT_MAINT },      /* MAINT whatever the op state */
-		{ 0, 0x02, DBK_RT_MAINT },      /* tracked server in maint */
-		{ 0, 0x05, DBK_RT_MAINT },      /* "disabled" in the config */
-		{ 2, 0x04, DBK_RT_READY },      /* "disabled" then "enable server" */
-		{ 2, 0x20, DBK_RT_MAINT },      /* DNS resolution failed */
-		{ 2, 0x40, DBK_RT_READY },      /* FQDN changed: not a maintenance */
+		{ 1, 0x00, DBK_RT_READY }, /* slow start: up */
+		{ 0, 0x00, DBK_RT_DOWN },  /* failed health check: no admin bit */
+		{ 3, 0x00, DBK_RT_DRAIN }, /* NOLB (404 with disable-on-404) */
+		{ 2, 0x08, DBK_RT_DRAIN }, /* set server state drain */
+		{ 2, 0x10, DBK_RT_DRAIN }, /* drain inherited */
+		{ 0, 0x08, DBK_RT_DOWN },  /* drained and down: DOWN wins */
+		{ 0, 0x01, DBK_RT_MAINT }, /* set server state maint */
+		{ 2, 0x01, DBK_RT_MAINT }, /* MAINT whatever the op state */
+		{ 0, 0x02, DBK_RT_MAINT }, /* tracked server in maint */
+		{ 0, 0x05, DBK_RT_MAINT }, /* "disabled" in the config */
+		{ 2, 0x04, DBK_RT_READY }, /* "disabled" then "enable server" */
+		{ 2, 0x20, DBK_RT_MAINT }, /* DNS resolution failed */
+		{ 2, 0x40, DBK_RT_READY }, /* FQDN changed: not a maintenance */
 		{ 2, 0x44, DBK_RT_READY },
-		{ 2, 0x09, DBK_RT_MAINT },      /* MAINT wins over DRAIN */
+		{ 2, 0x09, DBK_RT_MAINT }, /* MAINT wins over DRAIN */
 		{ 3, 0x08, DBK_RT_DRAIN },
-		{ 7, 0x00, DBK_RT_DOWN },       /* op state unknown: not routable */
+		{ 7, 0x00, DBK_RT_DOWN }, /* op state unknown: not routable */
 	};
 
 	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -150,7 +150,7 @@ static void test_state_from_status(void)
 		enum dbk_rt_server_state want;
 	} t[] = {
 		{ "UP", 0, DBK_RT_READY },
-		{ "UP 1/2", 0, DBK_RT_READY },          /* going down: still up */
+		{ "UP 1/2", 0, DBK_RT_READY }, /* going down: still up */
 		{ "UP 1/100000", 0, DBK_RT_READY },
 		{ "no check", 0, DBK_RT_READY },
 		{ "DRAIN", 0, DBK_RT_DRAIN },
@@ -159,7 +159,7 @@ static void test_state_from_status(void)
 		{ "NOLB", 0, DBK_RT_DRAIN },
 		{ "NOLB 1/2", 0, DBK_RT_DRAIN },
 		{ "DOWN", 0, DBK_RT_DOWN },
-		{ "DOWN 1/2", 0, DBK_RT_DOWN },         /* going up: still down */
+		{ "DOWN 1/2", 0, DBK_RT_DOWN }, /* going up: still down */
 		{ "DOWN (agent)", 0, DBK_RT_DOWN },
 		{ "MAINT", 0, DBK_RT_MAINT },
 		{ "MAINT (via be2/m1)", 0, DBK_RT_MAINT },
@@ -170,7 +170,7 @@ static void test_state_from_status(void)
 		{ "UP ", -1, DBK_RT_DOWN },
 		{ "no", -1, DBK_RT_DOWN },
 		{ "no checks", -1, DBK_RT_DOWN },
-		{ "OPEN", -1, DBK_RT_DOWN },            /* a frontend's */
+		{ "OPEN", -1, DBK_RT_DOWN }, /* a frontend's */
 		{ "WARMUP", -1, DBK_RT_DOWN },
 	};
 
@@ -195,8 +195,8 @@ static void check_server(const struct dbk_rt_server *s, const char *name, int op
 {
 	if (strcmp(s->name, name) != 0 || s->op_state != op || s->admin_state != admin ||
 	    s->state != st)
-		fprintf(stderr, "  %s: op %d admin %d %s; want %s %d %d %s\n", s->name,
-		        s->op_state, s->admin_state, dbk_rt_state_str(s->state), name, op, admin,
+		fprintf(stderr, "  %s: op %d admin %d %s; want %s %d %d %s\n", s->name, s->op_state,
+		        s->admin_state, dbk_rt_state_str(s->state), name, op, admin,
 		        dbk_rt_state_str(st));
 	CHECK(strcmp(s->name, name) == 0);
 	CHECK(s->op_state == op);
@@ -322,15 +322,15 @@ static void test_real_be2_every_state(void)
 
 	CHECK(state_of(&ss, "be2", s, 16, err, sizeof(err)) == 10);
 	check_server(&s[0], "u0", 2, 0, DBK_RT_READY);
-	check_server(&s[1], "m1", 0, 1, DBK_RT_MAINT);   /* maint sets op STOPPED too */
+	check_server(&s[1], "m1", 0, 1, DBK_RT_MAINT); /* maint sets op STOPPED too */
 	check_server(&s[2], "d2", 2, 8, DBK_RT_DRAIN);
 	check_server(&s[3], "dd3", 0, 8, DBK_RT_DOWN);
-	check_server(&s[4], "n4", 3, 0, DBK_RT_DRAIN);   /* NOLB */
-	check_server(&s[5], "c5", 2, 4, DBK_RT_READY);   /* CMAINT alone */
-	check_server(&s[6], "nc6", 2, 0, DBK_RT_READY);  /* no check */
-	check_server(&s[7], "t7", 0, 2, DBK_RT_MAINT);   /* tracks m1 */
+	check_server(&s[4], "n4", 3, 0, DBK_RT_DRAIN);  /* NOLB */
+	check_server(&s[5], "c5", 2, 4, DBK_RT_READY);  /* CMAINT alone */
+	check_server(&s[6], "nc6", 2, 0, DBK_RT_READY); /* no check */
+	check_server(&s[7], "t7", 0, 2, DBK_RT_MAINT);  /* tracks m1 */
 	check_server(&s[8], "g8", 0, 0, DBK_RT_DOWN);
-	check_server(&s[9], "cm9", 0, 5, DBK_RT_MAINT);  /* "disabled" */
+	check_server(&s[9], "cm9", 0, 5, DBK_RT_MAINT); /* "disabled" */
 
 	CHECK(dbk_rt_parse_stat(st.s, st.len, "be2", s, 10, &res, err, sizeof(err)) == 0);
 	CHECK_EQ_U(res.matched, 10);
@@ -406,15 +406,16 @@ static void test_truncated_prefixes(void)
 
 			if (files[f][1][0] == 'S') {
 				unsigned n;
-				rc = dbk_rt_parse_servers_state(t.s, t.len, "be2", s, 16, &n,
-				                                err, sizeof(err));
+				rc = dbk_rt_parse_servers_state(t.s, t.len, "be2", s, 16, &n, err,
+				                                sizeof(err));
 			} else {
 				for (int i = 0; i < 10; i++) {
 					char nm[16];
 					snprintf(nm, sizeof(nm), "x%d", i);
 					dbk_rt_server_init(&s[i], nm);
 				}
-				rc = dbk_rt_parse_stat(t.s, t.len, "be2", s, 10, NULL, err, sizeof(err));
+				rc = dbk_rt_parse_stat(t.s, t.len, "be2", s, 10, NULL, err,
+				                       sizeof(err));
 			}
 			if (rc == 0)
 				ok++;
@@ -473,15 +474,15 @@ static void test_state_columns_by_name(void)
 	/* Whole "show servers state" (every backend), comments, CRLF, tabs,
 	 * runs of spaces. */
 	struct text t = text_of(
-		"1\r\n"
-		"# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state\r\n"
-		"3 other 1 a 10.0.0.1 2 0\r\n"
-		"4 vllm 1 vllm0 10.0.0.2 2 0\r\n"
-		"# a comment line\r\n"
-		"4\tvllm\t2\tvllm1\t10.0.0.3\t2\t8\r\n"
-		"4  vllm  3  vllm2  10.0.0.4  3  0  extra fields are fine\r\n"
-		"5 vllm2 1 vllm3 10.0.0.5 0 1\r\n"
-		"\r\n");
+	        "1\r\n"
+	        "# be_id be_name srv_id srv_name srv_addr srv_op_state srv_admin_state\r\n"
+	        "3 other 1 a 10.0.0.1 2 0\r\n"
+	        "4 vllm 1 vllm0 10.0.0.2 2 0\r\n"
+	        "# a comment line\r\n"
+	        "4\tvllm\t2\tvllm1\t10.0.0.3\t2\t8\r\n"
+	        "4  vllm  3  vllm2  10.0.0.4  3  0  extra fields are fine\r\n"
+	        "5 vllm2 1 vllm3 10.0.0.5 0 1\r\n"
+	        "\r\n");
 	CHECK(state_of(&t, "vllm", b, 16, err, sizeof(err)) == 3);
 	check_server(&b[0], "vllm0", 2, 0, DBK_RT_READY);
 	check_server(&b[1], "vllm1", 2, 8, DBK_RT_DRAIN);
@@ -536,7 +537,7 @@ static void test_stat_columns_by_name(void)
 	text_free(&v);
 
 	/* Just the columns read, shuffled; no qcur, no type. */
-	static const int few[] = { 17, 1, 4, 0 };   /* status svname scur pxname */
+	static const int few[] = { 17, 1, 4, 0 }; /* status svname scur pxname */
 	v = permute(&real, ',', 0, few, 4, NULL, NULL);
 	memcpy(b, a, sizeof(a));
 	CHECK(dbk_rt_parse_stat(v.s, v.len, "be2", b, 10, &res, err, sizeof(err)) == 0);
@@ -564,17 +565,18 @@ static void test_stat_full_dump(void)
 	char err[256] = "";
 	const char *names[6] = { "v0", "v1", "v2", "v3", "v4", "v5" };
 	struct text t = text_of(
-		"# pxname,svname,qcur,qmax,scur,smax,status,type,check_desc,agg_server_status,srid,\n"
-		"fe,FRONTEND,,,2,5,OPEN,0,,,,\n"
-		"vllm,v0,0,0,4,9,UP 2/3,2,\"Layer7 check passed, \"\"ok\"\"\",1,0,\n"
-		"vllm,v1,2,2,8,8,DRAIN (agent),2,,1,0,\n"
-		"vllm,v2,0,0,0,0,MAINT (resolution),2,,1,0,\n"
-		"vllm,v3,0,0,1,1,DOWN 1/2,2,\"multi\nline\",1,0,\n"
-		"vllm,v4,0,0,0,0,NOLB 1/2,2,,1,0,\n"
-		"vllm,v9,0,0,0,0,UP,2,,1,0,\n"
-		"vllm,BACKEND,2,2,13,20,UP,1,,1,,\n"
-		"other,v5,0,0,99,99,MAINT,2,,1,0,\n"
-		"\n");
+	        "# "
+	        "pxname,svname,qcur,qmax,scur,smax,status,type,check_desc,agg_server_status,srid,\n"
+	        "fe,FRONTEND,,,2,5,OPEN,0,,,,\n"
+	        "vllm,v0,0,0,4,9,UP 2/3,2,\"Layer7 check passed, \"\"ok\"\"\",1,0,\n"
+	        "vllm,v1,2,2,8,8,DRAIN (agent),2,,1,0,\n"
+	        "vllm,v2,0,0,0,0,MAINT (resolution),2,,1,0,\n"
+	        "vllm,v3,0,0,1,1,DOWN 1/2,2,\"multi\nline\",1,0,\n"
+	        "vllm,v4,0,0,0,0,NOLB 1/2,2,,1,0,\n"
+	        "vllm,v9,0,0,0,0,UP,2,,1,0,\n"
+	        "vllm,BACKEND,2,2,13,20,UP,1,,1,,\n"
+	        "other,v5,0,0,99,99,MAINT,2,,1,0,\n"
+	        "\n");
 
 	for (int i = 0; i < 6; i++)
 		dbk_rt_server_init(&s[i], names[i]);
@@ -582,7 +584,7 @@ static void test_stat_full_dump(void)
 	if (err[0])
 		fprintf(stderr, "  err: %s\n", err);
 	CHECK_EQ_U(res.matched, 5);
-	CHECK_EQ_U(res.unknown_names, 1);       /* v9: added at runtime */
+	CHECK_EQ_U(res.unknown_names, 1); /* v9: added at runtime */
 	CHECK_EQ_U(res.unknown_status, 0);
 	CHECK(s[0].state == DBK_RT_READY && s[0].scur == 4 && s[0].qcur == 0);
 	CHECK(s[1].state == DBK_RT_DRAIN && s[1].scur == 8 && s[1].qcur == 2);
@@ -619,14 +621,15 @@ static void test_combined_sources(void)
 	char err[256] = "";
 	struct text st = text_of("1\n# be_name srv_name srv_op_state srv_admin_state\n"
 	                         "b a 2 0\nb c 2 8\n\n");
-	struct text down = text_of("# pxname,svname,scur,qcur,status\nb,a,2,1,DOWN\nb,c,0,0,UP\n\n");
+	struct text down = text_of(
+	        "# pxname,svname,scur,qcur,status\nb,a,2,1,DOWN\nb,c,0,0,UP\n\n");
 	struct text none = text_of("# pxname,svname,scur,status\n\n");
 
 	CHECK(state_of(&st, "b", s, 2, err, sizeof(err)) == 2);
 	CHECK(s[0].state == DBK_RT_READY && s[1].state == DBK_RT_DRAIN);
 	CHECK(dbk_rt_parse_stat(down.s, down.len, "b", s, 2, NULL, err, sizeof(err)) == 0);
-	CHECK(s[0].state == DBK_RT_DOWN);               /* stat is worse */
-	CHECK(s[1].state == DBK_RT_DRAIN);              /* flags are worse */
+	CHECK(s[0].state == DBK_RT_DOWN);  /* stat is worse */
+	CHECK(s[1].state == DBK_RT_DRAIN); /* flags are worse */
 	CHECK(dbk_rt_server_load(&s[0]) == 3);
 	/* Re-polled without the servers: back to the flags, nothing stale. */
 	CHECK(dbk_rt_parse_stat(none.s, none.len, "b", s, 2, NULL, err, sizeof(err)) == 0);
@@ -658,7 +661,7 @@ static void test_state_malformed(void)
 	} t[] = {
 		{ "", "empty" },
 		{ "\n\n", "empty" },
-		{ "1", "line 1: response truncated" },                      /* no newline */
+		{ "1", "line 1: response truncated" }, /* no newline */
 		{ "1\n", "line 2" },
 		{ "2\n# be_name srv_name srv_op_state srv_admin_state\n\n", "version 2" },
 		{ "-1\n# x\n\n", "haproxy says" },
@@ -668,18 +671,26 @@ static void test_state_malformed(void)
 		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s 2 0\n", "no closing" },
 		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s 2 0", "unterminated" },
 		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s 2\n\n", "fields" },
-		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s x 0\n\n", "srv_op_state" },
-		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s 4 0\n\n", "srv_op_state" },
-		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s -1 0\n\n", "srv_op_state" },
-		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s 2 0x1\n\n", "srv_op_state" },
-		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s 2 99999999999999999999\n\n",
+		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s x 0\n\n",
+		  "srv_op_state" },
+		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s 4 0\n\n",
+		  "srv_op_state" },
+		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s -1 0\n\n",
+		  "srv_op_state" },
+		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s 2 0x1\n\n",
+		  "srv_op_state" },
+		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s 2 "
+		  "99999999999999999999\n\n",
 		  "srv_admin_state" },
-		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s 2 0\nb s 2 0\n\n", "twice" },
+		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s 2 0\nb s 2 0\n\n",
+		  "twice" },
 		{ "1\n# be_name srv_name srv_op_state srv_admin_state\n"
 		  "b xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx 2 0\n\n",
 		  "bad server name" },
-		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s\x01 2 0\n\n", "bad server" },
-		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s\"q 2 0\n\n", "bad server" },
+		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s\x01 2 0\n\n",
+		  "bad server" },
+		{ "1\n# be_name srv_name srv_op_state srv_admin_state\nb s\"q 2 0\n\n",
+		  "bad server" },
 	};
 	struct dbk_rt_server s[4];
 	char err[256];
@@ -689,14 +700,16 @@ static void test_state_malformed(void)
 		err[0] = '\0';
 		int rc = state_of(&x, "b", s, 4, err, sizeof(err));
 		if (rc != -1 || !has(err, t[i].err))
-			fprintf(stderr, "  case %u: rc %d err \"%s\", want \"%s\"\n", i, rc, err, t[i].err);
+			fprintf(stderr, "  case %u: rc %d err \"%s\", want \"%s\"\n", i, rc, err,
+			        t[i].err);
 		CHECK(rc == -1);
 		CHECK(has(err, t[i].err));
 		text_free(&x);
 	}
 
 	/* A NUL byte inside a name. */
-	static const char nul[] = "1\n# be_name srv_name srv_op_state srv_admin_state\nb s\0t 2 0\n\n";
+	static const char nul[] =
+	        "1\n# be_name srv_name srv_op_state srv_admin_state\nb s\0t 2 0\n\n";
 	struct text x = text_dup(nul, sizeof(nul) - 1);
 	CHECK(state_of(&x, "b", s, 4, err, sizeof(err)) == -1);
 	text_free(&x);
@@ -757,7 +770,8 @@ static void test_stat_malformed(void)
 		err[0] = '\0';
 		int rc = dbk_rt_parse_stat(x.s, x.len, "b", s, 2, NULL, err, sizeof(err));
 		if (rc != -1 || !has(err, t[i].err))
-			fprintf(stderr, "  case %u: rc %d err \"%s\", want \"%s\"\n", i, rc, err, t[i].err);
+			fprintf(stderr, "  case %u: rc %d err \"%s\", want \"%s\"\n", i, rc, err,
+			        t[i].err);
 		CHECK(rc == -1);
 		CHECK(has(err, t[i].err));
 		/* A refused dump changes nothing. */
@@ -838,8 +852,10 @@ static uint64_t rng(void)
 static void test_fuzz_mutations(void)
 {
 	static const char *const files[] = {
-		"haproxy26-be2-servers-state.txt", "haproxy26-be2-stat.txt",
-		"haproxy26-be-servers-state.txt", "haproxy26-be-stat.txt",
+		"haproxy26-be2-servers-state.txt",
+		"haproxy26-be2-stat.txt",
+		"haproxy26-be-servers-state.txt",
+		"haproxy26-be-stat.txt",
 	};
 	static const char interesting[] = "\n\n,\" #\r\t0129-UPDOWNMAINT";
 	static char m[FIX_MAX * 2];
@@ -856,28 +872,30 @@ static void test_fuzz_mutations(void)
 			for (unsigned e = 0; e < edits; e++) {
 				size_t at = len ? (size_t)(rng() % len) : 0;
 				switch (rng() % 5) {
-				case 0:         /* flip a byte */
+				case 0: /* flip a byte */
 					if (len)
 						m[at] = (char)rng();
 					break;
-				case 1:         /* an interesting byte */
+				case 1: /* an interesting byte */
 					if (len)
-						m[at] = interesting[rng() % (sizeof(interesting) - 1)];
+						m[at] = interesting[rng() %
+						                    (sizeof(interesting) - 1)];
 					break;
-				case 2:         /* cut */
+				case 2: /* cut */
 					len = at;
 					break;
-				case 3: {       /* insert */
+				case 3: { /* insert */
 					size_t k = 1 + (size_t)(rng() % 4);
 					if (len + k < sizeof(m)) {
 						memmove(m + at + k, m + at, len - at);
 						for (size_t j = 0; j < k; j++)
-							m[at + j] = interesting[rng() % (sizeof(interesting) - 1)];
+							m[at + j] = interesting
+							        [rng() % (sizeof(interesting) - 1)];
 						len += k;
 					}
 					break;
 				}
-				default: {      /* duplicate a slice */
+				default: { /* duplicate a slice */
 					size_t k = (size_t)(rng() % 200);
 					if (at + k <= len && len + k < sizeof(m)) {
 						memmove(m + at + k, m + at, len - at);
@@ -894,11 +912,13 @@ static void test_fuzz_mutations(void)
 			unsigned n = 99;
 
 			runs++;
-			if (dbk_rt_parse_servers_state(t.s, t.len, be, s, 16, &n, err, sizeof(err)) == 0) {
+			if (dbk_rt_parse_servers_state(t.s, t.len, be, s, 16, &n, err,
+			                               sizeof(err)) == 0) {
 				accepted++;
 				CHECK(n <= 16);
 				for (unsigned i = 0; i < n && i < 16; i++) {
-					CHECK(strlen(s[i].name) >= 1 && strlen(s[i].name) <= DBK_RT_NAME_MAX);
+					CHECK(strlen(s[i].name) >= 1 &&
+					      strlen(s[i].name) <= DBK_RT_NAME_MAX);
 					CHECK(s[i].state <= DBK_RT_MAINT);
 					CHECK(s[i].op_state >= 0 && s[i].op_state <= 3);
 				}

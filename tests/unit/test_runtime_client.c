@@ -87,7 +87,7 @@ static void fake_conn_cb(struct ev_loop *loop, ev_io *w, int revents)
 			return;
 		ev_io_stop(loop, w);
 		if (!f->answer)
-			return;     /* silent: the client must time out */
+			return; /* silent: the client must time out */
 		f->writing = true;
 		ev_io_set(w, w->fd, EV_WRITE);
 		ev_io_start(loop, w);
@@ -117,7 +117,7 @@ static void fake_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	f->accepted++;
-	if (f->cio.fd >= 0) {   /* one connection at a time in these tests */
+	if (f->cio.fd >= 0) { /* one connection at a time in these tests */
 		close(fd);
 		return;
 	}
@@ -240,7 +240,7 @@ static void test_query_async(void)
 		f.resp = resp.s;
 		f.resp_len = resp.len;
 		CHECK(start(loop, spec, "show stat be2 4 -1", 2000, 0, &r) != NULL);
-		CHECK(r.calls == 0);    /* never called from inside start */
+		CHECK(r.calls == 0); /* never called from inside start */
 		run_until(loop, &r);
 		CHECK_EQ_U(r.calls, 1);
 		CHECK(r.st == DBK_RT_Q_OK);
@@ -326,8 +326,8 @@ static void test_query_async_errors(void)
 	char err[256];
 
 	/* No such socket: reported through the callback, from the loop. */
-	CHECK(start(loop, "unix:/tmp/dbk-rt-no-such-dir/haproxy.sock", "show stat", 500, 0, &r)
-	      != NULL);
+	CHECK(start(loop, "unix:/tmp/dbk-rt-no-such-dir/haproxy.sock", "show stat", 500, 0, &r) !=
+	      NULL);
 	CHECK(r.calls == 0);
 	run_until(loop, &r);
 	CHECK_EQ_U(r.calls, 1);
@@ -342,7 +342,7 @@ static void test_query_async_errors(void)
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	CHECK(bind(s, (struct sockaddr *)&sa, sizeof(sa)) == 0);
 	CHECK(getsockname(s, (struct sockaddr *)&sa, &sl) == 0);
-	close(s);       /* bound, never listened: refused */
+	close(s); /* bound, never listened: refused */
 	snprintf(spec, sizeof(spec), "127.0.0.1:%u", ntohs(sa.sin_port));
 	CHECK(start(loop, spec, "show stat", 500, 0, &r) != NULL);
 	run_until(loop, &r);
@@ -355,21 +355,24 @@ static void test_query_async_errors(void)
 	CHECK(dbk_rt_query_start(loop, &a, "show stat\nshutdown sessions", 100, 0, result_cb, &r,
 	                         err, sizeof(err)) == NULL);
 	CHECK(has(err, "one command"));
-	CHECK(dbk_rt_query_start(loop, &a, "show stat;show info", 100, 0, result_cb, &r,
-	                         err, sizeof(err)) == NULL);
+	CHECK(dbk_rt_query_start(loop, &a, "show stat;show info", 100, 0, result_cb, &r, err,
+	                         sizeof(err)) == NULL);
 	CHECK(dbk_rt_query_start(loop, &a, "", 100, 0, result_cb, &r, err, sizeof(err)) == NULL);
 	CHECK(dbk_rt_query_start(loop, &a, NULL, 100, 0, result_cb, &r, err, sizeof(err)) == NULL);
 	char longcmd[DBK_RT_MAX_COMMAND + 2];
 	memset(longcmd, 'a', sizeof(longcmd) - 1);
 	longcmd[sizeof(longcmd) - 1] = '\0';
-	CHECK(dbk_rt_query_start(loop, &a, longcmd, 100, 0, result_cb, &r, err, sizeof(err)) == NULL);
-	CHECK(dbk_rt_query_start(loop, &a, "show stat", 100, 0, NULL, &r, err, sizeof(err)) == NULL);
+	CHECK(dbk_rt_query_start(loop, &a, longcmd, 100, 0, result_cb, &r, err, sizeof(err)) ==
+	      NULL);
+	CHECK(dbk_rt_query_start(loop, &a, "show stat", 100, 0, NULL, &r, err, sizeof(err)) ==
+	      NULL);
 	for (int i = 0; i < 20; i++)
 		ev_run(loop, EVRUN_NOWAIT);
 	CHECK_EQ_U(r.calls, 0);
 
 	/* Cancelled: no callback, nothing left behind (ASan/LSan). */
-	struct dbk_rt_query *q = start(loop, "unix:/tmp/dbk-rt-no-such-dir/s", "show stat", 500, 0, &r);
+	struct dbk_rt_query *q = start(loop, "unix:/tmp/dbk-rt-no-such-dir/s", "show stat", 500, 0,
+	                               &r);
 	CHECK(q != NULL);
 	dbk_rt_query_cancel(q);
 	struct fake f;
@@ -447,8 +450,8 @@ static void test_query_sync(void)
 
 	pid = serve_once(path, resp.s, resp.len);
 	CHECK(pid > 0);
-	CHECK(dbk_rt_query_sync(spec, "show servers state be2", 2000, buf, sizeof(buf), &len,
-	                        err, sizeof(err)) == DBK_RT_Q_OK);
+	CHECK(dbk_rt_query_sync(spec, "show servers state be2", 2000, buf, sizeof(buf), &len, err,
+	                        sizeof(err)) == DBK_RT_Q_OK);
 	CHECK(len == resp.len && memcmp(buf, resp.s, len) == 0 && buf[len] == '\0');
 	waitpid(pid, &status, 0);
 	struct dbk_rt_server s[16];
@@ -458,13 +461,13 @@ static void test_query_sync(void)
 
 	/* The buffer holds cap - 1 bytes: one short is too big. */
 	pid = serve_once(path, resp.s, resp.len);
-	CHECK(dbk_rt_query_sync(path, "show servers state be2", 2000, buf, resp.len, &len,
-	                        err, sizeof(err)) == DBK_RT_Q_TOO_BIG);
+	CHECK(dbk_rt_query_sync(path, "show servers state be2", 2000, buf, resp.len, &len, err,
+	                        sizeof(err)) == DBK_RT_Q_TOO_BIG);
 	CHECK(len == 0 && buf[0] == '\0');
 	waitpid(pid, &status, 0);
 	pid = serve_once(path, resp.s, resp.len);
-	CHECK(dbk_rt_query_sync(path, "show servers state be2", 2000, buf, resp.len + 1, &len,
-	                        err, sizeof(err)) == DBK_RT_Q_OK);
+	CHECK(dbk_rt_query_sync(path, "show servers state be2", 2000, buf, resp.len + 1, &len, err,
+	                        sizeof(err)) == DBK_RT_Q_OK);
 	CHECK(len == resp.len);
 	waitpid(pid, &status, 0);
 
@@ -472,8 +475,8 @@ static void test_query_sync(void)
 	pid = serve_once(path, NULL, 0);
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	CHECK(dbk_rt_query_sync(spec, "show stat", 150, buf, sizeof(buf), &len,
-	                        err, sizeof(err)) == DBK_RT_Q_TIMEOUT);
+	CHECK(dbk_rt_query_sync(spec, "show stat", 150, buf, sizeof(buf), &len, err, sizeof(err)) ==
+	      DBK_RT_Q_TIMEOUT);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
 	CHECK(ms >= 140 && ms < 2000);
@@ -482,15 +485,15 @@ static void test_query_sync(void)
 
 	/* Nobody there; bad arguments. */
 	unlink(path);
-	CHECK(dbk_rt_query_sync(spec, "show stat", 150, buf, sizeof(buf), &len,
-	                        err, sizeof(err)) == DBK_RT_Q_CONNECT);
+	CHECK(dbk_rt_query_sync(spec, "show stat", 150, buf, sizeof(buf), &len, err, sizeof(err)) ==
+	      DBK_RT_Q_CONNECT);
 	CHECK(has(err, "No such file"));
-	CHECK(dbk_rt_query_sync("bogus", "show stat", 150, buf, sizeof(buf), &len,
-	                        err, sizeof(err)) == DBK_RT_Q_CONNECT);
-	CHECK(dbk_rt_query_sync(spec, "a;b", 150, buf, sizeof(buf), &len,
-	                        err, sizeof(err)) != DBK_RT_Q_OK);
-	CHECK(dbk_rt_query_sync(spec, "show stat", 150, buf, 0, &len,
-	                        err, sizeof(err)) != DBK_RT_Q_OK);
+	CHECK(dbk_rt_query_sync("bogus", "show stat", 150, buf, sizeof(buf), &len, err,
+	                        sizeof(err)) == DBK_RT_Q_CONNECT);
+	CHECK(dbk_rt_query_sync(spec, "a;b", 150, buf, sizeof(buf), &len, err, sizeof(err)) !=
+	      DBK_RT_Q_OK);
+	CHECK(dbk_rt_query_sync(spec, "show stat", 150, buf, 0, &len, err, sizeof(err)) !=
+	      DBK_RT_Q_OK);
 	rmdir(dir);
 	text_free(&resp);
 }

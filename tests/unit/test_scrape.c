@@ -44,13 +44,15 @@ static struct conn *conns[MAX_CONNS];
 
 static char metrics_body[1 << 17];
 static size_t metrics_len;
-static const char models[] = "{\"object\":\"list\",\"data\":[{\"id\":\"m\",\"max_model_len\":4096}]}";
+static const char models[] =
+        "{\"object\":\"list\",\"data\":[{\"id\":\"m\",\"max_model_len\":4096}]}";
 
 static void reply(int fd, const char *body, size_t len)
 {
 	char head[128];
 	int hl = snprintf(head, sizeof(head),
-	                  "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n\r\n",
+	                  "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "
+	                  "%zu\r\n\r\n",
 	                  len);
 	/* Loopback and small: a blocking write in the test server is fine. */
 	if (write(fd, head, (size_t)hl) < 0 || write(fd, body, len) < 0)
@@ -78,7 +80,8 @@ static void on_conn(struct ev_loop *loop, ev_io *w, int revents)
 
 		c->srv->requests++;
 		if (c->srv->mode == OK)
-			reply(w->fd, is_models ? models : metrics_body, is_models ? strlen(models) : metrics_len);
+			reply(w->fd, is_models ? models : metrics_body,
+			      is_models ? strlen(models) : metrics_len);
 		else if (c->srv->mode == GARBAGE)
 			reply(w->fd, "this is { not prometheus\n", 25);
 		size_t used = (size_t)(end + 4 - c->buf);
@@ -190,8 +193,9 @@ static void test_scrape_ok_garbage_hang(void)
 		ev_io_init(&srv[i].accept_w, on_accept, fd, EV_READ);
 		ev_io_start(loop, &srv[i].accept_w);
 	}
-	struct dbk_scrape_config c = { .interval_ms = 20, .timeout_ms = 300,
-	                               .models_every_ms = 10000 };
+	struct dbk_scrape_config c = { .interval_ms = 20,
+		                       .timeout_ms = 300,
+		                       .models_every_ms = 10000 };
 	sc = dbk_scrape_new(loop, &c, names, urls, NSRV);
 	CHECK(sc != NULL);
 	if (!sc)

@@ -72,7 +72,8 @@ static void test_query(void)
 
 	defaults(&c);
 	CHECK_EQ_U(dbk_tune_query(&c, "server-group-threshold=100&group-sizes=3%2C1", err,
-	                          sizeof(err)), 0);
+	                          sizeof(err)),
+	           0);
 	CHECK_NEAR(c.bounds[1], 100, 0);
 	CHECK_EQ_U(c.group_sizes[0], 3);
 	CHECK_EQ_U(c.group_sizes[1], 1);
@@ -141,12 +142,22 @@ static void test_live_reconfigure_keeps_leases(void)
 static void test_strict_numbers(void)
 {
 	static const char *const bad[] = {
-		"max-request-tokens=1e308", "server-group-threshold=32768.5",
-		"server-group-threshold=0x8000", "group-sizes=%2B1,3", "group-sizes=+1,3",
-		"affinity-strength=-0", "max-leases=2%00junk", "sensitivity=%201",
-		"sensitivity=1%20", "redirect-threshold=.5", "redirect-threshold=1.",
-		"max-leases=0500", "sensitivity=nan", "sensitivity=1e1",
-		"group-sizes=2,2%00", "max-request-tokens=99999999999999999999999",
+		"max-request-tokens=1e308",
+		"server-group-threshold=32768.5",
+		"server-group-threshold=0x8000",
+		"group-sizes=%2B1,3",
+		"group-sizes=+1,3",
+		"affinity-strength=-0",
+		"max-leases=2%00junk",
+		"sensitivity=%201",
+		"sensitivity=1%20",
+		"redirect-threshold=.5",
+		"redirect-threshold=1.",
+		"max-leases=0500",
+		"sensitivity=nan",
+		"sensitivity=1e1",
+		"group-sizes=2,2%00",
+		"max-request-tokens=99999999999999999999999",
 	};
 	struct dbk_bal_config c, before;
 	char err[256];
@@ -164,8 +175,9 @@ static void test_strict_numbers(void)
 	CHECK(dbk_tune_parse(&c, "affinity-strength = -0\n", 23, err, sizeof(err)) < 0);
 	CHECK(memcmp(&c, &before, sizeof(c)) == 0);
 	/* What it does take. */
-	CHECK_EQ_U(dbk_tune_query(&c, "sensitivity=0.5&affinity-strength=0&max-leases=500000",
-	                          err, sizeof(err)), 0);
+	CHECK_EQ_U(dbk_tune_query(&c, "sensitivity=0.5&affinity-strength=0&max-leases=500000", err,
+	                          sizeof(err)),
+	           0);
 	CHECK_NEAR(c.sensitivity, 0.5, 0);
 	CHECK_NEAR(c.affinity_strength, 0, 0);
 	CHECK_EQ_U(c.max_leases, 500000);

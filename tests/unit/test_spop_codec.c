@@ -16,14 +16,14 @@ struct vec {
 };
 
 static const struct vec vectors[] = {
-	{ 0,           { 0x00 }, 1 },
-	{ 239,         { 0xEF }, 1 },
-	{ 240,         { 0xF0, 0x00 }, 2 },
-	{ 2287,        { 0xFF, 0x7F }, 2 },
-	{ 2288,        { 0xF0, 0x80, 0x00 }, 3 },
-	{ 16380,       { 0xFC, 0xF0, 0x06 }, 3 },
+	{ 0, { 0x00 }, 1 },
+	{ 239, { 0xEF }, 1 },
+	{ 240, { 0xF0, 0x00 }, 2 },
+	{ 2287, { 0xFF, 0x7F }, 2 },
+	{ 2288, { 0xF0, 0x80, 0x00 }, 3 },
+	{ 16380, { 0xFC, 0xF0, 0x06 }, 3 },
 	{ 4294967295u, { 0xFF, 0xF0, 0xFE, 0xFE, 0x7E }, 5 },
-	{ UINT64_MAX,  { 0xFF, 0xF0, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0x0E }, 10 },
+	{ UINT64_MAX, { 0xFF, 0xF0, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0x0E }, 10 },
 };
 
 static void test_varint_vectors(void)
@@ -105,8 +105,7 @@ static void test_varint_truncated(void)
 		for (size_t cut = 0; cut < vectors[i].n; cut++) {
 			uint8_t *b = dup_exact(vectors[i].b, cut);
 			p = b;
-			CHECK_EQ_U(dbk_spop_varint_decode(&p, b + cut, &v),
-			           DBK_SPOP_ERR_INVALID);
+			CHECK_EQ_U(dbk_spop_varint_decode(&p, b + cut, &v), DBK_SPOP_ERR_INVALID);
 			CHECK(p == b);
 			free(b);
 		}
@@ -164,8 +163,7 @@ static size_t encode_data(const struct dbk_spop_data *d, uint8_t *buf, size_t ca
 }
 
 static const uint8_t bin_nul[] = { 'a', 0, 'b', 0, 0, 0xFF };
-static const uint8_t ip6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0,
-                                 0, 0, 0, 0, 0, 0, 0, 0x01 };
+static const uint8_t ip6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01 };
 
 static struct dbk_spop_data sample(size_t i, bool *ok)
 {
@@ -173,21 +171,36 @@ static struct dbk_spop_data sample(size_t i, bool *ok)
 
 	*ok = true;
 	switch (i) {
-	case 0:  return d_null();
-	case 1:  return dbk_spop_bool(true);
-	case 2:  return dbk_spop_bool(false);
-	case 3:  return d_i32(0);
-	case 4:  return d_i32(-1);
-	case 5:  return d_i32(INT32_MIN);
-	case 6:  return d_i32(INT32_MAX);
-	case 7:  return d_u32(0);
-	case 8:  return d_u32(UINT32_MAX);
-	case 9:  return d_i64(-1);
-	case 10: return d_i64(INT64_MIN);
-	case 11: return d_i64(INT64_MAX);
-	case 12: return dbk_spop_int(-123456789);
-	case 13: return d_u64(UINT64_MAX);
-	case 14: return d_u64(240);
+	case 0:
+		return d_null();
+	case 1:
+		return dbk_spop_bool(true);
+	case 2:
+		return dbk_spop_bool(false);
+	case 3:
+		return d_i32(0);
+	case 4:
+		return d_i32(-1);
+	case 5:
+		return d_i32(INT32_MIN);
+	case 6:
+		return d_i32(INT32_MAX);
+	case 7:
+		return d_u32(0);
+	case 8:
+		return d_u32(UINT32_MAX);
+	case 9:
+		return d_i64(-1);
+	case 10:
+		return d_i64(INT64_MIN);
+	case 11:
+		return d_i64(INT64_MAX);
+	case 12:
+		return dbk_spop_int(-123456789);
+	case 13:
+		return d_u64(UINT64_MAX);
+	case 14:
+		return d_u64(240);
 	case 15:
 		d.type = DBK_SPOP_T_IPV4;
 		memcpy(d.u.ipv4, "\x0a\x00\x00\x01", 4);
@@ -196,10 +209,14 @@ static struct dbk_spop_data sample(size_t i, bool *ok)
 		d.type = DBK_SPOP_T_IPV6;
 		memcpy(d.u.ipv6, ip6, 16);
 		return d;
-	case 17: return dbk_spop_str("");
-	case 18: return dbk_spop_str("hello, world");
-	case 19: return d_bin(bin_nul, sizeof(bin_nul));
-	case 20: return d_bin(NULL, 0);
+	case 17:
+		return dbk_spop_str("");
+	case 18:
+		return dbk_spop_str("hello, world");
+	case 19:
+		return d_bin(bin_nul, sizeof(bin_nul));
+	case 20:
+		return d_bin(NULL, 0);
 	}
 	*ok = false;
 	return d;
@@ -235,7 +252,7 @@ static void test_data_exact_bytes(void)
 	struct dbk_spop_data d;
 	uint8_t buf[32];
 	static const uint8_t neg1[] = { 0x02, 0xFF, 0xF0, 0xFE, 0xFE, 0xFE,
-	                                0xFE, 0xFE, 0xFE, 0xFE, 0x0E };
+		                        0xFE, 0xFE, 0xFE, 0xFE, 0x0E };
 	static const uint8_t str[] = { 0x08, 0x03, '2', '.', '0' };
 
 	d = dbk_spop_bool(true);
@@ -316,8 +333,7 @@ static void test_data_truncated(void)
 			uint8_t *b = dup_exact(buf, cut);
 			const uint8_t *p = b;
 
-			CHECK_EQ_U(dbk_spop_data_decode(&p, b + cut, &back),
-			           DBK_SPOP_ERR_INVALID);
+			CHECK_EQ_U(dbk_spop_data_decode(&p, b + cut, &back), DBK_SPOP_ERR_INVALID);
 			CHECK(p == b);
 			free(b);
 		}
@@ -328,8 +344,7 @@ static void test_data_truncated(void)
 		const uint8_t *p = s;
 		struct dbk_spop_data d;
 
-		CHECK_EQ_U(dbk_spop_data_decode(&p, s + sizeof(s), &d),
-		           DBK_SPOP_ERR_INVALID);
+		CHECK_EQ_U(dbk_spop_data_decode(&p, s + sizeof(s), &d), DBK_SPOP_ERR_INVALID);
 	}
 }
 
@@ -344,8 +359,7 @@ static void test_data_unknown_type(void)
 			continue;
 		memset(b, 0, sizeof(b));
 		b[0] = (uint8_t)t;
-		CHECK_EQ_U(dbk_spop_data_decode(&p, b + sizeof(b), &d),
-		           DBK_SPOP_ERR_INVALID);
+		CHECK_EQ_U(dbk_spop_data_decode(&p, b + sizeof(b), &d), DBK_SPOP_ERR_INVALID);
 		CHECK(p == b);
 	}
 }
@@ -379,51 +393,45 @@ static void test_frame_split(void)
 {
 	/* Two frames back to back: 7-byte and 8-byte bodies. */
 	static const uint8_t two[] = {
-		0, 0, 0, 7, 3, 0, 0, 0, 1, 1, 2,
-		0, 0, 0, 8, 3, 0, 0, 0, 1, 1, 3, 0xAB,
+		0, 0, 0, 7, 3, 0, 0, 0, 1, 1, 2, 0, 0, 0, 8, 3, 0, 0, 0, 1, 1, 3, 0xAB,
 	};
 	size_t flen = 99;
 	bool complete = true;
 
 	for (size_t avail = 0; avail < 4; avail++) {
-		CHECK_EQ_U(dbk_spop_frame_split(two, avail, 16380, &flen, &complete),
-		           DBK_SPOP_OK);
+		CHECK_EQ_U(dbk_spop_frame_split(two, avail, 16380, &flen, &complete), DBK_SPOP_OK);
 		CHECK(!complete);
 		CHECK_EQ_U(flen, 0);
 	}
 	for (size_t avail = 4; avail < 11; avail++) {
-		CHECK_EQ_U(dbk_spop_frame_split(two, avail, 16380, &flen, &complete),
-		           DBK_SPOP_OK);
+		CHECK_EQ_U(dbk_spop_frame_split(two, avail, 16380, &flen, &complete), DBK_SPOP_OK);
 		CHECK(!complete);
 		CHECK_EQ_U(flen, 7);
 	}
 	CHECK_EQ_U(dbk_spop_frame_split(two, 11, 16380, &flen, &complete), DBK_SPOP_OK);
 	CHECK(complete);
 	CHECK_EQ_U(flen, 7);
-	CHECK_EQ_U(dbk_spop_frame_split(two, sizeof(two), 16380, &flen, &complete),
-	           DBK_SPOP_OK);
+	CHECK_EQ_U(dbk_spop_frame_split(two, sizeof(two), 16380, &flen, &complete), DBK_SPOP_OK);
 	CHECK(complete);
 	CHECK_EQ_U(flen, 7);
-	CHECK_EQ_U(dbk_spop_frame_split(two + 11, sizeof(two) - 11, 16380, &flen,
-	                                &complete), DBK_SPOP_OK);
+	CHECK_EQ_U(dbk_spop_frame_split(two + 11, sizeof(two) - 11, 16380, &flen, &complete),
+	           DBK_SPOP_OK);
 	CHECK(complete);
 	CHECK_EQ_U(flen, 8);
 
 	/* Limit is on the length field itself, inclusive. */
 	CHECK_EQ_U(dbk_spop_frame_split(two, 4, 7, &flen, &complete), DBK_SPOP_OK);
-	CHECK_EQ_U(dbk_spop_frame_split(two, 4, 6, &flen, &complete),
-	           DBK_SPOP_ERR_TOO_BIG);
+	CHECK_EQ_U(dbk_spop_frame_split(two, 4, 6, &flen, &complete), DBK_SPOP_ERR_TOO_BIG);
 	{
 		static const uint8_t huge[] = { 0xFF, 0xFF, 0xFF, 0xFF };
 		static const uint8_t zero[] = { 0, 0, 0, 0, 1, 2, 3 };
 
 		CHECK_EQ_U(dbk_spop_frame_split(huge, 4, 16380, &flen, &complete),
 		           DBK_SPOP_ERR_TOO_BIG);
-		CHECK_EQ_U(dbk_spop_frame_split(huge, 3, 16380, &flen, &complete),
-		           DBK_SPOP_OK);
+		CHECK_EQ_U(dbk_spop_frame_split(huge, 3, 16380, &flen, &complete), DBK_SPOP_OK);
 		CHECK(!complete);
-		CHECK_EQ_U(dbk_spop_frame_split(zero, sizeof(zero), 16380, &flen,
-		                                &complete), DBK_SPOP_ERR_INVALID);
+		CHECK_EQ_U(dbk_spop_frame_split(zero, sizeof(zero), 16380, &flen, &complete),
+		           DBK_SPOP_ERR_INVALID);
 	}
 }
 
@@ -456,8 +464,7 @@ static void test_frame_parse(void)
 	{
 		/* Seven bytes but the stream-id varint is cut. */
 		static const uint8_t cutid[] = { 3, 0, 0, 0, 1, 0xF0, 0x80 };
-		CHECK_EQ_U(dbk_spop_frame_parse(cutid, sizeof(cutid), &f),
-		           DBK_SPOP_ERR_INVALID);
+		CHECK_EQ_U(dbk_spop_frame_parse(cutid, sizeof(cutid), &f), DBK_SPOP_ERR_INVALID);
 	}
 	{
 		/* Unknown type and flag bits: parsed, and detectably unknown. */
@@ -651,12 +658,10 @@ static void test_notify_many_args(void)
 
 /* Runs the iterator over the first cut bytes of payload (copied to an
  * exact heap block); returns the status and counts messages. */
-static enum dbk_spop_status iterate(const uint8_t *payload, size_t cut,
-                                    unsigned *count)
+static enum dbk_spop_status iterate(const uint8_t *payload, size_t cut, unsigned *count)
 {
 	uint8_t *b = dup_exact(payload, cut);
-	struct dbk_spop_frame f = { .type = DBK_SPOP_NOTIFY, .payload = b,
-	                            .payload_len = cut };
+	struct dbk_spop_frame f = { .type = DBK_SPOP_NOTIFY, .payload = b, .payload_len = cut };
 	struct dbk_spop_msg_iter it;
 	struct dbk_spop_message m;
 	enum dbk_spop_status st;
@@ -715,8 +720,7 @@ static void test_notify_truncated(void)
 		size_t flen;
 		bool complete = true;
 
-		CHECK_EQ_U(dbk_spop_frame_split(b, cut, 16380, &flen, &complete),
-		           DBK_SPOP_OK);
+		CHECK_EQ_U(dbk_spop_frame_split(b, cut, 16380, &flen, &complete), DBK_SPOP_OK);
 		CHECK(!complete);
 		free(b);
 	}
@@ -729,14 +733,14 @@ static void test_notify_malformed(void)
 		uint8_t b[16];
 		size_t n;
 	} cases[] = {
-		{ "no nb-args",        { 1, 'm' }, 2 },
-		{ "name past end",     { 5, 'm', 'x' }, 3 },
-		{ "too few args",      { 1, 'm', 2, 1, 'a', 0x00 }, 6 },
+		{ "no nb-args", { 1, 'm' }, 2 },
+		{ "name past end", { 5, 'm', 'x' }, 3 },
+		{ "too few args", { 1, 'm', 2, 1, 'a', 0x00 }, 6 },
 		{ "arg without value", { 1, 'm', 1, 1, 'a' }, 5 },
-		{ "arg name cut",      { 1, 'm', 1, 3, 'a' }, 5 },
-		{ "unknown arg type",  { 1, 'm', 1, 1, 'a', 0x0C }, 6 },
-		{ "bad name varint",   { 0xF0 }, 1 },
-		{ "string past end",   { 1, 'm', 1, 0, 0x08, 0x09, 'x' }, 7 },
+		{ "arg name cut", { 1, 'm', 1, 3, 'a' }, 5 },
+		{ "unknown arg type", { 1, 'm', 1, 1, 'a', 0x0C }, 6 },
+		{ "bad name varint", { 0xF0 }, 1 },
+		{ "string past end", { 1, 'm', 1, 0, 0x08, 0x09, 'x' }, 7 },
 	};
 
 	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
@@ -822,14 +826,13 @@ static void test_msg_arg(void)
 static void test_ack_bytes(void)
 {
 	static const uint8_t want[] = {
-		0x00, 0x00, 0x00, 0x2A,       /* length 42 */
-		0x67,                         /* ACK */
-		0x00, 0x00, 0x00, 0x01,       /* FIN */
-		0x05, 0xFC, 0x03,             /* stream-id 5, frame-id 300 */
-		0x01, 0x03, 0x02, 0x07, 'b', 'a', 'c', 'k', 'e', 'n', 'd', 0x08, 0x02, 'b', '1',
-		0x01, 0x03, 0x03, 0x01, 'n', 0x04, 0x2A,
-		0x01, 0x03, 0x01, 0x02, 'o', 'k', 0x11,
-		0x02, 0x02, 0x02, 0x01, 'x',
+		0x00, 0x00, 0x00, 0x2A, /* length 42 */
+		0x67,                   /* ACK */
+		0x00, 0x00, 0x00, 0x01, /* FIN */
+		0x05, 0xFC, 0x03,       /* stream-id 5, frame-id 300 */
+		0x01, 0x03, 0x02, 0x07, 'b',  'a',  'c',  'k',  'e',  'n',  'd',  0x08,
+		0x02, 'b',  '1',  0x01, 0x03, 0x03, 0x01, 'n',  0x04, 0x2A, 0x01, 0x03,
+		0x01, 0x02, 'o',  'k',  0x11, 0x02, 0x02, 0x02, 0x01, 'x',
 	};
 	uint8_t buf[128];
 	struct dbk_spop_writer w;
@@ -859,9 +862,8 @@ static void test_ack_bytes(void)
 	{
 		static const uint8_t want2[] = {
 			0x00, 0x00, 0x00, 0x1B, 0x67, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
-			0x01, 0x03, 0x00, 0x01, 'v', 0x04,
-			0xFF, 0xF0, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0xFE, 0x0E,
-			0x02, 0x02, 0x04, 0x00,
+			0x01, 0x03, 0x00, 0x01, 'v',  0x04, 0xFF, 0xF0, 0xFE, 0xFE, 0xFE,
+			0xFE, 0xFE, 0xFE, 0xFE, 0x0E, 0x02, 0x02, 0x04, 0x00,
 		};
 
 		dbk_spop_writer_init(&w, buf, sizeof(buf));

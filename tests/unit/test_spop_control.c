@@ -20,8 +20,8 @@ static void test_hello_haproxy(void)
 	struct dbk_spop_frame f;
 	struct dbk_spop_hello h;
 
-	CHECK(kv_frame(buf, sizeof(buf), DBK_SPOP_HAPROXY_HELLO, DBK_SPOP_FLAG_FIN,
-	               0, 0, kv, ARRAY_LEN(kv), &f));
+	CHECK(kv_frame(buf, sizeof(buf), DBK_SPOP_HAPROXY_HELLO, DBK_SPOP_FLAG_FIN, 0, 0, kv,
+	               ARRAY_LEN(kv), &f));
 	CHECK_EQ_U(dbk_spop_hello_parse(&f, &h), DBK_SPOP_OK);
 	CHECK_EQ_U(h.max_frame_size, 16380);
 	CHECK(h.pipelining);
@@ -66,18 +66,12 @@ static void test_hello_versions(void)
 		const char *vsn;
 		enum dbk_spop_status want;
 	} cases[] = {
-		{ "2.0", DBK_SPOP_OK },
-		{ "2.1", DBK_SPOP_OK },
-		{ " 2.0 ", DBK_SPOP_OK },
-		{ "1.0, 2.0", DBK_SPOP_OK },
-		{ "1.0,2.0,3.0", DBK_SPOP_OK },
-		{ "1.0", DBK_SPOP_ERR_BAD_VSN },
-		{ "3.0", DBK_SPOP_ERR_BAD_VSN },
-		{ "20.0", DBK_SPOP_ERR_BAD_VSN },
-		{ "2.", DBK_SPOP_ERR_BAD_VSN },
-		{ "2.x", DBK_SPOP_ERR_BAD_VSN },
-		{ "2", DBK_SPOP_ERR_BAD_VSN },
-		{ "", DBK_SPOP_ERR_BAD_VSN },
+		{ "2.0", DBK_SPOP_OK },           { "2.1", DBK_SPOP_OK },
+		{ " 2.0 ", DBK_SPOP_OK },         { "1.0, 2.0", DBK_SPOP_OK },
+		{ "1.0,2.0,3.0", DBK_SPOP_OK },   { "1.0", DBK_SPOP_ERR_BAD_VSN },
+		{ "3.0", DBK_SPOP_ERR_BAD_VSN },  { "20.0", DBK_SPOP_ERR_BAD_VSN },
+		{ "2.", DBK_SPOP_ERR_BAD_VSN },   { "2.x", DBK_SPOP_ERR_BAD_VSN },
+		{ "2", DBK_SPOP_ERR_BAD_VSN },    { "", DBK_SPOP_ERR_BAD_VSN },
 		{ " , ,", DBK_SPOP_ERR_BAD_VSN },
 	};
 
@@ -123,25 +117,27 @@ static void test_hello_errors(void)
 		/* A max-frame-size that is present but a string is malformed
 		 * rather than missing: INVALID. */
 		const struct kv kv[] = { { "supported-versions", V },
-		                         { "max-frame-size", dbk_spop_str("16380") },
-		                         { "capabilities", C } };
+			                 { "max-frame-size", dbk_spop_str("16380") },
+			                 { "capabilities", C } };
 		CHECK_EQ_U(hello_of(kv, ARRAY_LEN(kv), &h), DBK_SPOP_ERR_INVALID);
 	}
 	{
 		const struct kv kv[] = { { "supported-versions", V },
-		                         { "max-frame-size", dbk_spop_bool(true) },
-		                         { "capabilities", C } };
+			                 { "max-frame-size", dbk_spop_bool(true) },
+			                 { "capabilities", C } };
 		CHECK_EQ_U(hello_of(kv, ARRAY_LEN(kv), &h), DBK_SPOP_ERR_INVALID);
 	}
 	{
 		const struct kv kv[] = { { "supported-versions", d_u32(2) },
-		                         { "max-frame-size", M }, { "capabilities", C } };
+			                 { "max-frame-size", M },
+			                 { "capabilities", C } };
 		CHECK_EQ_U(hello_of(kv, ARRAY_LEN(kv), &h), DBK_SPOP_ERR_INVALID);
 	}
 	{
-		const struct kv kv[] = { { "supported-versions", V }, { "max-frame-size", M },
-		                         { "capabilities", C },
-		                         { "healthcheck", dbk_spop_str("true") } };
+		const struct kv kv[] = { { "supported-versions", V },
+			                 { "max-frame-size", M },
+			                 { "capabilities", C },
+			                 { "healthcheck", dbk_spop_str("true") } };
 		CHECK_EQ_U(hello_of(kv, ARRAY_LEN(kv), &h), DBK_SPOP_ERR_INVALID);
 	}
 	{
@@ -150,23 +146,33 @@ static void test_hello_errors(void)
 			enum dbk_spop_status want;
 			uint32_t mfs;
 		} sizes[] = {
-			{ { .type = DBK_SPOP_T_UINT32, .u.u32 = 255 }, DBK_SPOP_ERR_BAD_FRAME_SIZE, 0 },
-			{ { .type = DBK_SPOP_T_UINT32, .u.u32 = 0 }, DBK_SPOP_ERR_BAD_FRAME_SIZE, 0 },
+			{ { .type = DBK_SPOP_T_UINT32, .u.u32 = 255 },
+			  DBK_SPOP_ERR_BAD_FRAME_SIZE,
+			  0 },
+			{ { .type = DBK_SPOP_T_UINT32, .u.u32 = 0 },
+			  DBK_SPOP_ERR_BAD_FRAME_SIZE,
+			  0 },
 			{ { .type = DBK_SPOP_T_UINT32, .u.u32 = 256 }, DBK_SPOP_OK, 256 },
-			{ { .type = DBK_SPOP_T_UINT32, .u.u32 = UINT32_MAX }, DBK_SPOP_OK, UINT32_MAX },
+			{ { .type = DBK_SPOP_T_UINT32, .u.u32 = UINT32_MAX },
+			  DBK_SPOP_OK,
+			  UINT32_MAX },
 			{ { .type = DBK_SPOP_T_INT32, .u.i32 = 16380 }, DBK_SPOP_OK, 16380 },
 			{ { .type = DBK_SPOP_T_INT64, .u.i64 = 16380 }, DBK_SPOP_OK, 16380 },
 			{ { .type = DBK_SPOP_T_UINT64, .u.u64 = 16380 }, DBK_SPOP_OK, 16380 },
-			{ { .type = DBK_SPOP_T_INT32, .u.i32 = -1 }, DBK_SPOP_ERR_BAD_FRAME_SIZE, 0 },
+			{ { .type = DBK_SPOP_T_INT32, .u.i32 = -1 },
+			  DBK_SPOP_ERR_BAD_FRAME_SIZE,
+			  0 },
 			{ { .type = DBK_SPOP_T_INT64, .u.i64 = (int64_t)UINT32_MAX + 1 },
-			  DBK_SPOP_ERR_BAD_FRAME_SIZE, 0 },
+			  DBK_SPOP_ERR_BAD_FRAME_SIZE,
+			  0 },
 			{ { .type = DBK_SPOP_T_UINT64, .u.u64 = UINT64_MAX },
-			  DBK_SPOP_ERR_BAD_FRAME_SIZE, 0 },
+			  DBK_SPOP_ERR_BAD_FRAME_SIZE,
+			  0 },
 		};
 		for (size_t i = 0; i < ARRAY_LEN(sizes); i++) {
 			const struct kv kv[] = { { "supported-versions", V },
-			                         { "max-frame-size", sizes[i].v },
-			                         { "capabilities", C } };
+				                 { "max-frame-size", sizes[i].v },
+				                 { "capabilities", C } };
 			CHECK_EQ_U(hello_of(kv, ARRAY_LEN(kv), &h), sizes[i].want);
 			if (sizes[i].want == DBK_SPOP_OK)
 				CHECK_EQ_U(h.max_frame_size, sizes[i].mfs);
@@ -178,16 +184,20 @@ static void test_hello_errors(void)
 			const char *caps;
 			bool pipe;
 		} caps[] = {
-			{ "pipelining", true }, { "async, pipelining", true },
-			{ " pipelining ,fragmentation", true }, { "", false },
-			{ "async", false }, { "pipelining2", false }, { "pipe", false },
+			{ "pipelining", true },
+			{ "async, pipelining", true },
+			{ " pipelining ,fragmentation", true },
+			{ "", false },
+			{ "async", false },
+			{ "pipelining2", false },
+			{ "pipe", false },
 			{ "Pipelining", false },
 		};
 		for (size_t i = 0; i < ARRAY_LEN(caps); i++) {
 			const struct kv kv[] = { { "supported-versions", V },
-			                         { "max-frame-size", M },
-			                         { "capabilities", dbk_spop_str(caps[i].caps) },
-			                         { "some-future-key", d_u64(7) } };
+				                 { "max-frame-size", M },
+				                 { "capabilities", dbk_spop_str(caps[i].caps) },
+				                 { "some-future-key", d_u64(7) } };
 			CHECK_EQ_U(hello_of(kv, ARRAY_LEN(kv), &h), DBK_SPOP_OK);
 			CHECK(h.pipelining == caps[i].pipe);
 		}
@@ -219,15 +229,15 @@ static void test_hello_frame_checks(void)
 	struct dbk_spop_hello h;
 
 	for (size_t i = 0; i < ARRAY_LEN(cases); i++) {
-		CHECK(kv_frame(buf, sizeof(buf), cases[i].type, cases[i].flags,
-		               cases[i].sid, cases[i].fid, kv, ARRAY_LEN(kv), &f));
+		CHECK(kv_frame(buf, sizeof(buf), cases[i].type, cases[i].flags, cases[i].sid,
+		               cases[i].fid, kv, ARRAY_LEN(kv), &f));
 		CHECK_EQ_U(dbk_spop_hello_parse(&f, &h), cases[i].want);
 	}
 
 	/* Every truncation of the payload is malformed or lacks a key;
 	 * never OK, never a read past the end. */
-	CHECK(kv_frame(buf, sizeof(buf), DBK_SPOP_HAPROXY_HELLO, DBK_SPOP_FLAG_FIN,
-	               0, 0, kv, ARRAY_LEN(kv), &f));
+	CHECK(kv_frame(buf, sizeof(buf), DBK_SPOP_HAPROXY_HELLO, DBK_SPOP_FLAG_FIN, 0, 0, kv,
+	               ARRAY_LEN(kv), &f));
 	for (size_t cut = 0; cut < f.payload_len; cut++) {
 		struct dbk_spop_frame g = f;
 		uint8_t *b = dup_exact(f.payload, cut);
@@ -247,16 +257,14 @@ static void test_hello_frame_checks(void)
 }
 
 static const uint8_t agent_hello_16380[] = {
-	0x00, 0x00, 0x00, 0x40,                          /* length 64 */
-	0x65,                                            /* AGENT-HELLO */
-	0x00, 0x00, 0x00, 0x01,                          /* FIN */
-	0x00, 0x00,                                      /* stream-id, frame-id */
-	0x07, 'v', 'e', 'r', 's', 'i', 'o', 'n',
-	0x08, 0x03, '2', '.', '0',
-	0x0E, 'm', 'a', 'x', '-', 'f', 'r', 'a', 'm', 'e', '-', 's', 'i', 'z', 'e',
-	0x03, 0xFC, 0xF0, 0x06,
-	0x0C, 'c', 'a', 'p', 'a', 'b', 'i', 'l', 'i', 't', 'i', 'e', 's',
-	0x08, 0x0A, 'p', 'i', 'p', 'e', 'l', 'i', 'n', 'i', 'n', 'g',
+	0x00, 0x00, 0x00, 0x40, /* length 64 */
+	0x65,                   /* AGENT-HELLO */
+	0x00, 0x00, 0x00, 0x01, /* FIN */
+	0x00, 0x00,             /* stream-id, frame-id */
+	0x07, 'v',  'e',  'r',  's', 'i', 'o', 'n', 0x08, 0x03, '2', '.', '0', 0x0E, 'm',
+	'a',  'x',  '-',  'f',  'r', 'a', 'm', 'e', '-',  's',  'i', 'z', 'e', 0x03, 0xFC,
+	0xF0, 0x06, 0x0C, 'c',  'a', 'p', 'a', 'b', 'i',  'l',  'i', 't', 'i', 'e',  's',
+	0x08, 0x0A, 'p',  'i',  'p', 'e', 'l', 'i', 'n',  'i',  'n', 'g',
 };
 
 static void test_agent_hello(void)
@@ -308,8 +316,7 @@ static void test_agent_hello(void)
 }
 
 /* Builders under every too-small cap: 0 returned, nothing past cap. */
-static void check_caps(size_t (*build)(uint8_t *, size_t, const void *),
-                       const void *arg)
+static void check_caps(size_t (*build)(uint8_t *, size_t, const void *), const void *arg)
 {
 	uint8_t ref[256], buf[256 + 16];
 	size_t need = build(ref, sizeof(ref), arg);
@@ -401,7 +408,7 @@ static void test_writer_reuse(void)
 static void test_disconnect(void)
 {
 	static const enum dbk_spop_status codes[] = {
-		DBK_SPOP_OK, DBK_SPOP_ERR_IO, DBK_SPOP_ERR_TOO_BIG, DBK_SPOP_ERR_INVALID,
+		DBK_SPOP_OK,          DBK_SPOP_ERR_IO,  DBK_SPOP_ERR_TOO_BIG, DBK_SPOP_ERR_INVALID,
 		DBK_SPOP_ERR_BAD_VSN, DBK_SPOP_ERR_RES, DBK_SPOP_ERR_UNKNOWN,
 	};
 	uint8_t buf[256];
@@ -414,8 +421,7 @@ static void test_disconnect(void)
 	for (size_t i = 0; i < ARRAY_LEN(codes); i++) {
 		n = dbk_spop_disconnect_build(buf, sizeof(buf), codes[i], NULL);
 		CHECK(n > 0);
-		CHECK_EQ_U(dbk_spop_frame_split(buf, n, 16380, &flen, &complete),
-		           DBK_SPOP_OK);
+		CHECK_EQ_U(dbk_spop_frame_split(buf, n, 16380, &flen, &complete), DBK_SPOP_OK);
 		CHECK(complete && flen + 4 == n);
 		CHECK_EQ_U(dbk_spop_frame_parse(buf + 4, flen, &f), DBK_SPOP_OK);
 		CHECK_EQ_U(f.type, DBK_SPOP_AGENT_DISCONNECT);
@@ -437,32 +443,29 @@ static void test_disconnect(void)
 	{
 		/* HAProxy's side: message optional, any integer type. */
 		const struct kv kv[] = { { "status-code", d_i64(2) } };
-		CHECK(kv_frame(buf, sizeof(buf), DBK_SPOP_HAPROXY_DISCONNECT,
-		               DBK_SPOP_FLAG_FIN, 0, 0, kv, 1, &f));
+		CHECK(kv_frame(buf, sizeof(buf), DBK_SPOP_HAPROXY_DISCONNECT, DBK_SPOP_FLAG_FIN, 0,
+		               0, kv, 1, &f));
 		CHECK_EQ_U(dbk_spop_disconnect_parse(&f, &code, &msg, &mlen), DBK_SPOP_OK);
 		CHECK_EQ_U(code, 2);
 		CHECK(msg == NULL && mlen == 0);
 	}
 	{
 		const struct kv kv[] = { { "message", dbk_spop_str("no code") } };
-		CHECK(kv_frame(buf, sizeof(buf), DBK_SPOP_HAPROXY_DISCONNECT,
-		               DBK_SPOP_FLAG_FIN, 0, 0, kv, 1, &f));
-		CHECK_EQ_U(dbk_spop_disconnect_parse(&f, &code, &msg, &mlen),
-		           DBK_SPOP_ERR_INVALID);
+		CHECK(kv_frame(buf, sizeof(buf), DBK_SPOP_HAPROXY_DISCONNECT, DBK_SPOP_FLAG_FIN, 0,
+		               0, kv, 1, &f));
+		CHECK_EQ_U(dbk_spop_disconnect_parse(&f, &code, &msg, &mlen), DBK_SPOP_ERR_INVALID);
 	}
 	{
 		const struct kv kv[] = { { "status-code", dbk_spop_str("1") } };
-		CHECK(kv_frame(buf, sizeof(buf), DBK_SPOP_HAPROXY_DISCONNECT,
-		               DBK_SPOP_FLAG_FIN, 0, 0, kv, 1, &f));
-		CHECK_EQ_U(dbk_spop_disconnect_parse(&f, &code, &msg, &mlen),
-		           DBK_SPOP_ERR_INVALID);
+		CHECK(kv_frame(buf, sizeof(buf), DBK_SPOP_HAPROXY_DISCONNECT, DBK_SPOP_FLAG_FIN, 0,
+		               0, kv, 1, &f));
+		CHECK_EQ_U(dbk_spop_disconnect_parse(&f, &code, &msg, &mlen), DBK_SPOP_ERR_INVALID);
 	}
 	{
 		const struct kv kv[] = { { "status-code", d_u32(1) } };
-		CHECK(kv_frame(buf, sizeof(buf), DBK_SPOP_NOTIFY,
-		               DBK_SPOP_FLAG_FIN, 0, 0, kv, 1, &f));
-		CHECK_EQ_U(dbk_spop_disconnect_parse(&f, &code, &msg, &mlen),
-		           DBK_SPOP_ERR_INVALID);
+		CHECK(kv_frame(buf, sizeof(buf), DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, 0, 0, kv, 1,
+		               &f));
+		CHECK_EQ_U(dbk_spop_disconnect_parse(&f, &code, &msg, &mlen), DBK_SPOP_ERR_INVALID);
 	}
 	/* Truncations never succeed... except a cut right after the
 	 * status-code pair, which is a complete, shorter list. */
@@ -485,16 +488,25 @@ static void test_disconnect(void)
 static void test_status_str(void)
 {
 	static const enum dbk_spop_status all[] = {
-		DBK_SPOP_OK, DBK_SPOP_ERR_IO, DBK_SPOP_ERR_TIMEOUT, DBK_SPOP_ERR_TOO_BIG,
-		DBK_SPOP_ERR_INVALID, DBK_SPOP_ERR_NO_VSN, DBK_SPOP_ERR_NO_FRAME_SIZE,
-		DBK_SPOP_ERR_NO_CAP, DBK_SPOP_ERR_BAD_VSN, DBK_SPOP_ERR_BAD_FRAME_SIZE,
-		DBK_SPOP_ERR_FRAG_NOT_SUPP, DBK_SPOP_ERR_INTERLACED,
-		DBK_SPOP_ERR_FRAMEID_NOTFND, DBK_SPOP_ERR_RES, DBK_SPOP_ERR_UNKNOWN,
+		DBK_SPOP_OK,
+		DBK_SPOP_ERR_IO,
+		DBK_SPOP_ERR_TIMEOUT,
+		DBK_SPOP_ERR_TOO_BIG,
+		DBK_SPOP_ERR_INVALID,
+		DBK_SPOP_ERR_NO_VSN,
+		DBK_SPOP_ERR_NO_FRAME_SIZE,
+		DBK_SPOP_ERR_NO_CAP,
+		DBK_SPOP_ERR_BAD_VSN,
+		DBK_SPOP_ERR_BAD_FRAME_SIZE,
+		DBK_SPOP_ERR_FRAG_NOT_SUPP,
+		DBK_SPOP_ERR_INTERLACED,
+		DBK_SPOP_ERR_FRAMEID_NOTFND,
+		DBK_SPOP_ERR_RES,
+		DBK_SPOP_ERR_UNKNOWN,
 	};
 
 	CHECK(strcmp(dbk_spop_status_str(DBK_SPOP_OK), "normal") == 0);
-	CHECK(strcmp(dbk_spop_status_str(DBK_SPOP_ERR_INVALID),
-	             "invalid frame received") == 0);
+	CHECK(strcmp(dbk_spop_status_str(DBK_SPOP_ERR_INVALID), "invalid frame received") == 0);
 	CHECK(strcmp(dbk_spop_status_str(DBK_SPOP_ERR_TOO_BIG), "frame is too big") == 0);
 	CHECK(strcmp(dbk_spop_status_str((enum dbk_spop_status)77),
 	             dbk_spop_status_str(DBK_SPOP_ERR_UNKNOWN)) == 0);

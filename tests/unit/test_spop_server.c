@@ -45,10 +45,10 @@ static void world_up_with(struct world *w, unsigned max_conns, uint32_t max_fram
 	w->route.names = names;
 	w->route.nnames = 4;
 	struct dbk_spop_server_config sc = { .max_frame_size = max_frame,
-	                                     .max_connections = max_conns,
-	                                     .hello_timeout = 0.2,
-	                                     .frame_timeout = 0.2,
-	                                     .idle_timeout = 0.3 };
+		                             .max_connections = max_conns,
+		                             .hello_timeout = 0.2,
+		                             .frame_timeout = 0.2,
+		                             .idle_timeout = 0.3 };
 	if (!h) {
 		rh = dbk_route_handler_init(&w->rh, &w->route);
 		h = &rh;
@@ -113,7 +113,8 @@ static void pump(struct world *w, int fd, struct reply *r, unsigned frames)
 		size_t off = 0, flen;
 		bool complete;
 		while (dbk_spop_frame_split(r->buf + off, r->len - off, 1 << 20, &flen,
-		                            &complete) == DBK_SPOP_OK && complete) {
+		                            &complete) == DBK_SPOP_OK &&
+		       complete) {
 			have++;
 			off += 4 + flen;
 		}
@@ -129,8 +130,9 @@ static bool nth_frame(const struct reply *r, unsigned i, struct dbk_spop_frame *
 	bool complete;
 
 	for (unsigned k = 0;; k++) {
-		if (dbk_spop_frame_split(r->buf + off, r->len - off, 1 << 20, &flen,
-		                         &complete) != DBK_SPOP_OK || !complete)
+		if (dbk_spop_frame_split(r->buf + off, r->len - off, 1 << 20, &flen, &complete) !=
+		            DBK_SPOP_OK ||
+		    !complete)
 			return false;
 		if (k == i)
 			return dbk_spop_frame_parse(r->buf + off + 4, flen, f) == DBK_SPOP_OK;
@@ -240,15 +242,16 @@ static void test_pipelined_notifies_in_one_write(void)
 	int fd = hello_client(&w, 16380);
 	/* Three NOTIFYs back to back, ids as HAProxy 3.x numbers them. */
 	len += test_notify(buf + len, sizeof(buf) - len, 7, 1, DBK_SPOP_FLAG_FIN, "a", 3656);
-	len += test_notify_details(buf + len, sizeof(buf) - len, 7, 2, DBK_SPOP_FLAG_FIN, "b", 15102,
-	                           true);
+	len += test_notify_details(buf + len, sizeof(buf) - len, 7, 2, DBK_SPOP_FLAG_FIN, "b",
+	                           15102, true);
 	len += test_notify(buf + len, sizeof(buf) - len, 9, 3, DBK_SPOP_FLAG_FIN, "c", 140000);
 	send_all(fd, buf, len);
 	pump(&w, fd, &r, 3);
 	CHECK(nth_frame(&r, 0, &f) && f.type == DBK_SPOP_ACK && f.stream_id == 7 &&
 	      f.frame_id == 1 && test_var_is(&f, "server", "vllm0"));
 	CHECK(nth_frame(&r, 1, &f) && f.type == DBK_SPOP_ACK && f.stream_id == 7 &&
-	      f.frame_id == 2 && test_var_is(&f, "server", "vllm2") && test_var_is(&f, "score", "3775.5"));
+	      f.frame_id == 2 && test_var_is(&f, "server", "vllm2") &&
+	      test_var_is(&f, "score", "3775.5"));
 	CHECK(nth_frame(&r, 2, &f) && f.type == DBK_SPOP_ACK && f.stream_id == 9 &&
 	      f.frame_id == 3);
 	CHECK(!r.closed);
@@ -304,8 +307,7 @@ static void expect_disconnect_with(const struct dbk_spop_handler *h, const uint8
 	world_down(&w);
 }
 
-static void expect_disconnect(const uint8_t *bytes, size_t len, uint32_t status,
-                              uint32_t max_frame)
+static void expect_disconnect(const uint8_t *bytes, size_t len, uint32_t status, uint32_t max_frame)
 {
 	expect_disconnect_with(NULL, bytes, len, status, max_frame);
 }
@@ -387,7 +389,8 @@ static void test_many_connections_and_limit(void)
 		struct reply ri = { .len = 0 };
 		struct dbk_spop_frame f;
 		snprintf(id, sizeof(id), "c%d", i);
-		send_all(fds[i], buf, test_notify(buf, sizeof(buf), 1, 1, DBK_SPOP_FLAG_FIN, id, 400));
+		send_all(fds[i], buf,
+		         test_notify(buf, sizeof(buf), 1, 1, DBK_SPOP_FLAG_FIN, id, 400));
 		pump(&w, fds[i], &ri, 1);
 		CHECK(nth_frame(&ri, 0, &f) && f.type == DBK_SPOP_ACK);
 	}
@@ -505,7 +508,7 @@ static void test_frame_timer_starts_at_each_frame(void)
 	struct reply r = { .len = 0 };
 	enum { FRAMES = 8 };
 
-	world_up(&w, 16, 16380);   /* frame_timeout 0.2 s */
+	world_up(&w, 16, 16380); /* frame_timeout 0.2 s */
 	tr.fd = hello_client(&w, 16380);
 	size_t flen = 0;
 	for (int i = 0; i < FRAMES; i++) {
@@ -545,7 +548,7 @@ static void test_idle_after_hello_times_out(void)
 	struct reply r = { .len = 0 };
 	struct dbk_spop_frame f;
 
-	world_up(&w, 16, 16380);   /* idle_timeout 0.3 s */
+	world_up(&w, 16, 16380); /* idle_timeout 0.3 s */
 	int fd = hello_client(&w, 16380);
 	ev_tstamp t0 = ev_now(w.loop);
 	pump_until_closed(&w, fd, &r);
@@ -572,7 +575,7 @@ static void test_out_of_descriptors_sheds_without_spinning(void)
 
 	world_up(&w, 16, 16380);
 	for (int i = 0; i < N; i++)
-		fds[i] = client(&w);   /* in the backlog, not accepted yet */
+		fds[i] = client(&w); /* in the backlog, not accepted yet */
 	getrlimit(RLIMIT_NOFILE, &saved);
 	/* No descriptor left: the lowest free one is the limit. */
 	int probe = dup(0);
@@ -608,8 +611,8 @@ static void test_out_of_descriptors_sheds_without_spinning(void)
 struct probe {
 	unsigned calls;
 	uint64_t last_stream, last_frame;
-	enum dbk_spop_status answer;    /* what the handler returns */
-	size_t fill;                    /* bytes of junk to write: overflow */
+	enum dbk_spop_status answer; /* what the handler returns */
+	size_t fill;                 /* bytes of junk to write: overflow */
 };
 
 static enum dbk_spop_status probe_notify(void *arg, const struct dbk_spop_frame *f,

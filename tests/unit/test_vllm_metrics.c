@@ -41,14 +41,17 @@ static void test_engines_sum_and_kv_is_the_mean(void)
 	            "vllm:num_requests_running{engine=\"1\",model_name=\"m\"} 5\n"
 	            "vllm:kv_cache_usage_perc{engine=\"0\"} 0.2\n"
 	            "vllm:kv_cache_usage_perc{engine=\"1\"} 0.6\n"
-	            "vllm:cache_config_info{block_size=\"16\",engine=\"0\",num_gpu_blocks=\"100\"} 1\n"
-	            "vllm:cache_config_info{block_size=\"32\",engine=\"1\",num_gpu_blocks=\"300\"} 1\n",
+	            "vllm:cache_config_info{block_size=\"16\",engine=\"0\",num_gpu_blocks=\"100\"} "
+	            "1\n"
+	            "vllm:cache_config_info{block_size=\"32\",engine=\"1\",num_gpu_blocks=\"300\"} "
+	            "1\n",
 	            &m, err) == 0);
 	CHECK_NEAR(m.running, 7, 0);
 	CHECK_NEAR(m.kv_usage, 0.4, 1e-12);
 	CHECK_NEAR(m.gpu_blocks, 400, 0);
 	CHECK_NEAR(m.block_size, 32, 0);
-	CHECK_EQ_U(m.have, DBK_VM_RUNNING | DBK_VM_KV_USAGE | DBK_VM_GPU_BLOCKS | DBK_VM_BLOCK_SIZE);
+	CHECK_EQ_U(m.have,
+	           DBK_VM_RUNNING | DBK_VM_KV_USAGE | DBK_VM_GPU_BLOCKS | DBK_VM_BLOCK_SIZE);
 }
 
 static void test_old_names_count_only_without_new_ones(void)
@@ -58,7 +61,8 @@ static void test_old_names_count_only_without_new_ones(void)
 
 	CHECK(parse("vllm:gpu_cache_usage_perc 0.5\n"
 	            "vllm:gpu_prefix_cache_queries_total 10\n"
-	            "vllm:gpu_prefix_cache_hits_total 4\n", &m, err) == 0);
+	            "vllm:gpu_prefix_cache_hits_total 4\n",
+	            &m, err) == 0);
 	CHECK_NEAR(m.kv_usage, 0.5, 0);
 	CHECK_NEAR(m.pc_queries, 10, 0);
 	CHECK_NEAR(m.pc_hits, 4, 0);
@@ -66,7 +70,8 @@ static void test_old_names_count_only_without_new_ones(void)
 	CHECK(parse("vllm:prefix_cache_queries_total 10\n"
 	            "vllm:gpu_prefix_cache_queries_total 10\n"
 	            "vllm:gpu_cache_usage_perc 0.9\n"
-	            "vllm:kv_cache_usage_perc 0.3\n", &m, err) == 0);
+	            "vllm:kv_cache_usage_perc 0.3\n",
+	            &m, err) == 0);
 	CHECK_NEAR(m.pc_queries, 10, 0);
 	CHECK_NEAR(m.kv_usage, 0.3, 0);
 }
@@ -102,21 +107,21 @@ static void test_what_the_format_allows(void)
 static void test_malformed_lines_fail_the_body(void)
 {
 	static const char *const bad[] = {
-		"vllm:num_requests_running\n",              /* no value */
-		"vllm:num_requests_running 1 2 3\n",        /* trailing text */
-		"vllm:num_requests_running 0x10\n",         /* hex */
+		"vllm:num_requests_running\n",       /* no value */
+		"vllm:num_requests_running 1 2 3\n", /* trailing text */
+		"vllm:num_requests_running 0x10\n",  /* hex */
 		"vllm:num_requests_running nan(1)\n",
 		"vllm:num_requests_running one\n",
-		"vllm:num_requests_running 1 1.5\n",        /* float timestamp */
+		"vllm:num_requests_running 1 1.5\n", /* float timestamp */
 		"9metric 1\n",
-		"m{a=\"x} 1\n",                              /* unterminated */
-		"m{a=\"\\t\"} 1\n",                          /* bad escape */
+		"m{a=\"x} 1\n",     /* unterminated */
+		"m{a=\"\\t\"} 1\n", /* bad escape */
 		"m{a=x} 1\n",
 		"m{=\"x\"} 1\n",
 		"m{a=\"x\" b=\"y\"} 1\n",
 		"m{a=\"x\"\n",
 		"{a=\"x\"} 1\n",
-		"ok 1\nm{a=\"x\n\"} 1\n",                    /* newline inside a value */
+		"ok 1\nm{a=\"x\n\"} 1\n", /* newline inside a value */
 	};
 	struct dbk_vllm_metrics m;
 
@@ -162,9 +167,15 @@ static void test_models(void)
 	CHECK(dbk_vllm_parse_models(none, strlen(none), &len, err, sizeof(err)) == 0);
 	CHECK_EQ_U(len, 0);
 	static const char *const bad[] = {
-		"", "[]", "{\"data\":{}}", "{\"data\":[1]}", "{\"data\":[{\"max_model_len\":-5}]}",
-		"{\"data\":[{\"max_model_len\":1.5}]}", "{\"data\":[{\"max_model_len\":\"4096\"}]}",
-		"{\"data\":[{\"max_model_len\":4096}]", "{\"detail\":\"Not Found\"}",
+		"",
+		"[]",
+		"{\"data\":{}}",
+		"{\"data\":[1]}",
+		"{\"data\":[{\"max_model_len\":-5}]}",
+		"{\"data\":[{\"max_model_len\":1.5}]}",
+		"{\"data\":[{\"max_model_len\":\"4096\"}]}",
+		"{\"data\":[{\"max_model_len\":4096}]",
+		"{\"detail\":\"Not Found\"}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		len = 7;
