@@ -3,11 +3,8 @@
  * with no file to install or find, and the page stays plain HTML to edit. */
 #include "status_page.h"
 
-static const char page[] =
+static const char page[] = {
 #include "status_page.inc"
-	;
+};
 
-void dbk_status_page_write(struct dbk_buf *o)
-{
-	dbk_buf_add(o, page, sizeof(page) - 1);
-}
+void dbk_status_page_write(struct dbk_buf *o) { dbk_buf_add(o, page, sizeof(page) - 1); }
