@@ -9,6 +9,8 @@
 #   make bench      routing policies live on trace slices (BENCH_ARGS=--quick)
 #   make install   PREFIX=/usr/local DESTDIR= (binaries, man pages, unit)
 #   make format   clang-format every C file in place (.clang-format)
+#   make deb        the Debian package into build/deb/ (contrib/package.mk)
+#   make rules-test promtool on the Prometheus alert rules
 #   make clean
 
 # The included .mk files define targets too: `make` alone must still mean

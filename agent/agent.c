@@ -141,7 +141,7 @@ static void on_admin(void *arg, const char *method, const char *path, struct dbk
 		dbk_report_state(a, &r->body);
 	} else {
 		r->status = 404;
-		dbk_buf_printf(&r->body, "try /metrics, /state or /config\n");
+		dbk_buf_printf(&r->body, "try / (the status page), /metrics, /state or /config\n");
 	}
 }
 
