@@ -63,7 +63,8 @@ static const struct family *family_of(const char *name, size_t len)
 
 /* Character classes by table: the scan of names is most of the work. */
 enum { C_START = 1, C_NAME = 2, C_METRIC = 4, C_BLANK = 8 };
-/* clang-format off: one row of letters per line reads better than columns */
+/* Rows of letters, not clang-format's columns. */
+/* clang-format off */
 static const unsigned char cls[256] = {
 	[' '] = C_BLANK, ['\t'] = C_BLANK, [':'] = C_METRIC,
 	['_'] = C_START | C_NAME | C_METRIC,
