@@ -4,7 +4,7 @@
 # needs nothing by hand.
 set -eu
 
-PKGS="make gcc clang libclang-rt-14-dev pkg-config libev-dev libcjson-dev
+PKGS="make gcc clang clang-format libclang-rt-14-dev pkg-config libev-dev libcjson-dev
 libcurl4-openssl-dev haproxy bats bats-assert bats-support curl wrk socat procps man-db groff-base
 gnuplot-nox valgrind jq prometheus
 chromium debhelper lintian dpkg-dev"
