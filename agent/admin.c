@@ -96,13 +96,9 @@ static bool handle(struct aconn *c)
 	char method[MAX_METHOD + 1], path[MAX_HEAD];
 
 	switch (dbk_http_parse(c->in, c->in_len, &lim, &req)) {
-	case DBK_HTTP_INCOMPLETE:
-		return false;
-	case DBK_HTTP_ERROR:
-		simple(c, req.status, req.error);
-		return true;
-	case DBK_HTTP_COMPLETE:
-		break;
+	case DBK_HTTP_INCOMPLETE: return false;
+	case DBK_HTTP_ERROR: simple(c, req.status, req.error); return true;
+	case DBK_HTTP_COMPLETE: break;
 	}
 	if (req.method.n > MAX_METHOD) {
 		simple(c, 405, "method not allowed");

@@ -38,20 +38,13 @@ struct dbk_balancer {
 const char *dbk_bal_result_str(enum dbk_bal_result r)
 {
 	switch (r) {
-	case DBK_BAL_OK:
-		return "ok";
-	case DBK_BAL_DUPLICATE:
-		return "duplicate id";
-	case DBK_BAL_FULL:
-		return "lease table full";
-	case DBK_BAL_NO_SERVER:
-		return "no usable server";
-	case DBK_BAL_UNKNOWN:
-		return "unknown id";
-	case DBK_BAL_BAD_ID:
-		return "bad id";
-	case DBK_BAL_ENDED:
-		return "request already ended";
+	case DBK_BAL_OK: return "ok";
+	case DBK_BAL_DUPLICATE: return "duplicate id";
+	case DBK_BAL_FULL: return "lease table full";
+	case DBK_BAL_NO_SERVER: return "no usable server";
+	case DBK_BAL_UNKNOWN: return "unknown id";
+	case DBK_BAL_BAD_ID: return "bad id";
+	case DBK_BAL_ENDED: return "request already ended";
 	}
 	return "?";
 }

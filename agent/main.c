@@ -48,17 +48,10 @@ int main(int argc, char **argv)
 	int rc = 1;
 
 	switch (dbk_config_parse(&a.cfg, argc, argv, err, sizeof(err))) {
-	case DBK_CONFIG_HELP:
-		dbk_config_usage(stdout, "dbucket-spoa");
-		return 0;
-	case DBK_CONFIG_VERSION:
-		printf("dbucket-spoa %s\n", DBK_VERSION);
-		return 0;
-	case DBK_CONFIG_ERROR:
-		fprintf(stderr, "dbucket-spoa: %s\n", err);
-		return 2;
-	case DBK_CONFIG_OK:
-		break;
+	case DBK_CONFIG_HELP: dbk_config_usage(stdout, "dbucket-spoa"); return 0;
+	case DBK_CONFIG_VERSION: printf("dbucket-spoa %s\n", DBK_VERSION); return 0;
+	case DBK_CONFIG_ERROR: fprintf(stderr, "dbucket-spoa: %s\n", err); return 2;
+	case DBK_CONFIG_OK: break;
 	}
 	dbk_log_set_level((enum dbk_log_level)a.cfg.log_level);
 	signal(SIGPIPE, SIG_IGN);

@@ -128,12 +128,9 @@ const struct dbk_pred_config *dbk_pred_config(const struct dbk_pred *p) { return
 const char *dbk_pred_reason_str(enum dbk_pred_reason r)
 {
 	switch (r) {
-	case DBK_PRED_FASTEST:
-		return "fastest";
-	case DBK_PRED_TOO_LONG:
-		return "too-long";
-	case DBK_PRED_NO_SERVER:
-		return "no-server";
+	case DBK_PRED_FASTEST: return "fastest";
+	case DBK_PRED_TOO_LONG: return "too-long";
+	case DBK_PRED_NO_SERVER: return "no-server";
 	}
 	return "?";
 }

@@ -151,14 +151,9 @@ static void estimate(struct dbk_route *r, const struct route_args *a, int64_t *b
 		return;
 	}
 	switch (dbk_estimate(*body_size, *sample, *sample_len, req)) {
-	case DBK_EST_TRUNCATED:
-		r->stats.truncated_bodies++;
-		break;
-	case DBK_EST_MALFORMED:
-		r->stats.malformed_bodies++;
-		break;
-	default:
-		break;
+	case DBK_EST_TRUNCATED: r->stats.truncated_bodies++; break;
+	case DBK_EST_MALFORMED: r->stats.malformed_bodies++; break;
+	default: break;
 	}
 }
 

@@ -14,14 +14,10 @@
 const char *dbk_rt_state_str(enum dbk_rt_server_state s)
 {
 	switch (s) {
-	case DBK_RT_READY:
-		return "ready";
-	case DBK_RT_DRAIN:
-		return "drain";
-	case DBK_RT_DOWN:
-		return "down";
-	case DBK_RT_MAINT:
-		return "maint";
+	case DBK_RT_READY: return "ready";
+	case DBK_RT_DRAIN: return "drain";
+	case DBK_RT_DOWN: return "down";
+	case DBK_RT_MAINT: return "maint";
 	}
 	return "?";
 }

@@ -26,16 +26,11 @@
 const char *dbk_rt_query_status_str(enum dbk_rt_query_status st)
 {
 	switch (st) {
-	case DBK_RT_Q_OK:
-		return "ok";
-	case DBK_RT_Q_CONNECT:
-		return "connect";
-	case DBK_RT_Q_IO:
-		return "io";
-	case DBK_RT_Q_TIMEOUT:
-		return "timeout";
-	case DBK_RT_Q_TOO_BIG:
-		return "too_big";
+	case DBK_RT_Q_OK: return "ok";
+	case DBK_RT_Q_CONNECT: return "connect";
+	case DBK_RT_Q_IO: return "io";
+	case DBK_RT_Q_TIMEOUT: return "timeout";
+	case DBK_RT_Q_TOO_BIG: return "too_big";
 	}
 	return "?";
 }
@@ -249,14 +244,9 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 		q->phase = P_WRITING;
 		do_write(q); /* finishes, waits for EV_WRITE, or switches to reading */
 		return;
-	case P_WRITING:
-		do_write(q);
-		return;
-	case P_READING:
-		do_read(q);
-		return;
-	case P_FAILED:
-		return;
+	case P_WRITING: do_write(q); return;
+	case P_READING: do_read(q); return;
+	case P_FAILED: return;
 	}
 }
 

@@ -85,16 +85,11 @@ enum dbk_rt_line dbk_rt_next_line(struct dbk_rt_cursor *c, const char **l, size_
 const char *dbk_rt_line_error(enum dbk_rt_line rc)
 {
 	switch (rc) {
-	case DBK_RT_LINE_END:
-		return "response truncated (no closing empty line)";
-	case DBK_RT_LINE_PARTIAL:
-		return "response truncated (last line unterminated)";
-	case DBK_RT_LINE_LONG:
-		return "line longer than the limit";
-	case DBK_RT_LINE_BADQUOTE:
-		return "unterminated quoted field";
-	case DBK_RT_LINE_OK:
-		break;
+	case DBK_RT_LINE_END: return "response truncated (no closing empty line)";
+	case DBK_RT_LINE_PARTIAL: return "response truncated (last line unterminated)";
+	case DBK_RT_LINE_LONG: return "line longer than the limit";
+	case DBK_RT_LINE_BADQUOTE: return "unterminated quoted field";
+	case DBK_RT_LINE_OK: break;
 	}
 	return "?";
 }

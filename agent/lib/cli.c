@@ -69,16 +69,10 @@ static int set_value(const struct dbk_opt *o, const char *v, void *ctx, char *er
 	double d;
 
 	switch (o->kind) {
-	case DBK_OPT_FLAG:
-		*(bool *)o->dst = true;
-		return 0;
-	case DBK_OPT_STR:
-		*(const char **)o->dst = v;
-		return 0;
-	case DBK_OPT_CHOICE:
-		return set_choice(o, v, err, errlen);
-	case DBK_OPT_CALL:
-		return o->fn(ctx, v, err, errlen);
+	case DBK_OPT_FLAG: *(bool *)o->dst = true; return 0;
+	case DBK_OPT_STR: *(const char **)o->dst = v; return 0;
+	case DBK_OPT_CHOICE: return set_choice(o, v, err, errlen);
+	case DBK_OPT_CALL: return o->fn(ctx, v, err, errlen);
 	case DBK_OPT_DOUBLE:
 		if (!parse_number(o, v, &d)) {
 			dbk_errf(err, errlen, "--%s wants a number from %g to %g, got '%s'",

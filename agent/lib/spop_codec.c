@@ -22,36 +22,21 @@
 const char *dbk_spop_status_str(enum dbk_spop_status st)
 {
 	switch (st) {
-	case DBK_SPOP_OK:
-		return "normal";
-	case DBK_SPOP_ERR_IO:
-		return "I/O error";
-	case DBK_SPOP_ERR_TIMEOUT:
-		return "a timeout occurred";
-	case DBK_SPOP_ERR_TOO_BIG:
-		return "frame is too big";
-	case DBK_SPOP_ERR_INVALID:
-		return "invalid frame received";
-	case DBK_SPOP_ERR_NO_VSN:
-		return "version value not found";
-	case DBK_SPOP_ERR_NO_FRAME_SIZE:
-		return "max-frame-size value not found";
-	case DBK_SPOP_ERR_NO_CAP:
-		return "capabilities value not found";
-	case DBK_SPOP_ERR_BAD_VSN:
-		return "unsupported version";
-	case DBK_SPOP_ERR_BAD_FRAME_SIZE:
-		return "max-frame-size too big or too small";
-	case DBK_SPOP_ERR_FRAG_NOT_SUPP:
-		return "payload fragmentation is not supported";
-	case DBK_SPOP_ERR_INTERLACED:
-		return "invalid interlaced frames";
-	case DBK_SPOP_ERR_FRAMEID_NOTFND:
-		return "frame-id not found";
-	case DBK_SPOP_ERR_RES:
-		return "resource allocation error";
-	case DBK_SPOP_ERR_UNKNOWN:
-		break;
+	case DBK_SPOP_OK: return "normal";
+	case DBK_SPOP_ERR_IO: return "I/O error";
+	case DBK_SPOP_ERR_TIMEOUT: return "a timeout occurred";
+	case DBK_SPOP_ERR_TOO_BIG: return "frame is too big";
+	case DBK_SPOP_ERR_INVALID: return "invalid frame received";
+	case DBK_SPOP_ERR_NO_VSN: return "version value not found";
+	case DBK_SPOP_ERR_NO_FRAME_SIZE: return "max-frame-size value not found";
+	case DBK_SPOP_ERR_NO_CAP: return "capabilities value not found";
+	case DBK_SPOP_ERR_BAD_VSN: return "unsupported version";
+	case DBK_SPOP_ERR_BAD_FRAME_SIZE: return "max-frame-size too big or too small";
+	case DBK_SPOP_ERR_FRAG_NOT_SUPP: return "payload fragmentation is not supported";
+	case DBK_SPOP_ERR_INTERLACED: return "invalid interlaced frames";
+	case DBK_SPOP_ERR_FRAMEID_NOTFND: return "frame-id not found";
+	case DBK_SPOP_ERR_RES: return "resource allocation error";
+	case DBK_SPOP_ERR_UNKNOWN: break;
 	}
 	return "an unknown error occurred";
 }
@@ -64,8 +49,7 @@ bool dbk_spop_frame_type_known(uint8_t type)
 	case DBK_SPOP_NOTIFY:
 	case DBK_SPOP_AGENT_HELLO:
 	case DBK_SPOP_AGENT_DISCONNECT:
-	case DBK_SPOP_ACK:
-		return true;
+	case DBK_SPOP_ACK: return true;
 	}
 	return false;
 }
@@ -165,11 +149,8 @@ enum dbk_spop_status dbk_spop_data_decode(const uint8_t **p, const uint8_t *end,
 	out.type = (enum dbk_spop_type)(tb & DATA_TYPE_MASK);
 
 	switch (tb & DATA_TYPE_MASK) {
-	case DBK_SPOP_T_NULL:
-		break;
-	case DBK_SPOP_T_BOOL:
-		out.u.b = (tb & DATA_FL_TRUE) != 0;
-		break;
+	case DBK_SPOP_T_NULL: break;
+	case DBK_SPOP_T_BOOL: out.u.b = (tb & DATA_FL_TRUE) != 0; break;
 	case DBK_SPOP_T_INT32:
 		/* Negative values arrive sign-extended to 64 bits, as HAProxy
 		 * converts its int to uint64_t before encoding. */
@@ -213,8 +194,7 @@ enum dbk_spop_status dbk_spop_data_decode(const uint8_t **p, const uint8_t *end,
 		if (dbk_spop_get_name(&q, end, &out.u.buf.ptr, &out.u.buf.len) != DBK_SPOP_OK)
 			return DBK_SPOP_ERR_INVALID;
 		break;
-	default:
-		return DBK_SPOP_ERR_INVALID;
+	default: return DBK_SPOP_ERR_INVALID;
 	}
 	*d = out;
 	*p = q;
@@ -224,25 +204,16 @@ enum dbk_spop_status dbk_spop_data_decode(const uint8_t **p, const uint8_t *end,
 bool dbk_spop_data_to_i64(const struct dbk_spop_data *d, int64_t *out)
 {
 	switch (d->type) {
-	case DBK_SPOP_T_BOOL:
-		*out = d->u.b;
-		return true;
-	case DBK_SPOP_T_INT32:
-		*out = d->u.i32;
-		return true;
-	case DBK_SPOP_T_UINT32:
-		*out = d->u.u32;
-		return true;
-	case DBK_SPOP_T_INT64:
-		*out = d->u.i64;
-		return true;
+	case DBK_SPOP_T_BOOL: *out = d->u.b; return true;
+	case DBK_SPOP_T_INT32: *out = d->u.i32; return true;
+	case DBK_SPOP_T_UINT32: *out = d->u.u32; return true;
+	case DBK_SPOP_T_INT64: *out = d->u.i64; return true;
 	case DBK_SPOP_T_UINT64:
 		if (d->u.u64 > INT64_MAX)
 			return false;
 		*out = (int64_t)d->u.u64;
 		return true;
-	default:
-		return false;
+	default: return false;
 	}
 }
 
@@ -293,9 +264,7 @@ void dbk_spop_put_kv(struct dbk_spop_writer *w, const char *key, const struct db
 void dbk_spop_put_data(struct dbk_spop_writer *w, const struct dbk_spop_data *d)
 {
 	switch (d->type) {
-	case DBK_SPOP_T_NULL:
-		dbk_spop_put_u8(w, DBK_SPOP_T_NULL);
-		break;
+	case DBK_SPOP_T_NULL: dbk_spop_put_u8(w, DBK_SPOP_T_NULL); break;
 	case DBK_SPOP_T_BOOL:
 		dbk_spop_put_u8(w, DBK_SPOP_T_BOOL | (d->u.b ? DATA_FL_TRUE : 0));
 		break;

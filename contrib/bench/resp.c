@@ -38,9 +38,7 @@ static void start_body(struct dbk_resp *r, const struct dbk_http_response *h)
 	r->keep_alive = h->keep_alive;
 	copy_served_by(r, dbk_http_response_header(h, "x-served-by"));
 	switch (h->framing) {
-	case DBK_HTTP_BODY_NONE:
-		r->state = DBK_RESP_DONE;
-		break;
+	case DBK_HTTP_BODY_NONE: r->state = DBK_RESP_DONE; break;
 	case DBK_HTTP_BODY_LENGTH:
 		r->remaining = h->content_length;
 		r->state = r->remaining ? DBK_RESP_BODY_LENGTH : DBK_RESP_DONE;
@@ -50,9 +48,7 @@ static void start_body(struct dbk_resp *r, const struct dbk_http_response *h)
 		dbk_http_chunked_init(&r->ch);
 		r->state = DBK_RESP_BODY_CHUNKED;
 		break;
-	case DBK_HTTP_BODY_CLOSE:
-		r->state = DBK_RESP_BODY_CLOSE;
-		break;
+	case DBK_HTTP_BODY_CLOSE: r->state = DBK_RESP_BODY_CLOSE; break;
 	}
 }
 
@@ -72,13 +68,9 @@ static size_t feed_head(struct dbk_resp *r, const char *p, size_t n)
 		return take;
 	}
 	switch (dbk_http_parse_response(r->head.p, r->head.len, DBK_RESP_MAX_HEAD, &h)) {
-	case DBK_HTTP_INCOMPLETE:
-		return take;
-	case DBK_HTTP_ERROR:
-		set_error(r, h.error);
-		return take;
-	case DBK_HTTP_COMPLETE:
-		break;
+	case DBK_HTTP_INCOMPLETE: return take;
+	case DBK_HTTP_ERROR: set_error(r, h.error); return take;
+	case DBK_HTTP_COMPLETE: break;
 	}
 	dbk_buf_reset(&r->head);
 	if (h.status == 101)
@@ -111,12 +103,8 @@ size_t dbk_resp_feed(struct dbk_resp *r, const char *p, size_t n, dbk_resp_body_
 
 	while (i < n && r->state != DBK_RESP_DONE && r->state != DBK_RESP_ERROR) {
 		switch (r->state) {
-		case DBK_RESP_HEAD:
-			i += feed_head(r, p + i, n - i);
-			break;
-		case DBK_RESP_BODY_CHUNKED:
-			i += feed_chunked(r, p + i, n - i, fn, ctx);
-			break;
+		case DBK_RESP_HEAD: i += feed_head(r, p + i, n - i); break;
+		case DBK_RESP_BODY_CHUNKED: i += feed_chunked(r, p + i, n - i, fn, ctx); break;
 		default:
 			k = n - i;
 			if (r->state == DBK_RESP_BODY_LENGTH && k > r->remaining)

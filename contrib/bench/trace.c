@@ -41,12 +41,9 @@ enum dbk_trace_format dbk_trace_detect(const char *path, const char *data, size_
 const char *dbk_trace_format_name(enum dbk_trace_format f)
 {
 	switch (f) {
-	case DBK_TRACE_MOONCAKE:
-		return "mooncake";
-	case DBK_TRACE_AZURE:
-		return "azure";
-	default:
-		return "unknown";
+	case DBK_TRACE_MOONCAKE: return "mooncake";
+	case DBK_TRACE_AZURE: return "azure";
+	default: return "unknown";
 	}
 }
 

@@ -73,13 +73,10 @@ static enum nargs nargs_of(enum opt_id id)
 	switch (id) {
 	case O_HELP:
 	case O_DYNAMIC:
-	case O_ACCESS_LOG:
-		return N_ZERO;
+	case O_ACCESS_LOG: return N_ZERO;
 	case O_SERVER_HOSTS:
-	case O_SERVER_PORTS:
-		return N_PLUS;
-	default:
-		return N_ONE;
+	case O_SERVER_PORTS: return N_PLUS;
+	default: return N_ONE;
 	}
 }
 
@@ -90,16 +87,12 @@ static enum vtype type_of(enum opt_id id)
 	case O_SERVER_PORTS:
 	case O_MAX_RETRIES:
 	case O_THRESHOLD:
-	case O_MAX_TOKENS:
-		return T_INT;
-	case O_RETRY_DELAY:
-		return T_FLOAT;
+	case O_MAX_TOKENS: return T_INT;
+	case O_RETRY_DELAY: return T_FLOAT;
 	case O_HELP:
 	case O_DYNAMIC:
-	case O_ACCESS_LOG:
-		return T_NONE;
-	default:
-		return T_STR;
+	case O_ACCESS_LOG: return T_NONE;
+	default: return T_STR;
 	}
 }
 
@@ -285,9 +278,7 @@ static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigne
 	case O_PORT:
 		f->port = iv > INT32_MAX ? INT32_MAX : iv < INT32_MIN ? INT32_MIN : (long)iv;
 		break;
-	case O_HOST:
-		f->host = vals[0];
-		break;
+	case O_HOST: f->host = vals[0]; break;
 	case O_SERVER_HOSTS:
 		/* Repeated, the last one wins, as with argparse's "store". */
 		for (unsigned k = 0; k < nvals; k++)
@@ -299,39 +290,18 @@ static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigne
 		f->server_ports = f->ports_buf;
 		f->nports = nvals;
 		break;
-	case O_MAX_RETRIES:
-		f->max_retries = iv;
-		break;
-	case O_RETRY_DELAY:
-		f->retry_delay = fv;
-		break;
-	case O_THRESHOLD:
-		f->threshold = iv;
-		break;
-	case O_MAX_TOKENS:
-		f->max_request_tokens = iv;
-		break;
-	case O_DYNAMIC:
-		f->dynamic = true;
-		break;
-	case O_ACCESS_LOG:
-		f->access_log = true;
-		break;
-	case O_PRINT_CONFIG:
-		f->print_config = vals[0];
-		break;
-	case O_RUNTIME_DIR:
-		f->runtime_dir = vals[0];
-		break;
-	case O_AGENT:
-		f->agent = vals[0];
-		break;
-	case O_HAPROXY:
-		f->haproxy = vals[0];
-		break;
+	case O_MAX_RETRIES: f->max_retries = iv; break;
+	case O_RETRY_DELAY: f->retry_delay = fv; break;
+	case O_THRESHOLD: f->threshold = iv; break;
+	case O_MAX_TOKENS: f->max_request_tokens = iv; break;
+	case O_DYNAMIC: f->dynamic = true; break;
+	case O_ACCESS_LOG: f->access_log = true; break;
+	case O_PRINT_CONFIG: f->print_config = vals[0]; break;
+	case O_RUNTIME_DIR: f->runtime_dir = vals[0]; break;
+	case O_AGENT: f->agent = vals[0]; break;
+	case O_HAPROXY: f->haproxy = vals[0]; break;
 	case O_HELP:
-	case O_UNKNOWN:
-		break;
+	case O_UNKNOWN: break;
 	}
 	return 0;
 }

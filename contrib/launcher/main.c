@@ -169,18 +169,10 @@ static int write_file(const struct job *j, const char *name, enum what w, mode_t
 		return -1;
 	}
 	switch (w) {
-	case W_HAPROXY:
-		rc = dbk_render_haproxy_cfg(out, j->f, j->a, j->agent_path);
-		break;
-	case W_SPOE:
-		rc = dbk_render_spoe_conf(out, j->f);
-		break;
-	case W_ENV:
-		rc = dbk_render_agent_env(out, j->f, j->a, j->agent_path);
-		break;
-	case W_README:
-		rc = dbk_render_readme(out, j->f, j->a, j->dir, j->agent_path);
-		break;
+	case W_HAPROXY: rc = dbk_render_haproxy_cfg(out, j->f, j->a, j->agent_path); break;
+	case W_SPOE: rc = dbk_render_spoe_conf(out, j->f); break;
+	case W_ENV: rc = dbk_render_agent_env(out, j->f, j->a, j->agent_path); break;
+	case W_README: rc = dbk_render_readme(out, j->f, j->a, j->dir, j->agent_path); break;
 	}
 	/* fchmod: the mode must not depend on the umask. */
 	if (fflush(out) != 0 || fchmod(fileno(out), mode) != 0)
@@ -376,8 +368,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "dbucket: error: %s\n", err);
 		dbk_flags_free(&f);
 		return 2;
-	case DBK_FLAGS_OK:
-		break;
+	case DBK_FLAGS_OK: break;
 	}
 	if (!find_agent(f.agent, agent_path, sizeof(agent_path))) {
 		if (f.agent || !f.print_config) {

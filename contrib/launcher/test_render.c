@@ -42,15 +42,9 @@ static char *render(enum what w)
 	if (!out)
 		return NULL;
 	switch (w) {
-	case CFG:
-		rc = dbk_render_haproxy_cfg(out, &F, &A, "/opt/sbin/dbucket-spoa");
-		break;
-	case SPOE:
-		rc = dbk_render_spoe_conf(out, &F);
-		break;
-	case ENV:
-		rc = dbk_render_agent_env(out, &F, &A, "/opt/sbin/dbucket-spoa");
-		break;
+	case CFG: rc = dbk_render_haproxy_cfg(out, &F, &A, "/opt/sbin/dbucket-spoa"); break;
+	case SPOE: rc = dbk_render_spoe_conf(out, &F); break;
+	case ENV: rc = dbk_render_agent_env(out, &F, &A, "/opt/sbin/dbucket-spoa"); break;
 	case README:
 		rc = dbk_render_readme(out, &F, &A, "/etc/dbk", "/opt/sbin/dbucket-spoa");
 		break;

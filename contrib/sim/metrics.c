@@ -10,14 +10,10 @@
 const char *dbk_sim_class_name(enum dbk_sim_class c)
 {
 	switch (c) {
-	case DBK_CLASS_ALL:
-		return "all";
-	case DBK_CLASS_SHORT:
-		return "short";
-	case DBK_CLASS_LONG:
-		return "long";
-	case DBK_NCLASSES:
-		break;
+	case DBK_CLASS_ALL: return "all";
+	case DBK_CLASS_SHORT: return "short";
+	case DBK_CLASS_LONG: return "long";
+	case DBK_NCLASSES: break;
 	}
 	return "?";
 }

@@ -413,9 +413,7 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 				rc = dbk_evq_push(&s->q, s->reqs[ev.arg + 1].arrival_s, EV_ARRIVAL,
 				                  ev.arg + 1);
 			break;
-		case EV_SUBMIT:
-			rc = submit(s, ev.arg);
-			break;
+		case EV_SUBMIT: rc = submit(s, ev.arg); break;
 		case EV_STEP_END: {
 			struct inst *in = &s->inst[ev.arg];
 
@@ -435,8 +433,7 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 			if (s->ended < s->n)
 				rc = dbk_evq_push(&s->q, next_tick(s), EV_TICK, 0);
 			break;
-		default:
-			break;
+		default: break;
 		}
 		if (rc != 0)
 			goto oom;

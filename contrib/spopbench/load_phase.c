@@ -125,23 +125,16 @@ void dbk_load_advance(struct dbk_load *L)
 		enum dbk_load_phase before = L->phase;
 
 		switch (L->phase) {
-		case PH_HELLO:
-			from_hello(L);
-			break;
+		case PH_HELLO: from_hello(L); break;
 		case PH_RUN:
 			if (L->nready == 0 || (L->o.total && L->sent >= (uint64_t)L->o.total &&
 			                       dbk_load_inflight(L) == 0))
 				dbk_load_end_run(L);
 			break;
-		case PH_DRAIN:
-			from_drain(L);
-			break;
-		case PH_RELEASE:
-			from_release(L);
-			break;
+		case PH_DRAIN: from_drain(L); break;
+		case PH_RELEASE: from_release(L); break;
 		case PH_HOLD:
-		case PH_END:
-			break;
+		case PH_END: break;
 		}
 		if (L->phase == before || L->phase == PH_END)
 			return;

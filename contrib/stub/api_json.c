@@ -19,27 +19,13 @@ void dbk_api_json_str(struct dbk_buf *b, const char *s, size_t n)
 		size_t elen = 2;
 
 		switch (c) {
-		case '"':
-			e = "\\\"";
-			break;
-		case '\\':
-			e = "\\\\";
-			break;
-		case '\n':
-			e = "\\n";
-			break;
-		case '\r':
-			e = "\\r";
-			break;
-		case '\t':
-			e = "\\t";
-			break;
-		case '\b':
-			e = "\\b";
-			break;
-		case '\f':
-			e = "\\f";
-			break;
+		case '"': e = "\\\""; break;
+		case '\\': e = "\\\\"; break;
+		case '\n': e = "\\n"; break;
+		case '\r': e = "\\r"; break;
+		case '\t': e = "\\t"; break;
+		case '\b': e = "\\b"; break;
+		case '\f': e = "\\f"; break;
 		default:
 			if (c < 0x20) {
 				memcpy(esc, "\\u00", 4);

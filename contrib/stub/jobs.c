@@ -108,9 +108,7 @@ void dbk_stub_on_engine_event(void *ctx, const struct dbk_engine_event *ev)
 	struct dbk_stub_conn *c = j->c;
 
 	switch (ev->type) {
-	case DBK_ENGINE_EV_TOKEN:
-		on_token(s, ch, ev);
-		break;
+	case DBK_ENGINE_EV_TOKEN: on_token(s, ch, ev); break;
 	case DBK_ENGINE_EV_FINISHED:
 		ch->done = true;
 		if (++j->n_done == j->req.n_prompts)

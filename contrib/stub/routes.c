@@ -80,13 +80,11 @@ static void serve_metrics(struct dbk_stub_conn *c, const struct dbk_http_request
 	struct dbk_stub_server *s = c->s;
 
 	switch (s->opt.metrics_fault) {
-	case DBK_STUB_FAULT_HANG:
-		return; /* the client times out; the idle timer never runs */
+	case DBK_STUB_FAULT_HANG: return; /* the client times out; the idle timer never runs */
 	case DBK_STUB_FAULT_GARBAGE:
 		respond_ok(c, hr, head_only, "text/plain", junk, sizeof(junk) - 1);
 		return;
-	case DBK_STUB_FAULT_NONE:
-		break;
+	case DBK_STUB_FAULT_NONE: break;
 	}
 	render_metrics(s);
 	respond_ok(c, hr, head_only, "text/plain; version=0.0.4; charset=utf-8", s->tmp.p,

@@ -62,9 +62,7 @@ static void on_event(void *ctx, const struct dbk_engine_event *ev)
 		rc->finished[i] = 1;
 		rc->finished_at[i] = rc->now;
 		break;
-	case DBK_ENGINE_EV_PREEMPTED:
-		rc->preempted[i]++;
-		break;
+	case DBK_ENGINE_EV_PREEMPTED: rc->preempted[i]++; break;
 	}
 }
 

@@ -266,12 +266,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int id = (op >> 2) % NIDS;
 
 		switch (op % 4) {
-		case 0:
-			notify(&a, &m, id, x % NSRV, now);
-			break;
-		case 1:
-			complete(&a, &m, id, x & 1, (x >> 1) & 1, now);
-			break;
+		case 0: notify(&a, &m, id, x % NSRV, now); break;
+		case 1: complete(&a, &m, id, x & 1, (x >> 1) & 1, now); break;
 		case 2:
 			now += (uint64_t)x * 100;
 			tick(&a, &m, now);

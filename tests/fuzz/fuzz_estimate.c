@@ -129,18 +129,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t sl;
 
 	switch (b & 3) {
-	case 0:
-		body_size = (int64_t)in.n;
-		break;
-	case 1:
-		body_size = -1;
-		break;
-	case 2:
-		body_size = (int64_t)in.n + (b >> 2) + 1;
-		break;
-	default:
-		body_size = (int64_t)fuzz_u64(&in);
-		break;
+	case 0: body_size = (int64_t)in.n; break;
+	case 1: body_size = -1; break;
+	case 2: body_size = (int64_t)in.n + (b >> 2) + 1; break;
+	default: body_size = (int64_t)fuzz_u64(&in); break;
 	}
 	sample = in.p;
 	sl = in.n;

@@ -117,13 +117,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (r.framing == DBK_HTTP_BODY_CHUNKED)
 			body = r.head_len;
 		break;
-	case DBK_HTTP_ERROR:
-		FUZZ_CHECK(r.error != NULL && r.error[0]);
-		break;
-	case DBK_HTTP_INCOMPLETE:
-		break;
-	default:
-		FUZZ_CHECK(!"result out of range");
+	case DBK_HTTP_ERROR: FUZZ_CHECK(r.error != NULL && r.error[0]); break;
+	case DBK_HTTP_INCOMPLETE: break;
+	default: FUZZ_CHECK(!"result out of range");
 	}
 
 	many = dechunk(buf + body, len - body, step);

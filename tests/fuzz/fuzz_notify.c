@@ -311,9 +311,7 @@ static void predict_route(struct model_msg *mm, const struct dbk_spop_message *m
 
 	if (det) {
 		switch (det->type) {
-		case DBK_SPOP_T_BOOL:
-			mm->details = det->u.b;
-			break;
+		case DBK_SPOP_T_BOOL: mm->details = det->u.b; break;
 		case DBK_SPOP_T_INT32:
 		case DBK_SPOP_T_UINT32:
 		case DBK_SPOP_T_INT64:
@@ -324,8 +322,7 @@ static void predict_route(struct model_msg *mm, const struct dbk_spop_message *m
 		case DBK_SPOP_T_STR:
 			mm->details = det->u.buf.len == 1 && det->u.buf.ptr[0] == '1';
 			break;
-		default:
-			break;
+		default: break;
 		}
 	}
 	if (!id || (id->type != DBK_SPOP_T_STR && id->type != DBK_SPOP_T_BIN) ||
@@ -804,8 +801,7 @@ static void check_control(struct dbk_route *r, unsigned nservers, const struct d
 		snap(&s1, r, nservers);
 		break;
 	}
-	default:
-		return;
+	default: return;
 	}
 	/* The books: leases, in flight, loads (bit-exact). */
 	uint64_t inflight = 0;

@@ -399,9 +399,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(errbuf, 'x', sizeof(errbuf));
 
 	switch (h & 3) {
-	case 0:
-		do_servers_state(buf, len, be, err, errlen, srv);
-		break;
+	case 0: do_servers_state(buf, len, be, err, errlen, srv); break;
 	case 1:
 		n = fixed_list(srv);
 		earlier_poll(srv, n);
@@ -419,9 +417,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			do_stat(nul + 1, len - l1 - 1, be, err, errlen, !(h & 0x40), srv, n);
 		break;
 	}
-	case 3:
-		do_misc(in.p, in.n, h);
-		break;
+	case 3: do_misc(in.p, in.n, h); break;
 	}
 	return 0;
 }

@@ -115,9 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (dbk_tune_parse(&c, s, size - 1, err, sizeof(err)) == 0)
 			check_taken(&c);
 		break;
-	default:
-		check_numbers(s);
-		break;
+	default: check_numbers(s); break;
 	}
 	free(s);
 	return 0;

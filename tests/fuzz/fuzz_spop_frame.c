@@ -84,8 +84,7 @@ static bool int_value(const struct dbk_spop_data *v, bool *neg, uint64_t *mag)
 		*neg = false;
 		*mag = v->u.u64;
 		return true;
-	default:
-		return false;
+	default: return false;
 	}
 }
 

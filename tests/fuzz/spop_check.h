@@ -104,25 +104,15 @@ static inline enum dbk_spop_status check_data_at(const uint8_t **p, const uint8_
 	int64_t v;
 	bool ok = dbk_spop_data_to_i64(d, &v);
 	switch (d->type) {
-	case DBK_SPOP_T_BOOL:
-		FUZZ_CHECK(ok && v == d->u.b);
-		break;
-	case DBK_SPOP_T_INT32:
-		FUZZ_CHECK(ok && v == d->u.i32);
-		break;
-	case DBK_SPOP_T_UINT32:
-		FUZZ_CHECK(ok && v == d->u.u32);
-		break;
-	case DBK_SPOP_T_INT64:
-		FUZZ_CHECK(ok && v == d->u.i64);
-		break;
+	case DBK_SPOP_T_BOOL: FUZZ_CHECK(ok && v == d->u.b); break;
+	case DBK_SPOP_T_INT32: FUZZ_CHECK(ok && v == d->u.i32); break;
+	case DBK_SPOP_T_UINT32: FUZZ_CHECK(ok && v == d->u.u32); break;
+	case DBK_SPOP_T_INT64: FUZZ_CHECK(ok && v == d->u.i64); break;
 	case DBK_SPOP_T_UINT64:
 		FUZZ_CHECK(ok == (d->u.u64 <= INT64_MAX));
 		FUZZ_CHECK(!ok || (uint64_t)v == d->u.u64);
 		break;
-	default:
-		FUZZ_CHECK(!ok);
-		break;
+	default: FUZZ_CHECK(!ok); break;
 	}
 	check_data_reencode(*p, q, d);
 	*p = q;
@@ -144,24 +134,12 @@ static inline void check_data_from_input(struct fuzz_in *in)
 	memset(&d, 0, sizeof(d));
 	d.type = (enum dbk_spop_type)(t % 12);
 	switch (d.type) {
-	case DBK_SPOP_T_BOOL:
-		d.u.b = v & 1;
-		break;
-	case DBK_SPOP_T_INT32:
-		d.u.i32 = (int32_t)(uint32_t)v;
-		break;
-	case DBK_SPOP_T_UINT32:
-		d.u.u32 = (uint32_t)v;
-		break;
-	case DBK_SPOP_T_INT64:
-		d.u.i64 = (int64_t)v;
-		break;
-	case DBK_SPOP_T_UINT64:
-		d.u.u64 = v;
-		break;
-	case DBK_SPOP_T_IPV4:
-		memcpy(d.u.ipv4, &v, 4);
-		break;
+	case DBK_SPOP_T_BOOL: d.u.b = v & 1; break;
+	case DBK_SPOP_T_INT32: d.u.i32 = (int32_t)(uint32_t)v; break;
+	case DBK_SPOP_T_UINT32: d.u.u32 = (uint32_t)v; break;
+	case DBK_SPOP_T_INT64: d.u.i64 = (int64_t)v; break;
+	case DBK_SPOP_T_UINT64: d.u.u64 = v; break;
+	case DBK_SPOP_T_IPV4: memcpy(d.u.ipv4, &v, 4); break;
 	case DBK_SPOP_T_IPV6:
 		memcpy(d.u.ipv6, &v, 8);
 		memcpy(d.u.ipv6 + 8, &v, 8);
@@ -171,8 +149,7 @@ static inline void check_data_from_input(struct fuzz_in *in)
 		d.u.buf.ptr = in->p;
 		d.u.buf.len = in->n < 40 ? in->n : 40;
 		break;
-	default:
-		break;
+	default: break;
 	}
 	dbk_spop_writer_init(&w, buf, sizeof(buf));
 	dbk_spop_put_data(&w, &d);

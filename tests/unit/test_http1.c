@@ -303,12 +303,8 @@ static void test_mutation_fuzz(void)
 			size_t at = rnd(&seed) % n;
 
 			switch (rnd(&seed) % 3) {
-			case 0:
-				buf[at] = (char)rnd(&seed);
-				break;
-			case 1:
-				buf[at] = alphabet[rnd(&seed) % (sizeof(alphabet) - 1)];
-				break;
+			case 0: buf[at] = (char)rnd(&seed); break;
+			case 1: buf[at] = alphabet[rnd(&seed) % (sizeof(alphabet) - 1)]; break;
 			default:
 				n = at; /* truncate */
 				break;

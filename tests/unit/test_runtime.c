@@ -881,9 +881,7 @@ static void test_fuzz_mutations(void)
 						m[at] = interesting[rng() %
 						                    (sizeof(interesting) - 1)];
 					break;
-				case 2: /* cut */
-					len = at;
-					break;
+				case 2: /* cut */ len = at; break;
 				case 3: { /* insert */
 					size_t k = 1 + (size_t)(rng() % 4);
 					if (len + k < sizeof(m)) {

@@ -171,36 +171,21 @@ static struct dbk_spop_data sample(size_t i, bool *ok)
 
 	*ok = true;
 	switch (i) {
-	case 0:
-		return d_null();
-	case 1:
-		return dbk_spop_bool(true);
-	case 2:
-		return dbk_spop_bool(false);
-	case 3:
-		return d_i32(0);
-	case 4:
-		return d_i32(-1);
-	case 5:
-		return d_i32(INT32_MIN);
-	case 6:
-		return d_i32(INT32_MAX);
-	case 7:
-		return d_u32(0);
-	case 8:
-		return d_u32(UINT32_MAX);
-	case 9:
-		return d_i64(-1);
-	case 10:
-		return d_i64(INT64_MIN);
-	case 11:
-		return d_i64(INT64_MAX);
-	case 12:
-		return dbk_spop_int(-123456789);
-	case 13:
-		return d_u64(UINT64_MAX);
-	case 14:
-		return d_u64(240);
+	case 0: return d_null();
+	case 1: return dbk_spop_bool(true);
+	case 2: return dbk_spop_bool(false);
+	case 3: return d_i32(0);
+	case 4: return d_i32(-1);
+	case 5: return d_i32(INT32_MIN);
+	case 6: return d_i32(INT32_MAX);
+	case 7: return d_u32(0);
+	case 8: return d_u32(UINT32_MAX);
+	case 9: return d_i64(-1);
+	case 10: return d_i64(INT64_MIN);
+	case 11: return d_i64(INT64_MAX);
+	case 12: return dbk_spop_int(-123456789);
+	case 13: return d_u64(UINT64_MAX);
+	case 14: return d_u64(240);
 	case 15:
 		d.type = DBK_SPOP_T_IPV4;
 		memcpy(d.u.ipv4, "\x0a\x00\x00\x01", 4);
@@ -209,14 +194,10 @@ static struct dbk_spop_data sample(size_t i, bool *ok)
 		d.type = DBK_SPOP_T_IPV6;
 		memcpy(d.u.ipv6, ip6, 16);
 		return d;
-	case 17:
-		return dbk_spop_str("");
-	case 18:
-		return dbk_spop_str("hello, world");
-	case 19:
-		return d_bin(bin_nul, sizeof(bin_nul));
-	case 20:
-		return d_bin(NULL, 0);
+	case 17: return dbk_spop_str("");
+	case 18: return dbk_spop_str("hello, world");
+	case 19: return d_bin(bin_nul, sizeof(bin_nul));
+	case 20: return d_bin(NULL, 0);
 	}
 	*ok = false;
 	return d;
