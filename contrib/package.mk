@@ -4,9 +4,9 @@
 #   the status page   agent/status_page.html, compiled into dbucket-spoa
 #                     as a C string (contrib/embed.awk) and served at GET /
 #   make deb          the Debian package (debian/), built from a copy of the
-#                     tree under build/deb/, so the tree itself is never
-#                     written to; the package and lintian's report land in
-#                     build/deb/
+#                     tree in a temporary directory, so the tree itself is
+#                     never written to; the package and lintian's report
+#                     land in build/deb/
 #   make rules-test   promtool on the Prometheus alert rules (also run by
 #                     tests/run as $(BUILD)/test_prometheus_rules)
 
