@@ -70,6 +70,6 @@ $(FUZZ_OUT)/gen_seeds: $(FUZZ_DIR)/gen_seeds.c agent/lib/spop_codec.c agent/lib/
 fuzz-seeds: $(FUZZ_OUT)/gen_seeds
 	$(FUZZ_OUT)/gen_seeds $(FUZZ_DIR)/corpus tests/unit/fixtures
 
--include $(shell find $(FUZZ_OBJDIR) -name '*.d' 2>/dev/null)
+-include $(shell find $(FUZZ_OBJDIR) -name '*.d' -type f 2>/dev/null)
 
 endif
