@@ -42,6 +42,11 @@ LDLIBS   += -lev $(LDLIBS_CURL) -lcjson -lm
 # A program is its main.c (or the files named in <PROG>_MAINS) over its own
 # library and the ones below it; a unit test is test_*.c over the same.
 # Adding a module to a folder needs no change here.
+# Objects reached through pattern rules (tests' mains) are intermediate
+# to make, which would delete them after each build and so rebuild them
+# every time: keep them.
+.SECONDARY:
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
