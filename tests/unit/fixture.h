@@ -36,45 +36,13 @@ static inline void text_free(struct text *t)
 	t->len = 0;
 }
 
-/* tests/unit/fixtures/name, or $DBK_FIXTURES/name: the directory is found
- * from this header's path as compiled, so tests run from the repository
- * root (as tests/run does) or with DBK_FIXTURES set. A missing or empty
- * fixture fails the current test and gives "". */
-static inline struct text fixture(const char *name)
-{
-	char path[512], dir[400], err[160];
-	const char *env = getenv("DBK_FIXTURES");
-	struct text t;
-	size_t n = 0;
-
-	if (env && *env) {
-		snprintf(dir, sizeof(dir), "%s/", env);
-	} else {
-		const char *slash = strrchr(__FILE__, '/');
-		size_t dl = slash ? (size_t)(slash - __FILE__) + 1 : 0;
-		snprintf(dir, sizeof(dir), "%.*sfixtures/", (int)dl, __FILE__);
-	}
-	snprintf(path, sizeof(path), "%s%s", dir, name);
-	char *buf = dbk_read_file(path, FIX_MAX - 1, &n, err, sizeof(err));
-	if (!buf) {
-		fprintf(stderr, "  cannot read fixture: %s\n", err);
-		dbk_check_cur_failed++;
-		return text_of("");
-	}
-	CHECK(n > 0);
-	t = text_dup(buf, n);
-	free(buf);
-	return t;
-}
-
-/* A file named from the repository's root (where tests/run runs), such
- * as another program's fixture. A missing or empty one fails the
+/* The file at path, at most max bytes. A missing or empty one fails the
  * current test and gives "". */
-static inline struct text repo_file(const char *path)
+static inline struct text read_text(const char *path, size_t max)
 {
 	char err[160];
 	size_t n = 0;
-	char *buf = dbk_read_file(path, 1 << 20, &n, err, sizeof(err));
+	char *buf = dbk_read_file(path, max, &n, err, sizeof(err));
 	struct text t;
 
 	if (!buf) {
@@ -87,6 +55,29 @@ static inline struct text repo_file(const char *path)
 	free(buf);
 	return t;
 }
+
+/* tests/unit/fixtures/name, or $DBK_FIXTURES/name: the directory is found
+ * from this header's path as compiled, so tests run from the repository
+ * root (as tests/run does) or with DBK_FIXTURES set. */
+static inline struct text fixture(const char *name)
+{
+	char path[512], dir[400];
+	const char *env = getenv("DBK_FIXTURES");
+
+	if (env && *env) {
+		snprintf(dir, sizeof(dir), "%s/", env);
+	} else {
+		const char *slash = strrchr(__FILE__, '/');
+		size_t dl = slash ? (size_t)(slash - __FILE__) + 1 : 0;
+		snprintf(dir, sizeof(dir), "%.*sfixtures/", (int)dl, __FILE__);
+	}
+	snprintf(path, sizeof(path), "%s%s", dir, name);
+	return read_text(path, FIX_MAX - 1);
+}
+
+/* A file named from the repository's root (where tests/run runs), such
+ * as another program's fixture. */
+static inline struct text repo_file(const char *path) { return read_text(path, 1 << 20); }
 
 static inline bool has(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
 
