@@ -165,16 +165,17 @@ for trace in ${traces//,/ }; do
 done
 
 report() { # report [md]
-	awk -v tol="$tol" -v md="${1:-}" '
-		function name(p) {
-			return p == "rr" ? "roundrobin" : p == "lc" ? "leastconn" : p == "plain" ? "dbucket plain" : "dbucket dynamic"
+	awk -v labels="$(dbk_policy_labels)" -v tol="$tol" -v md="${1:-}" '
+		function name(p,   n, kv, i, e) { # labels: dbk_policy_labels
+			if (!nl) { n = split(labels, kv, ";"); for (i = 1; i < n; i++) { e = index(kv[i], "="); L[substr(kv[i], 1, e - 1)] = substr(kv[i], e + 1) }; nl = 1 }
+			return p in L ? L[p] : p
 		}
 		function rel(a, b) { return (a == "-" || b == "-" || b == 0) ? "-" : sprintf("%+.1f%%", 100 * (a - b) / b) }
 		function f(v) { return v == "-" ? "-" : sprintf("%.0f", v) }
 		BEGIN {
 			if (md) { print "| trace | policy | TTFT | live ms | live runs ms | sim ms | live vs sim | sim+o ms | live vs sim+o | sim band ms | verdict |"
 				print "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|" }
-			else printf "%-9s %-16s %-10s %8s %13s %8s %8s %8s %9s %14s  %s\n", "trace", "policy", "TTFT", "live", "live runs", "sim", "vs sim", "sim+o", "vs sim+o", "sim band", "verdict (" tol "%)"
+			else printf "%-9s %-18s %-10s %8s %13s %8s %8s %8s %9s %14s  %s\n", "trace", "policy", "TTFT", "live", "live runs", "sim", "vs sim", "sim+o", "vs sim+o", "sim band", "verdict (" tol "%)"
 		}
 		{
 			r0 = rel($4, $5); r1 = rel($4, $6)
@@ -189,7 +190,7 @@ report() { # report [md]
 			b = f($7) "-" f($8)
 			split($9, lr, "-"); lv = (lr[2] == "") ? "-" : f(lr[1]) "-" f(lr[2])
 			if (md) printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, name($2), m, f($4), lv, f($5), r0, f($6), r1, b, ok
-			else printf "%-9s %-16s %-10s %8s %13s %8s %8s %8s %9s %14s  %s\n", $1, name($2), m, f($4), lv, f($5), r0, f($6), r1, b, ok
+			else printf "%-9s %-18s %-10s %8s %13s %8s %8s %8s %9s %14s  %s\n", $1, name($2), m, f($4), lv, f($5), r0, f($6), r1, b, ok
 		}
 		END { exit bad > 0 }' "$tmp/rows"
 }

@@ -300,18 +300,6 @@ stop_cluster() {
 	run_pids=()
 }
 
-label() {
-	case $1 in
-	rr) echo "HAProxy roundrobin" ;;
-	lc) echo "HAProxy leastconn" ;;
-	plain) echo "dbucket plain" ;;
-	dynamic) echo "dbucket dynamic" ;;
-	ttft) echo "dbucket ttft" ;;
-	p2) echo "HAProxy random(2)" ;;
-	chash) echo "HAProxy hdr(X-Session-Id) consistent" ;;
-	esac
-}
-
 # One row per run: trace policy rep req/s tok/s good/s TTFTs50 TTFTs99
 # TTFTl50 TTFTl99 TPOT50 TPOT99 E2E99 failed completed probe_ttft_ms load
 # hit% (the stubs' prefix-cache hit rate: vllm:prefix_cache_hits_total
@@ -356,7 +344,7 @@ for trace in ${traces//,/ }; do
 		for policy in $order; do
 			base=$out/${tag}$trace-$policy
 			[ "$repeats" -gt 1 ] && base=$base-r$rep
-			printf 'bench-policies: %s, %s, run %d/%d ... ' "$trace" "$(label "$policy")" "$rep" "$repeats" >&2
+			printf 'bench-policies: %s, %s, run %d/%d ... ' "$trace" "$(dbk_policy_label "$policy")" "$rep" "$repeats" >&2
 			t0=$(date +%s)
 			load=$(cut -d' ' -f1 /proc/loadavg)
 			start_cluster "$policy" "$scale"
@@ -397,14 +385,14 @@ elapsed=$(($(date +%s) - start_time))
 
 # The tables: medians over repeats, then ratios to leastconn.
 table() { # table TRACE [md]
-	awk -F'\t' -v tr="$1" -v md="${2:-}" -v pols="${policies//,/ }" '
+	awk -F'\t' -v labels="$(dbk_policy_labels)" -v tr="$1" -v md="${2:-}" -v pols="${policies//,/ }" '
 		function med(a, n,   i, j, t) {
 			for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
 			return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 		}
-		function name(p) {
-			return p == "rr" ? "HAProxy roundrobin" : p == "lc" ? "HAProxy leastconn" : p == "plain" ? "dbucket plain" : \
-				p == "dynamic" ? "dbucket dynamic" : p == "ttft" ? "dbucket ttft" : p == "p2" ? "HAProxy random(2)" : "HAProxy hdr consistent"
+		function name(p,   n, kv, i, e) { # labels: dbk_policy_labels
+			if (!nl) { n = split(labels, kv, ";"); for (i = 1; i < n; i++) { e = index(kv[i], "="); L[substr(kv[i], 1, e - 1)] = substr(kv[i], e + 1) }; nl = 1 }
+			return p in L ? L[p] : p
 		}
 		$1 == tr {
 			p = $2; runs[p]++
@@ -476,7 +464,7 @@ plot_policies() {
 	for p in ${policies//,/ }; do
 		f=$tmp/${1//%p/$p}.dat
 		[ -s "$f" ] || continue
-		gp="$gp '$f' using 1:2 with lines lw 2 title '$(label "$p")',"
+		gp="$gp '$f' using 1:2 with lines lw 2 title '$(dbk_policy_label "$p")',"
 	done
 	[ -n "$gp" ] || return 1
 	echo "plot${gp%,}"

@@ -154,6 +154,25 @@ dbk_routing() {
 		tolower($1) == "x-dbucket-score:" { s = $2 }
 		END { print status, srv, b, g, r, s }'
 }
+# The benchmark's policy names and how tables print them; one list, so the
+# live tables (bench-policies.sh) and the agreement report agree.
+dbk_policy_label() { # dbk_policy_label NAME
+	case $1 in
+	rr) echo "HAProxy roundrobin" ;;
+	lc) echo "HAProxy leastconn" ;;
+	plain) echo "dbucket plain" ;;
+	dynamic) echo "dbucket dynamic" ;;
+	ttft) echo "dbucket ttft" ;;
+	p2) echo "HAProxy random(2)" ;;
+	chash) echo "HAProxy hdr consistent" ;;
+	*) echo "$1" ;;
+	esac
+}
+dbk_policy_labels() { # "name=label;..." of every policy, for awk -v
+	local p
+	for p in rr lc plain dynamic ttft p2 chash; do printf '%s=%s;' "$p" "$(dbk_policy_label "$p")"; done
+}
+
 
 # shellcheck disable=SC2154 # BUILD is the caller's
 dbk_need_bins() { # dbk_need_bins NAME...: exits 2 unless each $BUILD/NAME is built
