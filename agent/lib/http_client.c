@@ -239,8 +239,9 @@ static void on_readable(struct dbk_hc *c)
 		if (p == DONE)
 			return;
 		if (n == 0) {
-			io_error(c, c->in.len ? "connection closed mid-response"
-			                      : "connection closed before a response",
+			io_error(c,
+			         c->in.len ? "connection closed mid-response"
+			                   : "connection closed before a response",
 			         0);
 			return;
 		}
@@ -347,7 +348,9 @@ void dbk_hc_expire(struct dbk_hc *c, uint64_t now_ms)
 	if (!c->busy || now_ms < c->deadline_ms)
 		return;
 	snprintf(c->err, sizeof(c->err), "%s timed out",
-	         c->connecting ? "connect" : c->head_done ? "response body" : "response");
+	         c->connecting  ? "connect"
+	         : c->head_done ? "response body"
+	                        : "response");
 	fail(c, c->err);
 }
 

@@ -60,9 +60,9 @@ struct dbk_hc {
 	const char *req;
 	size_t req_len, sent;
 	uint64_t deadline_ms;
-	struct dbk_buf in;     /* head, then the body decoded in place */
-	size_t raw_off;        /* chunked: the first byte not decoded yet */
-	size_t body_len;       /* chunked: body bytes decoded so far */
+	struct dbk_buf in; /* head, then the body decoded in place */
+	size_t raw_off;    /* chunked: the first byte not decoded yet */
+	size_t body_len;   /* chunked: body bytes decoded so far */
 	struct dbk_http_response rsp;
 	struct dbk_http_chunked chunked;
 	char err[160];

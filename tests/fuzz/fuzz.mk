@@ -29,7 +29,7 @@ FUZZ_SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit
 FUZZ_CFLAGS   = $(CSTD) $(WARN) -g -O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
                 -Iagent -Icontrib -Itests/unit -I$(FUZZ_DIR) -MMD -MP
 FUZZ_LDFLAGS  = $(FUZZ_SAN) -fsanitize=fuzzer
-FUZZ_LIBS     = -Wl,--as-needed -lev -lcurl -lcjson -lm
+FUZZ_LIBS     = -Wl,--as-needed -lev -lcjson -lm
 
 FUZZ_TARGETS  = fuzz_spop_frame fuzz_notify fuzz_completion fuzz_runtime \
                 fuzz_estimate fuzz_stub_http fuzz_vllm_metrics \

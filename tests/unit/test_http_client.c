@@ -365,7 +365,8 @@ static void test_garbage_and_status(void)
 	CHECK_EQ_U(got.status, 0);
 	CHECK(strstr(got_error, "bad response") != NULL);
 	/* A status is the caller's to judge; an interim one is read past. */
-	answer.first = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 503 Busy\r\nContent-Length: 2\r\n\r\nno";
+	answer.first =
+	        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 503 Busy\r\nContent-Length: 2\r\n\r\nno";
 	CHECK(get(2000));
 	CHECK_EQ_U(got.status, 503);
 	CHECK(strcmp(got_body, "no") == 0);

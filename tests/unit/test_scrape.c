@@ -75,7 +75,7 @@ static void on_conn(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	c->len += (size_t)n;
 	c->buf[c->len] = '\0';
-	/* One request at a time per connection: libcurl does not pipeline. */
+	/* One request at a time per connection: the scraper does not pipeline. */
 	while ((end = strstr(c->buf, "\r\n\r\n"))) {
 		bool is_models = strstr(c->buf, "/v1/models ") != NULL &&
 		                 strstr(c->buf, "/v1/models ") < end;
