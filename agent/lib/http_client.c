@@ -103,108 +103,132 @@ static bool send_rest(struct dbk_hc *c)
 	return true;
 }
 
-static enum progress too_big(struct dbk_hc *c)
+/* ---- the answer, apart from the socket ---- */
+
+static enum dbk_http_result too_big(struct dbk_hc_answer *a)
 {
-	snprintf(c->err, sizeof(c->err), "body too large (over %zu bytes)", c->max_body);
-	return FAILED;
+	snprintf(a->err, sizeof(a->err), "body too large (over %zu bytes)", a->max_body);
+	return DBK_HTTP_ERROR;
 }
 
-static enum progress parse_head(struct dbk_hc *c)
+static enum dbk_http_result parse_head(struct dbk_hc_answer *a, struct dbk_buf *in)
 {
 	for (;;) {
-		enum dbk_http_result r = dbk_http_parse_response(c->in.p, c->in.len,
-		                                                 DBK_HC_MAX_HEAD, &c->rsp);
+		enum dbk_http_result r = dbk_http_parse_response(in->p, in->len, DBK_HC_MAX_HEAD,
+		                                                 &a->rsp);
 
 		if (r == DBK_HTTP_INCOMPLETE)
-			return MORE;
+			return r;
 		if (r == DBK_HTTP_ERROR) {
-			snprintf(c->err, sizeof(c->err), "bad response: %s", c->rsp.error);
-			return FAILED;
+			snprintf(a->err, sizeof(a->err), "bad response: %s", a->rsp.error);
+			return r;
 		}
-		if (c->rsp.status >= 200)
+		if (a->rsp.status >= 200)
 			break;
 		/* An interim answer (100 Continue): the real one follows. */
-		dbk_buf_consume(&c->in, c->rsp.head_len);
+		dbk_buf_consume(in, a->rsp.head_len);
 	}
-	c->head_done = true;
-	c->raw_off = c->rsp.head_len;
-	c->body_len = 0;
-	if (c->rsp.framing == DBK_HTTP_BODY_LENGTH && c->rsp.content_length > c->max_body)
-		return too_big(c);
-	dbk_http_chunked_init(&c->chunked);
-	return DONE;
+	a->head_done = true;
+	a->raw_off = a->rsp.head_len;
+	a->body_len = 0;
+	if (a->rsp.framing == DBK_HTTP_BODY_LENGTH && a->rsp.content_length > a->max_body)
+		return too_big(a);
+	dbk_http_chunked_init(&a->chunked);
+	return DBK_HTTP_COMPLETE;
 }
 
 /* Decodes the chunks read so far in place: the body goes right after
  * the head, and the bytes not decoded yet right after the body, so the
  * buffer never holds more than the body and one read. */
-static enum progress decode_chunks(struct dbk_hc *c)
+static enum dbk_http_result decode_chunks(struct dbk_hc_answer *a, struct dbk_buf *in)
 {
-	size_t head = c->rsp.head_len;
+	size_t head = a->rsp.head_len;
 
-	while (c->raw_off < c->in.len && c->chunked.result == DBK_HTTP_INCOMPLETE) {
+	while (a->raw_off < in->len && a->chunked.result == DBK_HTTP_INCOMPLETE) {
 		struct dbk_http_slice d;
-		size_t used = dbk_http_chunked_feed(&c->chunked, c->in.p + c->raw_off,
-		                                    c->in.len - c->raw_off, &d);
+		size_t used = dbk_http_chunked_feed(&a->chunked, in->p + a->raw_off,
+		                                    in->len - a->raw_off, &d);
 
 		if (d.n) {
-			if (c->body_len + d.n > c->max_body)
-				return too_big(c);
-			memmove(c->in.p + head + c->body_len, d.p, d.n);
-			c->body_len += d.n;
+			if (a->body_len + d.n > a->max_body)
+				return too_big(a);
+			memmove(in->p + head + a->body_len, d.p, d.n);
+			a->body_len += d.n;
 		}
-		c->raw_off += used;
+		a->raw_off += used;
 	}
-	size_t rest = c->in.len - c->raw_off;
-	memmove(c->in.p + head + c->body_len, c->in.p + c->raw_off, rest);
-	c->raw_off = head + c->body_len;
-	c->in.len = c->raw_off + rest;
-	if (c->chunked.result == DBK_HTTP_ERROR) {
-		snprintf(c->err, sizeof(c->err), "bad chunked body: %s", c->chunked.error);
-		return FAILED;
-	}
-	return c->chunked.result == DBK_HTTP_COMPLETE ? DONE : MORE;
+	size_t rest = in->len - a->raw_off;
+	memmove(in->p + head + a->body_len, in->p + a->raw_off, rest);
+	a->raw_off = head + a->body_len;
+	in->len = a->raw_off + rest;
+	if (a->chunked.result == DBK_HTTP_ERROR)
+		snprintf(a->err, sizeof(a->err), "bad chunked body: %s", a->chunked.error);
+	return a->chunked.result;
 }
+
+void dbk_hc_answer_init(struct dbk_hc_answer *a, size_t max_body)
+{
+	a->max_body = max_body;
+	a->head_done = false;
+	a->raw_off = a->body_len = 0;
+	a->err[0] = '\0';
+}
+
+enum dbk_http_result dbk_hc_answer_step(struct dbk_hc_answer *a, struct dbk_buf *in, bool eof,
+                                        struct dbk_hc_result *res, size_t *end)
+{
+	enum dbk_http_result r;
+
+	if (!a->head_done && (r = parse_head(a, in)) != DBK_HTTP_COMPLETE)
+		return r;
+	memset(res, 0, sizeof(*res));
+	res->status = a->rsp.status;
+	switch (a->rsp.framing) {
+	case DBK_HTTP_BODY_NONE: *end = a->rsp.head_len; break;
+	case DBK_HTTP_BODY_LENGTH:
+		*end = a->rsp.head_len + a->rsp.content_length;
+		if (in->len < *end)
+			return DBK_HTTP_INCOMPLETE;
+		res->body_len = a->rsp.content_length;
+		break;
+	case DBK_HTTP_BODY_CHUNKED:
+		if ((r = decode_chunks(a, in)) != DBK_HTTP_COMPLETE)
+			return r;
+		res->body_len = a->body_len;
+		*end = a->raw_off;
+		break;
+	default: /* until the server closes */
+		res->body_len = in->len - a->rsp.head_len;
+		if (res->body_len > a->max_body)
+			return too_big(a);
+		if (!eof)
+			return DBK_HTTP_INCOMPLETE;
+		*end = in->len;
+		break;
+	}
+	/* in->p[in->len] is always there (lib/buf keeps room for a NUL). */
+	in->p[*end] = '\0';
+	res->body = in->p + a->rsp.head_len;
+	return DBK_HTTP_COMPLETE;
+}
+
+/* ---- the socket ---- */
 
 /* Whether the answer is complete, after more bytes came (eof: the server
  * closed). On DONE it has called done. */
 static enum progress advance(struct dbk_hc *c, bool eof)
 {
-	struct dbk_hc_result r = { 0 };
-	enum progress p;
-	size_t end;
+	struct dbk_hc_result r;
+	size_t end = 0;
 
-	if (!c->head_done && (p = parse_head(c)) != DONE)
-		return p;
-	r.status = c->rsp.status;
-	r.body = c->in.p + c->rsp.head_len;
-	switch (c->rsp.framing) {
-	case DBK_HTTP_BODY_NONE: end = c->rsp.head_len; break;
-	case DBK_HTTP_BODY_LENGTH:
-		end = c->rsp.head_len + c->rsp.content_length;
-		if (c->in.len < end)
-			return MORE;
-		r.body_len = c->rsp.content_length;
-		break;
-	case DBK_HTTP_BODY_CHUNKED:
-		if ((p = decode_chunks(c)) != DONE)
-			return p;
-		r.body_len = c->body_len;
-		end = c->raw_off;
-		break;
-	default: /* until the server closes */
-		r.body_len = c->in.len - c->rsp.head_len;
-		if (r.body_len > c->max_body)
-			return too_big(c);
-		if (!eof)
-			return MORE;
-		end = c->in.len;
-		break;
+	switch (dbk_hc_answer_step(&c->ans, &c->in, eof, &r, &end)) {
+	case DBK_HTTP_INCOMPLETE: return MORE;
+	case DBK_HTTP_ERROR: return FAILED;
+	default: break;
 	}
 	/* Bytes past the answer were never asked for: do not trust the
 	 * connection with another request. */
-	c->in.p[end] = '\0';
-	finish(c, &r, c->rsp.keep_alive && c->in.len == end && !eof);
+	finish(c, &r, c->ans.rsp.keep_alive && c->in.len == end && !eof);
 	return DONE;
 }
 
@@ -233,7 +257,7 @@ static void on_readable(struct dbk_hc *c)
 		c->in.len += (size_t)n;
 		enum progress p = advance(c, n == 0);
 		if (p == FAILED) {
-			fail(c, c->err);
+			fail(c, c->ans.err);
 			return;
 		}
 		if (p == DONE)
@@ -330,7 +354,8 @@ int dbk_hc_get(struct dbk_hc *c, const char *req, size_t len, uint64_t deadline_
 	c->sent = 0;
 	c->deadline_ms = deadline_ms;
 	c->in.len = 0;
-	c->head_done = c->retried = false;
+	c->retried = false;
+	dbk_hc_answer_init(&c->ans, c->max_body);
 	if (c->fd < 0) {
 		if (start_connect(c) < 0)
 			return -1;
@@ -348,9 +373,9 @@ void dbk_hc_expire(struct dbk_hc *c, uint64_t now_ms)
 	if (!c->busy || now_ms < c->deadline_ms)
 		return;
 	snprintf(c->err, sizeof(c->err), "%s timed out",
-	         c->connecting  ? "connect"
-	         : c->head_done ? "response body"
-	                        : "response");
+	         c->connecting      ? "connect"
+	         : c->ans.head_done ? "response body"
+	                            : "response");
 	fail(c, c->err);
 }
 

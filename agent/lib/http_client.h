@@ -44,6 +44,30 @@ struct dbk_hc_result {
 
 typedef void (*dbk_hc_done_fn)(void *arg, const struct dbk_hc_result *r);
 
+/* The answer being read, apart from the socket (pure, so it can be
+ * fuzzed): the bytes read so far are in a dbk_buf, and each step frames
+ * them with lib/http1. A chunked body is decoded in place, so `in` is
+ * rewritten: the head, then the body, then the bytes not decoded yet. */
+struct dbk_hc_answer {
+	size_t max_body;
+	bool head_done;
+	size_t raw_off;  /* chunked: the first byte not decoded yet */
+	size_t body_len; /* chunked: body bytes decoded so far */
+	struct dbk_http_response rsp;
+	struct dbk_http_chunked chunked;
+	char err[160];
+};
+
+void dbk_hc_answer_init(struct dbk_hc_answer *a, size_t max_body);
+/* After more bytes were appended to in (eof: none will follow), whether
+ * the answer is complete: COMPLETE with *res (its body inside in, NUL
+ * after it) and *end (where the answer ends in in; bytes after it were
+ * not asked for); INCOMPLETE; or ERROR with a->err: a malformed head or
+ * chunk, a body above max_body. An interim (1xx) answer is dropped from
+ * in. */
+enum dbk_http_result dbk_hc_answer_step(struct dbk_hc_answer *a, struct dbk_buf *in, bool eof,
+                                        struct dbk_hc_result *res, size_t *end);
+
 struct dbk_hc {
 	struct ev_loop *loop;
 	ev_io io; /* started while fd >= 0 */
@@ -56,15 +80,12 @@ struct dbk_hc {
 	uint64_t connects; /* connections opened, for tests and the curious */
 
 	/* The request in flight. */
-	bool busy, connecting, reused, retried, head_done;
+	bool busy, connecting, reused, retried;
 	const char *req;
 	size_t req_len, sent;
 	uint64_t deadline_ms;
-	struct dbk_buf in; /* head, then the body decoded in place */
-	size_t raw_off;    /* chunked: the first byte not decoded yet */
-	size_t body_len;   /* chunked: body bytes decoded so far */
-	struct dbk_http_response rsp;
-	struct dbk_http_chunked chunked;
+	struct dbk_buf in; /* what was read of the answer */
+	struct dbk_hc_answer ans;
 	char err[160];
 };
 
