@@ -35,8 +35,9 @@ static void close_conn(struct dbk_hc *c)
 static void finish(struct dbk_hc *c, const struct dbk_hc_result *r, bool keep)
 {
 	c->busy = false;
-	if (!keep)
+	if (!keep || c->moved)
 		close_conn(c);
+	c->moved = false;
 	/* Last: done may start the next request. */
 	c->done(c->arg, r);
 }
@@ -330,7 +331,9 @@ void dbk_hc_set_addr(struct dbk_hc *c, const struct sockaddr *sa, socklen_t len)
 		return;
 	if (c->salen == len && memcmp(&c->sa, sa, len) == 0)
 		return;
-	if (!c->busy)
+	if (c->busy)
+		c->moved = true; /* closed when the request is over */
+	else
 		close_conn(c);
 	memset(&c->sa, 0, sizeof(c->sa));
 	memcpy(&c->sa, sa, len);

@@ -81,6 +81,7 @@ struct dbk_hc {
 
 	/* The request in flight. */
 	bool busy, connecting, reused, retried;
+	bool moved; /* the address changed: this connection is the last */
 	const char *req;
 	size_t req_len, sent;
 	uint64_t deadline_ms;
@@ -94,7 +95,7 @@ struct dbk_hc {
 void dbk_hc_init(struct dbk_hc *c, struct ev_loop *loop, size_t max_body, dbk_hc_done_fn done,
                  void *arg);
 /* Where to connect from now on; a connection to another address is
- * closed (a request in flight keeps its own). */
+ * closed (at once, or when the request in flight on it is over). */
 void dbk_hc_set_addr(struct dbk_hc *c, const struct sockaddr *sa, socklen_t len);
 bool dbk_hc_has_addr(const struct dbk_hc *c);
 

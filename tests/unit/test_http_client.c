@@ -389,6 +389,37 @@ static void test_dropped_kept_connection_retried(void)
 	teardown();
 }
 
+/* A new address closes the kept connection: the next request goes
+ * there. The same address keeps it. */
+static void test_new_address(void)
+{
+	char err[128];
+	struct sockaddr_in b;
+	socklen_t bl = sizeof(b);
+	int fd = dbk_net_listen("127.0.0.1:0", err, sizeof(err));
+	ev_io w;
+
+	setup(1024);
+	CHECK(fd >= 0);
+	getsockname(fd, (struct sockaddr *)&b, &bl);
+	ev_io_init(&w, on_accept, fd, EV_READ);
+	ev_io_start(loop, &w);
+	answer.first = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	CHECK(get(2000));
+	dbk_hc_set_addr(&hc, (const struct sockaddr *)&srv_addr, sizeof(srv_addr));
+	CHECK(get(2000));
+	CHECK_EQ_U(hc.connects, 1);
+	dbk_hc_set_addr(&hc, (const struct sockaddr *)&b, bl);
+	CHECK(hc.fd < 0);
+	CHECK(get(2000));
+	CHECK(ok("ok"));
+	CHECK_EQ_U(hc.connects, 2);
+	CHECK_EQ_U(conns[1] ? conns[1]->requests : 0, 1); /* the second listener's */
+	ev_io_stop(loop, &w);
+	close(fd);
+	teardown();
+}
+
 static void test_refused(void)
 {
 	setup(1024);
@@ -419,6 +450,7 @@ int main(void)
 	RUN(test_body_over_cap);
 	RUN(test_garbage_and_status);
 	RUN(test_dropped_kept_connection_retried);
+	RUN(test_new_address);
 	RUN(test_refused);
 	return CHECK_DONE();
 }
