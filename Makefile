@@ -31,8 +31,7 @@ CFLAGS   += $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iagent -Icontrib -Itests/unit -M
 # Every program links the same -l list; --as-needed keeps the libraries a
 # program does not use out of its dependencies.
 LDFLAGS  += $(SANFLAGS) -Wl,--as-needed
-LDLIBS_CURL := $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
-LDLIBS   += -lev $(LDLIBS_CURL) -lcjson -lm
+LDLIBS   += -lev -lcjson -lm
 
 # The layers, one static library each (see CONTRIBUTING.md):
 #   libdbk.a          agent/lib/: sockets, listeners, buffer, list, HTTP/1,

@@ -286,7 +286,9 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 	free(urls);
 	free(bufs);
 	if (scraped && !a->scrape) {
-		snprintf(err, errlen, "cannot start the scraper (libcurl)");
+		snprintf(err, errlen,
+		         "cannot start the scraper (out of memory, or a URL it cannot scrape: "
+		         "logged above)");
 		return -1;
 	}
 	dbk_log(DBK_LOG_INFO, "scrape-configured",

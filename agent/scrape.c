@@ -1,18 +1,21 @@
-/* libcurl's multi-socket API on libev: libcurl tells us which sockets to
- * watch (on_socket) and when to call it back (on_curl_timer); libev tells
- * libcurl which socket is ready (on_io) or that its time came
- * (on_curl_timeout); finished transfers are read from the multi handle
- * (drain). This is the pattern of libcurl's own ev example
- * (docs/examples/evhiperfifo.c), minus its FIFO. */
+/* Two lean HTTP clients per server (lib/http_client: /metrics and
+ * /v1/models, each its own keep-alive connection), started by one
+ * interval timer (the tick) and ended, when a server does not answer in
+ * time, by one deadline timer for all of them. A server named by a host
+ * name is resolved with getaddrinfo_a, so the loop never waits on DNS:
+ * once at start, again when scraping it fails (at most every
+ * RESOLVE_EVERY_MS), the old address used until a new one comes. */
+#define _GNU_SOURCE /* getaddrinfo_a */
 #include "scrape.h"
 
-#include <curl/curl.h>
+#include <netdb.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/clock.h"
+#include "lib/http_client.h"
 #include "lib/log.h"
 
 #define NAME_MAX_LEN 64
@@ -23,6 +26,9 @@
 #define FRESH_MIN_MS 500
 /* /v1/models is retried this soon while no length is known. */
 #define MODELS_RETRY_MS 1000
+/* A host name is looked up again at most this often while its server
+ * fails. */
+#define RESOLVE_EVERY_MS 5000
 
 enum req_kind { REQ_METRICS, REQ_MODELS };
 
@@ -31,10 +37,8 @@ struct target;
 struct req {
 	struct target *t;
 	enum req_kind kind;
-	CURL *easy;
-	struct dbk_buf body;
-	bool busy;
-	bool too_big;
+	struct dbk_hc hc;
+	struct dbk_buf text; /* the request's bytes, written once */
 };
 
 enum target_state { ST_UNKNOWN, ST_DOWN, ST_UP };
@@ -43,8 +47,14 @@ struct target {
 	struct dbk_scrape *s;
 	char name[NAME_MAX_LEN + 1];
 	char base[URL_MAX_LEN + 1];
+	char host[URL_MAX_LEN + 1], port[8];
 	struct req metrics, models;
 	uint64_t models_due_ms;
+	/* Host names only: the lookup in flight, and when the next may go. */
+	bool named, resolving;
+	struct addrinfo hints;
+	struct gaicb gai;
+	uint64_t resolve_due_ms;
 	enum target_state state;
 	struct dbk_scrape_view v;
 };
@@ -52,148 +62,11 @@ struct target {
 struct dbk_scrape {
 	struct ev_loop *loop;
 	struct dbk_scrape_config cfg;
-	CURLM *multi;
-	ev_timer tick;       /* starts the scrapes */
-	ev_timer curl_timer; /* libcurl's timeouts */
+	ev_timer tick;     /* starts the scrapes */
+	ev_timer deadline; /* ends the late ones */
 	struct target *t;
 	unsigned n;
 };
-
-struct sock {
-	ev_io io;
-	struct dbk_scrape *s;
-};
-
-/* ---- libcurl <-> libev ---- */
-
-static void drain(struct dbk_scrape *s);
-
-static void on_io(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct sock *k = (struct sock *)w;
-	struct dbk_scrape *s = k->s;
-	int fd = w->fd, running;
-	int flags = ((revents & EV_READ) ? CURL_CSELECT_IN : 0) |
-	            ((revents & EV_WRITE) ? CURL_CSELECT_OUT : 0);
-
-	(void)loop;
-	/* k may be freed inside (CURL_POLL_REMOVE): nothing of it is used after. */
-	curl_multi_socket_action(s->multi, fd, flags, &running);
-	drain(s);
-}
-
-static int on_socket(CURL *e, curl_socket_t fd, int what, void *userp, void *socketp)
-{
-	struct dbk_scrape *s = userp;
-	struct sock *k = socketp;
-
-	(void)e;
-	if (what == CURL_POLL_REMOVE) {
-		if (k) {
-			ev_io_stop(s->loop, &k->io);
-			free(k);
-		}
-		return 0;
-	}
-	if (!k) {
-		k = calloc(1, sizeof(*k));
-		if (!k)
-			return -1;
-		k->s = s;
-		ev_init(&k->io, on_io);
-		curl_multi_assign(s->multi, fd, k);
-	} else {
-		ev_io_stop(s->loop, &k->io);
-	}
-	ev_io_set(&k->io, fd,
-	          ((what & CURL_POLL_IN) ? EV_READ : 0) | ((what & CURL_POLL_OUT) ? EV_WRITE : 0));
-	ev_io_start(s->loop, &k->io);
-	return 0;
-}
-
-static void on_curl_timeout(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct dbk_scrape *s = (struct dbk_scrape *)((char *)w -
-	                                             offsetof(struct dbk_scrape, curl_timer));
-	int running;
-
-	(void)loop;
-	(void)revents;
-	curl_multi_socket_action(s->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	drain(s);
-}
-
-/* libcurl may not be called back from inside this callback, so even a
- * timeout of 0 goes through the loop. */
-static int on_curl_timer(CURLM *m, long ms, void *userp)
-{
-	struct dbk_scrape *s = userp;
-
-	(void)m;
-	ev_timer_stop(s->loop, &s->curl_timer);
-	if (ms >= 0) {
-		ev_timer_set(&s->curl_timer, (double)ms / 1000.0, 0.0);
-		ev_timer_start(s->loop, &s->curl_timer);
-	}
-	return 0;
-}
-
-/* ---- requests ---- */
-
-static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
-{
-	struct req *r = arg;
-	size_t n = size * nmemb;
-
-	if (r->body.len + n > DBK_SCRAPE_MAX_BODY) {
-		r->too_big = true;
-		return 0; /* aborts the transfer */
-	}
-	dbk_buf_add(&r->body, p, n);
-	return r->body.oom ? 0 : n;
-}
-
-static int req_init(struct dbk_scrape *s, struct target *t, struct req *r, enum req_kind kind)
-{
-	char url[URL_MAX_LEN + 1024 + 16];
-
-	r->t = t;
-	r->kind = kind;
-	dbk_buf_init(&r->body);
-	r->easy = curl_easy_init();
-	if (!r->easy)
-		return -1;
-	if (kind == REQ_METRICS) {
-		char q[1024];
-
-		dbk_vllm_metrics_query(q, sizeof(q));
-		snprintf(url, sizeof(url), "%s/metrics?%s", t->base, q);
-	} else {
-		snprintf(url, sizeof(url), "%s/v1/models", t->base);
-	}
-	curl_easy_setopt(r->easy, CURLOPT_URL, url);
-	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
-	curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, s->cfg.timeout_ms);
-	curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, s->cfg.timeout_ms);
-	curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(r->easy, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(r->easy, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	/* The servers are the backend's, next to us: an http_proxy in the
-	 * environment must not reroute the scrapes. */
-	curl_easy_setopt(r->easy, CURLOPT_PROXY, "");
-	curl_easy_setopt(r->easy, CURLOPT_USERAGENT, "dbucket-spoa");
-	return 0;
-}
-
-static void req_start(struct dbk_scrape *s, struct req *r)
-{
-	r->body.len = 0;
-	r->body.oom = false;
-	r->too_big = false;
-	r->busy = curl_multi_add_handle(s->multi, r->easy) == CURLM_OK;
-}
 
 /* One log line per change of state. */
 static void set_state(struct target *t, bool ok, const char *why)
@@ -212,27 +85,79 @@ static void set_state(struct target *t, bool ok, const char *why)
 		        dbk_log_quote(q, sizeof(q), why, strlen(why)));
 }
 
-/* Why a finished transfer's body is not usable, or NULL when it is (and
+/* ---- host names ---- */
+
+static void resolve_start(struct target *t, uint64_t now)
+{
+	struct gaicb *list[1] = { &t->gai };
+
+	t->resolve_due_ms = now + RESOLVE_EVERY_MS;
+	memset(&t->gai, 0, sizeof(t->gai));
+	t->gai.ar_name = t->host;
+	t->gai.ar_service = t->port;
+	t->gai.ar_request = &t->hints;
+	t->resolving = getaddrinfo_a(GAI_NOWAIT, list, 1, NULL) == 0;
+}
+
+/* Whether the lookup in flight is over; NULL when it worked (and the
+ * clients have the address), else why not. */
+static const char *resolve_poll(struct target *t, char *why, size_t whylen)
+{
+	int rc = gai_error(&t->gai);
+	struct addrinfo *ai = t->gai.ar_result;
+
+	if (rc == EAI_INPROGRESS)
+		return "";
+	t->resolving = false;
+	if (rc == 0 && ai) {
+		dbk_hc_set_addr(&t->metrics.hc, ai->ai_addr, ai->ai_addrlen);
+		dbk_hc_set_addr(&t->models.hc, ai->ai_addr, ai->ai_addrlen);
+	}
+	if (ai)
+		freeaddrinfo(ai);
+	if (rc == 0 && ai)
+		return NULL;
+	snprintf(why, whylen, "cannot resolve %.120s: %s", t->host,
+	         gai_strerror(rc ? rc : EAI_NONAME));
+	return why;
+}
+
+static void resolve_cancel(struct target *t)
+{
+	struct gaicb *list[1] = { &t->gai };
+
+	if (!t->resolving)
+		return;
+	/* The resolver's thread writes into t->gai: wait for it when it
+	 * cannot be stopped (shutdown only). */
+	if (gai_cancel(&t->gai) == EAI_NOTCANCELED)
+		while (gai_error(&t->gai) == EAI_INPROGRESS)
+			gai_suspend((const struct gaicb *const *)list, 1, NULL);
+	if (gai_error(&t->gai) != EAI_CANCELED && t->gai.ar_result)
+		freeaddrinfo(t->gai.ar_result);
+	t->resolving = false;
+}
+
+/* ---- scrapes ---- */
+
+/* Why a finished request's answer is not usable, or NULL when it is (and
  * then the view is updated). */
-static const char *take_body(struct req *r, CURLcode rc, char *why, size_t whylen)
+static const char *take_body(struct req *r, const struct dbk_hc_result *res, char *why,
+                             size_t whylen)
 {
 	struct target *t = r->t;
-	long status = 0;
 	char perr[128];
 
-	if (rc != CURLE_OK)
-		return r->too_big ? "body too large" : curl_easy_strerror(rc);
-	if (r->body.oom)
-		return "out of memory";
-	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
-	if (status != 200) {
-		snprintf(why, whylen, "HTTP status %ld", status);
+	if (!res->status)
+		return res->error;
+	if (res->status != 200) {
+		snprintf(why, whylen, "HTTP status %d", res->status);
 		return why;
 	}
 	if (r->kind == REQ_METRICS) {
 		struct dbk_vllm_metrics m;
 
-		if (dbk_vllm_parse_metrics(r->body.p, r->body.len, &m, perr, sizeof(perr)) < 0) {
+		if (dbk_vllm_parse_metrics(res->body, res->body_len, &m, perr, sizeof(perr)) < 0) {
 			snprintf(why, whylen, "bad /metrics: %s", perr);
 			return why;
 		}
@@ -242,7 +167,7 @@ static const char *take_body(struct req *r, CURLcode rc, char *why, size_t whyle
 	} else {
 		long len;
 
-		if (dbk_vllm_parse_models(r->body.p, r->body.len, &len, perr, sizeof(perr)) < 0) {
+		if (dbk_vllm_parse_models(res->body, res->body_len, &len, perr, sizeof(perr)) < 0) {
 			snprintf(why, whylen, "bad /v1/models: %s", perr);
 			return why;
 		}
@@ -251,15 +176,13 @@ static const char *take_body(struct req *r, CURLcode rc, char *why, size_t whyle
 	return NULL;
 }
 
-static void finish(struct dbk_scrape *s, struct req *r, CURLcode rc)
+/* A /metrics or /v1/models scrape is over, why says how (NULL: it
+ * worked). */
+static void finish(struct dbk_scrape *s, struct target *t, enum req_kind kind, const char *why)
 {
-	struct target *t = r->t;
-	char buf[200];
-	const char *why = take_body(r, rc, buf, sizeof(buf));
 	uint64_t now = dbk_mono_ms();
 
-	r->busy = false;
-	if (r->kind == REQ_MODELS) {
+	if (kind == REQ_MODELS) {
 		if (why) {
 			t->v.models_failures++;
 			dbk_log(DBK_LOG_DEBUG, "scrape-models-failed", "server=%s reason=\"%s\"",
@@ -275,90 +198,204 @@ static void finish(struct dbk_scrape *s, struct req *r, CURLcode rc)
 		else
 			t->v.ok_ms = now;
 		set_state(t, why == NULL, why);
+		/* The name may point elsewhere now. */
+		if (why && t->named && !t->resolving && now >= t->resolve_due_ms)
+			resolve_start(t, now);
 	}
 	if (s->cfg.scraped)
-		s->cfg.scraped(s->cfg.arg, (unsigned)(t - s->t), &t->v, r->kind == REQ_METRICS);
+		s->cfg.scraped(s->cfg.arg, (unsigned)(t - s->t), &t->v, kind == REQ_METRICS);
 }
 
-static void drain(struct dbk_scrape *s)
+static void on_done(void *arg, const struct dbk_hc_result *res)
 {
-	CURLMsg *msg;
-	int left;
+	struct req *r = arg;
+	char buf[200];
 
-	/* Each round takes one message off a finite queue. */
-	while ((msg = curl_multi_info_read(s->multi, &left))) {
-		struct req *r = NULL;
-		CURL *e = msg->easy_handle;
-		CURLcode rc = msg->data.result;
+	finish(r->t->s, r->t, r->kind, take_body(r, res, buf, sizeof(buf)));
+}
 
-		if (msg->msg != CURLMSG_DONE)
-			continue;
-		curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&r);
-		curl_multi_remove_handle(s->multi, e); /* msg is gone after this */
-		if (r)
-			finish(s, r, rc);
+static void req_start(struct dbk_scrape *s, struct req *r, uint64_t now)
+{
+	if (r->hc.busy)
+		return; /* still in flight: the deadline will end it; never pile up */
+	if (dbk_hc_get(&r->hc, r->text.p, r->text.len, now + (uint64_t)s->cfg.timeout_ms) < 0)
+		finish(s, r->t, r->kind, r->hc.err);
+}
+
+/* The earliest deadline of a request in flight, or 0. */
+static uint64_t next_deadline(const struct dbk_scrape *s)
+{
+	uint64_t d = 0;
+
+	for (unsigned i = 0; i < s->n; i++) {
+		const struct dbk_hc *h[2] = { &s->t[i].metrics.hc, &s->t[i].models.hc };
+
+		for (unsigned k = 0; k < 2; k++)
+			if (h[k]->busy && (!d || h[k]->deadline_ms < d))
+				d = h[k]->deadline_ms;
 	}
+	return d;
+}
+
+static void arm_deadline(struct dbk_scrape *s, uint64_t now)
+{
+	uint64_t d = next_deadline(s);
+
+	if (!d)
+		return;
+	/* libev's clock may lag ours by a little: never less than 1 ms. */
+	ev_timer_set(&s->deadline, (double)(d > now ? d - now : 1) / 1000.0, 0.0);
+	ev_timer_start(s->loop, &s->deadline);
+}
+
+static void on_deadline(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct dbk_scrape *s = (struct dbk_scrape *)((char *)w -
+	                                             offsetof(struct dbk_scrape, deadline));
+	uint64_t now = dbk_mono_ms();
+
+	(void)loop;
+	(void)revents;
+	for (unsigned i = 0; i < s->n; i++) {
+		dbk_hc_expire(&s->t[i].metrics.hc, now);
+		dbk_hc_expire(&s->t[i].models.hc, now);
+	}
+	arm_deadline(s, now);
 }
 
 static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct dbk_scrape *s = (struct dbk_scrape *)((char *)w - offsetof(struct dbk_scrape, tick));
 	uint64_t now = dbk_mono_ms();
+	char why[200];
 
 	(void)loop;
 	(void)revents;
 	for (unsigned i = 0; i < s->n; i++) {
 		struct target *t = &s->t[i];
+		const char *rw;
 
 		if (!t->v.scraped)
 			continue;
-		/* Still in flight: the timeout will end it; never pile up. */
-		if (!t->metrics.busy)
-			req_start(s, &t->metrics);
-		if (!t->models.busy && now >= t->models_due_ms) {
+		if (t->resolving && (rw = resolve_poll(t, why, sizeof(why))) && *rw)
+			finish(s, t, REQ_METRICS, rw);
+		else if (t->named && !t->resolving && !dbk_hc_has_addr(&t->metrics.hc) &&
+		         now >= t->resolve_due_ms)
+			resolve_start(t, now);
+		if (!dbk_hc_has_addr(&t->metrics.hc))
+			continue; /* first lookup still in flight, or failed */
+		req_start(s, &t->metrics, now);
+		if (now >= t->models_due_ms) {
 			t->models_due_ms = now + (uint64_t)s->cfg.models_every_ms;
-			req_start(s, &t->models);
+			req_start(s, &t->models, now);
 		}
 	}
+	/* One timer for every deadline: they are all this tick's or
+	 * earlier ones', so the earliest is already armed while it runs. */
+	if (!ev_is_active(&s->deadline))
+		arm_deadline(s, now);
 }
 
 /* ---- life cycle ---- */
+
+/* Splits "http://AUTHORITY[/PATH]" into t->host, t->port, and writes
+ * the two requests. */
+static int target_init(struct target *t, const char *url, char *err, size_t errlen)
+{
+	const char *a = url + 7, *slash, *hs = a, *he, *colon;
+
+	if (strncmp(url, "http://", 7) != 0) {
+		dbk_errf(err, errlen, "%s: only http:// is scraped", url);
+		return -1;
+	}
+	slash = strchr(a, '/');
+	if (!slash)
+		slash = a + strlen(a);
+	if (*a == '[') {
+		hs = a + 1;
+		he = memchr(hs, ']', (size_t)(slash - hs));
+		colon = he && he + 1 < slash && he[1] == ':' ? he + 1 : NULL;
+	} else {
+		colon = memchr(a, ':', (size_t)(slash - a));
+		he = colon ? colon : slash;
+	}
+	size_t pl = colon ? (size_t)(slash - colon - 1) : 2;
+	if (!he || he == hs || (colon && (pl == 0 || pl >= sizeof(t->port))) ||
+	    memchr(a, '@', (size_t)(slash - a))) {
+		dbk_errf(err, errlen, "%s: want http://HOST[:PORT][/PATH]", url);
+		return -1;
+	}
+	snprintf(t->host, sizeof(t->host), "%.*s", (int)(he - hs), hs);
+	snprintf(t->port, sizeof(t->port), "%.*s", (int)pl, colon ? colon + 1 : "80");
+
+	char q[1024];
+	size_t ql = dbk_vllm_metrics_query(q, sizeof(q));
+	int al = (int)(slash - a);
+	const char *path = slash;
+	struct req *r[2] = { &t->metrics, &t->models };
+
+	for (unsigned k = 0; k < 2; k++) {
+		dbk_buf_printf(&r[k]->text,
+		               "GET %s%s%s%.*s HTTP/1.1\r\nHost: %.*s\r\nUser-Agent: "
+		               "dbucket-spoa\r\n"
+		               "Accept: */*\r\n\r\n",
+		               path, k ? "/v1/models" : "/metrics", ql && !k ? "?" : "",
+		               k ? 0 : (int)ql, q, al, a);
+		if (r[k]->text.oom) {
+			dbk_errf(err, errlen, "out of memory");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Numbers are used at once; a name is looked up in the background. */
+static void target_addr(struct target *t)
+{
+	struct addrinfo *ai = NULL;
+
+	t->hints.ai_family = AF_UNSPEC;
+	t->hints.ai_socktype = SOCK_STREAM;
+	t->hints.ai_flags = AI_NUMERICSERV | AI_NUMERICHOST;
+	if (getaddrinfo(t->host, t->port, &t->hints, &ai) == 0 && ai) {
+		dbk_hc_set_addr(&t->metrics.hc, ai->ai_addr, ai->ai_addrlen);
+		dbk_hc_set_addr(&t->models.hc, ai->ai_addr, ai->ai_addrlen);
+		freeaddrinfo(ai);
+		return;
+	}
+	t->hints.ai_flags = AI_NUMERICSERV;
+	t->named = true;
+	resolve_start(t, dbk_mono_ms());
+}
 
 struct dbk_scrape *dbk_scrape_new(struct ev_loop *loop, const struct dbk_scrape_config *c,
                                   const char *const *names, const char *const *base_urls,
                                   unsigned n)
 {
 	struct dbk_scrape *s = calloc(1, sizeof(*s));
+	char err[URL_MAX_LEN + 64];
 
 	if (!s)
 		return NULL;
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		free(s);
-		return NULL;
-	}
 	s->loop = loop;
 	s->cfg = *c;
 	s->n = n;
 	s->t = calloc(n ? n : 1, sizeof(*s->t));
-	s->multi = curl_multi_init();
-	if (!s->t || !s->multi) {
-		dbk_scrape_free(s);
+	if (!s->t) {
+		free(s);
 		return NULL;
 	}
-	curl_multi_setopt(s->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-	curl_multi_setopt(s->multi, CURLMOPT_SOCKETDATA, s);
-	curl_multi_setopt(s->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
-	curl_multi_setopt(s->multi, CURLMOPT_TIMERDATA, s);
-	/* Room to keep every server's connections alive between scrapes: by
-	 * default the cache holds 4 per easy handle *added*, and ours are
-	 * added only while they scrape, so connections were closed and
-	 * reopened (measured: one scrape in six paid a TCP handshake). */
-	curl_multi_setopt(s->multi, CURLMOPT_MAXCONNECTS, (long)(2 * n + 4));
-	ev_timer_init(&s->curl_timer, on_curl_timeout, 0.0, 0.0);
+	ev_timer_init(&s->deadline, on_deadline, 0.0, 0.0);
 	for (unsigned i = 0; i < n; i++) {
 		struct target *t = &s->t[i];
+		struct req *r[2] = { &t->metrics, &t->models };
 
 		t->s = s;
+		for (unsigned k = 0; k < 2; k++) {
+			r[k]->t = t;
+			r[k]->kind = k ? REQ_MODELS : REQ_METRICS;
+			dbk_hc_init(&r[k]->hc, loop, DBK_SCRAPE_MAX_BODY, on_done, r[k]);
+		}
 		snprintf(t->name, sizeof(t->name), "%s", names[i]);
 		if (!base_urls[i] || !base_urls[i][0])
 			continue;
@@ -367,12 +404,14 @@ struct dbk_scrape *dbk_scrape_new(struct ev_loop *loop, const struct dbk_scrape_
 		while (bl > 0 && base_urls[i][bl - 1] == '/')
 			bl--;
 		snprintf(t->base, sizeof(t->base), "%.*s", (int)bl, base_urls[i]);
-		t->v.scraped = true;
-		if (req_init(s, t, &t->metrics, REQ_METRICS) < 0 ||
-		    req_init(s, t, &t->models, REQ_MODELS) < 0) {
+		if (target_init(t, t->base, err, sizeof(err)) < 0) {
+			dbk_log(DBK_LOG_ERROR, "scrape-url", "server=%s reason=\"%s\"", t->name,
+			        err);
 			dbk_scrape_free(s);
 			return NULL;
 		}
+		t->v.scraped = true;
+		target_addr(t);
 	}
 	/* The first scrape at once, then every interval. */
 	ev_timer_init(&s->tick, on_tick, 0.0, (double)c->interval_ms / 1000.0);
@@ -380,32 +419,23 @@ struct dbk_scrape *dbk_scrape_new(struct ev_loop *loop, const struct dbk_scrape_
 	return s;
 }
 
-static void req_free(struct dbk_scrape *s, struct req *r)
-{
-	if (r->easy) {
-		if (r->busy)
-			curl_multi_remove_handle(s->multi, r->easy);
-		curl_easy_cleanup(r->easy);
-	}
-	dbk_buf_free(&r->body);
-}
-
 void dbk_scrape_free(struct dbk_scrape *s)
 {
 	if (!s)
 		return;
 	ev_timer_stop(s->loop, &s->tick);
-	for (unsigned i = 0; s->t && i < s->n; i++) {
-		req_free(s, &s->t[i].metrics);
-		req_free(s, &s->t[i].models);
+	ev_timer_stop(s->loop, &s->deadline);
+	for (unsigned i = 0; i < s->n; i++) {
+		struct target *t = &s->t[i];
+
+		resolve_cancel(t);
+		dbk_hc_free(&t->metrics.hc);
+		dbk_hc_free(&t->models.hc);
+		dbk_buf_free(&t->metrics.text);
+		dbk_buf_free(&t->models.text);
 	}
-	/* Closes the kept-alive connections, through on_socket. */
-	if (s->multi)
-		curl_multi_cleanup(s->multi);
-	ev_timer_stop(s->loop, &s->curl_timer);
 	free(s->t);
 	free(s);
-	curl_global_cleanup();
 }
 
 unsigned dbk_scrape_count(const struct dbk_scrape *s) { return s->n; }

@@ -1,9 +1,11 @@
 /* Scrapes each vLLM server's own numbers, /metrics every interval and
- * /v1/models less often, on the agent's event loop: libcurl's
- * multi-socket API driven by libev watchers, so no request ever blocks
- * the loop; each has a timeout, and a server whose previous scrape is
- * still in flight is skipped, so a hung server costs one connection, not
- * a pile of them. Connections are kept alive between scrapes.
+ * /v1/models less often, on the agent's event loop over plain HTTP/1.1
+ * (lib/http_client), so no request ever blocks the loop; each has a
+ * timeout, and a server whose previous scrape is still in flight is
+ * skipped, so a hung server costs one connection, not a pile of them.
+ * Connections are kept alive between scrapes. https is not spoken: a
+ * vLLM's /metrics is on its plain in-cluster port, and TLS would cost
+ * more than the scrape it carries.
  *
  * What the routing policy reads is dbk_scrape_view: the last good numbers
  * and how old they are. When scraping a server fails it is marked down
@@ -55,8 +57,10 @@ struct dbk_scrape_view {
 struct dbk_scrape;
 
 /* Scrapes base_urls[i] + "/metrics" for names[i], i < n; a NULL or empty
- * URL leaves that server unscraped. Strings are copied. Returns NULL when
- * out of memory or libcurl cannot start. */
+ * URL leaves that server unscraped. A URL is http://HOST[:PORT][/PATH];
+ * a HOST that is not an address is looked up in the background (and
+ * again while scraping it fails). Strings are copied. Returns NULL when
+ * out of memory or a URL is not of that shape (logged). */
 struct dbk_scrape *dbk_scrape_new(struct ev_loop *loop, const struct dbk_scrape_config *c,
                                   const char *const *names, const char *const *base_urls,
                                   unsigned n);

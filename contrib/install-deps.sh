@@ -5,7 +5,7 @@
 set -eu
 
 PKGS="make gcc clang clang-format libclang-rt-14-dev pkg-config libev-dev libcjson-dev
-libcurl4-openssl-dev haproxy bats bats-assert bats-support curl wrk socat procps man-db groff-base
+haproxy bats bats-assert bats-support curl wrk socat procps man-db groff-base
 gnuplot-nox valgrind jq prometheus
 chromium debhelper lintian dpkg-dev"
 # prometheus: promtool checks /metrics' format (e2e) and the alert rules

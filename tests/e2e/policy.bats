@@ -175,7 +175,7 @@ words() {
 	mapfile -t sa < <(scrape_args)
 	start_agent --policy ttft --scrape-timeout 300 "${sa[@]}"
 	start_haproxy_stubs
-	wait_log 'event=scrape-down server=vllm0 .*reason="Timeout was reached"'
+	wait_log 'event=scrape-down server=vllm0 .*reason="response timed out"'
 	wait_log 'event=scrape-down server=vllm1 .*reason="bad /metrics: line 1'
 	local d=$BATS_TEST_TMPDIR i
 	completion_body 4 false 400 >"$d/short.json"

@@ -29,11 +29,12 @@ FUZZ_SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit
 FUZZ_CFLAGS   = $(CSTD) $(WARN) -g -O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
                 -Iagent -Icontrib -Itests/unit -I$(FUZZ_DIR) -MMD -MP
 FUZZ_LDFLAGS  = $(FUZZ_SAN) -fsanitize=fuzzer
-FUZZ_LIBS     = -Wl,--as-needed -lev -lcurl -lcjson -lm
+FUZZ_LIBS     = -Wl,--as-needed -lev -lcjson -lm
 
 FUZZ_TARGETS  = fuzz_spop_frame fuzz_notify fuzz_completion fuzz_runtime \
                 fuzz_estimate fuzz_stub_http fuzz_vllm_metrics \
-                fuzz_settings fuzz_prefix_key fuzz_accounting fuzz_http1_response
+                fuzz_settings fuzz_prefix_key fuzz_accounting fuzz_http1_response \
+                fuzz_http_answer
 FUZZ_BINS     = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/%)
 
 # Every target links the instrumented shared layer, the agent's modules

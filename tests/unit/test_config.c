@@ -109,13 +109,13 @@ static void test_policy_and_scrape(void)
 	CHECK_EQ_U(c.scrape_interval_ms, 100);
 	CHECK_EQ_U(c.scrape_timeout_ms, 1000);
 	CHECK_EQ_U(PARSE(&c, err, "--policy", "ttft", "--scrape", "b=http://10.0.0.2:8000/",
-	                 "--scrape", "a=https://[::1]:8443", "--scrape-interval", "250",
+	                 "--scrape", "a=http://[::1]:8443", "--scrape-interval", "250",
 	                 "--scrape-timeout", "50", "a", "b"),
 	           DBK_CONFIG_OK);
 	CHECK_EQ_U(c.policy, DBK_POLICY_TTFT);
 	CHECK(strcmp(dbk_policy_name(c.policy), "ttft") == 0);
 	CHECK(strcmp(dbk_config_scrape_url(&c, "b"), "http://10.0.0.2:8000/") == 0);
-	CHECK(strcmp(dbk_config_scrape_url(&c, "a"), "https://[::1]:8443") == 0);
+	CHECK(strcmp(dbk_config_scrape_url(&c, "a"), "http://[::1]:8443") == 0);
 	CHECK(dbk_config_scrape_url(&c, "c") == NULL);
 	CHECK_EQ_U(c.scrape_interval_ms, 250);
 	CHECK_EQ_U(c.scrape_timeout_ms, 50);
@@ -135,6 +135,9 @@ static void test_policy_and_scrape(void)
 	CHECK(strstr(err, "twice") != NULL);
 	CHECK_EQ_U(PARSE(&c, err, "--scrape", "z=http://x", "a", "b"), DBK_CONFIG_ERROR);
 	CHECK(strstr(err, "'z', which is not a server") != NULL);
+	/* Scraping is plain HTTP, and the refusal says so. */
+	CHECK_EQ_U(PARSE(&c, err, "--scrape", "a=https://x:8443", "a"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "plain HTTP") != NULL);
 	CHECK_EQ_U(PARSE(&c, err, "--scrape-interval", "5", "a"), DBK_CONFIG_ERROR);
 	CHECK_EQ_U(PARSE(&c, err, "--engine-speed", "2.5", "a"), DBK_CONFIG_OK);
 	CHECK_NEAR(c.engine_speed, 2.5, 0);

@@ -27,8 +27,9 @@ enum mode { OK, GARBAGE, HANG };
 struct srv {
 	ev_io accept_w;
 	enum mode mode;
-	char url[64];
-	unsigned requests;
+	char url[80];
+	unsigned requests, accepts;
+	char last_metrics[256]; /* the request line of the last /metrics asked */
 };
 
 struct conn {
@@ -74,11 +75,15 @@ static void on_conn(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	c->len += (size_t)n;
 	c->buf[c->len] = '\0';
-	/* One request at a time per connection: libcurl does not pipeline. */
+	/* One request at a time per connection: the scraper does not pipeline. */
 	while ((end = strstr(c->buf, "\r\n\r\n"))) {
-		bool is_models = strncmp(c->buf, "GET /v1/models", 14) == 0;
+		bool is_models = strstr(c->buf, "/v1/models ") != NULL &&
+		                 strstr(c->buf, "/v1/models ") < end;
 
 		c->srv->requests++;
+		if (!is_models)
+			snprintf(c->srv->last_metrics, sizeof(c->srv->last_metrics), "%.*s",
+			         (int)strcspn(c->buf, "\r"), c->buf);
 		if (c->srv->mode == OK)
 			reply(w->fd, is_models ? models : metrics_body,
 			      is_models ? strlen(models) : metrics_len);
@@ -109,6 +114,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	}
 	c->srv = s;
+	s->accepts++;
 	ev_io_init(&c->w, on_conn, fd, EV_READ);
 	ev_io_start(loop, &c->w);
 }
@@ -121,6 +127,9 @@ static uint64_t ok_scrapes_at_hang_failure;
 
 static bool phase_done(void)
 {
+	if (phase == 2) /* test_named_host_and_path */
+		return dbk_scrape_view(sc, 0)->scrapes >= 5;
+
 	const struct dbk_scrape_view *ok = dbk_scrape_view(sc, OK);
 	const struct dbk_scrape_view *bad = dbk_scrape_view(sc, GARBAGE);
 	const struct dbk_scrape_view *hang = dbk_scrape_view(sc, HANG);
@@ -222,6 +231,12 @@ static void test_scrape_ok_garbage_hang(void)
 	/* While the hung request waited out its 300 ms, the good server was
 	 * scraped every 20 ms. */
 	CHECK(ok_scrapes_at_hang_failure >= 3);
+	/* ... over two kept connections, /metrics' and /v1/models'. */
+	CHECK_EQ_U(srv[OK].accepts, 2);
+	CHECK(srv[OK].requests >= dbk_scrape_view(sc, OK)->scrapes);
+	/* The name[] filter of the families read, URL-encoded. */
+	CHECK(strncmp(srv[OK].last_metrics, "GET /metrics?name%5B%5D=vllm:num_requests_running&",
+	              50) == 0);
 
 	/* The garbage server heals: it comes back up with its numbers. */
 	srv[GARBAGE].mode = OK;
@@ -250,6 +265,7 @@ static void test_scrape_ok_garbage_hang(void)
 			close(conns[i]->w.fd);
 		}
 		free(conns[i]);
+		conns[i] = NULL;
 	}
 	for (unsigned i = 0; i < NSRV; i++) {
 		ev_io_stop(loop, &srv[i].accept_w);
@@ -258,9 +274,78 @@ static void test_scrape_ok_garbage_hang(void)
 	ev_loop_destroy(loop);
 }
 
+/* One server at listen, scraped at url_fmt (its %d: the port) until 5
+ * scrapes are done; its /metrics request line must start with want.
+ * Returns false, checking nothing, when listen is not available here. */
+static bool scrape_one(const char *listen, const char *url_fmt, const char *want)
+{
+	struct ev_loop *loop;
+	const char *names[1] = { "one" };
+	const char *urls[1];
+	char err[128], addr[64];
+	int fd = dbk_net_listen(listen, err, sizeof(err));
+	int port = fd >= 0 ? dbk_net_sockname(fd, false, addr, sizeof(addr)) : -1;
+
+	if (port <= 0) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	loop = ev_loop_new(EVFLAG_AUTO);
+	memset(&srv[0], 0, sizeof(srv[0]));
+	snprintf(srv[0].url, sizeof(srv[0].url), url_fmt, port);
+	urls[0] = srv[0].url;
+	ev_io_init(&srv[0].accept_w, on_accept, fd, EV_READ);
+	ev_io_start(loop, &srv[0].accept_w);
+	struct dbk_scrape_config c = { .interval_ms = 20,
+		                       .timeout_ms = 300,
+		                       .models_every_ms = 10000 };
+	sc = dbk_scrape_new(loop, &c, names, urls, 1);
+	CHECK(sc != NULL);
+	if (sc) {
+		phase = 2;
+		run_phase(loop);
+		const struct dbk_scrape_view *v = dbk_scrape_view(sc, 0);
+		CHECK(v->scrapes >= 5 && v->up && v->failures == 0);
+		CHECK_EQ_U(v->max_model_len, 4096);
+		CHECK(strncmp(srv[0].last_metrics, want, strlen(want)) == 0);
+		CHECK_EQ_U(srv[0].accepts, 2);
+		dbk_scrape_free(sc);
+	}
+	for (unsigned i = 0; i < MAX_CONNS && conns[i]; i++) {
+		if (conns[i]->w.fd >= 0) {
+			ev_io_stop(loop, &conns[i]->w);
+			close(conns[i]->w.fd);
+		}
+		free(conns[i]);
+		conns[i] = NULL;
+	}
+	ev_io_stop(loop, &srv[0].accept_w);
+	close(fd);
+	ev_loop_destroy(loop);
+	return true;
+}
+
+/* The loop never waits on a name: it is looked up in the background,
+ * and scraping starts when the address comes. A path in the URL
+ * prefixes /metrics; a trailing slash is dropped. */
+static void test_named_host_and_path(void)
+{
+	CHECK(scrape_one("localhost:0", "http://localhost:%d/v0/", "GET /v0/metrics?name%5B%5D="));
+}
+
+/* An IPv6 literal, as the runtime API's addresses are written. */
+static void test_ipv6_literal(void)
+{
+	if (!scrape_one("[::1]:0", "http://[::1]:%d", "GET /metrics?name%5B%5D="))
+		fprintf(stderr, "  no IPv6 loopback here: not checked\n");
+}
+
 int main(void)
 {
 	dbk_log_set_level(DBK_LOG_WARN);
 	RUN(test_scrape_ok_garbage_hang);
+	RUN(test_named_host_and_path);
+	RUN(test_ipv6_literal);
 	return CHECK_DONE();
 }
