@@ -1,6 +1,7 @@
 #include "route.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -61,11 +62,10 @@ static enum dbk_bal_result decide_ttft(struct dbk_route *r, const struct dbk_spo
                                        const struct dbk_bal_request *req, int64_t body_size,
                                        const uint8_t *sample, size_t sample_len,
                                        const struct dbk_spop_data *session, uint64_t now_ms,
-                                       struct dbk_bal_decision *d)
+                                       struct dbk_bal_decision *d, struct dbk_pred_choice *c)
 {
 	uint64_t keys[DBK_PKEY_MAX_KEYS];
 	struct dbk_pkey pk;
-	struct dbk_pred_choice c;
 	struct dbk_pred_ticket t;
 	const char *idp = (const char *)id->u.buf.ptr;
 
@@ -82,16 +82,17 @@ static enum dbk_bal_result decide_ttft(struct dbk_route *r, const struct dbk_spo
 	if (session && (session->type == DBK_SPOP_T_STR || session->type == DBK_SPOP_T_BIN) &&
 	    session->u.buf.len)
 		pr.session = dbk_pkey_session((const char *)session->u.buf.ptr, session->u.buf.len);
-	dbk_pred_choose(r->pred, &pr, now_ms, &c);
+	dbk_pred_choose(r->pred, &pr, now_ms, c);
 	enum dbk_bal_result res = dbk_bal_dispatch_to(r->bal, idp, id->u.buf.len, req,
-	                                              c.server < 0 ? UINT_MAX : (unsigned)c.server,
+	                                              c->server < 0 ? UINT_MAX
+	                                                            : (unsigned)c->server,
 	                                              now_ms, d);
 	if (res != DBK_BAL_OK)
 		return res;
-	dbk_pred_commit(r->pred, &pr, (unsigned)c.server, now_ms, &t);
+	dbk_pred_commit(r->pred, &pr, (unsigned)c->server, now_ms, &t);
 	const uint32_t tag[3] = { t.prompt_tokens, t.kv_tokens, t.ctx_tokens };
 	dbk_bal_set_tag(r->bal, idp, id->u.buf.len, tag);
-	if (c.reason == DBK_PRED_TOO_LONG)
+	if (c->reason == DBK_PRED_TOO_LONG)
 		r->stats.too_long++;
 	return res;
 }
@@ -158,9 +159,9 @@ static void estimate(struct dbk_route *r, const struct route_args *a, int64_t *b
 }
 
 /* The ACK of a routed request: the server, and the decision's details
- * when the message asks for them. */
-static void answer(const struct dbk_route *r, const struct dbk_bal_decision *d, bool explain,
-                   struct dbk_spop_writer *w)
+ * when the message asks for them (with the prediction, pc, under ttft). */
+static void answer(const struct dbk_route *r, const struct dbk_bal_decision *d,
+                   const struct dbk_pred_choice *pc, bool explain, struct dbk_spop_writer *w)
 {
 	struct dbk_spop_data v = dbk_spop_str(r->names[d->server]);
 	char score[32];
@@ -177,6 +178,12 @@ static void answer(const struct dbk_route *r, const struct dbk_bal_decision *d, 
 	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_REDIRECTED, &v);
 	v = dbk_spop_str(score);
 	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_SCORE, &v);
+	if (!pc)
+		return;
+	v = dbk_spop_int(llround(fmin(fmax(pc->ttft_s * 1e3, 0), 1e12)));
+	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_TTFT_MS, &v);
+	v = dbk_spop_int(llround(fmin(fmax(pc->hit_tokens, 0), 1e12)));
+	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_HIT_TOKENS, &v);
 }
 
 static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uint64_t now_ms,
@@ -188,6 +195,7 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 	size_t sample_len;
 	struct dbk_bal_request req;
 	struct dbk_bal_decision d;
+	struct dbk_pred_choice pc;
 
 	read_args(m, &a);
 	if (!a.id || (a.id->type != DBK_SPOP_T_STR && a.id->type != DBK_SPOP_T_BIN) ||
@@ -199,7 +207,7 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 	estimate(r, &a, &body_size, &sample, &sample_len, &req);
 	const char *id = (const char *)a.id->u.buf.ptr;
 	enum dbk_bal_result res = r->pred ? decide_ttft(r, a.id, &req, body_size, sample,
-	                                                sample_len, a.session, now_ms, &d)
+	                                                sample_len, a.session, now_ms, &d, &pc)
 	                                  : dbk_bal_dispatch(r->bal, id, a.id->u.buf.len, &req,
 	                                                     now_ms, &d);
 	if (r->on_decision) {
@@ -220,7 +228,7 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 	r->stats.by_bucket_group[d.std_bucket][d.group]++;
 	if (r->by_server)
 		r->by_server[d.server]++;
-	answer(r, &d, wants_details(a.details), w);
+	answer(r, &d, r->pred ? &pc : NULL, wants_details(a.details), w);
 }
 
 /* HAProxy served a routed request elsewhere than the agent chose (a

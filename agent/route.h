@@ -22,19 +22,25 @@
  * body's OpenAI "user" field is the session. Read by the ttft policy. */
 #define DBK_ARG_SESSION "session"
 /* True (a bool, a non-zero integer, or the string "1"): also answer with
- * the decision's details (bucket, group, redirected, score). Off by
+ * the decision's details (bucket, group, redirected, score; under the
+ * ttft policy also its prediction: ttft_ms, hit_tokens). Off by
  * default: each variable costs HAProxy a lookup and an allocation per
  * request, and only logs and debug headers read them. */
 #define DBK_ARG_DETAILS "details"
 
 /* Variable names set in the ACK (HAProxy prefixes them with the
  * spoe-agent's var-prefix: txn.dbucket.server, ...). Server always; the
- * next four when the message asks for details. */
+ * next four when the message asks for details, and the two after them
+ * too under the ttft policy (the first token's predicted time there, in
+ * whole ms, and the prompt tokens expected from its prefix cache), so a
+ * log line can set the prediction beside what happened. */
 #define DBK_VAR_SERVER "server"
 #define DBK_VAR_BUCKET "bucket"
 #define DBK_VAR_GROUP "group"
 #define DBK_VAR_REDIRECTED "redirected"
 #define DBK_VAR_SCORE "score"
+#define DBK_VAR_TTFT_MS "ttft_ms"
+#define DBK_VAR_HIT_TOKENS "hit_tokens"
 #define DBK_VAR_ERROR "error"
 #define DBK_VAR_MOVED "moved"
 
@@ -79,9 +85,9 @@ struct dbk_route {
 };
 
 /* The largest ACK a NOTIFY of n messages can need: the frame header, and
- * per message five set-vars (short names, a server name of at most 64
- * bytes, two ints, a bool, a score). */
-#define DBK_ROUTE_ACK_MAX(n) (32 + ((n) ? (n) : 1) * (5 * 16 + 64 + 3 * 12 + 32))
+ * per message seven set-vars (short names, a server name of at most 64
+ * bytes, four ints, a bool, a score). */
+#define DBK_ROUTE_ACK_MAX(n) (32 + ((n) ? (n) : 1) * (7 * 16 + 64 + 5 * 12 + 32))
 
 /* Handles one NOTIFY frame: writes the ACK's actions into w, an ACK the
  * caller began with dbk_spop_ack_begin and ends with dbk_spop_frame_end

@@ -108,10 +108,12 @@ dbk_wait_until 5 agent_up || true
 ring_up() { [ "$(dbk_state_field "$admin" completion_links)" -ge 1 ] 2>/dev/null; }
 dbk_wait_until 5 ring_up || true
 
-show() { # show HEADERS-FILE: where a request went
-	local st s b g r sc
-	read -r st s b g r sc < <(dbk_routing <"$1")
+show() { # show HEADERS-FILE: where a request went, and what the agent predicted
+	local st s b g r sc tt hit
+	read -r st s b g r sc tt hit < <(dbk_routing <"$1")
 	printf '  HTTP %s, served by %s: bucket %s, group %s, redirected %s, score %s\n' "$st" "$s" "$b" "$g" "$r" "$sc"
+	# The agent predicts on H100 timings; these stubs run 10 times slower.
+	[ -z "$tt" ] || printf '  predicted: first token in %s ms on an H100, %s prompt tokens from its prefix cache\n' "$tt" "$hit"
 }
 
 state() { curl -s "http://$admin/state" | sed 's/^/    /'; }

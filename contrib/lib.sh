@@ -143,7 +143,8 @@ dbk_need_cmds() { # dbk_need_cmds CMD...: exits 2 unless each is in PATH
 
 # dbk_routing: where a response on stdin (its headers, as curl -D writes
 # them) says it went, with the test headers haproxy.cfg adds under
-# DBK_DEBUG_HEADERS: "status server bucket group redirected score".
+# DBK_DEBUG_HEADERS: "status server bucket group redirected score", then
+# "ttft_ms hit_tokens" when the ttft policy predicted them.
 dbk_routing() {
 	tr -d '\r' | awk '
 		NR == 1 { status = $2 }
@@ -152,7 +153,12 @@ dbk_routing() {
 		tolower($1) == "x-dbucket-group:" { g = $2 }
 		tolower($1) == "x-dbucket-redirected:" { r = $2 }
 		tolower($1) == "x-dbucket-score:" { s = $2 }
-		END { print status, srv, b, g, r, s }'
+		tolower($1) == "x-dbucket-ttft-ms:" { t = $2 }
+		tolower($1) == "x-dbucket-hit-tokens:" { h = $2 }
+		END {
+			if (t == "") print status, srv, b, g, r, s
+			else print status, srv, b, g, r, s, t, h
+		}'
 }
 # The benchmark's policy names and how tables print them; one list, so the
 # live tables (bench-policies.sh) and the agreement report agree.

@@ -130,6 +130,14 @@ words() {
 		first=${where[$c]}
 		next=$(header "$d/c$c.r2" X-Served-By)
 		assert_equal "conversation $c: $next" "conversation $c: $first"
+		# The prediction rides along (debug headers): the follow-up
+		# expects its opening's 1,500 tokens from the cache, the opening
+		# nothing.
+		assert_equal "c$c opening hit: $(header "$d/c$c.r1" X-Dbucket-Hit-Tokens)" "c$c opening hit: 0"
+		(($(header "$d/c$c.r2" X-Dbucket-Hit-Tokens) >= 1000)) ||
+			fail "c$c follow-up hit: '$(header "$d/c$c.r2" X-Dbucket-Hit-Tokens)'"
+		(($(header "$d/c$c.r2" X-Dbucket-Ttft-Ms) >= 1)) ||
+			fail "c$c follow-up ttft_ms: '$(header "$d/c$c.r2" X-Dbucket-Ttft-Ms)'"
 	done
 	# The openings did not all pile on one server.
 	local distinct

@@ -143,6 +143,8 @@ static void test_details_only_when_asked(void)
 		CHECK(test_ack_var(&x.ack, "server", &v));
 		CHECK_EQ_U(test_ack_var(&x.ack, "score", &v), cases[i].want);
 		CHECK_EQ_U(test_ack_var(&x.ack, "redirected", &v), cases[i].want);
+		/* The prediction's variables are the ttft policy's alone. */
+		CHECK(!test_ack_var(&x.ack, "ttft_ms", &v));
 	}
 	CHECK_EQ_U(x.r.stats.routed, 1 + sizeof(cases) / sizeof(cases[0]));
 	down(&x);
@@ -494,6 +496,49 @@ static void test_ttft_route_follows_the_context_limit_and_the_books(void)
 	down(&x);
 }
 
+/* Under ttft the details carry the prediction: a conversation's second
+ * turn, sent where its first went, expects that prefix from the cache. */
+static void test_ttft_details_carry_the_prediction(void)
+{
+	static char body[2048];
+	struct fixture x;
+	struct dbk_spop_data v;
+	const char *const argn[] = { "id", "blen", "body", "details" };
+
+	snprintf(body, sizeof(body), "{\"prompt\":\"");
+	for (size_t i = strlen(body); i < sizeof(body) - 3; i++)
+		body[i] = (char)('a' + (i * 7 + i / 13) % 26);
+	memcpy(body + sizeof(body) - 3, "\"}", 3);
+	struct dbk_spop_data argv[4] = { dbk_spop_str("t-1"), dbk_spop_int(sizeof(body) - 1),
+		                         bin(body), dbk_spop_bool(true) };
+
+	up(&x, false);
+	struct dbk_pred *p = dbk_policy_ttft_new(x.bal, 1.0);
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	x.r.pred = p;
+	/* One usable server, so both turns meet there. */
+	for (unsigned i = 1; i < 4; i++)
+		dbk_bal_set_usable(x.bal, i, false);
+	size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_var_is(&x.ack, "server", "vllm0"));
+	CHECK(test_ack_var(&x.ack, "hit_tokens", &v) && v.type == DBK_SPOP_T_INT64 && v.u.i64 == 0);
+	/* An idle server: the prompt's own prefill, a few ms. */
+	CHECK(test_ack_var(&x.ack, "ttft_ms", &v) && v.type == DBK_SPOP_T_INT64 && v.u.i64 >= 1 &&
+	      v.u.i64 < 1000);
+
+	argv[0] = dbk_spop_str("t-2");
+	len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_var_is(&x.ack, "server", "vllm0"));
+	CHECK(test_ack_var(&x.ack, "hit_tokens", &v) && v.type == DBK_SPOP_T_INT64 && v.u.i64 > 0);
+	CHECK(test_ack_var(&x.ack, "ttft_ms", &v) && v.type == DBK_SPOP_T_INT64 && v.u.i64 >= 1);
+	dbk_policy_ttft_free(p, x.bal);
+	down(&x);
+}
+
 int main(void)
 {
 	dbk_log_set_level(DBK_LOG_ERROR);
@@ -510,5 +555,6 @@ int main(void)
 	RUN(test_moved_message_moves_the_lease);
 	RUN(test_ack_that_does_not_fit_is_an_error);
 	RUN(test_ttft_route_follows_the_context_limit_and_the_books);
+	RUN(test_ttft_details_carry_the_prediction);
 	return CHECK_DONE();
 }
