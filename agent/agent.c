@@ -187,7 +187,7 @@ static int listen_all(struct dbk_agent *a, const char *const *specs, unsigned n,
 	return 0;
 }
 
-static int add_spoa(void *o, int fd) { return dbk_spop_server_add_listener(o, fd); }
+static int add_spop(void *o, int fd) { return dbk_spop_server_add_listener(o, fd); }
 static int add_events(void *o, int fd) { return dbk_events_add_listener(o, fd); }
 static int add_events_udp(void *o, int fd) { return dbk_events_add_datagram(o, fd); }
 static int add_admin(void *o, int fd) { return dbk_admin_add_listener(o, fd); }
@@ -368,14 +368,14 @@ static int start_listeners(struct dbk_agent *a, char *err, size_t errlen)
 		.idle_timeout = (double)a->cfg.idle_timeout_s,
 	};
 	struct dbk_spop_handler h = dbk_route_handler_init(&a->route_handler, &a->route);
-	a->spoa = dbk_spop_server_new(a->loop, &sc, &h);
+	a->spop = dbk_spop_server_new(a->loop, &sc, &h);
 	a->events = dbk_events_new(a->loop, completion_conns, on_completion, a);
 	a->admin = dbk_admin_new(a->loop, admin_conns, on_admin, a);
-	if (!a->spoa || !a->events || !a->admin) {
+	if (!a->spop || !a->events || !a->admin) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (listen_all(a, a->cfg.listen, a->cfg.nlisten, "spop", add_spoa, NULL, a->spoa, err,
+	if (listen_all(a, a->cfg.listen, a->cfg.nlisten, "spop", add_spop, NULL, a->spop, err,
 	               errlen) ||
 	    listen_all(a, a->cfg.completion_listen, a->cfg.ncompletion_listen, "completions",
 	               add_events, add_events_udp, a->events, err, errlen) ||
@@ -466,7 +466,7 @@ void dbk_agent_stop(struct dbk_agent *a)
 	dbk_sync_free(a->sync);
 	dbk_admin_free(a->admin);
 	dbk_events_free(a->events);
-	dbk_spop_server_free(a->spoa);
+	dbk_spop_server_free(a->spop);
 	dbk_policy_ttft_free(a->pred, a->bal);
 	a->pred = NULL;
 	a->route.pred = NULL;
@@ -483,6 +483,6 @@ void dbk_agent_stop(struct dbk_agent *a)
 	a->sync = NULL;
 	a->admin = NULL;
 	a->events = NULL;
-	a->spoa = NULL;
+	a->spop = NULL;
 	a->bal = NULL;
 }

@@ -22,7 +22,7 @@ struct dbk_agent {
 	struct dbk_balancer *bal;
 	struct dbk_route route;
 	struct dbk_route_handler route_handler; /* route as the SPOP handler */
-	struct dbk_spop_server *spoa;
+	struct dbk_spop_server *spop;
 	struct dbk_events *events;
 	struct dbk_admin *admin;
 	struct dbk_sync *sync;            /* NULL without --haproxy-socket */

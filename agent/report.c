@@ -209,7 +209,7 @@ static void sources(const struct dbk_agent *a, const void *src[NSRC])
 	src[SRC_ROUTE] = &a->route.stats;
 	src[SRC_TTFT] = a->pred ? &a->route.stats : NULL;
 	src[SRC_RX] = dbk_events_stats(a->events);
-	src[SRC_SPOP] = dbk_spop_server_stats(a->spoa);
+	src[SRC_SPOP] = dbk_spop_server_stats(a->spop);
 	src[SRC_SYNC] = a->sync ? dbk_sync_stats(a->sync) : NULL;
 	src[SRC_AGENT] = a;
 }
@@ -404,7 +404,7 @@ static void metrics_config(const struct dbk_bal_config *c, struct dbk_buf *o)
 
 void dbk_report_metrics(const struct dbk_agent *a, struct dbk_buf *o)
 {
-	const struct dbk_spop_server_stats *s = dbk_spop_server_stats(a->spoa);
+	const struct dbk_spop_server_stats *s = dbk_spop_server_stats(a->spop);
 	const struct dbk_bal_config *c = dbk_bal_config(a->bal);
 	const struct dbk_route_stats *r = &a->route.stats;
 

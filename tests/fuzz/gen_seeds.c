@@ -459,40 +459,32 @@ static void seeds_completion(void)
 
 static void seeds_runtime(void)
 {
+	/* The captures, alone or as a pair (servers state, then stat). */
+	static const struct {
+		uint8_t param;
+		const char *first, *second, *name;
+	} caps[] = {
+		{ 0x00, "haproxy26-be-servers-state.txt", NULL, "servers-state-be" },
+		{ 0x08, "haproxy26-be2-servers-state.txt", NULL, "servers-state-be2" },
+		{ 0x00, "haproxy26-nosuch-servers-state.txt", NULL, "servers-state-nosuch" },
+		{ 0x01, "haproxy26-be-stat.txt", NULL, "stat-be" },
+		{ 0x01, "haproxy26-nosuch-stat.txt", NULL, "stat-nosuch" },
+		{ 0x02, "haproxy26-be-servers-state-initial.txt", "haproxy26-be-stat-initial.txt",
+		  "both-be-initial" },
+		{ 0x0a, "haproxy26-be2-servers-state.txt", "haproxy26-be2-stat.txt", "both-be2" },
+	};
 	struct out o;
 
-	o.n = 0;
-	addb(&o, 0x00);
-	add_fixture(&o, "haproxy26-be-servers-state.txt");
-	save("fuzz_runtime", "servers-state-be", &o);
-	o.n = 0;
-	addb(&o, 0x08);
-	add_fixture(&o, "haproxy26-be2-servers-state.txt");
-	save("fuzz_runtime", "servers-state-be2", &o);
-	o.n = 0;
-	addb(&o, 0x00);
-	add_fixture(&o, "haproxy26-nosuch-servers-state.txt");
-	save("fuzz_runtime", "servers-state-nosuch", &o);
-	o.n = 0;
-	addb(&o, 0x01);
-	add_fixture(&o, "haproxy26-be-stat.txt");
-	save("fuzz_runtime", "stat-be", &o);
-	o.n = 0;
-	addb(&o, 0x01);
-	add_fixture(&o, "haproxy26-nosuch-stat.txt");
-	save("fuzz_runtime", "stat-nosuch", &o);
-	o.n = 0;
-	addb(&o, 0x02);
-	add_fixture(&o, "haproxy26-be-servers-state-initial.txt");
-	addb(&o, 0);
-	add_fixture(&o, "haproxy26-be-stat-initial.txt");
-	save("fuzz_runtime", "both-be-initial", &o);
-	o.n = 0;
-	addb(&o, 0x0a);
-	add_fixture(&o, "haproxy26-be2-servers-state.txt");
-	addb(&o, 0);
-	add_fixture(&o, "haproxy26-be2-stat.txt");
-	save("fuzz_runtime", "both-be2", &o);
+	for (size_t i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		o.n = 0;
+		addb(&o, caps[i].param);
+		add_fixture(&o, caps[i].first);
+		if (caps[i].second) {
+			addb(&o, 0);
+			add_fixture(&o, caps[i].second);
+		}
+		save("fuzz_runtime", caps[i].name, &o);
+	}
 
 	/* A 3.x shape: columns moved, a quoted status text with a comma. */
 	o.n = 0;

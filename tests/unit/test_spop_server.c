@@ -24,7 +24,7 @@ struct world {
 	struct dbk_balancer *bal;
 	struct dbk_route route;
 	struct dbk_route_handler rh;
-	struct dbk_spop_server *spoa;
+	struct dbk_spop_server *spop;
 	char path[108];
 	char spec[120];
 };
@@ -53,13 +53,13 @@ static void world_up_with(struct world *w, unsigned max_conns, uint32_t max_fram
 		rh = dbk_route_handler_init(&w->rh, &w->route);
 		h = &rh;
 	}
-	w->spoa = dbk_spop_server_new(w->loop, &sc, h);
+	w->spop = dbk_spop_server_new(w->loop, &sc, h);
 	snprintf(w->path, sizeof(w->path), "/tmp/dbk-test-spoa-%d.sock", (int)getpid());
 	snprintf(w->spec, sizeof(w->spec), "unix:%s", w->path);
 	int fd = dbk_net_listen(w->spec, err, sizeof(err));
 	if (fd < 0)
 		fprintf(stderr, "listen: %s\n", err);
-	dbk_spop_server_add_listener(w->spoa, fd);
+	dbk_spop_server_add_listener(w->spop, fd);
 }
 
 static void world_up(struct world *w, unsigned max_conns, uint32_t max_frame)
@@ -69,7 +69,7 @@ static void world_up(struct world *w, unsigned max_conns, uint32_t max_frame)
 
 static void world_down(struct world *w)
 {
-	dbk_spop_server_free(w->spoa);
+	dbk_spop_server_free(w->spop);
 	dbk_bal_free(w->bal);
 	ev_loop_destroy(w->loop);
 	unlink(w->path);
@@ -224,8 +224,8 @@ static void test_healthcheck_hello_closes(void)
 	world_up(&w, 16, 16380);
 	int fd = say_hello(&w, 16380, true, &r, &f);
 	CHECK(r.closed);
-	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->healthchecks, 1);
-	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->open, 0);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spop)->healthchecks, 1);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spop)->open, 0);
 	close(fd);
 	world_down(&w);
 }
@@ -299,7 +299,7 @@ static void expect_disconnect_with(const struct dbk_spop_handler *h, const uint8
 	CHECK_EQ_U(f.type, DBK_SPOP_AGENT_DISCONNECT);
 	CHECK_EQ_U(test_disconnect_status(&f), status);
 	CHECK(r.closed);
-	const struct dbk_spop_server_stats *st = dbk_spop_server_stats(w.spoa);
+	const struct dbk_spop_server_stats *st = dbk_spop_server_stats(w.spop);
 	CHECK_EQ_U(st->open, 0);
 	CHECK_EQ_U(st->acks, 0);
 	CHECK_EQ_U(st->disconnects[status], 1);
@@ -376,13 +376,13 @@ static void test_many_connections_and_limit(void)
 	world_up(&w, N, 16380);
 	for (int i = 0; i < N; i++)
 		fds[i] = hello_client(&w, 16380);
-	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->open, N);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spop)->open, N);
 	/* One over the limit is closed at once. */
 	struct reply r = { .len = 0 };
 	fds[N] = client(&w);
 	pump(&w, fds[N], &r, 0);
 	CHECK(r.closed);
-	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->refused_conns, 1);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spop)->refused_conns, 1);
 	/* Every admitted connection still routes. */
 	for (int i = 0; i < N; i++) {
 		char id[16];
@@ -557,7 +557,7 @@ static void test_idle_after_hello_times_out(void)
 	CHECK_EQ_U(test_disconnect_status(&f), DBK_SPOP_ERR_TIMEOUT);
 	ev_now_update(w.loop);
 	CHECK(ev_now(w.loop) - t0 >= 0.25);
-	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->open, 0);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spop)->open, 0);
 	close(fd);
 	world_down(&w);
 }
@@ -596,12 +596,12 @@ static void test_out_of_descriptors_sheds_without_spinning(void)
 	}
 	setrlimit(RLIMIT_NOFILE, &saved);
 	CHECK_EQ_U(closed, N);
-	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->refused_conns, N);
-	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->accepted, 0);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spop)->refused_conns, N);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spop)->accepted, 0);
 	for (int i = 0; i < N; i++)
 		close(fds[i]);
 	int fd = hello_client(&w, 16380);
-	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->accepted, 1);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spop)->accepted, 1);
 	close(fd);
 	world_down(&w);
 }
@@ -659,7 +659,7 @@ static void test_handler_writes_the_actions_of_an_ack(void)
 	      f.frame_id == 5 && (f.flags & DBK_SPOP_FLAG_FIN) && test_var_is(&f, "who", "probe"));
 	CHECK(nth_frame(&r, 1, &f) && f.stream_id == 42 && f.frame_id == 6);
 	CHECK(!r.closed);
-	const struct dbk_spop_server_stats *st = dbk_spop_server_stats(w.spoa);
+	const struct dbk_spop_server_stats *st = dbk_spop_server_stats(w.spop);
 	CHECK_EQ_U(st->notifies, 2);
 	CHECK_EQ_U(st->acks, 2);
 	CHECK_EQ_U(st->frames_in, 3);
@@ -712,7 +712,7 @@ static void test_route_handler_times_each_notify(void)
 	CHECK_EQ_U(w.rh.notify_seconds.count, 1);
 	CHECK(w.rh.notify_seconds.sum >= 0);
 	CHECK_EQ_U(w.route.stats.routed, 1);
-	CHECK_EQ_U(dbk_spop_server_stats(w.spoa)->haproxy_disconnects, 0);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spop)->haproxy_disconnects, 0);
 	close(fd);
 	world_down(&w);
 }
