@@ -436,6 +436,19 @@ static unsigned pred_inflight(const struct dbk_pred *p, unsigned server)
 	return v.inflight;
 }
 
+/* The fixture under --policy ttft; NULL (checked, torn down) if the
+ * predictor could not be made. */
+static struct dbk_pred *up_ttft(struct fixture *x)
+{
+	up(x, false);
+	struct dbk_pred *p = dbk_policy_ttft_new(x->bal, 1.0);
+	CHECK(p != NULL);
+	if (!p)
+		down(x);
+	x->r.pred = p;
+	return p;
+}
+
 static void test_ttft_route_follows_the_context_limit_and_the_books(void)
 {
 	struct fixture x;
@@ -443,12 +456,9 @@ static void test_ttft_route_follows_the_context_limit_and_the_books(void)
 	struct dbk_spop_data argv[3] = { dbk_spop_str("long-1"), dbk_spop_int(40000),
 		                         bin("{\"prompt\":\"aaaa\"}") };
 
-	up(&x, false);
-	struct dbk_pred *p = dbk_policy_ttft_new(x.bal, 1.0);
-	CHECK(p != NULL);
+	struct dbk_pred *p = up_ttft(&x);
 	if (!p)
 		return;
-	x.r.pred = p;
 	dbk_pred_set_max_model_len(p, 0, 4096);
 	dbk_pred_set_max_model_len(p, 1, 4096);
 	dbk_pred_set_max_model_len(p, 3, 131072);
@@ -512,12 +522,9 @@ static void test_ttft_details_carry_the_prediction(void)
 	struct dbk_spop_data argv[4] = { dbk_spop_str("t-1"), dbk_spop_int(sizeof(body) - 1),
 		                         bin(body), dbk_spop_bool(true) };
 
-	up(&x, false);
-	struct dbk_pred *p = dbk_policy_ttft_new(x.bal, 1.0);
-	CHECK(p != NULL);
+	struct dbk_pred *p = up_ttft(&x);
 	if (!p)
 		return;
-	x.r.pred = p;
 	/* One usable server, so both turns meet there. */
 	for (unsigned i = 1; i < 4; i++)
 		dbk_bal_set_usable(x.bal, i, false);

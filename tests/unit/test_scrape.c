@@ -43,6 +43,18 @@ struct conn {
 #define MAX_CONNS 256
 static struct conn *conns[MAX_CONNS];
 
+static void close_conns(struct ev_loop *loop)
+{
+	for (unsigned i = 0; i < MAX_CONNS && conns[i]; i++) {
+		if (conns[i]->w.fd >= 0) {
+			ev_io_stop(loop, &conns[i]->w);
+			close(conns[i]->w.fd);
+		}
+		free(conns[i]);
+		conns[i] = NULL;
+	}
+}
+
 static char metrics_body[1 << 17];
 static size_t metrics_len;
 static const char models[] =
@@ -259,14 +271,7 @@ static void test_scrape_ok_garbage_hang(void)
 	dbk_buf_free(&o);
 
 	dbk_scrape_free(sc);
-	for (unsigned i = 0; i < MAX_CONNS && conns[i]; i++) {
-		if (conns[i]->w.fd >= 0) {
-			ev_io_stop(loop, &conns[i]->w);
-			close(conns[i]->w.fd);
-		}
-		free(conns[i]);
-		conns[i] = NULL;
-	}
+	close_conns(loop);
 	for (unsigned i = 0; i < NSRV; i++) {
 		ev_io_stop(loop, &srv[i].accept_w);
 		close(srv[i].accept_w.fd);
@@ -312,14 +317,7 @@ static bool scrape_one(const char *listen, const char *url_fmt, const char *want
 		CHECK_EQ_U(srv[0].accepts, 2);
 		dbk_scrape_free(sc);
 	}
-	for (unsigned i = 0; i < MAX_CONNS && conns[i]; i++) {
-		if (conns[i]->w.fd >= 0) {
-			ev_io_stop(loop, &conns[i]->w);
-			close(conns[i]->w.fd);
-		}
-		free(conns[i]);
-		conns[i] = NULL;
-	}
+	close_conns(loop);
 	ev_io_stop(loop, &srv[0].accept_w);
 	close(fd);
 	ev_loop_destroy(loop);
