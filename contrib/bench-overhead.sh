@@ -106,16 +106,6 @@ for p in "$PLAIN_PORT" "$NULLH_PORT" "$NULL4H_PORT" "$SPOAH_PORT" "$RINGH_PORT" 
 	dbk_wait_port "$p"
 done
 
-wrk_lua() { # the POST body of BYTES bytes, a JSON completion request
-	local pad=$(($1 - 48))
-	[ $pad -ge 0 ] || pad=0
-	cat <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '{"model":"m","max_tokens":16,"prompt":"' .. string.rep("a", $pad) .. '"}'
-LUA
-}
-
 # run CFG BODY [SECONDS [FILE]]: one wrk run; appends
 # "cfg body rps p50_us p99_us requests non2xx errors round" to FILE (results)
 ROUND=0
@@ -148,7 +138,7 @@ run() {
 	tail -n 1 "$file" | awk '{ printf "  %-8s body=%sB %10s req/s p50=%sus p99=%sus non2xx=%s errors=%s\n", $1, $2, $3, $4, $5, $7, $8 }' >&2
 }
 
-for body in $bodies; do wrk_lua "$body" >"$tmp/post-$body.lua"; done
+for body in $bodies; do dbk_wrk_post_lua "$body" >"$tmp/post-$body.lua"; done
 echo "== overhead: wrk -t $threads -c $conns, ${seconds}s per run, $rounds rounds, bodies: $bodies" >&2
 # A short warm-up opens the SPOP connections and fills the caches.
 : >"$tmp/results"

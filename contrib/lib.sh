@@ -245,3 +245,15 @@ dbk_start_fast_backends() {
 	haproxy -f "$tmp/backends.cfg" 2>"$tmp/backends.log" &
 	pids+=($!)
 }
+
+# dbk_wrk_post_lua BYTES: a wrk script that POSTs a JSON completion
+# request of BYTES bytes (at least 48) to wrk's URL.
+dbk_wrk_post_lua() {
+	local pad=$(($1 - 48))
+	[ $pad -ge 0 ] || pad=0
+	cat <<LUA
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{"model":"m","max_tokens":16,"prompt":"' .. string.rep("a", $pad) .. '"}'
+LUA
+}
