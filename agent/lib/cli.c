@@ -154,7 +154,11 @@ int dbk_cli_parse(const struct dbk_opt *opts, int argc, char **argv, void *ctx, 
 	shorts[ns] = '\0';
 
 	opterr = 0;
-	optind = 1;
+	/* 0, not 1: glibc and musl then also forget where they were inside
+	 * a cluster of short options ("-fz"), which a parse that stopped
+	 * there with an error left pointing into the old argv (fuzz_cli
+	 * found it reading freed memory on the next parse). */
+	optind = 0;
 	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
 		const struct dbk_opt *o = NULL;
 		const char *bad = argv[optind - 1];

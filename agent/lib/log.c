@@ -88,4 +88,9 @@ void dbk_errf(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+	/* Reasons quote what they were given (an argument, a line of a
+	 * file): a control byte there would break the one line. */
+	for (char *p = err; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 }

@@ -32,7 +32,9 @@ const char *dbk_log_quote(char *buf, unsigned long size, const char *s, unsigned
 
 /* The one error style of every parser and constructor: a function that
  * fails returns -1 (or NULL) and writes a one-line reason into the
- * caller's err[errlen], which the caller logs or prints. err may be NULL. */
+ * caller's err[errlen], which the caller logs or prints (control bytes
+ * become '?', so that quoted input cannot break the line). err may be
+ * NULL. */
 void dbk_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -134,6 +134,8 @@ static void test_every_bad_value_is_refused_by_name(void)
 		{ "--rate", "nan", "--rate wants a number from 0 to 10, got 'nan'" },
 		{ "--rate", "11", "--rate wants a number" },
 		{ "--mode", "medium", "--mode wants one of fast, slow, got 'medium'" },
+		/* A reason is one line, whatever the value holds (fuzz_cli). */
+		{ "--mode", "a\nb\tc", "--mode wants one of fast, slow, got 'a?b?c'" },
 		{ "--nope", "1", "unknown option '--nope'" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -166,6 +168,27 @@ static void test_missing_value_repeats_and_callbacks(void)
 	CHECK(strstr(err, "at most 4 --listen") != NULL);
 	CHECK(parse(&c, unknown_short, NULL, err, sizeof(err)) == -1);
 	CHECK(strstr(err, "unknown option '-x'") != NULL);
+}
+
+/* A parse that stopped inside a cluster of short options ("-vxv": -x is
+ * unknown) leaves nothing behind for the next one, which must not read
+ * on in the first argv (found by fuzz_cli: it had been freed). */
+static void test_a_failed_cluster_leaves_no_state(void)
+{
+	char first[] = "-vxv";
+	char *cluster[] = { "prog", first, NULL };
+	char *next[] = { "prog", "--port", "80", NULL };
+	struct cfg c;
+	char err[128] = "";
+	int at = 0;
+
+	CHECK(parse(&c, cluster, NULL, err, sizeof(err)) == -1);
+	CHECK(strstr(err, "unknown option '-x'") != NULL);
+	memset(first, 'v', sizeof(first) - 1); /* what a stale pointer would read */
+	CHECK(parse(&c, next, &at, err, sizeof(err)) == 0);
+	CHECK_EQ_U(c.port, 80);
+	CHECK(!c.verbose);
+	CHECK_EQ_U(at, 3);
 }
 
 static void test_usage_lines_come_from_the_table(void)
@@ -214,6 +237,7 @@ int main(void)
 	RUN(test_values_land_where_the_table_says);
 	RUN(test_every_bad_value_is_refused_by_name);
 	RUN(test_missing_value_repeats_and_callbacks);
+	RUN(test_a_failed_cluster_leaves_no_state);
 	RUN(test_usage_lines_come_from_the_table);
 	RUN(test_no_short_column_without_short_options);
 	return CHECK_DONE();
