@@ -338,9 +338,9 @@ static int target_init(struct target *t, const char *url, char *err, size_t errl
 		dbk_buf_printf(&r[k]->text,
 		               "GET %s%s%s%.*s HTTP/1.1\r\nHost: %.*s\r\nUser-Agent: "
 		               "dbucket-spoa\r\n"
-		               "Accept: */*\r\n\r\n",
+		               "Accept: */*\r\n%s\r\n", /* see hc.once */
 		               path, k ? "/v1/models" : "/metrics", ql && !k ? "?" : "",
-		               k ? 0 : (int)ql, q, al, a);
+		               k ? 0 : (int)ql, q, al, a, k ? "Connection: close\r\n" : "");
 		if (r[k]->text.oom) {
 			dbk_errf(err, errlen, "out of memory");
 			return -1;
@@ -396,6 +396,10 @@ struct dbk_scrape *dbk_scrape_new(struct ev_loop *loop, const struct dbk_scrape_
 			r[k]->kind = k ? REQ_MODELS : REQ_METRICS;
 			dbk_hc_init(&r[k]->hc, loop, DBK_SCRAPE_MAX_BODY, on_done, r[k]);
 		}
+		/* /v1/models comes every 10 s by default, past the idle timeout
+		 * of vLLM's server (uvicorn: 5 s): a kept connection would only
+		 * be found closed at the next fetch, so that one is not kept. */
+		t->models.hc.once = true;
 		snprintf(t->name, sizeof(t->name), "%s", names[i]);
 		if (!base_urls[i] || !base_urls[i][0])
 			continue;

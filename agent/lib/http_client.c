@@ -35,7 +35,7 @@ static void close_conn(struct dbk_hc *c)
 static void finish(struct dbk_hc *c, const struct dbk_hc_result *r, bool keep)
 {
 	c->busy = false;
-	if (!keep || c->moved)
+	if (!keep || c->moved || c->once)
 		close_conn(c);
 	c->moved = false;
 	/* Last: done may start the next request. */

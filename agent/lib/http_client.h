@@ -78,6 +78,9 @@ struct dbk_hc {
 	dbk_hc_done_fn done;
 	void *arg;
 	uint64_t connects; /* connections opened, for tests and the curious */
+	/* Set by the caller: close the connection after each answer (for a
+	 * request sent less often than servers keep an idle connection). */
+	bool once;
 
 	/* The request in flight. */
 	bool busy, connecting, reused, retried;

@@ -254,6 +254,23 @@ static void test_keep_alive_content_length(void)
 	teardown();
 }
 
+/* once: a new connection for every request, each closed after its
+ * answer, even where the server would keep it. */
+static void test_once_closes_after_each_answer(void)
+{
+	setup(1024);
+	hc.once = true;
+	answer.first = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+	for (int i = 0; i < 3; i++) {
+		CHECK(get(2000));
+		CHECK(ok("hello"));
+		CHECK(hc.fd < 0);
+	}
+	CHECK_EQ_U(hc.connects, 3);
+	CHECK_EQ_U(accepts, 3);
+	teardown();
+}
+
 static void test_chunked_kept_alive(void)
 {
 	setup(1024);
@@ -442,6 +459,7 @@ static void test_refused(void)
 int main(void)
 {
 	RUN(test_keep_alive_content_length);
+	RUN(test_once_closes_after_each_answer);
 	RUN(test_chunked_kept_alive);
 	RUN(test_split_reads);
 	RUN(test_close_framed_body);
