@@ -361,10 +361,15 @@ static void cfg_frontend(FILE *out, const struct dbk_launch_flags *f,
 		        "    http-response set-header X-Dbucket-%s %%[var(txn.dbucket.%s)] "
 		        "if { env(DBK_DEBUG_HEADERS) -m str 1 }\n",
 		        dbg[i], dbg[i + 1]);
-	fputs("    http-response set-header X-Dbucket-Error %[var(txn.dbucket.error)] if "
-	      "{ env(DBK_DEBUG_HEADERS) -m str 1 } { var(txn.dbucket.error) -m found }\n"
-	      "    default_backend vllm\n",
-	      out);
+	/* Set only by some decisions: --policy ttft's prediction, errors. */
+	static const char *const dbg_found[] = { "Ttft-Ms",    "ttft_ms", "Hit-Tokens",
+		                                 "hit_tokens", "Error",   "error" };
+	for (size_t i = 0; i < sizeof(dbg_found) / sizeof(dbg_found[0]); i += 2)
+		fprintf(out,
+		        "    http-response set-header X-Dbucket-%s %%[var(txn.dbucket.%s)] "
+		        "if { env(DBK_DEBUG_HEADERS) -m str 1 } { var(txn.dbucket.%s) -m found }\n",
+		        dbg_found[i], dbg_found[i + 1], dbg_found[i + 1]);
+	fputs("    default_backend vllm\n", out);
 }
 
 /* HAProxy's metrics and stats, the vLLM servers, the agents. */

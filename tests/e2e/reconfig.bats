@@ -76,7 +76,7 @@ teardown() {
 	start_agent --enable-dynamic-bucket
 	start_haproxy
 	body_of_size 140000 >"$BATS_TEST_TMPDIR/l.json"
-	hold_request "$BATS_TEST_TMPDIR/l.json" 1500
+	hold_request "$BATS_TEST_TMPDIR/l.json" 4000
 	run curl -s -X POST "http://127.0.0.1:$ADMIN_PORT/config?group-sizes=3,1"
 	assert_success
 	# vllm2 carries the held request into group 0.
