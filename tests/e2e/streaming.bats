@@ -52,7 +52,9 @@ watch_stream() {
 }
 
 @test "a completions stream passes through event for event, [DONE] last" {
-	start_stubs
+	# Model clock at a quarter of real time: the stream lasts ~2 s, long
+	# enough for a loaded machine to look while it is open.
+	start_stubs 0.25
 	start_agent --enable-dynamic-bucket
 	start_haproxy_stubs
 	# 64 tokens (about half a second): 64 token events and the usage event.
@@ -70,7 +72,9 @@ watch_stream() {
 }
 
 @test "a chat stream passes through event for event, [DONE] last" {
-	start_stubs
+	# Model clock at a quarter of real time: the stream lasts ~2 s, long
+	# enough for a loaded machine to look while it is open.
+	start_stubs 0.25
 	start_agent --enable-dynamic-bucket
 	start_haproxy_stubs
 	chat_body 48 true >"$BATS_TEST_TMPDIR/c.json"
