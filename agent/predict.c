@@ -16,8 +16,9 @@
 #define PRED_MAX_HITS (DBK_PIDX_WAYS * 2u)
 
 struct pred_pending {
-	double end_s; /* predicted end of this prefill */
-	uint32_t n;   /* requests it stands for */
+	double end_s;  /* predicted end of this prefill */
+	uint32_t n;    /* requests it stands for */
+	uint32_t upto; /* the server's pushed count once this one was in */
 };
 
 struct pred_srv {
@@ -28,6 +29,7 @@ struct pred_srv {
 	uint32_t sent_units; /* new KV tokens sent, in key blocks: cache turnover */
 	struct pred_pending ring[PRED_RING];
 	unsigned head, count;
+	uint32_t pushed; /* requests ever pushed (wraps; only differences count) */
 	double last_end_s;
 	/* Last good scrape, and the books at that moment. */
 	bool have_scrape;
@@ -149,18 +151,27 @@ void dbk_pred_set_max_model_len(struct dbk_pred *p, unsigned server, uint32_t le
 
 static double sec(uint64_t ms) { return (double)ms / 1000.0; }
 
-/* Requests still prefilling on s at t: the FIFO's entries ending later. */
+/* Requests still prefilling on s at t: the FIFO's entries ending later.
+ * Ends only grow from head to tail (each is pushed at or after the last
+ * one's end), so the entries still running are a tail found by binary
+ * search, and their count is a difference of running totals: O(log ring)
+ * instead of a walk over up to PRED_RING entries per server and
+ * decision, which a busy server keeps full. */
 static unsigned pred_pending(const struct pred_srv *s, double t)
 {
-	unsigned n = 0;
+	unsigned lo = 0, hi = s->count; /* the first entry ending after t */
 
-	for (unsigned i = s->count; i > 0; i--) {
-		const struct pred_pending *e = &s->ring[(s->head + i - 1) % PRED_RING];
-		if (e->end_s <= t)
-			break;
-		n += e->n;
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		if (s->ring[(s->head + mid) % PRED_RING].end_s <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return n;
+	if (lo == s->count)
+		return 0;
+	const struct pred_pending *e = &s->ring[(s->head + lo) % PRED_RING];
+	return s->pushed - (e->upto - e->n);
 }
 
 static bool pred_fresh(const struct dbk_pred *p, const struct pred_srv *s, uint64_t now_ms)
@@ -429,9 +440,10 @@ static void pred_push(struct pred_srv *s, double now, double end)
 		struct pred_pending *last = &s->ring[(s->head + s->count - 1) % PRED_RING];
 		last->end_s = end;
 		last->n++;
+		last->upto = ++s->pushed;
 		return;
 	}
-	s->ring[(s->head + s->count) % PRED_RING] = (struct pred_pending){ end, 1 };
+	s->ring[(s->head + s->count) % PRED_RING] = (struct pred_pending){ end, 1, ++s->pushed };
 	s->count++;
 }
 
