@@ -101,8 +101,9 @@ static void nested_fields_ignored(void)
 
 static void strings(void)
 {
-	struct got g = scan("{\"prompt\":\"caf\\u00e9 \\ud83d\\ude00 \\\"q\\\" \\\\ \\/\\b\\f\\n\\r\\t\","
-	                    "\"max_tokens\":4}");
+	struct got g = scan(
+	        "{\"prompt\":\"caf\\u00e9 \\ud83d\\ude00 \\\"q\\\" \\\\ \\/\\b\\f\\n\\r\\t\","
+	        "\"max_tokens\":4}");
 
 	CHECK_EQ_U(g.r, DBK_ESCAN_JSON);
 	CHECK_NEAR(g.mt, 4, 0);
