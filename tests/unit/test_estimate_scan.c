@@ -49,6 +49,11 @@ static void numbers(void)
 	CHECK_NEAR(scan("{\"max_tokens\":-12.5e-1}").mt, -1.25, 0);
 	CHECK_NEAR(scan("{\"max_tokens\":0}").mt, 0, 0);
 	CHECK_NEAR(scan("{\"max_tokens\":2E+3}").mt, 2000, 0);
+	/* Integers: added up to 15 digits, strtod's past them. */
+	CHECK(scan("{\"max_tokens\":123456789012345}").mt == 123456789012345.0);
+	CHECK(scan("{\"max_tokens\":-99}").mt == -99.0);
+	CHECK(scan("{\"max_tokens\":12345678901234567890123}").mt == 12345678901234567890123.0);
+	CHECK(scan("{\"max_tokens\":9007199254740993}").mt == 9007199254740993.0);
 	/* Not finite: the default stays, as estimate.c does with cJSON. */
 	struct got g = scan("{\"max_tokens\":1e400}");
 	CHECK_EQ_U(g.r, DBK_ESCAN_JSON);
