@@ -452,16 +452,10 @@ static uint32_t u32_of(double v)
 	return v <= 0 || !isfinite(v) ? 0 : v >= 4294967295.0 ? UINT32_MAX : (uint32_t)v;
 }
 
-void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
-                     uint64_t now_ms, struct dbk_pred_ticket *t)
+/* The hit server is expected to give r, as choose saw it. */
+static double pred_commit_hit(const struct dbk_pred *p, const struct dbk_pred_request *r,
+                              unsigned server)
 {
-	memset(t, 0, sizeof(*t));
-	if (server >= p->c.nservers)
-		return;
-	struct pred_srv *s = &p->s[server];
-	double now = sec(now_ms), prompt = pred_prompt(r), out = pred_output(p, r);
-
-	/* The hit this server is expected to give, as choose saw it. */
 	struct dbk_pidx_hit hits[PRED_MAX_HITS];
 	double hit = 0;
 	size_t nkeys = r->keys ? r->nkeys : 0;
@@ -469,9 +463,20 @@ void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsig
 	size_t nh = nkeys  ? dbk_pidx_match(p->idx, r->keys, nkeys, hits, PRED_MAX_HITS)
 	            : skey ? dbk_pidx_match(p->idx, &skey, 1, hits, PRED_MAX_HITS)
 	                   : 0;
+
 	for (size_t h = 0; h < nh; h++)
 		if (hits[h].server == server)
 			hit = pred_hit(p, r, &hits[h], nkeys);
+	return hit;
+}
+
+static void pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
+                        double hit, uint64_t now_ms, struct dbk_pred_ticket *t)
+{
+	struct pred_srv *s = &p->s[server];
+	double now = sec(now_ms), prompt = pred_prompt(r), out = pred_output(p, r);
+	size_t nkeys = r->keys ? r->nkeys : 0;
+	uint64_t skey = r->session;
 
 	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now));
 	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;
@@ -494,6 +499,28 @@ void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsig
 	if (skey)
 		dbk_pidx_insert(p->idx, server, &skey, 1, s->sent_units, t->prompt_tokens);
 	p->next = (p->next + 1) % p->c.nservers;
+}
+
+void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
+                     uint64_t now_ms, struct dbk_pred_ticket *t)
+{
+	memset(t, 0, sizeof(*t));
+	if (server >= p->c.nservers)
+		return;
+	pred_commit(p, r, server, pred_commit_hit(p, r, server), now_ms, t);
+}
+
+void dbk_pred_commit_chosen(struct dbk_pred *p, const struct dbk_pred_request *r,
+                            const struct dbk_pred_choice *c, uint64_t now_ms,
+                            struct dbk_pred_ticket *t)
+{
+	memset(t, 0, sizeof(*t));
+	if (c->server < 0 || (unsigned)c->server >= p->c.nservers)
+		return;
+	/* A too-long choice was priced without its hit. */
+	double hit = c->reason == DBK_PRED_FASTEST ? c->hit_tokens
+	                                           : pred_commit_hit(p, r, (unsigned)c->server);
+	pred_commit(p, r, (unsigned)c->server, hit, now_ms, t);
 }
 
 void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms)
