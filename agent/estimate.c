@@ -7,6 +7,9 @@
  * - text after the JSON value (other than whitespace) makes the body
  *   malformed, as it does for Python's json.loads;
  * - a key that appears twice counts by its last value, as in Python.
+ *
+ * The body is read by estimate_scan.c's one strict pass; cJSON reads only
+ * what that pass is not sure of, so the answer is always cJSON's.
  */
 #include "estimate.h"
 
@@ -14,6 +17,8 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+
+#include "estimate_scan.h"
 
 /* The last member named name (Python's json keeps the last duplicate). */
 static const cJSON *last_member(const cJSON *obj, const char *name)
@@ -55,6 +60,11 @@ enum dbk_estimate_source dbk_estimate(int64_t body_size, const uint8_t *sample, 
 	if (body_size >= 0 && (uint64_t)sample_len < (uint64_t)body_size)
 		return DBK_EST_TRUNCATED;
 
+	switch (dbk_estimate_scan(sample, sample_len, &out->max_tokens, &out->ignore_eos)) {
+	case DBK_ESCAN_JSON: return DBK_EST_JSON;
+	case DBK_ESCAN_MALFORMED: return DBK_EST_MALFORMED;
+	case DBK_ESCAN_UNSURE: break;
+	}
 	root = cJSON_ParseWithLengthOpts(text, sample_len, &end, false);
 	if (!root)
 		return DBK_EST_MALFORMED;

@@ -8,28 +8,6 @@
 
 #define DBK_LEASE_MIN_SLOTS 16
 
-/* Keyed hashing: request ids may come from clients (X-Request-Id), and a
- * secret key keeps them from piling into one chain. wyhash's mixing (the
- * construction Go's maps fall back on for the same purpose): a 128-bit
- * product of input words xored with key words, folded to 64 bits. About
- * a fifth of SipHash-1-3's instructions on a 30-byte id, and ids are
- * hashed twice per request (lease taken, lease released). */
-static uint64_t mum(uint64_t a, uint64_t b)
-{
-#ifdef __SIZEOF_INT128__
-	__uint128_t r = (__uint128_t)a * b;
-
-	return (uint64_t)r ^ (uint64_t)(r >> 64);
-#else
-	uint64_t alo = a & 0xffffffffu, ahi = a >> 32, blo = b & 0xffffffffu, bhi = b >> 32;
-	uint64_t lo = alo * blo, m1 = ahi * blo, m2 = alo * bhi, hi = ahi * bhi;
-	uint64_t mid = (lo >> 32) + (m1 & 0xffffffffu) + (m2 & 0xffffffffu);
-
-	hi += (m1 >> 32) + (m2 >> 32) + (mid >> 32);
-	return ((mid << 32) | (lo & 0xffffffffu)) ^ hi;
-#endif
-}
-
 static uint64_t read64(const unsigned char *p)
 {
 	uint64_t v;
@@ -46,6 +24,12 @@ static uint64_t read32(const unsigned char *p)
 	return v;
 }
 
+/* Keyed hashing: request ids may come from clients (X-Request-Id), and a
+ * secret key keeps them from piling into one chain. wyhash's mixing (the
+ * construction Go's maps fall back on for the same purpose): a 128-bit
+ * product of input words xored with key words, folded to 64 bits. About
+ * a fifth of SipHash-1-3's instructions on a 30-byte id, and ids are
+ * hashed twice per request (lease taken, lease released). */
 static uint64_t id_hash(uint64_t k0, uint64_t k1, const char *in, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)in;
@@ -53,7 +37,7 @@ static uint64_t id_hash(uint64_t k0, uint64_t k1, const char *in, size_t len)
 	size_t left = len;
 
 	for (; left > 16; p += 16, left -= 16)
-		h = mum(read64(p) ^ k1, read64(p + 8) ^ h);
+		h = dbk_hash_mum(read64(p) ^ k1, read64(p + 8) ^ h);
 	/* The last 1..16 bytes, read as two words that may overlap; the
 	 * length folded in below tells ids that overlap differently apart. */
 	if (left > 8) {
@@ -65,7 +49,7 @@ static uint64_t id_hash(uint64_t k0, uint64_t k1, const char *in, size_t len)
 	} else if (left > 0) {
 		a = (uint64_t)p[0] << 16 | (uint64_t)p[left / 2] << 8 | p[left - 1];
 	}
-	return mum(k1 ^ len, mum(a ^ k1, b ^ h));
+	return dbk_hash_mum(k1 ^ len, dbk_hash_mum(a ^ k1, b ^ h));
 }
 
 static void slot_push(struct dbk_lease **slots, size_t mask, struct dbk_lease *e)

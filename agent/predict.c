@@ -16,8 +16,9 @@
 #define PRED_MAX_HITS (DBK_PIDX_WAYS * 2u)
 
 struct pred_pending {
-	double end_s; /* predicted end of this prefill */
-	uint32_t n;   /* requests it stands for */
+	double end_s;  /* predicted end of this prefill */
+	uint32_t n;    /* requests it stands for */
+	uint32_t upto; /* the server's pushed count once this one was in */
 };
 
 struct pred_srv {
@@ -28,6 +29,7 @@ struct pred_srv {
 	uint32_t sent_units; /* new KV tokens sent, in key blocks: cache turnover */
 	struct pred_pending ring[PRED_RING];
 	unsigned head, count;
+	uint32_t pushed; /* requests ever pushed (wraps; only differences count) */
 	double last_end_s;
 	/* Last good scrape, and the books at that moment. */
 	bool have_scrape;
@@ -149,18 +151,27 @@ void dbk_pred_set_max_model_len(struct dbk_pred *p, unsigned server, uint32_t le
 
 static double sec(uint64_t ms) { return (double)ms / 1000.0; }
 
-/* Requests still prefilling on s at t: the FIFO's entries ending later. */
+/* Requests still prefilling on s at t: the FIFO's entries ending later.
+ * Ends only grow from head to tail (each is pushed at or after the last
+ * one's end), so the entries still running are a tail found by binary
+ * search, and their count is a difference of running totals: O(log ring)
+ * instead of a walk over up to PRED_RING entries per server and
+ * decision, which a busy server keeps full. */
 static unsigned pred_pending(const struct pred_srv *s, double t)
 {
-	unsigned n = 0;
+	unsigned lo = 0, hi = s->count; /* the first entry ending after t */
 
-	for (unsigned i = s->count; i > 0; i--) {
-		const struct pred_pending *e = &s->ring[(s->head + i - 1) % PRED_RING];
-		if (e->end_s <= t)
-			break;
-		n += e->n;
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		if (s->ring[(s->head + mid) % PRED_RING].end_s <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return n;
+	if (lo == s->count)
+		return 0;
+	const struct pred_pending *e = &s->ring[(s->head + lo) % PRED_RING];
+	return s->pushed - (e->upto - e->n);
 }
 
 static bool pred_fresh(const struct dbk_pred *p, const struct pred_srv *s, uint64_t now_ms)
@@ -429,9 +440,10 @@ static void pred_push(struct pred_srv *s, double now, double end)
 		struct pred_pending *last = &s->ring[(s->head + s->count - 1) % PRED_RING];
 		last->end_s = end;
 		last->n++;
+		last->upto = ++s->pushed;
 		return;
 	}
-	s->ring[(s->head + s->count) % PRED_RING] = (struct pred_pending){ end, 1 };
+	s->ring[(s->head + s->count) % PRED_RING] = (struct pred_pending){ end, 1, ++s->pushed };
 	s->count++;
 }
 
@@ -440,16 +452,10 @@ static uint32_t u32_of(double v)
 	return v <= 0 || !isfinite(v) ? 0 : v >= 4294967295.0 ? UINT32_MAX : (uint32_t)v;
 }
 
-void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
-                     uint64_t now_ms, struct dbk_pred_ticket *t)
+/* The hit server is expected to give r, as choose saw it. */
+static double pred_commit_hit(const struct dbk_pred *p, const struct dbk_pred_request *r,
+                              unsigned server)
 {
-	memset(t, 0, sizeof(*t));
-	if (server >= p->c.nservers)
-		return;
-	struct pred_srv *s = &p->s[server];
-	double now = sec(now_ms), prompt = pred_prompt(r), out = pred_output(p, r);
-
-	/* The hit this server is expected to give, as choose saw it. */
 	struct dbk_pidx_hit hits[PRED_MAX_HITS];
 	double hit = 0;
 	size_t nkeys = r->keys ? r->nkeys : 0;
@@ -457,9 +463,20 @@ void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsig
 	size_t nh = nkeys  ? dbk_pidx_match(p->idx, r->keys, nkeys, hits, PRED_MAX_HITS)
 	            : skey ? dbk_pidx_match(p->idx, &skey, 1, hits, PRED_MAX_HITS)
 	                   : 0;
+
 	for (size_t h = 0; h < nh; h++)
 		if (hits[h].server == server)
 			hit = pred_hit(p, r, &hits[h], nkeys);
+	return hit;
+}
+
+static void pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
+                        double hit, uint64_t now_ms, struct dbk_pred_ticket *t)
+{
+	struct pred_srv *s = &p->s[server];
+	double now = sec(now_ms), prompt = pred_prompt(r), out = pred_output(p, r);
+	size_t nkeys = r->keys ? r->nkeys : 0;
+	uint64_t skey = r->session;
 
 	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now));
 	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;
@@ -482,6 +499,28 @@ void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsig
 	if (skey)
 		dbk_pidx_insert(p->idx, server, &skey, 1, s->sent_units, t->prompt_tokens);
 	p->next = (p->next + 1) % p->c.nservers;
+}
+
+void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
+                     uint64_t now_ms, struct dbk_pred_ticket *t)
+{
+	memset(t, 0, sizeof(*t));
+	if (server >= p->c.nservers)
+		return;
+	pred_commit(p, r, server, pred_commit_hit(p, r, server), now_ms, t);
+}
+
+void dbk_pred_commit_chosen(struct dbk_pred *p, const struct dbk_pred_request *r,
+                            const struct dbk_pred_choice *c, uint64_t now_ms,
+                            struct dbk_pred_ticket *t)
+{
+	memset(t, 0, sizeof(*t));
+	if (c->server < 0 || (unsigned)c->server >= p->c.nservers)
+		return;
+	/* A too-long choice was priced without its hit. */
+	double hit = c->reason == DBK_PRED_FASTEST ? c->hit_tokens
+	                                           : pred_commit_hit(p, r, (unsigned)c->server);
+	pred_commit(p, r, (unsigned)c->server, hit, now_ms, t);
 }
 
 void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms)

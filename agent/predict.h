@@ -166,6 +166,13 @@ int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r, 
  * prefix there, fill t. */
 void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
                      uint64_t now_ms, struct dbk_pred_ticket *t);
+/* The same for the server c chose, with the hit choose found there, not
+ * looked up again in the prefix index (a decision's second most costly
+ * step at long prompts): nothing that changes a hit (a commit, a scrape,
+ * forget_cache) may come between. The ticket is dbk_pred_commit's. */
+void dbk_pred_commit_chosen(struct dbk_pred *p, const struct dbk_pred_request *r,
+                            const struct dbk_pred_choice *c, uint64_t now_ms,
+                            struct dbk_pred_ticket *t);
 /* The request of t ended (exactly once). */
 void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms);
 /* HAProxy sent the request of t to server instead: moves its charge; t

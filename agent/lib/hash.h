@@ -1,9 +1,11 @@
 /* 64-bit mixing, after Vigna's splitmix64 (Steele, Lea and Flood,
  * "Fast splittable pseudorandom number generators", OOPSLA 2014, with
  * Stafford's "Mix13" finalizer): the one mixer every program uses, for
- * hash keys, seeds and cheap reproducible sequences. Not for secrets:
- * the lease table keys its own hash (agent/leases.c) where clients pick
- * the input. */
+ * hash keys, seeds and cheap reproducible sequences; and wyhash's
+ * folded 128-bit product, the step of the hashes that read long input
+ * (the lease table's ids, the prompt's blocks). Not for secrets: the
+ * lease table keys its own hash (agent/leases.c) where clients pick the
+ * input. */
 #ifndef DBK_HASH_H
 #define DBK_HASH_H
 
@@ -26,6 +28,30 @@ static inline uint64_t dbk_hash_fmix64(uint64_t x)
 static inline uint64_t dbk_hash_next(uint64_t *state)
 {
 	return dbk_hash_fmix64(*state += DBK_HASH_GOLDEN);
+}
+
+/* The 128-bit product of a and b, its halves xored: what wyhash builds
+ * on. Written with 64-bit words only, for compilers without a 128-bit
+ * type; the same value either way (tests/unit/test_hash.c). */
+static inline uint64_t dbk_hash_mum_portable(uint64_t a, uint64_t b)
+{
+	uint64_t alo = a & 0xffffffffu, ahi = a >> 32, blo = b & 0xffffffffu, bhi = b >> 32;
+	uint64_t lo = alo * blo, m1 = ahi * blo, m2 = alo * bhi, hi = ahi * bhi;
+	uint64_t mid = (lo >> 32) + (m1 & 0xffffffffu) + (m2 & 0xffffffffu);
+
+	hi += (m1 >> 32) + (m2 >> 32) + (mid >> 32);
+	return ((mid << 32) | (lo & 0xffffffffu)) ^ hi;
+}
+
+static inline uint64_t dbk_hash_mum(uint64_t a, uint64_t b)
+{
+#ifdef __SIZEOF_INT128__
+	__uint128_t r = (__uint128_t)a * b;
+
+	return (uint64_t)r ^ (uint64_t)(r >> 64);
+#else
+	return dbk_hash_mum_portable(a, b);
+#endif
 }
 
 #endif

@@ -169,7 +169,7 @@ static int tt_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	uint64_t now = tt_ms(s);
 	if (dbk_pred_choose(p->node[j], &q, now, &ch) < 0)
 		return DBK_SIM_REFUSE;
-	dbk_pred_commit(p->node[j], &q, (unsigned)ch.server, now, &p->reqs[r->id].ticket);
+	dbk_pred_commit_chosen(p->node[j], &q, &ch, now, &p->reqs[r->id].ticket);
 	p->reqs[r->id].node = (uint8_t)j;
 	return ch.server;
 }

@@ -32,7 +32,7 @@ FUZZ_LDFLAGS  = $(FUZZ_SAN) -fsanitize=fuzzer
 FUZZ_LIBS     = -Wl,--as-needed -lev -lcjson -lm
 
 FUZZ_TARGETS  = fuzz_spop_frame fuzz_notify fuzz_completion fuzz_runtime \
-                fuzz_estimate fuzz_stub_http fuzz_vllm_metrics \
+                fuzz_estimate fuzz_estimate_scan fuzz_stub_http fuzz_vllm_metrics \
                 fuzz_settings fuzz_prefix_key fuzz_accounting fuzz_http1_response \
                 fuzz_http_answer fuzz_cli
 FUZZ_BINS     = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/%)

@@ -14,7 +14,9 @@
  * - max_keys caps the count without changing the keys;
  * - the predictor's choice is -1 exactly when no server is UP, otherwise
  *   an UP server, one that holds the request when any UP one does; a
- *   commit and its release leave the books as they were. */
+ *   commit and its release leave the books as they were;
+ * - a twin predictor committed with dbk_pred_commit_chosen (the choice's
+ *   own hit) chooses alike and gets the very same tickets. */
 #include <math.h>
 
 #include "fuzz.h"
@@ -69,13 +71,18 @@ static void check_predict(uint8_t b, size_t n, const struct dbk_pkey *pk)
 	dbk_pred_config_default(&c, ns);
 	c.index_entries = 64;
 	struct dbk_pred *p = dbk_pred_new(&c);
-	FUZZ_CHECK(p != NULL);
+	/* q is p's twin, committed with the choice's own hit. */
+	struct dbk_pred *q = dbk_pred_new(&c);
+	FUZZ_CHECK(p != NULL && q != NULL);
 	bool any_up = false, any_holds = false;
 	for (unsigned i = 0; i < ns; i++) {
 		bool down = i < 4 && (b >> (3 + i)) & 1;
 		dbk_pred_set_state(p, i, down ? DBK_PRED_DOWN : DBK_PRED_UP);
-		if (i == 0 && (b & 0x80))
+		dbk_pred_set_state(q, i, down ? DBK_PRED_DOWN : DBK_PRED_UP);
+		if (i == 0 && (b & 0x80)) {
 			dbk_pred_set_max_model_len(p, 0, 32768);
+			dbk_pred_set_max_model_len(q, 0, 32768);
+		}
 		any_up |= !down;
 	}
 	struct dbk_pred_request r = {
@@ -108,6 +115,12 @@ static void check_predict(uint8_t b, size_t n, const struct dbk_pkey *pk)
 		FUZZ_CHECK(isfinite(ch.ttft_s) && ch.ttft_s >= 0);
 		FUZZ_CHECK(ch.hit_tokens >= 0 && ch.hit_tokens < fmax(r.prompt_tokens, 1));
 		dbk_pred_commit(p, &r, (unsigned)s, 1000 + (uint64_t)round, &t[round]);
+		struct dbk_pred_choice qc;
+		struct dbk_pred_ticket qt;
+		FUZZ_CHECK(dbk_pred_choose(q, &r, 1000 + (uint64_t)round, &qc) == s);
+		FUZZ_CHECK(qc.hit_tokens == ch.hit_tokens && qc.ttft_s == ch.ttft_s);
+		dbk_pred_commit_chosen(q, &r, &qc, 1000 + (uint64_t)round, &qt);
+		FUZZ_CHECK(memcmp(&qt, &t[round], sizeof(qt)) == 0);
 	}
 	for (int round = 0; any_up && round < 2; round++)
 		dbk_pred_release(p, &t[round], 5000);
@@ -117,6 +130,7 @@ static void check_predict(uint8_t b, size_t n, const struct dbk_pkey *pk)
 		FUZZ_CHECK(v.inflight == 0 && v.kv_committed == 0 && v.prompt_tokens == 0);
 	}
 	dbk_pred_free(p);
+	dbk_pred_free(q);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

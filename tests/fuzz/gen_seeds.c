@@ -551,6 +551,40 @@ static void seeds_estimate(void)
 	save("fuzz_estimate", "huge-size", &o);
 }
 
+static void seeds_estimate_scan(void)
+{
+	static const char *const bodies[] = {
+		BODY_CMPL,
+		BODY_CHAT,
+		"{\"prompt\":\"x\",\"max_tokens\":8,\"max_tokens\":4096}",
+		"{\"max_tokens\":-12.5e-3,\"ignore_eos\":true,\"ignore_eos\":null}",
+		"{\"max_tokens\":01,\"x\":[1.]}",
+		"{\"prompt\":\"caf\\u00e9 \\ud83d\\ude00 \\\"q\\\" \\\\ \\/\\b\\f\\n\\r\\t\"}",
+		"{\"prompt\":\"\\ud800 lone\",\"p\":\"\\uZZZZ\"}",
+		"{\"max\\u005ftokens\":9}",
+		"{\"a\":{\"b\":[[],{},[{\"c\":[null,true,false]}]]}}  \r\n",
+		"{\"x\":1} trailing",
+		" \x01{\"max_tokens\":3}",
+		"[\"not an object\"]",
+	};
+	struct out o;
+	char name[32];
+
+	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		o.n = 0;
+		adds(&o, bodies[i]);
+		snprintf(name, sizeof(name), "body-%zu", i);
+		save("fuzz_estimate_scan", name, &o);
+	}
+	/* A chat body with a long prompt and escapes spread through it. */
+	o.n = 0;
+	adds(&o, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"");
+	for (int i = 0; i < 3000; i++)
+		adds(&o, i % 97 == 0 ? "\\n" : i % 131 == 0 ? "\\u00e9" : "a");
+	adds(&o, "\"}],\"max_tokens\":256,\"ignore_eos\":true}");
+	save("fuzz_estimate_scan", "long-chat", &o);
+}
+
 static void seeds_prefix_key(void)
 {
 	static const char *const bodies[] = {
@@ -663,6 +697,7 @@ int main(int argc, char **argv)
 	seeds_completion();
 	seeds_runtime();
 	seeds_estimate();
+	seeds_estimate_scan();
 	seeds_prefix_key();
 	seeds_http();
 	return 0;

@@ -107,6 +107,63 @@ static void test_a_burst_spreads(void)
 	dbk_pred_free(p);
 }
 
+/* The requests still prefilling, as the view reports them, against a
+ * count of the predicted ends taken from the queue after each commit:
+ * past the FIFO's 256 entries (the newest absorbs the rest), and after
+ * later commits drop the ended ones from its head. */
+static unsigned ends_after(const double *end, unsigned n, double t)
+{
+	unsigned c = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		c += end[i] > t;
+	return c;
+}
+
+static void test_prefilling_counted(void)
+{
+	enum { FIRST = 300, LATER = 40 };
+	struct dbk_pred *p = fleet(1);
+	struct dbk_pred_request r = req(3000, 10);
+	struct dbk_pred_ticket t;
+	struct dbk_pred_view v;
+	static double end[FIRST + LATER];
+
+	for (unsigned i = 0; i < FIRST; i++) {
+		dbk_pred_commit(p, &r, 0, 0, &t);
+		dbk_pred_view(p, 0, 0, &v);
+		end[i] = v.queue_s;
+	}
+	/* Absorbed requests end with the newest entry. */
+	for (unsigned i = 255; i < FIRST; i++)
+		end[i] = end[FIRST - 1];
+	CHECK_EQ_U(v.prefilling, FIRST);
+	unsigned bad = 0;
+	for (uint64_t ms = 0; ms <= (uint64_t)(end[FIRST - 1] * 1000) + 2; ms += 7) {
+		dbk_pred_view(p, 0, ms, &v);
+		bad += v.prefilling != ends_after(end, FIRST, (double)ms / 1000);
+	}
+	CHECK_EQ_U(bad, 0);
+	/* Later commits pop the ended entries; the count goes on. */
+	uint64_t later = (uint64_t)(end[100] * 1000);
+	for (unsigned i = FIRST; i < FIRST + LATER; i++) {
+		dbk_pred_commit(p, &r, 0, later, &t);
+		dbk_pred_view(p, 0, later, &v);
+		end[i] = v.queue_s + (double)later / 1000;
+	}
+	bad = 0;
+	for (uint64_t ms = later; ms <= (uint64_t)(end[FIRST + LATER - 1] * 1000) + 2; ms += 7) {
+		double at = (double)ms / 1000;
+		int near = 0;
+		for (unsigned i = 0; i < FIRST + LATER; i++)
+			near |= end[i] > at - 1e-6 && end[i] < at + 1e-6;
+		dbk_pred_view(p, 0, ms, &v);
+		bad += !near && v.prefilling != ends_after(end, FIRST + LATER, at);
+	}
+	CHECK_EQ_U(bad, 0);
+	dbk_pred_free(p);
+}
+
 static void test_hard_rules(void)
 {
 	struct dbk_pred *p = fleet(4);
@@ -293,6 +350,7 @@ int main(void)
 	RUN(test_config_checked);
 	RUN(test_defaults_are_the_h100_profile);
 	RUN(test_a_burst_spreads);
+	RUN(test_prefilling_counted);
 	RUN(test_hard_rules);
 	RUN(test_a_conversation_returns_unless_overloaded);
 	RUN(test_kv_fit_comes_first);
