@@ -14,6 +14,11 @@
 #define PRED_RING 256u
 /* Servers a prefix match reports at most. */
 #define PRED_MAX_HITS (DBK_PIDX_WAYS * 2u)
+/* Our sending rate is averaged over about this many seconds: a herd
+ * builds within a few scrape periods, and a longer average misses one
+ * that lasts less (10 s: Azure's slice at 64 instances, all of it
+ * within half a second, loses the spread's gain). */
+#define PRED_RATE_S 1.0
 
 struct pred_pending {
 	double end_s;  /* predicted end of this prefill */
@@ -38,12 +43,16 @@ struct pred_srv {
 	unsigned inflight_then, pending_then;
 	double kv_then;
 	uint64_t failures;
+	/* Predicted end of the prefill other balancers are expected to have
+	 * sent it since that scrape (pred_expect_others). */
+	double unseen_end_s;
 };
 
 /* A server's prediction for the request being chosen. */
 struct pred_eval {
 	double ttft_s, wait_s, hit;
 	bool fits;
+	bool ok; /* a candidate: usable, holds the request */
 };
 
 struct dbk_pred {
@@ -52,6 +61,19 @@ struct dbk_pred {
 	struct dbk_pidx *idx;
 	double mean_work_s; /* EWMA of a request's prefill on an idle server */
 	unsigned next;      /* varies the ties of requests without identity */
+	/* Other balancers (pred_unseen_share > 0): what our requests teach
+	 * of theirs. */
+	double session_hit; /* EWMA of the hit / prompt where a session was last sent */
+	double rate;        /* our requests in the last second or so (decays by e each s) */
+	uint64_t rate_ms;
+	uint64_t scrape_ms, scrape_period_ms; /* newest scrape, spacing of the last two */
+	/* dbk_pred_choose's scratch, not state: each server's evaluation,
+	 * the candidates' sorted scores, the water level (pred_spread). */
+	struct pred_scratch {
+		struct pred_eval *ev;
+		double *sorted;
+		double level;
+	} * x;
 };
 
 void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
@@ -108,7 +130,12 @@ struct dbk_pred *dbk_pred_new(const struct dbk_pred_config *c)
 	p->c = *c;
 	p->s = calloc(c->nservers, sizeof(*p->s));
 	p->idx = dbk_pidx_new(c->nservers, c->index_entries);
-	if (!p->s || !p->idx) {
+	p->x = calloc(1, sizeof(*p->x));
+	if (p->x) {
+		p->x->ev = calloc(c->nservers, sizeof(*p->x->ev));
+		p->x->sorted = calloc(c->nservers, sizeof(*p->x->sorted));
+	}
+	if (!p->s || !p->idx || !p->x || !p->x->ev || !p->x->sorted) {
 		dbk_pred_free(p);
 		return NULL;
 	}
@@ -121,6 +148,11 @@ void dbk_pred_free(struct dbk_pred *p)
 	if (!p)
 		return;
 	dbk_pidx_free(p->idx);
+	if (p->x) {
+		free(p->x->ev);
+		free(p->x->sorted);
+		free(p->x);
+	}
 	free(p->s);
 	free(p);
 }
@@ -202,6 +234,11 @@ void dbk_pred_scraped(struct dbk_pred *p, unsigned server, const struct dbk_pred
 	s->inflight_then = s->inflight;
 	s->pending_then = pred_pending(s, sec(now_ms));
 	s->kv_then = s->kv_tokens;
+	s->unseen_end_s = 0; /* the scrape shows them now */
+	if (now_ms > p->scrape_ms) {
+		p->scrape_period_ms = p->scrape_ms ? now_ms - p->scrape_ms : 0;
+		p->scrape_ms = now_ms;
+	}
 }
 
 void dbk_pred_forget_cache(struct dbk_pred *p, unsigned server)
@@ -315,7 +352,7 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	pred_others(p, s, now_ms, &o);
 	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now)) + o.running;
 	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;
-	double queue = fmax(0, s->last_end_s - now) + o.work_s;
+	double queue = fmax(0, s->last_end_s - now) + o.work_s + fmax(0, s->unseen_end_s - now);
 	double own = pred_prefill_s(&p->c, fmax(prompt - hit, 1), hit, decoders, ctx);
 
 	double cap = pred_capacity(p, s);
@@ -332,6 +369,131 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	}
 	e->ttft_s = queue + own;
 	e->hit = hit;
+}
+
+static bool pred_holds(const struct pred_srv *s, double need);
+
+/* The share of the scraped load that the books do not hold: other
+ * balancers'. 0 when the agent is alone, and then every decision is the
+ * greedy one. */
+static double pred_unseen_share(const struct dbk_pred *p, uint64_t now_ms)
+{
+	double others = 0, own = 0;
+
+	for (unsigned i = 0; i < p->c.nservers; i++) {
+		const struct pred_srv *s = &p->s[i];
+		struct pred_others o;
+		if (!pred_fresh(p, s, now_ms))
+			continue;
+		pred_others(p, s, now_ms, &o);
+		others += o.requests;
+		own += s->inflight_then;
+	}
+	return others > 0 ? others / (others + own) : 0;
+}
+
+/* Requests the others send for each of ours: share / (1 - share). */
+static double pred_others_per_ours(double share)
+{
+	share = fmin(share, 0.95);
+	return share / (1 - share);
+}
+
+/* The hit expected where the request's session was last sent by us, as
+ * a share of its prompt (0: we never sent it). */
+static double pred_session_hit(const struct dbk_pred *p, const struct dbk_pred_request *r)
+{
+	struct dbk_pidx_hit hits[PRED_MAX_HITS];
+	double prompt = pred_prompt(r), best = 0;
+
+	if (!r->session || !(prompt > 0))
+		return 0;
+	size_t nh = dbk_pidx_match(p->idx, &r->session, 1, hits, PRED_MAX_HITS);
+	for (size_t h = 0; h < nh; h++)
+		best = fmax(best, pred_hit(p, r, &hits[h], 0));
+	return best / prompt;
+}
+
+static int pred_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* With other balancers reading the same stale scrapes, a greedy choice
+ * is theirs too: their requests sent before the next scrape pile onto
+ * the server that looks fastest to all (the herd effect of old
+ * information). Only when that herd is large, that is when their
+ * requests per scrape period (ours times others_per_ours) reach the
+ * number of candidates: below, the greedy choice on our fresh books
+ * loses less than a random one (4 servers with bursts of requests of
+ * very different sizes). Then pour the prefill they send for each of
+ * ours (of the mean request) onto the candidates' predicted first
+ * tokens, the lowest first (water-filling, as one balancer deciding
+ * them all would), and draw ours among the servers under the water with
+ * the probability of their share of it, by weighted rendezvous on the
+ * request's tie key: the balancers together fill the servers as one
+ * would, and a server far ahead (a cache hit) still takes nearly all.
+ * Candidates: usable, holding it, fitting as the greedy choice bi does.
+ * Sets p->x->level (-INFINITY: greedy). */
+static int pred_spread(const struct dbk_pred *p, int bi, double share, uint64_t tie,
+                       uint64_t now_ms)
+{
+	unsigned n = p->c.nservers, m = 0;
+	bool fits = p->x->ev[bi].fits;
+	double others = pred_others_per_ours(share);
+	double rate = p->rate * exp(-sec(now_ms - p->rate_ms) / PRED_RATE_S);
+
+	p->x->level = -INFINITY;
+	for (unsigned i = 0; i < n; i++)
+		if (p->x->ev[i].ok && p->x->ev[i].fits == fits)
+			p->x->sorted[m++] = pred_score(&p->x->ev[i]);
+	if (others * rate * sec(p->scrape_period_ms) < m)
+		return bi;
+	qsort(p->x->sorted, m, sizeof(*p->x->sorted), pred_cmp);
+	double water = others * p->mean_work_s, sum = 0, level = p->x->sorted[0];
+	for (unsigned k = 0; k < m; k++) {
+		sum += p->x->sorted[k];
+		level = (water + sum) / (k + 1);
+		if (k + 1 == m || level <= p->x->sorted[k + 1])
+			break;
+	}
+	p->x->level = level;
+	double top = 0;
+	int pick = bi;
+	for (unsigned i = 0; i < n; i++) {
+		const struct pred_eval *e = &p->x->ev[i];
+		double w = e->ok && e->fits == fits ? level - pred_score(e) : 0;
+		if (!(w > 0))
+			continue;
+		double u = ((double)(pred_tie(tie, i) >> 11) + 0.5) * 0x1p-53;
+		double v = -w / log(u);
+		if (v > top) {
+			top = v;
+			pick = (int)i;
+		}
+	}
+	return pick;
+}
+
+/* The server every balancer picks for a session by itself: the top of
+ * a rendezvous hash over the usable servers that hold it; -1: none. */
+static int pred_home(const struct dbk_pred *p, uint64_t session, double need)
+{
+	int home = -1;
+	uint64_t top = 0;
+
+	for (unsigned i = 0; i < p->c.nservers; i++) {
+		const struct pred_srv *s = &p->s[i];
+		if (s->state != DBK_PRED_UP || !pred_holds(s, need))
+			continue;
+		uint64_t h = pred_tie(session, i);
+		if (home < 0 || h > top) {
+			top = h;
+			home = (int)i;
+		}
+	}
+	return home;
 }
 
 static bool pred_holds(const struct pred_srv *s, double need)
@@ -386,16 +548,34 @@ int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r, 
 	struct pred_eval best = { 0 };
 	int bi = -1;
 	uint64_t tie = pred_tie_key(p, r);
+	double share = pred_unseen_share(p, now_ms);
+	/* A session we never sent may have been sent by another balancer:
+	 * where all of them send sessions they do not know, their home, it
+	 * is expected to hit as much as our known sessions do where we sent
+	 * them (the share of them we know: 1 / (1 + others_per_ours)). So
+	 * the balancers meet a conversation's cache without a word. */
+	int home = -1;
+	double home_hit = 0;
+	if (share > 0 && r->session && pred_session_hit(p, r) <= 0) {
+		home = pred_home(p, r->session, need);
+		home_hit = fmin(1, p->session_hit * (1 + pred_others_per_ours(share))) *
+		           pred_prompt(r);
+	}
 	for (unsigned i = 0; i < n; i++) {
 		const struct pred_srv *s = &p->s[i];
 		struct pred_eval e;
+		p->x->ev[i].ok = false;
 		if (s->state != DBK_PRED_UP || !pred_holds(s, need))
 			continue;
 		double hit = 0;
 		for (size_t h = 0; h < nhits; h++)
 			if (hits[h].server == i)
 				hit = pred_hit(p, r, &hits[h], nkeys);
+		if ((int)i == home)
+			hit = fmax(hit, home_hit);
 		pred_eval(p, i, r, hit, now_ms, &e);
+		e.ok = true;
+		p->x->ev[i] = e;
 		/* Fitting servers first (a request that does not fit beside
 		 * what is committed queues or preempts), then the earliest. */
 		bool better = bi < 0 || (e.fits && !best.fits) ||
@@ -409,6 +589,11 @@ int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r, 
 			best = e;
 			bi = (int)i;
 		}
+	}
+	p->x->level = -INFINITY;
+	if (share > 0) {
+		bi = pred_spread(p, bi, share, tie, now_ms);
+		best = p->x->ev[bi];
 	}
 	*c = (struct dbk_pred_choice){ .server = bi,
 		                       .reason = DBK_PRED_FASTEST,
@@ -452,6 +637,28 @@ static uint32_t u32_of(double v)
 	return v <= 0 || !isfinite(v) ? 0 : v >= 4294967295.0 ? UINT32_MAX : (uint32_t)v;
 }
 
+/* Our request stands for others_per_ours of the other balancers', sent
+ * unseen until the next scrape: charge each server under the water of
+ * pred_spread with its share of their prefill. Nothing to do (and no
+ * second choice to make) while the agent is alone. */
+static void pred_expect_others(struct dbk_pred *p, const struct dbk_pred_request *r,
+                               uint64_t now_ms)
+{
+	struct dbk_pred_choice ch;
+	double now = sec(now_ms);
+
+	if (!(pred_unseen_share(p, now_ms) > 0))
+		return;
+	if (dbk_pred_choose(p, r, now_ms, &ch) < 0 || !isfinite(p->x->level))
+		return;
+	for (unsigned i = 0; i < p->c.nservers; i++) {
+		const struct pred_eval *e = &p->x->ev[i];
+		double w = e->ok && e->fits == ch.kv_fits ? p->x->level - pred_score(e) : 0;
+		if (w > 0)
+			p->s[i].unseen_end_s = fmax(now, p->s[i].unseen_end_s) + w;
+	}
+}
+
 /* The hit server is expected to give r, as choose saw it. */
 static double pred_commit_hit(const struct dbk_pred *p, const struct dbk_pred_request *r,
                               unsigned server)
@@ -477,6 +684,14 @@ static void pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, un
 	double now = sec(now_ms), prompt = pred_prompt(r), out = pred_output(p, r);
 	size_t nkeys = r->keys ? r->nkeys : 0;
 	uint64_t skey = r->session;
+
+	pred_expect_others(p, r, now_ms);
+	/* What our sessions hit where we sent them (read only with other
+	 * balancers about, but learnt before they come). */
+	if (skey)
+		p->session_hit += (pred_session_hit(p, r) - p->session_hit) / 64;
+	p->rate = p->rate * exp(-sec(now_ms - p->rate_ms) / PRED_RATE_S) + 1 / PRED_RATE_S;
+	p->rate_ms = now_ms;
 
 	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now));
 	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;

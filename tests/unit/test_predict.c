@@ -1,6 +1,6 @@
 /* The ttft predictor (agent/predict.h): hard rules, burst spreading,
  * prefix affinity and its limits, KV fit, scraped floors, the engine's
- * step-time shape. */
+ * step-time shape, other balancers (herds, sessions' homes). */
 #include <stdlib.h>
 
 #include "check.h"
@@ -345,6 +345,133 @@ static void test_prefill_priced_as_the_engine(void)
 	dbk_pred_free(p);
 }
 
+/* Every server scraped at now: running = our books there + others. */
+static void scrape_all(struct dbk_pred *p, unsigned n, const unsigned *own, double others,
+                       uint64_t now)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct dbk_pred_scrape sc = { .ok = true,
+			                      .running = own[i] + others,
+			                      .waiting = 0,
+			                      .kv_usage = 0,
+			                      .kv_capacity_tokens = 430000,
+			                      .prefix_queries = -1,
+			                      .prefix_hits = -1 };
+		dbk_pred_scraped(p, i, &sc, now);
+	}
+}
+
+/* Fills p's books as {12, 10, 10, 8} requests at t = 0 (40 in a burst:
+ * our rate is high) and scrapes them with `others` more on each server
+ * at 100 and 200 ms (a 100 ms period). */
+static void herd_setup(struct dbk_pred *p, double others, uint64_t scrape_ms)
+{
+	static const unsigned own[4] = { 12, 10, 10, 8 };
+	struct dbk_pred_ticket t;
+
+	for (unsigned i = 0; i < 4; i++)
+		for (unsigned k = 0; k < own[i]; k++) {
+			struct dbk_pred_request r = req(1000, 1000);
+			dbk_pred_commit(p, &r, i, 0, &t);
+		}
+	scrape_all(p, 4, own, others, scrape_ms - 100);
+	scrape_all(p, 4, own, others, scrape_ms);
+}
+
+/* How many servers 20 different requests (sessions) would go to. */
+static unsigned distinct_choices(const struct dbk_pred *p, uint64_t now)
+{
+	bool used[4] = { false };
+	unsigned n = 0;
+
+	for (uint64_t k = 1; k <= 20; k++) {
+		struct dbk_pred_request r = req(2000, 100);
+		struct dbk_pred_choice c;
+		r.session = k * 0x9e3779b97f4a7c15ULL;
+		int s = dbk_pred_choose(p, &r, now, &c);
+		CHECK(s >= 0 && s < 4);
+		if (s >= 0 && s < 4 && !used[s]) {
+			used[s] = true;
+			n++;
+		}
+		/* The same request, the same server. */
+		CHECK(dbk_pred_choose(p, &r, now, &c) == s);
+	}
+	return n;
+}
+
+static void test_a_herd_spreads_only_when_large(void)
+{
+	struct dbk_pred *alone = fleet(4), *herd = fleet(4), *trickle = fleet(4);
+
+	/* Alone (the scrapes show our books only): greedy, the same least
+	 * loaded server for all. */
+	herd_setup(alone, 0, 200);
+	CHECK_EQ_U(distinct_choices(alone, 250), 1);
+	/* Three times our load from others, and our 40 requests of the last
+	 * second: ~90 of theirs per scrape period against 4 servers. Spread,
+	 * each request by its own hash. */
+	herd_setup(herd, 30, 200);
+	CHECK(distinct_choices(herd, 250) >= 3);
+	/* The same others, but our requests long past: few of theirs per
+	 * period, greedy again. */
+	herd_setup(trickle, 30, 10000);
+	CHECK_EQ_U(distinct_choices(trickle, 10050), 1);
+	dbk_pred_free(alone);
+	dbk_pred_free(herd);
+	dbk_pred_free(trickle);
+}
+
+/* A balancer that has sent sessions' turns where their previous ones
+ * went: it knows how much a known session hits. */
+static void learn_sessions(struct dbk_pred *p)
+{
+	struct dbk_pred_ticket t[100];
+
+	for (int k = 0; k < 100; k++) {
+		struct dbk_pred_request r = req(8000, 10);
+		r.session = 77;
+		dbk_pred_commit(p, &r, 0, 0, &t[k]);
+	}
+	for (int k = 0; k < 100; k++)
+		dbk_pred_release(p, &t[k], 0);
+}
+
+static void test_balancers_meet_a_session_at_its_home(void)
+{
+	static const unsigned none[8] = { 0 };
+	struct dbk_pred *a = fleet(8), *b = fleet(8), *alone = fleet(8);
+	struct dbk_pred_choice c;
+	struct dbk_pred_ticket t;
+	struct dbk_pred_request turn1 = req(8000, 100), turn2 = req(9000, 100),
+	                        filler = req(4000, 10);
+
+	turn1.session = turn2.session = 0x1234567;
+	learn_sessions(a);
+	learn_sessions(b);
+	learn_sessions(alone);
+	/* Other balancers' requests on every server (a, b), or none. */
+	scrape_all(a, 8, none, 5, 100);
+	scrape_all(b, 8, none, 5, 100);
+	scrape_all(alone, 8, none, 0, 100);
+	/* a sends the conversation's first turn; b, which never saw it,
+	 * sends the second to the same server, though it has put a prefill
+	 * there itself that a greedy choice avoids. */
+	int home = dbk_pred_choose(a, &turn1, 100, &c);
+	CHECK(home >= 0);
+	dbk_pred_commit(a, &turn1, (unsigned)home, 100, &t);
+	dbk_pred_commit(b, &filler, (unsigned)home, 100, &t);
+	dbk_pred_commit(alone, &filler, (unsigned)home, 100, &t);
+	CHECK(dbk_pred_choose(b, &turn2, 100, &c) == home);
+	CHECK(c.hit_tokens > 4000);
+	/* A balancer alone knows every session it did not send is new. */
+	CHECK(dbk_pred_choose(alone, &turn2, 100, &c) != home);
+	CHECK(c.hit_tokens == 0);
+	dbk_pred_free(a);
+	dbk_pred_free(b);
+	dbk_pred_free(alone);
+}
+
 int main(void)
 {
 	RUN(test_config_checked);
@@ -356,5 +483,7 @@ int main(void)
 	RUN(test_kv_fit_comes_first);
 	RUN(test_scrapes_show_other_balancers);
 	RUN(test_prefill_priced_as_the_engine);
+	RUN(test_a_herd_spreads_only_when_large);
+	RUN(test_balancers_meet_a_session_at_its_home);
 	return CHECK_DONE();
 }
