@@ -63,8 +63,7 @@ struct dbk_pred {
 	unsigned next;      /* varies the ties of requests without identity */
 	/* Other balancers (pred_unseen_share > 0): what our requests teach
 	 * of theirs. */
-	double session_hit; /* EWMA of the hit / prompt where a session was last sent */
-	double rate;        /* our requests in the last second or so (decays by e each s) */
+	double rate; /* our requests in the last second or so (decays by e each s) */
 	uint64_t rate_ms;
 	uint64_t scrape_ms, scrape_period_ms; /* newest scrape, spacing of the last two */
 	/* dbk_pred_choose's scratch, not state: each server's evaluation,
@@ -399,21 +398,6 @@ static double pred_others_per_ours(double share)
 	return share / (1 - share);
 }
 
-/* The hit expected where the request's session was last sent by us, as
- * a share of its prompt (0: we never sent it). */
-static double pred_session_hit(const struct dbk_pred *p, const struct dbk_pred_request *r)
-{
-	struct dbk_pidx_hit hits[PRED_MAX_HITS];
-	double prompt = pred_prompt(r), best = 0;
-
-	if (!r->session || !(prompt > 0))
-		return 0;
-	size_t nh = dbk_pidx_match(p->idx, &r->session, 1, hits, PRED_MAX_HITS);
-	for (size_t h = 0; h < nh; h++)
-		best = fmax(best, pred_hit(p, r, &hits[h], 0));
-	return best / prompt;
-}
-
 static int pred_cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -476,26 +460,6 @@ static int pred_spread(const struct dbk_pred *p, int bi, double share, uint64_t 
 	return pick;
 }
 
-/* The server every balancer picks for a session by itself: the top of
- * a rendezvous hash over the usable servers that hold it; -1: none. */
-static int pred_home(const struct dbk_pred *p, uint64_t session, double need)
-{
-	int home = -1;
-	uint64_t top = 0;
-
-	for (unsigned i = 0; i < p->c.nservers; i++) {
-		const struct pred_srv *s = &p->s[i];
-		if (s->state != DBK_PRED_UP || !pred_holds(s, need))
-			continue;
-		uint64_t h = pred_tie(session, i);
-		if (home < 0 || h > top) {
-			top = h;
-			home = (int)i;
-		}
-	}
-	return home;
-}
-
 static bool pred_holds(const struct pred_srv *s, double need)
 {
 	return s->max_model_len == 0 || need <= (double)s->max_model_len;
@@ -549,18 +513,6 @@ int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r, 
 	int bi = -1;
 	uint64_t tie = pred_tie_key(p, r);
 	double share = pred_unseen_share(p, now_ms);
-	/* A session we never sent may have been sent by another balancer:
-	 * where all of them send sessions they do not know, their home, it
-	 * is expected to hit as much as our known sessions do where we sent
-	 * them (the share of them we know: 1 / (1 + others_per_ours)). So
-	 * the balancers meet a conversation's cache without a word. */
-	int home = -1;
-	double home_hit = 0;
-	if (share > 0 && r->session && pred_session_hit(p, r) <= 0) {
-		home = pred_home(p, r->session, need);
-		home_hit = fmin(1, p->session_hit * (1 + pred_others_per_ours(share))) *
-		           pred_prompt(r);
-	}
 	for (unsigned i = 0; i < n; i++) {
 		const struct pred_srv *s = &p->s[i];
 		struct pred_eval e;
@@ -571,8 +523,6 @@ int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r, 
 		for (size_t h = 0; h < nhits; h++)
 			if (hits[h].server == i)
 				hit = pred_hit(p, r, &hits[h], nkeys);
-		if ((int)i == home)
-			hit = fmax(hit, home_hit);
 		pred_eval(p, i, r, hit, now_ms, &e);
 		e.ok = true;
 		p->x->ev[i] = e;
@@ -686,10 +636,6 @@ static void pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, un
 	uint64_t skey = r->session;
 
 	pred_expect_others(p, r, now_ms);
-	/* What our sessions hit where we sent them (read only with other
-	 * balancers about, but learnt before they come). */
-	if (skey)
-		p->session_hit += (pred_session_hit(p, r) - p->session_hit) / 64;
 	p->rate = p->rate * exp(-sec(now_ms - p->rate_ms) / PRED_RATE_S) + 1 / PRED_RATE_S;
 	p->rate_ms = now_ms;
 

@@ -27,12 +27,8 @@
  * request's ties alike and different requests' apart.
  *
  * Other load balancers, seen as scraped load beyond the books (nothing
- * changes while there is none): a session the agent never sent is
- * expected, at its home (a rendezvous hash of the session over the
- * usable servers, the same for every agent), to hit as much as the
- * sessions it knows hit where it sent them, corrected for the share of
- * them it sees, so that the agents meet a conversation's cache; and when
- * the others' requests per scrape period reach the number of servers,
+ * changes while there is none): when the others' requests per scrape
+ * period reach the number of servers,
  * the greedy choice, which would be theirs too, gives way to a draw
  * among the servers that a water-filling of their expected prefill
  * covers, each charged with its share of it until the next scrape.

@@ -1,6 +1,6 @@
 /* The ttft predictor (agent/predict.h): hard rules, burst spreading,
  * prefix affinity and its limits, KV fit, scraped floors, the engine's
- * step-time shape, other balancers (herds, sessions' homes). */
+ * step-time shape, other balancers (herds). */
 #include <stdlib.h>
 
 #include "check.h"
@@ -424,54 +424,6 @@ static void test_a_herd_spreads_only_when_large(void)
 
 /* A balancer that has sent sessions' turns where their previous ones
  * went: it knows how much a known session hits. */
-static void learn_sessions(struct dbk_pred *p)
-{
-	struct dbk_pred_ticket t[100];
-
-	for (int k = 0; k < 100; k++) {
-		struct dbk_pred_request r = req(8000, 10);
-		r.session = 77;
-		dbk_pred_commit(p, &r, 0, 0, &t[k]);
-	}
-	for (int k = 0; k < 100; k++)
-		dbk_pred_release(p, &t[k], 0);
-}
-
-static void test_balancers_meet_a_session_at_its_home(void)
-{
-	static const unsigned none[8] = { 0 };
-	struct dbk_pred *a = fleet(8), *b = fleet(8), *alone = fleet(8);
-	struct dbk_pred_choice c;
-	struct dbk_pred_ticket t;
-	struct dbk_pred_request turn1 = req(8000, 100), turn2 = req(9000, 100),
-	                        filler = req(4000, 10);
-
-	turn1.session = turn2.session = 0x1234567;
-	learn_sessions(a);
-	learn_sessions(b);
-	learn_sessions(alone);
-	/* Other balancers' requests on every server (a, b), or none. */
-	scrape_all(a, 8, none, 5, 100);
-	scrape_all(b, 8, none, 5, 100);
-	scrape_all(alone, 8, none, 0, 100);
-	/* a sends the conversation's first turn; b, which never saw it,
-	 * sends the second to the same server, though it has put a prefill
-	 * there itself that a greedy choice avoids. */
-	int home = dbk_pred_choose(a, &turn1, 100, &c);
-	CHECK(home >= 0);
-	dbk_pred_commit(a, &turn1, (unsigned)home, 100, &t);
-	dbk_pred_commit(b, &filler, (unsigned)home, 100, &t);
-	dbk_pred_commit(alone, &filler, (unsigned)home, 100, &t);
-	CHECK(dbk_pred_choose(b, &turn2, 100, &c) == home);
-	CHECK(c.hit_tokens > 4000);
-	/* A balancer alone knows every session it did not send is new. */
-	CHECK(dbk_pred_choose(alone, &turn2, 100, &c) != home);
-	CHECK(c.hit_tokens == 0);
-	dbk_pred_free(a);
-	dbk_pred_free(b);
-	dbk_pred_free(alone);
-}
-
 int main(void)
 {
 	RUN(test_config_checked);
@@ -484,6 +436,5 @@ int main(void)
 	RUN(test_scrapes_show_other_balancers);
 	RUN(test_prefill_priced_as_the_engine);
 	RUN(test_a_herd_spreads_only_when_large);
-	RUN(test_balancers_meet_a_session_at_its_home);
 	return CHECK_DONE();
 }
