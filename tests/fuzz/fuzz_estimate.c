@@ -19,10 +19,9 @@
  *   the documented clamps, and a bucket/group/server in range. */
 #include <math.h>
 
-#include <cjson/cJSON.h>
-
 #include "balancer.h"
 #include "estimate.h"
+#include "estimate_model.h"
 #include "fuzz.h"
 
 static struct dbk_balancer *bal_dyn, *bal_plain;
@@ -40,43 +39,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (!bal_dyn || !bal_plain)
 		abort();
 	return 0;
-}
-
-/* An independent reading of the whole body: a JSON object with nothing
- * but whitespace after it; the last of duplicate keys counts. (The JSON
- * grammar is cJSON's either way: what is checked is estimate.c's use of
- * it.) */
-static bool model_json(const uint8_t *s, size_t n, double *mt, bool *eos)
-{
-	cJSON *root;
-	const char *end = NULL;
-	bool ok;
-
-	*mt = 16.0;
-	*eos = false;
-	root = cJSON_ParseWithLengthOpts((const char *)s, n, &end, false);
-	ok = root && cJSON_IsObject(root) && end;
-	if (ok) {
-		FUZZ_CHECK(end >= (const char *)s && end <= (const char *)s + n);
-		for (const char *p = end; p < (const char *)s + n; p++)
-			if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
-				ok = false;
-	}
-	if (ok) {
-		const cJSON *it;
-
-		cJSON_ArrayForEach(it, root)
-		{
-			if (it->string && strcmp(it->string, "max_tokens") == 0)
-				*mt = cJSON_IsNumber(it) && isfinite(it->valuedouble)
-				              ? it->valuedouble
-				              : 16.0;
-			if (it->string && strcmp(it->string, "ignore_eos") == 0)
-				*eos = cJSON_IsBool(it) ? cJSON_IsTrue(it) : false;
-		}
-	}
-	cJSON_Delete(root);
-	return ok;
 }
 
 static void check_decision(struct dbk_balancer *b, const struct dbk_bal_request *r)
@@ -158,7 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(src == DBK_EST_JSON || src == DBK_EST_MALFORMED);
 		double mt;
 		bool eos;
-		bool ok = model_json(sample, eff, &mt, &eos);
+		bool ok = fuzz_estimate_model(sample, eff, &mt, &eos, NULL);
 
 		FUZZ_CHECK(ok == (src == DBK_EST_JSON));
 		if (ok)

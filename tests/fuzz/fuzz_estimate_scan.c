@@ -18,43 +18,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "estimate_model.h"
 #include "estimate_scan.h"
 #include "fuzz.h"
-
-/* estimate.c's reading with cJSON alone (before the fast reader). */
-static bool model_json(const uint8_t *s, size_t n, double *mt, bool *eos, cJSON **tree)
-{
-	const char *end = NULL;
-	cJSON *root = cJSON_ParseWithLengthOpts((const char *)s, n, &end, false);
-	bool ok = root && cJSON_IsObject(root) && end;
-
-	*mt = 16.0;
-	*eos = false;
-	if (ok) {
-		FUZZ_CHECK(end >= (const char *)s && end <= (const char *)s + n);
-		for (const char *p = end; p < (const char *)s + n; p++)
-			if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
-				ok = false;
-	}
-	if (ok) {
-		const cJSON *it;
-
-		cJSON_ArrayForEach(it, root)
-		{
-			if (it->string && strcmp(it->string, "max_tokens") == 0)
-				*mt = cJSON_IsNumber(it) && isfinite(it->valuedouble)
-				              ? it->valuedouble
-				              : 16.0;
-			if (it->string && strcmp(it->string, "ignore_eos") == 0)
-				*eos = cJSON_IsBool(it) ? cJSON_IsTrue(it) : false;
-		}
-	}
-	if (tree && ok)
-		*tree = root;
-	else
-		cJSON_Delete(root);
-	return ok;
-}
 
 /* Compares the reader with cJSON on s; returns the reader's answer. */
 static enum dbk_escan_result cross_check(const uint8_t *s, size_t n, cJSON **tree)
@@ -62,7 +28,7 @@ static enum dbk_escan_result cross_check(const uint8_t *s, size_t n, cJSON **tre
 	double mt = 16.0, want_mt;
 	bool eos = false, want_eos;
 	enum dbk_escan_result r = dbk_estimate_scan(s, n, &mt, &eos);
-	bool ok = model_json(s, n, &want_mt, &want_eos, tree);
+	bool ok = fuzz_estimate_model(s, n, &want_mt, &want_eos, tree);
 
 	if (r == DBK_ESCAN_JSON) {
 		FUZZ_CHECK(ok);
