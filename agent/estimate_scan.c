@@ -207,6 +207,8 @@ static bool escan_key(const uint8_t *k, size_t n, int *which)
 enum dbk_escan_result dbk_estimate_scan(const uint8_t *text, size_t n, double *max_tokens,
                                         bool *ignore_eos)
 {
+	if (!text) /* before text + n: no arithmetic on a null pointer */
+		return DBK_ESCAN_UNSURE;
 	struct escan s = { text, text + n };
 	uint64_t objects = 0; /* bit d: level d + 1 is an object */
 	unsigned depth = 0;
@@ -214,8 +216,6 @@ enum dbk_escan_result dbk_estimate_scan(const uint8_t *text, size_t n, double *m
 	const uint8_t *mt = NULL, *mt_end = NULL;
 	enum escan_kind mt_kind = ESCAN_OTHER, eos_kind = ESCAN_OTHER;
 
-	if (!text)
-		return DBK_ESCAN_UNSURE;
 	escan_ws(&s);
 	if (s.p >= s.end || *s.p != '{')
 		return DBK_ESCAN_UNSURE;

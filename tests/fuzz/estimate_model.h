@@ -16,7 +16,8 @@
  * body read as JSON leaves its cJSON tree there for the caller to free.
  * (The JSON grammar is cJSON's either way: what is checked is the
  * agent's use of it.) */
-static inline bool fuzz_estimate_model(const uint8_t *s, size_t n, double *mt, bool *eos, cJSON **tree)
+static inline bool fuzz_estimate_model(const uint8_t *s, size_t n, double *mt, bool *eos,
+                                       cJSON **tree)
 {
 	const char *end = NULL;
 	cJSON *root = cJSON_ParseWithLengthOpts((const char *)s, n, &end, false);
