@@ -8,14 +8,6 @@
 
 #define DBK_LEASE_MIN_SLOTS 16
 
-static uint64_t read64(const unsigned char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8); /* host byte order: only this process compares */
-	return v;
-}
-
 static uint64_t read32(const unsigned char *p)
 {
 	uint32_t v;
@@ -37,12 +29,12 @@ static uint64_t id_hash(uint64_t k0, uint64_t k1, const char *in, size_t len)
 	size_t left = len;
 
 	for (; left > 16; p += 16, left -= 16)
-		h = dbk_hash_mum(read64(p) ^ k1, read64(p + 8) ^ h);
+		h = dbk_hash_mum(dbk_hash_read64(p) ^ k1, dbk_hash_read64(p + 8) ^ h);
 	/* The last 1..16 bytes, read as two words that may overlap; the
 	 * length folded in below tells ids that overlap differently apart. */
 	if (left > 8) {
-		a = read64(p);
-		b = read64(p + left - 8);
+		a = dbk_hash_read64(p);
+		b = dbk_hash_read64(p + left - 8);
 	} else if (left >= 4) {
 		a = read32(p);
 		b = read32(p + left - 4);

@@ -28,10 +28,10 @@
  *
  * Other load balancers, seen as scraped load beyond the books (nothing
  * changes while there is none): when the others' requests per scrape
- * period reach the number of servers,
- * the greedy choice, which would be theirs too, gives way to a draw
- * among the servers that a water-filling of their expected prefill
- * covers, each charged with its share of it until the next scrape.
+ * period reach the number of servers, the greedy choice, which would be
+ * theirs too, gives way to a draw among the servers that a water-filling
+ * of their expected prefill covers, each charged with its share of it
+ * until the next scrape.
  *
  * Hard rules come before any prediction: a server that is not usable
  * (DOWN, MAINT, DRAIN) is never chosen; a server whose max_model_len

@@ -29,8 +29,7 @@ static uint64_t pk_hash_bytes(uint64_t seed, const uint8_t *b, size_t n)
 	size_t i = 0;
 
 	for (; i + 8 <= n; i += 8) {
-		uint64_t w;
-		memcpy(&w, b + i, 8);
+		uint64_t w = dbk_hash_read64(b + i);
 		h = (h ^ dbk_hash_fmix64(w + DBK_HASH_GOLDEN)) * 0x100000001b3ULL;
 	}
 	if (i < n) {
@@ -39,14 +38,6 @@ static uint64_t pk_hash_bytes(uint64_t seed, const uint8_t *b, size_t n)
 		h = (h ^ dbk_hash_fmix64(w + (uint64_t)(n - i))) * 0x100000001b3ULL;
 	}
 	return dbk_hash_fmix64(h);
-}
-
-static uint64_t pk_read64(const uint8_t *b)
-{
-	uint64_t w;
-
-	memcpy(&w, b, 8); /* host byte order, as pk_hash_bytes */
-	return w;
 }
 
 static uint64_t pk_rotl(uint64_t v, unsigned r) { return (v << r) | (v >> (64 - r)); }
@@ -59,7 +50,8 @@ static uint64_t pk_rotl(uint64_t v, unsigned r) { return (v << r) | (v >> (64 - 
 
 static uint64_t pk_step(uint64_t lane, const uint8_t *w)
 {
-	return pk_rotl(lane, 29) + dbk_hash_mum(pk_read64(w) ^ PK_K0, pk_read64(w + 8) ^ PK_K1);
+	return pk_rotl(lane, 29) +
+	       dbk_hash_mum(dbk_hash_read64(w) ^ PK_K0, dbk_hash_read64(w + 8) ^ PK_K1);
 }
 
 /* One block's key, chained on prev. The hottest loop of a ttft decision

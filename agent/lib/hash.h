@@ -10,6 +10,7 @@
 #define DBK_HASH_H
 
 #include <stdint.h>
+#include <string.h>
 
 /* The golden-ratio increment: consecutive states differ in many bits. */
 #define DBK_HASH_GOLDEN UINT64_C(0x9e3779b97f4a7c15)
@@ -28,6 +29,16 @@ static inline uint64_t dbk_hash_fmix64(uint64_t x)
 static inline uint64_t dbk_hash_next(uint64_t *state)
 {
 	return dbk_hash_fmix64(*state += DBK_HASH_GOLDEN);
+}
+
+/* Eight bytes as a word, in host byte order (unaligned is fine): hashes
+ * of bytes that only this process compares, never written anywhere. */
+static inline uint64_t dbk_hash_read64(const void *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
 }
 
 /* The 128-bit product of a and b, its halves xored: what wyhash builds
