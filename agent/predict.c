@@ -51,6 +51,7 @@ struct pred_srv {
 /* A server's prediction for the request being chosen. */
 struct pred_eval {
 	double ttft_s, wait_s, hit;
+	double stall_s; /* decoders' seconds lost to this prefill (pred_eval) */
 	bool fits;
 	bool ok; /* a candidate: usable, holds the request */
 };
@@ -93,6 +94,7 @@ void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
 		.kv_read_bw = g->kv_read_bw,
 		.kv_tokens = (double)g->default_kv_capacity_tokens,
 		.output_tokens = 256,
+		.stall_weight = 0.2,
 		.scrape_stale_ms = 1000,
 		.index_entries = DBK_PIDX_DEFAULT_ENTRIES,
 	};
@@ -111,8 +113,9 @@ int dbk_pred_config_check(const struct dbk_pred_config *c, char *err, size_t err
 		bad = "engine rates and capacities must be positive";
 	else if (!(c->t_cpu_s >= 0) || !(c->t_weights_s >= 0) || !(c->attn_flop_per_pair >= 0) ||
 	         !(c->kv_bytes_per_token >= 0) || !(c->output_tokens >= 0) ||
+	         !(c->stall_weight >= 0) ||
 	         !isfinite(c->t_cpu_s + c->t_weights_s + c->attn_flop_per_pair +
-	                   c->kv_bytes_per_token + c->output_tokens))
+	                   c->kv_bytes_per_token + c->output_tokens + c->stall_weight))
 		bad = "engine costs must be finite and not negative";
 	if (bad && err && errlen)
 		snprintf(err, errlen, "%s", bad);
@@ -271,13 +274,20 @@ static void pred_others(const struct dbk_pred *p, const struct pred_srv *s, uint
 	o->work_s = fmax(0, o->waiting * p->mean_work_s - sec(now_ms - s->scrape_ms));
 }
 
+/* Steps a prefill of fresh tokens takes beside decoders, each of which
+ * takes one token of every step's budget. */
+static double pred_steps(const struct dbk_pred_config *c, double fresh, double decoders)
+{
+	double room = fmax(c->budget_tokens - decoders, c->budget_tokens / 8);
+	return fmax(1, ceil(fresh / room));
+}
+
 /* Seconds to prefill fresh tokens after hit cached ones, with decoders
  * decoding over ctx tokens each sharing every step (ENGINE-MODEL.md). */
 static double pred_prefill_s(const struct dbk_pred_config *c, double fresh, double hit,
                              double decoders, double ctx)
 {
-	double room = fmax(c->budget_tokens - decoders, c->budget_tokens / 8);
-	double steps = fmax(1, ceil(fresh / room));
+	double steps = pred_steps(c, fresh, decoders);
 	double total = hit + fresh;
 	double step_fixed = c->t_cpu_s + decoders * ctx * c->kv_bytes_per_token / c->kv_read_bw;
 
@@ -339,7 +349,13 @@ static uint64_t pred_tie(uint64_t key, unsigned server)
 	return h;
 }
 
-static double pred_score(const struct pred_eval *e) { return e->ttft_s + e->wait_s; }
+/* The predicted first token, and what a choice weighs: that plus what
+ * the prefill costs the requests already decoding there. */
+static double pred_ttft(const struct pred_eval *e) { return e->ttft_s + e->wait_s; }
+static double pred_score(const struct dbk_pred *p, const struct pred_eval *e)
+{
+	return pred_ttft(e) + p->c.stall_weight * e->stall_s;
+}
 
 static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pred_request *r,
                       double hit, uint64_t now_ms, struct pred_eval *e)
@@ -368,6 +384,16 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	}
 	e->ttft_s = queue + own;
 	e->hit = hit;
+
+	/* Every request in flight there, those still queued included (ours
+	 * goes after them), decodes through this prefill's steps, each longer
+	 * than a decode step by what the prefill adds. Only the steps beyond
+	 * the first count: a prefill that fits one step costs some server's
+	 * decoders one step wherever it goes, while a long one stalls a whole
+	 * batch for seconds, and where it lands decides whose. */
+	double fresh = fmax(prompt - hit, 1), steps = pred_steps(&p->c, fresh, decoders);
+	double extra = own - steps * pred_prefill_s(&p->c, 1, 0, decoders, ctx);
+	e->stall_s = ((double)s->inflight + o.requests) * fmax(0, extra) * (steps - 1) / steps;
 }
 
 static bool pred_holds(const struct pred_srv *s, double need);
@@ -431,7 +457,7 @@ static int pred_spread(const struct dbk_pred *p, int bi, double share, uint64_t 
 	p->x->level = -INFINITY;
 	for (unsigned i = 0; i < n; i++)
 		if (p->x->ev[i].ok && p->x->ev[i].fits == fits)
-			p->x->sorted[m++] = pred_score(&p->x->ev[i]);
+			p->x->sorted[m++] = pred_score(p, &p->x->ev[i]);
 	if (others * rate * sec(p->scrape_period_ms) < m)
 		return bi;
 	qsort(p->x->sorted, m, sizeof(*p->x->sorted), pred_cmp);
@@ -447,7 +473,7 @@ static int pred_spread(const struct dbk_pred *p, int bi, double share, uint64_t 
 	int pick = bi;
 	for (unsigned i = 0; i < n; i++) {
 		const struct pred_eval *e = &p->x->ev[i];
-		double w = e->ok && e->fits == fits ? level - pred_score(e) : 0;
+		double w = e->ok && e->fits == fits ? level - pred_score(p, e) : 0;
 		if (!(w > 0))
 			continue;
 		double u = ((double)(pred_tie(tie, i) >> 11) + 0.5) * 0x1p-53;
@@ -529,9 +555,10 @@ int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r, 
 		/* Fitting servers first (a request that does not fit beside
 		 * what is committed queues or preempts), then the earliest. */
 		bool better = bi < 0 || (e.fits && !best.fits) ||
-		              (e.fits == best.fits && pred_score(&e) < pred_score(&best) - 1e-9) ||
 		              (e.fits == best.fits &&
-		               fabs(pred_score(&e) - pred_score(&best)) <= 1e-9 &&
+		               pred_score(p, &e) < pred_score(p, &best) - 1e-9) ||
+		              (e.fits == best.fits &&
+		               fabs(pred_score(p, &e) - pred_score(p, &best)) <= 1e-9 &&
 		               (s->inflight < p->s[bi].inflight ||
 		                (s->inflight == p->s[bi].inflight &&
 		                 pred_tie(tie, i) > pred_tie(tie, (unsigned)bi))));
@@ -547,7 +574,7 @@ int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r, 
 	}
 	*c = (struct dbk_pred_choice){ .server = bi,
 		                       .reason = DBK_PRED_FASTEST,
-		                       .ttft_s = pred_score(&best),
+		                       .ttft_s = pred_ttft(&best),
 		                       .hit_tokens = best.hit,
 		                       .kv_fits = best.fits };
 	return bi;
@@ -603,7 +630,7 @@ static void pred_expect_others(struct dbk_pred *p, const struct dbk_pred_request
 		return;
 	for (unsigned i = 0; i < p->c.nservers; i++) {
 		const struct pred_eval *e = &p->x->ev[i];
-		double w = e->ok && e->fits == ch.kv_fits ? p->x->level - pred_score(e) : 0;
+		double w = e->ok && e->fits == ch.kv_fits ? p->x->level - pred_score(p, e) : 0;
 		if (w > 0)
 			p->s[i].unseen_end_s = fmax(now, p->s[i].unseen_end_s) + w;
 	}

@@ -69,8 +69,11 @@ struct dbk_pred_config {
 	double kv_read_bw;         /* bytes/s (2.7e12) */
 	double kv_tokens;          /* KV capacity when not scraped (430000) */
 	double output_tokens;      /* expected output without ignore_eos (256) */
-	uint64_t scrape_stale_ms;  /* older scrapes are ignored: books only (1000) */
-	size_t index_entries;      /* prefix index size (DBK_PIDX_DEFAULT_ENTRIES) */
+	/* First-token seconds worth one second of one decoding request
+	 * stalled by a long prefill (0.2: ALGORITHM.md, "Decoders stalled") */
+	double stall_weight;
+	uint64_t scrape_stale_ms; /* older scrapes are ignored: books only (1000) */
+	size_t index_entries;     /* prefix index size (DBK_PIDX_DEFAULT_ENTRIES) */
 };
 
 void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers);
