@@ -22,6 +22,14 @@
  * reads of the requests decoding there, which slow every step), and a
  * wait when its KV does not fit beside what is committed there.
  *
+ * The choice weighs that first token against what the request costs the
+ * others there: a prefill longer than one step stalls every request in
+ * flight on that server (all of them decode through its steps, each
+ * longer than a decode step), so it goes where fewer requests decode
+ * unless its first token comes much later there (stall_weight). That is
+ * what leastconn gets right by counting requests, and what keeps the
+ * TPOT median near leastconn's.
+ *
  * Exact ties (an idle fleet) go by a hash of the request's session or
  * prompt and the server, so that agents sharing a fleet break the same
  * request's ties alike and different requests' apart.
@@ -70,7 +78,7 @@ struct dbk_pred_config {
 	double kv_tokens;          /* KV capacity when not scraped (430000) */
 	double output_tokens;      /* expected output without ignore_eos (256) */
 	/* First-token seconds worth one second of one decoding request
-	 * stalled by a long prefill (0.2: ALGORITHM.md, "Decoders stalled") */
+	 * stalled by a long prefill (0.2; BENCHMARKS.md, "Decoders stalled") */
 	double stall_weight;
 	uint64_t scrape_stale_ms; /* older scrapes are ignored: books only (1000) */
 	size_t index_entries;     /* prefix index size (DBK_PIDX_DEFAULT_ENTRIES) */

@@ -1,6 +1,8 @@
 /* The ttft predictor (agent/predict.h): hard rules, burst spreading,
  * prefix affinity and its limits, KV fit, scraped floors, the engine's
- * step-time shape, other balancers (herds). */
+ * step-time shape, decoders stalled by long prefills, other balancers
+ * (herds). */
+#include <math.h>
 #include <stdlib.h>
 
 #include "check.h"
@@ -8,13 +10,22 @@
 #include "predict.h"
 #include "prefix_key.h"
 
-static struct dbk_pred *fleet(unsigned n)
+static struct dbk_pred *fleet_weighing_stalls(unsigned n, double stall_weight)
 {
 	struct dbk_pred_config c;
 
 	dbk_pred_config_default(&c, n);
 	c.index_entries = 4096;
+	c.stall_weight = stall_weight;
 	return dbk_pred_new(&c);
+}
+
+static struct dbk_pred *fleet(unsigned n)
+{
+	struct dbk_pred_config c;
+
+	dbk_pred_config_default(&c, n);
+	return fleet_weighing_stalls(n, c.stall_weight);
 }
 
 static struct dbk_pred_request req(double prompt, double out)
@@ -50,6 +61,13 @@ static void test_config_checked(void)
 	dbk_pred_config_default(&c, 4);
 	c.t_cpu_s = -1;
 	CHECK(dbk_pred_config_check(&c, err, sizeof(err)) != 0);
+	dbk_pred_config_default(&c, 4);
+	c.stall_weight = -0.1;
+	CHECK(dbk_pred_config_check(&c, err, sizeof(err)) != 0);
+	c.stall_weight = INFINITY;
+	CHECK(dbk_pred_config_check(&c, err, sizeof(err)) != 0);
+	c.stall_weight = 0;
+	CHECK(dbk_pred_config_check(&c, err, sizeof(err)) == 0);
 }
 
 /* The predictor's engine is the stub's default one: the same profile,
@@ -345,6 +363,44 @@ static void test_prefill_priced_as_the_engine(void)
 	dbk_pred_free(p);
 }
 
+/* Server 0 decodes a batch of 40 with nothing queued; server 1 decodes
+ * nothing but has an 8k prefill queued. */
+static void batch_or_queue(struct dbk_pred *p)
+{
+	struct dbk_pred_ticket t;
+	struct dbk_pred_request small = req(200, 2000), queued = req(8000, 10);
+
+	for (int i = 0; i < 40; i++)
+		dbk_pred_commit(p, &small, 0, 0, &t);
+	dbk_pred_commit(p, &queued, 1, 5000, &t);
+}
+
+static void test_a_long_prefill_spares_a_batch(void)
+{
+	struct dbk_pred *greedy = fleet_weighing_stalls(2, 0), *p = fleet(2);
+	struct dbk_pred_request longp = req(40000, 100), shortp = req(2000, 100);
+	struct dbk_pred_choice c, g;
+
+	batch_or_queue(greedy);
+	batch_or_queue(p);
+	/* The first token alone: the batch's server, free to start now. */
+	CHECK(dbk_pred_choose(greedy, &longp, 5000, &g) == 0);
+	/* With the 40 decoders' stall (five steps of a whole budget each)
+	 * weighed in: the queue, whose first token is not much later. */
+	CHECK(dbk_pred_choose(p, &longp, 5000, &c) == 1);
+	CHECK(c.ttft_s > g.ttft_s);
+	CHECK(c.ttft_s < g.ttft_s + 0.5);
+	/* The reported first token is the prediction, not the weighed cost:
+	 * the same server with or without the weight. */
+	struct dbk_pred_choice c1, g1;
+	CHECK(dbk_pred_choose(greedy, &shortp, 5000, &g1) == 0);
+	/* A prefill of one step stalls nobody for long: greedy. */
+	CHECK(dbk_pred_choose(p, &shortp, 5000, &c1) == 0);
+	CHECK_NEAR(c1.ttft_s, g1.ttft_s, 1e-12);
+	dbk_pred_free(greedy);
+	dbk_pred_free(p);
+}
+
 /* Every server scraped at now: running = our books there + others. */
 static void scrape_all(struct dbk_pred *p, unsigned n, const unsigned *own, double others,
                        uint64_t now)
@@ -435,6 +491,7 @@ int main(void)
 	RUN(test_kv_fit_comes_first);
 	RUN(test_scrapes_show_other_balancers);
 	RUN(test_prefill_priced_as_the_engine);
+	RUN(test_a_long_prefill_spares_a_batch);
 	RUN(test_a_herd_spreads_only_when_large);
 	return CHECK_DONE();
 }
