@@ -20,7 +20,7 @@ struct extra {
 	bool demo, help, version;
 };
 
-#define NOPTS 33
+#define NOPTS 34
 #define MML_MAX DBK_ENGINE_MAX_MODEL_LEN_LIMIT
 #define TOKENS_MAX 1099511627776.0 /* 2^40 */
 
@@ -86,6 +86,11 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		  .help = "ttft: K load balancers, each sent a random\n"
 		          "1/K of the arrivals, own books, shared\n"
 		          "scraped numbers (default 1)" },
+		{ "stall-weight", 0, DBK_OPT_DOUBLE, &o->stall_weight, 0, 1e6, .metavar = "W",
+		  .help = "ttft: first-token seconds worth one second\n"
+		          "of one decoding request stalled by a long\n"
+		          "prefill (default the agent's, 0.2; 0: the\n"
+		          "earliest first token alone)" },
 		{ "server-group-threshold", 0, DBK_OPT_DOUBLE, &o->threshold, 1, TOKENS_MAX,
 		  .metavar = "N",
 		  .help = "tokens where long starts (default 32768):\n"
@@ -177,6 +182,7 @@ static void defaults(struct dbk_sim_opts *o, struct extra *x)
 	o->slo_ttft_ms = 2000;
 	o->slo_tpot_ms = 100;
 	o->policies = "all";
+	o->stall_weight = -1;
 	dbk_slo_search_default(&o->search);
 	x->max_evals = (int)o->search.max_evals;
 }

@@ -72,6 +72,8 @@ static int tt_init(void *st, const struct dbk_sim_policy_env *env)
 		return -1;
 	}
 	dbk_pred_config_default(&pc, p->n);
+	if (env->cfg->stall_weight >= 0)
+		pc.stall_weight = env->cfg->stall_weight;
 	if (!(p->node = calloc(p->k, sizeof(*p->node))) ||
 	    !(p->kv_cap = calloc(p->n, sizeof(*p->kv_cap))))
 		return -1;

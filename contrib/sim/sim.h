@@ -63,6 +63,8 @@ struct dbk_sim_config {
 	/* Load balancers in front (the ttft policy): each gets a random
 	 * 1/lb_nodes of the arrivals and keeps its own books; 0 or 1: one. */
 	unsigned lb_nodes;
+	/* The ttft policy's stall weight; < 0: the predictor's default. */
+	double stall_weight;
 };
 
 /* Fills c with: no instances, overhead 0, threshold 32768, max request
