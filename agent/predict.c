@@ -391,9 +391,13 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	 * the first count: a prefill that fits one step costs some server's
 	 * decoders one step wherever it goes, while a long one stalls a whole
 	 * batch for seconds, and where it lands decides whose. */
-	double fresh = fmax(prompt - hit, 1), steps = pred_steps(&p->c, fresh, decoders);
-	double extra = own - steps * pred_prefill_s(&p->c, 1, 0, decoders, ctx);
-	e->stall_s = ((double)s->inflight + o.requests) * fmax(0, extra) * (steps - 1) / steps;
+	double steps = pred_steps(&p->c, fmax(prompt - hit, 1), decoders);
+	e->stall_s = 0;
+	if (steps > 1) {
+		double extra = own - steps * pred_prefill_s(&p->c, 1, 0, decoders, ctx);
+		e->stall_s = ((double)s->inflight + o.requests) * fmax(0, extra) * (steps - 1) /
+		             steps;
+	}
 }
 
 static bool pred_holds(const struct pred_srv *s, double need);
