@@ -225,10 +225,9 @@ static size_t opts_balancing(struct parse *p, struct dbk_opt *out)
 		     "and\nalso set through the admin endpoint's /config"),
 		CALL("policy", opt_policy, "NAME",
 		     "reference (default: the algorithm above,\ndecision for decision) or ttft: "
-		     "the "
-		     "server\nwith the earliest predicted first token, from\nlength, prefix, "
-		     "queue, "
-		     "KV use and context limit"),
+		     "the server\nwith the earliest predicted first token, from\nlength, prefix, "
+		     "queue, KV use and context\nlimit, weighed against the decodes a long\n"
+		     "prefill stalls there"),
 		NUM("engine-speed", DBK_OPT_DOUBLE, &c->engine_speed, 0.001, 1000, "X",
 		    "ttft: the servers run X times as fast as its\nengine model (an 8B model on an "
 		    "H100; 1); for\nother GPUs, and stubs run with --time-scale X"),
