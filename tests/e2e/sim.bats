@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # dbucket-sim's command line: every option --help lists is accepted, every
-# policy it names runs, and --slo-capacity prints a capacity per policy
-# with leastconn's as the unit. Model time only: no sockets, seconds.
+# policy it names runs, --stall-weight reaches the ttft policy, and
+# --slo-capacity prints a capacity per policy with leastconn's as the
+# unit. Model time only: no sockets, seconds.
 
 load helpers
 
@@ -29,6 +30,25 @@ MOONCAKE=$REPO/contrib/traces/mooncake_conversation_trace.jsonl
 	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --policy nosuch
 	assert_failure 2
 	assert_output --partial "unknown policy 'nosuch'"
+}
+
+@test "--stall-weight: the agent's weight by default, 0 a different choice, negative refused" {
+	local args=(--trace "$MOONCAKE" --max-requests 400 --rate-factor 2 --policy ttft)
+	run "$BUILD/dbucket-sim" "${args[@]}"
+	assert_success
+	# ttft's rows, but for the first one's wall time
+	ttft_rows() { grep "^ttft " <<<"$output" | awk 'NR == 1 { $NF = "" } { print }'; }
+	local by_default=$(ttft_rows)
+	run "$BUILD/dbucket-sim" "${args[@]}" --stall-weight 0.2
+	assert_success
+	[ "$(ttft_rows)" = "$by_default" ] || fail "0.2 is not the default"
+	# Overloaded, with long prompts: the greedy choice is another one.
+	run "$BUILD/dbucket-sim" "${args[@]}" --stall-weight 0
+	assert_success
+	[ "$(ttft_rows)" != "$by_default" ] || fail "weight 0 changed nothing"
+	run "$BUILD/dbucket-sim" "${args[@]}" --stall-weight -1
+	assert_failure 2
+	assert_output --partial "--stall-weight wants a number from 0"
 }
 
 @test "--slo-capacity: one row per policy, leastconn's ratio 1, bounded runs" {
