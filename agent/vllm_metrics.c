@@ -365,6 +365,18 @@ static void finish(const struct acc *a, struct dbk_vllm_metrics *out)
 	}
 }
 
+const char *dbk_vllm_metrics_implausible(const struct dbk_vllm_metrics *m)
+{
+	if ((m->have & DBK_VM_RUNNING) && !(m->running >= 0 && m->running <= DBK_VM_MAX_REQUESTS))
+		return "vllm:num_requests_running out of range";
+	if ((m->have & DBK_VM_WAITING) && !(m->waiting >= 0 && m->waiting <= DBK_VM_MAX_REQUESTS))
+		return "vllm:num_requests_waiting out of range";
+	if ((m->have & DBK_VM_GPU_BLOCKS) && (m->have & DBK_VM_BLOCK_SIZE) &&
+	    !(m->gpu_blocks * m->block_size <= DBK_VM_MAX_KV_TOKENS))
+		return "KV-cache capacity (num_gpu_blocks x block_size) out of range";
+	return NULL;
+}
+
 int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics *out, char *err,
                            size_t errlen)
 {

@@ -58,6 +58,18 @@ struct dbk_vllm_metrics {
 int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics *out, char *err,
                            size_t errlen);
 
+/* Requests, running or waiting, beyond any engine's: a server that
+ * reports more is broken or hostile. */
+#define DBK_VM_MAX_REQUESTS 1e7
+/* KV-cache capacity (blocks x block size) beyond any GPU's, in tokens. */
+#define DBK_VM_MAX_KV_TOKENS 1099511627776.0 /* 2^40 */
+
+/* Why parsed numbers cannot be a real engine's (a negative or huge
+ * request count, an impossible KV capacity), or NULL. The format allows
+ * them, and they would turn the routing policy's sums into infinities:
+ * such a scrape counts as failed. */
+const char *dbk_vllm_metrics_implausible(const struct dbk_vllm_metrics *m);
+
 /* Writes into buf (cap bytes, NUL-terminated) the query that asks a
  * server for only the families read here: name[]=...&name[]=...,
  * percent-encoded. prometheus_client (vLLM's /metrics) serves just those

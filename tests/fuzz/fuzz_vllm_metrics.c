@@ -10,7 +10,8 @@
  *   are not), and a body that parsed still parses with one more
  *   well-formed sample line after it, reporting that sample's family
  *   (num_preemptions_total) one higher, and fails with one malformed
- *   line after it;
+ *   line after it; request counts that pass dbk_vllm_metrics_implausible
+ *   are in range;
  * - /v1/models: 0 with a length of 0 or at least 1, or -1 with 0. */
 #include <math.h>
 
@@ -43,6 +44,12 @@ static void metrics(const char *s, size_t n)
 	}
 	FUZZ_CHECK(finite_fields(&m));
 	FUZZ_CHECK((m.have & ~0xffu) == 0);
+	if (!dbk_vllm_metrics_implausible(&m)) {
+		if (m.have & DBK_VM_RUNNING)
+			FUZZ_CHECK(m.running >= 0 && m.running <= DBK_VM_MAX_REQUESTS);
+		if (m.have & DBK_VM_WAITING)
+			FUZZ_CHECK(m.waiting >= 0 && m.waiting <= DBK_VM_MAX_REQUESTS);
+	}
 	if (m.have & DBK_VM_BLOCK_SIZE)
 		FUZZ_CHECK(m.block_size > 0);
 	if (m.have & DBK_VM_GPU_BLOCKS)

@@ -1,7 +1,7 @@
 /* The scraper on a real loop against loopback servers written here: one
  * serves the stub's /metrics fixture, one garbage, one never answers.
- * Checked: good numbers and max_model_len reach the view; garbage and a
- * hang mark a server down (its failures counted, nothing invented); the
+ * Checked: good numbers and max_model_len reach the view; garbage,
+ * numbers no engine reports and a hang mark a server down (its failures counted, nothing invented); the
  * loop keeps scraping the good server while another hangs (event order,
  * not timing); a server that heals comes back up. Bounded: each phase
  * ends on its condition or after PHASE_MAX_S. */
@@ -22,7 +22,7 @@
 #define PHASE_MAX_S 10.0
 #define NSRV 3
 
-enum mode { OK, GARBAGE, HANG };
+enum mode { OK, GARBAGE, HANG, IMPLAUSIBLE };
 
 struct srv {
 	ev_io accept_w;
@@ -101,6 +101,10 @@ static void on_conn(struct ev_loop *loop, ev_io *w, int revents)
 			      is_models ? strlen(models) : metrics_len);
 		else if (c->srv->mode == GARBAGE)
 			reply(w->fd, "this is { not prometheus\n", 25);
+		else if (c->srv->mode == IMPLAUSIBLE && is_models)
+			reply(w->fd, models, strlen(models));
+		else if (c->srv->mode == IMPLAUSIBLE)
+			reply(w->fd, "vllm:num_requests_running 1e308\n", 32);
 		size_t used = (size_t)(end + 4 - c->buf);
 		memmove(c->buf, end + 4, c->len - used + 1);
 		c->len -= used;
@@ -136,11 +140,15 @@ static struct dbk_scrape *sc;
 static int phase;
 /* The good server's successful scrapes when the hung one first failed. */
 static uint64_t ok_scrapes_at_hang_failure;
+/* The garbage server's failures when it turned implausible. */
+static uint64_t bad_failures_before;
 
 static bool phase_done(void)
 {
 	if (phase == 2) /* test_named_host_and_path */
 		return dbk_scrape_view(sc, 0)->scrapes >= 5;
+	if (phase == 3)
+		return dbk_scrape_view(sc, GARBAGE)->failures >= bad_failures_before + 2;
 
 	const struct dbk_scrape_view *ok = dbk_scrape_view(sc, OK);
 	const struct dbk_scrape_view *bad = dbk_scrape_view(sc, GARBAGE);
@@ -269,6 +277,17 @@ static void test_scrape_ok_garbage_hang(void)
 	dbk_scrape_report_state(sc, dbk_mono_ms(), &o);
 	CHECK(o.p && strstr(o.p, "\"name\": \"ok\", \"url\": \"http://127.0.0.1:"));
 	dbk_buf_free(&o);
+
+	/* Well-formed numbers no engine reports fail the scrape too; the last
+	 * good ones stay in the view. */
+	srv[GARBAGE].mode = IMPLAUSIBLE;
+	bad_failures_before = dbk_scrape_view(sc, GARBAGE)->failures;
+	phase = 3;
+	run_phase(loop);
+	v = dbk_scrape_view(sc, GARBAGE);
+	CHECK(v->failures >= bad_failures_before + 2);
+	CHECK(!v->up);
+	CHECK_NEAR(v->m.running, 3, 0);
 
 	dbk_scrape_free(sc);
 	close_conns(loop);

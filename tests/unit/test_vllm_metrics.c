@@ -1,7 +1,8 @@
 /* vLLM's /metrics and /v1/models parsers: the stub's fixture (the shape
  * of vLLM's own output), several engines, the older family names, what
  * the exposition format allows (comments, escapes, NaN, timestamps) and
- * what it does not (every malformed line fails the whole body). */
+ * what it does not (every malformed line fails the whole body), and the
+ * well-formed numbers no engine reports. */
 #include <stdlib.h>
 
 #include "fixture.h"
@@ -184,6 +185,35 @@ static void test_models(void)
 	}
 }
 
+/* Numbers the format allows but no engine reports fail the scrape: they
+ * would make the policy's sums infinite (a NaN first token, once). */
+static void test_implausible_numbers(void)
+{
+	struct dbk_vllm_metrics m;
+	char err[128];
+	struct text f = repo_file("contrib/stub/fixtures/vllm-metrics.prom");
+
+	CHECK(dbk_vllm_parse_metrics(f.s, f.len, &m, err, sizeof(err)) == 0);
+	text_free(&f);
+	CHECK(dbk_vllm_metrics_implausible(&m) == NULL);
+	CHECK(parse("vllm:num_requests_running 1e308\n", &m, err) == 0);
+	CHECK(dbk_vllm_metrics_implausible(&m) != NULL);
+	CHECK(parse("vllm:num_requests_waiting -1\n", &m, err) == 0);
+	CHECK(dbk_vllm_metrics_implausible(&m) != NULL);
+	CHECK(parse("vllm:num_requests_running 10000000\nvllm:num_requests_waiting 0\n", &m, err) ==
+	      0);
+	CHECK(dbk_vllm_metrics_implausible(&m) == NULL);
+	CHECK(parse("vllm:num_requests_running 10000001\n", &m, err) == 0);
+	CHECK(dbk_vllm_metrics_implausible(&m) != NULL);
+	CHECK(parse("vllm:num_requests_running 1\n"
+	            "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"1e300\"} 1\n",
+	            &m, err) == 0);
+	CHECK(dbk_vllm_metrics_implausible(&m) != NULL);
+	/* Families not reported are not judged. */
+	CHECK(parse("", &m, err) == 0);
+	CHECK(dbk_vllm_metrics_implausible(&m) == NULL);
+}
+
 static void test_query_names_every_family(void)
 {
 	char q[1024];
@@ -206,6 +236,7 @@ int main(void)
 	RUN(test_malformed_lines_fail_the_body);
 	RUN(test_long_line_is_refused);
 	RUN(test_models);
+	RUN(test_implausible_numbers);
 	RUN(test_query_names_every_family);
 	return CHECK_DONE();
 }
