@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 
@@ -517,6 +518,75 @@ static void test_select(void)
 	dbk_trace_free(&t);
 }
 
+static void make_ticks(struct dbk_trace *t, const double *ts, size_t n)
+{
+	memset(t, 0, sizeof(*t));
+	t->cap = t->n = n;
+	t->req = calloc(n, sizeof(*t->req));
+	for (size_t i = 0; i < n; i++) {
+		t->req[i].t = ts[i];
+		t->req[i].input = (uint32_t)i + 1; /* the order, checked below */
+		t->req[i].output = 1;
+	}
+}
+
+static void test_spread(void)
+{
+	/* Ticks of 3 s: four at 0, one alone at 3, three at 6 (the last
+	 * run, spread over the gap before it, 3 s). */
+	static const double ts[] = { 0, 0, 0, 0, 3, 6, 6, 6 };
+	struct dbk_trace t, u;
+
+	make_ticks(&t, ts, 8);
+	CHECK_EQ_U(dbk_trace_spread(&t, 42), 7);
+	for (size_t i = 0; i < 8; i++)
+		CHECK_EQ_U(t.req[i].input, i + 1);
+	for (size_t i = 0; i < 4; i++)
+		CHECK(t.req[i].t >= 0 && t.req[i].t < 3);
+	CHECK(t.req[4].t == 3);
+	for (size_t i = 5; i < 8; i++)
+		CHECK(t.req[i].t >= 6 && t.req[i].t < 9);
+	for (size_t i = 1; i < 8; i++)
+		CHECK(t.req[i].t >= t.req[i - 1].t);
+	CHECK(t.req[1].t > t.req[0].t); /* a tick's requests now differ */
+	/* Seeded: the same seed, the same times; another, others. */
+	make_ticks(&u, ts, 8);
+	dbk_trace_spread(&u, 42);
+	for (size_t i = 0; i < 8; i++)
+		CHECK(u.req[i].t == t.req[i].t);
+	dbk_trace_free(&u);
+	make_ticks(&u, ts, 8);
+	dbk_trace_spread(&u, 43);
+	CHECK(u.req[0].t != t.req[0].t);
+	dbk_trace_free(&u);
+	dbk_trace_free(&t);
+
+	/* Uniform over the tick: 2000 requests in one tick of 1 s, then
+	 * one at 1: the mean is near half a second. */
+	double big[2001];
+	for (size_t i = 0; i < 2000; i++)
+		big[i] = 0;
+	big[2000] = 1;
+	make_ticks(&t, big, 2001);
+	CHECK_EQ_U(dbk_trace_spread(&t, 7), 2000);
+	double sum = 0;
+	for (size_t i = 0; i < 2000; i++)
+		sum += t.req[i].t;
+	CHECK_NEAR(sum / 2000, 0.5, 0.03);
+	dbk_trace_free(&t);
+
+	/* Distinct arrivals, or one instant only: nothing moves. */
+	static const double distinct[] = { 0, 1.5, 2, 7 }, one[] = { 4, 4, 4 };
+	make_ticks(&t, distinct, 4);
+	CHECK_EQ_U(dbk_trace_spread(&t, 1), 0);
+	CHECK(t.req[1].t == 1.5 && t.req[3].t == 7);
+	dbk_trace_free(&t);
+	make_ticks(&t, one, 3);
+	CHECK_EQ_U(dbk_trace_spread(&t, 1), 0);
+	CHECK(t.req[2].t == 4);
+	dbk_trace_free(&t);
+}
+
 int main(void)
 {
 	RUN(test_mooncake);
@@ -532,5 +602,6 @@ int main(void)
 	RUN(test_synth_generate);
 	RUN(test_clip);
 	RUN(test_select);
+	RUN(test_spread);
 	return CHECK_DONE();
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lib/hash.h"
 #include "lib/log.h"
 
 static bool ends_with(const char *s, const char *suffix)
@@ -536,6 +537,46 @@ void dbk_trace_sessions(struct dbk_trace *t)
 }
 
 /* ---- Selection. ---- */
+
+/* A uniform draw in (0, 1): 53 bits, never 0 (its log is taken). */
+static double trace_unit(uint64_t *state)
+{
+	return ((double)(dbk_hash_next(state) >> 11) + 0.5) * 0x1p-53;
+}
+
+size_t dbk_trace_spread(struct dbk_trace *t, uint64_t seed)
+{
+	size_t moved = 0, i = 0;
+	double gap = 0;
+
+	while (i < t->n) {
+		size_t j = i;
+		while (j < t->n && t->req[j].t == t->req[i].t)
+			j++;
+		if (j < t->n)
+			gap = t->req[j].t - t->req[i].t;
+		if (gap <= 0)
+			break; /* the only distinct arrival */
+		if (j - i < 2) {
+			i = j; /* a single arrival says nothing of a tick */
+			continue;
+		}
+		/* The j - i sorted uniforms without sorting: the partial sums
+		 * of j - i + 1 exponential draws over their total. */
+		double sum = 0, total = 0, base = t->req[i].t;
+		uint64_t st0 = seed ^ dbk_hash_fmix64((uint64_t)i + 1), st = st0;
+		for (size_t k = i; k <= j; k++)
+			total += -log(trace_unit(&st));
+		st = st0;
+		for (size_t k = i; k < j; k++) {
+			sum += -log(trace_unit(&st));
+			t->req[k].t = base + gap * sum / total;
+			moved++;
+		}
+		i = j;
+	}
+	return moved;
+}
 
 bool dbk_trace_clip(uint32_t *input, uint32_t *output, uint32_t max_len)
 {

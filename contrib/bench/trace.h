@@ -73,6 +73,16 @@ void dbk_trace_sessions(struct dbk_trace *t);
  * seconds and fraction so that differences keep sub-microsecond precision. */
 bool dbk_trace_parse_wallclock(const char *s, size_t n, int64_t *sec, double *frac);
 
+/* Spreads each run of requests that share an arrival over the time to
+ * the next distinct arrival, in order, at uniform random points (seeded:
+ * the same seed, the same times). Some traces are recorded in coarse
+ * ticks: Mooncake's arrivals come about 3 s apart, ten or so in one
+ * millisecond, which no real client fleet does and which makes every
+ * router see a whole tick at once. A request alone at its arrival stays;
+ * the last run takes the gap before it; a trace with a single distinct
+ * arrival is left as it is. Returns how many requests moved. */
+size_t dbk_trace_spread(struct dbk_trace *t, uint64_t seed);
+
 /* ---- Selection. ---- */
 
 struct dbk_select {

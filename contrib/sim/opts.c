@@ -20,7 +20,7 @@ struct extra {
 	bool demo, help, version;
 };
 
-#define NOPTS 34
+#define NOPTS 35
 #define MML_MAX DBK_ENGINE_MAX_MODEL_LEN_LIMIT
 #define TOKENS_MAX 1099511627776.0 /* 2^40 */
 
@@ -44,6 +44,12 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		  .help = "then keep at most N (default all)" },
 		{ "rate-factor", 0, DBK_OPT_DOUBLE, &o->rate_factor, 1e-6, 1e9, .metavar = "F",
 		  .help = "arrivals F times faster: trace time / F\n(default 1)" },
+		{ "spread-ticks", 0, DBK_OPT_FLAG, &o->spread_ticks,
+		  .help = "requests that share an arrival time (a\n"
+		          "trace recorded in ticks: Mooncake's ~3 s)\n"
+		          "arrive at uniform random times, seeded,\n"
+		          "before the next tick, in order (default:\n"
+		          "as recorded)" },
 		{ "instances", 0, DBK_OPT_INT, &o->instances, 1, DBK_SIM_MAX_INSTANCES,
 		  .flags = DBK_OPT_STRICT, .metavar = "N",
 		  .help = "vLLM instances (default 4); the first\nceil(N/2) form the short group",

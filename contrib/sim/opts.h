@@ -29,6 +29,7 @@ struct dbk_sim_opts {
 	int lb_nodes;        /* 0: 1 */
 	double stall_weight; /* < 0: the predictor's default */
 	bool no_prefix_caching;
+	bool spread_ticks; /* dbk_trace_spread before the slice */
 	double slo_ttft_ms, slo_tpot_ms, slo_e2e_ms;
 	const char *policies;
 	const char *json;

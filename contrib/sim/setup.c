@@ -20,10 +20,13 @@ void dbk_sim_setup_print(FILE *f, const struct dbk_sim_setup *u)
 
 	fprintf(f,
 	        "dbucket-sim %s: %s (%s), %zu requests (#%zu..#%zu of %zu in "
-	        "the window, %zu in the trace)%s\n",
+	        "the window, %zu in the trace)%s",
 	        DBK_SIM_VERSION, base_name(o->trace), dbk_trace_format_name(w->fmt), w->n, w->first,
 	        w->first + w->n - 1, w->window, w->parsed,
 	        w->raised ? "; zero lengths raised to 1" : "");
+	if (o->spread_ticks)
+		fprintf(f, "; ticks spread: %zu of the trace's arrivals moved", w->spread);
+	fputc('\n', f);
 	fprintf(f,
 	        "rate factor %g: arrivals over %.1f s of model time, offered "
 	        "%.2f req/s, %.0f input tok/s\n",
@@ -73,6 +76,7 @@ void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
 		{ "first_request", 'n', (double)w->first, NULL },
 		{ "requests", 'n', (double)w->n, NULL },
 		{ "rate_factor", 'n', o->rate_factor, NULL },
+		{ "spread_ticks", 'b', o->spread_ticks, NULL },
 		{ "arrival_span_s", 'n', w->span_s, NULL },
 		{ "instances", 'n', o->instances, NULL },
 		{ "short_instances", 'n', u->f.nshort, NULL },

@@ -13,6 +13,8 @@
 /* The largest trace file read: a wrong path (a device, a huge log)
  * fails instead of eating the heap. */
 #define DBK_SIM_TRACE_MAX ((size_t)1 << 30)
+/* --spread-ticks draws from one fixed seed: runs compare side by side. */
+#define DBK_SIM_SPREAD_SEED 0x5350524541445331ULL
 
 struct dbk_sim_workload {
 	struct dbk_trace trace;
@@ -21,6 +23,7 @@ struct dbk_sim_workload {
 	size_t window;   /* in the time window */
 	size_t first, n; /* the slice: the window's [first, first + n) */
 	bool raised;     /* zero lengths were raised to 1 */
+	size_t spread;   /* requests moved by --spread-ticks */
 	/* n requests, at the rate factor last set (dbk_sim_workload_rate). */
 	struct dbk_sim_req *reqs;
 	/* At the command line's rate factor: the arrivals' span in model

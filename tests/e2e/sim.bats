@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # dbucket-sim's command line: every option --help lists is accepted, every
-# policy it names runs, --stall-weight reaches the ttft policy, and
+# policy it names runs, --stall-weight reaches the ttft policy,
+# --spread-ticks spreads the arrivals a trace recorded in one tick, and
 # --slo-capacity prints a capacity per policy with leastconn's as the
 # unit. Model time only: no sockets, seconds.
 
@@ -19,7 +20,7 @@ MOONCAKE=$REPO/contrib/traces/mooncake_conversation_trace.jsonl
 		refute_output --partial "unknown option"
 		n=$((n + 1))
 	done
-	[ "$n" -ge 31 ] || fail "--help lists $n options, not the 31 besides --help and --version"
+	[ "$n" -ge 32 ] || fail "--help lists $n options, not the 32 besides --help and --version"
 	# Every policy the table knows runs to the end on a small slice.
 	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 150 --policy all
 	assert_success
@@ -49,6 +50,31 @@ MOONCAKE=$REPO/contrib/traces/mooncake_conversation_trace.jsonl
 	run "$BUILD/dbucket-sim" "${args[@]}" --stall-weight -1
 	assert_failure 2
 	assert_output --partial "--stall-weight wants a number from 0"
+}
+
+@test "--spread-ticks: a tick's arrivals spread, seeded, reported; Azure's left alone" {
+	local args=(--trace "$MOONCAKE" --max-requests 300 --rate-factor 2 --policy lc)
+	run "$BUILD/dbucket-sim" "${args[@]}" --json "$BATS_TEST_TMPDIR/as.json"
+	assert_success
+	refute_output --partial "ticks spread"
+	local recorded=$(grep "^lc " <<<"$output" | head -1 | awk '{ $NF = ""; print }')
+	run "$BUILD/dbucket-sim" "${args[@]}" --spread-ticks --json "$BATS_TEST_TMPDIR/sp.json"
+	assert_success
+	# Every Mooncake arrival shares its tick with others.
+	assert_output --partial "ticks spread: 12031 of the trace's arrivals moved"
+	local spread=$(grep "^lc " <<<"$output" | head -1 | awk '{ $NF = ""; print }')
+	[ "$spread" != "$recorded" ] || fail "spreading the ticks changed nothing"
+	run "$BUILD/dbucket-sim" "${args[@]}" --spread-ticks
+	[ "$(grep "^lc " <<<"$output" | head -1 | awk '{ $NF = ""; print }')" = "$spread" ] ||
+		fail "the same seed gave other arrivals"
+	run jq -r '.setup.spread_ticks' "$BATS_TEST_TMPDIR/as.json" "$BATS_TEST_TMPDIR/sp.json"
+	assert_output "false
+true"
+	# Azure's timestamps are distinct: nothing moves.
+	run "$BUILD/dbucket-sim" --trace "$REPO/contrib/traces/AzureLLMInferenceTrace_conv.csv" \
+		--max-requests 100 --policy lc --spread-ticks
+	assert_success
+	assert_output --partial "ticks spread: 0 of the trace's arrivals moved"
 }
 
 @test "--slo-capacity: one row per policy, leastconn's ratio 1, bounded runs" {
