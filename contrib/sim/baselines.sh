@@ -7,12 +7,13 @@
 #
 #   contrib/sim/baselines.sh [--out DIR] [--only TRACE-N-PROFILE,...]
 #        [--tolerance X] [--max-evals N] [--no-prefix-caching]
-#        [--policy LIST] [--lb-nodes K] [--spread-ticks]
+#        [--policy LIST] [--lb-nodes K [--lb-sticky]] [--spread-ticks]
 #   contrib/sim/baselines.sh --report [--out DIR]
 #
 # --policy passes a policy list to dbucket-sim (default: all); --lb-nodes K
 # models K load balancers for the ttft policy and suffixes every output
-# name with -kK (keep lc in the list: capacities are ratios to it);
+# name with -kK (keep lc in the list: capacities are ratios to it), and
+# --lb-sticky sends each conversation to one of them (name -kK-sticky);
 # --spread-ticks spreads arrivals recorded in the same tick over it
 # (dbucket-sim --spread-ticks) and suffixes every name with -spread.
 # --report runs nothing: it prints, from the JSON files in DIR, one
@@ -47,9 +48,10 @@ while [ $# -gt 0 ]; do
 	--no-prefix-caching) extra+=(--no-prefix-caching); shift ;;
 	--policy) extra+=(--policy "$2"); shift 2 ;;
 	--lb-nodes) extra+=(--lb-nodes "$2"); suffix=$suffix-k$2; shift 2 ;;
+	--lb-sticky) extra+=(--lb-sticky); suffix=$suffix-sticky; shift ;;
 	--spread-ticks) extra+=(--spread-ticks); suffix=$suffix-spread; shift ;;
 	--report) report=1; shift ;;
-	-h|--help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "baselines: unknown option $1 (see --help)" >&2; exit 2 ;;
 	esac
 done

@@ -43,6 +43,7 @@ int dbk_sim_fleet_build(struct dbk_sim_fleet *f, const struct dbk_sim_opts *o)
 	sc->engines = f->engines;
 	sc->overhead_s = o->overhead_ms / 1e3;
 	sc->lb_nodes = (unsigned)o->lb_nodes;
+	sc->lb_sticky = o->lb_sticky;
 	sc->stall_weight = o->stall_weight;
 	sc->threshold_tokens = o->threshold;
 	sc->max_request_tokens = o->max_request_tokens;

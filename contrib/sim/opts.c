@@ -20,7 +20,7 @@ struct extra {
 	bool demo, help, version;
 };
 
-#define NOPTS 35
+#define NOPTS 36
 #define MML_MAX DBK_ENGINE_MAX_MODEL_LEN_LIMIT
 #define TOKENS_MAX 1099511627776.0 /* 2^40 */
 
@@ -92,6 +92,10 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		  .help = "ttft: K load balancers, each sent a random\n"
 		          "1/K of the arrivals, own books, shared\n"
 		          "scraped numbers (default 1)" },
+		{ "lb-sticky", 0, DBK_OPT_FLAG, &o->lb_sticky,
+		  .help = "with --lb-nodes: a conversation's requests\n"
+		          "all reach one balancer (an L4 balancer\n"
+		          "hashing the client), the others at random" },
 		{ "stall-weight", 0, DBK_OPT_DOUBLE, &o->stall_weight, 0, 1e6, .metavar = "W",
 		  .help = "ttft: first-token seconds worth one second\n"
 		          "of one decoding request stalled by a long\n"
@@ -231,6 +235,10 @@ int dbk_sim_opts_parse(int argc, char **argv, struct dbk_sim_opts *o, int *statu
 	}
 	if (o->slo_capacity && o->slo_ttft_ms == 0 && o->slo_tpot_ms == 0 && o->slo_e2e_ms == 0) {
 		fprintf(stderr, "dbucket-sim: --slo-capacity needs an objective\n");
+		return 1;
+	}
+	if (o->lb_sticky && o->lb_nodes < 2) {
+		fprintf(stderr, "dbucket-sim: --lb-sticky needs --lb-nodes 2 or more\n");
 		return 1;
 	}
 	if (o->threshold >= o->max_request_tokens) {

@@ -26,7 +26,8 @@ struct dbk_sim_opts {
 	size_t short_max_model_len, short_kv;
 	double threshold, max_request_tokens, json_overhead;
 	double overhead_ms;
-	int lb_nodes;        /* 0: 1 */
+	int lb_nodes; /* 0: 1 */
+	bool lb_sticky;
 	double stall_weight; /* < 0: the predictor's default */
 	bool no_prefix_caching;
 	bool spread_ticks; /* dbk_trace_spread before the slice */

@@ -10,8 +10,9 @@
  *     between scrapes as a real scraper's are).
  * With lb_nodes K > 1 it models K load balancers, each with its own agent
  * (books, prefix index), each receiving a random 1/K of the arrivals
- * (fixed seed), all reading the same scraped numbers: the servers'
- * /metrics are the only state they share. */
+ * (fixed seed), or with lb_sticky each conversation's requests to one of
+ * them, all reading the same scraped numbers: the servers' /metrics are
+ * the only state they share. */
 #include "policy.h"
 
 #include <stdio.h>
@@ -31,6 +32,7 @@
 
 struct ttft {
 	unsigned n, k;
+	bool sticky; /* --lb-sticky */
 	struct dbk_pred **node;
 	/* By request id: its lease in the node that routed it. */
 	struct tt_req {
@@ -67,6 +69,7 @@ static int tt_init(void *st, const struct dbk_sim_policy_env *env)
 	snprintf(p->url.path, sizeof(p->url.path), "/v1/completions");
 	snprintf(p->url.authority, sizeof(p->url.authority), "sim");
 	p->k = env->cfg->lb_nodes ? env->cfg->lb_nodes : 1;
+	p->sticky = env->cfg->lb_sticky;
 	if (p->k > 255) {
 		snprintf(env->err, env->errlen, "at most 255 load-balancer nodes");
 		return -1;
@@ -166,7 +169,8 @@ static int tt_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	if (tt_grow(p, r->id) != 0)
 		return DBK_SIM_POLICY_ERROR;
 	tt_learn(p, s);
-	unsigned j = p->k > 1 ? (unsigned)(tt_mix(TTFT_SEED ^ r->id) % p->k) : 0;
+	uint64_t who = p->sticky && r->has_session ? r->session * 0x9e3779b97f4a7c15ULL : r->id;
+	unsigned j = p->k > 1 ? (unsigned)(tt_mix(TTFT_SEED ^ who) % p->k) : 0;
 	tt_request(p, s, r, &q);
 	uint64_t now = tt_ms(s);
 	if (dbk_pred_choose(p->node[j], &q, now, &ch) < 0)

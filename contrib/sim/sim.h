@@ -63,6 +63,9 @@ struct dbk_sim_config {
 	/* Load balancers in front (the ttft policy): each gets a random
 	 * 1/lb_nodes of the arrivals and keeps its own books; 0 or 1: one. */
 	unsigned lb_nodes;
+	/* A conversation's requests all reach one balancer (by its session),
+	 * as behind an L4 balancer that hashes the client. */
+	bool lb_sticky;
 	/* The ttft policy's stall weight; < 0: the predictor's default. */
 	double stall_weight;
 };

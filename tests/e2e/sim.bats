@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # dbucket-sim's command line: every option --help lists is accepted, every
 # policy it names runs, --stall-weight reaches the ttft policy,
-# --spread-ticks spreads the arrivals a trace recorded in one tick, and
+# --spread-ticks spreads the arrivals a trace recorded in one tick,
+# --lb-sticky keeps a conversation on one of several balancers, and
 # --slo-capacity prints a capacity per policy with leastconn's as the
 # unit. Model time only: no sockets, seconds.
 
@@ -20,7 +21,7 @@ MOONCAKE=$REPO/contrib/traces/mooncake_conversation_trace.jsonl
 		refute_output --partial "unknown option"
 		n=$((n + 1))
 	done
-	[ "$n" -ge 32 ] || fail "--help lists $n options, not the 32 besides --help and --version"
+	[ "$n" -ge 33 ] || fail "--help lists $n options, not the 33 besides --help and --version"
 	# Every policy the table knows runs to the end on a small slice.
 	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 150 --policy all
 	assert_success
@@ -75,6 +76,29 @@ true"
 		--max-requests 100 --policy lc --spread-ticks
 	assert_success
 	assert_output --partial "ticks spread: 0 of the trace's arrivals moved"
+}
+
+@test "--lb-sticky: a conversation back at the balancer that sent its last turn hits its prefix" {
+	local args=(--trace "$MOONCAKE" --max-requests 600 --instances 16 --rate-factor 4
+		--policy ttft)
+	hit() { grep -A1 "^policy  *preempt" <<<"$output" | awk '$1 == "ttft" { print $NF }'; }
+	run "$BUILD/dbucket-sim" "${args[@]}"
+	assert_success
+	local one=$(hit)
+	run "$BUILD/dbucket-sim" "${args[@]}" --lb-nodes 4
+	assert_success
+	local scattered=$(hit)
+	run "$BUILD/dbucket-sim" "${args[@]}" --lb-nodes 4 --lb-sticky
+	assert_success
+	local sticky=$(hit)
+	# Four balancers that each see a random quarter of a conversation
+	# find its prefix less often than one; sticky ones as often as one.
+	awk -v o="$one" -v r="$scattered" -v s="$sticky" \
+		'BEGIN { exit !(r < o / 1.5 && s > o * 0.8) }' ||
+		fail "hit %: one balancer $one, 4 scattered $scattered, 4 sticky $sticky"
+	run "$BUILD/dbucket-sim" "${args[@]}" --lb-sticky
+	assert_failure 2
+	assert_output --partial "--lb-sticky needs --lb-nodes 2 or more"
 }
 
 @test "--slo-capacity: one row per policy, leastconn's ratio 1, bounded runs" {
