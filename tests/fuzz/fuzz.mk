@@ -34,16 +34,19 @@ FUZZ_LIBS     = -Wl,--as-needed -lev -lcjson -lm
 FUZZ_TARGETS  = fuzz_spop_frame fuzz_notify fuzz_completion fuzz_runtime \
                 fuzz_estimate fuzz_estimate_scan fuzz_stub_http fuzz_vllm_metrics \
                 fuzz_settings fuzz_prefix_key fuzz_accounting fuzz_http1_response \
-                fuzz_http_answer fuzz_cli
+                fuzz_http_answer fuzz_cli fuzz_trace
 FUZZ_BINS     = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/%)
 
-# Every target links the instrumented shared layer, the agent's modules
-# and the stub's (the linker takes only what the target calls).
-FUZZ_ARCHIVES = $(FUZZ_OBJDIR)/libdbk-stub.a $(FUZZ_OBJDIR)/libdbk-agent.a $(FUZZ_OBJDIR)/libdbk.a
+# Every target links the instrumented shared layer, the agent's modules,
+# the stub's and the benchmark's (the linker takes only what the target
+# calls).
+FUZZ_ARCHIVES = $(FUZZ_OBJDIR)/libdbk-bench.a $(FUZZ_OBJDIR)/libdbk-stub.a \
+                $(FUZZ_OBJDIR)/libdbk-agent.a $(FUZZ_OBJDIR)/libdbk.a
 fuzz_objs = $(patsubst %.c,$(FUZZ_OBJDIR)/%.o,$(filter-out $(2) $(1)/test_%.c,$(wildcard $(1)/*.c)))
 $(FUZZ_OBJDIR)/libdbk.a: $(call fuzz_objs,agent/lib)
 $(FUZZ_OBJDIR)/libdbk-agent.a: $(call fuzz_objs,agent,agent/main.c agent/parity.c)
 $(FUZZ_OBJDIR)/libdbk-stub.a: $(call fuzz_objs,contrib/stub,contrib/stub/main.c)
+$(FUZZ_OBJDIR)/libdbk-bench.a: $(call fuzz_objs,contrib/bench,contrib/bench/main.c)
 
 .PHONY: fuzz fuzz-build fuzz-seeds fuzz-regress
 
