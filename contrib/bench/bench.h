@@ -27,6 +27,7 @@ struct dbk_bench_opts {
 	long long max_requests;
 	long long max_model_len;
 	bool skip_overlong;
+	bool spread_ticks; /* dbk_trace_spread before the slice */
 	const char *url;
 	enum dbk_endpoint endpoint;
 	const char *model;
@@ -51,6 +52,7 @@ struct dbk_bench {
 	struct ev_loop *loop;
 	struct dbk_trace tr;
 	struct dbk_select_stats sel;
+	size_t spread; /* arrivals --spread-ticks moved */
 	struct dbk_url url;
 	char *model_json;
 	struct dbk_client client;

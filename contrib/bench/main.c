@@ -72,6 +72,8 @@ static int report(struct dbk_bench *b)
 	info.clipped = b->sel.clipped;
 	info.skipped = b->sel.skipped;
 	info.raised = b->tr.n_raised;
+	info.spread_ticks = b->o.spread_ticks;
+	info.spread = b->spread;
 	info.interrupted = b->stopping;
 	dbk_report_table(stdout, &info, s, b->res, b->n);
 	fflush(stdout);

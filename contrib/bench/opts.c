@@ -129,6 +129,11 @@ static size_t tables(struct raw *r, struct dbk_opt *t)
 		       "skipping (default clip)"),
 		NUM("rate-factor", DBK_OPT_DOUBLE, &o->rate_factor, 1e-6, 1e9, "F",
 		    "arrivals F times faster (default 1)"),
+		FLAG("spread-ticks", &o->spread_ticks,
+		     "requests that share an arrival time (a\ntrace recorded in ticks: "
+		     "Mooncake's ~3 s)\narrive at uniform random times, seeded,\nbefore "
+		     "the next tick, in order, as\ndbucket-sim --spread-ticks (default: as\n"
+		     "recorded)"),
 		STR("url", &o->url, "URL",
 		    "http://HOST[:PORT][/BASE] (default\n"
 		    "http://127.0.0.1:8000)"),
@@ -237,6 +242,8 @@ static const char *conflicts(const struct dbk_bench_opts *o, bool have_rate)
 		return "--synthetic needs --max-requests or --duration";
 	if (o->synthetic && o->start_offset > 0)
 		return "--start-offset is for trace files";
+	if (o->synthetic && o->spread_ticks)
+		return "--spread-ticks is for trace files";
 	if (o->synthetic && isinf(o->rate) && !o->max_requests)
 		return "--rate inf needs --max-requests";
 	return NULL;

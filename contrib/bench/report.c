@@ -143,6 +143,8 @@ static void table_head(FILE *f, const struct dbk_run_info *info, size_t requests
 	        "time; rate factor %g\n",
 	        info->time_scale, info->rate_factor);
 	fprintf(f, "target %s (%s), model %s\n", info->url, info->endpoint, info->model);
+	if (info->spread_ticks)
+		fprintf(f, "ticks spread: %zu of the trace's arrivals moved\n", info->spread);
 	if (info->max_model_len)
 		fprintf(f, "max-model-len %u: %zu clipped, %zu skipped\n", info->max_model_len,
 		        info->clipped, info->skipped);
@@ -279,6 +281,7 @@ static cJSON *config_json(const struct dbk_run_info *info)
 	if (info->synthetic)
 		cJSON_AddNumberToObject(cfg, "seed", (double)info->seed);
 	cJSON_AddNumberToObject(cfg, "rate_factor", info->rate_factor);
+	cJSON_AddBoolToObject(cfg, "spread_ticks", info->spread_ticks);
 	cJSON_AddNumberToObject(cfg, "time_scale", info->time_scale);
 	cJSON_AddStringToObject(cfg, "url", info->url);
 	cJSON_AddStringToObject(cfg, "endpoint", info->endpoint);
@@ -318,6 +321,8 @@ int dbk_report_json(FILE *f, const struct dbk_run_info *info,
 	cJSON_AddNumberToObject(sel, "clipped", (double)info->clipped);
 	cJSON_AddNumberToObject(sel, "skipped", (double)info->skipped);
 	cJSON_AddNumberToObject(sel, "raised_from_zero", (double)info->raised);
+	if (info->spread_ticks)
+		cJSON_AddNumberToObject(sel, "spread", (double)info->spread);
 	snprintf(label[0], sizeof(label[0]), "all");
 	snprintf(label[1], sizeof(label[1]), "< %u", info->threshold);
 	snprintf(label[2], sizeof(label[2]), ">= %u", info->threshold);

@@ -31,6 +31,8 @@ struct dbk_run_info {
 	double timeout;     /* model seconds */
 	struct dbk_slo slo; /* seconds */
 	size_t clipped, skipped, raised;
+	bool spread_ticks;
+	size_t spread; /* arrivals moved by --spread-ticks */
 	bool interrupted;
 };
 

@@ -62,6 +62,8 @@ static int load_requests(struct dbk_bench *b)
 			return 2;
 		}
 		free(data);
+		if (o->spread_ticks)
+			b->spread = dbk_trace_spread(&b->tr, DBK_TRACE_SPREAD_SEED);
 	}
 	memset(&sel, 0, sizeof(sel));
 	/* A synthetic run is already bounded by its own count and

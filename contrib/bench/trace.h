@@ -82,6 +82,9 @@ bool dbk_trace_parse_wallclock(const char *s, size_t n, int64_t *sec, double *fr
  * the last run takes the gap before it; a trace with a single distinct
  * arrival is left as it is. Returns how many requests moved. */
 size_t dbk_trace_spread(struct dbk_trace *t, uint64_t seed);
+/* The seed dbucket-bench and dbucket-sim spread with: live and simulated
+ * runs replay the same arrivals. */
+#define DBK_TRACE_SPREAD_SEED UINT64_C(0x5350524541445331)
 
 /* ---- Selection. ---- */
 

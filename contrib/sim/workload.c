@@ -36,7 +36,7 @@ int dbk_sim_workload_load(struct dbk_sim_workload *w, const struct dbk_sim_opts 
 		return -1;
 	w->parsed = w->trace.n;
 	if (o->spread_ticks)
-		w->spread = dbk_trace_spread(&w->trace, DBK_SIM_SPREAD_SEED);
+		w->spread = dbk_trace_spread(&w->trace, DBK_TRACE_SPREAD_SEED);
 	/* The time window; no max-model-len here: a request too long for
 	 * the instance it is sent to fails there, as vLLM's 400 does. */
 	memset(&sel, 0, sizeof(sel));

@@ -13,8 +13,6 @@
 /* The largest trace file read: a wrong path (a device, a huge log)
  * fails instead of eating the heap. */
 #define DBK_SIM_TRACE_MAX ((size_t)1 << 30)
-/* --spread-ticks draws from one fixed seed: runs compare side by side. */
-#define DBK_SIM_SPREAD_SEED 0x5350524541445331ULL
 
 struct dbk_sim_workload {
 	struct dbk_trace trace;
