@@ -7,7 +7,7 @@
 #
 #   contrib/bench-agreement.sh [--quick] [--traces mooncake,azure]
 #        [--policies lc,dynamic] [--profile equal|demo] [--repeats N]
-#        [--untie MS] [--tolerance PCT] [--out DIR]
+#        [--untie MS | --spread-ticks] [--tolerance PCT] [--out DIR]
 #        [--from DIR] [--time-scale S] [--rate-factor F] [--start S]
 #        [--duration D]
 #
@@ -26,7 +26,8 @@
 # the tolerance (default 15%) of sim+o; band = not, but within the
 # tolerance of the band; NO = neither. Exit status 1 if any NO.
 # Mooncake runs at time scale 5 with its ties 20 ms apart (--time-scale
-# and --untie change that), Azure as in bench-policies.sh. About 11
+# and --untie change that; --spread-ticks replays Mooncake's ticks spread,
+# live and simulated alike), Azure as in bench-policies.sh. About 11
 # minutes with the defaults, 3 with --quick.
 set -eu
 cd "$(dirname "$0")/.."
@@ -40,7 +41,7 @@ out=$REPO/build/bench/agreement pass=() from="" scale=""
 # ties 20 ms apart (not 2): at 10, wall-time effects x10 move the
 # short-prompt TTFT tail of dbucket dynamic by about 20% (BENCHMARKS.md).
 mc_scale=5 untie=20
-quick=0 rf="" start="" dur=""
+quick=0 rf="" start="" dur="" spread=0
 dbk_options "--quick quick=1
 --time-scale scale
 --rate-factor rf
@@ -51,6 +52,7 @@ dbk_options "--quick quick=1
 --profile profile
 --repeats repeats
 --untie untie
+--spread-ticks spread=1
 --tolerance tol
 --out out
 --from from" "$@"
@@ -59,6 +61,7 @@ dbk_options "--quick quick=1
 [ -z "$rf" ] || pass+=(--rate-factor "$rf")
 [ -z "$start" ] || pass+=(--start "$start")
 [ -z "$dur" ] || pass+=(--duration "$dur")
+[ "$spread" = 0 ] || pass+=(--spread-ticks)
 dbk_need_cmds jq awk
 dbk_need_bins dbucket-sim
 
@@ -87,7 +90,9 @@ else
 	# it started).
 	for trace in ${traces//,/ }; do
 		extra=()
-		if [ "$trace" = mooncake ]; then extra=(--time-scale "${scale:-$mc_scale}" --untie "$untie")
+		if [ "$trace" = mooncake ]; then
+			extra=(--time-scale "${scale:-$mc_scale}")
+			[ "$spread" = 1 ] || extra+=(--untie "$untie")
 		elif [ -n "$scale" ]; then extra=(--time-scale "$scale"); fi
 		contrib/bench-policies.sh ${pass[@]+"${pass[@]}"} "${extra[@]+"${extra[@]}"}" --no-plots --tag agree \
 			--out "$out" --traces "$trace" --policies "$policies" --profile "$profile" \
@@ -113,6 +118,8 @@ for trace in ${traces//,/ }; do
 	# A results directory that was moved keeps its untied slice beside it.
 	[ -f "$file" ] || file=$ldir/$(basename "$file")
 	rf=$(setup_of "$trace" rate_factor) scale=$(setup_of "$trace" time_scale)
+	sim_spread=()
+	[ "$(setup_of "$trace" spread_ticks)" = 1 ] && sim_spread=(--spread-ticks)
 	# dbucket-sim's TTFT for the probe requests (idle engines).
 	"$BUILD/dbucket-sim" --trace "$ldir/${pre}probe.jsonl" --rate-factor 4 --instances 4 "${demo_flag[@]+"${demo_flag[@]}"}" \
 		--policy lc --json "$tmp/probe-sim.json" >/dev/null
@@ -129,7 +136,7 @@ for trace in ${traces//,/ }; do
 		# (the band).
 		for k in 0 0.5 1 1.5 2 3; do
 			"$BUILD/dbucket-sim" --trace "$file" --start-s "$start" --duration-s "$dur" --rate-factor "$rf" \
-				--instances 4 "${demo_flag[@]+"${demo_flag[@]}"}" --policy "$p" \
+				--instances 4 "${demo_flag[@]+"${demo_flag[@]}"}" ${sim_spread[@]+"${sim_spread[@]}"} --policy "$p" \
 				--overhead-ms "$(awk -v o="$oh" -v k="$k" 'BEGIN { printf "%.3f", o * k }')" \
 				--json "$tmp/sim-$k.json" >/dev/null
 		done
@@ -216,7 +223,7 @@ awk '{ printf "   %s %s: %.1f ms (live probe %.1f, sim %.1f)\n", $1, $2, $3, $4,
 	report md || true
 	echo
 	echo '```'
-	echo "contrib/bench-agreement.sh ${pass[*]+"${pass[*]}"}${from:+ --from $from}${scale:+ --time-scale $scale} --traces $traces --policies $policies --profile $profile --repeats $repeats --untie $untie"
+	echo "contrib/bench-agreement.sh ${pass[*]+"${pass[*]}"}${from:+ --from $from}${scale:+ --time-scale $scale} --traces $traces --policies $policies --profile $profile --repeats $repeats$([ "$spread" = 1 ] || echo " --untie $untie")"
 	echo '```'
 } >"$out/agreement.md"
 echo

@@ -10,7 +10,7 @@
 #
 #   contrib/bench-policies.sh [--quick] [--profile equal|demo]
 #        [--traces mooncake,azure] [--policies rr,lc,plain,dynamic,ttft,p2,chash]
-#        [--repeats N] [--out DIR] [--no-plots] [--untie MS]
+#        [--repeats N] [--out DIR] [--no-plots] [--untie MS | --spread-ticks]
 #        [--rate-factor F] [--time-scale S] [--start S] [--duration D]
 #        [--calibrate]
 #
@@ -40,6 +40,9 @@
 #                   servers in trace order, as dbucket-sim orders it
 #                   (default 2; 0 replays the ties as recorded, in
 #                   whatever order the network delivers them)
+#   --spread-ticks  instead, each tick's requests at uniform random times
+#                   before the next tick (dbucket-bench --spread-ticks,
+#                   the simulator's seed): arrivals as clients make them
 #   --calibrate     no live run: sweep dbucket-sim's leastconn over rate
 #                   factors on each slice and print the one that offers
 #                   75% of its saturation throughput
@@ -65,7 +68,7 @@ TRACE_DIR=${DBK_TRACES:-$REPO/contrib/traces}
 TRACE_DIR=$(cd "$TRACE_DIR" && pwd)
 
 quick=0 profile=equal traces=mooncake,azure policies=rr,lc,plain,dynamic
-repeats=1 out=$REPO/build/bench plots=1 untie=2 calibrate=0
+repeats=1 out=$REPO/build/bench plots=1 untie=2 calibrate=0 spread=0
 o_rf="" o_scale="" o_start="" o_dur=""
 tag="" # internal: --tag NAME prefixes every result file (bench-agreement.sh)
 dbk_options "--quick quick=1
@@ -76,6 +79,7 @@ dbk_options "--quick quick=1
 --out out
 --no-plots plots=0
 --untie untie
+--spread-ticks spread=1
 --rate-factor o_rf
 --time-scale o_scale
 --start o_start
@@ -86,6 +90,9 @@ dbk_options "--quick quick=1
 case $profile in equal|demo) ;; *) echo "bench-policies: --profile equal or demo" >&2; exit 2 ;; esac
 case $repeats in ''|*[!0-9]*|0) echo "bench-policies: --repeats wants a count >= 1" >&2; exit 2 ;; esac
 case $untie in ''|*[!0-9.]*) echo "bench-policies: --untie wants milliseconds" >&2; exit 2 ;; esac
+# Spread ticks have no ties left to break.
+spread_flag=()
+[ "$spread" = 1 ] && untie=0 spread_flag=(--spread-ticks)
 for p in ${policies//,/ }; do
 	case $p in rr|lc|plain|dynamic|ttft|p2|chash) ;; *) echo "bench-policies: unknown policy $p" >&2; exit 2 ;; esac
 done
@@ -172,7 +179,8 @@ if [ "$calibrate" = 1 ]; then
 			rf=$(awk -v b="$d_rf" -v k="$k" 'BEGIN { printf "%.4g", b * 2 ^ ((k - 16) / 8) }')
 			# shellcheck disable=SC2046
 			"$BUILD/dbucket-sim" --trace "$f" --start-s "$start" --duration-s "$dur" --rate-factor "$rf" \
-				--instances 4 $(profile_sim_flags) --policy lc --json "$tmp/cal.json" >"$tmp/cal.txt"
+				--instances 4 $(profile_sim_flags) ${spread_flag[@]+"${spread_flag[@]}"} \
+				--policy lc --json "$tmp/cal.json" >"$tmp/cal.txt"
 			read -r n tput p50 p99 busy < <(jq -r '.policies[0] | [.classes.all.requests,
 				.classes.all.request_throughput, .classes.all.ttft_ms.p50, .classes.all.ttft_ms.p99,
 				100 * .busy_s / .duration_s / 4] | @tsv' "$tmp/cal.json")
@@ -337,7 +345,7 @@ for trace in ${traces//,/ }; do
 	read -r file d_start d_dur d_rf d_scale < <(trace_defaults "$trace")
 	start=${o_start:-$d_start} dur=${o_dur:-$d_dur} rf=${o_rf:-$d_rf} scale=${o_scale:-$d_scale}
 	tfile=$(slice_file "$trace" "$file")
-	echo "$trace start=$start duration=$dur rate_factor=$rf time_scale=$scale untie_ms=$([ "$trace" = mooncake ] && echo "$untie" || echo 0) profile=$profile file=$tfile" \
+	echo "$trace start=$start duration=$dur rate_factor=$rf time_scale=$scale untie_ms=$([ "$trace" = mooncake ] && echo "$untie" || echo 0) spread_ticks=$spread profile=$profile file=$tfile" \
 		>"$out/${tag}$trace-setup.txt"
 	order=${policies//,/ }
 	for ((rep = 1; rep <= repeats; rep++)); do
@@ -355,7 +363,7 @@ for trace in ${traces//,/ }; do
 			[ "$rc" -eq 0 ] && probe=$(jq -r '.results.total.ttft_ms.median // "-"' "$base.probe.json")
 			cmd=("$BUILD/dbucket-bench" "$tfile" --url "http://$DBK_BIND"
 				--time-scale "$scale" --rate-factor "$rf" --start-offset "$start" --duration "$dur"
-				--max-model-len "$MAX_MODEL_LEN" --timeout "$REQ_TIMEOUT"
+				--max-model-len "$MAX_MODEL_LEN" --timeout "$REQ_TIMEOUT" ${spread_flag[@]+"${spread_flag[@]}"}
 				--slo-ttft-ms "$SLO_TTFT" --slo-tpot-ms "$SLO_TPOT"
 				--json "$base.json" --csv "$base.csv")
 			echo "${cmd[*]}" | sed "s|$REPO/||g; s|http://127.0.0.1:[0-9]*|http://127.0.0.1:PORT|" >>"$commands"
@@ -548,7 +556,7 @@ summary=$out/${tag}summary.md
 	echo
 	for trace in ${traces//,/ }; do
 		start=$(setup_of "$trace" start) dur=$(setup_of "$trace" duration)
-		echo "## $trace: trace seconds $start..$((start + dur)), rate factor $(setup_of "$trace" rate_factor), time scale $(setup_of "$trace" time_scale)$([ "$trace" = mooncake ] && [ "$untie" != 0 ] && echo ", ties ${untie} ms apart")"
+		echo "## $trace: trace seconds $start..$((start + dur)), rate factor $(setup_of "$trace" rate_factor), time scale $(setup_of "$trace" time_scale)$([ "$trace" = mooncake ] && [ "$untie" != 0 ] && echo ", ties ${untie} ms apart")$([ "$spread" = 1 ] && echo ", ticks spread")"
 		echo
 		table "$trace" md
 		echo
@@ -563,7 +571,7 @@ summary=$out/${tag}summary.md
 	echo "## Commands"
 	echo
 	echo '```'
-	echo "contrib/bench-policies.sh $([ "$quick" = 1 ] && echo '--quick ')--profile $profile --traces $traces --policies $policies --repeats $repeats --untie $untie"
+	echo "contrib/bench-policies.sh $([ "$quick" = 1 ] && echo '--quick ')--profile $profile --traces $traces --policies $policies --repeats $repeats $([ "$spread" = 1 ] && echo --spread-ticks || echo "--untie $untie")"
 	echo "# each run: four stubs (vllm0..3; demo profile: vllm0-1 with --max-model-len 32768 --kv-capacity-tokens 120000)"
 	echo "build/vllm-stub --port P --name vllmI --time-scale S --max-model-len 131072 --kv-capacity-tokens 430000"
 	echo "# HAProxy: haproxy/haproxy.cfg; rr/lc without the SPOE filter,"
