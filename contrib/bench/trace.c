@@ -536,8 +536,6 @@ void dbk_trace_sessions(struct dbk_trace *t)
 	}
 }
 
-/* ---- Selection. ---- */
-
 /* A uniform draw in (0, 1): 53 bits, never 0 (its log is taken). */
 static double trace_unit(uint64_t *state)
 {
@@ -577,6 +575,8 @@ size_t dbk_trace_spread(struct dbk_trace *t, uint64_t seed)
 	}
 	return moved;
 }
+
+/* ---- Selection. ---- */
 
 bool dbk_trace_clip(uint32_t *input, uint32_t *output, uint32_t max_len)
 {
