@@ -88,9 +88,11 @@ true"
 	run "$BUILD/dbucket-sim" "${args[@]}" --lb-nodes 4
 	assert_success
 	local scattered=$(hit)
-	run "$BUILD/dbucket-sim" "${args[@]}" --lb-nodes 4 --lb-sticky
+	run "$BUILD/dbucket-sim" "${args[@]}" --lb-nodes 4 --lb-sticky --json "$BATS_TEST_TMPDIR/st.json"
 	assert_success
 	local sticky=$(hit)
+	run jq -c '.setup | [.lb_nodes, .lb_sticky]' "$BATS_TEST_TMPDIR/st.json"
+	assert_output "[4,true]"
 	# Four balancers that each see a random quarter of a conversation
 	# find its prefix less often than one; sticky ones as often as one.
 	awk -v o="$one" -v r="$scattered" -v s="$sticky" \
