@@ -31,6 +31,13 @@ static inline uint64_t dbk_hash_next(uint64_t *state)
 	return dbk_hash_fmix64(*state += DBK_HASH_GOLDEN);
 }
 
+/* A uniform draw in (0, 1] from the generator: 53 bits, never 0, so
+ * that its log (an exponential draw) stays finite. */
+static inline double dbk_hash_unit(uint64_t *state)
+{
+	return (double)((dbk_hash_next(state) >> 11) + 1) * 0x1p-53;
+}
+
 /* Eight bytes as a word, in host byte order (unaligned is fine): hashes
  * of bytes that only this process compares, never written anywhere. */
 static inline uint64_t dbk_hash_read64(const void *p)

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hash.h"
 #include "lib/log.h"
 #include "lib/numparse.h"
 
@@ -143,24 +144,12 @@ int dbk_synth_parse(const char *spec, struct dbk_synth *out, char *err, size_t e
 	return 0;
 }
 
-static uint64_t splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* Uniform in (0, 1]: never 0, so that log() stays finite. */
-static double unit(uint64_t *x) { return (double)((splitmix64(x) >> 11) + 1) * 0x1.0p-53; }
-
 static uint32_t uniform_u32(uint64_t *x, uint32_t lo, uint32_t hi)
 {
 	uint64_t span = (uint64_t)hi - lo + 1;
 
 	/* Multiply-shift: no modulo bias worth the name for spans < 2^32. */
-	return lo + (uint32_t)(((splitmix64(x) >> 32) * span) >> 32);
+	return lo + (uint32_t)(((dbk_hash_next(x) >> 32) * span) >> 32);
 }
 
 int dbk_synth_generate(const struct dbk_synth *s, double rate, size_t max_n, double max_t,
@@ -190,7 +179,7 @@ int dbk_synth_generate(const struct dbk_synth *s, double rate, size_t max_n, dou
 
 		if (max_t > 0 && t >= max_t)
 			break;
-		pick = unit(&st) * total;
+		pick = dbk_hash_unit(&st) * total;
 		for (i = 0; i < s->n; i++) {
 			if (pick <= s->c[i].weight) {
 				c = &s->c[i];
@@ -205,7 +194,7 @@ int dbk_synth_generate(const struct dbk_synth *s, double rate, size_t max_n, dou
 		r->input = uniform_u32(&st, c->in_lo, c->in_hi);
 		r->output = uniform_u32(&st, c->out_lo, c->out_hi);
 		if (!isinf(rate))
-			t += -log(unit(&st)) / rate;
+			t += -log(dbk_hash_unit(&st)) / rate;
 	}
 	return 0;
 }

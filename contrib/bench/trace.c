@@ -536,12 +536,6 @@ void dbk_trace_sessions(struct dbk_trace *t)
 	}
 }
 
-/* A uniform draw in (0, 1): 53 bits, never 0 (its log is taken). */
-static double trace_unit(uint64_t *state)
-{
-	return ((double)(dbk_hash_next(state) >> 11) + 0.5) * 0x1p-53;
-}
-
 size_t dbk_trace_spread(struct dbk_trace *t, uint64_t seed)
 {
 	size_t moved = 0, i = 0;
@@ -564,10 +558,10 @@ size_t dbk_trace_spread(struct dbk_trace *t, uint64_t seed)
 		double sum = 0, total = 0, base = t->req[i].t;
 		uint64_t st0 = seed ^ dbk_hash_fmix64((uint64_t)i + 1), st = st0;
 		for (size_t k = i; k <= j; k++)
-			total += -log(trace_unit(&st));
+			total += -log(dbk_hash_unit(&st));
 		st = st0;
 		for (size_t k = i; k < j; k++) {
-			sum += -log(trace_unit(&st));
+			sum += -log(dbk_hash_unit(&st));
 			t->req[k].t = base + gap * sum / total;
 			moved++;
 		}

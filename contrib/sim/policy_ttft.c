@@ -22,6 +22,7 @@
 #include "array.h"
 #include "bench/request.h"
 #include "lib/buf.h"
+#include "lib/hash.h"
 #include "predict.h"
 #include "prefix_key.h"
 
@@ -169,7 +170,7 @@ static int tt_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	if (tt_grow(p, r->id) != 0)
 		return DBK_SIM_POLICY_ERROR;
 	tt_learn(p, s);
-	uint64_t who = p->sticky && r->has_session ? r->session * 0x9e3779b97f4a7c15ULL : r->id;
+	uint64_t who = p->sticky && r->has_session ? r->session * DBK_HASH_GOLDEN : r->id;
 	unsigned j = p->k > 1 ? (unsigned)(tt_mix(TTFT_SEED ^ who) % p->k) : 0;
 	tt_request(p, s, r, &q);
 	uint64_t now = tt_ms(s);

@@ -3,13 +3,9 @@
 
 #include <stdlib.h>
 
-uint64_t dbk_mix64(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
+#include "lib/hash.h"
+
+uint64_t dbk_mix64(uint64_t x) { return dbk_hash_fmix64(x + DBK_HASH_GOLDEN); }
 
 uint64_t dbk_mix64_pair(uint64_t a, uint64_t b) { return dbk_mix64(dbk_mix64(a) ^ b); }
 

@@ -25,6 +25,7 @@
 #include "bench/synth.h"
 #include "bench/trace.h"
 #include "fuzz.h"
+#include "lib/hash.h"
 
 #define MAX_FILE 65536
 
@@ -122,7 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc == 0) {
 		FUZZ_CHECK(t.n == 0 || t.req[0].t == 0);
 		check_trace(&t);
-		spread(&t, (uint64_t)b * 0x9e3779b97f4a7c15ULL);
+		spread(&t, (uint64_t)b * DBK_HASH_GOLDEN);
 		slice(&t, b);
 	} else if (f != DBK_TRACE_UNKNOWN) {
 		FUZZ_CHECK(err[0] && !strchr(err, '\n'));

@@ -1,10 +1,11 @@
 /* The scraper on a real loop against loopback servers written here: one
  * serves the stub's /metrics fixture, one garbage, one never answers.
  * Checked: good numbers and max_model_len reach the view; garbage,
- * numbers no engine reports and a hang mark a server down (its failures counted, nothing invented); the
- * loop keeps scraping the good server while another hangs (event order,
- * not timing); a server that heals comes back up. Bounded: each phase
- * ends on its condition or after PHASE_MAX_S. */
+ * numbers no engine reports and a hang mark a server down (its failures
+ * counted, nothing invented); the loop keeps scraping the good server
+ * while another hangs (event order, not timing); a server that heals
+ * comes back up. Bounded: each phase ends on its condition or after
+ * PHASE_MAX_S. */
 #include <errno.h>
 #include <ev.h>
 #include <stdlib.h>
