@@ -153,17 +153,16 @@ static int listen_all(struct dbk_agent *a, const char *const *specs, unsigned n,
 {
 	for (unsigned i = 0; i < n; i++) {
 		char why[256];
-		bool udp = strncmp(specs[i], "udp@", 4) == 0;
+		bool udp;
 		int fd;
 
-		if (udp && !add_udp) {
+		if (strncmp(specs[i], "udp@", 4) == 0 && !add_udp) {
 			snprintf(err, errlen,
 			         "cannot listen for %s on %s: udp@ is for completions only", what,
 			         specs[i]);
 			return -1;
 		}
-		fd = udp ? dbk_net_bind_udp(specs[i] + 4, why, sizeof(why))
-		         : dbk_net_listen(specs[i], why, sizeof(why));
+		fd = dbk_net_open(specs[i], &udp, why, sizeof(why));
 		if (fd < 0) {
 			snprintf(err, errlen, "cannot listen for %s on %s", what, why);
 			return -1;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "leases.h"
+#include "lib/hash.h"
 
 #define NOT_IN_HEAP UINT_MAX
 
@@ -178,7 +179,7 @@ struct dbk_balancer *dbk_bal_new(const struct dbk_bal_config *c)
 	 * runs; ASLR makes the balancer's address do. */
 	if (!b->load || !b->inflight || !b->group_of || !b->pos || !b->heap || !b->usable ||
 	    dbk_lease_init(&b->leases, (uint64_t)(uintptr_t)b) < 0 ||
-	    dbk_lease_init(&b->buried, (uint64_t)(uintptr_t)b ^ 0x9e3779b97f4a7c15u) < 0) {
+	    dbk_lease_init(&b->buried, (uint64_t)(uintptr_t)b ^ DBK_HASH_GOLDEN) < 0) {
 		/* dbk_bal_free copes with what calloc left zeroed. */
 		dbk_bal_free(b);
 		return NULL;

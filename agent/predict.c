@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "engine_profile.h"
+#include "lib/hash.h"
 #include "prefix_index.h"
 #include "prefix_key.h"
 
@@ -94,7 +95,7 @@ void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
 		.kv_read_bw = g->kv_read_bw,
 		.kv_tokens = (double)g->default_kv_capacity_tokens,
 		.output_tokens = 256,
-		.stall_weight = 0.2,
+		.stall_weight = DBK_PRED_STALL_WEIGHT,
 		.scrape_stale_ms = 1000,
 		.index_entries = DBK_PIDX_DEFAULT_ENTRIES,
 	};
@@ -337,16 +338,12 @@ static uint64_t pred_tie_key(const struct dbk_pred *p, const struct dbk_pred_req
 		return r->session;
 	if (r->keys && r->nkeys)
 		return r->keys[r->nkeys - 1];
-	return (uint64_t)pred_prompt(r) * 0x9e3779b97f4a7c15ULL + p->next;
+	return (uint64_t)pred_prompt(r) * DBK_HASH_GOLDEN + p->next;
 }
 
 static uint64_t pred_tie(uint64_t key, unsigned server)
 {
-	uint64_t h = key ^ ((uint64_t)(server + 1) * 0xc2b2ae3d27d4eb4fULL);
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	return h;
+	return dbk_hash_fmix_light(key ^ ((uint64_t)(server + 1) * UINT64_C(0xc2b2ae3d27d4eb4f)));
 }
 
 /* The predicted first token, and what a choice weighs: that plus what
@@ -450,8 +447,7 @@ static int pred_cmp(const void *a, const void *b)
  * would, and a server far ahead (a cache hit) still takes nearly all.
  * Candidates: usable, holding it, fitting as the greedy choice bi does.
  * Sets p->x->level (-INFINITY: greedy). */
-static int pred_spread(const struct dbk_pred *p, int bi, double share, uint64_t tie,
-                       uint64_t now_ms)
+static int pred_spread(struct dbk_pred *p, int bi, double share, uint64_t tie, uint64_t now_ms)
 {
 	unsigned n = p->c.nservers, m = 0;
 	bool fits = p->x->ev[bi].fits;
@@ -495,7 +491,7 @@ static bool pred_holds(const struct pred_srv *s, double need)
 	return s->max_model_len == 0 || need <= (double)s->max_model_len;
 }
 
-int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r, uint64_t now_ms,
+int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64_t now_ms,
                     struct dbk_pred_choice *c)
 {
 	unsigned n = p->c.nservers;

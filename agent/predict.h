@@ -45,7 +45,7 @@
  * (DOWN, MAINT, DRAIN) is never chosen; a server whose max_model_len
  * cannot hold prompt + max_tokens is not chosen while a usable one can.
  *
- * Use: dbk_pred_choose (decides, changes nothing), then dbk_pred_commit
+ * Use: dbk_pred_choose (decides, charges nothing), then dbk_pred_commit
  * on the server the request was actually sent to (it charges the books
  * and records the prefix, and fills a ticket the caller keeps with the
  * request), and exactly once dbk_pred_release(ticket) when it ends;
@@ -59,6 +59,10 @@
 #include <stdint.h>
 
 #define DBK_PRED_MAX_SERVERS 4096u
+
+/* The default stall weight, a bare literal so that help texts can
+ * quote it (dbucket-sim --stall-weight). */
+#define DBK_PRED_STALL_WEIGHT 0.2
 
 /* The engine's step-time shape and what the policy assumes when the
  * server does not say. Defaults (dbk_pred_config_default): vLLM V1 on an
@@ -78,7 +82,8 @@ struct dbk_pred_config {
 	double kv_tokens;          /* KV capacity when not scraped (430000) */
 	double output_tokens;      /* expected output without ignore_eos (256) */
 	/* First-token seconds worth one second of one decoding request
-	 * stalled by a long prefill (0.2; BENCHMARKS.md, "Decoders stalled") */
+	 * stalled by a long prefill (DBK_PRED_STALL_WEIGHT; BENCHMARKS.md,
+	 * "Decoders stalled") */
 	double stall_weight;
 	uint64_t scrape_stale_ms; /* older scrapes are ignored: books only (1000) */
 	size_t index_entries;     /* prefix index size (DBK_PIDX_DEFAULT_ENTRIES) */
@@ -177,8 +182,9 @@ void dbk_pred_scraped(struct dbk_pred *p, unsigned server, const struct dbk_pred
 /* The server restarted or lost its cache: forget its prefixes. */
 void dbk_pred_forget_cache(struct dbk_pred *p, unsigned server);
 
-/* Decides; changes nothing. Returns c->server. */
-int dbk_pred_choose(const struct dbk_pred *p, const struct dbk_pred_request *r, uint64_t now_ms,
+/* Decides; changes none of the books, only the scratch it weighs the
+ * servers in. Returns c->server. */
+int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64_t now_ms,
                     struct dbk_pred_choice *c);
 /* The request was sent to server at now_ms: charge the books, record its
  * prefix there, fill t. */

@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "lib/hash.h"
+
 struct pidx_way {
 	uint32_t server;
 	uint32_t stamp;
@@ -29,7 +31,7 @@ struct dbk_pidx {
 static uint64_t pidx_mix(uint64_t h)
 {
 	h ^= h >> 31;
-	h *= 0x9e3779b97f4a7c15ULL;
+	h *= DBK_HASH_GOLDEN;
 	h ^= h >> 29;
 	return h;
 }

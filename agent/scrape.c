@@ -161,8 +161,6 @@ static const char *take_body(struct req *r, const struct dbk_hc_result *res, cha
 			snprintf(why, whylen, "bad /metrics: %s", perr);
 			return why;
 		}
-		if (!(m.have & (DBK_VM_RUNNING | DBK_VM_WAITING)))
-			return "no vllm:num_requests_running or _waiting: not vLLM's /metrics";
 		const char *bad = dbk_vllm_metrics_implausible(&m);
 		if (bad) {
 			snprintf(why, whylen, "bad /metrics: %s", bad);

@@ -367,6 +367,8 @@ static void finish(const struct acc *a, struct dbk_vllm_metrics *out)
 
 const char *dbk_vllm_metrics_implausible(const struct dbk_vllm_metrics *m)
 {
+	if (!(m->have & (DBK_VM_RUNNING | DBK_VM_WAITING)))
+		return "no vllm:num_requests_running or _waiting: not vLLM's /metrics";
 	if ((m->have & DBK_VM_RUNNING) && !(m->running >= 0 && m->running <= DBK_VM_MAX_REQUESTS))
 		return "vllm:num_requests_running out of range";
 	if ((m->have & DBK_VM_WAITING) && !(m->waiting >= 0 && m->waiting <= DBK_VM_MAX_REQUESTS))

@@ -64,10 +64,11 @@ int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics 
 /* KV-cache capacity (blocks x block size) beyond any GPU's, in tokens. */
 #define DBK_VM_MAX_KV_TOKENS 1099511627776.0 /* 2^40 */
 
-/* Why parsed numbers cannot be a real engine's (a negative or huge
- * request count, an impossible KV capacity), or NULL. The format allows
- * them, and they would turn the routing policy's sums into infinities:
- * such a scrape counts as failed. */
+/* Why parsed numbers cannot be a real engine's, or NULL: neither request
+ * count (some other exporter's page), a negative or huge one, an
+ * impossible KV capacity. The format allows them, and they would turn
+ * the routing policy's sums into infinities: such a scrape counts as
+ * failed. */
 const char *dbk_vllm_metrics_implausible(const struct dbk_vllm_metrics *m);
 
 /* Writes into buf (cap bytes, NUL-terminated) the query that asks a

@@ -8,7 +8,8 @@
 #                  SPOE filter and its send-spoe-group rules)
 #   +null-agent    the same HAProxy with the filter, answered by
 #                  build/dbucket-null-agent (sets txn.dbucket.server only,
-#                  always vllm0): the ceiling for any agent
+#                  always vllm0, and reads and drops the completion lines):
+#                  the ceiling for any agent
 #   +null-agent/4  the same, naming vllm0..vllm3 in turn: the ceiling for
 #                  an agent that spreads requests as dbucket-spoa does
 #   +dbucket-spoa  the same with the real agent (dynamic buckets, leases
@@ -56,17 +57,19 @@ dbk_tmp_dir
 dbk_start_fast_backends "$(dbk_ports 4)"
 DIRECT_PORT=${DBK_VLLM0##*:}
 
-# The agents. The null agent also swallows the completion ring of the
-# HAProxy instances not in front of dbucket-spoa, so that every instance
-# does the same logging work.
+# The agents. The null agents also swallow the completion lines (ring and
+# datagrams) of the HAProxy instances not in front of dbucket-spoa, so
+# that every instance does the same logging work: a datagram to a port
+# nobody reads is dropped by the kernel at once, one that is read is
+# queued and wakes its reader, on the cores HAProxy runs on.
 NULL_SPOP=$(dbk_port) NULL_RING=$(dbk_port)
 "$BUILD/dbucket-null-agent" --listen "127.0.0.1:$NULL_SPOP" --completion-listen "127.0.0.1:$NULL_RING" \
-	--server vllm0 2>"$tmp/null-agent.log" &
+	--completion-listen "udp@127.0.0.1:$NULL_RING" --server vllm0 2>"$tmp/null-agent.log" &
 NULL_PID=$!
 pids+=("$NULL_PID")
 NULL4_SPOP=$(dbk_port) NULL4_RING=$(dbk_port)
 "$BUILD/dbucket-null-agent" --listen "127.0.0.1:$NULL4_SPOP" --completion-listen "127.0.0.1:$NULL4_RING" \
-	--server vllm0 --server vllm1 --server vllm2 --server vllm3 2>"$tmp/null4-agent.log" &
+	--completion-listen "udp@127.0.0.1:$NULL4_RING" --server vllm0 --server vllm1 --server vllm2 --server vllm3 2>"$tmp/null4-agent.log" &
 NULL4_PID=$!
 pids+=("$NULL4_PID")
 SPOA_SPOP=$(dbk_port) SPOA_RING=$(dbk_port) SPOA_ADMIN=$(dbk_port)

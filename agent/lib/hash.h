@@ -24,6 +24,17 @@ static inline uint64_t dbk_hash_fmix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/* The first half of murmur3's 64-bit finalizer: one multiply, so not
+ * every input bit reaches every output bit, but the high ones mix well;
+ * enough to break ties and to pick one of a few balancers, on inputs
+ * that are already hashes. */
+static inline uint64_t dbk_hash_fmix_light(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= UINT64_C(0xff51afd7ed558ccd);
+	return x ^ (x >> 33);
+}
+
 /* splitmix64's generator: advances *state and returns its next word
  * (spreads a weak seed, or draws a reproducible sequence). */
 static inline uint64_t dbk_hash_next(uint64_t *state)

@@ -207,6 +207,12 @@ int dbk_net_bind_udp(const char *spec, char *err, size_t errlen)
 	return fd;
 }
 
+int dbk_net_open(const char *spec, bool *udp, char *err, size_t errlen)
+{
+	*udp = strncmp(spec, "udp@", 4) == 0;
+	return *udp ? dbk_net_bind_udp(spec + 4, err, errlen) : dbk_net_listen(spec, err, errlen);
+}
+
 int dbk_net_free_loopback_port(char *err, size_t errlen)
 {
 	for (int try = 0; try < 16; try++) {
@@ -296,8 +302,6 @@ int dbk_net_unlink(const char *spec)
 		return -1;
 	return 0;
 }
-
-/* ---- Appended for the stub (i13c): naming a TCP socket's ends. ---- */
 
 int dbk_net_sockname(int fd, bool peer, char *buf, size_t len)
 {

@@ -25,6 +25,12 @@ int dbk_net_listen(const char *spec, char *err, size_t errlen);
  * the fd, or -1 with a one-line reason in err. */
 int dbk_net_bind_udp(const char *spec, char *err, size_t errlen);
 
+/* The one syntax of every listening option: "udp@SPEC" binds a UDP
+ * socket (dbk_net_bind_udp), anything else listens on a stream socket
+ * (dbk_net_listen). Sets *udp to which; returns the fd, or -1 with a
+ * one-line reason in err. */
+int dbk_net_open(const char *spec, bool *udp, char *err, size_t errlen);
+
 /* A port of 127.0.0.1 free for both TCP and UDP at the time of the call,
  * for a child process to bind (another process may take it in between:
  * the child then fails to start, loudly). Returns it, or -1 with a reason
@@ -57,8 +63,6 @@ int dbk_net_send_pending(int fd, const void *buf, size_t len, size_t *off);
 
 /* Sets O_NONBLOCK and FD_CLOEXEC. Returns 0 or -1. */
 int dbk_net_nonblock(int fd);
-
-/* ---- Appended for the stub (i13c): naming a TCP socket's ends. ---- */
 
 /* Writes "IP:PORT" or "[IPV6]:PORT" of fd's own address (peer false: what
  * a listener bound with port 0 got) or of its peer (for logs) into buf.

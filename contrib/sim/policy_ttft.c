@@ -111,14 +111,6 @@ static int tt_grow(struct ttft *p, uint32_t id)
 	return 0;
 }
 
-static uint64_t tt_mix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	return h;
-}
-
 /* The agent's view of r: the estimate's numbers and the sample's keys. */
 static void tt_request(struct ttft *p, const struct dbk_sim *s, const struct dbk_sim_req *r,
                        struct dbk_pred_request *out)
@@ -171,7 +163,7 @@ static int tt_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 		return DBK_SIM_POLICY_ERROR;
 	tt_learn(p, s);
 	uint64_t who = p->sticky && r->has_session ? r->session * DBK_HASH_GOLDEN : r->id;
-	unsigned j = p->k > 1 ? (unsigned)(tt_mix(TTFT_SEED ^ who) % p->k) : 0;
+	unsigned j = p->k > 1 ? (unsigned)(dbk_hash_fmix_light(TTFT_SEED ^ who) % p->k) : 0;
 	tt_request(p, s, r, &q);
 	uint64_t now = tt_ms(s);
 	if (dbk_pred_choose(p->node[j], &q, now, &ch) < 0)

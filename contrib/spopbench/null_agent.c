@@ -10,9 +10,9 @@
  * between the two agents is the decision (decode, balance, encode), not
  * a different way of moving bytes.
  *
- * It can also swallow HAProxy's completion ring (--completion-listen),
- * so that an HAProxy in front of it does the same logging work as one in
- * front of dbucket-spoa. */
+ * It can also swallow HAProxy's completion lines (--completion-listen,
+ * ring or datagrams), so that an HAProxy in front of it does the same
+ * logging work as one in front of dbucket-spoa. */
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -119,7 +119,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		          "or unix:PATH; repeatable (127.0.0.1:12345)" },
 		{ "completion-listen", 0, DBK_OPT_CALL, .fn = opt_ring, .metavar = "ADDR",
 		  .help = "also accept HAProxy's completion ring there\n"
-		          "and discard it (same forms; default none)" },
+		          "(same forms) or its datagrams (udp@HOST:PORT),\n"
+		          "and discard them; repeatable (default none)" },
 		{ "server", 0, DBK_OPT_CALL, .fn = opt_server, .metavar = "NAME",
 		  .help = "the server the answers name (vllm0); repeat\n"
 		          "it to name several in turn (at most 16)" },
@@ -150,13 +151,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
 
 /* *bound counts the sockets we created, whose files (unix sockets) are
  * ours to remove at exit; a path another process listens on is not. */
-static int add_listeners(int (*add)(void *, int), void *to, const char *const *specs, unsigned n,
-                         unsigned *bound)
+static int add_listeners(int (*add)(void *, int), int (*add_udp)(void *, int), void *to,
+                         const char *const *specs, unsigned n, unsigned *bound)
 {
 	char err[256];
 
 	for (unsigned i = 0; i < n; i++) {
-		int fd = dbk_net_listen(specs[i], err, sizeof(err));
+		bool udp;
+		int fd = dbk_net_open(specs[i], &udp, err, sizeof(err));
 
 		if (fd < 0) {
 			fprintf(stderr, "dbucket-null-agent: %s\n", err);
@@ -170,7 +172,13 @@ static int add_listeners(int (*add)(void *, int), void *to, const char *const *s
 			close(fd);
 			return -1;
 		}
-		if (add(to, fd) < 0) {
+		if (udp && !add_udp) {
+			fprintf(stderr, "dbucket-null-agent: %s: udp@ is for completions only\n",
+			        specs[i]);
+			close(fd);
+			return -1;
+		}
+		if ((udp ? add_udp : add)(to, fd) < 0) {
 			fprintf(stderr, "dbucket-null-agent: too many listeners\n");
 			close(fd);
 			return -1;
@@ -181,6 +189,7 @@ static int add_listeners(int (*add)(void *, int), void *to, const char *const *s
 
 static int add_spop(void *s, int fd) { return dbk_spop_server_add_listener(s, fd); }
 static int add_sink(void *s, int fd) { return dbk_listener_add(&((struct dbk_sink *)s)->ls, fd); }
+static int add_sink_udp(void *s, int fd) { return dbk_sink_add_datagram(s, fd); }
 
 static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 {
@@ -199,9 +208,9 @@ static void print_counters(const struct dbk_spop_server_stats *st, const struct 
 	        "dbucket-null-agent: accepted=%" PRIu64 " hellos=%" PRIu64 " healthchecks=%" PRIu64
 	        " notifies=%" PRIu64 " acks=%" PRIu64 " disconnects_sent=%" PRIu64
 	        " disconnects_received=%" PRIu64 " completion_links=%" PRIu64
-	        " completion_bytes=%" PRIu64 "\n",
+	        " completion_bytes=%" PRIu64 " completion_datagrams=%" PRIu64 "\n",
 	        st->accepted, st->hellos, st->healthchecks, st->notifies, st->acks, sent,
-	        st->haproxy_disconnects, sink->accepted, sink->bytes);
+	        st->haproxy_disconnects, sink->accepted, sink->bytes, sink->datagrams);
 }
 
 /* Serves until SIGTERM or SIGINT; returns the exit status. */
@@ -225,8 +234,8 @@ static int serve(struct ev_loop *loop, const struct opts *o)
 	ev_signal_init(&sigint, on_signal, SIGINT);
 	ev_signal_start(loop, &sigterm);
 	ev_signal_start(loop, &sigint);
-	if (add_listeners(add_spop, spop, o->listen, o->nlisten, &blisten) == 0 &&
-	    add_listeners(add_sink, &sink, o->ring, o->nring, &bring) == 0) {
+	if (add_listeners(add_spop, NULL, spop, o->listen, o->nlisten, &blisten) == 0 &&
+	    add_listeners(add_sink, add_sink_udp, &sink, o->ring, o->nring, &bring) == 0) {
 		ev_run(loop, 0);
 		rc = 0;
 	}

@@ -1,7 +1,7 @@
-/* A sink for HAProxy's completion ring: accepts connections on a
- * listener set and reads and forgets what comes, so that an HAProxy in
- * front of dbucket-null-agent does the logging work it would do in front
- * of dbucket-spoa. */
+/* A sink for HAProxy's completion lines: accepts ring connections on a
+ * listener set and takes datagrams on UDP sockets, and reads and forgets
+ * what comes, so that an HAProxy in front of dbucket-null-agent does the
+ * logging work it would do in front of dbucket-spoa. */
 #ifndef DBK_SPB_SINK_H
 #define DBK_SPB_SINK_H
 
@@ -15,12 +15,17 @@ struct dbk_sink {
 	struct ev_loop *loop;
 	struct dbk_listener_set ls;
 	struct dbk_list links;
-	uint64_t accepted; /* connections */
-	uint64_t bytes;    /* read and dropped */
+	ev_io dgram[DBK_LISTENER_MAX];
+	unsigned ndgram;
+	uint64_t accepted;  /* connections */
+	uint64_t bytes;     /* read and dropped, ring and datagrams */
+	uint64_t datagrams; /* read and dropped */
 };
 
 void dbk_sink_init(struct dbk_sink *s, struct ev_loop *loop);
-/* Closes the listeners and every connection. */
+/* Takes over a bound UDP socket. Returns -1 when there are too many. */
+int dbk_sink_add_datagram(struct dbk_sink *s, int fd);
+/* Closes the listeners, the UDP sockets and every connection. */
 void dbk_sink_close(struct dbk_sink *s);
 
 #endif

@@ -1,5 +1,6 @@
-/* lib/net: which addresses count as this host only, and the
- * non-blocking connect the SPOP load client (and any client) uses. */
+/* lib/net: which addresses count as this host only, the non-blocking
+ * connect the SPOP load client (and any client) uses, and the one syntax
+ * of every listening option. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -74,9 +75,33 @@ static void test_connect_reports_how_it_went(void)
 	}
 }
 
+/* One syntax for every listening option: udp@ binds a datagram socket,
+ * anything else listens on a stream; a bad address says why. */
+static void test_open_by_spec(void)
+{
+	char err[128];
+	bool udp = true;
+	int type;
+	socklen_t len = sizeof(type);
+	int fd = dbk_net_open("127.0.0.1:0", &udp, err, sizeof(err));
+
+	CHECK(fd >= 0 && !udp);
+	CHECK(getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM);
+	close(fd);
+	fd = dbk_net_open("udp@127.0.0.1:0", &udp, err, sizeof(err));
+	CHECK(fd >= 0 && udp);
+	CHECK(getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_DGRAM);
+	close(fd);
+	err[0] = 0;
+	CHECK(dbk_net_open("udp@nowhere", &udp, err, sizeof(err)) < 0 && udp && err[0]);
+	err[0] = 0;
+	CHECK(dbk_net_open("udp@", &udp, err, sizeof(err)) < 0 && err[0]);
+}
+
 int main(void)
 {
 	RUN(test_local_addresses);
 	RUN(test_connect_reports_how_it_went);
+	RUN(test_open_by_spec);
 	return CHECK_DONE();
 }

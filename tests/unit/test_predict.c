@@ -435,7 +435,7 @@ static void herd_setup(struct dbk_pred *p, double others, uint64_t scrape_ms)
 }
 
 /* How many servers 20 different requests (sessions) would go to. */
-static unsigned distinct_choices(const struct dbk_pred *p, uint64_t now)
+static unsigned distinct_choices(struct dbk_pred *p, uint64_t now)
 {
 	bool used[4] = { false };
 	unsigned n = 0;

@@ -209,9 +209,14 @@ static void test_implausible_numbers(void)
 	            "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"1e300\"} 1\n",
 	            &m, err) == 0);
 	CHECK(dbk_vllm_metrics_implausible(&m) != NULL);
-	/* Families not reported are not judged. */
-	CHECK(parse("", &m, err) == 0);
+	/* Families not reported are not judged, but a page with neither
+	 * request count is not vLLM's. */
+	CHECK(parse("vllm:num_requests_waiting 3\n", &m, err) == 0);
 	CHECK(dbk_vllm_metrics_implausible(&m) == NULL);
+	CHECK(parse("", &m, err) == 0);
+	CHECK(dbk_vllm_metrics_implausible(&m) != NULL);
+	CHECK(parse("process_cpu_seconds_total 1\n", &m, err) == 0);
+	CHECK(dbk_vllm_metrics_implausible(&m) != NULL);
 }
 
 static void test_query_names_every_family(void)
