@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "lib/dgram.h"
 #include "lib/list.h"
 #include "lib/listener.h"
 #include "lib/log.h"
@@ -14,8 +15,6 @@
  * space) and the longest line we accept. */
 #define IN_CAP (DBK_COMPLETION_MAX_LINE + 8)
 #define READ_ROUNDS 16
-/* Datagrams read per wakeup before the loop serves others. */
-#define DGRAM_ROUNDS 256
 /* From a frame's first byte to its last: HAProxy writes a line whole, a
  * peer that stops half-way is cut. */
 #define FRAME_TIMEOUT 5.0
@@ -35,9 +34,7 @@ struct dbk_events {
 	dbk_events_cb cb;
 	void *arg;
 	struct dbk_listener_set ls;
-	ev_io dgram[DBK_LISTENER_MAX];
-	unsigned ndgram;
-	char dbuf[IN_CAP]; /* one datagram at a time */
+	struct dbk_dgram_set dgrams;
 	struct dbk_list conns;
 	struct dbk_events_stats stats;
 	struct dbk_ratelimit up_log;
@@ -205,40 +202,18 @@ static void econn_new(void *arg, int fd)
 		        e->stats.open, (unsigned long long)suppressed);
 }
 
-/* A datagram is one line: no framing, and nothing to close, so a
- * restarted agent hears the next line at once. One longer than the
- * buffer is cut by recv, which keeps the leading fields, the only ones
- * read (HAProxy's UDP lines stop at 1024 bytes by default anyway). */
-static void on_dgram(struct ev_loop *loop, ev_io *w, int revents)
+/* A datagram is one line. One longer than the buffer is cut, which keeps
+ * the leading fields, the only ones read (HAProxy's UDP lines stop at
+ * 1024 bytes by default anyway). */
+static void on_dgram(void *arg, const char *buf, size_t len)
 {
-	struct dbk_events *e = w->data;
+	struct dbk_events *e = arg;
 
-	(void)loop;
-	(void)revents;
-	for (int round = 0; round < DGRAM_ROUNDS; round++) {
-		ssize_t n = recv(w->fd, e->dbuf, sizeof(e->dbuf), 0);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return; /* EAGAIN, or an error the next datagram clears */
-		}
-		e->stats.datagrams++;
-		deliver(e, e->dbuf, (size_t)n);
-	}
+	e->stats.datagrams++;
+	deliver(e, buf, len);
 }
 
-int dbk_events_add_datagram(struct dbk_events *e, int fd)
-{
-	if (e->ndgram == DBK_LISTENER_MAX)
-		return -1;
-	ev_io *w = &e->dgram[e->ndgram++];
-
-	ev_io_init(w, on_dgram, fd, EV_READ);
-	w->data = e;
-	ev_io_start(e->loop, w);
-	return 0;
-}
+int dbk_events_add_datagram(struct dbk_events *e, int fd) { return dbk_dgram_add(&e->dgrams, fd); }
 
 struct dbk_events *dbk_events_new(struct ev_loop *loop, unsigned max_conns, dbk_events_cb cb,
                                   void *arg)
@@ -253,7 +228,8 @@ struct dbk_events *dbk_events_new(struct ev_loop *loop, unsigned max_conns, dbk_
 	dbk_list_init(&e->conns);
 	dbk_listener_init(&e->ls, loop, "completions", econn_new, e);
 	/* One peer may hold half the links, so another (HAProxy) gets in. */
-	if (dbk_listener_limit(&e->ls, max_conns, (max_conns + 1) / 2, NULL) < 0) {
+	if (dbk_listener_limit(&e->ls, max_conns, (max_conns + 1) / 2, NULL) < 0 ||
+	    dbk_dgram_init(&e->dgrams, loop, IN_CAP, on_dgram, e) < 0) {
 		dbk_listener_close(&e->ls);
 		free(e);
 		return NULL;
@@ -269,10 +245,7 @@ void dbk_events_free(struct dbk_events *e)
 	if (!e)
 		return;
 	dbk_listener_close(&e->ls);
-	for (unsigned i = 0; i < e->ndgram; i++) {
-		ev_io_stop(e->loop, &e->dgram[i]);
-		close(e->dgram[i].fd);
-	}
+	dbk_dgram_close(&e->dgrams);
 	while (!dbk_list_empty(&e->conns))
 		econn_close(dbk_list_first(&e->conns, struct econn, link));
 	free(e);

@@ -229,7 +229,11 @@ static int serve(struct ev_loop *loop, const struct opts *o)
 		fprintf(stderr, "dbucket-null-agent: out of memory\n");
 		return 1;
 	}
-	dbk_sink_init(&sink, loop);
+	if (dbk_sink_init(&sink, loop) < 0) {
+		fprintf(stderr, "dbucket-null-agent: out of memory\n");
+		dbk_spop_server_free(spop);
+		return 1;
+	}
 	ev_signal_init(&sigterm, on_signal, SIGTERM);
 	ev_signal_init(&sigint, on_signal, SIGINT);
 	ev_signal_start(loop, &sigterm);

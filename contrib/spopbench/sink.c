@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #define SINK_BUF 16384
@@ -63,47 +62,25 @@ static void link_new(void *arg, int fd)
 	ev_io_start(s->loop, &l->io);
 }
 
-/* The same bound as dbucket-spoa's datagram reader, one recv each: the
- * sink must not be cheaper than the agent in a way HAProxy could see. */
-static void on_dgram(struct ev_loop *loop, ev_io *w, int revents)
+static void on_dgram(void *arg, const char *buf, size_t len)
 {
-	struct dbk_sink *s = w->data;
-	char buf[SINK_BUF];
+	struct dbk_sink *s = arg;
 
-	(void)loop;
-	(void)revents;
-	for (int round = 0; round < 256; round++) {
-		ssize_t n = recv(w->fd, buf, sizeof(buf), 0);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return;
-		}
-		s->datagrams++;
-		s->bytes += (uint64_t)n;
-	}
+	(void)buf;
+	s->datagrams++;
+	s->bytes += len;
 }
 
-int dbk_sink_add_datagram(struct dbk_sink *s, int fd)
-{
-	if (s->ndgram == DBK_LISTENER_MAX)
-		return -1;
-	ev_io *w = &s->dgram[s->ndgram++];
+int dbk_sink_add_datagram(struct dbk_sink *s, int fd) { return dbk_dgram_add(&s->dgrams, fd); }
 
-	ev_io_init(w, on_dgram, fd, EV_READ);
-	w->data = s;
-	ev_io_start(s->loop, w);
-	return 0;
-}
-
-void dbk_sink_init(struct dbk_sink *s, struct ev_loop *loop)
+int dbk_sink_init(struct dbk_sink *s, struct ev_loop *loop)
 {
 	s->loop = loop;
 	s->accepted = s->bytes = s->datagrams = 0;
-	s->ndgram = 0;
 	dbk_list_init(&s->links);
 	dbk_listener_init(&s->ls, loop, "completions", link_new, s);
+	/* The agent's longest completion line: both read as much of one. */
+	return dbk_dgram_init(&s->dgrams, loop, SINK_BUF, on_dgram, s);
 }
 
 void dbk_sink_close(struct dbk_sink *s)
@@ -111,11 +88,7 @@ void dbk_sink_close(struct dbk_sink *s)
 	struct link *l;
 
 	dbk_listener_close(&s->ls);
-	for (unsigned i = 0; i < s->ndgram; i++) {
-		ev_io_stop(s->loop, &s->dgram[i]);
-		close(s->dgram[i].fd);
-	}
-	s->ndgram = 0;
+	dbk_dgram_close(&s->dgrams);
 	while ((l = dbk_list_first(&s->links, struct link, el)))
 		link_close(l);
 }

@@ -8,6 +8,7 @@
 #include <ev.h>
 #include <stdint.h>
 
+#include "lib/dgram.h"
 #include "lib/list.h"
 #include "lib/listener.h"
 
@@ -15,14 +16,14 @@ struct dbk_sink {
 	struct ev_loop *loop;
 	struct dbk_listener_set ls;
 	struct dbk_list links;
-	ev_io dgram[DBK_LISTENER_MAX];
-	unsigned ndgram;
+	struct dbk_dgram_set dgrams;
 	uint64_t accepted;  /* connections */
 	uint64_t bytes;     /* read and dropped, ring and datagrams */
 	uint64_t datagrams; /* read and dropped */
 };
 
-void dbk_sink_init(struct dbk_sink *s, struct ev_loop *loop);
+/* Returns -1 when out of memory. */
+int dbk_sink_init(struct dbk_sink *s, struct ev_loop *loop);
 /* Takes over a bound UDP socket. Returns -1 when there are too many. */
 int dbk_sink_add_datagram(struct dbk_sink *s, int fd);
 /* Closes the listeners, the UDP sockets and every connection. */
