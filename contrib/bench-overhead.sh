@@ -214,10 +214,13 @@ echo
 echo "check: dbucket-spoa: requests sent through it $(($(reqs spoa) + $(reqs ring))), decisions=$(jget decisions)" \
 	"leases left=$(jget leases) refused=$(jget refused) completions=$(jget completions)" \
 	"duplicates=$(jget completion_duplicates) unknown=$(jget unknown_releases)"
+# The null agent's counters: its NOTIFYs, and the completion datagrams
+# it read (every HAProxy here sends one a request).
+null_counters() { sed -n 's/^dbucket-null-agent: //p' "$1" | tr ' ' '\n' | grep -E '^(accepted|hellos|healthchecks|notifies|acks|completion_datagrams)=' | tr '\n' ' '; }
 echo "check: null agent: requests sent through it $(reqs null)," \
-	"$(sed -n 's/^dbucket-null-agent: //p' "$tmp/null-agent.log" | cut -d' ' -f1-5)"
+	"$(null_counters "$tmp/null-agent.log")"
 echo "check: null agent/4: requests sent through it $(reqs null4)," \
-	"$(sed -n 's/^dbucket-null-agent: //p' "$tmp/null4-agent.log" | cut -d' ' -f1-5)"
+	"$(null_counters "$tmp/null4-agent.log")"
 echo
 echo "Markdown:"
 echo

@@ -22,9 +22,10 @@ struct extra {
 };
 
 #define NOPTS 36
-/* A macro's value as a string literal, for the help texts. */
-#define DBK_SIM_STR_(x) #x
-#define DBK_SIM_STR(x) DBK_SIM_STR_(x)
+/* The agent's default, as the help text quotes it. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define STALL_WEIGHT STR(DBK_PRED_STALL_WEIGHT)
 #define MML_MAX DBK_ENGINE_MAX_MODEL_LEN_LIMIT
 #define TOKENS_MAX 1099511627776.0 /* 2^40 */
 
@@ -103,9 +104,8 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		{ "stall-weight", 0, DBK_OPT_DOUBLE, &o->stall_weight, 0, 1e6, .metavar = "W",
 		  .help = "ttft: first-token seconds worth one second\n"
 		          "of one decoding request stalled by a long\n"
-		          "prefill (default the agent's, " DBK_SIM_STR(
-		                  DBK_PRED_STALL_WEIGHT) "; 0: the\n"
-		                                         "earliest first token alone)" },
+		          "prefill (0: the earliest first token alone;\n"
+		          "default the agent's, " STALL_WEIGHT ")" },
 		{ "server-group-threshold", 0, DBK_OPT_DOUBLE, &o->threshold, 1, TOKENS_MAX,
 		  .metavar = "N",
 		  .help = "tokens where long starts (default 32768):\n"

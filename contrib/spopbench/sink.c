@@ -79,7 +79,7 @@ int dbk_sink_init(struct dbk_sink *s, struct ev_loop *loop)
 	s->accepted = s->bytes = s->datagrams = 0;
 	dbk_list_init(&s->links);
 	dbk_listener_init(&s->ls, loop, "completions", link_new, s);
-	/* The agent's longest completion line: both read as much of one. */
+	/* Up to 16 KB of a datagram, about what the agent reads. */
 	return dbk_dgram_init(&s->dgrams, loop, SINK_BUF, on_dgram, s);
 }
 
