@@ -1,8 +1,11 @@
 #!/usr/bin/env bats
-# dbucket-null-agent, the overhead benchmark's ceiling: behind the sample
-# HAProxy it names its servers in turn, and it reads and drops completion
-# lines by both of the sample's paths, ring and datagrams, so that an
-# HAProxy in front of it logs as one in front of dbucket-spoa does.
+# The SPOP benchmark tools (contrib/spopbench). dbucket-null-agent, the
+# overhead benchmark's ceiling: behind the sample HAProxy it names its
+# servers in turn, and it reads and drops completion lines by both of the
+# sample's paths, ring and datagrams, so that an HAProxy in front of it
+# logs as one in front of dbucket-spoa does. dbucket-spop-load, playing
+# HAProxy: every NOTIFY answered by either agent, and with --release
+# every lease dbucket-spoa took given back.
 
 load helpers
 
@@ -77,4 +80,27 @@ tcp_links_closed() {
 	run "$BUILD/dbucket-null-agent" --listen "udp@127.0.0.1:$((AGENT_PORT + 100))"
 	assert_failure
 	assert_output --partial "udp@ is for completions only"
+}
+
+@test "dbucket-spop-load plays HAProxy to both agents; --release gives every lease back" {
+	start_null --server vllm1
+	run "$BUILD/dbucket-spop-load" --connect "$DBK_AGENT" --total 300 --connections 2 --depth 8
+	assert_success
+	assert_output --partial "decisions=300 "
+	assert_output --partial " errors=0 "
+	stop_null
+	run tail -n 1 "$BATS_TEST_TMPDIR/null.log"
+	assert_output --partial "notifies=300 "
+	start_agent --enable-dynamic-bucket
+	run "$BUILD/dbucket-spop-load" --connect "$DBK_AGENT" --total 300 --body-bytes 6000 \
+		--release "$DBK_COMPLETIONS"
+	assert_success
+	assert_output --partial "decisions=300 "
+	assert_output --partial " errors=0 "
+	wait_state decisions 300
+	wait_state leases 0
+	# Nothing beyond this host.
+	run "$BUILD/dbucket-spop-load" --connect 192.0.2.1:12345 --total 1
+	assert_failure
+	assert_output --partial "loopback"
 }
