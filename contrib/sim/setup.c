@@ -70,9 +70,6 @@ void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
 	const struct dbk_sim_opts *o = u->o;
 	const struct dbk_sim_workload *w = &u->w;
 	const struct dbk_engine_config *s = &u->f.cshort, *l = &u->f.clong;
-	struct dbk_pred_config pc;
-
-	dbk_pred_config_default(&pc, 1);
 	const struct dbk_sim_member m[] = {
 		{ "trace", 's', 0, base_name(o->trace) },
 		{ "format", 's', 0, dbk_trace_format_name(w->fmt) },
@@ -100,8 +97,8 @@ void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
 		/* The ttft policy's. */
 		{ "lb_nodes", 'n', o->lb_nodes ? o->lb_nodes : 1, NULL },
 		{ "lb_sticky", 'b', o->lb_sticky, NULL },
-		{ "stall_weight", 'n', o->stall_weight >= 0 ? o->stall_weight : pc.stall_weight,
-		  NULL },
+		{ "stall_weight", 'n',
+		  o->stall_weight >= 0 ? o->stall_weight : DBK_PRED_STALL_WEIGHT, NULL },
 		{ "slo_ttft_ms", 'n', o->slo_ttft_ms, NULL },
 		{ "slo_tpot_ms", 'n', o->slo_tpot_ms, NULL },
 		{ "slo_e2e_ms", 'n', o->slo_e2e_ms, NULL },
