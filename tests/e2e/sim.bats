@@ -36,7 +36,7 @@ MOONCAKE=$REPO/contrib/traces/mooncake_conversation_trace.jsonl
 
 @test "--stall-weight: the agent's weight by default, 0 a different choice, negative refused" {
 	local args=(--trace "$MOONCAKE" --max-requests 400 --rate-factor 2 --policy ttft)
-	run "$BUILD/dbucket-sim" "${args[@]}"
+	run "$BUILD/dbucket-sim" "${args[@]}" --json "$BATS_TEST_TMPDIR/default.json"
 	assert_success
 	# ttft's rows, but for the first one's wall time
 	ttft_rows() { grep "^ttft " <<<"$output" | awk 'NR == 1 { $NF = "" } { print }'; }
@@ -45,9 +45,13 @@ MOONCAKE=$REPO/contrib/traces/mooncake_conversation_trace.jsonl
 	assert_success
 	[ "$(ttft_rows)" = "$by_default" ] || fail "0.2 is not the default"
 	# Overloaded, with long prompts: the greedy choice is another one.
-	run "$BUILD/dbucket-sim" "${args[@]}" --stall-weight 0
+	run "$BUILD/dbucket-sim" "${args[@]}" --stall-weight 0 --json "$BATS_TEST_TMPDIR/zero.json"
 	assert_success
 	[ "$(ttft_rows)" != "$by_default" ] || fail "weight 0 changed nothing"
+	# The JSON setup says which weight ran, given or not.
+	run jq -c '.setup.stall_weight' "$BATS_TEST_TMPDIR/default.json" "$BATS_TEST_TMPDIR/zero.json"
+	assert_output "0.2
+0"
 	run "$BUILD/dbucket-sim" "${args[@]}" --stall-weight -1
 	assert_failure 2
 	assert_output --partial "--stall-weight wants a number from 0"
