@@ -230,7 +230,8 @@ static size_t opts_balancing(struct parse *p, struct dbk_opt *out)
 		     "prefill stalls there"),
 		NUM("engine-speed", DBK_OPT_DOUBLE, &c->engine_speed, 0.001, 1000, "X",
 		    "ttft: the servers run X times as fast as its\nengine model (an 8B model on an "
-		    "H100; 1); for\nother GPUs, and stubs run with --time-scale X"),
+		    "H100; 1); for\nother GPUs, and stubs run with --time-scale X\n"
+		    "(differences between servers are learnt)"),
 	};
 	return put(out, t, COUNT(t));
 }

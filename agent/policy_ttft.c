@@ -95,6 +95,8 @@ void dbk_policy_scraped(void *pred, unsigned server, const struct dbk_scrape_vie
 		                              : -1.0,
 		.prefix_queries = have(m, DBK_VM_PC_QUERIES, m->pc_queries),
 		.prefix_hits = have(m, DBK_VM_PC_HITS, m->pc_hits),
+		.ttft_sum_s = have(m, DBK_VM_TTFT_SUM, m->ttft_sum),
+		.ttft_count = have(m, DBK_VM_TTFT_COUNT, m->ttft_count),
 	};
 	dbk_pred_scraped(pred, server, &s, dbk_mono_ms());
 }
@@ -112,10 +114,10 @@ void dbk_policy_report_state(const struct dbk_pred *p, const char *const *srv, u
 		               "\"queue_s\": %.6g, \"kv_committed\": %.17g, \"kv_capacity\": "
 		               "%.17g, "
 		               "\"others\": %.17g, \"scraped\": %s, \"max_model_len\": %" PRIu32
-		               ", \"hit_ratio\": %.6g}%s\n",
+		               ", \"hit_ratio\": %.6g, \"slowness\": %.6g}%s\n",
 		               srv[i], v.inflight, v.prefilling, v.queue_s, v.kv_committed,
 		               v.kv_capacity, v.others, v.scraped ? "true" : "false",
-		               v.max_model_len, v.hit_ratio, i + 1 < n ? "," : "");
+		               v.max_model_len, v.hit_ratio, v.slowness, i + 1 < n ? "," : "");
 	}
 	dbk_buf_printf(o, "  ],\n");
 }
@@ -130,6 +132,8 @@ void dbk_policy_report_metrics(const struct dbk_pred *p, const char *const *srv,
 		{ "dbucket_ttft_kv_committed_tokens", "KV tokens committed (books and scraped)." },
 		{ "dbucket_ttft_scraped",
 		  "Whether fresh scraped numbers are in use (0: books only)." },
+		{ "dbucket_ttft_slowness", "How much slower than the fleet the server serves first "
+		                           "tokens (1: as the fleet)." },
 	};
 
 	for (unsigned k = 0; k < sizeof(series) / sizeof(series[0]); k++) {
@@ -140,7 +144,8 @@ void dbk_policy_report_metrics(const struct dbk_pred *p, const char *const *srv,
 			dbk_pred_view(p, i, now_ms, &v);
 			double x = k == 0   ? v.queue_s
 			           : k == 1 ? v.kv_committed
-			                    : (v.scraped ? 1 : 0);
+			           : k == 2 ? (v.scraped ? 1 : 0)
+			                    : v.slowness;
 			dbk_buf_printf(o, "%s{server=\"%s\"} %.17g\n", series[k].name, srv[i], x);
 		}
 	}

@@ -20,6 +20,16 @@
  * that lasts less (10 s: Azure's slice at 64 instances, all of it
  * within half a second, loses the spread's gain). */
 #define PRED_RATE_S 1.0
+/* Slowness (pred_learn_speed): first tokens observed and predicted a
+ * sample needs of each, the weight of a new sample, a factor within which
+ * a server counts as the fleet's own speed (an equal fleet's samples
+ * differ by their mix of requests: at 64 servers on Azure's slice,
+ * acting on that noise doubled the TPOT p99), and how far from the
+ * fleet's a server's may be (either way). */
+#define PRED_SPEED_MIN_N 64.0
+#define PRED_SPEED_ALPHA 0.1
+#define PRED_SPEED_BAND 1.2
+#define PRED_SPEED_MAX 8.0
 
 struct pred_pending {
 	double end_s;  /* predicted end of this prefill */
@@ -47,6 +57,15 @@ struct pred_srv {
 	/* Predicted end of the prefill other balancers are expected to have
 	 * sent it since that scrape (pred_expect_others). */
 	double unseen_end_s;
+	/* Slowness: the sample being gathered (TTFTs the scrapes showed,
+	 * TTFTs predicted for ours, at the fleet's speed), the scraped
+	 * totals it started from, the learnt log-ratio (valid when learnt)
+	 * and the factor in use. */
+	double obs_sum, obs_n, pred_sum, pred_n;
+	double ttft_sum_then, ttft_n_then;
+	double log_slow;
+	bool learnt;
+	double slow;
 };
 
 /* A server's prediction for the request being chosen. */
@@ -143,6 +162,10 @@ struct dbk_pred *dbk_pred_new(const struct dbk_pred_config *c)
 		return NULL;
 	}
 	p->mean_work_s = 0.025;
+	for (unsigned i = 0; i < c->nservers; i++) {
+		p->s[i].slow = 1;
+		p->s[i].ttft_n_then = -1;
+	}
 	return p;
 }
 
@@ -221,6 +244,60 @@ static double pred_capacity(const struct dbk_pred *p, const struct pred_srv *s)
 	                                                       : p->c.kv_tokens;
 }
 
+/* A server's slowness against the fleet's: on a fleet of mixed GPUs one
+ * step-time shape fits none. The scraped TTFT histogram's sum and count
+ * give the mean first token the server served since the last sample;
+ * the books give the mean predicted for the requests sent there at the
+ * fleet's speed. Their ratio, smoothed in log space, is the server's
+ * slowness; what every server shares (a model off for all, other
+ * balancers' queues) cancels in the ratio to the fleet's geometric mean,
+ * so an equal fleet stays near 1 and a wrong --engine-speed changes
+ * nothing. A server that does not export the histogram keeps 1. */
+static void pred_learn_speed(struct dbk_pred *p, struct pred_srv *s,
+                             const struct dbk_pred_scrape *sc)
+{
+	if (!(sc->ttft_count >= 0 && sc->ttft_sum_s >= 0 && isfinite(sc->ttft_count) &&
+	      isfinite(sc->ttft_sum_s))) {
+		s->ttft_n_then = -1;
+		return;
+	}
+	double dn = sc->ttft_count - s->ttft_n_then, ds = sc->ttft_sum_s - s->ttft_sum_then;
+	bool first = s->ttft_n_then < 0;
+	s->ttft_n_then = sc->ttft_count;
+	s->ttft_sum_then = sc->ttft_sum_s;
+	if (first || dn < 0 || ds < 0) {
+		/* A first look, or the server restarted: a new sample. */
+		s->obs_sum = s->obs_n = s->pred_sum = s->pred_n = 0;
+		return;
+	}
+	s->obs_sum += ds;
+	s->obs_n += dn;
+	if (s->obs_n < PRED_SPEED_MIN_N || s->pred_n < PRED_SPEED_MIN_N || !(s->pred_sum > 0) ||
+	    !(s->obs_sum > 0))
+		return;
+	double v = log((s->obs_sum / s->obs_n) / (s->pred_sum / s->pred_n));
+	v = fmax(-log(PRED_SPEED_MAX * PRED_SPEED_MAX),
+	         fmin(log(PRED_SPEED_MAX * PRED_SPEED_MAX), v));
+	s->log_slow = s->learnt ? s->log_slow + PRED_SPEED_ALPHA * (v - s->log_slow) : v;
+	s->learnt = true;
+	s->obs_sum = s->obs_n = s->pred_sum = s->pred_n = 0;
+
+	double mean = 0, n = 0;
+	for (unsigned i = 0; i < p->c.nservers; i++)
+		if (p->s[i].learnt) {
+			mean += p->s[i].log_slow;
+			n++;
+		}
+	mean /= n;
+	for (unsigned i = 0; i < p->c.nservers; i++) {
+		struct pred_srv *x = &p->s[i];
+		double d = x->learnt ? x->log_slow - mean : 0;
+		if (fabs(d) < log(PRED_SPEED_BAND))
+			d = 0;
+		x->slow = exp(fmax(-log(PRED_SPEED_MAX), fmin(log(PRED_SPEED_MAX), d)));
+	}
+}
+
 void dbk_pred_scraped(struct dbk_pred *p, unsigned server, const struct dbk_pred_scrape *sc,
                       uint64_t now_ms)
 {
@@ -238,6 +315,7 @@ void dbk_pred_scraped(struct dbk_pred *p, unsigned server, const struct dbk_pred
 	s->pending_then = pred_pending(s, sec(now_ms));
 	s->kv_then = s->kv_tokens;
 	s->unseen_end_s = 0; /* the scrape shows them now */
+	pred_learn_speed(p, s, sc);
 	if (now_ms > p->scrape_ms) {
 		p->scrape_period_ms = p->scrape_ms ? now_ms - p->scrape_ms : 0;
 		p->scrape_ms = now_ms;
@@ -272,7 +350,7 @@ static void pred_others(const struct dbk_pred *p, const struct pred_srv *s, uint
 	if (s->sc.kv_usage >= 0)
 		o->kv = fmax(0, s->sc.kv_usage * pred_capacity(p, s) - s->kv_then);
 	/* Their queued prefills, like ours on average, drained since. */
-	o->work_s = fmax(0, o->waiting * p->mean_work_s - sec(now_ms - s->scrape_ms));
+	o->work_s = fmax(0, o->waiting * p->mean_work_s * s->slow - sec(now_ms - s->scrape_ms));
 }
 
 /* Steps a prefill of fresh tokens takes beside decoders, each of which
@@ -365,7 +443,7 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now)) + o.running;
 	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;
 	double queue = fmax(0, s->last_end_s - now) + o.work_s + fmax(0, s->unseen_end_s - now);
-	double own = pred_prefill_s(&p->c, fmax(prompt - hit, 1), hit, decoders, ctx);
+	double own = s->slow * pred_prefill_s(&p->c, fmax(prompt - hit, 1), hit, decoders, ctx);
 
 	double cap = pred_capacity(p, s);
 	double need = prompt - hit + out;
@@ -376,7 +454,7 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 		/* Until enough decodes end: what is left of the outputs in
 		 * flight ((kv - ctx) is half of them) at one token a step. */
 		double left = s->inflight ? (s->kv_tokens - s->ctx_tokens) / s->inflight : out;
-		double step = pred_prefill_s(&p->c, 1, 0, decoders, ctx);
+		double step = s->slow * pred_prefill_s(&p->c, 1, 0, decoders, ctx);
 		e->wait_s = fmin(over / fmax(cap, 1), 1) * left * step;
 	}
 	e->ttft_s = queue + own;
@@ -391,7 +469,7 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	double steps = pred_steps(&p->c, fmax(prompt - hit, 1), decoders);
 	e->stall_s = 0;
 	if (steps > 1) {
-		double extra = own - steps * pred_prefill_s(&p->c, 1, 0, decoders, ctx);
+		double extra = own - steps * s->slow * pred_prefill_s(&p->c, 1, 0, decoders, ctx);
 		e->stall_s = ((double)s->inflight + o.requests) * fmax(0, extra) * (steps - 1) /
 		             steps;
 	}
@@ -669,9 +747,13 @@ static void pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, un
 	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now));
 	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;
 	double fresh = fmax(prompt - hit, 1);
-	double own = pred_prefill_s(&p->c, fresh, hit, decoders, ctx);
-	pred_push(s, now, fmax(now, s->last_end_s) + own);
-	s->last_end_s = fmax(now, s->last_end_s) + own;
+	double own = s->slow * pred_prefill_s(&p->c, fresh, hit, decoders, ctx);
+	double start = fmax(now, s->last_end_s);
+	pred_push(s, now, start + own);
+	s->last_end_s = start + own;
+	/* Its first token at the fleet's speed, for pred_learn_speed. */
+	s->pred_sum += (start + own - now) / s->slow;
+	s->pred_n++;
 	p->mean_work_s += (pred_prefill_s(&p->c, fresh, hit, 0, 0) - p->mean_work_s) / 64;
 
 	t->server = server;
@@ -756,4 +838,5 @@ void dbk_pred_view(const struct dbk_pred *p, unsigned server, uint64_t now_ms,
 	v->hit_ratio = s->have_scrape && s->sc.prefix_queries > 0 && s->sc.prefix_hits >= 0
 	                       ? s->sc.prefix_hits / s->sc.prefix_queries
 	                       : -1;
+	v->slowness = s->slow;
 }

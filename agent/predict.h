@@ -13,7 +13,11 @@
  *     which show what other load balancers sent there; books are fresher,
  *     so scraped counts act as a floor, plus what the agent sent since;
  *   - which prompt prefixes it was sent (agent/prefix_index.h), aged by
- *     the tokens sent to it since, against its KV capacity (LRU).
+ *     the tokens sent to it since, against its KV capacity (LRU);
+ *   - how much slower than the others it is: the first tokens it
+ *     served (the scraped TTFT histogram's sum and count) against those
+ *     predicted for the requests sent there, as a ratio to the fleet's
+ *     (a fleet of mixed GPUs; 1 everywhere until both are known).
  *
  * A request's predicted TTFT on a server is the queued prefill ahead of
  * it, plus its own prefill minus its expected prefix-cache hit there,
@@ -110,6 +114,8 @@ struct dbk_pred_scrape {
 	double kv_capacity_tokens; /* num_gpu_blocks x block_size (cache_config_info) */
 	double prefix_queries;     /* vllm:prefix_cache_queries_total (tokens) */
 	double prefix_hits;        /* vllm:prefix_cache_hits_total (tokens) */
+	double ttft_sum_s;         /* vllm:time_to_first_token_seconds_sum */
+	double ttft_count;         /* vllm:time_to_first_token_seconds_count */
 };
 
 /* A request as the agent knows it. */
@@ -163,6 +169,7 @@ struct dbk_pred_view {
 	uint64_t scrape_age_ms;   /* age of the last good scrape (UINT64_MAX: none) */
 	uint64_t scrape_failures; /* failed scrapes, in all */
 	double hit_ratio;         /* scraped prefix hits / queries (-1 unknown) */
+	double slowness;          /* its prefill times are priced x this (1: as the fleet) */
 };
 
 struct dbk_pred;

@@ -17,7 +17,18 @@
 
 /* ---- the families we keep ---- */
 
-enum slot { S_RUNNING, S_WAITING, S_KV, S_QUERIES, S_HITS, S_PREEMPT, S_INFO, S_NSLOTS };
+enum slot {
+	S_RUNNING,
+	S_WAITING,
+	S_KV,
+	S_QUERIES,
+	S_HITS,
+	S_PREEMPT,
+	S_TTFT_SUM,
+	S_TTFT_COUNT,
+	S_INFO,
+	S_NSLOTS
+};
 
 /* A current name and, for some, the name older vLLM releases used: the
  * older one counts only when the current one is absent, so a release
@@ -36,6 +47,9 @@ static const struct family {
 	{ "vllm:prefix_cache_hits_total", S_HITS, false },
 	{ "vllm:gpu_prefix_cache_hits_total", S_HITS, true },
 	{ "vllm:num_preemptions_total", S_PREEMPT, false },
+	/* The histogram's totals only: its buckets are most of a body. */
+	{ "vllm:time_to_first_token_seconds_sum", S_TTFT_SUM, false },
+	{ "vllm:time_to_first_token_seconds_count", S_TTFT_COUNT, false },
 	{ "vllm:cache_config_info", S_INFO, false },
 };
 
@@ -331,17 +345,14 @@ static int sample_line(const char *p, const char *end, struct acc *a, const char
 static void finish(const struct acc *a, struct dbk_vllm_metrics *out)
 {
 	static const unsigned bit[S_NSLOTS] = {
-		DBK_VM_RUNNING,
-		DBK_VM_WAITING,
-		DBK_VM_KV_USAGE,
-		DBK_VM_PC_QUERIES,
-		DBK_VM_PC_HITS,
-		DBK_VM_PREEMPTIONS,
-		0,
+		DBK_VM_RUNNING,    DBK_VM_WAITING,    DBK_VM_KV_USAGE,
+		DBK_VM_PC_QUERIES, DBK_VM_PC_HITS,    DBK_VM_PREEMPTIONS,
+		DBK_VM_TTFT_SUM,   DBK_VM_TTFT_COUNT, 0,
 	};
 	double *dst[S_NSLOTS] = {
-		&out->running, &out->waiting,     &out->kv_usage, &out->pc_queries,
-		&out->pc_hits, &out->preemptions, NULL,
+		&out->running,    &out->waiting,    &out->kv_usage,
+		&out->pc_queries, &out->pc_hits,    &out->preemptions,
+		&out->ttft_sum,   &out->ttft_count, NULL,
 	};
 
 	for (unsigned s = 0; s < S_INFO; s++) {

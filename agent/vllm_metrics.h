@@ -14,7 +14,8 @@
  *
  * One vLLM process can run several engines (data parallel) of one
  * model, each sample labelled engine="N": counts (running, waiting,
- * prefix-cache queries and hits, preemptions, GPU blocks) are summed
+ * prefix-cache queries and hits, preemptions, the first-token
+ * histogram's sum and count, GPU blocks) are summed
  * over all label sets; the KV-cache use is the mean over the label sets
  * that report it (engines of one server are the same size); the block
  * size is the largest reported. Older vLLM names (gpu_cache_usage_perc,
@@ -35,6 +36,8 @@ enum {
 	DBK_VM_PREEMPTIONS = 1u << 5,
 	DBK_VM_GPU_BLOCKS = 1u << 6,
 	DBK_VM_BLOCK_SIZE = 1u << 7,
+	DBK_VM_TTFT_SUM = 1u << 8,
+	DBK_VM_TTFT_COUNT = 1u << 9,
 };
 
 struct dbk_vllm_metrics {
@@ -45,6 +48,8 @@ struct dbk_vllm_metrics {
 	double pc_queries;  /* prefix-cache queries, in tokens (counter) */
 	double pc_hits;     /* prefix-cache hits, in tokens (counter) */
 	double preemptions; /* counter */
+	double ttft_sum;    /* seconds to first token, summed (counter) */
+	double ttft_count;  /* first tokens served (counter) */
 	double gpu_blocks;  /* KV-cache capacity, in blocks */
 	double block_size;  /* tokens per block */
 	unsigned samples;   /* sample lines read, of any family */

@@ -8,7 +8,7 @@
 # class, output throughput over time) and writes a markdown summary with
 # the exact commands. About 13 minutes; --quick about 3.
 #
-#   contrib/bench-policies.sh [--quick] [--profile equal|demo]
+#   contrib/bench-policies.sh [--quick] [--profile equal|demo|mixed]
 #        [--traces mooncake,azure] [--policies rr,lc,plain,dynamic,ttft,p2,chash]
 #        [--repeats N] [--out DIR] [--no-plots] [--untie MS | --spread-ticks]
 #        [--rate-factor F] [--time-scale S] [--start S] [--duration D]
@@ -28,7 +28,9 @@
 #   --profile P     equal: four identical instances (default: the
 #                   engine's defaults, 131072 context, 430000 KV tokens);
 #                   demo: `make demo`'s, the short group (vllm0, vllm1)
-#                   with a 32768 context and 120000 KV tokens
+#                   with a 32768 context and 120000 KV tokens; mixed:
+#                   as equal, but vllm1 and vllm3 on the A100 profile
+#                   (dbucket-sim --gpu h100,a100), a fleet of mixed GPUs
 #   --repeats N     run every policy N times, the order rotated each
 #                   time; the table shows medians
 #   --rate-factor, --time-scale, --start, --duration
@@ -87,7 +89,7 @@ dbk_options "--quick quick=1
 --calibrate calibrate=1
 --tag tag" "$@"
 [ -z "$tag" ] || tag=$tag-
-case $profile in equal|demo) ;; *) echo "bench-policies: --profile equal or demo" >&2; exit 2 ;; esac
+case $profile in equal|demo|mixed) ;; *) echo "bench-policies: --profile equal, demo or mixed" >&2; exit 2 ;; esac
 case $repeats in ''|*[!0-9]*|0) echo "bench-policies: --repeats wants a count >= 1" >&2; exit 2 ;; esac
 case $untie in ''|*[!0-9.]*) echo "bench-policies: --untie wants milliseconds" >&2; exit 2 ;; esac
 # Spread ticks have no ties left to break.
@@ -119,7 +121,12 @@ SLO_TTFT=2000 SLO_TPOT=100
 # bounds a run under a hopeless policy.
 REQ_TIMEOUT=600
 MAX_MODEL_LEN=131072
-profile_sim_flags() { [ "$profile" = demo ] && echo --demo-profile || true; }
+profile_sim_flags() {
+	case $profile in
+	demo) echo --demo-profile ;;
+	mixed) echo --gpu h100,a100 ;;
+	esac
+}
 
 dbk_need_bins vllm-stub dbucket-spoa dbucket-bench dbucket-sim
 dbk_need_cmds haproxy socat jq awk curl
@@ -249,6 +256,7 @@ start_cluster() { # start_cluster POLICY SCALE: stubs, HAProxy, agent; sets DBK_
 		else
 			extra=(--max-model-len 131072 --kv-capacity-tokens 430000)
 		fi
+		[ "$profile" = mixed ] && [ $((i % 2)) = 1 ] && extra+=(--gpu a100)
 		p=$(dbk_port)
 		export "DBK_VLLM$i=127.0.0.1:$p"
 		"$BUILD/vllm-stub" --port "$p" --name "vllm$i" --time-scale "$scale" \
@@ -547,6 +555,8 @@ summary=$out/${tag}summary.md
 	echo
 	if [ "$profile" = demo ]; then
 		echo "4 vllm-stub instances, demo profile: vllm0-1 32768 context / 120000 KV tokens, vllm2-3 131072 / 430000 (H100 model)."
+	elif [ "$profile" = mixed ]; then
+		echo "4 vllm-stub instances, mixed profile: each 131072 context / 430000 KV tokens, vllm0 and vllm2 the H100 model, vllm1 and vllm3 the A100 model."
 	else
 		echo "4 vllm-stub instances, equal profile: each 131072 context / 430000 KV tokens (H100 model)."
 	fi
@@ -572,7 +582,7 @@ summary=$out/${tag}summary.md
 	echo
 	echo '```'
 	echo "contrib/bench-policies.sh $([ "$quick" = 1 ] && echo '--quick ')--profile $profile --traces $traces --policies $policies --repeats $repeats $([ "$spread" = 1 ] && echo --spread-ticks || echo "--untie $untie")"
-	echo "# each run: four stubs (vllm0..3; demo profile: vllm0-1 with --max-model-len 32768 --kv-capacity-tokens 120000)"
+	echo "# each run: four stubs (vllm0..3; demo profile: vllm0-1 with --max-model-len 32768 --kv-capacity-tokens 120000; mixed: vllm1 and vllm3 with --gpu a100)"
 	echo "build/vllm-stub --port P --name vllmI --time-scale S --max-model-len 131072 --kv-capacity-tokens 430000"
 	echo "# HAProxy: haproxy/haproxy.cfg; rr/lc without the SPOE filter,"
 	echo "# its send-spoe-group rules and the ring log line, balance roundrobin/leastconn/random(2)"

@@ -36,7 +36,7 @@ dbk_tmp_dir
 body=$tmp/metrics.prom
 cp contrib/stub/fixtures/vllm-metrics.prom "$body"
 # The families agent/vllm_metrics.c reads, as its name[] query names them.
-[ "$filtered" = 1 ] && grep -E '^(# (HELP|TYPE) )?vllm:(num_requests_running|num_requests_waiting|kv_cache_usage_perc|prefix_cache_queries|prefix_cache_hits|num_preemptions|cache_config_info)[_a-z]*[ {]' \
+[ "$filtered" = 1 ] && grep -E '^(# (HELP|TYPE) )?vllm:(num_requests_running|num_requests_waiting|kv_cache_usage_perc|prefix_cache_queries|prefix_cache_hits|num_preemptions|cache_config_info)[_a-z]*[ {]|^vllm:time_to_first_token_seconds_(sum|count)[ {]' \
 	contrib/stub/fixtures/vllm-metrics.prom | grep -v '_created' >"$body"
 k=0
 while [ "$(stat -c %s "$body")" -lt $((pad * 1024)) ] && [ $k -lt 10000 ]; do

@@ -4,11 +4,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* An instance's engine: the GPU profile's defaults, then what the
- * command line overrides, for every instance or the short group. */
-static void engine_cfg(const struct dbk_sim_opts *o, bool is_short, struct dbk_engine_config *c)
+unsigned dbk_sim_gpu_count(const char *list)
 {
-	dbk_engine_config_default(c, dbk_engine_profile_find(o->gpu));
+	unsigned n = 1;
+
+	for (; *list; list++)
+		n += *list == ',';
+	return n;
+}
+
+const struct dbk_engine_profile *dbk_sim_gpu_at(const char *list, unsigned i)
+{
+	char name[16];
+	unsigned k = i % dbk_sim_gpu_count(list);
+
+	for (; k > 0; k--)
+		list = strchr(list, ',') + 1;
+	size_t len = strcspn(list, ",");
+	if (len >= sizeof(name))
+		return NULL;
+	memcpy(name, list, len);
+	name[len] = '\0';
+	return dbk_engine_profile_find(name);
+}
+
+/* Instance i's engine: its GPU profile's defaults, then what the command
+ * line overrides, for every instance or the short group. */
+static void engine_cfg(const struct dbk_sim_opts *o, unsigned i, bool is_short,
+                       struct dbk_engine_config *c)
+{
+	dbk_engine_config_default(c, dbk_sim_gpu_at(o->gpu, i));
 	c->enable_prefix_caching = !o->no_prefix_caching;
 	if (o->max_model_len)
 		c->max_model_len = (uint32_t)o->max_model_len;
@@ -34,10 +59,10 @@ int dbk_sim_fleet_build(struct dbk_sim_fleet *f, const struct dbk_sim_opts *o)
 	if (!f->engines)
 		return -1;
 	f->nshort = dbk_sim_short_count(n);
-	engine_cfg(o, true, &f->cshort);
-	engine_cfg(o, false, &f->clong);
 	for (i = 0; i < n; i++)
-		f->engines[i] = i < f->nshort ? f->cshort : f->clong;
+		engine_cfg(o, i, i < f->nshort, &f->engines[i]);
+	f->cshort = f->engines[0];
+	f->clong = f->engines[f->nshort < n ? f->nshort : 0];
 	dbk_sim_config_default(sc);
 	sc->ninstances = n;
 	sc->engines = f->engines;

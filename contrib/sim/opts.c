@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fleet.h"
 #include "lib/cli.h"
 #include "predict.h"
 #include "sim.h"
@@ -12,12 +13,11 @@
 
 /* In enum dbk_trace_format's order: the choice's index is the format. */
 static const char *const formats[] = { "auto", "mooncake", "azure", NULL };
-static const char *const gpus[] = { "h100", "a100", NULL };
 
 /* Everything the table does not hold on its own: what is left after
  * the table has written every value. */
 struct extra {
-	int format, gpu, max_evals;
+	int format, max_evals;
 	bool demo, help, version;
 };
 
@@ -59,8 +59,11 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		  .flags = DBK_OPT_STRICT, .metavar = "N",
 		  .help = "vLLM instances (default 4); the first\nceil(N/2) form the short group",
 		  .section = "Cluster:" },
-		{ "gpu", 0, DBK_OPT_CHOICE, &x->gpu, .choices = gpus, .metavar = "h100|a100",
-		  .help = "step-time profile and defaults (h100)" },
+		{ "gpu", 0, DBK_OPT_STR, &o->gpu, .metavar = "LIST",
+		  .help = "step-time profile and defaults: h100\n"
+		          "(default) or a100, or a comma-separated\n"
+		          "list given to the instances in turn\n"
+		          "(h100,a100: every other one an A100)" },
 		{ "max-model-len", 0, DBK_OPT_SIZE, &o->max_model_len, 2, MML_MAX,
 		  .flags = DBK_OPT_STRICT, .metavar = "N",
 		  .help = "every instance (default 131072)" },
@@ -197,6 +200,7 @@ static void defaults(struct dbk_sim_opts *o, struct extra *x)
 	o->slo_ttft_ms = 2000;
 	o->slo_tpot_ms = 100;
 	o->policies = "all";
+	o->gpu = "h100";
 	o->stall_weight = -1;
 	dbk_slo_search_default(&o->search);
 	x->max_evals = (int)o->search.max_evals;
@@ -229,7 +233,12 @@ int dbk_sim_opts_parse(int argc, char **argv, struct dbk_sim_opts *o, int *statu
 	if (!o->trace)
 		return usage_error("--trace FILE is required");
 	o->format = (enum dbk_trace_format)x.format;
-	o->gpu = gpus[x.gpu];
+	for (unsigned i = 0; i < dbk_sim_gpu_count(o->gpu); i++)
+		if (!dbk_sim_gpu_at(o->gpu, i)) {
+			snprintf(err, sizeof(err), "--gpu: '%s' names other than h100 and a100",
+			         o->gpu);
+			return usage_error(err);
+		}
 	o->search.max_evals = (unsigned)x.max_evals;
 	o->search.start = o->rate_factor;
 	if (x.demo) { /* contrib/demo.sh's short stubs */

@@ -6,8 +6,8 @@
  *     (dbk_request_build), the sample HAProxy hands the agent, and the
  *     session as the "user" field in it;
  *   - each instance's max_model_len (/v1/models) and, every scrape_s of
- *     model time, its scraped gauges and KV capacity (snapshot.h: stale
- *     between scrapes as a real scraper's are).
+ *     model time, its scraped gauges, first-token totals and KV capacity
+ *     (snapshot.h: stale between scrapes as a real scraper's are).
  * With lb_nodes K > 1 it models K load balancers, each with its own agent
  * (books, prefix index), each receiving a random 1/K of the arrivals
  * (fixed seed), or with lb_sticky each conversation's requests to one of
@@ -200,6 +200,8 @@ static void tt_tick(void *st, const struct dbk_sim *s)
 			.kv_capacity_tokens = p->kv_cap[i],
 			.prefix_queries = -1,
 			.prefix_hits = -1,
+			.ttft_sum_s = x->ttft_sum_s,
+			.ttft_count = (double)x->ttft_count,
 		};
 		for (unsigned j = 0; j < p->k; j++)
 			dbk_pred_scraped(p->node[j], i, &sc, now);

@@ -34,15 +34,16 @@ void dbk_sim_setup_print(FILE *f, const struct dbk_sim_setup *u)
 	        "%.2f req/s, %.0f input tok/s\n",
 	        o->rate_factor, w->span_s, w->span_s > 0 ? (double)w->n / w->span_s : 0,
 	        w->span_s > 0 ? w->in_tok / w->span_s : 0);
-	fprintf(f, "%u x %s; short group 0..%u: max-model-len %u, kv %llu tokens", n, o->gpu,
-	        fl->nshort - 1, fl->cshort.max_model_len,
-	        (unsigned long long)fl->cshort.kv_capacity_tokens);
+	fprintf(f, "%u x %s%s; short group 0..%u: max-model-len %u, kv %llu tokens", n, o->gpu,
+	        dbk_sim_gpu_count(o->gpu) > 1 ? " in turn" : "", fl->nshort - 1,
+	        fl->cshort.max_model_len, (unsigned long long)fl->cshort.kv_capacity_tokens);
 	if (fl->nshort < n)
 		fprintf(f, "; long group %u..%u: max-model-len %u, kv %llu tokens", fl->nshort,
 		        n - 1, fl->clong.max_model_len,
 		        (unsigned long long)fl->clong.kv_capacity_tokens);
-	fprintf(f, "; budget %u, max-num-seqs %u; prefix caching %s\n",
+	fprintf(f, "; budget %u, max-num-seqs %u%s; prefix caching %s\n",
 	        fl->clong.max_num_batched_tokens, fl->clong.max_num_seqs,
+	        dbk_sim_gpu_count(o->gpu) > 1 ? " (the long group's first)" : "",
 	        o->no_prefix_caching ? "off" : "on");
 	fprintf(f,
 	        "threshold %g tokens; SLO ttft %g ms, tpot %g ms, e2e %g ms "

@@ -26,6 +26,7 @@ struct rstate {
 	uint32_t n_keys;
 	uint64_t handle;
 	uint64_t preempt_seq;
+	double submitted_s;   /* reached its engine: where vLLM's TTFT starts */
 	struct dbk_list live; /* in its instance's live list */
 	bool has_handle;
 };
@@ -37,6 +38,9 @@ struct inst {
 	unsigned inflight;
 	double step_end;
 	bool stepping;
+	/* vllm:time_to_first_token_seconds' sum and count */
+	double ttft_sum_s;
+	uint64_t ttft_count;
 };
 
 struct dbk_sim {
@@ -261,9 +265,12 @@ static void on_engine_event(void *ctx, const struct dbk_engine_event *ev)
 
 	switch (ev->type) {
 	case DBK_ENGINE_EV_TOKEN:
-		if (r->o.tokens == 0)
+		if (r->o.tokens == 0) {
+			struct inst *in = &s->inst[r->o.instance];
 			r->o.first_token_s = s->now;
-		else
+			in->ttft_sum_s += s->now - r->submitted_s;
+			in->ttft_count++;
+		} else
 			dbk_metrics_itl(&s->m, dbk_sim_req_is_long(s, &s->reqs[id]),
 			                s->now - r->o.last_token_s);
 		r->o.last_token_s = s->now;
@@ -300,6 +307,7 @@ static int submit(struct dbk_sim *s, uint32_t id)
 		return 0;
 	}
 	r->has_handle = true;
+	r->submitted_s = s->now;
 	r->o.status = DBK_SIM_QUEUED;
 	if (!in->stepping)
 		return start_step(s, r->o.instance);
@@ -501,6 +509,12 @@ double dbk_sim_result_hit_rate(const struct dbk_sim_result *r)
 }
 
 /* ---- Queries. ---- */
+
+void dbk_sim_first_tokens(const struct dbk_sim *s, unsigned i, double *sum_s, uint64_t *count)
+{
+	*sum_s = s->inst[i].ttft_sum_s;
+	*count = s->inst[i].ttft_count;
+}
 
 const struct dbk_sim_scrape *dbk_sim_scraped(const struct dbk_sim *s, unsigned i)
 {

@@ -182,6 +182,10 @@ const uint64_t *dbk_sim_req_keys(const struct dbk_sim *s, uint32_t id, uint32_t 
  * prompt - 1 tokens, as vLLM): the clairvoyant view of the cache. 0 when
  * caching is off or the request has no identity. */
 uint32_t dbk_sim_cached_tokens(const struct dbk_sim *s, unsigned i, uint32_t id);
+/* Instance i's first tokens so far: the sum of their TTFTs (from the
+ * request reaching the engine, as vLLM times it) and their count, what
+ * vllm:time_to_first_token_seconds' _sum and _count expose. */
+void dbk_sim_first_tokens(const struct dbk_sim *s, unsigned i, double *sum_s, uint64_t *count);
 /* Instance i's gauges as the policy's last scrape saw them (policy.h:
  * scrape), up to tick_s old; only for policies that scrape. */
 const struct dbk_sim_scrape *dbk_sim_scraped(const struct dbk_sim *s, unsigned i);

@@ -22,6 +22,9 @@ struct dbk_sim_scrape {
 	uint32_t running; /* vllm:num_requests_running */
 	uint32_t waiting; /* vllm:num_requests_waiting */
 	double kv_usage;  /* vllm:kv_cache_usage_perc, 0..1 */
+	/* vllm:time_to_first_token_seconds' _sum and _count */
+	double ttft_sum_s;
+	uint64_t ttft_count;
 };
 
 struct dbk_sim_snapshot {

@@ -4,7 +4,8 @@
 # and /v1/models, HAProxy with the repository's configuration. What is
 # checked: the context limit is a hard rule, a conversation follows its
 # prefix unless that server is overloaded, a broken /metrics costs routing
-# nothing, and the scraped numbers are in the agent's /metrics.
+# nothing, a slower server is learnt and spared, and the scraped numbers
+# are in the agent's /metrics.
 
 load stubs
 
@@ -240,6 +241,42 @@ words() {
 	assert_output --regexp '"name": "vllm2", "url": "http://127\.0\.0\.1:[0-9]+", "up": true, "fresh": true'
 	assert_output --partial '"max_model_len": 16384'
 	wait_clients
+}
+
+@test "ttft: a stub on a slower GPU is learnt from its first tokens, and spared" {
+	# vllm3 runs the A100 profile (about three times slower to prefill),
+	# the others the H100's; all at five times real time.
+	local i
+	for i in 0 1 2; do
+		start_stub "$i" 5
+	done
+	STUB_ARGS="--gpu a100" start_stub 3 5
+	start_ttft_agent
+	start_haproxy_stubs
+	local d=$BATS_TEST_TMPDIR
+	# 400 prompts of 1500 to 3000 tokens, 20 a second of model time:
+	# each server serves its 64 first tokens (a sample) early on.
+	run "$BUILD/dbucket-bench" --synthetic short=1:1500-3000:8 --rate 20 --max-requests 400 \
+		--time-scale 5 --url "http://127.0.0.1:$DBK_PORT" --csv "$d/run.csv"
+	assert_success
+	agent_get /metrics >"$d/m.txt"
+	local slow fast
+	slow=$(metric dbucket_ttft_slowness vllm3)
+	for i in 0 1 2; do
+		fast=$(metric dbucket_ttft_slowness "vllm$i")
+		awk -v s="$slow" -v f="$fast" 'BEGIN { exit !(s > 1.2 && f <= 1 && s / f > 1.5) }' ||
+			fail "slowness: vllm3 $slow, vllm$i $fast"
+	done
+	run jq -e '.ttft[3].slowness > 1.2' <(agent_get /state)
+	assert_success
+	# Spared: of the last 200 requests, vllm3 served fewer than any
+	# other (served_by is the CSV's 13th column).
+	local -A n=()
+	while read -r i; do n[$i]=$((${n[$i]:-0} + 1)); done < <(tail -n 200 "$d/run.csv" | cut -d, -f13)
+	for i in 0 1 2; do
+		((${n[vllm3]:-0} < ${n[vllm$i]:-0})) || fail "last 200: vllm3 ${n[vllm3]:-0}, vllm$i ${n[vllm$i]:-0}"
+	done
+	wait_state released 400
 }
 
 @test "reference: no --policy means no scraping and the reference's mode" {

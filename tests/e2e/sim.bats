@@ -2,7 +2,8 @@
 # dbucket-sim's command line: every option --help lists is accepted, every
 # policy it names runs, --stall-weight reaches the ttft policy,
 # --spread-ticks spreads the arrivals a trace recorded in one tick,
-# --lb-sticky keeps a conversation on one of several balancers, and
+# --lb-sticky keeps a conversation on one of several balancers, --gpu
+# gives a list of GPUs to the instances in turn, and
 # --slo-capacity prints a capacity per policy with leastconn's as the
 # unit. Model time only: no sockets, seconds.
 
@@ -55,6 +56,27 @@ MOONCAKE=$REPO/contrib/traces/mooncake_conversation_trace.jsonl
 	run "$BUILD/dbucket-sim" "${args[@]}" --stall-weight -1
 	assert_failure 2
 	assert_output --partial "--stall-weight wants a number from 0"
+}
+
+@test "--gpu: a list given to the instances in turn; names other than h100 and a100 refused" {
+	local args=(--trace "$MOONCAKE" --max-requests 300 --rate-factor 2 --policy lc)
+	# lc's median first token (the row's 7th column) on 4 H100s, then with
+	# every other one an A100: later.
+	run "$BUILD/dbucket-sim" "${args[@]}" --gpu h100
+	assert_success
+	local h100=$(awk '$1 == "lc" { print $7; exit }' <<<"$output")
+	run "$BUILD/dbucket-sim" "${args[@]}" --gpu h100,a100 --json "$BATS_TEST_TMPDIR/mixed.json"
+	assert_success
+	assert_output --partial "4 x h100,a100 in turn; "
+	local mixed=$(awk '$1 == "lc" { print $7; exit }' <<<"$output")
+	((mixed > h100)) || fail "lc's TTFT p50: mixed $mixed ms, all H100 $h100 ms"
+	run jq -r '.setup.gpu' "$BATS_TEST_TMPDIR/mixed.json"
+	assert_output "h100,a100"
+	for bad in b200 h100,, '' h100,h100x; do
+		run "$BUILD/dbucket-sim" "${args[@]}" --gpu "$bad"
+		assert_failure 2
+		assert_output --partial "names other than h100 and a100"
+	done
 }
 
 @test "--spread-ticks: a tick's arrivals spread, seeded, reported; Azure's left alone" {

@@ -24,7 +24,8 @@ static bool finite_fields(const struct dbk_vllm_metrics *m)
 {
 	return isfinite(m->running) && isfinite(m->waiting) && isfinite(m->kv_usage) &&
 	       isfinite(m->pc_queries) && isfinite(m->pc_hits) && isfinite(m->preemptions) &&
-	       isfinite(m->gpu_blocks) && isfinite(m->block_size);
+	       isfinite(m->ttft_sum) && isfinite(m->ttft_count) && isfinite(m->gpu_blocks) &&
+	       isfinite(m->block_size);
 }
 
 static void metrics(const char *s, size_t n)
@@ -43,7 +44,7 @@ static void metrics(const char *s, size_t n)
 		return;
 	}
 	FUZZ_CHECK(finite_fields(&m));
-	FUZZ_CHECK((m.have & ~0xffu) == 0);
+	FUZZ_CHECK((m.have & ~0x3ffu) == 0);
 	if (!dbk_vllm_metrics_implausible(&m)) {
 		if (m.have & DBK_VM_RUNNING)
 			FUZZ_CHECK(m.running >= 0 && m.running <= DBK_VM_MAX_REQUESTS);

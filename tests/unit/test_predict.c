@@ -478,8 +478,146 @@ static void test_a_herd_spreads_only_when_large(void)
 	dbk_pred_free(trickle);
 }
 
-/* A balancer that has sent sessions' turns where their previous ones
- * went: it knows how much a known session hits. */
+/* An idle server's scrape with these first-token totals (-1: not
+ * exported). */
+static struct dbk_pred_scrape idle_scrape(double ttft_sum_s, double ttft_count)
+{
+	return (struct dbk_pred_scrape){ .ok = true,
+		                         .kv_capacity_tokens = -1,
+		                         .prefix_queries = -1,
+		                         .prefix_hits = -1,
+		                         .ttft_sum_s = ttft_sum_s,
+		                         .ttft_count = ttft_count };
+}
+
+/* Sends n lone requests to server i, one a second from *now (each on an
+ * idle server, so each predicted alike), ending each at once; then a
+ * scrape whose first-token totals grew by n TTFTs of mean_s each. */
+static void served(struct dbk_pred *p, unsigned i, unsigned n, double mean_s, uint64_t *now,
+                   double *sum, double *count)
+{
+	struct dbk_pred_request r = req(2000, 10);
+	struct dbk_pred_ticket t;
+
+	for (unsigned k = 0; k < n; k++, *now += 1000) {
+		dbk_pred_commit(p, &r, i, *now, &t);
+		dbk_pred_release(p, &t, *now + 500);
+	}
+	*sum += n * mean_s;
+	*count += n;
+	struct dbk_pred_scrape sc = idle_scrape(*sum, *count);
+
+	dbk_pred_scraped(p, i, &sc, *now);
+}
+
+static double slowness(const struct dbk_pred *p, unsigned i)
+{
+	struct dbk_pred_view v;
+
+	dbk_pred_view(p, i, 0, &v);
+	return v.slowness;
+}
+
+/* A fleet of mixed GPUs: a server whose first tokens come three times
+ * later than those of another, for the same requests, is priced three
+ * times slower than it (relative to the fleet's geometric mean), once
+ * each has served enough of them (64: PRED_SPEED_MIN_N); the choice
+ * follows. */
+static void test_a_slow_server_learnt(void)
+{
+	struct dbk_pred *p = fleet(2);
+	double sum[2] = { 0, 0 }, count[2] = { 0, 0 };
+	uint64_t now = 1000;
+	struct dbk_pred_choice c;
+	struct dbk_pred_request r = req(2000, 10);
+
+	/* A first scrape only sets where the totals start. */
+	served(p, 0, 0, 0, &now, &sum[0], &count[0]);
+	served(p, 1, 0, 0, &now, &sum[1], &count[1]);
+	/* Too few first tokens yet: nothing learnt. */
+	served(p, 0, 40, 0.1, &now, &sum[0], &count[0]);
+	served(p, 1, 40, 0.3, &now, &sum[1], &count[1]);
+	CHECK_NEAR(slowness(p, 0), 1, 1e-12);
+	CHECK_NEAR(slowness(p, 1), 1, 1e-12);
+	served(p, 0, 40, 0.1, &now, &sum[0], &count[0]);
+	served(p, 1, 40, 0.3, &now, &sum[1], &count[1]);
+	CHECK_NEAR(slowness(p, 0), 1 / sqrt(3), 1e-9);
+	CHECK_NEAR(slowness(p, 1), sqrt(3), 1e-9);
+	/* Idle both, the fast one; with one request queued on it (its own
+	 * prefill, a third of the slow one's) still the fast one; with
+	 * three, the slow one. */
+	CHECK(dbk_pred_choose(p, &r, now, &c) == 0);
+	struct dbk_pred_ticket t[3];
+	dbk_pred_commit(p, &r, 0, now, &t[0]);
+	CHECK(dbk_pred_choose(p, &r, now, &c) == 0);
+	dbk_pred_commit(p, &r, 0, now, &t[1]);
+	dbk_pred_commit(p, &r, 0, now, &t[2]);
+	CHECK(dbk_pred_choose(p, &r, now, &c) == 1);
+	for (unsigned k = 0; k < 3; k++)
+		dbk_pred_release(p, &t[k], now);
+	now += 1000;
+
+	/* The server restarted (its totals went back): that sample is
+	 * dropped, what was learnt stays. */
+	sum[1] = count[1] = 0;
+	served(p, 1, 80, 0.1, &now, &sum[1], &count[1]);
+	CHECK_NEAR(slowness(p, 1), sqrt(3), 1e-9);
+	/* Then equal first tokens bring the two together, a tenth of the
+	 * way a sample (PRED_SPEED_ALPHA, in log space; server 0's sample
+	 * also holds the three queued above, predicted later, so not
+	 * exactly). */
+	served(p, 0, 80, 0.1, &now, &sum[0], &count[0]);
+	served(p, 1, 80, 0.1, &now, &sum[1], &count[1]);
+	double ratio = slowness(p, 1) / slowness(p, 0);
+	CHECK(ratio > pow(3, 0.9) * 0.95 && ratio < pow(3, 0.9) * 1.05);
+	dbk_pred_free(p);
+}
+
+/* Servers within 20% of the fleet's speed (PRED_SPEED_BAND) are priced
+ * as the fleet: an equal fleet's samples differ that much by their mix
+ * of requests alone. Two servers 1.3 apart are each 1.14 from their
+ * geometric mean, in the band; 1.5 apart, 1.22, out of it. */
+static double slowness_of_pair(double ratio)
+{
+	struct dbk_pred *p = fleet(2);
+	double sum[2] = { 0, 0 }, count[2] = { 0, 0 };
+	uint64_t now = 1000;
+
+	served(p, 0, 0, 0, &now, &sum[0], &count[0]);
+	served(p, 1, 0, 0, &now, &sum[1], &count[1]);
+	served(p, 0, 80, 0.1, &now, &sum[0], &count[0]);
+	served(p, 1, 80, 0.1 * ratio, &now, &sum[1], &count[1]);
+	double s1 = slowness(p, 1);
+	CHECK_NEAR(slowness(p, 0) * s1, 1, 1e-9);
+	dbk_pred_free(p);
+	return s1;
+}
+
+static void test_near_equal_servers_stay_at_one(void)
+{
+	CHECK_NEAR(slowness_of_pair(1.3), 1, 1e-12);
+	CHECK_NEAR(slowness_of_pair(1.5), sqrt(1.5), 1e-9);
+}
+
+/* A server that does not export the histogram, or a fleet that serves
+ * alike, is priced as the fleet. */
+static void test_equal_or_silent_servers_stay_at_one(void)
+{
+	struct dbk_pred *p = fleet(3);
+	double sum[3] = { 0 }, count[3] = { 0 };
+	uint64_t now = 1000;
+
+	for (unsigned round = 0; round < 3; round++)
+		for (unsigned i = 0; i < 2; i++)
+			served(p, i, 80, 0.2, &now, &sum[i], &count[i]);
+	struct dbk_pred_scrape silent = idle_scrape(-1, -1);
+
+	dbk_pred_scraped(p, 2, &silent, now);
+	for (unsigned i = 0; i < 3; i++)
+		CHECK_NEAR(slowness(p, i), 1, 1e-9);
+	dbk_pred_free(p);
+}
+
 int main(void)
 {
 	RUN(test_config_checked);
@@ -493,5 +631,8 @@ int main(void)
 	RUN(test_prefill_priced_as_the_engine);
 	RUN(test_a_long_prefill_spares_a_batch);
 	RUN(test_a_herd_spreads_only_when_large);
+	RUN(test_a_slow_server_learnt);
+	RUN(test_near_equal_servers_stay_at_one);
+	RUN(test_equal_or_silent_servers_stay_at_one);
 	return CHECK_DONE();
 }

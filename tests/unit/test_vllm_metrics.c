@@ -21,13 +21,15 @@ static void test_stub_fixture(void)
 
 	CHECK(dbk_vllm_parse_metrics(f.s, f.len, &m, err, sizeof(err)) == 0);
 	text_free(&f);
-	CHECK_EQ_U(m.have, 0xff);
+	CHECK_EQ_U(m.have, 0x3ff);
 	CHECK_NEAR(m.running, 3, 0);
 	CHECK_NEAR(m.waiting, 4, 0);
 	CHECK_NEAR(m.kv_usage, 0.25, 0);
 	CHECK_NEAR(m.pc_queries, 1000, 0);
 	CHECK_NEAR(m.pc_hits, 250, 0);
 	CHECK_NEAR(m.preemptions, 2, 0);
+	CHECK_NEAR(m.ttft_sum, 3.75, 0);
+	CHECK_NEAR(m.ttft_count, 3, 0);
 	CHECK_NEAR(m.gpu_blocks, 26875, 0);
 	CHECK_NEAR(m.block_size, 16, 0);
 	CHECK(m.samples > 40);
@@ -53,6 +55,25 @@ static void test_engines_sum_and_kv_is_the_mean(void)
 	CHECK_NEAR(m.block_size, 32, 0);
 	CHECK_EQ_U(m.have,
 	           DBK_VM_RUNNING | DBK_VM_KV_USAGE | DBK_VM_GPU_BLOCKS | DBK_VM_BLOCK_SIZE);
+}
+
+/* The first-token histogram: its sum and count, summed over engines (a
+ * mean over the server), its buckets not read. */
+static void test_first_token_totals(void)
+{
+	struct dbk_vllm_metrics m;
+	char err[128];
+
+	CHECK(parse("vllm:time_to_first_token_seconds_bucket{engine=\"0\",le=\"0.5\"} 9\n"
+	            "vllm:time_to_first_token_seconds_sum{engine=\"0\"} 2.5\n"
+	            "vllm:time_to_first_token_seconds_count{engine=\"0\"} 10\n"
+	            "vllm:time_to_first_token_seconds_sum{engine=\"1\"} 7.5\n"
+	            "vllm:time_to_first_token_seconds_count{engine=\"1\"} 10\n"
+	            "vllm:time_to_first_token_seconds_created{engine=\"1\"} 1.7e9\n",
+	            &m, err) == 0);
+	CHECK_NEAR(m.ttft_sum, 10, 0);
+	CHECK_NEAR(m.ttft_count, 20, 0);
+	CHECK_EQ_U(m.have, DBK_VM_TTFT_SUM | DBK_VM_TTFT_COUNT);
 }
 
 static void test_old_names_count_only_without_new_ones(void)
@@ -229,6 +250,7 @@ static void test_query_names_every_family(void)
 	CHECK(strstr(q, "&name%5B%5D=vllm:prefix_cache_hits_total&") != NULL);
 	CHECK(strstr(q, "&name%5B%5D=vllm:cache_config_info") != NULL);
 	CHECK(strstr(q, "&name%5B%5D=vllm:gpu_cache_usage_perc&") != NULL);
+	CHECK(strstr(q, "&name%5B%5D=vllm:time_to_first_token_seconds_sum&") != NULL);
 	CHECK_EQ_U(dbk_vllm_metrics_query(q, 40), 0);
 }
 
@@ -236,6 +258,7 @@ int main(void)
 {
 	RUN(test_stub_fixture);
 	RUN(test_engines_sum_and_kv_is_the_mean);
+	RUN(test_first_token_totals);
 	RUN(test_old_names_count_only_without_new_ones);
 	RUN(test_what_the_format_allows);
 	RUN(test_malformed_lines_fail_the_body);
