@@ -16,7 +16,7 @@ names_read() {
 		grep -vxF -f <(jq -r '.templating.list[].name' "$REPO/contrib/grafana/dbucket.json") | sort -u
 }
 
-@test "the Grafana dashboard and the alert rules read only metrics the agent and HAProxy export" {
+@test "the Grafana dashboard and the alert rules read only metrics the agent (either policy) and HAProxy export" {
 	start_stubs
 	local scrape=() i
 	for i in 0 1 2 3; do scrape+=(--scrape "vllm$i=http://127.0.0.1:${STUB_PORT[i]}"); done
@@ -33,8 +33,15 @@ names_read() {
 	{
 		agent_get /metrics
 		curl -s --max-time 5 "http://$DBK_STATS_BIND/metrics"
-	} | awk '$1 == "#" && $2 == "TYPE" { print $3 }' | sort -u >"$BATS_TEST_TMPDIR/exported"
+	} | awk '$1 == "#" && $2 == "TYPE" { print $3 }' >"$BATS_TEST_TMPDIR/exported.all"
+	# Then the same agent under --policy ttft, for the panels of its
+	# series.
+	stop_agent
+	start_agent --policy ttft --haproxy-socket "unix:$DBK_STATS_SOCKET" "${scrape[@]}"
+	agent_get /metrics | awk '$1 == "#" && $2 == "TYPE" { print $3 }' >>"$BATS_TEST_TMPDIR/exported.all"
+	sort -u "$BATS_TEST_TMPDIR/exported.all" >"$BATS_TEST_TMPDIR/exported"
 	grep -q '^dbucket_vllm_kv_cache_usage_ratio$' "$BATS_TEST_TMPDIR/exported"
+	grep -q '^dbucket_ttft_slowness$' "$BATS_TEST_TMPDIR/exported"
 	grep -q '^haproxy_backend_active_servers$' "$BATS_TEST_TMPDIR/exported"
 
 	names_read "$REPO/contrib/grafana/dbucket.json" "$REPO/contrib/prometheus/dbucket.rules.yml" \
