@@ -375,6 +375,15 @@ static double pred_prefill_s(const struct dbk_pred_config *c, double fresh, doub
 	       c->attn_flop_per_pair * (total * total - hit * hit) / 2 / c->attn_flops;
 }
 
+/* The same on server s, at its learnt speed (pred_learn_speed): every
+ * prefill priced for a server goes through here; only the fleet-wide
+ * mean (mean_work_s) is priced at the fleet's speed. */
+static double pred_srv_prefill_s(const struct dbk_pred *p, const struct pred_srv *s, double fresh,
+                                 double hit, double decoders, double ctx)
+{
+	return s->slow * pred_prefill_s(&p->c, fresh, hit, decoders, ctx);
+}
+
 static double pred_output(const struct dbk_pred *p, const struct dbk_pred_request *r)
 {
 	double m = isfinite(r->max_tokens) && r->max_tokens > 0 ? r->max_tokens : 0;
@@ -443,7 +452,7 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now)) + o.running;
 	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;
 	double queue = fmax(0, s->last_end_s - now) + o.work_s + fmax(0, s->unseen_end_s - now);
-	double own = s->slow * pred_prefill_s(&p->c, fmax(prompt - hit, 1), hit, decoders, ctx);
+	double own = pred_srv_prefill_s(p, s, fmax(prompt - hit, 1), hit, decoders, ctx);
 
 	double cap = pred_capacity(p, s);
 	double need = prompt - hit + out;
@@ -454,7 +463,7 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 		/* Until enough decodes end: what is left of the outputs in
 		 * flight ((kv - ctx) is half of them) at one token a step. */
 		double left = s->inflight ? (s->kv_tokens - s->ctx_tokens) / s->inflight : out;
-		double step = s->slow * pred_prefill_s(&p->c, 1, 0, decoders, ctx);
+		double step = pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
 		e->wait_s = fmin(over / fmax(cap, 1), 1) * left * step;
 	}
 	e->ttft_s = queue + own;
@@ -469,7 +478,7 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	double steps = pred_steps(&p->c, fmax(prompt - hit, 1), decoders);
 	e->stall_s = 0;
 	if (steps > 1) {
-		double extra = own - steps * s->slow * pred_prefill_s(&p->c, 1, 0, decoders, ctx);
+		double extra = own - steps * pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
 		e->stall_s = ((double)s->inflight + o.requests) * fmax(0, extra) * (steps - 1) /
 		             steps;
 	}
@@ -747,7 +756,7 @@ static void pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, un
 	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now));
 	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;
 	double fresh = fmax(prompt - hit, 1);
-	double own = s->slow * pred_prefill_s(&p->c, fresh, hit, decoders, ctx);
+	double own = pred_srv_prefill_s(p, s, fresh, hit, decoders, ctx);
 	double start = fmax(now, s->last_end_s);
 	pred_push(s, now, start + own);
 	s->last_end_s = start + own;
