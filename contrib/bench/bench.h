@@ -12,7 +12,7 @@
 #include "client.h"
 #include "request.h"
 #include "stats.h"
-#include "trace.h"
+#include "model/trace.h"
 
 #define DBK_BENCH_VERSION "0.1.0"
 

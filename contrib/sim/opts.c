@@ -9,7 +9,7 @@
 #include "lib/cli.h"
 #include "predict.h"
 #include "sim.h"
-#include "stub/engine.h"
+#include "model/engine.h"
 
 /* In enum dbk_trace_format's order: the choice's index is the format. */
 static const char *const formats[] = { "auto", "mooncake", "azure", NULL };
@@ -155,7 +155,7 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 static const char *const intro =
         "Usage: dbucket-sim --trace FILE [options]\n"
         "Replays a Mooncake or Azure trace against N simulated vLLM instances\n"
-        "(contrib/stub/engine.c) routed by each policy, in model time, and prints\n"
+        "(agent/model/engine.c) routed by each policy, in model time, and prints\n"
         "one row per policy with ratios to least connections.\n";
 
 static const char *const policies_text =

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "bench/trace.h"
+#include "model/trace.h"
 #include "slo.h"
 
 #define DBK_SIM_VERSION "0.2"

@@ -1,4 +1,4 @@
-/* The cluster simulator: N vLLM instances (contrib/stub/engine.c, one
+/* The cluster simulator: N vLLM instances (agent/model/engine.c, one
  * engine each), a routing policy (policy.h), a request trace, and a
  * discrete-event loop in model time. No sockets, no clock, no globals:
  * the same inputs give the same outputs, bit for bit.
@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stub/engine.h"
+#include "model/engine.h"
 #include "metrics.h"
 #include "snapshot.h"
 

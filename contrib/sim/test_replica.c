@@ -1,5 +1,5 @@
 /* Unit tests of the first-token predictor (predict.c) against the engine
- * it stands in for (contrib/stub/engine.c). */
+ * it stands in for (agent/model/engine.c). */
 #include "replica.h"
 
 #include <math.h>

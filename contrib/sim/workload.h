@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "bench/trace.h" /* dbucket-bench's reader: one trace parser */
+#include "model/trace.h" /* dbucket-bench's reader too: one trace parser */
 #include "opts.h"
 #include "sim.h"
 

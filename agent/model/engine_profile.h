@@ -1,7 +1,7 @@
 /* The engine model's numbers: GPU profiles and model constants for a
  * vLLM V1 engine serving Llama-3.1-8B in bf16. The ttft policy predicts
  * with them (predict.c's defaults: the H100 profile) and the stub
- * simulates with them (contrib/stub/engine_config.c), so the agent's
+ * simulates with them (agent/model/engine_config.c), so the agent's
  * prediction and the stub it is tested against cannot drift apart: this
  * header is the one place the numbers live, next to their sources.
  *

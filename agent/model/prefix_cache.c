@@ -1,5 +1,5 @@
 /* KV block pool with prefix caching; see prefix_cache.h. */
-#include "prefix_cache.h"
+#include "model/prefix_cache.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* Unit tests of the trace readers, the synthetic generator and the
  * selection (trace.c). */
-#include "synth.h"
-#include "trace.h"
+#include "model/synth.h"
+#include "model/trace.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* Unit tests of the vLLM engine model (engine.c). Model time only: the
  * engine never reads a clock, so nothing here sleeps. */
-#include "engine.h"
+#include "model/engine.h"
 
 #include <stdbool.h>
 #include <stdint.h>

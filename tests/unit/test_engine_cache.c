@@ -2,7 +2,7 @@
  * prefix_cache.c): hits skip prefill, the last token is always computed,
  * preempted requests find their own blocks, eviction is LRU, and with
  * caching off (or nothing shared) the schedule is the uncached one. */
-#include "engine.h"
+#include "model/engine.h"
 
 #include <stdbool.h>
 #include <stdint.h>
