@@ -88,6 +88,18 @@ size_t dbk_trace_spread(struct dbk_trace *t, uint64_t seed);
 
 /* ---- Selection. ---- */
 
+/* The trace a program replays and the slice of it its command line picks:
+ * dbucket-bench and dbucket-sim fill one each (their option names
+ * differ), the time window first, then the count. */
+struct dbk_trace_slice {
+	const char *path;
+	enum dbk_trace_format format; /* UNKNOWN: detect */
+	double start_s, duration_s;   /* trace seconds; duration <= 0: to the end */
+	size_t max_requests;          /* 0: all */
+	double rate_factor;           /* arrivals this many times faster */
+	bool spread_ticks;            /* dbk_trace_spread before the slice */
+};
+
 struct dbk_select {
 	double start_s;         /* trace seconds skipped at the start */
 	double duration_s;      /* <= 0: to the end */
