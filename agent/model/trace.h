@@ -1,9 +1,10 @@
-/* Request sources for dbucket-bench: the Mooncake JSONL trace, the Azure
- * LLM inference CSV trace and synthetic mixes, all reduced to one list of
+/* The requests dbucket-bench and dbucket-sim replay: the Mooncake JSONL
+ * trace and the Azure LLM inference CSV trace (and dbucket-bench's
+ * synthetic mixes, contrib/bench/synth.h), all reduced to one list of
  * (arrival time, prompt tokens, output tokens). Pure: parsers work on
- * bytes already in memory, the generator on an explicit seed. */
-#ifndef DBK_BENCH_TRACE_H
-#define DBK_BENCH_TRACE_H
+ * bytes already in memory, spreading on an explicit seed. */
+#ifndef DBK_MODEL_TRACE_H
+#define DBK_MODEL_TRACE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -11,7 +11,7 @@
 #include "bench.h"
 #include "lib/fileio.h"
 #include "lib/net.h"
-#include "model/synth.h"
+#include "synth.h"
 
 /* Traces here are a few MB; this only stops a wrong path (a disk image)
  * from being read whole. */

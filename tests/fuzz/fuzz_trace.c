@@ -1,7 +1,7 @@
 /* Fuzzes the request-trace readers the benchmark and the simulator load
- * from the command line (model/trace.c: Mooncake JSONL, Azure
+ * from the command line (agent/model/trace.c: Mooncake JSONL, Azure
  * CSV) and what is done to a trace after: spreading its ticks, keeping a
- * slice; and the synthetic mix's spec parser (model/synth.c).
+ * slice; and the synthetic mix's spec parser (contrib/bench/synth.c).
  *
  * Input: one parameter byte b, then the bytes of a file.
  *   b & 3: 0 detect the format by content, 1 Mooncake, 2 Azure, 3 the
@@ -22,7 +22,7 @@
  * - dbk_synth_parse: 0 or -1 with a reason. */
 #include <math.h>
 
-#include "model/synth.h"
+#include "bench/synth.h"
 #include "model/trace.h"
 #include "fuzz.h"
 #include "lib/hash.h"

@@ -1,7 +1,7 @@
 /* Synthetic request mixes: parsing "NAME=WEIGHT:IN[-IN_MAX][:OUT[-OUT_MAX]]"
  * lists and generating Poisson arrivals from them, seeded and
  * reproducible. */
-#include "model/synth.h"
+#include "synth.h"
 
 #include <ctype.h>
 #include <float.h>
