@@ -1,6 +1,6 @@
 /* The engine model's formulas over its numbers: the step time from a GPU
- * profile and the model constants (both in agent/model/engine_profile.h, shared
- * with the agent's ttft policy), and the configuration rules (engine.h).
+ * profile and the model constants (both in engine_profile.h, shared with
+ * the agent's ttft policy), and the configuration rules (engine.h).
  * Kept apart from the scheduler (engine.c). Pure. */
 #include "model/engine.h"
 
