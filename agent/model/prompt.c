@@ -3,7 +3,10 @@
 
 #include <stdio.h>
 
-#define BLOCK_BYTES (512u * DBK_BYTES_PER_TOKEN)
+#include "model/trace.h"
+
+/* One block of text a hash id of the trace names. */
+#define BLOCK_BYTES (DBK_TRACE_BLOCK_TOKENS * DBK_BYTES_PER_TOKEN)
 
 void dbk_prompt_write(struct dbk_buf *b, const struct dbk_req_spec *s)
 {
