@@ -25,8 +25,9 @@ WARN      = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes -
 OPT      ?= -O2 -g
 SANFLAGS ?=
 # Headers are named from these roots: "lib/net.h" (the shared layer),
-# "balancer.h" (the agent), "stub/engine.h" (another program's module),
-# "check.h" (the unit-test macros).
+# "model/engine.h" (the model library), "balancer.h" (the agent),
+# "stub/api.h" (a program's module, from a test), "check.h" (the
+# unit-test macros).
 CFLAGS   += $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iagent -Icontrib -Itests/unit -MMD -MP
 # Every program links the same -l list; --as-needed keeps the libraries a
 # program does not use out of its dependencies.
@@ -36,6 +37,9 @@ LDLIBS   += -lev -lcjson -lm
 # The layers, one static library each (see CONTRIBUTING.md):
 #   libdbk.a          agent/lib/: sockets, listeners, buffer, list, HTTP/1,
 #                     numbers, logging, clock, the SPOP codec and server
+#   libdbk-model.a    agent/model/: the pure models the programs share (the
+#                     vLLM engine and its prefix cache, GPU profiles, traces,
+#                     the bench's prompts)
 #   libdbk-agent.a    agent/: the balancer, policies and the agent's modules
 #   libdbk-<prog>.a   contrib/<prog>/: one program's modules
 # A program is its main.c (or the files named in <PROG>_MAINS) over its own
@@ -63,8 +67,10 @@ LINK = $(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) \
 dbk_objs = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(2) $(1)/test_%.c,$(wildcard $(1)/*.c)))
 
 LIBDBK       = $(BUILD)/libdbk.a
+LIBDBK_MODEL = $(BUILD)/libdbk-model.a
 LIBDBK_AGENT = $(BUILD)/libdbk-agent.a
 $(LIBDBK): $(call dbk_objs,agent/lib)
+$(LIBDBK_MODEL): $(call dbk_objs,agent/model)
 $(LIBDBK_AGENT): $(call dbk_objs,agent,agent/main.c agent/parity.c)
 
 # $(call dbk_program,NAME,DIR,LIBS,MAINS): libdbk-NAME.a from DIR, and
@@ -79,32 +85,36 @@ TESTS += $$($(1)_TESTS)
 endef
 
 TESTS =
-$(eval $(call dbk_program,stub,contrib/stub,$(LIBDBK),contrib/stub/main.c))
-$(eval $(call dbk_program,bench,contrib/bench,$(LIBDBK),contrib/bench/main.c))
-$(eval $(call dbk_program,sim,contrib/sim,$(BUILD)/libdbk-bench.a $(BUILD)/libdbk-stub.a $(LIBDBK_AGENT) $(LIBDBK),contrib/sim/main.c))
-$(eval $(call dbk_program,spopbench,contrib/spopbench,$(LIBDBK_AGENT) $(LIBDBK),contrib/spopbench/null_agent.c contrib/spopbench/load.c))
+$(eval $(call dbk_program,stub,contrib/stub,$(LIBDBK_MODEL) $(LIBDBK),contrib/stub/main.c))
+$(eval $(call dbk_program,bench,contrib/bench,$(LIBDBK_MODEL) $(LIBDBK),contrib/bench/main.c))
+$(eval $(call dbk_program,sim,contrib/sim,$(LIBDBK_AGENT) $(LIBDBK_MODEL) $(LIBDBK),contrib/sim/main.c))
+$(eval $(call dbk_program,spopbench,contrib/spopbench,$(LIBDBK_AGENT) $(LIBDBK_MODEL) $(LIBDBK),contrib/spopbench/null_agent.c contrib/spopbench/load.c))
 $(eval $(call dbk_program,launcher,contrib/launcher,$(LIBDBK),contrib/launcher/main.c))
 
-# The agent's unit tests (tests/unit/test_X.c -> test_X) share frames.o.
+# The unit tests of agent/, agent/lib/ and agent/model/ (tests/unit/test_X.c
+# -> test_X) share frames.o; one that checks programs against each other
+# names their libraries below.
 UNIT_TESTS = $(patsubst tests/unit/test_%.c,$(BUILD)/test_%,$(wildcard tests/unit/test_*.c))
 TESTS     += $(UNIT_TESTS)
-$(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(BUILD)/tests/unit/frames.o $(LIBDBK_AGENT) $(LIBDBK)
+$(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(BUILD)/tests/unit/frames.o $(LIBDBK_AGENT) $(LIBDBK_MODEL) $(LIBDBK)
 	$(LINK)
+# The simulator keys a prompt as the stub does.
+$(BUILD)/test_prompt_keys: $(BUILD)/libdbk-sim.a $(BUILD)/libdbk-stub.a
 
 BINS = $(BUILD)/dbucket-spoa $(BUILD)/dbucket-parity $(BUILD)/vllm-stub $(BUILD)/dbucket-bench \
        $(BUILD)/dbucket-sim $(BUILD)/dbucket-null-agent $(BUILD)/dbucket-spop-load $(BUILD)/dbucket
 # Tools the e2e tests drive (not run by tests/run as unit tests).
 E2E_TOOLS = $(BUILD)/dbk-test-flood
 
-$(BUILD)/dbucket-spoa:       $(BUILD)/agent/main.o $(LIBDBK_AGENT) $(LIBDBK)
-$(BUILD)/dbucket-parity:     $(BUILD)/agent/parity.o $(LIBDBK_AGENT) $(LIBDBK)
+$(BUILD)/dbucket-spoa:       $(BUILD)/agent/main.o $(LIBDBK_AGENT) $(LIBDBK_MODEL) $(LIBDBK)
+$(BUILD)/dbucket-parity:     $(BUILD)/agent/parity.o $(LIBDBK_AGENT) $(LIBDBK_MODEL) $(LIBDBK)
 $(BUILD)/vllm-stub:          $(BUILD)/contrib/stub/main.o $(stub_LIBS)
 $(BUILD)/dbucket-bench:      $(BUILD)/contrib/bench/main.o $(bench_LIBS)
 $(BUILD)/dbucket-sim:        $(BUILD)/contrib/sim/main.o $(sim_LIBS)
 $(BUILD)/dbucket-null-agent: $(BUILD)/contrib/spopbench/null_agent.o $(spopbench_LIBS)
 $(BUILD)/dbucket-spop-load:  $(BUILD)/contrib/spopbench/load.o $(spopbench_LIBS)
 $(BUILD)/dbucket:            $(BUILD)/contrib/launcher/main.o $(launcher_LIBS)
-$(BUILD)/dbk-test-flood:     $(BUILD)/tests/e2e/flood.o $(BUILD)/tests/unit/frames.o $(LIBDBK_AGENT) $(LIBDBK)
+$(BUILD)/dbk-test-flood:     $(BUILD)/tests/e2e/flood.o $(BUILD)/tests/unit/frames.o $(LIBDBK_AGENT) $(LIBDBK_MODEL) $(LIBDBK)
 $(BINS) $(E2E_TOOLS):
 	$(LINK)
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_profile.h"
+#include "model/engine_profile.h"
 #include "lib/hash.h"
 #include "prefix_index.h"
 #include "prefix_key.h"

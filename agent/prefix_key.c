@@ -7,16 +7,17 @@
 #include <string.h>
 
 #include "lib/hash.h"
+#include "model/chunker.h"
 
 struct pk_scan {
 	const uint8_t *p, *end;
 };
 
-/* The block hasher: text is appended in pieces; every full block gives a
- * key chained on the previous one. */
+/* The block hasher: text is appended in pieces (the chunker cuts it);
+ * every full block gives a key chained on the previous one. */
 struct pk_hasher {
+	struct dbk_chunker chunks;
 	uint8_t block[DBK_PKEY_BLOCK_BYTES];
-	size_t fill;
 	uint64_t prev;
 	uint64_t *keys;
 	size_t nkeys, max_keys;
@@ -75,39 +76,25 @@ static uint64_t pk_hash_block(uint64_t prev, const uint8_t *b)
 	                       dbk_hash_mum(l2 ^ PK_K1, l3 ^ PK_K2));
 }
 
-static void pk_key(struct pk_hasher *h, const uint8_t *block)
+static bool pk_key(void *ctx, const uint8_t *block)
 {
+	struct pk_hasher *h = ctx;
+
+	if (h->nkeys >= h->max_keys)
+		return false;
 	uint64_t k = pk_hash_block(h->prev, block);
 
 	if (k == 0)
 		k = 1;
 	h->keys[h->nkeys++] = k;
 	h->prev = k;
+	return h->nkeys < h->max_keys;
 }
 
 static void pk_append(struct pk_hasher *h, const uint8_t *b, size_t n)
 {
 	h->text_bytes += n;
-	while (n > 0 && h->nkeys < h->max_keys) {
-		if (h->fill == 0 && n >= DBK_PKEY_BLOCK_BYTES) {
-			/* Whole blocks straight from the sample. */
-			pk_key(h, b);
-			b += DBK_PKEY_BLOCK_BYTES;
-			n -= DBK_PKEY_BLOCK_BYTES;
-			continue;
-		}
-		size_t take = DBK_PKEY_BLOCK_BYTES - h->fill;
-		if (take > n)
-			take = n;
-		memcpy(h->block + h->fill, b, take);
-		h->fill += take;
-		b += take;
-		n -= take;
-		if (h->fill == DBK_PKEY_BLOCK_BYTES) {
-			pk_key(h, h->block);
-			h->fill = 0;
-		}
-	}
+	dbk_chunker_feed(&h->chunks, b, n);
 }
 
 static void pk_ws(struct pk_scan *s)
@@ -338,6 +325,7 @@ size_t dbk_pkey_derive(const uint8_t *sample, size_t len, uint64_t *keys, size_t
 	struct pk_scan s = { .p = sample, .end = sample ? sample + len : NULL };
 	struct pk_ctx c = { .h = &h, .out = out };
 
+	dbk_chunker_init(&h.chunks, h.block, sizeof(h.block), pk_key, &h);
 	memset(out, 0, sizeof(*out));
 	if (sample && len > 0)
 		(void)pk_object(&s, pk_top_member, &c);

@@ -12,22 +12,19 @@
 #include "client.h"
 #include "request.h"
 #include "stats.h"
-#include "trace.h"
+#include "model/trace.h"
 
 #define DBK_BENCH_VERSION "0.1.0"
 
 struct dbk_bench_opts {
-	const char *trace;
-	enum dbk_trace_format format; /* UNKNOWN: detect */
+	/* The trace file, or with --synthetic the generator's count and
+	 * duration (its path and window unused). */
+	struct dbk_trace_slice slice;
 	const char *synthetic;
 	double rate; /* 0 when not given */
 	unsigned long long seed;
-	double rate_factor;
-	double start_offset, duration;
-	long long max_requests;
 	long long max_model_len;
 	bool skip_overlong;
-	bool spread_ticks; /* dbk_trace_spread before the slice */
 	const char *url;
 	enum dbk_endpoint endpoint;
 	const char *model;

@@ -102,7 +102,7 @@ static size_t tables(struct raw *r, struct dbk_opt *t)
 {
 	struct dbk_bench_opts *o = r->o;
 	const struct dbk_opt all[] = {
-		STR("trace", &o->trace, "FILE",
+		STR("trace", &o->slice.path, "FILE",
 		    "Mooncake JSONL or Azure CSV trace, "
 		    "format\ndetected by extension, then by content"),
 		CHOICE("format", &r->format, FORMATS, "mooncake|azure", "override the detection"),
@@ -115,21 +115,21 @@ static size_t tables(struct raw *r, struct dbk_opt *t)
 		     "per\nsecond of model time ('inf': all at once)"),
 		NUM("seed", DBK_OPT_LL, &r->seed, 0, 1e18, "N",
 		    "synthetic: random seed (default 1)"),
-		NUM("start-offset", DBK_OPT_DOUBLE, &o->start_offset, 0, 1e9, "S",
+		NUM("start-offset", DBK_OPT_DOUBLE, &o->slice.start_s, 0, 1e9, "S",
 		    "skip the first S seconds of the trace"),
-		NUM("duration", DBK_OPT_DOUBLE, &o->duration, 1e-9, 1e9, "S",
+		NUM("duration", DBK_OPT_DOUBLE, &o->slice.duration_s, 1e-9, 1e9, "S",
 		    "then replay S seconds (synthetic: generate\nS seconds of "
 		    "arrivals)"),
-		NUM("max-requests", DBK_OPT_LL, &o->max_requests, 1, 1e8, "N",
+		NUM("max-requests", DBK_OPT_SIZE, &o->slice.max_requests, 1, 1e8, "N",
 		    "at most N requests"),
 		NUM("max-model-len", DBK_OPT_LL, &o->max_model_len, 2, DBK_TRACE_MAX_TOKENS, "N",
 		    "fit prompt + output into N tokens ..."),
 		CHOICE("overlong", &r->overlong, OVERLONG, "clip|skip",
 		       "... by clipping (output to N-1, then the\nprompt) or by "
 		       "skipping (default clip)"),
-		NUM("rate-factor", DBK_OPT_DOUBLE, &o->rate_factor, 1e-6, 1e9, "F",
+		NUM("rate-factor", DBK_OPT_DOUBLE, &o->slice.rate_factor, 1e-6, 1e9, "F",
 		    "arrivals F times faster (default 1)"),
-		FLAG("spread-ticks", &o->spread_ticks,
+		FLAG("spread-ticks", &o->slice.spread_ticks,
 		     "requests that share an arrival time (a\ntrace recorded in ticks: "
 		     "Mooncake's ~3 s)\narrive at uniform random times, seeded,\nbefore "
 		     "the next tick, in order, as\ndbucket-sim --spread-ticks (default: as\n"
@@ -215,11 +215,11 @@ static int parse_all(const struct dbk_opt *t, int argc, char **argv, struct raw 
 			return -1;
 		if (first >= argc || r->help || r->version)
 			return 0;
-		if (r->o->trace) {
+		if (r->o->slice.path) {
 			dbk_errf(err, errlen, "unexpected argument '%s'", argv[first]);
 			return -1;
 		}
-		r->o->trace = argv[first];
+		r->o->slice.path = argv[first];
 		/* argv[first] stands as the program name of the rest. */
 		argc -= first;
 		argv += first;
@@ -229,22 +229,22 @@ static int parse_all(const struct dbk_opt *t, int argc, char **argv, struct raw 
 /* The rules between options; NULL when they hold. */
 static const char *conflicts(const struct dbk_bench_opts *o, bool have_rate)
 {
-	if (!o->trace == !o->synthetic)
+	if (!o->slice.path == !o->synthetic)
 		return "give one source: a trace file or --synthetic MIX";
 	if (o->synthetic && !have_rate)
 		return "--synthetic needs --rate";
 	if (!o->synthetic && have_rate)
 		return "--rate is for --synthetic; scale a trace with "
 		       "--rate-factor";
-	if (o->synthetic && o->format)
+	if (o->synthetic && o->slice.format)
 		return "--format is for trace files";
-	if (o->synthetic && !o->max_requests && !(o->duration > 0))
+	if (o->synthetic && !o->slice.max_requests && !(o->slice.duration_s > 0))
 		return "--synthetic needs --max-requests or --duration";
-	if (o->synthetic && o->start_offset > 0)
+	if (o->synthetic && o->slice.start_s > 0)
 		return "--start-offset is for trace files";
-	if (o->synthetic && o->spread_ticks)
+	if (o->synthetic && o->slice.spread_ticks)
 		return "--spread-ticks is for trace files";
-	if (o->synthetic && isinf(o->rate) && !o->max_requests)
+	if (o->synthetic && isinf(o->rate) && !o->slice.max_requests)
 		return "--rate inf needs --max-requests";
 	return NULL;
 }
@@ -257,7 +257,7 @@ int dbk_bench_parse_args(int argc, char **argv, struct dbk_bench_opts *o)
 	char err[512];
 
 	memset(o, 0, sizeof(*o));
-	o->rate_factor = 1;
+	o->slice.rate_factor = 1;
 	o->url = "http://127.0.0.1:8000";
 	o->model = "stub-model";
 	o->timeout = 3600;
@@ -275,9 +275,9 @@ int dbk_bench_parse_args(int argc, char **argv, struct dbk_bench_opts *o)
 		return 1;
 	}
 	o->seed = (unsigned long long)r.seed;
-	o->format = r.format < 0    ? DBK_TRACE_UNKNOWN
-	            : r.format == 0 ? DBK_TRACE_MOONCAKE
-	                            : DBK_TRACE_AZURE;
+	o->slice.format = r.format < 0    ? DBK_TRACE_UNKNOWN
+	                  : r.format == 0 ? DBK_TRACE_MOONCAKE
+	                                  : DBK_TRACE_AZURE;
 	o->endpoint = r.endpoint == 1 ? DBK_EP_CHAT : DBK_EP_COMPLETIONS;
 	o->skip_overlong = r.overlong == 1;
 	o->slo.ttft = r.slo_ms[0] / 1e3;

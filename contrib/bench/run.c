@@ -16,7 +16,7 @@
 
 double dbk_bench_arrival_wall(const struct dbk_bench *b, size_t i)
 {
-	return b->tr.req[i].t / (b->o.rate_factor * b->o.time_scale);
+	return b->tr.req[i].t / (b->o.slice.rate_factor * b->o.time_scale);
 }
 
 static void check_end(struct dbk_bench *b)

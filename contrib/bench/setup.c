@@ -30,47 +30,47 @@ static int load_requests(struct dbk_bench *b)
 		struct dbk_synth mix;
 
 		if (dbk_synth_parse(o->synthetic, &mix, err, sizeof(err)) != 0 ||
-		    dbk_synth_generate(&mix, o->rate, (size_t)o->max_requests, o->duration, o->seed,
-		                       &b->tr, err, sizeof(err)) != 0) {
+		    dbk_synth_generate(&mix, o->rate, o->slice.max_requests, o->slice.duration_s,
+		                       o->seed, &b->tr, err, sizeof(err)) != 0) {
 			fprintf(stderr, "dbucket-bench: --synthetic: %s\n", err);
 			return 2;
 		}
 	} else {
-		enum dbk_trace_format f = o->format;
+		enum dbk_trace_format f = o->slice.format;
 		char *data;
 		size_t n;
 
-		data = dbk_read_file(o->trace, MAX_TRACE_BYTES, &n, err, sizeof(err));
+		data = dbk_read_file(o->slice.path, MAX_TRACE_BYTES, &n, err, sizeof(err));
 		if (!data) {
 			fprintf(stderr, "dbucket-bench: %s\n", err);
 			return 2;
 		}
 		if (!f)
-			f = dbk_trace_detect(o->trace, data, n);
+			f = dbk_trace_detect(o->slice.path, data, n);
 		if (!f) {
 			fprintf(stderr,
 			        "dbucket-bench: %s: not a Mooncake "
 			        "JSONL or Azure CSV trace (use --format)\n",
-			        o->trace);
+			        o->slice.path);
 			free(data);
 			return 2;
 		}
-		b->o.format = f;
+		b->o.slice.format = f;
 		if (dbk_trace_parse(f, data, n, &b->tr, err, sizeof(err)) != 0) {
-			fprintf(stderr, "dbucket-bench: %s: %s\n", o->trace, err);
+			fprintf(stderr, "dbucket-bench: %s: %s\n", o->slice.path, err);
 			free(data);
 			return 2;
 		}
 		free(data);
-		if (o->spread_ticks)
+		if (o->slice.spread_ticks)
 			b->spread = dbk_trace_spread(&b->tr, DBK_TRACE_SPREAD_SEED);
 	}
 	memset(&sel, 0, sizeof(sel));
 	/* A synthetic run is already bounded by its own count and
 	 * duration; they are not applied twice. */
-	sel.start_s = o->synthetic ? 0 : o->start_offset;
-	sel.duration_s = o->synthetic ? 0 : o->duration;
-	sel.max_requests = (size_t)o->max_requests;
+	sel.start_s = o->synthetic ? 0 : o->slice.start_s;
+	sel.duration_s = o->synthetic ? 0 : o->slice.duration_s;
+	sel.max_requests = o->slice.max_requests;
 	sel.max_model_len = (uint32_t)o->max_model_len;
 	sel.skip_overlong = o->skip_overlong;
 	dbk_trace_select(&b->tr, &sel, &b->sel);
@@ -148,8 +148,8 @@ void dbk_bench_describe(const struct dbk_bench *b)
 	        "dbucket-bench: %zu requests (%zu < %lld tokens, %zu "
 	        ">=), arrivals over %.1f s of trace time = %.1f s of model "
 	        "time at rate factor %g = %.2f s real at time scale %g\n",
-	        b->n, b->n - n_long, b->o.threshold, n_long, span, span / b->o.rate_factor,
-	        b->o.rate_factor, dbk_bench_arrival_wall(b, b->n - 1), b->o.time_scale);
+	        b->n, b->n - n_long, b->o.threshold, n_long, span, span / b->o.slice.rate_factor,
+	        b->o.slice.rate_factor, dbk_bench_arrival_wall(b, b->n - 1), b->o.time_scale);
 	if (b->sel.clipped || b->sel.skipped)
 		fprintf(stderr,
 		        "dbucket-bench: max-model-len %lld: %zu "
@@ -210,7 +210,7 @@ int dbk_bench_setup(struct dbk_bench *b)
 
 		b->slots[i].b = b;
 		b->slots[i].i = i;
-		r->arrival = q->t / b->o.rate_factor;
+		r->arrival = q->t / b->o.slice.rate_factor;
 		r->prompt_tokens = q->input;
 		r->max_tokens = q->output;
 		r->cls = q->input >= (uint64_t)b->o.threshold ? DBK_CLASS_LONG : DBK_CLASS_SHORT;

@@ -1,4 +1,4 @@
-/* Benchmark metrics as contrib/stub/ENGINE-MODEL.md defines them
+/* Benchmark metrics as agent/model/ENGINE-MODEL.md defines them
  * (vLLM's own benchmark client): TTFT, TPOT, ITL, E2E, throughputs and
  * goodput over per-request results. Pure. All times here are seconds of
  * model time; the caller scales what it measured. */

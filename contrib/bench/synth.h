@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "trace.h"
+#include "model/trace.h"
 
 #define DBK_SYNTH_MAX_CLASSES 16
 

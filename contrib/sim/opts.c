@@ -9,7 +9,7 @@
 #include "lib/cli.h"
 #include "predict.h"
 #include "sim.h"
-#include "stub/engine.h"
+#include "model/engine.h"
 
 /* In enum dbk_trace_format's order: the choice's index is the format. */
 static const char *const formats[] = { "auto", "mooncake", "azure", NULL };
@@ -33,23 +33,23 @@ struct extra {
 static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 {
 	const struct dbk_opt opts[] = {
-		{ "trace", 0, DBK_OPT_STR, &o->trace, .metavar = "FILE",
+		{ "trace", 0, DBK_OPT_STR, &o->slice.path, .metavar = "FILE",
 		  .help = "Mooncake JSONL or Azure CSV (required)", .section = "Trace:" },
 		{ "format", 0, DBK_OPT_CHOICE, &x->format, .choices = formats,
 		  .metavar = "auto|mooncake|azure",
 		  .help = "(default auto: by extension, then content)" },
-		{ "start-s", 0, DBK_OPT_DOUBLE, &o->start_s, 0, 1e12, .metavar = "S",
+		{ "start-s", 0, DBK_OPT_DOUBLE, &o->slice.start_s, 0, 1e12, .metavar = "S",
 		  .help = "skip the first S seconds of trace time" },
-		{ "duration-s", 0, DBK_OPT_DOUBLE, &o->duration_s, 0, 1e12, .metavar = "D",
+		{ "duration-s", 0, DBK_OPT_DOUBLE, &o->slice.duration_s, 0, 1e12, .metavar = "D",
 		  .help = "keep D seconds of trace time (default all)" },
 		{ "skip", 0, DBK_OPT_SIZE, &o->skip, 0, UINT32_MAX, .flags = DBK_OPT_STRICT,
 		  .metavar = "N", .help = "then drop the first N requests (default 0)" },
-		{ "max-requests", 0, DBK_OPT_SIZE, &o->max_requests, 1, UINT32_MAX - 1,
+		{ "max-requests", 0, DBK_OPT_SIZE, &o->slice.max_requests, 1, UINT32_MAX - 1,
 		  .flags = DBK_OPT_STRICT, .metavar = "N",
 		  .help = "then keep at most N (default all)" },
-		{ "rate-factor", 0, DBK_OPT_DOUBLE, &o->rate_factor, 1e-6, 1e9, .metavar = "F",
-		  .help = "arrivals F times faster: trace time / F\n(default 1)" },
-		{ "spread-ticks", 0, DBK_OPT_FLAG, &o->spread_ticks,
+		{ "rate-factor", 0, DBK_OPT_DOUBLE, &o->slice.rate_factor, 1e-6, 1e9,
+		  .metavar = "F", .help = "arrivals F times faster: trace time / F\n(default 1)" },
+		{ "spread-ticks", 0, DBK_OPT_FLAG, &o->slice.spread_ticks,
 		  .help = "requests that share an arrival time (a\n"
 		          "trace recorded in ticks: Mooncake's ~3 s)\n"
 		          "arrive at uniform random times, seeded,\n"
@@ -155,7 +155,7 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 static const char *const intro =
         "Usage: dbucket-sim --trace FILE [options]\n"
         "Replays a Mooncake or Azure trace against N simulated vLLM instances\n"
-        "(contrib/stub/engine.c) routed by each policy, in model time, and prints\n"
+        "(agent/model/engine.c) routed by each policy, in model time, and prints\n"
         "one row per policy with ratios to least connections.\n";
 
 static const char *const policies_text =
@@ -192,7 +192,7 @@ static void defaults(struct dbk_sim_opts *o, struct extra *x)
 {
 	memset(o, 0, sizeof(*o));
 	memset(x, 0, sizeof(*x));
-	o->rate_factor = 1;
+	o->slice.rate_factor = 1;
 	o->instances = 4;
 	o->threshold = 32768;
 	o->max_request_tokens = 131072;
@@ -230,9 +230,9 @@ int dbk_sim_opts_parse(int argc, char **argv, struct dbk_sim_opts *o, int *statu
 		snprintf(err, sizeof(err), "unexpected argument '%s'", argv[first]);
 		return usage_error(err);
 	}
-	if (!o->trace)
+	if (!o->slice.path)
 		return usage_error("--trace FILE is required");
-	o->format = (enum dbk_trace_format)x.format;
+	o->slice.format = (enum dbk_trace_format)x.format;
 	for (unsigned i = 0; i < dbk_sim_gpu_count(o->gpu); i++)
 		if (!dbk_sim_gpu_at(o->gpu, i)) {
 			snprintf(err, sizeof(err), "--gpu: '%s' names other than h100 and a100",
@@ -240,7 +240,7 @@ int dbk_sim_opts_parse(int argc, char **argv, struct dbk_sim_opts *o, int *statu
 			return usage_error(err);
 		}
 	o->search.max_evals = (unsigned)x.max_evals;
-	o->search.start = o->rate_factor;
+	o->search.start = o->slice.rate_factor;
 	if (x.demo) { /* contrib/demo.sh's short stubs */
 		if (!o->short_max_model_len)
 			o->short_max_model_len = 32768;

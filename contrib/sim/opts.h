@@ -7,17 +7,15 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "bench/trace.h"
+#include "model/trace.h"
 #include "slo.h"
 
 #define DBK_SIM_VERSION "0.2"
 
 struct dbk_sim_opts {
-	const char *trace;
-	enum dbk_trace_format format; /* UNKNOWN: detect */
-	double start_s, duration_s;   /* duration 0: to the end */
-	size_t skip, max_requests;    /* max 0: all */
-	double rate_factor;
+	/* --skip drops requests between the window and the count. */
+	struct dbk_trace_slice slice;
+	size_t skip;
 	int instances;
 	const char *gpu;
 	/* 0: the GPU profile's default. */
@@ -30,7 +28,6 @@ struct dbk_sim_opts {
 	bool lb_sticky;
 	double stall_weight; /* < 0: the predictor's default */
 	bool no_prefix_caching;
-	bool spread_ticks; /* dbk_trace_spread before the slice */
 	double slo_ttft_ms, slo_tpot_ms, slo_e2e_ms;
 	const char *policies;
 	const char *json;

@@ -3,7 +3,7 @@
  *   - the request's length (Content-Length / 4), max_tokens, ignore_eos;
  *   - prefix keys derived by agent/prefix_key.c from the first
  *     TTFT_SAMPLE_BYTES of the very body dbucket-bench sends
- *     (dbk_request_build), the sample HAProxy hands the agent, and the
+ *     (dbk_prompt_body), the sample HAProxy hands the agent, and the
  *     session as the "user" field in it;
  *   - each instance's max_model_len (/v1/models) and, every scrape_s of
  *     model time, its scraped gauges, first-token totals and KV capacity
@@ -20,9 +20,9 @@
 #include <string.h>
 
 #include "array.h"
-#include "bench/request.h"
 #include "lib/buf.h"
 #include "lib/hash.h"
+#include "model/prompt.h"
 #include "predict.h"
 #include "prefix_key.h"
 
@@ -41,8 +41,7 @@ struct ttft {
 		uint8_t node;
 	} * reqs;
 	size_t cap;
-	struct dbk_buf http, body;
-	struct dbk_url url; /* any: only the body is used */
+	struct dbk_buf body;
 	uint64_t keys[DBK_PKEY_MAX_KEYS];
 	double *kv_cap;
 	bool learnt;
@@ -57,7 +56,6 @@ static void tt_fini(void *st)
 	free(p->node);
 	free(p->reqs);
 	free(p->kv_cap);
-	dbk_buf_free(&p->http);
 	dbk_buf_free(&p->body);
 }
 
@@ -67,8 +65,6 @@ static int tt_init(void *st, const struct dbk_sim_policy_env *env)
 	struct dbk_pred_config pc;
 
 	p->n = env->cfg->ninstances;
-	snprintf(p->url.path, sizeof(p->url.path), "/v1/completions");
-	snprintf(p->url.authority, sizeof(p->url.authority), "sim");
 	p->k = env->cfg->lb_nodes ? env->cfg->lb_nodes : 1;
 	p->sticky = env->cfg->lb_sticky;
 	if (p->k > 255) {
@@ -133,7 +129,7 @@ static void tt_request(struct ttft *p, const struct dbk_sim *s, const struct dbk
 	 * text at what the sample can hold (the JSON head is < 200 bytes). */
 	if (spec.input > TTFT_SAMPLE_BYTES / DBK_BYTES_PER_TOKEN)
 		spec.input = TTFT_SAMPLE_BYTES / DBK_BYTES_PER_TOKEN;
-	dbk_request_build(&p->http, &p->body, &p->url, &spec);
+	dbk_prompt_body(&p->body, &spec);
 	size_t len = p->body.len < TTFT_SAMPLE_BYTES ? p->body.len : TTFT_SAMPLE_BYTES;
 	dbk_pkey_derive((const uint8_t *)p->body.p, len, p->keys, DBK_PKEY_MAX_KEYS, &pk);
 

@@ -31,7 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stub/engine.h"
+#include "model/engine.h"
 
 struct dbk_pred_item {
 	uint32_t computed;  /* tokens whose KV is computed when the next step starts */

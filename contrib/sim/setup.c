@@ -23,16 +23,16 @@ void dbk_sim_setup_print(FILE *f, const struct dbk_sim_setup *u)
 	fprintf(f,
 	        "dbucket-sim %s: %s (%s), %zu requests (#%zu..#%zu of %zu in "
 	        "the window, %zu in the trace)%s",
-	        DBK_SIM_VERSION, base_name(o->trace), dbk_trace_format_name(w->fmt), w->n, w->first,
-	        w->first + w->n - 1, w->window, w->parsed,
+	        DBK_SIM_VERSION, base_name(o->slice.path), dbk_trace_format_name(w->fmt), w->n,
+	        w->first, w->first + w->n - 1, w->window, w->parsed,
 	        w->raised ? "; zero lengths raised to 1" : "");
-	if (o->spread_ticks)
+	if (o->slice.spread_ticks)
 		fprintf(f, "; ticks spread: %zu of the trace's arrivals moved", w->spread);
 	fputc('\n', f);
 	fprintf(f,
 	        "rate factor %g: arrivals over %.1f s of model time, offered "
 	        "%.2f req/s, %.0f input tok/s\n",
-	        o->rate_factor, w->span_s, w->span_s > 0 ? (double)w->n / w->span_s : 0,
+	        o->slice.rate_factor, w->span_s, w->span_s > 0 ? (double)w->n / w->span_s : 0,
 	        w->span_s > 0 ? w->in_tok / w->span_s : 0);
 	fprintf(f, "%u x %s%s; short group 0..%u: max-model-len %u, kv %llu tokens", n, o->gpu,
 	        dbk_sim_gpu_count(o->gpu) > 1 ? " in turn" : "", fl->nshort - 1,
@@ -72,14 +72,14 @@ void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
 	const struct dbk_sim_workload *w = &u->w;
 	const struct dbk_engine_config *s = &u->f.cshort, *l = &u->f.clong;
 	const struct dbk_sim_member m[] = {
-		{ "trace", 's', 0, base_name(o->trace) },
+		{ "trace", 's', 0, base_name(o->slice.path) },
 		{ "format", 's', 0, dbk_trace_format_name(w->fmt) },
-		{ "start_s", 'n', o->start_s, NULL },
-		{ "duration_s", 'n', o->duration_s, NULL },
+		{ "start_s", 'n', o->slice.start_s, NULL },
+		{ "duration_s", 'n', o->slice.duration_s, NULL },
 		{ "first_request", 'n', (double)w->first, NULL },
 		{ "requests", 'n', (double)w->n, NULL },
-		{ "rate_factor", 'n', o->rate_factor, NULL },
-		{ "spread_ticks", 'b', o->spread_ticks, NULL },
+		{ "rate_factor", 'n', o->slice.rate_factor, NULL },
+		{ "spread_ticks", 'b', o->slice.spread_ticks, NULL },
 		{ "arrival_span_s", 'n', w->span_s, NULL },
 		{ "instances", 'n', o->instances, NULL },
 		{ "short_instances", 'n', u->f.nshort, NULL },

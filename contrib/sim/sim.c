@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/request.h"
+#include "model/prompt.h"
 #include "lib/list.h"
-#include "stub/prefix_cache.h"
+#include "model/prefix_cache.h"
 #include "event_queue.h"
 #include "policy.h"
 #include "snapshot.h"

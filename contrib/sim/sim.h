@@ -1,4 +1,4 @@
-/* The cluster simulator: N vLLM instances (contrib/stub/engine.c, one
+/* The cluster simulator: N vLLM instances (agent/model/engine.c, one
  * engine each), a routing policy (policy.h), a request trace, and a
  * discrete-event loop in model time. No sockets, no clock, no globals:
  * the same inputs give the same outputs, bit for bit.
@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stub/engine.h"
+#include "model/engine.h"
 #include "metrics.h"
 #include "snapshot.h"
 
@@ -174,7 +174,7 @@ bool dbk_sim_req_handle(const struct dbk_sim *s, uint32_t id, uint64_t *h);
  * engine puts a preempted request at the front of its waiting queue). */
 uint64_t dbk_sim_req_preempt_seq(const struct dbk_sim *s, uint32_t id);
 /* The chained keys of the request's full 16-token prompt blocks, as the
- * engine holds them (prefix_cache.h); valid from its arrival (before the
+ * engine holds them (model/prefix_cache.h); valid from its arrival (before the
  * policy chooses) to its end; NULL and *n = 0 without hash ids. */
 const uint64_t *dbk_sim_req_keys(const struct dbk_sim *s, uint32_t id, uint32_t *n);
 /* Prompt tokens of request id that instance i would find in its prefix

@@ -1,5 +1,5 @@
 /* Unit tests of the first-token predictor (predict.c) against the engine
- * it stands in for (contrib/stub/engine.c). */
+ * it stands in for (agent/model/engine.c). */
 #include "replica.h"
 
 #include <math.h>
@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "engine_test.h"
 
 struct clock {
 	double now;
@@ -27,12 +28,7 @@ static void on_ev(void *ctx, const struct dbk_engine_event *ev)
 
 static double step(struct dbk_engine *e, struct clock *c)
 {
-	double d = dbk_engine_begin_step(e);
-
-	c->now += d;
-	if (d > 0)
-		dbk_engine_end_step(e, on_ev, c);
-	return d;
+	return engine_test_step(e, &c->now, on_ev, c);
 }
 
 /* Loads the predictor from the engine's live requests, in handle order

@@ -13,14 +13,15 @@ static int parse(struct dbk_sim_workload *w, const struct dbk_sim_opts *o, char 
 	size_t len = 0;
 	int rc;
 
-	buf = dbk_read_file(o->trace, DBK_SIM_TRACE_MAX, &len, err, errlen);
+	buf = dbk_read_file(o->slice.path, DBK_SIM_TRACE_MAX, &len, err, errlen);
 	if (!buf)
 		return -1;
-	w->fmt = o->format != DBK_TRACE_UNKNOWN ? o->format : dbk_trace_detect(o->trace, buf, len);
+	w->fmt = o->slice.format != DBK_TRACE_UNKNOWN ? o->slice.format
+	                                              : dbk_trace_detect(o->slice.path, buf, len);
 	rc = dbk_trace_parse(w->fmt, buf, len, &w->trace, perr, sizeof(perr));
 	free(buf);
 	if (rc != 0)
-		dbk_errf(err, errlen, "%s: %s", o->trace, perr);
+		dbk_errf(err, errlen, "%s: %s", o->slice.path, perr);
 	return rc;
 }
 
@@ -35,20 +36,20 @@ int dbk_sim_workload_load(struct dbk_sim_workload *w, const struct dbk_sim_opts 
 	if (parse(w, o, err, errlen) != 0)
 		return -1;
 	w->parsed = w->trace.n;
-	if (o->spread_ticks)
+	if (o->slice.spread_ticks)
 		w->spread = dbk_trace_spread(&w->trace, DBK_TRACE_SPREAD_SEED);
 	/* The time window; no max-model-len here: a request too long for
 	 * the instance it is sent to fails there, as vLLM's 400 does. */
 	memset(&sel, 0, sizeof(sel));
-	sel.start_s = o->start_s;
-	sel.duration_s = o->duration_s;
+	sel.start_s = o->slice.start_s;
+	sel.duration_s = o->slice.duration_s;
 	dbk_trace_select(&w->trace, &sel, &sst);
 	w->window = w->trace.n;
 	w->raised = w->trace.n_raised > 0;
 	w->first = o->skip < w->trace.n ? o->skip : w->trace.n;
 	last = w->trace.n;
-	if (o->max_requests && last - w->first > o->max_requests)
-		last = w->first + o->max_requests;
+	if (o->slice.max_requests && last - w->first > o->slice.max_requests)
+		last = w->first + o->slice.max_requests;
 	w->n = last - w->first;
 	if (w->n == 0) {
 		dbk_errf(err, errlen, "no request left in the slice");
@@ -59,7 +60,7 @@ int dbk_sim_workload_load(struct dbk_sim_workload *w, const struct dbk_sim_opts 
 		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
-	dbk_sim_workload_rate(w, o->rate_factor);
+	dbk_sim_workload_rate(w, o->slice.rate_factor);
 	for (k = 0; k < w->n; k++)
 		w->in_tok += w->reqs[k].input_tokens;
 	w->span_s = w->reqs[w->n - 1].arrival_s;

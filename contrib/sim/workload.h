@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "bench/trace.h" /* dbucket-bench's reader: one trace parser */
+#include "model/trace.h" /* dbucket-bench's reader too: one trace parser */
 #include "opts.h"
 #include "sim.h"
 
@@ -29,7 +29,7 @@ struct dbk_sim_workload {
 	double span_s, in_tok;
 };
 
-/* Reads and parses o->trace and keeps its slice, at o->rate_factor. 0, or
+/* Reads and parses o->slice.path and keeps its slice, at its rate factor. 0, or
  * -1 with the reason in err (unreadable, unparsable, empty slice,
  * memory). dbk_sim_workload_free is due either way. */
 int dbk_sim_workload_load(struct dbk_sim_workload *w, const struct dbk_sim_opts *o, char *err,

@@ -30,7 +30,7 @@ enum dbk_api_kind {
 struct dbk_api_config {
 	const char *model; /* served model name */
 	uint32_t max_model_len;
-	/* Compute each prompt's block keys (prefix_cache.h): the text's
+	/* Compute each prompt's block keys (model/prefix_cache.h): the text's
 	 * bytes (a chat request's message contents concatenated) 64 at a
 	 * time, or token ids 16 at a time. */
 	bool keys;

@@ -2,7 +2,7 @@
  * the same refusals with the same messages, prompt sizes in the stub's
  * tokens, and the prefix-cache keys of each prompt. */
 #include "api.h"
-#include "prefix_cache.h"
+#include "model/prefix_cache.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

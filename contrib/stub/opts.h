@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-#include "stub/engine.h"
+#include "model/engine.h"
 
 #define DBK_STUB_VERSION "0.1.0"
 

@@ -23,7 +23,7 @@
 #include "lib/list.h"
 #include "lib/listener.h"
 #include "api.h"
-#include "engine.h"
+#include "model/engine.h"
 #include "opts.h"
 #include "prom.h"
 

@@ -37,13 +37,14 @@ FUZZ_TARGETS  = fuzz_spop_frame fuzz_notify fuzz_completion fuzz_runtime \
                 fuzz_http_answer fuzz_cli fuzz_trace
 FUZZ_BINS     = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/%)
 
-# Every target links the instrumented shared layer, the agent's modules,
-# the stub's and the benchmark's (the linker takes only what the target
-# calls).
+# Every target links the instrumented shared layer, the model library,
+# the agent's modules, the stub's and the benchmark's (the linker takes
+# only what the target calls).
 FUZZ_ARCHIVES = $(FUZZ_OBJDIR)/libdbk-bench.a $(FUZZ_OBJDIR)/libdbk-stub.a \
-                $(FUZZ_OBJDIR)/libdbk-agent.a $(FUZZ_OBJDIR)/libdbk.a
+                $(FUZZ_OBJDIR)/libdbk-agent.a $(FUZZ_OBJDIR)/libdbk-model.a $(FUZZ_OBJDIR)/libdbk.a
 fuzz_objs = $(patsubst %.c,$(FUZZ_OBJDIR)/%.o,$(filter-out $(2) $(1)/test_%.c,$(wildcard $(1)/*.c)))
 $(FUZZ_OBJDIR)/libdbk.a: $(call fuzz_objs,agent/lib)
+$(FUZZ_OBJDIR)/libdbk-model.a: $(call fuzz_objs,agent/model)
 $(FUZZ_OBJDIR)/libdbk-agent.a: $(call fuzz_objs,agent,agent/main.c agent/parity.c)
 $(FUZZ_OBJDIR)/libdbk-stub.a: $(call fuzz_objs,contrib/stub,contrib/stub/main.c)
 $(FUZZ_OBJDIR)/libdbk-bench.a: $(call fuzz_objs,contrib/bench,contrib/bench/main.c)

@@ -1,5 +1,5 @@
 /* Fuzzes the request-trace readers the benchmark and the simulator load
- * from the command line (contrib/bench/trace.c: Mooncake JSONL, Azure
+ * from the command line (agent/model/trace.c: Mooncake JSONL, Azure
  * CSV) and what is done to a trace after: spreading its ticks, keeping a
  * slice; and the synthetic mix's spec parser (contrib/bench/synth.c).
  *
@@ -23,7 +23,7 @@
 #include <math.h>
 
 #include "bench/synth.h"
-#include "bench/trace.h"
+#include "model/trace.h"
 #include "fuzz.h"
 #include "lib/hash.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "engine_profile.h"
+#include "model/engine_profile.h"
 #include "predict.h"
 #include "prefix_key.h"
 

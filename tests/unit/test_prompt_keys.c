@@ -3,10 +3,10 @@
  * same hash ids (completions and chat alike), hits on one instance with
  * room for everything equal the trace's sharing, and a policy sees what
  * each instance holds. */
-#include "bench/request.h"
+#include "model/prompt.h"
+#include "sim/policy.h"
+#include "sim/sim.h"
 #include "stub/api.h"
-#include "policy.h"
-#include "sim.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -113,11 +113,9 @@ static void free_seen(struct seen *w)
 static void stub_keys(size_t i, enum dbk_endpoint ep, struct dbk_api_request *ar)
 {
 	static const struct dbk_api_config cfg = { "m", 131072, true };
-	struct dbk_buf req = { 0 }, body = { 0 };
+	struct dbk_buf body = { 0 };
 	struct dbk_req_spec spec;
-	struct dbk_url u;
 	struct dbk_api_error e;
-	char err[100];
 
 	memset(&spec, 0, sizeof(spec));
 	spec.ep = ep;
@@ -127,12 +125,10 @@ static void stub_keys(size_t i, enum dbk_endpoint ep, struct dbk_api_request *ar
 	spec.hash = ids[i];
 	spec.n_hash = nids[i];
 	spec.index = 1000 + i; /* the bench's own numbering: only the tail */
-	CHECK_EQ_U(dbk_url_parse("http://127.0.0.1:1", ep, &u, err, sizeof(err)), 0);
-	dbk_request_build(&req, &body, &u, &spec);
+	dbk_prompt_body(&body, &spec);
 	CHECK_EQ_U(dbk_api_parse_request(ep == DBK_EP_CHAT ? DBK_API_CHAT : DBK_API_COMPLETION,
 	                                 body.p, body.len, &cfg, ar, &e),
 	           0);
-	dbk_buf_free(&req);
 	dbk_buf_free(&body);
 }
 

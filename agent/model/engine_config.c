@@ -1,8 +1,8 @@
 /* The engine model's formulas over its numbers: the step time from a GPU
- * profile and the model constants (both in agent/engine_profile.h, shared
- * with the agent's ttft policy), and the configuration rules (engine.h).
+ * profile and the model constants (both in engine_profile.h, shared with
+ * the agent's ttft policy), and the configuration rules (engine.h).
  * Kept apart from the scheduler (engine.c). Pure. */
-#include "engine.h"
+#include "model/engine.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -2,25 +2,18 @@
  * prefix_cache.c): hits skip prefill, the last token is always computed,
  * preempted requests find their own blocks, eviction is LRU, and with
  * caching off (or nothing shared) the schedule is the uncached one. */
-#include "engine.h"
+#include "model/engine.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "check.h"
+#include "engine_test.h"
 
 static struct dbk_engine *mkc(bool caching, uint64_t kv, uint32_t max_len)
 {
-	struct dbk_engine_config c;
-
-	dbk_engine_config_default(&c, dbk_engine_profile_find("h100"));
-	c.enable_prefix_caching = caching;
-	if (kv)
-		c.kv_capacity_tokens = kv;
-	if (max_len)
-		c.max_model_len = max_len;
-	return dbk_engine_new(&c);
+	return engine_test_new("h100", caching, 0, 0, kv, max_len);
 }
 
 /* Keys for nb blocks: equal (seed, i) give equal keys, as equal prompt

@@ -1,9 +1,10 @@
-/* Request sources for dbucket-bench: the Mooncake JSONL trace, the Azure
- * LLM inference CSV trace and synthetic mixes, all reduced to one list of
+/* The requests dbucket-bench and dbucket-sim replay: the Mooncake JSONL
+ * trace and the Azure LLM inference CSV trace (and dbucket-bench's
+ * synthetic mixes, contrib/bench/synth.h), all reduced to one list of
  * (arrival time, prompt tokens, output tokens). Pure: parsers work on
- * bytes already in memory, the generator on an explicit seed. */
-#ifndef DBK_BENCH_TRACE_H
-#define DBK_BENCH_TRACE_H
+ * bytes already in memory, spreading on an explicit seed. */
+#ifndef DBK_MODEL_TRACE_H
+#define DBK_MODEL_TRACE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -87,6 +88,18 @@ size_t dbk_trace_spread(struct dbk_trace *t, uint64_t seed);
 #define DBK_TRACE_SPREAD_SEED UINT64_C(0x5350524541445331)
 
 /* ---- Selection. ---- */
+
+/* The trace a program replays and the slice of it its command line picks:
+ * dbucket-bench and dbucket-sim fill one each (their option names
+ * differ), the time window first, then the count. */
+struct dbk_trace_slice {
+	const char *path;
+	enum dbk_trace_format format; /* UNKNOWN: detect */
+	double start_s, duration_s;   /* trace seconds; duration <= 0: to the end */
+	size_t max_requests;          /* 0: all */
+	double rate_factor;           /* arrivals this many times faster */
+	bool spread_ticks;            /* dbk_trace_spread before the slice */
+};
 
 struct dbk_select {
 	double start_s;         /* trace seconds skipped at the start */

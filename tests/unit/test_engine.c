@@ -1,12 +1,13 @@
 /* Unit tests of the vLLM engine model (engine.c). Model time only: the
  * engine never reads a clock, so nothing here sleeps. */
-#include "engine.h"
+#include "model/engine.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "check.h"
+#include "engine_test.h"
 
 #define MAXR 64
 
@@ -73,19 +74,7 @@ static bool mk_caching;
 static struct dbk_engine *mk(const char *gpu, uint32_t budget, uint32_t seqs, uint64_t kv,
                              uint32_t max_len)
 {
-	struct dbk_engine_config c;
-
-	dbk_engine_config_default(&c, dbk_engine_profile_find(gpu));
-	c.enable_prefix_caching = mk_caching;
-	if (budget)
-		c.max_num_batched_tokens = budget;
-	if (seqs)
-		c.max_num_seqs = seqs;
-	if (kv)
-		c.kv_capacity_tokens = kv;
-	if (max_len)
-		c.max_model_len = max_len;
-	return dbk_engine_new(&c);
+	return engine_test_new(gpu, mk_caching, budget, seqs, kv, max_len);
 }
 
 static void submit(struct dbk_engine *e, struct rec *rc, int i, uint32_t p, uint32_t out)
@@ -97,12 +86,7 @@ static void submit(struct dbk_engine *e, struct rec *rc, int i, uint32_t p, uint
 /* One step, advancing the recorder's clock by its duration. */
 static double step(struct dbk_engine *e, struct rec *rc)
 {
-	double d = dbk_engine_begin_step(e);
-
-	rc->now += d;
-	if (d > 0)
-		dbk_engine_end_step(e, on_event, rc);
-	return d;
+	return engine_test_step(e, &rc->now, on_event, rc);
 }
 
 /* Runs to idle (bounded); returns the number of steps. */

@@ -21,10 +21,10 @@
  * allocated; every block that the scheduled tokens fill is keyed at once
  * (allocate_slots -> cache_blocks), output blocks included, so a
  * preempted request finds its own blocks again if nobody evicted them. */
-#include "engine.h"
-#include "handles.h"
+#include "model/engine.h"
+#include "model/handles.h"
 #include "lib/list.h"
-#include "prefix_cache.h"
+#include "model/prefix_cache.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -22,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/chunker.h"
+
 /* Bytes of prompt text per 16-token KV block (4 bytes a token). */
 #define DBK_BLOCK_TEXT_BYTES 64u
 
@@ -33,11 +35,12 @@
 uint64_t dbk_block_hash(uint64_t parent, const void *bytes, size_t n);
 
 /* Feeds bytes; every DBK_BLOCK_TEXT_BYTES completed appends one chained
- * key to a growing array (the trailing partial block has none). */
+ * key to a growing array (the trailing partial block has none). It points
+ * into itself: initialise it where it stays. */
 struct dbk_block_hasher {
 	uint64_t parent;
-	unsigned char buf[DBK_BLOCK_TEXT_BYTES];
-	size_t fill;
+	struct dbk_chunker chunks;
+	uint8_t buf[DBK_BLOCK_TEXT_BYTES];
 	uint64_t *keys;
 	uint32_t n, cap;
 	uint32_t max; /* stop keeping keys past this many */

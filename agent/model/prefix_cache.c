@@ -1,5 +1,5 @@
 /* KV block pool with prefix caching; see prefix_cache.h. */
-#include "prefix_cache.h"
+#include "model/prefix_cache.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,67 +40,47 @@ uint64_t dbk_block_hash(uint64_t parent, const void *bytes, size_t n)
 	return dbk_hash_fmix64(h);
 }
 
+/* Doubles the key array, up to max; false (and oom) when memory is short. */
+static bool grow(struct dbk_block_hasher *h)
+{
+	uint32_t cap = h->cap ? h->cap * 2 : 64;
+	uint64_t *nk;
+
+	if (cap > h->max)
+		cap = h->max;
+	nk = realloc(h->keys, (size_t)cap * sizeof(*nk));
+	if (!nk) {
+		h->oom = true;
+		return false;
+	}
+	h->keys = nk;
+	h->cap = cap;
+	return true;
+}
+
+/* One block's key; false once no more are kept. */
+static bool emit(void *ctx, const uint8_t *block)
+{
+	struct dbk_block_hasher *h = ctx;
+	uint64_t k = dbk_block_hash(h->parent, block, DBK_BLOCK_TEXT_BYTES);
+
+	h->parent = k;
+	if (!h->oom && h->n < h->max && (h->n < h->cap || grow(h)))
+		h->keys[h->n++] = k;
+	return h->n < h->max;
+}
+
 void dbk_block_hasher_init(struct dbk_block_hasher *h, uint64_t root, uint32_t max_keys)
 {
 	memset(h, 0, sizeof(*h));
 	h->parent = root;
 	h->max = max_keys;
-}
-
-static void emit(struct dbk_block_hasher *h, const unsigned char *block)
-{
-	uint64_t k = dbk_block_hash(h->parent, block, DBK_BLOCK_TEXT_BYTES);
-
-	h->parent = k;
-	if (h->oom || h->n >= h->max)
-		return;
-	if (h->n == h->cap) {
-		uint32_t cap = h->cap ? h->cap * 2 : 64;
-		uint64_t *nk;
-
-		if (cap > h->max)
-			cap = h->max;
-		nk = realloc(h->keys, (size_t)cap * sizeof(*nk));
-		if (!nk) {
-			h->oom = true;
-			return;
-		}
-		h->keys = nk;
-		h->cap = cap;
-	}
-	h->keys[h->n++] = k;
+	dbk_chunker_init(&h->chunks, h->buf, sizeof(h->buf), emit, h);
 }
 
 void dbk_block_hasher_feed(struct dbk_block_hasher *h, const void *p, size_t n)
 {
-	const unsigned char *s = p;
-
-	if (h->fill) {
-		size_t take = DBK_BLOCK_TEXT_BYTES - h->fill;
-
-		if (take > n)
-			take = n;
-		memcpy(h->buf + h->fill, s, take);
-		h->fill += take;
-		s += take;
-		n -= take;
-		if (h->fill < DBK_BLOCK_TEXT_BYTES)
-			return;
-		emit(h, h->buf);
-		h->fill = 0;
-	}
-	while (n >= DBK_BLOCK_TEXT_BYTES && h->n < h->max) {
-		emit(h, s);
-		s += DBK_BLOCK_TEXT_BYTES;
-		n -= DBK_BLOCK_TEXT_BYTES;
-	}
-	if (h->n >= h->max) {
-		/* Past the last key anyone wants: the rest only counts. */
-		h->fill = 0;
-		return;
-	}
-	memcpy(h->buf, s, n);
-	h->fill = n;
+	dbk_chunker_feed(&h->chunks, p, n);
 }
 
 uint64_t *dbk_block_hasher_take(struct dbk_block_hasher *h, uint32_t *n)
@@ -114,7 +94,7 @@ uint64_t *dbk_block_hasher_take(struct dbk_block_hasher *h, uint32_t *n)
 	}
 	h->keys = NULL;
 	h->n = h->cap = 0;
-	h->fill = 0;
+	dbk_chunker_reset(&h->chunks);
 	h->oom = false;
 	return k;
 }

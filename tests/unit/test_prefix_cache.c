@@ -1,6 +1,6 @@
 /* Unit tests of the KV block pool with prefix caching (prefix_cache.c)
  * and of the chained block keys. */
-#include "prefix_cache.h"
+#include "model/prefix_cache.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* A model of one vLLM instance (V1 scheduler, chunked prefill), as
- * contrib/stub/ENGINE-MODEL.md describes it.
+ * agent/model/ENGINE-MODEL.md describes it.
  *
  * Pure: no sockets, no clock, no globals. Time only exists as the model
  * duration a step returns, so the same module drives the HTTP stub (an
@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine_profile.h"
+#include "model/engine_profile.h"
 
 /* vLLM's default block size on CUDA. */
 #define DBK_KV_BLOCK_TOKENS 16u

@@ -1,5 +1,5 @@
 /* Generation-checked handles; see handles.h. */
-#include "handles.h"
+#include "model/handles.h"
 
 #include <stdlib.h>
 
