@@ -11,7 +11,7 @@
 #include "balancer.h"
 #include "config.h"
 #include "completion_rx.h"
-#include "policy_ttft.h"
+#include "policy_ops.h"
 #include "route.h"
 #include "route_handler.h"
 #include "runtime_sync.h"
@@ -28,7 +28,7 @@ struct dbk_agent {
 	struct dbk_sync *sync;            /* NULL without --haproxy-socket */
 	struct dbk_rt_server *discovered; /* names read from HAProxy, if any */
 	unsigned ndiscovered;
-	struct dbk_pred *pred;     /* --policy ttft; NULL: the reference */
+	struct dbk_policy policy;  /* --policy's, running */
 	struct dbk_scrape *scrape; /* NULL: no server is scraped */
 	/* What the command line says; --config is applied on top of it at
 	 * start and on every SIGHUP. */

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "balancer_types.h"
+
 #define DBK_BAL_MAX_BUCKETS 16
 #define DBK_BAL_MAX_SERVERS 4096
 #define DBK_BAL_MAX_ID_LEN 255
@@ -54,13 +56,6 @@ int dbk_bal_config_check(const struct dbk_bal_config *c, char *err, size_t errle
 #define DBK_BAL_MAX_BODY_BYTES 1099511627776.0 /* 2^40 */
 #define DBK_BAL_MAX_MAX_TOKENS 4294967296.0    /* 2^32 */
 
-/* What the balancer needs to know of a request (see estimate.h). */
-struct dbk_bal_request {
-	double body_bytes;
-	double max_tokens; /* 16 when absent */
-	bool ignore_eos;
-};
-
 struct dbk_bal_decision {
 	double request_tokens; /* body_bytes / 4 */
 	double score;          /* the load this request adds */
@@ -82,16 +77,6 @@ enum dbk_bal_result {
 };
 
 const char *dbk_bal_result_str(enum dbk_bal_result r);
-
-struct dbk_bal_lease {
-	unsigned server;
-	unsigned group;
-	double score;
-	uint64_t start_ms;
-	/* The caller's, kept with the lease (the ttft policy's ticket):
-	 * 0 unless set by dbk_bal_dispatch_to or dbk_bal_set_tag. */
-	uint32_t tag[3];
-};
 
 struct dbk_bal_stats {
 	uint64_t decisions; /* leases taken */
@@ -145,8 +130,9 @@ enum dbk_bal_result dbk_bal_dispatch_to(struct dbk_balancer *b, const char *id, 
                                         const struct dbk_bal_request *r, unsigned server,
                                         uint64_t now_ms, struct dbk_bal_decision *d);
 
-/* Sets the tag of id's live lease. Returns false without one. */
-bool dbk_bal_set_tag(struct dbk_balancer *b, const char *id, size_t id_len, const uint32_t tag[3]);
+/* Sets the slot of id's live lease. Returns false without one. */
+bool dbk_bal_set_slot(struct dbk_balancer *b, const char *id, size_t id_len,
+                      const uint32_t slot[DBK_BAL_SLOT_WORDS]);
 
 /* Told of every lease that ends (release, expiry, reclaim), every move
  * and every change of a server's usable flag, after the balancer's own
