@@ -10,17 +10,23 @@
 /* The reference: the balancer's own algorithm (agent/ALGORITHM.md), in
  * the mode its flags choose, decision for decision as the parity
  * vectors record; nothing to keep beside the balancer. */
-static const struct dbk_policy_ops reference = {
+const struct dbk_policy_ops dbk_policy_reference = {
 	.name = "reference",
 	.help = "the algorithm above,\ndecision for decision (the default)",
 };
 
-extern const struct dbk_policy_ops dbk_policy_ttft;
+/* The table, one line a policy (dbk_policy_NAME, defined in
+ * policy_NAME.c; the reference's above), in --help's order; the first
+ * is the default. */
+#define POLICIES(X)  \
+	X(reference) \
+	X(ttft)      \
+	X(p2ttft)
 
-static const struct dbk_policy_ops *const table[] = {
-	&reference,
-	&dbk_policy_ttft,
-};
+#define DECLARE(name) extern const struct dbk_policy_ops dbk_policy_##name;
+#define ENTRY(name) &dbk_policy_##name,
+POLICIES(DECLARE)
+static const struct dbk_policy_ops *const table[] = { POLICIES(ENTRY) };
 
 const struct dbk_policy_ops *dbk_policy_at(size_t i)
 {

@@ -667,6 +667,28 @@ int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64
 	return bi;
 }
 
+static double pred_commit_hit(const struct dbk_pred *p, const struct dbk_pred_request *r,
+                              unsigned server);
+
+int dbk_pred_evaluate(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
+                      uint64_t now_ms, struct dbk_pred_choice *c)
+{
+	double need = pred_prompt(r) +
+	              (isfinite(r->max_tokens) && r->max_tokens > 0 ? r->max_tokens : 0);
+	struct pred_eval e;
+
+	if (server >= p->c.nservers || p->s[server].state != DBK_PRED_UP ||
+	    !pred_holds(&p->s[server], need))
+		return -1;
+	pred_eval(p, server, r, pred_commit_hit(p, r, server), now_ms, &e);
+	*c = (struct dbk_pred_choice){ .server = (int)server,
+		                       .reason = DBK_PRED_FASTEST,
+		                       .ttft_s = pred_ttft(&e),
+		                       .hit_tokens = e.hit,
+		                       .kv_fits = e.fits };
+	return (int)server;
+}
+
 static void pred_charge(struct pred_srv *s, const struct dbk_pred_ticket *t, int sign)
 {
 	s->inflight = sign > 0 ? s->inflight + 1 : s->inflight ? s->inflight - 1 : 0;

@@ -121,7 +121,9 @@ static void test_policy_and_scrape(void)
 	CHECK_EQ_U(c.scrape_timeout_ms, 50);
 
 	CHECK_EQ_U(PARSE(&c, err, "--policy", "fastest", "a"), DBK_CONFIG_ERROR);
-	CHECK(strstr(err, "one of reference, ttft, got 'fastest'") != NULL);
+	CHECK(strstr(err, "one of reference, ttft, p2ttft, got 'fastest'") != NULL);
+	CHECK_EQ_U(PARSE(&c, err, "--policy", "p2ttft", "a"), DBK_CONFIG_OK);
+	CHECK(strcmp(c.policy->name, "p2ttft") == 0);
 	static const char *const bad[] = {
 		"a",         "a=",           "=http://x",    "a=ftp://x",
 		"a=http://", "a=http://x y", "a=http://x\"", "bad name=http://x",
