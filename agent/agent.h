@@ -12,6 +12,7 @@
 #include "config.h"
 #include "completion_rx.h"
 #include "policy_ops.h"
+#include "report.h"
 #include "route.h"
 #include "route_handler.h"
 #include "runtime_sync.h"
@@ -53,9 +54,5 @@ int dbk_agent_drop_privileges(struct dbk_agent *a, char *err, size_t errlen);
 /* Rereads --config over the command line's settings and applies them
  * live. Returns 0, or -1 with err (nothing changed). */
 int dbk_agent_reload(struct dbk_agent *a, char *err, size_t errlen);
-
-/* report.c */
-void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *out);
-void dbk_report_metrics(const struct dbk_agent *a, struct dbk_buf *out);
 
 #endif

@@ -202,7 +202,7 @@ int dbk_pred_evaluate(struct dbk_pred *p, const struct dbk_pred_request *r, unsi
 
 /* The hit server is expected to give r, as choose saw it. */
 double dbk_pred_commit_hit(const struct dbk_pred *p, const struct dbk_pred_request *r,
-                              unsigned server)
+                           unsigned server)
 {
 	struct dbk_pidx_hit hits[PRED_MAX_HITS];
 	double hit = 0;

@@ -73,8 +73,7 @@ int dbk_pred_config_check(const struct dbk_pred_config *c, char *err, size_t err
  * balancers' queues) cancels in the ratio to the fleet's geometric mean,
  * so an equal fleet stays near 1 and a wrong --engine-speed changes
  * nothing. A server that does not export the histogram keeps 1. */
-void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s,
-                             const struct dbk_pred_scrape *sc)
+void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct dbk_pred_scrape *sc)
 {
 	if (!(sc->ttft_count >= 0 && sc->ttft_sum_s >= 0 && isfinite(sc->ttft_count) &&
 	      isfinite(sc->ttft_sum_s))) {
@@ -129,7 +128,7 @@ double dbk_pred_steps(const struct dbk_pred_config *c, double fresh, double deco
 /* Seconds to prefill fresh tokens after hit cached ones, with decoders
  * decoding over ctx tokens each sharing every step (ENGINE-MODEL.md). */
 double dbk_pred_prefill_s(const struct dbk_pred_config *c, double fresh, double hit,
-                             double decoders, double ctx)
+                          double decoders, double ctx)
 {
 	double steps = dbk_pred_steps(c, fresh, decoders);
 	double total = hit + fresh;
@@ -144,7 +143,7 @@ double dbk_pred_prefill_s(const struct dbk_pred_config *c, double fresh, double 
  * prefill priced for a server goes through here; only the fleet-wide
  * mean (mean_work_s) is priced at the fleet's speed. */
 double dbk_pred_srv_prefill_s(const struct dbk_pred *p, const struct pred_srv *s, double fresh,
-                                 double hit, double decoders, double ctx)
+                              double hit, double decoders, double ctx)
 {
 	return s->slow * dbk_pred_prefill_s(&p->c, fresh, hit, decoders, ctx);
 }

@@ -99,8 +99,7 @@ int dbk_pred_spread(struct dbk_pred *p, int bi, double share, uint64_t tie, uint
  * unseen until the next scrape: charge each server under the water of
  * dbk_pred_spread with its share of their prefill. Nothing to do (and no
  * second choice to make) while the agent is alone. */
-void dbk_pred_expect_others(struct dbk_pred *p, const struct dbk_pred_request *r,
-                               uint64_t now_ms)
+void dbk_pred_expect_others(struct dbk_pred *p, const struct dbk_pred_request *r, uint64_t now_ms)
 {
 	struct dbk_pred_choice ch;
 	double now = sec(now_ms);

@@ -179,7 +179,6 @@ uint64_t dbk_pred_tie(uint64_t key, unsigned server);
 /* predict_herd.c: other balancers reading the same scrapes. */
 double dbk_pred_unseen_share(const struct dbk_pred *p, uint64_t now_ms);
 int dbk_pred_spread(struct dbk_pred *p, int bi, double share, uint64_t tie, uint64_t now_ms);
-void dbk_pred_expect_others(struct dbk_pred *p, const struct dbk_pred_request *r,
-                            uint64_t now_ms);
+void dbk_pred_expect_others(struct dbk_pred *p, const struct dbk_pred_request *r, uint64_t now_ms);
 
 #endif

@@ -9,6 +9,8 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "report.h"
+
 #include "agent.h"
 #include "lib/clock.h"
 #include "prom_text.h"

@@ -136,7 +136,8 @@ static void test_one_table_for_both_reports(void)
 		return;
 	dbk_policy_report_state(&p, names, 2, 1000, &st);
 	dbk_policy_report_metrics(&p, names, 2, 1000, &m);
-	CHECK(st.p && strncmp(st.p, "  \"ttft\": [\n    {\"name\": \"a\", \"inflight\": 0,", 43) == 0);
+	CHECK(st.p &&
+	      strncmp(st.p, "  \"ttft\": [\n    {\"name\": \"a\", \"inflight\": 0,", 43) == 0);
 	for (unsigned k = 0; k < ops->report->nrows; k++) {
 		const struct dbk_policy_row *r = &ops->report->rows[k];
 		char key[64];
