@@ -107,23 +107,6 @@ void dbk_pred_forget_cache(struct dbk_pred *p, unsigned server)
 	s->sent_units += (uint32_t)(pred_capacity(p, s) / DBK_PKEY_BLOCK_TOKENS) + 1;
 }
 
-void dbk_pred_others(const struct dbk_pred *p, const struct pred_srv *s, uint64_t now_ms,
-                     struct pred_others *o)
-{
-	memset(o, 0, sizeof(*o));
-	if (!pred_fresh(p, s, now_ms))
-		return;
-	double r = s->sc.running >= 0 ? s->sc.running : 0;
-	double w = s->sc.waiting >= 0 ? s->sc.waiting : 0;
-	o->requests = fmax(0, r + w - s->inflight_then);
-	o->waiting = fmax(0, w - s->pending_then);
-	o->running = fmax(0, o->requests - o->waiting);
-	if (s->sc.kv_usage >= 0)
-		o->kv = fmax(0, s->sc.kv_usage * pred_capacity(p, s) - s->kv_then);
-	/* Their queued prefills, like ours on average, drained since. */
-	o->work_s = fmax(0, o->waiting * p->mean_work_s * s->slow - sec(now_ms - s->scrape_ms));
-}
-
 static void pred_charge(struct pred_srv *s, const struct dbk_pred_ticket *t, int sign)
 {
 	s->inflight = sign > 0 ? s->inflight + 1 : s->inflight ? s->inflight - 1 : 0;
@@ -173,14 +156,14 @@ static void pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, un
 	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now));
 	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;
 	double fresh = fmax(prompt - hit, 1);
-	double own = dbk_pred_srv_prefill_s(p, s, fresh, hit, decoders, ctx);
+	double own = pred_srv_prefill_s(p, s, fresh, hit, decoders, ctx);
 	double start = fmax(now, s->last_end_s);
 	pred_push(s, now, start + own);
 	s->last_end_s = start + own;
 	/* Its first token at the fleet's speed, for dbk_pred_learn_speed. */
 	s->pred_sum += (start + own - now) / s->slow;
 	s->pred_n++;
-	p->mean_work_s += (dbk_pred_prefill_s(&p->c, fresh, hit, 0, 0) - p->mean_work_s) / 64;
+	p->mean_work_s += (pred_prefill_s(&p->c, fresh, hit, 0, 0) - p->mean_work_s) / 64;
 
 	t->server = server;
 	t->prompt_tokens = u32_of(prompt);
@@ -248,7 +231,7 @@ void dbk_pred_view(const struct dbk_pred *p, unsigned server, uint64_t now_ms,
 	const struct pred_srv *s = &p->s[server];
 	struct pred_others o;
 
-	dbk_pred_others(p, s, now_ms, &o);
+	pred_others(p, s, now_ms, &o);
 	v->state = s->state;
 	v->max_model_len = s->max_model_len;
 	v->inflight = s->inflight;

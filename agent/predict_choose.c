@@ -56,11 +56,11 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	double now = sec(now_ms), prompt = pred_prompt(r), out = pred_output(p, r);
 	struct pred_others o;
 
-	dbk_pred_others(p, s, now_ms, &o);
+	pred_others(p, s, now_ms, &o);
 	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now)) + o.running;
 	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;
 	double queue = fmax(0, s->last_end_s - now) + o.work_s + fmax(0, s->unseen_end_s - now);
-	double own = dbk_pred_srv_prefill_s(p, s, fmax(prompt - hit, 1), hit, decoders, ctx);
+	double own = pred_srv_prefill_s(p, s, fmax(prompt - hit, 1), hit, decoders, ctx);
 
 	double cap = pred_capacity(p, s);
 	double need = prompt - hit + out;
@@ -71,7 +71,7 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 		/* Until enough decodes end: what is left of the outputs in
 		 * flight ((kv - ctx) is half of them) at one token a step. */
 		double left = s->inflight ? (s->kv_tokens - s->ctx_tokens) / s->inflight : out;
-		double step = dbk_pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
+		double step = pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
 		e->wait_s = fmin(over / fmax(cap, 1), 1) * left * step;
 	}
 	e->ttft_s = queue + own;
@@ -83,10 +83,10 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	 * the first count: a prefill that fits one step costs some server's
 	 * decoders one step wherever it goes, while a long one stalls a whole
 	 * batch for seconds, and where it lands decides whose. */
-	double steps = dbk_pred_steps(&p->c, fmax(prompt - hit, 1), decoders);
+	double steps = pred_steps(&p->c, fmax(prompt - hit, 1), decoders);
 	e->stall_s = 0;
 	if (steps > 1) {
-		double extra = own - steps * dbk_pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
+		double extra = own - steps * pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
 		e->stall_s = ((double)s->inflight + o.requests) * fmax(0, extra) * (steps - 1) /
 		             steps;
 	}

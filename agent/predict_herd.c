@@ -20,7 +20,7 @@ double dbk_pred_unseen_share(const struct dbk_pred *p, uint64_t now_ms)
 		struct pred_others o;
 		if (!pred_fresh(p, s, now_ms))
 			continue;
-		dbk_pred_others(p, s, now_ms, &o);
+		pred_others(p, s, now_ms, &o);
 		others += o.requests;
 		own += s->inflight_then;
 	}

@@ -1,7 +1,7 @@
 /* The predictor's insides (predict.h), shared by its files, each one
  * job: predict.c the object and its books (commit, release, scrapes,
- * view); predict_cost.c the engine's step-time shape and each server's
- * learnt speed; predict_choose.c the choice; predict_herd.c what other
+ * view); predict_speed.c the engine's defaults and each server's learnt
+ * speed; predict_choose.c the choice; predict_herd.c what other
  * balancers reading the same scrapes are expected to do. Not for use
  * outside them. */
 #ifndef DBK_PREDICT_INT_H
@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "predict.h"
 #include "prefix_index.h"
@@ -157,18 +158,60 @@ static inline bool pred_holds(const struct pred_srv *s, double need)
 	return s->max_model_len == 0 || need <= (double)s->max_model_len;
 }
 
-/* predict.c: what the scrape shows beyond the books at now_ms. */
-void dbk_pred_others(const struct dbk_pred *p, const struct pred_srv *s, uint64_t now_ms,
-                     struct pred_others *o);
-
-/* predict_cost.c: the engine's step-time shape, priced for a server at
- * its learnt speed, and the learning of that speed from its scrapes. */
-double dbk_pred_steps(const struct dbk_pred_config *c, double fresh, double decoders);
-double dbk_pred_prefill_s(const struct dbk_pred_config *c, double fresh, double hit,
-                          double decoders, double ctx);
-double dbk_pred_srv_prefill_s(const struct dbk_pred *p, const struct pred_srv *s, double fresh,
-                              double hit, double decoders, double ctx);
+/* predict_speed.c: each server's speed learnt from its scrapes. */
 void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct dbk_pred_scrape *sc);
+
+/* The engine's step-time shape (ENGINE-MODEL.md), and what the scrape
+ * shows beyond the books: inline, since the choice prices every server
+ * with them on every decision. */
+/* Steps a prefill of fresh tokens takes beside decoders, each of which
+ * takes one token of every step's budget. */
+static inline double pred_steps(const struct dbk_pred_config *c, double fresh, double decoders)
+{
+	double room = fmax(c->budget_tokens - decoders, c->budget_tokens / 8);
+	return fmax(1, ceil(fresh / room));
+}
+
+/* Seconds to prefill fresh tokens after hit cached ones, with decoders
+ * decoding over ctx tokens each sharing every step (ENGINE-MODEL.md). */
+static inline double pred_prefill_s(const struct dbk_pred_config *c, double fresh, double hit,
+                                    double decoders, double ctx)
+{
+	double steps = pred_steps(c, fresh, decoders);
+	double total = hit + fresh;
+	double step_fixed = c->t_cpu_s + decoders * ctx * c->kv_bytes_per_token / c->kv_read_bw;
+
+	return steps * step_fixed +
+	       fmax(steps * c->t_weights_s, (steps * decoders + fresh) / c->lin_tokens_per_s) +
+	       c->attn_flop_per_pair * (total * total - hit * hit) / 2 / c->attn_flops;
+}
+
+/* The same on server s, at its learnt speed (dbk_pred_learn_speed): every
+ * prefill priced for a server goes through here; only the fleet-wide
+ * mean (mean_work_s) is priced at the fleet's speed. */
+static inline double pred_srv_prefill_s(const struct dbk_pred *p, const struct pred_srv *s,
+                                        double fresh, double hit, double decoders, double ctx)
+{
+	return s->slow * pred_prefill_s(&p->c, fresh, hit, decoders, ctx);
+}
+
+/* What the scrape shows beyond the books at now_ms: other agents' requests. */
+static inline void pred_others(const struct dbk_pred *p, const struct pred_srv *s, uint64_t now_ms,
+                               struct pred_others *o)
+{
+	memset(o, 0, sizeof(*o));
+	if (!pred_fresh(p, s, now_ms))
+		return;
+	double r = s->sc.running >= 0 ? s->sc.running : 0;
+	double w = s->sc.waiting >= 0 ? s->sc.waiting : 0;
+	o->requests = fmax(0, r + w - s->inflight_then);
+	o->waiting = fmax(0, w - s->pending_then);
+	o->running = fmax(0, o->requests - o->waiting);
+	if (s->sc.kv_usage >= 0)
+		o->kv = fmax(0, s->sc.kv_usage * pred_capacity(p, s) - s->kv_then);
+	/* Their queued prefills, like ours on average, drained since. */
+	o->work_s = fmax(0, o->waiting * p->mean_work_s * s->slow - sec(now_ms - s->scrape_ms));
+}
 
 /* predict_choose.c: the hit r is expected to find on server, and the
  * hash that breaks ties between servers. */

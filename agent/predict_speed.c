@@ -1,5 +1,6 @@
-/* The predictor's prices (predict_int.h): the engine's step-time
- * shape, and how much slower or faster than the fleet each server is. */
+/* The predictor's engine (predict_int.h): its default step-time shape
+ * and checks, and how much slower or faster than the fleet each server
+ * is, learnt from its scrapes. */
 #include "predict_int.h"
 
 #include <math.h>
@@ -115,35 +116,4 @@ void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct d
 			d = 0;
 		x->slow = exp(fmax(-log(PRED_SPEED_MAX), fmin(log(PRED_SPEED_MAX), d)));
 	}
-}
-
-/* Steps a prefill of fresh tokens takes beside decoders, each of which
- * takes one token of every step's budget. */
-double dbk_pred_steps(const struct dbk_pred_config *c, double fresh, double decoders)
-{
-	double room = fmax(c->budget_tokens - decoders, c->budget_tokens / 8);
-	return fmax(1, ceil(fresh / room));
-}
-
-/* Seconds to prefill fresh tokens after hit cached ones, with decoders
- * decoding over ctx tokens each sharing every step (ENGINE-MODEL.md). */
-double dbk_pred_prefill_s(const struct dbk_pred_config *c, double fresh, double hit,
-                          double decoders, double ctx)
-{
-	double steps = dbk_pred_steps(c, fresh, decoders);
-	double total = hit + fresh;
-	double step_fixed = c->t_cpu_s + decoders * ctx * c->kv_bytes_per_token / c->kv_read_bw;
-
-	return steps * step_fixed +
-	       fmax(steps * c->t_weights_s, (steps * decoders + fresh) / c->lin_tokens_per_s) +
-	       c->attn_flop_per_pair * (total * total - hit * hit) / 2 / c->attn_flops;
-}
-
-/* The same on server s, at its learnt speed (dbk_pred_learn_speed): every
- * prefill priced for a server goes through here; only the fleet-wide
- * mean (mean_work_s) is priced at the fleet's speed. */
-double dbk_pred_srv_prefill_s(const struct dbk_pred *p, const struct pred_srv *s, double fresh,
-                              double hit, double decoders, double ctx)
-{
-	return s->slow * dbk_pred_prefill_s(&p->c, fresh, hit, decoders, ctx);
 }
