@@ -24,7 +24,7 @@
 void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
 {
 	/* The engine the stub simulates by default; a faster or slower one
-	 * is --engine-speed's job (policy_ttft.c). */
+	 * is --engine-speed's job (policy_ttft.c: dbk_policy_ttft_create). */
 	const struct dbk_engine_profile *g = dbk_engine_profile_find("h100");
 
 	*c = (struct dbk_pred_config){
