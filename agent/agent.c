@@ -13,6 +13,7 @@
 #include "lib/listener.h"
 #include "lib/log.h"
 #include "lib/net.h"
+#include "policy_feed.h"
 #include "settings.h"
 #include "status_page.h"
 
@@ -237,7 +238,7 @@ static const char *scrape_url(const struct dbk_agent *a, unsigned i, char *buf, 
 	const char *u = dbk_config_scrape_url(&a->cfg, name);
 	int k;
 
-	if (u || a->cfg.policy != DBK_POLICY_TTFT || !a->discovered)
+	if (u || !a->cfg.policy->scraped || !a->discovered)
 		return u;
 	k = dbk_rt_find(a->discovered, a->ndiscovered, name, strlen(name));
 	if (k < 0 || !a->discovered[k].port)
@@ -250,7 +251,7 @@ static const char *scrape_url(const struct dbk_agent *a, unsigned i, char *buf, 
 static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 {
 	unsigned n = a->cfg.nservers, scraped = 0;
-	bool from_haproxy = a->cfg.policy == DBK_POLICY_TTFT && a->cfg.haproxy_socket;
+	bool from_haproxy = a->cfg.policy->scraped && a->cfg.haproxy_socket;
 
 	if (a->cfg.nscrape == 0 && !from_haproxy)
 		return 0;
@@ -277,8 +278,8 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 		.interval_ms = a->cfg.scrape_interval_ms,
 		.timeout_ms = a->cfg.scrape_timeout_ms,
 		.models_every_ms = DBK_SCRAPE_MODELS_EVERY_MS,
-		.scraped = a->pred ? dbk_policy_scraped : NULL,
-		.arg = a->pred,
+		.scraped = a->cfg.policy->scraped ? dbk_policy_scrape_done : NULL,
+		.arg = &a->policy,
 	};
 	if (scraped)
 		a->scrape = dbk_scrape_new(a->loop, &sc, a->cfg.servers, urls, n);
@@ -329,15 +330,17 @@ static int start_balancer(struct dbk_agent *a, char *err, size_t errlen)
 		return -1;
 	}
 	dbk_acct_init(&a->acct, a->bal, a->cfg.servers);
-	if (a->cfg.policy == DBK_POLICY_TTFT) {
-		a->pred = dbk_policy_ttft_new(a->bal, a->cfg.engine_speed);
-		if (!a->pred) {
-			snprintf(err, errlen, "cannot create the ttft predictor");
-			return -1;
-		}
-		a->route.pred = a->pred;
-	}
-	dbk_log(DBK_LOG_INFO, "policy", "name=%s", dbk_policy_name(a->cfg.policy));
+	struct dbk_policy_env env = {
+		.nservers = a->cfg.nservers,
+		.engine_speed = a->cfg.engine_speed,
+		.stall_weight = -1,
+		.seed = DBK_POLICY_SEED,
+	};
+	if (dbk_policy_start(&a->policy, a->cfg.policy, &env, err, errlen) < 0)
+		return -1;
+	dbk_policy_attach(&a->policy, a->bal);
+	a->route.policy = &a->policy;
+	dbk_log(DBK_LOG_INFO, "policy", "name=%s", a->cfg.policy->name);
 	a->route.bal = a->bal;
 	a->route.names = a->cfg.servers;
 	a->route.nnames = a->cfg.nservers;
@@ -466,9 +469,9 @@ void dbk_agent_stop(struct dbk_agent *a)
 	dbk_admin_free(a->admin);
 	dbk_events_free(a->events);
 	dbk_spop_server_free(a->spop);
-	dbk_policy_ttft_free(a->pred, a->bal);
-	a->pred = NULL;
-	a->route.pred = NULL;
+	dbk_policy_detach(a->bal);
+	dbk_policy_stop(&a->policy);
+	a->route.policy = NULL;
 	dbk_bal_free(a->bal);
 	for (unsigned i = 0; i < a->nunix; i++)
 		if (dbk_net_unlink(a->unix_specs[i]) < 0)

@@ -11,7 +11,8 @@
 #include "balancer.h"
 #include "config.h"
 #include "completion_rx.h"
-#include "policy_ttft.h"
+#include "policy_ops.h"
+#include "report.h"
 #include "route.h"
 #include "route_handler.h"
 #include "runtime_sync.h"
@@ -28,7 +29,7 @@ struct dbk_agent {
 	struct dbk_sync *sync;            /* NULL without --haproxy-socket */
 	struct dbk_rt_server *discovered; /* names read from HAProxy, if any */
 	unsigned ndiscovered;
-	struct dbk_pred *pred;     /* --policy ttft; NULL: the reference */
+	struct dbk_policy policy;  /* --policy's, running */
 	struct dbk_scrape *scrape; /* NULL: no server is scraped */
 	/* What the command line says; --config is applied on top of it at
 	 * start and on every SIGHUP. */
@@ -53,9 +54,5 @@ int dbk_agent_drop_privileges(struct dbk_agent *a, char *err, size_t errlen);
 /* Rereads --config over the command line's settings and applies them
  * live. Returns 0, or -1 with err (nothing changed). */
 int dbk_agent_reload(struct dbk_agent *a, char *err, size_t errlen);
-
-/* report.c */
-void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *out);
-void dbk_report_metrics(const struct dbk_agent *a, struct dbk_buf *out);
 
 #endif

@@ -481,13 +481,14 @@ static void give_back(struct dbk_balancer *b, struct dbk_lease *e, uint64_t *cou
 	dbk_lease_free(e);
 }
 
-bool dbk_bal_set_tag(struct dbk_balancer *b, const char *id, size_t id_len, const uint32_t tag[3])
+bool dbk_bal_set_slot(struct dbk_balancer *b, const char *id, size_t id_len,
+                      const uint32_t slot[DBK_BAL_SLOT_WORDS])
 {
 	struct dbk_lease *e = id_ok(id, id_len) ? dbk_lease_find(&b->leases, id, id_len) : NULL;
 
 	if (!e)
 		return false;
-	memcpy(e->val.tag, tag, sizeof(e->val.tag));
+	memcpy(e->val.slot, slot, sizeof(e->val.slot));
 	return true;
 }
 

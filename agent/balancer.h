@@ -13,38 +13,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DBK_BAL_MAX_BUCKETS 16
-#define DBK_BAL_MAX_SERVERS 4096
+#include "balancer_config.h"
+#include "balancer_types.h"
+
 #define DBK_BAL_MAX_ID_LEN 255
 /* Ended ids remembered by dbk_bal_bury at most (the oldest are
  * forgotten first). */
 #define DBK_BAL_MAX_BURIED 65536
-
-struct dbk_bal_config {
-	unsigned nservers;
-	bool dynamic;      /* false: one group, plain scoring */
-	unsigned nbuckets; /* groups; 2 in dynamic mode, 1 in plain */
-	/* Bucket i is [bounds[i], bounds[i+1]) in request tokens. */
-	double bounds[DBK_BAL_MAX_BUCKETS + 1];
-	double sensitivity;        /* 1.0 */
-	double affinity_strength;  /* 0.1 */
-	double redirect_threshold; /* 0.12 */
-	size_t max_leases;         /* 0: unbounded */
-	/* Servers per group, in list order; all 0 = the reference's split
-	 * (the first n % G groups get one more). */
-	unsigned group_sizes[DBK_BAL_MAX_BUCKETS];
-};
-
-/* Fills c with the reference's setup: 2 buckets [0,T) [T,M) when dynamic,
- * one bucket otherwise, and the reference's constants. */
-void dbk_bal_config_default(struct dbk_bal_config *c, unsigned nservers, bool dynamic,
-                            double threshold, double max_tokens);
-
-/* Servers in group g under c: group_sizes[g], or the reference's split. */
-unsigned dbk_bal_group_size(const struct dbk_bal_config *c, unsigned g);
-
-/* Returns 0 if c is usable, else -1 with a one-line reason in err. */
-int dbk_bal_config_check(const struct dbk_bal_config *c, char *err, size_t errlen);
 
 /* Inputs are clamped before use, so that no request can push a load to
  * infinity or NaN, or swamp the others' precision: body_bytes to
@@ -53,13 +28,6 @@ int dbk_bal_config_check(const struct dbk_bal_config *c, char *err, size_t errle
  * the arithmetic is the reference's. */
 #define DBK_BAL_MAX_BODY_BYTES 1099511627776.0 /* 2^40 */
 #define DBK_BAL_MAX_MAX_TOKENS 4294967296.0    /* 2^32 */
-
-/* What the balancer needs to know of a request (see estimate.h). */
-struct dbk_bal_request {
-	double body_bytes;
-	double max_tokens; /* 16 when absent */
-	bool ignore_eos;
-};
 
 struct dbk_bal_decision {
 	double request_tokens; /* body_bytes / 4 */
@@ -82,16 +50,6 @@ enum dbk_bal_result {
 };
 
 const char *dbk_bal_result_str(enum dbk_bal_result r);
-
-struct dbk_bal_lease {
-	unsigned server;
-	unsigned group;
-	double score;
-	uint64_t start_ms;
-	/* The caller's, kept with the lease (the ttft policy's ticket):
-	 * 0 unless set by dbk_bal_dispatch_to or dbk_bal_set_tag. */
-	uint32_t tag[3];
-};
 
 struct dbk_bal_stats {
 	uint64_t decisions; /* leases taken */
@@ -145,8 +103,9 @@ enum dbk_bal_result dbk_bal_dispatch_to(struct dbk_balancer *b, const char *id, 
                                         const struct dbk_bal_request *r, unsigned server,
                                         uint64_t now_ms, struct dbk_bal_decision *d);
 
-/* Sets the tag of id's live lease. Returns false without one. */
-bool dbk_bal_set_tag(struct dbk_balancer *b, const char *id, size_t id_len, const uint32_t tag[3]);
+/* Sets the slot of id's live lease. Returns false without one. */
+bool dbk_bal_set_slot(struct dbk_balancer *b, const char *id, size_t id_len,
+                      const uint32_t slot[DBK_BAL_SLOT_WORDS]);
 
 /* Told of every lease that ends (release, expiry, reclaim), every move
  * and every change of a server's usable flag, after the balancer's own

@@ -1,7 +1,5 @@
-/* The balancer's settings: the reference's defaults, the group split and
- * the checks every configuration passes before a balancer takes it (at
- * start, and live through /config and SIGHUP). See balancer.h. */
-#include "balancer.h"
+/* The balancer's settings (balancer_config.h). */
+#include "balancer_config.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -4,6 +4,7 @@
  * the strict grammar --config and /config share (lib/numparse.h). */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,16 +62,6 @@ static bool valid_server_name(const char *s)
 			return false;
 	}
 	return true;
-}
-
-static const char *const policy_names[] = {
-	[DBK_POLICY_REFERENCE] = "reference",
-	[DBK_POLICY_TTFT] = "ttft",
-};
-
-const char *dbk_policy_name(enum dbk_policy_kind k)
-{
-	return (unsigned)k <= DBK_POLICY_TTFT ? policy_names[k] : "?";
 }
 
 /* NAME=URL with a server name and an http URL of visible characters
@@ -192,13 +183,35 @@ static int opt_scrape(void *ctx, const char *v, char *err, size_t errlen)
 
 static int opt_policy(void *ctx, const char *v, char *err, size_t errlen)
 {
-	for (int k = DBK_POLICY_REFERENCE; k <= DBK_POLICY_TTFT; k++)
-		if (strcmp(v, policy_names[k]) == 0) {
-			((struct parse *)ctx)->c->policy = (enum dbk_policy_kind)k;
-			return 0;
-		}
-	dbk_errf(err, errlen, "--policy wants reference or ttft, got '%s'", v);
+	const struct dbk_policy_ops *ops = dbk_policy_find(v);
+	char names[256];
+	size_t n = 0;
+
+	if (ops) {
+		((struct parse *)ctx)->c->policy = ops;
+		return 0;
+	}
+	names[0] = '\0';
+	for (size_t k = 0; (ops = dbk_policy_at(k)) != NULL && n < sizeof(names); k++)
+		n += (size_t)snprintf(names + n, sizeof(names) - n, "%s%s", k ? ", " : "",
+		                      ops->name);
+	dbk_errf(err, errlen, "--policy wants one of %s, got '%s'", names, v);
 	return -1;
+}
+
+/* --policy's help: each policy's own words, from the table. */
+static const char *policy_help(void)
+{
+	static char text[2048];
+	const struct dbk_policy_ops *ops;
+	size_t n = 0;
+
+	if (text[0])
+		return text;
+	for (size_t k = 0; (ops = dbk_policy_at(k)) != NULL && n < sizeof(text); k++)
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "%s%s: %s", k ? "\n" : "",
+		                      ops->name, ops->help);
+	return text;
 }
 
 /* ---- the options, by section of --help ---- */
@@ -223,11 +236,7 @@ static size_t opts_balancing(struct parse *p, struct dbk_opt *out)
 		TEXT("config", &c->config_file, "FILE",
 		     "live settings (key = value lines: see\ndbucket-spoa(8)); reread on SIGHUP, "
 		     "and\nalso set through the admin endpoint's /config"),
-		CALL("policy", opt_policy, "NAME",
-		     "reference (default: the algorithm above,\ndecision for decision) or ttft: "
-		     "the server\nwith the earliest predicted first token, from\nlength, prefix, "
-		     "queue, KV use and context\nlimit, weighed against the decodes a long\n"
-		     "prefill stalls there"),
+		CALL("policy", opt_policy, "NAME", policy_help()),
 		NUM("engine-speed", DBK_OPT_DOUBLE, &c->engine_speed, 0.001, 1000, "X",
 		    "ttft: the servers run X times as fast as its\nengine model (an 8B model on an "
 		    "H100; 1); for\nother GPUs, and stubs run with --time-scale X\n"
@@ -395,6 +404,7 @@ static void set_defaults(struct dbk_config *c)
 	c->scrape_interval_ms = DBK_DEFAULT_SCRAPE_INTERVAL_MS;
 	c->scrape_timeout_ms = DBK_DEFAULT_SCRAPE_TIMEOUT_MS;
 	c->engine_speed = 1.0;
+	c->policy = dbk_policy_at(0);
 }
 
 /* SERVER... after the options. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "balancer.h"
+#include "policy_ops.h"
 
 #define DBK_VERSION "0.1.0"
 
@@ -38,16 +39,6 @@
 #define DBK_DEFAULT_IDLE_TIMEOUT_S 120
 #define DBK_MAX_SERVER_NAME 64
 
-/* --policy: the reference algorithm (its flags choose the mode), or the
- * predicted-first-token policy (agent/predict.h). */
-enum dbk_policy_kind {
-	DBK_POLICY_REFERENCE = 0,
-	DBK_POLICY_TTFT,
-};
-
-/* Returns the kind's name ("reference", "ttft"). */
-const char *dbk_policy_name(enum dbk_policy_kind k);
-
 #define DBK_DEFAULT_SCRAPE_INTERVAL_MS 100
 #define DBK_DEFAULT_SCRAPE_TIMEOUT_MS 1000
 #define DBK_MAX_SCRAPE_URL 512
@@ -72,7 +63,8 @@ struct dbk_config {
 	long long poll_ms;          /* runtime API poll interval */
 	long long reclaim_after_s;  /* youngest lease a leak repair may take */
 	const char *config_file;    /* tunables, reread on SIGHUP; NULL: none */
-	enum dbk_policy_kind policy;
+	/* --policy, from policy_ops.h's table (reference by default). */
+	const struct dbk_policy_ops *policy;
 	/* --scrape NAME=URL, as given (checked against the server names
 	 * once they are known: dbk_config_scrape_url). */
 	const char *scrape[DBK_BAL_MAX_SERVERS];

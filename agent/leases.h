@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "balancer.h"
+#include "balancer_types.h"
 
 struct dbk_lease {
 	struct dbk_lease *hnext;         /* hash chain */

@@ -1,152 +1,185 @@
+/* --policy ttft and what the predictor's policies share (policy_ttft.h). */
 #include "policy_ttft.h"
 
-#include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "lib/clock.h"
-#include "prom_text.h"
-
-/* The ticket route.c committed, back from the lease that carried it. */
-static struct dbk_pred_ticket ticket_of(const struct dbk_bal_lease *l)
+void *dbk_policy_ttft_create(const struct dbk_policy_env *env)
 {
-	struct dbk_pred_ticket t = {
-		.server = l->server,
-		.prompt_tokens = l->tag[0],
-		.kv_tokens = l->tag[1],
-		.ctx_tokens = l->tag[2],
-		.sent_ms = l->start_ms,
-	};
+	struct dbk_policy_ttft *t = calloc(1, sizeof(*t));
+	struct dbk_pred_config c;
 
+	if (!t)
+		return NULL;
+	/* The default engine model sped up engine_speed times: its step
+	 * costs divided by it, so the books drain at the servers' pace. */
+	dbk_pred_config_default(&c, env->nservers);
+	c.t_cpu_s /= env->engine_speed;
+	c.t_weights_s /= env->engine_speed;
+	c.lin_tokens_per_s *= env->engine_speed;
+	c.attn_flops *= env->engine_speed;
+	c.kv_read_bw *= env->engine_speed;
+	if (env->stall_weight >= 0)
+		c.stall_weight = env->stall_weight;
+	t->draws = env->seed;
+	if (!(t->pred = dbk_pred_new(&c))) {
+		free(t);
+		return NULL;
+	}
 	return t;
 }
 
-static void on_ended(void *arg, const struct dbk_bal_lease *l)
+void dbk_policy_ttft_destroy(void *st)
 {
-	struct dbk_pred_ticket t = ticket_of(l);
+	struct dbk_policy_ttft *t = st;
 
-	dbk_pred_release(arg, &t, dbk_mono_ms());
+	if (t)
+		dbk_pred_free(t->pred);
+	free(t);
 }
 
-static void on_moved(void *arg, const struct dbk_bal_lease *before, unsigned server)
+void dbk_policy_ttft_request(struct dbk_policy_ttft *t, const struct dbk_policy_request *r)
 {
-	struct dbk_pred_ticket t = ticket_of(before);
+	struct dbk_pkey pk;
 
-	dbk_pred_move(arg, &t, server, dbk_mono_ms());
-}
-
-static void on_usable(void *arg, unsigned server, bool usable)
-{
-	dbk_pred_set_state(arg, server, usable ? DBK_PRED_UP : DBK_PRED_DOWN);
-}
-
-struct dbk_pred *dbk_policy_ttft_new(struct dbk_balancer *bal, double engine_speed)
-{
-	struct dbk_pred_config c;
-	unsigned n = dbk_bal_config(bal)->nservers;
-	struct dbk_pred *p;
-
-	dbk_pred_config_default(&c, n);
-	c.t_cpu_s /= engine_speed;
-	c.t_weights_s /= engine_speed;
-	c.lin_tokens_per_s *= engine_speed;
-	c.attn_flops *= engine_speed;
-	c.kv_read_bw *= engine_speed;
-	p = dbk_pred_new(&c);
-	if (!p)
-		return NULL;
-	for (unsigned i = 0; i < n; i++)
-		if (!dbk_bal_usable(bal, i))
-			dbk_pred_set_state(p, i, DBK_PRED_DOWN);
-	struct dbk_bal_observer o = { on_ended, on_moved, on_usable, p };
-	dbk_bal_observe(bal, &o);
-	return p;
-}
-
-void dbk_policy_ttft_free(struct dbk_pred *p, struct dbk_balancer *bal)
-{
-	if (bal)
-		dbk_bal_observe(bal, NULL);
-	dbk_pred_free(p);
-}
-
-static double have(const struct dbk_vllm_metrics *m, unsigned bit, double v)
-{
-	return (m->have & bit) ? v : -1.0;
-}
-
-void dbk_policy_scraped(void *pred, unsigned server, const struct dbk_scrape_view *v, bool metrics)
-{
-	const struct dbk_vllm_metrics *m = &v->m;
-
-	if (!metrics) {
-		dbk_pred_set_max_model_len(pred, server,
-		                           v->max_model_len > 0 && v->max_model_len <= UINT32_MAX
-		                                   ? (uint32_t)v->max_model_len
-		                                   : 0);
-		return;
-	}
-	struct dbk_pred_scrape s = {
-		.ok = v->up,
-		.running = have(m, DBK_VM_RUNNING, m->running),
-		.waiting = have(m, DBK_VM_WAITING, m->waiting),
-		.kv_usage = have(m, DBK_VM_KV_USAGE, m->kv_usage),
-		.kv_capacity_tokens = (m->have & DBK_VM_GPU_BLOCKS) && (m->have & DBK_VM_BLOCK_SIZE)
-		                              ? m->gpu_blocks * m->block_size
-		                              : -1.0,
-		.prefix_queries = have(m, DBK_VM_PC_QUERIES, m->pc_queries),
-		.prefix_hits = have(m, DBK_VM_PC_HITS, m->pc_hits),
-		.ttft_sum_s = have(m, DBK_VM_TTFT_SUM, m->ttft_sum),
-		.ttft_count = have(m, DBK_VM_TTFT_COUNT, m->ttft_count),
+	dbk_pkey_derive(r->sample, r->sample_len, t->keys, DBK_PKEY_MAX_KEYS, &pk);
+	t->req = (struct dbk_pred_request){
+		.prompt_tokens = r->est->body_bytes / 4.0,
+		.max_tokens = r->est->max_tokens,
+		.ignore_eos = r->est->ignore_eos,
+		.keys = t->keys,
+		.nkeys = pk.nkeys,
+		.keys_cut = pk.cut || r->cut,
+		.session = r->has_session ? r->session : pk.session,
 	};
-	dbk_pred_scraped(pred, server, &s, dbk_mono_ms());
 }
 
-void dbk_policy_report_state(const struct dbk_pred *p, const char *const *srv, unsigned n,
-                             uint64_t now_ms, struct dbk_buf *o)
+int dbk_policy_ttft_chose(struct dbk_policy_ttft *t, const struct dbk_pred_choice *pc,
+                          struct dbk_policy_choice *c)
 {
-	dbk_buf_printf(o, "  \"ttft\": [\n");
-	for (unsigned i = 0; i < n; i++) {
-		struct dbk_pred_view v;
-
-		dbk_pred_view(p, i, now_ms, &v);
-		dbk_buf_printf(o,
-		               "    {\"name\": \"%s\", \"inflight\": %u, \"prefilling\": %u, "
-		               "\"queue_s\": %.6g, \"kv_committed\": %.17g, \"kv_capacity\": "
-		               "%.17g, "
-		               "\"others\": %.17g, \"scraped\": %s, \"max_model_len\": %" PRIu32
-		               ", \"hit_ratio\": %.6g, \"slowness\": %.6g}%s\n",
-		               srv[i], v.inflight, v.prefilling, v.queue_s, v.kv_committed,
-		               v.kv_capacity, v.others, v.scraped ? "true" : "false",
-		               v.max_model_len, v.hit_ratio, v.slowness, i + 1 < n ? "," : "");
-	}
-	dbk_buf_printf(o, "  ],\n");
-}
-
-void dbk_policy_report_metrics(const struct dbk_pred *p, const char *const *srv, unsigned n,
-                               uint64_t now_ms, struct dbk_buf *o)
-{
-	static const struct {
-		const char *name, *help;
-	} series[] = {
-		{ "dbucket_ttft_queue_seconds", "Predicted prefill queued ahead of a newcomer." },
-		{ "dbucket_ttft_kv_committed_tokens", "KV tokens committed (books and scraped)." },
-		{ "dbucket_ttft_scraped",
-		  "Whether fresh scraped numbers are in use (0: books only)." },
-		{ "dbucket_ttft_slowness", "How much slower than the fleet the server serves first "
-		                           "tokens (1: as the fleet)." },
+	t->ch = *pc;
+	*c = (struct dbk_policy_choice){
+		.server = pc->server,
+		.too_long = pc->reason == DBK_PRED_TOO_LONG,
+		.predicted = true,
+		.ttft_s = pc->ttft_s,
+		.hit_tokens = pc->hit_tokens,
 	};
-
-	for (unsigned k = 0; k < sizeof(series) / sizeof(series[0]); k++) {
-		dbk_prom_head(o, series[k].name, "gauge", series[k].help);
-		for (unsigned i = 0; i < n; i++) {
-			struct dbk_pred_view v;
-
-			dbk_pred_view(p, i, now_ms, &v);
-			double x = k == 0   ? v.queue_s
-			           : k == 1 ? v.kv_committed
-			           : k == 2 ? (v.scraped ? 1 : 0)
-			                    : v.slowness;
-			dbk_buf_printf(o, "%s{server=\"%s\"} %.17g\n", series[k].name, srv[i], x);
-		}
-	}
+	return c->server;
 }
+
+/* The earliest predicted first token, weighed against the decodes a
+ * long prefill stalls (predict.h). */
+static int ttft_choose(void *st, const struct dbk_policy_request *r, uint64_t now_ms,
+                       struct dbk_policy_choice *c)
+{
+	struct dbk_policy_ttft *t = st;
+	struct dbk_pred_choice pc;
+
+	dbk_policy_ttft_request(t, r);
+	dbk_pred_choose(t->pred, &t->req, now_ms, &pc);
+	return dbk_policy_ttft_chose(t, &pc, c);
+}
+
+/* The slot holds the ticket but for what the lease keeps itself (its
+ * server and start): prompt, KV and context tokens. */
+void dbk_policy_ttft_commit(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,
+                            uint32_t slot[DBK_BAL_SLOT_WORDS])
+{
+	struct dbk_policy_ttft *t = st;
+	struct dbk_pred_ticket k;
+
+	(void)c;
+	dbk_pred_commit_chosen(t->pred, &t->req, &t->ch, now_ms, &k);
+	slot[0] = k.prompt_tokens;
+	slot[1] = k.kv_tokens;
+	slot[2] = k.ctx_tokens;
+}
+
+static struct dbk_pred_ticket ticket_of(const struct dbk_bal_lease *l)
+{
+	return (struct dbk_pred_ticket){
+		.server = l->server,
+		.prompt_tokens = l->slot[0],
+		.kv_tokens = l->slot[1],
+		.ctx_tokens = l->slot[2],
+		.sent_ms = l->start_ms,
+	};
+}
+
+void dbk_policy_ttft_release(void *st, const struct dbk_bal_lease *l, uint64_t now_ms)
+{
+	struct dbk_pred_ticket k = ticket_of(l);
+
+	dbk_pred_release(((struct dbk_policy_ttft *)st)->pred, &k, now_ms);
+}
+
+void dbk_policy_ttft_move(void *st, const struct dbk_bal_lease *before, unsigned server,
+                          uint64_t now_ms)
+{
+	struct dbk_pred_ticket k = ticket_of(before);
+
+	dbk_pred_move(((struct dbk_policy_ttft *)st)->pred, &k, server, now_ms);
+}
+
+void dbk_policy_ttft_usable(void *st, unsigned server, bool usable)
+{
+	dbk_pred_set_state(((struct dbk_policy_ttft *)st)->pred, server,
+	                   usable ? DBK_PRED_UP : DBK_PRED_DOWN);
+}
+
+void dbk_policy_ttft_scraped(void *st, unsigned server, const struct dbk_pred_scrape *s,
+                             uint64_t now_ms)
+{
+	dbk_pred_scraped(((struct dbk_policy_ttft *)st)->pred, server, s, now_ms);
+}
+
+void dbk_policy_ttft_max_model_len(void *st, unsigned server, uint32_t len)
+{
+	dbk_pred_set_max_model_len(((struct dbk_policy_ttft *)st)->pred, server, len);
+}
+
+static const struct dbk_policy_row rows[] = {
+	{ "inflight", NULL, NULL, DBK_POLICY_INT },
+	{ "prefilling", NULL, NULL, DBK_POLICY_INT },
+	{ "queue_s", "dbucket_ttft_queue_seconds", "Predicted prefill queued ahead of a newcomer.",
+	  DBK_POLICY_SHORT },
+	{ "kv_committed", "dbucket_ttft_kv_committed_tokens",
+	  "KV tokens committed (books and scraped).", DBK_POLICY_FULL },
+	{ "kv_capacity", NULL, NULL, DBK_POLICY_FULL },
+	{ "others", NULL, NULL, DBK_POLICY_FULL },
+	{ "scraped", "dbucket_ttft_scraped",
+	  "Whether fresh scraped numbers are in use (0: books only).", DBK_POLICY_BOOL },
+	{ "max_model_len", NULL, NULL, DBK_POLICY_INT },
+	{ "hit_ratio", NULL, NULL, DBK_POLICY_SHORT },
+	{ "slowness", "dbucket_ttft_slowness",
+	  "How much slower than the fleet the server serves first tokens (1: as the fleet).",
+	  DBK_POLICY_SHORT },
+};
+
+static void view(const void *st, unsigned server, uint64_t now_ms, double *v)
+{
+	struct dbk_pred_view w;
+
+	dbk_pred_view(((const struct dbk_policy_ttft *)st)->pred, server, now_ms, &w);
+	const double x[] = { w.inflight,    w.prefilling, w.queue_s, w.kv_committed,
+		             w.kv_capacity, w.others,     w.scraped, w.max_model_len,
+		             w.hit_ratio,   w.slowness };
+	_Static_assert(sizeof(x) / sizeof(x[0]) == sizeof(rows) / sizeof(rows[0]),
+	               "one value per row");
+	memcpy(v, x, sizeof(x));
+}
+
+const struct dbk_policy_report dbk_policy_ttft_report = {
+	.member = "ttft",
+	.rows = rows,
+	.nrows = sizeof(rows) / sizeof(rows[0]),
+	.view = view,
+};
+
+const struct dbk_policy_ops dbk_policy_ttft = DBK_POLICY_TTFT_OPS(
+        "ttft",
+        "the server with the earliest\npredicted first token, from length,\n"
+        "prefix, queue, KV use and context limit,\nweighed against the decodes a long\n"
+        "prefill stalls there",
+        ttft_choose);

@@ -1,35 +1,55 @@
-/* The --policy ttft glue (config.h names the policies). This file keeps the ttft predictor in step with the rest of the agent: the
- * balancer's leases (ended, moved), HAProxy's server states and what the
- * scraper reads; and renders its view for /state and /metrics. */
+/* The predictor's policies (policy_ops.h): ttft, and those that choose
+ * differently over the same books (policy_p2ttft.c). This module keeps
+ * a predictor (predict.h) in step with the agent or the simulator:
+ * requests committed, leases ended or moved, servers' states and
+ * scraped numbers; and shows its per-server view. Pure, like the
+ * predictor: time is passed in. */
 #ifndef DBK_POLICY_TTFT_H
 #define DBK_POLICY_TTFT_H
 
-#include <stdbool.h>
-#include <stdint.h>
-
-#include "balancer.h"
-#include "config.h"
+#include "policy_ops.h"
 #include "predict.h"
-#include "scrape.h"
-#include "lib/buf.h"
+#include "prefix_key.h"
 
-/* A ttft predictor for the balancer's servers, with the default engine
- * model sped up engine_speed times (its step costs divided by it: the
- * books drain at the servers' pace), observing bal (which must outlive it): every lease that ends or
- * moves is released or moved in the predictor, every usable change sets
- * its state. NULL when out of memory. */
-struct dbk_pred *dbk_policy_ttft_new(struct dbk_balancer *bal, double engine_speed);
-void dbk_policy_ttft_free(struct dbk_pred *p, struct dbk_balancer *bal);
+struct dbk_policy_ttft {
+	struct dbk_pred *pred;
+	/* The request being decided, from choose to its commit. */
+	uint64_t keys[DBK_PKEY_MAX_KEYS];
+	struct dbk_pred_request req;
+	struct dbk_pred_choice ch;
+	/* For a policy that draws (policy_p2ttft.c): env's seed, advanced
+	 * by each draw. */
+	uint64_t draws;
+};
 
-/* A scrape of server finished (struct dbk_scrape_config.scraped, with
- * the predictor as arg). */
-void dbk_policy_scraped(void *pred, unsigned server, const struct dbk_scrape_view *v, bool metrics);
+/* The hooks every predictor policy shares, for their ops tables. */
+void *dbk_policy_ttft_create(const struct dbk_policy_env *env);
+void dbk_policy_ttft_destroy(void *st);
+/* Sets t->req from r (its prefix keys derived from the sample). */
+void dbk_policy_ttft_request(struct dbk_policy_ttft *t, const struct dbk_policy_request *r);
+/* Sets t->ch and c from the predictor's choice pc; returns its server. */
+int dbk_policy_ttft_chose(struct dbk_policy_ttft *t, const struct dbk_pred_choice *pc,
+                          struct dbk_policy_choice *c);
+void dbk_policy_ttft_commit(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,
+                            uint32_t slot[DBK_BAL_SLOT_WORDS]);
+void dbk_policy_ttft_release(void *st, const struct dbk_bal_lease *l, uint64_t now_ms);
+void dbk_policy_ttft_move(void *st, const struct dbk_bal_lease *before, unsigned server,
+                          uint64_t now_ms);
+void dbk_policy_ttft_usable(void *st, unsigned server, bool usable);
+void dbk_policy_ttft_scraped(void *st, unsigned server, const struct dbk_pred_scrape *s,
+                             uint64_t now_ms);
+void dbk_policy_ttft_max_model_len(void *st, unsigned server, uint32_t len);
+extern const struct dbk_policy_report dbk_policy_ttft_report;
 
-/* The predictor's per-server view: a "policy" member for /state
- * (followed by a comma) and dbucket_ttft_* series for /metrics. */
-void dbk_policy_report_state(const struct dbk_pred *p, const char *const *names, unsigned n,
-                             uint64_t now_ms, struct dbk_buf *o);
-void dbk_policy_report_metrics(const struct dbk_pred *p, const char *const *names, unsigned n,
-                               uint64_t now_ms, struct dbk_buf *o);
+/* An ops table of the predictor's policies: these hooks and choose. */
+#define DBK_POLICY_TTFT_OPS(nm, hlp, choose_fn)                                                   \
+	{                                                                                         \
+		.name = nm, .help = hlp, .create = dbk_policy_ttft_create,                        \
+		.destroy = dbk_policy_ttft_destroy, .choose = choose_fn,                          \
+		.commit = dbk_policy_ttft_commit, .release = dbk_policy_ttft_release,             \
+		.move = dbk_policy_ttft_move, .usable = dbk_policy_ttft_usable,                   \
+		.scraped = dbk_policy_ttft_scraped,                                               \
+		.max_model_len = dbk_policy_ttft_max_model_len, .report = &dbk_policy_ttft_report \
+	}
 
 #endif

@@ -193,6 +193,12 @@ void dbk_pred_forget_cache(struct dbk_pred *p, unsigned server);
  * servers in. Returns c->server. */
 int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64_t now_ms,
                     struct dbk_pred_choice *c);
+/* The prediction for r on server alone, its expected hit there
+ * included: c as choose fills it had it chosen server (so that
+ * dbk_pred_commit_chosen takes it). -1 when server is not usable or
+ * cannot hold r (c is not set), else server. */
+int dbk_pred_evaluate(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
+                      uint64_t now_ms, struct dbk_pred_choice *c);
 /* The request was sent to server at now_ms: charge the books, record its
  * prefix there, fill t. */
 void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,

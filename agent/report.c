@@ -9,22 +9,25 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "report.h"
+
 #include "agent.h"
 #include "lib/clock.h"
 #include "prom_text.h"
+#include "scrape.h"
 
 /* Where a number lives: one of the agent's stats blocks. A block that is
  * not running (no runtime API, not the ttft policy) leaves its rows out
  * of both renderings. */
 enum src {
-	SRC_BAL,   /* struct dbk_bal_stats */
-	SRC_ACCT,  /* struct dbk_acct_stats */
-	SRC_ROUTE, /* struct dbk_route_stats */
-	SRC_TTFT,  /* struct dbk_route_stats, with --policy ttft only */
-	SRC_RX,    /* struct dbk_events_stats */
-	SRC_SPOP,  /* struct dbk_spop_server_stats */
-	SRC_SYNC,  /* struct dbk_sync_stats, with --haproxy-socket only */
-	SRC_AGENT, /* struct dbk_agent */
+	SRC_BAL,    /* struct dbk_bal_stats */
+	SRC_ACCT,   /* struct dbk_acct_stats */
+	SRC_ROUTE,  /* struct dbk_route_stats */
+	SRC_CHOOSE, /* struct dbk_route_stats, with a policy that chooses only */
+	SRC_RX,     /* struct dbk_events_stats */
+	SRC_SPOP,   /* struct dbk_spop_server_stats */
+	SRC_SYNC,   /* struct dbk_sync_stats, with --haproxy-socket only */
+	SRC_AGENT,  /* struct dbk_agent */
 	NSRC
 };
 
@@ -50,7 +53,7 @@ struct row {
 #define BAL(f) FIELD(SRC_BAL, struct dbk_bal_stats, f)
 #define ACCT(f) FIELD(SRC_ACCT, struct dbk_acct_stats, f)
 #define ROUTE(f) FIELD(SRC_ROUTE, struct dbk_route_stats, f)
-#define TTFT(f) FIELD(SRC_TTFT, struct dbk_route_stats, f)
+#define CHOOSE(f) FIELD(SRC_CHOOSE, struct dbk_route_stats, f)
 #define RX(f) FIELD(SRC_RX, struct dbk_events_stats, f)
 #define SPOP(f) FIELD(SRC_SPOP, struct dbk_spop_server_stats, f)
 #define SYNC(f) FIELD(SRC_SYNC, struct dbk_sync_stats, f)
@@ -125,7 +128,7 @@ static const struct row rows[] = {
 	  "Settings applied live (SIGHUP or POST /config).", COUNTER, AGENT(config_changes), NULL },
 	{ NULL, "dbucket_ttft_too_long_total", NULL,
 	  "Requests no usable server's max_model_len could hold (sent to the largest).", COUNTER,
-	  TTFT(too_long), NULL },
+	  CHOOSE(too_long), NULL },
 };
 
 /* Per server: one element of /state's "servers" and one series of a
@@ -207,7 +210,7 @@ static void sources(const struct dbk_agent *a, const void *src[NSRC])
 	src[SRC_BAL] = dbk_bal_stats(a->bal);
 	src[SRC_ACCT] = &a->acct.stats;
 	src[SRC_ROUTE] = &a->route.stats;
-	src[SRC_TTFT] = a->pred ? &a->route.stats : NULL;
+	src[SRC_CHOOSE] = a->cfg.policy->choose ? &a->route.stats : NULL;
 	src[SRC_RX] = dbk_events_stats(a->events);
 	src[SRC_SPOP] = dbk_spop_server_stats(a->spop);
 	src[SRC_SYNC] = a->sync ? dbk_sync_stats(a->sync) : NULL;
@@ -288,12 +291,11 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *o)
 
 	sources(a, src);
 	dbk_buf_printf(o, "{\n  \"mode\": \"%s\",\n  \"policy\": \"%s\",\n",
-	               a->cfg.dynamic ? "dynamic" : "plain", dbk_policy_name(a->cfg.policy));
+	               a->cfg.dynamic ? "dynamic" : "plain", a->cfg.policy->name);
 	state_servers(a, o);
 	if (a->scrape)
 		dbk_scrape_report_state(a->scrape, dbk_mono_ms(), o);
-	if (a->pred)
-		dbk_policy_report_state(a->pred, a->cfg.servers, a->cfg.nservers, dbk_mono_ms(), o);
+	dbk_policy_report_state(&a->policy, a->cfg.servers, a->cfg.nservers, dbk_mono_ms(), o);
 	for (const struct row *r = rows; r < rows + COUNT(rows); r++) {
 		if (!r->json || !src[r->src])
 			continue;
@@ -432,7 +434,5 @@ void dbk_report_metrics(const struct dbk_agent *a, struct dbk_buf *o)
 	metrics_config(c, o);
 	if (a->scrape)
 		dbk_scrape_report_metrics(a->scrape, dbk_mono_ms(), o);
-	if (a->pred)
-		dbk_policy_report_metrics(a->pred, a->cfg.servers, a->cfg.nservers, dbk_mono_ms(),
-		                          o);
+	dbk_policy_report_metrics(&a->policy, a->cfg.servers, a->cfg.nservers, dbk_mono_ms(), o);
 }

@@ -54,45 +54,41 @@ static bool wants_details(const struct dbk_spop_data *d)
 	return dbk_spop_data_to_i64(d, &v) && v != 0;
 }
 
-/* The ttft policy: the predictor picks among the usable servers, the
- * balancer takes the lease there (so releases, TTL, reclaim and moves
- * work as for the reference), and the predictor's ticket rides on the
- * lease's tag until the lease ends (agent/policy_ttft.c releases it). */
-static enum dbk_bal_result decide_ttft(struct dbk_route *r, const struct dbk_spop_data *id,
-                                       const struct dbk_bal_request *req, int64_t body_size,
-                                       const uint8_t *sample, size_t sample_len,
-                                       const struct dbk_spop_data *session, uint64_t now_ms,
-                                       struct dbk_bal_decision *d, struct dbk_pred_choice *c)
+/* A policy that chooses: the balancer takes the lease where it chose
+ * (so releases, TTL, reclaim and moves work as for the reference), and
+ * the policy's data about it rides in the lease's slot until the lease
+ * ends (the policy's release reads it back). */
+static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct dbk_spop_data *id,
+                                         const struct dbk_bal_request *req, int64_t body_size,
+                                         const uint8_t *sample, size_t sample_len,
+                                         const struct dbk_spop_data *session, uint64_t now_ms,
+                                         struct dbk_bal_decision *d, struct dbk_policy_choice *c)
 {
-	uint64_t keys[DBK_PKEY_MAX_KEYS];
-	struct dbk_pkey pk;
-	struct dbk_pred_ticket t;
+	const struct dbk_policy *p = r->policy;
 	const char *idp = (const char *)id->u.buf.ptr;
-
-	dbk_pkey_derive(sample, sample_len, keys, DBK_PKEY_MAX_KEYS, &pk);
-	struct dbk_pred_request pr = {
-		.prompt_tokens = req->body_bytes / 4.0,
-		.max_tokens = req->max_tokens,
-		.ignore_eos = req->ignore_eos,
-		.keys = keys,
-		.nkeys = pk.nkeys,
-		.keys_cut = pk.cut || (body_size >= 0 && (uint64_t)body_size > sample_len),
-		.session = pk.session,
+	struct dbk_policy_request pr = {
+		.est = req,
+		.sample = sample,
+		.sample_len = sample_len,
+		.cut = body_size >= 0 && (uint64_t)body_size > sample_len,
 	};
+	uint32_t slot[DBK_BAL_SLOT_WORDS];
+
 	if (session && (session->type == DBK_SPOP_T_STR || session->type == DBK_SPOP_T_BIN) &&
-	    session->u.buf.len)
+	    session->u.buf.len) {
+		pr.has_session = true;
 		pr.session = dbk_pkey_session((const char *)session->u.buf.ptr, session->u.buf.len);
-	dbk_pred_choose(r->pred, &pr, now_ms, c);
+	}
+	p->ops->choose(p->st, &pr, now_ms, c);
 	enum dbk_bal_result res = dbk_bal_dispatch_to(r->bal, idp, id->u.buf.len, req,
 	                                              c->server < 0 ? UINT_MAX
 	                                                            : (unsigned)c->server,
 	                                              now_ms, d);
 	if (res != DBK_BAL_OK)
 		return res;
-	dbk_pred_commit_chosen(r->pred, &pr, c, now_ms, &t);
-	const uint32_t tag[3] = { t.prompt_tokens, t.kv_tokens, t.ctx_tokens };
-	dbk_bal_set_tag(r->bal, idp, id->u.buf.len, tag);
-	if (c->reason == DBK_PRED_TOO_LONG)
+	p->ops->commit(p->st, c, now_ms, slot);
+	dbk_bal_set_slot(r->bal, idp, id->u.buf.len, slot);
+	if (c->too_long)
 		r->stats.too_long++;
 	return res;
 }
@@ -127,6 +123,8 @@ static void read_args(const struct dbk_spop_message *m, struct route_args *a)
 	}
 }
 
+static bool chooses(const struct dbk_route *r) { return r->policy && r->policy->ops->choose; }
+
 /* What the balancer needs of a request: its size (HAProxy's req.body_size,
  * else the sample's) and, unless dynamic mode ignores them, the JSON
  * fields of the body sample. */
@@ -142,7 +140,7 @@ static void estimate(struct dbk_route *r, const struct route_args *a, int64_t *b
 		*sample = a->body->u.buf.ptr;
 		*sample_len = a->body->u.buf.len;
 	}
-	if (dbk_bal_config(r->bal)->dynamic && !r->pred) {
+	if (dbk_bal_config(r->bal)->dynamic && !chooses(r)) {
 		/* Dynamic mode scores by length alone: the JSON fields would
 		 * change nothing, and parsing them is most of a decision's
 		 * cost (measured: 40% at 100 B, 93% at 6 KB). */
@@ -159,9 +157,10 @@ static void estimate(struct dbk_route *r, const struct route_args *a, int64_t *b
 }
 
 /* The ACK of a routed request: the server, and the decision's details
- * when the message asks for them (with the prediction, pc, under ttft). */
+ * when the message asks for them (with the policy's prediction, if pc
+ * has one). */
 static void answer(const struct dbk_route *r, const struct dbk_bal_decision *d,
-                   const struct dbk_pred_choice *pc, bool explain, struct dbk_spop_writer *w)
+                   const struct dbk_policy_choice *pc, bool explain, struct dbk_spop_writer *w)
 {
 	struct dbk_spop_data v = dbk_spop_str(r->names[d->server]);
 	char score[32];
@@ -178,7 +177,7 @@ static void answer(const struct dbk_route *r, const struct dbk_bal_decision *d,
 	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_REDIRECTED, &v);
 	v = dbk_spop_str(score);
 	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_SCORE, &v);
-	if (!pc)
+	if (!pc || !pc->predicted)
 		return;
 	v = dbk_spop_int(llround(fmin(fmax(pc->ttft_s * 1e3, 0), 1e12)));
 	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_TTFT_MS, &v);
@@ -195,7 +194,7 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 	size_t sample_len;
 	struct dbk_bal_request req;
 	struct dbk_bal_decision d;
-	struct dbk_pred_choice pc;
+	struct dbk_policy_choice pc = { .server = -1 };
 
 	read_args(m, &a);
 	if (!a.id || (a.id->type != DBK_SPOP_T_STR && a.id->type != DBK_SPOP_T_BIN) ||
@@ -206,10 +205,10 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 	}
 	estimate(r, &a, &body_size, &sample, &sample_len, &req);
 	const char *id = (const char *)a.id->u.buf.ptr;
-	enum dbk_bal_result res = r->pred ? decide_ttft(r, a.id, &req, body_size, sample,
-	                                                sample_len, a.session, now_ms, &d, &pc)
-	                                  : dbk_bal_dispatch(r->bal, id, a.id->u.buf.len, &req,
-	                                                     now_ms, &d);
+	enum dbk_bal_result res = chooses(r) ? decide_policy(r, a.id, &req, body_size, sample,
+	                                                     sample_len, a.session, now_ms, &d, &pc)
+	                                     : dbk_bal_dispatch(r->bal, id, a.id->u.buf.len, &req,
+	                                                        now_ms, &d);
 	if (r->on_decision) {
 		struct dbk_route_event e = {
 			a.id->u.buf.ptr, a.id->u.buf.len, res, &req, res == DBK_BAL_OK ? &d : NULL,
@@ -228,7 +227,7 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 	r->stats.by_bucket_group[d.std_bucket][d.group]++;
 	if (r->by_server)
 		r->by_server[d.server]++;
-	answer(r, &d, r->pred ? &pc : NULL, wants_details(a.details), w);
+	answer(r, &d, &pc, wants_details(a.details), w);
 }
 
 /* HAProxy served a routed request elsewhere than the agent chose (a

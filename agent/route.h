@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "balancer.h"
-#include "predict.h"
+#include "policy_ops.h"
 #include "lib/spop_codec.h"
 
 /* The message and argument names haproxy/dbucket.spoe.conf sends. */
@@ -19,21 +19,22 @@
 #define DBK_ARG_BLEN "blen"
 #define DBK_ARG_BODY "body"
 /* Optional: a client's session (e.g. its X-Session-Id header); else the
- * body's OpenAI "user" field is the session. Read by the ttft policy. */
+ * body's OpenAI "user" field is the session. Read by a policy that
+ * chooses (policy_ops.h). */
 #define DBK_ARG_SESSION "session"
 /* True (a bool, a non-zero integer, or the string "1"): also answer with
- * the decision's details (bucket, group, redirected, score; under the
- * ttft policy also its prediction: ttft_ms, hit_tokens). Off by
- * default: each variable costs HAProxy a lookup and an allocation per
- * request, and only logs and debug headers read them. */
+ * the decision's details (bucket, group, redirected, score; under a
+ * policy that predicts, ttft's, also its prediction: ttft_ms,
+ * hit_tokens). Off by default: each variable costs HAProxy a lookup and
+ * an allocation per request, and only logs and debug headers read them. */
 #define DBK_ARG_DETAILS "details"
 
 /* Variable names set in the ACK (HAProxy prefixes them with the
  * spoe-agent's var-prefix: txn.dbucket.server, ...). Server always; the
  * next four when the message asks for details, and the two after them
- * too under the ttft policy (the first token's predicted time there, in
- * whole ms, and the prompt tokens expected from its prefix cache), so a
- * log line can set the prediction beside what happened. */
+ * too under a policy that predicts (the first token's predicted time
+ * there, in whole ms, and the prompt tokens expected from its prefix
+ * cache), so a log line can set the prediction beside what happened. */
 #define DBK_VAR_SERVER "server"
 #define DBK_VAR_BUCKET "bucket"
 #define DBK_VAR_GROUP "group"
@@ -53,7 +54,7 @@ struct dbk_route_stats {
 	uint64_t truncated_bodies; /* body sample shorter than the body */
 	uint64_t malformed_bodies;
 	uint64_t moved;    /* leases moved to the server HAProxy used */
-	uint64_t too_long; /* ttft: no usable server could hold it */
+	uint64_t too_long; /* the policy found no usable server to hold it */
 	/* Decisions by standard bucket (row) and chosen group (column). */
 	uint64_t by_bucket_group[DBK_BAL_MAX_BUCKETS][DBK_BAL_MAX_BUCKETS];
 };
@@ -70,10 +71,11 @@ struct dbk_route_event {
 
 struct dbk_route {
 	struct dbk_balancer *bal;
-	/* The ttft policy's predictor (agent/predict.h): it picks the
-	 * server, the balancer takes the lease there. NULL: the reference
-	 * algorithm decides, as the parity vectors record. */
-	struct dbk_pred *pred;
+	/* The routing policy (policy_ops.h): when it chooses, the balancer
+	 * takes the lease where it chose. NULL, or a policy without
+	 * choose: the reference algorithm decides, as the parity vectors
+	 * record. */
+	const struct dbk_policy *policy;
 	const char *const *names; /* server names by balancer index */
 	unsigned nnames;
 	uint64_t *by_server; /* decisions per server; may be NULL */

@@ -1,12 +1,16 @@
 /* dbucket-sim's command line; see opts.h. */
 #include "opts.h"
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fleet.h"
 #include "lib/cli.h"
+#include "policy.h"
+#include "policy_ops.h"
 #include "predict.h"
 #include "sim.h"
 #include "model/engine.h"
@@ -30,6 +34,31 @@ struct extra {
 #define TOKENS_MAX 1099511627776.0 /* 2^40 */
 
 /* The options in --help order, each section's heading on its first. */
+/* --policy's help: every name in the table (policy.h), in its order,
+ * on lines of at most 42 characters. */
+static const char *policy_list(void)
+{
+	static char text[1024];
+	const struct dbk_sim_policy_ops *p;
+	size_t n = 0, line = 0;
+
+	if (text[0])
+		return text;
+	n = (size_t)snprintf(text, sizeof(text), "comma-separated");
+	line = n;
+	for (size_t i = 0; (p = dbk_sim_policy_at(i)) != NULL && n < sizeof(text); i++) {
+		size_t w = strlen(p->name) + 2;
+		bool wrap = line + w > 42;
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "%s%s,", wrap ? "\n" : " ",
+		                      p->name);
+		line = wrap ? w - 1 : line + w;
+	}
+	if (n < sizeof(text))
+		snprintf(text + n, sizeof(text) - n, "%sor all (default)",
+		         line + 17 > 42 ? "\n" : " ");
+	return text;
+}
+
 static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 {
 	const struct dbk_opt opts[] = {
@@ -89,17 +118,14 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		{ "overhead-ms", 0, DBK_OPT_DOUBLE, &o->overhead_ms, 0, 1e7, .metavar = "X",
 		  .help = "constant delay from decision to engine\n"
 		          "(the live path: HAProxy, agent; default 0)" },
-		{ "policy", 0, DBK_OPT_STR, &o->policies, .metavar = "LIST",
-		  .help = "comma-separated rr, lc, plain, dynamic,\n"
-		          "ttft, clairvoyant, cache_aware,\n"
-		          "power_of_two, consistent_hash, llm_d,\n"
-		          "prefixaware, or all (default)",
+		{ "policy", 0, DBK_OPT_STR, &o->policies, .metavar = "LIST", .help = policy_list(),
 		  .section = "Routing:" },
 		{ "lb-nodes", 0, DBK_OPT_INT, &o->lb_nodes, 1, 255, .flags = DBK_OPT_STRICT,
 		  .metavar = "K",
-		  .help = "ttft: K load balancers, each sent a random\n"
-		          "1/K of the arrivals, own books, shared\n"
-		          "scraped numbers (default 1)" },
+		  .help = "the agent's policies (ttft, ...): K load\n"
+		          "balancers, each sent a random 1/K of the\n"
+		          "arrivals, own books, shared scraped\n"
+		          "numbers (default 1)" },
 		{ "lb-sticky", 0, DBK_OPT_FLAG, &o->lb_sticky,
 		  .help = "with --lb-nodes: a conversation's requests\n"
 		          "all reach one balancer (an L4 balancer\n"
@@ -176,9 +202,26 @@ static const char *const policies_text =
 
 static void usage(FILE *f, const struct dbk_opt *t)
 {
+	const struct dbk_sim_policy_ops *p;
+
 	fprintf(f, "%s\n", intro);
 	dbk_cli_usage(f, t);
 	fprintf(f, "\n%s", policies_text);
+	fprintf(f, "The agent's own, as dbucket-spoa --policy NAME runs them:\n");
+	for (size_t i = 0; (p = dbk_sim_policy_agent(i)) != NULL; i++) {
+		const struct dbk_policy_ops *a = p->arg;
+
+		/* Its --help words, rewrapped at 72 columns. */
+		size_t col = (size_t)fprintf(f, "%s", a->name);
+		for (const char *w = a->help; *w;) {
+			size_t len = strcspn(w, " \n");
+			bool wrap = col + 1 + len > 72;
+			col = wrap ? len : col + 1 + len;
+			fprintf(f, "%s%.*s", wrap ? "\n" : " ", (int)len, w);
+			w += len + (w[len] != '\0');
+		}
+		fprintf(f, ".\n");
+	}
 }
 
 /* Prints msg; returns 1 (exit at once: the status is already 2). */

@@ -108,16 +108,32 @@ const struct dbk_sim_policy_ops dbk_sim_policy_lc = {
 
 /* ---- The table. ---- */
 
-static const struct dbk_sim_policy_ops *const table[] = {
-	&dbk_sim_policy_rr,          &dbk_sim_policy_lc,           &dbk_sim_policy_plain,
-	&dbk_sim_policy_dynamic,     &dbk_sim_policy_ttft,         &dbk_sim_policy_clairvoyant,
-	&dbk_sim_policy_cache_aware, &dbk_sim_policy_power_of_two, &dbk_sim_policy_consistent_hash,
-	&dbk_sim_policy_llm_d,       &dbk_sim_policy_prefixaware,
+/* The agent's policies that choose (policy_agent.c) come between the
+ * agent's balancer and the oracle. */
+static const struct dbk_sim_policy_ops *const head[] = {
+	&dbk_sim_policy_rr,
+	&dbk_sim_policy_lc,
+	&dbk_sim_policy_plain,
+	&dbk_sim_policy_dynamic,
+};
+static const struct dbk_sim_policy_ops *const tail[] = {
+	&dbk_sim_policy_clairvoyant,     &dbk_sim_policy_cache_aware, &dbk_sim_policy_power_of_two,
+	&dbk_sim_policy_consistent_hash, &dbk_sim_policy_llm_d,       &dbk_sim_policy_prefixaware,
 };
 
 const struct dbk_sim_policy_ops *dbk_sim_policy_at(size_t i)
 {
-	return i < sizeof(table) / sizeof(table[0]) ? table[i] : NULL;
+	const struct dbk_sim_policy_ops *p;
+	size_t k;
+
+	if (i < sizeof(head) / sizeof(head[0]))
+		return head[i];
+	i -= sizeof(head) / sizeof(head[0]);
+	for (k = 0; (p = dbk_sim_policy_agent(k)) != NULL; k++)
+		if (k == i)
+			return p;
+	i -= k;
+	return i < sizeof(tail) / sizeof(tail[0]) ? tail[i] : NULL;
 }
 
 const struct dbk_sim_policy_ops *dbk_sim_policy_find(const char *name)

@@ -9,7 +9,9 @@
  *   dynamic      the agent with --enable-dynamic-bucket: agent/balancer.c,
  *                short and long groups
  *   ttft         dbucket's predicted-first-token policy (agent/predict.h),
- *                K load balancers with --lb-nodes (policy_ttft.c)
+ *   p2ttft       and every other policy of the agent's table that chooses
+ *                (agent/policy_ops.h), K load balancers with --lb-nodes
+ *                (policy_agent.c)
  *   clairvoyant  knows every request's output length and every engine's
  *                queue; picks the earliest predicted first token (predict.h)
  *
@@ -97,7 +99,10 @@ extern const struct dbk_sim_policy_ops dbk_sim_policy_power_of_two;
 extern const struct dbk_sim_policy_ops dbk_sim_policy_consistent_hash;
 extern const struct dbk_sim_policy_ops dbk_sim_policy_llm_d;
 extern const struct dbk_sim_policy_ops dbk_sim_policy_prefixaware;
-extern const struct dbk_sim_policy_ops dbk_sim_policy_ttft;
+/* The agent's i-th policy that chooses (agent/policy_ops.h: ttft,
+ * p2ttft, ...), run as the agent runs it (policy_agent.c); NULL past
+ * the last. */
+const struct dbk_sim_policy_ops *dbk_sim_policy_agent(size_t i);
 
 /* A policy's state for one run: allocated and set up (ops->init); NULL
  * with a sentence in err. */

@@ -19,14 +19,14 @@
 
 struct preempted {
 	uint64_t seq;
-	struct dbk_pred_item it;
+	struct dbk_replica_item it;
 };
 
 struct clair {
-	struct dbk_predictor *pred;
+	struct dbk_replica *pred;
 	struct preempted *pre; /* scratch: preempted waiting requests */
 	size_t npre, cappre;
-	struct dbk_pred_item *wait; /* scratch: other waiting requests */
+	struct dbk_replica_item *wait; /* scratch: other waiting requests */
 	size_t nwait, capwait;
 };
 
@@ -35,7 +35,7 @@ static int clair_init(void *st, const struct dbk_sim_policy_env *env)
 	struct clair *p = st;
 
 	(void)env;
-	p->pred = dbk_predictor_new();
+	p->pred = dbk_replica_new();
 	return p->pred ? 0 : -1;
 }
 
@@ -43,7 +43,7 @@ static void clair_fini(void *st)
 {
 	struct clair *p = st;
 
-	dbk_predictor_free(p->pred);
+	dbk_replica_free(p->pred);
 	free(p->pre);
 	free(p->wait);
 }
@@ -56,7 +56,7 @@ static int cmp_pre(const void *a, const void *b)
 	return x->seq < y->seq ? 1 : x->seq > y->seq ? -1 : 0;
 }
 
-static int push_pre(struct clair *p, uint64_t seq, const struct dbk_pred_item *it)
+static int push_pre(struct clair *p, uint64_t seq, const struct dbk_replica_item *it)
 {
 	struct preempted *n = dbk_sim_array_room(p->pre, &p->cappre, p->npre, sizeof(*n), 64);
 
@@ -69,10 +69,10 @@ static int push_pre(struct clair *p, uint64_t seq, const struct dbk_pred_item *i
 	return 0;
 }
 
-static int push_wait(struct clair *p, const struct dbk_pred_item *it)
+static int push_wait(struct clair *p, const struct dbk_replica_item *it)
 {
-	struct dbk_pred_item *n = dbk_sim_array_room(p->wait, &p->capwait, p->nwait, sizeof(*n),
-	                                             64);
+	struct dbk_replica_item *n = dbk_sim_array_room(p->wait, &p->capwait, p->nwait, sizeof(*n),
+	                                                64);
 
 	if (!n)
 		return -1;
@@ -89,12 +89,12 @@ static int load_instance(struct clair *p, const struct dbk_sim *s, unsigned i)
 {
 	const struct dbk_engine *e = dbk_sim_engine(s, i);
 	struct dbk_engine_req_info info;
-	struct dbk_pred_item it;
+	struct dbk_replica_item it;
 	uint32_t id;
 	size_t k;
 	int rc = 0;
 
-	if (dbk_predictor_reset(p->pred, dbk_sim_engine_config(s, i)) != 0)
+	if (dbk_replica_reset(p->pred, dbk_sim_engine_config(s, i)) != 0)
 		return -1;
 	p->npre = p->nwait = 0;
 	for (id = dbk_sim_live_first(s, i); id != DBK_SIM_NONE && rc == 0;
@@ -103,20 +103,20 @@ static int load_instance(struct clair *p, const struct dbk_sim *s, unsigned i)
 		uint64_t h;
 
 		if (!dbk_sim_req_handle(s, id, &h)) {
-			dbk_pred_item_pending(r->input_tokens, dbk_sim_cached_tokens(s, i, id),
-			                      r->output_tokens, &it);
+			dbk_replica_item_pending(r->input_tokens, dbk_sim_cached_tokens(s, i, id),
+			                         r->output_tokens, &it);
 			rc = push_wait(p, &it);
 			continue;
 		}
 		if (dbk_engine_req_get(e, h, &info) == DBK_REQ_UNKNOWN ||
-		    !dbk_pred_item_from_engine(&info, &it))
+		    !dbk_replica_item_from_engine(&info, &it))
 			continue;
 		if (info.state == DBK_REQ_WAITING && info.num_preemptions == 0)
 			/* Not admitted yet: what it will find cached. */
-			dbk_pred_item_pending(r->input_tokens, dbk_sim_cached_tokens(s, i, id),
-			                      r->output_tokens, &it);
+			dbk_replica_item_pending(r->input_tokens, dbk_sim_cached_tokens(s, i, id),
+			                         r->output_tokens, &it);
 		if (it.running)
-			rc = dbk_predictor_add(p->pred, &it);
+			rc = dbk_replica_add(p->pred, &it);
 		else if (info.num_preemptions > 0)
 			rc = push_pre(p, dbk_sim_req_preempt_seq(s, id), &it);
 		else
@@ -129,9 +129,9 @@ static int load_instance(struct clair *p, const struct dbk_sim *s, unsigned i)
 	if (p->npre > 1)
 		qsort(p->pre, p->npre, sizeof(*p->pre), cmp_pre);
 	for (k = 0; k < p->npre && rc == 0; k++)
-		rc = dbk_predictor_add(p->pred, &p->pre[k].it);
+		rc = dbk_replica_add(p->pred, &p->pre[k].it);
 	for (k = 0; k < p->nwait && rc == 0; k++)
-		rc = dbk_predictor_add(p->pred, &p->wait[k]);
+		rc = dbk_replica_add(p->pred, &p->wait[k]);
 	return rc;
 }
 
@@ -152,10 +152,10 @@ static int clair_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_
 			continue;
 		if (load_instance(p, s, i) != 0)
 			return DBK_SIM_POLICY_ERROR;
-		fits = dbk_predictor_fits(p->pred, r->input_tokens, r->output_tokens);
+		fits = dbk_replica_fits(p->pred, r->input_tokens, r->output_tokens);
 		t = (dbk_sim_step_end(s, i) - now) +
-		    dbk_predictor_first_token(p->pred, r->input_tokens,
-		                              dbk_sim_cached_tokens(s, i, r->id), r->output_tokens);
+		    dbk_replica_first_token(p->pred, r->input_tokens,
+		                            dbk_sim_cached_tokens(s, i, r->id), r->output_tokens);
 		/* Instances where the request's whole KV fits beside all
 		 * that is committed come first: elsewhere vLLM would preempt
 		 * and recompute, which the prediction does not see. Then the

@@ -13,7 +13,7 @@ struct pitem {
 	bool running, done, is_new;
 };
 
-struct dbk_predictor {
+struct dbk_replica {
 	struct dbk_engine_config cfg;
 	struct pitem *items; /* requests with prefill left, queue order */
 	size_t n, cap;
@@ -45,7 +45,8 @@ struct dbk_predictor {
 
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-bool dbk_pred_item_from_engine(const struct dbk_engine_req_info *info, struct dbk_pred_item *out)
+bool dbk_replica_item_from_engine(const struct dbk_engine_req_info *info,
+                                  struct dbk_replica_item *out)
 {
 	uint32_t tokens = info->prompt_tokens + info->n_output;
 
@@ -67,8 +68,8 @@ bool dbk_pred_item_from_engine(const struct dbk_engine_req_info *info, struct db
 	return out->remaining > 0;
 }
 
-void dbk_pred_item_pending(uint32_t prompt, uint32_t cached, uint32_t output,
-                           struct dbk_pred_item *out)
+void dbk_replica_item_pending(uint32_t prompt, uint32_t cached, uint32_t output,
+                              struct dbk_replica_item *out)
 {
 	if (cached >= prompt)
 		cached = prompt ? prompt - 1 : 0;
@@ -113,9 +114,9 @@ static void batch_free(struct batch *b)
 	free(b->compl );
 }
 
-struct dbk_predictor *dbk_predictor_new(void)
+struct dbk_replica *dbk_replica_new(void)
 {
-	struct dbk_predictor *p = calloc(1, sizeof(*p));
+	struct dbk_replica *p = calloc(1, sizeof(*p));
 
 	if (p && !(p->fin = calloc(DBK_PRED_HORIZON + 2, sizeof(*p->fin)))) {
 		free(p);
@@ -124,7 +125,7 @@ struct dbk_predictor *dbk_predictor_new(void)
 	return p;
 }
 
-void dbk_predictor_free(struct dbk_predictor *p)
+void dbk_replica_free(struct dbk_replica *p)
 {
 	if (!p)
 		return;
@@ -135,7 +136,7 @@ void dbk_predictor_free(struct dbk_predictor *p)
 	free(p);
 }
 
-int dbk_predictor_reset(struct dbk_predictor *p, const struct dbk_engine_config *cfg)
+int dbk_replica_reset(struct dbk_replica *p, const struct dbk_engine_config *cfg)
 {
 	size_t i;
 
@@ -152,7 +153,7 @@ int dbk_predictor_reset(struct dbk_predictor *p, const struct dbk_engine_config 
 	return batch_grow(&p->b, (size_t)cfg->max_num_seqs + 2);
 }
 
-static int add_fin(struct dbk_predictor *p, uint64_t k, int64_t base, uint64_t res)
+static int add_fin(struct dbk_replica *p, uint64_t k, int64_t base, uint64_t res)
 {
 	uint32_t *t;
 
@@ -171,7 +172,7 @@ static int add_fin(struct dbk_predictor *p, uint64_t k, int64_t base, uint64_t r
 
 /* A decoder whose context before step k0 is ctx, with `remaining`
  * tokens to go, one per step from k0 on. */
-static int add_decoder(struct dbk_predictor *p, uint64_t k0, uint32_t ctx, uint32_t remaining,
+static int add_decoder(struct dbk_replica *p, uint64_t k0, uint32_t ctx, uint32_t remaining,
                        uint64_t res)
 {
 	int64_t base = (int64_t)ctx - (int64_t)k0;
@@ -190,7 +191,7 @@ static uint64_t reservation(uint32_t computed, uint32_t lack, uint32_t remaining
 	return final > blocks ? final : blocks;
 }
 
-static int push_item(struct dbk_predictor *p, const struct pitem *it)
+static int push_item(struct dbk_replica *p, const struct pitem *it)
 {
 	struct pitem *ni = dbk_sim_array_room(p->items, &p->cap, p->n, sizeof(*ni), 64);
 
@@ -201,7 +202,7 @@ static int push_item(struct dbk_predictor *p, const struct pitem *it)
 	return 0;
 }
 
-int dbk_predictor_add(struct dbk_predictor *p, const struct dbk_pred_item *it)
+int dbk_replica_add(struct dbk_replica *p, const struct dbk_replica_item *it)
 {
 	struct pitem pi;
 
@@ -227,7 +228,7 @@ int dbk_predictor_add(struct dbk_predictor *p, const struct dbk_pred_item *it)
 	return push_item(p, &pi);
 }
 
-bool dbk_predictor_fits(const struct dbk_predictor *p, uint32_t prompt, uint32_t output)
+bool dbk_replica_fits(const struct dbk_replica *p, uint32_t prompt, uint32_t output)
 {
 	uint64_t total = p->cfg.kv_capacity_tokens / DBK_KV_BLOCK_TOKENS;
 
@@ -240,7 +241,7 @@ bool dbk_predictor_fits(const struct dbk_predictor *p, uint32_t prompt, uint32_t
  * prefill chunks in queue order from head, admitting FCFS. Returns the
  * batch's size; the requests whose prefill it completes go to b.compl
  * (*ncompl of them). */
-static size_t fill_batch(struct dbk_predictor *p, uint64_t k, size_t head, size_t *ncompl)
+static size_t fill_batch(struct dbk_replica *p, uint64_t k, size_t head, size_t *ncompl)
 {
 	uint64_t total = p->cfg.kv_capacity_tokens / DBK_KV_BLOCK_TOKENS;
 	uint32_t budget = p->cfg.max_num_batched_tokens;
@@ -292,7 +293,7 @@ static size_t fill_batch(struct dbk_predictor *p, uint64_t k, size_t head, size_
 /* After step k: the decoders whose last token came with it leave, the
  * prefills it completed got their first token and decode on. 0, or -1
  * (memory). */
-static int retire(struct dbk_predictor *p, uint64_t k, size_t ncompl)
+static int retire(struct dbk_replica *p, uint64_t k, size_t ncompl)
 {
 	size_t c;
 
@@ -315,8 +316,8 @@ static int retire(struct dbk_predictor *p, uint64_t k, size_t ncompl)
 	return 0;
 }
 
-double dbk_predictor_first_token(struct dbk_predictor *p, uint32_t prompt, uint32_t cached,
-                                 uint32_t output)
+double dbk_replica_first_token(struct dbk_replica *p, uint32_t prompt, uint32_t cached,
+                               uint32_t output)
 {
 	struct pitem nw;
 	size_t head = 0, j, nent, ncompl, c;

@@ -674,7 +674,7 @@ static void randomized_against_scan(void)
 	CHECK(dispatched > 10000);
 }
 
-/* ---- another policy's choice, its tag, and the observer ---- */
+/* ---- another policy's choice, its slot, and the observer ---- */
 
 struct seen {
 	unsigned ended, moved, usable_changes;
@@ -708,7 +708,7 @@ static void seen_usable(void *arg, unsigned server, bool usable)
 	s->usable_changes++;
 }
 
-static void dispatch_to_tag_and_observer(void)
+static void dispatch_to_slot_and_observer(void)
 {
 	struct dbk_bal_config c;
 	struct dbk_balancer *b;
@@ -717,7 +717,7 @@ static void dispatch_to_tag_and_observer(void)
 	struct dbk_bal_lease l;
 	struct seen s = { 0 };
 	struct dbk_bal_observer o = { seen_ended, seen_moved, seen_usable, &s };
-	const uint32_t tag[3] = { 7, 8, 9 };
+	const uint32_t slot[DBK_BAL_SLOT_WORDS] = { 7, 8, 9 };
 
 	dbk_bal_config_default(&c, 4, true, 32768, 131072);
 	b = dbk_bal_new(&c);
@@ -740,25 +740,25 @@ static void dispatch_to_tag_and_observer(void)
 	dbk_bal_set_usable(b, 2, false); /* no change, not told */
 	CHECK_EQ_U(s.usable_changes, 1);
 	CHECK(dbk_bal_dispatch_to(b, "b", 1, &r, 2, 10, &d) == DBK_BAL_NO_SERVER);
-	CHECK(dbk_bal_set_tag(b, "a", 1, tag));
-	CHECK(!dbk_bal_set_tag(b, "zz", 2, tag));
-	/* A move and a release carry the tag to the observer. */
+	CHECK(dbk_bal_set_slot(b, "a", 1, slot));
+	CHECK(!dbk_bal_set_slot(b, "zz", 2, slot));
+	/* A move and a release carry the slot to the observer. */
 	CHECK(dbk_bal_move(b, "a", 1, 1, NULL) == DBK_BAL_OK);
 	CHECK_EQ_U(s.moved, 1);
 	CHECK_EQ_U(s.last.server, 3);
 	CHECK_EQ_U(s.moved_to, 1);
-	CHECK_EQ_U(s.last.tag[2], 9);
+	CHECK_EQ_U(s.last.slot[2], 9);
 	CHECK(dbk_bal_release(b, "a", 1, &l) == DBK_BAL_OK);
 	CHECK_EQ_U(s.ended, 1);
 	CHECK_EQ_U(s.last.server, 1);
-	CHECK_EQ_U(s.last.tag[0], 7);
-	CHECK_EQ_U(l.tag[1], 8);
-	/* Expiry and reclaim tell it too; a plain dispatch's tag is zero. */
+	CHECK_EQ_U(s.last.slot[0], 7);
+	CHECK_EQ_U(l.slot[1], 8);
+	/* Expiry and reclaim tell it too; a plain dispatch's slot is zero. */
 	CHECK(dbk_bal_dispatch_to(b, "c", 1, &r, 0, 20, NULL) == DBK_BAL_OK);
 	CHECK(disp(b, "d", 100, &d) == DBK_BAL_OK);
 	CHECK_EQ_U(dbk_bal_expire(b, 1000, 100, NULL, NULL), 2);
 	CHECK_EQ_U(s.ended, 3);
-	CHECK_EQ_U(s.last.tag[0], 0);
+	CHECK_EQ_U(s.last.slot[0], 0);
 	CHECK(dbk_bal_dispatch_to(b, "e", 1, &r, 1, 2000, NULL) == DBK_BAL_OK);
 	CHECK_EQ_U(dbk_bal_reclaim(b, 1, 1, 2000, NULL, NULL), 1);
 	CHECK_EQ_U(s.ended, 4);
@@ -780,6 +780,6 @@ int main(void)
 	RUN(unusable_servers);
 	RUN(unusable_group_nearest);
 	RUN(randomized_against_scan);
-	RUN(dispatch_to_tag_and_observer);
+	RUN(dispatch_to_slot_and_observer);
 	return CHECK_DONE();
 }

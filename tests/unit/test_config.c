@@ -104,7 +104,7 @@ static void test_strict_numbers(void)
 static void test_policy_and_scrape(void)
 {
 	CHECK_EQ_U(PARSE(&c, err, "a", "b"), DBK_CONFIG_OK);
-	CHECK_EQ_U(c.policy, DBK_POLICY_REFERENCE);
+	CHECK_EQ_U(c.policy, dbk_policy_find("reference"));
 	CHECK_EQ_U(c.nscrape, 0);
 	CHECK_EQ_U(c.scrape_interval_ms, 100);
 	CHECK_EQ_U(c.scrape_timeout_ms, 1000);
@@ -112,8 +112,8 @@ static void test_policy_and_scrape(void)
 	                 "--scrape", "a=http://[::1]:8443", "--scrape-interval", "250",
 	                 "--scrape-timeout", "50", "a", "b"),
 	           DBK_CONFIG_OK);
-	CHECK_EQ_U(c.policy, DBK_POLICY_TTFT);
-	CHECK(strcmp(dbk_policy_name(c.policy), "ttft") == 0);
+	CHECK_EQ_U(c.policy, dbk_policy_find("ttft"));
+	CHECK(strcmp(c.policy->name, "ttft") == 0);
 	CHECK(strcmp(dbk_config_scrape_url(&c, "b"), "http://10.0.0.2:8000/") == 0);
 	CHECK(strcmp(dbk_config_scrape_url(&c, "a"), "http://[::1]:8443") == 0);
 	CHECK(dbk_config_scrape_url(&c, "c") == NULL);
@@ -121,7 +121,9 @@ static void test_policy_and_scrape(void)
 	CHECK_EQ_U(c.scrape_timeout_ms, 50);
 
 	CHECK_EQ_U(PARSE(&c, err, "--policy", "fastest", "a"), DBK_CONFIG_ERROR);
-	CHECK(strstr(err, "reference or ttft") != NULL);
+	CHECK(strstr(err, "one of reference, ttft, p2ttft, got 'fastest'") != NULL);
+	CHECK_EQ_U(PARSE(&c, err, "--policy", "p2ttft", "a"), DBK_CONFIG_OK);
+	CHECK(strcmp(c.policy->name, "p2ttft") == 0);
 	static const char *const bad[] = {
 		"a",         "a=",           "=http://x",    "a=ftp://x",
 		"a=http://", "a=http://x y", "a=http://x\"", "bad name=http://x",

@@ -4,6 +4,7 @@
 #include "check.h"
 #include "frames.h"
 #include "lib/log.h"
+#include "policy_feed.h"
 #include "policy_ttft.h"
 #include "route.h"
 
@@ -437,16 +438,33 @@ static unsigned pred_inflight(const struct dbk_pred *p, unsigned server)
 }
 
 /* The fixture under --policy ttft; NULL (checked, torn down) if the
- * predictor could not be made. */
+ * policy could not be made. down_ttft tears it down. */
+static struct dbk_policy ttft_policy;
+
 static struct dbk_pred *up_ttft(struct fixture *x)
 {
+	const struct dbk_policy_env env = { .nservers = 4,
+		                            .engine_speed = 1.0,
+		                            .stall_weight = -1 };
+	char err[128];
+
 	up(x, false);
-	struct dbk_pred *p = dbk_policy_ttft_new(x->bal, 1.0);
-	CHECK(p != NULL);
-	if (!p)
+	int rc = dbk_policy_start(&ttft_policy, dbk_policy_find("ttft"), &env, err, sizeof(err));
+	CHECK_EQ_U(rc, 0);
+	if (rc) {
 		down(x);
-	x->r.pred = p;
-	return p;
+		return NULL;
+	}
+	dbk_policy_attach(&ttft_policy, x->bal);
+	x->r.policy = &ttft_policy;
+	return ((struct dbk_policy_ttft *)ttft_policy.st)->pred;
+}
+
+static void down_ttft(struct fixture *x)
+{
+	dbk_policy_detach(x->bal);
+	dbk_policy_stop(&ttft_policy);
+	down(x);
 }
 
 static void test_ttft_route_follows_the_context_limit_and_the_books(void)
@@ -502,8 +520,7 @@ static void test_ttft_route_follows_the_context_limit_and_the_books(void)
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	CHECK(test_var_is(&x.ack, "error", "no usable server"));
 	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 1);
-	dbk_policy_ttft_free(p, x.bal);
-	down(&x);
+	down_ttft(&x);
 }
 
 /* Under ttft the details carry the prediction: a conversation's second
@@ -542,8 +559,7 @@ static void test_ttft_details_carry_the_prediction(void)
 	CHECK(test_var_is(&x.ack, "server", "vllm0"));
 	CHECK(test_ack_var(&x.ack, "hit_tokens", &v) && v.type == DBK_SPOP_T_INT64 && v.u.i64 > 0);
 	CHECK(test_ack_var(&x.ack, "ttft_ms", &v) && v.type == DBK_SPOP_T_INT64 && v.u.i64 >= 1);
-	dbk_policy_ttft_free(p, x.bal);
-	down(&x);
+	down_ttft(&x);
 }
 
 int main(void)

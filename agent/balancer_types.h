@@ -1,0 +1,30 @@
+/* The balancer's plain types that its neighbours need without its
+ * interface: a request as it is estimated, and a lease as it is kept
+ * (leases.h stores them, policy_ops.h reads them). */
+#ifndef DBK_BALANCER_TYPES_H
+#define DBK_BALANCER_TYPES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What the balancer needs to know of a request (see estimate.h). */
+struct dbk_bal_request {
+	double body_bytes;
+	double max_tokens; /* 16 when absent */
+	bool ignore_eos;
+};
+
+/* Words of a lease's slot: the routing policy's own data about the
+ * lease (policy_ops.h), which the balancer carries and never reads. */
+#define DBK_BAL_SLOT_WORDS 3
+
+struct dbk_bal_lease {
+	unsigned server;
+	unsigned group;
+	double score;
+	uint64_t start_ms;
+	/* The policy's: 0 unless set by dbk_bal_set_slot. */
+	uint32_t slot[DBK_BAL_SLOT_WORDS];
+};
+
+#endif

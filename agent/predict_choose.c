@@ -1,0 +1,219 @@
+/* The predictor's choice (predict.h, predict_int.h): each usable
+ * server's predicted first token and what it costs the requests there,
+ * the best of them, or one server's alone. */
+#include "predict_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/hash.h"
+#include "prefix_key.h"
+
+/* The expected hit of a match on its server: what was matched (all of
+ * the earlier prompt when the whole sample matched and both go on past
+ * it, as a conversation's next turn does), times the chance that the
+ * server still holds it: 1 while less than half a cache of new tokens was
+ * sent there since, falling to 0 at a whole cache (LRU turnover). */
+static double pred_hit(const struct dbk_pred *p, const struct dbk_pred_request *r,
+                       const struct dbk_pidx_hit *h, size_t nkeys)
+{
+	const struct pred_srv *s = &p->s[h->server];
+	double prompt = pred_prompt(r);
+	double tokens = (double)h->blocks * DBK_PKEY_BLOCK_TOKENS;
+
+	if (h->blocks >= nkeys && (r->keys_cut || nkeys == 0))
+		tokens = fmax(tokens, (double)h->prompt_tokens);
+	double cap = pred_capacity(p, s) / DBK_PKEY_BLOCK_TOKENS;
+	double age = (double)(uint32_t)(s->sent_units - h->stamp);
+	double keep = age <= cap / 2 ? 1 : age >= cap ? 0 : 2 * (1 - age / cap);
+	return fmax(0, fmin(tokens, prompt - 1) * keep);
+}
+
+/* Ties (an idle fleet, equal servers) go by a hash of the request and
+ * the server: different requests spread, and balancers that share the
+ * fleet break the same request's ties alike instead of all taking the
+ * first server. */
+static uint64_t pred_tie_key(const struct dbk_pred *p, const struct dbk_pred_request *r)
+{
+	if (r->session)
+		return r->session;
+	if (r->keys && r->nkeys)
+		return r->keys[r->nkeys - 1];
+	return (uint64_t)pred_prompt(r) * DBK_HASH_GOLDEN + p->next;
+}
+
+uint64_t dbk_pred_tie(uint64_t key, unsigned server)
+{
+	return dbk_hash_fmix_light(key ^ ((uint64_t)(server + 1) * UINT64_C(0xc2b2ae3d27d4eb4f)));
+}
+
+static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pred_request *r,
+                      double hit, uint64_t now_ms, struct pred_eval *e)
+{
+	const struct pred_srv *s = &p->s[i];
+	double now = sec(now_ms), prompt = pred_prompt(r), out = pred_output(p, r);
+	struct pred_others o;
+
+	pred_others(p, s, now_ms, &o);
+	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now)) + o.running;
+	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;
+	double queue = fmax(0, s->last_end_s - now) + o.work_s + fmax(0, s->unseen_end_s - now);
+	double own = pred_srv_prefill_s(p, s, fmax(prompt - hit, 1), hit, decoders, ctx);
+
+	double cap = pred_capacity(p, s);
+	double need = prompt - hit + out;
+	double over = s->kv_tokens + o.kv + need - cap;
+	e->fits = over <= 0;
+	e->wait_s = 0;
+	if (!e->fits) {
+		/* Until enough decodes end: what is left of the outputs in
+		 * flight ((kv - ctx) is half of them) at one token a step. */
+		double left = s->inflight ? (s->kv_tokens - s->ctx_tokens) / s->inflight : out;
+		double step = pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
+		e->wait_s = fmin(over / fmax(cap, 1), 1) * left * step;
+	}
+	e->ttft_s = queue + own;
+	e->hit = hit;
+
+	/* Every request in flight there, those still queued included (ours
+	 * goes after them), decodes through this prefill's steps, each longer
+	 * than a decode step by what the prefill adds. Only the steps beyond
+	 * the first count: a prefill that fits one step costs some server's
+	 * decoders one step wherever it goes, while a long one stalls a whole
+	 * batch for seconds, and where it lands decides whose. */
+	double steps = pred_steps(&p->c, fmax(prompt - hit, 1), decoders);
+	e->stall_s = 0;
+	if (steps > 1) {
+		double extra = own - steps * pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
+		e->stall_s = ((double)s->inflight + o.requests) * fmax(0, extra) * (steps - 1) /
+		             steps;
+	}
+}
+
+int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64_t now_ms,
+                    struct dbk_pred_choice *c)
+{
+	unsigned n = p->c.nservers;
+	double need = pred_prompt(r) +
+	              (isfinite(r->max_tokens) && r->max_tokens > 0 ? r->max_tokens : 0);
+	bool any_holds = false;
+	int largest = -1;
+
+	*c = (struct dbk_pred_choice){ .server = -1, .reason = DBK_PRED_NO_SERVER };
+	for (unsigned i = 0; i < n; i++) {
+		const struct pred_srv *s = &p->s[i];
+		if (s->state != DBK_PRED_UP)
+			continue;
+		if (pred_holds(s, need))
+			any_holds = true;
+		if (largest < 0 ||
+		    (p->s[largest].max_model_len != 0 &&
+		     (s->max_model_len == 0 || s->max_model_len > p->s[largest].max_model_len)))
+			largest = (int)i;
+	}
+	if (largest < 0)
+		return -1;
+	if (!any_holds) {
+		struct pred_eval e;
+		pred_eval(p, (unsigned)largest, r, 0, now_ms, &e);
+		*c = (struct dbk_pred_choice){ .server = largest,
+			                       .reason = DBK_PRED_TOO_LONG,
+			                       .ttft_s = e.ttft_s,
+			                       .kv_fits = e.fits };
+		return largest;
+	}
+
+	struct dbk_pidx_hit hits[PRED_MAX_HITS];
+	size_t nhits = 0, nkeys = r->nkeys;
+	uint64_t skey;
+	if (r->keys && r->nkeys > 0) {
+		nhits = dbk_pidx_match(p->idx, r->keys, r->nkeys, hits, PRED_MAX_HITS);
+	} else if (r->session) {
+		skey = r->session;
+		nkeys = 0;
+		nhits = dbk_pidx_match(p->idx, &skey, 1, hits, PRED_MAX_HITS);
+	}
+
+	struct pred_eval best = { 0 };
+	int bi = -1;
+	uint64_t tie = pred_tie_key(p, r);
+	double share = dbk_pred_unseen_share(p, now_ms);
+	for (unsigned i = 0; i < n; i++) {
+		const struct pred_srv *s = &p->s[i];
+		struct pred_eval e;
+		p->x->ev[i].ok = false;
+		if (s->state != DBK_PRED_UP || !pred_holds(s, need))
+			continue;
+		double hit = 0;
+		for (size_t h = 0; h < nhits; h++)
+			if (hits[h].server == i)
+				hit = pred_hit(p, r, &hits[h], nkeys);
+		pred_eval(p, i, r, hit, now_ms, &e);
+		e.ok = true;
+		p->x->ev[i] = e;
+		/* Fitting servers first (a request that does not fit beside
+		 * what is committed queues or preempts), then the earliest. */
+		bool better = bi < 0 || (e.fits && !best.fits) ||
+		              (e.fits == best.fits &&
+		               pred_score(p, &e) < pred_score(p, &best) - 1e-9) ||
+		              (e.fits == best.fits &&
+		               fabs(pred_score(p, &e) - pred_score(p, &best)) <= 1e-9 &&
+		               (s->inflight < p->s[bi].inflight ||
+		                (s->inflight == p->s[bi].inflight &&
+		                 dbk_pred_tie(tie, i) > dbk_pred_tie(tie, (unsigned)bi))));
+		if (better) {
+			best = e;
+			bi = (int)i;
+		}
+	}
+	p->x->level = -INFINITY;
+	if (share > 0) {
+		bi = dbk_pred_spread(p, bi, share, tie, now_ms);
+		best = p->x->ev[bi];
+	}
+	*c = (struct dbk_pred_choice){ .server = bi,
+		                       .reason = DBK_PRED_FASTEST,
+		                       .ttft_s = pred_ttft(&best),
+		                       .hit_tokens = best.hit,
+		                       .kv_fits = best.fits };
+	return bi;
+}
+
+int dbk_pred_evaluate(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
+                      uint64_t now_ms, struct dbk_pred_choice *c)
+{
+	double need = pred_prompt(r) +
+	              (isfinite(r->max_tokens) && r->max_tokens > 0 ? r->max_tokens : 0);
+	struct pred_eval e;
+
+	if (server >= p->c.nservers || p->s[server].state != DBK_PRED_UP ||
+	    !pred_holds(&p->s[server], need))
+		return -1;
+	pred_eval(p, server, r, dbk_pred_commit_hit(p, r, server), now_ms, &e);
+	*c = (struct dbk_pred_choice){ .server = (int)server,
+		                       .reason = DBK_PRED_FASTEST,
+		                       .ttft_s = pred_ttft(&e),
+		                       .hit_tokens = e.hit,
+		                       .kv_fits = e.fits };
+	return (int)server;
+}
+
+/* The hit server is expected to give r, as choose saw it. */
+double dbk_pred_commit_hit(const struct dbk_pred *p, const struct dbk_pred_request *r,
+                           unsigned server)
+{
+	struct dbk_pidx_hit hits[PRED_MAX_HITS];
+	double hit = 0;
+	size_t nkeys = r->keys ? r->nkeys : 0;
+	uint64_t skey = r->session;
+	size_t nh = nkeys  ? dbk_pidx_match(p->idx, r->keys, nkeys, hits, PRED_MAX_HITS)
+	            : skey ? dbk_pidx_match(p->idx, &skey, 1, hits, PRED_MAX_HITS)
+	                   : 0;
+
+	for (size_t h = 0; h < nh; h++)
+		if (hits[h].server == server)
+			hit = pred_hit(p, r, &hits[h], nkeys);
+	return hit;
+}

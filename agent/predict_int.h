@@ -1,0 +1,227 @@
+/* The predictor's insides (predict.h), shared by its files, each one
+ * job: predict.c the object and its books (commit, release, scrapes,
+ * view); predict_speed.c the engine's defaults and each server's learnt
+ * speed; predict_choose.c the choice; predict_herd.c what other
+ * balancers reading the same scrapes are expected to do. Not for use
+ * outside them. */
+#ifndef DBK_PREDICT_INT_H
+#define DBK_PREDICT_INT_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "predict.h"
+#include "prefix_index.h"
+
+/* Pending prefills remembered per server; beyond, the newest absorbs. */
+#define PRED_RING 256u
+/* Servers a prefix match reports at most. */
+#define PRED_MAX_HITS (DBK_PIDX_WAYS * 2u)
+/* Our sending rate is averaged over about this many seconds: a herd
+ * builds within a few scrape periods, and a longer average misses one
+ * that lasts less (10 s: Azure's slice at 64 instances, all of it
+ * within half a second, loses the spread's gain). */
+#define PRED_RATE_S 1.0
+
+struct pred_pending {
+	double end_s;  /* predicted end of this prefill */
+	uint32_t n;    /* requests it stands for */
+	uint32_t upto; /* the server's pushed count once this one was in */
+};
+
+struct pred_srv {
+	enum dbk_pred_state state;
+	uint32_t max_model_len;
+	unsigned inflight;
+	double prompt_tokens, kv_tokens, ctx_tokens; /* sums in flight */
+	uint32_t sent_units; /* new KV tokens sent, in key blocks: cache turnover */
+	struct pred_pending ring[PRED_RING];
+	unsigned head, count;
+	uint32_t pushed; /* requests ever pushed (wraps; only differences count) */
+	double last_end_s;
+	/* Last good scrape, and the books at that moment. */
+	bool have_scrape;
+	uint64_t scrape_ms;
+	struct dbk_pred_scrape sc;
+	unsigned inflight_then, pending_then;
+	double kv_then;
+	uint64_t failures;
+	/* Predicted end of the prefill other balancers are expected to have
+	 * sent it since that scrape (dbk_pred_expect_others). */
+	double unseen_end_s;
+	/* Slowness: the sample being gathered (TTFTs the scrapes showed,
+	 * TTFTs predicted for ours, at the fleet's speed), the scraped
+	 * totals it started from, the learnt log-ratio (valid when learnt)
+	 * and the factor in use. */
+	double obs_sum, obs_n, pred_sum, pred_n;
+	double ttft_sum_then, ttft_n_then;
+	double log_slow;
+	bool learnt;
+	double slow;
+};
+
+/* A server's prediction for the request being chosen. */
+struct pred_eval {
+	double ttft_s, wait_s, hit;
+	double stall_s; /* decoders' seconds lost to this prefill (pred_eval) */
+	bool fits;
+	bool ok; /* a candidate: usable, holds the request */
+};
+
+struct dbk_pred {
+	struct dbk_pred_config c;
+	struct pred_srv *s;
+	struct dbk_pidx *idx;
+	double mean_work_s; /* EWMA of a request's prefill on an idle server */
+	unsigned next;      /* varies the ties of requests without identity */
+	/* Other balancers (dbk_pred_unseen_share > 0): what our requests teach
+	 * of theirs. */
+	double rate; /* our requests in the last second or so (decays by e each s) */
+	uint64_t rate_ms;
+	uint64_t scrape_ms, scrape_period_ms; /* newest scrape, spacing of the last two */
+	/* dbk_pred_choose's scratch, not state: each server's evaluation,
+	 * the candidates' sorted scores, the water level (dbk_pred_spread). */
+	struct pred_scratch {
+		struct pred_eval *ev;
+		double *sorted;
+		double level;
+	} * x;
+};
+
+/* What the scrape says beyond the books: other agents' requests. */
+struct pred_others {
+	double requests, waiting, running, kv, work_s;
+};
+
+static inline bool pos(double v) { return isfinite(v) && v > 0; }
+
+static inline double sec(uint64_t ms) { return (double)ms / 1000.0; }
+
+/* Requests still prefilling on s at t: the FIFO's entries ending later.
+ * Ends only grow from head to tail (each is pushed at or after the last
+ * one's end), so the entries still running are a tail found by binary
+ * search, and their count is a difference of running totals: O(log ring)
+ * instead of a walk over up to PRED_RING entries per server and
+ * decision, which a busy server keeps full. */
+static inline unsigned pred_pending(const struct pred_srv *s, double t)
+{
+	unsigned lo = 0, hi = s->count; /* the first entry ending after t */
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		if (s->ring[(s->head + mid) % PRED_RING].end_s <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == s->count)
+		return 0;
+	const struct pred_pending *e = &s->ring[(s->head + lo) % PRED_RING];
+	return s->pushed - (e->upto - e->n);
+}
+
+static inline bool pred_fresh(const struct dbk_pred *p, const struct pred_srv *s, uint64_t now_ms)
+{
+	return s->have_scrape && now_ms >= s->scrape_ms &&
+	       now_ms - s->scrape_ms <= p->c.scrape_stale_ms;
+}
+
+static inline double pred_capacity(const struct dbk_pred *p, const struct pred_srv *s)
+{
+	return s->have_scrape && pos(s->sc.kv_capacity_tokens) ? s->sc.kv_capacity_tokens
+	                                                       : p->c.kv_tokens;
+}
+
+static inline double pred_output(const struct dbk_pred *p, const struct dbk_pred_request *r)
+{
+	double m = isfinite(r->max_tokens) && r->max_tokens > 0 ? r->max_tokens : 0;
+	return r->ignore_eos ? m : fmin(m, p->c.output_tokens);
+}
+
+static inline double pred_prompt(const struct dbk_pred_request *r)
+{
+	return isfinite(r->prompt_tokens) && r->prompt_tokens > 0 ? fmin(r->prompt_tokens, 1e9) : 0;
+}
+
+/* The predicted first token, and what a choice weighs: that plus what
+ * the prefill costs the requests already decoding there. */
+static inline double pred_ttft(const struct pred_eval *e) { return e->ttft_s + e->wait_s; }
+static inline double pred_score(const struct dbk_pred *p, const struct pred_eval *e)
+{
+	return pred_ttft(e) + p->c.stall_weight * e->stall_s;
+}
+
+static inline bool pred_holds(const struct pred_srv *s, double need)
+{
+	return s->max_model_len == 0 || need <= (double)s->max_model_len;
+}
+
+/* predict_speed.c: each server's speed learnt from its scrapes. */
+void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct dbk_pred_scrape *sc);
+
+/* The engine's step-time shape (ENGINE-MODEL.md), and what the scrape
+ * shows beyond the books: inline, since the choice prices every server
+ * with them on every decision. */
+/* Steps a prefill of fresh tokens takes beside decoders, each of which
+ * takes one token of every step's budget. */
+static inline double pred_steps(const struct dbk_pred_config *c, double fresh, double decoders)
+{
+	double room = fmax(c->budget_tokens - decoders, c->budget_tokens / 8);
+	return fmax(1, ceil(fresh / room));
+}
+
+/* Seconds to prefill fresh tokens after hit cached ones, with decoders
+ * decoding over ctx tokens each sharing every step (ENGINE-MODEL.md). */
+static inline double pred_prefill_s(const struct dbk_pred_config *c, double fresh, double hit,
+                                    double decoders, double ctx)
+{
+	double steps = pred_steps(c, fresh, decoders);
+	double total = hit + fresh;
+	double step_fixed = c->t_cpu_s + decoders * ctx * c->kv_bytes_per_token / c->kv_read_bw;
+
+	return steps * step_fixed +
+	       fmax(steps * c->t_weights_s, (steps * decoders + fresh) / c->lin_tokens_per_s) +
+	       c->attn_flop_per_pair * (total * total - hit * hit) / 2 / c->attn_flops;
+}
+
+/* The same on server s, at its learnt speed (dbk_pred_learn_speed): every
+ * prefill priced for a server goes through here; only the fleet-wide
+ * mean (mean_work_s) is priced at the fleet's speed. */
+static inline double pred_srv_prefill_s(const struct dbk_pred *p, const struct pred_srv *s,
+                                        double fresh, double hit, double decoders, double ctx)
+{
+	return s->slow * pred_prefill_s(&p->c, fresh, hit, decoders, ctx);
+}
+
+/* What the scrape shows beyond the books at now_ms: other agents' requests. */
+static inline void pred_others(const struct dbk_pred *p, const struct pred_srv *s, uint64_t now_ms,
+                               struct pred_others *o)
+{
+	memset(o, 0, sizeof(*o));
+	if (!pred_fresh(p, s, now_ms))
+		return;
+	double r = s->sc.running >= 0 ? s->sc.running : 0;
+	double w = s->sc.waiting >= 0 ? s->sc.waiting : 0;
+	o->requests = fmax(0, r + w - s->inflight_then);
+	o->waiting = fmax(0, w - s->pending_then);
+	o->running = fmax(0, o->requests - o->waiting);
+	if (s->sc.kv_usage >= 0)
+		o->kv = fmax(0, s->sc.kv_usage * pred_capacity(p, s) - s->kv_then);
+	/* Their queued prefills, like ours on average, drained since. */
+	o->work_s = fmax(0, o->waiting * p->mean_work_s * s->slow - sec(now_ms - s->scrape_ms));
+}
+
+/* predict_choose.c: the hit r is expected to find on server, and the
+ * hash that breaks ties between servers. */
+double dbk_pred_commit_hit(const struct dbk_pred *p, const struct dbk_pred_request *r,
+                           unsigned server);
+uint64_t dbk_pred_tie(uint64_t key, unsigned server);
+
+/* predict_herd.c: other balancers reading the same scrapes. */
+double dbk_pred_unseen_share(const struct dbk_pred *p, uint64_t now_ms);
+int dbk_pred_spread(struct dbk_pred *p, int bi, double share, uint64_t tie, uint64_t now_ms);
+void dbk_pred_expect_others(struct dbk_pred *p, const struct dbk_pred_request *r, uint64_t now_ms);
+
+#endif

@@ -1,0 +1,242 @@
+/* The agent's own policies (agent/policy_ops.h's table, every one that
+ * chooses: ttft, p2ttft, ...) as simulator policies, fed what the agent
+ * would be fed:
+ *   - the request's length (Content-Length / 4), max_tokens, ignore_eos;
+ *   - the first TTFT_SAMPLE_BYTES of the very body dbucket-bench sends
+ *     (dbk_prompt_body), the sample HAProxy hands the agent, with the
+ *     session as the "user" field in it;
+ *   - each instance's max_model_len (/v1/models) and, every scrape_s of
+ *     model time, its scraped gauges, first-token totals and KV capacity
+ *     (snapshot.h: stale between scrapes as a real scraper's are).
+ * With lb_nodes K > 1 it models K load balancers, each its own instance
+ * of the policy (books, prefix index), each receiving a random 1/K of
+ * the arrivals (fixed seed), or with lb_sticky each conversation's
+ * requests to one of them, all reading the same scraped numbers: the
+ * servers' /metrics are the only state they share. The agent's balancer
+ * is left out: with no lease limit and every instance usable, it takes
+ * each lease where the policy chose, and the slot the policy fills is
+ * kept here. */
+#include "policy.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array.h"
+#include "lib/buf.h"
+#include "lib/hash.h"
+#include "model/prompt.h"
+#include "policy_ops.h"
+
+/* What HAProxy's wait-for-body leaves the agent of a body: one 16 KB
+ * buffer less the request's headers. */
+#define AG_SAMPLE_BYTES 15360u
+#define AG_SEED 0x7474667453454544ULL
+
+struct ag {
+	const struct dbk_policy_ops *ops;
+	unsigned n, k;
+	bool sticky; /* --lb-sticky */
+	void **node;
+	/* By request id: its lease, as the agent's balancer would keep it,
+	 * and the node that routed it. */
+	struct ag_req {
+		struct dbk_bal_lease lease;
+		uint8_t node;
+	} * reqs;
+	size_t cap;
+	struct dbk_buf body;
+	double *kv_cap;
+	bool learnt;
+};
+
+static void ag_fini(void *st)
+{
+	struct ag *p = st;
+
+	for (unsigned i = 0; p->node && i < p->k; i++)
+		if (p->node[i])
+			p->ops->destroy(p->node[i]);
+	free(p->node);
+	free(p->reqs);
+	free(p->kv_cap);
+	dbk_buf_free(&p->body);
+}
+
+static int ag_init(void *st, const struct dbk_sim_policy_env *env)
+{
+	struct ag *p = st;
+
+	p->ops = env->arg;
+	p->n = env->cfg->ninstances;
+	p->k = env->cfg->lb_nodes ? env->cfg->lb_nodes : 1;
+	p->sticky = env->cfg->lb_sticky;
+	if (p->k > 255) {
+		snprintf(env->err, env->errlen, "at most 255 load-balancer nodes");
+		return -1;
+	}
+	if (!(p->node = calloc(p->k, sizeof(*p->node))) ||
+	    !(p->kv_cap = calloc(p->n, sizeof(*p->kv_cap))))
+		return -1;
+	for (unsigned j = 0; j < p->k; j++) {
+		const struct dbk_policy_env pe = {
+			.nservers = p->n,
+			.engine_speed = 1.0,
+			.stall_weight = env->cfg->stall_weight,
+			.seed = DBK_POLICY_SEED + j,
+		};
+		if (!(p->node[j] = p->ops->create(&pe)))
+			return -1;
+	}
+	return 0;
+}
+
+/* What /v1/models and cache_config_info tell an agent at start. */
+static void ag_learn(struct ag *p, const struct dbk_sim *s)
+{
+	if (p->learnt)
+		return;
+	for (unsigned i = 0; i < p->n; i++) {
+		const struct dbk_engine_config *e = dbk_sim_engine_config(s, i);
+		p->kv_cap[i] = (double)e->kv_capacity_tokens;
+		for (unsigned j = 0; j < p->k && p->ops->max_model_len; j++)
+			p->ops->max_model_len(p->node[j], i, e->max_model_len);
+	}
+	p->learnt = true;
+}
+
+static int ag_grow(struct ag *p, uint32_t id)
+{
+	struct ag_req *q = dbk_sim_array_room(p->reqs, &p->cap, id, sizeof(*q), 1024);
+
+	if (!q)
+		return -1;
+	p->reqs = q;
+	return 0;
+}
+
+/* The agent's view of r: the estimate and the body's sample. */
+static void ag_request(struct ag *p, const struct dbk_sim *s, const struct dbk_sim_req *r,
+                       struct dbk_bal_request *est, struct dbk_policy_request *out)
+{
+	struct dbk_req_spec spec = {
+		.ep = DBK_EP_COMPLETIONS,
+		.model_json = "\"m\"",
+		.input = r->input_tokens,
+		.output = r->output_tokens,
+		.hash = r->hash_ids,
+		.n_hash = r->n_hash_ids,
+		.index = r->id,
+		.session = r->session,
+		.has_session = r->has_session,
+	};
+
+	/* The prompt is written whole; only its head is sampled. Cap the
+	 * text at what the sample can hold (the JSON head is < 200 bytes). */
+	if (spec.input > AG_SAMPLE_BYTES / DBK_BYTES_PER_TOKEN)
+		spec.input = AG_SAMPLE_BYTES / DBK_BYTES_PER_TOKEN;
+	dbk_prompt_body(&p->body, &spec);
+	dbk_sim_bal_request(dbk_sim_config(s), r, est);
+	*out = (struct dbk_policy_request){
+		.est = est,
+		.sample = (const uint8_t *)p->body.p,
+		.sample_len = p->body.len < AG_SAMPLE_BYTES ? p->body.len : AG_SAMPLE_BYTES,
+		/* The sample held the whole prompt unless it was cut. */
+		.cut = r->input_tokens > spec.input,
+	};
+}
+
+static uint64_t ag_ms(const struct dbk_sim *s) { return (uint64_t)(dbk_sim_now(s) * 1000.0 + 0.5); }
+
+static int ag_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
+{
+	struct ag *p = st;
+	struct dbk_bal_request est;
+	struct dbk_policy_request q;
+	struct dbk_policy_choice ch;
+
+	if (ag_grow(p, r->id) != 0)
+		return DBK_SIM_POLICY_ERROR;
+	ag_learn(p, s);
+	uint64_t who = p->sticky && r->has_session ? r->session * DBK_HASH_GOLDEN : r->id;
+	unsigned j = p->k > 1 ? (unsigned)(dbk_hash_fmix_light(AG_SEED ^ who) % p->k) : 0;
+	ag_request(p, s, r, &est, &q);
+	uint64_t now = ag_ms(s);
+	if (p->ops->choose(p->node[j], &q, now, &ch) < 0)
+		return DBK_SIM_REFUSE;
+	struct ag_req *a = &p->reqs[r->id];
+	memset(a, 0, sizeof(*a));
+	a->lease.server = (unsigned)ch.server;
+	a->lease.start_ms = now;
+	a->node = (uint8_t)j;
+	p->ops->commit(p->node[j], &ch, now, a->lease.slot);
+	return ch.server;
+}
+
+static void ag_release(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r,
+                       unsigned inst)
+{
+	struct ag *p = st;
+
+	(void)inst;
+	if (r->id < p->cap && p->ops->release)
+		p->ops->release(p->node[p->reqs[r->id].node], &p->reqs[r->id].lease, ag_ms(s));
+}
+
+/* Every node reads every instance's scrape: the shared state. */
+static void ag_tick(void *st, const struct dbk_sim *s)
+{
+	struct ag *p = st;
+	uint64_t now = ag_ms(s);
+
+	ag_learn(p, s);
+	if (!p->ops->scraped)
+		return;
+	for (unsigned i = 0; i < p->n; i++) {
+		const struct dbk_sim_scrape *x = dbk_sim_scraped(s, i);
+		struct dbk_pred_scrape sc = {
+			.ok = true,
+			.running = x->running,
+			.waiting = x->waiting,
+			.kv_usage = x->kv_usage,
+			.kv_capacity_tokens = p->kv_cap[i],
+			.prefix_queries = -1,
+			.prefix_hits = -1,
+			.ttft_sum_s = x->ttft_sum_s,
+			.ttft_count = (double)x->ttft_count,
+		};
+		for (unsigned j = 0; j < p->k; j++)
+			p->ops->scraped(p->node[j], i, &sc, now);
+	}
+}
+
+/* One simulator policy per agent policy that chooses, made on first use
+ * from the agent's table, in its order. */
+static struct dbk_sim_policy_ops ops_of[16];
+static size_t nops = SIZE_MAX;
+
+const struct dbk_sim_policy_ops *dbk_sim_policy_agent(size_t i)
+{
+	const struct dbk_policy_ops *a;
+
+	if (nops == SIZE_MAX) {
+		nops = 0;
+		for (size_t k = 0; (a = dbk_policy_at(k)) != NULL; k++) {
+			if (!a->choose || nops == sizeof(ops_of) / sizeof(ops_of[0]))
+				continue;
+			ops_of[nops++] = (struct dbk_sim_policy_ops){
+				.name = a->name,
+				.arg = a,
+				.size = sizeof(struct ag),
+				.init = ag_init,
+				.fini = ag_fini,
+				.choose = ag_choose,
+				.release = ag_release,
+				.scrape = a->scraped != NULL,
+				.tick = ag_tick,
+				.tick_s = 0.100,
+			};
+		}
+	}
+	return i < nops ? &ops_of[i] : NULL;
+}

@@ -1,0 +1,178 @@
+/* The policy table (agent/policy_ops.h) and the policies in it that the
+ * other tests do not reach through the route: p2ttft's draw and choice,
+ * and the one row table behind /state and /metrics. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "policy_ops.h"
+#include "policy_ttft.h"
+
+static void test_the_table(void)
+{
+	const struct dbk_policy_ops *p, *q;
+	size_t n = 0;
+
+	CHECK(dbk_policy_at(0) != NULL && strcmp(dbk_policy_at(0)->name, "reference") == 0);
+	CHECK(dbk_policy_at(0)->choose == NULL);
+	CHECK(dbk_policy_find("p2ttft") != NULL);
+	CHECK(dbk_policy_find("fastest") == NULL);
+	for (size_t i = 0; (p = dbk_policy_at(i)) != NULL; i++, n++) {
+		CHECK(dbk_policy_find(p->name) == p);
+		CHECK(p->help && p->help[0]);
+		/* A policy that chooses commits, and keeps its books with
+		 * release. */
+		CHECK(!p->choose || (p->commit && p->release && p->create && p->destroy));
+		CHECK(!p->report || p->report->nrows <= DBK_POLICY_MAX_ROWS);
+		for (size_t j = 0; (q = dbk_policy_at(j)) != NULL; j++)
+			CHECK(j == i || strcmp(p->name, q->name) != 0);
+	}
+	CHECK(n >= 3);
+}
+
+static const struct dbk_bal_request est = { 4000, 100, true }; /* 1000 tokens */
+
+static void *start(const char *name, unsigned n, uint64_t seed)
+{
+	const struct dbk_policy_env env = {
+		.nservers = n, .engine_speed = 1.0, .stall_weight = -1, .seed = seed
+	};
+
+	return dbk_policy_find(name)->create(&env);
+}
+
+/* Decides and commits one request; returns the server. */
+static int route(const struct dbk_policy_ops *ops, void *st, uint64_t now_ms,
+                 struct dbk_bal_lease *l)
+{
+	const struct dbk_policy_request r = { .est = &est };
+	struct dbk_policy_choice c;
+
+	if (ops->choose(st, &r, now_ms, &c) < 0)
+		return -1;
+	memset(l, 0, sizeof(*l));
+	l->server = (unsigned)c.server;
+	l->start_ms = now_ms;
+	ops->commit(st, &c, now_ms, l->slot);
+	return c.server;
+}
+
+/* With two servers both are always drawn: the one with the earlier
+ * predicted first token, the idle one, takes every request; a random
+ * pick would not. */
+static void test_p2ttft_takes_the_earlier_of_two(void)
+{
+	const struct dbk_policy_ops *ops = dbk_policy_find("p2ttft");
+	struct dbk_policy_ttft *t = start("p2ttft", 2, 1);
+	struct dbk_pred_request big = { .prompt_tokens = 60000, .max_tokens = 10, .ignore_eos = 1 };
+	struct dbk_pred_ticket k;
+	struct dbk_bal_lease l;
+
+	CHECK(t != NULL);
+	if (!t)
+		return;
+	dbk_pred_commit(t->pred, &big, 0, 1000, &k);
+	for (int i = 0; i < 20; i++)
+		CHECK_EQ_U(route(ops, t, 1000, &l), 1);
+	/* Its predictions are the ttft predictor's: the ACK carries them. */
+	struct dbk_policy_choice c;
+	const struct dbk_policy_request r = { .est = &est };
+	CHECK_EQ_U(ops->choose(t, &r, 1000, &c), 1);
+	CHECK(c.predicted && c.ttft_s > 0);
+	ops->destroy(t);
+}
+
+/* Four servers: the draws are the seed's (the same seed, the same
+ * servers), reach every server, and never one that is down. */
+static void test_p2ttft_draws_from_its_seed(void)
+{
+	const struct dbk_policy_ops *ops = dbk_policy_find("p2ttft");
+	void *a = start("p2ttft", 4, 7), *b = start("p2ttft", 4, 7), *c = start("p2ttft", 4, 8);
+	unsigned seen[4] = { 0 }, differ = 0;
+	struct dbk_bal_lease la, lb, lc;
+
+	CHECK(a && b && c);
+	if (!a || !b || !c)
+		goto out;
+	ops->usable(a, 2, false);
+	ops->usable(b, 2, false);
+	ops->usable(c, 2, false);
+	for (uint64_t i = 0; i < 200; i++) {
+		int sa = route(ops, a, 1000 + i, &la), sb = route(ops, b, 1000 + i, &lb);
+		int sc = route(ops, c, 1000 + i, &lc);
+		CHECK_EQ_U(sa, sb);
+		CHECK(sa >= 0 && sa != 2);
+		differ += sa != sc;
+		seen[sa]++;
+		/* Each ends before the next: the books stay light, so that
+		 * the draw, not the load, is what differs. */
+		ops->release(a, &la, 1000 + i);
+		ops->release(b, &lb, 1000 + i);
+		ops->release(c, &lc, 1000 + i);
+	}
+	CHECK(seen[0] > 0 && seen[1] > 0 && seen[3] > 0);
+	CHECK_EQ_U(seen[2], 0);
+	CHECK(differ > 0);
+out:
+	if (a)
+		ops->destroy(a);
+	if (b)
+		ops->destroy(b);
+	if (c)
+		ops->destroy(c);
+}
+
+/* /state and /metrics walk one row table: every row is in /state but
+ * those named NULL there, and /metrics has exactly the gauges named. */
+static void test_one_table_for_both_reports(void)
+{
+	const struct dbk_policy_ops *ops = dbk_policy_find("ttft");
+	struct dbk_policy p = { ops, start("ttft", 2, 0) };
+	const char *const names[] = { "a", "b" };
+	struct dbk_buf st = { 0 }, m = { 0 };
+
+	CHECK(p.st != NULL);
+	if (!p.st)
+		return;
+	dbk_policy_report_state(&p, names, 2, 1000, &st);
+	dbk_policy_report_metrics(&p, names, 2, 1000, &m);
+	CHECK(st.p &&
+	      strncmp(st.p, "  \"ttft\": [\n    {\"name\": \"a\", \"inflight\": 0,", 43) == 0);
+	for (unsigned k = 0; k < ops->report->nrows; k++) {
+		const struct dbk_policy_row *r = &ops->report->rows[k];
+		char key[64];
+
+		if (r->json) {
+			snprintf(key, sizeof(key), "\"%s\": ", r->json);
+			CHECK(strstr(st.p, key) != NULL);
+		}
+		if (r->metric) {
+			snprintf(key, sizeof(key), "%s{server=\"b\"} ", r->metric);
+			CHECK(m.p && strstr(m.p, key) != NULL);
+		}
+	}
+	/* The four series operators' dashboards read, and no others. */
+	CHECK(m.p && strstr(m.p, "dbucket_ttft_queue_seconds{server=\"a\"} 0\n"));
+	CHECK(m.p && strstr(m.p, "dbucket_ttft_slowness{server=\"a\"} 1\n"));
+	size_t gauges = 0;
+	for (const char *s = m.p; s && (s = strstr(s, "# TYPE ")); s++)
+		gauges++;
+	CHECK_EQ_U(gauges, 4);
+	/* The reference shows nothing of its own. */
+	struct dbk_policy ref = { dbk_policy_find("reference"), NULL };
+	size_t before = st.len;
+	dbk_policy_report_state(&ref, names, 2, 1000, &st);
+	CHECK_EQ_U(st.len, before);
+	dbk_buf_free(&st);
+	dbk_buf_free(&m);
+	ops->destroy(p.st);
+}
+
+int main(void)
+{
+	RUN(test_the_table);
+	RUN(test_p2ttft_takes_the_earlier_of_two);
+	RUN(test_p2ttft_draws_from_its_seed);
+	RUN(test_one_table_for_both_reports);
+	return CHECK_DONE();
+}
