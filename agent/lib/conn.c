@@ -279,7 +279,11 @@ void dbk_conn_send(struct dbk_conn *c, const void *data, size_t n)
 		dbk_conn_update(c);
 }
 
-void dbk_conn_flush(struct dbk_conn *c) { conn_write(c); }
+void dbk_conn_flush_close(struct dbk_conn *c)
+{
+	conn_write(c);
+	dbk_conn_close(c, DBK_CONN_LOCAL);
+}
 
 void dbk_conn_deadline(struct dbk_conn *c, double secs)
 {

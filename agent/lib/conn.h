@@ -97,13 +97,16 @@ int dbk_conn_connect(struct dbk_conn *c, struct ev_loop *loop, const struct sock
 static inline size_t dbk_conn_pending(const struct dbk_conn *c) { return c->out.len - c->out_off; }
 
 /* Queues n bytes. Outside a callback it is sent at once (what the socket
- * takes) and the rest when there is room. */
+ * takes) and the rest when there is room. Outside a callback, this and
+ * the calls below may end the conn before they return (on_close called):
+ * a write failed, or a drain is done. */
 void dbk_conn_send(struct dbk_conn *c, const void *data, size_t n);
 /* After output was written into c->out directly outside a callback:
  * sends what the socket takes, waits for room for the rest. */
 void dbk_conn_update(struct dbk_conn *c);
-/* Sends what the socket takes now (for a last word before a close). */
-void dbk_conn_flush(struct dbk_conn *c);
+/* Sends what the socket takes now and closes (DBK_CONN_LOCAL): a last
+ * word at shutdown, for a peer not waited for. */
+void dbk_conn_flush_close(struct dbk_conn *c);
 
 /* A deadline secs from now (replacing the frame and idle timeouts). */
 void dbk_conn_deadline(struct dbk_conn *c, double secs);
