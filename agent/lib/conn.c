@@ -41,9 +41,12 @@ static void conn_end(struct dbk_conn *c)
 		dbk_listener_release(c->ls, c->fd);
 	close(c->fd);
 	c->fd = -1;
-	dbk_buf_free(&c->in);
-	dbk_buf_free(&c->out);
+	/* on_close may still read the input (a client's whole answer) and
+	 * may free c: the buffers are freed from copies. */
+	struct dbk_buf in = c->in, out = c->out;
 	c->ops->on_close(c, c->why);
+	dbk_buf_free(&in);
+	dbk_buf_free(&out);
 }
 
 void dbk_conn_close(struct dbk_conn *c, enum dbk_conn_why why)
@@ -99,6 +102,7 @@ static void conn_read(struct dbk_conn *c)
 		}
 		ssize_t n = read(c->fd, c->in.p + c->in.len, want);
 		if (n == 0) {
+			c->in.p[c->in.len] = '\0'; /* the input is a string, even empty */
 			dbk_conn_close(c, DBK_CONN_EOF);
 			return;
 		}

@@ -49,7 +49,8 @@ struct dbk_conn_ops {
 	/* Optional: the timer fired (never while draining); NULL closes
 	 * with DBK_CONN_TIMEOUT. */
 	void (*on_timeout)(struct dbk_conn *c);
-	/* Exactly once, the descriptor closed and the slot given back; the
+	/* Exactly once, the descriptor closed and the slot given back; c->in
+	 * still holds the input (freed after the call, not by the user). The
 	 * user may free what embeds c. */
 	void (*on_close)(struct dbk_conn *c, enum dbk_conn_why why);
 };
