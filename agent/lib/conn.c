@@ -10,9 +10,10 @@
 
 /* Bounds the work one readable event may do on one connection. */
 #define READ_ROUNDS 16
-/* The most one read asks for, so that a large in_max (a client's whole
- * answer) grows the buffer as bytes come instead of at once. */
-#define READ_MAX (64 * 1024)
+/* An input buffer grows when less room than this is left, and starts
+ * with at most READ_START. */
+#define READ_MIN (8 * 1024)
+#define READ_START (64 * 1024)
 
 static void on_io(struct ev_loop *loop, ev_io *w, int revents);
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents);
@@ -41,11 +42,14 @@ static void conn_end(struct dbk_conn *c)
 		dbk_listener_release(c->ls, c->fd);
 	close(c->fd);
 	c->fd = -1;
-	/* on_close may still read the input (a client's whole answer) and
-	 * may free c: the buffers are freed from copies. */
+	/* on_close may still read the input (a client's whole answer), take
+	 * it (keep_in), and free or re-use c: the buffers are freed from
+	 * copies. */
 	struct dbk_buf in = c->in, out = c->out;
+	bool keep_in = c->keep_in;
 	c->ops->on_close(c, c->why);
-	dbk_buf_free(&in);
+	if (!keep_in)
+		dbk_buf_free(&in);
 	dbk_buf_free(&out);
 }
 
@@ -93,13 +97,20 @@ static void conn_read(struct dbk_conn *c)
 {
 	for (int round = 0; round < READ_ROUNDS && may_read(c); round++) {
 		size_t want = c->in_max - c->in.len;
+		size_t room = c->in.cap ? c->in.cap - 1 - c->in.len : 0;
 
-		if (want > READ_MAX)
-			want = READ_MAX;
-		if (!dbk_buf_reserve(&c->in, want)) {
-			conn_fail(c, "read", ENOMEM);
-			return;
+		/* The buffer doubles when little room is left, so a large
+		 * in_max (a client's whole answer) grows it as bytes come. */
+		if (room < want && room < READ_MIN) {
+			if (!dbk_buf_reserve(&c->in,
+			                     c->in.cap > READ_MIN ? c->in.cap : 2 * READ_MIN)) {
+				conn_fail(c, "read", ENOMEM);
+				return;
+			}
+			room = c->in.cap - 1 - c->in.len;
 		}
+		if (want > room)
+			want = room;
 		ssize_t n = read(c->fd, c->in.p + c->in.len, want);
 		if (n == 0) {
 			c->in.p[c->in.len] = '\0'; /* the input is a string, even empty */
@@ -239,7 +250,7 @@ int dbk_conn_accept(struct dbk_conn *c, struct ev_loop *loop, int fd, struct dbk
 {
 	conn_init(c, loop, fd, ops, arg, in_max);
 	c->ls = ls;
-	if (!dbk_buf_reserve(&c->in, in_max < READ_MAX ? in_max : READ_MAX)) {
+	if (!dbk_buf_reserve(&c->in, in_max < READ_START ? in_max : READ_START)) {
 		if (ls)
 			dbk_listener_release(ls, fd);
 		close(fd);

@@ -50,8 +50,8 @@ struct dbk_conn_ops {
 	 * with DBK_CONN_TIMEOUT. */
 	void (*on_timeout)(struct dbk_conn *c);
 	/* Exactly once, the descriptor closed and the slot given back; c->in
-	 * still holds the input (freed after the call, not by the user). The
-	 * user may free what embeds c. */
+	 * still holds the input (freed after the call unless keep_in). The
+	 * user may free or re-use what embeds c. */
 	void (*on_close)(struct dbk_conn *c, enum dbk_conn_why why);
 };
 
@@ -79,6 +79,7 @@ struct dbk_conn {
 	bool draining;   /* flushing, then closing; reads no more */
 	bool dead;       /* closing: at once, or at the end of the callback */
 	bool busy;       /* inside one of the conn's callbacks */
+	bool keep_in;    /* the input buffer is the user's: never freed here */
 	enum dbk_conn_why why;
 };
 
