@@ -14,6 +14,8 @@
  * with at most READ_START. */
 #define READ_MIN (8 * 1024)
 #define READ_START (64 * 1024)
+/* A drained output buffer larger than this is freed, not kept. */
+#define OUT_KEEP (256 * 1024)
 
 static void on_io(struct ev_loop *loop, ev_io *w, int revents);
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents);
@@ -140,12 +142,21 @@ static void conn_write(struct dbk_conn *c)
 	if (c->dead || c->connecting || c->out_off == c->out.len)
 		return;
 	if (dbk_net_send_pending(c->fd, c->out.p, c->out.len, &c->out_off) < 0) {
+		if (c->read_after_epipe && (errno == EPIPE || errno == ECONNRESET)) {
+			c->out_off = 0;
+			dbk_buf_free(&c->out);
+			return;
+		}
 		conn_fail(c, "write", errno);
 		return;
 	}
 	if (c->out_off == c->out.len) {
 		c->out_off = 0;
-		dbk_buf_reset(&c->out);
+		/* A large request is not kept for the life of the answer. */
+		if (c->out.cap > OUT_KEEP)
+			dbk_buf_free(&c->out);
+		else
+			dbk_buf_reset(&c->out);
 	} else if (c->out_off > c->out.len / 2) {
 		dbk_buf_consume(&c->out, c->out_off);
 		c->out_off = 0;

@@ -80,6 +80,10 @@ struct dbk_conn {
 	bool dead;       /* closing: at once, or at the end of the callback */
 	bool busy;       /* inside one of the conn's callbacks */
 	bool keep_in;    /* the input buffer is the user's: never freed here */
+	/* A peer that closes early may have answered already (413, 400):
+	 * a write that fails with EPIPE or ECONNRESET drops the output, and
+	 * the reads find the answer and the end. */
+	bool read_after_epipe;
 	enum dbk_conn_why why;
 };
 
