@@ -171,15 +171,15 @@ static void arm_timer(struct dbk_conn *c, double after)
 }
 
 /* Re-arms the watcher and timer for what the conn waits for now, or
- * ends it once it has nothing left to do. */
-static void conn_settle(struct dbk_conn *c)
+ * ends it once it has nothing left to do. Returns false when it ended. */
+static bool conn_settle(struct dbk_conn *c)
 {
 	int want = 0;
 
 	if (c->dead || (c->draining && c->out_off == c->out.len)) {
 		c->dead = true;
 		conn_end(c);
-		return;
+		return false;
 	}
 	if (c->tmode == DBK_CONN_T_FRAME_IDLE && !c->draining) {
 		ev_tstamp now = ev_now(c->loop);
@@ -201,6 +201,7 @@ static void conn_settle(struct dbk_conn *c)
 		if (want)
 			ev_io_start(c->loop, &c->io);
 	}
+	return true;
 }
 
 static void conn_connected(struct dbk_conn *c)
@@ -286,23 +287,24 @@ int dbk_conn_connect(struct dbk_conn *c, struct ev_loop *loop, const struct sock
 	return 0;
 }
 
-void dbk_conn_update(struct dbk_conn *c)
+bool dbk_conn_update(struct dbk_conn *c)
 {
-	if (c->busy || c->dead)
-		return;
+	if (c->busy)
+		return true;
 	c->busy = true;
 	conn_write(c);
 	c->busy = false;
-	conn_settle(c);
+	return conn_settle(c);
 }
 
-void dbk_conn_send(struct dbk_conn *c, const void *data, size_t n)
+bool dbk_conn_send(struct dbk_conn *c, const void *data, size_t n)
 {
 	dbk_buf_add(&c->out, data, n);
-	if (c->out.oom)
+	if (c->out.oom) {
 		conn_fail(c, "write", ENOMEM);
-	else
-		dbk_conn_update(c);
+		return c->busy; /* inside a callback the close waits for its end */
+	}
+	return dbk_conn_update(c);
 }
 
 void dbk_conn_flush_close(struct dbk_conn *c)
@@ -314,7 +316,10 @@ void dbk_conn_flush_close(struct dbk_conn *c)
 void dbk_conn_deadline(struct dbk_conn *c, double secs)
 {
 	c->tmode = DBK_CONN_T_DEADLINE;
-	arm_timer(c, secs);
+	if (secs > 0)
+		arm_timer(c, secs);
+	else
+		ev_timer_stop(c->loop, &c->timer);
 }
 
 void dbk_conn_timeouts(struct dbk_conn *c, double frame_timeout, double idle_timeout)
@@ -326,10 +331,10 @@ void dbk_conn_timeouts(struct dbk_conn *c, double frame_timeout, double idle_tim
 	dbk_conn_update(c);
 }
 
-void dbk_conn_drain(struct dbk_conn *c, double secs)
+bool dbk_conn_drain(struct dbk_conn *c, double secs)
 {
 	c->draining = true;
 	if (secs > 0)
 		dbk_conn_deadline(c, secs);
-	dbk_conn_update(c);
+	return dbk_conn_update(c);
 }

@@ -104,17 +104,19 @@ static inline size_t dbk_conn_pending(const struct dbk_conn *c) { return c->out.
 
 /* Queues n bytes. Outside a callback it is sent at once (what the socket
  * takes) and the rest when there is room. Outside a callback, this and
- * the calls below may end the conn before they return (on_close called):
- * a write failed, or a drain is done. */
-void dbk_conn_send(struct dbk_conn *c, const void *data, size_t n);
+ * the calls below that return a bool may end the conn before they return
+ * (on_close called: a write failed, or a drain is done): they return
+ * false then, and c must not be touched. */
+bool dbk_conn_send(struct dbk_conn *c, const void *data, size_t n);
 /* After output was written into c->out directly outside a callback:
  * sends what the socket takes, waits for room for the rest. */
-void dbk_conn_update(struct dbk_conn *c);
+bool dbk_conn_update(struct dbk_conn *c);
 /* Sends what the socket takes now and closes (DBK_CONN_LOCAL): a last
  * word at shutdown, for a peer not waited for. */
 void dbk_conn_flush_close(struct dbk_conn *c);
 
-/* A deadline secs from now (replacing the frame and idle timeouts). */
+/* A deadline secs from now (replacing the frame and idle timeouts);
+ * none when secs <= 0. */
 void dbk_conn_deadline(struct dbk_conn *c, double secs);
 /* Frame and idle timeouts from now on (0: none), in place of a deadline. */
 void dbk_conn_timeouts(struct dbk_conn *c, double frame_timeout, double idle_timeout);
@@ -122,7 +124,7 @@ void dbk_conn_timeouts(struct dbk_conn *c, double frame_timeout, double idle_tim
 /* Reads no more, sends what is queued and then closes (DBK_CONN_LOCAL);
  * a peer that does not read it is given secs (0: the timer in force is
  * kept) before the close (DBK_CONN_TIMEOUT). */
-void dbk_conn_drain(struct dbk_conn *c, double secs);
+bool dbk_conn_drain(struct dbk_conn *c, double secs);
 /* Closes now, queued output dropped; on_close gets why. */
 void dbk_conn_close(struct dbk_conn *c, enum dbk_conn_why why);
 
