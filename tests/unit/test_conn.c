@@ -1,8 +1,9 @@
 /* lib/conn over socketpairs and loopback, on a real libev loop: output
  * larger than the socket takes goes out whole, reading stops while too
  * much output waits and resumes when it drains, a peer's close, the
- * timeouts, the close hook called once, a listener's slot given back, an
- * outbound connect that works and one that is refused. The loop is driven
+ * timeouts, the close hook called once, an answer read after a failed
+ * write, a listener's slot given back, an outbound connect that works and
+ * one that is refused. The loop is driven
  * one iteration at a time under a wall-clock cap. */
 #include <errno.h>
 #include <fcntl.h>
@@ -242,6 +243,36 @@ static void test_close_once(void)
 	ev_loop_destroy(loop);
 }
 
+/* A peer that answered and closed before reading what we sent: with
+ * read_after_epipe its answer is still read; without, the failed write
+ * closes the conn at once, and dbk_conn_send says so. */
+static void test_answer_after_epipe(void)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	struct user r = { .answer = 0 }, w = { .answer = 0 };
+	int a[2], b[2];
+
+	pair(a);
+	pair(b);
+	CHECK(write(a[1], "answer", 6) == 6 && write(b[1], "answer", 6) == 6);
+	close(a[1]);
+	close(b[1]);
+	CHECK(dbk_conn_accept(&r.c, loop, a[0], NULL, &ops, &r, 64) == 0);
+	r.c.read_after_epipe = true;
+	CHECK(dbk_conn_send(&r.c, "request", 7));
+	CHECK_EQ_U(r.closes, 0);
+	run_until(loop, &r.closed, 2);
+	CHECK_EQ_U(r.consumed, 6);
+	CHECK(r.why == DBK_CONN_EOF);
+	CHECK(dbk_conn_accept(&w.c, loop, b[0], NULL, &ops, &w, 64) == 0);
+	CHECK(!dbk_conn_send(&w.c, "request", 7));
+	CHECK_EQ_U(w.closes, 1);
+	CHECK(w.why == DBK_CONN_ERROR && w.c.err_no == EPIPE);
+	CHECK(w.c.err_op && strcmp(w.c.err_op, "write") == 0);
+	CHECK_EQ_U(w.consumed, 0);
+	ev_loop_destroy(loop);
+}
+
 struct srv {
 	struct dbk_listener_set ls;
 	struct user u[2];
@@ -362,6 +393,7 @@ int main(void)
 	RUN(test_peer_close);
 	RUN(test_idle_and_frame_timeouts);
 	RUN(test_close_once);
+	RUN(test_answer_after_epipe);
 	RUN(test_listener_slot_given_back);
 	RUN(test_connect);
 	return CHECK_DONE();
