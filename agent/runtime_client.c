@@ -248,6 +248,20 @@ static int wait_fd(int fd, short events, int64_t deadline)
 	}
 }
 
+/* wait_fd with its failure said: "<what> ADDR: timed out" (TIMEOUT) or
+ * the poll's error (fail). DBK_RT_Q_OK when fd is ready. */
+static enum dbk_rt_query_status wait_step(int fd, short events, int64_t deadline, const char *what,
+                                          const struct dbk_rt_addr *a,
+                                          enum dbk_rt_query_status fail, char *err, size_t errlen)
+{
+	int rc = wait_fd(fd, events, deadline);
+
+	if (rc > 0)
+		return DBK_RT_Q_OK;
+	snprintf(err, errlen, "%s %s: %s", what, a->text, rc == 0 ? "timed out" : strerror(errno));
+	return rc == 0 ? DBK_RT_Q_TIMEOUT : fail;
+}
+
 enum dbk_rt_query_status dbk_rt_query_sync(const char *addr, const char *cmd, unsigned timeout_ms,
                                            char *buf, size_t cap, size_t *len, char *err,
                                            size_t errlen)
@@ -275,13 +289,9 @@ enum dbk_rt_query_status dbk_rt_query_sync(const char *addr, const char *cmd, un
 	fd = open_connect(&a, err, errlen);
 	if (fd < 0)
 		return DBK_RT_Q_CONNECT;
-	rc = wait_fd(fd, POLLOUT, deadline);
-	if (rc <= 0) {
-		snprintf(err, errlen, "connect %s: %s", a.text,
-		         rc == 0 ? "timed out" : strerror(errno));
-		st = rc == 0 ? DBK_RT_Q_TIMEOUT : DBK_RT_Q_CONNECT;
+	st = wait_step(fd, POLLOUT, deadline, "connect", &a, DBK_RT_Q_CONNECT, err, errlen);
+	if (st != DBK_RT_Q_OK)
 		goto out;
-	}
 	if (connect_result(fd, &a, err, errlen) < 0) {
 		st = DBK_RT_Q_CONNECT;
 		goto out;
@@ -295,13 +305,9 @@ enum dbk_rt_query_status dbk_rt_query_sync(const char *addr, const char *cmd, un
 		}
 		if (off == out_len)
 			break;
-		rc = wait_fd(fd, POLLOUT, deadline);
-		if (rc <= 0) {
-			snprintf(err, errlen, "write %s: %s", a.text,
-			         rc == 0 ? "timed out" : strerror(errno));
-			st = rc == 0 ? DBK_RT_Q_TIMEOUT : DBK_RT_Q_IO;
+		st = wait_step(fd, POLLOUT, deadline, "write", &a, DBK_RT_Q_IO, err, errlen);
+		if (st != DBK_RT_Q_OK)
 			goto out;
-		}
 	}
 
 	/* Until EOF; every round either reads or waits, and the deadline
