@@ -309,8 +309,14 @@ bool dbk_conn_send(struct dbk_conn *c, const void *data, size_t n)
 
 void dbk_conn_flush_close(struct dbk_conn *c)
 {
+	c->busy = true; /* a failed write closes it below, once */
 	conn_write(c);
-	dbk_conn_close(c, DBK_CONN_LOCAL);
+	c->busy = false;
+	if (!c->dead) {
+		c->dead = true;
+		c->why = DBK_CONN_LOCAL;
+	}
+	conn_end(c);
 }
 
 void dbk_conn_deadline(struct dbk_conn *c, double secs)

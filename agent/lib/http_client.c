@@ -256,16 +256,16 @@ static void on_link_close(struct dbk_conn *conn, enum dbk_conn_why why)
 {
 	struct hc_link *l = conn->arg;
 	struct dbk_hc *c = l->hc;
+	const char *op = conn->err_op;
+	int e = conn->err_no;
 
 	if (c) {
 		c->link = NULL;
 		c->in = conn->in;
 	}
 	free(l);
-	if (!c)
-		return; /* the client let go of it: its buffer is back already */
-	if (!c->busy)
-		return;
+	if (!c || !c->busy)
+		return; /* let go of, or idle: its buffer is back already */
 	if (why == DBK_CONN_EOF) {
 		if (!advance(c, true))
 			io_error(c,
@@ -274,12 +274,12 @@ static void on_link_close(struct dbk_conn *conn, enum dbk_conn_why why)
 			         0);
 		return;
 	}
-	if (strcmp(conn->err_op, "connect") == 0) {
-		snprintf(c->err, sizeof(c->err), "connect: %s", strerror(conn->err_no));
+	if (strcmp(op, "connect") == 0) {
+		snprintf(c->err, sizeof(c->err), "connect: %s", strerror(e));
 		fail(c, c->err);
 		return;
 	}
-	io_error(c, strcmp(conn->err_op, "read") ? "send" : "recv", conn->err_no);
+	io_error(c, strcmp(op, "read") ? "send" : "recv", e);
 }
 
 static const struct dbk_conn_ops link_ops = { .on_data = on_link_data, .on_close = on_link_close };
