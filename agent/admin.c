@@ -2,7 +2,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* The request parser the stub serves OpenAI clients with: strict,
  * bounded and fuzzed (tests/fuzz/fuzz_stub_http.c). */
@@ -121,16 +120,12 @@ static void aconn_new(void *arg, int fd)
 	struct dbk_admin *a = arg;
 	struct aconn *c = calloc(1, sizeof(*c));
 
-	if (!c) {
-		dbk_listener_release(&a->ls, fd);
-		close(fd);
-		return;
-	}
-	c->a = a;
-	if (dbk_conn_accept(&c->conn, a->loop, fd, &a->ls, &aconn_ops, c, MAX_REQUEST) < 0) {
+	if (dbk_conn_accept(c ? &c->conn : NULL, a->loop, fd, &a->ls, &aconn_ops, c, MAX_REQUEST) <
+	    0) {
 		free(c);
 		return;
 	}
+	c->a = a;
 	dbk_list_append(&a->conns, &c->link);
 	/* A client that never finishes its request is not waited for. */
 	dbk_conn_deadline(&c->conn, IO_TIMEOUT);

@@ -1,7 +1,6 @@
 #include "completion_rx.h"
 
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "lib/conn.h"
 #include "lib/dgram.h"
@@ -128,12 +127,8 @@ static void econn_new(void *arg, int fd)
 	struct dbk_events *e = arg;
 	struct econn *c = malloc(sizeof(*c));
 
-	if (!c || dbk_conn_accept(&c->conn, e->loop, fd, &e->ls, &econn_ops, c, IN_CAP) < 0) {
+	if (dbk_conn_accept(c ? &c->conn : NULL, e->loop, fd, &e->ls, &econn_ops, c, IN_CAP) < 0) {
 		dbk_log(DBK_LOG_WARN, "completion-link-refused", "reason=\"out of memory\"");
-		if (!c) {
-			dbk_listener_release(&e->ls, fd);
-			close(fd);
-		}
 		free(c);
 		return;
 	}

@@ -260,9 +260,11 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 int dbk_conn_accept(struct dbk_conn *c, struct ev_loop *loop, int fd, struct dbk_listener_set *ls,
                     const struct dbk_conn_ops *ops, void *arg, size_t in_max)
 {
-	conn_init(c, loop, fd, ops, arg, in_max);
-	c->ls = ls;
-	if (!dbk_buf_reserve(&c->in, in_max < READ_START ? in_max : READ_START)) {
+	if (c) {
+		conn_init(c, loop, fd, ops, arg, in_max);
+		c->ls = ls;
+	}
+	if (!c || !dbk_buf_reserve(&c->in, in_max < READ_START ? in_max : READ_START)) {
 		if (ls)
 			dbk_listener_release(ls, fd);
 		close(fd);

@@ -89,8 +89,8 @@ struct dbk_conn {
 
 /* Takes an accepted, non-blocking fd (from ls when not NULL, whose slot
  * it gives back on close) and starts reading. Returns 0, or -1 when out
- * of memory, the fd then closed and its slot given back, on_close not
- * called. */
+ * of memory (c NULL: the user's allocation failed), the fd then closed
+ * and its slot given back, on_close not called. */
 int dbk_conn_accept(struct dbk_conn *c, struct ev_loop *loop, int fd, struct dbk_listener_set *ls,
                     const struct dbk_conn_ops *ops, void *arg, size_t in_max);
 /* Starts a non-blocking connect to sa (dbk_net_connect); output queued

@@ -4,7 +4,6 @@
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include "conn.h"
 #include "list.h"
@@ -294,13 +293,9 @@ static void conn_new(void *arg, int fd)
 	struct conn *c = calloc(1, sizeof(*c));
 	int one = 1;
 
-	if (!c || dbk_conn_accept(&c->conn, s->loop, fd, &s->ls, &spop_conn_ops, c,
-	                          (size_t)s->cfg.max_frame_size + 4) < 0) {
+	if (dbk_conn_accept(c ? &c->conn : NULL, s->loop, fd, &s->ls, &spop_conn_ops, c,
+	                    (size_t)s->cfg.max_frame_size + 4) < 0) {
 		dbk_log(DBK_LOG_ERROR, "conn-refused", "reason=\"out of memory\"");
-		if (!c) {
-			dbk_listener_release(&s->ls, fd);
-			close(fd);
-		}
 		free(c);
 		return;
 	}

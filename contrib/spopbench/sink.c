@@ -1,7 +1,6 @@
 #include "sink.h"
 
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "lib/conn.h"
 
@@ -37,11 +36,7 @@ static void link_new(void *arg, int fd)
 	struct dbk_sink *s = arg;
 	struct link *l = malloc(sizeof(*l));
 
-	if (!l) {
-		close(fd);
-		return;
-	}
-	if (dbk_conn_accept(&l->conn, s->loop, fd, NULL, &link_ops, l, SINK_BUF) < 0) {
+	if (dbk_conn_accept(l ? &l->conn : NULL, s->loop, fd, NULL, &link_ops, l, SINK_BUF) < 0) {
 		free(l);
 		return;
 	}

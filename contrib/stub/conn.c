@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include "lib/log.h"
 #include "lib/net.h"
@@ -204,11 +203,7 @@ void dbk_stub_accept(void *arg, int fd)
 	struct dbk_stub_conn *c = calloc(1, sizeof(*c));
 	int one = 1;
 
-	if (!c) {
-		close(fd);
-		return;
-	}
-	if (dbk_conn_accept(&c->conn, s->loop, fd, NULL, &stub_conn_ops, c,
+	if (dbk_conn_accept(c ? &c->conn : NULL, s->loop, fd, NULL, &stub_conn_ops, c,
 	                    s->lim.max_head_bytes + s->lim.max_body_bytes + 1) < 0) {
 		free(c);
 		return;
