@@ -30,7 +30,6 @@ static void conn_init(struct dbk_conn *c, struct ev_loop *loop, int fd,
 	c->fd = fd;
 	c->in_max = in_max;
 	c->out_high = SIZE_MAX;
-	c->last_read = ev_now(loop);
 	ev_io_init(&c->io, on_io, fd, 0);
 	ev_timer_init(&c->timer, on_timer, 0, 0);
 }
@@ -128,7 +127,8 @@ static void conn_read(struct dbk_conn *c)
 		}
 		c->in.len += (size_t)n;
 		c->in.p[c->in.len] = '\0';
-		c->last_read = ev_now(c->loop);
+		if (c->idle_timeout > 0)
+			c->last_read = ev_now(c->loop);
 		conn_process(c);
 		/* A short read drained the socket: skip the read that would
 		 * only say EAGAIN; the watcher tells us when more comes. */
@@ -188,7 +188,7 @@ static bool conn_settle(struct dbk_conn *c)
 			arm_timer(c, c->frame_start + c->frame_timeout - now);
 		else if (!c->partial && c->idle_timeout > 0)
 			arm_timer(c, c->last_read + c->idle_timeout - now);
-		else
+		else if (ev_is_active(&c->timer))
 			ev_timer_stop(c->loop, &c->timer);
 	}
 	if (c->connecting || c->out_off < c->out.len)
@@ -335,6 +335,8 @@ void dbk_conn_timeouts(struct dbk_conn *c, double frame_timeout, double idle_tim
 	c->tmode = DBK_CONN_T_FRAME_IDLE;
 	c->frame_timeout = frame_timeout;
 	c->idle_timeout = idle_timeout;
+	/* Reads are timed from now on (only an idle timeout needs them). */
+	c->last_read = ev_now(c->loop);
 	ev_timer_stop(c->loop, &c->timer);
 	dbk_conn_update(c);
 }

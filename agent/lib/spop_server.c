@@ -80,7 +80,7 @@ static uint8_t *out_tail(struct conn *c, size_t want, size_t *room)
 	size_t left = pending < OUT_CAP ? OUT_CAP - pending : 0;
 
 	*room = want < left ? want : left;
-	if (*room == 0 || !dbk_buf_reserve(&c->conn.out, *room))
+	if (*room == 0 || !dbk_buf_room(&c->conn.out, *room))
 		return NULL;
 	return (uint8_t *)c->conn.out.p + c->conn.out.len;
 }
@@ -177,10 +177,10 @@ static void on_hello(struct conn *c, const struct dbk_spop_frame *f)
 static void on_notify(struct conn *c, const struct dbk_spop_frame *f)
 {
 	struct dbk_spop_server *s = c->s;
+	struct dbk_buf *out = &c->conn.out;
+	size_t room = (size_t)c->frame_max + 4;
 	struct dbk_spop_writer w;
 	enum dbk_spop_status st;
-	size_t room;
-	uint8_t *p;
 
 	/* We never offer fragmentation, so every NOTIFY must be whole. */
 	if (!(f->flags & DBK_SPOP_FLAG_FIN) || (f->flags & DBK_SPOP_FLAG_ABORT)) {
@@ -188,13 +188,13 @@ static void on_notify(struct conn *c, const struct dbk_spop_frame *f)
 		return;
 	}
 	s->stats.notifies++;
-	/* room_for_reply made sure a whole frame fits. */
-	p = out_tail(c, (size_t)c->frame_max + 4, &room);
-	if (!p) {
+	/* room_for_reply made sure a whole frame fits within OUT_CAP; the
+	 * buffer may still have to grow to it. */
+	if (!dbk_buf_room(out, room)) {
 		conn_fail(c, DBK_SPOP_ERR_RES, NULL);
 		return;
 	}
-	dbk_spop_writer_init(&w, p, room);
+	dbk_spop_writer_init(&w, (uint8_t *)out->p + out->len, room);
 	dbk_spop_ack_begin(&w, f->stream_id, f->frame_id);
 	st = s->h.notify(s->h.arg, f, &w);
 	if (st == DBK_SPOP_OK && dbk_spop_frame_end(&w) == 0)
@@ -203,7 +203,7 @@ static void on_notify(struct conn *c, const struct dbk_spop_frame *f)
 		conn_fail(c, st, NULL);
 		return;
 	}
-	c->conn.out.len += w.len;
+	out->len += w.len;
 	s->stats.frames_out++;
 	s->stats.acks++;
 }
