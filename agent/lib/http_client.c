@@ -10,7 +10,7 @@
 /* One connection, apart from the client: a request's end may close it
  * and start the next on a new one inside the same callback, so each is
  * its own allocation, detached from the client when it closes. */
-struct hc_link {
+struct dbk_hc_link {
 	struct dbk_conn conn;
 	struct dbk_hc *hc; /* NULL once the client let go of it */
 };
@@ -21,7 +21,7 @@ static const struct dbk_conn_ops link_ops;
  * client. */
 static void close_conn(struct dbk_hc *c)
 {
-	struct hc_link *l = c->link;
+	struct dbk_hc_link *l = c->link;
 
 	if (!l)
 		return;
@@ -56,7 +56,7 @@ static void fail(struct dbk_hc *c, const char *why)
  * with it. */
 static int start_connect(struct dbk_hc *c)
 {
-	struct hc_link *l = calloc(1, sizeof(*l));
+	struct dbk_hc_link *l = calloc(1, sizeof(*l));
 
 	if (!l) {
 		snprintf(c->err, sizeof(c->err), "connect: out of memory");
@@ -241,7 +241,7 @@ static bool advance(struct dbk_hc *c, bool eof)
  * the connection. */
 static void on_link_data(struct dbk_conn *conn)
 {
-	struct hc_link *l = conn->arg;
+	struct dbk_hc_link *l = conn->arg;
 
 	if (!l->hc)
 		return;
@@ -254,7 +254,7 @@ static void on_link_data(struct dbk_conn *conn)
 
 static void on_link_close(struct dbk_conn *conn, enum dbk_conn_why why)
 {
-	struct hc_link *l = conn->arg;
+	struct dbk_hc_link *l = conn->arg;
 	struct dbk_hc *c = l->hc;
 	const char *op = conn->err_op;
 	int e = conn->err_no;

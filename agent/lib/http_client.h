@@ -69,11 +69,11 @@ void dbk_hc_answer_init(struct dbk_hc_answer *a, size_t max_body);
 enum dbk_http_result dbk_hc_answer_step(struct dbk_hc_answer *a, struct dbk_buf *in, bool eof,
                                         struct dbk_hc_result *res, size_t *end);
 
-struct hc_link;
+struct dbk_hc_link;
 
 struct dbk_hc {
 	struct ev_loop *loop;
-	struct hc_link *link; /* the connection (lib/conn), or NULL */
+	struct dbk_hc_link *link; /* the connection (lib/conn), or NULL */
 	struct sockaddr_storage sa;
 	socklen_t salen;
 	size_t max_body;
