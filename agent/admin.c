@@ -1,19 +1,15 @@
 #include "admin.h"
 
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 /* The request parser the stub serves OpenAI clients with: strict,
  * bounded and fuzzed (tests/fuzz/fuzz_stub_http.c). */
 #include "lib/http1.h"
+#include "lib/conn.h"
 #include "lib/list.h"
 #include "lib/listener.h"
 #include "lib/log.h"
-#include "lib/net.h"
 
 /* Request line and header fields together; a longer request line is a
  * 414, whole: the target is never cut to fit. */
@@ -26,14 +22,9 @@
 #define IO_TIMEOUT 5.0
 
 struct aconn {
-	ev_io io;
-	ev_timer timer;
+	struct dbk_conn conn;
 	struct dbk_admin *a;
 	struct dbk_list link; /* in dbk_admin.conns */
-	size_t in_len;
-	char in[MAX_REQUEST];
-	struct dbk_buf out;
-	size_t out_off;
 };
 
 struct dbk_admin {
@@ -44,37 +35,34 @@ struct dbk_admin {
 	struct dbk_list conns;
 };
 
-static void aconn_close(struct aconn *c)
+static void aconn_closed(struct dbk_conn *conn, enum dbk_conn_why why)
 {
-	struct dbk_admin *a = c->a;
+	struct aconn *c = conn->arg;
 
-	ev_io_stop(a->loop, &c->io);
-	ev_timer_stop(a->loop, &c->timer);
-	dbk_listener_release(&a->ls, c->io.fd);
-	close(c->io.fd);
+	(void)why;
 	dbk_list_del(&c->link);
-	dbk_buf_free(&c->out);
 	free(c);
 }
 
-/* Builds the whole response in c->out and switches to writing. */
+/* Builds the whole response in the output and closes once it is sent
+ * (or when the request's time is up). */
 static void respond(struct aconn *c, struct dbk_admin_response *r)
 {
+	struct dbk_buf *out = &c->conn.out;
+
 	if (r->body.oom) {
 		dbk_buf_free(&r->body);
 		r->status = 500;
 		r->content_type = "text/plain";
 		dbk_buf_printf(&r->body, "out of memory\n");
 	}
-	dbk_buf_printf(&c->out,
+	dbk_buf_printf(out,
 	               "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
 	               "Connection: close\r\nCache-Control: no-store\r\n\r\n",
 	               r->status, dbk_http_reason(r->status), r->content_type, r->body.len);
-	dbk_buf_add(&c->out, r->body.p ? r->body.p : "", r->body.len);
+	dbk_buf_add(out, r->body.p ? r->body.p : "", r->body.len);
 	dbk_buf_free(&r->body);
-	ev_io_stop(c->a->loop, &c->io);
-	ev_io_set(&c->io, c->io.fd, EV_WRITE);
-	ev_io_start(c->a->loop, &c->io);
+	dbk_conn_drain(&c->conn, 0);
 }
 
 static void simple(struct aconn *c, int status, const char *text)
@@ -95,7 +83,7 @@ static bool handle(struct aconn *c)
 	struct dbk_http_request req;
 	char method[MAX_METHOD + 1], path[MAX_HEAD];
 
-	switch (dbk_http_parse(c->in, c->in_len, &lim, &req)) {
+	switch (dbk_http_parse(c->conn.in.p, c->conn.in.len, &lim, &req)) {
 	case DBK_HTTP_INCOMPLETE: return false;
 	case DBK_HTTP_ERROR: simple(c, req.status, req.error); return true;
 	case DBK_HTTP_COMPLETE: break;
@@ -116,57 +104,31 @@ static bool handle(struct aconn *c)
 	return true;
 }
 
-static void on_aconn(struct ev_loop *loop, ev_io *w, int revents)
+static void on_request(struct dbk_conn *conn)
 {
-	struct aconn *c = (struct aconn *)w;
+	struct aconn *c = conn->arg;
 
-	(void)loop;
-	if (revents & EV_WRITE) {
-		/* Done or failed, the connection goes; otherwise wait for room. */
-		if (dbk_net_send_pending(w->fd, c->out.p, c->out.len, &c->out_off) == 0 &&
-		    c->out_off < c->out.len)
-			return;
-		aconn_close(c);
-		return;
-	}
-	ssize_t n = read(w->fd, c->in + c->in_len, MAX_REQUEST - c->in_len);
-	if (n <= 0) {
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		aconn_close(c);
-		return;
-	}
-	c->in_len += (size_t)n;
 	/* The parser's limits refuse a request before it fills the buffer. */
-	if (!handle(c) && c->in_len == MAX_REQUEST)
+	if (!handle(c) && conn->in.len == MAX_REQUEST)
 		simple(c, 413, "request too large");
 }
 
-static void on_atimer(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	(void)loop;
-	(void)revents;
-	aconn_close((struct aconn *)((char *)w - offsetof(struct aconn, timer)));
-}
+static const struct dbk_conn_ops aconn_ops = { .on_data = on_request, .on_close = aconn_closed };
 
 static void aconn_new(void *arg, int fd)
 {
 	struct dbk_admin *a = arg;
 	struct aconn *c = calloc(1, sizeof(*c));
 
-	if (!c) {
-		dbk_listener_release(&a->ls, fd);
-		close(fd);
+	if (dbk_conn_accept(c ? &c->conn : NULL, a->loop, fd, &a->ls, &aconn_ops, c, MAX_REQUEST) <
+	    0) {
+		free(c);
 		return;
 	}
 	c->a = a;
-	dbk_buf_init(&c->out);
 	dbk_list_append(&a->conns, &c->link);
-	ev_io_init(&c->io, on_aconn, fd, EV_READ);
-	ev_io_start(a->loop, &c->io);
 	/* A client that never finishes its request is not waited for. */
-	ev_timer_init(&c->timer, on_atimer, IO_TIMEOUT, 0);
-	ev_timer_start(a->loop, &c->timer);
+	dbk_conn_deadline(&c->conn, IO_TIMEOUT);
 }
 
 struct dbk_admin *dbk_admin_new(struct ev_loop *loop, unsigned max_conns, dbk_admin_handler h,
@@ -198,6 +160,7 @@ void dbk_admin_free(struct dbk_admin *a)
 		return;
 	dbk_listener_close(&a->ls);
 	while (!dbk_list_empty(&a->conns))
-		aconn_close(dbk_list_first(&a->conns, struct aconn, link));
+		dbk_conn_close(&dbk_list_first(&a->conns, struct aconn, link)->conn,
+		               DBK_CONN_LOCAL);
 	free(a);
 }

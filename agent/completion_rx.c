@@ -1,10 +1,8 @@
 #include "completion_rx.h"
 
-#include <errno.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
+#include "lib/conn.h"
 #include "lib/dgram.h"
 #include "lib/list.h"
 #include "lib/listener.h"
@@ -13,19 +11,15 @@
 /* One whole frame must fit: its length prefix (at most 5 digits and a
  * space) and the longest line we accept. */
 #define IN_CAP (DBK_COMPLETION_MAX_LINE + 8)
-#define READ_ROUNDS 16
 /* From a frame's first byte to its last: HAProxy writes a line whole, a
  * peer that stops half-way is cut. */
 #define FRAME_TIMEOUT 5.0
 
 struct econn {
-	ev_io io;
-	ev_timer frame_timer;
+	struct dbk_conn conn;
 	struct dbk_events *e;
 	struct dbk_list link; /* in dbk_events.conns, oldest first */
 	bool delivered;       /* has sent a completion line: HAProxy's */
-	size_t len;
-	char buf[IN_CAP];
 };
 
 struct dbk_events {
@@ -39,16 +33,16 @@ struct dbk_events {
 	struct dbk_ratelimit up_log;
 };
 
-static void econn_close(struct econn *c)
+static void econn_closed(struct dbk_conn *conn, enum dbk_conn_why why)
 {
-	struct dbk_events *e = c->e;
+	struct econn *c = conn->arg;
 
-	ev_io_stop(e->loop, &c->io);
-	ev_timer_stop(e->loop, &c->frame_timer);
-	dbk_listener_release(&e->ls, c->io.fd);
-	close(c->io.fd);
+	if (why == DBK_CONN_TIMEOUT) {
+		c->e->stats.bad_frames++;
+		dbk_log(DBK_LOG_WARN, "completion-link-dropped", "reason=\"frame never finished\"");
+	}
 	dbk_list_del(&c->link);
-	e->stats.open--;
+	c->e->stats.open--;
 	free(c);
 }
 
@@ -71,11 +65,11 @@ static bool deliver(struct dbk_events *e, const char *msg, size_t msg_len)
 	return true;
 }
 
-/* Consumes every whole frame in the buffer. Returns -1 when the framing
- * is broken and the connection must go. */
-static int econn_drain(struct econn *c)
+/* Consumes every whole frame in the buffer; broken framing drops the
+ * link. */
+static void on_lines(struct dbk_conn *conn)
 {
-	struct dbk_events *e = c->e;
+	struct econn *c = conn->arg;
 	size_t off = 0;
 
 	for (;;) {
@@ -83,72 +77,25 @@ static int econn_drain(struct econn *c)
 		size_t msg_len, used;
 		enum dbk_completion_status st;
 
-		st = dbk_completion_frame(c->buf + off, c->len - off, &msg, &msg_len, &used);
+		st = dbk_completion_frame(conn->in.p + off, conn->in.len - off, &msg, &msg_len,
+		                          &used);
 		if (st == DBK_COMPLETION_NEED_MORE)
 			break;
-		if (st != DBK_COMPLETION_OK)
-			return -1;
-		off += used;
-		if (deliver(e, msg, msg_len))
-			c->delivered = true;
-	}
-	memmove(c->buf, c->buf + off, c->len - off);
-	c->len -= off;
-	/* The frame timer runs from the first byte of the frame under way. */
-	if (!c->len)
-		ev_timer_stop(e->loop, &c->frame_timer);
-	else if (off || !ev_is_active(&c->frame_timer)) {
-		ev_timer_stop(e->loop, &c->frame_timer);
-		ev_timer_set(&c->frame_timer, FRAME_TIMEOUT, 0);
-		ev_timer_start(e->loop, &c->frame_timer);
-	}
-	return 0;
-}
-
-static void on_econn(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct econn *c = (struct econn *)w;
-
-	(void)loop;
-	(void)revents;
-	for (int round = 0; round < READ_ROUNDS; round++) {
-		size_t want = sizeof(c->buf) - c->len;
-		ssize_t n = read(w->fd, c->buf + c->len, want);
-
-		if (n == 0) {
-			econn_close(c);
-			return;
-		}
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				econn_close(c);
-			return;
-		}
-		c->len += (size_t)n;
-		if (econn_drain(c) < 0) {
+		if (st != DBK_COMPLETION_OK) {
 			c->e->stats.bad_frames++;
 			dbk_log(DBK_LOG_WARN, "completion-link-dropped",
 			        "reason=\"broken octet-count framing\"");
-			econn_close(c);
+			dbk_conn_close(conn, DBK_CONN_LOCAL);
 			return;
 		}
-		if ((size_t)n < want)
-			return;
+		off += used;
+		if (deliver(c->e, msg, msg_len))
+			c->delivered = true;
 	}
+	dbk_buf_consume(&conn->in, off);
 }
 
-static void on_frame_timeout(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct econn *c = (struct econn *)((char *)w - offsetof(struct econn, frame_timer));
-
-	(void)loop;
-	(void)revents;
-	c->e->stats.bad_frames++;
-	dbk_log(DBK_LOG_WARN, "completion-link-dropped", "reason=\"frame never finished\"");
-	econn_close(c);
-}
+static const struct dbk_conn_ops econn_ops = { .on_data = on_lines, .on_close = econn_closed };
 
 /* The listener is full: the oldest link that never sent a completion
  * line makes way (an idle flood cannot keep HAProxy's ring out; a link
@@ -163,7 +110,7 @@ static int make_room(void *arg, const void *peer)
 	{
 		struct econn *c = dbk_list_elem(it, struct econn, link);
 
-		if (!c->delivered && dbk_listener_may_evict(&e->ls, c->io.fd, peer)) {
+		if (!c->delivered && dbk_listener_may_evict(&e->ls, c->conn.fd, peer)) {
 			victim = c;
 			break;
 		}
@@ -171,7 +118,7 @@ static int make_room(void *arg, const void *peer)
 	if (!victim)
 		return 0;
 	dbk_log(DBK_LOG_DEBUG, "completion-link-dropped", "reason=\"silent, made way\"");
-	econn_close(victim);
+	dbk_conn_close(&victim->conn, DBK_CONN_LOCAL);
 	return 1;
 }
 
@@ -180,21 +127,18 @@ static void econn_new(void *arg, int fd)
 	struct dbk_events *e = arg;
 	struct econn *c = malloc(sizeof(*c));
 
-	if (!c) {
+	if (dbk_conn_accept(c ? &c->conn : NULL, e->loop, fd, &e->ls, &econn_ops, c, IN_CAP) < 0) {
 		dbk_log(DBK_LOG_WARN, "completion-link-refused", "reason=\"out of memory\"");
-		dbk_listener_release(&e->ls, fd);
-		close(fd);
+		free(c);
 		return;
 	}
 	c->e = e;
-	c->len = 0;
 	c->delivered = false;
-	ev_timer_init(&c->frame_timer, on_frame_timeout, FRAME_TIMEOUT, 0);
+	/* Only a frame under way is timed: an idle link is HAProxy's. */
+	dbk_conn_timeouts(&c->conn, FRAME_TIMEOUT, 0);
 	dbk_list_append(&e->conns, &c->link);
 	e->stats.accepted++;
 	e->stats.open++;
-	ev_io_init(&c->io, on_econn, fd, EV_READ);
-	ev_io_start(e->loop, &c->io);
 	uint64_t suppressed;
 	if (dbk_ratelimit_allow(&e->up_log, ev_now(e->loop), &suppressed))
 		dbk_log(DBK_LOG_INFO, "completion-link-up", "open=%u suppressed=%llu",
@@ -246,7 +190,8 @@ void dbk_events_free(struct dbk_events *e)
 	dbk_listener_close(&e->ls);
 	dbk_dgram_close(&e->dgrams);
 	while (!dbk_list_empty(&e->conns))
-		econn_close(dbk_list_first(&e->conns, struct econn, link));
+		dbk_conn_close(&dbk_list_first(&e->conns, struct econn, link)->conn,
+		               DBK_CONN_LOCAL);
 	free(e);
 }
 

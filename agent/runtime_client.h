@@ -58,9 +58,9 @@ struct dbk_rt_query;
  * max_bytes 0 DBK_RT_DEFAULT_MAX_RESPONSE. cmd must be one command: no
  * CR, LF or ';' (HAProxy runs each ';'-separated part as a command of
  * its own), at most DBK_RT_MAX_COMMAND bytes. Returns the query, or NULL
- * with a reason in err (bad command, no socket, out of memory) and no
- * callback to come. A connect that fails at once is still reported
- * through the callback. */
+ * with a reason in err (bad command, out of memory) and no callback to
+ * come. A connect that fails at once (no socket to be had included) is
+ * still reported through the callback. */
 struct dbk_rt_query *dbk_rt_query_start(struct ev_loop *loop, const struct dbk_rt_addr *addr,
                                         const char *cmd, unsigned timeout_ms, size_t max_bytes,
                                         dbk_rt_query_cb cb, void *arg, char *err, size_t errlen);

@@ -17,6 +17,8 @@
 #include "lib/clock.h"
 #include "lib/http_client.h"
 #include "lib/log.h"
+#include "lib/net.h"
+#include "lib/url.h"
 
 #define NAME_MAX_LEN 64
 #define URL_MAX_LEN 512
@@ -48,6 +50,7 @@ struct target {
 	char name[NAME_MAX_LEN + 1];
 	char base[URL_MAX_LEN + 1];
 	char host[URL_MAX_LEN + 1], port[8];
+	char addr[URL_MAX_LEN + 16]; /* HOST:PORT, for lib/net */
 	struct req metrics, models;
 	uint64_t models_due_ms;
 	/* Host names only: the lookup in flight, and when the next may go. */
@@ -301,49 +304,36 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ---- life cycle ---- */
 
-/* Splits "http://AUTHORITY[/PATH]" into t->host, t->port, and writes
- * the two requests. */
+/* Takes the host and port of "http://HOST[:PORT][/PATH]" (lib/url) and
+ * writes the two requests. */
 static int target_init(struct target *t, const char *url, char *err, size_t errlen)
 {
-	const char *a = url + 7, *slash, *hs = a, *he, *colon;
+	struct dbk_url u;
+	char why[128];
 
 	if (strncmp(url, "http://", 7) != 0) {
 		dbk_errf(err, errlen, "%s: only http:// is scraped", url);
 		return -1;
 	}
-	slash = strchr(a, '/');
-	if (!slash)
-		slash = a + strlen(a);
-	if (*a == '[') {
-		hs = a + 1;
-		he = memchr(hs, ']', (size_t)(slash - hs));
-		colon = he && he + 1 < slash && he[1] == ':' ? he + 1 : NULL;
-	} else {
-		colon = memchr(a, ':', (size_t)(slash - a));
-		he = colon ? colon : slash;
-	}
-	size_t pl = colon ? (size_t)(slash - colon - 1) : 2;
-	if (!he || he == hs || (colon && (pl == 0 || pl >= sizeof(t->port))) ||
-	    memchr(a, '@', (size_t)(slash - a))) {
+	if (dbk_url_split(url, &u, why, sizeof(why)) < 0) {
 		dbk_errf(err, errlen, "%s: want http://HOST[:PORT][/PATH]", url);
 		return -1;
 	}
-	snprintf(t->host, sizeof(t->host), "%.*s", (int)(he - hs), hs);
-	snprintf(t->port, sizeof(t->port), "%.*s", (int)pl, colon ? colon + 1 : "80");
+	snprintf(t->host, sizeof(t->host), "%s", u.host);
+	snprintf(t->port, sizeof(t->port), "%s", u.port);
+	snprintf(t->addr, sizeof(t->addr), "%s", u.addr);
 
 	char q[1024];
 	size_t ql = dbk_vllm_metrics_query(q, sizeof(q));
-	int al = (int)(slash - a);
-	const char *path = slash;
 	struct req *r[2] = { &t->metrics, &t->models };
 
 	for (unsigned k = 0; k < 2; k++) {
 		dbk_buf_printf(&r[k]->text,
-		               "GET %s%s%s%.*s HTTP/1.1\r\nHost: %.*s\r\nUser-Agent: "
+		               "GET %s%s%s%.*s HTTP/1.1\r\nHost: %s\r\nUser-Agent: "
 		               "dbucket-spoa\r\n"
 		               "Accept: */*\r\n%s\r\n", /* see hc.once */
-		               path, k ? "/v1/models" : "/metrics", ql && !k ? "?" : "",
-		               k ? 0 : (int)ql, q, al, a, k ? "Connection: close\r\n" : "");
+		               u.path, k ? "/v1/models" : "/metrics", ql && !k ? "?" : "",
+		               k ? 0 : (int)ql, q, u.authority, k ? "Connection: close\r\n" : "");
 		if (r[k]->text.oom) {
 			dbk_errf(err, errlen, "out of memory");
 			return -1;
@@ -355,17 +345,17 @@ static int target_init(struct target *t, const char *url, char *err, size_t errl
 /* Numbers are used at once; a name is looked up in the background. */
 static void target_addr(struct target *t)
 {
-	struct addrinfo *ai = NULL;
+	struct sockaddr_storage sa;
+	socklen_t len;
+	char err[160];
 
-	t->hints.ai_family = AF_UNSPEC;
-	t->hints.ai_socktype = SOCK_STREAM;
-	t->hints.ai_flags = AI_NUMERICSERV | AI_NUMERICHOST;
-	if (getaddrinfo(t->host, t->port, &t->hints, &ai) == 0 && ai) {
-		dbk_hc_set_addr(&t->metrics.hc, ai->ai_addr, ai->ai_addrlen);
-		dbk_hc_set_addr(&t->models.hc, ai->ai_addr, ai->ai_addrlen);
-		freeaddrinfo(ai);
+	if (dbk_net_resolve_numeric(t->addr, &sa, &len, err, sizeof(err)) == 0) {
+		dbk_hc_set_addr(&t->metrics.hc, (const struct sockaddr *)&sa, len);
+		dbk_hc_set_addr(&t->models.hc, (const struct sockaddr *)&sa, len);
 		return;
 	}
+	t->hints.ai_family = AF_UNSPEC;
+	t->hints.ai_socktype = SOCK_STREAM;
 	t->hints.ai_flags = AI_NUMERICSERV;
 	t->named = true;
 	resolve_start(t, dbk_mono_ms());

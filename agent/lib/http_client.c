@@ -2,35 +2,38 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include "lib/net.h"
+#include "lib/conn.h"
 
-/* The buffer's first size: a vLLM /metrics filtered to what the agent
- * reads fits, and a full one grows it once, for good. */
-#define FIRST_ROOM (16 * 1024)
+/* One connection, apart from the client: a request's end may close it
+ * and start the next on a new one inside the same callback, so each is
+ * its own allocation, detached from the client when it closes. */
+struct dbk_hc_link {
+	struct dbk_conn conn;
+	struct dbk_hc *hc; /* NULL once the client let go of it */
+};
 
-enum progress { MORE, DONE, FAILED };
+static const struct dbk_conn_ops link_ops;
 
-static void watch(struct dbk_hc *c, int events)
-{
-	if (ev_is_active(&c->io) && (c->io.events & (EV_READ | EV_WRITE)) == events)
-		return;
-	ev_io_stop(c->loop, &c->io);
-	ev_io_set(&c->io, c->fd, events);
-	ev_io_start(c->loop, &c->io);
-}
-
+/* Lets go of the connection; its answer buffer comes back to the
+ * client. */
 static void close_conn(struct dbk_hc *c)
 {
-	if (c->fd < 0)
+	struct dbk_hc_link *l = c->link;
+
+	if (!l)
 		return;
-	ev_io_stop(c->loop, &c->io);
-	close(c->fd);
-	c->fd = -1;
+	c->link = NULL;
+	l->hc = NULL;
+	c->in = l->conn.in;
+	dbk_buf_init(&l->conn.in);
+	dbk_conn_close(&l->conn, DBK_CONN_LOCAL);
 }
+
+/* The buffer holding the answer: the connection's while there is one. */
+static struct dbk_buf *answer_buf(struct dbk_hc *c) { return c->link ? &c->link->conn.in : &c->in; }
 
 static void finish(struct dbk_hc *c, const struct dbk_hc_result *r, bool keep)
 {
@@ -49,17 +52,29 @@ static void fail(struct dbk_hc *c, const char *why)
 	finish(c, &r, false);
 }
 
+/* A new connection, the request queued on it; the client's buffer goes
+ * with it. */
 static int start_connect(struct dbk_hc *c)
 {
-	c->fd = dbk_net_connect(&c->sa, c->salen);
-	if (c->fd < 0) {
-		snprintf(c->err, sizeof(c->err), "connect: %s", strerror(errno));
+	struct dbk_hc_link *l = calloc(1, sizeof(*l));
+
+	if (!l) {
+		snprintf(c->err, sizeof(c->err), "connect: out of memory");
 		return -1;
 	}
+	if (dbk_conn_connect(&l->conn, c->loop, &c->sa, c->salen, &link_ops, l, SIZE_MAX / 4) < 0) {
+		snprintf(c->err, sizeof(c->err), "connect: %s", strerror(errno));
+		free(l);
+		return -1;
+	}
+	l->hc = c;
+	l->conn.keep_in = true;
+	l->conn.in = c->in;
+	dbk_buf_init(&c->in);
+	c->link = l;
 	c->connects++;
-	c->connecting = true;
 	c->reused = false;
-	watch(c, EV_READ | EV_WRITE);
+	dbk_buf_add(&l->conn.out, c->req, c->req_len);
 	return 0;
 }
 
@@ -68,15 +83,15 @@ static int start_connect(struct dbk_hc *c)
  * as we sent. Try once more on a new one. */
 static bool retry(struct dbk_hc *c)
 {
-	if (!c->reused || c->retried || c->in.len > 0)
+	if (!c->reused || c->retried || answer_buf(c)->len > 0)
 		return false;
 	c->retried = true;
 	close_conn(c);
-	c->sent = 0;
 	if (start_connect(c) < 0) {
 		fail(c, c->err);
 		return true;
 	}
+	dbk_conn_update(&c->link->conn);
 	return true;
 }
 
@@ -89,19 +104,6 @@ static void io_error(struct dbk_hc *c, const char *what, int e)
 	else
 		snprintf(c->err, sizeof(c->err), "%s: %s", what, strerror(e));
 	fail(c, c->err);
-}
-
-/* Sends what is left of the request; false after a failure (done
- * called). */
-static bool send_rest(struct dbk_hc *c)
-{
-	if (dbk_net_send_pending(c->fd, c->req, c->req_len, &c->sent) < 0) {
-		io_error(c, "send", errno);
-		return false;
-	}
-	/* A full socket (rare: requests are small) waits for room. */
-	watch(c, c->sent < c->req_len ? EV_READ | EV_WRITE : EV_READ);
-	return true;
 }
 
 /* ---- the answer, apart from the socket ---- */
@@ -216,112 +218,80 @@ enum dbk_http_result dbk_hc_answer_step(struct dbk_hc_answer *a, struct dbk_buf 
 /* ---- the socket ---- */
 
 /* Whether the answer is complete, after more bytes came (eof: the server
- * closed). On DONE it has called done. */
-static enum progress advance(struct dbk_hc *c, bool eof)
+ * closed). Returns false when it is still under way; otherwise done was
+ * called. */
+static bool advance(struct dbk_hc *c, bool eof)
 {
+	struct dbk_buf *in = answer_buf(c);
 	struct dbk_hc_result r;
 	size_t end = 0;
 
-	switch (dbk_hc_answer_step(&c->ans, &c->in, eof, &r, &end)) {
-	case DBK_HTTP_INCOMPLETE: return MORE;
-	case DBK_HTTP_ERROR: return FAILED;
+	switch (dbk_hc_answer_step(&c->ans, in, eof, &r, &end)) {
+	case DBK_HTTP_INCOMPLETE: return false;
+	case DBK_HTTP_ERROR: fail(c, c->ans.err); return true;
 	default: break;
 	}
 	/* Bytes past the answer were never asked for: do not trust the
 	 * connection with another request. */
-	finish(c, &r, c->ans.rsp.keep_alive && c->in.len == end && !eof);
-	return DONE;
+	finish(c, &r, c->ans.rsp.keep_alive && in->len == end && !eof);
+	return true;
 }
 
-/* Reads until the answer is complete or the socket is empty. A read that
- * does not fill the room means the socket had no more: wait for the next
- * readiness rather than ask again only to hear EAGAIN. */
-static void on_readable(struct dbk_hc *c)
+/* Between requests the server has nothing to say: bytes or a close end
+ * the connection. */
+static void on_link_data(struct dbk_conn *conn)
 {
-	for (;;) {
-		if (c->in.cap - c->in.len < FIRST_ROOM / 2 &&
-		    !dbk_buf_reserve(&c->in, c->in.cap ? c->in.cap : FIRST_ROOM)) {
-			fail(c, "out of memory");
-			return;
-		}
-		size_t room = c->in.cap - 1 - c->in.len;
-		ssize_t n = recv(c->fd, c->in.p + c->in.len, room, 0);
+	struct dbk_hc_link *l = conn->arg;
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		if (n < 0) {
-			io_error(c, "recv", errno);
-			return;
-		}
-		c->in.len += (size_t)n;
-		enum progress p = advance(c, n == 0);
-		if (p == FAILED) {
-			fail(c, c->ans.err);
-			return;
-		}
-		if (p == DONE)
-			return;
-		if (n == 0) {
+	if (!l->hc)
+		return;
+	if (!l->hc->busy) {
+		close_conn(l->hc);
+		return;
+	}
+	advance(l->hc, false);
+}
+
+static void on_link_close(struct dbk_conn *conn, enum dbk_conn_why why)
+{
+	struct dbk_hc_link *l = conn->arg;
+	struct dbk_hc *c = l->hc;
+	const char *op = conn->err_op;
+	int e = conn->err_no;
+
+	if (c) {
+		c->link = NULL;
+		c->in = conn->in;
+	}
+	free(l);
+	if (!c || !c->busy)
+		return; /* let go of, or idle: its buffer is back already */
+	if (why == DBK_CONN_EOF) {
+		if (!advance(c, true))
 			io_error(c,
 			         c->in.len ? "connection closed mid-response"
 			                   : "connection closed before a response",
 			         0);
-			return;
-		}
-		if ((size_t)n < room)
-			return;
-	}
-}
-
-/* Between requests: the server closed (or sent what nobody asked for). */
-static void on_idle_readable(struct dbk_hc *c)
-{
-	char b[64];
-	ssize_t n = recv(c->fd, b, sizeof(b), 0);
-
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-		return;
-	close_conn(c);
-}
-
-static void on_io(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct dbk_hc *c = (struct dbk_hc *)((char *)w - offsetof(struct dbk_hc, io));
-
-	(void)loop;
-	if (!c->busy) {
-		on_idle_readable(c);
 		return;
 	}
-	if (c->connecting) {
-		int e = dbk_net_connect_error(c->fd);
-
-		if (e) {
-			snprintf(c->err, sizeof(c->err), "connect: %s", strerror(e));
-			fail(c, c->err);
-			return;
-		}
-		c->connecting = false;
-		revents |= EV_WRITE; /* the request goes now */
-	}
-	if ((revents & EV_WRITE) && c->sent < c->req_len && !send_rest(c))
+	if (strcmp(op, "connect") == 0) {
+		snprintf(c->err, sizeof(c->err), "connect: %s", strerror(e));
+		fail(c, c->err);
 		return;
-	if (revents & EV_READ)
-		on_readable(c);
+	}
+	io_error(c, strcmp(op, "read") ? "send" : "recv", e);
 }
+
+static const struct dbk_conn_ops link_ops = { .on_data = on_link_data, .on_close = on_link_close };
 
 void dbk_hc_init(struct dbk_hc *c, struct ev_loop *loop, size_t max_body, dbk_hc_done_fn done,
                  void *arg)
 {
 	memset(c, 0, sizeof(*c));
 	c->loop = loop;
-	c->fd = -1;
 	c->max_body = max_body;
 	c->done = done;
 	c->arg = arg;
-	ev_init(&c->io, on_io);
 	dbk_buf_init(&c->in);
 }
 
@@ -354,20 +324,20 @@ int dbk_hc_get(struct dbk_hc *c, const char *req, size_t len, uint64_t deadline_
 	}
 	c->req = req;
 	c->req_len = len;
-	c->sent = 0;
 	c->deadline_ms = deadline_ms;
-	c->in.len = 0;
+	answer_buf(c)->len = 0;
 	c->retried = false;
 	dbk_hc_answer_init(&c->ans, c->max_body);
-	if (c->fd < 0) {
+	if (!c->link) {
 		if (start_connect(c) < 0)
 			return -1;
 		c->busy = true;
+		dbk_conn_update(&c->link->conn);
 		return 0;
 	}
 	c->reused = true;
 	c->busy = true;
-	send_rest(c); /* a failure there has called done */
+	dbk_conn_send(&c->link->conn, req, len); /* a failure there has called done */
 	return 0;
 }
 
@@ -376,11 +346,13 @@ void dbk_hc_expire(struct dbk_hc *c, uint64_t now_ms)
 	if (!c->busy || now_ms < c->deadline_ms)
 		return;
 	snprintf(c->err, sizeof(c->err), "%s timed out",
-	         c->connecting      ? "connect"
-	         : c->ans.head_done ? "response body"
-	                            : "response");
+	         c->link && c->link->conn.connecting ? "connect"
+	         : c->ans.head_done                  ? "response body"
+	                                             : "response");
 	fail(c, c->err);
 }
+
+size_t dbk_hc_answer_len(struct dbk_hc *c) { return answer_buf(c)->len; }
 
 void dbk_hc_free(struct dbk_hc *c)
 {

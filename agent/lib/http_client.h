@@ -4,8 +4,9 @@
  * machinery (libcurl's: handles, connection cache checks, poll()s,
  * allocations) cost the agent several times more CPU than the bytes
  * moved. Here a request in the steady state is one send() and usually
- * one recv(): the request bytes are the caller's, prepared once; the
- * socket's read watcher stays registered while the connection lives (so
+ * one recv() (over lib/conn): the request bytes are the caller's,
+ * prepared once and copied to the connection's output; the socket's
+ * read watcher stays registered while the connection lives (so
  * no epoll_ctl per request); the response is read only until it is
  * complete, framed by the shared parser (lib/http1: Content-Length,
  * chunked, or until close); the buffer is kept between requests, so no
@@ -68,10 +69,11 @@ void dbk_hc_answer_init(struct dbk_hc_answer *a, size_t max_body);
 enum dbk_http_result dbk_hc_answer_step(struct dbk_hc_answer *a, struct dbk_buf *in, bool eof,
                                         struct dbk_hc_result *res, size_t *end);
 
+struct dbk_hc_link;
+
 struct dbk_hc {
 	struct ev_loop *loop;
-	ev_io io; /* started while fd >= 0 */
-	int fd;
+	struct dbk_hc_link *link; /* the connection (lib/conn), or NULL */
 	struct sockaddr_storage sa;
 	socklen_t salen;
 	size_t max_body;
@@ -83,12 +85,14 @@ struct dbk_hc {
 	bool once;
 
 	/* The request in flight. */
-	bool busy, connecting, reused, retried;
+	bool busy, reused, retried;
 	bool moved; /* the address changed: this connection is the last */
 	const char *req;
-	size_t req_len, sent;
+	size_t req_len;
 	uint64_t deadline_ms;
-	struct dbk_buf in; /* what was read of the answer */
+	/* What was read of the answer, kept between requests: lent to the
+	 * connection while there is one. */
+	struct dbk_buf in;
 	struct dbk_hc_answer ans;
 	char err[160];
 };
@@ -113,6 +117,9 @@ int dbk_hc_get(struct dbk_hc *c, const char *req, size_t len, uint64_t deadline_
 /* Ends the request in flight as timed out if now_ms is past its
  * deadline (done is called). */
 void dbk_hc_expire(struct dbk_hc *c, uint64_t now_ms);
+
+/* Bytes of the answer read so far. */
+size_t dbk_hc_answer_len(struct dbk_hc *c);
 
 /* Closes the connection; a request in flight is dropped without done. */
 void dbk_hc_free(struct dbk_hc *c);

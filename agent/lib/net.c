@@ -45,8 +45,9 @@ int dbk_net_send_pending(int fd, const void *buf, size_t len, size_t *off)
 	return 0;
 }
 
-int dbk_net_resolve(const char *spec, bool passive, struct sockaddr_storage *sa, socklen_t *len,
-                    char *err, size_t errlen)
+/* flags: AI_PASSIVE for bind, AI_NUMERICHOST never to look up a name. */
+static int resolve(const char *spec, int flags, struct sockaddr_storage *sa, socklen_t *len,
+                   char *err, size_t errlen)
 {
 	const char *path = NULL;
 
@@ -103,7 +104,7 @@ int dbk_net_resolve(const char *spec, bool passive, struct sockaddr_storage *sa,
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
+	hints.ai_flags = AI_NUMERICSERV | flags;
 	int rc = getaddrinfo(host, port, &hints, &res);
 	if (rc != 0 || !res || res->ai_addrlen > sizeof(*sa)) {
 		snprintf(err, errlen, "%s:%s: %s", host, port,
@@ -116,6 +117,18 @@ int dbk_net_resolve(const char *spec, bool passive, struct sockaddr_storage *sa,
 	*len = res->ai_addrlen;
 	freeaddrinfo(res);
 	return 0;
+}
+
+int dbk_net_resolve(const char *spec, bool passive, struct sockaddr_storage *sa, socklen_t *len,
+                    char *err, size_t errlen)
+{
+	return resolve(spec, passive ? AI_PASSIVE : 0, sa, len, err, errlen);
+}
+
+int dbk_net_resolve_numeric(const char *spec, struct sockaddr_storage *sa, socklen_t *len,
+                            char *err, size_t errlen)
+{
+	return resolve(spec, AI_NUMERICHOST, sa, len, err, errlen);
 }
 
 static int listen_unix(const struct sockaddr_un *sa, char *err, size_t errlen)

@@ -13,6 +13,11 @@
 int dbk_net_resolve(const char *spec, bool passive, struct sockaddr_storage *sa, socklen_t *len,
                     char *err, size_t errlen);
 
+/* The same for a numeric address only (and unix sockets): never looks a
+ * name up, so never blocks; a host name fails. */
+int dbk_net_resolve_numeric(const char *spec, struct sockaddr_storage *sa, socklen_t *len,
+                            char *err, size_t errlen);
+
 /* Opens a non-blocking listening socket for spec: "HOST:PORT",
  * "[IPV6]:PORT" or "unix:PATH". A unix socket gets mode 0660 and replaces
  * a stale socket file at PATH (never any other kind of file). Returns the

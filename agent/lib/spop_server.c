@@ -1,17 +1,14 @@
 #include "spop_server.h"
 
-#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
+#include "conn.h"
 #include "list.h"
 #include "listener.h"
 #include "log.h"
-#include "net.h"
 
 #define OUT_CAP (64 * 1024)
 /* The input loop handles another frame only while a whole frame's worth
@@ -19,9 +16,6 @@
  * bytes), and otherwise waits for the peer to read what we already owe
  * it. Before HELLO, this much is enough for AGENT-HELLO or DISCONNECT. */
 #define MAX_REPLY 1024
-/* Bounds the work one readable event may do on one connection, so that
- * a peer that never stops sending cannot starve the others. */
-#define READ_ROUNDS 16
 #define HELLO_TIMEOUT 5.0
 /* From the first byte of a frame to its last. HAProxy writes a frame in
  * one go; a peer that trickles one (slowloris) or stops half-way is cut. */
@@ -39,21 +33,12 @@ enum conn_state {
 };
 
 struct conn {
-	ev_io io;
-	ev_timer timer;
+	struct dbk_conn conn;
 	struct dbk_spop_server *s;
 	struct dbk_list link; /* in s->conns */
-	int fd;
 	unsigned id;
 	enum conn_state state;
-	bool dead;    /* close now, without flushing */
-	bool partial; /* a frame has begun and not ended */
-	ev_tstamp frame_start, last_read;
 	uint32_t frame_max; /* ours until HELLO, then the negotiated one */
-	size_t in_len;
-	size_t out_off, out_len;
-	uint8_t *in;  /* our max frame + 4-byte prefix */
-	uint8_t *out; /* OUT_CAP */
 };
 
 struct dbk_spop_server {
@@ -67,50 +52,61 @@ struct dbk_spop_server {
 	struct dbk_ratelimit fail_log;
 };
 
-static size_t out_room(const struct conn *c) { return OUT_CAP - c->out_len; }
-
-/* Room for the answer to any frame the peer may send now. */
-static bool room_for_reply(const struct conn *c)
+/* The answer to any frame the peer may send now. */
+static size_t reply_need(const struct conn *c)
 {
-	size_t need = c->state == ST_HELLO ? MAX_REPLY : (size_t)c->frame_max + 4;
-
-	return out_room(c) >= need;
+	return c->state == ST_HELLO ? MAX_REPLY : (size_t)c->frame_max + 4;
 }
 
-static void conn_close(struct conn *c)
+/* Room for that answer within OUT_CAP of output owed. */
+static bool room_for_reply(const struct conn *c)
 {
+	return dbk_conn_pending(&c->conn) + reply_need(c) <= OUT_CAP;
+}
+
+/* Reading waits while there is no room for an answer. */
+static void set_out_high(struct conn *c)
+{
+	size_t need = reply_need(c);
+
+	c->conn.out_high = need <= OUT_CAP ? OUT_CAP - need : 0;
+}
+
+/* Where the next frame goes, with room for want bytes at most and never
+ * beyond OUT_CAP owed; NULL when there is none (or no memory). */
+static uint8_t *out_tail(struct conn *c, size_t want, size_t *room)
+{
+	size_t pending = dbk_conn_pending(&c->conn);
+	size_t left = pending < OUT_CAP ? OUT_CAP - pending : 0;
+
+	*room = want < left ? want : left;
+	if (*room == 0 || !dbk_buf_room(&c->conn.out, *room))
+		return NULL;
+	return (uint8_t *)c->conn.out.p + c->conn.out.len;
+}
+
+static void conn_closed(struct dbk_conn *conn, enum dbk_conn_why why)
+{
+	struct conn *c = conn->arg;
 	struct dbk_spop_server *s = c->s;
 
-	ev_io_stop(s->loop, &c->io);
-	ev_timer_stop(s->loop, &c->timer);
-	dbk_listener_release(&s->ls, c->fd);
-	close(c->fd);
+	(void)why;
 	dbk_list_del(&c->link);
 	s->stats.closed++;
 	s->stats.open--;
 	dbk_log(DBK_LOG_DEBUG, "conn-close", "conn=%u", c->id);
-	free(c->in);
-	free(c->out);
 	free(c);
 }
 
-/* Flushes what we owe, then closes; a peer that will not read it is not
- * waited for beyond CLOSE_TIMEOUT. */
-static void conn_closing(struct conn *c)
+/* Queues AGENT-DISCONNECT with status. */
+static void queue_disconnect(struct conn *c, enum dbk_spop_status st, const char *msg)
 {
-	c->state = ST_CLOSING;
-	ev_timer_stop(c->s->loop, &c->timer);
-	ev_timer_set(&c->timer, CLOSE_TIMEOUT, 0);
-	ev_timer_start(c->s->loop, &c->timer);
-}
-
-/* Queues AGENT-DISCONNECT with status and moves to CLOSING. */
-static void conn_fail(struct conn *c, enum dbk_spop_status st, const char *msg)
-{
-	size_t n = dbk_spop_disconnect_build(c->out + c->out_len, out_room(c), st, msg);
+	size_t room;
+	uint8_t *p = out_tail(c, MAX_REPLY, &room);
+	size_t n = p ? dbk_spop_disconnect_build(p, room, st, msg) : 0;
 	unsigned slot = st <= DBK_SPOP_ERR_RES ? (unsigned)st : DBK_SPOP_ERR_RES + 1;
 
-	c->out_len += n;
+	c->conn.out.len += n;
 	c->s->stats.disconnects[slot]++;
 	if (n)
 		c->s->stats.frames_out++;
@@ -120,6 +116,20 @@ static void conn_fail(struct conn *c, enum dbk_spop_status st, const char *msg)
 		dbk_log(DBK_LOG_WARN, "spop-disconnect",
 		        "conn=%u status=%d reason=\"%s\" suppressed=%llu", c->id, (int)st,
 		        msg ? msg : dbk_spop_status_str(st), (unsigned long long)suppressed);
+}
+
+/* Flushes what we owe, then closes; a peer that will not read it is not
+ * waited for beyond CLOSE_TIMEOUT. */
+static void conn_closing(struct conn *c)
+{
+	c->state = ST_CLOSING;
+	dbk_conn_drain(&c->conn, CLOSE_TIMEOUT);
+}
+
+/* Queues AGENT-DISCONNECT with status and moves to CLOSING. */
+static void conn_fail(struct conn *c, enum dbk_spop_status st, const char *msg)
+{
+	queue_disconnect(c, st, msg);
 	conn_closing(c);
 }
 
@@ -139,13 +149,14 @@ static void on_hello(struct conn *c, const struct dbk_spop_frame *f)
 	}
 	if (h.max_frame_size < c->frame_max)
 		c->frame_max = h.max_frame_size;
-	size_t n = dbk_spop_agent_hello_build(c->out + c->out_len, out_room(c), c->frame_max,
-	                                      h.pipelining);
+	size_t room;
+	uint8_t *p = out_tail(c, MAX_REPLY, &room);
+	size_t n = p ? dbk_spop_agent_hello_build(p, room, c->frame_max, h.pipelining) : 0;
 	if (n == 0) {
 		conn_fail(c, DBK_SPOP_ERR_RES, NULL);
 		return;
 	}
-	c->out_len += n;
+	c->conn.out.len += n;
 	c->s->stats.frames_out++;
 	if (h.healthcheck) {
 		/* A health check only wants our HELLO; then we hang up. */
@@ -155,7 +166,8 @@ static void on_hello(struct conn *c, const struct dbk_spop_frame *f)
 	}
 	c->s->stats.hellos++;
 	c->state = ST_READY;
-	ev_timer_stop(c->s->loop, &c->timer);
+	set_out_high(c);
+	dbk_conn_timeouts(&c->conn, c->s->cfg.frame_timeout, c->s->cfg.idle_timeout);
 	dbk_log(DBK_LOG_DEBUG, "spop-hello", "conn=%u max_frame_size=%u pipelining=%d", c->id,
 	        c->frame_max, h.pipelining);
 }
@@ -165,6 +177,8 @@ static void on_hello(struct conn *c, const struct dbk_spop_frame *f)
 static void on_notify(struct conn *c, const struct dbk_spop_frame *f)
 {
 	struct dbk_spop_server *s = c->s;
+	struct dbk_buf *out = &c->conn.out;
+	size_t room = (size_t)c->frame_max + 4;
 	struct dbk_spop_writer w;
 	enum dbk_spop_status st;
 
@@ -174,8 +188,13 @@ static void on_notify(struct conn *c, const struct dbk_spop_frame *f)
 		return;
 	}
 	s->stats.notifies++;
-	/* room_for_reply made sure a whole frame fits. */
-	dbk_spop_writer_init(&w, c->out + c->out_len, (size_t)c->frame_max + 4);
+	/* room_for_reply made sure a whole frame fits within OUT_CAP; the
+	 * buffer may still have to grow to it. */
+	if (!dbk_buf_room(out, room)) {
+		conn_fail(c, DBK_SPOP_ERR_RES, NULL);
+		return;
+	}
+	dbk_spop_writer_init(&w, (uint8_t *)out->p + out->len, room);
 	dbk_spop_ack_begin(&w, f->stream_id, f->frame_id);
 	st = s->h.notify(s->h.arg, f, &w);
 	if (st == DBK_SPOP_OK && dbk_spop_frame_end(&w) == 0)
@@ -184,7 +203,7 @@ static void on_notify(struct conn *c, const struct dbk_spop_frame *f)
 		conn_fail(c, st, NULL);
 		return;
 	}
-	c->out_len += w.len;
+	out->len += w.len;
 	s->stats.frames_out++;
 	s->stats.acks++;
 }
@@ -219,8 +238,10 @@ static void on_ready(struct conn *c, const struct dbk_spop_frame *f)
 
 /* Handles every whole frame in the input buffer that we have room to
  * answer, then keeps the partial rest for the next read. */
-static void conn_process(struct conn *c)
+static void conn_process(struct dbk_conn *conn)
 {
+	struct conn *c = conn->arg;
+	const uint8_t *in = (const uint8_t *)conn->in.p;
 	size_t off = 0;
 
 	while (c->state != ST_CLOSING && room_for_reply(c)) {
@@ -229,7 +250,7 @@ static void conn_process(struct conn *c)
 		size_t flen;
 		bool complete;
 
-		st = dbk_spop_frame_split(c->in + off, c->in_len - off, c->frame_max, &flen,
+		st = dbk_spop_frame_split(in + off, conn->in.len - off, c->frame_max, &flen,
 		                          &complete);
 		if (st != DBK_SPOP_OK) {
 			conn_fail(c, st, NULL);
@@ -238,7 +259,7 @@ static void conn_process(struct conn *c)
 		if (!complete)
 			break;
 		c->s->stats.frames_in++;
-		st = dbk_spop_frame_parse(c->in + off + 4, flen, &f);
+		st = dbk_spop_frame_parse(in + off + 4, flen, &f);
 		off += 4 + flen;
 		if (st != DBK_SPOP_OK)
 			conn_fail(c, st, NULL);
@@ -247,172 +268,49 @@ static void conn_process(struct conn *c)
 		else
 			on_ready(c, &f);
 	}
-	if (off) {
-		memmove(c->in, c->in + off, c->in_len - off);
-		c->in_len -= off;
-	}
-	/* What is left began after the frames just handled ended: its timer
-	 * starts now, not when the buffer last emptied, so a peer whose reads
-	 * always end mid-frame is timed frame by frame. */
-	if (c->in_len && (off || !c->partial))
-		c->frame_start = ev_now(c->s->loop);
-	c->partial = c->in_len > 0;
+	dbk_buf_consume(&conn->in, off);
 }
 
-/* Writes what we owe the peer. All answers produced by one batch of
- * frames go out in a single write(). */
-static void conn_flush(struct conn *c)
+static void conn_timeout(struct dbk_conn *conn)
 {
-	if (dbk_net_send_pending(c->fd, c->out, c->out_len, &c->out_off) < 0) {
-		c->dead = true;
-		return;
-	}
-	if (c->out_off == c->out_len) {
-		c->out_off = c->out_len = 0;
-	} else if (c->out_off > OUT_CAP / 2) {
-		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
-		c->out_len -= c->out_off;
-		c->out_off = 0;
-	}
+	struct conn *c = conn->arg;
+
+	conn_fail(c, DBK_SPOP_ERR_TIMEOUT,
+	          c->state == ST_HELLO ? "no HELLO in time"
+	          : conn->partial      ? "frame never finished"
+	                               : "idle");
 }
 
-static void conn_read(struct conn *c)
-{
-	size_t cap = (size_t)c->s->cfg.max_frame_size + 4;
-
-	for (int round = 0; round < READ_ROUNDS && c->state != ST_CLOSING; round++) {
-		if (!room_for_reply(c) || c->in_len == cap)
-			break;
-		size_t want = cap - c->in_len;
-		ssize_t n = read(c->fd, c->in + c->in_len, want);
-		if (n == 0) {
-			/* HAProxy 3.1+ may just close (even with RST): normal. */
-			c->dead = true;
-			return;
-		}
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				c->dead = true;
-			return;
-		}
-		c->in_len += (size_t)n;
-		c->last_read = ev_now(c->s->loop);
-		conn_process(c);
-		/* A short read drained the socket: skip the read that would
-		 * only say EAGAIN; the watcher tells us when more comes. */
-		if ((size_t)n < want)
-			return;
-	}
-}
-
-/* Re-arms the watcher for what the connection waits for now, or closes
- * it once it has nothing left to do. */
-static void conn_settle(struct conn *c)
-{
-	struct ev_loop *loop = c->s->loop;
-	int want = 0;
-
-	if (c->dead || (c->state == ST_CLOSING && c->out_off == c->out_len)) {
-		conn_close(c);
-		return;
-	}
-	if (c->state == ST_READY) {
-		/* A frame under way must end within frame_timeout of its first
-		 * byte; between frames the peer may be silent for idle_timeout. */
-		ev_tstamp due = c->partial ? c->frame_start + c->s->cfg.frame_timeout
-		                           : c->last_read + c->s->cfg.idle_timeout;
-		ev_timer_stop(loop, &c->timer);
-		ev_timer_set(&c->timer, due > ev_now(loop) ? due - ev_now(loop) : 0, 0);
-		ev_timer_start(loop, &c->timer);
-	}
-	if (c->state != ST_CLOSING && room_for_reply(c))
-		want |= EV_READ;
-	if (c->out_off < c->out_len)
-		want |= EV_WRITE;
-	if (want != (c->io.events & (EV_READ | EV_WRITE))) {
-		ev_io_stop(loop, &c->io);
-		ev_io_set(&c->io, c->fd, want);
-		ev_io_start(loop, &c->io);
-	}
-}
-
-static void on_conn_io(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct conn *c = (struct conn *)w;
-
-	(void)loop;
-	if (revents & EV_WRITE) {
-		conn_flush(c);
-		/* Frames we left unanswered for lack of room can go now. */
-		if (!c->dead)
-			conn_process(c);
-	}
-	if ((revents & EV_READ) && !c->dead)
-		conn_read(c);
-	if (!c->dead)
-		conn_flush(c);
-	conn_settle(c);
-}
-
-static void on_conn_timer(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct conn *c = (struct conn *)((char *)w - offsetof(struct conn, timer));
-
-	(void)loop;
-	(void)revents;
-	if (c->state != ST_CLOSING) {
-		conn_fail(c, DBK_SPOP_ERR_TIMEOUT,
-		          c->state == ST_HELLO ? "no HELLO in time"
-		          : c->partial         ? "frame never finished"
-		                               : "idle");
-		conn_flush(c);
-		conn_settle(c);
-		return;
-	}
-	/* A peer that will not read our last frame is not waited for. */
-	conn_close(c);
-}
+static const struct dbk_conn_ops spop_conn_ops = {
+	.on_data = conn_process,
+	.on_timeout = conn_timeout,
+	.on_close = conn_closed,
+};
 
 static void conn_new(void *arg, int fd)
 {
 	struct dbk_spop_server *s = arg;
-	struct conn *c;
+	struct conn *c = calloc(1, sizeof(*c));
 	int one = 1;
 
-	c = calloc(1, sizeof(*c));
-	if (c) {
-		c->in = malloc((size_t)s->cfg.max_frame_size + 4);
-		c->out = malloc(OUT_CAP);
-	}
-	if (!c || !c->in || !c->out) {
+	if (dbk_conn_accept(c ? &c->conn : NULL, s->loop, fd, &s->ls, &spop_conn_ops, c,
+	                    (size_t)s->cfg.max_frame_size + 4) < 0) {
 		dbk_log(DBK_LOG_ERROR, "conn-refused", "reason=\"out of memory\"");
-		if (c) {
-			free(c->in);
-			free(c->out);
-		}
 		free(c);
-		dbk_listener_release(&s->ls, fd);
-		close(fd);
 		return;
 	}
 	/* Answers are tiny and latency is the product: no Nagle. Fails
 	 * harmlessly on unix sockets. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->s = s;
-	c->fd = fd;
 	c->id = ++s->next_id;
 	c->state = ST_HELLO;
 	c->frame_max = s->cfg.max_frame_size;
-	c->last_read = ev_now(s->loop);
+	set_out_high(c);
 	dbk_list_push(&s->conns, &c->link);
 	s->stats.accepted++;
 	s->stats.open++;
-	ev_io_init(&c->io, on_conn_io, fd, EV_READ);
-	ev_io_start(s->loop, &c->io);
-	ev_timer_init(&c->timer, on_conn_timer, s->cfg.hello_timeout, 0);
-	ev_timer_start(s->loop, &c->timer);
+	dbk_conn_deadline(&c->conn, s->cfg.hello_timeout);
 	dbk_log(DBK_LOG_DEBUG, "conn-open", "conn=%u", c->id);
 }
 
@@ -458,9 +356,8 @@ void dbk_spop_server_shutdown(struct dbk_spop_server *s)
 	dbk_listener_close(&s->ls);
 	while ((c = dbk_list_first(&s->conns, struct conn, link))) {
 		if (c->state != ST_CLOSING)
-			conn_fail(c, DBK_SPOP_OK, "agent is shutting down");
-		conn_flush(c);
-		conn_close(c);
+			queue_disconnect(c, DBK_SPOP_OK, "agent is shutting down");
+		dbk_conn_flush_close(&c->conn);
 	}
 }
 

@@ -5,27 +5,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "lib/net.h"
+#include "lib/conn.h"
 #include "resp.h"
 #include "sse.h"
 #include "stream.h"
 
-/* Reads per callback: one busy stream cannot starve the others. */
-#define MAX_READS_PER_CB 8
+/* The most one read takes (lib/conn bounds the reads per callback). */
+#define READ_BYTES (64 * 1024)
 /* Kept from a non-200 body for the error message. */
 #define ERROR_BODY_BYTES 512
 
 struct dbk_call {
 	struct dbk_client *cl;
 	struct dbk_list link; /* in cl->calls */
-	int fd;
-	ev_io rw, ww;
-	ev_timer deadline;
-	bool connecting;
-	struct dbk_buf out;
-	size_t out_off;
+	struct dbk_conn conn;
 	struct dbk_resp resp;
 	struct dbk_sse sse;
 	struct dbk_stream st;
@@ -49,7 +43,7 @@ double dbk_client_now(void)
 void dbk_client_init(struct dbk_client *c, struct ev_loop *loop, const struct sockaddr *addr,
                      socklen_t addrlen, double timeout_s)
 {
-	memset(c, 0, offsetof(struct dbk_client, rbuf));
+	memset(c, 0, sizeof(*c));
 	dbk_list_init(&c->calls);
 	c->loop = loop;
 	memcpy(&c->addr, addr, addrlen);
@@ -67,7 +61,8 @@ static void set_error(struct dbk_call *k, const char *what, int err)
 		snprintf(k->error, sizeof(k->error), "%s", what);
 }
 
-static void finish(struct dbk_call *k)
+/* Reports the call and frees it: the conn is closed. */
+static void report(struct dbk_call *k)
 {
 	struct dbk_client *c = k->cl;
 	struct dbk_call_result r;
@@ -92,13 +87,8 @@ static void finish(struct dbk_call *k)
 		r.itl = dbk_stream_take_itl(&k->st, &r.n_itl);
 	}
 
-	ev_io_stop(c->loop, &k->rw);
-	ev_io_stop(c->loop, &k->ww);
-	ev_timer_stop(c->loop, &k->deadline);
-	close(k->fd);
 	dbk_list_del(&k->link);
 	c->n_calls--;
-	dbk_buf_free(&k->out);
 	dbk_resp_free(&k->resp);
 	dbk_sse_free(&k->sse);
 	dbk_stream_free(&k->st);
@@ -106,6 +96,19 @@ static void finish(struct dbk_call *k)
 	 * but the result, which lives in k until free. */
 	k->fn(k->ctx, &r);
 	free(k);
+}
+
+static void finish(struct dbk_call *k) { dbk_conn_close(&k->conn, DBK_CONN_LOCAL); }
+
+static void on_closed(struct dbk_conn *conn, enum dbk_conn_why why)
+{
+	struct dbk_call *k = conn->arg;
+
+	if (why == DBK_CONN_EOF && dbk_resp_eof(&k->resp) == DBK_RESP_ERROR)
+		set_error(k, k->resp.err, 0);
+	else if (why == DBK_CONN_ERROR)
+		set_error(k, conn->err_op, conn->err_no);
+	report(k);
 }
 
 static int on_event(void *ctx, const char *data, size_t n)
@@ -139,102 +142,48 @@ static int on_body(void *ctx, const char *p, size_t n)
 	return rc;
 }
 
-static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
+static void on_read(struct dbk_conn *conn)
 {
-	struct dbk_call *k = w->data;
-	struct dbk_client *c = k->cl;
-	int i;
+	struct dbk_call *k = conn->arg;
 
-	(void)loop;
-	(void)revents;
-	for (i = 0; i < MAX_READS_PER_CB; i++) {
-		ssize_t n = read(k->fd, c->rbuf, sizeof(c->rbuf));
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return;
-			set_error(k, "read", errno);
-			finish(k);
-			return;
-		}
-		if (n == 0) {
-			if (dbk_resp_eof(&k->resp) == DBK_RESP_ERROR)
-				set_error(k, k->resp.err, 0);
-			finish(k);
-			return;
-		}
-		/* One timestamp per read: events that arrive together are
-		 * seen together, as by any client. */
-		k->t_read = dbk_client_now();
-		dbk_resp_feed(&k->resp, c->rbuf, (size_t)n, on_body, k);
-		if (k->resp.state == DBK_RESP_ERROR) {
-			if (!k->error[0] && !k->st.error[0])
-				set_error(k, k->resp.err, 0);
-			else if (!k->error[0])
-				set_error(k, k->st.error, 0);
-			finish(k);
-			return;
-		}
-		if (k->resp.state == DBK_RESP_DONE) {
-			finish(k);
-			return;
-		}
-	}
-}
-
-static void write_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct dbk_call *k = w->data;
-
-	(void)revents;
-	if (k->connecting) {
-		int err = dbk_net_connect_error(k->fd);
-
-		if (err) {
-			set_error(k, "connect", err);
-			finish(k);
-			return;
-		}
-		k->connecting = false;
-		/* Read from now on: a server may answer (413, 400) before
-		 * it has read the whole body. */
-		ev_io_start(loop, &k->rw);
-	}
-	if (dbk_net_send_pending(k->fd, k->out.p, k->out.len, &k->out_off)) {
-		/* A peer that closed early may still have answered (413,
-		 * 400): that is read, not reported as a write error. */
-		if (errno != EPIPE && errno != ECONNRESET) {
-			set_error(k, "write", errno);
-			finish(k);
-			return;
-		}
-	} else if (k->out_off < k->out.len) {
+	/* One timestamp per read: events that arrive together are seen
+	 * together, as by any client. */
+	k->t_read = dbk_client_now();
+	dbk_resp_feed(&k->resp, conn->in.p, conn->in.len, on_body, k);
+	dbk_buf_consume(&conn->in, conn->in.len);
+	if (k->resp.state == DBK_RESP_ERROR) {
+		if (!k->error[0] && !k->st.error[0])
+			set_error(k, k->resp.err, 0);
+		else if (!k->error[0])
+			set_error(k, k->st.error, 0);
+		finish(k);
 		return;
 	}
-	ev_io_stop(loop, &k->ww);
-	dbk_buf_free(&k->out);
-	k->out_off = 0;
+	if (k->resp.state == DBK_RESP_DONE)
+		finish(k);
 }
 
-static void deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
+static void on_deadline(struct dbk_conn *conn)
 {
-	struct dbk_call *k = w->data;
+	struct dbk_call *k = conn->arg;
 
-	(void)loop;
-	(void)revents;
 	/* The caller words it: it knows the timeout in its own units. */
 	k->timed_out = true;
 	set_error(k, "timeout", 0);
 	finish(k);
 }
 
+static const struct dbk_conn_ops call_ops = {
+	.on_data = on_read,
+	.on_timeout = on_deadline,
+	.on_close = on_closed,
+};
+
 int dbk_client_start(struct dbk_client *c, struct dbk_buf *req, size_t max_msgs,
                      dbk_call_done_fn fn, void *ctx)
 {
 	struct dbk_call *k;
-	int fd, err;
+	int err;
 	double t0;
 
 	k = calloc(1, sizeof(*k));
@@ -243,30 +192,24 @@ int dbk_client_start(struct dbk_client *c, struct dbk_buf *req, size_t max_msgs,
 	/* TTFT and E2E count from here, before connect, as vLLM's client
 	 * counts from before it asks its pool for a connection. */
 	t0 = dbk_client_now();
-	fd = dbk_net_connect(&c->addr, c->addrlen);
-	if (fd < 0) {
+	if (dbk_conn_connect(&k->conn, c->loop, &c->addr, c->addrlen, &call_ops, k, READ_BYTES) <
+	    0) {
 		err = errno;
 		free(k);
 		return -err;
 	}
 	k->cl = c;
-	k->fd = fd;
-	/* A connect that completed at once takes the same path through
-	 * write_cb: SO_ERROR is 0 then. */
-	k->connecting = true;
-	k->out = *req;
+	k->conn.read_after_epipe = true;
+	/* Sent once the connect is done; reads start then too, since a
+	 * server may answer (413, 400) before it has read the whole body. */
+	k->conn.out = *req;
 	memset(req, 0, sizeof(*req));
 	k->fn = fn;
 	k->ctx = ctx;
 	dbk_resp_init(&k->resp);
 	dbk_sse_init(&k->sse, DBK_SSE_MAX_EVENT);
 	dbk_stream_init(&k->st, t0, max_msgs);
-	ev_io_init(&k->rw, read_cb, fd, EV_READ);
-	ev_io_init(&k->ww, write_cb, fd, EV_WRITE);
-	ev_timer_init(&k->deadline, deadline_cb, c->timeout_s, 0);
-	k->rw.data = k->ww.data = k->deadline.data = k;
-	ev_io_start(c->loop, &k->ww);
-	ev_timer_start(c->loop, &k->deadline);
+	dbk_conn_deadline(&k->conn, c->timeout_s);
 	dbk_list_push(&c->calls, &k->link);
 	c->n_calls++;
 	return 0;

@@ -38,7 +38,6 @@ struct dbk_client {
 	double timeout_s;      /* per request, real seconds */
 	struct dbk_list calls; /* in flight: struct dbk_call.link */
 	size_t n_calls;
-	char rbuf[64 * 1024]; /* one loop, one read at a time */
 };
 
 /* Monotonic clock, seconds. */

@@ -1,7 +1,6 @@
 #include "request.h"
 
 #include <arpa/inet.h>
-#include <ctype.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,101 +8,31 @@
 #include <string.h>
 
 #include "lib/log.h"
-#include "lib/numparse.h"
 
 #define BENCH_USER_AGENT "dbucket-bench"
 
-/* HOST[:PORT] or [IPV6][:PORT] at a into u->host and u->port; returns
- * where the authority ends, or NULL with the reason in err. */
-static const char *parse_authority(const char *a, struct dbk_url *u, char *err, size_t errn)
-{
-	const char *p = a, *host = a, *host_end;
-	unsigned long long port = 80;
-	char digits[8];
-	size_t hl, i;
-
-	if (*p == '[') {
-		host = ++p;
-		host_end = strchr(p, ']');
-		if (!host_end)
-			return dbk_errf(err, errn,
-			                "--url: no ']' after the IPv6 "
-			                "address"),
-			       NULL;
-		p = host_end + 1;
-	} else {
-		p += strcspn(p, ":/");
-		host_end = p;
-	}
-	hl = (size_t)(host_end - host);
-	if (hl == 0 || hl >= sizeof(u->host))
-		return dbk_errf(err, errn, "--url: bad host"), NULL;
-	for (i = 0; i < hl; i++)
-		if (!isalnum((unsigned char)host[i]) && !strchr(".-_:%", host[i]))
-			return dbk_errf(err, errn, "--url: bad character in host"), NULL;
-	if (*p == ':') {
-		size_t n = strcspn(++p, "/");
-
-		if (n == 0 || n >= sizeof(digits))
-			return dbk_errf(err, errn,
-			                "--url: port must be "
-			                "1..65535"),
-			       NULL;
-		memcpy(digits, p, n);
-		digits[n] = 0;
-		if (!dbk_parse_uint(digits, 1, 65535, &port))
-			return dbk_errf(err, errn,
-			                "--url: port must be "
-			                "1..65535"),
-			       NULL;
-		p += n;
-	}
-	memcpy(u->host, host, hl);
-	snprintf(u->port, sizeof(u->port), "%llu", port);
-	return p;
-}
-
 int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u, char *err, size_t errn)
 {
-	const char *p, *path;
 	const char *suffix = ep == DBK_EP_CHAT ? "/v1/chat/completions" : "/v1/completions";
-	size_t bl, i;
+	char why[128];
+	size_t bl;
 
-	memset(u, 0, sizeof(*u));
 	if (strncmp(url, "http://", 7) != 0)
 		return dbk_errf(err, errn,
 		                "--url must start with http:// "
 		                "(no TLS: the benchmark talks to loopback)"),
 		       -1;
-	p = parse_authority(url + 7, u, err, errn);
-	if (!p)
-		return -1;
-	if (*p && *p != '/')
-		return dbk_errf(err, errn,
-		                "--url: unexpected '%c' after the "
-		                "host",
-		                *p),
-		       -1;
-	path = p;
-	for (i = 0; path[i]; i++)
-		if ((unsigned char)path[i] <= 0x20 || (unsigned char)path[i] >= 0x7f ||
-		    path[i] == '?' || path[i] == '#')
-			return dbk_errf(err, errn,
-			                "--url: the path may not hold "
-			                "spaces, '?' or '#'"),
-			       -1;
-	bl = strlen(path);
-	while (bl && path[bl - 1] == '/')
+	if (dbk_url_split(url, u, why, sizeof(why)) < 0)
+		return dbk_errf(err, errn, "--url: %s", why), -1;
+	bl = strlen(u->path);
+	while (bl && u->path[bl - 1] == '/')
 		bl--;
 	/* Accept both the server root and the OpenAI base ".../v1". */
-	if (bl >= 3 && memcmp(path + bl - 3, "/v1", 3) == 0)
+	if (bl >= 3 && memcmp(u->path + bl - 3, "/v1", 3) == 0)
 		bl -= 3;
 	if (bl + strlen(suffix) >= sizeof(u->path))
 		return dbk_errf(err, errn, "--url: path too long"), -1;
-	snprintf(u->path, sizeof(u->path), "%.*s%s", (int)bl, path, suffix);
-	snprintf(u->addr, sizeof(u->addr), strchr(u->host, ':') ? "[%s]:%s" : "%s:%s", u->host,
-	         u->port);
-	snprintf(u->authority, sizeof(u->authority), "%.*s", (int)(p - (url + 7)), url + 7);
+	memcpy(u->path + bl, suffix, strlen(suffix) + 1);
 	return 0;
 }
 

@@ -10,20 +10,12 @@
 #include <sys/socket.h>
 
 #include "lib/buf.h"
+#include "lib/url.h"
 #include "model/prompt.h"
 
-struct dbk_url {
-	char host[256]; /* without brackets */
-	char port[6];
-	char authority[300]; /* Host header: host[:port] as given */
-	char addr[270];      /* "HOST:PORT" or "[IPV6]:PORT", for
-	                       * dbk_net_resolve */
-	char path[1024];     /* base path + the endpoint's */
-};
-
-/* "http://HOST[:PORT][/BASE]" with HOST a name, an IPv4 address or
- * "[IPv6]". The endpoint path (/v1/completions or /v1/chat/completions)
- * is appended to BASE, without doubling a trailing "/v1". */
+/* "http://HOST[:PORT][/BASE]" (lib/url) with the endpoint path
+ * (/v1/completions or /v1/chat/completions) appended to BASE, without
+ * doubling a trailing "/v1". */
 int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u, char *err, size_t errn);
 
 /* s as a JSON string literal, quotes included (malloc'd; NULL when out

@@ -93,7 +93,6 @@ static int setup(struct dbk_load *L)
 	L->wall0_ms = dbk_wall_ms();
 	snprintf(L->engine_id, sizeof(L->engine_id), "dbucket-spop-load-%u-%" PRIu64, L->pid,
 	         L->wall0_ms);
-	L->rel.fd = -1;
 	L->lat = malloc(sizeof(*L->lat));
 	L->conns = calloc((size_t)L->o.connections, sizeof(*L->conns));
 	if (!L->lat || !L->conns) {

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "lib/conn.h"
 #include "spb.h"
 
 /* What we announce in our HELLO, as HAProxy does with tune.bufsize 16k. */
@@ -46,19 +47,16 @@ struct dbk_load_slot {
 enum dbk_load_cstate { CS_CONNECTING, CS_HELLO, CS_READY, CS_DEAD };
 
 struct dbk_load_conn {
-	ev_io io;
+	struct dbk_conn conn; /* while open */
+	bool open;
 	struct dbk_load *L;
-	int fd;
 	unsigned idx;
 	enum dbk_load_cstate state;
 	uint32_t frame_max;
 	unsigned depth; /* 1 when the agent refused pipelining */
 	struct dbk_load_slot *slots;
 	unsigned head, count, inflight;
-	size_t in_len;
-	uint8_t in[DBK_LOAD_FRAME + 4];
-	size_t out_off, out_len, out_cap;
-	uint8_t *out;
+	size_t out_cap; /* output owed at most: a window of the largest NOTIFY */
 };
 
 enum dbk_load_phase {
@@ -76,12 +74,10 @@ struct dbk_load_errors {
 
 /* The link to the agent's completion listener. */
 struct dbk_load_rlink {
-	ev_io io;
-	int fd;
-	bool connected;
-	char *buf;
-	size_t off, len, cap;
-	size_t lost; /* bytes of lines never written */
+	struct dbk_conn conn; /* while open */
+	bool open, connected;
+	struct dbk_buf held; /* --defer-release: the lines until the release */
+	size_t lost;         /* bytes of lines never written */
 	uint64_t lines;
 };
 
@@ -111,8 +107,6 @@ struct dbk_load {
 };
 
 uint64_t dbk_load_now_ns(void);
-/* Watches io for want (EV_READ, EV_WRITE, both or neither). */
-void dbk_load_set_events(struct ev_loop *loop, ev_io *io, int want);
 
 /* load_opts.c: fills o from the command line. Returns -1 to go on, else
  * the exit status (0 after --help). */
@@ -131,6 +125,8 @@ void dbk_load_conns_close(struct dbk_load *L);
 /* load_release.c */
 /* Connects the completion link. Returns 0, or -1 (errno set). */
 int dbk_load_rel_start(struct dbk_load *L);
+/* Bytes of completion lines not written yet (0 once the link is gone). */
+size_t dbk_load_rel_pending(const struct dbk_load *L);
 /* Whether NOTIFYs must wait for queued completion lines to leave. */
 bool dbk_load_rel_blocked(const struct dbk_load *L);
 /* Queues the completion line of a decided id. */

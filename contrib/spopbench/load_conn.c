@@ -11,10 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/net.h"
+#include "lib/conn.h"
 #include "load.h"
-
-#define READ_ROUNDS 16
 
 uint64_t dbk_load_now_ns(void)
 {
@@ -24,16 +22,7 @@ uint64_t dbk_load_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-void dbk_load_set_events(struct ev_loop *loop, ev_io *io, int want)
-{
-	if (want == (io->events & (EV_READ | EV_WRITE)))
-		return;
-	ev_io_stop(loop, io);
-	ev_io_set(io, io->fd, want);
-	if (want)
-		ev_io_start(loop, io);
-}
-
+/* Marks c dead (once) and closes it if it is open. */
 static void conn_dead(struct dbk_load_conn *c)
 {
 	struct dbk_load *L = c->L;
@@ -48,22 +37,11 @@ static void conn_dead(struct dbk_load_conn *c)
 	L->err.lost += c->inflight;
 	c->inflight = 0;
 	c->count = 0;
-	ev_io_stop(L->loop, &c->io);
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
-	dbk_load_advance(L);
-}
-
-static void conn_flush(struct dbk_load_conn *c)
-{
-	if (dbk_net_send_pending(c->fd, c->out, c->out_len, &c->out_off) < 0) {
-		c->L->err.closed++;
-		conn_dead(c);
-		return;
+	if (c->open) {
+		c->open = false;
+		dbk_conn_close(&c->conn, DBK_CONN_LOCAL);
 	}
-	if (c->out_off == c->out_len)
-		c->out_off = c->out_len = 0;
+	dbk_load_advance(L);
 }
 
 /* Tops the window up with new NOTIFYs, all stamped with one send time
@@ -79,14 +57,10 @@ static void conn_fill(struct dbk_load_conn *c)
 		L->rel_paused = true;
 		return;
 	}
-	if (c->out_off > 0) {
-		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
-		c->out_len -= c->out_off;
-		c->out_off = 0;
-	}
 	while (c->count < c->depth && (L->o.total == 0 || L->sent < (uint64_t)L->o.total) &&
-	       c->out_cap - c->out_len >= L->notify_max) {
+	       dbk_conn_pending(&c->conn) + L->notify_max <= c->out_cap) {
 		struct dbk_load_slot *s = &c->slots[(c->head + c->count) % c->depth];
+		struct dbk_buf *out = &c->conn.out;
 		size_t n;
 
 		if (t == 0)
@@ -98,35 +72,28 @@ static void conn_fill(struct dbk_load_conn *c)
 		s->busy = true;
 		/* HAProxy numbers frames per stream from 1; a stream sends
 		 * one dbucket-route, so its frame-id is 1. */
-		n = dbk_spb_notify_build(c->out + c->out_len, c->out_cap - c->out_len, s->stream_id,
-		                         1, s->id, s->id_len, (int64_t)L->o.body_bytes,
-		                         (const uint8_t *)L->body, L->sample_len);
+		n = dbk_buf_reserve(out, L->notify_max)
+		            ? dbk_spb_notify_build((uint8_t *)out->p + out->len, L->notify_max,
+		                                   s->stream_id, 1, s->id, s->id_len,
+		                                   (int64_t)L->o.body_bytes,
+		                                   (const uint8_t *)L->body, L->sample_len)
+		            : 0;
 		if (n == 0 || n > (size_t)c->frame_max + 4) {
 			fprintf(stderr, "dbucket-spop-load: NOTIFY does not fit the frame size\n");
 			exit(1);
 		}
-		c->out_len += n;
+		out->len += n;
 		c->count++;
 		c->inflight++;
 		L->sent++;
 	}
 }
 
-static void conn_settle(struct dbk_load_conn *c)
-{
-	if (c->state == CS_DEAD)
-		return;
-	bool send = c->state == CS_CONNECTING || c->out_off < c->out_len;
-
-	dbk_load_set_events(c->L->loop, &c->io, EV_READ | (send ? EV_WRITE : 0));
-}
-
 void dbk_load_conn_kick(struct dbk_load_conn *c)
 {
 	conn_fill(c);
-	if (c->state == CS_READY)
-		conn_flush(c);
-	conn_settle(c);
+	if (c->open)
+		dbk_conn_update(&c->conn);
 }
 
 /* Tells why the agent sent AGENT-DISCONNECT. */
@@ -269,8 +236,14 @@ static void on_frame(struct dbk_load_conn *c, const struct dbk_spop_frame *f, ui
 	conn_dead(c);
 }
 
-static void conn_process(struct dbk_load_conn *c, uint64_t t)
+/* Handles every whole frame read, tops the window up (the new NOTIFYs go
+ * out with the conn's one write) and writes the lines of these ACKs. */
+static void conn_process(struct dbk_conn *conn)
 {
+	struct dbk_load_conn *c = conn->arg;
+	struct dbk_load *L = c->L;
+	const uint8_t *in = (const uint8_t *)conn->in.p;
+	uint64_t t = dbk_load_now_ns();
 	size_t off = 0;
 
 	/* Each pass consumes a whole frame or stops. */
@@ -279,10 +252,10 @@ static void conn_process(struct dbk_load_conn *c, uint64_t t)
 		size_t flen;
 		bool complete;
 
-		if (dbk_spop_frame_split(c->in + off, c->in_len - off, DBK_LOAD_FRAME, &flen,
+		if (dbk_spop_frame_split(in + off, conn->in.len - off, DBK_LOAD_FRAME, &flen,
 		                         &complete) != DBK_SPOP_OK ||
-		    (complete && dbk_spop_frame_parse(c->in + off + 4, flen, &f) != DBK_SPOP_OK)) {
-			c->L->err.bad_frames++;
+		    (complete && dbk_spop_frame_parse(in + off + 4, flen, &f) != DBK_SPOP_OK)) {
+			L->err.bad_frames++;
 			conn_dead(c);
 			return;
 		}
@@ -293,72 +266,50 @@ static void conn_process(struct dbk_load_conn *c, uint64_t t)
 	}
 	if (c->state == CS_DEAD)
 		return;
-	memmove(c->in, c->in + off, c->in_len - off);
-	c->in_len -= off;
-}
-
-static void conn_read(struct dbk_load_conn *c)
-{
-	for (int round = 0; round < READ_ROUNDS && c->state != CS_DEAD; round++) {
-		size_t want = sizeof(c->in) - c->in_len;
-		ssize_t n = read(c->fd, c->in + c->in_len, want);
-
-		if (n == 0) {
-			fprintf(stderr, "dbucket-spop-load: conn %u: agent closed the connection\n",
-			        c->idx);
-			c->L->err.closed++;
-			conn_dead(c);
-			return;
-		}
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK) {
-				c->L->err.closed++;
-				conn_dead(c);
-			}
-			return;
-		}
-		c->in_len += (size_t)n;
-		conn_process(c, dbk_load_now_ns());
-		if ((size_t)n < want)
-			return;
-	}
-}
-
-static void on_conn_io(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct dbk_load_conn *c = (struct dbk_load_conn *)w;
-	struct dbk_load *L = c->L;
-
-	(void)loop;
-	if (c->state == CS_CONNECTING) {
-		if (!(revents & EV_WRITE))
-			return;
-		int e = dbk_net_connect_error(c->fd);
-		if (e != 0) {
-			fprintf(stderr, "dbucket-spop-load: conn %u to %s: %s\n", c->idx,
-			        L->o.connect, strerror(e));
-			L->err.connect++;
-			conn_dead(c);
-			return;
-		}
-		c->out_len = dbk_spb_hello_build(c->out, c->out_cap, DBK_LOAD_FRAME, false,
-		                                 L->engine_id);
-		c->state = CS_HELLO;
-	}
-	if (revents & EV_READ)
-		conn_read(c);
-	if (c->state == CS_DEAD)
-		return;
+	dbk_buf_consume(&conn->in, off);
 	conn_fill(c);
-	conn_flush(c);
-	conn_settle(c);
 	if (L->o.release)
 		dbk_load_rel_settle(L); /* writes the lines of these ACKs, then advances */
 	else
 		dbk_load_advance(L);
 }
+
+static void conn_connected(struct dbk_conn *conn)
+{
+	struct dbk_load_conn *c = conn->arg;
+
+	conn->out.len = dbk_spb_hello_build((uint8_t *)conn->out.p, c->out_cap, DBK_LOAD_FRAME,
+	                                    false, c->L->engine_id);
+	c->state = CS_HELLO;
+}
+
+/* The agent closed, the connection broke, or it never connected. */
+static void conn_closed(struct dbk_conn *conn, enum dbk_conn_why why)
+{
+	struct dbk_load_conn *c = conn->arg;
+	struct dbk_load *L = c->L;
+
+	if (!c->open)
+		return; /* ours: conn_dead or the end */
+	c->open = false;
+	if (why == DBK_CONN_ERROR && strcmp(conn->err_op, "connect") == 0) {
+		fprintf(stderr, "dbucket-spop-load: conn %u to %s: %s\n", c->idx, L->o.connect,
+		        strerror(conn->err_no));
+		L->err.connect++;
+	} else {
+		if (why == DBK_CONN_EOF)
+			fprintf(stderr, "dbucket-spop-load: conn %u: agent closed the connection\n",
+			        c->idx);
+		L->err.closed++;
+	}
+	conn_dead(c);
+}
+
+static const struct dbk_conn_ops load_conn_ops = {
+	.on_data = conn_process,
+	.on_connect = conn_connected,
+	.on_close = conn_closed,
+};
 
 void dbk_load_conn_start(struct dbk_load *L, unsigned i)
 {
@@ -370,15 +321,14 @@ void dbk_load_conn_start(struct dbk_load *L, unsigned i)
 	c->frame_max = DBK_LOAD_FRAME;
 	/* Room for a whole window of the largest NOTIFY. */
 	c->out_cap = c->depth * L->notify_max + 256;
-	c->out = malloc(c->out_cap);
 	c->slots = calloc(c->depth, sizeof(*c->slots));
-	if (!c->out || !c->slots) {
+	if (!c->slots) {
 		fprintf(stderr, "dbucket-spop-load: out of memory\n");
 		exit(1);
 	}
 	c->state = CS_CONNECTING;
-	c->fd = dbk_net_connect(&L->agent_sa, L->agent_len);
-	if (c->fd < 0) {
+	if (dbk_conn_connect(&c->conn, L->loop, &L->agent_sa, L->agent_len, &load_conn_ops, c,
+	                     DBK_LOAD_FRAME + 4) < 0) {
 		fprintf(stderr, "dbucket-spop-load: conn %u to %s: %s\n", i, L->o.connect,
 		        strerror(errno));
 		L->err.connect++;
@@ -386,8 +336,11 @@ void dbk_load_conn_start(struct dbk_load *L, unsigned i)
 		L->ndead++;
 		return;
 	}
-	ev_io_init(&c->io, on_conn_io, c->fd, EV_READ | EV_WRITE);
-	ev_io_start(L->loop, &c->io);
+	if (!dbk_buf_reserve(&c->conn.out, c->out_cap)) {
+		fprintf(stderr, "dbucket-spop-load: out of memory\n");
+		exit(1);
+	}
+	c->open = true;
 }
 
 unsigned dbk_load_inflight(const struct dbk_load *L)
@@ -408,14 +361,13 @@ void dbk_load_conns_close(struct dbk_load *L)
 		struct dbk_load_conn *c = &L->conns[i];
 
 		/* Leave as HAProxy leaves an idle connection; best effort. */
-		if (c->state == CS_READY && c->out_off == c->out_len && n)
-			(void)!send(c->fd, bye, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (c->fd >= 0) {
-			ev_io_stop(L->loop, &c->io);
-			close(c->fd);
+		if (c->state == CS_READY && dbk_conn_pending(&c->conn) == 0 && n)
+			dbk_buf_add(&c->conn.out, bye, n);
+		if (c->open) {
+			c->open = false;
+			dbk_conn_flush_close(&c->conn);
 		}
 		free(c->slots);
-		free(c->out);
 	}
 	free(L->conns);
 	L->conns = NULL;

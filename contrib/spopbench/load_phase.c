@@ -64,9 +64,9 @@ static void enter_release(struct dbk_load *L)
 static void from_hello(struct dbk_load *L)
 {
 	if (L->nready + L->ndead < (unsigned)L->o.connections ||
-	    (L->o.release && L->rel.fd >= 0 && !L->rel.connected))
+	    (L->o.release && L->rel.open && !L->rel.connected))
 		return;
-	if (L->nready == 0 || (L->o.release && L->rel.fd < 0)) {
+	if (L->nready == 0 || (L->o.release && !L->rel.open)) {
 		L->t_start = L->t_end = dbk_load_now_ns();
 		print_result(L);
 		L->phase = PH_END;
@@ -91,7 +91,7 @@ static void from_drain(struct dbk_load *L)
 		return;
 	L->err.lost += dbk_load_inflight(L);
 	print_result(L);
-	if (L->o.defer && L->rel.fd >= 0) {
+	if (L->o.defer && L->rel.open) {
 		L->phase = PH_HOLD;
 		ev_timer_stop(L->loop, &L->drain);
 		printf("holding leases=%" PRIu64 " pid=%d (SIGUSR1 releases them, "
@@ -105,9 +105,9 @@ static void from_drain(struct dbk_load *L)
 
 static void from_release(struct dbk_load *L)
 {
-	if (L->rel.fd >= 0 && L->rel.len > L->rel.off)
+	if (dbk_load_rel_pending(L))
 		return;
-	if (L->o.release && L->rel.fd >= 0)
+	if (L->o.release && L->rel.open)
 		printf("released lines=%" PRIu64 "\n", L->rel.lines);
 	else if (L->o.release)
 		printf("released lines=%" PRIu64 " (completion link lost, the last "
@@ -167,7 +167,7 @@ static void on_drain(struct ev_loop *loop, ev_timer *w, int revents)
 		dbk_load_advance(L);
 	} else if (L->phase == PH_RELEASE) {
 		fprintf(stderr, "dbucket-spop-load: %zu bytes of completion lines not written\n",
-		        L->rel.len - L->rel.off);
+		        dbk_load_rel_pending(L));
 		L->timed_out = true;
 		L->phase = PH_END;
 		ev_break(L->loop, EVBREAK_ALL);

@@ -1,65 +1,48 @@
 #include "sink.h"
 
-#include <errno.h>
 #include <stdlib.h>
-#include <unistd.h>
+
+#include "lib/conn.h"
 
 #define SINK_BUF 16384
-/* Bounds the work one readable event does on one connection. */
-#define READ_ROUNDS 16
 
 struct link {
-	ev_io io;
+	struct dbk_conn conn;
 	struct dbk_sink *s;
 	struct dbk_list el;
 };
 
-static void link_close(struct link *l)
+static void on_link_data(struct dbk_conn *conn)
 {
-	ev_io_stop(l->s->loop, &l->io);
-	close(l->io.fd);
+	struct link *l = conn->arg;
+
+	l->s->bytes += conn->in.len;
+	dbk_buf_consume(&conn->in, conn->in.len);
+}
+
+static void on_link_close(struct dbk_conn *conn, enum dbk_conn_why why)
+{
+	struct link *l = conn->arg;
+
+	(void)why;
 	dbk_list_del(&l->el);
 	free(l);
 }
 
-static void on_link_io(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct link *l = (struct link *)w;
-	char buf[SINK_BUF];
-
-	(void)loop;
-	(void)revents;
-	for (int round = 0; round < READ_ROUNDS; round++) {
-		ssize_t n = read(w->fd, buf, sizeof(buf));
-
-		if (n > 0) {
-			l->s->bytes += (uint64_t)n;
-			if ((size_t)n < sizeof(buf))
-				return;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-			link_close(l);
-		return;
-	}
-}
+static const struct dbk_conn_ops link_ops = { .on_data = on_link_data, .on_close = on_link_close };
 
 static void link_new(void *arg, int fd)
 {
 	struct dbk_sink *s = arg;
 	struct link *l = malloc(sizeof(*l));
 
-	if (!l) {
-		close(fd);
+	if (dbk_conn_accept(l ? &l->conn : NULL, s->loop, fd, NULL, &link_ops, l, SINK_BUF) < 0) {
+		free(l);
 		return;
 	}
 	l->s = s;
 	dbk_list_push(&s->links, &l->el);
 	s->accepted++;
-	ev_io_init(&l->io, on_link_io, fd, EV_READ);
-	ev_io_start(s->loop, &l->io);
 }
 
 static void on_dgram(void *arg, const char *buf, size_t len)
@@ -90,5 +73,5 @@ void dbk_sink_close(struct dbk_sink *s)
 	dbk_listener_close(&s->ls);
 	dbk_dgram_close(&s->dgrams);
 	while ((l = dbk_list_first(&s->links, struct link, el)))
-		link_close(l);
+		dbk_conn_close(&l->conn, DBK_CONN_LOCAL);
 }

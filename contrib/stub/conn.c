@@ -4,12 +4,11 @@
  * request out of the engine. Bounded work per callback so one busy client
  * cannot starve the others; sockets, parsing and responses come from the
  * shared layer, reply.c and routes.c. */
-#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include "lib/log.h"
 #include "lib/net.h"
@@ -17,55 +16,65 @@
 
 /* A client that reads slower than this much buffered output is dropped. */
 #define MAX_OUT_BYTES (64u * 1024 * 1024)
-#define READ_CHUNK (64 * 1024)
-#define MAX_READS_PER_CB 16
 #define MAX_REQUESTS_PER_PASS 64
 
 static void process_input(struct dbk_stub_conn *c);
 
-static size_t out_pending(const struct dbk_stub_conn *c) { return c->out.len - c->out_off; }
+static bool idle(const struct dbk_stub_conn *c)
+{
+	return !c->job && c->conn.in.len == 0 && dbk_conn_pending(&c->conn) == 0 && c->out.len == 0;
+}
 
+/* uvicorn's keep-alive timeout runs while nothing is under way. */
 static void update_idle(struct dbk_stub_conn *c)
 {
 	struct dbk_stub_server *s = c->s;
 
-	if (s->opt.keep_alive_s > 0 && !c->job && c->in.len == 0 && out_pending(c) == 0 &&
-	    !c->close_after_write) {
-		c->idle_w.repeat = s->opt.keep_alive_s;
-		ev_timer_again(s->loop, &c->idle_w);
-	} else {
-		ev_timer_stop(s->loop, &c->idle_w);
-	}
+	if (s->opt.keep_alive_s > 0 && idle(c) && !c->close_after_write)
+		dbk_conn_deadline(&c->conn, s->opt.keep_alive_s);
+	else
+		dbk_conn_deadline(&c->conn, 0);
 }
 
-/* 0: all sent or waiting for POLLOUT; -1: the connection must close. */
-static int conn_flush(struct dbk_stub_conn *c)
+/* Hands what the responses wrote to the conn and sends what the socket
+ * takes. Returns false when c is closing (a last response, too much owed)
+ * or gone: no more input is served then. */
+static bool conn_send(struct dbk_stub_conn *c)
 {
-	struct ev_loop *loop = c->s->loop;
+	struct dbk_conn *conn = &c->conn;
 
-	if (dbk_net_send_pending(c->fd, c->out.p, c->out.len, &c->out_off) != 0)
-		return -1;
-	if (out_pending(c) > 0) {
-		if (out_pending(c) > MAX_OUT_BYTES)
-			return -1;
-		ev_io_start(loop, &c->ww);
-		return 0;
+	if (c->out.len) {
+		if (dbk_conn_pending(conn) == 0) {
+			/* The usual case: no copy. */
+			struct dbk_buf t = conn->out;
+
+			conn->out = c->out;
+			conn->out_off = 0;
+			c->out = t;
+		} else {
+			dbk_buf_add(&conn->out, c->out.p, c->out.len);
+		}
+		dbk_buf_reset(&c->out);
 	}
-	dbk_buf_reset(&c->out);
-	c->out_off = 0;
-	ev_io_stop(loop, &c->ww);
-	return c->close_after_write ? -1 : 0;
+	if (c->out.oom || conn->out.oom || dbk_conn_pending(conn) > MAX_OUT_BYTES) {
+		dbk_conn_close(conn, DBK_CONN_LOCAL);
+		return false;
+	}
+	if (c->close_after_write) {
+		/* Nothing more is read on a closing connection. */
+		dbk_conn_drain(conn, 0);
+		return false;
+	}
+	return dbk_conn_update(conn);
 }
 
-/* Flushes, closes when due, and serves pipelined requests. Never called
+/* Sends, closes when due, and serves pipelined requests. Never called
  * while the engine is delivering events (see server.h). */
 static void conn_kick(struct dbk_stub_conn *c)
 {
-	if (c->out.oom || conn_flush(c) != 0) {
-		dbk_stub_conn_close(c);
+	if (!conn_send(c))
 		return;
-	}
-	if (!c->job && !c->close_after_write && c->in.len > 0)
+	if (!c->job && c->conn.in.len > 0)
 		process_input(c);
 	else
 		update_idle(c);
@@ -89,25 +98,19 @@ void dbk_stub_kick_pending(struct dbk_stub_server *s)
 
 void dbk_stub_conn_resume(struct dbk_stub_conn *c)
 {
-	if (!c->reading && !c->close_after_write) {
-		c->reading = true;
-		ev_io_start(c->s->loop, &c->rw);
-	}
+	/* Reading stopped only at the input's bound: serving what is
+	 * pipelined, at the next kick, makes room. */
+	dbk_stub_mark_pending(c);
 }
 
-static void stop_reading(struct dbk_stub_conn *c)
-{
-	c->reading = false;
-	ev_io_stop(c->s->loop, &c->rw);
-}
-
-/* Parses one request off c->in and serves it. false: nothing more to do
- * in this pass (incomplete, or refused). */
+/* Parses one request off the input and serves it. false: nothing more
+ * to do in this pass (incomplete, or refused). */
 static bool serve_one(struct dbk_stub_conn *c)
 {
 	struct dbk_stub_server *s = c->s;
+	struct dbk_buf *in = &c->conn.in;
 	struct dbk_http_request hr;
-	enum dbk_http_result r = dbk_http_parse(c->in.p, c->in.len, &s->lim, &hr);
+	enum dbk_http_result r = dbk_http_parse(in->p, in->len, &s->lim, &hr);
 
 	if (r == DBK_HTTP_INCOMPLETE) {
 		if (hr.head_len && hr.expect_continue && !c->continue_sent) {
@@ -123,7 +126,7 @@ static bool serve_one(struct dbk_stub_conn *c)
 	}
 	c->continue_sent = false;
 	dbk_stub_route(c, &hr);
-	dbk_buf_consume(&c->in, hr.total_len);
+	dbk_buf_consume(in, hr.total_len);
 	return true;
 }
 
@@ -133,119 +136,66 @@ static void process_input(struct dbk_stub_conn *c)
 {
 	int served = 0;
 
-	while (!c->job && !c->close_after_write && c->in.len > 0 &&
+	while (!c->job && !c->close_after_write && c->conn.in.len > 0 &&
 	       served < MAX_REQUESTS_PER_PASS && serve_one(c))
 		served++;
-	if (c->close_after_write && c->reading)
-		stop_reading(c); /* nothing more is read on a closing connection */
-	if (c->out.oom || conn_flush(c) != 0) {
-		dbk_stub_conn_close(c);
+	if (!conn_send(c))
 		return;
-	}
-	if (served == MAX_REQUESTS_PER_PASS && !c->job && c->in.len > 0)
+	if (served == MAX_REQUESTS_PER_PASS && !c->job && c->conn.in.len > 0)
 		dbk_stub_mark_pending(c); /* more pipelined requests: next pass */
 	update_idle(c);
 }
 
-void dbk_stub_conn_close(struct dbk_stub_conn *c)
+void dbk_stub_conn_close(struct dbk_stub_conn *c) { dbk_conn_close(&c->conn, DBK_CONN_LOCAL); }
+
+static void on_closed(struct dbk_conn *conn, enum dbk_conn_why why)
 {
+	struct dbk_stub_conn *c = conn->arg;
 	struct dbk_stub_server *s = c->s;
 
 	if (c->job) {
+		/* The client is gone, and so is its request (vLLM aborts on
+		 * disconnect too). */
+		if (why == DBK_CONN_EOF ||
+		    (why == DBK_CONN_ERROR && strcmp(conn->err_op, "read") == 0))
+			dbk_log(DBK_LOG_DEBUG, "client-gone", "stub=%s peer=%s aborted=%s",
+			        s->opt.name, c->peer, c->job->id);
 		dbk_stub_job_free(c->job, true);
 		c->job = NULL;
 	}
 	dbk_list_del(&c->pending_link);
 	dbk_list_del(&c->link);
-	ev_io_stop(s->loop, &c->rw);
-	ev_io_stop(s->loop, &c->ww);
-	ev_timer_stop(s->loop, &c->idle_w);
-	close(c->fd);
-	dbk_buf_free(&c->in);
 	dbk_buf_free(&c->out);
 	free(c);
 }
 
-static size_t in_limit(const struct dbk_stub_server *s)
+/* Input is read up to one byte past the limit (enough for the parser to
+ * refuse the request); pipelined data piles up to there behind a running
+ * request, and reading waits. */
+static void on_input(struct dbk_conn *conn)
 {
-	return s->lim.max_head_bytes + s->lim.max_body_bytes;
-}
-
-/* Reads what the socket has, up to one byte past the limit (enough for
- * the parser to refuse the request). 0: go on; -1: EOF or an error. */
-static int conn_read(struct dbk_stub_conn *c)
-{
-	size_t limit = in_limit(c->s);
-
-	for (int i = 0; i < MAX_READS_PER_CB && c->in.len <= limit; i++) {
-		size_t room = limit + 1 - c->in.len;
-		ssize_t n;
-
-		if (room > READ_CHUNK)
-			room = READ_CHUNK;
-		if (!dbk_buf_reserve(&c->in, room))
-			return -1;
-		n = recv(c->fd, c->in.p + c->in.len, room, 0);
-		if (n > 0) {
-			c->in.len += (size_t)n;
-			c->in.p[c->in.len] = 0;
-			if ((size_t)n < room)
-				return 0;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return 0;
-		return -1;
-	}
-	return 0;
-}
-
-static void read_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct dbk_stub_conn *c = w->data;
+	struct dbk_stub_conn *c = conn->arg;
 	struct dbk_stub_server *s = c->s;
 
-	(void)loop;
-	(void)revents;
-	if (conn_read(c) != 0) {
-		/* The client is gone, and so is its request (vLLM aborts on
-		 * disconnect too). */
-		if (c->job)
-			dbk_log(DBK_LOG_DEBUG, "client-gone", "stub=%s peer=%s aborted=%s",
-			        s->opt.name, c->peer, c->job->id);
-		dbk_stub_conn_close(c);
-	} else if (!c->job) {
+	if (!c->job)
 		process_input(c);
-	} else if (c->in.len > in_limit(s)) {
-		stop_reading(c); /* pipelined data piles up behind a running request */
-	}
 	dbk_stub_kick_pending(s);
 	dbk_stub_maybe_step(s);
 }
 
-static void write_cb(struct ev_loop *loop, ev_io *w, int revents)
+static void on_idle(struct dbk_conn *conn)
 {
-	struct dbk_stub_conn *c = w->data;
-	struct dbk_stub_server *s = c->s;
+	struct dbk_stub_conn *c = conn->arg;
 
-	(void)loop;
-	(void)revents;
-	conn_kick(c);
-	dbk_stub_kick_pending(s);
-	dbk_stub_maybe_step(s);
+	if (idle(c))
+		dbk_conn_close(conn, DBK_CONN_TIMEOUT); /* uvicorn's keep-alive timeout */
 }
 
-static void idle_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct dbk_stub_conn *c = w->data;
-
-	(void)loop;
-	(void)revents;
-	if (!c->job && c->in.len == 0 && out_pending(c) == 0)
-		dbk_stub_conn_close(c); /* uvicorn's keep-alive timeout */
-}
+static const struct dbk_conn_ops stub_conn_ops = {
+	.on_data = on_input,
+	.on_timeout = on_idle,
+	.on_close = on_closed,
+};
 
 void dbk_stub_accept(void *arg, int fd)
 {
@@ -253,22 +203,16 @@ void dbk_stub_accept(void *arg, int fd)
 	struct dbk_stub_conn *c = calloc(1, sizeof(*c));
 	int one = 1;
 
-	if (!c) {
-		close(fd);
+	if (dbk_conn_accept(c ? &c->conn : NULL, s->loop, fd, NULL, &stub_conn_ops, c,
+	                    s->lim.max_head_bytes + s->lim.max_body_bytes + 1) < 0) {
+		free(c);
 		return;
 	}
 	/* Each SSE event must leave when produced, not wait for Nagle. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->s = s;
-	c->fd = fd;
 	dbk_net_sockname(fd, true, c->peer, sizeof(c->peer));
-	ev_io_init(&c->rw, read_cb, fd, EV_READ);
-	ev_io_init(&c->ww, write_cb, fd, EV_WRITE);
-	ev_init(&c->idle_w, idle_cb);
-	c->rw.data = c->ww.data = c->idle_w.data = c;
 	dbk_list_init(&c->pending_link);
 	dbk_list_push(&s->conns, &c->link);
-	c->reading = true;
-	ev_io_start(s->loop, &c->rw);
 	update_idle(c);
 }

@@ -21,6 +21,7 @@
 #include "lib/buf.h"
 #include "lib/http1.h"
 #include "lib/list.h"
+#include "lib/conn.h"
 #include "lib/listener.h"
 #include "api.h"
 #include "model/engine.h"
@@ -56,16 +57,14 @@ struct dbk_stub_job {
 };
 
 struct dbk_stub_conn {
+	struct dbk_conn conn;
 	struct dbk_stub_server *s;
-	int fd;
-	ev_io rw, ww;
-	ev_timer idle_w;
-	struct dbk_buf in, out;
-	size_t out_off;
+	/* Responses written while the engine reports a step (reply.c),
+	 * handed to the conn when it is kicked. */
+	struct dbk_buf out;
 	struct dbk_stub_job *job;
 	bool close_after_write;
 	bool continue_sent;
-	bool reading;
 	struct dbk_list link;         /* in s->conns */
 	struct dbk_list pending_link; /* in s->pending, or detached */
 	char peer[64];

@@ -34,7 +34,7 @@ FUZZ_LIBS     = -Wl,--as-needed -lev -lcjson -lm
 FUZZ_TARGETS  = fuzz_spop_frame fuzz_notify fuzz_completion fuzz_runtime \
                 fuzz_estimate fuzz_estimate_scan fuzz_stub_http fuzz_vllm_metrics \
                 fuzz_settings fuzz_prefix_key fuzz_accounting fuzz_http1_response \
-                fuzz_http_answer fuzz_cli fuzz_trace
+                fuzz_http_answer fuzz_cli fuzz_trace fuzz_url
 FUZZ_BINS     = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/%)
 
 # Every target links the instrumented shared layer, the model library,
