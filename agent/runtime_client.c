@@ -1,6 +1,7 @@
 #include "runtime_client.h"
 
 #include "lib/conn.h"
+#include "lib/log.h"
 #include "lib/net.h"
 
 #include <errno.h>
@@ -47,12 +48,12 @@ static size_t make_command(const char *cmd, char *out, size_t cap, char *err, si
 	size_t n = cmd ? strnlen(cmd, DBK_RT_MAX_COMMAND + 1) : 0;
 
 	if (n == 0 || n > DBK_RT_MAX_COMMAND || n + 2 > cap) {
-		snprintf(err, errlen, "runtime API command empty or longer than %d bytes",
+		dbk_errf(err, errlen, "runtime API command empty or longer than %d bytes",
 		         DBK_RT_MAX_COMMAND);
 		return 0;
 	}
 	if (strpbrk(cmd, "\r\n;")) {
-		snprintf(err, errlen, "runtime API command must be one command (no CR, LF or ';')");
+		dbk_errf(err, errlen, "runtime API command must be one command (no CR, LF or ';')");
 		return 0;
 	}
 	memcpy(out, cmd, n);
@@ -70,7 +71,7 @@ static int open_connect(const struct dbk_rt_addr *a, char *err, size_t errlen)
 	int fd = dbk_net_connect(&a->sa, a->len);
 
 	if (fd < 0)
-		snprintf(err, errlen, "connect %s: %s", a->text, strerror(errno));
+		dbk_errf(err, errlen, "connect %s: %s", a->text, strerror(errno));
 	return fd;
 }
 
@@ -79,7 +80,7 @@ static int connect_result(int fd, const struct dbk_rt_addr *a, char *err, size_t
 	int e = dbk_net_connect_error(fd);
 
 	if (e) {
-		snprintf(err, errlen, "connect %s: %s", a->text, strerror(e));
+		dbk_errf(err, errlen, "connect %s: %s", a->text, strerror(e));
 		return -1;
 	}
 	return 0;
@@ -168,7 +169,7 @@ struct dbk_rt_query *dbk_rt_query_start(struct ev_loop *loop, const struct dbk_r
 	size_t out_len;
 
 	if (!loop || !addr || !cb || addr->len == 0) {
-		snprintf(err, errlen, "runtime API query: missing loop, address or callback");
+		dbk_errf(err, errlen, "runtime API query: missing loop, address or callback");
 		return NULL;
 	}
 	out_len = make_command(cmd, out, sizeof(out), err, errlen);
@@ -176,7 +177,7 @@ struct dbk_rt_query *dbk_rt_query_start(struct ev_loop *loop, const struct dbk_r
 		return NULL;
 	q = calloc(1, sizeof(*q));
 	if (!q) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		return NULL;
 	}
 	q->loop = loop;
@@ -197,7 +198,7 @@ struct dbk_rt_query *dbk_rt_query_start(struct ev_loop *loop, const struct dbk_r
 	/* Sent once the connect is done; the deadline covers it all. */
 	dbk_buf_add(&q->conn.out, out, out_len);
 	if (q->conn.out.oom) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		dbk_conn_close(&q->conn, DBK_CONN_LOCAL); /* frees q, no callback */
 		return NULL;
 	}
@@ -258,7 +259,7 @@ static enum dbk_rt_query_status wait_step(int fd, short events, int64_t deadline
 
 	if (rc > 0)
 		return DBK_RT_Q_OK;
-	snprintf(err, errlen, "%s %s: %s", what, a->text, rc == 0 ? "timed out" : strerror(errno));
+	dbk_errf(err, errlen, "%s %s: %s", what, a->text, rc == 0 ? "timed out" : strerror(errno));
 	return rc == 0 ? DBK_RT_Q_TIMEOUT : fail;
 }
 
@@ -275,7 +276,7 @@ enum dbk_rt_query_status dbk_rt_query_sync(const char *addr, const char *cmd, un
 
 	*len = 0;
 	if (!buf || cap == 0) {
-		snprintf(err, errlen, "no response buffer");
+		dbk_errf(err, errlen, "no response buffer");
 		return DBK_RT_Q_IO;
 	}
 	buf[0] = '\0';
@@ -299,7 +300,7 @@ enum dbk_rt_query_status dbk_rt_query_sync(const char *addr, const char *cmd, un
 
 	for (;;) {
 		if (dbk_net_send_pending(fd, out, out_len, &off) < 0) {
-			snprintf(err, errlen, "write %s: %s", a.text, strerror(errno));
+			dbk_errf(err, errlen, "write %s: %s", a.text, strerror(errno));
 			st = DBK_RT_Q_IO;
 			goto out;
 		}
@@ -324,7 +325,7 @@ enum dbk_rt_query_status dbk_rt_query_sync(const char *addr, const char *cmd, un
 			break;
 		if (r > 0) {
 			if (dst == &extra) {
-				snprintf(err, errlen, "response from %s larger than %zu bytes",
+				dbk_errf(err, errlen, "response from %s larger than %zu bytes",
 				         a.text, cap - 1);
 				st = DBK_RT_Q_TOO_BIG;
 				goto out;
@@ -335,13 +336,13 @@ enum dbk_rt_query_status dbk_rt_query_sync(const char *addr, const char *cmd, un
 		if (errno == EINTR)
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK) {
-			snprintf(err, errlen, "read %s: %s", a.text, strerror(errno));
+			dbk_errf(err, errlen, "read %s: %s", a.text, strerror(errno));
 			st = DBK_RT_Q_IO;
 			goto out;
 		}
 		rc = wait_fd(fd, POLLIN, deadline);
 		if (rc <= 0) {
-			snprintf(err, errlen, "no complete answer from %s in time", a.text);
+			dbk_errf(err, errlen, "no complete answer from %s in time", a.text);
 			st = rc == 0 ? DBK_RT_Q_TIMEOUT : DBK_RT_Q_IO;
 			goto out;
 		}

@@ -14,6 +14,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "lib/log.h"
+
 #define LISTEN_BACKLOG 511
 
 int dbk_net_nonblock(int fd)
@@ -53,7 +55,7 @@ static int resolve(const char *spec, int flags, struct sockaddr_storage *sa, soc
 
 	memset(sa, 0, sizeof(*sa));
 	if (!spec || !*spec) {
-		snprintf(err, errlen, "empty address");
+		dbk_errf(err, errlen, "empty address");
 		return -1;
 	}
 	if (strncmp(spec, "unix:", 5) == 0)
@@ -65,7 +67,7 @@ static int resolve(const char *spec, int flags, struct sockaddr_storage *sa, soc
 		size_t n = strlen(path);
 
 		if (n == 0 || n >= sizeof(su->sun_path)) {
-			snprintf(err, errlen, "unix socket path '%s' is empty or too long", path);
+			dbk_errf(err, errlen, "unix socket path '%s' is empty or too long", path);
 			return -1;
 		}
 		su->sun_family = AF_UNIX;
@@ -81,7 +83,7 @@ static int resolve(const char *spec, int flags, struct sockaddr_storage *sa, soc
 	if (spec[0] == '[') {
 		sep = strchr(spec, ']');
 		if (!sep || sep[1] != ':') {
-			snprintf(err, errlen, "bad address '%s' (want [IPV6]:PORT)", spec);
+			dbk_errf(err, errlen, "bad address '%s' (want [IPV6]:PORT)", spec);
 			return -1;
 		}
 		hlen = (size_t)(sep - spec - 1);
@@ -93,7 +95,7 @@ static int resolve(const char *spec, int flags, struct sockaddr_storage *sa, soc
 		port = sep ? sep + 1 : "";
 	}
 	if (hlen == 0 || hlen >= sizeof(host) || *port == '\0') {
-		snprintf(err, errlen, "bad address '%s' (want HOST:PORT, [IPV6]:PORT, unix:PATH)",
+		dbk_errf(err, errlen, "bad address '%s' (want HOST:PORT, [IPV6]:PORT, unix:PATH)",
 		         spec);
 		return -1;
 	}
@@ -107,7 +109,7 @@ static int resolve(const char *spec, int flags, struct sockaddr_storage *sa, soc
 	hints.ai_flags = AI_NUMERICSERV | flags;
 	int rc = getaddrinfo(host, port, &hints, &res);
 	if (rc != 0 || !res || res->ai_addrlen > sizeof(*sa)) {
-		snprintf(err, errlen, "%s:%s: %s", host, port,
+		dbk_errf(err, errlen, "%s:%s: %s", host, port,
 		         rc ? gai_strerror(rc) : "no address");
 		if (res)
 			freeaddrinfo(res);
@@ -139,7 +141,7 @@ static int listen_unix(const struct sockaddr_un *sa, char *err, size_t errlen)
 
 	fd = socket(AF_UNIX, SOCK_STREAM, 0);
 	if (fd < 0) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
+		dbk_errf(err, errlen, "socket: %s", strerror(errno));
 		return -1;
 	}
 	/* A socket left by a previous run would make bind fail and is
@@ -147,7 +149,7 @@ static int listen_unix(const struct sockaddr_un *sa, char *err, size_t errlen)
 	 * anything else at that path is the operator's: both are refused. */
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
-			snprintf(err, errlen, "'%s' exists and is not a socket", path);
+			dbk_errf(err, errlen, "'%s' exists and is not a socket", path);
 			close(fd);
 			return -1;
 		}
@@ -157,7 +159,7 @@ static int listen_unix(const struct sockaddr_un *sa, char *err, size_t errlen)
 		if (probe >= 0)
 			close(probe);
 		if (live) {
-			snprintf(err, errlen, "unix:%s: another process listens there", path);
+			dbk_errf(err, errlen, "unix:%s: another process listens there", path);
 			close(fd);
 			return -1;
 		}
@@ -165,7 +167,7 @@ static int listen_unix(const struct sockaddr_un *sa, char *err, size_t errlen)
 	}
 	if (bind(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0 || chmod(path, 0660) < 0 ||
 	    listen(fd, LISTEN_BACKLOG) < 0 || dbk_net_nonblock(fd) < 0) {
-		snprintf(err, errlen, "unix:%s: %s", path, strerror(errno));
+		dbk_errf(err, errlen, "unix:%s: %s", path, strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -185,14 +187,14 @@ static int open_bound(const char *spec, int type, char *err, size_t errlen)
 	if (sa.ss_family == AF_UNIX && type == SOCK_STREAM)
 		return listen_unix((const struct sockaddr_un *)&sa, err, errlen);
 	if (sa.ss_family == AF_UNIX) {
-		snprintf(err, errlen, "%s: a UDP address is HOST:PORT or [IPV6]:PORT", spec);
+		dbk_errf(err, errlen, "%s: a UDP address is HOST:PORT or [IPV6]:PORT", spec);
 		return -1;
 	}
 	int fd = socket(sa.ss_family, type, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    bind(fd, (struct sockaddr *)&sa, len) < 0 ||
 	    (type == SOCK_STREAM && listen(fd, LISTEN_BACKLOG) < 0) || dbk_net_nonblock(fd) < 0) {
-		snprintf(err, errlen, "%s: %s", spec, strerror(errno));
+		dbk_errf(err, errlen, "%s: %s", spec, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -237,7 +239,7 @@ int dbk_net_free_loopback_port(char *err, size_t errlen)
 		if (t < 0)
 			return -1;
 		if (getsockname(t, (struct sockaddr *)&sa, &len) < 0) {
-			snprintf(err, errlen, "getsockname: %s", strerror(errno));
+			dbk_errf(err, errlen, "getsockname: %s", strerror(errno));
 			close(t);
 			return -1;
 		}
@@ -249,7 +251,7 @@ int dbk_net_free_loopback_port(char *err, size_t errlen)
 			return ntohs(sa.sin_port);
 		}
 	}
-	snprintf(err, errlen, "no loopback port free for both TCP and UDP in 16 tries");
+	dbk_errf(err, errlen, "no loopback port free for both TCP and UDP in 16 tries");
 	return -1;
 }
 

@@ -31,10 +31,8 @@ FUZZ_CFLAGS   = $(CSTD) $(WARN) -g -O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
 FUZZ_LDFLAGS  = $(FUZZ_SAN) -fsanitize=fuzzer
 FUZZ_LIBS     = -Wl,--as-needed -lev -lcjson -lm
 
-FUZZ_TARGETS  = fuzz_spop_frame fuzz_notify fuzz_completion fuzz_runtime \
-                fuzz_estimate fuzz_estimate_scan fuzz_stub_http fuzz_vllm_metrics \
-                fuzz_settings fuzz_prefix_key fuzz_accounting fuzz_http1_response \
-                fuzz_http_answer fuzz_cli fuzz_trace fuzz_url
+# Every tests/fuzz/fuzz_NAME.c is a target (tests/fuzz/run finds them alike).
+FUZZ_TARGETS  = $(patsubst $(FUZZ_DIR)/%.c,%,$(wildcard $(FUZZ_DIR)/fuzz_*.c))
 FUZZ_BINS     = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/%)
 
 # Every target links the instrumented shared layer, the model library,
