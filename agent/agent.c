@@ -74,7 +74,7 @@ static int read_config(const struct dbk_agent *a, struct dbk_bal_config *c, char
 	if (rc == 0)
 		rc = dbk_bal_config_check(c, why, sizeof(why));
 	if (rc < 0)
-		snprintf(err, errlen, "%s: %s", a->cfg.config_file, why);
+		dbk_errf(err, errlen, "%s: %s", a->cfg.config_file, why);
 	return rc;
 }
 
@@ -99,7 +99,7 @@ int dbk_agent_reload(struct dbk_agent *a, char *err, size_t errlen)
 	struct dbk_bal_config c;
 
 	if (!a->cfg.config_file) {
-		snprintf(err, errlen, "no --config file to reread");
+		dbk_errf(err, errlen, "no --config file to reread");
 		return -1;
 	}
 	if (read_config(a, &c, err, errlen) < 0)
@@ -158,18 +158,18 @@ static int listen_all(struct dbk_agent *a, const char *const *specs, unsigned n,
 		int fd;
 
 		if (strncmp(specs[i], "udp@", 4) == 0 && !add_udp) {
-			snprintf(err, errlen,
+			dbk_errf(err, errlen,
 			         "cannot listen for %s on %s: udp@ is for completions only", what,
 			         specs[i]);
 			return -1;
 		}
 		fd = dbk_net_open(specs[i], &udp, why, sizeof(why));
 		if (fd < 0) {
-			snprintf(err, errlen, "cannot listen for %s on %s", what, why);
+			dbk_errf(err, errlen, "cannot listen for %s on %s", what, why);
 			return -1;
 		}
 		if ((udp ? add_udp : add)(obj, fd) < 0) {
-			snprintf(err, errlen, "cannot listen for %s on %s: too many addresses",
+			dbk_errf(err, errlen, "cannot listen for %s on %s: too many addresses",
 			         what, specs[i]);
 			close(fd);
 			return -1;
@@ -268,7 +268,7 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 	if (!urls || !bufs) {
 		free(urls);
 		free(bufs);
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
 	for (unsigned i = 0; i < n; i++)
@@ -286,7 +286,7 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 	free(urls);
 	free(bufs);
 	if (scraped && !a->scrape) {
-		snprintf(err, errlen,
+		dbk_errf(err, errlen,
 		         "cannot start the scraper (out of memory, or a URL it cannot scrape: "
 		         "logged above)");
 		return -1;
@@ -326,7 +326,7 @@ static int start_balancer(struct dbk_agent *a, char *err, size_t errlen)
 		return -1;
 	a->bal = dbk_bal_new(&bc);
 	if (!a->bal) {
-		snprintf(err, errlen, "cannot create the balancer");
+		dbk_errf(err, errlen, "cannot create the balancer");
 		return -1;
 	}
 	dbk_acct_init(&a->acct, a->bal, a->cfg.servers);
@@ -346,7 +346,7 @@ static int start_balancer(struct dbk_agent *a, char *err, size_t errlen)
 	a->route.nnames = a->cfg.nservers;
 	a->route.by_server = calloc(a->cfg.nservers, sizeof(*a->route.by_server));
 	if (!a->route.by_server) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
 	return 0;
@@ -374,7 +374,7 @@ static int start_listeners(struct dbk_agent *a, char *err, size_t errlen)
 	a->events = dbk_events_new(a->loop, completion_conns, on_completion, a);
 	a->admin = dbk_admin_new(a->loop, admin_conns, on_admin, a);
 	if (!a->spop || !a->events || !a->admin) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
 	if (listen_all(a, a->cfg.listen, a->cfg.nlisten, "spop", add_spop, NULL, a->spop, err,
@@ -397,7 +397,7 @@ static int start_sync(struct dbk_agent *a, char *err, size_t errlen)
 	                       (double)a->cfg.reclaim_after_s, a->bal, a->cfg.servers,
 	                       a->cfg.nservers);
 	if (!a->sync) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
 	return 0;
@@ -426,7 +426,7 @@ int dbk_agent_drop_privileges(struct dbk_agent *a, char *err, size_t errlen)
 	if (a->cfg.user) {
 		struct passwd *pw = getpwnam(a->cfg.user);
 		if (!pw) {
-			snprintf(err, errlen, "--user: no user '%s'", a->cfg.user);
+			dbk_errf(err, errlen, "--user: no user '%s'", a->cfg.user);
 			return -1;
 		}
 		uid = pw->pw_uid;
@@ -435,24 +435,24 @@ int dbk_agent_drop_privileges(struct dbk_agent *a, char *err, size_t errlen)
 	if (a->cfg.group) {
 		struct group *gr = getgrnam(a->cfg.group);
 		if (!gr) {
-			snprintf(err, errlen, "--group: no group '%s'", a->cfg.group);
+			dbk_errf(err, errlen, "--group: no group '%s'", a->cfg.group);
 			return -1;
 		}
 		gid = gr->gr_gid;
 	}
 	for (unsigned i = 0; i < a->nunix; i++)
 		if (chown(a->unix_specs[i] + 5, uid, gid) < 0) {
-			snprintf(err, errlen, "chown %s: %s", a->unix_specs[i] + 5,
+			dbk_errf(err, errlen, "chown %s: %s", a->unix_specs[i] + 5,
 			         strerror(errno));
 			return -1;
 		}
 	/* Group first: once the uid is dropped, the gid can no longer change. */
 	if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
-		snprintf(err, errlen, "dropping privileges: %s", strerror(errno));
+		dbk_errf(err, errlen, "dropping privileges: %s", strerror(errno));
 		return -1;
 	}
 	if (uid != 0 && setuid(0) == 0) {
-		snprintf(err, errlen, "dropping privileges: root could be regained");
+		dbk_errf(err, errlen, "dropping privileges: root could be regained");
 		return -1;
 	}
 	dbk_log(DBK_LOG_INFO, "privileges-dropped", "uid=%u gid=%u", (unsigned)uid, (unsigned)gid);

@@ -510,7 +510,7 @@ int dbk_config_check_servers(const struct dbk_config *c, char *err, size_t errle
 			    strncmp(c->servers[j], c->scrape[i], (size_t)nl) == 0)
 				break;
 		if (j == c->nservers) {
-			snprintf(err, errlen, "--scrape names '%.*s', which is not a server", nl,
+			dbk_errf(err, errlen, "--scrape names '%.*s', which is not a server", nl,
 			         c->scrape[i]);
 			return -1;
 		}

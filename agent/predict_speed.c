@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "model/engine_profile.h"
+#include "lib/log.h"
 
 /* Slowness (dbk_pred_learn_speed): first tokens observed and predicted a
  * sample needs of each, the weight of a new sample, a factor within which
@@ -61,7 +62,7 @@ int dbk_pred_config_check(const struct dbk_pred_config *c, char *err, size_t err
 	                   c->kv_bytes_per_token + c->output_tokens + c->stall_weight))
 		bad = "engine costs must be finite and not negative";
 	if (bad && err && errlen)
-		snprintf(err, errlen, "%s", bad);
+		dbk_errf(err, errlen, "%s", bad);
 	return bad ? -1 : 0;
 }
 

@@ -236,7 +236,7 @@ int dbk_sync_discover(const char *addr, const char *backend, unsigned timeout_ms
 	int rc = -1;
 
 	if (!srv || !buf) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		goto out;
 	}
 	snprintf(cmd, sizeof(cmd), "show servers state %s", backend);
@@ -252,7 +252,7 @@ int dbk_sync_discover(const char *addr, const char *backend, unsigned timeout_ms
 	    dbk_rt_parse_servers_state(buf, len, backend, srv, DBK_BAL_MAX_SERVERS, n, err,
 	                               errlen) == 0) {
 		if (*n == 0) {
-			snprintf(err, errlen, "backend '%s' has no servers", backend);
+			dbk_errf(err, errlen, "backend '%s' has no servers", backend);
 		} else {
 			*out = srv;
 			srv = NULL;

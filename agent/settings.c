@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lib/numparse.h"
+#include "lib/log.h"
 
 /* Each key's grammar and bounds. Token counts are whole numbers, as on
  * the command line; the three weights are decimals. The balancer checks
@@ -47,7 +48,7 @@ static int set_group_sizes(struct dbk_bal_config *c, const char *value, char *er
 	memcpy(c->group_sizes, sizes, sizeof(sizes));
 	return 0;
 bad:
-	snprintf(err, errlen, "group-sizes wants positive counts like 2,2, got '%s'", value);
+	dbk_errf(err, errlen, "group-sizes wants positive counts like 2,2, got '%s'", value);
 	return -1;
 }
 
@@ -63,7 +64,7 @@ int dbk_tune_set(struct dbk_bal_config *c, const char *key, const char *value, c
 		if (strcmp(key, keys[i].name) == 0)
 			k = &keys[i];
 	if (!k) {
-		snprintf(err, errlen, "unknown setting '%s'", key);
+		dbk_errf(err, errlen, "unknown setting '%s'", key);
 		return -1;
 	}
 	if (k->integer) {
@@ -71,19 +72,19 @@ int dbk_tune_set(struct dbk_bal_config *c, const char *key, const char *value, c
 
 		if (!dbk_parse_uint(value, (unsigned long long)k->lo, (unsigned long long)k->hi,
 		                    &v)) {
-			snprintf(err, errlen, "%s wants a whole number from %.0f to %.0f, got '%s'",
+			dbk_errf(err, errlen, "%s wants a whole number from %.0f to %.0f, got '%s'",
 			         key, k->lo, k->hi, value);
 			return -1;
 		}
 		d = (double)v;
 	} else if (!dbk_parse_decimal(value, k->lo, k->hi, &d)) {
-		snprintf(err, errlen, "%s wants a decimal number from %g to %g, got '%s'", key,
+		dbk_errf(err, errlen, "%s wants a decimal number from %g to %g, got '%s'", key,
 		         k->lo, k->hi, value);
 		return -1;
 	}
 	if (k == &keys[0]) {
 		if (c->nbuckets != 2) {
-			snprintf(err, errlen, "server-group-threshold needs dynamic bucket mode");
+			dbk_errf(err, errlen, "server-group-threshold needs dynamic bucket mode");
 			return -1;
 		}
 		c->bounds[1] = d;
@@ -125,7 +126,7 @@ int dbk_tune_parse(struct dbk_bal_config *c, const char *text, size_t len, char 
 		while (off + n < len && text[off + n] != '\n')
 			n++;
 		if (n >= sizeof(line)) {
-			snprintf(err, errlen, "line %u: longer than %zu bytes", lineno,
+			dbk_errf(err, errlen, "line %u: longer than %zu bytes", lineno,
 			         sizeof(line) - 1);
 			return -1;
 		}
@@ -141,12 +142,12 @@ int dbk_tune_parse(struct dbk_bal_config *c, const char *text, size_t len, char 
 			continue;
 		char *eq = strchr(l, '=');
 		if (!eq) {
-			snprintf(err, errlen, "line %u: want 'key = value'", lineno);
+			dbk_errf(err, errlen, "line %u: want 'key = value'", lineno);
 			return -1;
 		}
 		*eq = '\0';
 		if (dbk_tune_set(c, trim(l), trim(eq + 1), why, sizeof(why)) < 0) {
-			snprintf(err, errlen, "line %u: %s", lineno, why);
+			dbk_errf(err, errlen, "line %u: %s", lineno, why);
 			return -1;
 		}
 	}
@@ -210,12 +211,12 @@ int dbk_tune_query(struct dbk_bal_config *c, const char *query, char *err, size_
 			if (!eq || url_decode(p, (size_t)(eq - p), key, sizeof(key)) < 0 ||
 			    url_decode(eq + 1, n - (size_t)(eq - p) - 1, value, sizeof(value)) <
 			            0) {
-				snprintf(err, errlen, "want key=value pairs, got '%.*s'", (int)n,
+				dbk_errf(err, errlen, "want key=value pairs, got '%.*s'", (int)n,
 				         p);
 				return -1;
 			}
 			if (dbk_tune_set(c, key, value, why, sizeof(why)) < 0) {
-				snprintf(err, errlen, "%s", why);
+				dbk_errf(err, errlen, "%s", why);
 				return -1;
 			}
 		}

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "pyval.h"
+#include "lib/log.h"
 
 enum opt_id {
 	O_UNKNOWN = -1,
@@ -147,7 +148,7 @@ static bool negative_number(const char *s)
 
 #define FAIL(...)                                   \
 	do {                                        \
-		snprintf(err, errlen, __VA_ARGS__); \
+		dbk_errf(err, errlen, __VA_ARGS__); \
 		return -1;                          \
 	} while (0)
 
@@ -230,10 +231,9 @@ static int classify(const char *arg, struct token *t, char *err, size_t errlen)
 	}
 	nmatch = prefix_matches(arg, eq, match, explicit);
 	if (nmatch > 1) {
-		size_t o = (size_t)snprintf(err, errlen, "ambiguous option: %s could match", arg);
-		for (size_t k = 0; k < nmatch && o < errlen; k++)
-			o += (size_t)snprintf(err + o, errlen - o, "%s %s", k ? "," : "",
-			                      opts[match[k]].str);
+		dbk_errf(err, errlen, "ambiguous option: %s could match", arg);
+		for (size_t k = 0; k < nmatch; k++)
+			dbk_errf_append(err, errlen, "%s %s", k ? "," : "", opts[match[k]].str);
 		return -1;
 	}
 	if (nmatch == 1) {
@@ -407,7 +407,7 @@ static int set_defaults(struct dbk_launch_flags *f, size_t n, char *err, size_t 
 	f->hosts_buf = calloc(n + 1, sizeof(*f->hosts_buf));
 	f->ports_buf = calloc(n + 1, sizeof(*f->ports_buf));
 	if (!f->hosts_buf || !f->ports_buf) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
 	f->hosts_buf[0] = default_hosts[0];
@@ -443,7 +443,7 @@ static int ignored_explicit(const struct token *t, const char *x, char *err, siz
 	char r[160];
 
 	dbk_py_repr(x, r, sizeof(r));
-	snprintf(err, errlen, "argument %s: ignored explicit argument %s", display_name(t->id), r);
+	dbk_errf(err, errlen, "argument %s: ignored explicit argument %s", display_name(t->id), r);
 	return -1;
 }
 
@@ -485,12 +485,12 @@ static size_t take_values(struct dbk_launch_flags *f, char **args, const struct 
 			k++;
 	size_t nv = k - i - 1;
 	if (na == N_ONE && nv != 1) {
-		snprintf(err, errlen, "argument %s: expected one argument",
+		dbk_errf(err, errlen, "argument %s: expected one argument",
 		         display_name(tok[i].id));
 		return 0;
 	}
 	if (na == N_PLUS && nv == 0) {
-		snprintf(err, errlen, "argument %s: expected at least one argument",
+		dbk_errf(err, errlen, "argument %s: expected at least one argument",
 		         display_name(tok[i].id));
 		return 0;
 	}
@@ -537,7 +537,7 @@ enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char
 	if (set_defaults(f, n, err, errlen) < 0)
 		goto out;
 	if (!tok || !extras) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		goto out;
 	}
 	if (classify_all(args, n, tok, err, errlen) < 0 ||
@@ -548,9 +548,9 @@ enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char
 		goto out;
 	}
 	if (nextras) {
-		size_t o = (size_t)snprintf(err, errlen, "unrecognized arguments:");
-		for (size_t k = 0; k < nextras && o < errlen; k++)
-			o += (size_t)snprintf(err + o, errlen - o, " %s", args[extras[k]]);
+		dbk_errf(err, errlen, "unrecognized arguments:");
+		for (size_t k = 0; k < nextras; k++)
+			dbk_errf_append(err, errlen, " %s", args[extras[k]]);
 		goto out;
 	}
 	if (check(f, err, errlen) < 0)

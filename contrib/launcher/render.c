@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/log.h"
+
 bool dbk_render_path_ok(const char *path)
 {
 	size_t n = strlen(path);
@@ -26,7 +28,7 @@ bool dbk_render_path_ok(const char *path)
 
 static int bad_dir(const char *dir, char *err, size_t errlen)
 {
-	snprintf(err, errlen,
+	dbk_errf(err, errlen,
 	         "'%s' cannot be used: want an absolute path of letters, digits and / . _ - + , = "
 	         "@ ~ "
 	         "(it goes into haproxy.cfg unquoted)",
@@ -48,7 +50,7 @@ int dbk_render_addrs_run(struct dbk_render_addrs *a, const char *dir, int comple
 		if (strlen(socks[i]) > name)
 			name = strlen(socks[i]);
 	if (strlen(dir) + 1 + name > DBK_RENDER_SUN_PATH) {
-		snprintf(err, errlen,
+		dbk_errf(err, errlen,
 		         "runtime directory '%s' is too long for unix sockets (%zu bytes, at most "
 		         "%zu): "
 		         "give a shorter --runtime-dir",
@@ -60,7 +62,7 @@ int dbk_render_addrs_run(struct dbk_render_addrs *a, const char *dir, int comple
 	snprintf(a->stats_socket, sizeof(a->stats_socket), "%s/%s", dir, DBK_RENDER_STATS_SOCK);
 	snprintf(a->agent, sizeof(a->agent), "unix@%s/%s", dir, DBK_RENDER_SPOA_SOCK);
 	if (completions_port <= 0 || completions_port > 65535) {
-		snprintf(err, errlen, "completion port %d out of range", completions_port);
+		dbk_errf(err, errlen, "completion port %d out of range", completions_port);
 		return -1;
 	}
 	snprintf(a->completions, sizeof(a->completions), "127.0.0.1:%d", completions_port);

@@ -14,6 +14,7 @@
 #include "predict.h"
 #include "sim.h"
 #include "model/engine.h"
+#include "lib/log.h"
 
 /* In enum dbk_trace_format's order: the choice's index is the format. */
 static const char *const formats[] = { "auto", "mooncake", "azure", NULL };
@@ -270,7 +271,7 @@ int dbk_sim_opts_parse(int argc, char **argv, struct dbk_sim_opts *o, int *statu
 		return 1;
 	}
 	if (first < argc) {
-		snprintf(err, sizeof(err), "unexpected argument '%s'", argv[first]);
+		dbk_errf(err, sizeof(err), "unexpected argument '%s'", argv[first]);
 		return usage_error(err);
 	}
 	if (!o->slice.path)
@@ -278,7 +279,7 @@ int dbk_sim_opts_parse(int argc, char **argv, struct dbk_sim_opts *o, int *statu
 	o->slice.format = (enum dbk_trace_format)x.format;
 	for (unsigned i = 0; i < dbk_sim_gpu_count(o->gpu); i++)
 		if (!dbk_sim_gpu_at(o->gpu, i)) {
-			snprintf(err, sizeof(err), "--gpu: '%s' names other than h100 and a100",
+			dbk_errf(err, sizeof(err), "--gpu: '%s' names other than h100 and a100",
 			         o->gpu);
 			return usage_error(err);
 		}

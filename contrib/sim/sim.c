@@ -12,6 +12,7 @@
 #include "event_queue.h"
 #include "policy.h"
 #include "snapshot.h"
+#include "lib/log.h"
 
 enum ev_kind {
 	EV_ARRIVAL,  /* arg: request id */
@@ -108,25 +109,25 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 	unsigned i;
 
 	if (c->ninstances < 1 || c->ninstances > DBK_SIM_MAX_INSTANCES) {
-		snprintf(err, errlen, "instances must be in 1..%u", DBK_SIM_MAX_INSTANCES);
+		dbk_errf(err, errlen, "instances must be in 1..%u", DBK_SIM_MAX_INSTANCES);
 		return NULL;
 	}
 	if (!c->engines) {
-		snprintf(err, errlen, "no engine configurations");
+		dbk_errf(err, errlen, "no engine configurations");
 		return NULL;
 	}
 	if (!(c->overhead_s >= 0) || !isfinite(c->overhead_s)) {
-		snprintf(err, errlen, "overhead must be a finite number >= 0");
+		dbk_errf(err, errlen, "overhead must be a finite number >= 0");
 		return NULL;
 	}
 	if (n >= DBK_SIM_NONE) {
-		snprintf(err, errlen, "too many requests");
+		dbk_errf(err, errlen, "too many requests");
 		return NULL;
 	}
 	for (k = 0; k < n; k++) {
 		if (reqs[k].id != k || !isfinite(reqs[k].arrival_s) ||
 		    (k > 0 && reqs[k].arrival_s < reqs[k - 1].arrival_s)) {
-			snprintf(err, errlen,
+			dbk_errf(err, errlen,
 			         "request %zu: ids must be 0..n-1 in "
 			         "order of non-decreasing finite arrival",
 			         k);
@@ -135,7 +136,7 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		return NULL;
 	}
 	s->cfg = *c;
@@ -148,7 +149,7 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 	s->rs = calloc(n ? n : 1, sizeof(*s->rs));
 	s->inst = calloc(c->ninstances, sizeof(*s->inst));
 	if (!s->reqs || !s->rs || !s->inst) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		dbk_sim_free(s);
 		return NULL;
 	}
@@ -167,20 +168,20 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 			char why[160];
 
 			snprintf(why, sizeof(why), "%s", err);
-			snprintf(err, errlen, "instance %u: %s", i, why);
+			dbk_errf(err, errlen, "instance %u: %s", i, why);
 			dbk_sim_free(s);
 			return NULL;
 		}
 		s->any_caching |= in->cfg.enable_prefix_caching;
 		in->e = dbk_engine_new(&in->cfg);
 		if (!in->e) {
-			snprintf(err, errlen, "out of memory");
+			dbk_errf(err, errlen, "out of memory");
 			dbk_sim_free(s);
 			return NULL;
 		}
 	}
 	if (ops->scrape && dbk_sim_snapshot_init(&s->snap, c->ninstances) != 0) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		dbk_sim_free(s);
 		return NULL;
 	}
@@ -391,7 +392,7 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 	size_t k;
 
 	if (s->ran) {
-		snprintf(err, errlen, "a simulation runs once");
+		dbk_errf(err, errlen, "a simulation runs once");
 		return -1;
 	}
 	s->ran = true;
@@ -449,7 +450,7 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 	}
 	for (k = 0; k < s->n; k++)
 		if (s->rs[k].o.ends != 1) {
-			snprintf(err, errlen,
+			dbk_errf(err, errlen,
 			         "request %zu ended %u times (an "
 			         "engine stalled?)",
 			         k, s->rs[k].o.ends);
@@ -458,7 +459,7 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 		}
 	return 0;
 oom:
-	snprintf(err, errlen, "out of memory, or the policy failed");
+	dbk_errf(err, errlen, "out of memory, or the policy failed");
 	s->error = true;
 	return -1;
 }

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/log.h"
+
 uint32_t dbk_api_text_tokens(size_t bytes)
 {
 	size_t t = bytes / 4;
@@ -23,7 +25,7 @@ static int bad(struct dbk_api_error *err, const char *msg)
 {
 	err->status = 400;
 	err->type = "BadRequestError";
-	snprintf(err->message, sizeof(err->message), "%s", msg);
+	dbk_errf(err->message, sizeof(err->message), "%s", msg);
 	return -1;
 }
 
@@ -278,7 +280,7 @@ static int check_lengths(bool has_mt, double max_tokens, const struct dbk_api_co
 		/* vLLM serving_engine._validate_input, word for word. */
 		if (!has_mt) {
 			if (p >= cfg->max_model_len) {
-				snprintf(err->message, sizeof(err->message),
+				dbk_errf(err->message, sizeof(err->message),
 				         "This model's maximum context length is "
 				         "%u tokens. However, you requested %llu "
 				         "tokens in the messages, Please reduce "
@@ -288,7 +290,7 @@ static int check_lengths(bool has_mt, double max_tokens, const struct dbk_api_co
 			}
 			out->max_tokens[i] = (uint32_t)(cfg->max_model_len - p);
 		} else if ((double)p + max_tokens > cfg->max_model_len) {
-			snprintf(err->message, sizeof(err->message),
+			dbk_errf(err->message, sizeof(err->message),
 			         "This model's maximum context length is %u "
 			         "tokens. However, you requested %.0f tokens "
 			         "(%llu in the messages, %.0f in the "
@@ -317,7 +319,7 @@ static int check_model(const cJSON *root, const struct dbk_api_config *cfg,
 	if (strcmp(model->valuestring, cfg->model) != 0) {
 		err->status = 404;
 		err->type = "NotFoundError";
-		snprintf(err->message, sizeof(err->message), "The model `%s` does not exist.",
+		dbk_errf(err->message, sizeof(err->message), "The model `%s` does not exist.",
 		         model->valuestring);
 		return -1;
 	}
@@ -374,7 +376,7 @@ static int parse_max_tokens(enum dbk_api_kind kind, const cJSON *root, bool *has
 	if (*max_tokens < 1) {
 		err->status = 400;
 		err->type = "BadRequestError";
-		snprintf(err->message, sizeof(err->message),
+		dbk_errf(err->message, sizeof(err->message),
 		         "max_tokens must be at least 1, got %.0f.", *max_tokens);
 		return -1;
 	}
