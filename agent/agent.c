@@ -69,7 +69,7 @@ static int read_config(const struct dbk_agent *a, struct dbk_bal_config *c, char
 	*c = a->base_config;
 	if (!text)
 		return -1;
-	int rc = dbk_tune_parse(c, text, len, why, sizeof(why));
+	int rc = dbk_settings_parse(c, text, len, why, sizeof(why));
 	free(text);
 	if (rc == 0)
 		rc = dbk_bal_config_check(c, why, sizeof(why));
@@ -88,7 +88,7 @@ static int apply_config(struct dbk_agent *a, const struct dbk_bal_config *c, con
 		return -1;
 	a->config_changes++;
 	dbk_buf_init(&d);
-	dbk_tune_describe(c, true, &d);
+	dbk_settings_describe(c, true, &d);
 	dbk_log(DBK_LOG_INFO, "config-applied", "by=%s %s", how, d.p ? d.p : "");
 	dbk_buf_free(&d);
 	return 0;
@@ -118,7 +118,7 @@ static void on_admin(void *arg, const char *method, const char *path, struct dbk
 		char err[256];
 
 		if (strcmp(method, "POST") == 0 &&
-		    (dbk_tune_query(&c, query ? query + 1 : "", err, sizeof(err)) < 0 ||
+		    (dbk_settings_query(&c, query ? query + 1 : "", err, sizeof(err)) < 0 ||
 		     apply_config(a, &c, "admin", err, sizeof(err)) < 0)) {
 			r->status = 400;
 			dbk_buf_printf(&r->body, "%s\n", err);
@@ -126,7 +126,7 @@ static void on_admin(void *arg, const char *method, const char *path, struct dbk
 			r->status = 405;
 			dbk_buf_printf(&r->body, "GET or POST /config?key=value&...\n");
 		} else {
-			dbk_tune_describe(dbk_bal_config(a->bal), false, &r->body);
+			dbk_settings_describe(dbk_bal_config(a->bal), false, &r->body);
 		}
 	} else if (strcmp(method, "GET") != 0) {
 		r->status = 405;
@@ -260,8 +260,8 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 		all_named = dbk_config_scrape_url(&a->cfg, a->cfg.servers[i]) != NULL;
 	/* Servers named on the command line: HAProxy still knows where. */
 	if (from_haproxy && !all_named && !a->discovered &&
-	    dbk_sync_discover(a->cfg.haproxy_socket, a->cfg.backend, DISCOVERY_TIMEOUT_MS,
-	                      &a->discovered, &a->ndiscovered, err, errlen))
+	    dbk_runtime_sync_discover(a->cfg.haproxy_socket, a->cfg.backend, DISCOVERY_TIMEOUT_MS,
+	                              &a->discovered, &a->ndiscovered, err, errlen))
 		return -1;
 	const char **urls = calloc(n, sizeof(*urls));
 	char(*bufs)[DBK_MAX_SCRAPE_URL + 1] = calloc(n, sizeof(*bufs));
@@ -302,8 +302,8 @@ static int discover_servers(struct dbk_agent *a, char *err, size_t errlen)
 {
 	unsigned n;
 
-	if (dbk_sync_discover(a->cfg.haproxy_socket, a->cfg.backend, DISCOVERY_TIMEOUT_MS,
-	                      &a->discovered, &n, err, errlen))
+	if (dbk_runtime_sync_discover(a->cfg.haproxy_socket, a->cfg.backend, DISCOVERY_TIMEOUT_MS,
+	                              &a->discovered, &n, err, errlen))
 		return -1;
 	a->ndiscovered = n;
 	for (unsigned i = 0; i < n; i++)
@@ -393,9 +393,10 @@ static int start_sync(struct dbk_agent *a, char *err, size_t errlen)
 
 	if (dbk_rt_addr_parse(a->cfg.haproxy_socket, &addr, err, errlen))
 		return -1;
-	a->sync = dbk_sync_new(a->loop, &addr, a->cfg.backend, (double)a->cfg.poll_ms / 1000.0,
-	                       (double)a->cfg.reclaim_after_s, a->bal, a->cfg.servers,
-	                       a->cfg.nservers);
+	a->sync = dbk_runtime_sync_new(a->loop, &addr, a->cfg.backend,
+	                               (double)a->cfg.poll_ms / 1000.0,
+	                               (double)a->cfg.reclaim_after_s, a->bal, a->cfg.servers,
+	                               a->cfg.nservers);
 	if (!a->sync) {
 		dbk_errf(err, errlen, "out of memory");
 		return -1;
@@ -465,7 +466,7 @@ void dbk_agent_stop(struct dbk_agent *a)
 		ev_timer_stop(a->loop, &a->ttl_timer);
 	dbk_scrape_free(a->scrape);
 	a->scrape = NULL;
-	dbk_sync_free(a->sync);
+	dbk_runtime_sync_free(a->sync);
 	dbk_admin_free(a->admin);
 	dbk_events_free(a->events);
 	dbk_spop_server_free(a->spop);

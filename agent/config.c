@@ -228,10 +228,10 @@ static size_t opts_balancing(struct parse *p, struct dbk_opt *out)
 	const struct dbk_opt t[] = {
 		FLAG("enable-dynamic-bucket", 0, &c->dynamic,
 		     "split servers into a short and a long group\n(needs at least 2 servers)"),
-		NUM("server-group-threshold", DBK_OPT_LL, &c->threshold, 1, DBK_TUNE_MAX_TOKENS,
+		NUM("server-group-threshold", DBK_OPT_LL, &c->threshold, 1, DBK_SETTINGS_MAX_TOKENS,
 		    "N", "tokens where the long bucket starts (" STR(DBK_DEFAULT_THRESHOLD) ")"),
 		NUM("max-request-tokens", DBK_OPT_LL, &c->max_request_tokens, 1,
-		    DBK_TUNE_MAX_TOKENS, "N",
+		    DBK_SETTINGS_MAX_TOKENS, "N",
 		    "upper bound of the long bucket (" STR(DBK_DEFAULT_MAX_REQUEST_TOKENS) ")"),
 		TEXT("config", &c->config_file, "FILE",
 		     "live settings (key = value lines: see\ndbucket-spoa(8)); reread on SIGHUP, "
@@ -323,7 +323,7 @@ static size_t opts_limits(struct parse *p, struct dbk_opt *out)
 		NUM("idle-timeout", DBK_OPT_LL, &c->idle_timeout_s, 1, WEEK_S, "SECONDS",
 		    "an SPOP connection silent this long after\nHELLO is closed; keep it above the "
 		    "SPOE\n'timeout idle' (" STR(DBK_DEFAULT_IDLE_TIMEOUT_S) ")"),
-		NUM("max-leases", DBK_OPT_SIZE, &c->max_leases, 1, DBK_TUNE_MAX_LEASES, "N",
+		NUM("max-leases", DBK_OPT_SIZE, &c->max_leases, 1, DBK_SETTINGS_MAX_LEASES, "N",
 		    "requests in flight before the agent stops\nanswering and HAProxy balances "
 		    "alone (" STR(DBK_DEFAULT_MAX_LEASES) ")"),
 		{ "log-level", 0, DBK_OPT_CHOICE, &c->log_level, 0, 0, log_levels, NULL, 0, "LEVEL",

@@ -15,12 +15,12 @@ static const struct key {
 	bool integer;
 	double lo, hi;
 } keys[] = {
-	{ "server-group-threshold", true, 1, DBK_TUNE_MAX_TOKENS },
-	{ "max-request-tokens", true, 1, DBK_TUNE_MAX_TOKENS },
+	{ "server-group-threshold", true, 1, DBK_SETTINGS_MAX_TOKENS },
+	{ "max-request-tokens", true, 1, DBK_SETTINGS_MAX_TOKENS },
 	{ "sensitivity", false, 0, 1e6 },
 	{ "affinity-strength", false, 0, 1e6 },
 	{ "redirect-threshold", false, 0, 1e6 },
-	{ "max-leases", true, 1, DBK_TUNE_MAX_LEASES },
+	{ "max-leases", true, 1, DBK_SETTINGS_MAX_LEASES },
 };
 
 static int set_group_sizes(struct dbk_bal_config *c, const char *value, char *err, size_t errlen)
@@ -52,8 +52,8 @@ bad:
 	return -1;
 }
 
-int dbk_tune_set(struct dbk_bal_config *c, const char *key, const char *value, char *err,
-                 size_t errlen)
+int dbk_settings_set(struct dbk_bal_config *c, const char *key, const char *value, char *err,
+                     size_t errlen)
 {
 	const struct key *k = NULL;
 	double d;
@@ -114,7 +114,8 @@ static char *trim(char *s)
 	return s;
 }
 
-int dbk_tune_parse(struct dbk_bal_config *c, const char *text, size_t len, char *err, size_t errlen)
+int dbk_settings_parse(struct dbk_bal_config *c, const char *text, size_t len, char *err,
+                       size_t errlen)
 {
 	char line[512], why[256];
 	size_t off = 0;
@@ -146,7 +147,7 @@ int dbk_tune_parse(struct dbk_bal_config *c, const char *text, size_t len, char 
 			return -1;
 		}
 		*eq = '\0';
-		if (dbk_tune_set(c, trim(l), trim(eq + 1), why, sizeof(why)) < 0) {
+		if (dbk_settings_set(c, trim(l), trim(eq + 1), why, sizeof(why)) < 0) {
 			dbk_errf(err, errlen, "line %u: %s", lineno, why);
 			return -1;
 		}
@@ -197,7 +198,7 @@ static int url_decode(const char *s, size_t n, char *out, size_t cap)
 	return 0;
 }
 
-int dbk_tune_query(struct dbk_bal_config *c, const char *query, char *err, size_t errlen)
+int dbk_settings_query(struct dbk_bal_config *c, const char *query, char *err, size_t errlen)
 {
 	char key[64], value[256], why[256];
 	const char *p = query;
@@ -215,7 +216,7 @@ int dbk_tune_query(struct dbk_bal_config *c, const char *query, char *err, size_
 				         p);
 				return -1;
 			}
-			if (dbk_tune_set(c, key, value, why, sizeof(why)) < 0) {
+			if (dbk_settings_set(c, key, value, why, sizeof(why)) < 0) {
 				dbk_errf(err, errlen, "%s", why);
 				return -1;
 			}
@@ -243,7 +244,7 @@ static void put_num(struct dbk_buf *out, double v)
 	dbk_buf_printf(out, "%s", buf);
 }
 
-void dbk_tune_describe(const struct dbk_bal_config *c, bool one_line, struct dbk_buf *out)
+void dbk_settings_describe(const struct dbk_bal_config *c, bool one_line, struct dbk_buf *out)
 {
 	/* The file format, or logfmt pairs for a log line. */
 	const char *eq = one_line ? "=" : " = ", *end = one_line ? " " : "\n";

@@ -31,8 +31,9 @@ static double base_step_s(const struct dbk_engine_profile *g, double n_tokens)
 	return g->t_cpu_s + (lin > g->t_weights_s ? lin : g->t_weights_s);
 }
 
-double dbk_step_time(const struct dbk_engine_profile *gpu, size_t n, const uint32_t *new_tokens,
-                     const uint32_t *done, const bool *is_prefill)
+double dbk_engine_step_time(const struct dbk_engine_profile *gpu, size_t n,
+                            const uint32_t *new_tokens, const uint32_t *done,
+                            const bool *is_prefill)
 {
 	double total = 0, attn = 0;
 	size_t i;

@@ -42,8 +42,8 @@ static int report(struct dbk_bench *b)
 	int c, rc = 0;
 
 	for (c = 0; c < DBK_REPORT_COLUMNS; c++)
-		if (dbk_summarize(b->res, b->n, c == 0 ? DBK_STATS_ALL : c - 1, &b->o.slo, dur,
-		                  &s[c]) != 0) {
+		if (dbk_stats_summarize(b->res, b->n, c == 0 ? DBK_STATS_ALL : c - 1, &b->o.slo,
+		                        dur, &s[c]) != 0) {
 			fprintf(stderr, "dbucket-bench: out of memory\n");
 			return 1;
 		}

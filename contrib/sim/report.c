@@ -232,7 +232,8 @@ cJSON *dbk_sim_report_json(const struct dbk_sim_run_report *runs, size_t n, int 
 		cJSON_AddNumberToObject(o, "leases_left", (double)res->policy_leases);
 		cl = cJSON_AddObjectToObject(o, "classes");
 		for (c = 0; cl && c < DBK_NCLASSES; c++)
-			cJSON_AddItemToObject(cl, dbk_sim_class_name(c), class_json(&res->cls[c]));
+			cJSON_AddItemToObject(cl, dbk_metrics_class_name(c),
+			                      class_json(&res->cls[c]));
 		if (baseline >= 0 && (size_t)baseline < n) {
 			char key[64];
 			cJSON *ra;

@@ -321,7 +321,7 @@ static int key_prompt(struct dbk_sim *s, uint32_t id)
 {
 	const struct dbk_sim_req *q = &s->reqs[id];
 	struct rstate *r = &s->rs[id];
-	struct dbk_block_hasher h;
+	struct dbk_prefix_cache_hasher h;
 	struct dbk_req_spec spec;
 
 	/* Only engines with a cache use keys. */
@@ -336,13 +336,14 @@ static int key_prompt(struct dbk_sim *s, uint32_t id)
 	dbk_prompt_write(&s->text, &spec);
 	if (s->text.oom)
 		return -1;
-	dbk_block_hasher_init(&h, DBK_BLOCK_ROOT_TEXT, q->input_tokens / DBK_KV_BLOCK_TOKENS);
-	dbk_block_hasher_feed(&h, s->text.p, s->text.len);
+	dbk_prefix_cache_hasher_init(&h, DBK_BLOCK_ROOT_TEXT,
+	                             q->input_tokens / DBK_KV_BLOCK_TOKENS);
+	dbk_prefix_cache_hasher_feed(&h, s->text.p, s->text.len);
 	if (h.oom) {
-		dbk_block_hasher_free(&h);
+		dbk_prefix_cache_hasher_free(&h);
 		return -1;
 	}
-	r->keys = dbk_block_hasher_take(&h, &r->n_keys);
+	r->keys = dbk_prefix_cache_hasher_take(&h, &r->n_keys);
 	return 0;
 }
 
