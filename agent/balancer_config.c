@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "lib/log.h"
+#include "lib/bounds.h"
 
 void dbk_bal_config_default(struct dbk_bal_config *c, unsigned nservers, bool dynamic,
                             double threshold, double max_tokens)
@@ -88,8 +89,8 @@ int dbk_bal_config_check(const struct dbk_bal_config *c, char *err, size_t errle
 		errlen = sizeof(dummy);
 	}
 	err[0] = '\0';
-	if (c->nservers < 1 || c->nservers > DBK_BAL_MAX_SERVERS) {
-		dbk_errf(err, errlen, "need between 1 and %u servers, got %u", DBK_BAL_MAX_SERVERS,
+	if (c->nservers < 1 || c->nservers > DBK_MAX_SERVERS) {
+		dbk_errf(err, errlen, "need between 1 and %u servers, got %u", DBK_MAX_SERVERS,
 		         c->nservers);
 		return -1;
 	}

@@ -11,6 +11,7 @@
 #include "lib/cli.h"
 #include "lib/log.h"
 #include "settings.h"
+#include "lib/bounds.h"
 
 /* What parsing needs beside the config: options that are not a plain
  * value. */
@@ -167,8 +168,8 @@ static int opt_scrape(void *ctx, const char *v, char *err, size_t errlen)
 		dbk_errf(err, errlen, "--scrape wants NAME=http://HOST:PORT, got '%s'", v);
 		return -1;
 	}
-	if (c->nscrape == DBK_BAL_MAX_SERVERS) {
-		dbk_errf(err, errlen, "at most %d --scrape", DBK_BAL_MAX_SERVERS);
+	if (c->nscrape == DBK_MAX_SERVERS) {
+		dbk_errf(err, errlen, "at most %d --scrape", DBK_MAX_SERVERS);
 		return -1;
 	}
 	size_t nl = (size_t)(strchr(v, '=') - v);
@@ -228,10 +229,10 @@ static size_t opts_balancing(struct parse *p, struct dbk_opt *out)
 	const struct dbk_opt t[] = {
 		FLAG("enable-dynamic-bucket", 0, &c->dynamic,
 		     "split servers into a short and a long group\n(needs at least 2 servers)"),
-		NUM("server-group-threshold", DBK_OPT_LL, &c->threshold, 1, DBK_SETTINGS_MAX_TOKENS,
-		    "N", "tokens where the long bucket starts (" STR(DBK_DEFAULT_THRESHOLD) ")"),
-		NUM("max-request-tokens", DBK_OPT_LL, &c->max_request_tokens, 1,
-		    DBK_SETTINGS_MAX_TOKENS, "N",
+		NUM("server-group-threshold", DBK_OPT_LL, &c->threshold, 1, DBK_MAX_TOKENS, "N",
+		    "tokens where the long bucket starts (" STR(DBK_DEFAULT_THRESHOLD) ")"),
+		NUM("max-request-tokens", DBK_OPT_LL, &c->max_request_tokens, 1, DBK_MAX_TOKENS,
+		    "N",
 		    "upper bound of the long bucket (" STR(DBK_DEFAULT_MAX_REQUEST_TOKENS) ")"),
 		TEXT("config", &c->config_file, "FILE",
 		     "live settings (key = value lines: see\ndbucket-spoa(8)); reread on SIGHUP, "
@@ -323,7 +324,7 @@ static size_t opts_limits(struct parse *p, struct dbk_opt *out)
 		NUM("idle-timeout", DBK_OPT_LL, &c->idle_timeout_s, 1, WEEK_S, "SECONDS",
 		    "an SPOP connection silent this long after\nHELLO is closed; keep it above the "
 		    "SPOE\n'timeout idle' (" STR(DBK_DEFAULT_IDLE_TIMEOUT_S) ")"),
-		NUM("max-leases", DBK_OPT_SIZE, &c->max_leases, 1, DBK_SETTINGS_MAX_LEASES, "N",
+		NUM("max-leases", DBK_OPT_SIZE, &c->max_leases, 1, DBK_MAX_LEASES, "N",
 		    "requests in flight before the agent stops\nanswering and HAProxy balances "
 		    "alone (" STR(DBK_DEFAULT_MAX_LEASES) ")"),
 		{ "log-level", 0, DBK_OPT_CHOICE, &c->log_level, 0, 0, log_levels, NULL, 0, "LEVEL",
@@ -423,8 +424,8 @@ static int take_servers(struct dbk_config *c, int first, int argc, char **argv, 
 			         argv[i], DBK_MAX_SERVER_NAME);
 			return -1;
 		}
-		if (c->nservers == DBK_BAL_MAX_SERVERS) {
-			dbk_errf(err, errlen, "at most %d servers", DBK_BAL_MAX_SERVERS);
+		if (c->nservers == DBK_MAX_SERVERS) {
+			dbk_errf(err, errlen, "at most %d servers", DBK_MAX_SERVERS);
 			return -1;
 		}
 		for (unsigned j = 0; j < c->nservers; j++)

@@ -16,6 +16,8 @@
 #include <cjson/cJSON.h>
 
 #include "balancer.h"
+#include "lib/version.h"
+#include "lib/bounds.h"
 
 #define MAX_SHOWN 20
 
@@ -34,7 +36,7 @@ struct replay {
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: dbucket-parity [--exact | --predict] FILE\n"
+	        "usage: dbucket-parity [--exact | --predict] FILE | --help | --version\n"
 	        "Replays a parity-vector file (JSON lines: {\"config\": ...} starts a\n"
 	        "scenario, {\"op\": \"dispatch\"|\"release\", ...} follow) through the\n"
 	        "balancer and compares each decision and the loads after it.\n"
@@ -141,8 +143,8 @@ static int start_scenario(struct replay *rp, const cJSON *cfg)
 	    get_number(rp, cfg, "server_group_threshold", &threshold) < 0 ||
 	    get_number(rp, cfg, "max_request_tokens", &maxtok) < 0)
 		return -1;
-	if (servers < 1 || servers > DBK_BAL_MAX_SERVERS || servers != floor(servers))
-		return fail(rp, "\"servers\" must be an integer in [1, %u]", DBK_BAL_MAX_SERVERS);
+	if (servers < 1 || servers > DBK_MAX_SERVERS || servers != floor(servers))
+		return fail(rp, "\"servers\" must be an integer in [1, %u]", DBK_MAX_SERVERS);
 	dbk_bal_config_default(&c, (unsigned)servers, dynamic, threshold, maxtok);
 	if (dbk_bal_config_check(&c, why, sizeof(why)) < 0)
 		return fail(rp, "bad config: %s", why);
@@ -326,6 +328,10 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		usage(stdout);
+		return 0;
+	}
+	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+		printf("dbucket-parity %s\n", DBK_VERSION);
 		return 0;
 	}
 	if (argc == 3 && strcmp(argv[1], "--exact") == 0) {

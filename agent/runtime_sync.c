@@ -8,8 +8,7 @@
 #include "accounting.h"
 #include "lib/clock.h"
 #include "lib/log.h"
-
-#define SHOW_MAX 4096
+#include "lib/bounds.h"
 
 struct dbk_runtime_sync {
 	struct ev_loop *loop;
@@ -236,7 +235,7 @@ int dbk_runtime_sync_discover(const char *addr, const char *backend, unsigned ti
 	char cmd[DBK_RT_MAX_COMMAND];
 	size_t cap = DBK_RT_DEFAULT_MAX_RESPONSE, len;
 	char *buf = malloc(cap);
-	struct dbk_rt_server *srv = calloc(DBK_BAL_MAX_SERVERS, sizeof(*srv));
+	struct dbk_rt_server *srv = calloc(DBK_MAX_SERVERS, sizeof(*srv));
 	enum dbk_rt_query_status st = DBK_RT_Q_CONNECT;
 	int rc = -1;
 
@@ -253,9 +252,8 @@ int dbk_runtime_sync_discover(const char *addr, const char *backend, unsigned ti
 			break;
 		poll(NULL, 0, 250);
 	}
-	if (st == DBK_RT_Q_OK &&
-	    dbk_rt_parse_servers_state(buf, len, backend, srv, DBK_BAL_MAX_SERVERS, n, err,
-	                               errlen) == 0) {
+	if (st == DBK_RT_Q_OK && dbk_rt_parse_servers_state(buf, len, backend, srv, DBK_MAX_SERVERS,
+	                                                    n, err, errlen) == 0) {
 		if (*n == 0) {
 			dbk_errf(err, errlen, "backend '%s' has no servers", backend);
 		} else {

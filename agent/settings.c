@@ -6,6 +6,7 @@
 
 #include "lib/numparse.h"
 #include "lib/log.h"
+#include "lib/bounds.h"
 
 /* Each key's grammar and bounds. Token counts are whole numbers, as on
  * the command line; the three weights are decimals. The balancer checks
@@ -15,12 +16,12 @@ static const struct key {
 	bool integer;
 	double lo, hi;
 } keys[] = {
-	{ "server-group-threshold", true, 1, DBK_SETTINGS_MAX_TOKENS },
-	{ "max-request-tokens", true, 1, DBK_SETTINGS_MAX_TOKENS },
+	{ "server-group-threshold", true, 1, DBK_MAX_TOKENS },
+	{ "max-request-tokens", true, 1, DBK_MAX_TOKENS },
 	{ "sensitivity", false, 0, 1e6 },
 	{ "affinity-strength", false, 0, 1e6 },
 	{ "redirect-threshold", false, 0, 1e6 },
-	{ "max-leases", true, 1, DBK_SETTINGS_MAX_LEASES },
+	{ "max-leases", true, 1, DBK_MAX_LEASES },
 };
 
 static int set_group_sizes(struct dbk_bal_config *c, const char *value, char *err, size_t errlen)
@@ -38,7 +39,7 @@ static int set_group_sizes(struct dbk_bal_config *c, const char *value, char *er
 			goto bad;
 		memcpy(one, p, len);
 		one[len] = '\0';
-		if (!dbk_parse_uint(one, 1, DBK_BAL_MAX_SERVERS, &v))
+		if (!dbk_parse_uint(one, 1, DBK_MAX_SERVERS, &v))
 			goto bad;
 		sizes[n++] = (unsigned)v;
 		if (p[len] == '\0')

@@ -20,10 +20,6 @@
 #include "balancer.h"
 #include "lib/buf.h"
 
-/* Bounds the command line shares: token counts and the lease table. */
-#define DBK_SETTINGS_MAX_TOKENS 1099511627776.0 /* 2^40 */
-#define DBK_SETTINGS_MAX_LEASES 100000000.0
-
 /* Sets one key (see numparse.h for the grammar). Returns 0, or -1 with a reason naming the key. */
 int dbk_settings_set(struct dbk_bal_config *c, const char *key, const char *value, char *err,
                      size_t errlen);

@@ -10,6 +10,7 @@
 
 #include "bench.h"
 #include "report.h"
+#include "lib/version.h"
 
 static void raise_fd_limit(void)
 {
@@ -49,7 +50,7 @@ static int report(struct dbk_bench *b)
 		}
 	snprintf(url, sizeof(url), "http://%s%s", b->url.authority, b->url.path);
 	memset(&info, 0, sizeof(info));
-	info.version = DBK_BENCH_VERSION;
+	info.version = DBK_VERSION;
 	info.trace_path = b->o.slice.path;
 	info.format = b->o.synthetic ? "synthetic" : dbk_trace_format_name(b->o.slice.format);
 	info.synthetic = b->o.synthetic;

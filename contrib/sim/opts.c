@@ -15,6 +15,8 @@
 #include "sim.h"
 #include "model/engine.h"
 #include "lib/log.h"
+#include "lib/bounds.h"
+#include "lib/version.h"
 
 /* In enum dbk_trace_format's order: the choice's index is the format. */
 static const char *const formats[] = { "auto", "mooncake", "azure", NULL };
@@ -85,7 +87,7 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		          "arrive at uniform random times, seeded,\n"
 		          "before the next tick, in order (default:\n"
 		          "as recorded)" },
-		{ "instances", 0, DBK_OPT_INT, &o->instances, 1, DBK_SIM_MAX_INSTANCES,
+		{ "instances", 0, DBK_OPT_INT, &o->instances, 1, DBK_MAX_SERVERS,
 		  .flags = DBK_OPT_STRICT, .metavar = "N",
 		  .help = "vLLM instances (default 4); the first\nceil(N/2) form the short group",
 		  .section = "Cluster:" },
@@ -266,7 +268,7 @@ int dbk_sim_opts_parse(int argc, char **argv, struct dbk_sim_opts *o, int *statu
 		if (x.help)
 			usage(stdout, t);
 		else
-			printf("dbucket-sim %s\n", DBK_SIM_VERSION);
+			printf("dbucket-sim %s\n", DBK_VERSION);
 		*status = 0;
 		return 1;
 	}

@@ -13,6 +13,7 @@
 #include "policy.h"
 #include "snapshot.h"
 #include "lib/log.h"
+#include "lib/bounds.h"
 
 enum ev_kind {
 	EV_ARRIVAL,  /* arg: request id */
@@ -108,8 +109,8 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 	size_t k;
 	unsigned i;
 
-	if (c->ninstances < 1 || c->ninstances > DBK_SIM_MAX_INSTANCES) {
-		dbk_errf(err, errlen, "instances must be in 1..%u", DBK_SIM_MAX_INSTANCES);
+	if (c->ninstances < 1 || c->ninstances > DBK_MAX_SERVERS) {
+		dbk_errf(err, errlen, "instances must be in 1..%u", DBK_MAX_SERVERS);
 		return NULL;
 	}
 	if (!c->engines) {

@@ -9,6 +9,7 @@
 
 #include "lib/cli.h"
 #include "lib/log.h"
+#include "lib/version.h"
 
 /* Strings the stub echoes into HTTP headers and logs: no control bytes,
  * and no spaces where a header token or a log tag is meant. */
@@ -111,7 +112,7 @@ static int parse_table(int argc, char **argv, struct dbk_stub_opts *o, struct ra
 	if (r->help)
 		usage(stdout, table);
 	else if (r->version)
-		printf("vllm-stub %s\n", DBK_STUB_VERSION);
+		printf("vllm-stub %s\n", DBK_VERSION);
 	return r->help || r->version;
 }
 

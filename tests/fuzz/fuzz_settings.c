@@ -18,6 +18,7 @@
 #include "fuzz.h"
 #include "lib/numparse.h"
 #include "settings.h"
+#include "lib/bounds.h"
 
 static bool plain_digits(const char *s, size_t *n)
 {
@@ -68,9 +69,9 @@ static void check_taken(const struct dbk_bal_config *c)
 	for (unsigned i = 0; i < 3; i++)
 		FUZZ_CHECK(isfinite(w[i]) && w[i] >= 0 && w[i] <= 1e6);
 	for (unsigned i = 1; i <= c->nbuckets; i++)
-		FUZZ_CHECK(c->bounds[i] >= 1 && c->bounds[i] <= DBK_SETTINGS_MAX_TOKENS &&
+		FUZZ_CHECK(c->bounds[i] >= 1 && c->bounds[i] <= DBK_MAX_TOKENS &&
 		           c->bounds[i] == floor(c->bounds[i]));
-	FUZZ_CHECK(c->max_leases >= 1 && c->max_leases <= (size_t)DBK_SETTINGS_MAX_LEASES);
+	FUZZ_CHECK(c->max_leases >= 1 && c->max_leases <= (size_t)DBK_MAX_LEASES);
 
 	struct dbk_buf sb;
 	struct dbk_bal_config d;
