@@ -62,6 +62,13 @@ static const char *policy_list(void)
 	return text;
 }
 
+/* A count N: a whole number, strictly (no suffix, no fraction). */
+#define COUNT_N(name, ptr, lo, hi, text)                                                     \
+	{                                                                                    \
+		name, 0, DBK_OPT_SIZE, ptr, lo, hi, .flags = DBK_OPT_STRICT, .metavar = "N", \
+		                                    .help = text                             \
+	}
+
 static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 {
 	const struct dbk_opt opts[] = {
@@ -74,11 +81,10 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		  .help = "skip the first S seconds of trace time" },
 		{ "duration-s", 0, DBK_OPT_DOUBLE, &o->slice.duration_s, 0, 1e12, .metavar = "D",
 		  .help = "keep D seconds of trace time (default all)" },
-		{ "skip", 0, DBK_OPT_SIZE, &o->skip, 0, UINT32_MAX, .flags = DBK_OPT_STRICT,
-		  .metavar = "N", .help = "then drop the first N requests (default 0)" },
-		{ "max-requests", 0, DBK_OPT_SIZE, &o->slice.max_requests, 1, UINT32_MAX - 1,
-		  .flags = DBK_OPT_STRICT, .metavar = "N",
-		  .help = "then keep at most N (default all)" },
+		COUNT_N("skip", &o->skip, 0, UINT32_MAX,
+		        "then drop the first N requests (default 0)"),
+		COUNT_N("max-requests", &o->slice.max_requests, 1, UINT32_MAX - 1,
+		        "then keep at most N (default all)"),
 		{ "rate-factor", 0, DBK_OPT_DOUBLE, &o->slice.rate_factor, 1e-6, 1e9,
 		  .metavar = "F", .help = "arrivals F times faster: trace time / F\n(default 1)" },
 		{ "spread-ticks", 0, DBK_OPT_FLAG, &o->slice.spread_ticks,
@@ -96,23 +102,18 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		          "(default) or a100, or a comma-separated\n"
 		          "list given to the instances in turn\n"
 		          "(h100,a100: every other one an A100)" },
-		{ "max-model-len", 0, DBK_OPT_SIZE, &o->max_model_len, 2, MML_MAX,
-		  .flags = DBK_OPT_STRICT, .metavar = "N",
-		  .help = "every instance (default 131072)" },
-		{ "max-num-batched-tokens", 0, DBK_OPT_SIZE, &o->batched, 1, MML_MAX,
-		  .flags = DBK_OPT_STRICT, .metavar = "N",
-		  .help = "step token budget (default 8192 h100,\n2048 a100)" },
-		{ "max-num-seqs", 0, DBK_OPT_SIZE, &o->seqs, 1, DBK_ENGINE_MAX_SEQS_LIMIT,
-		  .flags = DBK_OPT_STRICT, .metavar = "N",
-		  .help = "(default 1024 h100, 256 a100)" },
-		{ "kv-capacity-tokens", 0, DBK_OPT_SIZE, &o->kv, 16, TOKENS_MAX,
-		  .flags = DBK_OPT_STRICT, .metavar = "N",
-		  .help = "KV cache per instance (default 430000)" },
-		{ "short-max-model-len", 0, DBK_OPT_SIZE, &o->short_max_model_len, 2, MML_MAX,
-		  .flags = DBK_OPT_STRICT, .metavar = "N",
-		  .help = "the short group's max-model-len" },
-		{ "short-kv-capacity-tokens", 0, DBK_OPT_SIZE, &o->short_kv, 16, TOKENS_MAX,
-		  .flags = DBK_OPT_STRICT, .metavar = "N", .help = "the short group's KV cache" },
+		COUNT_N("max-model-len", &o->max_model_len, 2, MML_MAX,
+		        "every instance (default 131072)"),
+		COUNT_N("max-num-batched-tokens", &o->batched, 1, MML_MAX,
+		        "step token budget (default 8192 h100,\n2048 a100)"),
+		COUNT_N("max-num-seqs", &o->seqs, 1, DBK_ENGINE_MAX_SEQS_LIMIT,
+		        "(default 1024 h100, 256 a100)"),
+		COUNT_N("kv-capacity-tokens", &o->kv, 16, TOKENS_MAX,
+		        "KV cache per instance (default 430000)"),
+		COUNT_N("short-max-model-len", &o->short_max_model_len, 2, MML_MAX,
+		        "the short group's max-model-len"),
+		COUNT_N("short-kv-capacity-tokens", &o->short_kv, 16, TOKENS_MAX,
+		        "the short group's KV cache"),
 		{ "demo-profile", 0, DBK_OPT_FLAG, &x->demo,
 		  .help = "short group 32768 / 120000, as make demo\n"
 		          "(the two options above win over it)" },
