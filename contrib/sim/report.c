@@ -102,10 +102,36 @@ static void heads(FILE *f, bool wall)
 	fputc('\n', f);
 }
 
+/* One line a run: its numbers, or with base their ratios to base's ("-"
+ * where a number or the ratio is not one). */
+static void rows(FILE *f, const struct dbk_sim_run_report *runs, size_t n,
+                 const struct dbk_sim_result *base)
+{
+	for (size_t r = 0; r < n; r++) {
+		fprintf(f, "%-16s", runs[r].policy);
+		for (size_t i = 0; i < NCOLS; i++) {
+			int w = col_width(&cols[i]);
+			double v = col_value(&cols[i], &runs[r].res);
+			double b = base ? col_value(&cols[i], base) : NAN;
+
+			fputc(' ', f);
+			if (base && b != 0 && !isnan(b) && !isnan(v))
+				fprintf(f, "%*.2f", w, v / b);
+			else if (base || isnan(v))
+				fprintf(f, "%*s", w, "-");
+			else
+				fprintf(f, cols[i].fmt, v);
+		}
+		if (!base && runs[r].wall_s >= 0)
+			fprintf(f, " %7.2f", runs[r].wall_s);
+		fputc('\n', f);
+	}
+}
+
 void dbk_sim_report_table(FILE *f, const struct dbk_sim_run_report *runs, size_t n, int baseline)
 {
 	bool wall = false;
-	size_t r, i;
+	size_t r;
 
 	for (r = 0; r < n; r++)
 		if (runs[r].wall_s >= 0)
@@ -114,21 +140,7 @@ void dbk_sim_report_table(FILE *f, const struct dbk_sim_run_report *runs, size_t
 	           "l = long; TPOT and E2E over all\n");
 	heads(f, wall);
 	rule(f);
-	for (r = 0; r < n; r++) {
-		fprintf(f, "%-16s", runs[r].policy);
-		for (i = 0; i < NCOLS; i++) {
-			double v = col_value(&cols[i], &runs[r].res);
-
-			fputc(' ', f);
-			if (isnan(v))
-				fprintf(f, "%*s", col_width(&cols[i]), "-");
-			else
-				fprintf(f, cols[i].fmt, v);
-		}
-		if (runs[r].wall_s >= 0)
-			fprintf(f, " %7.2f", runs[r].wall_s);
-		fputc('\n', f);
-	}
+	rows(f, runs, n, NULL);
 	if (baseline < 0 || (size_t)baseline >= n)
 		return;
 	fprintf(f,
@@ -137,19 +149,7 @@ void dbk_sim_report_table(FILE *f, const struct dbk_sim_run_report *runs, size_t
 	        runs[baseline].policy);
 	heads(f, false);
 	rule(f);
-	for (r = 0; r < n; r++) {
-		fprintf(f, "%-16s", runs[r].policy);
-		for (i = 0; i < NCOLS; i++) {
-			double b = col_value(&cols[i], &runs[baseline].res);
-			double v = col_value(&cols[i], &runs[r].res);
-
-			if (b != 0 && !isnan(b) && !isnan(v))
-				fprintf(f, " %*.2f", col_width(&cols[i]), v / b);
-			else
-				fprintf(f, " %*s", col_width(&cols[i]), "-");
-		}
-		fputc('\n', f);
-	}
+	rows(f, runs, n, &runs[baseline].res);
 }
 
 /* ---- JSON. ---- */
