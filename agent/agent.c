@@ -424,23 +424,24 @@ int dbk_agent_drop_privileges(struct dbk_agent *a, char *err, size_t errlen)
 
 	if (!a->cfg.user && !a->cfg.group)
 		return 0;
-	if (a->cfg.user) {
-		struct passwd *pw = getpwnam(a->cfg.user);
-		if (!pw) {
-			dbk_errf(err, errlen, "--user: no user '%s'", a->cfg.user);
-			return -1;
-		}
+	/* getpwnam and getgrnam return static storage of their own. */
+	const struct passwd *pw = a->cfg.user ? getpwnam(a->cfg.user) : NULL;
+	const struct group *gr = a->cfg.group ? getgrnam(a->cfg.group) : NULL;
+
+	if (a->cfg.user && !pw) {
+		dbk_errf(err, errlen, "--user: no user '%s'", a->cfg.user);
+		return -1;
+	}
+	if (a->cfg.group && !gr) {
+		dbk_errf(err, errlen, "--group: no group '%s'", a->cfg.group);
+		return -1;
+	}
+	if (pw) {
 		uid = pw->pw_uid;
 		gid = pw->pw_gid;
 	}
-	if (a->cfg.group) {
-		struct group *gr = getgrnam(a->cfg.group);
-		if (!gr) {
-			dbk_errf(err, errlen, "--group: no group '%s'", a->cfg.group);
-			return -1;
-		}
+	if (gr)
 		gid = gr->gr_gid;
-	}
 	for (unsigned i = 0; i < a->nunix; i++)
 		if (chown(a->unix_specs[i] + 5, uid, gid) < 0) {
 			dbk_errf(err, errlen, "chown %s: %s", a->unix_specs[i] + 5,
