@@ -45,11 +45,7 @@ REPO=$PWD
 BUILD=${DBK_BUILD:-$REPO/build}
 
 rounds=3 seconds=3 conns=32 bodies="100 6000" threads=1
-dbk_options "--rounds rounds
---seconds seconds
---connections conns
---bodies bodies
---threads threads" "$@"
+dbk_wrk_options "--threads threads" "$@"
 dbk_need_cmds wrk haproxy curl jq
 dbk_need_bins dbucket-spoa dbucket-null-agent
 

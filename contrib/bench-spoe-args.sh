@@ -30,11 +30,7 @@ REPO=$PWD
 BUILD=${DBK_BUILD:-$REPO/build}
 
 rounds=5 seconds=3 conns=32 bodies="6000 15000" blocks=14
-dbk_options "--rounds rounds
---seconds seconds
---connections conns
---bodies bodies
---blocks blocks" "$@"
+dbk_wrk_options "--blocks blocks" "$@"
 dbk_need_cmds wrk haproxy
 dbk_need_bins dbucket-null-agent
 case $blocks in '' | *[!0-9]*) dbk_bad_option "--blocks $blocks" ;; esac

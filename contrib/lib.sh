@@ -134,6 +134,19 @@ dbk_options() {
 	done
 }
 
+# dbk_wrk_options SPEC ARGS...: dbk_options with the wrk benches' own
+# --rounds, --seconds, --connections and --bodies (into rounds, seconds,
+# conns and bodies) before SPEC's.
+dbk_wrk_options() {
+	local spec="--rounds rounds
+--seconds seconds
+--connections conns
+--bodies bodies
+$1"
+	shift
+	dbk_options "$spec" "$@"
+}
+
 dbk_need_cmds() { # dbk_need_cmds CMD...: exits 2 unless each is in PATH
 	local c
 	for c in "$@"; do
