@@ -83,10 +83,4 @@ static int ch_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	return (int)p->ring[lo == p->npoints ? 0 : lo].inst;
 }
 
-const struct dbk_sim_policy_ops dbk_sim_policy_consistent_hash = {
-	.name = "consistent_hash",
-	.size = sizeof(struct chash),
-	.init = ch_init,
-	.fini = ch_fini,
-	.choose = ch_choose,
-};
+DBK_SIM_POLICY_OPS(consistent_hash, struct chash, ch);

@@ -137,12 +137,4 @@ static int ld_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	return (int)pick;
 }
 
-const struct dbk_sim_policy_ops dbk_sim_policy_llm_d = {
-	.name = "llm_d",
-	.size = sizeof(struct llmd),
-	.init = ld_init,
-	.fini = ld_fini,
-	.choose = ld_choose,
-	.scrape = true,
-	.tick_s = LD_REFRESH_S,
-};
+DBK_SIM_POLICY_OPS(llm_d, struct llmd, ld, .scrape = true, .tick_s = LD_REFRESH_S);

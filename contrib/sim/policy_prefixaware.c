@@ -148,10 +148,4 @@ static int pa_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	return p->oom ? DBK_SIM_POLICY_ERROR : (int)p->pick;
 }
 
-const struct dbk_sim_policy_ops dbk_sim_policy_prefixaware = {
-	.name = "prefixaware",
-	.size = sizeof(struct prefixaware),
-	.init = pa_init,
-	.fini = pa_fini,
-	.choose = pa_choose,
-};
+DBK_SIM_POLICY_OPS(prefixaware, struct prefixaware, pa);
