@@ -135,16 +135,7 @@ echo "== overhead: wrk -t $threads -c $conns, ${seconds}s per run, $rounds round
 : >"$tmp/warmup"
 echo "warm-up" >&2
 for cfg in haproxy null null4 spoa ring; do run "$cfg" "${bodies%% *}" 1 "$tmp/warmup"; done
-configs="direct haproxy null null4 spoa ring"
-for r in $(seq "$rounds"); do
-	ROUND=$r
-	echo "round $r" >&2
-	for body in $bodies; do
-		for cfg in $configs; do run "$cfg" "$body"; done
-	done
-	# Rotate the order, so that no configuration always runs first.
-	configs="${configs#* } ${configs%% *}"
-done
+dbk_rounds "direct haproxy null null4 spoa ring" run
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 sel() { awk -v c="$1" -v b="$2" -v k="$3" '$1 == c && $2 == b { print $k }' "$tmp/results" | median; }

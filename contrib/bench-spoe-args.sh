@@ -99,15 +99,7 @@ echo "== HAProxy's cost of the route message: wrk -c $conns, ${seconds}s a run, 
 echo "warm-up" >&2
 for v in $versions; do run "$v" "${bodies%% *}" 1 "$tmp/warmup"; done
 : >"$tmp/results"
-order=$versions
-for r in $(seq "$rounds"); do
-	ROUND=$r
-	echo "round $r ($(uptime | sed 's/.*load average/load average/'))" >&2
-	for body in $bodies; do
-		for v in $order; do run "$v" "$body"; done
-	done
-	order="${order#* } ${order%% *}"
-done
+dbk_rounds "$versions" run
 
 label() {
 	case $1 in

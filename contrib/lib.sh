@@ -147,6 +147,23 @@ $1"
 	dbk_options "$spec" "$@"
 }
 
+# dbk_rounds "ITEMS" CMD...: $rounds rounds over $bodies, each running
+# CMD ITEM BODY for every ITEM, their order rotated after each round so
+# that none always runs first; ROUND holds the round.
+# shellcheck disable=SC2154,SC2034 # rounds and bodies are the caller's options, ROUND its
+dbk_rounds() {
+	local order=$1 r body item
+	shift
+	for r in $(seq "$rounds"); do
+		ROUND=$r
+		echo "round $r ($(uptime | sed 's/.*load average/load average/'))" >&2
+		for body in $bodies; do
+			for item in $order; do "$@" "$item" "$body"; done
+		done
+		order="${order#* } ${order%% *}"
+	done
+}
+
 dbk_need_cmds() { # dbk_need_cmds CMD...: exits 2 unless each is in PATH
 	local c
 	for c in "$@"; do

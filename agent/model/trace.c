@@ -391,18 +391,15 @@ static int azure_line(const char *p, size_t n, unsigned line, struct azure_cols 
 		                "\"2023-11-16 18:15:46.6805900\"",
 		                line),
 		       -1;
-	if (!csv_uint(f[c->ctx], fl[c->ctx], DBK_TRACE_MAX_TOKENS, &in))
-		return dbk_errf(err, errn,
-		                "line %u: ContextTokens must be an "
-		                "integer in 0..%u",
-		                line, DBK_TRACE_MAX_TOKENS),
-		       -1;
-	if (!csv_uint(f[c->gen], fl[c->gen], DBK_TRACE_MAX_TOKENS, &out))
-		return dbk_errf(err, errn,
-		                "line %u: GeneratedTokens must be an "
-		                "integer in 0..%u",
-		                line, DBK_TRACE_MAX_TOKENS),
-		       -1;
+	for (int k = 0; k < 2; k++) {
+		size_t i = k ? c->gen : c->ctx;
+
+		if (!csv_uint(f[i], fl[i], DBK_TRACE_MAX_TOKENS, k ? &out : &in))
+			return dbk_errf(err, errn, "line %u: %s must be an integer in 0..%u", line,
+			                k ? "GeneratedTokens" : "ContextTokens",
+			                DBK_TRACE_MAX_TOKENS),
+			       -1;
+	}
 	if (!c->have_base) {
 		c->have_base = true;
 		c->base_sec = sec;
