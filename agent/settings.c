@@ -156,17 +156,6 @@ int dbk_settings_parse(struct dbk_bal_config *c, const char *text, size_t len, c
 	return 0;
 }
 
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 /* Decodes [s, s + n) into out (size cap). Returns -1 on bad escapes or
  * if it does not fit. */
 static int url_decode(const char *s, size_t n, char *out, size_t cap)
@@ -181,7 +170,7 @@ static int url_decode(const char *s, size_t n, char *out, size_t cap)
 		} else if (ch == '%') {
 			if (i + 2 >= n)
 				return -1;
-			int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
+			int hi = dbk_hex_digit(s[i + 1]), lo = dbk_hex_digit(s[i + 2]);
 			if (hi < 0 || lo < 0)
 				return -1;
 			ch = (char)(hi * 16 + lo);
