@@ -1,17 +1,21 @@
 # dbucket: an HAProxy SPOE agent that balances vLLM fleets by request length.
 #
-#   make            build everything into build/
-#   make test       install missing packages, build, run unit + e2e tests
-#   make sanitize   the same tests with ASan + UBSan binaries (build/san/)
-#   make fuzz       libFuzzer on every parser (FUZZ_SECONDS=60 each)
-#   make demo       stub vLLM servers + agent + HAProxy, requests routed
-#                   (KEEP=1 leaves it running until Ctrl-C)
-#   make bench      routing policies live on trace slices (BENCH_ARGS=--quick)
-#   make install   PREFIX=/usr/local DESTDIR= (binaries, man pages, unit)
-#   make format   clang-format every C file in place (.clang-format)
-#   make deb        the Debian package into build/deb/ (contrib/package.mk)
-#   make rules-test promtool on the Prometheus alert rules
-#   make clean
+# `make help` prints the lines below that start with "make".
+#   make              build everything into build/ (BUILD=dir elsewhere)
+#   make help         this list
+#   make unit         build, run the unit tests
+#   make e2e          build, run the end-to-end tests (bats, HAProxy on loopback)
+#   make test         install missing packages, build, run unit + e2e tests
+#   make sanitize     the same tests with ASan + UBSan binaries (build/san/)
+#   make fuzz         libFuzzer on every parser (FUZZ_SECONDS=60 each)
+#   make fuzz-build   build the fuzz targets only (tests/fuzz/fuzz.mk)
+#   make demo         stub vLLM servers + agent + HAProxy, requests routed (KEEP=1 stays up)
+#   make bench        routing policies live on trace slices (BENCH_ARGS=--quick)
+#   make install      binaries, man pages, unit (PREFIX=/usr/local DESTDIR=)
+#   make format       clang-format every C file in place (.clang-format)
+#   make deb          the Debian package into build/deb/ (contrib/package.mk)
+#   make rules-test   promtool on the Prometheus alert rules
+#   make clean        remove build/
 
 # The included .mk files define targets too: `make` alone must still mean
 # `make all`.
@@ -42,9 +46,9 @@ LDLIBS   += -lev -lcjson -lm
 #                     the bench's prompts)
 #   libdbk-agent.a    agent/: the balancer, policies and the agent's modules
 #   libdbk-<prog>.a   contrib/<prog>/: one program's modules
-# A program is its main.c (or the files named in <PROG>_MAINS) over its own
-# library and the ones below it; a unit test is test_*.c over the same.
-# Adding a module to a folder needs no change here.
+# A program is its main file over its folder's library and the ones below
+# it (one line in "The programs" below); a unit test is test_*.c over the
+# same. Adding a module to a folder needs no change here.
 # Objects reached through pattern rules (tests' mains) are intermediate
 # to make, which would delete them after each build and so rebuild them
 # every time: keep them.
@@ -73,56 +77,60 @@ $(LIBDBK): $(call dbk_objs,agent/lib)
 $(LIBDBK_MODEL): $(call dbk_objs,agent/model)
 $(LIBDBK_AGENT): $(call dbk_objs,agent,agent/main.c agent/parity.c)
 
-# $(call dbk_program,NAME,DIR,LIBS,MAINS): libdbk-NAME.a from DIR, and
-# $(BUILD)/test_NAME_X from DIR/test_X.c over it and LIBS.
+# $(call dbk_bin,NAME,MAIN,LIBS): the program $(BUILD)/NAME, MAIN.c's
+# object over LIBS.
+define dbk_bin
+BINS += $$(BUILD)/$(1)
+$$(BUILD)/$(1): $$(BUILD)/$(2).o $(3)
+	$$(LINK)
+endef
+
+# $(call dbk_program,NAME,DIR,LIBS,BIN:MAIN...): libdbk-NAME.a from DIR's
+# modules; each BIN from DIR/MAIN.c over it and LIBS; $(BUILD)/test_NAME_X
+# from DIR/test_X.c over the same.
 define dbk_program
+$(1)_MAINS = $(foreach b,$(4),$(2)/$(word 2,$(subst :, ,$(b))).c)
 $(1)_LIBS  = $$(BUILD)/libdbk-$(1).a $(3)
 $(1)_TESTS = $$(patsubst $(2)/test_%.c,$$(BUILD)/test_$(1)_%,$$(wildcard $(2)/test_*.c))
-$$(BUILD)/libdbk-$(1).a: $$(call dbk_objs,$(2),$(4))
+$$(BUILD)/libdbk-$(1).a: $$(call dbk_objs,$(2),$$($(1)_MAINS))
 $$(BUILD)/test_$(1)_%: $$(BUILD)/$(2)/test_%.o $$($(1)_LIBS)
 	$$(LINK)
 TESTS += $$($(1)_TESTS)
+$(foreach b,$(4),$$(eval $$(call dbk_bin,$(word 1,$(subst :, ,$(b))),$(2)/$(word 2,$(subst :, ,$(b))),$$($(1)_LIBS))))
 endef
 
-TESTS =
-$(eval $(call dbk_program,stub,contrib/stub,$(LIBDBK_MODEL) $(LIBDBK),contrib/stub/main.c))
-$(eval $(call dbk_program,bench,contrib/bench,$(LIBDBK_MODEL) $(LIBDBK),contrib/bench/main.c))
-$(eval $(call dbk_program,sim,contrib/sim,$(LIBDBK_AGENT) $(LIBDBK_MODEL) $(LIBDBK),contrib/sim/main.c))
-$(eval $(call dbk_program,spopbench,contrib/spopbench,$(LIBDBK_AGENT) $(LIBDBK_MODEL) $(LIBDBK),contrib/spopbench/null_agent.c contrib/spopbench/load.c))
-$(eval $(call dbk_program,launcher,contrib/launcher,$(LIBDBK),contrib/launcher/main.c))
+# The programs: adding one is one line here.
+BINS       =
+TESTS      =
+AGENT_LIBS = $(LIBDBK_AGENT) $(LIBDBK_MODEL) $(LIBDBK)
+$(eval $(call dbk_bin,dbucket-spoa,agent/main,$(AGENT_LIBS)))
+$(eval $(call dbk_bin,dbucket-parity,agent/parity,$(AGENT_LIBS)))
+$(eval $(call dbk_program,stub,contrib/stub,$(LIBDBK_MODEL) $(LIBDBK),vllm-stub:main))
+$(eval $(call dbk_program,bench,contrib/bench,$(LIBDBK_MODEL) $(LIBDBK),dbucket-bench:main))
+$(eval $(call dbk_program,sim,contrib/sim,$(AGENT_LIBS),dbucket-sim:main))
+$(eval $(call dbk_program,spopbench,contrib/spopbench,$(AGENT_LIBS),dbucket-null-agent:null_agent dbucket-spop-load:load))
+$(eval $(call dbk_program,launcher,contrib/launcher,$(LIBDBK),dbucket:main))
 
 # The unit tests of agent/, agent/lib/ and agent/model/ (tests/unit/test_X.c
 # -> test_X) share frames.o; one that checks programs against each other
 # names their libraries below.
 UNIT_TESTS = $(patsubst tests/unit/test_%.c,$(BUILD)/test_%,$(wildcard tests/unit/test_*.c))
 TESTS     += $(UNIT_TESTS)
-$(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(BUILD)/tests/unit/frames.o $(LIBDBK_AGENT) $(LIBDBK_MODEL) $(LIBDBK)
+$(BUILD)/test_%: $(BUILD)/tests/unit/test_%.o $(BUILD)/tests/unit/frames.o $(AGENT_LIBS)
 	$(LINK)
 # The simulator keys a prompt as the stub does.
 $(BUILD)/test_prompt_keys: $(BUILD)/libdbk-sim.a $(BUILD)/libdbk-stub.a
 
-BINS = $(BUILD)/dbucket-spoa $(BUILD)/dbucket-parity $(BUILD)/vllm-stub $(BUILD)/dbucket-bench \
-       $(BUILD)/dbucket-sim $(BUILD)/dbucket-null-agent $(BUILD)/dbucket-spop-load $(BUILD)/dbucket
 # Tools the e2e tests drive (not run by tests/run as unit tests).
 E2E_TOOLS = $(BUILD)/dbk-test-flood
-
-$(BUILD)/dbucket-spoa:       $(BUILD)/agent/main.o $(LIBDBK_AGENT) $(LIBDBK_MODEL) $(LIBDBK)
-$(BUILD)/dbucket-parity:     $(BUILD)/agent/parity.o $(LIBDBK_AGENT) $(LIBDBK_MODEL) $(LIBDBK)
-$(BUILD)/vllm-stub:          $(BUILD)/contrib/stub/main.o $(stub_LIBS)
-$(BUILD)/dbucket-bench:      $(BUILD)/contrib/bench/main.o $(bench_LIBS)
-$(BUILD)/dbucket-sim:        $(BUILD)/contrib/sim/main.o $(sim_LIBS)
-$(BUILD)/dbucket-null-agent: $(BUILD)/contrib/spopbench/null_agent.o $(spopbench_LIBS)
-$(BUILD)/dbucket-spop-load:  $(BUILD)/contrib/spopbench/load.o $(spopbench_LIBS)
-$(BUILD)/dbucket:            $(BUILD)/contrib/launcher/main.o $(launcher_LIBS)
-$(BUILD)/dbk-test-flood:     $(BUILD)/tests/e2e/flood.o $(BUILD)/tests/unit/frames.o $(LIBDBK_AGENT) $(LIBDBK_MODEL) $(LIBDBK)
-$(BINS) $(E2E_TOOLS):
+$(BUILD)/dbk-test-flood: $(BUILD)/tests/e2e/flood.o $(BUILD)/tests/unit/frames.o $(AGENT_LIBS)
 	$(LINK)
 
 include contrib/install.mk
 include contrib/package.mk
 include tests/fuzz/fuzz.mk
 
-.PHONY: all deps test unit e2e sanitize demo bench format clean
+.PHONY: all help deps test unit e2e sanitize demo bench format clean
 all: $(BINS) $(TESTS) $(E2E_TOOLS)
 
 deps:
@@ -134,6 +142,12 @@ test: deps
 
 unit: all
 	@tests/run --unit-only $(BUILD)
+
+e2e: all
+	@tests/run --e2e-only $(BUILD)
+
+help:
+	@sed -n 's/^#   make/make/p' $(firstword $(MAKEFILE_LIST))
 
 sanitize: deps
 	@$(MAKE) --no-print-directory all BUILD=build/san CC=clang OPT="-O1 -g" \

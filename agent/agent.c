@@ -69,12 +69,12 @@ static int read_config(const struct dbk_agent *a, struct dbk_bal_config *c, char
 	*c = a->base_config;
 	if (!text)
 		return -1;
-	int rc = dbk_tune_parse(c, text, len, why, sizeof(why));
+	int rc = dbk_settings_parse(c, text, len, why, sizeof(why));
 	free(text);
 	if (rc == 0)
 		rc = dbk_bal_config_check(c, why, sizeof(why));
 	if (rc < 0)
-		snprintf(err, errlen, "%s: %s", a->cfg.config_file, why);
+		dbk_errf(err, errlen, "%s: %s", a->cfg.config_file, why);
 	return rc;
 }
 
@@ -88,7 +88,7 @@ static int apply_config(struct dbk_agent *a, const struct dbk_bal_config *c, con
 		return -1;
 	a->config_changes++;
 	dbk_buf_init(&d);
-	dbk_tune_describe(c, true, &d);
+	dbk_settings_describe(c, true, &d);
 	dbk_log(DBK_LOG_INFO, "config-applied", "by=%s %s", how, d.p ? d.p : "");
 	dbk_buf_free(&d);
 	return 0;
@@ -99,7 +99,7 @@ int dbk_agent_reload(struct dbk_agent *a, char *err, size_t errlen)
 	struct dbk_bal_config c;
 
 	if (!a->cfg.config_file) {
-		snprintf(err, errlen, "no --config file to reread");
+		dbk_errf(err, errlen, "no --config file to reread");
 		return -1;
 	}
 	if (read_config(a, &c, err, errlen) < 0)
@@ -118,7 +118,7 @@ static void on_admin(void *arg, const char *method, const char *path, struct dbk
 		char err[256];
 
 		if (strcmp(method, "POST") == 0 &&
-		    (dbk_tune_query(&c, query ? query + 1 : "", err, sizeof(err)) < 0 ||
+		    (dbk_settings_query(&c, query ? query + 1 : "", err, sizeof(err)) < 0 ||
 		     apply_config(a, &c, "admin", err, sizeof(err)) < 0)) {
 			r->status = 400;
 			dbk_buf_printf(&r->body, "%s\n", err);
@@ -126,7 +126,7 @@ static void on_admin(void *arg, const char *method, const char *path, struct dbk
 			r->status = 405;
 			dbk_buf_printf(&r->body, "GET or POST /config?key=value&...\n");
 		} else {
-			dbk_tune_describe(dbk_bal_config(a->bal), false, &r->body);
+			dbk_settings_describe(dbk_bal_config(a->bal), false, &r->body);
 		}
 	} else if (strcmp(method, "GET") != 0) {
 		r->status = 405;
@@ -158,18 +158,18 @@ static int listen_all(struct dbk_agent *a, const char *const *specs, unsigned n,
 		int fd;
 
 		if (strncmp(specs[i], "udp@", 4) == 0 && !add_udp) {
-			snprintf(err, errlen,
+			dbk_errf(err, errlen,
 			         "cannot listen for %s on %s: udp@ is for completions only", what,
 			         specs[i]);
 			return -1;
 		}
 		fd = dbk_net_open(specs[i], &udp, why, sizeof(why));
 		if (fd < 0) {
-			snprintf(err, errlen, "cannot listen for %s on %s", what, why);
+			dbk_errf(err, errlen, "cannot listen for %s on %s", what, why);
 			return -1;
 		}
 		if ((udp ? add_udp : add)(obj, fd) < 0) {
-			snprintf(err, errlen, "cannot listen for %s on %s: too many addresses",
+			dbk_errf(err, errlen, "cannot listen for %s on %s: too many addresses",
 			         what, specs[i]);
 			close(fd);
 			return -1;
@@ -260,15 +260,15 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 		all_named = dbk_config_scrape_url(&a->cfg, a->cfg.servers[i]) != NULL;
 	/* Servers named on the command line: HAProxy still knows where. */
 	if (from_haproxy && !all_named && !a->discovered &&
-	    dbk_sync_discover(a->cfg.haproxy_socket, a->cfg.backend, DISCOVERY_TIMEOUT_MS,
-	                      &a->discovered, &a->ndiscovered, err, errlen))
+	    dbk_runtime_sync_discover(a->cfg.haproxy_socket, a->cfg.backend, DISCOVERY_TIMEOUT_MS,
+	                              &a->discovered, &a->ndiscovered, err, errlen))
 		return -1;
 	const char **urls = calloc(n, sizeof(*urls));
 	char(*bufs)[DBK_MAX_SCRAPE_URL + 1] = calloc(n, sizeof(*bufs));
 	if (!urls || !bufs) {
 		free(urls);
 		free(bufs);
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
 	for (unsigned i = 0; i < n; i++)
@@ -286,7 +286,7 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 	free(urls);
 	free(bufs);
 	if (scraped && !a->scrape) {
-		snprintf(err, errlen,
+		dbk_errf(err, errlen,
 		         "cannot start the scraper (out of memory, or a URL it cannot scrape: "
 		         "logged above)");
 		return -1;
@@ -302,8 +302,8 @@ static int discover_servers(struct dbk_agent *a, char *err, size_t errlen)
 {
 	unsigned n;
 
-	if (dbk_sync_discover(a->cfg.haproxy_socket, a->cfg.backend, DISCOVERY_TIMEOUT_MS,
-	                      &a->discovered, &n, err, errlen))
+	if (dbk_runtime_sync_discover(a->cfg.haproxy_socket, a->cfg.backend, DISCOVERY_TIMEOUT_MS,
+	                              &a->discovered, &n, err, errlen))
 		return -1;
 	a->ndiscovered = n;
 	for (unsigned i = 0; i < n; i++)
@@ -326,7 +326,7 @@ static int start_balancer(struct dbk_agent *a, char *err, size_t errlen)
 		return -1;
 	a->bal = dbk_bal_new(&bc);
 	if (!a->bal) {
-		snprintf(err, errlen, "cannot create the balancer");
+		dbk_errf(err, errlen, "cannot create the balancer");
 		return -1;
 	}
 	dbk_acct_init(&a->acct, a->bal, a->cfg.servers);
@@ -346,7 +346,7 @@ static int start_balancer(struct dbk_agent *a, char *err, size_t errlen)
 	a->route.nnames = a->cfg.nservers;
 	a->route.by_server = calloc(a->cfg.nservers, sizeof(*a->route.by_server));
 	if (!a->route.by_server) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
 	return 0;
@@ -374,7 +374,7 @@ static int start_listeners(struct dbk_agent *a, char *err, size_t errlen)
 	a->events = dbk_events_new(a->loop, completion_conns, on_completion, a);
 	a->admin = dbk_admin_new(a->loop, admin_conns, on_admin, a);
 	if (!a->spop || !a->events || !a->admin) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
 	if (listen_all(a, a->cfg.listen, a->cfg.nlisten, "spop", add_spop, NULL, a->spop, err,
@@ -393,11 +393,12 @@ static int start_sync(struct dbk_agent *a, char *err, size_t errlen)
 
 	if (dbk_rt_addr_parse(a->cfg.haproxy_socket, &addr, err, errlen))
 		return -1;
-	a->sync = dbk_sync_new(a->loop, &addr, a->cfg.backend, (double)a->cfg.poll_ms / 1000.0,
-	                       (double)a->cfg.reclaim_after_s, a->bal, a->cfg.servers,
-	                       a->cfg.nservers);
+	a->sync = dbk_runtime_sync_new(a->loop, &addr, a->cfg.backend,
+	                               (double)a->cfg.poll_ms / 1000.0,
+	                               (double)a->cfg.reclaim_after_s, a->bal, a->cfg.servers,
+	                               a->cfg.nservers);
 	if (!a->sync) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
 	return 0;
@@ -423,36 +424,37 @@ int dbk_agent_drop_privileges(struct dbk_agent *a, char *err, size_t errlen)
 
 	if (!a->cfg.user && !a->cfg.group)
 		return 0;
-	if (a->cfg.user) {
-		struct passwd *pw = getpwnam(a->cfg.user);
-		if (!pw) {
-			snprintf(err, errlen, "--user: no user '%s'", a->cfg.user);
-			return -1;
-		}
+	/* getpwnam and getgrnam return static storage of their own. */
+	const struct passwd *pw = a->cfg.user ? getpwnam(a->cfg.user) : NULL;
+	const struct group *gr = a->cfg.group ? getgrnam(a->cfg.group) : NULL;
+
+	if (a->cfg.user && !pw) {
+		dbk_errf(err, errlen, "--user: no user '%s'", a->cfg.user);
+		return -1;
+	}
+	if (a->cfg.group && !gr) {
+		dbk_errf(err, errlen, "--group: no group '%s'", a->cfg.group);
+		return -1;
+	}
+	if (pw) {
 		uid = pw->pw_uid;
 		gid = pw->pw_gid;
 	}
-	if (a->cfg.group) {
-		struct group *gr = getgrnam(a->cfg.group);
-		if (!gr) {
-			snprintf(err, errlen, "--group: no group '%s'", a->cfg.group);
-			return -1;
-		}
+	if (gr)
 		gid = gr->gr_gid;
-	}
 	for (unsigned i = 0; i < a->nunix; i++)
 		if (chown(a->unix_specs[i] + 5, uid, gid) < 0) {
-			snprintf(err, errlen, "chown %s: %s", a->unix_specs[i] + 5,
+			dbk_errf(err, errlen, "chown %s: %s", a->unix_specs[i] + 5,
 			         strerror(errno));
 			return -1;
 		}
 	/* Group first: once the uid is dropped, the gid can no longer change. */
 	if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0) {
-		snprintf(err, errlen, "dropping privileges: %s", strerror(errno));
+		dbk_errf(err, errlen, "dropping privileges: %s", strerror(errno));
 		return -1;
 	}
 	if (uid != 0 && setuid(0) == 0) {
-		snprintf(err, errlen, "dropping privileges: root could be regained");
+		dbk_errf(err, errlen, "dropping privileges: root could be regained");
 		return -1;
 	}
 	dbk_log(DBK_LOG_INFO, "privileges-dropped", "uid=%u gid=%u", (unsigned)uid, (unsigned)gid);
@@ -465,7 +467,7 @@ void dbk_agent_stop(struct dbk_agent *a)
 		ev_timer_stop(a->loop, &a->ttl_timer);
 	dbk_scrape_free(a->scrape);
 	a->scrape = NULL;
-	dbk_sync_free(a->sync);
+	dbk_runtime_sync_free(a->sync);
 	dbk_admin_free(a->admin);
 	dbk_events_free(a->events);
 	dbk_spop_server_free(a->spop);

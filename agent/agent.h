@@ -26,7 +26,7 @@ struct dbk_agent {
 	struct dbk_spop_server *spop;
 	struct dbk_events *events;
 	struct dbk_admin *admin;
-	struct dbk_sync *sync;            /* NULL without --haproxy-socket */
+	struct dbk_runtime_sync *sync;    /* NULL without --haproxy-socket */
 	struct dbk_rt_server *discovered; /* names read from HAProxy, if any */
 	unsigned ndiscovered;
 	struct dbk_policy policy;  /* --policy's, running */

@@ -16,6 +16,7 @@
 
 #include "leases.h"
 #include "lib/hash.h"
+#include "lib/log.h"
 
 #define NOT_IN_HEAP UINT_MAX
 
@@ -198,7 +199,7 @@ int dbk_bal_reconfigure(struct dbk_balancer *b, const struct dbk_bal_config *c, 
 		return -1;
 	if (c->nservers != b->cfg.nservers || c->dynamic != b->cfg.dynamic ||
 	    c->nbuckets != b->cfg.nbuckets) {
-		snprintf(err, errlen,
+		dbk_errf(err, errlen,
 		         "the server count, the mode and the number of buckets "
 		         "need a restart");
 		return -1;

@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/log.h"
+#include "lib/bounds.h"
+
 void dbk_bal_config_default(struct dbk_bal_config *c, unsigned nservers, bool dynamic,
                             double threshold, double max_tokens)
 {
@@ -50,26 +53,26 @@ static int check_bounds(const struct dbk_bal_config *c, char *err, size_t errlen
 	char a[48], b[48];
 
 	if (!(isfinite(c->bounds[0]) && c->bounds[0] >= 0)) {
-		snprintf(err, errlen, "bucket bound 0 (%g) must be a finite number >= 0",
+		dbk_errf(err, errlen, "bucket bound 0 (%g) must be a finite number >= 0",
 		         c->bounds[0]);
 		return -1;
 	}
 	for (unsigned i = 1; i <= c->nbuckets; i++) {
 		bound_name(c, i, b, sizeof(b));
 		if (!isfinite(c->bounds[i])) {
-			snprintf(err, errlen, "%s (%g) must be a finite number", b, c->bounds[i]);
+			dbk_errf(err, errlen, "%s (%g) must be a finite number", b, c->bounds[i]);
 			return -1;
 		}
 		if (c->bounds[i] > c->bounds[i - 1])
 			continue;
 		if (i == 1)
-			snprintf(err, errlen, "%s (%g) must be above %g", b, c->bounds[i],
+			dbk_errf(err, errlen, "%s (%g) must be above %g", b, c->bounds[i],
 			         c->bounds[0]);
 		else {
 			/* Named from the lower bound's side: the usual mistake is a
 			 * threshold set at or above the maximum. */
 			bound_name(c, i - 1, a, sizeof(a));
-			snprintf(err, errlen, "%s (%g) must be below %s (%g)", a, c->bounds[i - 1],
+			dbk_errf(err, errlen, "%s (%g) must be below %s (%g)", a, c->bounds[i - 1],
 			         b, c->bounds[i]);
 		}
 		return -1;
@@ -86,27 +89,27 @@ int dbk_bal_config_check(const struct dbk_bal_config *c, char *err, size_t errle
 		errlen = sizeof(dummy);
 	}
 	err[0] = '\0';
-	if (c->nservers < 1 || c->nservers > DBK_BAL_MAX_SERVERS) {
-		snprintf(err, errlen, "need between 1 and %u servers, got %u", DBK_BAL_MAX_SERVERS,
+	if (c->nservers < 1 || c->nservers > DBK_MAX_SERVERS) {
+		dbk_errf(err, errlen, "need between 1 and %u servers, got %u", DBK_MAX_SERVERS,
 		         c->nservers);
 		return -1;
 	}
 	if (c->nbuckets < 1 || c->nbuckets > DBK_BAL_MAX_BUCKETS) {
-		snprintf(err, errlen, "need between 1 and %u buckets, got %u", DBK_BAL_MAX_BUCKETS,
+		dbk_errf(err, errlen, "need between 1 and %u buckets, got %u", DBK_BAL_MAX_BUCKETS,
 		         c->nbuckets);
 		return -1;
 	}
 	if (!c->dynamic && c->nbuckets != 1) {
-		snprintf(err, errlen, "plain mode uses 1 bucket, got %u", c->nbuckets);
+		dbk_errf(err, errlen, "plain mode uses 1 bucket, got %u", c->nbuckets);
 		return -1;
 	}
 	if (c->dynamic && c->nservers < 2) {
-		snprintf(err, errlen, "dynamic bucket mode needs at least 2 servers, got %u",
+		dbk_errf(err, errlen, "dynamic bucket mode needs at least 2 servers, got %u",
 		         c->nservers);
 		return -1;
 	}
 	if (c->nservers < c->nbuckets) {
-		snprintf(err, errlen, "%u buckets need at least %u servers, got %u", c->nbuckets,
+		dbk_errf(err, errlen, "%u buckets need at least %u servers, got %u", c->nbuckets,
 		         c->nbuckets, c->nservers);
 		return -1;
 	}
@@ -115,17 +118,17 @@ int dbk_bal_config_check(const struct dbk_bal_config *c, char *err, size_t errle
 	if (c->nbuckets > 1 && check_bounds(c, err, errlen) < 0)
 		return -1;
 	if (!(isfinite(c->sensitivity) && c->sensitivity > 0)) {
-		snprintf(err, errlen, "sensitivity (%g) must be a finite number above 0",
+		dbk_errf(err, errlen, "sensitivity (%g) must be a finite number above 0",
 		         c->sensitivity);
 		return -1;
 	}
 	if (!(isfinite(c->affinity_strength) && c->affinity_strength >= 0)) {
-		snprintf(err, errlen, "affinity strength (%g) must be a finite number >= 0",
+		dbk_errf(err, errlen, "affinity strength (%g) must be a finite number >= 0",
 		         c->affinity_strength);
 		return -1;
 	}
 	if (!(c->redirect_threshold >= 0 && c->redirect_threshold <= 1)) {
-		snprintf(err, errlen, "redirect threshold (%g) must be between 0 and 1",
+		dbk_errf(err, errlen, "redirect threshold (%g) must be between 0 and 1",
 		         c->redirect_threshold);
 		return -1;
 	}
@@ -137,11 +140,11 @@ int dbk_bal_config_check(const struct dbk_bal_config *c, char *err, size_t errle
 	if (set) {
 		for (unsigned g = 0; g < c->nbuckets; g++)
 			if (c->group_sizes[g] == 0) {
-				snprintf(err, errlen, "group %u has no server", g);
+				dbk_errf(err, errlen, "group %u has no server", g);
 				return -1;
 			}
 		if (set != c->nbuckets || sum != c->nservers) {
-			snprintf(err, errlen,
+			dbk_errf(err, errlen,
 			         "group sizes must be %u numbers adding up to %u servers",
 			         c->nbuckets, c->nservers);
 			return -1;

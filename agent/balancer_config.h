@@ -9,7 +9,6 @@
 #include <stddef.h>
 
 #define DBK_BAL_MAX_BUCKETS 16
-#define DBK_BAL_MAX_SERVERS 4096
 
 struct dbk_bal_config {
 	unsigned nservers;

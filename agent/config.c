@@ -11,6 +11,7 @@
 #include "lib/cli.h"
 #include "lib/log.h"
 #include "settings.h"
+#include "lib/bounds.h"
 
 /* What parsing needs beside the config: options that are not a plain
  * value. */
@@ -42,6 +43,10 @@ static const char *const log_levels[] = { "debug", "info", "warn", "error", NULL
 #define CALL(name, fn, meta, help)                                               \
 	{                                                                        \
 		name, 0, DBK_OPT_CALL, NULL, 0, 0, NULL, fn, 0, meta, help, NULL \
+	}
+#define SECTION(title)                         \
+	{                                      \
+		.name = NULL, .section = title \
 	}
 #define FLAG(name, short_name, dst, help)                                                  \
 	{                                                                                  \
@@ -167,8 +172,8 @@ static int opt_scrape(void *ctx, const char *v, char *err, size_t errlen)
 		dbk_errf(err, errlen, "--scrape wants NAME=http://HOST:PORT, got '%s'", v);
 		return -1;
 	}
-	if (c->nscrape == DBK_BAL_MAX_SERVERS) {
-		dbk_errf(err, errlen, "at most %d --scrape", DBK_BAL_MAX_SERVERS);
+	if (c->nscrape == DBK_MAX_SERVERS) {
+		dbk_errf(err, errlen, "at most %d --scrape", DBK_MAX_SERVERS);
 		return -1;
 	}
 	size_t nl = (size_t)(strchr(v, '=') - v);
@@ -216,22 +221,19 @@ static const char *policy_help(void)
 
 /* ---- the options, by section of --help ---- */
 
-static size_t put(struct dbk_opt *out, const struct dbk_opt *t, size_t n)
-{
-	memcpy(out, t, n * sizeof(*t));
-	return n;
-}
-
-static size_t opts_balancing(struct parse *p, struct dbk_opt *out)
+/* Every option, in --help's order; a SECTION row puts its heading on the
+ * option after it. */
+static void all_options(struct parse *p, struct dbk_opt *out)
 {
 	struct dbk_config *c = p->c;
 	const struct dbk_opt t[] = {
+		SECTION("\nBalancing (same meaning and defaults as the reference proxy):"),
 		FLAG("enable-dynamic-bucket", 0, &c->dynamic,
 		     "split servers into a short and a long group\n(needs at least 2 servers)"),
-		NUM("server-group-threshold", DBK_OPT_LL, &c->threshold, 1, DBK_TUNE_MAX_TOKENS,
-		    "N", "tokens where the long bucket starts (" STR(DBK_DEFAULT_THRESHOLD) ")"),
-		NUM("max-request-tokens", DBK_OPT_LL, &c->max_request_tokens, 1,
-		    DBK_TUNE_MAX_TOKENS, "N",
+		NUM("server-group-threshold", DBK_OPT_LL, &c->threshold, 1, DBK_MAX_TOKENS, "N",
+		    "tokens where the long bucket starts (" STR(DBK_DEFAULT_THRESHOLD) ")"),
+		NUM("max-request-tokens", DBK_OPT_LL, &c->max_request_tokens, 1, DBK_MAX_TOKENS,
+		    "N",
 		    "upper bound of the long bucket (" STR(DBK_DEFAULT_MAX_REQUEST_TOKENS) ")"),
 		TEXT("config", &c->config_file, "FILE",
 		     "live settings (key = value lines: see\ndbucket-spoa(8)); reread on SIGHUP, "
@@ -241,14 +243,8 @@ static size_t opts_balancing(struct parse *p, struct dbk_opt *out)
 		    "ttft: the servers run X times as fast as its\nengine model (an 8B model on an "
 		    "H100; 1); for\nother GPUs, and stubs run with --time-scale X\n"
 		    "(differences between servers are learnt)"),
-	};
-	return put(out, t, COUNT(t));
-}
-
-static size_t opts_scrape(struct parse *p, struct dbk_opt *out)
-{
-	struct dbk_config *c = p->c;
-	const struct dbk_opt t[] = {
+		SECTION("\nServers' own numbers (vLLM's /metrics and /v1/models; the ttft policy\n"
+		        "routes on them, every policy reports them):"),
 		CALL("scrape", opt_scrape, "NAME=URL",
 		     "scrape server NAME at base URL\n(http://HOST:PORT); repeatable. With "
 		     "--policy\n"
@@ -261,14 +257,7 @@ static size_t opts_scrape(struct parse *p, struct dbk_opt *out)
 		NUM("scrape-timeout", DBK_OPT_LL, &c->scrape_timeout_ms, 10, 600 * 1000, "MS",
 		    "a scrape not answered by then failed (" STR(
 		            DBK_DEFAULT_SCRAPE_TIMEOUT_MS) ")"),
-	};
-	return put(out, t, COUNT(t));
-}
-
-static size_t opts_agent(struct parse *p, struct dbk_opt *out)
-{
-	struct dbk_config *c = p->c;
-	const struct dbk_opt t[] = {
+		SECTION("\nAgent:"),
 		CALL("listen", opt_listen, "ADDR",
 		     "where HAProxy connects; repeatable.\nHOST:PORT, [IPV6]:PORT or unix:PATH\n"
 		     "(default " DBK_DEFAULT_LISTEN ")"),
@@ -283,14 +272,7 @@ static size_t opts_agent(struct parse *p, struct dbk_opt *out)
 		NUM("lease-ttl", DBK_OPT_LL, &c->lease_ttl_s, 1, WEEK_S, "SECONDS",
 		    "a request whose completion never arrives\nis released after this long (" STR(
 		            DBK_DEFAULT_LEASE_TTL_S) ")"),
-	};
-	return put(out, t, COUNT(t));
-}
-
-static size_t opts_runtime(struct parse *p, struct dbk_opt *out)
-{
-	struct dbk_config *c = p->c;
-	const struct dbk_opt t[] = {
+		SECTION("\nHAProxy's runtime API (optional, recommended):"),
 		TEXT("haproxy-socket", &c->haproxy_socket, "ADDR",
 		     "its stats socket: unix:PATH, /PATH or\nHOST:PORT (needs 'level operator' or "
 		     "more)"),
@@ -301,14 +283,7 @@ static size_t opts_runtime(struct parse *p, struct dbk_opt *out)
 		NUM("reclaim-after", DBK_OPT_LL, &c->reclaim_after_s, 0, WEEK_S, "SECONDS",
 		    "a lease is taken for leaked only when older\nthan this, and in excess of "
 		    "HAProxy's\nsessions for 3 polls (" STR(DBK_DEFAULT_RECLAIM_AFTER_S) ")"),
-	};
-	return put(out, t, COUNT(t));
-}
-
-static size_t opts_limits(struct parse *p, struct dbk_opt *out)
-{
-	struct dbk_config *c = p->c;
-	const struct dbk_opt t[] = {
+		SECTION("\nLimits:"),
 		NUM("max-frame-size", DBK_OPT_INT, &c->max_frame_size, DBK_MIN_FRAME,
 		    16 * 1024 * 1024, "N",
 		    "largest SPOP frame, at most what HAProxy\nannounces is used (" STR(
@@ -323,7 +298,7 @@ static size_t opts_limits(struct parse *p, struct dbk_opt *out)
 		NUM("idle-timeout", DBK_OPT_LL, &c->idle_timeout_s, 1, WEEK_S, "SECONDS",
 		    "an SPOP connection silent this long after\nHELLO is closed; keep it above the "
 		    "SPOE\n'timeout idle' (" STR(DBK_DEFAULT_IDLE_TIMEOUT_S) ")"),
-		NUM("max-leases", DBK_OPT_SIZE, &c->max_leases, 1, DBK_TUNE_MAX_LEASES, "N",
+		NUM("max-leases", DBK_OPT_SIZE, &c->max_leases, 1, DBK_MAX_LEASES, "N",
 		    "requests in flight before the agent stops\nanswering and HAProxy balances "
 		    "alone (" STR(DBK_DEFAULT_MAX_LEASES) ")"),
 		{ "log-level", 0, DBK_OPT_CHOICE, &c->log_level, 0, 0, log_levels, NULL, 0, "LEVEL",
@@ -335,35 +310,20 @@ static size_t opts_limits(struct parse *p, struct dbk_opt *out)
 		FLAG("help", 'h', &p->help, "this text"),
 		FLAG("version", 'V', &p->version, "the version"),
 	};
-	return put(out, t, COUNT(t));
-}
-
-static const struct section {
-	const char *title;
-	size_t (*opts)(struct parse *p, struct dbk_opt *out);
-} sections[] = {
-	{ "\nBalancing (same meaning and defaults as the reference proxy):", opts_balancing },
-	{ "\nServers' own numbers (vLLM's /metrics and /v1/models; the ttft policy\n"
-	  "routes on them, every policy reports them):",
-	  opts_scrape },
-	{ "\nAgent:", opts_agent },
-	{ "\nHAProxy's runtime API (optional, recommended):", opts_runtime },
-	{ "\nLimits:", opts_limits },
-};
-
-/* Every section's options in one table, each section's heading on its
- * first option. */
-static void all_options(struct parse *p, struct dbk_opt *t)
-{
+	const char *section = NULL;
 	size_t n = 0;
 
-	for (size_t i = 0; i < COUNT(sections); i++) {
-		size_t first = n;
-
-		n += sections[i].opts(p, t + n);
-		t[first].section = sections[i].title;
+	_Static_assert(COUNT(t) <= MAX_OPTIONS + 5 /* SECTION rows */, "MAX_OPTIONS is too small");
+	for (size_t i = 0; i < COUNT(t); i++) {
+		if (!t[i].name) {
+			section = t[i].section;
+			continue;
+		}
+		out[n] = t[i];
+		out[n++].section = section;
+		section = NULL;
 	}
-	t[n] = (struct dbk_opt){ .name = NULL };
+	out[n] = (struct dbk_opt){ .name = NULL };
 }
 
 void dbk_config_usage(FILE *out, const char *prog)
@@ -423,8 +383,8 @@ static int take_servers(struct dbk_config *c, int first, int argc, char **argv, 
 			         argv[i], DBK_MAX_SERVER_NAME);
 			return -1;
 		}
-		if (c->nservers == DBK_BAL_MAX_SERVERS) {
-			dbk_errf(err, errlen, "at most %d servers", DBK_BAL_MAX_SERVERS);
+		if (c->nservers == DBK_MAX_SERVERS) {
+			dbk_errf(err, errlen, "at most %d servers", DBK_MAX_SERVERS);
 			return -1;
 		}
 		for (unsigned j = 0; j < c->nservers; j++)
@@ -510,7 +470,7 @@ int dbk_config_check_servers(const struct dbk_config *c, char *err, size_t errle
 			    strncmp(c->servers[j], c->scrape[i], (size_t)nl) == 0)
 				break;
 		if (j == c->nservers) {
-			snprintf(err, errlen, "--scrape names '%.*s', which is not a server", nl,
+			dbk_errf(err, errlen, "--scrape names '%.*s', which is not a server", nl,
 			         c->scrape[i]);
 			return -1;
 		}

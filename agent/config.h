@@ -10,8 +10,7 @@
 
 #include "balancer.h"
 #include "policy_ops.h"
-
-#define DBK_VERSION "0.1.0"
+#include "lib/bounds.h"
 
 #define DBK_MAX_LISTEN 8
 #define DBK_DEFAULT_LISTEN "127.0.0.1:12345"
@@ -46,7 +45,7 @@
 struct dbk_config {
 	/* Server names as haproxy.cfg spells them, in order; they point
 	 * into argv. */
-	const char *servers[DBK_BAL_MAX_SERVERS];
+	const char *servers[DBK_MAX_SERVERS];
 	unsigned nservers;
 	bool dynamic;
 	long long threshold;
@@ -67,7 +66,7 @@ struct dbk_config {
 	const struct dbk_policy_ops *policy;
 	/* --scrape NAME=URL, as given (checked against the server names
 	 * once they are known: dbk_config_scrape_url). */
-	const char *scrape[DBK_BAL_MAX_SERVERS];
+	const char *scrape[DBK_MAX_SERVERS];
 	unsigned nscrape;
 	long long scrape_interval_ms;
 	long long scrape_timeout_ms;

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/numparse.h"
+
 /* Deepest nesting read here (a bit a level); real bodies use about 5. */
 #define ESCAN_MAX_DEPTH 64u
 /* cJSON reads at most 63 characters of a number. */
@@ -22,17 +24,6 @@ static void escan_ws(struct escan *s)
 		s->p++;
 }
 
-static int escan_hex(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* At "\u": its four hex digits, or -1 when they are not all there (cJSON
  * would read a bad digit as a code of 0). */
 static long escan_u4(const uint8_t *u, const uint8_t *end)
@@ -42,7 +33,7 @@ static long escan_u4(const uint8_t *u, const uint8_t *end)
 	if (end - u < 6 || u[0] != '\\' || u[1] != 'u')
 		return -1;
 	for (int i = 2; i < 6; i++) {
-		int h = escan_hex(u[i]);
+		int h = dbk_hex_digit(u[i]);
 		if (h < 0)
 			return -1;
 		v = v * 16 + h;

@@ -7,6 +7,7 @@
 
 #include "agent.h"
 #include "lib/log.h"
+#include "lib/version.h"
 
 static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 {

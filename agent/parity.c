@@ -16,6 +16,9 @@
 #include <cjson/cJSON.h>
 
 #include "balancer.h"
+#include "lib/log.h"
+#include "lib/version.h"
+#include "lib/bounds.h"
 
 #define MAX_SHOWN 20
 
@@ -34,7 +37,7 @@ struct replay {
 static void usage(FILE *f)
 {
 	fprintf(f,
-	        "usage: dbucket-parity [--exact | --predict] FILE\n"
+	        "usage: dbucket-parity [--exact | --predict] FILE | --help | --version\n"
 	        "Replays a parity-vector file (JSON lines: {\"config\": ...} starts a\n"
 	        "scenario, {\"op\": \"dispatch\"|\"release\", ...} follow) through the\n"
 	        "balancer and compares each decision and the loads after it.\n"
@@ -49,19 +52,8 @@ static void usage(FILE *f)
 	        MAX_SHOWN);
 }
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static int
-fail(struct replay *rp, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(rp->err, sizeof(rp->err), fmt, ap);
-	va_end(ap);
-	return -1;
-}
+/* The file is malformed: the reason, and -1 for the caller to return. */
+#define FAIL(rp, ...) (dbk_errf((rp)->err, sizeof((rp)->err), __VA_ARGS__), -1)
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
@@ -96,7 +88,7 @@ static int get_number(struct replay *rp, const cJSON *obj, const char *key, doub
 
 	*out = 0;
 	if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
-		return fail(rp, "\"%s\" must be a number", key);
+		return FAIL(rp, "\"%s\" must be a number", key);
 	*out = it->valuedouble;
 	return 0;
 }
@@ -109,7 +101,7 @@ static int get_index(struct replay *rp, const cJSON *obj, const char *key, unsig
 	if (get_number(rp, obj, key, &v) < 0)
 		return -1;
 	if (v < 0 || v > UINT32_MAX || v != floor(v))
-		return fail(rp, "\"%s\" must be a non-negative integer", key);
+		return FAIL(rp, "\"%s\" must be a non-negative integer", key);
 	*out = (unsigned)v;
 	return 0;
 }
@@ -122,7 +114,7 @@ static int get_bool(struct replay *rp, const cJSON *obj, const char *key, bool d
 	if (!it || cJSON_IsNull(it))
 		return 0;
 	if (!cJSON_IsBool(it))
-		return fail(rp, "\"%s\" must be a boolean", key);
+		return FAIL(rp, "\"%s\" must be a boolean", key);
 	*out = cJSON_IsTrue(it);
 	return 0;
 }
@@ -135,21 +127,21 @@ static int start_scenario(struct replay *rp, const cJSON *cfg)
 	char why[200];
 
 	if (!cJSON_IsObject(cfg))
-		return fail(rp, "\"config\" must be an object");
+		return FAIL(rp, "\"config\" must be an object");
 	if (get_number(rp, cfg, "servers", &servers) < 0 ||
 	    get_bool(rp, cfg, "enable_dynamic_bucket", false, &dynamic) < 0 ||
 	    get_number(rp, cfg, "server_group_threshold", &threshold) < 0 ||
 	    get_number(rp, cfg, "max_request_tokens", &maxtok) < 0)
 		return -1;
-	if (servers < 1 || servers > DBK_BAL_MAX_SERVERS || servers != floor(servers))
-		return fail(rp, "\"servers\" must be an integer in [1, %u]", DBK_BAL_MAX_SERVERS);
+	if (servers < 1 || servers > DBK_MAX_SERVERS || servers != floor(servers))
+		return FAIL(rp, "\"servers\" must be an integer in [1, %u]", DBK_MAX_SERVERS);
 	dbk_bal_config_default(&c, (unsigned)servers, dynamic, threshold, maxtok);
 	if (dbk_bal_config_check(&c, why, sizeof(why)) < 0)
-		return fail(rp, "bad config: %s", why);
+		return FAIL(rp, "bad config: %s", why);
 	dbk_bal_free(rp->bal);
 	rp->bal = dbk_bal_new(&c);
 	if (!rp->bal)
-		return fail(rp, "out of memory");
+		return FAIL(rp, "out of memory");
 	return 0;
 }
 
@@ -161,11 +153,11 @@ static int compare_loads(struct replay *rp, const cJSON *after, const char *key,
 	unsigned i = 0;
 
 	if (!cJSON_IsArray(arr))
-		return fail(rp, "\"after.%s\" must be an array", key);
+		return FAIL(rp, "\"after.%s\" must be an array", key);
 	cJSON_ArrayForEach(it, arr)
 	{
 		if (!cJSON_IsNumber(it))
-			return fail(rp, "\"after.%s[%u]\" must be a number", key, i);
+			return FAIL(rp, "\"after.%s[%u]\" must be a number", key, i);
 		if (i < n && !near(rp, load(rp->bal, i), it->valuedouble))
 			differ(rp, "%s[%u]: got %.17g, want %.17g", key, i, load(rp->bal, i),
 			       it->valuedouble);
@@ -182,7 +174,7 @@ static int check_after(struct replay *rp, const cJSON *op)
 	const struct dbk_bal_config *c = dbk_bal_config(rp->bal);
 
 	if (!cJSON_IsObject(after))
-		return fail(rp, "\"after\" must be an object");
+		return FAIL(rp, "\"after\" must be an object");
 	if (compare_loads(rp, after, "server_load", c->nservers, dbk_bal_server_load) < 0)
 		return -1;
 	/* The reference reports bucket loads in dynamic mode only. */
@@ -198,7 +190,7 @@ static int get_id(struct replay *rp, const cJSON *op, const char **id)
 
 	*id = "";
 	if (!cJSON_IsString(it))
-		return fail(rp, "\"id\" must be a string");
+		return FAIL(rp, "\"id\" must be a string");
 	*id = it->valuestring;
 	return 0;
 }
@@ -219,17 +211,17 @@ static int dispatch(struct replay *rp, const cJSON *op)
 		return -1;
 	if (mt && !cJSON_IsNull(mt)) {
 		if (get_number(rp, op, "max_tokens", &req.max_tokens) < 0)
-			return fail(rp, "\"max_tokens\" must be a number or null");
+			return FAIL(rp, "\"max_tokens\" must be a number or null");
 	}
 	if (rp->predict) {
 		r = dbk_bal_dispatch(rp->bal, id, strlen(id), &req, rp->ops, &d);
 		if (r != DBK_BAL_OK)
-			return fail(rp, "dispatch %s: %s", id, dbk_bal_result_str(r));
+			return FAIL(rp, "dispatch %s: %s", id, dbk_bal_result_str(r));
 		printf("%s %u %u %.10g\n", id, d.group, d.server, d.score);
 		return 0;
 	}
 	if (!cJSON_IsObject(expect))
-		return fail(rp, "\"expect\" must be an object");
+		return FAIL(rp, "\"expect\" must be an object");
 	if (get_index(rp, expect, "group", &want_group) < 0 ||
 	    get_index(rp, expect, "server", &want_server) < 0 ||
 	    get_number(rp, expect, "score", &want_score) < 0)
@@ -269,10 +261,10 @@ static int replay_line(struct replay *rp, const char *text, size_t len)
 	int ret;
 
 	if (!root)
-		return fail(rp, "not JSON");
+		return FAIL(rp, "not JSON");
 	if (!cJSON_IsObject(root)) {
 		cJSON_Delete(root);
-		return fail(rp, "not a JSON object");
+		return FAIL(rp, "not a JSON object");
 	}
 	cfg = cJSON_GetObjectItemCaseSensitive(root, "config");
 	op = cJSON_GetObjectItemCaseSensitive(root, "op");
@@ -280,15 +272,15 @@ static int replay_line(struct replay *rp, const char *text, size_t len)
 	if (cfg) {
 		ret = start_scenario(rp, cfg);
 	} else if (!cJSON_IsString(op)) {
-		ret = fail(rp, "neither a \"config\" nor an \"op\" line");
+		ret = FAIL(rp, "neither a \"config\" nor an \"op\" line");
 	} else if (!rp->bal) {
-		ret = fail(rp, "operation before the first \"config\" line");
+		ret = FAIL(rp, "operation before the first \"config\" line");
 	} else if (strcmp(op->valuestring, "dispatch") == 0) {
 		ret = dispatch(rp, root);
 	} else if (strcmp(op->valuestring, "release") == 0) {
 		ret = release(rp, root);
 	} else {
-		ret = fail(rp, "unknown op \"%.40s\"", op->valuestring);
+		ret = FAIL(rp, "unknown op \"%.40s\"", op->valuestring);
 	}
 	if (ret == 0 && !cfg) {
 		rp->ops++;
@@ -326,6 +318,10 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		usage(stdout);
+		return 0;
+	}
+	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+		printf("dbucket-parity %s\n", DBK_VERSION);
 		return 0;
 	}
 	if (argc == 3 && strcmp(argv[1], "--exact") == 0) {

@@ -62,8 +62,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DBK_PRED_MAX_SERVERS 4096u
-
 /* The default stall weight, a bare literal so that help texts can
  * quote it (dbucket-sim --stall-weight). */
 #define DBK_PRED_STALL_WEIGHT 0.2

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "model/engine_profile.h"
+#include "lib/log.h"
+#include "lib/bounds.h"
 
 /* Slowness (dbk_pred_learn_speed): first tokens observed and predicted a
  * sample needs of each, the weight of a new sample, a factor within which
@@ -49,7 +51,7 @@ int dbk_pred_config_check(const struct dbk_pred_config *c, char *err, size_t err
 {
 	const char *bad = NULL;
 
-	if (c->nservers == 0 || c->nservers > DBK_PRED_MAX_SERVERS)
+	if (c->nservers == 0 || c->nservers > DBK_MAX_SERVERS)
 		bad = "server count out of range";
 	else if (!pos(c->budget_tokens) || !pos(c->lin_tokens_per_s) || !pos(c->attn_flops) ||
 	         !pos(c->kv_read_bw) || !pos(c->kv_tokens))
@@ -61,7 +63,7 @@ int dbk_pred_config_check(const struct dbk_pred_config *c, char *err, size_t err
 	                   c->kv_bytes_per_token + c->output_tokens + c->stall_weight))
 		bad = "engine costs must be finite and not negative";
 	if (bad && err && errlen)
-		snprintf(err, errlen, "%s", bad);
+		dbk_errf(err, errlen, "%s", bad);
 	return bad ? -1 : 0;
 }
 

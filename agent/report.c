@@ -26,7 +26,7 @@ enum src {
 	SRC_CHOOSE, /* struct dbk_route_stats, with a policy that chooses only */
 	SRC_RX,     /* struct dbk_events_stats */
 	SRC_SPOP,   /* struct dbk_spop_server_stats */
-	SRC_SYNC,   /* struct dbk_sync_stats, with --haproxy-socket only */
+	SRC_SYNC,   /* struct dbk_runtime_sync_stats, with --haproxy-socket only */
 	SRC_AGENT,  /* struct dbk_agent */
 	NSRC
 };
@@ -56,7 +56,7 @@ struct row {
 #define CHOOSE(f) FIELD(SRC_CHOOSE, struct dbk_route_stats, f)
 #define RX(f) FIELD(SRC_RX, struct dbk_events_stats, f)
 #define SPOP(f) FIELD(SRC_SPOP, struct dbk_spop_server_stats, f)
-#define SYNC(f) FIELD(SRC_SYNC, struct dbk_sync_stats, f)
+#define SYNC(f) FIELD(SRC_SYNC, struct dbk_runtime_sync_stats, f)
 #define AGENT(f) FIELD(SRC_AGENT, struct dbk_agent, f)
 
 /* The route refuses for the balancer's reasons and for a missing id. */
@@ -213,7 +213,7 @@ static void sources(const struct dbk_agent *a, const void *src[NSRC])
 	src[SRC_CHOOSE] = a->cfg.policy->choose ? &a->route.stats : NULL;
 	src[SRC_RX] = dbk_events_stats(a->events);
 	src[SRC_SPOP] = dbk_spop_server_stats(a->spop);
-	src[SRC_SYNC] = a->sync ? dbk_sync_stats(a->sync) : NULL;
+	src[SRC_SYNC] = a->sync ? dbk_runtime_sync_stats(a->sync) : NULL;
 	src[SRC_AGENT] = a;
 }
 
@@ -269,7 +269,7 @@ static void state_servers(const struct dbk_agent *a, struct dbk_buf *o)
 				               k->json, v);
 		}
 		if (a->sync) {
-			const struct dbk_rt_server *r = dbk_sync_server(a->sync, i);
+			const struct dbk_rt_server *r = dbk_runtime_sync_server(a->sync, i);
 			dbk_buf_printf(o, ", \"haproxy_state\": \"%s\", \"haproxy_sessions\": %ld",
 			               dbk_rt_state_str(r->state), dbk_rt_server_load(r));
 		}

@@ -6,10 +6,7 @@
 #include <string.h>
 
 #include "runtime_lex.h"
-
-/* The server list is the caller's array; a cap keeps the duplicate check
- * of show stat (a bitmap on the stack) bounded. The balancer's own cap. */
-#define MAX_SERVERS 4096
+#include "lib/bounds.h"
 
 const char *dbk_rt_state_str(enum dbk_rt_server_state s)
 {
@@ -108,7 +105,7 @@ int dbk_rt_find(const struct dbk_rt_server *srv, unsigned n, const char *name, s
 {
 	if (len == 0 || len > DBK_RT_NAME_MAX)
 		return -1;
-	for (unsigned i = 0; i < n && i < MAX_SERVERS; i++)
+	for (unsigned i = 0; i < n && i < DBK_MAX_SERVERS; i++)
 		if (strnlen(srv[i].name, sizeof(srv[i].name)) == len &&
 		    memcmp(srv[i].name, name, len) == 0)
 			return (int)i;
@@ -194,9 +191,9 @@ static int ss_server(const char *const *v, const size_t *vl, unsigned lineno,
 		         dbk_rt_quote(q, sizeof(q), v[SS_NAME], vl[SS_NAME]));
 		return -1;
 	}
-	if (cnt >= max || cnt >= MAX_SERVERS) {
+	if (cnt >= max || cnt >= DBK_MAX_SERVERS) {
 		dbk_errf(err, errlen, "more than %u servers",
-		         max < MAX_SERVERS ? max : MAX_SERVERS);
+		         max < DBK_MAX_SERVERS ? max : DBK_MAX_SERVERS);
 		return -1;
 	}
 	struct dbk_rt_server *s = &out[cnt];
@@ -349,7 +346,7 @@ static int stat_pass(const char *buf, size_t len, const char *backend, struct db
 	struct dbk_rt_columns cols = { st_cols, ST_NCOLS, ST_REQUIRED, { 0 }, 0 };
 	const char *l, *v[ST_NCOLS];
 	size_t ll, vl[ST_NCOLS];
-	unsigned char seen[MAX_SERVERS / 8];
+	unsigned char seen[DBK_MAX_SERVERS / 8];
 	char q[DBK_RT_QUOTE_MAX + 1];
 	struct st_row row;
 	int more;
@@ -413,8 +410,8 @@ int dbk_rt_parse_stat(const char *buf, size_t len, const char *backend, struct d
 	memset(res, 0, sizeof(*res));
 	if (check_args(buf, len, backend, err, errlen) < 0)
 		return -1;
-	if (n > MAX_SERVERS) {
-		dbk_errf(err, errlen, "more than %u servers", MAX_SERVERS);
+	if (n > DBK_MAX_SERVERS) {
+		dbk_errf(err, errlen, "more than %u servers", DBK_MAX_SERVERS);
 		return -1;
 	}
 	if (stat_pass(buf, len, backend, srv, n, false, res, err, errlen) < 0)

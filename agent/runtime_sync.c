@@ -8,10 +8,9 @@
 #include "accounting.h"
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/bounds.h"
 
-#define SHOW_MAX 4096
-
-struct dbk_sync {
+struct dbk_runtime_sync {
 	struct ev_loop *loop;
 	struct dbk_rt_addr addr;
 	char state_cmd[DBK_RT_MAX_COMMAND];
@@ -30,7 +29,7 @@ struct dbk_sync {
 	bool mismatch_logged;
 	bool answered; /* HAProxy has answered a query */
 	ev_tstamp started;
-	struct dbk_sync_stats stats;
+	struct dbk_runtime_sync_stats stats;
 };
 
 /* HAProxy may start after the agent (the launcher starts it once the
@@ -38,7 +37,7 @@ struct dbk_sync {
  * HAProxy first answers, failures this early are waiting, not news. */
 #define START_GRACE_S 5.0
 
-static void poll_failed(struct dbk_sync *s, const char *why)
+static void poll_failed(struct dbk_runtime_sync *s, const char *why)
 {
 	if (!s->answered && ev_now(s->loop) - s->started < START_GRACE_S) {
 		dbk_log(DBK_LOG_DEBUG, "runtime-api-waiting", "addr=%s reason=\"%s\"", s->addr.text,
@@ -57,7 +56,7 @@ static void poll_failed(struct dbk_sync *s, const char *why)
 
 static void on_reclaimed(void *arg, const char *id, size_t id_len, const struct dbk_bal_lease *l)
 {
-	struct dbk_sync *s = arg;
+	struct dbk_runtime_sync *s = arg;
 	char q[DBK_BAL_MAX_ID_LEN + 1];
 
 	dbk_log(DBK_LOG_WARN, "lease-reclaimed", "id=\"%s\" server=%s score=%.10g",
@@ -66,7 +65,7 @@ static void on_reclaimed(void *arg, const char *id, size_t id_len, const struct 
 
 /* Applies a complete poll: usable flags, then leak repair (the rules
  * are accounting.h's). */
-static void apply(struct dbk_sync *s)
+static void apply(struct dbk_runtime_sync *s)
 {
 	uint64_t now = dbk_mono_ms();
 
@@ -93,7 +92,7 @@ static void apply(struct dbk_sync *s)
 static void on_stat(void *arg, enum dbk_rt_query_status st, const char *buf, size_t len,
                     const char *err)
 {
-	struct dbk_sync *s = arg;
+	struct dbk_runtime_sync *s = arg;
 	char why[256];
 
 	s->q = NULL;
@@ -112,7 +111,7 @@ static void on_stat(void *arg, enum dbk_rt_query_status st, const char *buf, siz
 static void on_state(void *arg, enum dbk_rt_query_status st, const char *buf, size_t len,
                      const char *err)
 {
-	struct dbk_sync *s = arg;
+	struct dbk_runtime_sync *s = arg;
 	char why[256];
 	unsigned n;
 
@@ -156,7 +155,8 @@ static void on_state(void *arg, enum dbk_rt_query_status st, const char *buf, si
 
 static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 {
-	struct dbk_sync *s = (struct dbk_sync *)((char *)w - offsetof(struct dbk_sync, timer));
+	struct dbk_runtime_sync *s =
+	        (struct dbk_runtime_sync *)((char *)w - offsetof(struct dbk_runtime_sync, timer));
 	char why[256];
 
 	(void)loop;
@@ -169,11 +169,12 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 		poll_failed(s, why);
 }
 
-struct dbk_sync *dbk_sync_new(struct ev_loop *loop, const struct dbk_rt_addr *addr,
-                              const char *backend, double interval_s, double reclaim_after_s,
-                              struct dbk_balancer *bal, const char *const *names, unsigned n)
+struct dbk_runtime_sync *dbk_runtime_sync_new(struct ev_loop *loop, const struct dbk_rt_addr *addr,
+                                              const char *backend, double interval_s,
+                                              double reclaim_after_s, struct dbk_balancer *bal,
+                                              const char *const *names, unsigned n)
 {
-	struct dbk_sync *s = calloc(1, sizeof(*s));
+	struct dbk_runtime_sync *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
@@ -181,7 +182,7 @@ struct dbk_sync *dbk_sync_new(struct ev_loop *loop, const struct dbk_rt_addr *ad
 	s->fresh = calloc(n + 1, sizeof(*s->fresh));
 	s->rec = calloc(n, sizeof(*s->rec));
 	if (!s->srv || !s->fresh || !s->rec) {
-		dbk_sync_free(s);
+		dbk_runtime_sync_free(s);
 		return NULL;
 	}
 	s->loop = loop;
@@ -204,7 +205,7 @@ struct dbk_sync *dbk_sync_new(struct ev_loop *loop, const struct dbk_rt_addr *ad
 	return s;
 }
 
-void dbk_sync_free(struct dbk_sync *s)
+void dbk_runtime_sync_free(struct dbk_runtime_sync *s)
 {
 	if (!s)
 		return;
@@ -218,25 +219,28 @@ void dbk_sync_free(struct dbk_sync *s)
 	free(s);
 }
 
-const struct dbk_sync_stats *dbk_sync_stats(const struct dbk_sync *s) { return &s->stats; }
+const struct dbk_runtime_sync_stats *dbk_runtime_sync_stats(const struct dbk_runtime_sync *s)
+{
+	return &s->stats;
+}
 
-const struct dbk_rt_server *dbk_sync_server(const struct dbk_sync *s, unsigned i)
+const struct dbk_rt_server *dbk_runtime_sync_server(const struct dbk_runtime_sync *s, unsigned i)
 {
 	return &s->srv[i];
 }
 
-int dbk_sync_discover(const char *addr, const char *backend, unsigned timeout_ms,
-                      struct dbk_rt_server **out, unsigned *n, char *err, size_t errlen)
+int dbk_runtime_sync_discover(const char *addr, const char *backend, unsigned timeout_ms,
+                              struct dbk_rt_server **out, unsigned *n, char *err, size_t errlen)
 {
 	char cmd[DBK_RT_MAX_COMMAND];
 	size_t cap = DBK_RT_DEFAULT_MAX_RESPONSE, len;
 	char *buf = malloc(cap);
-	struct dbk_rt_server *srv = calloc(DBK_BAL_MAX_SERVERS, sizeof(*srv));
+	struct dbk_rt_server *srv = calloc(DBK_MAX_SERVERS, sizeof(*srv));
 	enum dbk_rt_query_status st = DBK_RT_Q_CONNECT;
 	int rc = -1;
 
 	if (!srv || !buf) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		goto out;
 	}
 	snprintf(cmd, sizeof(cmd), "show servers state %s", backend);
@@ -248,11 +252,10 @@ int dbk_sync_discover(const char *addr, const char *backend, unsigned timeout_ms
 			break;
 		poll(NULL, 0, 250);
 	}
-	if (st == DBK_RT_Q_OK &&
-	    dbk_rt_parse_servers_state(buf, len, backend, srv, DBK_BAL_MAX_SERVERS, n, err,
-	                               errlen) == 0) {
+	if (st == DBK_RT_Q_OK && dbk_rt_parse_servers_state(buf, len, backend, srv, DBK_MAX_SERVERS,
+	                                                    n, err, errlen) == 0) {
 		if (*n == 0) {
-			snprintf(err, errlen, "backend '%s' has no servers", backend);
+			dbk_errf(err, errlen, "backend '%s' has no servers", backend);
 		} else {
 			*out = srv;
 			srv = NULL;

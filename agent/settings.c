@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "lib/numparse.h"
+#include "lib/log.h"
+#include "lib/bounds.h"
 
 /* Each key's grammar and bounds. Token counts are whole numbers, as on
  * the command line; the three weights are decimals. The balancer checks
@@ -14,12 +16,12 @@ static const struct key {
 	bool integer;
 	double lo, hi;
 } keys[] = {
-	{ "server-group-threshold", true, 1, DBK_TUNE_MAX_TOKENS },
-	{ "max-request-tokens", true, 1, DBK_TUNE_MAX_TOKENS },
+	{ "server-group-threshold", true, 1, DBK_MAX_TOKENS },
+	{ "max-request-tokens", true, 1, DBK_MAX_TOKENS },
 	{ "sensitivity", false, 0, 1e6 },
 	{ "affinity-strength", false, 0, 1e6 },
 	{ "redirect-threshold", false, 0, 1e6 },
-	{ "max-leases", true, 1, DBK_TUNE_MAX_LEASES },
+	{ "max-leases", true, 1, DBK_MAX_LEASES },
 };
 
 static int set_group_sizes(struct dbk_bal_config *c, const char *value, char *err, size_t errlen)
@@ -37,7 +39,7 @@ static int set_group_sizes(struct dbk_bal_config *c, const char *value, char *er
 			goto bad;
 		memcpy(one, p, len);
 		one[len] = '\0';
-		if (!dbk_parse_uint(one, 1, DBK_BAL_MAX_SERVERS, &v))
+		if (!dbk_parse_uint(one, 1, DBK_MAX_SERVERS, &v))
 			goto bad;
 		sizes[n++] = (unsigned)v;
 		if (p[len] == '\0')
@@ -47,12 +49,12 @@ static int set_group_sizes(struct dbk_bal_config *c, const char *value, char *er
 	memcpy(c->group_sizes, sizes, sizeof(sizes));
 	return 0;
 bad:
-	snprintf(err, errlen, "group-sizes wants positive counts like 2,2, got '%s'", value);
+	dbk_errf(err, errlen, "group-sizes wants positive counts like 2,2, got '%s'", value);
 	return -1;
 }
 
-int dbk_tune_set(struct dbk_bal_config *c, const char *key, const char *value, char *err,
-                 size_t errlen)
+int dbk_settings_set(struct dbk_bal_config *c, const char *key, const char *value, char *err,
+                     size_t errlen)
 {
 	const struct key *k = NULL;
 	double d;
@@ -63,7 +65,7 @@ int dbk_tune_set(struct dbk_bal_config *c, const char *key, const char *value, c
 		if (strcmp(key, keys[i].name) == 0)
 			k = &keys[i];
 	if (!k) {
-		snprintf(err, errlen, "unknown setting '%s'", key);
+		dbk_errf(err, errlen, "unknown setting '%s'", key);
 		return -1;
 	}
 	if (k->integer) {
@@ -71,19 +73,19 @@ int dbk_tune_set(struct dbk_bal_config *c, const char *key, const char *value, c
 
 		if (!dbk_parse_uint(value, (unsigned long long)k->lo, (unsigned long long)k->hi,
 		                    &v)) {
-			snprintf(err, errlen, "%s wants a whole number from %.0f to %.0f, got '%s'",
+			dbk_errf(err, errlen, "%s wants a whole number from %.0f to %.0f, got '%s'",
 			         key, k->lo, k->hi, value);
 			return -1;
 		}
 		d = (double)v;
 	} else if (!dbk_parse_decimal(value, k->lo, k->hi, &d)) {
-		snprintf(err, errlen, "%s wants a decimal number from %g to %g, got '%s'", key,
+		dbk_errf(err, errlen, "%s wants a decimal number from %g to %g, got '%s'", key,
 		         k->lo, k->hi, value);
 		return -1;
 	}
 	if (k == &keys[0]) {
 		if (c->nbuckets != 2) {
-			snprintf(err, errlen, "server-group-threshold needs dynamic bucket mode");
+			dbk_errf(err, errlen, "server-group-threshold needs dynamic bucket mode");
 			return -1;
 		}
 		c->bounds[1] = d;
@@ -113,7 +115,8 @@ static char *trim(char *s)
 	return s;
 }
 
-int dbk_tune_parse(struct dbk_bal_config *c, const char *text, size_t len, char *err, size_t errlen)
+int dbk_settings_parse(struct dbk_bal_config *c, const char *text, size_t len, char *err,
+                       size_t errlen)
 {
 	char line[512], why[256];
 	size_t off = 0;
@@ -125,7 +128,7 @@ int dbk_tune_parse(struct dbk_bal_config *c, const char *text, size_t len, char 
 		while (off + n < len && text[off + n] != '\n')
 			n++;
 		if (n >= sizeof(line)) {
-			snprintf(err, errlen, "line %u: longer than %zu bytes", lineno,
+			dbk_errf(err, errlen, "line %u: longer than %zu bytes", lineno,
 			         sizeof(line) - 1);
 			return -1;
 		}
@@ -141,27 +144,16 @@ int dbk_tune_parse(struct dbk_bal_config *c, const char *text, size_t len, char 
 			continue;
 		char *eq = strchr(l, '=');
 		if (!eq) {
-			snprintf(err, errlen, "line %u: want 'key = value'", lineno);
+			dbk_errf(err, errlen, "line %u: want 'key = value'", lineno);
 			return -1;
 		}
 		*eq = '\0';
-		if (dbk_tune_set(c, trim(l), trim(eq + 1), why, sizeof(why)) < 0) {
-			snprintf(err, errlen, "line %u: %s", lineno, why);
+		if (dbk_settings_set(c, trim(l), trim(eq + 1), why, sizeof(why)) < 0) {
+			dbk_errf(err, errlen, "line %u: %s", lineno, why);
 			return -1;
 		}
 	}
 	return 0;
-}
-
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
 }
 
 /* Decodes [s, s + n) into out (size cap). Returns -1 on bad escapes or
@@ -178,7 +170,7 @@ static int url_decode(const char *s, size_t n, char *out, size_t cap)
 		} else if (ch == '%') {
 			if (i + 2 >= n)
 				return -1;
-			int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
+			int hi = dbk_hex_digit(s[i + 1]), lo = dbk_hex_digit(s[i + 2]);
 			if (hi < 0 || lo < 0)
 				return -1;
 			ch = (char)(hi * 16 + lo);
@@ -196,7 +188,7 @@ static int url_decode(const char *s, size_t n, char *out, size_t cap)
 	return 0;
 }
 
-int dbk_tune_query(struct dbk_bal_config *c, const char *query, char *err, size_t errlen)
+int dbk_settings_query(struct dbk_bal_config *c, const char *query, char *err, size_t errlen)
 {
 	char key[64], value[256], why[256];
 	const char *p = query;
@@ -210,12 +202,12 @@ int dbk_tune_query(struct dbk_bal_config *c, const char *query, char *err, size_
 			if (!eq || url_decode(p, (size_t)(eq - p), key, sizeof(key)) < 0 ||
 			    url_decode(eq + 1, n - (size_t)(eq - p) - 1, value, sizeof(value)) <
 			            0) {
-				snprintf(err, errlen, "want key=value pairs, got '%.*s'", (int)n,
+				dbk_errf(err, errlen, "want key=value pairs, got '%.*s'", (int)n,
 				         p);
 				return -1;
 			}
-			if (dbk_tune_set(c, key, value, why, sizeof(why)) < 0) {
-				snprintf(err, errlen, "%s", why);
+			if (dbk_settings_set(c, key, value, why, sizeof(why)) < 0) {
+				dbk_errf(err, errlen, "%s", why);
 				return -1;
 			}
 		}
@@ -242,7 +234,7 @@ static void put_num(struct dbk_buf *out, double v)
 	dbk_buf_printf(out, "%s", buf);
 }
 
-void dbk_tune_describe(const struct dbk_bal_config *c, bool one_line, struct dbk_buf *out)
+void dbk_settings_describe(const struct dbk_bal_config *c, bool one_line, struct dbk_buf *out)
 {
 	/* The file format, or logfmt pairs for a log line. */
 	const char *eq = one_line ? "=" : " = ", *end = one_line ? " " : "\n";

@@ -20,25 +20,21 @@
 #include "balancer.h"
 #include "lib/buf.h"
 
-/* Bounds the command line shares: token counts and the lease table. */
-#define DBK_TUNE_MAX_TOKENS 1099511627776.0 /* 2^40 */
-#define DBK_TUNE_MAX_LEASES 100000000.0
-
 /* Sets one key (see numparse.h for the grammar). Returns 0, or -1 with a reason naming the key. */
-int dbk_tune_set(struct dbk_bal_config *c, const char *key, const char *value, char *err,
-                 size_t errlen);
+int dbk_settings_set(struct dbk_bal_config *c, const char *key, const char *value, char *err,
+                     size_t errlen);
 
 /* Applies every "key = value" line of text ('#' starts a comment).
  * Returns 0, or -1 with "line N: reason"; c may be partly changed then,
  * so callers work on a copy. */
-int dbk_tune_parse(struct dbk_bal_config *c, const char *text, size_t len, char *err,
-                   size_t errlen);
+int dbk_settings_parse(struct dbk_bal_config *c, const char *text, size_t len, char *err,
+                       size_t errlen);
 
 /* Applies a URL query string "key=value&key=value" (percent-encoding
- * and '+' decoded). Same error contract as dbk_tune_parse. */
-int dbk_tune_query(struct dbk_bal_config *c, const char *query, char *err, size_t errlen);
+ * and '+' decoded). Same error contract as dbk_settings_parse. */
+int dbk_settings_query(struct dbk_bal_config *c, const char *query, char *err, size_t errlen);
 
 /* Writes c in the same format, or as one line of logfmt pairs. */
-void dbk_tune_describe(const struct dbk_bal_config *c, bool one_line, struct dbk_buf *out);
+void dbk_settings_describe(const struct dbk_bal_config *c, bool one_line, struct dbk_buf *out);
 
 #endif

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "lib/buf.h"
+#include "lib/bounds.h"
 
 /* Longest value or label value kept for conversion; longer ones are
  * still validated but never a number we use. */
@@ -385,7 +386,7 @@ const char *dbk_vllm_metrics_implausible(const struct dbk_vllm_metrics *m)
 	if ((m->have & DBK_VM_WAITING) && !(m->waiting >= 0 && m->waiting <= DBK_VM_MAX_REQUESTS))
 		return "vllm:num_requests_waiting out of range";
 	if ((m->have & DBK_VM_GPU_BLOCKS) && (m->have & DBK_VM_BLOCK_SIZE) &&
-	    !(m->gpu_blocks * m->block_size <= DBK_VM_MAX_KV_TOKENS))
+	    !(m->gpu_blocks * m->block_size <= DBK_MAX_TOKENS))
 		return "KV-cache capacity (num_gpu_blocks x block_size) out of range";
 	return NULL;
 }

@@ -66,8 +66,6 @@ int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics 
 /* Requests, running or waiting, beyond any engine's: a server that
  * reports more is broken or hostile. */
 #define DBK_VM_MAX_REQUESTS 1e7
-/* KV-cache capacity (blocks x block size) beyond any GPU's, in tokens. */
-#define DBK_VM_MAX_KV_TOKENS 1099511627776.0 /* 2^40 */
 
 /* Why parsed numbers cannot be a real engine's, or NULL: neither request
  * count (some other exporter's page), a negative or huge one, an

@@ -45,11 +45,7 @@ REPO=$PWD
 BUILD=${DBK_BUILD:-$REPO/build}
 
 rounds=3 seconds=3 conns=32 bodies="100 6000" threads=1
-dbk_options "--rounds rounds
---seconds seconds
---connections conns
---bodies bodies
---threads threads" "$@"
+dbk_wrk_options "--threads threads" "$@"
 dbk_need_cmds wrk haproxy curl jq
 dbk_need_bins dbucket-spoa dbucket-null-agent
 
@@ -85,26 +81,17 @@ dbk_wait_port "$SPOA_SPOP"
 # One configuration for all: the sample's, logging only errors to stderr
 # (the completion ring keeps its info-level lines). "haproxy" drops the
 # filter and the rules that use it, nothing else.
-sed 's/^    log stderr format raw local0 info$/    log stderr format raw local0 err/' \
-	haproxy/haproxy.cfg >"$tmp/spoe.cfg"
+dbk_quiet_cfg "$tmp/spoe.cfg"
 grep -v -e 'filter spoe' -e 'send-spoe-group' "$tmp/spoe.cfg" >"$tmp/plain.cfg"
 grep -v '^    log "${DBK_COMPLETIONS_UDP' "$tmp/spoe.cfg" >"$tmp/ring.cfg"
 export DBK_SPOE_CONF=${DBK_SPOE_CONF:-$REPO/haproxy/dbucket.spoe.conf}
-front() { # front NAME PORT CFG AGENT RING: starts a front HAProxy on PORT
-	local stats
-	stats=$(dbk_port)
-	DBK_BIND=127.0.0.1:$2 DBK_STATS_BIND=127.0.0.1:$stats DBK_STATS_SOCKET=$tmp/$1.sock \
-		DBK_AGENT=$4 DBK_COMPLETIONS=$5 DBK_COMPLETIONS_UDP=$5 \
-		haproxy -f "$3" 2>"$tmp/$1.log" &
-	pids+=($!)
-}
 PLAIN_PORT=$(dbk_port) NULLH_PORT=$(dbk_port) NULL4H_PORT=$(dbk_port) SPOAH_PORT=$(dbk_port)
 RINGH_PORT=$(dbk_port)
-front plain "$PLAIN_PORT" "$tmp/plain.cfg" "127.0.0.1:$NULL_SPOP" "127.0.0.1:$NULL_RING"
-front null "$NULLH_PORT" "$tmp/spoe.cfg" "127.0.0.1:$NULL_SPOP" "127.0.0.1:$NULL_RING"
-front null4 "$NULL4H_PORT" "$tmp/spoe.cfg" "127.0.0.1:$NULL4_SPOP" "127.0.0.1:$NULL4_RING"
-front spoa "$SPOAH_PORT" "$tmp/spoe.cfg" "127.0.0.1:$SPOA_SPOP" "127.0.0.1:$SPOA_RING"
-front ring "$RINGH_PORT" "$tmp/ring.cfg" "127.0.0.1:$SPOA_SPOP" "127.0.0.1:$SPOA_RING"
+dbk_front plain "$PLAIN_PORT" "$tmp/plain.cfg" "127.0.0.1:$NULL_SPOP" "127.0.0.1:$NULL_RING"
+dbk_front null "$NULLH_PORT" "$tmp/spoe.cfg" "127.0.0.1:$NULL_SPOP" "127.0.0.1:$NULL_RING"
+dbk_front null4 "$NULL4H_PORT" "$tmp/spoe.cfg" "127.0.0.1:$NULL4_SPOP" "127.0.0.1:$NULL4_RING"
+dbk_front spoa "$SPOAH_PORT" "$tmp/spoe.cfg" "127.0.0.1:$SPOA_SPOP" "127.0.0.1:$SPOA_RING"
+dbk_front ring "$RINGH_PORT" "$tmp/ring.cfg" "127.0.0.1:$SPOA_SPOP" "127.0.0.1:$SPOA_RING"
 for p in "$PLAIN_PORT" "$NULLH_PORT" "$NULL4H_PORT" "$SPOAH_PORT" "$RINGH_PORT" "$DIRECT_PORT"; do
 	dbk_wait_port "$p"
 done
@@ -148,16 +135,7 @@ echo "== overhead: wrk -t $threads -c $conns, ${seconds}s per run, $rounds round
 : >"$tmp/warmup"
 echo "warm-up" >&2
 for cfg in haproxy null null4 spoa ring; do run "$cfg" "${bodies%% *}" 1 "$tmp/warmup"; done
-configs="direct haproxy null null4 spoa ring"
-for r in $(seq "$rounds"); do
-	ROUND=$r
-	echo "round $r" >&2
-	for body in $bodies; do
-		for cfg in $configs; do run "$cfg" "$body"; done
-	done
-	# Rotate the order, so that no configuration always runs first.
-	configs="${configs#* } ${configs%% *}"
-done
+dbk_rounds "direct haproxy null null4 spoa ring" run
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 sel() { awk -v c="$1" -v b="$2" -v k="$3" '$1 == c && $2 == b { print $k }' "$tmp/results" | median; }

@@ -224,8 +224,7 @@ wait_link() { # wait_link ADMIN: until ring_up (bounded, 10 s)
 
 # HAProxy configurations, logging to stderr at level err only (the ring
 # keeps its info-level completion lines), as contrib/bench-overhead.sh.
-sed 's/^    log stderr format raw local0 info$/    log stderr format raw local0 err/' \
-	haproxy/haproxy.cfg >"$tmp/dbucket.cfg"
+dbk_quiet_cfg "$tmp/dbucket.cfg"
 grep -q '^ *option http-no-delay' "$tmp/dbucket.cfg" ||
 	{ echo "bench-policies: haproxy/haproxy.cfg lacks option http-no-delay: streamed tokens would be held back" >&2; exit 1; }
 grep -v -e 'filter spoe' -e 'send-spoe-group' -e 'log ring@' "$tmp/dbucket.cfg" >"$tmp/lc.cfg"

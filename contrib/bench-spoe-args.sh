@@ -30,11 +30,7 @@ REPO=$PWD
 BUILD=${DBK_BUILD:-$REPO/build}
 
 rounds=5 seconds=3 conns=32 bodies="6000 15000" blocks=14
-dbk_options "--rounds rounds
---seconds seconds
---connections conns
---bodies bodies
---blocks blocks" "$@"
+dbk_wrk_options "--blocks blocks" "$@"
 dbk_need_cmds wrk haproxy
 dbk_need_bins dbucket-null-agent
 case $blocks in '' | *[!0-9]*) dbk_bad_option "--blocks $blocks" ;; esac
@@ -62,18 +58,13 @@ spoe sample "${shipped#*args }"
 spoe samplehash "${shipped#*args }$hashes"
 spoe hash "id=unique-id blen=req.body_size body=req.body,bytes(0,1024) details=env(DBK_DEBUG_HEADERS) session=req.hdr(x-session-id)$hashes"
 
-sed 's/^    log stderr format raw local0 info$/    log stderr format raw local0 err/' \
-	haproxy/haproxy.cfg >"$tmp/spoe.cfg"
+dbk_quiet_cfg "$tmp/spoe.cfg"
 grep -v -e 'filter spoe' -e 'send-spoe-group' "$tmp/spoe.cfg" >"$tmp/plain.cfg"
 declare -A PORT HPID
 front() { # front NAME CFG [SPOE-CONF]
-	local stats
-	PORT[$1]=$(dbk_port) stats=$(dbk_port)
-	DBK_BIND=127.0.0.1:${PORT[$1]} DBK_STATS_BIND=127.0.0.1:$stats DBK_STATS_SOCKET=$tmp/$1.sock \
-		DBK_AGENT=127.0.0.1:$SPOP DBK_COMPLETIONS=127.0.0.1:$RING DBK_COMPLETIONS_UDP=127.0.0.1:$RING \
-		DBK_SPOE_CONF=${3:-/dev/null} haproxy -f "$2" 2>"$tmp/$1.log" &
-	HPID[$1]=$!
-	pids+=($!)
+	PORT[$1]=$(dbk_port)
+	dbk_front "$1" "${PORT[$1]}" "$2" "127.0.0.1:$SPOP" "127.0.0.1:$RING" "${3:-/dev/null}"
+	HPID[$1]=$DBK_FRONT_PID
 }
 versions="none nobody sample samplehash hash"
 front none "$tmp/plain.cfg"
@@ -108,15 +99,7 @@ echo "== HAProxy's cost of the route message: wrk -c $conns, ${seconds}s a run, 
 echo "warm-up" >&2
 for v in $versions; do run "$v" "${bodies%% *}" 1 "$tmp/warmup"; done
 : >"$tmp/results"
-order=$versions
-for r in $(seq "$rounds"); do
-	ROUND=$r
-	echo "round $r ($(uptime | sed 's/.*load average/load average/'))" >&2
-	for body in $bodies; do
-		for v in $order; do run "$v" "$body"; done
-	done
-	order="${order#* } ${order%% *}"
-done
+dbk_rounds "$versions" run
 
 label() {
 	case $1 in

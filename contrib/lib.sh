@@ -134,6 +134,36 @@ dbk_options() {
 	done
 }
 
+# dbk_wrk_options SPEC ARGS...: dbk_options with the wrk benches' own
+# --rounds, --seconds, --connections and --bodies (into rounds, seconds,
+# conns and bodies) before SPEC's.
+dbk_wrk_options() {
+	local spec="--rounds rounds
+--seconds seconds
+--connections conns
+--bodies bodies
+$1"
+	shift
+	dbk_options "$spec" "$@"
+}
+
+# dbk_rounds "ITEMS" CMD...: $rounds rounds over $bodies, each running
+# CMD ITEM BODY for every ITEM, their order rotated after each round so
+# that none always runs first; ROUND holds the round.
+# shellcheck disable=SC2154,SC2034 # rounds and bodies are the caller's options, ROUND its
+dbk_rounds() {
+	local order=$1 r body item
+	shift
+	for r in $(seq "$rounds"); do
+		ROUND=$r
+		echo "round $r ($(uptime | sed 's/.*load average/load average/'))" >&2
+		for body in $bodies; do
+			for item in $order; do "$@" "$item" "$body"; done
+		done
+		order="${order#* } ${order%% *}"
+	done
+}
+
 dbk_need_cmds() { # dbk_need_cmds CMD...: exits 2 unless each is in PATH
 	local c
 	for c in "$@"; do
@@ -240,6 +270,26 @@ dbk_fast_backends() { # dbk_fast_backends BASE
 
 # dbk_start_fast_backends BASE: dbk_fast_backends in an HAProxy of their
 # own (configuration and log in $tmp), its pid in pids.
+dbk_quiet_cfg() { # dbk_quiet_cfg OUT: haproxy/haproxy.cfg logging to stderr at level err only (the completion ring keeps its info-level lines)
+	sed 's/^    log stderr format raw local0 info$/    log stderr format raw local0 err/' \
+		haproxy/haproxy.cfg >"$1"
+}
+
+# dbk_front NAME PORT CFG AGENT RING [SPOE-CONF]: a front HAProxy on
+# 127.0.0.1:PORT running CFG, its SPOE agent at AGENT, its completion
+# ring and datagrams to RING, SPOE-CONF (default $DBK_SPOE_CONF, else
+# none) for its filter; logs to $tmp/NAME.log, stats on $tmp/NAME.sock.
+# Its pid is in DBK_FRONT_PID and in the caller's array pids.
+dbk_front() {
+	local stats
+	stats=$(dbk_port)
+	DBK_BIND=127.0.0.1:$2 DBK_STATS_BIND=127.0.0.1:$stats DBK_STATS_SOCKET=$tmp/$1.sock \
+		DBK_AGENT=$4 DBK_COMPLETIONS=$5 DBK_COMPLETIONS_UDP=$5 \
+		DBK_SPOE_CONF=${6:-${DBK_SPOE_CONF:-/dev/null}} haproxy -f "$3" 2>"$tmp/$1.log" &
+	DBK_FRONT_PID=$!
+	pids+=("$DBK_FRONT_PID")
+}
+
 dbk_start_fast_backends() {
 	dbk_fast_backends "$1" >"$tmp/backends.cfg"
 	haproxy -f "$tmp/backends.cfg" 2>"$tmp/backends.log" &

@@ -44,8 +44,7 @@ AGENT_PID=$!
 pids+=("$AGENT_PID")
 dbk_wait_port "$ADMIN"
 # Human logs off: a million lines to stderr would measure the terminal.
-sed 's/^    log stderr format raw local0 info$/    log stderr format raw local0 err/' \
-	haproxy/haproxy.cfg >"$tmp/haproxy.cfg"
+dbk_quiet_cfg "$tmp/haproxy.cfg"
 haproxy -f "$tmp/haproxy.cfg" 2>"$tmp/haproxy.log" &
 pids+=($!)
 dbk_wait_port "$base"

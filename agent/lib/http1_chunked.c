@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "lib/numparse.h"
+
 enum {
 	CH_SIZE,    /* hex digits of the chunk size */
 	CH_SIZE_WS, /* blanks after them */
@@ -18,15 +20,6 @@ enum {
 
 void dbk_http_chunked_init(struct dbk_http_chunked *c) { memset(c, 0, sizeof(*c)); }
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
 /* The size line ended: data follows, or the trailer after a last chunk. */
 static void chunk_size_done(struct dbk_http_chunked *c)
 {
@@ -38,7 +31,7 @@ static void chunk_size_done(struct dbk_http_chunked *c)
  * is refused. */
 static const char *chunk_size_byte(struct dbk_http_chunked *c, char ch)
 {
-	int v = hex_value(ch);
+	int v = dbk_hex_digit(ch);
 
 	if (c->state == CH_SIZE && v >= 0) {
 		/* Fifteen hex digits are 2^60 bytes: more is a bug or an

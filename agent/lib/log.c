@@ -79,18 +79,34 @@ const char *dbk_log_quote(char *buf, unsigned long size, const char *s, unsigned
 	return buf;
 }
 
+/* Reasons quote what they were given (an argument, a line of a file): a
+ * control byte there would break the one line. */
+static void errf_at(char *err, size_t errlen, size_t at, const char *fmt, va_list ap)
+{
+	if (!err || at >= errlen)
+		return;
+	vsnprintf(err + at, errlen - at, fmt, ap);
+	for (char *p = err + at; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+}
+
 void dbk_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	errf_at(err, errlen, 0, fmt, ap);
+	va_end(ap);
+}
+
+void dbk_errf_append(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
 	if (!err || errlen == 0)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
+	errf_at(err, errlen, strnlen(err, errlen), fmt, ap);
 	va_end(ap);
-	/* Reasons quote what they were given (an argument, a line of a
-	 * file): a control byte there would break the one line. */
-	for (char *p = err; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
 }

@@ -37,4 +37,9 @@ const char *dbk_log_quote(char *buf, unsigned long size, const char *s, unsigned
  * NULL. */
 void dbk_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* The same, appended to the reason err already holds (a list of names
+ * after a dbk_errf), truncated to fit. */
+void dbk_errf_append(char *err, size_t errlen, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
 #endif

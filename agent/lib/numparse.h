@@ -27,4 +27,17 @@ bool dbk_parse_uint(const char *s, unsigned long long lo, unsigned long long hi,
                     unsigned long long *out);
 bool dbk_parse_decimal(const char *s, double lo, double hi, double *out);
 
+/* The value of one hex digit (either case), or -1: inline, since the
+ * request-body scanner reads \u escapes with it on every decision. */
+static inline int dbk_hex_digit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 #endif

@@ -164,7 +164,7 @@ struct dbk_engine *dbk_engine_new(const struct dbk_engine_config *cfg)
 	dbk_handles_init(&e->handles);
 	n = cfg->max_num_seqs;
 	e->sched = calloc(n, sizeof(*e->sched));
-	/* dbk_step_time's three columns, in one allocation. */
+	/* dbk_engine_step_time's three columns, in one allocation. */
 	e->tmp_new = calloc(n, 2 * sizeof(uint32_t) + sizeof(bool));
 	if (e->tmp_new) {
 		e->tmp_done = e->tmp_new + n;
@@ -266,7 +266,7 @@ static void extend_keys(struct req *r, uint32_t upto)
 		uint64_t in[2] = { r->salt, r->n_keys };
 		uint64_t parent = r->n_keys ? r->keys[r->n_keys - 1] : DBK_BLOCK_ROOT_TEXT;
 
-		r->keys[r->n_keys] = dbk_block_hash(parent, in, sizeof(in));
+		r->keys[r->n_keys] = dbk_prefix_cache_hash(parent, in, sizeof(in));
 	}
 }
 
@@ -526,7 +526,7 @@ double dbk_engine_begin_step(struct dbk_engine *e)
 		e->tmp_done[i] = e->sched[i].done;
 		e->tmp_prefill[i] = e->sched[i].prefill;
 	}
-	d = dbk_step_time(e->cfg.gpu, e->n_sched, e->tmp_new, e->tmp_done, e->tmp_prefill);
+	d = dbk_engine_step_time(e->cfg.gpu, e->n_sched, e->tmp_new, e->tmp_done, e->tmp_prefill);
 	e->last.duration_s = d;
 	e->st.steps_total++;
 	e->st.busy_time_s += d;

@@ -193,7 +193,8 @@ uint32_t dbk_engine_hit_tokens(const struct dbk_engine *e, uint32_t prompt_token
  * new[i] tokens after done[i] already computed; is_prefill[i] selects the
  * attention term (prefill: FLOP-bound; decode: KV-read-bound). Exposed
  * so simulators and tests can price a batch without an engine. */
-double dbk_step_time(const struct dbk_engine_profile *gpu, size_t n, const uint32_t *new_tokens,
-                     const uint32_t *done, const bool *is_prefill);
+double dbk_engine_step_time(const struct dbk_engine_profile *gpu, size_t n,
+                            const uint32_t *new_tokens, const uint32_t *done,
+                            const bool *is_prefill);
 
 #endif

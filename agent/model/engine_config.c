@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/log.h"
+
 /* ---- Step time. ---- */
 
 static double prefill_attn_s(const struct dbk_engine_profile *g, double c, double k)
@@ -29,8 +31,9 @@ static double base_step_s(const struct dbk_engine_profile *g, double n_tokens)
 	return g->t_cpu_s + (lin > g->t_weights_s ? lin : g->t_weights_s);
 }
 
-double dbk_step_time(const struct dbk_engine_profile *gpu, size_t n, const uint32_t *new_tokens,
-                     const uint32_t *done, const bool *is_prefill)
+double dbk_engine_step_time(const struct dbk_engine_profile *gpu, size_t n,
+                            const uint32_t *new_tokens, const uint32_t *done,
+                            const bool *is_prefill)
 {
 	double total = 0, attn = 0;
 	size_t i;
@@ -64,7 +67,7 @@ int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err, size
 	uint64_t usable;
 
 	if (!cfg->gpu) {
-		snprintf(err, errlen, "no GPU profile");
+		dbk_errf(err, errlen, "no GPU profile");
 		return -1;
 	}
 	const struct {
@@ -80,7 +83,7 @@ int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err, size
 
 	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
 		if (ranges[i].v < ranges[i].lo || ranges[i].v > ranges[i].hi) {
-			snprintf(err, errlen, "%s must be in %llu..%llu", ranges[i].flag,
+			dbk_errf(err, errlen, "%s must be in %llu..%llu", ranges[i].flag,
 			         (unsigned long long)ranges[i].lo,
 			         (unsigned long long)ranges[i].hi);
 			return -1;
@@ -91,7 +94,7 @@ int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err, size
 	 * always get its blocks, so preemption cannot livelock. */
 	usable = cfg->kv_capacity_tokens / DBK_KV_BLOCK_TOKENS * DBK_KV_BLOCK_TOKENS;
 	if (cfg->max_model_len > usable) {
-		snprintf(err, errlen,
+		dbk_errf(err, errlen,
 		         "max-model-len (%u) is larger than the KV cache "
 		         "(%llu tokens in blocks of %u); vLLM refuses to start",
 		         cfg->max_model_len, (unsigned long long)usable, DBK_KV_BLOCK_TOKENS);

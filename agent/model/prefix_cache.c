@@ -23,7 +23,7 @@ static uint64_t load_le64(const unsigned char *p, size_t n)
  * pickled tuple) are not reproducible here anyway, and 64 bytes a block
  * need nothing stronger than a 64-bit mix; collisions between distinct
  * prefixes are 2^-64 events. */
-uint64_t dbk_block_hash(uint64_t parent, const void *bytes, size_t n)
+uint64_t dbk_prefix_cache_hash(uint64_t parent, const void *bytes, size_t n)
 {
 	const unsigned char *p = bytes;
 	uint64_t h = dbk_hash_fmix64(parent ^ (DBK_HASH_GOLDEN * (n + 1)));
@@ -41,7 +41,7 @@ uint64_t dbk_block_hash(uint64_t parent, const void *bytes, size_t n)
 }
 
 /* Doubles the key array, up to max; false (and oom) when memory is short. */
-static bool grow(struct dbk_block_hasher *h)
+static bool grow(struct dbk_prefix_cache_hasher *h)
 {
 	uint32_t cap = h->cap ? h->cap * 2 : 64;
 	uint64_t *nk;
@@ -61,8 +61,8 @@ static bool grow(struct dbk_block_hasher *h)
 /* One block's key; false once no more are kept. */
 static bool emit(void *ctx, const uint8_t *block)
 {
-	struct dbk_block_hasher *h = ctx;
-	uint64_t k = dbk_block_hash(h->parent, block, DBK_BLOCK_TEXT_BYTES);
+	struct dbk_prefix_cache_hasher *h = ctx;
+	uint64_t k = dbk_prefix_cache_hash(h->parent, block, DBK_BLOCK_TEXT_BYTES);
 
 	h->parent = k;
 	if (!h->oom && h->n < h->max && (h->n < h->cap || grow(h)))
@@ -70,7 +70,8 @@ static bool emit(void *ctx, const uint8_t *block)
 	return h->n < h->max;
 }
 
-void dbk_block_hasher_init(struct dbk_block_hasher *h, uint64_t root, uint32_t max_keys)
+void dbk_prefix_cache_hasher_init(struct dbk_prefix_cache_hasher *h, uint64_t root,
+                                  uint32_t max_keys)
 {
 	memset(h, 0, sizeof(*h));
 	h->parent = root;
@@ -78,12 +79,12 @@ void dbk_block_hasher_init(struct dbk_block_hasher *h, uint64_t root, uint32_t m
 	dbk_chunker_init(&h->chunks, h->buf, sizeof(h->buf), emit, h);
 }
 
-void dbk_block_hasher_feed(struct dbk_block_hasher *h, const void *p, size_t n)
+void dbk_prefix_cache_hasher_feed(struct dbk_prefix_cache_hasher *h, const void *p, size_t n)
 {
 	dbk_chunker_feed(&h->chunks, p, n);
 }
 
-uint64_t *dbk_block_hasher_take(struct dbk_block_hasher *h, uint32_t *n)
+uint64_t *dbk_prefix_cache_hasher_take(struct dbk_prefix_cache_hasher *h, uint32_t *n)
 {
 	uint64_t *k = h->keys;
 
@@ -99,7 +100,7 @@ uint64_t *dbk_block_hasher_take(struct dbk_block_hasher *h, uint32_t *n)
 	return k;
 }
 
-void dbk_block_hasher_free(struct dbk_block_hasher *h)
+void dbk_prefix_cache_hasher_free(struct dbk_prefix_cache_hasher *h)
 {
 	free(h->keys);
 	h->keys = NULL;

@@ -13,7 +13,7 @@
  * Token identity without a tokenizer: a text prompt is 4 bytes a token
  * (the length estimate everywhere), so a 16-token block is 64 bytes of
  * prompt text; a token-id prompt is 16 ids a block, each hashed as 4
- * little-endian bytes. dbk_block_hasher turns a byte stream into the
+ * little-endian bytes. dbk_prefix_cache_hasher turns a byte stream into the
  * chained keys of its full blocks. */
 #ifndef DBK_PREFIX_CACHE_H
 #define DBK_PREFIX_CACHE_H
@@ -32,12 +32,12 @@
 #define DBK_BLOCK_ROOT_IDS 0x6964730000000002ull
 
 /* The key of a block: parent's key and the block's bytes. */
-uint64_t dbk_block_hash(uint64_t parent, const void *bytes, size_t n);
+uint64_t dbk_prefix_cache_hash(uint64_t parent, const void *bytes, size_t n);
 
 /* Feeds bytes; every DBK_BLOCK_TEXT_BYTES completed appends one chained
  * key to a growing array (the trailing partial block has none). It points
  * into itself: initialise it where it stays. */
-struct dbk_block_hasher {
+struct dbk_prefix_cache_hasher {
 	uint64_t parent;
 	struct dbk_chunker chunks;
 	uint8_t buf[DBK_BLOCK_TEXT_BYTES];
@@ -47,11 +47,12 @@ struct dbk_block_hasher {
 	bool oom;
 };
 
-void dbk_block_hasher_init(struct dbk_block_hasher *h, uint64_t root, uint32_t max_keys);
-void dbk_block_hasher_feed(struct dbk_block_hasher *h, const void *p, size_t n);
+void dbk_prefix_cache_hasher_init(struct dbk_prefix_cache_hasher *h, uint64_t root,
+                                  uint32_t max_keys);
+void dbk_prefix_cache_hasher_feed(struct dbk_prefix_cache_hasher *h, const void *p, size_t n);
 /* Hands the keys to the caller (free() them); the hasher is reset. */
-uint64_t *dbk_block_hasher_take(struct dbk_block_hasher *h, uint32_t *n);
-void dbk_block_hasher_free(struct dbk_block_hasher *h);
+uint64_t *dbk_prefix_cache_hasher_take(struct dbk_prefix_cache_hasher *h, uint32_t *n);
+void dbk_prefix_cache_hasher_free(struct dbk_prefix_cache_hasher *h);
 
 /* ---- The pool. ---- */
 

@@ -148,6 +148,8 @@ static int hash_ids(const cJSON *ids, struct dbk_trace *t, struct dbk_trace_req 
 	return 0;
 }
 
+static const char *const lengths[] = { "input_length", "output_length" };
+
 static int mooncake_line(const char *p, size_t n, unsigned line, struct dbk_trace *t, char *err,
                          size_t errn)
 {
@@ -182,20 +184,12 @@ static int mooncake_line(const char *p, size_t n, unsigned line, struct dbk_trac
 		         line);
 		goto out;
 	}
-	if (!json_uint(root, "input_length", DBK_TRACE_MAX_TOKENS, &in)) {
-		dbk_errf(err, errn,
-		         "line %u: \"input_length\" must be an integer "
-		         "in 0..%u",
-		         line, DBK_TRACE_MAX_TOKENS);
-		goto out;
-	}
-	if (!json_uint(root, "output_length", DBK_TRACE_MAX_TOKENS, &out)) {
-		dbk_errf(err, errn,
-		         "line %u: \"output_length\" must be an integer "
-		         "in 0..%u",
-		         line, DBK_TRACE_MAX_TOKENS);
-		goto out;
-	}
+	for (int k = 0; k < 2; k++)
+		if (!json_uint(root, lengths[k], DBK_TRACE_MAX_TOKENS, k ? &out : &in)) {
+			dbk_errf(err, errn, "line %u: \"%s\" must be an integer in 0..%u", line,
+			         lengths[k], DBK_TRACE_MAX_TOKENS);
+			goto out;
+		}
 	r = dbk_trace_push(t);
 	if (!r) {
 		dbk_errf(err, errn, "line %u: out of memory", line);
@@ -397,18 +391,15 @@ static int azure_line(const char *p, size_t n, unsigned line, struct azure_cols 
 		                "\"2023-11-16 18:15:46.6805900\"",
 		                line),
 		       -1;
-	if (!csv_uint(f[c->ctx], fl[c->ctx], DBK_TRACE_MAX_TOKENS, &in))
-		return dbk_errf(err, errn,
-		                "line %u: ContextTokens must be an "
-		                "integer in 0..%u",
-		                line, DBK_TRACE_MAX_TOKENS),
-		       -1;
-	if (!csv_uint(f[c->gen], fl[c->gen], DBK_TRACE_MAX_TOKENS, &out))
-		return dbk_errf(err, errn,
-		                "line %u: GeneratedTokens must be an "
-		                "integer in 0..%u",
-		                line, DBK_TRACE_MAX_TOKENS),
-		       -1;
+	for (int k = 0; k < 2; k++) {
+		size_t i = k ? c->gen : c->ctx;
+
+		if (!csv_uint(f[i], fl[i], DBK_TRACE_MAX_TOKENS, k ? &out : &in))
+			return dbk_errf(err, errn, "line %u: %s must be an integer in 0..%u", line,
+			                k ? "GeneratedTokens" : "ContextTokens",
+			                DBK_TRACE_MAX_TOKENS),
+			       -1;
+	}
 	if (!c->have_base) {
 		c->have_base = true;
 		c->base_sec = sec;

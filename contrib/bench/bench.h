@@ -14,8 +14,6 @@
 #include "stats.h"
 #include "model/trace.h"
 
-#define DBK_BENCH_VERSION "0.1.0"
-
 struct dbk_bench_opts {
 	/* The trace file, or with --synthetic the generator's count and
 	 * duration (its path and window unused). */

@@ -10,6 +10,7 @@
 
 #include "bench.h"
 #include "report.h"
+#include "lib/version.h"
 
 static void raise_fd_limit(void)
 {
@@ -42,14 +43,14 @@ static int report(struct dbk_bench *b)
 	int c, rc = 0;
 
 	for (c = 0; c < DBK_REPORT_COLUMNS; c++)
-		if (dbk_summarize(b->res, b->n, c == 0 ? DBK_STATS_ALL : c - 1, &b->o.slo, dur,
-		                  &s[c]) != 0) {
+		if (dbk_stats_summarize(b->res, b->n, c == 0 ? DBK_STATS_ALL : c - 1, &b->o.slo,
+		                        dur, &s[c]) != 0) {
 			fprintf(stderr, "dbucket-bench: out of memory\n");
 			return 1;
 		}
 	snprintf(url, sizeof(url), "http://%s%s", b->url.authority, b->url.path);
 	memset(&info, 0, sizeof(info));
-	info.version = DBK_BENCH_VERSION;
+	info.version = DBK_VERSION;
 	info.trace_path = b->o.slice.path;
 	info.format = b->o.synthetic ? "synthetic" : dbk_trace_format_name(b->o.slice.format);
 	info.synthetic = b->o.synthetic;

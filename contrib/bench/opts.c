@@ -8,6 +8,7 @@
 #include "lib/cli.h"
 #include "lib/log.h"
 #include "lib/numparse.h"
+#include "lib/version.h"
 
 /* What the tables write before it is checked and converted. */
 struct raw {
@@ -271,7 +272,7 @@ int dbk_bench_parse_args(int argc, char **argv, struct dbk_bench_opts *o)
 		return 1;
 	}
 	if (r.version) {
-		printf("dbucket-bench %s\n", DBK_BENCH_VERSION);
+		printf("dbucket-bench %s\n", DBK_VERSION);
 		return 1;
 	}
 	o->seed = (unsigned long long)r.seed;

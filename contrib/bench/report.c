@@ -148,7 +148,7 @@ static void table_head(FILE *f, const struct dbk_run_info *info, size_t requests
 	if (info->max_model_len)
 		fprintf(f, "max-model-len %u: %zu clipped, %zu skipped\n", info->max_model_len,
 		        info->clipped, info->skipped);
-	if (dbk_slo_any(&info->slo)) {
+	if (dbk_stats_slo_any(&info->slo)) {
 		fprintf(f, "goodput SLOs:");
 		if (info->slo.ttft > 0)
 			fprintf(f, " ttft <= %g ms", info->slo.ttft * 1e3);
@@ -384,7 +384,7 @@ int dbk_report_csv(FILE *f, const struct dbk_result *r, size_t n)
 	for (i = 0; i < n; i++) {
 		const struct dbk_result *x = &r[i];
 		double tpot = 0;
-		bool have_tpot = x->ok && dbk_tpot(x->ttft, x->e2e, x->output_tokens, &tpot);
+		bool have_tpot = x->ok && dbk_stats_tpot(x->ttft, x->e2e, x->output_tokens, &tpot);
 
 		fprintf(f, "%zu,%.6f,", i, x->arrival);
 		if (x->started)

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-double dbk_percentile(const double *sorted, size_t n, double p)
+double dbk_stats_percentile(const double *sorted, size_t n, double p)
 {
 	double rank, frac;
 	size_t lo;
@@ -30,7 +30,7 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-void dbk_dist_compute(double *v, size_t n, struct dbk_dist *d)
+void dbk_stats_dist(double *v, size_t n, struct dbk_dist *d)
 {
 	double sum = 0;
 	size_t i;
@@ -44,13 +44,13 @@ void dbk_dist_compute(double *v, size_t n, struct dbk_dist *d)
 	for (i = 0; i < n; i++)
 		sum += v[i];
 	d->mean = sum / (double)n;
-	d->median = dbk_percentile(v, n, 50);
-	d->p90 = dbk_percentile(v, n, 90);
-	d->p99 = dbk_percentile(v, n, 99);
+	d->median = dbk_stats_percentile(v, n, 50);
+	d->p90 = dbk_stats_percentile(v, n, 90);
+	d->p99 = dbk_stats_percentile(v, n, 99);
 	d->max = v[n - 1];
 }
 
-bool dbk_tpot(double ttft, double e2e, uint32_t output, double *tpot)
+bool dbk_stats_tpot(double ttft, double e2e, uint32_t output, double *tpot)
 {
 	if (output <= 1)
 		return false;
@@ -58,12 +58,12 @@ bool dbk_tpot(double ttft, double e2e, uint32_t output, double *tpot)
 	return true;
 }
 
-bool dbk_slo_any(const struct dbk_slo *slo)
+bool dbk_stats_slo_any(const struct dbk_slo *slo)
 {
 	return slo->ttft > 0 || slo->tpot > 0 || slo->e2e > 0;
 }
 
-bool dbk_slo_met(const struct dbk_slo *slo, const struct dbk_result *r)
+bool dbk_stats_slo_met(const struct dbk_slo *slo, const struct dbk_result *r)
 {
 	double tpot;
 
@@ -73,13 +73,14 @@ bool dbk_slo_met(const struct dbk_slo *slo, const struct dbk_result *r)
 		return false;
 	if (slo->e2e > 0 && r->e2e > slo->e2e)
 		return false;
-	if (slo->tpot > 0 && dbk_tpot(r->ttft, r->e2e, r->output_tokens, &tpot) && tpot > slo->tpot)
+	if (slo->tpot > 0 && dbk_stats_tpot(r->ttft, r->e2e, r->output_tokens, &tpot) &&
+	    tpot > slo->tpot)
 		return false;
 	return true;
 }
 
-int dbk_summarize(const struct dbk_result *r, size_t n, int cls, const struct dbk_slo *slo,
-                  double duration, struct dbk_summary *out)
+int dbk_stats_summarize(const struct dbk_result *r, size_t n, int cls, const struct dbk_slo *slo,
+                        double duration, struct dbk_summary *out)
 {
 	double *ttft, *tpot, *e2e, *itl;
 	size_t i, n_ok = 0, n_tpot = 0, n_itl = 0, k = 0, m = 0;
@@ -115,7 +116,7 @@ int dbk_summarize(const struct dbk_result *r, size_t n, int cls, const struct db
 		ttft[k] = x->ttft;
 		e2e[k] = x->e2e;
 		k++;
-		if (dbk_tpot(x->ttft, x->e2e, x->output_tokens, &tpot[n_tpot]))
+		if (dbk_stats_tpot(x->ttft, x->e2e, x->output_tokens, &tpot[n_tpot]))
 			n_tpot++;
 		if (x->n_itl) {
 			memcpy(itl + m, x->itl, x->n_itl * sizeof(double));
@@ -123,21 +124,21 @@ int dbk_summarize(const struct dbk_result *r, size_t n, int cls, const struct db
 		}
 		out->input_tokens += x->prompt_tokens;
 		out->output_tokens += x->output_tokens;
-		if (dbk_slo_met(slo, x))
+		if (dbk_stats_slo_met(slo, x))
 			out->good++;
 	}
-	dbk_dist_compute(ttft, n_ok, &out->ttft);
-	dbk_dist_compute(e2e, n_ok, &out->e2e);
-	dbk_dist_compute(tpot, n_tpot, &out->tpot);
-	dbk_dist_compute(itl, n_itl, &out->itl);
+	dbk_stats_dist(ttft, n_ok, &out->ttft);
+	dbk_stats_dist(e2e, n_ok, &out->e2e);
+	dbk_stats_dist(tpot, n_tpot, &out->tpot);
+	dbk_stats_dist(itl, n_itl, &out->itl);
 	free(ttft);
 	if (duration > 0) {
 		out->req_throughput = (double)n_ok / duration;
 		out->out_throughput = (double)out->output_tokens / duration;
 		out->in_throughput = (double)out->input_tokens / duration;
 	}
-	if (!dbk_slo_any(slo))
+	if (!dbk_stats_slo_any(slo))
 		out->good = 0;
-	out->goodput = dbk_slo_any(slo) && duration > 0 ? (double)out->good / duration : NAN;
+	out->goodput = dbk_stats_slo_any(slo) && duration > 0 ? (double)out->good / duration : NAN;
 	return 0;
 }

@@ -52,23 +52,23 @@ struct dbk_summary {
 
 /* np.percentile's default (linear between closest ranks) over sorted
  * values, p in 0..100; NAN when n == 0. */
-double dbk_percentile(const double *sorted, size_t n, double p);
+double dbk_stats_percentile(const double *sorted, size_t n, double p);
 
 /* Sorts v in place, then fills d. */
-void dbk_dist_compute(double *v, size_t n, struct dbk_dist *d);
+void dbk_stats_dist(double *v, size_t n, struct dbk_dist *d);
 
 /* (e2e - ttft) / (output - 1) for outputs longer than one token; false
  * (no TPOT) otherwise. */
-bool dbk_tpot(double ttft, double e2e, uint32_t output, double *tpot);
+bool dbk_stats_tpot(double ttft, double e2e, uint32_t output, double *tpot);
 
 /* Every given SLO met (value <= SLO). A request with no TPOT meets a TPOT
  * SLO, as in vLLM, which counts it as 0. */
-bool dbk_slo_met(const struct dbk_slo *slo, const struct dbk_result *r);
-bool dbk_slo_any(const struct dbk_slo *slo);
+bool dbk_stats_slo_met(const struct dbk_slo *slo, const struct dbk_result *r);
+bool dbk_stats_slo_any(const struct dbk_slo *slo);
 
 /* Summary of the results of class cls (or DBK_STATS_ALL) over a run of
  * duration seconds. 0, or -1 when out of memory. */
-int dbk_summarize(const struct dbk_result *r, size_t n, int cls, const struct dbk_slo *slo,
-                  double duration, struct dbk_summary *out);
+int dbk_stats_summarize(const struct dbk_result *r, size_t n, int cls, const struct dbk_slo *slo,
+                        double duration, struct dbk_summary *out);
 
 #endif

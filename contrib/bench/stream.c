@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/log.h"
+
 void dbk_stream_init(struct dbk_stream *s, double t0, size_t max_msgs)
 {
 	memset(s, 0, sizeof(*s));
@@ -174,7 +176,7 @@ bool dbk_stream_result(const struct dbk_stream *s, double *ttft, double *e2e, ui
 	else if (!s->done)
 		why = "stream ended without [DONE]";
 	if (why) {
-		snprintf(err, errn, "%s", why);
+		dbk_errf(err, errn, "%s", why);
 		return false;
 	}
 	*ttft = s->first - s->t0;

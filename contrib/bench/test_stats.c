@@ -16,7 +16,7 @@ static void test_percentile(void)
 
 	for (i = 0; i < 10; i++)
 		v[i] = (double)(10 - i); /* unsorted on purpose */
-	dbk_dist_compute(v, 10, &d);
+	dbk_stats_dist(v, 10, &d);
 	CHECK_EQ_U(d.n, 10);
 	CHECK_NEAR(v[0], 1, 0); /* sorted in place */
 	CHECK_NEAR(d.mean, 5.5, 1e-12);
@@ -25,34 +25,34 @@ static void test_percentile(void)
 	CHECK_NEAR(d.p90, 9.1, 1e-12);
 	CHECK_NEAR(d.p99, 9.91, 1e-12);
 	CHECK_NEAR(d.max, 10, 0);
-	CHECK_NEAR(dbk_percentile(v, 10, 0), 1, 0);
-	CHECK_NEAR(dbk_percentile(v, 10, 100), 10, 0);
-	CHECK_NEAR(dbk_percentile(v, 10, 25), 3.25, 1e-12);
+	CHECK_NEAR(dbk_stats_percentile(v, 10, 0), 1, 0);
+	CHECK_NEAR(dbk_stats_percentile(v, 10, 100), 10, 0);
+	CHECK_NEAR(dbk_stats_percentile(v, 10, 25), 3.25, 1e-12);
 
 	/* numpy.percentile([15, 20, 35, 40, 50], 40) == 29 */
-	dbk_dist_compute(odd, 5, &d);
-	CHECK_NEAR(dbk_percentile(odd, 5, 40), 29, 1e-12);
+	dbk_stats_dist(odd, 5, &d);
+	CHECK_NEAR(dbk_stats_percentile(odd, 5, 40), 29, 1e-12);
 	CHECK_NEAR(d.median, 35, 0);
 	CHECK_NEAR(d.p90, 46, 1e-12);
 
-	dbk_dist_compute(&one, 1, &d);
+	dbk_stats_dist(&one, 1, &d);
 	CHECK(d.mean == 7 && d.median == 7 && d.p90 == 7 && d.p99 == 7);
-	dbk_dist_compute(NULL, 0, &d);
+	dbk_stats_dist(NULL, 0, &d);
 	CHECK_EQ_U(d.n, 0);
 	CHECK(isnan(d.mean) && isnan(d.median) && isnan(d.p99) && isnan(d.max));
-	CHECK(isnan(dbk_percentile(NULL, 0, 50)));
+	CHECK(isnan(dbk_stats_percentile(NULL, 0, 50)));
 }
 
 static void test_tpot(void)
 {
 	double t = -1;
 
-	CHECK(!dbk_tpot(0.1, 0.5, 1, &t));
-	CHECK(!dbk_tpot(0.1, 0.5, 0, &t));
+	CHECK(!dbk_stats_tpot(0.1, 0.5, 1, &t));
+	CHECK(!dbk_stats_tpot(0.1, 0.5, 0, &t));
 	CHECK_NEAR(t, -1, 0);
-	CHECK(dbk_tpot(0.1, 1.1, 11, &t));
+	CHECK(dbk_stats_tpot(0.1, 1.1, 11, &t));
 	CHECK_NEAR(t, 0.1, 1e-12);
-	CHECK(dbk_tpot(0.2, 0.2, 2, &t));
+	CHECK(dbk_stats_tpot(0.2, 0.2, 2, &t));
 	CHECK_NEAR(t, 0, 0);
 }
 
@@ -79,25 +79,25 @@ static void test_slo(void)
 	struct dbk_result r = ok_result(0.4, 1.4, 21, 0); /* tpot 0.05 */
 	struct dbk_result one = ok_result(0.4, 0.4, 1, 0);
 
-	CHECK(!dbk_slo_any(&none));
-	CHECK(dbk_slo_any(&tpot));
-	CHECK(dbk_slo_met(&none, &r));
-	CHECK(dbk_slo_met(&ttft, &r));
-	CHECK(dbk_slo_met(&tpot, &r)); /* at the bound: met */
-	CHECK(dbk_slo_met(&all, &r));
+	CHECK(!dbk_stats_slo_any(&none));
+	CHECK(dbk_stats_slo_any(&tpot));
+	CHECK(dbk_stats_slo_met(&none, &r));
+	CHECK(dbk_stats_slo_met(&ttft, &r));
+	CHECK(dbk_stats_slo_met(&tpot, &r)); /* at the bound: met */
+	CHECK(dbk_stats_slo_met(&all, &r));
 	r.ttft = 0.6;
-	CHECK(!dbk_slo_met(&ttft, &r));
-	CHECK(!dbk_slo_met(&all, &r));
+	CHECK(!dbk_stats_slo_met(&ttft, &r));
+	CHECK(!dbk_stats_slo_met(&all, &r));
 	r = ok_result(0.4, 2.4, 21, 0); /* tpot 0.1 */
-	CHECK(!dbk_slo_met(&tpot, &r));
-	CHECK(dbk_slo_met(&ttft, &r));
+	CHECK(!dbk_stats_slo_met(&tpot, &r));
+	CHECK(dbk_stats_slo_met(&ttft, &r));
 	r = ok_result(0.1, 2.1, 1001, 0); /* e2e above 2 */
-	CHECK(!dbk_slo_met(&all, &r));
+	CHECK(!dbk_stats_slo_met(&all, &r));
 	/* One output token: no TPOT, the TPOT SLO does not apply. */
-	CHECK(dbk_slo_met(&tpot, &one));
+	CHECK(dbk_stats_slo_met(&tpot, &one));
 	/* Failed requests are never good. */
 	one.ok = false;
-	CHECK(!dbk_slo_met(&none, &one));
+	CHECK(!dbk_stats_slo_met(&none, &one));
 }
 
 /* Six requests: 3 short ok, 1 short failed, 1 long ok, 1 not finished. */
@@ -136,7 +136,7 @@ static void test_summarize(void)
 	struct dbk_summary s;
 
 	make_results(r, itl);
-	CHECK_EQ_U(dbk_summarize(r, 6, DBK_STATS_ALL, &slo, 10.0, &s), 0);
+	CHECK_EQ_U(dbk_stats_summarize(r, 6, DBK_STATS_ALL, &slo, 10.0, &s), 0);
 	CHECK_EQ_U(s.requests, 6);
 	CHECK_EQ_U(s.completed, 4);
 	CHECK_EQ_U(s.failed, 1);
@@ -158,10 +158,10 @@ static void test_summarize(void)
 	CHECK_EQ_U(s.itl.n, 6);
 	CHECK_NEAR(s.itl.mean, 5.0 / 6, 1e-12);
 	CHECK_EQ_U(s.e2e.n, 4);
-	CHECK_NEAR(s.e2e.p99, dbk_percentile((double[]){ 0.3, 0.6, 1.1, 9.0 }, 4, 99), 1e-12);
+	CHECK_NEAR(s.e2e.p99, dbk_stats_percentile((double[]){ 0.3, 0.6, 1.1, 9.0 }, 4, 99), 1e-12);
 	CHECK_NEAR(s.duration, 10, 0);
 
-	CHECK_EQ_U(dbk_summarize(r, 6, DBK_CLASS_SHORT, &slo, 10.0, &s), 0);
+	CHECK_EQ_U(dbk_stats_summarize(r, 6, DBK_CLASS_SHORT, &slo, 10.0, &s), 0);
 	CHECK_EQ_U(s.requests, 4);
 	CHECK_EQ_U(s.completed, 3);
 	CHECK_EQ_U(s.failed, 1);
@@ -169,7 +169,7 @@ static void test_summarize(void)
 	CHECK_NEAR(s.itl.median, 0.25, 1e-12);
 	CHECK_NEAR(s.req_throughput, 0.3, 1e-12);
 
-	CHECK_EQ_U(dbk_summarize(r, 6, DBK_CLASS_LONG, &none, 10.0, &s), 0);
+	CHECK_EQ_U(dbk_stats_summarize(r, 6, DBK_CLASS_LONG, &none, 10.0, &s), 0);
 	CHECK_EQ_U(s.requests, 2);
 	CHECK_EQ_U(s.completed, 1);
 	CHECK_EQ_U(s.failed, 0);
@@ -178,7 +178,7 @@ static void test_summarize(void)
 	CHECK_EQ_U(s.good, 0);
 
 	/* Nothing completed: distributions empty, rates zero. */
-	CHECK_EQ_U(dbk_summarize(r + 3, 1, DBK_STATS_ALL, &slo, 10.0, &s), 0);
+	CHECK_EQ_U(dbk_stats_summarize(r + 3, 1, DBK_STATS_ALL, &slo, 10.0, &s), 0);
 	CHECK_EQ_U(s.completed, 0);
 	CHECK_EQ_U(s.failed, 1);
 	CHECK(isnan(s.ttft.mean) && isnan(s.itl.p99));
@@ -286,7 +286,8 @@ static void summarize3(const struct dbk_result *r, size_t n, const struct dbk_sl
                        struct dbk_summary s[3])
 {
 	for (int c = 0; c < 3; c++)
-		CHECK_EQ_U(dbk_summarize(r, n, c == 0 ? DBK_STATS_ALL : c - 1, slo, 10.0, &s[c]),
+		CHECK_EQ_U(dbk_stats_summarize(r, n, c == 0 ? DBK_STATS_ALL : c - 1, slo, 10.0,
+		                               &s[c]),
 		           0);
 }
 
@@ -346,7 +347,7 @@ static void test_json(void)
 	free(p);
 
 	/* Empty series are null, not NaN (which is not JSON). */
-	CHECK_EQ_U(dbk_summarize(r + 5, 1, DBK_STATS_ALL, &info.slo, 10.0, &s[0]), 0);
+	CHECK_EQ_U(dbk_stats_summarize(r + 5, 1, DBK_STATS_ALL, &info.slo, 10.0, &s[0]), 0);
 	p = capture(false, &info, s, r, 6);
 	root = cJSON_Parse(p ? p : "");
 	CHECK(root != NULL);

@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "pyval.h"
+#include "lib/log.h"
+#include "lib/bounds.h"
 
 enum opt_id {
 	O_UNKNOWN = -1,
@@ -35,6 +37,7 @@ enum opt_id {
 	O_AGENT,
 	O_HAPROXY,
 	O_ACCESS_LOG,
+	O_VERSION,
 };
 
 enum nargs { N_ZERO, N_ONE, N_PLUS };
@@ -65,6 +68,7 @@ static const struct opt opts[] = {
 	{ "--agent", O_AGENT, true },
 	{ "--haproxy", O_HAPROXY, true },
 	{ "--access-log", O_ACCESS_LOG, true },
+	{ "--version", O_VERSION, true },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -72,6 +76,7 @@ static enum nargs nargs_of(enum opt_id id)
 {
 	switch (id) {
 	case O_HELP:
+	case O_VERSION:
 	case O_DYNAMIC:
 	case O_ACCESS_LOG: return N_ZERO;
 	case O_SERVER_HOSTS:
@@ -90,6 +95,7 @@ static enum vtype type_of(enum opt_id id)
 	case O_MAX_TOKENS: return T_INT;
 	case O_RETRY_DELAY: return T_FLOAT;
 	case O_HELP:
+	case O_VERSION:
 	case O_DYNAMIC:
 	case O_ACCESS_LOG: return T_NONE;
 	default: return T_STR;
@@ -147,7 +153,7 @@ static bool negative_number(const char *s)
 
 #define FAIL(...)                                   \
 	do {                                        \
-		snprintf(err, errlen, __VA_ARGS__); \
+		dbk_errf(err, errlen, __VA_ARGS__); \
 		return -1;                          \
 	} while (0)
 
@@ -230,10 +236,9 @@ static int classify(const char *arg, struct token *t, char *err, size_t errlen)
 	}
 	nmatch = prefix_matches(arg, eq, match, explicit);
 	if (nmatch > 1) {
-		size_t o = (size_t)snprintf(err, errlen, "ambiguous option: %s could match", arg);
-		for (size_t k = 0; k < nmatch && o < errlen; k++)
-			o += (size_t)snprintf(err + o, errlen - o, "%s %s", k ? "," : "",
-			                      opts[match[k]].str);
+		dbk_errf(err, errlen, "ambiguous option: %s could match", arg);
+		for (size_t k = 0; k < nmatch; k++)
+			dbk_errf_append(err, errlen, "%s %s", k ? "," : "", opts[match[k]].str);
 		return -1;
 	}
 	if (nmatch == 1) {
@@ -301,6 +306,7 @@ static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigne
 	case O_AGENT: f->agent = vals[0]; break;
 	case O_HAPROXY: f->haproxy = vals[0]; break;
 	case O_HELP:
+	case O_VERSION:
 	case O_UNKNOWN: break;
 	}
 	return 0;
@@ -331,8 +337,8 @@ static int check(const struct dbk_launch_flags *f, char *err, size_t errlen)
 		FAIL("Number of dp hosts must match number of dp ports "
 		     "(%u --server-hosts, %u --server-ports)",
 		     f->nhosts, f->nports);
-	if (f->nhosts > DBK_LAUNCH_MAX_SERVERS)
-		FAIL("argument --server-hosts: at most %d servers, got %u", DBK_LAUNCH_MAX_SERVERS,
+	if (f->nhosts > DBK_MAX_SERVERS)
+		FAIL("argument --server-hosts: at most %d servers, got %u", DBK_MAX_SERVERS,
 		     f->nhosts);
 	if (f->port < 1 || f->port > 65535)
 		FAIL("argument --port: %ld is not a TCP port (1 to 65535)", f->port);
@@ -356,12 +362,12 @@ static int check(const struct dbk_launch_flags *f, char *err, size_t errlen)
 		FAIL("argument --enable-dynamic-bucket: the short and the long group need at least "
 		     "2 servers, got %u",
 		     f->nhosts);
-	if (f->threshold < 1 || f->threshold > DBK_LAUNCH_MAX_TOKENS)
+	if (f->threshold < 1 || f->threshold > DBK_MAX_TOKENS)
 		FAIL("argument --server-group-threshold: %lld is not from 1 to %lld", f->threshold,
-		     DBK_LAUNCH_MAX_TOKENS);
-	if (f->max_request_tokens < 1 || f->max_request_tokens > DBK_LAUNCH_MAX_TOKENS)
+		     DBK_MAX_TOKENS);
+	if (f->max_request_tokens < 1 || f->max_request_tokens > DBK_MAX_TOKENS)
 		FAIL("argument --max-request-tokens: %lld is not from 1 to %lld",
-		     f->max_request_tokens, DBK_LAUNCH_MAX_TOKENS);
+		     f->max_request_tokens, DBK_MAX_TOKENS);
 	/* dbucket-spoa checks this in plain mode too. */
 	if (f->threshold >= f->max_request_tokens)
 		FAIL("argument --server-group-threshold: %lld must be below --max-request-tokens "
@@ -407,7 +413,7 @@ static int set_defaults(struct dbk_launch_flags *f, size_t n, char *err, size_t 
 	f->hosts_buf = calloc(n + 1, sizeof(*f->hosts_buf));
 	f->ports_buf = calloc(n + 1, sizeof(*f->ports_buf));
 	if (!f->hosts_buf || !f->ports_buf) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
 	f->hosts_buf[0] = default_hosts[0];
@@ -443,7 +449,7 @@ static int ignored_explicit(const struct token *t, const char *x, char *err, siz
 	char r[160];
 
 	dbk_py_repr(x, r, sizeof(r));
-	snprintf(err, errlen, "argument %s: ignored explicit argument %s", display_name(t->id), r);
+	dbk_errf(err, errlen, "argument %s: ignored explicit argument %s", display_name(t->id), r);
 	return -1;
 }
 
@@ -471,7 +477,7 @@ static int take_explicit(struct dbk_launch_flags *f, const struct token *t, bool
 
 /* An option at tok[i] whose values are the run of 'A' that follows: one,
  * or all of them for nargs "+". Returns the index after them, or 0 on an
- * error; sets *help for -h. */
+ * error; sets *help for -h and --version (f->version tells which). */
 static size_t take_values(struct dbk_launch_flags *f, char **args, const struct token *tok,
                           size_t n, size_t i, bool *help, char *err, size_t errlen)
 {
@@ -485,24 +491,26 @@ static size_t take_values(struct dbk_launch_flags *f, char **args, const struct 
 			k++;
 	size_t nv = k - i - 1;
 	if (na == N_ONE && nv != 1) {
-		snprintf(err, errlen, "argument %s: expected one argument",
+		dbk_errf(err, errlen, "argument %s: expected one argument",
 		         display_name(tok[i].id));
 		return 0;
 	}
 	if (na == N_PLUS && nv == 0) {
-		snprintf(err, errlen, "argument %s: expected at least one argument",
+		dbk_errf(err, errlen, "argument %s: expected at least one argument",
 		         display_name(tok[i].id));
 		return 0;
 	}
-	if (tok[i].id == O_HELP) {
+	if (tok[i].id == O_HELP || tok[i].id == O_VERSION) {
 		*help = true;
+		f->version = tok[i].id == O_VERSION;
 		return k;
 	}
 	return take(f, tok[i].id, args + i + 1, (unsigned)nv, err, errlen) < 0 ? 0 : k;
 }
 
 /* Pass 2: take the options in order; what is not one goes to extras.
- * Stops at -h, as argparse prints the help at once. */
+ * Stops at -h or --version, as argparse prints the help or the version at
+ * once. */
 static int take_all(struct dbk_launch_flags *f, char **args, const struct token *tok, size_t n,
                     size_t *extras, size_t *nextras, bool *help, char *err, size_t errlen)
 {
@@ -537,20 +545,20 @@ enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char
 	if (set_defaults(f, n, err, errlen) < 0)
 		goto out;
 	if (!tok || !extras) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		goto out;
 	}
 	if (classify_all(args, n, tok, err, errlen) < 0 ||
 	    take_all(f, args, tok, n, extras, &nextras, &help, err, errlen) < 0)
 		goto out;
 	if (help) {
-		rc = DBK_FLAGS_HELP;
+		rc = f->version ? DBK_FLAGS_VERSION : DBK_FLAGS_HELP;
 		goto out;
 	}
 	if (nextras) {
-		size_t o = (size_t)snprintf(err, errlen, "unrecognized arguments:");
-		for (size_t k = 0; k < nextras && o < errlen; k++)
-			o += (size_t)snprintf(err + o, errlen - o, " %s", args[extras[k]]);
+		dbk_errf(err, errlen, "unrecognized arguments:");
+		for (size_t k = 0; k < nextras; k++)
+			dbk_errf_append(err, errlen, " %s", args[extras[k]]);
 		goto out;
 	}
 	if (check(f, err, errlen) < 0)

@@ -10,8 +10,6 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#define DBK_LAUNCH_VERSION "0.1.0"
-
 /* The reference's defaults. */
 #define DBK_LAUNCH_DEFAULT_HOST "localhost"
 #define DBK_LAUNCH_DEFAULT_PORT 8000
@@ -22,11 +20,9 @@
 #define DBK_LAUNCH_DEFAULT_MAX_RETRIES 3
 #define DBK_LAUNCH_DEFAULT_RETRY_DELAY 0.001
 
-/* dbucket-spoa's limits, checked here so that a command line the agent
- * would refuse fails before anything starts. */
-#define DBK_LAUNCH_MAX_SERVERS 4096
-#define DBK_LAUNCH_MAX_TOKENS (1LL << 40)
-/* HAProxy would retry up to this many times; more is a typo. */
+/* dbucket-spoa's limits (lib/bounds.h) are checked here too, so that a
+ * command line the agent would refuse fails before anything starts.
+ * HAProxy would retry up to this many times; more is a typo. */
 #define DBK_LAUNCH_MAX_RETRIES 1000
 
 struct dbk_launch_flags {
@@ -48,6 +44,7 @@ struct dbk_launch_flags {
 	const char *agent;        /* --agent PATH */
 	const char *haproxy;      /* --haproxy PATH */
 	bool access_log;          /* --access-log */
+	bool version;             /* --version */
 	/* Storage for the two lists (strings point into argv). */
 	const char **hosts_buf;
 	long *ports_buf;
@@ -55,7 +52,8 @@ struct dbk_launch_flags {
 
 enum dbk_flags_result {
 	DBK_FLAGS_OK = 0,
-	DBK_FLAGS_HELP, /* -h/--help: print dbk_flags_help, exit 0 */
+	DBK_FLAGS_HELP,    /* -h/--help: print dbk_flags_help, exit 0 */
+	DBK_FLAGS_VERSION, /* --version: print the version, exit 0 */
 	DBK_FLAGS_ERROR, /* err holds argparse's message: print usage, "dbucket: error: ERR", exit 2 */
 };
 

@@ -13,7 +13,7 @@ static const char usage_text[] =
         "               [--max-request-tokens MAX_REQUEST_TOKENS]\n"
         "               [--enable-dynamic-bucket] [--print-config DIR]\n"
         "               [--runtime-dir DIR] [--agent PATH] [--haproxy PATH]\n"
-        "               [--access-log]\n";
+        "               [--access-log] [--version]\n";
 
 void dbk_flags_usage(FILE *out) { fputs(usage_text, out); }
 
@@ -71,10 +71,11 @@ void dbk_flags_help(FILE *out)
 	        "  --access-log          HAProxy's access log, one line per request, on\n"
 	        "                        stderr (off: only errors, warnings and one line\n"
 	        "                        per lifecycle event)\n"
+	        "  --version             show the version and exit\n"
 	        "\n"
 	        "Exit status: 0 when stopped by SIGTERM, SIGINT or SIGHUP (or after --help,\n"
-	        "--print-config), 1 when HAProxy or the agent failed, 2 for a bad command\n"
-	        "line. See dbucket(1).\n",
+	        "--version or --print-config), 1 when HAProxy or the agent failed, 2 for a\n"
+	        "bad command line. See dbucket(1).\n",
 	        DBK_LAUNCH_DEFAULT_PORT, DBK_LAUNCH_DEFAULT_HOST, DBK_LAUNCH_DEFAULT_SERVER_HOST,
 	        DBK_LAUNCH_DEFAULT_SERVER_PORT, DBK_LAUNCH_DEFAULT_MAX_RETRIES,
 	        DBK_LAUNCH_DEFAULT_RETRY_DELAY, DBK_LAUNCH_DEFAULT_THRESHOLD,

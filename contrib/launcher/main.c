@@ -17,6 +17,7 @@
 #include "render.h"
 #include "say.h"
 #include "supervise.h"
+#include "lib/version.h"
 
 #define ERRLEN 512
 
@@ -361,6 +362,10 @@ int main(int argc, char **argv)
 	switch (dbk_flags_parse(&f, argc, argv, err, sizeof(err))) {
 	case DBK_FLAGS_HELP:
 		dbk_flags_help(stdout);
+		dbk_flags_free(&f);
+		return 0;
+	case DBK_FLAGS_VERSION:
+		printf("dbucket %s\n", DBK_VERSION);
 		dbk_flags_free(&f);
 		return 0;
 	case DBK_FLAGS_ERROR:

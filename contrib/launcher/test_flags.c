@@ -164,6 +164,12 @@ static void test_help(void)
 	/* ... and unknown arguments are reported only at the end. */
 	CHECK(parse("--zz", "-h", NULL) == DBK_FLAGS_HELP);
 	CHECK_ERR("argument --port: invalid int value: 'x'", "--port", "x", "-h");
+	/* --version is argparse's version action: at once, like -h. */
+	CHECK(parse("--version", NULL) == DBK_FLAGS_VERSION);
+	CHECK(parse("--vers", "--port", "x", NULL) == DBK_FLAGS_VERSION);
+	CHECK(parse("--port", "1", "--version", "-h", NULL) == DBK_FLAGS_VERSION);
+	CHECK(parse("-h", "--version", NULL) == DBK_FLAGS_HELP);
+	CHECK_ERR("argument --version: ignored explicit argument 'x'", "--version=x");
 }
 
 /* Messages, word for word as argparse prints them after "dbucket: error: ". */

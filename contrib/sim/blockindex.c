@@ -43,7 +43,10 @@ void dbk_blockindex_free(struct dbk_blockindex *bi)
 	memset(bi, 0, sizeof(*bi));
 }
 
-static uint64_t where_key(uint64_t hash, unsigned server) { return dbk_mix64_pair(hash, server); }
+static uint64_t where_key(uint64_t hash, unsigned server)
+{
+	return dbk_u64map_mix64_pair(hash, server);
+}
 
 const uint64_t *dbk_blockindex_get(const struct dbk_blockindex *bi, uint64_t hash)
 {

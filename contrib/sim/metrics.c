@@ -7,7 +7,7 @@
 
 #include "array.h"
 
-const char *dbk_sim_class_name(enum dbk_sim_class c)
+const char *dbk_metrics_class_name(enum dbk_sim_class c)
 {
 	switch (c) {
 	case DBK_CLASS_ALL: return "all";
@@ -129,7 +129,7 @@ static double select_k(double *v, size_t n, size_t k)
 	return v[k];
 }
 
-double dbk_quantile(double *v, size_t n, double q)
+double dbk_metrics_quantile(double *v, size_t n, double q)
 {
 	double pos, frac, a, b;
 	size_t k, i;
@@ -173,9 +173,9 @@ static void dist(struct dbk_dist *d, double *v, size_t n)
 	}
 	d->mean = sum / (double)n;
 	d->max = mx;
-	d->p50 = dbk_quantile(v, n, 0.50);
-	d->p90 = dbk_quantile(v, n, 0.90);
-	d->p99 = dbk_quantile(v, n, 0.99);
+	d->p50 = dbk_metrics_quantile(v, n, 0.50);
+	d->p90 = dbk_metrics_quantile(v, n, 0.90);
+	d->p99 = dbk_metrics_quantile(v, n, 0.99);
 }
 
 /* Both classes' samples in one array (for the "all" class). */

@@ -15,7 +15,7 @@
  * and both together. */
 enum dbk_sim_class { DBK_CLASS_ALL = 0, DBK_CLASS_SHORT, DBK_CLASS_LONG, DBK_NCLASSES };
 
-const char *dbk_sim_class_name(enum dbk_sim_class c);
+const char *dbk_metrics_class_name(enum dbk_sim_class c);
 
 /* Service-level objectives in seconds; 0 means not applied. A request is
  * "good" when it completed and meets every applied one (vLLM's
@@ -69,6 +69,6 @@ int dbk_metrics_summarize(struct dbk_metrics *m, double duration_s, struct dbk_c
 
 /* The q-quantile (0..1) of v[0..n) with numpy's default linear
  * interpolation; reorders v. O(n). 0 when n == 0. */
-double dbk_quantile(double *v, size_t n, double q);
+double dbk_metrics_quantile(double *v, size_t n, double q);
 
 #endif

@@ -14,6 +14,9 @@
 #include "predict.h"
 #include "sim.h"
 #include "model/engine.h"
+#include "lib/log.h"
+#include "lib/bounds.h"
+#include "lib/version.h"
 
 /* In enum dbk_trace_format's order: the choice's index is the format. */
 static const char *const formats[] = { "auto", "mooncake", "azure", NULL };
@@ -59,6 +62,13 @@ static const char *policy_list(void)
 	return text;
 }
 
+/* A count N: a whole number, strictly (no suffix, no fraction). */
+#define COUNT_N(name, ptr, lo, hi, text)                                                     \
+	{                                                                                    \
+		name, 0, DBK_OPT_SIZE, ptr, lo, hi, .flags = DBK_OPT_STRICT, .metavar = "N", \
+		                                    .help = text                             \
+	}
+
 static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 {
 	const struct dbk_opt opts[] = {
@@ -71,11 +81,10 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		  .help = "skip the first S seconds of trace time" },
 		{ "duration-s", 0, DBK_OPT_DOUBLE, &o->slice.duration_s, 0, 1e12, .metavar = "D",
 		  .help = "keep D seconds of trace time (default all)" },
-		{ "skip", 0, DBK_OPT_SIZE, &o->skip, 0, UINT32_MAX, .flags = DBK_OPT_STRICT,
-		  .metavar = "N", .help = "then drop the first N requests (default 0)" },
-		{ "max-requests", 0, DBK_OPT_SIZE, &o->slice.max_requests, 1, UINT32_MAX - 1,
-		  .flags = DBK_OPT_STRICT, .metavar = "N",
-		  .help = "then keep at most N (default all)" },
+		COUNT_N("skip", &o->skip, 0, UINT32_MAX,
+		        "then drop the first N requests (default 0)"),
+		COUNT_N("max-requests", &o->slice.max_requests, 1, UINT32_MAX - 1,
+		        "then keep at most N (default all)"),
 		{ "rate-factor", 0, DBK_OPT_DOUBLE, &o->slice.rate_factor, 1e-6, 1e9,
 		  .metavar = "F", .help = "arrivals F times faster: trace time / F\n(default 1)" },
 		{ "spread-ticks", 0, DBK_OPT_FLAG, &o->slice.spread_ticks,
@@ -84,7 +93,7 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		          "arrive at uniform random times, seeded,\n"
 		          "before the next tick, in order (default:\n"
 		          "as recorded)" },
-		{ "instances", 0, DBK_OPT_INT, &o->instances, 1, DBK_SIM_MAX_INSTANCES,
+		{ "instances", 0, DBK_OPT_INT, &o->instances, 1, DBK_MAX_SERVERS,
 		  .flags = DBK_OPT_STRICT, .metavar = "N",
 		  .help = "vLLM instances (default 4); the first\nceil(N/2) form the short group",
 		  .section = "Cluster:" },
@@ -93,23 +102,18 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		          "(default) or a100, or a comma-separated\n"
 		          "list given to the instances in turn\n"
 		          "(h100,a100: every other one an A100)" },
-		{ "max-model-len", 0, DBK_OPT_SIZE, &o->max_model_len, 2, MML_MAX,
-		  .flags = DBK_OPT_STRICT, .metavar = "N",
-		  .help = "every instance (default 131072)" },
-		{ "max-num-batched-tokens", 0, DBK_OPT_SIZE, &o->batched, 1, MML_MAX,
-		  .flags = DBK_OPT_STRICT, .metavar = "N",
-		  .help = "step token budget (default 8192 h100,\n2048 a100)" },
-		{ "max-num-seqs", 0, DBK_OPT_SIZE, &o->seqs, 1, DBK_ENGINE_MAX_SEQS_LIMIT,
-		  .flags = DBK_OPT_STRICT, .metavar = "N",
-		  .help = "(default 1024 h100, 256 a100)" },
-		{ "kv-capacity-tokens", 0, DBK_OPT_SIZE, &o->kv, 16, TOKENS_MAX,
-		  .flags = DBK_OPT_STRICT, .metavar = "N",
-		  .help = "KV cache per instance (default 430000)" },
-		{ "short-max-model-len", 0, DBK_OPT_SIZE, &o->short_max_model_len, 2, MML_MAX,
-		  .flags = DBK_OPT_STRICT, .metavar = "N",
-		  .help = "the short group's max-model-len" },
-		{ "short-kv-capacity-tokens", 0, DBK_OPT_SIZE, &o->short_kv, 16, TOKENS_MAX,
-		  .flags = DBK_OPT_STRICT, .metavar = "N", .help = "the short group's KV cache" },
+		COUNT_N("max-model-len", &o->max_model_len, 2, MML_MAX,
+		        "every instance (default 131072)"),
+		COUNT_N("max-num-batched-tokens", &o->batched, 1, MML_MAX,
+		        "step token budget (default 8192 h100,\n2048 a100)"),
+		COUNT_N("max-num-seqs", &o->seqs, 1, DBK_ENGINE_MAX_SEQS_LIMIT,
+		        "(default 1024 h100, 256 a100)"),
+		COUNT_N("kv-capacity-tokens", &o->kv, 16, TOKENS_MAX,
+		        "KV cache per instance (default 430000)"),
+		COUNT_N("short-max-model-len", &o->short_max_model_len, 2, MML_MAX,
+		        "the short group's max-model-len"),
+		COUNT_N("short-kv-capacity-tokens", &o->short_kv, 16, TOKENS_MAX,
+		        "the short group's KV cache"),
 		{ "demo-profile", 0, DBK_OPT_FLAG, &x->demo,
 		  .help = "short group 32768 / 120000, as make demo\n"
 		          "(the two options above win over it)" },
@@ -265,12 +269,12 @@ int dbk_sim_opts_parse(int argc, char **argv, struct dbk_sim_opts *o, int *statu
 		if (x.help)
 			usage(stdout, t);
 		else
-			printf("dbucket-sim %s\n", DBK_SIM_VERSION);
+			printf("dbucket-sim %s\n", DBK_VERSION);
 		*status = 0;
 		return 1;
 	}
 	if (first < argc) {
-		snprintf(err, sizeof(err), "unexpected argument '%s'", argv[first]);
+		dbk_errf(err, sizeof(err), "unexpected argument '%s'", argv[first]);
 		return usage_error(err);
 	}
 	if (!o->slice.path)
@@ -278,7 +282,7 @@ int dbk_sim_opts_parse(int argc, char **argv, struct dbk_sim_opts *o, int *statu
 	o->slice.format = (enum dbk_trace_format)x.format;
 	for (unsigned i = 0; i < dbk_sim_gpu_count(o->gpu); i++)
 		if (!dbk_sim_gpu_at(o->gpu, i)) {
-			snprintf(err, sizeof(err), "--gpu: '%s' names other than h100 and a100",
+			dbk_errf(err, sizeof(err), "--gpu: '%s' names other than h100 and a100",
 			         o->gpu);
 			return usage_error(err);
 		}

@@ -10,8 +10,6 @@
 #include "model/trace.h"
 #include "slo.h"
 
-#define DBK_SIM_VERSION "0.2"
-
 struct dbk_sim_opts {
 	/* --skip drops requests between the window and the count. */
 	struct dbk_trace_slice slice;

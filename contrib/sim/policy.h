@@ -89,6 +89,17 @@ struct dbk_sim_policy_ops {
 	void (*fini)(void *st);
 };
 
+/* A peer's ops, dbk_sim_policy_NAME named "NAME": its state STATE and
+ * its functions PFX_init, PFX_fini and PFX_choose; what else it sets
+ * (tick, scrape...) follows as designated initialisers. */
+#define DBK_SIM_POLICY_OPS(NAME, STATE, PFX, ...)                                         \
+	const struct dbk_sim_policy_ops dbk_sim_policy_##NAME = { .name = #NAME,          \
+		                                                  .size = sizeof(STATE),  \
+		                                                  .init = PFX##_init,     \
+		                                                  .fini = PFX##_fini,     \
+		                                                  .choose = PFX##_choose, \
+		                                                  __VA_ARGS__ }
+
 extern const struct dbk_sim_policy_ops dbk_sim_policy_rr;
 extern const struct dbk_sim_policy_ops dbk_sim_policy_lc;
 extern const struct dbk_sim_policy_ops dbk_sim_policy_plain;

@@ -87,12 +87,5 @@ static void ca_tick(void *st, const struct dbk_sim *s)
 		p->evicted += (uint64_t)d;
 }
 
-const struct dbk_sim_policy_ops dbk_sim_policy_cache_aware = {
-	.name = "cache_aware",
-	.size = sizeof(struct cache_aware),
-	.init = ca_init,
-	.fini = ca_fini,
-	.choose = ca_choose,
-	.tick = ca_tick,
-	.tick_s = CA_EVICTION_INTERVAL_S,
-};
+DBK_SIM_POLICY_OPS(cache_aware, struct cache_aware, ca, .tick = ca_tick,
+                   .tick_s = CA_EVICTION_INTERVAL_S);

@@ -56,7 +56,7 @@ static int ch_init(void *st, const struct dbk_sim_policy_env *env)
 			struct point *pt = &p->ring[p->npoints++];
 
 			/* "url:v" in the peer: instance and replica. */
-			pt->h = dbk_mix64_pair(dbk_mix64(i), v);
+			pt->h = dbk_u64map_mix64_pair(dbk_u64map_mix64(i), v);
 			pt->inst = i;
 		}
 	qsort(p->ring, p->npoints, sizeof(*p->ring), point_cmp);
@@ -66,8 +66,9 @@ static int ch_init(void *st, const struct dbk_sim_policy_env *env)
 static int ch_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
 	const struct chash *p = st;
-	uint64_t key = r->has_session ? r->session : dbk_mix64_pair((uint64_t)1 << 63, r->id);
-	uint64_t h = dbk_mix64(key ^ 0xc0ffeeULL);
+	uint64_t key = r->has_session ? r->session
+	                              : dbk_u64map_mix64_pair((uint64_t)1 << 63, r->id);
+	uint64_t h = dbk_u64map_mix64(key ^ 0xc0ffeeULL);
 	size_t lo = 0, hi = p->npoints;
 
 	(void)s;
@@ -82,10 +83,4 @@ static int ch_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	return (int)p->ring[lo == p->npoints ? 0 : lo].inst;
 }
 
-const struct dbk_sim_policy_ops dbk_sim_policy_consistent_hash = {
-	.name = "consistent_hash",
-	.size = sizeof(struct chash),
-	.init = ch_init,
-	.fini = ch_fini,
-	.choose = ch_choose,
-};
+DBK_SIM_POLICY_OPS(consistent_hash, struct chash, ch);

@@ -171,10 +171,4 @@ static int clair_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_
 	return best_i;
 }
 
-const struct dbk_sim_policy_ops dbk_sim_policy_clairvoyant = {
-	.name = "clairvoyant",
-	.size = sizeof(struct clair),
-	.init = clair_init,
-	.fini = clair_fini,
-	.choose = clair_choose,
-};
+DBK_SIM_POLICY_OPS(clairvoyant, struct clair, clair);

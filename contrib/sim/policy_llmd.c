@@ -92,7 +92,7 @@ static size_t hash_prompt(const struct dbk_sim_req *r, uint64_t *out)
 			seg = seg == UINT32_MAX ? 0 : seg + 1;
 			chain = dbk_sim_prompt_chain(r, seg, chain);
 		}
-		out[n++] = dbk_mix64_pair(chain, j % per_seg);
+		out[n++] = dbk_u64map_mix64_pair(chain, j % per_seg);
 	}
 	return n;
 }
@@ -131,18 +131,10 @@ static int ld_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 		if (score == best)
 			p->ties[nties++] = i;
 	}
-	pick = p->ties[dbk_mix64(p->rng++) % nties];
+	pick = p->ties[dbk_u64map_mix64(p->rng++) % nties];
 	if (dbk_blockindex_add(&p->index, p->hashes, nh, pick) != 0)
 		return DBK_SIM_POLICY_ERROR;
 	return (int)pick;
 }
 
-const struct dbk_sim_policy_ops dbk_sim_policy_llm_d = {
-	.name = "llm_d",
-	.size = sizeof(struct llmd),
-	.init = ld_init,
-	.fini = ld_fini,
-	.choose = ld_choose,
-	.scrape = true,
-	.tick_s = LD_REFRESH_S,
-};
+DBK_SIM_POLICY_OPS(llm_d, struct llmd, ld, .scrape = true, .tick_s = LD_REFRESH_S);

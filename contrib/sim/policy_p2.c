@@ -23,7 +23,7 @@
 /* The state: how many draws were made; draw k is mix64(seed + k). */
 static unsigned draw(uint64_t *draws, unsigned n)
 {
-	return (unsigned)(dbk_mix64(P2_SEED + (*draws)++) % n);
+	return (unsigned)(dbk_u64map_mix64(P2_SEED + (*draws)++) % n);
 }
 
 static uint64_t load(const struct dbk_sim *s, unsigned i)

@@ -82,7 +82,7 @@ static void chunks(const struct dbk_sim_req *r, bool (*fn)(struct prefixaware *,
 
 			if (len > PA_CHUNK_TOKENS)
 				len = PA_CHUNK_TOKENS;
-			if (!fn(p, dbk_mix64_pair(chain, (uint64_t)j << 32 | len)))
+			if (!fn(p, dbk_u64map_mix64_pair(chain, (uint64_t)j << 32 | len)))
 				return;
 		}
 	}
@@ -142,16 +142,10 @@ static int pa_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	for (i = 0; i < p->n; i++)
 		if (p->sel[i / 64] >> (i % 64) & 1)
 			p->cand[nc++] = i;
-	p->pick = p->cand[dbk_mix64(p->rng++) % nc];
+	p->pick = p->cand[dbk_u64map_mix64(p->rng++) % nc];
 	p->oom = false;
 	chunks(r, record, p);
 	return p->oom ? DBK_SIM_POLICY_ERROR : (int)p->pick;
 }
 
-const struct dbk_sim_policy_ops dbk_sim_policy_prefixaware = {
-	.name = "prefixaware",
-	.size = sizeof(struct prefixaware),
-	.init = pa_init,
-	.fini = pa_fini,
-	.choose = pa_choose,
-};
+DBK_SIM_POLICY_OPS(prefixaware, struct prefixaware, pa);

@@ -28,7 +28,7 @@ uint64_t dbk_sim_prompt_chain(const struct dbk_sim_req *r, uint32_t i, uint64_t 
 	/* Ids of a request without hash ids: its index, in a space the
 	 * trace's ids (small integers) never reach. */
 	uint64_t id = i < r->n_hash_ids ? r->hash_ids[i]
-	                                : dbk_mix64_pair((uint64_t)1 << 63 | r->id, i);
+	                                : dbk_u64map_mix64_pair((uint64_t)1 << 63 | r->id, i);
 
-	return dbk_mix64_pair(prev ^ 0x5eedULL, id);
+	return dbk_u64map_mix64_pair(prev ^ 0x5eedULL, id);
 }

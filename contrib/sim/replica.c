@@ -33,7 +33,7 @@ struct dbk_replica {
 	} * fin;
 	uint32_t *touched; /* steps with fin set, to clear them */
 	size_t nt, ct;
-	/* One step's batch: dbk_step_time's arrays (tokens new and done,
+	/* One step's batch: dbk_engine_step_time's arrays (tokens new and done,
 	 * prefill or not, per entry) and the items it completes. */
 	struct batch {
 		uint32_t *new, *done;
@@ -339,7 +339,7 @@ double dbk_replica_first_token(struct dbk_replica *p, uint32_t prompt, uint32_t 
 		nent = fill_batch(p, k, head, &ncompl);
 		if (nent == 0)
 			return HUGE_VAL; /* stuck: no decode, no chunk fits */
-		t += dbk_step_time(p->cfg.gpu, nent, p->b.new, p->b.done, p->b.pf);
+		t += dbk_engine_step_time(p->cfg.gpu, nent, p->b.new, p->b.done, p->b.pf);
 		for (c = 0; c < ncompl; c++)
 			if (p->items[p->b.compl [c]].is_new)
 				return t;

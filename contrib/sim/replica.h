@@ -9,7 +9,7 @@
  *    token each, then requests still in prefill take chunks in queue
  *    order, then waiting requests are admitted FCFS while budget, the
  *    max-num-seqs limit and free KV blocks allow;
- *  - step times come from dbk_step_time, the engine's own formula;
+ *  - step times come from dbk_engine_step_time, the engine's own formula;
  *  - decoding requests are aggregated (count, context sum, and how many
  *    finish at each future step), so a step costs O(prefill chunks), not
  *    O(batch).

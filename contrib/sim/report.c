@@ -2,6 +2,7 @@
 #include "report.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 int dbk_sim_report_find(const struct dbk_sim_run_report *runs, size_t n, const char *name)
@@ -14,13 +15,17 @@ int dbk_sim_report_find(const struct dbk_sim_run_report *runs, size_t n, const c
 	return -1;
 }
 
-/* The table's columns, each a number taken from a result. Latencies in
- * milliseconds. */
+/* The table's columns, each a number taken from a result: a count or a
+ * rate (get), or a latency (get NULL): a quantile of one class's
+ * distribution, in milliseconds. */
 struct col {
 	const char *head;
 	const char *key; /* in JSON */
 	const char *fmt;
 	double (*get)(const struct dbk_sim_result *r);
+	enum dbk_sim_class cls;
+	size_t dist; /* struct dbk_dist in struct dbk_class_summary */
+	size_t q;    /* double in struct dbk_dist */
 };
 
 #define CLS(r, c) (&(r)->cls[DBK_CLASS_##c])
@@ -29,52 +34,39 @@ static double c_fail(const struct dbk_sim_result *r) { return (double)CLS(r, ALL
 static double c_rps(const struct dbk_sim_result *r) { return CLS(r, ALL)->req_per_s; }
 static double c_tps(const struct dbk_sim_result *r) { return CLS(r, ALL)->tok_per_s; }
 static double c_good(const struct dbk_sim_result *r) { return CLS(r, ALL)->goodput; }
-/* A quantile of no sample is not 0 ms: NAN, printed "-". */
-static double ms(const struct dbk_dist *d, double v) { return d->n ? 1e3 * v : NAN; }
-static double c_ttft50s(const struct dbk_sim_result *r)
-{
-	return ms(&CLS(r, SHORT)->ttft, CLS(r, SHORT)->ttft.p50);
-}
-static double c_ttft99s(const struct dbk_sim_result *r)
-{
-	return ms(&CLS(r, SHORT)->ttft, CLS(r, SHORT)->ttft.p99);
-}
-static double c_ttft50l(const struct dbk_sim_result *r)
-{
-	return ms(&CLS(r, LONG)->ttft, CLS(r, LONG)->ttft.p50);
-}
-static double c_ttft99l(const struct dbk_sim_result *r)
-{
-	return ms(&CLS(r, LONG)->ttft, CLS(r, LONG)->ttft.p99);
-}
-static double c_tpot50(const struct dbk_sim_result *r)
-{
-	return ms(&CLS(r, ALL)->tpot, CLS(r, ALL)->tpot.p50);
-}
-static double c_tpot99(const struct dbk_sim_result *r)
-{
-	return ms(&CLS(r, ALL)->tpot, CLS(r, ALL)->tpot.p99);
-}
-static double c_e2e99(const struct dbk_sim_result *r)
-{
-	return ms(&CLS(r, ALL)->e2e, CLS(r, ALL)->e2e.p99);
-}
+
+#define LATENCY(head, key, fmt, c, d, q)                                                    \
+	{                                                                                   \
+		head, key, fmt, NULL, DBK_CLASS_##c, offsetof(struct dbk_class_summary, d), \
+		        offsetof(struct dbk_dist, q)                                        \
+	}
 
 static const struct col cols[] = {
-	{ "done", "completed", "%7.0f", c_done },
-	{ "fail", "failed", "%6.0f", c_fail },
-	{ "req/s", "request_throughput", "%7.2f", c_rps },
-	{ "tok/s", "output_token_throughput", "%8.0f", c_tps },
-	{ "good/s", "goodput", "%7.2f", c_good },
-	{ "TTFTs50", "ttft_short_p50", "%8.0f", c_ttft50s },
-	{ "TTFTs99", "ttft_short_p99", "%8.0f", c_ttft99s },
-	{ "TTFTl50", "ttft_long_p50", "%8.0f", c_ttft50l },
-	{ "TTFTl99", "ttft_long_p99", "%8.0f", c_ttft99l },
-	{ "TPOT50", "tpot_p50", "%7.1f", c_tpot50 },
-	{ "TPOT99", "tpot_p99", "%7.1f", c_tpot99 },
-	{ "E2E99", "e2e_p99", "%8.0f", c_e2e99 },
+	{ "done", "completed", "%7.0f", .get = c_done },
+	{ "fail", "failed", "%6.0f", .get = c_fail },
+	{ "req/s", "request_throughput", "%7.2f", .get = c_rps },
+	{ "tok/s", "output_token_throughput", "%8.0f", .get = c_tps },
+	{ "good/s", "goodput", "%7.2f", .get = c_good },
+	LATENCY("TTFTs50", "ttft_short_p50", "%8.0f", SHORT, ttft, p50),
+	LATENCY("TTFTs99", "ttft_short_p99", "%8.0f", SHORT, ttft, p99),
+	LATENCY("TTFTl50", "ttft_long_p50", "%8.0f", LONG, ttft, p50),
+	LATENCY("TTFTl99", "ttft_long_p99", "%8.0f", LONG, ttft, p99),
+	LATENCY("TPOT50", "tpot_p50", "%7.1f", ALL, tpot, p50),
+	LATENCY("TPOT99", "tpot_p99", "%7.1f", ALL, tpot, p99),
+	LATENCY("E2E99", "e2e_p99", "%8.0f", ALL, e2e, p99),
 };
 #define NCOLS (sizeof(cols) / sizeof(cols[0]))
+
+/* A quantile of no sample is not 0 ms: NAN, printed "-". */
+static double col_value(const struct col *c, const struct dbk_sim_result *r)
+{
+	const struct dbk_dist *d;
+
+	if (c->get)
+		return c->get(r);
+	d = (const struct dbk_dist *)((const char *)&r->cls[c->cls] + c->dist);
+	return d->n ? 1e3 * *(const double *)((const char *)d + c->q) : NAN;
+}
 
 /* Width of a column: that of its format's numbers. */
 static int col_width(const struct col *c)
@@ -110,10 +102,36 @@ static void heads(FILE *f, bool wall)
 	fputc('\n', f);
 }
 
+/* One line a run: its numbers, or with base their ratios to base's ("-"
+ * where a number or the ratio is not one). */
+static void rows(FILE *f, const struct dbk_sim_run_report *runs, size_t n,
+                 const struct dbk_sim_result *base)
+{
+	for (size_t r = 0; r < n; r++) {
+		fprintf(f, "%-16s", runs[r].policy);
+		for (size_t i = 0; i < NCOLS; i++) {
+			int w = col_width(&cols[i]);
+			double v = col_value(&cols[i], &runs[r].res);
+			double b = base ? col_value(&cols[i], base) : NAN;
+
+			fputc(' ', f);
+			if (base && b != 0 && !isnan(b) && !isnan(v))
+				fprintf(f, "%*.2f", w, v / b);
+			else if (base || isnan(v))
+				fprintf(f, "%*s", w, "-");
+			else
+				fprintf(f, cols[i].fmt, v);
+		}
+		if (!base && runs[r].wall_s >= 0)
+			fprintf(f, " %7.2f", runs[r].wall_s);
+		fputc('\n', f);
+	}
+}
+
 void dbk_sim_report_table(FILE *f, const struct dbk_sim_run_report *runs, size_t n, int baseline)
 {
 	bool wall = false;
-	size_t r, i;
+	size_t r;
 
 	for (r = 0; r < n; r++)
 		if (runs[r].wall_s >= 0)
@@ -122,21 +140,7 @@ void dbk_sim_report_table(FILE *f, const struct dbk_sim_run_report *runs, size_t
 	           "l = long; TPOT and E2E over all\n");
 	heads(f, wall);
 	rule(f);
-	for (r = 0; r < n; r++) {
-		fprintf(f, "%-16s", runs[r].policy);
-		for (i = 0; i < NCOLS; i++) {
-			double v = cols[i].get(&runs[r].res);
-
-			fputc(' ', f);
-			if (isnan(v))
-				fprintf(f, "%*s", col_width(&cols[i]), "-");
-			else
-				fprintf(f, cols[i].fmt, v);
-		}
-		if (runs[r].wall_s >= 0)
-			fprintf(f, " %7.2f", runs[r].wall_s);
-		fputc('\n', f);
-	}
+	rows(f, runs, n, NULL);
 	if (baseline < 0 || (size_t)baseline >= n)
 		return;
 	fprintf(f,
@@ -145,19 +149,7 @@ void dbk_sim_report_table(FILE *f, const struct dbk_sim_run_report *runs, size_t
 	        runs[baseline].policy);
 	heads(f, false);
 	rule(f);
-	for (r = 0; r < n; r++) {
-		fprintf(f, "%-16s", runs[r].policy);
-		for (i = 0; i < NCOLS; i++) {
-			double b = cols[i].get(&runs[baseline].res);
-			double v = cols[i].get(&runs[r].res);
-
-			if (b != 0 && !isnan(b) && !isnan(v))
-				fprintf(f, " %*.2f", col_width(&cols[i]), v / b);
-			else
-				fprintf(f, " %*s", col_width(&cols[i]), "-");
-		}
-		fputc('\n', f);
-	}
+	rows(f, runs, n, &runs[baseline].res);
 }
 
 /* ---- JSON. ---- */
@@ -232,7 +224,8 @@ cJSON *dbk_sim_report_json(const struct dbk_sim_run_report *runs, size_t n, int 
 		cJSON_AddNumberToObject(o, "leases_left", (double)res->policy_leases);
 		cl = cJSON_AddObjectToObject(o, "classes");
 		for (c = 0; cl && c < DBK_NCLASSES; c++)
-			cJSON_AddItemToObject(cl, dbk_sim_class_name(c), class_json(&res->cls[c]));
+			cJSON_AddItemToObject(cl, dbk_metrics_class_name(c),
+			                      class_json(&res->cls[c]));
 		if (baseline >= 0 && (size_t)baseline < n) {
 			char key[64];
 			cJSON *ra;
@@ -240,8 +233,8 @@ cJSON *dbk_sim_report_json(const struct dbk_sim_run_report *runs, size_t n, int 
 			snprintf(key, sizeof(key), "ratio_to_%s", runs[baseline].policy);
 			ra = cJSON_AddObjectToObject(o, key);
 			for (i = 0; ra && i < NCOLS; i++) {
-				double b = cols[i].get(&runs[baseline].res);
-				double v = cols[i].get(res);
+				double b = col_value(&cols[i], &runs[baseline].res);
+				double v = col_value(&cols[i], res);
 
 				if (b != 0 && !isnan(b) && !isnan(v))
 					cJSON_AddNumberToObject(ra, cols[i].key, v / b);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "report.h"
+#include "lib/log.h"
 
 static double wall_now(void)
 {
@@ -56,7 +57,7 @@ int dbk_sim_run_one(const struct dbk_sim_config *sc, const struct dbk_sim_req *r
 	}
 	rc = dbk_sim_run(s, err, sizeof(err));
 	if (rc == 0 && dbk_sim_result(s, res) != 0) {
-		snprintf(err, sizeof(err), "out of memory in the metrics");
+		dbk_errf(err, sizeof(err), "out of memory in the metrics");
 		rc = -1;
 	}
 	dbk_sim_free(s);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "predict.h"
+#include "lib/version.h"
 
 static const char *base_name(const char *p)
 {
@@ -23,7 +24,7 @@ void dbk_sim_setup_print(FILE *f, const struct dbk_sim_setup *u)
 	fprintf(f,
 	        "dbucket-sim %s: %s (%s), %zu requests (#%zu..#%zu of %zu in "
 	        "the window, %zu in the trace)%s",
-	        DBK_SIM_VERSION, base_name(o->slice.path), dbk_trace_format_name(w->fmt), w->n,
+	        DBK_VERSION, base_name(o->slice.path), dbk_trace_format_name(w->fmt), w->n,
 	        w->first, w->first + w->n - 1, w->window, w->parsed,
 	        w->raised ? "; zero lengths raised to 1" : "");
 	if (o->slice.spread_ticks)

@@ -12,6 +12,8 @@
 #include "event_queue.h"
 #include "policy.h"
 #include "snapshot.h"
+#include "lib/log.h"
+#include "lib/bounds.h"
 
 enum ev_kind {
 	EV_ARRIVAL,  /* arg: request id */
@@ -107,26 +109,26 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 	size_t k;
 	unsigned i;
 
-	if (c->ninstances < 1 || c->ninstances > DBK_SIM_MAX_INSTANCES) {
-		snprintf(err, errlen, "instances must be in 1..%u", DBK_SIM_MAX_INSTANCES);
+	if (c->ninstances < 1 || c->ninstances > DBK_MAX_SERVERS) {
+		dbk_errf(err, errlen, "instances must be in 1..%u", DBK_MAX_SERVERS);
 		return NULL;
 	}
 	if (!c->engines) {
-		snprintf(err, errlen, "no engine configurations");
+		dbk_errf(err, errlen, "no engine configurations");
 		return NULL;
 	}
 	if (!(c->overhead_s >= 0) || !isfinite(c->overhead_s)) {
-		snprintf(err, errlen, "overhead must be a finite number >= 0");
+		dbk_errf(err, errlen, "overhead must be a finite number >= 0");
 		return NULL;
 	}
 	if (n >= DBK_SIM_NONE) {
-		snprintf(err, errlen, "too many requests");
+		dbk_errf(err, errlen, "too many requests");
 		return NULL;
 	}
 	for (k = 0; k < n; k++) {
 		if (reqs[k].id != k || !isfinite(reqs[k].arrival_s) ||
 		    (k > 0 && reqs[k].arrival_s < reqs[k - 1].arrival_s)) {
-			snprintf(err, errlen,
+			dbk_errf(err, errlen,
 			         "request %zu: ids must be 0..n-1 in "
 			         "order of non-decreasing finite arrival",
 			         k);
@@ -135,7 +137,7 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		return NULL;
 	}
 	s->cfg = *c;
@@ -148,7 +150,7 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 	s->rs = calloc(n ? n : 1, sizeof(*s->rs));
 	s->inst = calloc(c->ninstances, sizeof(*s->inst));
 	if (!s->reqs || !s->rs || !s->inst) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		dbk_sim_free(s);
 		return NULL;
 	}
@@ -167,20 +169,20 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 			char why[160];
 
 			snprintf(why, sizeof(why), "%s", err);
-			snprintf(err, errlen, "instance %u: %s", i, why);
+			dbk_errf(err, errlen, "instance %u: %s", i, why);
 			dbk_sim_free(s);
 			return NULL;
 		}
 		s->any_caching |= in->cfg.enable_prefix_caching;
 		in->e = dbk_engine_new(&in->cfg);
 		if (!in->e) {
-			snprintf(err, errlen, "out of memory");
+			dbk_errf(err, errlen, "out of memory");
 			dbk_sim_free(s);
 			return NULL;
 		}
 	}
 	if (ops->scrape && dbk_sim_snapshot_init(&s->snap, c->ninstances) != 0) {
-		snprintf(err, errlen, "out of memory");
+		dbk_errf(err, errlen, "out of memory");
 		dbk_sim_free(s);
 		return NULL;
 	}
@@ -320,7 +322,7 @@ static int key_prompt(struct dbk_sim *s, uint32_t id)
 {
 	const struct dbk_sim_req *q = &s->reqs[id];
 	struct rstate *r = &s->rs[id];
-	struct dbk_block_hasher h;
+	struct dbk_prefix_cache_hasher h;
 	struct dbk_req_spec spec;
 
 	/* Only engines with a cache use keys. */
@@ -335,13 +337,14 @@ static int key_prompt(struct dbk_sim *s, uint32_t id)
 	dbk_prompt_write(&s->text, &spec);
 	if (s->text.oom)
 		return -1;
-	dbk_block_hasher_init(&h, DBK_BLOCK_ROOT_TEXT, q->input_tokens / DBK_KV_BLOCK_TOKENS);
-	dbk_block_hasher_feed(&h, s->text.p, s->text.len);
+	dbk_prefix_cache_hasher_init(&h, DBK_BLOCK_ROOT_TEXT,
+	                             q->input_tokens / DBK_KV_BLOCK_TOKENS);
+	dbk_prefix_cache_hasher_feed(&h, s->text.p, s->text.len);
 	if (h.oom) {
-		dbk_block_hasher_free(&h);
+		dbk_prefix_cache_hasher_free(&h);
 		return -1;
 	}
-	r->keys = dbk_block_hasher_take(&h, &r->n_keys);
+	r->keys = dbk_prefix_cache_hasher_take(&h, &r->n_keys);
 	return 0;
 }
 
@@ -391,7 +394,7 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 	size_t k;
 
 	if (s->ran) {
-		snprintf(err, errlen, "a simulation runs once");
+		dbk_errf(err, errlen, "a simulation runs once");
 		return -1;
 	}
 	s->ran = true;
@@ -449,7 +452,7 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 	}
 	for (k = 0; k < s->n; k++)
 		if (s->rs[k].o.ends != 1) {
-			snprintf(err, errlen,
+			dbk_errf(err, errlen,
 			         "request %zu ended %u times (an "
 			         "engine stalled?)",
 			         k, s->rs[k].o.ends);
@@ -458,7 +461,7 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 		}
 	return 0;
 oom:
-	snprintf(err, errlen, "out of memory, or the policy failed");
+	dbk_errf(err, errlen, "out of memory, or the policy failed");
 	s->error = true;
 	return -1;
 }

@@ -23,7 +23,6 @@
 #include "snapshot.h"
 
 #define DBK_SIM_NONE UINT32_MAX
-#define DBK_SIM_MAX_INSTANCES 4096
 
 struct dbk_sim_req {
 	uint32_t id;      /* index in the request array */

@@ -38,12 +38,12 @@ static void test_quantile_small(void)
 	double v[] = { 4, 1, 3, 2 };
 	double one[] = { 7 };
 
-	CHECK_NEAR(dbk_quantile(v, 4, 0.5), 2.5, 1e-12);
-	CHECK_NEAR(dbk_quantile(v, 4, 0.99), 3.97, 1e-12);
-	CHECK_NEAR(dbk_quantile(v, 4, 0.0), 1, 0);
-	CHECK_NEAR(dbk_quantile(v, 4, 1.0), 4, 0);
-	CHECK_NEAR(dbk_quantile(one, 1, 0.5), 7, 0);
-	CHECK_NEAR(dbk_quantile(NULL, 0, 0.5), 0, 0);
+	CHECK_NEAR(dbk_metrics_quantile(v, 4, 0.5), 2.5, 1e-12);
+	CHECK_NEAR(dbk_metrics_quantile(v, 4, 0.99), 3.97, 1e-12);
+	CHECK_NEAR(dbk_metrics_quantile(v, 4, 0.0), 1, 0);
+	CHECK_NEAR(dbk_metrics_quantile(v, 4, 1.0), 4, 0);
+	CHECK_NEAR(dbk_metrics_quantile(one, 1, 0.5), 7, 0);
+	CHECK_NEAR(dbk_metrics_quantile(NULL, 0, 0.5), 0, 0);
 }
 
 /* Against sorting, on random data with many duplicates (ITLs are step
@@ -77,7 +77,7 @@ static void test_quantile_random(void)
 				double want = ref_quantile(s, n, qs[j]), got;
 
 				memcpy(w, v, n * sizeof(*w));
-				got = dbk_quantile(w, n, qs[j]);
+				got = dbk_metrics_quantile(w, n, qs[j]);
 				if (fabs(got - want) > 1e-9 * fmax(1, fabs(want)))
 					bad++;
 			}

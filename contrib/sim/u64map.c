@@ -5,9 +5,12 @@
 
 #include "lib/hash.h"
 
-uint64_t dbk_mix64(uint64_t x) { return dbk_hash_fmix64(x + DBK_HASH_GOLDEN); }
+uint64_t dbk_u64map_mix64(uint64_t x) { return dbk_hash_fmix64(x + DBK_HASH_GOLDEN); }
 
-uint64_t dbk_mix64_pair(uint64_t a, uint64_t b) { return dbk_mix64(dbk_mix64(a) ^ b); }
+uint64_t dbk_u64map_mix64_pair(uint64_t a, uint64_t b)
+{
+	return dbk_u64map_mix64(dbk_u64map_mix64(a) ^ b);
+}
 
 void dbk_u64map_init(struct dbk_u64map *m)
 {
@@ -27,7 +30,7 @@ void dbk_u64map_free(struct dbk_u64map *m)
 
 static size_t slot_of(const struct dbk_u64map *m, uint64_t key)
 {
-	return (size_t)dbk_mix64(key) & (m->cap - 1);
+	return (size_t)dbk_u64map_mix64(key) & (m->cap - 1);
 }
 
 uint32_t *dbk_u64map_get(const struct dbk_u64map *m, uint64_t key)

@@ -30,8 +30,8 @@ int dbk_u64map_put(struct dbk_u64map *m, uint64_t key, uint32_t val);
 bool dbk_u64map_del(struct dbk_u64map *m, uint64_t key);
 
 /* splitmix64's finalizer: a bijection that spreads every input bit. */
-uint64_t dbk_mix64(uint64_t x);
+uint64_t dbk_u64map_mix64(uint64_t x);
 /* Combines a chain value with the next item (order matters). */
-uint64_t dbk_mix64_pair(uint64_t a, uint64_t b);
+uint64_t dbk_u64map_mix64_pair(uint64_t a, uint64_t b);
 
 #endif

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/log.h"
+
 uint32_t dbk_api_text_tokens(size_t bytes)
 {
 	size_t t = bytes / 4;
@@ -23,7 +25,7 @@ static int bad(struct dbk_api_error *err, const char *msg)
 {
 	err->status = 400;
 	err->type = "BadRequestError";
-	snprintf(err->message, sizeof(err->message), "%s", msg);
+	dbk_errf(err->message, sizeof(err->message), "%s", msg);
 	return -1;
 }
 
@@ -46,13 +48,13 @@ static bool is_null_or_absent(const cJSON *v) { return v == NULL || cJSON_IsNull
 
 /* Prompt identity: one hasher per prompt while parsing (h is NULL when
  * keys are not wanted); its keys are appended to out->keys. */
-static void keys_feed(struct dbk_block_hasher *h, const char *p, size_t n)
+static void keys_feed(struct dbk_prefix_cache_hasher *h, const char *p, size_t n)
 {
 	if (h)
-		dbk_block_hasher_feed(h, p, n);
+		dbk_prefix_cache_hasher_feed(h, p, n);
 }
 
-static int keys_done(struct dbk_block_hasher *h, struct dbk_api_request *out, uint32_t i,
+static int keys_done(struct dbk_prefix_cache_hasher *h, struct dbk_api_request *out, uint32_t i,
                      struct dbk_api_error *err)
 {
 	uint64_t *k, *all;
@@ -60,7 +62,7 @@ static int keys_done(struct dbk_block_hasher *h, struct dbk_api_request *out, ui
 
 	if (!h)
 		return 0;
-	k = dbk_block_hasher_take(h, &n);
+	k = dbk_prefix_cache_hasher_take(h, &n);
 	if (n) {
 		all = realloc(out->keys, ((size_t)out->key_off[i] + n) * sizeof(*all));
 		if (!all) {
@@ -79,7 +81,7 @@ static int keys_done(struct dbk_block_hasher *h, struct dbk_api_request *out, ui
 
 /* Token ids of one prompt: a non-empty list of integers, keyed as 4
  * little-endian bytes each. */
-static bool token_list(const cJSON *a, uint32_t *n, struct dbk_block_hasher *h)
+static bool token_list(const cJSON *a, uint32_t *n, struct dbk_prefix_cache_hasher *h)
 {
 	const cJSON *x;
 	uint32_t c = 0;
@@ -108,11 +110,12 @@ static bool token_list(const cJSON *a, uint32_t *n, struct dbk_block_hasher *h)
 	return true;
 }
 
-static struct dbk_block_hasher *keys_begin(struct dbk_block_hasher *h, bool want, uint64_t root)
+static struct dbk_prefix_cache_hasher *keys_begin(struct dbk_prefix_cache_hasher *h, bool want,
+                                                  uint64_t root)
 {
 	if (!want)
 		return NULL;
-	dbk_block_hasher_init(h, root, UINT32_MAX);
+	dbk_prefix_cache_hasher_init(h, root, UINT32_MAX);
 	return h;
 }
 
@@ -121,7 +124,7 @@ static struct dbk_block_hasher *keys_begin(struct dbk_block_hasher *h, bool want
 static int parse_batch(const cJSON *p, bool all_str, bool want_keys, struct dbk_api_request *out,
                        struct dbk_api_error *err)
 {
-	struct dbk_block_hasher hs, *h;
+	struct dbk_prefix_cache_hasher hs, *h;
 	const cJSON *x;
 	uint32_t n = 0;
 
@@ -135,7 +138,7 @@ static int parse_batch(const cJSON *p, bool all_str, bool want_keys, struct dbk_
 			keys_feed(h, x->valuestring, len);
 		} else if (!token_list(x, &out->prompt_tokens[n], h)) {
 			if (h)
-				dbk_block_hasher_free(h);
+				dbk_prefix_cache_hasher_free(h);
 			return bad(err, "prompt token ids must be non-empty lists of non-negative "
 			                "integers");
 		}
@@ -150,7 +153,7 @@ static int parse_batch(const cJSON *p, bool all_str, bool want_keys, struct dbk_
 static int parse_prompts(const cJSON *p, bool want_keys, struct dbk_api_request *out,
                          struct dbk_api_error *err)
 {
-	struct dbk_block_hasher hs, *h;
+	struct dbk_prefix_cache_hasher hs, *h;
 	const cJSON *x;
 	bool all_str = true, all_int = true, all_list = true;
 	size_t count = 0;
@@ -187,7 +190,7 @@ static int parse_prompts(const cJSON *p, bool want_keys, struct dbk_api_request 
 		h = keys_begin(&hs, want_keys, DBK_BLOCK_ROOT_IDS);
 		if (!token_list(p, &out->prompt_tokens[0], h)) {
 			if (h)
-				dbk_block_hasher_free(h);
+				dbk_prefix_cache_hasher_free(h);
 			return bad(err, "prompt token ids must be non-negative "
 			                "integers");
 		}
@@ -209,7 +212,7 @@ static int parse_prompts(const cJSON *p, bool want_keys, struct dbk_api_request 
 static int parse_messages(const cJSON *msgs, bool want_keys, struct dbk_api_request *out,
                           struct dbk_api_error *err)
 {
-	struct dbk_block_hasher hs, *h = keys_begin(&hs, want_keys, DBK_BLOCK_ROOT_TEXT);
+	struct dbk_prefix_cache_hasher hs, *h = keys_begin(&hs, want_keys, DBK_BLOCK_ROOT_TEXT);
 	const cJSON *m, *part;
 	size_t bytes = 0;
 	int rc = -1;
@@ -261,7 +264,7 @@ static int parse_messages(const cJSON *msgs, bool want_keys, struct dbk_api_requ
 	h = NULL;
 out:
 	if (h)
-		dbk_block_hasher_free(h);
+		dbk_prefix_cache_hasher_free(h);
 	return rc;
 }
 
@@ -278,7 +281,7 @@ static int check_lengths(bool has_mt, double max_tokens, const struct dbk_api_co
 		/* vLLM serving_engine._validate_input, word for word. */
 		if (!has_mt) {
 			if (p >= cfg->max_model_len) {
-				snprintf(err->message, sizeof(err->message),
+				dbk_errf(err->message, sizeof(err->message),
 				         "This model's maximum context length is "
 				         "%u tokens. However, you requested %llu "
 				         "tokens in the messages, Please reduce "
@@ -288,7 +291,7 @@ static int check_lengths(bool has_mt, double max_tokens, const struct dbk_api_co
 			}
 			out->max_tokens[i] = (uint32_t)(cfg->max_model_len - p);
 		} else if ((double)p + max_tokens > cfg->max_model_len) {
-			snprintf(err->message, sizeof(err->message),
+			dbk_errf(err->message, sizeof(err->message),
 			         "This model's maximum context length is %u "
 			         "tokens. However, you requested %.0f tokens "
 			         "(%llu in the messages, %.0f in the "
@@ -317,7 +320,7 @@ static int check_model(const cJSON *root, const struct dbk_api_config *cfg,
 	if (strcmp(model->valuestring, cfg->model) != 0) {
 		err->status = 404;
 		err->type = "NotFoundError";
-		snprintf(err->message, sizeof(err->message), "The model `%s` does not exist.",
+		dbk_errf(err->message, sizeof(err->message), "The model `%s` does not exist.",
 		         model->valuestring);
 		return -1;
 	}
@@ -374,7 +377,7 @@ static int parse_max_tokens(enum dbk_api_kind kind, const cJSON *root, bool *has
 	if (*max_tokens < 1) {
 		err->status = 400;
 		err->type = "BadRequestError";
-		snprintf(err->message, sizeof(err->message),
+		dbk_errf(err->message, sizeof(err->message),
 		         "max_tokens must be at least 1, got %.0f.", *max_tokens);
 		return -1;
 	}

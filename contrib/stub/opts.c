@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "lib/cli.h"
+#include "lib/log.h"
+#include "lib/version.h"
 
 /* Strings the stub echoes into HTTP headers and logs: no control bytes,
  * and no spaces where a header token or a log tag is meant. */
@@ -110,7 +112,7 @@ static int parse_table(int argc, char **argv, struct dbk_stub_opts *o, struct ra
 	if (r->help)
 		usage(stdout, table);
 	else if (r->version)
-		printf("vllm-stub %s\n", DBK_STUB_VERSION);
+		printf("vllm-stub %s\n", DBK_VERSION);
 	return r->help || r->version;
 }
 
@@ -153,12 +155,12 @@ int dbk_stub_parse_args(int argc, char **argv, struct dbk_stub_opts *o)
 	if (rc != 0)
 		return rc < 0 ? bad_usage(err) : 1;
 	if (first < argc) {
-		snprintf(err, sizeof(err), "unexpected argument '%s'", argv[first]);
+		dbk_errf(err, sizeof(err), "unexpected argument '%s'", argv[first]);
 		return bad_usage(err);
 	}
 	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
 		if (!printable(*texts[i].value, texts[i].max, texts[i].allow_space)) {
-			snprintf(err, sizeof(err),
+			dbk_errf(err, sizeof(err),
 			         "--%s wants 1 to %zu %s ASCII characters, got '%s'", texts[i].flag,
 			         texts[i].max, texts[i].allow_space ? "printable" : "visible",
 			         *texts[i].value);

@@ -9,8 +9,6 @@
 
 #include "model/engine.h"
 
-#define DBK_STUB_VERSION "0.1.0"
-
 /* For the agent's tests: /metrics never answers, or answers with what is
  * not Prometheus text. */
 enum dbk_stub_metrics_fault {

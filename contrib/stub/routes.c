@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "server.h"
+#include "lib/version.h"
 
 typedef void (*handler_fn)(struct dbk_stub_conn *c, const struct dbk_http_request *hr,
                            bool head_only);
@@ -30,7 +31,7 @@ static void serve_health(struct dbk_stub_conn *c, const struct dbk_http_request 
 static void serve_version(struct dbk_stub_conn *c, const struct dbk_http_request *hr,
                           bool head_only)
 {
-	static const char v[] = "{\"version\":\"" DBK_STUB_VERSION "-stub\"}";
+	static const char v[] = "{\"version\":\"" DBK_VERSION "-stub\"}";
 
 	respond_ok(c, hr, head_only, "application/json", v, sizeof(v) - 1);
 }

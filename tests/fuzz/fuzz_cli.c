@@ -16,6 +16,7 @@
 
 #include "fuzz.h"
 #include "lib/cli.h"
+#include "lib/log.h"
 
 #define MAX_ARGS 64
 
@@ -26,7 +27,7 @@ static int on_call(void *ctx, const char *value, char *err, size_t errlen)
 	(void)ctx;
 	calls++;
 	if (value[0] == 'x') {
-		snprintf(err, errlen, "--call: no x");
+		dbk_errf(err, errlen, "--call: no x");
 		return -1;
 	}
 	return 0;

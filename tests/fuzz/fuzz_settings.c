@@ -1,5 +1,5 @@
 /* Fuzzes the settings grammar: the admin endpoint's /config query
- * (dbk_tune_query), the --config file format (dbk_tune_parse) and the
+ * (dbk_settings_query), the --config file format (dbk_settings_parse) and the
  * number parsers under them (numparse.h).
  *
  * Input: one selector byte, then the text.
@@ -11,13 +11,14 @@
  *   DIGITS.DIGITS in range, with strtod's value;
  * - a query or file that is taken leaves every setting within its
  *   grammar's bounds (finite, non-negative, counts whole), and what
- *   dbk_tune_describe writes of it reads back to the same settings
+ *   dbk_settings_describe writes of it reads back to the same settings
  *   (decimals to within rounding in the last printed place). */
 #include <math.h>
 
 #include "fuzz.h"
 #include "lib/numparse.h"
 #include "settings.h"
+#include "lib/bounds.h"
 
 static bool plain_digits(const char *s, size_t *n)
 {
@@ -68,19 +69,19 @@ static void check_taken(const struct dbk_bal_config *c)
 	for (unsigned i = 0; i < 3; i++)
 		FUZZ_CHECK(isfinite(w[i]) && w[i] >= 0 && w[i] <= 1e6);
 	for (unsigned i = 1; i <= c->nbuckets; i++)
-		FUZZ_CHECK(c->bounds[i] >= 1 && c->bounds[i] <= DBK_TUNE_MAX_TOKENS &&
+		FUZZ_CHECK(c->bounds[i] >= 1 && c->bounds[i] <= DBK_MAX_TOKENS &&
 		           c->bounds[i] == floor(c->bounds[i]));
-	FUZZ_CHECK(c->max_leases >= 1 && c->max_leases <= (size_t)DBK_TUNE_MAX_LEASES);
+	FUZZ_CHECK(c->max_leases >= 1 && c->max_leases <= (size_t)DBK_MAX_LEASES);
 
 	struct dbk_buf sb;
 	struct dbk_bal_config d;
 	char err[256];
 
 	dbk_buf_init(&sb);
-	dbk_tune_describe(c, false, &sb);
+	dbk_settings_describe(c, false, &sb);
 	FUZZ_CHECK(!sb.oom);
 	defaults(&d);
-	FUZZ_CHECK(dbk_tune_parse(&d, sb.p, sb.len, err, sizeof(err)) == 0);
+	FUZZ_CHECK(dbk_settings_parse(&d, sb.p, sb.len, err, sizeof(err)) == 0);
 	dbk_buf_free(&sb);
 	FUZZ_CHECK(memcmp(d.bounds, c->bounds, sizeof(c->bounds)) == 0);
 	/* 0 is "the even split", which describe writes out. */
@@ -108,11 +109,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	defaults(&c);
 	switch (data[0] % 3) {
 	case 0:
-		if (dbk_tune_query(&c, s, err, sizeof(err)) == 0)
+		if (dbk_settings_query(&c, s, err, sizeof(err)) == 0)
 			check_taken(&c);
 		break;
 	case 1:
-		if (dbk_tune_parse(&c, s, size - 1, err, sizeof(err)) == 0)
+		if (dbk_settings_parse(&c, s, size - 1, err, sizeof(err)) == 0)
 			check_taken(&c);
 		break;
 	default: check_numbers(s); break;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "balancer_test.h"
+#include "lib/bounds.h"
 
 /* ---- configuration ---- */
 
@@ -62,7 +63,7 @@ static void config_errors(void)
 	CHECK(check_fails_with(&c, "dynamic bucket mode needs at least 2 servers, got 1"));
 	dbk_bal_config_default(&c, 0, false, 32768, 131072);
 	CHECK(check_fails_with(&c, "got 0"));
-	dbk_bal_config_default(&c, DBK_BAL_MAX_SERVERS + 1, false, 32768, 131072);
+	dbk_bal_config_default(&c, DBK_MAX_SERVERS + 1, false, 32768, 131072);
 	CHECK(check_fails_with(&c, "servers"));
 	dbk_bal_config_default(&c, 4, true, 131072, 131072);
 	CHECK(check_fails_with(&c, "--server-group-threshold (131072) must be below "

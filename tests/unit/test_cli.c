@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "lib/cli.h"
+#include "lib/log.h"
 
 struct cfg {
 	bool verbose;
@@ -24,7 +25,7 @@ static int add_listen(void *ctx, const char *v, char *err, size_t errlen)
 	struct cfg *c = ctx;
 
 	if (c->nlisten == 4) {
-		snprintf(err, errlen, "at most 4 --listen");
+		dbk_errf(err, errlen, "at most 4 --listen");
 		return -1;
 	}
 	c->listen[c->nlisten++] = v;

@@ -202,8 +202,10 @@ static void test_decode_step_times(void)
 		uint32_t n1 = 1, k = 2048, nb = 2048, k0 = 0;
 		bool dec = false, pre = true;
 
-		CHECK(dbk_step_time(a, 1, &n1, &k, &dec) > dbk_step_time(h, 1, &n1, &k, &dec));
-		CHECK(dbk_step_time(a, 1, &nb, &k0, &pre) > dbk_step_time(h, 1, &nb, &k0, &pre));
+		CHECK(dbk_engine_step_time(a, 1, &n1, &k, &dec) >
+		      dbk_engine_step_time(h, 1, &n1, &k, &dec));
+		CHECK(dbk_engine_step_time(a, 1, &nb, &k0, &pre) >
+		      dbk_engine_step_time(h, 1, &nb, &k0, &pre));
 	}
 }
 
@@ -216,9 +218,9 @@ static void test_step_time_formula(void)
 	double want = 1.5e-3 + 4001.0 / 46000.0 + 524288.0 * 4000.0 * (1000.0 + 2000.0) / 400e12 +
 	              3001.0 * 131072.0 / 2.7e12;
 
-	CHECK_NEAR(dbk_step_time(h, 2, nw, dn, pf), want, 1e-12);
+	CHECK_NEAR(dbk_engine_step_time(h, 2, nw, dn, pf), want, 1e-12);
 	/* Below the weight-read floor the linear term is T_w. */
-	CHECK_NEAR(dbk_step_time(h, 1, &nw[1], &dn[1], &pf[1]),
+	CHECK_NEAR(dbk_engine_step_time(h, 1, &nw[1], &dn[1], &pf[1]),
 	           1.5e-3 + 6.0e-3 + 3001.0 * 131072.0 / 2.7e12, 1e-12);
 }
 

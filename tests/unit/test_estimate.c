@@ -20,6 +20,19 @@ static enum dbk_estimate_source est_whole(const char *body, struct dbk_bal_reque
 	return s;
 }
 
+/* body reads as JSON with these max_tokens and ignore_eos. */
+static void expect_json(const char *body, double max_tokens, bool ignore_eos)
+{
+	struct dbk_bal_request r;
+	int failed = dbk_check_cur_failed;
+
+	CHECK_EQ_U(est_whole(body, &r), DBK_EST_JSON);
+	CHECK_NEAR(r.max_tokens, max_tokens, 0);
+	CHECK_EQ_U(r.ignore_eos, ignore_eos);
+	if (dbk_check_cur_failed != failed)
+		fprintf(stderr, "    body: %s\n", body);
+}
+
 static void chat_body(void)
 {
 	const char *b = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
@@ -45,37 +58,20 @@ static void completions_body(void)
 
 static void max_tokens_null_or_absent(void)
 {
-	struct dbk_bal_request r;
-
-	CHECK_EQ_U(est_whole("{\"max_tokens\":null,\"ignore_eos\":true}", &r), DBK_EST_JSON);
-	CHECK_NEAR(r.max_tokens, DBK_DEFAULT_MAX_TOKENS, 0);
-	CHECK(r.ignore_eos);
-	CHECK_EQ_U(est_whole("{\"prompt\":\"x\"}", &r), DBK_EST_JSON);
-	CHECK_NEAR(r.max_tokens, 16, 0);
-	CHECK(!r.ignore_eos);
-	CHECK_EQ_U(est_whole("{}", &r), DBK_EST_JSON);
-	CHECK_NEAR(r.max_tokens, 16, 0);
+	expect_json("{\"max_tokens\":null,\"ignore_eos\":true}", DBK_DEFAULT_MAX_TOKENS, true);
+	expect_json("{\"prompt\":\"x\"}", 16, false);
+	expect_json("{}", 16, false);
 }
 
 static void odd_types_default(void)
 {
-	struct dbk_bal_request r;
-
-	CHECK_EQ_U(est_whole("{\"max_tokens\":\"100\",\"ignore_eos\":\"true\"}", &r), DBK_EST_JSON);
-	CHECK_NEAR(r.max_tokens, 16, 0);
-	CHECK(!r.ignore_eos);
-	CHECK_EQ_U(est_whole("{\"max_tokens\":[1],\"ignore_eos\":1}", &r), DBK_EST_JSON);
-	CHECK_NEAR(r.max_tokens, 16, 0);
-	CHECK(!r.ignore_eos);
-	CHECK_EQ_U(est_whole("{\"max_tokens\":true}", &r), DBK_EST_JSON);
-	CHECK_NEAR(r.max_tokens, 16, 0);
+	expect_json("{\"max_tokens\":\"100\",\"ignore_eos\":\"true\"}", 16, false);
+	expect_json("{\"max_tokens\":[1],\"ignore_eos\":1}", 16, false);
+	expect_json("{\"max_tokens\":true}", 16, false);
 	/* Keys are case-sensitive, as in Python. */
-	CHECK_EQ_U(est_whole("{\"MAX_TOKENS\":5,\"Ignore_Eos\":true}", &r), DBK_EST_JSON);
-	CHECK_NEAR(r.max_tokens, 16, 0);
-	CHECK(!r.ignore_eos);
+	expect_json("{\"MAX_TOKENS\":5,\"Ignore_Eos\":true}", 16, false);
 	/* Nested keys do not count. */
-	CHECK_EQ_U(est_whole("{\"o\":{\"max_tokens\":5}}", &r), DBK_EST_JSON);
-	CHECK_NEAR(r.max_tokens, 16, 0);
+	expect_json("{\"o\":{\"max_tokens\":5}}", 16, false);
 }
 
 static void odd_numbers(void)
@@ -85,16 +81,11 @@ static void odd_numbers(void)
 	CHECK_EQ_U(est_whole("{\"max_tokens\":1e308}", &r), DBK_EST_JSON);
 	CHECK_NEAR(r.max_tokens, 1e308, 1e-15);
 	/* strtod overflows to infinity: not a usable number. */
-	CHECK_EQ_U(est_whole("{\"max_tokens\":1e400}", &r), DBK_EST_JSON);
-	CHECK_NEAR(r.max_tokens, 16, 0);
-	CHECK_EQ_U(est_whole("{\"max_tokens\":-1e400}", &r), DBK_EST_JSON);
-	CHECK_NEAR(r.max_tokens, 16, 0);
-	CHECK_EQ_U(est_whole("{\"max_tokens\":-5}", &r), DBK_EST_JSON);
-	CHECK_NEAR(r.max_tokens, -5, 0);
-	CHECK_EQ_U(est_whole("{\"max_tokens\":0}", &r), DBK_EST_JSON);
-	CHECK_NEAR(r.max_tokens, 0, 0);
-	CHECK_EQ_U(est_whole("{\"max_tokens\":12.5}", &r), DBK_EST_JSON);
-	CHECK_NEAR(r.max_tokens, 12.5, 0);
+	expect_json("{\"max_tokens\":1e400}", 16, false);
+	expect_json("{\"max_tokens\":-1e400}", 16, false);
+	expect_json("{\"max_tokens\":-5}", -5, false);
+	expect_json("{\"max_tokens\":0}", 0, false);
+	expect_json("{\"max_tokens\":12.5}", 12.5, false);
 	/* Python's json has no NaN in strict JSON either; cJSON rejects it. */
 	CHECK_EQ_U(est_whole("{\"max_tokens\":NaN}", &r), DBK_EST_MALFORMED);
 	CHECK_NEAR(r.max_tokens, 16, 0);
@@ -142,8 +133,7 @@ static void malformed(void)
 	CHECK_EQ_U(est_whole("{\"max_tokens\":5} {}", &r), DBK_EST_MALFORMED);
 	CHECK_NEAR(r.max_tokens, 16, 0);
 	/* Trailing whitespace is fine. */
-	CHECK_EQ_U(est_whole("{\"max_tokens\":5}\r\n ", &r), DBK_EST_JSON);
-	CHECK_NEAR(r.max_tokens, 5, 0);
+	expect_json("{\"max_tokens\":5}\r\n ", 5, false);
 	/* An embedded NUL ends nothing: the bytes after it are trailing data. */
 	CHECK_EQ_U(dbk_estimate(18, (const uint8_t *)"{\"max_tokens\":5}\0x", 18, &r),
 	           DBK_EST_MALFORMED);

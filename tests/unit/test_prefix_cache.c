@@ -10,12 +10,12 @@
 
 static void keys_of(const char *text, uint64_t *k, uint32_t *n)
 {
-	struct dbk_block_hasher h;
+	struct dbk_prefix_cache_hasher h;
 	uint64_t *got;
 
-	dbk_block_hasher_init(&h, DBK_BLOCK_ROOT_TEXT, 1024);
-	dbk_block_hasher_feed(&h, text, strlen(text));
-	got = dbk_block_hasher_take(&h, n);
+	dbk_prefix_cache_hasher_init(&h, DBK_BLOCK_ROOT_TEXT, 1024);
+	dbk_prefix_cache_hasher_feed(&h, text, strlen(text));
+	got = dbk_prefix_cache_hasher_take(&h, n);
 	if (*n)
 		memcpy(k, got, *n * sizeof(*k));
 	free(got);
@@ -56,7 +56,7 @@ static void test_hasher_feeds_split_anywhere(void)
 	char t[64 * 5 + 7];
 	uint64_t whole[8], *split;
 	uint32_t nw, ns, i;
-	struct dbk_block_hasher h;
+	struct dbk_prefix_cache_hasher h;
 	size_t cut[] = { 1, 63, 64, 65, 130, 200 };
 
 	for (i = 0; i < sizeof(t) - 1; i++)
@@ -67,24 +67,24 @@ static void test_hasher_feeds_split_anywhere(void)
 	/* Chat messages are fed one after another: any cut gives the
 	 * same keys as the concatenated text. */
 	for (i = 0; i < sizeof(cut) / sizeof(cut[0]); i++) {
-		dbk_block_hasher_init(&h, DBK_BLOCK_ROOT_TEXT, 1024);
-		dbk_block_hasher_feed(&h, t, cut[i]);
-		dbk_block_hasher_feed(&h, t + cut[i], strlen(t) - cut[i]);
-		split = dbk_block_hasher_take(&h, &ns);
+		dbk_prefix_cache_hasher_init(&h, DBK_BLOCK_ROOT_TEXT, 1024);
+		dbk_prefix_cache_hasher_feed(&h, t, cut[i]);
+		dbk_prefix_cache_hasher_feed(&h, t + cut[i], strlen(t) - cut[i]);
+		split = dbk_prefix_cache_hasher_take(&h, &ns);
 		CHECK_EQ_U(ns, nw);
 		CHECK(split && memcmp(split, whole, nw * sizeof(*split)) == 0);
 		free(split);
 	}
 	/* max_keys bounds what is kept. */
-	dbk_block_hasher_init(&h, DBK_BLOCK_ROOT_TEXT, 2);
-	dbk_block_hasher_feed(&h, t, strlen(t));
-	split = dbk_block_hasher_take(&h, &ns);
+	dbk_prefix_cache_hasher_init(&h, DBK_BLOCK_ROOT_TEXT, 2);
+	dbk_prefix_cache_hasher_feed(&h, t, strlen(t));
+	split = dbk_prefix_cache_hasher_take(&h, &ns);
 	CHECK_EQ_U(ns, 2);
 	CHECK(split && split[1] == whole[1]);
 	free(split);
 	/* Text and token-id roots never share. */
-	CHECK(dbk_block_hash(DBK_BLOCK_ROOT_TEXT, t, 64) !=
-	      dbk_block_hash(DBK_BLOCK_ROOT_IDS, t, 64));
+	CHECK(dbk_prefix_cache_hash(DBK_BLOCK_ROOT_TEXT, t, 64) !=
+	      dbk_prefix_cache_hash(DBK_BLOCK_ROOT_IDS, t, 64));
 }
 
 static void test_lru_eviction_order(void)

@@ -22,7 +22,7 @@ static void test_file_format(void)
 	                           "max-leases = 500";
 
 	defaults(&c);
-	CHECK_EQ_U(dbk_tune_parse(&c, text, sizeof(text) - 1, err, sizeof(err)), 0);
+	CHECK_EQ_U(dbk_settings_parse(&c, text, sizeof(text) - 1, err, sizeof(err)), 0);
 	CHECK_NEAR(c.bounds[1], 8192, 0);
 	CHECK_NEAR(c.bounds[2], 131072, 0);
 	CHECK_NEAR(c.sensitivity, 1.5, 0);
@@ -37,9 +37,9 @@ static void test_file_format(void)
 	struct dbk_buf sb;
 	struct dbk_bal_config d;
 	dbk_buf_init(&sb);
-	dbk_tune_describe(&c, false, &sb);
+	dbk_settings_describe(&c, false, &sb);
 	defaults(&d);
-	CHECK_EQ_U(dbk_tune_parse(&d, sb.p, sb.len, err, sizeof(err)), 0);
+	CHECK_EQ_U(dbk_settings_parse(&d, sb.p, sb.len, err, sizeof(err)), 0);
 	CHECK(memcmp(&c, &d, sizeof(c)) == 0);
 	dbk_buf_free(&sb);
 }
@@ -50,17 +50,17 @@ static void test_file_errors_name_the_line(void)
 	char err[256];
 
 	defaults(&c);
-	CHECK(dbk_tune_parse(&c, "sensitivity = 1\nbogus = 2\n", 26, err, sizeof(err)) < 0);
+	CHECK(dbk_settings_parse(&c, "sensitivity = 1\nbogus = 2\n", 26, err, sizeof(err)) < 0);
 	CHECK(strstr(err, "line 2") && strstr(err, "unknown setting 'bogus'"));
-	CHECK(dbk_tune_parse(&c, "sensitivity 1\n", 14, err, sizeof(err)) < 0);
+	CHECK(dbk_settings_parse(&c, "sensitivity 1\n", 14, err, sizeof(err)) < 0);
 	CHECK(strstr(err, "line 1") != NULL);
-	CHECK(dbk_tune_parse(&c, "sensitivity = fast\n", 19, err, sizeof(err)) < 0);
-	CHECK(dbk_tune_parse(&c, "group-sizes = 2,,2\n", 19, err, sizeof(err)) < 0);
-	CHECK(dbk_tune_parse(&c, "group-sizes = 0,4\n", 18, err, sizeof(err)) < 0);
-	CHECK(dbk_tune_parse(&c, "max-leases = 1.5\n", 17, err, sizeof(err)) < 0);
+	CHECK(dbk_settings_parse(&c, "sensitivity = fast\n", 19, err, sizeof(err)) < 0);
+	CHECK(dbk_settings_parse(&c, "group-sizes = 2,,2\n", 19, err, sizeof(err)) < 0);
+	CHECK(dbk_settings_parse(&c, "group-sizes = 0,4\n", 18, err, sizeof(err)) < 0);
+	CHECK(dbk_settings_parse(&c, "max-leases = 1.5\n", 17, err, sizeof(err)) < 0);
 	/* Values the parser takes but the balancer refuses. */
 	defaults(&c);
-	CHECK_EQ_U(dbk_tune_parse(&c, "group-sizes = 1,1\n", 18, err, sizeof(err)), 0);
+	CHECK_EQ_U(dbk_settings_parse(&c, "group-sizes = 1,1\n", 18, err, sizeof(err)), 0);
 	CHECK(dbk_bal_config_check(&c, err, sizeof(err)) < 0);
 	CHECK(strstr(err, "adding up to 4") != NULL);
 }
@@ -71,16 +71,16 @@ static void test_query(void)
 	char err[256];
 
 	defaults(&c);
-	CHECK_EQ_U(dbk_tune_query(&c, "server-group-threshold=100&group-sizes=3%2C1", err,
-	                          sizeof(err)),
+	CHECK_EQ_U(dbk_settings_query(&c, "server-group-threshold=100&group-sizes=3%2C1", err,
+	                              sizeof(err)),
 	           0);
 	CHECK_NEAR(c.bounds[1], 100, 0);
 	CHECK_EQ_U(c.group_sizes[0], 3);
 	CHECK_EQ_U(c.group_sizes[1], 1);
-	CHECK(dbk_tune_query(&c, "sensitivity=%zz", err, sizeof(err)) < 0);
-	CHECK(dbk_tune_query(&c, "sensitivity", err, sizeof(err)) < 0);
-	CHECK(dbk_tune_query(&c, "nope=1", err, sizeof(err)) < 0);
-	CHECK_EQ_U(dbk_tune_query(&c, "", err, sizeof(err)), 0);
+	CHECK(dbk_settings_query(&c, "sensitivity=%zz", err, sizeof(err)) < 0);
+	CHECK(dbk_settings_query(&c, "sensitivity", err, sizeof(err)) < 0);
+	CHECK(dbk_settings_query(&c, "nope=1", err, sizeof(err)) < 0);
+	CHECK_EQ_U(dbk_settings_query(&c, "", err, sizeof(err)), 0);
 }
 
 static void test_live_reconfigure_keeps_leases(void)
@@ -165,18 +165,18 @@ static void test_strict_numbers(void)
 	defaults(&c);
 	before = c;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		bool taken = dbk_tune_query(&c, bad[i], err, sizeof(err)) == 0;
+		bool taken = dbk_settings_query(&c, bad[i], err, sizeof(err)) == 0;
 		if (taken)
 			fprintf(stderr, "  query '%s' was taken\n", bad[i]);
 		CHECK(!taken);
 	}
 	CHECK(memcmp(&c, &before, sizeof(c)) == 0);
-	CHECK(dbk_tune_parse(&c, "max-request-tokens = 1e308\n", 26, err, sizeof(err)) < 0);
-	CHECK(dbk_tune_parse(&c, "affinity-strength = -0\n", 23, err, sizeof(err)) < 0);
+	CHECK(dbk_settings_parse(&c, "max-request-tokens = 1e308\n", 26, err, sizeof(err)) < 0);
+	CHECK(dbk_settings_parse(&c, "affinity-strength = -0\n", 23, err, sizeof(err)) < 0);
 	CHECK(memcmp(&c, &before, sizeof(c)) == 0);
 	/* What it does take. */
-	CHECK_EQ_U(dbk_tune_query(&c, "sensitivity=0.5&affinity-strength=0&max-leases=500000", err,
-	                          sizeof(err)),
+	CHECK_EQ_U(dbk_settings_query(&c, "sensitivity=0.5&affinity-strength=0&max-leases=500000",
+	                              err, sizeof(err)),
 	           0);
 	CHECK_NEAR(c.sensitivity, 0.5, 0);
 	CHECK_NEAR(c.affinity_strength, 0, 0);

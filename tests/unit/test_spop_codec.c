@@ -772,20 +772,16 @@ static void test_msg_arg(void)
 	struct dbk_spop_message m;
 	const struct dbk_spop_data *d;
 
+	const uint8_t *names[] = { idx, id, empty, id };
+
 	memset(&m, 0, sizeof(m));
 	m.nargs = 4;
-	m.args[0].name = idx;
-	m.args[0].name_len = 3;
-	m.args[0].value = d_i64(1);
-	m.args[1].name = id;
-	m.args[1].name_len = 2;
-	m.args[1].value = d_i64(2);
-	m.args[2].name = empty;
-	m.args[2].name_len = 0;
-	m.args[2].value = d_i64(3);
-	m.args[3].name = id;
-	m.args[3].name_len = 2;
-	m.args[3].value = d_i64(4);
+	/* idx=1, id=2, (no name)=3, id=4 */
+	for (unsigned k = 0; k < 4; k++) {
+		m.args[k].name = names[k];
+		m.args[k].name_len = strlen((const char *)names[k]);
+		m.args[k].value = d_i64(k + 1);
+	}
 
 	d = dbk_spop_msg_arg(&m, "id");
 	CHECK(d && d->u.i64 == 2); /* first match, not a prefix of "idx" */
