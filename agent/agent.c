@@ -188,8 +188,8 @@ static int listen_all(struct dbk_agent *a, const char *const *specs, unsigned n,
 }
 
 static int add_spop(void *o, int fd) { return dbk_spop_server_add_listener(o, fd); }
-static int add_events(void *o, int fd) { return dbk_events_add_listener(o, fd); }
-static int add_events_udp(void *o, int fd) { return dbk_events_add_datagram(o, fd); }
+static int add_events(void *o, int fd) { return dbk_completion_rx_add_listener(o, fd); }
+static int add_events_udp(void *o, int fd) { return dbk_completion_rx_add_datagram(o, fd); }
 static int add_admin(void *o, int fd) { return dbk_admin_add_listener(o, fd); }
 
 /* Connections the completion and admin listeners take at most, and the
@@ -371,7 +371,7 @@ static int start_listeners(struct dbk_agent *a, char *err, size_t errlen)
 	};
 	struct dbk_spop_handler h = dbk_route_handler_init(&a->route_handler, &a->route);
 	a->spop = dbk_spop_server_new(a->loop, &sc, &h);
-	a->events = dbk_events_new(a->loop, completion_conns, on_completion, a);
+	a->events = dbk_completion_rx_new(a->loop, completion_conns, on_completion, a);
 	a->admin = dbk_admin_new(a->loop, admin_conns, on_admin, a);
 	if (!a->spop || !a->events || !a->admin) {
 		dbk_errf(err, errlen, "out of memory");
@@ -469,7 +469,7 @@ void dbk_agent_stop(struct dbk_agent *a)
 	a->scrape = NULL;
 	dbk_runtime_sync_free(a->sync);
 	dbk_admin_free(a->admin);
-	dbk_events_free(a->events);
+	dbk_completion_rx_free(a->events);
 	dbk_spop_server_free(a->spop);
 	dbk_policy_detach(a->bal);
 	dbk_policy_stop(&a->policy);

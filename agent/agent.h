@@ -24,7 +24,7 @@ struct dbk_agent {
 	struct dbk_route route;
 	struct dbk_route_handler route_handler; /* route as the SPOP handler */
 	struct dbk_spop_server *spop;
-	struct dbk_events *events;
+	struct dbk_completion_rx *events;
 	struct dbk_admin *admin;
 	struct dbk_runtime_sync *sync;    /* NULL without --haproxy-socket */
 	struct dbk_rt_server *discovered; /* names read from HAProxy, if any */

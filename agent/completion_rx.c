@@ -17,20 +17,20 @@
 
 struct econn {
 	struct dbk_conn conn;
-	struct dbk_events *e;
-	struct dbk_list link; /* in dbk_events.conns, oldest first */
+	struct dbk_completion_rx *e;
+	struct dbk_list link; /* in dbk_completion_rx.conns, oldest first */
 	bool delivered;       /* has sent a completion line: HAProxy's */
 };
 
-struct dbk_events {
+struct dbk_completion_rx {
 	struct ev_loop *loop;
-	dbk_events_cb cb;
+	dbk_completion_rx_cb cb;
 	void *arg;
 	struct dbk_listener_set ls;
 	struct dbk_dgram_set dgrams;
 	struct dbk_list conns;
-	struct dbk_events_stats stats;
-	struct dbk_ratelimit up_log;
+	struct dbk_completion_rx_stats stats;
+	struct dbk_log_limit up_log;
 };
 
 static void econn_closed(struct dbk_conn *conn, enum dbk_conn_why why)
@@ -48,7 +48,7 @@ static void econn_closed(struct dbk_conn *conn, enum dbk_conn_why why)
 
 /* Parses one line and hands it on; counts the ones that are not ours.
  * Returns whether it was a completion line. */
-static bool deliver(struct dbk_events *e, const char *msg, size_t msg_len)
+static bool deliver(struct dbk_completion_rx *e, const char *msg, size_t msg_len)
 {
 	struct dbk_completion ev;
 
@@ -102,7 +102,7 @@ static const struct dbk_conn_ops econn_ops = { .on_data = on_lines, .on_close = 
  * that delivered is HAProxy's and stays). */
 static int make_room(void *arg, const void *peer)
 {
-	struct dbk_events *e = arg;
+	struct dbk_completion_rx *e = arg;
 	struct econn *victim = NULL;
 	struct dbk_list *it, *nx;
 
@@ -124,7 +124,7 @@ static int make_room(void *arg, const void *peer)
 
 static void econn_new(void *arg, int fd)
 {
-	struct dbk_events *e = arg;
+	struct dbk_completion_rx *e = arg;
 	struct econn *c = malloc(sizeof(*c));
 
 	if (dbk_conn_accept(c ? &c->conn : NULL, e->loop, fd, &e->ls, &econn_ops, c, IN_CAP) < 0) {
@@ -140,7 +140,7 @@ static void econn_new(void *arg, int fd)
 	e->stats.accepted++;
 	e->stats.open++;
 	uint64_t suppressed;
-	if (dbk_ratelimit_allow(&e->up_log, ev_now(e->loop), &suppressed))
+	if (dbk_log_limit_allow(&e->up_log, ev_now(e->loop), &suppressed))
 		dbk_log(DBK_LOG_INFO, "completion-link-up", "open=%u suppressed=%llu",
 		        e->stats.open, (unsigned long long)suppressed);
 }
@@ -150,18 +150,21 @@ static void econn_new(void *arg, int fd)
  * 1024 bytes by default anyway). */
 static void on_dgram(void *arg, const char *buf, size_t len)
 {
-	struct dbk_events *e = arg;
+	struct dbk_completion_rx *e = arg;
 
 	e->stats.datagrams++;
 	deliver(e, buf, len);
 }
 
-int dbk_events_add_datagram(struct dbk_events *e, int fd) { return dbk_dgram_add(&e->dgrams, fd); }
-
-struct dbk_events *dbk_events_new(struct ev_loop *loop, unsigned max_conns, dbk_events_cb cb,
-                                  void *arg)
+int dbk_completion_rx_add_datagram(struct dbk_completion_rx *e, int fd)
 {
-	struct dbk_events *e = calloc(1, sizeof(*e));
+	return dbk_dgram_add(&e->dgrams, fd);
+}
+
+struct dbk_completion_rx *dbk_completion_rx_new(struct ev_loop *loop, unsigned max_conns,
+                                                dbk_completion_rx_cb cb, void *arg)
+{
+	struct dbk_completion_rx *e = calloc(1, sizeof(*e));
 
 	if (!e)
 		return NULL;
@@ -181,9 +184,12 @@ struct dbk_events *dbk_events_new(struct ev_loop *loop, unsigned max_conns, dbk_
 	return e;
 }
 
-int dbk_events_add_listener(struct dbk_events *e, int fd) { return dbk_listener_add(&e->ls, fd); }
+int dbk_completion_rx_add_listener(struct dbk_completion_rx *e, int fd)
+{
+	return dbk_listener_add(&e->ls, fd);
+}
 
-void dbk_events_free(struct dbk_events *e)
+void dbk_completion_rx_free(struct dbk_completion_rx *e)
 {
 	if (!e)
 		return;
@@ -195,4 +201,7 @@ void dbk_events_free(struct dbk_events *e)
 	free(e);
 }
 
-const struct dbk_events_stats *dbk_events_stats(const struct dbk_events *e) { return &e->stats; }
+const struct dbk_completion_rx_stats *dbk_completion_rx_stats(const struct dbk_completion_rx *e)
+{
+	return &e->stats;
+}

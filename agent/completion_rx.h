@@ -10,7 +10,7 @@
 
 #include "completion.h"
 
-struct dbk_events_stats {
+struct dbk_completion_rx_stats {
 	uint64_t accepted;
 	uint64_t lines;      /* well-formed completion lines */
 	uint64_t bad_lines;  /* framed, but not a dbk1 line */
@@ -19,18 +19,18 @@ struct dbk_events_stats {
 	unsigned open;
 };
 
-typedef void (*dbk_events_cb)(void *arg, const struct dbk_completion *c);
+typedef void (*dbk_completion_rx_cb)(void *arg, const struct dbk_completion *c);
 
-struct dbk_events;
+struct dbk_completion_rx;
 
-struct dbk_events *dbk_events_new(struct ev_loop *loop, unsigned max_conns, dbk_events_cb cb,
-                                  void *arg);
-int dbk_events_add_listener(struct dbk_events *e, int fd);
+struct dbk_completion_rx *dbk_completion_rx_new(struct ev_loop *loop, unsigned max_conns,
+                                                dbk_completion_rx_cb cb, void *arg);
+int dbk_completion_rx_add_listener(struct dbk_completion_rx *e, int fd);
 /* Reads completion lines from a bound UDP socket (dbk_net_bind_udp).
  * Returns 0, or -1 when DBK_LISTENER_MAX sockets are already in use. */
-int dbk_events_add_datagram(struct dbk_events *e, int fd);
+int dbk_completion_rx_add_datagram(struct dbk_completion_rx *e, int fd);
 /* Closes listeners and connections. */
-void dbk_events_free(struct dbk_events *e);
-const struct dbk_events_stats *dbk_events_stats(const struct dbk_events *e);
+void dbk_completion_rx_free(struct dbk_completion_rx *e);
+const struct dbk_completion_rx_stats *dbk_completion_rx_stats(const struct dbk_completion_rx *e);
 
 #endif

@@ -24,7 +24,7 @@ enum src {
 	SRC_ACCT,   /* struct dbk_acct_stats */
 	SRC_ROUTE,  /* struct dbk_route_stats */
 	SRC_CHOOSE, /* struct dbk_route_stats, with a policy that chooses only */
-	SRC_RX,     /* struct dbk_events_stats */
+	SRC_RX,     /* struct dbk_completion_rx_stats */
 	SRC_SPOP,   /* struct dbk_spop_server_stats */
 	SRC_SYNC,   /* struct dbk_runtime_sync_stats, with --haproxy-socket only */
 	SRC_AGENT,  /* struct dbk_agent */
@@ -54,7 +54,7 @@ struct row {
 #define ACCT(f) FIELD(SRC_ACCT, struct dbk_acct_stats, f)
 #define ROUTE(f) FIELD(SRC_ROUTE, struct dbk_route_stats, f)
 #define CHOOSE(f) FIELD(SRC_CHOOSE, struct dbk_route_stats, f)
-#define RX(f) FIELD(SRC_RX, struct dbk_events_stats, f)
+#define RX(f) FIELD(SRC_RX, struct dbk_completion_rx_stats, f)
 #define SPOP(f) FIELD(SRC_SPOP, struct dbk_spop_server_stats, f)
 #define SYNC(f) FIELD(SRC_SYNC, struct dbk_runtime_sync_stats, f)
 #define AGENT(f) FIELD(SRC_AGENT, struct dbk_agent, f)
@@ -211,7 +211,7 @@ static void sources(const struct dbk_agent *a, const void *src[NSRC])
 	src[SRC_ACCT] = &a->acct.stats;
 	src[SRC_ROUTE] = &a->route.stats;
 	src[SRC_CHOOSE] = a->cfg.policy->choose ? &a->route.stats : NULL;
-	src[SRC_RX] = dbk_events_stats(a->events);
+	src[SRC_RX] = dbk_completion_rx_stats(a->events);
 	src[SRC_SPOP] = dbk_spop_server_stats(a->spop);
 	src[SRC_SYNC] = a->sync ? dbk_runtime_sync_stats(a->sync) : NULL;
 	src[SRC_AGENT] = a;

@@ -35,22 +35,6 @@ struct dbk_peer_slot {
 	unsigned next; /* in a bucket's chain or the free list: index + 1 */
 };
 
-int dbk_ratelimit_allow(struct dbk_ratelimit *r, ev_tstamp now, uint64_t *suppressed)
-{
-	if (now - r->last >= 1.0) {
-		r->last = now;
-		r->burst = 0;
-	}
-	if (r->burst == DBK_RATELIMIT_BURST) {
-		r->suppressed++;
-		return 0;
-	}
-	r->burst++;
-	*suppressed = r->suppressed;
-	r->suppressed = 0;
-	return 1;
-}
-
 static void peer_of(int fd, const struct sockaddr_storage *ss, struct peer_key *k)
 {
 	memset(k, 0, sizeof(*k));
@@ -133,7 +117,7 @@ static void log_refusal(struct dbk_listener_set *s, const char *reason, unsigned
 
 	if (s->refused)
 		(*s->refused)++;
-	if (dbk_ratelimit_allow(&s->refuse_log, ev_now(s->loop), &suppressed))
+	if (dbk_log_limit_allow(&s->refuse_log, ev_now(s->loop), &suppressed))
 		dbk_log(DBK_LOG_WARN, "conn-refused",
 		        "reason=%s for=%s peer=%s limit=%u suppressed=%llu", reason, s->what,
 		        peer_str(k, p, sizeof(p)), limit, (unsigned long long)suppressed);
@@ -266,7 +250,7 @@ static bool out_of_fds(struct dbk_listener_set *s, int lfd, int err)
 			return false;
 		}
 	}
-	if (dbk_ratelimit_allow(&s->emfile_log, ev_now(s->loop), &suppressed))
+	if (dbk_log_limit_allow(&s->emfile_log, ev_now(s->loop), &suppressed))
 		dbk_log(DBK_LOG_WARN, "accept-failed",
 		        "for=%s error=\"%s\" action=%s suppressed=%llu", s->what, strerror(err),
 		        shed && s->reserve_fd >= 0 ? "refused" : "paused",
@@ -303,7 +287,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 					continue;
 				return;
 			}
-			if (dbk_ratelimit_allow(&s->emfile_log, ev_now(s->loop), &suppressed))
+			if (dbk_log_limit_allow(&s->emfile_log, ev_now(s->loop), &suppressed))
 				dbk_log(DBK_LOG_WARN, "accept-failed",
 				        "for=%s error=\"%s\" suppressed=%llu", s->what,
 				        strerror(err), (unsigned long long)suppressed);

@@ -15,23 +15,13 @@
 #include <ev.h>
 #include <stdint.h>
 
+#include "lib/log.h"
+
 #define DBK_LISTENER_MAX 8
 
 /* Takes ownership of fd: keep it or close it. A set with limits needs
  * dbk_listener_release(fd) before the owner closes it. */
 typedef void (*dbk_accept_cb)(void *arg, int fd);
-
-/* At most DBK_RATELIMIT_BURST log lines a second for a repeated event;
- * the next line says how many were left out. */
-#define DBK_RATELIMIT_BURST 5
-struct dbk_ratelimit {
-	ev_tstamp last; /* start of the current second */
-	unsigned burst; /* lines in it */
-	uint64_t suppressed;
-};
-
-/* Whether to log now; *suppressed is what was left out before this one. */
-int dbk_ratelimit_allow(struct dbk_ratelimit *r, ev_tstamp now, uint64_t *suppressed);
 
 struct dbk_peer_slot;
 
@@ -53,7 +43,7 @@ struct dbk_listener_set {
 	unsigned *buckets, nbuckets, free_slot;
 	unsigned *slot_of_fd; /* slot + 1 by fd; 0: not counted */
 	unsigned fd_cap;
-	struct dbk_ratelimit refuse_log, emfile_log;
+	struct dbk_log_limit refuse_log, emfile_log;
 	int reserve_fd;  /* spare descriptor for EMFILE */
 	ev_timer resume; /* accepting paused until it fires */
 	struct dbk_listener {

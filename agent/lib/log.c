@@ -110,3 +110,19 @@ void dbk_errf_append(char *err, size_t errlen, const char *fmt, ...)
 	errf_at(err, errlen, strnlen(err, errlen), fmt, ap);
 	va_end(ap);
 }
+
+int dbk_log_limit_allow(struct dbk_log_limit *r, double now, uint64_t *suppressed)
+{
+	if (now - r->last >= 1.0) {
+		r->last = now;
+		r->burst = 0;
+	}
+	if (r->burst == DBK_LOG_LIMIT_BURST) {
+		r->suppressed++;
+		return 0;
+	}
+	r->burst++;
+	*suppressed = r->suppressed;
+	r->suppressed = 0;
+	return 1;
+}

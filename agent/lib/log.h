@@ -5,6 +5,7 @@
 #define DBK_LOG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum dbk_log_level {
 	DBK_LOG_DEBUG = 0,
@@ -41,5 +42,19 @@ void dbk_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((for
  * after a dbk_errf), truncated to fit. */
 void dbk_errf_append(char *err, size_t errlen, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
+
+/* A repeated event (refused connections, a peer that keeps failing)
+ * logs at most DBK_LOG_LIMIT_BURST lines a second, so that a flood of it
+ * cannot flood the log too; the next line says how many were left out.
+ * Time is the caller's, in seconds. */
+#define DBK_LOG_LIMIT_BURST 5
+struct dbk_log_limit {
+	double last;    /* start of the current second */
+	unsigned burst; /* lines in it */
+	uint64_t suppressed;
+};
+
+/* Whether to log now; *suppressed is what was left out before this one. */
+int dbk_log_limit_allow(struct dbk_log_limit *r, double now, uint64_t *suppressed);
 
 #endif

@@ -49,7 +49,7 @@ struct dbk_spop_server {
 	struct dbk_list conns;
 	unsigned next_id;
 	struct dbk_spop_server_stats stats;
-	struct dbk_ratelimit fail_log;
+	struct dbk_log_limit fail_log;
 };
 
 /* The answer to any frame the peer may send now. */
@@ -112,7 +112,7 @@ static void queue_disconnect(struct conn *c, enum dbk_spop_status st, const char
 		c->s->stats.frames_out++;
 	uint64_t suppressed;
 	if (st != DBK_SPOP_OK &&
-	    dbk_ratelimit_allow(&c->s->fail_log, ev_now(c->s->loop), &suppressed))
+	    dbk_log_limit_allow(&c->s->fail_log, ev_now(c->s->loop), &suppressed))
 		dbk_log(DBK_LOG_WARN, "spop-disconnect",
 		        "conn=%u status=%d reason=\"%s\" suppressed=%llu", c->id, (int)st,
 		        msg ? msg : dbk_spop_status_str(st), (unsigned long long)suppressed);

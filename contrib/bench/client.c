@@ -76,7 +76,7 @@ static void report(struct dbk_call *k)
 	if (k->error[0]) {
 		r.error = k->error;
 	} else if (k->resp.status != 200) {
-		dbk_error_summary(k->resp.status, k->ebody, k->ebody_len, why, sizeof(why));
+		dbk_stream_error_summary(k->resp.status, k->ebody, k->ebody_len, why, sizeof(why));
 		snprintf(k->error, sizeof(k->error), "%s", why);
 		r.error = k->error;
 	} else if (!dbk_stream_result(&k->st, &r.ttft, &r.e2e, &r.tokens, k->error,

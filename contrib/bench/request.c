@@ -11,7 +11,8 @@
 
 #define BENCH_USER_AGENT "dbucket-bench"
 
-int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u, char *err, size_t errn)
+int dbk_request_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u, char *err,
+                          size_t errn)
 {
 	const char *suffix = ep == DBK_EP_CHAT ? "/v1/chat/completions" : "/v1/completions";
 	char why[128];
@@ -36,7 +37,7 @@ int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u, char
 	return 0;
 }
 
-char *dbk_json_quote(const char *s)
+char *dbk_request_json_quote(const char *s)
 {
 	size_t n = strlen(s), i, j = 0;
 	char *p;

@@ -16,11 +16,12 @@
 /* "http://HOST[:PORT][/BASE]" (lib/url) with the endpoint path
  * (/v1/completions or /v1/chat/completions) appended to BASE, without
  * doubling a trailing "/v1". */
-int dbk_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u, char *err, size_t errn);
+int dbk_request_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url *u, char *err,
+                          size_t errn);
 
 /* s as a JSON string literal, quotes included (malloc'd; NULL when out
  * of memory). Control characters become \u escapes. */
-char *dbk_json_quote(const char *s);
+char *dbk_request_json_quote(const char *s);
 
 /* The whole HTTP/1.1 request (head and JSON body) into out; body is
  * scratch space. One request per connection: "Connection: close". */

@@ -190,7 +190,7 @@ int dbk_bench_setup(struct dbk_bench *b)
 	size_t i;
 	int rc;
 
-	if (dbk_url_parse(b->o.url, b->o.endpoint, &b->url, err, sizeof(err)) != 0) {
+	if (dbk_request_url_parse(b->o.url, b->o.endpoint, &b->url, err, sizeof(err)) != 0) {
 		fprintf(stderr, "dbucket-bench: %s\n", err);
 		return 2;
 	}
@@ -199,7 +199,7 @@ int dbk_bench_setup(struct dbk_bench *b)
 	b->n = b->tr.n;
 	b->res = calloc(b->n, sizeof(*b->res));
 	b->slots = calloc(b->n, sizeof(*b->slots));
-	b->model_json = dbk_json_quote(b->o.model);
+	b->model_json = dbk_request_json_quote(b->o.model);
 	if (!b->res || !b->slots || !b->model_json) {
 		fprintf(stderr, "dbucket-bench: out of memory\n");
 		return 1;

@@ -185,7 +185,7 @@ bool dbk_stream_result(const struct dbk_stream *s, double *ttft, double *e2e, ui
 	return true;
 }
 
-void dbk_error_summary(int status, const char *body, size_t n, char *out, size_t outn)
+void dbk_stream_error_summary(int status, const char *body, size_t n, char *out, size_t outn)
 {
 	const cJSON *m = NULL, *e;
 	cJSON *root = n ? cJSON_ParseWithLength(body, n) : NULL;

@@ -44,6 +44,6 @@ double *dbk_stream_take_itl(struct dbk_stream *s, size_t *n);
  * vLLM's {"message": ...} / {"error": {"message": ...}} / FastAPI's
  * {"detail": ...} when the (possibly truncated) body holds one, else
  * the body's first bytes; bytes other than printable ASCII become '?'. */
-void dbk_error_summary(int status, const char *body, size_t n, char *out, size_t outn);
+void dbk_stream_error_summary(int status, const char *body, size_t n, char *out, size_t outn);
 
 #endif

@@ -15,39 +15,41 @@ static void test_url(void)
 	struct dbk_url u;
 	char err[256];
 
-	CHECK_EQ_U(dbk_url_parse("http://127.0.0.1:8000", DBK_EP_COMPLETIONS, &u, err, sizeof(err)),
+	CHECK_EQ_U(dbk_request_url_parse("http://127.0.0.1:8000", DBK_EP_COMPLETIONS, &u, err,
+	                                 sizeof(err)),
 	           0);
 	CHECK(strcmp(u.host, "127.0.0.1") == 0);
 	CHECK(strcmp(u.port, "8000") == 0);
 	CHECK(strcmp(u.authority, "127.0.0.1:8000") == 0);
 	CHECK(strcmp(u.path, "/v1/completions") == 0);
 
-	CHECK_EQ_U(dbk_url_parse("http://[::1]:9/v1/", DBK_EP_CHAT, &u, err, sizeof(err)), 0);
+	CHECK_EQ_U(dbk_request_url_parse("http://[::1]:9/v1/", DBK_EP_CHAT, &u, err, sizeof(err)),
+	           0);
 	CHECK(strcmp(u.host, "::1") == 0);
 	CHECK(strcmp(u.port, "9") == 0);
 	CHECK(strcmp(u.authority, "[::1]:9") == 0);
 	CHECK(strcmp(u.path, "/v1/chat/completions") == 0);
 
-	CHECK_EQ_U(dbk_url_parse("http://localhost/proxy/", DBK_EP_COMPLETIONS, &u, err,
-	                         sizeof(err)),
+	CHECK_EQ_U(dbk_request_url_parse("http://localhost/proxy/", DBK_EP_COMPLETIONS, &u, err,
+	                                 sizeof(err)),
 	           0);
 	CHECK(strcmp(u.port, "80") == 0);
 	CHECK(strcmp(u.authority, "localhost") == 0);
 	CHECK(strcmp(u.path, "/proxy/v1/completions") == 0);
 
-	CHECK(dbk_url_parse("https://127.0.0.1", 0, &u, err, sizeof(err)) &&
+	CHECK(dbk_request_url_parse("https://127.0.0.1", 0, &u, err, sizeof(err)) &&
 	      strstr(err, "http://"));
-	CHECK(dbk_url_parse("127.0.0.1:8000", 0, &u, err, sizeof(err)));
-	CHECK(dbk_url_parse("http://", 0, &u, err, sizeof(err)));
-	CHECK(dbk_url_parse("http://:80", 0, &u, err, sizeof(err)));
-	CHECK(dbk_url_parse("http://h:0", 0, &u, err, sizeof(err)) && strstr(err, "port"));
-	CHECK(dbk_url_parse("http://h:65536", 0, &u, err, sizeof(err)));
-	CHECK(dbk_url_parse("http://h:", 0, &u, err, sizeof(err)));
-	CHECK(dbk_url_parse("http://h:80x", 0, &u, err, sizeof(err)));
-	CHECK(dbk_url_parse("http://[::1", 0, &u, err, sizeof(err)));
-	CHECK(dbk_url_parse("http://h/a b", 0, &u, err, sizeof(err)));
-	CHECK(dbk_url_parse("http://h/a?x=1", 0, &u, err, sizeof(err)));
-	CHECK(dbk_url_parse("http://user@h/", 0, &u, err, sizeof(err)));
+	CHECK(dbk_request_url_parse("127.0.0.1:8000", 0, &u, err, sizeof(err)));
+	CHECK(dbk_request_url_parse("http://", 0, &u, err, sizeof(err)));
+	CHECK(dbk_request_url_parse("http://:80", 0, &u, err, sizeof(err)));
+	CHECK(dbk_request_url_parse("http://h:0", 0, &u, err, sizeof(err)) && strstr(err, "port"));
+	CHECK(dbk_request_url_parse("http://h:65536", 0, &u, err, sizeof(err)));
+	CHECK(dbk_request_url_parse("http://h:", 0, &u, err, sizeof(err)));
+	CHECK(dbk_request_url_parse("http://h:80x", 0, &u, err, sizeof(err)));
+	CHECK(dbk_request_url_parse("http://[::1", 0, &u, err, sizeof(err)));
+	CHECK(dbk_request_url_parse("http://h/a b", 0, &u, err, sizeof(err)));
+	CHECK(dbk_request_url_parse("http://h/a?x=1", 0, &u, err, sizeof(err)));
+	CHECK(dbk_request_url_parse("http://user@h/", 0, &u, err, sizeof(err)));
 }
 
 /* a, a numeric IPv4 or IPv6 address, is loopback. */
@@ -99,8 +101,8 @@ static void test_request_completions(void)
 	cJSON *j;
 	const cJSON *so;
 
-	CHECK_EQ_U(dbk_url_parse("http://127.0.0.1:8000/v1", DBK_EP_COMPLETIONS, &u, err,
-	                         sizeof(err)),
+	CHECK_EQ_U(dbk_request_url_parse("http://127.0.0.1:8000/v1", DBK_EP_COMPLETIONS, &u, err,
+	                                 sizeof(err)),
 	           0);
 	memset(&s, 0, sizeof(s));
 	s.ep = DBK_EP_COMPLETIONS;
@@ -156,8 +158,8 @@ static void test_request_chat(void)
 	size_t clen;
 	cJSON *j;
 
-	CHECK_EQ_U(dbk_url_parse("http://[::1]:1", DBK_EP_CHAT, &u, err, sizeof(err)), 0);
-	model = dbk_json_quote("org/m \"q\" \\ \x01");
+	CHECK_EQ_U(dbk_request_url_parse("http://[::1]:1", DBK_EP_CHAT, &u, err, sizeof(err)), 0);
+	model = dbk_request_json_quote("org/m \"q\" \\ \x01");
 	CHECK(model && strcmp(model, "\"org/m \\\"q\\\" \\\\ \\u0001\"") == 0);
 	memset(&s, 0, sizeof(s));
 	s.ep = DBK_EP_CHAT;

@@ -249,7 +249,7 @@ static void test_chain_error_status(void)
 	CHECK_EQ_U(c.resp.status, 400);
 	CHECK(strcmp(c.resp.served_by, "vllm1") == 0);
 	CHECK_EQ_U(c.ebody_len, strlen(body));
-	dbk_error_summary(c.resp.status, c.ebody, c.ebody_len, out, sizeof(out));
+	dbk_stream_error_summary(c.resp.status, c.ebody, c.ebody_len, out, sizeof(out));
 	CHECK(strcmp(out, "HTTP 400: This model's maximum context length is "
 	                  "32768 tokens, not 40000") == 0);
 	chain_free(&c);
@@ -656,23 +656,23 @@ static void test_error_summary(void)
 	const char *b;
 
 	b = "{\"detail\":\"Not Found\"}";
-	dbk_error_summary(404, b, strlen(b), out, sizeof(out));
+	dbk_stream_error_summary(404, b, strlen(b), out, sizeof(out));
 	CHECK(strcmp(out, "HTTP 404: Not Found") == 0);
 	b = "{\"error\":{\"message\":\"m\",\"code\":500}}";
-	dbk_error_summary(500, b, strlen(b), out, sizeof(out));
+	dbk_stream_error_summary(500, b, strlen(b), out, sizeof(out));
 	CHECK(strcmp(out, "HTTP 500: m") == 0);
 	b = "<html>Bad Gateway</html>\r\n";
-	dbk_error_summary(502, b, strlen(b), out, sizeof(out));
+	dbk_stream_error_summary(502, b, strlen(b), out, sizeof(out));
 	CHECK(strcmp(out, "HTTP 502: <html>Bad Gateway</html>??") == 0);
-	dbk_error_summary(503, "", 0, out, sizeof(out));
+	dbk_stream_error_summary(503, "", 0, out, sizeof(out));
 	CHECK(strcmp(out, "HTTP 503") == 0);
 	/* Truncated JSON (the body is kept up to a bound): raw text. */
 	b = "{\"message\":\"abc";
-	dbk_error_summary(400, b, strlen(b), out, sizeof(out));
+	dbk_stream_error_summary(400, b, strlen(b), out, sizeof(out));
 	CHECK(strcmp(out, "HTTP 400: {\"message\":\"abc") == 0);
 	/* Bounded output. */
 	b = "0123456789012345678901234567890123456789012345678901234567890123";
-	dbk_error_summary(400, b, strlen(b), out, 16);
+	dbk_stream_error_summary(400, b, strlen(b), out, 16);
 	CHECK(strcmp(out, "HTTP 400: 01234") == 0);
 }
 

@@ -31,7 +31,7 @@ struct dbk_load_opts {
 	long long body_bytes;
 	int max_tokens;
 	bool defer;
-	bool help;
+	bool help, version;
 };
 
 /* A NOTIFY in flight. The ring of slots is in send order; an ACK is

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "lib/cli.h"
+#include "lib/version.h"
 #include "load.h"
 
 #define MAX_CONNECTIONS 1024
@@ -56,6 +57,7 @@ int dbk_load_parse_opts(int argc, char **argv, struct dbk_load_opts *o)
 		{ "timeout", 0, DBK_OPT_DOUBLE, &o->timeout, 0.1, 86400, .metavar = "S",
 		  .help = "hard limit on the whole run (600)" },
 		{ "help", 'h', DBK_OPT_FLAG, &o->help, .help = "this text" },
+		{ "version", 'V', DBK_OPT_FLAG, &o->version, .help = "the version" },
 		{ .name = NULL },
 	};
 	char err[256];
@@ -74,6 +76,10 @@ int dbk_load_parse_opts(int argc, char **argv, struct dbk_load_opts *o)
 	}
 	if (o->help) {
 		usage(stdout, opts);
+		return 0;
+	}
+	if (o->version) {
+		printf("dbucket-spop-load %s\n", DBK_VERSION);
 		return 0;
 	}
 	if (first != argc) {

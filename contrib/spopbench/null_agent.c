@@ -25,6 +25,7 @@
 #include "lib/log.h"
 #include "lib/net.h"
 #include "lib/spop_server.h"
+#include "lib/version.h"
 #include "spopbench/sink.h"
 
 #define MAX_FRAME 16380 /* what we announce, as dbucket-spoa does */
@@ -112,7 +113,7 @@ static int opt_server(void *ctx, const char *v, char *err, size_t errlen)
 /* Returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	bool help = false;
+	bool help = false, version = false;
 	const struct dbk_opt opts[] = {
 		{ "listen", 0, DBK_OPT_CALL, .fn = opt_listen, .metavar = "ADDR",
 		  .help = "where HAProxy connects: HOST:PORT, [IPV6]:PORT\n"
@@ -125,6 +126,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		  .help = "the server the answers name (vllm0); repeat\n"
 		          "it to name several in turn (at most 16)" },
 		{ "help", 'h', DBK_OPT_FLAG, &help, .help = "this text" },
+		{ "version", 'V', DBK_OPT_FLAG, &version, .help = "the version" },
 		{ .name = NULL },
 	};
 	char err[256];
@@ -136,6 +138,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	}
 	if (help) {
 		usage(stdout, opts);
+		return 0;
+	}
+	if (version) {
+		printf("dbucket-null-agent %s\n", DBK_VERSION);
 		return 0;
 	}
 	if (first != argc) {

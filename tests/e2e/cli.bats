@@ -28,6 +28,18 @@ teardown() {
 	assert_output --regexp '^dbucket-spoa [0-9]+\.[0-9]+\.[0-9]+$'
 }
 
+@test "every program answers --version with the one version lib/version.h holds" {
+	local want b
+	want=$(sed -n 's/^#define DBK_VERSION "\(.*\)"$/\1/p' "$REPO/agent/lib/version.h")
+	[ -n "$want" ] || fail "no DBK_VERSION in agent/lib/version.h"
+	for b in dbucket-spoa dbucket-parity vllm-stub dbucket-bench dbucket-sim \
+		dbucket-null-agent dbucket-spop-load dbucket; do
+		run "$BUILD/$b" --version
+		assert_success
+		assert_output "$b $want"
+	done
+}
+
 @test "invalid setups fail at start with a clear message and exit 2" {
 	run "$BUILD/dbucket-spoa" --enable-dynamic-bucket only
 	assert_failure 2
