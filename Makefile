@@ -66,16 +66,18 @@ $(BUILD)/%.a:
 LINK = $(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) \
        -Wl,--start-group $(filter %.a,$^) -Wl,--end-group $(LDLIBS)
 
-# $(call dbk_objs,DIR,MAINS): the objects of DIR's modules, its mains and
-# tests left out.
-dbk_objs = $(patsubst %.c,$(BUILD)/%.o,$(filter-out $(2) $(1)/test_%.c,$(wildcard $(1)/*.c)))
+# $(call dbk_objs,DIR,MAINS[,OBJDIR]): the objects (in OBJDIR, default
+# $(BUILD)) of DIR's modules, its mains and tests left out. The fuzz
+# build (tests/fuzz/fuzz.mk) makes the same libraries in its own OBJDIR.
+dbk_objs = $(patsubst %.c,$(or $(3),$(BUILD))/%.o,$(filter-out $(2) $(1)/test_%.c,$(wildcard $(1)/*.c)))
 
 LIBDBK       = $(BUILD)/libdbk.a
 LIBDBK_MODEL = $(BUILD)/libdbk-model.a
 LIBDBK_AGENT = $(BUILD)/libdbk-agent.a
 $(LIBDBK): $(call dbk_objs,agent/lib)
 $(LIBDBK_MODEL): $(call dbk_objs,agent/model)
-$(LIBDBK_AGENT): $(call dbk_objs,agent,agent/main.c agent/parity.c)
+AGENT_MAINS  = agent/main.c agent/parity.c
+$(LIBDBK_AGENT): $(call dbk_objs,agent,$(AGENT_MAINS))
 
 # $(call dbk_bin,NAME,MAIN,LIBS): the program $(BUILD)/NAME, MAIN.c's
 # object over LIBS.

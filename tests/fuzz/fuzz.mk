@@ -40,12 +40,12 @@ FUZZ_BINS     = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/%)
 # only what the target calls).
 FUZZ_ARCHIVES = $(FUZZ_OBJDIR)/libdbk-bench.a $(FUZZ_OBJDIR)/libdbk-stub.a \
                 $(FUZZ_OBJDIR)/libdbk-agent.a $(FUZZ_OBJDIR)/libdbk-model.a $(FUZZ_OBJDIR)/libdbk.a
-fuzz_objs = $(patsubst %.c,$(FUZZ_OBJDIR)/%.o,$(filter-out $(2) $(1)/test_%.c,$(wildcard $(1)/*.c)))
-$(FUZZ_OBJDIR)/libdbk.a: $(call fuzz_objs,agent/lib)
-$(FUZZ_OBJDIR)/libdbk-model.a: $(call fuzz_objs,agent/model)
-$(FUZZ_OBJDIR)/libdbk-agent.a: $(call fuzz_objs,agent,agent/main.c agent/parity.c)
-$(FUZZ_OBJDIR)/libdbk-stub.a: $(call fuzz_objs,contrib/stub,contrib/stub/main.c)
-$(FUZZ_OBJDIR)/libdbk-bench.a: $(call fuzz_objs,contrib/bench,contrib/bench/main.c)
+# The Makefile's libraries, from the same folders less the same mains.
+$(FUZZ_OBJDIR)/libdbk.a: $(call dbk_objs,agent/lib,,$(FUZZ_OBJDIR))
+$(FUZZ_OBJDIR)/libdbk-model.a: $(call dbk_objs,agent/model,,$(FUZZ_OBJDIR))
+$(FUZZ_OBJDIR)/libdbk-agent.a: $(call dbk_objs,agent,$(AGENT_MAINS),$(FUZZ_OBJDIR))
+$(FUZZ_OBJDIR)/libdbk-stub.a: $(call dbk_objs,contrib/stub,$(stub_MAINS),$(FUZZ_OBJDIR))
+$(FUZZ_OBJDIR)/libdbk-bench.a: $(call dbk_objs,contrib/bench,$(bench_MAINS),$(FUZZ_OBJDIR))
 
 .PHONY: fuzz fuzz-build fuzz-seeds fuzz-regress
 
