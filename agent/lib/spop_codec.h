@@ -238,6 +238,15 @@ enum dbk_spop_status dbk_spop_hello_parse(const struct dbk_spop_frame *f, struct
 size_t dbk_spop_agent_hello_build(uint8_t *out, size_t cap, uint32_t max_frame_size,
                                   bool pipelining);
 
+/* Writes a whole HAPROXY-HELLO, HAProxy's side (for the benchmark tools
+ * and the tests that play HAProxy): supported-versions "2.0",
+ * max-frame-size, capabilities, then healthcheck true when healthcheck
+ * is set and engine-id when not NULL. Returns the frame size or 0 if cap
+ * is too small. */
+size_t dbk_spop_haproxy_hello_build(uint8_t *out, size_t cap, uint32_t max_frame_size,
+                                    const char *capabilities, bool healthcheck,
+                                    const char *engine_id);
+
 /* ---- DISCONNECT ---- */
 
 /* Writes a whole AGENT-DISCONNECT frame with "status-code" and "message"

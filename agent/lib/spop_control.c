@@ -132,20 +132,58 @@ enum dbk_spop_status dbk_spop_hello_parse(const struct dbk_spop_frame *f, struct
 	return DBK_SPOP_OK;
 }
 
+/* A control frame: stream 0, frame 0, FIN, and a KV list (either
+ * side's HELLO and DISCONNECT). */
+struct control_kv {
+	const char *key;
+	struct dbk_spop_data v;
+};
+
+static size_t control_build(uint8_t *out, size_t cap, enum dbk_spop_frame_type type,
+                            const struct control_kv *kv, size_t n)
+{
+	struct dbk_spop_writer w;
+
+	dbk_spop_writer_init(&w, out, cap);
+	dbk_spop_frame_begin(&w, type, DBK_SPOP_FLAG_FIN, 0, 0);
+	for (size_t i = 0; i < n; i++)
+		dbk_spop_put_kv(&w, kv[i].key, &kv[i].v);
+	return dbk_spop_frame_end(&w);
+}
+
+static struct dbk_spop_data u32_data(uint32_t x)
+{
+	return (struct dbk_spop_data){ .type = DBK_SPOP_T_UINT32, .u.u32 = x };
+}
+
 size_t dbk_spop_agent_hello_build(uint8_t *out, size_t cap, uint32_t max_frame_size,
                                   bool pipelining)
 {
-	struct dbk_spop_writer w;
-	struct dbk_spop_data v = dbk_spop_str("2.0");
+	const struct control_kv kv[] = {
+		{ "version", dbk_spop_str("2.0") },
+		{ "max-frame-size", u32_data(max_frame_size) },
+		{ "capabilities", dbk_spop_str(pipelining ? "pipelining" : "") },
+	};
 
-	dbk_spop_writer_init(&w, out, cap);
-	dbk_spop_frame_begin(&w, DBK_SPOP_AGENT_HELLO, DBK_SPOP_FLAG_FIN, 0, 0);
-	dbk_spop_put_kv(&w, "version", &v);
-	v = (struct dbk_spop_data){ .type = DBK_SPOP_T_UINT32, .u.u32 = max_frame_size };
-	dbk_spop_put_kv(&w, "max-frame-size", &v);
-	v = dbk_spop_str(pipelining ? "pipelining" : "");
-	dbk_spop_put_kv(&w, "capabilities", &v);
-	return dbk_spop_frame_end(&w);
+	return control_build(out, cap, DBK_SPOP_AGENT_HELLO, kv, sizeof(kv) / sizeof(kv[0]));
+}
+
+size_t dbk_spop_haproxy_hello_build(uint8_t *out, size_t cap, uint32_t max_frame_size,
+                                    const char *capabilities, bool healthcheck,
+                                    const char *engine_id)
+{
+	struct control_kv kv[5] = {
+		{ "supported-versions", dbk_spop_str("2.0") },
+		{ "max-frame-size", u32_data(max_frame_size) },
+		{ "capabilities", dbk_spop_str(capabilities) },
+	};
+	size_t n = 3;
+
+	if (healthcheck)
+		kv[n++] = (struct control_kv){ "healthcheck", dbk_spop_bool(true) };
+	if (engine_id)
+		kv[n++] = (struct control_kv){ "engine-id", dbk_spop_str(engine_id) };
+	return control_build(out, cap, DBK_SPOP_HAPROXY_HELLO, kv, n);
 }
 
 /* ---- DISCONNECT ---- */
@@ -153,15 +191,12 @@ size_t dbk_spop_agent_hello_build(uint8_t *out, size_t cap, uint32_t max_frame_s
 size_t dbk_spop_disconnect_build(uint8_t *out, size_t cap, enum dbk_spop_status status,
                                  const char *message)
 {
-	struct dbk_spop_writer w;
-	struct dbk_spop_data v = { .type = DBK_SPOP_T_UINT32, .u.u32 = (uint32_t)status };
+	const struct control_kv kv[] = {
+		{ "status-code", u32_data((uint32_t)status) },
+		{ "message", dbk_spop_str(message ? message : dbk_spop_status_str(status)) },
+	};
 
-	dbk_spop_writer_init(&w, out, cap);
-	dbk_spop_frame_begin(&w, DBK_SPOP_AGENT_DISCONNECT, DBK_SPOP_FLAG_FIN, 0, 0);
-	dbk_spop_put_kv(&w, "status-code", &v);
-	v = dbk_spop_str(message ? message : dbk_spop_status_str(status));
-	dbk_spop_put_kv(&w, "message", &v);
-	return dbk_spop_frame_end(&w);
+	return control_build(out, cap, DBK_SPOP_AGENT_DISCONNECT, kv, sizeof(kv) / sizeof(kv[0]));
 }
 
 struct disconnect_seen {

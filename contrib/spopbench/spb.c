@@ -12,28 +12,9 @@
 size_t dbk_spb_hello_build(uint8_t *out, size_t cap, uint32_t max_frame, bool healthcheck,
                            const char *engine_id)
 {
-	struct dbk_spop_writer w;
-	struct dbk_spop_data v;
-
-	dbk_spop_writer_init(&w, out, cap);
-	dbk_spop_frame_begin(&w, DBK_SPOP_HAPROXY_HELLO, DBK_SPOP_FLAG_FIN, 0, 0);
-	v = dbk_spop_str("2.0");
-	dbk_spop_put_kv(&w, "supported-versions", &v);
-	v.type = DBK_SPOP_T_UINT32;
-	v.u.u32 = max_frame;
-	dbk_spop_put_kv(&w, "max-frame-size", &v);
 	/* HAProxy offers nothing to a health check: it only wants a HELLO. */
-	v = dbk_spop_str(healthcheck ? "" : "pipelining");
-	dbk_spop_put_kv(&w, "capabilities", &v);
-	if (healthcheck) {
-		v = dbk_spop_bool(true);
-		dbk_spop_put_kv(&w, "healthcheck", &v);
-	}
-	if (engine_id) {
-		v = dbk_spop_str(engine_id);
-		dbk_spop_put_kv(&w, "engine-id", &v);
-	}
-	return dbk_spop_frame_end(&w);
+	return dbk_spop_haproxy_hello_build(out, cap, max_frame, healthcheck ? "" : "pipelining",
+	                                    healthcheck, engine_id);
 }
 
 size_t dbk_spb_notify_build(uint8_t *out, size_t cap, uint64_t stream_id, uint64_t frame_id,

@@ -81,4 +81,16 @@ static inline uint8_t *fuzz_dup(const void *p, size_t n)
 	return c;
 }
 
+/* Whether the n bytes at s hold the string w anywhere. */
+static inline bool fuzz_contains(const void *s, size_t n, const char *w)
+{
+	const uint8_t *b = s;
+	size_t m = strlen(w);
+
+	for (size_t i = 0; i + m <= n; i++)
+		if (memcmp(b + i, w, m) == 0)
+			return true;
+	return false;
+}
+
 #endif

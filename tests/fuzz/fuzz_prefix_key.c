@@ -25,15 +25,6 @@
 
 static uint64_t keys[DBK_PKEY_MAX_KEYS], cut_keys[DBK_PKEY_MAX_KEYS];
 
-static bool contains(const uint8_t *s, size_t n, const char *w)
-{
-	size_t m = strlen(w);
-	for (size_t i = 0; i + m <= n; i++)
-		if (memcmp(s + i, w, m) == 0)
-			return true;
-	return false;
-}
-
 static void check_keys(const uint8_t *s, size_t n, const struct dbk_pkey *pk)
 {
 	FUZZ_CHECK(pk->nkeys <= DBK_PKEY_MAX_KEYS);
@@ -42,7 +33,7 @@ static void check_keys(const uint8_t *s, size_t n, const struct dbk_pkey *pk)
 	for (size_t i = 0; i < pk->nkeys; i++)
 		FUZZ_CHECK(keys[i] != 0);
 	if (pk->session)
-		FUZZ_CHECK(contains(s, n, "\"user\""));
+		FUZZ_CHECK(fuzz_contains(s, n, "\"user\""));
 	if (pk->source == DBK_PKEY_NONE)
 		FUZZ_CHECK(pk->nkeys == 0);
 }

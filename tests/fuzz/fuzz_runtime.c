@@ -92,16 +92,6 @@ static bool name_valid(const char *s)
 	return true;
 }
 
-static bool in_text(const char *buf, size_t len, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (size_t i = 0; i + n <= len; i++)
-		if (memcmp(buf + i, name, n) == 0)
-			return true;
-	return false;
-}
-
 /* The end of a response: the byte after its closing empty line (the
  * first empty line after the two header lines for servers state, after
  * the header line for show stat; CSV quotes may hold newlines). 0 when
@@ -161,7 +151,7 @@ static unsigned do_servers_state(const char *buf, size_t len, const char *be, ch
 	for (unsigned i = 0; i < n; i++) {
 		const struct dbk_rt_server *s = &out[i];
 
-		FUZZ_CHECK(name_valid(s->name) && in_text(buf, len, s->name));
+		FUZZ_CHECK(name_valid(s->name) && fuzz_contains(buf, len, s->name));
 		FUZZ_CHECK(dbk_rt_find(out, n, s->name, strlen(s->name)) == (int)i);
 		FUZZ_CHECK(s->op_state >= 0 && s->op_state <= 3);
 		FUZZ_CHECK(s->admin_state >= 0 && s->admin_state <= 0xffff);

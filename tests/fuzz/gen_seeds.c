@@ -54,6 +54,36 @@ static void save(const char *target, const char *name, const struct out *o)
 	}
 }
 
+/* A seed of one parameter byte and a text. */
+static void save_text(const char *target, const char *name, uint8_t param, const char *text)
+{
+	struct out o = { .n = 0 };
+
+	addb(&o, param);
+	adds(&o, text);
+	save(target, name, &o);
+}
+
+/* A seed a body, named STEM-<i>, after the parameter byte lead + i * step
+ * (none when lead is negative). */
+static void save_bodies(const char *target, const char *stem, int lead, unsigned step,
+                        const char *const *bodies, size_t n)
+{
+	char name[32];
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%s-%zu", stem, i);
+		if (lead >= 0) {
+			save_text(target, name, (uint8_t)((size_t)lead + i * step), bodies[i]);
+		} else {
+			struct out o = { .n = 0 };
+
+			adds(&o, bodies[i]);
+			save(target, name, &o);
+		}
+	}
+}
+
 static void add_fixture(struct out *o, const char *name)
 {
 	char path[512];
@@ -487,16 +517,14 @@ static void seeds_runtime(void)
 	}
 
 	/* A 3.x shape: columns moved, a quoted status text with a comma. */
-	o.n = 0;
-	addb(&o, 0x05);
-	adds(&o, "# pxname,svname,status,qcur,scur,type,check_desc\n"
-	         "vllm,FRONTEND,OPEN,,3,0,\n"
-	         "vllm,vllm0,UP,0,2,2,\"Layer7 check passed, code 200\"\n"
-	         "vllm,vllm1,\"MAINT (via vllm/vllm0)\",1,0,2,\n"
-	         "vllm,vllm2,DRAIN 1/2,,5,2,\"multi\nline\"\n"
-	         "vllm,BACKEND,UP,0,7,1,\n"
-	         "\n");
-	save("fuzz_runtime", "stat-3x-shape", &o);
+	save_text("fuzz_runtime", "stat-3x-shape", 0x05,
+	          "# pxname,svname,status,qcur,scur,type,check_desc\n"
+	          "vllm,FRONTEND,OPEN,,3,0,\n"
+	          "vllm,vllm0,UP,0,2,2,\"Layer7 check passed, code 200\"\n"
+	          "vllm,vllm1,\"MAINT (via vllm/vllm0)\",1,0,2,\n"
+	          "vllm,vllm2,DRAIN 1/2,,5,2,\"multi\nline\"\n"
+	          "vllm,BACKEND,UP,0,7,1,\n"
+	          "\n");
 
 	/* Status text and reconciliation polls (ours, haproxy) pairs. */
 	o.n = 0;
@@ -507,6 +535,18 @@ static void seeds_runtime(void)
 }
 
 /* ---- request bodies ---- */
+
+/* A body after its declared size: parameter 0x03, then the size as 8
+ * bytes (a big-endian int64, as fuzz_estimate reads it). */
+static void save_sized(const char *name, const char *size8, const char *body)
+{
+	struct out o = { .n = 0 };
+
+	addb(&o, 0x03);
+	add(&o, size8, 8);
+	adds(&o, body);
+	save("fuzz_estimate", name, &o);
+}
 
 static void seeds_estimate(void)
 {
@@ -521,34 +561,12 @@ static void seeds_estimate(void)
 		"{\"prompt\":\"unterminated",
 		"{} trailing",
 	};
-	struct out o;
-	char name[32];
 
-	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
-		o.n = 0;
-		addb(&o, 0x00);
-		adds(&o, bodies[i]);
-		snprintf(name, sizeof(name), "whole-%zu", i);
-		save("fuzz_estimate", name, &o);
-	}
-	o.n = 0;
-	addb(&o, 0x01);
-	adds(&o, BODY_CMPL);
-	save("fuzz_estimate", "unknown-size", &o);
-	o.n = 0;
-	addb(&o, 0xfe);
-	adds(&o, "{\"prompt\":\"cut sh");
-	save("fuzz_estimate", "truncated", &o);
-	o.n = 0;
-	addb(&o, 0x03);
-	add(&o, "\x00\x00\x00\x00\x00\x00\x00\x22", 8);
-	adds(&o, BODY_CMPL);
-	save("fuzz_estimate", "explicit-size", &o);
-	o.n = 0;
-	addb(&o, 0x03);
-	add(&o, "\x7f\xff\xff\xff\xff\xff\xff\xff", 8);
-	adds(&o, "{}");
-	save("fuzz_estimate", "huge-size", &o);
+	save_bodies("fuzz_estimate", "whole", 0x00, 0, bodies, sizeof(bodies) / sizeof(bodies[0]));
+	save_text("fuzz_estimate", "unknown-size", 0x01, BODY_CMPL);
+	save_text("fuzz_estimate", "truncated", 0xfe, "{\"prompt\":\"cut sh");
+	save_sized("explicit-size", "\x00\x00\x00\x00\x00\x00\x00\x22", BODY_CMPL);
+	save_sized("huge-size", "\x7f\xff\xff\xff\xff\xff\xff\xff", "{}");
 }
 
 static void seeds_estimate_scan(void)
@@ -568,14 +586,9 @@ static void seeds_estimate_scan(void)
 		"[\"not an object\"]",
 	};
 	struct out o;
-	char name[32];
 
-	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
-		o.n = 0;
-		adds(&o, bodies[i]);
-		snprintf(name, sizeof(name), "body-%zu", i);
-		save("fuzz_estimate_scan", name, &o);
-	}
+	save_bodies("fuzz_estimate_scan", "body", -1, 0, bodies,
+	            sizeof(bodies) / sizeof(bodies[0]));
 	/* A chat body with a long prompt and escapes spread through it. */
 	o.n = 0;
 	adds(&o, "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"");
@@ -596,15 +609,8 @@ static void seeds_prefix_key(void)
 		"{\"model\":{\"x\":[1,{\"y\":\"]\"}]},\"prompt\":\"cut here",
 	};
 	struct out o;
-	char name[32];
 
-	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
-		o.n = 0;
-		addb(&o, (uint8_t)(0x83 + i * 9));
-		adds(&o, bodies[i]);
-		snprintf(name, sizeof(name), "body-%zu", i);
-		save("fuzz_prefix_key", name, &o);
-	}
+	save_bodies("fuzz_prefix_key", "body", 0x83, 9, bodies, sizeof(bodies) / sizeof(bodies[0]));
 	/* A long prompt: several 256-byte blocks. */
 	o.n = 0;
 	addb(&o, 0x03);
@@ -657,16 +663,11 @@ static void seeds_http(void)
 	adds(&o, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
 	save("fuzz_stub_http", "pipelined", &o);
 
-	o.n = 0;
-	addb(&o, 0x00);
-	adds(&o, "\r\nGET /health HTTP/1.0\nConnection: keep-alive\n\n");
-	save("fuzz_stub_http", "http10-bare-lf", &o);
-
-	o.n = 0;
-	addb(&o, 0x00);
-	adds(&o, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-	         "5\r\nhello\r\n0\r\n\r\n");
-	save("fuzz_stub_http", "chunked", &o);
+	save_text("fuzz_stub_http", "http10-bare-lf", 0x00,
+	          "\r\nGET /health HTTP/1.0\nConnection: keep-alive\n\n");
+	save_text("fuzz_stub_http", "chunked", 0x00,
+	          "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+	          "5\r\nhello\r\n0\r\n\r\n");
 
 	o.n = 0;
 	addb(&o, 0x00);

@@ -6,21 +6,8 @@
 
 size_t test_haproxy_hello(uint8_t *out, size_t cap, uint32_t max_frame, bool hc)
 {
-	struct dbk_spop_writer w;
-	struct dbk_spop_data v = dbk_spop_str("2.0");
-
-	dbk_spop_writer_init(&w, out, cap);
-	dbk_spop_frame_begin(&w, DBK_SPOP_HAPROXY_HELLO, DBK_SPOP_FLAG_FIN, 0, 0);
-	dbk_spop_put_kv(&w, "supported-versions", &v);
-	v = (struct dbk_spop_data){ .type = DBK_SPOP_T_UINT32, .u.u32 = max_frame };
-	dbk_spop_put_kv(&w, "max-frame-size", &v);
-	v = dbk_spop_str(hc ? "" : "pipelining,async");
-	dbk_spop_put_kv(&w, "capabilities", &v);
-	if (hc) {
-		v = dbk_spop_bool(true);
-		dbk_spop_put_kv(&w, "healthcheck", &v);
-	}
-	return dbk_spop_frame_end(&w);
+	return dbk_spop_haproxy_hello_build(out, cap, max_frame, hc ? "" : "pipelining,async", hc,
+	                                    NULL);
 }
 
 /* A NOTIFY shaped like HAProxy 2.6's for spoe-message dbucket-route. */

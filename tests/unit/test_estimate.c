@@ -33,6 +33,20 @@ static void expect_json(const char *body, double max_tokens, bool ignore_eos)
 		fprintf(stderr, "    body: %s\n", body);
 }
 
+/* The estimate of a sample of len bytes (NULL: none) from a body of
+ * body_size: its verdict and body_bytes, into *r for more checks. */
+static void expect_est(int64_t body_size, const char *sample, size_t len,
+                       enum dbk_estimate_source want, double body_bytes, struct dbk_bal_request *r)
+{
+	int failed = dbk_check_cur_failed;
+
+	CHECK_EQ_U(dbk_estimate(body_size, (const uint8_t *)sample, len, r), want);
+	CHECK_NEAR(r->body_bytes, body_bytes, 0);
+	if (dbk_check_cur_failed != failed)
+		fprintf(stderr, "    body_size %lld, sample %.*s\n", (long long)body_size,
+		        sample ? (int)len : 6, sample ? sample : "(none)");
+}
+
 static void chat_body(void)
 {
 	const char *b = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
@@ -108,8 +122,7 @@ static void truncated(void)
 	const char *b = "{\"max_tokens\":100,\"ignore_eos\":true}";
 	struct dbk_bal_request r;
 
-	CHECK_EQ_U(dbk_estimate(100000, (const uint8_t *)b, strlen(b), &r), DBK_EST_TRUNCATED);
-	CHECK_NEAR(r.body_bytes, 100000, 0);
+	expect_est(100000, b, strlen(b), DBK_EST_TRUNCATED, 100000, &r);
 	CHECK_NEAR(r.max_tokens, 16, 0);
 	CHECK(!r.ignore_eos);
 	/* A cut that happens to leave valid JSON is still not the body. */
@@ -143,18 +156,14 @@ static void empty(void)
 {
 	struct dbk_bal_request r;
 
-	CHECK_EQ_U(dbk_estimate(0, NULL, 0, &r), DBK_EST_NO_BODY);
-	CHECK_NEAR(r.body_bytes, 0, 0);
+	expect_est(0, NULL, 0, DBK_EST_NO_BODY, 0, &r);
 	CHECK_NEAR(r.max_tokens, 16, 0);
 	CHECK(!r.ignore_eos);
-	CHECK_EQ_U(dbk_estimate(-1, NULL, 0, &r), DBK_EST_NO_BODY);
-	CHECK_NEAR(r.body_bytes, 0, 0);
+	expect_est(-1, NULL, 0, DBK_EST_NO_BODY, 0, &r);
 	/* A known length without a sample keeps the length. */
-	CHECK_EQ_U(dbk_estimate(5000, NULL, 0, &r), DBK_EST_NO_BODY);
-	CHECK_NEAR(r.body_bytes, 5000, 0);
+	expect_est(5000, NULL, 0, DBK_EST_NO_BODY, 5000, &r);
 	/* A NULL sample with a length is no sample. */
-	CHECK_EQ_U(dbk_estimate(-1, NULL, 10, &r), DBK_EST_NO_BODY);
-	CHECK_NEAR(r.body_bytes, 0, 0);
+	expect_est(-1, NULL, 10, DBK_EST_NO_BODY, 0, &r);
 }
 
 static void unknown_body_size(void)
@@ -162,8 +171,7 @@ static void unknown_body_size(void)
 	const char *b = "{\"max_tokens\":42,\"ignore_eos\":true}";
 	struct dbk_bal_request r;
 
-	CHECK_EQ_U(dbk_estimate(-1, (const uint8_t *)b, strlen(b), &r), DBK_EST_JSON);
-	CHECK_NEAR(r.body_bytes, (double)strlen(b), 0);
+	expect_est(-1, b, strlen(b), DBK_EST_JSON, (double)strlen(b), &r);
 	CHECK_NEAR(r.max_tokens, 42, 0);
 	CHECK(r.ignore_eos);
 }
@@ -174,13 +182,10 @@ static void sample_longer_than_body(void)
 	const char *b = "{\"max_tokens\":42}garbage";
 	struct dbk_bal_request r;
 
-	CHECK_EQ_U(dbk_estimate(17, (const uint8_t *)b, strlen(b), &r), DBK_EST_JSON);
-	CHECK_NEAR(r.body_bytes, 17, 0);
+	expect_est(17, b, strlen(b), DBK_EST_JSON, 17, &r);
 	CHECK_NEAR(r.max_tokens, 42, 0);
-	CHECK_EQ_U(dbk_estimate(10, (const uint8_t *)b, strlen(b), &r), DBK_EST_MALFORMED);
-	CHECK_NEAR(r.body_bytes, 10, 0);
-	CHECK_EQ_U(dbk_estimate(0, (const uint8_t *)b, strlen(b), &r), DBK_EST_NO_BODY);
-	CHECK_NEAR(r.body_bytes, 0, 0);
+	expect_est(10, b, strlen(b), DBK_EST_MALFORMED, 10, &r);
+	expect_est(0, b, strlen(b), DBK_EST_NO_BODY, 0, &r);
 }
 
 static void deep_nesting(void)

@@ -382,52 +382,48 @@ static void test_response_head(void)
 	CHECK(!r.keep_alive);
 }
 
+/* s is a complete head with this framing and keep_alive; *r for more
+ * checks. */
+static void expect_framing(const char *s, enum dbk_http_framing framing, bool keep_alive,
+                           struct dbk_http_response *r)
+{
+	int failed = dbk_check_cur_failed;
+
+	CHECK_EQ_U(parse_rsp(s, r), DBK_HTTP_COMPLETE);
+	CHECK_EQ_U(r->framing, framing);
+	CHECK_EQ_U(r->keep_alive, keep_alive);
+	if (dbk_check_cur_failed != failed)
+		fprintf(stderr, "    response: %s\n", s);
+}
+
 static void test_response_framing(void)
 {
 	struct dbk_http_response r;
 
 	/* No body: interim, 204, 304, whatever the fields say. */
-	CHECK_EQ_U(parse_rsp("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200", &r), DBK_HTTP_COMPLETE);
+	expect_framing("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200", DBK_HTTP_BODY_NONE, true, &r);
 	CHECK_EQ_U(r.status, 100);
-	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_NONE);
 	CHECK_EQ_U(r.head_len, 25);
-	CHECK_EQ_U(parse_rsp("HTTP/1.1 204 No Content\r\nContent-Length: 9"
-	                     "\r\n\r\n",
-	                     &r),
-	           DBK_HTTP_COMPLETE);
-	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_NONE);
-	CHECK_EQ_U(parse_rsp("HTTP/1.1 304 Not Modified\r\n\r\n", &r), DBK_HTTP_COMPLETE);
-	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_NONE);
-	CHECK(r.keep_alive);
+	expect_framing("HTTP/1.1 204 No Content\r\nContent-Length: 9\r\n\r\n", DBK_HTTP_BODY_NONE,
+	               true, &r);
+	expect_framing("HTTP/1.1 304 Not Modified\r\n\r\n", DBK_HTTP_BODY_NONE, true, &r);
 
 	/* Chunked as the last coding wins over Content-Length. */
-	CHECK_EQ_U(parse_rsp("HTTP/1.1 200 OK\r\nContent-Length: 99\r\n"
-	                     "Transfer-Encoding: gzip, chunked ,\r\n\r\n",
-	                     &r),
-	           DBK_HTTP_COMPLETE);
-	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_CHUNKED);
-	CHECK_EQ_U(parse_rsp("HTTP/1.1 200 OK\r\nTransfer-Encoding: identity"
-	                     "\r\nContent-Length: 3\r\n\r\n",
-	                     &r),
-	           DBK_HTTP_COMPLETE);
-	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_LENGTH);
+	expect_framing("HTTP/1.1 200 OK\r\nContent-Length: 99\r\n"
+	               "Transfer-Encoding: gzip, chunked ,\r\n\r\n",
+	               DBK_HTTP_BODY_CHUNKED, true, &r);
+	expect_framing("HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\nContent-Length: "
+	               "3\r\n\r\n",
+	               DBK_HTTP_BODY_LENGTH, true, &r);
 	CHECK_EQ_U(r.content_length, 3);
 
 	/* Connection tokens; HTTP/1.0 persists only when asked to. */
-	CHECK_EQ_U(parse_rsp("HTTP/1.1 200 OK\r\nConnection: x, Close\r\n"
-	                     "Content-Length: 0\r\n\r\n",
-	                     &r),
-	           DBK_HTTP_COMPLETE);
-	CHECK(!r.keep_alive);
-	CHECK_EQ_U(parse_rsp("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n"
-	                     "Content-Length: 0\r\n\r\n",
-	                     &r),
-	           DBK_HTTP_COMPLETE);
-	CHECK(r.keep_alive);
+	expect_framing("HTTP/1.1 200 OK\r\nConnection: x, Close\r\nContent-Length: 0\r\n\r\n",
+	               DBK_HTTP_BODY_LENGTH, false, &r);
+	expect_framing("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
+	               DBK_HTTP_BODY_LENGTH, true, &r);
 	/* Read to the close: the connection cannot be reused. */
-	CHECK_EQ_U(parse_rsp("HTTP/1.1 200 OK\r\n\r\n", &r), DBK_HTTP_COMPLETE);
-	CHECK_EQ_U(r.framing, DBK_HTTP_BODY_CLOSE);
-	CHECK(!r.keep_alive);
+	expect_framing("HTTP/1.1 200 OK\r\n\r\n", DBK_HTTP_BODY_CLOSE, false, &r);
 }
 
 static void expect_rsp_error(const char *s, const char *why)

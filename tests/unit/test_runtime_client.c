@@ -261,46 +261,45 @@ static void test_query_async(void)
 	ev_loop_destroy(loop);
 }
 
+/* "show stat" from a fake that answers resp_len bytes, read with a limit
+ * of max_bytes; the fake is gone when it returns. */
+static void query_sized(struct ev_loop *loop, size_t resp_len, size_t max_bytes, struct result *r)
+{
+	static char big[10000];
+	struct fake f;
+	char spec[256];
+
+	memset(big, 'x', sizeof(big));
+	CHECK(fake_start(&f, loop, false, spec, sizeof(spec)));
+	f.resp = big;
+	f.resp_len = resp_len;
+	CHECK(start(loop, spec, "show stat", 2000, max_bytes, r) != NULL);
+	run_until(loop, r);
+	fake_stop(&f);
+}
+
 static void test_query_async_limits(void)
 {
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-	static char big[10000];
 	struct fake f;
 	struct result r;
 	char spec[256];
 
-	memset(big, 'x', sizeof(big));
-
 	/* Exactly at the limit: fine. */
-	CHECK(fake_start(&f, loop, false, spec, sizeof(spec)));
-	f.resp = big;
-	f.resp_len = 4096;
-	CHECK(start(loop, spec, "show stat", 2000, 4096, &r) != NULL);
-	run_until(loop, &r);
+	query_sized(loop, 4096, 4096, &r);
 	CHECK(r.st == DBK_RT_Q_OK && r.len == 4096);
 	free(r.buf);
-	fake_stop(&f);
 
 	/* One byte over: too big. */
-	CHECK(fake_start(&f, loop, false, spec, sizeof(spec)));
-	f.resp = big;
-	f.resp_len = 4097;
-	CHECK(start(loop, spec, "show stat", 2000, 4096, &r) != NULL);
-	run_until(loop, &r);
+	query_sized(loop, 4097, 4096, &r);
 	CHECK(r.st == DBK_RT_Q_TOO_BIG && r.buf == NULL && r.len == 0);
 	CHECK(has(r.err, "larger than 4096"));
-	fake_stop(&f);
 
 	/* An empty answer (HAProxy closing at once) is a response of 0
 	 * bytes; the parser will refuse it. */
-	CHECK(fake_start(&f, loop, false, spec, sizeof(spec)));
-	f.resp = big;
-	f.resp_len = 0;
-	CHECK(start(loop, spec, "show stat", 2000, 0, &r) != NULL);
-	run_until(loop, &r);
+	query_sized(loop, 0, 0, &r);
 	CHECK(r.st == DBK_RT_Q_OK && r.len == 0 && r.nul_terminated);
 	free(r.buf);
-	fake_stop(&f);
 
 	/* A silent peer: timeout, within reason. */
 	CHECK(fake_start(&f, loop, false, spec, sizeof(spec)));
