@@ -142,10 +142,9 @@ struct dbk_admin *dbk_admin_new(struct ev_loop *loop, unsigned max_conns, dbk_ad
 	a->handler = h;
 	a->arg = arg;
 	dbk_list_init(&a->conns);
-	dbk_listener_init(&a->ls, loop, "admin", aconn_new, a);
 	/* One client (a scraper, a stuck script) leaves room for others. */
-	if (dbk_listener_limit(&a->ls, max_conns, (max_conns + 3) / 4, NULL) < 0) {
-		dbk_listener_close(&a->ls);
+	if (dbk_listener_open(&a->ls, loop, "admin", aconn_new, a, max_conns, (max_conns + 3) / 4,
+	                      NULL) < 0) {
 		free(a);
 		return NULL;
 	}

@@ -172,9 +172,9 @@ struct dbk_completion_rx *dbk_completion_rx_new(struct ev_loop *loop, unsigned m
 	e->cb = cb;
 	e->arg = arg;
 	dbk_list_init(&e->conns);
-	dbk_listener_init(&e->ls, loop, "completions", econn_new, e);
 	/* One peer may hold half the links, so another (HAProxy) gets in. */
-	if (dbk_listener_limit(&e->ls, max_conns, (max_conns + 1) / 2, NULL) < 0 ||
+	if (dbk_listener_open(&e->ls, loop, "completions", econn_new, e, max_conns,
+	                      (max_conns + 1) / 2, NULL) < 0 ||
 	    dbk_dgram_init(&e->dgrams, loop, IN_CAP, on_dgram, e) < 0) {
 		dbk_listener_close(&e->ls);
 		free(e);

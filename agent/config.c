@@ -103,44 +103,39 @@ const char *dbk_config_scrape_url(const struct dbk_config *c, const char *name)
 	return NULL;
 }
 
-/* A repeatable address option: list[*n] = v, at most DBK_MAX_LISTEN;
- * "none" (none != NULL) sets *none instead. */
-static int add_addr(const char *opt, const char **list, unsigned *n, bool *none, const char *v,
+/* A repeatable address option (what: "--NAME addresses"), at most
+ * DBK_MAX_LISTEN; "none" (none != NULL) sets *none instead. */
+static int add_addr(const char *what, const char **list, unsigned *n, bool *none, const char *v,
                     char *err, size_t errlen)
 {
 	if (none && strcmp(v, "none") == 0) {
 		*none = true;
 		return 0;
 	}
-	if (*n == DBK_MAX_LISTEN) {
-		dbk_errf(err, errlen, "at most %d --%s addresses", DBK_MAX_LISTEN, opt);
-		return -1;
-	}
-	list[(*n)++] = v;
-	return 0;
+	return dbk_cli_append(list, n, DBK_MAX_LISTEN, what, v, err, errlen);
 }
 
 static int opt_listen(void *ctx, const char *v, char *err, size_t errlen)
 {
 	struct dbk_config *c = ((struct parse *)ctx)->c;
 
-	return add_addr("listen", c->listen, &c->nlisten, NULL, v, err, errlen);
+	return add_addr("--listen addresses", c->listen, &c->nlisten, NULL, v, err, errlen);
 }
 
 static int opt_completion_listen(void *ctx, const char *v, char *err, size_t errlen)
 {
 	struct parse *p = ctx;
 
-	return add_addr("completion-listen", p->c->completion_listen, &p->c->ncompletion_listen,
-	                &p->no_completions, v, err, errlen);
+	return add_addr("--completion-listen addresses", p->c->completion_listen,
+	                &p->c->ncompletion_listen, &p->no_completions, v, err, errlen);
 }
 
 static int opt_admin_listen(void *ctx, const char *v, char *err, size_t errlen)
 {
 	struct parse *p = ctx;
 
-	return add_addr("admin-listen", p->c->admin_listen, &p->c->nadmin_listen, &p->no_admin, v,
-	                err, errlen);
+	return add_addr("--admin-listen addresses", p->c->admin_listen, &p->c->nadmin_listen,
+	                &p->no_admin, v, err, errlen);
 }
 
 static int opt_backend(void *ctx, const char *v, char *err, size_t errlen)

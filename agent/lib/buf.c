@@ -1,4 +1,5 @@
 #include "lib/buf.h"
+#include "lib/array.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -10,7 +11,6 @@ void dbk_buf_init(struct dbk_buf *b) { memset(b, 0, sizeof(*b)); }
 
 bool dbk_buf_reserve(struct dbk_buf *b, size_t extra)
 {
-	size_t need, cap;
 	char *np;
 
 	if (b->oom)
@@ -19,19 +19,13 @@ bool dbk_buf_reserve(struct dbk_buf *b, size_t extra)
 		b->oom = true;
 		return false;
 	}
-	need = b->len + extra + 1;
-	if (need <= b->cap)
-		return true;
-	cap = b->cap ? b->cap : 256;
-	while (cap < need)
-		cap *= 2;
-	np = realloc(b->p, cap);
+	/* Room for byte len + extra: the bytes and the NUL after them. */
+	np = dbk_array_room(b->p, &b->cap, b->len + extra, 1, 256);
 	if (!np) {
 		b->oom = true;
 		return false;
 	}
 	b->p = np;
-	b->cap = cap;
 	return true;
 }
 

@@ -243,3 +243,14 @@ void dbk_cli_usage(FILE *out, const struct dbk_opt *opts)
 		}
 	}
 }
+
+int dbk_cli_append(const char **list, unsigned *n, unsigned max, const char *what, const char *v,
+                   char *err, size_t errlen)
+{
+	if (*n >= max) {
+		dbk_errf(err, errlen, "at most %u %s", max, what);
+		return -1;
+	}
+	list[(*n)++] = v;
+	return 0;
+}

@@ -58,4 +58,10 @@ int dbk_cli_parse(const struct dbk_opt *opts, int argc, char **argv, void *ctx, 
  * each option's section heading (if any) on a line of its own before it. */
 void dbk_cli_usage(FILE *out, const struct dbk_opt *opts);
 
+/* For a repeatable CALL option that collects values: list[(*n)++] = v
+ * while *n < max, else -1 with "at most MAX WHAT" in err. v is kept as
+ * given (argv's own storage). */
+int dbk_cli_append(const char **list, unsigned *n, unsigned max, const char *what, const char *v,
+                   char *err, size_t errlen);
+
 #endif

@@ -335,6 +335,18 @@ int dbk_listener_limit(struct dbk_listener_set *s, unsigned max_conns, unsigned 
 	return 0;
 }
 
+int dbk_listener_open(struct dbk_listener_set *s, struct ev_loop *loop, const char *what,
+                      dbk_accept_cb cb, void *arg, unsigned max_conns, unsigned max_per_peer,
+                      uint64_t *refused)
+{
+	dbk_listener_init(s, loop, what, cb, arg);
+	if (dbk_listener_limit(s, max_conns, max_per_peer, refused) < 0) {
+		dbk_listener_close(s);
+		return -1;
+	}
+	return 0;
+}
+
 int dbk_listener_add(struct dbk_listener_set *s, int fd)
 {
 	if (s->n == DBK_LISTENER_MAX)

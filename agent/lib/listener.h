@@ -59,6 +59,13 @@ void dbk_listener_init(struct dbk_listener_set *s, struct ev_loop *loop, const c
  * the first accept. Returns -1 when out of memory. */
 int dbk_listener_limit(struct dbk_listener_set *s, unsigned max_conns, unsigned max_per_peer,
                        uint64_t *refused);
+
+/* dbk_listener_init and dbk_listener_limit, what every server of the
+ * agent does first: -1 when out of memory, the set then closed (closing
+ * it again is harmless). */
+int dbk_listener_open(struct dbk_listener_set *s, struct ev_loop *loop, const char *what,
+                      dbk_accept_cb cb, void *arg, unsigned max_conns, unsigned max_per_peer,
+                      uint64_t *refused);
 /* Whether closing fd would make room for a connection from peer (the
  * argument of make_room): any fd when the set is full, else one of the
  * same peer's. */

@@ -134,6 +134,27 @@ enum dbk_spop_status dbk_spop_get_name(const uint8_t **p, const uint8_t *end, co
 	return DBK_SPOP_OK;
 }
 
+/* An integer type's value from its varint; false when a 32-bit one
+ * does not fit. Negative values arrive sign-extended to 64 bits, as
+ * HAProxy converts its int to uint64_t before encoding. */
+static bool int_set(struct dbk_spop_data *d, uint64_t v)
+{
+	switch (d->type) {
+	case DBK_SPOP_T_INT32:
+		if ((int64_t)v < INT32_MIN || (int64_t)v > INT32_MAX)
+			return false;
+		d->u.i32 = (int32_t)(int64_t)v;
+		return true;
+	case DBK_SPOP_T_UINT32:
+		if (v > UINT32_MAX)
+			return false;
+		d->u.u32 = (uint32_t)v;
+		return true;
+	case DBK_SPOP_T_INT64: d->u.i64 = (int64_t)v; return true;
+	default: d->u.u64 = v; return true;
+	}
+}
+
 enum dbk_spop_status dbk_spop_data_decode(const uint8_t **p, const uint8_t *end,
                                           struct dbk_spop_data *d)
 {
@@ -152,43 +173,22 @@ enum dbk_spop_status dbk_spop_data_decode(const uint8_t **p, const uint8_t *end,
 	case DBK_SPOP_T_NULL: break;
 	case DBK_SPOP_T_BOOL: out.u.b = (tb & DATA_FL_TRUE) != 0; break;
 	case DBK_SPOP_T_INT32:
-		/* Negative values arrive sign-extended to 64 bits, as HAProxy
-		 * converts its int to uint64_t before encoding. */
-		if (dbk_spop_varint_decode(&q, end, &v) != DBK_SPOP_OK)
-			return DBK_SPOP_ERR_INVALID;
-		if ((int64_t)v < INT32_MIN || (int64_t)v > INT32_MAX)
-			return DBK_SPOP_ERR_INVALID;
-		out.u.i32 = (int32_t)(int64_t)v;
-		break;
 	case DBK_SPOP_T_UINT32:
-		if (dbk_spop_varint_decode(&q, end, &v) != DBK_SPOP_OK)
-			return DBK_SPOP_ERR_INVALID;
-		if (v > UINT32_MAX)
-			return DBK_SPOP_ERR_INVALID;
-		out.u.u32 = (uint32_t)v;
-		break;
 	case DBK_SPOP_T_INT64:
-		if (dbk_spop_varint_decode(&q, end, &v) != DBK_SPOP_OK)
-			return DBK_SPOP_ERR_INVALID;
-		out.u.i64 = (int64_t)v;
-		break;
 	case DBK_SPOP_T_UINT64:
-		if (dbk_spop_varint_decode(&q, end, &v) != DBK_SPOP_OK)
+		if (dbk_spop_varint_decode(&q, end, &v) != DBK_SPOP_OK || !int_set(&out, v))
 			return DBK_SPOP_ERR_INVALID;
-		out.u.u64 = v;
 		break;
 	case DBK_SPOP_T_IPV4:
-		if (end - q < 4)
+	case DBK_SPOP_T_IPV6: {
+		size_t n = out.type == DBK_SPOP_T_IPV4 ? sizeof(out.u.ipv4) : sizeof(out.u.ipv6);
+
+		if ((size_t)(end - q) < n)
 			return DBK_SPOP_ERR_INVALID;
-		memcpy(out.u.ipv4, q, 4);
-		q += 4;
+		memcpy(out.type == DBK_SPOP_T_IPV4 ? out.u.ipv4 : out.u.ipv6, q, n);
+		q += n;
 		break;
-	case DBK_SPOP_T_IPV6:
-		if (end - q < 16)
-			return DBK_SPOP_ERR_INVALID;
-		memcpy(out.u.ipv6, q, 16);
-		q += 16;
-		break;
+	}
 	case DBK_SPOP_T_STR:
 	case DBK_SPOP_T_BIN:
 		if (dbk_spop_get_name(&q, end, &out.u.buf.ptr, &out.u.buf.len) != DBK_SPOP_OK)
@@ -263,46 +263,28 @@ void dbk_spop_put_kv(struct dbk_spop_writer *w, const char *key, const struct db
 
 void dbk_spop_put_data(struct dbk_spop_writer *w, const struct dbk_spop_data *d)
 {
-	switch (d->type) {
-	case DBK_SPOP_T_NULL: dbk_spop_put_u8(w, DBK_SPOP_T_NULL); break;
-	case DBK_SPOP_T_BOOL:
-		dbk_spop_put_u8(w, DBK_SPOP_T_BOOL | (d->u.b ? DATA_FL_TRUE : 0));
-		break;
-	case DBK_SPOP_T_INT32:
-		/* Sign-extend, as HAProxy does: it decodes every integer
-		 * type into an int64 by plain conversion. */
-		dbk_spop_put_u8(w, DBK_SPOP_T_INT32);
-		dbk_spop_put_varint(w, (uint64_t)(int64_t)d->u.i32);
-		break;
-	case DBK_SPOP_T_UINT32:
-		dbk_spop_put_u8(w, DBK_SPOP_T_UINT32);
-		dbk_spop_put_varint(w, d->u.u32);
-		break;
-	case DBK_SPOP_T_INT64:
-		dbk_spop_put_u8(w, DBK_SPOP_T_INT64);
-		dbk_spop_put_varint(w, (uint64_t)d->u.i64);
-		break;
-	case DBK_SPOP_T_UINT64:
-		dbk_spop_put_u8(w, DBK_SPOP_T_UINT64);
-		dbk_spop_put_varint(w, d->u.u64);
-		break;
-	case DBK_SPOP_T_IPV4:
-		dbk_spop_put_u8(w, DBK_SPOP_T_IPV4);
-		put_bytes(w, d->u.ipv4, 4);
-		break;
-	case DBK_SPOP_T_IPV6:
-		dbk_spop_put_u8(w, DBK_SPOP_T_IPV6);
-		put_bytes(w, d->u.ipv6, 16);
-		break;
-	case DBK_SPOP_T_STR:
-	case DBK_SPOP_T_BIN:
-		dbk_spop_put_u8(w, (uint8_t)d->type);
-		dbk_spop_put_varint(w, d->u.buf.len);
-		put_bytes(w, d->u.buf.ptr, d->u.buf.len);
-		break;
-	default:
+	if ((unsigned)d->type > DBK_SPOP_T_BIN) {
 		/* A caller bug; poison the frame rather than emit garbage. */
 		w->overflow = true;
+		return;
+	}
+	dbk_spop_put_u8(w, (uint8_t)d->type |
+	                           (d->type == DBK_SPOP_T_BOOL && d->u.b ? DATA_FL_TRUE : 0));
+	switch (d->type) {
+	case DBK_SPOP_T_NULL:
+	case DBK_SPOP_T_BOOL: break;
+	/* Sign-extend, as HAProxy does: it decodes every integer type into
+	 * an int64 by plain conversion. */
+	case DBK_SPOP_T_INT32: dbk_spop_put_varint(w, (uint64_t)(int64_t)d->u.i32); break;
+	case DBK_SPOP_T_UINT32: dbk_spop_put_varint(w, d->u.u32); break;
+	case DBK_SPOP_T_INT64: dbk_spop_put_varint(w, (uint64_t)d->u.i64); break;
+	case DBK_SPOP_T_UINT64: dbk_spop_put_varint(w, d->u.u64); break;
+	case DBK_SPOP_T_IPV4: put_bytes(w, d->u.ipv4, 4); break;
+	case DBK_SPOP_T_IPV6: put_bytes(w, d->u.ipv6, 16); break;
+	case DBK_SPOP_T_STR:
+	case DBK_SPOP_T_BIN:
+		dbk_spop_put_varint(w, d->u.buf.len);
+		put_bytes(w, d->u.buf.ptr, d->u.buf.len);
 		break;
 	}
 }
@@ -478,26 +460,29 @@ void dbk_spop_ack_begin(struct dbk_spop_writer *w, uint64_t stream_id, uint64_t 
 	dbk_spop_frame_begin(w, DBK_SPOP_ACK, DBK_SPOP_FLAG_FIN, stream_id, frame_id);
 }
 
-void dbk_spop_ack_set_var(struct dbk_spop_writer *w, enum dbk_spop_scope scope, const char *name,
-                          const struct dbk_spop_data *v)
+/* An action's head: its type, its argument count, then the variable's
+ * scope and name (the two arguments every action has). */
+static void put_action(struct dbk_spop_writer *w, uint8_t type, uint8_t nargs,
+                       enum dbk_spop_scope scope, const char *name)
 {
 	if (!name)
 		name = "";
-	dbk_spop_put_u8(w, ACK_SET_VAR);
-	dbk_spop_put_u8(w, 3);
+	dbk_spop_put_u8(w, type);
+	dbk_spop_put_u8(w, nargs);
 	dbk_spop_put_u8(w, (uint8_t)scope);
 	dbk_spop_put_name(w, name, strlen(name));
+}
+
+void dbk_spop_ack_set_var(struct dbk_spop_writer *w, enum dbk_spop_scope scope, const char *name,
+                          const struct dbk_spop_data *v)
+{
+	put_action(w, ACK_SET_VAR, 3, scope, name);
 	dbk_spop_put_data(w, v);
 }
 
 void dbk_spop_ack_unset_var(struct dbk_spop_writer *w, enum dbk_spop_scope scope, const char *name)
 {
-	if (!name)
-		name = "";
-	dbk_spop_put_u8(w, ACK_UNSET_VAR);
-	dbk_spop_put_u8(w, 2);
-	dbk_spop_put_u8(w, (uint8_t)scope);
-	dbk_spop_put_name(w, name, strlen(name));
+	put_action(w, ACK_UNSET_VAR, 2, scope, name);
 }
 
 struct dbk_spop_data dbk_spop_str(const char *s)

@@ -332,12 +332,10 @@ struct dbk_spop_server *dbk_spop_server_new(struct ev_loop *loop,
 		s->cfg.idle_timeout = IDLE_TIMEOUT;
 	s->h = *h;
 	dbk_list_init(&s->conns);
-	dbk_listener_init(&s->ls, loop, "spop", conn_new, s);
 	/* Closing what is over a limit at once lets HAProxy fail over to its
 	 * own balancing now rather than after a timeout. */
-	if (dbk_listener_limit(&s->ls, s->cfg.max_connections, s->cfg.max_connections_per_peer,
-	                       &s->stats.refused_conns) < 0) {
-		dbk_listener_close(&s->ls);
+	if (dbk_listener_open(&s->ls, loop, "spop", conn_new, s, s->cfg.max_connections,
+	                      s->cfg.max_connections_per_peer, &s->stats.refused_conns) < 0) {
 		free(s);
 		return NULL;
 	}

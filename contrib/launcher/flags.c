@@ -327,12 +327,35 @@ bool dbk_flags_host_ok(const char *s)
 	return true;
 }
 
+/* One check per kind of value, worded once for every flag that takes it. */
+static int check_host(const char *flag, const char *host, char *err, size_t errlen)
+{
+	char r[160];
+
+	if (dbk_flags_host_ok(host))
+		return 0;
+	dbk_py_repr(host, r, sizeof(r));
+	FAIL("argument %s: invalid host %s (a name, an IPv4 or an IPv6 address)", flag, r);
+}
+
+static int check_port(const char *flag, long port, char *err, size_t errlen)
+{
+	if (port < 1 || port > 65535)
+		FAIL("argument %s: %ld is not a TCP port (1 to 65535)", flag, port);
+	return 0;
+}
+
+static int check_tokens(const char *flag, long long n, char *err, size_t errlen)
+{
+	if (n < 1 || n > DBK_MAX_TOKENS)
+		FAIL("argument %s: %lld is not from 1 to %lld", flag, n, DBK_MAX_TOKENS);
+	return 0;
+}
+
 /* What the reference checks after argparse, then what the agent and
  * HAProxy would refuse, in the words of the flag concerned. */
 static int check(const struct dbk_launch_flags *f, char *err, size_t errlen)
 {
-	char r[160];
-
 	if (f->nhosts != f->nports)
 		FAIL("Number of dp hosts must match number of dp ports "
 		     "(%u --server-hosts, %u --server-ports)",
@@ -340,34 +363,22 @@ static int check(const struct dbk_launch_flags *f, char *err, size_t errlen)
 	if (f->nhosts > DBK_MAX_SERVERS)
 		FAIL("argument --server-hosts: at most %d servers, got %u", DBK_MAX_SERVERS,
 		     f->nhosts);
-	if (f->port < 1 || f->port > 65535)
-		FAIL("argument --port: %ld is not a TCP port (1 to 65535)", f->port);
+	if (check_port("--port", f->port, err, errlen) < 0)
+		return -1;
 	/* "" is every address, as uvicorn takes it. */
-	if (f->host[0] != '\0' && !dbk_flags_host_ok(f->host)) {
-		dbk_py_repr(f->host, r, sizeof(r));
-		FAIL("argument --host: invalid host %s (a name, an IPv4 or an IPv6 address)", r);
-	}
-	for (unsigned i = 0; i < f->nhosts; i++) {
-		if (!dbk_flags_host_ok(f->server_hosts[i])) {
-			dbk_py_repr(f->server_hosts[i], r, sizeof(r));
-			FAIL("argument --server-hosts: invalid host %s (a name, an IPv4 or an IPv6 "
-			     "address)",
-			     r);
-		}
-		if (f->server_ports[i] < 1 || f->server_ports[i] > 65535)
-			FAIL("argument --server-ports: %ld is not a TCP port (1 to 65535)",
-			     f->server_ports[i]);
-	}
+	if (f->host[0] != '\0' && check_host("--host", f->host, err, errlen) < 0)
+		return -1;
+	for (unsigned i = 0; i < f->nhosts; i++)
+		if (check_host("--server-hosts", f->server_hosts[i], err, errlen) < 0 ||
+		    check_port("--server-ports", f->server_ports[i], err, errlen) < 0)
+			return -1;
 	if (f->dynamic && f->nhosts < 2)
 		FAIL("argument --enable-dynamic-bucket: the short and the long group need at least "
 		     "2 servers, got %u",
 		     f->nhosts);
-	if (f->threshold < 1 || f->threshold > DBK_MAX_TOKENS)
-		FAIL("argument --server-group-threshold: %lld is not from 1 to %lld", f->threshold,
-		     DBK_MAX_TOKENS);
-	if (f->max_request_tokens < 1 || f->max_request_tokens > DBK_MAX_TOKENS)
-		FAIL("argument --max-request-tokens: %lld is not from 1 to %lld",
-		     f->max_request_tokens, DBK_MAX_TOKENS);
+	if (check_tokens("--server-group-threshold", f->threshold, err, errlen) < 0 ||
+	    check_tokens("--max-request-tokens", f->max_request_tokens, err, errlen) < 0)
+		return -1;
 	/* dbucket-spoa checks this in plain mode too. */
 	if (f->threshold >= f->max_request_tokens)
 		FAIL("argument --server-group-threshold: %lld must be below --max-request-tokens "

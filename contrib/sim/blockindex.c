@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
+#include "lib/array.h"
 
 struct dbk_bi_entry {
 	uint64_t hash;
@@ -62,8 +62,7 @@ static uint64_t *set_for(struct dbk_blockindex *bi, uint64_t hash)
 
 	if (v)
 		return &bi->setbits[(size_t)*v * bi->words];
-	nb = dbk_sim_array_room(bi->setbits, &bi->capsets, bi->nsets, bi->words * sizeof(*nb),
-	                        4096);
+	nb = dbk_array_room(bi->setbits, &bi->capsets, bi->nsets, bi->words * sizeof(*nb), 4096);
 	if (!nb)
 		return NULL;
 	bi->setbits = nb;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
+#include "lib/array.h"
 
 const char *dbk_metrics_class_name(enum dbk_sim_class c)
 {
@@ -45,7 +45,7 @@ void dbk_metrics_free(struct dbk_metrics *m)
 
 static void dvec_push(struct dbk_metrics *m, struct dbk_dvec *d, double x)
 {
-	double *nv = dbk_sim_array_room(d->v, &d->cap, d->n, sizeof(*nv), 256);
+	double *nv = dbk_array_room(d->v, &d->cap, d->n, sizeof(*nv), 256);
 
 	if (!nv) {
 		m->oom = true;

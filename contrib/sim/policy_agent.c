@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
+#include "lib/array.h"
 #include "lib/buf.h"
 #include "lib/hash.h"
 #include "model/prompt.h"
@@ -107,7 +107,7 @@ static void ag_learn(struct ag *p, const struct dbk_sim *s)
 
 static int ag_grow(struct ag *p, uint32_t id)
 {
-	struct ag_req *q = dbk_sim_array_room(p->reqs, &p->cap, id, sizeof(*q), 1024);
+	struct ag_req *q = dbk_array_room(p->reqs, &p->cap, id, sizeof(*q), 1024);
 
 	if (!q)
 		return -1;

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
+#include "lib/array.h"
 #include "replica.h"
 
 struct preempted {
@@ -58,7 +58,7 @@ static int cmp_pre(const void *a, const void *b)
 
 static int push_pre(struct clair *p, uint64_t seq, const struct dbk_replica_item *it)
 {
-	struct preempted *n = dbk_sim_array_room(p->pre, &p->cappre, p->npre, sizeof(*n), 64);
+	struct preempted *n = dbk_array_room(p->pre, &p->cappre, p->npre, sizeof(*n), 64);
 
 	if (!n)
 		return -1;
@@ -71,8 +71,7 @@ static int push_pre(struct clair *p, uint64_t seq, const struct dbk_replica_item
 
 static int push_wait(struct clair *p, const struct dbk_replica_item *it)
 {
-	struct dbk_replica_item *n = dbk_sim_array_room(p->wait, &p->capwait, p->nwait, sizeof(*n),
-	                                                64);
+	struct dbk_replica_item *n = dbk_array_room(p->wait, &p->capwait, p->nwait, sizeof(*n), 64);
 
 	if (!n)
 		return -1;

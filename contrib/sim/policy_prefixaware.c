@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
+#include "lib/array.h"
 #include "prompt.h"
 #include "u64map.h"
 
@@ -112,8 +112,8 @@ static bool record(struct prefixaware *p, uint64_t key)
 	uint32_t *v = dbk_u64map_get(&p->nodes, key);
 
 	if (!v) {
-		uint64_t *ns = dbk_sim_array_room(p->sets, &p->capsets, p->nsets,
-		                                  p->words * sizeof(*ns), 4096);
+		uint64_t *ns = dbk_array_room(p->sets, &p->capsets, p->nsets,
+		                              p->words * sizeof(*ns), 4096);
 
 		if (ns)
 			p->sets = ns;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
+#include "lib/array.h"
 #include "prompt.h"
 
 int dbk_radix_init(struct dbk_radix *t, unsigned ntenants)
@@ -80,7 +80,7 @@ static long node_for(struct dbk_radix *t, uint64_t key, uint32_t depth)
 
 	if (v)
 		return *v;
-	nd = dbk_sim_array_room(t->nodes, &t->capnodes, t->nnodes, sizeof(*nd), 1024);
+	nd = dbk_array_room(t->nodes, &t->capnodes, t->nnodes, sizeof(*nd), 1024);
 	if (!nd)
 		return -1;
 	t->nodes = nd;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
+#include "lib/array.h"
 
 struct pitem {
 	uint32_t computed, lack, remaining;
@@ -159,7 +159,7 @@ static int add_fin(struct dbk_replica *p, uint64_t k, int64_t base, uint64_t res
 
 	if (k > DBK_PRED_HORIZON)
 		return 0; /* ends after the horizon: never within it */
-	t = dbk_sim_array_room(p->touched, &p->ct, p->nt, sizeof(*t), 256);
+	t = dbk_array_room(p->touched, &p->ct, p->nt, sizeof(*t), 256);
 	if (!t)
 		return -1;
 	p->touched = t;
@@ -193,7 +193,7 @@ static uint64_t reservation(uint32_t computed, uint32_t lack, uint32_t remaining
 
 static int push_item(struct dbk_replica *p, const struct pitem *it)
 {
-	struct pitem *ni = dbk_sim_array_room(p->items, &p->cap, p->n, sizeof(*ni), 64);
+	struct pitem *ni = dbk_array_room(p->items, &p->cap, p->n, sizeof(*ni), 64);
 
 	if (!ni)
 		return -1;

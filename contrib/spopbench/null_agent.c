@@ -71,23 +71,11 @@ static void usage(FILE *out, const struct dbk_opt *opts)
 	fputs("\nSIGTERM or SIGINT stops it; it then prints its counters on stderr.\n", out);
 }
 
-/* Appends v to a list of at most max. */
-static int add_to(const char **list, unsigned *n, unsigned max, const char *opt, const char *v,
-                  char *err, size_t errlen)
-{
-	if (*n == max) {
-		dbk_errf(err, errlen, "at most %u %s", max, opt);
-		return -1;
-	}
-	list[(*n)++] = v;
-	return 0;
-}
-
 static int opt_listen(void *ctx, const char *v, char *err, size_t errlen)
 {
 	struct opts *o = ctx;
 
-	return add_to(o->listen, &o->nlisten, DBK_LISTENER_MAX, "--listen", v, err, errlen);
+	return dbk_cli_append(o->listen, &o->nlisten, DBK_LISTENER_MAX, "--listen", v, err, errlen);
 }
 
 static int opt_ring(void *ctx, const char *v, char *err, size_t errlen)
@@ -96,7 +84,8 @@ static int opt_ring(void *ctx, const char *v, char *err, size_t errlen)
 
 	if (strcmp(v, "none") == 0)
 		return 0;
-	return add_to(o->ring, &o->nring, DBK_LISTENER_MAX, "--completion-listen", v, err, errlen);
+	return dbk_cli_append(o->ring, &o->nring, DBK_LISTENER_MAX, "--completion-listen", v, err,
+	                      errlen);
 }
 
 static int opt_server(void *ctx, const char *v, char *err, size_t errlen)
@@ -107,7 +96,7 @@ static int opt_server(void *ctx, const char *v, char *err, size_t errlen)
 		dbk_errf(err, errlen, "--server needs 1 to %d bytes", MAX_SERVER_NAME);
 		return -1;
 	}
-	return add_to(o->servers, &o->nservers, MAX_SERVERS, "--server", v, err, errlen);
+	return dbk_cli_append(o->servers, &o->nservers, MAX_SERVERS, "--server", v, err, errlen);
 }
 
 /* Returns -1 to go on, else the exit status. */

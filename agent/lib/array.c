@@ -1,10 +1,10 @@
 /* Growable arrays; see array.h. */
-#include "array.h"
+#include "lib/array.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 
-void *dbk_sim_array_room(void *arr, size_t *cap, size_t n, size_t size, size_t first)
+void *dbk_array_room(void *arr, size_t *cap, size_t n, size_t size, size_t first)
 {
 	size_t c = *cap;
 	void *na;
