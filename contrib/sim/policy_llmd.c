@@ -78,7 +78,7 @@ static size_t hash_prompt(const struct dbk_sim_req *r, uint64_t *out)
 	size_t nb = r->input_tokens / LD_BLOCK_TOKENS, j, n = 0;
 	uint64_t chain = 0;
 	uint32_t seg = UINT32_MAX;
-	const uint32_t per_seg = DBK_SIM_SEG_TOKENS / LD_BLOCK_TOKENS;
+	const uint32_t per_seg = DBK_TRACE_BLOCK_TOKENS / LD_BLOCK_TOKENS;
 
 	if (nb == 0)
 		return 0;

@@ -5,7 +5,7 @@
 
 uint32_t dbk_sim_prompt_nseg(const struct dbk_sim_req *r)
 {
-	uint32_t n = (r->input_tokens + DBK_SIM_SEG_TOKENS - 1) / DBK_SIM_SEG_TOKENS;
+	uint32_t n = (r->input_tokens + DBK_TRACE_BLOCK_TOKENS - 1) / DBK_TRACE_BLOCK_TOKENS;
 
 	if (n == 0)
 		n = 1;
@@ -16,10 +16,10 @@ uint32_t dbk_sim_prompt_nseg(const struct dbk_sim_req *r)
 
 uint32_t dbk_sim_prompt_seg_tokens(const struct dbk_sim_req *r, uint32_t i)
 {
-	uint32_t n = dbk_sim_prompt_nseg(r), start = i * DBK_SIM_SEG_TOKENS;
+	uint32_t n = dbk_sim_prompt_nseg(r), start = i * DBK_TRACE_BLOCK_TOKENS;
 
 	if (i + 1 < n)
-		return DBK_SIM_SEG_TOKENS;
+		return DBK_TRACE_BLOCK_TOKENS;
 	return r->input_tokens > start ? r->input_tokens - start : 0;
 }
 

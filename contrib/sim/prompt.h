@@ -12,10 +12,9 @@
 
 #include <stdint.h>
 
+#include "model/prompt.h" /* DBK_BYTES_PER_TOKEN */
+#include "model/trace.h"  /* DBK_TRACE_BLOCK_TOKENS */
 #include "sim.h"
-
-#define DBK_SIM_SEG_TOKENS 512u
-#define DBK_SIM_BYTES_PER_TOKEN 4u
 
 /* Segments of r's prompt (at least 1). */
 uint32_t dbk_sim_prompt_nseg(const struct dbk_sim_req *r);

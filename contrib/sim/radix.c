@@ -46,7 +46,7 @@ void dbk_radix_match(const struct dbk_radix *t, const struct dbk_sim_req *r,
 	const struct dbk_radix_node *deepest = NULL;
 
 	out->matched_chars = 0;
-	out->input_chars = (uint64_t)r->input_tokens * DBK_SIM_BYTES_PER_TOKEN;
+	out->input_chars = (uint64_t)r->input_tokens * DBK_BYTES_PER_TOKEN;
 	out->tenant = -1;
 	for (i = 0; i < n; i++) {
 		uint32_t *v, want;
@@ -58,7 +58,7 @@ void dbk_radix_match(const struct dbk_radix *t, const struct dbk_sim_req *r,
 			break;
 		nd = &t->nodes[*v];
 		deepest = nd;
-		want = dbk_sim_prompt_seg_tokens(r, i) * DBK_SIM_BYTES_PER_TOKEN;
+		want = dbk_sim_prompt_seg_tokens(r, i) * DBK_BYTES_PER_TOKEN;
 		out->matched_chars += want < nd->chars ? want : nd->chars;
 		if (want > nd->chars)
 			break; /* the tree has this segment shorter */
@@ -122,7 +122,7 @@ int dbk_radix_insert(struct dbk_radix *t, const struct dbk_sim_req *r, unsigned 
 
 	for (i = 0; i < n; i++) {
 		struct dbk_radix_node *nd;
-		uint32_t chars = dbk_sim_prompt_seg_tokens(r, i) * DBK_SIM_BYTES_PER_TOKEN;
+		uint32_t chars = dbk_sim_prompt_seg_tokens(r, i) * DBK_BYTES_PER_TOKEN;
 		long at;
 
 		key = dbk_sim_prompt_chain(r, i, key);
