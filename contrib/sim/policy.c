@@ -116,10 +116,20 @@ static const struct dbk_sim_policy_ops *const head[] = {
 	&dbk_sim_policy_plain,
 	&dbk_sim_policy_dynamic,
 };
-static const struct dbk_sim_policy_ops *const tail[] = {
-	&dbk_sim_policy_clairvoyant,     &dbk_sim_policy_cache_aware, &dbk_sim_policy_power_of_two,
-	&dbk_sim_policy_consistent_hash, &dbk_sim_policy_llm_d,       &dbk_sim_policy_prefixaware,
-};
+/* The peers' routers, after the oracle: each is policy_NAME.c, ending in
+ * its DBK_SIM_POLICY_OPS line, and its line here. */
+#define PEERS(X)           \
+	X(cache_aware)     \
+	X(power_of_two)    \
+	X(consistent_hash) \
+	X(llm_d)           \
+	X(prefixaware)
+
+#define DECLARE(name) extern const struct dbk_sim_policy_ops dbk_sim_policy_##name;
+#define ENTRY(name) &dbk_sim_policy_##name,
+PEERS(DECLARE)
+static const struct dbk_sim_policy_ops *const tail[] = { &dbk_sim_policy_clairvoyant,
+	                                                 PEERS(ENTRY) };
 
 const struct dbk_sim_policy_ops *dbk_sim_policy_at(size_t i)
 {

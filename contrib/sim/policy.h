@@ -28,8 +28,9 @@
  * A new policy is a struct dbk_sim_policy_ops: the size of its state,
  * choose, and what it needs of init, release, tick, stats and fini. It
  * may look at the cluster through sim.h's query functions while
- * choosing, and must not change anything there. Add it to the table in
- * policy.c to make it selectable by name. */
+ * choosing, and must not change anything there. A peer's file ends in
+ * its DBK_SIM_POLICY_OPS line (below); one X(NAME) line in policy.c's
+ * PEERS makes it selectable by name. */
 #ifndef DBK_SIM_POLICY_H
 #define DBK_SIM_POLICY_H
 
@@ -105,11 +106,6 @@ extern const struct dbk_sim_policy_ops dbk_sim_policy_lc;
 extern const struct dbk_sim_policy_ops dbk_sim_policy_plain;
 extern const struct dbk_sim_policy_ops dbk_sim_policy_dynamic;
 extern const struct dbk_sim_policy_ops dbk_sim_policy_clairvoyant;
-extern const struct dbk_sim_policy_ops dbk_sim_policy_cache_aware;
-extern const struct dbk_sim_policy_ops dbk_sim_policy_power_of_two;
-extern const struct dbk_sim_policy_ops dbk_sim_policy_consistent_hash;
-extern const struct dbk_sim_policy_ops dbk_sim_policy_llm_d;
-extern const struct dbk_sim_policy_ops dbk_sim_policy_prefixaware;
 /* The agent's i-th policy that chooses (agent/policy_ops.h: ttft,
  * p2ttft, ...), run as the agent runs it (policy_agent.c); NULL past
  * the last. */
