@@ -21,7 +21,8 @@ check() { # check NAME CMD...
 	fi
 }
 
-version=$(sed -n 's/^#define DBK_VERSION "\(.*\)"/\1/p' agent/config.h)
+version=$(sed -n 's/^#define DBK_VERSION "\(.*\)"/\1/p' agent/lib/version.h)
+[ -n "$version" ] || { echo "deb-smoke: no DBK_VERSION in agent/lib/version.h" >&2; exit 2; }
 check "dbucket $version is installed" \
 	test "$(dpkg-query -W -f='${Status} ${Version}' dbucket 2>/dev/null)" = "install ok installed $version"
 check "dbucket-spoa --version says $version" \
