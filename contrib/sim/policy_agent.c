@@ -18,13 +18,13 @@
  * kept here. */
 #include "policy.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/array.h"
 #include "lib/buf.h"
 #include "lib/hash.h"
+#include "lib/log.h"
 #include "model/prompt.h"
 #include "policy_ops.h"
 
@@ -72,7 +72,7 @@ static int ag_init(void *st, const struct dbk_sim_policy_env *env)
 	p->k = env->cfg->lb_nodes ? env->cfg->lb_nodes : 1;
 	p->sticky = env->cfg->lb_sticky;
 	if (p->k > 255) {
-		snprintf(env->err, env->errlen, "at most 255 load-balancer nodes");
+		dbk_errf(env->err, env->errlen, "at most 255 load-balancer nodes");
 		return -1;
 	}
 	if (!(p->node = calloc(p->k, sizeof(*p->node))) ||

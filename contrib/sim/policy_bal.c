@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "lib/log.h"
+
 struct balp {
 	struct dbk_balancer *b;
 	const struct dbk_sim_config *cfg;
@@ -39,7 +41,7 @@ static int bal_init(void *st, const struct dbk_sim_policy_env *env)
 	struct dbk_bal_config bc;
 
 	if (dynamic && c->ninstances < 2) {
-		snprintf(env->err, env->errlen, "dynamic mode needs at least 2 instances");
+		dbk_errf(env->err, env->errlen, "dynamic mode needs at least 2 instances");
 		return -1;
 	}
 	dbk_bal_config_default(&bc, c->ninstances, dynamic, c->threshold_tokens,
