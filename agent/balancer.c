@@ -30,7 +30,7 @@ struct dbk_balancer {
 	unsigned *group_of; /* per server */
 	unsigned *pos;      /* per server: slot in its group's heap */
 	unsigned *heap;     /* server indices; group g's heap at first[g] */
-	bool *usable;
+	unsigned *out;      /* per server: enum dbk_bal_out bits; usable when 0 */
 	struct dbk_lease_table leases;
 	struct dbk_lease_table buried; /* ids that ended unrouted */
 	struct dbk_bal_stats stats;
@@ -148,7 +148,7 @@ static void build_groups(struct dbk_balancer *b)
 		for (unsigned s = b->first[g]; s < b->first[g + 1]; s++) {
 			b->group_of[s] = g;
 			b->pos[s] = NOT_IN_HEAP;
-			if (b->usable[s])
+			if (!b->out[s])
 				heap_set(b, h, b->heap_len[g]++, s);
 		}
 		/* Floyd's heap construction: sift every inner node down. */
@@ -175,10 +175,10 @@ struct dbk_balancer *dbk_bal_new(const struct dbk_bal_config *c)
 	b->group_of = calloc(n, sizeof(*b->group_of));
 	b->pos = calloc(n, sizeof(*b->pos));
 	b->heap = calloc(n, sizeof(*b->heap));
-	b->usable = calloc(n, sizeof(*b->usable));
+	b->out = calloc(n, sizeof(*b->out));
 	/* The table's hash key needs no strength, only to differ between
 	 * runs; ASLR makes the balancer's address do. */
-	if (!b->load || !b->inflight || !b->group_of || !b->pos || !b->heap || !b->usable ||
+	if (!b->load || !b->inflight || !b->group_of || !b->pos || !b->heap || !b->out ||
 	    dbk_lease_init(&b->leases, (uint64_t)(uintptr_t)b) < 0 ||
 	    dbk_lease_init(&b->buried, (uint64_t)(uintptr_t)b ^ DBK_HASH_GOLDEN) < 0) {
 		/* dbk_bal_free copes with what calloc left zeroed. */
@@ -186,8 +186,6 @@ struct dbk_balancer *dbk_bal_new(const struct dbk_bal_config *c)
 		return NULL;
 	}
 
-	for (unsigned i = 0; i < n; i++)
-		b->usable[i] = true;
 	build_groups(b);
 	return b;
 }
@@ -232,7 +230,7 @@ void dbk_bal_free(struct dbk_balancer *b)
 	free(b->group_of);
 	free(b->pos);
 	free(b->heap);
-	free(b->usable);
+	free(b->out);
 	free(b);
 }
 
@@ -399,7 +397,7 @@ enum dbk_bal_result dbk_bal_dispatch_to(struct dbk_balancer *b, const char *id, 
 		return DBK_BAL_BAD_ID;
 	}
 	res = DBK_BAL_OK;
-	if (server >= b->cfg.nservers || !b->usable[server]) {
+	if (server >= b->cfg.nservers || b->out[server]) {
 		res = DBK_BAL_NO_SERVER;
 	} else {
 		d->server = server;
@@ -625,22 +623,37 @@ size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n, uint64
 	return done;
 }
 
-void dbk_bal_set_usable(struct dbk_balancer *b, unsigned server, bool usable)
+void dbk_bal_set_out(struct dbk_balancer *b, unsigned server, unsigned reason, bool out)
 {
-	if (server >= b->cfg.nservers || b->usable[server] == usable)
+	if (server >= b->cfg.nservers)
 		return;
-	b->usable[server] = usable;
-	if (usable)
+	unsigned was = b->out[server];
+	unsigned now = out ? was | reason : was & ~reason;
+
+	b->out[server] = now;
+	if (!was == !now)
+		return;
+	if (!now)
 		heap_insert(b, server);
 	else
 		heap_remove(b, server);
 	if (b->obs.usable)
-		b->obs.usable(b->obs.arg, server, usable);
+		b->obs.usable(b->obs.arg, server, !now);
+}
+
+unsigned dbk_bal_out_reasons(const struct dbk_balancer *b, unsigned server)
+{
+	return server < b->cfg.nservers ? b->out[server] : 0;
+}
+
+void dbk_bal_set_usable(struct dbk_balancer *b, unsigned server, bool usable)
+{
+	dbk_bal_set_out(b, server, DBK_BAL_OUT_STATE, !usable);
 }
 
 bool dbk_bal_usable(const struct dbk_balancer *b, unsigned server)
 {
-	return server < b->cfg.nservers && b->usable[server];
+	return server < b->cfg.nservers && !b->out[server];
 }
 
 const struct dbk_bal_config *dbk_bal_config(const struct dbk_balancer *b) { return &b->cfg; }

@@ -172,7 +172,24 @@ size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n, uint64
 
 /* A server that is not usable is never chosen; its group's other servers
  * are. A request whose chosen group has no usable server goes to the
- * nearest group that has one. Servers start usable. */
+ * nearest group that has one. Servers start usable.
+ *
+ * Several parts of the agent know a reason to leave a server out, each
+ * on its own clock (HAProxy's state every poll, outlier detection on
+ * completions, the engine's own sleep flag on scrapes): each sets and
+ * clears its own bit, and no part can bring back a server another still
+ * holds out. The observer's usable hook fires only when the server
+ * turns usable or unusable as a whole. */
+enum dbk_bal_out {
+	DBK_BAL_OUT_STATE = 1u << 0,   /* HAProxy: DOWN, MAINT or DRAIN */
+	DBK_BAL_OUT_EJECTED = 1u << 1, /* outlier detection: failing */
+	DBK_BAL_OUT_ASLEEP = 1u << 2,  /* the engine sleeps (vLLM /sleep) */
+	DBK_BAL_OUT_ABSENT = 1u << 3,  /* not (or no longer) in HAProxy's backend */
+};
+void dbk_bal_set_out(struct dbk_balancer *b, unsigned server, unsigned reason, bool out);
+/* The reasons held, 0 when usable (or out of range). */
+unsigned dbk_bal_out_reasons(const struct dbk_balancer *b, unsigned server);
+/* dbk_bal_set_out with DBK_BAL_OUT_STATE. */
 void dbk_bal_set_usable(struct dbk_balancer *b, unsigned server, bool usable);
 bool dbk_bal_usable(const struct dbk_balancer *b, unsigned server);
 

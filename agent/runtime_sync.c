@@ -72,7 +72,9 @@ static void apply(struct dbk_runtime_sync *s)
 	for (unsigned i = 0; i < s->n; i++) {
 		bool usable = s->srv[i].state == DBK_RT_READY;
 
-		if (usable != dbk_bal_usable(s->bal, i)) {
+		bool held = dbk_bal_out_reasons(s->bal, i) & DBK_BAL_OUT_STATE;
+
+		if (usable == held) {
 			dbk_bal_set_usable(s->bal, i, usable);
 			s->stats.state_changes++;
 			dbk_log(DBK_LOG_INFO, "server-state", "server=%s state=%s chosen=%s",

@@ -495,6 +495,48 @@ static void unusable_servers(void)
 	dbk_bal_free(b);
 }
 
+/* Each part of the agent holds its own reason: clearing one does not
+ * bring back a server another holds out, and the observer hears only
+ * whole transitions. */
+static unsigned out_changes;
+static void count_usable(void *arg, unsigned server, bool usable)
+{
+	(void)arg;
+	(void)server;
+	(void)usable;
+	out_changes++;
+}
+
+static void out_reasons(void)
+{
+	struct dbk_balancer *b = reference_balancer(4);
+	struct dbk_bal_observer o = { .usable = count_usable };
+	struct dbk_bal_decision d;
+
+	dbk_bal_observe(b, &o);
+	out_changes = 0;
+	dbk_bal_set_out(b, 0, DBK_BAL_OUT_EJECTED, true);
+	CHECK(!dbk_bal_usable(b, 0));
+	CHECK_EQ_U(out_changes, 1);
+	dbk_bal_set_usable(b, 0, false); /* HAProxy says DOWN too */
+	CHECK_EQ_U(dbk_bal_out_reasons(b, 0), DBK_BAL_OUT_EJECTED | DBK_BAL_OUT_STATE);
+	CHECK_EQ_U(out_changes, 1);
+	dbk_bal_set_usable(b, 0, true); /* HAProxy: UP again, still ejected */
+	CHECK(!dbk_bal_usable(b, 0));
+	CHECK_EQ_U(disp(b, "a", 400, &d), DBK_BAL_OK);
+	CHECK_EQ_U(d.server, 1);
+	dbk_bal_set_out(b, 0, DBK_BAL_OUT_EJECTED, false);
+	CHECK(dbk_bal_usable(b, 0));
+	CHECK_EQ_U(dbk_bal_out_reasons(b, 0), 0);
+	CHECK_EQ_U(out_changes, 2);
+	CHECK_EQ_U(rel(b, "a"), DBK_BAL_OK);
+	CHECK_EQ_U(disp(b, "b", 400, &d), DBK_BAL_OK);
+	CHECK_EQ_U(d.server, 0);
+	CHECK_EQ_U(dbk_bal_out_reasons(b, 9), 0); /* out of range */
+	dbk_bal_set_out(b, 9, DBK_BAL_OUT_ASLEEP, true);
+	dbk_bal_free(b);
+}
+
 static void unusable_group_nearest(void)
 {
 	const double bounds[] = { 0, 100, 200, 300 };
@@ -779,6 +821,7 @@ int main(void)
 	RUN(least_loaded_tie_by_index);
 	RUN(plain_scores);
 	RUN(unusable_servers);
+	RUN(out_reasons);
 	RUN(unusable_group_nearest);
 	RUN(randomized_against_scan);
 	RUN(dispatch_to_slot_and_observer);
