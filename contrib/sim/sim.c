@@ -12,6 +12,7 @@
 #include "event_queue.h"
 #include "policy.h"
 #include "snapshot.h"
+#include "u64map.h"
 #include "lib/log.h"
 #include "lib/bounds.h"
 
@@ -20,7 +21,11 @@ enum ev_kind {
 	EV_SUBMIT,   /* arg: request id (only with an overhead) */
 	EV_STEP_END, /* arg: instance */
 	EV_TICK,     /* the policy's periodic work (scrapes, eviction) */
+	EV_SCALE,    /* arg: the step of cfg.scale that starts */
+	EV_MARK_UP,  /* arg: instance; its mark-down (error_limit) ends */
 };
+
+#define FAIL_SEED 0xfa11ULL
 
 struct rstate {
 	struct dbk_sim_outcome o;
@@ -43,6 +48,12 @@ struct inst {
 	/* vllm:time_to_first_token_seconds' sum and count */
 	double ttft_sum_s;
 	uint64_t ttft_count;
+	/* The changing fleet: present (scaled in or not), marked down
+	 * (error_limit), what the policy was last told, whether the engine
+	 * has served, when it joined (warm-up), 5xx in a row. */
+	bool present, down, told, used;
+	double joined_s;
+	unsigned consec_err;
 };
 
 struct dbk_sim {
@@ -57,8 +68,10 @@ struct dbk_sim {
 	struct dbk_metrics m;
 	struct dbk_buf text;          /* scratch: a prompt's bytes, to key them */
 	struct dbk_sim_snapshot snap; /* the policy's scrapes (ops->scrape) */
-	double now, last_end;
+	double now, last_end, t0;
 	uint64_t preempt_counter, events, refused, too_long;
+	uint64_t server_errors, misrouted, marked_down, new_engines;
+	struct dbk_engine_stats retired; /* engines replaced by new ones */
 	size_t ended, arrived;
 	bool ran, summarized, error;
 	bool any_caching; /* some instance has prefix caching */
@@ -121,6 +134,25 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 		dbk_errf(err, errlen, "overhead must be a finite number >= 0");
 		return NULL;
 	}
+	if (c->nscale && (!c->scale || c->scale[0].t_s != 0)) {
+		dbk_errf(err, errlen, "the scale's first step is at 0 s");
+		return NULL;
+	}
+	for (k = 0; k < c->nscale; k++)
+		if (!(c->scale[k].v >= 1 && c->scale[k].v <= c->ninstances)) {
+			dbk_errf(err, errlen, "the scale's counts must be in 1..%u", c->ninstances);
+			return NULL;
+		}
+	if (c->fail_share > 0 && (c->fail_share > 1 || c->fail_inst >= c->ninstances)) {
+		dbk_errf(err, errlen,
+		         "the failing instance must be one of 0..%u, its share in 0..1",
+		         c->ninstances - 1);
+		return NULL;
+	}
+	if (c->warmup_s > 0 && !(c->warmup_factor >= 1)) {
+		dbk_errf(err, errlen, "the warm-up factor must be >= 1");
+		return NULL;
+	}
 	if (n >= DBK_SIM_NONE) {
 		dbk_errf(err, errlen, "too many requests");
 		return NULL;
@@ -165,6 +197,8 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 
 		in->cfg = c->engines[i];
 		dbk_list_init(&in->live);
+		in->present = in->told = true;
+		in->joined_s = -HUGE_VAL;
 		if (dbk_engine_config_check(&in->cfg, err, errlen) != 0) {
 			char why[160];
 
@@ -245,6 +279,113 @@ static void end_request(struct dbk_sim *s, uint32_t id, bool ok, enum dbk_sim_fa
 	}
 }
 
+/* ---- The fleet's changes. ---- */
+
+static bool usable(const struct inst *in) { return in->present && !in->down; }
+
+/* The policy hears when an instance turns usable or not, and when a new
+ * engine takes its slot (fresh), at the moment it happens: every policy
+ * sees the same fleet at the same time. */
+static void tell(struct dbk_sim *s, unsigned i, bool fresh)
+{
+	struct inst *in = &s->inst[i];
+	bool u = usable(in);
+
+	if (u == in->told && !fresh)
+		return;
+	in->told = u;
+	if (s->ops->member)
+		s->ops->member(s->pst, s, i, u, fresh);
+}
+
+static void add_stats(struct dbk_engine_stats *sum, const struct dbk_engine *e)
+{
+	struct dbk_engine_stats st;
+
+	dbk_engine_get_stats(e, &st);
+	sum->preemptions_total += st.preemptions_total;
+	sum->steps_total += st.steps_total;
+	sum->busy_time_s += st.busy_time_s;
+	sum->prefix_cache_queries += st.prefix_cache_queries;
+	sum->prefix_cache_hits += st.prefix_cache_hits;
+}
+
+/* Slot i is filled. An empty slot gets a new instance: a new engine
+ * (empty prefix cache, its /metrics counters at 0) that starts its
+ * warm-up. A slot still draining gets its instance back as it is. */
+static int join(struct dbk_sim *s, unsigned i)
+{
+	struct inst *in = &s->inst[i];
+	bool fresh = in->inflight == 0;
+
+	in->present = true;
+	if (fresh) {
+		if (in->used) {
+			struct dbk_engine *e = dbk_engine_new(&in->cfg);
+
+			if (!e)
+				return -1;
+			add_stats(&s->retired, in->e);
+			dbk_engine_free(in->e);
+			in->e = e;
+			in->used = false;
+			in->ttft_sum_s = 0;
+			in->ttft_count = 0;
+		}
+		in->joined_s = s->now;
+		in->consec_err = 0;
+		s->new_engines++;
+	}
+	tell(s, i, fresh);
+	return 0;
+}
+
+/* count instances from now on: slots 0..count-1 filled, the others
+ * emptied (they drain what they hold). */
+static int scale_to(struct dbk_sim *s, unsigned count)
+{
+	for (unsigned i = 0; i < s->cfg.ninstances; i++) {
+		struct inst *in = &s->inst[i];
+
+		if (i < count && !in->present) {
+			if (join(s, i) != 0)
+				return -1;
+		} else if (i >= count && in->present) {
+			in->present = false;
+			tell(s, i, false);
+		}
+	}
+	return 0;
+}
+
+/* Whether the failing instance answers request id with a 500: from
+ * fail_from_s on, a seeded draw per request under fail_share. */
+static bool fails(const struct dbk_sim *s, unsigned i, uint32_t id)
+{
+	const struct dbk_sim_config *c = &s->cfg;
+
+	if (!(c->fail_share > 0) || i != c->fail_inst || s->now - s->t0 < c->fail_from_s)
+		return false;
+	return (double)(dbk_u64map_mix64(FAIL_SEED ^ id) >> 11) * 0x1p-53 < c->fail_share;
+}
+
+/* HAProxy's observe layer7: a 5xx counts against the instance, and
+ * error_limit of them in a row mark it down (on-error mark-down) until
+ * the health check, which keeps passing, brings it back down_s later. */
+static int server_error(struct dbk_sim *s, unsigned i)
+{
+	struct inst *in = &s->inst[i];
+
+	s->server_errors++;
+	if (!s->cfg.error_limit || in->down || ++in->consec_err < s->cfg.error_limit)
+		return 0;
+	in->down = true;
+	in->consec_err = 0;
+	s->marked_down++;
+	tell(s, i, false);
+	return dbk_evq_push(&s->q, s->now + s->cfg.down_s, EV_MARK_UP, i);
+}
+
 /* ---- Engine steps. ---- */
 
 static int start_step(struct dbk_sim *s, unsigned i)
@@ -254,6 +395,8 @@ static int start_step(struct dbk_sim *s, unsigned i)
 
 	if (d <= 0)
 		return 0;
+	if (s->cfg.warmup_s > 0 && s->now - in->joined_s < s->cfg.warmup_s)
+		d *= s->cfg.warmup_factor;
 	in->stepping = true;
 	in->step_end = s->now + d;
 	return dbk_evq_push(&s->q, in->step_end, EV_STEP_END, i);
@@ -280,6 +423,7 @@ static void on_engine_event(void *ctx, const struct dbk_engine_event *ev)
 		break;
 	case DBK_ENGINE_EV_FINISHED:
 		r->has_handle = false;
+		s->inst[r->o.instance].consec_err = 0;
 		end_request(s, id, true, DBK_SIM_FAIL_NONE);
 		break;
 	case DBK_ENGINE_EV_PREEMPTED:
@@ -296,6 +440,13 @@ static int submit(struct dbk_sim *s, uint32_t id)
 	struct inst *in = &s->inst[r->o.instance];
 	int rc;
 
+	if (fails(s, r->o.instance, id)) {
+		unsigned i = r->o.instance;
+
+		end_request(s, id, false, DBK_SIM_FAIL_SERVER);
+		return server_error(s, i);
+	}
+	in->used = true;
 	rc = dbk_engine_submit_keys(in->e, q->input_tokens, r->keys, r->n_keys, q->output_tokens,
 	                            (void *)(uintptr_t)id, &r->handle);
 	if (rc == DBK_ENGINE_E_NOMEM)
@@ -355,7 +506,8 @@ static int route(struct dbk_sim *s, uint32_t id)
 
 	if (key_prompt(s, id) != 0)
 		return -1;
-	c = s->ops->choose(s->pst, s, &s->reqs[id]);
+	/* No instance to send it to: HAProxy's 503. */
+	c = dbk_sim_nusable(s) ? s->ops->choose(s->pst, s, &s->reqs[id]) : DBK_SIM_REFUSE;
 
 	if (c == DBK_SIM_POLICY_ERROR)
 		return -1;
@@ -367,6 +519,11 @@ static int route(struct dbk_sim *s, uint32_t id)
 	r->o.instance = (uint32_t)c;
 	r->o.status = DBK_SIM_ROUTED;
 	live_link(s, id, (unsigned)c);
+	if (!usable(&s->inst[c])) { /* the policy's mistake: counted, failed */
+		s->misrouted++;
+		end_request(s, id, false, DBK_SIM_FAIL_ABSENT);
+		return 0;
+	}
 	if (s->cfg.overhead_s > 0)
 		return dbk_evq_push(&s->q, s->now + s->cfg.overhead_s, EV_SUBMIT, id);
 	return submit(s, id);
@@ -398,6 +555,14 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 		return -1;
 	}
 	s->ran = true;
+	s->t0 = s->n ? s->reqs[0].arrival_s : 0;
+	if (s->cfg.nscale) {
+		if (scale_to(s, (unsigned)s->cfg.scale[0].v) != 0)
+			goto oom;
+		for (k = 1; k < s->cfg.nscale; k++)
+			if (dbk_evq_push(&s->q, s->t0 + s->cfg.scale[k].t_s, EV_SCALE, (uint32_t)k))
+				goto oom;
+	}
 	if (s->n) {
 		s->now = s->last_end = s->reqs[0].arrival_s;
 		if (dbk_evq_push(&s->q, s->reqs[0].arrival_s, EV_ARRIVAL, 0))
@@ -445,6 +610,11 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 			if (s->ended < s->n)
 				rc = dbk_evq_push(&s->q, next_tick(s), EV_TICK, 0);
 			break;
+		case EV_SCALE: rc = scale_to(s, (unsigned)s->cfg.scale[ev.arg].v); break;
+		case EV_MARK_UP:
+			s->inst[ev.arg].down = false;
+			tell(s, ev.arg, false);
+			break;
 		default: break;
 		}
 		if (rc != 0)
@@ -478,16 +648,19 @@ int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out)
 		memset(r, 0, sizeof(*r));
 		r->duration_s = s->n ? s->last_end - s->reqs[0].arrival_s : 0;
 		rc = dbk_metrics_summarize(&s->m, r->duration_s, r->cls);
-		for (i = 0; i < s->cfg.ninstances; i++) {
-			struct dbk_engine_stats st;
+		struct dbk_engine_stats st = s->retired;
 
-			dbk_engine_get_stats(s->inst[i].e, &st);
-			r->preemptions += st.preemptions_total;
-			r->steps += st.steps_total;
-			r->busy_s += st.busy_time_s;
-			r->prefix_cache_queries += st.prefix_cache_queries;
-			r->prefix_cache_hits += st.prefix_cache_hits;
-		}
+		for (i = 0; i < s->cfg.ninstances; i++)
+			add_stats(&st, s->inst[i].e);
+		r->preemptions = st.preemptions_total;
+		r->steps = st.steps_total;
+		r->busy_s = st.busy_time_s;
+		r->prefix_cache_queries = st.prefix_cache_queries;
+		r->prefix_cache_hits = st.prefix_cache_hits;
+		r->server_errors = s->server_errors;
+		r->misrouted = s->misrouted;
+		r->marked_down = s->marked_down;
+		r->new_engines = s->new_engines;
 		r->events = s->events;
 		r->refused = s->refused;
 		r->too_long = s->too_long;
@@ -531,6 +704,8 @@ const struct dbk_sim_outcome *dbk_sim_outcome(const struct dbk_sim *s, uint32_t 
 
 size_t dbk_sim_unfinished(const struct dbk_sim *s) { return s->n - s->ended; }
 
+size_t dbk_sim_nrequests(const struct dbk_sim *s) { return s->n; }
+
 unsigned dbk_sim_ninstances(const struct dbk_sim *s) { return s->cfg.ninstances; }
 
 double dbk_sim_now(const struct dbk_sim *s) { return s->now; }
@@ -548,6 +723,25 @@ const struct dbk_engine_config *dbk_sim_engine_config(const struct dbk_sim *s, u
 }
 
 unsigned dbk_sim_inflight(const struct dbk_sim *s, unsigned i) { return s->inst[i].inflight; }
+
+bool dbk_sim_usable(const struct dbk_sim *s, unsigned i)
+{
+	return i < s->cfg.ninstances && usable(&s->inst[i]);
+}
+
+unsigned dbk_sim_nusable(const struct dbk_sim *s)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < s->cfg.ninstances; i++)
+		n += usable(&s->inst[i]);
+	return n;
+}
+
+double dbk_sim_weight(const struct dbk_sim *s, unsigned i)
+{
+	return s->cfg.weights ? s->cfg.weights[i] : 1.0;
+}
 
 double dbk_sim_step_end(const struct dbk_sim *s, unsigned i)
 {
