@@ -67,8 +67,8 @@ static bool sample(const struct dbk_sim *s, uint32_t id, double *ttft, double *t
 	*ttft = o->first_token_s - arrival;
 	*has_tpot = o->tokens > 1;
 	*tpot = *has_tpot ? (o->last_token_s - o->first_token_s) / (double)(o->tokens - 1) : 0;
-	return !(slo->ttft_s > 0 && *ttft > slo->ttft_s) && !(slo->tpot_s > 0 && *tpot > slo->tpot_s) &&
-	       !(slo->e2e_s > 0 && e2e > slo->e2e_s);
+	return !(slo->ttft_s > 0 && *ttft > slo->ttft_s) &&
+	       !(slo->tpot_s > 0 && *tpot > slo->tpot_s) && !(slo->e2e_s > 0 && e2e > slo->e2e_s);
 }
 
 int dbk_sim_phases(const struct dbk_sim *s, const double *bounds, size_t nb,
@@ -94,15 +94,23 @@ int dbk_sim_phases(const struct dbk_sim *s, const double *bounds, size_t nb,
 		memset(p, 0, sizeof(*p));
 		p->from_s = bounds[k];
 		p->to_s = k + 1 < nb ? bounds[k + 1] : HUGE_VAL;
-		p->instances = c->nscale ? (unsigned)dbk_sim_steps_at(c->scale, c->nscale, p->from_s)
-		                         : c->ninstances;
+		p->top_instance = -1;
+		p->instances = c->nscale
+		                       ? (unsigned)dbk_sim_steps_at(c->scale, c->nscale, p->from_s)
+		                       : c->ninstances;
 		x.nttft = x.ntpot = 0;
-		for (end = first; end < n && (k + 1 == nb || phase_of(bounds, nb, dbk_sim_req(s, (uint32_t)end)->arrival_s - t0) == k); end++) {
+		for (end = first;
+		     end < n &&
+		     (k + 1 == nb ||
+		      phase_of(bounds, nb, dbk_sim_req(s, (uint32_t)end)->arrival_s - t0) == k);
+		     end++) {
 			const struct dbk_sim_outcome *o = dbk_sim_outcome(s, (uint32_t)end);
 			double ttft, tpot;
 			bool has_tpot;
 
 			p->offered++;
+			if (o->instance != DBK_SIM_NONE && (int)o->instance > p->top_instance)
+				p->top_instance = (int)o->instance;
 			if (o->status != DBK_SIM_DONE) {
 				p->failed++;
 				continue;

@@ -16,7 +16,11 @@
 
 struct dbk_sim_phase {
 	double from_s, to_s; /* from the first arrival; the last ends at HUGE_VAL */
-	unsigned instances;  /* present at its start (the scale's) */
+	unsigned instances;  /* present throughout (the scale's) */
+	/* The highest instance a request of the phase was sent to, -1 for
+	 * none: below instances, since phases start at the scale's steps
+	 * and a request is routed as it arrives (with no overhead). */
+	int top_instance;
 	uint64_t offered, completed, failed;
 	/* Completed within every applied objective (sim.h's slo), as
 	 * goodput counts them; attainment = good / offered. */

@@ -290,6 +290,7 @@ static void fleet_json(cJSON *o, const struct dbk_sim_run_report *run)
 		else
 			cJSON_AddNullToObject(ph, "to_s");
 		cJSON_AddNumberToObject(ph, "instances", p->instances);
+		cJSON_AddNumberToObject(ph, "top_instance", p->top_instance);
 		cJSON_AddNumberToObject(ph, "offered", (double)p->offered);
 		cJSON_AddNumberToObject(ph, "completed", (double)p->completed);
 		cJSON_AddNumberToObject(ph, "failed", (double)p->failed);

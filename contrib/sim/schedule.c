@@ -73,16 +73,15 @@ static int one_step(void *c, char *item, size_t k)
 	if (x->whole)
 		s->v = (double)w;
 	if (k == 0 ? s->t_s != 0 : !(s->t_s > x->out[k - 1].t_s)) {
-		dbk_errf(x->err, x->errlen, "%s", k == 0 ? "the first step is at 0 s"
-		                                         : "the steps' times must rise");
+		dbk_errf(x->err, x->errlen, "%s",
+		         k == 0 ? "the first step is at 0 s" : "the steps' times must rise");
 		return -1;
 	}
 	return 0;
 }
 
-int dbk_sim_steps_parse(const char *text, double lo, double hi, int whole,
-                        struct dbk_sim_step *out, size_t max, size_t *n, char *err,
-                        size_t errlen)
+int dbk_sim_steps_parse(const char *text, double lo, double hi, int whole, struct dbk_sim_step *out,
+                        size_t max, size_t *n, char *err, size_t errlen)
 {
 	struct steps_ctx x = { lo, hi, whole, out, max, err, errlen };
 

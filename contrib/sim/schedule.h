@@ -18,9 +18,8 @@ struct dbk_sim_step {
 /* "T:V,..." into out[0..*n): the first T is 0, the Ts strictly rise,
  * each V is in [lo, hi] (and whole when whole is set). 0, or -1 with
  * the reason in err. */
-int dbk_sim_steps_parse(const char *text, double lo, double hi, int whole,
-                        struct dbk_sim_step *out, size_t max, size_t *n, char *err,
-                        size_t errlen);
+int dbk_sim_steps_parse(const char *text, double lo, double hi, int whole, struct dbk_sim_step *out,
+                        size_t max, size_t *n, char *err, size_t errlen);
 
 /* The value in force at t: the last step at or before t (the first
  * before it). n >= 1. */
