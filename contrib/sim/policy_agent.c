@@ -13,9 +13,9 @@
  * the arrivals (fixed seed), or with lb_sticky each conversation's
  * requests to one of them, all reading the same scraped numbers: the
  * servers' /metrics are the only state they share. The agent's balancer
- * is left out: with no lease limit and every instance usable, it takes
- * each lease where the policy chose, and the slot the policy fills is
- * kept here. */
+ * is left out: with no lease limit it takes each lease where the policy
+ * chose (the policy is told which servers are usable, as the agent tells
+ * it), and the slot the policy fills is kept here. */
 #include "policy.h"
 
 #include <stdlib.h>

@@ -135,7 +135,9 @@ static int pa_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	unsigned i, nc = 0;
 
 	memset(p->sel, 0, p->words * sizeof(*p->sel));
-	for (i = 0; i < p->n; i++) /* the endpoints service discovery lists */
+	/* The endpoints service discovery lists now: route_request matches
+	 * within available_endpoints = the endpoints' URLs. */
+	for (i = 0; i < p->n; i++)
 		if (dbk_sim_usable(s, i))
 			p->sel[i / 64] |= (uint64_t)1 << (i % 64);
 	chunks(r, narrow, p);

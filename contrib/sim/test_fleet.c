@@ -96,7 +96,7 @@ static void test_member_calls(void)
 {
 	const struct dbk_sim_step sc[] = { { 0, 2 }, { 10, 4 }, { 20, 2 }, { 30, 4 } };
 	const struct told want[] = {
-		{ 0, 2, false, false }, { 0, 3, false, false }, { 10, 2, true, true },
+		{ 0, 2, false, false }, { 0, 3, false, false },  { 10, 2, true, true },
 		{ 10, 3, true, true },  { 20, 2, false, false }, { 20, 3, false, false },
 		{ 30, 2, true, true },  { 30, 3, true, true },
 	};

@@ -36,15 +36,26 @@ static void test_steps_parse(void)
 static void test_steps_refused(void)
 {
 	static const char *const bad[] = {
-		"",          /* empty */
-		"4",         /* no colon */
-		"1:4",       /* not at 0 first */
-		"0:4,0:8",   /* times do not rise */
-		"0:4,9:8,5:2", "0:4,",  "0:4,,9:2", ",0:4", "0:", ":4", "0:x", "x:4",
-		"0:4.5",     /* not whole */
-		"0:0",       /* below 1 */
-		"0:65",      /* above 64 */
-		"-1:4", "0:4,inf:2", "0:4,nan:2", "0:4 ", "0:4,1e13:2",
+		"",        /* empty */
+		"4",       /* no colon */
+		"1:4",     /* not at 0 first */
+		"0:4,0:8", /* times do not rise */
+		"0:4,9:8,5:2",
+		"0:4,",
+		"0:4,,9:2",
+		",0:4",
+		"0:",
+		":4",
+		"0:x",
+		"x:4",
+		"0:4.5", /* not whole */
+		"0:0",   /* below 1 */
+		"0:65",  /* above 64 */
+		"-1:4",
+		"0:4,inf:2",
+		"0:4,nan:2",
+		"0:4 ",
+		"0:4,1e13:2",
 	};
 	struct dbk_sim_step st[DBK_SIM_MAX_STEPS];
 	char err[200], many[400] = "0:1";
