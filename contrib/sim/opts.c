@@ -234,7 +234,8 @@ static const char *const policies_text =
         "consistent_hash ring on the session key; llm_d queue, KV-utilisation\n"
         "and prefix-cache scorers (2/2/3) on metrics scraped every 50 ms;\n"
         "prefixaware (production-stack) random among the instances holding the\n"
-        "longest prefix.\n"
+        "longest prefix; wlc HAProxy's leastconn with the servers' weights\n"
+        "(--weights; in all only with them).\n"
         "Latencies are model time, as vLLM's benchmark client defines them.\n";
 
 static void usage(FILE *f, const struct dbk_opt *t)
