@@ -80,7 +80,10 @@ static int ch_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 			hi = mid;
 	}
 	/* A worker that left has no points on the peer's ring (it is
-	 * rebuilt from the worker list): the next usable point clockwise. */
+	 * rebuilt from the worker list, which service discovery keeps:
+	 * vllm-project/router, src/service_discovery.rs at commit
+	 * 3abdc67744cb291c72e2179631ab2b7e33b68355): the next usable point
+	 * clockwise. */
 	for (size_t k = 0; k < p->npoints; k++) {
 		const struct point *pt = &p->ring[(lo + k) % p->npoints];
 

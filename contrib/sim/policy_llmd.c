@@ -139,9 +139,12 @@ static int ld_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	return (int)pick;
 }
 
-/* The picker scores the pool's ready pods only (the datastore the
- * InferencePool's pod reconciler keeps); its indexer keys blocks by pod,
- * so a new pod in the slot starts with none. */
+/* The picker scores the pods of its datastore only, from which the pod
+ * reconciler deletes a pod that is deleted, no longer matches the pool
+ * or is not Ready (kubernetes-sigs/gateway-api-inference-extension,
+ * pkg/epp/controller/pod_reconciler.go at commit
+ * 60c5ab8f0950282fbfb6bdf1b5515740e3b441e9: PodDelete); its indexer keys
+ * blocks by pod, so a new pod in the slot starts with none. */
 static void ld_member(void *st, const struct dbk_sim *s, unsigned i, bool usable, bool fresh)
 {
 	(void)s;

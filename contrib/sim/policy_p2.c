@@ -34,8 +34,11 @@ static uint64_t load(const struct dbk_sim *s, unsigned i)
 	return (uint64_t)x->running + x->waiting + dbk_sim_inflight(s, i);
 }
 
-/* The draws are over the workers the router lists now (its service
- * discovery drops a pod that leaves; its health check one that fails). */
+/* The draws are over the workers the router lists now: its service
+ * discovery removes the worker of a pod deleted or no longer healthy
+ * (vllm-project/router, src/service_discovery.rs at commit
+ * 3abdc67744cb291c72e2179631ab2b7e33b68355: handle_pod_deletion ->
+ * remove_worker). */
 static int p2_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
 	unsigned n = 0, a, b, up[DBK_MAX_SERVERS];
