@@ -1,5 +1,5 @@
 /* The cluster simulator's event loop; see sim.h. */
-#include "sim.h"
+#include "sim_state.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -12,71 +12,8 @@
 #include "event_queue.h"
 #include "policy.h"
 #include "snapshot.h"
-#include "u64map.h"
 #include "lib/log.h"
 #include "lib/bounds.h"
-
-enum ev_kind {
-	EV_ARRIVAL,  /* arg: request id */
-	EV_SUBMIT,   /* arg: request id (only with an overhead) */
-	EV_STEP_END, /* arg: instance */
-	EV_TICK,     /* the policy's periodic work (scrapes, eviction) */
-	EV_SCALE,    /* arg: the step of cfg.scale that starts */
-	EV_MARK_UP,  /* arg: instance; its mark-down (error_limit) ends */
-};
-
-#define FAIL_SEED 0xfa11ULL
-
-struct rstate {
-	struct dbk_sim_outcome o;
-	uint64_t *keys; /* prompt block keys, arrival to end */
-	uint32_t n_keys;
-	uint64_t handle;
-	uint64_t preempt_seq;
-	double submitted_s;   /* reached its engine: where vLLM's TTFT starts */
-	struct dbk_list live; /* in its instance's live list */
-	bool has_handle;
-};
-
-struct inst {
-	struct dbk_engine *e;
-	struct dbk_engine_config cfg;
-	struct dbk_list live; /* requests routed here, not ended, in order */
-	unsigned inflight;
-	double step_end;
-	bool stepping;
-	/* vllm:time_to_first_token_seconds' sum and count */
-	double ttft_sum_s;
-	uint64_t ttft_count;
-	/* The changing fleet: present (scaled in or not), marked down
-	 * (error_limit), what the policy was last told, whether the engine
-	 * has served, when it joined (warm-up), 5xx in a row. */
-	bool present, down, told, used;
-	double joined_s;
-	unsigned consec_err;
-};
-
-struct dbk_sim {
-	struct dbk_sim_config cfg;
-	const struct dbk_sim_policy_ops *ops;
-	void *pst;
-	struct dbk_sim_req *reqs;
-	size_t n;
-	struct rstate *rs;
-	struct inst *inst;
-	struct dbk_evq q;
-	struct dbk_metrics m;
-	struct dbk_buf text;          /* scratch: a prompt's bytes, to key them */
-	struct dbk_sim_snapshot snap; /* the policy's scrapes (ops->scrape) */
-	double now, last_end, t0;
-	uint64_t preempt_counter, events, refused, too_long;
-	uint64_t server_errors, misrouted, marked_down, new_engines;
-	struct dbk_engine_stats retired; /* engines replaced by new ones */
-	size_t ended, arrived;
-	bool ran, summarized, error;
-	bool any_caching; /* some instance has prefix caching */
-	struct dbk_sim_result res;
-};
 
 void dbk_sim_config_default(struct dbk_sim_config *c)
 {
@@ -193,7 +130,7 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 		dbk_list_init(&s->rs[k].live);
 	}
 	for (i = 0; i < c->ninstances; i++) {
-		struct inst *in = &s->inst[i];
+		struct dbk_sim_inst *in = &s->inst[i];
 
 		in->cfg = c->engines[i];
 		dbk_list_init(&in->live);
@@ -251,7 +188,7 @@ static void live_unlink(struct dbk_sim *s, uint32_t id, unsigned i)
  * policy all hear of it here, so none can see it twice. */
 static void end_request(struct dbk_sim *s, uint32_t id, bool ok, enum dbk_sim_fail why)
 {
-	struct rstate *r = &s->rs[id];
+	struct dbk_sim_rstate *r = &s->rs[id];
 	const struct dbk_sim_req *q = &s->reqs[id];
 	bool is_long = dbk_sim_req_is_long(s, q);
 
@@ -279,118 +216,11 @@ static void end_request(struct dbk_sim *s, uint32_t id, bool ok, enum dbk_sim_fa
 	}
 }
 
-/* ---- The fleet's changes. ---- */
-
-static bool usable(const struct inst *in) { return in->present && !in->down; }
-
-/* The policy hears when an instance turns usable or not, and when a new
- * engine takes its slot (fresh), at the moment it happens: every policy
- * sees the same fleet at the same time. */
-static void tell(struct dbk_sim *s, unsigned i, bool fresh)
-{
-	struct inst *in = &s->inst[i];
-	bool u = usable(in);
-
-	if (u == in->told && !fresh)
-		return;
-	in->told = u;
-	if (s->ops->member)
-		s->ops->member(s->pst, s, i, u, fresh);
-}
-
-static void add_stats(struct dbk_engine_stats *sum, const struct dbk_engine *e)
-{
-	struct dbk_engine_stats st;
-
-	dbk_engine_get_stats(e, &st);
-	sum->preemptions_total += st.preemptions_total;
-	sum->steps_total += st.steps_total;
-	sum->busy_time_s += st.busy_time_s;
-	sum->prefix_cache_queries += st.prefix_cache_queries;
-	sum->prefix_cache_hits += st.prefix_cache_hits;
-}
-
-/* Slot i is filled. An empty slot gets a new instance: a new engine
- * (empty prefix cache, its /metrics counters at 0) that starts its
- * warm-up. A slot still draining gets its instance back as it is. */
-static int join(struct dbk_sim *s, unsigned i)
-{
-	struct inst *in = &s->inst[i];
-	bool fresh = in->inflight == 0;
-
-	in->present = true;
-	if (fresh) {
-		if (in->used) {
-			struct dbk_engine *e = dbk_engine_new(&in->cfg);
-
-			if (!e)
-				return -1;
-			add_stats(&s->retired, in->e);
-			dbk_engine_free(in->e);
-			in->e = e;
-			in->used = false;
-			in->ttft_sum_s = 0;
-			in->ttft_count = 0;
-		}
-		in->joined_s = s->now;
-		in->consec_err = 0;
-		s->new_engines++;
-	}
-	tell(s, i, fresh);
-	return 0;
-}
-
-/* count instances from now on: slots 0..count-1 filled, the others
- * emptied (they drain what they hold). */
-static int scale_to(struct dbk_sim *s, unsigned count)
-{
-	for (unsigned i = 0; i < s->cfg.ninstances; i++) {
-		struct inst *in = &s->inst[i];
-
-		if (i < count && !in->present) {
-			if (join(s, i) != 0)
-				return -1;
-		} else if (i >= count && in->present) {
-			in->present = false;
-			tell(s, i, false);
-		}
-	}
-	return 0;
-}
-
-/* Whether the failing instance answers request id with a 500: from
- * fail_from_s on, a seeded draw per request under fail_share. */
-static bool fails(const struct dbk_sim *s, unsigned i, uint32_t id)
-{
-	const struct dbk_sim_config *c = &s->cfg;
-
-	if (!(c->fail_share > 0) || i != c->fail_inst || s->now - s->t0 < c->fail_from_s)
-		return false;
-	return (double)(dbk_u64map_mix64(FAIL_SEED ^ id) >> 11) * 0x1p-53 < c->fail_share;
-}
-
-/* HAProxy's observe layer7: a 5xx counts against the instance, and
- * error_limit of them in a row mark it down (on-error mark-down) until
- * the health check, which keeps passing, brings it back down_s later. */
-static int server_error(struct dbk_sim *s, unsigned i)
-{
-	struct inst *in = &s->inst[i];
-
-	s->server_errors++;
-	if (!s->cfg.error_limit || in->down || ++in->consec_err < s->cfg.error_limit)
-		return 0;
-	in->down = true;
-	in->consec_err = 0;
-	s->marked_down++;
-	tell(s, i, false);
-	return dbk_evq_push(&s->q, s->now + s->cfg.down_s, EV_MARK_UP, i);
-}
-
 /* ---- Engine steps. ---- */
 
 static int start_step(struct dbk_sim *s, unsigned i)
 {
-	struct inst *in = &s->inst[i];
+	struct dbk_sim_inst *in = &s->inst[i];
 	double d = dbk_engine_begin_step(in->e);
 
 	if (d <= 0)
@@ -406,12 +236,12 @@ static void on_engine_event(void *ctx, const struct dbk_engine_event *ev)
 {
 	struct dbk_sim *s = ctx;
 	uint32_t id = (uint32_t)(uintptr_t)ev->cookie;
-	struct rstate *r = &s->rs[id];
+	struct dbk_sim_rstate *r = &s->rs[id];
 
 	switch (ev->type) {
 	case DBK_ENGINE_EV_TOKEN:
 		if (r->o.tokens == 0) {
-			struct inst *in = &s->inst[r->o.instance];
+			struct dbk_sim_inst *in = &s->inst[r->o.instance];
 			r->o.first_token_s = s->now;
 			in->ttft_sum_s += s->now - r->submitted_s;
 			in->ttft_count++;
@@ -435,16 +265,16 @@ static void on_engine_event(void *ctx, const struct dbk_engine_event *ev)
 
 static int submit(struct dbk_sim *s, uint32_t id)
 {
-	struct rstate *r = &s->rs[id];
+	struct dbk_sim_rstate *r = &s->rs[id];
 	const struct dbk_sim_req *q = &s->reqs[id];
-	struct inst *in = &s->inst[r->o.instance];
+	struct dbk_sim_inst *in = &s->inst[r->o.instance];
 	int rc;
 
-	if (fails(s, r->o.instance, id)) {
+	if (dbk_sim_fails(s, r->o.instance, id)) {
 		unsigned i = r->o.instance;
 
 		end_request(s, id, false, DBK_SIM_FAIL_SERVER);
-		return server_error(s, i);
+		return dbk_sim_server_error(s, i);
 	}
 	in->used = true;
 	rc = dbk_engine_submit_keys(in->e, q->input_tokens, r->keys, r->n_keys, q->output_tokens,
@@ -472,7 +302,7 @@ static int submit(struct dbk_sim *s, uint32_t id)
 static int key_prompt(struct dbk_sim *s, uint32_t id)
 {
 	const struct dbk_sim_req *q = &s->reqs[id];
-	struct rstate *r = &s->rs[id];
+	struct dbk_sim_rstate *r = &s->rs[id];
 	struct dbk_prefix_cache_hasher h;
 	struct dbk_req_spec spec;
 
@@ -501,7 +331,7 @@ static int key_prompt(struct dbk_sim *s, uint32_t id)
 
 static int route(struct dbk_sim *s, uint32_t id)
 {
-	struct rstate *r = &s->rs[id];
+	struct dbk_sim_rstate *r = &s->rs[id];
 	int c;
 
 	if (key_prompt(s, id) != 0)
@@ -519,7 +349,7 @@ static int route(struct dbk_sim *s, uint32_t id)
 	r->o.instance = (uint32_t)c;
 	r->o.status = DBK_SIM_ROUTED;
 	live_link(s, id, (unsigned)c);
-	if (!usable(&s->inst[c])) { /* the policy's mistake: counted, failed */
+	if (!dbk_sim_inst_usable(&s->inst[c])) { /* the policy's mistake: counted, failed */
 		s->misrouted++;
 		end_request(s, id, false, DBK_SIM_FAIL_ABSENT);
 		return 0;
@@ -557,7 +387,7 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 	s->ran = true;
 	s->t0 = s->n ? s->reqs[0].arrival_s : 0;
 	if (s->cfg.nscale) {
-		if (scale_to(s, (unsigned)s->cfg.scale[0].v) != 0)
+		if (dbk_sim_scale_to(s, (unsigned)s->cfg.scale[0].v) != 0)
 			goto oom;
 		for (k = 1; k < s->cfg.nscale; k++)
 			if (dbk_evq_push(&s->q, s->t0 + s->cfg.scale[k].t_s, EV_SCALE, (uint32_t)k))
@@ -592,7 +422,7 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 			break;
 		case EV_SUBMIT: rc = submit(s, ev.arg); break;
 		case EV_STEP_END: {
-			struct inst *in = &s->inst[ev.arg];
+			struct dbk_sim_inst *in = &s->inst[ev.arg];
 
 			in->stepping = false;
 			dbk_engine_end_step(in->e, on_engine_event, s);
@@ -610,10 +440,10 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 			if (s->ended < s->n)
 				rc = dbk_evq_push(&s->q, next_tick(s), EV_TICK, 0);
 			break;
-		case EV_SCALE: rc = scale_to(s, (unsigned)s->cfg.scale[ev.arg].v); break;
+		case EV_SCALE: rc = dbk_sim_scale_to(s, (unsigned)s->cfg.scale[ev.arg].v); break;
 		case EV_MARK_UP:
 			s->inst[ev.arg].down = false;
-			tell(s, ev.arg, false);
+			dbk_sim_tell(s, ev.arg, false);
 			break;
 		default: break;
 		}
@@ -651,7 +481,7 @@ int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out)
 		struct dbk_engine_stats st = s->retired;
 
 		for (i = 0; i < s->cfg.ninstances; i++)
-			add_stats(&st, s->inst[i].e);
+			dbk_sim_add_stats(&st, s->inst[i].e);
 		r->preemptions = st.preemptions_total;
 		r->steps = st.steps_total;
 		r->busy_s = st.busy_time_s;
@@ -724,25 +554,6 @@ const struct dbk_engine_config *dbk_sim_engine_config(const struct dbk_sim *s, u
 
 unsigned dbk_sim_inflight(const struct dbk_sim *s, unsigned i) { return s->inst[i].inflight; }
 
-bool dbk_sim_usable(const struct dbk_sim *s, unsigned i)
-{
-	return i < s->cfg.ninstances && usable(&s->inst[i]);
-}
-
-unsigned dbk_sim_nusable(const struct dbk_sim *s)
-{
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < s->cfg.ninstances; i++)
-		n += usable(&s->inst[i]);
-	return n;
-}
-
-double dbk_sim_weight(const struct dbk_sim *s, unsigned i)
-{
-	return s->cfg.weights ? s->cfg.weights[i] : 1.0;
-}
-
 double dbk_sim_step_end(const struct dbk_sim *s, unsigned i)
 {
 	return s->inst[i].stepping ? s->inst[i].step_end : s->now;
@@ -753,7 +564,7 @@ static uint32_t live_id(const struct dbk_sim *s, unsigned i, const struct dbk_li
 {
 	if (l == &s->inst[i].live)
 		return DBK_SIM_NONE;
-	return (uint32_t)(dbk_list_elem(l, struct rstate, live) - s->rs);
+	return (uint32_t)(dbk_list_elem(l, struct dbk_sim_rstate, live) - s->rs);
 }
 
 uint32_t dbk_sim_live_first(const struct dbk_sim *s, unsigned i)
@@ -763,7 +574,7 @@ uint32_t dbk_sim_live_first(const struct dbk_sim *s, unsigned i)
 
 uint32_t dbk_sim_live_next(const struct dbk_sim *s, uint32_t id)
 {
-	const struct rstate *r = &s->rs[id];
+	const struct dbk_sim_rstate *r = &s->rs[id];
 
 	if (dbk_list_empty(&r->live)) /* ended: detached */
 		return DBK_SIM_NONE;
