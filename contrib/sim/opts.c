@@ -69,6 +69,51 @@ static const char *policy_list(void)
 		                                    .help = text                             \
 	}
 
+/* The options of a fleet that changes (schedule.h), --help's section
+ * of them, into t[0..NFLEET_OPTS). */
+#define NFLEET_OPTS 9
+static void fleet_table(struct dbk_sim_opts *o, struct dbk_opt *t)
+{
+	const struct dbk_opt opts[] = {
+		{ "scale", 0, DBK_OPT_STR, &o->scale_text, .metavar = "T:N,...",
+		  .help = "instances present from model second T\n"
+		          "(from the first arrival) on: slots 0..N-1,\n"
+		          "first T 0; sets --instances to the\n"
+		          "largest N. Leaving: drains; joining\n"
+		          "empty: a new engine, cold prefix cache",
+		  .section = "A fleet that changes (default: none):" },
+		{ "ramp", 0, DBK_OPT_STR, &o->ramp_text, .metavar = "T:X,...",
+		  .help = "from model second T on, arrivals X times\n"
+		          "as fast as --rate-factor's (first T 0)" },
+		{ "warmup-s", 0, DBK_OPT_DOUBLE, &o->warmup_s, 0, 1e9, .metavar = "S",
+		  .help = "a new instance's steps are slower for\nits first S seconds (default "
+		          "0)" },
+		{ "warmup-factor", 0, DBK_OPT_DOUBLE, &o->warmup_factor, 1, 1000, .metavar = "X",
+		  .help = "how much slower (default 2)" },
+		{ "fail-instance", 0, DBK_OPT_INT, &o->fail_instance, 0, DBK_MAX_SERVERS - 1,
+		  .flags = DBK_OPT_STRICT, .metavar = "I",
+		  .help = "instance I answers HTTP 500 at once, no\n"
+		          "token, its /metrics and health fine" },
+		{ "fail-from-s", 0, DBK_OPT_DOUBLE, &o->fail_from_s, 0, 1e12, .metavar = "S",
+		  .help = "from model second S on (default 0)" },
+		{ "fail-share", 0, DBK_OPT_DOUBLE, &o->fail_share, 1e-6, 1, .metavar = "X",
+		  .help = "that share of its requests (default 1)" },
+		{ "observe-l7", 0, DBK_OPT_FLAG, &o->observe_l7,
+		  .help = "HAProxy's observe layer7, error-limit 10,\n"
+		          "on-error mark-down for every policy: 10\n"
+		          "5xx in a row take an instance out until\n"
+		          "its health check (rise 2, inter 2 s)\n"
+		          "brings it back 4 s later" },
+		{ "weights", 0, DBK_OPT_STR, &o->weights_text, .metavar = "LIST",
+		  .help = "operator weights 1..256 given to the\n"
+		          "instances in turn (10,3); the wlc policy\n"
+		          "(HAProxy's leastconn) reads them" },
+	};
+
+	_Static_assert(sizeof(opts) / sizeof(opts[0]) == NFLEET_OPTS, "NFLEET_OPTS is its size");
+	memcpy(t, opts, sizeof(opts));
+}
+
 static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 {
 	const struct dbk_opt opts[] = {
@@ -149,39 +194,8 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		  .metavar = "N",
 		  .help = "body bytes besides the prompt's 4 per\n"
 		          "token, as the agent sees them (120)" },
-		{ "scale", 0, DBK_OPT_STR, &o->scale_text, .metavar = "T:N,...",
-		  .help = "instances present from model second T\n"
-		          "(from the first arrival) on: slots 0..N-1,\n"
-		          "first T 0; sets --instances to the\n"
-		          "largest N. Leaving: drains; joining\n"
-		          "empty: a new engine, cold prefix cache",
-		  .section = "A fleet that changes (default: none):" },
-		{ "ramp", 0, DBK_OPT_STR, &o->ramp_text, .metavar = "T:X,...",
-		  .help = "from model second T on, arrivals X times\n"
-		          "as fast as --rate-factor's (first T 0)" },
-		{ "warmup-s", 0, DBK_OPT_DOUBLE, &o->warmup_s, 0, 1e9, .metavar = "S",
-		  .help = "a new instance's steps are slower for\nits first S seconds (default "
-		          "0)" },
-		{ "warmup-factor", 0, DBK_OPT_DOUBLE, &o->warmup_factor, 1, 1000, .metavar = "X",
-		  .help = "how much slower (default 2)" },
-		{ "fail-instance", 0, DBK_OPT_INT, &o->fail_instance, 0, DBK_MAX_SERVERS - 1,
-		  .flags = DBK_OPT_STRICT, .metavar = "I",
-		  .help = "instance I answers HTTP 500 at once, no\n"
-		          "token, its /metrics and health fine" },
-		{ "fail-from-s", 0, DBK_OPT_DOUBLE, &o->fail_from_s, 0, 1e12, .metavar = "S",
-		  .help = "from model second S on (default 0)" },
-		{ "fail-share", 0, DBK_OPT_DOUBLE, &o->fail_share, 1e-6, 1, .metavar = "X",
-		  .help = "that share of its requests (default 1)" },
-		{ "observe-l7", 0, DBK_OPT_FLAG, &o->observe_l7,
-		  .help = "HAProxy's observe layer7, error-limit 10,\n"
-		          "on-error mark-down for every policy: 10\n"
-		          "5xx in a row take an instance out until\n"
-		          "its health check (rise 2, inter 2 s)\n"
-		          "brings it back 4 s later" },
-		{ "weights", 0, DBK_OPT_STR, &o->weights_text, .metavar = "LIST",
-		  .help = "operator weights 1..256 given to the\n"
-		          "instances in turn (10,3); the wlc policy\n"
-		          "(HAProxy's leastconn) reads them" },
+	};
+	const struct dbk_opt tail[] = {
 		{ "slo-ttft-ms", 0, DBK_OPT_DOUBLE, &o->slo_ttft_ms, 0, 1e12, .metavar = "X",
 		  .help = "goodput objectives; 0 = not applied", .section = "Report:" },
 		{ "slo-tpot-ms", 0, DBK_OPT_DOUBLE, &o->slo_tpot_ms, 0, 1e12, .metavar = "X",
@@ -210,9 +224,15 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		{ "version", 0, DBK_OPT_FLAG, &x->version, .help = "the version" },
 		{ .name = NULL },
 	};
+	const size_t nhead = sizeof(opts) / sizeof(opts[0]), ntail = sizeof(tail) / sizeof(tail[0]);
 
-	_Static_assert(sizeof(opts) / sizeof(opts[0]) == NOPTS + 1, "NOPTS is the table's size");
+	_Static_assert(sizeof(opts) / sizeof(opts[0]) + NFLEET_OPTS +
+	                               sizeof(tail) / sizeof(tail[0]) ==
+	                       NOPTS + 1,
+	               "NOPTS is the table's size");
 	memcpy(t, opts, sizeof(opts));
+	fleet_table(o, t + nhead);
+	memcpy(t + nhead + NFLEET_OPTS, tail, ntail * sizeof(tail[0]));
 }
 
 static const char *const intro =
