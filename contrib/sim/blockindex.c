@@ -150,6 +150,22 @@ int dbk_blockindex_add(struct dbk_blockindex *bi, const uint64_t *hashes, size_t
 	return 0;
 }
 
+void dbk_blockindex_clear(struct dbk_blockindex *bi, unsigned server)
+{
+	const struct dbk_bi_entry *ent = bi->ent + (size_t)server * bi->capacity;
+
+	/* A server's entries fill its slots 0..count-1 (eviction reuses). */
+	for (uint32_t e = 0; e < bi->count[server]; e++) {
+		uint64_t *set = (uint64_t *)dbk_blockindex_get(bi, ent[e].hash);
+
+		dbk_u64map_del(&bi->where, where_key(ent[e].hash, server));
+		if (set)
+			set[server / 64] &= ~((uint64_t)1 << (server % 64));
+	}
+	bi->count[server] = 0;
+	bi->head[server] = NIL;
+}
+
 void dbk_blockindex_match(const struct dbk_blockindex *bi, const uint64_t *hashes, size_t n,
                           uint32_t *match)
 {

@@ -34,6 +34,8 @@ const uint64_t *dbk_blockindex_get(const struct dbk_blockindex *bi, uint64_t has
 /* Records hashes for server (each becomes its most recent). 0 or -1. */
 int dbk_blockindex_add(struct dbk_blockindex *bi, const uint64_t *hashes, size_t n,
                        unsigned server);
+/* Forgets every block of server: a new pod's name has no entries. */
+void dbk_blockindex_clear(struct dbk_blockindex *bi, unsigned server);
 /* The peer's matchLongestPrefix: for i = 0.., every server holding
  * hashes[i] scores one more, until a hash no server holds. match[] has
  * nservers counters, zeroed here. */

@@ -21,7 +21,7 @@ static int cap_eval(void *ctx, double rate, double *attain)
 	const struct dbk_class_summary *all;
 
 	dbk_sim_workload_rate(w, rate);
-	if (dbk_sim_run_one(&c->u->f.sc, w->reqs, w->n, c->pol, &c->last) != 0)
+	if (dbk_sim_run_one(&c->u->f.sc, w->reqs, w->n, c->pol, &c->last, NULL, 0, NULL) != 0)
 		return -1;
 	all = &c->last.cls[DBK_CLASS_ALL];
 	*attain = all->requests ? (double)all->good / (double)all->requests : 0;

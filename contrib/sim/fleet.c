@@ -76,11 +76,33 @@ int dbk_sim_fleet_build(struct dbk_sim_fleet *f, const struct dbk_sim_opts *o)
 	sc->slo.ttft_s = o->slo_ttft_ms / 1e3;
 	sc->slo.tpot_s = o->slo_tpot_ms / 1e3;
 	sc->slo.e2e_s = o->slo_e2e_ms / 1e3;
+	sc->scale = o->scale;
+	sc->nscale = o->nscale;
+	sc->warmup_s = o->warmup_s;
+	sc->warmup_factor = o->warmup_factor;
+	if (o->fail_instance >= 0) {
+		sc->fail_inst = (unsigned)o->fail_instance;
+		sc->fail_from_s = o->fail_from_s;
+		sc->fail_share = o->fail_share;
+	}
+	if (o->observe_l7) { /* HAProxy's defaults: error-limit 10; rise 2 x inter 2 s */
+		sc->error_limit = 10;
+		sc->down_s = 4;
+	}
+	if (o->nweights) {
+		if (!(f->weights = calloc(n, sizeof(*f->weights))))
+			return -1;
+		for (i = 0; i < n; i++)
+			f->weights[i] = o->weights[i % o->nweights];
+		sc->weights = f->weights;
+	}
 	return 0;
 }
 
 void dbk_sim_fleet_free(struct dbk_sim_fleet *f)
 {
 	free(f->engines);
+	free(f->weights);
 	f->engines = NULL;
+	f->weights = NULL;
 }

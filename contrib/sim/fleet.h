@@ -12,7 +12,8 @@ struct dbk_sim_fleet {
 	/* Each group's first instance (on a mixed fleet, with its GPU) */
 	struct dbk_engine_config cshort, clong;
 	struct dbk_engine_config *engines; /* one per instance */
-	struct dbk_sim_config sc;          /* points at engines */
+	double *weights;                   /* one per instance; NULL: none */
+	struct dbk_sim_config sc;          /* points at engines, weights, o's scale */
 };
 
 /* The GPU profile of instance i from --gpu's list, given to the

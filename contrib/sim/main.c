@@ -25,8 +25,8 @@ int main(int argc, char **argv)
 		return status;
 	memset(&u, 0, sizeof(u));
 	u.o = &o;
-	if (dbk_sim_policy_pick(o.policies, u.pol, DBK_SIM_MAX_POLICIES, &u.npol, err,
-	                        sizeof(err)) != 0) {
+	if (dbk_sim_policy_pick(o.policies, o.nweights > 0, u.pol, DBK_SIM_MAX_POLICIES, &u.npol,
+	                        err, sizeof(err)) != 0) {
 		fail(err);
 		return 2;
 	}
@@ -35,6 +35,10 @@ int main(int argc, char **argv)
 	else if (dbk_sim_fleet_build(&u.f, &o) != 0)
 		ret = fail("out of memory");
 	else {
+		u.changing = o.nscale || o.nramp || o.fail_instance >= 0 || o.observe_l7 ||
+		             o.nweights || o.warmup_s > 0;
+		u.nbounds = dbk_sim_phase_bounds(&u.f.sc, o.ramp, o.nramp, u.bounds,
+		                                 DBK_SIM_MAX_PHASES);
 		dbk_sim_setup_print(stdout, &u);
 		ret = o.slo_capacity ? dbk_sim_capacity(&u) : dbk_sim_runs(&u);
 	}

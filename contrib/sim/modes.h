@@ -11,6 +11,7 @@
 
 #include "fleet.h"
 #include "opts.h"
+#include "phases.h"
 #include "policy.h"
 #include "workload.h"
 
@@ -23,6 +24,12 @@ struct dbk_sim_setup {
 	struct dbk_sim_fleet f;
 	const struct dbk_sim_policy_ops *pol[DBK_SIM_MAX_POLICIES];
 	size_t npol;
+	/* A fleet that changes (--scale, --ramp, a failing instance,
+	 * --observe-l7, --weights, --warm-up): the report adds its phases
+	 * (starting at bounds) and the fleet's counts. */
+	bool changing;
+	double bounds[DBK_SIM_MAX_PHASES];
+	size_t nbounds;
 };
 
 /* One member of a JSON object: kind 's' is the string str, 'b' the
@@ -49,9 +56,11 @@ int dbk_sim_runs(const struct dbk_sim_setup *u);
 /* --slo-capacity: one search per policy, the table, the JSON. 0 or 1. */
 int dbk_sim_capacity(struct dbk_sim_setup *u);
 
-/* One simulation of reqs under pol; 0, or -1 with the reason on stderr. */
+/* One simulation of reqs under pol; with nb > 0 its phases from
+ * bounds[0..nb) into phases. 0, or -1 with the reason on stderr. */
 int dbk_sim_run_one(const struct dbk_sim_config *sc, const struct dbk_sim_req *reqs, size_t n,
-                    const struct dbk_sim_policy_ops *pol, struct dbk_sim_result *res);
+                    const struct dbk_sim_policy_ops *pol, struct dbk_sim_result *res,
+                    const double *bounds, size_t nb, struct dbk_sim_phase *phases);
 /* Writes root to path, pretty-printed, and deletes it (NULL: memory ran
  * short building it). 0, or -1 with the reason on stderr. */
 int dbk_sim_write_json(const char *path, cJSON *root);

@@ -28,7 +28,7 @@ struct extra {
 	bool demo, help, version;
 };
 
-#define NOPTS 36
+#define NOPTS 45
 /* The agent's default, as the help text quotes it. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -68,6 +68,51 @@ static const char *policy_list(void)
 		name, 0, DBK_OPT_SIZE, ptr, lo, hi, .flags = DBK_OPT_STRICT, .metavar = "N", \
 		                                    .help = text                             \
 	}
+
+/* The options of a fleet that changes (schedule.h), --help's section
+ * of them, into t[0..NFLEET_OPTS). */
+#define NFLEET_OPTS 9
+static void fleet_table(struct dbk_sim_opts *o, struct dbk_opt *t)
+{
+	const struct dbk_opt opts[] = {
+		{ "scale", 0, DBK_OPT_STR, &o->scale_text, .metavar = "T:N,...",
+		  .help = "instances present from model second T\n"
+		          "(from the first arrival) on: slots 0..N-1,\n"
+		          "first T 0; sets --instances to the\n"
+		          "largest N. Leaving: drains; joining\n"
+		          "empty: a new engine, cold prefix cache",
+		  .section = "A fleet that changes (default: none):" },
+		{ "ramp", 0, DBK_OPT_STR, &o->ramp_text, .metavar = "T:X,...",
+		  .help = "from model second T on, arrivals X times\n"
+		          "as fast as --rate-factor's (first T 0)" },
+		{ "warmup-s", 0, DBK_OPT_DOUBLE, &o->warmup_s, 0, 1e9, .metavar = "S",
+		  .help = "a new instance's steps are slower for\nits first S seconds (default "
+		          "0)" },
+		{ "warmup-factor", 0, DBK_OPT_DOUBLE, &o->warmup_factor, 1, 1000, .metavar = "X",
+		  .help = "how much slower (default 2)" },
+		{ "fail-instance", 0, DBK_OPT_INT, &o->fail_instance, 0, DBK_MAX_SERVERS - 1,
+		  .flags = DBK_OPT_STRICT, .metavar = "I",
+		  .help = "instance I answers HTTP 500 at once, no\n"
+		          "token, its /metrics and health fine" },
+		{ "fail-from-s", 0, DBK_OPT_DOUBLE, &o->fail_from_s, 0, 1e12, .metavar = "S",
+		  .help = "from model second S on (default 0)" },
+		{ "fail-share", 0, DBK_OPT_DOUBLE, &o->fail_share, 1e-6, 1, .metavar = "X",
+		  .help = "that share of its requests (default 1)" },
+		{ "observe-l7", 0, DBK_OPT_FLAG, &o->observe_l7,
+		  .help = "HAProxy's observe layer7, error-limit 10,\n"
+		          "on-error mark-down for every policy: 10\n"
+		          "5xx in a row take an instance out until\n"
+		          "its health check (rise 2, inter 2 s)\n"
+		          "brings it back 4 s later" },
+		{ "weights", 0, DBK_OPT_STR, &o->weights_text, .metavar = "LIST",
+		  .help = "operator weights 1..256 given to the\n"
+		          "instances in turn (10,3); the wlc policy\n"
+		          "(HAProxy's leastconn) reads them" },
+	};
+
+	_Static_assert(sizeof(opts) / sizeof(opts[0]) == NFLEET_OPTS, "NFLEET_OPTS is its size");
+	memcpy(t, opts, sizeof(opts));
+}
 
 static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 {
@@ -149,6 +194,8 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		  .metavar = "N",
 		  .help = "body bytes besides the prompt's 4 per\n"
 		          "token, as the agent sees them (120)" },
+	};
+	const struct dbk_opt tail[] = {
 		{ "slo-ttft-ms", 0, DBK_OPT_DOUBLE, &o->slo_ttft_ms, 0, 1e12, .metavar = "X",
 		  .help = "goodput objectives; 0 = not applied", .section = "Report:" },
 		{ "slo-tpot-ms", 0, DBK_OPT_DOUBLE, &o->slo_tpot_ms, 0, 1e12, .metavar = "X",
@@ -177,9 +224,15 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		{ "version", 0, DBK_OPT_FLAG, &x->version, .help = "the version" },
 		{ .name = NULL },
 	};
+	const size_t nhead = sizeof(opts) / sizeof(opts[0]), ntail = sizeof(tail) / sizeof(tail[0]);
 
-	_Static_assert(sizeof(opts) / sizeof(opts[0]) == NOPTS + 1, "NOPTS is the table's size");
+	_Static_assert(sizeof(opts) / sizeof(opts[0]) + NFLEET_OPTS +
+	                               sizeof(tail) / sizeof(tail[0]) ==
+	                       NOPTS + 1,
+	               "NOPTS is the table's size");
 	memcpy(t, opts, sizeof(opts));
+	fleet_table(o, t + nhead);
+	memcpy(t + nhead + NFLEET_OPTS, tail, ntail * sizeof(tail[0]));
 }
 
 static const char *const intro =
@@ -201,7 +254,8 @@ static const char *const policies_text =
         "consistent_hash ring on the session key; llm_d queue, KV-utilisation\n"
         "and prefix-cache scorers (2/2/3) on metrics scraped every 50 ms;\n"
         "prefixaware (production-stack) random among the instances holding the\n"
-        "longest prefix.\n"
+        "longest prefix; wlc HAProxy's leastconn with the servers' weights\n"
+        "(--weights; in all only with them).\n"
         "Latencies are model time, as vLLM's benchmark client defines them.\n";
 
 static void usage(FILE *f, const struct dbk_opt *t)
@@ -228,6 +282,42 @@ static void usage(FILE *f, const struct dbk_opt *t)
 	}
 }
 
+/* --scale, --ramp, --weights and the failing instance: parsed and
+ * checked against each other. 0, or -1 with the reason in err. */
+static int fleet_opts(struct dbk_sim_opts *o, char *err, size_t errlen)
+{
+	char why[200];
+
+	if (o->scale_text) {
+		if (dbk_sim_steps_parse(o->scale_text, 1, DBK_MAX_SERVERS, 1, o->scale,
+		                        DBK_SIM_MAX_STEPS, &o->nscale, why, sizeof(why)) != 0) {
+			dbk_errf(err, errlen, "--scale: %s", why);
+			return -1;
+		}
+		o->instances = 1;
+		for (size_t k = 0; k < o->nscale; k++)
+			if (o->scale[k].v > o->instances)
+				o->instances = (int)o->scale[k].v;
+	}
+	if (o->ramp_text &&
+	    dbk_sim_steps_parse(o->ramp_text, 1e-3, 1e3, 0, o->ramp, DBK_SIM_MAX_STEPS, &o->nramp,
+	                        why, sizeof(why)) != 0) {
+		dbk_errf(err, errlen, "--ramp: %s", why);
+		return -1;
+	}
+	if (o->weights_text && dbk_sim_weights_parse(o->weights_text, o->weights, DBK_MAX_SERVERS,
+	                                             &o->nweights, why, sizeof(why)) != 0) {
+		dbk_errf(err, errlen, "--weights: %s", why);
+		return -1;
+	}
+	if (o->fail_instance >= o->instances) {
+		dbk_errf(err, errlen, "--fail-instance: %d is not one of the %d instances",
+		         o->fail_instance, o->instances);
+		return -1;
+	}
+	return 0;
+}
+
 /* Prints msg; returns 1 (exit at once: the status is already 2). */
 static int usage_error(const char *msg)
 {
@@ -249,6 +339,9 @@ static void defaults(struct dbk_sim_opts *o, struct extra *x)
 	o->policies = "all";
 	o->gpu = "h100";
 	o->stall_weight = -1;
+	o->warmup_factor = 2;
+	o->fail_instance = -1;
+	o->fail_share = 1;
 	dbk_slo_search_default(&o->search);
 	x->max_evals = (int)o->search.max_evals;
 }
@@ -286,6 +379,8 @@ int dbk_sim_opts_parse(int argc, char **argv, struct dbk_sim_opts *o, int *statu
 			         o->gpu);
 			return usage_error(err);
 		}
+	if (fleet_opts(o, err, sizeof(err)) != 0)
+		return usage_error(err);
 	o->search.max_evals = (unsigned)x.max_evals;
 	o->search.start = o->slice.rate_factor;
 	if (x.demo) { /* contrib/demo.sh's short stubs */

@@ -7,7 +7,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "lib/bounds.h"
 #include "model/trace.h"
+#include "schedule.h"
+#include "sim.h"
 #include "slo.h"
 
 struct dbk_sim_opts {
@@ -29,6 +32,15 @@ struct dbk_sim_opts {
 	double slo_ttft_ms, slo_tpot_ms, slo_e2e_ms;
 	const char *policies;
 	const char *json;
+	/* A fleet that changes (schedule.h): the texts, then parsed. */
+	const char *scale_text, *ramp_text, *weights_text;
+	struct dbk_sim_step scale[DBK_SIM_MAX_STEPS], ramp[DBK_SIM_MAX_STEPS];
+	size_t nscale, nramp, nweights;
+	double weights[DBK_MAX_SERVERS];
+	double warmup_s, warmup_factor;
+	int fail_instance; /* -1: none */
+	double fail_from_s, fail_share;
+	bool observe_l7;
 	/* --slo-capacity: search each policy's capacity instead. */
 	bool slo_capacity;
 	struct dbk_slo_search search;

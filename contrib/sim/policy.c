@@ -35,19 +35,22 @@ void dbk_sim_policy_free(const struct dbk_sim_policy_ops *ops, void *st)
 
 unsigned dbk_sim_least(const struct dbk_sim *s, unsigned from, dbk_sim_key_fn key, const void *ctx)
 {
-	unsigned n = dbk_sim_ninstances(s), k, best = from % n;
-	double best_key = key(ctx, s, best);
+	unsigned n = dbk_sim_ninstances(s), k, best = n;
+	double best_key = 0;
 
-	for (k = 1; k < n; k++) {
+	for (k = 0; k < n; k++) {
 		unsigned i = (from + k) % n;
-		double v = key(ctx, s, i);
+		double v;
 
-		if (v < best_key) {
+		if (!dbk_sim_usable(s, i))
+			continue;
+		v = key(ctx, s, i);
+		if (best == n || v < best_key) {
 			best = i;
 			best_key = v;
 		}
 	}
-	return best;
+	return best < n ? best : from % n;
 }
 
 double dbk_sim_key_inflight(const void *ctx, const struct dbk_sim *s, unsigned i)
@@ -65,11 +68,17 @@ double dbk_sim_key_neg_inflight(const void *ctx, const struct dbk_sim *s, unsign
 
 static int rr_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
-	unsigned *next = st, i = *next;
+	unsigned *next = st, n = dbk_sim_ninstances(s), i;
 
 	(void)r;
-	*next = (i + 1) % dbk_sim_ninstances(s);
-	return (int)i;
+	/* HAProxy's roundrobin passes over the servers that are down. */
+	for (unsigned k = 0; k < n; k++) {
+		i = *next;
+		*next = (i + 1) % n;
+		if (dbk_sim_usable(s, i))
+			return (int)i;
+	}
+	return DBK_SIM_REFUSE;
 }
 
 const struct dbk_sim_policy_ops dbk_sim_policy_rr = {
@@ -123,7 +132,8 @@ static const struct dbk_sim_policy_ops *const head[] = {
 	X(power_of_two)    \
 	X(consistent_hash) \
 	X(llm_d)           \
-	X(prefixaware)
+	X(prefixaware)     \
+	X(wlc)
 
 #define DECLARE(name) extern const struct dbk_sim_policy_ops dbk_sim_policy_##name;
 #define ENTRY(name) &dbk_sim_policy_##name,
@@ -157,16 +167,17 @@ const struct dbk_sim_policy_ops *dbk_sim_policy_find(const char *name)
 	return NULL;
 }
 
-int dbk_sim_policy_pick(const char *list, const struct dbk_sim_policy_ops **out, size_t max,
-                        size_t *n, char *err, size_t errlen)
+int dbk_sim_policy_pick(const char *list, bool weighted, const struct dbk_sim_policy_ops **out,
+                        size_t max, size_t *n, char *err, size_t errlen)
 {
 	char buf[256], *tok, *save = NULL;
 	const struct dbk_sim_policy_ops *p;
 
 	*n = 0;
 	if (strcmp(list, "all") == 0) {
-		while (*n < max && (p = dbk_sim_policy_at(*n)) != NULL)
-			out[(*n)++] = p;
+		for (size_t i = 0; *n < max && (p = dbk_sim_policy_at(i)) != NULL; i++)
+			if (weighted || !p->weighted)
+				out[(*n)++] = p;
 		return 0;
 	}
 	if (strlen(list) >= sizeof(buf)) {

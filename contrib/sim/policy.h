@@ -1,7 +1,8 @@
 /* Routing policies for the simulator: the slot a new policy plugs into,
  * and the ones that come with it.
  *
- *   rr           round robin over all instances (HAProxy "balance roundrobin")
+ *   rr           round robin over the usable instances (HAProxy "balance
+ *                roundrobin" with equal weights)
  *   lc           least connections: fewest requests in flight
  *                (HAProxy "balance leastconn", the agent's fallback)
  *   plain        the agent without dynamic buckets: agent/balancer.c, one
@@ -19,6 +20,8 @@
  * file names repository, path and commit):
  *   cache_aware      SGLang model gateway / vLLM Router (policy_cache_aware.c)
  *   power_of_two     vLLM Router (policy_p2.c)
+ *   wlc              HAProxy "balance leastconn" with the servers' weights
+ *                    (policy_wlc.c)
  *   consistent_hash  vLLM Router, on the session key (policy_chash.c)
  *   llm_d            llm-d's default scheduling profile (policy_llmd.c)
  *   prefixaware      vLLM production-stack (policy_prefixaware.c)
@@ -84,6 +87,17 @@ struct dbk_sim_policy_ops {
 	bool scrape;
 	void (*tick)(void *st, const struct dbk_sim *s);
 	double tick_s;
+	/* May be NULL. Instance i turned usable or not (scaled out or in,
+	 * marked down or up), or a new instance took its slot (fresh: what
+	 * was learnt of the old one is stale, as a router that keys its
+	 * state by the pod's address finds). Every policy is told at the
+	 * same model time; while i is not usable (dbk_sim_usable) choose
+	 * must not return it. Slots absent from the start are told before
+	 * the first arrival. */
+	void (*member)(void *st, const struct dbk_sim *s, unsigned i, bool usable, bool fresh);
+	/* In "all" only when the run has weights (wlc: without them it is
+	 * lc). */
+	bool weighted;
 	/* May be NULL. */
 	void (*stats)(const void *st, struct dbk_sim_policy_stats *out);
 	/* May be NULL: frees what init allocated, not the state itself. */
@@ -117,8 +131,9 @@ void *dbk_sim_policy_new(const struct dbk_sim_policy_ops *ops, const struct dbk_
                          char *err, size_t errlen);
 void dbk_sim_policy_free(const struct dbk_sim_policy_ops *ops, void *st);
 
-/* The instance with the least key(ctx, s, i), looked at from instance
- * from on, wrapping around: the first of equals in that order. */
+/* The usable instance with the least key(ctx, s, i), looked at from
+ * instance from on, wrapping around: the first of equals in that order
+ * (from % n when none is usable). */
 typedef double (*dbk_sim_key_fn)(const void *ctx, const struct dbk_sim *s, unsigned i);
 unsigned dbk_sim_least(const struct dbk_sim *s, unsigned from, dbk_sim_key_fn key, const void *ctx);
 /* Keys for it: requests in flight (HAProxy's connection count), and
@@ -131,10 +146,11 @@ const struct dbk_sim_policy_ops *dbk_sim_policy_at(size_t i);
 /* By name; NULL when unknown. */
 const struct dbk_sim_policy_ops *dbk_sim_policy_find(const char *name);
 /* The policies of a comma-separated list of names ("all": every
- * built-in one), at most max of them, in out[0..*n). 0, or -1 with the
+ * built-in one, those that read weights only when weighted), at most
+ * max of them, in out[0..*n). 0, or -1 with the
  * reason in err (an unknown name, an empty list). */
-int dbk_sim_policy_pick(const char *list, const struct dbk_sim_policy_ops **out, size_t max,
-                        size_t *n, char *err, size_t errlen);
+int dbk_sim_policy_pick(const char *list, bool weighted, const struct dbk_sim_policy_ops **out,
+                        size_t max, size_t *n, char *err, size_t errlen);
 
 /* ---- The balancer policies' view of a request, exposed for tests. ---- */
 

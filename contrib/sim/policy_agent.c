@@ -13,9 +13,9 @@
  * the arrivals (fixed seed), or with lb_sticky each conversation's
  * requests to one of them, all reading the same scraped numbers: the
  * servers' /metrics are the only state they share. The agent's balancer
- * is left out: with no lease limit and every instance usable, it takes
- * each lease where the policy chose, and the slot the policy fills is
- * kept here. */
+ * is left out: with no lease limit it takes each lease where the policy
+ * chose (the policy is told which servers are usable, as the agent tells
+ * it), and the slot the policy fills is kept here. */
 #include "policy.h"
 
 #include <stdlib.h>
@@ -210,6 +210,20 @@ static void ag_tick(void *st, const struct dbk_sim *s)
 	}
 }
 
+/* HAProxy's state of the server, passed to every node as the agent's
+ * runtime sync passes it (the usable hook). A fresh instance's learnt
+ * state (speed, prefix index) is not reset: the agent's policies have
+ * no hook for it yet. */
+static void ag_member(void *st, const struct dbk_sim *s, unsigned i, bool usable, bool fresh)
+{
+	struct ag *p = st;
+
+	(void)s;
+	(void)fresh;
+	for (unsigned j = 0; j < p->k && p->ops->usable; j++)
+		p->ops->usable(p->node[j], i, usable);
+}
+
 /* One simulator policy per agent policy that chooses, made on first use
  * from the agent's table, in its order. */
 static struct dbk_sim_policy_ops ops_of[16];
@@ -235,6 +249,7 @@ const struct dbk_sim_policy_ops *dbk_sim_policy_agent(size_t i)
 				.scrape = a->scraped != NULL,
 				.tick = ag_tick,
 				.tick_s = 0.100,
+				.member = ag_member,
 			};
 		}
 	}

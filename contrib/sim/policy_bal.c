@@ -94,6 +94,15 @@ static void bal_stats(const void *st, struct dbk_sim_policy_stats *out)
 	out->unknown_releases = bs->unknown_releases;
 }
 
+/* HAProxy's state of the server, as the agent's runtime sync passes it
+ * on (the balancer keeps nothing else per server to start afresh). */
+static void bal_member(void *st, const struct dbk_sim *s, unsigned i, bool usable, bool fresh)
+{
+	(void)s;
+	(void)fresh;
+	dbk_bal_set_usable(((struct balp *)st)->b, i, usable);
+}
+
 static void bal_fini(void *st) { dbk_bal_free(((struct balp *)st)->b); }
 
 const struct dbk_balancer *dbk_sim_bal_policy_balancer(const void *st)
@@ -104,10 +113,11 @@ const struct dbk_balancer *dbk_sim_bal_policy_balancer(const void *st)
 /* plain: the agent without --enable-dynamic-bucket, one group; dynamic:
  * with it, the short and long groups. arg: NULL for plain, anything else
  * for dynamic. */
-#define BAL_OPS(policy, dynamic)                                                                   \
-	{                                                                                          \
-		.name = policy, .arg = dynamic, .size = sizeof(struct balp), .init = bal_init,     \
-		.choose = bal_choose, .release = bal_release, .stats = bal_stats, .fini = bal_fini \
+#define BAL_OPS(policy, dynamic)                                                               \
+	{                                                                                      \
+		.name = policy, .arg = dynamic, .size = sizeof(struct balp), .init = bal_init, \
+		.choose = bal_choose, .release = bal_release, .stats = bal_stats,              \
+		.fini = bal_fini, .member = bal_member                                         \
 	}
 
 const struct dbk_sim_policy_ops dbk_sim_policy_plain = BAL_OPS("plain", NULL);

@@ -49,6 +49,22 @@ static int ca_init(void *st, const struct dbk_sim_policy_env *env)
 
 static void ca_fini(void *st) { dbk_radix_free(&((struct cache_aware *)st)->tree); }
 
+/* The healthy worker whose tree holds the fewest characters (the first
+ * among equals). */
+static unsigned smallest_usable(const struct dbk_radix *t, const struct dbk_sim *s)
+{
+	unsigned best = dbk_radix_smallest_tenant(t);
+
+	if (dbk_sim_usable(s, best))
+		return best;
+	best = t->ntenants;
+	for (unsigned i = 0; i < t->ntenants; i++)
+		if (dbk_sim_usable(s, i) &&
+		    (best == t->ntenants || t->tenant_chars[i] < t->tenant_chars[best]))
+			best = i;
+	return best < t->ntenants ? best : 0;
+}
+
 static int ca_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
 	struct cache_aware *p = st;
@@ -64,12 +80,12 @@ static int ca_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 		struct dbk_radix_match m;
 
 		dbk_radix_match(&p->tree, r, &m);
-		if (m.input_chars > 0 && m.tenant >= 0 &&
+		if (m.input_chars > 0 && m.tenant >= 0 && dbk_sim_usable(s, (unsigned)m.tenant) &&
 		    (double)m.matched_chars / (double)m.input_chars > CA_CACHE_THRESHOLD) {
 			pick = (unsigned)m.tenant;
 			p->affinity++;
 		} else {
-			pick = dbk_radix_smallest_tenant(&p->tree);
+			pick = smallest_usable(&p->tree, s);
 		}
 	}
 	if (dbk_radix_insert(&p->tree, r, pick, dbk_sim_now(s)) != 0)
@@ -87,5 +103,19 @@ static void ca_tick(void *st, const struct dbk_sim *s)
 		p->evicted += (uint64_t)d;
 }
 
+/* A worker that leaves is removed from the tree (the peer's
+ * remove_worker: tree.remove_tenant(url), vllm-project/router,
+ * src/policies/cache_aware.rs at commit
+ * 16917f49522f1ef27770cd7994626eaed8b9f793); one that is unhealthy is
+ * only passed over. The simulator says "fresh" when a new pod takes the
+ * slot, which is when the old pod's prefixes matter: forgotten then. */
+static void ca_member(void *st, const struct dbk_sim *s, unsigned i, bool usable, bool fresh)
+{
+	(void)s;
+	(void)usable;
+	if (fresh)
+		dbk_radix_remove_tenant(&((struct cache_aware *)st)->tree, i);
+}
+
 DBK_SIM_POLICY_OPS(cache_aware, struct cache_aware, ca, .tick = ca_tick,
-                   .tick_s = CA_EVICTION_INTERVAL_S);
+                   .tick_s = CA_EVICTION_INTERVAL_S, .member = ca_member);

@@ -71,7 +71,6 @@ static int ch_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	uint64_t h = dbk_u64map_mix64(key ^ 0xc0ffeeULL);
 	size_t lo = 0, hi = p->npoints;
 
-	(void)s;
 	while (lo < hi) { /* first point with hash >= h */
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -80,7 +79,18 @@ static int ch_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 		else
 			hi = mid;
 	}
-	return (int)p->ring[lo == p->npoints ? 0 : lo].inst;
+	/* A worker that left has no points on the peer's ring (it is
+	 * rebuilt from the worker list, which service discovery keeps:
+	 * vllm-project/router, src/service_discovery.rs at commit
+	 * 3abdc67744cb291c72e2179631ab2b7e33b68355): the next usable point
+	 * clockwise. */
+	for (size_t k = 0; k < p->npoints; k++) {
+		const struct point *pt = &p->ring[(lo + k) % p->npoints];
+
+		if (dbk_sim_usable(s, pt->inst))
+			return (int)pt->inst;
+	}
+	return DBK_SIM_REFUSE;
 }
 
 DBK_SIM_POLICY_OPS(consistent_hash, struct chash, ch);

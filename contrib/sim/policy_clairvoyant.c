@@ -147,7 +147,8 @@ static int clair_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_
 		bool fits;
 		double t;
 
-		if ((uint64_t)r->input_tokens + r->output_tokens > ec->max_model_len)
+		if (!dbk_sim_usable(s, i) ||
+		    (uint64_t)r->input_tokens + r->output_tokens > ec->max_model_len)
 			continue;
 		if (load_instance(p, s, i) != 0)
 			return DBK_SIM_POLICY_ERROR;

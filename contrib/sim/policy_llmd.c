@@ -119,6 +119,8 @@ static int ld_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 
 	dbk_blockindex_match(&p->index, p->hashes, nh, p->match);
 	for (i = 0; i < n; i++) {
+		if (!dbk_sim_usable(s, i)) /* not a pod of the pool now */
+			continue;
 		const struct dbk_sim_scrape *x = dbk_sim_scraped(s, i);
 		double q = qmax == qmin ? 1.0 : (double)(qmax - x->waiting) / (double)(qmax - qmin);
 		double pre = nh ? (double)p->match[i] / (double)nh : 0.0;
@@ -137,4 +139,19 @@ static int ld_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	return (int)pick;
 }
 
-DBK_SIM_POLICY_OPS(llm_d, struct llmd, ld, .scrape = true, .tick_s = LD_REFRESH_S);
+/* The picker scores the pods of its datastore only, from which the pod
+ * reconciler deletes a pod that is deleted, no longer matches the pool
+ * or is not Ready (kubernetes-sigs/gateway-api-inference-extension,
+ * pkg/epp/controller/pod_reconciler.go at commit
+ * 60c5ab8f0950282fbfb6bdf1b5515740e3b441e9: PodDelete); its indexer keys
+ * blocks by pod, so a new pod in the slot starts with none. */
+static void ld_member(void *st, const struct dbk_sim *s, unsigned i, bool usable, bool fresh)
+{
+	(void)s;
+	(void)usable;
+	if (fresh)
+		dbk_blockindex_clear(&((struct llmd *)st)->index, i);
+}
+
+DBK_SIM_POLICY_OPS(llm_d, struct llmd, ld, .scrape = true, .tick_s = LD_REFRESH_S,
+                   .member = ld_member);

@@ -15,6 +15,7 @@
  * reproducible. */
 #include "policy.h"
 
+#include "lib/bounds.h"
 #include "u64map.h"
 
 #define P2_LOAD_CHECK_INTERVAL_S 5.0
@@ -33,16 +34,24 @@ static uint64_t load(const struct dbk_sim *s, unsigned i)
 	return (uint64_t)x->running + x->waiting + dbk_sim_inflight(s, i);
 }
 
+/* The draws are over the workers the router lists now: its service
+ * discovery removes the worker of a pod deleted or no longer healthy
+ * (vllm-project/router, src/service_discovery.rs at commit
+ * 3abdc67744cb291c72e2179631ab2b7e33b68355: handle_pod_deletion ->
+ * remove_worker). */
 static int p2_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
-	unsigned n = dbk_sim_ninstances(s), a, b;
+	unsigned n = 0, a, b, up[DBK_MAX_SERVERS];
 
 	(void)r;
+	for (unsigned i = 0; i < dbk_sim_ninstances(s); i++)
+		if (dbk_sim_usable(s, i))
+			up[n++] = i;
 	if (n == 1)
-		return 0;
-	a = draw(st, n);
+		return (int)up[0];
+	a = up[draw(st, n)];
 	do
-		b = draw(st, n);
+		b = up[draw(st, n)];
 	while (b == a);
 	return (int)(load(s, a) <= load(s, b) ? a : b);
 }

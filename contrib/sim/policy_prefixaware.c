@@ -134,10 +134,12 @@ static int pa_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	struct prefixaware *p = st;
 	unsigned i, nc = 0;
 
-	(void)s;
 	memset(p->sel, 0, p->words * sizeof(*p->sel));
+	/* The endpoints service discovery lists now: route_request matches
+	 * within available_endpoints = the endpoints' URLs. */
 	for (i = 0; i < p->n; i++)
-		p->sel[i / 64] |= (uint64_t)1 << (i % 64);
+		if (dbk_sim_usable(s, i))
+			p->sel[i / 64] |= (uint64_t)1 << (i % 64);
 	chunks(r, narrow, p);
 	for (i = 0; i < p->n; i++)
 		if (p->sel[i / 64] >> (i % 64) & 1)
@@ -148,4 +150,15 @@ static int pa_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	return p->oom ? DBK_SIM_POLICY_ERROR : (int)p->pick;
 }
 
-DBK_SIM_POLICY_OPS(prefixaware, struct prefixaware, pa);
+/* The trie names endpoints by URL: a new pod in the slot holds nothing. */
+static void pa_member(void *st, const struct dbk_sim *s, unsigned i, bool usable, bool fresh)
+{
+	struct prefixaware *p = st;
+
+	(void)s;
+	(void)usable;
+	for (size_t k = 0; fresh && k < p->nsets; k++)
+		p->sets[k * p->words + i / 64] &= ~((uint64_t)1 << (i % 64));
+}
+
+DBK_SIM_POLICY_OPS(prefixaware, struct prefixaware, pa, .member = pa_member);

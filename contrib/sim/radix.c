@@ -181,6 +181,12 @@ static void drop_ref(struct dbk_radix *t, struct dbk_radix_node *nd, unsigned te
 	*ref = nd->tenants[--nd->ntenants];
 }
 
+void dbk_radix_remove_tenant(struct dbk_radix *t, unsigned tenant)
+{
+	for (size_t i = 0; i < t->nnodes; i++)
+		drop_ref(t, &t->nodes[i], tenant);
+}
+
 long dbk_radix_evict(struct dbk_radix *t, uint64_t max_chars)
 {
 	struct victim *v;

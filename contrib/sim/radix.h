@@ -58,6 +58,9 @@ int dbk_radix_insert(struct dbk_radix *t, const struct dbk_sim_req *r, unsigned 
 /* The tenant holding the fewest characters (the lowest index among
  * equals). */
 unsigned dbk_radix_smallest_tenant(const struct dbk_radix *t);
+/* Forgets every prefix of tenant (its size drops to 0): the peers'
+ * remove_tenant, when a worker leaves. */
+void dbk_radix_remove_tenant(struct dbk_radix *t, unsigned tenant);
 /* For every tenant above max_chars, drops its least recently used leaves
  * until it is not. Returns the nodes dropped, or -1 (memory). */
 long dbk_radix_evict(struct dbk_radix *t, uint64_t max_chars);

@@ -152,6 +152,73 @@ void dbk_sim_report_table(FILE *f, const struct dbk_sim_run_report *runs, size_t
 	rows(f, runs, n, &runs[baseline].res);
 }
 
+/* ---- A fleet that changes. ---- */
+
+static double attain(const struct dbk_sim_phase *p)
+{
+	return p->offered ? 100.0 * (double)p->good / (double)p->offered : NAN;
+}
+
+/* A number, or "-" for none. */
+static void num(FILE *f, int w, int prec, double v)
+{
+	if (isnan(v))
+		fprintf(f, " %*s", w, "-");
+	else
+		fprintf(f, " %*.*f", w, prec, v);
+}
+
+static void phase_table(FILE *f, const struct dbk_sim_run_report *runs, size_t n, size_t k)
+{
+	const struct dbk_sim_phase *p0 = &runs[0].phases[k];
+
+	fprintf(f, "\nphase %zu: arrivals from %g s", k + 1, p0->from_s);
+	if (isfinite(p0->to_s))
+		fprintf(f, " to %g s", p0->to_s);
+	fprintf(f, ", %u instances at its start\n", p0->instances);
+	fprintf(f, "%-16s %8s %8s %7s %8s %8s %8s %7s %7s\n", "policy", "offered", "done", "fail",
+	        "attain%", "TTFT50", "TTFT99", "TPOT50", "TPOT99");
+	for (size_t r = 0; r < n; r++) {
+		const struct dbk_sim_phase *p = &runs[r].phases[k];
+
+		fprintf(f, "%-16s %8llu %8llu %7llu", runs[r].policy,
+		        (unsigned long long)p->offered, (unsigned long long)p->completed,
+		        (unsigned long long)p->failed);
+		num(f, 8, 1, attain(p));
+		num(f, 8, 0, 1e3 * p->ttft_p50);
+		num(f, 8, 0, 1e3 * p->ttft_p99);
+		num(f, 7, 1, 1e3 * p->tpot_p50);
+		num(f, 7, 1, 1e3 * p->tpot_p99);
+		fputc('\n', f);
+	}
+}
+
+void dbk_sim_report_phases(FILE *f, const struct dbk_sim_run_report *runs, size_t n)
+{
+	size_t np = n ? runs[0].nphases : 0;
+
+	fprintf(f, "\nthe fleet: http500 = answered at once by the failing instance; "
+	           "down = times marked down\n(--observe-l7); joined = instances that "
+	           "joined with a new engine; misrouted = sent to\nan instance left out "
+	           "(0 for every policy); attain%% = done within the SLOs / offered\n");
+	fprintf(f, "%-16s %8s %6s %6s %9s", "policy", "http500", "down", "joined", "misrouted");
+	for (size_t k = 0; k < np; k++)
+		fprintf(f, "  ph%zu %%", k + 1);
+	fputc('\n', f);
+	for (size_t r = 0; r < n; r++) {
+		const struct dbk_sim_result *s = &runs[r].res;
+
+		fprintf(f, "%-16s %8llu %6llu %6llu %9llu", runs[r].policy,
+		        (unsigned long long)s->server_errors, (unsigned long long)s->marked_down,
+		        (unsigned long long)s->new_engines, (unsigned long long)s->misrouted);
+		for (size_t k = 0; k < np; k++)
+			num(f, 6, 1, attain(&runs[r].phases[k]));
+		fputc('\n', f);
+	}
+	for (size_t k = 0; k < np; k++)
+		phase_table(f, runs, n, k);
+}
+
 /* ---- JSON. ---- */
 
 static cJSON *dist_json(const struct dbk_dist *d)
@@ -191,6 +258,55 @@ static cJSON *class_json(const struct dbk_class_summary *c)
 	return o;
 }
 
+static void ms_or_null(cJSON *o, const char *key, double s)
+{
+	if (isnan(s))
+		cJSON_AddNullToObject(o, key);
+	else
+		cJSON_AddNumberToObject(o, key, 1e3 * s);
+}
+
+/* The fleet's counts and the phases, only when the fleet changes. */
+static void fleet_json(cJSON *o, const struct dbk_sim_run_report *run)
+{
+	const struct dbk_sim_result *res = &run->res;
+	cJSON *arr;
+
+	cJSON_AddNumberToObject(o, "server_errors", (double)res->server_errors);
+	cJSON_AddNumberToObject(o, "marked_down", (double)res->marked_down);
+	cJSON_AddNumberToObject(o, "new_engines", (double)res->new_engines);
+	cJSON_AddNumberToObject(o, "misrouted", (double)res->misrouted);
+	arr = cJSON_AddArrayToObject(o, "phases");
+	for (size_t k = 0; arr && k < run->nphases; k++) {
+		const struct dbk_sim_phase *p = &run->phases[k];
+		cJSON *ph = cJSON_CreateObject();
+
+		if (!ph)
+			return;
+		cJSON_AddItemToArray(arr, ph);
+		cJSON_AddNumberToObject(ph, "from_s", p->from_s);
+		if (isfinite(p->to_s))
+			cJSON_AddNumberToObject(ph, "to_s", p->to_s);
+		else
+			cJSON_AddNullToObject(ph, "to_s");
+		cJSON_AddNumberToObject(ph, "instances", p->instances);
+		cJSON_AddNumberToObject(ph, "top_instance", p->top_instance);
+		cJSON_AddNumberToObject(ph, "offered", (double)p->offered);
+		cJSON_AddNumberToObject(ph, "completed", (double)p->completed);
+		cJSON_AddNumberToObject(ph, "failed", (double)p->failed);
+		cJSON_AddNumberToObject(ph, "good", (double)p->good);
+		if (p->offered)
+			cJSON_AddNumberToObject(ph, "slo_attainment",
+			                        (double)p->good / (double)p->offered);
+		else
+			cJSON_AddNullToObject(ph, "slo_attainment");
+		ms_or_null(ph, "ttft_p50_ms", p->ttft_p50);
+		ms_or_null(ph, "ttft_p99_ms", p->ttft_p99);
+		ms_or_null(ph, "tpot_p50_ms", p->tpot_p50);
+		ms_or_null(ph, "tpot_p99_ms", p->tpot_p99);
+	}
+}
+
 cJSON *dbk_sim_report_json(const struct dbk_sim_run_report *runs, size_t n, int baseline)
 {
 	cJSON *root = cJSON_CreateObject(), *arr;
@@ -222,6 +338,8 @@ cJSON *dbk_sim_report_json(const struct dbk_sim_run_report *runs, size_t n, int 
 		cJSON_AddNumberToObject(o, "too_long", (double)res->too_long);
 		cJSON_AddNumberToObject(o, "redirects", (double)res->redirects);
 		cJSON_AddNumberToObject(o, "leases_left", (double)res->policy_leases);
+		if (runs[r].nphases)
+			fleet_json(o, &runs[r]);
 		cl = cJSON_AddObjectToObject(o, "classes");
 		for (c = 0; cl && c < DBK_NCLASSES; c++)
 			cJSON_AddItemToObject(cl, dbk_metrics_class_name(c),

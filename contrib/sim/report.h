@@ -8,12 +8,17 @@
 
 #include <cjson/cJSON.h>
 
+#include "phases.h"
 #include "sim.h"
 
 struct dbk_sim_run_report {
 	const char *policy;
 	struct dbk_sim_result res;
 	double wall_s; /* < 0: not measured (left out) */
+	/* A fleet that changes: its phases (0: none, and neither the
+	 * tables nor the JSON speak of them). */
+	struct dbk_sim_phase phases[DBK_SIM_MAX_PHASES];
+	size_t nphases;
 };
 
 /* Index of the run named name, or -1. */
@@ -22,6 +27,11 @@ int dbk_sim_report_find(const struct dbk_sim_run_report *runs, size_t n, const c
 /* The table; then, when baseline >= 0, each metric as a ratio to that
  * run's. */
 void dbk_sim_report_table(FILE *f, const struct dbk_sim_run_report *runs, size_t n, int baseline);
+
+/* The fleet's counts per policy (server errors, marks down, new
+ * engines, misrouted requests), each phase's SLO attainment side by
+ * side, then each phase's table. */
+void dbk_sim_report_phases(FILE *f, const struct dbk_sim_run_report *runs, size_t n);
 
 /* {"policies": [...]} with every class's full distributions (ms) and,
  * when baseline >= 0, "ratio_to_<name>" per run. NULL on memory

@@ -44,7 +44,8 @@ int dbk_sim_write_json(const char *path, cJSON *root)
 }
 
 int dbk_sim_run_one(const struct dbk_sim_config *sc, const struct dbk_sim_req *reqs, size_t n,
-                    const struct dbk_sim_policy_ops *pol, struct dbk_sim_result *res)
+                    const struct dbk_sim_policy_ops *pol, struct dbk_sim_result *res,
+                    const double *bounds, size_t nb, struct dbk_sim_phase *phases)
 {
 	struct dbk_sim *s;
 	char err[256];
@@ -58,6 +59,10 @@ int dbk_sim_run_one(const struct dbk_sim_config *sc, const struct dbk_sim_req *r
 	rc = dbk_sim_run(s, err, sizeof(err));
 	if (rc == 0 && dbk_sim_result(s, res) != 0) {
 		dbk_errf(err, sizeof(err), "out of memory in the metrics");
+		rc = -1;
+	}
+	if (rc == 0 && nb > 0 && dbk_sim_phases(s, bounds, nb, phases) != 0) {
+		dbk_errf(err, sizeof(err), "out of memory in the phases");
 		rc = -1;
 	}
 	dbk_sim_free(s);
@@ -96,14 +101,18 @@ int dbk_sim_runs(const struct dbk_sim_setup *u)
 	for (k = 0; k < u->npol; k++) {
 		double t0 = wall_now();
 
-		if (dbk_sim_run_one(&u->f.sc, u->w.reqs, u->w.n, u->pol[k], &runs[k].res) != 0)
+		if (dbk_sim_run_one(&u->f.sc, u->w.reqs, u->w.n, u->pol[k], &runs[k].res, u->bounds,
+		                    u->changing ? u->nbounds : 0, runs[k].phases) != 0)
 			return 1;
+		runs[k].nphases = u->changing ? u->nbounds : 0;
 		runs[k].policy = u->pol[k]->name;
 		runs[k].wall_s = wall_now() - t0;
 	}
 	baseline = dbk_sim_report_find(runs, u->npol, "lc");
 	dbk_sim_report_table(stdout, runs, u->npol, baseline);
 	engine_table(stdout, runs, u->npol, (unsigned)u->o->instances);
+	if (u->changing)
+		dbk_sim_report_phases(stdout, runs, u->npol);
 	if (u->o->json) {
 		cJSON *root = dbk_sim_report_json(runs, u->npol, baseline);
 		cJSON *setup = root ? cJSON_AddObjectToObject(root, "setup") : NULL;

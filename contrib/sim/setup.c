@@ -14,6 +14,19 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
+/* The fleet's changes, in the command line's own words. */
+static void fleet_print(FILE *f, const struct dbk_sim_opts *o)
+{
+	fprintf(f, "fleet: scale %s; ramp %s; warm-up %g s x %g; ",
+	        o->scale_text ? o->scale_text : "none", o->ramp_text ? o->ramp_text : "none",
+	        o->warmup_s, o->warmup_factor);
+	if (o->fail_instance >= 0)
+		fprintf(f, "instance %d fails %g of its requests from %g s; ", o->fail_instance,
+		        o->fail_share, o->fail_from_s);
+	fprintf(f, "observe-l7 %s; weights %s\n", o->observe_l7 ? "on" : "off",
+	        o->weights_text ? o->weights_text : "none");
+}
+
 void dbk_sim_setup_print(FILE *f, const struct dbk_sim_setup *u)
 {
 	const struct dbk_sim_opts *o = u->o;
@@ -48,8 +61,11 @@ void dbk_sim_setup_print(FILE *f, const struct dbk_sim_setup *u)
 	        o->no_prefix_caching ? "off" : "on");
 	fprintf(f,
 	        "threshold %g tokens; SLO ttft %g ms, tpot %g ms, e2e %g ms "
-	        "(0: not applied); overhead %g ms\n\n",
+	        "(0: not applied); overhead %g ms\n",
 	        o->threshold, o->slo_ttft_ms, o->slo_tpot_ms, o->slo_e2e_ms, o->overhead_ms);
+	if (u->changing)
+		fleet_print(f, o);
+	fputc('\n', f);
 	fflush(f);
 }
 
@@ -107,4 +123,18 @@ void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
 	};
 
 	dbk_sim_json_add(setup, m, sizeof(m) / sizeof(m[0]));
+	if (!u->changing)
+		return;
+	const struct dbk_sim_member fl[] = {
+		{ "scale", o->scale_text ? 's' : 0, 0, o->scale_text },
+		{ "ramp", o->ramp_text ? 's' : 0, 0, o->ramp_text },
+		{ "warmup_s", 'n', o->warmup_s, NULL },
+		{ "warmup_factor", 'n', o->warmup_factor, NULL },
+		{ "fail_instance", o->fail_instance >= 0 ? 'n' : 0, o->fail_instance, NULL },
+		{ "fail_from_s", o->fail_instance >= 0 ? 'n' : 0, o->fail_from_s, NULL },
+		{ "fail_share", o->fail_instance >= 0 ? 'n' : 0, o->fail_share, NULL },
+		{ "observe_l7", 'b', o->observe_l7, NULL },
+		{ "weights", o->weights_text ? 's' : 0, 0, o->weights_text },
+	};
+	dbk_sim_json_add(setup, fl, sizeof(fl) / sizeof(fl[0]));
 }

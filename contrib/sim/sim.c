@@ -1,5 +1,5 @@
 /* The cluster simulator's event loop; see sim.h. */
-#include "sim.h"
+#include "sim_state.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,56 +14,6 @@
 #include "snapshot.h"
 #include "lib/log.h"
 #include "lib/bounds.h"
-
-enum ev_kind {
-	EV_ARRIVAL,  /* arg: request id */
-	EV_SUBMIT,   /* arg: request id (only with an overhead) */
-	EV_STEP_END, /* arg: instance */
-	EV_TICK,     /* the policy's periodic work (scrapes, eviction) */
-};
-
-struct rstate {
-	struct dbk_sim_outcome o;
-	uint64_t *keys; /* prompt block keys, arrival to end */
-	uint32_t n_keys;
-	uint64_t handle;
-	uint64_t preempt_seq;
-	double submitted_s;   /* reached its engine: where vLLM's TTFT starts */
-	struct dbk_list live; /* in its instance's live list */
-	bool has_handle;
-};
-
-struct inst {
-	struct dbk_engine *e;
-	struct dbk_engine_config cfg;
-	struct dbk_list live; /* requests routed here, not ended, in order */
-	unsigned inflight;
-	double step_end;
-	bool stepping;
-	/* vllm:time_to_first_token_seconds' sum and count */
-	double ttft_sum_s;
-	uint64_t ttft_count;
-};
-
-struct dbk_sim {
-	struct dbk_sim_config cfg;
-	const struct dbk_sim_policy_ops *ops;
-	void *pst;
-	struct dbk_sim_req *reqs;
-	size_t n;
-	struct rstate *rs;
-	struct inst *inst;
-	struct dbk_evq q;
-	struct dbk_metrics m;
-	struct dbk_buf text;          /* scratch: a prompt's bytes, to key them */
-	struct dbk_sim_snapshot snap; /* the policy's scrapes (ops->scrape) */
-	double now, last_end;
-	uint64_t preempt_counter, events, refused, too_long;
-	size_t ended, arrived;
-	bool ran, summarized, error;
-	bool any_caching; /* some instance has prefix caching */
-	struct dbk_sim_result res;
-};
 
 void dbk_sim_config_default(struct dbk_sim_config *c)
 {
@@ -121,6 +71,25 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 		dbk_errf(err, errlen, "overhead must be a finite number >= 0");
 		return NULL;
 	}
+	if (c->nscale && (!c->scale || c->scale[0].t_s != 0)) {
+		dbk_errf(err, errlen, "the scale's first step is at 0 s");
+		return NULL;
+	}
+	for (k = 0; k < c->nscale; k++)
+		if (!(c->scale[k].v >= 1 && c->scale[k].v <= c->ninstances)) {
+			dbk_errf(err, errlen, "the scale's counts must be in 1..%u", c->ninstances);
+			return NULL;
+		}
+	if (c->fail_share > 0 && (c->fail_share > 1 || c->fail_inst >= c->ninstances)) {
+		dbk_errf(err, errlen,
+		         "the failing instance must be one of 0..%u, its share in 0..1",
+		         c->ninstances - 1);
+		return NULL;
+	}
+	if (c->warmup_s > 0 && !(c->warmup_factor >= 1)) {
+		dbk_errf(err, errlen, "the warm-up factor must be >= 1");
+		return NULL;
+	}
 	if (n >= DBK_SIM_NONE) {
 		dbk_errf(err, errlen, "too many requests");
 		return NULL;
@@ -161,10 +130,12 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 		dbk_list_init(&s->rs[k].live);
 	}
 	for (i = 0; i < c->ninstances; i++) {
-		struct inst *in = &s->inst[i];
+		struct dbk_sim_inst *in = &s->inst[i];
 
 		in->cfg = c->engines[i];
 		dbk_list_init(&in->live);
+		in->present = in->told = true;
+		in->joined_s = -HUGE_VAL;
 		if (dbk_engine_config_check(&in->cfg, err, errlen) != 0) {
 			char why[160];
 
@@ -217,7 +188,7 @@ static void live_unlink(struct dbk_sim *s, uint32_t id, unsigned i)
  * policy all hear of it here, so none can see it twice. */
 static void end_request(struct dbk_sim *s, uint32_t id, bool ok, enum dbk_sim_fail why)
 {
-	struct rstate *r = &s->rs[id];
+	struct dbk_sim_rstate *r = &s->rs[id];
 	const struct dbk_sim_req *q = &s->reqs[id];
 	bool is_long = dbk_sim_req_is_long(s, q);
 
@@ -249,11 +220,13 @@ static void end_request(struct dbk_sim *s, uint32_t id, bool ok, enum dbk_sim_fa
 
 static int start_step(struct dbk_sim *s, unsigned i)
 {
-	struct inst *in = &s->inst[i];
+	struct dbk_sim_inst *in = &s->inst[i];
 	double d = dbk_engine_begin_step(in->e);
 
 	if (d <= 0)
 		return 0;
+	if (s->cfg.warmup_s > 0 && s->now - in->joined_s < s->cfg.warmup_s)
+		d *= s->cfg.warmup_factor;
 	in->stepping = true;
 	in->step_end = s->now + d;
 	return dbk_evq_push(&s->q, in->step_end, EV_STEP_END, i);
@@ -263,12 +236,12 @@ static void on_engine_event(void *ctx, const struct dbk_engine_event *ev)
 {
 	struct dbk_sim *s = ctx;
 	uint32_t id = (uint32_t)(uintptr_t)ev->cookie;
-	struct rstate *r = &s->rs[id];
+	struct dbk_sim_rstate *r = &s->rs[id];
 
 	switch (ev->type) {
 	case DBK_ENGINE_EV_TOKEN:
 		if (r->o.tokens == 0) {
-			struct inst *in = &s->inst[r->o.instance];
+			struct dbk_sim_inst *in = &s->inst[r->o.instance];
 			r->o.first_token_s = s->now;
 			in->ttft_sum_s += s->now - r->submitted_s;
 			in->ttft_count++;
@@ -280,6 +253,7 @@ static void on_engine_event(void *ctx, const struct dbk_engine_event *ev)
 		break;
 	case DBK_ENGINE_EV_FINISHED:
 		r->has_handle = false;
+		s->inst[r->o.instance].consec_err = 0;
 		end_request(s, id, true, DBK_SIM_FAIL_NONE);
 		break;
 	case DBK_ENGINE_EV_PREEMPTED:
@@ -291,11 +265,18 @@ static void on_engine_event(void *ctx, const struct dbk_engine_event *ev)
 
 static int submit(struct dbk_sim *s, uint32_t id)
 {
-	struct rstate *r = &s->rs[id];
+	struct dbk_sim_rstate *r = &s->rs[id];
 	const struct dbk_sim_req *q = &s->reqs[id];
-	struct inst *in = &s->inst[r->o.instance];
+	struct dbk_sim_inst *in = &s->inst[r->o.instance];
 	int rc;
 
+	if (dbk_sim_fails(s, r->o.instance, id)) {
+		unsigned i = r->o.instance;
+
+		end_request(s, id, false, DBK_SIM_FAIL_SERVER);
+		return dbk_sim_server_error(s, i);
+	}
+	in->used = true;
 	rc = dbk_engine_submit_keys(in->e, q->input_tokens, r->keys, r->n_keys, q->output_tokens,
 	                            (void *)(uintptr_t)id, &r->handle);
 	if (rc == DBK_ENGINE_E_NOMEM)
@@ -321,7 +302,7 @@ static int submit(struct dbk_sim *s, uint32_t id)
 static int key_prompt(struct dbk_sim *s, uint32_t id)
 {
 	const struct dbk_sim_req *q = &s->reqs[id];
-	struct rstate *r = &s->rs[id];
+	struct dbk_sim_rstate *r = &s->rs[id];
 	struct dbk_prefix_cache_hasher h;
 	struct dbk_req_spec spec;
 
@@ -350,12 +331,13 @@ static int key_prompt(struct dbk_sim *s, uint32_t id)
 
 static int route(struct dbk_sim *s, uint32_t id)
 {
-	struct rstate *r = &s->rs[id];
+	struct dbk_sim_rstate *r = &s->rs[id];
 	int c;
 
 	if (key_prompt(s, id) != 0)
 		return -1;
-	c = s->ops->choose(s->pst, s, &s->reqs[id]);
+	/* No instance to send it to: HAProxy's 503. */
+	c = dbk_sim_nusable(s) ? s->ops->choose(s->pst, s, &s->reqs[id]) : DBK_SIM_REFUSE;
 
 	if (c == DBK_SIM_POLICY_ERROR)
 		return -1;
@@ -367,6 +349,11 @@ static int route(struct dbk_sim *s, uint32_t id)
 	r->o.instance = (uint32_t)c;
 	r->o.status = DBK_SIM_ROUTED;
 	live_link(s, id, (unsigned)c);
+	if (!dbk_sim_inst_usable(&s->inst[c])) { /* the policy's mistake: counted, failed */
+		s->misrouted++;
+		end_request(s, id, false, DBK_SIM_FAIL_ABSENT);
+		return 0;
+	}
 	if (s->cfg.overhead_s > 0)
 		return dbk_evq_push(&s->q, s->now + s->cfg.overhead_s, EV_SUBMIT, id);
 	return submit(s, id);
@@ -398,6 +385,14 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 		return -1;
 	}
 	s->ran = true;
+	s->t0 = s->n ? s->reqs[0].arrival_s : 0;
+	if (s->cfg.nscale) {
+		if (dbk_sim_scale_to(s, (unsigned)s->cfg.scale[0].v) != 0)
+			goto oom;
+		for (k = 1; k < s->cfg.nscale; k++)
+			if (dbk_evq_push(&s->q, s->t0 + s->cfg.scale[k].t_s, EV_SCALE, (uint32_t)k))
+				goto oom;
+	}
 	if (s->n) {
 		s->now = s->last_end = s->reqs[0].arrival_s;
 		if (dbk_evq_push(&s->q, s->reqs[0].arrival_s, EV_ARRIVAL, 0))
@@ -427,7 +422,7 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 			break;
 		case EV_SUBMIT: rc = submit(s, ev.arg); break;
 		case EV_STEP_END: {
-			struct inst *in = &s->inst[ev.arg];
+			struct dbk_sim_inst *in = &s->inst[ev.arg];
 
 			in->stepping = false;
 			dbk_engine_end_step(in->e, on_engine_event, s);
@@ -444,6 +439,11 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 			 * would never drain. */
 			if (s->ended < s->n)
 				rc = dbk_evq_push(&s->q, next_tick(s), EV_TICK, 0);
+			break;
+		case EV_SCALE: rc = dbk_sim_scale_to(s, (unsigned)s->cfg.scale[ev.arg].v); break;
+		case EV_MARK_UP:
+			s->inst[ev.arg].down = false;
+			dbk_sim_tell(s, ev.arg, false);
 			break;
 		default: break;
 		}
@@ -478,16 +478,19 @@ int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out)
 		memset(r, 0, sizeof(*r));
 		r->duration_s = s->n ? s->last_end - s->reqs[0].arrival_s : 0;
 		rc = dbk_metrics_summarize(&s->m, r->duration_s, r->cls);
-		for (i = 0; i < s->cfg.ninstances; i++) {
-			struct dbk_engine_stats st;
+		struct dbk_engine_stats st = s->retired;
 
-			dbk_engine_get_stats(s->inst[i].e, &st);
-			r->preemptions += st.preemptions_total;
-			r->steps += st.steps_total;
-			r->busy_s += st.busy_time_s;
-			r->prefix_cache_queries += st.prefix_cache_queries;
-			r->prefix_cache_hits += st.prefix_cache_hits;
-		}
+		for (i = 0; i < s->cfg.ninstances; i++)
+			dbk_sim_add_stats(&st, s->inst[i].e);
+		r->preemptions = st.preemptions_total;
+		r->steps = st.steps_total;
+		r->busy_s = st.busy_time_s;
+		r->prefix_cache_queries = st.prefix_cache_queries;
+		r->prefix_cache_hits = st.prefix_cache_hits;
+		r->server_errors = s->server_errors;
+		r->misrouted = s->misrouted;
+		r->marked_down = s->marked_down;
+		r->new_engines = s->new_engines;
 		r->events = s->events;
 		r->refused = s->refused;
 		r->too_long = s->too_long;
@@ -531,6 +534,8 @@ const struct dbk_sim_outcome *dbk_sim_outcome(const struct dbk_sim *s, uint32_t 
 
 size_t dbk_sim_unfinished(const struct dbk_sim *s) { return s->n - s->ended; }
 
+size_t dbk_sim_nrequests(const struct dbk_sim *s) { return s->n; }
+
 unsigned dbk_sim_ninstances(const struct dbk_sim *s) { return s->cfg.ninstances; }
 
 double dbk_sim_now(const struct dbk_sim *s) { return s->now; }
@@ -559,7 +564,7 @@ static uint32_t live_id(const struct dbk_sim *s, unsigned i, const struct dbk_li
 {
 	if (l == &s->inst[i].live)
 		return DBK_SIM_NONE;
-	return (uint32_t)(dbk_list_elem(l, struct rstate, live) - s->rs);
+	return (uint32_t)(dbk_list_elem(l, struct dbk_sim_rstate, live) - s->rs);
 }
 
 uint32_t dbk_sim_live_first(const struct dbk_sim *s, unsigned i)
@@ -569,7 +574,7 @@ uint32_t dbk_sim_live_first(const struct dbk_sim *s, unsigned i)
 
 uint32_t dbk_sim_live_next(const struct dbk_sim *s, uint32_t id)
 {
-	const struct rstate *r = &s->rs[id];
+	const struct dbk_sim_rstate *r = &s->rs[id];
 
 	if (dbk_list_empty(&r->live)) /* ended: detached */
 		return DBK_SIM_NONE;

@@ -20,6 +20,7 @@
 
 #include "model/engine.h"
 #include "metrics.h"
+#include "schedule.h"
 #include "snapshot.h"
 
 #define DBK_SIM_NONE UINT32_MAX
@@ -67,6 +68,32 @@ struct dbk_sim_config {
 	bool lb_sticky;
 	/* The ttft policy's stall weight; < 0: the predictor's default. */
 	double stall_weight;
+	/* ---- A fleet that changes (all off by default: every instance
+	 * present throughout, none failing, equal weights). ---- */
+	/* Instances present from each step's time on (nscale 0: all): the
+	 * slots 0..V-1, as a server-template's slots fill and empty. A slot
+	 * leaving stops taking requests and drains; one joining empty gets
+	 * a new engine (a new pod: cold prefix cache, vLLM counters at 0). */
+	const struct dbk_sim_step *scale;
+	size_t nscale;
+	/* A new instance's steps take warmup_factor times as long for its
+	 * first warmup_s seconds (0: no penalty). */
+	double warmup_s, warmup_factor;
+	/* From fail_from_s on, instance fail_inst answers fail_share of the
+	 * requests it is sent at once with HTTP 500 and no token (a seeded
+	 * draw per request); its /metrics and health check stay fine.
+	 * fail_share 0: none fails. */
+	unsigned fail_inst;
+	double fail_from_s, fail_share;
+	/* HAProxy's "observe layer7" with "error-limit error_limit" and
+	 * "on-error mark-down" (0: off): after that many 5xx in a row an
+	 * instance is left out for down_s seconds (the health check's
+	 * rise x inter bringing it back), for every policy alike. */
+	unsigned error_limit;
+	double down_s;
+	/* The operator's weight of each instance (NULL: all 1), for the
+	 * policies that read weights (wlc). */
+	const double *weights;
 };
 
 /* Fills c with: no instances, overhead 0, threshold 32768, max request
@@ -111,6 +138,8 @@ enum dbk_sim_fail {
 	DBK_SIM_FAIL_REFUSED,  /* the policy chose no instance */
 	DBK_SIM_FAIL_TOO_LONG, /* prompt + max_tokens > max-model-len: 400 */
 	DBK_SIM_FAIL_ENGINE,   /* other engine refusal */
+	DBK_SIM_FAIL_SERVER,   /* a failing instance's HTTP 500 */
+	DBK_SIM_FAIL_ABSENT,   /* the policy chose an instance left out */
 };
 
 struct dbk_sim_outcome {
@@ -139,6 +168,11 @@ struct dbk_sim_result {
 	/* Summed over instances, as vllm:prefix_cache_queries_total and
 	 * _hits_total (tokens; hit rate = hits / queries). */
 	uint64_t prefix_cache_queries, prefix_cache_hits;
+	/* The changing fleet: requests answered 500 by a failing instance,
+	 * requests the policy sent to an instance left out (must be 0),
+	 * times an instance was marked down (error_limit), instances that
+	 * joined with a new engine. */
+	uint64_t server_errors, misrouted, marked_down, new_engines;
 };
 
 /* Valid after dbk_sim_run; the first call summarizes. */
@@ -151,6 +185,8 @@ double dbk_sim_result_hit_rate(const struct dbk_sim_result *r);
 /* ---- What a policy may look at while choosing. ---- */
 
 unsigned dbk_sim_ninstances(const struct dbk_sim *s);
+/* Requests in the run. */
+size_t dbk_sim_nrequests(const struct dbk_sim *s);
 /* Requests not yet ended (pending, routed or in an engine). */
 size_t dbk_sim_unfinished(const struct dbk_sim *s);
 double dbk_sim_now(const struct dbk_sim *s);
@@ -188,6 +224,14 @@ void dbk_sim_first_tokens(const struct dbk_sim *s, unsigned i, double *sum_s, ui
 /* Instance i's gauges as the policy's last scrape saw them (policy.h:
  * scrape), up to tick_s old; only for policies that scrape. */
 const struct dbk_sim_scrape *dbk_sim_scraped(const struct dbk_sim *s, unsigned i);
+/* Whether instance i may be sent requests now: present (not scaled
+ * in, not yet to join) and not marked down. Policies never choose an
+ * instance that is not; they are told of every change (policy.h:
+ * member). */
+bool dbk_sim_usable(const struct dbk_sim *s, unsigned i);
+unsigned dbk_sim_nusable(const struct dbk_sim *s);
+/* The operator's weight of instance i (1 without weights). */
+double dbk_sim_weight(const struct dbk_sim *s, unsigned i);
 /* True when the request is long by the configured threshold. */
 bool dbk_sim_req_is_long(const struct dbk_sim *s, const struct dbk_sim_req *r);
 

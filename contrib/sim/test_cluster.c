@@ -495,7 +495,7 @@ static char *run_json(const struct dbk_sim_policy_ops *ops, struct dbk_sim_outco
 {
 	struct dbk_engine_config e[5];
 	struct dbk_sim_config c;
-	struct dbk_sim_run_report rep;
+	struct dbk_sim_run_report rep = { 0 };
 	struct dbk_sim *s;
 	cJSON *j;
 	char *text;

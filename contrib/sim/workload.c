@@ -60,6 +60,8 @@ int dbk_sim_workload_load(struct dbk_sim_workload *w, const struct dbk_sim_opts 
 		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
+	w->ramp = o->ramp;
+	w->nramp = o->nramp;
 	dbk_sim_workload_rate(w, o->slice.rate_factor);
 	for (k = 0; k < w->n; k++)
 		w->in_tok += w->reqs[k].input_tokens;
@@ -77,7 +79,8 @@ void dbk_sim_workload_rate(struct dbk_sim_workload *w, double rate_factor)
 		struct dbk_sim_req *q = &w->reqs[k];
 
 		q->id = (uint32_t)k;
-		q->arrival_s = (r->t - tr->req[w->first].t) / rate_factor;
+		q->arrival_s = dbk_sim_ramp_time(w->ramp, w->nramp,
+		                                 (r->t - tr->req[w->first].t) / rate_factor);
 		q->input_tokens = r->input;
 		q->output_tokens = r->output;
 		q->hash_ids = r->n_hash ? tr->hash + r->hash_off : NULL;

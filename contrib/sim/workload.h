@@ -22,6 +22,9 @@ struct dbk_sim_workload {
 	size_t first, n; /* the slice: the window's [first, first + n) */
 	bool raised;     /* zero lengths were raised to 1 */
 	size_t spread;   /* requests moved by --spread-ticks */
+	/* --ramp's steps (not copied; nramp 0: none). */
+	const struct dbk_sim_step *ramp;
+	size_t nramp;
 	/* n requests, at the rate factor last set (dbk_sim_workload_rate). */
 	struct dbk_sim_req *reqs;
 	/* At the command line's rate factor: the arrivals' span in model
@@ -34,7 +37,8 @@ struct dbk_sim_workload {
  * memory). dbk_sim_workload_free is due either way. */
 int dbk_sim_workload_load(struct dbk_sim_workload *w, const struct dbk_sim_opts *o, char *err,
                           size_t errlen);
-/* Arrivals shifted to start at 0 and compressed by rate_factor. */
+/* Arrivals shifted to start at 0, compressed by rate_factor, then by
+ * the ramp's factors (schedule.h). */
 void dbk_sim_workload_rate(struct dbk_sim_workload *w, double rate_factor);
 void dbk_sim_workload_free(struct dbk_sim_workload *w);
 

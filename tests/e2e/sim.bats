@@ -5,7 +5,9 @@
 # --lb-sticky keeps a conversation on one of several balancers, --gpu
 # gives a list of GPUs to the instances in turn, and
 # --slo-capacity prints a capacity per policy with leastconn's as the
-# unit. Model time only: no sockets, seconds.
+# unit, and a fleet that changes (--scale, --ramp, a failing instance,
+# --observe-l7, --weights) accounts for every request and never routes
+# one to an instance that is out. Model time only: no sockets, seconds.
 
 load helpers
 
@@ -22,7 +24,7 @@ MOONCAKE=$REPO/contrib/traces/mooncake_conversation_trace.jsonl
 		refute_output --partial "unknown option"
 		n=$((n + 1))
 	done
-	[ "$n" -ge 33 ] || fail "--help lists $n options, not the 33 besides --help and --version"
+	[ "$n" -ge 42 ] || fail "--help lists $n options, not the 42 besides --help and --version"
 	# Every policy the table knows runs to the end on a small slice.
 	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 150 --policy all
 	assert_success
@@ -149,4 +151,55 @@ true"
 		--slo-tpot-ms 0
 	assert_failure 2
 	assert_output --partial "needs an objective"
+}
+
+@test "a fleet that changes: every request accounted for, none sent to an instance that is out" {
+	local json=$BATS_TEST_TMPDIR/fleet.json
+	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 1200 --rate-factor 2 \
+		--ramp 0:1,30:2,70:1 --scale 0:2,40:4,80:2,120:3 --fail-instance 1 \
+		--fail-from-s 50 --fail-share 0.5 --observe-l7 --weights 2,1 --json "$json"
+	assert_success
+	assert_output --partial "fleet: scale 0:2,40:4,80:2,120:3; ramp 0:1,30:2,70:1"
+	assert_output --partial "phase 7: arrivals from 120 s, 3 instances"
+	# One row per policy, wlc among them (the run has weights).
+	run jq -r '[.policies[].policy] | length, (index("wlc") != null)' "$json"
+	assert_output "13
+true"
+	# Phases start at every step of the scale, the ramp and the failure.
+	run jq -c '[.policies[0].phases[].from_s]' "$json"
+	assert_output "[0,30,40,50,70,80,120]"
+	# Per policy: done + failed = offered, in all and in each phase; each
+	# phase's requests went to instances present through it; nothing was
+	# misrouted, no lease left; the failures are the failing instance's.
+	run jq -r --argjson n "$(jq .setup.requests "$json")" '.policies[] |
+		select((.classes.all.completed + .classes.all.failed) != $n
+		or ([.phases[].offered] | add) != $n
+		or ([.phases[] | select(.completed + .failed != .offered)] | length) > 0
+		or ([.phases[] | select(.top_instance >= .instances)] | length) > 0
+		or .misrouted != 0 or .leases_left != 0
+		or .classes.all.failed != .server_errors + .too_long + .refused) | .policy' "$json"
+	assert_success
+	assert_output ""
+	# The failing instance did fail requests, and HAProxy's mark-down
+	# took it out at least once under least connections.
+	run jq -r '.policies[] | select(.policy == "lc") | (.server_errors > 0), (.marked_down > 0)' "$json"
+	assert_output "true
+true"
+	# Without the new flags the JSON is as before: no phases.
+	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 100 --policy lc \
+		--json "$BATS_TEST_TMPDIR/plain.json"
+	assert_success
+	refute_output --partial "the fleet:"
+	run jq '.policies[0] | has("phases") or has("misrouted")' "$BATS_TEST_TMPDIR/plain.json"
+	assert_output "false"
+	# Schedules that cannot be.
+	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --scale 5:4
+	assert_failure 2
+	assert_output --partial "--scale: the first step is at 0 s"
+	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --scale 0:2,10:4 --fail-instance 4
+	assert_failure 2
+	assert_output --partial "--fail-instance: 4 is not one of the 4 instances"
+	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --weights 10,0
+	assert_failure 2
+	assert_output --partial "--weights: weight '0'"
 }

@@ -1,0 +1,130 @@
+/* A fleet that changes: slots filled and emptied, new engines, a
+ * failing instance and HAProxy's mark-down; see sim.h's config and
+ * sim_state.h. */
+#include "sim_state.h"
+
+#include "policy.h"
+#include "u64map.h"
+
+#define FAIL_SEED 0xfa11ULL
+
+void dbk_sim_tell(struct dbk_sim *s, unsigned i, bool fresh)
+{
+	struct dbk_sim_inst *in = &s->inst[i];
+	bool u = dbk_sim_inst_usable(in);
+
+	if (u == in->told && !fresh)
+		return;
+	in->told = u;
+	if (s->ops->member)
+		s->ops->member(s->pst, s, i, u, fresh);
+}
+
+void dbk_sim_add_stats(struct dbk_engine_stats *sum, const struct dbk_engine *e)
+{
+	struct dbk_engine_stats st;
+
+	dbk_engine_get_stats(e, &st);
+	sum->preemptions_total += st.preemptions_total;
+	sum->steps_total += st.steps_total;
+	sum->busy_time_s += st.busy_time_s;
+	sum->prefix_cache_queries += st.prefix_cache_queries;
+	sum->prefix_cache_hits += st.prefix_cache_hits;
+}
+
+/* Slot i is filled. An empty slot gets a new instance: a new engine
+ * (empty prefix cache, its /metrics counters at 0) that starts its
+ * warm-up. A slot still draining gets its instance back as it is. */
+static int join(struct dbk_sim *s, unsigned i)
+{
+	struct dbk_sim_inst *in = &s->inst[i];
+	bool fresh = in->inflight == 0;
+
+	in->present = true;
+	if (fresh) {
+		if (in->used) {
+			struct dbk_engine *e = dbk_engine_new(&in->cfg);
+
+			if (!e)
+				return -1;
+			dbk_sim_add_stats(&s->retired, in->e);
+			dbk_engine_free(in->e);
+			in->e = e;
+			in->used = false;
+			in->ttft_sum_s = 0;
+			in->ttft_count = 0;
+		}
+		in->joined_s = s->now;
+		in->consec_err = 0;
+		s->new_engines++;
+	}
+	dbk_sim_tell(s, i, fresh);
+	return 0;
+}
+
+/* count instances from now on: slots 0..count-1 filled, the others
+ * emptied (they drain what they hold). */
+int dbk_sim_scale_to(struct dbk_sim *s, unsigned count)
+{
+	for (unsigned i = 0; i < s->cfg.ninstances; i++) {
+		struct dbk_sim_inst *in = &s->inst[i];
+
+		if (i < count && !in->present) {
+			if (join(s, i) != 0)
+				return -1;
+		} else if (i >= count && in->present) {
+			in->present = false;
+			dbk_sim_tell(s, i, false);
+		}
+	}
+	return 0;
+}
+
+/* Whether the failing instance answers request id with a 500: from
+ * fail_from_s on, a seeded draw per request under fail_share. */
+bool dbk_sim_fails(const struct dbk_sim *s, unsigned i, uint32_t id)
+{
+	const struct dbk_sim_config *c = &s->cfg;
+
+	if (!(c->fail_share > 0) || i != c->fail_inst || s->now - s->t0 < c->fail_from_s)
+		return false;
+	return (double)(dbk_u64map_mix64(FAIL_SEED ^ id) >> 11) * 0x1p-53 < c->fail_share;
+}
+
+/* HAProxy's observe layer7: a 5xx counts against the instance, and
+ * error_limit of them in a row mark it down (on-error mark-down) until
+ * the health check, which keeps passing, brings it back down_s later. */
+int dbk_sim_server_error(struct dbk_sim *s, unsigned i)
+{
+	struct dbk_sim_inst *in = &s->inst[i];
+
+	s->server_errors++;
+	if (!s->cfg.error_limit || in->down || ++in->consec_err < s->cfg.error_limit)
+		return 0;
+	in->down = true;
+	in->consec_err = 0;
+	s->marked_down++;
+	dbk_sim_tell(s, i, false);
+	return dbk_evq_push(&s->q, s->now + s->cfg.down_s, EV_MARK_UP, i);
+}
+
+/* ---- Queries. ---- */
+
+bool dbk_sim_usable(const struct dbk_sim *s, unsigned i)
+{
+	return i < s->cfg.ninstances && dbk_sim_inst_usable(&s->inst[i]);
+}
+
+unsigned dbk_sim_nusable(const struct dbk_sim *s)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < s->cfg.ninstances; i++)
+		n += dbk_sim_inst_usable(&s->inst[i]);
+	return n;
+}
+
+double dbk_sim_weight(const struct dbk_sim *s, unsigned i)
+{
+	return s->cfg.weights ? s->cfg.weights[i] : 1.0;
+}

@@ -1,0 +1,99 @@
+/* The cluster simulator's state, shared by its two files: the event
+ * loop (sim.c) and the fleet's changes (sim_fleet.c). Private: policies
+ * see the cluster through sim.h's queries only. */
+#ifndef DBK_SIM_STATE_H
+#define DBK_SIM_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "event_queue.h"
+#include "lib/buf.h"
+#include "lib/list.h"
+#include "sim.h"
+#include "snapshot.h"
+
+enum ev_kind {
+	EV_ARRIVAL,  /* arg: request id */
+	EV_SUBMIT,   /* arg: request id (only with an overhead) */
+	EV_STEP_END, /* arg: instance */
+	EV_TICK,     /* the policy's periodic work (scrapes, eviction) */
+	EV_SCALE,    /* arg: the step of cfg.scale that starts */
+	EV_MARK_UP,  /* arg: instance; its mark-down (error_limit) ends */
+};
+
+struct dbk_sim_rstate {
+	struct dbk_sim_outcome o;
+	uint64_t *keys; /* prompt block keys, arrival to end */
+	uint32_t n_keys;
+	uint64_t handle;
+	uint64_t preempt_seq;
+	double submitted_s;   /* reached its engine: where vLLM's TTFT starts */
+	struct dbk_list live; /* in its instance's live list */
+	bool has_handle;
+};
+
+struct dbk_sim_inst {
+	struct dbk_engine *e;
+	struct dbk_engine_config cfg;
+	struct dbk_list live; /* requests routed here, not ended, in order */
+	unsigned inflight;
+	double step_end;
+	bool stepping;
+	/* vllm:time_to_first_token_seconds' sum and count */
+	double ttft_sum_s;
+	uint64_t ttft_count;
+	/* The changing fleet: present (scaled in or not), marked down
+	 * (error_limit), what the policy was last told, whether the engine
+	 * has served, when it joined (warm-up), 5xx in a row. */
+	bool present, down, told, used;
+	double joined_s;
+	unsigned consec_err;
+};
+
+struct dbk_sim {
+	struct dbk_sim_config cfg;
+	const struct dbk_sim_policy_ops *ops;
+	void *pst;
+	struct dbk_sim_req *reqs;
+	size_t n;
+	struct dbk_sim_rstate *rs;
+	struct dbk_sim_inst *inst;
+	struct dbk_evq q;
+	struct dbk_metrics m;
+	struct dbk_buf text;          /* scratch: a prompt's bytes, to key them */
+	struct dbk_sim_snapshot snap; /* the policy's scrapes (ops->scrape) */
+	double now, last_end, t0;
+	uint64_t preempt_counter, events, refused, too_long;
+	uint64_t server_errors, misrouted, marked_down, new_engines;
+	struct dbk_engine_stats retired; /* engines replaced by new ones */
+	size_t ended, arrived;
+	bool ran, summarized, error;
+	bool any_caching; /* some instance has prefix caching */
+	struct dbk_sim_result res;
+};
+
+static inline bool dbk_sim_inst_usable(const struct dbk_sim_inst *in)
+{
+	return in->present && !in->down;
+}
+
+/* ---- The fleet's changes (sim_fleet.c). ---- */
+
+/* The policy hears when instance i turns usable or not, and when a new
+ * engine takes its slot (fresh), at the moment it happens: every policy
+ * sees the same fleet at the same time. */
+void dbk_sim_tell(struct dbk_sim *s, unsigned i, bool fresh);
+/* Adds engine e's counters (preemptions, steps, busy time, prefix cache
+ * queries and hits) to sum. */
+void dbk_sim_add_stats(struct dbk_engine_stats *sum, const struct dbk_engine *e);
+/* count instances from now on: slots 0..count-1 filled, the others
+ * emptied (they drain what they hold). 0, or -1 (memory). */
+int dbk_sim_scale_to(struct dbk_sim *s, unsigned count);
+/* Whether the failing instance i answers request id with a 500 now. */
+bool dbk_sim_fails(const struct dbk_sim *s, unsigned i, uint32_t id);
+/* Instance i answered a 500: counted, and with error_limit HAProxy's
+ * mark-down. 0, or -1 (memory). */
+int dbk_sim_server_error(struct dbk_sim *s, unsigned i);
+
+#endif
