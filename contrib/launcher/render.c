@@ -180,6 +180,11 @@ static void cmdline_words(struct wrap *w, const struct dbk_launch_flags *f)
 	pairf(w, "--max-retries", f->max_retries);
 	snprintf(buf, sizeof(buf), "%g", f->retry_delay);
 	pair(w, "--retry-delay", buf);
+	pair(w, "--policy", f->policy);
+	if (f->scrape_interval_ms)
+		pairf(w, "--scrape-interval", f->scrape_interval_ms);
+	if (f->scrape_timeout_ms)
+		pairf(w, "--scrape-timeout", f->scrape_timeout_ms);
 }
 
 void dbk_render_cmdline(FILE *out, const struct dbk_launch_flags *f, const char *prefix,
@@ -211,6 +216,22 @@ static void groups_comment(FILE *out, const struct dbk_launch_flags *f)
 	if (n - s > 1)
 		fprintf(out, "..vllm%u", n - 1);
 	fputs(".\n", out);
+}
+
+/* What the groups mean under the policy chosen. */
+static void policy_comment(FILE *out, const struct dbk_launch_flags *f)
+{
+	if (!dbk_flags_scraped(f)) {
+		fprintf(out,
+		        "# --policy %s: the reference proxy's algorithm, decision for decision.\n",
+		        f->policy);
+		return;
+	}
+	fprintf(out,
+	        "# --policy %s: by the first token predicted from each server's own\n"
+	        "#   /metrics and /v1/models (max_model_len a hard limit); the groups\n"
+	        "#   above only label the agent's reports.\n",
+	        f->policy);
 }
 
 static void agent_cmd_comment(FILE *out, const struct dbk_launch_flags *f,
@@ -248,6 +269,7 @@ static void cfg_head(FILE *out, const struct dbk_launch_flags *f, const struct d
 	      "# the set-up of dbucket's haproxy/haproxy.cfg with concrete addresses.\n",
 	      out);
 	groups_comment(out, f);
+	policy_comment(out, f);
 	fputs("# The agent runs as\n", out);
 	agent_cmd_comment(out, f, a, agent_path);
 	fputs("# DBK_DEBUG_HEADERS=1 in HAProxy's environment adds X-Dbucket-* response\n"
@@ -499,6 +521,13 @@ int dbk_render_spoe_conf(FILE *out, const struct dbk_launch_flags *f)
 static void agent_opts(FILE *out, const struct dbk_launch_flags *f,
                        const struct dbk_render_addrs *a)
 {
+	/* Production scrapes where HAProxy reaches each server (the unit's
+	 * --haproxy-socket): no --scrape to keep in step with haproxy.cfg. */
+	fprintf(out, "--policy %s ", f->policy);
+	if (f->scrape_interval_ms)
+		fprintf(out, "--scrape-interval %lld ", f->scrape_interval_ms);
+	if (f->scrape_timeout_ms)
+		fprintf(out, "--scrape-timeout %lld ", f->scrape_timeout_ms);
 	if (f->dynamic)
 		fputs("--enable-dynamic-bucket ", out);
 	fprintf(out,
@@ -541,8 +570,9 @@ int dbk_render_readme(FILE *out, const struct dbk_launch_flags *f, const struct 
 	        "    the agent on %s, completions to %s, runtime API on\n"
 	        "    %s. It loads the SPOE file from\n"
 	        "    %s: move the two together and edit the\n"
-	        "    `filter spoe` line, or print them where they belong\n"
-	        "    (dbucket --print-config /etc/haproxy ...).\n"
+	        "    `filter spoe` line, or print them into the directory they are to\n"
+	        "    stay in, a new one (dbucket --print-config /etc/haproxy/dbucket ...),\n"
+	        "    and copy only haproxy.cfg over HAProxy's after review.\n"
 	        "%s/%s\n"
 	        "    The SPOE configuration.\n"
 	        "%s/%s\n"
@@ -552,8 +582,8 @@ int dbk_render_readme(FILE *out, const struct dbk_launch_flags *f, const struct 
 	        "\n"
 	        "  haproxy -c -f %s/%s\n"
 	        "  install -m 644 %s/%s /etc/default/dbucket-spoa\n"
-	        "  cp %s/%s /etc/haproxy/haproxy.cfg   # or point CONFIG in\n"
-	        "                                      # /etc/default/haproxy at it\n"
+	        "  cp --backup=numbered %s/%s /etc/haproxy/haproxy.cfg\n"
+	        "      # or point CONFIG in /etc/default/haproxy at it\n"
 	        "  systemctl enable --now dbucket-spoa.service\n"
 	        "  systemctl restart haproxy.service\n"
 	        "\n"
@@ -584,12 +614,55 @@ static char *xstrdup(const char *s)
 	return d;
 }
 
+/* --scrape NAME=URL for server i of a run: the launcher knows where each
+ * server is (HAProxy's discovery would come too late: the agent starts
+ * first). NULL when out of memory. */
+static char *scrape_arg(const struct dbk_launch_flags *f, unsigned i)
+{
+	const char *h = f->server_hosts[i];
+	bool v6 = strchr(h, ':') && h[0] != '[';
+	int n = snprintf(NULL, 0, "vllm%u=http://%s%s%s:%ld", i, v6 ? "[" : "", h, v6 ? "]" : "",
+	                 f->server_ports[i]);
+	char *s = malloc((size_t)n + 1);
+
+	if (s)
+		snprintf(s, (size_t)n + 1, "vllm%u=http://%s%s%s:%ld", i, v6 ? "[" : "", h,
+		         v6 ? "]" : "", f->server_ports[i]);
+	return s;
+}
+
+/* The policy and its scraping, after the fixed part of the argv. */
+static size_t policy_argv(char **v, size_t n, const struct dbk_launch_flags *f,
+                          const struct dbk_render_addrs *a)
+{
+	char num[32];
+
+	if (!(v[n++] = xstrdup("--policy")) || !(v[n++] = xstrdup(f->policy)))
+		return 0;
+	const long long ms[2] = { f->scrape_interval_ms, f->scrape_timeout_ms };
+	const char *flag[2] = { "--scrape-interval", "--scrape-timeout" };
+	for (size_t k = 0; k < 2; k++) {
+		if (!ms[k])
+			continue;
+		snprintf(num, sizeof(num), "%lld", ms[k]);
+		if (!(v[n++] = xstrdup(flag[k])) || !(v[n++] = xstrdup(num)))
+			return 0;
+	}
+	if (a->production || !dbk_flags_scraped(f))
+		return n;
+	for (unsigned i = 0; i < f->nhosts; i++)
+		if (!(v[n++] = xstrdup("--scrape")) || !(v[n++] = scrape_arg(f, i)))
+			return 0;
+	return n;
+}
+
 char **dbk_render_agent_argv(const struct dbk_launch_flags *f, const struct dbk_render_addrs *a,
                              const char *agent_path)
 {
 	char num[2][32];
-	/* Fixed part, then the names in a run: fits 20 + N. */
-	size_t cap = 20 + (a->production ? 0 : f->nhosts), n = 0;
+	/* Fixed part, the policy's, then the names (and --scrape pairs) in
+	 * a run: fits 30 + 3N. */
+	size_t cap = 30 + (a->production ? 0 : 3 * (size_t)f->nhosts), n = 0;
 	char **v = calloc(cap + 1, sizeof(*v));
 
 	if (!v)
@@ -617,6 +690,8 @@ char **dbk_render_agent_argv(const struct dbk_launch_flags *f, const struct dbk_
 		if (!(v[n++] = xstrdup(fixed[i])))
 			goto fail;
 	if (f->dynamic && !(v[n++] = xstrdup("--enable-dynamic-bucket")))
+		goto fail;
+	if ((n = policy_argv(v, n, f, a)) == 0)
 		goto fail;
 	if (!a->production) {
 		/* Named, in order, so that the agent needs HAProxy for
