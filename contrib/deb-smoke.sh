@@ -41,6 +41,9 @@ check "the samples, rules and dashboard are the repository's" sh -c \
 check "the unit runs /usr/sbin/dbucket-spoa as dbucket" sh -c \
 	'grep -q "^ExecStart=/usr/sbin/dbucket-spoa " /lib/systemd/system/dbucket-spoa.service &&
 	 grep -q "^User=dbucket" /lib/systemd/system/dbucket-spoa.service.d/debian.conf'
+check "what the package runs is --policy ttft (the unit's default and /etc/default/dbucket-spoa)" sh -c \
+	'grep -q "^Environment=\"DBUCKET_SPOA_OPTS=--policy ttft\"$" /lib/systemd/system/dbucket-spoa.service &&
+	 grep -q "^DBUCKET_SPOA_OPTS=\"--policy ttft\"$" /etc/default/dbucket-spoa'
 if command -v systemd-analyze >/dev/null; then
 	check "systemd-analyze verify accepts the unit" \
 		systemd-analyze verify /lib/systemd/system/dbucket-spoa.service
@@ -77,7 +80,8 @@ ln -sfn /usr/sbin/dbucket-spoa "$bin/dbucket-spoa"
 ln -sfn /usr/bin/dbucket "$bin/dbucket"
 log=$bin/bats.log
 DBK_BUILD=$bin bats --tap tests/e2e/routing.bats tests/e2e/status_page.bats >"$log" 2>&1
-DBK_BUILD=$bin bats --tap --filter 'four vLLM stubs' tests/e2e/launcher.bats >>"$log" 2>&1
+DBK_BUILD=$bin bats --tap --filter 'four vLLM stubs|by default the agent runs --policy ttft' \
+	tests/e2e/launcher.bats >>"$log" 2>&1
 sed 's/^/  /' "$log"
 passed=$((passed + $(grep -cE '^ok ' "$log")))
 failed=$((failed + $(grep -cE '^not ok ' "$log")))

@@ -38,6 +38,10 @@ enum opt_id {
 	O_HAPROXY,
 	O_ACCESS_LOG,
 	O_VERSION,
+	O_FORCE,
+	O_POLICY,
+	O_SCRAPE_INTERVAL,
+	O_SCRAPE_TIMEOUT,
 };
 
 enum nargs { N_ZERO, N_ONE, N_PLUS };
@@ -69,6 +73,10 @@ static const struct opt opts[] = {
 	{ "--haproxy", O_HAPROXY, true },
 	{ "--access-log", O_ACCESS_LOG, true },
 	{ "--version", O_VERSION, true },
+	{ "--force", O_FORCE, true },
+	{ "--policy", O_POLICY, true },
+	{ "--scrape-interval", O_SCRAPE_INTERVAL, true },
+	{ "--scrape-timeout", O_SCRAPE_TIMEOUT, true },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -78,6 +86,7 @@ static enum nargs nargs_of(enum opt_id id)
 	case O_HELP:
 	case O_VERSION:
 	case O_DYNAMIC:
+	case O_FORCE:
 	case O_ACCESS_LOG: return N_ZERO;
 	case O_SERVER_HOSTS:
 	case O_SERVER_PORTS: return N_PLUS;
@@ -92,11 +101,14 @@ static enum vtype type_of(enum opt_id id)
 	case O_SERVER_PORTS:
 	case O_MAX_RETRIES:
 	case O_THRESHOLD:
+	case O_SCRAPE_INTERVAL:
+	case O_SCRAPE_TIMEOUT:
 	case O_MAX_TOKENS: return T_INT;
 	case O_RETRY_DELAY: return T_FLOAT;
 	case O_HELP:
 	case O_VERSION:
 	case O_DYNAMIC:
+	case O_FORCE:
 	case O_ACCESS_LOG: return T_NONE;
 	default: return T_STR;
 	}
@@ -255,6 +267,54 @@ static int classify(const char *arg, struct token *t, char *err, size_t errlen)
 
 /* ---- actions ----------------------------------------------------------- */
 
+/* dbucket-spoa's policies, in its --help's order; which of them route on
+ * the servers' own numbers. */
+static const struct {
+	const char *name;
+	bool scraped;
+} policies[] = { { "reference", false }, { "ttft", true }, { "p2ttft", true } };
+#define NPOLICIES (sizeof(policies) / sizeof(policies[0]))
+
+/* argparse's `choices`, checked as it converts the value. */
+static int take_policy(struct dbk_launch_flags *f, const char *v, char *err, size_t errlen)
+{
+	char r[160];
+
+	for (size_t i = 0; i < NPOLICIES; i++)
+		if (strcmp(v, policies[i].name) == 0) {
+			f->policy = policies[i].name;
+			return 0;
+		}
+	dbk_py_repr(v, r, sizeof(r));
+	dbk_errf(err, errlen, "argument --policy: invalid choice: %s (choose from", r);
+	for (size_t i = 0; i < NPOLICIES; i++)
+		dbk_errf_append(err, errlen, "%s '%s'", i ? "," : "", policies[i].name);
+	dbk_errf_append(err, errlen, ")");
+	return -1;
+}
+
+/* A scrape period in ms, range-checked as it is converted (as an argparse
+ * `type` would), so that 0 stays "not given": the agent's default. */
+static int take_ms(long long *to, enum opt_id id, long long ms, char *err, size_t errlen)
+{
+	long long max = id == O_SCRAPE_INTERVAL ? DBK_LAUNCH_SCRAPE_INTERVAL_MS_MAX
+	                                        : DBK_LAUNCH_SCRAPE_TIMEOUT_MS_MAX;
+
+	if (ms < DBK_LAUNCH_SCRAPE_MS_MIN || ms > max)
+		FAIL("argument %s: %lld is not from %d to %lld (milliseconds)", display_name(id),
+		     ms, DBK_LAUNCH_SCRAPE_MS_MIN, max);
+	*to = ms;
+	return 0;
+}
+
+bool dbk_flags_scraped(const struct dbk_launch_flags *f)
+{
+	for (size_t i = 0; i < NPOLICIES; i++)
+		if (strcmp(f->policy, policies[i].name) == 0)
+			return policies[i].scraped;
+	return false;
+}
+
 /* Stores the values of one option. Converts each in turn: the first that
  * Python's int()/float() refuses is the error. */
 static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigned nvals, char *err,
@@ -301,6 +361,10 @@ static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigne
 	case O_MAX_TOKENS: f->max_request_tokens = iv; break;
 	case O_DYNAMIC: f->dynamic = true; break;
 	case O_ACCESS_LOG: f->access_log = true; break;
+	case O_FORCE: f->force = true; break;
+	case O_POLICY: return take_policy(f, vals[0], err, errlen);
+	case O_SCRAPE_INTERVAL: return take_ms(&f->scrape_interval_ms, id, iv, err, errlen);
+	case O_SCRAPE_TIMEOUT: return take_ms(&f->scrape_timeout_ms, id, iv, err, errlen);
 	case O_PRINT_CONFIG: f->print_config = vals[0]; break;
 	case O_RUNTIME_DIR: f->runtime_dir = vals[0]; break;
 	case O_AGENT: f->agent = vals[0]; break;
@@ -384,6 +448,12 @@ static int check(const struct dbk_launch_flags *f, char *err, size_t errlen)
 		FAIL("argument --server-group-threshold: %lld must be below --max-request-tokens "
 		     "(%lld)",
 		     f->threshold, f->max_request_tokens);
+	if ((f->scrape_interval_ms || f->scrape_timeout_ms) && !dbk_flags_scraped(f))
+		FAIL("argument --scrape-interval/--scrape-timeout: --policy %s scrapes nothing "
+		     "(ttft and p2ttft do)",
+		     f->policy);
+	if (f->force && !f->print_config)
+		FAIL("argument --force: only with --print-config");
 	if (f->max_retries > DBK_LAUNCH_MAX_RETRIES)
 		FAIL("argument --max-retries: at most %d, got %lld", DBK_LAUNCH_MAX_RETRIES,
 		     f->max_retries);
@@ -417,6 +487,7 @@ static int set_defaults(struct dbk_launch_flags *f, size_t n, char *err, size_t 
 	f->port = DBK_LAUNCH_DEFAULT_PORT;
 	f->dynamic = false;
 	f->access_log = false;
+	f->policy = DBK_LAUNCH_DEFAULT_POLICY;
 	f->threshold = DBK_LAUNCH_DEFAULT_THRESHOLD;
 	f->max_request_tokens = DBK_LAUNCH_DEFAULT_MAX_REQUEST_TOKENS;
 	f->max_retries = DBK_LAUNCH_DEFAULT_MAX_RETRIES;

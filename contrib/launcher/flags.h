@@ -20,6 +20,18 @@
 #define DBK_LAUNCH_DEFAULT_MAX_RETRIES 3
 #define DBK_LAUNCH_DEFAULT_RETRY_DELAY 0.001
 
+/* Ours: the policy a new user gets. The reference proxy's algorithm
+ * sends long prompts to the short group whenever it is lighter, and a
+ * short group with a smaller --max-model-len answers them 400; ttft
+ * reads each server's max_model_len and never does. `--policy
+ * reference` is the reference, decision for decision. */
+#define DBK_LAUNCH_DEFAULT_POLICY "ttft"
+/* dbucket-spoa's bounds for --scrape-interval and --scrape-timeout (ms),
+ * checked here so that a run fails before anything starts. */
+#define DBK_LAUNCH_SCRAPE_MS_MIN 10
+#define DBK_LAUNCH_SCRAPE_INTERVAL_MS_MAX (3600 * 1000)
+#define DBK_LAUNCH_SCRAPE_TIMEOUT_MS_MAX (600 * 1000)
+
 /* dbucket-spoa's limits (lib/bounds.h) are checked here too, so that a
  * command line the agent would refuse fails before anything starts.
  * HAProxy would retry up to this many times; more is a typo. */
@@ -39,12 +51,16 @@ struct dbk_launch_flags {
 	long long max_retries;        /* --max-retries: attempts, as the reference counts */
 	double retry_delay;           /* --retry-delay: accepted, has no HAProxy equivalent */
 	/* Ours; NULL when not given. */
-	const char *print_config; /* --print-config DIR */
-	const char *runtime_dir;  /* --runtime-dir DIR */
-	const char *agent;        /* --agent PATH */
-	const char *haproxy;      /* --haproxy PATH */
-	bool access_log;          /* --access-log */
-	bool version;             /* --version */
+	const char *print_config;     /* --print-config DIR */
+	const char *runtime_dir;      /* --runtime-dir DIR */
+	const char *agent;            /* --agent PATH */
+	const char *haproxy;          /* --haproxy PATH */
+	bool access_log;              /* --access-log */
+	bool version;                 /* --version */
+	bool force;                   /* --force: --print-config may replace files */
+	const char *policy;           /* --policy: reference, ttft or p2ttft */
+	long long scrape_interval_ms; /* --scrape-interval; 0: the agent's default */
+	long long scrape_timeout_ms;  /* --scrape-timeout; 0: the agent's default */
 	/* Storage for the two lists (strings point into argv). */
 	const char **hosts_buf;
 	long *ports_buf;
@@ -72,6 +88,10 @@ void dbk_flags_help(FILE *out);
  * R = N - 1, and 0 when N <= 1 (HAProxy always makes the first one; the
  * reference with N <= 0 made none and answered an empty 200). */
 unsigned dbk_flags_haproxy_retries(const struct dbk_launch_flags *f);
+
+/* Whether the policy routes on the servers' /metrics and /v1/models
+ * (ttft and p2ttft): then the agent scrapes every server. */
+bool dbk_flags_scraped(const struct dbk_launch_flags *f);
 
 /* A host HAProxy's configuration can carry: letters, digits and . - _ : %
  * [ ] (names, IPv4, IPv6 with an optional zone), 1 to 253 characters. */

@@ -13,7 +13,8 @@ static const char usage_text[] =
         "               [--max-request-tokens MAX_REQUEST_TOKENS]\n"
         "               [--enable-dynamic-bucket] [--print-config DIR]\n"
         "               [--runtime-dir DIR] [--agent PATH] [--haproxy PATH]\n"
-        "               [--access-log] [--version]\n";
+        "               [--access-log] [--version] [--force] [--policy NAME]\n"
+        "               [--scrape-interval MS] [--scrape-timeout MS]\n";
 
 void dbk_flags_usage(FILE *out) { fputs(usage_text, out); }
 
@@ -54,6 +55,8 @@ void dbk_flags_help(FILE *out)
 	        "  --enable-dynamic-bucket\n"
 	        "                        split the servers into a short group (first half)\n"
 	        "                        and a long group (second half); needs 2 servers\n"
+	        "  These three decide under --policy reference; under ttft and p2ttft they\n"
+	        "  only label the buckets and groups in the agent's /state and /metrics.\n"
 	        "\n"
 	        "options of dbucket:\n"
 	        "  --print-config DIR    write haproxy.cfg, dbucket.spoe.conf,\n"
@@ -72,6 +75,25 @@ void dbk_flags_help(FILE *out)
 	        "                        stderr (off: only errors, warnings and one line\n"
 	        "                        per lifecycle event)\n"
 	        "  --version             show the version and exit\n"
+	        "  --force               with --print-config: replace files DIR has already,\n"
+	        "                        keeping each as FILE.bak (without it, nothing is\n"
+	        "                        written if one of them exists)\n"
+	        "  --policy NAME         how the agent picks each request's server (%s):\n"
+	        "                        ttft: the earliest predicted first token, from each\n"
+	        "                        server's own /metrics and /v1/models, scraped at\n"
+	        "                        --server-hosts and --server-ports; never a server\n"
+	        "                        whose --max-model-len cannot hold the request while\n"
+	        "                        one that can is up. reference: the reference\n"
+	        "                        proxy's algorithm, decision for decision, nothing\n"
+	        "                        scraped (a long prompt may go to the short group,\n"
+	        "                        so give both groups the same --max-model-len).\n"
+	        "                        p2ttft: of two servers drawn at random, the one\n"
+	        "                        ttft predicts the earlier first token on\n"
+	        "  --scrape-interval MS  ttft, p2ttft: each server's /metrics every MS\n"
+	        "                        (the agent's default, 100)\n"
+	        "  --scrape-timeout MS   ttft, p2ttft: a scrape not answered by then failed\n"
+	        "                        and that server is routed on the agent's books\n"
+	        "                        (1000)\n"
 	        "\n"
 	        "Exit status: 0 when stopped by SIGTERM, SIGINT or SIGHUP (or after --help,\n"
 	        "--version or --print-config), 1 when HAProxy or the agent failed, 2 for a\n"
@@ -79,5 +101,5 @@ void dbk_flags_help(FILE *out)
 	        DBK_LAUNCH_DEFAULT_PORT, DBK_LAUNCH_DEFAULT_HOST, DBK_LAUNCH_DEFAULT_SERVER_HOST,
 	        DBK_LAUNCH_DEFAULT_SERVER_PORT, DBK_LAUNCH_DEFAULT_MAX_RETRIES,
 	        DBK_LAUNCH_DEFAULT_RETRY_DELAY, DBK_LAUNCH_DEFAULT_THRESHOLD,
-	        DBK_LAUNCH_DEFAULT_MAX_REQUEST_TOKENS);
+	        DBK_LAUNCH_DEFAULT_MAX_REQUEST_TOKENS, DBK_LAUNCH_DEFAULT_POLICY);
 }

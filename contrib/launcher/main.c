@@ -142,7 +142,25 @@ struct job {
 	const struct dbk_render_addrs *a;
 	const char *dir;
 	const char *agent_path;
+	bool printing; /* --print-config: say what is written, keep what it replaces as NAME.bak */
 };
+
+/* path's old self as path.bak, by a hard link: path itself is replaced
+ * by a rename, never missing. A .bak of an earlier --force goes. */
+static int keep_backup(const char *path)
+{
+	char bak[PATH_MAX];
+
+	if (snprintf(bak, sizeof(bak), "%s.bak", path) >= (int)sizeof(bak)) {
+		dbk_launch_say("%s.bak: path too long", path);
+		return -1;
+	}
+	if ((unlink(bak) < 0 && errno != ENOENT) || link(path, bak) < 0) {
+		dbk_launch_say("cannot keep %s as %s: %s", path, bak, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
 
 /* Writes DIR/NAME through a temporary file renamed into place, so that
  * nobody (HAProxy reloading, an operator) reads half a file. */
@@ -180,13 +198,50 @@ static int write_file(const struct job *j, const char *name, enum what w, mode_t
 		rc = -1;
 	if (fclose(out) != 0)
 		rc = -1;
+	struct stat st;
+	bool existed = lstat(path, &st) == 0;
+	if (rc == 0 && existed && j->printing && keep_backup(path) < 0) {
+		unlink(tmp);
+		return -1;
+	}
 	if (rc == 0 && rename(tmp, path) != 0)
 		rc = -1;
+	if (rc == 0 && j->printing)
+		printf(existed ? "replaced %s (the old one is %s.bak)\n" : "wrote %s\n", path,
+		       path);
 	if (rc != 0) {
 		dbk_launch_say("cannot write %s: %s", path, strerror(errno ? errno : EIO));
 		unlink(tmp);
 	}
 	return rc;
+}
+
+static const char *const print_files[] = { DBK_RENDER_HAPROXY_CFG, DBK_RENDER_SPOE_CONF,
+	                                   DBK_RENDER_AGENT_ENV, DBK_RENDER_README };
+#define NPRINT (sizeof(print_files) / sizeof(print_files[0]))
+
+/* Without --force, a file of ours already in dir stops everything before
+ * anything is written: an operator's haproxy.cfg is not lost by a typo in
+ * DIR. 0, or 1 said on stderr. */
+static int refuse_existing(const char *dir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	unsigned found = 0;
+
+	for (size_t i = 0; i < NPRINT; i++)
+		if (snprintf(path, sizeof(path), "%s/%s", dir, print_files[i]) <
+		            (int)sizeof(path) &&
+		    lstat(path, &st) == 0) {
+			dbk_launch_say("%s exists", path);
+			found++;
+		}
+	if (!found)
+		return 0;
+	dbk_launch_say("--print-config: nothing written; print into a new directory, or give "
+	               "--force to replace %s (each kept as FILE.bak)",
+	               found == 1 ? "it" : "them");
+	return 1;
 }
 
 static int print_config(const struct dbk_launch_flags *f, const char *agent_path)
@@ -206,14 +261,13 @@ static int print_config(const struct dbk_launch_flags *f, const char *agent_path
 		dbk_launch_say("--print-config: %s", err);
 		return 2;
 	}
-	struct job j = { f, &a, dir, agent_path };
-	if (write_file(&j, DBK_RENDER_HAPROXY_CFG, W_HAPROXY, 0644) ||
-	    write_file(&j, DBK_RENDER_SPOE_CONF, W_SPOE, 0644) ||
-	    write_file(&j, DBK_RENDER_AGENT_ENV, W_ENV, 0644) ||
-	    write_file(&j, DBK_RENDER_README, W_README, 0644))
+	if (!f->force && refuse_existing(dir) != 0)
 		return 1;
-	printf("%s/%s\n%s/%s\n%s/%s\n%s/%s\n", dir, DBK_RENDER_HAPROXY_CFG, dir,
-	       DBK_RENDER_SPOE_CONF, dir, DBK_RENDER_AGENT_ENV, dir, DBK_RENDER_README);
+	struct job j = { f, &a, dir, agent_path, true };
+	static const enum what whats[NPRINT] = { W_HAPROXY, W_SPOE, W_ENV, W_README };
+	for (size_t i = 0; i < NPRINT; i++)
+		if (write_file(&j, print_files[i], whats[i], 0644))
+			return 1;
 	return 0;
 }
 
@@ -318,7 +372,7 @@ static int run(const struct dbk_launch_flags *f, const char *agent_path)
 		rc = 2;
 		goto out;
 	}
-	struct job j = { f, &a, dir, agent_path };
+	struct job j = { f, &a, dir, agent_path, false };
 	if (write_file(&j, DBK_RENDER_SPOE_CONF, W_SPOE, 0600) ||
 	    write_file(&j, DBK_RENDER_HAPROXY_CFG, W_HAPROXY, 0600))
 		goto out;

@@ -180,6 +180,11 @@ static void cmdline_words(struct wrap *w, const struct dbk_launch_flags *f)
 	pairf(w, "--max-retries", f->max_retries);
 	snprintf(buf, sizeof(buf), "%g", f->retry_delay);
 	pair(w, "--retry-delay", buf);
+	pair(w, "--policy", f->policy);
+	if (f->scrape_interval_ms)
+		pairf(w, "--scrape-interval", f->scrape_interval_ms);
+	if (f->scrape_timeout_ms)
+		pairf(w, "--scrape-timeout", f->scrape_timeout_ms);
 }
 
 void dbk_render_cmdline(FILE *out, const struct dbk_launch_flags *f, const char *prefix,
@@ -211,6 +216,22 @@ static void groups_comment(FILE *out, const struct dbk_launch_flags *f)
 	if (n - s > 1)
 		fprintf(out, "..vllm%u", n - 1);
 	fputs(".\n", out);
+}
+
+/* What the groups mean under the policy chosen. */
+static void policy_comment(FILE *out, const struct dbk_launch_flags *f)
+{
+	if (!dbk_flags_scraped(f)) {
+		fprintf(out,
+		        "# --policy %s: the reference proxy's algorithm, decision for decision.\n",
+		        f->policy);
+		return;
+	}
+	fprintf(out,
+	        "# --policy %s: by the first token predicted from each server's own\n"
+	        "#   /metrics and /v1/models (max_model_len a hard limit); the groups\n"
+	        "#   above only label the agent's reports.\n",
+	        f->policy);
 }
 
 static void agent_cmd_comment(FILE *out, const struct dbk_launch_flags *f,
@@ -248,6 +269,7 @@ static void cfg_head(FILE *out, const struct dbk_launch_flags *f, const struct d
 	      "# the set-up of dbucket's haproxy/haproxy.cfg with concrete addresses.\n",
 	      out);
 	groups_comment(out, f);
+	policy_comment(out, f);
 	fputs("# The agent runs as\n", out);
 	agent_cmd_comment(out, f, a, agent_path);
 	fputs("# DBK_DEBUG_HEADERS=1 in HAProxy's environment adds X-Dbucket-* response\n"
@@ -499,6 +521,13 @@ int dbk_render_spoe_conf(FILE *out, const struct dbk_launch_flags *f)
 static void agent_opts(FILE *out, const struct dbk_launch_flags *f,
                        const struct dbk_render_addrs *a)
 {
+	/* Production scrapes where HAProxy reaches each server (the unit's
+	 * --haproxy-socket): no --scrape to keep in step with haproxy.cfg. */
+	fprintf(out, "--policy %s ", f->policy);
+	if (f->scrape_interval_ms)
+		fprintf(out, "--scrape-interval %lld ", f->scrape_interval_ms);
+	if (f->scrape_timeout_ms)
+		fprintf(out, "--scrape-timeout %lld ", f->scrape_timeout_ms);
 	if (f->dynamic)
 		fputs("--enable-dynamic-bucket ", out);
 	fprintf(out,
@@ -541,8 +570,9 @@ int dbk_render_readme(FILE *out, const struct dbk_launch_flags *f, const struct 
 	        "    the agent on %s, completions to %s, runtime API on\n"
 	        "    %s. It loads the SPOE file from\n"
 	        "    %s: move the two together and edit the\n"
-	        "    `filter spoe` line, or print them where they belong\n"
-	        "    (dbucket --print-config /etc/haproxy ...).\n"
+	        "    `filter spoe` line, or print them into the directory they are to\n"
+	        "    stay in, a new one (dbucket --print-config /etc/haproxy/dbucket ...),\n"
+	        "    and copy only haproxy.cfg over HAProxy's after review.\n"
 	        "%s/%s\n"
 	        "    The SPOE configuration.\n"
 	        "%s/%s\n"
@@ -552,8 +582,8 @@ int dbk_render_readme(FILE *out, const struct dbk_launch_flags *f, const struct 
 	        "\n"
 	        "  haproxy -c -f %s/%s\n"
 	        "  install -m 644 %s/%s /etc/default/dbucket-spoa\n"
-	        "  cp %s/%s /etc/haproxy/haproxy.cfg   # or point CONFIG in\n"
-	        "                                      # /etc/default/haproxy at it\n"
+	        "  cp --backup=numbered %s/%s /etc/haproxy/haproxy.cfg\n"
+	        "      # or point CONFIG in /etc/default/haproxy at it\n"
 	        "  systemctl enable --now dbucket-spoa.service\n"
 	        "  systemctl restart haproxy.service\n"
 	        "\n"
@@ -572,74 +602,4 @@ int dbk_render_readme(FILE *out, const struct dbk_launch_flags *f, const struct 
 	      out);
 	fprintf(out, "%s/metrics\n", a->agent_admin);
 	return ferror(out) ? -1 : 0;
-}
-
-static char *xstrdup(const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *d = malloc(n);
-
-	if (d)
-		memcpy(d, s, n);
-	return d;
-}
-
-char **dbk_render_agent_argv(const struct dbk_launch_flags *f, const struct dbk_render_addrs *a,
-                             const char *agent_path)
-{
-	char num[2][32];
-	/* Fixed part, then the names in a run: fits 20 + N. */
-	size_t cap = 20 + (a->production ? 0 : f->nhosts), n = 0;
-	char **v = calloc(cap + 1, sizeof(*v));
-
-	if (!v)
-		return NULL;
-	snprintf(num[0], sizeof(num[0]), "%lld", f->threshold);
-	snprintf(num[1], sizeof(num[1]), "%lld", f->max_request_tokens);
-	const char *fixed[] = {
-		agent_path,
-		"--listen",
-		a->agent_listen,
-		"--completion-listen",
-		a->agent_completions,
-		"--completion-listen",
-		a->agent_completions_udp,
-		"--admin-listen",
-		a->agent_admin,
-		"--haproxy-socket",
-		a->agent_haproxy_socket,
-		"--server-group-threshold",
-		num[0],
-		"--max-request-tokens",
-		num[1],
-	};
-	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-		if (!(v[n++] = xstrdup(fixed[i])))
-			goto fail;
-	if (f->dynamic && !(v[n++] = xstrdup("--enable-dynamic-bucket")))
-		goto fail;
-	if (!a->production) {
-		/* Named, in order, so that the agent needs HAProxy for
-		 * nothing but states and sessions. */
-		for (unsigned i = 0; i < f->nhosts; i++) {
-			char name[32];
-			snprintf(name, sizeof(name), "vllm%u", i);
-			if (!(v[n++] = xstrdup(name)))
-				goto fail;
-		}
-	}
-	v[n] = NULL;
-	return v;
-fail:
-	dbk_render_argv_free(v);
-	return NULL;
-}
-
-void dbk_render_argv_free(char **argv)
-{
-	if (!argv)
-		return;
-	for (size_t i = 0; argv[i]; i++)
-		free(argv[i]);
-	free(argv);
 }

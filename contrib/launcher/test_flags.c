@@ -71,6 +71,40 @@ static void test_defaults(void)
 	CHECK_EQ_U(F.max_retries, 3);
 	CHECK(F.retry_delay == 0.001);
 	CHECK(!F.print_config && !F.runtime_dir && !F.agent && !F.haproxy);
+	/* Ours: the better policy for a new user, scraping at the agent's
+	 * pace. */
+	CHECK(strcmp(F.policy, "ttft") == 0);
+	CHECK(dbk_flags_scraped(&F));
+	CHECK(!F.force);
+	CHECK(F.scrape_interval_ms == 0 && F.scrape_timeout_ms == 0);
+}
+
+static void test_policy(void)
+{
+	CHECK(parse("--policy", "reference", NULL) == DBK_FLAGS_OK);
+	CHECK(strcmp(F.policy, "reference") == 0);
+	CHECK(!dbk_flags_scraped(&F));
+	CHECK(parse("--pol=p2ttft", NULL) == DBK_FLAGS_OK);
+	CHECK(strcmp(F.policy, "p2ttft") == 0);
+	CHECK(dbk_flags_scraped(&F));
+	CHECK(parse("--scrape-i", "250", "--scrape-t", "900", NULL) == DBK_FLAGS_OK);
+	CHECK(F.scrape_interval_ms == 250 && F.scrape_timeout_ms == 900);
+	CHECK(parse("--print-config", "/x", "--f", NULL) == DBK_FLAGS_OK);
+	CHECK(F.force);
+	/* argparse's words for a bad choice. */
+	CHECK_ERR("argument --policy: invalid choice: 'lc' (choose from 'reference', 'ttft', "
+	          "'p2ttft')",
+	          "--policy", "lc");
+	CHECK_ERR("ambiguous option: --scrape could match --scrape-interval, --scrape-timeout",
+	          "--scrape", "1");
+	CHECK_ERR("argument --scrape-interval: 0 is not from 10 to 3600000 (milliseconds)",
+	          "--scrape-interval", "0");
+	CHECK_ERR("argument --scrape-timeout: 600001 is not from 10 to 600000 (milliseconds)",
+	          "--scrape-timeout", "600001");
+	CHECK_ERR("argument --scrape-interval/--scrape-timeout: --policy reference scrapes "
+	          "nothing (ttft and p2ttft do)",
+	          "--policy", "reference", "--scrape-interval", "100");
+	CHECK_ERR("argument --force: only with --print-config", "--force");
 }
 
 /* The reference's README examples. */
@@ -397,6 +431,11 @@ static void test_help_text(void)
 		               "--runtime-dir DIR",
 		               "--agent PATH",
 		               "--haproxy PATH",
+		               "--policy NAME",
+		               "(ttft)",
+		               "--force",
+		               "--scrape-interval MS",
+		               "--scrape-timeout MS",
 		               "(8000)",
 		               "(localhost",
 		               "(8001)",
@@ -421,6 +460,7 @@ static void test_help_text(void)
 int main(void)
 {
 	RUN(test_defaults);
+	RUN(test_policy);
 	RUN(test_reference_examples);
 	RUN(test_forms);
 	RUN(test_help);

@@ -186,11 +186,11 @@ static void test_production_config(void)
 	free(cfg);
 
 	char *env = render(ENV);
-	CHECK_HAS(env,
-	          "\nDBUCKET_SPOA_OPTS=\"--enable-dynamic-bucket --server-group-threshold 1000 "
-	          "--max-request-tokens 131072 --listen 127.0.0.1:12345 --completion-listen "
-	          "127.0.0.1:12346 --completion-listen udp@127.0.0.1:12346 "
-	          "--admin-listen 127.0.0.1:12347\"\n");
+	CHECK_HAS(env, "\nDBUCKET_SPOA_OPTS=\"--policy ttft --enable-dynamic-bucket "
+	               "--server-group-threshold 1000 "
+	               "--max-request-tokens 131072 --listen 127.0.0.1:12345 --completion-listen "
+	               "127.0.0.1:12346 --completion-listen udp@127.0.0.1:12346 "
+	               "--admin-listen 127.0.0.1:12347\"\n");
 	CHECK_HAS(env, "#   /opt/sbin/dbucket-spoa --haproxy-socket /run/haproxy/admin.sock "
 	               "$DBUCKET_SPOA_OPTS\n");
 	CHECK_EQ_U(count_lines(env, "DBUCKET_SPOA_OPTS="), 1);
@@ -200,9 +200,28 @@ static void test_production_config(void)
 	CHECK_HAS(readme, "haproxy -c -f /etc/dbk/haproxy.cfg\n");
 	CHECK_HAS(readme, "install -m 644 /etc/dbk/dbucket-spoa.env /etc/default/dbucket-spoa\n");
 	CHECK_HAS(readme, "  /opt/sbin/dbucket-spoa --haproxy-socket /run/haproxy/admin.sock "
-	                  "--enable-dynamic-bucket");
+	                  "--policy ttft --enable-dynamic-bucket");
 	CHECK_HAS(readme, "3 vLLM servers");
+	/* The advice is a new directory, never HAProxy's own. */
+	CHECK_HASNT(readme, "--print-config /etc/haproxy ");
+	CHECK_HAS(readme, "cp --backup=numbered /etc/dbk/haproxy.cfg /etc/haproxy/haproxy.cfg");
 	free(readme);
+
+	/* The reference policy, and scrape settings, reach the unit's options. */
+	CHECK(parse("--server-hosts", "a", "b", "--server-ports", "1", "2", "--policy", "reference",
+	            NULL) == 0);
+	env = render(ENV);
+	CHECK_HAS(env, "DBUCKET_SPOA_OPTS=\"--policy reference --server-group-threshold ");
+	CHECK_HASNT(env, "--scrape");
+	free(env);
+	CHECK(parse("--server-hosts", "a", "b", "--server-ports", "1", "2", "--scrape-interval",
+	            "250", "--scrape-timeout", "900", NULL) == 0);
+	env = render(ENV);
+	CHECK_HAS(env, "DBUCKET_SPOA_OPTS=\"--policy ttft --scrape-interval 250 --scrape-timeout "
+	               "900 --server-group-threshold ");
+	/* Production scrapes where HAProxy says each server is. */
+	CHECK_HASNT(env, "--scrape vllm");
+	free(env);
 }
 
 static void test_plain_and_addresses(void)
@@ -268,11 +287,17 @@ static void test_agent_argv(void)
 		               "--max-request-tokens",
 		               "200",
 		               "--enable-dynamic-bucket",
+		               "--policy",
+		               "ttft",
+		               "--scrape",
+		               "vllm0=http://a:1",
+		               "--scrape",
+		               "vllm1=http://[::1]:2",
 		               "vllm0",
 		               "vllm1",
 		               NULL };
 
-	CHECK(parse("--server-hosts", "a", "b", "--server-ports", "1", "2",
+	CHECK(parse("--server-hosts", "a", "::1", "--server-ports", "1", "2",
 	            "--enable-dynamic-bucket", "--server-group-threshold", "100",
 	            "--max-request-tokens", "200", NULL) == 0);
 	CHECK(dbk_render_addrs_run(&A, "/r", 12346, ERR, sizeof(ERR)) == 0);
@@ -299,7 +324,23 @@ static void test_agent_argv(void)
 		CHECK(strcmp(v[i], "--enable-dynamic-bucket") != 0);
 		CHECK(strncmp(v[i], "vllm", 4) != 0);
 	}
-	CHECK_EQ_U(i, 15);
+	CHECK_EQ_U(i, 17);
+	dbk_render_argv_free(v);
+
+	/* --policy reference in a run: the reference's flags, nothing
+	 * scraped. */
+	CHECK(parse("--server-hosts", "a", "b", "--server-ports", "1", "2", "--policy", "reference",
+	            NULL) == 0);
+	CHECK(dbk_render_addrs_run(&A, "/r", 12346, ERR, sizeof(ERR)) == 0);
+	v = dbk_render_agent_argv(&F, &A, "dbucket-spoa");
+	CHECK(v != NULL);
+	bool reference = false;
+	for (i = 0; v && v[i]; i++) {
+		CHECK(strncmp(v[i], "--scrape", 8) != 0);
+		if (i && strcmp(v[i - 1], "--policy") == 0)
+			reference = strcmp(v[i], "reference") == 0;
+	}
+	CHECK(reference);
 	dbk_render_argv_free(v);
 }
 

@@ -134,7 +134,8 @@ hdr() {
 	local f
 	for f in --host --port --server-hosts --server-ports --enable-dynamic-bucket \
 		--server-group-threshold --max-request-tokens --max-retries --retry-delay \
-		--print-config --runtime-dir --agent --haproxy; do
+		--print-config --runtime-dir --agent --haproxy --policy --force --scrape-interval \
+		--scrape-timeout; do
 		assert_output --partial "  $f"
 	done
 	assert_output --partial "(8000)"
@@ -180,10 +181,10 @@ hdr() {
 	run "$BUILD/dbucket" --print-config "$out" --host 0.0.0.0 "${SERVERS[@]}" \
 		--enable-dynamic-bucket --server-group-threshold 16384
 	assert_success
-	assert_line "$out/haproxy.cfg"
 	local f
 	for f in haproxy.cfg dbucket.spoe.conf dbucket-spoa.env README.dbucket; do
 		[ -s "$out/$f" ] || fail "$f is missing or empty"
+		assert_line "wrote $out/$f"
 	done
 	# -V: HAProxy 3.x says nothing on success without it.
 	run haproxy -c -V -f "$out/haproxy.cfg"
@@ -197,15 +198,89 @@ hdr() {
 	grep -q '^    stats socket "/run/haproxy/admin.sock" mode 660 level admin group haproxy$' \
 		"$out/haproxy.cfg"
 	# The agent's options for the unit, and a command line for others.
-	grep -q '^DBUCKET_SPOA_OPTS="--enable-dynamic-bucket --server-group-threshold 16384 ' \
+	grep -q '^DBUCKET_SPOA_OPTS="--policy ttft --enable-dynamic-bucket --server-group-threshold 16384 ' \
 		"$out/dbucket-spoa.env"
-	grep -q -- "dbucket-spoa --haproxy-socket /run/haproxy/admin.sock --enable-dynamic-bucket" \
+	grep -q -- "dbucket-spoa --haproxy-socket /run/haproxy/admin.sock --policy ttft --enable-dynamic-bucket" \
 		"$out/README.dbucket"
 	# The agent accepts the options the env file gives it.
 	local opts
 	opts=$(sed -n 's/^DBUCKET_SPOA_OPTS="\(.*\)"$/\1/p' "$out/dbucket-spoa.env")
 	run "$BUILD/dbucket-spoa" $opts --admin-listen none --completion-listen none --help
 	assert_success
+}
+
+@test "--print-config replaces nothing without --force, and with it keeps each old file as .bak" {
+	local out=$BATS_TEST_TMPDIR/etc
+	mkdir "$out"
+	# An operator's own haproxy.cfg where the configuration is printed.
+	echo "# the operator's" >"$out/haproxy.cfg"
+	run "$BUILD/dbucket" --print-config "$out" --server-hosts a b --server-ports 1 2
+	assert_failure 1
+	assert_output --partial "dbucket: $out/haproxy.cfg exists"
+	assert_output --partial "nothing written"
+	assert_output --partial "--force"
+	assert_equal "$(cat "$out/haproxy.cfg")" "# the operator's"
+	run ls -A "$out"
+	assert_output haproxy.cfg
+
+	run "$BUILD/dbucket" --print-config "$out" --server-hosts a b --server-ports 1 2 --force
+	assert_success
+	assert_line "replaced $out/haproxy.cfg (the old one is $out/haproxy.cfg.bak)"
+	assert_line "wrote $out/dbucket.spoe.conf"
+	assert_equal "$(cat "$out/haproxy.cfg.bak")" "# the operator's"
+	grep -q '^backend vllm$' "$out/haproxy.cfg"
+	# --force again: the previous print becomes the .bak.
+	cp "$out/haproxy.cfg" "$BATS_TEST_TMPDIR/first.cfg"
+	run "$BUILD/dbucket" --print-config "$out" --server-hosts a b --server-ports 1 2 --force
+	assert_success
+	assert_line "replaced $out/dbucket-spoa.env (the old one is $out/dbucket-spoa.env.bak)"
+	cmp "$BATS_TEST_TMPDIR/first.cfg" "$out/haproxy.cfg.bak"
+	# --force alone means nothing.
+	run "$BUILD/dbucket" --force
+	assert_failure 2
+	assert_output --partial "argument --force: only with --print-config"
+}
+
+@test "by default the agent runs --policy ttft, scraping every server where --server-hosts/--server-ports say" {
+	start_stubs
+	servers_flags
+	start_launcher --host 127.0.0.1 --port "$DBK_PORT" "${SERVERS[@]}" --enable-dynamic-bucket
+	local argv i
+	argv=$(tr '\0' ' ' <"/proc/$L_AGENT/cmdline")
+	[[ $argv == *"--policy ttft "* ]] || fail "agent: $argv"
+	for i in 0 1 2 3; do
+		[[ $argv == *"--scrape vllm$i=http://127.0.0.1:$((DBK_PORT + 4 + i)) "* ]] || fail "agent: $argv"
+	done
+	# Every stub scraped, its max_model_len read (the short group's 32768).
+	dbk_wait_until 20 scraped_all || true
+	scraped_all || fail "$(agent_get /metrics | grep -E '^dbucket_(scrape_up|vllm_max_model_len)')"
+	# A prompt longer than the short group holds (35000 tokens) goes to
+	# the long group, which can hold it, and is served.
+	{
+		printf '{"model":"stub-model","max_tokens":4,"prompt":"'
+		head -c 139940 /dev/zero | tr '\0' 'a'
+		printf '"}'
+	} >"$BATS_TEST_TMPDIR/long.json"
+	for i in 1 2 3; do
+		run curl -s -o /dev/null -w '%{http_code}' --max-time 30 -D "$BATS_TEST_TMPDIR/l.h" \
+			-H 'Content-Type: application/json' --data-binary "@$BATS_TEST_TMPDIR/long.json" \
+			"http://127.0.0.1:$DBK_PORT/v1/completions"
+		assert_output 200
+		[[ $(hdr "$BATS_TEST_TMPDIR/l.h" x-served-by) == vllm[23] ]]
+	done
+	# --help says which flags apply to which policy.
+	run "$BUILD/dbucket" --help
+	assert_output --partial "--policy NAME         how the agent picks each request's server (ttft)"
+	assert_output --partial "These three decide under --policy reference"
+}
+
+# All four stubs scraped, with their context limits.
+scraped_all() {
+	local m
+	m=$(agent_get /metrics)
+	[ "$(grep -c '^dbucket_scrape_up{server="vllm[0-3]"} 1$' <<<"$m")" = 4 ] &&
+		grep -q '^dbucket_vllm_max_model_len{server="vllm0"} 32768$' <<<"$m" &&
+		grep -q '^dbucket_vllm_max_model_len{server="vllm3"} 131072$' <<<"$m"
 }
 
 @test "the generated configuration is the sample's, with concrete addresses" {
@@ -227,14 +302,17 @@ hdr() {
 	diff <(normalise "$REPO/haproxy/dbucket.spoe.conf") <(normalise "$out/dbucket.spoe.conf")
 }
 
-@test "with the reference's flags and four backends, a sequence is routed exactly as the parity tool predicts" {
+@test "with --policy reference and four backends, a sequence is routed exactly as the parity tool predicts" {
 	# Every request is held in flight (X-Delay-Ms) until the whole
 	# sequence has been decided, so no completion releases load in
 	# between: the parity tool's dispatch-only prediction applies.
 	start_backends
 	servers_flags
 	start_launcher --host 127.0.0.1 --port "$DBK_PORT" "${SERVERS[@]}" \
-		--enable-dynamic-bucket --server-group-threshold 8192
+		--enable-dynamic-bucket --server-group-threshold 8192 --policy reference
+	# The reference's algorithm, on its own books: nothing scraped.
+	run grep -c -- '--scrape' <(tr '\0' '\n' <"/proc/$L_AGENT/cmdline")
+	assert_output 0
 	parity_want
 	local sizes=("${PARITY_SIZES[@]}") i
 	local n=${#sizes[@]}
@@ -281,7 +359,8 @@ hdr() {
 @test "with four vLLM stubs, completions and streams are served, and /healthcheck answers like the reference" {
 	start_stubs
 	servers_flags
-	start_launcher --host 127.0.0.1 --port "$DBK_PORT" "${SERVERS[@]}" --enable-dynamic-bucket
+	start_launcher --host 127.0.0.1 --port "$DBK_PORT" "${SERVERS[@]}" --enable-dynamic-bucket \
+		--policy reference
 	run curl -s --max-time 5 "http://127.0.0.1:$DBK_PORT/healthcheck"
 	assert_output '{"status": "ok", "server_instances": 4}'
 	run curl -s --max-time 10 -o /dev/null -w '%{http_code}' -D "$BATS_TEST_TMPDIR/s.h" \
@@ -362,7 +441,8 @@ hdr() {
 @test "a dead agent is restarted while HAProxy keeps serving; a dead HAProxy ends the launcher with 1" {
 	start_backends
 	servers_flags
-	start_launcher --host 127.0.0.1 --port "$DBK_PORT" "${SERVERS[@]}" --enable-dynamic-bucket
+	start_launcher --host 127.0.0.1 --port "$DBK_PORT" "${SERVERS[@]}" --enable-dynamic-bucket \
+		--policy reference
 	local first=$L_AGENT
 	kill -KILL "$first"
 	wait_launcher_log 'restarted dbucket-spoa \(pid [0-9]+\)'
@@ -469,7 +549,8 @@ hdr() {
 	# A fifth server nothing listens on: HAProxy warns once that it is DOWN.
 	local free
 	free=$(dbk_port)
-	start_launcher --host 127.0.0.1 --port "$DBK_PORT" --enable-dynamic-bucket \
+	# The Lua backends serve no vLLM /metrics: the reference scrapes none.
+	start_launcher --host 127.0.0.1 --port "$DBK_PORT" --enable-dynamic-bucket --policy reference \
 		--server-hosts 127.0.0.1 127.0.0.1 127.0.0.1 127.0.0.1 127.0.0.1 \
 		--server-ports $((DBK_PORT + 4)) $((DBK_PORT + 5)) $((DBK_PORT + 6)) $((DBK_PORT + 7)) "$free"
 	local i
@@ -492,7 +573,7 @@ hdr() {
 	# --access-log: one line per request.
 	: >"$LOG"
 	start_launcher --host 127.0.0.1 --port "$DBK_PORT" "${SERVERS[@]}" --enable-dynamic-bucket \
-		--access-log
+		--policy reference --access-log
 	for ((i = 0; i < 20; i++)); do
 		curl -s -o /dev/null --max-time 5 -X POST --data-binary '{"prompt":"hi"}' \
 			"http://127.0.0.1:$DBK_PORT/v1/completions"

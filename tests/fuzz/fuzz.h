@@ -81,6 +81,32 @@ static inline uint8_t *fuzz_dup(const void *p, size_t n)
 	return c;
 }
 
+/* A command line from an input: argv0, then the input's pieces between
+ * NUL bytes (at most max of them), each a string in a heap block of its
+ * own (free each of argv[0..argc-1]); argv[argc] is NULL and argv holds
+ * max + 2 entries. Returns argc. */
+static inline int fuzz_argv(const uint8_t *data, size_t size, const char *argv0, char **argv,
+                            int max)
+{
+	int argc = 0;
+
+	argv[argc++] = (char *)fuzz_dup(argv0, strlen(argv0) + 1);
+	for (size_t at = 0; at < size && argc <= max;) {
+		const uint8_t *end = memchr(data + at, 0, size - at);
+		size_t n = end ? (size_t)(end - (data + at)) : size - at;
+		char *a = malloc(n + 1);
+
+		if (!a)
+			abort();
+		memcpy(a, data + at, n);
+		a[n] = '\0';
+		argv[argc++] = a;
+		at += n + 1;
+	}
+	argv[argc] = NULL;
+	return argc;
+}
+
 /* Whether the n bytes at s hold the string w anywhere. */
 static inline bool fuzz_contains(const void *s, size_t n, const char *w)
 {

@@ -36,9 +36,10 @@ FUZZ_TARGETS  = $(patsubst $(FUZZ_DIR)/%.c,%,$(wildcard $(FUZZ_DIR)/fuzz_*.c))
 FUZZ_BINS     = $(FUZZ_TARGETS:%=$(FUZZ_OUT)/%)
 
 # Every target links the instrumented shared layer, the model library,
-# the agent's modules, the stub's, the benchmark's and the simulator's (the linker takes
-# only what the target calls).
-FUZZ_ARCHIVES = $(FUZZ_OBJDIR)/libdbk-sim.a $(FUZZ_OBJDIR)/libdbk-bench.a $(FUZZ_OBJDIR)/libdbk-stub.a \
+# the agent's modules, the stub's, the benchmark's, the simulator's and
+# the launcher's (the linker takes only what the target calls).
+FUZZ_ARCHIVES = $(FUZZ_OBJDIR)/libdbk-sim.a $(FUZZ_OBJDIR)/libdbk-launcher.a \
+                $(FUZZ_OBJDIR)/libdbk-bench.a $(FUZZ_OBJDIR)/libdbk-stub.a \
                 $(FUZZ_OBJDIR)/libdbk-agent.a $(FUZZ_OBJDIR)/libdbk-model.a $(FUZZ_OBJDIR)/libdbk.a
 # The Makefile's libraries, from the same folders less the same mains.
 $(FUZZ_OBJDIR)/libdbk.a: $(call dbk_objs,agent/lib,,$(FUZZ_OBJDIR))
@@ -47,6 +48,7 @@ $(FUZZ_OBJDIR)/libdbk-agent.a: $(call dbk_objs,agent,$(AGENT_MAINS),$(FUZZ_OBJDI
 $(FUZZ_OBJDIR)/libdbk-stub.a: $(call dbk_objs,contrib/stub,$(stub_MAINS),$(FUZZ_OBJDIR))
 $(FUZZ_OBJDIR)/libdbk-bench.a: $(call dbk_objs,contrib/bench,$(bench_MAINS),$(FUZZ_OBJDIR))
 $(FUZZ_OBJDIR)/libdbk-sim.a: $(call dbk_objs,contrib/sim,$(sim_MAINS),$(FUZZ_OBJDIR))
+$(FUZZ_OBJDIR)/libdbk-launcher.a: $(call dbk_objs,contrib/launcher,$(launcher_MAINS),$(FUZZ_OBJDIR))
 
 .PHONY: fuzz fuzz-build fuzz-seeds fuzz-regress
 

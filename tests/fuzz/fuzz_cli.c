@@ -72,20 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int argc = 0, first = -1;
 	char err[256];
 
-	argv[argc++] = (char *)fuzz_dup("fuzz", 5);
-	for (size_t at = 0; at < size && argc <= MAX_ARGS;) {
-		const uint8_t *end = memchr(data + at, 0, size - at);
-		size_t n = end ? (size_t)(end - (data + at)) : size - at;
-		char *a = malloc(n + 1);
-
-		if (!a)
-			abort();
-		memcpy(a, data + at, n);
-		a[n] = '\0';
-		argv[argc++] = a;
-		at += n + 1;
-	}
-	argv[argc] = NULL;
+	argc = fuzz_argv(data, size, "fuzz", argv, MAX_ARGS);
 
 	/* getopt may permute or rewrite argv; keep the blocks to free. */
 	char *blocks[MAX_ARGS + 2];
