@@ -432,6 +432,11 @@ static void cfg_backends(FILE *out, const struct dbk_launch_flags *f,
 	      "    option redispatch 1\n"
 	      "    # A client that goes away reaches vLLM at once, not after the first token.\n"
 	      "    option abortonclose\n"
+	      "    # HAProxy 2.6.10 to 2.6.13 may crash at exit when it still keeps idle\n"
+	      "    # server connections (haproxy/haproxy#2114, fixed in 2.6.14): keep none.\n"
+	      ".if version_atleast(2.6.10) && version_before(2.6.14)\n"
+	      "    http-reuse never\n"
+	      ".endif\n"
 	      "    option httpchk GET /health\n"
 	      "    http-check expect status 200\n",
 	      out);
