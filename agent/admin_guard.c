@@ -168,8 +168,9 @@ int dbk_admin_guard(const struct dbk_admin_policy *p, const struct dbk_admin_via
 	if (w == READ_STATUS && (p->public_mask & DBK_ADMIN_PUBLIC_STATUS))
 		return 0;
 	if (!p->token) {
-		*why = w == WRITE ? "changes need the token of --admin-token-file, or the unix socket"
-		                  : "not public (--admin-public) and no --admin-token-file";
+		*why = w == WRITE
+		               ? "changes need the token of --admin-token-file, or the unix socket"
+		               : "not public (--admin-public) and no --admin-token-file";
 		return 403;
 	}
 	if (!has_token(p, req)) {
@@ -193,8 +194,8 @@ int dbk_admin_public_parse(const char *v, unsigned *mask, char *err, size_t errl
 			*mask |= DBK_ADMIN_PUBLIC_STATUS;
 		else {
 			dbk_errf(err, errlen,
-			         "--admin-public: '%.*s' is not metrics or status (or none)", (int)n,
-			         v);
+			         "--admin-public: '%.*s' is not metrics or status (or none)",
+			         (int)n, v);
 			return -1;
 		}
 		v += n;

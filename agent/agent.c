@@ -23,19 +23,21 @@
 #define MAX_CONFIG_FILE 65536
 
 /* The completion receiver's callback: the books do the work, this logs. */
+/* Only a line that released a lease is work a link is kept open for: a
+ * stranger can send well-formed lines, not the ids of live leases. */
 static bool on_completion(void *arg, const struct dbk_completion *c)
 {
 	struct dbk_agent *a = arg;
+	enum dbk_acct_outcome o =
+	        dbk_acct_complete(&a->acct, c, dbk_mono_ms(), (int64_t)dbk_wall_ms(), NULL);
 
-	if (dbk_acct_complete(&a->acct, c, dbk_mono_ms(), (int64_t)dbk_wall_ms(), NULL) ==
-	    DBK_ACCT_UNKNOWN) {
+	if (o == DBK_ACCT_UNKNOWN) {
 		char q[DBK_BAL_MAX_ID_LEN + 1];
 
 		dbk_log(DBK_LOG_DEBUG, "completion-unknown", "id=\"%s\"",
 		        dbk_log_quote(q, sizeof(q), c->id, c->id_len));
-		return false;
 	}
-	return true;
+	return o == DBK_ACCT_RELEASED;
 }
 
 static void on_expired(void *arg, const char *id, size_t id_len, const struct dbk_bal_lease *l)
