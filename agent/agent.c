@@ -28,8 +28,8 @@
 static bool on_completion(void *arg, const struct dbk_completion *c)
 {
 	struct dbk_agent *a = arg;
-	enum dbk_acct_outcome o =
-	        dbk_acct_complete(&a->acct, c, dbk_mono_ms(), (int64_t)dbk_wall_ms(), NULL);
+	enum dbk_acct_outcome o = dbk_acct_complete(&a->acct, c, dbk_mono_ms(),
+	                                            (int64_t)dbk_wall_ms(), NULL);
 
 	if (o == DBK_ACCT_UNKNOWN) {
 		char q[DBK_BAL_MAX_ID_LEN + 1];

@@ -297,43 +297,47 @@ abort_before_first_token() {
 # --- Who may talk to the agent: the admin endpoint (issue 29, item 1) ---
 
 @test "admin: a web page's cross-site POST is refused and changes nothing" {
-	start_agent_token
+	start_agent
 	# What a form on http://evil.example sends: its Origin, a form type.
 	run admin_code -X POST -H 'Origin: http://evil.example' \
 		-H 'Content-Type: application/x-www-form-urlencoded' '/config?max-leases=1'
 	assert_output 403
-	# Even with the token (a page cannot have it, but the check is its own).
-	run admin_code -X POST -H "Authorization: Bearer $TOKEN" -H 'Sec-Fetch-Site: cross-site' \
-		'/config?max-leases=1'
+	run admin_code -X POST -H 'Sec-Fetch-Site: cross-site' '/config?max-leases=1'
 	assert_output 403
-	run admin_code -X POST -H "Authorization: Bearer $TOKEN" \
-		-H 'Referer: http://evil.example/page' '/config?max-leases=1'
+	run admin_code -X POST -H 'Referer: http://evil.example/page' '/config?max-leases=1'
 	assert_output 403
 	run agent_get /config
 	assert_line 'max-leases = 1000000'
+	# Refused as cross-site (not only for the missing token).
+	run grep -c 'event=admin-refused status=403 reason="cross-site request' "$BATS_TEST_TMPDIR/agent.log"
+	assert_output 3
 	# The endpoint's own page (same origin) may read.
 	run admin_code -H "Origin: http://127.0.0.1:$ADMIN_PORT" -H 'Sec-Fetch-Site: same-origin' /state
 	assert_output 200
-	wait_log 'event=admin-refused status=403 reason="cross-site request'
 }
 
 @test "admin: a DNS-rebinding Host is refused; localhost, loopback and --admin-host are answered" {
-	start_agent_token --admin-host agent.internal
+	start_agent
 	run admin_code -H 'Host: attacker.example' /state
 	assert_output 403
 	run admin_code -H "Host: attacker.example:$ADMIN_PORT" /metrics
 	assert_output 403
-	run admin_code -X POST -H "Authorization: Bearer $TOKEN" -H "Host: attacker.example:$ADMIN_PORT" \
-		'/config?max-leases=1'
+	run admin_code -X POST -H "Host: attacker.example:$ADMIN_PORT" '/config?max-leases=1'
 	assert_output 403
 	run agent_get /config
 	assert_line 'max-leases = 1000000'
 	# An ssh -L forward arrives under its own port.
 	local h
-	for h in "127.0.0.1:$ADMIN_PORT" localhost:8080 LOCALHOST '[::1]:9' 127.0.0.5 agent.internal:80; do
+	for h in "127.0.0.1:$ADMIN_PORT" localhost:8080 LOCALHOST '[::1]:9' 127.0.0.5; do
 		run admin_code -H "Host: $h" /state
 		assert_output 200
 	done
+	stop_agent
+	start_agent --admin-host agent.internal
+	run admin_code -H 'Host: agent.internal:80' /state
+	assert_output 200
+	run admin_code -H 'Host: other.internal' /state
+	assert_output 403
 }
 
 @test "admin: changes need the token over TCP; the unix socket's permissions decide" {
@@ -459,12 +463,20 @@ abort_before_first_token() {
 	# Every admitted link's line was read: one id the agent does not know,
 	# then copies of it.
 	wait_until 10 lines_read_ge 64
+	local dup0
+	dup0=$(state_field completion_duplicates)
 	start_haproxy
 	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
 	run post "$BATS_TEST_TMPDIR/s.json"
 	assert_output --regexp '^200 vllm0 '
 	wait_state released 1
+	# The line came by both paths, the ring's and the datagram's: one of
+	# them released the lease, the other is a copy. With the ring locked
+	# out only the datagram comes.
+	wait_state completion_duplicates $((dup0 + 1))
 	wait_log 'event=conn-evicted for=completions'
+	run grep -c 'event=conn-refused .*for=completions peer=127.0.0.1 ' "$BATS_TEST_TMPDIR/agent.log"
+	assert_output 0
 }
 
 @test "--allow-from: a TCP peer outside the list is refused at once; HAProxy inside it routes" {
