@@ -71,6 +71,27 @@ lines_read_ge() {
 	[ -n "$n" ] && [ "$n" -ge "$1" ]
 }
 
+# HAProxy, started while an SPOP flood is held, routes three requests
+# through the agent, for which flood connections were closed.
+haproxy_routes_past_flood() {
+	start_haproxy
+	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
+	local i
+	for ((i = 0; i < 3; i++)); do
+		run post "$BATS_TEST_TMPDIR/s.json"
+		assert_output --regexp '^200 vllm[0-3] 0 0 0 '
+	done
+	wait_log 'event=conn-evicted for=spop reason="never useful, made way"'
+}
+
+# admin_expect CODE ARGS...: admin_code ARGS answers CODE.
+admin_expect() {
+	local want=$1 got
+	shift
+	got=$(admin_code "$@")
+	[ "$got" = "$want" ] || fail "${*: -1}: $got, wanted $want (curl ${*:1:$#-1})"
+}
+
 # utime + stime of a process, in clock ticks.
 cpu_ticks() {
 	awk '{ print $14 + $15 }' "/proc/$1/stat"
@@ -79,15 +100,8 @@ cpu_ticks() {
 @test "SPOP: an idle flood after HELLO from one peer leaves room for HAProxy" {
 	start_agent --enable-dynamic-bucket --max-connections 40
 	flood spop --bind 127.0.0.2 --hello --hold 60 "$DBK_AGENT" 40
-	start_haproxy
-	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
-	local i
-	for ((i = 0; i < 3; i++)); do
-		run post "$BATS_TEST_TMPDIR/s.json"
-		assert_output --regexp '^200 vllm[0-3] 0 0 0 '
-	done
-	# Past its half, the peer's own oldest idle connections made way.
-	wait_log 'event=conn-evicted for=spop reason="never useful, made way"'
+	# Past its half, the peer's own oldest idle connections make way.
+	haproxy_routes_past_flood
 }
 
 @test "SPOP: connections silent after HELLO are closed after --idle-timeout" {
@@ -177,14 +191,12 @@ cpu_ticks() {
 	for ((i = 0; i < 15; i++)); do q+="sensitivity=1&"; done
 	q+="sensitivity=1.0000000000&max-leases=500000"
 	[ "${q:0:255}" != "$q" ] && [ "${q:243:12}" = "max-leases=5" ]
-	run admin_code -X POST -H "Authorization: Bearer $TOKEN" "$q"
-	assert_output 200
+	admin_expect 200 -X POST -H "Authorization: Bearer $TOKEN" "$q"
 	run curl -s --max-time 5 "http://127.0.0.1:$ADMIN_PORT/config"
 	assert_line 'max-leases = 500000'
 	# Longer than the request buffer: 414, and nothing applied.
 	q="/config?max-leases=7&sensitivity=1.$(head -c 5000 /dev/zero | tr '\0' 0)"
-	run admin_code -X POST -H "Authorization: Bearer $TOKEN" "$q"
-	assert_output 414
+	admin_expect 414 -X POST -H "Authorization: Bearer $TOKEN" "$q"
 	run curl -s --max-time 5 "http://127.0.0.1:$ADMIN_PORT/config"
 	assert_line 'max-leases = 500000'
 }
@@ -299,53 +311,42 @@ abort_before_first_token() {
 @test "admin: a web page's cross-site POST is refused and changes nothing" {
 	start_agent
 	# What a form on http://evil.example sends: its Origin, a form type.
-	run admin_code -X POST -H 'Origin: http://evil.example' \
+	admin_expect 403 -X POST -H 'Origin: http://evil.example' \
 		-H 'Content-Type: application/x-www-form-urlencoded' '/config?max-leases=1'
-	assert_output 403
-	run admin_code -X POST -H 'Sec-Fetch-Site: cross-site' '/config?max-leases=1'
-	assert_output 403
-	run admin_code -X POST -H 'Referer: http://evil.example/page' '/config?max-leases=1'
-	assert_output 403
+	admin_expect 403 -X POST -H 'Sec-Fetch-Site: cross-site' '/config?max-leases=1'
+	admin_expect 403 -X POST -H 'Referer: http://evil.example/page' '/config?max-leases=1'
 	run agent_get /config
 	assert_line 'max-leases = 1000000'
 	# Refused as cross-site (not only for the missing token).
 	run grep -c 'event=admin-refused status=403 reason="cross-site request' "$BATS_TEST_TMPDIR/agent.log"
 	assert_output 3
 	# The endpoint's own page (same origin) may read.
-	run admin_code -H "Origin: http://127.0.0.1:$ADMIN_PORT" -H 'Sec-Fetch-Site: same-origin' /state
-	assert_output 200
+	admin_expect 200 -H "Origin: http://127.0.0.1:$ADMIN_PORT" -H 'Sec-Fetch-Site: same-origin' /state
 }
 
 @test "admin: a DNS-rebinding Host is refused; localhost, loopback and --admin-host are answered" {
 	start_agent
-	run admin_code -H 'Host: attacker.example' /state
-	assert_output 403
-	run admin_code -H "Host: attacker.example:$ADMIN_PORT" /metrics
-	assert_output 403
-	run admin_code -X POST -H "Host: attacker.example:$ADMIN_PORT" '/config?max-leases=1'
-	assert_output 403
+	admin_expect 403 -H 'Host: attacker.example' /state
+	admin_expect 403 -H "Host: attacker.example:$ADMIN_PORT" /metrics
+	admin_expect 403 -X POST -H "Host: attacker.example:$ADMIN_PORT" '/config?max-leases=1'
 	run agent_get /config
 	assert_line 'max-leases = 1000000'
 	# An ssh -L forward arrives under its own port.
 	local h
 	for h in "127.0.0.1:$ADMIN_PORT" localhost:8080 LOCALHOST '[::1]:9' 127.0.0.5; do
-		run admin_code -H "Host: $h" /state
-		assert_output 200
+		admin_expect 200 -H "Host: $h" /state
 	done
 	stop_agent
 	start_agent --admin-host agent.internal
-	run admin_code -H 'Host: agent.internal:80' /state
-	assert_output 200
-	run admin_code -H 'Host: other.internal' /state
-	assert_output 403
+	admin_expect 200 -H 'Host: agent.internal:80' /state
+	admin_expect 403 -H 'Host: other.internal' /state
 }
 
 @test "admin: changes need the token over TCP; the unix socket's permissions decide" {
 	local sock="$BATS_TEST_TMPDIR/admin.sock"
 	start_agent --admin-listen "unix:$sock"
 	# No token configured: no change over TCP at all.
-	run admin_code -X POST '/config?max-leases=5'
-	assert_output 403
+	admin_expect 403 -X POST '/config?max-leases=5'
 	run curl -s -o /dev/null -w '%{http_code}' --max-time 5 --unix-socket "$sock" \
 		-X POST 'http://localhost/config?max-leases=6'
 	assert_output 200
@@ -354,19 +355,14 @@ abort_before_first_token() {
 	stop_agent
 	# With a token: none or a wrong one is 401, the right one works.
 	start_agent_token
-	run admin_code -X POST '/config?max-leases=5'
-	assert_output 401
-	run admin_code -X POST -H 'Authorization: Bearer nope' '/config?max-leases=5'
-	assert_output 401
-	run admin_code -X POST -H "Authorization: Bearer ${TOKEN}x" '/config?max-leases=5'
-	assert_output 401
-	run admin_code -X POST -H "Authorization: Bearer $TOKEN" '/config?max-leases=5'
-	assert_output 200
+	admin_expect 401 -X POST '/config?max-leases=5'
+	admin_expect 401 -X POST -H 'Authorization: Bearer nope' '/config?max-leases=5'
+	admin_expect 401 -X POST -H "Authorization: Bearer ${TOKEN}x" '/config?max-leases=5'
+	admin_expect 200 -X POST -H "Authorization: Bearer $TOKEN" '/config?max-leases=5'
 	run agent_get /config
 	assert_line 'max-leases = 5'
 	# Changes are POSTs: a GET with a query changes nothing.
-	run admin_code -H "Authorization: Bearer $TOKEN" '/config?max-leases=9'
-	assert_output 200
+	admin_expect 200 -H "Authorization: Bearer $TOKEN" '/config?max-leases=9'
 	run agent_get /config
 	assert_line 'max-leases = 5'
 	# SIGHUP rereads the token file.
@@ -374,8 +370,7 @@ abort_before_first_token() {
 	kill -HUP "$AGENT_PID"
 	wait_until 5 test "$(admin_code -X POST -H 'Authorization: Bearer rotated-token' \
 		'/config?max-leases=8')" = 200
-	run admin_code -X POST -H "Authorization: Bearer $TOKEN" '/config?max-leases=7'
-	assert_output 401
+	admin_expect 401 -X POST -H "Authorization: Bearer $TOKEN" '/config?max-leases=7'
 	run agent_get /config
 	assert_line 'max-leases = 8'
 }
@@ -383,37 +378,29 @@ abort_before_first_token() {
 @test "admin: --admin-read-only changes nothing, with the token or over the unix socket" {
 	local sock="$BATS_TEST_TMPDIR/admin.sock"
 	start_agent_token --admin-read-only --admin-listen "unix:$sock"
-	run admin_code -X POST -H "Authorization: Bearer $TOKEN" '/config?max-leases=5'
-	assert_output 403
+	admin_expect 403 -X POST -H "Authorization: Bearer $TOKEN" '/config?max-leases=5'
 	run curl -s --max-time 5 --unix-socket "$sock" -X POST 'http://localhost/config?max-leases=5'
 	assert_output --partial 'read-only'
 	run agent_get /config
 	assert_line 'max-leases = 1000000'
-	run admin_code /state
-	assert_output 200
+	admin_expect 200 /state
 }
 
 @test "admin: /metrics and the status page are public by default; --admin-public none needs the token" {
 	start_agent_token
 	local p
 	for p in /metrics / /state /config; do
-		run admin_code "$p"
-		assert_output 200
+		admin_expect 200 "$p"
 	done
 	stop_agent
 	start_agent_token --admin-public metrics
-	run admin_code /metrics
-	assert_output 200
-	run admin_code /state
-	assert_output 401
-	run admin_code -H "Authorization: Bearer $TOKEN" /state
-	assert_output 200
+	admin_expect 200 /metrics
+	admin_expect 401 /state
+	admin_expect 200 -H "Authorization: Bearer $TOKEN" /state
 	stop_agent
 	start_agent_token --admin-public none
-	run admin_code /metrics
-	assert_output 401
-	run admin_code -H "Authorization: Bearer $TOKEN" /metrics
-	assert_output 200
+	admin_expect 401 /metrics
+	admin_expect 200 -H "Authorization: Bearer $TOKEN" /metrics
 }
 
 # --- Who may talk to the agent: admission (issue 29, item 2) ---
@@ -446,14 +433,7 @@ abort_before_first_token() {
 	run grep -c '^hellos=20 ' "$BATS_TEST_TMPDIR/probe.out"
 	assert_output 1
 	# And HAProxy itself routes through the agent.
-	start_haproxy
-	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
-	local i
-	for ((i = 0; i < 3; i++)); do
-		run post "$BATS_TEST_TMPDIR/s.json"
-		assert_output --regexp '^200 vllm[0-3] 0 0 0 '
-	done
-	wait_log 'event=conn-evicted for=spop reason="never useful, made way"'
+	haproxy_routes_past_flood
 }
 
 @test "completions: HAProxy's ring gets in while 128 hostile links that each sent one valid line are held" {
