@@ -82,6 +82,21 @@ static void simple(struct aconn *c, int status, const char *text)
 	respond(c, &r);
 }
 
+/* A request the guard refused: answered, and logged (a burst at most). */
+static void refuse(struct aconn *c, int status, const char *why)
+{
+	uint64_t suppressed;
+	char peer[64];
+
+	if (dbk_log_limit_allow(&c->a->refuse_log, ev_now(c->a->loop), &suppressed)) {
+		dbk_net_sockname(c->conn.fd, true, peer, sizeof(peer));
+		dbk_log(DBK_LOG_WARN, "admin-refused",
+		        "status=%d reason=\"%s\" peer=%s suppressed=%llu", status, why,
+		        c->via.unix_socket ? "unix" : peer, (unsigned long long)suppressed);
+	}
+	simple(c, status, why);
+}
+
 /* Answers once the request is whole or known to be bad. Returns whether
  * it was. */
 static bool handle(struct aconn *c)
@@ -105,16 +120,7 @@ static bool handle(struct aconn *c)
 	const char *why;
 	int refused = dbk_admin_guard(&c->a->policy, &c->via, &req, &why);
 	if (refused) {
-		uint64_t suppressed;
-		char peer[64];
-
-		if (dbk_log_limit_allow(&c->a->refuse_log, ev_now(c->a->loop), &suppressed)) {
-			dbk_net_sockname(c->conn.fd, true, peer, sizeof(peer));
-			dbk_log(DBK_LOG_WARN, "admin-refused",
-			        "status=%d reason=\"%s\" peer=%s suppressed=%llu", refused, why,
-			        c->via.unix_socket ? "unix" : peer, (unsigned long long)suppressed);
-		}
-		simple(c, refused, why);
+		refuse(c, refused, why);
 		return true;
 	}
 	/* Both fit: the head, and so the target, is under MAX_HEAD. */

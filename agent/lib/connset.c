@@ -1,7 +1,5 @@
 #include "lib/connset.h"
 
-#include <stdlib.h>
-
 /* The connection whose closing makes room for peer: the one idle
  * longest of those that did no useful work, or none for stale_s; one
  * that is doing its job is never closed for a newcomer (that one is
@@ -9,38 +7,34 @@
 static int make_room(void *arg, const void *peer)
 {
 	struct dbk_connset *s = arg;
-	struct dbk_conn *victim = NULL;
+	struct dbk_conn *c = NULL;
 	struct dbk_list *it, *nx;
 	ev_tstamp now = ev_now(s->ls.loop);
+	uint64_t suppressed;
 
 	dbk_list_for_each_safe(it, nx, &s->conns)
 	{
-		struct dbk_conn *c = dbk_list_elem(it, struct dbk_conn, set_link);
+		struct dbk_conn *x = dbk_list_elem(it, struct dbk_conn, set_link);
 
-		if (c->dead || !dbk_listener_may_evict(&s->ls, c->fd, peer))
-			continue;
-		if (!c->useful || (s->stale_s > 0 && now - c->useful_at >= s->stale_s)) {
-			victim = c;
+		if (!x->dead && dbk_listener_may_evict(&s->ls, x->fd, peer) &&
+		    (!x->useful || (s->stale_s > 0 && now - x->useful_at >= s->stale_s))) {
+			c = x;
 			break;
 		}
 	}
-	if (victim) {
-		struct dbk_conn *c = victim;
-		uint64_t suppressed;
-
-		if (s->evicted)
-			(*s->evicted)++;
-		if (dbk_log_limit_allow(&s->evict_log, ev_now(s->ls.loop), &suppressed))
-			dbk_log(DBK_LOG_WARN, "conn-evicted",
-			        "for=%s reason=\"%s, made way\" idle_s=%.1f suppressed=%llu",
-			        s->ls.what, c->useful ? "least recently useful" : "never useful",
-			        ev_now(s->ls.loop) - c->useful_at, (unsigned long long)suppressed);
-		/* Never inside its own callback (accepting is not one), so it
-		 * ends now and its slot is free: c is gone after this. */
-		dbk_conn_close(c, DBK_CONN_LOCAL);
-		return 1;
-	}
-	return 0;
+	if (!c)
+		return 0;
+	if (s->evicted)
+		(*s->evicted)++;
+	if (dbk_log_limit_allow(&s->evict_log, now, &suppressed))
+		dbk_log(DBK_LOG_WARN, "conn-evicted",
+		        "for=%s reason=\"%s, made way\" idle_s=%.1f suppressed=%llu", s->ls.what,
+		        c->useful ? "nothing useful lately" : "never useful", now - c->useful_at,
+		        (unsigned long long)suppressed);
+	/* Never inside its own callback (accepting is not one), so it ends
+	 * now and its slot is free: c is gone after this. */
+	dbk_conn_close(c, DBK_CONN_LOCAL);
+	return 1;
 }
 
 int dbk_connset_open(struct dbk_connset *s, struct ev_loop *loop, const char *what,
