@@ -92,6 +92,16 @@ admin_expect() {
 	[ "$got" = "$want" ] || fail "${*: -1}: $got, wanted $want (curl ${*:1:$#-1})"
 }
 
+# probe_hellos LABEL: 20 new SPOP connections from 127.0.0.1, as HAProxy
+# opens them, each get AGENT-HELLO (the longest wait is printed).
+probe_hellos() {
+	flood probe --probe --hold 5 "$DBK_AGENT" 20
+	wait_file "$BATS_TEST_TMPDIR/probe.out" '^hellos=' 10
+	echo "# $1: $(tail -1 "$BATS_TEST_TMPDIR/probe.out") of 20" >&3
+	run grep -c '^hellos=20 ' "$BATS_TEST_TMPDIR/probe.out"
+	assert_output 1
+}
+
 # utime + stime of a process, in clock ticks.
 cpu_ticks() {
 	awk '{ print $14 + $15 }' "/proc/$1/stat"
@@ -427,13 +437,16 @@ abort_before_first_token() {
 	((lim / 4 < per)) && per=$((lim / 4))
 	start_agent --enable-dynamic-bucket
 	floods spop 2 9 --hello --hold 60 "$DBK_AGENT" "$per"
-	flood probe --probe --hold 5 "$DBK_AGENT" 20
-	wait_file "$BATS_TEST_TMPDIR/probe.out" '^hellos=' 10
-	echo "# $((8 * per)) hostile: $(tail -1 "$BATS_TEST_TMPDIR/probe.out") of 20" >&3
-	run grep -c '^hellos=20 ' "$BATS_TEST_TMPDIR/probe.out"
-	assert_output 1
+	probe_hellos "$((8 * per)) hostile from 127.0.0.2-9"
 	# And HAProxy itself routes through the agent.
 	haproxy_routes_past_flood
+}
+
+@test "SPOP: a new HAProxy connection gets HELLO past 600 hostile HELLO connections from its own address" {
+	# Over one peer's half of the 1024, so HAProxy's address is full.
+	start_agent --enable-dynamic-bucket
+	flood spop --hello --hold 60 "$DBK_AGENT" 600
+	probe_hellos "600 hostile from 127.0.0.1"
 }
 
 @test "completions: HAProxy's ring gets in while 128 hostile links that each sent one valid line are held" {
