@@ -23,17 +23,21 @@
 #define MAX_CONFIG_FILE 65536
 
 /* The completion receiver's callback: the books do the work, this logs. */
-static void on_completion(void *arg, const struct dbk_completion *c)
+/* Only a line that released a lease is work a link is kept open for: a
+ * stranger can send well-formed lines, not the ids of live leases. */
+static bool on_completion(void *arg, const struct dbk_completion *c)
 {
 	struct dbk_agent *a = arg;
+	enum dbk_acct_outcome o = dbk_acct_complete(&a->acct, c, dbk_mono_ms(),
+	                                            (int64_t)dbk_wall_ms(), NULL);
 
-	if (dbk_acct_complete(&a->acct, c, dbk_mono_ms(), (int64_t)dbk_wall_ms(), NULL) ==
-	    DBK_ACCT_UNKNOWN) {
+	if (o == DBK_ACCT_UNKNOWN) {
 		char q[DBK_BAL_MAX_ID_LEN + 1];
 
 		dbk_log(DBK_LOG_DEBUG, "completion-unknown", "id=\"%s\"",
 		        dbk_log_quote(q, sizeof(q), c->id, c->id_len));
 	}
+	return o == DBK_ACCT_RELEASED;
 }
 
 static void on_expired(void *arg, const char *id, size_t id_len, const struct dbk_bal_lease *l)
@@ -98,7 +102,12 @@ int dbk_agent_reload(struct dbk_agent *a, char *err, size_t errlen)
 {
 	struct dbk_bal_config c;
 
+	/* The admin token first: it needs no --config. */
+	if (dbk_admin_reload(a->admin, err, errlen) < 0)
+		return -1;
 	if (!a->cfg.config_file) {
+		if (a->cfg.admin_token_file)
+			return 0;
 		dbk_errf(err, errlen, "no --config file to reread");
 		return -1;
 	}
@@ -368,12 +377,25 @@ static int start_listeners(struct dbk_agent *a, char *err, size_t errlen)
 		.max_connections = a->cfg.max_connections,
 		.max_connections_per_peer = a->cfg.max_connections_per_peer,
 		.idle_timeout = (double)a->cfg.idle_timeout_s,
+		.allow = a->cfg.allow,
+		.nallow = a->cfg.nallow,
+	};
+	struct dbk_admin_config ac = {
+		.max_conns = admin_conns,
+		.token_file = a->cfg.admin_token_file,
+		.read_only = a->cfg.admin_read_only,
+		.public_mask = a->cfg.admin_public,
+		.hosts = a->cfg.admin_hosts,
+		.nhosts = a->cfg.nadmin_hosts,
 	};
 	struct dbk_spop_handler h = dbk_route_handler_init(&a->route_handler, &a->route);
+	a->admin = dbk_admin_new(a->loop, &ac, on_admin, a, err, errlen);
+	if (!a->admin)
+		return -1;
 	a->spop = dbk_spop_server_new(a->loop, &sc, &h);
-	a->events = dbk_completion_rx_new(a->loop, completion_conns, on_completion, a);
-	a->admin = dbk_admin_new(a->loop, admin_conns, on_admin, a);
-	if (!a->spop || !a->events || !a->admin) {
+	a->events = dbk_completion_rx_new(a->loop, completion_conns, a->cfg.allow, a->cfg.nallow,
+	                                  on_completion, a);
+	if (!a->spop || !a->events) {
 		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}

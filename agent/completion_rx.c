@@ -3,9 +3,8 @@
 #include <stdlib.h>
 
 #include "lib/conn.h"
+#include "lib/connset.h"
 #include "lib/dgram.h"
-#include "lib/list.h"
-#include "lib/listener.h"
 #include "lib/log.h"
 
 /* One whole frame must fit: its length prefix (at most 5 digits and a
@@ -14,21 +13,22 @@
 /* From a frame's first byte to its last: HAProxy writes a line whole, a
  * peer that stops half-way is cut. */
 #define FRAME_TIMEOUT 5.0
+/* A link that ended no lease for this long may make way for a new one
+ * when the listener is full. HAProxy's ring keeps what it could not send
+ * and sends it once it has reconnected. */
+#define STALE_S 60.0
 
 struct econn {
 	struct dbk_conn conn;
 	struct dbk_completion_rx *e;
-	struct dbk_list link; /* in dbk_completion_rx.conns, oldest first */
-	bool delivered;       /* has sent a completion line: HAProxy's */
 };
 
 struct dbk_completion_rx {
 	struct ev_loop *loop;
 	dbk_completion_rx_cb cb;
 	void *arg;
-	struct dbk_listener_set ls;
+	struct dbk_connset set;
 	struct dbk_dgram_set dgrams;
-	struct dbk_list conns;
 	struct dbk_completion_rx_stats stats;
 	struct dbk_log_limit up_log;
 };
@@ -41,13 +41,12 @@ static void econn_closed(struct dbk_conn *conn, enum dbk_conn_why why)
 		c->e->stats.bad_frames++;
 		dbk_log(DBK_LOG_WARN, "completion-link-dropped", "reason=\"frame never finished\"");
 	}
-	dbk_list_del(&c->link);
 	c->e->stats.open--;
 	free(c);
 }
 
 /* Parses one line and hands it on; counts the ones that are not ours.
- * Returns whether it was a completion line. */
+ * Returns whether it ended a lease. */
 static bool deliver(struct dbk_completion_rx *e, const char *msg, size_t msg_len)
 {
 	struct dbk_completion ev;
@@ -61,8 +60,7 @@ static bool deliver(struct dbk_completion_rx *e, const char *msg, size_t msg_len
 		return false;
 	}
 	e->stats.lines++;
-	e->cb(e->arg, &ev);
-	return true;
+	return e->cb(e->arg, &ev);
 }
 
 /* Consumes every whole frame in the buffer; broken framing drops the
@@ -90,53 +88,26 @@ static void on_lines(struct dbk_conn *conn)
 		}
 		off += used;
 		if (deliver(c->e, msg, msg_len))
-			c->delivered = true;
+			dbk_connset_useful(conn);
 	}
 	dbk_buf_consume(&conn->in, off);
 }
 
 static const struct dbk_conn_ops econn_ops = { .on_data = on_lines, .on_close = econn_closed };
 
-/* The listener is full: the oldest link that never sent a completion
- * line makes way (an idle flood cannot keep HAProxy's ring out; a link
- * that delivered is HAProxy's and stays). */
-static int make_room(void *arg, const void *peer)
-{
-	struct dbk_completion_rx *e = arg;
-	struct econn *victim = NULL;
-	struct dbk_list *it, *nx;
-
-	dbk_list_for_each_safe(it, nx, &e->conns)
-	{
-		struct econn *c = dbk_list_elem(it, struct econn, link);
-
-		if (!c->delivered && dbk_listener_may_evict(&e->ls, c->conn.fd, peer)) {
-			victim = c;
-			break;
-		}
-	}
-	if (!victim)
-		return 0;
-	dbk_log(DBK_LOG_DEBUG, "completion-link-dropped", "reason=\"silent, made way\"");
-	dbk_conn_close(&victim->conn, DBK_CONN_LOCAL);
-	return 1;
-}
-
 static void econn_new(void *arg, int fd)
 {
 	struct dbk_completion_rx *e = arg;
 	struct econn *c = malloc(sizeof(*c));
 
-	if (dbk_conn_accept(c ? &c->conn : NULL, e->loop, fd, &e->ls, &econn_ops, c, IN_CAP) < 0) {
+	if (dbk_conn_accept(c ? &c->conn : NULL, e->loop, fd, &e->set, &econn_ops, c, IN_CAP) < 0) {
 		dbk_log(DBK_LOG_WARN, "completion-link-refused", "reason=\"out of memory\"");
 		free(c);
 		return;
 	}
 	c->e = e;
-	c->delivered = false;
 	/* Only a frame under way is timed: an idle link is HAProxy's. */
 	dbk_conn_timeouts(&c->conn, FRAME_TIMEOUT, 0);
-	dbk_list_append(&e->conns, &c->link);
 	e->stats.accepted++;
 	e->stats.open++;
 	uint64_t suppressed;
@@ -162,6 +133,7 @@ int dbk_completion_rx_add_datagram(struct dbk_completion_rx *e, int fd)
 }
 
 struct dbk_completion_rx *dbk_completion_rx_new(struct ev_loop *loop, unsigned max_conns,
+                                                const struct dbk_net_cidr *allow, unsigned nallow,
                                                 dbk_completion_rx_cb cb, void *arg)
 {
 	struct dbk_completion_rx *e = calloc(1, sizeof(*e));
@@ -171,33 +143,39 @@ struct dbk_completion_rx *dbk_completion_rx_new(struct ev_loop *loop, unsigned m
 	e->loop = loop;
 	e->cb = cb;
 	e->arg = arg;
-	dbk_list_init(&e->conns);
 	/* One peer may hold half the links, so another (HAProxy) gets in. */
-	if (dbk_listener_open(&e->ls, loop, "completions", econn_new, e, max_conns,
-	                      (max_conns + 1) / 2, NULL) < 0 ||
-	    dbk_dgram_init(&e->dgrams, loop, IN_CAP, on_dgram, e) < 0) {
-		dbk_listener_close(&e->ls);
+	struct dbk_connset_limits lim = {
+		.max_conns = max_conns,
+		.max_per_peer = (max_conns + 1) / 2,
+		.refused = &e->stats.refused,
+		.evicted = &e->stats.evicted,
+		.stale_s = STALE_S,
+		.allow = allow,
+		.nallow = nallow,
+	};
+	if (dbk_connset_open(&e->set, loop, "completions", econn_new, e, &lim) < 0) {
 		free(e);
 		return NULL;
 	}
-	e->ls.make_room = make_room;
+	if (dbk_dgram_init(&e->dgrams, loop, IN_CAP, on_dgram, e) < 0) {
+		dbk_connset_close(&e->set, NULL);
+		free(e);
+		return NULL;
+	}
 	return e;
 }
 
 int dbk_completion_rx_add_listener(struct dbk_completion_rx *e, int fd)
 {
-	return dbk_listener_add(&e->ls, fd);
+	return dbk_connset_add_listener(&e->set, fd);
 }
 
 void dbk_completion_rx_free(struct dbk_completion_rx *e)
 {
 	if (!e)
 		return;
-	dbk_listener_close(&e->ls);
+	dbk_connset_close(&e->set, NULL);
 	dbk_dgram_close(&e->dgrams);
-	while (!dbk_list_empty(&e->conns))
-		dbk_conn_close(&dbk_list_first(&e->conns, struct econn, link)->conn,
-		               DBK_CONN_LOCAL);
 	free(e);
 }
 

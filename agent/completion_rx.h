@@ -6,9 +6,11 @@
 #define DBK_COMPLETION_RX_H
 
 #include <ev.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "completion.h"
+#include "lib/net.h"
 
 struct dbk_completion_rx_stats {
 	uint64_t accepted;
@@ -16,14 +18,21 @@ struct dbk_completion_rx_stats {
 	uint64_t bad_lines;  /* framed, but not a dbk1 line */
 	uint64_t bad_frames; /* connections dropped for broken framing */
 	uint64_t datagrams;  /* UDP datagrams read, lines or not */
+	uint64_t refused;    /* links not admitted: over a limit, or not allowed */
+	uint64_t evicted;    /* links closed to make way: nothing useful lately */
 	unsigned open;
 };
 
-typedef void (*dbk_completion_rx_cb)(void *arg, const struct dbk_completion *c);
+/* Returns whether the line was one the agent waited for (it ended a
+ * lease): the work that keeps a link open when the listener is full. */
+typedef bool (*dbk_completion_rx_cb)(void *arg, const struct dbk_completion *c);
 
 struct dbk_completion_rx;
 
+/* At most max_conns links, half of them from one peer; over TCP only
+ * from the nallow addresses of allow (kept by the caller) when nallow. */
 struct dbk_completion_rx *dbk_completion_rx_new(struct ev_loop *loop, unsigned max_conns,
+                                                const struct dbk_net_cidr *allow, unsigned nallow,
                                                 dbk_completion_rx_cb cb, void *arg);
 int dbk_completion_rx_add_listener(struct dbk_completion_rx *e, int fd);
 /* Reads completion lines from a bound UDP socket (dbk_net_bind_udp).

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin_guard.h"
 #include "lib/cli.h"
 #include "lib/log.h"
 #include "settings.h"
@@ -26,7 +27,7 @@ struct parse {
 #define COUNT(t) (sizeof(t) / sizeof((t)[0]))
 #define WEEK_S (7 * 24 * 3600)
 /* Options in all sections, at most. */
-#define MAX_OPTIONS 48
+#define MAX_OPTIONS 56
 
 static const char *const log_levels[] = { "debug", "info", "warn", "error", NULL };
 
@@ -148,6 +149,58 @@ static int opt_backend(void *ctx, const char *v, char *err, size_t errlen)
 	return 0;
 }
 
+/* --- Who may talk to the agent: --allow-from, --admin-* --- */
+
+/* CIDR,... (repeatable) for the SPOP and completion listeners. */
+static int opt_allow_from(void *ctx, const char *v, char *err, size_t errlen)
+{
+	struct dbk_config *c = ((struct parse *)ctx)->c;
+
+	for (const char *p = v;;) {
+		char one[64];
+		size_t n = strcspn(p, ",");
+
+		if (n == 0 || n >= sizeof(one)) {
+			dbk_errf(err, errlen, "--allow-from: '%s' is not a list of addresses", v);
+			return -1;
+		}
+		if (c->nallow == DBK_MAX_ALLOW) {
+			dbk_errf(err, errlen, "--allow-from: at most %d addresses", DBK_MAX_ALLOW);
+			return -1;
+		}
+		char why[128];
+		memcpy(one, p, n);
+		one[n] = '\0';
+		if (dbk_net_cidr_parse(one, &c->allow[c->nallow], why, sizeof(why)) < 0) {
+			dbk_errf(err, errlen, "--allow-from: %s", why);
+			return -1;
+		}
+		c->nallow++;
+		if (p[n] == '\0')
+			return 0;
+		p += n + 1;
+	}
+}
+
+static int opt_admin_public(void *ctx, const char *v, char *err, size_t errlen)
+{
+	return dbk_admin_public_parse(v, &((struct parse *)ctx)->c->admin_public, err, errlen);
+}
+
+static int opt_admin_host(void *ctx, const char *v, char *err, size_t errlen)
+{
+	struct dbk_config *c = ((struct parse *)ctx)->c;
+
+	if (!*v || strpbrk(v, ":/[] ")) {
+		dbk_errf(err, errlen, "--admin-host: '%s' is not a host name (no port)", v);
+		return -1;
+	}
+	return dbk_cli_append(c->admin_hosts, &c->nadmin_hosts, DBK_MAX_LISTEN,
+	                      "--admin-host names", v, err, errlen);
+}
+
+/* --- end of who may talk to the agent --- */
+
 static int opt_scrape(void *ctx, const char *v, char *err, size_t errlen)
 {
 	struct dbk_config *c = ((struct parse *)ctx)->c;
@@ -267,6 +320,24 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		NUM("lease-ttl", DBK_OPT_LL, &c->lease_ttl_s, 1, WEEK_S, "SECONDS",
 		    "a request whose completion never arrives\nis released after this long (" STR(
 		            DBK_DEFAULT_LEASE_TTL_S) ")"),
+		SECTION("\nWho may talk to the agent (see \"Security model\" in the README):"),
+		CALL("allow-from", opt_allow_from, "CIDR,...",
+		     "only these addresses may connect to the SPOP\nand completion listeners over "
+		     "TCP\n(repeatable; default anyone); a unix socket's\npermissions decide who "
+		     "reaches it"),
+		TEXT("admin-token-file", &c->admin_token_file, "FILE",
+		     "the bearer token (one word) that changes\n(POST /config) and non-public "
+		     "reads "
+		     "need\nover TCP; reread on SIGHUP. Without it,\nonly the admin unix socket "
+		     "may change\nsettings"),
+		FLAG("admin-read-only", 0, &c->admin_read_only,
+		     "the admin endpoint changes nothing, whoever\nasks"),
+		CALL("admin-public", opt_admin_public, "LIST",
+		     "reads open without the token: metrics (GET\n/metrics), status (the status "
+		     "page, /state,\n/config), both (default) or none"),
+		CALL("admin-host", opt_admin_host, "NAME",
+		     "a name the admin endpoint answers to in\nHost besides localhost and the "
+		     "addresses it\nlistens on (repeatable)"),
 		SECTION("\nHAProxy's runtime API (optional, recommended):"),
 		TEXT("haproxy-socket", &c->haproxy_socket, "ADDR",
 		     "its stats socket: unix:PATH, /PATH or\nHOST:PORT (needs 'level operator' or "
@@ -360,6 +431,7 @@ static void set_defaults(struct dbk_config *c)
 	c->scrape_timeout_ms = DBK_DEFAULT_SCRAPE_TIMEOUT_MS;
 	c->engine_speed = 1.0;
 	c->policy = dbk_policy_at(0);
+	c->admin_public = DBK_ADMIN_PUBLIC_DEFAULT;
 }
 
 /* SERVER... after the options. */

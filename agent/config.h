@@ -11,6 +11,7 @@
 #include "balancer.h"
 #include "policy_ops.h"
 #include "lib/bounds.h"
+#include "lib/net.h"
 
 #define DBK_MAX_LISTEN 8
 #define DBK_DEFAULT_LISTEN "127.0.0.1:12345"
@@ -37,6 +38,7 @@
  * connections first; what stays silent longer is not HAProxy's. */
 #define DBK_DEFAULT_IDLE_TIMEOUT_S 120
 #define DBK_MAX_SERVER_NAME 64
+#define DBK_MAX_ALLOW 32
 
 #define DBK_DEFAULT_SCRAPE_INTERVAL_MS 100
 #define DBK_DEFAULT_SCRAPE_TIMEOUT_MS 1000
@@ -79,6 +81,15 @@ struct dbk_config {
 	long long idle_timeout_s;
 	size_t max_leases;
 	int log_level; /* enum dbk_log_level */
+
+	/* Who may talk to the agent (README's "Security model"). */
+	struct dbk_net_cidr allow[DBK_MAX_ALLOW]; /* --allow-from; none: anyone */
+	unsigned nallow;
+	const char *admin_token_file; /* NULL: none */
+	bool admin_read_only;
+	unsigned admin_public; /* DBK_ADMIN_PUBLIC_* */
+	const char *admin_hosts[DBK_MAX_LISTEN];
+	unsigned nadmin_hosts;
 };
 
 enum dbk_config_result {

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/connset.h"
 #include "lib/listener.h"
 #include "lib/net.h"
 
@@ -30,6 +31,7 @@ static void conn_init(struct dbk_conn *c, struct ev_loop *loop, int fd,
 	c->fd = fd;
 	c->in_max = in_max;
 	c->out_high = SIZE_MAX;
+	dbk_list_init(&c->set_link);
 	ev_io_init(&c->io, on_io, fd, 0);
 	ev_timer_init(&c->timer, on_timer, 0, 0);
 }
@@ -39,8 +41,7 @@ static void conn_end(struct dbk_conn *c)
 {
 	ev_io_stop(c->loop, &c->io);
 	ev_timer_stop(c->loop, &c->timer);
-	if (c->ls)
-		dbk_listener_release(c->ls, c->fd);
+	dbk_connset_forget(c);
 	close(c->fd);
 	c->fd = -1;
 	/* on_close may still read the input (a client's whole answer), take
@@ -257,18 +258,23 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	conn_settle(c);
 }
 
-int dbk_conn_accept(struct dbk_conn *c, struct ev_loop *loop, int fd, struct dbk_listener_set *ls,
+int dbk_conn_accept(struct dbk_conn *c, struct ev_loop *loop, int fd, struct dbk_connset *set,
                     const struct dbk_conn_ops *ops, void *arg, size_t in_max)
 {
-	if (c) {
+	if (c)
 		conn_init(c, loop, fd, ops, arg, in_max);
-		c->ls = ls;
-	}
 	if (!c || !dbk_buf_reserve(&c->in, in_max < READ_START ? in_max : READ_START)) {
-		if (ls)
-			dbk_listener_release(ls, fd);
+		if (set)
+			dbk_listener_release(&set->ls, fd);
 		close(fd);
 		return -1;
+	}
+	if (set) {
+		/* Joins at the back: it has waited least, so it makes way
+		 * after those idle longer. */
+		c->set = set;
+		c->useful_at = ev_now(loop);
+		dbk_list_append(&set->conns, &c->set_link);
 	}
 	ev_io_set(&c->io, fd, EV_READ);
 	ev_io_start(loop, &c->io);

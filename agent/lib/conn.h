@@ -27,11 +27,12 @@
 #include <sys/socket.h>
 
 #include "lib/buf.h"
+#include "lib/list.h"
 
-struct dbk_listener_set;
+struct dbk_connset;
 
 enum dbk_conn_why {
-	DBK_CONN_LOCAL,   /* dbk_conn_close, or a drain that ended */
+	DBK_CONN_LOCAL,   /* dbk_conn_close, a drain that ended, or an eviction */
 	DBK_CONN_EOF,     /* the peer closed its side */
 	DBK_CONN_ERROR,   /* a syscall failed: err_op and err_no say which */
 	DBK_CONN_TIMEOUT, /* the timer fired with no on_timeout, or while draining */
@@ -62,8 +63,13 @@ struct dbk_conn {
 	ev_timer timer;
 	struct ev_loop *loop;
 	const struct dbk_conn_ops *ops;
-	void *arg;                   /* the user's */
-	struct dbk_listener_set *ls; /* an accepted conn's slot, given back on close */
+	void *arg; /* the user's */
+	/* An accepted conn's set (lib/connset.h), which it leaves on close,
+	 * its place there and when it last did useful work. */
+	struct dbk_connset *set;
+	struct dbk_list set_link;
+	ev_tstamp useful_at;
+	bool useful; /* has done useful work since it was accepted */
 	int fd;
 	struct dbk_buf in, out;
 	size_t out_off;     /* out[0, out_off) is sent */
@@ -87,11 +93,11 @@ struct dbk_conn {
 	enum dbk_conn_why why;
 };
 
-/* Takes an accepted, non-blocking fd (from ls when not NULL, whose slot
- * it gives back on close) and starts reading. Returns 0, or -1 when out
- * of memory (c NULL: the user's allocation failed), the fd then closed
- * and its slot given back, on_close not called. */
-int dbk_conn_accept(struct dbk_conn *c, struct ev_loop *loop, int fd, struct dbk_listener_set *ls,
+/* Takes an accepted, non-blocking fd (from set when not NULL, which it
+ * joins now and leaves on close) and starts reading. Returns 0, or -1
+ * when out of memory (c NULL: the user's allocation failed), the fd then
+ * closed and its slot given back, on_close not called. */
+int dbk_conn_accept(struct dbk_conn *c, struct ev_loop *loop, int fd, struct dbk_connset *set,
                     const struct dbk_conn_ops *ops, void *arg, size_t in_max);
 /* Starts a non-blocking connect to sa (dbk_net_connect); output queued
  * before it is done goes out once it is. Returns 0, or -1 with errno set

@@ -147,6 +147,20 @@ static const char *over_limit(const struct dbk_listener_set *s, const struct pee
 	return NULL;
 }
 
+/* Whether the allow-list lets the peer at ss in. */
+static bool allowed(struct dbk_listener_set *s, int fd, const struct sockaddr_storage *ss)
+{
+	if (!s->nallow || ss->ss_family == AF_UNIX)
+		return true;
+	for (unsigned i = 0; i < s->nallow; i++)
+		if (dbk_net_cidr_match(&s->allow[i], (const struct sockaddr *)ss))
+			return true;
+	struct peer_key k;
+	peer_of(fd, ss, &k);
+	log_refusal(s, "not-allowed", 0, &k);
+	return false;
+}
+
 /* Counts fd against the limits; false when it is over one of them. */
 static bool admit(struct dbk_listener_set *s, int fd, const struct sockaddr_storage *ss)
 {
@@ -157,7 +171,7 @@ static bool admit(struct dbk_listener_set *s, int fd, const struct sockaddr_stor
 	peer_of(fd, ss, &k);
 	over = over_limit(s, &k, &limit);
 	/* The owner may close a connection it values less than a new one. */
-	if (over && s->make_room && s->make_room(s->arg, &k))
+	if (over && s->make_room && s->make_room(s->room_arg, &k))
 		over = over_limit(s, &k, &limit);
 	if (over) {
 		log_refusal(s, over, limit, &k);
@@ -293,7 +307,8 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 				        strerror(err), (unsigned long long)suppressed);
 			return;
 		}
-		if ((s->max_conns && !admit(s, fd, &ss)) || dbk_net_nonblock(fd) < 0) {
+		if (!allowed(s, fd, &ss) || (s->max_conns && !admit(s, fd, &ss)) ||
+		    dbk_net_nonblock(fd) < 0) {
 			dbk_listener_release(s, fd);
 			close(fd);
 			continue;

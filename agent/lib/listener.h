@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "lib/log.h"
+#include "lib/net.h"
 
 #define DBK_LISTENER_MAX 8
 
@@ -38,7 +39,12 @@ struct dbk_listener_set {
 	 * one of its connections for which dbk_listener_may_evict(s, fd,
 	 * peer) holds (releasing it) and return nonzero to have the new one
 	 * admitted if it fits now. */
-	int (*make_room)(void *arg, const void *peer);
+	int (*make_room)(void *room_arg, const void *peer);
+	void *room_arg;
+	/* Who may connect over TCP (nallow 0: anyone); a unix socket's
+	 * permissions decide who reaches it, so it is never filtered. */
+	const struct dbk_net_cidr *allow;
+	unsigned nallow;
 	struct dbk_peer_slot *slots; /* max_conns of them */
 	unsigned *buckets, nbuckets, free_slot;
 	unsigned *slot_of_fd; /* slot + 1 by fd; 0: not counted */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "lib/log.h"
+#include "lib/numparse.h"
 
 #define LISTEN_BACKLOG 511
 
@@ -269,6 +270,66 @@ bool dbk_net_addr_is_local(const struct sockaddr *sa)
 		       (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == 127);
 	}
 	return false;
+}
+
+int dbk_net_cidr_parse(const char *s, struct dbk_net_cidr *c, char *err, size_t errlen)
+{
+	char a[INET6_ADDRSTRLEN];
+	const char *slash = strchr(s, '/');
+	size_t n = slash ? (size_t)(slash - s) : strlen(s);
+	unsigned long long bits;
+
+	memset(c, 0, sizeof(*c));
+	if (n >= sizeof(a)) {
+		dbk_errf(err, errlen, "'%s' is not an address", s);
+		return -1;
+	}
+	memcpy(a, s, n);
+	a[n] = '\0';
+	if (inet_pton(AF_INET, a, c->addr) == 1)
+		c->family = AF_INET;
+	else if (inet_pton(AF_INET6, a, c->addr) == 1)
+		c->family = AF_INET6;
+	else {
+		dbk_errf(err, errlen, "'%s' is not a numeric address", s);
+		return -1;
+	}
+	unsigned max = c->family == AF_INET ? 32 : 128;
+	if (!slash)
+		bits = max;
+	else if (!dbk_parse_uint(slash + 1, 0, max, &bits)) {
+		dbk_errf(err, errlen, "'%s': the prefix length is 0 to %u", s, max);
+		return -1;
+	}
+	c->bits = (unsigned)bits;
+	return 0;
+}
+
+bool dbk_net_cidr_match(const struct dbk_net_cidr *c, const struct sockaddr *sa)
+{
+	const uint8_t *a;
+	int family = sa->sa_family;
+
+	if (family == AF_INET) {
+		a = (const uint8_t *)&((const struct sockaddr_in *)(const void *)sa)->sin_addr;
+	} else if (family == AF_INET6) {
+		const struct in6_addr *in6 =
+		        &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+
+		a = in6->s6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(in6)) {
+			family = AF_INET;
+			a += 12;
+		}
+	} else {
+		return false;
+	}
+	if (family != c->family)
+		return false;
+	unsigned whole = c->bits / 8, rest = c->bits % 8;
+	if (memcmp(a, c->addr, whole) != 0)
+		return false;
+	return rest == 0 || ((a[whole] ^ c->addr[whole]) & (0xffu << (8 - rest)) & 0xffu) == 0;
 }
 
 bool dbk_net_is_local(int fd)

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 /* Resolves "HOST:PORT", "[IPV6]:PORT", "unix:PATH" or "/PATH" (passive:
@@ -51,6 +52,21 @@ int dbk_net_unlink(const char *spec);
 bool dbk_net_is_local(int fd);
 /* The same for an address (an IPv4-mapped 127.0.0.0/8 counts too). */
 bool dbk_net_addr_is_local(const struct sockaddr *sa);
+
+/* One entry of an allow-list: an address and how many of its leading
+ * bits a peer must share. */
+struct dbk_net_cidr {
+	int family; /* AF_INET or AF_INET6 */
+	uint8_t addr[16];
+	unsigned bits;
+};
+
+/* Parses a numeric "ADDR" or "ADDR/BITS" (IPv4 or IPv6; no name is
+ * looked up). Returns 0, or -1 with a one-line reason in err. */
+int dbk_net_cidr_parse(const char *s, struct dbk_net_cidr *c, char *err, size_t errlen);
+/* Whether sa is within c (an IPv4-mapped IPv6 address as IPv4); a unix
+ * socket is within none. */
+bool dbk_net_cidr_match(const struct dbk_net_cidr *c, const struct sockaddr *sa);
 
 /* Starts a non-blocking connect to sa (see dbk_net_resolve), with
  * TCP_NODELAY and FD_CLOEXEC. The socket turns writable once the connect

@@ -6,8 +6,7 @@
 #include <sys/socket.h>
 
 #include "conn.h"
-#include "list.h"
-#include "listener.h"
+#include "connset.h"
 #include "log.h"
 
 #define OUT_CAP (64 * 1024)
@@ -35,7 +34,6 @@ enum conn_state {
 struct conn {
 	struct dbk_conn conn;
 	struct dbk_spop_server *s;
-	struct dbk_list link; /* in s->conns */
 	unsigned id;
 	enum conn_state state;
 	uint32_t frame_max; /* ours until HELLO, then the negotiated one */
@@ -45,8 +43,7 @@ struct dbk_spop_server {
 	struct ev_loop *loop;
 	struct dbk_spop_server_config cfg;
 	struct dbk_spop_handler h;
-	struct dbk_listener_set ls;
-	struct dbk_list conns;
+	struct dbk_connset set;
 	unsigned next_id;
 	struct dbk_spop_server_stats stats;
 	struct dbk_log_limit fail_log;
@@ -91,7 +88,6 @@ static void conn_closed(struct dbk_conn *conn, enum dbk_conn_why why)
 	struct dbk_spop_server *s = c->s;
 
 	(void)why;
-	dbk_list_del(&c->link);
 	s->stats.closed++;
 	s->stats.open--;
 	dbk_log(DBK_LOG_DEBUG, "conn-close", "conn=%u", c->id);
@@ -206,6 +202,9 @@ static void on_notify(struct conn *c, const struct dbk_spop_frame *f)
 	out->len += w.len;
 	s->stats.frames_out++;
 	s->stats.acks++;
+	/* The work HAProxy's connections do: it keeps this one open when
+	 * the server is full. */
+	dbk_connset_useful(&c->conn);
 }
 
 static void on_haproxy_disconnect(struct conn *c, const struct dbk_spop_frame *f)
@@ -293,7 +292,7 @@ static void conn_new(void *arg, int fd)
 	struct conn *c = calloc(1, sizeof(*c));
 	int one = 1;
 
-	if (dbk_conn_accept(c ? &c->conn : NULL, s->loop, fd, &s->ls, &spop_conn_ops, c,
+	if (dbk_conn_accept(c ? &c->conn : NULL, s->loop, fd, &s->set, &spop_conn_ops, c,
 	                    (size_t)s->cfg.max_frame_size + 4) < 0) {
 		dbk_log(DBK_LOG_ERROR, "conn-refused", "reason=\"out of memory\"");
 		free(c);
@@ -307,7 +306,6 @@ static void conn_new(void *arg, int fd)
 	c->state = ST_HELLO;
 	c->frame_max = s->cfg.max_frame_size;
 	set_out_high(c);
-	dbk_list_push(&s->conns, &c->link);
 	s->stats.accepted++;
 	s->stats.open++;
 	dbk_conn_deadline(&c->conn, s->cfg.hello_timeout);
@@ -331,11 +329,17 @@ struct dbk_spop_server *dbk_spop_server_new(struct ev_loop *loop,
 	if (s->cfg.idle_timeout <= 0)
 		s->cfg.idle_timeout = IDLE_TIMEOUT;
 	s->h = *h;
-	dbk_list_init(&s->conns);
 	/* Closing what is over a limit at once lets HAProxy fail over to its
 	 * own balancing now rather than after a timeout. */
-	if (dbk_listener_open(&s->ls, loop, "spop", conn_new, s, s->cfg.max_connections,
-	                      s->cfg.max_connections_per_peer, &s->stats.refused_conns) < 0) {
+	struct dbk_connset_limits lim = {
+		.max_conns = s->cfg.max_connections,
+		.max_per_peer = s->cfg.max_connections_per_peer,
+		.refused = &s->stats.refused_conns,
+		.evicted = &s->stats.evicted_conns,
+		.allow = s->cfg.allow,
+		.nallow = s->cfg.nallow,
+	};
+	if (dbk_connset_open(&s->set, loop, "spop", conn_new, s, &lim) < 0) {
 		free(s);
 		return NULL;
 	}
@@ -344,20 +348,19 @@ struct dbk_spop_server *dbk_spop_server_new(struct ev_loop *loop,
 
 int dbk_spop_server_add_listener(struct dbk_spop_server *s, int fd)
 {
-	return dbk_listener_add(&s->ls, fd);
+	return dbk_connset_add_listener(&s->set, fd);
 }
 
-void dbk_spop_server_shutdown(struct dbk_spop_server *s)
+static void say_bye(struct dbk_conn *conn)
 {
-	struct conn *c;
+	struct conn *c = conn->arg;
 
-	dbk_listener_close(&s->ls);
-	while ((c = dbk_list_first(&s->conns, struct conn, link))) {
-		if (c->state != ST_CLOSING)
-			queue_disconnect(c, DBK_SPOP_OK, "agent is shutting down");
-		dbk_conn_flush_close(&c->conn);
-	}
+	if (c->state != ST_CLOSING)
+		queue_disconnect(c, DBK_SPOP_OK, "agent is shutting down");
+	dbk_conn_flush_close(conn);
 }
+
+void dbk_spop_server_shutdown(struct dbk_spop_server *s) { dbk_connset_close(&s->set, say_bye); }
 
 void dbk_spop_server_free(struct dbk_spop_server *s)
 {

@@ -10,6 +10,7 @@
 #include <ev.h>
 #include <stdint.h>
 
+#include "net.h"
 #include "spop_codec.h"
 
 /* What a server's user supplies. */
@@ -35,6 +36,7 @@ struct dbk_spop_server_stats {
 	uint64_t acks;                /* ACKs sent for them */
 	uint64_t haproxy_disconnects; /* HAPROXY-DISCONNECTs received */
 	uint64_t refused_conns;       /* over max_connections, in all or per peer */
+	uint64_t evicted_conns;       /* closed, never useful, to make way for a new one */
 	/* AGENT-DISCONNECTs we sent, by SPOP status code (99 and others
 	 * land in the last slot). */
 	uint64_t disconnects[DBK_SPOP_ERR_RES + 2];
@@ -45,6 +47,9 @@ struct dbk_spop_server_config {
 	uint32_t max_frame_size;
 	unsigned max_connections;          /* 0: no limit */
 	unsigned max_connections_per_peer; /* 0: no limit but the above */
+	/* Who may connect over TCP (kept by the caller); nallow 0: anyone. */
+	const struct dbk_net_cidr *allow;
+	unsigned nallow;
 	/* Seconds; 0 takes the default. A peer that sends no HELLO in
 	 * hello_timeout, takes longer than frame_timeout from a frame's
 	 * first byte to its last (slowloris), or after HELLO sends nothing

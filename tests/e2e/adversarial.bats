@@ -1,8 +1,10 @@
 #!/usr/bin/env bats
-# Hostile and broken peers: idle floods on every listener, descriptor
-# exhaustion, oversized and malformed admin requests, a hung agent. One
-# bad peer must never stop routing for everyone else. The floods come from
-# 127.0.0.2, HAProxy from 127.0.0.1: two peers as the agent sees them.
+# Hostile and broken peers: idle floods on every listener (from one
+# address, and from many: 127.0.0.2-9), descriptor exhaustion, web pages
+# and DNS rebinding at the admin endpoint, oversized and malformed admin
+# requests, a hung agent. One bad peer must never stop routing for
+# everyone else. The floods come from 127.0.0.2 and up, HAProxy from
+# 127.0.0.1: different peers as the agent sees them.
 
 load stubs
 
@@ -36,6 +38,70 @@ flood_closed() {
 	sed -n 's/^closed=\([0-9]*\).*/\1/p' "$BATS_TEST_TMPDIR/$1.out"
 }
 
+# floods NAME FIRST LAST ARGS...: one flood per address 127.0.0.FIRST to
+# 127.0.0.LAST, named NAME-K; each ARGS ends with its connection count.
+floods() {
+	local name=$1 first=$2 last=$3 k
+	shift 3
+	for ((k = first; k <= last; k++)); do
+		flood "$name-$k" --bind "127.0.0.$k" "$@"
+	done
+}
+
+# The admin token: the agent reads it from a file, a client sends it.
+TOKEN=t0k-3n_for.tests
+start_agent_token() {
+	printf '%s\n' "$TOKEN" >"$BATS_TEST_TMPDIR/token"
+	start_agent --admin-token-file "$BATS_TEST_TMPDIR/token" "$@"
+}
+
+# admin_code ARGS...: curl's status code for a request to the admin
+# endpoint (ARGS: curl options, then the path).
+admin_code() {
+	local path=${*: -1}
+	curl -s -o /dev/null -w '%{http_code}' --max-time 5 "${@:1:$#-1}" \
+		"http://127.0.0.1:$ADMIN_PORT$path"
+}
+
+# lines_read_ge N: the agent read at least N completion lines for ids
+# without a lease (unknown, or a copy of one).
+lines_read_ge() {
+	local n
+	n=$(agent_get /state | jq '.unknown_releases + .completion_duplicates')
+	[ -n "$n" ] && [ "$n" -ge "$1" ]
+}
+
+# HAProxy, started while an SPOP flood is held, routes three requests
+# through the agent, for which flood connections were closed.
+haproxy_routes_past_flood() {
+	start_haproxy
+	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
+	local i
+	for ((i = 0; i < 3; i++)); do
+		run post "$BATS_TEST_TMPDIR/s.json"
+		assert_output --regexp '^200 vllm[0-3] 0 0 0 '
+	done
+	wait_log 'event=conn-evicted for=spop reason="never useful, made way"'
+}
+
+# admin_expect CODE ARGS...: admin_code ARGS answers CODE.
+admin_expect() {
+	local want=$1 got
+	shift
+	got=$(admin_code "$@")
+	[ "$got" = "$want" ] || fail "${*: -1}: $got, wanted $want (curl ${*:1:$#-1})"
+}
+
+# probe_hellos LABEL: 20 new SPOP connections from 127.0.0.1, as HAProxy
+# opens them, each get AGENT-HELLO (the longest wait is printed).
+probe_hellos() {
+	flood probe --probe --hold 5 "$DBK_AGENT" 20
+	wait_file "$BATS_TEST_TMPDIR/probe.out" '^hellos=' 10
+	echo "# $1: $(tail -1 "$BATS_TEST_TMPDIR/probe.out") of 20" >&3
+	run grep -c '^hellos=20 ' "$BATS_TEST_TMPDIR/probe.out"
+	assert_output 1
+}
+
 # utime + stime of a process, in clock ticks.
 cpu_ticks() {
 	awk '{ print $14 + $15 }' "/proc/$1/stat"
@@ -44,14 +110,8 @@ cpu_ticks() {
 @test "SPOP: an idle flood after HELLO from one peer leaves room for HAProxy" {
 	start_agent --enable-dynamic-bucket --max-connections 40
 	flood spop --bind 127.0.0.2 --hello --hold 60 "$DBK_AGENT" 40
-	start_haproxy
-	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
-	local i
-	for ((i = 0; i < 3; i++)); do
-		run post "$BATS_TEST_TMPDIR/s.json"
-		assert_output --regexp '^200 vllm[0-3] 0 0 0 '
-	done
-	wait_log 'event=conn-refused reason=max-connections-per-peer'
+	# Past its half, the peer's own oldest idle connections make way.
+	haproxy_routes_past_flood
 }
 
 @test "SPOP: connections silent after HELLO are closed after --idle-timeout" {
@@ -134,27 +194,25 @@ cpu_ticks() {
 }
 
 @test "admin: a long query is applied whole or refused, never cut" {
-	start_agent --enable-dynamic-bucket
+	start_agent_token --enable-dynamic-bucket
 	# The old parser cut the target at 255 characters: make max-leases=500000
 	# straddle that point, so that a cut would apply max-leases=5.
 	local q="/config?" i
 	for ((i = 0; i < 15; i++)); do q+="sensitivity=1&"; done
 	q+="sensitivity=1.0000000000&max-leases=500000"
 	[ "${q:0:255}" != "$q" ] && [ "${q:243:12}" = "max-leases=5" ]
-	run curl -s -X POST --max-time 5 -w '%{http_code}' -o /dev/null "http://127.0.0.1:$ADMIN_PORT$q"
-	assert_output 200
+	admin_expect 200 -X POST -H "Authorization: Bearer $TOKEN" "$q"
 	run curl -s --max-time 5 "http://127.0.0.1:$ADMIN_PORT/config"
 	assert_line 'max-leases = 500000'
 	# Longer than the request buffer: 414, and nothing applied.
 	q="/config?max-leases=7&sensitivity=1.$(head -c 5000 /dev/zero | tr '\0' 0)"
-	run curl -s -X POST --max-time 5 -w '%{http_code}' -o /dev/null "http://127.0.0.1:$ADMIN_PORT$q"
-	assert_output 414
+	admin_expect 414 -X POST -H "Authorization: Bearer $TOKEN" "$q"
 	run curl -s --max-time 5 "http://127.0.0.1:$ADMIN_PORT/config"
 	assert_line 'max-leases = 500000'
 }
 
 @test "admin: malformed request lines and junk values are refused" {
-	start_agent --enable-dynamic-bucket
+	start_agent_token --enable-dynamic-bucket
 	local a="TCP:127.0.0.1:$ADMIN_PORT"
 	run socat -t 5 - "$a" <<<$'GET /state\r\n\r\n'
 	assert_output --regexp '^HTTP/1.1 400'
@@ -162,7 +220,7 @@ cpu_ticks() {
 	assert_output --regexp '^HTTP/1.1 (400|505)'
 	run socat -t 5 - "$a" <<<$'GET /state HTTP/1.1 extra\r\n\r\n'
 	assert_output --regexp '^HTTP/1.1 400'
-	run socat -t 5 - "$a" <<<$'POST /config?max-leases=2%00junk HTTP/1.1\r\n\r\n'
+	run socat -t 5 - "$a" <<<$'POST /config?max-leases=2%00junk HTTP/1.1\r\nAuthorization: Bearer '"$TOKEN"$'\r\n\r\n'
 	assert_output --regexp '^HTTP/1.1 400'
 	run curl -s --max-time 5 "http://127.0.0.1:$ADMIN_PORT/config"
 	assert_line 'max-leases = 1000000'
@@ -255,5 +313,177 @@ abort_before_first_token() {
 	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
 	run post "$BATS_TEST_TMPDIR/s.json"
 	assert_output --regexp '^200 vllm0 '
+	wait_state released 1
+}
+
+# --- Who may talk to the agent: the admin endpoint (issue 29, item 1) ---
+
+@test "admin: a web page's cross-site POST is refused and changes nothing" {
+	start_agent
+	# What a form on http://evil.example sends: its Origin, a form type.
+	admin_expect 403 -X POST -H 'Origin: http://evil.example' \
+		-H 'Content-Type: application/x-www-form-urlencoded' '/config?max-leases=1'
+	admin_expect 403 -X POST -H 'Sec-Fetch-Site: cross-site' '/config?max-leases=1'
+	admin_expect 403 -X POST -H 'Referer: http://evil.example/page' '/config?max-leases=1'
+	run agent_get /config
+	assert_line 'max-leases = 1000000'
+	# Refused as cross-site (not only for the missing token).
+	run grep -c 'event=admin-refused status=403 reason="cross-site request' "$BATS_TEST_TMPDIR/agent.log"
+	assert_output 3
+	# The endpoint's own page (same origin) may read.
+	admin_expect 200 -H "Origin: http://127.0.0.1:$ADMIN_PORT" -H 'Sec-Fetch-Site: same-origin' /state
+}
+
+@test "admin: a DNS-rebinding Host is refused; localhost, loopback and --admin-host are answered" {
+	start_agent
+	admin_expect 403 -H 'Host: attacker.example' /state
+	admin_expect 403 -H "Host: attacker.example:$ADMIN_PORT" /metrics
+	admin_expect 403 -X POST -H "Host: attacker.example:$ADMIN_PORT" '/config?max-leases=1'
+	run agent_get /config
+	assert_line 'max-leases = 1000000'
+	# An ssh -L forward arrives under its own port.
+	local h
+	for h in "127.0.0.1:$ADMIN_PORT" localhost:8080 LOCALHOST '[::1]:9' 127.0.0.5; do
+		admin_expect 200 -H "Host: $h" /state
+	done
+	stop_agent
+	start_agent --admin-host agent.internal
+	admin_expect 200 -H 'Host: agent.internal:80' /state
+	admin_expect 403 -H 'Host: other.internal' /state
+}
+
+@test "admin: changes need the token over TCP; the unix socket's permissions decide" {
+	local sock="$BATS_TEST_TMPDIR/admin.sock"
+	start_agent --admin-listen "unix:$sock"
+	# No token configured: no change over TCP at all.
+	admin_expect 403 -X POST '/config?max-leases=5'
+	run curl -s -o /dev/null -w '%{http_code}' --max-time 5 --unix-socket "$sock" \
+		-X POST 'http://localhost/config?max-leases=6'
+	assert_output 200
+	run agent_get /config
+	assert_line 'max-leases = 6'
+	stop_agent
+	# With a token: none or a wrong one is 401, the right one works.
+	start_agent_token
+	admin_expect 401 -X POST '/config?max-leases=5'
+	admin_expect 401 -X POST -H 'Authorization: Bearer nope' '/config?max-leases=5'
+	admin_expect 401 -X POST -H "Authorization: Bearer ${TOKEN}x" '/config?max-leases=5'
+	admin_expect 200 -X POST -H "Authorization: Bearer $TOKEN" '/config?max-leases=5'
+	run agent_get /config
+	assert_line 'max-leases = 5'
+	# Changes are POSTs: a GET with a query changes nothing.
+	admin_expect 200 -H "Authorization: Bearer $TOKEN" '/config?max-leases=9'
+	run agent_get /config
+	assert_line 'max-leases = 5'
+	# SIGHUP rereads the token file.
+	printf 'rotated-token\n' >"$BATS_TEST_TMPDIR/token"
+	kill -HUP "$AGENT_PID"
+	wait_until 5 test "$(admin_code -X POST -H 'Authorization: Bearer rotated-token' \
+		'/config?max-leases=8')" = 200
+	admin_expect 401 -X POST -H "Authorization: Bearer $TOKEN" '/config?max-leases=7'
+	run agent_get /config
+	assert_line 'max-leases = 8'
+}
+
+@test "admin: --admin-read-only changes nothing, with the token or over the unix socket" {
+	local sock="$BATS_TEST_TMPDIR/admin.sock"
+	start_agent_token --admin-read-only --admin-listen "unix:$sock"
+	admin_expect 403 -X POST -H "Authorization: Bearer $TOKEN" '/config?max-leases=5'
+	run curl -s --max-time 5 --unix-socket "$sock" -X POST 'http://localhost/config?max-leases=5'
+	assert_output --partial 'read-only'
+	run agent_get /config
+	assert_line 'max-leases = 1000000'
+	admin_expect 200 /state
+}
+
+@test "admin: /metrics and the status page are public by default; --admin-public none needs the token" {
+	start_agent_token
+	local p
+	for p in /metrics / /state /config; do
+		admin_expect 200 "$p"
+	done
+	stop_agent
+	start_agent_token --admin-public metrics
+	admin_expect 200 /metrics
+	admin_expect 401 /state
+	admin_expect 200 -H "Authorization: Bearer $TOKEN" /state
+	stop_agent
+	start_agent_token --admin-public none
+	admin_expect 401 /metrics
+	admin_expect 200 -H "Authorization: Bearer $TOKEN" /metrics
+}
+
+# --- Who may talk to the agent: admission (issue 29, item 2) ---
+
+@test "admin: 150 idle connections from 127.0.0.2-6 do not lock Prometheus out" {
+	start_agent
+	floods admin 2 6 --hold 30 "127.0.0.1:$ADMIN_PORT" 30
+	# Prometheus on loopback, within the flood's 5 s of grace.
+	local i failed=0 t0 t1
+	t0=$(date +%s%N)
+	for ((i = 0; i < 24; i++)); do
+		[ "$(admin_code --max-time 1 /metrics)" = 200 ] || failed=$((failed + 1))
+	done
+	t1=$(date +%s%N)
+	echo "# scrapes failed: $failed of 24 in $(((t1 - t0) / 1000000)) ms" >&3
+	[ "$failed" -eq 0 ] || fail "$failed of 24 scrapes failed"
+	wait_log 'event=conn-evicted for=admin'
+}
+
+@test "SPOP: a new HAProxy connection gets HELLO while thousands of hostile HELLO connections are held" {
+	# Sized to the descriptor limit: 8 floods and the agent's 1024.
+	local per=300 lim
+	lim=$(ulimit -n)
+	((lim / 4 < per)) && per=$((lim / 4))
+	start_agent --enable-dynamic-bucket
+	floods spop 2 9 --hello --hold 60 "$DBK_AGENT" "$per"
+	probe_hellos "$((8 * per)) hostile from 127.0.0.2-9"
+	# And HAProxy itself routes through the agent.
+	haproxy_routes_past_flood
+}
+
+@test "SPOP: a new HAProxy connection gets HELLO past 600 hostile HELLO connections from its own address" {
+	# Over one peer's half of the 1024, so HAProxy's address is full.
+	start_agent --enable-dynamic-bucket
+	flood spop --hello --hold 60 "$DBK_AGENT" 600
+	probe_hellos "600 hostile from 127.0.0.1"
+}
+
+@test "completions: HAProxy's ring gets in while 128 hostile links that each sent one valid line are held" {
+	start_agent --enable-dynamic-bucket
+	local line='dbk1 flood-1 vllm0 vllm0 200 ---- 5 100 0 1796000000000'
+	floods ring 2 9 --text "${#line} $line" --hold 60 "$DBK_COMPLETIONS" 16
+	# Every admitted link's line was read: one id the agent does not know,
+	# then copies of it.
+	wait_until 10 lines_read_ge 64
+	local dup0
+	dup0=$(state_field completion_duplicates)
+	start_haproxy
+	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
+	run post "$BATS_TEST_TMPDIR/s.json"
+	assert_output --regexp '^200 vllm0 '
+	wait_state released 1
+	# The line came by both paths, the ring's and the datagram's: one of
+	# them released the lease, the other is a copy. With the ring locked
+	# out only the datagram comes.
+	wait_state completion_duplicates $((dup0 + 1))
+	wait_log 'event=conn-evicted for=completions'
+	run grep -c 'event=conn-refused .*for=completions peer=127.0.0.1 ' "$BATS_TEST_TMPDIR/agent.log"
+	assert_output 0
+}
+
+@test "--allow-from: a TCP peer outside the list is refused at once; HAProxy inside it routes" {
+	start_agent --enable-dynamic-bucket --allow-from 127.0.0.1/32,::1
+	flood spop --bind 127.0.0.2 --hello --hold 20 "$DBK_AGENT" 10
+	flood ring --bind 127.0.0.2 --hold 20 "$DBK_COMPLETIONS" 10
+	run flood_closed spop
+	assert_output 10
+	run flood_closed ring
+	assert_output 10
+	wait_log 'event=conn-refused reason=not-allowed for=spop peer=127.0.0.2'
+	start_haproxy
+	body_of_size 300 >"$BATS_TEST_TMPDIR/s.json"
+	run post "$BATS_TEST_TMPDIR/s.json"
+	assert_output --regexp '^200 vllm0 0 0 0 '
 	wait_state released 1
 }

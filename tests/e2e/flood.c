@@ -1,11 +1,16 @@
 /* dbk-test-flood: a hostile peer for the adversarial e2e tests. Opens N
  * TCP connections to ADDR (from --bind IP if given), optionally says
  * HAPROXY-HELLO (--hello), half of one (--half) or some text (--text), then
- * holds them
- * silent until every one was closed by the agent or --hold seconds pass.
+ * holds them silent until every one was closed by the agent or --hold
+ * seconds pass.
+ *
+ * --probe is the other side: HAProxy's new connection. Each of the N
+ * says HELLO and waits for the agent's AGENT-HELLO (then hangs up).
  *
  * stdout: "connected=K" once all connects are done (the test's signal
- * that the flood is in place), then "closed=C elapsed=S" at the end. */
+ * that the flood is in place), then "closed=C elapsed=S" at the end, and
+ * with --probe "hellos=H max_ms=M": how many got AGENT-HELLO, and the
+ * longest wait from connect to it. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -19,6 +24,7 @@
 
 #include "frames.h"
 #include "lib/numparse.h"
+#include "lib/spop_codec.h"
 
 #define MAX_CONNS 4096
 
@@ -40,8 +46,9 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	static struct pollfd pfd[MAX_CONNS];
+	static double began[MAX_CONNS];
 	const char *bind_ip = NULL, *text = NULL;
-	bool hello = false, half = false;
+	bool hello = false, half = false, probe = false;
 	unsigned long long n = 0, hold = 30;
 	int i;
 
@@ -52,6 +59,8 @@ int main(int argc, char **argv)
 			hello = true;
 		else if (strcmp(argv[i], "--half") == 0)
 			half = true;
+		else if (strcmp(argv[i], "--probe") == 0)
+			hello = probe = true;
 		else if (strcmp(argv[i], "--text") == 0 && i + 1 < argc)
 			text = argv[++i];
 		else if (strcmp(argv[i], "--hold") == 0 && i + 1 < argc) {
@@ -94,6 +103,7 @@ int main(int argc, char **argv)
 
 		if (fd < 0)
 			break;
+		began[connected] = now();
 		if ((bind_ip && bind(fd, (struct sockaddr *)&from, sizeof(from)) < 0) ||
 		    connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0 ||
 		    (flen && send(fd, frame, flen, MSG_NOSIGNAL) != (ssize_t)flen)) {
@@ -109,8 +119,8 @@ int main(int argc, char **argv)
 
 	/* Hold every connection; one the agent closes reads EOF or an error
 	 * (its AGENT-HELLO or DISCONNECT is read and dropped). */
-	unsigned closed = 0;
-	double t0 = now(), end = t0 + (double)hold;
+	unsigned closed = 0, hellos = 0;
+	double t0 = now(), end = t0 + (double)hold, max_wait = 0;
 	char sink[4096];
 	while (closed < connected && now() < end) {
 		int r = poll(pfd, connected, 200);
@@ -121,7 +131,16 @@ int main(int argc, char **argv)
 			if (pfd[k].fd < 0 || !pfd[k].revents)
 				continue;
 			ssize_t got = recv(pfd[k].fd, sink, sizeof(sink), 0);
-			if (got <= 0 && !(got < 0 && (errno == EAGAIN || errno == EINTR))) {
+			/* A probe's answer: the frame's type byte after its length. */
+			bool answered = probe && got >= 5 &&
+			                (uint8_t)sink[4] == DBK_SPOP_AGENT_HELLO;
+			if (answered) {
+				hellos++;
+				if (now() - began[k] > max_wait)
+					max_wait = now() - began[k];
+			}
+			if (answered ||
+			    (got <= 0 && !(got < 0 && (errno == EAGAIN || errno == EINTR)))) {
 				close(pfd[k].fd);
 				pfd[k].fd = -1;
 				closed++;
@@ -129,5 +148,7 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("closed=%u elapsed=%.2f\n", closed, now() - t0);
+	if (probe)
+		printf("hellos=%u max_ms=%.1f\n", hellos, max_wait * 1000);
 	return 0;
 }

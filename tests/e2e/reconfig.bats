@@ -6,6 +6,9 @@ load helpers
 
 setup() {
 	dbk_env
+	# Changes over TCP need the admin token.
+	echo reconfig-token >"$BATS_TEST_TMPDIR/token"
+	AUTH=(-H 'Authorization: Bearer reconfig-token')
 }
 
 teardown() {
@@ -13,13 +16,13 @@ teardown() {
 }
 
 @test "a live change of threshold through /config changes where the next request goes" {
-	start_agent --enable-dynamic-bucket
+	start_agent --enable-dynamic-bucket --admin-token-file "$BATS_TEST_TMPDIR/token"
 	start_haproxy
 	body_of_size 4000 >"$BATS_TEST_TMPDIR/b.json"
 	run post "$BATS_TEST_TMPDIR/b.json"
 	assert_output "200 vllm0 0 0 0 1000"
 	wait_state leases 0
-	run curl -s -X POST "http://127.0.0.1:$ADMIN_PORT/config?server-group-threshold=500"
+	run curl -s "${AUTH[@]}" -X POST "http://127.0.0.1:$ADMIN_PORT/config?server-group-threshold=500"
 	assert_line "server-group-threshold = 500"
 	run post "$BATS_TEST_TMPDIR/b.json"
 	assert_output "200 vllm2 1 1 0 1000"
@@ -31,13 +34,13 @@ teardown() {
 }
 
 @test "an invalid live change is refused with 400 and changes nothing" {
-	start_agent --enable-dynamic-bucket
-	run curl -s -o "$BATS_TEST_TMPDIR/out" -w '%{http_code}' -X POST \
+	start_agent --enable-dynamic-bucket --admin-token-file "$BATS_TEST_TMPDIR/token"
+	run curl -s -o "$BATS_TEST_TMPDIR/out" -w '%{http_code}' "${AUTH[@]}" -X POST \
 		"http://127.0.0.1:$ADMIN_PORT/config?server-group-threshold=500000"
 	assert_output 400
 	run cat "$BATS_TEST_TMPDIR/out"
 	assert_output --partial "must be below --max-request-tokens"
-	run curl -s -w '%{http_code}' -X POST "http://127.0.0.1:$ADMIN_PORT/config?sensitivity=1.5&nope=1"
+	run curl -s -w '%{http_code}' "${AUTH[@]}" -X POST "http://127.0.0.1:$ADMIN_PORT/config?sensitivity=1.5&nope=1"
 	assert_output --partial "unknown setting 'nope'"
 	run agent_get /config
 	assert_line "server-group-threshold = 32768"
@@ -73,11 +76,11 @@ teardown() {
 }
 
 @test "requests in flight keep their leases across a regroup, and release to zero" {
-	start_agent --enable-dynamic-bucket
+	start_agent --enable-dynamic-bucket --admin-token-file "$BATS_TEST_TMPDIR/token"
 	start_haproxy
 	body_of_size 140000 >"$BATS_TEST_TMPDIR/l.json"
 	hold_request "$BATS_TEST_TMPDIR/l.json" 4000
-	run curl -s -X POST "http://127.0.0.1:$ADMIN_PORT/config?group-sizes=3,1"
+	run curl -s "${AUTH[@]}" -X POST "http://127.0.0.1:$ADMIN_PORT/config?group-sizes=3,1"
 	assert_success
 	# vllm2 carries the held request into group 0.
 	run agent_get /state

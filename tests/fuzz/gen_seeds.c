@@ -681,6 +681,34 @@ static void seeds_http(void)
 	save("fuzz_stub_http", "token-prompts-small-model", &o);
 }
 
+/* ---- The admin endpoint's guard: a policy byte, then a request ---- */
+
+static void seeds_admin_guard(void)
+{
+	static const struct {
+		const char *name;
+		uint8_t param;
+		const char *text;
+	} seeds[] = {
+		{ "metrics", 0x18, "GET /metrics HTTP/1.1\r\nHost: localhost:12347\r\n\r\n" },
+		{ "cross-site-post", 0x01,
+		  "POST /config?max-leases=1 HTTP/1.1\r\nHost: 127.0.0.1:12347\r\n"
+		  "Origin: http://evil.example\r\nContent-Type: "
+		  "application/x-www-form-urlencoded\r\nContent-Length: 0\r\n\r\n" },
+		{ "rebinding", 0x18,
+		  "GET /state HTTP/1.1\r\nHost: attacker.example:12347\r\n\r\n" },
+		{ "token", 0x01,
+		  "POST /config?max-leases=5 HTTP/1.1\r\nHost: [::1]:9\r\nAuthorization: "
+		  "Bearer s3cret\r\nReferer: http://[::1]:9/\r\nSec-Fetch-Site: "
+		  "same-origin\r\n\r\n" },
+		{ "unix-read-only", 0x06, "POST /config HTTP/1.1\r\nHost: localhost\r\n\r\n" },
+		{ "public-list", 0x00, "metrics,status" },
+	};
+
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++)
+		save_text("fuzz_admin_guard", seeds[i].name, seeds[i].param, seeds[i].text);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -701,5 +729,6 @@ int main(int argc, char **argv)
 	seeds_estimate_scan();
 	seeds_prefix_key();
 	seeds_http();
+	seeds_admin_guard();
 	return 0;
 }

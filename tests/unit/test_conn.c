@@ -2,20 +2,22 @@
  * larger than the socket takes goes out whole, reading stops while too
  * much output waits and resumes when it drains, a peer's close, the
  * timeouts, the close hook called once, an answer read after a failed
- * write, a listener's slot given back, an outbound connect that works and
- * one that is refused. The loop is driven
+ * write, a listener's slot given back, a full set's idle connection
+ * closed for a new one (and one doing useful work kept), an outbound
+ * connect that works and one that is refused. The loop is driven
  * one iteration at a time under a wall-clock cap. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "lib/conn.h"
-#include "lib/listener.h"
+#include "lib/connset.h"
 #include "lib/net.h"
 
 struct user {
@@ -273,9 +275,11 @@ static void test_answer_after_epipe(void)
 	ev_loop_destroy(loop);
 }
 
+#define SRV_USERS 4
+
 struct srv {
-	struct dbk_listener_set ls;
-	struct user u[2];
+	struct dbk_connset set;
+	struct user u[SRV_USERS];
 	unsigned n;
 };
 
@@ -283,14 +287,14 @@ static void on_accept(void *arg, int fd)
 {
 	struct srv *s = arg;
 
-	if (s->n >= 2) {
-		dbk_listener_release(&s->ls, fd);
+	if (s->n >= SRV_USERS) {
+		dbk_listener_release(&s->set.ls, fd);
 		close(fd);
 		return;
 	}
 	struct user *u = &s->u[s->n++];
 	u->answer = 1;
-	CHECK(dbk_conn_accept(&u->c, s->ls.loop, fd, &s->ls, &ops, u, 64) == 0);
+	CHECK(dbk_conn_accept(&u->c, s->set.ls.loop, fd, &s->set, &ops, u, 64) == 0);
 }
 
 static int client(int lfd)
@@ -302,41 +306,106 @@ static int client(int lfd)
 	return dbk_net_connect(&sa, len);
 }
 
+/* A server of at most max connections (per_peer from one peer) on a
+ * loopback port; returns the listening fd. */
+static int srv_open(struct srv *s, struct ev_loop *loop, unsigned max, unsigned per_peer,
+                    uint64_t *evicted)
+{
+	struct dbk_connset_limits lim = { .max_conns = max,
+		                          .max_per_peer = per_peer,
+		                          .evicted = evicted };
+	char err[128];
+	int lfd = dbk_net_listen("127.0.0.1:0", err, sizeof(err));
+
+	memset(s, 0, sizeof(*s));
+	CHECK(lfd >= 0);
+	CHECK(dbk_connset_open(&s->set, loop, "test", on_accept, s, &lim) == 0);
+	CHECK(dbk_connset_add_listener(&s->set, lfd) == 0);
+	return lfd;
+}
+
+/* Runs the loop until s has accepted n in all (bounded, 2 s). */
+static void srv_wait(struct ev_loop *loop, struct srv *s, unsigned n)
+{
+	double end = wall() + 2;
+
+	while (s->n < n && wall() < end)
+		ev_run(loop, EVRUN_NOWAIT);
+}
+
 static void test_listener_slot_given_back(void)
 {
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
 	static struct srv s;
-	char err[128];
-	int lfd = dbk_net_listen("127.0.0.1:0", err, sizeof(err)), c1, c2;
+	int lfd = srv_open(&s, loop, 4, 1, NULL), c1, c2;
 	bool two;
 
-	CHECK(lfd >= 0);
-	dbk_listener_init(&s.ls, loop, "test", on_accept, &s);
-	CHECK(dbk_listener_limit(&s.ls, 4, 1, NULL) == 0);
-	CHECK(dbk_listener_add(&s.ls, lfd) == 0);
 	c1 = client(lfd);
-	double end = wall() + 2;
-	while (s.n < 1 && wall() < end)
-		ev_run(loop, EVRUN_NOWAIT);
-	CHECK_EQ_U(s.ls.open, 1);
+	srv_wait(loop, &s, 1);
+	CHECK_EQ_U(s.set.ls.open, 1);
 	close(c1);
-	end = wall() + 2;
+	double end = wall() + 2;
 	while (!s.u[0].closed && wall() < end)
 		ev_run(loop, EVRUN_NOWAIT);
 	CHECK_EQ_U(s.u[0].closes, 1);
-	CHECK_EQ_U(s.ls.open, 0);
+	CHECK_EQ_U(s.set.ls.open, 0);
 	/* One per peer: the slot given back lets the same peer in again. */
 	c2 = client(lfd);
-	end = wall() + 2;
-	while (s.n < 2 && wall() < end)
-		ev_run(loop, EVRUN_NOWAIT);
+	srv_wait(loop, &s, 2);
 	two = s.n == 2 && s.u[1].closes == 0;
 	CHECK(two);
-	CHECK_EQ_U(s.ls.open, 1);
+	CHECK_EQ_U(s.set.ls.open, 1);
 	dbk_conn_close(&s.u[1].c, DBK_CONN_LOCAL);
-	CHECK_EQ_U(s.ls.open, 0);
+	CHECK_EQ_U(s.set.ls.open, 0);
 	close(c2);
-	dbk_listener_close(&s.ls);
+	dbk_connset_close(&s.set, NULL);
+	ev_loop_destroy(loop);
+}
+
+/* Full: a new connection takes the place of the oldest one that never
+ * did useful work; once every one has, the newcomer is refused. */
+static void test_connset_evicts_idle(void)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	static struct srv s;
+	uint64_t evicted = 0;
+	int lfd = srv_open(&s, loop, 2, 0, &evicted), c[4];
+
+	c[0] = client(lfd);
+	srv_wait(loop, &s, 1);
+	c[1] = client(lfd);
+	srv_wait(loop, &s, 2);
+	CHECK_EQ_U(s.set.ls.open, 2);
+	dbk_connset_useful(&s.u[1].c);
+	c[2] = client(lfd);
+	srv_wait(loop, &s, 3);
+	/* u[0] (idle, oldest) made way; u[1] (useful) stays. */
+	CHECK_EQ_U(s.n, 3);
+	CHECK_EQ_U(s.u[0].closes, 1);
+	CHECK_EQ_U(s.u[1].closes, 0);
+	CHECK_EQ_U(evicted, 1);
+	CHECK_EQ_U(s.set.ls.open, 2);
+	dbk_connset_useful(&s.u[2].c);
+	/* Both useful: the next one is refused, none closed. */
+	c[3] = client(lfd);
+	char b;
+	double end = wall() + 2;
+	bool ended = false;
+	while (!ended && wall() < end) {
+		ev_run(loop, EVRUN_NOWAIT);
+		ssize_t got = recv(c[3], &b, 1, MSG_DONTWAIT);
+		ended = got == 0 ||
+		        (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOTCONN);
+	}
+	CHECK(ended);
+	CHECK_EQ_U(s.n, 3);
+	CHECK_EQ_U(s.u[1].closes + s.u[2].closes, 0);
+	CHECK_EQ_U(evicted, 1);
+	dbk_connset_close(&s.set, NULL);
+	CHECK_EQ_U(s.u[1].closes + s.u[2].closes, 2);
+	CHECK_EQ_U(s.set.ls.open, 0);
+	for (int i = 0; i < 4; i++)
+		close(c[i]);
 	ev_loop_destroy(loop);
 }
 
@@ -395,6 +464,7 @@ int main(void)
 	RUN(test_close_once);
 	RUN(test_answer_after_epipe);
 	RUN(test_listener_slot_given_back);
+	RUN(test_connset_evicts_idle);
 	RUN(test_connect);
 	return CHECK_DONE();
 }

@@ -377,14 +377,17 @@ static void test_many_connections_and_limit(void)
 	for (int i = 0; i < N; i++)
 		fds[i] = hello_client(&w, 16380);
 	CHECK_EQ_U(dbk_spop_server_stats(w.spop)->open, N);
-	/* One over the limit is closed at once. */
+	/* One over the limit takes the place of the oldest that never sent
+	 * a NOTIFY. */
 	struct reply r = { .len = 0 };
-	fds[N] = client(&w);
-	pump(&w, fds[N], &r, 0);
+	fds[N] = hello_client(&w, 16380);
+	CHECK(fds[N] >= 0);
+	pump(&w, fds[0], &r, 0);
 	CHECK(r.closed);
-	CHECK_EQ_U(dbk_spop_server_stats(w.spop)->refused_conns, 1);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spop)->evicted_conns, 1);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spop)->refused_conns, 0);
 	/* Every admitted connection still routes. */
-	for (int i = 0; i < N; i++) {
+	for (int i = 1; i <= N; i++) {
 		char id[16];
 		struct reply ri = { .len = 0 };
 		struct dbk_spop_frame f;
@@ -395,6 +398,14 @@ static void test_many_connections_and_limit(void)
 		CHECK(nth_frame(&ri, 0, &f) && f.type == DBK_SPOP_ACK);
 	}
 	CHECK_EQ_U(dbk_bal_stats(w.bal)->leases, N);
+	/* All at work: a newcomer is refused, none of them closed. */
+	struct reply rn = { .len = 0 };
+	int extra = client(&w);
+	pump(&w, extra, &rn, 0);
+	CHECK(rn.closed);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spop)->refused_conns, 1);
+	CHECK_EQ_U(dbk_spop_server_stats(w.spop)->open, N);
+	close(extra);
 	for (int i = 0; i <= N; i++)
 		close(fds[i]);
 	world_down(&w);
