@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "balancer.h"
+#include "outlier.h"
 #include "policy_ops.h"
 #include "lib/bounds.h"
 
@@ -79,6 +80,8 @@ struct dbk_config {
 	long long idle_timeout_s;
 	size_t max_leases;
 	int log_level; /* enum dbk_log_level */
+	/* --outlier-*: ejection of servers that fail their requests. */
+	struct dbk_outlier_config outlier;
 };
 
 enum dbk_config_result {

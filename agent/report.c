@@ -295,6 +295,7 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *o)
 	state_servers(a, o);
 	if (a->scrape)
 		dbk_scrape_report_state(a->scrape, dbk_mono_ms(), o);
+	dbk_server_watch_report_state(&a->watch, dbk_mono_ms(), o);
 	dbk_policy_report_state(&a->policy, a->cfg.servers, a->cfg.nservers, dbk_mono_ms(), o);
 	for (const struct row *r = rows; r < rows + COUNT(rows); r++) {
 		if (!r->json || !src[r->src])
@@ -434,5 +435,6 @@ void dbk_report_metrics(const struct dbk_agent *a, struct dbk_buf *o)
 	metrics_config(c, o);
 	if (a->scrape)
 		dbk_scrape_report_metrics(a->scrape, dbk_mono_ms(), o);
+	dbk_server_watch_report_metrics(&a->watch, o);
 	dbk_policy_report_metrics(&a->policy, a->cfg.servers, a->cfg.nservers, dbk_mono_ms(), o);
 }

@@ -41,6 +41,8 @@ struct dbk_prom_stats {
 	uint32_t block_size;
 	uint64_t num_gpu_blocks;
 	bool enable_prefix_caching;
+	/* vllm:engine_sleep_state: 0 awake, 1 or 2 the sleep level. */
+	int sleep_level;
 };
 
 void dbk_prom_render(struct dbk_buf *b, const struct dbk_prom_stats *m);
