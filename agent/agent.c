@@ -26,15 +26,18 @@
 static void on_completion(void *arg, const struct dbk_completion *c)
 {
 	struct dbk_agent *a = arg;
+	enum dbk_acct_outcome r = dbk_acct_complete(&a->acct, c, dbk_mono_ms(),
+	                                            (int64_t)dbk_wall_ms(), NULL);
 
-	if (dbk_acct_complete(&a->acct, c, dbk_mono_ms(), (int64_t)dbk_wall_ms(), NULL) ==
-	    DBK_ACCT_UNKNOWN) {
+	if (r == DBK_ACCT_UNKNOWN) {
 		char q[DBK_BAL_MAX_ID_LEN + 1];
 
 		dbk_log(DBK_LOG_DEBUG, "completion-unknown", "id=\"%s\"",
 		        dbk_log_quote(q, sizeof(q), c->id, c->id_len));
 	}
-	dbk_server_watch_completion(&a->watch, c);
+	/* Each line comes twice (two paths): the outcome counts once. */
+	if (r != DBK_ACCT_DUPLICATE)
+		dbk_server_watch_completion(&a->watch, c);
 }
 
 /* Every finished scrape: a sleeping engine is left out under every

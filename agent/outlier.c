@@ -22,16 +22,10 @@ static enum dbk_outlier_verdict server_side(char cause, char phase, const char *
 	bool timeout = cause == 's';
 
 	switch (phase) {
-	case 'C':
-		*why = timeout ? "connect-timeout" : "connect";
-		return DBK_OUTLIER_FAILURE;
-	case 'H':
-		*why = timeout ? "timeout" : "reset";
-		return DBK_OUTLIER_FAILURE;
+	case 'C': *why = timeout ? "connect-timeout" : "connect"; return DBK_OUTLIER_FAILURE;
+	case 'H': *why = timeout ? "timeout" : "reset"; return DBK_OUTLIER_FAILURE;
 	case 'D':
-	case 'L':
-		*why = timeout ? "timeout" : "aborted";
-		return DBK_OUTLIER_FAILURE;
+	case 'L': *why = timeout ? "timeout" : "aborted"; return DBK_OUTLIER_FAILURE;
 	default:
 		/* Q: it waited in the queue (the server was full, not failing);
 		 * R or anything else: not the server's answer. */
@@ -48,8 +42,7 @@ enum dbk_outlier_verdict dbk_outlier_classify(int status, const char term[5], co
 	*why = NULL;
 	switch (term[0]) {
 	case 'S':
-	case 's':
-		return server_side(term[0], term[1], why);
+	case 's': return server_side(term[0], term[1], why);
 	case '-':
 		if (status >= 500 && status <= 599) {
 			*why = status <= 504 ? http5xx[status - 500] : "http-5xx";
@@ -124,8 +117,7 @@ static const char *tripped(const struct dbk_outlier *o, const struct dbk_outlier
 /* The back-off for this ejection: base x the steps owed, less one step
  * for each base period the server spent back in rotation since its last
  * return, capped at max. */
-static uint64_t backoff(const struct dbk_outlier *o, struct dbk_outlier_server *s,
-                        uint64_t now_ms)
+static uint64_t backoff(const struct dbk_outlier *o, struct dbk_outlier_server *s, uint64_t now_ms)
 {
 	uint64_t base = o->cfg.base_ms > 0 ? (uint64_t)o->cfg.base_ms : 1;
 	uint64_t max = o->cfg.max_ms > 0 ? (uint64_t)o->cfg.max_ms : base;
@@ -244,11 +236,8 @@ bool dbk_outlier_reset(struct dbk_outlier *o, unsigned server)
 const char *dbk_outlier_state_str(enum dbk_outlier_state s)
 {
 	switch (s) {
-	case DBK_OUTLIER_EJECTED:
-		return "ejected";
-	case DBK_OUTLIER_HALF_OPEN:
-		return "half-open";
-	default:
-		return "in";
+	case DBK_OUTLIER_EJECTED: return "ejected";
+	case DBK_OUTLIER_HALF_OPEN: return "half-open";
+	default: return "in";
 	}
 }

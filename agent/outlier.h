@@ -45,13 +45,13 @@
 /* The integer types are the command line's (lib/cli fills them). */
 struct dbk_outlier_config {
 	bool enabled;
-	int consecutive;      /* failures in a row that eject; 0: rule off */
-	double ratio;         /* failure share over the window that ejects; 0: off */
-	int min_requests;     /* ... counted over at least this many requests */
-	long long window_ms;  /* the ratio's window (two of them, rolling) */
-	long long base_ms;    /* first ejection; the n-th lasts n times as long */
-	long long max_ms;     /* ... up to this */
-	int max_percent;      /* of the fleet ejected at once (at least one) */
+	int consecutive;     /* failures in a row that eject; 0: rule off */
+	double ratio;        /* failure share over the window that ejects; 0: off */
+	int min_requests;    /* ... counted over at least this many requests */
+	long long window_ms; /* the ratio's window (two of them, rolling) */
+	long long base_ms;   /* first ejection; the n-th lasts n times as long */
+	long long max_ms;    /* ... up to this */
+	int max_percent;     /* of the fleet ejected at once (at least one) */
 };
 
 void dbk_outlier_config_default(struct dbk_outlier_config *c);
@@ -82,9 +82,9 @@ enum dbk_outlier_state {
 
 struct dbk_outlier_server {
 	enum dbk_outlier_state state;
-	unsigned consecutive;  /* failures in a row */
-	unsigned half_open_ok; /* successes since half-open */
-	uint64_t win_start_ms; /* the current window began */
+	unsigned consecutive;             /* failures in a row */
+	unsigned half_open_ok;            /* successes since half-open */
+	uint64_t win_start_ms;            /* the current window began */
 	unsigned win_total, win_failed;   /* this window */
 	unsigned prev_total, prev_failed; /* the window before */
 	unsigned multiplier;              /* back-off steps owed */

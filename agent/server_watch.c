@@ -47,9 +47,8 @@ static void returned(void *arg, unsigned server)
 
 static void on_timer(struct ev_loop *loop, ev_timer *t, int revents)
 {
-	struct dbk_server_watch *w = (struct dbk_server_watch *)((char *)t -
-	                                                         offsetof(struct dbk_server_watch,
-	                                                                  timer));
+	struct dbk_server_watch *w =
+	        (struct dbk_server_watch *)((char *)t - offsetof(struct dbk_server_watch, timer));
 	uint64_t now = dbk_mono_ms();
 
 	(void)loop;
@@ -72,7 +71,8 @@ int dbk_server_watch_start(struct dbk_server_watch *w, struct ev_loop *loop,
 		return -1;
 	if (c->enabled)
 		dbk_log(DBK_LOG_INFO, "outlier-detection",
-		        "consecutive=%d ratio=%g min_requests=%d window_ms=%lld base_ejection_ms=%lld "
+		        "consecutive=%d ratio=%g min_requests=%d window_ms=%lld "
+		        "base_ejection_ms=%lld "
 		        "max_ejection_ms=%lld max_ejected_percent=%d",
 		        c->consecutive, c->ratio, c->min_requests, c->window_ms, c->base_ms,
 		        c->max_ms, c->max_percent);
@@ -146,9 +146,8 @@ void dbk_server_watch_report_state(const struct dbk_server_watch *w, uint64_t no
 
 	dbk_buf_printf(o,
 	               "  \"outlier\": {\"enabled\": %s, \"ejected\": %u, \"ejections\": %" PRIu64
-	               ", \"returns\": %" PRIu64 ", \"capped\": %" PRIu64
-	               ", \"failures\": %" PRIu64 ", \"asleep_transitions\": %" PRIu64
-	               ", \"servers\": [\n",
+	               ", \"returns\": %" PRIu64 ", \"capped\": %" PRIu64 ", \"failures\": %" PRIu64
+	               ", \"asleep_transitions\": %" PRIu64 ", \"servers\": [\n",
 	               ol->cfg.enabled ? "true" : "false", ol->stats.ejected, ol->stats.ejections,
 	               ol->stats.returns, ol->stats.capped, ol->stats.failures, w->sleeps);
 	for (unsigned i = 0; i < w->n; i++) {
@@ -163,8 +162,8 @@ void dbk_server_watch_report_state(const struct dbk_server_watch *w, uint64_t no
 		               out & DBK_BAL_OUT_ASLEEP ? "true" : "false", s->failures,
 		               s->successes, s->ejections);
 		if (s->state == DBK_OUTLIER_EJECTED)
-			dbk_buf_printf(o, ", \"reason\": \"%s\", \"back_in_ms\": %" PRIu64, s->reason,
-			               s->until_ms > now_ms ? s->until_ms - now_ms : 0);
+			dbk_buf_printf(o, ", \"reason\": \"%s\", \"back_in_ms\": %" PRIu64,
+			               s->reason, s->until_ms > now_ms ? s->until_ms - now_ms : 0);
 		dbk_buf_printf(o, "}%s\n", i + 1 < w->n ? "," : "");
 	}
 	dbk_buf_printf(o, "  ]},\n");

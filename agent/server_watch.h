@@ -24,7 +24,7 @@ struct dbk_server_watch {
 	const char *const *names;
 	unsigned n;
 	struct ev_loop *loop;
-	ev_timer timer; /* the next back-off's end */
+	ev_timer timer;  /* the next back-off's end */
 	uint64_t sleeps; /* times a server was seen fall asleep */
 };
 

@@ -111,8 +111,7 @@ void dbk_stub_serve_fault(struct dbk_stub_conn *c, const struct dbk_http_request
 
 	(void)head_only;
 	if (!query_value(hr->target, "completion", v, sizeof(v)) ||
-	    dbk_stub_parse_fault(v, &s->opt.completion_fault, &s->opt.completion_fault_ratio) <
-	            0) {
+	    dbk_stub_parse_fault(v, &s->opt.completion_fault, &s->opt.completion_fault_ratio) < 0) {
 		dbk_stub_respond_error(c, 400, "BadRequestError",
 		                       "want ?completion=none or STATUS[:RATIO] (500-599, 0-1]",
 		                       hr->keep_alive, hr->minor_version);

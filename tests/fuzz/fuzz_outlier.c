@@ -88,12 +88,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 			FUZZ_CHECK((due <= now) == (back > 0));
 			for (unsigned k = 0; k < n; k++)
-				FUZZ_CHECK(o.s[k].state != DBK_OUTLIER_EJECTED || o.s[k].until_ms > now);
+				FUZZ_CHECK(o.s[k].state != DBK_OUTLIER_EJECTED ||
+				           o.s[k].until_ms > now);
 			break;
 		}
-		default:
-			dbk_outlier_reset(&o, server);
-			break;
+		default: dbk_outlier_reset(&o, server); break;
 		}
 		check_counts(&o);
 	}
