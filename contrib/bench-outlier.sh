@@ -5,7 +5,7 @@
 # other three serve. Through haproxy/haproxy.cfg, N requests from C
 # clients (contrib/load-requests.sh), for each policy (reference, ttft)
 # and each agent side by side in one run:
-#   before   --main's agent (e.g. /work/main/build: no ejection) and its
+#   before   --main's agent (a build of the main branch: no ejection) and its
 #            tree's haproxy/haproxy.cfg (no observe layer7; its bare %ID,
 #            which is all that agent parses)
 #   before+l7  the same with HAProxy's observe layer7 error-limit 10
@@ -16,12 +16,14 @@
 # Prints per run: the share of requests answered by vllm0, the client
 # failure ratio, and when the agent first ejected vllm0.
 #
-#   contrib/bench-outlier.sh [--requests N] [--clients C] [--tokens T] [--main DIR]
+#   contrib/bench-outlier.sh --main DIR [--requests N] [--clients C] [--tokens T]
 #
+# DIR is the build directory of a checkout of the agent to compare with
+# (its haproxy/haproxy.cfg is DIR/../haproxy); the stub is always this
+# tree's: the "before" agent and its configuration are all that differ.
 # Defaults: 600 requests, 4 clients, 64 tokens each (stubs at
-# --time-scale 10), --main /work/main/build (the stub is always this
-# tree's: the "before" agent is the only thing that differs). Loopback
-# only; every process is stopped by pid on exit.
+# --time-scale 10). Loopback only; every process is stopped by pid on
+# exit.
 set -eu
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -31,12 +33,13 @@ BUILD=${DBK_BUILD:-$REPO/build}
 requests=600
 clients=4
 tokens=64
-main=/work/main/build
+main=
 dbk_options "--requests requests
 --clients clients
 --tokens tokens
 --main main" "$@"
 dbk_need_bins dbucket-spoa vllm-stub
+[ -n "$main" ] || { echo "$DBK_WHO: --main DIR is required (see --help)" >&2; exit 2; }
 [ -x "$main/dbucket-spoa" ] || { echo "$DBK_WHO: no $main/dbucket-spoa" >&2; exit 2; }
 main_cfg=$main/../haproxy/haproxy.cfg
 [ -f "$main_cfg" ] || { echo "$DBK_WHO: no $main_cfg" >&2; exit 2; }
