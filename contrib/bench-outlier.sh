@@ -11,7 +11,8 @@
 #   before+l7  the same with HAProxy's observe layer7 error-limit 10
 #            on-error mark-down added to the servers
 #   after    this tree's agent, its default ejection settings, HAProxy's
-#            layer off: the agent's ejection alone
+#            layer off (the sample with on-error fastinter, which only
+#            speeds health checks up): the agent's ejection alone
 #   after+l7 this tree's agent and HAProxy's layer, as shipped
 # Prints per run: the share of requests answered by vllm0, the client
 # failure ratio, and when the agent first ejected vllm0.
@@ -49,6 +50,8 @@ cp "$main_cfg" "$tmp/before.cfg"
 sed -E 's/^(    server vllm[0-9] .* check inter 2s)$/\1 observe layer7 error-limit 10 on-error mark-down/' \
 	"$main_cfg" >"$tmp/before+l7.cfg"
 grep -q 'observe layer7' "$tmp/before+l7.cfg" || { echo "$DBK_WHO: cannot add observe layer7 to $main_cfg" >&2; exit 2; }
+sed 's/ on-error mark-down$/ on-error fastinter/' haproxy/haproxy.cfg >"$tmp/after.cfg"
+grep -q 'on-error fastinter' "$tmp/after.cfg" || { echo "$DBK_WHO: no on-error mark-down in haproxy/haproxy.cfg" >&2; exit 2; }
 base=$(dbk_ports 12)
 export DBK_BIND=127.0.0.1:$base DBK_AGENT=127.0.0.1:$((base + 1))
 export DBK_COMPLETIONS=127.0.0.1:$((base + 2)) DBK_COMPLETIONS_UDP=127.0.0.1:$((base + 2))
@@ -76,11 +79,10 @@ agent_up() {
 		awk -F, '$1 == "dbucket-agents" && $2 == "agent1" { print $18 }' | grep -q '^UP'
 }
 
-# run NAME AGENT_BUILD ON_ERROR POLICY CFG
+# run NAME AGENT_BUILD POLICY CFG
 run() {
-	local name=$1 bin=$2 policy=$4 cfg=$5 agent hap i ej=- first
+	local name=$1 bin=$2 policy=$3 cfg=$4 agent hap i ej=- first
 	local -a sa=()
-	export DBK_ON_ERROR=$3
 	for i in 0 1 2 3; do sa+=(--scrape "vllm$i=http://127.0.0.1:$((base + 4 + i))"); done
 	"$bin/dbucket-spoa" --policy "$policy" --listen "$DBK_AGENT" \
 		--completion-listen "$DBK_COMPLETIONS" --completion-listen "udp@$DBK_COMPLETIONS" \
@@ -112,8 +114,8 @@ run() {
 start_stubs
 echo "$requests requests, $clients clients, $tokens tokens each; vllm0 answers HTTP 500"
 for policy in reference ttft; do
-	run before "$main" - "$policy" "$tmp/before.cfg"
-	run before+l7 "$main" - "$policy" "$tmp/before+l7.cfg"
-	run after "$BUILD" fastinter "$policy" haproxy/haproxy.cfg
-	run after+l7 "$BUILD" mark-down "$policy" haproxy/haproxy.cfg
+	run before "$main" "$policy" "$tmp/before.cfg"
+	run before+l7 "$main" "$policy" "$tmp/before+l7.cfg"
+	run after "$BUILD" "$policy" "$tmp/after.cfg"
+	run after+l7 "$BUILD" "$policy" haproxy/haproxy.cfg
 done

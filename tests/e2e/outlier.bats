@@ -4,14 +4,16 @@
 # quotes: real HAProxy, the sample configuration, four vLLM stubs.
 #
 # HAProxy's own layer (observe layer7 ... on-error mark-down) is set to
-# fastinter here (DBK_ON_ERROR), which only speeds its health checks up:
-# what is measured is the agent's ejection alone.
+# on-error fastinter here (a copy of the sample), which only speeds its
+# health checks up: what is measured is the agent's ejection alone.
 
 load stubs
 
 setup() {
 	stubs_setup
-	export DBK_ON_ERROR=fastinter
+	CFG=$BATS_TEST_TMPDIR/haproxy.cfg
+	sed 's/ on-error mark-down$/ on-error fastinter/' "$REPO/haproxy/haproxy.cfg" >"$CFG"
+	grep -q 'on-error fastinter' "$CFG"
 	LOAD=$REPO/contrib/load-requests.sh
 	BODY=$BATS_TEST_TMPDIR/body.json
 	completion_body 4 false 40 >"$BODY"
@@ -43,9 +45,16 @@ world() {
 	done
 	start_agent --policy "$policy" --haproxy-socket "unix:$DBK_STATS_SOCKET" "${oa[@]}" \
 		"${sa[@]}" "$@"
-	start_haproxy_stubs
+	start_haproxy_cfg "$CFG"
 	wait_until 10 agent_up
 	wait_state runtime_api_up true
+}
+
+# start_haproxy_cfg FILE: HAProxy with FILE (a copy of the sample).
+start_haproxy_cfg() {
+	haproxy -f "$1" 2>>"$BATS_TEST_TMPDIR/haproxy.log" 3>&- &
+	HAPROXY_PID=$!
+	dbk_wait_port "$DBK_PORT"
 }
 
 # load N CONC OUT: N requests from CONC clients, one line each in OUT
@@ -165,11 +174,9 @@ back_in_rotation() {
 	start_agent --haproxy-socket "unix:$DBK_STATS_SOCKET"
 	# The sample, with the unique id taken from a client's header.
 	sed 's/^    unique-id-format .*/    unique-id-format "%[req.hdr(x-test-id)]"/' \
-		"$REPO/haproxy/haproxy.cfg" >"$BATS_TEST_TMPDIR/haproxy.cfg"
-	grep -q 'req.hdr(x-test-id)' "$BATS_TEST_TMPDIR/haproxy.cfg"
-	haproxy -f "$BATS_TEST_TMPDIR/haproxy.cfg" 2>>"$BATS_TEST_TMPDIR/haproxy.log" 3>&- &
-	HAPROXY_PID=$!
-	dbk_wait_port "$DBK_PORT"
+		"$REPO/haproxy/haproxy.cfg" >"$BATS_TEST_TMPDIR/id.cfg"
+	grep -q 'req.hdr(x-test-id)' "$BATS_TEST_TMPDIR/id.cfg"
+	start_haproxy_cfg "$BATS_TEST_TMPDIR/id.cfg"
 	wait_until 10 agent_up
 	local id='sess 1 "quoted" \back] end'
 	run curl -s -o /dev/null -w '%{http_code} %header{x-dbucket-server}' -X POST \
