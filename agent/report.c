@@ -168,7 +168,8 @@ static double col_decisions(const struct dbk_agent *a, unsigned i)
 static const struct column columns[] = {
 	{ "group", NULL, NULL, GAUGE, false, col_group },
 	{ "usable", "dbucket_server_usable",
-	  "Whether the agent may choose the server (1) or HAProxy said DOWN, MAINT or DRAIN (0).",
+	  "Whether the agent may choose the server (1), or not (0): HAProxy said DOWN, MAINT or "
+	  "DRAIN, outlier detection ejected it, or its engine sleeps.",
 	  FLAG, false, col_usable },
 	{ "inflight", "dbucket_server_inflight", "Requests in flight per server.", GAUGE, false,
 	  col_inflight },
