@@ -18,8 +18,8 @@ static void test_parse_fault(void)
 	CHECK(st == 503 && r == 0.5);
 	CHECK(dbk_stub_parse_fault("none", &st, &r) == 0);
 	CHECK(st == 0);
-	static const char *const bad[] = { "", "499", "600", "500:0", "500:1.5", "500:", ":0.5",
-		                           "abc", "5000000000", "500:x" };
+	static const char *const bad[] = { "",     "499",  "600", "500:0",      "500:1.5",
+		                           "500:", ":0.5", "abc", "5000000000", "500:x" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		CHECK(dbk_stub_parse_fault(bad[i], &st, &r) < 0);
 }
