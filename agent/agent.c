@@ -35,8 +35,11 @@ static void on_completion(void *arg, const struct dbk_completion *c)
 		dbk_log(DBK_LOG_DEBUG, "completion-unknown", "id=\"%s\"",
 		        dbk_log_quote(q, sizeof(q), c->id, c->id_len));
 	}
-	/* Each line comes twice (two paths): the outcome counts once. */
-	if (r != DBK_ACCT_DUPLICATE)
+	/* Only a line that released a lease tells of a server: each line
+	 * comes twice (its copy counts once), and a stranger on the
+	 * completion listener can forge lines but not the ids of live leases,
+	 * so it cannot eject a server. */
+	if (r == DBK_ACCT_RELEASED)
 		dbk_server_watch_completion(&a->watch, c);
 }
 

@@ -189,3 +189,18 @@ back_in_rotation() {
 	assert_equal "$(state_field unknown_releases) $(state_field expired)" "0 0"
 	grep -qF 'dbk1 "sess 1 \"quoted\" \\back\] end" vllm' "$BATS_TEST_TMPDIR/haproxy.log"
 }
+
+@test "outlier: forged completion lines (ids of no live lease) eject nothing" {
+	for i in 0 1 2 3; do start_stub "$i" 10 || return 1; done
+	start_agent
+	local k now
+	now=$(date +%s%3N)
+	for k in $(seq 1 20); do
+		printf 'dbk1 forged-%d vllm0 vllm0 500 ---- 1 0 0 %s' "$k" "$now" \
+			>"/dev/udp/127.0.0.1/$COMPLETIONS_PORT"
+	done
+	wait_state completions 20
+	assert_equal "$(agent_get /metrics | awk '$1 == "dbucket_outlier_ejections_total" { print $2 }')" 0
+	assert_equal "$(agent_get /state | jq '.outlier.servers[0].failures')" 0
+	server_is vllm0 usable true
+}
