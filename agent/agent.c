@@ -22,9 +22,11 @@
 #define DISCOVERY_TIMEOUT_MS 30000
 #define MAX_CONFIG_FILE 65536
 
-/* The completion receiver's callback: the books do the work, this logs. */
-/* Only a line that released a lease is work a link is kept open for: a
- * stranger can send well-formed lines, not the ids of live leases. */
+/* The completion receiver's callback: the books do the work, this logs.
+ * Only a line that released a lease is work a link is kept open for (a
+ * stranger can send well-formed lines, not the ids of live leases), and
+ * only such a line tells of a server: each line comes twice (its copy
+ * counts once), and a forged line cannot eject a server. */
 static bool on_completion(void *arg, const struct dbk_completion *c)
 {
 	struct dbk_agent *a = arg;
@@ -37,7 +39,21 @@ static bool on_completion(void *arg, const struct dbk_completion *c)
 		dbk_log(DBK_LOG_DEBUG, "completion-unknown", "id=\"%s\"",
 		        dbk_log_quote(q, sizeof(q), c->id, c->id_len));
 	}
-	return o == DBK_ACCT_RELEASED;
+	if (o != DBK_ACCT_RELEASED)
+		return false;
+	dbk_server_watch_completion(&a->watch, c);
+	return true;
+}
+
+/* Every finished scrape: a sleeping engine is left out under every
+ * policy; the policy reads the numbers if it routes on them. */
+static void on_scraped(void *arg, unsigned server, const struct dbk_scrape_view *v, bool metrics)
+{
+	struct dbk_agent *a = arg;
+
+	dbk_server_watch_scraped(&a->watch, server, v, metrics);
+	if (a->cfg.policy->scraped)
+		dbk_policy_scrape_done(&a->policy, server, v, metrics);
 }
 
 static void on_expired(void *arg, const char *id, size_t id_len, const struct dbk_bal_lease *l)
@@ -287,8 +303,8 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 		.interval_ms = a->cfg.scrape_interval_ms,
 		.timeout_ms = a->cfg.scrape_timeout_ms,
 		.models_every_ms = DBK_SCRAPE_MODELS_EVERY_MS,
-		.scraped = a->cfg.policy->scraped ? dbk_policy_scrape_done : NULL,
-		.arg = &a->policy,
+		.scraped = on_scraped,
+		.arg = a,
 	};
 	if (scraped)
 		a->scrape = dbk_scrape_new(a->loop, &sc, a->cfg.servers, urls, n);
@@ -347,6 +363,11 @@ static int start_balancer(struct dbk_agent *a, char *err, size_t errlen)
 	};
 	if (dbk_policy_start(&a->policy, a->cfg.policy, &env, err, errlen) < 0)
 		return -1;
+	if (dbk_server_watch_start(&a->watch, a->loop, a->bal, a->cfg.servers, a->cfg.nservers,
+	                           &a->cfg.outlier) < 0) {
+		dbk_errf(err, errlen, "out of memory");
+		return -1;
+	}
 	dbk_policy_attach(&a->policy, a->bal);
 	a->route.policy = &a->policy;
 	dbk_log(DBK_LOG_INFO, "policy", "name=%s", a->cfg.policy->name);
@@ -489,6 +510,7 @@ void dbk_agent_stop(struct dbk_agent *a)
 		ev_timer_stop(a->loop, &a->ttl_timer);
 	dbk_scrape_free(a->scrape);
 	a->scrape = NULL;
+	dbk_server_watch_stop(&a->watch);
 	dbk_runtime_sync_free(a->sync);
 	dbk_admin_free(a->admin);
 	dbk_completion_rx_free(a->events);

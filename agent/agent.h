@@ -16,6 +16,7 @@
 #include "route.h"
 #include "route_handler.h"
 #include "runtime_sync.h"
+#include "server_watch.h"
 
 struct dbk_agent {
 	struct dbk_config cfg;
@@ -37,6 +38,8 @@ struct dbk_agent {
 	uint64_t config_changes;
 	ev_timer ttl_timer;
 	struct dbk_acct acct; /* what completions and the TTL did */
+	/* Outlier ejection (completions) and sleeping engines (scrapes). */
+	struct dbk_server_watch watch;
 	/* Unix sockets we created, removed again at stop. */
 	const char *unix_specs[3 * DBK_MAX_LISTEN];
 	unsigned nunix;

@@ -46,6 +46,37 @@ static bool field(const char **p, const char *end, const char **f, size_t *flen)
 	return true;
 }
 
+/* A quoted, escaped id at *p (HAProxy's %{+Q,+E}ID): "..." with '\'
+ * before '"', '\' and ']', then a space or the end. Unescaped into
+ * c->id_buf. */
+static bool quoted_id(const char **p, const char *end, struct dbk_completion *c)
+{
+	const char *s = *p + 1;
+	size_t n = 0;
+
+	for (;;) {
+		if (s == end)
+			return false;
+		char ch = *s++;
+		if (ch == '"')
+			break;
+		if (ch == '\\') {
+			if (s == end)
+				return false;
+			ch = *s++;
+		}
+		if (n == sizeof(c->id_buf))
+			return false;
+		c->id_buf[n++] = ch;
+	}
+	if (s != end && *s != ' ')
+		return false;
+	c->id = c->id_buf;
+	c->id_len = n;
+	*p = s < end ? s + 1 : s;
+	return true;
+}
+
 /* A decimal number, or "-" for none (-1). Bounded to 18 digits. */
 static bool number(const char *f, size_t n, int64_t *out)
 {
@@ -87,11 +118,15 @@ enum dbk_completion_status dbk_completion_parse(const char *line, size_t len,
 
 	if (!field(&p, end, &f, &n) || n != 4 || memcmp(f, DBK_COMPLETION_TAG, 4) != 0)
 		return DBK_COMPLETION_BAD_LINE;
-	if (!field(&p, end, &c->id, &c->id_len) || !field(&p, end, &c->chosen, &c->chosen_len))
+	bool quoted = p < end && *p == '"';
+	if (quoted ? !quoted_id(&p, end, c) : !field(&p, end, &c->id, &c->id_len))
 		return DBK_COMPLETION_BAD_LINE;
-	/* "-" is HAProxy's empty field: a request that never got as far as
-	 * an id (a bad request) or a decision. A decision needs an id. */
-	if (c->id_len == 1 && c->id[0] == '-')
+	if (!field(&p, end, &c->chosen, &c->chosen_len))
+		return DBK_COMPLETION_BAD_LINE;
+	/* "-" is HAProxy's empty field (quoted: ""): a request that never
+	 * got as far as an id (a bad request) or a decision. A decision
+	 * needs an id. */
+	if (!quoted && c->id_len == 1 && c->id[0] == '-')
 		c->id_len = 0;
 	if (c->chosen_len == 1 && c->chosen[0] == '-')
 		c->chosen_len = 0;

@@ -6,10 +6,14 @@
  * line is the frontend's log-format, which starts with these fields,
  * separated by single spaces (the rest of the line is for humans):
  *
- *   dbk1 %ID %[var(txn.dbucket.server)] %s %ST %tsc %Tt %B %rc %[date(0,ms)]
+ *   dbk1 %{+Q,+E}ID %[var(txn.dbucket.server)] %s %ST %tsc %Tt %B %rc %[date(0,ms)]
  *
  * dbk1 names the format, so that a line of another shape is counted as
- * malformed rather than misread. */
+ * malformed rather than misread. The id is quoted and escaped (HAProxy's
+ * +Q and +E: '"', '\' and ']' prefixed with '\'; "" when there is none),
+ * since a unique-id-format built from a client's header can hold spaces
+ * and quotes; a bare %ID, as the sample logged before, still parses (an
+ * id without spaces, "-" for none). */
 #ifndef DBK_COMPLETION_H
 #define DBK_COMPLETION_H
 
@@ -21,11 +25,14 @@
 /* HAProxy's default ring maxlen is 1024; allow generous room for long
  * request lines in the human part. */
 #define DBK_COMPLETION_MAX_LINE 16384
+/* Longest quoted id kept, unescaped (the balancer's DBK_BAL_MAX_ID_LEN). */
+#define DBK_COMPLETION_MAX_ID 255
 
 struct dbk_completion {
-	const char *id; /* %ID; id_len 0 if none ("-") */
+	const char *id; /* %ID, unescaped; id_len 0 if none ("-" or "") */
 	size_t id_len;
-	const char *chosen; /* the agent's choice; chosen_len 0 if none ("-") */
+	char id_buf[DBK_COMPLETION_MAX_ID]; /* a quoted id, unescaped */
+	const char *chosen;                 /* the agent's choice; chosen_len 0 if none ("-") */
 	size_t chosen_len;
 	const char *server; /* %s: where HAProxy actually sent it */
 	size_t server_len;
@@ -53,7 +60,9 @@ enum dbk_completion_status dbk_completion_frame(const char *buf, size_t len, con
                                                 size_t *msg_len, size_t *consumed);
 
 /* Parses one message (trailing CR/LF ignored). Strings in c point into
- * line. */
+ * line, or (a quoted id) into c itself: c must not be copied. A quoted id
+ * longer than DBK_COMPLETION_MAX_ID unescaped is a BAD_LINE (no lease
+ * can have it). */
 enum dbk_completion_status dbk_completion_parse(const char *line, size_t len,
                                                 struct dbk_completion *c);
 

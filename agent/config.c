@@ -252,6 +252,18 @@ static int opt_policy(void *ctx, const char *v, char *err, size_t errlen)
 	return -1;
 }
 
+static int opt_outlier(void *ctx, const char *v, char *err, size_t errlen)
+{
+	struct dbk_config *c = ((struct parse *)ctx)->c;
+
+	if (strcmp(v, "on") != 0 && strcmp(v, "none") != 0) {
+		dbk_errf(err, errlen, "--outlier wants on or none, got '%s'", v);
+		return -1;
+	}
+	c->outlier.enabled = strcmp(v, "on") == 0;
+	return 0;
+}
+
 /* --policy's help: each policy's own words, from the table. */
 static const char *policy_help(void)
 {
@@ -305,6 +317,31 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		NUM("scrape-timeout", DBK_OPT_LL, &c->scrape_timeout_ms, 10, 600 * 1000, "MS",
 		    "a scrape not answered by then failed (" STR(
 		            DBK_DEFAULT_SCRAPE_TIMEOUT_MS) ")"),
+		SECTION("\nOutlier detection (servers whose requests fail, from HAProxy's\n"
+		        "completion lines):"),
+		CALL("outlier", opt_outlier, "on|none", "eject failing servers (on)"),
+		NUM("outlier-consecutive", DBK_OPT_INT, &c->outlier.consecutive, 0, 1000000, "N",
+		    "eject after N failures in a row: a 5xx, a\nrefused, reset or timed-out "
+		    "connection\n(" STR(DBK_OUTLIER_DEFAULT_CONSECUTIVE) "; 0: rule off)"),
+		NUM("outlier-ratio", DBK_OPT_DOUBLE, &c->outlier.ratio, 0, 1, "R",
+		    "eject when failures are R of its requests over\nthe window (" STR(
+		            DBK_OUTLIER_DEFAULT_RATIO) "; 0: rule off)"),
+		NUM("outlier-min-requests", DBK_OPT_INT, &c->outlier.min_requests, 1, 1000000, "N",
+		    "... counted over at least N requests (" STR(
+		            DBK_OUTLIER_DEFAULT_MIN_REQUESTS) ")"),
+		NUM("outlier-window", DBK_OPT_LL, &c->outlier.window_ms, 100, WEEK_S * 1000LL, "MS",
+		    "... in the last MS to 2xMS (" STR(DBK_OUTLIER_DEFAULT_WINDOW_MS) ")"),
+		NUM("outlier-base-ejection", DBK_OPT_LL, &c->outlier.base_ms, 1, WEEK_S * 1000LL,
+		    "MS",
+		    "the first ejection lasts MS, the n-th n x MS\n(" STR(
+		            DBK_OUTLIER_DEFAULT_BASE_MS) "); then half-open: one failure\n"
+		                                         "ejects again"),
+		NUM("outlier-max-ejection", DBK_OPT_LL, &c->outlier.max_ms, 1, WEEK_S * 1000LL,
+		    "MS", "longest ejection (" STR(DBK_OUTLIER_DEFAULT_MAX_MS) ")"),
+		NUM("outlier-max-ejected-percent", DBK_OPT_INT, &c->outlier.max_percent, 0, 100,
+		    "P",
+		    "at most P% of the servers ejected at once,\nat least one, never the last "
+		    "usable\none (" STR(DBK_OUTLIER_DEFAULT_MAX_PERCENT) ")"),
 		SECTION("\nAgent:"),
 		CALL("listen", opt_listen, "ADDR",
 		     "where HAProxy connects; repeatable.\nHOST:PORT, [IPV6]:PORT or unix:PATH\n"
@@ -379,7 +416,7 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 	const char *section = NULL;
 	size_t n = 0;
 
-	_Static_assert(COUNT(t) <= MAX_OPTIONS + 5 /* SECTION rows */, "MAX_OPTIONS is too small");
+	_Static_assert(COUNT(t) <= MAX_OPTIONS + 6 /* SECTION rows */, "MAX_OPTIONS is too small");
 	for (size_t i = 0; i < COUNT(t); i++) {
 		if (!t[i].name) {
 			section = t[i].section;
@@ -432,6 +469,7 @@ static void set_defaults(struct dbk_config *c)
 	c->engine_speed = 1.0;
 	c->policy = dbk_policy_at(0);
 	c->admin_public = DBK_ADMIN_PUBLIC_DEFAULT;
+	dbk_outlier_config_default(&c->outlier);
 }
 
 /* SERVER... after the options. */

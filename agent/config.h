@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "balancer.h"
+#include "outlier.h"
 #include "policy_ops.h"
 #include "lib/bounds.h"
 #include "lib/net.h"
@@ -90,6 +91,8 @@ struct dbk_config {
 	unsigned admin_public; /* DBK_ADMIN_PUBLIC_* */
 	const char *admin_hosts[DBK_MAX_LISTEN];
 	unsigned nadmin_hosts;
+	/* --outlier-*: ejection of servers that fail their requests. */
+	struct dbk_outlier_config outlier;
 };
 
 enum dbk_config_result {

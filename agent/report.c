@@ -177,7 +177,8 @@ static double col_decisions(const struct dbk_agent *a, unsigned i)
 static const struct column columns[] = {
 	{ "group", NULL, NULL, GAUGE, false, col_group },
 	{ "usable", "dbucket_server_usable",
-	  "Whether the agent may choose the server (1) or HAProxy said DOWN, MAINT or DRAIN (0).",
+	  "Whether the agent may choose the server (1), or not (0): HAProxy said DOWN, MAINT or "
+	  "DRAIN, outlier detection ejected it, or its engine sleeps.",
 	  FLAG, false, col_usable },
 	{ "inflight", "dbucket_server_inflight", "Requests in flight per server.", GAUGE, false,
 	  col_inflight },
@@ -304,6 +305,7 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *o)
 	state_servers(a, o);
 	if (a->scrape)
 		dbk_scrape_report_state(a->scrape, dbk_mono_ms(), o);
+	dbk_server_watch_report_state(&a->watch, dbk_mono_ms(), o);
 	dbk_policy_report_state(&a->policy, a->cfg.servers, a->cfg.nservers, dbk_mono_ms(), o);
 	for (const struct row *r = rows; r < rows + COUNT(rows); r++) {
 		if (!r->json || !src[r->src])
@@ -443,5 +445,6 @@ void dbk_report_metrics(const struct dbk_agent *a, struct dbk_buf *o)
 	metrics_config(c, o);
 	if (a->scrape)
 		dbk_scrape_report_metrics(a->scrape, dbk_mono_ms(), o);
+	dbk_server_watch_report_metrics(&a->watch, o);
 	dbk_policy_report_metrics(&a->policy, a->cfg.servers, a->cfg.nservers, dbk_mono_ms(), o);
 }

@@ -28,6 +28,7 @@ enum slot {
 	S_TTFT_SUM,
 	S_TTFT_COUNT,
 	S_INFO,
+	S_SLEEP,
 	S_NSLOTS
 };
 
@@ -52,6 +53,10 @@ static const struct family {
 	{ "vllm:time_to_first_token_seconds_sum", S_TTFT_SUM, false },
 	{ "vllm:time_to_first_token_seconds_count", S_TTFT_COUNT, false },
 	{ "vllm:cache_config_info", S_INFO, false },
+	/* vLLM's sleep mode (vllm/v1/metrics/loggers.py, PrometheusStatLogger):
+	 * one sample per engine and sleep_state label, "awake" 1 when awake
+	 * and 0 asleep ("weights_offloaded" and "discard_all" say the level). */
+	{ "vllm:engine_sleep_state", S_SLEEP, false },
 };
 
 struct acc {
@@ -59,6 +64,7 @@ struct acc {
 	unsigned n[S_NSLOTS][2]; /* finite samples summed */
 	double gpu_blocks, block_size;
 	unsigned n_blocks, n_bsize;
+	unsigned n_awake, n_asleep; /* sleep_state="awake" samples, and of them 0 */
 };
 
 /* Most lines are of families we skip: those are told apart by their
@@ -175,10 +181,11 @@ static bool parse_timestamp(const char *s, size_t len)
 	return true;
 }
 
-/* The label values of cache_config_info we read. */
+/* The label values of cache_config_info and engine_sleep_state we read. */
 struct info {
 	char gpu_blocks[TOKEN_MAX + 1];
 	char block_size[TOKEN_MAX + 1];
+	char sleep_state[TOKEN_MAX + 1];
 };
 
 /* Reads one quoted label value at *pp (past the opening quote), undoing
@@ -259,6 +266,8 @@ static const char *labels(const char *p, const char *end, struct info *inf, cons
 			keep = inf->gpu_blocks;
 		else if (inf && nl == 10 && memcmp(n, "block_size", 10) == 0)
 			keep = inf->block_size;
+		else if (inf && nl == 11 && memcmp(n, "sleep_state", 11) == 0)
+			keep = inf->sleep_state;
 		p = label_value(p + 1, end, keep, why);
 		if (!p)
 			return NULL;
@@ -306,7 +315,8 @@ static int sample_line(const char *p, const char *end, struct acc *a, const char
 	memset(&inf, 0, sizeof(inf));
 	p = skip_blank(p, end);
 	if (p < end && *p == '{') {
-		p = labels(p, end, fam && fam->slot == S_INFO ? &inf : NULL, why);
+		p = labels(p, end,
+		           fam && (fam->slot == S_INFO || fam->slot == S_SLEEP) ? &inf : NULL, why);
 		if (!p)
 			return -1;
 		p = skip_blank(p, end);
@@ -336,6 +346,13 @@ static int sample_line(const char *p, const char *end, struct acc *a, const char
 		add_info(a, &inf);
 		return 0;
 	}
+	if (fam->slot == S_SLEEP) {
+		if (strcmp(inf.sleep_state, "awake") == 0 && isfinite(val)) {
+			a->n_awake++;
+			a->n_asleep += val == 0;
+		}
+		return 0;
+	}
 	if (isfinite(val)) {
 		a->sum[fam->slot][fam->old] += val;
 		a->n[fam->slot][fam->old]++;
@@ -346,14 +363,23 @@ static int sample_line(const char *p, const char *end, struct acc *a, const char
 static void finish(const struct acc *a, struct dbk_vllm_metrics *out)
 {
 	static const unsigned bit[S_NSLOTS] = {
-		DBK_VM_RUNNING,    DBK_VM_WAITING,    DBK_VM_KV_USAGE,
-		DBK_VM_PC_QUERIES, DBK_VM_PC_HITS,    DBK_VM_PREEMPTIONS,
-		DBK_VM_TTFT_SUM,   DBK_VM_TTFT_COUNT, 0,
+		DBK_VM_RUNNING,
+		DBK_VM_WAITING,
+		DBK_VM_KV_USAGE,
+		DBK_VM_PC_QUERIES,
+		DBK_VM_PC_HITS,
+		DBK_VM_PREEMPTIONS,
+		DBK_VM_TTFT_SUM,
+		DBK_VM_TTFT_COUNT,
+		0,
+		0,
 	};
 	double *dst[S_NSLOTS] = {
-		&out->running,    &out->waiting,    &out->kv_usage,
-		&out->pc_queries, &out->pc_hits,    &out->preemptions,
-		&out->ttft_sum,   &out->ttft_count, NULL,
+		&out->running,  &out->waiting,
+		&out->kv_usage, &out->pc_queries,
+		&out->pc_hits,  &out->preemptions,
+		&out->ttft_sum, &out->ttft_count,
+		NULL,           NULL,
 	};
 
 	for (unsigned s = 0; s < S_INFO; s++) {
@@ -374,6 +400,10 @@ static void finish(const struct acc *a, struct dbk_vllm_metrics *out)
 	if (a->n_bsize) {
 		out->block_size = a->block_size;
 		out->have |= DBK_VM_BLOCK_SIZE;
+	}
+	if (a->n_awake) {
+		out->asleep = a->n_asleep;
+		out->have |= DBK_VM_SLEEP;
 	}
 }
 

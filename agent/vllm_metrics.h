@@ -18,7 +18,8 @@
  * histogram's sum and count, GPU blocks) are summed
  * over all label sets; the KV-cache use is the mean over the label sets
  * that report it (engines of one server are the same size); the block
- * size is the largest reported. Older vLLM names (gpu_cache_usage_perc,
+ * size is the largest reported; an engine asleep (vLLM's sleep mode) is
+ * counted. Older vLLM names (gpu_cache_usage_perc,
  * gpu_prefix_cache_queries/hits) are read as the current ones. */
 #ifndef DBK_VLLM_METRICS_H
 #define DBK_VLLM_METRICS_H
@@ -38,6 +39,7 @@ enum {
 	DBK_VM_BLOCK_SIZE = 1u << 7,
 	DBK_VM_TTFT_SUM = 1u << 8,
 	DBK_VM_TTFT_COUNT = 1u << 9,
+	DBK_VM_SLEEP = 1u << 10, /* vllm:engine_sleep_state{sleep_state="awake"} */
 };
 
 struct dbk_vllm_metrics {
@@ -52,6 +54,7 @@ struct dbk_vllm_metrics {
 	double ttft_count;  /* first tokens served (counter) */
 	double gpu_blocks;  /* KV-cache capacity, in blocks */
 	double block_size;  /* tokens per block */
+	unsigned asleep;    /* engines whose sleep_state="awake" sample is 0 */
 	unsigned samples;   /* sample lines read, of any family */
 };
 

@@ -359,7 +359,8 @@ static void cfg_frontend(FILE *out, const struct dbk_launch_flags *f,
 	fprintf(out, "    log \"%s\" format raw local0 info\n", a->completions);
 	fputs("    # The first ten fields are the completion event dbucket-spoa reads\n"
 	      "    # (keep them first and in this order); the rest is for people.\n"
-	      "    log-format \"dbk1 %ID %[var(txn.dbucket.server)] %s %ST %tsc %Tt %B %rc "
+	      "    # The id quoted and escaped: a client's header may give it spaces.\n"
+	      "    log-format \"dbk1 %{+Q,+E}ID %[var(txn.dbucket.server)] %s %ST %tsc %Tt %B %rc "
 	      "%[date(0,ms)] %ci:%cp [%tr] %ft %b %TR/%Tw/%Tc/%Tr/%Ta %{+Q}r\"\n"
 	      "    # The reference proxy's health endpoint: the servers HAProxy can use.\n"
 	      "    http-request return status 200 content-type application/json lf-string "
@@ -438,12 +439,14 @@ static void cfg_backends(FILE *out, const struct dbk_launch_flags *f,
 	      "    http-reuse never\n"
 	      ".endif\n"
 	      "    option httpchk GET /health\n"
-	      "    http-check expect status 200\n",
+	      "    http-check expect status 200\n"
+	      "    # Requests that fail while /health passes: DOWN after 10 errors in a\n"
+	      "    # row (5xx, failed connections), until the checks pass again.\n",
 	      out);
 	for (unsigned i = 0; i < f->nhosts; i++) {
 		fprintf(out, "    server vllm%u \"", i);
 		haproxy_addr(out, f->server_hosts[i], f->server_ports[i]);
-		fputs("\" check inter 2s\n", out);
+		fputs("\" check inter 2s observe layer7 error-limit 10 on-error mark-down\n", out);
 	}
 	fputs("\n"
 	      "backend dbucket-agents\n"

@@ -112,10 +112,14 @@ static void test_run_config(void)
 	char *cfg = render(CFG);
 	CHECK(cfg != NULL);
 	CHECK_HAS(cfg, "    bind \"0.0.0.0:8000\"\n");
-	CHECK_HAS(cfg, "    server vllm0 \"127.0.0.1:8100\" check inter 2s\n");
-	CHECK_HAS(cfg, "    server vllm1 \"127.0.0.1:8101\" check inter 2s\n");
-	CHECK_HAS(cfg, "    server vllm2 \"10.0.0.7:8102\" check inter 2s\n");
-	CHECK_HAS(cfg, "    server vllm3 \"vllm-3.lan:8103\" check inter 2s\n");
+	CHECK_HAS(cfg, "    server vllm0 \"127.0.0.1:8100\" check inter 2s observe layer7 "
+	               "error-limit 10 on-error mark-down\n");
+	CHECK_HAS(cfg, "    server vllm1 \"127.0.0.1:8101\" check inter 2s observe layer7 "
+	               "error-limit 10 on-error mark-down\n");
+	CHECK_HAS(cfg, "    server vllm2 \"10.0.0.7:8102\" check inter 2s observe layer7 "
+	               "error-limit 10 on-error mark-down\n");
+	CHECK_HAS(cfg, "    server vllm3 \"vllm-3.lan:8103\" check inter 2s observe layer7 "
+	               "error-limit 10 on-error mark-down\n");
 	CHECK_EQ_U(count_lines(cfg, "    server vllm"), 4);
 	/* The reference's 3 attempts are HAProxy's first try and 2 retries. */
 	CHECK_HAS(cfg, "    retries 2\n");
@@ -134,8 +138,9 @@ static void test_run_config(void)
 	CHECK_HAS(cfg, "    filter spoe engine dbucket config "
 	               "\"/run/user/1000/dbucket.abc/dbucket.spoe.conf\"\n");
 	/* The data path of the sample, unchanged. */
-	CHECK_HAS(cfg, "log-format \"dbk1 %ID %[var(txn.dbucket.server)] %s %ST %tsc %Tt %B %rc "
-	               "%[date(0,ms)] ");
+	CHECK_HAS(cfg,
+	          "log-format \"dbk1 %{+Q,+E}ID %[var(txn.dbucket.server)] %s %ST %tsc %Tt %B %rc "
+	          "%[date(0,ms)] ");
 	CHECK_HAS(cfg, "    log ring@dbucket-completions format raw local0 info\n");
 	CHECK_HAS(cfg, "    unique-id-format %{+X}o%pid-%Ts%ms-%rt\n");
 	CHECK_HAS(cfg,
@@ -231,7 +236,8 @@ static void test_plain_and_addresses(void)
 	CHECK(dbk_render_addrs_run(&A, "/tmp/d", 12346, ERR, sizeof(ERR)) == 0);
 	char *cfg = render(CFG);
 	CHECK_HAS(cfg, "    bind \"localhost:8000\"\n");
-	CHECK_HAS(cfg, "    server vllm0 \"localhost:8001\" check inter 2s\n");
+	CHECK_HAS(cfg, "    server vllm0 \"localhost:8001\" check inter 2s observe layer7 "
+	               "error-limit 10 on-error mark-down\n");
 	CHECK_EQ_U(count_lines(cfg, "    server vllm"), 1);
 	CHECK_HAS(cfg, "# Plain mode: one group of 1 server, the least loaded wins.\n");
 	CHECK_HAS(cfg, "    retries 2\n");
@@ -397,7 +403,8 @@ static void test_many_servers(void)
 	CHECK(dbk_render_addrs_run(&A, "/r", 12346, ERR, sizeof(ERR)) == 0);
 	char *cfg = render(CFG);
 	CHECK_EQ_U(count_lines(cfg, "    server vllm"), 400);
-	CHECK_HAS(cfg, "    server vllm399 \"vllm-host.example.internal:9399\" check inter 2s\n");
+	CHECK_HAS(cfg, "    server vllm399 \"vllm-host.example.internal:9399\" check inter 2s "
+	               "observe layer7 error-limit 10 on-error mark-down\n");
 	CHECK_HAS(cfg, "short group vllm0..vllm199 (below 32768 tokens),\n"
 	               "#   long group vllm200..vllm399.\n");
 	CHECK(longest_comment(cfg) <= 80);

@@ -55,6 +55,7 @@ static int bad_usage(const char *msg)
 struct raw {
 	long long max_model_len, batched, seqs, kv; /* -1: the --gpu profile's */
 	int port, gpu, fault;
+	const char *completion_fault;
 	bool no_prefix_caching, help, version;
 };
 
@@ -101,6 +102,12 @@ static int parse_table(int argc, char **argv, struct dbk_stub_opts *o, struct ra
 		  .metavar = "none|hang|garbage",
 		  .help = "for tests: /metrics never answers, or answers\nwith what is not "
 		          "Prometheus (default none)" },
+		{ "completion-fault", 0, DBK_OPT_STR, &r->completion_fault,
+		  .metavar = "STATUS[:RATIO]",
+		  .help = "for tests: completions answer HTTP STATUS\n(500-599), or a share RATIO "
+		          "of "
+		          "them, while\n/health and /metrics stay fine; POST\n"
+		          "/stub/fault?completion=SPEC|none switches it\n(default none)" },
 		{ "verbose", 0, DBK_OPT_FLAG, &o->verbose, .help = "log every request" },
 		{ "help", 0, DBK_OPT_FLAG, &r->help, .help = "print this and exit" },
 		{ "version", 0, DBK_OPT_FLAG, &r->version, .help = "print the version and exit" },
@@ -169,6 +176,13 @@ int dbk_stub_parse_args(int argc, char **argv, struct dbk_stub_opts *o)
 	}
 	o->port = (unsigned)r.port;
 	o->metrics_fault = (enum dbk_stub_metrics_fault)r.fault;
+	if (r.completion_fault && dbk_stub_parse_fault(r.completion_fault, &o->completion_fault,
+	                                               &o->completion_fault_ratio) < 0) {
+		dbk_errf(err, sizeof(err),
+		         "--completion-fault wants none or STATUS[:RATIO] (500-599, 0-1], got '%s'",
+		         r.completion_fault);
+		return bad_usage(err);
+	}
 	if (resolve_engine(o, &r, err, sizeof(err)) != 0)
 		return bad_usage(err);
 	return 0;

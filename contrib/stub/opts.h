@@ -28,7 +28,15 @@ struct dbk_stub_opts {
 	double keep_alive_s;
 	bool verbose;
 	enum dbk_stub_metrics_fault metrics_fault;
+	/* --completion-fault: completions answer this status (0: none), a
+	 * share ratio of them. */
+	int completion_fault;
+	double completion_fault_ratio;
 };
+
+/* "none" or STATUS[:RATIO] (500-599; ratio in (0, 1], 1 if not given).
+ * Returns 0, or -1 when spec is neither. */
+int dbk_stub_parse_fault(const char *spec, int *status, double *ratio);
 
 /* Parses argv into o. Returns 0 to run, 1 to exit 0 (--help and
  * --version, printed on stdout), 2 for bad usage (a message and a hint

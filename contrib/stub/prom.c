@@ -253,6 +253,24 @@ static void cache_config_info(struct dbk_buf *b, const struct dbk_prom_stats *m)
 	               (unsigned long long)m->num_gpu_blocks);
 }
 
+/* vllm:engine_sleep_state (newer loggers.py than the rest: vLLM's sleep
+ * mode): one sample per state, sleep_state last in label order. */
+static void sleep_state(struct dbk_buf *b, const struct dbk_prom_stats *m)
+{
+	static const char *const state[] = { "awake", "weights_offloaded", "discard_all" };
+	const bool on[] = { m->sleep_level == 0, m->sleep_level == 1, m->sleep_level == 2 };
+
+	head(b, "vllm:engine_sleep_state", "gauge",
+	     "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is "
+	     "awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep "
+	     "level 2.");
+	for (size_t i = 0; i < 3; i++) {
+		dbk_buf_adds(b, "vllm:engine_sleep_state{engine=\"0\",model_name=\"");
+		label_value(b, m->model);
+		dbk_buf_printf(b, "\",sleep_state=\"%s\"} %s\n", state[i], on[i] ? "1.0" : "0.0");
+	}
+}
+
 void dbk_prom_render(struct dbk_buf *b, const struct dbk_prom_stats *m)
 {
 	/* The plain families, in the order prometheus_client prints them. */
@@ -282,8 +300,11 @@ void dbk_prom_render(struct dbk_buf *b, const struct dbk_prom_stats *m)
 		  (double)m->generation_tokens },
 	};
 
-	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++)
+	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
 		fams[i].emit(b, m, fams[i].name, fams[i].help, fams[i].v);
+		if (i == 1) /* after the scheduler's two, as loggers.py */
+			sleep_state(b, m);
+	}
 	request_success(b, m);
 	ttft(b, m);
 	cache_config_info(b, m);

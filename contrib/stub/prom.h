@@ -3,7 +3,8 @@
  * at 005a810, PrometheusStatLogger) for one engine (engine="0"), in the
  * text format prometheus_client's generate_latest writes (labels sorted
  * by name, counters' HELP and TYPE under the _total name, a _created
- * gauge after each counter and histogram, floats as Go prints them).
+ * gauge after each counter and histogram, floats as Go prints them), and
+ * vllm:engine_sleep_state of a later loggers.py (vLLM's sleep mode).
  * Pure: the caller passes every value, the clock included. */
 #ifndef DBK_PROM_H
 #define DBK_PROM_H
@@ -41,6 +42,8 @@ struct dbk_prom_stats {
 	uint32_t block_size;
 	uint64_t num_gpu_blocks;
 	bool enable_prefix_caching;
+	/* vllm:engine_sleep_state: 0 awake, 1 or 2 the sleep level. */
+	int sleep_level;
 };
 
 void dbk_prom_render(struct dbk_buf *b, const struct dbk_prom_stats *m);

@@ -70,6 +70,7 @@ static void render_metrics(struct dbk_stub_server *s)
 	m.block_size = DBK_KV_BLOCK_TOKENS;
 	m.num_gpu_blocks = st.kv_blocks_total;
 	m.enable_prefix_caching = dbk_engine_prefix_caching(s->eng);
+	m.sleep_level = s->sleep_level;
 	dbk_buf_reset(&s->tmp);
 	dbk_prom_render(&s->tmp, &m);
 }
@@ -96,13 +97,15 @@ static void serve_completions(struct dbk_stub_conn *c, const struct dbk_http_req
                               bool head_only)
 {
 	(void)head_only;
-	dbk_stub_start_job(c, DBK_API_COMPLETION, hr);
+	if (!dbk_stub_refuse_completion(c, hr))
+		dbk_stub_start_job(c, DBK_API_COMPLETION, hr);
 }
 
 static void serve_chat(struct dbk_stub_conn *c, const struct dbk_http_request *hr, bool head_only)
 {
 	(void)head_only;
-	dbk_stub_start_job(c, DBK_API_CHAT, hr);
+	if (!dbk_stub_refuse_completion(c, hr))
+		dbk_stub_start_job(c, DBK_API_CHAT, hr);
 }
 
 static const struct route routes[] = {
@@ -112,6 +115,10 @@ static const struct route routes[] = {
 	{ "/version", false, serve_version },
 	{ "/v1/completions", true, serve_completions },
 	{ "/v1/chat/completions", true, serve_chat },
+	{ "/sleep", true, dbk_stub_serve_sleep },
+	{ "/wake_up", true, dbk_stub_serve_wake_up },
+	{ "/is_sleeping", false, dbk_stub_serve_is_sleeping },
+	{ "/stub/fault", true, dbk_stub_serve_fault },
 };
 
 void dbk_stub_route(struct dbk_stub_conn *c, const struct dbk_http_request *hr)

@@ -89,6 +89,8 @@ struct dbk_stub_server {
 	double created; /* unix seconds, the counters' _created */
 	uint64_t late_steps;
 	double max_lag_s;
+	int sleep_level;     /* vLLM's sleep mode: 0 awake, 1 or 2 */
+	uint64_t fault_seen; /* completions met by --completion-fault */
 };
 
 /* conn.c */
@@ -113,6 +115,19 @@ void dbk_stub_respond_detail(struct dbk_stub_conn *c, int status, const char *de
                              bool keep_alive, int minor, const char *extra);
 /* One SSE event: a chunk on HTTP/1.1, raw bytes on close-delimited 1.0. */
 void dbk_stub_send_stream_data(struct dbk_stub_conn *c, bool chunked, const char *p, size_t n);
+
+/* faults.c: sleep mode and --completion-fault. */
+void dbk_stub_serve_sleep(struct dbk_stub_conn *c, const struct dbk_http_request *hr,
+                          bool head_only);
+void dbk_stub_serve_wake_up(struct dbk_stub_conn *c, const struct dbk_http_request *hr,
+                            bool head_only);
+void dbk_stub_serve_is_sleeping(struct dbk_stub_conn *c, const struct dbk_http_request *hr,
+                                bool head_only);
+void dbk_stub_serve_fault(struct dbk_stub_conn *c, const struct dbk_http_request *hr,
+                          bool head_only);
+/* Answers a completion the engine must not take (asleep: 503; a fault:
+ * its status) and returns true, or returns false to serve it. */
+bool dbk_stub_refuse_completion(struct dbk_stub_conn *c, const struct dbk_http_request *hr);
 
 /* Logs (lib/log, at debug level: --verbose) a request answered with an
  * error status instead of being served. */

@@ -11,7 +11,9 @@
  *   whole frame is NEED_MORE);
  * - the parser agrees with a model of completion.h's field list, every
  *   string it returns lies inside the line and holds no space, numbers
- *   are within their stated ranges; trailing CR/LF change nothing;
+ *   are within their stated ranges; trailing CR/LF change nothing; a
+ *   quoted id ("..." with '\\' escapes, HAProxy's %{+Q,+E}ID) may hold
+ *   spaces and comes out unescaped;
  * - round trip: the parsed fields written back as a dbk1 line parse to
  *   the same values. */
 #include "completion.h"
@@ -87,6 +89,34 @@ static bool model_number(const char *f, size_t n, int64_t *out)
 
 #define NFIELDS 10
 
+/* A quoted id at line[*pos] (the opening quote), unescaped into c. */
+static bool model_quoted(const char *line, size_t len, size_t *pos, struct dbk_completion *c,
+                         size_t *n)
+{
+	size_t q = *pos + 1;
+
+	*n = 0;
+	for (;;) {
+		if (q == len)
+			return false;
+		char ch = line[q++];
+		if (ch == '"')
+			break;
+		if (ch == '\\') {
+			if (q == len)
+				return false;
+			ch = line[q++];
+		}
+		if (*n == DBK_COMPLETION_MAX_ID)
+			return false;
+		c->id_buf[(*n)++] = ch;
+	}
+	if (q < len && line[q] != ' ')
+		return false;
+	*pos = q < len ? q + 1 : q;
+	return true;
+}
+
 static enum dbk_completion_status model_parse(const char *line, size_t len,
                                               struct dbk_completion *c)
 {
@@ -94,6 +124,7 @@ static enum dbk_completion_status model_parse(const char *line, size_t len,
 	size_t fl[NFIELDS];
 	size_t pos = 0;
 	int64_t v;
+	bool quoted = false;
 
 	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
 		len--;
@@ -102,6 +133,13 @@ static enum dbk_completion_status model_parse(const char *line, size_t len,
 	for (int k = 0; k < NFIELDS; k++) {
 		size_t s = pos;
 
+		if (k == 1 && pos < len && line[pos] == '"') {
+			quoted = true;
+			if (!model_quoted(line, len, &pos, c, &fl[1]))
+				return DBK_COMPLETION_BAD_LINE;
+			f[1] = c->id_buf;
+			continue;
+		}
 		while (pos < len && line[pos] != ' ')
 			pos++;
 		if (pos == s)
@@ -113,7 +151,7 @@ static enum dbk_completion_status model_parse(const char *line, size_t len,
 		if (k == 0 && !(fl[0] == 4 && memcmp(f[0], "dbk1", 4) == 0))
 			return DBK_COMPLETION_BAD_LINE;
 		if (k == 2) {
-			bool no_id = fl[1] == 1 && f[1][0] == '-';
+			bool no_id = quoted ? fl[1] == 0 : fl[1] == 1 && f[1][0] == '-';
 			bool no_choice = fl[2] == 1 && f[2][0] == '-';
 
 			if (no_id && !no_choice)
@@ -121,7 +159,7 @@ static enum dbk_completion_status model_parse(const char *line, size_t len,
 		}
 	}
 	c->id = f[1];
-	c->id_len = fl[1] == 1 && f[1][0] == '-' ? 0 : fl[1];
+	c->id_len = !quoted && fl[1] == 1 && f[1][0] == '-' ? 0 : fl[1];
 	c->chosen = f[2];
 	c->chosen_len = fl[2] == 1 && f[2][0] == '-' ? 0 : fl[2];
 	c->server = f[3];
@@ -180,12 +218,14 @@ static void check_line(const char *line, size_t len)
 	if (st != DBK_COMPLETION_OK)
 		return;
 	FUZZ_CHECK(same(&c, &m));
-	FUZZ_CHECK(fuzz_inside(c.id, c.id_len, line, len));
+	bool quoted = c.id == c.id_buf;
+	FUZZ_CHECK(quoted || fuzz_inside(c.id, c.id_len, line, len));
+	FUZZ_CHECK(c.id_len <= DBK_COMPLETION_MAX_ID || !quoted);
 	FUZZ_CHECK(fuzz_inside(c.chosen, c.chosen_len, line, len));
 	FUZZ_CHECK(fuzz_inside(c.server, c.server_len, line, len));
 	FUZZ_CHECK(c.server_len > 0);
-	FUZZ_CHECK(!memchr(c.id, ' ', c.id_len) && !memchr(c.chosen, ' ', c.chosen_len) &&
-	           !memchr(c.server, ' ', c.server_len));
+	FUZZ_CHECK((quoted || !memchr(c.id, ' ', c.id_len)) &&
+	           !memchr(c.chosen, ' ', c.chosen_len) && !memchr(c.server, ' ', c.server_len));
 	FUZZ_CHECK(c.id_len != 0 || c.chosen_len == 0);
 	FUZZ_CHECK(c.status >= -1 && c.status <= 999);
 	FUZZ_CHECK(c.term[4] == '\0');
@@ -193,15 +233,25 @@ static void check_line(const char *line, size_t len)
 	FUZZ_CHECK(c.log_ms >= 0);
 
 	/* Written back, it reads the same. */
-	size_t cap = c.id_len + c.chosen_len + c.server_len + 200, o = 0;
+	size_t cap = 2 * c.id_len + c.chosen_len + c.server_len + 200, o = 0;
 	char *out = malloc(cap);
 
 	FUZZ_CHECK(out != NULL);
 	put(out, &o, "dbk1 ", 5);
-	if (c.id_len)
+	if (quoted) {
+		/* As HAProxy's +Q,+E write it. */
+		put(out, &o, "\"", 1);
+		for (size_t i = 0; i < c.id_len; i++) {
+			if (c.id[i] == '"' || c.id[i] == '\\' || c.id[i] == ']')
+				put(out, &o, "\\", 1);
+			put(out, &o, &c.id[i], 1);
+		}
+		put(out, &o, "\"", 1);
+	} else if (c.id_len) {
 		put(out, &o, c.id, c.id_len);
-	else
+	} else {
 		put(out, &o, "-", 1);
+	}
 	put(out, &o, " ", 1);
 	if (c.chosen_len)
 		put(out, &o, c.chosen, c.chosen_len);

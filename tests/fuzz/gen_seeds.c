@@ -483,6 +483,34 @@ static void seeds_completion(void)
 	line(&o, "dbk1 id-6 vllm0 vllm0 200 ---- 1 2 0 3");
 	adds(&o, "42 dbk1 id-7 vllm0 vllm0 200 ---- 1 2 0 "); /* cut short */
 	save("fuzz_completion", "bad-and-partial", &o);
+
+	/* %{+Q,+E}ID: an id from a client's header, spaces and quotes. */
+	o.n = 0;
+	line(&o, "dbk1 \"sess 1 \\\"x\\\\y\\]\" vllm0 vllm0 500 ---- 3 40 0 1712345683000 \"POST "
+	         "/v1/completions HTTP/1.1\"");
+	line(&o, "dbk1 \"\" - <NOSRV> 400 CR-- 0 0 0 1712345684000 \"<BADREQ>\"");
+	line(&o, "dbk1 \"-\" vllm1 vllm2 503 SC-- 9 0 +1 1712345685000");
+	save("fuzz_completion", "quoted", &o);
+}
+
+/* ---- outlier ejection: config, fleet, then ops (fuzz_outlier.c) ---- */
+
+static void seeds_outlier(void)
+{
+	/* Five 500s on server 1, a tick past the back-off, one more 500
+	 * (half-open: ejected again), a tick, then successes. */
+	static const uint8_t ops[][4] = {
+		{ 4, 1, 0x33, 5 }, { 4, 1, 0x33, 5 }, { 4, 1, 0x33, 5 }, { 4, 1, 0x33, 5 },
+		{ 4, 1, 0x33, 5 }, { 2, 0, 0, 80 },   { 4, 1, 0x33, 1 }, { 2, 0, 0, 80 },
+		{ 4, 1, 0x00, 1 }, { 4, 1, 0x00, 1 }, { 3, 1, 0, 0 },
+	};
+	struct out o;
+
+	o.n = 0;
+	addb(&o, 5);    /* consecutive 5, no ratio rule */
+	addb(&o, 0x32); /* 4 servers, 50% */
+	add(&o, ops, sizeof(ops));
+	save("fuzz_outlier", "eject-and-return", &o);
 }
 
 /* ---- runtime API ---- */
@@ -724,6 +752,7 @@ int main(int argc, char **argv)
 	seeds_spop();
 	seeds_notify();
 	seeds_completion();
+	seeds_outlier();
 	seeds_runtime();
 	seeds_estimate();
 	seeds_estimate_scan();

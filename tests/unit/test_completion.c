@@ -48,6 +48,42 @@ static void test_parse_abort_and_redispatch(void)
 	CHECK_EQ_U(c.chosen_len, 0);
 }
 
+/* HAProxy 2.6's %{+Q,+E}ID: quoted, '"' '\\' and ']' escaped; an id
+ * with spaces and quotes (from a client's header) keeps its fields in
+ * place and comes out as the SPOE sent it. */
+static void test_parse_quoted_id(void)
+{
+	struct dbk_completion c;
+
+	CHECK_EQ_U(dbk_completion_parse(
+	                   LINE("dbk1 \"a b\\\"c\\\\d\\]e\" vllm1 vllm1 500 ---- 3 7 0 5 x y"), &c),
+	           DBK_COMPLETION_OK);
+	CHECK(c.id_len == 9 && memcmp(c.id, "a b\"c\\d]e", 9) == 0);
+	CHECK(c.chosen_len == 5 && memcmp(c.chosen, "vllm1", 5) == 0);
+	CHECK_EQ_U(c.status, 500);
+	CHECK_EQ_U(c.log_ms, 5);
+	/* "" is none; "-" is an id of one dash (not HAProxy's empty field). */
+	CHECK_EQ_U(dbk_completion_parse(LINE("dbk1 \"\" - <NOSRV> 400 CR-- 0 0 0 5"), &c),
+	           DBK_COMPLETION_OK);
+	CHECK_EQ_U(c.id_len, 0);
+	CHECK_EQ_U(dbk_completion_parse(LINE("dbk1 \"-\" v v 200 ---- 0 0 0 5"), &c),
+	           DBK_COMPLETION_OK);
+	CHECK_EQ_U(c.id_len, 1);
+	/* Unterminated, glued to the next field, a dangling escape. */
+	CHECK_EQ_U(dbk_completion_parse(LINE("dbk1 \"a b v v 200 ---- 0 0 0 5"), &c),
+	           DBK_COMPLETION_BAD_LINE);
+	CHECK_EQ_U(dbk_completion_parse(LINE("dbk1 \"ab\"v v v 200 ---- 0 0 0 5"), &c),
+	           DBK_COMPLETION_BAD_LINE);
+	CHECK_EQ_U(dbk_completion_parse(LINE("dbk1 \"ab\\"), &c), DBK_COMPLETION_BAD_LINE);
+	/* Longer than any lease's id. */
+	char l[400];
+	int n = snprintf(l, sizeof(l), "dbk1 \"%0300d\" v v 200 ---- 0 0 0 5", 0);
+	CHECK_EQ_U(dbk_completion_parse(l, (size_t)n, &c), DBK_COMPLETION_BAD_LINE);
+	n = snprintf(l, sizeof(l), "dbk1 \"%0255d\" v v 200 ---- 0 0 0 5", 0);
+	CHECK_EQ_U(dbk_completion_parse(l, (size_t)n, &c), DBK_COMPLETION_OK);
+	CHECK_EQ_U(c.id_len, 255);
+}
+
 static void test_parse_rejects(void)
 {
 	struct dbk_completion c;
@@ -127,6 +163,7 @@ int main(void)
 {
 	RUN(test_parse_real_line);
 	RUN(test_parse_abort_and_redispatch);
+	RUN(test_parse_quoted_id);
 	RUN(test_parse_rejects);
 	RUN(test_frames);
 	RUN(test_histo_quantiles);

@@ -153,6 +153,27 @@ static void test_policy_and_scrape(void)
 	CHECK(strstr(err, "'z', which is not a server") != NULL);
 }
 
+static void test_outlier_flags(void)
+{
+	CHECK_EQ_U(PARSE(&c, err, "a", "b"), DBK_CONFIG_OK);
+	CHECK(c.outlier.enabled);
+	CHECK_EQ_U(c.outlier.consecutive, 5);
+	CHECK_EQ_U(c.outlier.max_percent, 50);
+	CHECK_EQ_U(PARSE(&c, err, "--outlier", "none", "--outlier-consecutive", "0",
+	                 "--outlier-ratio", "0.5", "--outlier-base-ejection", "2000",
+	                 "--outlier-max-ejected-percent", "10", "a"),
+	           DBK_CONFIG_OK);
+	CHECK(!c.outlier.enabled);
+	CHECK_EQ_U(c.outlier.consecutive, 0);
+	CHECK_NEAR(c.outlier.ratio, 0.5, 0);
+	CHECK_EQ_U(c.outlier.base_ms, 2000);
+	CHECK_EQ_U(c.outlier.max_percent, 10);
+	CHECK_EQ_U(PARSE(&c, err, "--outlier", "off", "a"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "--outlier wants on or none") != NULL);
+	CHECK_EQ_U(PARSE(&c, err, "--outlier-ratio", "1.5", "a"), DBK_CONFIG_ERROR);
+	CHECK_EQ_U(PARSE(&c, err, "--outlier-max-ejected-percent", "101", "a"), DBK_CONFIG_ERROR);
+}
+
 int main(void)
 {
 	RUN(test_defaults);
@@ -161,5 +182,6 @@ int main(void)
 	RUN(test_errors);
 	RUN(test_strict_numbers);
 	RUN(test_policy_and_scrape);
+	RUN(test_outlier_flags);
 	return CHECK_DONE();
 }

@@ -21,7 +21,8 @@ static void test_stub_fixture(void)
 
 	CHECK(dbk_vllm_parse_metrics(f.s, f.len, &m, err, sizeof(err)) == 0);
 	text_free(&f);
-	CHECK_EQ_U(m.have, 0x3ff);
+	CHECK_EQ_U(m.have, 0x7ff);
+	CHECK_EQ_U(m.asleep, 0);
 	CHECK_NEAR(m.running, 3, 0);
 	CHECK_NEAR(m.waiting, 4, 0);
 	CHECK_NEAR(m.kv_usage, 0.25, 0);
@@ -240,6 +241,34 @@ static void test_implausible_numbers(void)
 	CHECK(dbk_vllm_metrics_implausible(&m) != NULL);
 }
 
+/* vLLM's sleep mode: the "awake" sample of each engine says; the level
+ * samples do not count. */
+static void test_sleep_state(void)
+{
+	struct dbk_vllm_metrics m;
+	char err[128] = "";
+	const char *asleep =
+	        "vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 0.0\n"
+	        "vllm:engine_sleep_state{engine=\"0\",model_name=\"m\",sleep_state=\"awake\"} 0.0\n"
+	        "vllm:engine_sleep_state{engine=\"0\",model_name=\"m\","
+	        "sleep_state=\"weights_offloaded\"} 1.0\n"
+	        "vllm:engine_sleep_state{engine=\"0\",model_name=\"m\",sleep_state=\"discard_all\"}"
+	        " 0.0\n";
+	const char *two = "vllm:engine_sleep_state{engine=\"0\",sleep_state=\"awake\"} 1\n"
+	                  "vllm:engine_sleep_state{sleep_state=\"awake\",engine=\"1\"} 0\n";
+
+	CHECK(parse(asleep, &m, err) == 0);
+	CHECK(m.have & DBK_VM_SLEEP);
+	CHECK_EQ_U(m.asleep, 1);
+	CHECK(parse(two, &m, err) == 0);
+	CHECK_EQ_U(m.asleep, 1);
+	/* No family, or no "awake" sample: nothing known. */
+	CHECK(parse("vllm:engine_sleep_state{sleep_state=\"discard_all\"} 1\n", &m, err) == 0);
+	CHECK(!(m.have & DBK_VM_SLEEP));
+	CHECK(parse("vllm:num_requests_running 1\n", &m, err) == 0);
+	CHECK(!(m.have & DBK_VM_SLEEP));
+}
+
 static void test_query_names_every_family(void)
 {
 	char q[1024];
@@ -265,6 +294,7 @@ int main(void)
 	RUN(test_long_line_is_refused);
 	RUN(test_models);
 	RUN(test_implausible_numbers);
+	RUN(test_sleep_state);
 	RUN(test_query_names_every_family);
 	return CHECK_DONE();
 }
