@@ -98,8 +98,13 @@ struct dbk_rt_server {
 	enum dbk_rt_server_state stat_state; /* its status text, when stat_seen */
 	long scur;                           /* current sessions; -1 when not known */
 	long qcur;                           /* requests queued on it; -1 when not known */
-	char addr[DBK_RT_ADDR_MAX + 1];      /* srv_addr, "" when not known */
-	int port;                            /* srv_port, 0 when not known */
+	/* show stat's weight: the effective one, which ramps from 1 during
+	 * slowstart and is 0 after "set server ... weight 0" (drain); -1
+	 * when not known. show servers state's srv_uweight is the user's
+	 * weight only (HAProxy 2.6 .. 3.x). */
+	long weight;
+	char addr[DBK_RT_ADDR_MAX + 1]; /* srv_addr, "" when not known */
+	int port;                       /* srv_port, 0 when not known */
 };
 
 /* Sets s to a server named name (truncated to DBK_RT_NAME_MAX) that
@@ -145,7 +150,8 @@ struct dbk_rt_stat_result {
  * ..." header, one record per server, an empty line; fields may be
  * double-quoted, as HAProxy quotes texts with commas) and applies each
  * server row of backend to the entry of srv[0..n) with the same name:
- * stat_seen, stat_state, scur, qcur (qcur -1 if that column is absent),
+ * stat_seen, stat_state, scur, qcur and weight (-1 if that column is
+ * absent; a weight above 256, HAProxy's largest, is refused),
  * then state, recomputed as the worse of the flags (if known) and the
  * status. Entries without a row get stat_seen false and scur/qcur -1 and
  * keep the state of their flags alone. Frontend and backend rows are
