@@ -282,8 +282,7 @@ static void state_servers(const struct dbk_agent *a, struct dbk_buf *o)
 	for (unsigned i = 0; i < a->cfg.nservers; i++) {
 		if (!a->cfg.servers[i][0])
 			continue;
-		dbk_buf_printf(o, "%s    {\"name\": \"%s\", \"slot\": %u", sep, a->cfg.servers[i],
-		               i);
+		dbk_buf_printf(o, "%s    {\"name\": \"%s\"", sep, a->cfg.servers[i]);
 		sep = ",\n";
 		for (const struct column *k = columns; k < columns + COUNT(columns); k++) {
 			double v = k->read(a, i);
