@@ -657,22 +657,33 @@ enum dbk_bal_result dbk_bal_move(struct dbk_balancer *b, const char *id, size_t 
 	return DBK_BAL_OK;
 }
 
-size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n, uint64_t started_by_ms,
-                       dbk_bal_lease_cb *cb, void *arg)
+/* Gives back the n oldest leases on server started at or before
+ * started_by_ms, counted under *counter. */
+static size_t give_back_oldest(struct dbk_balancer *b, unsigned server, size_t n,
+                               uint64_t started_by_ms, uint64_t *counter, dbk_bal_lease_cb *cb,
+                               void *arg)
 {
 	struct dbk_lease *e, *next;
 	size_t done = 0;
 
+	if (server >= b->cfg.nservers)
+		return 0;
 	/* Oldest first, so the walk ends at the first lease too young. */
-	for (e = dbk_lease_oldest(&b->leases); e && done < n && e->val.start_ms <= started_by_ms;
-	     e = next) {
+	for (e = dbk_lease_oldest(&b->leases);
+	     e && done < n && b->inflight[server] && e->val.start_ms <= started_by_ms; e = next) {
 		next = dbk_lease_newer(e);
 		if (e->val.server != server)
 			continue;
-		give_back(b, e, &b->stats.reclaimed, cb, arg);
+		give_back(b, e, counter, cb, arg);
 		done++;
 	}
 	return done;
+}
+
+size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n, uint64_t started_by_ms,
+                       dbk_bal_lease_cb *cb, void *arg)
+{
+	return give_back_oldest(b, server, n, started_by_ms, &b->stats.reclaimed, cb, arg);
 }
 
 void dbk_bal_set_out(struct dbk_balancer *b, unsigned server, unsigned reason, bool out)
@@ -737,19 +748,7 @@ double dbk_bal_weight(const struct dbk_balancer *b, unsigned server)
 size_t dbk_bal_release_server(struct dbk_balancer *b, unsigned server, dbk_bal_lease_cb *cb,
                               void *arg)
 {
-	struct dbk_lease *e, *next;
-	size_t done = 0;
-
-	if (server >= b->cfg.nservers)
-		return 0;
-	for (e = dbk_lease_oldest(&b->leases); e && b->inflight[server]; e = next) {
-		next = dbk_lease_newer(e);
-		if (e->val.server != server)
-			continue;
-		give_back(b, e, &b->stats.dropped, cb, arg);
-		done++;
-	}
-	return done;
+	return give_back_oldest(b, server, SIZE_MAX, UINT64_MAX, &b->stats.dropped, cb, arg);
 }
 
 unsigned dbk_bal_out_reasons(const struct dbk_balancer *b, unsigned server)

@@ -279,7 +279,7 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		    "a lease is taken for leaked only when older\nthan this, and in excess of "
 		    "HAProxy's\nsessions for 3 polls (" STR(DBK_DEFAULT_RECLAIM_AFTER_S) ")"),
 		NUM("max-servers", DBK_OPT_INT, &c->max_servers, 1, DBK_MAX_SERVERS, "N",
-		    "servers of the backend followed at most,\nthose at start included: servers "
+		    "servers of the backend followed at most\n(at least those at start): servers "
 		    "added or\nDNS-resolved later take free slots (" STR(
 		            DBK_DEFAULT_MAX_SERVERS) ")"),
 		SECTION("\nLimits:"),

@@ -30,9 +30,9 @@ static bool readdressed(const struct dbk_rt_slot *s, const struct dbk_rt_server 
 	return s->port != f->port || strcmp(s->addr, f->addr) != 0;
 }
 
-void dbk_rt_plan(const struct dbk_rt_slot *slots, unsigned nslots, const struct dbk_rt_server *fresh,
-                 unsigned n, int *slot_of, enum dbk_rt_change *change,
-                 struct dbk_rt_plan_counts *counts)
+void dbk_rt_plan(const struct dbk_rt_slot *slots, unsigned nslots,
+                 const struct dbk_rt_server *fresh, unsigned n, int *slot_of,
+                 enum dbk_rt_change *change, struct dbk_rt_plan_counts *counts)
 {
 	struct dbk_rt_plan_counts local;
 	unsigned next_free = 0;
@@ -49,7 +49,8 @@ void dbk_rt_plan(const struct dbk_rt_slot *slots, unsigned nslots, const struct 
 		slot_of[i] = k;
 		if (k < 0)
 			continue;
-		change[k] = readdressed(&slots[k], &fresh[i]) ? DBK_RT_SLOT_MOVED : DBK_RT_SLOT_SAME;
+		change[k] = readdressed(&slots[k], &fresh[i]) ? DBK_RT_SLOT_MOVED
+		                                              : DBK_RT_SLOT_SAME;
 		counts->moved += change[k] == DBK_RT_SLOT_MOVED;
 	}
 	/* New names into the slots free before this poll, lowest first, in

@@ -51,9 +51,9 @@ struct dbk_rt_plan_counts {
  * unique) onto slots[0..nslots): slot_of[i] is fresh[i]'s slot, or -1
  * when no slot was free; change[k] says what happens to slot k. Changes
  * nothing; dbk_rt_plan_apply does. counts may be NULL. */
-void dbk_rt_plan(const struct dbk_rt_slot *slots, unsigned nslots, const struct dbk_rt_server *fresh,
-                 unsigned n, int *slot_of, enum dbk_rt_change *change,
-                 struct dbk_rt_plan_counts *counts);
+void dbk_rt_plan(const struct dbk_rt_slot *slots, unsigned nslots,
+                 const struct dbk_rt_server *fresh, unsigned n, int *slot_of,
+                 enum dbk_rt_change *change, struct dbk_rt_plan_counts *counts);
 
 /* Writes the plan into slots: names of added servers, addresses that are
  * known now, "" for gone ones. */

@@ -85,7 +85,10 @@ static void apply(struct dbk_runtime_sync *s)
 		bool usable = st == DBK_RT_READY;
 		bool held = dbk_bal_out_reasons(s->bal, i) & DBK_BAL_OUT_STATE;
 
-		if (s->srv[i].weight > 0 && (double)s->srv[i].weight != dbk_bal_weight(s->bal, i)) {
+		/* A server in maintenance has no weight worth balancing by
+		 * (HAProxy shows 1 for a fresh one). */
+		if (s->srv[i].weight > 0 && st != DBK_RT_MAINT &&
+		    (double)s->srv[i].weight != dbk_bal_weight(s->bal, i)) {
 			dbk_bal_set_weight(s->bal, i, (double)s->srv[i].weight);
 			if (s->hooks.weight)
 				s->hooks.weight(s->hooks.arg, i, s->srv[i].weight);

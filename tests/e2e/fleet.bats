@@ -129,18 +129,15 @@ assert_names_follow() {
 		fail "HAProxy has $(haproxy_names | xargs), the agent $(agent_names | xargs)"
 }
 
-# assert_no_leases: every lease given back, by a completion, the TTL,
-# repair, or its server leaving.
-assert_no_leases() {
+# load_end: the load stopped, and what must hold after any change: no
+# request failed, every lease given back (by a completion, the TTL,
+# repair, or its server leaving), HAProxy's servers named.
+load_end() {
+	load_stop
+	assert_no_failures
 	wait_state leases 0
-	state_snapshot
-	local d r x c g
-	d=$(state_get decisions)
-	r=$(state_get released)
-	x=$(state_get expired)
-	c=$(state_get reclaimed)
-	g=$(state_get dropped)
-	assert_equal "decisions=$d" "decisions=$((r + x + c + g))"
+	assert_books_balanced
+	assert_names_follow
 }
 
 # served_by_agent NAME: requests the agent sent to NAME and NAME served.
@@ -173,10 +170,7 @@ served_by_agent() {
 	assert_names_follow
 	before=$(load_count)
 	dbk_wait_until 10 load_at_least $((before + 12))
-	load_stop
-	assert_no_failures
-	assert_no_leases
-	assert_names_follow
+	load_end
 	# The added server was chosen by the agent; the deleted one not once
 	# a poll after it went.
 	assert [ "$(served_by_agent vllm2)" -gt 0 ]
@@ -265,10 +259,7 @@ states_match() {
 	wait_state_ge servers_readdressed 1
 	before=$(load_count)
 	dbk_wait_until 15 load_at_least $((before + 16))
-	load_stop
-	assert_no_failures
-	assert_no_leases
-	assert_names_follow
+	load_end
 	# The new pods were chosen by the agent under their slots' names.
 	run awk '$5 == "vllm2" && $6 ~ /^pod[0-9]$/' "$BATS_TEST_TMPDIR/load"
 	refute_output ""
@@ -304,10 +295,7 @@ states_match() {
 	wait_server vllm2 usable true
 	local before=$(load_count)
 	dbk_wait_until 10 load_at_least $((before + 12))
-	load_stop
-	assert_no_failures
-	assert_no_leases
-	assert_names_follow
+	load_end
 	assert [ "$(served_by_agent vllm2)" -gt 0 ]
 	assert_equal "$(server_field vllm0 slot)" 0
 	assert_equal "$(state_field servers_removed)" 1
@@ -329,9 +317,7 @@ share() {
 	wait_server vllm1 weight 3
 	load_start 13
 	dbk_wait_until 30 load_at_least 150
-	load_stop
-	assert_no_failures
-	assert_no_leases
+	load_end
 	# 10/13 is 77%; equal weights would give about half.
 	local s
 	s=$(share vllm0)
