@@ -414,10 +414,11 @@ static void on_member(void *arg, unsigned k, enum dbk_rt_change c, const struct 
 		a->policy.ops->reset(a->policy.st, k);
 	if (c != DBK_RT_SLOT_MOVED)
 		a->route.by_server[k] = 0;
-	if (a->scrape)
-		dbk_scrape_set(a->scrape, k, name,
-		               c == DBK_RT_SLOT_GONE ? NULL
-		                                     : scrape_url(a, name, srv, buf, sizeof(buf)));
+	/* A gone server's slot is free: no name, nothing to scrape. */
+	if (a->scrape && c == DBK_RT_SLOT_GONE)
+		dbk_scrape_set(a->scrape, k, "", NULL);
+	else if (a->scrape)
+		dbk_scrape_set(a->scrape, k, name, scrape_url(a, name, srv, buf, sizeof(buf)));
 }
 
 static void on_weight(void *arg, unsigned k, long weight)

@@ -325,3 +325,35 @@ share() {
 	assert [ "$s" -lt 90 ]
 	assert_equal "$(server_field vllm0 haproxy_weight)" 10
 }
+
+@test "ttft: an added server is scraped where HAProxy reaches it, a deleted one no longer" {
+	fleet_stub 0 127.0.0.1 "$(dbk_port)"
+	fleet_stub 1 127.0.0.1 "$(dbk_port)"
+	fleet_cfg "$BATS_TEST_TMPDIR/h.cfg" "    server vllm0 127.0.0.1:${STUB_PORT[0]}"
+	fleet_haproxy "$BATS_TEST_TMPDIR/h.cfg"
+	fleet_agent --policy ttft
+	wait_state runtime_api_up true
+	haproxy_cmd "add server vllm/vllm1 127.0.0.1:${STUB_PORT[1]}"
+	haproxy_cmd "enable server vllm/vllm1"
+	assert_names_follow
+	dbk_wait_until 10 scraped_up vllm1 ||
+		fail "vllm1 not scraped: $(agent_get /state | jq -c .scrape)"
+	assert_equal "$(agent_get /state | jq -r '.scrape.servers[] | select(.name == "vllm1") | .url')" \
+		"http://127.0.0.1:${STUB_PORT[1]}"
+	load_start 2
+	dbk_wait_until 10 load_at_least 8
+	haproxy_cmd "disable server vllm/vllm0"
+	dbk_wait_until 10 bash -c "echo 'del server vllm/vllm0' | socat - UNIX-CONNECT:$DBK_STATS_SOCKET | grep -q 'Server deleted'"
+	assert_names_follow
+	run bash -c "curl -s --max-time 5 http://127.0.0.1:$ADMIN_PORT/state | jq -r '.scrape.servers[].name, .ttft[].name'"
+	assert_output "vllm1
+vllm1"
+	local before=$(load_count)
+	dbk_wait_until 10 load_at_least $((before + 8))
+	load_end
+}
+
+# scraped_up NAME: the agent's last scrape of NAME worked.
+scraped_up() {
+	[ "$(agent_get /state | jq -r --arg n "$1" '.scrape.servers[] | select(.name == $n) | .up')" = true ]
+}
