@@ -62,6 +62,25 @@ fleet_stub() {
 	dbk_wait_until 5 grep -sq ' listening on ' "$out"
 }
 
+# local_stubs N: stubs vllm0..N-1 on 127.0.0.1, free ports.
+local_stubs() {
+	local i
+	for ((i = 0; i < $1; i++)); do fleet_stub "$i" 127.0.0.1 "$(dbk_port)"; done
+}
+
+# server_lines I...: backend lines for stubs vllmI..., in that order.
+server_lines() {
+	local i
+	for i in "$@"; do echo "    server vllm$i 127.0.0.1:${STUB_PORT[i]}"; done
+}
+
+# del_server NAME: maintenance, then deleted once HAProxy lets it (its
+# streams over; bounded).
+del_server() {
+	haproxy_cmd "disable server vllm/$1" >/dev/null
+	dbk_wait_until 10 bash -c "echo 'del server vllm/$1' | socat - UNIX-CONNECT:$DBK_STATS_SOCKET | grep -q 'Server deleted'"
+}
+
 # ---- load: streams one after another until the stop file exists ----
 
 # load_loop I: a line per request to load.I: start (us) curl's rc, status,
@@ -146,11 +165,8 @@ served_by_agent() {
 }
 
 @test "servers added and deleted through the runtime API are followed under streaming load" {
-	fleet_stub 0 127.0.0.1 "$(dbk_port)"
-	fleet_stub 1 127.0.0.1 "$(dbk_port)"
-	fleet_stub 2 127.0.0.1 "$(dbk_port)"
-	fleet_cfg "$BATS_TEST_TMPDIR/h.cfg" "    server vllm0 127.0.0.1:${STUB_PORT[0]}
-    server vllm1 127.0.0.1:${STUB_PORT[1]}"
+	local_stubs 3
+	fleet_cfg "$BATS_TEST_TMPDIR/h.cfg" "$(server_lines 0 1)"
 	fleet_haproxy "$BATS_TEST_TMPDIR/h.cfg"
 	fleet_agent
 	wait_state runtime_api_up true
@@ -163,9 +179,7 @@ served_by_agent() {
 	local before=$(load_count)
 	dbk_wait_until 10 load_at_least $((before + 12))
 	# vllm0 out: maintenance, its streams end, then deleted.
-	haproxy_cmd "disable server vllm/vllm0"
-	wait_server vllm0 usable false
-	dbk_wait_until 10 bash -c "echo 'del server vllm/vllm0' | socat - UNIX-CONNECT:$DBK_STATS_SOCKET | grep -q 'Server deleted'"
+	del_server vllm0
 	local deleted=${EPOCHREALTIME/[.,]/}
 	assert_names_follow
 	before=$(load_count)
@@ -270,14 +284,10 @@ states_match() {
 }
 
 @test "a reload with another server list is followed without a restart" {
-	fleet_stub 0 127.0.0.1 "$(dbk_port)"
-	fleet_stub 1 127.0.0.1 "$(dbk_port)"
-	fleet_stub 2 127.0.0.1 "$(dbk_port)"
-	fleet_cfg "$BATS_TEST_TMPDIR/h1.cfg" "    server vllm0 127.0.0.1:${STUB_PORT[0]}
-    server vllm1 127.0.0.1:${STUB_PORT[1]}"
+	local_stubs 3
+	fleet_cfg "$BATS_TEST_TMPDIR/h1.cfg" "$(server_lines 0 1)"
 	# vllm1 goes, vllm2 comes first (ids renumbered), vllm0 stays.
-	fleet_cfg "$BATS_TEST_TMPDIR/h2.cfg" "    server vllm2 127.0.0.1:${STUB_PORT[2]}
-    server vllm0 127.0.0.1:${STUB_PORT[0]}"
+	fleet_cfg "$BATS_TEST_TMPDIR/h2.cfg" "$(server_lines 2 0)"
 	fleet_haproxy "$BATS_TEST_TMPDIR/h1.cfg"
 	fleet_agent
 	wait_state runtime_api_up true
@@ -308,8 +318,7 @@ share() {
 }
 
 @test "weights 10 and 3: least load per unit of weight shares the requests as the weights" {
-	fleet_stub 0 127.0.0.1 "$(dbk_port)"
-	fleet_stub 1 127.0.0.1 "$(dbk_port)"
+	local_stubs 2
 	fleet_cfg "$BATS_TEST_TMPDIR/h.cfg" "    server vllm0 127.0.0.1:${STUB_PORT[0]} weight 10
     server vllm1 127.0.0.1:${STUB_PORT[1]} weight 3"
 	fleet_haproxy "$BATS_TEST_TMPDIR/h.cfg"
@@ -327,9 +336,8 @@ share() {
 }
 
 @test "ttft: an added server is scraped where HAProxy reaches it, a deleted one no longer" {
-	fleet_stub 0 127.0.0.1 "$(dbk_port)"
-	fleet_stub 1 127.0.0.1 "$(dbk_port)"
-	fleet_cfg "$BATS_TEST_TMPDIR/h.cfg" "    server vllm0 127.0.0.1:${STUB_PORT[0]}"
+	local_stubs 2
+	fleet_cfg "$BATS_TEST_TMPDIR/h.cfg" "$(server_lines 0)"
 	fleet_haproxy "$BATS_TEST_TMPDIR/h.cfg"
 	fleet_agent --policy ttft
 	wait_state runtime_api_up true
@@ -342,8 +350,7 @@ share() {
 		"http://127.0.0.1:${STUB_PORT[1]}"
 	load_start 2
 	dbk_wait_until 10 load_at_least 8
-	haproxy_cmd "disable server vllm/vllm0"
-	dbk_wait_until 10 bash -c "echo 'del server vllm/vllm0' | socat - UNIX-CONNECT:$DBK_STATS_SOCKET | grep -q 'Server deleted'"
+	del_server vllm0
 	assert_names_follow
 	run bash -c "curl -s --max-time 5 http://127.0.0.1:$ADMIN_PORT/state | jq -r '.scrape.servers[].name, .ttft[].name'"
 	assert_output "vllm1
