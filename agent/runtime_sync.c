@@ -28,6 +28,7 @@ struct dbk_runtime_sync {
 	struct dbk_rt_server *fresh; /* scratch for a servers-state dump */
 	int *slot_of;                /* scratch: fresh[i]'s slot */
 	enum dbk_rt_change *change;  /* scratch: what happens to each slot */
+	long *told;                  /* the weight last told, by slot; -1: none */
 	struct dbk_acct_reconcile *rec;
 	bool answered; /* HAProxy has answered a query */
 	ev_tstamp started;
@@ -87,8 +88,8 @@ static void apply(struct dbk_runtime_sync *s)
 
 		/* A server in maintenance has no weight worth balancing by
 		 * (HAProxy shows 1 for a fresh one). */
-		if (s->srv[i].weight > 0 && st != DBK_RT_MAINT &&
-		    (double)s->srv[i].weight != dbk_bal_weight(s->bal, i)) {
+		if (s->srv[i].weight > 0 && st != DBK_RT_MAINT && s->srv[i].weight != s->told[i]) {
+			s->told[i] = s->srv[i].weight;
 			dbk_bal_set_weight(s->bal, i, (double)s->srv[i].weight);
 			if (s->hooks.weight)
 				s->hooks.weight(s->hooks.arg, i, s->srv[i].weight);
@@ -176,10 +177,14 @@ static void follow(struct dbk_runtime_sync *s, unsigned n)
 		struct dbk_rt_server *r = &s->srv[k];
 		enum dbk_rt_change ch = s->change[k];
 
-		if (ch == DBK_RT_SLOT_ADDED || ch == DBK_RT_SLOT_GONE) {
+		if (ch == DBK_RT_SLOT_ADDED) {
 			dbk_rt_server_init(r, s->fresh[i].name);
 			dbk_acct_reconcile_init(&s->rec[k]);
 		}
+		/* Whoever is in the slot now hears its weight afresh (the
+		 * policy forgot the old one's). */
+		if (ch == DBK_RT_SLOT_ADDED || ch == DBK_RT_SLOT_MOVED)
+			s->told[k] = -1;
 		r->op_state = s->fresh[i].op_state;
 		r->admin_state = s->fresh[i].admin_state;
 		r->state = s->fresh[i].state;
@@ -268,7 +273,8 @@ struct dbk_runtime_sync *dbk_runtime_sync_new(struct ev_loop *loop, const struct
 	s->fresh = calloc(DBK_MAX_SERVERS, sizeof(*s->fresh));
 	s->slot_of = calloc(DBK_MAX_SERVERS, sizeof(*s->slot_of));
 	s->rec = calloc(nslots, sizeof(*s->rec));
-	if (!s->srv || !s->slots || !s->change || !s->fresh || !s->slot_of || !s->rec) {
+	s->told = malloc(nslots * sizeof(*s->told));
+	if (!s->srv || !s->slots || !s->change || !s->fresh || !s->slot_of || !s->rec || !s->told) {
 		dbk_runtime_sync_free(s);
 		return NULL;
 	}
@@ -289,6 +295,7 @@ struct dbk_runtime_sync *dbk_runtime_sync_new(struct ev_loop *loop, const struct
 			snprintf(s->slots[i].name, sizeof(s->slots[i].name), "%s", names[i]);
 		dbk_rt_server_init(&s->srv[i], s->slots[i].name);
 		dbk_acct_reconcile_init(&s->rec[i]);
+		s->told[i] = -1;
 	}
 	s->stats.present = n;
 	ev_timer_init(&s->timer, on_tick, 0, interval_s);
@@ -310,6 +317,7 @@ void dbk_runtime_sync_free(struct dbk_runtime_sync *s)
 	free(s->fresh);
 	free(s->slot_of);
 	free(s->rec);
+	free(s->told);
 	free(s);
 }
 
