@@ -302,8 +302,8 @@ static void state_servers(const struct dbk_agent *a, struct dbk_buf *o)
 			dbk_buf_printf(o,
 			               ", \"haproxy_state\": \"%s\", \"haproxy_sessions\": %ld, "
 			               "\"haproxy_weight\": %ld",
-			               dbk_rt_state_str(r->state), dbk_rt_server_load(r),
-			               r->weight);
+			               dbk_rt_state_str(dbk_rt_server_state(r)),
+			               dbk_rt_server_load(r), r->weight);
 		}
 		dbk_buf_printf(o, "}");
 	}

@@ -113,6 +113,11 @@ int dbk_rt_find(const struct dbk_rt_server *srv, unsigned n, const char *name, s
 	return -1;
 }
 
+enum dbk_rt_server_state dbk_rt_server_state(const struct dbk_rt_server *s)
+{
+	return s->weight == 0 ? dbk_rt_state_worse(s->state, DBK_RT_DRAIN) : s->state;
+}
+
 long dbk_rt_server_load(const struct dbk_rt_server *s)
 {
 	if (!s->stat_seen || s->scur < 0)

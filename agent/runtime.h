@@ -111,6 +111,11 @@ struct dbk_rt_server {
  * nothing is known about: READY, every number -1. */
 void dbk_rt_server_init(struct dbk_rt_server *s, const char *name);
 
+/* The server's state with its weight: HAProxy's weight 0 is a drain
+ * ("set server ... weight 0"), whatever the status says (a server
+ * without checks still says "no check"). */
+enum dbk_rt_server_state dbk_rt_server_state(const struct dbk_rt_server *s);
+
 /* Index of the server called name[0..len) in srv[0..n), or -1. */
 int dbk_rt_find(const struct dbk_rt_server *srv, unsigned n, const char *name, size_t len);
 

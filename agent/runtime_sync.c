@@ -66,13 +66,6 @@ static void on_reclaimed(void *arg, const char *id, size_t id_len, const struct 
 	        dbk_log_quote(q, sizeof(q), id, id_len), s->slots[l->server].name, l->score);
 }
 
-/* HAProxy's weight 0 is a drain ("set server ... weight 0"), whatever
- * the status says (a server without checks still says "no check"). */
-static enum dbk_rt_server_state effective_state(const struct dbk_rt_server *r)
-{
-	return r->weight == 0 ? dbk_rt_state_worse(r->state, DBK_RT_DRAIN) : r->state;
-}
-
 /* Applies a complete poll: usable flags and weights, then leak repair
  * (the rules are accounting.h's). */
 static void apply(struct dbk_runtime_sync *s)
@@ -82,7 +75,7 @@ static void apply(struct dbk_runtime_sync *s)
 	for (unsigned i = 0; i < s->nslots; i++) {
 		if (!s->slots[i].name[0])
 			continue;
-		enum dbk_rt_server_state st = effective_state(&s->srv[i]);
+		enum dbk_rt_server_state st = dbk_rt_server_state(&s->srv[i]);
 		bool usable = st == DBK_RT_READY;
 		bool held = dbk_bal_out_reasons(s->bal, i) & DBK_BAL_OUT_STATE;
 

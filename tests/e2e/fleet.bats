@@ -333,6 +333,13 @@ share() {
 	assert [ "$s" -gt 65 ]
 	assert [ "$s" -lt 90 ]
 	assert_equal "$(server_field vllm0 haproxy_weight)" 10
+	# Weight 0 is a drain: not chosen (a server without checks still
+	# says "no check" in show stat), back with its weight.
+	haproxy_cmd "set server vllm/vllm1 weight 0" >/dev/null
+	wait_server vllm1 usable false
+	assert_equal "$(server_field vllm1 haproxy_state)" drain
+	haproxy_cmd "set server vllm/vllm1 weight 3" >/dev/null
+	wait_server vllm1 usable true
 }
 
 @test "ttft: an added server is scraped where HAProxy reaches it, a deleted one no longer" {

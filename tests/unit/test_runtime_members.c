@@ -164,6 +164,9 @@ static void test_fleet_fixtures(void)
 	CHECK(s[1].weight == 0); /* set server be/b weight 0 */
 	CHECK(s[4].weight == 5);
 	CHECK(s[0].state == DBK_RT_READY && s[1].state == DBK_RT_READY);
+	CHECK(dbk_rt_server_state(&s[1]) == DBK_RT_DRAIN); /* weight 0 */
+	CHECK(dbk_rt_server_state(&s[0]) == DBK_RT_READY);
+	CHECK(dbk_rt_server_state(&s[2]) == DBK_RT_MAINT);
 	text_free(&ss);
 	text_free(&st);
 	/* A weight beyond HAProxy's 256 is not HAProxy's. */
