@@ -486,4 +486,5 @@ void dbk_config_balancer(const struct dbk_config *c, struct dbk_bal_config *bc)
 	dbk_bal_config_default(bc, c->nservers, c->dynamic, (double)c->threshold,
 	                       (double)c->max_request_tokens);
 	bc->max_leases = c->max_leases;
+	bc->follows = c->haproxy_socket != NULL;
 }

@@ -906,6 +906,40 @@ static void servers_come_and_go(void)
 
 /* Weights: least load per unit of weight when they differ; equal
  * weights (whatever their value) choose as the reference. */
+/* Following HAProxy's backend, group sizes count the servers present:
+ * they hold while they add up to them, else the reference's split. */
+static void group_sizes_of_a_changing_list(void)
+{
+	struct dbk_bal_config c;
+	struct dbk_balancer *b;
+
+	config_buckets(&c, 8, 2, (const double[]){ 0, 100, 200 });
+	c.group_sizes[0] = 3;
+	c.group_sizes[1] = 1;
+	CHECK(dbk_bal_config_check(&c, NULL, 0) == -1); /* a fixed list: 8 */
+	c.follows = true;
+	CHECK(dbk_bal_config_check(&c, NULL, 0) == 0);
+	c.group_sizes[1] = 6;
+	CHECK(dbk_bal_config_check(&c, NULL, 0) == -1); /* 9 > 8 slots */
+	c.group_sizes[1] = 1;
+	b = dbk_bal_new(&c);
+	for (unsigned s = 4; s < 8; s++)
+		dbk_bal_set_out(b, s, DBK_BAL_OUT_ABSENT, true);
+	CHECK_EQ_U(dbk_bal_group_of(b, 2), 0);
+	CHECK_EQ_U(dbk_bal_group_of(b, 3), 1);
+	/* A fifth server: 3 + 1 no longer adds up, the split is 3 and 2. */
+	dbk_bal_set_out(b, 4, DBK_BAL_OUT_ABSENT, false);
+	CHECK_EQ_U(dbk_bal_group_of(b, 2), 0);
+	CHECK_EQ_U(dbk_bal_group_of(b, 3), 1);
+	CHECK_EQ_U(dbk_bal_group_of(b, 4), 1);
+	dbk_bal_set_out(b, 4, DBK_BAL_OUT_ABSENT, true);
+	dbk_bal_set_out(b, 0, DBK_BAL_OUT_ABSENT, true);
+	/* Three present (1, 2, 3): 2 and 1 by the split. */
+	CHECK_EQ_U(dbk_bal_group_of(b, 2), 0);
+	CHECK_EQ_U(dbk_bal_group_of(b, 3), 1);
+	dbk_bal_free(b);
+}
+
 static void weighted_least_load(void)
 {
 	struct dbk_bal_config c;
@@ -960,5 +994,6 @@ int main(void)
 	RUN(absent_slots_change_nothing);
 	RUN(servers_come_and_go);
 	RUN(weighted_least_load);
+	RUN(group_sizes_of_a_changing_list);
 	return CHECK_DONE();
 }
