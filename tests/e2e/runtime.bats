@@ -119,13 +119,18 @@ teardown() {
 }
 
 @test "following HAProxy's backend, live group sizes count its servers, not the agent's spare slots" {
-	start_agent --enable-dynamic-bucket --haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100
+	# Changes through the admin endpoint's unix socket.
+	local admin=$BATS_TEST_TMPDIR/admin.sock
+	start_agent --enable-dynamic-bucket --haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100 \
+		--admin-listen "unix:$admin"
 	start_haproxy
 	wait_state runtime_api_up true
-	run curl -s -X POST "http://127.0.0.1:$ADMIN_PORT/config?group-sizes=3,1"
-	assert_success
+	run curl -s -o /dev/null -w '%{http_code}' --unix-socket "$admin" -X POST \
+		"http://localhost/config?group-sizes=3,1"
+	assert_output 200
 	assert_equal "$(server_field vllm2 group)" 0
 	assert_equal "$(server_field vllm3 group)" 1
-	run curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$ADMIN_PORT/config?group-sizes=60,5"
+	run curl -s -o /dev/null -w '%{http_code}' --unix-socket "$admin" -X POST \
+		"http://localhost/config?group-sizes=60,5"
 	assert_output 400
 }
