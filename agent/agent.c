@@ -255,22 +255,28 @@ static void fit_fd_limit(struct dbk_agent *a, unsigned *completion, unsigned *ad
 	a->cfg.max_connections = (unsigned)spop;
 }
 
-/* The base URL server i is scraped at: --scrape's, else (ttft with the
- * runtime API) where HAProxy reaches it; NULL for none. */
-static const char *scrape_url(const struct dbk_agent *a, unsigned i, char *buf, size_t size)
+/* The base URL server name is scraped at: --scrape's, else (a policy
+ * that reads scrapes, with the runtime API) where HAProxy reaches it,
+ * per where (NULL: not known); NULL for none. */
+static const char *scrape_url(const struct dbk_agent *a, const char *name,
+                              const struct dbk_rt_server *where, char *buf, size_t size)
+{
+	const char *u = dbk_config_scrape_url(&a->cfg, name);
+
+	if (u || !a->cfg.policy->scraped || !a->cfg.haproxy_socket || !where || !where->port)
+		return u;
+	snprintf(buf, size, strchr(where->addr, ':') ? "http://[%s]:%d" : "http://%s:%d",
+	         where->addr, where->port);
+	return buf;
+}
+
+/* Where HAProxy reaches server i at start-up, if discovery said. */
+static const struct dbk_rt_server *discovered(const struct dbk_agent *a, unsigned i)
 {
 	const char *name = a->cfg.servers[i];
-	const char *u = dbk_config_scrape_url(&a->cfg, name);
-	int k;
+	int k = a->discovered ? dbk_rt_find(a->discovered, a->ndiscovered, name, strlen(name)) : -1;
 
-	if (u || !a->cfg.policy->scraped || !a->discovered)
-		return u;
-	k = dbk_rt_find(a->discovered, a->ndiscovered, name, strlen(name));
-	if (k < 0 || !a->discovered[k].port)
-		return NULL;
-	snprintf(buf, size, strchr(a->discovered[k].addr, ':') ? "http://[%s]:%d" : "http://%s:%d",
-	         a->discovered[k].addr, a->discovered[k].port);
-	return buf;
+	return k < 0 ? NULL : &a->discovered[k];
 }
 
 static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
@@ -281,13 +287,16 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 	if (a->cfg.nscrape == 0 && !from_haproxy)
 		return 0;
 	bool all_named = true;
-	for (unsigned i = 0; i < n && all_named; i++)
+	for (unsigned i = 0; i < a->nstart && all_named; i++)
 		all_named = dbk_config_scrape_url(&a->cfg, a->cfg.servers[i]) != NULL;
 	/* Servers named on the command line: HAProxy still knows where. */
 	if (from_haproxy && !all_named && !a->discovered &&
 	    dbk_runtime_sync_discover(a->cfg.haproxy_socket, a->cfg.backend, DISCOVERY_TIMEOUT_MS,
 	                              &a->discovered, &a->ndiscovered, err, errlen))
 		return -1;
+	/* Following HAProxy's backend, a server that comes later is scraped
+	 * too: the scraper has a target for every slot. */
+	bool follow = a->sync && (a->cfg.nscrape || from_haproxy);
 	const char **urls = calloc(n, sizeof(*urls));
 	char(*bufs)[DBK_MAX_SCRAPE_URL + 1] = calloc(n, sizeof(*bufs));
 	if (!urls || !bufs) {
@@ -297,7 +306,9 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 		return -1;
 	}
 	for (unsigned i = 0; i < n; i++)
-		if ((urls[i] = scrape_url(a, i, bufs[i], sizeof(bufs[i]))))
+		if (a->cfg.servers[i][0] &&
+		    (urls[i] = scrape_url(a, a->cfg.servers[i], discovered(a, i), bufs[i],
+		                          sizeof(bufs[i]))))
 			scraped++;
 	struct dbk_scrape_config sc = {
 		.interval_ms = a->cfg.scrape_interval_ms,
@@ -306,18 +317,18 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 		.scraped = on_scraped,
 		.arg = a,
 	};
-	if (scraped)
+	if (scraped || follow)
 		a->scrape = dbk_scrape_new(a->loop, &sc, a->cfg.servers, urls, n);
 	free(urls);
 	free(bufs);
-	if (scraped && !a->scrape) {
+	if ((scraped || follow) && !a->scrape) {
 		dbk_errf(err, errlen,
 		         "cannot start the scraper (out of memory, or a URL it cannot scrape: "
 		         "logged above)");
 		return -1;
 	}
 	dbk_log(DBK_LOG_INFO, "scrape-configured",
-	        "servers=%u of=%u interval_ms=%lld timeout_ms=%lld", scraped, n,
+	        "servers=%u of=%u interval_ms=%lld timeout_ms=%lld", scraped, a->nstart,
 	        a->cfg.scrape_interval_ms, a->cfg.scrape_timeout_ms);
 	return 0;
 }
@@ -354,6 +365,10 @@ static int start_balancer(struct dbk_agent *a, char *err, size_t errlen)
 		dbk_errf(err, errlen, "cannot create the balancer");
 		return -1;
 	}
+	/* Slots for servers HAProxy's backend may gain later are held out
+	 * until one comes (runtime_sync.h). */
+	for (unsigned i = a->nstart; i < a->cfg.nservers; i++)
+		dbk_bal_set_out(a->bal, i, DBK_BAL_OUT_ABSENT, true);
 	dbk_acct_init(&a->acct, a->bal, a->cfg.servers);
 	struct dbk_policy_env env = {
 		.nservers = a->cfg.nservers,
@@ -430,21 +445,63 @@ static int start_listeners(struct dbk_agent *a, char *err, size_t errlen)
 	return 0;
 }
 
+/* A server came into slot k, left it, or moved to a new address: what
+ * the policy learnt of the old one and the scrape target follow. */
+static void on_member(void *arg, unsigned k, enum dbk_rt_change c, const struct dbk_rt_server *srv)
+{
+	struct dbk_agent *a = arg;
+	char buf[DBK_MAX_SCRAPE_URL + 1];
+	const char *name = a->cfg.servers[k];
+
+	if (a->policy.ops->reset)
+		a->policy.ops->reset(a->policy.st, k);
+	if (c != DBK_RT_SLOT_MOVED)
+		a->route.by_server[k] = 0;
+	/* A gone server's slot is free: no name, nothing to scrape. */
+	if (a->scrape && c == DBK_RT_SLOT_GONE)
+		dbk_scrape_set(a->scrape, k, "", NULL);
+	else if (a->scrape)
+		dbk_scrape_set(a->scrape, k, name, scrape_url(a, name, srv, buf, sizeof(buf)));
+}
+
+static void on_weight(void *arg, unsigned k, long weight)
+{
+	struct dbk_agent *a = arg;
+
+	if (a->policy.ops->weight)
+		a->policy.ops->weight(a->policy.st, k, (double)weight);
+}
+
 static int start_sync(struct dbk_agent *a, char *err, size_t errlen)
 {
 	struct dbk_rt_addr addr;
+	struct dbk_runtime_sync_hooks h = { on_member, on_weight, a };
 
 	if (dbk_rt_addr_parse(a->cfg.haproxy_socket, &addr, err, errlen))
 		return -1;
 	a->sync = dbk_runtime_sync_new(a->loop, &addr, a->cfg.backend,
 	                               (double)a->cfg.poll_ms / 1000.0,
 	                               (double)a->cfg.reclaim_after_s, a->bal, a->cfg.servers,
-	                               a->cfg.nservers);
+	                               a->nstart, a->cfg.nservers, &h);
 	if (!a->sync) {
 		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
+	/* The names follow the backend from now on. */
+	for (unsigned i = 0; i < a->cfg.nservers; i++)
+		a->cfg.servers[i] = dbk_runtime_sync_name(a->sync, i);
 	return 0;
+}
+
+/* With the runtime API the agent follows HAProxy's backend: slots beyond
+ * the servers at start, up to --max-servers, for those added later. */
+static void add_slots(struct dbk_agent *a)
+{
+	a->nstart = a->cfg.nservers;
+	if (!a->cfg.haproxy_socket)
+		return;
+	while (a->cfg.nservers < (unsigned)a->cfg.max_servers)
+		a->cfg.servers[a->cfg.nservers++] = "";
 }
 
 int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t errlen)
@@ -452,6 +509,7 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 	a->loop = loop;
 	if (a->cfg.haproxy_socket && a->cfg.nservers == 0 && discover_servers(a, err, errlen))
 		return -1;
+	add_slots(a);
 	if (start_balancer(a, err, errlen) || start_listeners(a, err, errlen) ||
 	    (a->cfg.haproxy_socket && start_sync(a, err, errlen)))
 		return -1;

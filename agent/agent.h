@@ -30,6 +30,11 @@ struct dbk_agent {
 	struct dbk_runtime_sync *sync;    /* NULL without --haproxy-socket */
 	struct dbk_rt_server *discovered; /* names read from HAProxy, if any */
 	unsigned ndiscovered;
+	/* Servers at start: cfg.servers[0..nstart). With --haproxy-socket,
+	 * cfg.servers has a slot for each server the agent may follow (up to
+	 * --max-servers), "" for a free one, and points into the runtime
+	 * sync's names once it runs (they change as the backend does). */
+	unsigned nstart;
 	struct dbk_policy policy;  /* --policy's, running */
 	struct dbk_scrape *scrape; /* NULL: no server is scraped */
 	/* What the command line says; --config is applied on top of it at

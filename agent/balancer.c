@@ -20,6 +20,9 @@
 
 #define NOT_IN_HEAP UINT_MAX
 
+struct dbk_balancer;
+static void update_weighted(struct dbk_balancer *b);
+
 struct dbk_balancer {
 	struct dbk_bal_config cfg;
 	unsigned first[DBK_BAL_MAX_BUCKETS + 1]; /* group g: [first[g], first[g+1]) */
@@ -31,6 +34,10 @@ struct dbk_balancer {
 	unsigned *pos;      /* per server: slot in its group's heap */
 	unsigned *heap;     /* server indices; group g's heap at first[g] */
 	unsigned *out;      /* per server: enum dbk_bal_out bits; usable when 0 */
+	double *weight;     /* per server: HAProxy's effective weight (1 by default) */
+	/* Weights differ between present servers: the heaps order by load
+	 * per unit of weight. Off, the order is the reference's exactly. */
+	bool weighted;
 	struct dbk_lease_table leases;
 	struct dbk_lease_table buried; /* ids that ended unrouted */
 	struct dbk_bal_stats stats;
@@ -55,6 +62,13 @@ const char *dbk_bal_result_str(enum dbk_bal_result r)
 
 static bool heap_less(const struct dbk_balancer *b, unsigned x, unsigned y)
 {
+	if (b->weighted) {
+		/* Cross-multiplied, so that no division rounds two loads
+		 * together; a weight is > 0 here (0 leaves the heap). */
+		double lx = b->load[x] * b->weight[y], ly = b->load[y] * b->weight[x];
+
+		return lx < ly || (lx == ly && x < y);
+	}
 	return b->load[x] < b->load[y] || (b->load[x] == b->load[y] && x < y);
 }
 
@@ -134,22 +148,52 @@ static void heap_remove(struct dbk_balancer *b, unsigned s)
 	sift_down(b, g, b->pos[last]);
 }
 
-/* Lays the groups out from cfg and rebuilds every heap from the current
- * loads and usable flags. */
+static bool absent(const struct dbk_balancer *b, unsigned s)
+{
+	return (b->out[s] & DBK_BAL_OUT_ABSENT) != 0;
+}
+
+/* Servers of group g when m servers are present: the configured sizes
+ * while they add up to m, else the reference's split of m. */
+static unsigned group_size(const struct dbk_balancer *b, unsigned g, unsigned m)
+{
+	struct dbk_bal_config c = b->cfg;
+	unsigned sum = 0;
+
+	for (unsigned k = 0; k < c.nbuckets; k++)
+		sum += c.group_sizes[k];
+	if (sum != m)
+		memset(c.group_sizes, 0, sizeof(c.group_sizes));
+	c.nservers = m;
+	return dbk_bal_group_size(&c, g);
+}
+
+/* Lays the groups out from cfg over the present servers (agent/
+ * ALGORITHM.md, "A changing server list": the reference's split of the
+ * servers present, in index order; an absent server's index falls in
+ * whichever group's range holds it and is never chosen), and rebuilds
+ * every heap from the current loads and usable flags. */
 static void build_groups(struct dbk_balancer *b)
 {
 	const struct dbk_bal_config *c = &b->cfg;
+	unsigned m = 0, s = 0;
 
+	for (unsigned i = 0; i < c->nservers; i++)
+		m += !absent(b, i);
 	for (unsigned g = 0; g < c->nbuckets; g++) {
 		unsigned *h = b->heap + b->first[g];
+		unsigned want = group_size(b, g, m);
 
-		b->first[g + 1] = b->first[g] + dbk_bal_group_size(c, g);
+		/* The last group takes every index left, absent ones too. */
+		for (unsigned got = 0; s < c->nservers && (got < want || g + 1 == c->nbuckets); s++)
+			got += !absent(b, s);
+		b->first[g + 1] = s;
 		b->heap_len[g] = 0;
-		for (unsigned s = b->first[g]; s < b->first[g + 1]; s++) {
-			b->group_of[s] = g;
-			b->pos[s] = NOT_IN_HEAP;
-			if (!b->out[s])
-				heap_set(b, h, b->heap_len[g]++, s);
+		for (unsigned i = b->first[g]; i < b->first[g + 1]; i++) {
+			b->group_of[i] = g;
+			b->pos[i] = NOT_IN_HEAP;
+			if (!b->out[i])
+				heap_set(b, h, b->heap_len[g]++, i);
 		}
 		/* Floyd's heap construction: sift every inner node down. */
 		for (unsigned i = b->heap_len[g] / 2; i-- > 0;)
@@ -176,18 +220,35 @@ struct dbk_balancer *dbk_bal_new(const struct dbk_bal_config *c)
 	b->pos = calloc(n, sizeof(*b->pos));
 	b->heap = calloc(n, sizeof(*b->heap));
 	b->out = calloc(n, sizeof(*b->out));
+	b->weight = malloc(n * sizeof(*b->weight));
 	/* The table's hash key needs no strength, only to differ between
 	 * runs; ASLR makes the balancer's address do. */
 	if (!b->load || !b->inflight || !b->group_of || !b->pos || !b->heap || !b->out ||
-	    dbk_lease_init(&b->leases, (uint64_t)(uintptr_t)b) < 0 ||
+	    !b->weight || dbk_lease_init(&b->leases, (uint64_t)(uintptr_t)b) < 0 ||
 	    dbk_lease_init(&b->buried, (uint64_t)(uintptr_t)b ^ DBK_HASH_GOLDEN) < 0) {
 		/* dbk_bal_free copes with what calloc left zeroed. */
 		dbk_bal_free(b);
 		return NULL;
 	}
-
+	for (unsigned i = 0; i < n; i++)
+		b->weight[i] = 1.0;
 	build_groups(b);
 	return b;
+}
+
+/* Lays the groups out again. A group's load is its servers' load:
+ * recount it, and let each lease remember its server's new group for
+ * its release. */
+static void regroup_all(struct dbk_balancer *b)
+{
+	build_groups(b);
+	for (unsigned g = 0; g < b->cfg.nbuckets; g++) {
+		b->bucket_load[g] = 0;
+		for (unsigned s = b->first[g]; s < b->first[g + 1]; s++)
+			b->bucket_load[g] += b->load[s];
+	}
+	for (struct dbk_lease *e = dbk_lease_oldest(&b->leases); e; e = dbk_lease_newer(e))
+		e->val.group = b->group_of[e->val.server];
 }
 
 int dbk_bal_reconfigure(struct dbk_balancer *b, const struct dbk_bal_config *c, char *err,
@@ -204,18 +265,8 @@ int dbk_bal_reconfigure(struct dbk_balancer *b, const struct dbk_bal_config *c, 
 	}
 	bool regroup = memcmp(c->group_sizes, b->cfg.group_sizes, sizeof(c->group_sizes)) != 0;
 	b->cfg = *c;
-	if (!regroup)
-		return 0;
-	build_groups(b);
-	/* A group's load is its servers' load: recount it, and let each
-	 * lease remember its server's new group for its release. */
-	for (unsigned g = 0; g < b->cfg.nbuckets; g++) {
-		b->bucket_load[g] = 0;
-		for (unsigned s = b->first[g]; s < b->first[g + 1]; s++)
-			b->bucket_load[g] += b->load[s];
-	}
-	for (struct dbk_lease *e = dbk_lease_oldest(&b->leases); e; e = dbk_lease_newer(e))
-		e->val.group = b->group_of[e->val.server];
+	if (regroup)
+		regroup_all(b);
 	return 0;
 }
 
@@ -231,6 +282,7 @@ void dbk_bal_free(struct dbk_balancer *b)
 	free(b->pos);
 	free(b->heap);
 	free(b->out);
+	free(b->weight);
 	free(b);
 }
 
@@ -575,7 +627,7 @@ enum dbk_bal_result dbk_bal_move(struct dbk_balancer *b, const char *id, size_t 
 
 	if (!id_ok(id, id_len))
 		return DBK_BAL_BAD_ID;
-	if (server >= b->cfg.nservers)
+	if (server >= b->cfg.nservers || absent(b, server))
 		return DBK_BAL_NO_SERVER;
 	e = dbk_lease_find(&b->leases, id, id_len);
 	if (!e)
@@ -605,22 +657,33 @@ enum dbk_bal_result dbk_bal_move(struct dbk_balancer *b, const char *id, size_t 
 	return DBK_BAL_OK;
 }
 
-size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n, uint64_t started_by_ms,
-                       dbk_bal_lease_cb *cb, void *arg)
+/* Gives back the n oldest leases on server started at or before
+ * started_by_ms, counted under *counter. */
+static size_t give_back_oldest(struct dbk_balancer *b, unsigned server, size_t n,
+                               uint64_t started_by_ms, uint64_t *counter, dbk_bal_lease_cb *cb,
+                               void *arg)
 {
 	struct dbk_lease *e, *next;
 	size_t done = 0;
 
+	if (server >= b->cfg.nservers)
+		return 0;
 	/* Oldest first, so the walk ends at the first lease too young. */
-	for (e = dbk_lease_oldest(&b->leases); e && done < n && e->val.start_ms <= started_by_ms;
-	     e = next) {
+	for (e = dbk_lease_oldest(&b->leases);
+	     e && done < n && b->inflight[server] && e->val.start_ms <= started_by_ms; e = next) {
 		next = dbk_lease_newer(e);
 		if (e->val.server != server)
 			continue;
-		give_back(b, e, &b->stats.reclaimed, cb, arg);
+		give_back(b, e, counter, cb, arg);
 		done++;
 	}
 	return done;
+}
+
+size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n, uint64_t started_by_ms,
+                       dbk_bal_lease_cb *cb, void *arg)
+{
+	return give_back_oldest(b, server, n, started_by_ms, &b->stats.reclaimed, cb, arg);
 }
 
 void dbk_bal_set_out(struct dbk_balancer *b, unsigned server, unsigned reason, bool out)
@@ -631,14 +694,61 @@ void dbk_bal_set_out(struct dbk_balancer *b, unsigned server, unsigned reason, b
 	unsigned now = out ? was | reason : was & ~reason;
 
 	b->out[server] = now;
+	if (!was == !now && !((was ^ now) & DBK_BAL_OUT_ABSENT))
+		return;
+	if ((was ^ now) & DBK_BAL_OUT_ABSENT) {
+		/* The present servers changed: so may the groups and whether
+		 * the weights differ. */
+		update_weighted(b);
+		regroup_all(b);
+	} else if (!now) {
+		heap_insert(b, server);
+	} else {
+		heap_remove(b, server);
+	}
 	if (!was == !now)
 		return;
-	if (!now)
-		heap_insert(b, server);
-	else
-		heap_remove(b, server);
 	if (b->obs.usable)
 		b->obs.usable(b->obs.arg, server, !now);
+}
+
+/* Whether the present servers' weights differ. */
+static void update_weighted(struct dbk_balancer *b)
+{
+	double first = -1.0;
+
+	b->weighted = false;
+	for (unsigned i = 0; i < b->cfg.nservers && !b->weighted; i++) {
+		if (absent(b, i))
+			continue;
+		if (first < 0)
+			first = b->weight[i];
+		b->weighted = b->weight[i] != first;
+	}
+}
+
+void dbk_bal_set_weight(struct dbk_balancer *b, unsigned server, double weight)
+{
+	if (server >= b->cfg.nservers || !(weight > 0) || !isfinite(weight) ||
+	    weight == b->weight[server])
+		return;
+	bool was = b->weighted;
+
+	b->weight[server] = weight;
+	update_weighted(b);
+	if (was || b->weighted)
+		build_groups(b); /* the heaps' order changed */
+}
+
+double dbk_bal_weight(const struct dbk_balancer *b, unsigned server)
+{
+	return server < b->cfg.nservers ? b->weight[server] : 0.0;
+}
+
+size_t dbk_bal_release_server(struct dbk_balancer *b, unsigned server, dbk_bal_lease_cb *cb,
+                              void *arg)
+{
+	return give_back_oldest(b, server, SIZE_MAX, UINT64_MAX, &b->stats.dropped, cb, arg);
 }
 
 unsigned dbk_bal_out_reasons(const struct dbk_balancer *b, unsigned server)

@@ -58,6 +58,7 @@ struct dbk_bal_stats {
 	uint64_t expired;   /* leases given back by dbk_bal_expire */
 	uint64_t reclaimed; /* leases given back by dbk_bal_reclaim */
 	uint64_t moved;     /* leases moved by dbk_bal_move */
+	uint64_t dropped;   /* leases given back by dbk_bal_release_server */
 	uint64_t ended;     /* dispatches refused: the request had ended */
 	uint64_t unknown_releases;
 	uint64_t duplicates;
@@ -170,6 +171,23 @@ enum dbk_bal_result dbk_bal_move(struct dbk_balancer *b, const char *id, size_t 
 size_t dbk_bal_reclaim(struct dbk_balancer *b, unsigned server, size_t n, uint64_t started_by_ms,
                        dbk_bal_lease_cb *cb, void *arg);
 
+/* Releases every lease on server (it left HAProxy's backend), oldest
+ * first, through the observer's ended hook as any release; cb as for
+ * dbk_bal_expire. A completion that comes later for one of them finds
+ * no lease (DBK_BAL_UNKNOWN). Returns how many. O(live leases). */
+size_t dbk_bal_release_server(struct dbk_balancer *b, unsigned server, dbk_bal_lease_cb *cb,
+                              void *arg);
+
+/* A server's weight: HAProxy's effective weight (it ramps during
+ * slowstart). While the weights of the present servers are all equal
+ * (the default: 1), every choice is the reference's exactly; when they
+ * differ, a group's least-loaded server is the one with the least load
+ * per unit of weight (agent/ALGORITHM.md, "Weights"). A weight that is
+ * not > 0 is ignored: weight 0 is HAProxy's drain, which the caller
+ * marks with DBK_BAL_OUT_STATE. */
+void dbk_bal_set_weight(struct dbk_balancer *b, unsigned server, double weight);
+double dbk_bal_weight(const struct dbk_balancer *b, unsigned server);
+
 /* A server that is not usable is never chosen; its group's other servers
  * are. A request whose chosen group has no usable server goes to the
  * nearest group that has one. Servers start usable.
@@ -186,6 +204,10 @@ enum dbk_bal_out {
 	DBK_BAL_OUT_ASLEEP = 1u << 2,  /* the engine sleeps (vLLM /sleep) */
 	DBK_BAL_OUT_ABSENT = 1u << 3,  /* not (or no longer) in HAProxy's backend */
 };
+/* A change of DBK_BAL_OUT_ABSENT changes the present servers, over which
+ * the groups are laid out (agent/ALGORITHM.md, "A changing server
+ * list"): the groups are laid out again, leases keep their load and
+ * take their server's new group. */
 void dbk_bal_set_out(struct dbk_balancer *b, unsigned server, unsigned reason, bool out);
 /* The reasons held, 0 when usable (or out of range). */
 unsigned dbk_bal_out_reasons(const struct dbk_balancer *b, unsigned server);

@@ -143,7 +143,8 @@ int dbk_bal_config_check(const struct dbk_bal_config *c, char *err, size_t errle
 				dbk_errf(err, errlen, "group %u has no server", g);
 				return -1;
 			}
-		if (set != c->nbuckets || sum != c->nservers) {
+		if (set != c->nbuckets || sum > c->nservers ||
+		    (sum != c->nservers && !c->follows)) {
 			dbk_errf(err, errlen,
 			         "group sizes must be %u numbers adding up to %u servers",
 			         c->nbuckets, c->nservers);

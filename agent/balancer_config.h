@@ -23,6 +23,11 @@ struct dbk_bal_config {
 	/* Servers per group, in list order; all 0 = the reference's split
 	 * (the first n % G groups get one more). */
 	unsigned group_sizes[DBK_BAL_MAX_BUCKETS];
+	/* The list follows HAProxy's backend: nservers counts slots, of
+	 * which those present are laid out in groups; group sizes then
+	 * add up to at most nservers, and hold while they add up to the
+	 * servers present (balancer.h, DBK_BAL_OUT_ABSENT). */
+	bool follows;
 };
 
 /* Fills c with the reference's setup: 2 buckets [0,T) [T,M) when dynamic,

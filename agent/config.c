@@ -386,6 +386,10 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		NUM("reclaim-after", DBK_OPT_LL, &c->reclaim_after_s, 0, WEEK_S, "SECONDS",
 		    "a lease is taken for leaked only when older\nthan this, and in excess of "
 		    "HAProxy's\nsessions for 3 polls (" STR(DBK_DEFAULT_RECLAIM_AFTER_S) ")"),
+		NUM("max-servers", DBK_OPT_INT, &c->max_servers, 1, DBK_MAX_SERVERS, "N",
+		    "servers of the backend followed at most\n(at least those at start): servers "
+		    "added or\nDNS-resolved later take free slots (" STR(
+		            DBK_DEFAULT_MAX_SERVERS) ")"),
 		SECTION("\nLimits:"),
 		NUM("max-frame-size", DBK_OPT_INT, &c->max_frame_size, DBK_MIN_FRAME,
 		    16 * 1024 * 1024, "N",
@@ -464,6 +468,7 @@ static void set_defaults(struct dbk_config *c)
 	c->backend = DBK_DEFAULT_BACKEND;
 	c->poll_ms = DBK_DEFAULT_POLL_MS;
 	c->reclaim_after_s = DBK_DEFAULT_RECLAIM_AFTER_S;
+	c->max_servers = DBK_DEFAULT_MAX_SERVERS;
 	c->scrape_interval_ms = DBK_DEFAULT_SCRAPE_INTERVAL_MS;
 	c->scrape_timeout_ms = DBK_DEFAULT_SCRAPE_TIMEOUT_MS;
 	c->engine_speed = 1.0;
@@ -574,7 +579,8 @@ int dbk_config_check_servers(const struct dbk_config *c, char *err, size_t errle
 			if (strlen(c->servers[j]) == (size_t)nl &&
 			    strncmp(c->servers[j], c->scrape[i], (size_t)nl) == 0)
 				break;
-		if (j == c->nservers) {
+		/* Following HAProxy's backend, the server may come later. */
+		if (j == c->nservers && !c->haproxy_socket) {
 			dbk_errf(err, errlen, "--scrape names '%.*s', which is not a server", nl,
 			         c->scrape[i]);
 			return -1;
@@ -590,4 +596,5 @@ void dbk_config_balancer(const struct dbk_config *c, struct dbk_bal_config *bc)
 	dbk_bal_config_default(bc, c->nservers, c->dynamic, (double)c->threshold,
 	                       (double)c->max_request_tokens);
 	bc->max_leases = c->max_leases;
+	bc->follows = c->haproxy_socket != NULL;
 }

@@ -27,6 +27,9 @@
  * request holds its lease on the server it left until its response
  * starts. Real leaks are rare and can wait. */
 #define DBK_DEFAULT_RECLAIM_AFTER_S 30
+/* Servers followed at most with --haproxy-socket: slots for servers
+ * added at runtime beyond those at start. */
+#define DBK_DEFAULT_MAX_SERVERS 64
 #define DBK_DEFAULT_THRESHOLD 32768
 #define DBK_DEFAULT_MAX_REQUEST_TOKENS 131072
 /* HAProxy's default tune.bufsize (16384) less the 4-byte length prefix:
@@ -64,6 +67,7 @@ struct dbk_config {
 	const char *backend;        /* the vLLM backend's name in haproxy.cfg */
 	long long poll_ms;          /* runtime API poll interval */
 	long long reclaim_after_s;  /* youngest lease a leak repair may take */
+	int max_servers;            /* slots when following HAProxy's backend */
 	const char *config_file;    /* tunables, reread on SIGHUP; NULL: none */
 	/* --policy, from policy_ops.h's table (reference by default). */
 	const struct dbk_policy_ops *policy;

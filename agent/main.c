@@ -72,10 +72,10 @@ int main(int argc, char **argv)
 	ev_signal_start(loop, &sighup);
 
 	dbk_log(DBK_LOG_INFO, "started",
-	        "version=%s servers=%u mode=%s threshold=%lld max_request_tokens=%lld "
+	        "version=%s servers=%u slots=%u mode=%s threshold=%lld max_request_tokens=%lld "
 	        "lease_ttl_s=%lld",
-	        DBK_VERSION, a.cfg.nservers, a.cfg.dynamic ? "dynamic" : "plain", a.cfg.threshold,
-	        a.cfg.max_request_tokens, a.cfg.lease_ttl_s);
+	        DBK_VERSION, a.nstart, a.cfg.nservers, a.cfg.dynamic ? "dynamic" : "plain",
+	        a.cfg.threshold, a.cfg.max_request_tokens, a.cfg.lease_ttl_s);
 	ev_run(loop, 0);
 	log_summary(&a);
 	rc = 0;

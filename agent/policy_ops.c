@@ -81,18 +81,22 @@ void dbk_policy_report_state(const struct dbk_policy *p, const char *const *name
 	if (!r)
 		return;
 	dbk_buf_printf(o, "  \"%s\": [\n", r->member);
+	const char *sep = "";
 	for (unsigned i = 0; i < n; i++) {
+		if (!names[i][0])
+			continue; /* a free slot (agent.h) */
 		r->view(p->st, i, now_ms, v);
-		dbk_buf_printf(o, "    {\"name\": \"%s\"", names[i]);
+		dbk_buf_printf(o, "%s    {\"name\": \"%s\"", sep, names[i]);
+		sep = ",\n";
 		for (unsigned k = 0; k < r->nrows; k++) {
 			if (!r->rows[k].json)
 				continue;
 			dbk_buf_printf(o, ", \"%s\": ", r->rows[k].json);
 			put_state(o, r->rows[k].fmt, v[k]);
 		}
-		dbk_buf_printf(o, "}%s\n", i + 1 < n ? "," : "");
+		dbk_buf_printf(o, "}");
 	}
-	dbk_buf_printf(o, "  ],\n");
+	dbk_buf_printf(o, "%s  ],\n", *sep ? "\n" : "");
 }
 
 void dbk_policy_report_metrics(const struct dbk_policy *p, const char *const *names, unsigned n,
@@ -108,6 +112,8 @@ void dbk_policy_report_metrics(const struct dbk_policy *p, const char *const *na
 			continue;
 		dbk_prom_head(o, r->rows[k].metric, "gauge", r->rows[k].help);
 		for (unsigned i = 0; i < n; i++) {
+			if (!names[i][0])
+				continue;
 			r->view(p->st, i, now_ms, v);
 			dbk_buf_printf(o, "%s{server=\"%s\"} %.17g\n", r->rows[k].metric, names[i],
 			               r->rows[k].fmt == DBK_POLICY_BOOL ? (v[k] != 0 ? 1.0 : 0.0)

@@ -110,6 +110,14 @@ struct dbk_policy_ops {
 	             uint64_t now_ms);
 	/* HAProxy's view of a server: usable or not (DOWN, MAINT, DRAIN). */
 	void (*usable)(void *st, unsigned server, bool usable);
+	/* Another server, or a new incarnation of it (a new address: a new
+	 * pod), is in this slot, or the slot was emptied: forget what was
+	 * learnt of it. Its leases have ended (release) or stay (move and
+	 * release still come); a policy keeps books of those apart. */
+	void (*reset)(void *st, unsigned server);
+	/* HAProxy's effective weight of a server (ramps during slowstart;
+	 * 0 is a drain, which usable tells too). */
+	void (*weight)(void *st, unsigned server, double weight);
 	/* The servers' own numbers: non-NULL means the policy reads them, so
 	 * the agent scrapes every server it can (with --haproxy-socket, also
 	 * those not named by --scrape). */
@@ -137,7 +145,8 @@ int dbk_policy_start(struct dbk_policy *p, const struct dbk_policy_ops *ops,
 void dbk_policy_stop(struct dbk_policy *p);
 
 /* The policy's per-server rows: a member for /state (followed by a
- * comma) and a gauge per row for /metrics. Nothing without a report. */
+ * comma) and a gauge per row for /metrics. Nothing without a report; a
+ * server named "" (a free slot) is left out. */
 void dbk_policy_report_state(const struct dbk_policy *p, const char *const *names, unsigned n,
                              uint64_t now_ms, struct dbk_buf *o);
 void dbk_policy_report_metrics(const struct dbk_policy *p, const char *const *names, unsigned n,

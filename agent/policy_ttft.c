@@ -128,6 +128,16 @@ void dbk_policy_ttft_usable(void *st, unsigned server, bool usable)
 	                   usable ? DBK_PRED_UP : DBK_PRED_DOWN);
 }
 
+void dbk_policy_ttft_reset(void *st, unsigned server)
+{
+	dbk_pred_reset(((struct dbk_policy_ttft *)st)->pred, server);
+}
+
+void dbk_policy_ttft_weight(void *st, unsigned server, double weight)
+{
+	dbk_pred_set_weight(((struct dbk_policy_ttft *)st)->pred, server, weight);
+}
+
 void dbk_policy_ttft_scraped(void *st, unsigned server, const struct dbk_pred_scrape *s,
                              uint64_t now_ms)
 {

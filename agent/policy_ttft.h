@@ -36,6 +36,8 @@ void dbk_policy_ttft_release(void *st, const struct dbk_bal_lease *l, uint64_t n
 void dbk_policy_ttft_move(void *st, const struct dbk_bal_lease *before, unsigned server,
                           uint64_t now_ms);
 void dbk_policy_ttft_usable(void *st, unsigned server, bool usable);
+void dbk_policy_ttft_reset(void *st, unsigned server);
+void dbk_policy_ttft_weight(void *st, unsigned server, double weight);
 void dbk_policy_ttft_scraped(void *st, unsigned server, const struct dbk_pred_scrape *s,
                              uint64_t now_ms);
 void dbk_policy_ttft_max_model_len(void *st, unsigned server, uint32_t len);
@@ -48,6 +50,7 @@ extern const struct dbk_policy_report dbk_policy_ttft_report;
 		.destroy = dbk_policy_ttft_destroy, .choose = choose_fn,                          \
 		.commit = dbk_policy_ttft_commit, .release = dbk_policy_ttft_release,             \
 		.move = dbk_policy_ttft_move, .usable = dbk_policy_ttft_usable,                   \
+		.reset = dbk_policy_ttft_reset, .weight = dbk_policy_ttft_weight,                 \
 		.scraped = dbk_policy_ttft_scraped,                                               \
 		.max_model_len = dbk_policy_ttft_max_model_len, .report = &dbk_policy_ttft_report \
 	}

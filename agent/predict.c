@@ -107,6 +107,36 @@ void dbk_pred_forget_cache(struct dbk_pred *p, unsigned server)
 	s->sent_units += (uint32_t)(pred_capacity(p, s) / DBK_PKEY_BLOCK_TOKENS) + 1;
 }
 
+void dbk_pred_set_weight(struct dbk_pred *p, unsigned server, double weight)
+{
+	if (server >= p->c.nservers || !(weight >= 0) || !isfinite(weight) ||
+	    p->s[server].weight == weight)
+		return;
+	p->s[server].weight = weight;
+	dbk_pred_update_slow(p);
+}
+
+void dbk_pred_reset(struct dbk_pred *p, unsigned server)
+{
+	if (server >= p->c.nservers)
+		return;
+	struct pred_srv *s = &p->s[server];
+
+	dbk_pred_forget_cache(p, server);
+	s->max_model_len = 0;
+	s->have_scrape = false;
+	memset(&s->sc, 0, sizeof(s->sc));
+	s->failures = 0;
+	s->unseen_end_s = 0;
+	s->obs_sum = s->obs_n = s->pred_sum = s->pred_n = 0;
+	s->ttft_sum_then = 0;
+	s->ttft_n_then = -1;
+	s->log_slow = 0;
+	s->learnt = false;
+	s->weight = 0;
+	dbk_pred_update_slow(p);
+}
+
 static void pred_charge(struct pred_srv *s, const struct dbk_pred_ticket *t, int sign)
 {
 	s->inflight = sign > 0 ? s->inflight + 1 : s->inflight ? s->inflight - 1 : 0;

@@ -186,6 +186,15 @@ void dbk_pred_scraped(struct dbk_pred *p, unsigned server, const struct dbk_pred
                       uint64_t now_ms);
 /* The server restarted or lost its cache: forget its prefixes. */
 void dbk_pred_forget_cache(struct dbk_pred *p, unsigned server);
+/* The server's operator weight (HAProxy's effective weight; 0: not
+ * known): the prior of its speed until its own is learnt (a server of
+ * weight 10 is priced 10/3 as fast as one of 3). */
+void dbk_pred_set_weight(struct dbk_pred *p, unsigned server, double weight);
+/* Another server (or a new incarnation of it: a new pod) is in this
+ * slot: forget what was learnt of the old one (its prefixes, scraped
+ * numbers, max_model_len, speed, weight). The books of requests in
+ * flight stay: their releases balance them. */
+void dbk_pred_reset(struct dbk_pred *p, unsigned server);
 
 /* Decides; changes none of the books, only the scratch it weighs the
  * servers in. Returns c->server. */

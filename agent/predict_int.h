@@ -60,6 +60,7 @@ struct pred_srv {
 	double log_slow;
 	bool learnt;
 	double slow;
+	double weight; /* HAProxy's effective weight; 0: not known */
 };
 
 /* A server's prediction for the request being chosen. */
@@ -160,6 +161,9 @@ static inline bool pred_holds(const struct pred_srv *s, double need)
 
 /* predict_speed.c: each server's speed learnt from its scrapes. */
 void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct dbk_pred_scrape *sc);
+/* Sets every server's slow from what is learnt, and from weights where
+ * nothing is. */
+void dbk_pred_update_slow(struct dbk_pred *p);
 
 /* The engine's step-time shape (ENGINE-MODEL.md), and what the scrape
  * shows beyond the books: inline, since the choice prices every server

@@ -103,17 +103,37 @@ void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct d
 	s->log_slow = s->learnt ? s->log_slow + PRED_SPEED_ALPHA * (v - s->log_slow) : v;
 	s->learnt = true;
 	s->obs_sum = s->obs_n = s->pred_sum = s->pred_n = 0;
+	dbk_pred_update_slow(p);
+}
 
-	double mean = 0, n = 0;
-	for (unsigned i = 0; i < p->c.nservers; i++)
+/* Every server's factor: a learnt one's against the fleet's learnt mean;
+ * one not learnt yet takes its operator weight as the prior (a weight
+ * w against the fleet's geometric mean weight W: W / w, so a server of
+ * weight 10 beside one of 3 is priced 3.3 times as fast), or 1 without
+ * weights. Within PRED_SPEED_BAND of the fleet's is the fleet's. */
+void dbk_pred_update_slow(struct dbk_pred *p)
+{
+	double mean = 0, n = 0, wmean = 0, wn = 0;
+
+	for (unsigned i = 0; i < p->c.nservers; i++) {
 		if (p->s[i].learnt) {
 			mean += p->s[i].log_slow;
 			n++;
 		}
-	mean /= n;
+		if (p->s[i].weight > 0) {
+			wmean += log(p->s[i].weight);
+			wn++;
+		}
+	}
+	if (n > 0)
+		mean /= n;
+	if (wn > 0)
+		wmean /= wn;
 	for (unsigned i = 0; i < p->c.nservers; i++) {
 		struct pred_srv *x = &p->s[i];
-		double d = x->learnt ? x->log_slow - mean : 0;
+		double d = x->learnt       ? x->log_slow - mean
+		           : x->weight > 0 ? wmean - log(x->weight)
+		                           : 0;
 		if (fabs(d) < log(PRED_SPEED_BAND))
 			d = 0;
 		x->slow = exp(fmax(-log(PRED_SPEED_MAX), fmin(log(PRED_SPEED_MAX), d)));

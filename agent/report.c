@@ -89,6 +89,8 @@ static const struct row rows[] = {
 	{ "expired", "dbucket_releases_total", "cause=\"ttl\"", NULL, COUNTER, BAL(expired), NULL },
 	{ "reclaimed", "dbucket_releases_total", "cause=\"reconcile\"", NULL, COUNTER,
 	  BAL(reclaimed), NULL },
+	{ "dropped", "dbucket_releases_total", "cause=\"server_gone\"", NULL, COUNTER, BAL(dropped),
+	  NULL },
 	{ "unknown_releases", "dbucket_unknown_releases_total", NULL,
 	  "Completions for ids with no lease.", COUNTER, BAL(unknown_releases), NULL },
 	/* Completion lines. */
@@ -132,6 +134,17 @@ static const struct row rows[] = {
 	{ "runtime_polls", NULL, NULL, NULL, COUNTER, SYNC(polls), NULL },
 	{ "runtime_failures", "dbucket_runtime_api_failures_total", NULL,
 	  "Runtime API polls that failed.", COUNTER, SYNC(failures), NULL },
+	{ "backend_servers", "dbucket_backend_servers", NULL,
+	  "Servers of HAProxy's backend the agent follows now.", GAUGE, SYNC(present), NULL },
+	{ "backend_left_out", "dbucket_backend_servers_left_out", NULL,
+	  "Servers of HAProxy's backend beyond --max-servers, not chosen.", GAUGE, SYNC(no_room),
+	  NULL },
+	{ "servers_added", "dbucket_backend_changes_total", "change=\"added\"",
+	  "Changes to HAProxy's backend the agent followed.", COUNTER, SYNC(added), NULL },
+	{ "servers_removed", "dbucket_backend_changes_total", "change=\"removed\"", NULL, COUNTER,
+	  SYNC(removed), NULL },
+	{ "servers_readdressed", "dbucket_backend_changes_total", "change=\"readdressed\"", NULL,
+	  COUNTER, SYNC(readdressed), NULL },
 	/* Settings and policies. */
 	{ NULL, "dbucket_config_changes_total", NULL,
 	  "Settings applied live (SIGHUP or POST /config).", COUNTER, AGENT(config_changes), NULL },
@@ -169,6 +182,11 @@ static double col_load(const struct dbk_agent *a, unsigned i)
 	return dbk_bal_server_load(a->bal, i);
 }
 
+static double col_weight(const struct dbk_agent *a, unsigned i)
+{
+	return dbk_bal_weight(a->bal, i);
+}
+
 static double col_decisions(const struct dbk_agent *a, unsigned i)
 {
 	return a->route.by_server ? (double)a->route.by_server[i] : 0;
@@ -184,6 +202,10 @@ static const struct column columns[] = {
 	  col_inflight },
 	{ "load", "dbucket_server_load", "Load in flight per server (sum of scores).", GAUGE, true,
 	  col_load },
+	{ "weight", "dbucket_server_weight",
+	  "The weight the agent balances by: HAProxy's effective weight (1 without the runtime "
+	  "API).",
+	  GAUGE, true, col_weight },
 	{ NULL, "dbucket_server_decisions_total", "Requests routed, by server.", COUNTER, false,
 	  col_decisions },
 };
@@ -263,9 +285,15 @@ static void state_servers(const struct dbk_agent *a, struct dbk_buf *o)
 {
 	const struct dbk_bal_config *c = dbk_bal_config(a->bal);
 
+	const char *sep = "";
+
+	/* HAProxy's servers only: a free slot (agent.h) is left out. */
 	dbk_buf_printf(o, "  \"servers\": [\n");
 	for (unsigned i = 0; i < a->cfg.nservers; i++) {
-		dbk_buf_printf(o, "    {\"name\": \"%s\"", a->cfg.servers[i]);
+		if (!a->cfg.servers[i][0])
+			continue;
+		dbk_buf_printf(o, "%s    {\"name\": \"%s\"", sep, a->cfg.servers[i]);
+		sep = ",\n";
 		for (const struct column *k = columns; k < columns + COUNT(columns); k++) {
 			double v = k->read(a, i);
 
@@ -278,14 +306,18 @@ static void state_servers(const struct dbk_agent *a, struct dbk_buf *o)
 				               k->fractional ? ", \"%s\": %.17g" : ", \"%s\": %.0f",
 				               k->json, v);
 		}
+		dbk_buf_printf(o, ", \"slot\": %u", i);
 		if (a->sync) {
 			const struct dbk_rt_server *r = dbk_runtime_sync_server(a->sync, i);
-			dbk_buf_printf(o, ", \"haproxy_state\": \"%s\", \"haproxy_sessions\": %ld",
-			               dbk_rt_state_str(r->state), dbk_rt_server_load(r));
+			dbk_buf_printf(o,
+			               ", \"haproxy_state\": \"%s\", \"haproxy_sessions\": %ld, "
+			               "\"haproxy_weight\": %ld",
+			               dbk_rt_state_str(dbk_rt_server_state(r)),
+			               dbk_rt_server_load(r), r->weight);
 		}
-		dbk_buf_printf(o, "}%s\n", i + 1 < a->cfg.nservers ? "," : "");
+		dbk_buf_printf(o, "}");
 	}
-	dbk_buf_printf(o, "  ],\n  \"buckets\": [\n");
+	dbk_buf_printf(o, "%s  ],\n  \"buckets\": [\n", *sep ? "\n" : "");
 	for (unsigned b = 0; b < c->nbuckets; b++)
 		dbk_buf_printf(o, "    {\"min\": %.17g, \"max\": %.17g, \"load\": %.17g}%s\n",
 		               c->bounds[b], c->bounds[b + 1], dbk_bal_bucket_load(a->bal, b),
@@ -381,8 +413,9 @@ static void metrics_servers(const struct dbk_agent *a, struct dbk_buf *o)
 			continue;
 		dbk_prom_head(o, k->metric, kind_names[k->kind], k->help);
 		for (unsigned i = 0; i < a->cfg.nservers; i++)
-			dbk_buf_printf(o, "%s{server=\"%s\"} %.17g\n", k->metric, a->cfg.servers[i],
-			               k->read(a, i));
+			if (a->cfg.servers[i][0])
+				dbk_buf_printf(o, "%s{server=\"%s\"} %.17g\n", k->metric,
+				               a->cfg.servers[i], k->read(a, i));
 	}
 }
 

@@ -244,7 +244,7 @@ static void move_one(struct dbk_route *r, const struct dbk_spop_message *m,
 	if (id && srv && (id->type == DBK_SPOP_T_STR || id->type == DBK_SPOP_T_BIN) &&
 	    srv->type == DBK_SPOP_T_STR) {
 		for (to = 0; to < r->nnames; to++)
-			if (srv->u.buf.len == strlen(r->names[to]) &&
+			if (r->names[to][0] && srv->u.buf.len == strlen(r->names[to]) &&
 			    memcmp(srv->u.buf.ptr, r->names[to], srv->u.buf.len) == 0)
 				break;
 	}

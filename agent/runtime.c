@@ -99,6 +99,7 @@ void dbk_rt_server_init(struct dbk_rt_server *s, const char *name)
 	s->stat_state = DBK_RT_READY;
 	s->scur = -1;
 	s->qcur = -1;
+	s->weight = -1;
 }
 
 int dbk_rt_find(const struct dbk_rt_server *srv, unsigned n, const char *name, size_t len)
@@ -110,6 +111,11 @@ int dbk_rt_find(const struct dbk_rt_server *srv, unsigned n, const char *name, s
 		    memcmp(srv[i].name, name, len) == 0)
 			return (int)i;
 	return -1;
+}
+
+enum dbk_rt_server_state dbk_rt_server_state(const struct dbk_rt_server *s)
+{
+	return s->weight == 0 ? dbk_rt_state_worse(s->state, DBK_RT_DRAIN) : s->state;
 }
 
 long dbk_rt_server_load(const struct dbk_rt_server *s)
@@ -275,11 +281,13 @@ int dbk_rt_parse_servers_state(const char *buf, size_t len, const char *backend,
 
 /* ---- show stat ---- */
 
-enum { ST_PX, ST_SV, ST_SCUR, ST_STATUS, ST_QCUR, ST_TYPE, ST_NCOLS };
+enum { ST_PX, ST_SV, ST_SCUR, ST_STATUS, ST_QCUR, ST_TYPE, ST_WEIGHT, ST_NCOLS };
 static const char *const st_cols[ST_NCOLS] = {
-	"pxname", "svname", "scur", "status", "qcur", "type",
+	"pxname", "svname", "scur", "status", "qcur", "type", "weight",
 };
-#define ST_REQUIRED 4 /* the first four; qcur and type are used if present */
+#define ST_REQUIRED 4 /* the first four; the others are used if present */
+/* HAProxy's largest weight (SRV_UWGHT_MAX). */
+#define ST_MAX_WEIGHT 256
 
 /* show stat's "type" column: 2 is a server (0 frontend, 1 backend,
  * 3 listener). */
@@ -289,7 +297,7 @@ static const char *const st_cols[ST_NCOLS] = {
  * a frontend, the backend, a server not in the list), or -1 with err. */
 struct st_row {
 	int i; /* index in the list */
-	long scur, qcur;
+	long scur, qcur, weight;
 	enum dbk_rt_server_state st;
 };
 
@@ -302,6 +310,7 @@ static int st_record(const struct dbk_rt_columns *cols, const char *const *v, co
 
 	row->i = -1;
 	row->qcur = -1;
+	row->weight = -1;
 	if (cols->idx[ST_TYPE] >= 0 && vl[ST_TYPE] > 0) {
 		if (!dbk_rt_parse_num(v[ST_TYPE], vl[ST_TYPE], 1000, &type)) {
 			dbk_errf(err, errlen, "line %u: bad type", lineno);
@@ -325,6 +334,11 @@ static int st_record(const struct dbk_rt_columns *cols, const char *const *v, co
 	if (cols->idx[ST_QCUR] >= 0 && vl[ST_QCUR] > 0 &&
 	    !dbk_rt_parse_num(v[ST_QCUR], vl[ST_QCUR], LONG_MAX, &row->qcur)) {
 		dbk_errf(err, errlen, "line %u: bad qcur", lineno);
+		return -1;
+	}
+	if (cols->idx[ST_WEIGHT] >= 0 && vl[ST_WEIGHT] > 0 &&
+	    !dbk_rt_parse_num(v[ST_WEIGHT], vl[ST_WEIGHT], ST_MAX_WEIGHT, &row->weight)) {
+		dbk_errf(err, errlen, "line %u: bad weight", lineno);
 		return -1;
 	}
 	if (dbk_rt_state_from_status(v[ST_STATUS], vl[ST_STATUS], &row->st) < 0)
@@ -369,6 +383,7 @@ static int stat_pass(const char *buf, size_t len, const char *backend, struct db
 		srv[i].stat_state = DBK_RT_READY;
 		srv[i].scur = -1;
 		srv[i].qcur = -1;
+		srv[i].weight = -1;
 	}
 	while ((more = dbk_rt_next_record(&c, &l, &ll, err, errlen)) > 0) {
 		if (dbk_rt_fields(&cols, &c, l, ll, v, vl, err, errlen) < 0)
@@ -391,6 +406,7 @@ static int stat_pass(const char *buf, size_t len, const char *backend, struct db
 			srv[row.i].stat_state = row.st;
 			srv[row.i].scur = row.scur;
 			srv[row.i].qcur = row.qcur;
+			srv[row.i].weight = row.weight;
 		}
 	}
 	if (more < 0)

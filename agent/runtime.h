@@ -98,13 +98,23 @@ struct dbk_rt_server {
 	enum dbk_rt_server_state stat_state; /* its status text, when stat_seen */
 	long scur;                           /* current sessions; -1 when not known */
 	long qcur;                           /* requests queued on it; -1 when not known */
-	char addr[DBK_RT_ADDR_MAX + 1];      /* srv_addr, "" when not known */
-	int port;                            /* srv_port, 0 when not known */
+	/* show stat's weight: the effective one, which ramps from 1 during
+	 * slowstart and is 0 after "set server ... weight 0" (drain); -1
+	 * when not known. show servers state's srv_uweight is the user's
+	 * weight only (HAProxy 2.6 .. 3.x). */
+	long weight;
+	char addr[DBK_RT_ADDR_MAX + 1]; /* srv_addr, "" when not known */
+	int port;                       /* srv_port, 0 when not known */
 };
 
 /* Sets s to a server named name (truncated to DBK_RT_NAME_MAX) that
  * nothing is known about: READY, every number -1. */
 void dbk_rt_server_init(struct dbk_rt_server *s, const char *name);
+
+/* The server's state with its weight: HAProxy's weight 0 is a drain
+ * ("set server ... weight 0"), whatever the status says (a server
+ * without checks still says "no check"). */
+enum dbk_rt_server_state dbk_rt_server_state(const struct dbk_rt_server *s);
 
 /* Index of the server called name[0..len) in srv[0..n), or -1. */
 int dbk_rt_find(const struct dbk_rt_server *srv, unsigned n, const char *name, size_t len);
@@ -145,7 +155,8 @@ struct dbk_rt_stat_result {
  * ..." header, one record per server, an empty line; fields may be
  * double-quoted, as HAProxy quotes texts with commas) and applies each
  * server row of backend to the entry of srv[0..n) with the same name:
- * stat_seen, stat_state, scur, qcur (qcur -1 if that column is absent),
+ * stat_seen, stat_state, scur, qcur and weight (-1 if that column is
+ * absent; a weight above 256, HAProxy's largest, is refused),
  * then state, recomputed as the worse of the flags (if known) and the
  * status. Entries without a row get stat_seen false and scur/qcur -1 and
  * keep the state of their flags alone. Frontend and backend rows are

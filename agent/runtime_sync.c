@@ -19,14 +19,17 @@ struct dbk_runtime_sync {
 	uint64_t poll_ms;
 	uint64_t min_age_ms;
 	struct dbk_balancer *bal;
-	const char *const *names;
-	unsigned n;
+	unsigned nslots;
+	struct dbk_runtime_sync_hooks hooks;
 	ev_timer timer;
 	struct dbk_rt_query *q;      /* the query under way, if any */
-	struct dbk_rt_server *srv;   /* HAProxy's view, by balancer index */
+	struct dbk_rt_slot *slots;   /* who is in each of the balancer's slots */
+	struct dbk_rt_server *srv;   /* HAProxy's view, by slot */
 	struct dbk_rt_server *fresh; /* scratch for a servers-state dump */
+	int *slot_of;                /* scratch: fresh[i]'s slot */
+	enum dbk_rt_change *change;  /* scratch: what happens to each slot */
+	long *told;                  /* the weight last told, by slot; -1: none */
 	struct dbk_acct_reconcile *rec;
-	bool mismatch_logged;
 	bool answered; /* HAProxy has answered a query */
 	ev_tstamp started;
 	struct dbk_runtime_sync_stats stats;
@@ -60,26 +63,35 @@ static void on_reclaimed(void *arg, const char *id, size_t id_len, const struct 
 	char q[DBK_BAL_MAX_ID_LEN + 1];
 
 	dbk_log(DBK_LOG_WARN, "lease-reclaimed", "id=\"%s\" server=%s score=%.10g",
-	        dbk_log_quote(q, sizeof(q), id, id_len), s->names[l->server], l->score);
+	        dbk_log_quote(q, sizeof(q), id, id_len), s->slots[l->server].name, l->score);
 }
 
-/* Applies a complete poll: usable flags, then leak repair (the rules
- * are accounting.h's). */
+/* Applies a complete poll: usable flags and weights, then leak repair
+ * (the rules are accounting.h's). */
 static void apply(struct dbk_runtime_sync *s)
 {
 	uint64_t now = dbk_mono_ms();
 
-	for (unsigned i = 0; i < s->n; i++) {
-		bool usable = s->srv[i].state == DBK_RT_READY;
-
+	for (unsigned i = 0; i < s->nslots; i++) {
+		if (!s->slots[i].name[0])
+			continue;
+		enum dbk_rt_server_state st = dbk_rt_server_state(&s->srv[i]);
+		bool usable = st == DBK_RT_READY;
 		bool held = dbk_bal_out_reasons(s->bal, i) & DBK_BAL_OUT_STATE;
 
+		/* A server in maintenance has no weight worth balancing by
+		 * (HAProxy shows 1 for a fresh one). */
+		if (s->srv[i].weight > 0 && st != DBK_RT_MAINT && s->srv[i].weight != s->told[i]) {
+			s->told[i] = s->srv[i].weight;
+			dbk_bal_set_weight(s->bal, i, (double)s->srv[i].weight);
+			if (s->hooks.weight)
+				s->hooks.weight(s->hooks.arg, i, s->srv[i].weight);
+		}
 		if (usable == held) {
 			dbk_bal_set_usable(s->bal, i, usable);
 			s->stats.state_changes++;
 			dbk_log(DBK_LOG_INFO, "server-state", "server=%s state=%s chosen=%s",
-			        s->names[i], dbk_rt_state_str(s->srv[i].state),
-			        usable ? "yes" : "no");
+			        s->slots[i].name, dbk_rt_state_str(st), usable ? "yes" : "no");
 		}
 		dbk_acct_reconcile(s->bal, i, &s->rec[i], dbk_rt_server_load(&s->srv[i]), now,
 		                   s->poll_ms, s->min_age_ms, on_reclaimed, s);
@@ -103,11 +115,96 @@ static void on_stat(void *arg, enum dbk_rt_query_status st, const char *buf, siz
 		return;
 	}
 	s->answered = true;
-	if (dbk_rt_parse_stat(buf, len, s->backend, s->srv, s->n, NULL, why, sizeof(why))) {
+	if (dbk_rt_parse_stat(buf, len, s->backend, s->srv, s->nslots, NULL, why, sizeof(why))) {
 		poll_failed(s, why);
 		return;
 	}
 	apply(s);
+}
+
+static void on_dropped(void *arg, const char *id, size_t id_len, const struct dbk_bal_lease *l)
+{
+	struct dbk_runtime_sync *s = arg;
+	char q[DBK_BAL_MAX_ID_LEN + 1];
+
+	dbk_log(DBK_LOG_DEBUG, "lease-released", "id=\"%s\" server=%s reason=server-gone",
+	        dbk_log_quote(q, sizeof(q), id, id_len), s->slots[l->server].name);
+}
+
+/* A server left HAProxy's backend: its leases end (the policy hears of
+ * each through the balancer's observer), its slot is held out and
+ * freed. */
+static void member_gone(struct dbk_runtime_sync *s, unsigned k)
+{
+	size_t n = dbk_bal_release_server(s->bal, k, on_dropped, s);
+
+	dbk_bal_set_out(s->bal, k, DBK_BAL_OUT_ABSENT, true);
+	s->stats.removed++;
+	dbk_log(DBK_LOG_INFO, "server-removed", "server=%s slot=%u leases_released=%zu",
+	        s->slots[k].name, k, n);
+	if (s->hooks.member)
+		s->hooks.member(s->hooks.arg, k, DBK_RT_SLOT_GONE, &s->srv[k]);
+}
+
+/* Follows the backend's list (runtime_members.h), then takes each
+ * present server's state from the dump. */
+static void follow(struct dbk_runtime_sync *s, unsigned n)
+{
+	struct dbk_rt_plan_counts c;
+
+	dbk_rt_plan(s->slots, s->nslots, s->fresh, n, s->slot_of, s->change, &c);
+	for (unsigned k = 0; k < s->nslots; k++)
+		if (s->change[k] == DBK_RT_SLOT_GONE)
+			member_gone(s, k);
+	dbk_rt_plan_apply(s->slots, s->nslots, s->fresh, n, s->slot_of, s->change);
+	if (c.no_room != s->stats.no_room)
+		dbk_log(c.no_room ? DBK_LOG_WARN : DBK_LOG_INFO, "server-slots",
+		        "backend=%s slots=%u servers=%u left_out=%u%s", s->backend, s->nslots, n,
+		        c.no_room, c.no_room ? " hint=\"raise --max-servers\"" : "");
+	s->stats.no_room = c.no_room;
+	for (unsigned i = 0; i < n; i++) {
+		int k = s->slot_of[i];
+
+		if (k < 0)
+			continue;
+		struct dbk_rt_server *r = &s->srv[k];
+		enum dbk_rt_change ch = s->change[k];
+
+		if (ch == DBK_RT_SLOT_ADDED) {
+			dbk_rt_server_init(r, s->fresh[i].name);
+			dbk_acct_reconcile_init(&s->rec[k]);
+		}
+		/* Whoever is in the slot now hears its weight afresh (the
+		 * policy forgot the old one's). */
+		if (ch == DBK_RT_SLOT_ADDED || ch == DBK_RT_SLOT_MOVED)
+			s->told[k] = -1;
+		r->op_state = s->fresh[i].op_state;
+		r->admin_state = s->fresh[i].admin_state;
+		r->state = s->fresh[i].state;
+		memcpy(r->addr, s->fresh[i].addr, sizeof(r->addr));
+		r->port = s->fresh[i].port;
+		if (ch == DBK_RT_SLOT_ADDED || ch == DBK_RT_SLOT_MOVED) {
+			/* In with HAProxy's state of it: not chosen before the
+			 * poll says it may be. */
+			dbk_bal_set_usable(s->bal, (unsigned)k, r->state == DBK_RT_READY);
+			if (ch == DBK_RT_SLOT_ADDED)
+				dbk_bal_set_out(s->bal, (unsigned)k, DBK_BAL_OUT_ABSENT, false);
+			s->stats.added += ch == DBK_RT_SLOT_ADDED;
+			s->stats.readdressed += ch == DBK_RT_SLOT_MOVED;
+			dbk_log(DBK_LOG_INFO,
+			        ch == DBK_RT_SLOT_ADDED ? "server-added" : "server-readdressed",
+			        "server=%s slot=%u addr=%s port=%d state=%s", r->name, (unsigned)k,
+			        r->addr[0] ? r->addr : "-", r->port, dbk_rt_state_str(r->state));
+			if (s->hooks.member)
+				s->hooks.member(s->hooks.arg, (unsigned)k, ch, r);
+		}
+	}
+	for (unsigned k = 0; k < s->nslots; k++)
+		if (s->change[k] == DBK_RT_SLOT_GONE)
+			dbk_rt_server_init(&s->srv[k], "");
+	s->stats.present = 0;
+	for (unsigned k = 0; k < s->nslots; k++)
+		s->stats.present += s->slots[k].name[0] != '\0';
 }
 
 static void on_state(void *arg, enum dbk_rt_query_status st, const char *buf, size_t len,
@@ -123,32 +220,12 @@ static void on_state(void *arg, enum dbk_rt_query_status st, const char *buf, si
 		return;
 	}
 	s->answered = true;
-	if (dbk_rt_parse_servers_state(buf, len, s->backend, s->fresh, s->n + 1, &n, why,
+	if (dbk_rt_parse_servers_state(buf, len, s->backend, s->fresh, DBK_MAX_SERVERS, &n, why,
 	                               sizeof(why))) {
 		poll_failed(s, why);
 		return;
 	}
-	/* The agent's indexes are HAProxy's order: if the backend changed
-	 * under us, acting on it would mark the wrong servers. */
-	bool same = n == s->n;
-	for (unsigned i = 0; same && i < n; i++)
-		same = strcmp(s->fresh[i].name, s->names[i]) == 0;
-	if (!same) {
-		if (!s->mismatch_logged)
-			dbk_log(DBK_LOG_ERROR, "backend-mismatch",
-			        "backend=%s reason=\"HAProxy's servers differ from the agent's "
-			        "list; "
-			        "restart the agent\"",
-			        s->backend);
-		s->mismatch_logged = true;
-		poll_failed(s, "server list mismatch");
-		return;
-	}
-	for (unsigned i = 0; i < n; i++) {
-		s->srv[i].op_state = s->fresh[i].op_state;
-		s->srv[i].admin_state = s->fresh[i].admin_state;
-		s->srv[i].state = s->fresh[i].state;
-	}
+	follow(s, n);
 	s->q = dbk_rt_query_start(s->loop, &s->addr, s->stat_cmd, 0, 0, on_stat, s, why,
 	                          sizeof(why));
 	if (!s->q)
@@ -174,16 +251,23 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 struct dbk_runtime_sync *dbk_runtime_sync_new(struct ev_loop *loop, const struct dbk_rt_addr *addr,
                                               const char *backend, double interval_s,
                                               double reclaim_after_s, struct dbk_balancer *bal,
-                                              const char *const *names, unsigned n)
+                                              const char *const *names, unsigned n, unsigned nslots,
+                                              const struct dbk_runtime_sync_hooks *hooks)
 {
 	struct dbk_runtime_sync *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
-	s->srv = calloc(n, sizeof(*s->srv));
-	s->fresh = calloc(n + 1, sizeof(*s->fresh));
-	s->rec = calloc(n, sizeof(*s->rec));
-	if (!s->srv || !s->fresh || !s->rec) {
+	if (n > nslots)
+		n = nslots;
+	s->srv = calloc(nslots, sizeof(*s->srv));
+	s->slots = calloc(nslots, sizeof(*s->slots));
+	s->change = calloc(nslots, sizeof(*s->change));
+	s->fresh = calloc(DBK_MAX_SERVERS, sizeof(*s->fresh));
+	s->slot_of = calloc(DBK_MAX_SERVERS, sizeof(*s->slot_of));
+	s->rec = calloc(nslots, sizeof(*s->rec));
+	s->told = malloc(nslots * sizeof(*s->told));
+	if (!s->srv || !s->slots || !s->change || !s->fresh || !s->slot_of || !s->rec || !s->told) {
 		dbk_runtime_sync_free(s);
 		return NULL;
 	}
@@ -194,14 +278,19 @@ struct dbk_runtime_sync *dbk_runtime_sync_new(struct ev_loop *loop, const struct
 	s->poll_ms = (uint64_t)(interval_s * 1000.0);
 	s->min_age_ms = (uint64_t)(reclaim_after_s * 1000.0);
 	s->bal = bal;
-	s->names = names;
-	s->n = n;
+	s->nslots = nslots;
+	if (hooks)
+		s->hooks = *hooks;
 	snprintf(s->state_cmd, sizeof(s->state_cmd), "show servers state %s", backend);
 	snprintf(s->stat_cmd, sizeof(s->stat_cmd), "show stat %s 4 -1", backend);
-	for (unsigned i = 0; i < n; i++) {
-		dbk_rt_server_init(&s->srv[i], names[i]);
+	for (unsigned i = 0; i < nslots; i++) {
+		if (i < n)
+			snprintf(s->slots[i].name, sizeof(s->slots[i].name), "%s", names[i]);
+		dbk_rt_server_init(&s->srv[i], s->slots[i].name);
 		dbk_acct_reconcile_init(&s->rec[i]);
+		s->told[i] = -1;
 	}
+	s->stats.present = n;
 	ev_timer_init(&s->timer, on_tick, 0, interval_s);
 	ev_timer_start(loop, &s->timer);
 	return s;
@@ -216,8 +305,12 @@ void dbk_runtime_sync_free(struct dbk_runtime_sync *s)
 	if (s->q)
 		dbk_rt_query_cancel(s->q);
 	free(s->srv);
+	free(s->slots);
+	free(s->change);
 	free(s->fresh);
+	free(s->slot_of);
 	free(s->rec);
+	free(s->told);
 	free(s);
 }
 
@@ -229,6 +322,11 @@ const struct dbk_runtime_sync_stats *dbk_runtime_sync_stats(const struct dbk_run
 const struct dbk_rt_server *dbk_runtime_sync_server(const struct dbk_runtime_sync *s, unsigned i)
 {
 	return &s->srv[i];
+}
+
+const char *dbk_runtime_sync_name(const struct dbk_runtime_sync *s, unsigned i)
+{
+	return s->slots[i].name;
 }
 
 int dbk_runtime_sync_discover(const char *addr, const char *backend, unsigned timeout_ms,

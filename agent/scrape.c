@@ -361,12 +361,57 @@ static void target_addr(struct target *t)
 	resolve_start(t, dbk_mono_ms());
 }
 
+/* Points t at base_url for server name (NULL or "": not scraped).
+ * Returns 0, or -1 when the URL is not of a shape scraped (logged). */
+static int target_set(struct dbk_scrape *s, struct target *t, const char *name,
+                      const char *base_url)
+{
+	char err[URL_MAX_LEN + 64];
+	struct req *r[2] = { &t->metrics, &t->models };
+
+	t->s = s;
+	for (unsigned k = 0; k < 2; k++) {
+		r[k]->t = t;
+		r[k]->kind = k ? REQ_MODELS : REQ_METRICS;
+		dbk_hc_init(&r[k]->hc, s->loop, DBK_SCRAPE_MAX_BODY, on_done, r[k]);
+	}
+	/* /v1/models comes every 10 s by default, past the idle timeout of
+	 * vLLM's server (uvicorn: 5 s): a kept connection would only be
+	 * found closed at the next fetch, so that one is not kept. */
+	t->models.hc.once = true;
+	snprintf(t->name, sizeof(t->name), "%s", name);
+	if (!base_url || !base_url[0])
+		return 0;
+	/* A trailing slash would double the one of "/metrics". */
+	size_t bl = strlen(base_url);
+	while (bl > 0 && base_url[bl - 1] == '/')
+		bl--;
+	snprintf(t->base, sizeof(t->base), "%.*s", (int)bl, base_url);
+	if (target_init(t, t->base, err, sizeof(err)) < 0) {
+		dbk_log(DBK_LOG_ERROR, "scrape-url", "server=%s reason=\"%s\"", t->name, err);
+		return -1;
+	}
+	t->v.scraped = true;
+	target_addr(t);
+	return 0;
+}
+
+/* Stops t's lookups and clients and forgets it. */
+static void target_clear(struct target *t)
+{
+	resolve_cancel(t);
+	dbk_hc_free(&t->metrics.hc);
+	dbk_hc_free(&t->models.hc);
+	dbk_buf_free(&t->metrics.text);
+	dbk_buf_free(&t->models.text);
+	memset(t, 0, sizeof(*t));
+}
+
 struct dbk_scrape *dbk_scrape_new(struct ev_loop *loop, const struct dbk_scrape_config *c,
                                   const char *const *names, const char *const *base_urls,
                                   unsigned n)
 {
 	struct dbk_scrape *s = calloc(1, sizeof(*s));
-	char err[URL_MAX_LEN + 64];
 
 	if (!s)
 		return NULL;
@@ -379,41 +424,26 @@ struct dbk_scrape *dbk_scrape_new(struct ev_loop *loop, const struct dbk_scrape_
 		return NULL;
 	}
 	ev_timer_init(&s->deadline, on_deadline, 0.0, 0.0);
-	for (unsigned i = 0; i < n; i++) {
-		struct target *t = &s->t[i];
-		struct req *r[2] = { &t->metrics, &t->models };
-
-		t->s = s;
-		for (unsigned k = 0; k < 2; k++) {
-			r[k]->t = t;
-			r[k]->kind = k ? REQ_MODELS : REQ_METRICS;
-			dbk_hc_init(&r[k]->hc, loop, DBK_SCRAPE_MAX_BODY, on_done, r[k]);
-		}
-		/* /v1/models comes every 10 s by default, past the idle timeout
-		 * of vLLM's server (uvicorn: 5 s): a kept connection would only
-		 * be found closed at the next fetch, so that one is not kept. */
-		t->models.hc.once = true;
-		snprintf(t->name, sizeof(t->name), "%s", names[i]);
-		if (!base_urls[i] || !base_urls[i][0])
-			continue;
-		/* A trailing slash would double the one of "/metrics". */
-		size_t bl = strlen(base_urls[i]);
-		while (bl > 0 && base_urls[i][bl - 1] == '/')
-			bl--;
-		snprintf(t->base, sizeof(t->base), "%.*s", (int)bl, base_urls[i]);
-		if (target_init(t, t->base, err, sizeof(err)) < 0) {
-			dbk_log(DBK_LOG_ERROR, "scrape-url", "server=%s reason=\"%s\"", t->name,
-			        err);
+	for (unsigned i = 0; i < n; i++)
+		if (target_set(s, &s->t[i], names[i], base_urls[i]) < 0) {
 			dbk_scrape_free(s);
 			return NULL;
 		}
-		t->v.scraped = true;
-		target_addr(t);
-	}
 	/* The first scrape at once, then every interval. */
 	ev_timer_init(&s->tick, on_tick, 0.0, (double)c->interval_ms / 1000.0);
 	ev_timer_start(loop, &s->tick);
 	return s;
+}
+
+int dbk_scrape_set(struct dbk_scrape *s, unsigned i, const char *name, const char *base_url)
+{
+	if (i >= s->n)
+		return -1;
+	target_clear(&s->t[i]);
+	if (target_set(s, &s->t[i], name, base_url) == 0)
+		return 0;
+	target_clear(&s->t[i]);
+	return target_set(s, &s->t[i], name, NULL);
 }
 
 void dbk_scrape_free(struct dbk_scrape *s)
@@ -422,15 +452,8 @@ void dbk_scrape_free(struct dbk_scrape *s)
 		return;
 	ev_timer_stop(s->loop, &s->tick);
 	ev_timer_stop(s->loop, &s->deadline);
-	for (unsigned i = 0; i < s->n; i++) {
-		struct target *t = &s->t[i];
-
-		resolve_cancel(t);
-		dbk_hc_free(&t->metrics.hc);
-		dbk_hc_free(&t->models.hc);
-		dbk_buf_free(&t->metrics.text);
-		dbk_buf_free(&t->models.text);
-	}
+	for (unsigned i = 0; i < s->n; i++)
+		target_clear(&s->t[i]);
 	free(s->t);
 	free(s);
 }

@@ -65,6 +65,12 @@ struct dbk_scrape *dbk_scrape_new(struct ev_loop *loop, const struct dbk_scrape_
                                   const char *const *names, const char *const *base_urls,
                                   unsigned n);
 void dbk_scrape_free(struct dbk_scrape *s);
+/* Server i is now name at base_url (NULL or "": not scraped): another
+ * server in the slot, or the same at a new address. A scrape of the old
+ * target in flight is dropped; its numbers are forgotten. Returns 0, or
+ * -1 when the URL is not of a shape scraped (logged; i is then not
+ * scraped). */
+int dbk_scrape_set(struct dbk_scrape *s, unsigned i, const char *name, const char *base_url);
 
 unsigned dbk_scrape_count(const struct dbk_scrape *s);
 const struct dbk_scrape_view *dbk_scrape_view(const struct dbk_scrape *s, unsigned i);

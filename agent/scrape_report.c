@@ -118,16 +118,19 @@ void dbk_scrape_report_state(const struct dbk_scrape *s, uint64_t now_ms, struct
 	dbk_buf_printf(o,
 	               "  \"scrape\": {\"interval_ms\": %ld, \"timeout_ms\": %ld, \"servers\": [\n",
 	               dbk_scrape_config(s)->interval_ms, dbk_scrape_config(s)->timeout_ms);
+	const char *sep = "";
+
 	for (unsigned i = 0; i < n; i++) {
 		const struct dbk_scrape_view *v = dbk_scrape_view(s, i);
 
-		dbk_buf_printf(o,
-		               "    {\"name\": \"%s\", \"url\": \"%s\", \"up\": %s, \"fresh\": %s, "
-		               "\"scrapes\": %" PRIu64 ", \"failures\": %" PRIu64,
-		               dbk_scrape_name(s, i), dbk_scrape_url(s, i),
-		               v->up ? "true" : "false",
-		               dbk_scrape_fresh(s, i, now_ms) ? "true" : "false", v->scrapes,
-		               v->failures);
+		if (!dbk_scrape_name(s, i)[0])
+			continue; /* a free slot (agent.h) */
+		dbk_buf_printf(
+		        o,
+		        "%s    {\"name\": \"%s\", \"url\": \"%s\", \"up\": %s, \"fresh\": %s, "
+		        "\"scrapes\": %" PRIu64 ", \"failures\": %" PRIu64,
+		        sep, dbk_scrape_name(s, i), dbk_scrape_url(s, i), v->up ? "true" : "false",
+		        dbk_scrape_fresh(s, i, now_ms) ? "true" : "false", v->scrapes, v->failures);
 		if (v->ok_ms)
 			dbk_buf_printf(o, ", \"age_ms\": %" PRIu64, now_ms - v->ok_ms);
 		if (v->max_model_len)
@@ -136,7 +139,8 @@ void dbk_scrape_report_state(const struct dbk_scrape *s, uint64_t now_ms, struct
 			if (v->m.have & series[k].bit)
 				dbk_buf_printf(o, ", \"%s\": %.17g", series[k].json,
 				               field(&v->m, series[k].off));
-		dbk_buf_printf(o, "}%s\n", i + 1 < n ? "," : "");
+		dbk_buf_printf(o, "}");
+		sep = ",\n";
 	}
-	dbk_buf_printf(o, "  ]},\n");
+	dbk_buf_printf(o, "%s  ]},\n", *sep ? "\n" : "");
 }

@@ -84,7 +84,7 @@ teardown() {
 	assert_success
 	# vllm2 carries the held request into group 0.
 	run agent_get /state
-	assert_line --partial '{"name": "vllm2", "group": 0, "usable": true, "inflight": 1, "load": 35000}'
+	assert_line --partial '{"name": "vllm2", "group": 0, "usable": true, "inflight": 1, "load": 35000,'
 	assert_line --partial '{"min": 0, "max": 32768, "load": 35000}'
 	wait "$HELD"
 	wait_state leases 0

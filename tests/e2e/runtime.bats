@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # The agent follows HAProxy's runtime API: server states (DOWN, MAINT and
 # DRAIN servers are not chosen), server discovery, leaked-lease repair.
+# The backend's changing list: fleet.bats.
 
 load helpers
 
@@ -74,7 +75,7 @@ teardown() {
 	assert_output "200 vllm2 1 1 0 35000"
 }
 
-@test "a server list that does not match HAProxy's is reported, and states are not applied" {
+@test "servers named in another order than HAProxy's are followed by name" {
 	start_haproxy
 	"$BUILD/dbucket-spoa" --listen "$DBK_AGENT" --completion-listen "$DBK_COMPLETIONS" \
 		--admin-listen "127.0.0.1:$ADMIN_PORT" --haproxy-socket "$DBK_STATS_SOCKET" \
@@ -82,12 +83,11 @@ teardown() {
 	AGENT_PID=$!
 	dbk_wait_port "$ADMIN_PORT"
 	haproxy_cmd "set server vllm/vllm0 state maint"
-	wait_log 'event=backend-mismatch'
-	# Polls go on failing, but the error is logged once.
-	wait_state_ge runtime_failures 5
+	wait_server vllm0 usable false
+	assert_equal "$(server_field vllm1 usable)" true
+	assert_equal "$(server_field vllm0 slot)" 1
 	run grep -c 'event=backend-mismatch' "$BATS_TEST_TMPDIR/agent.log"
-	assert_output 1
-	assert_equal "$(server_field vllm0 usable)" true
+	assert_output 0
 }
 
 @test "leases whose completion never comes are reclaimed from HAProxy's session counts" {
@@ -116,4 +116,21 @@ teardown() {
 	wait_log 'event=runtime-api-unreachable'
 	run grep -c 'event=runtime-api-unreachable' "$BATS_TEST_TMPDIR/agent.log"
 	assert_output 1
+}
+
+@test "following HAProxy's backend, live group sizes count its servers, not the agent's spare slots" {
+	# Changes through the admin endpoint's unix socket.
+	local admin=$BATS_TEST_TMPDIR/admin.sock
+	start_agent --enable-dynamic-bucket --haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100 \
+		--admin-listen "unix:$admin"
+	start_haproxy
+	wait_state runtime_api_up true
+	run curl -s -o /dev/null -w '%{http_code}' --unix-socket "$admin" -X POST \
+		"http://localhost/config?group-sizes=3,1"
+	assert_output 200
+	assert_equal "$(server_field vllm2 group)" 0
+	assert_equal "$(server_field vllm3 group)" 1
+	run curl -s -o /dev/null -w '%{http_code}' --unix-socket "$admin" -X POST \
+		"http://localhost/config?group-sizes=60,5"
+	assert_output 400
 }

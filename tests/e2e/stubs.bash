@@ -260,7 +260,8 @@ same_as_direct() {
 
 # assert_books_balanced: nothing in flight, every lease given back once:
 # leases 0, every server's inflight and load 0 (never negative),
-# decisions == released + expired + reclaimed.
+# decisions == released + expired + reclaimed + dropped (their server
+# left HAProxy's backend).
 assert_books_balanced() {
 	state_snapshot
 	assert_equal "leases=$(state_get leases)" "leases=0"
@@ -269,12 +270,13 @@ assert_books_balanced() {
 	# it stands in the document.
 	jq -e '[.. | objects | select((.inflight // 0) != 0 or (.load // 0) != 0)] | length == 0' \
 		<<<"$STATE" >/dev/null || fail "some load is still charged: $STATE"
-	local d r x c
+	local d r x c g
 	d=$(state_get decisions)
 	r=$(state_get released)
 	x=$(state_get expired)
 	c=$(state_get reclaimed)
-	assert_equal "decisions=$d" "decisions=$((r + x + ${c:-0}))"
+	g=$(state_get dropped)
+	assert_equal "decisions=$d" "decisions=$((r + x + ${c:-0} + ${g:-0}))"
 }
 
 # haproxy_completions: HAProxy's completion lines (the dbk1 log lines).

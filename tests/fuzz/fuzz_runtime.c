@@ -30,6 +30,7 @@
 #include "fuzz.h"
 #include "accounting.h"
 #include "runtime.h"
+#include "runtime_members.h"
 
 #define MAXS 64
 #define ERRLEN 160
@@ -132,6 +133,50 @@ static void check_err(int rc, const char *err, size_t errlen)
 	}
 }
 
+/* ---- the slots' plan (runtime_members.h) ---- */
+
+/* Slots holding every other server of the dump, last first, plus a
+ * stranger, against the dump: every server gets its own slot or none
+ * (only when every slot was taken), the slots then name exactly the
+ * servers placed, and a second plan changes nothing. */
+static void check_plan(const struct dbk_rt_server *f, unsigned n)
+{
+	enum { NSL = 8 };
+	struct dbk_rt_slot sl[NSL];
+	int at[MAXS];
+	enum dbk_rt_change ch[NSL];
+	struct dbk_rt_plan_counts c;
+	unsigned k = 0, placed = 0;
+
+	memset(sl, 0, sizeof(sl));
+	/* Not a name HAProxy's dump can hold (not printable). */
+	snprintf(sl[k++].name, sizeof(sl[0].name), "%s", "\x01stranger");
+	for (unsigned i = n; i-- > 0 && k<NSL / 2; i -= i> 0)
+		memcpy(&sl[k++], f[i].name, sizeof(f[i].name));
+	dbk_rt_plan(sl, NSL, f, n, at, ch, &c);
+	for (unsigned i = 0; i < n; i++) {
+		if (at[i] < 0)
+			continue;
+		FUZZ_CHECK(at[i] < NSL && ch[at[i]] != DBK_RT_SLOT_GONE &&
+		           ch[at[i]] != DBK_RT_SLOT_FREE);
+		for (unsigned j = 0; j < i; j++)
+			FUZZ_CHECK(at[j] != at[i]);
+		placed++;
+	}
+	FUZZ_CHECK(placed + c.no_room == n);
+	FUZZ_CHECK(ch[0] == DBK_RT_SLOT_GONE);
+	dbk_rt_plan_apply(sl, NSL, f, n, at, ch);
+	for (unsigned i = 0; i < n; i++)
+		FUZZ_CHECK(at[i] < 0 || strcmp(sl[at[i]].name, f[i].name) == 0);
+	unsigned named = 0;
+	for (unsigned j = 0; j < NSL; j++)
+		named += sl[j].name[0] != '\0';
+	FUZZ_CHECK(named == placed);
+	unsigned left = c.no_room;
+	dbk_rt_plan(sl, NSL, f, n, at, ch, &c);
+	FUZZ_CHECK(c.gone == 0 && c.moved == 0 && (left || c.added == 0));
+}
+
 /* ---- show servers state ---- */
 
 static unsigned do_servers_state(const char *buf, size_t len, const char *be, char *err,
@@ -153,7 +198,7 @@ static unsigned do_servers_state(const char *buf, size_t len, const char *be, ch
 
 		FUZZ_CHECK(name_valid(s->name) && fuzz_contains(buf, len, s->name));
 		FUZZ_CHECK(dbk_rt_find(out, n, s->name, strlen(s->name)) == (int)i);
-		FUZZ_CHECK(s->op_state >= 0 && s->op_state <= 3);
+		FUZZ_CHECK(s->op_state >= 0 && s->op_state <= 3 && s->weight == -1);
 		FUZZ_CHECK(s->admin_state >= 0 && s->admin_state <= 0xffff);
 		FUZZ_CHECK(s->state ==
 		           model_flags((unsigned)s->op_state, (unsigned)s->admin_state));
@@ -183,6 +228,7 @@ static unsigned do_servers_state(const char *buf, size_t len, const char *be, ch
 	if (n > 0)
 		FUZZ_CHECK(dbk_rt_parse_servers_state(buf, len, be, again, n - 1, &n2, NULL, 0) ==
 		           -1);
+	check_plan(out, n);
 	return n;
 }
 

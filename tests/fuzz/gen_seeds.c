@@ -530,6 +530,10 @@ static void seeds_runtime(void)
 		{ 0x02, "haproxy26-be-servers-state-initial.txt", "haproxy26-be-stat-initial.txt",
 		  "both-be-initial" },
 		{ 0x0a, "haproxy26-be2-servers-state.txt", "haproxy26-be2-stat.txt", "both-be2" },
+		/* Dynamic and template servers, weights (test_runtime_members.c). */
+		{ 0x00, "haproxy26-fleet-servers-state.txt", NULL, "servers-state-fleet" },
+		{ 0x02, "haproxy26-fleet-servers-state.txt", "haproxy26-fleet-stat.txt",
+		  "both-fleet" },
 	};
 	struct out o;
 

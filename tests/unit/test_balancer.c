@@ -809,6 +809,172 @@ static void dispatch_to_slot_and_observer(void)
 	dbk_bal_free(b);
 }
 
+/* ---- a changing server list ---- */
+
+/* A balancer of n slots of which the last n - present are absent
+ * decides exactly as one of the present servers alone: the slots the
+ * agent keeps for servers HAProxy may add change no decision. */
+static void absent_slots_change_nothing(void)
+{
+	uint64_t seed = UINT64_C(0x51075107);
+	unsigned mism = 0;
+
+	for (unsigned round = 0; round < 20; round++) {
+		unsigned present = 2 + rnd_below(&seed, 12), extra = 1 + rnd_below(&seed, 8);
+		struct dbk_balancer *a = reference_balancer(present);
+		struct dbk_balancer *b = reference_balancer(present + extra);
+		char id[32];
+
+		for (unsigned s = present; s < present + extra; s++)
+			dbk_bal_set_out(b, s, DBK_BAL_OUT_ABSENT, true);
+		for (unsigned s = 0; s < present; s++)
+			mism += dbk_bal_group_of(a, s) != dbk_bal_group_of(b, s);
+		for (unsigned op = 0; op < 400; op++) {
+			struct dbk_bal_decision da, db;
+			double bytes = 4.0 * rnd_below(&seed, 60000);
+
+			snprintf(id, sizeof(id), "r%u", op);
+			if (rnd_below(&seed, 3) == 0 && op > 0) {
+				snprintf(id, sizeof(id), "r%u", rnd_below(&seed, op));
+				mism += rel(a, id) != rel(b, id);
+				continue;
+			}
+			mism += disp(a, id, bytes, &da) != disp(b, id, bytes, &db);
+			mism += da.server != db.server || da.group != db.group;
+		}
+		dbk_bal_free(a);
+		dbk_bal_free(b);
+	}
+	CHECK_EQ_U(mism, 0);
+}
+
+static unsigned ended_on[8];
+static void count_ended(void *arg, const struct dbk_bal_lease *l)
+{
+	(void)arg;
+	ended_on[l->server]++;
+}
+
+/* Servers come and go: the groups are the reference's split of those
+ * present, loads follow their servers, a gone server's leases end once
+ * each through the observer, and its late completion finds none. */
+static void servers_come_and_go(void)
+{
+	struct dbk_balancer *b = reference_balancer(6);
+	struct dbk_bal_observer o = { .ended = count_ended };
+	struct dbk_bal_decision d;
+	struct dbk_bal_request r = req(400);
+
+	dbk_bal_observe(b, &o);
+	memset(ended_on, 0, sizeof(ended_on));
+	dbk_bal_set_out(b, 4, DBK_BAL_OUT_ABSENT, true);
+	dbk_bal_set_out(b, 5, DBK_BAL_OUT_ABSENT, true);
+	/* Four present: 2 and 2. */
+	CHECK_EQ_U(dbk_bal_group_of(b, 1), 0);
+	CHECK_EQ_U(dbk_bal_group_of(b, 2), 1);
+	CHECK_EQ_U(dbk_bal_dispatch_to(b, "x", 1, &r, 2, 0, &d), DBK_BAL_OK);
+	CHECK_EQ_U(dbk_bal_dispatch_to(b, "y", 1, &r, 2, 0, &d), DBK_BAL_OK);
+	CHECK_EQ_U(dbk_bal_dispatch_to(b, "z", 1, &r, 3, 0, &d), DBK_BAL_OK);
+	CHECK_NEAR(dbk_bal_bucket_load(b, 1), 300, 0);
+	/* An absent slot is never taken, nor moved to. */
+	CHECK_EQ_U(dbk_bal_dispatch_to(b, "w", 1, &r, 4, 0, &d), DBK_BAL_NO_SERVER);
+	CHECK_EQ_U(dbk_bal_move(b, "x", 1, 5, NULL), DBK_BAL_NO_SERVER);
+	/* A fifth server: 3 and 2, and server 2 takes its load along. */
+	dbk_bal_set_out(b, 4, DBK_BAL_OUT_ABSENT, false);
+	CHECK(dbk_bal_usable(b, 4));
+	CHECK_EQ_U(dbk_bal_group_of(b, 2), 0);
+	CHECK_EQ_U(dbk_bal_group_of(b, 4), 1);
+	CHECK_NEAR(dbk_bal_bucket_load(b, 0), 200, 0);
+	CHECK_NEAR(dbk_bal_bucket_load(b, 1), 100, 0);
+	/* Server 2 leaves: its two leases end, once each. */
+	CHECK_EQ_U(dbk_bal_release_server(b, 2, NULL, NULL), 2);
+	dbk_bal_set_out(b, 2, DBK_BAL_OUT_ABSENT, true);
+	CHECK_EQ_U(ended_on[2], 2);
+	CHECK_EQ_U(dbk_bal_stats(b)->dropped, 2);
+	CHECK_EQ_U(dbk_bal_stats(b)->leases, 1);
+	CHECK_NEAR(dbk_bal_server_load(b, 2), 0, 0);
+	CHECK_NEAR(dbk_bal_bucket_load(b, 0) + dbk_bal_bucket_load(b, 1), 100, 0);
+	CHECK_EQ_U(rel(b, "x"), DBK_BAL_UNKNOWN);
+	CHECK_EQ_U(ended_on[2], 2);
+	/* Four present again (0, 1, 3, 4): 2 and 2. */
+	CHECK_EQ_U(dbk_bal_group_of(b, 1), 0);
+	CHECK_EQ_U(dbk_bal_group_of(b, 3), 1);
+	CHECK_EQ_U(rel(b, "z"), DBK_BAL_OK);
+	CHECK_NEAR(dbk_bal_bucket_load(b, 1), 0, 0);
+	dbk_bal_free(b);
+}
+
+/* Weights: least load per unit of weight when they differ; equal
+ * weights (whatever their value) choose as the reference. */
+/* Following HAProxy's backend, group sizes count the servers present:
+ * they hold while they add up to them, else the reference's split. */
+static void group_sizes_of_a_changing_list(void)
+{
+	struct dbk_bal_config c;
+	struct dbk_balancer *b;
+
+	config_buckets(&c, 8, 2, (const double[]){ 0, 100, 200 });
+	c.group_sizes[0] = 3;
+	c.group_sizes[1] = 1;
+	CHECK(dbk_bal_config_check(&c, NULL, 0) == -1); /* a fixed list: 8 */
+	c.follows = true;
+	CHECK(dbk_bal_config_check(&c, NULL, 0) == 0);
+	c.group_sizes[1] = 6;
+	CHECK(dbk_bal_config_check(&c, NULL, 0) == -1); /* 9 > 8 slots */
+	c.group_sizes[1] = 1;
+	b = dbk_bal_new(&c);
+	for (unsigned s = 4; s < 8; s++)
+		dbk_bal_set_out(b, s, DBK_BAL_OUT_ABSENT, true);
+	CHECK_EQ_U(dbk_bal_group_of(b, 2), 0);
+	CHECK_EQ_U(dbk_bal_group_of(b, 3), 1);
+	/* A fifth server: 3 + 1 no longer adds up, the split is 3 and 2. */
+	dbk_bal_set_out(b, 4, DBK_BAL_OUT_ABSENT, false);
+	CHECK_EQ_U(dbk_bal_group_of(b, 2), 0);
+	CHECK_EQ_U(dbk_bal_group_of(b, 3), 1);
+	CHECK_EQ_U(dbk_bal_group_of(b, 4), 1);
+	dbk_bal_set_out(b, 4, DBK_BAL_OUT_ABSENT, true);
+	dbk_bal_set_out(b, 0, DBK_BAL_OUT_ABSENT, true);
+	/* Three present (1, 2, 3): 2 and 1 by the split. */
+	CHECK_EQ_U(dbk_bal_group_of(b, 2), 0);
+	CHECK_EQ_U(dbk_bal_group_of(b, 3), 1);
+	dbk_bal_free(b);
+}
+
+static void weighted_least_load(void)
+{
+	struct dbk_bal_config c;
+	struct dbk_balancer *b;
+	struct dbk_bal_decision d;
+	unsigned count[2] = { 0, 0 };
+	char id[16];
+
+	dbk_bal_config_default(&c, 2, false, 1, 2);
+	b = dbk_bal_new(&c);
+	dbk_bal_set_weight(b, 0, 10);
+	dbk_bal_set_weight(b, 1, 3);
+	CHECK_NEAR(dbk_bal_weight(b, 0), 10, 0);
+	for (unsigned i = 0; i < 130; i++) {
+		snprintf(id, sizeof(id), "w%u", i);
+		CHECK_EQ_U(disp(b, id, 400, &d), DBK_BAL_OK);
+		count[d.server]++;
+	}
+	CHECK_EQ_U(count[0], 100);
+	CHECK_EQ_U(count[1], 30);
+	/* 0 and negative weights are ignored (0 is a drain: the state's). */
+	dbk_bal_set_weight(b, 1, 0);
+	CHECK_NEAR(dbk_bal_weight(b, 1), 3, 0);
+	/* Equal again: the lighter (server 1) first, as the reference. */
+	dbk_bal_set_weight(b, 0, 3);
+	CHECK_EQ_U(disp(b, "eq", 400, &d), DBK_BAL_OK);
+	CHECK_EQ_U(d.server, 1);
+	/* An absent server's weight does not count. */
+	dbk_bal_set_weight(b, 1, 7);
+	dbk_bal_set_out(b, 1, DBK_BAL_OUT_ABSENT, true);
+	CHECK_EQ_U(disp(b, "only", 400, &d), DBK_BAL_OK);
+	CHECK_EQ_U(d.server, 0);
+	dbk_bal_free(b);
+}
+
 int main(void)
 {
 	RUN(config_default_is_reference);
@@ -825,5 +991,9 @@ int main(void)
 	RUN(unusable_group_nearest);
 	RUN(randomized_against_scan);
 	RUN(dispatch_to_slot_and_observer);
+	RUN(absent_slots_change_nothing);
+	RUN(servers_come_and_go);
+	RUN(weighted_least_load);
+	RUN(group_sizes_of_a_changing_list);
 	return CHECK_DONE();
 }

@@ -144,13 +144,17 @@ static void test_policy_and_scrape(void)
 	CHECK_EQ_U(PARSE(&c, err, "--engine-speed", "2.5", "a"), DBK_CONFIG_OK);
 	CHECK_NEAR(c.engine_speed, 2.5, 0);
 	CHECK_EQ_U(PARSE(&c, err, "--engine-speed", "0", "a"), DBK_CONFIG_ERROR);
-	/* With discovery the names come later: checked then. */
+	/* Following HAProxy's backend, the server may come later: not an
+	 * error at start. */
 	CHECK_EQ_U(PARSE(&c, err, "--haproxy-socket", "/x", "--scrape", "z=http://x"),
 	           DBK_CONFIG_OK);
 	c.servers[0] = "a";
 	c.nservers = 1;
-	CHECK(dbk_config_check_servers(&c, err, sizeof(err)) == -1);
-	CHECK(strstr(err, "'z', which is not a server") != NULL);
+	CHECK(dbk_config_check_servers(&c, err, sizeof(err)) == 0);
+	CHECK_EQ_U(PARSE(&c, err, "--haproxy-socket", "/x", "--max-servers", "0"),
+	           DBK_CONFIG_ERROR);
+	CHECK_EQ_U(PARSE(&c, err, "--haproxy-socket", "/x", "--max-servers", "8"), DBK_CONFIG_OK);
+	CHECK_EQ_U(c.max_servers, 8);
 }
 
 static void test_outlier_flags(void)

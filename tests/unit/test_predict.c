@@ -618,8 +618,49 @@ static void test_equal_or_silent_servers_stay_at_one(void)
 	dbk_pred_free(p);
 }
 
+/* Operator weights are the speed prior until a speed is learnt; a
+ * reset slot forgets its weight, its scrape and its speed. */
+static void test_weight_prior_and_reset(void)
+{
+	struct dbk_pred *p = fleet(3);
+	struct dbk_pred_view v;
+	struct dbk_pred_scrape sc = { .ok = true,
+		                      .running = 0,
+		                      .waiting = 0,
+		                      .kv_usage = 0,
+		                      .kv_capacity_tokens = 1000,
+		                      .prefix_queries = -1,
+		                      .prefix_hits = -1,
+		                      .ttft_sum_s = -1,
+		                      .ttft_count = -1 };
+
+	dbk_pred_set_weight(p, 0, 10);
+	dbk_pred_set_weight(p, 1, 3);
+	dbk_pred_view(p, 0, 0, &v);
+	CHECK_NEAR(v.slowness, sqrt(30.0) / 10.0, 1e-12);
+	dbk_pred_view(p, 1, 0, &v);
+	CHECK_NEAR(v.slowness, sqrt(30.0) / 3.0, 1e-12);
+	dbk_pred_view(p, 2, 0, &v);
+	CHECK_NEAR(v.slowness, 1, 0); /* no weight: the fleet's */
+	/* Fastest first on an idle fleet: the heaviest. */
+	struct dbk_pred_request r = { .prompt_tokens = 4000, .max_tokens = 16 };
+	struct dbk_pred_choice c;
+	CHECK_EQ_U(dbk_pred_choose(p, &r, 0, &c), 0);
+	dbk_pred_scraped(p, 1, &sc, 5);
+	dbk_pred_view(p, 1, 5, &v);
+	CHECK(v.scraped && v.kv_capacity == 1000);
+	dbk_pred_reset(p, 1);
+	dbk_pred_view(p, 1, 5, &v);
+	CHECK(!v.scraped && v.kv_capacity != 1000);
+	CHECK_NEAR(v.slowness, 1, 0);
+	dbk_pred_view(p, 0, 5, &v);
+	CHECK_NEAR(v.slowness, 1, 0); /* alone with a weight: the fleet */
+	dbk_pred_free(p);
+}
+
 int main(void)
 {
+	RUN(test_weight_prior_and_reset);
 	RUN(test_config_checked);
 	RUN(test_defaults_are_the_h100_profile);
 	RUN(test_a_burst_spreads);

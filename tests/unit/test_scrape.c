@@ -4,7 +4,8 @@
  * numbers no engine reports and a hang mark a server down (its failures
  * counted, nothing invented); the loop keeps scraping the good server
  * while another hangs (event order, not timing); a server that heals
- * comes back up. Bounded: each phase ends on its condition or after
+ * comes back up; a slot retargeted (the backend changed) forgets the
+ * old server and scrapes the new one. Bounded: each phase ends on its condition or after
  * PHASE_MAX_S. */
 #include <errno.h>
 #include <ev.h>
@@ -150,6 +151,8 @@ static bool phase_done(void)
 		return dbk_scrape_view(sc, 0)->scrapes >= 5;
 	if (phase == 3)
 		return dbk_scrape_view(sc, GARBAGE)->failures >= bad_failures_before + 2;
+	if (phase == 4) /* a slot retargeted (dbk_scrape_set) */
+		return dbk_scrape_view(sc, HANG)->scrapes >= 2;
 
 	const struct dbk_scrape_view *ok = dbk_scrape_view(sc, OK);
 	const struct dbk_scrape_view *bad = dbk_scrape_view(sc, GARBAGE);
@@ -289,6 +292,25 @@ static void test_scrape_ok_garbage_hang(void)
 	CHECK(v->failures >= bad_failures_before + 2);
 	CHECK(!v->up);
 	CHECK_NEAR(v->m.running, 3, 0);
+
+	/* The backend changed: the hung server's slot now holds another
+	 * server at the good address, garbage's slot is free. The old
+	 * numbers and counts go; the new target is scraped. */
+	CHECK(dbk_scrape_set(sc, HANG, "moved", srv[OK].url) == 0);
+	CHECK(dbk_scrape_set(sc, GARBAGE, "", NULL) == 0);
+	v = dbk_scrape_view(sc, GARBAGE);
+	CHECK(!v->scraped && v->failures == 0 && v->m.have == 0 && !v->max_model_len);
+	phase = 4;
+	run_phase(loop);
+	v = dbk_scrape_view(sc, HANG);
+	CHECK(v->up && v->failures == 0 && v->scrapes >= 2);
+	CHECK(strcmp(dbk_scrape_name(sc, HANG), "moved") == 0);
+	dbk_buf_init(&o);
+	dbk_scrape_report_state(sc, dbk_mono_ms(), &o);
+	CHECK(o.p && strstr(o.p, "\"name\": \"moved\"") && !strstr(o.p, "garbage") &&
+	      !strstr(o.p, "\"name\": \"\""));
+	dbk_buf_free(&o);
+	CHECK(dbk_scrape_set(sc, 7, "x", NULL) == -1);
 
 	dbk_scrape_free(sc);
 	close_conns(loop);
