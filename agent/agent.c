@@ -455,6 +455,7 @@ static void on_member(void *arg, unsigned k, enum dbk_rt_change c, const struct 
 
 	if (a->policy.ops->reset)
 		a->policy.ops->reset(a->policy.st, k);
+	dbk_server_watch_reset(&a->watch, k);
 	if (c != DBK_RT_SLOT_MOVED)
 		a->route.by_server[k] = 0;
 	/* A gone server's slot is free: no name, nothing to scrape. */

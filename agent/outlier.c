@@ -61,6 +61,7 @@ int dbk_outlier_init(struct dbk_outlier *o, const struct dbk_outlier_config *c, 
 	memset(o, 0, sizeof(*o));
 	o->cfg = *c;
 	o->n = n;
+	o->fleet = n;
 	o->s = n ? calloc(n, sizeof(*o->s)) : NULL;
 	return n && !o->s ? -1 : 0;
 }
@@ -69,7 +70,7 @@ void dbk_outlier_free(struct dbk_outlier *o)
 {
 	free(o->s);
 	o->s = NULL;
-	o->n = 0;
+	o->n = o->fleet = 0;
 }
 
 /* Rolls the two-window count forward to now_ms. */
@@ -88,13 +89,13 @@ static void roll(const struct dbk_outlier *o, struct dbk_outlier_server *s, uint
 
 static unsigned max_ejected(const struct dbk_outlier *o)
 {
-	unsigned cap = (unsigned)((uint64_t)o->n * (unsigned)o->cfg.max_percent / 100);
+	unsigned cap = (unsigned)((uint64_t)o->fleet * (unsigned)o->cfg.max_percent / 100);
 
 	/* As Envoy: at least one, whatever the share; never all. */
 	if (cap < 1)
 		cap = 1;
-	if (cap >= o->n)
-		cap = o->n - 1;
+	if (cap >= o->fleet)
+		cap = o->fleet - 1;
 	return cap;
 }
 
@@ -164,7 +165,7 @@ bool dbk_outlier_observe(struct dbk_outlier *o, unsigned server, enum dbk_outlie
 	const char *rule = tripped(o, s);
 	if (!rule)
 		return false;
-	if (o->n < 2 || others == 0 || o->stats.ejected >= max_ejected(o)) {
+	if (o->fleet < 2 || others == 0 || o->stats.ejected >= max_ejected(o)) {
 		o->stats.capped++;
 		return false;
 	}
@@ -219,6 +220,11 @@ uint64_t dbk_outlier_next_due(const struct dbk_outlier *o)
 		if (o->s[i].state == DBK_OUTLIER_EJECTED && o->s[i].until_ms < due)
 			due = o->s[i].until_ms;
 	return due;
+}
+
+void dbk_outlier_set_fleet(struct dbk_outlier *o, unsigned fleet)
+{
+	o->fleet = fleet < o->n ? fleet : o->n;
 }
 
 bool dbk_outlier_reset(struct dbk_outlier *o, unsigned server)

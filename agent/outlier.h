@@ -106,6 +106,9 @@ struct dbk_outlier_stats {
 struct dbk_outlier {
 	struct dbk_outlier_config cfg;
 	unsigned n;
+	/* Servers in the fleet now (n at first): the share ejected at once
+	 * is of these, not of the slots a changing fleet keeps spare. */
+	unsigned fleet;
 	struct dbk_outlier_server *s;
 	struct dbk_outlier_stats stats;
 };
@@ -139,6 +142,9 @@ size_t dbk_outlier_tick(struct dbk_outlier *o, uint64_t now_ms,
 
 /* The earliest back-off end, or UINT64_MAX when none is ejected. */
 uint64_t dbk_outlier_next_due(const struct dbk_outlier *o);
+
+/* The fleet's size now (servers present, at most n). */
+void dbk_outlier_set_fleet(struct dbk_outlier *o, unsigned fleet);
 
 /* Forgets what server did (a new instance in its slot): closed, no
  * history. Returns true when it was ejected (the caller clears the bit). */

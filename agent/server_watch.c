@@ -15,15 +15,22 @@ static int find(const struct dbk_server_watch *w, const char *name, size_t len)
 	return -1;
 }
 
-/* Servers other than server the balancer may choose now. */
-static unsigned others_usable(const struct dbk_server_watch *w, unsigned server)
+/* Servers other than server the balancer may choose now; *present gets
+ * the servers HAProxy's backend has now (the slots not free). */
+static unsigned others_usable(const struct dbk_server_watch *w, unsigned server, unsigned *present)
 {
 	unsigned k = 0;
 
-	for (unsigned i = 0; i < w->n; i++)
+	*present = 0;
+	for (unsigned i = 0; i < w->n; i++) {
 		k += i != server && dbk_bal_usable(w->bal, i);
+		*present += !(dbk_bal_out_reasons(w->bal, i) & DBK_BAL_OUT_ABSENT);
+	}
 	return k;
 }
+
+/* A free slot (a changing fleet's spare) has no name and is not shown. */
+static bool shown(const struct dbk_server_watch *w, unsigned i) { return w->names[i][0] != '\0'; }
 
 static void arm(struct dbk_server_watch *w, uint64_t now_ms)
 {
@@ -92,7 +99,11 @@ static void observe(struct dbk_server_watch *w, unsigned server, enum dbk_outlie
 {
 	struct dbk_outlier_change ch;
 	uint64_t now = dbk_mono_ms();
-	unsigned others = v == DBK_OUTLIER_FAILURE ? others_usable(w, server) : 0;
+	unsigned present = 0;
+	unsigned others = v == DBK_OUTLIER_FAILURE ? others_usable(w, server, &present) : 0;
+
+	if (v == DBK_OUTLIER_FAILURE)
+		dbk_outlier_set_fleet(&w->outlier, present);
 
 	if (!dbk_outlier_observe(&w->outlier, server, v, why, now, others, &ch))
 		return;
@@ -123,6 +134,17 @@ void dbk_server_watch_completion(struct dbk_server_watch *w, const struct dbk_co
 		observe(w, (unsigned)server, v, why);
 }
 
+void dbk_server_watch_reset(struct dbk_server_watch *w, unsigned server)
+{
+	if (server >= w->n)
+		return;
+	if (dbk_outlier_reset(&w->outlier, server)) {
+		dbk_bal_set_out(w->bal, server, DBK_BAL_OUT_EJECTED, false);
+		arm(w, dbk_mono_ms());
+	}
+	dbk_bal_set_out(w->bal, server, DBK_BAL_OUT_ASLEEP, false);
+}
+
 void dbk_server_watch_scraped(struct dbk_server_watch *w, unsigned server,
                               const struct dbk_scrape_view *v, bool metrics)
 {
@@ -150,10 +172,16 @@ void dbk_server_watch_report_state(const struct dbk_server_watch *w, uint64_t no
 	               ", \"asleep_transitions\": %" PRIu64 ", \"servers\": [\n",
 	               ol->cfg.enabled ? "true" : "false", ol->stats.ejected, ol->stats.ejections,
 	               ol->stats.returns, ol->stats.capped, ol->stats.failures, w->sleeps);
+	const char *sep = "";
+
 	for (unsigned i = 0; i < w->n; i++) {
 		const struct dbk_outlier_server *s = &ol->s[i];
 		unsigned out = dbk_bal_out_reasons(w->bal, i);
 
+		if (!shown(w, i))
+			continue;
+		dbk_buf_printf(o, "%s", sep);
+		sep = ",\n";
 		dbk_buf_printf(o,
 		               "    {\"name\": \"%s\", \"state\": \"%s\", \"asleep\": %s, "
 		               "\"failures\": %" PRIu64 ", \"successes\": %" PRIu64
@@ -164,9 +192,9 @@ void dbk_server_watch_report_state(const struct dbk_server_watch *w, uint64_t no
 		if (s->state == DBK_OUTLIER_EJECTED)
 			dbk_buf_printf(o, ", \"reason\": \"%s\", \"back_in_ms\": %" PRIu64,
 			               s->reason, s->until_ms > now_ms ? s->until_ms - now_ms : 0);
-		dbk_buf_printf(o, "}%s\n", i + 1 < w->n ? "," : "");
+		dbk_buf_printf(o, "}");
 	}
-	dbk_buf_printf(o, "  ]},\n");
+	dbk_buf_printf(o, "%s  ]},\n", *sep ? "\n" : "");
 }
 
 void dbk_server_watch_report_metrics(const struct dbk_server_watch *w, struct dbk_buf *o)
@@ -193,17 +221,21 @@ void dbk_server_watch_report_metrics(const struct dbk_server_watch *w, struct db
 	dbk_prom_head(o, "dbucket_server_ejected", "gauge",
 	              "Whether outlier detection has the server out now (1).");
 	for (unsigned i = 0; i < w->n; i++)
-		dbk_buf_printf(o, "dbucket_server_ejected{server=\"%s\"} %d\n", w->names[i],
-		               ol->s[i].state == DBK_OUTLIER_EJECTED);
+		if (shown(w, i))
+			dbk_buf_printf(o, "dbucket_server_ejected{server=\"%s\"} %d\n", w->names[i],
+			               ol->s[i].state == DBK_OUTLIER_EJECTED);
 	dbk_prom_head(o, "dbucket_server_failures_total", "counter",
 	              "Completions counted as the server's failure (5xx, refused, reset, timed "
 	              "out).");
 	for (unsigned i = 0; i < w->n; i++)
-		dbk_buf_printf(o, "dbucket_server_failures_total{server=\"%s\"} %" PRIu64 "\n",
-		               w->names[i], ol->s[i].failures);
+		if (shown(w, i))
+			dbk_buf_printf(o,
+			               "dbucket_server_failures_total{server=\"%s\"} %" PRIu64 "\n",
+			               w->names[i], ol->s[i].failures);
 	dbk_prom_head(o, "dbucket_server_asleep", "gauge",
 	              "Whether the server's vLLM engine sleeps (vllm:engine_sleep_state) (1).");
 	for (unsigned i = 0; i < w->n; i++)
-		dbk_buf_printf(o, "dbucket_server_asleep{server=\"%s\"} %d\n", w->names[i],
-		               (dbk_bal_out_reasons(w->bal, i) & DBK_BAL_OUT_ASLEEP) != 0);
+		if (shown(w, i))
+			dbk_buf_printf(o, "dbucket_server_asleep{server=\"%s\"} %d\n", w->names[i],
+			               (dbk_bal_out_reasons(w->bal, i) & DBK_BAL_OUT_ASLEEP) != 0);
 }

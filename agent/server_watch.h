@@ -38,6 +38,11 @@ void dbk_server_watch_stop(struct dbk_server_watch *w);
 /* One completion line (after the books took it). */
 void dbk_server_watch_completion(struct dbk_server_watch *w, const struct dbk_completion *c);
 
+/* A new server came into the slot (or the slot emptied): what the old
+ * one did is forgotten, and it is no longer held out as ejected or
+ * asleep. */
+void dbk_server_watch_reset(struct dbk_server_watch *w, unsigned server);
+
 /* One finished scrape of server (struct dbk_scrape_config.scraped's
  * arguments). A failed scrape changes nothing: an unreachable server is
  * HAProxy's health check's to judge. */

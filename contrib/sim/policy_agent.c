@@ -92,16 +92,28 @@ static int ag_init(void *st, const struct dbk_sim_policy_env *env)
 }
 
 /* What /v1/models and cache_config_info tell an agent at start. */
+/* What the agent learns of instance i from outside its books: its
+ * context length (/v1/models) and its operator weight (HAProxy's, which
+ * the agent reads with the runtime API; 1 for all without --weights). */
+static void ag_tell(struct ag *p, const struct dbk_sim *s, unsigned i)
+{
+	const struct dbk_engine_config *e = dbk_sim_engine_config(s, i);
+
+	p->kv_cap[i] = (double)e->kv_capacity_tokens;
+	for (unsigned j = 0; j < p->k; j++) {
+		if (p->ops->max_model_len)
+			p->ops->max_model_len(p->node[j], i, e->max_model_len);
+		if (p->ops->weight)
+			p->ops->weight(p->node[j], i, dbk_sim_weight(s, i));
+	}
+}
+
 static void ag_learn(struct ag *p, const struct dbk_sim *s)
 {
 	if (p->learnt)
 		return;
-	for (unsigned i = 0; i < p->n; i++) {
-		const struct dbk_engine_config *e = dbk_sim_engine_config(s, i);
-		p->kv_cap[i] = (double)e->kv_capacity_tokens;
-		for (unsigned j = 0; j < p->k && p->ops->max_model_len; j++)
-			p->ops->max_model_len(p->node[j], i, e->max_model_len);
-	}
+	for (unsigned i = 0; i < p->n; i++)
+		ag_tell(p, s, i);
 	p->learnt = true;
 }
 
@@ -218,8 +230,12 @@ static void ag_member(void *st, const struct dbk_sim *s, unsigned i, bool usable
 {
 	struct ag *p = st;
 
-	(void)s;
-	(void)fresh;
+	/* A new instance in the slot: the agent forgets the old one's (its
+	 * runtime sync sees a new address) and learns the new one afresh. */
+	for (unsigned j = 0; fresh && j < p->k && p->ops->reset; j++)
+		p->ops->reset(p->node[j], i);
+	if (fresh && p->learnt)
+		ag_tell(p, s, i);
 	for (unsigned j = 0; j < p->k && p->ops->usable; j++)
 		p->ops->usable(p->node[j], i, usable);
 }

@@ -50,7 +50,12 @@ static int bal_init(void *st, const struct dbk_sim_policy_env *env)
 		return -1;
 	p->cfg = c;
 	p->b = dbk_bal_new(&bc);
-	return p->b ? 0 : -1;
+	if (!p->b)
+		return -1;
+	/* The operator's weights, as the agent reads them from HAProxy. */
+	for (unsigned i = 0; c->weights && i < c->ninstances; i++)
+		dbk_bal_set_weight(p->b, i, c->weights[i]);
+	return 0;
 }
 
 static int bal_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)

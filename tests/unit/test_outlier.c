@@ -137,6 +137,31 @@ static void test_ratio(void)
 	dbk_outlier_free(&o);
 }
 
+/* A changing fleet keeps spare slots: the share ejected at once is of
+ * the servers present, so 4 of 64 slots allow 2 ejections, not 32. */
+static void test_cap_of_present(void)
+{
+	struct dbk_outlier_config c = config();
+	struct dbk_outlier o;
+	struct dbk_outlier_change ch;
+
+	CHECK(dbk_outlier_init(&o, &c, 64) == 0);
+	dbk_outlier_set_fleet(&o, 4);
+	CHECK(fail(&o, 0, 5, 100, &ch));
+	CHECK(fail(&o, 1, 5, 100, &ch));
+	CHECK(!fail(&o, 2, 5, 100, &ch));
+	CHECK_EQ_U(o.stats.ejected, 2);
+	/* The fleet grows to 8: a third may go. */
+	dbk_outlier_set_fleet(&o, 8);
+	CHECK(fail(&o, 2, 1, 100, &ch));
+	/* A new server in slot 0 starts afresh and gives its place back. */
+	CHECK(dbk_outlier_reset(&o, 0));
+	CHECK_EQ_U(o.stats.ejected, 2);
+	dbk_outlier_set_fleet(&o, 1000); /* never above the slots */
+	CHECK_EQ_U(o.fleet, 64);
+	dbk_outlier_free(&o);
+}
+
 static void test_cap(void)
 {
 	struct dbk_outlier_config c = config();
@@ -192,5 +217,6 @@ int main(void)
 	RUN(test_consecutive_backoff_half_open);
 	RUN(test_ratio);
 	RUN(test_cap);
+	RUN(test_cap_of_present);
 	return CHECK_DONE();
 }
