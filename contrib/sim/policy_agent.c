@@ -17,6 +17,7 @@
  * chose (the policy is told which servers are usable, as the agent tells
  * it), and the slot the policy fills is kept here. */
 #include "policy.h"
+#include "sim_eject.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,14 @@ struct ag {
 	struct dbk_buf body;
 	double *kv_cap;
 	bool learnt;
+	bool *member;           /* by instance: usable as far as the fleet goes */
+	struct dbk_outlier *ej; /* by node: its outlier ejection */
+};
+
+/* A node's back-off ended: the instance takes its traffic again. */
+struct ag_node {
+	struct ag *p;
+	unsigned j;
 };
 
 static void ag_fini(void *st)
@@ -57,6 +66,10 @@ static void ag_fini(void *st)
 	for (unsigned i = 0; p->node && i < p->k; i++)
 		if (p->node[i])
 			p->ops->destroy(p->node[i]);
+	for (unsigned i = 0; p->ej && i < p->k; i++)
+		dbk_outlier_free(&p->ej[i]);
+	free(p->ej);
+	free(p->member);
 	free(p->node);
 	free(p->reqs);
 	free(p->kv_cap);
@@ -76,9 +89,15 @@ static int ag_init(void *st, const struct dbk_sim_policy_env *env)
 		return -1;
 	}
 	if (!(p->node = calloc(p->k, sizeof(*p->node))) ||
-	    !(p->kv_cap = calloc(p->n, sizeof(*p->kv_cap))))
+	    !(p->kv_cap = calloc(p->n, sizeof(*p->kv_cap))) ||
+	    !(p->member = calloc(p->n, sizeof(*p->member))) ||
+	    !(p->ej = calloc(p->k, sizeof(*p->ej))))
 		return -1;
+	for (unsigned i = 0; i < p->n; i++)
+		p->member[i] = true;
 	for (unsigned j = 0; j < p->k; j++) {
+		if (dbk_sim_eject_init(&p->ej[j], p->n) < 0)
+			return -1;
 		const struct dbk_policy_env pe = {
 			.nservers = p->n,
 			.engine_speed = 1.0,
@@ -160,6 +179,15 @@ static void ag_request(struct ag *p, const struct dbk_sim *s, const struct dbk_s
 
 static uint64_t ag_ms(const struct dbk_sim *s) { return (uint64_t)(dbk_sim_now(s) * 1000.0 + 0.5); }
 
+static void ag_returned(void *arg, unsigned server)
+{
+	const struct ag_node *an = arg;
+	struct ag *p = an->p;
+
+	if (p->member[server] && p->ops->usable)
+		p->ops->usable(p->node[an->j], server, true);
+}
+
 static int ag_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
 {
 	struct ag *p = st;
@@ -174,6 +202,9 @@ static int ag_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	unsigned j = p->k > 1 ? (unsigned)(dbk_hash_fmix_light(AG_SEED ^ who) % p->k) : 0;
 	ag_request(p, s, r, &est, &q);
 	uint64_t now = ag_ms(s);
+	struct ag_node an = { p, j };
+
+	dbk_outlier_tick(&p->ej[j], now, ag_returned, &an);
 	if (p->ops->choose(p->node[j], &q, now, &ch) < 0)
 		return DBK_SIM_REFUSE;
 	struct ag_req *a = &p->reqs[r->id];
@@ -190,9 +221,14 @@ static void ag_release(void *st, const struct dbk_sim *s, const struct dbk_sim_r
 {
 	struct ag *p = st;
 
-	(void)inst;
-	if (r->id < p->cap && p->ops->release)
-		p->ops->release(p->node[p->reqs[r->id].node], &p->reqs[r->id].lease, ag_ms(s));
+	if (r->id >= p->cap)
+		return;
+	unsigned j = p->reqs[r->id].node;
+
+	if (p->ops->release)
+		p->ops->release(p->node[j], &p->reqs[r->id].lease, ag_ms(s));
+	if (dbk_sim_eject_observe(&p->ej[j], s, r, inst) && p->ops->usable)
+		p->ops->usable(p->node[j], inst, false);
 }
 
 /* Every node reads every instance's scrape: the shared state. */
@@ -232,12 +268,16 @@ static void ag_member(void *st, const struct dbk_sim *s, unsigned i, bool usable
 
 	/* A new instance in the slot: the agent forgets the old one's (its
 	 * runtime sync sees a new address) and learns the new one afresh. */
-	for (unsigned j = 0; fresh && j < p->k && p->ops->reset; j++)
-		p->ops->reset(p->node[j], i);
+	for (unsigned j = 0; fresh && j < p->k; j++) {
+		dbk_outlier_reset(&p->ej[j], i);
+		if (p->ops->reset)
+			p->ops->reset(p->node[j], i);
+	}
 	if (fresh && p->learnt)
 		ag_tell(p, s, i);
+	p->member[i] = usable;
 	for (unsigned j = 0; j < p->k && p->ops->usable; j++)
-		p->ops->usable(p->node[j], i, usable);
+		p->ops->usable(p->node[j], i, usable && !dbk_sim_ejected(&p->ej[j], i));
 }
 
 /* One simulator policy per agent policy that chooses, made on first use

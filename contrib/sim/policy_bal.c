@@ -4,6 +4,7 @@
  * Plain mode is one group scored by body_bytes + max_tokens; dynamic
  * mode is the short and long groups scored by request tokens. */
 #include "policy.h"
+#include "sim_eject.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 struct balp {
 	struct dbk_balancer *b;
 	const struct dbk_sim_config *cfg;
+	struct dbk_outlier ej; /* the agent's outlier ejection */
 };
 
 void dbk_sim_bal_request(const struct dbk_sim_config *c, const struct dbk_sim_req *r,
@@ -50,12 +52,18 @@ static int bal_init(void *st, const struct dbk_sim_policy_env *env)
 		return -1;
 	p->cfg = c;
 	p->b = dbk_bal_new(&bc);
-	if (!p->b)
+	if (!p->b || dbk_sim_eject_init(&p->ej, c->ninstances) < 0)
 		return -1;
 	/* The operator's weights, as the agent reads them from HAProxy. */
 	for (unsigned i = 0; c->weights && i < c->ninstances; i++)
 		dbk_bal_set_weight(p->b, i, c->weights[i]);
 	return 0;
+}
+
+/* A back-off ended: the server takes traffic again (half-open). */
+static void bal_returned(void *arg, unsigned server)
+{
+	dbk_bal_set_out(((struct balp *)arg)->b, server, DBK_BAL_OUT_EJECTED, false);
 }
 
 static int bal_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
@@ -67,8 +75,11 @@ static int bal_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_re
 	size_t len = dbk_sim_lease_id(r->id, id);
 	enum dbk_bal_result res;
 
+	uint64_t now = (uint64_t)llround(dbk_sim_now(s) * 1000.0);
+
+	dbk_outlier_tick(&p->ej, now, bal_returned, p);
 	dbk_sim_bal_request(p->cfg, r, &req);
-	res = dbk_bal_dispatch(p->b, id, len, &req, (uint64_t)llround(dbk_sim_now(s) * 1000.0), &d);
+	res = dbk_bal_dispatch(p->b, id, len, &req, now, &d);
 	if (res == DBK_BAL_OK)
 		return (int)d.server;
 	/* FULL is out of memory here (no lease limit is set); anything
@@ -84,9 +95,9 @@ static void bal_release(void *st, const struct dbk_sim *s, const struct dbk_sim_
 	char id[16];
 	size_t len = dbk_sim_lease_id(r->id, id);
 
-	(void)s;
-	(void)inst;
 	dbk_bal_release(p->b, id, len, NULL);
+	if (dbk_sim_eject_observe(&p->ej, s, r, inst))
+		dbk_bal_set_out(p->b, inst, DBK_BAL_OUT_EJECTED, true);
 }
 
 static void bal_stats(const void *st, struct dbk_sim_policy_stats *out)
@@ -100,15 +111,25 @@ static void bal_stats(const void *st, struct dbk_sim_policy_stats *out)
 }
 
 /* HAProxy's state of the server, as the agent's runtime sync passes it
- * on (the balancer keeps nothing else per server to start afresh). */
+ * on; a new instance in the slot is not held to the old one's failures
+ * (the balancer keeps nothing else per server to start afresh). */
 static void bal_member(void *st, const struct dbk_sim *s, unsigned i, bool usable, bool fresh)
 {
+	struct balp *p = st;
+
 	(void)s;
-	(void)fresh;
-	dbk_bal_set_usable(((struct balp *)st)->b, i, usable);
+	if (fresh && dbk_outlier_reset(&p->ej, i))
+		dbk_bal_set_out(p->b, i, DBK_BAL_OUT_EJECTED, false);
+	dbk_bal_set_usable(p->b, i, usable);
 }
 
-static void bal_fini(void *st) { dbk_bal_free(((struct balp *)st)->b); }
+static void bal_fini(void *st)
+{
+	struct balp *p = st;
+
+	dbk_bal_free(p->b);
+	dbk_outlier_free(&p->ej);
+}
 
 const struct dbk_balancer *dbk_sim_bal_policy_balancer(const void *st)
 {

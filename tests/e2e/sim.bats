@@ -185,6 +185,13 @@ true"
 	run jq -r '.policies[] | select(.policy == "lc") | (.server_errors > 0), (.marked_down > 0)' "$json"
 	assert_output "true
 true"
+	# The agent's policies eject the failing instance (the agent's outlier
+	# detection) and send it far fewer requests than least connections.
+	run jq -r '[.policies[] | {(.policy): .server_errors}] | add |
+		(.ttft * 4 < .lc), (.plain * 4 < .lc), (.dynamic * 4 < .lc)' "$json"
+	assert_output "true
+true
+true"
 	# Without the new flags the JSON is as before: no phases.
 	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 100 --policy lc \
 		--json "$BATS_TEST_TMPDIR/plain.json"
