@@ -41,3 +41,19 @@ DEB_DIR = $(BUILD)/deb
 
 deb:
 	@contrib/build-deb.sh $(DEB_DIR)
+
+# -- HAProxy's own error answers (haproxy/errors/*.http), compiled into
+# the launcher (contrib/launcher/render_errors.c), which writes them
+# beside the haproxy.cfg it generates: one { "NNN", "text" } a file.
+ERROR_FILES = $(sort $(wildcard haproxy/errors/*.http))
+$(BUILD)/gen/error_files.inc: $(ERROR_FILES) contrib/embed.awk
+	@mkdir -p $(dir $@)
+	for f in $(ERROR_FILES); do \
+		n=$${f##*/}; printf '{ "%s",\n' "$${n%.http}"; awk -f contrib/embed.awk "$$f"; printf '},\n'; \
+	done >$@.tmp && mv -f $@.tmp $@
+
+ERROR_FILES_OBJS = $(BUILD)/contrib/launcher/render_errors.o \
+                   $(BUILD)/fuzz/obj/contrib/launcher/render_errors.o
+$(ERROR_FILES_OBJS): $(BUILD)/gen/error_files.inc
+$(ERROR_FILES_OBJS): CFLAGS += -I$(BUILD)/gen
+$(ERROR_FILES_OBJS): FUZZ_CFLAGS += -I$(BUILD)/gen
