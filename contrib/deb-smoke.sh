@@ -36,6 +36,7 @@ check "man dbucket-spoa and man dbucket are found" sh -c 'man -w dbucket-spoa &&
 check "the samples, rules and dashboard are the repository's" sh -c \
 	'cmp haproxy/haproxy.cfg /usr/share/dbucket/haproxy.cfg &&
 	 cmp haproxy/dbucket.spoe.conf /etc/haproxy/dbucket.spoe.conf &&
+	 diff -r haproxy/errors /etc/haproxy/dbucket-errors &&
 	 cmp contrib/prometheus/dbucket.rules.yml /usr/share/dbucket/prometheus/dbucket.rules.yml &&
 	 cmp contrib/grafana/dbucket.json /usr/share/dbucket/grafana/dbucket.json'
 check "the unit runs /usr/sbin/dbucket-spoa as dbucket" sh -c \
