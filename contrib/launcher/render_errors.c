@@ -4,7 +4,6 @@
  * haproxy.cfg it generates and nothing has to be found on disk. */
 #include "render.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 static const struct {
@@ -16,10 +15,7 @@ static const struct {
 
 #define NFILES (sizeof(files) / sizeof(files[0]))
 
-size_t dbk_render_error_count(void)
-{
-	return NFILES;
-}
+size_t dbk_render_error_count(void) { return NFILES; }
 
 void dbk_render_error_name(size_t i, char *out, size_t outlen)
 {
