@@ -224,7 +224,7 @@ static const char *const print_files[] = { DBK_RENDER_HAPROXY_CFG, DBK_RENDER_SP
 /* The error files haproxy.cfg names, each written into dir; 0 or -1. */
 static int write_error_files(const struct job *j, mode_t mode)
 {
-	char name[64];
+	char name[DBK_RENDER_ERROR_NAME];
 
 	for (size_t i = 0; i < dbk_render_error_count(); i++) {
 		dbk_render_error_name(i, name, sizeof(name));
@@ -252,7 +252,7 @@ static bool exists(const char *dir, const char *name)
  * DIR. 0, or 1 said on stderr. */
 static int refuse_existing(const char *dir)
 {
-	char name[64];
+	char name[DBK_RENDER_ERROR_NAME];
 	unsigned found = 0;
 
 	for (size_t i = 0; i < NPRINT; i++)
@@ -334,7 +334,7 @@ static void remove_file(const char *dir, const char *name)
 
 static void clean_run_dir(const char *dir, bool created)
 {
-	char name[64];
+	char name[DBK_RENDER_ERROR_NAME];
 
 	for (size_t i = 0; i < sizeof(run_files) / sizeof(run_files[0]); i++)
 		remove_file(dir, run_files[i]);

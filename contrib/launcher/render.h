@@ -83,6 +83,7 @@ int dbk_render_readme(FILE *out, const struct dbk_launch_flags *f, const struct 
  * written into the directory as DBK_RENDER_ERROR_PREFIX "NNN.http", and
  * named by the configuration's http-errors section. */
 #define DBK_RENDER_ERROR_PREFIX "error-"
+#define DBK_RENDER_ERROR_NAME 32 /* room for a name, NUL included */
 size_t dbk_render_error_count(void);
 /* The i-th file's name (i < dbk_render_error_count()). */
 void dbk_render_error_name(size_t i, char *out, size_t outlen);

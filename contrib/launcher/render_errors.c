@@ -24,7 +24,7 @@ void dbk_render_error_name(size_t i, char *out, size_t outlen)
 
 int dbk_render_error_file(FILE *out, const char *name)
 {
-	char n[64];
+	char n[DBK_RENDER_ERROR_NAME];
 
 	for (size_t i = 0; i < NFILES; i++) {
 		dbk_render_error_name(i, n, sizeof(n));
@@ -38,7 +38,7 @@ int dbk_render_error_file(FILE *out, const char *name)
 
 void dbk_render_http_errors(FILE *out, const char *dir)
 {
-	char n[64];
+	char n[DBK_RENDER_ERROR_NAME];
 
 	fputs("\n"
 	      "# HAProxy's own answers (no server, timeouts, refusals) in vLLM's JSON\n"

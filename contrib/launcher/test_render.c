@@ -422,7 +422,7 @@ static void test_error_files(void)
 	free(cfg);
 
 	for (size_t i = 0; i < dbk_render_error_count(); i++) {
-		char name[64], want[64], *text = NULL;
+		char name[DBK_RENDER_ERROR_NAME], want[64], *text = NULL;
 		size_t len = 0;
 		dbk_render_error_name(i, name, sizeof(name));
 		FILE *out = open_memstream(&text, &len);
