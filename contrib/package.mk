@@ -3,6 +3,8 @@
 #
 #   the status page   agent/status_page.html, compiled into dbucket-spoa
 #                     as a C string (contrib/embed.awk) and served at GET /
+#   the error files   haproxy/errors/*.http, compiled into the launcher the
+#                     same way, which writes them beside its haproxy.cfg
 #   make deb          the Debian package (debian/), built from a copy of the
 #                     tree in a temporary directory, so the tree itself is
 #                     never written to; the package and lintian's report
