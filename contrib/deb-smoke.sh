@@ -36,8 +36,15 @@ check "man dbucket-spoa and man dbucket are found" sh -c 'man -w dbucket-spoa &&
 check "the samples, rules and dashboard are the repository's" sh -c \
 	'cmp haproxy/haproxy.cfg /usr/share/dbucket/haproxy.cfg &&
 	 cmp haproxy/dbucket.spoe.conf /etc/haproxy/dbucket.spoe.conf &&
+	 diff -r haproxy/errors /etc/haproxy/dbucket-errors &&
 	 cmp contrib/prometheus/dbucket.rules.yml /usr/share/dbucket/prometheus/dbucket.rules.yml &&
 	 cmp contrib/grafana/dbucket.json /usr/share/dbucket/grafana/dbucket.json'
+if command -v haproxy >/dev/null; then
+	# Every file the sample names by default (the SPOE file, the error
+	# files) is where the package put it.
+	check "haproxy -c accepts the installed sample as it is" \
+		env -u DBK_ERRORS_DIR -u DBK_SPOE_CONF haproxy -c -f /usr/share/dbucket/haproxy.cfg
+fi
 check "the unit runs /usr/sbin/dbucket-spoa as dbucket" sh -c \
 	'grep -q "^ExecStart=/usr/sbin/dbucket-spoa " /lib/systemd/system/dbucket-spoa.service &&
 	 grep -q "^User=dbucket" /lib/systemd/system/dbucket-spoa.service.d/debian.conf'

@@ -8,6 +8,8 @@
 #   $(PREFIX)/bin/dbucket                            the launcher
 #   $(PREFIX)/share/dbucket/haproxy.cfg              sample configuration (never /etc:
 #   $(PREFIX)/share/dbucket/dbucket.spoe.conf         an install must not touch HAProxy's)
+#   $(PREFIX)/share/dbucket/errors/NNN.http          HAProxy's own answers as JSON
+#                                                    (the sample's DBK_ERRORS_DIR)
 #   $(PREFIX)/share/dbucket/haproxy.service.d/dbucket.conf  drop-in example
 #   $(PREFIX)/share/man/man8/dbucket-spoa.8, man1/dbucket.1
 #   $(PREFIX)/lib/systemd/system/dbucket-spoa.service (ExecStart in $(PREFIX)/sbin)
@@ -22,10 +24,13 @@ INSTALL_DATADIR = $(PREFIX)/share/dbucket
 INSTALL_MANDIR  = $(PREFIX)/share/man
 INSTALL_UNITDIR = $(PREFIX)/lib/systemd/system
 
+ERROR_FILE_NAMES = $(notdir $(wildcard haproxy/errors/*.http))
+
 INSTALL_FILES = $(INSTALL_SBINDIR)/dbucket-spoa \
                 $(INSTALL_BINDIR)/dbucket \
                 $(INSTALL_DATADIR)/haproxy.cfg \
                 $(INSTALL_DATADIR)/dbucket.spoe.conf \
+                $(addprefix $(INSTALL_DATADIR)/errors/,$(ERROR_FILE_NAMES)) \
                 $(INSTALL_DATADIR)/haproxy.service.d/dbucket.conf \
                 $(INSTALL_MANDIR)/man8/dbucket-spoa.8 \
                 $(INSTALL_MANDIR)/man1/dbucket.1 \
@@ -35,12 +40,13 @@ INSTALL_FILES = $(INSTALL_SBINDIR)/dbucket-spoa \
 
 install: $(BUILD)/dbucket-spoa $(BUILD)/dbucket
 	$(INSTALL) -d $(DESTDIR)$(INSTALL_BINDIR) $(DESTDIR)$(INSTALL_SBINDIR) \
-		$(DESTDIR)$(INSTALL_DATADIR)/haproxy.service.d \
+		$(DESTDIR)$(INSTALL_DATADIR)/haproxy.service.d $(DESTDIR)$(INSTALL_DATADIR)/errors \
 		$(DESTDIR)$(INSTALL_MANDIR)/man1 $(DESTDIR)$(INSTALL_MANDIR)/man8 \
 		$(DESTDIR)$(INSTALL_UNITDIR)
 	$(INSTALL) -m 0755 $(BUILD)/dbucket-spoa $(DESTDIR)$(INSTALL_SBINDIR)/dbucket-spoa
 	$(INSTALL) -m 0755 $(BUILD)/dbucket $(DESTDIR)$(INSTALL_BINDIR)/dbucket
 	$(INSTALL) -m 0644 haproxy/haproxy.cfg haproxy/dbucket.spoe.conf $(DESTDIR)$(INSTALL_DATADIR)/
+	$(INSTALL) -m 0644 $(addprefix haproxy/errors/,$(ERROR_FILE_NAMES)) $(DESTDIR)$(INSTALL_DATADIR)/errors/
 	$(INSTALL) -m 0644 contrib/systemd/haproxy.service.d/dbucket.conf \
 		$(DESTDIR)$(INSTALL_DATADIR)/haproxy.service.d/dbucket.conf
 	$(INSTALL) -m 0644 contrib/man/dbucket-spoa.8 $(DESTDIR)$(INSTALL_MANDIR)/man8/dbucket-spoa.8
@@ -55,4 +61,5 @@ install: $(BUILD)/dbucket-spoa $(BUILD)/dbucket
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALL_FILES))
-	-rmdir $(DESTDIR)$(INSTALL_DATADIR)/haproxy.service.d $(DESTDIR)$(INSTALL_DATADIR) 2>/dev/null
+	-rmdir $(DESTDIR)$(INSTALL_DATADIR)/haproxy.service.d $(DESTDIR)$(INSTALL_DATADIR)/errors \
+		$(DESTDIR)$(INSTALL_DATADIR) 2>/dev/null

@@ -23,6 +23,12 @@ if [ -n "${HAPROXY:-}" ] && [ "$HAPROXY" != haproxy ]; then
 		esac
 fi
 
+# The sample haproxy.cfg's JSON error answers, from this repository
+# (installed, they are in /etc/haproxy/dbucket-errors): every script and
+# e2e test that runs HAProxy on the sample needs them.
+DBK_ERRORS_DIR=${DBK_ERRORS_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../haproxy/errors" && pwd)}
+export DBK_ERRORS_DIR
+
 # Ports come from below the ephemeral range: a port in it may be taken
 # at any time as the source port of some outgoing connection.
 DBK_EPHEMERAL_LOW=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)

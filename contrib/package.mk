@@ -3,6 +3,8 @@
 #
 #   the status page   agent/status_page.html, compiled into dbucket-spoa
 #                     as a C string (contrib/embed.awk) and served at GET /
+#   the error files   haproxy/errors/*.http, compiled into the launcher the
+#                     same way, which writes them beside its haproxy.cfg
 #   make deb          the Debian package (debian/), built from a copy of the
 #                     tree in a temporary directory, so the tree itself is
 #                     never written to; the package and lintian's report
@@ -41,3 +43,19 @@ DEB_DIR = $(BUILD)/deb
 
 deb:
 	@contrib/build-deb.sh $(DEB_DIR)
+
+# -- HAProxy's own error answers (haproxy/errors/*.http), compiled into
+# the launcher (contrib/launcher/render_errors.c), which writes them
+# beside the haproxy.cfg it generates: one { "NNN", "text" } a file.
+ERROR_FILES = $(sort $(wildcard haproxy/errors/*.http))
+$(BUILD)/gen/error_files.inc: $(ERROR_FILES) contrib/embed.awk
+	@mkdir -p $(dir $@)
+	for f in $(ERROR_FILES); do \
+		n=$${f##*/}; printf '{ "%s",\n' "$${n%.http}"; awk -f contrib/embed.awk "$$f"; printf '},\n'; \
+	done >$@.tmp && mv -f $@.tmp $@
+
+ERROR_FILES_OBJS = $(BUILD)/contrib/launcher/render_errors.o \
+                   $(BUILD)/fuzz/obj/contrib/launcher/render_errors.o
+$(ERROR_FILES_OBJS): $(BUILD)/gen/error_files.inc
+$(ERROR_FILES_OBJS): CFLAGS += -I$(BUILD)/gen
+$(ERROR_FILES_OBJS): FUZZ_CFLAGS += -I$(BUILD)/gen

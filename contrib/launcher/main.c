@@ -135,7 +135,7 @@ static bool find_haproxy(const char *given, char *out, size_t outlen)
 
 /* ---- writing the files ------------------------------------------------- */
 
-enum what { W_HAPROXY, W_SPOE, W_ENV, W_README };
+enum what { W_HAPROXY, W_SPOE, W_ENV, W_README, W_ERROR };
 
 struct job {
 	const struct dbk_launch_flags *f;
@@ -192,6 +192,7 @@ static int write_file(const struct job *j, const char *name, enum what w, mode_t
 	case W_SPOE: rc = dbk_render_spoe_conf(out, j->f); break;
 	case W_ENV: rc = dbk_render_agent_env(out, j->f, j->a, j->agent_path); break;
 	case W_README: rc = dbk_render_readme(out, j->f, j->a, j->dir, j->agent_path); break;
+	case W_ERROR: rc = dbk_render_error_file(out, name); break;
 	}
 	/* fchmod: the mode must not depend on the umask. */
 	if (fflush(out) != 0 || fchmod(fileno(out), mode) != 0)
@@ -220,22 +221,46 @@ static const char *const print_files[] = { DBK_RENDER_HAPROXY_CFG, DBK_RENDER_SP
 	                                   DBK_RENDER_AGENT_ENV, DBK_RENDER_README };
 #define NPRINT (sizeof(print_files) / sizeof(print_files[0]))
 
+/* The error files haproxy.cfg names, each written into dir; 0 or -1. */
+static int write_error_files(const struct job *j, mode_t mode)
+{
+	char name[DBK_RENDER_ERROR_NAME];
+
+	for (size_t i = 0; i < dbk_render_error_count(); i++) {
+		dbk_render_error_name(i, name, sizeof(name));
+		if (write_file(j, name, W_ERROR, mode))
+			return -1;
+	}
+	return 0;
+}
+
+/* Whether dir/name exists, said on stderr. */
+static bool exists(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
+	    lstat(path, &st) < 0)
+		return false;
+	dbk_launch_say("%s exists", path);
+	return true;
+}
+
 /* Without --force, a file of ours already in dir stops everything before
  * anything is written: an operator's haproxy.cfg is not lost by a typo in
  * DIR. 0, or 1 said on stderr. */
 static int refuse_existing(const char *dir)
 {
-	char path[PATH_MAX];
-	struct stat st;
+	char name[DBK_RENDER_ERROR_NAME];
 	unsigned found = 0;
 
 	for (size_t i = 0; i < NPRINT; i++)
-		if (snprintf(path, sizeof(path), "%s/%s", dir, print_files[i]) <
-		            (int)sizeof(path) &&
-		    lstat(path, &st) == 0) {
-			dbk_launch_say("%s exists", path);
-			found++;
-		}
+		found += exists(dir, print_files[i]);
+	for (size_t i = 0; i < dbk_render_error_count(); i++) {
+		dbk_render_error_name(i, name, sizeof(name));
+		found += exists(dir, name);
+	}
 	if (!found)
 		return 0;
 	dbk_launch_say("--print-config: nothing written; print into a new directory, or give "
@@ -268,7 +293,7 @@ static int print_config(const struct dbk_launch_flags *f, const char *agent_path
 	for (size_t i = 0; i < NPRINT; i++)
 		if (write_file(&j, print_files[i], whats[i], 0644))
 			return 1;
-	return 0;
+	return write_error_files(&j, 0644) ? 1 : 0;
 }
 
 /* ---- the runtime directory --------------------------------------------- */
@@ -298,14 +323,25 @@ static bool make_temp_dir(char *out, size_t outlen)
 	return false;
 }
 
-static void clean_run_dir(const char *dir, bool created)
+static void remove_file(const char *dir, const char *name)
 {
 	char p[PATH_MAX];
 
+	if (snprintf(p, sizeof(p), "%s/%s", dir, name) < (int)sizeof(p) && unlink(p) < 0 &&
+	    errno != ENOENT)
+		dbk_launch_say("cannot remove %s: %s", p, strerror(errno));
+}
+
+static void clean_run_dir(const char *dir, bool created)
+{
+	char name[DBK_RENDER_ERROR_NAME];
+
 	for (size_t i = 0; i < sizeof(run_files) / sizeof(run_files[0]); i++)
-		if (snprintf(p, sizeof(p), "%s/%s", dir, run_files[i]) < (int)sizeof(p) &&
-		    unlink(p) < 0 && errno != ENOENT)
-			dbk_launch_say("cannot remove %s: %s", p, strerror(errno));
+		remove_file(dir, run_files[i]);
+	for (size_t i = 0; i < dbk_render_error_count(); i++) {
+		dbk_render_error_name(i, name, sizeof(name));
+		remove_file(dir, name);
+	}
 	if (created && rmdir(dir) < 0)
 		dbk_launch_say("cannot remove %s: %s", dir, strerror(errno));
 }
@@ -373,7 +409,7 @@ static int run(const struct dbk_launch_flags *f, const char *agent_path)
 		goto out;
 	}
 	struct job j = { f, &a, dir, agent_path, false };
-	if (write_file(&j, DBK_RENDER_SPOE_CONF, W_SPOE, 0600) ||
+	if (write_file(&j, DBK_RENDER_SPOE_CONF, W_SPOE, 0600) || write_error_files(&j, 0600) ||
 	    write_file(&j, DBK_RENDER_HAPROXY_CFG, W_HAPROXY, 0600))
 		goto out;
 	agent_argv = dbk_render_agent_argv(f, &a, agent_path);

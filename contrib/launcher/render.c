@@ -60,6 +60,7 @@ int dbk_render_addrs_run(struct dbk_render_addrs *a, const char *dir, int comple
 	}
 	a->production = false;
 	snprintf(a->spoe_conf, sizeof(a->spoe_conf), "%s/%s", dir, DBK_RENDER_SPOE_CONF);
+	snprintf(a->errors_dir, sizeof(a->errors_dir), "%s", dir);
 	snprintf(a->stats_socket, sizeof(a->stats_socket), "%s/%s", dir, DBK_RENDER_STATS_SOCK);
 	snprintf(a->agent, sizeof(a->agent), "unix@%s/%s", dir, DBK_RENDER_SPOA_SOCK);
 	if (completions_port <= 0 || completions_port > 65535) {
@@ -87,6 +88,7 @@ int dbk_render_addrs_production(struct dbk_render_addrs *a, const char *dir, cha
 		return bad_dir(dir, err, errlen);
 	a->production = true;
 	snprintf(a->spoe_conf, sizeof(a->spoe_conf), "%s/%s", dir, DBK_RENDER_SPOE_CONF);
+	snprintf(a->errors_dir, sizeof(a->errors_dir), "%s", dir);
 	snprintf(a->stats_socket, sizeof(a->stats_socket), "%s", DBK_RENDER_PROD_STATS_SOCKET);
 	snprintf(a->agent, sizeof(a->agent), "%s", DBK_RENDER_PROD_AGENT);
 	snprintf(a->completions, sizeof(a->completions), "%s", DBK_RENDER_PROD_COMPLETIONS);
@@ -338,8 +340,11 @@ static void cfg_ring_defaults(FILE *out, const struct dbk_launch_flags *f,
 	      "    # LLM responses stream for minutes.\n"
 	      "    timeout server  600s\n"
 	      "    timeout http-request 30s\n"
-	      "    timeout queue 60s\n",
+	      "    timeout queue 60s\n"
+	      "    # OpenAI clients show the message of a JSON error, not HTML.\n"
+	      "    errorfiles dbucket-json\n",
 	      out);
+	dbk_render_http_errors(out, a->errors_dir);
 }
 
 static void cfg_frontend(FILE *out, const struct dbk_launch_flags *f,
@@ -577,14 +582,18 @@ int dbk_render_readme(FILE *out, const struct dbk_launch_flags *f, const struct 
 	        ", %u vLLM server%s in backend vllm,\n"
 	        "    the agent on %s, completions to %s, runtime API on\n"
 	        "    %s. It loads the SPOE file from\n"
-	        "    %s: move the two together and edit the\n"
-	        "    `filter spoe` line, or print them into the directory they are to\n"
+	        "    %s, and its error files from the same\n"
+	        "    directory: move the files together and edit the `filter spoe` and\n"
+	        "    `errorfile` lines, or print them into the directory they are to\n"
 	        "    stay in, a new one (dbucket --print-config /etc/haproxy/dbucket ...),\n"
 	        "    and copy only haproxy.cfg over HAProxy's after review.\n"
 	        "%s/%s\n"
 	        "    The SPOE configuration.\n"
 	        "%s/%s\n"
 	        "    The agent's options for dbucket-spoa.service.\n"
+	        "%s/" DBK_RENDER_ERROR_PREFIX "NNN.http\n"
+	        "    HAProxy's own answers (503 no server, 504 timeout, ...) as JSON\n"
+	        "    errors; haproxy.cfg loads them from there.\n"
 	        "\n"
 	        "Install (as root, dbucket installed with `make install`):\n"
 	        "\n"
@@ -600,7 +609,7 @@ int dbk_render_readme(FILE *out, const struct dbk_launch_flags *f, const struct 
 	        "\n"
 	        "  %s --haproxy-socket %s ",
 	        f->nhosts, f->nhosts == 1 ? "" : "s", a->agent, a->completions, a->stats_socket,
-	        a->spoe_conf, dir, DBK_RENDER_SPOE_CONF, dir, DBK_RENDER_AGENT_ENV, dir,
+	        a->spoe_conf, dir, DBK_RENDER_SPOE_CONF, dir, DBK_RENDER_AGENT_ENV, dir, dir,
 	        DBK_RENDER_HAPROXY_CFG, dir, DBK_RENDER_AGENT_ENV, dir, DBK_RENDER_HAPROXY_CFG,
 	        agent_path, a->agent_haproxy_socket);
 	agent_opts(out, f, a);

@@ -39,6 +39,7 @@
 struct dbk_render_addrs {
 	bool production;                    /* --print-config rather than a run */
 	char spoe_conf[DBK_RENDER_PATH];    /* the path haproxy.cfg loads */
+	char errors_dir[DBK_RENDER_PATH];   /* where its error files are */
 	char stats_socket[DBK_RENDER_PATH]; /* HAProxy's runtime API socket */
 	char agent[DBK_RENDER_PATH];        /* HAProxy's address of the SPOP listener */
 	char completions[DBK_RENDER_PATH];  /* ... of the completion listener (TCP and UDP) */
@@ -77,6 +78,19 @@ int dbk_render_agent_env(FILE *out, const struct dbk_launch_flags *f,
 /* How to install what --print-config wrote into dir. */
 int dbk_render_readme(FILE *out, const struct dbk_launch_flags *f, const struct dbk_render_addrs *a,
                       const char *dir, const char *agent_path);
+
+/* HAProxy's own error answers (haproxy/errors/NNN.http, compiled in):
+ * written into the directory as DBK_RENDER_ERROR_PREFIX "NNN.http", and
+ * named by the configuration's http-errors section. */
+#define DBK_RENDER_ERROR_PREFIX "error-"
+#define DBK_RENDER_ERROR_NAME 32 /* room for a name, NUL included */
+size_t dbk_render_error_count(void);
+/* The i-th file's name (i < dbk_render_error_count()). */
+void dbk_render_error_name(size_t i, char *out, size_t outlen);
+/* The file called name; -1 when there is none or writing failed. */
+int dbk_render_error_file(FILE *out, const char *name);
+/* The http-errors section naming them in dir. */
+void dbk_render_http_errors(FILE *out, const char *dir);
 
 /* dbucket-spoa's argv (NULL-terminated, every string allocated), argv[0]
  * being agent_path. A run names the servers (vllm0..) and reads their

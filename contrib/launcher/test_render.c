@@ -411,6 +411,54 @@ static void test_many_servers(void)
 	free(cfg);
 }
 
+/* The error files the configuration names: one per status, each a whole
+ * HTTP response whose Content-Length is its body's size (HAProxy refuses
+ * the configuration otherwise) and whose body is vLLM's error shape. */
+static void test_error_files(void)
+{
+	CHECK(parse("--server-hosts", "a", "--server-ports", "1", NULL) == 0);
+	CHECK(dbk_render_addrs_production(&A, "/etc/dbk", ERR, sizeof(ERR)) == 0);
+	char *cfg = render(CFG);
+	CHECK_HAS(cfg, "    timeout queue 60s\n"
+	               "    # OpenAI clients show the message of a JSON error, not HTML.\n"
+	               "    errorfiles dbucket-json\n");
+	CHECK_HAS(cfg, "\nhttp-errors dbucket-json\n");
+	CHECK_HAS(cfg, "    errorfile 503 \"/etc/dbk/error-503.http\"\n");
+	CHECK_EQ_U(count_lines(cfg, "    errorfile "), 8);
+	CHECK_EQ_U(dbk_render_error_count(), 8);
+	free(cfg);
+
+	for (size_t i = 0; i < dbk_render_error_count(); i++) {
+		char name[DBK_RENDER_ERROR_NAME], want[64], *text = NULL;
+		size_t len = 0;
+		dbk_render_error_name(i, name, sizeof(name));
+		FILE *out = open_memstream(&text, &len);
+		CHECK(out && dbk_render_error_file(out, name) == 0);
+		if (out)
+			fclose(out);
+		if (!text)
+			continue;
+		const char *status = name + strlen(DBK_RENDER_ERROR_PREFIX);
+		snprintf(want, sizeof(want), "HTTP/1.1 %.3s ", status);
+		CHECK(strncmp(text, want, strlen(want)) == 0);
+		CHECK_HAS(text, "\nContent-Type: application/json\n");
+		snprintf(want, sizeof(want), ",\"param\":null,\"code\":%.3s}}\n", status);
+		CHECK_HAS(text, want);
+		const char *cl = strstr(text, "\nContent-Length: ");
+		const char *body = strstr(text, "\n\n");
+		CHECK(cl && body);
+		if (cl && body)
+			CHECK_EQ_U(strtoul(cl + 17, NULL, 10), strlen(body + 2));
+		if (strncmp(status, "429", 3) == 0)
+			CHECK_HAS(text, "\nRetry-After: ");
+		free(text);
+	}
+	FILE *out = fopen("/dev/null", "w");
+	CHECK(out && dbk_render_error_file(out, "error-200.http") < 0);
+	if (out)
+		fclose(out);
+}
+
 int main(void)
 {
 	RUN(test_run_config);
@@ -420,6 +468,7 @@ int main(void)
 	RUN(test_agent_argv);
 	RUN(test_dirs);
 	RUN(test_many_servers);
+	RUN(test_error_files);
 	dbk_flags_free(&F);
 	return CHECK_DONE();
 }

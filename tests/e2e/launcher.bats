@@ -296,7 +296,7 @@ scraped_all() {
 		sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' \
 			-e '/^    \(user\|group\) haproxy$/d' -e 's/ group haproxy$//' \
 			-e 's/ mode 6[06]0 level admin/ level admin/' \
-			-e '/^    \(bind\|log\|server [a-z0-9]*\|stats socket\|filter spoe engine dbucket config\) /s/"[^"]*"/"ADDR"/' "$1"
+			-e '/^    \(bind\|log\|server [a-z0-9]*\|stats socket\|filter spoe engine dbucket config\|errorfile [0-9]*\) /s/"[^"]*"/"ADDR"/' "$1"
 	}
 	diff <(normalise "$REPO/haproxy/haproxy.cfg") <(normalise "$out/haproxy.cfg")
 	diff <(normalise "$REPO/haproxy/dbucket.spoe.conf") <(normalise "$out/dbucket.spoe.conf")
@@ -504,7 +504,7 @@ scraped_all() {
 	for f in usr/sbin/dbucket-spoa usr/bin/dbucket; do
 		[ -x "$dest/$f" ] || fail "$f is not installed executable"
 	done
-	for f in usr/share/dbucket/haproxy.cfg usr/share/dbucket/dbucket.spoe.conf \
+	for f in usr/share/dbucket/haproxy.cfg usr/share/dbucket/dbucket.spoe.conf usr/share/dbucket/errors/503.http \
 		usr/share/dbucket/haproxy.service.d/dbucket.conf \
 		usr/share/man/man8/dbucket-spoa.8 usr/share/man/man1/dbucket.1 \
 		usr/lib/systemd/system/dbucket-spoa.service; do
