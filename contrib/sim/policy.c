@@ -126,7 +126,8 @@ static const struct dbk_sim_policy_ops *const head[] = {
 	&dbk_sim_policy_dynamic,
 };
 /* The peers' routers, after the oracle: each is policy_NAME.c, ending in
- * its DBK_SIM_POLICY_OPS line, and its line here. */
+ * its DBK_SIM_POLICY_OPS lines (the peer, then its labelled variants),
+ * and their lines here. */
 #define PEERS(X)                 \
 	X(cache_aware)           \
 	X(cache_aware_legacy)    \

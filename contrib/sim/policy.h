@@ -36,8 +36,9 @@
  * choose, and what it needs of init, release, tick, stats and fini. It
  * may look at the cluster through sim.h's query functions while
  * choosing, and must not change anything there. A peer's file ends in
- * its DBK_SIM_POLICY_OPS line (below); one X(NAME) line in policy.c's
- * PEERS makes it selectable by name. */
+ * its DBK_SIM_POLICY_OPS line (below), one per labelled variant (the
+ * same functions, told apart by .arg); one X(NAME) line each in
+ * policy.c's PEERS makes it selectable by name. */
 #ifndef DBK_SIM_POLICY_H
 #define DBK_SIM_POLICY_H
 
