@@ -493,38 +493,9 @@ int dbk_trace_parse(enum dbk_trace_format f, const char *data, size_t n, struct 
 	if (out->n == 0)
 		return dbk_errf(err, errn, "no requests in the trace"), -1;
 	rebase_and_sort(out);
-	dbk_trace_sessions(out);
+	if (dbk_trace_sessions(out) != 0)
+		return dbk_errf(err, errn, "out of memory"), -1;
 	return 0;
-}
-
-void dbk_trace_sessions(struct dbk_trace *t)
-{
-	const uint64_t *first = NULL;
-	uint32_t common = UINT32_MAX, k;
-	size_t i;
-
-	for (i = 0; i < t->n; i++) {
-		const struct dbk_trace_req *r = &t->req[i];
-		const uint64_t *h;
-
-		if (r->n_hash == 0)
-			continue;
-		h = t->hash + r->hash_off;
-		if (!first) {
-			first = h;
-			common = r->n_hash;
-			continue;
-		}
-		for (k = 0; k < common && k < r->n_hash && h[k] == first[k]; k++)
-			;
-		common = k;
-	}
-	for (i = 0; i < t->n; i++) {
-		struct dbk_trace_req *r = &t->req[i];
-
-		r->has_session = first && r->n_hash > common;
-		r->session = r->has_session ? t->hash[r->hash_off + common] : 0;
-	}
 }
 
 size_t dbk_trace_spread(struct dbk_trace *t, uint64_t seed)

@@ -59,15 +59,21 @@ void dbk_trace_free(struct dbk_trace *t);
  * out of memory. */
 struct dbk_trace_req *dbk_trace_push(struct dbk_trace *t);
 
-/* Session keys from the prefix ids (dbk_trace_parse calls it): the
- * first id past the prefix every request of the trace shares. In the
- * Mooncake conversation trace all 12,031 requests open with id 0 (one
- * 512-token block: a shared system prompt, not a conversation), and the
- * requests that share their second id form conversations (85% of
- * consecutive ones extend the previous one's blocks), so the session is
- * hash_ids[1]. A request with nothing past the shared prefix, or
- * without ids (Azure, synthetic), has no session. */
-void dbk_trace_sessions(struct dbk_trace *t);
+/* Session keys from the prefix ids (dbk_trace_parse calls it;
+ * trace_sessions.c). The ids of all requests form a tree of prefixes; a
+ * node where prompts part ways is a fork, as wide as the distinct ids
+ * that follow it. A request's session is its id just past the widest
+ * fork on its path (the deepest among equally wide ones): past a system
+ * prompt that conversations share, the conversation's first turn, which
+ * its later turns repeat. In the Mooncake conversation trace all 12,031
+ * requests open with id 0 (one 512-token block shared by all), the fork
+ * there is the widest, and the session is hash_ids[1] (7373 sessions);
+ * in a trace with several system prompts, the conversations behind each
+ * keep their own sessions instead of one per prompt. A trace whose ids
+ * never fork keys past the prefix every request shares. A request that
+ * ends at or before its widest fork, or without ids (Azure, synthetic),
+ * has no session. 0, or -1 when out of memory. */
+int dbk_trace_sessions(struct dbk_trace *t);
 
 /* Seconds since 1970-01-01 of a UTC civil time "YYYY-MM-DD HH:MM:SS[.f]"
  * ('T' also accepted as separator); false if malformed. Split in whole

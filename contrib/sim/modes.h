@@ -15,7 +15,7 @@
 #include "policy.h"
 #include "workload.h"
 
-#define DBK_SIM_MAX_POLICIES 16
+#define DBK_SIM_MAX_POLICIES 24
 
 /* What one invocation simulates. */
 struct dbk_sim_setup {

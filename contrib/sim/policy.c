@@ -126,13 +126,20 @@ static const struct dbk_sim_policy_ops *const head[] = {
 	&dbk_sim_policy_dynamic,
 };
 /* The peers' routers, after the oracle: each is policy_NAME.c, ending in
- * its DBK_SIM_POLICY_OPS line, and its line here. */
-#define PEERS(X)           \
-	X(cache_aware)     \
-	X(power_of_two)    \
-	X(consistent_hash) \
-	X(llm_d)           \
-	X(prefixaware)     \
+ * its DBK_SIM_POLICY_OPS lines (the peer, then its labelled variants),
+ * and their lines here. */
+#define PEERS(X)                 \
+	X(cache_aware)           \
+	X(cache_aware_legacy)    \
+	X(power_of_two)          \
+	X(power_of_two_informed) \
+	X(consistent_hash)       \
+	X(consistent_hash_seed1) \
+	X(consistent_hash_seed2) \
+	X(consistent_hash_seed3) \
+	X(llm_d)                 \
+	X(llm_d_active)          \
+	X(prefixaware)           \
 	X(wlc)
 
 #define DECLARE(name) extern const struct dbk_sim_policy_ops dbk_sim_policy_##name;
@@ -176,7 +183,7 @@ int dbk_sim_policy_pick(const char *list, bool weighted, const struct dbk_sim_po
 	*n = 0;
 	if (strcmp(list, "all") == 0) {
 		for (size_t i = 0; *n < max && (p = dbk_sim_policy_at(i)) != NULL; i++)
-			if (weighted || !p->weighted)
+			if ((weighted || !p->weighted) && !p->extra)
 				out[(*n)++] = p;
 		return 0;
 	}

@@ -18,12 +18,16 @@
  *
  * and the routers users pick instead, each modelled from its source (the
  * file names repository, path and commit):
- *   cache_aware      SGLang model gateway / vLLM Router (policy_cache_aware.c)
- *   power_of_two     vLLM Router (policy_p2.c)
+ *   cache_aware      SGLang model gateway / vLLM Router (policy_cache_aware.c);
+ *                    cache_aware_legacy, its fallback before SGLang PR #14650
+ *   power_of_two     vLLM Router against vLLM: a random choice (policy_p2.c);
+ *                    power_of_two_informed, with the loads it means to read
  *   wlc              HAProxy "balance leastconn" with the servers' weights
  *                    (policy_wlc.c)
- *   consistent_hash  vLLM Router, on the session key (policy_chash.c)
- *   llm_d            llm-d's default scheduling profile (policy_llmd.c)
+ *   consistent_hash  vLLM Router, on the session key (policy_chash.c);
+ *                    consistent_hash_seed1..3, other ring layouts (by name)
+ *   llm_d            llm-d's default scheduling profile (policy_llmd.c);
+ *                    llm_d_active, with its active-request scorer
  *   prefixaware      vLLM production-stack (policy_prefixaware.c)
  * Those that read backend numbers read them from a scraped snapshot
  * (snapshot.h) refreshed on the peer's interval, never from the engine.
@@ -32,8 +36,9 @@
  * choose, and what it needs of init, release, tick, stats and fini. It
  * may look at the cluster through sim.h's query functions while
  * choosing, and must not change anything there. A peer's file ends in
- * its DBK_SIM_POLICY_OPS line (below); one X(NAME) line in policy.c's
- * PEERS makes it selectable by name. */
+ * its DBK_SIM_POLICY_OPS line (below), one per labelled variant (the
+ * same functions, told apart by .arg); one X(NAME) line each in
+ * policy.c's PEERS makes it selectable by name. */
 #ifndef DBK_SIM_POLICY_H
 #define DBK_SIM_POLICY_H
 
@@ -98,6 +103,9 @@ struct dbk_sim_policy_ops {
 	/* In "all" only when the run has weights (wlc: without them it is
 	 * lc). */
 	bool weighted;
+	/* Never in "all", selectable by name only (consistent_hash's other
+	 * ring layouts). */
+	bool extra;
 	/* May be NULL. */
 	void (*stats)(const void *st, struct dbk_sim_policy_stats *out);
 	/* May be NULL: frees what init allocated, not the state itself. */
@@ -146,7 +154,8 @@ const struct dbk_sim_policy_ops *dbk_sim_policy_at(size_t i);
 /* By name; NULL when unknown. */
 const struct dbk_sim_policy_ops *dbk_sim_policy_find(const char *name);
 /* The policies of a comma-separated list of names ("all": every
- * built-in one, those that read weights only when weighted), at most
+ * built-in one but the extra ones, those that read weights only when
+ * weighted), at most
  * max of them, in out[0..*n). 0, or -1 with the
  * reason in err (an unknown name, an empty list). */
 int dbk_sim_policy_pick(const char *list, bool weighted, const struct dbk_sim_policy_ops **out,

@@ -1,12 +1,16 @@
 /* cache_aware: the default policy of SGLang's model gateway and of the
  * vLLM Router, modelled from their source:
- *   sgl-project/sglang, sgl-router/src/policies/cache_aware.rs at commit
- *     026f853ba7ae08a457a2e127b85a26256a29e300 (the decision, the tree
- *     insert on both paths, smallest-tenant fallback);
  *   vllm-project/router, src/policies/cache_aware.rs at commit
- *     16917f49522f1ef27770cd7994626eaed8b9f793 (same algorithm; later
- *     versions fall back to the least loaded instead of the smallest
- *     tree, and add session-id maps this model leaves out);
+ *     16917f49522f1ef27770cd7994626eaed8b9f793 (select_worker_cache_aware:
+ *     the balance check, the tree match, and below the threshold
+ *     healthy_indices.min_by_key(load), the least loaded; the tree insert
+ *     on every path; the session-id map for chat requests that carry a
+ *     session header is left out: the bench's requests are completions);
+ *   SGLang falls back the same way since PR #14650;
+ *   cache_aware_legacy: the rule before that, sgl-project/sglang,
+ *     sgl-router/src/policies/cache_aware.rs at commit
+ *     026f853ba7ae08a457a2e127b85a26256a29e300: below the threshold, the
+ *     tenant whose tree is smallest;
  *   defaults as the command lines set them (sglang sgl-router main.rs /
  *     vllm-project/router src/main.rs): cache_threshold 0.3,
  *     balance_abs_threshold 64, balance_rel_threshold 1.5,
@@ -18,7 +22,8 @@
  * to the least loaded instance (the first among equals). Otherwise its
  * text is matched in the approximate radix tree (radix.h): when the
  * matched fraction exceeds 0.3 it goes to the tenant holding the deepest
- * match, else to the tenant whose tree is smallest. Either way the text is
+ * match, else to the least loaded instance (the first among equals;
+ * legacy: the tenant whose tree is smallest). Either way the text is
  * then inserted for the chosen instance. Every 120 s of model time each
  * tenant above 67108864 characters loses its least recently used leaves.
  *
@@ -37,13 +42,17 @@
 
 struct cache_aware {
 	struct dbk_radix tree;
+	bool legacy; /* below the threshold: the smallest tree */
 	uint64_t evicted, balanced, affinity;
 };
+
+static const bool ca_current = false, ca_legacy = true;
 
 static int ca_init(void *st, const struct dbk_sim_policy_env *env)
 {
 	struct cache_aware *p = st;
 
+	p->legacy = *(const bool *)env->arg;
 	return dbk_radix_init(&p->tree, env->cfg->ninstances);
 }
 
@@ -85,7 +94,7 @@ static int ca_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 			pick = (unsigned)m.tenant;
 			p->affinity++;
 		} else {
-			pick = smallest_usable(&p->tree, s);
+			pick = p->legacy ? smallest_usable(&p->tree, s) : lo;
 		}
 	}
 	if (dbk_radix_insert(&p->tree, r, pick, dbk_sim_now(s)) != 0)
@@ -117,5 +126,7 @@ static void ca_member(void *st, const struct dbk_sim *s, unsigned i, bool usable
 		dbk_radix_remove_tenant(&((struct cache_aware *)st)->tree, i);
 }
 
-DBK_SIM_POLICY_OPS(cache_aware, struct cache_aware, ca, .tick = ca_tick,
+DBK_SIM_POLICY_OPS(cache_aware, struct cache_aware, ca, .arg = &ca_current, .tick = ca_tick,
+                   .tick_s = CA_EVICTION_INTERVAL_S, .member = ca_member);
+DBK_SIM_POLICY_OPS(cache_aware_legacy, struct cache_aware, ca, .arg = &ca_legacy, .tick = ca_tick,
                    .tick_s = CA_EVICTION_INTERVAL_S, .member = ca_member);

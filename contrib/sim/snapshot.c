@@ -37,17 +37,19 @@ void dbk_sim_snapshot_set(struct dbk_sim_snapshot *sn, unsigned i, double at_s, 
 	x->kv_usage = kv_usage;
 }
 
+void dbk_sim_snapshot_scrape_one(struct dbk_sim_snapshot *sn, const struct dbk_sim *s, unsigned i)
+{
+	const struct dbk_engine *e = dbk_sim_engine(s, i);
+
+	dbk_sim_snapshot_set(sn, i, dbk_sim_now(s), dbk_engine_num_running(e),
+	                     dbk_engine_num_waiting(e), dbk_engine_kv_usage(e));
+	dbk_sim_first_tokens(s, i, &sn->inst[i].ttft_sum_s, &sn->inst[i].ttft_count);
+}
+
 void dbk_sim_snapshot_scrape(struct dbk_sim_snapshot *sn, const struct dbk_sim *s)
 {
-	unsigned i;
-
-	for (i = 0; i < sn->n; i++) {
-		const struct dbk_engine *e = dbk_sim_engine(s, i);
-
-		dbk_sim_snapshot_set(sn, i, dbk_sim_now(s), dbk_engine_num_running(e),
-		                     dbk_engine_num_waiting(e), dbk_engine_kv_usage(e));
-		dbk_sim_first_tokens(s, i, &sn->inst[i].ttft_sum_s, &sn->inst[i].ttft_count);
-	}
+	for (unsigned i = 0; i < sn->n; i++)
+		dbk_sim_snapshot_scrape_one(sn, s, i);
 	sn->scrapes++;
 }
 

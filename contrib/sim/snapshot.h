@@ -39,6 +39,9 @@ void dbk_sim_snapshot_free(struct dbk_sim_snapshot *sn);
 /* Records one instance's gauges as scraped at time at_s. */
 void dbk_sim_snapshot_set(struct dbk_sim_snapshot *sn, unsigned i, double at_s, uint32_t running,
                           uint32_t waiting, double kv_usage);
+/* Scrapes instance i of s now (a router that polls each instance on its
+ * own timer). */
+void dbk_sim_snapshot_scrape_one(struct dbk_sim_snapshot *sn, const struct dbk_sim *s, unsigned i);
 /* Scrapes every instance of s now (what a tick does). */
 void dbk_sim_snapshot_scrape(struct dbk_sim_snapshot *sn, const struct dbk_sim *s);
 const struct dbk_sim_scrape *dbk_sim_snapshot_get(const struct dbk_sim_snapshot *sn, unsigned i);

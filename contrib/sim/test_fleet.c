@@ -300,7 +300,8 @@ static void test_wlc_weights(void)
 	free(r);
 }
 
-/* "all" holds wlc only for a run with weights. */
+/* "all" holds wlc only for a run with weights, and never the extra
+ * policies (consistent_hash's other layouts), which are found by name. */
 static void test_pick_weighted(void)
 {
 	const struct dbk_sim_policy_ops *p[32];
@@ -312,6 +313,10 @@ static void test_pick_weighted(void)
 	for (size_t k = 0; k < n; k++)
 		has |= strcmp(p[k]->name, "wlc") == 0;
 	CHECK(!has);
+	for (size_t k = 0; k < n; k++)
+		CHECK(strncmp(p[k]->name, "consistent_hash_seed", 20) != 0);
+	CHECK(dbk_sim_policy_pick("consistent_hash_seed2", false, p, 32, &m, err, sizeof(err)) ==
+	      0);
 	CHECK(dbk_sim_policy_pick("all", true, p, 32, &m, err, sizeof(err)) == 0);
 	CHECK_EQ_U(m, n + 1);
 	CHECK(dbk_sim_policy_pick("wlc", false, p, 32, &n, err, sizeof(err)) == 0);

@@ -1,7 +1,8 @@
 /* Unit tests of the peers' policies in the simulator (policy_cache_aware.c,
  * policy_p2.c, policy_chash.c, policy_llmd.c) and of the scrape snapshot
  * their backend numbers come from (snapshot.c): conservation, affinity
- * where the peer promises it, and staleness bounded by the interval. */
+ * where the peer promises it, each variant's difference from its peer,
+ * and staleness bounded by the interval. */
 #include "policy.h"
 #include "snapshot.h"
 #include "sim.h"
@@ -77,12 +78,15 @@ static struct dbk_sim *run(unsigned n, const struct dbk_sim_req *r, size_t nr,
 /* Every request ends exactly once under every peer, busy or not. */
 static void test_conservation(void)
 {
-	const char *names[] = { "cache_aware", "power_of_two", "consistent_hash", "llm_d",
+	const char *names[] = { "cache_aware",     "cache_aware_legacy",
+		                "power_of_two",    "power_of_two_informed",
+		                "consistent_hash", "consistent_hash_seed1",
+		                "llm_d",           "llm_d_active",
 		                "prefixaware" };
 	struct dbk_sim_req *r = conversations(5, 0.05);
 	unsigned p, k;
 
-	for (p = 0; p < 5; p++) {
+	for (p = 0; p < sizeof(names) / sizeof(names[0]); p++) {
 		const struct dbk_sim_policy_ops *ops = dbk_sim_policy_find(names[p]);
 		struct dbk_sim *s;
 		struct dbk_sim_result res;
@@ -109,18 +113,21 @@ static void test_conservation(void)
 
 /* consistent_hash keeps a session on one instance; and with requests
  * far apart (idle fleet), the prefix policies send every later turn of a
- * conversation where its first turn went. consistent_hash and cache_aware
- * (smallest tree for a first turn) spread conversations; prefixaware and
- * llm_d on an idle fleet do not: the shared block 0 narrows prefixaware's
- * match to the instance that got it first, and gives that instance
- * llm_d's best prefix score while queue and KV scores are equal. */
+ * conversation where its first turn went. consistent_hash and
+ * cache_aware_legacy (smallest tree for a first turn) spread
+ * conversations; the others on an idle fleet do not: cache_aware sends a
+ * first turn to the least loaded, the first of four idle instances; the
+ * shared block 0 narrows prefixaware's match to the instance that got it
+ * first, and gives that instance llm_d's best prefix score while queue
+ * and KV scores are equal. */
 static void test_affinity(void)
 {
-	const char *names[] = { "consistent_hash", "cache_aware", "prefixaware", "llm_d" };
+	const char *names[] = { "consistent_hash", "cache_aware_legacy", "cache_aware",
+		                "prefixaware", "llm_d" };
 	struct dbk_sim_req *r = conversations(9, 100.0);
 	unsigned p, k;
 
-	for (p = 0; p < 4; p++) {
+	for (p = 0; p < sizeof(names) / sizeof(names[0]); p++) {
 		struct dbk_sim *s = run(4, r, NREQ, dbk_sim_policy_find(names[p]));
 		uint32_t where[NCONV * 1000 + 1000];
 		unsigned bad = 0, used = 0;
@@ -180,40 +187,114 @@ static void test_cache_aware_thresholds(void)
 	dbk_sim_free(s);
 }
 
-/* llm_d between two scrapes: a burst of distinct prompts sees the same
- * queue and KV scores for every instance, and the prefix scorer's
- * model-name block (held by any instance that was sent anything) breaks
- * the tie towards the first instance chosen: the burst lands there. (The
- * first scrape runs at the first arrival, after it is routed, so the
- * first request's instance already shows its KV use and the herd goes to
- * another one.) A burst 0.2 s later, after scrapes, is spread. */
+/* llm_d within one scrape interval: a burst of prompts that share their
+ * first half sees the same (stale) queue and KV scores everywhere, and
+ * the prefix scorer sends every request after the first where the first
+ * went: the burst lands on one instance. llm_d_active counts its own
+ * requests in flight (score 0 on the instance holding the burst, 1
+ * elsewhere, weight 2 against 3 x 0.5 for the prefix) and spreads it. */
 static void test_llmd_herd(void)
 {
-	struct dbk_sim_req r[16];
-	struct dbk_sim *s;
-	unsigned k, used = 0, in;
-	bool seen[4] = { false };
+	static uint64_t h[8][8];
+	const char *names[] = { "llm_d", "llm_d_active" };
+	struct dbk_sim_req r[8];
+	unsigned k, j, p;
 
 	memset(r, 0, sizeof(r));
-	for (k = 0; k < 16; k++) {
+	for (k = 0; k < 8; k++) {
+		for (j = 0; j < 8; j++)
+			h[k][j] = j < 4 ? j : 100 * (k + 1) + j;
 		r[k].id = k;
-		r[k].arrival_s = k < 8 ? 0 : 0.2;
-		r[k].input_tokens = 20000; /* prefill outlasts 0.2 s */
+		r[k].input_tokens = 8 * 512;
 		r[k].output_tokens = 10;
+		r[k].hash_ids = h[k];
+		r[k].n_hash_ids = 8;
 	}
-	s = run(4, r, 16, dbk_sim_policy_find("llm_d"));
-	if (!s)
-		return;
-	for (k = 2; k < 8; k++)
-		CHECK_EQ_U(dbk_sim_outcome(s, k)->instance, dbk_sim_outcome(s, 1)->instance);
-	for (k = 8; k < 16; k++) {
-		in = dbk_sim_outcome(s, k)->instance;
-		if (!seen[in])
-			used++;
-		seen[in] = true;
+	for (p = 0; p < 2; p++) {
+		struct dbk_sim *s = run(4, r, 8, dbk_sim_policy_find(names[p]));
+		unsigned used = 0;
+		bool seen[4] = { false };
+
+		if (!s)
+			continue;
+		for (k = 0; k < 8; k++) {
+			unsigned in = dbk_sim_outcome(s, k)->instance;
+
+			used += !seen[in];
+			seen[in] = true;
+		}
+		if (p == 0)
+			CHECK_EQ_U(used, 1);
+		else
+			CHECK_EQ_U(used, 4);
+		dbk_sim_free(s);
 	}
-	CHECK(used >= 2);
-	dbk_sim_free(s);
+}
+
+/* power_of_two as it runs against vLLM ignores load: a burst of 200
+ * requests at once is placed at random (each instance near its 50, the
+ * counts spread apart); power_of_two_informed, which counts its own
+ * requests in flight, keeps the counts within a few of each other. */
+static void test_p2_random(void)
+{
+	struct dbk_sim_req r[200];
+	unsigned k, p, lo[2], hi[2];
+
+	memset(r, 0, sizeof(r));
+	for (k = 0; k < 200; k++) {
+		r[k].id = k;
+		r[k].input_tokens = 200;
+		r[k].output_tokens = 400;
+	}
+	for (p = 0; p < 2; p++) {
+		const char *name = p ? "power_of_two_informed" : "power_of_two";
+		struct dbk_sim *s = run(4, r, 200, dbk_sim_policy_find(name));
+		unsigned got[4] = { 0 };
+
+		lo[p] = 200;
+		hi[p] = 0;
+		if (!s)
+			return;
+		for (k = 0; k < 200; k++)
+			got[dbk_sim_outcome(s, k)->instance]++;
+		for (k = 0; k < 4; k++) {
+			lo[p] = got[k] < lo[p] ? got[k] : lo[p];
+			hi[p] = got[k] > hi[p] ? got[k] : hi[p];
+		}
+		dbk_sim_free(s);
+	}
+	CHECK(lo[0] >= 30 && hi[0] <= 70 && hi[0] - lo[0] > 4);
+	CHECK(hi[1] - lo[1] <= 2);
+}
+
+/* consistent_hash's layouts: each keeps a session on one instance, and
+ * they place the sessions differently. */
+static void test_chash_layouts(void)
+{
+	const char *names[] = { "consistent_hash", "consistent_hash_seed1", "consistent_hash_seed2",
+		                "consistent_hash_seed3" };
+	struct dbk_sim_req *r = conversations(11, 1.0);
+	uint32_t first[4][NREQ];
+	unsigned p, q, k;
+
+	for (p = 0; p < 4; p++) {
+		struct dbk_sim *s = run(4, r, NREQ, dbk_sim_policy_find(names[p]));
+
+		if (!s)
+			return;
+		for (k = 0; k < NREQ; k++)
+			first[p][k] = dbk_sim_outcome(s, k)->instance;
+		dbk_sim_free(s);
+	}
+	for (p = 0; p < 4; p++)
+		for (q = p + 1; q < 4; q++) {
+			unsigned differ = 0;
+
+			for (k = 0; k < NREQ; k++)
+				differ += first[p][k] != first[q][k];
+			CHECK(differ > NREQ / 4);
+		}
+	free(r);
 }
 
 /* A probe policy: scrapes every 0.5 s and, at each decision, checks that
@@ -283,6 +364,8 @@ int main(void)
 	RUN(test_affinity);
 	RUN(test_cache_aware_thresholds);
 	RUN(test_llmd_herd);
+	RUN(test_p2_random);
+	RUN(test_chash_layouts);
 	RUN(test_staleness);
 	return CHECK_DONE();
 }

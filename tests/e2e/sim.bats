@@ -28,9 +28,18 @@ MOONCAKE=$REPO/contrib/traces/mooncake_conversation_trace.jsonl
 	# Every policy the table knows runs to the end on a small slice.
 	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 150 --policy all
 	assert_success
-	for p in rr lc plain dynamic clairvoyant cache_aware power_of_two \
-		consistent_hash llm_d prefixaware; do
+	for p in rr lc plain dynamic clairvoyant cache_aware cache_aware_legacy \
+		power_of_two power_of_two_informed consistent_hash llm_d llm_d_active \
+		prefixaware; do
 		grep -qE "^$p +150 +0 " <<<"$output" || fail "no complete row for $p"
+	done
+	# consistent_hash's other ring layouts run by name, not in all.
+	refute_output --partial "consistent_hash_seed"
+	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 150 \
+		--policy consistent_hash_seed1,consistent_hash_seed2,consistent_hash_seed3
+	assert_success
+	for p in 1 2 3; do
+		grep -qE "^consistent_hash_seed$p +150 +0 " <<<"$output" || fail "no row for seed $p"
 	done
 	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --policy nosuch
 	assert_failure 2
@@ -163,7 +172,7 @@ true"
 	assert_output --partial "phase 7: arrivals from 120 s, 3 instances"
 	# One row per policy, wlc among them (the run has weights).
 	run jq -r '[.policies[].policy] | length, (index("wlc") != null)' "$json"
-	assert_output "13
+	assert_output "16
 true"
 	# Phases start at every step of the scale, the ramp and the failure.
 	run jq -c '[.policies[0].phases[].from_s]' "$json"

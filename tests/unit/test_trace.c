@@ -103,6 +103,36 @@ static void test_sessions(void)
 	dbk_trace_free(&t);
 }
 
+/* Two system prompts (ids 1 and 2), three conversations behind each:
+ * every conversation keeps a session of its own, its later turns the
+ * same one; a request holding only a system prompt has none. (Keyed past
+ * the prefix all requests share, which is none here, the conversations
+ * of each prompt collapsed into one session, the prompt's id.) */
+static void test_sessions_two_prompts(void)
+{
+	static const char *const rows[] = {
+		"[1, 10, 11]", "[1, 20]", "[2, 40]", "[1, 30, 31]",
+		"[2, 50, 51]", "[2, 60]", "[1]",     "[1, 10, 11, 12]",
+	};
+	static const uint64_t want[] = { 10, 20, 40, 30, 50, 60, 0, 10 };
+	char s[1024];
+	size_t n = 0, k;
+	struct dbk_trace t;
+	char err[256];
+
+	for (k = 0; k < 8; k++)
+		n += (size_t)snprintf(s + n, sizeof(s) - n,
+		                      "{\"timestamp\": %zu, \"input_length\": 1500, "
+		                      "\"output_length\": 5, \"hash_ids\": %s}\n",
+		                      k, rows[k]);
+	CHECK_EQ_U(parse(DBK_TRACE_MOONCAKE, s, &t, err, sizeof(err)), 0);
+	for (k = 0; k < 8; k++) {
+		CHECK(t.req[k].has_session == (want[k] != 0));
+		CHECK_EQ_U(t.req[k].session, want[k]);
+	}
+	dbk_trace_free(&t);
+}
+
 static void test_mooncake_malformed(void)
 {
 	const enum dbk_trace_format M = DBK_TRACE_MOONCAKE;
@@ -488,6 +518,7 @@ int main(void)
 	RUN(test_mooncake);
 	RUN(test_mooncake_malformed);
 	RUN(test_sessions);
+	RUN(test_sessions_two_prompts);
 	RUN(test_zero_lengths_raised);
 	RUN(test_unsorted_is_sorted_stably);
 	RUN(test_azure);
