@@ -29,15 +29,49 @@ teardown() {
 }
 
 @test "every program answers --version with the one version lib/version.h holds" {
-	local want b
+	local want b n=0
 	want=$(sed -n 's/^#define DBK_VERSION "\(.*\)"$/\1/p' "$REPO/agent/lib/version.h")
 	[ -n "$want" ] || fail "no DBK_VERSION in agent/lib/version.h"
-	for b in dbucket-spoa dbucket-parity vllm-stub dbucket-bench dbucket-sim \
-		dbucket-null-agent dbucket-spop-load dbucket; do
-		run "$BUILD/$b" --version
+	# Every program the build makes, the test tools too (unit test
+	# binaries aside): a new one cannot be forgotten.
+	for b in "$BUILD"/*; do
+		[ -f "$b" ] && [ -x "$b" ] || continue
+		case ${b##*/} in test_*) continue ;; esac
+		run timeout 5 "$b" --version
 		assert_success
-		assert_output "$b $want"
+		assert_output "${b##*/} $want"
+		n=$((n + 1))
 	done
+	[ "$n" -ge 9 ] || fail "only $n programs in $BUILD"
+}
+
+@test "durations take ms, s or m, and a bare number keeps the option's unit" {
+	run "$BUILD/dbucket-spoa" --help
+	assert_output --partial "(500ms, 2s, 1m; a bare number is ms)"
+	assert_output --partial "(500ms, 2s, 1m; a bare number is s)"
+	start_agent --lease-ttl 2m --poll-interval 1s --scrape-interval 250ms \
+		--scrape-timeout 2s --outlier-window 1m --outlier-base-ejection 5s \
+		--outlier-max-ejection 5m --idle-timeout 90s
+	grep -q 'event=started .*lease_ttl_s=120$' "$BATS_TEST_TMPDIR/agent.log" ||
+		fail "--lease-ttl 2m is not 120 s: $(cat "$BATS_TEST_TMPDIR/agent.log")"
+	stop_agent
+	: >"$BATS_TEST_TMPDIR/agent.log"
+	start_agent --lease-ttl 30
+	grep -q 'event=started .*lease_ttl_s=30$' "$BATS_TEST_TMPDIR/agent.log" ||
+		fail "a bare --lease-ttl 30 is not 30 s"
+	stop_agent
+	run "$BUILD/dbucket-spoa" --lease-ttl 1500ms a
+	assert_failure 2
+	assert_output --partial "--lease-ttl wants a duration from 1 to 604800 s (500ms, 2s, 1m), got '1500ms'"
+	run "$BUILD/dbucket-spoa" --scrape-interval 2h a
+	assert_failure 2
+	assert_output --partial "--scrape-interval wants a duration"
+	# The launcher's scrape flags take the same forms.
+	run "$BUILD/dbucket" --print-config "$BATS_TEST_TMPDIR/pc" --policy ttft \
+		--scrape-interval 2s --scrape-timeout 1500ms --server-hosts a b --server-ports 1 2
+	assert_success
+	grep -rq -- '--scrape-interval 2000 --scrape-timeout 1500' "$BATS_TEST_TMPDIR/pc" ||
+		fail "the launcher did not pass 2s and 1500ms as 2000 and 1500 ms"
 }
 
 @test "invalid setups fail at start with a clear message and exit 2" {
