@@ -148,3 +148,25 @@ teardown() {
 	run bash -c "env DBK_DEMO_PORT=$base '$REPO/contrib/demo.sh' --ports | awk '{ print \$2 }' | sort -n | uniq | tr '\n' ' '"
 	assert_output "$(seq -s ' ' $base $((base + 8))) "
 }
+
+@test "make install writes man pages that name its own PREFIX" {
+	local dest=$BATS_TEST_TMPDIR/dest prefix=/tmp/dbk-prefix-$$
+	local -a mk=(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$REPO" BUILD="$BUILD"
+		-o "$BUILD/dbucket-spoa" -o "$BUILD/dbucket")
+	run "${mk[@]}" install DESTDIR="$dest" PREFIX="$prefix"
+	assert_success
+	local text
+	text=$(cat "$dest$prefix/share/man/man8/dbucket-spoa.8" "$dest$prefix/share/man/man1/dbucket.1")
+	grep -qF "$prefix/share/dbucket/" <<<"$text" || fail "the pages do not name $prefix/share/dbucket"
+	grep -qF "$prefix/lib/systemd/system/dbucket\-spoa.service" <<<"$text" ||
+		fail "the pages do not name the unit in $prefix/lib/systemd/system"
+	run grep -nE '/usr/local/(share|lib)' <<<"$text"
+	assert_output ''
+	# The unit's user, as a package (debian/rules) sets it.
+	rm -rf "$dest"
+	run "${mk[@]}" install DESTDIR="$dest" PREFIX=/usr UNITDIR=/lib/systemd/system UNIT_USER=dbucket
+	assert_success
+	grep -q 'as user dbucket' "$dest/usr/share/man/man8/dbucket-spoa.8" || fail "no 'as user dbucket'"
+	grep -qF '/lib/systemd/system/dbucket\-spoa.service' "$dest/usr/share/man/man8/dbucket-spoa.8"
+	[ -f "$dest/lib/systemd/system/dbucket-spoa.service" ] || fail "UNITDIR is not where the unit went"
+}
