@@ -11,6 +11,7 @@
 #include "admin_guard.h"
 #include "lib/cli.h"
 #include "lib/log.h"
+#include "lib/net.h"
 #include "settings.h"
 #include "lib/bounds.h"
 
@@ -106,12 +107,26 @@ const char *dbk_config_scrape_url(const struct dbk_config *c, const char *name)
 
 /* A repeatable address option (what: "--NAME addresses"), at most
  * DBK_MAX_LISTEN; "none" (none != NULL) sets *none instead. */
-static int add_addr(const char *what, const char **list, unsigned *n, bool *none, const char *v,
-                    char *err, size_t errlen)
+/* One address of a listening option, checked now (lib/net's syntax,
+ * HAProxy's spellings included) so that a typo is a start-up refusal
+ * with exit 2, not a bind error later; datagrams only where dgram_ok. */
+static int add_addr(const char *opt, const char *what, const char **list, unsigned *n, bool *none,
+                    bool dgram_ok, const char *v, char *err, size_t errlen)
 {
+	struct dbk_net_spec spec;
+	char why[200];
+
 	if (none && strcmp(v, "none") == 0) {
 		*none = true;
 		return 0;
+	}
+	if (dbk_net_spec_parse(v, &spec, why, sizeof(why)) < 0) {
+		dbk_errf(err, errlen, "%s: %s", opt, why);
+		return -1;
+	}
+	if (spec.kind == DBK_NET_DGRAM && !dgram_ok) {
+		dbk_errf(err, errlen, "%s %s: udp@ is for --completion-listen only", opt, v);
+		return -1;
 	}
 	return dbk_cli_append(list, n, DBK_MAX_LISTEN, what, v, err, errlen);
 }
@@ -120,23 +135,25 @@ static int opt_listen(void *ctx, const char *v, char *err, size_t errlen)
 {
 	struct dbk_config *c = ((struct parse *)ctx)->c;
 
-	return add_addr("--listen addresses", c->listen, &c->nlisten, NULL, v, err, errlen);
+	return add_addr("--listen", "--listen addresses", c->listen, &c->nlisten, NULL, false, v,
+	                err, errlen);
 }
 
 static int opt_completion_listen(void *ctx, const char *v, char *err, size_t errlen)
 {
 	struct parse *p = ctx;
 
-	return add_addr("--completion-listen addresses", p->c->completion_listen,
-	                &p->c->ncompletion_listen, &p->no_completions, v, err, errlen);
+	return add_addr("--completion-listen", "--completion-listen addresses",
+	                p->c->completion_listen, &p->c->ncompletion_listen, &p->no_completions,
+	                true, v, err, errlen);
 }
 
 static int opt_admin_listen(void *ctx, const char *v, char *err, size_t errlen)
 {
 	struct parse *p = ctx;
 
-	return add_addr("--admin-listen addresses", p->c->admin_listen, &p->c->nadmin_listen,
-	                &p->no_admin, v, err, errlen);
+	return add_addr("--admin-listen", "--admin-listen addresses", p->c->admin_listen,
+	                &p->c->nadmin_listen, &p->no_admin, false, v, err, errlen);
 }
 
 static int opt_backend(void *ctx, const char *v, char *err, size_t errlen)
@@ -346,7 +363,8 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		    "usable\none (" STR(DBK_OUTLIER_DEFAULT_MAX_PERCENT) ")"),
 		SECTION("\nAgent:"),
 		CALL("listen", opt_listen, "ADDR",
-		     "where HAProxy connects; repeatable.\nHOST:PORT, [IPV6]:PORT or unix:PATH\n"
+		     "where HAProxy connects; repeatable.\nHOST:PORT, [IPV6]:PORT or unix:PATH,\n"
+		     "or HAProxy's spellings (unix@PATH, ipv4@,\nipv6@) "
 		     "(default " DBK_DEFAULT_LISTEN ")"),
 		CALL("completion-listen", opt_completion_listen, "ADDR",
 		     "where HAProxy's completion ring connects\n(same forms, repeatable), or "

@@ -99,14 +99,45 @@ teardown() {
 	assert_output --partial "cannot listen for spop on $DBK_AGENT"
 }
 
-@test "udp@ is for completions only, and a UDP address it cannot bind is a start-up error" {
+@test "udp@ is for completions only, and a bad address is refused at parse time with exit 2" {
 	run "$BUILD/dbucket-spoa" --listen "udp@$DBK_AGENT" --completion-listen none --admin-listen none a
-	assert_failure 1
-	assert_output --partial "cannot listen for spop on udp@$DBK_AGENT: udp@ is for completions only"
+	assert_failure 2
+	assert_output --partial "--listen udp@$DBK_AGENT: udp@ is for --completion-listen only"
 	run "$BUILD/dbucket-spoa" --listen "$DBK_AGENT" --completion-listen udp@unix:/tmp/x \
 		--admin-listen none a
-	assert_failure 1
+	assert_failure 2
 	assert_output --partial "a UDP address is HOST:PORT or [IPV6]:PORT"
+	run "$BUILD/dbucket-spoa" --admin-listen 127.0.0.1:99999 a
+	assert_failure 2
+	assert_output --partial "--admin-listen: bad port in '127.0.0.1:99999'"
+	run "$BUILD/dbucket-spoa" --listen abns@agent a
+	assert_failure 2
+	assert_output --partial "'abns@' addresses are not supported"
+}
+
+@test "HAProxy's spellings of an address: unix@, ipv4@, ipv6@, udp@ and [::1]:PORT" {
+	RUN_DIR=$(mktemp -d /tmp/dbk-run.XXXXXX)
+	local sock=$RUN_DIR/agent.sock
+	"$BUILD/dbucket-spoa" --listen "unix@$sock" --listen "ipv6@[::1]:$AGENT_PORT" \
+		--completion-listen "ipv4@$DBK_COMPLETIONS" --completion-listen "udp@$DBK_COMPLETIONS_UDP" \
+		--admin-listen "[::1]:$ADMIN_PORT" a b 2>>"$BATS_TEST_TMPDIR/agent.log" &
+	AGENT_PID=$!
+	local i
+	for ((i = 0; i < 200; i++)); do
+		curl -s --max-time 1 -o /dev/null "http://[::1]:$ADMIN_PORT/state" && break
+		sleep 0.05
+	done
+	run curl -s --max-time 2 "http://[::1]:$ADMIN_PORT/state"
+	assert_success
+	assert_output --partial '"servers"'
+	[ -S "$sock" ] || fail "no unix socket at $sock (unix@)"
+	grep -q "event=listening for=spop addr=unix@$sock" "$BATS_TEST_TMPDIR/agent.log"
+	grep -q "event=listening for=completions addr=ipv4@$DBK_COMPLETIONS" "$BATS_TEST_TMPDIR/agent.log" ||
+		fail "$(cat "$BATS_TEST_TMPDIR/agent.log")"
+	stop_agent
+	assert_equal "$AGENT_RC" 0
+	# unix@ sockets are removed at exit as unix: ones are.
+	[ ! -e "$sock" ]
 }
 
 @test "unix sockets are 0660, handed to --user, and removed at exit" {
