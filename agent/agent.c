@@ -171,8 +171,8 @@ static void on_admin(void *arg, const char *method, const char *path, struct dbk
 	}
 }
 
-/* Opens every address in specs and hands each fd to add, or a "udp@"
- * one to add_udp (NULL: not a UDP service). */
+/* Opens every address in specs and hands each fd to add, or a datagram
+ * one (udp@...) to add_udp (NULL: not a UDP service). */
 static int listen_all(struct dbk_agent *a, const char *const *specs, unsigned n, const char *what,
                       int (*add)(void *, int), int (*add_udp)(void *, int), void *obj, char *err,
                       size_t errlen)
@@ -182,15 +182,17 @@ static int listen_all(struct dbk_agent *a, const char *const *specs, unsigned n,
 		bool udp;
 		int fd;
 
-		if (strncmp(specs[i], "udp@", 4) == 0 && !add_udp) {
-			dbk_errf(err, errlen,
-			         "cannot listen for %s on %s: udp@ is for completions only", what,
-			         specs[i]);
-			return -1;
-		}
 		fd = dbk_net_open(specs[i], &udp, why, sizeof(why));
 		if (fd < 0) {
 			dbk_errf(err, errlen, "cannot listen for %s on %s", what, why);
+			return -1;
+		}
+		/* config.c refuses it first; this is for any other caller. */
+		if (udp && !add_udp) {
+			dbk_errf(err, errlen,
+			         "cannot listen for %s on %s: udp@ is for completions only", what,
+			         specs[i]);
+			close(fd);
 			return -1;
 		}
 		if ((udp ? add_udp : add)(obj, fd) < 0) {
@@ -199,7 +201,7 @@ static int listen_all(struct dbk_agent *a, const char *const *specs, unsigned n,
 			close(fd);
 			return -1;
 		}
-		if (strncmp(specs[i], "unix:", 5) == 0)
+		if (dbk_net_unix_path(specs[i]))
 			a->unix_specs[a->nunix++] = specs[i];
 		dbk_log(DBK_LOG_INFO, "listening", "for=%s addr=%s", what, specs[i]);
 		/* Allowed, since the operator asked; but nothing here is
@@ -545,8 +547,8 @@ int dbk_agent_drop_privileges(struct dbk_agent *a, char *err, size_t errlen)
 	if (gr)
 		gid = gr->gr_gid;
 	for (unsigned i = 0; i < a->nunix; i++)
-		if (chown(a->unix_specs[i] + 5, uid, gid) < 0) {
-			dbk_errf(err, errlen, "chown %s: %s", a->unix_specs[i] + 5,
+		if (chown(dbk_net_unix_path(a->unix_specs[i]), uid, gid) < 0) {
+			dbk_errf(err, errlen, "chown %s: %s", dbk_net_unix_path(a->unix_specs[i]),
 			         strerror(errno));
 			return -1;
 		}
@@ -581,7 +583,7 @@ void dbk_agent_stop(struct dbk_agent *a)
 	for (unsigned i = 0; i < a->nunix; i++)
 		if (dbk_net_unlink(a->unix_specs[i]) < 0)
 			dbk_log(DBK_LOG_WARN, "socket-left-behind", "path=%s error=\"%s\"",
-			        a->unix_specs[i] + 5, strerror(errno));
+			        dbk_net_unix_path(a->unix_specs[i]), strerror(errno));
 	a->nunix = 0;
 	free(a->route.by_server);
 	a->route.by_server = NULL;

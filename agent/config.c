@@ -11,6 +11,7 @@
 #include "admin_guard.h"
 #include "lib/cli.h"
 #include "lib/log.h"
+#include "lib/net.h"
 #include "settings.h"
 #include "lib/bounds.h"
 
@@ -106,12 +107,26 @@ const char *dbk_config_scrape_url(const struct dbk_config *c, const char *name)
 
 /* A repeatable address option (what: "--NAME addresses"), at most
  * DBK_MAX_LISTEN; "none" (none != NULL) sets *none instead. */
-static int add_addr(const char *what, const char **list, unsigned *n, bool *none, const char *v,
-                    char *err, size_t errlen)
+/* One address of a listening option, checked now (lib/net's syntax,
+ * HAProxy's spellings included) so that a typo is a start-up refusal
+ * with exit 2, not a bind error later; datagrams only where dgram_ok. */
+static int add_addr(const char *opt, const char *what, const char **list, unsigned *n, bool *none,
+                    bool dgram_ok, const char *v, char *err, size_t errlen)
 {
+	struct dbk_net_spec spec;
+	char why[200];
+
 	if (none && strcmp(v, "none") == 0) {
 		*none = true;
 		return 0;
+	}
+	if (dbk_net_spec_parse(v, &spec, why, sizeof(why)) < 0) {
+		dbk_errf(err, errlen, "%s: %s", opt, why);
+		return -1;
+	}
+	if (spec.kind == DBK_NET_DGRAM && !dgram_ok) {
+		dbk_errf(err, errlen, "%s %s: udp@ is for --completion-listen only", opt, v);
+		return -1;
 	}
 	return dbk_cli_append(list, n, DBK_MAX_LISTEN, what, v, err, errlen);
 }
@@ -120,23 +135,25 @@ static int opt_listen(void *ctx, const char *v, char *err, size_t errlen)
 {
 	struct dbk_config *c = ((struct parse *)ctx)->c;
 
-	return add_addr("--listen addresses", c->listen, &c->nlisten, NULL, v, err, errlen);
+	return add_addr("--listen", "--listen addresses", c->listen, &c->nlisten, NULL, false, v,
+	                err, errlen);
 }
 
 static int opt_completion_listen(void *ctx, const char *v, char *err, size_t errlen)
 {
 	struct parse *p = ctx;
 
-	return add_addr("--completion-listen addresses", p->c->completion_listen,
-	                &p->c->ncompletion_listen, &p->no_completions, v, err, errlen);
+	return add_addr("--completion-listen", "--completion-listen addresses",
+	                p->c->completion_listen, &p->c->ncompletion_listen, &p->no_completions,
+	                true, v, err, errlen);
 }
 
 static int opt_admin_listen(void *ctx, const char *v, char *err, size_t errlen)
 {
 	struct parse *p = ctx;
 
-	return add_addr("--admin-listen addresses", p->c->admin_listen, &p->c->nadmin_listen,
-	                &p->no_admin, v, err, errlen);
+	return add_addr("--admin-listen", "--admin-listen addresses", p->c->admin_listen,
+	                &p->c->nadmin_listen, &p->no_admin, false, v, err, errlen);
 }
 
 static int opt_backend(void *ctx, const char *v, char *err, size_t errlen)
@@ -311,10 +328,11 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		     "ttft and --haproxy-socket, servers not named\nare scraped where HAProxy "
 		     "reaches "
 		     "them"),
-		NUM("scrape-interval", DBK_OPT_LL, &c->scrape_interval_ms, 10, 3600 * 1000, "MS",
-		    "/metrics every MS (" STR(DBK_DEFAULT_SCRAPE_INTERVAL_MS) "); /v1/models every "
-		                                                              "10 s"),
-		NUM("scrape-timeout", DBK_OPT_LL, &c->scrape_timeout_ms, 10, 600 * 1000, "MS",
+		NUM("scrape-interval", DBK_OPT_MS, &c->scrape_interval_ms, 10, 3600 * 1000, "TIME",
+		    "/metrics every TIME (" STR(
+		            DBK_DEFAULT_SCRAPE_INTERVAL_MS) "); /v1/models every "
+		                                            "10 s"),
+		NUM("scrape-timeout", DBK_OPT_MS, &c->scrape_timeout_ms, 10, 600 * 1000, "TIME",
 		    "a scrape not answered by then failed (" STR(
 		            DBK_DEFAULT_SCRAPE_TIMEOUT_MS) ")"),
 		SECTION("\nOutlier detection (servers whose requests fail, from HAProxy's\n"
@@ -329,22 +347,24 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		NUM("outlier-min-requests", DBK_OPT_INT, &c->outlier.min_requests, 1, 1000000, "N",
 		    "... counted over at least N requests (" STR(
 		            DBK_OUTLIER_DEFAULT_MIN_REQUESTS) ")"),
-		NUM("outlier-window", DBK_OPT_LL, &c->outlier.window_ms, 100, WEEK_S * 1000LL, "MS",
-		    "... in the last MS to 2xMS (" STR(DBK_OUTLIER_DEFAULT_WINDOW_MS) ")"),
-		NUM("outlier-base-ejection", DBK_OPT_LL, &c->outlier.base_ms, 1, WEEK_S * 1000LL,
-		    "MS",
-		    "the first ejection lasts MS, the n-th n x MS\n(" STR(
+		NUM("outlier-window", DBK_OPT_MS, &c->outlier.window_ms, 100, WEEK_S * 1000LL,
+		    "TIME",
+		    "... in the last TIME to 2xTIME (" STR(DBK_OUTLIER_DEFAULT_WINDOW_MS) ")"),
+		NUM("outlier-base-ejection", DBK_OPT_MS, &c->outlier.base_ms, 1, WEEK_S * 1000LL,
+		    "TIME",
+		    "the first ejection lasts TIME, the n-th n x TIME\n(" STR(
 		            DBK_OUTLIER_DEFAULT_BASE_MS) "); then half-open: one failure\n"
 		                                         "ejects again"),
-		NUM("outlier-max-ejection", DBK_OPT_LL, &c->outlier.max_ms, 1, WEEK_S * 1000LL,
-		    "MS", "longest ejection (" STR(DBK_OUTLIER_DEFAULT_MAX_MS) ")"),
+		NUM("outlier-max-ejection", DBK_OPT_MS, &c->outlier.max_ms, 1, WEEK_S * 1000LL,
+		    "TIME", "longest ejection (" STR(DBK_OUTLIER_DEFAULT_MAX_MS) ")"),
 		NUM("outlier-max-ejected-percent", DBK_OPT_INT, &c->outlier.max_percent, 0, 100,
 		    "P",
 		    "at most P% of the servers ejected at once,\nat least one, never the last "
 		    "usable\none (" STR(DBK_OUTLIER_DEFAULT_MAX_PERCENT) ")"),
 		SECTION("\nAgent:"),
 		CALL("listen", opt_listen, "ADDR",
-		     "where HAProxy connects; repeatable.\nHOST:PORT, [IPV6]:PORT or unix:PATH\n"
+		     "where HAProxy connects; repeatable.\nHOST:PORT, [IPV6]:PORT or unix:PATH,\n"
+		     "or HAProxy's spellings (unix@PATH, ipv4@,\nipv6@) "
 		     "(default " DBK_DEFAULT_LISTEN ")"),
 		CALL("completion-listen", opt_completion_listen, "ADDR",
 		     "where HAProxy's completion ring connects\n(same forms, repeatable), or "
@@ -354,7 +374,7 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		CALL("admin-listen", opt_admin_listen, "ADDR",
 		     "HTTP endpoint with /metrics and /state\n(default " DBK_DEFAULT_ADMIN_LISTEN
 		     ", \"none\" to disable)"),
-		NUM("lease-ttl", DBK_OPT_LL, &c->lease_ttl_s, 1, WEEK_S, "SECONDS",
+		NUM("lease-ttl", DBK_OPT_SECONDS, &c->lease_ttl_s, 1, WEEK_S, "TIME",
 		    "a request whose completion never arrives\nis released after this long (" STR(
 		            DBK_DEFAULT_LEASE_TTL_S) ")"),
 		SECTION("\nWho may talk to the agent (see \"Security model\" in the README):"),
@@ -380,10 +400,10 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		     "its stats socket: unix:PATH, /PATH or\nHOST:PORT (needs 'level operator' or "
 		     "more)"),
 		CALL("backend", opt_backend, "NAME", "the vLLM backend (" DBK_DEFAULT_BACKEND ")"),
-		NUM("poll-interval", DBK_OPT_LL, &c->poll_ms, 50, 3600 * 1000, "MS",
+		NUM("poll-interval", DBK_OPT_MS, &c->poll_ms, 50, 3600 * 1000, "TIME",
 		    "how often to read server states and sessions:\nDOWN, MAINT and DRAIN servers "
 		    "are not chosen,\nleaked leases are reclaimed (" STR(DBK_DEFAULT_POLL_MS) ")"),
-		NUM("reclaim-after", DBK_OPT_LL, &c->reclaim_after_s, 0, WEEK_S, "SECONDS",
+		NUM("reclaim-after", DBK_OPT_SECONDS, &c->reclaim_after_s, 0, WEEK_S, "TIME",
 		    "a lease is taken for leaked only when older\nthan this, and in excess of "
 		    "HAProxy's\nsessions for 3 polls (" STR(DBK_DEFAULT_RECLAIM_AFTER_S) ")"),
 		NUM("max-servers", DBK_OPT_INT, &c->max_servers, 1, DBK_MAX_SERVERS, "N",
@@ -402,7 +422,7 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		NUM("max-connections-per-peer", DBK_OPT_INT, &c->max_connections_per_peer, 1,
 		    1000000, "N",
 		    "of which one peer address may hold at most\nN (half of --max-connections)"),
-		NUM("idle-timeout", DBK_OPT_LL, &c->idle_timeout_s, 1, WEEK_S, "SECONDS",
+		NUM("idle-timeout", DBK_OPT_SECONDS, &c->idle_timeout_s, 1, WEEK_S, "TIME",
 		    "an SPOP connection silent this long after\nHELLO is closed; keep it above the "
 		    "SPOE\n'timeout idle' (" STR(DBK_DEFAULT_IDLE_TIMEOUT_S) ")"),
 		NUM("max-leases", DBK_OPT_SIZE, &c->max_leases, 1, DBK_MAX_LEASES, "N",

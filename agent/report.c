@@ -334,6 +334,8 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *o)
 	sources(a, src);
 	dbk_buf_printf(o, "{\n  \"mode\": \"%s\",\n  \"policy\": \"%s\",\n",
 	               a->cfg.dynamic ? "dynamic" : "plain", a->cfg.policy->name);
+	/* --engine-speed, for the status page's settings of ttft and p2ttft. */
+	dbk_buf_printf(o, "  \"engine_speed\": %.17g,\n", a->cfg.engine_speed);
 	state_servers(a, o);
 	if (a->scrape)
 		dbk_scrape_report_state(a->scrape, dbk_mono_ms(), o);

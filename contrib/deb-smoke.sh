@@ -33,6 +33,18 @@ if getent group haproxy >/dev/null; then
 	check "dbucket is in group haproxy (its runtime API socket)" sh -c 'id -nG dbucket | grep -qw haproxy'
 fi
 check "man dbucket-spoa and man dbucket are found" sh -c 'man -w dbucket-spoa && man -w dbucket'
+# The pages describe this install: the package's paths and user, not
+# the /usr/local install and user haproxy they are written for.
+man_pages_name_the_package() {
+	local text
+	text=$(zcat -f "$(man -w dbucket-spoa)" "$(man -w dbucket)") || return 1
+	grep -qF '/usr/share/dbucket/' <<<"$text" &&
+		grep -qF '/lib/systemd/system/dbucket\-spoa.service' <<<"$text" &&
+		grep -q 'as user dbucket' <<<"$text" &&
+		! grep -qE '/usr/local/(share|lib)|as user haproxy' <<<"$text"
+}
+check "the man pages name the package's paths and user (/usr/share/dbucket, /lib/systemd/system, dbucket)" \
+	man_pages_name_the_package
 check "the samples, rules and dashboard are the repository's" sh -c \
 	'cmp haproxy/haproxy.cfg /usr/share/dbucket/haproxy.cfg &&
 	 cmp haproxy/dbucket.spoe.conf /etc/haproxy/dbucket.spoe.conf &&

@@ -2,6 +2,15 @@
 #   make install DESTDIR=/tmp/pkg PREFIX=/usr
 #
 #   PREFIX   /usr/local by default; DESTDIR is prepended to every path.
+#   UNITDIR  where the unit goes, $(PREFIX)/lib/systemd/system by default
+#            (Debian 12's package: /lib/systemd/system).
+#   UNIT_USER  the user the unit runs the agent as, for the man page:
+#            haproxy as contrib/systemd's unit says (the package's
+#            drop-in makes it dbucket).
+#
+# The man pages are written for the default install (/usr/local, user
+# haproxy) and installed with this install's paths and user in their
+# place, so that the pages a package installs describe that package.
 #
 # What goes where:
 #   $(PREFIX)/sbin/dbucket-spoa                      the agent (a daemon: section 8)
@@ -22,7 +31,14 @@ INSTALL_BINDIR  = $(PREFIX)/bin
 INSTALL_SBINDIR = $(PREFIX)/sbin
 INSTALL_DATADIR = $(PREFIX)/share/dbucket
 INSTALL_MANDIR  = $(PREFIX)/share/man
-INSTALL_UNITDIR = $(PREFIX)/lib/systemd/system
+UNITDIR   ?= $(PREFIX)/lib/systemd/system
+UNIT_USER ?= haproxy
+INSTALL_UNITDIR = $(UNITDIR)
+
+# What the pages say of the default install, and what this one has.
+MAN_SUBST = -e 's|/usr/local/share/dbucket|$(INSTALL_DATADIR)|g' \
+            -e 's|/usr/local/lib/systemd/system|$(INSTALL_UNITDIR)|g' \
+            -e 's|as user haproxy|as user $(UNIT_USER)|g'
 
 ERROR_FILE_NAMES = $(notdir $(wildcard haproxy/errors/*.http))
 
@@ -49,8 +65,10 @@ install: $(BUILD)/dbucket-spoa $(BUILD)/dbucket
 	$(INSTALL) -m 0644 $(addprefix haproxy/errors/,$(ERROR_FILE_NAMES)) $(DESTDIR)$(INSTALL_DATADIR)/errors/
 	$(INSTALL) -m 0644 contrib/systemd/haproxy.service.d/dbucket.conf \
 		$(DESTDIR)$(INSTALL_DATADIR)/haproxy.service.d/dbucket.conf
-	$(INSTALL) -m 0644 contrib/man/dbucket-spoa.8 $(DESTDIR)$(INSTALL_MANDIR)/man8/dbucket-spoa.8
-	$(INSTALL) -m 0644 contrib/man/dbucket.1 $(DESTDIR)$(INSTALL_MANDIR)/man1/dbucket.1
+	sed $(MAN_SUBST) contrib/man/dbucket-spoa.8 >$(DESTDIR)$(INSTALL_MANDIR)/man8/dbucket-spoa.8
+	sed $(MAN_SUBST) contrib/man/dbucket.1 >$(DESTDIR)$(INSTALL_MANDIR)/man1/dbucket.1
+	chmod 0644 $(DESTDIR)$(INSTALL_MANDIR)/man8/dbucket-spoa.8 \
+		$(DESTDIR)$(INSTALL_MANDIR)/man1/dbucket.1
 	# The unit names the agent where this PREFIX put it (the file says
 	# /usr/local/sbin, the default).
 	sed 's|/usr/local/sbin/dbucket-spoa|$(INSTALL_SBINDIR)/dbucket-spoa|' \

@@ -62,6 +62,13 @@ static int set_choice(const struct dbk_opt *o, const char *v, char *err, size_t 
 	return -1;
 }
 
+#define DURATION_FORMS "500ms, 2s, 1m"
+
+static const char *duration_unit(const struct dbk_opt *o)
+{
+	return o->kind == DBK_OPT_MS ? "ms" : "s";
+}
+
 /* Stores one option's value where the table says. */
 static int set_value(const struct dbk_opt *o, const char *v, void *ctx, char *err, size_t errlen)
 {
@@ -80,6 +87,17 @@ static int set_value(const struct dbk_opt *o, const char *v, void *ctx, char *er
 			return -1;
 		}
 		*(double *)o->dst = d;
+		return 0;
+	case DBK_OPT_MS:
+	case DBK_OPT_SECONDS:
+		if (!dbk_parse_duration(v, o->kind == DBK_OPT_MS ? 1 : 1000, (long long)o->lo,
+		                        (long long)o->hi, &ll)) {
+			dbk_errf(err, errlen,
+			         "--%s wants a duration from %.0f to %.0f %s (%s), got '%s'",
+			         o->name, o->lo, o->hi, duration_unit(o), DURATION_FORMS, v);
+			return -1;
+		}
+		*(long long *)o->dst = ll;
 		return 0;
 	case DBK_OPT_INT:
 	case DBK_OPT_LL:
@@ -240,6 +258,9 @@ void dbk_cli_usage(FILE *out, const struct dbk_opt *opts)
 			for (const char *nl; (nl = strchr(h, '\n')); h = nl + 1)
 				fprintf(out, "%.*s\n  %-*s  ", (int)(nl - h), h, width, "");
 			fprintf(out, "%s\n", h);
+			if (o->kind == DBK_OPT_MS || o->kind == DBK_OPT_SECONDS)
+				fprintf(out, "  %-*s  (%s; a bare number is %s)\n", width, "",
+				        DURATION_FORMS, duration_unit(o));
 		}
 	}
 }

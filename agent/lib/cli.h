@@ -22,6 +22,11 @@ enum dbk_opt_kind {
 	DBK_OPT_DOUBLE, /* *(double *)dst, a finite number in [lo, hi] */
 	DBK_OPT_CHOICE, /* *(int *)dst = index of the value in choices */
 	DBK_OPT_CALL,   /* fn(ctx, value, err, errlen): anything else */
+	/* Durations, *(long long *)dst in [lo, hi] of the kind's unit:
+	 * "500ms", "2s", "1m", or a bare number in that unit (what the
+	 * option took before it had units). --help says so under them. */
+	DBK_OPT_MS,
+	DBK_OPT_SECONDS,
 };
 
 /* Numbers in the settings grammar of lib/numparse.h (plain digits, no

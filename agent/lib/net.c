@@ -48,64 +48,140 @@ int dbk_net_send_pending(int fd, const void *buf, size_t len, size_t *off)
 	return 0;
 }
 
-/* flags: AI_PASSIVE for bind, AI_NUMERICHOST never to look up a name. */
-static int resolve(const char *spec, int flags, struct sockaddr_storage *sa, socklen_t *len,
-                   char *err, size_t errlen)
+/* HAProxy's prefixes (its "bind" and "server" address syntax), longest
+ * first where one begins another. */
+static const struct {
+	const char *prefix;
+	enum dbk_net_kind kind;
+	int family;
+} prefixes[] = {
+	{ "unix:", DBK_NET_UNIX, AF_UNIX },    { "unix@", DBK_NET_UNIX, AF_UNIX },
+	{ "udp4@", DBK_NET_DGRAM, AF_INET },   { "udp6@", DBK_NET_DGRAM, AF_INET6 },
+	{ "udp@", DBK_NET_DGRAM, AF_UNSPEC },  { "tcp4@", DBK_NET_STREAM, AF_INET },
+	{ "tcp6@", DBK_NET_STREAM, AF_INET6 }, { "tcp@", DBK_NET_STREAM, AF_UNSPEC },
+	{ "ipv4@", DBK_NET_STREAM, AF_INET },  { "ipv6@", DBK_NET_STREAM, AF_INET6 },
+};
+
+/* Splits HOST:PORT or [IPV6]:PORT into host (NUL-terminated in host[])
+ * and port. */
+static int split_host_port(const char *spec, const char *rest, char *host, size_t hcap,
+                           const char **port, char *err, size_t errlen)
 {
-	const char *path = NULL;
-
-	memset(sa, 0, sizeof(*sa));
-	if (!spec || !*spec) {
-		dbk_errf(err, errlen, "empty address");
-		return -1;
-	}
-	if (strncmp(spec, "unix:", 5) == 0)
-		path = spec + 5;
-	else if (spec[0] == '/')
-		path = spec;
-	if (path) {
-		struct sockaddr_un *su = (struct sockaddr_un *)sa;
-		size_t n = strlen(path);
-
-		if (n == 0 || n >= sizeof(su->sun_path)) {
-			dbk_errf(err, errlen, "unix socket path '%s' is empty or too long", path);
-			return -1;
-		}
-		su->sun_family = AF_UNIX;
-		memcpy(su->sun_path, path, n + 1);
-		*len = (socklen_t)sizeof(*su);
-		return 0;
-	}
-
-	char host[256];
-	const char *port, *sep;
+	const char *sep;
 	size_t hlen;
+	unsigned long long p;
 
-	if (spec[0] == '[') {
-		sep = strchr(spec, ']');
+	if (rest[0] == '[') {
+		sep = strchr(rest, ']');
 		if (!sep || sep[1] != ':') {
 			dbk_errf(err, errlen, "bad address '%s' (want [IPV6]:PORT)", spec);
 			return -1;
 		}
-		hlen = (size_t)(sep - spec - 1);
-		port = sep + 2;
-		spec++;
+		hlen = (size_t)(sep - rest - 1);
+		*port = sep + 2;
+		rest++;
 	} else {
-		sep = strrchr(spec, ':');
-		hlen = sep ? (size_t)(sep - spec) : 0;
-		port = sep ? sep + 1 : "";
+		sep = strrchr(rest, ':');
+		hlen = sep ? (size_t)(sep - rest) : 0;
+		*port = sep ? sep + 1 : "";
 	}
-	if (hlen == 0 || hlen >= sizeof(host) || *port == '\0') {
-		dbk_errf(err, errlen, "bad address '%s' (want HOST:PORT, [IPV6]:PORT, unix:PATH)",
+	if (hlen == 0 || hlen >= hcap || **port == '\0') {
+		dbk_errf(err, errlen,
+		         "bad address '%s' (want HOST:PORT, [IPV6]:PORT, unix:PATH or "
+		         "udp@HOST:PORT)",
 		         spec);
 		return -1;
 	}
-	memcpy(host, spec, hlen);
+	if (!dbk_parse_uint(*port, 0, 65535, &p)) {
+		dbk_errf(err, errlen, "bad port in '%s' (want a number up to 65535)", spec);
+		return -1;
+	}
+	memcpy(host, rest, hlen);
 	host[hlen] = '\0';
+	return 0;
+}
+
+int dbk_net_spec_parse(const char *spec, struct dbk_net_spec *out, char *err, size_t errlen)
+{
+	char host[256];
+	const char *port, *at;
+
+	if (!spec || !*spec) {
+		dbk_errf(err, errlen, "empty address");
+		return -1;
+	}
+	*out = (struct dbk_net_spec){ DBK_NET_STREAM, AF_UNSPEC, spec };
+	if (spec[0] == '/')
+		*out = (struct dbk_net_spec){ DBK_NET_UNIX, AF_UNIX, spec };
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		size_t n = strlen(prefixes[i].prefix);
+
+		if (strncmp(spec, prefixes[i].prefix, n) == 0) {
+			*out = (struct dbk_net_spec){ prefixes[i].kind, prefixes[i].family,
+				                      spec + n };
+			break;
+		}
+	}
+	if (out->kind == DBK_NET_UNIX) {
+		size_t n = strlen(out->rest);
+
+		if (n == 0 || n >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+			dbk_errf(err, errlen, "unix socket path '%s' is empty or too long",
+			         out->rest);
+			return -1;
+		}
+		return 0;
+	}
+	/* Another HAProxy family (abns@, fd@, sockpair@, quic4@, ...) is not
+	 * for the agent: say so rather than read it as a host name. */
+	at = strchr(out->rest, '@');
+	if (at && out->rest == spec && !strchr(spec, '[')) {
+		dbk_errf(err, errlen,
+		         "'%.*s@' addresses are not supported (want HOST:PORT, [IPV6]:PORT, "
+		         "unix:PATH, unix@PATH, udp@, ipv4@ or ipv6@)",
+		         (int)(at - spec), spec);
+		return -1;
+	}
+	if (out->kind == DBK_NET_DGRAM && (out->rest[0] == '/' || !strncmp(out->rest, "unix:", 5) ||
+	                                   !strncmp(out->rest, "unix@", 5))) {
+		dbk_errf(err, errlen, "%s: a UDP address is HOST:PORT or [IPV6]:PORT", spec);
+		return -1;
+	}
+	return split_host_port(spec, out->rest, host, sizeof(host), &port, err, errlen);
+}
+
+const char *dbk_net_unix_path(const char *spec)
+{
+	struct dbk_net_spec s;
+	char err[8];
+
+	if (dbk_net_spec_parse(spec, &s, err, sizeof(err)) < 0 || s.kind != DBK_NET_UNIX)
+		return NULL;
+	return s.rest;
+}
+
+/* flags: AI_PASSIVE for bind, AI_NUMERICHOST never to look up a name. */
+static int resolve_spec(const char *spec, const struct dbk_net_spec *s, int flags,
+                        struct sockaddr_storage *sa, socklen_t *len, char *err, size_t errlen)
+{
+	char host[256];
+	const char *port;
+
+	memset(sa, 0, sizeof(*sa));
+	if (s->kind == DBK_NET_UNIX) {
+		struct sockaddr_un *su = (struct sockaddr_un *)sa;
+
+		su->sun_family = AF_UNIX;
+		memcpy(su->sun_path, s->rest, strlen(s->rest) + 1);
+		*len = (socklen_t)sizeof(*su);
+		return 0;
+	}
+	if (split_host_port(spec, s->rest, host, sizeof(host), &port, err, errlen) < 0)
+		return -1;
 
 	struct addrinfo hints, *res = NULL;
 	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
+	hints.ai_family = s->family;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICSERV | flags;
 	int rc = getaddrinfo(host, port, &hints, &res);
@@ -120,6 +196,21 @@ static int resolve(const char *spec, int flags, struct sockaddr_storage *sa, soc
 	*len = res->ai_addrlen;
 	freeaddrinfo(res);
 	return 0;
+}
+
+/* A spec for a stream socket or a connect: datagrams are refused. */
+static int resolve(const char *spec, int flags, struct sockaddr_storage *sa, socklen_t *len,
+                   char *err, size_t errlen)
+{
+	struct dbk_net_spec s;
+
+	if (dbk_net_spec_parse(spec, &s, err, errlen) < 0)
+		return -1;
+	if (s.kind == DBK_NET_DGRAM) {
+		dbk_errf(err, errlen, "%s: a datagram address where a stream is wanted", spec);
+		return -1;
+	}
+	return resolve_spec(spec, &s, flags, sa, len, err, errlen);
 }
 
 int dbk_net_resolve(const char *spec, bool passive, struct sockaddr_storage *sa, socklen_t *len,
@@ -179,18 +270,25 @@ static int listen_unix(const struct sockaddr_un *sa, char *err, size_t errlen)
  * SO_REUSEADDR), and listening when it is a stream. */
 static int open_bound(const char *spec, int type, char *err, size_t errlen)
 {
+	struct dbk_net_spec s;
 	struct sockaddr_storage sa;
 	socklen_t len;
 	int one = 1;
 
-	if (dbk_net_resolve(spec, true, &sa, &len, err, errlen) < 0)
+	if (dbk_net_spec_parse(spec, &s, err, errlen) < 0)
 		return -1;
-	if (sa.ss_family == AF_UNIX && type == SOCK_STREAM)
-		return listen_unix((const struct sockaddr_un *)&sa, err, errlen);
-	if (sa.ss_family == AF_UNIX) {
+	if (s.kind == DBK_NET_DGRAM && type == SOCK_STREAM) {
+		dbk_errf(err, errlen, "%s: a datagram address where a stream is wanted", spec);
+		return -1;
+	}
+	if (s.kind == DBK_NET_UNIX && type == SOCK_DGRAM) {
 		dbk_errf(err, errlen, "%s: a UDP address is HOST:PORT or [IPV6]:PORT", spec);
 		return -1;
 	}
+	if (resolve_spec(spec, &s, AI_PASSIVE, &sa, &len, err, errlen) < 0)
+		return -1;
+	if (sa.ss_family == AF_UNIX)
+		return listen_unix((const struct sockaddr_un *)&sa, err, errlen);
 	int fd = socket(sa.ss_family, type, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    bind(fd, (struct sockaddr *)&sa, len) < 0 ||
@@ -225,8 +323,13 @@ int dbk_net_bind_udp(const char *spec, char *err, size_t errlen)
 
 int dbk_net_open(const char *spec, bool *udp, char *err, size_t errlen)
 {
-	*udp = strncmp(spec, "udp@", 4) == 0;
-	return *udp ? dbk_net_bind_udp(spec + 4, err, errlen) : dbk_net_listen(spec, err, errlen);
+	struct dbk_net_spec s;
+
+	*udp = false;
+	if (dbk_net_spec_parse(spec, &s, err, errlen) < 0)
+		return -1;
+	*udp = s.kind == DBK_NET_DGRAM;
+	return *udp ? dbk_net_bind_udp(spec, err, errlen) : dbk_net_listen(spec, err, errlen);
 }
 
 int dbk_net_free_loopback_port(char *err, size_t errlen)
@@ -374,7 +477,9 @@ int dbk_net_connect_error(int fd)
 
 int dbk_net_unlink(const char *spec)
 {
-	if (strncmp(spec, "unix:", 5) == 0 && unlink(spec + 5) < 0 && errno != ENOENT)
+	const char *path = dbk_net_unix_path(spec);
+
+	if (path && unlink(path) < 0 && errno != ENOENT)
 		return -1;
 	return 0;
 }

@@ -8,8 +8,28 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-/* Resolves "HOST:PORT", "[IPV6]:PORT", "unix:PATH" or "/PATH" (passive:
- * for bind). A host name may block in getaddrinfo: start-up only.
+/* The one address syntax of every option, HAProxy's spellings included:
+ *   HOST:PORT, [IPV6]:PORT     a stream socket (TCP); "tcp@", "ipv4@" or
+ *                              "tcp4@", "ipv6@" or "tcp6@" in front say
+ *                              so, the last two forcing the family
+ *   unix:PATH, unix@PATH, /PATH  a unix stream socket
+ *   udp@, udp4@, udp6@ + HOST:PORT  datagrams (completion lines)
+ * PORT is a number up to 65535 (0: any, for a listener). Checked
+ * without a look-up, so that a command line is refused at parse time;
+ * rest points into spec. Returns 0, or -1 with a one-line reason. */
+enum dbk_net_kind { DBK_NET_STREAM, DBK_NET_DGRAM, DBK_NET_UNIX };
+struct dbk_net_spec {
+	enum dbk_net_kind kind;
+	int family;       /* AF_UNSPEC, AF_INET or AF_INET6; AF_UNIX for UNIX */
+	const char *rest; /* HOST:PORT or [IPV6]:PORT, or the path */
+};
+int dbk_net_spec_parse(const char *spec, struct dbk_net_spec *out, char *err, size_t errlen);
+
+/* The path of a unix socket spec, or NULL for any other. */
+const char *dbk_net_unix_path(const char *spec);
+
+/* Resolves a spec of the syntax above but datagrams' (passive: for
+ * bind). A host name may block in getaddrinfo: start-up only.
  * Returns 0, or -1 with a one-line reason in err. */
 int dbk_net_resolve(const char *spec, bool passive, struct sockaddr_storage *sa, socklen_t *len,
                     char *err, size_t errlen);
@@ -19,20 +39,19 @@ int dbk_net_resolve(const char *spec, bool passive, struct sockaddr_storage *sa,
 int dbk_net_resolve_numeric(const char *spec, struct sockaddr_storage *sa, socklen_t *len,
                             char *err, size_t errlen);
 
-/* Opens a non-blocking listening socket for spec: "HOST:PORT",
- * "[IPV6]:PORT" or "unix:PATH". A unix socket gets mode 0660 and replaces
+/* Opens a non-blocking listening socket for a stream spec (above). A unix socket gets mode 0660 and replaces
  * a stale socket file at PATH (never any other kind of file). Returns the
  * fd, or -1 with a one-line reason in err. */
 int dbk_net_listen(const char *spec, char *err, size_t errlen);
 
 /* Binds a non-blocking UDP socket for spec, "HOST:PORT" or
- * "[IPV6]:PORT", with a receive buffer as large as the system allows up
+ * "[IPV6]:PORT" (with or without a udp@, ipv4@, ... prefix), with a receive buffer as large as the system allows up
  * to 4 MB (datagrams that arrive while it is full are dropped). Returns
  * the fd, or -1 with a one-line reason in err. */
 int dbk_net_bind_udp(const char *spec, char *err, size_t errlen);
 
-/* The one syntax of every listening option: "udp@SPEC" binds a UDP
- * socket (dbk_net_bind_udp), anything else listens on a stream socket
+/* Every listening option: a datagram spec (udp@...) binds a UDP socket
+ * (dbk_net_bind_udp), anything else listens on a stream socket
  * (dbk_net_listen). Sets *udp to which; returns the fd, or -1 with a
  * one-line reason in err. */
 int dbk_net_open(const char *spec, bool *udp, char *err, size_t errlen);
@@ -43,7 +62,7 @@ int dbk_net_open(const char *spec, bool *udp, char *err, size_t errlen);
  * in err. */
 int dbk_net_free_loopback_port(char *err, size_t errlen);
 
-/* Removes the socket file of a "unix:PATH" spec; no-op for TCP. Returns
+/* Removes the socket file of a unix socket spec; no-op for the others. Returns
  * -1 (errno set) if it is there and cannot be removed. */
 int dbk_net_unlink(const char *spec);
 

@@ -1,8 +1,10 @@
 #include "lib/numparse.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 bool dbk_parse_ll(const char *s, long long lo, long long hi, long long *out)
 {
@@ -94,4 +96,40 @@ bool dbk_parse_decimal(const char *s, double lo, double hi, double *out)
 	/* The text is plain digits now: strtod reads it exactly as written
 	 * (the agent never changes LC_NUMERIC). */
 	return dbk_parse_double(s, lo, hi, out);
+}
+
+bool dbk_parse_duration(const char *s, long long unit_ms, long long lo, long long hi,
+                        long long *out)
+{
+	static const struct {
+		const char *name;
+		long long ms;
+	} units[] = { { "ms", 1 }, { "s", 1000 }, { "m", 60 * 1000 } };
+	char num[MAX_DIGITS + 1];
+	unsigned long long v;
+	long long mult = unit_ms, ms;
+	size_t n;
+
+	if (!s || unit_ms <= 0)
+		return false;
+	n = digits(s);
+	if (n == 0 || n > MAX_DIGITS)
+		return false;
+	if (s[n]) {
+		mult = 0;
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (strcmp(s + n, units[i].name) == 0)
+				mult = units[i].ms;
+		if (!mult)
+			return false;
+	}
+	memcpy(num, s, n);
+	num[n] = '\0';
+	if (!dbk_parse_uint(num, 0, (unsigned long long)(LLONG_MAX / mult), &v))
+		return false;
+	ms = (long long)v * mult;
+	if (ms % unit_ms || ms / unit_ms < lo || ms / unit_ms > hi)
+		return false;
+	*out = ms / unit_ms;
+	return true;
 }

@@ -27,6 +27,15 @@ bool dbk_parse_uint(const char *s, unsigned long long lo, unsigned long long hi,
                     unsigned long long *out);
 bool dbk_parse_decimal(const char *s, double lo, double hi, double *out);
 
+/* A duration in the same grammar: DIGITS with an optional unit, "ms",
+ * "s" or "m". A bare number is in the caller's unit, unit_ms
+ * milliseconds (1 or 1000: what the option took before it had units),
+ * so that old command lines keep their meaning. *out is in that unit,
+ * within [lo, hi]; a value that is not a whole number of it ("1500ms"
+ * where the unit is the second) is refused, not rounded. */
+bool dbk_parse_duration(const char *s, long long unit_ms, long long lo, long long hi,
+                        long long *out);
+
 /* The value of one hex digit (either case), or -1: inline, since the
  * request-body scanner reads \u escapes with it on every decision. */
 static inline int dbk_hex_digit(int c)

@@ -12,12 +12,14 @@
  * took is "unrecognized", reported at the end. */
 #include "flags.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pyval.h"
 #include "lib/log.h"
+#include "lib/numparse.h"
 #include "lib/bounds.h"
 
 enum opt_id {
@@ -101,8 +103,6 @@ static enum vtype type_of(enum opt_id id)
 	case O_SERVER_PORTS:
 	case O_MAX_RETRIES:
 	case O_THRESHOLD:
-	case O_SCRAPE_INTERVAL:
-	case O_SCRAPE_TIMEOUT:
 	case O_MAX_TOKENS: return T_INT;
 	case O_RETRY_DELAY: return T_FLOAT;
 	case O_HELP:
@@ -293,13 +293,23 @@ static int take_policy(struct dbk_launch_flags *f, const char *v, char *err, siz
 	return -1;
 }
 
-/* A scrape period in ms, range-checked as it is converted (as an argparse
- * `type` would), so that 0 stays "not given": the agent's default. */
-static int take_ms(long long *to, enum opt_id id, long long ms, char *err, size_t errlen)
+/* A scrape period: a duration as the agent takes it (500ms, 2s, 1m; a
+ * bare number is ms), or any integer Python's int() reads, as before it
+ * had units. Range-checked as it is converted (as an argparse `type`
+ * would), so that 0 stays "not given": the agent's default. */
+static int take_ms(long long *to, enum opt_id id, const char *v, char *err, size_t errlen)
 {
 	long long max = id == O_SCRAPE_INTERVAL ? DBK_LAUNCH_SCRAPE_INTERVAL_MS_MAX
 	                                        : DBK_LAUNCH_SCRAPE_TIMEOUT_MS_MAX;
+	long long ms;
+	char r[160];
 
+	if (!dbk_parse_duration(v, 1, 0, LLONG_MAX, &ms) && dbk_py_int(v, &ms) < 0) {
+		dbk_py_repr(v, r, sizeof(r));
+		FAIL("argument %s: invalid duration value: %s (500ms, 2s, 1m; a bare number is "
+		     "ms)",
+		     display_name(id), r);
+	}
 	if (ms < DBK_LAUNCH_SCRAPE_MS_MIN || ms > max)
 		FAIL("argument %s: %lld is not from %d to %lld (milliseconds)", display_name(id),
 		     ms, DBK_LAUNCH_SCRAPE_MS_MIN, max);
@@ -363,8 +373,8 @@ static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigne
 	case O_ACCESS_LOG: f->access_log = true; break;
 	case O_FORCE: f->force = true; break;
 	case O_POLICY: return take_policy(f, vals[0], err, errlen);
-	case O_SCRAPE_INTERVAL: return take_ms(&f->scrape_interval_ms, id, iv, err, errlen);
-	case O_SCRAPE_TIMEOUT: return take_ms(&f->scrape_timeout_ms, id, iv, err, errlen);
+	case O_SCRAPE_INTERVAL: return take_ms(&f->scrape_interval_ms, id, vals[0], err, errlen);
+	case O_SCRAPE_TIMEOUT: return take_ms(&f->scrape_timeout_ms, id, vals[0], err, errlen);
 	case O_PRINT_CONFIG: f->print_config = vals[0]; break;
 	case O_RUNTIME_DIR: f->runtime_dir = vals[0]; break;
 	case O_AGENT: f->agent = vals[0]; break;

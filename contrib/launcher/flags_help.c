@@ -14,7 +14,7 @@ static const char usage_text[] =
         "               [--enable-dynamic-bucket] [--print-config DIR]\n"
         "               [--runtime-dir DIR] [--agent PATH] [--haproxy PATH]\n"
         "               [--access-log] [--version] [--force] [--policy NAME]\n"
-        "               [--scrape-interval MS] [--scrape-timeout MS]\n";
+        "               [--scrape-interval TIME] [--scrape-timeout TIME]\n";
 
 void dbk_flags_usage(FILE *out) { fputs(usage_text, out); }
 
@@ -89,11 +89,12 @@ void dbk_flags_help(FILE *out)
 	        "                        so give both groups the same --max-model-len).\n"
 	        "                        p2ttft: of two servers drawn at random, the one\n"
 	        "                        ttft predicts the earlier first token on\n"
-	        "  --scrape-interval MS  ttft, p2ttft: each server's /metrics every MS\n"
-	        "                        (the agent's default, 100)\n"
-	        "  --scrape-timeout MS   ttft, p2ttft: a scrape not answered by then failed\n"
+	        "  --scrape-interval TIME\n"
+	        "                        ttft, p2ttft: each server's /metrics every TIME\n"
+	        "                        (the agent's default, 100ms)\n"
+	        "  --scrape-timeout TIME ttft, p2ttft: a scrape not answered by then failed\n"
 	        "                        and that server is routed on the agent's books\n"
-	        "                        (1000)\n"
+	        "                        (1000ms). TIME: 500ms, 2s, 1m; a bare number is ms\n"
 	        "\n"
 	        "Exit status: 0 when stopped by SIGTERM, SIGINT or SIGHUP (or after --help,\n"
 	        "--version or --print-config), 1 when HAProxy or the agent failed, 2 for a\n"

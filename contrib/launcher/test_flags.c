@@ -89,6 +89,11 @@ static void test_policy(void)
 	CHECK(dbk_flags_scraped(&F));
 	CHECK(parse("--scrape-i", "250", "--scrape-t", "900", NULL) == DBK_FLAGS_OK);
 	CHECK(F.scrape_interval_ms == 250 && F.scrape_timeout_ms == 900);
+	/* Units, as the agent takes them. */
+	CHECK(parse("--scrape-interval", "2s", "--scrape-timeout", "900ms", NULL) == DBK_FLAGS_OK);
+	CHECK(F.scrape_interval_ms == 2000 && F.scrape_timeout_ms == 900);
+	CHECK(parse("--scrape-interval", "1m", NULL) == DBK_FLAGS_OK);
+	CHECK(F.scrape_interval_ms == 60000);
 	CHECK(parse("--print-config", "/x", "--f", NULL) == DBK_FLAGS_OK);
 	CHECK(F.force);
 	/* argparse's words for a bad choice. */
@@ -97,6 +102,11 @@ static void test_policy(void)
 	          "--policy", "lc");
 	CHECK_ERR("ambiguous option: --scrape could match --scrape-interval, --scrape-timeout",
 	          "--scrape", "1");
+	CHECK_ERR("argument --scrape-interval: invalid duration value: '2h' (500ms, 2s, 1m; a bare "
+	          "number is ms)",
+	          "--scrape-interval", "2h");
+	CHECK_ERR("argument --scrape-timeout: 601000 is not from 10 to 600000 (milliseconds)",
+	          "--scrape-timeout", "601s");
 	CHECK_ERR("argument --scrape-interval: 0 is not from 10 to 3600000 (milliseconds)",
 	          "--scrape-interval", "0");
 	CHECK_ERR("argument --scrape-timeout: 600001 is not from 10 to 600000 (milliseconds)",
@@ -434,8 +444,9 @@ static void test_help_text(void)
 		               "--policy NAME",
 		               "(ttft)",
 		               "--force",
-		               "--scrape-interval MS",
-		               "--scrape-timeout MS",
+		               "--scrape-interval TIME",
+		               "--scrape-timeout TIME",
+		               "a bare number is ms",
 		               "(8000)",
 		               "(localhost",
 		               "(8001)",

@@ -31,6 +31,29 @@ check() { # check NAME CMD...
 check "promtool check rules dbucket.rules.yml" promtool check rules "$dir/dbucket.rules.yml"
 check "promtool check config prometheus.yml (the sample, with the rules)" \
 	promtool check config "$dir/prometheus.yml"
+# Every alert has a runbook_url, README.md#ANCHOR, and README.md has a
+# heading with that anchor (GitHub's: lower case, spaces to hyphens,
+# punctuation dropped).
+runbooks() {
+	anchors=$(sed -n 's/^#\{1,6\} //p' "$dir/../../README.md" |
+		tr 'A-Z ' 'a-z-' | tr -cd 'a-z0-9_\n-')
+	awk '/- alert:/ { if (a) print a " -"; a = $3 }
+	     a && /runbook_url:/ { gsub(/"/, "", $2); print a " " $2; a = "" }
+	     END { if (a) print a " -" }' "$dir/dbucket.rules.yml" | {
+		n=0
+		while read -r alert url; do
+			n=$((n + 1))
+			case $url in
+			README.md#?*) ;;
+			*) echo "$alert: runbook_url '$url' is not README.md#ANCHOR"; exit 1 ;;
+			esac
+			printf '%s\n' "$anchors" | grep -qx -- "${url#README.md#}" ||
+				{ echo "$alert: README.md has no heading #${url#README.md#}"; exit 1; }
+		done
+		[ "$n" -gt 0 ] || { echo "no alert found"; exit 1; }
+	}
+}
+check "every alert has a runbook_url to a section of README.md" runbooks
 for t in "$dir"/tests/*.yml; do
 	check "promtool test rules tests/$(basename "$t")" promtool test rules "$t"
 done

@@ -25,6 +25,7 @@
 #include "frames.h"
 #include "lib/numparse.h"
 #include "lib/spop_codec.h"
+#include "lib/version.h"
 
 #define MAX_CONNS 4096
 
@@ -53,6 +54,10 @@ int main(int argc, char **argv)
 	int i;
 
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "--version") == 0) {
+			printf("dbk-test-flood %s\n", DBK_VERSION);
+			return 0;
+		}
 		if (strcmp(argv[i], "--bind") == 0 && i + 1 < argc)
 			bind_ip = argv[++i];
 		else if (strcmp(argv[i], "--hello") == 0)

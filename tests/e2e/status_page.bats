@@ -107,6 +107,11 @@ rounded() { awk -v x="$1" 'BEGIN { printf "%.0f", x }'; }
 
 	run dom_value "$page" samples
 	[ "$output" -ge 2 ] || fail "the page took $output samples of /state, wanted 2"
+	# The reference algorithm's own columns and knobs, not ttft's.
+	grep -q '<html lang="en" class="pol-ref">' "$page" || fail "not shown as the reference policy"
+	grep -q 'data-k="cfg-sensitivity"' "$page" || fail "no reference settings"
+	run grep -c 'data-k="cfg-engine-speed"' "$page"
+	assert_output 0
 	grep -q 'id="banner" style="display: none;"' "$page" || fail "the error banner shows"
 	assert_equal "$(dom_value "$page" mode)" "$(jq -r '.mode + " policy " + .policy' "$after")"
 	assert_equal "$(dom_value "$page" leases)" 2
@@ -169,4 +174,82 @@ rounded() { awk -v x="$1" 'BEGIN { printf "%.0f", x }'; }
 	grep -q '<body data-fits="true"' "$BATS_TEST_TMPDIR/phone.html" ||
 		fail "the page is wider than a phone: $(grep -o '<body[^>]*>' "$BATS_TEST_TMPDIR/phone.html")"
 	[ -s "$ARTEFACTS/status-page-phone.png" ] || fail "no phone screenshot"
+}
+
+# data-n of the sparkline KEY: how many points of history it draws.
+spark_n() { grep -o "data-spark=\"$2\" data-n=\"[0-9]*\"" "$1" | head -n 1 | grep -o '[0-9]*"$' | tr -d '"'; }
+
+@test "under ttft the page shows ttft's own columns and settings, and keeps a history with sparklines" {
+	start_stubs
+	local scrape=() i
+	for i in 0 1 2 3; do scrape+=(--scrape "vllm$i=http://127.0.0.1:${STUB_PORT[i]}"); done
+	start_agent --policy ttft --haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100 \
+		--scrape-interval 100 "${scrape[@]}"
+	start_haproxy_stubs
+	wait_state runtime_api_up true
+	wait_state_ge completion_links 1
+	# Requests finished and two streams in flight, so that the lines move.
+	completion_body 4 false >"$BATS_TEST_TMPDIR/short.json"
+	for i in 1 2 3 4 5 6; do send "$BATS_TEST_TMPDIR/s$i" /v1/completions "$BATS_TEST_TMPDIR/short.json"; done
+	completion_body 8000 true >"$BATS_TEST_TMPDIR/stream.json"
+	curl_bg "$BATS_TEST_TMPDIR/r0" /v1/completions "$BATS_TEST_TMPDIR/stream.json" --max-time 120
+	curl_bg "$BATS_TEST_TMPDIR/r1" /v1/completions "$BATS_TEST_TMPDIR/stream.json" --max-time 120
+	wait_events "$BATS_TEST_TMPDIR/r0" 1
+	wait_events "$BATS_TEST_TMPDIR/r1" 1
+	wait_state leases 2
+
+	# 4 s of the page's virtual time at a 0.5 s refresh: 8 samples.
+	mkdir -p "$ARTEFACTS"
+	rm -f "$ARTEFACTS/status-page-ttft.png"
+	browser --window-size=1280,560 --virtual-time-budget=4000 --dump-dom \
+		--screenshot="$ARTEFACTS/status-page-ttft.png" "http://127.0.0.1:$ADMIN_PORT/?refresh=0.5" \
+		>"$BATS_TEST_TMPDIR/page.html"
+	agent_get /state >"$BATS_TEST_TMPDIR/state.json"
+	local page=$BATS_TEST_TMPDIR/page.html st=$BATS_TEST_TMPDIR/state.json
+	grep -q 'id="banner" style="display: none;"' "$page" || fail "the error banner shows"
+	grep -q '<html lang="en" class="pol-ttft">' "$page" || fail "not shown as a ttft policy"
+
+	# The history: every sample kept, each line drawn through all of them
+	# (a rate through all but the first).
+	local n
+	n=$(dom_value "$page" history)
+	[ "$n" -ge 4 ] || fail "$n samples kept, wanted 4 or more"
+	assert_equal "samples $(dom_value "$page" samples)" "samples $n"
+	assert_equal "leases line $(spark_n "$page" t-leases)" "leases line $n"
+	assert_equal "rate line $(spark_n "$page" t-rate)" "rate line $((n - 1))"
+	local s
+	for s in vllm0 vllm1 vllm2 vllm3; do
+		assert_equal "$s in flight line $(spark_n "$page" "$s-inflight")" "$s in flight line $n"
+		assert_equal "$s KV line $(spark_n "$page" "$s-kv")" "$s KV line $n"
+	done
+
+	# ttft's own numbers per server, as /state has them.
+	local srv age
+	for s in vllm0 vllm1 vllm2 vllm3; do
+		srv=".ttft[] | select(.name == \"$s\")"
+		assert_equal "$s max_model_len $(dom_value "$page" "$s" max_model_len)" \
+			"$s max_model_len $(jq "$srv.max_model_len" "$st")"
+		assert_equal "$s slowness $(dom_value "$page" "$s" slowness)" \
+			"$s slowness $(jq "$srv.slowness * 100 | round / 100" "$st")"
+		[ -n "$(dom_value "$page" "$s" queue_s)" ] || fail "$s: no predicted first token"
+		# Scraped every 100 ms: the page read an age well under a second.
+		age=$(dom_value "$page" "$s" scrape_age)
+		[[ "$age" =~ ^[0-9]+$ ]] && [ "$age" -lt 1000 ] || fail "$s scrape age '$age'"
+	done
+	# The stubs' context lengths differ by group: the page shows each.
+	assert_equal "$(dom_value "$page" vllm0 max_model_len)" "$(jq '.ttft[0].max_model_len' "$st")"
+
+	# ttft's settings; none of the reference algorithm's knobs.
+	assert_equal "$(dom_value "$page" cfg-engine-speed)" 1
+	assert_equal "$(dom_value "$page" cfg-scrape-interval)" 100ms
+	assert_equal "$(dom_value "$page" cfg-outlier)" on
+	assert_equal "$(dom_value "$page" cfg-max-leases)" "$(sed -n 's/^max-leases = //p' <(agent_get /config))"
+	local knob
+	for knob in server-group-threshold max-request-tokens sensitivity affinity-strength \
+		redirect-threshold group-sizes; do
+		run grep -c "data-k=\"cfg-$knob\"" "$page"
+		assert_output 0
+	done
+	[ -s "$ARTEFACTS/status-page-ttft.png" ] || fail "no screenshot"
+	echo "# screenshot: $ARTEFACTS/status-page-ttft.png" >&3
 }

@@ -49,6 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int i_val = 7, mode = -1;
 	long long ll = 0;
 	size_t sz = 1;
+	long long ms = 0, secs = 0;
 	double d = 0, dec = 0;
 	const struct dbk_opt opts[] = {
 		{ "flag", 'f', DBK_OPT_FLAG, &flag, 0, 0, NULL, NULL, 0, NULL, "a flag", NULL },
@@ -64,6 +65,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		{ "mode", 'm', DBK_OPT_CHOICE, &mode, 0, 0, modes, NULL, 0, "M", "a choice", NULL },
 		{ "call", 'c', DBK_OPT_CALL, NULL, 0, 0, NULL, on_call, 0, "V", "a call\nline 2",
 		  NULL },
+		{ "ms", 0, DBK_OPT_MS, &ms, 10, 3.6e6, NULL, NULL, 0, "TIME", "ms", NULL },
+		{ "secs", 0, DBK_OPT_SECONDS, &secs, 0, 604800, NULL, NULL, 0, "TIME", "s", NULL },
 		{ "once", 0, DBK_OPT_STR, &once, 0, 0, NULL, NULL, DBK_OPT_ONCE, "S", "once",
 		  NULL },
 		{ NULL, 0, 0, NULL, 0, 0, NULL, NULL, 0, NULL, NULL, NULL },
@@ -89,6 +92,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(i_val >= -5 && i_val <= 100);
 		FUZZ_CHECK(ll >= 0 && ll <= 1000000000000LL);
 		FUZZ_CHECK(sz >= 1 && sz <= 4096);
+		FUZZ_CHECK(ms == 0 || (ms >= 10 && ms <= 3600000));
+		FUZZ_CHECK(secs >= 0 && secs <= 604800);
 		FUZZ_CHECK(isfinite(d) && d >= -1.5 && d <= 1e6);
 		FUZZ_CHECK(isfinite(dec) && dec >= 0 && dec <= 100);
 		FUZZ_CHECK(mode >= -1 && mode <= 2);

@@ -233,6 +233,57 @@ static void test_no_short_column_without_short_options(void)
 	free(text);
 }
 
+/* Durations: units or a bare number in the option's unit, the error
+ * naming both, and --help saying which unit a bare number is in. */
+static void test_durations(void)
+{
+	long long every = 0, ttl = 0;
+	const struct dbk_opt o[] = {
+		{ .name = "every",
+		  .kind = DBK_OPT_MS,
+		  .dst = &every,
+		  .lo = 10,
+		  .hi = 60000,
+		  .metavar = "TIME",
+		  .help = "how often" },
+		{ .name = "ttl",
+		  .kind = DBK_OPT_SECONDS,
+		  .dst = &ttl,
+		  .lo = 1,
+		  .hi = 3600,
+		  .metavar = "TIME",
+		  .help = "how long" },
+		{ 0 },
+	};
+	char *argv[] = { "prog", "--every", "2s", "--ttl", "2m", NULL };
+	char *bare[] = { "prog", "--every", "250", "--ttl", "30", NULL };
+	char *bad[] = { "prog", "--ttl", "1500ms", NULL };
+	char err[160] = "";
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	CHECK(dbk_cli_parse(o, 5, argv, NULL, NULL, err, sizeof(err)) == 0);
+	CHECK(every == 2000 && ttl == 120);
+	CHECK(dbk_cli_parse(o, 5, bare, NULL, NULL, err, sizeof(err)) == 0);
+	CHECK(every == 250 && ttl == 30);
+	CHECK(dbk_cli_parse(o, 3, bad, NULL, NULL, err, sizeof(err)) < 0);
+	CHECK(strcmp(err, "--ttl wants a duration from 1 to 3600 s (500ms, 2s, 1m), got "
+	                  "'1500ms'") == 0);
+	CHECK(ttl == 30);
+	f = open_memstream(&text, &len);
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	dbk_cli_usage(f, o);
+	fclose(f);
+	CHECK(text && strcmp(text, "  --every TIME  how often\n"
+	                           "                (500ms, 2s, 1m; a bare number is ms)\n"
+	                           "  --ttl TIME    how long\n"
+	                           "                (500ms, 2s, 1m; a bare number is s)\n") == 0);
+	free(text);
+}
+
 int main(void)
 {
 	RUN(test_values_land_where_the_table_says);
@@ -241,5 +292,6 @@ int main(void)
 	RUN(test_a_failed_cluster_leaves_no_state);
 	RUN(test_usage_lines_come_from_the_table);
 	RUN(test_no_short_column_without_short_options);
+	RUN(test_durations);
 	return CHECK_DONE();
 }

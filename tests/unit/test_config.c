@@ -69,8 +69,20 @@ static void test_errors(void)
 	CHECK(strstr(err, "invalid server name") != NULL);
 	CHECK_EQ_U(PARSE(&c, err, "a", "--enable-dynamic-bucket"), DBK_CONFIG_ERROR);
 	CHECK(strstr(err, "after the server names") != NULL);
-	CHECK_EQ_U(PARSE(&c, err, "--listen", "x"), DBK_CONFIG_ERROR);
+	CHECK_EQ_U(PARSE(&c, err, "--listen", "x:1"), DBK_CONFIG_ERROR);
 	CHECK(strstr(err, "no servers") != NULL);
+	/* Addresses are checked as they are parsed, HAProxy's spellings
+	 * taken. */
+	CHECK_EQ_U(PARSE(&c, err, "--listen", "x"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "--listen: bad address 'x'") != NULL);
+	CHECK_EQ_U(PARSE(&c, err, "--admin-listen", "udp@127.0.0.1:1", "a"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "udp@ is for --completion-listen only") != NULL);
+	CHECK_EQ_U(PARSE(&c, err, "--completion-listen", "127.0.0.1:70000", "a"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "bad port") != NULL);
+	CHECK_EQ_U(PARSE(&c, err, "--listen", "unix@/run/a.sock", "--listen", "ipv6@[::1]:1",
+	                 "--completion-listen", "udp@[::1]:2", "--admin-listen", "ipv4@127.0.0.1:3",
+	                 "a"),
+	           DBK_CONFIG_OK);
 }
 
 /* The command line takes numbers in the same strict grammar as --config

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <string.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -93,9 +94,102 @@ static void test_open_by_spec(void)
 	CHECK(getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_DGRAM);
 	close(fd);
 	err[0] = 0;
-	CHECK(dbk_net_open("udp@nowhere", &udp, err, sizeof(err)) < 0 && udp && err[0]);
+	CHECK(dbk_net_open("udp@nowhere", &udp, err, sizeof(err)) < 0 && err[0]);
 	err[0] = 0;
 	CHECK(dbk_net_open("udp@", &udp, err, sizeof(err)) < 0 && err[0]);
+}
+
+/* HAProxy's spellings of an address are one syntax with the agent's own;
+ * a bad one is refused by the parser, before any bind. */
+static void test_haproxy_spellings(void)
+{
+	static const struct {
+		const char *spec;
+		enum dbk_net_kind kind;
+		int family;
+		const char *rest;
+	} good[] = {
+		{ "127.0.0.1:80", DBK_NET_STREAM, AF_UNSPEC, "127.0.0.1:80" },
+		{ "[::1]:80", DBK_NET_STREAM, AF_UNSPEC, "[::1]:80" },
+		{ "ipv4@127.0.0.1:80", DBK_NET_STREAM, AF_INET, "127.0.0.1:80" },
+		{ "ipv6@[::1]:80", DBK_NET_STREAM, AF_INET6, "[::1]:80" },
+		{ "tcp@localhost:0", DBK_NET_STREAM, AF_UNSPEC, "localhost:0" },
+		{ "unix:/run/x.sock", DBK_NET_UNIX, AF_UNIX, "/run/x.sock" },
+		{ "unix@/run/x.sock", DBK_NET_UNIX, AF_UNIX, "/run/x.sock" },
+		{ "/run/x.sock", DBK_NET_UNIX, AF_UNIX, "/run/x.sock" },
+		{ "udp@127.0.0.1:514", DBK_NET_DGRAM, AF_UNSPEC, "127.0.0.1:514" },
+		{ "udp6@[::1]:514", DBK_NET_DGRAM, AF_INET6, "[::1]:514" },
+	};
+	static const struct {
+		const char *spec, *why;
+	} bad[] = {
+		{ "", "empty address" },
+		{ "127.0.0.1", "want HOST:PORT" },
+		{ "127.0.0.1:99999", "bad port in '127.0.0.1:99999'" },
+		{ "127.0.0.1:http", "bad port" },
+		{ "[::1]80", "want [IPV6]:PORT" },
+		{ "abns@agent", "'abns@' addresses are not supported" },
+		{ "fd@3", "'fd@' addresses are not supported" },
+		{ "unix@", "empty or too long" },
+		{ "udp@unix:/tmp/x", "a UDP address is HOST:PORT" },
+		{ "udp@/tmp/x", "a UDP address is HOST:PORT" },
+	};
+	struct dbk_net_spec s;
+	char err[160];
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		err[0] = 0;
+		CHECK(dbk_net_spec_parse(good[i].spec, &s, err, sizeof(err)) == 0);
+		if (err[0])
+			fprintf(stderr, "  %s: %s\n", good[i].spec, err);
+		CHECK(s.kind == good[i].kind && s.family == good[i].family);
+		CHECK(strcmp(s.rest, good[i].rest) == 0);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = 0;
+		CHECK(dbk_net_spec_parse(bad[i].spec, &s, err, sizeof(err)) < 0);
+		if (!strstr(err, bad[i].why))
+			fprintf(stderr, "  %s: '%s' lacks '%s'\n", bad[i].spec, err, bad[i].why);
+		CHECK(strstr(err, bad[i].why) != NULL);
+	}
+	CHECK(dbk_net_unix_path("unix@/a") && strcmp(dbk_net_unix_path("unix@/a"), "/a") == 0);
+	CHECK(dbk_net_unix_path("127.0.0.1:1") == NULL);
+	/* ipv4@ with a name resolves to IPv4 only; ipv6@ to IPv6. */
+	CHECK(local("ipv4@localhost:1"));
+	CHECK(local("ipv6@[::1]:1"));
+	struct sockaddr_storage sa;
+	socklen_t len;
+	CHECK(dbk_net_resolve("ipv6@127.0.0.1:1", false, &sa, &len, err, sizeof(err)) < 0);
+	CHECK(dbk_net_resolve("udp@127.0.0.1:1", false, &sa, &len, err, sizeof(err)) < 0);
+}
+
+static void test_open_haproxy_spellings(void)
+{
+	char err[160], path[64];
+	bool udp = false;
+	int fd;
+
+	snprintf(path, sizeof(path), "unix@/tmp/dbk-test-net-%d.sock", (int)getpid());
+	fd = dbk_net_open(path, &udp, err, sizeof(err));
+	CHECK(fd >= 0 && !udp);
+	if (fd >= 0) {
+		struct sockaddr_un su;
+		socklen_t len = sizeof(su);
+
+		CHECK(getsockname(fd, (struct sockaddr *)&su, &len) == 0 &&
+		      su.sun_family == AF_UNIX && strcmp(su.sun_path, path + 5) == 0);
+		close(fd);
+	}
+	CHECK(dbk_net_unlink(path) == 0 && access(path + 5, F_OK) < 0);
+	fd = dbk_net_open("udp4@127.0.0.1:0", &udp, err, sizeof(err));
+	CHECK(fd >= 0 && udp);
+	if (fd >= 0)
+		close(fd);
+	fd = dbk_net_open("ipv4@127.0.0.1:0", &udp, err, sizeof(err));
+	CHECK(fd >= 0 && !udp);
+	if (fd >= 0)
+		close(fd);
+	CHECK(dbk_net_listen("udp@127.0.0.1:0", err, sizeof(err)) < 0);
 }
 
 int main(void)
@@ -103,5 +197,7 @@ int main(void)
 	RUN(test_local_addresses);
 	RUN(test_connect_reports_how_it_went);
 	RUN(test_open_by_spec);
+	RUN(test_haproxy_spellings);
+	RUN(test_open_haproxy_spellings);
 	return CHECK_DONE();
 }

@@ -168,6 +168,47 @@ static void test_strict_grammar(void)
 	CHECK(!dbk_parse_decimal("0.0000000000000000000000000000001", 0, 1, &d));
 }
 
+/* Durations: a unit suffix or a bare number in the option's own unit. */
+static void test_duration(void)
+{
+	long long v = 99;
+
+	CHECK(dbk_parse_duration("250", 1, 10, 3600000, &v));
+	CHECK_EQ_U(v, 250);
+	CHECK(dbk_parse_duration("250ms", 1, 10, 3600000, &v));
+	CHECK_EQ_U(v, 250);
+	CHECK(dbk_parse_duration("2s", 1, 10, 3600000, &v));
+	CHECK_EQ_U(v, 2000);
+	CHECK(dbk_parse_duration("1m", 1, 10, 3600000, &v));
+	CHECK_EQ_U(v, 60000);
+	/* An option in seconds: a bare number is seconds. */
+	CHECK(dbk_parse_duration("30", 1000, 1, 604800, &v));
+	CHECK_EQ_U(v, 30);
+	CHECK(dbk_parse_duration("2m", 1000, 1, 604800, &v));
+	CHECK_EQ_U(v, 120);
+	CHECK(dbk_parse_duration("3000ms", 1000, 1, 604800, &v));
+	CHECK_EQ_U(v, 3);
+	v = 99;
+	/* Not a whole number of seconds: refused, not rounded. */
+	CHECK(!dbk_parse_duration("1500ms", 1000, 1, 604800, &v));
+	/* Bounds are in the option's unit, after the conversion. */
+	CHECK(!dbk_parse_duration("5", 1, 10, 3600000, &v));
+	CHECK(!dbk_parse_duration("2h", 1, 10, 3600000, &v));
+	CHECK(!dbk_parse_duration("61m", 1, 10, 3600000, &v));
+	static const char *const bad[] = {
+		"",     "ms",   "s",   "-1s", "1.5s", "1 s", "1S",
+		"1sec", "1mss", "01s", "1e3", " 1s",  "1s ", "9999999999999999999m"
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (dbk_parse_duration(bad[i], 1, 0, LLONG_MAX, &v))
+			fprintf(stderr, "  '%s' was taken for a duration\n", bad[i]);
+		CHECK(!dbk_parse_duration(bad[i], 1, 0, LLONG_MAX, &v));
+	}
+	CHECK(!dbk_parse_duration(NULL, 1, 0, 10, &v));
+	CHECK(!dbk_parse_duration("1", 0, 0, 10, &v));
+	CHECK_EQ_U(v, 99);
+}
+
 int main(void)
 {
 	RUN(test_rejects_what_is_not_one_number);
@@ -176,5 +217,6 @@ int main(void)
 	RUN(test_double_accepts_finite_numbers_in_range);
 	RUN(test_double_rejects);
 	RUN(test_strict_grammar);
+	RUN(test_duration);
 	return CHECK_DONE();
 }
