@@ -487,3 +487,72 @@ abort_before_first_token() {
 	assert_output --regexp '^200 vllm0 0 0 0 '
 	wait_state released 1
 }
+
+# slow_body_client K LENGTH FIRST: client K announces a LENGTH-byte body,
+# sends FIRST bytes of it at once (more than HAProxy's default 16 KB
+# buffer, so that wait-for-body cannot have stopped on time: HAProxy
+# answers 408 then) and writes slowK.sent, then trickles the rest, a
+# byte every 2 s for at most 60 s or until HAProxy answers.
+slow_body_client() {
+	local k=$1 len=$2 first=$3
+	(
+		exec 3<>"/dev/tcp/127.0.0.1/$DBK_PORT" || exit 1
+		printf 'POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n' "$len" >&3
+		head -c "$first" /dev/zero | tr '\0' ' ' >&3
+		echo sent >"$BATS_TEST_TMPDIR/slow$k.sent"
+		local i
+		for ((i = 0; i < 30; i++)); do
+			# The pace, not a wait for an event: the read times out
+			# after 2 s unless HAProxy answers.
+			! read -r -t 2 -u 3 _ || exit 0
+			printf ' ' >&3 || exit 0
+		done
+	) </dev/null >/dev/null 2>&1 3>&- &
+	CLIENT_PIDS+=($!)
+}
+
+# normal_burst NAME N: N requests of 300 bytes at once, each held 2 s by
+# its server; their response headers in NAME-K.h.
+normal_burst() {
+	local name=$1 n=$2 k
+	local -a pids=()
+	body_of_size 300 >"$BATS_TEST_TMPDIR/n.json"
+	for ((k = 0; k < n; k++)); do
+		curl -s -o /dev/null -D "$BATS_TEST_TMPDIR/$name-$k.h" --max-time 20 -X POST \
+			-H 'X-Delay-Ms: 2000' --data-binary "@$BATS_TEST_TMPDIR/n.json" \
+			"http://127.0.0.1:$DBK_PORT/v1/completions" </dev/null 3>&- &
+		pids+=($!)
+	done
+	for k in "${pids[@]}"; do wait "$k" || true; done
+}
+
+# Issue 29 item 5, still open: reproduces the attack through HAProxy and
+# holds once it is fixed. On main, 36 of 36 normal requests go to the one
+# server the three slow bodies left (each charged 900 KB from the
+# decision on, until its body ends or the lease TTL). HAProxy 2.6.12 and
+# 3.0.11 answer 408 to a body that fills no buffer within wait-for-body's
+# time, so the attack needs the first 16 KB sent at once; a buffer large
+# enough for whole bodies (tune.bufsize 1048576) stops it but keeps 2.6
+# from seeing a client abort until the response (the abort tests above
+# fail), so it is not the fix.
+@test "slow bodies: three clients trickling 900 KB bodies take no server out of rotation" {
+	skip "issue 29 item 5: open (no fix yet keeps 2.6's client aborts)"
+	start_agent
+	start_haproxy
+	local k
+	for ((k = 0; k < 3; k++)); do slow_body_client "$k" 900000 20000; done
+	for ((k = 0; k < 3; k++)); do wait_file "$BATS_TEST_TMPDIR/slow$k.sent" sent 10; done
+	# Three bursts of 12 while the bodies trickle (about 6 s): whatever
+	# the first races, the next two come after HAProxy asked for the
+	# slow ones, if it did.
+	for k in 1 2 3; do normal_burst "b$k" 12; done
+	local by
+	by=$(cat "$BATS_TEST_TMPDIR"/b*.h | tr -d '\r' | sed -n 's/^x-served-by: //ip' | sort |
+		uniq -c | sort -rn)
+	echo "# 36 normal requests by server while 3 bodies trickle: $(echo $by)" >&3
+	# Charged 900 KB each, the slow ones leave one server for nearly all
+	# 36; charged for no more than reached a server, the 36 spread over
+	# the four (9 each when nothing else runs).
+	[ "$(echo "$by" | wc -l)" -eq 4 ] || fail "servers used: $by"
+	[ "$(echo "$by" | awk 'NR == 1 { print $1 }')" -le 12 ] || fail "busiest: $by"
+}
