@@ -12,6 +12,14 @@
  * worse than one we do not use. Values may be NaN, +Inf or -Inf; a
  * family whose value is not finite counts as not reported.
  *
+ * Only families read are judged: a sample line of any other family is
+ * skipped once its name is read (it cannot reach into the next line),
+ * which is what keeps a huge body of foreign families cheap; more than
+ * DBK_VM_MAX_SERIES samples of the families read fail the scrape. The
+ * OpenMetrics text (what a vLLM with exemplars on serves) is read too:
+ * float timestamps, exemplars (# {labels} value [ts]), # EOF, # UNIT,
+ * _created series.
+ *
  * One vLLM process can run several engines (data parallel) of one
  * model, each sample labelled engine="N": counts (running, waiting,
  * prefix-cache queries and hits, preemptions, the first-token
@@ -39,7 +47,8 @@ enum {
 	DBK_VM_BLOCK_SIZE = 1u << 7,
 	DBK_VM_TTFT_SUM = 1u << 8,
 	DBK_VM_TTFT_COUNT = 1u << 9,
-	DBK_VM_SLEEP = 1u << 10, /* vllm:engine_sleep_state{sleep_state="awake"} */
+	DBK_VM_SLEEP = 1u << 10,       /* vllm:engine_sleep_state{sleep_state="awake"} */
+	DBK_VM_PC_HIT_RATE = 1u << 11, /* V0's vllm:gpu_prefix_cache_hit_rate */
 };
 
 struct dbk_vllm_metrics {
@@ -54,28 +63,44 @@ struct dbk_vllm_metrics {
 	double ttft_count;  /* first tokens served (counter) */
 	double gpu_blocks;  /* KV-cache capacity, in blocks */
 	double block_size;  /* tokens per block */
+	double pc_hit_rate; /* prefix-cache hit rate, 0..1 (vLLM V0 only) */
 	unsigned asleep;    /* engines whose sleep_state="awake" sample is 0 */
+	unsigned bad;       /* DBK_VM_* bits: a sample no number of the family can
+	                     * be (infinite; blocks not a positive count) */
 	unsigned samples;   /* sample lines read, of any family */
 };
 
 /* Longest sample line looked at. vLLM's are under 300 bytes. */
 #define DBK_VM_MAX_LINE 8192
 
-/* Parses a whole /metrics body. Returns 0, or -1 with "line N: why" in
- * err (out is then zeroed). An empty body is valid (have == 0). */
+/* Samples of the families read, at most, in one body: one engine has
+ * about 15, a server of 64 data-parallel engines about 1,000. More is a
+ * hostile body (100k label sets), refused before it costs the loop. */
+#define DBK_VM_MAX_SERIES 4096
+
+/* Parses a whole /metrics body. Returns 0, -1 with "line N: why" in err,
+ * or -2 (the same) when over DBK_VM_MAX_SERIES; out is then zeroed. An
+ * empty body is valid (have == 0). */
 int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics *out, char *err,
                            size_t errlen);
 
 /* Requests, running or waiting, beyond any engine's: a server that
  * reports more is broken or hostile. */
 #define DBK_VM_MAX_REQUESTS 1e7
+/* Counters (tokens, seconds, preemptions) beyond any engine's life. */
+#define DBK_VM_MAX_COUNTER 1e15
+/* KV-cache blocks of a server, and tokens per block. */
+#define DBK_VM_MAX_BLOCKS 1e9
 
 /* Why parsed numbers cannot be a real engine's, or NULL: neither request
- * count (some other exporter's page), a negative or huge one, an
- * impossible KV capacity. The format allows them, and they would turn
- * the routing policy's sums into infinities: such a scrape counts as
- * failed. */
-const char *dbk_vllm_metrics_implausible(const struct dbk_vllm_metrics *m);
+ * count (some other exporter's page), a number outside its documented
+ * range (a ratio outside 0..1, such as a KV use of 85 on a 0-100 scale;
+ * a negative or huge count; an infinity), an impossible KV capacity.
+ * The format allows them, and the routing policy would believe them:
+ * such a scrape counts as failed. The reason may be written into buf
+ * (buflen bytes, 96 are enough). */
+const char *dbk_vllm_metrics_implausible(const struct dbk_vllm_metrics *m, char *buf,
+                                         size_t buflen);
 
 /* Writes into buf (cap bytes, NUL-terminated) the query that asks a
  * server for only the families read here: name[]=...&name[]=...,

@@ -10,8 +10,8 @@
  *   are not), and a body that parsed still parses with one more
  *   well-formed sample line after it, reporting that sample's family
  *   (num_preemptions_total) one higher, and fails with one malformed
- *   line after it; request counts that pass dbk_vllm_metrics_implausible
- *   are in range;
+ *   line after it (-2: over the series cap); request counts and the KV
+ *   use that pass dbk_vllm_metrics_implausible are in range;
  * - /v1/models: 0 with a length of 0 or at least 1, or -1 with 0. */
 #include <math.h>
 
@@ -25,7 +25,7 @@ static bool finite_fields(const struct dbk_vllm_metrics *m)
 	return isfinite(m->running) && isfinite(m->waiting) && isfinite(m->kv_usage) &&
 	       isfinite(m->pc_queries) && isfinite(m->pc_hits) && isfinite(m->preemptions) &&
 	       isfinite(m->ttft_sum) && isfinite(m->ttft_count) && isfinite(m->gpu_blocks) &&
-	       isfinite(m->block_size);
+	       isfinite(m->block_size) && isfinite(m->pc_hit_rate);
 }
 
 static void metrics(const char *s, size_t n)
@@ -37,24 +37,31 @@ static void metrics(const char *s, size_t n)
 	char err[128];
 	int rc = dbk_vllm_parse_metrics(s, n, &m, err, sizeof(err));
 
-	FUZZ_CHECK(rc == 0 || rc == -1);
+	FUZZ_CHECK(rc == 0 || rc == -1 || rc == -2);
 	if (rc < 0) {
 		FUZZ_CHECK(m.have == 0 && m.samples == 0);
 		FUZZ_CHECK(strncmp(err, "line ", 5) == 0);
 		return;
 	}
 	FUZZ_CHECK(finite_fields(&m));
-	FUZZ_CHECK((m.have & ~0x3ffu) == 0);
-	if (!dbk_vllm_metrics_implausible(&m)) {
+	FUZZ_CHECK((m.have & ~0xfffu) == 0);
+	char why[96];
+	if (!dbk_vllm_metrics_implausible(&m, why, sizeof(why))) {
 		if (m.have & DBK_VM_RUNNING)
 			FUZZ_CHECK(m.running >= 0 && m.running <= DBK_VM_MAX_REQUESTS);
 		if (m.have & DBK_VM_WAITING)
 			FUZZ_CHECK(m.waiting >= 0 && m.waiting <= DBK_VM_MAX_REQUESTS);
+		if (m.have & DBK_VM_KV_USAGE)
+			FUZZ_CHECK(m.kv_usage >= 0 && m.kv_usage <= 1);
+		FUZZ_CHECK(m.bad == 0);
 	}
 	if (m.have & DBK_VM_BLOCK_SIZE)
 		FUZZ_CHECK(m.block_size > 0);
 	if (m.have & DBK_VM_GPU_BLOCKS)
-		FUZZ_CHECK(m.gpu_blocks >= 0);
+		FUZZ_CHECK(m.gpu_blocks >= 1);
+	/* One more sample of a family read may pass the series cap. */
+	if (m.samples >= DBK_VM_MAX_SERIES)
+		return;
 
 	memcpy(buf, s, n);
 	memcpy(buf + n, more, sizeof(more) - 1);
