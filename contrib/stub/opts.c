@@ -60,7 +60,8 @@ struct raw {
 };
 
 static const char *const gpus[] = { "h100", "a100", NULL };
-static const char *const faults[] = { "none", "hang", "garbage", NULL };
+static const char *const faults[] = { "none",        "hang",        "garbage", "huge",
+	                              "many-series", "implausible", NULL };
 
 /* Runs the table over argv. 0: parsed; 1: --help or --version printed;
  * -1: a reason in err. */
@@ -99,9 +100,12 @@ static int parse_table(int argc, char **argv, struct dbk_stub_opts *o, struct ra
 		{ "no-prefix-caching", 0, DBK_OPT_FLAG, &r->no_prefix_caching,
 		  .help = "as vLLM's flag: no prefix cache (on by default,\nas in vLLM V1)" },
 		{ "metrics-fault", 0, DBK_OPT_CHOICE, &r->fault, .choices = faults,
-		  .metavar = "none|hang|garbage",
-		  .help = "for tests: /metrics never answers, or answers\nwith what is not "
-		          "Prometheus (default none)" },
+		  .metavar = "none|hang|garbage|huge|many-series|implausible",
+		  .help = "for tests: /metrics never answers, answers\nwith what is not "
+		          "Prometheus, adds 4 MB of\nunread families (huge) or 900 KB of "
+		          "label\nsets of "
+		          "a family read (many-series), or says a KV use\nof 85 (implausible) "
+		          "(default none)" },
 		{ "completion-fault", 0, DBK_OPT_STR, &r->completion_fault,
 		  .metavar = "STATUS[:RATIO]",
 		  .help = "for tests: completions answer HTTP STATUS\n(500-599), or a share RATIO "
