@@ -67,6 +67,7 @@ struct target {
 struct dbk_scrape {
 	struct ev_loop *loop;
 	struct dbk_scrape_config cfg;
+	struct dbk_vm_names names;
 	ev_timer tick;     /* starts the scrapes */
 	ev_timer deadline; /* ends the late ones */
 	struct target *t;
@@ -178,7 +179,8 @@ static const char *take_body(struct req *r, const struct dbk_hc_result *res, cha
 	}
 	if (r->kind == REQ_METRICS) {
 		struct dbk_vllm_metrics m;
-		int rc = dbk_vllm_parse_metrics(res->body, res->body_len, &m, perr, sizeof(perr));
+		int rc = dbk_vm_parse_metrics(&t->s->names, res->body, res->body_len, &m, perr,
+		                              sizeof(perr));
 
 		if (rc < 0) {
 			*cause = rc == -2 ? DBK_SCRAPE_TOO_MANY_SERIES : DBK_SCRAPE_MALFORMED;
@@ -368,8 +370,8 @@ static int target_init(struct target *t, const char *url, char *err, size_t errl
 	snprintf(t->port, sizeof(t->port), "%s", u.port);
 	snprintf(t->addr, sizeof(t->addr), "%s", u.addr);
 
-	char q[1024];
-	size_t ql = dbk_vllm_metrics_query(q, sizeof(q));
+	char q[2048];
+	size_t ql = dbk_vm_names_query(&t->s->names, q, sizeof(q));
 	struct req *r[2] = { &t->metrics, &t->models };
 
 	for (unsigned k = 0; k < 2; k++) {
@@ -462,6 +464,8 @@ struct dbk_scrape *dbk_scrape_new(struct ev_loop *loop, const struct dbk_scrape_
 		return NULL;
 	s->loop = loop;
 	s->cfg = *c;
+	s->names = c->names ? *c->names : *dbk_vm_names_default();
+	s->cfg.names = &s->names;
 	s->n = n;
 	s->t = calloc(n ? n : 1, sizeof(*s->t));
 	if (!s->t) {

@@ -48,6 +48,8 @@ struct dbk_scrape_config {
 	 * for /v1/models (v->max_model_len is the latest known). */
 	void (*scraped)(void *arg, unsigned server, const struct dbk_scrape_view *v, bool metrics);
 	void *arg;
+	/* The metric names read (copied; NULL: dbk_vm_names_default). */
+	const struct dbk_vm_names *names;
 };
 
 /* Why the last /metrics scrape failed, for /metrics and the log. */

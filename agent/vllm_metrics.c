@@ -12,61 +12,17 @@
 
 #include "lib/buf.h"
 #include "lib/bounds.h"
+#include "metric_names.h"
 
 /* Longest value or label value kept for conversion; longer ones are
  * still validated but never a number we use. */
 #define TOKEN_MAX 64
 
-/* ---- the families we keep ---- */
-
-enum slot {
-	S_RUNNING,
-	S_WAITING,
-	S_KV,
-	S_QUERIES,
-	S_HITS,
-	S_PREEMPT,
-	S_TTFT_SUM,
-	S_TTFT_COUNT,
-	S_HIT_RATE,
-	S_INFO,
-	S_SLEEP,
-	S_NSLOTS
-};
-
-/* A current name and, for some, the name older vLLM releases used: the
- * older one counts only when the current one is absent, so a release
- * that exports both is not counted twice. */
-static const struct family {
-	const char *name;
-	enum slot slot;
-	bool old;
-} families[] = {
-	{ "vllm:num_requests_running", S_RUNNING, false },
-	{ "vllm:num_requests_waiting", S_WAITING, false },
-	{ "vllm:kv_cache_usage_perc", S_KV, false },
-	{ "vllm:gpu_cache_usage_perc", S_KV, true },
-	{ "vllm:prefix_cache_queries_total", S_QUERIES, false },
-	{ "vllm:gpu_prefix_cache_queries_total", S_QUERIES, true },
-	{ "vllm:prefix_cache_hits_total", S_HITS, false },
-	{ "vllm:gpu_prefix_cache_hits_total", S_HITS, true },
-	{ "vllm:num_preemptions_total", S_PREEMPT, false },
-	/* The histogram's totals only: its buckets are most of a body. */
-	{ "vllm:time_to_first_token_seconds_sum", S_TTFT_SUM, false },
-	{ "vllm:time_to_first_token_seconds_count", S_TTFT_COUNT, false },
-	/* vLLM V0's prefix-cache hit rate, a 0..1 gauge (vllm/engine/metrics.py
-	 * up to v0.10); V1 exports the counters above instead. */
-	{ "vllm:gpu_prefix_cache_hit_rate", S_HIT_RATE, false },
-	{ "vllm:cache_config_info", S_INFO, false },
-	/* vLLM's sleep mode (vllm/v1/metrics/loggers.py, PrometheusStatLogger):
-	 * one sample per engine and sleep_state label, "awake" 1 when awake
-	 * and 0 asleep ("weights_offloaded" and "discard_all" say the level). */
-	{ "vllm:engine_sleep_state", S_SLEEP, false },
-};
+/* ---- the families we keep (metric_names.h) ---- */
 
 struct acc {
-	double sum[S_NSLOTS][2]; /* [slot][old] */
-	unsigned n[S_NSLOTS][2]; /* finite samples summed */
+	double sum[DBK_VMS_N][DBK_VMR_N]; /* [slot][rank] */
+	unsigned n[DBK_VMS_N][DBK_VMR_N]; /* finite samples summed */
 	double gpu_blocks, block_size;
 	unsigned n_blocks, n_bsize;
 	unsigned n_awake, n_asleep; /* sleep_state="awake" samples, and of them 0 */
@@ -74,7 +30,7 @@ struct acc {
 	unsigned series;            /* samples of the families kept */
 };
 
-static const unsigned slot_bit[S_NSLOTS] = {
+static const unsigned slot_bit[DBK_VMS_N] = {
 	DBK_VM_RUNNING,
 	DBK_VM_WAITING,
 	DBK_VM_KV_USAGE,
@@ -84,22 +40,10 @@ static const unsigned slot_bit[S_NSLOTS] = {
 	DBK_VM_TTFT_SUM,
 	DBK_VM_TTFT_COUNT,
 	DBK_VM_PC_HIT_RATE,
+	DBK_VM_GPU_BLOCKS, /* SGLang's pool, in tokens */
 	0,
 	0,
 };
-
-/* Most lines are of families we skip: those are told apart by their
- * first bytes before any full compare. */
-static const struct family *family_of(const char *name, size_t len)
-{
-	if (len < 15 || memcmp(name, "vllm:", 5) != 0)
-		return NULL;
-	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
-		if (families[i].name[5] == name[5] && strlen(families[i].name) == len &&
-		    memcmp(families[i].name, name, len) == 0)
-			return &families[i];
-	return NULL;
-}
 
 /* ---- tokens ---- */
 
@@ -376,11 +320,12 @@ static bool sample_tail(const char *p, const char *end, const char **why)
  * line cannot reach into the next (a newline in a label value is
  * escaped), so what they hold cannot change what is read. Returns 0, -1
  * with why, or -2 when the families kept have too many series. */
-static int sample_line(const char *p, const char *end, struct acc *a, const char **why)
+static int sample_line(const struct dbk_vm_names *names, const char *p, const char *end,
+                       struct acc *a, const char **why)
 {
 	const char *name = p;
 	struct info inf;
-	const struct family *fam;
+	const struct dbk_vm_family *fam;
 
 	if (!is_name_start(*p) && *p != ':') {
 		*why = "bad metric name";
@@ -388,7 +333,7 @@ static int sample_line(const char *p, const char *end, struct acc *a, const char
 	}
 	while (p < end && is_metric_char(*p))
 		p++;
-	fam = family_of(name, (size_t)(p - name));
+	fam = dbk_vm_family_of(names, name, (size_t)(p - name));
 	if (!fam)
 		return 0;
 	if (++a->series > DBK_VM_MAX_SERIES) {
@@ -398,7 +343,9 @@ static int sample_line(const char *p, const char *end, struct acc *a, const char
 	memset(&inf, 0, sizeof(inf));
 	p = skip_blank(p, end);
 	if (p < end && *p == '{') {
-		p = labels(p, end, fam->slot == S_INFO || fam->slot == S_SLEEP ? &inf : NULL, why);
+		p = labels(p, end,
+		           fam->slot == DBK_VMS_INFO || fam->slot == DBK_VMS_SLEEP ? &inf : NULL,
+		           why);
 		if (!p)
 			return -1;
 		p = skip_blank(p, end);
@@ -407,18 +354,18 @@ static int sample_line(const char *p, const char *end, struct acc *a, const char
 	while (p < end && !is_blank(*p))
 		p++;
 	double val = 0;
-	if (!(fam->slot != S_INFO ? parse_float(v, (size_t)(p - v), &val)
-	                          : float_syntax(v, (size_t)(p - v)))) {
+	if (!(fam->slot != DBK_VMS_INFO ? parse_float(v, (size_t)(p - v), &val)
+	                                : float_syntax(v, (size_t)(p - v)))) {
 		*why = v == p ? "no value" : "bad value";
 		return -1;
 	}
 	if (!sample_tail(skip_blank(p, end), end, why))
 		return -1;
-	if (fam->slot == S_INFO) {
+	if (fam->slot == DBK_VMS_INFO) {
 		add_info(a, &inf);
 		return 0;
 	}
-	if (fam->slot == S_SLEEP) {
+	if (fam->slot == DBK_VMS_SLEEP) {
 		if (strcmp(inf.sleep_state, "awake") == 0 && isfinite(val)) {
 			a->n_awake++;
 			a->n_asleep += val == 0;
@@ -429,30 +376,25 @@ static int sample_line(const char *p, const char *end, struct acc *a, const char
 	if (isinf(val))
 		a->bad |= slot_bit[fam->slot];
 	if (isfinite(val)) {
-		a->sum[fam->slot][fam->old] += val;
-		a->n[fam->slot][fam->old]++;
+		a->sum[fam->slot][fam->rank] += val;
+		a->n[fam->slot][fam->rank]++;
 	}
 	return 0;
 }
 
 static void finish(const struct acc *a, struct dbk_vllm_metrics *out)
 {
-	double *dst[S_NSLOTS] = {
-		&out->running,
-		&out->waiting,
-		&out->kv_usage,
-		&out->pc_queries,
-		&out->pc_hits,
-		&out->preemptions,
-		&out->ttft_sum,
-		&out->ttft_count,
-		&out->pc_hit_rate,
-		NULL,
-		NULL,
+	double *dst[DBK_VMS_N] = {
+		&out->running,     &out->waiting,     &out->kv_usage, &out->pc_queries,
+		&out->pc_hits,     &out->preemptions, &out->ttft_sum, &out->ttft_count,
+		&out->pc_hit_rate, &out->gpu_blocks,  NULL,           NULL,
 	};
 
-	for (unsigned s = 0; s < S_INFO; s++) {
-		unsigned o = a->n[s][0] ? 0 : 1;
+	for (unsigned s = 0; s < DBK_VMS_INFO; s++) {
+		unsigned o = 0;
+
+		while (o + 1 < DBK_VMR_N && !a->n[s][o])
+			o++;
 
 		/* Finite samples can still sum to infinity. */
 		if (!a->n[s][o])
@@ -462,10 +404,17 @@ static void finish(const struct acc *a, struct dbk_vllm_metrics *out)
 			continue;
 		}
 		*dst[s] = a->sum[s][o];
+		if (s == DBK_VMS_RUNNING || (s == DBK_VMS_WAITING && !out->engine))
+			out->engine = o == DBK_VMR_SGLANG ? DBK_ENGINE_SGLANG : DBK_ENGINE_VLLM;
 		/* Ratios of engines of one server: the mean. */
-		if (s == S_KV || s == S_HIT_RATE)
+		if (s == DBK_VMS_KV || s == DBK_VMS_HIT_RATE)
 			*dst[s] /= a->n[s][o];
 		out->have |= slot_bit[s];
+	}
+	if (out->have & DBK_VM_GPU_BLOCKS) {
+		/* SGLang's pool is of tokens: blocks of one. */
+		out->block_size = 1;
+		out->have |= DBK_VM_BLOCK_SIZE;
 	}
 	if (a->n_blocks && isfinite(a->gpu_blocks)) {
 		out->gpu_blocks = a->gpu_blocks;
@@ -541,6 +490,12 @@ const char *dbk_vllm_metrics_implausible(const struct dbk_vllm_metrics *m, char 
 int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics *out, char *err,
                            size_t errlen)
 {
+	return dbk_vm_parse_metrics(dbk_vm_names_default(), buf, len, out, err, errlen);
+}
+
+int dbk_vm_parse_metrics(const struct dbk_vm_names *names, const char *buf, size_t len,
+                         struct dbk_vllm_metrics *out, char *err, size_t errlen)
+{
 	const char *p = buf, *end = buf + len;
 	struct acc a;
 	unsigned lineno = 0, samples = 0;
@@ -565,7 +520,7 @@ int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics 
 			le--;
 		const char *s = skip_blank(p, le);
 		if (s < le && *s != '#') {
-			int rc = sample_line(s, le, &a, &why);
+			int rc = sample_line(names, s, le, &a, &why);
 
 			if (rc < 0) {
 				dbk_errf(err, errlen, "line %u: %s", lineno, why);
@@ -579,20 +534,6 @@ int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics 
 	finish(&a, out);
 	out->samples = samples;
 	return 0;
-}
-
-size_t dbk_vllm_metrics_query(char *buf, size_t cap)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
-		int w = snprintf(buf + n, cap - n, "%sname%%5B%%5D=%s", i ? "&" : "",
-		                 families[i].name);
-		if (w < 0 || (size_t)w >= cap - n)
-			return 0;
-		n += (size_t)w;
-	}
-	return n;
 }
 
 /* ---- /v1/models ---- */

@@ -35,6 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "metric_names.h"
+
 /* Bits of dbk_vllm_metrics.have: the families seen with a finite value. */
 enum {
 	DBK_VM_RUNNING = 1u << 0,
@@ -52,22 +54,23 @@ enum {
 };
 
 struct dbk_vllm_metrics {
-	unsigned have;      /* DBK_VM_* bits */
-	double running;     /* requests in the running batch */
-	double waiting;     /* requests queued */
-	double kv_usage;    /* KV-cache use, 0..1 */
-	double pc_queries;  /* prefix-cache queries, in tokens (counter) */
-	double pc_hits;     /* prefix-cache hits, in tokens (counter) */
-	double preemptions; /* counter */
-	double ttft_sum;    /* seconds to first token, summed (counter) */
-	double ttft_count;  /* first tokens served (counter) */
-	double gpu_blocks;  /* KV-cache capacity, in blocks */
-	double block_size;  /* tokens per block */
-	double pc_hit_rate; /* prefix-cache hit rate, 0..1 (vLLM V0 only) */
-	unsigned asleep;    /* engines whose sleep_state="awake" sample is 0 */
-	unsigned bad;       /* DBK_VM_* bits: a sample no number of the family can
+	unsigned have;             /* DBK_VM_* bits */
+	double running;            /* requests in the running batch */
+	double waiting;            /* requests queued */
+	double kv_usage;           /* KV-cache use, 0..1 */
+	double pc_queries;         /* prefix-cache queries, in tokens (counter) */
+	double pc_hits;            /* prefix-cache hits, in tokens (counter) */
+	double preemptions;        /* counter */
+	double ttft_sum;           /* seconds to first token, summed (counter) */
+	double ttft_count;         /* first tokens served (counter) */
+	double gpu_blocks;         /* KV-cache capacity, in blocks (SGLang: tokens) */
+	double block_size;         /* tokens per block (SGLang: 1) */
+	double pc_hit_rate;        /* prefix-cache hit rate, 0..1 (vLLM V0, SGLang) */
+	enum dbk_vm_engine engine; /* whose names the request counts were */
+	unsigned asleep;           /* engines whose sleep_state="awake" sample is 0 */
+	unsigned bad;              /* DBK_VM_* bits: a sample no number of the family can
 	                     * be (infinite; blocks not a positive count) */
-	unsigned samples;   /* sample lines read, of any family */
+	unsigned samples;          /* sample lines read, of any family */
 };
 
 /* Longest sample line looked at. vLLM's are under 300 bytes. */
@@ -78,9 +81,13 @@ struct dbk_vllm_metrics {
  * hostile body (100k label sets), refused before it costs the loop. */
 #define DBK_VM_MAX_SERIES 4096
 
-/* Parses a whole /metrics body. Returns 0, -1 with "line N: why" in err,
- * or -2 (the same) when over DBK_VM_MAX_SERIES; out is then zeroed. An
- * empty body is valid (have == 0). */
+/* Parses a whole /metrics body, reading the families names says.
+ * Returns 0, -1 with "line N: why" in err, or -2 (the same) when over
+ * DBK_VM_MAX_SERIES; out is then zeroed. An empty body is valid (have ==
+ * 0). */
+int dbk_vm_parse_metrics(const struct dbk_vm_names *names, const char *buf, size_t len,
+                         struct dbk_vllm_metrics *out, char *err, size_t errlen);
+/* The same with dbk_vm_names_default (vLLM's and SGLang's names). */
 int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics *out, char *err,
                            size_t errlen);
 
@@ -101,13 +108,6 @@ int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics 
  * (buflen bytes, 96 are enough). */
 const char *dbk_vllm_metrics_implausible(const struct dbk_vllm_metrics *m, char *buf,
                                          size_t buflen);
-
-/* Writes into buf (cap bytes, NUL-terminated) the query that asks a
- * server for only the families read here: name[]=...&name[]=...,
- * percent-encoded. prometheus_client (vLLM's /metrics) serves just those
- * when it understands the parameter, and the whole body otherwise, which
- * parses the same. Returns the length, or 0 when cap is too small. */
-size_t dbk_vllm_metrics_query(char *buf, size_t cap);
 
 /* Parses a /v1/models body ({"object":"list","data":[{"id":...,
  * "max_model_len":N},...]}) and gives the smallest max_model_len of its

@@ -38,6 +38,7 @@ struct dbk_stub_opts {
 	double keep_alive_s;
 	bool verbose;
 	enum dbk_stub_metrics_fault metrics_fault;
+	bool sglang_names; /* --engine-names sglang: /metrics as SGLang's */
 	/* --completion-fault: completions answer this status (0: none), a
 	 * share ratio of them. */
 	int completion_fault;

@@ -91,7 +91,10 @@ static void render_metrics(struct dbk_stub_server *s)
 	if (s->opt.metrics_fault == DBK_STUB_FAULT_IMPLAUSIBLE)
 		m.kv_usage = 85;
 	dbk_buf_reset(&s->tmp);
-	dbk_prom_render(&s->tmp, &m);
+	if (s->opt.sglang_names)
+		dbk_prom_render_sglang(&s->tmp, &m);
+	else
+		dbk_prom_render(&s->tmp, &m);
 	if (s->opt.metrics_fault == DBK_STUB_FAULT_HUGE ||
 	    s->opt.metrics_fault == DBK_STUB_FAULT_MANY_SERIES) {
 		hostile_pad(s);

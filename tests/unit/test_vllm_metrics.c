@@ -373,6 +373,81 @@ static void test_hostile_bodies(void)
 	dbk_buf_free(&b);
 }
 
+/* SGLang's names (metric_names.h): read by default (auto) and with
+ * --engine sglang, not with --engine vllm; the pool in tokens is blocks
+ * of one. */
+static void test_sglang_names(void)
+{
+	const char *body = "# HELP sglang:num_running_reqs The number of running requests.\n"
+	                   "# TYPE sglang:num_running_reqs gauge\n"
+	                   "sglang:num_running_reqs{model_name=\"m\",tp_rank=\"0\"} 5.0\n"
+	                   "sglang:num_queue_reqs{model_name=\"m\",tp_rank=\"0\"} 2.0\n"
+	                   "sglang:token_usage{model_name=\"m\",tp_rank=\"0\"} 0.4\n"
+	                   "sglang:cache_hit_rate{model_name=\"m\",tp_rank=\"0\"} 0.25\n"
+	                   "sglang:max_total_num_tokens{model_name=\"m\",tp_rank=\"0\"} 430000.0\n"
+	                   "sglang:prompt_tokens_total{model_name=\"m\"} 1000.0\n"
+	                   "sglang:cached_tokens_total{model_name=\"m\"} 250.0\n"
+	                   "sglang:num_retracted_requests_total{model_name=\"m\"} 1.0\n"
+	                   "sglang:time_to_first_token_seconds_sum{model_name=\"m\"} 3.0\n"
+	                   "sglang:time_to_first_token_seconds_count{model_name=\"m\"} 6.0\n";
+	struct dbk_vllm_metrics m;
+	struct dbk_vm_names n;
+	char err[128] = "";
+
+	CHECK(parse(body, &m, err) == 0);
+	CHECK(m.engine == DBK_ENGINE_SGLANG);
+	CHECK_NEAR(m.running, 5, 0);
+	CHECK_NEAR(m.waiting, 2, 0);
+	CHECK_NEAR(m.kv_usage, 0.4, 0);
+	CHECK_NEAR(m.pc_hit_rate, 0.25, 0);
+	CHECK_NEAR(m.pc_queries, 1000, 0);
+	CHECK_NEAR(m.pc_hits, 250, 0);
+	CHECK_NEAR(m.preemptions, 1, 0);
+	CHECK_NEAR(m.ttft_sum, 3, 0);
+	CHECK_NEAR(m.ttft_count, 6, 0);
+	CHECK_NEAR(m.gpu_blocks * m.block_size, 430000, 0);
+	CHECK(implausible(&m) == NULL);
+	dbk_vm_names_init(&n, DBK_ENGINE_SGLANG);
+	CHECK(dbk_vm_parse_metrics(&n, body, strlen(body), &m, err, sizeof(err)) == 0);
+	CHECK_NEAR(m.running, 5, 0);
+	dbk_vm_names_init(&n, DBK_ENGINE_VLLM);
+	CHECK(dbk_vm_parse_metrics(&n, body, strlen(body), &m, err, sizeof(err)) == 0);
+	CHECK_EQ_U(m.have, 0);
+	/* A vLLM's body under auto: vLLM's. */
+	CHECK(parse("vllm:num_requests_running 1\n", &m, err) == 0);
+	CHECK(m.engine == DBK_ENGINE_VLLM);
+	/* SGLang's ratios are judged too. */
+	CHECK(parse("sglang:num_running_reqs 1\nsglang:token_usage 40\n", &m, err) == 0);
+	CHECK(implausible(&m) != NULL);
+}
+
+/* --metric KEY=NAME: the name replaces every engine's for the key. */
+static void test_metric_override(void)
+{
+	struct dbk_vm_names n;
+	struct dbk_vllm_metrics m;
+	char err[160], q[2048];
+	const char *body = "my_running{a=\"1\"} 3\nvllm:num_requests_running 7\n"
+	                   "vllm:num_requests_waiting 1\n";
+
+	dbk_vm_names_init(&n, DBK_ENGINE_AUTO);
+	CHECK(dbk_vm_names_override(&n, "running=my_running", err, sizeof(err)) == 0);
+	CHECK(dbk_vm_parse_metrics(&n, body, strlen(body), &m, err, sizeof(err)) == 0);
+	CHECK_NEAR(m.running, 3, 0);
+	CHECK_NEAR(m.waiting, 1, 0);
+	CHECK(dbk_vm_names_query(&n, q, sizeof(q)) > 0);
+	CHECK(strstr(q, "=my_running") != NULL);
+	CHECK(strstr(q, "=vllm:num_requests_running") == NULL);
+	CHECK(dbk_vm_names_override(&n, "nope=x", err, sizeof(err)) == -1);
+	CHECK(dbk_vm_names_override(&n, "running", err, sizeof(err)) == -1);
+	CHECK(dbk_vm_names_override(&n, "running=9bad", err, sizeof(err)) == -1);
+	CHECK(dbk_vm_names_override(&n, "running=", err, sizeof(err)) == -1);
+	CHECK(dbk_vm_names_override(&n, "kv_usage=a b", err, sizeof(err)) == -1);
+	enum dbk_vm_engine e;
+	CHECK(dbk_vm_engine_parse("sglang", &e) == 0 && e == DBK_ENGINE_SGLANG);
+	CHECK(dbk_vm_engine_parse("trtllm", &e) == -1);
+}
+
 /* vLLM's sleep mode: the "awake" sample of each engine says; the level
  * samples do not count. */
 static void test_sleep_state(void)
@@ -403,8 +478,8 @@ static void test_sleep_state(void)
 
 static void test_query_names_every_family(void)
 {
-	char q[1024];
-	size_t n = dbk_vllm_metrics_query(q, sizeof(q));
+	char q[2048];
+	size_t n = dbk_vm_names_query(dbk_vm_names_default(), q, sizeof(q));
 
 	CHECK(n > 0 && n == strlen(q));
 	CHECK(strncmp(q, "name%5B%5D=vllm:num_requests_running&", 37) == 0);
@@ -412,7 +487,7 @@ static void test_query_names_every_family(void)
 	CHECK(strstr(q, "&name%5B%5D=vllm:cache_config_info") != NULL);
 	CHECK(strstr(q, "&name%5B%5D=vllm:gpu_cache_usage_perc&") != NULL);
 	CHECK(strstr(q, "&name%5B%5D=vllm:time_to_first_token_seconds_sum&") != NULL);
-	CHECK_EQ_U(dbk_vllm_metrics_query(q, 40), 0);
+	CHECK_EQ_U(dbk_vm_names_query(dbk_vm_names_default(), q, 40), 0);
 }
 
 int main(void)
@@ -430,6 +505,8 @@ int main(void)
 	RUN(test_v0_hit_rate);
 	RUN(test_openmetrics);
 	RUN(test_hostile_bodies);
+	RUN(test_sglang_names);
+	RUN(test_metric_override);
 	RUN(test_sleep_state);
 	RUN(test_query_names_every_family);
 	return CHECK_DONE();
