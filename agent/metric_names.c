@@ -99,7 +99,8 @@ static bool metric_name(const char *s, size_t len)
 		return false;
 	for (size_t i = 0; i < len; i++) {
 		char c = s[i];
-		bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
+		bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+		             c == ':';
 
 		if (!alpha && !(i > 0 && c >= '0' && c <= '9'))
 			return false;

@@ -152,6 +152,8 @@ void dbk_scrape_report_state(const struct dbk_scrape *s, uint64_t now_ms, struct
 			               dbk_scrape_cause_name(v->cause));
 		if (v->backoff_ms)
 			dbk_buf_printf(o, ", \"backoff_ms\": %" PRIu64, v->backoff_ms);
+		if (v->m.engine)
+			dbk_buf_printf(o, ", \"engine\": \"%s\"", dbk_vm_engine_name(v->m.engine));
 		if (v->max_model_len)
 			dbk_buf_printf(o, ", \"max_model_len\": %ld", v->max_model_len);
 		for (size_t k = 0; k < NSERIES; k++)
