@@ -1,15 +1,15 @@
-/* What a vLLM server says about itself, the parsing half of the scraper:
- * its Prometheus text /metrics (exposition format 0.0.4) and its OpenAI
- * /v1/models list. Pure: (buffer, length) in, a filled struct or a
+/* What a vLLM (or SGLang) server says about itself, the parsing half of
+ * the scraper: its Prometheus text /metrics (exposition format 0.0.4, or
+ * OpenMetrics) and its OpenAI /v1/models list. Pure: (buffer, length) in, a filled struct or a
  * one-line reason out; no I/O, no globals, no NUL terminator needed, so
  * each can be fed arbitrary bytes (fuzzed).
  *
- * /metrics: only the families the routing policy reads are kept; every
- * other family, every comment and every HELP/TYPE line is skipped, but
- * every sample line must still be well formed (name, optional {labels}
- * with quoted, escaped values, a value, an optional integer timestamp):
- * a malformed line fails the whole scrape, since a body we misread is
- * worse than one we do not use. Values may be NaN, +Inf or -Inf; a
+ * /metrics: only the families the routing policy reads (metric_names.h)
+ * are kept; every other family, every comment and every HELP/TYPE line
+ * is skipped, but every sample line of a family read must be well formed
+ * (name, optional {labels} with quoted, escaped values, a value, an
+ * optional timestamp, an optional exemplar): a malformed line fails the
+ * whole scrape, since a body we misread is worse than one we do not use. Values may be NaN, +Inf or -Inf; a
  * family whose value is not finite counts as not reported.
  *
  * Only families read are judged: a sample line of any other family is
@@ -28,7 +28,8 @@
  * that report it (engines of one server are the same size); the block
  * size is the largest reported; an engine asleep (vLLM's sleep mode) is
  * counted. Older vLLM names (gpu_cache_usage_perc,
- * gpu_prefix_cache_queries/hits) are read as the current ones. */
+ * gpu_prefix_cache_queries/hits) are read as the current ones, and
+ * SGLang's as vLLM's (metric_names.h). */
 #ifndef DBK_VLLM_METRICS_H
 #define DBK_VLLM_METRICS_H
 
