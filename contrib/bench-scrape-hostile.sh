@@ -21,7 +21,7 @@
 #
 # --builds: agent builds compared (default: this tree's build); the
 # stubs are always this tree's (older stubs lack the faults). E.g.
-#   contrib/bench-scrape-hostile.sh --builds "/work/main/build build"
+#   contrib/bench-scrape-hostile.sh --builds "../main/build build"
 # Loopback only; every process is stopped by pid on exit.
 set -eu
 cd "$(dirname "$0")/.."
