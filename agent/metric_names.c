@@ -69,6 +69,7 @@ static void add(struct dbk_vm_names *n, const char *name, size_t len, enum dbk_v
 	f->len = len;
 	f->slot = slot;
 	f->rank = rank;
+	n->of_len[len]++;
 }
 
 void dbk_vm_names_init(struct dbk_vm_names *n, enum dbk_vm_engine e)
@@ -133,6 +134,8 @@ int dbk_vm_names_override(struct dbk_vm_names *n, const char *spec, char *err, s
 	for (unsigned i = 0; i < n->n; i++)
 		if (n->fam[i].slot != slot)
 			n->fam[k++] = n->fam[i];
+		else
+			n->of_len[n->fam[i].len]--;
 	n->n = k;
 	add(n, eq + 1, strlen(eq + 1), slot, DBK_VMR_VLLM);
 	return 0;
@@ -158,6 +161,8 @@ const struct dbk_vm_family *dbk_vm_family_of(const struct dbk_vm_names *n, const
 {
 	/* Most lines are of families not read: told apart by length and
 	 * last byte before any full compare. */
+	if (len > DBK_VM_NAME_MAX || !n->of_len[len])
+		return NULL;
 	for (unsigned i = 0; i < n->n; i++)
 		if (n->fam[i].len == len && n->fam[i].name[len - 1] == name[len - 1] &&
 		    memcmp(n->fam[i].name, name, len) == 0)

@@ -56,6 +56,9 @@ struct dbk_vm_family {
 struct dbk_vm_names {
 	struct dbk_vm_family fam[DBK_VM_MAX_FAMILIES];
 	unsigned n;
+	/* Names of each length: most lines of a body are of families not
+	 * read, and are told apart by their length alone. */
+	unsigned char of_len[DBK_VM_NAME_MAX + 1];
 };
 
 /* The names of engine e (AUTO: vLLM's and SGLang's). */
