@@ -318,6 +318,7 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 		.models_every_ms = DBK_SCRAPE_MODELS_EVERY_MS,
 		.scraped = on_scraped,
 		.arg = a,
+		.names = a->cfg.scrape_names_set ? &a->cfg.scrape_names : NULL,
 	};
 	if (scraped || follow)
 		a->scrape = dbk_scrape_new(a->loop, &sc, a->cfg.servers, urls, n);

@@ -251,6 +251,43 @@ static int opt_scrape(void *ctx, const char *v, char *err, size_t errlen)
 	return 0;
 }
 
+/* --- engines' metric names (scrape) --- */
+
+/* One set for all servers, made at the first --engine or --metric:
+ * --engine starts it afresh from that engine's names, so it comes
+ * before any --metric. */
+static int opt_engine(void *ctx, const char *v, char *err, size_t errlen)
+{
+	struct dbk_config *c = ((struct parse *)ctx)->c;
+	enum dbk_vm_engine e;
+
+	if (dbk_vm_engine_parse(v, &e) < 0) {
+		dbk_errf(err, errlen, "--engine wants vllm, sglang or auto, got '%s'", v);
+		return -1;
+	}
+	if (c->scrape_metric_given) {
+		dbk_errf(err, errlen, "--engine comes before any --metric");
+		return -1;
+	}
+	dbk_vm_names_init(&c->scrape_names, e);
+	c->scrape_names_set = true;
+	return 0;
+}
+
+static int opt_metric(void *ctx, const char *v, char *err, size_t errlen)
+{
+	struct dbk_config *c = ((struct parse *)ctx)->c;
+
+	if (!c->scrape_names_set) {
+		dbk_vm_names_init(&c->scrape_names, DBK_ENGINE_AUTO);
+		c->scrape_names_set = true;
+	}
+	c->scrape_metric_given = true;
+	return dbk_vm_names_override(&c->scrape_names, v, err, errlen);
+}
+
+/* --- end of engines' metric names --- */
+
 static int opt_policy(void *ctx, const char *v, char *err, size_t errlen)
 {
 	const struct dbk_policy_ops *ops = dbk_policy_find(v);
@@ -335,6 +372,14 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		NUM("scrape-timeout", DBK_OPT_MS, &c->scrape_timeout_ms, 10, 600 * 1000, "TIME",
 		    "a scrape not answered by then failed (" STR(
 		            DBK_DEFAULT_SCRAPE_TIMEOUT_MS) ")"),
+		CALL("engine", opt_engine, "vllm|sglang|auto",
+		     "the servers' metric names: vLLM's (older\nreleases' too), SGLang's, or "
+		     "either, as each\nserver exports them (auto)"),
+		CALL("metric", opt_metric, "KEY=NAME",
+		     "read metric NAME as KEY (running, waiting,\nkv_usage, prefix_queries, "
+		     "prefix_hits,\nprefix_hit_rate, preemptions, ttft_sum,\nttft_count, "
+		     "kv_capacity_tokens) instead of\nthe engine's name; repeatable, after "
+		     "--engine"),
 		SECTION("\nOutlier detection (servers whose requests fail, from HAProxy's\n"
 		        "completion lines):"),
 		CALL("outlier", opt_outlier, "on|none", "eject failing servers (on)"),

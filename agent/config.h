@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "metric_names.h"
 #include "balancer.h"
 #include "outlier.h"
 #include "policy_ops.h"
@@ -77,6 +78,10 @@ struct dbk_config {
 	unsigned nscrape;
 	long long scrape_interval_ms;
 	long long scrape_timeout_ms;
+	/* --engine and --metric KEY=NAME: the metric names scraped (when
+	 * scrape_names_set; else dbk_vm_names_default). */
+	struct dbk_vm_names scrape_names;
+	bool scrape_names_set, scrape_metric_given;
 	double engine_speed; /* ttft: servers' speed vs its engine model (1) */
 	const char *user;    /* drop to this user after binding */
 	const char *group;   /* ... and group */

@@ -59,33 +59,48 @@ struct target {
 	struct gaicb gai;
 	uint64_t resolve_due_ms;
 	enum target_state state;
+	enum dbk_scrape_cause logged_cause;
+	uint64_t metrics_due_ms; /* backed off until then */
 	struct dbk_scrape_view v;
 };
 
 struct dbk_scrape {
 	struct ev_loop *loop;
 	struct dbk_scrape_config cfg;
+	struct dbk_vm_names names;
 	ev_timer tick;     /* starts the scrapes */
 	ev_timer deadline; /* ends the late ones */
 	struct target *t;
 	unsigned n;
 };
 
-/* One log line per change of state. */
-static void set_state(struct target *t, bool ok, const char *why)
+const char *dbk_scrape_cause_name(enum dbk_scrape_cause c)
+{
+	static const char *const names[DBK_SCRAPE_NCAUSES] = {
+		"ok",        "transport",   "status", "body-too-large", "too-many-series",
+		"malformed", "implausible",
+	};
+
+	return (unsigned)c < DBK_SCRAPE_NCAUSES ? names[c] : "?";
+}
+
+/* One log line per change of state (or of cause while down). */
+static void set_state(struct target *t, bool ok, const char *why, enum dbk_scrape_cause cause)
 {
 	enum target_state st = ok ? ST_UP : ST_DOWN;
 	char q[200];
 
-	if (st == t->state)
+	if (st == t->state && (ok || cause == t->logged_cause))
 		return;
 	t->state = st;
+	t->logged_cause = cause;
 	if (ok)
 		dbk_log(DBK_LOG_INFO, "scrape-up", "server=%s url=%s/metrics", t->name, t->base);
 	else
 		dbk_log(DBK_LOG_WARN, "scrape-down",
-		        "server=%s url=%s/metrics reason=\"%s\" fallback=books", t->name, t->base,
-		        dbk_log_quote(q, sizeof(q), why, strlen(why)));
+		        "server=%s url=%s/metrics reason=\"%s\" cause=%s fallback=books", t->name,
+		        t->base, dbk_log_quote(q, sizeof(q), why, strlen(why)),
+		        dbk_scrape_cause_name(cause));
 }
 
 /* ---- host names ---- */
@@ -144,29 +159,38 @@ static void resolve_cancel(struct target *t)
 /* ---- scrapes ---- */
 
 /* Why a finished request's answer is not usable, or NULL when it is (and
- * then the view is updated). */
+ * then the view is updated); *cause says which kind of failure. */
 static const char *take_body(struct req *r, const struct dbk_hc_result *res, char *why,
-                             size_t whylen)
+                             size_t whylen, enum dbk_scrape_cause *cause)
 {
 	struct target *t = r->t;
 	char perr[128];
 
-	if (!res->status)
+	*cause = DBK_SCRAPE_TRANSPORT;
+	if (!res->status) {
+		if (res->too_large)
+			*cause = DBK_SCRAPE_BODY_TOO_LARGE;
 		return res->error;
+	}
+	*cause = DBK_SCRAPE_STATUS;
 	if (res->status != 200) {
 		snprintf(why, whylen, "HTTP status %d", res->status);
 		return why;
 	}
 	if (r->kind == REQ_METRICS) {
 		struct dbk_vllm_metrics m;
+		int rc = dbk_vm_parse_metrics(&t->s->names, res->body, res->body_len, &m, perr,
+		                              sizeof(perr));
 
-		if (dbk_vllm_parse_metrics(res->body, res->body_len, &m, perr, sizeof(perr)) < 0) {
+		if (rc < 0) {
+			*cause = rc == -2 ? DBK_SCRAPE_TOO_MANY_SERIES : DBK_SCRAPE_MALFORMED;
 			snprintf(why, whylen, "bad /metrics: %s", perr);
 			return why;
 		}
-		const char *bad = dbk_vllm_metrics_implausible(&m);
+		const char *bad = dbk_vllm_metrics_implausible(&m, perr, sizeof(perr));
 		if (bad) {
-			snprintf(why, whylen, "bad /metrics: %s", bad);
+			*cause = DBK_SCRAPE_IMPLAUSIBLE;
+			snprintf(why, whylen, "implausible /metrics: %s", bad);
 			return why;
 		}
 		t->v.m = m;
@@ -179,12 +203,30 @@ static const char *take_body(struct req *r, const struct dbk_hc_result *res, cha
 		}
 		t->v.max_model_len = len;
 	}
+	*cause = DBK_SCRAPE_OK;
 	return NULL;
+}
+
+/* A hostile body (too large, too many series) holds its server off,
+ * doubling; a good scrape ends that. */
+static void backoff(struct target *t, enum dbk_scrape_cause cause, uint64_t now)
+{
+	if (cause == DBK_SCRAPE_OK) {
+		t->v.backoff_ms = 0;
+		return;
+	}
+	if (cause != DBK_SCRAPE_BODY_TOO_LARGE && cause != DBK_SCRAPE_TOO_MANY_SERIES)
+		return;
+	t->v.backoff_ms = t->v.backoff_ms ? 2 * t->v.backoff_ms : DBK_SCRAPE_BACKOFF_MS;
+	if (t->v.backoff_ms > DBK_SCRAPE_BACKOFF_MAX_MS)
+		t->v.backoff_ms = DBK_SCRAPE_BACKOFF_MAX_MS;
+	t->metrics_due_ms = now + t->v.backoff_ms;
 }
 
 /* A /metrics or /v1/models scrape is over, why says how (NULL: it
  * worked). */
-static void finish(struct dbk_scrape *s, struct target *t, enum req_kind kind, const char *why)
+static void finish(struct dbk_scrape *s, struct target *t, enum req_kind kind, const char *why,
+                   enum dbk_scrape_cause cause)
 {
 	uint64_t now = dbk_mono_ms();
 
@@ -203,7 +245,9 @@ static void finish(struct dbk_scrape *s, struct target *t, enum req_kind kind, c
 			t->v.failures++;
 		else
 			t->v.ok_ms = now;
-		set_state(t, why == NULL, why);
+		t->v.cause = cause;
+		backoff(t, cause, now);
+		set_state(t, why == NULL, why, cause);
 		/* The name may point elsewhere now. */
 		if (why && t->named && !t->resolving && now >= t->resolve_due_ms)
 			resolve_start(t, now);
@@ -216,8 +260,10 @@ static void on_done(void *arg, const struct dbk_hc_result *res)
 {
 	struct req *r = arg;
 	char buf[200];
+	enum dbk_scrape_cause cause;
+	const char *why = take_body(r, res, buf, sizeof(buf), &cause);
 
-	finish(r->t->s, r->t, r->kind, take_body(r, res, buf, sizeof(buf)));
+	finish(r->t->s, r->t, r->kind, why, cause);
 }
 
 static void req_start(struct dbk_scrape *s, struct req *r, uint64_t now)
@@ -225,7 +271,7 @@ static void req_start(struct dbk_scrape *s, struct req *r, uint64_t now)
 	if (r->hc.busy)
 		return; /* still in flight: the deadline will end it; never pile up */
 	if (dbk_hc_get(&r->hc, r->text.p, r->text.len, now + (uint64_t)s->cfg.timeout_ms) < 0)
-		finish(s, r->t, r->kind, r->hc.err);
+		finish(s, r->t, r->kind, r->hc.err, DBK_SCRAPE_TRANSPORT);
 }
 
 /* The earliest deadline of a request in flight, or 0. */
@@ -284,13 +330,14 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 		if (!t->v.scraped)
 			continue;
 		if (t->resolving && (rw = resolve_poll(t, why, sizeof(why))) && *rw)
-			finish(s, t, REQ_METRICS, rw);
+			finish(s, t, REQ_METRICS, rw, DBK_SCRAPE_TRANSPORT);
 		else if (t->named && !t->resolving && !dbk_hc_has_addr(&t->metrics.hc) &&
 		         now >= t->resolve_due_ms)
 			resolve_start(t, now);
 		if (!dbk_hc_has_addr(&t->metrics.hc))
 			continue; /* first lookup still in flight, or failed */
-		req_start(s, &t->metrics, now);
+		if (now >= t->metrics_due_ms)
+			req_start(s, &t->metrics, now);
 		if (now >= t->models_due_ms) {
 			t->models_due_ms = now + (uint64_t)s->cfg.models_every_ms;
 			req_start(s, &t->models, now);
@@ -323,8 +370,8 @@ static int target_init(struct target *t, const char *url, char *err, size_t errl
 	snprintf(t->port, sizeof(t->port), "%s", u.port);
 	snprintf(t->addr, sizeof(t->addr), "%s", u.addr);
 
-	char q[1024];
-	size_t ql = dbk_vllm_metrics_query(q, sizeof(q));
+	char q[2048];
+	size_t ql = dbk_vm_names_query(&t->s->names, q, sizeof(q));
 	struct req *r[2] = { &t->metrics, &t->models };
 
 	for (unsigned k = 0; k < 2; k++) {
@@ -417,6 +464,8 @@ struct dbk_scrape *dbk_scrape_new(struct ev_loop *loop, const struct dbk_scrape_
 		return NULL;
 	s->loop = loop;
 	s->cfg = *c;
+	s->names = c->names ? *c->names : *dbk_vm_names_default();
+	s->cfg.names = &s->names;
 	s->n = n;
 	s->t = calloc(n ? n : 1, sizeof(*s->t));
 	if (!s->t) {

@@ -26,8 +26,16 @@
 #define DBK_SCRAPE_DEFAULT_TIMEOUT_MS 1000
 /* /v1/models changes only when a server restarts. */
 #define DBK_SCRAPE_MODELS_EVERY_MS 10000
-/* Largest body read; vLLM's /metrics is 20-100 KB. */
-#define DBK_SCRAPE_MAX_BODY (4u << 20)
+/* Largest body read; vLLM's /metrics is 20-100 KB whole, a few KB of
+ * the families asked for. A larger one is hostile or broken: refused
+ * (by its Content-Length, before a byte of it is read) and its server
+ * backed off. */
+#define DBK_SCRAPE_MAX_BODY (1u << 20)
+/* A server whose body was too large or had too many series is next
+ * scraped after this long, doubling each time up to BACKOFF_MAX, so a
+ * hostile server costs the loop one refused scrape every 30 s. */
+#define DBK_SCRAPE_BACKOFF_MS 1000
+#define DBK_SCRAPE_BACKOFF_MAX_MS 30000
 
 struct dbk_scrape_view;
 
@@ -40,18 +48,36 @@ struct dbk_scrape_config {
 	 * for /v1/models (v->max_model_len is the latest known). */
 	void (*scraped)(void *arg, unsigned server, const struct dbk_scrape_view *v, bool metrics);
 	void *arg;
+	/* The metric names read (copied; NULL: dbk_vm_names_default). */
+	const struct dbk_vm_names *names;
 };
+
+/* Why the last /metrics scrape failed, for /metrics and the log. */
+enum dbk_scrape_cause {
+	DBK_SCRAPE_OK,
+	DBK_SCRAPE_TRANSPORT,       /* connect, reset, timeout, name lookup */
+	DBK_SCRAPE_STATUS,          /* an HTTP status other than 200 */
+	DBK_SCRAPE_BODY_TOO_LARGE,  /* over DBK_SCRAPE_MAX_BODY (backed off) */
+	DBK_SCRAPE_TOO_MANY_SERIES, /* over DBK_VM_MAX_SERIES (backed off) */
+	DBK_SCRAPE_MALFORMED,       /* not the exposition format */
+	DBK_SCRAPE_IMPLAUSIBLE,     /* a number outside its documented range */
+	DBK_SCRAPE_NCAUSES
+};
+/* "transport", "status", "body-too-large", ... */
+const char *dbk_scrape_cause_name(enum dbk_scrape_cause c);
 
 /* One server, as the policy and the reports see it. */
 struct dbk_scrape_view {
-	bool scraped;              /* has a URL to scrape */
-	bool up;                   /* the last /metrics scrape succeeded */
-	uint64_t ok_ms;            /* monotonic ms of the last success; 0: never */
-	struct dbk_vllm_metrics m; /* the last good numbers */
-	long max_model_len;        /* from /v1/models; 0: not known */
-	uint64_t scrapes;          /* /metrics scrapes finished */
-	uint64_t failures;         /* ... that failed (transport, status, body) */
-	uint64_t models_failures;  /* /v1/models scrapes that failed */
+	bool scraped;                /* has a URL to scrape */
+	bool up;                     /* the last /metrics scrape succeeded */
+	uint64_t ok_ms;              /* monotonic ms of the last success; 0: never */
+	struct dbk_vllm_metrics m;   /* the last good numbers */
+	long max_model_len;          /* from /v1/models; 0: not known */
+	uint64_t scrapes;            /* /metrics scrapes finished */
+	uint64_t failures;           /* ... that failed (transport, status, body) */
+	uint64_t models_failures;    /* /v1/models scrapes that failed */
+	enum dbk_scrape_cause cause; /* of the last /metrics scrape */
+	uint64_t backoff_ms;         /* 0, or how long hostile scrapes hold it off */
 };
 
 struct dbk_scrape;

@@ -35,6 +35,9 @@ static const struct series {
 	  offsetof(struct dbk_vllm_metrics, ttft_sum) },
 	{ "first_tokens_total", "ttft_count", "counter", "First tokens the server has sent.",
 	  DBK_VM_TTFT_COUNT, offsetof(struct dbk_vllm_metrics, ttft_count) },
+	{ "prefix_cache_hit_ratio", "prefix_hit_rate", "gauge",
+	  "The server's prefix-cache hit rate, 0 to 1 (vLLM V0's gauge).", DBK_VM_PC_HIT_RATE,
+	  offsetof(struct dbk_vllm_metrics, pc_hit_rate) },
 	{ "gpu_blocks", "gpu_blocks", "gauge", "The server's KV-cache capacity, in blocks.",
 	  DBK_VM_GPU_BLOCKS, offsetof(struct dbk_vllm_metrics, gpu_blocks) },
 	{ "block_size", "block_size", "gauge", "Tokens per KV-cache block.", DBK_VM_BLOCK_SIZE,
@@ -72,6 +75,17 @@ void dbk_scrape_report_metrics(const struct dbk_scrape *s, uint64_t now_ms, stru
 		if (dbk_scrape_view(s, i)->scraped)
 			dbk_buf_printf(o, "dbucket_scrape_up{server=\"%s\"} %d\n",
 			               dbk_scrape_name(s, i), dbk_scrape_view(s, i)->up ? 1 : 0);
+	dbk_prom_head(o, "dbucket_scrape_down", "gauge",
+	              "1 for a server whose last scrape failed, labelled with why: transport, "
+	              "status, body-too-large, too-many-series (both backed off), malformed, "
+	              "implausible (a number outside its documented range).");
+	for (unsigned i = 0; i < n; i++) {
+		const struct dbk_scrape_view *v = dbk_scrape_view(s, i);
+
+		if (v->scraped && !v->up && v->scrapes)
+			dbk_buf_printf(o, "dbucket_scrape_down{server=\"%s\",reason=\"%s\"} 1\n",
+			               dbk_scrape_name(s, i), dbk_scrape_cause_name(v->cause));
+	}
 	per_server_u64(s, o, "dbucket_scrapes_total", "counter",
 	               "Scrapes of the server's /metrics finished.",
 	               offsetof(struct dbk_scrape_view, scrapes));
@@ -133,6 +147,13 @@ void dbk_scrape_report_state(const struct dbk_scrape *s, uint64_t now_ms, struct
 		        dbk_scrape_fresh(s, i, now_ms) ? "true" : "false", v->scrapes, v->failures);
 		if (v->ok_ms)
 			dbk_buf_printf(o, ", \"age_ms\": %" PRIu64, now_ms - v->ok_ms);
+		if (!v->up && v->scrapes)
+			dbk_buf_printf(o, ", \"down_reason\": \"%s\"",
+			               dbk_scrape_cause_name(v->cause));
+		if (v->backoff_ms)
+			dbk_buf_printf(o, ", \"backoff_ms\": %" PRIu64, v->backoff_ms);
+		if (v->m.engine)
+			dbk_buf_printf(o, ", \"engine\": \"%s\"", dbk_vm_engine_name(v->m.engine));
 		if (v->max_model_len)
 			dbk_buf_printf(o, ", \"max_model_len\": %ld", v->max_model_len);
 		for (size_t k = 0; k < NSERIES; k++)

@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,74 +12,38 @@
 
 #include "lib/buf.h"
 #include "lib/bounds.h"
+#include "metric_names.h"
 
 /* Longest value or label value kept for conversion; longer ones are
  * still validated but never a number we use. */
 #define TOKEN_MAX 64
 
-/* ---- the families we keep ---- */
-
-enum slot {
-	S_RUNNING,
-	S_WAITING,
-	S_KV,
-	S_QUERIES,
-	S_HITS,
-	S_PREEMPT,
-	S_TTFT_SUM,
-	S_TTFT_COUNT,
-	S_INFO,
-	S_SLEEP,
-	S_NSLOTS
-};
-
-/* A current name and, for some, the name older vLLM releases used: the
- * older one counts only when the current one is absent, so a release
- * that exports both is not counted twice. */
-static const struct family {
-	const char *name;
-	enum slot slot;
-	bool old;
-} families[] = {
-	{ "vllm:num_requests_running", S_RUNNING, false },
-	{ "vllm:num_requests_waiting", S_WAITING, false },
-	{ "vllm:kv_cache_usage_perc", S_KV, false },
-	{ "vllm:gpu_cache_usage_perc", S_KV, true },
-	{ "vllm:prefix_cache_queries_total", S_QUERIES, false },
-	{ "vllm:gpu_prefix_cache_queries_total", S_QUERIES, true },
-	{ "vllm:prefix_cache_hits_total", S_HITS, false },
-	{ "vllm:gpu_prefix_cache_hits_total", S_HITS, true },
-	{ "vllm:num_preemptions_total", S_PREEMPT, false },
-	/* The histogram's totals only: its buckets are most of a body. */
-	{ "vllm:time_to_first_token_seconds_sum", S_TTFT_SUM, false },
-	{ "vllm:time_to_first_token_seconds_count", S_TTFT_COUNT, false },
-	{ "vllm:cache_config_info", S_INFO, false },
-	/* vLLM's sleep mode (vllm/v1/metrics/loggers.py, PrometheusStatLogger):
-	 * one sample per engine and sleep_state label, "awake" 1 when awake
-	 * and 0 asleep ("weights_offloaded" and "discard_all" say the level). */
-	{ "vllm:engine_sleep_state", S_SLEEP, false },
-};
+/* ---- the families we keep (metric_names.h) ---- */
 
 struct acc {
-	double sum[S_NSLOTS][2]; /* [slot][old] */
-	unsigned n[S_NSLOTS][2]; /* finite samples summed */
+	double sum[DBK_VMS_N][DBK_VMR_N]; /* [slot][rank] */
+	unsigned n[DBK_VMS_N][DBK_VMR_N]; /* finite samples summed */
 	double gpu_blocks, block_size;
 	unsigned n_blocks, n_bsize;
 	unsigned n_awake, n_asleep; /* sleep_state="awake" samples, and of them 0 */
+	unsigned bad;               /* DBK_VM_* bits: a value no number of that family can be */
+	unsigned series;            /* samples of the families kept */
 };
 
-/* Most lines are of families we skip: those are told apart by their
- * first bytes before any full compare. */
-static const struct family *family_of(const char *name, size_t len)
-{
-	if (len < 15 || memcmp(name, "vllm:", 5) != 0)
-		return NULL;
-	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
-		if (families[i].name[5] == name[5] && strlen(families[i].name) == len &&
-		    memcmp(families[i].name, name, len) == 0)
-			return &families[i];
-	return NULL;
-}
+static const unsigned slot_bit[DBK_VMS_N] = {
+	DBK_VM_RUNNING,
+	DBK_VM_WAITING,
+	DBK_VM_KV_USAGE,
+	DBK_VM_PC_QUERIES,
+	DBK_VM_PC_HITS,
+	DBK_VM_PREEMPTIONS,
+	DBK_VM_TTFT_SUM,
+	DBK_VM_TTFT_COUNT,
+	DBK_VM_PC_HIT_RATE,
+	DBK_VM_GPU_BLOCKS, /* SGLang's pool, in tokens */
+	0,
+	0,
+};
 
 /* ---- tokens ---- */
 
@@ -169,16 +134,10 @@ static bool parse_float(const char *s, size_t len, double *out)
 	return endp == tok + len;
 }
 
+/* Prometheus text: integer milliseconds; OpenMetrics: seconds, a float. */
 static bool parse_timestamp(const char *s, size_t len)
 {
-	size_t i = (len > 0 && s[0] == '-') ? 1 : 0;
-
-	if (len == i || len - i > 19)
-		return false;
-	for (; i < len; i++)
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-	return true;
+	return len > 0 && len <= TOKEN_MAX && float_syntax(s, len);
 }
 
 /* The label values of cache_config_info and engine_sleep_state we read. */
@@ -281,29 +240,92 @@ static const char *labels(const char *p, const char *end, struct info *inf, cons
 	}
 }
 
+/* A label holding a count: not a number ("None" before vLLM knows it) is
+ * not reported; a number that no engine can have is bad. */
+static void info_count(const char *label, double *v, unsigned *n, bool *bad)
+{
+	if (!label[0] || !parse_float(label, strlen(label), v))
+		return;
+	if (!(*v >= 1 && *v <= DBK_VM_MAX_BLOCKS))
+		*bad = true;
+	else
+		(*n)++;
+}
+
 static void add_info(struct acc *a, const struct info *inf)
 {
 	double v;
+	unsigned n = 0;
+	bool bad = false;
 
-	if (inf->gpu_blocks[0] && parse_float(inf->gpu_blocks, strlen(inf->gpu_blocks), &v) &&
-	    isfinite(v) && v >= 0) {
+	info_count(inf->gpu_blocks, &v, &n, &bad);
+	if (n) {
 		a->gpu_blocks += v;
 		a->n_blocks++;
 	}
-	if (inf->block_size[0] && parse_float(inf->block_size, strlen(inf->block_size), &v) &&
-	    isfinite(v) && v > 0) {
-		if (a->n_bsize == 0 || v > a->block_size)
-			a->block_size = v;
-		a->n_bsize++;
-	}
+	if (bad)
+		a->bad |= DBK_VM_GPU_BLOCKS;
+	n = 0, bad = false;
+	info_count(inf->block_size, &v, &n, &bad);
+	if (n && (a->n_bsize == 0 || v > a->block_size))
+		a->block_size = v;
+	a->n_bsize += n;
+	if (bad)
+		a->bad |= DBK_VM_BLOCK_SIZE;
 }
 
-/* One sample line (not blank, not a comment). */
-static int sample_line(const char *p, const char *end, struct acc *a, const char **why)
+/* After a sample's value: [timestamp] [# {labels} value [timestamp]], the
+ * last an OpenMetrics exemplar (a vLLM with exemplars on serves them). */
+static bool sample_tail(const char *p, const char *end, const char **why)
+{
+	const char *t = p;
+
+	if (p < end && *p != '#') {
+		while (p < end && !is_blank(*p))
+			p++;
+		if (!parse_timestamp(t, (size_t)(p - t))) {
+			*why = "bad timestamp or trailing text";
+			return false;
+		}
+		p = skip_blank(p, end);
+	}
+	if (p == end)
+		return true;
+	if (*p != '#' || (p = skip_blank(p + 1, end)) == end || *p != '{' ||
+	    !(p = labels(p, end, NULL, why))) {
+		*why = "bad timestamp or trailing text";
+		return false;
+	}
+	for (unsigned k = 0; k < 2; k++) { /* the exemplar's value, then its timestamp */
+		p = skip_blank(p, end);
+		t = p;
+		while (p < end && !is_blank(*p))
+			p++;
+		if (k == 1 && t == p)
+			break;
+		if (!float_syntax(t, (size_t)(p - t))) {
+			*why = "bad exemplar";
+			return false;
+		}
+	}
+	if (skip_blank(p, end) != end) {
+		*why = "trailing text after an exemplar";
+		return false;
+	}
+	return true;
+}
+
+/* One sample line (not blank, not a comment). A family not kept is
+ * skipped once its name is read: most of a body is such lines, and a
+ * line cannot reach into the next (a newline in a label value is
+ * escaped), so what they hold cannot change what is read. Returns 0, -1
+ * with why, or -2 when the families kept have too many series. */
+static int sample_line(const struct dbk_vm_names *names, const char *p, const char *end,
+                       struct acc *a, const char **why)
 {
 	const char *name = p;
 	struct info inf;
-	const struct family *fam;
+	const struct dbk_vm_family *fam;
 
 	if (!is_name_start(*p) && *p != ':') {
 		*why = "bad metric name";
@@ -311,12 +333,19 @@ static int sample_line(const char *p, const char *end, struct acc *a, const char
 	}
 	while (p < end && is_metric_char(*p))
 		p++;
-	fam = family_of(name, (size_t)(p - name));
+	fam = dbk_vm_family_of(names, name, (size_t)(p - name));
+	if (!fam)
+		return 0;
+	if (++a->series > DBK_VM_MAX_SERIES) {
+		*why = "too many series of the families read";
+		return -2;
+	}
 	memset(&inf, 0, sizeof(inf));
 	p = skip_blank(p, end);
 	if (p < end && *p == '{') {
 		p = labels(p, end,
-		           fam && (fam->slot == S_INFO || fam->slot == S_SLEEP) ? &inf : NULL, why);
+		           fam->slot == DBK_VMS_INFO || fam->slot == DBK_VMS_SLEEP ? &inf : NULL,
+		           why);
 		if (!p)
 			return -1;
 		p = skip_blank(p, end);
@@ -325,73 +354,67 @@ static int sample_line(const char *p, const char *end, struct acc *a, const char
 	while (p < end && !is_blank(*p))
 		p++;
 	double val = 0;
-	if (!(fam && fam->slot != S_INFO ? parse_float(v, (size_t)(p - v), &val)
-	                                 : float_syntax(v, (size_t)(p - v)))) {
+	if (!(fam->slot != DBK_VMS_INFO ? parse_float(v, (size_t)(p - v), &val)
+	                                : float_syntax(v, (size_t)(p - v)))) {
 		*why = v == p ? "no value" : "bad value";
 		return -1;
 	}
-	p = skip_blank(p, end);
-	if (p < end) {
-		const char *t = p;
-		while (p < end && !is_blank(*p))
-			p++;
-		if (!parse_timestamp(t, (size_t)(p - t)) || skip_blank(p, end) != end) {
-			*why = "bad timestamp or trailing text";
-			return -1;
-		}
-	}
-	if (!fam)
-		return 0;
-	if (fam->slot == S_INFO) {
+	if (!sample_tail(skip_blank(p, end), end, why))
+		return -1;
+	if (fam->slot == DBK_VMS_INFO) {
 		add_info(a, &inf);
 		return 0;
 	}
-	if (fam->slot == S_SLEEP) {
+	if (fam->slot == DBK_VMS_SLEEP) {
 		if (strcmp(inf.sleep_state, "awake") == 0 && isfinite(val)) {
 			a->n_awake++;
 			a->n_asleep += val == 0;
 		}
 		return 0;
 	}
+	/* NaN is Prometheus's "no value yet"; an infinity is no count. */
+	if (isinf(val))
+		a->bad |= slot_bit[fam->slot];
 	if (isfinite(val)) {
-		a->sum[fam->slot][fam->old] += val;
-		a->n[fam->slot][fam->old]++;
+		a->sum[fam->slot][fam->rank] += val;
+		a->n[fam->slot][fam->rank]++;
 	}
 	return 0;
 }
 
 static void finish(const struct acc *a, struct dbk_vllm_metrics *out)
 {
-	static const unsigned bit[S_NSLOTS] = {
-		DBK_VM_RUNNING,
-		DBK_VM_WAITING,
-		DBK_VM_KV_USAGE,
-		DBK_VM_PC_QUERIES,
-		DBK_VM_PC_HITS,
-		DBK_VM_PREEMPTIONS,
-		DBK_VM_TTFT_SUM,
-		DBK_VM_TTFT_COUNT,
-		0,
-		0,
-	};
-	double *dst[S_NSLOTS] = {
-		&out->running,  &out->waiting,
-		&out->kv_usage, &out->pc_queries,
-		&out->pc_hits,  &out->preemptions,
-		&out->ttft_sum, &out->ttft_count,
-		NULL,           NULL,
+	double *dst[DBK_VMS_N] = {
+		&out->running,     &out->waiting,     &out->kv_usage, &out->pc_queries,
+		&out->pc_hits,     &out->preemptions, &out->ttft_sum, &out->ttft_count,
+		&out->pc_hit_rate, &out->gpu_blocks,  NULL,           NULL,
 	};
 
-	for (unsigned s = 0; s < S_INFO; s++) {
-		unsigned o = a->n[s][0] ? 0 : 1;
+	for (unsigned s = 0; s < DBK_VMS_INFO; s++) {
+		unsigned o = 0;
+
+		while (o + 1 < DBK_VMR_N && !a->n[s][o])
+			o++;
 
 		/* Finite samples can still sum to infinity. */
-		if (!a->n[s][o] || !isfinite(a->sum[s][o]))
+		if (!a->n[s][o])
 			continue;
+		if (!isfinite(a->sum[s][o])) {
+			out->bad |= slot_bit[s];
+			continue;
+		}
 		*dst[s] = a->sum[s][o];
-		if (s == S_KV)
+		if (s == DBK_VMS_RUNNING || (s == DBK_VMS_WAITING && !out->engine))
+			out->engine = o == DBK_VMR_SGLANG ? DBK_ENGINE_SGLANG : DBK_ENGINE_VLLM;
+		/* Ratios of engines of one server: the mean. */
+		if (s == DBK_VMS_KV || s == DBK_VMS_HIT_RATE)
 			*dst[s] /= a->n[s][o];
-		out->have |= bit[s];
+		out->have |= slot_bit[s];
+	}
+	if (out->have & DBK_VM_GPU_BLOCKS) {
+		/* SGLang's pool is of tokens: blocks of one. */
+		out->block_size = 1;
+		out->have |= DBK_VM_BLOCK_SIZE;
 	}
 	if (a->n_blocks && isfinite(a->gpu_blocks)) {
 		out->gpu_blocks = a->gpu_blocks;
@@ -405,16 +428,59 @@ static void finish(const struct acc *a, struct dbk_vllm_metrics *out)
 		out->asleep = a->n_asleep;
 		out->have |= DBK_VM_SLEEP;
 	}
+	out->bad |= a->bad;
 }
 
-const char *dbk_vllm_metrics_implausible(const struct dbk_vllm_metrics *m)
+/* The documented range of each number read: ratios 0..1 (vLLM exports
+ * kv_cache_usage_perc as a fraction, despite its name), counts and
+ * counters from 0 to what no engine reaches. */
+static const struct range {
+	unsigned bit;
+	size_t off;
+	double lo, hi;
+	const char *what;
+} ranges[] = {
+	{ DBK_VM_RUNNING, offsetof(struct dbk_vllm_metrics, running), 0, DBK_VM_MAX_REQUESTS,
+	  "running requests" },
+	{ DBK_VM_WAITING, offsetof(struct dbk_vllm_metrics, waiting), 0, DBK_VM_MAX_REQUESTS,
+	  "waiting requests" },
+	{ DBK_VM_KV_USAGE, offsetof(struct dbk_vllm_metrics, kv_usage), 0, 1,
+	  "KV-cache use (a fraction)" },
+	{ DBK_VM_PC_HIT_RATE, offsetof(struct dbk_vllm_metrics, pc_hit_rate), 0, 1,
+	  "prefix-cache hit rate (a fraction)" },
+	{ DBK_VM_PC_QUERIES, offsetof(struct dbk_vllm_metrics, pc_queries), 0, DBK_VM_MAX_COUNTER,
+	  "prefix-cache queries" },
+	{ DBK_VM_PC_HITS, offsetof(struct dbk_vllm_metrics, pc_hits), 0, DBK_VM_MAX_COUNTER,
+	  "prefix-cache hits" },
+	{ DBK_VM_PREEMPTIONS, offsetof(struct dbk_vllm_metrics, preemptions), 0, DBK_VM_MAX_COUNTER,
+	  "preemptions" },
+	{ DBK_VM_TTFT_SUM, offsetof(struct dbk_vllm_metrics, ttft_sum), 0, DBK_VM_MAX_COUNTER,
+	  "first-token seconds" },
+	{ DBK_VM_TTFT_COUNT, offsetof(struct dbk_vllm_metrics, ttft_count), 0, DBK_VM_MAX_COUNTER,
+	  "first tokens" },
+	{ DBK_VM_GPU_BLOCKS, offsetof(struct dbk_vllm_metrics, gpu_blocks), 1, DBK_VM_MAX_BLOCKS,
+	  "KV-cache blocks" },
+	{ DBK_VM_BLOCK_SIZE, offsetof(struct dbk_vllm_metrics, block_size), 1, DBK_VM_MAX_BLOCKS,
+	  "KV-cache block size" },
+};
+
+const char *dbk_vllm_metrics_implausible(const struct dbk_vllm_metrics *m, char *buf, size_t buflen)
 {
 	if (!(m->have & (DBK_VM_RUNNING | DBK_VM_WAITING)))
-		return "no vllm:num_requests_running or _waiting: not vLLM's /metrics";
-	if ((m->have & DBK_VM_RUNNING) && !(m->running >= 0 && m->running <= DBK_VM_MAX_REQUESTS))
-		return "vllm:num_requests_running out of range";
-	if ((m->have & DBK_VM_WAITING) && !(m->waiting >= 0 && m->waiting <= DBK_VM_MAX_REQUESTS))
-		return "vllm:num_requests_waiting out of range";
+		return "no running or waiting request count: not an engine's /metrics";
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
+		const struct range *r = &ranges[i];
+		double v = *(const double *)(const void *)((const char *)m + r->off);
+
+		if (m->bad & r->bit)
+			return r->bit == DBK_VM_GPU_BLOCKS || r->bit == DBK_VM_BLOCK_SIZE
+			               ? "KV-cache blocks or block size not a positive count"
+			               : "a count or ratio is infinite";
+		if ((m->have & r->bit) && !(v >= r->lo && v <= r->hi)) {
+			snprintf(buf, buflen, "%s out of range (%.6g)", r->what, v);
+			return buf;
+		}
+	}
 	if ((m->have & DBK_VM_GPU_BLOCKS) && (m->have & DBK_VM_BLOCK_SIZE) &&
 	    !(m->gpu_blocks * m->block_size <= DBK_MAX_TOKENS))
 		return "KV-cache capacity (num_gpu_blocks x block_size) out of range";
@@ -423,6 +489,12 @@ const char *dbk_vllm_metrics_implausible(const struct dbk_vllm_metrics *m)
 
 int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics *out, char *err,
                            size_t errlen)
+{
+	return dbk_vm_parse_metrics(dbk_vm_names_default(), buf, len, out, err, errlen);
+}
+
+int dbk_vm_parse_metrics(const struct dbk_vm_names *names, const char *buf, size_t len,
+                         struct dbk_vllm_metrics *out, char *err, size_t errlen)
 {
 	const char *p = buf, *end = buf + len;
 	struct acc a;
@@ -448,9 +520,12 @@ int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics 
 			le--;
 		const char *s = skip_blank(p, le);
 		if (s < le && *s != '#') {
-			if (sample_line(s, le, &a, &why) < 0) {
+			int rc = sample_line(names, s, le, &a, &why);
+
+			if (rc < 0) {
 				dbk_errf(err, errlen, "line %u: %s", lineno, why);
-				return -1;
+				memset(out, 0, sizeof(*out));
+				return rc;
 			}
 			samples++;
 		}
@@ -459,20 +534,6 @@ int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics 
 	finish(&a, out);
 	out->samples = samples;
 	return 0;
-}
-
-size_t dbk_vllm_metrics_query(char *buf, size_t cap)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
-		int w = snprintf(buf + n, cap - n, "%sname%%5B%%5D=%s", i ? "&" : "",
-		                 families[i].name);
-		if (w < 0 || (size_t)w >= cap - n)
-			return 0;
-		n += (size_t)w;
-	}
-	return n;
 }
 
 /* ---- /v1/models ---- */

@@ -1,16 +1,24 @@
-/* What a vLLM server says about itself, the parsing half of the scraper:
- * its Prometheus text /metrics (exposition format 0.0.4) and its OpenAI
- * /v1/models list. Pure: (buffer, length) in, a filled struct or a
+/* What a vLLM (or SGLang) server says about itself, the parsing half of
+ * the scraper: its Prometheus text /metrics (exposition format 0.0.4, or
+ * OpenMetrics) and its OpenAI /v1/models list. Pure: (buffer, length) in, a filled struct or a
  * one-line reason out; no I/O, no globals, no NUL terminator needed, so
  * each can be fed arbitrary bytes (fuzzed).
  *
- * /metrics: only the families the routing policy reads are kept; every
- * other family, every comment and every HELP/TYPE line is skipped, but
- * every sample line must still be well formed (name, optional {labels}
- * with quoted, escaped values, a value, an optional integer timestamp):
- * a malformed line fails the whole scrape, since a body we misread is
- * worse than one we do not use. Values may be NaN, +Inf or -Inf; a
+ * /metrics: only the families the routing policy reads (metric_names.h)
+ * are kept; every other family, every comment and every HELP/TYPE line
+ * is skipped, but every sample line of a family read must be well formed
+ * (name, optional {labels} with quoted, escaped values, a value, an
+ * optional timestamp, an optional exemplar): a malformed line fails the
+ * whole scrape, since a body we misread is worse than one we do not use. Values may be NaN, +Inf or -Inf; a
  * family whose value is not finite counts as not reported.
+ *
+ * Only families read are judged: a sample line of any other family is
+ * skipped once its name is read (it cannot reach into the next line),
+ * which is what keeps a huge body of foreign families cheap; more than
+ * DBK_VM_MAX_SERIES samples of the families read fail the scrape. The
+ * OpenMetrics text (what a vLLM with exemplars on serves) is read too:
+ * float timestamps, exemplars (# {labels} value [ts]), # EOF, # UNIT,
+ * _created series.
  *
  * One vLLM process can run several engines (data parallel) of one
  * model, each sample labelled engine="N": counts (running, waiting,
@@ -20,12 +28,15 @@
  * that report it (engines of one server are the same size); the block
  * size is the largest reported; an engine asleep (vLLM's sleep mode) is
  * counted. Older vLLM names (gpu_cache_usage_perc,
- * gpu_prefix_cache_queries/hits) are read as the current ones. */
+ * gpu_prefix_cache_queries/hits) are read as the current ones, and
+ * SGLang's as vLLM's (metric_names.h). */
 #ifndef DBK_VLLM_METRICS_H
 #define DBK_VLLM_METRICS_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "metric_names.h"
 
 /* Bits of dbk_vllm_metrics.have: the families seen with a finite value. */
 enum {
@@ -39,50 +50,65 @@ enum {
 	DBK_VM_BLOCK_SIZE = 1u << 7,
 	DBK_VM_TTFT_SUM = 1u << 8,
 	DBK_VM_TTFT_COUNT = 1u << 9,
-	DBK_VM_SLEEP = 1u << 10, /* vllm:engine_sleep_state{sleep_state="awake"} */
+	DBK_VM_SLEEP = 1u << 10,       /* vllm:engine_sleep_state{sleep_state="awake"} */
+	DBK_VM_PC_HIT_RATE = 1u << 11, /* V0's vllm:gpu_prefix_cache_hit_rate */
 };
 
 struct dbk_vllm_metrics {
-	unsigned have;      /* DBK_VM_* bits */
-	double running;     /* requests in the running batch */
-	double waiting;     /* requests queued */
-	double kv_usage;    /* KV-cache use, 0..1 */
-	double pc_queries;  /* prefix-cache queries, in tokens (counter) */
-	double pc_hits;     /* prefix-cache hits, in tokens (counter) */
-	double preemptions; /* counter */
-	double ttft_sum;    /* seconds to first token, summed (counter) */
-	double ttft_count;  /* first tokens served (counter) */
-	double gpu_blocks;  /* KV-cache capacity, in blocks */
-	double block_size;  /* tokens per block */
-	unsigned asleep;    /* engines whose sleep_state="awake" sample is 0 */
-	unsigned samples;   /* sample lines read, of any family */
+	unsigned have;             /* DBK_VM_* bits */
+	double running;            /* requests in the running batch */
+	double waiting;            /* requests queued */
+	double kv_usage;           /* KV-cache use, 0..1 */
+	double pc_queries;         /* prefix-cache queries, in tokens (counter) */
+	double pc_hits;            /* prefix-cache hits, in tokens (counter) */
+	double preemptions;        /* counter */
+	double ttft_sum;           /* seconds to first token, summed (counter) */
+	double ttft_count;         /* first tokens served (counter) */
+	double gpu_blocks;         /* KV-cache capacity, in blocks (SGLang: tokens) */
+	double block_size;         /* tokens per block (SGLang: 1) */
+	double pc_hit_rate;        /* prefix-cache hit rate, 0..1 (vLLM V0, SGLang) */
+	enum dbk_vm_engine engine; /* whose names the request counts were */
+	unsigned asleep;           /* engines whose sleep_state="awake" sample is 0 */
+	unsigned bad;              /* DBK_VM_* bits: a sample no number of the family can
+	                     * be (infinite; blocks not a positive count) */
+	unsigned samples;          /* sample lines read, of any family */
 };
 
 /* Longest sample line looked at. vLLM's are under 300 bytes. */
 #define DBK_VM_MAX_LINE 8192
 
-/* Parses a whole /metrics body. Returns 0, or -1 with "line N: why" in
- * err (out is then zeroed). An empty body is valid (have == 0). */
+/* Samples of the families read, at most, in one body: one engine has
+ * about 15, a server of 64 data-parallel engines about 1,000. More is a
+ * hostile body (100k label sets), refused before it costs the loop. */
+#define DBK_VM_MAX_SERIES 4096
+
+/* Parses a whole /metrics body, reading the families names says.
+ * Returns 0, -1 with "line N: why" in err, or -2 (the same) when over
+ * DBK_VM_MAX_SERIES; out is then zeroed. An empty body is valid (have ==
+ * 0). */
+int dbk_vm_parse_metrics(const struct dbk_vm_names *names, const char *buf, size_t len,
+                         struct dbk_vllm_metrics *out, char *err, size_t errlen);
+/* The same with dbk_vm_names_default (vLLM's and SGLang's names). */
 int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics *out, char *err,
                            size_t errlen);
 
 /* Requests, running or waiting, beyond any engine's: a server that
  * reports more is broken or hostile. */
 #define DBK_VM_MAX_REQUESTS 1e7
+/* Counters (tokens, seconds, preemptions) beyond any engine's life. */
+#define DBK_VM_MAX_COUNTER 1e15
+/* KV-cache blocks of a server, and tokens per block. */
+#define DBK_VM_MAX_BLOCKS 1e9
 
 /* Why parsed numbers cannot be a real engine's, or NULL: neither request
- * count (some other exporter's page), a negative or huge one, an
- * impossible KV capacity. The format allows them, and they would turn
- * the routing policy's sums into infinities: such a scrape counts as
- * failed. */
-const char *dbk_vllm_metrics_implausible(const struct dbk_vllm_metrics *m);
-
-/* Writes into buf (cap bytes, NUL-terminated) the query that asks a
- * server for only the families read here: name[]=...&name[]=...,
- * percent-encoded. prometheus_client (vLLM's /metrics) serves just those
- * when it understands the parameter, and the whole body otherwise, which
- * parses the same. Returns the length, or 0 when cap is too small. */
-size_t dbk_vllm_metrics_query(char *buf, size_t cap);
+ * count (some other exporter's page), a number outside its documented
+ * range (a ratio outside 0..1, such as a KV use of 85 on a 0-100 scale;
+ * a negative or huge count; an infinity), an impossible KV capacity.
+ * The format allows them, and the routing policy would believe them:
+ * such a scrape counts as failed. The reason may be written into buf
+ * (buflen bytes, 96 are enough). */
+const char *dbk_vllm_metrics_implausible(const struct dbk_vllm_metrics *m, char *buf,
+                                         size_t buflen);
 
 /* Parses a /v1/models body ({"object":"list","data":[{"id":...,
  * "max_model_len":N},...]}) and gives the smallest max_model_len of its

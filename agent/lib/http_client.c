@@ -47,7 +47,7 @@ static void finish(struct dbk_hc *c, const struct dbk_hc_result *r, bool keep)
 
 static void fail(struct dbk_hc *c, const char *why)
 {
-	struct dbk_hc_result r = { .error = why };
+	struct dbk_hc_result r = { .error = why, .too_large = c->ans.too_large };
 
 	finish(c, &r, false);
 }
@@ -111,6 +111,7 @@ static void io_error(struct dbk_hc *c, const char *what, int e)
 static enum dbk_http_result too_big(struct dbk_hc_answer *a)
 {
 	snprintf(a->err, sizeof(a->err), "body too large (over %zu bytes)", a->max_body);
+	a->too_large = true;
 	return DBK_HTTP_ERROR;
 }
 
@@ -174,6 +175,7 @@ void dbk_hc_answer_init(struct dbk_hc_answer *a, size_t max_body)
 	a->max_body = max_body;
 	a->head_done = false;
 	a->raw_off = a->body_len = 0;
+	a->too_large = false;
 	a->err[0] = '\0';
 }
 

@@ -41,6 +41,7 @@ struct dbk_hc_result {
 	const char *body;
 	size_t body_len;
 	const char *error;
+	bool too_large; /* the error: the body is over max_body */
 };
 
 typedef void (*dbk_hc_done_fn)(void *arg, const struct dbk_hc_result *r);
@@ -56,6 +57,7 @@ struct dbk_hc_answer {
 	size_t body_len; /* chunked: body bytes decoded so far */
 	struct dbk_http_response rsp;
 	struct dbk_http_chunked chunked;
+	bool too_large; /* the error was too_big's */
 	char err[160];
 };
 

@@ -107,6 +107,7 @@ static void shutdown_server(struct dbk_stub_server *s)
 	ev_timer_stop(s->loop, &s->step_w);
 	dbk_listener_close(&s->listeners);
 	dbk_buf_free(&s->tmp);
+	dbk_buf_free(&s->pad);
 	dbk_engine_free(s->eng);
 }
 

@@ -54,13 +54,15 @@ static int bad_usage(const char *msg)
 /* The values the table fills that need resolving before use. */
 struct raw {
 	long long max_model_len, batched, seqs, kv; /* -1: the --gpu profile's */
-	int port, gpu, fault;
+	int port, gpu, fault, names;
 	const char *completion_fault;
 	bool no_prefix_caching, help, version;
 };
 
 static const char *const gpus[] = { "h100", "a100", NULL };
-static const char *const faults[] = { "none", "hang", "garbage", NULL };
+static const char *const engine_names[] = { "vllm", "sglang", NULL };
+static const char *const faults[] = { "none",        "hang",        "garbage", "huge",
+	                              "many-series", "implausible", NULL };
 
 /* Runs the table over argv. 0: parsed; 1: --help or --version printed;
  * -1: a reason in err. */
@@ -98,10 +100,16 @@ static int parse_table(int argc, char **argv, struct dbk_stub_opts *o, struct ra
 		          "uvicorn)" },
 		{ "no-prefix-caching", 0, DBK_OPT_FLAG, &r->no_prefix_caching,
 		  .help = "as vLLM's flag: no prefix cache (on by default,\nas in vLLM V1)" },
+		{ "engine-names", 0, DBK_OPT_CHOICE, &r->names, .choices = engine_names,
+		  .metavar = "vllm|sglang",
+		  .help = "/metrics under vLLM's names or SGLang's\n(default vllm)" },
 		{ "metrics-fault", 0, DBK_OPT_CHOICE, &r->fault, .choices = faults,
-		  .metavar = "none|hang|garbage",
-		  .help = "for tests: /metrics never answers, or answers\nwith what is not "
-		          "Prometheus (default none)" },
+		  .metavar = "none|hang|garbage|huge|many-series|implausible",
+		  .help = "for tests: /metrics never answers, answers\nwith what is not "
+		          "Prometheus, adds 4 MB of\nunread families (huge) or 900 KB of "
+		          "label\nsets of "
+		          "a family read (many-series), or says a KV use\nof 85 (implausible) "
+		          "(default none)" },
 		{ "completion-fault", 0, DBK_OPT_STR, &r->completion_fault,
 		  .metavar = "STATUS[:RATIO]",
 		  .help = "for tests: completions answer HTTP STATUS\n(500-599), or a share RATIO "
@@ -176,6 +184,7 @@ int dbk_stub_parse_args(int argc, char **argv, struct dbk_stub_opts *o)
 	}
 	o->port = (unsigned)r.port;
 	o->metrics_fault = (enum dbk_stub_metrics_fault)r.fault;
+	o->sglang_names = r.names == 1;
 	if (r.completion_fault && dbk_stub_parse_fault(r.completion_fault, &o->completion_fault,
 	                                               &o->completion_fault_ratio) < 0) {
 		dbk_errf(err, sizeof(err),

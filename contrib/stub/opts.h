@@ -9,13 +9,23 @@
 
 #include "model/engine.h"
 
-/* For the agent's tests: /metrics never answers, or answers with what is
- * not Prometheus text. */
+/* For the agent's tests: /metrics never answers, answers with what is
+ * not Prometheus text, or with a hostile body after the real one (issue
+ * 29): 4 MB of families nobody reads, or 900 KB of label sets of one
+ * the agent reads; or a KV use of 85 (a 0-100 scale, not vLLM's 0..1). */
 enum dbk_stub_metrics_fault {
 	DBK_STUB_FAULT_NONE,
 	DBK_STUB_FAULT_HANG,
 	DBK_STUB_FAULT_GARBAGE,
+	DBK_STUB_FAULT_HUGE,
+	DBK_STUB_FAULT_MANY_SERIES,
+	DBK_STUB_FAULT_IMPLAUSIBLE,
 };
+/* The hostile bodies' size: huge's is under the 4 MiB the agent read
+ * whole before issue 29, many-series's under the 1 MiB it reads now
+ * (~14k label sets, past its cap of series). */
+#define DBK_STUB_HUGE_BYTES 4000000u
+#define DBK_STUB_MANY_SERIES_BYTES 900000u
 
 struct dbk_stub_opts {
 	const char *host;
@@ -28,6 +38,7 @@ struct dbk_stub_opts {
 	double keep_alive_s;
 	bool verbose;
 	enum dbk_stub_metrics_fault metrics_fault;
+	bool sglang_names; /* --engine-names sglang: /metrics as SGLang's */
 	/* --completion-fault: completions answer this status (0: none), a
 	 * share ratio of them. */
 	int completion_fault;

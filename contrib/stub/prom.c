@@ -211,13 +211,14 @@ static void request_success(struct dbk_buf *b, const struct dbk_prom_stats *m)
 	}
 }
 
-static void ttft(struct dbk_buf *b, const struct dbk_prom_stats *m)
+/* The first-token histogram named name (vLLM's or SGLang's, with the
+ * stub's buckets). */
+static void ttft(struct dbk_buf *b, const struct dbk_prom_stats *m, const char *name)
 {
-	static const char name[] = "vllm:time_to_first_token_seconds";
 	static const char help[] = "Histogram of time to first token in "
 	                           "seconds.";
 	const struct dbk_prom_histogram *h = m->ttft;
-	char extra[48], f[40];
+	char extra[48], f[40], sname[96];
 	uint64_t cum = 0;
 	size_t i;
 
@@ -231,11 +232,13 @@ static void ttft(struct dbk_buf *b, const struct dbk_prom_stats *m)
 			snprintf(f, sizeof(f), "+Inf");
 		}
 		snprintf(extra, sizeof(extra), "le=\"%s\"", f);
-		sample(b, "vllm:time_to_first_token_seconds_bucket", m->model, extra, (double)cum);
+		snprintf(sname, sizeof(sname), "%s_bucket", name);
+		sample(b, sname, m->model, extra, (double)cum);
 	}
-	sample(b, "vllm:time_to_first_token_seconds_count", m->model, NULL,
-	       h ? (double)h->count : 0);
-	sample(b, "vllm:time_to_first_token_seconds_sum", m->model, NULL, h ? h->sum : 0);
+	snprintf(sname, sizeof(sname), "%s_count", name);
+	sample(b, sname, m->model, NULL, h ? (double)h->count : 0);
+	snprintf(sname, sizeof(sname), "%s_sum", name);
+	sample(b, sname, m->model, NULL, h ? h->sum : 0);
 	created(b, m, name, help);
 }
 
@@ -306,6 +309,28 @@ void dbk_prom_render(struct dbk_buf *b, const struct dbk_prom_stats *m)
 			sleep_state(b, m);
 	}
 	request_success(b, m);
-	ttft(b, m);
+	ttft(b, m, "vllm:time_to_first_token_seconds");
 	cache_config_info(b, m);
+}
+
+void dbk_prom_render_sglang(struct dbk_buf *b, const struct dbk_prom_stats *m)
+{
+	double queries = (double)m->prompt_tokens, hits = (double)m->prefix_cache_hits;
+
+	gauge(b, m, "sglang:num_running_reqs", "The number of running requests.", m->running);
+	gauge(b, m, "sglang:token_usage", "The token usage.", m->kv_usage);
+	gauge(b, m, "sglang:num_queue_reqs", "The number of requests in the waiting queue.",
+	      m->waiting);
+	gauge(b, m, "sglang:cache_hit_rate", "The prefix cache hit rate.",
+	      queries > 0 && hits <= queries ? hits / queries : 0);
+	gauge(b, m, "sglang:max_total_num_tokens",
+	      "Maximum total number of tokens in the KV cache pool.",
+	      (double)m->num_gpu_blocks * m->block_size);
+	counter(b, m, "sglang:num_retracted_requests", "Total number of retracted requests.",
+	        (double)m->preemptions);
+	counter(b, m, "sglang:prompt_tokens", "Number of prefill tokens processed.", queries);
+	counter(b, m, "sglang:generation_tokens", "Number of generation tokens processed.",
+	        (double)m->generation_tokens);
+	counter(b, m, "sglang:cached_tokens", "Number of cached prompt tokens.", hits);
+	ttft(b, m, "sglang:time_to_first_token_seconds");
 }

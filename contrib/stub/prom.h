@@ -47,6 +47,13 @@ struct dbk_prom_stats {
 };
 
 void dbk_prom_render(struct dbk_buf *b, const struct dbk_prom_stats *m);
+/* The same numbers under SGLang's names (python/sglang/srt/metrics/
+ * collector.py, sgl-project/sglang at 00ae9c1): sglang:num_running_reqs,
+ * num_queue_reqs, token_usage (0..1), cache_hit_rate, max_total_num_tokens,
+ * num_retracted_requests_total, prompt_tokens_total, cached_tokens_total,
+ * generation_tokens_total and time_to_first_token_seconds (the stub's
+ * buckets, not SGLang's). */
+void dbk_prom_render_sglang(struct dbk_buf *b, const struct dbk_prom_stats *m);
 
 /* A float as prometheus_client prints it (Python's repr, Go's exponent
  * rule for values of 7 digits or more before the point): 3.0, 0.25,

@@ -47,6 +47,23 @@ static void serve_models(struct dbk_stub_conn *c, const struct dbk_http_request 
 	respond_ok(c, hr, head_only, "application/json", s->tmp.p, s->tmp.len);
 }
 
+/* The hostile part of a body, made once: ~300k families of one short
+ * line each, or ~14k label sets of vllm:num_requests_running. */
+static void hostile_pad(struct dbk_stub_server *s)
+{
+	bool many = s->opt.metrics_fault == DBK_STUB_FAULT_MANY_SERIES;
+	size_t size = many ? DBK_STUB_MANY_SERIES_BYTES : DBK_STUB_HUGE_BYTES;
+
+	for (unsigned i = 0; s->pad.len < size && !s->pad.oom; i++)
+		if (many)
+			dbk_buf_printf(&s->pad,
+			               "vllm:num_requests_running{engine=\"%u\",model_name=\"%s\"} "
+			               "0.0\n",
+			               i + 1, s->opt.model);
+		else
+			dbk_buf_printf(&s->pad, "unread_%u 1\n", i);
+}
+
 static void render_metrics(struct dbk_stub_server *s)
 {
 	struct dbk_engine_stats st;
@@ -71,8 +88,18 @@ static void render_metrics(struct dbk_stub_server *s)
 	m.num_gpu_blocks = st.kv_blocks_total;
 	m.enable_prefix_caching = dbk_engine_prefix_caching(s->eng);
 	m.sleep_level = s->sleep_level;
+	if (s->opt.metrics_fault == DBK_STUB_FAULT_IMPLAUSIBLE)
+		m.kv_usage = 85;
 	dbk_buf_reset(&s->tmp);
-	dbk_prom_render(&s->tmp, &m);
+	if (s->opt.sglang_names)
+		dbk_prom_render_sglang(&s->tmp, &m);
+	else
+		dbk_prom_render(&s->tmp, &m);
+	if (s->opt.metrics_fault == DBK_STUB_FAULT_HUGE ||
+	    s->opt.metrics_fault == DBK_STUB_FAULT_MANY_SERIES) {
+		hostile_pad(s);
+		dbk_buf_add(&s->tmp, s->pad.p, s->pad.len);
+	}
 }
 
 static void serve_metrics(struct dbk_stub_conn *c, const struct dbk_http_request *hr,
@@ -86,7 +113,7 @@ static void serve_metrics(struct dbk_stub_conn *c, const struct dbk_http_request
 	case DBK_STUB_FAULT_GARBAGE:
 		respond_ok(c, hr, head_only, "text/plain", junk, sizeof(junk) - 1);
 		return;
-	case DBK_STUB_FAULT_NONE: break;
+	default: break; /* none, or a body made by render_metrics */
 	}
 	render_metrics(s);
 	respond_ok(c, hr, head_only, "text/plain; version=0.0.4; charset=utf-8", s->tmp.p,

@@ -85,6 +85,7 @@ struct dbk_stub_server {
 	uint64_t id_seed, id_counter;
 	long long started;
 	struct dbk_buf tmp; /* scratch for one response body */
+	struct dbk_buf pad; /* --metrics-fault huge|many-series: made once */
 	struct dbk_prom_histogram ttft;
 	double created; /* unix seconds, the counters' _created */
 	uint64_t late_steps;

@@ -135,10 +135,52 @@ static void test_matches_vllm_fixture(void)
 	dbk_buf_free(&b);
 }
 
+/* --engine-names sglang: SGLang's names for the same numbers, each
+ * family once, the pool in tokens and the hit rate hits / prompt tokens. */
+static void test_sglang_names(void)
+{
+	static const char *const lines[] = {
+		"sglang:num_running_reqs{engine=\"0\",model_name=\"m\"} 3.0\n",
+		"sglang:num_queue_reqs{engine=\"0\",model_name=\"m\"} 4.0\n",
+		"sglang:token_usage{engine=\"0\",model_name=\"m\"} 0.25\n",
+		"sglang:cache_hit_rate{engine=\"0\",model_name=\"m\"} 0.25\n",
+		"sglang:max_total_num_tokens{engine=\"0\",model_name=\"m\"} 430000.0\n",
+		"sglang:num_retracted_requests_total{engine=\"0\",model_name=\"m\"} 2.0\n",
+		"sglang:prompt_tokens_total{engine=\"0\",model_name=\"m\"} 1000.0\n",
+		"sglang:cached_tokens_total{engine=\"0\",model_name=\"m\"} 250.0\n",
+		"sglang:time_to_first_token_seconds_count{engine=\"0\",model_name=\"m\"} 0.0\n",
+	};
+	struct dbk_prom_stats m;
+	struct dbk_buf b = { 0 };
+
+	memset(&m, 0, sizeof(m));
+	m.model = "m";
+	m.running = 3;
+	m.waiting = 4;
+	m.kv_usage = 0.25;
+	m.prompt_tokens = 1000;
+	m.prefix_cache_hits = 250;
+	m.preemptions = 2;
+	m.block_size = 16;
+	m.num_gpu_blocks = 26875;
+	dbk_prom_render_sglang(&b, &m);
+	CHECK(!b.oom && b.p);
+	for (size_t i = 0; b.p && i < sizeof(lines) / sizeof(lines[0]); i++) {
+		const char *at = strstr(b.p, lines[i]);
+
+		if (!at || strstr(at + 1, lines[i]))
+			fprintf(stderr, "  not once: %s", lines[i]);
+		CHECK(at && !strstr(at + 1, lines[i]));
+	}
+	CHECK(b.p && strstr(b.p, "vllm:") == NULL);
+	dbk_buf_free(&b);
+}
+
 int main(void)
 {
 	RUN(test_float_format);
 	RUN(test_histogram_le_inclusive);
 	RUN(test_matches_vllm_fixture);
+	RUN(test_sglang_names);
 	return CHECK_DONE();
 }

@@ -555,4 +555,84 @@ normal_burst() {
 	# the four (9 each when nothing else runs).
 	[ "$(echo "$by" | wc -l)" -eq 4 ] || fail "servers used: $by"
 	[ "$(echo "$by" | awk 'NR == 1 { print $1 }')" -le 12 ] || fail "busiest: $by"
+
+# ---- hostile and misreporting /metrics (issue 29 items 3 and 4) ----
+
+# scrape_all ARGS...: the agent with --policy ttft scraping every stub
+# started (vllmI at its port), then ARGS.
+scrape_all() {
+	local i
+	local -a sa=()
+	for i in "${!STUB_PORT[@]}"; do
+		sa+=(--scrape "vllm$i=http://127.0.0.1:${STUB_PORT[i]}")
+	done
+	start_agent --policy ttft "${sa[@]}" "$@"
+}
+
+# scrape_metric NAME{LABELS}: its value in the agent's /metrics.
+scrape_metric() {
+	agent_get /metrics | awk -v m="$1" '$1 == m { print $2 }'
+}
+
+# served_by_each N: sends N short completions through HAProxy and prints
+# how many each server answered ("vllm0=K ..."), every one a 200.
+served_by_each() {
+	local d=$BATS_TEST_TMPDIR i
+	completion_body 4 false 300 >"$d/short.json"
+	for ((i = 1; i <= $1; i++)); do
+		send_bg "$d/s$i" /v1/completions "$d/short.json"
+	done
+	wait_clients
+	for ((i = 1; i <= $1; i++)); do
+		[ "$(status "$d/s$i")" = 200 ] || fail "s$i: $(status "$d/s$i")"
+		header "$d/s$i" X-Served-By
+	done | sort | uniq -c | awk '{ printf "%s=%s\n", $2, $1 }'
+}
+
+@test "scrape: a KV-cache use of 85 (0-100 scale) marks the server down as implausible; it is routed on the books" {
+	STUB_ARGS="--metrics-fault implausible" start_stub 0
+	start_stub 1
+	start_stub 2
+	scrape_all
+	start_haproxy_stubs
+	wait_log 'event=scrape-down server=vllm0 .*reason="implausible /metrics: KV-cache use (a fraction) out of range (85)" cause=implausible fallback=books'
+	assert_equal "$(scrape_metric 'dbucket_scrape_down{server="vllm0",reason="implausible"}')" 1
+	assert_equal "$(scrape_metric 'dbucket_scrape_up{server="vllm0"}')" 0
+	assert_equal "$(scrape_metric 'dbucket_scrape_up{server="vllm1"}')" 1
+	# main believed the 85: the server looked full and got none.
+	local by
+	by=$(served_by_each 24)
+	grep -q '^vllm0=[1-9]' <<<"$by" || fail "vllm0 got no request: $by"
+	run grep -c 'event=scrape-down server=vllm0 ' "$BATS_TEST_TMPDIR/agent.log"
+	assert_output 1
+	wait_state released 24
+}
+
+@test "scrape: a 4 MB /metrics of unread families is refused unread and its server backed off" {
+	STUB_ARGS="--metrics-fault huge" start_stub 0
+	start_stub 1
+	scrape_all --scrape-interval 100
+	wait_log 'event=scrape-down server=vllm0 .*reason="body too large (over 1048576 bytes)" cause=body-too-large'
+	assert_equal "$(scrape_metric 'dbucket_scrape_down{server="vllm0",reason="body-too-large"}')" 1
+	# Backed off (1 s, 2 s, 4 s): a handful of scrapes in 3 s, not 30.
+	local a b
+	a=$(scrape_metric 'dbucket_scrapes_total{server="vllm0"}')
+	b=$(scrape_metric 'dbucket_scrapes_total{server="vllm1"}')
+	sleep 3 # the window counted, not a synchronisation
+	a=$(($(scrape_metric 'dbucket_scrapes_total{server="vllm0"}') - a))
+	b=$(($(scrape_metric 'dbucket_scrapes_total{server="vllm1"}') - b))
+	((a <= 3)) || fail "vllm0 scraped $a times in 3 s"
+	((b >= 10)) || fail "vllm1 scraped only $b times in 3 s"
+	[ "$(agent_get /state | jq '.scrape.servers[0].backoff_ms')" -ge 1000 ]
+}
+
+@test "scrape: 14k label sets of a family read are refused as too many series, and backed off" {
+	STUB_ARGS="--metrics-fault many-series" start_stub 0
+	start_stub 1
+	scrape_all
+	wait_log 'event=scrape-down server=vllm0 .*reason="bad /metrics: line [0-9]*: too many series of the families read" cause=too-many-series'
+	assert_equal "$(scrape_metric 'dbucket_scrape_down{server="vllm0",reason="too-many-series"}')" 1
+	assert_equal "$(scrape_metric 'dbucket_scrape_up{server="vllm0"}')" 0
+	[ "$(agent_get /state | jq '.scrape.servers[0].backoff_ms')" -ge 1000 ]
+	assert_equal "$(scrape_metric 'dbucket_scrape_up{server="vllm1"}')" 1
 }

@@ -70,3 +70,105 @@ metrics() {
 	assert_success
 	assert_output --regexp '^\{"object":"list","data":\[\{"id":"stub-model","object":"model","created":[0-9]+,"owned_by":"vllm","root":"stub-model","parent":null,"max_model_len":16384,"permission":\[\{"id":"modelperm-[0-9a-f]+","object":"model_permission",'
 }
+
+# ---- engines and exposition formats the agent scrapes (issue 30) ----
+
+# scrape_metric NAME{LABELS}: its value in the agent's /metrics.
+scrape_metric() {
+	agent_get /metrics | awk -v m="$1" '$1 == m { print $2 }'
+}
+scraped_up() { [ "$(scrape_metric "dbucket_scrape_up{server=\"$1\"}")" = 1 ]; }
+
+@test "--engine-names sglang: SGLang's families, and the agent reads them by default; --engine vllm does not" {
+	STUB_ARGS="--engine-names sglang" start_stub 1
+	start_stub 2
+	metrics 1 >"$BATS_TEST_TMPDIR/m"
+	run prom_parses "$BATS_TEST_TMPDIR/m"
+	assert_success
+	local n
+	for n in sglang:num_running_reqs sglang:num_queue_reqs sglang:token_usage sglang:cache_hit_rate \
+		sglang:max_total_num_tokens sglang:prompt_tokens_total sglang:cached_tokens_total \
+		sglang:time_to_first_token_seconds_count; do
+		run grep -c "^$n{" "$BATS_TEST_TMPDIR/m"
+		assert_output 1
+	done
+	run grep -c '^vllm:' "$BATS_TEST_TMPDIR/m"
+	assert_output 0
+	start_agent --policy ttft --scrape "vllm1=http://127.0.0.1:${STUB_PORT[1]}" \
+		--scrape "vllm2=http://127.0.0.1:${STUB_PORT[2]}"
+	wait_until 10 scraped_up vllm1
+	scraped_up vllm2
+	# SGLang's pool is in tokens: blocks of one.
+	assert_equal "$(scrape_metric 'dbucket_vllm_gpu_blocks{server="vllm1"}')" "$SHORT_KV"
+	assert_equal "$(scrape_metric 'dbucket_vllm_block_size{server="vllm1"}')" 1
+	assert_equal "$(agent_get /state | jq -r '.scrape.servers[] | select(.name == "vllm1") | .engine')" sglang
+	assert_equal "$(agent_get /state | jq -r '.scrape.servers[] | select(.name == "vllm2") | .engine')" vllm
+	# A request held running on the SGLang stub shows in what the agent read.
+	completion_body 400 true 200 >"$BATS_TEST_TMPDIR/long.json"
+	send_bg "$BATS_TEST_TMPDIR/r" /v1/completions "$BATS_TEST_TMPDIR/long.json" "${STUB_PORT[1]}"
+	running_one() { [ "$(scrape_metric 'dbucket_vllm_requests_running{server="vllm1"}')" = 1 ]; }
+	wait_until 10 running_one
+	stop_agent
+	# --engine vllm reads vLLM's names only: the SGLang server is not one.
+	: >"$BATS_TEST_TMPDIR/agent.log"
+	start_agent --policy ttft --engine vllm --scrape "vllm1=http://127.0.0.1:${STUB_PORT[1]}"
+	wait_log 'event=scrape-down server=vllm1 .*cause=implausible'
+}
+
+@test "--metric KEY=NAME reads a renamed family; --engine and --metric are checked" {
+	STUB_ARGS="--engine-names sglang" start_stub 1
+	start_agent --policy ttft --engine vllm --metric running=sglang:num_running_reqs \
+		--metric waiting=sglang:num_queue_reqs --scrape "vllm1=http://127.0.0.1:${STUB_PORT[1]}"
+	wait_until 10 scraped_up vllm1
+	assert_equal "$(scrape_metric 'dbucket_vllm_requests_running{server="vllm1"}')" 0
+	stop_agent
+	run "$BUILD/dbucket-spoa" --engine trtllm vllm0
+	assert_failure 2
+	assert_output --partial "--engine wants vllm, sglang or auto"
+	run "$BUILD/dbucket-spoa" --metric nope=x vllm0
+	assert_failure 2
+	assert_output --partial "--metric wants KEY=NAME"
+	run "$BUILD/dbucket-spoa" --metric running=x --engine vllm vllm0
+	assert_failure 2
+	assert_output --partial "--engine comes before any --metric"
+}
+
+@test "an OpenMetrics /metrics (exemplars, float timestamps, # EOF) is read; main refused it" {
+	local d=$BATS_TEST_TMPDIR port
+	port=$(dbk_port)
+	cat >"$d/om.txt" <<'OM'
+# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 2.0
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="m"} 1.0 1700000000.250
+# TYPE vllm:time_to_first_token_seconds histogram
+# UNIT vllm:time_to_first_token_seconds seconds
+vllm:time_to_first_token_seconds_bucket{engine="0",le="0.5",model_name="m"} 3.0 # {trace_id="4bf92f3577b34da6a3ce929d0e0e4736"} 0.31 1700000000.5
+vllm:time_to_first_token_seconds_count{engine="0",model_name="m"} 3.0
+vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} 0.9
+vllm:time_to_first_token_seconds_created{engine="0",model_name="m"} 1.7e+09
+# EOF
+OM
+	cat >"$d/om.cfg" <<CFG
+global
+  log stderr format raw local0 err
+defaults
+  mode http
+  timeout client 5s
+  timeout server 5s
+  timeout connect 5s
+frontend om
+  bind 127.0.0.1:$port
+  http-request return status 200 content-type application/json string '{"object":"list","data":[{"id":"m","max_model_len":4096}]}' if { path /v1/models }
+  http-request return status 200 content-type "application/openmetrics-text; version=1.0.0; charset=utf-8" file $d/om.txt
+CFG
+	haproxy -f "$d/om.cfg" 2>"$d/om.log" &
+	STUB_PID[0]=$! # stopped by stubs_teardown
+	dbk_wait_port "$port"
+	start_agent --policy ttft --scrape "vllm0=http://127.0.0.1:$port"
+	wait_until 10 scraped_up vllm0
+	assert_equal "$(scrape_metric 'dbucket_vllm_requests_running{server="vllm0"}')" 2
+	assert_equal "$(scrape_metric 'dbucket_vllm_requests_waiting{server="vllm0"}')" 1
+	assert_equal "$(scrape_metric 'dbucket_vllm_first_tokens_total{server="vllm0"}')" 3
+}

@@ -2,6 +2,8 @@
  *
  * Input: one parameter byte b, then the body.
  *   b & 1: the body is a /v1/models list, else a /metrics text
+ *   b & 2: /metrics read with --engine sglang's names and one --metric,
+ *          else with the default (vLLM's and SGLang's)
  *
  * Checked (vllm_metrics.h):
  * - /metrics: 0 or -1; on -1 nothing is reported (have 0) and the reason
@@ -10,8 +12,8 @@
  *   are not), and a body that parsed still parses with one more
  *   well-formed sample line after it, reporting that sample's family
  *   (num_preemptions_total) one higher, and fails with one malformed
- *   line after it; request counts that pass dbk_vllm_metrics_implausible
- *   are in range;
+ *   line after it (-2: over the series cap); request counts and the KV
+ *   use that pass dbk_vllm_metrics_implausible are in range;
  * - /v1/models: 0 with a length of 0 or at least 1, or -1 with 0. */
 #include <math.h>
 
@@ -25,36 +27,44 @@ static bool finite_fields(const struct dbk_vllm_metrics *m)
 	return isfinite(m->running) && isfinite(m->waiting) && isfinite(m->kv_usage) &&
 	       isfinite(m->pc_queries) && isfinite(m->pc_hits) && isfinite(m->preemptions) &&
 	       isfinite(m->ttft_sum) && isfinite(m->ttft_count) && isfinite(m->gpu_blocks) &&
-	       isfinite(m->block_size);
+	       isfinite(m->block_size) && isfinite(m->pc_hit_rate);
 }
 
-static void metrics(const char *s, size_t n)
+static void metrics(const struct dbk_vm_names *names, const char *s, size_t n)
 {
 	static char buf[MAX_BODY + 128];
 	static const char more[] = "\nvllm:num_preemptions_total{engine=\"9\"} 1\n";
 	static const char junk[] = "\nvllm:num_requests_running{x=\"1\"} 1 2 3\n";
 	struct dbk_vllm_metrics m, m2;
 	char err[128];
-	int rc = dbk_vllm_parse_metrics(s, n, &m, err, sizeof(err));
+	int rc = dbk_vm_parse_metrics(names, s, n, &m, err, sizeof(err));
 
-	FUZZ_CHECK(rc == 0 || rc == -1);
+	FUZZ_CHECK(rc == 0 || rc == -1 || rc == -2);
 	if (rc < 0) {
 		FUZZ_CHECK(m.have == 0 && m.samples == 0);
 		FUZZ_CHECK(strncmp(err, "line ", 5) == 0);
 		return;
 	}
 	FUZZ_CHECK(finite_fields(&m));
-	FUZZ_CHECK((m.have & ~0x3ffu) == 0);
-	if (!dbk_vllm_metrics_implausible(&m)) {
+	FUZZ_CHECK((m.have & ~0xfffu) == 0);
+	char why[96];
+	if (!dbk_vllm_metrics_implausible(&m, why, sizeof(why))) {
 		if (m.have & DBK_VM_RUNNING)
 			FUZZ_CHECK(m.running >= 0 && m.running <= DBK_VM_MAX_REQUESTS);
 		if (m.have & DBK_VM_WAITING)
 			FUZZ_CHECK(m.waiting >= 0 && m.waiting <= DBK_VM_MAX_REQUESTS);
+		if (m.have & DBK_VM_KV_USAGE)
+			FUZZ_CHECK(m.kv_usage >= 0 && m.kv_usage <= 1);
+		FUZZ_CHECK(m.bad == 0);
 	}
 	if (m.have & DBK_VM_BLOCK_SIZE)
 		FUZZ_CHECK(m.block_size > 0);
 	if (m.have & DBK_VM_GPU_BLOCKS)
-		FUZZ_CHECK(m.gpu_blocks >= 0);
+		FUZZ_CHECK(m.gpu_blocks >= 1);
+	/* One more sample of a family read may pass the series cap; the
+	 * appended lines are judged by the default names. */
+	if (m.samples >= DBK_VM_MAX_SERIES || names != dbk_vm_names_default())
+		return;
 
 	memcpy(buf, s, n);
 	memcpy(buf + n, more, sizeof(more) - 1);
@@ -81,8 +91,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int rc = dbk_vllm_parse_models(s, n, &len, err, sizeof(err));
 
 		FUZZ_CHECK((rc == 0 && (len == 0 || len >= 1)) || (rc == -1 && len == 0));
+	} else if (data[0] & 2) {
+		static struct dbk_vm_names sg;
+		char err[160];
+
+		if (!sg.n) {
+			dbk_vm_names_init(&sg, DBK_ENGINE_SGLANG);
+			FUZZ_CHECK(dbk_vm_names_override(&sg, "waiting=q", err, sizeof(err)) == 0);
+		}
+		metrics(&sg, s, n);
 	} else {
-		metrics(s, n);
+		metrics(dbk_vm_names_default(), s, n);
 	}
 	return 0;
 }

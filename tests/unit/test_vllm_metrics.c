@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "fixture.h"
+#include "lib/buf.h"
 #include "vllm_metrics.h"
 
 static int parse(const char *s, struct dbk_vllm_metrics *m, char *err)
@@ -135,16 +136,21 @@ static void test_malformed_lines_fail_the_body(void)
 		"vllm:num_requests_running 0x10\n",  /* hex */
 		"vllm:num_requests_running nan(1)\n",
 		"vllm:num_requests_running one\n",
-		"vllm:num_requests_running 1 1.5\n", /* float timestamp */
+		"vllm:num_requests_running 1 1.5.2\n",       /* bad timestamp */
+		"vllm:num_requests_running 1 # 2\n",         /* exemplar without labels */
+		"vllm:num_requests_running 1 # {a=\"b\"}\n", /* ... without a value */
+		"vllm:num_requests_running 1 # {a=\"b\"} x\n",
+		"vllm:num_requests_running 1 # {a=\"b\"} 1 2 3\n",
 		"9metric 1\n",
-		"m{a=\"x} 1\n",     /* unterminated */
-		"m{a=\"\\t\"} 1\n", /* bad escape */
-		"m{a=x} 1\n",
-		"m{=\"x\"} 1\n",
-		"m{a=\"x\" b=\"y\"} 1\n",
-		"m{a=\"x\"\n",
+		"vllm:num_requests_running{a=\"x} 1\n",     /* unterminated */
+		"vllm:num_requests_running{a=\"\\t\"} 1\n", /* bad escape */
+		"vllm:num_requests_running{a=x} 1\n",
+		"vllm:num_requests_running{=\"x\"} 1\n",
+		"vllm:num_requests_running{a=\"x\" b=\"y\"} 1\n",
+		"vllm:num_requests_running{a=\"x\"\n",
 		"{a=\"x\"} 1\n",
-		"ok 1\nm{a=\"x\n\"} 1\n", /* newline inside a value */
+		"<html>\n",
+		"ok 1\nvllm:num_requests_running{a=\"x\n\"} 1\n", /* newline inside a value */
 	};
 	struct dbk_vllm_metrics m;
 
@@ -158,8 +164,15 @@ static void test_malformed_lines_fail_the_body(void)
 		CHECK_EQ_U(m.have, 0);
 	}
 	char err[128];
-	CHECK(parse("a 1\nb 2\nc{x=\"1\"} oops\n", &m, err) == -1);
+	CHECK(parse("a 1\nb 2\nvllm:num_requests_waiting{x=\"1\"} oops\n", &m, err) == -1);
 	CHECK(strncmp(err, "line 3:", 7) == 0);
+}
+
+static const char *implausible(const struct dbk_vllm_metrics *m)
+{
+	static char why[96];
+
+	return dbk_vllm_metrics_implausible(m, why, sizeof(why));
 }
 
 static void test_long_line_is_refused(void)
@@ -217,28 +230,222 @@ static void test_implausible_numbers(void)
 
 	CHECK(dbk_vllm_parse_metrics(f.s, f.len, &m, err, sizeof(err)) == 0);
 	text_free(&f);
-	CHECK(dbk_vllm_metrics_implausible(&m) == NULL);
+	CHECK(implausible(&m) == NULL);
 	CHECK(parse("vllm:num_requests_running 1e308\n", &m, err) == 0);
-	CHECK(dbk_vllm_metrics_implausible(&m) != NULL);
+	CHECK(implausible(&m) != NULL);
 	CHECK(parse("vllm:num_requests_waiting -1\n", &m, err) == 0);
-	CHECK(dbk_vllm_metrics_implausible(&m) != NULL);
+	CHECK(implausible(&m) != NULL);
 	CHECK(parse("vllm:num_requests_running 10000000\nvllm:num_requests_waiting 0\n", &m, err) ==
 	      0);
-	CHECK(dbk_vllm_metrics_implausible(&m) == NULL);
+	CHECK(implausible(&m) == NULL);
 	CHECK(parse("vllm:num_requests_running 10000001\n", &m, err) == 0);
-	CHECK(dbk_vllm_metrics_implausible(&m) != NULL);
+	CHECK(implausible(&m) != NULL);
 	CHECK(parse("vllm:num_requests_running 1\n"
 	            "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"1e300\"} 1\n",
 	            &m, err) == 0);
-	CHECK(dbk_vllm_metrics_implausible(&m) != NULL);
+	CHECK(implausible(&m) != NULL);
 	/* Families not reported are not judged, but a page with neither
 	 * request count is not vLLM's. */
 	CHECK(parse("vllm:num_requests_waiting 3\n", &m, err) == 0);
-	CHECK(dbk_vllm_metrics_implausible(&m) == NULL);
+	CHECK(implausible(&m) == NULL);
 	CHECK(parse("", &m, err) == 0);
-	CHECK(dbk_vllm_metrics_implausible(&m) != NULL);
+	CHECK(implausible(&m) != NULL);
 	CHECK(parse("process_cpu_seconds_total 1\n", &m, err) == 0);
-	CHECK(dbk_vllm_metrics_implausible(&m) != NULL);
+	CHECK(implausible(&m) != NULL);
+}
+
+/* Issue 29 item 4: every number read is judged against its documented
+ * range, not only the request counts (main took a KV use of 85 or 1e308
+ * as fine). */
+static void test_every_number_has_a_range(void)
+{
+	static const char *const bad[] = {
+		"vllm:kv_cache_usage_perc 85\n", /* a 0-100 scale: vLLM's is 0..1 */
+		"vllm:kv_cache_usage_perc 1e308\n",
+		"vllm:kv_cache_usage_perc -0.1\n",
+		"vllm:gpu_cache_usage_perc 1.5\n", /* V0's name, the same range */
+		"vllm:gpu_prefix_cache_hit_rate 2\n",
+		"vllm:kv_cache_usage_perc +Inf\n",
+		"vllm:num_preemptions_total -1\n",
+		"vllm:num_preemptions_total 1e300\n",
+		"vllm:prefix_cache_queries_total +Inf\n",
+		"vllm:prefix_cache_hits_total -5\n",
+		"vllm:time_to_first_token_seconds_sum -1\n",
+		"vllm:time_to_first_token_seconds_count 1e20\n",
+		"vllm:cache_config_info{block_size=\"0\",num_gpu_blocks=\"100\"} 1\n",
+		"vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"-3\"} 1\n",
+		"vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"Inf\"} 1\n",
+	};
+	struct dbk_vllm_metrics m;
+	char err[128], body[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(body, sizeof(body), "vllm:num_requests_running 1\n%s", bad[i]);
+		CHECK(parse(body, &m, err) == 0);
+		if (!implausible(&m))
+			fprintf(stderr, "  believed: %s", bad[i]);
+		CHECK(implausible(&m) != NULL);
+	}
+	CHECK(parse("vllm:num_requests_running 1\nvllm:kv_cache_usage_perc 85\n", &m, err) == 0);
+	CHECK(strstr(implausible(&m), "KV-cache use") != NULL);
+	/* The edges are fine; NaN is "no value yet", not a wrong one. */
+	CHECK(parse("vllm:num_requests_running 0\nvllm:kv_cache_usage_perc 1\n"
+	            "vllm:gpu_prefix_cache_hit_rate 0\nvllm:num_preemptions_total NaN\n",
+	            &m, err) == 0);
+	CHECK(implausible(&m) == NULL);
+	CHECK(!(m.have & DBK_VM_PREEMPTIONS));
+}
+
+/* vLLM V0's prefix-cache gauge is read (a 0..1 ratio, averaged over
+ * engines). */
+static void test_v0_hit_rate(void)
+{
+	struct dbk_vllm_metrics m;
+	char err[128];
+
+	CHECK(parse("vllm:num_requests_running{model_name=\"m\"} 2.0\n"
+	            "vllm:gpu_cache_usage_perc{model_name=\"m\"} 0.5\n"
+	            "vllm:gpu_prefix_cache_hit_rate{engine=\"0\"} 0.25\n"
+	            "vllm:gpu_prefix_cache_hit_rate{engine=\"1\"} 0.75\n",
+	            &m, err) == 0);
+	CHECK(m.have & DBK_VM_PC_HIT_RATE);
+	CHECK_NEAR(m.pc_hit_rate, 0.5, 1e-12);
+	CHECK_NEAR(m.kv_usage, 0.5, 0);
+}
+
+/* What prometheus_client serves as application/openmetrics-text (a vLLM
+ * with exemplars on): float timestamps, exemplars, _created, # UNIT and
+ * # EOF. main refused it: "bad timestamp or trailing text". */
+static void test_openmetrics(void)
+{
+	struct dbk_vllm_metrics m;
+	char err[128] = "";
+	const char *om =
+	        "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
+	        "# TYPE vllm:num_requests_running gauge\n"
+	        "vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 3.0\n"
+	        "vllm:num_requests_waiting{engine=\"0\",model_name=\"m\"} 1.0 1700000000.123\n"
+	        "# TYPE vllm:time_to_first_token_seconds histogram\n"
+	        "# UNIT vllm:time_to_first_token_seconds seconds\n"
+	        "vllm:time_to_first_token_seconds_bucket{engine=\"0\",le=\"0.1\"} 2.0 # "
+	        "{trace_id=\"4bf92f3577b34da6\"} 0.05 1700000000.5\n"
+	        "vllm:time_to_first_token_seconds_count{engine=\"0\"} 4.0\n"
+	        "vllm:time_to_first_token_seconds_sum{engine=\"0\"} 1.5 # {trace_id=\"ab\"} 0.7\n"
+	        "vllm:time_to_first_token_seconds_created{engine=\"0\"} 1.7e+09\n"
+	        "vllm:num_preemptions_total{engine=\"0\"} 2.0\n"
+	        "vllm:num_preemptions_created{engine=\"0\"} 1.7e+09\n"
+	        "# EOF\n";
+
+	CHECK(parse(om, &m, err) == 0);
+	if (err[0])
+		fprintf(stderr, "  %s\n", err);
+	CHECK_NEAR(m.running, 3, 0);
+	CHECK_NEAR(m.waiting, 1, 0);
+	CHECK_NEAR(m.ttft_sum, 1.5, 0);
+	CHECK_NEAR(m.ttft_count, 4, 0);
+	CHECK_NEAR(m.preemptions, 2, 0);
+}
+
+/* Issue 29 item 3: a hostile body costs little. Families not read are
+ * skipped at their name, however malformed the rest of their line; more
+ * than DBK_VM_MAX_SERIES samples of the families read fail with -2. */
+static void test_hostile_bodies(void)
+{
+	struct dbk_vllm_metrics m;
+	char err[128];
+	struct dbk_buf b;
+
+	dbk_buf_init(&b);
+	dbk_buf_printf(&b, "vllm:num_requests_running 1\n");
+	for (unsigned i = 0; i < 20000; i++)
+		dbk_buf_printf(&b, "junk_family_%u{a=\"x} not a number at all\n", i);
+	CHECK(!b.oom && dbk_vllm_parse_metrics(b.p, b.len, &m, err, sizeof(err)) == 0);
+	CHECK_NEAR(m.running, 1, 0);
+	b.len = 0;
+	for (unsigned i = 0; i <= DBK_VM_MAX_SERIES; i++)
+		dbk_buf_printf(&b, "vllm:num_requests_running{engine=\"%u\"} 0\n", i);
+	CHECK(!b.oom && dbk_vllm_parse_metrics(b.p, b.len, &m, err, sizeof(err)) == -2);
+	CHECK(strstr(err, "too many series") != NULL);
+	CHECK_EQ_U(m.have, 0);
+	/* One fewer is a (very) data-parallel server. */
+	CHECK(dbk_vllm_parse_metrics(b.p, b.len - strlen(strrchr(b.p, 'v')), &m, err,
+	                             sizeof(err)) == 0);
+	dbk_buf_free(&b);
+}
+
+/* SGLang's names (metric_names.h): read by default (auto) and with
+ * --engine sglang, not with --engine vllm; the pool in tokens is blocks
+ * of one. */
+static void test_sglang_names(void)
+{
+	const char *body = "# HELP sglang:num_running_reqs The number of running requests.\n"
+	                   "# TYPE sglang:num_running_reqs gauge\n"
+	                   "sglang:num_running_reqs{model_name=\"m\",tp_rank=\"0\"} 5.0\n"
+	                   "sglang:num_queue_reqs{model_name=\"m\",tp_rank=\"0\"} 2.0\n"
+	                   "sglang:token_usage{model_name=\"m\",tp_rank=\"0\"} 0.4\n"
+	                   "sglang:cache_hit_rate{model_name=\"m\",tp_rank=\"0\"} 0.25\n"
+	                   "sglang:max_total_num_tokens{model_name=\"m\",tp_rank=\"0\"} 430000.0\n"
+	                   "sglang:prompt_tokens_total{model_name=\"m\"} 1000.0\n"
+	                   "sglang:cached_tokens_total{model_name=\"m\"} 250.0\n"
+	                   "sglang:num_retracted_requests_total{model_name=\"m\"} 1.0\n"
+	                   "sglang:time_to_first_token_seconds_sum{model_name=\"m\"} 3.0\n"
+	                   "sglang:time_to_first_token_seconds_count{model_name=\"m\"} 6.0\n";
+	struct dbk_vllm_metrics m;
+	struct dbk_vm_names n;
+	char err[128] = "";
+
+	CHECK(parse(body, &m, err) == 0);
+	CHECK(m.engine == DBK_ENGINE_SGLANG);
+	CHECK_NEAR(m.running, 5, 0);
+	CHECK_NEAR(m.waiting, 2, 0);
+	CHECK_NEAR(m.kv_usage, 0.4, 0);
+	CHECK_NEAR(m.pc_hit_rate, 0.25, 0);
+	CHECK_NEAR(m.pc_queries, 1000, 0);
+	CHECK_NEAR(m.pc_hits, 250, 0);
+	CHECK_NEAR(m.preemptions, 1, 0);
+	CHECK_NEAR(m.ttft_sum, 3, 0);
+	CHECK_NEAR(m.ttft_count, 6, 0);
+	CHECK_NEAR(m.gpu_blocks * m.block_size, 430000, 0);
+	CHECK(implausible(&m) == NULL);
+	dbk_vm_names_init(&n, DBK_ENGINE_SGLANG);
+	CHECK(dbk_vm_parse_metrics(&n, body, strlen(body), &m, err, sizeof(err)) == 0);
+	CHECK_NEAR(m.running, 5, 0);
+	dbk_vm_names_init(&n, DBK_ENGINE_VLLM);
+	CHECK(dbk_vm_parse_metrics(&n, body, strlen(body), &m, err, sizeof(err)) == 0);
+	CHECK_EQ_U(m.have, 0);
+	/* A vLLM's body under auto: vLLM's. */
+	CHECK(parse("vllm:num_requests_running 1\n", &m, err) == 0);
+	CHECK(m.engine == DBK_ENGINE_VLLM);
+	/* SGLang's ratios are judged too. */
+	CHECK(parse("sglang:num_running_reqs 1\nsglang:token_usage 40\n", &m, err) == 0);
+	CHECK(implausible(&m) != NULL);
+}
+
+/* --metric KEY=NAME: the name replaces every engine's for the key. */
+static void test_metric_override(void)
+{
+	struct dbk_vm_names n;
+	struct dbk_vllm_metrics m;
+	char err[160], q[2048];
+	const char *body = "my_running{a=\"1\"} 3\nvllm:num_requests_running 7\n"
+	                   "vllm:num_requests_waiting 1\n";
+
+	dbk_vm_names_init(&n, DBK_ENGINE_AUTO);
+	CHECK(dbk_vm_names_override(&n, "running=my_running", err, sizeof(err)) == 0);
+	CHECK(dbk_vm_parse_metrics(&n, body, strlen(body), &m, err, sizeof(err)) == 0);
+	CHECK_NEAR(m.running, 3, 0);
+	CHECK_NEAR(m.waiting, 1, 0);
+	CHECK(dbk_vm_names_query(&n, q, sizeof(q)) > 0);
+	CHECK(strstr(q, "=my_running") != NULL);
+	CHECK(strstr(q, "=vllm:num_requests_running") == NULL);
+	CHECK(dbk_vm_names_override(&n, "nope=x", err, sizeof(err)) == -1);
+	CHECK(dbk_vm_names_override(&n, "running", err, sizeof(err)) == -1);
+	CHECK(dbk_vm_names_override(&n, "running=9bad", err, sizeof(err)) == -1);
+	CHECK(dbk_vm_names_override(&n, "running=", err, sizeof(err)) == -1);
+	CHECK(dbk_vm_names_override(&n, "kv_usage=a b", err, sizeof(err)) == -1);
+	enum dbk_vm_engine e;
+	CHECK(dbk_vm_engine_parse("sglang", &e) == 0 && e == DBK_ENGINE_SGLANG);
+	CHECK(dbk_vm_engine_parse("trtllm", &e) == -1);
 }
 
 /* vLLM's sleep mode: the "awake" sample of each engine says; the level
@@ -271,8 +478,8 @@ static void test_sleep_state(void)
 
 static void test_query_names_every_family(void)
 {
-	char q[1024];
-	size_t n = dbk_vllm_metrics_query(q, sizeof(q));
+	char q[2048];
+	size_t n = dbk_vm_names_query(dbk_vm_names_default(), q, sizeof(q));
 
 	CHECK(n > 0 && n == strlen(q));
 	CHECK(strncmp(q, "name%5B%5D=vllm:num_requests_running&", 37) == 0);
@@ -280,7 +487,7 @@ static void test_query_names_every_family(void)
 	CHECK(strstr(q, "&name%5B%5D=vllm:cache_config_info") != NULL);
 	CHECK(strstr(q, "&name%5B%5D=vllm:gpu_cache_usage_perc&") != NULL);
 	CHECK(strstr(q, "&name%5B%5D=vllm:time_to_first_token_seconds_sum&") != NULL);
-	CHECK_EQ_U(dbk_vllm_metrics_query(q, 40), 0);
+	CHECK_EQ_U(dbk_vm_names_query(dbk_vm_names_default(), q, 40), 0);
 }
 
 int main(void)
@@ -294,6 +501,12 @@ int main(void)
 	RUN(test_long_line_is_refused);
 	RUN(test_models);
 	RUN(test_implausible_numbers);
+	RUN(test_every_number_has_a_range);
+	RUN(test_v0_hit_rate);
+	RUN(test_openmetrics);
+	RUN(test_hostile_bodies);
+	RUN(test_sglang_names);
+	RUN(test_metric_override);
 	RUN(test_sleep_state);
 	RUN(test_query_names_every_family);
 	return CHECK_DONE();
