@@ -555,6 +555,7 @@ normal_burst() {
 	# the four (9 each when nothing else runs).
 	[ "$(echo "$by" | wc -l)" -eq 4 ] || fail "servers used: $by"
 	[ "$(echo "$by" | awk 'NR == 1 { print $1 }')" -le 12 ] || fail "busiest: $by"
+}
 
 # ---- hostile and misreporting /metrics (issue 29 items 3 and 4) ----
 
