@@ -222,6 +222,11 @@ uint64_t dbk_outlier_next_due(const struct dbk_outlier *o)
 	return due;
 }
 
+bool dbk_outlier_ejected(const struct dbk_outlier *o, unsigned server)
+{
+	return server < o->n && o->s[server].state == DBK_OUTLIER_EJECTED;
+}
+
 void dbk_outlier_set_fleet(struct dbk_outlier *o, unsigned fleet)
 {
 	o->fleet = fleet < o->n ? fleet : o->n;

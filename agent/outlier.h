@@ -143,6 +143,9 @@ size_t dbk_outlier_tick(struct dbk_outlier *o, uint64_t now_ms,
 /* The earliest back-off end, or UINT64_MAX when none is ejected. */
 uint64_t dbk_outlier_next_due(const struct dbk_outlier *o);
 
+/* Whether server is ejected now (false out of range). */
+bool dbk_outlier_ejected(const struct dbk_outlier *o, unsigned server);
+
 /* The fleet's size now (servers present, at most n). */
 void dbk_outlier_set_fleet(struct dbk_outlier *o, unsigned fleet);
 

@@ -223,7 +223,7 @@ void dbk_server_watch_report_metrics(const struct dbk_server_watch *w, struct db
 	for (unsigned i = 0; i < w->n; i++)
 		if (shown(w, i))
 			dbk_buf_printf(o, "dbucket_server_ejected{server=\"%s\"} %d\n", w->names[i],
-			               ol->s[i].state == DBK_OUTLIER_EJECTED);
+			               dbk_outlier_ejected(ol, i));
 	dbk_prom_head(o, "dbucket_server_failures_total", "counter",
 	              "Completions counted as the server's failure (5xx, refused, reset, timed "
 	              "out).");

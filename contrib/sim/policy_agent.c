@@ -277,7 +277,7 @@ static void ag_member(void *st, const struct dbk_sim *s, unsigned i, bool usable
 		ag_tell(p, s, i);
 	p->member[i] = usable;
 	for (unsigned j = 0; j < p->k && p->ops->usable; j++)
-		p->ops->usable(p->node[j], i, usable && !dbk_sim_ejected(&p->ej[j], i));
+		p->ops->usable(p->node[j], i, usable && !dbk_outlier_ejected(&p->ej[j], i));
 }
 
 /* One simulator policy per agent policy that chooses, made on first use

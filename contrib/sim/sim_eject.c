@@ -8,11 +8,6 @@ int dbk_sim_eject_init(struct dbk_outlier *o, unsigned n)
 	return dbk_outlier_init(o, &c, n);
 }
 
-bool dbk_sim_ejected(const struct dbk_outlier *o, unsigned inst)
-{
-	return inst < o->n && o->s[inst].state == DBK_OUTLIER_EJECTED;
-}
-
 bool dbk_sim_eject_observe(struct dbk_outlier *o, const struct dbk_sim *s,
                            const struct dbk_sim_req *r, unsigned inst)
 {
@@ -30,7 +25,7 @@ bool dbk_sim_eject_observe(struct dbk_outlier *o, const struct dbk_sim *s,
 	}
 	for (unsigned i = 0; v == DBK_OUTLIER_FAILURE && i < o->n; i++) {
 		present += dbk_sim_usable(s, i);
-		others += i != inst && dbk_sim_usable(s, i) && !dbk_sim_ejected(o, i);
+		others += i != inst && dbk_sim_usable(s, i) && !dbk_outlier_ejected(o, i);
 	}
 	if (v == DBK_OUTLIER_FAILURE)
 		dbk_outlier_set_fleet(o, present);

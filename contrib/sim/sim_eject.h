@@ -23,7 +23,4 @@ int dbk_sim_eject_init(struct dbk_outlier *o, unsigned n);
 bool dbk_sim_eject_observe(struct dbk_outlier *o, const struct dbk_sim *s,
                            const struct dbk_sim_req *r, unsigned inst);
 
-/* Whether this agent has inst ejected now. */
-bool dbk_sim_ejected(const struct dbk_outlier *o, unsigned inst);
-
 #endif
