@@ -57,10 +57,12 @@ launcher_pid() {
 	grep -oE "started $1 \(pid [0-9]+\)" "$LOG" | tail -n 1 | grep -oE '[0-9]+'
 }
 
-# Waits (bounded, 20 s) for a line of the launcher's log matching $1,
-# failing early if the launcher has exited.
+# Waits (bounded, 60 s) for a line of the launcher's log matching $1,
+# failing early if the launcher has exited. The bound is generous because
+# the sanitized launcher starts HAProxy, the agent and four stubs on two
+# shared cores: 20 s was once not enough on a loaded CI machine.
 wait_launcher_log() {
-	dbk_wait_until 20 launcher_said_or_gone "$1" || true
+	dbk_wait_until 60 launcher_said_or_gone "$1" || true
 	grep -qE -- "$1" "$LOG" && return 0
 	echo "no '$1' in the launcher's log" >&2
 	return 1
