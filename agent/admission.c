@@ -1,0 +1,93 @@
+/* Admission by class: see admission.h for the rule and its sources. */
+#include "admission.h"
+
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *const class_names[DBK_CLASS_N] = {
+	[DBK_CLASS_CRITICAL] = "critical",
+	[DBK_CLASS_STANDARD] = "standard",
+	[DBK_CLASS_SHEDDABLE] = "sheddable",
+};
+
+void dbk_admit_config_default(struct dbk_admit_config *c)
+{
+	*c = (struct dbk_admit_config){
+		.enabled = false,
+		.ttft_ms = DBK_ADMIT_DEFAULT_TTFT_MS,
+		.headroom = { [DBK_CLASS_CRITICAL] = INFINITY,
+		              [DBK_CLASS_STANDARD] = DBK_ADMIT_DEFAULT_HEADROOM_STANDARD,
+		              [DBK_CLASS_SHEDDABLE] = DBK_ADMIT_DEFAULT_HEADROOM_SHEDDABLE },
+		.retry_min_s = DBK_ADMIT_DEFAULT_RETRY_MIN_S,
+		.retry_max_s = DBK_ADMIT_DEFAULT_RETRY_MAX_S,
+	};
+}
+
+bool dbk_class_parse(const char *s, size_t n, enum dbk_class *cls)
+{
+	*cls = DBK_CLASS_DEFAULT;
+	if (n == 1 && s[0] >= '0' && s[0] < '0' + DBK_CLASS_N) {
+		*cls = (enum dbk_class)(s[0] - '0');
+		return true;
+	}
+	for (int i = 0; i < DBK_CLASS_N; i++) {
+		const char *name = class_names[i];
+
+		if (strlen(name) == n && strncasecmp(s, name, n) == 0) {
+			*cls = (enum dbk_class)i;
+			return true;
+		}
+	}
+	return false;
+}
+
+const char *dbk_class_name(enum dbk_class cls)
+{
+	return (unsigned)cls < DBK_CLASS_N ? class_names[cls] : "standard";
+}
+
+/* The excess over the class's share drains at one millisecond of queue
+ * per millisecond if nothing more arrives: a retry after it would be
+ * predicted within the share again. Rounded up, and bounded so that a
+ * wild prediction never tells a client to go away for an hour. */
+static int retry_after(const struct dbk_admit_config *c, double excess_ms)
+{
+	double s = ceil(excess_ms / 1000.0);
+
+	if (!(s >= c->retry_min_s))
+		return c->retry_min_s;
+	if (s > c->retry_max_s)
+		return c->retry_max_s;
+	return (int)s;
+}
+
+struct dbk_admit_result dbk_admit(const struct dbk_admit_config *c,
+                                  const struct dbk_admit_input *in)
+{
+	struct dbk_admit_result r = { DBK_ADMIT_ROUTE, 0, "admitted" };
+	enum dbk_class cls = (unsigned)in->cls < DBK_CLASS_N ? in->cls : DBK_CLASS_DEFAULT;
+
+	if (!c->enabled || cls == DBK_CLASS_CRITICAL)
+		return r;
+	/* With no usable server HAProxy answers 503 on its own: a 429
+	 * would send the client back to a fleet that is not there. */
+	if (in->no_server)
+		return r;
+	if (in->predicted) {
+		double share = (double)c->ttft_ms * c->headroom[cls];
+
+		if (in->ttft_ms > share) {
+			r.verdict = DBK_ADMIT_SHED;
+			r.retry_after_s = retry_after(c, in->ttft_ms - share);
+			r.why = "predicted-late";
+		}
+		return r;
+	}
+	if (in->saturated && cls == DBK_CLASS_SHEDDABLE) {
+		r.verdict = DBK_ADMIT_SHED;
+		r.retry_after_s = c->retry_min_s;
+		r.why = "saturated";
+	}
+	return r;
+}

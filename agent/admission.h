@@ -1,0 +1,90 @@
+/* Admission: whether a request is served now or refused with a
+ * Retry-After, from its priority class and what the routing policy
+ * predicts of it. Past the fleet's capacity every balancing policy keeps
+ * handing the engines work until nearly every request misses its
+ * objective; admission keeps the important classes within theirs by
+ * refusing the others early, while a refusal can still be retried.
+ *
+ * What it follows:
+ * - The Gateway API Inference Extension (kubernetes-sigs/
+ *   gateway-api-inference-extension, its saturation detector and
+ *   criticality): critical and standard requests are never refused by
+ *   the saturation rule, sheddable ones are when every pod's queue or KV
+ *   cache is past a threshold.
+ * - HAProxy's own answer for a refusal, 429 with Retry-After, and its
+ *   queue ordered by class (set-priority-class) for what waits.
+ *
+ * Our rule: a class may spend a share of the first-token objective
+ * (its headroom: critical unbounded, standard the whole objective,
+ * sheddable less, so that what is admitted leaves room for the classes
+ * above it). A request whose predicted first token on the server the
+ * policy chose is past its class's share is refused; nothing is refused
+ * while the chosen server is predicted to serve it in time. Policies
+ * that do not predict (the reference, plain least load) pass the fleet's
+ * saturation instead, and only sheddable requests are refused on it.
+ *
+ * Pure: no I/O, no clock, no logging. */
+#ifndef DBK_ADMISSION_H
+#define DBK_ADMISSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Ordered from the most important: HAProxy's set-priority-class takes
+ * the index (a lower class leaves HAProxy's queue first). */
+enum dbk_class { DBK_CLASS_CRITICAL, DBK_CLASS_STANDARD, DBK_CLASS_SHEDDABLE, DBK_CLASS_N };
+
+/* A request that names no class, or one we do not know, is standard:
+ * never promoted past critical, never refused before the objective is
+ * at risk. */
+#define DBK_CLASS_DEFAULT DBK_CLASS_STANDARD
+
+#define DBK_ADMIT_DEFAULT_TTFT_MS 2000
+#define DBK_ADMIT_DEFAULT_HEADROOM_STANDARD 1.0
+#define DBK_ADMIT_DEFAULT_HEADROOM_SHEDDABLE 0.5
+#define DBK_ADMIT_DEFAULT_RETRY_MIN_S 1
+#define DBK_ADMIT_DEFAULT_RETRY_MAX_S 60
+
+struct dbk_admit_config {
+	bool enabled;
+	long long ttft_ms; /* the first-token objective */
+	/* Share of ttft_ms each class may be predicted to wait before it is
+	 * refused; critical's is ignored (never refused). */
+	double headroom[DBK_CLASS_N];
+	int retry_min_s, retry_max_s; /* bounds on Retry-After */
+};
+
+void dbk_admit_config_default(struct dbk_admit_config *c);
+
+/* "critical", "standard", "sheddable" (case-insensitive), or the
+ * Gateway API's "Critical"/"Standard"/"Sheddable", or the digits 0, 1,
+ * 2: *cls set and true. Anything else (empty included): *cls is
+ * DBK_CLASS_DEFAULT and false, so the caller can count it. */
+bool dbk_class_parse(const char *s, size_t n, enum dbk_class *cls);
+const char *dbk_class_name(enum dbk_class cls);
+
+/* What is known of the request when the policy has chosen. */
+struct dbk_admit_input {
+	enum dbk_class cls;
+	bool predicted; /* the policy predicted its first token: ttft_ms */
+	double ttft_ms; /* ... on the server it chose */
+	bool saturated; /* the fleet is saturated (for policies that do not predict) */
+	bool no_server; /* no usable server at all: nothing to protect */
+};
+
+enum dbk_admit_verdict {
+	DBK_ADMIT_ROUTE, /* serve it where the policy chose */
+	DBK_ADMIT_SHED,  /* refuse it: 429 with Retry-After */
+};
+
+struct dbk_admit_result {
+	enum dbk_admit_verdict verdict;
+	int retry_after_s; /* when shed: when the excess is predicted gone */
+	const char *why;   /* a word for logs and metrics */
+};
+
+struct dbk_admit_result dbk_admit(const struct dbk_admit_config *c,
+                                  const struct dbk_admit_input *in);
+
+#endif

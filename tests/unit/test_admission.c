@@ -1,0 +1,97 @@
+/* Admission: class names, and which requests are refused when, with
+ * what Retry-After. */
+#include "admission.h"
+#include "check.h"
+
+static void test_class_parse(void)
+{
+	enum dbk_class c;
+
+	CHECK(dbk_class_parse("critical", 8, &c) && c == DBK_CLASS_CRITICAL);
+	CHECK(dbk_class_parse("Sheddable", 9, &c) && c == DBK_CLASS_SHEDDABLE);
+	CHECK(dbk_class_parse("STANDARD", 8, &c) && c == DBK_CLASS_STANDARD);
+	CHECK(dbk_class_parse("0", 1, &c) && c == DBK_CLASS_CRITICAL);
+	CHECK(dbk_class_parse("2", 1, &c) && c == DBK_CLASS_SHEDDABLE);
+	/* Unknown, empty, a prefix, out of range: standard, and said so. */
+	c = DBK_CLASS_CRITICAL;
+	CHECK(!dbk_class_parse("urgent", 6, &c) && c == DBK_CLASS_STANDARD);
+	c = DBK_CLASS_CRITICAL;
+	CHECK(!dbk_class_parse("", 0, &c) && c == DBK_CLASS_STANDARD);
+	CHECK(!dbk_class_parse("crit", 4, &c) && c == DBK_CLASS_STANDARD);
+	CHECK(!dbk_class_parse("criticalx", 9, &c) && c == DBK_CLASS_STANDARD);
+	CHECK(!dbk_class_parse("3", 1, &c) && c == DBK_CLASS_STANDARD);
+	CHECK(!dbk_class_parse("-1", 2, &c) && c == DBK_CLASS_STANDARD);
+	CHECK(strcmp(dbk_class_name(DBK_CLASS_SHEDDABLE), "sheddable") == 0);
+	CHECK(strcmp(dbk_class_name((enum dbk_class)7), "standard") == 0);
+}
+
+static struct dbk_admit_result admit(const struct dbk_admit_config *c, enum dbk_class cls,
+                                     double ttft_ms)
+{
+	struct dbk_admit_input in = { .cls = cls, .predicted = true, .ttft_ms = ttft_ms };
+
+	return dbk_admit(c, &in);
+}
+
+static void test_predicted(void)
+{
+	struct dbk_admit_config c;
+	struct dbk_admit_result r;
+
+	dbk_admit_config_default(&c);
+	/* Off by default: nothing refused however late. */
+	CHECK_EQ_U(admit(&c, DBK_CLASS_SHEDDABLE, 1e9).verdict, DBK_ADMIT_ROUTE);
+	c.enabled = true;
+	/* Critical is never refused. */
+	CHECK_EQ_U(admit(&c, DBK_CLASS_CRITICAL, 1e9).verdict, DBK_ADMIT_ROUTE);
+	/* Standard: refused only past the whole objective (2 s). */
+	CHECK_EQ_U(admit(&c, DBK_CLASS_STANDARD, 2000).verdict, DBK_ADMIT_ROUTE);
+	r = admit(&c, DBK_CLASS_STANDARD, 2001);
+	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
+	CHECK_EQ_U(r.retry_after_s, 1);
+	CHECK(strcmp(r.why, "predicted-late") == 0);
+	/* Sheddable: past half of it; Retry-After is the excess, rounded up. */
+	CHECK_EQ_U(admit(&c, DBK_CLASS_SHEDDABLE, 999).verdict, DBK_ADMIT_ROUTE);
+	r = admit(&c, DBK_CLASS_SHEDDABLE, 3500.5);
+	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
+	CHECK_EQ_U(r.retry_after_s, 3);
+	/* Bounded: a wild prediction, or not a number, stays in [1, 60]. */
+	CHECK_EQ_U(admit(&c, DBK_CLASS_STANDARD, 1e12).retry_after_s, 60);
+	CHECK_EQ_U(admit(&c, DBK_CLASS_STANDARD, INFINITY).retry_after_s, 60);
+	CHECK_EQ_U(admit(&c, DBK_CLASS_STANDARD, NAN).verdict, DBK_ADMIT_ROUTE);
+	/* An out-of-range class is the default, standard. */
+	CHECK_EQ_U(admit(&c, (enum dbk_class)9, 2500).verdict, DBK_ADMIT_SHED);
+	CHECK_EQ_U(admit(&c, (enum dbk_class)9, 1500).verdict, DBK_ADMIT_ROUTE);
+}
+
+static void test_unpredicted(void)
+{
+	struct dbk_admit_config c;
+	struct dbk_admit_input in = { .cls = DBK_CLASS_SHEDDABLE, .saturated = true };
+	struct dbk_admit_result r;
+
+	dbk_admit_config_default(&c);
+	c.enabled = true;
+	r = dbk_admit(&c, &in);
+	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
+	CHECK_EQ_U(r.retry_after_s, 1);
+	CHECK(strcmp(r.why, "saturated") == 0);
+	/* Saturation refuses sheddable requests only. */
+	in.cls = DBK_CLASS_STANDARD;
+	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	in.cls = DBK_CLASS_SHEDDABLE;
+	in.saturated = false;
+	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	/* No usable server: HAProxy's 503, not a 429. */
+	in.saturated = true;
+	in.no_server = true;
+	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+}
+
+int main(void)
+{
+	RUN(test_class_parse);
+	RUN(test_predicted);
+	RUN(test_unpredicted);
+	return CHECK_DONE();
+}
