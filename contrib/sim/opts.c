@@ -28,7 +28,7 @@ struct extra {
 	bool demo, help, version;
 };
 
-#define NOPTS 48
+#define NOPTS 50
 /* The agent's default, as the help text quotes it. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -208,6 +208,13 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		          "requests when the fleet is saturated\n"
 		          "(GIE's detector: mean of max(waiting/5,\n"
 		          "KV/0.8) >= 1); critical never" },
+		{ "admit-share-standard", 0, DBK_OPT_DOUBLE, &o->admit_share[DBK_CLASS_STANDARD], 0,
+		  100, .metavar = "X",
+		  .help = "with --admission: the share of the TTFT\n"
+		          "objective a standard request may be\n"
+		          "predicted to take (default the agent's)" },
+		{ "admit-share-sheddable", 0, DBK_OPT_DOUBLE, &o->admit_share[DBK_CLASS_SHEDDABLE],
+		  0, 100, .metavar = "X", .help = "the same for a sheddable request" },
 		{ "shed-retry", 0, DBK_OPT_FLAG, &o->shed_retry,
 		  .help = "a shed request's client sends it again\n"
 		          "once, after its Retry-After" },
@@ -376,6 +383,7 @@ static void defaults(struct dbk_sim_opts *o, struct extra *x)
 	o->warmup_factor = 2;
 	o->fail_instance = -1;
 	o->fail_share = 1;
+	o->admit_share[DBK_CLASS_STANDARD] = o->admit_share[DBK_CLASS_SHEDDABLE] = -1;
 	dbk_slo_search_default(&o->search);
 	x->max_evals = (int)o->search.max_evals;
 }

@@ -47,6 +47,7 @@ struct dbk_sim_opts {
 	double class_share[DBK_CLASS_N];
 	size_t nclasses;
 	bool admission, shed_retry;
+	double admit_share[DBK_CLASS_N]; /* < 0: the agent's default */
 	/* --slo-capacity: search each policy's capacity instead. */
 	bool slo_capacity;
 	struct dbk_slo_search search;

@@ -10,8 +10,8 @@ void dbk_sim_report_prio(FILE *f, const struct dbk_sim_run_report *runs, size_t 
 {
 	fprintf(f, "\nPriority classes: within = done within every objective, over offered; "
 	           "shed = refused in the end\n");
-	fprintf(f, "%-16s %-9s %8s %8s %7s %7s %8s %9s\n", "policy", "class", "offered",
-	        "admitted", "shed", "retried", "within%", "goodput/s");
+	fprintf(f, "%-16s %-9s %8s %8s %7s %7s %8s %9s\n", "policy", "class", "offered", "admitted",
+	        "shed", "retried", "within%", "goodput/s");
 	for (size_t k = 0; k < n; k++) {
 		const struct dbk_sim_result *r = &runs[k].res;
 		struct dbk_sim_prio all = { 0 };
@@ -31,8 +31,8 @@ void dbk_sim_report_prio(FILE *f, const struct dbk_sim_run_report *runs, size_t 
 			        100 * frac(p->good, p->offered),
 			        r->duration_s > 0 ? (double)p->good / r->duration_s : 0);
 		}
-		fprintf(f, "%-16s %-9s %8llu %8llu %7llu %7llu %8.1f %9.3f\n", runs[k].policy, "all",
-		        (unsigned long long)all.offered, (unsigned long long)all.admitted,
+		fprintf(f, "%-16s %-9s %8llu %8llu %7llu %7llu %8.1f %9.3f\n", runs[k].policy,
+		        "all", (unsigned long long)all.offered, (unsigned long long)all.admitted,
 		        (unsigned long long)all.shed, (unsigned long long)all.retried,
 		        100 * frac(all.good, all.offered), r->cls[DBK_CLASS_ALL].goodput);
 	}
@@ -57,8 +57,8 @@ void dbk_sim_report_prio_json(cJSON *root, const struct dbk_sim_run_report *runs
 				{ "retried", 'n', (double)p->retried, NULL },
 				{ "good", 'n', (double)p->good, NULL },
 				{ "attainment", 'n', frac(p->good, p->offered), NULL },
-				{ "goodput", 'n', r->duration_s > 0 ? (double)p->good / r->duration_s : 0,
-				  NULL },
+				{ "goodput", 'n',
+				  r->duration_s > 0 ? (double)p->good / r->duration_s : 0, NULL },
 			};
 
 			if (e)

@@ -73,8 +73,7 @@ static void fleet(struct dbk_engine_config *e, struct dbk_sim_config *c)
 
 /* On that fleet, n requests well past what it serves: long prompts in
  * a burst, classes 30:50:20. */
-static struct dbk_sim_req *overload(size_t n, struct dbk_engine_config *e,
-                                    struct dbk_sim_config *c)
+static struct dbk_sim_req *overload(size_t n, struct dbk_engine_config *e, struct dbk_sim_config *c)
 {
 	struct dbk_sim_req *r = calloc(n, sizeof(*r));
 	uint32_t *in = calloc(n, sizeof(*in)), seed = 3;
@@ -182,9 +181,15 @@ static void test_retry(void)
 	struct dbk_engine_config e[4];
 	struct dbk_sim_config c;
 	struct dbk_sim_req two[2] = {
-		{ .id = 0, .arrival_s = 0, .input_tokens = 120000, .output_tokens = 10,
+		{ .id = 0,
+		  .arrival_s = 0,
+		  .input_tokens = 120000,
+		  .output_tokens = 10,
 		  .cls = DBK_CLASS_CRITICAL },
-		{ .id = 1, .arrival_s = 0.1, .input_tokens = 500, .output_tokens = 10,
+		{ .id = 1,
+		  .arrival_s = 0.1,
+		  .input_tokens = 500,
+		  .output_tokens = 10,
 		  .cls = DBK_CLASS_SHEDDABLE },
 	};
 	struct dbk_sim_result res;

@@ -50,9 +50,11 @@ static void test_predicted(void)
 	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
 	CHECK_EQ_U(r.retry_after_s, 1);
 	CHECK(strcmp(r.why, "predicted-late") == 0);
-	/* Sheddable: past half of it; Retry-After is the excess, rounded up. */
-	CHECK_EQ_U(admit(&c, DBK_CLASS_SHEDDABLE, 999).verdict, DBK_ADMIT_ROUTE);
-	r = admit(&c, DBK_CLASS_SHEDDABLE, 3500.5);
+	/* Sheddable: past 90% of it, leaving a critical request behind it
+	 * room for its own prefill; Retry-After is the excess, rounded up. */
+	CHECK_EQ_U(admit(&c, DBK_CLASS_SHEDDABLE, 1800).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(admit(&c, DBK_CLASS_SHEDDABLE, 1801).verdict, DBK_ADMIT_SHED);
+	r = admit(&c, DBK_CLASS_SHEDDABLE, 3800.5);
 	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
 	CHECK_EQ_U(r.retry_after_s, 3);
 	/* Bounded: a wild prediction, or not a number, stays in [1, 60]. */
