@@ -36,8 +36,47 @@ double dbk_sim_saturation(const struct dbk_sim *s, const struct dbk_sim_snapshot
 	return used ? sum / used : 1;
 }
 
+static void fleet_first_tokens(const struct dbk_sim *s, double *sum, uint64_t *count)
+{
+	*sum = 0;
+	*count = 0;
+	for (unsigned i = 0; i < dbk_sim_ninstances(s); i++) {
+		double si;
+		uint64_t ci;
+
+		dbk_sim_first_tokens(s, i, &si, &ci);
+		*sum += si;
+		*count += ci;
+	}
+}
+
+void dbk_sim_ttft_window_update(struct dbk_sim_ttft_window *w, const struct dbk_sim *s)
+{
+	double now = dbk_sim_now(s), sum;
+	uint64_t count;
+
+	if (w->start_s > 0 && now - w->start_s < DBK_SIM_TTFT_WINDOW_S)
+		return;
+	fleet_first_tokens(s, &sum, &count);
+	/* A new engine starts its counters at 0: that window tells nothing. */
+	if (w->start_s > 0 && count > w->count0 && sum >= w->sum0)
+		w->mean_s = (sum - w->sum0) / (double)(count - w->count0);
+	w->start_s = now > 0 ? now : 1e-9;
+	w->sum0 = sum;
+	w->count0 = count;
+}
+
+bool dbk_sim_saturated(const struct dbk_sim *s, const struct dbk_sim_ttft_window *w)
+{
+	const struct dbk_sim_config *c = dbk_sim_config(s);
+
+	if (w && w->mean_s > (double)c->admit.ttft_ms * DBK_SIM_SAT_TTFT_SHARE / 1e3)
+		return true;
+	return dbk_sim_saturation(s, NULL) >= 1.0;
+}
+
 int dbk_sim_admit(const struct dbk_sim *s, const struct dbk_sim_req *r, int chosen, bool predicted,
-                  double ttft_s)
+                  double ttft_s, bool saturated)
 {
 	const struct dbk_sim_config *c = dbk_sim_config(s);
 	struct dbk_admit_input in = {
@@ -49,8 +88,7 @@ int dbk_sim_admit(const struct dbk_sim *s, const struct dbk_sim_req *r, int chos
 	/* Critical is never refused: spare it the saturation's sum. */
 	if (!c->admit.enabled || r->cls == DBK_CLASS_CRITICAL)
 		return chosen;
-	if (!predicted)
-		in.saturated = dbk_sim_saturation(s, NULL) >= 1.0;
+	in.saturated = saturated;
 	struct dbk_admit_result a = dbk_admit(&c->admit, &in);
 
 	if (a.verdict == DBK_ADMIT_ROUTE)

@@ -361,8 +361,10 @@ static int route(struct dbk_sim *s, uint32_t id)
 		return -1;
 	/* A policy that predicts nothing: the saturation rule first, as the
 	 * agent's reference mode and the GIE decide before choosing. */
-	if (s->cfg.admit.enabled && !s->ops->admits)
-		c = dbk_sim_admit(s, &s->reqs[id], 0, false, 0);
+	if (s->cfg.admit.enabled && !s->ops->admits) {
+		dbk_sim_ttft_window_update(&s->ttftw, s);
+		c = dbk_sim_admit(s, &s->reqs[id], 0, false, 0, dbk_sim_saturated(s, &s->ttftw));
+	}
 	/* No instance to send it to: HAProxy's 503. */
 	if (c == 0)
 		c = dbk_sim_nusable(s) ? s->ops->choose(s->pst, s, &s->reqs[id]) : DBK_SIM_REFUSE;

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "admit.h"
 #include "event_queue.h"
 #include "lib/buf.h"
 #include "lib/list.h"
@@ -74,6 +75,7 @@ struct dbk_sim {
 	bool any_caching; /* some instance has prefix caching */
 	struct dbk_sim_result res;
 	struct dbk_sim_prio prio[DBK_CLASS_N]; /* by the requests' class */
+	struct dbk_sim_ttft_window ttftw;      /* admission's, without prediction */
 };
 
 static inline bool dbk_sim_inst_usable(const struct dbk_sim_inst *in)
