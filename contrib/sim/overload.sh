@@ -3,8 +3,10 @@
 # 2.5x its own SLO capacity without admission, with classes 30:50:20
 # (critical, standard, sheddable: the longest prompts), with and without
 # --admission, beside llm_d_shed (llm-d behind the GIE's saturation-based
-# shedding) at the same rates. Prints each dbucket-sim command, then one
-# markdown row per policy, factor and variant.
+# shedding) at the same rates. Prints each dbucket-sim command (on
+# stderr), then one markdown row per policy and factor: each class's
+# share within the objectives and goodput, without admission / with
+# dbucket's / the GIE peer's, and the requests shed by either.
 #
 #   contrib/sim/overload.sh NAME CAPACITIES -- DBUCKET-SIM-ARGS...
 #
@@ -13,7 +15,8 @@
 # dbucket-sim --slo-capacity found them (the rate factor of each policy's
 # own capacity without admission); the arguments after -- give the trace,
 # its slice and the fleet (no --rate-factor, no --policy). With
-# DBK_SHED_RETRY=1 every run adds --shed-retry.
+# DBK_SHED_RETRY=1 every run adds --shed-retry; with DBK_OVERLOAD_REPORT=1
+# nothing runs, the rows come from the JSON files already in DIR.
 set -eu
 cd "$(dirname "$0")/../.."
 BUILD=${DBK_BUILD:-build}
@@ -36,33 +39,44 @@ run() { # run FILE ARGS...: prints the command, runs it quietly
 	nice -n 5 "$BUILD/dbucket-sim" "$@" ${retry[@]+"${retry[@]}"} --json "$file" >/dev/null
 }
 
-# One row: policy, factor, variant, then each class's share within the
-# objectives, the sheds, goodput (all classes, requests a second).
-row() { # row FILE POLICY X VARIANT
-	jq -r --arg p "$2" --arg x "$3" --arg v "$4" '
-		.policies[] | select(.policy == $p) | .priority_classes as $c |
-		[$p, $x, $v,
-		 (100 * $c.critical.attainment | . * 10 | round / 10 | tostring) + "%",
-		 (100 * $c.standard.attainment | . * 10 | round / 10 | tostring) + "%",
-		 (100 * $c.sheddable.attainment | . * 10 | round / 10 | tostring) + "%",
-		 ($c.standard.shed | tostring) + " / " + ($c.sheddable.shed | tostring),
-		 (.classes.all.goodput | . * 1000 | round / 1000 | tostring)]
-		| "| " + join(" | ") + " |"' "$1"
+# One row per policy and factor from its two runs (OFF without admission,
+# ON with it and the GIE peer; ON empty for lc): each class's share
+# within the objectives, none / dbucket / GIE; the requests shed
+# (standard + sheddable), dbucket / GIE; goodput (all classes, requests
+# within the objectives a second) none / dbucket / GIE.
+row() { # row POLICY X OFF ON
+	jq -rn --arg p "$1" --arg x "$2" --slurpfile off "$3" --slurpfile on "${4:-$3}" \
+		--arg has_on "${4:+1}" '
+		def pick($f; $name): $f[0].policies[] | select(.policy == $name);
+		def pct: . * 1000 | round / 10 | tostring;
+		def shed: [.priority_classes[].shed] | add | tostring;
+		pick($off; $p) as $n |
+		(if $has_on == "1" then [pick($on; $p), pick($on; "llm_d_shed")] else [] end) as $o |
+		def three($k): ([$n] + $o | map(.priority_classes[$k].attainment | pct) | join(" / "));
+		["\($p)", $x, three("critical"), three("standard"), three("sheddable"),
+		 ($o | map(shed) | join(" / ")),
+		 ([$n] + $o | map(.classes.all.goodput * 1000 | round / 1000 | tostring)
+		  | join(" / "))]
+		| "| " + join(" | ") + " |"'
 }
 
-echo "| policy | x capacity | admission | critical within | standard within | sheddable within | shed (standard / sheddable) | goodput (req/s) |"
-echo "|---|---:|---|---:|---:|---:|---:|---:|"
+echo "| policy | x capacity | critical within % | standard within % | sheddable within % | shed: dbucket / GIE | goodput (req/s) |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
 for pc in ${caps//,/ }; do
 	pol=${pc%%=*} cap=${pc#*=}
 	for x in 0.8 1.0 1.5 2.0 2.5; do
 		rf=$(awk -v c="$cap" -v x="$x" 'BEGIN { printf "%.6g", c * x }')
 		base=$out/$name-$pol-$x
-		run "$base-off.json" "$@" --rate-factor "$rf" --policy "$pol" --classes 30,50,20
-		row "$base-off.json" "$pol" "$x" none
-		[ "$pol" = lc ] && continue # the baseline: no admission
-		run "$base-on.json" "$@" --rate-factor "$rf" --policy "$pol,llm_d_shed" \
-			--classes 30,50,20 --admission
-		row "$base-on.json" "$pol" "$x" "dbucket"
-		row "$base-on.json" llm_d_shed "$x" "GIE (at $pol's rate)"
+		[ -n "${DBK_OVERLOAD_REPORT:-}" ] ||
+			run "$base-off.json" "$@" --rate-factor "$rf" --policy "$pol" \
+				--classes 30,50,20
+		if [ "$pol" = lc ]; then # the baseline: no admission
+			row "$pol" "$x" "$base-off.json"
+			continue
+		fi
+		[ -n "${DBK_OVERLOAD_REPORT:-}" ] ||
+			run "$base-on.json" "$@" --rate-factor "$rf" --policy "$pol,llm_d_shed" \
+				--classes 30,50,20 --admission
+		row "$pol" "$x" "$base-off.json" "$base-on.json"
 	done
 done
