@@ -66,17 +66,8 @@ void dbk_sim_ttft_window_update(struct dbk_sim_ttft_window *w, const struct dbk_
 	w->count0 = count;
 }
 
-bool dbk_sim_saturated(const struct dbk_sim *s, const struct dbk_sim_ttft_window *w)
-{
-	const struct dbk_sim_config *c = dbk_sim_config(s);
-
-	if (w && w->mean_s > (double)c->admit.ttft_ms * DBK_SIM_SAT_TTFT_SHARE / 1e3)
-		return true;
-	return dbk_sim_saturation(s, NULL) >= 1.0;
-}
-
 int dbk_sim_admit(const struct dbk_sim *s, const struct dbk_sim_req *r, int chosen, bool predicted,
-                  double ttft_s, bool saturated)
+                  double ttft_s, const struct dbk_sim_ttft_window *w)
 {
 	const struct dbk_sim_config *c = dbk_sim_config(s);
 	struct dbk_admit_input in = {
@@ -88,7 +79,10 @@ int dbk_sim_admit(const struct dbk_sim *s, const struct dbk_sim_req *r, int chos
 	/* Critical is never refused: spare it the saturation's sum. */
 	if (!c->admit.enabled || r->cls == DBK_CLASS_CRITICAL)
 		return chosen;
-	in.saturated = saturated;
+	if (!predicted) {
+		in.saturated = dbk_sim_saturation(s, NULL) >= 1.0;
+		in.fleet_ttft_ms = w ? w->mean_s * 1e3 : 0;
+	}
 	struct dbk_admit_result a = dbk_admit(&c->admit, &in);
 
 	if (a.verdict == DBK_ADMIT_ROUTE)

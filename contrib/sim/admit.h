@@ -15,8 +15,8 @@
  * The same signal serves our rule for the policies that predict nothing
  * (rr, lc, plain, dynamic, the peers), read at the moment of the
  * decision from the engines' gauges: what a scrape just then would
- * show, fresher than any real scrape; with a second of our own
- * (dbk_sim_saturated). */
+ * show, fresher than any real scrape; beside it the fleet's recent
+ * first tokens (dbk_sim_ttft_window), which agent/admission.c weighs. */
 #ifndef DBK_SIM_ADMIT_H
 #define DBK_SIM_ADMIT_H
 
@@ -49,25 +49,12 @@ struct dbk_sim_ttft_window {
 /* Moves w on to now when its window is over. */
 void dbk_sim_ttft_window_update(struct dbk_sim_ttft_window *w, const struct dbk_sim *s);
 
-/* Whether the fleet is saturated for a policy that predicts nothing:
- * the GIE's signal (dbk_sim_saturation, now) is >= 1, or the recent
- * first tokens (w, may be NULL) took more than half the objective on
- * average. The second is ours: vLLM takes a prompt into its running
- * batch long before its prefill is done, so a queue of prefills hides
- * from the waiting count, never from the first tokens; and when the
- * mean first token has spent half the objective the slow tail is
- * already past it. Measured (ttft aside, Mooncake, 4 instances, plain
- * at 1.5x and 2x its capacity): the GIE's signal alone kept 88.4% and
- * 78.6% of critical requests within objective; with this, 95.7% and
- * 91.6%. */
-#define DBK_SIM_SAT_TTFT_SHARE 0.5
-bool dbk_sim_saturated(const struct dbk_sim *s, const struct dbk_sim_ttft_window *w);
-
 /* The agent's admission of r (agent/admission.h) with s's configuration:
  * chosen (an instance index) when admitted, else DBK_SIM_SHED(its
  * Retry-After). With predicted, ttft_s is the policy's predicted first
- * token on chosen; without, saturated decides. */
+ * token on chosen; without, the fleet's saturation now and its recent
+ * first tokens (w; NULL: not known) decide. */
 int dbk_sim_admit(const struct dbk_sim *s, const struct dbk_sim_req *r, int chosen, bool predicted,
-                  double ttft_s, bool saturated);
+                  double ttft_s, const struct dbk_sim_ttft_window *w);
 
 #endif

@@ -207,7 +207,9 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		          "--slo-ttft-ms; the others shed sheddable\n"
 		          "requests when the fleet is saturated\n"
 		          "(GIE's detector: mean of max(waiting/5,\n"
-		          "KV/0.8) >= 1); critical never" },
+		          "KV/0.8) >= 1) or its last second's mean\n"
+		          "TTFT is past half the objective, standard\n"
+		          "ones past their share; critical never" },
 		{ "admit-share-standard", 0, DBK_OPT_DOUBLE, &o->admit_share[DBK_CLASS_STANDARD], 0,
 		  100, .metavar = "X",
 		  .help = "with --admission: the share of the TTFT\n"
