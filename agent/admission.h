@@ -17,11 +17,32 @@
  * Our rule: a class may spend a share of the first-token objective
  * (its headroom: critical unbounded, standard the whole objective,
  * sheddable less, so that what is admitted leaves room for the classes
- * above it). A request whose predicted first token on the server the
- * policy chose is past its class's share is refused; nothing is refused
- * while the chosen server is predicted to serve it in time. Policies
+ * above it: a critical request sent next to the same server waits about
+ * as long as the sheddable one's predicted first token, then prefills
+ * its own prompt, which a tenth of the objective covers for a chat
+ * prompt). Measured in the simulator (BENCHMARKS.md, "Overload:
+ * priorities and admission"): with half the objective, Mooncake's
+ * sheddable requests (its longest prompts) were shed three in four at
+ * 0.8x capacity; with all of it, critical fell to 51% within objective
+ * at 2.5x; with 0.9 neither.
+ *
+ * A request whose predicted first token on the server the policy chose
+ * is past its class's share is refused; nothing is refused while the
+ * chosen server is predicted to serve it in time. Policies
  * that do not predict (the reference, plain least load) pass the fleet's
- * saturation instead, and only sheddable requests are refused on it.
+ * saturation and its recent mean first token instead: a sheddable
+ * request is refused when the fleet is saturated or its first tokens
+ * take more than half the objective on average (the slow tail is then
+ * past it), a standard one when they take more than the standard share
+ * (a typical request misses). vLLM takes a prompt into its running
+ * batch long before its prefill is done, so a queue of prefills hides
+ * from a saturation read off the waiting count; the first tokens show
+ * it. Measured in the simulator (BENCHMARKS.md): on Mooncake at 4
+ * instances, plain at 1.5x and 2x its capacity kept 88.4% and 78.6% of
+ * its critical requests within objective on the saturation alone, with
+ * the first tokens 96.0% and 91.9%; on Azure's conversations 58.2%
+ * and 40.4%, against 88.1% and 59.0% (a prediction does better:
+ * 99.7% and 99.6% under ttft).
  *
  * Pure: no I/O, no clock, no logging. */
 #ifndef DBK_ADMISSION_H
@@ -42,7 +63,10 @@ enum dbk_class { DBK_CLASS_CRITICAL, DBK_CLASS_STANDARD, DBK_CLASS_SHEDDABLE, DB
 
 #define DBK_ADMIT_DEFAULT_TTFT_MS 2000
 #define DBK_ADMIT_DEFAULT_HEADROOM_STANDARD 1.0
-#define DBK_ADMIT_DEFAULT_HEADROOM_SHEDDABLE 0.5
+#define DBK_ADMIT_DEFAULT_HEADROOM_SHEDDABLE 0.9
+/* The share of the objective the fleet's mean first token may reach
+ * before sheddable requests are refused without a prediction. */
+#define DBK_ADMIT_FLEET_SHARE_SHEDDABLE 0.5
 #define DBK_ADMIT_DEFAULT_RETRY_MIN_S 1
 #define DBK_ADMIT_DEFAULT_RETRY_MAX_S 60
 
@@ -70,6 +94,10 @@ struct dbk_admit_input {
 	bool predicted; /* the policy predicted its first token: ttft_ms */
 	double ttft_ms; /* ... on the server it chose */
 	bool saturated; /* the fleet is saturated (for policies that do not predict) */
+	/* For policies that do not predict: the fleet's recent mean first
+	 * token (vllm:time_to_first_token_seconds' _sum and _count over the
+	 * servers, over the last second or so); 0: not known. */
+	double fleet_ttft_ms;
 	bool no_server; /* no usable server at all: nothing to protect */
 };
 

@@ -80,6 +80,14 @@ int dbk_sim_fleet_build(struct dbk_sim_fleet *f, const struct dbk_sim_opts *o)
 	sc->nscale = o->nscale;
 	sc->warmup_s = o->warmup_s;
 	sc->warmup_factor = o->warmup_factor;
+	dbk_admit_config_default(&sc->admit);
+	sc->admit.enabled = o->admission;
+	if (o->slo_ttft_ms > 0) /* else the agent's default objective */
+		sc->admit.ttft_ms = (long long)o->slo_ttft_ms;
+	for (int k = DBK_CLASS_STANDARD; k < DBK_CLASS_N; k++)
+		if (o->admit_share[k] >= 0)
+			sc->admit.headroom[k] = o->admit_share[k];
+	sc->shed_retry = o->shed_retry;
 	if (o->fail_instance >= 0) {
 		sc->fail_inst = (unsigned)o->fail_instance;
 		sc->fail_from_s = o->fail_from_s;

@@ -60,7 +60,7 @@ void dbk_metrics_itl(struct dbk_metrics *m, bool is_long, double gap_s)
 	dvec_push(m, &m->itl[is_long], gap_s);
 }
 
-void dbk_metrics_completed(struct dbk_metrics *m, bool is_long, double ttft_s, double e2e_s,
+bool dbk_metrics_completed(struct dbk_metrics *m, bool is_long, double ttft_s, double e2e_s,
                            uint32_t in_tokens, uint32_t out_tokens)
 {
 	int c = is_long;
@@ -85,6 +85,7 @@ void dbk_metrics_completed(struct dbk_metrics *m, bool is_long, double ttft_s, d
 	m->good[c] += good;
 	m->in_tok[c] += in_tokens;
 	m->out_tok[c] += out_tokens;
+	return good;
 }
 
 void dbk_metrics_failed(struct dbk_metrics *m, bool is_long) { m->failed[is_long]++; }

@@ -58,8 +58,9 @@ void dbk_metrics_free(struct dbk_metrics *m);
 
 /* One gap between consecutive tokens of a request. */
 void dbk_metrics_itl(struct dbk_metrics *m, bool is_long, double gap_s);
-/* A completed request: ttft and e2e from its send time. */
-void dbk_metrics_completed(struct dbk_metrics *m, bool is_long, double ttft_s, double e2e_s,
+/* A completed request: ttft and e2e from its send time. Whether it met
+ * every objective (good). */
+bool dbk_metrics_completed(struct dbk_metrics *m, bool is_long, double ttft_s, double e2e_s,
                            uint32_t in_tokens, uint32_t out_tokens);
 void dbk_metrics_failed(struct dbk_metrics *m, bool is_long);
 

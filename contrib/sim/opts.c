@@ -28,7 +28,7 @@ struct extra {
 	bool demo, help, version;
 };
 
-#define NOPTS 45
+#define NOPTS 50
 /* The agent's default, as the help text quotes it. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -194,6 +194,32 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		  .metavar = "N",
 		  .help = "body bytes besides the prompt's 4 per\n"
 		          "token, as the agent sees them (120)" },
+		{ "classes", 0, DBK_OPT_STR, &o->classes_text, .metavar = "C,S,B",
+		  .help = "priority classes, shares 1..256 each:\n"
+		          "critical, standard, sheddable; sheddable\n"
+		          "the longest prompts, the others a seeded\n"
+		          "draw (default: every request standard)",
+		  .section = "Overload:" },
+		{ "admission", 0, DBK_OPT_FLAG, &o->admission,
+		  .help = "the agent's admission (agent/admission.c):\n"
+		          "a predicting policy sheds a request\n"
+		          "predicted past its class's share of\n"
+		          "--slo-ttft-ms; the others shed sheddable\n"
+		          "requests when the fleet is saturated\n"
+		          "(GIE's detector: mean of max(waiting/5,\n"
+		          "KV/0.8) >= 1) or its last second's mean\n"
+		          "TTFT is past half the objective, standard\n"
+		          "ones past their share; critical never" },
+		{ "admit-share-standard", 0, DBK_OPT_DOUBLE, &o->admit_share[DBK_CLASS_STANDARD], 0,
+		  100, .metavar = "X",
+		  .help = "with --admission: the share of the TTFT\n"
+		          "objective a standard request may be\n"
+		          "predicted to take (default the agent's)" },
+		{ "admit-share-sheddable", 0, DBK_OPT_DOUBLE, &o->admit_share[DBK_CLASS_SHEDDABLE],
+		  0, 100, .metavar = "X", .help = "the same for a sheddable request" },
+		{ "shed-retry", 0, DBK_OPT_FLAG, &o->shed_retry,
+		  .help = "a shed request's client sends it again\n"
+		          "once, after its Retry-After" },
 	};
 	const struct dbk_opt tail[] = {
 		{ "slo-ttft-ms", 0, DBK_OPT_DOUBLE, &o->slo_ttft_ms, 0, 1e12, .metavar = "X",
@@ -316,6 +342,17 @@ static int fleet_opts(struct dbk_sim_opts *o, char *err, size_t errlen)
 		dbk_errf(err, errlen, "--weights: %s", why);
 		return -1;
 	}
+	if (o->classes_text) {
+		if (dbk_sim_weights_parse(o->classes_text, o->class_share, DBK_CLASS_N,
+		                          &o->nclasses, why, sizeof(why)) != 0) {
+			dbk_errf(err, errlen, "--classes: %s", why);
+			return -1;
+		}
+		if (o->nclasses != DBK_CLASS_N) {
+			dbk_errf(err, errlen, "--classes: three shares, C,S,B");
+			return -1;
+		}
+	}
 	if (o->fail_instance >= o->instances) {
 		dbk_errf(err, errlen, "--fail-instance: %d is not one of the %d instances",
 		         o->fail_instance, o->instances);
@@ -348,6 +385,7 @@ static void defaults(struct dbk_sim_opts *o, struct extra *x)
 	o->warmup_factor = 2;
 	o->fail_instance = -1;
 	o->fail_share = 1;
+	o->admit_share[DBK_CLASS_STANDARD] = o->admit_share[DBK_CLASS_SHEDDABLE] = -1;
 	dbk_slo_search_default(&o->search);
 	x->max_evals = (int)o->search.max_evals;
 }

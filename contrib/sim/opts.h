@@ -41,6 +41,13 @@ struct dbk_sim_opts {
 	int fail_instance; /* -1: none */
 	double fail_from_s, fail_share;
 	bool observe_l7;
+	/* Overload (issue 28): --classes' text and its shares (classes.h;
+	 * nclasses 0: every request standard), --admission, --shed-retry. */
+	const char *classes_text;
+	double class_share[DBK_CLASS_N];
+	size_t nclasses;
+	bool admission, shed_retry;
+	double admit_share[DBK_CLASS_N]; /* < 0: the agent's default */
 	/* --slo-capacity: search each policy's capacity instead. */
 	bool slo_capacity;
 	struct dbk_slo_search search;

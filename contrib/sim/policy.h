@@ -51,6 +51,12 @@
 /* choose()'s answers besides an instance index. */
 #define DBK_SIM_REFUSE (-1)       /* no instance: the request fails */
 #define DBK_SIM_POLICY_ERROR (-2) /* the run cannot go on (memory) */
+/* Refused by admission (a 429 with Retry-After retry_s seconds, 0..
+ * DBK_SIM_SHED_MAX_S): the request never reaches an instance. */
+#define DBK_SIM_SHED_MAX_S 3600
+#define DBK_SIM_SHED(retry_s) (-1000 - (retry_s))
+#define DBK_SIM_IS_SHED(c) ((c) <= -1000 && (c) >= -1000 - DBK_SIM_SHED_MAX_S)
+#define DBK_SIM_SHED_RETRY_S(c) (-1000 - (c))
 
 struct dbk_sim_policy_stats {
 	size_t leases;      /* live leases (0 once every request ended) */
@@ -77,7 +83,8 @@ struct dbk_sim_policy_ops {
 	 * a sentence in env->err (left empty: out of memory); fini runs
 	 * after a failure too. */
 	int (*init)(void *st, const struct dbk_sim_policy_env *env);
-	/* An instance index, DBK_SIM_REFUSE or DBK_SIM_POLICY_ERROR. */
+	/* An instance index, DBK_SIM_REFUSE, DBK_SIM_POLICY_ERROR or
+	 * DBK_SIM_SHED(retry_s). */
 	int (*choose)(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r);
 	/* May be NULL (the policy keeps nothing per request). The request
 	 * chosen for inst ended (finished or failed): called exactly once
@@ -106,6 +113,10 @@ struct dbk_sim_policy_ops {
 	/* Never in "all", selectable by name only (consistent_hash's other
 	 * ring layouts). */
 	bool extra;
+	/* The policy applies admission itself, in choose (the agent's
+	 * policies, with their prediction; a peer's own shedding): the
+	 * simulator does not apply the saturation rule before it. */
+	bool admits;
 	/* May be NULL. */
 	void (*stats)(const void *st, struct dbk_sim_policy_stats *out);
 	/* May be NULL: frees what init allocated, not the state itself. */
@@ -128,6 +139,10 @@ extern const struct dbk_sim_policy_ops dbk_sim_policy_lc;
 extern const struct dbk_sim_policy_ops dbk_sim_policy_plain;
 extern const struct dbk_sim_policy_ops dbk_sim_policy_dynamic;
 extern const struct dbk_sim_policy_ops dbk_sim_policy_clairvoyant;
+/* llm_d's state's pod metrics, as its datastore holds them: what the
+ * GIE's saturation detector reads in llm_d_shed (policy_llmd_shed.c). */
+extern const struct dbk_sim_policy_ops dbk_sim_policy_llm_d;
+const struct dbk_sim_snapshot *dbk_sim_llmd_snapshot(const void *st);
 /* The agent's i-th policy that chooses (agent/policy_ops.h: ttft,
  * p2ttft, ...), run as the agent runs it (policy_agent.c); NULL past
  * the last. */

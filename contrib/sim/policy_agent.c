@@ -17,6 +17,7 @@
  * chose (the policy is told which servers are usable, as the agent tells
  * it), and the slot the policy fills is kept here. */
 #include "policy.h"
+#include "admit.h"
 #include "sim_eject.h"
 
 #include <stdlib.h>
@@ -207,6 +208,11 @@ static int ag_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	dbk_outlier_tick(&p->ej[j], now, ag_returned, &an);
 	if (p->ops->choose(p->node[j], &q, now, &ch) < 0)
 		return DBK_SIM_REFUSE;
+	/* Admission where route.c applies it: after choose, before the
+	 * lease and its commit, with the first token predicted there. */
+	int v = dbk_sim_admit(s, r, ch.server, ch.predicted, ch.ttft_s, NULL);
+	if (v != ch.server)
+		return v;
 	struct ag_req *a = &p->reqs[r->id];
 	memset(a, 0, sizeof(*a));
 	a->lease.server = (unsigned)ch.server;
@@ -306,6 +312,7 @@ const struct dbk_sim_policy_ops *dbk_sim_policy_agent(size_t i)
 				.tick = ag_tick,
 				.tick_s = 0.100,
 				.member = ag_member,
+				.admits = true,
 			};
 		}
 	}

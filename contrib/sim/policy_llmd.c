@@ -213,6 +213,13 @@ static int ld_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	return (int)pick;
 }
 
+/* The pods' metrics as the datastore holds them, which the GIE's
+ * saturation detector reads too (policy_llmd_shed.c). */
+const struct dbk_sim_snapshot *dbk_sim_llmd_snapshot(const void *st)
+{
+	return &((const struct llmd *)st)->snap;
+}
+
 /* The picker scores the pods of its datastore only, from which the pod
  * reconciler deletes a pod that is deleted, no longer matches the pool
  * or is not Ready (kubernetes-sigs/gateway-api-inference-extension,

@@ -38,4 +38,11 @@ void dbk_sim_report_phases(FILE *f, const struct dbk_sim_run_report *runs, size_
  * shortage. */
 cJSON *dbk_sim_report_json(const struct dbk_sim_run_report *runs, size_t n, int baseline);
 
+/* Per priority class (--classes, --admission; report_prio.c): each
+ * policy's requests offered, admitted, shed, retried, the share within
+ * every objective and goodput, then all classes; and the same as a
+ * "priority_classes" object in each of root's "policies". */
+void dbk_sim_report_prio(FILE *f, const struct dbk_sim_run_report *runs, size_t n);
+void dbk_sim_report_prio_json(cJSON *root, const struct dbk_sim_run_report *runs, size_t n);
+
 #endif

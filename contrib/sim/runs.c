@@ -113,12 +113,17 @@ int dbk_sim_runs(const struct dbk_sim_setup *u)
 	engine_table(stdout, runs, u->npol, (unsigned)u->o->instances);
 	if (u->changing)
 		dbk_sim_report_phases(stdout, runs, u->npol);
+	bool prio = u->o->nclasses || u->o->admission;
+	if (prio)
+		dbk_sim_report_prio(stdout, runs, u->npol);
 	if (u->o->json) {
 		cJSON *root = dbk_sim_report_json(runs, u->npol, baseline);
 		cJSON *setup = root ? cJSON_AddObjectToObject(root, "setup") : NULL;
 
 		if (setup) {
 			dbk_sim_setup_json(setup, u);
+			if (prio)
+				dbk_sim_report_prio_json(root, runs, u->npol);
 		} else {
 			cJSON_Delete(root);
 			root = NULL;

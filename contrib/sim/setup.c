@@ -65,6 +65,18 @@ void dbk_sim_setup_print(FILE *f, const struct dbk_sim_setup *u)
 	        o->threshold, o->slo_ttft_ms, o->slo_tpot_ms, o->slo_e2e_ms, o->overhead_ms);
 	if (u->changing)
 		fleet_print(f, o);
+	if (o->nclasses || o->admission) {
+		const struct dbk_admit_config *a = &u->f.sc.admit;
+
+		fprintf(f, "classes %s (critical,standard,sheddable); admission %s",
+		        o->classes_text ? o->classes_text : "none: all standard",
+		        o->admission ? "on" : "off");
+		if (o->admission)
+			fprintf(f, ": standard %g, sheddable %g of %lld ms; retry %s",
+			        a->headroom[DBK_CLASS_STANDARD], a->headroom[DBK_CLASS_SHEDDABLE],
+			        a->ttft_ms, o->shed_retry ? "once" : "none");
+		fputc('\n', f);
+	}
 	fputc('\n', f);
 	fflush(f);
 }
@@ -123,6 +135,17 @@ void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
 	};
 
 	dbk_sim_json_add(setup, m, sizeof(m) / sizeof(m[0]));
+	if (o->nclasses || o->admission) {
+		const struct dbk_admit_config *a = &u->f.sc.admit;
+		const struct dbk_sim_member ad[] = {
+			{ "classes", o->classes_text ? 's' : 0, 0, o->classes_text },
+			{ "admission", 'b', o->admission, NULL },
+			{ "admit_share_standard", 'n', a->headroom[DBK_CLASS_STANDARD], NULL },
+			{ "admit_share_sheddable", 'n', a->headroom[DBK_CLASS_SHEDDABLE], NULL },
+			{ "shed_retry", 'b', o->shed_retry, NULL },
+		};
+		dbk_sim_json_add(setup, ad, sizeof(ad) / sizeof(ad[0]));
+	}
 	if (!u->changing)
 		return;
 	const struct dbk_sim_member fl[] = {

@@ -10,6 +10,7 @@
 #include "lib/list.h"
 #include "model/prefix_cache.h"
 #include "event_queue.h"
+#include "admit.h"
 #include "policy.h"
 #include "snapshot.h"
 #include "lib/log.h"
@@ -201,10 +202,15 @@ static void end_request(struct dbk_sim *s, uint32_t id, bool ok, enum dbk_sim_fa
 	free(r->keys);
 	r->keys = NULL;
 	r->n_keys = 0;
+	struct dbk_sim_prio *p = &s->prio[q->cls < DBK_CLASS_N ? q->cls : DBK_CLASS_DEFAULT];
+
+	p->offered++;
+	p->shed += why == DBK_SIM_FAIL_SHED;
+	p->admitted += r->o.instance != DBK_SIM_NONE;
 	if (ok)
-		dbk_metrics_completed(&s->m, is_long, r->o.first_token_s - q->arrival_s,
-		                      r->o.last_token_s - q->arrival_s, q->input_tokens,
-		                      r->o.tokens);
+		p->good += dbk_metrics_completed(&s->m, is_long, r->o.first_token_s - q->arrival_s,
+		                                 r->o.last_token_s - q->arrival_s, q->input_tokens,
+		                                 r->o.tokens);
 	else
 		dbk_metrics_failed(&s->m, is_long);
 	if (s->now > s->last_end)
@@ -329,18 +335,43 @@ static int key_prompt(struct dbk_sim *s, uint32_t id)
 	return 0;
 }
 
+/* Refused by admission: its client sends it again once after the
+ * Retry-After, with --shed-retry; else it ends here, never sent. */
+static int shed(struct dbk_sim *s, uint32_t id, int retry_s)
+{
+	struct dbk_sim_rstate *r = &s->rs[id];
+
+	if (s->cfg.shed_retry && !r->retried) {
+		r->retried = true;
+		s->prio[s->reqs[id].cls < DBK_CLASS_N ? s->reqs[id].cls : DBK_CLASS_DEFAULT]
+		        .retried++;
+		return dbk_evq_push(&s->q, s->now + retry_s, EV_RETRY, id);
+	}
+	end_request(s, id, false, DBK_SIM_FAIL_SHED);
+	return 0;
+}
+
 static int route(struct dbk_sim *s, uint32_t id)
 {
 	struct dbk_sim_rstate *r = &s->rs[id];
-	int c;
+	int c = 0;
 
-	if (key_prompt(s, id) != 0)
+	/* A retry keeps the keys of its first send. */
+	if (!r->keys && key_prompt(s, id) != 0)
 		return -1;
+	/* A policy that predicts nothing: the saturation rule first, as the
+	 * agent's reference mode and the GIE decide before choosing. */
+	if (s->cfg.admit.enabled && !s->ops->admits) {
+		dbk_sim_ttft_window_update(&s->ttftw, s);
+		c = dbk_sim_admit(s, &s->reqs[id], 0, false, 0, &s->ttftw);
+	}
 	/* No instance to send it to: HAProxy's 503. */
-	c = dbk_sim_nusable(s) ? s->ops->choose(s->pst, s, &s->reqs[id]) : DBK_SIM_REFUSE;
-
+	if (c == 0)
+		c = dbk_sim_nusable(s) ? s->ops->choose(s->pst, s, &s->reqs[id]) : DBK_SIM_REFUSE;
 	if (c == DBK_SIM_POLICY_ERROR)
 		return -1;
+	if (DBK_SIM_IS_SHED(c))
+		return shed(s, id, DBK_SIM_SHED_RETRY_S(c));
 	if (c < 0 || (unsigned)c >= s->cfg.ninstances) {
 		s->refused++;
 		end_request(s, id, false, DBK_SIM_FAIL_REFUSED);
@@ -441,6 +472,7 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 				rc = dbk_evq_push(&s->q, next_tick(s), EV_TICK, 0);
 			break;
 		case EV_SCALE: rc = dbk_sim_scale_to(s, (unsigned)s->cfg.scale[ev.arg].v); break;
+		case EV_RETRY: rc = route(s, ev.arg); break;
 		case EV_MARK_UP:
 			s->inst[ev.arg].down = false;
 			dbk_sim_tell(s, ev.arg, false);
@@ -491,6 +523,7 @@ int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out)
 		r->misrouted = s->misrouted;
 		r->marked_down = s->marked_down;
 		r->new_engines = s->new_engines;
+		memcpy(r->prio, s->prio, sizeof(r->prio));
 		r->events = s->events;
 		r->refused = s->refused;
 		r->too_long = s->too_long;

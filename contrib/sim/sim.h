@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "admission.h"
 #include "model/engine.h"
 #include "metrics.h"
 #include "schedule.h"
@@ -44,6 +45,9 @@ struct dbk_sim_req {
 	 * the OpenAI "user" field and X-Session-Id "conv-<session>". */
 	uint64_t session;
 	bool has_session;
+	/* Its priority class (enum dbk_class, agent/admission.h): the
+	 * workload's --classes, standard without (the agent's default). */
+	uint8_t cls;
 };
 
 struct dbk_sim_config {
@@ -94,6 +98,13 @@ struct dbk_sim_config {
 	/* The operator's weight of each instance (NULL: all 1), for the
 	 * policies that read weights (wlc). */
 	const double *weights;
+	/* ---- Overload (issue 28; all off by default). ---- */
+	/* The agent's admission (agent/admission.c) at the moment the
+	 * balancer decides (admit.h); admit.enabled false: none. */
+	struct dbk_admit_config admit;
+	/* A shed request's client sends it again once, Retry-After seconds
+	 * later (its TTFT still counts from the first send). */
+	bool shed_retry;
 };
 
 /* Fills c with: no instances, overhead 0, threshold 32768, max request
@@ -140,6 +151,7 @@ enum dbk_sim_fail {
 	DBK_SIM_FAIL_ENGINE,   /* other engine refusal */
 	DBK_SIM_FAIL_SERVER,   /* a failing instance's HTTP 500 */
 	DBK_SIM_FAIL_ABSENT,   /* the policy chose an instance left out */
+	DBK_SIM_FAIL_SHED,     /* refused by admission (a 429), never sent */
 };
 
 struct dbk_sim_outcome {
@@ -155,9 +167,19 @@ struct dbk_sim_outcome {
 
 const struct dbk_sim_outcome *dbk_sim_outcome(const struct dbk_sim *s, uint32_t id);
 
+/* What one priority class got: requests offered, completed within
+ * every objective (good), sent to a server (admitted), refused in the
+ * end (shed: counted against attainment), refused once and sent again
+ * (retried; then admitted or shed). offered = admitted + shed + those
+ * the fleet refused (no instance). */
+struct dbk_sim_prio {
+	uint64_t offered, good, admitted, shed, retried;
+};
+
 struct dbk_sim_result {
 	struct dbk_class_summary cls[DBK_NCLASSES];
-	double duration_s; /* first arrival to the last request's end */
+	struct dbk_sim_prio prio[DBK_CLASS_N]; /* by enum dbk_class */
+	double duration_s;                     /* first arrival to the last request's end */
 	uint64_t preemptions;
 	uint64_t steps;
 	uint64_t events; /* processed by the loop */

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "admit.h"
 #include "event_queue.h"
 #include "lib/buf.h"
 #include "lib/list.h"
@@ -20,6 +21,7 @@ enum ev_kind {
 	EV_TICK,     /* the policy's periodic work (scrapes, eviction) */
 	EV_SCALE,    /* arg: the step of cfg.scale that starts */
 	EV_MARK_UP,  /* arg: instance; its mark-down (error_limit) ends */
+	EV_RETRY,    /* arg: request id; its client sends it again */
 };
 
 struct dbk_sim_rstate {
@@ -31,6 +33,7 @@ struct dbk_sim_rstate {
 	double submitted_s;   /* reached its engine: where vLLM's TTFT starts */
 	struct dbk_list live; /* in its instance's live list */
 	bool has_handle;
+	bool retried; /* shed once and sent again */
 };
 
 struct dbk_sim_inst {
@@ -71,6 +74,8 @@ struct dbk_sim {
 	bool ran, summarized, error;
 	bool any_caching; /* some instance has prefix caching */
 	struct dbk_sim_result res;
+	struct dbk_sim_prio prio[DBK_CLASS_N]; /* by the requests' class */
+	struct dbk_sim_ttft_window ttftw;      /* admission's, without prediction */
 };
 
 static inline bool dbk_sim_inst_usable(const struct dbk_sim_inst *in)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "classes.h"
 #include "lib/fileio.h"
 #include "lib/log.h"
 
@@ -22,6 +23,25 @@ static int parse(struct dbk_sim_workload *w, const struct dbk_sim_opts *o, char 
 	free(buf);
 	if (rc != 0)
 		dbk_errf(err, errlen, "%s: %s", o->slice.path, perr);
+	return rc;
+}
+
+/* --classes over the slice's input lengths, once: the rate factor
+ * changes no class. */
+static int assign_classes(struct dbk_sim_workload *w, const struct dbk_sim_opts *o)
+{
+	uint32_t *in = malloc(w->n * sizeof(*in));
+	int rc;
+
+	w->cls = malloc(w->n);
+	if (!in || !w->cls) {
+		free(in);
+		return -1;
+	}
+	for (size_t k = 0; k < w->n; k++)
+		in[k] = w->trace.req[w->first + k].input;
+	rc = dbk_sim_classes_assign(in, w->n, o->class_share, DBK_SIM_CLASS_SEED, w->cls);
+	free(in);
 	return rc;
 }
 
@@ -60,6 +80,10 @@ int dbk_sim_workload_load(struct dbk_sim_workload *w, const struct dbk_sim_opts 
 		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
+	if (o->nclasses && assign_classes(w, o) != 0) {
+		dbk_errf(err, errlen, "out of memory");
+		return -1;
+	}
 	w->ramp = o->ramp;
 	w->nramp = o->nramp;
 	dbk_sim_workload_rate(w, o->slice.rate_factor);
@@ -87,6 +111,7 @@ void dbk_sim_workload_rate(struct dbk_sim_workload *w, double rate_factor)
 		q->n_hash_ids = r->n_hash;
 		q->session = r->session;
 		q->has_session = r->has_session;
+		q->cls = w->cls ? w->cls[k] : DBK_CLASS_DEFAULT;
 	}
 }
 
@@ -94,5 +119,7 @@ void dbk_sim_workload_free(struct dbk_sim_workload *w)
 {
 	free(w->reqs);
 	w->reqs = NULL;
+	free(w->cls);
+	w->cls = NULL;
 	dbk_trace_free(&w->trace);
 }

@@ -25,6 +25,9 @@ struct dbk_sim_workload {
 	/* --ramp's steps (not copied; nramp 0: none). */
 	const struct dbk_sim_step *ramp;
 	size_t nramp;
+	/* The requests' classes (classes.h), by index in the slice; NULL:
+	 * every one standard. */
+	uint8_t *cls;
 	/* n requests, at the rate factor last set (dbk_sim_workload_rate). */
 	struct dbk_sim_req *reqs;
 	/* At the command line's rate factor: the arrivals' span in model

@@ -219,3 +219,55 @@ true"
 	assert_failure 2
 	assert_output --partial "--weights: weight '0'"
 }
+
+@test "--classes and --admission: per-class books add up, critical never shed, off changes nothing" {
+	local j=$BATS_TEST_TMPDIR
+	# 1500 Mooncake requests at three times the load: well past capacity.
+	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 1500 --rate-factor 3 \
+		--policy lc,ttft,llm_d_shed --json "$j/plain.json"
+	assert_success
+	refute_output --partial "Priority classes"
+	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 1500 --rate-factor 3 \
+		--policy lc,ttft,llm_d_shed --classes 30,50,20 --json "$j/off.json"
+	assert_success
+	assert_output --partial "Priority classes"
+	# Classes alone shed nothing, except the GIE peer, which sheds on its own.
+	run jq -r '.policies[] | [.policy, ([.priority_classes[].shed] | add)] | @tsv' "$j/off.json"
+	assert_line --regexp '^lc	0$'
+	assert_line --regexp '^ttft	0$'
+	assert_line --regexp '^llm_d_shed	[1-9][0-9]*$'
+	# Classes change no decision: the same goodput as without them.
+	run jq -r '[.policies[] | select(.policy != "llm_d_shed") | .classes.all.good]' \
+		"$j/plain.json"
+	local before=$output
+	run jq -r '[.policies[] | select(.policy != "llm_d_shed") | .classes.all.good]' \
+		"$j/off.json"
+	[ "$output" = "$before" ] || fail "classes alone changed the runs: $before -> $output"
+	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 1500 --rate-factor 3 \
+		--policy lc,ttft,llm_d_shed --classes 30,50,20 --admission --json "$j/on.json"
+	assert_success
+	assert_output --partial "admission on: standard 1, sheddable 0.9 of 2000 ms"
+	# Every class: offered = admitted + shed; 450 critical (30%), none shed;
+	# all classes add up to the 1500; admission sheds under ttft and lc.
+	run jq -r '.policies[] | .policy as $p | .priority_classes |
+		[$p, (.critical.offered == 450 and .critical.shed == 0),
+		 ([.[] | .offered == .admitted + .shed] | all),
+		 ([.[].offered] | add), ([.[].shed] | add) > 0] | @tsv' "$j/on.json"
+	assert_output "lc	true	true	1500	true
+ttft	true	true	1500	true
+llm_d_shed	true	true	1500	true"
+	# And the ttft policy keeps its critical requests within the objective
+	# far more often than without admission.
+	run jq -r '[.policies[] | select(.policy == "ttft") | .priority_classes.critical.good]
+		| .[0]' "$j/off.json"
+	local off=$output
+	run jq -r '.policies[] | select(.policy == "ttft") | .priority_classes.critical.good' \
+		"$j/on.json"
+	[ "$output" -gt "$off" ] || fail "critical within objective: $off without, $output with"
+	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --classes 30,50
+	assert_failure 2
+	assert_output --partial "--classes: three shares"
+	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --classes 30,0,20
+	assert_failure 2
+	assert_output --partial "--classes: weight '0'"
+}

@@ -50,9 +50,11 @@ static void test_predicted(void)
 	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
 	CHECK_EQ_U(r.retry_after_s, 1);
 	CHECK(strcmp(r.why, "predicted-late") == 0);
-	/* Sheddable: past half of it; Retry-After is the excess, rounded up. */
-	CHECK_EQ_U(admit(&c, DBK_CLASS_SHEDDABLE, 999).verdict, DBK_ADMIT_ROUTE);
-	r = admit(&c, DBK_CLASS_SHEDDABLE, 3500.5);
+	/* Sheddable: past 90% of it, leaving a critical request behind it
+	 * room for its own prefill; Retry-After is the excess, rounded up. */
+	CHECK_EQ_U(admit(&c, DBK_CLASS_SHEDDABLE, 1800).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(admit(&c, DBK_CLASS_SHEDDABLE, 1801).verdict, DBK_ADMIT_SHED);
+	r = admit(&c, DBK_CLASS_SHEDDABLE, 3800.5);
 	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
 	CHECK_EQ_U(r.retry_after_s, 3);
 	/* Bounded: a wild prediction, or not a number, stays in [1, 60]. */
@@ -88,10 +90,48 @@ static void test_unpredicted(void)
 	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
 }
 
+/* Without a prediction the fleet's recent first tokens weigh too:
+ * sheddable past half the objective, standard past its share, critical
+ * never; 0 is not known. */
+static void test_fleet_late(void)
+{
+	struct dbk_admit_config c;
+	struct dbk_admit_input in = { .cls = DBK_CLASS_SHEDDABLE, .fleet_ttft_ms = 1000 };
+	struct dbk_admit_result r;
+
+	dbk_admit_config_default(&c);
+	c.enabled = true;
+	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	in.fleet_ttft_ms = 1001;
+	r = dbk_admit(&c, &in);
+	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
+	CHECK(strcmp(r.why, "fleet-late") == 0);
+	CHECK_EQ_U(r.retry_after_s, 1);
+	in.cls = DBK_CLASS_STANDARD;
+	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	in.fleet_ttft_ms = 4500;
+	r = dbk_admit(&c, &in);
+	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
+	CHECK_EQ_U(r.retry_after_s, 3); /* 2.5 s past the objective, rounded up */
+	in.cls = DBK_CLASS_CRITICAL;
+	in.fleet_ttft_ms = 1e9;
+	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	/* A prediction wins over the fleet's mean. */
+	in = (struct dbk_admit_input){
+		.cls = DBK_CLASS_STANDARD, .predicted = true, .ttft_ms = 100, .fleet_ttft_ms = 1e6
+	};
+	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	/* Off: nothing. */
+	c.enabled = false;
+	in = (struct dbk_admit_input){ .cls = DBK_CLASS_SHEDDABLE, .fleet_ttft_ms = 1e6 };
+	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+}
+
 int main(void)
 {
 	RUN(test_class_parse);
 	RUN(test_predicted);
 	RUN(test_unpredicted);
+	RUN(test_fleet_late);
 	return CHECK_DONE();
 }

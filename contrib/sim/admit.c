@@ -1,0 +1,92 @@
+/* Admission in the simulator; see admit.h. */
+#include "admit.h"
+
+#include "model/engine.h"
+#include "policy.h"
+
+static double inst_score(double waiting, double kv)
+{
+	double q = waiting / DBK_SIM_SAT_QUEUE, k = kv / DBK_SIM_SAT_KV;
+
+	return q > k ? q : k;
+}
+
+double dbk_sim_saturation(const struct dbk_sim *s, const struct dbk_sim_snapshot *sn)
+{
+	unsigned n = dbk_sim_ninstances(s), used = 0;
+	double sum = 0, now = dbk_sim_now(s);
+
+	for (unsigned i = 0; i < n; i++) {
+		if (!dbk_sim_usable(s, i))
+			continue;
+		used++;
+		if (!sn) {
+			const struct dbk_engine *e = dbk_sim_engine(s, i);
+
+			sum += inst_score(dbk_engine_num_waiting(e), dbk_engine_kv_usage(e));
+			continue;
+		}
+		const struct dbk_sim_scrape *x = dbk_sim_snapshot_get(sn, i);
+
+		if (x->at_s < 0 || now - x->at_s > DBK_SIM_SAT_STALE_S)
+			sum += 1;
+		else
+			sum += inst_score(x->waiting, x->kv_usage);
+	}
+	return used ? sum / used : 1;
+}
+
+static void fleet_first_tokens(const struct dbk_sim *s, double *sum, uint64_t *count)
+{
+	*sum = 0;
+	*count = 0;
+	for (unsigned i = 0; i < dbk_sim_ninstances(s); i++) {
+		double si;
+		uint64_t ci;
+
+		dbk_sim_first_tokens(s, i, &si, &ci);
+		*sum += si;
+		*count += ci;
+	}
+}
+
+void dbk_sim_ttft_window_update(struct dbk_sim_ttft_window *w, const struct dbk_sim *s)
+{
+	double now = dbk_sim_now(s), sum;
+	uint64_t count;
+
+	if (w->start_s > 0 && now - w->start_s < DBK_SIM_TTFT_WINDOW_S)
+		return;
+	fleet_first_tokens(s, &sum, &count);
+	/* A new engine starts its counters at 0: that window tells nothing. */
+	if (w->start_s > 0 && count > w->count0 && sum >= w->sum0)
+		w->mean_s = (sum - w->sum0) / (double)(count - w->count0);
+	w->start_s = now > 0 ? now : 1e-9;
+	w->sum0 = sum;
+	w->count0 = count;
+}
+
+int dbk_sim_admit(const struct dbk_sim *s, const struct dbk_sim_req *r, int chosen, bool predicted,
+                  double ttft_s, const struct dbk_sim_ttft_window *w)
+{
+	const struct dbk_sim_config *c = dbk_sim_config(s);
+	struct dbk_admit_input in = {
+		.cls = (enum dbk_class)r->cls,
+		.predicted = predicted,
+		.ttft_ms = ttft_s * 1e3,
+	};
+
+	/* Critical is never refused: spare it the saturation's sum. */
+	if (!c->admit.enabled || r->cls == DBK_CLASS_CRITICAL)
+		return chosen;
+	if (!predicted) {
+		in.saturated = dbk_sim_saturation(s, NULL) >= 1.0;
+		in.fleet_ttft_ms = w ? w->mean_s * 1e3 : 0;
+	}
+	struct dbk_admit_result a = dbk_admit(&c->admit, &in);
+
+	if (a.verdict == DBK_ADMIT_ROUTE)
+		return chosen;
+	return DBK_SIM_SHED(a.retry_after_s < DBK_SIM_SHED_MAX_S ? a.retry_after_s
+	                                                         : DBK_SIM_SHED_MAX_S);
+}

@@ -1,0 +1,246 @@
+/* Unit tests of the simulator's priority classes and admission
+ * (classes.c, admit.c, sim.c's per-class books, policy_llmd_shed.c):
+ * the class draw, what each class is counted, who is never shed, the
+ * client's one retry. */
+#include "admit.h"
+#include "classes.h"
+#include "policy.h"
+#include "sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static uint32_t lcg(uint32_t *s)
+{
+	*s = *s * 1664525u + 1013904223u;
+	return *s >> 8;
+}
+
+static const double shares[DBK_CLASS_N] = { 30, 50, 20 };
+
+/* Exact counts; sheddable the longest prompts; the same draw twice;
+ * another seed another split of the rest, not of the sheddable. */
+static void test_assign(void)
+{
+	enum { N = 1000 };
+	uint32_t in[N], seed = 7, cut = 0;
+	uint8_t a[N], b[N], c[N];
+	size_t count[DBK_CLASS_N] = { 0 }, differ = 0;
+
+	for (size_t k = 0; k < N; k++)
+		in[k] = 1 + lcg(&seed) % 100000;
+	CHECK(dbk_sim_classes_assign(in, N, shares, DBK_SIM_CLASS_SEED, a) == 0);
+	CHECK(dbk_sim_classes_assign(in, N, shares, DBK_SIM_CLASS_SEED, b) == 0);
+	CHECK(dbk_sim_classes_assign(in, N, shares, DBK_SIM_CLASS_SEED + 1, c) == 0);
+	CHECK(memcmp(a, b, N) == 0);
+	for (size_t k = 0; k < N; k++) {
+		CHECK(a[k] < DBK_CLASS_N);
+		count[a[k]]++;
+		if (a[k] == DBK_CLASS_SHEDDABLE && (cut == 0 || in[k] < cut))
+			cut = in[k];
+		CHECK((a[k] == DBK_CLASS_SHEDDABLE) == (c[k] == DBK_CLASS_SHEDDABLE));
+		differ += a[k] != c[k];
+	}
+	CHECK_EQ_U(count[DBK_CLASS_CRITICAL], 300);
+	CHECK_EQ_U(count[DBK_CLASS_STANDARD], 500);
+	CHECK_EQ_U(count[DBK_CLASS_SHEDDABLE], 200);
+	for (size_t k = 0; k < N; k++) /* none longer than a sheddable one is kept */
+		CHECK(a[k] == DBK_CLASS_SHEDDABLE || in[k] <= cut);
+	CHECK(differ > 100);
+	/* Equal lengths: the later request is sheddable first. */
+	uint32_t eq[4] = { 5, 5, 5, 5 };
+	const double one_shed[DBK_CLASS_N] = { 1, 2, 1 };
+	CHECK(dbk_sim_classes_assign(eq, 4, one_shed, 1, a) == 0);
+	CHECK_EQ_U(a[3], DBK_CLASS_SHEDDABLE);
+	CHECK(a[0] != DBK_CLASS_SHEDDABLE && a[1] != DBK_CLASS_SHEDDABLE);
+}
+
+/* Four H100 instances, the objectives TTFT 2 s and TPOT 100 ms, the
+ * agent's admission configured (off). */
+static void fleet(struct dbk_engine_config *e, struct dbk_sim_config *c)
+{
+	for (unsigned i = 0; i < 4; i++)
+		dbk_engine_config_default(&e[i], dbk_engine_profile_find("h100"));
+	dbk_sim_config_default(c);
+	c->ninstances = 4;
+	c->engines = e;
+	c->slo.ttft_s = 2;
+	c->slo.tpot_s = 0.1;
+	dbk_admit_config_default(&c->admit);
+}
+
+/* On that fleet, n requests well past what it serves: long prompts in
+ * a burst, classes 30:50:20. */
+static struct dbk_sim_req *overload(size_t n, struct dbk_engine_config *e, struct dbk_sim_config *c)
+{
+	struct dbk_sim_req *r = calloc(n, sizeof(*r));
+	uint32_t *in = calloc(n, sizeof(*in)), seed = 3;
+	uint8_t *cls = calloc(n, 1);
+
+	fleet(e, c);
+	for (size_t k = 0; r && in && k < n; k++) {
+		r[k].id = (uint32_t)k;
+		r[k].arrival_s = 0.02 * (double)k;
+		r[k].input_tokens = in[k] = 2000 + lcg(&seed) % 20000;
+		r[k].output_tokens = 50 + lcg(&seed) % 300;
+	}
+	if (r && in && cls && dbk_sim_classes_assign(in, n, shares, DBK_SIM_CLASS_SEED, cls) == 0)
+		for (size_t k = 0; k < n; k++)
+			r[k].cls = cls[k];
+	free(in);
+	free(cls);
+	return r;
+}
+
+static bool run(const struct dbk_sim_config *c, const struct dbk_sim_req *r, size_t n,
+                const char *policy, struct dbk_sim_result *res, struct dbk_sim **keep)
+{
+	char err[256];
+	const struct dbk_sim_policy_ops *ops = dbk_sim_policy_find(policy);
+	struct dbk_sim *s = ops ? dbk_sim_new(c, r, n, ops, err, sizeof(err)) : NULL;
+	bool ok = s && dbk_sim_run(s, err, sizeof(err)) == 0 && dbk_sim_result(s, res) == 0;
+
+	CHECK(ok);
+	if (keep && ok)
+		*keep = s;
+	else
+		dbk_sim_free(s);
+	return ok;
+}
+
+/* Each class's books add up to the run's: offered n, good the run's
+ * good, every request admitted or shed (no instance refused here). */
+static void check_books(const struct dbk_sim_result *res, size_t n)
+{
+	uint64_t offered = 0, good = 0;
+
+	for (int k = 0; k < DBK_CLASS_N; k++) {
+		const struct dbk_sim_prio *p = &res->prio[k];
+
+		offered += p->offered;
+		good += p->good;
+		CHECK_EQ_U(p->admitted + p->shed, p->offered);
+		CHECK(p->good <= p->admitted);
+	}
+	CHECK_EQ_U(offered, n);
+	CHECK_EQ_U(good, res->cls[DBK_CLASS_ALL].good);
+	CHECK_EQ_U(res->prio[DBK_CLASS_CRITICAL].shed, 0);
+	CHECK_EQ_U(res->prio[DBK_CLASS_CRITICAL].offered, 3 * n / 10);
+}
+
+static void test_books(void)
+{
+	enum { N = 600 };
+	struct dbk_engine_config e[4];
+	struct dbk_sim_config c;
+	struct dbk_sim_req *r = overload(N, e, &c);
+	struct dbk_sim_result off, lc, ttft, gie;
+
+	CHECK(r != NULL);
+	if (!r)
+		return;
+	/* Without admission nothing is shed, whatever the class. */
+	if (run(&c, r, N, "ttft", &off, NULL)) {
+		check_books(&off, N);
+		for (int k = 0; k < DBK_CLASS_N; k++)
+			CHECK_EQ_U(off.prio[k].shed, 0);
+	}
+	/* GIE's rule, with or without --admission: sheddable only. */
+	if (run(&c, r, N, "llm_d_shed", &gie, NULL)) {
+		check_books(&gie, N);
+		CHECK_EQ_U(gie.prio[DBK_CLASS_STANDARD].shed, 0);
+		CHECK(gie.prio[DBK_CLASS_SHEDDABLE].shed > 0);
+	}
+	c.admit.enabled = true;
+	/* Without a prediction: sheddable on saturation, standard too once
+	 * the fleet's first tokens take the whole objective; more of the
+	 * sheddable ones. */
+	if (run(&c, r, N, "lc", &lc, NULL)) {
+		check_books(&lc, N);
+		CHECK(lc.prio[DBK_CLASS_SHEDDABLE].shed > 0);
+		CHECK(lc.prio[DBK_CLASS_SHEDDABLE].shed * 5 >
+		      lc.prio[DBK_CLASS_STANDARD].shed * 2); /* 20% against 50% */
+	}
+	/* The prediction: standard too once past the whole objective, and
+	 * the classes it keeps do better than without. */
+	if (run(&c, r, N, "ttft", &ttft, NULL)) {
+		check_books(&ttft, N);
+		CHECK(ttft.prio[DBK_CLASS_SHEDDABLE].shed > 0);
+		CHECK(ttft.prio[DBK_CLASS_CRITICAL].good > off.prio[DBK_CLASS_CRITICAL].good);
+		CHECK_EQ_U(ttft.policy_leases, 0);
+	}
+	free(r);
+}
+
+/* --shed-retry: a shed request comes back once, after its Retry-After.
+ * One instance busy with a long critical prefill: a sheddable request
+ * behind it is predicted late, shed, and served when it comes back, its
+ * first token counted from its first send; under lasting overload (the
+ * saturation rule, lc) one shed twice ends shed. */
+static void test_retry(void)
+{
+	struct dbk_engine_config e[4];
+	struct dbk_sim_config c;
+	struct dbk_sim_req two[2] = {
+		{ .id = 0,
+		  .arrival_s = 0,
+		  .input_tokens = 120000,
+		  .output_tokens = 10,
+		  .cls = DBK_CLASS_CRITICAL },
+		{ .id = 1,
+		  .arrival_s = 0.1,
+		  .input_tokens = 500,
+		  .output_tokens = 10,
+		  .cls = DBK_CLASS_SHEDDABLE },
+	};
+	struct dbk_sim_result res;
+	struct dbk_sim *s = NULL;
+
+	fleet(e, &c);
+	c.ninstances = 1;
+	c.admit.enabled = true;
+	c.shed_retry = true;
+	if (run(&c, two, 2, "ttft", &res, &s)) {
+		const struct dbk_sim_outcome *o = dbk_sim_outcome(s, 1);
+
+		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].retried, 1);
+		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].shed, 0);
+		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].admitted, 1);
+		CHECK(o->status == DBK_SIM_DONE);
+		CHECK(o->first_token_s - two[1].arrival_s >= DBK_ADMIT_DEFAULT_RETRY_MIN_S);
+	}
+	dbk_sim_free(s);
+	/* Without the retry it ends shed, never sent. */
+	c.shed_retry = false;
+	if (run(&c, two, 2, "ttft", &res, &s)) {
+		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].shed, 1);
+		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].admitted, 0);
+		CHECK(dbk_sim_outcome(s, 1)->fail == DBK_SIM_FAIL_SHED);
+		CHECK(dbk_sim_outcome(s, 1)->instance == DBK_SIM_NONE);
+	}
+	dbk_sim_free(s);
+
+	enum { N = 600 };
+	struct dbk_sim_req *r = overload(N, e, &c);
+
+	CHECK(r != NULL);
+	c.admit.enabled = true;
+	c.shed_retry = true;
+	if (r && run(&c, r, N, "lc", &res, NULL)) {
+		const struct dbk_sim_prio *p = &res.prio[DBK_CLASS_SHEDDABLE];
+
+		check_books(&res, N);
+		CHECK(p->shed > 0 && p->retried >= p->shed);
+	}
+	free(r);
+}
+
+int main(void)
+{
+	RUN(test_assign);
+	RUN(test_books);
+	RUN(test_retry);
+	return CHECK_DONE();
+}
