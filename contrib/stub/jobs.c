@@ -128,12 +128,18 @@ static int submit_choices(struct dbk_stub_server *s, struct dbk_stub_job *j,
                           const struct dbk_api_request *ar)
 {
 	for (uint32_t i = 0; i < ar->n_prompts; i++) {
+		const struct dbk_engine_submission sub = {
+			.prompt_tokens = ar->prompt_tokens[i],
+			.keys = ar->keys ? ar->keys + ar->key_off[i] : NULL,
+			.n_keys = ar->n_keys[i],
+			.max_output_tokens = ar->max_tokens[i],
+			.priority = ar->priority,
+			.cookie = &j->ch[i],
+		};
+
 		j->ch[i].job = j;
 		j->ch[i].index = i;
-		if (dbk_engine_submit_keys(s->eng, ar->prompt_tokens[i],
-		                           ar->keys ? ar->keys + ar->key_off[i] : NULL,
-		                           ar->n_keys[i], ar->max_tokens[i], &j->ch[i],
-		                           &j->ch[i].handle) != DBK_ENGINE_OK) {
+		if (dbk_engine_submit_req(s->eng, &sub, &j->ch[i].handle) != DBK_ENGINE_OK) {
 			for (uint32_t k = 0; k < i; k++)
 				dbk_engine_abort(s->eng, j->ch[k].handle);
 			return -1;
@@ -200,8 +206,9 @@ void dbk_stub_start_job(struct dbk_stub_conn *c, enum dbk_api_kind kind,
 		                   hr->minor_version,
 		                   j->chunked ? "Transfer-Encoding: chunked\r\n" : NULL);
 	dbk_log(DBK_LOG_DEBUG, "request",
-	        "stub=%s peer=%s id=%s prompts=%u prompt_tokens=%u max_tokens=%u stream=%s",
+	        "stub=%s peer=%s id=%s prompts=%u prompt_tokens=%u max_tokens=%u stream=%s "
+	        "priority=%d",
 	        s->opt.name, c->peer, j->id, ar.n_prompts, ar.prompt_tokens[0], ar.max_tokens[0],
-	        ar.stream ? "true" : "false");
+	        ar.stream ? "true" : "false", (int)ar.priority);
 	dbk_stub_maybe_step(s);
 }
