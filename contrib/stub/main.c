@@ -44,6 +44,7 @@ static void derive_limits(struct dbk_stub_server *s)
 	s->started = (long long)time(NULL);
 	clock_gettime(CLOCK_REALTIME, &now);
 	s->created = (double)now.tv_sec + now.tv_nsec * 1e-9;
+	dbk_prom_outcomes_init(&s->out, ec->max_model_len);
 	s->id_seed = ((uint64_t)s->started << 20) ^ (uint64_t)getpid() ^ ((uint64_t)(uintptr_t)s);
 }
 
