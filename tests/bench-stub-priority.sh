@@ -67,17 +67,21 @@ post() {
 		--data-binary "@$2" "http://127.0.0.1:${port[$1]}/v1/completions" >>"$3"
 }
 
+# post_both FILE KIND: FILE to both stubs at once, in the background.
+post_both() {
+	local pol
+	for pol in fcfs priority; do
+		post "$pol" "$1" "$tmp/$pol.$2" &
+		pids+=("$!")
+	done
+}
+
 waiting() {
 	curl -s --max-time 5 "http://127.0.0.1:${port[$1]}/metrics" |
 		awk '/^vllm:num_requests_waiting\{/ { print $2 + 0; exit }'
 }
 
-for i in $(seq "$LOW"); do
-	for pol in fcfs priority; do
-		post "$pol" "$tmp/low$i.json" "$tmp/$pol.low" &
-		pids+=("$!")
-	done
-done
+for i in $(seq "$LOW"); do post_both "$tmp/low$i.json" low; done
 # The high-priority requests go in once both stubs queue the flood.
 for _ in $(seq 100); do
 	[ "$(waiting fcfs)" -gt 0 ] 2>/dev/null && [ "$(waiting priority)" -gt 0 ] 2>/dev/null && break
@@ -85,10 +89,7 @@ for _ in $(seq 100); do
 done
 echo "waiting when the high-priority requests start: fcfs $(waiting fcfs), priority $(waiting priority)"
 for i in $(seq "$HIGH"); do
-	for pol in fcfs priority; do
-		post "$pol" "$tmp/high$i.json" "$tmp/$pol.high" &
-		pids+=("$!")
-	done
+	post_both "$tmp/high$i.json" high
 	sleep "$GAP" # pacing the arrivals, not waiting for anything
 done
 for p in "${pids[@]:2}"; do wait "$p" 2>/dev/null; done

@@ -51,16 +51,8 @@ static struct dbk_engine *mk(enum dbk_engine_policy policy, uint32_t budget, uin
 {
 	struct dbk_engine_config c;
 
-	dbk_engine_config_default(&c, dbk_engine_profile_find("h100"));
-	c.enable_prefix_caching = false;
+	engine_test_config(&c, "h100", false, budget, seqs, kv, 2048);
 	c.policy = policy;
-	c.max_model_len = 2048;
-	if (budget)
-		c.max_num_batched_tokens = budget;
-	if (seqs)
-		c.max_num_seqs = seqs;
-	if (kv)
-		c.kv_capacity_tokens = kv;
 	return dbk_engine_new(&c);
 }
 
