@@ -6,7 +6,7 @@
  *  - a running request that cannot get its KV blocks preempts the newest
  *    running request (running.pop()), possibly itself, which ends the
  *    running pass;
- *  - waiting requests are admitted FCFS only when nothing was preempted
+ *  - waiting requests are admitted in queue order only when nothing was preempted
  *    this step, while budget is left, running < max_num_seqs and the
  *    blocks for the first chunk are free (no watermark in V1);
  *  - num_computed_tokens advances when the step is scheduled; a token is
@@ -20,126 +20,60 @@
  * for its logits; the hit blocks are shared (ref count), the rest
  * allocated; every block that the scheduled tokens fill is keyed at once
  * (allocate_slots -> cache_blocks), output blocks included, so a
- * preempted request finds its own blocks again if nobody evicted them. */
-#include "model/engine.h"
-#include "model/handles.h"
-#include "lib/list.h"
-#include "model/prefix_cache.h"
+ * preempted request finds its own blocks again if nobody evicted them.
+ *
+ * --scheduling-policy priority, as scheduler.py and request_queue.py
+ * (vllm-project/vllm, scheduler.py at 00024d3, request_queue.py at
+ * 0097c7e) do it: the waiting queue is ordered by (priority, arrival),
+ * lower first, a preempted request included (it keeps its arrival, so
+ * it goes back to its place, not to the front); the victim of a
+ * preemption is the running request with the highest (priority,
+ * arrival), and if it was already scheduled in this step its tokens go
+ * back to the budget. Nothing else changes: running requests are still
+ * served first in admission order, and a waiting request of a better
+ * priority never preempts a running one. */
+#include "model/engine_state.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- Engine state. ---- */
-
-enum where { Q_NONE, Q_WAITING, Q_RUNNING };
-
-struct req {
-	struct dbk_list link; /* in its queue */
-	void *cookie;
-	uint32_t slot;
-	uint32_t prompt;
-	uint32_t max_out;
-	uint32_t out;      /* output tokens generated (and reported) */
-	uint32_t computed; /* num_computed_tokens */
-	uint32_t blocks;   /* block table: ids in table[0..blocks) */
-	uint32_t *table;
-	/* Chained keys of full blocks: keys[0..n_keys) known (the caller's
-	 * prompt keys, then derived from salt); blocks [0..n_keyed) of the
-	 * table carry theirs in the pool. Only with caching. */
-	uint64_t *keys;
-	uint32_t n_keys, n_keyed;
-	uint64_t salt;
-	uint32_t cached_tokens; /* hit at the last admission */
-	/* num_tokens when last admitted from waiting: below it a chunk is
-	 * (re)prefill, at or above it the request decodes. */
-	uint32_t prefill_target;
-	uint32_t preemptions;
-	enum where where;
-	bool gone;     /* finished or aborted; slot kept until safe */
-	bool silenced; /* aborted: report nothing more */
-	bool sampled_once;
-};
-
-struct queue {
-	struct dbk_list head;
-	uint32_t n;
-};
-
-struct sched {
-	struct req *r;
-	uint32_t n_new;
-	uint32_t done; /* computed before this step */
-	bool prefill;
-};
-
-struct dbk_engine {
-	struct dbk_engine_config cfg;
-	uint64_t blocks_total;
-	struct dbk_prefix_cache *pool;
-	uint64_t next_salt;
-
-	struct queue running, waiting;
-
-	struct dbk_handles handles;
-
-	struct sched *sched; /* capacity cfg.max_num_seqs */
-	uint32_t n_sched;
-	uint32_t *tmp_new, *tmp_done;
-	bool *tmp_prefill;
-	bool in_step, delivering;
-
-	/* Sized for the worst step (every running request preempted, or
-	 * each scheduled one yielding TOKEN + FINISHED), so reporting never
-	 * needs memory it might not get. */
-	struct dbk_engine_event *events;
-	size_t n_events, cap_events;
-
-	/* Requests gone while a step or a delivery may still point at them;
-	 * linked through their (now unused) queue links. */
-	struct queue zombies;
-
-	struct dbk_engine_stats st;
-	struct dbk_engine_step_info last;
-};
-
-static void q_init(struct queue *q)
+/* Whether a goes before b in the priority queue: (priority, arrival). */
+static bool prio_before(const struct req *a, const struct req *b)
 {
-	dbk_list_init(&q->head);
-	q->n = 0;
+	return a->priority != b->priority ? a->priority < b->priority : a->arrival < b->arrival;
 }
 
-/* At the back (admission order), or at the front (a preempted request
- * is the first to come back). */
-static void q_add(struct queue *q, struct req *r, bool front)
+/* Into the waiting queue: FCFS at the back (new) or the front
+ * (preempted); by priority in its place, searched from the back since
+ * most arrivals are the latest of their priority. */
+static void waiting_add(struct dbk_engine *e, struct req *r, bool preempted)
 {
-	if (front)
-		dbk_list_push(&q->head, &r->link);
-	else
-		dbk_list_append(&q->head, &r->link);
-	q->n++;
+	struct dbk_list *at = e->waiting.head.prev;
+
+	r->where = Q_WAITING;
+	if (e->cfg.policy == DBK_ENGINE_FCFS) {
+		q_add(&e->waiting, r, preempted);
+		return;
+	}
+	while (at != &e->waiting.head && prio_before(r, dbk_list_elem(at, struct req, link)))
+		at = at->prev;
+	dbk_list_push(at, &r->link);
+	e->waiting.n++;
 }
 
-static void q_remove(struct queue *q, struct req *r)
+/* The running request a preemption evicts: the newest (FCFS), or the
+ * one with the highest (priority, arrival). */
+static struct req *victim_of(const struct dbk_engine *e)
 {
-	dbk_list_del(&r->link);
-	q->n--;
-}
+	struct req *v = q_last(&e->running), *x;
 
-static struct req *q_first(const struct queue *q)
-{
-	return dbk_list_first(&q->head, struct req, link);
-}
-
-static struct req *q_last(const struct queue *q)
-{
-	return q->n ? dbk_list_elem(q->head.prev, struct req, link) : NULL;
-}
-
-/* The request after r in q, or NULL. */
-static struct req *q_next(const struct queue *q, const struct req *r)
-{
-	return r->link.next == &q->head ? NULL : dbk_list_elem(r->link.next, struct req, link);
+	if (e->cfg.policy == DBK_ENGINE_FCFS)
+		return v;
+	for (x = q_first(&e->running); x; x = q_next(&e->running, x))
+		if (prio_before(v, x))
+			v = x;
+	return v;
 }
 
 static uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -210,11 +144,6 @@ void dbk_engine_free(struct dbk_engine *e)
 }
 
 /* ---- Handles (handles.h). ---- */
-
-static struct req *lookup(const struct dbk_engine *e, uint64_t h)
-{
-	return dbk_handles_get(&e->handles, h);
-}
 
 static void slot_release(struct dbk_engine *e, struct req *r)
 {
@@ -304,24 +233,39 @@ int dbk_engine_submit_keys(struct dbk_engine *e, uint32_t prompt_tokens, const u
                            uint32_t n_keys, uint32_t max_output_tokens, void *cookie,
                            uint64_t *handle)
 {
+	const struct dbk_engine_submission sub = {
+		.prompt_tokens = prompt_tokens,
+		.keys = keys,
+		.n_keys = n_keys,
+		.max_output_tokens = max_output_tokens,
+		.cookie = cookie,
+	};
+
+	return dbk_engine_submit_req(e, &sub, handle);
+}
+
+int dbk_engine_submit_req(struct dbk_engine *e, const struct dbk_engine_submission *sub,
+                          uint64_t *handle)
+{
 	struct req *r;
 	uint64_t h;
 
-	if (prompt_tokens == 0 || max_output_tokens == 0)
+	if (sub->prompt_tokens == 0 || sub->max_output_tokens == 0)
 		return DBK_ENGINE_E_INVAL;
-	if ((uint64_t)prompt_tokens + max_output_tokens > e->cfg.max_model_len)
+	if ((uint64_t)sub->prompt_tokens + sub->max_output_tokens > e->cfg.max_model_len)
 		return DBK_ENGINE_E_TOO_LONG;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return DBK_ENGINE_E_NOMEM;
-	if (req_init(e, r, prompt_tokens, max_output_tokens, keys, n_keys) ||
+	if (req_init(e, r, sub->prompt_tokens, sub->max_output_tokens, sub->keys, sub->n_keys) ||
 	    dbk_handles_add(&e->handles, r, &r->slot, &h) != 0) {
 		req_free(r);
 		return DBK_ENGINE_E_NOMEM;
 	}
-	r->cookie = cookie;
-	r->where = Q_WAITING;
-	q_add(&e->waiting, r, false);
+	r->cookie = sub->cookie;
+	r->priority = sub->priority;
+	r->arrival = e->next_arrival++;
+	waiting_add(e, r, false);
 	if (handle)
 		*handle = h;
 	return DBK_ENGINE_OK;
@@ -329,7 +273,7 @@ int dbk_engine_submit_keys(struct dbk_engine *e, uint32_t prompt_tokens, const u
 
 int dbk_engine_abort(struct dbk_engine *e, uint64_t handle)
 {
-	struct req *r = lookup(e, handle);
+	struct req *r = dbk_engine_lookup(e, handle);
 
 	if (!r || r->silenced)
 		return DBK_ENGINE_E_UNKNOWN;
@@ -368,8 +312,7 @@ static void preempt(struct dbk_engine *e, struct req *victim)
 	free_blocks(e, victim);
 	victim->computed = 0;
 	victim->preemptions++;
-	victim->where = Q_WAITING;
-	q_add(&e->waiting, victim, true);
+	waiting_add(e, victim, true);
 	e->st.preemptions_total++;
 	e->last.num_preempted++;
 	push_event(e, DBK_ENGINE_EV_PREEMPTED, victim);
@@ -456,9 +399,31 @@ static void add_sched(struct dbk_engine *e, struct req *r, uint32_t n_new)
 	e->last.num_scheduled_tokens += n_new;
 }
 
+/* A victim scheduled earlier in this step (only under priority: FCFS
+ * evicts the newest, which is never before r) gives its tokens back. */
+static void unschedule(struct dbk_engine *e, const struct req *v, uint32_t *budget)
+{
+	for (uint32_t i = 0; i < e->n_sched; i++) {
+		const struct sched *s = &e->sched[i];
+
+		if (s->r != v)
+			continue;
+		*budget += s->n_new;
+		e->last.num_scheduled_tokens -= s->n_new;
+		if (s->prefill)
+			e->last.num_prefill_reqs--;
+		else
+			e->last.num_decode_reqs--;
+		memmove(&e->sched[i], &e->sched[i + 1], (e->n_sched - i - 1) * sizeof(*s));
+		e->n_sched--;
+		return;
+	}
+}
+
 /* Running requests, admission order, each taking what it lacks out of
- * *budget; one that cannot get its blocks preempts the newest (maybe
- * itself, which ends the pass). Returns whether anything was preempted. */
+ * *budget; one that cannot get its blocks preempts victim_of's choice
+ * (maybe itself, which ends the pass). Returns whether anything was
+ * preempted. */
 static bool schedule_running(struct dbk_engine *e, uint32_t *budget)
 {
 	struct req *r = q_first(&e->running);
@@ -470,8 +435,10 @@ static bool schedule_running(struct dbk_engine *e, uint32_t *budget)
 		if (n > *budget)
 			n = *budget;
 		while (!try_alloc(e, r, n)) {
-			struct req *victim = q_last(&e->running);
+			struct req *victim = victim_of(e);
 
+			if (victim != r)
+				unschedule(e, victim, budget);
 			preempt(e, victim);
 			preempted = true;
 			if (victim == r)
@@ -484,7 +451,8 @@ static bool schedule_running(struct dbk_engine *e, uint32_t *budget)
 	return preempted;
 }
 
-/* Waiting requests, FCFS, while budget, seats and blocks last. */
+/* Waiting requests in the queue's order (FCFS or priority), while
+ * budget, seats and blocks last. */
 static void schedule_waiting(struct dbk_engine *e, uint32_t budget)
 {
 	while (e->waiting.n > 0 && budget > 0 && e->running.n < e->cfg.max_num_seqs) {
@@ -542,7 +510,7 @@ static void deliver(struct dbk_engine *e, dbk_engine_event_fn cb, void *ctx)
 	/* n_events cannot grow during delivery: only steps push events. */
 	for (i = 0; i < e->n_events; i++) {
 		const struct dbk_engine_event *ev = &e->events[i];
-		struct req *r = lookup(e, ev->handle);
+		struct req *r = dbk_engine_lookup(e, ev->handle);
 
 		if (!r || r->silenced)
 			continue;
@@ -594,80 +562,4 @@ double dbk_engine_step(struct dbk_engine *e, dbk_engine_event_fn cb, void *ctx)
 	if (d > 0)
 		dbk_engine_end_step(e, cb, ctx);
 	return d;
-}
-
-bool dbk_engine_has_work(const struct dbk_engine *e)
-{
-	return e->running.n > 0 || e->waiting.n > 0;
-}
-
-bool dbk_engine_in_step(const struct dbk_engine *e) { return e->in_step; }
-
-uint32_t dbk_engine_num_running(const struct dbk_engine *e) { return e->running.n; }
-
-uint32_t dbk_engine_num_waiting(const struct dbk_engine *e) { return e->waiting.n; }
-
-double dbk_engine_kv_usage(const struct dbk_engine *e)
-{
-	if (e->blocks_total == 0)
-		return 0;
-	return (double)(e->blocks_total - dbk_prefix_cache_num_free(e->pool)) /
-	       (double)e->blocks_total;
-}
-
-void dbk_engine_get_stats(const struct dbk_engine *e, struct dbk_engine_stats *st)
-{
-	*st = e->st;
-	st->running = e->running.n;
-	st->waiting = e->waiting.n;
-	st->kv_blocks_total = e->blocks_total;
-	st->kv_blocks_used = e->blocks_total - dbk_prefix_cache_num_free(e->pool);
-	st->kv_blocks_cached = dbk_prefix_cache_num_cached(e->pool);
-	st->kv_evictions = dbk_prefix_cache_evictions(e->pool);
-}
-
-void dbk_engine_last_step(const struct dbk_engine *e, struct dbk_engine_step_info *info)
-{
-	*info = e->last;
-}
-
-enum dbk_engine_req_state dbk_engine_req_get(const struct dbk_engine *e, uint64_t handle,
-                                             struct dbk_engine_req_info *info)
-{
-	const struct req *r = lookup(e, handle);
-	enum dbk_engine_req_state s = DBK_REQ_UNKNOWN;
-
-	if (r && !r->gone)
-		s = r->where == Q_RUNNING ? DBK_REQ_RUNNING : DBK_REQ_WAITING;
-	if (info) {
-		memset(info, 0, sizeof(*info));
-		info->state = s;
-		if (r && !r->gone) {
-			info->prompt_tokens = r->prompt;
-			info->max_output_tokens = r->max_out;
-			info->n_output = r->out;
-			info->num_computed_tokens = r->computed;
-			info->kv_blocks = r->blocks;
-			info->num_preemptions = r->preemptions;
-			info->num_cached_tokens = r->cached_tokens;
-		}
-	}
-	return s;
-}
-
-bool dbk_engine_prefix_caching(const struct dbk_engine *e) { return e->cfg.enable_prefix_caching; }
-
-uint32_t dbk_engine_cached_blocks(const struct dbk_engine *e, const uint64_t *keys, uint32_t n)
-{
-	return dbk_prefix_cache_match(e->pool, keys, n, NULL);
-}
-
-uint32_t dbk_engine_hit_tokens(const struct dbk_engine *e, uint32_t prompt_tokens,
-                               const uint64_t *keys, uint32_t n)
-{
-	uint32_t max_blocks = prompt_tokens ? (prompt_tokens - 1) / DBK_KV_BLOCK_TOKENS : 0;
-
-	if (n > max_blocks)
-		n = max_blocks;
-	return dbk_engine_cached_blocks(e, keys, n) * DBK_KV_BLOCK_TOKENS;
 }

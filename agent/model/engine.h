@@ -32,6 +32,14 @@
  * (engine_profile.h): the ttft policy predicts with the very numbers the
  * stub simulates with. */
 
+/* vLLM's --scheduling-policy (vllm/v1/core/sched/request_queue.py):
+ * first come first served (the default), or by each request's priority,
+ * lower value first, then arrival. */
+enum dbk_engine_policy {
+	DBK_ENGINE_FCFS = 0,
+	DBK_ENGINE_PRIORITY,
+};
+
 struct dbk_engine_config {
 	const struct dbk_engine_profile *gpu;
 	uint32_t max_model_len;
@@ -42,10 +50,11 @@ struct dbk_engine_config {
 	 * with --no-prefix-caching): see prefix_cache.h. Off, the engine
 	 * schedules exactly as it did before caching was modelled. */
 	bool enable_prefix_caching;
+	enum dbk_engine_policy policy;
 };
 
-/* Fills cfg with the profile's defaults, max_model_len 131072 and
- * prefix caching on (vLLM's default). */
+/* Fills cfg with the profile's defaults, max_model_len 131072, prefix
+ * caching on and FCFS (vLLM's defaults). */
 void dbk_engine_config_default(struct dbk_engine_config *cfg, const struct dbk_engine_profile *gpu);
 /* 0 when usable; otherwise -1 and a sentence in err. */
 int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err, size_t errlen);
@@ -80,6 +89,21 @@ int dbk_engine_submit(struct dbk_engine *e, uint32_t prompt_tokens, uint32_t max
 int dbk_engine_submit_keys(struct dbk_engine *e, uint32_t prompt_tokens, const uint64_t *keys,
                            uint32_t n_keys, uint32_t max_output_tokens, void *cookie,
                            uint64_t *handle);
+
+/* A request with all it can carry: dbk_engine_submit_keys's arguments
+ * and vLLM's per-request priority (the OpenAI body's `priority`, lower
+ * first). Only DBK_ENGINE_PRIORITY reads the priority; under FCFS it is
+ * ignored, as vLLM V1's FCFS queue ignores it. */
+struct dbk_engine_submission {
+	uint32_t prompt_tokens;
+	const uint64_t *keys;
+	uint32_t n_keys;
+	uint32_t max_output_tokens;
+	int32_t priority;
+	void *cookie;
+};
+int dbk_engine_submit_req(struct dbk_engine *e, const struct dbk_engine_submission *sub,
+                          uint64_t *handle);
 
 /* Client went away: drop the request wherever it is and free its KV.
  * After it returns no further event is reported for the handle, even

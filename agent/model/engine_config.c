@@ -60,6 +60,7 @@ void dbk_engine_config_default(struct dbk_engine_config *cfg, const struct dbk_e
 	cfg->max_num_seqs = gpu->default_max_num_seqs;
 	cfg->kv_capacity_tokens = gpu->default_kv_capacity_tokens;
 	cfg->enable_prefix_caching = true;
+	cfg->policy = DBK_ENGINE_FCFS;
 }
 
 int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err, size_t errlen)
@@ -81,6 +82,10 @@ int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err, size
 		{ "kv-capacity-tokens", cfg->kv_capacity_tokens, 0, (uint64_t)1 << 40 },
 	};
 
+	if (cfg->policy != DBK_ENGINE_FCFS && cfg->policy != DBK_ENGINE_PRIORITY) {
+		dbk_errf(err, errlen, "unknown scheduling policy %d", (int)cfg->policy);
+		return -1;
+	}
 	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
 		if (ranges[i].v < ranges[i].lo || ranges[i].v > ranges[i].hi) {
 			dbk_errf(err, errlen, "%s must be in %llu..%llu", ranges[i].flag,

@@ -40,6 +40,10 @@ struct dbk_api_request {
 	enum dbk_api_kind kind;
 	bool stream;
 	bool include_usage;
+	/* vLLM's extra `priority` (0 when absent or null): lower first
+	 * under --scheduling-policy priority, ignored under FCFS, as vLLM
+	 * V1 ignores it. */
+	int32_t priority;
 	uint32_t n_prompts;
 	uint32_t prompt_tokens[DBK_API_MAX_PROMPTS];
 	uint32_t max_tokens[DBK_API_MAX_PROMPTS];

@@ -384,6 +384,23 @@ static int parse_max_tokens(enum dbk_api_kind kind, const cJSON *root, bool *has
 	return 0;
 }
 
+/* vLLM's `priority` (an int in its protocol; the stub keeps it to 32
+ * bits). vLLM V1 takes any value under either policy: the FCFS queue
+ * never reads it (V0 refused a non-zero one under FCFS; V1 has no such
+ * check), so neither does the stub refuse it. */
+static int parse_priority(const cJSON *root, struct dbk_api_request *out, struct dbk_api_error *err)
+{
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "priority");
+	double d;
+
+	if (is_null_or_absent(p))
+		return 0;
+	if (!json_int(p, -2147483648.0, 2147483647.0, &d))
+		return bad(err, "priority must be an integer in -2147483648..2147483647");
+	out->priority = (int32_t)d;
+	return 0;
+}
+
 static int parse_fields(enum dbk_api_kind kind, const cJSON *root, const struct dbk_api_config *cfg,
                         struct dbk_api_request *out, struct dbk_api_error *err)
 {
@@ -392,7 +409,8 @@ static int parse_fields(enum dbk_api_kind kind, const cJSON *root, const struct 
 	int rc;
 
 	if (check_model(root, cfg, err) != 0 || parse_stream(root, out, err) != 0 ||
-	    parse_max_tokens(kind, root, &has_mt, &max_tokens, err) != 0)
+	    parse_max_tokens(kind, root, &has_mt, &max_tokens, err) != 0 ||
+	    parse_priority(root, out, err) != 0)
 		return -1;
 	if (kind == DBK_API_COMPLETION)
 		rc = parse_prompts(cJSON_GetObjectItemCaseSensitive(root, "prompt"), cfg->keys, out,

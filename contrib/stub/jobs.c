@@ -76,6 +76,38 @@ static void job_finish(struct dbk_stub_job *j)
 	dbk_stub_conn_resume(c);
 }
 
+/* Model seconds since real time t, like every latency the stub shows. */
+static double model_since(const struct dbk_stub_server *s, double t)
+{
+	return (ev_now(s->loop) - t) * s->opt.time_scale;
+}
+
+/* vLLM observes, per engine request (each prompt of a batch is one),
+ * the first token at its first output, then every gap between two
+ * outputs (the inter-token latency, fed to the deprecated time-per-
+ * output-token family too), and at its end the whole request and its
+ * token counts. A request the client abandons is not observed. */
+static void observe_token(struct dbk_stub_server *s, struct dbk_stub_choice *ch)
+{
+	struct dbk_prom_outcomes *o = &s->out;
+
+	if (!ch->started)
+		dbk_prom_observe(&o->ttft, model_since(s, ch->job->arrived));
+	else
+		dbk_prom_observe(&o->itl, model_since(s, ch->last_token_at));
+	ch->last_token_at = ev_now(s->loop);
+}
+
+static void observe_finished(struct dbk_stub_server *s, const struct dbk_stub_choice *ch,
+                             const struct dbk_engine_event *ev)
+{
+	struct dbk_prom_outcomes *o = &s->out;
+
+	dbk_prom_observe(&o->e2e, model_since(s, ch->job->arrived));
+	dbk_prom_observe(&o->prompt_tokens, ev->prompt_tokens);
+	dbk_prom_observe(&o->generation_tokens, ev->n_output);
+}
+
 static void on_token(struct dbk_stub_server *s, struct dbk_stub_choice *ch,
                      const struct dbk_engine_event *ev)
 {
@@ -83,12 +115,7 @@ static void on_token(struct dbk_stub_server *s, struct dbk_stub_choice *ch,
 	struct dbk_buf *t = &s->tmp;
 
 	ch->n_out = ev->n_output;
-	if (!j->first_seen) {
-		/* In model seconds, like every latency the stub shows (vLLM
-		 * observes it at the first output of the request). */
-		j->first_seen = true;
-		dbk_prom_observe(&s->ttft, (ev_now(s->loop) - j->arrived) * s->opt.time_scale);
-	}
+	observe_token(s, ch);
 	if (j->req.stream) {
 		dbk_buf_reset(t);
 		/* vLLM sends the chat role with the first output. */
@@ -110,6 +137,7 @@ void dbk_stub_on_engine_event(void *ctx, const struct dbk_engine_event *ev)
 	switch (ev->type) {
 	case DBK_ENGINE_EV_TOKEN: on_token(s, ch, ev); break;
 	case DBK_ENGINE_EV_FINISHED:
+		observe_finished(s, ch, ev);
 		ch->done = true;
 		if (++j->n_done == j->req.n_prompts)
 			job_finish(j);
@@ -128,12 +156,18 @@ static int submit_choices(struct dbk_stub_server *s, struct dbk_stub_job *j,
                           const struct dbk_api_request *ar)
 {
 	for (uint32_t i = 0; i < ar->n_prompts; i++) {
+		const struct dbk_engine_submission sub = {
+			.prompt_tokens = ar->prompt_tokens[i],
+			.keys = ar->keys ? ar->keys + ar->key_off[i] : NULL,
+			.n_keys = ar->n_keys[i],
+			.max_output_tokens = ar->max_tokens[i],
+			.priority = ar->priority,
+			.cookie = &j->ch[i],
+		};
+
 		j->ch[i].job = j;
 		j->ch[i].index = i;
-		if (dbk_engine_submit_keys(s->eng, ar->prompt_tokens[i],
-		                           ar->keys ? ar->keys + ar->key_off[i] : NULL,
-		                           ar->n_keys[i], ar->max_tokens[i], &j->ch[i],
-		                           &j->ch[i].handle) != DBK_ENGINE_OK) {
+		if (dbk_engine_submit_req(s->eng, &sub, &j->ch[i].handle) != DBK_ENGINE_OK) {
 			for (uint32_t k = 0; k < i; k++)
 				dbk_engine_abort(s->eng, j->ch[k].handle);
 			return -1;
@@ -200,8 +234,9 @@ void dbk_stub_start_job(struct dbk_stub_conn *c, enum dbk_api_kind kind,
 		                   hr->minor_version,
 		                   j->chunked ? "Transfer-Encoding: chunked\r\n" : NULL);
 	dbk_log(DBK_LOG_DEBUG, "request",
-	        "stub=%s peer=%s id=%s prompts=%u prompt_tokens=%u max_tokens=%u stream=%s",
+	        "stub=%s peer=%s id=%s prompts=%u prompt_tokens=%u max_tokens=%u stream=%s "
+	        "priority=%d",
 	        s->opt.name, c->peer, j->id, ar.n_prompts, ar.prompt_tokens[0], ar.max_tokens[0],
-	        ar.stream ? "true" : "false");
+	        ar.stream ? "true" : "false", (int)ar.priority);
 	dbk_stub_maybe_step(s);
 }

@@ -44,6 +44,7 @@ static void derive_limits(struct dbk_stub_server *s)
 	s->started = (long long)time(NULL);
 	clock_gettime(CLOCK_REALTIME, &now);
 	s->created = (double)now.tv_sec + now.tv_nsec * 1e-9;
+	dbk_prom_outcomes_init(&s->out, ec->max_model_len);
 	s->id_seed = ((uint64_t)s->started << 20) ^ (uint64_t)getpid() ^ ((uint64_t)(uintptr_t)s);
 }
 
@@ -79,11 +80,11 @@ static void print_ready(const struct dbk_stub_server *s, int port)
 
 	printf("vllm-stub %s listening on %s:%d (model %s, gpu %s, time-scale %g, max-model-len "
 	       "%u, max-num-batched-tokens %u, max-num-seqs %u, kv-capacity-tokens %llu, prefix "
-	       "caching %s)\n",
+	       "caching %s, scheduling-policy %s)\n",
 	       s->opt.name, s->opt.host, port, s->opt.model, ec->gpu->name, s->opt.time_scale,
 	       ec->max_model_len, ec->max_num_batched_tokens, ec->max_num_seqs,
-	       (unsigned long long)ec->kv_capacity_tokens,
-	       ec->enable_prefix_caching ? "on" : "off");
+	       (unsigned long long)ec->kv_capacity_tokens, ec->enable_prefix_caching ? "on" : "off",
+	       ec->policy == DBK_ENGINE_PRIORITY ? "priority" : "fcfs");
 	fflush(stdout);
 }
 

@@ -54,13 +54,15 @@ static int bad_usage(const char *msg)
 /* The values the table fills that need resolving before use. */
 struct raw {
 	long long max_model_len, batched, seqs, kv; /* -1: the --gpu profile's */
-	int port, gpu, fault, names;
+	int port, gpu, fault, names, policy;
 	const char *completion_fault;
 	bool no_prefix_caching, help, version;
 };
 
 static const char *const gpus[] = { "h100", "a100", NULL };
 static const char *const engine_names[] = { "vllm", "sglang", NULL };
+/* In enum dbk_engine_policy's order. */
+static const char *const policies[] = { "fcfs", "priority", NULL };
 static const char *const faults[] = { "none",        "hang",        "garbage", "huge",
 	                              "many-series", "implausible", NULL };
 
@@ -100,6 +102,10 @@ static int parse_table(int argc, char **argv, struct dbk_stub_opts *o, struct ra
 		          "uvicorn)" },
 		{ "no-prefix-caching", 0, DBK_OPT_FLAG, &r->no_prefix_caching,
 		  .help = "as vLLM's flag: no prefix cache (on by default,\nas in vLLM V1)" },
+		{ "scheduling-policy", 0, DBK_OPT_CHOICE, &r->policy, .choices = policies,
+		  .metavar = "fcfs|priority",
+		  .help = "as vLLM's flag: waiting requests first come\nfirst served, or by the "
+		          "body's priority\n(lower first), preempting the lowest\n(default fcfs)" },
 		{ "engine-names", 0, DBK_OPT_CHOICE, &r->names, .choices = engine_names,
 		  .metavar = "vllm|sglang",
 		  .help = "/metrics under vLLM's names or SGLang's\n(default vllm)" },
@@ -144,6 +150,7 @@ static int resolve_engine(struct dbk_stub_opts *o, const struct raw *r, char *er
 	ec->max_num_seqs = r->seqs < 0 ? ec->gpu->default_max_num_seqs : (uint32_t)r->seqs;
 	ec->kv_capacity_tokens = r->kv < 0 ? ec->gpu->default_kv_capacity_tokens : (uint64_t)r->kv;
 	ec->enable_prefix_caching = !r->no_prefix_caching;
+	ec->policy = (enum dbk_engine_policy)r->policy;
 	return dbk_engine_config_check(ec, err, errlen);
 }
 

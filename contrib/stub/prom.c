@@ -8,17 +8,57 @@
 #include <stdlib.h>
 #include <string.h>
 
-const double dbk_prom_ttft_bounds[DBK_PROM_TTFT_BUCKETS] = {
+/* vllm/v1/metrics/loggers.py (vllm-project/vllm at 005a810; the
+ * inter-token buckets are v0.11's, the same as time_per_output_token's
+ * at 005a810). */
+static const double ttft_bounds[] = {
 	0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
 	1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
 };
+static const double itl_bounds[] = {
+	0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4,  0.5,
+	0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0,
+};
+static const double e2e_bounds[] = {
+	0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,   20.0,
+	30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0,
+};
+
+static void set_bounds(struct dbk_prom_histogram *h, const double *b, size_t n)
+{
+	memset(h, 0, sizeof(*h));
+	memcpy(h->bounds, b, n * sizeof(*b));
+	h->n_bounds = n;
+}
+
+/* build_1_2_5_buckets(max): 1, 2, 5 times each power of ten, while at
+ * most max. */
+static void set_1_2_5(struct dbk_prom_histogram *h, double max)
+{
+	static const double m[] = { 1, 2, 5 };
+
+	memset(h, 0, sizeof(*h));
+	for (double p = 1; h->n_bounds < DBK_PROM_MAX_BUCKETS; p *= 10)
+		for (size_t i = 0; i < 3; i++) {
+			if (m[i] * p > max || h->n_bounds == DBK_PROM_MAX_BUCKETS)
+				return;
+			h->bounds[h->n_bounds++] = m[i] * p;
+		}
+}
+
+void dbk_prom_outcomes_init(struct dbk_prom_outcomes *o, uint32_t max_model_len)
+{
+	set_bounds(&o->ttft, ttft_bounds, sizeof(ttft_bounds) / sizeof(ttft_bounds[0]));
+	set_bounds(&o->itl, itl_bounds, sizeof(itl_bounds) / sizeof(itl_bounds[0]));
+	set_bounds(&o->e2e, e2e_bounds, sizeof(e2e_bounds) / sizeof(e2e_bounds[0]));
+	set_1_2_5(&o->prompt_tokens, max_model_len);
+	set_1_2_5(&o->generation_tokens, max_model_len);
+}
 
 void dbk_prom_observe(struct dbk_prom_histogram *h, double v)
 {
-	size_t i;
-
-	for (i = 0; i < DBK_PROM_TTFT_BUCKETS; i++)
-		if (v <= dbk_prom_ttft_bounds[i]) {
+	for (size_t i = 0; i < h->n_bounds; i++)
+		if (v <= h->bounds[i]) {
 			h->counts[i]++;
 			break;
 		}
@@ -211,35 +251,58 @@ static void request_success(struct dbk_buf *b, const struct dbk_prom_stats *m)
 	}
 }
 
-/* The first-token histogram named name (vLLM's or SGLang's, with the
- * stub's buckets). */
-static void ttft(struct dbk_buf *b, const struct dbk_prom_stats *m, const char *name)
+/* A histogram family: cumulative buckets, +Inf, count, sum, then its
+ * _created gauge. */
+static void histogram(struct dbk_buf *b, const struct dbk_prom_stats *m, const char *name,
+                      const char *help, const struct dbk_prom_histogram *h)
 {
-	static const char help[] = "Histogram of time to first token in "
-	                           "seconds.";
-	const struct dbk_prom_histogram *h = m->ttft;
 	char extra[48], f[40], sname[96];
 	uint64_t cum = 0;
-	size_t i;
 
 	head(b, name, "histogram", help);
-	for (i = 0; i <= DBK_PROM_TTFT_BUCKETS; i++) {
-		if (i < DBK_PROM_TTFT_BUCKETS) {
-			cum += h ? h->counts[i] : 0;
-			dbk_prom_float(f, sizeof(f), dbk_prom_ttft_bounds[i]);
+	snprintf(sname, sizeof(sname), "%s_bucket", name);
+	for (size_t i = 0; i <= h->n_bounds; i++) {
+		if (i < h->n_bounds) {
+			cum += h->counts[i];
+			dbk_prom_float(f, sizeof(f), h->bounds[i]);
 		} else {
-			cum = h ? h->count : 0;
+			cum = h->count;
 			snprintf(f, sizeof(f), "+Inf");
 		}
 		snprintf(extra, sizeof(extra), "le=\"%s\"", f);
-		snprintf(sname, sizeof(sname), "%s_bucket", name);
 		sample(b, sname, m->model, extra, (double)cum);
 	}
 	snprintf(sname, sizeof(sname), "%s_count", name);
-	sample(b, sname, m->model, NULL, h ? (double)h->count : 0);
+	sample(b, sname, m->model, NULL, (double)h->count);
 	snprintf(sname, sizeof(sname), "%s_sum", name);
-	sample(b, sname, m->model, NULL, h ? h->sum : 0);
+	sample(b, sname, m->model, NULL, h->sum);
 	created(b, m, name, help);
+}
+
+static const char ttft_help[] = "Histogram of time to first token in seconds.";
+
+/* The request histograms, in loggers.py's order of registration (the
+ * order prometheus_client prints them in); the families vLLM has and the
+ * stub does not (iteration tokens, max tokens and n, queue, prefill,
+ * decode and inference times) are left out. */
+static void outcomes(struct dbk_buf *b, const struct dbk_prom_stats *m)
+{
+	const struct dbk_prom_outcomes *o = m->out;
+
+	histogram(b, m, "vllm:request_prompt_tokens", "Number of prefill tokens processed.",
+	          &o->prompt_tokens);
+	histogram(b, m, "vllm:request_generation_tokens", "Number of generation tokens processed.",
+	          &o->generation_tokens);
+	histogram(b, m, "vllm:time_to_first_token_seconds", ttft_help, &o->ttft);
+	/* v0.11's help, its two literals joined without a space. */
+	histogram(b, m, "vllm:time_per_output_token_seconds",
+	          "Histogram of time per output token in seconds.DEPRECATED: Use "
+	          "vllm:inter_token_latency_seconds instead.",
+	          &o->itl);
+	histogram(b, m, "vllm:inter_token_latency_seconds",
+	          "Histogram of inter-token latency in seconds.", &o->itl);
+	histogram(b, m, "vllm:e2e_request_latency_seconds",
+	          "Histogram of e2e request latency in seconds.", &o->e2e);
 }
 
 static void cache_config_info(struct dbk_buf *b, const struct dbk_prom_stats *m)
@@ -309,7 +372,7 @@ void dbk_prom_render(struct dbk_buf *b, const struct dbk_prom_stats *m)
 			sleep_state(b, m);
 	}
 	request_success(b, m);
-	ttft(b, m, "vllm:time_to_first_token_seconds");
+	outcomes(b, m);
 	cache_config_info(b, m);
 }
 
@@ -332,5 +395,5 @@ void dbk_prom_render_sglang(struct dbk_buf *b, const struct dbk_prom_stats *m)
 	counter(b, m, "sglang:generation_tokens", "Number of generation tokens processed.",
 	        (double)m->generation_tokens);
 	counter(b, m, "sglang:cached_tokens", "Number of cached prompt tokens.", hits);
-	ttft(b, m, "sglang:time_to_first_token_seconds");
+	histogram(b, m, "sglang:time_to_first_token_seconds", ttft_help, &m->out->ttft);
 }

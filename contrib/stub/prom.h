@@ -4,7 +4,10 @@
  * text format prometheus_client's generate_latest writes (labels sorted
  * by name, counters' HELP and TYPE under the _total name, a _created
  * gauge after each counter and histogram, floats as Go prints them), and
- * vllm:engine_sleep_state of a later loggers.py (vLLM's sleep mode).
+ * vllm:engine_sleep_state of a later loggers.py (vLLM's sleep mode), and
+ * vllm:inter_token_latency_seconds of v0.11's (which kept
+ * vllm:time_per_output_token_seconds beside it, deprecated, fed the same
+ * gaps).
  * Pure: the caller passes every value, the clock included. */
 #ifndef DBK_PROM_H
 #define DBK_PROM_H
@@ -15,18 +18,29 @@
 
 #include "lib/buf.h"
 
-/* vllm:time_to_first_token_seconds's buckets at that version. */
-#define DBK_PROM_TTFT_BUCKETS 22
+/* A histogram of prometheus_client's: upper bounds (le), +Inf apart. */
+#define DBK_PROM_MAX_BUCKETS 32
 
 struct dbk_prom_histogram {
-	uint64_t counts[DBK_PROM_TTFT_BUCKETS]; /* not cumulative */
-	uint64_t count;                         /* all, +Inf included */
+	double bounds[DBK_PROM_MAX_BUCKETS];
+	size_t n_bounds;
+	uint64_t counts[DBK_PROM_MAX_BUCKETS]; /* not cumulative */
+	uint64_t count;                        /* all, +Inf included */
 	double sum;
 };
 
-extern const double dbk_prom_ttft_bounds[DBK_PROM_TTFT_BUCKETS];
-
 void dbk_prom_observe(struct dbk_prom_histogram *h, double v);
+
+/* What vLLM observes of each request it serves, in its buckets
+ * (loggers.py): the first token (22 buckets, 1 ms to 2560 s), each gap
+ * between two tokens of a request (19, 10 ms to 80 s), the whole request
+ * (21, 0.3 s to 7680 s), and its prompt and generated tokens
+ * (build_1_2_5_buckets(max_model_len): 1, 2, 5, 10, ... up to it). */
+struct dbk_prom_outcomes {
+	struct dbk_prom_histogram ttft, itl, e2e, prompt_tokens, generation_tokens;
+};
+
+void dbk_prom_outcomes_init(struct dbk_prom_outcomes *o, uint32_t max_model_len);
 
 struct dbk_prom_stats {
 	const char *model;
@@ -37,7 +51,7 @@ struct dbk_prom_stats {
 	uint64_t preemptions;
 	uint64_t prompt_tokens, generation_tokens;
 	uint64_t success_length, success_abort;
-	const struct dbk_prom_histogram *ttft;
+	const struct dbk_prom_outcomes *out; /* not NULL */
 	/* vllm:cache_config_info */
 	uint32_t block_size;
 	uint64_t num_gpu_blocks;
@@ -51,7 +65,7 @@ void dbk_prom_render(struct dbk_buf *b, const struct dbk_prom_stats *m);
  * collector.py, sgl-project/sglang at 00ae9c1): sglang:num_running_reqs,
  * num_queue_reqs, token_usage (0..1), cache_hit_rate, max_total_num_tokens,
  * num_retracted_requests_total, prompt_tokens_total, cached_tokens_total,
- * generation_tokens_total and time_to_first_token_seconds (the stub's
+ * generation_tokens_total and time_to_first_token_seconds (vLLM's
  * buckets, not SGLang's). */
 void dbk_prom_render_sglang(struct dbk_buf *b, const struct dbk_prom_stats *m);
 

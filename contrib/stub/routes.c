@@ -83,7 +83,7 @@ static void render_metrics(struct dbk_stub_server *s)
 	m.generation_tokens = st.generation_tokens_total;
 	m.success_length = st.requests_finished;
 	m.success_abort = st.requests_aborted;
-	m.ttft = &s->ttft;
+	m.out = &s->out;
 	m.block_size = DBK_KV_BLOCK_TOKENS;
 	m.num_gpu_blocks = st.kv_blocks_total;
 	m.enable_prefix_caching = dbk_engine_prefix_caching(s->eng);

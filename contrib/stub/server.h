@@ -37,6 +37,7 @@ struct dbk_stub_choice {
 	uint32_t index;
 	uint64_t handle;
 	uint32_t n_out;
+	double last_token_at; /* ev_now of its latest token */
 	bool started;
 	bool done;
 };
@@ -51,8 +52,7 @@ struct dbk_stub_job {
 	bool chunked; /* HTTP/1.1: chunked stream; 1.0: close-delimited */
 	uint32_t n_done;
 	uint64_t prompt_total;
-	double arrived;  /* ev_now when parsed: vLLM's arrival_time */
-	bool first_seen; /* TTFT observed */
+	double arrived; /* ev_now when parsed: vLLM's arrival_time */
 	struct dbk_stub_choice ch[];
 };
 
@@ -84,10 +84,10 @@ struct dbk_stub_server {
 	struct dbk_list pending;
 	uint64_t id_seed, id_counter;
 	long long started;
-	struct dbk_buf tmp; /* scratch for one response body */
-	struct dbk_buf pad; /* --metrics-fault huge|many-series: made once */
-	struct dbk_prom_histogram ttft;
-	double created; /* unix seconds, the counters' _created */
+	struct dbk_buf tmp;           /* scratch for one response body */
+	struct dbk_buf pad;           /* --metrics-fault huge|many-series: made once */
+	struct dbk_prom_outcomes out; /* the request histograms of /metrics */
+	double created;               /* unix seconds, the counters' _created */
 	uint64_t late_steps;
 	double max_lag_s;
 	int sleep_level;     /* vLLM's sleep mode: 0 awake, 1 or 2 */

@@ -337,6 +337,35 @@ static void test_prompt_keys(void)
 	dbk_api_request_free(&t);
 }
 
+/* vLLM's extra `priority`: an integer (a float without fraction, as
+ * pydantic's lax int), 0 when absent or null, kept to 32 bits. */
+static void test_priority(void)
+{
+	static const struct {
+		const char *body;
+		int32_t want;
+	} ok[] = {
+		{ "{\"prompt\":\"a\"}", 0 },
+		{ "{\"prompt\":\"a\",\"priority\":null}", 0 },
+		{ "{\"prompt\":\"a\",\"priority\":-5}", -5 },
+		{ "{\"prompt\":\"a\",\"priority\":10.0}", 10 },
+		{ "{\"prompt\":\"a\",\"priority\":2147483647}", 2147483647 },
+		{ "{\"prompt\":\"a\",\"priority\":-2147483648}", INT32_MIN },
+	};
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		struct dbk_api_request r;
+		struct dbk_api_error e;
+
+		CHECK_EQ_U(parse(DBK_API_COMPLETION, ok[i].body, &r, &e), 0);
+		CHECK(r.priority == ok[i].want);
+		dbk_api_request_free(&r);
+	}
+	expect_err(DBK_API_COMPLETION, "{\"prompt\":\"a\",\"priority\":1.5}", 400, "priority");
+	expect_err(DBK_API_COMPLETION, "{\"prompt\":\"a\",\"priority\":\"1\"}", 400, "priority");
+	expect_err(DBK_API_CHAT, "{\"messages\":[],\"priority\":2147483648}", 400, "priority");
+}
+
 static void test_buf(void)
 {
 	struct dbk_buf b = { 0 };
@@ -363,6 +392,7 @@ int main(void)
 	RUN(test_full_response);
 	RUN(test_error_and_models_json);
 	RUN(test_prompt_keys);
+	RUN(test_priority);
 	RUN(test_buf);
 	return CHECK_DONE();
 }

@@ -26,10 +26,13 @@ static void test_parse_fault(void)
 
 static void test_sleep_gauge(void)
 {
+	struct dbk_prom_outcomes o;
 	struct dbk_prom_stats m;
 	struct dbk_buf b;
 
+	dbk_prom_outcomes_init(&o, 1024);
 	memset(&m, 0, sizeof(m));
+	m.out = &o;
 	m.model = "m";
 	m.sleep_level = 2;
 	dbk_buf_init(&b);

@@ -1,8 +1,9 @@
 /* Unit tests of the /metrics text (prom.c). fixtures/vllm-metrics.prom is
  * what vLLM's PrometheusStatLogger (vllm/v1/metrics/loggers.py at
- * 005a810) exposes for one engine through prometheus_client's
- * generate_latest, written out by hand from those two sources for the
- * values below: the stub must match it byte for byte. */
+ * 005a810; the inter-token family and the deprecated help of the
+ * time-per-output-token one as of v0.11) exposes for one engine through
+ * prometheus_client's generate_latest, written out from those two
+ * sources for the values below: the stub must match it byte for byte. */
 #include "prom.h"
 
 #include <errno.h>
@@ -73,30 +74,77 @@ static void test_float_format(void)
 
 static void test_histogram_le_inclusive(void)
 {
-	struct dbk_prom_histogram h;
+	struct dbk_prom_outcomes o;
+	struct dbk_prom_histogram *h = &o.ttft;
 
-	memset(&h, 0, sizeof(h));
-	dbk_prom_observe(&h, 0.001);
-	dbk_prom_observe(&h, 0.0011);
-	dbk_prom_observe(&h, 5000);
-	CHECK_EQ_U(h.counts[0], 1);
-	CHECK_EQ_U(h.counts[1], 1);
-	CHECK_EQ_U(h.count, 3);
-	CHECK(h.sum > 5000.002 && h.sum < 5000.0022);
+	dbk_prom_outcomes_init(&o, 131072);
+	dbk_prom_observe(h, 0.001);
+	dbk_prom_observe(h, 0.0011);
+	dbk_prom_observe(h, 5000);
+	CHECK_EQ_U(h->counts[0], 1);
+	CHECK_EQ_U(h->counts[1], 1);
+	CHECK_EQ_U(h->count, 3);
+	CHECK(h->sum > 5000.002 && h->sum < 5000.0022);
+}
+
+/* The buckets of loggers.py: 22 first-token bounds, 19 inter-token, 21
+ * end-to-end; the token counts' build_1_2_5_buckets(max_model_len). */
+static void test_outcome_buckets(void)
+{
+	struct dbk_prom_outcomes o;
+
+	dbk_prom_outcomes_init(&o, 131072);
+	CHECK_EQ_U(o.ttft.n_bounds, 22);
+	CHECK(o.ttft.bounds[0] == 0.001 && o.ttft.bounds[21] == 2560.0);
+	CHECK_EQ_U(o.itl.n_bounds, 19);
+	CHECK(o.itl.bounds[0] == 0.01 && o.itl.bounds[18] == 80.0);
+	CHECK_EQ_U(o.e2e.n_bounds, 21);
+	CHECK(o.e2e.bounds[0] == 0.3 && o.e2e.bounds[20] == 7680.0);
+	/* 1, 2, 5, ..., 50000, 100000: 16 bounds up to 131072. */
+	CHECK_EQ_U(o.prompt_tokens.n_bounds, 16);
+	CHECK(o.prompt_tokens.bounds[2] == 5 && o.prompt_tokens.bounds[15] == 100000);
+	CHECK_EQ_U(o.generation_tokens.n_bounds, 16);
+	/* build_1_2_5_buckets(100) is [1, 2, 5, 10, 20, 50, 100] (its
+	 * docstring); the stub's smallest context is 2. */
+	dbk_prom_outcomes_init(&o, 100);
+	CHECK_EQ_U(o.prompt_tokens.n_bounds, 7);
+	CHECK(o.prompt_tokens.bounds[6] == 100);
+	dbk_prom_outcomes_init(&o, 2);
+	CHECK_EQ_U(o.prompt_tokens.n_bounds, 2);
+	dbk_prom_outcomes_init(&o, 1u << 24);
+	CHECK_EQ_U(o.prompt_tokens.n_bounds, 22);
+	CHECK(o.prompt_tokens.bounds[21] == 1e7);
 }
 
 static void test_matches_vllm_fixture(void)
 {
-	struct dbk_prom_histogram h;
+	struct dbk_prom_outcomes o;
 	struct dbk_prom_stats m;
 	struct dbk_buf b = { 0 };
 	size_t n = 0, i;
 	char *want = read_fixture("vllm-metrics.prom", &n);
 
-	memset(&h, 0, sizeof(h));
-	dbk_prom_observe(&h, 0.25);
-	dbk_prom_observe(&h, 0.5);
-	dbk_prom_observe(&h, 3.0);
+	/* Three requests: first tokens at 0.25, 0.5 and 3 s; gaps of 10 ms
+	 * (the first bound, le inclusive), 12 ms and 0.25 s; whole
+	 * requests of 0.3, 2 and 9000 s (past the last bound); prompts of
+	 * 1, 1000 and 131072 tokens (past 100000), outputs of 16 twice and
+	 * 2. */
+	dbk_prom_outcomes_init(&o, 131072);
+	dbk_prom_observe(&o.ttft, 0.25);
+	dbk_prom_observe(&o.ttft, 0.5);
+	dbk_prom_observe(&o.ttft, 3.0);
+	dbk_prom_observe(&o.itl, 0.01);
+	dbk_prom_observe(&o.itl, 0.012);
+	dbk_prom_observe(&o.itl, 0.25);
+	dbk_prom_observe(&o.e2e, 0.3);
+	dbk_prom_observe(&o.e2e, 2.0);
+	dbk_prom_observe(&o.e2e, 9000.0);
+	dbk_prom_observe(&o.prompt_tokens, 1);
+	dbk_prom_observe(&o.prompt_tokens, 1000);
+	dbk_prom_observe(&o.prompt_tokens, 131072);
+	dbk_prom_observe(&o.generation_tokens, 16);
+	dbk_prom_observe(&o.generation_tokens, 16);
+	dbk_prom_observe(&o.generation_tokens, 2);
 	memset(&m, 0, sizeof(m));
 	m.model = "stub-model";
 	m.created = 1764547200.5;
@@ -110,7 +158,7 @@ static void test_matches_vllm_fixture(void)
 	m.generation_tokens = 12000;
 	m.success_length = 40;
 	m.success_abort = 1;
-	m.ttft = &h;
+	m.out = &o;
 	m.block_size = 16;
 	m.num_gpu_blocks = 26875;
 	m.enable_prefix_caching = true;
@@ -150,10 +198,13 @@ static void test_sglang_names(void)
 		"sglang:cached_tokens_total{engine=\"0\",model_name=\"m\"} 250.0\n",
 		"sglang:time_to_first_token_seconds_count{engine=\"0\",model_name=\"m\"} 0.0\n",
 	};
+	struct dbk_prom_outcomes o;
 	struct dbk_prom_stats m;
 	struct dbk_buf b = { 0 };
 
+	dbk_prom_outcomes_init(&o, 131072);
 	memset(&m, 0, sizeof(m));
+	m.out = &o;
 	m.model = "m";
 	m.running = 3;
 	m.waiting = 4;
@@ -180,6 +231,7 @@ int main(void)
 {
 	RUN(test_float_format);
 	RUN(test_histogram_le_inclusive);
+	RUN(test_outcome_buckets);
 	RUN(test_matches_vllm_fixture);
 	RUN(test_sglang_names);
 	return CHECK_DONE();

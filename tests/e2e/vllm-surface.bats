@@ -172,3 +172,98 @@ CFG
 	assert_equal "$(scrape_metric 'dbucket_vllm_requests_waiting{server="vllm0"}')" 1
 	assert_equal "$(scrape_metric 'dbucket_vllm_first_tokens_total{server="vllm0"}')" 3
 }
+
+# ---- the request histograms (issue 30) and priority scheduling (issue 28) ----
+
+# hist_count I FAMILY: the _count of stub vllmI's histogram FAMILY.
+hist_count() { stub_metric "$1" "$2_count"; }
+
+@test "/metrics: vLLM's request histograms in its buckets, counted per request served" {
+	start_stub 2 20
+	metrics 2 >"$BATS_TEST_TMPDIR/m0"
+	run prom_parses "$BATS_TEST_TMPDIR/m0"
+	assert_success
+	# loggers.py's buckets, +Inf included; the token counts' 1-2-5 up to
+	# the 131072-token context: 1 ... 100000.
+	local fam want
+	for fam in request_prompt_tokens:17 request_generation_tokens:17 \
+		time_to_first_token_seconds:23 inter_token_latency_seconds:20 \
+		time_per_output_token_seconds:20 e2e_request_latency_seconds:22; do
+		want=${fam#*:} fam=vllm:${fam%:*}
+		run grep -c "^${fam}_bucket{engine=\"0\",le=\"[0-9.e+Inf]*\",model_name=\"stub-model\"} " "$BATS_TEST_TMPDIR/m0"
+		assert_output "$want"
+		assert_equal "$(hist_count 2 "$fam")" 0
+	done
+	grep -q '^vllm:request_prompt_tokens_bucket{engine="0",le="100000.0",model_name="stub-model"} 0.0$' "$BATS_TEST_TMPDIR/m0"
+	# Three requests of 5 tokens, one a batch of two prompts: four
+	# engine requests, each a first token, four gaps and an end.
+	completion_body 5 false 400 >"$BATS_TEST_TMPDIR/one.json"
+	send "$BATS_TEST_TMPDIR/r1" /v1/completions "$BATS_TEST_TMPDIR/one.json" "${STUB_PORT[2]}"
+	completion_body 5 true 400 >"$BATS_TEST_TMPDIR/stream.json"
+	send "$BATS_TEST_TMPDIR/r2" /v1/completions "$BATS_TEST_TMPDIR/stream.json" "${STUB_PORT[2]}"
+	printf '{"model":"stub-model","max_tokens":5,"prompt":["%s","%s"]}' \
+		"$(head -c 400 /dev/zero | tr '\0' a)" "$(head -c 800 /dev/zero | tr '\0' b)" >"$BATS_TEST_TMPDIR/batch.json"
+	send "$BATS_TEST_TMPDIR/r3" /v1/completions "$BATS_TEST_TMPDIR/batch.json" "${STUB_PORT[2]}"
+	for r in r1 r2 r3; do assert_equal "$(status "$BATS_TEST_TMPDIR/$r")" 200; done
+	metrics 2 >"$BATS_TEST_TMPDIR/m1"
+	run prom_parses "$BATS_TEST_TMPDIR/m1"
+	assert_success
+	assert_equal "$(hist_count 2 vllm:time_to_first_token_seconds)" 4
+	assert_equal "$(hist_count 2 vllm:inter_token_latency_seconds)" 16
+	assert_equal "$(hist_count 2 vllm:time_per_output_token_seconds)" 16
+	assert_equal "$(hist_count 2 vllm:e2e_request_latency_seconds)" 4
+	assert_equal "$(hist_count 2 vllm:request_prompt_tokens)" 4
+	assert_equal "$(stub_metric 2 vllm:request_prompt_tokens_sum)" $((100 * 3 + 200))
+	assert_equal "$(stub_metric 2 vllm:request_generation_tokens_sum)" 20
+	# The latencies are sums of model seconds after each arrival.
+	awk '/^vllm:(e2e_request_latency|time_to_first_token|inter_token_latency)_seconds_sum/ { if ($2 <= 0) bad = 1 } END { exit bad }' "$BATS_TEST_TMPDIR/m1"
+}
+
+# finish_order A B: which of the requests A and B (their .done stamps)
+# ended first.
+finished_first() { [ "$(cat "$BATS_TEST_TMPDIR/$1.done")" -lt "$(cat "$BATS_TEST_TMPDIR/$2.done")" ]; }
+
+# send_stamped NAME BODY PORT: send in the background, then stamp NAME.done
+# with the time it ended (ns).
+send_stamped() {
+	(send "$BATS_TEST_TMPDIR/$1" /v1/completions "$2" "$3"; date +%s%N >"$BATS_TEST_TMPDIR/$1.done") \
+		</dev/null >/dev/null 2>&1 3>&- &
+	CLIENT_PIDS+=("$!")
+}
+
+waiting_is() { [ "$(stub_metric 2 vllm:num_requests_waiting)" = "$1" ]; }
+running_is() { [ "$(stub_metric 2 vllm:num_requests_running)" = "$1" ]; }
+
+# overtake POLICY: on one seat, A runs, B (priority 10) waits, then C
+# (priority 0) arrives; both B and C are served.
+overtake() {
+	STUB_ARGS="--max-num-seqs 1 --scheduling-policy $1" start_stub 2 1
+	grep -q "scheduling-policy $1)" "$BATS_TEST_TMPDIR/stub2.out"
+	local d=$BATS_TEST_TMPDIR
+	printf '{"model":"stub-model","max_tokens":200,"prompt":"aaaa","priority":10}' >"$d/a.json"
+	printf '{"model":"stub-model","max_tokens":40,"prompt":"bbbb","priority":10}' >"$d/b.json"
+	printf '{"model":"stub-model","max_tokens":40,"prompt":"cccc","priority":0}' >"$d/c.json"
+	send_stamped a "$d/a.json" "${STUB_PORT[2]}"
+	wait_until 5 running_is 1
+	send_stamped b "$d/b.json" "${STUB_PORT[2]}"
+	wait_until 5 waiting_is 1
+	send_stamped c "$d/c.json" "${STUB_PORT[2]}"
+	wait_until 5 waiting_is 2
+	wait_clients
+	for r in a b c; do assert_equal "$(status "$d/$r")" 200; done
+}
+
+@test "--scheduling-policy priority: a priority-0 request overtakes a priority-10 one waiting before it" {
+	overtake priority
+	finished_first c b
+}
+
+@test "--scheduling-policy fcfs (the default): the priority is accepted and ignored, first come first served" {
+	overtake fcfs
+	finished_first b c
+	# vLLM V1 takes any integer under fcfs; the stub refuses what is not one.
+	printf '{"model":"stub-model","max_tokens":1,"prompt":"a","priority":"high"}' >"$BATS_TEST_TMPDIR/bad.json"
+	send "$BATS_TEST_TMPDIR/bad" /v1/completions "$BATS_TEST_TMPDIR/bad.json" "${STUB_PORT[2]}"
+	assert_equal "$(status "$BATS_TEST_TMPDIR/bad")" 400
+	grep -q '"message":"priority must be an integer' "$BATS_TEST_TMPDIR/bad.b"
+}

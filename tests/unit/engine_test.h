@@ -9,22 +9,29 @@
 
 #include "model/engine.h"
 
-/* The profile's defaults but for the non-zero arguments. */
+/* The profile's defaults but for the non-zero arguments, in *c. */
+static inline void engine_test_config(struct dbk_engine_config *c, const char *gpu, bool caching,
+                                      uint32_t budget, uint32_t seqs, uint64_t kv, uint32_t max_len)
+{
+	dbk_engine_config_default(c, dbk_engine_profile_find(gpu));
+	c->enable_prefix_caching = caching;
+	if (budget)
+		c->max_num_batched_tokens = budget;
+	if (seqs)
+		c->max_num_seqs = seqs;
+	if (kv)
+		c->kv_capacity_tokens = kv;
+	if (max_len)
+		c->max_model_len = max_len;
+}
+
+/* An engine of engine_test_config's. */
 static inline struct dbk_engine *engine_test_new(const char *gpu, bool caching, uint32_t budget,
                                                  uint32_t seqs, uint64_t kv, uint32_t max_len)
 {
 	struct dbk_engine_config c;
 
-	dbk_engine_config_default(&c, dbk_engine_profile_find(gpu));
-	c.enable_prefix_caching = caching;
-	if (budget)
-		c.max_num_batched_tokens = budget;
-	if (seqs)
-		c.max_num_seqs = seqs;
-	if (kv)
-		c.kv_capacity_tokens = kv;
-	if (max_len)
-		c.max_model_len = max_len;
+	engine_test_config(&c, gpu, caching, budget, seqs, kv, max_len);
 	return dbk_engine_new(&c);
 }
 
