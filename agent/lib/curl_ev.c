@@ -60,7 +60,8 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	act(s->m, w->fd,
-	    (revents & EV_READ ? CURL_CSELECT_IN : 0) | (revents & EV_WRITE ? CURL_CSELECT_OUT : 0));
+	    (revents & EV_READ ? CURL_CSELECT_IN : 0) |
+	            (revents & EV_WRITE ? CURL_CSELECT_OUT : 0));
 }
 
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -183,11 +184,15 @@ void dbk_curl_ev_free(struct dbk_curl_ev *m)
 	if (!m)
 		return;
 	dbk_list_for_each_safe(it, nx, &m->jobs)
+	{
 		dbk_curl_ev_remove(m, dbk_list_elem(it, struct dbk_curl_job, link));
+	}
 	curl_multi_cleanup(m->multi);
 	/* Sockets libcurl did not say goodbye to are closed by now. */
 	dbk_list_for_each_safe(it, nx, &m->socks)
+	{
 		sock_free(dbk_list_elem(it, struct sock, link));
+	}
 	ev_timer_stop(m->loop, &m->timer);
 	free(m);
 	curl_global_cleanup();

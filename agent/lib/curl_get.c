@@ -61,8 +61,8 @@ static void on_done(void *arg, CURLcode rc)
 }
 
 /* The options; false when libcurl refuses one. */
-static bool setup(CURL *e, struct dbk_curl_get *g, const char *url,
-                  const struct dbk_curl_tls *tls, bool once)
+static bool setup(CURL *e, struct dbk_curl_get *g, const char *url, const struct dbk_curl_tls *tls,
+                  bool once)
 {
 	bool ok = true;
 

@@ -183,8 +183,7 @@ static void on_give_up(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /* Fetches path through g (made for it) and runs the loop until done. */
-static void fetch(struct ev_loop *loop, struct dbk_curl_get *g,
-                  struct got *got, long timeout_ms)
+static void fetch(struct ev_loop *loop, struct dbk_curl_get *g, struct got *got, long timeout_ms)
 {
 	ev_timer check, give_up;
 
