@@ -89,6 +89,17 @@ static void on_conn(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	c->len += (size_t)n;
 	c->buf[c->len] = '\0';
+	/* Not HTTP (a TLS hello): refused as an HTTP server does. */
+	if (c->len >= 4 && strncmp(c->buf, "GET ", 4) != 0) {
+		static const char bad[] = "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n";
+
+		if (write(w->fd, bad, sizeof(bad) - 1) < 0)
+			return;
+		ev_io_stop(loop, w);
+		close(w->fd);
+		w->fd = -1;
+		return;
+	}
 	/* One request at a time per connection: the scraper does not pipeline. */
 	while ((end = strstr(c->buf, "\r\n\r\n"))) {
 		bool is_models = strstr(c->buf, "/v1/models ") != NULL &&
@@ -153,6 +164,10 @@ static bool phase_done(void)
 		return dbk_scrape_view(sc, GARBAGE)->failures >= bad_failures_before + 2;
 	if (phase == 4) /* a slot retargeted (dbk_scrape_set) */
 		return dbk_scrape_view(sc, HANG)->scrapes >= 2;
+	if (phase == 5) /* test_https_plain_server: TLS refused */
+		return dbk_scrape_view(sc, 0)->failures >= 3;
+	if (phase == 6) /* ... then the same server at http:// */
+		return dbk_scrape_view(sc, 0)->up;
 
 	const struct dbk_scrape_view *ok = dbk_scrape_view(sc, OK);
 	const struct dbk_scrape_view *bad = dbk_scrape_view(sc, GARBAGE);
@@ -381,11 +396,65 @@ static void test_ipv6_literal(void)
 		fprintf(stderr, "  no IPv6 loopback here: not checked\n");
 }
 
+/* An https:// server (lib/curl_get) that speaks plain HTTP: the handshake
+ * fails, the server is down with cause tls (counted, reported, its numbers
+ * none); retargeted at http://, the same slot goes to lib/http_client and
+ * comes up. What TLS itself does is tests/e2e/https-scrape.bats'. */
+static void test_https_plain_server(void)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	const char *names[1] = { "tls" };
+	const char *urls[1];
+	char err[128], addr[64], https[96];
+	int fd = dbk_net_listen("127.0.0.1:0", err, sizeof(err));
+	int port = fd >= 0 ? dbk_net_sockname(fd, false, addr, sizeof(addr)) : -1;
+
+	CHECK(port > 0);
+	if (port <= 0)
+		return;
+	memset(&srv[0], 0, sizeof(srv[0]));
+	snprintf(srv[0].url, sizeof(srv[0].url), "http://127.0.0.1:%d", port);
+	snprintf(https, sizeof(https), "https://127.0.0.1:%d", port);
+	urls[0] = https;
+	ev_io_init(&srv[0].accept_w, on_accept, fd, EV_READ);
+	ev_io_start(loop, &srv[0].accept_w);
+	struct dbk_scrape_config c = { .interval_ms = 20,
+		                       .timeout_ms = 300,
+		                       .models_every_ms = 10000 };
+	sc = dbk_scrape_new(loop, &c, names, urls, 1);
+	CHECK(sc != NULL);
+	if (sc) {
+		phase = 5;
+		run_phase(loop);
+		const struct dbk_scrape_view *v = dbk_scrape_view(sc, 0);
+		CHECK(v->failures >= 3 && v->failures == v->scrapes && !v->up);
+		CHECK_EQ_U(v->cause, DBK_SCRAPE_TLS);
+		CHECK(v->m.have == 0 && v->max_model_len == 0);
+		CHECK(strcmp(dbk_scrape_url(sc, 0), https) == 0);
+		struct dbk_buf o;
+		dbk_buf_init(&o);
+		dbk_scrape_report_metrics(sc, dbk_mono_ms(), &o);
+		CHECK(o.p && strstr(o.p, "dbucket_scrape_down{server=\"tls\",reason=\"tls\"} 1\n"));
+		dbk_buf_free(&o);
+
+		CHECK(dbk_scrape_set(sc, 0, "tls", srv[0].url) == 0);
+		phase = 6;
+		run_phase(loop);
+		CHECK(v->up && v->failures == 0 && v->m.have);
+		dbk_scrape_free(sc);
+	}
+	close_conns(loop);
+	ev_io_stop(loop, &srv[0].accept_w);
+	close(fd);
+	ev_loop_destroy(loop);
+}
+
 int main(void)
 {
 	dbk_log_set_level(DBK_LOG_WARN);
 	RUN(test_scrape_ok_garbage_hang);
 	RUN(test_named_host_and_path);
 	RUN(test_ipv6_literal);
+	RUN(test_https_plain_server);
 	return CHECK_DONE();
 }
