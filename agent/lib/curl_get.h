@@ -5,7 +5,8 @@
  * the same struct dbk_hc_result as lib/http_client's, so a caller takes
  * either the same way. It is the agent's https scraper; plain http stays
  * on lib/http_client (see curl_ev.h), and is taken here by the unit test
- * (tests/unit/test_curl_get.c) only, which needs no TLS peer. */
+ * (test_curl_get in tests/unit/test_scrape.c) only, which needs no TLS
+ * peer. */
 #ifndef DBK_CURL_GET_H
 #define DBK_CURL_GET_H
 
