@@ -214,14 +214,17 @@ static const char *take_body(struct req *r, const struct dbk_hc_result *res, cha
 }
 
 /* A hostile body (too large, too many series) holds its server off,
- * doubling; a good scrape ends that. */
+ * doubling, and so does a failed TLS handshake or certificate (a
+ * setting that will not heal by itself, and a handshake costs the loop
+ * more than a refused body); a good scrape ends that. */
 static void backoff(struct target *t, enum dbk_scrape_cause cause, uint64_t now)
 {
 	if (cause == DBK_SCRAPE_OK) {
 		t->v.backoff_ms = 0;
 		return;
 	}
-	if (cause != DBK_SCRAPE_BODY_TOO_LARGE && cause != DBK_SCRAPE_TOO_MANY_SERIES)
+	if (cause != DBK_SCRAPE_BODY_TOO_LARGE && cause != DBK_SCRAPE_TOO_MANY_SERIES &&
+	    cause != DBK_SCRAPE_TLS)
 		return;
 	t->v.backoff_ms = t->v.backoff_ms ? 2 * t->v.backoff_ms : DBK_SCRAPE_BACKOFF_MS;
 	if (t->v.backoff_ms > DBK_SCRAPE_BACKOFF_MAX_MS)
@@ -242,8 +245,11 @@ static void finish(struct dbk_scrape *s, struct target *t, enum req_kind kind, c
 			dbk_log(DBK_LOG_DEBUG, "scrape-models-failed", "server=%s reason=\"%s\"",
 			        t->name, why);
 		}
+		/* Retried soon, unless the server is held off. */
 		if (!t->v.max_model_len)
-			t->models_due_ms = now + MODELS_RETRY_MS;
+			t->models_due_ms = now + (t->v.backoff_ms > MODELS_RETRY_MS
+			                                  ? t->v.backoff_ms
+			                                  : MODELS_RETRY_MS);
 	} else {
 		t->v.scrapes++;
 		t->v.up = why == NULL;

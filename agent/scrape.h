@@ -32,8 +32,8 @@
  * (by its Content-Length, before a byte of it is read) and its server
  * backed off. */
 #define DBK_SCRAPE_MAX_BODY (1u << 20)
-/* A server whose body was too large or had too many series is next
- * scraped after this long, doubling each time up to BACKOFF_MAX, so a
+/* A server whose body was too large or had too many series, or whose
+ * TLS handshake failed, is next scraped after this long, doubling each time up to BACKOFF_MAX, so a
  * hostile server costs the loop one refused scrape every 30 s. */
 #define DBK_SCRAPE_BACKOFF_MS 1000
 #define DBK_SCRAPE_BACKOFF_MAX_MS 30000
@@ -65,7 +65,7 @@ enum dbk_scrape_cause {
 	DBK_SCRAPE_TOO_MANY_SERIES, /* over DBK_VM_MAX_SERIES (backed off) */
 	DBK_SCRAPE_MALFORMED,       /* not the exposition format */
 	DBK_SCRAPE_IMPLAUSIBLE,     /* a number outside its documented range */
-	DBK_SCRAPE_TLS,             /* https: handshake, certificate, name */
+	DBK_SCRAPE_TLS,             /* https: handshake, certificate (backed off) */
 	DBK_SCRAPE_NCAUSES
 };
 /* "transport", "status", "body-too-large", ... */

@@ -78,6 +78,12 @@ static bool setup(CURL *e, struct dbk_curl_get *g, const char *url, const struct
 	SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)g->max_body);
 	SET(CURLOPT_FORBID_REUSE, once ? 1L : 0L);
 	SET(CURLOPT_TCP_NODELAY, 1L);
+	/* CAs from one file only (Debian's build adds the directory
+	 * /etc/ssl/certs, which holds the same ones): libcurl keeps the store
+	 * made of a file for the next connections, not one with a directory,
+	 * and making it from the system's bundle takes tens of ms of the
+	 * loop each time. */
+	SET(CURLOPT_CAPATH, NULL);
 	if (tls && tls->ca_file)
 		SET(CURLOPT_CAINFO, tls->ca_file);
 	if (tls && tls->cert_file)

@@ -117,6 +117,9 @@ scraped0_up() {
 	assert_equal "$(scrape_metric 'dbucket_scrape_down{server="vllm0",reason="tls"}')" 1
 	assert_equal "$(scrape_metric 'dbucket_scrape_up{server="vllm1"}')" 1
 	assert_equal "$(scraped0 | jq -r .down_reason)" tls
+	# Backed off: a certificate that failed is not handshaken again every
+	# 100 ms.
+	[ "$(scraped0 | jq .backoff_ms)" -ge 1000 ]
 	# Still routed (on the books): every request answered, vllm0 among
 	# the servers.
 	local by
