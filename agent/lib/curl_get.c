@@ -1,7 +1,6 @@
 /* See curl_get.h. */
 #include "lib/curl_get.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "lib/log.h"
@@ -41,13 +40,14 @@ static void on_done(void *arg, CURLcode rc)
 	                ((rc == CURLE_RECV_ERROR || rc == CURLE_SEND_ERROR) &&
 	                 strstr(g->curl_err, " alert "));
 	if (g->too_large) {
-		snprintf(g->err, sizeof(g->err), "body too large (over %zu bytes)", g->max_body);
+		dbk_errf(g->err, sizeof(g->err), "body too large (over %zu bytes)", g->max_body);
 		r.too_large = true;
 	} else if (rc == CURLE_OK && g->body.oom) {
-		snprintf(g->err, sizeof(g->err), "out of memory");
+		dbk_errf(g->err, sizeof(g->err), "out of memory");
 	} else if (rc != CURLE_OK) {
-		/* libcurl's own line says most ("SSL certificate problem: ..."). */
-		snprintf(g->err, sizeof(g->err), "%s",
+		/* libcurl's own line says most ("SSL certificate problem: ..."),
+		 * and may quote the peer: dbk_errf scrubs it. */
+		dbk_errf(g->err, sizeof(g->err), "%s",
 		         g->curl_err[0] ? g->curl_err : curl_easy_strerror(rc));
 	} else {
 		curl_easy_getinfo(g->job.easy, CURLINFO_RESPONSE_CODE, &status);
