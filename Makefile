@@ -106,6 +106,9 @@ BINS       =
 TESTS      =
 AGENT_LIBS = $(LIBDBK_AGENT) $(LIBDBK_MODEL) $(LIBDBK)
 $(eval $(call dbk_bin,dbucket-spoa,agent/main,$(AGENT_LIBS)))
+# libcurl (https scrapes: agent/lib/curl_*.c) only where the scraper is
+# linked, so no other program depends on it.
+$(BUILD)/dbucket-spoa $(BUILD)/test_scrape: LDLIBS += -lcurl
 $(eval $(call dbk_bin,dbucket-parity,agent/parity,$(AGENT_LIBS)))
 $(eval $(call dbk_program,stub,contrib/stub,$(LIBDBK_MODEL) $(LIBDBK),vllm-stub:main))
 $(eval $(call dbk_program,bench,contrib/bench,$(LIBDBK_MODEL) $(LIBDBK),dbucket-bench:main))

@@ -319,6 +319,8 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 		.scraped = on_scraped,
 		.arg = a,
 		.names = a->cfg.scrape_names_set ? &a->cfg.scrape_names : NULL,
+		.tls = { a->cfg.scrape_ca, a->cfg.scrape_cert, a->cfg.scrape_key,
+		         a->cfg.scrape_insecure },
 	};
 	if (scraped || follow)
 		a->scrape = dbk_scrape_new(a->loop, &sc, a->cfg.servers, urls, n);

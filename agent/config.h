@@ -82,6 +82,10 @@ struct dbk_config {
 	 * scrape_names_set; else dbk_vm_names_default). */
 	struct dbk_vm_names scrape_names;
 	bool scrape_names_set, scrape_metric_given;
+	/* https scrapes (--scrape-ca, --scrape-cert, --scrape-key: NULL when
+	 * not given; --scrape-insecure). */
+	const char *scrape_ca, *scrape_cert, *scrape_key;
+	bool scrape_insecure;
 	double engine_speed; /* ttft: servers' speed vs its engine model (1) */
 	const char *user;    /* drop to this user after binding */
 	const char *group;   /* ... and group */

@@ -1,7 +1,10 @@
 /* Two lean HTTP clients per server (lib/http_client: /metrics and
  * /v1/models, each its own keep-alive connection), started by one
  * interval timer (the tick) and ended, when a server does not answer in
- * time, by one deadline timer for all of them. A server named by a host
+ * time, by one deadline timer for all of them. An https:// server has two
+ * libcurl fetchers instead (lib/curl_get, one multi handle for the
+ * scraper, made at the first such server), which keep their own
+ * timeouts and look names up themselves. A server named by a host
  * name is resolved with getaddrinfo_a, so the loop never waits on DNS:
  * once at start, again when scraping it fails (at most every
  * RESOLVE_EVERY_MS), the old address used until a new one comes. */
@@ -40,7 +43,8 @@ struct req {
 	struct target *t;
 	enum req_kind kind;
 	struct dbk_hc hc;
-	struct dbk_buf text; /* the request's bytes, written once */
+	struct dbk_buf text;    /* the request's bytes, written once */
+	struct dbk_curl_get cg; /* https only */
 };
 
 enum target_state { ST_UNKNOWN, ST_DOWN, ST_UP };
@@ -52,6 +56,7 @@ struct target {
 	char host[URL_MAX_LEN + 1], port[8];
 	char addr[URL_MAX_LEN + 16]; /* HOST:PORT, for lib/net */
 	struct req metrics, models;
+	bool tls; /* https://: through cg, not hc */
 	uint64_t models_due_ms;
 	/* Host names only: the lookup in flight, and when the next may go. */
 	bool named, resolving;
@@ -72,13 +77,14 @@ struct dbk_scrape {
 	ev_timer deadline; /* ends the late ones */
 	struct target *t;
 	unsigned n;
+	struct dbk_curl_ev *curl; /* made at the first https:// target */
 };
 
 const char *dbk_scrape_cause_name(enum dbk_scrape_cause c)
 {
 	static const char *const names[DBK_SCRAPE_NCAUSES] = {
 		"ok",        "transport",   "status", "body-too-large", "too-many-series",
-		"malformed", "implausible",
+		"malformed", "implausible", "tls",
 	};
 
 	return (unsigned)c < DBK_SCRAPE_NCAUSES ? names[c] : "?";
@@ -208,14 +214,17 @@ static const char *take_body(struct req *r, const struct dbk_hc_result *res, cha
 }
 
 /* A hostile body (too large, too many series) holds its server off,
- * doubling; a good scrape ends that. */
+ * doubling, and so does a failed TLS handshake or certificate (a
+ * setting that will not heal by itself, and a handshake costs the loop
+ * more than a refused body); a good scrape ends that. */
 static void backoff(struct target *t, enum dbk_scrape_cause cause, uint64_t now)
 {
 	if (cause == DBK_SCRAPE_OK) {
 		t->v.backoff_ms = 0;
 		return;
 	}
-	if (cause != DBK_SCRAPE_BODY_TOO_LARGE && cause != DBK_SCRAPE_TOO_MANY_SERIES)
+	if (cause != DBK_SCRAPE_BODY_TOO_LARGE && cause != DBK_SCRAPE_TOO_MANY_SERIES &&
+	    cause != DBK_SCRAPE_TLS)
 		return;
 	t->v.backoff_ms = t->v.backoff_ms ? 2 * t->v.backoff_ms : DBK_SCRAPE_BACKOFF_MS;
 	if (t->v.backoff_ms > DBK_SCRAPE_BACKOFF_MAX_MS)
@@ -236,8 +245,11 @@ static void finish(struct dbk_scrape *s, struct target *t, enum req_kind kind, c
 			dbk_log(DBK_LOG_DEBUG, "scrape-models-failed", "server=%s reason=\"%s\"",
 			        t->name, why);
 		}
+		/* Retried soon, unless the server is held off. */
 		if (!t->v.max_model_len)
-			t->models_due_ms = now + MODELS_RETRY_MS;
+			t->models_due_ms = now + (t->v.backoff_ms > MODELS_RETRY_MS
+			                                  ? t->v.backoff_ms
+			                                  : MODELS_RETRY_MS);
 	} else {
 		t->v.scrapes++;
 		t->v.up = why == NULL;
@@ -263,11 +275,20 @@ static void on_done(void *arg, const struct dbk_hc_result *res)
 	enum dbk_scrape_cause cause;
 	const char *why = take_body(r, res, buf, sizeof(buf), &cause);
 
+	if (r->t->tls && r->cg.tls_failed)
+		cause = DBK_SCRAPE_TLS;
 	finish(r->t->s, r->t, r->kind, why, cause);
 }
 
 static void req_start(struct dbk_scrape *s, struct req *r, uint64_t now)
 {
+	if (r->t->tls) {
+		if (dbk_curl_get_busy(&r->cg))
+			return; /* libcurl's timeout will end it */
+		if (dbk_curl_get_start(&r->cg, s->cfg.timeout_ms) < 0)
+			finish(s, r->t, r->kind, r->cg.err, DBK_SCRAPE_TRANSPORT);
+		return;
+	}
 	if (r->hc.busy)
 		return; /* still in flight: the deadline will end it; never pile up */
 	if (dbk_hc_get(&r->hc, r->text.p, r->text.len, now + (uint64_t)s->cfg.timeout_ms) < 0)
@@ -334,7 +355,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 		else if (t->named && !t->resolving && !dbk_hc_has_addr(&t->metrics.hc) &&
 		         now >= t->resolve_due_ms)
 			resolve_start(t, now);
-		if (!dbk_hc_has_addr(&t->metrics.hc))
+		if (!t->tls && !dbk_hc_has_addr(&t->metrics.hc))
 			continue; /* first lookup still in flight, or failed */
 		if (now >= t->metrics_due_ms)
 			req_start(s, &t->metrics, now);
@@ -351,19 +372,41 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* ---- life cycle ---- */
 
-/* Takes the host and port of "http://HOST[:PORT][/PATH]" (lib/url) and
- * writes the two requests. */
+/* https://: the two URLs, each fetched by its own libcurl handle on the
+ * scraper's multi handle (made now if it is the first). */
+static int target_init_tls(struct target *t, const char *q, size_t ql, char *err, size_t errlen)
+{
+	struct dbk_scrape *s = t->s;
+	struct req *r[2] = { &t->metrics, &t->models };
+
+	/* Room for every server's two connections. */
+	if (!s->curl && !(s->curl = dbk_curl_ev_new(s->loop, 2 * (long)s->n, err, errlen)))
+		return -1;
+	t->tls = true;
+	for (unsigned k = 0; k < 2; k++) {
+		dbk_buf_printf(&r[k]->text, "%s%s%s%.*s", t->base, k ? "/v1/models" : "/metrics",
+		               ql && !k ? "?" : "", k ? 0 : (int)ql, q);
+		if (r[k]->text.oom) {
+			dbk_errf(err, errlen, "out of memory");
+			return -1;
+		}
+		/* once: see hc.once in target_set. */
+		if (dbk_curl_get_init(&r[k]->cg, s->curl, r[k]->text.p, &s->cfg.tls, k == 1,
+		                      DBK_SCRAPE_MAX_BODY, on_done, r[k], err, errlen) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Takes the host and port of "http[s]://HOST[:PORT][/PATH]" (lib/url)
+ * and writes the two requests (their URLs for https). */
 static int target_init(struct target *t, const char *url, char *err, size_t errlen)
 {
 	struct dbk_url u;
 	char why[128];
 
-	if (strncmp(url, "http://", 7) != 0) {
-		dbk_errf(err, errlen, "%s: only http:// is scraped", url);
-		return -1;
-	}
 	if (dbk_url_split(url, &u, why, sizeof(why)) < 0) {
-		dbk_errf(err, errlen, "%s: want http://HOST[:PORT][/PATH]", url);
+		dbk_errf(err, errlen, "%s: want http[s]://HOST[:PORT][/PATH]", url);
 		return -1;
 	}
 	snprintf(t->host, sizeof(t->host), "%s", u.host);
@@ -374,6 +417,8 @@ static int target_init(struct target *t, const char *url, char *err, size_t errl
 	size_t ql = dbk_vm_names_query(&t->s->names, q, sizeof(q));
 	struct req *r[2] = { &t->metrics, &t->models };
 
+	if (u.https)
+		return target_init_tls(t, q, ql, err, errlen);
 	for (unsigned k = 0; k < 2; k++) {
 		dbk_buf_printf(&r[k]->text,
 		               "GET %s%s%s%.*s HTTP/1.1\r\nHost: %s\r\nUser-Agent: "
@@ -439,7 +484,8 @@ static int target_set(struct dbk_scrape *s, struct target *t, const char *name,
 		return -1;
 	}
 	t->v.scraped = true;
-	target_addr(t);
+	if (!t->tls)
+		target_addr(t);
 	return 0;
 }
 
@@ -449,6 +495,8 @@ static void target_clear(struct target *t)
 	resolve_cancel(t);
 	dbk_hc_free(&t->metrics.hc);
 	dbk_hc_free(&t->models.hc);
+	dbk_curl_get_free(&t->metrics.cg);
+	dbk_curl_get_free(&t->models.cg);
 	dbk_buf_free(&t->metrics.text);
 	dbk_buf_free(&t->models.text);
 	memset(t, 0, sizeof(*t));
@@ -473,6 +521,10 @@ struct dbk_scrape *dbk_scrape_new(struct ev_loop *loop, const struct dbk_scrape_
 		return NULL;
 	}
 	ev_timer_init(&s->deadline, on_deadline, 0.0, 0.0);
+	if (c->tls.insecure)
+		dbk_log(DBK_LOG_WARN, "scrape-insecure",
+		        "reason=\"--scrape-insecure: https servers' certificates and names are "
+		        "not checked\"");
 	for (unsigned i = 0; i < n; i++)
 		if (target_set(s, &s->t[i], names[i], base_urls[i]) < 0) {
 			dbk_scrape_free(s);
@@ -503,6 +555,7 @@ void dbk_scrape_free(struct dbk_scrape *s)
 	ev_timer_stop(s->loop, &s->deadline);
 	for (unsigned i = 0; i < s->n; i++)
 		target_clear(&s->t[i]);
+	dbk_curl_ev_free(s->curl);
 	free(s->t);
 	free(s);
 }

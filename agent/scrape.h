@@ -1,11 +1,11 @@
 /* Scrapes each vLLM server's own numbers, /metrics every interval and
- * /v1/models less often, on the agent's event loop over plain HTTP/1.1
- * (lib/http_client), so no request ever blocks the loop; each has a
- * timeout, and a server whose previous scrape is still in flight is
- * skipped, so a hung server costs one connection, not a pile of them.
- * Connections are kept alive between scrapes. https is not spoken: a
- * vLLM's /metrics is on its plain in-cluster port, and TLS would cost
- * more than the scrape it carries.
+ * /v1/models less often, on the agent's event loop, so no request ever
+ * blocks the loop: http:// over plain HTTP/1.1 (lib/http_client, the
+ * cheaper per scrape), https:// through libcurl driven by the same loop
+ * (lib/curl_get), for servers behind TLS (vLLM run with --ssl-keyfile).
+ * Each has a timeout, and a server whose previous scrape is still in
+ * flight is skipped, so a hung server costs one connection, not a pile
+ * of them. Connections are kept alive between scrapes.
  *
  * What the routing policy reads is dbk_scrape_view: the last good numbers
  * and how old they are. When scraping a server fails it is marked down
@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "lib/buf.h"
+#include "lib/curl_get.h"
 #include "vllm_metrics.h"
 
 #define DBK_SCRAPE_DEFAULT_INTERVAL_MS 100
@@ -31,8 +32,8 @@
  * (by its Content-Length, before a byte of it is read) and its server
  * backed off. */
 #define DBK_SCRAPE_MAX_BODY (1u << 20)
-/* A server whose body was too large or had too many series is next
- * scraped after this long, doubling each time up to BACKOFF_MAX, so a
+/* A server whose body was too large or had too many series, or whose
+ * TLS handshake failed, is next scraped after this long, doubling each time up to BACKOFF_MAX, so a
  * hostile server costs the loop one refused scrape every 30 s. */
 #define DBK_SCRAPE_BACKOFF_MS 1000
 #define DBK_SCRAPE_BACKOFF_MAX_MS 30000
@@ -50,6 +51,9 @@ struct dbk_scrape_config {
 	void *arg;
 	/* The metric names read (copied; NULL: dbk_vm_names_default). */
 	const struct dbk_vm_names *names;
+	/* How https:// servers are checked (strings the caller's, living
+	 * as long as the scraper). */
+	struct dbk_curl_tls tls;
 };
 
 /* Why the last /metrics scrape failed, for /metrics and the log. */
@@ -61,6 +65,7 @@ enum dbk_scrape_cause {
 	DBK_SCRAPE_TOO_MANY_SERIES, /* over DBK_VM_MAX_SERIES (backed off) */
 	DBK_SCRAPE_MALFORMED,       /* not the exposition format */
 	DBK_SCRAPE_IMPLAUSIBLE,     /* a number outside its documented range */
+	DBK_SCRAPE_TLS,             /* https: handshake, certificate (backed off) */
 	DBK_SCRAPE_NCAUSES
 };
 /* "transport", "status", "body-too-large", ... */
@@ -83,9 +88,10 @@ struct dbk_scrape_view {
 struct dbk_scrape;
 
 /* Scrapes base_urls[i] + "/metrics" for names[i], i < n; a NULL or empty
- * URL leaves that server unscraped. A URL is http://HOST[:PORT][/PATH];
- * a HOST that is not an address is looked up in the background (and
- * again while scraping it fails). Strings are copied. Returns NULL when
+ * URL leaves that server unscraped. A URL is http://HOST[:PORT][/PATH]
+ * or https://...; a HOST that is not an address is looked up in the
+ * background (and again while scraping it fails; libcurl's resolver for
+ * https). Strings are copied. Returns NULL when
  * out of memory or a URL is not of that shape (logged). */
 struct dbk_scrape *dbk_scrape_new(struct ev_loop *loop, const struct dbk_scrape_config *c,
                                   const char *const *names, const char *const *base_urls,

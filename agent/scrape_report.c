@@ -78,7 +78,8 @@ void dbk_scrape_report_metrics(const struct dbk_scrape *s, uint64_t now_ms, stru
 	dbk_prom_head(o, "dbucket_scrape_down", "gauge",
 	              "1 for a server whose last scrape failed, labelled with why: transport, "
 	              "status, body-too-large, too-many-series (both backed off), malformed, "
-	              "implausible (a number outside its documented range).");
+	              "implausible (a number outside its documented range), tls (https: "
+	              "handshake or certificate; backed off).");
 	for (unsigned i = 0; i < n; i++) {
 		const struct dbk_scrape_view *v = dbk_scrape_view(s, i);
 

@@ -7,13 +7,16 @@
 # ports (the stub's fixture, vLLM's shape, by default), so no engine runs.
 #
 #   contrib/bench-scrape.sh [--servers N] [--seconds S] [--interval MS]
-#                           [--pad KB | --filtered]
+#                           [--pad KB | --filtered] [--tls]
 #
 # --pad KB appends families the policy does not read (histograms) until
 # the body is about KB kilobytes: a real vLLM's /metrics is tens of KB.
 # --filtered serves only the families the agent asks for (its name[]
 # query, which prometheus_client honours): what a server that filters
 # costs the agent.
+# --tls serves https (HAProxy terminates TLS with a self-signed certificate
+# made here) and the agent scrapes https:// through libcurl, its CA given
+# with --scrape-ca: what an https scrape costs beside a plain one.
 # CPU time is counted in clock ticks (getconf CLK_TCK, 100 on Linux): over
 # S seconds one tick is 1/S % of a core (0.03 % at 30 s), small beside the
 # 1 % the scraper is allowed.
@@ -24,12 +27,13 @@ REPO=$PWD
 . "$REPO/contrib/lib.sh"
 BUILD=${DBK_BUILD:-$REPO/build}
 
-servers=64 seconds=60 interval=100 pad=0 filtered=0
+servers=64 seconds=60 interval=100 pad=0 filtered=0 tls=0
 dbk_options "--servers servers
 --seconds seconds
 --interval interval
 --pad pad
---filtered filtered=1" "$@"
+--filtered filtered=1
+--tls tls=1" "$@"
 
 dbk_tmp_dir
 
@@ -47,6 +51,13 @@ done
 
 base=$(dbk_ports $((servers + 4)))
 last=$((base + servers - 1))
+scheme=http bind_tls="" ca=()
+if [ "$tls" = 1 ]; then
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tmp/key.pem" -out "$tmp/cert.pem" \
+		-days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2>/dev/null
+	cat "$tmp/cert.pem" "$tmp/key.pem" >"$tmp/crt.pem"
+	scheme=https bind_tls="ssl crt $tmp/crt.pem" ca=(--scrape-ca "$tmp/cert.pem")
+fi
 cat >"$tmp/servers.cfg" <<EOF
 global
   log stderr format raw local0 err
@@ -58,7 +69,7 @@ defaults
   timeout server 30s
   timeout connect 5s
 frontend metrics
-  bind 127.0.0.1:$base-$last
+  bind 127.0.0.1:$base-$last $bind_tls
   http-request return status 200 content-type application/json string '{"object":"list","data":[{"id":"stub-model","max_model_len":32768}]}' if { path /v1/models }
   http-request return status 200 content-type "text/plain; version=0.0.4" file $body
 EOF
@@ -69,7 +80,7 @@ dbk_wait_port "$last"
 names=() scrape=()
 for ((i = 0; i < servers; i++)); do
 	names+=("s$i")
-	scrape+=(--scrape "s$i=http://127.0.0.1:$((base + i))")
+	scrape+=(--scrape "s$i=$scheme://127.0.0.1:$((base + i))")
 done
 # agent PORT ADMIN_PORT ARGS...: started in the background, pid appended.
 agent() {
@@ -79,7 +90,7 @@ agent() {
 	pids+=($!)
 }
 p=$((last + 1))
-agent $p $((p + 1)) --policy ttft --scrape-interval "$interval" "${scrape[@]}"
+agent $p $((p + 1)) --policy ttft --scrape-interval "$interval" "${ca[@]}" "${scrape[@]}"
 scraper=${pids[-1]}
 agent $((p + 2)) $((p + 3)) --policy ttft
 idle=${pids[-1]}
@@ -108,7 +119,7 @@ read -r s1 f1 < <(scrapes)
 load1=$(cut -d' ' -f1 /proc/loadavg)
 
 pct() { awk -v t="$1" -v hz="$hz" -v s="$seconds" 'BEGIN { printf "%.3f", 100 * t / hz / s }'; }
-echo "servers=$servers interval_ms=$interval seconds=$seconds body_bytes=$(stat -c %s "$body") loadavg=$load0..$load1"
+echo "scheme=$scheme servers=$servers interval_ms=$interval seconds=$seconds body_bytes=$(stat -c %s "$body") loadavg=$load0..$load1"
 echo "scrapes=$((s1 - s0)) ($(awk -v n=$((s1 - s0)) -v s="$seconds" 'BEGIN { printf "%.0f", n / s }')/s) failures=$((f1 - f0))"
 echo "scraping agent CPU: $(pct $((a1 - a0)))% of one core ($(pct $((k1 - k0)))% in the kernel)"
 echo "idle agent CPU:     $(pct $((b1 - b0)))% of one core"

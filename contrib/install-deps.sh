@@ -5,11 +5,14 @@
 set -eu
 
 PKGS="make gcc clang clang-format libclang-rt-14-dev pkg-config libev-dev libcjson-dev
+libcurl4-openssl-dev openssl
 haproxy bats bats-assert bats-support curl wrk socat procps man-db groff-base
 gnuplot-nox valgrind jq prometheus dnsmasq-base
 chromium debhelper lintian dpkg-dev"
 # prometheus: promtool checks /metrics' format (e2e) and the alert rules
-# (contrib/prometheus). dnsmasq-base: the DNS server on loopback whose
+# (contrib/prometheus). libcurl4-openssl-dev: https scrapes
+# (agent/lib/curl_ev.c); openssl makes tests/e2e/https-scrape.bats'
+# certificates. dnsmasq-base: the DNS server on loopback whose
 # records change under tests/e2e/fleet.bats' server-template (the binary
 # alone; the dnsmasq package would start a system service). The operator's side (contrib/package.mk): chromium
 # for the status page's test (tests/e2e/status_page.bats); debhelper,

@@ -570,26 +570,6 @@ scrape_all() {
 	start_agent --policy ttft "${sa[@]}" "$@"
 }
 
-# scrape_metric NAME{LABELS}: its value in the agent's /metrics.
-scrape_metric() {
-	agent_get /metrics | awk -v m="$1" '$1 == m { print $2 }'
-}
-
-# served_by_each N: sends N short completions through HAProxy and prints
-# how many each server answered ("vllm0=K ..."), every one a 200.
-served_by_each() {
-	local d=$BATS_TEST_TMPDIR i
-	completion_body 4 false 300 >"$d/short.json"
-	for ((i = 1; i <= $1; i++)); do
-		send_bg "$d/s$i" /v1/completions "$d/short.json"
-	done
-	wait_clients
-	for ((i = 1; i <= $1; i++)); do
-		[ "$(status "$d/s$i")" = 200 ] || fail "s$i: $(status "$d/s$i")"
-		header "$d/s$i" X-Served-By
-	done | sort | uniq -c | awk '{ printf "%s=%s\n", $2, $1 }'
-}
-
 @test "scrape: a KV-cache use of 85 (0-100 scale) marks the server down as implausible; it is routed on the books" {
 	STUB_ARGS="--metrics-fault implausible" start_stub 0
 	start_stub 1

@@ -190,6 +190,26 @@ stub_metric() {
 		awk -v n="$2" 'index($0, n "{") == 1 || $1 == n { print $NF + 0; exit }'
 }
 
+# scrape_metric NAME{LABELS}: its value in the agent's /metrics.
+scrape_metric() {
+	agent_get /metrics | awk -v m="$1" '$1 == m { print $2 }'
+}
+
+# served_by_each N: sends N short completions through HAProxy and prints
+# how many each server answered ("vllm0=K ..."), every one a 200.
+served_by_each() {
+	local d=$BATS_TEST_TMPDIR i
+	completion_body 4 false 300 >"$d/short.json"
+	for ((i = 1; i <= $1; i++)); do
+		send_bg "$d/s$i" /v1/completions "$d/short.json"
+	done
+	wait_clients
+	for ((i = 1; i <= $1; i++)); do
+		[ "$(status "$d/s$i")" = 200 ] || fail "s$i: $(status "$d/s$i")"
+		header "$d/s$i" X-Served-By
+	done | sort | uniq -c | awk '{ printf "%s=%s\n", $2, $1 }'
+}
+
 # wait_clients: waits for every background client (each bounded by curl's
 # --max-time) and empties CLIENT_PIDS.
 wait_clients() {

@@ -73,10 +73,6 @@ metrics() {
 
 # ---- engines and exposition formats the agent scrapes (issue 30) ----
 
-# scrape_metric NAME{LABELS}: its value in the agent's /metrics.
-scrape_metric() {
-	agent_get /metrics | awk -v m="$1" '$1 == m { print $2 }'
-}
 scraped_up() { [ "$(scrape_metric "dbucket_scrape_up{server=\"$1\"}")" = 1 ]; }
 
 @test "--engine-names sglang: SGLang's families, and the agent reads them by default; --engine vllm does not" {

@@ -149,9 +149,17 @@ static void test_policy_and_scrape(void)
 	CHECK(strstr(err, "twice") != NULL);
 	CHECK_EQ_U(PARSE(&c, err, "--scrape", "z=http://x", "a", "b"), DBK_CONFIG_ERROR);
 	CHECK(strstr(err, "'z', which is not a server") != NULL);
-	/* Scraping is plain HTTP, and the refusal says so. */
-	CHECK_EQ_U(PARSE(&c, err, "--scrape", "a=https://x:8443", "a"), DBK_CONFIG_ERROR);
-	CHECK(strstr(err, "plain HTTP") != NULL);
+	/* https is scraped (through libcurl); its TLS options are checked. */
+	CHECK_EQ_U(PARSE(&c, err, "--scrape", "a=https://x:8443", "a"), DBK_CONFIG_OK);
+	CHECK(strcmp(dbk_config_scrape_url(&c, "a"), "https://x:8443") == 0);
+	CHECK_EQ_U(PARSE(&c, err, "--scrape", "a=https://", "a"), DBK_CONFIG_ERROR);
+	CHECK_EQ_U(PARSE(&c, err, "--scrape-insecure", "--scrape-ca", "/dev/null", "a"),
+	           DBK_CONFIG_OK);
+	CHECK(c.scrape_insecure && strcmp(c.scrape_ca, "/dev/null") == 0);
+	CHECK_EQ_U(PARSE(&c, err, "--scrape-cert", "/nonexistent/cert.pem", "a"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "--scrape-cert /nonexistent/cert.pem: No such file") != NULL);
+	CHECK_EQ_U(PARSE(&c, err, "--scrape-key", "/dev/null", "a"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "--scrape-key needs --scrape-cert") != NULL);
 	CHECK_EQ_U(PARSE(&c, err, "--scrape-interval", "5", "a"), DBK_CONFIG_ERROR);
 	CHECK_EQ_U(PARSE(&c, err, "--engine-speed", "2.5", "a"), DBK_CONFIG_OK);
 	CHECK_NEAR(c.engine_speed, 2.5, 0);

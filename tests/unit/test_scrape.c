@@ -5,8 +5,9 @@
  * counted, nothing invented); the loop keeps scraping the good server
  * while another hangs (event order, not timing); a server that heals
  * comes back up; a slot retargeted (the backend changed) forgets the
- * old server and scrapes the new one. Bounded: each phase ends on its condition or after
- * PHASE_MAX_S. */
+ * old server and scrapes the new one; an https:// server is scraped
+ * through lib/curl_get, which is checked alone too (test_curl_get).
+ * Bounded: each phase ends on its condition or after PHASE_MAX_S. */
 #include <errno.h>
 #include <ev.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@
 #include "scrape.h"
 
 #define PHASE_MAX_S 10.0
+/* test_curl_get's cap on a body. */
+#define CAP_BODY 1000
 #define NSRV 3
 
 enum mode { OK, GARBAGE, HANG, IMPLAUSIBLE };
@@ -74,6 +77,39 @@ static void reply(int fd, const char *body, size_t len)
 		return;
 }
 
+static void say(int fd, const char *s, size_t len)
+{
+	if (write(fd, s, len) < 0)
+		return;
+}
+
+/* test_curl_get's paths (/cap/...): a small body, one announced over its
+ * cap, one chunked past it, a 404. */
+static void answer_cap(int fd, const char *path)
+{
+	static const char big[] = "HTTP/1.1 200 OK\r\nContent-Length: 5000000\r\n\r\n";
+	static const char chunked[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+	static const char missing[] = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+	char chunk[CAP_BODY / 2 + 16];
+
+	if (strncmp(path, "ok ", 3) == 0) {
+		reply(fd, "hello", 5);
+	} else if (strncmp(path, "big ", 4) == 0) {
+		say(fd, big, sizeof(big) - 1); /* refused before any of it is sent */
+	} else if (strncmp(path, "chunked ", 8) == 0) {
+		int hl = snprintf(chunk, sizeof(chunk), "%x\r\n", (unsigned)(CAP_BODY / 2));
+
+		memset(chunk + hl, 'x', CAP_BODY / 2);
+		memcpy(chunk + hl + CAP_BODY / 2, "\r\n", 2);
+		say(fd, chunked, sizeof(chunked) - 1);
+		for (unsigned k = 0; k < 3; k++)
+			say(fd, chunk, (size_t)hl + CAP_BODY / 2 + 2);
+		say(fd, "0\r\n\r\n", 5);
+	} else {
+		say(fd, missing, sizeof(missing) - 1);
+	}
+}
+
 static void on_conn(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct conn *c = (struct conn *)w;
@@ -89,6 +125,17 @@ static void on_conn(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	c->len += (size_t)n;
 	c->buf[c->len] = '\0';
+	/* Not HTTP (a TLS hello): refused as an HTTP server does. */
+	if (c->len >= 4 && strncmp(c->buf, "GET ", 4) != 0) {
+		static const char bad[] = "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n";
+
+		if (write(w->fd, bad, sizeof(bad) - 1) < 0)
+			return;
+		ev_io_stop(loop, w);
+		close(w->fd);
+		w->fd = -1;
+		return;
+	}
 	/* One request at a time per connection: the scraper does not pipeline. */
 	while ((end = strstr(c->buf, "\r\n\r\n"))) {
 		bool is_models = strstr(c->buf, "/v1/models ") != NULL &&
@@ -98,7 +145,9 @@ static void on_conn(struct ev_loop *loop, ev_io *w, int revents)
 		if (!is_models)
 			snprintf(c->srv->last_metrics, sizeof(c->srv->last_metrics), "%.*s",
 			         (int)strcspn(c->buf, "\r"), c->buf);
-		if (c->srv->mode == OK)
+		if (strncmp(c->buf, "GET /cap/", 9) == 0)
+			answer_cap(w->fd, c->buf + 9);
+		else if (c->srv->mode == OK)
 			reply(w->fd, is_models ? models : metrics_body,
 			      is_models ? strlen(models) : metrics_len);
 		else if (c->srv->mode == GARBAGE)
@@ -138,6 +187,17 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 static struct srv srv[NSRV];
+
+/* What one of test_curl_get's fetches came to. */
+struct got {
+	unsigned calls;
+	bool in_start, from_start; /* done called from within start */
+	int status;
+	bool too_large;
+	size_t body_len;
+	char error[256];
+};
+static struct got *fetching; /* the fetch phase 7 waits for */
 static struct dbk_scrape *sc;
 static int phase;
 /* The good server's successful scrapes when the hung one first failed. */
@@ -153,6 +213,12 @@ static bool phase_done(void)
 		return dbk_scrape_view(sc, GARBAGE)->failures >= bad_failures_before + 2;
 	if (phase == 4) /* a slot retargeted (dbk_scrape_set) */
 		return dbk_scrape_view(sc, HANG)->scrapes >= 2;
+	if (phase == 5) /* test_https_plain_server: TLS refused */
+		return dbk_scrape_view(sc, 0)->failures >= 2;
+	if (phase == 6) /* ... then the same server at http:// */
+		return dbk_scrape_view(sc, 0)->up;
+	if (phase == 7) /* test_curl_get: one fetch */
+		return fetching->calls > 0;
 
 	const struct dbk_scrape_view *ok = dbk_scrape_view(sc, OK);
 	const struct dbk_scrape_view *bad = dbk_scrape_view(sc, GARBAGE);
@@ -324,11 +390,11 @@ static void test_scrape_ok_garbage_hang(void)
 /* One server at listen, scraped at url_fmt (its %d: the port) until 5
  * scrapes are done; its /metrics request line must start with want.
  * Returns false, checking nothing, when listen is not available here. */
-static bool scrape_one(const char *listen, const char *url_fmt, const char *want)
+/* srv[0] (mode OK) listening at listen, on a new loop, its URL
+ * url_fmt with its port; NULL when listen is not available here. */
+static struct ev_loop *serve_one(const char *listen, const char *url_fmt)
 {
 	struct ev_loop *loop;
-	const char *names[1] = { "one" };
-	const char *urls[1];
 	char err[128], addr[64];
 	int fd = dbk_net_listen(listen, err, sizeof(err));
 	int port = fd >= 0 ? dbk_net_sockname(fd, false, addr, sizeof(addr)) : -1;
@@ -336,14 +402,32 @@ static bool scrape_one(const char *listen, const char *url_fmt, const char *want
 	if (port <= 0) {
 		if (fd >= 0)
 			close(fd);
-		return false;
+		return NULL;
 	}
 	loop = ev_loop_new(EVFLAG_AUTO);
 	memset(&srv[0], 0, sizeof(srv[0]));
 	snprintf(srv[0].url, sizeof(srv[0].url), url_fmt, port);
-	urls[0] = srv[0].url;
 	ev_io_init(&srv[0].accept_w, on_accept, fd, EV_READ);
 	ev_io_start(loop, &srv[0].accept_w);
+	return loop;
+}
+
+static void serve_one_end(struct ev_loop *loop)
+{
+	close_conns(loop);
+	ev_io_stop(loop, &srv[0].accept_w);
+	close(srv[0].accept_w.fd);
+	ev_loop_destroy(loop);
+}
+
+static bool scrape_one(const char *listen, const char *url_fmt, const char *want)
+{
+	struct ev_loop *loop = serve_one(listen, url_fmt);
+	const char *names[1] = { "one" };
+	const char *urls[1] = { srv[0].url };
+
+	if (!loop)
+		return false;
 	struct dbk_scrape_config c = { .interval_ms = 20,
 		                       .timeout_ms = 300,
 		                       .models_every_ms = 10000 };
@@ -359,10 +443,7 @@ static bool scrape_one(const char *listen, const char *url_fmt, const char *want
 		CHECK_EQ_U(srv[0].accepts, 2);
 		dbk_scrape_free(sc);
 	}
-	close_conns(loop);
-	ev_io_stop(loop, &srv[0].accept_w);
-	close(fd);
-	ev_loop_destroy(loop);
+	serve_one_end(loop);
 	return true;
 }
 
@@ -381,11 +462,172 @@ static void test_ipv6_literal(void)
 		fprintf(stderr, "  no IPv6 loopback here: not checked\n");
 }
 
+/* An https:// server (lib/curl_get) that speaks plain HTTP: the handshake
+ * fails, the server is down with cause tls (counted, reported, its numbers
+ * none); retargeted at http://, the same slot goes to lib/http_client and
+ * comes up. What TLS itself does is tests/e2e/https-scrape.bats'. */
+static void test_https_plain_server(void)
+{
+	struct ev_loop *loop = serve_one("127.0.0.1:0", "http://127.0.0.1:%d");
+	const char *names[1] = { "tls" };
+	const char *urls[1];
+	char https[96];
+
+	CHECK(loop != NULL);
+	if (!loop)
+		return;
+	snprintf(https, sizeof(https), "https%.80s", srv[0].url + 4);
+	urls[0] = https;
+	struct dbk_scrape_config c = { .interval_ms = 20,
+		                       .timeout_ms = 3000, /* the first loads the system's CAs */
+		                       .models_every_ms = 10000 };
+	sc = dbk_scrape_new(loop, &c, names, urls, 1);
+	CHECK(sc != NULL);
+	if (sc) {
+		phase = 5;
+		run_phase(loop);
+		const struct dbk_scrape_view *v = dbk_scrape_view(sc, 0);
+		CHECK(v->failures >= 2 && v->failures == v->scrapes && !v->up);
+		CHECK_EQ_U(v->cause, DBK_SCRAPE_TLS);
+		CHECK(v->backoff_ms >= DBK_SCRAPE_BACKOFF_MS); /* 1 s, then 2 s */
+		CHECK(v->m.have == 0 && v->max_model_len == 0);
+		CHECK(strcmp(dbk_scrape_url(sc, 0), https) == 0);
+		struct dbk_buf o;
+		dbk_buf_init(&o);
+		dbk_scrape_report_metrics(sc, dbk_mono_ms(), &o);
+		CHECK(o.p && strstr(o.p, "dbucket_scrape_down{server=\"tls\",reason=\"tls\"} 1\n"));
+		dbk_buf_free(&o);
+
+		CHECK(dbk_scrape_set(sc, 0, "tls", srv[0].url) == 0);
+		phase = 6;
+		run_phase(loop);
+		CHECK(v->up && v->failures == 0 && v->m.have);
+		dbk_scrape_free(sc);
+	}
+	serve_one_end(loop);
+}
+
+/* ---- lib/curl_get over lib/curl_ev, alone ---- */
+
+static void got_done(void *arg, const struct dbk_hc_result *r)
+{
+	struct got *g = arg;
+
+	g->calls++;
+	g->from_start |= g->in_start;
+	g->status = r->status;
+	g->too_large = r->too_large;
+	g->body_len = r->body_len;
+	snprintf(g->error, sizeof(g->error), "%s", r->error ? r->error : "");
+}
+
+/* Starts g and runs the loop until it is done (bounded: PHASE_MAX_S). */
+static void fetch(struct ev_loop *loop, struct dbk_curl_get *g, struct got *got, long timeout_ms)
+{
+	memset(got, 0, sizeof(*got));
+	got->in_start = true;
+	CHECK(dbk_curl_get_start(g, timeout_ms) == 0);
+	got->in_start = false;
+	fetching = got;
+	phase = 7;
+	run_phase(loop);
+	CHECK(!got->from_start);
+	CHECK_EQ_U(got->calls, 1);
+}
+
+static bool get_init(struct dbk_curl_get *g, struct dbk_curl_ev *m, const char *path, bool once,
+                     struct got *got)
+{
+	char url[128], err[256];
+
+	snprintf(url, sizeof(url), "%s%s", srv[0].url, path);
+	if (dbk_curl_get_init(g, m, url, NULL, once, CAP_BODY, got_done, got, err, sizeof(err)) <
+	    0) {
+		fprintf(stderr, "  %s\n", err);
+		return false;
+	}
+	return true;
+}
+
+/* The fetcher alone, over plain http (it takes the URL's scheme, so the
+ * caps and the loop glue are checked without a TLS peer): a body arrives
+ * whole and two requests share one connection (with once, one each); a
+ * status is passed on; a body over the cap is refused by its
+ * Content-Length and, chunked, as it passes the cap; a server that never
+ * answers is ended by the timeout; done never comes from within start;
+ * a second start while busy is refused; a free in flight calls no done. */
+static void test_curl_get(void)
+{
+	struct ev_loop *loop = serve_one("127.0.0.1:0", "http://127.0.0.1:%d");
+	char err[128];
+	struct dbk_curl_ev *m = loop ? dbk_curl_ev_new(loop, 4, err, sizeof(err)) : NULL;
+	struct dbk_curl_get g;
+	struct got got;
+
+	CHECK(loop && m);
+	if (!m)
+		return;
+	CHECK(get_init(&g, m, "/cap/ok", false, &got));
+	fetch(loop, &g, &got, 2000);
+	CHECK_EQ_U(got.status, 200);
+	CHECK_EQ_U(got.body_len, 5);
+	fetch(loop, &g, &got, 2000);
+	CHECK_EQ_U(got.body_len, 5);
+	CHECK_EQ_U(srv[0].accepts, 1);
+	dbk_curl_get_free(&g);
+
+	/* once (on a multi handle of its own: one the multi handle keeps
+	 * would be taken once more). */
+	struct dbk_curl_ev *m1 = dbk_curl_ev_new(loop, 4, err, sizeof(err));
+	unsigned before = srv[0].accepts;
+	CHECK(m1 && get_init(&g, m1, "/cap/ok", true, &got));
+	fetch(loop, &g, &got, 2000);
+	fetch(loop, &g, &got, 2000);
+	CHECK_EQ_U(srv[0].accepts - before, 2);
+	dbk_curl_get_free(&g);
+	dbk_curl_ev_free(m1);
+
+	CHECK(get_init(&g, m, "/cap/missing", false, &got));
+	fetch(loop, &g, &got, 2000);
+	CHECK_EQ_U(got.status, 404);
+	CHECK(!got.error[0]);
+	dbk_curl_get_free(&g);
+
+	const char *caps[2] = { "/cap/big", "/cap/chunked" };
+	for (unsigned k = 0; k < 2; k++) {
+		CHECK(get_init(&g, m, caps[k], false, &got));
+		fetch(loop, &g, &got, 2000);
+		CHECK_EQ_U(got.status, 0);
+		CHECK(got.too_large);
+		CHECK(strcmp(got.error, "body too large (over 1000 bytes)") == 0);
+		dbk_curl_get_free(&g);
+	}
+
+	/* A hang: ended by the timeout; a second start meanwhile refused. */
+	srv[0].mode = HANG;
+	CHECK(get_init(&g, m, "/metrics", false, &got));
+	CHECK(dbk_curl_get_start(&g, 100) == 0);
+	CHECK(dbk_curl_get_busy(&g));
+	CHECK(dbk_curl_get_start(&g, 100) < 0);
+	dbk_curl_get_free(&g); /* in flight: no done, nothing left behind */
+	CHECK(get_init(&g, m, "/metrics", false, &got));
+	fetch(loop, &g, &got, 100);
+	CHECK_EQ_U(got.status, 0);
+	CHECK(!got.too_large);
+	CHECK(strstr(got.error, "timed out") != NULL);
+	dbk_curl_get_free(&g);
+
+	dbk_curl_ev_free(m);
+	serve_one_end(loop);
+}
+
 int main(void)
 {
 	dbk_log_set_level(DBK_LOG_WARN);
 	RUN(test_scrape_ok_garbage_hang);
 	RUN(test_named_host_and_path);
 	RUN(test_ipv6_literal);
+	RUN(test_https_plain_server);
+	RUN(test_curl_get);
 	return CHECK_DONE();
 }
