@@ -188,8 +188,6 @@ static void pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, un
 	double fresh = fmax(prompt - hit, 1);
 	double own = pred_srv_prefill_s(p, s, fresh, hit, decoders, ctx);
 	double start = fmax(now, s->last_end_s);
-	s->fill = pred_fill(s, now_ms) + own / PRED_RATE_S;
-	s->fill_ms = now_ms;
 	pred_push(s, now, start + own);
 	s->last_end_s = start + own;
 	/* Its first token at the fleet's speed, for dbk_pred_learn_speed. */

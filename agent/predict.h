@@ -30,10 +30,13 @@
  * batch it joins: every request in flight there (queued ones decode
  * after their prefill, beside it) and what the scrape shows beyond the
  * books, plus itself, each reading its context's KV every step (the
- * same step-time shape), stretched by the share of the server's time
- * that the prefills sent there in the last second or so take (at its
- * learnt speed); joining makes each of those decoders' steps that much
- * longer while it decodes beside them. The decode step itself is priced
+ * same step-time shape); joining makes each of those decoders' steps
+ * that much longer while it decodes beside them. Other requests'
+ * prefill chunks sharing the steps are left out (BENCHMARKS.md,
+ * "Choosing for TTFT and TPOT": stretching the step by the share of
+ * the server's time the prefills sent there lately take cost up to 27
+ * points of capacity on mixed fleets of 64 and gained 3 on one of 4).
+ * The decode step is priced
  * at the fleet's speed: the slowness learnt from first tokens is a
  * prefill's (compute), and a decode step's (memory) differs by less
  * between GPUs (an A100's prefill is 3x an H100's, its decode step 1.7x).

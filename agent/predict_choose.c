@@ -52,15 +52,15 @@ uint64_t dbk_pred_tie(uint64_t key, unsigned server)
 /* Its TPOT on s: a decode step of the batch it joins (every request in
  * flight there, queued ones included since they decode after their
  * prefill, and the others the scrape shows, each over the books' mean
- * context), itself in, stretched by the share of the server's time the
- * prefills sent there lately take (pred_fill: each prefill token takes
- * a decode's place in the steps it shares). And the TPOT it adds to
- * theirs: each of their steps longer by the difference while both
- * decode, which is its whole output or, on average, the half of theirs
- * still to come, over their whole output. At the fleet's speed
- * (predict.h: a decode step's slowness is not learnt). */
+ * context), itself in. And the TPOT it adds to theirs: each of their
+ * steps longer by the difference while both decode, which is its whole
+ * output or, on average, the half of theirs still to come, over their
+ * whole output. At the fleet's speed (predict.h: a decode step's
+ * slowness is not learnt). Other requests' prefill chunks sharing the
+ * steps are left out: they stretch every server's steps alike but for
+ * the choices to come, which this one does not decide. */
 static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
-                           const struct pred_others *o, double prompt, double out, uint64_t now_ms,
+                           const struct pred_others *o, double prompt, double out,
                            struct pred_eval *e)
 {
 	e->tpot_s = e->harm_s = 0;
@@ -69,12 +69,11 @@ static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
 	double batch = (double)s->inflight + o->requests;
 	double mctx = s->inflight ? s->ctx_tokens / s->inflight : prompt + out / 2;
 	double mout = s->inflight ? 2 * (s->ctx_tokens - s->prompt_tokens) / s->inflight : out;
-	double stretch = 1 / (1 - fmin(0.9, pred_fill(s, now_ms)));
 	double before = pred_decode_step_s(&p->c, batch, batch * mctx);
 	double after = pred_decode_step_s(&p->c, batch + 1, batch * mctx + prompt + out / 2);
 
-	e->tpot_s = stretch * after;
-	e->harm_s = batch * stretch * (after - before) * fmin(0.5, out / fmax(1, mout));
+	e->tpot_s = after;
+	e->harm_s = batch * (after - before) * fmin(0.5, out / fmax(1, mout));
 }
 
 static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pred_request *r,
@@ -118,7 +117,7 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 		e->stall_s = ((double)s->inflight + o.requests) * fmax(0, extra) * (steps - 1) /
 		             steps;
 	}
-	pred_eval_tpot(p, s, &o, prompt, out, now_ms, e);
+	pred_eval_tpot(p, s, &o, prompt, out, e);
 	e->within = pred_ttft(e) <= p->c.ttft_slo_s && e->tpot_s <= p->c.tpot_slo_s;
 }
 

@@ -61,10 +61,6 @@ struct pred_srv {
 	bool learnt;
 	double slow;
 	double weight; /* HAProxy's effective weight; 0: not known */
-	/* Prefill seconds sent per second, averaged over PRED_RATE_S: the
-	 * share of its steps the prefills we send take (pred_fill). */
-	double fill;
-	uint64_t fill_ms;
 };
 
 /* A server's prediction for the request being chosen. */
@@ -128,13 +124,6 @@ static inline unsigned pred_pending(const struct pred_srv *s, double t)
 		return 0;
 	const struct pred_pending *e = &s->ring[(s->head + lo) % PRED_RING];
 	return s->pushed - (e->upto - e->n);
-}
-
-/* The share of s's time our recent prefills take at now_ms. */
-static inline double pred_fill(const struct pred_srv *s, uint64_t now_ms)
-{
-	return now_ms >= s->fill_ms ? s->fill * exp(-sec(now_ms - s->fill_ms) / PRED_RATE_S)
-	                            : s->fill;
 }
 
 static inline bool pred_fresh(const struct dbk_pred *p, const struct pred_srv *s, uint64_t now_ms)
