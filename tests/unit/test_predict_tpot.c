@@ -46,6 +46,24 @@ static void decoding(struct dbk_pred *p, unsigned server, int n, double prompt, 
 		dbk_pred_commit(p, &r, server, 0, &t);
 }
 
+/* The same books on a and b: n requests decoding on server 0 (prompt,
+ * out), a prefill of queued tokens just sent to server 1. */
+static bool batch_or_queue(struct dbk_pred *a, struct dbk_pred *b, int n, double prompt, double out,
+                           double queued)
+{
+	struct dbk_pred_request q = req(queued, 2);
+	struct dbk_pred_ticket t;
+
+	CHECK(a && b);
+	if (!a || !b)
+		return false;
+	decoding(a, 0, n, prompt, out);
+	decoding(b, 0, n, prompt, out);
+	dbk_pred_commit(a, &q, 1, 60000, &t);
+	dbk_pred_commit(b, &q, 1, 60000, &t);
+	return true;
+}
+
 static void test_objectives_checked(void)
 {
 	struct dbk_pred_config c;
@@ -111,17 +129,11 @@ static void test_a_decode_batch_loses_a_short_request(void)
 {
 	struct dbk_pred *alone = fleet(2, DBK_PRED_TTFT_SLO_S, 1e9);
 	struct dbk_pred *p = fleet(2, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S);
-	struct dbk_pred_request shortp = req(600, 200), queued = req(1500, 2);
+	struct dbk_pred_request shortp = req(600, 200);
 	struct dbk_pred_choice a, c;
-	struct dbk_pred_ticket t;
 
-	CHECK(alone && p);
-	if (!alone || !p)
+	if (!batch_or_queue(alone, p, 200, 800, 400, 1500))
 		goto out;
-	decoding(alone, 0, 200, 800, 400);
-	decoding(p, 0, 200, 800, 400);
-	dbk_pred_commit(alone, &queued, 1, 60000, &t);
-	dbk_pred_commit(p, &queued, 1, 60000, &t);
 	CHECK_EQ_U(dbk_pred_choose(alone, &shortp, 60000, &a), 0);
 	CHECK_EQ_U(dbk_pred_choose(p, &shortp, 60000, &c), 1);
 	/* It is the first token it gives up, a little, not the objective. */
@@ -146,17 +158,11 @@ static void test_past_the_tpot_objective(void)
 {
 	struct dbk_pred *alone = fleet_kv(2, DBK_PRED_TTFT_SLO_S, 1e9, 4.3e6);
 	struct dbk_pred *p = fleet_kv(2, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S, 4.3e6);
-	struct dbk_pred_request r = req(500, 100), queued = req(20000, 2);
+	struct dbk_pred_request r = req(500, 100);
 	struct dbk_pred_choice a, c;
-	struct dbk_pred_ticket t;
 
-	CHECK(alone && p);
-	if (!alone || !p)
+	if (!batch_or_queue(alone, p, 1000, 2000, 2000, 20000))
 		goto out;
-	decoding(alone, 0, 1000, 2000, 2000);
-	decoding(p, 0, 1000, 2000, 2000);
-	dbk_pred_commit(alone, &queued, 1, 60000, &t);
-	dbk_pred_commit(p, &queued, 1, 60000, &t);
 	CHECK_EQ_U(dbk_pred_choose(alone, &r, 60000, &a), 0);
 	CHECK_EQ_U(dbk_pred_evaluate(p, &r, 0, 60000, &c), 0);
 	CHECK(c.tpot_s > 0.1 && !c.within);
@@ -175,17 +181,11 @@ static void test_within_the_ttft_objective_first(void)
 {
 	struct dbk_pred *p = fleet(2, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S);
 	struct dbk_pred *loose = fleet(2, 60, DBK_PRED_TPOT_SLO_S);
-	struct dbk_pred_request longp = req(40000, 100), queued = req(8000, 10);
+	struct dbk_pred_request longp = req(40000, 100);
 	struct dbk_pred_choice c;
-	struct dbk_pred_ticket t;
 
-	CHECK(p && loose);
-	if (!p || !loose)
+	if (!batch_or_queue(p, loose, 40, 200, 2000, 8000))
 		goto out;
-	decoding(p, 0, 40, 200, 2000);
-	decoding(loose, 0, 40, 200, 2000);
-	dbk_pred_commit(p, &queued, 1, 60000, &t);
-	dbk_pred_commit(loose, &queued, 1, 60000, &t);
 	CHECK_EQ_U(dbk_pred_choose(p, &longp, 60000, &c), 0);
 	CHECK(c.within && c.ttft_s <= 2.0);
 	CHECK_EQ_U(dbk_pred_choose(loose, &longp, 60000, &c), 1);
