@@ -36,19 +36,20 @@
  * "Choosing for TTFT and TPOT": stretching the step by the share of
  * the server's time the prefills sent there lately take cost up to 27
  * points of capacity on mixed fleets of 64 and gained 3 on one of 4).
- * The decode step is priced
- * at the fleet's speed: the slowness learnt from first tokens is a
- * prefill's (compute), and a decode step's (memory) differs by less
- * between GPUs (an A100's prefill is 3x an H100's, its decode step 1.7x).
+ * The decode step is priced at the fleet's speed: the slowness learnt
+ * from first tokens is a prefill's (compute), and a decode step's
+ * (memory) differs by less between GPUs (an A100's prefill is 3x an
+ * H100's, its decode step 1.7x).
  *
  * The choice keeps the most requests within both objectives (ttft_slo_s,
  * tpot_slo_s: vLLM's benchmark defaults, 2 s and 100 ms): servers where
  * its KV fits first, then those where it is predicted within both, then
  * the least cost: its first token, plus what its prefill stalls of the
  * requests decoding there (a prefill longer than one step: stall_weight),
- * plus its own TPOT and the TPOT it adds to those decoding there, each
- * TPOT second worth ttft_slo_s / tpot_slo_s first-token seconds (the
- * objectives' own scale). Counting decoders' TPOT is what leastconn gets
+ * plus the TPOT it adds to those decoding there, a TPOT second worth
+ * ttft_slo_s / tpot_slo_s first-token seconds (the objectives' own
+ * scale). Its own TPOT counts only against the objective: priced in the
+ * cost, a fast GPU's shorter steps drew ever more requests there. Counting decoders' TPOT is what leastconn gets
  * right by counting requests, and what keeps the TPOT median near
  * leastconn's; pricing the first token is what wins the prefix hits and
  * the queues leastconn cannot see.
