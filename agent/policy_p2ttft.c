@@ -1,7 +1,7 @@
-/* --policy p2ttft: the power of two choices by predicted first token.
+/* --policy p2ttft: the power of two choices by the predictor's cost.
  * Two distinct servers drawn at random (from env's seed: the same seed,
- * the same draws), and the one with the earlier predicted first token
- * taken, the predictor's books kept as ttft keeps them. What the peers'
+ * the same draws), and the better one as ttft ranks them (fitting,
+ * within the objectives, the least cost of first token and TPOT) taken, the predictor's books kept as ttft keeps them. What the peers'
  * "power of two" does by counting requests, with the ttft predictor's
  * numbers instead; cheaper than ttft at large fleets (two predictions a
  * decision instead of one a server), and a random pair does not herd
@@ -30,13 +30,13 @@ static int p2_choose(void *st, const struct dbk_policy_request *r, uint64_t now_
 	if (dbk_pred_evaluate(t->pred, &t->req, i, now_ms, &a) < 0 ||
 	    dbk_pred_evaluate(t->pred, &t->req, j, now_ms, &b) < 0)
 		dbk_pred_choose(t->pred, &t->req, now_ms, &a);
-	else if (b.ttft_s < a.ttft_s)
+	else if (dbk_pred_better(&b, &a))
 		a = b;
 	return dbk_policy_ttft_chose(t, &a, c);
 }
 
 const struct dbk_policy_ops dbk_policy_p2ttft = DBK_POLICY_TTFT_OPS(
         "p2ttft",
-        "two servers drawn at random, the\none with the earlier predicted first\n"
-        "token (ttft's predictor)",
+        "two servers drawn at random, the\nbetter one by ttft's predicted first\n"
+        "token and TPOT",
         p2_choose);

@@ -68,8 +68,9 @@ int dbk_policy_ttft_chose(struct dbk_policy_ttft *t, const struct dbk_pred_choic
 	return c->server;
 }
 
-/* The earliest predicted first token, weighed against the decodes a
- * long prefill stalls (predict.h). */
+/* The server that keeps the request within the TTFT and TPOT
+ * objectives at the least cost: its first token, the decodes a long
+ * prefill stalls, the TPOT it adds to the batch there (predict.h). */
 static int ttft_choose(void *st, const struct dbk_policy_request *r, uint64_t now_ms,
                        struct dbk_policy_choice *c)
 {
@@ -189,7 +190,8 @@ const struct dbk_policy_report dbk_policy_ttft_report = {
 
 const struct dbk_policy_ops dbk_policy_ttft = DBK_POLICY_TTFT_OPS(
         "ttft",
-        "the server with the earliest\npredicted first token, from length,\n"
-        "prefix, queue, KV use and context limit,\nweighed against the decodes a long\n"
-        "prefill stalls there",
+        "the server that keeps the request\nwithin the TTFT and TPOT objectives\n"
+        "(2 s, 100 ms) at the least cost: its\npredicted first token (length, prefix,\n"
+        "queue, KV use, context limit), the\ndecodes a long prefill stalls there,\n"
+        "the TPOT it adds to the batch there",
         ttft_choose);

@@ -26,13 +26,33 @@
  * reads of the requests decoding there, which slow every step), and a
  * wait when its KV does not fit beside what is committed there.
  *
- * The choice weighs that first token against what the request costs the
- * others there: a prefill longer than one step stalls every request in
- * flight on that server (all of them decode through its steps, each
- * longer than a decode step), so it goes where fewer requests decode
- * unless its first token comes much later there (stall_weight). That is
- * what leastconn gets right by counting requests, and what keeps the
- * TPOT median near leastconn's.
+ * Its predicted time per output token there is a decode step of the
+ * batch it joins: every request in flight there (queued ones decode
+ * after their prefill, beside it) and what the scrape shows beyond the
+ * books, plus itself, each reading its context's KV every step (the
+ * same step-time shape); joining makes each of those decoders' steps
+ * that much longer while it decodes beside them. Other requests'
+ * prefill chunks sharing the steps are left out (BENCHMARKS.md,
+ * "Choosing for TTFT and TPOT": stretching the step by the share of
+ * the server's time the prefills sent there lately take cost up to 27
+ * points of capacity on mixed fleets of 64 and gained 3 on one of 4).
+ * The decode step is priced at the fleet's speed: the slowness learnt
+ * from first tokens is a prefill's (compute), and a decode step's
+ * (memory) differs by less between GPUs (an A100's prefill is 3x an
+ * H100's, its decode step 1.7x).
+ *
+ * The choice keeps the most requests within both objectives (ttft_slo_s,
+ * tpot_slo_s: vLLM's benchmark defaults, 2 s and 100 ms): servers where
+ * its KV fits first, then those where it is predicted within both, then
+ * the least cost: its first token, plus what its prefill stalls of the
+ * requests decoding there (a prefill longer than one step: stall_weight),
+ * plus the TPOT it adds to those decoding there, a TPOT second worth
+ * ttft_slo_s / tpot_slo_s first-token seconds (the objectives' own
+ * scale). Its own TPOT counts only against the objective: priced in the
+ * cost, a fast GPU's shorter steps drew ever more requests there. Counting decoders' TPOT is what leastconn gets
+ * right by counting requests, and what keeps the TPOT median near
+ * leastconn's; pricing the first token is what wins the prefix hits and
+ * the queues leastconn cannot see.
  *
  * Exact ties (an idle fleet) go by a hash of the request's session or
  * prompt and the server, so that agents sharing a fleet break the same
@@ -65,6 +85,11 @@
 /* The default stall weight, a bare literal so that help texts can
  * quote it (dbucket-sim --stall-weight). */
 #define DBK_PRED_STALL_WEIGHT 0.2
+/* The objectives the choice keeps requests within, vLLM's benchmark
+ * defaults (benchmark_serving's --goodput examples, dbucket-sim's
+ * --slo-ttft-ms and --slo-tpot-ms). */
+#define DBK_PRED_TTFT_SLO_S 2.0
+#define DBK_PRED_TPOT_SLO_S 0.1
 
 /* The engine's step-time shape and what the policy assumes when the
  * server does not say. Defaults (dbk_pred_config_default): vLLM V1 on an
@@ -87,6 +112,9 @@ struct dbk_pred_config {
 	 * stalled by a long prefill (DBK_PRED_STALL_WEIGHT; BENCHMARKS.md,
 	 * "Decoders stalled") */
 	double stall_weight;
+	/* The objectives (DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S); their
+	 * ratio prices a TPOT second in first-token seconds. */
+	double ttft_slo_s, tpot_slo_s;
 	uint64_t scrape_stale_ms; /* older scrapes are ignored: books only (1000) */
 	size_t index_entries;     /* prefix index size (DBK_PIDX_DEFAULT_ENTRIES) */
 };
@@ -128,7 +156,7 @@ struct dbk_pred_request {
 };
 
 enum dbk_pred_reason {
-	DBK_PRED_FASTEST = 0, /* the earliest predicted first token */
+	DBK_PRED_FASTEST = 0, /* the least predicted cost (first token, TPOT) */
 	DBK_PRED_TOO_LONG,    /* no usable server holds it: the largest */
 	DBK_PRED_NO_SERVER,   /* nothing usable; server is -1 */
 };
@@ -141,7 +169,15 @@ struct dbk_pred_choice {
 	double ttft_s;     /* predicted on that server */
 	double hit_tokens; /* expected prefix-cache hit there */
 	bool kv_fits;      /* fits beside what is committed there */
+	double tpot_s;     /* its predicted time per output token there (0: one token) */
+	bool within;       /* predicted within both objectives there */
+	double cost_s;     /* what the choice minimised, in first-token seconds */
 };
+
+/* Whether a is the better of two predictions for the same request (as
+ * dbk_pred_choose ranks servers: fitting, within the objectives, least
+ * cost). */
+bool dbk_pred_better(const struct dbk_pred_choice *a, const struct dbk_pred_choice *b);
 
 /* Kept by the caller with the request, from commit to release. */
 struct dbk_pred_ticket {

@@ -49,6 +49,33 @@ uint64_t dbk_pred_tie(uint64_t key, unsigned server)
 	return dbk_hash_fmix_light(key ^ ((uint64_t)(server + 1) * UINT64_C(0xc2b2ae3d27d4eb4f)));
 }
 
+/* Its TPOT on s: a decode step of the batch it joins (every request in
+ * flight there, queued ones included since they decode after their
+ * prefill, and the others the scrape shows, each over the books' mean
+ * context), itself in. And the TPOT it adds to theirs: each of their
+ * steps longer by the difference while both decode, which is its whole
+ * output or, on average, the half of theirs still to come, over their
+ * whole output. At the fleet's speed (predict.h: a decode step's
+ * slowness is not learnt). Other requests' prefill chunks sharing the
+ * steps are left out: they stretch every server's steps alike but for
+ * the choices to come, which this one does not decide. */
+static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
+                           const struct pred_others *o, double prompt, double out,
+                           struct pred_eval *e)
+{
+	e->tpot_s = e->harm_s = 0;
+	if (out <= 1)
+		return; /* no time per output token: vLLM's TPOT needs two */
+	double batch = (double)s->inflight + o->requests;
+	double mctx = s->inflight ? s->ctx_tokens / s->inflight : prompt + out / 2;
+	double mout = s->inflight ? 2 * (s->ctx_tokens - s->prompt_tokens) / s->inflight : out;
+	double before = pred_decode_step_s(&p->c, batch, batch * mctx);
+	double after = pred_decode_step_s(&p->c, batch + 1, batch * mctx + prompt + out / 2);
+
+	e->tpot_s = after;
+	e->harm_s = batch * (after - before) * fmin(0.5, out / fmax(1, mout));
+}
+
 static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pred_request *r,
                       double hit, uint64_t now_ms, struct pred_eval *e)
 {
@@ -90,6 +117,21 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 		e->stall_s = ((double)s->inflight + o.requests) * fmax(0, extra) * (steps - 1) /
 		             steps;
 	}
+	pred_eval_tpot(p, s, &o, prompt, out, e);
+	e->within = pred_ttft(e) <= p->c.ttft_slo_s && e->tpot_s <= p->c.tpot_slo_s;
+}
+
+static void pred_choice_of(const struct dbk_pred *p, int server, const struct pred_eval *e,
+                           struct dbk_pred_choice *c)
+{
+	*c = (struct dbk_pred_choice){ .server = server,
+		                       .reason = DBK_PRED_FASTEST,
+		                       .ttft_s = pred_ttft(e),
+		                       .hit_tokens = e->hit,
+		                       .kv_fits = e->fits,
+		                       .tpot_s = e->tpot_s,
+		                       .within = e->within,
+		                       .cost_s = pred_score(p, e) };
 }
 
 int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64_t now_ms,
@@ -154,12 +196,12 @@ int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64
 		e.ok = true;
 		p->x->ev[i] = e;
 		/* Fitting servers first (a request that does not fit beside
-		 * what is committed queues or preempts), then the earliest. */
-		bool better = bi < 0 || (e.fits && !best.fits) ||
-		              (e.fits == best.fits &&
-		               pred_score(p, &e) < pred_score(p, &best) - 1e-9) ||
-		              (e.fits == best.fits &&
-		               fabs(pred_score(p, &e) - pred_score(p, &best)) <= 1e-9 &&
+		 * what is committed queues or preempts), then those within
+		 * the objectives, then the least cost. */
+		int ce = pred_class(&e), cb = pred_class(&best);
+		bool better = bi < 0 || ce > cb ||
+		              (ce == cb && pred_score(p, &e) < pred_score(p, &best) - 1e-9) ||
+		              (ce == cb && fabs(pred_score(p, &e) - pred_score(p, &best)) <= 1e-9 &&
 		               (s->inflight < p->s[bi].inflight ||
 		                (s->inflight == p->s[bi].inflight &&
 		                 dbk_pred_tie(tie, i) > dbk_pred_tie(tie, (unsigned)bi))));
@@ -173,11 +215,7 @@ int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64
 		bi = dbk_pred_spread(p, bi, share, tie, now_ms);
 		best = p->x->ev[bi];
 	}
-	*c = (struct dbk_pred_choice){ .server = bi,
-		                       .reason = DBK_PRED_FASTEST,
-		                       .ttft_s = pred_ttft(&best),
-		                       .hit_tokens = best.hit,
-		                       .kv_fits = best.fits };
+	pred_choice_of(p, bi, &best, c);
 	return bi;
 }
 
@@ -192,12 +230,14 @@ int dbk_pred_evaluate(struct dbk_pred *p, const struct dbk_pred_request *r, unsi
 	    !pred_holds(&p->s[server], need))
 		return -1;
 	pred_eval(p, server, r, dbk_pred_commit_hit(p, r, server), now_ms, &e);
-	*c = (struct dbk_pred_choice){ .server = (int)server,
-		                       .reason = DBK_PRED_FASTEST,
-		                       .ttft_s = pred_ttft(&e),
-		                       .hit_tokens = e.hit,
-		                       .kv_fits = e.fits };
+	pred_choice_of(p, (int)server, &e, c);
 	return (int)server;
+}
+
+bool dbk_pred_better(const struct dbk_pred_choice *a, const struct dbk_pred_choice *b)
+{
+	int ca = 2 * a->kv_fits + a->within, cb = 2 * b->kv_fits + b->within;
+	return ca > cb || (ca == cb && a->cost_s < b->cost_s);
 }
 
 /* The hit server is expected to give r, as choose saw it. */

@@ -54,18 +54,19 @@ static int pred_cmp(const void *a, const void *b)
  * the probability of their share of it, by weighted rendezvous on the
  * request's tie key: the balancers together fill the servers as one
  * would, and a server far ahead (a cache hit) still takes nearly all.
- * Candidates: usable, holding it, fitting as the greedy choice bi does.
+ * Candidates: usable, holding it, fitting and within the objectives as
+ * the greedy choice bi is.
  * Sets p->x->level (-INFINITY: greedy). */
 int dbk_pred_spread(struct dbk_pred *p, int bi, double share, uint64_t tie, uint64_t now_ms)
 {
 	unsigned n = p->c.nservers, m = 0;
-	bool fits = p->x->ev[bi].fits;
+	int cls = pred_class(&p->x->ev[bi]);
 	double others = pred_others_per_ours(share);
 	double rate = p->rate * exp(-sec(now_ms - p->rate_ms) / PRED_RATE_S);
 
 	p->x->level = -INFINITY;
 	for (unsigned i = 0; i < n; i++)
-		if (p->x->ev[i].ok && p->x->ev[i].fits == fits)
+		if (p->x->ev[i].ok && pred_class(&p->x->ev[i]) == cls)
 			p->x->sorted[m++] = pred_score(p, &p->x->ev[i]);
 	if (others * rate * sec(p->scrape_period_ms) < m)
 		return bi;
@@ -82,7 +83,7 @@ int dbk_pred_spread(struct dbk_pred *p, int bi, double share, uint64_t tie, uint
 	int pick = bi;
 	for (unsigned i = 0; i < n; i++) {
 		const struct pred_eval *e = &p->x->ev[i];
-		double w = e->ok && e->fits == fits ? level - pred_score(p, e) : 0;
+		double w = e->ok && pred_class(e) == cls ? level - pred_score(p, e) : 0;
 		if (!(w > 0))
 			continue;
 		double u = ((double)(dbk_pred_tie(tie, i) >> 11) + 0.5) * 0x1p-53;
@@ -110,7 +111,9 @@ void dbk_pred_expect_others(struct dbk_pred *p, const struct dbk_pred_request *r
 		return;
 	for (unsigned i = 0; i < p->c.nservers; i++) {
 		const struct pred_eval *e = &p->x->ev[i];
-		double w = e->ok && e->fits == ch.kv_fits ? p->x->level - pred_score(p, e) : 0;
+		double w = e->ok && pred_class(e) == 2 * ch.kv_fits + ch.within
+		                   ? p->x->level - pred_score(p, e)
+		                   : 0;
 		if (w > 0)
 			p->s[i].unseen_end_s = fmax(now, p->s[i].unseen_end_s) + w;
 	}

@@ -67,8 +67,11 @@ struct pred_srv {
 struct pred_eval {
 	double ttft_s, wait_s, hit;
 	double stall_s; /* decoders' seconds lost to this prefill (pred_eval) */
+	double tpot_s;  /* its own time per output token (0: one token) */
+	double harm_s;  /* the TPOT it adds to those decoding there, summed */
 	bool fits;
-	bool ok; /* a candidate: usable, holds the request */
+	bool within; /* predicted within both objectives */
+	bool ok;     /* a candidate: usable, holds the request */
 };
 
 struct dbk_pred {
@@ -146,13 +149,19 @@ static inline double pred_prompt(const struct dbk_pred_request *r)
 	return isfinite(r->prompt_tokens) && r->prompt_tokens > 0 ? fmin(r->prompt_tokens, 1e9) : 0;
 }
 
-/* The predicted first token, and what a choice weighs: that plus what
- * the prefill costs the requests already decoding there. */
+/* The predicted first token, and what a choice weighs, in first-token
+ * seconds: that, what the prefill stalls of the requests already
+ * decoding there, and the TPOT it gets there and adds to theirs, a TPOT
+ * second worth the objectives' ratio of first-token seconds. */
 static inline double pred_ttft(const struct pred_eval *e) { return e->ttft_s + e->wait_s; }
 static inline double pred_score(const struct dbk_pred *p, const struct pred_eval *e)
 {
-	return pred_ttft(e) + p->c.stall_weight * e->stall_s;
+	return pred_ttft(e) + p->c.stall_weight * e->stall_s +
+	       p->c.ttft_slo_s / p->c.tpot_slo_s * e->harm_s;
 }
+
+/* The class a choice ranks first: fitting, then within the objectives. */
+static inline int pred_class(const struct pred_eval *e) { return 2 * e->fits + e->within; }
 
 static inline bool pred_holds(const struct pred_srv *s, double need)
 {
@@ -188,6 +197,15 @@ static inline double pred_prefill_s(const struct dbk_pred_config *c, double fres
 	return steps * step_fixed +
 	       fmax(steps * c->t_weights_s, (steps * decoders + fresh) / c->lin_tokens_per_s) +
 	       c->attn_flop_per_pair * (total * total - hit * hit) / 2 / c->attn_flops;
+}
+
+/* A step of decodes only: batch requests reading ctx_sum context
+ * tokens' KV in all (ENGINE-MODEL.md's step without a prefill chunk). */
+static inline double pred_decode_step_s(const struct dbk_pred_config *c, double batch,
+                                        double ctx_sum)
+{
+	return c->t_cpu_s + fmax(c->t_weights_s, batch / c->lin_tokens_per_s) +
+	       ctx_sum * c->kv_bytes_per_token / c->kv_read_bw;
 }
 
 /* The same on server s, at its learnt speed (dbk_pred_learn_speed): every

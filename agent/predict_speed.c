@@ -42,6 +42,8 @@ void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
 		.kv_tokens = (double)g->default_kv_capacity_tokens,
 		.output_tokens = 256,
 		.stall_weight = DBK_PRED_STALL_WEIGHT,
+		.ttft_slo_s = DBK_PRED_TTFT_SLO_S,
+		.tpot_slo_s = DBK_PRED_TPOT_SLO_S,
 		.scrape_stale_ms = 1000,
 		.index_entries = DBK_PIDX_DEFAULT_ENTRIES,
 	};
@@ -62,6 +64,8 @@ int dbk_pred_config_check(const struct dbk_pred_config *c, char *err, size_t err
 	         !isfinite(c->t_cpu_s + c->t_weights_s + c->attn_flop_per_pair +
 	                   c->kv_bytes_per_token + c->output_tokens + c->stall_weight))
 		bad = "engine costs must be finite and not negative";
+	else if (!pos(c->ttft_slo_s) || !pos(c->tpot_slo_s))
+		bad = "the TTFT and TPOT objectives must be positive and finite";
 	if (bad && err && errlen)
 		dbk_errf(err, errlen, "%s", bad);
 	return bad ? -1 : 0;

@@ -1,5 +1,6 @@
 /* The policy table (agent/policy_ops.h) and the policies in it that the
- * other tests do not reach through the route: p2ttft's draw and choice,
+ * other tests do not reach through the route: p2ttft's draw and choice
+ * (ranked as ttft ranks),
  * and the one row table behind /state and /metrics. */
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,43 @@ static void test_p2ttft_takes_the_earlier_of_two(void)
 	CHECK_EQ_U(ops->choose(t, &r, 1000, &c), 1);
 	CHECK(c.predicted && c.ttft_s > 0);
 	ops->destroy(t);
+}
+
+/* Two servers again, both drawn: server 0 decodes a batch of 200 with
+ * nothing queued, server 1 has a prefill queued. The first token comes
+ * sooner on 0, but p2ttft ranks the pair as ttft does (the TPOT the
+ * request would add to the batch in): server 1, where ttft sends it. */
+static void test_p2ttft_ranks_as_ttft(void)
+{
+	const struct dbk_policy_ops *p2 = dbk_policy_find("p2ttft"), *tt = dbk_policy_find("ttft");
+	struct dbk_policy_ttft *a = start("p2ttft", 2, 3), *b = start("ttft", 2, 3);
+	struct dbk_pred_request dec = { .prompt_tokens = 800, .max_tokens = 400, .ignore_eos = 1 };
+	struct dbk_pred_request queued = { .prompt_tokens = 1500,
+		                           .max_tokens = 2,
+		                           .ignore_eos = 1 };
+	struct dbk_pred_ticket k;
+	struct dbk_bal_lease l;
+
+	CHECK(a && b);
+	if (!a || !b)
+		goto out;
+	for (int i = 0; i < 200; i++) {
+		dbk_pred_commit(a->pred, &dec, 0, 0, &k);
+		dbk_pred_commit(b->pred, &dec, 0, 0, &k);
+	}
+	dbk_pred_commit(a->pred, &queued, 1, 60000, &k);
+	dbk_pred_commit(b->pred, &queued, 1, 60000, &k);
+	CHECK_EQ_U(route(tt, b, 60000, &l), 1);
+	CHECK_EQ_U(route(p2, a, 60000, &l), 1);
+	/* What p2ttft gave up: an earlier predicted first token on 0. */
+	struct dbk_pred_choice c0;
+	CHECK_EQ_U(dbk_pred_evaluate(a->pred, &a->req, 0, 60000, &c0), 0);
+	CHECK(c0.ttft_s < a->ch.ttft_s && a->ch.within);
+out:
+	if (a)
+		p2->destroy(a);
+	if (b)
+		tt->destroy(b);
 }
 
 /* Four servers: the draws are the seed's (the same seed, the same
@@ -173,6 +211,7 @@ int main(void)
 	RUN(test_the_table);
 	RUN(test_p2ttft_takes_the_earlier_of_two);
 	RUN(test_p2ttft_draws_from_its_seed);
+	RUN(test_p2ttft_ranks_as_ttft);
 	RUN(test_one_table_for_both_reports);
 	return CHECK_DONE();
 }
