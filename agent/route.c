@@ -54,11 +54,6 @@ static bool wants_details(const struct dbk_spop_data *d)
 	return dbk_spop_data_to_i64(d, &v) && v != 0;
 }
 
-const char *dbk_shed_reason_name(enum dbk_shed_reason why)
-{
-	return why == DBK_SHED_SATURATED ? "saturated" : "predicted-late";
-}
-
 static bool admitting(const struct dbk_route *r) { return r->admit && r->admit->enabled; }
 
 static bool any_usable(const struct dbk_route *r)

@@ -58,9 +58,9 @@
 #define DBK_VAR_RETRY_AFTER "retry_after"
 #define DBK_ACTION_SHED "shed"
 
-/* Why admission refused a request: admission.c's two reasons. */
+/* Why admission refused a request: admission.c's two reasons (/metrics'
+ * reason="predicted_late" and "saturated"). */
 enum dbk_shed_reason { DBK_SHED_PREDICTED_LATE, DBK_SHED_SATURATED, DBK_SHED_NREASONS };
-const char *dbk_shed_reason_name(enum dbk_shed_reason r);
 
 struct dbk_route_stats {
 	uint64_t notifies;

@@ -383,6 +383,12 @@ static void cfg_frontend(FILE *out, const struct dbk_launch_flags *f,
 	      "    http-request set-var(txn.dbk_class) str(standard)\n"
 	      "    http-request set-var(txn.dbk_class) req.hdr(x-request-class) "
 	      "if { req.hdr(x-request-class) -m found }\n"
+	      "    # API keys to classes, when HAProxy's environment names a map file.\n"
+	      ".if defined(DBK_CLASSES_MAP)\n"
+	      "    http-request set-var(txn.dbk_class) req.hdr(authorization),word(2,' '),"
+	      "map(\"${DBK_CLASSES_MAP}\") if { req.hdr(authorization),word(2,' '),"
+	      "map(\"${DBK_CLASSES_MAP}\") -m found }\n"
+	      ".endif\n"
 	      "    http-request set-priority-class int(1)\n"
 	      "    http-request set-priority-class int(0) if { var(txn.dbk_class) -m str -i "
 	      "critical 0 }\n"
@@ -464,12 +470,16 @@ static void cfg_backends(FILE *out, const struct dbk_launch_flags *f,
 	      "    option httpchk GET /health\n"
 	      "    http-check expect status 200\n"
 	      "    # Requests that fail while /health passes: DOWN after 10 errors in a\n"
-	      "    # row (5xx, failed connections), until the checks pass again.\n",
+	      "    # row (5xx, failed connections), until the checks pass again.\n"
+	      "    # DBK_SERVER_MAXCONN in HAProxy's environment caps each server's\n"
+	      "    # requests; the rest wait in HAProxy's queue, critical first.\n",
 	      out);
 	for (unsigned i = 0; i < f->nhosts; i++) {
 		fprintf(out, "    server vllm%u \"", i);
 		haproxy_addr(out, f->server_hosts[i], f->server_ports[i]);
-		fputs("\" check inter 2s observe layer7 error-limit 10 on-error mark-down\n", out);
+		fputs("\" check inter 2s observe layer7 error-limit 10 on-error mark-down maxconn "
+		      "\"${DBK_SERVER_MAXCONN-0}\"\n",
+		      out);
 	}
 	fputs("\n"
 	      "backend dbucket-agents\n"
