@@ -382,14 +382,20 @@ static void cfg_frontend(FILE *out, const struct dbk_launch_flags *f,
 	      "    # unknown: standard), for the agent's admission and HAProxy's queue.\n"
 	      "    http-request set-var(txn.dbk_class) str(standard)\n"
 	      "    http-request set-var(txn.dbk_class) req.hdr(x-request-class) "
-	      "if { req.hdr(x-request-class) -m found }\n"
-	      "    # API keys to classes, when HAProxy's environment names a map file.\n"
-	      ".if defined(DBK_CLASSES_MAP)\n"
-	      "    http-request set-var(txn.dbk_class) req.hdr(authorization),word(2,' '),"
-	      "map(\"${DBK_CLASSES_MAP}\") if { req.hdr(authorization),word(2,' '),"
-	      "map(\"${DBK_CLASSES_MAP}\") -m found }\n"
-	      ".endif\n"
-	      "    http-request set-priority-class int(1)\n"
+	      "if { req.hdr(x-request-class) -m found }\n",
+	      out);
+	/* Production takes the sample's two knobs from HAProxy's environment
+	 * (DBK_CLASSES_MAP here, DBK_SERVER_MAXCONN on the servers); a run
+	 * is concrete: no map, no cap. */
+	if (a->production)
+		fputs("    # API keys to classes, when HAProxy's environment names a map file.\n"
+		      ".if defined(DBK_CLASSES_MAP)\n"
+		      "    http-request set-var(txn.dbk_class) req.hdr(authorization),word(2,' '),"
+		      "map(\"${DBK_CLASSES_MAP}\") if { req.hdr(authorization),word(2,' '),"
+		      "map(\"${DBK_CLASSES_MAP}\") -m found }\n"
+		      ".endif\n",
+		      out);
+	fputs("    http-request set-priority-class int(1)\n"
 	      "    http-request set-priority-class int(0) if { var(txn.dbk_class) -m str -i "
 	      "critical 0 }\n"
 	      "    http-request set-priority-class int(2) if { var(txn.dbk_class) -m str -i "
@@ -470,16 +476,18 @@ static void cfg_backends(FILE *out, const struct dbk_launch_flags *f,
 	      "    option httpchk GET /health\n"
 	      "    http-check expect status 200\n"
 	      "    # Requests that fail while /health passes: DOWN after 10 errors in a\n"
-	      "    # row (5xx, failed connections), until the checks pass again.\n"
-	      "    # DBK_SERVER_MAXCONN in HAProxy's environment caps each server's\n"
-	      "    # requests; the rest wait in HAProxy's queue, critical first.\n",
+	      "    # row (5xx, failed connections), until the checks pass again.\n",
 	      out);
+	if (a->production)
+		fputs("    # DBK_SERVER_MAXCONN in HAProxy's environment caps each server's\n"
+		      "    # requests; the rest wait in HAProxy's queue, critical first.\n",
+		      out);
 	for (unsigned i = 0; i < f->nhosts; i++) {
 		fprintf(out, "    server vllm%u \"", i);
 		haproxy_addr(out, f->server_hosts[i], f->server_ports[i]);
-		fputs("\" check inter 2s observe layer7 error-limit 10 on-error mark-down maxconn "
-		      "\"${DBK_SERVER_MAXCONN-0}\"\n",
-		      out);
+		fprintf(out,
+		        "\" check inter 2s observe layer7 error-limit 10 on-error mark-down%s\n",
+		        a->production ? " maxconn \"${DBK_SERVER_MAXCONN-0}\"" : "");
 	}
 	fputs("\n"
 	      "backend dbucket-agents\n"

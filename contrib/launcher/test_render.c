@@ -293,6 +293,11 @@ static void test_admission(void)
 	char *env = render(ENV);
 	CHECK_HAS(env, "DBUCKET_SPOA_OPTS=\"--policy ttft --admission ");
 	free(env);
+	/* Production keeps the sample's two knobs of HAProxy's environment. */
+	char *prod = render(CFG);
+	CHECK_HAS(prod, ".if defined(DBK_CLASSES_MAP)\n");
+	CHECK_HAS(prod, "on-error mark-down maxconn \"${DBK_SERVER_MAXCONN-0}\"\n");
+	free(prod);
 	CHECK(parse(NULL) == 0);
 	CHECK(!F.admission);
 	char *cfg = render(CFG);
