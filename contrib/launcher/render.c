@@ -486,7 +486,7 @@ static void cfg_backends(FILE *out, const struct dbk_launch_flags *f,
 		fprintf(out, "    server vllm%u \"", i);
 		haproxy_addr(out, f->server_hosts[i], f->server_ports[i]);
 		fprintf(out,
-		        "\" check inter 2s observe layer7 error-limit 10 on-error mark-down%s\n",
+		        "\"%s check inter 2s observe layer7 error-limit 10 on-error mark-down\n",
 		        a->production ? " maxconn \"${DBK_SERVER_MAXCONN-0}\"" : "");
 	}
 	fputs("\n"

@@ -296,7 +296,8 @@ static void test_admission(void)
 	/* Production keeps the sample's two knobs of HAProxy's environment. */
 	char *prod = render(CFG);
 	CHECK_HAS(prod, ".if defined(DBK_CLASSES_MAP)\n");
-	CHECK_HAS(prod, "on-error mark-down maxconn \"${DBK_SERVER_MAXCONN-0}\"\n");
+	CHECK_HAS(prod, "\" maxconn \"${DBK_SERVER_MAXCONN-0}\" check inter 2s observe layer7 "
+	                "error-limit 10 on-error mark-down\n");
 	free(prod);
 	CHECK(parse(NULL) == 0);
 	CHECK(!F.admission);
