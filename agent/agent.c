@@ -52,6 +52,12 @@ static void on_scraped(void *arg, unsigned server, const struct dbk_scrape_view 
 	struct dbk_agent *a = arg;
 
 	dbk_server_watch_scraped(&a->watch, server, v, metrics);
+	if (metrics) {
+		unsigned both = DBK_VM_WAITING | DBK_VM_KV_USAGE;
+
+		dbk_sat_scraped(&a->sat, server, v->up && (v->m.have & both) == both, v->m.waiting,
+		                v->m.kv_usage, v->ok_ms);
+	}
 	if (a->cfg.policy->scraped)
 		dbk_policy_scrape_done(&a->policy, server, v, metrics);
 }
@@ -394,8 +400,22 @@ static int start_balancer(struct dbk_agent *a, char *err, size_t errlen)
 	a->route.bal = a->bal;
 	a->route.names = a->cfg.servers;
 	a->route.nnames = a->cfg.nservers;
+	a->route.admit = &a->cfg.admit;
+	a->route.sat = &a->sat;
+	if (a->cfg.admit.enabled)
+		dbk_log(DBK_LOG_INFO, "admission",
+		        "ttft_ms=%lld headroom_standard=%g headroom_sheddable=%g "
+		        "saturation_queue=%g saturation_kv=%g",
+		        a->cfg.admit.ttft_ms, a->cfg.admit.headroom[DBK_CLASS_STANDARD],
+		        a->cfg.admit.headroom[DBK_CLASS_SHEDDABLE], a->cfg.sat_queue,
+		        a->cfg.sat_kv);
 	a->route.by_server = calloc(a->cfg.nservers, sizeof(*a->route.by_server));
-	if (!a->route.by_server) {
+	struct dbk_sat_config satc = {
+		.queue = a->cfg.sat_queue,
+		.kv = a->cfg.sat_kv,
+		.stale_ms = (uint64_t)a->cfg.scrape_interval_ms * DBK_SAT_STALE_INTERVALS,
+	};
+	if (!a->route.by_server || dbk_sat_init(&a->sat, &satc, a->cfg.nservers) < 0) {
 		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -461,6 +481,7 @@ static void on_member(void *arg, unsigned k, enum dbk_rt_change c, const struct 
 	if (a->policy.ops->reset)
 		a->policy.ops->reset(a->policy.st, k);
 	dbk_server_watch_reset(&a->watch, k);
+	dbk_sat_scraped(&a->sat, k, false, 0, 0, 0);
 	if (c != DBK_RT_SLOT_MOVED)
 		a->route.by_server[k] = 0;
 	/* A gone server's slot is free: no name, nothing to scrape. */
@@ -590,6 +611,8 @@ void dbk_agent_stop(struct dbk_agent *a)
 	a->nunix = 0;
 	free(a->route.by_server);
 	a->route.by_server = NULL;
+	a->route.sat = NULL;
+	dbk_sat_free(&a->sat);
 	free(a->discovered);
 	a->discovered = NULL;
 	a->sync = NULL;

@@ -16,6 +16,7 @@
 #include "route.h"
 #include "route_handler.h"
 #include "runtime_sync.h"
+#include "saturation.h"
 #include "server_watch.h"
 
 struct dbk_agent {
@@ -45,6 +46,9 @@ struct dbk_agent {
 	struct dbk_acct acct; /* what completions and the TTL did */
 	/* Outlier ejection (completions) and sleeping engines (scrapes). */
 	struct dbk_server_watch watch;
+	/* The fleet's saturation from scrapes, for admission under a policy
+	 * that predicts nothing (route.sat points here). */
+	struct dbk_saturation sat;
 	/* Unix sockets we created, removed again at stop. */
 	const char *unix_specs[3 * DBK_MAX_LISTEN];
 	unsigned nunix;

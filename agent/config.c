@@ -30,7 +30,7 @@ struct parse {
 #define COUNT(t) (sizeof(t) / sizeof((t)[0]))
 #define WEEK_S (7 * 24 * 3600)
 /* Options in all sections, at most. */
-#define MAX_OPTIONS 56
+#define MAX_OPTIONS 62
 
 static const char *const log_levels[] = { "debug", "info", "warn", "error", NULL };
 
@@ -439,6 +439,29 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		    "P",
 		    "at most P% of the servers ejected at once,\nat least one, never the last "
 		    "usable\none (" STR(DBK_OUTLIER_DEFAULT_MAX_PERCENT) ")"),
+		/* ---- admission (issue 28): one block ---- */
+		SECTION("\nAdmission (requests' classes from haproxy.cfg's class argument:\n"
+		        "critical, standard, sheddable; none or unknown is standard):"),
+		FLAG("admission", 0, &c->admit.enabled,
+		     "refuse requests of a class predicted to miss\nits share of the objective "
+		     "(HAProxy answers\n429 with Retry-After); critical never. Off:\nevery request "
+		     "is routed as before"),
+		NUM("admit-ttft", DBK_OPT_MS, &c->admit.ttft_ms, 1, 3600 * 1000, "TIME",
+		    "the first-token objective (" STR(DBK_ADMIT_DEFAULT_TTFT_MS) ")"),
+		NUM("admit-headroom-standard", DBK_OPT_DOUBLE,
+		    &c->admit.headroom[DBK_CLASS_STANDARD], 0, 100, "R",
+		    "standard is refused when predicted past R x\nthe objective (" STR(
+		            DBK_ADMIT_DEFAULT_HEADROOM_STANDARD) ")"),
+		NUM("admit-headroom-sheddable", DBK_OPT_DOUBLE,
+		    &c->admit.headroom[DBK_CLASS_SHEDDABLE], 0, 100, "R",
+		    "sheddable is refused when predicted past R x\nthe objective (" STR(
+		            DBK_ADMIT_DEFAULT_HEADROOM_SHEDDABLE) ")"),
+		NUM("saturation-queue", DBK_OPT_DOUBLE, &c->sat_queue, 0, 1e6, "N",
+		    "policies that predict nothing shed sheddable\nrequests only when every usable "
+		    "server's\nscraped waiting queue is above N (" STR(DBK_SAT_DEFAULT_QUEUE) ")"),
+		NUM("saturation-kv", DBK_OPT_DOUBLE, &c->sat_kv, 0, 1, "R",
+		    "... or its KV-cache use above R (" STR(
+		            DBK_SAT_DEFAULT_KV) ");\nwithout fresh scrapes, never"),
 		SECTION("\nAgent:"),
 		CALL("listen", opt_listen, "ADDR",
 		     "where HAProxy connects; repeatable.\nHOST:PORT, [IPV6]:PORT or unix:PATH,\n"
@@ -518,7 +541,7 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 	const char *section = NULL;
 	size_t n = 0;
 
-	_Static_assert(COUNT(t) <= MAX_OPTIONS + 6 /* SECTION rows */, "MAX_OPTIONS is too small");
+	_Static_assert(COUNT(t) <= MAX_OPTIONS + 7 /* SECTION rows */, "MAX_OPTIONS is too small");
 	for (size_t i = 0; i < COUNT(t); i++) {
 		if (!t[i].name) {
 			section = t[i].section;
@@ -573,6 +596,9 @@ static void set_defaults(struct dbk_config *c)
 	c->policy = dbk_policy_at(0);
 	c->admin_public = DBK_ADMIN_PUBLIC_DEFAULT;
 	dbk_outlier_config_default(&c->outlier);
+	dbk_admit_config_default(&c->admit);
+	c->sat_queue = DBK_SAT_DEFAULT_QUEUE;
+	c->sat_kv = DBK_SAT_DEFAULT_KV;
 }
 
 /* SERVER... after the options. */

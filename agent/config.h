@@ -8,10 +8,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "admission.h"
 #include "metric_names.h"
 #include "balancer.h"
 #include "outlier.h"
 #include "policy_ops.h"
+#include "saturation.h"
 #include "lib/bounds.h"
 #include "lib/net.h"
 
@@ -106,6 +108,9 @@ struct dbk_config {
 	unsigned nadmin_hosts;
 	/* --outlier-*: ejection of servers that fail their requests. */
 	struct dbk_outlier_config outlier;
+	/* --admission, --admit-*, --saturation-* (issue 28). */
+	struct dbk_admit_config admit;
+	double sat_queue, sat_kv;
 };
 
 enum dbk_config_result {

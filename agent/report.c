@@ -65,6 +65,11 @@ static uint64_t route_refused(const struct dbk_agent *a)
 	return a->route.stats.refused + a->route.stats.no_id;
 }
 
+static uint64_t fleet_saturated(const struct dbk_agent *a)
+{
+	return dbk_sat_fleet(&a->sat, a->bal, dbk_mono_ms());
+}
+
 static const struct row rows[] = {
 	/* Decisions. "decisions" and "refused" count the balancer's own
 	 * verdicts; /metrics breaks decisions down by bucket and group
@@ -151,6 +156,37 @@ static const struct row rows[] = {
 	{ NULL, "dbucket_ttft_too_long_total", NULL,
 	  "Requests no usable server's max_model_len could hold (sent to the largest).", COUNTER,
 	  CHOOSE(too_long), NULL },
+	/* Admission (issue 28): by the class haproxy.cfg gave the request.
+	 * Critical is never shed, so it has no shed rows. */
+	{ "admission", "dbucket_admission_enabled", NULL,
+	  "Whether admission (--admission) may shed requests.", FLAG, AGENT(cfg.admit.enabled),
+	  NULL },
+	{ "fleet_saturated", "dbucket_fleet_saturated", NULL,
+	  "No usable server has room by its scraped queue and KV-cache use (--saturation-*).", FLAG,
+	  AGENT(sat.n), fleet_saturated },
+	{ "admitted_critical", "dbucket_admission_admitted_total", "class=\"critical\"",
+	  "Route requests given a server, by class.", COUNTER, ROUTE(admitted[DBK_CLASS_CRITICAL]),
+	  NULL },
+	{ "admitted_standard", "dbucket_admission_admitted_total", "class=\"standard\"", NULL,
+	  COUNTER, ROUTE(admitted[DBK_CLASS_STANDARD]), NULL },
+	{ "admitted_sheddable", "dbucket_admission_admitted_total", "class=\"sheddable\"", NULL,
+	  COUNTER, ROUTE(admitted[DBK_CLASS_SHEDDABLE]), NULL },
+	{ "shed_standard_predicted_late", "dbucket_admission_shed_total",
+	  "class=\"standard\",reason=\"predicted_late\"",
+	  "Route requests refused (HAProxy answers 429), by class and reason.", COUNTER,
+	  ROUTE(shed[DBK_CLASS_STANDARD][DBK_SHED_PREDICTED_LATE]), NULL },
+	{ "shed_standard_saturated", "dbucket_admission_shed_total",
+	  "class=\"standard\",reason=\"saturated\"", NULL, COUNTER,
+	  ROUTE(shed[DBK_CLASS_STANDARD][DBK_SHED_SATURATED]), NULL },
+	{ "shed_sheddable_predicted_late", "dbucket_admission_shed_total",
+	  "class=\"sheddable\",reason=\"predicted_late\"", NULL, COUNTER,
+	  ROUTE(shed[DBK_CLASS_SHEDDABLE][DBK_SHED_PREDICTED_LATE]), NULL },
+	{ "shed_sheddable_saturated", "dbucket_admission_shed_total",
+	  "class=\"sheddable\",reason=\"saturated\"", NULL, COUNTER,
+	  ROUTE(shed[DBK_CLASS_SHEDDABLE][DBK_SHED_SATURATED]), NULL },
+	{ "bad_class", "dbucket_admission_bad_class_total", NULL,
+	  "Route requests whose class was not known (taken as standard).", COUNTER,
+	  ROUTE(bad_class), NULL },
 };
 
 /* Per server: one element of /state's "servers" and one series of a

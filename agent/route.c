@@ -54,6 +54,31 @@ static bool wants_details(const struct dbk_spop_data *d)
 	return dbk_spop_data_to_i64(d, &v) && v != 0;
 }
 
+static bool admitting(const struct dbk_route *r) { return r->admit && r->admit->enabled; }
+
+static bool any_usable(const struct dbk_route *r)
+{
+	for (unsigned i = 0; i < r->nnames; i++)
+		if (dbk_bal_usable(r->bal, i))
+			return true;
+	return false;
+}
+
+/* Asks admission about in (its class and, from the policy, its
+ * prediction); true when the request is to be shed (ar says for how
+ * long). Without a prediction the fleet's saturation stands in for it,
+ * read only when it can matter (admission on, a class it may shed). */
+static bool admit(const struct dbk_route *r, struct dbk_admit_input *in, uint64_t now_ms,
+                  struct dbk_admit_result *ar)
+{
+	if (!admitting(r) || in->cls == DBK_CLASS_CRITICAL)
+		return false;
+	if (!in->predicted)
+		in->saturated = r->sat && dbk_sat_fleet(r->sat, r->bal, now_ms);
+	*ar = dbk_admit(r->admit, in);
+	return ar->verdict == DBK_ADMIT_SHED;
+}
+
 /* A policy that chooses: the balancer takes the lease where it chose
  * (so releases, TTL, reclaim and moves work as for the reference), and
  * the policy's data about it rides in the lease's slot until the lease
@@ -62,7 +87,8 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct dbk_s
                                          const struct dbk_bal_request *req, int64_t body_size,
                                          const uint8_t *sample, size_t sample_len,
                                          const struct dbk_spop_data *session, uint64_t now_ms,
-                                         struct dbk_bal_decision *d, struct dbk_policy_choice *c)
+                                         struct dbk_bal_decision *d, struct dbk_policy_choice *c,
+                                         struct dbk_admit_input *in, struct dbk_admit_result *ar)
 {
 	const struct dbk_policy *p = r->policy;
 	const char *idp = (const char *)id->u.buf.ptr;
@@ -80,6 +106,14 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct dbk_s
 		pr.session = dbk_pkey_session((const char *)session->u.buf.ptr, session->u.buf.len);
 	}
 	p->ops->choose(p->st, &pr, now_ms, c);
+	/* Admission comes between the choice and the lease: a request
+	 * refused takes none (the policy's commit is skipped as when the
+	 * balancer refuses). */
+	in->predicted = c->predicted;
+	in->ttft_ms = c->ttft_s * 1e3;
+	in->no_server = c->server < 0;
+	if (admit(r, in, now_ms, ar))
+		return DBK_BAL_OK;
 	enum dbk_bal_result res = dbk_bal_dispatch_to(r->bal, idp, id->u.buf.len, req,
 	                                              c->server < 0 ? UINT_MAX
 	                                                            : (unsigned)c->server,
@@ -95,7 +129,7 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct dbk_s
 
 /* The arguments of a route message that matter here. */
 struct route_args {
-	const struct dbk_spop_data *id, *blen, *body, *details, *session;
+	const struct dbk_spop_data *id, *blen, *body, *details, *session, *cls;
 };
 
 /* One walk over the arguments (the first of a name wins, as with
@@ -118,6 +152,8 @@ static void read_args(const struct dbk_spop_message *m, struct route_args *a)
 			slot = &a->details;
 		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_SESSION))
 			slot = &a->session;
+		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_CLASS))
+			slot = &a->cls;
 		if (slot && !*slot)
 			*slot = &arg->value;
 	}
@@ -185,6 +221,32 @@ static void answer(const struct dbk_route *r, const struct dbk_bal_decision *d,
 	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_HIT_TOKENS, &v);
 }
 
+/* The class argument: absent or empty is the default without a word; a
+ * value not known (or not a string) is the default too, and counted. */
+static enum dbk_class read_class(struct dbk_route *r, const struct dbk_spop_data *v)
+{
+	enum dbk_class cls = DBK_CLASS_DEFAULT;
+
+	if (!v || v->type == DBK_SPOP_T_NULL)
+		return cls;
+	if ((v->type != DBK_SPOP_T_STR && v->type != DBK_SPOP_T_BIN) ||
+	    (v->u.buf.len && !dbk_class_parse((const char *)v->u.buf.ptr, v->u.buf.len, &cls)))
+		r->stats.bad_class++;
+	return cls;
+}
+
+/* The ACK of a refused request: no server, HAProxy answers 429. */
+static void answer_shed(struct dbk_route *r, const struct dbk_admit_input *in,
+                        const struct dbk_admit_result *ar, struct dbk_spop_writer *w)
+{
+	struct dbk_spop_data v = dbk_spop_str(DBK_ACTION_SHED);
+
+	r->stats.shed[in->cls][in->predicted ? DBK_SHED_PREDICTED_LATE : DBK_SHED_SATURATED]++;
+	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_ACTION, &v);
+	v = dbk_spop_int(ar->retry_after_s);
+	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_RETRY_AFTER, &v);
+}
+
 static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uint64_t now_ms,
                       struct dbk_spop_writer *w)
 {
@@ -205,16 +267,37 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 	}
 	estimate(r, &a, &body_size, &sample, &sample_len, &req);
 	const char *id = (const char *)a.id->u.buf.ptr;
-	enum dbk_bal_result res = chooses(r) ? decide_policy(r, a.id, &req, body_size, sample,
-	                                                     sample_len, a.session, now_ms, &d, &pc)
-	                                     : dbk_bal_dispatch(r->bal, id, a.id->u.buf.len, &req,
-	                                                        now_ms, &d);
+	struct dbk_admit_input in = { .cls = read_class(r, a.cls) };
+	struct dbk_admit_result ar = { DBK_ADMIT_ROUTE, 0, "admitted" };
+	enum dbk_bal_result res = DBK_BAL_OK;
+	bool shed;
+
+	if (chooses(r)) {
+		res = decide_policy(r, a.id, &req, body_size, sample, sample_len, a.session, now_ms,
+		                    &d, &pc, &in, &ar);
+		shed = ar.verdict == DBK_ADMIT_SHED;
+	} else {
+		/* The reference predicts nothing: only saturation may shed. */
+		in.no_server = admitting(r) && !any_usable(r);
+		shed = admit(r, &in, now_ms, &ar);
+		if (!shed)
+			res = dbk_bal_dispatch(r->bal, id, a.id->u.buf.len, &req, now_ms, &d);
+	}
 	if (r->on_decision) {
-		struct dbk_route_event e = {
-			a.id->u.buf.ptr, a.id->u.buf.len, res, &req, res == DBK_BAL_OK ? &d : NULL,
-			now_ms
-		};
+		struct dbk_route_event e = { a.id->u.buf.ptr,
+			                     a.id->u.buf.len,
+			                     res,
+			                     &req,
+			                     res == DBK_BAL_OK && !shed ? &d : NULL,
+			                     now_ms,
+			                     in.cls,
+			                     shed,
+			                     &ar };
 		r->on_decision(r->decision_arg, &e);
+	}
+	if (shed) {
+		answer_shed(r, &in, &ar, w);
+		return;
 	}
 	if (res != DBK_BAL_OK) {
 		/* A client that left before we decided is normal, not refused. */
@@ -224,6 +307,7 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 		return;
 	}
 	r->stats.routed++;
+	r->stats.admitted[in.cls]++;
 	r->stats.by_bucket_group[d.std_bucket][d.group]++;
 	if (r->by_server)
 		r->by_server[d.server]++;

@@ -7,8 +7,10 @@
 
 #include <stdint.h>
 
+#include "admission.h"
 #include "balancer.h"
 #include "policy_ops.h"
+#include "saturation.h"
 #include "lib/spop_codec.h"
 
 /* The message and argument names haproxy/dbucket.spoe.conf sends. */
@@ -28,6 +30,11 @@
  * hit_tokens). Off by default: each variable costs HAProxy a lookup and
  * an allocation per request, and only logs and debug headers read them. */
 #define DBK_ARG_DETAILS "details"
+/* Optional: the request's priority class, as haproxy.cfg sets it
+ * (critical, standard, sheddable; admission.h's dbk_class_parse). None,
+ * or one not known, is standard: never an error, counted as bad_class
+ * when present but not known. */
+#define DBK_ARG_CLASS "class"
 
 /* Variable names set in the ACK (HAProxy prefixes them with the
  * spoe-agent's var-prefix: txn.dbucket.server, ...). Server always; the
@@ -44,6 +51,16 @@
 #define DBK_VAR_HIT_TOKENS "hit_tokens"
 #define DBK_VAR_ERROR "error"
 #define DBK_VAR_MOVED "moved"
+/* A request admission refuses (--admission): action is "shed" and
+ * retry_after the seconds for the Retry-After header; no server is set
+ * and no lease taken, and HAProxy answers 429 itself. */
+#define DBK_VAR_ACTION "action"
+#define DBK_VAR_RETRY_AFTER "retry_after"
+#define DBK_ACTION_SHED "shed"
+
+/* Why admission refused a request: admission.c's two reasons (/metrics'
+ * reason="predicted_late" and "saturated"). */
+enum dbk_shed_reason { DBK_SHED_PREDICTED_LATE, DBK_SHED_SATURATED, DBK_SHED_NREASONS };
 
 struct dbk_route_stats {
 	uint64_t notifies;
@@ -55,6 +72,11 @@ struct dbk_route_stats {
 	uint64_t malformed_bodies;
 	uint64_t moved;    /* leases moved to the server HAProxy used */
 	uint64_t too_long; /* the policy found no usable server to hold it */
+	/* Route messages by class: routed (a lease taken), refused by
+	 * admission by reason, and class values not known (then standard). */
+	uint64_t admitted[DBK_CLASS_N];
+	uint64_t shed[DBK_CLASS_N][DBK_SHED_NREASONS];
+	uint64_t bad_class;
 	/* Decisions by standard bucket (row) and chosen group (column). */
 	uint64_t by_bucket_group[DBK_BAL_MAX_BUCKETS][DBK_BAL_MAX_BUCKETS];
 };
@@ -67,6 +89,11 @@ struct dbk_route_event {
 	const struct dbk_bal_request *req; /* what was estimated */
 	const struct dbk_bal_decision *d;  /* when routed */
 	uint64_t now_ms;
+	enum dbk_class cls;
+	/* Refused by admission (no lease: res is DBK_BAL_OK and d NULL);
+	 * admit says why and for how long. */
+	bool shed;
+	const struct dbk_admit_result *admit;
 };
 
 struct dbk_route {
@@ -79,6 +106,11 @@ struct dbk_route {
 	const char *const *names; /* server names by balancer index */
 	unsigned nnames;
 	uint64_t *by_server; /* decisions per server; may be NULL */
+	/* Admission (admission.h): NULL or not enabled, every request is
+	 * routed as before. sat: the fleet's saturation, for policies that
+	 * do not predict; NULL: never saturated. */
+	const struct dbk_admit_config *admit;
+	const struct dbk_saturation *sat;
 	/* Called for every decision, routed or refused; NULL: nobody
 	 * listens. */
 	void (*on_decision)(void *arg, const struct dbk_route_event *e);

@@ -32,6 +32,16 @@ static void on_decision(void *arg, const struct dbk_route_event *e)
 
 	if (e->res == DBK_BAL_ENDED)
 		return; /* its client left before we decided: normal */
+	if (e->shed) {
+		/* Sheds come in floods too: /metrics counts them by class and
+		 * reason; one line each only at debug. */
+		if (dbk_log_get_level() <= DBK_LOG_DEBUG)
+			dbk_log(DBK_LOG_DEBUG, "route-shed",
+			        "id=\"%s\" class=%s reason=%s retry_after_s=%d",
+			        dbk_log_quote(idq, sizeof(idq), (const char *)e->id, e->id_len),
+			        dbk_class_name(e->cls), e->admit->why, e->admit->retry_after_s);
+		return;
+	}
 	if (e->res != DBK_BAL_OK) {
 		log_refused(h, e);
 		return;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "client.h"
+#include "priority.h"
 #include "request.h"
 #include "stats.h"
 #include "model/trace.h"
@@ -34,6 +35,8 @@ struct dbk_bench_opts {
 	struct dbk_slo slo; /* seconds */
 	const char *json_path, *csv_path;
 	bool progress;
+	const char *priority_mix; /* --priority-mix, as given; NULL: none */
+	struct dbk_prio_mix prio;
 };
 
 /* Callback context of one request. */

@@ -77,6 +77,7 @@ static int report(struct dbk_bench *b)
 	info.spread = b->spread;
 	info.interrupted = b->stopping;
 	dbk_report_table(stdout, &info, s, b->res, b->n);
+	dbk_prio_report(stdout, &b->o.prio, b->res, b->n, &b->o.slo, dur);
 	fflush(stdout);
 	if (b->json_f && dbk_report_json(b->json_f, &info, s, b->res, b->n))
 		rc = 1;

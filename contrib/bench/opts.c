@@ -161,6 +161,11 @@ static size_t tables(struct raw *r, struct dbk_opt *t)
 		    "time per output token,"),
 		NUM("slo-e2e-ms", DBK_OPT_DOUBLE, &r->slo_ms[2], 1e-6, 1e12, "MS",
 		    "end-to-end latency"),
+		STR("priority-mix", &o->priority_mix, "MIX",
+		    "CLASS=WEIGHT,... each request's\nX-Request-Class, drawn by weight "
+		    "(seeded:\nthe same classes in every run), e.g.\n"
+		    "critical=0.3,standard=0.5,sheddable=0.2;\nthe report adds a line per "
+		    "class (429s:\nrefused by admission)"),
 		STR("json", &o->json_path, "FILE", "the results as JSON"),
 		STR("csv", &o->csv_path, "FILE", "one row per request"),
 		FLAG("progress", &o->progress, "a line on stderr every second"),
@@ -285,5 +290,7 @@ int dbk_bench_parse_args(int argc, char **argv, struct dbk_bench_opts *o)
 	o->slo.tpot = r.slo_ms[1] / 1e3;
 	o->slo.e2e = r.slo_ms[2] / 1e3;
 	why = conflicts(o, o->rate != 0);
+	if (!why && o->priority_mix && dbk_prio_parse(o->priority_mix, &o->prio, err, sizeof(err)))
+		why = err;
 	return why ? bad(why) : 0;
 }

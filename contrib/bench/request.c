@@ -66,7 +66,7 @@ char *dbk_request_json_quote(const char *s)
 }
 
 void dbk_request_build(struct dbk_buf *out, struct dbk_buf *body, const struct dbk_url *u,
-                       const struct dbk_req_spec *s)
+                       const struct dbk_req_spec *s, const char *priority)
 {
 	dbk_prompt_body(body, s);
 
@@ -81,6 +81,8 @@ void dbk_request_build(struct dbk_buf *out, struct dbk_buf *body, const struct d
 	               u->path, u->authority);
 	if (s->has_session)
 		dbk_buf_printf(out, "X-Session-Id: conv-%llu\r\n", (unsigned long long)s->session);
+	if (priority)
+		dbk_buf_printf(out, "X-Request-Class: %s\r\n", priority);
 	dbk_buf_printf(out, "Content-Length: %zu\r\n\r\n", body->len);
 	dbk_buf_add(out, body->p, body->len);
 	if (body->oom)

@@ -24,8 +24,9 @@ int dbk_request_url_parse(const char *url, enum dbk_endpoint ep, struct dbk_url 
 char *dbk_request_json_quote(const char *s);
 
 /* The whole HTTP/1.1 request (head and JSON body) into out; body is
- * scratch space. One request per connection: "Connection: close". */
+ * scratch space. One request per connection: "Connection: close".
+ * priority, when not NULL, goes in an X-Request-Class header. */
 void dbk_request_build(struct dbk_buf *out, struct dbk_buf *body, const struct dbk_url *u,
-                       const struct dbk_req_spec *s);
+                       const struct dbk_req_spec *s, const char *priority);
 
 #endif

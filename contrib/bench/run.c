@@ -104,7 +104,9 @@ static void pump(struct dbk_bench *b)
 		spec.index = i;
 		spec.session = q->session;
 		spec.has_session = q->has_session;
-		dbk_request_build(&b->req, &b->body, &b->url, &spec);
+		dbk_request_build(&b->req, &b->body, &b->url, &spec,
+		                  b->res[i].prio == DBK_PRIO_NONE ? NULL
+		                                                  : b->o.prio.name[b->res[i].prio]);
 		if (b->req.oom) {
 			dbk_buf_free(&b->req);
 			record_failure(b, i, "building the request", ENOMEM);

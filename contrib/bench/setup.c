@@ -213,6 +213,7 @@ int dbk_bench_setup(struct dbk_bench *b)
 		r->arrival = q->t / b->o.slice.rate_factor;
 		r->prompt_tokens = q->input;
 		r->max_tokens = q->output;
+		r->prio = dbk_prio_of(&b->o.prio, b->o.seed, i);
 		r->cls = q->input >= (uint64_t)b->o.threshold ? DBK_CLASS_LONG : DBK_CLASS_SHORT;
 	}
 	/* Outputs last: a run that cannot start leaves no empty files, one

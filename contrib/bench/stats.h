@@ -24,6 +24,7 @@ struct dbk_result {
 	bool started; /* sent (sent is valid) */
 	bool done;    /* finished, either way */
 	uint8_t cls;  /* enum dbk_class */
+	uint8_t prio; /* index in --priority-mix, DBK_PRIO_NONE without */
 	double *itl;  /* gaps between choices messages, when ok */
 	size_t n_itl;
 	char served_by[64];

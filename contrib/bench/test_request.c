@@ -113,7 +113,7 @@ static void test_request_completions(void)
 	s.model_json = "\"stub-model\"";
 	s.input = 6758;
 	s.output = 500;
-	dbk_request_build(&req, &scratch, &u, &s);
+	dbk_request_build(&req, &scratch, &u, &s, NULL);
 	CHECK(!req.oom);
 	CHECK(strncmp(req.p,
 	              "POST /v1/completions HTTP/1.1\r\n"
@@ -139,8 +139,11 @@ static void test_request_completions(void)
 	/* A conversation's key, as a client names it. */
 	s.has_session = true;
 	s.session = 46;
-	dbk_request_build(&req, &scratch, &u, &s);
+	dbk_request_build(&req, &scratch, &u, &s, NULL);
 	CHECK(strstr(req.p, "\r\nX-Session-Id: conv-46\r\n") != NULL);
+	CHECK(strstr(req.p, "X-Request-Class") == NULL);
+	dbk_request_build(&req, &scratch, &u, &s, "sheddable");
+	CHECK(strstr(req.p, "\r\nX-Request-Class: sheddable\r\n") != NULL);
 	body = body_of(&req, &clen);
 	j = body ? cJSON_Parse(body) : NULL;
 	CHECK(j && strcmp(cJSON_GetObjectItem(j, "user")->valuestring, "conv-46") == 0);
@@ -170,7 +173,7 @@ static void test_request_chat(void)
 	s.model_json = model;
 	s.input = 1;
 	s.output = 1;
-	dbk_request_build(&req, &scratch, &u, &s);
+	dbk_request_build(&req, &scratch, &u, &s, NULL);
 	CHECK(strncmp(req.p,
 	              "POST /v1/chat/completions HTTP/1.1\r\n"
 	              "Host: [::1]:1\r\n",

@@ -39,6 +39,7 @@ enum opt_id {
 	O_AGENT,
 	O_HAPROXY,
 	O_ACCESS_LOG,
+	O_ADMISSION,
 	O_VERSION,
 	O_FORCE,
 	O_POLICY,
@@ -79,6 +80,7 @@ static const struct opt opts[] = {
 	{ "--policy", O_POLICY, true },
 	{ "--scrape-interval", O_SCRAPE_INTERVAL, true },
 	{ "--scrape-timeout", O_SCRAPE_TIMEOUT, true },
+	{ "--admission", O_ADMISSION, true },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -89,7 +91,8 @@ static enum nargs nargs_of(enum opt_id id)
 	case O_VERSION:
 	case O_DYNAMIC:
 	case O_FORCE:
-	case O_ACCESS_LOG: return N_ZERO;
+	case O_ACCESS_LOG:
+	case O_ADMISSION: return N_ZERO;
 	case O_SERVER_HOSTS:
 	case O_SERVER_PORTS: return N_PLUS;
 	default: return N_ONE;
@@ -109,7 +112,8 @@ static enum vtype type_of(enum opt_id id)
 	case O_VERSION:
 	case O_DYNAMIC:
 	case O_FORCE:
-	case O_ACCESS_LOG: return T_NONE;
+	case O_ACCESS_LOG:
+	case O_ADMISSION: return T_NONE;
 	default: return T_STR;
 	}
 }
@@ -371,6 +375,7 @@ static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigne
 	case O_MAX_TOKENS: f->max_request_tokens = iv; break;
 	case O_DYNAMIC: f->dynamic = true; break;
 	case O_ACCESS_LOG: f->access_log = true; break;
+	case O_ADMISSION: f->admission = true; break;
 	case O_FORCE: f->force = true; break;
 	case O_POLICY: return take_policy(f, vals[0], err, errlen);
 	case O_SCRAPE_INTERVAL: return take_ms(&f->scrape_interval_ms, id, vals[0], err, errlen);
@@ -497,6 +502,7 @@ static int set_defaults(struct dbk_launch_flags *f, size_t n, char *err, size_t 
 	f->port = DBK_LAUNCH_DEFAULT_PORT;
 	f->dynamic = false;
 	f->access_log = false;
+	f->admission = false;
 	f->policy = DBK_LAUNCH_DEFAULT_POLICY;
 	f->threshold = DBK_LAUNCH_DEFAULT_THRESHOLD;
 	f->max_request_tokens = DBK_LAUNCH_DEFAULT_MAX_REQUEST_TOKENS;

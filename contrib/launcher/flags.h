@@ -61,6 +61,7 @@ struct dbk_launch_flags {
 	const char *policy;           /* --policy: reference, ttft or p2ttft */
 	long long scrape_interval_ms; /* --scrape-interval; 0: the agent's default */
 	long long scrape_timeout_ms;  /* --scrape-timeout; 0: the agent's default */
+	bool admission;               /* --admission: the agent sheds (issue 28) */
 	/* Storage for the two lists (strings point into argv). */
 	const char **hosts_buf;
 	long *ports_buf;

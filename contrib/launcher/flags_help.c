@@ -14,7 +14,8 @@ static const char usage_text[] =
         "               [--enable-dynamic-bucket] [--print-config DIR]\n"
         "               [--runtime-dir DIR] [--agent PATH] [--haproxy PATH]\n"
         "               [--access-log] [--version] [--force] [--policy NAME]\n"
-        "               [--scrape-interval TIME] [--scrape-timeout TIME]\n";
+        "               [--scrape-interval TIME] [--scrape-timeout TIME]\n"
+        "               [--admission]\n";
 
 void dbk_flags_usage(FILE *out) { fputs(usage_text, out); }
 
@@ -96,6 +97,11 @@ void dbk_flags_help(FILE *out)
 	        "  --scrape-timeout TIME ttft, p2ttft: a scrape not answered by then failed\n"
 	        "                        and that server is routed on the agent's books\n"
 	        "                        (1000ms). TIME: 500ms, 2s, 1m; a bare number is ms\n"
+	        "  --admission           the agent refuses requests of a class predicted to\n"
+	        "                        miss their share of a 2 s first-token objective\n"
+	        "                        (HAProxy answers 429 with Retry-After); critical\n"
+	        "                        never. The class: the X-Request-Class header\n"
+	        "                        (critical, standard, sheddable; standard without)\n"
 	        "\n"
 	        "Exit status: 0 when stopped by SIGTERM, SIGINT or SIGHUP (or after --help,\n"
 	        "--version or --print-config), 1 when HAProxy or the agent failed, 2 for a\n"

@@ -366,7 +366,8 @@ static void cfg_frontend(FILE *out, const struct dbk_launch_flags *f,
 	      "    # (keep them first and in this order); the rest is for people.\n"
 	      "    # The id quoted and escaped: a client's header may give it spaces.\n"
 	      "    log-format \"dbk1 %{+Q,+E}ID %[var(txn.dbucket.server)] %s %ST %tsc %Tt %B %rc "
-	      "%[date(0,ms)] %ci:%cp [%tr] %ft %b %TR/%Tw/%Tc/%Tr/%Ta %{+Q}r\"\n"
+	      "%[date(0,ms)] %ci:%cp [%tr] %ft %b %TR/%Tw/%Tc/%Tr/%Ta %{+Q}r "
+	      "%[var(txn.dbk_class)]\"\n"
 	      "    # The reference proxy's health endpoint: the servers HAProxy can use.\n"
 	      "    http-request return status 200 content-type application/json lf-string "
 	      "\"{\\\"status\\\": \\\"ok\\\", \\\"server_instances\\\": %[nbsrv(vllm)]}\" "
@@ -377,7 +378,36 @@ static void cfg_frontend(FILE *out, const struct dbk_launch_flags *f,
 	fprintf(out, "    filter spoe engine dbucket config \"%s\"\n", a->spoe_conf);
 	fputs("    # Let the body arrive (up to one buffer) so the agent sees max_tokens.\n"
 	      "    http-request wait-for-body time 1s at-least 16k if METH_POST\n"
+	      "    # The request's priority class (critical, standard, sheddable; none or\n"
+	      "    # unknown: standard), for the agent's admission and HAProxy's queue.\n"
+	      "    http-request set-var(txn.dbk_class) str(standard)\n"
+	      "    http-request set-var(txn.dbk_class) req.hdr(x-request-class) "
+	      "if { req.hdr(x-request-class) -m found }\n",
+	      out);
+	/* Production takes the sample's two knobs from HAProxy's environment
+	 * (DBK_CLASSES_MAP here, DBK_SERVER_MAXCONN on the servers); a run
+	 * is concrete: no map, no cap. */
+	if (a->production)
+		fputs("    # API keys to classes, when HAProxy's environment names a map file.\n"
+		      ".if defined(DBK_CLASSES_MAP)\n"
+		      "    http-request set-var(txn.dbk_class) req.hdr(authorization),word(2,' '),"
+		      "map(\"${DBK_CLASSES_MAP}\") if { req.hdr(authorization),word(2,' '),"
+		      "map(\"${DBK_CLASSES_MAP}\") -m found }\n"
+		      ".endif\n",
+		      out);
+	fputs("    http-request set-priority-class int(1)\n"
+	      "    http-request set-priority-class int(0) if { var(txn.dbk_class) -m str -i "
+	      "critical 0 }\n"
+	      "    http-request set-priority-class int(2) if { var(txn.dbk_class) -m str -i "
+	      "sheddable 2 }\n"
 	      "    http-request send-spoe-group dbucket dbucket-route-group if METH_POST\n"
+	      "    # Shed by the agent's admission (--admission): 429, OpenAI's format.\n"
+	      "    http-request return status 429 content-type application/json hdr Retry-After "
+	      "\"%[var(txn.dbucket.retry_after)]\" hdr Cache-Control no-cache lf-string "
+	      "\"{\\\"error\\\":{\\\"message\\\":\\\"the fleet is past capacity for this request's "
+	      "class (%[var(txn.dbk_class)]); retry after %[var(txn.dbucket.retry_after)] "
+	      "s\\\",\\\"type\\\":\\\"RateLimitError\\\",\\\"param\\\":null,\\\"code\\\":429}}\" "
+	      "if { var(txn.dbucket.action) -m str shed }\n"
 	      "    # A retry may have redispatched the request: tell the agent where it runs.\n"
 	      "    http-response send-spoe-group dbucket dbucket-moved-group if "
 	      "{ var(txn.dbucket.server) -m found } !{ srv_name,strcmp(txn.dbucket.server) eq 0 "
@@ -448,10 +478,16 @@ static void cfg_backends(FILE *out, const struct dbk_launch_flags *f,
 	      "    # Requests that fail while /health passes: DOWN after 10 errors in a\n"
 	      "    # row (5xx, failed connections), until the checks pass again.\n",
 	      out);
+	if (a->production)
+		fputs("    # DBK_SERVER_MAXCONN in HAProxy's environment caps each server's\n"
+		      "    # requests; the rest wait in HAProxy's queue, critical first.\n",
+		      out);
 	for (unsigned i = 0; i < f->nhosts; i++) {
 		fprintf(out, "    server vllm%u \"", i);
 		haproxy_addr(out, f->server_hosts[i], f->server_ports[i]);
-		fputs("\" check inter 2s observe layer7 error-limit 10 on-error mark-down\n", out);
+		fprintf(out,
+		        "\"%s check inter 2s observe layer7 error-limit 10 on-error mark-down\n",
+		        a->production ? " maxconn \"${DBK_SERVER_MAXCONN-0}\"" : "");
 	}
 	fputs("\n"
 	      "backend dbucket-agents\n"
@@ -513,7 +549,8 @@ int dbk_render_spoe_conf(FILE *out, const struct dbk_launch_flags *f)
 	      "# DBK_DEBUG_HEADERS=1, the decision's details too.\n"
 	      "spoe-message dbucket-route\n"
 	      "    args id=unique-id blen=req.body_size body=req.body,bytes(0,15000) "
-	      "details=env(DBK_DEBUG_HEADERS) session=req.hdr(x-session-id)\n"
+	      "details=env(DBK_DEBUG_HEADERS) session=req.hdr(x-session-id) "
+	      "class=var(txn.dbk_class)\n"
 	      "\n"
 	      "spoe-group dbucket-route-group\n"
 	      "    messages dbucket-route\n"
@@ -537,6 +574,8 @@ static void agent_opts(FILE *out, const struct dbk_launch_flags *f,
 	/* Production scrapes where HAProxy reaches each server (the unit's
 	 * --haproxy-socket): no --scrape to keep in step with haproxy.cfg. */
 	fprintf(out, "--policy %s ", f->policy);
+	if (f->admission)
+		fputs("--admission ", out);
 	if (f->scrape_interval_ms)
 		fprintf(out, "--scrape-interval %lld ", f->scrape_interval_ms);
 	if (f->scrape_timeout_ms)

@@ -41,6 +41,8 @@ static size_t policy_argv(char **v, size_t n, const struct dbk_launch_flags *f,
 
 	if (!(v[n++] = xstrdup("--policy")) || !(v[n++] = xstrdup(f->policy)))
 		return 0;
+	if (f->admission && !(v[n++] = xstrdup("--admission")))
+		return 0;
 	const long long ms[2] = { f->scrape_interval_ms, f->scrape_timeout_ms };
 	const char *flag[2] = { "--scrape-interval", "--scrape-timeout" };
 	for (size_t k = 0; k < 2; k++) {

@@ -269,10 +269,49 @@ static void test_spoe(void)
 	CHECK_HAS(spoe, "    no option send-frag-payload\n");
 	CHECK_HAS(spoe, "    use-backend dbucket-agents\n");
 	CHECK_HAS(spoe, "    args id=unique-id blen=req.body_size body=req.body,bytes(0,15000) "
-	                "details=env(DBK_DEBUG_HEADERS) session=req.hdr(x-session-id)\n");
+	                "details=env(DBK_DEBUG_HEADERS) session=req.hdr(x-session-id) "
+	                "class=var(txn.dbk_class)\n");
 	CHECK_HAS(spoe, "    args id=unique-id server=srv_name\n");
 	CHECK_HAS(spoe, "    timeout processing \"${DBK_SPOE_PROCESSING-50ms}\"\n");
 	free(spoe);
+}
+
+/* --admission: the agent is told, in a run and in production; the class
+ * rules and the 429 answer are there either way, as in the sample. */
+static void test_admission(void)
+{
+	CHECK(parse("--admission", NULL) == 0);
+	CHECK(F.admission);
+	CHECK(dbk_render_addrs_run(&A, "/r", 12346, ERR, sizeof(ERR)) == 0);
+	char **v = dbk_render_agent_argv(&F, &A, "/x/dbucket-spoa");
+	bool told = false;
+	for (size_t i = 0; v && v[i]; i++)
+		told |= strcmp(v[i], "--admission") == 0;
+	CHECK(told);
+	dbk_render_argv_free(v);
+	CHECK(dbk_render_addrs_production(&A, "/etc", ERR, sizeof(ERR)) == 0);
+	char *env = render(ENV);
+	CHECK_HAS(env, "DBUCKET_SPOA_OPTS=\"--policy ttft --admission ");
+	free(env);
+	/* Production keeps the sample's two knobs of HAProxy's environment. */
+	char *prod = render(CFG);
+	CHECK_HAS(prod, ".if defined(DBK_CLASSES_MAP)\n");
+	CHECK_HAS(prod, "\" maxconn \"${DBK_SERVER_MAXCONN-0}\" check inter 2s observe layer7 "
+	                "error-limit 10 on-error mark-down\n");
+	free(prod);
+	CHECK(parse(NULL) == 0);
+	CHECK(!F.admission);
+	char *cfg = render(CFG);
+	CHECK_HAS(cfg, "    http-request set-var(txn.dbk_class) req.hdr(x-request-class) if "
+	               "{ req.hdr(x-request-class) -m found }\n");
+	CHECK_HAS(cfg, "    http-request set-priority-class int(0) if { var(txn.dbk_class) -m str "
+	               "-i critical 0 }\n");
+	CHECK_HAS(cfg, "    http-request return status 429 content-type application/json hdr "
+	               "Retry-After \"%[var(txn.dbucket.retry_after)]\"");
+	free(cfg);
+	env = render(ENV);
+	CHECK(env && !strstr(env, "--admission"));
+	free(env);
 }
 
 static void test_agent_argv(void)
@@ -466,6 +505,7 @@ int main(void)
 	RUN(test_plain_and_addresses);
 	RUN(test_spoe);
 	RUN(test_agent_argv);
+	RUN(test_admission);
 	RUN(test_dirs);
 	RUN(test_many_servers);
 	RUN(test_error_files);

@@ -102,3 +102,22 @@ names_read() {
 		grep -q "job_name: $job\$" "$REPO/contrib/prometheus/prometheus.yml" || fail "no job $job"
 	done
 }
+
+@test "admission: the dashboard's row and the shedding alert read the agent's per-class series, exported with a class label" {
+	local d=$REPO/contrib/grafana/dbucket.json r=$REPO/contrib/prometheus/dbucket.rules.yml
+	run jq -r '.panels[] | select(.type == "row") | .title' "$d"
+	assert_line --partial 'Admission'
+	names_read "$d" "$r" | grep '^dbucket_admission_\|^dbucket_fleet_' >"$BATS_TEST_TMPDIR/read"
+	grep -qx dbucket_admission_shed_total "$BATS_TEST_TMPDIR/read"
+	grep -q 'alert: DbucketSheddingSustained' "$r"
+	start_agent --policy ttft --admission
+	agent_get /metrics >"$BATS_TEST_TMPDIR/metrics"
+	local n
+	while read -r n; do
+		grep -q "^# TYPE $n " "$BATS_TEST_TMPDIR/metrics" || fail "$n is not exported"
+	done <"$BATS_TEST_TMPDIR/read"
+	grep -q '^dbucket_admission_shed_total{class="sheddable",reason="predicted_late"} 0$' \
+		"$BATS_TEST_TMPDIR/metrics"
+	grep -q '^dbucket_admission_admitted_total{class="critical"} 0$' "$BATS_TEST_TMPDIR/metrics"
+	grep -q '^dbucket_admission_enabled 1$' "$BATS_TEST_TMPDIR/metrics"
+}

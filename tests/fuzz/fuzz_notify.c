@@ -630,6 +630,18 @@ static void check_notify(struct dbk_route *r, unsigned nservers, size_t max_leas
 	FUZZ_CHECK(s1.bs.refused - s0.bs.refused == full_or_none);
 	FUZZ_CHECK(s1.bs.ended - s0.bs.ended == ended);
 	FUZZ_CHECK(decisions_told == routed + refused + ended);
+	/* Every routed request has one class; the reference predicts
+	 * nothing and no fleet is saturated here, so admission (on) sheds
+	 * none; a class not known is counted at most once a message. */
+	uint64_t admitted = 0, shed = 0;
+	for (int c = 0; c < DBK_CLASS_N; c++) {
+		admitted += s1.rs.admitted[c] - s0.rs.admitted[c];
+		for (int k = 0; k < DBK_SHED_NREASONS; k++)
+			shed += s1.rs.shed[c][k];
+	}
+	FUZZ_CHECK(admitted == routed);
+	FUZZ_CHECK(shed == 0);
+	FUZZ_CHECK(s1.rs.bad_class - s0.rs.bad_class <= (uint64_t)count);
 	/* Leases grow by the routed count, and only by it. */
 	FUZZ_CHECK(s1.bs.leases == s0.bs.leases + routed);
 	FUZZ_CHECK(s1.bs.leases == leases.count);
@@ -840,6 +852,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r.nnames = nservers;
 	r.by_server = by_server;
 	r.on_decision = count_decision;
+	/* Admission on: the class argument is read (and its bad values
+	 * counted) on every route message. */
+	struct dbk_admit_config ac;
+	dbk_admit_config_default(&ac);
+	ac.enabled = true;
+	r.admit = &ac;
 	for (unsigned i = 0; i < nservers; i++)
 		if (b2 & (1u << i))
 			dbk_bal_set_usable(r.bal, i, false);

@@ -338,6 +338,33 @@ static void seeds_notify(void)
 	}
 	save("fuzz_notify", "details", &o);
 
+	/* class, as haproxy.cfg sends it (txn.dbk_class: a string), in each
+	 * spelling the agent knows, and ones it does not (standard). */
+	o.n = 0;
+	add(&o, "\x0b\x00\x00\x03", 4);
+	{
+		struct dbk_spop_data cv[7] = {
+			dbk_spop_str("critical"),    dbk_spop_str("Sheddable"), dbk_spop_str("2"),
+			dbk_spop_str("urgent"),      dbk_spop_str(""),          dbk_spop_int(0),
+			{ .type = DBK_SPOP_T_NULL },
+		};
+
+		for (int i = 0; i < 7; i++) {
+			char id[16];
+
+			snprintf(id, sizeof(id), "c-%d", i);
+			begin(DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, (uint64_t)i + 1, 1);
+			msg_begin("dbucket-route", 3);
+			v = dbk_spop_str(id);
+			arg("id", &v);
+			v = dbk_spop_int(300);
+			arg("blen", &v);
+			arg("class", &cv[i]);
+			end(&o);
+		}
+	}
+	save("fuzz_notify", "classes", &o);
+
 	/* 256-byte frames: an ACK for many messages does not fit. */
 	o.n = 0;
 	add(&o, "\x0f\x00\x00\x00", 4);

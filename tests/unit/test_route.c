@@ -562,6 +562,124 @@ static void test_ttft_details_carry_the_prediction(void)
 	down_ttft(&x);
 }
 
+/* Admission (issue 28): one route message of class cls (NULL: no class
+ * argument) for a prompt of blen bytes. */
+static enum dbk_spop_status route_class(struct fixture *x, const char *id, const char *cls,
+                                        int64_t blen)
+{
+	const char *const argn[] = { "id", "blen", "body", "class" };
+	struct dbk_spop_data argv[4] = { dbk_spop_str(id), dbk_spop_int(blen),
+		                         bin("{\"prompt\":\"aaaa\"}"),
+		                         dbk_spop_str(cls ? cls : "") };
+
+	return run_frame(x, x->in,
+	                 notify_args(x->in, sizeof(x->in), DBK_MSG_ROUTE, cls ? 4 : 3, argn, argv));
+}
+
+static bool shed_ack(const struct fixture *x)
+{
+	struct dbk_spop_data v;
+
+	return test_var_is(&x->ack, DBK_VAR_ACTION, DBK_ACTION_SHED) &&
+	       test_ack_var(&x->ack, DBK_VAR_RETRY_AFTER, &v) && v.type == DBK_SPOP_T_INT64 &&
+	       v.u.i64 >= 1 && v.u.i64 <= 60 && !test_ack_var(&x->ack, DBK_VAR_SERVER, &v);
+}
+
+/* Under ttft, admission asks between the choice and the lease: a request
+ * predicted past its class's share takes no lease and no charge, and its
+ * end releases nothing; critical always goes; a class not known is
+ * standard and counted; off, nothing changes. */
+static void test_admission_sheds_before_the_lease(void)
+{
+	struct fixture x;
+	struct dbk_admit_config ac;
+
+	struct dbk_pred *p = up_ttft(&x);
+	if (!p)
+		return;
+	dbk_admit_config_default(&ac);
+	x.r.admit = &ac;
+	/* Off by default: a sheddable request is routed however late. */
+	CHECK_EQ_U(route_class(&x, "off-1", "sheddable", 400000), DBK_SPOP_OK);
+	CHECK(test_ack_var(&x.ack, DBK_VAR_SERVER, &(struct dbk_spop_data){ 0 }));
+	CHECK_EQ_U(dbk_bal_release(x.bal, "off-1", 5, NULL), DBK_BAL_OK);
+	/* On, with a 1 ms objective: 100k tokens cannot make it anywhere. */
+	ac.enabled = true;
+	ac.ttft_ms = 1;
+	CHECK_EQ_U(route_class(&x, "shed-1", "Sheddable", 400000), DBK_SPOP_OK);
+	CHECK(shed_ack(&x));
+	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 0);
+	for (unsigned i = 0; i < 4; i++)
+		CHECK_EQ_U(pred_inflight(p, i), 0);
+	CHECK_EQ_U(x.r.stats.shed[DBK_CLASS_SHEDDABLE][DBK_SHED_PREDICTED_LATE], 1);
+	/* Its completion line finds nothing to release. */
+	CHECK_EQ_U(dbk_bal_release(x.bal, "shed-1", 6, NULL), DBK_BAL_UNKNOWN);
+	/* Critical is never shed. */
+	CHECK_EQ_U(route_class(&x, "crit-1", "critical", 400000), DBK_SPOP_OK);
+	CHECK(test_ack_var(&x.ack, DBK_VAR_SERVER, &(struct dbk_spop_data){ 0 }));
+	CHECK(!test_ack_var(&x.ack, DBK_VAR_ACTION, &(struct dbk_spop_data){ 0 }));
+	CHECK_EQ_U(x.r.stats.admitted[DBK_CLASS_CRITICAL], 1);
+	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 1);
+	/* Not known, or not a class at all: standard, counted, shed as such. */
+	CHECK_EQ_U(route_class(&x, "bad-1", "urgent", 400000), DBK_SPOP_OK);
+	CHECK(shed_ack(&x));
+	CHECK_EQ_U(x.r.stats.bad_class, 1);
+	CHECK_EQ_U(x.r.stats.shed[DBK_CLASS_STANDARD][DBK_SHED_PREDICTED_LATE], 1);
+	/* No class argument (or an empty one): standard, not counted. */
+	CHECK_EQ_U(route_class(&x, "none-1", NULL, 400000), DBK_SPOP_OK);
+	CHECK(shed_ack(&x));
+	CHECK_EQ_U(route_class(&x, "empty-1", "", 400000), DBK_SPOP_OK);
+	CHECK_EQ_U(x.r.stats.bad_class, 1);
+	CHECK_EQ_U(x.r.stats.shed[DBK_CLASS_STANDARD][DBK_SHED_PREDICTED_LATE], 3);
+	/* In time: routed, whatever the class. */
+	ac.ttft_ms = 3600 * 1000;
+	CHECK_EQ_U(route_class(&x, "ok-1", "sheddable", 400000), DBK_SPOP_OK);
+	CHECK(test_ack_var(&x.ack, DBK_VAR_SERVER, &(struct dbk_spop_data){ 0 }));
+	CHECK_EQ_U(x.r.stats.admitted[DBK_CLASS_SHEDDABLE], 2);
+	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 2);
+	down_ttft(&x);
+}
+
+/* The reference predicts nothing: only sheddable requests are shed, and
+ * only while the fleet is saturated (saturation.h). */
+static void test_admission_on_saturation_for_the_reference(void)
+{
+	struct fixture x;
+	struct dbk_admit_config ac;
+	struct dbk_saturation sat;
+	const struct dbk_sat_config sc = { .queue = 5, .kv = 0.8, .stale_ms = 400 };
+
+	up(&x, false);
+	dbk_admit_config_default(&ac);
+	ac.enabled = true;
+	x.r.admit = &ac;
+	CHECK_EQ_U(dbk_sat_init(&sat, &sc, 4), 0);
+	x.r.sat = &sat;
+	/* No scrapes: never saturated. */
+	CHECK_EQ_U(route_class(&x, "r-1", "sheddable", 400), DBK_SPOP_OK);
+	CHECK(!test_ack_var(&x.ack, DBK_VAR_ACTION, &(struct dbk_spop_data){ 0 }));
+	for (unsigned i = 0; i < 4; i++)
+		dbk_sat_scraped(&sat, i, true, 6, 0.1, 900);
+	CHECK_EQ_U(route_class(&x, "r-2", "sheddable", 400), DBK_SPOP_OK);
+	CHECK(shed_ack(&x));
+	CHECK_EQ_U(x.r.stats.shed[DBK_CLASS_SHEDDABLE][DBK_SHED_SATURATED], 1);
+	CHECK_EQ_U(route_class(&x, "r-3", "standard", 400), DBK_SPOP_OK);
+	CHECK(!test_ack_var(&x.ack, DBK_VAR_ACTION, &(struct dbk_spop_data){ 0 }));
+	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 2);
+	/* One server with room again: nothing shed. */
+	dbk_sat_scraped(&sat, 2, true, 5, 0.8, 950);
+	CHECK_EQ_U(route_class(&x, "r-4", "sheddable", 400), DBK_SPOP_OK);
+	CHECK(!test_ack_var(&x.ack, DBK_VAR_ACTION, &(struct dbk_spop_data){ 0 }));
+	/* No usable server: HAProxy's 503, not a 429. */
+	dbk_sat_scraped(&sat, 2, true, 9, 0.9, 950);
+	for (unsigned i = 0; i < 4; i++)
+		dbk_bal_set_usable(x.bal, i, false);
+	CHECK_EQ_U(route_class(&x, "r-5", "sheddable", 400), DBK_SPOP_OK);
+	CHECK(test_var_is(&x.ack, "error", "no usable server"));
+	dbk_sat_free(&sat);
+	down(&x);
+}
+
 int main(void)
 {
 	dbk_log_set_level(DBK_LOG_ERROR);
@@ -579,5 +697,7 @@ int main(void)
 	RUN(test_ack_that_does_not_fit_is_an_error);
 	RUN(test_ttft_route_follows_the_context_limit_and_the_books);
 	RUN(test_ttft_details_carry_the_prediction);
+	RUN(test_admission_sheds_before_the_lease);
+	RUN(test_admission_on_saturation_for_the_reference);
 	return CHECK_DONE();
 }
