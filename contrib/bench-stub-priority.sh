@@ -4,7 +4,7 @@
 # one run, one --scheduling-policy fcfs and one priority, with the same
 # flood and the same high-priority requests sent to both at once.
 #
-#   tests/bench-stub-priority.sh [BUILD_DIR]
+#   contrib/bench-stub-priority.sh [BUILD_DIR]
 #   (SCALE, LOW, LOW_BYTES, LOW_TOKENS, HIGH, GAP, STUB_ARGS: see below)
 #
 # The flood: LOW requests (priority 10) of LOW_BYTES of prompt (4 bytes a
