@@ -63,6 +63,8 @@ names_read() {
 	# The outcome panels' names are among those checked.
 	grep -qx 'vllm:prefix_cache_hits_total' "$BATS_TEST_TMPDIR/read"
 	grep -qx 'haproxy_server_total_time_average_seconds' "$BATS_TEST_TMPDIR/read"
+	grep -qx 'vllm:inter_token_latency_seconds' "$BATS_TEST_TMPDIR/read"
+	grep -qx 'vllm:e2e_request_latency_seconds' "$BATS_TEST_TMPDIR/read"
 	run comm -23 "$BATS_TEST_TMPDIR/read" "$BATS_TEST_TMPDIR/exported"
 	assert_output ''
 }
@@ -88,9 +90,13 @@ names_read() {
 	# vLLM's series are filtered by both.
 	run jq -r '.panels[] | select(.type != "row") | .targets[] | .expr | select(test("vllm:")) | select(test("model_name=~\"\\$model\"") and test("instance=~\"\\$vllm_instance\"") | not)' "$d"
 	assert_output ''
-	# Time to first token percentiles, tokens/s, 5xx ratio, prefix hits.
+	# Time to first token, time per output token and end-to-end
+	# percentiles, tokens/s, 5xx ratio, prefix hits.
 	local want
 	for want in 'histogram_quantile(0.99, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket' \
+		'histogram_quantile(0.99, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket' \
+		'rate(vllm:time_per_output_token_seconds_bucket' \
+		'histogram_quantile(0.99, sum by (le) (rate(vllm:e2e_request_latency_seconds_bucket' \
 		'rate(vllm:generation_tokens_total' 'code="5xx"' 'rate(vllm:prefix_cache_hits_total'; do
 		jq -r '.panels[].targets[]?.expr' "$d" | grep -qF -- "$want" || fail "no panel reads $want"
 	done
