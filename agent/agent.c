@@ -57,6 +57,10 @@ static void on_scraped(void *arg, unsigned server, const struct dbk_scrape_view 
 
 		dbk_sat_scraped(&a->sat, server, v->up && (v->m.have & both) == both, v->m.waiting,
 		                v->m.kv_usage, v->ok_ms);
+		unsigned ttft = DBK_VM_TTFT_SUM | DBK_VM_TTFT_COUNT;
+
+		dbk_sat_first_tokens(&a->sat, server, v->up && (v->m.have & ttft) == ttft,
+		                     v->m.ttft_sum, v->m.ttft_count, v->ok_ms);
 	}
 	if (a->cfg.policy->scraped)
 		dbk_policy_scrape_done(&a->policy, server, v, metrics);
@@ -481,7 +485,7 @@ static void on_member(void *arg, unsigned k, enum dbk_rt_change c, const struct 
 	if (a->policy.ops->reset)
 		a->policy.ops->reset(a->policy.st, k);
 	dbk_server_watch_reset(&a->watch, k);
-	dbk_sat_scraped(&a->sat, k, false, 0, 0, 0);
+	dbk_sat_forget(&a->sat, k);
 	if (c != DBK_RT_SLOT_MOVED)
 		a->route.by_server[k] = 0;
 	/* A gone server's slot is free: no name, nothing to scrape. */

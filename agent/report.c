@@ -70,6 +70,12 @@ static uint64_t fleet_saturated(const struct dbk_agent *a)
 	return dbk_sat_fleet(&a->sat, a->bal, dbk_mono_ms());
 }
 
+/* Whole milliseconds; 0 when not known. */
+static uint64_t fleet_first_token_ms(const struct dbk_agent *a)
+{
+	return (uint64_t)(dbk_sat_fleet_ttft_ms(&a->sat, dbk_mono_ms()) + 0.5);
+}
+
 static const struct row rows[] = {
 	/* Decisions. "decisions" and "refused" count the balancer's own
 	 * verdicts; /metrics breaks decisions down by bucket and group
@@ -164,6 +170,10 @@ static const struct row rows[] = {
 	{ "fleet_saturated", "dbucket_fleet_saturated", NULL,
 	  "No usable server has room by its scraped queue and KV-cache use (--saturation-*).", FLAG,
 	  AGENT(sat.n), fleet_saturated },
+	{ "fleet_first_token_ms", "dbucket_fleet_first_token_ms", NULL,
+	  "The servers' mean time to first token over the last second, from vLLM's histogram "
+	  "(0: not known); admission sheds on it under a policy that predicts nothing.",
+	  GAUGE, AGENT(sat.n), fleet_first_token_ms },
 	{ "admitted_critical", "dbucket_admission_admitted_total", "class=\"critical\"",
 	  "Route requests given a server, by class.", COUNTER, ROUTE(admitted[DBK_CLASS_CRITICAL]),
 	  NULL },
@@ -178,12 +188,18 @@ static const struct row rows[] = {
 	{ "shed_standard_saturated", "dbucket_admission_shed_total",
 	  "class=\"standard\",reason=\"saturated\"", NULL, COUNTER,
 	  ROUTE(shed[DBK_CLASS_STANDARD][DBK_SHED_SATURATED]), NULL },
+	{ "shed_standard_fleet_late", "dbucket_admission_shed_total",
+	  "class=\"standard\",reason=\"fleet_late\"", NULL, COUNTER,
+	  ROUTE(shed[DBK_CLASS_STANDARD][DBK_SHED_FLEET_LATE]), NULL },
 	{ "shed_sheddable_predicted_late", "dbucket_admission_shed_total",
 	  "class=\"sheddable\",reason=\"predicted_late\"", NULL, COUNTER,
 	  ROUTE(shed[DBK_CLASS_SHEDDABLE][DBK_SHED_PREDICTED_LATE]), NULL },
 	{ "shed_sheddable_saturated", "dbucket_admission_shed_total",
 	  "class=\"sheddable\",reason=\"saturated\"", NULL, COUNTER,
 	  ROUTE(shed[DBK_CLASS_SHEDDABLE][DBK_SHED_SATURATED]), NULL },
+	{ "shed_sheddable_fleet_late", "dbucket_admission_shed_total",
+	  "class=\"sheddable\",reason=\"fleet_late\"", NULL, COUNTER,
+	  ROUTE(shed[DBK_CLASS_SHEDDABLE][DBK_SHED_FLEET_LATE]), NULL },
 	{ "bad_class", "dbucket_admission_bad_class_total", NULL,
 	  "Route requests whose class was not known (taken as standard).", COUNTER,
 	  ROUTE(bad_class), NULL },

@@ -73,8 +73,10 @@ static bool admit(const struct dbk_route *r, struct dbk_admit_input *in, uint64_
 {
 	if (!admitting(r) || in->cls == DBK_CLASS_CRITICAL)
 		return false;
-	if (!in->predicted)
-		in->saturated = r->sat && dbk_sat_fleet(r->sat, r->bal, now_ms);
+	if (!in->predicted && r->sat) {
+		in->saturated = dbk_sat_fleet(r->sat, r->bal, now_ms);
+		in->fleet_ttft_ms = dbk_sat_fleet_ttft_ms(r->sat, now_ms);
+	}
 	*ar = dbk_admit(r->admit, in);
 	return ar->verdict == DBK_ADMIT_SHED;
 }
@@ -241,7 +243,11 @@ static void answer_shed(struct dbk_route *r, const struct dbk_admit_input *in,
 {
 	struct dbk_spop_data v = dbk_spop_str(DBK_ACTION_SHED);
 
-	r->stats.shed[in->cls][in->predicted ? DBK_SHED_PREDICTED_LATE : DBK_SHED_SATURATED]++;
+	enum dbk_shed_reason why = DBK_SHED_PREDICTED_LATE;
+
+	if (!in->predicted)
+		why = strcmp(ar->why, "saturated") == 0 ? DBK_SHED_SATURATED : DBK_SHED_FLEET_LATE;
+	r->stats.shed[in->cls][why]++;
 	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_ACTION, &v);
 	v = dbk_spop_int(ar->retry_after_s);
 	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_RETRY_AFTER, &v);

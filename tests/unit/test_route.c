@@ -670,6 +670,19 @@ static void test_admission_on_saturation_for_the_reference(void)
 	dbk_sat_scraped(&sat, 2, true, 5, 0.8, 950);
 	CHECK_EQ_U(route_class(&x, "r-4", "sheddable", 400), DBK_SPOP_OK);
 	CHECK(!test_ack_var(&x.ack, DBK_VAR_ACTION, &(struct dbk_spop_data){ 0 }));
+	/* Room by the queues, but the servers' first tokens of the last
+	 * second took 2.5 s each (prompts already in vLLM's batch, still
+	 * prefilling): standard is past its share, shed for that reason;
+	 * critical still goes. */
+	dbk_sat_first_tokens(&sat, 0, true, 10, 10, 0);
+	dbk_sat_first_tokens(&sat, 0, true, 15, 12, 1000);
+	CHECK_EQ_U(route_class(&x, "r-6", "standard", 400), DBK_SPOP_OK);
+	CHECK(shed_ack(&x));
+	CHECK_EQ_U(x.r.stats.shed[DBK_CLASS_STANDARD][DBK_SHED_FLEET_LATE], 1);
+	CHECK_EQ_U(route_class(&x, "r-7", "critical", 400), DBK_SPOP_OK);
+	CHECK(!test_ack_var(&x.ack, DBK_VAR_ACTION, &(struct dbk_spop_data){ 0 }));
+	dbk_sat_forget(&sat, 0);
+	dbk_sat_first_tokens(&sat, 1, true, 0, 0, 2000);
 	/* No usable server: HAProxy's 503, not a 429. */
 	dbk_sat_scraped(&sat, 2, true, 9, 0.9, 950);
 	for (unsigned i = 0; i < 4; i++)

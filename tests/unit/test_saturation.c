@@ -44,8 +44,52 @@ static void test_saturation(void)
 	dbk_bal_free(b);
 }
 
+/* The fleet's mean first token: deltas of the servers' histogram sums
+ * over windows of a second, only servers read at both ends counting. */
+static void test_fleet_first_tokens(void)
+{
+	struct dbk_saturation s;
+	const struct dbk_sat_config c = { .queue = 5, .kv = 0.8, .stale_ms = 400 };
+
+	CHECK_EQ_U(dbk_sat_init(&s, &c, 3), 0);
+	CHECK(dbk_sat_fleet_ttft_ms(&s, 0) == 0);
+	/* The first scrapes open the window: nothing known yet. */
+	dbk_sat_first_tokens(&s, 0, true, 100, 200, 1000);
+	dbk_sat_first_tokens(&s, 1, true, 10, 10, 1000);
+	CHECK(dbk_sat_fleet_ttft_ms(&s, 1000) == 0);
+	/* Within the second, nothing closes. */
+	dbk_sat_first_tokens(&s, 0, true, 101, 201, 1500);
+	CHECK(dbk_sat_fleet_ttft_ms(&s, 1500) == 0);
+	/* Server 1 was first read after the window opened, server 2 appears
+	 * with its history (400 s over 100): neither has a base, so only
+	 * server 0 counts (1 s per first token). */
+	dbk_sat_first_tokens(&s, 1, true, 16, 12, 1900);
+	dbk_sat_first_tokens(&s, 2, true, 400, 100, 1950);
+	dbk_sat_first_tokens(&s, 0, true, 102, 202, 2000);
+	CHECK_NEAR(dbk_sat_fleet_ttft_ms(&s, 2000), 1e3, 1e-9);
+	/* Stale after the scrapes' staleness and a window more. */
+	CHECK(dbk_sat_fleet_ttft_ms(&s, 2000 + 400 + 1000) > 0);
+	CHECK(dbk_sat_fleet_ttft_ms(&s, 2000 + 400 + 1001) == 0);
+	/* Now all three count: 2 + 6 + 1 s over 2 + 2 + 1 first tokens. */
+	dbk_sat_first_tokens(&s, 1, true, 22, 14, 2900);
+	dbk_sat_first_tokens(&s, 2, true, 401, 101, 2950);
+	dbk_sat_first_tokens(&s, 0, true, 104, 204, 3000);
+	CHECK_NEAR(dbk_sat_fleet_ttft_ms(&s, 3000), 9.0 / 5 * 1e3, 1e-9);
+	/* A server whose counters went back (a restarted engine) and one
+	 * forgotten (a new instance in its slot) tell nothing. */
+	dbk_sat_first_tokens(&s, 0, true, 1, 1, 3500);
+	dbk_sat_forget(&s, 1);
+	dbk_sat_first_tokens(&s, 2, true, 404, 102, 4000);
+	CHECK_NEAR(dbk_sat_fleet_ttft_ms(&s, 4000), 3e3, 1e-9);
+	/* No first token in a window: not known. */
+	dbk_sat_first_tokens(&s, 2, true, 404, 102, 5000);
+	CHECK(dbk_sat_fleet_ttft_ms(&s, 5000) == 0);
+	dbk_sat_free(&s);
+}
+
 int main(void)
 {
 	RUN(test_saturation);
+	RUN(test_fleet_first_tokens);
 	return CHECK_DONE();
 }
