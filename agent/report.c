@@ -170,10 +170,9 @@ static const struct row rows[] = {
 	{ "fleet_saturated", "dbucket_fleet_saturated", NULL,
 	  "No usable server has room by its scraped queue and KV-cache use (--saturation-*).", FLAG,
 	  AGENT(sat.n), fleet_saturated },
-	{ "fleet_first_token_ms", "dbucket_fleet_first_token_ms", NULL,
-	  "The servers' mean time to first token over the last second, from vLLM's histogram "
-	  "(0: not known); admission sheds on it under a policy that predicts nothing.",
-	  GAUGE, AGENT(sat.n), fleet_first_token_ms },
+	/* /state only: the rows carry whole numbers, and /metrics wants
+	 * seconds; vLLM's own histogram is on the dashboard. */
+	{ "fleet_first_token_ms", NULL, NULL, NULL, GAUGE, AGENT(sat.n), fleet_first_token_ms },
 	{ "admitted_critical", "dbucket_admission_admitted_total", "class=\"critical\"",
 	  "Route requests given a server, by class.", COUNTER, ROUTE(admitted[DBK_CLASS_CRITICAL]),
 	  NULL },
