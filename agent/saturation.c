@@ -5,8 +5,7 @@
 
 int dbk_sat_init(struct dbk_saturation *s, const struct dbk_sat_config *c, unsigned n)
 {
-	s->c = *c;
-	s->n = n;
+	*s = (struct dbk_saturation){ .c = *c, .n = n };
 	s->s = calloc(n ? n : 1, sizeof(*s->s));
 	return s->s ? 0 : -1;
 }
