@@ -42,6 +42,17 @@ bool dbk_class_parse(const char *s, size_t n, enum dbk_class *cls)
 	return false;
 }
 
+const char *dbk_shed_reason_name(enum dbk_shed_reason why)
+{
+	static const char *const names[DBK_SHED_NREASONS] = {
+		[DBK_SHED_PREDICTED_LATE] = "predicted-late",
+		[DBK_SHED_SATURATED] = "saturated",
+		[DBK_SHED_FLEET_LATE] = "fleet-late",
+	};
+
+	return (unsigned)why < DBK_SHED_NREASONS ? names[why] : "?";
+}
+
 const char *dbk_class_name(enum dbk_class cls)
 {
 	return (unsigned)cls < DBK_CLASS_N ? class_names[cls] : "standard";
@@ -65,7 +76,7 @@ static int retry_after(const struct dbk_admit_config *c, double excess_ms)
 struct dbk_admit_result dbk_admit(const struct dbk_admit_config *c,
                                   const struct dbk_admit_input *in)
 {
-	struct dbk_admit_result r = { DBK_ADMIT_ROUTE, 0, "admitted" };
+	struct dbk_admit_result r = { DBK_ADMIT_ROUTE, 0, DBK_SHED_PREDICTED_LATE };
 	enum dbk_class cls = (unsigned)in->cls < DBK_CLASS_N ? in->cls : DBK_CLASS_DEFAULT;
 
 	if (!c->enabled || cls == DBK_CLASS_CRITICAL)
@@ -80,14 +91,14 @@ struct dbk_admit_result dbk_admit(const struct dbk_admit_config *c,
 		if (in->ttft_ms > share) {
 			r.verdict = DBK_ADMIT_SHED;
 			r.retry_after_s = retry_after(c, in->ttft_ms - share);
-			r.why = "predicted-late";
+			r.why = DBK_SHED_PREDICTED_LATE;
 		}
 		return r;
 	}
 	if (in->saturated && cls == DBK_CLASS_SHEDDABLE) {
 		r.verdict = DBK_ADMIT_SHED;
 		r.retry_after_s = c->retry_min_s;
-		r.why = "saturated";
+		r.why = DBK_SHED_SATURATED;
 		return r;
 	}
 	double share = (double)c->ttft_ms * (cls == DBK_CLASS_SHEDDABLE
@@ -96,7 +107,7 @@ struct dbk_admit_result dbk_admit(const struct dbk_admit_config *c,
 	if (in->fleet_ttft_ms > share) {
 		r.verdict = DBK_ADMIT_SHED;
 		r.retry_after_s = retry_after(c, in->fleet_ttft_ms - share);
-		r.why = "fleet-late";
+		r.why = DBK_SHED_FLEET_LATE;
 	}
 	return r;
 }

@@ -106,11 +106,23 @@ enum dbk_admit_verdict {
 	DBK_ADMIT_SHED,  /* refuse it: 429 with Retry-After */
 };
 
+/* Why a request was shed: the policy's prediction, the fleet's queues
+ * and KV (saturation), or the fleet's recent first tokens. */
+enum dbk_shed_reason {
+	DBK_SHED_PREDICTED_LATE,
+	DBK_SHED_SATURATED,
+	DBK_SHED_FLEET_LATE,
+	DBK_SHED_NREASONS
+};
+
 struct dbk_admit_result {
 	enum dbk_admit_verdict verdict;
-	int retry_after_s; /* when shed: when the excess is predicted gone */
-	const char *why;   /* a word for logs and metrics */
+	int retry_after_s;        /* when shed: when the excess is predicted gone */
+	enum dbk_shed_reason why; /* when shed */
 };
+
+/* "predicted-late", "saturated", "fleet-late": the word logs use. */
+const char *dbk_shed_reason_name(enum dbk_shed_reason why);
 
 struct dbk_admit_result dbk_admit(const struct dbk_admit_config *c,
                                   const struct dbk_admit_input *in);

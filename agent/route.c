@@ -243,11 +243,7 @@ static void answer_shed(struct dbk_route *r, const struct dbk_admit_input *in,
 {
 	struct dbk_spop_data v = dbk_spop_str(DBK_ACTION_SHED);
 
-	enum dbk_shed_reason why = DBK_SHED_PREDICTED_LATE;
-
-	if (!in->predicted)
-		why = strcmp(ar->why, "saturated") == 0 ? DBK_SHED_SATURATED : DBK_SHED_FLEET_LATE;
-	r->stats.shed[in->cls][why]++;
+	r->stats.shed[in->cls][ar->why]++;
 	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_ACTION, &v);
 	v = dbk_spop_int(ar->retry_after_s);
 	dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_RETRY_AFTER, &v);
@@ -274,7 +270,7 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 	estimate(r, &a, &body_size, &sample, &sample_len, &req);
 	const char *id = (const char *)a.id->u.buf.ptr;
 	struct dbk_admit_input in = { .cls = read_class(r, a.cls) };
-	struct dbk_admit_result ar = { DBK_ADMIT_ROUTE, 0, "admitted" };
+	struct dbk_admit_result ar = { DBK_ADMIT_ROUTE, 0, DBK_SHED_PREDICTED_LATE };
 	enum dbk_bal_result res = DBK_BAL_OK;
 	bool shed;
 

@@ -58,15 +58,6 @@
 #define DBK_VAR_RETRY_AFTER "retry_after"
 #define DBK_ACTION_SHED "shed"
 
-/* Why admission refused a request: admission.c's three reasons (/metrics'
- * reason="predicted_late", "saturated" and "fleet_late"). */
-enum dbk_shed_reason {
-	DBK_SHED_PREDICTED_LATE,
-	DBK_SHED_SATURATED,
-	DBK_SHED_FLEET_LATE,
-	DBK_SHED_NREASONS
-};
-
 struct dbk_route_stats {
 	uint64_t notifies;
 	uint64_t routed;

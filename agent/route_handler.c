@@ -39,7 +39,8 @@ static void on_decision(void *arg, const struct dbk_route_event *e)
 			dbk_log(DBK_LOG_DEBUG, "route-shed",
 			        "id=\"%s\" class=%s reason=%s retry_after_s=%d",
 			        dbk_log_quote(idq, sizeof(idq), (const char *)e->id, e->id_len),
-			        dbk_class_name(e->cls), e->admit->why, e->admit->retry_after_s);
+			        dbk_class_name(e->cls), dbk_shed_reason_name(e->admit->why),
+			        e->admit->retry_after_s);
 		return;
 	}
 	if (e->res != DBK_BAL_OK) {

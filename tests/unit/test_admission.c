@@ -49,7 +49,7 @@ static void test_predicted(void)
 	r = admit(&c, DBK_CLASS_STANDARD, 2001);
 	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
 	CHECK_EQ_U(r.retry_after_s, 1);
-	CHECK(strcmp(r.why, "predicted-late") == 0);
+	CHECK(strcmp(dbk_shed_reason_name(r.why), "predicted-late") == 0);
 	/* Sheddable: past 90% of it, leaving a critical request behind it
 	 * room for its own prefill; Retry-After is the excess, rounded up. */
 	CHECK_EQ_U(admit(&c, DBK_CLASS_SHEDDABLE, 1800).verdict, DBK_ADMIT_ROUTE);
@@ -77,7 +77,7 @@ static void test_unpredicted(void)
 	r = dbk_admit(&c, &in);
 	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
 	CHECK_EQ_U(r.retry_after_s, 1);
-	CHECK(strcmp(r.why, "saturated") == 0);
+	CHECK(strcmp(dbk_shed_reason_name(r.why), "saturated") == 0);
 	/* Saturation refuses sheddable requests only. */
 	in.cls = DBK_CLASS_STANDARD;
 	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
@@ -105,7 +105,7 @@ static void test_fleet_late(void)
 	in.fleet_ttft_ms = 1001;
 	r = dbk_admit(&c, &in);
 	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
-	CHECK(strcmp(r.why, "fleet-late") == 0);
+	CHECK(strcmp(dbk_shed_reason_name(r.why), "fleet-late") == 0);
 	CHECK_EQ_U(r.retry_after_s, 1);
 	in.cls = DBK_CLASS_STANDARD;
 	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
