@@ -64,7 +64,10 @@ launcher_pid() {
 wait_launcher_log() {
 	dbk_wait_until 60 launcher_said_or_gone "$1" || true
 	grep -qE -- "$1" "$LOG" && return 0
-	echo "no '$1' in the launcher's log" >&2
+	# What it said instead: a start-up that fails now and then under the
+	# sanitizers is otherwise seen only as a missing line.
+	echo "no '$1' in the launcher's log; its last lines:" >&2
+	tail -n 30 "$LOG" >&2
 	return 1
 }
 
