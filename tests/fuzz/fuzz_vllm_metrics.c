@@ -13,7 +13,7 @@
  *   well-formed sample line after it, reporting that sample's family
  *   (num_preemptions_total) one higher, and fails with one malformed
  *   line after it (-2: over the series cap); request counts and the KV
- *   use that pass dbk_vllm_metrics_implausible are in range;
+ *   use and KV pool that pass dbk_vllm_metrics_implausible are in range;
  * - /v1/models: 0 with a length of 0 or at least 1, or -1 with 0. */
 #include <math.h>
 
@@ -55,12 +55,14 @@ static void metrics(const struct dbk_vm_names *names, const char *s, size_t n)
 			FUZZ_CHECK(m.waiting >= 0 && m.waiting <= DBK_VM_MAX_REQUESTS);
 		if (m.have & DBK_VM_KV_USAGE)
 			FUZZ_CHECK(m.kv_usage >= 0 && m.kv_usage <= 1);
+		/* SGLang's pool is a sample's value, judged here, not by the
+		 * parser. */
+		if (m.have & DBK_VM_GPU_BLOCKS)
+			FUZZ_CHECK(m.gpu_blocks >= 1 && m.gpu_blocks <= DBK_VM_MAX_BLOCKS);
 		FUZZ_CHECK(m.bad == 0);
 	}
 	if (m.have & DBK_VM_BLOCK_SIZE)
 		FUZZ_CHECK(m.block_size > 0);
-	if (m.have & DBK_VM_GPU_BLOCKS)
-		FUZZ_CHECK(m.gpu_blocks >= 1);
 	/* One more sample of a family read may pass the series cap; the
 	 * appended lines are judged by the default names. */
 	if (m.samples >= DBK_VM_MAX_SERIES || names != dbk_vm_names_default())

@@ -419,6 +419,13 @@ static void test_sglang_names(void)
 	/* SGLang's ratios are judged too. */
 	CHECK(parse("sglang:num_running_reqs 1\nsglang:token_usage 40\n", &m, err) == 0);
 	CHECK(implausible(&m) != NULL);
+	/* SGLang's pool is a sample, not a label: 0 or less parses, and the
+	 * scrape refuses it as implausible (the fuzzer found the pool of 0). */
+	CHECK(parse("sglang:num_running_reqs 1\nsglang:max_total_num_tokens 0\n", &m, err) == 0);
+	CHECK(m.have & DBK_VM_GPU_BLOCKS);
+	CHECK(implausible(&m) != NULL);
+	CHECK(parse("sglang:num_running_reqs 1\nsglang:max_total_num_tokens -5\n", &m, err) == 0);
+	CHECK(implausible(&m) != NULL);
 }
 
 /* --metric KEY=NAME: the name replaces every engine's for the key. */
