@@ -162,6 +162,7 @@ struct dbk_completion_rx *dbk_completion_rx_new(struct ev_loop *loop, unsigned m
 		free(e);
 		return NULL;
 	}
+	dbk_dgram_allow(&e->dgrams, allow, nallow, &e->stats.refused_datagrams);
 	return e;
 }
 

@@ -14,12 +14,13 @@
 
 struct dbk_completion_rx_stats {
 	uint64_t accepted;
-	uint64_t lines;      /* well-formed completion lines */
-	uint64_t bad_lines;  /* framed, but not a dbk1 line */
-	uint64_t bad_frames; /* connections dropped for broken framing */
-	uint64_t datagrams;  /* UDP datagrams read, lines or not */
-	uint64_t refused;    /* links not admitted: over a limit, or not allowed */
-	uint64_t evicted;    /* links closed to make way: nothing useful lately */
+	uint64_t lines;             /* well-formed completion lines */
+	uint64_t bad_lines;         /* framed, but not a dbk1 line */
+	uint64_t bad_frames;        /* connections dropped for broken framing */
+	uint64_t datagrams;         /* UDP datagrams read, lines or not */
+	uint64_t refused;           /* links not admitted: over a limit, or not allowed */
+	uint64_t refused_datagrams; /* from a sender not allowed */
+	uint64_t evicted;           /* links closed to make way: nothing useful lately */
 	unsigned open;
 };
 
@@ -29,8 +30,9 @@ typedef bool (*dbk_completion_rx_cb)(void *arg, const struct dbk_completion *c);
 
 struct dbk_completion_rx;
 
-/* At most max_conns links, half of them from one peer; over TCP only
- * from the nallow addresses of allow (kept by the caller) when nallow. */
+/* At most max_conns links, half of them from one peer; over TCP and UDP
+ * only from the nallow addresses of allow (kept by the caller) when
+ * nallow. */
 struct dbk_completion_rx *dbk_completion_rx_new(struct ev_loop *loop, unsigned max_conns,
                                                 const struct dbk_net_cidr *allow, unsigned nallow,
                                                 dbk_completion_rx_cb cb, void *arg);

@@ -481,8 +481,8 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		SECTION("\nWho may talk to the agent (see \"Security model\" in the README):"),
 		CALL("allow-from", opt_allow_from, "CIDR,...",
 		     "only these addresses may connect to the SPOP\nand completion listeners over "
-		     "TCP\n(repeatable; default anyone); a unix socket's\npermissions decide who "
-		     "reaches it"),
+		     "TCP, or send\ncompletion datagrams (repeatable; default\nanyone); a unix "
+		     "socket's permissions decide\nwho reaches it"),
 		TEXT("admin-token-file", &c->admin_token_file, "FILE",
 		     "the bearer token (one word) that changes\n(POST /config) and non-public "
 		     "reads "

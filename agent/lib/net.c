@@ -484,28 +484,38 @@ int dbk_net_unlink(const char *spec)
 	return 0;
 }
 
+int dbk_net_addr_name(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN];
+	const void *addr;
+	unsigned port;
+
+	snprintf(buf, len, "?");
+	if (ss->ss_family == AF_INET) {
+		addr = &((const struct sockaddr_in *)ss)->sin_addr;
+		port = ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	} else if (ss->ss_family == AF_INET6) {
+		addr = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+		port = ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	} else {
+		return -1;
+	}
+	if (!inet_ntop(ss->ss_family, addr, ip, sizeof(ip)))
+		return -1;
+	snprintf(buf, len, ss->ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", ip, port);
+	return (int)port;
+}
+
 int dbk_net_sockname(int fd, bool peer, char *buf, size_t len)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
-	char ip[INET6_ADDRSTRLEN];
-	const void *addr;
-	unsigned port;
 	int rc = peer ? getpeername(fd, (struct sockaddr *)&ss, &sl)
 	              : getsockname(fd, (struct sockaddr *)&ss, &sl);
 
-	snprintf(buf, len, "?");
-	if (rc < 0 || (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
+	if (rc < 0) {
+		snprintf(buf, len, "?");
 		return -1;
-	if (ss.ss_family == AF_INET) {
-		addr = &((const struct sockaddr_in *)&ss)->sin_addr;
-		port = ntohs(((const struct sockaddr_in *)&ss)->sin_port);
-	} else {
-		addr = &((const struct sockaddr_in6 *)&ss)->sin6_addr;
-		port = ntohs(((const struct sockaddr_in6 *)&ss)->sin6_port);
 	}
-	if (!inet_ntop(ss.ss_family, addr, ip, sizeof(ip)))
-		return -1;
-	snprintf(buf, len, ss.ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", ip, port);
-	return (int)port;
+	return dbk_net_addr_name(&ss, buf, len);
 }

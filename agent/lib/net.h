@@ -108,5 +108,7 @@ int dbk_net_nonblock(int fd);
  * a listener bound with port 0 got) or of its peer (for logs) into buf.
  * Returns the port, or -1 (buf "?") when fd is not an IP socket. */
 int dbk_net_sockname(int fd, bool peer, char *buf, size_t len);
+/* The same for an address already in hand (a datagram's sender). */
+int dbk_net_addr_name(const struct sockaddr_storage *ss, char *buf, size_t len);
 
 #endif

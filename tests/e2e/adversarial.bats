@@ -488,6 +488,18 @@ abort_before_first_token() {
 	wait_state released 1
 }
 
+@test "--allow-from: a completion datagram from outside the list is dropped and counted; one from inside is read" {
+	start_agent --enable-dynamic-bucket --allow-from 127.0.0.1/32,::1
+	local line='dbk1 forged-1 vllm0 vllm0 200 ---- 5 100 0 1796000000000'
+	socat -u - "UDP-SENDTO:$DBK_COMPLETIONS_UDP,bind=127.0.0.2" <<<"$line"
+	wait_state completion_datagrams_refused 1
+	wait_log 'event=datagram-refused reason=not-allowed peer=127.0.0.2:'
+	[ "$(state_field completion_datagrams)" = 0 ]
+	socat -u - "UDP-SENDTO:$DBK_COMPLETIONS_UDP,bind=127.0.0.1" <<<"$line"
+	wait_state completion_datagrams 1
+	[ "$(state_field completion_datagrams_refused)" = 1 ]
+}
+
 # slow_body_client K LENGTH FIRST: client K announces a LENGTH-byte body,
 # sends FIRST bytes of it at once (more than HAProxy's default 16 KB
 # buffer, so that wait-for-body cannot have stopped on time: HAProxy

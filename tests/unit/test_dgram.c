@@ -1,6 +1,7 @@
 /* lib/dgram: each datagram reaches the callback whole, in order, from
  * every socket of the set; a longer one is cut to the buffer, its start
- * kept (what the completion lines' parser reads). */
+ * kept (what the completion lines' parser reads); an allow-list drops
+ * the others' and counts them. */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -29,20 +30,26 @@ static void on_dgram(void *arg, const char *buf, size_t len)
 	}
 }
 
-/* Sends msg from a fresh socket to fd's address. */
-static bool send_to(int fd, const char *msg)
+/* Sends msg to fd's address from a fresh socket bound to from (an IPv4
+ * loopback address) or to any. */
+static bool send_from(const char *from, int fd, const char *msg)
 {
-	struct sockaddr_in sa;
+	struct sockaddr_in sa, src = { .sin_family = AF_INET };
 	socklen_t len = sizeof(sa);
 	int out = socket(AF_INET, SOCK_DGRAM, 0);
-	bool ok = out >= 0 && getsockname(fd, (struct sockaddr *)&sa, &len) == 0 &&
-	          sendto(out, msg, strlen(msg), 0, (struct sockaddr *)&sa, len) ==
-	                  (ssize_t)strlen(msg);
+	bool ok = out >= 0 && getsockname(fd, (struct sockaddr *)&sa, &len) == 0;
 
+	if (ok && from)
+		ok = inet_pton(AF_INET, from, &src.sin_addr) == 1 &&
+		     bind(out, (struct sockaddr *)&src, sizeof(src)) == 0;
+	ok = ok &&
+	     sendto(out, msg, strlen(msg), 0, (struct sockaddr *)&sa, len) == (ssize_t)strlen(msg);
 	if (out >= 0)
 		close(out);
 	return ok;
 }
+
+static bool send_to(int fd, const char *msg) { return send_from(NULL, fd, msg); }
 
 static void on_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -115,9 +122,39 @@ static void test_full_set_refuses(void)
 	ev_loop_destroy(loop);
 }
 
+/* With an allow-list, a datagram from another sender never reaches the
+ * callback and is counted; one from an allowed sender does, in order. */
+static void test_allow_list(void)
+{
+	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+	struct dbk_dgram_set set;
+	struct seen seen = { 0 };
+	struct dbk_net_cidr allow;
+	uint64_t refused = 0;
+	char err[128];
+	int fd = dbk_net_bind_udp("127.0.0.1:0", err, sizeof(err));
+
+	CHECK(loop && fd >= 0);
+	CHECK(dbk_net_cidr_parse("127.0.0.2/32", &allow, err, sizeof(err)) == 0);
+	CHECK(dbk_dgram_init(&set, loop, 64, on_dgram, &seen) == 0);
+	dbk_dgram_allow(&set, &allow, 1, &refused);
+	CHECK(dbk_dgram_add(&set, fd) == 0);
+	/* The refused one is sent first: were it let through, it would be
+	 * seen before the allowed one the wait ends on. */
+	CHECK(send_from("127.0.0.3", fd, "forged"));
+	CHECK(send_from("127.0.0.2", fd, "real"));
+	wait_for(loop, &seen, 1);
+	CHECK_EQ_U(seen.n, 1);
+	CHECK(memcmp(seen.text[0], "real", 4) == 0);
+	CHECK_EQ_U(refused, 1);
+	dbk_dgram_close(&set);
+	ev_loop_destroy(loop);
+}
+
 int main(void)
 {
 	RUN(test_datagrams_whole_or_cut);
 	RUN(test_full_set_refuses);
+	RUN(test_allow_list);
 	return CHECK_DONE();
 }
