@@ -14,7 +14,7 @@ setup() {
 	RT=$BATS_TEST_TMPDIR/rt
 	LOG=$BATS_TEST_TMPDIR/launcher.log
 	: >"$LOG"
-	L_PID= L_AGENT= L_HAPROXY= BACKENDS_PID=
+	L_PID= L_AGENT= L_HAPROXY= BACKENDS_PID= NOISE_PID=
 	STUB_PIDS=() CLIENT_PIDS=()
 }
 
@@ -23,6 +23,7 @@ teardown() {
 	for p in "${CLIENT_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
 	for p in "${CLIENT_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 	stop_launcher
+	[ -z "$NOISE_PID" ] || kill "$NOISE_PID" 2>/dev/null || true
 	# Whatever the launcher left (it should leave nothing).
 	for p in $L_AGENT $L_HAPROXY; do kill -KILL "$p" 2>/dev/null || true; done
 	if [ -n "$BACKENDS_PID" ]; then
@@ -429,6 +430,44 @@ scraped_all() {
 	dbk_gone "$L_AGENT" && dbk_gone "$L_HAPROXY"
 	run ls -A "$RT"
 	assert_output keep
+}
+
+@test "the launcher's lines stay whole while its children write to the same stderr" {
+	# The agent, with a writer beside it that fills the shared stderr
+	# with lines as fast as sh writes them (at most 3,000,000; stopped by
+	# pid). Before each of the launcher's lines was one write, one of
+	# these could land between "dbucket: " and "ready".
+	cat >"$BATS_TEST_TMPDIR/noisy-agent" <<-EOF
+	#!/bin/sh
+	{
+		n=0
+		while [ \$n -lt 3000 ]; do
+			i=0
+			while [ \$i -lt 1000 ]; do echo "noise \$n.\$i"; i=\$((i + 1)); done
+			n=\$((n + 1))
+		done
+	} >&2 &
+	echo \$! >"$BATS_TEST_TMPDIR/noise.pid"
+	exec "$BUILD/dbucket-spoa" "\$@"
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/noisy-agent"
+	start_backends
+	servers_flags
+	start_launcher --host 127.0.0.1 --port "$DBK_PORT" "${SERVERS[@]}" --policy reference \
+		--agent "$BATS_TEST_TMPDIR/noisy-agent"
+	NOISE_PID=$(cat "$BATS_TEST_TMPDIR/noise.pid")
+	stop_launcher
+	assert_equal "exit=$L_RC" "exit=0"
+	kill "$NOISE_PID" 2>/dev/null || true
+	# The writer wrote throughout, before "ready" and after it.
+	grep -q '^noise ' <(sed '/^dbucket: ready/q' "$LOG")
+	grep -q '^noise ' <(sed '1,/^dbucket: ready/d' "$LOG")
+	# Each of the launcher's lines is whole: its prefix starts a line and
+	# nothing of another writer's follows it on that line.
+	run grep -E '.dbucket: |^dbucket: .*noise [0-9]|^(ready|started|restarted) ' "$LOG"
+	assert_output ""
+	run grep -cE '^dbucket: (runtime directory|started dbucket-spoa|started haproxy|ready:|Terminated: stopping|haproxy \(pid|dbucket-spoa \(pid)' "$LOG"
+	assert_output 7
 }
 
 @test "if the launcher itself is killed (SIGKILL), HAProxy and the agent follow it" {
