@@ -14,7 +14,7 @@ setup() {
 	RT=$BATS_TEST_TMPDIR/rt
 	LOG=$BATS_TEST_TMPDIR/launcher.log
 	: >"$LOG"
-	L_PID= L_AGENT= L_HAPROXY= BACKENDS_PID= NOISE_PID=
+	L_PID= L_AGENT= L_HAPROXY= BACKENDS_PID= NOISE_PID= L_FROM=1
 	STUB_PIDS=() CLIENT_PIDS=()
 }
 
@@ -41,10 +41,11 @@ teardown() {
 
 # start_launcher ARGS...: build/dbucket with ARGS (the runtime directory
 # is $RT unless ARGS name one), in the background; returns once it says
-# "ready" (bounded, ~20 s), with L_PID, L_AGENT and L_HAPROXY set.
+# "ready" (bounded, 60 s), with L_PID, L_AGENT and L_HAPROXY set.
 start_launcher() {
 	local rt=(--runtime-dir "$RT") a
 	for a in "$@"; do [ "$a" = --runtime-dir ] && rt=(); done
+	launcher_log_starts
 	"$BUILD/dbucket" "${rt[@]}" "$@" 2>>"$LOG" </dev/null 3>&- &
 	L_PID=$!
 	wait_launcher_log 'dbucket: ready' || return 1
@@ -53,9 +54,21 @@ start_launcher() {
 	[ -n "$L_AGENT" ] && [ -n "$L_HAPROXY" ]
 }
 
+# A launcher about to start writes to $LOG from its next line on: what
+# the helpers below read, so that an earlier launcher's "ready" or pids
+# in the same log are not taken for this one's.
+launcher_log_starts() {
+	L_FROM=$(($(wc -l <"$LOG") + 1))
+}
+
+# This launcher's part of $LOG.
+launcher_log() {
+	tail -n +"$L_FROM" "$LOG"
+}
+
 # The pid of the latest "started NAME (pid N)" or "restarted NAME (pid N)".
 launcher_pid() {
-	grep -oE "started $1 \(pid [0-9]+\)" "$LOG" | tail -n 1 | grep -oE '[0-9]+'
+	launcher_log | grep -oE "started $1 \(pid [0-9]+\)" | tail -n 1 | grep -oE '[0-9]+'
 }
 
 # Waits (bounded, 60 s) for a line of the launcher's log matching $1,
@@ -64,7 +77,7 @@ launcher_pid() {
 # shared cores: 20 s was once not enough on a loaded CI machine.
 wait_launcher_log() {
 	dbk_wait_until 60 launcher_said_or_gone "$1" || true
-	grep -qE -- "$1" "$LOG" && return 0
+	launcher_log | grep -qE -- "$1" && return 0
 	# What it said instead: a start-up that fails now and then under the
 	# sanitizers is otherwise seen only as a missing line.
 	echo "no '$1' in the launcher's log; its last lines:" >&2
@@ -73,7 +86,7 @@ wait_launcher_log() {
 }
 
 launcher_said_or_gone() {
-	grep -qE -- "$1" "$LOG" || dbk_gone "$L_PID"
+	launcher_log | grep -qE -- "$1" || dbk_gone "$L_PID"
 }
 
 # SIGTERM to the launcher; L_RC is its exit status.
@@ -398,6 +411,7 @@ scraped_all() {
 	servers_flags
 	# The default runtime directory: a new one under $TMPDIR.
 	mkdir "$BATS_TEST_TMPDIR/tmp"
+	launcher_log_starts
 	TMPDIR=$BATS_TEST_TMPDIR/tmp XDG_RUNTIME_DIR= \
 		"$BUILD/dbucket" --host 127.0.0.1 --port "$DBK_PORT" "${SERVERS[@]}" \
 		--enable-dynamic-bucket 2>>"$LOG" </dev/null 3>&- &
@@ -428,6 +442,8 @@ scraped_all() {
 	L_PID=
 	assert_equal "exit=$L_RC" "exit=0"
 	dbk_gone "$L_AGENT" && dbk_gone "$L_HAPROXY"
+	run grep -E "dbucket-spoa \(pid $L_AGENT\) exited with status 0" <(launcher_log)
+	assert_success
 	run ls -A "$RT"
 	assert_output keep
 }
