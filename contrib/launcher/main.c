@@ -431,8 +431,8 @@ static int run(const struct dbk_launch_flags *f, const char *agent_path)
 	s.agent_ready = a.agent_admin + strlen("unix:");
 	s.haproxy_ready = a.stats_socket;
 	s.listen = listen;
-	fprintf(stderr, "dbucket: runtime directory %s (agent's /state and /metrics on %s)\n", dir,
-	        a.agent_admin);
+	dbk_launch_say("runtime directory %s (agent's /state and /metrics on %s)", dir,
+	               a.agent_admin);
 	rc = dbk_supervise_run(&s);
 out:
 	dbk_render_argv_free(agent_argv);

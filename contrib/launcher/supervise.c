@@ -112,7 +112,10 @@ static int spawn(struct dbk_child *c)
 	return 0;
 }
 
-/* Whether something accepts on the unix socket at path. */
+/* Whether something accepts on the unix socket at path. Non-blocking: a
+ * listener whose queue is full (a child stuck before its first accept)
+ * would otherwise hold the launcher in connect, past start_timeout; a
+ * unix connect never answers EINPROGRESS, only yes or no. */
 static bool accepts(const char *path)
 {
 	struct sockaddr_un sun;
@@ -120,7 +123,7 @@ static bool accepts(const char *path)
 
 	if (strlen(path) >= sizeof(sun.sun_path))
 		return false;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return false;
 	memset(&sun, 0, sizeof(sun));

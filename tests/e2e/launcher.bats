@@ -14,7 +14,7 @@ setup() {
 	RT=$BATS_TEST_TMPDIR/rt
 	LOG=$BATS_TEST_TMPDIR/launcher.log
 	: >"$LOG"
-	L_PID= L_AGENT= L_HAPROXY= BACKENDS_PID=
+	L_PID= L_AGENT= L_HAPROXY= BACKENDS_PID= L_FROM=1
 	STUB_PIDS=() CLIENT_PIDS=()
 }
 
@@ -23,6 +23,10 @@ teardown() {
 	for p in "${CLIENT_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
 	for p in "${CLIENT_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 	stop_launcher
+	# The lines test's writer (its pid is there once the agent started).
+	if [ -s "$BATS_TEST_TMPDIR/noise.pid" ]; then
+		kill "$(cat "$BATS_TEST_TMPDIR/noise.pid")" 2>/dev/null || true
+	fi
 	# Whatever the launcher left (it should leave nothing).
 	for p in $L_AGENT $L_HAPROXY; do kill -KILL "$p" 2>/dev/null || true; done
 	if [ -n "$BACKENDS_PID" ]; then
@@ -40,10 +44,11 @@ teardown() {
 
 # start_launcher ARGS...: build/dbucket with ARGS (the runtime directory
 # is $RT unless ARGS name one), in the background; returns once it says
-# "ready" (bounded, ~20 s), with L_PID, L_AGENT and L_HAPROXY set.
+# "ready" (bounded, 60 s), with L_PID, L_AGENT and L_HAPROXY set.
 start_launcher() {
 	local rt=(--runtime-dir "$RT") a
 	for a in "$@"; do [ "$a" = --runtime-dir ] && rt=(); done
+	launcher_log_starts
 	"$BUILD/dbucket" "${rt[@]}" "$@" 2>>"$LOG" </dev/null 3>&- &
 	L_PID=$!
 	wait_launcher_log 'dbucket: ready' || return 1
@@ -52,9 +57,21 @@ start_launcher() {
 	[ -n "$L_AGENT" ] && [ -n "$L_HAPROXY" ]
 }
 
+# A launcher about to start writes to $LOG from its next line on: what
+# the helpers below read, so that an earlier launcher's "ready" or pids
+# in the same log are not taken for this one's.
+launcher_log_starts() {
+	L_FROM=$(($(wc -l <"$LOG") + 1))
+}
+
+# This launcher's part of $LOG.
+launcher_log() {
+	tail -n +"$L_FROM" "$LOG"
+}
+
 # The pid of the latest "started NAME (pid N)" or "restarted NAME (pid N)".
 launcher_pid() {
-	grep -oE "started $1 \(pid [0-9]+\)" "$LOG" | tail -n 1 | grep -oE '[0-9]+'
+	launcher_log | grep -oE "started $1 \(pid [0-9]+\)" | tail -n 1 | grep -oE '[0-9]+'
 }
 
 # Waits (bounded, 60 s) for a line of the launcher's log matching $1,
@@ -63,7 +80,7 @@ launcher_pid() {
 # shared cores: 20 s was once not enough on a loaded CI machine.
 wait_launcher_log() {
 	dbk_wait_until 60 launcher_said_or_gone "$1" || true
-	grep -qE -- "$1" "$LOG" && return 0
+	launcher_log | grep -qE -- "$1" && return 0
 	# What it said instead: a start-up that fails now and then under the
 	# sanitizers is otherwise seen only as a missing line.
 	echo "no '$1' in the launcher's log; its last lines:" >&2
@@ -72,7 +89,7 @@ wait_launcher_log() {
 }
 
 launcher_said_or_gone() {
-	grep -qE -- "$1" "$LOG" || dbk_gone "$L_PID"
+	launcher_log | grep -qE -- "$1" || dbk_gone "$L_PID"
 }
 
 # SIGTERM to the launcher; L_RC is its exit status.
@@ -397,6 +414,7 @@ scraped_all() {
 	servers_flags
 	# The default runtime directory: a new one under $TMPDIR.
 	mkdir "$BATS_TEST_TMPDIR/tmp"
+	launcher_log_starts
 	TMPDIR=$BATS_TEST_TMPDIR/tmp XDG_RUNTIME_DIR= \
 		"$BUILD/dbucket" --host 127.0.0.1 --port "$DBK_PORT" "${SERVERS[@]}" \
 		--enable-dynamic-bucket 2>>"$LOG" </dev/null 3>&- &
@@ -427,8 +445,52 @@ scraped_all() {
 	L_PID=
 	assert_equal "exit=$L_RC" "exit=0"
 	dbk_gone "$L_AGENT" && dbk_gone "$L_HAPROXY"
+	run grep -E "dbucket-spoa \(pid $L_AGENT\) exited with status 0" <(launcher_log)
+	assert_success
 	run ls -A "$RT"
 	assert_output keep
+}
+
+@test "the launcher's lines stay whole while its children write to the same stderr" {
+	# The agent, with a writer beside it that fills the shared stderr
+	# with lines as fast as sh writes them (at most 3,000,000; stopped by
+	# pid, here or in teardown). Before each of the launcher's lines was
+	# one write, such a line could land between "dbucket: " and "ready"
+	# (about one launcher line in ten here): three rounds of seven lines.
+	cat >"$BATS_TEST_TMPDIR/noisy-agent" <<-EOF
+	#!/bin/sh
+	{
+		n=0
+		while [ \$n -lt 3000 ]; do
+			i=0
+			while [ \$i -lt 1000 ]; do echo "noise \$n.\$i"; i=\$((i + 1)); done
+			n=\$((n + 1))
+		done
+	} >&2 &
+	echo \$! >"$BATS_TEST_TMPDIR/noise.pid"
+	exec "$BUILD/dbucket-spoa" "\$@"
+	EOF
+	chmod +x "$BATS_TEST_TMPDIR/noisy-agent"
+	start_backends
+	servers_flags
+	local round
+	for round in 1 2 3; do
+		start_launcher --host 127.0.0.1 --port "$DBK_PORT" "${SERVERS[@]}" --policy reference \
+			--agent "$BATS_TEST_TMPDIR/noisy-agent"
+		stop_launcher
+		assert_equal "exit=$L_RC" "exit=0"
+		kill "$(cat "$BATS_TEST_TMPDIR/noise.pid")" 2>/dev/null || true
+		rm "$BATS_TEST_TMPDIR/noise.pid"
+	done
+	# The writer wrote throughout, before "ready" and after it.
+	grep -q '^noise ' <(sed '/^dbucket: ready/q' "$LOG")
+	grep -q '^noise ' <(sed '1,/^dbucket: ready/d' "$LOG")
+	# Each of the launcher's lines is whole: its prefix starts a line and
+	# nothing of another writer's follows it on that line.
+	run grep -E '.dbucket: |^dbucket: .*noise [0-9]|^(ready|started|restarted) ' "$LOG"
+	assert_output ""
+	run grep -cE '^dbucket: (runtime directory|started dbucket-spoa|started haproxy|ready:|Terminated: stopping|haproxy \(pid|dbucket-spoa \(pid)' "$LOG"
+	assert_output 21
 }
 
 @test "if the launcher itself is killed (SIGKILL), HAProxy and the agent follow it" {
