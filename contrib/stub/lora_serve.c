@@ -67,7 +67,7 @@ void dbk_stub_lora_record(struct dbk_stub_server *s)
 	    dbk_stub_loras_record(&s->loras, s->lora_running.p, s->lora_waiting.p,
 	                          ev_now(s->loop)) != 0)
 		dbk_log(DBK_LOG_DEBUG, "lora-metric", "stub=%s error=\"out of memory\"",
-		              s->opt.name);
+		        s->opt.name);
 }
 
 static void answer(struct dbk_stub_conn *c, const struct dbk_http_request *hr, const char *msg)

@@ -11,8 +11,7 @@
 #include "check.h"
 #include "prom.h"
 
-static int load(struct dbk_stub_loras *L, const char *body, uint32_t *id,
-                struct dbk_api_error *err)
+static int load(struct dbk_stub_loras *L, const char *body, uint32_t *id, struct dbk_api_error *err)
 {
 	return dbk_stub_loras_load(L, body, strlen(body), id, err);
 }
@@ -32,9 +31,10 @@ static void test_modules(void)
 
 	CHECK_EQ_U(dbk_stub_loras_add_module(&L, "sql=/lora/sql", &id, err, sizeof(err)), 0);
 	CHECK_EQ_U(id, 1);
-	CHECK_EQ_U(dbk_stub_loras_add_module(
-	                   &L, "{\"name\":\"chat\",\"path\":\"/lora/chat\",\"base_model_name\":\"m\"}",
-	                   &id, err, sizeof(err)),
+	CHECK_EQ_U(dbk_stub_loras_add_module(&L,
+	                                     "{\"name\":\"chat\",\"path\":\"/lora/"
+	                                     "chat\",\"base_model_name\":\"m\"}",
+	                                     &id, err, sizeof(err)),
 	           0);
 	CHECK_EQ_U(id, 2);
 	CHECK(strcmp(dbk_stub_loras_find(&L, "chat")->path, "/lora/chat") == 0);
