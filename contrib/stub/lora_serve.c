@@ -53,7 +53,8 @@ static void join(const struct dbk_stub_server *s, struct dbk_buf *b,
 
 void dbk_stub_lora_record(struct dbk_stub_server *s)
 {
-	struct dbk_engine_lora_count c[64];
+	/* Every adapter the engine knows came from the registry. */
+	static struct dbk_engine_lora_count c[DBK_STUB_LORA_MAX];
 	size_t n;
 
 	if (!s->opt.enable_lora)

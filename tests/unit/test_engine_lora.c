@@ -106,8 +106,8 @@ static void test_batch_cap(void)
 /* One slot, a CPU cache of two: 1 is read (load), 2 is read and takes
  * the slot (1 stays in the CPU cache), 1 again is only copied back
  * (activation), 3 is read, evicting the CPU cache's oldest (2) and the
- * slot's 1. Each
- * step that brings an adapter in is longer by exactly its cost. */
+ * slot's 1. Each step that brings an adapter in is longer by exactly
+ * its cost. */
 static void test_lru_and_cost(void)
 {
 	static const uint32_t seq[] = { 1, 2, 1, 3, 3 };
