@@ -53,15 +53,14 @@ static void join(const struct dbk_stub_server *s, struct dbk_buf *b,
 
 void dbk_stub_lora_record(struct dbk_stub_server *s)
 {
-	/* Every adapter the engine knows came from the registry. */
-	static struct dbk_engine_lora_count c[DBK_STUB_LORA_MAX];
+	struct dbk_engine_lora_count *c = s->lora_counts;
 	size_t n;
 
 	if (!s->opt.enable_lora)
 		return;
-	n = dbk_engine_lora_counts(s->eng, c, sizeof(c) / sizeof(c[0]));
-	if (n > sizeof(c) / sizeof(c[0]))
-		n = sizeof(c) / sizeof(c[0]);
+	n = dbk_engine_lora_counts(s->eng, c, DBK_STUB_LORA_MAX);
+	if (n > DBK_STUB_LORA_MAX)
+		n = DBK_STUB_LORA_MAX;
 	join(s, &s->lora_running, c, n, true);
 	join(s, &s->lora_waiting, c, n, false);
 	if (s->lora_running.oom || s->lora_waiting.oom ||

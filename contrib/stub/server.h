@@ -94,9 +94,11 @@ struct dbk_stub_server {
 	int sleep_level;     /* vLLM's sleep mode: 0 awake, 1 or 2 */
 	uint64_t fault_seen; /* completions met by --completion-fault */
 	/* --enable-lora: the adapters served, and scratch for the metric's
-	 * label values. */
+	 * label values and the engine's counts. */
 	struct dbk_stub_loras loras;
 	struct dbk_buf lora_running, lora_waiting;
+	/* Every adapter the engine knows came from the registry. */
+	struct dbk_engine_lora_count lora_counts[DBK_STUB_LORA_MAX];
 };
 
 /* conn.c */
