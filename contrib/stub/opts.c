@@ -3,6 +3,7 @@
  * say (visible-ASCII names, defaults that depend on --gpu, the engine's
  * own consistency rules) is checked after it, in the same error style. */
 #include "opts.h"
+#include "loras.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -230,6 +231,20 @@ static int resolve_engine(struct dbk_stub_opts *o, const struct raw *r, char *er
 	return dbk_engine_config_check(ec, err, errlen);
 }
 
+/* The --lora-modules values as the server will add them (a bad one is
+ * bad usage, not a failed start). */
+static int check_lora_modules(const struct dbk_stub_opts *o, char *err, size_t errlen)
+{
+	struct dbk_stub_loras trial = { 0 };
+	uint32_t id;
+	int rc = 0;
+
+	for (unsigned i = 0; i < o->n_lora_modules && rc == 0; i++)
+		rc = dbk_stub_loras_add_module(&trial, o->lora_modules[i], &id, err, errlen);
+	dbk_stub_loras_free(&trial);
+	return rc;
+}
+
 /* vLLM's envs.VLLM_ALLOW_RUNTIME_LORA_UPDATING: "1" or "true", any
  * case, spaces around ignored. */
 static bool env_runtime_lora(void)
@@ -303,7 +318,7 @@ int dbk_stub_parse_args(int argc, char **argv, struct dbk_stub_opts *o)
 		         r.completion_fault);
 		return bad_usage(err);
 	}
-	if (resolve_engine(o, &r, err, sizeof(err)) != 0)
+	if (resolve_engine(o, &r, err, sizeof(err)) != 0 || check_lora_modules(o, err, sizeof(err)))
 		return bad_usage(err);
 	o->lora_runtime = o->lora_runtime || env_runtime_lora();
 	return 0;

@@ -70,7 +70,7 @@ lora_is() { [ "$(lora_latest)" = "$1" ]; }
 	assert_equal "$(head -1 <<<"$output" | jq -r .model)" base
 }
 
-@test "without --enable-lora an adapter's name is an unknown model, and --lora-modules is refused" {
+@test "without --enable-lora an adapter's name is an unknown model; --lora-modules without it, or malformed, is bad usage" {
 	start_stub 2 20
 	run complete sql
 	assert_line --index 1 404
@@ -80,6 +80,13 @@ lora_is() { [ "$(lora_latest)" = "$1" ]; }
 	run "$BUILD/vllm-stub" --enable-lora --max-loras 4 --max-cpu-loras 2
 	assert_failure 2
 	assert_output --partial 'max-cpu-loras (2) must be >= max-loras (4)'
+	# A module that is neither form, or a name twice, is bad usage.
+	run "$BUILD/vllm-stub" --enable-lora --lora-modules a=/p bogus
+	assert_failure 2
+	assert_output --partial "--lora-modules wants name=path or a JSON object, got 'bogus'"
+	run "$BUILD/vllm-stub" --enable-lora --lora-modules a=/p a=/q
+	assert_failure 2
+	assert_output --partial "The lora adapter 'a' has already been loaded."
 }
 
 @test "load and unload: only with VLLM_ALLOW_RUNTIME_LORA_UPDATING, vLLM's bodies and answers" {
