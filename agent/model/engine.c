@@ -106,7 +106,7 @@ struct dbk_engine *dbk_engine_new(const struct dbk_engine_config *cfg)
 	}
 	e->cap_events = 3 * n;
 	e->events = calloc(e->cap_events, sizeof(*e->events));
-	if (!e->pool || !e->sched || !e->tmp_new || !e->events) {
+	if (!e->pool || !e->sched || !e->tmp_new || !e->events || dbk_engine_lora_init(e) != 0) {
 		dbk_engine_free(e);
 		return NULL;
 	}
@@ -139,6 +139,7 @@ void dbk_engine_free(struct dbk_engine *e)
 	free(e->sched);
 	free(e->tmp_new); /* and tmp_done, tmp_prefill */
 	free(e->events);
+	dbk_engine_lora_free(e);
 	dbk_prefix_cache_free(e->pool);
 	free(e);
 }
@@ -254,6 +255,8 @@ int dbk_engine_submit_req(struct dbk_engine *e, const struct dbk_engine_submissi
 		return DBK_ENGINE_E_INVAL;
 	if ((uint64_t)sub->prompt_tokens + sub->max_output_tokens > e->cfg.max_model_len)
 		return DBK_ENGINE_E_TOO_LONG;
+	if (sub->lora && e->cfg.max_loras == 0)
+		return DBK_ENGINE_E_NO_LORA;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return DBK_ENGINE_E_NOMEM;
@@ -264,6 +267,11 @@ int dbk_engine_submit_req(struct dbk_engine *e, const struct dbk_engine_submissi
 	}
 	r->cookie = sub->cookie;
 	r->priority = sub->priority;
+	r->lora = sub->lora;
+	if (dbk_engine_lora_submitted(e, r) != 0) {
+		slot_release(e, r);
+		return DBK_ENGINE_E_NOMEM;
+	}
 	r->arrival = e->next_arrival++;
 	waiting_add(e, r, false);
 	if (handle)
@@ -287,6 +295,7 @@ int dbk_engine_abort(struct dbk_engine *e, uint64_t handle)
 	r->where = Q_NONE;
 	free_blocks(e, r);
 	e->st.requests_aborted++;
+	dbk_engine_lora_gone(e, r);
 	retire(e, r);
 	return DBK_ENGINE_OK;
 }
@@ -452,13 +461,21 @@ static bool schedule_running(struct dbk_engine *e, uint32_t *budget)
 }
 
 /* Waiting requests in the queue's order (FCFS or priority), while
- * budget, seats and blocks last. */
+ * budget, seats and blocks last. One whose LoRA adapter would take the
+ * step past max_loras is skipped in place (vLLM pops it and puts it
+ * back in front after the pass: the same order). */
 static void schedule_waiting(struct dbk_engine *e, uint32_t budget)
 {
-	while (e->waiting.n > 0 && budget > 0 && e->running.n < e->cfg.max_num_seqs) {
-		struct req *r = q_first(&e->waiting);
+	struct req *r = q_first(&e->waiting), *next;
+
+	while (r && budget > 0 && e->running.n < e->cfg.max_num_seqs) {
 		uint32_t n;
 
+		next = q_next(&e->waiting, r);
+		if (!dbk_engine_lora_admits(e, r)) {
+			r = next;
+			continue;
+		}
 		if (!admit_alloc(e, r, budget, &n))
 			break;
 		q_remove(&e->waiting, r);
@@ -466,8 +483,10 @@ static void schedule_waiting(struct dbk_engine *e, uint32_t budget)
 		r->prefill_target = num_tokens(r);
 		q_add(&e->running, r, false);
 		add_sched(e, r, n);
+		dbk_engine_lora_admitted(e, r);
 		e->last.num_new_admitted++;
 		budget -= n;
+		r = next;
 	}
 }
 
@@ -482,7 +501,10 @@ double dbk_engine_begin_step(struct dbk_engine *e)
 	e->n_sched = 0;
 	e->n_events = 0;
 	/* Nobody is admitted in a step that preempted. */
-	if (!schedule_running(e, &budget))
+	bool preempted = schedule_running(e, &budget);
+
+	dbk_engine_lora_batch_begin(e);
+	if (!preempted)
 		schedule_waiting(e, budget);
 	if (e->n_sched == 0) {
 		/* Unreachable with a checked config (a lone request always
@@ -495,6 +517,9 @@ double dbk_engine_begin_step(struct dbk_engine *e)
 		e->tmp_prefill[i] = e->sched[i].prefill;
 	}
 	d = dbk_engine_step_time(e->cfg.gpu, e->n_sched, e->tmp_new, e->tmp_done, e->tmp_prefill);
+	/* The worker loads the batch's adapters before its forward pass. */
+	if (e->cfg.max_loras)
+		d += dbk_engine_lora_apply(e);
 	e->last.duration_s = d;
 	e->st.steps_total++;
 	e->st.busy_time_s += d;
@@ -545,6 +570,7 @@ void dbk_engine_end_step(struct dbk_engine *e, dbk_engine_event_fn cb, void *ctx
 			free_blocks(e, r);
 			e->st.requests_finished++;
 			push_event(e, DBK_ENGINE_EV_FINISHED, r);
+			dbk_engine_lora_gone(e, r);
 			retire(e, r);
 		}
 	}

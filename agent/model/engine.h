@@ -51,10 +51,31 @@ struct dbk_engine_config {
 	 * schedules exactly as it did before caching was modelled. */
 	bool enable_prefix_caching;
 	enum dbk_engine_policy policy;
+	/* LoRA adapters (vLLM's --enable-lora; ENGINE-MODEL.md, "LoRA
+	 * adapters"): max_loras GPU slots (--max-loras), 0 = LoRA off, and
+	 * then nothing of it runs; an LRU CPU cache of max_cpu_loras
+	 * adapters (--max-cpu-loras, at least max_loras; 0 = max_loras,
+	 * vLLM's default). A step that needs
+	 * an adapter outside the GPU slots is longer by lora_load_s when
+	 * the adapter is not in the CPU cache either (read and copied),
+	 * by lora_activate_s when it is (copied to the GPU only). */
+	uint32_t max_loras;
+	uint32_t max_cpu_loras;
+	double lora_load_s;
+	double lora_activate_s;
 };
 
+/* LoRA's bounds (dbk_engine_config_check) and default costs: an
+ * estimate for a rank-16 adapter of Llama-3.1-8B on every projection
+ * (about 84 MB in bf16), ENGINE-MODEL.md shows the arithmetic. */
+#define DBK_ENGINE_MAX_LORAS_LIMIT 256u
+#define DBK_ENGINE_MAX_CPU_LORAS_LIMIT 4096u
+#define DBK_ENGINE_LORA_LOAD_S 0.050
+#define DBK_ENGINE_LORA_ACTIVATE_S 0.004
+
 /* Fills cfg with the profile's defaults, max_model_len 131072, prefix
- * caching on and FCFS (vLLM's defaults). */
+ * caching on, FCFS and LoRA off (vLLM's defaults), LoRA's costs at
+ * DBK_ENGINE_LORA_*_S for when max_loras is set. */
 void dbk_engine_config_default(struct dbk_engine_config *cfg, const struct dbk_engine_profile *gpu);
 /* 0 when usable; otherwise -1 and a sentence in err. */
 int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err, size_t errlen);
@@ -71,6 +92,7 @@ enum dbk_engine_err {
 	DBK_ENGINE_E_INVAL = -2,    /* zero prompt or zero output tokens */
 	DBK_ENGINE_E_NOMEM = -3,
 	DBK_ENGINE_E_UNKNOWN = -4, /* abort: handle not live */
+	DBK_ENGINE_E_NO_LORA = -5, /* an adapter named, LoRA off */
 };
 
 /* Queues a request at the back of the waiting queue. The handle names it
@@ -100,6 +122,9 @@ struct dbk_engine_submission {
 	uint32_t n_keys;
 	uint32_t max_output_tokens;
 	int32_t priority;
+	/* The LoRA adapter (vLLM's lora_int_id, > 0), 0 for the base
+	 * model; an adapter needs max_loras > 0. */
+	uint32_t lora;
 	void *cookie;
 };
 int dbk_engine_submit_req(struct dbk_engine *e, const struct dbk_engine_submission *sub,
@@ -170,6 +195,13 @@ struct dbk_engine_stats {
 	uint64_t preempted_prefix_queries, preempted_prefix_hits;
 	uint64_t kv_blocks_cached; /* blocks holding a key now */
 	uint64_t kv_evictions;     /* cached blocks reused for data */
+	/* LoRA: adapters read into the CPU cache (a step's or
+	 * dbk_engine_lora_add's), adapters copied into a GPU slot (loads
+	 * included), adapters evicted from a GPU slot or from the CPU
+	 * cache, and the model seconds steps spent on them. */
+	uint64_t lora_loads, lora_activations;
+	uint64_t lora_slot_evictions, lora_cpu_evictions;
+	double lora_load_time_s;
 };
 void dbk_engine_get_stats(const struct dbk_engine *e, struct dbk_engine_stats *st);
 
@@ -181,6 +213,8 @@ struct dbk_engine_step_info {
 	uint32_t num_new_admitted; /* taken from the waiting queue */
 	uint32_t num_preempted;
 	double duration_s;
+	uint32_t num_loras; /* distinct adapters in the batch */
+	double lora_load_s; /* of duration_s, loading adapters */
 };
 void dbk_engine_last_step(const struct dbk_engine *e, struct dbk_engine_step_info *info);
 
@@ -212,6 +246,32 @@ uint32_t dbk_engine_cached_blocks(const struct dbk_engine *e, const uint64_t *ke
 /* Tokens a prompt of prompt_tokens with these keys would find cached. */
 uint32_t dbk_engine_hit_tokens(const struct dbk_engine *e, uint32_t prompt_tokens,
                                const uint64_t *keys, uint32_t n);
+
+/* ---- LoRA adapters (engine_lora.c), with max_loras > 0. ---- */
+
+/* vLLM's add_lora (a /v1/load_lora_adapter, or --lora-modules at
+ * start): the adapter is read into the CPU cache and copied into a GPU
+ * slot, evicting as a step would. Counted in the stats, but costs no
+ * model time: it happens between steps (the stub answers at once). -1
+ * when LoRA is off or id is 0. */
+int dbk_engine_lora_add(struct dbk_engine *e, uint32_t id);
+/* Where an adapter is now. */
+bool dbk_engine_lora_in_slot(const struct dbk_engine *e, uint32_t id);
+bool dbk_engine_lora_in_cpu(const struct dbk_engine *e, uint32_t id);
+uint32_t dbk_engine_max_loras(const struct dbk_engine *e);
+
+/* vllm:lora_requests_info's counts: an adapter's requests that have not
+ * been scheduled yet (waiting) and those that have and are not finished
+ * (running, preempted ones included), as vLLM's LoRARequestStates keeps
+ * them; adapters in the order their first live request came. */
+struct dbk_engine_lora_count {
+	uint32_t id;
+	uint32_t waiting, running;
+};
+/* Copies up to cap adapters with live requests; returns how many there
+ * are. */
+size_t dbk_engine_lora_counts(const struct dbk_engine *e, struct dbk_engine_lora_count *out,
+                              size_t cap);
 
 /* Model duration of a step scheduling the given chunks: chunk i has
  * new[i] tokens after done[i] already computed; is_prefill[i] selects the

@@ -61,6 +61,10 @@ void dbk_engine_config_default(struct dbk_engine_config *cfg, const struct dbk_e
 	cfg->kv_capacity_tokens = gpu->default_kv_capacity_tokens;
 	cfg->enable_prefix_caching = true;
 	cfg->policy = DBK_ENGINE_FCFS;
+	cfg->max_loras = 0;
+	cfg->max_cpu_loras = 0;
+	cfg->lora_load_s = DBK_ENGINE_LORA_LOAD_S;
+	cfg->lora_activate_s = DBK_ENGINE_LORA_ACTIVATE_S;
 }
 
 int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err, size_t errlen)
@@ -80,6 +84,8 @@ int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err, size
 		  DBK_ENGINE_MAX_MODEL_LEN_LIMIT },
 		{ "max-num-seqs", cfg->max_num_seqs, 1, DBK_ENGINE_MAX_SEQS_LIMIT },
 		{ "kv-capacity-tokens", cfg->kv_capacity_tokens, 0, (uint64_t)1 << 40 },
+		{ "max-loras", cfg->max_loras, 0, DBK_ENGINE_MAX_LORAS_LIMIT },
+		{ "max-cpu-loras", cfg->max_cpu_loras, 0, DBK_ENGINE_MAX_CPU_LORAS_LIMIT },
 	};
 
 	if (cfg->policy != DBK_ENGINE_FCFS && cfg->policy != DBK_ENGINE_PRIORITY) {
@@ -93,6 +99,17 @@ int dbk_engine_config_check(const struct dbk_engine_config *cfg, char *err, size
 			         (unsigned long long)ranges[i].hi);
 			return -1;
 		}
+	}
+	/* vLLM's LoRAConfig: the CPU cache holds at least the GPU slots. */
+	if (cfg->max_cpu_loras && cfg->max_cpu_loras < cfg->max_loras) {
+		dbk_errf(err, errlen, "max-cpu-loras (%u) must be >= max-loras (%u)",
+		         cfg->max_cpu_loras, cfg->max_loras);
+		return -1;
+	}
+	if (!(cfg->lora_load_s >= 0 && cfg->lora_load_s <= 3600) ||
+	    !(cfg->lora_activate_s >= 0 && cfg->lora_activate_s <= 3600)) {
+		dbk_errf(err, errlen, "LoRA load and activation times must be in 0..3600 s");
+		return -1;
 	}
 	/* vLLM refuses to start when one max-length sequence cannot fit in
 	 * the KV cache; it also guarantees that a request running alone can

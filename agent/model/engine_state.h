@@ -33,6 +33,8 @@ struct req {
 	uint32_t prefill_target;
 	uint32_t preemptions;
 	int32_t priority;
+	uint32_t lora;    /* adapter id, 0 = base model */
+	bool lora_ran;    /* counted running (scheduled once) for the metric */
 	uint64_t arrival; /* submission order: vLLM's arrival_time */
 	enum where where;
 	bool gone;     /* finished or aborted; slot kept until safe */
@@ -50,6 +52,25 @@ struct sched {
 	uint32_t n_new;
 	uint32_t done; /* computed before this step */
 	bool prefill;
+};
+
+/* LoRA state (engine_lora.c): two LRU sets of adapter ids, the GPU
+ * slots and the CPU cache, each stamped with its last use; the
+ * adapters of the step being scheduled; the live requests per adapter
+ * for the metric. All small: linear scans. */
+struct lora_lru {
+	uint32_t *id;
+	uint64_t *used;
+	uint32_t n, cap;
+};
+
+struct dbk_engine_lora {
+	struct lora_lru gpu, cpu;
+	uint64_t tick;
+	uint32_t *batch; /* distinct adapters of this step, cap max_loras */
+	uint32_t n_batch;
+	struct dbk_engine_lora_count *counts;
+	size_t n_counts, cap_counts;
 };
 
 struct dbk_engine {
@@ -78,6 +99,8 @@ struct dbk_engine {
 	/* Requests gone while a step or a delivery may still point at them;
 	 * linked through their (now unused) queue links. */
 	struct queue zombies;
+
+	struct dbk_engine_lora lora; /* unused when cfg.max_loras is 0 */
 
 	struct dbk_engine_stats st;
 	struct dbk_engine_step_info last;
@@ -128,5 +151,24 @@ static inline struct req *dbk_engine_lookup(const struct dbk_engine *e, uint64_t
 {
 	return dbk_handles_get(&e->handles, h);
 }
+
+/* engine_lora.c: the scheduler's hooks, no-ops without LoRA. */
+int dbk_engine_lora_init(struct dbk_engine *e);
+void dbk_engine_lora_free(struct dbk_engine *e);
+/* A request entered the waiting queue (new): counted waiting. */
+int dbk_engine_lora_submitted(struct dbk_engine *e, struct req *r);
+/* A request left the engine (finished or aborted). */
+void dbk_engine_lora_gone(struct dbk_engine *e, struct req *r);
+/* The step's adapters start as those of the running requests it
+ * scheduled (sched[0..n)). */
+void dbk_engine_lora_batch_begin(struct dbk_engine *e);
+/* Whether a waiting request may join this step: its adapter is in the
+ * batch already or the batch has fewer than max_loras. */
+bool dbk_engine_lora_admits(const struct dbk_engine *e, const struct req *r);
+/* r was admitted into this step. */
+void dbk_engine_lora_admitted(struct dbk_engine *e, struct req *r);
+/* The batch's adapters into GPU slots (the worker's LRU); returns the
+ * model seconds that costs. */
+double dbk_engine_lora_apply(struct dbk_engine *e);
 
 #endif

@@ -34,7 +34,15 @@ struct dbk_api_config {
 	 * bytes (a chat request's message contents concatenated) 64 at a
 	 * time, or token ids 16 at a time. */
 	bool keys;
+	/* With LoRA: a `model` other than the served one names an adapter
+	 * if find_adapter(adapters, name, &id) returns 0 (vLLM's
+	 * _check_model); NULL: none but the served model. */
+	int (*find_adapter)(const void *ctx, const char *name, uint32_t *id);
+	const void *adapters;
 };
+
+/* The longest model or adapter name the stub takes (--model's bound). */
+#define DBK_API_MODEL_MAX 256u
 
 struct dbk_api_request {
 	enum dbk_api_kind kind;
@@ -44,6 +52,10 @@ struct dbk_api_request {
 	 * under --scheduling-policy priority, ignored under FCFS, as vLLM
 	 * V1 ignores it. */
 	int32_t priority;
+	/* The LoRA adapter the body's `model` names (its engine id, 0 for
+	 * the served model) and that name, which responses carry. */
+	uint32_t lora;
+	char model[DBK_API_MODEL_MAX + 1];
 	uint32_t n_prompts;
 	uint32_t prompt_tokens[DBK_API_MAX_PROMPTS];
 	uint32_t max_tokens[DBK_API_MAX_PROMPTS];
@@ -94,8 +106,13 @@ void dbk_api_error_json(struct dbk_buf *b, int status, const char *type, const c
 /* FastAPI's shape for routing errors: {"detail":"Not Found"}. */
 void dbk_api_detail_json(struct dbk_buf *b, const char *detail);
 
+/* GET /v1/models with the served model alone. */
 void dbk_api_models_json(struct dbk_buf *b, const char *model, uint32_t max_model_len,
                          long long created, const char *perm_id);
+/* One ModelCard (vllm/entrypoints/openai/protocol.py): parent NULL is
+ * null, max_model_len 0 is null (an adapter's card has none). */
+void dbk_api_model_card(struct dbk_buf *b, const char *id, const char *root, const char *parent,
+                        uint32_t max_model_len, long long created, const char *perm_id);
 
 /* A JSON string literal (with quotes) for n bytes of s. */
 void dbk_api_json_str(struct dbk_buf *b, const char *s, size_t n);

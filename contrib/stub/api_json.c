@@ -201,20 +201,26 @@ void dbk_api_detail_json(struct dbk_buf *b, const char *detail)
 	dbk_buf_adds(b, "}");
 }
 
-void dbk_api_models_json(struct dbk_buf *b, const char *model, uint32_t max_model_len,
-                         long long created, const char *perm_id)
+void dbk_api_model_card(struct dbk_buf *b, const char *id, const char *root, const char *parent,
+                        uint32_t max_model_len, long long created, const char *perm_id)
 {
-	dbk_buf_adds(b, "{\"object\":\"list\",\"data\":[{\"id\":");
-	jstr(b, model);
+	dbk_buf_adds(b, "{\"id\":");
+	jstr(b, id);
 	dbk_buf_printf(b,
 	               ",\"object\":\"model\",\"created\":%lld,"
 	               "\"owned_by\":\"vllm\",\"root\":",
 	               created);
-	jstr(b, model);
-	dbk_buf_printf(b,
-	               ",\"parent\":null,\"max_model_len\":%u,"
-	               "\"permission\":[{\"id\":",
-	               max_model_len);
+	jstr(b, root);
+	dbk_buf_adds(b, ",\"parent\":");
+	if (parent)
+		jstr(b, parent);
+	else
+		dbk_buf_adds(b, "null");
+	if (max_model_len)
+		dbk_buf_printf(b, ",\"max_model_len\":%u", max_model_len);
+	else
+		dbk_buf_adds(b, ",\"max_model_len\":null");
+	dbk_buf_adds(b, ",\"permission\":[{\"id\":");
 	jstr(b, perm_id);
 	dbk_buf_printf(b,
 	               ",\"object\":\"model_permission\",\"created\":%lld,"
@@ -222,6 +228,14 @@ void dbk_api_models_json(struct dbk_buf *b, const char *model, uint32_t max_mode
 	               "\"allow_logprobs\":true,\"allow_search_indices\":false,"
 	               "\"allow_view\":true,\"allow_fine_tuning\":false,"
 	               "\"organization\":\"*\",\"group\":null,"
-	               "\"is_blocking\":false}]}]}",
+	               "\"is_blocking\":false}]}",
 	               created);
+}
+
+void dbk_api_models_json(struct dbk_buf *b, const char *model, uint32_t max_model_len,
+                         long long created, const char *perm_id)
+{
+	dbk_buf_adds(b, "{\"object\":\"list\",\"data\":[");
+	dbk_api_model_card(b, model, model, NULL, max_model_len, created, perm_id);
+	dbk_buf_adds(b, "]}");
 }

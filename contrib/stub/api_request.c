@@ -307,9 +307,10 @@ static int check_lengths(bool has_mt, double max_tokens, const struct dbk_api_co
 	return 0;
 }
 
-/* `model`, if given, must be the served one (vLLM: 404). */
+/* `model`, if given, must be the served one or, with LoRA, a served
+ * adapter (vLLM's _check_model: 404). */
 static int check_model(const cJSON *root, const struct dbk_api_config *cfg,
-                       struct dbk_api_error *err)
+                       struct dbk_api_request *out, struct dbk_api_error *err)
 {
 	const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
 
@@ -317,14 +318,18 @@ static int check_model(const cJSON *root, const struct dbk_api_config *cfg,
 		return 0;
 	if (!cJSON_IsString(model))
 		return bad(err, "model must be a string");
-	if (strcmp(model->valuestring, cfg->model) != 0) {
-		err->status = 404;
-		err->type = "NotFoundError";
-		dbk_errf(err->message, sizeof(err->message), "The model `%s` does not exist.",
-		         model->valuestring);
-		return -1;
+	if (strcmp(model->valuestring, cfg->model) == 0)
+		return 0;
+	if (cfg->find_adapter && strlen(model->valuestring) <= DBK_API_MODEL_MAX &&
+	    cfg->find_adapter(cfg->adapters, model->valuestring, &out->lora) == 0) {
+		memcpy(out->model, model->valuestring, strlen(model->valuestring) + 1);
+		return 0;
 	}
-	return 0;
+	err->status = 404;
+	err->type = "NotFoundError";
+	dbk_errf(err->message, sizeof(err->message), "The model `%s` does not exist.",
+	         model->valuestring);
+	return -1;
 }
 
 static int parse_stream(const cJSON *root, struct dbk_api_request *out, struct dbk_api_error *err)
@@ -408,7 +413,7 @@ static int parse_fields(enum dbk_api_kind kind, const cJSON *root, const struct 
 	double max_tokens = 0;
 	int rc;
 
-	if (check_model(root, cfg, err) != 0 || parse_stream(root, out, err) != 0 ||
+	if (check_model(root, cfg, out, err) != 0 || parse_stream(root, out, err) != 0 ||
 	    parse_max_tokens(kind, root, &has_mt, &max_tokens, err) != 0 ||
 	    parse_priority(root, out, err) != 0)
 		return -1;

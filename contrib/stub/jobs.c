@@ -162,6 +162,7 @@ static int submit_choices(struct dbk_stub_server *s, struct dbk_stub_job *j,
 			.n_keys = ar->n_keys[i],
 			.max_output_tokens = ar->max_tokens[i],
 			.priority = ar->priority,
+			.lora = ar->lora,
 			.cookie = &j->ch[i],
 		};
 
@@ -198,7 +199,8 @@ static struct dbk_stub_job *job_new(struct dbk_stub_conn *c, enum dbk_api_kind k
 	j->resp.kind = kind;
 	j->resp.id = j->id;
 	j->resp.created = (long long)time(NULL);
-	j->resp.model = s->opt.model;
+	/* vLLM answers under the adapter's name when one is asked for. */
+	j->resp.model = ar->lora ? j->req.model : s->opt.model;
 	return j;
 }
 

@@ -80,11 +80,12 @@ static void print_ready(const struct dbk_stub_server *s, int port)
 
 	printf("vllm-stub %s listening on %s:%d (model %s, gpu %s, time-scale %g, max-model-len "
 	       "%u, max-num-batched-tokens %u, max-num-seqs %u, kv-capacity-tokens %llu, prefix "
-	       "caching %s, scheduling-policy %s)\n",
+	       "caching %s, scheduling-policy %s%s)\n",
 	       s->opt.name, s->opt.host, port, s->opt.model, ec->gpu->name, s->opt.time_scale,
 	       ec->max_model_len, ec->max_num_batched_tokens, ec->max_num_seqs,
 	       (unsigned long long)ec->kv_capacity_tokens, ec->enable_prefix_caching ? "on" : "off",
-	       ec->policy == DBK_ENGINE_PRIORITY ? "priority" : "fcfs");
+	       ec->policy == DBK_ENGINE_PRIORITY ? "priority" : "fcfs",
+	       s->opt.enable_lora ? ", lora on" : "");
 	fflush(stdout);
 }
 
@@ -100,15 +101,19 @@ static void shutdown_server(struct dbk_stub_server *s)
 	 * MAX_STEP_LAG_S (pacer.c), so the chain restarted at "now". */
 	dbk_log(DBK_LOG_INFO, "served",
 	        "stub=%s served=%llu aborted=%llu steps=%llu busy_s=%.3f preemptions=%llu "
-	        "late_steps=%llu max_lag_ms=%.1f",
+	        "late_steps=%llu max_lag_ms=%.1f lora_loads=%llu lora_activations=%llu",
 	        s->opt.name, (unsigned long long)st.requests_finished,
 	        (unsigned long long)st.requests_aborted, (unsigned long long)st.steps_total,
 	        st.busy_time_s, (unsigned long long)st.preemptions_total,
-	        (unsigned long long)s->late_steps, s->max_lag_s * 1e3);
+	        (unsigned long long)s->late_steps, s->max_lag_s * 1e3,
+	        (unsigned long long)st.lora_loads, (unsigned long long)st.lora_activations);
 	ev_timer_stop(s->loop, &s->step_w);
 	dbk_listener_close(&s->listeners);
 	dbk_buf_free(&s->tmp);
 	dbk_buf_free(&s->pad);
+	dbk_buf_free(&s->lora_running);
+	dbk_buf_free(&s->lora_waiting);
+	dbk_stub_loras_free(&s->loras);
 	dbk_engine_free(s->eng);
 }
 
@@ -141,9 +146,10 @@ int main(int argc, char **argv)
 		dbk_engine_free(s.eng);
 		return 1;
 	}
-	port = start_listening(&s);
+	port = dbk_stub_lora_start(&s) == 0 ? start_listening(&s) : -1;
 	if (port < 0) {
 		dbk_engine_free(s.eng);
+		dbk_stub_loras_free(&s.loras);
 		return 1;
 	}
 	dbk_stub_pacer_init(&s);

@@ -3,8 +3,11 @@
  * say (visible-ASCII names, defaults that depend on --gpu, the engine's
  * own consistency rules) is checked after it, in the same error style. */
 #include "opts.h"
+#include "loras.h"
 
+#include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/cli.h"
@@ -54,10 +57,29 @@ static int bad_usage(const char *msg)
 /* The values the table fills that need resolving before use. */
 struct raw {
 	long long max_model_len, batched, seqs, kv; /* -1: the --gpu profile's */
+	long long max_loras, max_cpu_loras;         /* max_cpu_loras -1: max_loras */
+	double lora_load_ms, lora_activate_ms;
 	int port, gpu, fault, names, policy;
 	const char *completion_fault;
 	bool no_prefix_caching, help, version;
 };
+
+static int add_lora_module(void *ctx, const char *v, char *err, size_t errlen)
+{
+	struct dbk_stub_opts *o = ctx;
+
+	return dbk_cli_append(o->lora_modules, &o->n_lora_modules, DBK_STUB_MAX_LORA_MODULES,
+	                      "--lora-modules values", v, err, errlen);
+}
+
+/* vLLM's --lora-modules takes several values (argparse's nargs='+'):
+ * the words after it that are not options are more modules. Whether
+ * argv[first] follows a --lora-modules value. */
+static bool after_lora_modules(char **argv, int first)
+{
+	return (first >= 2 && strcmp(argv[first - 2], "--lora-modules") == 0) ||
+	       (first >= 1 && strncmp(argv[first - 1], "--lora-modules=", 15) == 0);
+}
 
 static const char *const gpus[] = { "h100", "a100", NULL };
 static const char *const engine_names[] = { "vllm", "sglang", NULL };
@@ -122,14 +144,60 @@ static int parse_table(int argc, char **argv, struct dbk_stub_opts *o, struct ra
 		          "of "
 		          "them, while\n/health and /metrics stay fine; POST\n"
 		          "/stub/fault?completion=SPEC|none switches it\n(default none)" },
-		{ "verbose", 0, DBK_OPT_FLAG, &o->verbose, .help = "log every request" },
+		{ "enable-lora", 0, DBK_OPT_FLAG, &o->enable_lora,
+		  .help = "as vLLM's flag: serve LoRA adapters (requests\nname one as their "
+		          "model)",
+		  .section = "LoRA adapters (agent/model/ENGINE-MODEL.md):" },
+		{ "max-loras", 0, DBK_OPT_LL, &r->max_loras, 1, DBK_ENGINE_MAX_LORAS_LIMIT,
+		  .metavar = "N",
+		  .help = "as vLLM's: GPU slots, the most distinct\nadapters in one batch (default "
+		          "1)" },
+		{ "max-cpu-loras", 0, DBK_OPT_LL, &r->max_cpu_loras, 1,
+		  DBK_ENGINE_MAX_CPU_LORAS_LIMIT, .metavar = "N",
+		  .help = "as vLLM's: adapters kept in the CPU cache,\nat least --max-loras "
+		          "(default: --max-loras)" },
+		{ "lora-modules", 0, DBK_OPT_CALL, o, .fn = add_lora_module,
+		  .metavar = "NAME=PATH|JSON ...",
+		  .help = "as vLLM's: adapters served from the start,\nname=path or "
+		          "{\"name\":...,\"path\":...}; one\nor more after the flag, or the "
+		          "flag again" },
+		{ "lora-load-ms", 0, DBK_OPT_DOUBLE, &r->lora_load_ms, 0, 3.6e6, .metavar = "MS",
+		  .help = "model time to read an adapter that is not\nin the CPU cache (default "
+		          "50)" },
+		{ "lora-activate-ms", 0, DBK_OPT_DOUBLE, &r->lora_activate_ms, 0, 3.6e6,
+		  .metavar = "MS",
+		  .help = "model time to copy an adapter from the CPU\ncache into a GPU slot "
+		          "(default 4)" },
+		{ "allow-runtime-lora-updating", 0, DBK_OPT_FLAG, &o->lora_runtime,
+		  .help = "serve /v1/load_lora_adapter and\n/v1/unload_lora_adapter (vLLM: "
+		          "the\nenvironment's "
+		          "VLLM_ALLOW_RUNTIME_LORA_UPDATING=1,\nwhich the stub reads too)" },
+		{ "verbose", 0, DBK_OPT_FLAG, &o->verbose, .help = "log every request",
+		  .section = "" },
 		{ "help", 0, DBK_OPT_FLAG, &r->help, .help = "print this and exit" },
 		{ "version", 0, DBK_OPT_FLAG, &r->version, .help = "print the version and exit" },
 		{ 0 },
 	};
 
-	if (dbk_cli_parse(table, argc, argv, NULL, first, err, errlen) < 0)
+	int base = 0;
+
+	if (dbk_cli_parse(table, argc, argv, o, first, err, errlen) < 0)
 		return -1;
+	while (*first < argc && after_lora_modules(argv, *first)) {
+		int k = *first;
+
+		while (k < argc && argv[k][0] != '-')
+			if (add_lora_module(o, argv[k++], err, errlen) < 0)
+				return -1;
+		*first = k;
+		if (k == argc)
+			break;
+		/* The options after them, argv[k - 1] standing for argv[0]. */
+		base = k - 1;
+		if (dbk_cli_parse(table, argc - base, argv + base, o, first, err, errlen) < 0)
+			return -1;
+		*first += base;
+	}
 	if (r->help)
 		usage(stdout, table);
 	else if (r->version)
@@ -151,13 +219,64 @@ static int resolve_engine(struct dbk_stub_opts *o, const struct raw *r, char *er
 	ec->kv_capacity_tokens = r->kv < 0 ? ec->gpu->default_kv_capacity_tokens : (uint64_t)r->kv;
 	ec->enable_prefix_caching = !r->no_prefix_caching;
 	ec->policy = (enum dbk_engine_policy)r->policy;
+	if (o->enable_lora) {
+		ec->max_loras = (uint32_t)r->max_loras;
+		ec->max_cpu_loras = r->max_cpu_loras < 0 ? 0 : (uint32_t)r->max_cpu_loras;
+		ec->lora_load_s = r->lora_load_ms / 1e3;
+		ec->lora_activate_s = r->lora_activate_ms / 1e3;
+	} else if (o->n_lora_modules) {
+		dbk_errf(err, errlen, "--lora-modules needs --enable-lora");
+		return -1;
+	}
 	return dbk_engine_config_check(ec, err, errlen);
+}
+
+/* The --lora-modules values as the server will add them (a bad one is
+ * bad usage, not a failed start). */
+static int check_lora_modules(const struct dbk_stub_opts *o, char *err, size_t errlen)
+{
+	struct dbk_stub_loras trial = { 0 };
+	uint32_t id;
+	int rc = 0;
+
+	for (unsigned i = 0; i < o->n_lora_modules && rc == 0; i++)
+		rc = dbk_stub_loras_add_module(&trial, o->lora_modules[i], &id, err, errlen);
+	dbk_stub_loras_free(&trial);
+	return rc;
+}
+
+/* vLLM's envs.VLLM_ALLOW_RUNTIME_LORA_UPDATING: "1" or "true", any
+ * case, spaces around ignored. */
+static bool env_runtime_lora(void)
+{
+	const char *v = getenv("VLLM_ALLOW_RUNTIME_LORA_UPDATING");
+	char t[8];
+	size_t n = 0;
+
+	if (!v)
+		return false;
+	while (*v == ' ' || *v == '\t')
+		v++;
+	while (v[n] && v[n] != ' ' && v[n] != '\t' && n < sizeof(t) - 1) {
+		t[n] = (char)tolower((unsigned char)v[n]);
+		n++;
+	}
+	t[n] = '\0';
+	return strcmp(t, "1") == 0 || strcmp(t, "true") == 0;
 }
 
 int dbk_stub_parse_args(int argc, char **argv, struct dbk_stub_opts *o)
 {
 	struct raw r = {
-		.max_model_len = 131072, .batched = -1, .seqs = -1, .kv = -1, .port = 8000
+		.max_model_len = 131072,
+		.batched = -1,
+		.seqs = -1,
+		.kv = -1,
+		.max_loras = 1,
+		.max_cpu_loras = -1,
+		.lora_load_ms = DBK_ENGINE_LORA_LOAD_S * 1e3,
+		.lora_activate_ms = DBK_ENGINE_LORA_ACTIVATE_S * 1e3,
+		.port = 8000,
 	};
 	const struct text_rule texts[] = {
 		{ "host", &o->host, 255, false },
@@ -199,7 +318,8 @@ int dbk_stub_parse_args(int argc, char **argv, struct dbk_stub_opts *o)
 		         r.completion_fault);
 		return bad_usage(err);
 	}
-	if (resolve_engine(o, &r, err, sizeof(err)) != 0)
+	if (resolve_engine(o, &r, err, sizeof(err)) != 0 || check_lora_modules(o, err, sizeof(err)))
 		return bad_usage(err);
+	o->lora_runtime = o->lora_runtime || env_runtime_lora();
 	return 0;
 }

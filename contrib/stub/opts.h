@@ -27,6 +27,9 @@ enum dbk_stub_metrics_fault {
 #define DBK_STUB_HUGE_BYTES 4000000u
 #define DBK_STUB_MANY_SERIES_BYTES 900000u
 
+/* --lora-modules values the stub takes (vLLM has no bound). */
+#define DBK_STUB_MAX_LORA_MODULES 64u
+
 struct dbk_stub_opts {
 	const char *host;
 	unsigned port;
@@ -43,6 +46,16 @@ struct dbk_stub_opts {
 	 * share ratio of them. */
 	int completion_fault;
 	double completion_fault_ratio;
+	/* vLLM's --enable-lora (the engine's max_loras and the rest are in
+	 * engine); the adapters served from the start (--lora-modules,
+	 * argv's own strings, checked when they are added); whether
+	 * /v1/load_lora_adapter and /v1/unload_lora_adapter exist
+	 * (--allow-runtime-lora-updating, or vLLM's switch, the
+	 * environment's VLLM_ALLOW_RUNTIME_LORA_UPDATING=1|true). */
+	bool enable_lora;
+	const char *lora_modules[DBK_STUB_MAX_LORA_MODULES];
+	unsigned n_lora_modules;
+	bool lora_runtime;
 };
 
 /* "none" or STATUS[:RATIO] (500-599; ratio in (0, 1], 1 if not given).

@@ -50,6 +50,7 @@ static void step_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	s->stepping = false;
 	dbk_engine_end_step(s->eng, dbk_stub_on_engine_event, s);
+	dbk_stub_lora_record(s);
 	dbk_stub_kick_pending(s);
 	dbk_stub_maybe_step(s);
 }

@@ -337,6 +337,56 @@ static void sleep_state(struct dbk_buf *b, const struct dbk_prom_stats *m)
 	}
 }
 
+/* vllm:lora_requests_info, registered last in PrometheusStatLogger's
+ * __init__ (after the histograms): no engine or model_name label, every
+ * label set it was ever given (prometheus_client keeps them), each with
+ * the wall-clock time it was last set; a reader takes the latest. */
+static void lora_info(struct dbk_buf *b, const struct dbk_prom_stats *m)
+{
+	char f[40];
+
+	head(b, "vllm:lora_requests_info", "gauge", "Running stats on lora requests.");
+	for (size_t i = 0; i < m->n_lora_sets; i++) {
+		const struct dbk_prom_lora_set *s = &m->lora_sets[i];
+
+		dbk_prom_float(f, sizeof(f), s->ts);
+		dbk_buf_printf(b,
+		               "vllm:lora_requests_info{max_lora=\"%u\",running_lora_adapters=\"",
+		               m->max_lora);
+		label_value(b, s->running);
+		dbk_buf_adds(b, "\",waiting_lora_adapters=\"");
+		label_value(b, s->waiting);
+		dbk_buf_printf(b, "\"} %s\n", f);
+	}
+}
+
+/* The stub's own counters (not vLLM's), after vLLM's families. */
+static void lora_stub_counters(struct dbk_buf *b, const struct dbk_prom_stats *m)
+{
+	const struct {
+		const char *name, *help;
+		uint64_t v;
+	} c[] = {
+		{ "vllm_stub_lora_loads_total",
+		  "The stub's own: LoRA adapters read into the CPU cache.", m->lora_loads },
+		{ "vllm_stub_lora_activations_total",
+		  "The stub's own: LoRA adapters copied into a GPU slot.", m->lora_activations },
+		{ "vllm_stub_lora_slot_evictions_total",
+		  "The stub's own: LoRA adapters evicted from a GPU slot.",
+		  m->lora_slot_evictions },
+		{ "vllm_stub_lora_cpu_evictions_total",
+		  "The stub's own: LoRA adapters evicted from the CPU cache.",
+		  m->lora_cpu_evictions },
+	};
+	char f[40];
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		dbk_prom_float(f, sizeof(f), (double)c[i].v);
+		head(b, c[i].name, "counter", c[i].help);
+		dbk_buf_printf(b, "%s %s\n", c[i].name, f);
+	}
+}
+
 void dbk_prom_render(struct dbk_buf *b, const struct dbk_prom_stats *m)
 {
 	/* The plain families, in the order prometheus_client prints them. */
@@ -373,7 +423,11 @@ void dbk_prom_render(struct dbk_buf *b, const struct dbk_prom_stats *m)
 	}
 	request_success(b, m);
 	outcomes(b, m);
+	if (m->lora)
+		lora_info(b, m);
 	cache_config_info(b, m);
+	if (m->lora)
+		lora_stub_counters(b, m);
 }
 
 void dbk_prom_render_sglang(struct dbk_buf *b, const struct dbk_prom_stats *m)

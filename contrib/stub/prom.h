@@ -42,6 +42,14 @@ struct dbk_prom_outcomes {
 
 void dbk_prom_outcomes_init(struct dbk_prom_outcomes *o, uint32_t max_model_len);
 
+/* One label set of vllm:lora_requests_info (loggers.py at 005a810):
+ * the comma-joined adapters with running and with waiting requests,
+ * and when it was last set (the gauge's value: set_to_current_time). */
+struct dbk_prom_lora_set {
+	char *running, *waiting;
+	double ts;
+};
+
 struct dbk_prom_stats {
 	const char *model;
 	double created; /* unix seconds the counters were made */
@@ -58,6 +66,14 @@ struct dbk_prom_stats {
 	bool enable_prefix_caching;
 	/* vllm:engine_sleep_state: 0 awake, 1 or 2 the sleep level. */
 	int sleep_level;
+	/* With --enable-lora: vllm:lora_requests_info's label sets, and the
+	 * stub's own counters of the engine's adapter loads
+	 * (vllm_stub_lora_*_total, not vLLM's: for tests to count loads). */
+	bool lora;
+	uint32_t max_lora;
+	const struct dbk_prom_lora_set *lora_sets;
+	size_t n_lora_sets;
+	uint64_t lora_loads, lora_activations, lora_slot_evictions, lora_cpu_evictions;
 };
 
 void dbk_prom_render(struct dbk_buf *b, const struct dbk_prom_stats *m);

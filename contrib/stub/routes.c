@@ -14,6 +14,8 @@ struct route {
 	const char *path;
 	bool post; /* POST only; otherwise GET and HEAD */
 	handler_fn serve;
+	/* Only with runtime LoRA updating, as vLLM registers them. */
+	bool lora_runtime;
 };
 
 static void respond_ok(struct dbk_stub_conn *c, const struct dbk_http_request *hr, bool head_only,
@@ -43,7 +45,12 @@ static void serve_models(struct dbk_stub_conn *c, const struct dbk_http_request 
 
 	dbk_stub_make_id(s, perm, sizeof(perm), "modelperm-");
 	dbk_buf_reset(&s->tmp);
-	dbk_api_models_json(&s->tmp, s->opt.model, s->opt.engine.max_model_len, s->started, perm);
+	if (s->opt.enable_lora)
+		dbk_stub_loras_models_json(&s->loras, &s->tmp, s->opt.model,
+		                           s->opt.engine.max_model_len, s->started, perm);
+	else
+		dbk_api_models_json(&s->tmp, s->opt.model, s->opt.engine.max_model_len, s->started,
+		                    perm);
 	respond_ok(c, hr, head_only, "application/json", s->tmp.p, s->tmp.len);
 }
 
@@ -88,6 +95,14 @@ static void render_metrics(struct dbk_stub_server *s)
 	m.num_gpu_blocks = st.kv_blocks_total;
 	m.enable_prefix_caching = dbk_engine_prefix_caching(s->eng);
 	m.sleep_level = s->sleep_level;
+	m.lora = s->opt.enable_lora;
+	m.max_lora = s->opt.engine.max_loras;
+	m.lora_sets = s->loras.series;
+	m.n_lora_sets = s->loras.n_series;
+	m.lora_loads = st.lora_loads;
+	m.lora_activations = st.lora_activations;
+	m.lora_slot_evictions = st.lora_slot_evictions;
+	m.lora_cpu_evictions = st.lora_cpu_evictions;
 	if (s->opt.metrics_fault == DBK_STUB_FAULT_IMPLAUSIBLE)
 		m.kv_usage = 85;
 	dbk_buf_reset(&s->tmp);
@@ -136,16 +151,18 @@ static void serve_chat(struct dbk_stub_conn *c, const struct dbk_http_request *h
 }
 
 static const struct route routes[] = {
-	{ "/health", false, serve_health },
-	{ "/v1/models", false, serve_models },
-	{ "/metrics", false, serve_metrics },
-	{ "/version", false, serve_version },
-	{ "/v1/completions", true, serve_completions },
-	{ "/v1/chat/completions", true, serve_chat },
-	{ "/sleep", true, dbk_stub_serve_sleep },
-	{ "/wake_up", true, dbk_stub_serve_wake_up },
-	{ "/is_sleeping", false, dbk_stub_serve_is_sleeping },
-	{ "/stub/fault", true, dbk_stub_serve_fault },
+	{ "/health", false, serve_health, false },
+	{ "/v1/models", false, serve_models, false },
+	{ "/metrics", false, serve_metrics, false },
+	{ "/version", false, serve_version, false },
+	{ "/v1/completions", true, serve_completions, false },
+	{ "/v1/chat/completions", true, serve_chat, false },
+	{ "/sleep", true, dbk_stub_serve_sleep, false },
+	{ "/wake_up", true, dbk_stub_serve_wake_up, false },
+	{ "/is_sleeping", false, dbk_stub_serve_is_sleeping, false },
+	{ "/stub/fault", true, dbk_stub_serve_fault, false },
+	{ "/v1/load_lora_adapter", true, dbk_stub_serve_load_lora, true },
+	{ "/v1/unload_lora_adapter", true, dbk_stub_serve_unload_lora, true },
 };
 
 void dbk_stub_route(struct dbk_stub_conn *c, const struct dbk_http_request *hr)
@@ -161,7 +178,8 @@ void dbk_stub_route(struct dbk_stub_conn *c, const struct dbk_http_request *hr)
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		const struct route *r = &routes[i];
 
-		if (!dbk_http_slice_eq(path, r->path))
+		if (!dbk_http_slice_eq(path, r->path) ||
+		    (r->lora_runtime && !c->s->opt.lora_runtime))
 			continue;
 		if (r->post ? post : get)
 			r->serve(c, hr, head);

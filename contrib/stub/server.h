@@ -24,6 +24,7 @@
 #include "lib/conn.h"
 #include "lib/listener.h"
 #include "api.h"
+#include "loras.h"
 #include "model/engine.h"
 #include "opts.h"
 #include "prom.h"
@@ -92,6 +93,12 @@ struct dbk_stub_server {
 	double max_lag_s;
 	int sleep_level;     /* vLLM's sleep mode: 0 awake, 1 or 2 */
 	uint64_t fault_seen; /* completions met by --completion-fault */
+	/* --enable-lora: the adapters served, and scratch for the metric's
+	 * label values and the engine's counts. */
+	struct dbk_stub_loras loras;
+	struct dbk_buf lora_running, lora_waiting;
+	/* Every adapter the engine knows came from the registry. */
+	struct dbk_engine_lora_count lora_counts[DBK_STUB_LORA_MAX];
 };
 
 /* conn.c */
@@ -145,6 +152,17 @@ void dbk_stub_start_job(struct dbk_stub_conn *c, enum dbk_api_kind kind,
 /* Frees j; with abort_engine its unfinished choices leave the engine. */
 void dbk_stub_job_free(struct dbk_stub_job *j, bool abort_engine);
 void dbk_stub_on_engine_event(void *ctx, const struct dbk_engine_event *ev);
+
+/* lora_serve.c */
+/* --lora-modules into the engine, the API's adapter lookup; -1 (logged)
+ * when a module is refused. */
+int dbk_stub_lora_start(struct dbk_stub_server *s);
+/* After an engine step: vllm:lora_requests_info's label set. */
+void dbk_stub_lora_record(struct dbk_stub_server *s);
+void dbk_stub_serve_load_lora(struct dbk_stub_conn *c, const struct dbk_http_request *hr,
+                              bool head_only);
+void dbk_stub_serve_unload_lora(struct dbk_stub_conn *c, const struct dbk_http_request *hr,
+                                bool head_only);
 
 /* pacer.c */
 void dbk_stub_pacer_init(struct dbk_stub_server *s);

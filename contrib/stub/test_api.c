@@ -6,7 +6,7 @@
 
 #include "check.h"
 
-static const struct dbk_api_config CFG = { "stub-model", 1000, false };
+static const struct dbk_api_config CFG = { .model = "stub-model", .max_model_len = 1000 };
 
 static int parse(enum dbk_api_kind k, const char *body, struct dbk_api_request *r,
                  struct dbk_api_error *e)
@@ -280,7 +280,9 @@ static void test_error_and_models_json(void)
  * token-id prompt keys 16 ids a block. */
 static void test_prompt_keys(void)
 {
-	static const struct dbk_api_config kc = { "stub-model", 1000, true };
+	static const struct dbk_api_config kc = { .model = "stub-model",
+		                                  .max_model_len = 1000,
+		                                  .keys = true };
 	struct dbk_api_request a, c, t;
 	struct dbk_api_error e;
 	char body[1024], text[300], orig[300];

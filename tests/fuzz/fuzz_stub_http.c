@@ -20,10 +20,18 @@
  * - api: on success 1..256 prompts, each with prompt + max_tokens <=
  *   max_model_len and max_tokens >= 1; on failure status 400/404, a type
  *   and a message; the error body, and the escaped body, are valid JSON
- *   that cJSON reads back to the same text. */
+ *   that cJSON reads back to the same text; with LoRA, a `model` naming
+ *   the served adapter gets its id and name, any other name nothing;
+ * - LoRA (contrib/stub/loras.h), for a POST to /v1/load_lora_adapter or
+ *   /v1/unload_lora_adapter, and for any body as a --lora-modules value:
+ *   on success the adapter is served (load, module) or not (unload)
+ *   under a new id, on failure vLLM's statuses with a type and a
+ *   message, and /v1/models stays JSON with one card per served
+ *   adapter and the base's. */
 #include <cjson/cJSON.h>
 
 #include "stub/api.h"
+#include "stub/loras.h"
 #include "lib/buf.h"
 #include "fuzz.h"
 #include "lib/http1.h"
@@ -72,15 +80,35 @@ static void check_json_str(const char *s, size_t n)
 	dbk_buf_free(&b);
 }
 
+/* One served adapter, "sql", and its id. */
+static struct dbk_stub_loras *one_adapter(uint32_t *id)
+{
+	static struct dbk_stub_loras L;
+	static uint32_t sql;
+	char err[256];
+
+	if (!sql)
+		FUZZ_CHECK(dbk_stub_loras_add_module(&L, "sql=/lora/sql", &sql, err, sizeof(err)) ==
+		           0);
+	*id = sql;
+	return &L;
+}
+
 static void check_api(enum dbk_api_kind kind, const char *body, size_t n, uint32_t mml)
 {
-	struct dbk_api_config cfg = { .model = "stub-model", .max_model_len = mml, .keys = true };
+	uint32_t sql;
+	struct dbk_api_config cfg = { .model = "stub-model",
+		                      .max_model_len = mml,
+		                      .keys = true,
+		                      .find_adapter = dbk_stub_loras_lookup,
+		                      .adapters = one_adapter(&sql) };
 	static struct dbk_api_request out;
 	struct dbk_api_error err;
 	int rc = dbk_api_parse_request(kind, body, n, &cfg, &out, &err);
 
 	FUZZ_CHECK(rc == 0 || rc == -1);
 	if (rc == 0) {
+		FUZZ_CHECK(out.lora == 0 || (out.lora == sql && strcmp(out.model, "sql") == 0));
 		FUZZ_CHECK(out.kind == kind);
 		FUZZ_CHECK(out.n_prompts >= 1 && out.n_prompts <= DBK_API_MAX_PROMPTS);
 		FUZZ_CHECK(kind == DBK_API_COMPLETION || out.n_prompts == 1);
@@ -112,6 +140,69 @@ static void check_api(enum dbk_api_kind kind, const char *body, size_t n, uint32
 	FUZZ_CHECK(cJSON_IsNumber(c) && c->valuedouble == err.status);
 	cJSON_Delete(j);
 	dbk_buf_free(&b);
+}
+
+static void check_error(const struct dbk_api_error *err)
+{
+	FUZZ_CHECK(err->status == 400 || err->status == 404 || err->status == 500);
+	FUZZ_CHECK(err->type != NULL && err->message[0]);
+	FUZZ_CHECK(memchr(err->message, '\0', sizeof(err->message)) != NULL);
+}
+
+/* /v1/models is JSON: the base's card and one per served adapter. */
+static void check_models(const struct dbk_stub_loras *L)
+{
+	struct dbk_buf b = { 0 };
+	size_t served = 0;
+	cJSON *j;
+
+	for (size_t i = 0; i < L->n; i++)
+		served += L->a[i].listed;
+	dbk_stub_loras_models_json(L, &b, "stub-model", 4096, 1, "modelperm-1");
+	FUZZ_CHECK(!b.oom && b.p);
+	j = cJSON_ParseWithLength(b.p, b.len);
+	FUZZ_CHECK(j && (size_t)cJSON_GetArraySize(cJSON_GetObjectItem(j, "data")) == served + 1);
+	cJSON_Delete(j);
+	dbk_buf_free(&b);
+}
+
+static void check_lora(bool load, const char *body, size_t n)
+{
+	struct dbk_stub_loras L = { 0 };
+	struct dbk_api_error err;
+	char name[DBK_STUB_LORA_NAME_MAX + 1], e[600];
+	uint32_t id, sql;
+
+	FUZZ_CHECK(dbk_stub_loras_add_module(&L, "sql=/lora/sql", &sql, e, sizeof(e)) == 0);
+	if (load) {
+		if (dbk_stub_loras_load(&L, body, n, &id, &err) == 0) {
+			FUZZ_CHECK(id == sql + 1 && L.n == 2);
+			FUZZ_CHECK(dbk_stub_loras_find(&L, L.a[1].name) == &L.a[1]);
+		} else {
+			check_error(&err);
+			FUZZ_CHECK(L.n == 1);
+		}
+	} else if (dbk_stub_loras_unload(&L, body, n, name, sizeof(name), &err) == 0) {
+		FUZZ_CHECK(strcmp(name, "sql") == 0 && !dbk_stub_loras_find(&L, "sql"));
+	} else {
+		check_error(&err);
+		FUZZ_CHECK(err.status != 404 || dbk_stub_loras_find(&L, "sql"));
+	}
+	check_models(&L);
+	/* The same bytes as a --lora-modules value. */
+	if (n < 4096 && !memchr(body, '\0', n)) {
+		char spec[4096];
+		size_t before = L.n;
+
+		memcpy(spec, body, n);
+		spec[n] = '\0';
+		if (dbk_stub_loras_add_module(&L, spec, &id, e, sizeof(e)) == 0)
+			FUZZ_CHECK(L.n == before + 1 && L.a[before].id == id);
+		else
+			FUZZ_CHECK(L.n == before && e[0]);
+		check_models(&L);
+	}
+	dbk_stub_loras_free(&L);
 }
 
 static void check_complete(const char *buf, size_t len, const struct dbk_http_limits *lim,
@@ -168,6 +259,10 @@ static void check_complete(const char *buf, size_t len, const struct dbk_http_li
 			check_api(DBK_API_COMPLETION, r->body.p, r->body.n, mml);
 		else if (dbk_http_slice_eq(r->target, "/v1/chat/completions"))
 			check_api(DBK_API_CHAT, r->body.p, r->body.n, mml);
+		else if (dbk_http_slice_eq(r->target, "/v1/load_lora_adapter"))
+			check_lora(true, r->body.p, r->body.n);
+		else if (dbk_http_slice_eq(r->target, "/v1/unload_lora_adapter"))
+			check_lora(false, r->body.p, r->body.n);
 		if (r->body.n <= 4096)
 			check_json_str(r->body.p, r->body.n);
 	}

@@ -738,6 +738,26 @@ static void seeds_http(void)
 	addb(&o, 0x10);
 	http_post(&o, "/v1/completions", "{\"prompt\":[[1,2,3],[4]],\"max_tokens\":8}", NULL);
 	save("fuzz_stub_http", "token-prompts-small-model", &o);
+
+	/* LoRA: a completion for the served adapter, a load then an unload
+	 * on one connection, and a JSON --lora-modules value as a body. */
+	o.n = 0;
+	addb(&o, 0x00);
+	http_post(&o, "/v1/completions", "{\"model\":\"sql\",\"prompt\":\"x\",\"max_tokens\":2}",
+	          NULL);
+	save("fuzz_stub_http", "lora-completion", &o);
+	o.n = 0;
+	addb(&o, 0x00);
+	http_post(&o, "/v1/load_lora_adapter", "{\"lora_name\":\"x\",\"lora_path\":\"/lora/x\"}",
+	          NULL);
+	http_post(&o, "/v1/unload_lora_adapter", "{\"lora_name\":\"sql\",\"lora_int_id\":1}", NULL);
+	save("fuzz_stub_http", "lora-load-unload", &o);
+	o.n = 0;
+	addb(&o, 0x00);
+	http_post(&o, "/v1/load_lora_adapter",
+	          "{\"name\":\"chat\",\"path\":\"/lora/chat\",\"base_model_name\":\"stub-model\"}",
+	          NULL);
+	save("fuzz_stub_http", "lora-module-json", &o);
 }
 
 /* ---- The admin endpoint's guard: a policy byte, then a request ---- */

@@ -112,7 +112,9 @@ static void free_seen(struct seen *w)
 /* The keys the stub computes from what dbucket-bench sends. */
 static void stub_keys(size_t i, enum dbk_endpoint ep, struct dbk_api_request *ar)
 {
-	static const struct dbk_api_config cfg = { "m", 131072, true };
+	static const struct dbk_api_config cfg = { .model = "m",
+		                                   .max_model_len = 131072,
+		                                   .keys = true };
 	struct dbk_buf body = { 0 };
 	struct dbk_req_spec spec;
 	struct dbk_api_error e;
