@@ -57,12 +57,12 @@ int main(int argc, char **argv)
 	dbk_log_set_level((enum dbk_log_level)a.cfg.log_level);
 	signal(SIGPIPE, SIG_IGN);
 
+	/* The watchers come first: a stop sent while the listeners open (a
+	 * supervisor that gave up, a test's teardown) is then taken when the
+	 * loop runs, as any other, with the summary and the unix sockets
+	 * removed, instead of killing the process. No handler runs before
+	 * ev_run, so a SIGHUP then reloads a started agent. */
 	struct ev_loop *loop = EV_DEFAULT;
-	if (dbk_agent_start(&a, loop, err, sizeof(err)) < 0 ||
-	    dbk_agent_drop_privileges(&a, err, sizeof(err)) < 0) {
-		fprintf(stderr, "dbucket-spoa: %s\n", err);
-		goto out;
-	}
 	ev_signal_init(&sigterm, on_signal, SIGTERM);
 	ev_signal_start(loop, &sigterm);
 	ev_signal_init(&sigint, on_signal, SIGINT);
@@ -70,6 +70,11 @@ int main(int argc, char **argv)
 	ev_signal_init(&sighup, on_sighup, SIGHUP);
 	sighup.data = &a;
 	ev_signal_start(loop, &sighup);
+	if (dbk_agent_start(&a, loop, err, sizeof(err)) < 0 ||
+	    dbk_agent_drop_privileges(&a, err, sizeof(err)) < 0) {
+		fprintf(stderr, "dbucket-spoa: %s\n", err);
+		goto out;
+	}
 
 	dbk_log(DBK_LOG_INFO, "started",
 	        "version=%s servers=%u slots=%u mode=%s threshold=%lld max_request_tokens=%lld "
