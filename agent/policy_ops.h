@@ -102,6 +102,12 @@ struct dbk_policy_ops {
 	 * charge it and fill the lease's slot. */
 	void (*commit)(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,
 	               uint32_t slot[DBK_BAL_SLOT_WORDS]);
+	/* Another balancer sent r to server at now_ms and told us (books
+	 * shared between balancers; the simulator's --lb-share-ms): charge it
+	 * as commit would, recording where its prefix went when prefix, and
+	 * fill the slot release will get. May be NULL. */
+	void (*seen)(void *st, const struct dbk_policy_request *r, unsigned server, bool prefix,
+	             uint64_t now_ms, uint32_t slot[DBK_BAL_SLOT_WORDS]);
 	/* A lease (server, start_ms, slot as commit wrote it) ended; exactly
 	 * once per commit. May be NULL, as may every hook below. */
 	void (*release)(void *st, const struct dbk_bal_lease *l, uint64_t now_ms);

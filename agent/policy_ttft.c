@@ -97,6 +97,27 @@ void dbk_policy_ttft_commit(void *st, const struct dbk_policy_choice *c, uint64_
 	slot[2] = k.ctx_tokens;
 }
 
+/* Another balancer's request, charged as our own: the books it keeps
+ * are the fleet's, not this balancer's alone. Without prefix, a request
+ * with no identity: its load is charged, no prefix recorded. */
+void dbk_policy_ttft_seen(void *st, const struct dbk_policy_request *r, unsigned server,
+                          bool prefix, uint64_t now_ms, uint32_t slot[DBK_BAL_SLOT_WORDS])
+{
+	struct dbk_policy_ttft *t = st;
+	struct dbk_pred_ticket k;
+
+	dbk_policy_ttft_request(t, r);
+	if (!prefix) {
+		t->req.keys = NULL;
+		t->req.nkeys = 0;
+		t->req.session = 0;
+	}
+	dbk_pred_commit(t->pred, &t->req, server, now_ms, &k);
+	slot[0] = k.prompt_tokens;
+	slot[1] = k.kv_tokens;
+	slot[2] = k.ctx_tokens;
+}
+
 static struct dbk_pred_ticket ticket_of(const struct dbk_bal_lease *l)
 {
 	return (struct dbk_pred_ticket){

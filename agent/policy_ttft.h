@@ -32,6 +32,8 @@ int dbk_policy_ttft_chose(struct dbk_policy_ttft *t, const struct dbk_pred_choic
                           struct dbk_policy_choice *c);
 void dbk_policy_ttft_commit(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,
                             uint32_t slot[DBK_BAL_SLOT_WORDS]);
+void dbk_policy_ttft_seen(void *st, const struct dbk_policy_request *r, unsigned server,
+                          bool prefix, uint64_t now_ms, uint32_t slot[DBK_BAL_SLOT_WORDS]);
 void dbk_policy_ttft_release(void *st, const struct dbk_bal_lease *l, uint64_t now_ms);
 void dbk_policy_ttft_move(void *st, const struct dbk_bal_lease *before, unsigned server,
                           uint64_t now_ms);
@@ -48,10 +50,10 @@ extern const struct dbk_policy_report dbk_policy_ttft_report;
 	{                                                                                         \
 		.name = nm, .help = hlp, .create = dbk_policy_ttft_create,                        \
 		.destroy = dbk_policy_ttft_destroy, .choose = choose_fn,                          \
-		.commit = dbk_policy_ttft_commit, .release = dbk_policy_ttft_release,             \
-		.move = dbk_policy_ttft_move, .usable = dbk_policy_ttft_usable,                   \
-		.reset = dbk_policy_ttft_reset, .weight = dbk_policy_ttft_weight,                 \
-		.scraped = dbk_policy_ttft_scraped,                                               \
+		.commit = dbk_policy_ttft_commit, .seen = dbk_policy_ttft_seen,                   \
+		.release = dbk_policy_ttft_release, .move = dbk_policy_ttft_move,                 \
+		.usable = dbk_policy_ttft_usable, .reset = dbk_policy_ttft_reset,                 \
+		.weight = dbk_policy_ttft_weight, .scraped = dbk_policy_ttft_scraped,             \
 		.max_model_len = dbk_policy_ttft_max_model_len, .report = &dbk_policy_ttft_report \
 	}
 

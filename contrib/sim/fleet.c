@@ -69,6 +69,9 @@ int dbk_sim_fleet_build(struct dbk_sim_fleet *f, const struct dbk_sim_opts *o)
 	sc->overhead_s = o->overhead_ms / 1e3;
 	sc->lb_nodes = (unsigned)o->lb_nodes;
 	sc->lb_sticky = o->lb_sticky;
+	sc->lb_share = o->lb_share_ms >= 0;
+	sc->lb_share_books = o->lb_share_books;
+	sc->lb_share_s = sc->lb_share ? o->lb_share_ms / 1e3 : 0;
 	sc->stall_weight = o->stall_weight;
 	sc->threshold_tokens = o->threshold;
 	sc->max_request_tokens = o->max_request_tokens;

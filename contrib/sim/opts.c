@@ -28,7 +28,7 @@ struct extra {
 	bool demo, help, version;
 };
 
-#define NOPTS 50
+#define NOPTS 52
 /* The agent's default, as the help text quotes it. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -179,6 +179,16 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		  .help = "with --lb-nodes: a conversation's requests\n"
 		          "all reach one balancer (an L4 balancer\n"
 		          "hashing the client), the others at random" },
+		{ "lb-share-ms", 0, DBK_OPT_DOUBLE, &o->lb_share_ms, 0, 1e7, .metavar = "T",
+		  .help = "with --lb-nodes: every balancer is charged\n"
+		          "with the others' requests T ms after they\n"
+		          "are sent and ended T ms after they end\n"
+		          "(books shared with a delay, as a replicated\n"
+		          "table would; default not shared)" },
+		{ "lb-share-books", 0, DBK_OPT_FLAG, &o->lb_share_books,
+		  .help = "with --lb-share-ms: share the load only,\n"
+		          "not where each prompt went (the others'\n"
+		          "requests charged without their prefix)" },
 		{ "stall-weight", 0, DBK_OPT_DOUBLE, &o->stall_weight, 0, 1e6, .metavar = "W",
 		  .help = "ttft: first-token seconds worth one second\n"
 		          "of one decoding request stalled by a long\n"
@@ -382,6 +392,7 @@ static void defaults(struct dbk_sim_opts *o, struct extra *x)
 	o->policies = "all";
 	o->gpu = "h100";
 	o->stall_weight = -1;
+	o->lb_share_ms = -1;
 	o->warmup_factor = 2;
 	o->fail_instance = -1;
 	o->fail_share = 1;
@@ -435,6 +446,14 @@ int dbk_sim_opts_parse(int argc, char **argv, struct dbk_sim_opts *o, int *statu
 	}
 	if (o->slo_capacity && o->slo_ttft_ms == 0 && o->slo_tpot_ms == 0 && o->slo_e2e_ms == 0) {
 		fprintf(stderr, "dbucket-sim: --slo-capacity needs an objective\n");
+		return 1;
+	}
+	if (o->lb_share_books && o->lb_share_ms < 0) {
+		fprintf(stderr, "dbucket-sim: --lb-share-books needs --lb-share-ms\n");
+		return 1;
+	}
+	if (o->lb_share_ms >= 0 && o->lb_nodes < 2) {
+		fprintf(stderr, "dbucket-sim: --lb-share-ms needs --lb-nodes 2 or more\n");
 		return 1;
 	}
 	if (o->lb_sticky && o->lb_nodes < 2) {

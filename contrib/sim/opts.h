@@ -27,6 +27,8 @@ struct dbk_sim_opts {
 	double overhead_ms;
 	int lb_nodes; /* 0: 1 */
 	bool lb_sticky;
+	double lb_share_ms; /* < 0: the books are not shared */
+	bool lb_share_books;
 	double stall_weight; /* < 0: the predictor's default */
 	bool no_prefix_caching;
 	double slo_ttft_ms, slo_tpot_ms, slo_e2e_ms;

@@ -12,7 +12,11 @@
  * of the policy (books, prefix index), each receiving a random 1/K of
  * the arrivals (fixed seed), or with lb_sticky each conversation's
  * requests to one of them, all reading the same scraped numbers: the
- * servers' /metrics are the only state they share. The agent's balancer
+ * servers' /metrics are the only state they share; with lb_share each
+ * is also charged with the others' requests lb_share_s after they were
+ * sent, and released as long after they end (books shared with a delay,
+ * as a table every HAProxy node replicates would share them: what that
+ * would buy, BENCHMARKS.md). The agent's balancer
  * is left out: with no lease limit it takes each lease where the policy
  * chose (the policy is told which servers are usable, as the agent tells
  * it), and the slot the policy fills is kept here. */
@@ -52,6 +56,23 @@ struct ag {
 	bool learnt;
 	bool *member;           /* by instance: usable as far as the fleet goes */
 	struct dbk_outlier *ej; /* by node: its outlier ejection */
+	/* --lb-share-ms: the books shared with a delay. Each node's copy of
+	 * every request another node sent (by id * k + node), and the news
+	 * not yet delivered, in the order they are due. */
+	bool share, share_prefix;
+	uint64_t share_ms;
+	struct ag_copy {
+		struct dbk_bal_lease lease;
+		bool on;
+	} * copy;
+	size_t copy_cap;
+	struct ag_news {
+		uint64_t due_ms;
+		uint32_t id;
+		uint8_t node; /* the node that sent it */
+		bool end;     /* it ended (else: it was sent) */
+	} * news;
+	size_t news_cap, news_head, news_n;
 };
 
 /* A node's back-off ended: the instance takes its traffic again. */
@@ -74,6 +95,8 @@ static void ag_fini(void *st)
 	free(p->node);
 	free(p->reqs);
 	free(p->kv_cap);
+	free(p->copy);
+	free(p->news);
 	dbk_buf_free(&p->body);
 }
 
@@ -85,6 +108,9 @@ static int ag_init(void *st, const struct dbk_sim_policy_env *env)
 	p->n = env->cfg->ninstances;
 	p->k = env->cfg->lb_nodes ? env->cfg->lb_nodes : 1;
 	p->sticky = env->cfg->lb_sticky;
+	p->share = env->cfg->lb_share && p->k > 1 && p->ops->seen;
+	p->share_ms = (uint64_t)(env->cfg->lb_share_s * 1000.0 + 0.5);
+	p->share_prefix = !env->cfg->lb_share_books;
 	if (p->k > 255) {
 		dbk_errf(env->err, env->errlen, "at most 255 load-balancer nodes");
 		return -1;
@@ -180,6 +206,62 @@ static void ag_request(struct ag *p, const struct dbk_sim *s, const struct dbk_s
 
 static uint64_t ag_ms(const struct dbk_sim *s) { return (uint64_t)(dbk_sim_now(s) * 1000.0 + 0.5); }
 
+/* News of a request node `from` sent or ended, due share_ms later. */
+static int ag_tell_others(struct ag *p, uint32_t id, unsigned from, bool end, uint64_t now)
+{
+	if (p->news_head > 0 && p->news_head >= p->news_n / 2) {
+		memmove(p->news, p->news + p->news_head,
+		        (p->news_n - p->news_head) * sizeof(*p->news));
+		p->news_n -= p->news_head;
+		p->news_head = 0;
+	}
+	struct ag_news *q = dbk_array_room(p->news, &p->news_cap, p->news_n, sizeof(*q), 256);
+	if (!q)
+		return -1;
+	p->news = q;
+	q[p->news_n++] = (struct ag_news){ now + p->share_ms, id, (uint8_t)from, end };
+	if (end)
+		return 0;
+	struct ag_copy *c = dbk_array_room(p->copy, &p->copy_cap, ((size_t)id + 1) * p->k,
+	                                   sizeof(*c), 1024);
+	if (!c)
+		return -1;
+	p->copy = c;
+	memset(&c[(size_t)id * p->k], 0, p->k * sizeof(*c));
+	return 0;
+}
+
+/* Every node but the sender learns of what is due by now: a request
+ * charged where it was sent, or its end, at the time it was due (no
+ * node has decided since: every decision and scrape delivers first). */
+static void ag_deliver(struct ag *p, const struct dbk_sim *s, uint64_t now)
+{
+	while (p->news_head < p->news_n && p->news[p->news_head].due_ms <= now) {
+		const struct ag_news *e = &p->news[p->news_head++];
+		struct ag_copy *c = &p->copy[(size_t)e->id * p->k];
+		struct dbk_bal_request est;
+		struct dbk_policy_request q;
+		unsigned server = p->reqs[e->id].lease.server;
+
+		if (!e->end)
+			ag_request(p, s, dbk_sim_req(s, e->id), &est, &q);
+		for (unsigned j = 0; j < p->k; j++) {
+			if (j == e->node)
+				continue;
+			if (e->end && c[j].on && p->ops->release) {
+				p->ops->release(p->node[j], &c[j].lease, e->due_ms);
+				c[j].on = false;
+			} else if (!e->end) {
+				c[j].lease.server = server;
+				c[j].lease.start_ms = e->due_ms;
+				p->ops->seen(p->node[j], &q, server, p->share_prefix, e->due_ms,
+				             c[j].lease.slot);
+				c[j].on = true;
+			}
+		}
+	}
+}
+
 static void ag_returned(void *arg, unsigned server)
 {
 	const struct ag_node *an = arg;
@@ -199,6 +281,8 @@ static int ag_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	if (ag_grow(p, r->id) != 0)
 		return DBK_SIM_POLICY_ERROR;
 	ag_learn(p, s);
+	if (p->share)
+		ag_deliver(p, s, ag_ms(s));
 	uint64_t who = p->sticky && r->has_session ? r->session * DBK_HASH_GOLDEN : r->id;
 	unsigned j = p->k > 1 ? (unsigned)(dbk_hash_fmix_light(AG_SEED ^ who) % p->k) : 0;
 	ag_request(p, s, r, &est, &q);
@@ -219,6 +303,8 @@ static int ag_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	a->lease.start_ms = now;
 	a->node = (uint8_t)j;
 	p->ops->commit(p->node[j], &ch, now, a->lease.slot);
+	if (p->share && ag_tell_others(p, r->id, j, false, now) != 0)
+		return DBK_SIM_POLICY_ERROR;
 	return ch.server;
 }
 
@@ -233,6 +319,10 @@ static void ag_release(void *st, const struct dbk_sim *s, const struct dbk_sim_r
 
 	if (p->ops->release)
 		p->ops->release(p->node[j], &p->reqs[r->id].lease, ag_ms(s));
+	/* Out of memory: the others keep it in their books (no way to fail
+	 * a release). */
+	if (p->share)
+		(void)ag_tell_others(p, r->id, j, true, ag_ms(s));
 	if (dbk_sim_eject_observe(&p->ej[j], s, r, inst) && p->ops->usable)
 		p->ops->usable(p->node[j], inst, false);
 }
@@ -244,6 +334,8 @@ static void ag_tick(void *st, const struct dbk_sim *s)
 	uint64_t now = ag_ms(s);
 
 	ag_learn(p, s);
+	if (p->share)
+		ag_deliver(p, s, now);
 	if (!p->ops->scraped)
 		return;
 	for (unsigned i = 0; i < p->n; i++) {

@@ -70,6 +70,14 @@ struct dbk_sim_config {
 	/* A conversation's requests all reach one balancer (by its session),
 	 * as behind an L4 balancer that hashes the client. */
 	bool lb_sticky;
+	/* Each balancer is charged with the others' requests this long after
+	 * they are sent, and released as long after they end (books shared
+	 * through a replicated table) when lb_share. */
+	bool lb_share;
+	double lb_share_s;
+	/* Shared: the load only, not where each prompt went (a per-server
+	 * table cannot carry the prefix index). */
+	bool lb_share_books;
 	/* The ttft policy's stall weight; < 0: the predictor's default. */
 	double stall_weight;
 	/* ---- A fleet that changes (all off by default: every instance
