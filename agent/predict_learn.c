@@ -32,6 +32,7 @@ void dbk_plearn_add(struct dbk_plearn *l, double x1, double x2, double y, double
 	l->vv = l->vv * keep + w * v * v;
 	l->uz = l->uz * keep + w * u * z;
 	l->vz = l->vz * keep + w * v * z;
+	l->zz = l->zz * keep + w * z * z;
 	l->n = l->n * keep + w;
 }
 
@@ -52,6 +53,21 @@ void dbk_plearn_solve(const struct dbk_plearn *l, double a0, double b0, double *
 		*a = x;
 		*b = y;
 	}
+}
+
+void dbk_plearn_errors(const struct dbk_plearn *l, double a, double b, double *se_a, double *se_b)
+{
+	double k = PRED_LEARN_PRIOR;
+	double m11 = l->uu + k, m12 = l->uv, m22 = l->vv + k, det = m11 * m22 - m12 * m12;
+	double rss = l->zz - 2 * (a * l->uz + b * l->vz) + a * a * l->uu + 2 * a * b * l->uv +
+	             b * b * l->vv;
+
+	*se_a = *se_b = INFINITY;
+	if (!(l->n >= 3) || !(det > 0))
+		return;
+	double var = fmax(0, rss) / (l->n - 2);
+	*se_a = sqrt(var * m22 / det);
+	*se_b = sqrt(var * m11 / det);
 }
 
 int dbk_plearn_book_init(struct dbk_plearn_book *b, unsigned nservers)

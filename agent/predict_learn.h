@@ -32,7 +32,7 @@
 
 /* The normal equations of one server's fit, faded. */
 struct dbk_plearn {
-	double uu, uv, vv, uz, vz, n;
+	double uu, uv, vv, uz, vz, zz, n;
 };
 
 /* Adds one observation: predicted first token x1 and decode x2 (seconds
@@ -44,6 +44,10 @@ void dbk_plearn_add(struct dbk_plearn *l, double x1, double x2, double y, double
 /* The fit (a, b), pulled towards (a0, b0); (a0, b0) without
  * observations. */
 void dbk_plearn_solve(const struct dbk_plearn *l, double a0, double b0, double *a, double *b);
+/* The standard errors of a fit (a, b) of l: how far from the truth it
+ * may be by the scatter of its rows alone (infinite with fewer than
+ * three). */
+void dbk_plearn_errors(const struct dbk_plearn *l, double a, double b, double *se_a, double *se_b);
 
 /* What the books predicted for each request in flight, from its commit
  * to its end: the lease's slot has no room for it, so it is kept here,

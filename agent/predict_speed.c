@@ -16,11 +16,13 @@
  * of each (dbk_pred_learn_speed), a factor within which a server counts
  * as the fleet's own speed (an equal fleet's samples differ by their mix
  * of requests: at 64 servers on Azure's slice, acting on that noise
- * doubled the TPOT p99), how far from the fleet's a server's may be
+ * doubled the TPOT p99), and the standard errors of its fit within
+ * which it does too, how far from the fleet's a server's may be
  * (either way), and the observations, in requests, from which a server
- * counts in the fleet's mean. */
+ * counts in the fleet's median and has a speed of its own. */
 #define PRED_SPEED_MIN_N 64.0
 #define PRED_SPEED_BAND 1.2
+#define PRED_SPEED_SE 2.0
 #define PRED_SPEED_MAX 8.0
 #define PRED_SPEED_SEEN 8.0
 
@@ -124,11 +126,11 @@ static double prior_of(const struct pred_srv *x, double wmean)
 	return x->weight > 0 ? exp(wmean - log(x->weight)) : 1;
 }
 
-static double banded(double ratio)
+static double banded(double ratio, double band)
 {
 	double d = log(ratio);
 
-	if (!isfinite(d) || fabs(d) < log(PRED_SPEED_BAND))
+	if (!isfinite(d) || fabs(d) < log(band))
 		d = 0;
 	return exp(fmax(-log(PRED_SPEED_MAX), fmin(log(PRED_SPEED_MAX), d)));
 }
@@ -156,8 +158,11 @@ static double median(double *v, unsigned n)
  * (with a mean and the band, three H100s and an A100 3x slower were
  * priced 1 and 2.3). Then each server's fit, pulled towards the fleet's
  * times its prior; each factor as the server's fit over the fleet's,
- * the fleet's own within PRED_SPEED_BAND of it. The prior alone sets a
- * server that has taught nothing yet. The choice's scratch holds the
+ * the fleet's own within PRED_SPEED_BAND of it or within PRED_SPEED_SE
+ * standard errors of the server's fit (per-request rows scatter: a
+ * server's mix of prefix hits and batches moves its fit more than the
+ * band early on). The prior alone sets a server that has taught fewer
+ * than PRED_SPEED_SEEN requests' worth. The choice's scratch holds the
  * logs: this never runs within a choice. */
 void dbk_pred_update_slow(struct dbk_pred *p)
 {
@@ -191,9 +196,16 @@ void dbk_pred_update_slow(struct dbk_pred *p)
 	p->fleet_b = fb;
 	for (unsigned i = 0; i < p->c.nservers; i++) {
 		struct pred_srv *x = &p->s[i];
-		double q = prior_of(x, wmean), a, b;
+		double q = prior_of(x, wmean), a, b, ea, eb;
+		if (x->lr.n < PRED_SPEED_SEEN) {
+			x->slow = x->slow_dec = banded(q, PRED_SPEED_BAND);
+			continue;
+		}
 		dbk_plearn_solve(&x->lr, fa * q, fb * q, &a, &b);
-		x->slow = banded(fmax(a, 1e-3) / fa);
-		x->slow_dec = banded(fmax(b, 1e-3) / fb);
+		dbk_plearn_errors(&x->lr, a, b, &ea, &eb);
+		a = fmax(a, 1e-3);
+		b = fmax(b, 1e-3);
+		x->slow = banded(a / fa, fmax(PRED_SPEED_BAND, exp(PRED_SPEED_SE * ea / a)));
+		x->slow_dec = banded(b / fb, fmax(PRED_SPEED_BAND, exp(PRED_SPEED_SE * eb / b)));
 	}
 }

@@ -27,6 +27,24 @@ static void test_fit_recovers_both_speeds(void)
 	dbk_plearn_solve(&l, 1, 1, &a, &b);
 	CHECK_NEAR(a, 2, 0.1);
 	CHECK_NEAR(b, 1.5, 0.075);
+	/* Exact rows: no scatter, errors near 0; the same with noise
+	 * (every other duration 40% off), clearly not. */
+	double ea, eb;
+	dbk_plearn_errors(&l, a, b, &ea, &eb);
+	CHECK(ea < 0.05 && eb < 0.05);
+	struct dbk_plearn noisy = { 0 };
+	for (unsigned k = 0; k < 100; k++) {
+		double x1 = 0.05 + 0.1 * (k % 7), x2 = 0.02 + 0.3 * (k % 5);
+		dbk_plearn_add(&noisy, x1, x2, (2 * x1 + 1.5 * x2) * (k % 2 ? 1.4 : 0.6), 1);
+	}
+	double na, nb, nea, neb;
+	dbk_plearn_solve(&noisy, 1, 1, &na, &nb);
+	dbk_plearn_errors(&noisy, na, nb, &nea, &neb);
+	CHECK(nea > 4 * ea && neb > 4 * eb && nea < 1 && neb < 1);
+	struct dbk_plearn two = { 0 };
+	dbk_plearn_add(&two, 0.1, 0.1, 0.2, 1);
+	dbk_plearn_errors(&two, 1, 1, &ea, &eb);
+	CHECK(isinf(ea) && isinf(eb)); /* too few rows to say */
 	/* Rows that are not observations are ignored. */
 	struct dbk_plearn before = l;
 	dbk_plearn_add(&l, 0, 0, 1, 1);
@@ -145,7 +163,9 @@ static void test_a_2x_slower_server_learnt_within_100(void)
 	CHECK_NEAR(dec / dec0, 2, 0.4);
 	CHECK_NEAR(pre0, 1, 0); /* the others, the fleet's median */
 	/* And the choice follows: idle, the request goes elsewhere. */
-	struct dbk_pred_request r = { .prompt_tokens = 2000, .max_tokens = 100, .ignore_eos = true };
+	struct dbk_pred_request r = { .prompt_tokens = 2000,
+		                      .max_tokens = 100,
+		                      .ignore_eos = true };
 	struct dbk_pred_choice c;
 	dbk_pred_set_state(p, 0, DBK_PRED_DOWN);
 	dbk_pred_set_state(p, 1, DBK_PRED_DOWN);
