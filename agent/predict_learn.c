@@ -110,7 +110,8 @@ void dbk_plearn_book_put(struct dbk_plearn_book *b, uint64_t key, uint32_t serve
 	struct dbk_plearn_entry *e = bucket(b, key);
 	unsigned at = 0;
 
-	/* A free way, else the first, which is the oldest: put shifts. */
+	/* A free way, else the first: the oldest, since a put shifts the
+	 * ways down (a take may free one between). */
 	for (unsigned i = 0; i < DBK_PLEARN_WAYS; i++)
 		if (!e[i].key) {
 			at = i;
