@@ -185,7 +185,10 @@ static const struct dbk_policy_row rows[] = {
 	{ "max_model_len", NULL, NULL, DBK_POLICY_INT },
 	{ "hit_ratio", NULL, NULL, DBK_POLICY_SHORT },
 	{ "slowness", "dbucket_ttft_slowness",
-	  "How much slower than the fleet the server serves first tokens (1: as the fleet).",
+	  "How much slower than the fleet the server prefills (1: as the fleet).",
+	  DBK_POLICY_SHORT },
+	{ "decode_slowness", "dbucket_ttft_decode_slowness",
+	  "How much slower than the fleet the server decodes (1: as the fleet).",
 	  DBK_POLICY_SHORT },
 };
 
@@ -194,9 +197,9 @@ static void view(const void *st, unsigned server, uint64_t now_ms, double *v)
 	struct dbk_pred_view w;
 
 	dbk_pred_view(((const struct dbk_policy_ttft *)st)->pred, server, now_ms, &w);
-	const double x[] = { w.inflight,    w.prefilling, w.queue_s, w.kv_committed,
-		             w.kv_capacity, w.others,     w.scraped, w.max_model_len,
-		             w.hit_ratio,   w.slowness };
+	const double x[] = { w.inflight,    w.prefilling, w.queue_s,        w.kv_committed,
+		             w.kv_capacity, w.others,     w.scraped,        w.max_model_len,
+		             w.hit_ratio,   w.slowness,   w.decode_slowness };
 	_Static_assert(sizeof(x) / sizeof(x[0]) == sizeof(rows) / sizeof(rows[0]),
 	               "one value per row");
 	memcpy(v, x, sizeof(x));

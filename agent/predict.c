@@ -24,13 +24,15 @@ struct dbk_pred *dbk_pred_new(const struct dbk_pred_config *c)
 		p->x->ev = calloc(c->nservers, sizeof(*p->x->ev));
 		p->x->sorted = calloc(c->nservers, sizeof(*p->x->sorted));
 	}
-	if (!p->s || !p->idx || !p->x || !p->x->ev || !p->x->sorted) {
+	if (!p->s || !p->idx || !p->x || !p->x->ev || !p->x->sorted ||
+	    dbk_plearn_book_init(&p->book, c->nservers) != 0) {
 		dbk_pred_free(p);
 		return NULL;
 	}
 	p->mean_work_s = 0.025;
+	p->fleet_a = p->fleet_b = 1;
 	for (unsigned i = 0; i < c->nservers; i++) {
-		p->s[i].slow = 1;
+		p->s[i].slow = p->s[i].slow_dec = 1;
 		p->s[i].ttft_n_then = -1;
 	}
 	return p;
@@ -41,6 +43,7 @@ void dbk_pred_free(struct dbk_pred *p)
 	if (!p)
 		return;
 	dbk_pidx_free(p->idx);
+	dbk_plearn_book_free(&p->book);
 	if (p->x) {
 		free(p->x->ev);
 		free(p->x->sorted);
@@ -131,8 +134,7 @@ void dbk_pred_reset(struct dbk_pred *p, unsigned server)
 	s->obs_sum = s->obs_n = s->pred_sum = s->pred_n = 0;
 	s->ttft_sum_then = 0;
 	s->ttft_n_then = -1;
-	s->log_slow = 0;
-	s->learnt = false;
+	memset(&s->lr, 0, sizeof(s->lr));
 	s->weight = 0;
 	dbk_pred_update_slow(p);
 }
@@ -171,6 +173,23 @@ static uint32_t u32_of(double v)
 	return v <= 0 || !isfinite(v) ? 0 : v >= 4294967295.0 ? UINT32_MAX : (uint32_t)v;
 }
 
+/* Its decode on s at the fleet's speed: its output's steps (vLLM's
+ * decode is output - 1 steps after the first token) of the batch it
+ * joins now, books and others, itself in. */
+static double pred_decode_fleet_s(const struct dbk_pred *p, const struct pred_srv *s, double prompt,
+                                  double out, uint64_t now_ms)
+{
+	struct pred_others o;
+
+	if (out <= 1)
+		return 0;
+	pred_others(p, s, now_ms, &o);
+	double mctx = s->inflight ? s->ctx_tokens / s->inflight : prompt + out / 2;
+	double batch = (double)s->inflight + o.requests + 1;
+	return (out - 1) * pred_decode_step_s(&p->c, batch,
+	                                      s->ctx_tokens + o.requests * mctx + prompt + out / 2);
+}
+
 static void pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
                         double hit, uint64_t now_ms, struct dbk_pred_ticket *t)
 {
@@ -190,9 +209,12 @@ static void pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, un
 	double start = fmax(now, s->last_end_s);
 	pred_push(s, now, start + own);
 	s->last_end_s = start + own;
-	/* Its first token at the fleet's speed, for dbk_pred_learn_speed. */
-	s->pred_sum += (start + own - now) / s->slow;
+	/* Its first token at the fleet's speed, for dbk_pred_learn_speed,
+	 * and its decode there, for dbk_pred_learn_request. */
+	double x1 = (start + own - now) / s->slow;
+	s->pred_sum += x1;
 	s->pred_n++;
+	double x2 = pred_decode_fleet_s(p, s, prompt, out, now_ms);
 	p->mean_work_s += (pred_prefill_s(&p->c, fresh, hit, 0, 0) - p->mean_work_s) / 64;
 
 	t->server = server;
@@ -200,6 +222,9 @@ static void pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, un
 	t->kv_tokens = u32_of(prompt - hit + out);
 	t->ctx_tokens = u32_of(prompt + out / 2);
 	t->sent_ms = now_ms;
+	dbk_plearn_book_put(&p->book,
+	                    dbk_plearn_key(now_ms, t->prompt_tokens, t->kv_tokens, t->ctx_tokens),
+	                    server, x1, x2);
 	pred_charge(s, t, +1);
 
 	s->sent_units += u32_of((fresh + out) / DBK_PKEY_BLOCK_TOKENS);
@@ -234,9 +259,17 @@ void dbk_pred_commit_chosen(struct dbk_pred *p, const struct dbk_pred_request *r
 
 void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms)
 {
-	(void)now_ms;
+	double x1, x2;
+
 	if (t->server >= p->c.nservers)
 		return;
+	/* What its whole time says of the server's speed (predict_learn.h). */
+	if (dbk_plearn_book_take(&p->book,
+	                         dbk_plearn_key(t->sent_ms, t->prompt_tokens, t->kv_tokens,
+	                                        t->ctx_tokens),
+	                         t->server, &x1, &x2) &&
+	    now_ms > t->sent_ms)
+		dbk_pred_learn_request(p, &p->s[t->server], x1, x2, sec(now_ms - t->sent_ms));
 	pred_charge(&p->s[t->server], t, -1);
 	if (p->s[t->server].inflight == 0)
 		p->s[t->server].last_end_s = 0;
@@ -278,4 +311,5 @@ void dbk_pred_view(const struct dbk_pred *p, unsigned server, uint64_t now_ms,
 	                       ? s->sc.prefix_hits / s->sc.prefix_queries
 	                       : -1;
 	v->slowness = s->slow;
+	v->decode_slowness = s->slow_dec;
 }

@@ -14,10 +14,13 @@
  *     so scraped counts act as a floor, plus what the agent sent since;
  *   - which prompt prefixes it was sent (agent/prefix_index.h), aged by
  *     the tokens sent to it since, against its KV capacity (LRU);
- *   - how much slower than the others it is: the first tokens it
- *     served (the scraped TTFT histogram's sum and count) against those
- *     predicted for the requests sent there, as a ratio to the fleet's
- *     (a fleet of mixed GPUs; 1 everywhere until both are known).
+ *   - how much slower than the others it prefills and decodes
+ *     (predict_learn.h): each request's whole duration, commit to
+ *     release, against the first token and decode predicted for it, and
+ *     the first tokens it served (the scraped TTFT histogram's sum and
+ *     count) against those predicted, as ratios to the fleet's median
+ *     (a fleet of mixed GPUs; the operator's weight as the prior, 1
+ *     without).
  *
  * A request's predicted TTFT on a server is the queued prefill ahead of
  * it, plus its own prefill minus its expected prefix-cache hit there,
@@ -36,10 +39,9 @@
  * "Choosing for TTFT and TPOT": stretching the step by the share of
  * the server's time the prefills sent there lately take cost up to 27
  * points of capacity on mixed fleets of 64 and gained 3 on one of 4).
- * The decode step is priced at the fleet's speed: the slowness learnt
- * from first tokens is a prefill's (compute), and a decode step's
- * (memory) differs by less between GPUs (an A100's prefill is 3x an
- * H100's, its decode step 1.7x).
+ * The decode step is priced at the server's learnt decode speed, apart
+ * from its prefill's (an A100's prefill is 3x an H100's, its decode
+ * step 1.7x).
  *
  * The choice keeps the most requests within both objectives (ttft_slo_s,
  * tpot_slo_s: vLLM's benchmark defaults, 2 s and 100 ms): servers where
@@ -204,6 +206,7 @@ struct dbk_pred_view {
 	uint64_t scrape_failures; /* failed scrapes, in all */
 	double hit_ratio;         /* scraped prefix hits / queries (-1 unknown) */
 	double slowness;          /* its prefill times are priced x this (1: as the fleet) */
+	double decode_slowness;   /* its decode steps are priced x this */
 };
 
 struct dbk_pred;
@@ -253,7 +256,8 @@ void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsig
 void dbk_pred_commit_chosen(struct dbk_pred *p, const struct dbk_pred_request *r,
                             const struct dbk_pred_choice *c, uint64_t now_ms,
                             struct dbk_pred_ticket *t);
-/* The request of t ended (exactly once). */
+/* The request of t ended (exactly once): its duration, now_ms less its
+ * commit's, teaches the server's speed (predict_learn.h). */
 void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms);
 /* HAProxy sent the request of t to server instead: moves its charge; t
  * is updated. */

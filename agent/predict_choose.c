@@ -55,8 +55,7 @@ uint64_t dbk_pred_tie(uint64_t key, unsigned server)
  * context), itself in. And the TPOT it adds to theirs: each of their
  * steps longer by the difference while both decode, which is its whole
  * output or, on average, the half of theirs still to come, over their
- * whole output. At the fleet's speed (predict.h: a decode step's
- * slowness is not learnt). Other requests' prefill chunks sharing the
+ * whole output. At the server's learnt decode speed (predict.h). Other requests' prefill chunks sharing the
  * steps are left out: they stretch every server's steps alike but for
  * the choices to come, which this one does not decide. */
 static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
@@ -69,8 +68,8 @@ static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
 	double batch = (double)s->inflight + o->requests;
 	double mctx = s->inflight ? s->ctx_tokens / s->inflight : prompt + out / 2;
 	double mout = s->inflight ? 2 * (s->ctx_tokens - s->prompt_tokens) / s->inflight : out;
-	double before = pred_decode_step_s(&p->c, batch, batch * mctx);
-	double after = pred_decode_step_s(&p->c, batch + 1, batch * mctx + prompt + out / 2);
+	double before = pred_srv_decode_step_s(p, s, batch, batch * mctx);
+	double after = pred_srv_decode_step_s(p, s, batch + 1, batch * mctx + prompt + out / 2);
 
 	e->tpot_s = after;
 	e->harm_s = batch * (after - before) * fmin(0.5, out / fmax(1, mout));

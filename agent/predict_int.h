@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "predict.h"
+#include "predict_learn.h"
 #include "prefix_index.h"
 
 /* Pending prefills remembered per server; beyond, the newest absorbs. */
@@ -51,15 +52,15 @@ struct pred_srv {
 	/* Predicted end of the prefill other balancers are expected to have
 	 * sent it since that scrape (dbk_pred_expect_others). */
 	double unseen_end_s;
-	/* Slowness: the sample being gathered (TTFTs the scrapes showed,
-	 * TTFTs predicted for ours, at the fleet's speed), the scraped
-	 * totals it started from, the learnt log-ratio (valid when learnt)
-	 * and the factor in use. */
+	/* Speed (predict_speed.c): the scraped first-token sample being
+	 * gathered (first tokens the scrapes showed, those predicted for
+	 * ours at the fleet's speed) and the scraped totals it started from;
+	 * the fit of every request's and sample's time (predict_learn.h);
+	 * the factors in use on prefills and on decode steps. */
 	double obs_sum, obs_n, pred_sum, pred_n;
 	double ttft_sum_then, ttft_n_then;
-	double log_slow;
-	bool learnt;
-	double slow;
+	struct dbk_plearn lr;
+	double slow, slow_dec;
 	double weight; /* HAProxy's effective weight; 0: not known */
 };
 
@@ -78,8 +79,10 @@ struct dbk_pred {
 	struct dbk_pred_config c;
 	struct pred_srv *s;
 	struct dbk_pidx *idx;
-	double mean_work_s; /* EWMA of a request's prefill on an idle server */
-	unsigned next;      /* varies the ties of requests without identity */
+	double mean_work_s;          /* EWMA of a request's prefill on an idle server */
+	struct dbk_plearn_book book; /* what was predicted of each request in flight */
+	double fleet_a, fleet_b;     /* the fleet's fit (dbk_pred_update_slow) */
+	unsigned next;               /* varies the ties of requests without identity */
 	/* Other balancers (dbk_pred_unseen_share > 0): what our requests teach
 	 * of theirs. */
 	double rate; /* our requests in the last second or so (decays by e each s) */
@@ -168,10 +171,14 @@ static inline bool pred_holds(const struct pred_srv *s, double need)
 	return s->max_model_len == 0 || need <= (double)s->max_model_len;
 }
 
-/* predict_speed.c: each server's speed learnt from its scrapes. */
+/* predict_speed.c: each server's speed learnt from its scrapes and its
+ * requests. */
 void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct dbk_pred_scrape *sc);
-/* Sets every server's slow from what is learnt, and from weights where
- * nothing is. */
+/* A request of s ended y seconds after it was sent, predicted x1 (first
+ * token) and x2 (decode) at the fleet's speed. */
+void dbk_pred_learn_request(struct dbk_pred *p, struct pred_srv *s, double x1, double x2, double y);
+/* Sets every server's slow and slow_dec from what is learnt, and from
+ * weights where nothing is. */
 void dbk_pred_update_slow(struct dbk_pred *p);
 
 /* The engine's step-time shape (ENGINE-MODEL.md), and what the scrape
@@ -215,6 +222,13 @@ static inline double pred_srv_prefill_s(const struct dbk_pred *p, const struct p
                                         double fresh, double hit, double decoders, double ctx)
 {
 	return s->slow * pred_prefill_s(&p->c, fresh, hit, decoders, ctx);
+}
+
+/* A decode step on server s, at its learnt decode speed. */
+static inline double pred_srv_decode_step_s(const struct dbk_pred *p, const struct pred_srv *s,
+                                            double batch, double ctx_sum)
+{
+	return s->slow_dec * pred_decode_step_s(&p->c, batch, ctx_sum);
 }
 
 /* What the scrape shows beyond the books at now_ms: other agents' requests. */

@@ -1,6 +1,6 @@
 /* The predictor's engine (predict_int.h): its default step-time shape
  * and checks, and how much slower or faster than the fleet each server
- * is, learnt from its scrapes. */
+ * is, learnt from its requests and its scrapes. */
 #include "predict_int.h"
 
 #include <math.h>
@@ -12,16 +12,19 @@
 #include "lib/log.h"
 #include "lib/bounds.h"
 
-/* Slowness (dbk_pred_learn_speed): first tokens observed and predicted a
- * sample needs of each, the weight of a new sample, a factor within which
- * a server counts as the fleet's own speed (an equal fleet's samples
- * differ by their mix of requests: at 64 servers on Azure's slice,
- * acting on that noise doubled the TPOT p99), and how far from the
- * fleet's a server's may be (either way). */
+/* Slowness: first tokens observed and predicted a scraped sample needs
+ * of each (dbk_pred_learn_speed), a factor within which a server counts
+ * as the fleet's own speed (an equal fleet's samples differ by their mix
+ * of requests: at 64 servers on Azure's slice, acting on that noise
+ * doubled the TPOT p99), and the standard errors of its fit within
+ * which it does too, how far from the fleet's a server's may be
+ * (either way), and the observations, in requests, from which a server
+ * counts in the fleet's median and has a speed of its own. */
 #define PRED_SPEED_MIN_N 64.0
-#define PRED_SPEED_ALPHA 0.1
 #define PRED_SPEED_BAND 1.2
+#define PRED_SPEED_SE 2.0
 #define PRED_SPEED_MAX 8.0
+#define PRED_SPEED_SEEN 8.0
 
 void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
 {
@@ -72,14 +75,16 @@ int dbk_pred_config_check(const struct dbk_pred_config *c, char *err, size_t err
 }
 
 /* A server's slowness against the fleet's: on a fleet of mixed GPUs one
- * step-time shape fits none. The scraped TTFT histogram's sum and count
- * give the mean first token the server served since the last sample;
- * the books give the mean predicted for the requests sent there at the
- * fleet's speed. Their ratio, smoothed in log space, is the server's
- * slowness; what every server shares (a model off for all, other
- * balancers' queues) cancels in the ratio to the fleet's geometric mean,
- * so an equal fleet stays near 1 and a wrong --engine-speed changes
- * nothing. A server that does not export the histogram keeps 1. */
+ * step-time shape fits none. Two signals feed one fit per server
+ * (predict_learn.h): every request's whole duration, against the first
+ * token and the decode the books predicted for it at the fleet's speed
+ * (dbk_pred_learn_request), and, where the server exports vLLM's
+ * first-token histogram, the mean first token it served over a sample
+ * of PRED_SPEED_MIN_N against the mean predicted for ours, a row of the
+ * prefill alone counted as its sample's size (dbk_pred_learn_speed).
+ * What every server shares (a model off for all, other balancers'
+ * queues) cancels in the ratio to the fleet's geometric mean, so an
+ * equal fleet stays near 1 and a wrong --engine-speed changes nothing. */
 void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct dbk_pred_scrape *sc)
 {
 	if (!(sc->ttft_count >= 0 && sc->ttft_sum_s >= 0 && isfinite(sc->ttft_count) &&
@@ -101,45 +106,106 @@ void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct d
 	if (s->obs_n < PRED_SPEED_MIN_N || s->pred_n < PRED_SPEED_MIN_N || !(s->pred_sum > 0) ||
 	    !(s->obs_sum > 0))
 		return;
-	double v = log((s->obs_sum / s->obs_n) / (s->pred_sum / s->pred_n));
-	v = fmax(-log(PRED_SPEED_MAX * PRED_SPEED_MAX),
-	         fmin(log(PRED_SPEED_MAX * PRED_SPEED_MAX), v));
-	s->log_slow = s->learnt ? s->log_slow + PRED_SPEED_ALPHA * (v - s->log_slow) : v;
-	s->learnt = true;
+	dbk_plearn_add(&s->lr, s->pred_sum / s->pred_n, 0, s->obs_sum / s->obs_n,
+	               fmin(s->obs_n, s->pred_n));
 	s->obs_sum = s->obs_n = s->pred_sum = s->pred_n = 0;
 	dbk_pred_update_slow(p);
 }
 
-/* Every server's factor: a learnt one's against the fleet's learnt mean;
- * one not learnt yet takes its operator weight as the prior (a weight
- * w against the fleet's geometric mean weight W: W / w, so a server of
- * weight 10 beside one of 3 is priced 3.3 times as fast), or 1 without
- * weights. Within PRED_SPEED_BAND of the fleet's is the fleet's. */
+void dbk_pred_learn_request(struct dbk_pred *p, struct pred_srv *s, double x1, double x2, double y)
+{
+	dbk_plearn_add(&s->lr, x1, x2, y, 1);
+	dbk_pred_update_slow(p);
+}
+
+/* The operator's prior of a server: a weight w against the fleet's
+ * geometric mean weight W makes it W / w as slow (a server of weight 10
+ * beside one of 3 is priced 3.3 times as fast); 1 without weights. */
+static double prior_of(const struct pred_srv *x, double wmean)
+{
+	return x->weight > 0 ? exp(wmean - log(x->weight)) : 1;
+}
+
+static double banded(double ratio, double band)
+{
+	double d = log(ratio);
+
+	if (!isfinite(d) || fabs(d) < log(band))
+		d = 0;
+	return exp(fmax(-log(PRED_SPEED_MAX), fmin(log(PRED_SPEED_MAX), d)));
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of v[0..n) (sorted in place); 0 when n is 0. */
+static double median(double *v, unsigned n)
+{
+	if (n == 0)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The fleet's fit: the median, in log space, of the servers with
+ * PRED_SPEED_SEEN requests or more (1, 1 with none), each fit pulled
+ * towards the fleet's last fit times its prior; a median, so that one slow server among fast
+ * ones is priced as slow against them, not against a mean it drags
+ * (with a mean and the band, three H100s and an A100 3x slower were
+ * priced 1 and 2.3). Then each server's fit, pulled towards the fleet's
+ * times its prior; each factor as the server's fit over the fleet's,
+ * the fleet's own within PRED_SPEED_BAND of it or within PRED_SPEED_SE
+ * standard errors of the server's fit (per-request rows scatter: a
+ * server's mix of prefix hits and batches moves its fit more than the
+ * band early on). The prior alone sets a server that has taught fewer
+ * than PRED_SPEED_SEEN requests' worth. The choice's scratch holds the
+ * logs: this never runs within a choice. */
 void dbk_pred_update_slow(struct dbk_pred *p)
 {
-	double mean = 0, n = 0, wmean = 0, wn = 0;
+	double wmean = 0, wn = 0, *la = p->x->sorted;
+	unsigned n = 0;
 
-	for (unsigned i = 0; i < p->c.nservers; i++) {
-		if (p->s[i].learnt) {
-			mean += p->s[i].log_slow;
-			n++;
-		}
+	for (unsigned i = 0; i < p->c.nservers; i++)
 		if (p->s[i].weight > 0) {
 			wmean += log(p->s[i].weight);
 			wn++;
 		}
-	}
-	if (n > 0)
-		mean /= n;
 	if (wn > 0)
 		wmean /= wn;
+	double fa = p->fleet_a, fb = p->fleet_b;
+	for (unsigned pass = 0; pass < 2; pass++) {
+		n = 0;
+		for (unsigned i = 0; i < p->c.nservers; i++) {
+			struct pred_srv *x = &p->s[i];
+			double q = prior_of(x, wmean), a, b;
+			if (x->lr.n < PRED_SPEED_SEEN)
+				continue;
+			dbk_plearn_solve(&x->lr, p->fleet_a * q, p->fleet_b * q, &a, &b);
+			la[n++] = log(fmax(pass ? b : a, 1e-3) / q);
+		}
+		if (pass == 0)
+			fa = n ? exp(median(la, n)) : 1;
+		else
+			fb = n ? exp(median(la, n)) : 1;
+	}
+	p->fleet_a = fa;
+	p->fleet_b = fb;
 	for (unsigned i = 0; i < p->c.nservers; i++) {
 		struct pred_srv *x = &p->s[i];
-		double d = x->learnt       ? x->log_slow - mean
-		           : x->weight > 0 ? wmean - log(x->weight)
-		                           : 0;
-		if (fabs(d) < log(PRED_SPEED_BAND))
-			d = 0;
-		x->slow = exp(fmax(-log(PRED_SPEED_MAX), fmin(log(PRED_SPEED_MAX), d)));
+		double q = prior_of(x, wmean), a, b, ea, eb;
+		if (x->lr.n < PRED_SPEED_SEEN) {
+			x->slow = x->slow_dec = banded(q, PRED_SPEED_BAND);
+			continue;
+		}
+		dbk_plearn_solve(&x->lr, fa * q, fb * q, &a, &b);
+		dbk_plearn_errors(&x->lr, a, b, &ea, &eb);
+		a = fmax(a, 1e-3);
+		b = fmax(b, 1e-3);
+		x->slow = banded(a / fa, fmax(PRED_SPEED_BAND, exp(PRED_SPEED_SE * ea / a)));
+		x->slow_dec = banded(b / fb, fmax(PRED_SPEED_BAND, exp(PRED_SPEED_SE * eb / b)));
 	}
 }

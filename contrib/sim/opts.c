@@ -26,9 +26,10 @@ static const char *const formats[] = { "auto", "mooncake", "azure", NULL };
 struct extra {
 	int format, max_evals;
 	bool demo, help, version;
+	const char *log_level;
 };
 
-#define NOPTS 52
+#define NOPTS 53
 /* The agent's default, as the help text quotes it. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -256,6 +257,11 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		  .help = "stop when hi / lo - 1 <= X (0.02)" },
 		{ "slo-max-evals", 0, DBK_OPT_INT, &x->max_evals, 2, 100, .flags = DBK_OPT_STRICT,
 		  .metavar = "N", .help = "simulations per policy at most (16)" },
+		{ "log-level", 0, DBK_OPT_STR, &x->log_level, .metavar = "LEVEL",
+		  .help = "debug, info (default), warn or error;\n"
+		          "debug logs what the agent's policies\n"
+		          "learn of each instance's speed (event\n"
+		          "learn, on stderr)" },
 		{ "help", 0, DBK_OPT_FLAG, &x->help, .help = "this text" },
 		{ "version", 0, DBK_OPT_FLAG, &x->version, .help = "the version" },
 		{ .name = NULL },
@@ -424,6 +430,12 @@ int dbk_sim_opts_parse(int argc, char **argv, struct dbk_sim_opts *o, int *statu
 	if (first < argc) {
 		dbk_errf(err, sizeof(err), "unexpected argument '%s'", argv[first]);
 		return usage_error(err);
+	}
+	if (x.log_level) {
+		int lvl = dbk_log_level_parse(x.log_level);
+		if (lvl < 0)
+			return usage_error("--log-level: debug, info, warn or error");
+		dbk_log_set_level((enum dbk_log_level)lvl);
 	}
 	if (!o->slice.path)
 		return usage_error("--trace FILE is required");

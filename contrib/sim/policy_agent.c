@@ -24,6 +24,7 @@
 #include "admit.h"
 #include "sim_eject.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +74,10 @@ struct ag {
 		bool end;     /* it ended (else: it was sent) */
 	} * news;
 	size_t news_cap, news_head, news_n;
+	/* --log-level debug: by instance, requests ended there and the
+	 * speed node 0 showed when last logged (ag_log_learning). */
+	uint64_t *ended;
+	double *shown;
 };
 
 /* A node's back-off ended: the instance takes its traffic again. */
@@ -91,6 +96,8 @@ static void ag_fini(void *st)
 	for (unsigned i = 0; p->ej && i < p->k; i++)
 		dbk_outlier_free(&p->ej[i]);
 	free(p->ej);
+	free(p->ended);
+	free(p->shown);
 	free(p->member);
 	free(p->node);
 	free(p->reqs);
@@ -118,7 +125,9 @@ static int ag_init(void *st, const struct dbk_sim_policy_env *env)
 	if (!(p->node = calloc(p->k, sizeof(*p->node))) ||
 	    !(p->kv_cap = calloc(p->n, sizeof(*p->kv_cap))) ||
 	    !(p->member = calloc(p->n, sizeof(*p->member))) ||
-	    !(p->ej = calloc(p->k, sizeof(*p->ej))))
+	    !(p->ej = calloc(p->k, sizeof(*p->ej))) ||
+	    !(p->ended = calloc(p->n, sizeof(*p->ended))) ||
+	    !(p->shown = calloc(2 * (size_t)p->n, sizeof(*p->shown))))
 		return -1;
 	for (unsigned i = 0; i < p->n; i++)
 		p->member[i] = true;
@@ -308,6 +317,43 @@ static int ag_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	return ch.server;
 }
 
+/* The index of the report row named json, or -1. */
+static int ag_row(const struct dbk_policy_report *rep, const char *json)
+{
+	for (unsigned i = 0; i < rep->nrows; i++)
+		if (rep->rows[i].json && strcmp(rep->rows[i].json, json) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* With --log-level debug, each move of 5% or more in what node 0 has
+ * learnt of inst's speed (its report's slowness and decode_slowness),
+ * with the requests ended there so far: how many it takes to learn a
+ * server (BENCHMARKS.md, "Learning a server's speed"). */
+static void ag_log_learning(struct ag *p, const struct dbk_sim *s, unsigned inst)
+{
+	const struct dbk_policy_report *rep = p->ops->report;
+	double v[DBK_POLICY_MAX_ROWS];
+
+	p->ended[inst]++;
+	if (dbk_log_get_level() > DBK_LOG_DEBUG || !rep)
+		return;
+	int a = ag_row(rep, "slowness"), b = ag_row(rep, "decode_slowness");
+	if (a < 0)
+		return;
+	rep->view(p->node[0], inst, ag_ms(s), v);
+	double pa = v[a], pb = b >= 0 ? v[b] : 1;
+	double *last = &p->shown[2 * (size_t)inst];
+	if (last[0] > 0 && fabs(pa / last[0] - 1) < 0.05 && fabs(pb / last[1] - 1) < 0.05)
+		return;
+	last[0] = pa;
+	last[1] = pb;
+	dbk_log(DBK_LOG_DEBUG, "learn",
+	        "policy=%s instance=%u ended=%llu t=%.1f slowness=%.3f "
+	        "decode_slowness=%.3f",
+	        p->ops->name, inst, (unsigned long long)p->ended[inst], dbk_sim_now(s), pa, pb);
+}
+
 static void ag_release(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r,
                        unsigned inst)
 {
@@ -323,6 +369,8 @@ static void ag_release(void *st, const struct dbk_sim *s, const struct dbk_sim_r
 	 * a release). */
 	if (p->share)
 		(void)ag_tell_others(p, r->id, j, true, ag_ms(s));
+	if (inst < p->n)
+		ag_log_learning(p, s, inst);
 	if (dbk_sim_eject_observe(&p->ej[j], s, r, inst) && p->ops->usable)
 		p->ops->usable(p->node[j], inst, false);
 }

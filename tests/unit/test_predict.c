@@ -493,8 +493,10 @@ static struct dbk_pred_scrape idle_scrape(double ttft_sum_s, double ttft_count)
 }
 
 /* Sends n lone requests to server i, one a second from *now (each on an
- * idle server, so each predicted alike), ending each at once; then a
- * scrape whose first-token totals grew by n TTFTs of mean_s each. */
+ * idle server, so each predicted alike), ending each the moment it was
+ * sent (a duration of 0 teaches nothing: only the histogram speaks
+ * here; test_predict_learn.c has the requests'); then a scrape whose
+ * first-token totals grew by n TTFTs of mean_s each. */
 static void served(struct dbk_pred *p, unsigned i, unsigned n, double mean_s, uint64_t *now,
                    double *sum, double *count)
 {
@@ -503,7 +505,7 @@ static void served(struct dbk_pred *p, unsigned i, unsigned n, double mean_s, ui
 
 	for (unsigned k = 0; k < n; k++, *now += 1000) {
 		dbk_pred_commit(p, &r, i, *now, &t);
-		dbk_pred_release(p, &t, *now + 500);
+		dbk_pred_release(p, &t, *now);
 	}
 	*sum += n * mean_s;
 	*count += n;
@@ -521,10 +523,10 @@ static double slowness(const struct dbk_pred *p, unsigned i)
 }
 
 /* A fleet of mixed GPUs: a server whose first tokens come three times
- * later than those of another, for the same requests, is priced three
- * times slower than it (relative to the fleet's geometric mean), once
- * each has served enough of them (64: PRED_SPEED_MIN_N); the choice
- * follows. */
+ * later than those of another, for the same requests, is priced about
+ * three times slower than it (each against the fleet's median; the
+ * prior of 4 requests pulls a little towards it), once each has served
+ * enough of them (64: PRED_SPEED_MIN_N); the choice follows. */
 static void test_a_slow_server_learnt(void)
 {
 	struct dbk_pred *p = fleet(2);
@@ -543,8 +545,9 @@ static void test_a_slow_server_learnt(void)
 	CHECK_NEAR(slowness(p, 1), 1, 1e-12);
 	served(p, 0, 40, 0.1, &now, &sum[0], &count[0]);
 	served(p, 1, 40, 0.3, &now, &sum[1], &count[1]);
-	CHECK_NEAR(slowness(p, 0), 1 / sqrt(3), 1e-9);
-	CHECK_NEAR(slowness(p, 1), sqrt(3), 1e-9);
+	double learnt = slowness(p, 1), apart = learnt / slowness(p, 0);
+	CHECK_NEAR(slowness(p, 0) * learnt, 1, 0.05);
+	CHECK(apart > 3 * 0.9 && apart < 3 * 1.1);
 	/* Idle both, the fast one; with one request queued on it (its own
 	 * prefill, a third of the slow one's) still the fast one; with
 	 * three, the slow one. */
@@ -563,22 +566,20 @@ static void test_a_slow_server_learnt(void)
 	 * dropped, what was learnt stays. */
 	sum[1] = count[1] = 0;
 	served(p, 1, 80, 0.1, &now, &sum[1], &count[1]);
-	CHECK_NEAR(slowness(p, 1), sqrt(3), 1e-9);
-	/* Then equal first tokens bring the two together, a tenth of the
-	 * way a sample (PRED_SPEED_ALPHA, in log space; server 0's sample
-	 * also holds the three queued above, predicted later, so not
-	 * exactly). */
+	CHECK_NEAR(slowness(p, 1), learnt, 1e-9);
+	/* Then equal first tokens bring the two closer: the older samples
+	 * fade (PRED_LEARN_HORIZON), but count still. */
 	served(p, 0, 80, 0.1, &now, &sum[0], &count[0]);
 	served(p, 1, 80, 0.1, &now, &sum[1], &count[1]);
 	double ratio = slowness(p, 1) / slowness(p, 0);
-	CHECK(ratio > pow(3, 0.9) * 0.95 && ratio < pow(3, 0.9) * 1.05);
+	CHECK(ratio > 1.5 && ratio < apart * 0.9);
 	dbk_pred_free(p);
 }
 
 /* Servers within 20% of the fleet's speed (PRED_SPEED_BAND) are priced
  * as the fleet: an equal fleet's samples differ that much by their mix
  * of requests alone. Two servers 1.3 apart are each 1.14 from their
- * geometric mean, in the band; 1.5 apart, 1.22, out of it. */
+ * median, in the band; 1.7 apart, 1.3, out of it. */
 static double slowness_of_pair(double ratio)
 {
 	struct dbk_pred *p = fleet(2);
@@ -590,7 +591,7 @@ static double slowness_of_pair(double ratio)
 	served(p, 0, 80, 0.1, &now, &sum[0], &count[0]);
 	served(p, 1, 80, 0.1 * ratio, &now, &sum[1], &count[1]);
 	double s1 = slowness(p, 1);
-	CHECK_NEAR(slowness(p, 0) * s1, 1, 1e-9);
+	CHECK(s1 == 1 || fabs(slowness(p, 0) * s1 - 1) < 0.05);
 	dbk_pred_free(p);
 	return s1;
 }
@@ -598,7 +599,7 @@ static double slowness_of_pair(double ratio)
 static void test_near_equal_servers_stay_at_one(void)
 {
 	CHECK_NEAR(slowness_of_pair(1.3), 1, 1e-12);
-	CHECK_NEAR(slowness_of_pair(1.5), sqrt(1.5), 1e-9);
+	CHECK_NEAR(slowness_of_pair(1.7), sqrt(1.7), 0.05);
 }
 
 /* A server that does not export the histogram, or a fleet that serves

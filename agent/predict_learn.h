@@ -1,0 +1,82 @@
+/* A server's prefill and decode speed learnt from its requests, one at a
+ * time, beside what its scraped histograms say.
+ *
+ * What a request teaches: HAProxy's completion line ends the request's
+ * lease, so the agent sees its whole duration (commit to end, HAProxy's
+ * %Tt). None of HAProxy's timers marks the first token on vLLM's
+ * response path: a stream's headers leave before it (%Tr ends there,
+ * BENCHMARKS.md "Learning a server's speed"), a whole answer's with the
+ * last token. So a request's duration y is fitted as
+ *
+ *   y = a * x1 + b * x2
+ *
+ * with x1 its predicted first token at the fleet's speed (the prefill
+ * queued ahead and its own) and x2 its predicted decode (output tokens
+ * times the step of the batch it joined, at the fleet's speed): a is how
+ * much slower the server prefills than the engine model, b how much
+ * slower it decodes. Each row is divided by x1 + x2, so that a long
+ * request counts no more than a short one (the errors are relative), and
+ * older rows fade (PRED_LEARN_HORIZON requests). The fit is pulled
+ * towards a prior (a0, b0), the operator's weight or the fleet's mean,
+ * as PRED_LEARN_PRIOR requests would: a server learns from its first
+ * request, and a few stray ones (an expired lease, an error answered at
+ * once) move it little.
+ *
+ * Pure: no clock, no I/O. */
+#ifndef DBK_PREDICT_LEARN_H
+#define DBK_PREDICT_LEARN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The normal equations of one server's fit, faded. */
+struct dbk_plearn {
+	double uu, uv, vv, uz, vz, zz, n;
+};
+
+/* Adds one observation: predicted first token x1 and decode x2 (seconds
+ * at the fleet's speed), observed duration y, counted w times (1 for a
+ * request; a histogram's sample counts as its count). Ignored unless
+ * x1 + x2 > 0, y > 0 and all finite. */
+void dbk_plearn_add(struct dbk_plearn *l, double x1, double x2, double y, double w);
+
+/* The fit (a, b), pulled towards (a0, b0); (a0, b0) without
+ * observations. */
+void dbk_plearn_solve(const struct dbk_plearn *l, double a0, double b0, double *a, double *b);
+/* The standard errors of a fit (a, b) of l: how far from the truth it
+ * may be by the scatter of its rows alone (infinite with fewer than
+ * three). */
+void dbk_plearn_errors(const struct dbk_plearn *l, double a, double b, double *se_a, double *se_b);
+
+/* What the books predicted for each request in flight, from its commit
+ * to its end: the lease's slot has no room for it, so it is kept here,
+ * keyed by what the ticket carries. A bounded table: when a bucket is
+ * full the oldest entry gives way (its request then teaches nothing). */
+struct dbk_plearn_entry {
+	uint64_t key; /* 0: free */
+	uint32_t server;
+	float x1, x2;
+};
+
+struct dbk_plearn_book {
+	struct dbk_plearn_entry *e;
+	size_t nbuckets; /* of DBK_PLEARN_WAYS entries */
+};
+
+#define DBK_PLEARN_WAYS 4u
+
+/* 0, or -1 out of memory. Room for about nservers * 256 requests. */
+int dbk_plearn_book_init(struct dbk_plearn_book *b, unsigned nservers);
+void dbk_plearn_book_free(struct dbk_plearn_book *b);
+/* The key of a request: its server's slot, when it was sent, its sizes. */
+uint64_t dbk_plearn_key(uint64_t sent_ms, uint32_t prompt, uint32_t kv, uint32_t ctx);
+void dbk_plearn_book_put(struct dbk_plearn_book *b, uint64_t key, uint32_t server, double x1,
+                         double x2);
+/* Takes the entry of key out; false when there is none (or it was for
+ * another server: the request moved, and what was predicted is not the
+ * server's). */
+bool dbk_plearn_book_take(struct dbk_plearn_book *b, uint64_t key, uint32_t server, double *x1,
+                          double *x2);
+
+#endif
