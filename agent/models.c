@@ -13,7 +13,7 @@
 
 struct entry {
 	uint64_t hash;
-	unsigned refs; /* servers listing it */
+	unsigned refs;   /* servers listing it */
 	uint16_t parent; /* an adapter's base model's entry, or EMPTY */
 	uint16_t len;    /* 0: the entry is free */
 	char id[DBK_VM_MODEL_ID_MAX + 1];
