@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "estimate.h"
-#include "model_field.h"
 #include "prefix_key.h"
 
 /* The score as the txn variable spells it: "%.10g", without printf's cost
@@ -74,7 +73,7 @@ static const uint64_t *candidates(struct dbk_route *r, const uint8_t *sample, si
 	size_t len;
 
 	*action = NULL;
-	if (!r->models || !dbk_model_field(sample, sample_len, &model, &len))
+	if (!r->models || !dbk_pkey_model(sample, sample_len, &model, &len))
 		return NULL;
 	switch (dbk_models_pick(r->models, model, len, r->eligible)) {
 	case DBK_MODELS_ANY: return NULL;

@@ -1,5 +1,5 @@
 /* Model routing: the pool's model table (agent/models.h), the request's
- * model from the body sample (agent/model_field.h), and the candidate set
+ * model from the body sample (agent/prefix_key.h's dbk_pkey_model), and the candidate set
  * honoured by the balancer (the reference) and every policy that
  * chooses. */
 #include <stdlib.h>
@@ -7,9 +7,9 @@
 
 #include "balancer_test.h"
 #include "check.h"
-#include "model_field.h"
 #include "models.h"
 #include "policy_ops.h"
+#include "prefix_key.h"
 
 static struct dbk_vm_models list_of(const char *const *ids, const char *const *parents, unsigned n)
 {
@@ -160,7 +160,7 @@ static bool field(const char *body, size_t cut, const char *want)
 {
 	const uint8_t *id;
 	size_t len, n = cut ? cut : strlen(body);
-	bool found = dbk_model_field((const uint8_t *)body, n, &id, &len);
+	bool found = dbk_pkey_model((const uint8_t *)body, n, &id, &len);
 
 	if (!want)
 		return !found;
@@ -192,7 +192,7 @@ static void test_model_field(void)
 	CHECK(field("{\"model\":\"\"}", 0, NULL));
 	CHECK(field("[\"model\",\"a\"]", 0, NULL));
 	CHECK(field("", 0, NULL));
-	CHECK(!dbk_model_field(NULL, 0, &(const uint8_t *){ NULL }, &(size_t){ 0 }));
+	CHECK(!dbk_pkey_model(NULL, 0, &(const uint8_t *){ NULL }, &(size_t){ 0 }));
 }
 
 /* The reference honours the candidates: the least loaded eligible

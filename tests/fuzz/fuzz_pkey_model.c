@@ -1,8 +1,8 @@
-/* Fuzzes the request's model reader (agent/model_field.c).
+/* Fuzzes the request's model reader (agent/prefix_key.c, dbk_pkey_model).
  *
  * Input: the body sample.
  *
- * Checked (model_field.h):
+ * Checked (prefix_key.h):
  * - a model found lies inside the sample, is not empty and holds neither
  *   a quote nor a backslash;
  * - a longer sample finds the same: the model found in every prefix that
@@ -14,7 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "fuzz.h"
-#include "model_field.h"
+#include "prefix_key.h"
 
 #define MAX_BODY 65536
 
@@ -25,13 +25,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > MAX_BODY)
 		return 0;
-	bool found = dbk_model_field(data, size, &id, &len);
+	bool found = dbk_pkey_model(data, size, &id, &len);
 	if (found) {
 		FUZZ_CHECK(fuzz_inside(id, len, data, size));
 		FUZZ_CHECK(len > 0 && !memchr(id, '"', len) && !memchr(id, '\\', len));
 	}
 	/* Half the sample: found there means found alike in the whole. */
-	if (dbk_model_field(data, size / 2, &id2, &len2))
+	if (dbk_pkey_model(data, size / 2, &id2, &len2))
 		FUZZ_CHECK(found && id2 == id && len2 == len);
 	if (!found || memchr(data, '\\', size))
 		return 0;
