@@ -7,9 +7,11 @@
 
 #include "balancer_test.h"
 #include "check.h"
+#include "frames.h"
 #include "models.h"
 #include "policy_ops.h"
 #include "prefix_key.h"
+#include "route.h"
 
 static struct dbk_vm_models list_of(const char *const *ids, const char *const *parents, unsigned n)
 {
@@ -270,6 +272,79 @@ static void test_policies_honour_candidates(void)
 	}
 }
 
+/* One route message for model through r; the ACK in ack (out its
+ * bytes). */
+static void route_model(struct dbk_route *r, const char *id, const char *model, uint8_t *out,
+                        size_t cap, struct dbk_spop_frame *ack)
+{
+	uint8_t in[512];
+	char body[128];
+	const char *const argn[] = { "id", "body" };
+	struct dbk_spop_data argv[2] = { dbk_spop_str(id), { .type = DBK_SPOP_T_BIN } };
+	struct dbk_spop_frame f;
+	struct dbk_spop_writer w;
+
+	snprintf(body, sizeof(body), "{\"prompt\":\"hi\",\"model\":\"%s\"}", model);
+	argv[1].u.buf.ptr = (const uint8_t *)body;
+	argv[1].u.buf.len = strlen(body);
+	size_t len = test_notify_args(in, sizeof(in), DBK_MSG_ROUTE, 2, argn, argv);
+	CHECK(dbk_spop_frame_parse(in + 4, len - 4, &f) == DBK_SPOP_OK);
+	dbk_spop_writer_init(&w, out, cap);
+	dbk_spop_ack_begin(&w, f.stream_id, f.frame_id);
+	CHECK(dbk_route_notify(r, &f, 1000, &w) == DBK_SPOP_OK);
+	len = dbk_spop_frame_end(&w);
+	CHECK(len > 4 && dbk_spop_frame_parse(out + 4, len - 4, ack) == DBK_SPOP_OK);
+}
+
+/* Through the route: a model's requests go to its servers only; one no
+ * server lists sets action unknown_model, one whose servers are all
+ * unusable model_unavailable, neither with a server or a lease. */
+static void test_route_by_model(void)
+{
+	static const char *const names[] = { "vllm0", "vllm1", "vllm2", "vllm3" };
+	static const char *const a[] = { "model-a" }, *const b[] = { "model-b" };
+	struct dbk_vm_models la = list_of(a, NULL, 1), lb = list_of(b, NULL, 1);
+	struct dbk_models *m = dbk_models_new(4);
+	struct dbk_balancer *bal = reference_balancer(4);
+	uint64_t set[1];
+	struct dbk_route r = {
+		.bal = bal, .names = names, .nnames = 4, .models = m, .eligible = set
+	};
+	uint8_t out[512];
+	struct dbk_spop_frame ack;
+	char id[16];
+
+	for (unsigned s = 0; s < 4; s++)
+		dbk_models_set(m, s, s < 2 ? &la : &lb);
+	for (unsigned i = 0; i < 6; i++) {
+		snprintf(id, sizeof(id), "b%u", i);
+		route_model(&r, id, "model-b", out, sizeof(out), &ack);
+		CHECK(test_var_is(&ack, DBK_VAR_SERVER, i % 2 ? "vllm3" : "vllm2"));
+		snprintf(id, sizeof(id), "a%u", i);
+		route_model(&r, id, "model-a", out, sizeof(out), &ack);
+		CHECK(test_var_is(&ack, DBK_VAR_SERVER, i % 2 ? "vllm1" : "vllm0"));
+	}
+	CHECK_EQ_U(r.stats.model_filtered, 12);
+	route_model(&r, "x", "model-x", out, sizeof(out), &ack);
+	CHECK(test_var_is(&ack, DBK_VAR_ACTION, DBK_ACTION_UNKNOWN_MODEL));
+	struct dbk_spop_data v;
+	CHECK(!test_ack_var(&ack, DBK_VAR_SERVER, &v));
+	dbk_bal_set_usable(bal, 2, false);
+	dbk_bal_set_usable(bal, 3, false);
+	route_model(&r, "y", "model-b", out, sizeof(out), &ack);
+	CHECK(test_var_is(&ack, DBK_VAR_ACTION, DBK_ACTION_MODEL_UNAVAILABLE));
+	CHECK(!test_ack_var(&ack, DBK_VAR_SERVER, &v));
+	CHECK_EQ_U(r.stats.unknown_model, 1);
+	CHECK_EQ_U(r.stats.model_unavailable, 1);
+	CHECK_EQ_U(dbk_bal_stats(bal)->leases, 12);
+	/* Without the table (no scrapes): any server, as before. */
+	r.models = NULL;
+	route_model(&r, "z", "model-x", out, sizeof(out), &ack);
+	CHECK(test_ack_var(&ack, DBK_VAR_SERVER, &v));
+	dbk_models_free(m);
+	dbk_bal_free(bal);
+}
+
 int main(void)
 {
 	RUN(test_unknown_servers_take_every_model);
@@ -279,5 +354,6 @@ int main(void)
 	RUN(test_model_field);
 	RUN(test_reference_among);
 	RUN(test_policies_honour_candidates);
+	RUN(test_route_by_model);
 	return CHECK_DONE();
 }
