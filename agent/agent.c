@@ -64,6 +64,11 @@ static void on_scraped(void *arg, unsigned server, const struct dbk_scrape_view 
 	}
 	if (a->cfg.policy->scraped)
 		dbk_policy_scrape_done(&a->policy, server, v, metrics);
+	if (!metrics && v->models && a->models && dbk_models_set(a->models, server, v->models) < 0)
+		dbk_log(DBK_LOG_WARN, "models-full",
+		        "server=%s reason=\"more distinct model ids than the agent keeps "
+		        "(%d): the server stays a candidate for every model\"",
+		        a->cfg.servers[server], DBK_MODELS_MAX);
 }
 
 static void on_expired(void *arg, const char *id, size_t id_len, const struct dbk_bal_lease *l)
@@ -291,6 +296,24 @@ static const struct dbk_rt_server *discovered(const struct dbk_agent *a, unsigne
 	return k < 0 ? NULL : &a->discovered[k];
 }
 
+/* Model routing follows what the scrapes learn of /v1/models: every
+ * server a candidate until its list is read, free slots absent. */
+static int start_models(struct dbk_agent *a, char *err, size_t errlen)
+{
+	a->models = dbk_models_new(a->cfg.nservers);
+	a->route.eligible = a->models ? calloc(dbk_models_words(a->models), sizeof(uint64_t))
+	                              : NULL;
+	if (!a->route.eligible) {
+		dbk_errf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (unsigned i = 0; i < a->cfg.nservers; i++)
+		if (!a->cfg.servers[i][0])
+			dbk_models_absent(a->models, i);
+	a->route.models = a->models;
+	return 0;
+}
+
 static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 {
 	unsigned n = a->cfg.nservers, scraped = 0;
@@ -345,7 +368,7 @@ static int start_scrape(struct dbk_agent *a, char *err, size_t errlen)
 	dbk_log(DBK_LOG_INFO, "scrape-configured",
 	        "servers=%u of=%u interval_ms=%lld timeout_ms=%lld", scraped, a->nstart,
 	        a->cfg.scrape_interval_ms, a->cfg.scrape_timeout_ms);
-	return 0;
+	return a->scrape ? start_models(a, err, errlen) : 0;
 }
 
 /* No SERVER names: HAProxy's runtime API says them, in order. */
@@ -488,6 +511,10 @@ static void on_member(void *arg, unsigned k, enum dbk_rt_change c, const struct 
 	dbk_sat_forget(&a->sat, k);
 	if (c != DBK_RT_SLOT_MOVED)
 		a->route.by_server[k] = 0;
+	if (a->models && c == DBK_RT_SLOT_GONE)
+		dbk_models_absent(a->models, k);
+	else if (a->models)
+		dbk_models_forget(a->models, k);
 	/* A gone server's slot is free: no name, nothing to scrape. */
 	if (a->scrape && c == DBK_RT_SLOT_GONE)
 		dbk_scrape_set(a->scrape, k, "", NULL);
@@ -599,6 +626,11 @@ void dbk_agent_stop(struct dbk_agent *a)
 		ev_timer_stop(a->loop, &a->ttl_timer);
 	dbk_scrape_free(a->scrape);
 	a->scrape = NULL;
+	a->route.models = NULL;
+	dbk_models_free(a->models);
+	a->models = NULL;
+	free(a->route.eligible);
+	a->route.eligible = NULL;
 	dbk_server_watch_stop(&a->watch);
 	dbk_runtime_sync_free(a->sync);
 	dbk_admin_free(a->admin);

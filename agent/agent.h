@@ -38,6 +38,9 @@ struct dbk_agent {
 	unsigned nstart;
 	struct dbk_policy policy;  /* --policy's, running */
 	struct dbk_scrape *scrape; /* NULL: no server is scraped */
+	/* Which server serves which model, from the scrapes' /v1/models;
+	 * NULL (and no model routing) when no server is scraped. */
+	struct dbk_models *models;
 	/* What the command line says; --config is applied on top of it at
 	 * start and on every SIGHUP. */
 	struct dbk_bal_config base_config;

@@ -361,8 +361,49 @@ static unsigned usable_group(const struct dbk_balancer *b, unsigned g)
 	return NOT_IN_HEAP;
 }
 
+/* The least loaded eligible usable server of group g (the heap's order,
+ * by a walk: only requests whose model not every server serves come
+ * here), or NOT_IN_HEAP. */
+static unsigned eligible_in(const struct dbk_balancer *b, unsigned g, const uint64_t *eligible)
+{
+	unsigned best = NOT_IN_HEAP;
+
+	for (unsigned i = 0; i < b->heap_len[g]; i++) {
+		unsigned s = b->heap[b->first[g] + i];
+		if (dbk_bal_eligible(eligible, s) && (best == NOT_IN_HEAP || heap_less(b, s, best)))
+			best = s;
+	}
+	return best;
+}
+
+/* usable_group's order, among eligible servers; *server its choice. */
+static unsigned eligible_group(const struct dbk_balancer *b, unsigned g, const uint64_t *eligible,
+                               unsigned *server)
+{
+	unsigned n = b->cfg.nbuckets;
+
+	if ((*server = eligible_in(b, g, eligible)) != NOT_IN_HEAP)
+		return g;
+	for (unsigned d = 1; d < n; d++) {
+		if (g >= d && (*server = eligible_in(b, g - d, eligible)) != NOT_IN_HEAP)
+			return g - d;
+		if (g + d < n && (*server = eligible_in(b, g + d, eligible)) != NOT_IN_HEAP)
+			return g + d;
+	}
+	return NOT_IN_HEAP;
+}
+
+static enum dbk_bal_result decide(const struct dbk_balancer *b, const struct dbk_bal_request *r,
+                                  const uint64_t *eligible, struct dbk_bal_decision *d);
+
 enum dbk_bal_result dbk_bal_decide(const struct dbk_balancer *b, const struct dbk_bal_request *r,
                                    struct dbk_bal_decision *d)
+{
+	return decide(b, r, NULL, d);
+}
+
+static enum dbk_bal_result decide(const struct dbk_balancer *b, const struct dbk_bal_request *r,
+                                  const uint64_t *eligible, struct dbk_bal_decision *d)
 {
 	const struct dbk_bal_config *c = &b->cfg;
 	double body = r->body_bytes, mt = r->max_tokens;
@@ -392,13 +433,14 @@ enum dbk_bal_result dbk_bal_decide(const struct dbk_balancer *b, const struct db
 	bucket = d->std_bucket;
 	if (c->nbuckets > 1)
 		bucket = redirect(b, d->std_bucket, d->request_tokens, &d->p);
-	g = usable_group(b, bucket);
+	unsigned server = NOT_IN_HEAP;
+	g = eligible ? eligible_group(b, bucket, eligible, &server) : usable_group(b, bucket);
 	if (g == NOT_IN_HEAP) {
 		d->group = d->server = UINT_MAX;
 		return DBK_BAL_NO_SERVER;
 	}
 	d->group = g;
-	d->server = b->heap[b->first[g]];
+	d->server = eligible ? server : b->heap[b->first[g]];
 	d->redirected = g != d->std_bucket;
 	return DBK_BAL_OK;
 }
@@ -416,18 +458,26 @@ enum dbk_bal_result dbk_bal_dispatch(struct dbk_balancer *b, const char *id, siz
                                      const struct dbk_bal_request *r, uint64_t now_ms,
                                      struct dbk_bal_decision *d)
 {
+	return dbk_bal_dispatch_among(b, id, id_len, r, NULL, now_ms, d);
+}
+
+enum dbk_bal_result dbk_bal_dispatch_among(struct dbk_balancer *b, const char *id, size_t id_len,
+                                           const struct dbk_bal_request *r,
+                                           const uint64_t *eligible, uint64_t now_ms,
+                                           struct dbk_bal_decision *d)
+{
 	struct dbk_bal_decision local;
 	enum dbk_bal_result res;
 
 	if (!d)
 		d = &local;
 	if (!id_ok(id, id_len)) {
-		dbk_bal_decide(b, r, d);
+		decide(b, r, eligible, d);
 		d->group = d->server = UINT_MAX;
 		b->stats.bad_ids++;
 		return DBK_BAL_BAD_ID;
 	}
-	res = dbk_bal_decide(b, r, d);
+	res = decide(b, r, eligible, d);
 	return take_lease(b, id, id_len, res, now_ms, d);
 }
 

@@ -94,6 +94,13 @@ enum dbk_bal_result dbk_bal_decide(const struct dbk_balancer *b, const struct db
 enum dbk_bal_result dbk_bal_dispatch(struct dbk_balancer *b, const char *id, size_t id_len,
                                      const struct dbk_bal_request *r, uint64_t now_ms,
                                      struct dbk_bal_decision *d);
+/* The same among the eligible servers only (dbk_bal_eligible; NULL: all,
+ * exactly dispatch): the same bucket and group order, the least loaded
+ * eligible usable server of the nearest group that has one. */
+enum dbk_bal_result dbk_bal_dispatch_among(struct dbk_balancer *b, const char *id, size_t id_len,
+                                           const struct dbk_bal_request *r,
+                                           const uint64_t *eligible, uint64_t now_ms,
+                                           struct dbk_bal_decision *d);
 
 /* Takes a lease under id on a server the caller chose (another policy
  * decided), charging score to it and its group; d gets request_tokens

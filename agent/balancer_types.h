@@ -14,6 +14,13 @@ struct dbk_bal_request {
 	bool ignore_eos;
 };
 
+/* The servers a request may go to (models.h: those that serve its
+ * model): bit s % 64 of word s / 64 for server s. NULL: every server. */
+static inline bool dbk_bal_eligible(const uint64_t *set, unsigned s)
+{
+	return !set || ((set[s / 64] >> (s % 64)) & 1);
+}
+
 /* Words of a lease's slot: the routing policy's own data about the
  * lease (policy_ops.h), which the balancer carries and never reads. */
 #define DBK_BAL_SLOT_WORDS 3

@@ -48,6 +48,9 @@ struct dbk_policy_request {
 	bool cut;         /* the body goes on past the sample */
 	bool has_session; /* session is the client's own (else the sample's) */
 	uint64_t session; /* dbk_pkey_session of it */
+	/* The servers that serve its model (dbk_bal_eligible): choose picks
+	 * among them only. NULL: every server (no model filter applies). */
+	const uint64_t *eligible;
 };
 
 struct dbk_policy_choice {

@@ -51,6 +51,7 @@ void dbk_policy_ttft_request(struct dbk_policy_ttft *t, const struct dbk_policy_
 		.nkeys = pk.nkeys,
 		.keys_cut = pk.cut || r->cut,
 		.session = r->has_session ? r->session : pk.session,
+		.eligible = r->eligible,
 	};
 }
 

@@ -155,6 +155,8 @@ struct dbk_pred_request {
 	size_t nkeys;
 	bool keys_cut;    /* the prompt goes on past the last key */
 	uint64_t session; /* 0: none (dbk_pkey_session) */
+	/* The servers it may go to (dbk_bal_eligible); NULL: all. */
+	const uint64_t *eligible;
 };
 
 enum dbk_pred_reason {

@@ -2,6 +2,7 @@
  * server's predicted first token and what it costs the requests there,
  * the best of them, or one server's alone. */
 #include "predict_int.h"
+#include "balancer_types.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -147,7 +148,7 @@ int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64
 	*c = (struct dbk_pred_choice){ .server = -1, .reason = DBK_PRED_NO_SERVER };
 	for (unsigned i = 0; i < n; i++) {
 		const struct pred_srv *s = &p->s[i];
-		if (s->state != DBK_PRED_UP)
+		if (s->state != DBK_PRED_UP || !dbk_bal_eligible(r->eligible, i))
 			continue;
 		if (pred_holds(s, need))
 			any_holds = true;
@@ -187,7 +188,8 @@ int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64
 		const struct pred_srv *s = &p->s[i];
 		struct pred_eval e;
 		p->x->ev[i].ok = false;
-		if (s->state != DBK_PRED_UP || !pred_holds(s, need))
+		if (s->state != DBK_PRED_UP || !pred_holds(s, need) ||
+		    !dbk_bal_eligible(r->eligible, i))
 			continue;
 		double hit = 0;
 		for (size_t h = 0; h < nhits; h++)
@@ -228,7 +230,7 @@ int dbk_pred_evaluate(struct dbk_pred *p, const struct dbk_pred_request *r, unsi
 	struct pred_eval e;
 
 	if (server >= p->c.nservers || p->s[server].state != DBK_PRED_UP ||
-	    !pred_holds(&p->s[server], need))
+	    !pred_holds(&p->s[server], need) || !dbk_bal_eligible(r->eligible, server))
 		return -1;
 	pred_eval(p, server, r, dbk_pred_commit_hit(p, r, server), now_ms, &e);
 	pred_choice_of(p, (int)server, &e, c);

@@ -336,6 +336,37 @@ size_t dbk_pkey_derive(const uint8_t *sample, size_t len, uint64_t *keys, size_t
 	return out->nkeys;
 }
 
+struct pk_model {
+	const uint8_t *id;
+	size_t len;
+	bool found;
+};
+
+/* The first top-level "model" ends the walk, found or not. */
+static bool pk_model_member(struct pk_scan *s, const uint8_t *key, size_t len, void *arg)
+{
+	struct pk_model *m = arg;
+
+	if (!pk_key_is(key, len, "model"))
+		return pk_skip(s);
+	m->found = pk_peek(s, '"') && pk_string(s, NULL, &m->id, &m->len, NULL) && m->len > 0 &&
+	           !memchr(m->id, '\\', m->len);
+	return false;
+}
+
+bool dbk_pkey_model(const uint8_t *sample, size_t len, const uint8_t **id, size_t *id_len)
+{
+	struct pk_scan s = { .p = sample, .end = sample ? sample + len : NULL };
+	struct pk_model m = { 0 };
+
+	if (!sample || len == 0)
+		return false;
+	(void)pk_object(&s, pk_model_member, &m);
+	*id = m.id;
+	*id_len = m.len;
+	return m.found;
+}
+
 uint64_t dbk_pkey_session(const char *s, size_t len)
 {
 	if (len == 0)

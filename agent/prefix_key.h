@@ -60,4 +60,13 @@ size_t dbk_pkey_derive(const uint8_t *sample, size_t len, uint64_t *keys, size_t
  * The same bytes give the same key as dbk_pkey_derive's "user". */
 uint64_t dbk_pkey_session(const char *s, size_t len);
 
+/* The request's model (models.h routes by it): the first top-level
+ * "model" member of the sample, wherever it lies (OpenAI's Python SDK
+ * sends it after the messages). True with its bytes in [*id, *id +
+ * *id_len), inside the sample, not empty. A sample cut before the
+ * member's end, a value that is not a string, one with escapes, or bytes
+ * that are not an object give none (the request then goes to any
+ * server). Reading more of the body never changes a model found. */
+bool dbk_pkey_model(const uint8_t *sample, size_t len, const uint8_t **id, size_t *id_len);
+
 #endif

@@ -205,6 +205,16 @@ static const struct row rows[] = {
 	{ "bad_class", "dbucket_admission_bad_class_total", NULL,
 	  "Route requests whose class was not known (taken as standard).", COUNTER,
 	  ROUTE(bad_class), NULL },
+	/* Model routing (issue 27): from the servers' /v1/models. */
+	{ "model_filtered", "dbucket_model_filtered_total", NULL,
+	  "Route requests whose candidates were narrowed to the servers serving their model.",
+	  COUNTER, ROUTE(model_filtered), NULL },
+	{ "unknown_model", "dbucket_model_refused_total", "reason=\"unknown_model\"",
+	  "Route requests answered without a server by their model: no server lists it (HAProxy "
+	  "answers 404) or none that serves it is usable (503).",
+	  COUNTER, ROUTE(unknown_model), NULL },
+	{ "model_unavailable", "dbucket_model_refused_total", "reason=\"unavailable\"", NULL,
+	  COUNTER, ROUTE(model_unavailable), NULL },
 };
 
 /* Per server: one element of /state's "servers" and one series of a
@@ -335,6 +345,45 @@ static uint64_t value(const struct dbk_agent *a, const struct row *r, const void
 
 /* ---- /state ---- */
 
+/* s as a JSON string's contents: a model id is the server's, any bytes. */
+static void json_chars(struct dbk_buf *o, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			dbk_buf_printf(o, "\\%c", c);
+		else if (c < 0x20)
+			dbk_buf_printf(o, "\\u%04x", c);
+		else
+			dbk_buf_printf(o, "%c", c);
+	}
+}
+
+/* The server's models as /v1/models listed them (an adapter with its
+ * parent), or null while they are not known. */
+static void state_models(const struct dbk_agent *a, unsigned i, struct dbk_buf *o)
+{
+	const char *id, *parent;
+
+	if (!a->models)
+		return;
+	if (dbk_models_state(a->models, i) != DBK_MODELS_KNOWN) {
+		dbk_buf_printf(o, ", \"models\": null");
+		return;
+	}
+	dbk_buf_printf(o, ", \"models\": [");
+	for (unsigned k = 0; (id = dbk_models_id(a->models, i, k, &parent)) != NULL; k++) {
+		dbk_buf_printf(o, "%s{\"id\": \"", k ? ", " : "");
+		json_chars(o, id);
+		if (parent[0]) {
+			dbk_buf_printf(o, "\", \"parent\": \"");
+			json_chars(o, parent);
+		}
+		dbk_buf_printf(o, "\"}");
+	}
+	dbk_buf_printf(o, "]");
+}
+
 static void state_servers(const struct dbk_agent *a, struct dbk_buf *o)
 {
 	const struct dbk_bal_config *c = dbk_bal_config(a->bal);
@@ -361,6 +410,7 @@ static void state_servers(const struct dbk_agent *a, struct dbk_buf *o)
 				               k->json, v);
 		}
 		dbk_buf_printf(o, ", \"slot\": %u", i);
+		state_models(a, i, o);
 		if (a->sync) {
 			const struct dbk_rt_server *r = dbk_runtime_sync_server(a->sync, i);
 			dbk_buf_printf(o,

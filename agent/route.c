@@ -56,12 +56,40 @@ static bool wants_details(const struct dbk_spop_data *d)
 
 static bool admitting(const struct dbk_route *r) { return r->admit && r->admit->enabled; }
 
-static bool any_usable(const struct dbk_route *r)
+static bool any_usable(const struct dbk_route *r, const uint64_t *eligible)
 {
 	for (unsigned i = 0; i < r->nnames; i++)
-		if (dbk_bal_usable(r->bal, i))
+		if (dbk_bal_eligible(eligible, i) && dbk_bal_usable(r->bal, i))
 			return true;
 	return false;
+}
+
+/* The request's candidates by its model: NULL (every server), or
+ * r->eligible; *action set when no server may take it. */
+static const uint64_t *candidates(struct dbk_route *r, const uint8_t *sample, size_t sample_len,
+                                  const char **action)
+{
+	const uint8_t *model;
+	size_t len;
+
+	*action = NULL;
+	if (!r->models || !dbk_pkey_model(sample, sample_len, &model, &len))
+		return NULL;
+	switch (dbk_models_pick(r->models, model, len, r->eligible)) {
+	case DBK_MODELS_ANY: return NULL;
+	case DBK_MODELS_NONE:
+		r->stats.unknown_model++;
+		*action = DBK_ACTION_UNKNOWN_MODEL;
+		return NULL;
+	case DBK_MODELS_SOME: break;
+	}
+	if (!any_usable(r, r->eligible)) {
+		r->stats.model_unavailable++;
+		*action = DBK_ACTION_MODEL_UNAVAILABLE;
+		return NULL;
+	}
+	r->stats.model_filtered++;
+	return r->eligible;
 }
 
 /* Asks admission about in (its class and, from the policy, its
@@ -88,7 +116,8 @@ static bool admit(const struct dbk_route *r, struct dbk_admit_input *in, uint64_
 static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct dbk_spop_data *id,
                                          const struct dbk_bal_request *req, int64_t body_size,
                                          const uint8_t *sample, size_t sample_len,
-                                         const struct dbk_spop_data *session, uint64_t now_ms,
+                                         const struct dbk_spop_data *session,
+                                         const uint64_t *eligible, uint64_t now_ms,
                                          struct dbk_bal_decision *d, struct dbk_policy_choice *c,
                                          struct dbk_admit_input *in, struct dbk_admit_result *ar)
 {
@@ -99,6 +128,7 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct dbk_s
 		.sample = sample,
 		.sample_len = sample_len,
 		.cut = body_size >= 0 && (uint64_t)body_size > sample_len,
+		.eligible = eligible,
 	};
 	uint32_t slot[DBK_BAL_SLOT_WORDS];
 
@@ -274,17 +304,26 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 	struct dbk_admit_result ar = { DBK_ADMIT_ROUTE, 0, DBK_SHED_PREDICTED_LATE };
 	enum dbk_bal_result res = DBK_BAL_OK;
 	bool shed;
+	const char *action;
+	const uint64_t *eligible = candidates(r, sample, sample_len, &action);
 
+	if (action) {
+		/* Before admission and any lease: HAProxy answers alone. */
+		struct dbk_spop_data v = dbk_spop_str(action);
+		dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_ACTION, &v);
+		return;
+	}
 	if (chooses(r)) {
-		res = decide_policy(r, a.id, &req, body_size, sample, sample_len, a.session, now_ms,
-		                    &d, &pc, &in, &ar);
+		res = decide_policy(r, a.id, &req, body_size, sample, sample_len, a.session,
+		                    eligible, now_ms, &d, &pc, &in, &ar);
 		shed = ar.verdict == DBK_ADMIT_SHED;
 	} else {
 		/* The reference predicts nothing: only saturation may shed. */
-		in.no_server = admitting(r) && !any_usable(r);
+		in.no_server = admitting(r) && !any_usable(r, eligible);
 		shed = admit(r, &in, now_ms, &ar);
 		if (!shed)
-			res = dbk_bal_dispatch(r->bal, id, a.id->u.buf.len, &req, now_ms, &d);
+			res = dbk_bal_dispatch_among(r->bal, id, a.id->u.buf.len, &req, eligible,
+			                             now_ms, &d);
 	}
 	if (r->on_decision) {
 		struct dbk_route_event e = { a.id->u.buf.ptr,

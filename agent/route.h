@@ -9,6 +9,7 @@
 
 #include "admission.h"
 #include "balancer.h"
+#include "models.h"
 #include "policy_ops.h"
 #include "saturation.h"
 #include "lib/spop_codec.h"
@@ -57,6 +58,11 @@
 #define DBK_VAR_ACTION "action"
 #define DBK_VAR_RETRY_AFTER "retry_after"
 #define DBK_ACTION_SHED "shed"
+/* Model routing (models.h): no server lists the request's model (HAProxy
+ * answers 404 as vLLM does, NotFoundError), or every server that serves
+ * it is unusable (503). Neither takes a lease nor sets a server. */
+#define DBK_ACTION_UNKNOWN_MODEL "unknown_model"
+#define DBK_ACTION_MODEL_UNAVAILABLE "model_unavailable"
 
 struct dbk_route_stats {
 	uint64_t notifies;
@@ -73,6 +79,12 @@ struct dbk_route_stats {
 	uint64_t admitted[DBK_CLASS_N];
 	uint64_t shed[DBK_CLASS_N][DBK_SHED_NREASONS];
 	uint64_t bad_class;
+	/* Model routing: requests whose candidates were narrowed to the
+	 * servers serving their model, refused for a model no server lists,
+	 * and for one whose servers are all unusable. */
+	uint64_t model_filtered;
+	uint64_t unknown_model;
+	uint64_t model_unavailable;
 	/* Decisions by standard bucket (row) and chosen group (column). */
 	uint64_t by_bucket_group[DBK_BAL_MAX_BUCKETS][DBK_BAL_MAX_BUCKETS];
 };
@@ -107,6 +119,11 @@ struct dbk_route {
 	 * do not predict; NULL: never saturated. */
 	const struct dbk_admit_config *admit;
 	const struct dbk_saturation *sat;
+	/* Which server serves which model (models.h): NULL, every server is
+	 * a candidate for every request. eligible: dbk_models_words of
+	 * scratch, the candidates of the request being decided. */
+	const struct dbk_models *models;
+	uint64_t *eligible;
 	/* Called for every decision, routed or refused; NULL: nobody
 	 * listens. */
 	void (*on_decision)(void *arg, const struct dbk_route_event *e);

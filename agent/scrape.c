@@ -77,7 +77,8 @@ struct dbk_scrape {
 	ev_timer deadline; /* ends the late ones */
 	struct target *t;
 	unsigned n;
-	struct dbk_curl_ev *curl; /* made at the first https:// target */
+	struct dbk_curl_ev *curl;    /* made at the first https:// target */
+	struct dbk_vm_models models; /* the last /v1/models read, for the callback */
 };
 
 const char *dbk_scrape_cause_name(enum dbk_scrape_cause c)
@@ -201,13 +202,13 @@ static const char *take_body(struct req *r, const struct dbk_hc_result *res, cha
 		}
 		t->v.m = m;
 	} else {
-		long len;
-
-		if (dbk_vllm_parse_models(res->body, res->body_len, &len, perr, sizeof(perr)) < 0) {
+		if (dbk_vllm_parse_models(res->body, res->body_len, &t->s->models, perr,
+		                          sizeof(perr)) < 0) {
 			snprintf(why, whylen, "bad /v1/models: %s", perr);
 			return why;
 		}
-		t->v.max_model_len = len;
+		t->v.max_model_len = t->s->models.max_len;
+		t->v.models_known = true;
 	}
 	*cause = DBK_SCRAPE_OK;
 	return NULL;
@@ -246,7 +247,7 @@ static void finish(struct dbk_scrape *s, struct target *t, enum req_kind kind, c
 			        t->name, why);
 		}
 		/* Retried soon, unless the server is held off. */
-		if (!t->v.max_model_len)
+		if (!t->v.max_model_len || !t->v.models_known)
 			t->models_due_ms = now + (t->v.backoff_ms > MODELS_RETRY_MS
 			                                  ? t->v.backoff_ms
 			                                  : MODELS_RETRY_MS);
@@ -264,8 +265,12 @@ static void finish(struct dbk_scrape *s, struct target *t, enum req_kind kind, c
 		if (why && t->named && !t->resolving && now >= t->resolve_due_ms)
 			resolve_start(t, now);
 	}
-	if (s->cfg.scraped)
+	if (s->cfg.scraped) {
+		if (kind == REQ_MODELS && !why)
+			t->v.models = &s->models;
 		s->cfg.scraped(s->cfg.arg, (unsigned)(t - s->t), &t->v, kind == REQ_METRICS);
+		t->v.models = NULL;
+	}
 }
 
 static void on_done(void *arg, const struct dbk_hc_result *res)

@@ -46,7 +46,8 @@ struct dbk_scrape_config {
 	long models_every_ms;
 	/* Called after each finished scrape of server (may be NULL):
 	 * metrics true for /metrics (v->up says whether it worked), false
-	 * for /v1/models (v->max_model_len is the latest known). */
+	 * for /v1/models (v->max_model_len is the latest known, v->models
+	 * the list just read when it worked). */
 	void (*scraped)(void *arg, unsigned server, const struct dbk_scrape_view *v, bool metrics);
 	void *arg;
 	/* The metric names read (copied; NULL: dbk_vm_names_default). */
@@ -73,11 +74,16 @@ const char *dbk_scrape_cause_name(enum dbk_scrape_cause c);
 
 /* One server, as the policy and the reports see it. */
 struct dbk_scrape_view {
-	bool scraped;                /* has a URL to scrape */
-	bool up;                     /* the last /metrics scrape succeeded */
-	uint64_t ok_ms;              /* monotonic ms of the last success; 0: never */
-	struct dbk_vllm_metrics m;   /* the last good numbers */
-	long max_model_len;          /* from /v1/models; 0: not known */
+	bool scraped;              /* has a URL to scrape */
+	bool up;                   /* the last /metrics scrape succeeded */
+	uint64_t ok_ms;            /* monotonic ms of the last success; 0: never */
+	struct dbk_vllm_metrics m; /* the last good numbers */
+	long max_model_len;        /* from /v1/models; 0: not known */
+	bool models_known;         /* a /v1/models list was read since the slot was set */
+	/* The list /v1/models just gave: set only during the scraped
+	 * callback of a /v1/models scrape that worked (the scraper's
+	 * buffer, reused by the next); else NULL. */
+	const struct dbk_vm_models *models;
 	uint64_t scrapes;            /* /metrics scrapes finished */
 	uint64_t failures;           /* ... that failed (transport, status, body) */
 	uint64_t models_failures;    /* /v1/models scrapes that failed */

@@ -110,12 +110,34 @@ int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics 
 const char *dbk_vllm_metrics_implausible(const struct dbk_vllm_metrics *m, char *buf,
                                          size_t buflen);
 
+/* What a server's /v1/models lists: its models, base models and LoRA
+ * adapters (an adapter names its base model in "parent", as vLLM lists
+ * them). Bounded: a list longer, or an id longer, is refused whole (the
+ * server's models are then not known, and it stays a candidate for
+ * every model: models.h). */
+#define DBK_VM_MAX_MODELS 64
+#define DBK_VM_MODEL_ID_MAX 255
+
+struct dbk_vm_model {
+	char id[DBK_VM_MODEL_ID_MAX + 1];
+	char parent[DBK_VM_MODEL_ID_MAX + 1]; /* "": a base model */
+};
+
+struct dbk_vm_models {
+	long max_len; /* the smallest max_model_len listed; 0: none states one */
+	unsigned n;
+	struct dbk_vm_model m[DBK_VM_MAX_MODELS];
+};
+
 /* Parses a /v1/models body ({"object":"list","data":[{"id":...,
- * "max_model_len":N},...]}) and gives the smallest max_model_len of its
- * models (a request must fit whichever model it names; one server
- * usually serves one). Returns 0 with *max_len set, 0 with *max_len 0
- * when no model states a length, or -1 with err when the body is not
- * such a list or a length is not a positive integer. */
-int dbk_vllm_parse_models(const char *buf, size_t len, long *max_len, char *err, size_t errlen);
+ * "max_model_len":N, "parent":...},...]}): every model's id and parent,
+ * and the smallest max_model_len of its models (a request must fit
+ * whichever model it names). Returns 0 with out filled, or -1 with err
+ * (out->n and out->max_len 0) when the body is not such a list, a model
+ * has no string id (or an empty one), an id or parent
+ * is longer than DBK_VM_MODEL_ID_MAX, there are more than
+ * DBK_VM_MAX_MODELS, or a length is not a positive integer. */
+int dbk_vllm_parse_models(const char *buf, size_t len, struct dbk_vm_models *out, char *err,
+                          size_t errlen);
 
 #endif

@@ -15,8 +15,12 @@
  *   SGLang's, which vLLM's outranks), and fails with one malformed
  *   line after it (-2: over the series cap); request counts and the KV
  *   use and KV pool that pass dbk_vllm_metrics_implausible are in range;
- * - /v1/models: 0 with a length of 0 or at least 1, or -1 with 0. */
+ * - /v1/models: 0 with a length of 0 or at least 1, or -1 with a length
+ *   and a count of 0; on 0 at most DBK_VM_MAX_MODELS models, each id
+ *   non-empty and NUL-terminated within DBK_VM_MODEL_ID_MAX, each parent
+ *   too (or empty), and the same body parses to the same list again. */
 #include <math.h>
+#include <string.h>
 
 #include "fuzz.h"
 #include "vllm_metrics.h"
@@ -91,11 +95,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t n = size - 1;
 
 	if (data[0] & 1) {
-		long len = -1;
+		static struct dbk_vm_models ms, again;
 		char err[128];
-		int rc = dbk_vllm_parse_models(s, n, &len, err, sizeof(err));
+		int rc = dbk_vllm_parse_models(s, n, &ms, err, sizeof(err));
+		long len = ms.max_len;
 
-		FUZZ_CHECK((rc == 0 && (len == 0 || len >= 1)) || (rc == -1 && len == 0));
+		FUZZ_CHECK((rc == 0 && (len == 0 || len >= 1)) ||
+		           (rc == -1 && len == 0 && ms.n == 0));
+		FUZZ_CHECK(ms.n <= DBK_VM_MAX_MODELS);
+		for (unsigned i = 0; i < ms.n; i++) {
+			size_t il = strnlen(ms.m[i].id, sizeof(ms.m[i].id));
+			FUZZ_CHECK(il >= 1 && il <= DBK_VM_MODEL_ID_MAX);
+			FUZZ_CHECK(strnlen(ms.m[i].parent, sizeof(ms.m[i].parent)) <=
+			           DBK_VM_MODEL_ID_MAX);
+		}
+		if (rc == 0) {
+			FUZZ_CHECK(dbk_vllm_parse_models(s, n, &again, err, sizeof(err)) == 0);
+			FUZZ_CHECK(again.n == ms.n && again.max_len == ms.max_len);
+			for (unsigned i = 0; i < ms.n; i++)
+				FUZZ_CHECK(strcmp(again.m[i].id, ms.m[i].id) == 0 &&
+				           strcmp(again.m[i].parent, ms.m[i].parent) == 0);
+		}
 	} else if (data[0] & 2) {
 		static struct dbk_vm_names sg;
 		char err[160];

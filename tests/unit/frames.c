@@ -90,3 +90,21 @@ uint32_t test_disconnect_status(const struct dbk_spop_frame *f)
 		return 12345;
 	return code;
 }
+
+/* A NOTIFY with one message `msg` and the given args (name, value). */
+size_t test_notify_args(uint8_t *out, size_t cap, const char *msg, unsigned n,
+                        const char *const *argn, const struct dbk_spop_data *argv)
+{
+	struct dbk_spop_writer w;
+
+	dbk_spop_writer_init(&w, out, cap);
+	dbk_spop_frame_begin(&w, DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, 3, 4);
+	dbk_spop_put_name(&w, msg, strlen(msg));
+	if (w.len < w.cap)
+		w.buf[w.len++] = (uint8_t)n;
+	for (unsigned i = 0; i < n; i++) {
+		dbk_spop_put_name(&w, argn[i], strlen(argn[i]));
+		dbk_spop_put_data(&w, &argv[i]);
+	}
+	return dbk_spop_frame_end(&w);
+}

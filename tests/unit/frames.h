@@ -19,6 +19,11 @@ size_t test_notify(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid, uint32_
 size_t test_notify_details(uint8_t *out, size_t cap, uint64_t sid, uint64_t fid, uint32_t flags,
                            const char *id, int64_t blen, bool details);
 
+/* A NOTIFY (stream 3, frame 4) with one message msg and n arguments
+ * (argn[i], argv[i]). */
+size_t test_notify_args(uint8_t *out, size_t cap, const char *msg, unsigned n,
+                        const char *const *argn, const struct dbk_spop_data *argv);
+
 /* Finds the set-var (or unset-var, value NULL-typed) action `name` in an
  * ACK frame. */
 bool test_ack_var(const struct dbk_spop_frame *f, const char *name, struct dbk_spop_data *out);

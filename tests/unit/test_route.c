@@ -51,24 +51,6 @@ static enum dbk_spop_status run_frame(struct fixture *x, const uint8_t *frame, s
 	return st;
 }
 
-/* A NOTIFY with one message `msg` and the given args (name, value). */
-static size_t notify_args(uint8_t *out, size_t cap, const char *msg, unsigned n,
-                          const char *const *argn, const struct dbk_spop_data *argv)
-{
-	struct dbk_spop_writer w;
-
-	dbk_spop_writer_init(&w, out, cap);
-	dbk_spop_frame_begin(&w, DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, 3, 4);
-	dbk_spop_put_name(&w, msg, strlen(msg));
-	if (w.len < w.cap)
-		w.buf[w.len++] = (uint8_t)n;
-	for (unsigned i = 0; i < n; i++) {
-		dbk_spop_put_name(&w, argn[i], strlen(argn[i]));
-		dbk_spop_put_data(&w, &argv[i]);
-	}
-	return dbk_spop_frame_end(&w);
-}
-
 static struct dbk_spop_data bin(const char *s)
 {
 	struct dbk_spop_data d = { .type = DBK_SPOP_T_BIN };
@@ -87,7 +69,7 @@ static void test_route_sets_every_variable(void)
 		                         bin("{\"prompt\":\"a\"}"), dbk_spop_bool(true) };
 
 	up(&x, true);
-	size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
+	size_t len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	CHECK_EQ_U(x.ack.type, DBK_SPOP_ACK);
 	CHECK_EQ_U(x.ack.stream_id, 3);
@@ -139,7 +121,7 @@ static void test_details_only_when_asked(void)
 
 		snprintf(id, sizeof(id), "d%zu", i);
 		struct dbk_spop_data argv[3] = { dbk_spop_str(id), dbk_spop_int(100), cases[i].d };
-		len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
+		len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
 		CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 		CHECK(test_ack_var(&x.ack, "server", &v));
 		CHECK_EQ_U(test_ack_var(&x.ack, "score", &v), cases[i].want);
@@ -161,7 +143,7 @@ static void test_whole_json_body_is_read(void)
 	char want[32];
 
 	up(&x, false);
-	size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
+	size_t len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	snprintf(want, sizeof(want), "%d", (int)(sizeof(body) - 1) + 1000);
 	CHECK(test_var_is(&x.ack, "score", want));
@@ -193,7 +175,7 @@ static void test_score_spelling(void)
 			                         dbk_spop_bool(true) };
 
 		up(&x, false);
-		size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
+		size_t len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
 		CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 		if (!test_var_is(&x.ack, "score", cases[i].want)) {
 			struct dbk_spop_data v;
@@ -216,7 +198,7 @@ static void test_null_blen_uses_the_sample(void)
 		                         dbk_spop_bool(true) };
 
 	up(&x, false);
-	size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
+	size_t len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	/* 16 bytes + 0.5 * 4 */
 	CHECK(test_var_is(&x.ack, "score", "18"));
@@ -230,7 +212,7 @@ static void test_missing_id_is_an_error_not_a_lease(void)
 	struct dbk_spop_data argv[1] = { dbk_spop_int(10) };
 
 	up(&x, true);
-	size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 1, argn, argv);
+	size_t len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 1, argn, argv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	CHECK(test_var_is(&x.ack, "error", "no-id"));
 	CHECK_EQ_U(x.r.stats.no_id, 1);
@@ -305,7 +287,7 @@ static void test_decisions_are_reported_not_logged(void)
 	CHECK_EQ_U(s.res, DBK_BAL_DUPLICATE);
 	CHECK(!s.has_decision);
 	/* No id: nothing was asked of the balancer, nothing to report. */
-	len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 1, argn, argv);
+	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 1, argn, argv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	CHECK_EQ_U(s.n, 2);
 	CHECK_EQ_U(x.r.stats.no_id, 1);
@@ -326,7 +308,7 @@ static void test_unknown_message_never_gets_an_empty_ack(void)
 	struct dbk_spop_data argv[1] = { dbk_spop_str("u") };
 
 	up(&x, true);
-	size_t len = notify_args(x.in, sizeof(x.in), "something-else", 1, argn, argv);
+	size_t len = test_notify_args(x.in, sizeof(x.in), "something-else", 1, argn, argv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	CHECK(x.ack.payload_len > 0);
 	CHECK(test_var_is(&x.ack, "error", "unknown-message"));
@@ -386,7 +368,7 @@ static void test_moved_message_moves_the_lease(void)
 	CHECK(test_var_is(&x.ack, "server", "vllm0"));
 	CHECK_NEAR(dbk_bal_server_load(x.bal, 0), 100, 0);
 
-	len = notify_args(x.in, sizeof(x.in), DBK_MSG_MOVED, 2, argn, argv);
+	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_MOVED, 2, argn, argv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	CHECK(test_ack_var(&x.ack, "moved", &v) && v.type == DBK_SPOP_T_BOOL && v.u.b);
 	CHECK_NEAR(dbk_bal_server_load(x.bal, 0), 0, 0);
@@ -402,11 +384,11 @@ static void test_moved_message_moves_the_lease(void)
 
 	/* Unknown server or id: answered, nothing moved. */
 	argv[1] = dbk_spop_str("nosuch");
-	len = notify_args(x.in, sizeof(x.in), DBK_MSG_MOVED, 2, argn, argv);
+	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_MOVED, 2, argn, argv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	CHECK(test_ack_var(&x.ack, "moved", &v) && v.type == DBK_SPOP_T_BOOL && !v.u.b);
 	argv[1] = dbk_spop_str("vllm1");
-	len = notify_args(x.in, sizeof(x.in), DBK_MSG_MOVED, 2, argn, argv);
+	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_MOVED, 2, argn, argv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	CHECK(test_ack_var(&x.ack, "moved", &v) && !v.u.b);
 	CHECK_EQ_U(x.r.stats.moved, 1);
@@ -482,7 +464,7 @@ static void test_ttft_route_follows_the_context_limit_and_the_books(void)
 	dbk_pred_set_max_model_len(p, 3, 131072);
 	/* 10000 tokens: vllm0-1 cannot hold it, vllm2 (unknown) and vllm3
 	 * may. Idle and equal, the first usable of them. */
-	size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
+	size_t len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	CHECK(test_var_is(&x.ack, "server", "vllm2") || test_var_is(&x.ack, "server", "vllm3"));
 	unsigned s1 = test_var_is(&x.ack, "server", "vllm2") ? 2 : 3;
@@ -494,7 +476,7 @@ static void test_ttft_route_follows_the_context_limit_and_the_books(void)
 	struct dbk_spop_data mvv[2] = { dbk_spop_str("long-1"), dbk_spop_str("vllm3") };
 	if (s1 == 3)
 		mvv[1] = dbk_spop_str("vllm2");
-	len = notify_args(x.in, sizeof(x.in), DBK_MSG_MOVED, 2, mvn, mvv);
+	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_MOVED, 2, mvn, mvv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	CHECK_EQ_U(pred_inflight(p, s1), 0);
 	CHECK_EQ_U(pred_inflight(p, 5 - s1), 1);
@@ -508,7 +490,7 @@ static void test_ttft_route_follows_the_context_limit_and_the_books(void)
 	dbk_bal_set_usable(x.bal, 2, false);
 	dbk_bal_set_usable(x.bal, 3, false);
 	argv[0] = dbk_spop_str("long-2");
-	len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
+	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	CHECK(test_var_is(&x.ack, "server", "vllm0") || test_var_is(&x.ack, "server", "vllm1"));
 	CHECK_EQ_U(x.r.stats.too_long, 1);
@@ -516,7 +498,7 @@ static void test_ttft_route_follows_the_context_limit_and_the_books(void)
 	dbk_bal_set_usable(x.bal, 0, false);
 	dbk_bal_set_usable(x.bal, 1, false);
 	argv[0] = dbk_spop_str("long-3");
-	len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
+	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	CHECK(test_var_is(&x.ack, "error", "no usable server"));
 	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 1);
@@ -545,7 +527,7 @@ static void test_ttft_details_carry_the_prediction(void)
 	/* One usable server, so both turns meet there. */
 	for (unsigned i = 1; i < 4; i++)
 		dbk_bal_set_usable(x.bal, i, false);
-	size_t len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
+	size_t len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	CHECK(test_var_is(&x.ack, "server", "vllm0"));
 	CHECK(test_ack_var(&x.ack, "hit_tokens", &v) && v.type == DBK_SPOP_T_INT64 && v.u.i64 == 0);
@@ -554,7 +536,7 @@ static void test_ttft_details_carry_the_prediction(void)
 	      v.u.i64 < 1000);
 
 	argv[0] = dbk_spop_str("t-2");
-	len = notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
+	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	CHECK(test_var_is(&x.ack, "server", "vllm0"));
 	CHECK(test_ack_var(&x.ack, "hit_tokens", &v) && v.type == DBK_SPOP_T_INT64 && v.u.i64 > 0);
@@ -573,7 +555,8 @@ static enum dbk_spop_status route_class(struct fixture *x, const char *id, const
 		                         dbk_spop_str(cls ? cls : "") };
 
 	return run_frame(x, x->in,
-	                 notify_args(x->in, sizeof(x->in), DBK_MSG_ROUTE, cls ? 4 : 3, argn, argv));
+	                 test_notify_args(x->in, sizeof(x->in), DBK_MSG_ROUTE, cls ? 4 : 3, argn,
+	                                  argv));
 }
 
 static bool shed_ack(const struct fixture *x)

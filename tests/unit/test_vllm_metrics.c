@@ -189,35 +189,86 @@ static void test_long_line_is_refused(void)
 static void test_models(void)
 {
 	struct text f = fixture("vllm-models.json");
-	long len = -1;
+	static struct dbk_vm_models ms;
 	char err[128];
 
-	CHECK(dbk_vllm_parse_models(f.s, f.len, &len, err, sizeof(err)) == 0);
+	CHECK(dbk_vllm_parse_models(f.s, f.len, &ms, err, sizeof(err)) == 0);
 	text_free(&f);
-	CHECK_EQ_U(len, 32768);
+	CHECK_EQ_U(ms.max_len, 32768);
+	CHECK_EQ_U(ms.n, 1);
+	CHECK(strcmp(ms.m[0].id, "stub-model") == 0);
+	CHECK(strcmp(ms.m[0].parent, "") == 0);
 	const char *two = "{\"data\":[{\"id\":\"a\",\"max_model_len\":8192},"
 	                  "{\"id\":\"b\",\"max_model_len\":4096},{\"id\":\"c\"}]}";
-	CHECK(dbk_vllm_parse_models(two, strlen(two), &len, err, sizeof(err)) == 0);
-	CHECK_EQ_U(len, 4096);
+	CHECK(dbk_vllm_parse_models(two, strlen(two), &ms, err, sizeof(err)) == 0);
+	CHECK_EQ_U(ms.max_len, 4096);
+	CHECK_EQ_U(ms.n, 3);
+	CHECK(strcmp(ms.m[2].id, "c") == 0);
 	const char *none = "{\"object\":\"list\",\"data\":[{\"id\":\"a\",\"max_model_len\":null}]}";
-	CHECK(dbk_vllm_parse_models(none, strlen(none), &len, err, sizeof(err)) == 0);
-	CHECK_EQ_U(len, 0);
+	CHECK(dbk_vllm_parse_models(none, strlen(none), &ms, err, sizeof(err)) == 0);
+	CHECK_EQ_U(ms.max_len, 0);
 	static const char *const bad[] = {
 		"",
 		"[]",
 		"{\"data\":{}}",
 		"{\"data\":[1]}",
-		"{\"data\":[{\"max_model_len\":-5}]}",
-		"{\"data\":[{\"max_model_len\":1.5}]}",
-		"{\"data\":[{\"max_model_len\":\"4096\"}]}",
-		"{\"data\":[{\"max_model_len\":4096}]",
+		"{\"data\":[{\"id\":\"a\",\"max_model_len\":-5}]}",
+		"{\"data\":[{\"id\":\"a\",\"max_model_len\":1.5}]}",
+		"{\"data\":[{\"id\":\"a\",\"max_model_len\":\"4096\"}]}",
+		"{\"data\":[{\"id\":\"a\",\"max_model_len\":4096}]",
 		"{\"detail\":\"Not Found\"}",
+		/* an id is a non-empty string; a parent an id or null */
+		"{\"data\":[{\"max_model_len\":4096}]}",
+		"{\"data\":[{\"id\":\"\"}]}",
+		"{\"data\":[{\"id\":7}]}",
+		"{\"data\":[{\"id\":\"a\",\"parent\":3}]}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		len = 7;
-		CHECK(dbk_vllm_parse_models(bad[i], strlen(bad[i]), &len, err, sizeof(err)) == -1);
-		CHECK_EQ_U(len, 0);
+		ms.max_len = 7;
+		CHECK(dbk_vllm_parse_models(bad[i], strlen(bad[i]), &ms, err, sizeof(err)) == -1);
+		CHECK_EQ_U(ms.max_len, 0);
+		CHECK_EQ_U(ms.n, 0);
 	}
+}
+
+/* LoRA adapters as vLLM lists them (serving_models.py): their own id,
+ * the base model's in parent, no max_model_len. */
+static void test_models_adapters(void)
+{
+	struct text f = fixture("vllm-models-lora.json");
+	static struct dbk_vm_models ms;
+	char err[128];
+
+	CHECK(dbk_vllm_parse_models(f.s, f.len, &ms, err, sizeof(err)) == 0);
+	text_free(&f);
+	CHECK_EQ_U(ms.n, 3);
+	CHECK_EQ_U(ms.max_len, 8192);
+	CHECK(strcmp(ms.m[0].id, "meta-llama/Llama-3.1-8B-Instruct") == 0);
+	CHECK(strcmp(ms.m[0].parent, "") == 0);
+	CHECK(strcmp(ms.m[1].id, "sql-lora") == 0);
+	CHECK(strcmp(ms.m[1].parent, "meta-llama/Llama-3.1-8B-Instruct") == 0);
+	CHECK(strcmp(ms.m[2].id, "chat-lora") == 0);
+
+	/* Bounds: 64 models and 255-byte ids are kept, one more is refused. */
+	struct dbk_buf b;
+	dbk_buf_init(&b);
+	dbk_buf_printf(&b, "{\"data\":[");
+	for (unsigned i = 0; i < DBK_VM_MAX_MODELS; i++)
+		dbk_buf_printf(&b, "%s{\"id\":\"m%u\"}", i ? "," : "", i);
+	dbk_buf_printf(&b, "]}");
+	CHECK(dbk_vllm_parse_models(b.p, b.len, &ms, err, sizeof(err)) == 0);
+	CHECK_EQ_U(ms.n, DBK_VM_MAX_MODELS);
+	b.len -= 2;
+	dbk_buf_printf(&b, ",{\"id\":\"one-more\"}]}");
+	CHECK(dbk_vllm_parse_models(b.p, b.len, &ms, err, sizeof(err)) == -1);
+	b.len = 0;
+	dbk_buf_printf(&b, "{\"data\":[{\"id\":\"%0*d\"}]}", DBK_VM_MODEL_ID_MAX, 0);
+	CHECK(dbk_vllm_parse_models(b.p, b.len, &ms, err, sizeof(err)) == 0);
+	CHECK_EQ_U(strlen(ms.m[0].id), DBK_VM_MODEL_ID_MAX);
+	b.len = 0;
+	dbk_buf_printf(&b, "{\"data\":[{\"id\":\"%0*d\"}]}", DBK_VM_MODEL_ID_MAX + 1, 0);
+	CHECK(dbk_vllm_parse_models(b.p, b.len, &ms, err, sizeof(err)) == -1);
+	dbk_buf_free(&b);
 }
 
 /* Numbers the format allows but no engine reports fail the scrape: they
@@ -507,6 +558,7 @@ int main(void)
 	RUN(test_malformed_lines_fail_the_body);
 	RUN(test_long_line_is_refused);
 	RUN(test_models);
+	RUN(test_models_adapters);
 	RUN(test_implausible_numbers);
 	RUN(test_every_number_has_a_range);
 	RUN(test_v0_hit_rate);

@@ -4,7 +4,8 @@
 // body's type and code, and the answer's Content-Type and Retry-After.
 // No retries, so that the line is about this one answer. Used by
 // tests/e2e/openai-client.bats.
-//   node openai-error.mjs BASE_URL [HEADER VALUE]
+//   [DBK_MODEL=NAME] node openai-error.mjs BASE_URL [HEADER VALUE]
+// (the model asked for: stub-model unless DBK_MODEL names another)
 import OpenAI from 'openai';
 
 const [baseURL, header, value] = process.argv.slice(2);
@@ -15,7 +16,7 @@ const client = new OpenAI({
 
 try {
   await client.chat.completions.create({
-    model: 'stub-model', messages: [{ role: 'user', content: 'hello' }], max_tokens: 4,
+    model: process.env.DBK_MODEL || 'stub-model', messages: [{ role: 'user', content: 'hello' }], max_tokens: 4,
   });
   console.log(JSON.stringify({ ok: true }));
 } catch (e) {
