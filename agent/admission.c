@@ -87,14 +87,10 @@ struct dbk_admit_result dbk_admit(const struct dbk_admit_config *c,
 		return r;
 	if (in->predicted) {
 		double share = (double)c->ttft_ms * c->headroom[cls];
-		double own = in->own_ms > 0 ? fmin(in->own_ms, in->ttft_ms) : 0;
-		/* Late by its own length: only the queue can make it worth
-		 * refusing (admission.h). */
-		double late = own > share ? in->ttft_ms - own : in->ttft_ms;
 
-		if (late > share) {
+		if (in->ttft_ms > share) {
 			r.verdict = DBK_ADMIT_SHED;
-			r.retry_after_s = retry_after(c, late - share);
+			r.retry_after_s = retry_after(c, in->ttft_ms - share);
 			r.why = DBK_SHED_PREDICTED_LATE;
 		}
 		return r;

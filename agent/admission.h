@@ -28,15 +28,7 @@
  *
  * A request whose predicted first token on the server the policy chose
  * is past its class's share is refused; nothing is refused while the
- * chosen server is predicted to serve it in time. A request whose own
- * prefill alone is past the share (a prompt too long for the objective
- * on any server, even idle) is late at any load: refusing it for that
- * would refuse it below capacity too (Mooncake's longest prompts, a
- * few percent, at 0.8x: BENCHMARKS.md), and its retries would be
- * refused for ever. It is refused only when the queue ahead of it is
- * itself past the share, which no prompt's length explains: the server
- * is past its capacity. Its Retry-After is then that queue's excess,
- * after which it is admitted again. Policies
+ * chosen server is predicted to serve it in time. Policies
  * that do not predict (the reference, plain least load) pass the fleet's
  * saturation and its recent mean first token instead: a sheddable
  * request is refused when the fleet is saturated or its first tokens
@@ -101,9 +93,6 @@ struct dbk_admit_input {
 	enum dbk_class cls;
 	bool predicted; /* the policy predicted its first token: ttft_ms */
 	double ttft_ms; /* ... on the server it chose */
-	/* Of which its own prefill there, the rest being the queue ahead of
-	 * it; 0: not known (all of ttft_ms counts as queue). */
-	double own_ms;
 	bool saturated; /* the fleet is saturated (for policies that do not predict) */
 	/* For policies that do not predict: the fleet's recent mean first
 	 * token (vllm:time_to_first_token_seconds' _sum and _count over the

@@ -102,7 +102,6 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 		e->wait_s = fmin(over / fmax(cap, 1), 1) * left * step;
 	}
 	e->ttft_s = queue + own;
-	e->own_s = own;
 	e->hit = hit;
 
 	/* Every request in flight there, those still queued included (ours
@@ -128,7 +127,6 @@ static void pred_choice_of(const struct dbk_pred *p, int server, const struct pr
 	*c = (struct dbk_pred_choice){ .server = server,
 		                       .reason = DBK_PRED_FASTEST,
 		                       .ttft_s = pred_ttft(e),
-		                       .own_s = e->own_s,
 		                       .hit_tokens = e->hit,
 		                       .kv_fits = e->fits,
 		                       .tpot_s = e->tpot_s,

@@ -67,14 +67,13 @@ void dbk_sim_ttft_window_update(struct dbk_sim_ttft_window *w, const struct dbk_
 }
 
 int dbk_sim_admit(const struct dbk_sim *s, const struct dbk_sim_req *r, int chosen, bool predicted,
-                  double ttft_s, double own_s, const struct dbk_sim_ttft_window *w)
+                  double ttft_s, const struct dbk_sim_ttft_window *w)
 {
 	const struct dbk_sim_config *c = dbk_sim_config(s);
 	struct dbk_admit_input in = {
 		.cls = (enum dbk_class)r->cls,
 		.predicted = predicted,
 		.ttft_ms = ttft_s * 1e3,
-		.own_ms = own_s * 1e3,
 	};
 
 	/* Critical is never refused: spare it the saturation's sum. */

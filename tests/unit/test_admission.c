@@ -33,38 +33,6 @@ static struct dbk_admit_result admit(const struct dbk_admit_config *c, enum dbk_
 	return dbk_admit(c, &in);
 }
 
-/* A prompt too long for the objective even on an idle server is not
- * refused for its own length, only for a queue itself past the share;
- * its Retry-After is that queue's excess. */
-static void test_late_by_its_own_length(void)
-{
-	struct dbk_admit_config c;
-	struct dbk_admit_input in = { .cls = DBK_CLASS_SHEDDABLE, .predicted = true };
-	struct dbk_admit_result r;
-
-	dbk_admit_config_default(&c);
-	c.enabled = true;
-	/* Its prefill 5 s, behind 1 s of queue: late, but admitted. */
-	in.ttft_ms = 6000, in.own_ms = 5000;
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
-	/* Behind 4 s of queue (the sheddable share is 1.8 s): refused, for
-	 * the queue's 2.2 s over the share, rounded up. */
-	in.ttft_ms = 9000;
-	r = dbk_admit(&c, &in);
-	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
-	CHECK_EQ_U(r.retry_after_s, 3);
-	/* A prefill within the share: the whole prediction counts, as
-	 * without own_ms (1 s of prefill behind 1 s of queue). */
-	in.ttft_ms = 2000, in.own_ms = 1000;
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_SHED);
-	in.own_ms = 0;
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_SHED);
-	/* An own_ms past the prediction (not a consistent input) counts as
-	 * the whole of it: nothing left for the queue, admitted. */
-	in.ttft_ms = 5000, in.own_ms = 7000;
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
-}
-
 static void test_predicted(void)
 {
 	struct dbk_admit_config c;
@@ -163,7 +131,6 @@ int main(void)
 {
 	RUN(test_class_parse);
 	RUN(test_predicted);
-	RUN(test_late_by_its_own_length);
 	RUN(test_unpredicted);
 	RUN(test_fleet_late);
 	return CHECK_DONE();
