@@ -209,7 +209,9 @@ size_t dbk_engine_lora_counts(const struct dbk_engine *e, struct dbk_engine_lora
 {
 	const struct dbk_engine_lora *L = &e->lora;
 
-	if (out && cap)
+	/* Without adapters counts is NULL, and memcpy from NULL is undefined
+	 * even for no bytes. */
+	if (out && cap && L->n_counts)
 		memcpy(out, L->counts, (cap < L->n_counts ? cap : L->n_counts) * sizeof(*out));
 	return L->n_counts;
 }

@@ -206,6 +206,9 @@ static void test_off(void)
 	while (dbk_engine_has_work(off) || dbk_engine_has_work(on))
 		CHECK(step(off, &ro) == step(on, &rn));
 	CHECK(!dbk_engine_lora_in_slot(off, 1));
+	/* Nothing to count, and nothing read (UBSan: no memcpy from NULL). */
+	struct dbk_engine_lora_count none[2];
+	CHECK_EQ_U(dbk_engine_lora_counts(off, none, 2), 0);
 	dbk_engine_free(off);
 	dbk_engine_free(on);
 
