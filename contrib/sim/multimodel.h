@@ -12,7 +12,32 @@
  * request without one alone) keeps one model and one adapter: the
  * model drawn by the shares, then with --adapter-share X an adapter of
  * that model, drawn by Zipf popularity (exponent 1) over the model's
- * adapters in id order (the first the most popular). */
+ * adapters in id order (the first the most popular).
+ *
+ * Routing by model (sim.c): while a request is routed, its candidates
+ * are its model's instances, for every policy, as each peer narrows its
+ * endpoints by the request's model before its policy runs:
+ *   vLLM Router: vllm-project/router, src/core/worker_registry.rs at
+ *     commit 13f90d71f813f554a30df575fc0bb7fe3698adcf (workers indexed
+ *     by model_id, get_by_model_fast; a policy per model);
+ *   vLLM production-stack: vllm-project/production-stack,
+ *     src/vllm_router/services/request_service/request.py at commit
+ *     b8a08a533e72781035e7a8d488b4773d257134ff (route_general_request
+ *     keeps the endpoints whose model_names hold the requested model,
+ *     then calls the router's route_request on them);
+ *   the Gateway API Inference Extension / llm-d: a model maps to one
+ *     InferencePool, whose pods are the candidates (policy_llmd.c);
+ *   HAProxy: one backend per model (a map from the model to the
+ *     backend), so lc is leastconn among the model's servers;
+ *   the agent: the eligible bitset of agent/policy_ops.h, the servers
+ *     whose /v1/models list the model (agent/models.h).
+ * What is not modelled: the vLLM Router keeps a cache_aware tree per
+ * model; here one tree holds every instance and a match on another
+ * model's instance is passed over (a conversation keeps its model, so
+ * its deepest matches are on its own model's instances). A request for
+ * an adapter goes to any instance of its base model, which loads the
+ * adapter on demand (vLLM with runtime LoRA loading); production-stack
+ * would send it only to endpoints whose /v1/models already list it. */
 #ifndef DBK_SIM_MULTIMODEL_H
 #define DBK_SIM_MULTIMODEL_H
 
@@ -26,10 +51,10 @@
 #define DBK_SIM_ZIPF_S 1.0
 
 struct dbk_sim_models {
-	unsigned nmodels;                   /* 0: one model, nothing filtered */
-	double share[DBK_SIM_MAX_MODELS];   /* weights, any scale */
-	unsigned nadapters;                 /* 0: none */
-	double adapter_share;               /* of conversations, 0..1 */
+	unsigned nmodels;                 /* 0: one model, nothing filtered */
+	double share[DBK_SIM_MAX_MODELS]; /* weights, any scale */
+	unsigned nadapters;               /* 0: none */
+	double adapter_share;             /* of conversations, 0..1 */
 	uint64_t seed;
 };
 

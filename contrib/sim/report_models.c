@@ -56,7 +56,8 @@ void dbk_sim_report_models_json(cJSON *root, const struct dbk_sim_run_report *ru
 		const struct dbk_sim_member top[] = {
 			{ "lora_loads", 'n', (double)r->lora_loads, NULL },
 			{ "lora_activations", 'n', (double)r->lora_activations, NULL },
-			{ "lora_loads_per_1000", 'n', dbk_sim_lora_loads_per_1000(r, nmodels), NULL },
+			{ "lora_loads_per_1000", 'n', dbk_sim_lora_loads_per_1000(r, nmodels),
+			  NULL },
 			{ "wrong_model", 'n', (double)r->wrong_model, NULL },
 		};
 
