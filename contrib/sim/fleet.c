@@ -49,6 +49,8 @@ static void engine_cfg(const struct dbk_sim_opts *o, unsigned i, bool is_short,
 		c->kv_capacity_tokens = o->short_kv;
 	if (o->models.nadapters) /* vLLM's --enable-lora --max-loras */
 		c->max_loras = (uint32_t)o->max_loras;
+	if (o->models.nadapters && o->lora_load_ms >= 0)
+		c->lora_load_s = o->lora_load_ms / 1e3;
 }
 
 int dbk_sim_fleet_build(struct dbk_sim_fleet *f, const struct dbk_sim_opts *o)

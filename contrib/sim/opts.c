@@ -29,13 +29,14 @@ struct extra {
 	const char *log_level;
 };
 
-#define NOPTS 57
+#define NOPTS 58
 /* The agent's default, as the help text quotes it. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
 #define STALL_WEIGHT STR(DBK_PRED_STALL_WEIGHT)
 #define MML_MAX DBK_ENGINE_MAX_MODEL_LEN_LIMIT
 #define TOKENS_MAX 1099511627776.0 /* 2^40 */
+#define LORA_LOAD_MS "50"          /* DBK_ENGINE_LORA_LOAD_S */
 
 /* The options in --help order, each section's heading on its first. */
 /* --policy's help: every name in the table (policy.h), in its order,
@@ -252,6 +253,10 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		COUNT_N("max-loras", &o->max_loras, 1, DBK_ENGINE_MAX_LORAS_LIMIT,
 		        "with --adapters: every engine's\n"
 		        "--max-loras GPU slots (default 4)"),
+		{ "lora-load-ms", 0, DBK_OPT_DOUBLE, &o->lora_load_ms, 0, 1e6, .metavar = "X",
+		  .help = "with --adapters: what reading an adapter\n"
+		          "not in an engine's CPU cache adds to its\n"
+		          "step (default the engine model's, " LORA_LOAD_MS ")" },
 	};
 	const struct dbk_opt tail[] = {
 		{ "slo-ttft-ms", 0, DBK_OPT_DOUBLE, &o->slo_ttft_ms, 0, 1e12, .metavar = "X",
@@ -446,6 +451,7 @@ static void defaults(struct dbk_sim_opts *o, struct extra *x)
 	o->models.adapter_share = 0.5;
 	o->models.seed = DBK_SIM_MODELS_SEED;
 	o->max_loras = 4;
+	o->lora_load_ms = -1;
 	o->admit_share[DBK_CLASS_STANDARD] = o->admit_share[DBK_CLASS_SHEDDABLE] = -1;
 	dbk_slo_search_default(&o->search);
 	x->max_evals = (int)o->search.max_evals;

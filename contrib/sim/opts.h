@@ -56,6 +56,7 @@ struct dbk_sim_opts {
 	const char *models_text;
 	struct dbk_sim_models models;
 	size_t nadapters, max_loras;
+	double lora_load_ms; /* < 0: the engine's default */
 	/* --slo-capacity: search each policy's capacity instead. */
 	bool slo_capacity;
 	struct dbk_slo_search search;

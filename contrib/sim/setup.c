@@ -45,8 +45,9 @@ static void models_print(FILE *f, const struct dbk_sim_setup *u)
 	if (m->nadapters)
 		fprintf(f,
 		        "; %u adapters (Zipf %g within a model), %g of conversations on one; "
-		        "max-loras %zu",
-		        m->nadapters, DBK_SIM_ZIPF_S, m->adapter_share, u->o->max_loras);
+		        "max-loras %zu, a load %g ms",
+		        m->nadapters, DBK_SIM_ZIPF_S, m->adapter_share, u->o->max_loras,
+		        u->f.cshort.lora_load_s * 1e3);
 	fputc('\n', f);
 }
 
@@ -180,6 +181,8 @@ void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
 			{ "adapter_share", o->models.nadapters ? 'n' : 0, o->models.adapter_share,
 			  NULL },
 			{ "max_loras", o->models.nadapters ? 'n' : 0, (double)o->max_loras, NULL },
+			{ "lora_load_ms", o->models.nadapters ? 'n' : 0,
+			  u->f.cshort.lora_load_s * 1e3, NULL },
 		};
 		dbk_sim_json_add(setup, mm, sizeof(mm) / sizeof(mm[0]));
 	}
