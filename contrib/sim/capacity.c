@@ -1,6 +1,7 @@
 /* --slo-capacity: each policy's SLO capacity (slo.h), a search of
  * simulations at rising and falling rate factors; see modes.h. */
 #include "modes.h"
+#include "report.h"
 
 #include <string.h>
 
@@ -10,6 +11,10 @@ struct cap_ctx {
 	struct dbk_sim_result last;
 	double hit_at_capacity; /* prefix-cache hit rate at the capacity */
 	double best_rate;
+	/* --models: the requests judged (-1: all; else that model's) and the
+	 * adapters' loads per 1,000 requests at the capacity. */
+	int scope;
+	double loads_at_capacity;
 };
 
 /* Attainment: requests that completed within every objective, over all
@@ -25,9 +30,15 @@ static int cap_eval(void *ctx, double rate, double *attain)
 		return -1;
 	all = &c->last.cls[DBK_CLASS_ALL];
 	*attain = all->requests ? (double)all->good / (double)all->requests : 0;
+	if (c->scope >= 0) {
+		uint64_t n = c->last.model_offered[c->scope];
+		*attain = n ? (double)c->last.model_good[c->scope] / (double)n : 0;
+	}
 	if (*attain >= c->u->o->search.target && rate > c->best_rate) {
 		c->best_rate = rate;
 		c->hit_at_capacity = dbk_sim_result_hit_rate(&c->last);
+		c->loads_at_capacity = dbk_sim_lora_loads_per_1000(&c->last,
+		                                                   c->u->o->models.nmodels);
 	}
 	return 0;
 }
@@ -36,6 +47,9 @@ struct cap_row {
 	const char *policy;
 	struct dbk_slo_result res;
 	double hit;
+	/* --models: each model's capacity, the loads at the overall one. */
+	double model_rate[DBK_SIM_MAX_MODELS];
+	double loads;
 };
 
 /* Printed before the searches, which take a while. */
@@ -70,7 +84,7 @@ static void print_rows(const struct cap_row *rows, size_t n, size_t lc)
 	}
 }
 
-static cJSON *row_json(const struct cap_row *row, const struct cap_row *lc)
+static cJSON *row_json(const struct cap_row *row, const struct cap_row *lc, unsigned nmodels)
 {
 	const struct dbk_slo_result *r = &row->res;
 	bool ratio = lc && lc->res.rate > 0;
@@ -89,6 +103,13 @@ static cJSON *row_json(const struct cap_row *row, const struct cap_row *lc)
 
 	if (e)
 		dbk_sim_json_add(e, m, sizeof(m) / sizeof(m[0]));
+	if (e && nmodels) {
+		cJSON *a = cJSON_AddArrayToObject(e, "model_rate_factor");
+
+		for (unsigned k = 0; a && k < nmodels; k++)
+			cJSON_AddItemToArray(a, cJSON_CreateNumber(row->model_rate[k]));
+		cJSON_AddNumberToObject(e, "lora_loads_per_1000", row->loads);
+	}
 	return e;
 }
 
@@ -99,7 +120,7 @@ static int write_json(const struct dbk_sim_opts *o, const struct cap_row *rows, 
 	size_t k;
 
 	for (k = 0; arr && k < n; k++) {
-		cJSON *e = row_json(&rows[k], lc < n ? &rows[lc] : NULL);
+		cJSON *e = row_json(&rows[k], lc < n ? &rows[lc] : NULL, o->models.nmodels);
 
 		if (!e || !cJSON_AddItemToArray(arr, e)) {
 			cJSON_Delete(e);
@@ -112,6 +133,42 @@ static int write_json(const struct dbk_sim_opts *o, const struct cap_row *rows, 
 	return dbk_sim_write_json(o->json, root);
 }
 
+/* --models: each model's capacity (its own requests' attainment) as a
+ * ratio to lc's for that model, and the adapters' loads. */
+static void print_models(const struct cap_row *rows, size_t n, size_t lc, unsigned nmodels)
+{
+	printf("\nPer model: capacity judged on that model's requests alone (vs lc's "
+	       "for the same model); loads/1k: adapters read into an engine per 1,000 "
+	       "requests at the overall capacity\n%-16s",
+	       "policy");
+	for (unsigned m = 0; m < nmodels; m++)
+		printf(" %9s%-2u %6s", "model", m, "vs lc");
+	printf(" %9s\n", "loads/1k");
+	for (size_t k = 0; k < n; k++) {
+		printf("%-16s", rows[k].policy);
+		for (unsigned m = 0; m < nmodels; m++) {
+			double b = lc < n ? rows[lc].model_rate[m] : 0;
+			char ratio[16] = "-";
+
+			if (b > 0)
+				snprintf(ratio, sizeof(ratio), "%.2f", rows[k].model_rate[m] / b);
+			printf(" %11.4g %6s", rows[k].model_rate[m], ratio);
+		}
+		printf(" %9.1f\n", rows[k].loads);
+	}
+}
+
+/* The capacity of policy k judged on scope's requests (-1: all). */
+static int search(struct dbk_sim_setup *u, size_t k, int scope, struct cap_ctx *c,
+                  struct dbk_slo_result *res)
+{
+	memset(c, 0, sizeof(*c));
+	c->u = u;
+	c->pol = u->pol[k];
+	c->scope = scope;
+	return dbk_slo_capacity(&u->o->search, cap_eval, c, res);
+}
+
 int dbk_sim_capacity(struct dbk_sim_setup *u)
 {
 	struct cap_row rows[DBK_SIM_MAX_POLICIES];
@@ -120,18 +177,24 @@ int dbk_sim_capacity(struct dbk_sim_setup *u)
 	print_head(u->o);
 	for (k = 0; k < u->npol; k++) {
 		struct cap_ctx c;
+		struct dbk_slo_result mr;
 
-		memset(&c, 0, sizeof(c));
-		c.u = u;
-		c.pol = u->pol[k];
-		if (dbk_slo_capacity(&u->o->search, cap_eval, &c, &rows[k].res) != 0)
+		if (search(u, k, -1, &c, &rows[k].res) != 0)
 			return 1;
 		rows[k].policy = u->pol[k]->name;
 		rows[k].hit = c.hit_at_capacity;
+		rows[k].loads = c.loads_at_capacity;
+		for (unsigned m = 0; m < u->o->models.nmodels; m++) {
+			if (search(u, k, (int)m, &c, &mr) != 0)
+				return 1;
+			rows[k].model_rate[m] = mr.rate;
+		}
 		if (strcmp(u->pol[k]->name, "lc") == 0)
 			lc = k;
 	}
 	print_rows(rows, u->npol, lc);
+	if (u->o->models.nmodels)
+		print_models(rows, u->npol, lc, u->o->models.nmodels);
 	if (u->o->json && write_json(u->o, rows, u->npol, lc) != 0)
 		return 1;
 	return 0;

@@ -47,6 +47,10 @@ static void engine_cfg(const struct dbk_sim_opts *o, unsigned i, bool is_short,
 		c->max_model_len = (uint32_t)o->short_max_model_len;
 	if (is_short && o->short_kv)
 		c->kv_capacity_tokens = o->short_kv;
+	if (o->models.nadapters) /* vLLM's --enable-lora --max-loras */
+		c->max_loras = (uint32_t)o->max_loras;
+	if (o->models.nadapters && o->lora_load_ms >= 0)
+		c->lora_load_s = o->lora_load_ms / 1e3;
 }
 
 int dbk_sim_fleet_build(struct dbk_sim_fleet *f, const struct dbk_sim_opts *o)
@@ -107,6 +111,13 @@ int dbk_sim_fleet_build(struct dbk_sim_fleet *f, const struct dbk_sim_opts *o)
 			f->weights[i] = o->weights[i % o->nweights];
 		sc->weights = f->weights;
 	}
+	if (o->models.nmodels) {
+		if (!(f->inst_model = calloc(n, sizeof(*f->inst_model))) ||
+		    dbk_sim_models_instances(&o->models, n, f->inst_model) != 0)
+			return -1;
+		sc->nmodels = o->models.nmodels;
+		sc->inst_model = f->inst_model;
+	}
 	return 0;
 }
 
@@ -114,6 +125,8 @@ void dbk_sim_fleet_free(struct dbk_sim_fleet *f)
 {
 	free(f->engines);
 	free(f->weights);
+	free(f->inst_model);
+	f->inst_model = NULL;
 	f->engines = NULL;
 	f->weights = NULL;
 }

@@ -13,6 +13,7 @@ struct dbk_sim_fleet {
 	struct dbk_engine_config cshort, clong;
 	struct dbk_engine_config *engines; /* one per instance */
 	double *weights;                   /* one per instance; NULL: none */
+	uint8_t *inst_model;               /* --models: one per instance; NULL: none */
 	struct dbk_sim_config sc;          /* points at engines, weights, o's scale */
 };
 

@@ -29,13 +29,14 @@ struct extra {
 	const char *log_level;
 };
 
-#define NOPTS 53
+#define NOPTS 58
 /* The agent's default, as the help text quotes it. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
 #define STALL_WEIGHT STR(DBK_PRED_STALL_WEIGHT)
 #define MML_MAX DBK_ENGINE_MAX_MODEL_LEN_LIMIT
 #define TOKENS_MAX 1099511627776.0 /* 2^40 */
+#define LORA_LOAD_MS "50"          /* DBK_ENGINE_LORA_LOAD_S */
 
 /* The options in --help order, each section's heading on its first. */
 /* --policy's help: every name in the table (policy.h), in its order,
@@ -231,6 +232,31 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		{ "shed-retry", 0, DBK_OPT_FLAG, &o->shed_retry,
 		  .help = "a shed request's client sends it again\n"
 		          "once, after its Retry-After" },
+		{ "models", 0, DBK_OPT_STR, &o->models_text, .metavar = "W,W,...",
+		  .help = "base models sharing the fleet, traffic\n"
+		          "shares 1..256 each; the instances given\n"
+		          "to them in proportion (at least one\n"
+		          "each, interleaved), a conversation's\n"
+		          "model a seeded draw; every policy chooses\n"
+		          "among its model's instances only\n"
+		          "(default: one model)",
+		  .section = "Several models and LoRA adapters:" },
+		COUNT_N("adapters", &o->nadapters, 0, DBK_SIM_MAX_ADAPTERS,
+		        "with --models: LoRA adapters 1..N,\n"
+		        "adapter a of model (a - 1) % M, Zipf\n"
+		        "popularity (exponent 1) within a model\n"
+		        "(default 0)"),
+		{ "adapter-share", 0, DBK_OPT_DOUBLE, &o->models.adapter_share, 0, 1,
+		  .metavar = "X",
+		  .help = "conversations that use an adapter of\n"
+		          "their model (default 0.5)" },
+		COUNT_N("max-loras", &o->max_loras, 1, DBK_ENGINE_MAX_LORAS_LIMIT,
+		        "with --adapters: every engine's\n"
+		        "--max-loras GPU slots (default 4)"),
+		{ "lora-load-ms", 0, DBK_OPT_DOUBLE, &o->lora_load_ms, 0, 1e6, .metavar = "X",
+		  .help = "with --adapters: what reading an adapter\n"
+		          "not in an engine's CPU cache adds to its\n"
+		          "step (default the engine model's, " LORA_LOAD_MS ")" },
 	};
 	const struct dbk_opt tail[] = {
 		{ "slo-ttft-ms", 0, DBK_OPT_DOUBLE, &o->slo_ttft_ms, 0, 1e12, .metavar = "X",
@@ -300,7 +326,8 @@ static const char *const policies_text =
         "other ring layouts, by name only, not in all); llm_d queue,\n"
         "KV-utilisation and prefix-cache scorers (2/2/3) on metrics scraped\n"
         "every 50 ms, each pod at its own phase (llm_d_active: with the\n"
-        "active-request scorer, weight 2);\n"
+        "active-request scorer, weight 2; llm_d_lora, by name only: with the\n"
+        "GIE's LoRA affinity scorer on scraped vllm:lora_requests_info, weight 2);\n"
         "prefixaware (production-stack) random among the instances holding the\n"
         "longest prefix; wlc HAProxy's leastconn with the servers' weights\n"
         "(--weights; in all only with them).\n"
@@ -369,6 +396,26 @@ static int fleet_opts(struct dbk_sim_opts *o, char *err, size_t errlen)
 			return -1;
 		}
 	}
+	if (o->models_text) {
+		size_t nm;
+
+		if (dbk_sim_weights_parse(o->models_text, o->models.share, DBK_SIM_MAX_MODELS, &nm,
+		                          why, sizeof(why)) != 0) {
+			dbk_errf(err, errlen, "--models: %s", why);
+			return -1;
+		}
+		o->models.nmodels = (unsigned)nm;
+		if (nm > (size_t)o->instances) {
+			dbk_errf(err, errlen, "--models: %zu models, %d instances", nm,
+			         o->instances);
+			return -1;
+		}
+	}
+	if (o->nadapters && !o->models_text) {
+		dbk_errf(err, errlen, "--adapters needs --models");
+		return -1;
+	}
+	o->models.nadapters = (unsigned)o->nadapters;
 	if (o->fail_instance >= o->instances) {
 		dbk_errf(err, errlen, "--fail-instance: %d is not one of the %d instances",
 		         o->fail_instance, o->instances);
@@ -402,6 +449,10 @@ static void defaults(struct dbk_sim_opts *o, struct extra *x)
 	o->warmup_factor = 2;
 	o->fail_instance = -1;
 	o->fail_share = 1;
+	o->models.adapter_share = 0.5;
+	o->models.seed = DBK_SIM_MODELS_SEED;
+	o->max_loras = 4;
+	o->lora_load_ms = -1;
 	o->admit_share[DBK_CLASS_STANDARD] = o->admit_share[DBK_CLASS_SHEDDABLE] = -1;
 	dbk_slo_search_default(&o->search);
 	x->max_evals = (int)o->search.max_evals;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "lib/bounds.h"
+#include "multimodel.h"
 #include "model/trace.h"
 #include "schedule.h"
 #include "sim.h"
@@ -50,6 +51,12 @@ struct dbk_sim_opts {
 	size_t nclasses;
 	bool admission, shed_retry;
 	double admit_share[DBK_CLASS_N]; /* < 0: the agent's default */
+	/* Several models (issue 27): --models' text, then the models and
+	 * adapters (multimodel.h; nmodels 0: one model), --max-loras. */
+	const char *models_text;
+	struct dbk_sim_models models;
+	size_t nadapters, max_loras;
+	double lora_load_ms; /* < 0: the engine's default */
 	/* --slo-capacity: search each policy's capacity instead. */
 	bool slo_capacity;
 	struct dbk_slo_search search;

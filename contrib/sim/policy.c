@@ -139,6 +139,7 @@ static const struct dbk_sim_policy_ops *const head[] = {
 	X(consistent_hash_seed3) \
 	X(llm_d)                 \
 	X(llm_d_active)          \
+	X(llm_d_lora)            \
 	X(llm_d_shed)            \
 	X(prefixaware)           \
 	X(wlc)

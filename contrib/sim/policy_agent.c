@@ -210,6 +210,9 @@ static void ag_request(struct ag *p, const struct dbk_sim *s, const struct dbk_s
 		.sample_len = p->body.len < AG_SAMPLE_BYTES ? p->body.len : AG_SAMPLE_BYTES,
 		/* The sample held the whole prompt unless it was cut. */
 		.cut = r->input_tokens > spec.input,
+		/* Its model's servers, as the agent learns them from each
+		 * server's /v1/models (NULL with one model). */
+		.eligible = dbk_sim_eligible(s, r),
 	};
 }
 

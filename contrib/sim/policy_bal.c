@@ -79,7 +79,8 @@ static int bal_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_re
 
 	dbk_outlier_tick(&p->ej, now, bal_returned, p);
 	dbk_sim_bal_request(p->cfg, r, &req);
-	res = dbk_bal_dispatch(p->b, id, len, &req, now, &d);
+	/* Among its model's servers (all with one model: exactly dispatch). */
+	res = dbk_bal_dispatch_among(p->b, id, len, &req, dbk_sim_eligible(s, r), now, &d);
 	if (res == DBK_BAL_OK)
 		return (int)d.server;
 	/* FULL is out of memory here (no lease limit is set); anything

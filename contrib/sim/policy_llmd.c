@@ -41,7 +41,23 @@
  * d5cbb3224910773dfdc9ccd3976aa789990fe78f: the picker's own count of
  * requests it sent to a pod that have not completed, scored
  * (max - count) / max (1 when the pod has none), weight 2 here. The
- * count moves with every decision, so the requests of a burst spread. */
+ * count moves with every decision, so the requests of a burst spread.
+ *
+ * llm_d_lora: the default profile plus the GIE's LoRA affinity scorer
+ * (issue 27), kubernetes-sigs/gateway-api-inference-extension,
+ * pkg/epp/scheduling/framework/plugins/loraaffinityscorer/lora_affinity.go
+ * at commit a172f54a01a5d54ae4933897316a175f880c30ad, on each pod's
+ * scraped vllm:lora_requests_info (running_lora_adapters: its
+ * ActiveModels; waiting_lora_adapters: WaitingModels; max_lora:
+ * MaxActiveModels): 1 when the request's adapter is running there, 0.8
+ * when running and waiting adapters number fewer than max_lora (room to
+ * load it), 0.6 when it is waiting there, else 0; a base-model request
+ * is no adapter of any pod, so it scores 0.8 or 0 by room alone, as the
+ * plugin scores TargetModel. Weight 2 here, as the queue and KV scorers
+ * (the plugin sets none; a profile does). The pool's pods are the
+ * model's servers: the GIE maps a model (InferenceModel/ -Objective) to
+ * one pool, so the candidates are the request's model's instances
+ * (dbk_sim_usable while routing). */
 #include "policy.h"
 
 #include <math.h>
@@ -59,6 +75,8 @@
 #define LD_W_KV 2.0
 #define LD_W_PREFIX 3.0
 #define LD_W_ACTIVE 2.0
+#define LD_W_LORA 2.0
+#define LD_LORA_CAP 64u     /* adapters with live requests kept per pod */
 #define LD_BLOCK_TOKENS 16u /* 64 bytes at 4 bytes a token */
 #define LD_MAX_BLOCKS 256u
 #define LD_LRU_PER_SERVER 31250u
@@ -75,9 +93,18 @@ struct llmd {
 	uint64_t hashes[LD_MAX_BLOCKS];
 	uint32_t *match;
 	unsigned *ties;
+	/* llm_d_lora: each pod's vllm:lora_requests_info at its last
+	 * scrape (nlora[i] adapters at lora[i * LD_LORA_CAP]) and max_lora. */
+	bool lora_aware;
+	struct dbk_engine_lora_count *lora;
+	uint32_t *nlora, *max_lora;
 };
 
-static const bool ld_default = false, ld_with_active = true;
+struct ld_variant {
+	bool active, lora;
+};
+static const struct ld_variant ld_default = { false, false }, ld_with_active = { true, false },
+                               ld_with_lora = { false, true };
 
 static void ld_fini(void *st)
 {
@@ -88,6 +115,9 @@ static void ld_fini(void *st)
 	free(p->phase);
 	free(p->match);
 	free(p->ties);
+	free(p->lora);
+	free(p->nlora);
+	free(p->max_lora);
 }
 
 static int ld_init(void *st, const struct dbk_sim_policy_env *env)
@@ -96,7 +126,12 @@ static int ld_init(void *st, const struct dbk_sim_policy_env *env)
 	unsigned n = env->cfg->ninstances;
 
 	p->rng = LD_SEED;
-	p->active = *(const bool *)env->arg;
+	p->active = ((const struct ld_variant *)env->arg)->active;
+	p->lora_aware = ((const struct ld_variant *)env->arg)->lora;
+	if (p->lora_aware && (!(p->lora = calloc((size_t)n * LD_LORA_CAP, sizeof(*p->lora))) ||
+	                      !(p->nlora = calloc(n, sizeof(*p->nlora))) ||
+	                      !(p->max_lora = calloc(n, sizeof(*p->max_lora)))))
+		return -1;
 	p->first_tick = -1;
 	p->phase = calloc(n, 1);
 	p->match = calloc(n, sizeof(*p->match));
@@ -111,6 +146,42 @@ static int ld_init(void *st, const struct dbk_sim_policy_env *env)
 	return dbk_blockindex_init(&p->index, n, LD_LRU_PER_SERVER);
 }
 
+/* Pod i's vllm:lora_requests_info as the stub exposes it: the adapters
+ * with live requests, running or waiting, and max_lora. */
+static void scrape_lora(struct llmd *p, const struct dbk_sim *s, unsigned i)
+{
+	const struct dbk_engine *e = dbk_sim_engine(s, i);
+	/* Counted first: with none the engine's copy would memcpy from NULL
+	 * (engine_lora.c), which UBSan refuses even for 0 bytes. */
+	size_t n = dbk_engine_lora_counts(e, NULL, 0);
+
+	if (n)
+		n = dbk_engine_lora_counts(e, &p->lora[(size_t)i * LD_LORA_CAP], LD_LORA_CAP);
+
+	p->nlora[i] = (uint32_t)(n < LD_LORA_CAP ? n : LD_LORA_CAP);
+	p->max_lora[i] = dbk_engine_max_loras(e);
+}
+
+/* The LoRA affinity scorer on pod i's last scrape. */
+static double score_lora(const struct llmd *p, unsigned i, uint32_t lora)
+{
+	const struct dbk_engine_lora_count *c = &p->lora[(size_t)i * LD_LORA_CAP];
+	uint32_t listed = 0;
+	bool running = false, waiting = false;
+
+	for (uint32_t k = 0; k < p->nlora[i]; k++) {
+		/* An adapter is in each list it has requests in. */
+		listed += (c[k].running > 0) + (c[k].waiting > 0);
+		running |= c[k].id == lora && c[k].running > 0;
+		waiting |= c[k].id == lora && c[k].waiting > 0;
+	}
+	if (lora && running)
+		return 1.0;
+	if (listed < p->max_lora[i])
+		return 0.8;
+	return lora && waiting ? 0.6 : 0.0;
+}
+
 /* Every eighth of the interval: the pods whose phase it is. */
 static void ld_tick(void *st, const struct dbk_sim *s)
 {
@@ -122,8 +193,11 @@ static void ld_tick(void *st, const struct dbk_sim *s)
 		p->first_tick = now;
 	k = (uint64_t)llround((now - p->first_tick) / (LD_REFRESH_S / LD_PHASES));
 	for (unsigned i = 0; i < p->snap.n; i++)
-		if (p->phase[i] == k % LD_PHASES)
+		if (p->phase[i] == k % LD_PHASES) {
 			dbk_sim_snapshot_scrape_one(&p->snap, s, i);
+			if (p->lora_aware)
+				scrape_lora(p, s, i);
+		}
 }
 
 /* The peer's hashPrompt over r's text: one hash per whole 64-byte block
@@ -198,6 +272,8 @@ static int ld_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 
 		if (p->active)
 			score += LD_W_ACTIVE * score_active(dbk_sim_inflight(s, i), amax);
+		if (p->lora_aware)
+			score += LD_W_LORA * score_lora(p, i, r->lora);
 		if (score > best) {
 			best = score;
 			nties = 0;
@@ -238,3 +314,6 @@ DBK_SIM_POLICY_OPS(llm_d, struct llmd, ld, .arg = &ld_default, .tick = ld_tick,
                    .tick_s = LD_REFRESH_S / LD_PHASES, .member = ld_member);
 DBK_SIM_POLICY_OPS(llm_d_active, struct llmd, ld, .arg = &ld_with_active, .tick = ld_tick,
                    .tick_s = LD_REFRESH_S / LD_PHASES, .member = ld_member);
+/* Only by name: without adapters it is llm_d with a constant added. */
+DBK_SIM_POLICY_OPS(llm_d_lora, struct llmd, ld, .arg = &ld_with_lora, .tick = ld_tick,
+                   .tick_s = LD_REFRESH_S / LD_PHASES, .member = ld_member, .extra = true);

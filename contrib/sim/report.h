@@ -45,4 +45,16 @@ cJSON *dbk_sim_report_json(const struct dbk_sim_run_report *runs, size_t n, int 
 void dbk_sim_report_prio(FILE *f, const struct dbk_sim_run_report *runs, size_t n);
 void dbk_sim_report_prio_json(cJSON *root, const struct dbk_sim_run_report *runs, size_t n);
 
+/* Per base model (--models; report_models.c): each policy's share of
+ * each model's requests within every objective, of all, the adapters
+ * read into an engine (lora_loads) and copied to a GPU slot per 1,000
+ * requests, and requests sent to another model's instance (must be 0);
+ * and the same as "models" in each of root's "policies". */
+void dbk_sim_report_models(FILE *f, const struct dbk_sim_run_report *runs, size_t n,
+                           unsigned nmodels);
+void dbk_sim_report_models_json(cJSON *root, const struct dbk_sim_run_report *runs, size_t n,
+                                unsigned nmodels);
+/* The run's lora_loads per 1,000 requests offered. */
+double dbk_sim_lora_loads_per_1000(const struct dbk_sim_result *r, unsigned nmodels);
+
 #endif

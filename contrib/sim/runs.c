@@ -116,6 +116,9 @@ int dbk_sim_runs(const struct dbk_sim_setup *u)
 	bool prio = u->o->nclasses || u->o->admission;
 	if (prio)
 		dbk_sim_report_prio(stdout, runs, u->npol);
+	unsigned nm = u->o->models.nmodels;
+	if (nm)
+		dbk_sim_report_models(stdout, runs, u->npol, nm);
 	if (u->o->json) {
 		cJSON *root = dbk_sim_report_json(runs, u->npol, baseline);
 		cJSON *setup = root ? cJSON_AddObjectToObject(root, "setup") : NULL;
@@ -124,6 +127,8 @@ int dbk_sim_runs(const struct dbk_sim_setup *u)
 			dbk_sim_setup_json(setup, u);
 			if (prio)
 				dbk_sim_report_prio_json(root, runs, u->npol);
+			if (nm)
+				dbk_sim_report_models_json(root, runs, u->npol, nm);
 		} else {
 			cJSON_Delete(root);
 			root = NULL;

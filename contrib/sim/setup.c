@@ -27,6 +27,30 @@ static void fleet_print(FILE *f, const struct dbk_sim_opts *o)
 	        o->weights_text ? o->weights_text : "none");
 }
 
+/* --models: each model's share and instances; the adapters. */
+static void models_print(FILE *f, const struct dbk_sim_setup *u)
+{
+	const struct dbk_sim_models *m = &u->o->models;
+
+	fprintf(f, "models %s:", u->o->models_text);
+	for (unsigned k = 0; k < m->nmodels; k++) {
+		unsigned n = 0, off = 0;
+
+		for (unsigned i = 0; i < u->f.sc.ninstances; i++)
+			n += u->f.inst_model[i] == k;
+		for (size_t j = 0; j < u->w.n; j++)
+			off += u->w.reqs[j].model == k;
+		fprintf(f, "%s model %u %u instances, %u requests", k ? ";" : "", k, n, off);
+	}
+	if (m->nadapters)
+		fprintf(f,
+		        "; %u adapters (Zipf %g within a model), %g of conversations on one; "
+		        "max-loras %zu, a load %g ms",
+		        m->nadapters, DBK_SIM_ZIPF_S, m->adapter_share, u->o->max_loras,
+		        u->f.cshort.lora_load_s * 1e3);
+	fputc('\n', f);
+}
+
 void dbk_sim_setup_print(FILE *f, const struct dbk_sim_setup *u)
 {
 	const struct dbk_sim_opts *o = u->o;
@@ -77,6 +101,8 @@ void dbk_sim_setup_print(FILE *f, const struct dbk_sim_setup *u)
 			        a->ttft_ms, o->shed_retry ? "once" : "none");
 		fputc('\n', f);
 	}
+	if (o->models.nmodels)
+		models_print(f, u);
 	fputc('\n', f);
 	fflush(f);
 }
@@ -147,6 +173,18 @@ void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
 			{ "shed_retry", 'b', o->shed_retry, NULL },
 		};
 		dbk_sim_json_add(setup, ad, sizeof(ad) / sizeof(ad[0]));
+	}
+	if (o->models.nmodels) {
+		const struct dbk_sim_member mm[] = {
+			{ "models", 's', 0, o->models_text },
+			{ "adapters", 'n', o->models.nadapters, NULL },
+			{ "adapter_share", o->models.nadapters ? 'n' : 0, o->models.adapter_share,
+			  NULL },
+			{ "max_loras", o->models.nadapters ? 'n' : 0, (double)o->max_loras, NULL },
+			{ "lora_load_ms", o->models.nadapters ? 'n' : 0,
+			  u->f.cshort.lora_load_s * 1e3, NULL },
+		};
+		dbk_sim_json_add(setup, mm, sizeof(mm) / sizeof(mm[0]));
 	}
 	if (!u->changing)
 		return;

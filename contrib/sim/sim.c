@@ -1,5 +1,6 @@
 /* The cluster simulator's event loop; see sim.h. */
 #include "sim_state.h"
+#include "u64map.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -41,6 +42,7 @@ void dbk_sim_free(struct dbk_sim *s)
 		for (i = 0; i < s->cfg.ninstances; i++)
 			dbk_engine_free(s->inst[i].e);
 	free(s->inst);
+	free(s->elig);
 	if (s->rs)
 		for (k = 0; k < s->n; k++)
 			free(s->rs[k].keys);
@@ -153,6 +155,10 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 			return NULL;
 		}
 	}
+	if (dbk_sim_models_setup(s, err, errlen) != 0) {
+		dbk_sim_free(s);
+		return NULL;
+	}
 	if (ops->scrape && dbk_sim_snapshot_init(&s->snap, c->ninstances) != 0) {
 		dbk_errf(err, errlen, "out of memory");
 		dbk_sim_free(s);
@@ -207,12 +213,18 @@ static void end_request(struct dbk_sim *s, uint32_t id, bool ok, enum dbk_sim_fa
 	p->offered++;
 	p->shed += why == DBK_SIM_FAIL_SHED;
 	p->admitted += r->o.instance != DBK_SIM_NONE;
+	bool good = false;
 	if (ok)
-		p->good += dbk_metrics_completed(&s->m, is_long, r->o.first_token_s - q->arrival_s,
-		                                 r->o.last_token_s - q->arrival_s, q->input_tokens,
-		                                 r->o.tokens);
+		good = dbk_metrics_completed(&s->m, is_long, r->o.first_token_s - q->arrival_s,
+		                             r->o.last_token_s - q->arrival_s, q->input_tokens,
+		                             r->o.tokens);
 	else
 		dbk_metrics_failed(&s->m, is_long);
+	p->good += good;
+	if (q->model < DBK_SIM_MAX_MODELS) {
+		s->model_offered[q->model]++;
+		s->model_good[q->model] += good;
+	}
 	if (s->now > s->last_end)
 		s->last_end = s->now;
 	if (r->o.instance != DBK_SIM_NONE) {
@@ -283,8 +295,20 @@ static int submit(struct dbk_sim *s, uint32_t id)
 		return dbk_sim_server_error(s, i);
 	}
 	in->used = true;
-	rc = dbk_engine_submit_keys(in->e, q->input_tokens, r->keys, r->n_keys, q->output_tokens,
-	                            (void *)(uintptr_t)id, &r->handle);
+	if (q->lora) {
+		const struct dbk_engine_submission sub = {
+			.prompt_tokens = q->input_tokens,
+			.keys = r->keys,
+			.n_keys = r->n_keys,
+			.max_output_tokens = q->output_tokens,
+			.lora = q->lora,
+			.cookie = (void *)(uintptr_t)id,
+		};
+		rc = dbk_engine_submit_req(in->e, &sub, &r->handle);
+	} else {
+		rc = dbk_engine_submit_keys(in->e, q->input_tokens, r->keys, r->n_keys,
+		                            q->output_tokens, (void *)(uintptr_t)id, &r->handle);
+	}
 	if (rc == DBK_ENGINE_E_NOMEM)
 		return -1;
 	if (rc != DBK_ENGINE_OK) {
@@ -324,7 +348,11 @@ static int key_prompt(struct dbk_sim *s, uint32_t id)
 	dbk_prompt_write(&s->text, &spec);
 	if (s->text.oom)
 		return -1;
-	dbk_prefix_cache_hasher_init(&h, DBK_BLOCK_ROOT_TEXT,
+	/* vLLM hashes a block with its request's adapter (the LoRA extra
+	 * key): an adapter's blocks match only its own requests'. */
+	dbk_prefix_cache_hasher_init(&h,
+	                             q->lora ? dbk_u64map_mix64_pair(DBK_BLOCK_ROOT_TEXT, q->lora)
+	                                     : DBK_BLOCK_ROOT_TEXT,
 	                             q->input_tokens / DBK_KV_BLOCK_TOKENS);
 	dbk_prefix_cache_hasher_feed(&h, s->text.p, s->text.len);
 	if (h.oom) {
@@ -359,6 +387,8 @@ static int route(struct dbk_sim *s, uint32_t id)
 	/* A retry keeps the keys of its first send. */
 	if (!r->keys && key_prompt(s, id) != 0)
 		return -1;
+	/* Its model's servers are the only candidates while it is routed. */
+	s->routing_model = s->cfg.nmodels ? s->reqs[id].model + 1u : 0;
 	/* A policy that predicts nothing: the saturation rule first, as the
 	 * agent's reference mode and the GIE decide before choosing. */
 	if (s->cfg.admit.enabled && !s->ops->admits) {
@@ -368,6 +398,7 @@ static int route(struct dbk_sim *s, uint32_t id)
 	/* No instance to send it to: HAProxy's 503. */
 	if (c == 0)
 		c = dbk_sim_nusable(s) ? s->ops->choose(s->pst, s, &s->reqs[id]) : DBK_SIM_REFUSE;
+	s->routing_model = 0;
 	if (c == DBK_SIM_POLICY_ERROR)
 		return -1;
 	if (DBK_SIM_IS_SHED(c))
@@ -380,8 +411,11 @@ static int route(struct dbk_sim *s, uint32_t id)
 	r->o.instance = (uint32_t)c;
 	r->o.status = DBK_SIM_ROUTED;
 	live_link(s, id, (unsigned)c);
-	if (!dbk_sim_inst_usable(&s->inst[c])) { /* the policy's mistake: counted, failed */
+	bool other = s->cfg.nmodels && s->cfg.inst_model[c] != s->reqs[id].model;
+	if (!dbk_sim_inst_usable(&s->inst[c]) ||
+	    other) { /* the policy's mistake: counted, failed */
 		s->misrouted++;
+		s->wrong_model += other;
 		end_request(s, id, false, DBK_SIM_FAIL_ABSENT);
 		return 0;
 	}
@@ -523,6 +557,11 @@ int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out)
 		r->misrouted = s->misrouted;
 		r->marked_down = s->marked_down;
 		r->new_engines = s->new_engines;
+		r->wrong_model = s->wrong_model;
+		memcpy(r->model_offered, s->model_offered, sizeof(r->model_offered));
+		memcpy(r->model_good, s->model_good, sizeof(r->model_good));
+		r->lora_loads = st.lora_loads;
+		r->lora_activations = st.lora_activations;
 		memcpy(r->prio, s->prio, sizeof(r->prio));
 		r->events = s->events;
 		r->refused = s->refused;

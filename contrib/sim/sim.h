@@ -48,7 +48,15 @@ struct dbk_sim_req {
 	/* Its priority class (enum dbk_class, agent/admission.h): the
 	 * workload's --classes, standard without (the agent's default). */
 	uint8_t cls;
+	/* Its base model (index into the config's models, 0 with one) and
+	 * LoRA adapter (vLLM's lora_int_id; 0: the base model): the
+	 * workload's --models and --adapters (multimodel.h). */
+	uint8_t model;
+	uint32_t lora;
 };
+
+/* Base models on one fleet at most. */
+#define DBK_SIM_MAX_MODELS 16
 
 struct dbk_sim_config {
 	unsigned ninstances;
@@ -113,6 +121,13 @@ struct dbk_sim_config {
 	/* A shed request's client sends it again once, Retry-After seconds
 	 * later (its TTFT still counts from the first send). */
 	bool shed_retry;
+	/* ---- Several models (issue 27; off by default). ---- */
+	/* nmodels > 0: instance i serves base model inst_model[i] only, and
+	 * a request goes only to an instance of its model: every policy
+	 * chooses among them (dbk_sim_usable while it chooses, the agent's
+	 * policies through dbk_sim_eligible). 0: one model, no filter. */
+	unsigned nmodels;
+	const uint8_t *inst_model;
 };
 
 /* Fills c with: no instances, overhead 0, threshold 32768, max request
@@ -203,6 +218,14 @@ struct dbk_sim_result {
 	 * times an instance was marked down (error_limit), instances that
 	 * joined with a new engine. */
 	uint64_t server_errors, misrouted, marked_down, new_engines;
+	/* Several models: requests sent to an instance of another model
+	 * (must be 0; counted in misrouted too), and per model requests
+	 * offered and completed within every objective. LoRA: adapters
+	 * loaded into the engines' CPU caches and copied into GPU slots
+	 * (the engine's lora_loads and lora_activations, summed). */
+	uint64_t wrong_model;
+	uint64_t model_offered[DBK_SIM_MAX_MODELS], model_good[DBK_SIM_MAX_MODELS];
+	uint64_t lora_loads, lora_activations;
 };
 
 /* Valid after dbk_sim_run; the first call summarizes. */
@@ -259,6 +282,14 @@ const struct dbk_sim_scrape *dbk_sim_scraped(const struct dbk_sim *s, unsigned i
  * instance that is not; they are told of every change (policy.h:
  * member). */
 bool dbk_sim_usable(const struct dbk_sim *s, unsigned i);
+/* While a request is being routed, dbk_sim_usable and dbk_sim_nusable
+ * also leave out the instances of other models: each peer's candidate
+ * list is its model's servers, as each filters its endpoints by the
+ * request's model before it applies its policy (multimodel.h). Outside
+ * routing (scrapes, membership) they see the whole fleet. */
+/* The servers of request r's model as the agent's bitset
+ * (dbk_bal_eligible); NULL with one model. */
+const uint64_t *dbk_sim_eligible(const struct dbk_sim *s, const struct dbk_sim_req *r);
 unsigned dbk_sim_nusable(const struct dbk_sim *s);
 /* The operator's weight of instance i (1 without weights). */
 double dbk_sim_weight(const struct dbk_sim *s, unsigned i);

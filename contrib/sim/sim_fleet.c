@@ -6,6 +6,10 @@
 #include "policy.h"
 #include "u64map.h"
 
+#include <stdlib.h>
+
+#include "lib/log.h"
+
 #define FAIL_SEED 0xfa11ULL
 
 void dbk_sim_tell(struct dbk_sim *s, unsigned i, bool fresh)
@@ -30,6 +34,8 @@ void dbk_sim_add_stats(struct dbk_engine_stats *sum, const struct dbk_engine *e)
 	sum->busy_time_s += st.busy_time_s;
 	sum->prefix_cache_queries += st.prefix_cache_queries;
 	sum->prefix_cache_hits += st.prefix_cache_hits;
+	sum->lora_loads += st.lora_loads;
+	sum->lora_activations += st.lora_activations;
 }
 
 /* Slot i is filled. An empty slot gets a new instance: a new engine
@@ -112,7 +118,7 @@ int dbk_sim_server_error(struct dbk_sim *s, unsigned i)
 
 bool dbk_sim_usable(const struct dbk_sim *s, unsigned i)
 {
-	return i < s->cfg.ninstances && dbk_sim_inst_usable(&s->inst[i]);
+	return i < s->cfg.ninstances && dbk_sim_inst_usable(&s->inst[i]) && dbk_sim_serves(s, i);
 }
 
 unsigned dbk_sim_nusable(const struct dbk_sim *s)
@@ -120,8 +126,46 @@ unsigned dbk_sim_nusable(const struct dbk_sim *s)
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < s->cfg.ninstances; i++)
-		n += dbk_sim_inst_usable(&s->inst[i]);
+		n += dbk_sim_inst_usable(&s->inst[i]) && dbk_sim_serves(s, i);
 	return n;
+}
+
+int dbk_sim_models_setup(struct dbk_sim *s, char *err, size_t errlen)
+{
+	const struct dbk_sim_config *c = &s->cfg;
+
+	if (c->nmodels == 0)
+		return 0;
+	if (c->nmodels > DBK_SIM_MAX_MODELS || !c->inst_model) {
+		dbk_errf(err, errlen, "models: 1..%u, each instance's given", DBK_SIM_MAX_MODELS);
+		return -1;
+	}
+	for (size_t k = 0; k < s->n; k++)
+		if (s->reqs[k].model >= c->nmodels) {
+			dbk_errf(err, errlen, "request %zu: model %u of %u", k, s->reqs[k].model,
+			         c->nmodels);
+			return -1;
+		}
+	s->elig_words = (c->ninstances + 63) / 64;
+	s->elig = calloc(c->nmodels * s->elig_words, sizeof(*s->elig));
+	if (!s->elig) {
+		dbk_errf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (unsigned i = 0; i < c->ninstances; i++) {
+		if (c->inst_model[i] >= c->nmodels) {
+			dbk_errf(err, errlen, "instance %u: model %u of %u", i, c->inst_model[i],
+			         c->nmodels);
+			return -1;
+		}
+		s->elig[c->inst_model[i] * s->elig_words + i / 64] |= UINT64_C(1) << (i % 64);
+	}
+	return 0;
+}
+
+const uint64_t *dbk_sim_eligible(const struct dbk_sim *s, const struct dbk_sim_req *r)
+{
+	return s->elig ? &s->elig[r->model * s->elig_words] : NULL;
 }
 
 double dbk_sim_weight(const struct dbk_sim *s, unsigned i)

@@ -76,6 +76,14 @@ struct dbk_sim {
 	struct dbk_sim_result res;
 	struct dbk_sim_prio prio[DBK_CLASS_N]; /* by the requests' class */
 	struct dbk_sim_ttft_window ttftw;      /* admission's, without prediction */
+	/* Several models: each model's servers as the agent's bitset (words
+	 * per model: elig_words), the model of the request being routed
+	 * plus one (0: none, nothing filtered), and the counts per model. */
+	uint64_t *elig;
+	size_t elig_words;
+	unsigned routing_model;
+	uint64_t wrong_model;
+	uint64_t model_offered[DBK_SIM_MAX_MODELS], model_good[DBK_SIM_MAX_MODELS];
 };
 
 static inline bool dbk_sim_inst_usable(const struct dbk_sim_inst *in)
@@ -83,7 +91,18 @@ static inline bool dbk_sim_inst_usable(const struct dbk_sim_inst *in)
 	return in->present && !in->down;
 }
 
+/* Whether instance i serves the model of the request being routed (any
+ * instance when none is, or with one model). */
+static inline bool dbk_sim_serves(const struct dbk_sim *s, unsigned i)
+{
+	return !s->routing_model || s->cfg.inst_model[i] + 1u == s->routing_model;
+}
+
 /* ---- The fleet's changes (sim_fleet.c). ---- */
+
+/* Checks the config's models and builds each one's bitset. 0, or -1
+ * with the reason in err. */
+int dbk_sim_models_setup(struct dbk_sim *s, char *err, size_t errlen);
 
 /* The policy hears when instance i turns usable or not, and when a new
  * engine takes its slot (fresh), at the moment it happens: every policy

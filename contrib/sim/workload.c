@@ -87,6 +87,8 @@ int dbk_sim_workload_load(struct dbk_sim_workload *w, const struct dbk_sim_opts 
 	w->ramp = o->ramp;
 	w->nramp = o->nramp;
 	dbk_sim_workload_rate(w, o->slice.rate_factor);
+	/* The rate changes no model or adapter: drawn once, by conversation. */
+	dbk_sim_models_assign(&o->models, w->reqs, w->n);
 	for (k = 0; k < w->n; k++)
 		w->in_tok += w->reqs[k].input_tokens;
 	w->span_s = w->reqs[w->n - 1].arrival_s;
