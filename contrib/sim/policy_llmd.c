@@ -151,12 +151,7 @@ static int ld_init(void *st, const struct dbk_sim_policy_env *env)
 static void scrape_lora(struct llmd *p, const struct dbk_sim *s, unsigned i)
 {
 	const struct dbk_engine *e = dbk_sim_engine(s, i);
-	/* Counted first: with none the engine's copy would memcpy from NULL
-	 * (engine_lora.c), which UBSan refuses even for 0 bytes. */
-	size_t n = dbk_engine_lora_counts(e, NULL, 0);
-
-	if (n)
-		n = dbk_engine_lora_counts(e, &p->lora[(size_t)i * LD_LORA_CAP], LD_LORA_CAP);
+	size_t n = dbk_engine_lora_counts(e, &p->lora[(size_t)i * LD_LORA_CAP], LD_LORA_CAP);
 
 	p->nlora[i] = (uint32_t)(n < LD_LORA_CAP ? n : LD_LORA_CAP);
 	p->max_lora[i] = dbk_engine_max_loras(e);
