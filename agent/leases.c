@@ -8,42 +8,6 @@
 
 #define DBK_LEASE_MIN_SLOTS 16
 
-static uint64_t read32(const unsigned char *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
-
-/* Keyed hashing: request ids may come from clients (X-Request-Id), and a
- * secret key keeps them from piling into one chain. wyhash's mixing (the
- * construction Go's maps fall back on for the same purpose): a 128-bit
- * product of input words xored with key words, folded to 64 bits. About
- * a fifth of SipHash-1-3's instructions on a 30-byte id, and ids are
- * hashed twice per request (lease taken, lease released). */
-static uint64_t id_hash(uint64_t k0, uint64_t k1, const char *in, size_t len)
-{
-	const unsigned char *p = (const unsigned char *)in;
-	uint64_t h = k0, a = 0, b = 0;
-	size_t left = len;
-
-	for (; left > 16; p += 16, left -= 16)
-		h = dbk_hash_mum(dbk_hash_read64(p) ^ k1, dbk_hash_read64(p + 8) ^ h);
-	/* The last 1..16 bytes, read as two words that may overlap; the
-	 * length folded in below tells ids that overlap differently apart. */
-	if (left > 8) {
-		a = dbk_hash_read64(p);
-		b = dbk_hash_read64(p + left - 8);
-	} else if (left >= 4) {
-		a = read32(p);
-		b = read32(p + left - 4);
-	} else if (left > 0) {
-		a = (uint64_t)p[0] << 16 | (uint64_t)p[left / 2] << 8 | p[left - 1];
-	}
-	return dbk_hash_mum(k1 ^ len, dbk_hash_mum(a ^ k1, b ^ h));
-}
-
 static void slot_push(struct dbk_lease **slots, size_t mask, struct dbk_lease *e)
 {
 	struct dbk_lease **head = &slots[e->hash & mask];
@@ -58,7 +22,9 @@ static void slot_push(struct dbk_lease **slots, size_t mask, struct dbk_lease *e
 int dbk_lease_init(struct dbk_lease_table *t, uint64_t seed)
 {
 	memset(t, 0, sizeof(*t));
-	/* Spreads a possibly weak seed over both key words. */
+	/* The ids' hash is keyed (dbk_hash_bytes): they may come from clients
+	 * (X-Request-Id), and a secret key keeps them from piling into one
+	 * chain. Spreads a possibly weak seed over both key words. */
 	t->k0 = dbk_hash_next(&seed);
 	t->k1 = dbk_hash_next(&seed);
 	t->slots = calloc(DBK_LEASE_MIN_SLOTS, sizeof(*t->slots));
@@ -112,14 +78,14 @@ static struct dbk_lease *find_hashed(const struct dbk_lease_table *t, uint64_t h
 
 struct dbk_lease *dbk_lease_find(const struct dbk_lease_table *t, const char *id, size_t id_len)
 {
-	return find_hashed(t, id_hash(t->k0, t->k1, id, id_len), id, id_len);
+	return find_hashed(t, dbk_hash_bytes(t->k0, t->k1, id, id_len), id, id_len);
 }
 
 enum dbk_lease_insert_result dbk_lease_insert(struct dbk_lease_table *t, const char *id,
                                               size_t id_len, const struct dbk_bal_lease *val,
                                               struct dbk_lease **out)
 {
-	uint64_t h = id_hash(t->k0, t->k1, id, id_len);
+	uint64_t h = dbk_hash_bytes(t->k0, t->k1, id, id_len);
 	struct dbk_lease *e = find_hashed(t, h, id, id_len);
 
 	if (e) {

@@ -31,13 +31,11 @@ struct dbk_models {
 	struct dbk_models_stats stats;
 };
 
+/* Unkeyed: only servers' /v1/models add ids; a client's model only
+ * looks one up, in a table at most half full. */
 static uint64_t hash_of(const uint8_t *p, size_t len)
 {
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * UINT64_C(0x100000001b3);
-	return dbk_hash_fmix64(h ^ len);
+	return dbk_hash_bytes(DBK_HASH_GOLDEN, 0, p, len);
 }
 
 static bool bit(const uint64_t *w, unsigned s) { return (w[s / 64] >> (s % 64)) & 1; }

@@ -9,6 +9,7 @@
 #ifndef DBK_HASH_H
 #define DBK_HASH_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -81,6 +82,44 @@ static inline uint64_t dbk_hash_mum(uint64_t a, uint64_t b)
 #else
 	return dbk_hash_mum_portable(a, b);
 #endif
+}
+
+/* Four bytes as a word, as dbk_hash_read64. */
+static inline uint64_t dbk_hash_read32(const void *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* A byte string's hash under the key (k0, k1): wyhash's mixing, a
+ * 128-bit product of input words xored with key words, folded to 64
+ * bits (the construction Go's maps fall back on). A secret key keeps
+ * strings a client picks (request ids) from piling into one chain; a
+ * fixed one serves strings the client cannot add to the table. About a
+ * fifth of SipHash-1-3's instructions on a 30-byte id. */
+static inline uint64_t dbk_hash_bytes(uint64_t k0, uint64_t k1, const void *in, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)in;
+	uint64_t h = k0, a = 0, b = 0;
+	size_t left = len;
+
+	for (; left > 16; p += 16, left -= 16)
+		h = dbk_hash_mum(dbk_hash_read64(p) ^ k1, dbk_hash_read64(p + 8) ^ h);
+	/* The last 1..16 bytes, read as two words that may overlap; the
+	 * length folded in below tells strings that overlap differently
+	 * apart. */
+	if (left > 8) {
+		a = dbk_hash_read64(p);
+		b = dbk_hash_read64(p + left - 8);
+	} else if (left >= 4) {
+		a = dbk_hash_read32(p);
+		b = dbk_hash_read32(p + left - 4);
+	} else if (left > 0) {
+		a = (uint64_t)p[0] << 16 | (uint64_t)p[left / 2] << 8 | p[left - 1];
+	}
+	return dbk_hash_mum(k1 ^ len, dbk_hash_mum(a ^ k1, b ^ h));
 }
 
 #endif
