@@ -54,8 +54,7 @@ bool dbk_hold_add(struct dbk_hold *h, struct dbk_balancer *bal, const char *id, 
 
 /* The running and waiting requests beyond the leases held whole: how
  * many held-back ones the server has (0 to held). */
-static size_t arrived(const struct dbk_balancer *bal, unsigned server, size_t held,
-                      double engine)
+static size_t arrived(const struct dbk_balancer *bal, unsigned server, size_t held, double engine)
 {
 	double whole = (double)dbk_bal_server_inflight(bal, server) - (double)held;
 	double k = floor(engine) - whole;

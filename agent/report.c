@@ -97,7 +97,8 @@ static const struct row rows[] = {
 	/* Held-back charges (estimate_hold.h): bodies not whole at the
 	 * decision, and how their charge was made whole. */
 	{ "charges_held", "dbucket_charges_held_total", NULL,
-	  "Requests charged for the body that had arrived, until their server counted them.",
+	  "Requests charged without their prefill (body not whole) until their server counted "
+	  "them.",
 	  COUNTER, AGENT(hold.stats.held), NULL },
 	{ "charges_confirmed", "dbucket_charges_completed_total", "cause=\"counted\"",
 	  "Held-back charges made whole, by cause.", COUNTER, AGENT(hold.stats.confirmed), NULL },

@@ -24,7 +24,7 @@
 #define DBK_ARG_BODY "body"
 /* Optional: the body bytes HAProxy held when it asked (req.body_len).
  * Below blen, the body was still on its way: the request may be charged
- * for what had arrived until its server shows it has it (hold below,
+ * without its prefill until its server shows it has it (hold below,
  * estimate_hold.h). Absent: charged for blen at once, as always. */
 #define DBK_ARG_ARRIVED "arrived"
 /* Optional: a client's session (e.g. its X-Session-Id header); else the
