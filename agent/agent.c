@@ -61,6 +61,10 @@ static void on_scraped(void *arg, unsigned server, const struct dbk_scrape_view 
 
 		dbk_sat_first_tokens(&a->sat, server, v->up && (v->m.have & ttft) == ttft,
 		                     v->m.ttft_sum, v->m.ttft_count, v->ok_ms);
+		unsigned counts = DBK_VM_RUNNING | DBK_VM_WAITING;
+
+		dbk_hold_scraped(&a->hold, a->bal, server, v->up && (v->m.have & counts) == counts,
+		                 v->m.running + v->m.waiting);
 	}
 	if (a->cfg.policy->scraped)
 		dbk_policy_scrape_done(&a->policy, server, v, metrics);
@@ -442,10 +446,12 @@ static int start_balancer(struct dbk_agent *a, char *err, size_t errlen)
 		.kv = a->cfg.sat_kv,
 		.stale_ms = (uint64_t)a->cfg.scrape_interval_ms * DBK_SAT_STALE_INTERVALS,
 	};
-	if (!a->route.by_server || dbk_sat_init(&a->sat, &satc, a->cfg.nservers) < 0) {
+	if (!a->route.by_server || dbk_sat_init(&a->sat, &satc, a->cfg.nservers) < 0 ||
+	    dbk_hold_init(&a->hold, a->cfg.nservers) < 0) {
 		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
+	a->route.hold = &a->hold;
 	return 0;
 }
 
@@ -647,6 +653,8 @@ void dbk_agent_stop(struct dbk_agent *a)
 	a->nunix = 0;
 	free(a->route.by_server);
 	a->route.by_server = NULL;
+	a->route.hold = NULL;
+	dbk_hold_fini(&a->hold);
 	a->route.sat = NULL;
 	dbk_sat_free(&a->sat);
 	free(a->discovered);

@@ -24,6 +24,7 @@ struct dbk_agent {
 	struct ev_loop *loop;
 	struct dbk_balancer *bal;
 	struct dbk_route route;
+	struct dbk_hold hold;                   /* held-back charges (estimate_hold.h) */
 	struct dbk_route_handler route_handler; /* route as the SPOP handler */
 	struct dbk_spop_server *spop;
 	struct dbk_completion_rx *events;

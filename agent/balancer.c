@@ -646,6 +646,17 @@ bool dbk_bal_ended(const struct dbk_balancer *b, const char *id, size_t id_len)
 	       dbk_lease_find(&b->buried, id, id_len) != NULL;
 }
 
+bool dbk_bal_lease_get(const struct dbk_balancer *b, const char *id, size_t id_len,
+                       struct dbk_bal_lease *out)
+{
+	const struct dbk_lease *e = id_ok(id, id_len) ? dbk_lease_find(&b->leases, id, id_len)
+	                                              : NULL;
+
+	if (e && out)
+		*out = e->val;
+	return e != NULL;
+}
+
 bool dbk_bal_holds(const struct dbk_balancer *b, const char *id, size_t id_len)
 {
 	return id_ok(id, id_len) && dbk_lease_find(&b->leases, id, id_len) != NULL;
@@ -705,6 +716,27 @@ enum dbk_bal_result dbk_bal_move(struct dbk_balancer *b, const char *id, size_t 
 	if (out)
 		*out = e->val;
 	return DBK_BAL_OK;
+}
+
+bool dbk_bal_recharge(struct dbk_balancer *b, const char *id, size_t id_len, double score,
+                      struct dbk_bal_lease *out)
+{
+	struct dbk_lease *e = id_ok(id, id_len) ? dbk_lease_find(&b->leases, id, id_len) : NULL;
+
+	if (!e)
+		return false;
+	struct dbk_bal_lease *l = &e->val;
+	/* Out as the release would take it, in at the new score: the
+	 * release then gives back exactly what is charged. */
+	b->load[l->server] -= l->score;
+	b->bucket_load[l->group] -= l->score;
+	l->score = score;
+	b->load[l->server] += l->score;
+	b->bucket_load[l->group] += l->score;
+	heap_fix(b, l->server);
+	if (out)
+		*out = *l;
+	return true;
 }
 
 /* Gives back the n oldest leases on server started at or before

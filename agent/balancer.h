@@ -151,6 +151,11 @@ void dbk_bal_expire_buried(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl
 /* Whether a lease with this id is live. Counts nothing. */
 bool dbk_bal_holds(const struct dbk_balancer *b, const char *id, size_t id_len);
 
+/* Whether a lease with this id is live, and (out, may be NULL) the
+ * lease as it is. Counts nothing. */
+bool dbk_bal_lease_get(const struct dbk_balancer *b, const char *id, size_t id_len,
+                       struct dbk_bal_lease *out);
+
 /* Told of a lease that the balancer gave back on its own (expiry,
  * reclaim): the id is valid only during the call. */
 typedef void dbk_bal_lease_cb(void *arg, const char *id, size_t id_len,
@@ -170,6 +175,15 @@ size_t dbk_bal_expire(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl_ms,
  * counted) without such a lease. out may be NULL. */
 enum dbk_bal_result dbk_bal_move(struct dbk_balancer *b, const char *id, size_t id_len,
                                  unsigned server, struct dbk_bal_lease *out);
+
+/* Sets the score charged for id's live lease (its server and group
+ * keep it): a charge held back while the request's body was still on
+ * its way, and given in full once it has reached the server
+ * (estimate_hold.h). Returns false without such a lease; out (may be
+ * NULL) gets the lease as it now is. The policy is not told: a policy
+ * that keeps its own books charged them at its commit. */
+bool dbk_bal_recharge(struct dbk_balancer *b, const char *id, size_t id_len, double score,
+                      struct dbk_bal_lease *out);
 
 /* Releases the n oldest leases on server started at or before
  * started_by_ms (fewer if it has fewer): the repair for leases whose

@@ -94,6 +94,16 @@ static const struct row rows[] = {
 	{ "moved", "dbucket_moved_total", NULL,
 	  "Leases moved to the server HAProxy retried or redispatched to.", COUNTER, ROUTE(moved),
 	  NULL },
+	/* Held-back charges (estimate_hold.h): bodies not whole at the
+	 * decision, and how their charge was made whole. */
+	{ "charges_held", "dbucket_charges_held_total", NULL,
+	  "Requests charged without their prefill (body not whole) until their server counted "
+	  "them.",
+	  COUNTER, AGENT(hold.stats.held), NULL },
+	{ "charges_confirmed", "dbucket_charges_completed_total", "cause=\"counted\"",
+	  "Held-back charges made whole, by cause.", COUNTER, AGENT(hold.stats.confirmed), NULL },
+	{ "charges_unwatched", "dbucket_charges_completed_total", "cause=\"scrape_failed\"", NULL,
+	  COUNTER, AGENT(hold.stats.unwatched), NULL },
 	/* Releases, by cause. */
 	{ "released", "dbucket_releases_total", "cause=\"completion\"",
 	  "Leases given back, by cause.", COUNTER, BAL(releases), NULL },

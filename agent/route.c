@@ -161,7 +161,7 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct dbk_s
 
 /* The arguments of a route message that matter here. */
 struct route_args {
-	const struct dbk_spop_data *id, *blen, *body, *details, *session, *cls;
+	const struct dbk_spop_data *id, *blen, *arrived, *body, *details, *session, *cls;
 };
 
 /* One walk over the arguments (the first of a name wins, as with
@@ -178,6 +178,8 @@ static void read_args(const struct dbk_spop_message *m, struct route_args *a)
 			slot = &a->id;
 		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_BLEN))
 			slot = &a->blen;
+		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_ARRIVED))
+			slot = &a->arrived;
 		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_BODY))
 			slot = &a->body;
 		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_DETAILS))
@@ -222,6 +224,29 @@ static void estimate(struct dbk_route *r, const struct route_args *a, int64_t *b
 	case DBK_EST_MALFORMED: r->stats.malformed_bodies++; break;
 	default: break;
 	}
+}
+
+/* A request routed by the balancer whose body was not whole when
+ * HAProxy asked (arrived below body_size): charged, where its server's
+ * scrapes can show when it has the request, without its prefill (the
+ * score of an empty body: vLLM does nothing with a body until it is
+ * whole); the prefill follows on that evidence (estimate_hold.h). The
+ * decision itself is the one the whole length gives. */
+static void hold_back(struct dbk_route *r, const struct route_args *a, int64_t body_size,
+                      const struct dbk_bal_request *req, const struct dbk_bal_decision *d)
+{
+	int64_t got;
+
+	if (!r->hold || !a->arrived || body_size < 0 || !dbk_hold_watching(r->hold, d->server) ||
+	    !dbk_spop_data_to_i64(a->arrived, &got) || got < 0 || got >= body_size)
+		return;
+	struct dbk_bal_request part = *req;
+	struct dbk_bal_decision pd;
+
+	part.body_bytes = 0;
+	dbk_bal_decide(r->bal, &part, &pd);
+	dbk_hold_add(r->hold, r->bal, (const char *)a->id->u.buf.ptr, a->id->u.buf.len, d->score,
+	             pd.score);
 }
 
 /* The ACK of a routed request: the server, and the decision's details
@@ -323,6 +348,8 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 		if (!shed)
 			res = dbk_bal_dispatch_among(r->bal, id, a.id->u.buf.len, &req, eligible,
 			                             now_ms, &d);
+		if (!shed && res == DBK_BAL_OK)
+			hold_back(r, &a, body_size, &req, &d);
 	}
 	if (r->on_decision) {
 		struct dbk_route_event e = { a.id->u.buf.ptr,

@@ -9,6 +9,7 @@
 
 #include "admission.h"
 #include "balancer.h"
+#include "estimate_hold.h"
 #include "models.h"
 #include "policy_ops.h"
 #include "saturation.h"
@@ -21,6 +22,11 @@
 #define DBK_ARG_ID "id"
 #define DBK_ARG_BLEN "blen"
 #define DBK_ARG_BODY "body"
+/* Optional: the body bytes HAProxy held when it asked (req.body_len).
+ * Below blen, the body was still on its way: the request may be charged
+ * without its prefill until its server shows it has it (hold below,
+ * estimate_hold.h). Absent: charged for blen at once, as always. */
+#define DBK_ARG_ARRIVED "arrived"
 /* Optional: a client's session (e.g. its X-Session-Id header); else the
  * body's OpenAI "user" field is the session. Read by a policy that
  * chooses (policy_ops.h). */
@@ -124,6 +130,10 @@ struct dbk_route {
 	 * scratch, the candidates of the request being decided. */
 	const struct dbk_models *models;
 	uint64_t *eligible;
+	/* Held-back charges (estimate_hold.h): NULL, every request is
+	 * charged its announced length at once. Under a policy that chooses
+	 * (its own books) it is not used. */
+	struct dbk_hold *hold;
 	/* Called for every decision, routed or refused; NULL: nobody
 	 * listens. */
 	void (*on_decision)(void *arg, const struct dbk_route_event *e);

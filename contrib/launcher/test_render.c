@@ -268,7 +268,8 @@ static void test_spoe(void)
 	CHECK_HAS(spoe, "    option var-prefix      dbucket\n");
 	CHECK_HAS(spoe, "    no option send-frag-payload\n");
 	CHECK_HAS(spoe, "    use-backend dbucket-agents\n");
-	CHECK_HAS(spoe, "    args id=unique-id blen=req.body_size body=req.body,bytes(0,15000) "
+	CHECK_HAS(spoe, "    args id=unique-id blen=req.body_size arrived=req.body_len "
+	                "body=req.body,bytes(0,15000) "
 	                "details=env(DBK_DEBUG_HEADERS) session=req.hdr(x-session-id) "
 	                "class=var(txn.dbk_class)\n");
 	CHECK_HAS(spoe, "    args id=unique-id server=srv_name\n");

@@ -523,50 +523,100 @@ slow_body_client() {
 	CLIENT_PIDS+=($!)
 }
 
-# normal_burst NAME N: N requests of 300 bytes at once, each held 2 s by
-# its server; their response headers in NAME-K.h.
+# normal_burst NAME N: N short completions at once through HAProxy to
+# the stubs, each about 2 s of decoding (260 tokens); their response
+# headers in NAME-K.h.
 normal_burst() {
 	local name=$1 n=$2 k
 	local -a pids=()
-	body_of_size 300 >"$BATS_TEST_TMPDIR/n.json"
+	completion_body 260 false 300 >"$BATS_TEST_TMPDIR/n.json"
 	for ((k = 0; k < n; k++)); do
 		curl -s -o /dev/null -D "$BATS_TEST_TMPDIR/$name-$k.h" --max-time 20 -X POST \
-			-H 'X-Delay-Ms: 2000' --data-binary "@$BATS_TEST_TMPDIR/n.json" \
+			-H 'Content-Type: application/json' --data-binary "@$BATS_TEST_TMPDIR/n.json" \
 			"http://127.0.0.1:$DBK_PORT/v1/completions" </dev/null 3>&- &
 		pids+=($!)
 	done
 	for k in "${pids[@]}"; do wait "$k" || true; done
 }
 
-# Issue 29 item 5, still open: reproduces the attack through HAProxy and
-# holds once it is fixed. On main, 36 of 36 normal requests go to the one
-# server the three slow bodies left (each charged 900 KB from the
-# decision on, until its body ends or the lease TTL). HAProxy 2.6.12 and
-# 3.0.11 answer 408 to a body that fills no buffer within wait-for-body's
-# time, so the attack needs the first 16 KB sent at once; a buffer large
-# enough for whole bodies (tune.bufsize 1048576) stops it but keeps 2.6
-# from seeing a client abort until the response (the abort tests above
-# fail), so it is not the fix.
+# scrapes_up: every stub's last scrape read its counts.
+scrapes_up() {
+	local i
+	for i in 0 1 2 3; do
+		[ "$(scrape_metric "dbucket_scrape_up{server=\"vllm$i\"}")" = 1 ] || return 1
+	done
+}
+
+# slow_world: the four stubs, the agent scraping them (the reference
+# policy: it keeps the balancer's books, which the charges are), HAProxy
+# with the sample configuration; returns once every scrape is up.
+slow_world() {
+	start_stubs
+	local i
+	local -a sa=()
+	for i in 0 1 2 3; do
+		sa+=(--scrape "vllm$i=http://127.0.0.1:${STUB_PORT[i]}")
+	done
+	start_agent "${sa[@]}"
+	start_haproxy_stubs
+	wait_until 10 scrapes_up
+}
+
+# Issue 29 item 5. HAProxy asks the agent once about 16 KB of a body is
+# there (wait-for-body at-least 16k; 2.6.12 and 3.0.11 answer 408 to a
+# body that fills no buffer in time, so the attack sends 20 KB at once).
+# On main each slow request is charged its announced 900 KB from the
+# decision on, until its body ends or the lease TTL: three of the four
+# servers look full and the fourth gets nearly all normal requests (36
+# of 36). Now a body not whole is charged without its prefill, and in
+# full only once its server counts it among its requests
+# (agent/estimate_hold.h): 9/9/9/9.
 @test "slow bodies: three clients trickling 900 KB bodies take no server out of rotation" {
-	skip "issue 29 item 5: open (no fix yet keeps 2.6's client aborts)"
-	start_agent
-	start_haproxy
+	slow_world
 	local k
 	for ((k = 0; k < 3; k++)); do slow_body_client "$k" 900000 20000; done
 	for ((k = 0; k < 3; k++)); do wait_file "$BATS_TEST_TMPDIR/slow$k.sent" sent 10; done
-	# Three bursts of 12 while the bodies trickle (about 6 s): whatever
-	# the first races, the next two come after HAProxy asked for the
-	# slow ones, if it did.
+	wait_state leases 3
+	# Three bursts of 12 while the bodies trickle (about 6 s).
 	for k in 1 2 3; do normal_burst "b$k" 12; done
 	local by
 	by=$(cat "$BATS_TEST_TMPDIR"/b*.h | tr -d '\r' | sed -n 's/^x-served-by: //ip' | sort |
 		uniq -c | sort -rn)
 	echo "# 36 normal requests by server while 3 bodies trickle: $(echo $by)" >&3
+	[ "$(echo "$by" | awk '{ n += $1 } END { print n }')" -eq 36 ] || fail "answered: $by"
 	# Charged 900 KB each, the slow ones leave one server for nearly all
-	# 36; charged for no more than reached a server, the 36 spread over
-	# the four (9 each when nothing else runs).
+	# 36; charged without their prefill, the 36 spread over the four.
+	echo "# books: $(agent_get /state | jq -c "[.servers[] | [.name, .load, .inflight]]")" >&3
 	[ "$(echo "$by" | wc -l)" -eq 4 ] || fail "servers used: $by"
 	[ "$(echo "$by" | awk 'NR == 1 { print $1 }')" -le 12 ] || fail "busiest: $by"
+	# Held all along: still three held, none made whole.
+	assert_equal "$(state_field charges_held)" 3
+	assert_equal "$(state_field charges_confirmed)" 0
+}
+
+# max_load_ge N: some server's load in flight is at least N.
+max_load_ge() {
+	local m
+	m=$(agent_get /state | jq '[.servers[].load] | max')
+	[ -n "$m" ] && awk -v m="$m" -v n="$1" 'BEGIN { exit !(m >= n) }'
+}
+
+@test "slow bodies: an honest long prompt sent at full speed is charged in full once its server has it" {
+	slow_world
+	# 60 KB (15k tokens: within every stub's context), sent at once:
+	# HAProxy asks with one buffer of it, as for a trickled one. 600
+	# tokens of output keep it running about 5 s.
+	completion_body 600 false 60000 >"$BATS_TEST_TMPDIR/long.json"
+	local size
+	size=$(stat -c %s "$BATS_TEST_TMPDIR/long.json")
+	curl_bg "$BATS_TEST_TMPDIR/long" /v1/completions "$BATS_TEST_TMPDIR/long.json"
+	wait_state charges_held 1
+	# Charged in full within a few scrapes (100 ms each) of its arrival,
+	# while it runs.
+	wait_until 3 max_load_ge "$size"
+	assert_equal "$(state_field charges_confirmed)" 1
+	assert_equal "$(state_field leases)" 1
+	wait_state leases 0
 }
 
 # ---- hostile and misreporting /metrics (issue 29 items 3 and 4) ----

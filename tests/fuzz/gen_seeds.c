@@ -297,6 +297,28 @@ static void seeds_notify(void)
 	notify(&o, 1, 3, "a3", 5, "{}   ");
 	save("fuzz_notify", "plain-full", &o);
 
+	/* The sample's message with arrived: a body not whole (its prefill
+	 * held back where the server is scraped), then one whole. */
+	o.n = 0;
+	static const char *const arrived_ids[] = { "ar-1", "ar-2" };
+	static const int64_t arrived[] = { 20000, sizeof(BODY_CMPL) - 1 };
+	for (unsigned i = 0; i < 2; i++) {
+		begin(DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, 2, i + 1);
+		msg_begin("dbucket-route", 4);
+		v = dbk_spop_str(arrived_ids[i]);
+		arg("id", &v);
+		v = dbk_spop_int(i ? (int64_t)sizeof(BODY_CMPL) - 1 : 900000);
+		arg("blen", &v);
+		v = dbk_spop_int(arrived[i]);
+		arg("arrived", &v);
+		v = (struct dbk_spop_data){ .type = DBK_SPOP_T_BIN,
+			                    .u.buf = { (const uint8_t *)BODY_CMPL,
+			                               sizeof(BODY_CMPL) - 1 } };
+		arg("body", &v);
+		end(&o);
+	}
+	save("fuzz_notify", "arrived", &o);
+
 	/* No id, an unknown message, two routes in one frame. */
 	o.n = 0;
 	add(&o, "\x09\x00\x00\x01", 4);

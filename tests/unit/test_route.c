@@ -676,6 +676,54 @@ static void test_admission_on_saturation_for_the_reference(void)
 	down(&x);
 }
 
+/* route_arrived: request id announcing blen bytes of which HAProxy held
+ * arrived (negative: no arrived argument). Returns the lease's score. */
+static double route_arrived(struct fixture *x, const char *id, int64_t blen, int64_t arrived)
+{
+	const char *const argn[] = { "id", "blen", "arrived" };
+	struct dbk_spop_data argv[3] = { dbk_spop_str(id), dbk_spop_int(blen),
+		                         dbk_spop_int(arrived) };
+	struct dbk_bal_lease l;
+
+	size_t len = test_notify_args(x->in, sizeof(x->in), DBK_MSG_ROUTE, arrived < 0 ? 2 : 3,
+	                              argn, argv);
+	CHECK_EQ_U(run_frame(x, x->in, len), DBK_SPOP_OK);
+	CHECK(dbk_bal_lease_get(x->bal, id, strlen(id), &l));
+	return l.score;
+}
+
+/* A body not whole when HAProxy asked (arrived below blen) is charged
+ * without its prefill where the server's counts can correct it, and in
+ * full everywhere else; the decision is the whole length's. */
+static void test_body_not_whole_is_charged_for_what_arrived(void)
+{
+	struct fixture x;
+	struct dbk_hold h;
+	struct dbk_spop_data v;
+
+	up(&x, false);
+	/* No hold: in full, as always. */
+	CHECK_NEAR(route_arrived(&x, "a", 900000, 16000), 900008, 1e-12);
+	CHECK(dbk_hold_init(&h, 4) == 0);
+	x.r.hold = &h;
+	/* Servers not scraped: in full. */
+	CHECK_NEAR(route_arrived(&x, "b", 900000, 16000), 900008, 1e-12);
+	for (unsigned i = 0; i < 4; i++)
+		dbk_hold_scraped(&h, x.bal, i, true, 0);
+	/* Its prefill held back: half its default max_tokens. */
+	CHECK_NEAR(route_arrived(&x, "c", 900000, 16000), 8, 1e-12);
+	/* Bucketed by its announced length: the long group. */
+	CHECK(test_ack_var(&x.ack, "server", &v) && v.u.buf.len == 5 &&
+	      (v.u.buf.ptr[4] == '2' || v.u.buf.ptr[4] == '3'));
+	/* Whole, or no arrived argument: in full. */
+	CHECK_NEAR(route_arrived(&x, "d", 900000, 900000), 900008, 1e-12);
+	CHECK_NEAR(route_arrived(&x, "e", 900000, -1), 900008, 1e-12);
+	CHECK_EQ_U(h.stats.held, 1);
+	CHECK_EQ_U(dbk_hold_count(&h), 1);
+	dbk_hold_fini(&h);
+	down(&x);
+}
+
 int main(void)
 {
 	dbk_log_set_level(DBK_LOG_ERROR);
@@ -695,5 +743,6 @@ int main(void)
 	RUN(test_ttft_details_carry_the_prediction);
 	RUN(test_admission_sheds_before_the_lease);
 	RUN(test_admission_on_saturation_for_the_reference);
+	RUN(test_body_not_whole_is_charged_for_what_arrived);
 	return CHECK_DONE();
 }
