@@ -79,10 +79,9 @@ struct dbk_pred {
 	struct dbk_pred_config c;
 	struct pred_srv *s;
 	struct dbk_pidx *idx;
-	double mean_work_s;          /* EWMA of a request's prefill on an idle server */
-	struct dbk_plearn_book book; /* what was predicted of each request in flight */
-	double fleet_a, fleet_b;     /* the fleet's fit (dbk_pred_update_slow) */
-	unsigned next;               /* varies the ties of requests without identity */
+	double mean_work_s;      /* EWMA of a request's prefill on an idle server */
+	double fleet_a, fleet_b; /* the fleet's fit (dbk_pred_update_slow) */
+	unsigned next;           /* varies the ties of requests without identity */
 	/* Other balancers (dbk_pred_unseen_share > 0): what our requests teach
 	 * of theirs. */
 	double rate; /* our requests in the last second or so (decays by e each s) */

@@ -2,9 +2,6 @@
 #include "predict_learn.h"
 
 #include <math.h>
-#include <stdlib.h>
-
-#include "lib/hash.h"
 
 /* Requests after which an observation counts 1/e: long enough to average
  * a server's mix of requests, short enough to follow a server that
@@ -68,76 +65,4 @@ void dbk_plearn_errors(const struct dbk_plearn *l, double a, double b, double *s
 	double var = fmax(0, rss) / (l->n - 2);
 	*se_a = sqrt(var * m22 / det);
 	*se_b = sqrt(var * m11 / det);
-}
-
-int dbk_plearn_book_init(struct dbk_plearn_book *b, unsigned nservers)
-{
-	size_t n = 64;
-
-	while (n < (size_t)nservers * 64)
-		n *= 2;
-	b->e = calloc(n * DBK_PLEARN_WAYS, sizeof(*b->e));
-	b->nbuckets = b->e ? n : 0;
-	return b->e ? 0 : -1;
-}
-
-void dbk_plearn_book_free(struct dbk_plearn_book *b)
-{
-	free(b->e);
-	b->e = NULL;
-	b->nbuckets = 0;
-}
-
-uint64_t dbk_plearn_key(uint64_t sent_ms, uint32_t prompt, uint32_t kv, uint32_t ctx)
-{
-	uint64_t h = dbk_hash_fmix64(sent_ms ^ DBK_HASH_GOLDEN);
-
-	h = dbk_hash_fmix64(h ^ ((uint64_t)prompt << 32 | kv));
-	h = dbk_hash_fmix64(h ^ ctx);
-	return h ? h : 1;
-}
-
-static struct dbk_plearn_entry *bucket(const struct dbk_plearn_book *b, uint64_t key)
-{
-	return &b->e[(key & (b->nbuckets - 1)) * DBK_PLEARN_WAYS];
-}
-
-void dbk_plearn_book_put(struct dbk_plearn_book *b, uint64_t key, uint32_t server, double x1,
-                         double x2)
-{
-	if (!b->e)
-		return;
-	struct dbk_plearn_entry *e = bucket(b, key);
-	unsigned at = 0;
-
-	/* A free way, else the first: the oldest, since a put shifts the
-	 * ways down (a take may free one between). */
-	for (unsigned i = 0; i < DBK_PLEARN_WAYS; i++)
-		if (!e[i].key) {
-			at = i;
-			goto put;
-		}
-	for (unsigned i = 0; i + 1 < DBK_PLEARN_WAYS; i++)
-		e[i] = e[i + 1];
-	at = DBK_PLEARN_WAYS - 1;
-put:
-	e[at] = (struct dbk_plearn_entry){ key, server, (float)x1, (float)x2 };
-}
-
-bool dbk_plearn_book_take(struct dbk_plearn_book *b, uint64_t key, uint32_t server, double *x1,
-                          double *x2)
-{
-	if (!b->e)
-		return false;
-	struct dbk_plearn_entry *e = bucket(b, key);
-
-	for (unsigned i = 0; i < DBK_PLEARN_WAYS; i++)
-		if (e[i].key == key) {
-			bool mine = e[i].server == server;
-			*x1 = e[i].x1;
-			*x2 = e[i].x2;
-			e[i].key = 0;
-			return mine;
-		}
-	return false;
 }

@@ -49,34 +49,4 @@ void dbk_plearn_solve(const struct dbk_plearn *l, double a0, double b0, double *
  * three). */
 void dbk_plearn_errors(const struct dbk_plearn *l, double a, double b, double *se_a, double *se_b);
 
-/* What the books predicted for each request in flight, from its commit
- * to its end: the lease's slot has no room for it, so it is kept here,
- * keyed by what the ticket carries. A bounded table: when a bucket is
- * full the oldest entry gives way (its request then teaches nothing). */
-struct dbk_plearn_entry {
-	uint64_t key; /* 0: free */
-	uint32_t server;
-	float x1, x2;
-};
-
-struct dbk_plearn_book {
-	struct dbk_plearn_entry *e;
-	size_t nbuckets; /* of DBK_PLEARN_WAYS entries */
-};
-
-#define DBK_PLEARN_WAYS 4u
-
-/* 0, or -1 out of memory. Room for about nservers * 256 requests. */
-int dbk_plearn_book_init(struct dbk_plearn_book *b, unsigned nservers);
-void dbk_plearn_book_free(struct dbk_plearn_book *b);
-/* The key of a request: its server's slot, when it was sent, its sizes. */
-uint64_t dbk_plearn_key(uint64_t sent_ms, uint32_t prompt, uint32_t kv, uint32_t ctx);
-void dbk_plearn_book_put(struct dbk_plearn_book *b, uint64_t key, uint32_t server, double x1,
-                         double x2);
-/* Takes the entry of key out; false when there is none (or it was for
- * another server: the request moved, and what was predicted is not the
- * server's). */
-bool dbk_plearn_book_take(struct dbk_plearn_book *b, uint64_t key, uint32_t server, double *x1,
-                          double *x2);
-
 #endif

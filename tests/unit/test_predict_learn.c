@@ -1,6 +1,6 @@
 /* A server's speed learnt from its requests' whole durations
  * (agent/predict_learn.h, and the predictor's use of it): the fit, its
- * prior, the book of predictions in flight, and a slow server learnt
+ * prior, and a slow server learnt
  * within 100 requests with no scraped histogram at all. */
 #include <math.h>
 #include <stdlib.h>
@@ -71,38 +71,6 @@ static void test_a_wild_duration_moves_little(void)
 	dbk_plearn_solve(&l, 1, 1, &a, &b);
 	CHECK(a > 1 && a < 1.25);
 	CHECK(b > 1 && b < 1.25);
-}
-
-static void test_the_book(void)
-{
-	struct dbk_plearn_book b;
-	double x1, x2;
-
-	CHECK(dbk_plearn_book_init(&b, 1) == 0);
-	uint64_t k = dbk_plearn_key(1000, 2000, 2100, 2050);
-	CHECK(k != dbk_plearn_key(1001, 2000, 2100, 2050));
-	CHECK(k != dbk_plearn_key(1000, 2000, 2100, 2051));
-	dbk_plearn_book_put(&b, k, 3, 0.25, 1.5);
-	CHECK(dbk_plearn_book_take(&b, k, 3, &x1, &x2));
-	CHECK_NEAR(x1, 0.25, 1e-7);
-	CHECK_NEAR(x2, 1.5, 1e-7);
-	CHECK(!dbk_plearn_book_take(&b, k, 3, &x1, &x2)); /* taken once */
-	/* Moved to another server: taken out, but teaches nothing. */
-	dbk_plearn_book_put(&b, k, 3, 0.25, 1.5);
-	CHECK(!dbk_plearn_book_take(&b, k, 2, &x1, &x2));
-	CHECK(!dbk_plearn_book_take(&b, k, 3, &x1, &x2));
-	/* A full bucket: the oldest gives way. */
-	uint64_t same[DBK_PLEARN_WAYS + 1];
-	for (unsigned i = 0; i <= DBK_PLEARN_WAYS; i++) {
-		same[i] = k + (uint64_t)(i + 1) * b.nbuckets; /* one bucket */
-		dbk_plearn_book_put(&b, same[i], 0, i, 0);
-	}
-	CHECK(!dbk_plearn_book_take(&b, same[0], 0, &x1, &x2));
-	for (unsigned i = 1; i <= DBK_PLEARN_WAYS; i++) {
-		CHECK(dbk_plearn_book_take(&b, same[i], 0, &x1, &x2));
-		CHECK_NEAR(x1, i, 0);
-	}
-	dbk_plearn_book_free(&b);
 }
 
 static struct dbk_pred *fleet(unsigned n)
@@ -247,7 +215,6 @@ int main(void)
 {
 	RUN(test_fit_recovers_both_speeds);
 	RUN(test_a_wild_duration_moves_little);
-	RUN(test_the_book);
 	RUN(test_a_2x_slower_server_learnt_within_100);
 	RUN(test_decode_told_from_prefill);
 	RUN(test_equal_fleet_and_weight_prior);
