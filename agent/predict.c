@@ -29,7 +29,7 @@ struct dbk_pred *dbk_pred_new(const struct dbk_pred_config *c)
 		return NULL;
 	}
 	p->mean_work_s = 0.025;
-	p->fleet_a = p->fleet_b = 1;
+	p->fleet_a = p->fleet_b = p->fleet_h = 1;
 	for (unsigned i = 0; i < c->nservers; i++) {
 		p->s[i].slow = p->s[i].slow_dec = 1;
 		p->s[i].ttft_n_then = -1;
@@ -133,6 +133,7 @@ void dbk_pred_reset(struct dbk_pred *p, unsigned server)
 	s->ttft_sum_then = 0;
 	s->ttft_n_then = -1;
 	memset(&s->lr, 0, sizeof(s->lr));
+	memset(&s->hist, 0, sizeof(s->hist));
 	s->weight = 0;
 	dbk_pred_update_slow(p);
 }

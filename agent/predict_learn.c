@@ -7,8 +7,10 @@
  * a server's mix of requests, short enough to follow a server that
  * changes (a new pod in the slot is a reset, not this). */
 #define PRED_LEARN_HORIZON 256.0
-/* The prior counts as this many requests. */
+/* The prior's scale counts as this many requests, its split between
+ * first token and decode as this many (dbk_plearn_solve). */
 #define PRED_LEARN_PRIOR 4.0
+#define PRED_LEARN_SPLIT 1.0
 /* A duration more than this many times off the fleet-speed prediction,
  * either way, counts as this far: an expired lease or an error answered
  * at once is not a speed. */
@@ -33,12 +35,23 @@ void dbk_plearn_add(struct dbk_plearn *l, double x1, double x2, double y, double
 	l->n = l->n * keep + w;
 }
 
-/* Ridge towards (a0, b0): (S + kI) theta = S z + k theta0. */
+/* Ridge towards the prior scaled as the rows say: (S + k2 I) theta =
+ * S z + k2 c theta0, with c the prior's common scale fitted to the rows
+ * (itself pulled towards 1 by k). Rows that all mix first token and
+ * decode alike tell one sum u a + v b and nothing of the split: a
+ * ridge towards theta0 itself moves theta only along (u, v), each
+ * factor by its share of the rows (rows 30% first token read a prefill
+ * 3x slow as a = 1.31, b = 1.72), where towards c theta0 it moves both
+ * in the prior's ratio until rows that differ tell them apart. */
 void dbk_plearn_solve(const struct dbk_plearn *l, double a0, double b0, double *a, double *b)
 {
-	double k = PRED_LEARN_PRIOR;
-	double m11 = l->uu + k, m12 = l->uv, m22 = l->vv + k;
-	double r1 = l->uz + k * a0, r2 = l->vz + k * b0;
+	double k = PRED_LEARN_PRIOR, k2 = PRED_LEARN_SPLIT;
+	double m11 = l->uu + k2, m12 = l->uv, m22 = l->vv + k2;
+	double mm = a0 * a0 * l->uu + 2 * a0 * b0 * l->uv + b0 * b0 * l->vv;
+	double c = (a0 * l->uz + b0 * l->vz + k) / (mm + k);
+	if (!(c > 0) || !isfinite(c))
+		c = 1;
+	double r1 = l->uz + k2 * c * a0, r2 = l->vz + k2 * c * b0;
 	double det = m11 * m22 - m12 * m12;
 
 	*a = a0;
@@ -54,7 +67,7 @@ void dbk_plearn_solve(const struct dbk_plearn *l, double a0, double b0, double *
 
 void dbk_plearn_errors(const struct dbk_plearn *l, double a, double b, double *se_a, double *se_b)
 {
-	double k = PRED_LEARN_PRIOR;
+	double k = PRED_LEARN_SPLIT; /* as the fit holds the split */
 	double m11 = l->uu + k, m12 = l->uv, m22 = l->vv + k, det = m11 * m22 - m12 * m12;
 	double rss = l->zz - 2 * (a * l->uz + b * l->vz) + a * a * l->uu + 2 * a * b * l->uv +
 	             b * b * l->vv;
@@ -65,4 +78,11 @@ void dbk_plearn_errors(const struct dbk_plearn *l, double a, double b, double *s
 	double var = fmax(0, rss) / (l->n - 2);
 	*se_a = sqrt(var * m22 / det);
 	*se_b = sqrt(var * m11 / det);
+}
+
+double dbk_plearn_solve_b(const struct dbk_plearn *l, double a, double b0)
+{
+	double k = PRED_LEARN_PRIOR, b = (l->vz - a * l->uv + k * b0) / (l->vv + k);
+
+	return isfinite(b) ? b : b0;
 }

@@ -17,10 +17,12 @@
  * slower it decodes. Each row is divided by x1 + x2, so that a long
  * request counts no more than a short one (the errors are relative), and
  * older rows fade (PRED_LEARN_HORIZON requests). The fit is pulled
- * towards a prior (a0, b0), the operator's weight or the fleet's mean,
- * as PRED_LEARN_PRIOR requests would: a server learns from its first
- * request, and a few stray ones (an expired lease, an error answered at
- * once) move it little.
+ * towards a prior (a0, b0), the operator's weight or the fleet's mean:
+ * its scale as PRED_LEARN_PRIOR requests would (a server learns from its
+ * first request, and a few stray ones, an expired lease or an error
+ * answered at once, move it little), its split between a and b as
+ * PRED_LEARN_SPLIT would, so that requests all alike, which tell the sum
+ * and not the split, scale both factors together.
  *
  * Pure: no clock, no I/O. */
 #ifndef DBK_PREDICT_LEARN_H
@@ -41,9 +43,14 @@ struct dbk_plearn {
  * x1 + x2 > 0, y > 0 and all finite. */
 void dbk_plearn_add(struct dbk_plearn *l, double x1, double x2, double y, double w);
 
-/* The fit (a, b), pulled towards (a0, b0); (a0, b0) without
- * observations. */
+/* The fit (a, b), pulled towards (a0, b0) scaled by the rows' common
+ * factor; (a0, b0) without observations. Rows alike in their mix of
+ * first token and decode cannot tell a from b: the fit then moves
+ * both in the prior's ratio, and only rows that differ split them. */
 void dbk_plearn_solve(const struct dbk_plearn *l, double a0, double b0, double *a, double *b);
+/* The fit's b when a is known (another signal told it), pulled towards
+ * b0. */
+double dbk_plearn_solve_b(const struct dbk_plearn *l, double a, double b0);
 /* The standard errors of a fit (a, b) of l: how far from the truth it
  * may be by the scatter of its rows alone (infinite with fewer than
  * three). */
