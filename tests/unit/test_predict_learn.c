@@ -160,16 +160,18 @@ static struct dbk_pred *learnt(double pre, double dec, double *rp, double *rd)
 }
 
 /* The issue's goal: a server 2x slower (prefill and decode) learnt
- * within 100 requests to it, to within 20% of 2x its peers. Before,
- * only the scraped first-token histogram taught a speed, so without
- * one nothing was learnt. */
+ * within 100 requests to it, to within 10% of 2x its peers (CHECK_NEAR
+ * is relative). Before the durations, only the scraped first-token
+ * histogram taught a speed, so without one nothing was learnt; with
+ * them but a ridge towards the unscaled prior, its prefill, a small
+ * share of these requests' time, was 1.53 after 100 (decode 1.99). */
 static void test_a_2x_slower_server_learnt_within_100(void)
 {
 	double rp, rd, pre0, dec0;
 	struct dbk_pred *p = learnt(2, 2, &rp, &rd);
 
-	CHECK_NEAR(rp, 2, 0.4);
-	CHECK_NEAR(rd, 2, 0.4);
+	CHECK_NEAR(rp, 2, 0.05);
+	CHECK_NEAR(rd, 2, 0.05);
 	view(p, 0, &pre0, &dec0);
 	CHECK_NEAR(pre0, 1, 0); /* the others, the fleet's median */
 	/* And the choice follows: idle, the request goes elsewhere. */
