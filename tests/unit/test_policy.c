@@ -234,8 +234,11 @@ static void test_ttft_every_lease_teaches(void)
 		struct dbk_pred_choice c;
 		struct dbk_pred_ticket k;
 		CHECK(t && twin);
-		if (!t || !twin)
+		if (!t || !twin) {
+			ops->destroy(t);
+			ops->destroy(twin);
 			return;
+		}
 		for (unsigned i = 0; i < 4; i++)
 			for (unsigned j = 0; j < 60; j++) {
 				unsigned to = moved && i == 3 ? 0 : i;
