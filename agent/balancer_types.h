@@ -22,8 +22,13 @@ static inline bool dbk_bal_eligible(const uint64_t *set, unsigned s)
 }
 
 /* Words of a lease's slot: the routing policy's own data about the
- * lease (policy_ops.h), which the balancer carries and never reads. */
-#define DBK_BAL_SLOT_WORDS 3
+ * lease (policy_ops.h), which the balancer carries and never reads.
+ * The predictor's policies use all six (policy_ttft.c): the ticket's
+ * sizes, and what the books predicted of the request and for which
+ * server, which its end teaches (predict_learn.h). Six words cost no
+ * more than five: the lease is padded to 8 bytes either way (48 bytes,
+ * 40 with three; leases.h counts a whole entry). */
+#define DBK_BAL_SLOT_WORDS 6
 
 struct dbk_bal_lease {
 	unsigned server;

@@ -84,7 +84,21 @@ static int ttft_choose(void *st, const struct dbk_policy_request *r, uint64_t no
 }
 
 /* The slot holds the ticket but for what the lease keeps itself (its
- * server and start): prompt, KV and context tokens. */
+ * server and start): prompt, KV and context tokens, the first token and
+ * decode predicted (floats' bits), and the server they were predicted
+ * for, which a move leaves behind (the balancer carries the slot as it
+ * was committed). */
+static void slot_of(const struct dbk_pred_ticket *k, uint32_t slot[DBK_BAL_SLOT_WORDS])
+{
+	_Static_assert(DBK_BAL_SLOT_WORDS >= 6, "the ticket takes six words");
+	slot[0] = k->prompt_tokens;
+	slot[1] = k->kv_tokens;
+	slot[2] = k->ctx_tokens;
+	memcpy(&slot[3], &k->x1, sizeof(k->x1));
+	memcpy(&slot[4], &k->x2, sizeof(k->x2));
+	slot[5] = k->server;
+}
+
 void dbk_policy_ttft_commit(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,
                             uint32_t slot[DBK_BAL_SLOT_WORDS])
 {
@@ -93,9 +107,7 @@ void dbk_policy_ttft_commit(void *st, const struct dbk_policy_choice *c, uint64_
 
 	(void)c;
 	dbk_pred_commit_chosen(t->pred, &t->req, &t->ch, now_ms, &k);
-	slot[0] = k.prompt_tokens;
-	slot[1] = k.kv_tokens;
-	slot[2] = k.ctx_tokens;
+	slot_of(&k, slot);
 }
 
 /* Another balancer's request, charged as our own: the books it keeps
@@ -114,20 +126,24 @@ void dbk_policy_ttft_seen(void *st, const struct dbk_policy_request *r, unsigned
 		t->req.session = 0;
 	}
 	dbk_pred_commit(t->pred, &t->req, server, now_ms, &k);
-	slot[0] = k.prompt_tokens;
-	slot[1] = k.kv_tokens;
-	slot[2] = k.ctx_tokens;
+	slot_of(&k, slot);
 }
 
 static struct dbk_pred_ticket ticket_of(const struct dbk_bal_lease *l)
 {
-	return (struct dbk_pred_ticket){
+	struct dbk_pred_ticket k = {
 		.server = l->server,
 		.prompt_tokens = l->slot[0],
 		.kv_tokens = l->slot[1],
 		.ctx_tokens = l->slot[2],
 		.sent_ms = l->start_ms,
 	};
+
+	if (l->slot[5] == l->server) {
+		memcpy(&k.x1, &l->slot[3], sizeof(k.x1));
+		memcpy(&k.x2, &l->slot[4], sizeof(k.x2));
+	}
+	return k;
 }
 
 void dbk_policy_ttft_release(void *st, const struct dbk_bal_lease *l, uint64_t now_ms)

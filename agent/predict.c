@@ -24,13 +24,12 @@ struct dbk_pred *dbk_pred_new(const struct dbk_pred_config *c)
 		p->x->ev = calloc(c->nservers, sizeof(*p->x->ev));
 		p->x->sorted = calloc(c->nservers, sizeof(*p->x->sorted));
 	}
-	if (!p->s || !p->idx || !p->x || !p->x->ev || !p->x->sorted ||
-	    dbk_plearn_book_init(&p->book, c->nservers) != 0) {
+	if (!p->s || !p->idx || !p->x || !p->x->ev || !p->x->sorted) {
 		dbk_pred_free(p);
 		return NULL;
 	}
 	p->mean_work_s = 0.025;
-	p->fleet_a = p->fleet_b = 1;
+	p->fleet_a = p->fleet_b = p->fleet_h = 1;
 	for (unsigned i = 0; i < c->nservers; i++) {
 		p->s[i].slow = p->s[i].slow_dec = 1;
 		p->s[i].ttft_n_then = -1;
@@ -43,7 +42,6 @@ void dbk_pred_free(struct dbk_pred *p)
 	if (!p)
 		return;
 	dbk_pidx_free(p->idx);
-	dbk_plearn_book_free(&p->book);
 	if (p->x) {
 		free(p->x->ev);
 		free(p->x->sorted);
@@ -135,6 +133,7 @@ void dbk_pred_reset(struct dbk_pred *p, unsigned server)
 	s->ttft_sum_then = 0;
 	s->ttft_n_then = -1;
 	memset(&s->lr, 0, sizeof(s->lr));
+	memset(&s->hist, 0, sizeof(s->hist));
 	s->weight = 0;
 	dbk_pred_update_slow(p);
 }
@@ -222,9 +221,8 @@ static void pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, un
 	t->kv_tokens = u32_of(prompt - hit + out);
 	t->ctx_tokens = u32_of(prompt + out / 2);
 	t->sent_ms = now_ms;
-	dbk_plearn_book_put(&p->book,
-	                    dbk_plearn_key(now_ms, t->prompt_tokens, t->kv_tokens, t->ctx_tokens),
-	                    server, x1, x2);
+	t->x1 = (float)x1;
+	t->x2 = (float)x2;
 	pred_charge(s, t, +1);
 
 	s->sent_units += u32_of((fresh + out) / DBK_PKEY_BLOCK_TOKENS);
@@ -259,17 +257,11 @@ void dbk_pred_commit_chosen(struct dbk_pred *p, const struct dbk_pred_request *r
 
 void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms)
 {
-	double x1, x2;
-
 	if (t->server >= p->c.nservers)
 		return;
 	/* What its whole time says of the server's speed (predict_learn.h). */
-	if (dbk_plearn_book_take(&p->book,
-	                         dbk_plearn_key(t->sent_ms, t->prompt_tokens, t->kv_tokens,
-	                                        t->ctx_tokens),
-	                         t->server, &x1, &x2) &&
-	    now_ms > t->sent_ms)
-		dbk_pred_learn_request(p, &p->s[t->server], x1, x2, sec(now_ms - t->sent_ms));
+	if (t->x1 + t->x2 > 0 && now_ms > t->sent_ms)
+		dbk_pred_learn_request(p, &p->s[t->server], t->x1, t->x2, sec(now_ms - t->sent_ms));
 	pred_charge(&p->s[t->server], t, -1);
 	if (p->s[t->server].inflight == 0)
 		p->s[t->server].last_end_s = 0;
@@ -282,6 +274,8 @@ void dbk_pred_move(struct dbk_pred *p, struct dbk_pred_ticket *t, unsigned serve
 		return;
 	pred_charge(&p->s[t->server], t, -1);
 	t->server = server;
+	/* What was predicted was the other server's. */
+	t->x1 = t->x2 = 0;
 	pred_charge(&p->s[server], t, +1);
 }
 

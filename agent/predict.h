@@ -190,6 +190,10 @@ struct dbk_pred_ticket {
 	uint32_t kv_tokens;  /* KV it takes: prompt - expected hit + output */
 	uint32_t ctx_tokens; /* prompt + half the output: decode context */
 	uint64_t sent_ms;
+	/* What the books predicted of it at the fleet's speed on server:
+	 * its first token and its decode, in seconds, for what its
+	 * duration teaches (predict_learn.h); 0 when not known. */
+	float x1, x2;
 };
 
 /* What the policy believes of a server now, for /metrics and logs. */

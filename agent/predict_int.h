@@ -55,11 +55,12 @@ struct pred_srv {
 	/* Speed (predict_speed.c): the scraped first-token sample being
 	 * gathered (first tokens the scrapes showed, those predicted for
 	 * ours at the fleet's speed) and the scraped totals it started from;
-	 * the fit of every request's and sample's time (predict_learn.h);
-	 * the factors in use on prefills and on decode steps. */
+	 * the fit of every request's time (predict_learn.h), and of the
+	 * samples' first tokens apart (hist: prefill rows only); the factors
+	 * in use on prefills and on decode steps. */
 	double obs_sum, obs_n, pred_sum, pred_n;
 	double ttft_sum_then, ttft_n_then;
-	struct dbk_plearn lr;
+	struct dbk_plearn lr, hist;
 	double slow, slow_dec;
 	double weight; /* HAProxy's effective weight; 0: not known */
 };
@@ -79,10 +80,9 @@ struct dbk_pred {
 	struct dbk_pred_config c;
 	struct pred_srv *s;
 	struct dbk_pidx *idx;
-	double mean_work_s;          /* EWMA of a request's prefill on an idle server */
-	struct dbk_plearn_book book; /* what was predicted of each request in flight */
-	double fleet_a, fleet_b;     /* the fleet's fit (dbk_pred_update_slow) */
-	unsigned next;               /* varies the ties of requests without identity */
+	double mean_work_s;               /* EWMA of a request's prefill on an idle server */
+	double fleet_a, fleet_b, fleet_h; /* the fleet's fits (dbk_pred_update_slow) */
+	unsigned next;                    /* varies the ties of requests without identity */
 	/* Other balancers (dbk_pred_unseen_share > 0): what our requests teach
 	 * of theirs. */
 	double rate; /* our requests in the last second or so (decays by e each s) */

@@ -2,16 +2,15 @@
 #include "predict_learn.h"
 
 #include <math.h>
-#include <stdlib.h>
-
-#include "lib/hash.h"
 
 /* Requests after which an observation counts 1/e: long enough to average
  * a server's mix of requests, short enough to follow a server that
  * changes (a new pod in the slot is a reset, not this). */
 #define PRED_LEARN_HORIZON 256.0
-/* The prior counts as this many requests. */
+/* The prior's scale counts as this many requests, its split between
+ * first token and decode as this many (dbk_plearn_solve). */
 #define PRED_LEARN_PRIOR 4.0
+#define PRED_LEARN_SPLIT 1.0
 /* A duration more than this many times off the fleet-speed prediction,
  * either way, counts as this far: an expired lease or an error answered
  * at once is not a speed. */
@@ -36,12 +35,23 @@ void dbk_plearn_add(struct dbk_plearn *l, double x1, double x2, double y, double
 	l->n = l->n * keep + w;
 }
 
-/* Ridge towards (a0, b0): (S + kI) theta = S z + k theta0. */
+/* Ridge towards the prior scaled as the rows say: (S + k2 I) theta =
+ * S z + k2 c theta0, with c the prior's common scale fitted to the rows
+ * (itself pulled towards 1 by k). Rows that all mix first token and
+ * decode alike tell one sum u a + v b and nothing of the split: a
+ * ridge towards theta0 itself moves theta only along (u, v), each
+ * factor by its share of the rows (rows 30% first token read a prefill
+ * 3x slow as a = 1.31, b = 1.72), where towards c theta0 it moves both
+ * in the prior's ratio until rows that differ tell them apart. */
 void dbk_plearn_solve(const struct dbk_plearn *l, double a0, double b0, double *a, double *b)
 {
-	double k = PRED_LEARN_PRIOR;
-	double m11 = l->uu + k, m12 = l->uv, m22 = l->vv + k;
-	double r1 = l->uz + k * a0, r2 = l->vz + k * b0;
+	double k = PRED_LEARN_PRIOR, k2 = PRED_LEARN_SPLIT;
+	double m11 = l->uu + k2, m12 = l->uv, m22 = l->vv + k2;
+	double mm = a0 * a0 * l->uu + 2 * a0 * b0 * l->uv + b0 * b0 * l->vv;
+	double c = (a0 * l->uz + b0 * l->vz + k) / (mm + k);
+	if (!(c > 0) || !isfinite(c))
+		c = 1;
+	double r1 = l->uz + k2 * c * a0, r2 = l->vz + k2 * c * b0;
 	double det = m11 * m22 - m12 * m12;
 
 	*a = a0;
@@ -57,7 +67,7 @@ void dbk_plearn_solve(const struct dbk_plearn *l, double a0, double b0, double *
 
 void dbk_plearn_errors(const struct dbk_plearn *l, double a, double b, double *se_a, double *se_b)
 {
-	double k = PRED_LEARN_PRIOR;
+	double k = PRED_LEARN_SPLIT; /* as the fit holds the split */
 	double m11 = l->uu + k, m12 = l->uv, m22 = l->vv + k, det = m11 * m22 - m12 * m12;
 	double rss = l->zz - 2 * (a * l->uz + b * l->vz) + a * a * l->uu + 2 * a * b * l->uv +
 	             b * b * l->vv;
@@ -70,74 +80,9 @@ void dbk_plearn_errors(const struct dbk_plearn *l, double a, double b, double *s
 	*se_b = sqrt(var * m11 / det);
 }
 
-int dbk_plearn_book_init(struct dbk_plearn_book *b, unsigned nservers)
+double dbk_plearn_solve_b(const struct dbk_plearn *l, double a, double b0)
 {
-	size_t n = 64;
+	double k = PRED_LEARN_PRIOR, b = (l->vz - a * l->uv + k * b0) / (l->vv + k);
 
-	while (n < (size_t)nservers * 64)
-		n *= 2;
-	b->e = calloc(n * DBK_PLEARN_WAYS, sizeof(*b->e));
-	b->nbuckets = b->e ? n : 0;
-	return b->e ? 0 : -1;
-}
-
-void dbk_plearn_book_free(struct dbk_plearn_book *b)
-{
-	free(b->e);
-	b->e = NULL;
-	b->nbuckets = 0;
-}
-
-uint64_t dbk_plearn_key(uint64_t sent_ms, uint32_t prompt, uint32_t kv, uint32_t ctx)
-{
-	uint64_t h = dbk_hash_fmix64(sent_ms ^ DBK_HASH_GOLDEN);
-
-	h = dbk_hash_fmix64(h ^ ((uint64_t)prompt << 32 | kv));
-	h = dbk_hash_fmix64(h ^ ctx);
-	return h ? h : 1;
-}
-
-static struct dbk_plearn_entry *bucket(const struct dbk_plearn_book *b, uint64_t key)
-{
-	return &b->e[(key & (b->nbuckets - 1)) * DBK_PLEARN_WAYS];
-}
-
-void dbk_plearn_book_put(struct dbk_plearn_book *b, uint64_t key, uint32_t server, double x1,
-                         double x2)
-{
-	if (!b->e)
-		return;
-	struct dbk_plearn_entry *e = bucket(b, key);
-	unsigned at = 0;
-
-	/* A free way, else the first: the oldest, since a put shifts the
-	 * ways down (a take may free one between). */
-	for (unsigned i = 0; i < DBK_PLEARN_WAYS; i++)
-		if (!e[i].key) {
-			at = i;
-			goto put;
-		}
-	for (unsigned i = 0; i + 1 < DBK_PLEARN_WAYS; i++)
-		e[i] = e[i + 1];
-	at = DBK_PLEARN_WAYS - 1;
-put:
-	e[at] = (struct dbk_plearn_entry){ key, server, (float)x1, (float)x2 };
-}
-
-bool dbk_plearn_book_take(struct dbk_plearn_book *b, uint64_t key, uint32_t server, double *x1,
-                          double *x2)
-{
-	if (!b->e)
-		return false;
-	struct dbk_plearn_entry *e = bucket(b, key);
-
-	for (unsigned i = 0; i < DBK_PLEARN_WAYS; i++)
-		if (e[i].key == key) {
-			bool mine = e[i].server == server;
-			*x1 = e[i].x1;
-			*x2 = e[i].x2;
-			e[i].key = 0;
-			return mine;
-		}
-	return false;
+	return isfinite(b) ? b : b0;
 }

@@ -17,10 +17,12 @@
  * slower it decodes. Each row is divided by x1 + x2, so that a long
  * request counts no more than a short one (the errors are relative), and
  * older rows fade (PRED_LEARN_HORIZON requests). The fit is pulled
- * towards a prior (a0, b0), the operator's weight or the fleet's mean,
- * as PRED_LEARN_PRIOR requests would: a server learns from its first
- * request, and a few stray ones (an expired lease, an error answered at
- * once) move it little.
+ * towards a prior (a0, b0), the operator's weight or the fleet's mean:
+ * its scale as PRED_LEARN_PRIOR requests would (a server learns from its
+ * first request, and a few stray ones, an expired lease or an error
+ * answered at once, move it little), its split between a and b as
+ * PRED_LEARN_SPLIT would, so that requests all alike, which tell the sum
+ * and not the split, scale both factors together.
  *
  * Pure: no clock, no I/O. */
 #ifndef DBK_PREDICT_LEARN_H
@@ -41,42 +43,17 @@ struct dbk_plearn {
  * x1 + x2 > 0, y > 0 and all finite. */
 void dbk_plearn_add(struct dbk_plearn *l, double x1, double x2, double y, double w);
 
-/* The fit (a, b), pulled towards (a0, b0); (a0, b0) without
- * observations. */
+/* The fit (a, b), pulled towards (a0, b0) scaled by the rows' common
+ * factor; (a0, b0) without observations. Rows alike in their mix of
+ * first token and decode cannot tell a from b: the fit then moves
+ * both in the prior's ratio, and only rows that differ split them. */
 void dbk_plearn_solve(const struct dbk_plearn *l, double a0, double b0, double *a, double *b);
+/* The fit's b when a is known (another signal told it), pulled towards
+ * b0. */
+double dbk_plearn_solve_b(const struct dbk_plearn *l, double a, double b0);
 /* The standard errors of a fit (a, b) of l: how far from the truth it
  * may be by the scatter of its rows alone (infinite with fewer than
  * three). */
 void dbk_plearn_errors(const struct dbk_plearn *l, double a, double b, double *se_a, double *se_b);
-
-/* What the books predicted for each request in flight, from its commit
- * to its end: the lease's slot has no room for it, so it is kept here,
- * keyed by what the ticket carries. A bounded table: when a bucket is
- * full the oldest entry gives way (its request then teaches nothing). */
-struct dbk_plearn_entry {
-	uint64_t key; /* 0: free */
-	uint32_t server;
-	float x1, x2;
-};
-
-struct dbk_plearn_book {
-	struct dbk_plearn_entry *e;
-	size_t nbuckets; /* of DBK_PLEARN_WAYS entries */
-};
-
-#define DBK_PLEARN_WAYS 4u
-
-/* 0, or -1 out of memory. Room for about nservers * 256 requests. */
-int dbk_plearn_book_init(struct dbk_plearn_book *b, unsigned nservers);
-void dbk_plearn_book_free(struct dbk_plearn_book *b);
-/* The key of a request: its server's slot, when it was sent, its sizes. */
-uint64_t dbk_plearn_key(uint64_t sent_ms, uint32_t prompt, uint32_t kv, uint32_t ctx);
-void dbk_plearn_book_put(struct dbk_plearn_book *b, uint64_t key, uint32_t server, double x1,
-                         double x2);
-/* Takes the entry of key out; false when there is none (or it was for
- * another server: the request moved, and what was predicted is not the
- * server's). */
-bool dbk_plearn_book_take(struct dbk_plearn_book *b, uint64_t key, uint32_t server, double *x1,
-                          double *x2);
 
 #endif

@@ -106,7 +106,7 @@ void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct d
 	if (s->obs_n < PRED_SPEED_MIN_N || s->pred_n < PRED_SPEED_MIN_N || !(s->pred_sum > 0) ||
 	    !(s->obs_sum > 0))
 		return;
-	dbk_plearn_add(&s->lr, s->pred_sum / s->pred_n, 0, s->obs_sum / s->obs_n,
+	dbk_plearn_add(&s->hist, s->pred_sum / s->pred_n, 0, s->obs_sum / s->obs_n,
 	               fmin(s->obs_n, s->pred_n));
 	s->obs_sum = s->obs_n = s->pred_sum = s->pred_n = 0;
 	dbk_pred_update_slow(p);
@@ -151,23 +151,53 @@ static double median(double *v, unsigned n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* The fleet's fit: the median, in log space, of the servers with
- * PRED_SPEED_SEEN requests or more (1, 1 with none), each fit pulled
- * towards the fleet's last fit times its prior; a median, so that one slow server among fast
- * ones is priced as slow against them, not against a mean it drags
- * (with a mean and the band, three H100s and an A100 3x slower were
- * priced 1 and 2.3). Then each server's fit, pulled towards the fleet's
- * times its prior; each factor as the server's fit over the fleet's,
- * the fleet's own within PRED_SPEED_BAND of it or within PRED_SPEED_SE
- * standard errors of the server's fit (per-request rows scatter: a
- * server's mix of prefix hits and batches moves its fit more than the
- * band early on). The prior alone sets a server that has taught fewer
- * than PRED_SPEED_SEEN requests' worth. The choice's scratch holds the
+/* The fleet's factor of one kind (0: the durations' a, 1: their b, 2:
+ * the first tokens' a): the median, in log space, of the servers with
+ * PRED_SPEED_SEEN rows of it or more (1 with none), each fit pulled
+ * towards the fleet's last times the server's prior; a median, so that
+ * one slow server among fast ones is priced as slow against them, not
+ * against a mean it drags (with a mean and the band, three H100s and an
+ * A100 3x slower were priced 1 and 2.3). The choice's scratch holds the
  * logs: this never runs within a choice. */
+static double fleet_factor(struct dbk_pred *p, double wmean, int kind)
+{
+	double *la = p->x->sorted, f0 = kind == 0   ? p->fleet_a
+	                                : kind == 1 ? p->fleet_b
+	                                            : p->fleet_h;
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < p->c.nservers; i++) {
+		const struct pred_srv *x = &p->s[i];
+		const struct dbk_plearn *l = kind == 2 ? &x->hist : &x->lr;
+		double q = prior_of(x, wmean), a, b;
+		if (l->n < PRED_SPEED_SEEN)
+			continue;
+		if (kind == 2)
+			dbk_plearn_solve(l, f0 * q, f0 * q, &a, &b);
+		else
+			dbk_plearn_solve(l, p->fleet_a * q, p->fleet_b * q, &a, &b);
+		la[n++] = log(fmax(kind == 1 ? b : a, 1e-3) / q);
+	}
+	return n ? exp(median(la, n)) : 1;
+}
+
+/* Each server's two factors against the fleet's (fleet_factor), from
+ * two signals fitted apart, each against the fleet's fit of the same
+ * signal, so that what differs between them for every server (the
+ * durations' clock against the histogram's: a stub's model time, a
+ * proxy's own delays) cancels instead of being read as the split
+ * between prefill and decode: its durations' fit (a, b), pulled towards
+ * the fleet's times its prior; and where its scraped first tokens made
+ * a sample, their fit, which then sets the prefill factor, the decode's
+ * being the durations' b with a that prefill. A factor is the fleet's
+ * own within PRED_SPEED_BAND of it or within PRED_SPEED_SE standard
+ * errors of the server's fit (per-request rows scatter: a server's mix
+ * of prefix hits and batches moves its fit more than the band early
+ * on). The prior alone sets a server that has taught fewer than
+ * PRED_SPEED_SEEN requests' worth. */
 void dbk_pred_update_slow(struct dbk_pred *p)
 {
-	double wmean = 0, wn = 0, *la = p->x->sorted;
-	unsigned n = 0;
+	double wmean = 0, wn = 0;
 
 	for (unsigned i = 0; i < p->c.nservers; i++)
 		if (p->s[i].weight > 0) {
@@ -176,36 +206,36 @@ void dbk_pred_update_slow(struct dbk_pred *p)
 		}
 	if (wn > 0)
 		wmean /= wn;
-	double fa = p->fleet_a, fb = p->fleet_b;
-	for (unsigned pass = 0; pass < 2; pass++) {
-		n = 0;
-		for (unsigned i = 0; i < p->c.nservers; i++) {
-			struct pred_srv *x = &p->s[i];
-			double q = prior_of(x, wmean), a, b;
-			if (x->lr.n < PRED_SPEED_SEEN)
-				continue;
-			dbk_plearn_solve(&x->lr, p->fleet_a * q, p->fleet_b * q, &a, &b);
-			la[n++] = log(fmax(pass ? b : a, 1e-3) / q);
-		}
-		if (pass == 0)
-			fa = n ? exp(median(la, n)) : 1;
-		else
-			fb = n ? exp(median(la, n)) : 1;
-	}
+	double fa = fleet_factor(p, wmean, 0), fb = fleet_factor(p, wmean, 1);
+	double fh = fleet_factor(p, wmean, 2);
 	p->fleet_a = fa;
 	p->fleet_b = fb;
+	p->fleet_h = fh;
 	for (unsigned i = 0; i < p->c.nservers; i++) {
 		struct pred_srv *x = &p->s[i];
-		double q = prior_of(x, wmean), a, b, ea, eb;
-		if (x->lr.n < PRED_SPEED_SEEN) {
+		double q = prior_of(x, wmean), a = fa * q, b = fb * q, ea = INFINITY, eb = INFINITY;
+		bool dur = x->lr.n >= PRED_SPEED_SEEN, hist = x->hist.n >= PRED_SPEED_SEEN;
+		if (!dur && !hist) {
 			x->slow = x->slow_dec = banded(q, PRED_SPEED_BAND);
 			continue;
 		}
-		dbk_plearn_solve(&x->lr, fa * q, fb * q, &a, &b);
-		dbk_plearn_errors(&x->lr, a, b, &ea, &eb);
+		if (dur) {
+			dbk_plearn_solve(&x->lr, a, b, &a, &b);
+			dbk_plearn_errors(&x->lr, a, b, &ea, &eb);
+		}
 		a = fmax(a, 1e-3);
-		b = fmax(b, 1e-3);
 		x->slow = banded(a / fa, fmax(PRED_SPEED_BAND, exp(PRED_SPEED_SE * ea / a)));
+		if (hist) {
+			double h, unused, eh, eu;
+			dbk_plearn_solve(&x->hist, fh * q, fh * q, &h, &unused);
+			dbk_plearn_errors(&x->hist, h, unused, &eh, &eu);
+			h = fmax(h, 1e-3);
+			x->slow = banded(h / fh,
+			                 fmax(PRED_SPEED_BAND, exp(PRED_SPEED_SE * eh / h)));
+			if (dur)
+				b = dbk_plearn_solve_b(&x->lr, x->slow * fa, fb * q);
+		}
+		b = fmax(b, 1e-3);
 		x->slow_dec = banded(b / fb, fmax(PRED_SPEED_BAND, exp(PRED_SPEED_SE * eb / b)));
 	}
 }

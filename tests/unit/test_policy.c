@@ -207,6 +207,72 @@ static void test_one_table_for_both_reports(void)
 	ops->destroy(p.st);
 }
 
+/* Requests alike, sent at the same moment, all ended: server 3 took
+ * three times as long as the others. Each lease's slot carries what
+ * was predicted of its request to its release, so every one teaches,
+ * however many are in flight alike; a lease moved to 3 (HAProxy sent
+ * it elsewhere) teaches 3 nothing, its prediction being its first
+ * server's. Before, a side table keyed by the send time and sizes held
+ * the predictions, four to a bucket: of 60 alike requests a server kept
+ * 4, fewer than the 8 a speed needs, and server 3 stayed at 1. */
+static void test_ttft_every_lease_teaches(void)
+{
+	const struct dbk_policy_ops *ops = dbk_policy_find("ttft");
+	const struct dbk_policy_request r = { .est = &est };
+	struct dbk_bal_lease l[4][60];
+	double v[DBK_POLICY_MAX_ROWS];
+
+	uint64_t end[4][60];
+
+	for (int moved = 0; moved < 2; moved++) {
+		/* twin: the same books, for the durations (as predicted, times
+		 * the server's slowness). */
+		struct dbk_policy_ttft *t = start("ttft", 4, 1), *twin = start("ttft", 4, 1);
+		struct dbk_pred_request q = { .prompt_tokens = 1000,
+			                      .max_tokens = 100,
+			                      .ignore_eos = 1 };
+		struct dbk_pred_choice c;
+		struct dbk_pred_ticket k;
+		CHECK(t && twin);
+		if (!t || !twin) {
+			ops->destroy(t);
+			ops->destroy(twin);
+			return;
+		}
+		for (unsigned i = 0; i < 4; i++)
+			for (unsigned j = 0; j < 60; j++) {
+				unsigned to = moved && i == 3 ? 0 : i;
+				CHECK(dbk_pred_evaluate(twin->pred, &q, to, 1000, &c) == (int)to);
+				dbk_pred_commit(twin->pred, &q, to, 1000, &k);
+				end[i][j] = 1000 + (uint64_t)((i == 3 ? 3 : 1) * 1e3 *
+				                              (c.ttft_s + 99 * c.tpot_s));
+				memset(&l[i][j], 0, sizeof(l[i][j]));
+				l[i][j].server = to;
+				l[i][j].start_ms = 1000;
+				ops->seen(t, &r, to, false, 1000, l[i][j].slot);
+				if (to != i) {
+					ops->move(t, &l[i][j], i, 1000);
+					l[i][j].server = i;
+				}
+			}
+		for (unsigned i = 0; i < 4; i++)
+			for (unsigned j = 0; j < 60; j++)
+				ops->release(t, &l[i][j], end[i][j]);
+		ops->report->view(t, 3, 0, v);
+		const double slow3 = v[9], dec3 = v[10];
+		ops->report->view(t, 0, 0, v);
+		if (moved) {
+			CHECK_NEAR(slow3, 1, 0);
+			CHECK_NEAR(dec3, 1, 0);
+		} else {
+			CHECK(slow3 / v[9] > 2.5 && slow3 / v[9] < 3.5);
+			CHECK(dec3 / v[10] > 2.5 && dec3 / v[10] < 3.5);
+		}
+		ops->destroy(t);
+		ops->destroy(twin);
+	}
+}
+
 int main(void)
 {
 	RUN(test_the_table);
@@ -214,5 +280,6 @@ int main(void)
 	RUN(test_p2ttft_draws_from_its_seed);
 	RUN(test_p2ttft_ranks_as_ttft);
 	RUN(test_one_table_for_both_reports);
+	RUN(test_ttft_every_lease_teaches);
 	return CHECK_DONE();
 }

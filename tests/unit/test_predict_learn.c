@@ -1,6 +1,6 @@
 /* A server's speed learnt from its requests' whole durations
  * (agent/predict_learn.h, and the predictor's use of it): the fit, its
- * prior, the book of predictions in flight, and a slow server learnt
+ * prior, and a slow server learnt
  * within 100 requests with no scraped histogram at all. */
 #include <math.h>
 #include <stdlib.h>
@@ -56,7 +56,8 @@ static void test_fit_recovers_both_speeds(void)
 
 /* One duration a thousand times the prediction (a lease that expired)
  * counts as 16 times (PRED_LEARN_CLAMP): among 100 ordinary ones it
- * moves the fit by a quarter at most, where unclamped it would make the
+ * moves the fit by 30% at most (26% of a: the split's prior is worth
+ * one request, dbk_plearn_solve), where unclamped it would make the
  * server look hundreds of times slower. */
 static void test_a_wild_duration_moves_little(void)
 {
@@ -69,40 +70,28 @@ static void test_a_wild_duration_moves_little(void)
 	}
 	dbk_plearn_add(&l, 0.3, 0.3, 600, 1);
 	dbk_plearn_solve(&l, 1, 1, &a, &b);
-	CHECK(a > 1 && a < 1.25);
-	CHECK(b > 1 && b < 1.25);
+	CHECK(a > 1 && a < 1.3);
+	CHECK(b > 1 && b < 1.3);
 }
 
-static void test_the_book(void)
+/* Rows all alike (every request 30% first token, 70% decode at the
+ * fleet's speed) cannot tell a from b: the fit scales both in the
+ * prior's ratio. A ridge towards the prior itself moved them along the
+ * rows' mix instead, b more than a (a prefill 3x slow read as 1.31 and
+ * 1.72 on main's build). */
+static void test_alike_rows_scale_both(void)
 {
-	struct dbk_plearn_book b;
-	double x1, x2;
+	struct dbk_plearn l = { 0 };
+	double a, b;
 
-	CHECK(dbk_plearn_book_init(&b, 1) == 0);
-	uint64_t k = dbk_plearn_key(1000, 2000, 2100, 2050);
-	CHECK(k != dbk_plearn_key(1001, 2000, 2100, 2050));
-	CHECK(k != dbk_plearn_key(1000, 2000, 2100, 2051));
-	dbk_plearn_book_put(&b, k, 3, 0.25, 1.5);
-	CHECK(dbk_plearn_book_take(&b, k, 3, &x1, &x2));
-	CHECK_NEAR(x1, 0.25, 1e-7);
-	CHECK_NEAR(x2, 1.5, 1e-7);
-	CHECK(!dbk_plearn_book_take(&b, k, 3, &x1, &x2)); /* taken once */
-	/* Moved to another server: taken out, but teaches nothing. */
-	dbk_plearn_book_put(&b, k, 3, 0.25, 1.5);
-	CHECK(!dbk_plearn_book_take(&b, k, 2, &x1, &x2));
-	CHECK(!dbk_plearn_book_take(&b, k, 3, &x1, &x2));
-	/* A full bucket: the oldest gives way. */
-	uint64_t same[DBK_PLEARN_WAYS + 1];
-	for (unsigned i = 0; i <= DBK_PLEARN_WAYS; i++) {
-		same[i] = k + (uint64_t)(i + 1) * b.nbuckets; /* one bucket */
-		dbk_plearn_book_put(&b, same[i], 0, i, 0);
-	}
-	CHECK(!dbk_plearn_book_take(&b, same[0], 0, &x1, &x2));
-	for (unsigned i = 1; i <= DBK_PLEARN_WAYS; i++) {
-		CHECK(dbk_plearn_book_take(&b, same[i], 0, &x1, &x2));
-		CHECK_NEAR(x1, i, 0);
-	}
-	dbk_plearn_book_free(&b);
+	for (unsigned k = 0; k < 200; k++)
+		dbk_plearn_add(&l, 0.03, 0.07, 3 * 0.03 + 0.07, 1);
+	dbk_plearn_solve(&l, 1, 1, &a, &b);
+	CHECK_NEAR(a / b, 1, 0.02);
+	CHECK_NEAR(0.3 * a + 0.7 * b, 1.6, 0.05);
+	dbk_plearn_solve(&l, 1, 2, &a, &b); /* the prior's ratio, whatever it is */
+	CHECK_NEAR(b / a, 2, 0.04);
+	CHECK_NEAR(0.3 * a + 0.7 * b, 1.6, 0.05);
 }
 
 static struct dbk_pred *fleet(unsigned n)
@@ -171,16 +160,18 @@ static struct dbk_pred *learnt(double pre, double dec, double *rp, double *rd)
 }
 
 /* The issue's goal: a server 2x slower (prefill and decode) learnt
- * within 100 requests to it, to within 20% of 2x its peers. Before,
- * only the scraped first-token histogram taught a speed, so without
- * one nothing was learnt. */
+ * within 100 requests to it, to within 10% of 2x its peers (CHECK_NEAR
+ * is relative). Before the durations, only the scraped first-token
+ * histogram taught a speed, so without one nothing was learnt; with
+ * them but a ridge towards the unscaled prior, its prefill, a small
+ * share of these requests' time, was 1.53 after 100 (decode 1.99). */
 static void test_a_2x_slower_server_learnt_within_100(void)
 {
 	double rp, rd, pre0, dec0;
 	struct dbk_pred *p = learnt(2, 2, &rp, &rd);
 
-	CHECK_NEAR(rp, 2, 0.4);
-	CHECK_NEAR(rd, 2, 0.4);
+	CHECK_NEAR(rp, 2, 0.05);
+	CHECK_NEAR(rd, 2, 0.05);
 	view(p, 0, &pre0, &dec0);
 	CHECK_NEAR(pre0, 1, 0); /* the others, the fleet's median */
 	/* And the choice follows: idle, the request goes elsewhere. */
@@ -243,13 +234,76 @@ static void test_equal_fleet_and_weight_prior(void)
 	dbk_pred_free(truth);
 }
 
+/* Four servers, every request alike (2,000-token prompts, 8 tokens out,
+ * as policy.bats's slower-GPU test sends), server 3 three times slower
+ * to prefill and as fast to decode; their durations on a clock five
+ * times faster than the histograms' (a stub's model time: the two
+ * signals disagree for every server alike). Servers 0-2 export their
+ * first tokens from the start, server 3 only after 100 rounds. Before
+ * its samples, its alike durations cannot tell prefill from decode: both
+ * factors rise together (2x, the durations' mean), the prefill past
+ * 1.2 and the decode far from its bound; after, its first tokens tell
+ * the prefill (3x) and its durations, with that prefill, the decode
+ * (1). On main's build one fit of both signals explained the durations'
+ * shortfall by a decode near 0 for the fleet, and server 3 stayed
+ * priced as the fleet until its samples (in policy.bats, where the
+ * stub's decode is slower too, 1 to prefill and 8x, the bound, to
+ * decode). */
+static void test_alike_requests_and_first_tokens(void)
+{
+	struct dbk_pred *p = fleet(4), *truth = fleet(4);
+	double sum[4] = { 0 }, count[4] = { 0 }, pre, dec, pre0, dec0;
+	uint64_t now = 1000;
+
+	for (unsigned k = 0; k <= 200; k++) {
+		for (unsigned i = 0; k > 0 && i < 4; i++, now += 100000) {
+			struct dbk_pred_request r = { .prompt_tokens = 2000 + 10 * (k % 3),
+				                      .max_tokens = 8,
+				                      .ignore_eos = true };
+			struct dbk_pred_choice c;
+			struct dbk_pred_ticket t;
+
+			CHECK(dbk_pred_evaluate(truth, &r, i, now, &c) == (int)i);
+			double first = (i == 3 ? 3 : 1) * c.ttft_s;
+			dbk_pred_commit(p, &r, i, now, &t);
+			dbk_pred_release(p, &t,
+			                 now + (uint64_t)llround((first + 7 * c.tpot_s) * 200));
+			sum[i] += first;
+			count[i]++;
+		}
+		for (unsigned i = 0; k % 10 == 0 && i < 4; i++) {
+			bool exports = i < 3 || k > 100;
+			struct dbk_pred_scrape sc = { .ok = true,
+				                      .kv_capacity_tokens = -1,
+				                      .prefix_queries = -1,
+				                      .prefix_hits = -1,
+				                      .ttft_sum_s = exports ? sum[i] : -1,
+				                      .ttft_count = exports ? count[i] : -1 };
+			dbk_pred_scraped(p, i, &sc, now);
+		}
+		if (k == 100) {
+			view(p, 3, &pre, &dec);
+			view(p, 0, &pre0, &dec0);
+			CHECK(pre / pre0 > 1.5 && dec / dec0 < 4);
+			CHECK_NEAR(pre / dec, 1, 0.2);
+		}
+	}
+	view(p, 3, &pre, &dec);
+	view(p, 0, &pre0, &dec0);
+	CHECK(pre / pre0 > 2.5 && pre / pre0 < 3.5);
+	CHECK_NEAR(dec / dec0, 1, 0.25);
+	dbk_pred_free(p);
+	dbk_pred_free(truth);
+}
+
 int main(void)
 {
 	RUN(test_fit_recovers_both_speeds);
 	RUN(test_a_wild_duration_moves_little);
-	RUN(test_the_book);
+	RUN(test_alike_rows_scale_both);
 	RUN(test_a_2x_slower_server_learnt_within_100);
 	RUN(test_decode_told_from_prefill);
 	RUN(test_equal_fleet_and_weight_prior);
+	RUN(test_alike_requests_and_first_tokens);
 	return CHECK_DONE();
 }
