@@ -225,7 +225,7 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		          "(GIE's detector: mean of max(waiting/5,\n"
 		          "KV/0.8) >= 1) or its last second's mean\n"
 		          "TTFT is past half the objective, standard\n"
-		          "ones past their share; critical never" },
+		          "ones past all of it; critical never" },
 		{ "admit-share-standard", 0, DBK_OPT_DOUBLE, &o->admit_share[DBK_CLASS_STANDARD], 0,
 		  100, .metavar = "X",
 		  .help = "with --admission: the share of the TTFT\n"
