@@ -42,7 +42,7 @@ cd "$(dirname "$0")/../.."
 rate=12 requests=600 scale=5 out=build/overload
 mix=short=0.8:300-2000:100-300,long=0.2:8000-16000:100-300
 pmix=critical=0.3,standard=0.5,sheddable=0.2
-admit_args=--admission also_args= maxconn=0
+admit_args=--admission also_args='' maxconn=0
 dbk_options "--admit-args admit_args
 --also-args also_args
 --maxconn maxconn
