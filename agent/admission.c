@@ -103,7 +103,7 @@ struct dbk_admit_result dbk_admit(const struct dbk_admit_config *c,
 	}
 	double share = (double)c->ttft_ms * (cls == DBK_CLASS_SHEDDABLE
 	                                             ? DBK_ADMIT_FLEET_SHARE_SHEDDABLE
-	                                             : c->headroom[cls]);
+	                                             : DBK_ADMIT_FLEET_SHARE_STANDARD);
 	if (in->fleet_ttft_ms > share) {
 		r.verdict = DBK_ADMIT_SHED;
 		r.retry_after_s = retry_after(c, in->fleet_ttft_ms - share);

@@ -14,17 +14,20 @@
  * - HAProxy's own answer for a refusal, 429 with Retry-After, and its
  *   queue ordered by class (set-priority-class) for what waits.
  *
- * Our rule: a class may spend a share of the first-token objective
- * (its headroom: critical unbounded, standard the whole objective,
- * sheddable less, so that what is admitted leaves room for the classes
- * above it: a critical request sent next to the same server waits about
- * as long as the sheddable one's predicted first token, then prefills
- * its own prompt, which a tenth of the objective covers for a chat
- * prompt). Measured in the simulator (BENCHMARKS.md, "Overload:
- * priorities and admission"): with half the objective, Mooncake's
- * sheddable requests (its longest prompts) were shed three in four at
- * 0.8x capacity; with all of it, critical fell to 51% within objective
- * at 2.5x; with 0.9 neither.
+ * Our rule: a class may spend a share of the first-token objective (its
+ * headroom: critical unbounded, standard and sheddable half of it), so
+ * that what is admitted leaves room for the classes above it: a critical
+ * request sent next to the same server waits about as long as the last
+ * admitted one's predicted first token, then prefills its own prompt,
+ * which may be long (a chat with a long document). Measured in the
+ * simulator (BENCHMARKS.md, "Overload: priorities and admission"), ttft
+ * at 1.5x, 2x and 2.5x its capacity: with the whole objective for
+ * standard and 0.9 of it for sheddable, critical fell to 28% within
+ * objective on Mooncake (4 instances) at 2.5x, and to 87.9% / 79.9% at
+ * 1.5x / 2x on the live bench's mix, where critical prompts are long
+ * too (the live bench found 80.6% / 61%); with half for both, 99.6% /
+ * 99.5% / 99.8% and 99.1% / 97.6% / 97.9%, at the cost of more
+ * sheddable requests (Mooncake's longest prompts) shed below capacity.
  *
  * A request whose predicted first token on the server the policy chose
  * is past its class's share is refused; nothing is refused while the
@@ -33,7 +36,7 @@
  * saturation and its recent mean first token instead: a sheddable
  * request is refused when the fleet is saturated or its first tokens
  * take more than half the objective on average (the slow tail is then
- * past it), a standard one when they take more than the standard share
+ * past it), a standard one when they take more than the whole objective
  * (a typical request misses). vLLM takes a prompt into its running
  * batch long before its prefill is done, so a queue of prefills hides
  * from a saturation read off the waiting count; the first tokens show
@@ -62,19 +65,23 @@ enum dbk_class { DBK_CLASS_CRITICAL, DBK_CLASS_STANDARD, DBK_CLASS_SHEDDABLE, DB
 #define DBK_CLASS_DEFAULT DBK_CLASS_STANDARD
 
 #define DBK_ADMIT_DEFAULT_TTFT_MS 2000
-#define DBK_ADMIT_DEFAULT_HEADROOM_STANDARD 1.0
-#define DBK_ADMIT_DEFAULT_HEADROOM_SHEDDABLE 0.9
-/* The share of the objective the fleet's mean first token may reach
- * before sheddable requests are refused without a prediction. */
+#define DBK_ADMIT_DEFAULT_HEADROOM_STANDARD 0.5
+#define DBK_ADMIT_DEFAULT_HEADROOM_SHEDDABLE 0.5
+/* The shares of the objective the fleet's mean first token may reach
+ * before sheddable, and standard, requests are refused without a
+ * prediction. A mean hides the tail: past half the objective the slow
+ * requests are already late, past the whole a typical one is. */
 #define DBK_ADMIT_FLEET_SHARE_SHEDDABLE 0.5
+#define DBK_ADMIT_FLEET_SHARE_STANDARD 1.0
 #define DBK_ADMIT_DEFAULT_RETRY_MIN_S 1
 #define DBK_ADMIT_DEFAULT_RETRY_MAX_S 60
 
 struct dbk_admit_config {
 	bool enabled;
 	long long ttft_ms; /* the first-token objective */
-	/* Share of ttft_ms each class may be predicted to wait before it is
-	 * refused; critical's is ignored (never refused). */
+	/* Share of ttft_ms each class's predicted first token may take
+	 * before it is refused; critical's is ignored (never refused).
+	 * Policies that do not predict use DBK_ADMIT_FLEET_SHARE_*. */
 	double headroom[DBK_CLASS_N];
 	int retry_min_s, retry_max_s; /* bounds on Retry-After */
 };

@@ -9,13 +9,16 @@
 #
 #   contrib/bench/overload-live.sh [--rate R] [--requests N]
 #        [--time-scale S] [--mix MIX] [--priority-mix MIX] [--out DIR]
-#        [--admit-args ARGS] [--maxconn N]
+#        [--admit-args ARGS] [--also-args ARGS] [--maxconn N]
 #
 #   --rate R          Poisson arrivals, requests per second of model time
 #                     (default 12)
 #   --requests N      requests per run (default 600)
 #   --time-scale S    the stubs' model clock runs S times real time; every
-#                     latency is reported in model time (default 5)
+#                     latency is reported in model time (default 1: at 5,
+#                     each real millisecond HAProxy, the agent or the client
+#                     loses on a shared machine counts five, and the runs
+#                     measure the machine; BENCHMARKS.md "Overload, live")
 #   --mix MIX         dbucket-bench --synthetic (default
 #                     short=0.8:300-2000:100-300,long=0.2:8000-16000:100-300)
 #   --priority-mix M  dbucket-bench --priority-mix (default
@@ -23,7 +26,11 @@
 #   --admit-args ARGS the admission run's agent flags (default
 #                     --admission; e.g. "--admission
 #                     --admit-headroom-standard 0.5")
-#   --maxconn N       both runs: servers take N requests at once, the rest
+#   --also-args ARGS  a third run, "also", with these agent flags, side by
+#                     side with the other two (e.g. main's shares:
+#                     "--admission --admit-headroom-standard 1
+#                     --admit-headroom-sheddable 0.9")
+#   --maxconn N       every run: servers take N requests at once, the rest
 #                     wait in HAProxy's queue by class (DBK_SERVER_MAXCONN;
 #                     default 0, no limit)
 #   --out DIR         results (default build/overload)
@@ -35,11 +42,12 @@ cd "$(dirname "$0")/../.."
 # shellcheck source=contrib/lib.sh
 . contrib/lib.sh
 
-rate=12 requests=600 scale=5 out=build/overload
+rate=12 requests=600 scale=1 out=build/overload
 mix=short=0.8:300-2000:100-300,long=0.2:8000-16000:100-300
 pmix=critical=0.3,standard=0.5,sheddable=0.2
-admit_args=--admission maxconn=0
+admit_args=--admission also_args='' maxconn=0
 dbk_options "--admit-args admit_args
+--also-args also_args
 --maxconn maxconn
 --rate rate
 --requests requests
@@ -103,7 +111,13 @@ run() {
 run off
 # shellcheck disable=SC2086 # words on purpose
 run admission $admit_args
-for label in off admission; do
+labels=(off admission)
+if [ -n "$also_args" ]; then
+	# shellcheck disable=SC2086 # words on purpose
+	run also $also_args
+	labels+=(also)
+fi
+for label in "${labels[@]}"; do
 	echo "== $label"
 	awk '/^class /, 0' "$out/$label.txt"
 	grep 'shed_total\|undecided' "$out/$label.metrics" | grep -v ' 0$' || true

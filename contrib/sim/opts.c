@@ -29,7 +29,7 @@ struct extra {
 	const char *log_level;
 };
 
-#define NOPTS 58
+#define NOPTS 59
 /* The agent's default, as the help text quotes it. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -212,6 +212,10 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		          "the longest prompts, the others a seeded\n"
 		          "draw (default: every request standard)",
 		  .section = "Overload:" },
+		{ "classes-drawn", 0, DBK_OPT_FLAG, &o->classes_drawn,
+		  .help = "with --classes: sheddable drawn like the\n"
+		          "others, whatever the prompt's length (the\n"
+		          "live bench's --priority-mix)" },
 		{ "admission", 0, DBK_OPT_FLAG, &o->admission,
 		  .help = "the agent's admission (agent/admission.c):\n"
 		          "a predicting policy sheds a request\n"
@@ -221,7 +225,7 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		          "(GIE's detector: mean of max(waiting/5,\n"
 		          "KV/0.8) >= 1) or its last second's mean\n"
 		          "TTFT is past half the objective, standard\n"
-		          "ones past their share; critical never" },
+		          "ones past all of it; critical never" },
 		{ "admit-share-standard", 0, DBK_OPT_DOUBLE, &o->admit_share[DBK_CLASS_STANDARD], 0,
 		  100, .metavar = "X",
 		  .help = "with --admission: the share of the TTFT\n"

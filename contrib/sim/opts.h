@@ -49,6 +49,7 @@ struct dbk_sim_opts {
 	const char *classes_text;
 	double class_share[DBK_CLASS_N];
 	size_t nclasses;
+	bool classes_drawn; /* --classes-drawn: sheddable not by length */
 	bool admission, shed_retry;
 	double admit_share[DBK_CLASS_N]; /* < 0: the agent's default */
 	/* Several models (issue 27): --models' text, then the models and

@@ -92,9 +92,9 @@ void dbk_sim_setup_print(FILE *f, const struct dbk_sim_setup *u)
 	if (o->nclasses || o->admission) {
 		const struct dbk_admit_config *a = &u->f.sc.admit;
 
-		fprintf(f, "classes %s (critical,standard,sheddable); admission %s",
+		fprintf(f, "classes %s (critical,standard,sheddable%s); admission %s",
 		        o->classes_text ? o->classes_text : "none: all standard",
-		        o->admission ? "on" : "off");
+		        o->classes_drawn ? ", all drawn" : "", o->admission ? "on" : "off");
 		if (o->admission)
 			fprintf(f, ": standard %g, sheddable %g of %lld ms; retry %s",
 			        a->headroom[DBK_CLASS_STANDARD], a->headroom[DBK_CLASS_SHEDDABLE],
@@ -167,6 +167,7 @@ void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
 		const struct dbk_admit_config *a = &u->f.sc.admit;
 		const struct dbk_sim_member ad[] = {
 			{ "classes", o->classes_text ? 's' : 0, 0, o->classes_text },
+			{ "classes_drawn", o->classes_drawn ? 'b' : 0, 1, NULL },
 			{ "admission", 'b', o->admission, NULL },
 			{ "admit_share_standard", 'n', a->headroom[DBK_CLASS_STANDARD], NULL },
 			{ "admit_share_sheddable", 'n', a->headroom[DBK_CLASS_SHEDDABLE], NULL },

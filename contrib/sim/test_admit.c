@@ -31,9 +31,9 @@ static void test_assign(void)
 
 	for (size_t k = 0; k < N; k++)
 		in[k] = 1 + lcg(&seed) % 100000;
-	CHECK(dbk_sim_classes_assign(in, N, shares, DBK_SIM_CLASS_SEED, a) == 0);
-	CHECK(dbk_sim_classes_assign(in, N, shares, DBK_SIM_CLASS_SEED, b) == 0);
-	CHECK(dbk_sim_classes_assign(in, N, shares, DBK_SIM_CLASS_SEED + 1, c) == 0);
+	CHECK(dbk_sim_classes_assign(in, N, shares, true, DBK_SIM_CLASS_SEED, a) == 0);
+	CHECK(dbk_sim_classes_assign(in, N, shares, true, DBK_SIM_CLASS_SEED, b) == 0);
+	CHECK(dbk_sim_classes_assign(in, N, shares, true, DBK_SIM_CLASS_SEED + 1, c) == 0);
 	CHECK(memcmp(a, b, N) == 0);
 	for (size_t k = 0; k < N; k++) {
 		CHECK(a[k] < DBK_CLASS_N);
@@ -52,9 +52,33 @@ static void test_assign(void)
 	/* Equal lengths: the later request is sheddable first. */
 	uint32_t eq[4] = { 5, 5, 5, 5 };
 	const double one_shed[DBK_CLASS_N] = { 1, 2, 1 };
-	CHECK(dbk_sim_classes_assign(eq, 4, one_shed, 1, a) == 0);
+	CHECK(dbk_sim_classes_assign(eq, 4, one_shed, true, 1, a) == 0);
 	CHECK_EQ_U(a[3], DBK_CLASS_SHEDDABLE);
 	CHECK(a[0] != DBK_CLASS_SHEDDABLE && a[1] != DBK_CLASS_SHEDDABLE);
+}
+
+/* Drawn (the live bench's workload): exact counts, and sheddable no
+ * longer than the others: about its share of the longest prompts. */
+static void test_assign_drawn(void)
+{
+	enum { N = 1000 };
+	uint32_t in[N];
+	uint8_t a[N];
+	size_t count[DBK_CLASS_N] = { 0 }, long_shed = 0;
+
+	for (size_t k = 0; k < N; k++)
+		in[k] = (uint32_t)k + 1; /* the longest 200: k >= 800 */
+	CHECK(dbk_sim_classes_assign(in, N, shares, false, DBK_SIM_CLASS_SEED, a) == 0);
+	for (size_t k = 0; k < N; k++) {
+		CHECK(a[k] < DBK_CLASS_N);
+		count[a[k]]++;
+		long_shed += k >= 800 && a[k] == DBK_CLASS_SHEDDABLE;
+	}
+	CHECK_EQ_U(count[DBK_CLASS_CRITICAL], 300);
+	CHECK_EQ_U(count[DBK_CLASS_STANDARD], 500);
+	CHECK_EQ_U(count[DBK_CLASS_SHEDDABLE], 200);
+	/* By length all 200 would be; drawn about 40 (a fifth of 200). */
+	CHECK(long_shed > 15 && long_shed < 80);
 }
 
 /* Four H100 instances, the objectives TTFT 2 s and TPOT 100 ms, the
@@ -86,7 +110,8 @@ static struct dbk_sim_req *overload(size_t n, struct dbk_engine_config *e, struc
 		r[k].input_tokens = in[k] = 2000 + lcg(&seed) % 20000;
 		r[k].output_tokens = 50 + lcg(&seed) % 300;
 	}
-	if (r && in && cls && dbk_sim_classes_assign(in, n, shares, DBK_SIM_CLASS_SEED, cls) == 0)
+	if (r && in && cls &&
+	    dbk_sim_classes_assign(in, n, shares, true, DBK_SIM_CLASS_SEED, cls) == 0)
 		for (size_t k = 0; k < n; k++)
 			r[k].cls = cls[k];
 	free(in);
@@ -240,6 +265,7 @@ static void test_retry(void)
 int main(void)
 {
 	RUN(test_assign);
+	RUN(test_assign_drawn);
 	RUN(test_books);
 	RUN(test_retry);
 	return CHECK_DONE();

@@ -40,7 +40,8 @@ static int assign_classes(struct dbk_sim_workload *w, const struct dbk_sim_opts 
 	}
 	for (size_t k = 0; k < w->n; k++)
 		in[k] = w->trace.req[w->first + k].input;
-	rc = dbk_sim_classes_assign(in, w->n, o->class_share, DBK_SIM_CLASS_SEED, w->cls);
+	rc = dbk_sim_classes_assign(in, w->n, o->class_share, !o->classes_drawn, DBK_SIM_CLASS_SEED,
+	                            w->cls);
 	free(in);
 	return rc;
 }

@@ -246,7 +246,7 @@ true"
 	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 1500 --rate-factor 3 \
 		--policy lc,ttft,llm_d_shed --classes 30,50,20 --admission --json "$j/on.json"
 	assert_success
-	assert_output --partial "admission on: standard 1, sheddable 0.9 of 2000 ms"
+	assert_output --partial "admission on: standard 0.5, sheddable 0.5 of 2000 ms"
 	# Every class: offered = admitted + shed; 450 critical (30%), none shed;
 	# all classes add up to the 1500; admission sheds under ttft and lc.
 	run jq -r '.policies[] | .policy as $p | .priority_classes |

@@ -44,26 +44,31 @@ static void test_predicted(void)
 	c.enabled = true;
 	/* Critical is never refused. */
 	CHECK_EQ_U(admit(&c, DBK_CLASS_CRITICAL, 1e9).verdict, DBK_ADMIT_ROUTE);
-	/* Standard: refused only past the whole objective (2 s). */
-	CHECK_EQ_U(admit(&c, DBK_CLASS_STANDARD, 2000).verdict, DBK_ADMIT_ROUTE);
-	r = admit(&c, DBK_CLASS_STANDARD, 2001);
+	/* Standard and sheddable: refused past half the objective (1 s),
+	 * leaving a critical request sent next room for its own prefill,
+	 * long prompts too; Retry-After is the excess, rounded up. */
+	CHECK_EQ_U(admit(&c, DBK_CLASS_STANDARD, 1000).verdict, DBK_ADMIT_ROUTE);
+	r = admit(&c, DBK_CLASS_STANDARD, 1001);
 	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
 	CHECK_EQ_U(r.retry_after_s, 1);
 	CHECK(strcmp(dbk_shed_reason_name(r.why), "predicted-late") == 0);
-	/* Sheddable: past 90% of it, leaving a critical request behind it
-	 * room for its own prefill; Retry-After is the excess, rounded up. */
-	CHECK_EQ_U(admit(&c, DBK_CLASS_SHEDDABLE, 1800).verdict, DBK_ADMIT_ROUTE);
-	CHECK_EQ_U(admit(&c, DBK_CLASS_SHEDDABLE, 1801).verdict, DBK_ADMIT_SHED);
+	CHECK_EQ_U(admit(&c, DBK_CLASS_SHEDDABLE, 1000).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(admit(&c, DBK_CLASS_SHEDDABLE, 1001).verdict, DBK_ADMIT_SHED);
 	r = admit(&c, DBK_CLASS_SHEDDABLE, 3800.5);
 	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
 	CHECK_EQ_U(r.retry_after_s, 3);
+	/* A share set apart: sheddable below standard. */
+	c.headroom[DBK_CLASS_SHEDDABLE] = 0.25;
+	CHECK_EQ_U(admit(&c, DBK_CLASS_SHEDDABLE, 501).verdict, DBK_ADMIT_SHED);
+	CHECK_EQ_U(admit(&c, DBK_CLASS_STANDARD, 501).verdict, DBK_ADMIT_ROUTE);
+	c.headroom[DBK_CLASS_SHEDDABLE] = DBK_ADMIT_DEFAULT_HEADROOM_SHEDDABLE;
 	/* Bounded: a wild prediction, or not a number, stays in [1, 60]. */
 	CHECK_EQ_U(admit(&c, DBK_CLASS_STANDARD, 1e12).retry_after_s, 60);
 	CHECK_EQ_U(admit(&c, DBK_CLASS_STANDARD, INFINITY).retry_after_s, 60);
 	CHECK_EQ_U(admit(&c, DBK_CLASS_STANDARD, NAN).verdict, DBK_ADMIT_ROUTE);
 	/* An out-of-range class is the default, standard. */
-	CHECK_EQ_U(admit(&c, (enum dbk_class)9, 2500).verdict, DBK_ADMIT_SHED);
-	CHECK_EQ_U(admit(&c, (enum dbk_class)9, 1500).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(admit(&c, (enum dbk_class)9, 1500).verdict, DBK_ADMIT_SHED);
+	CHECK_EQ_U(admit(&c, (enum dbk_class)9, 900).verdict, DBK_ADMIT_ROUTE);
 }
 
 static void test_unpredicted(void)
@@ -91,8 +96,8 @@ static void test_unpredicted(void)
 }
 
 /* Without a prediction the fleet's recent first tokens weigh too:
- * sheddable past half the objective, standard past its share, critical
- * never; 0 is not known. */
+ * sheddable past half the objective, standard past the whole, whatever
+ * the predicted shares, critical never; 0 is not known. */
 static void test_fleet_late(void)
 {
 	struct dbk_admit_config c;
@@ -108,6 +113,8 @@ static void test_fleet_late(void)
 	CHECK(strcmp(dbk_shed_reason_name(r.why), "fleet-late") == 0);
 	CHECK_EQ_U(r.retry_after_s, 1);
 	in.cls = DBK_CLASS_STANDARD;
+	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	in.fleet_ttft_ms = 2000;
 	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
 	in.fleet_ttft_ms = 4500;
 	r = dbk_admit(&c, &in);
