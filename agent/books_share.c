@@ -409,9 +409,11 @@ static void end_theirs(struct dbk_share *s, struct theirs *t, size_t k, uint64_t
 {
 	const struct dbk_policy_ops *o = s->inner.ops;
 
-	for (size_t i = 0; i < k && i < t->n; i++)
-		o->release(s->inner.st, &t->l[i], now_ms);
 	k = k < t->n ? k : t->n;
+	if (k == 0)
+		return; /* t->l may be NULL: no pointer arithmetic on it */
+	for (size_t i = 0; i < k; i++)
+		o->release(s->inner.st, &t->l[i], now_ms);
 	memmove(t->l, t->l + k, (t->n - k) * sizeof(*t->l));
 	t->n -= k;
 	s->st.released += k;
