@@ -16,10 +16,16 @@
 #     as an agent's event-loop turn would, ';'-separated) and read with
 #     `show table dbk_books` every READ_MS ms, as each agent would;
 #   - the cost: the HAProxy processes' CPU time (from /proc/PID/stat) over
-#     the loaded window, as a share of one core, and the reader's.
+#     the loaded window, as a share of one core, and the reader's;
+#   - with --agent, dbucket-spoa on node 1 sharing the books
+#     (--share-books, its --share-interval READ_MS) among the python
+#     readers and writers: its CPU over the same window, reading the
+#     whole table and charging the other nodes' rows to ttft's books as
+#     they change (node 1's HAProxy gets a backend of SERVERS servers
+#     named as the rows are, never checked, never scraped).
 #
 #   contrib/bench-peers.sh [--nodes N] [--servers S] [--updates U]
-#                          [--writes W] [--read-ms MS] [--seconds S]
+#                          [--writes W] [--read-ms MS] [--seconds S] [--agent]
 #
 # The table stores gpt0, gpc0, gpc1 and http_req_cnt, which HAProxy 2.6's
 # `set table` can write one by one (`data.gpt[i]`, an array element, is
@@ -32,13 +38,14 @@ cd "$(dirname "$0")/.."
 REPO=$PWD
 . "$REPO/contrib/lib.sh"
 
-nodes=2 servers=64 updates=500 writes=400 read_ms=10 seconds=20
+nodes=2 servers=64 updates=500 writes=400 read_ms=10 seconds=20 agent=0
 dbk_options "--nodes nodes
 --servers servers
 --updates updates
 --writes writes
 --read-ms read_ms
---seconds seconds" "$@"
+--seconds seconds
+--agent agent=1" "$@"
 dbk_need_cmds haproxy python3
 [ "$nodes" -ge 2 ] && [ "$nodes" -le 8 ] || { echo "$DBK_WHO: --nodes 2 to 8" >&2; exit 2; }
 
@@ -64,6 +71,10 @@ defaults
 backend dbk_books
     stick-table type string len 64 size 4k expire 60s peers dbk store gpt0,gpc0,gpc1,http_req_cnt
 EOF
+	if [ "$agent" = 1 ] && [ "$i" = 1 ]; then
+		echo "backend vllm" >>"$tmp/n1.cfg"
+		for ((j = 0; j < servers; j++)); do echo "    server s$j 127.0.0.1:9" >>"$tmp/n1.cfg"; done
+	fi
 	haproxy -L "n$i" -f "$tmp/n$i.cfg" -db >"$tmp/n$i.log" 2>&1 &
 	pids+=($!)
 done
@@ -89,11 +100,25 @@ EOF
 }
 dbk_wait_until 10 peers_up || { echo "$DBK_WHO: the peers did not connect" >&2; exit 1; }
 
-python3 - "$tmp" "$nodes" "$servers" "$updates" "$writes" "$read_ms" "$seconds" "$hpids" <<'EOF'
+apid=0
+if [ "$agent" = 1 ]; then
+	BUILD=${DBK_BUILD:-$REPO/build}
+	aport=$(dbk_ports 3)
+	"$BUILD/dbucket-spoa" --policy ttft --haproxy-socket "$tmp/n1.sock" --share-books dbk_books \
+		--node n1 --share-interval "$read_ms" --scrape-interval 3600s --listen "127.0.0.1:$aport" \
+		--completion-listen "127.0.0.1:$((aport + 1))" --admin-listen "127.0.0.1:$((aport + 2))" \
+		--max-servers "$servers" 2>"$tmp/agent.log" &
+	apid=$!
+	pids+=("$apid")
+	dbk_wait_port $((aport + 2))
+fi
+
+python3 - "$tmp" "$nodes" "$servers" "$updates" "$writes" "$read_ms" "$seconds" "$hpids" "$apid" <<'EOF'
 import os, random, socket, statistics, sys, threading, time
 
 tmp, nodes, servers, updates, writes, read_ms, seconds = sys.argv[1], *map(int, sys.argv[2:8])
 hpids = [int(p) for p in sys.argv[8].split()]
+apid = int(sys.argv[9])
 sock = lambda i: f"{tmp}/n{i}.sock"
 tck = os.sysconf("SC_CLK_TCK")
 
@@ -156,16 +181,25 @@ stop = threading.Event()
 stats = {"writes": 0, "reads": 0, "read_bytes": 0, "rows_seen": 0, "late_turns": 0}
 def writer(i):
     # One batch per 10 ms turn: writes/100 `set table` lines joined by ';'.
+    # As an agent's books move: each write is a request sent to a random
+    # server (in flight +1, 3,000 prompt tokens, 3,100 context) or, one
+    # time in two, one ending where some are in flight.
     per_turn = max(1, writes // 100)
     rnd = random.Random(i)
+    inflight, sent = [0] * servers, [0] * servers
     nxt = time.monotonic()
     while not stop.is_set():
         lines = []
         for _ in range(per_turn):
             j = rnd.randrange(servers)
-            lines.append(f"set table dbk_books key n{i}/s{j} data.gpt0 {rnd.randrange(64)} "
-                         f"data.gpc0 {rnd.randrange(1 << 20)} data.gpc1 {rnd.randrange(1 << 16)} "
-                         f"data.http_req_cnt {rnd.randrange(1 << 30)}")
+            if rnd.random() < 0.5 or inflight[j] == 0:
+                inflight[j] += 1
+                sent[j] += 1
+            else:
+                inflight[j] -= 1
+            lines.append(f"set table dbk_books key n{i}/s{j} data.gpt0 {inflight[j]} "
+                         f"data.gpc0 {3000 * inflight[j]} data.gpc1 {3100 * inflight[j]} "
+                         f"data.http_req_cnt {sent[j]}")
         cmd(sock(i), ";".join(lines))
         stats["writes"] += per_turn
         nxt += 0.010
@@ -197,6 +231,7 @@ for t in threads:
     t.start()
 time.sleep(0.5)
 c0 = [cpu(p) for p in hpids]
+a0 = cpu(apid) if apid else 0
 me0 = os.times()
 t0 = time.monotonic()
 w0, r0 = stats["writes"], stats["reads"]
@@ -204,6 +239,7 @@ while time.monotonic() - t0 < seconds:
     time.sleep(0.1)
 wall = time.monotonic() - t0
 c1 = [cpu(p) for p in hpids]
+a1 = cpu(apid) if apid else 0
 me1 = os.times()
 nw, nr = stats["writes"] - w0, stats["reads"] - r0
 loaded = probe(updates)
@@ -216,6 +252,8 @@ print(f"table: {len(rows)} rows, show table answer {stats['read_bytes'] / max(1,
       f"({stats['late_turns']} reads late) over {wall:.1f} s")
 for p, a, b in zip(hpids, c0, c1):
     print(f"haproxy pid {p}: {(b - a) / tck / wall * 100:.1f}% of a core")
+if apid:
+    print(f"dbucket-spoa on node 1 (--share-books, every {read_ms} ms): {(a1 - a0) / tck / wall * 100:.1f}% of a core")
 # A peer session that broke and reconnected shows as new_conn above 1.
 for i in range(1, nodes + 1):
     sp = cmd(sock(i), "show peers").decode()
