@@ -141,8 +141,7 @@ void dbk_share_loop_stop(struct dbk_share_loop *l)
 #define SHARE_REFRESH_MS 1000
 
 struct dbk_share_loop *dbk_share_loop_for(struct ev_loop *loop, struct dbk_policy *p,
-                                          const struct dbk_config *cfg, char *err,
-                                          size_t errlen)
+                                          const struct dbk_config *cfg, char *err, size_t errlen)
 {
 	struct dbk_rt_addr addr;
 	struct dbk_share_loop_config lc = {

@@ -33,8 +33,7 @@ struct dbk_share_loop *dbk_share_loop_start(struct ev_loop *loop, const struct d
  * cfg->haproxy_socket, for the servers named in cfg->servers. */
 struct dbk_config;
 struct dbk_share_loop *dbk_share_loop_for(struct ev_loop *loop, struct dbk_policy *p,
-                                          const struct dbk_config *cfg, char *err,
-                                          size_t errlen);
+                                          const struct dbk_config *cfg, char *err, size_t errlen);
 
 /* Stops it and cancels its queries; before the policy it feeds stops. */
 void dbk_share_loop_stop(struct dbk_share_loop *l);

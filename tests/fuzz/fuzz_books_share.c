@@ -91,8 +91,7 @@ static void check_read(struct dbk_share *s, struct counts *c, const char *buf, s
 	FUZZ_CHECK(x->seen - x->released == c->seen - c->released);
 	if (rc == 0) {
 		FUZZ_CHECK(x->others_inflight == c->seen - c->released);
-		FUZZ_CHECK(x->others_inflight <=
-		           (uint64_t)rows * DBK_SHARE_MAX_ROW_INFLIGHT);
+		FUZZ_CHECK(x->others_inflight <= (uint64_t)rows * DBK_SHARE_MAX_ROW_INFLIGHT);
 	}
 }
 

@@ -130,7 +130,8 @@ static void test_parse(void)
 	CHECK(dbk_share_parse(no, strlen(no), on_row, &x, err, sizeof(err)) == -1);
 	CHECK(strstr(err, "Unknown table") != NULL);
 	CHECK(dbk_share_parse("", 0, on_row, &x, err, sizeof(err)) == -1);
-	const char *short_row = "# table: t\n0x1: key=a/b use=0 gpt0=1 gpc0=x gpc1=2 http_req_cnt=3\n";
+	const char *short_row =
+	        "# table: t\n0x1: key=a/b use=0 gpt0=1 gpc0=x gpc1=2 http_req_cnt=3\n";
 	memset(&x, 0, sizeof(x));
 	CHECK(dbk_share_parse(short_row, strlen(short_row), on_row, &x, err, sizeof(err)) == 1);
 	CHECK_EQ_U(x.all, 0);
@@ -196,8 +197,8 @@ static void test_writes_own_rows(void)
 	dbk_policy_stop(&p);
 }
 
-static const char *table(char *buf, size_t cap, unsigned inflight, unsigned prompt,
-                         unsigned ctx, unsigned started)
+static const char *table(char *buf, size_t cap, unsigned inflight, unsigned prompt, unsigned ctx,
+                         unsigned started)
 {
 	snprintf(buf, cap,
 	         "# table: t, type: string, size:4096, used:2\n"
