@@ -75,10 +75,10 @@ run() {
 		pids+=($!)
 		dbk_wait_port "$p"
 	done
-	base=$(dbk_ports $((8 * n + 2)))
+	base=$(dbk_ports $((8 * n + 10)))
 	peers_cfg "$n" "$base" >"$tmp/peers.cfg"
 	for ((i = 1; i <= n; i++)); do
-		ports=$((base + 2 + 8 * (i - 1)))
+		ports=$((base + 10 + 8 * (i - 1)))
 		DBK_BIND=127.0.0.1:$ports DBK_AGENT=127.0.0.1:$((ports + 1)) \
 			DBK_COMPLETIONS=127.0.0.1:$((ports + 2)) DBK_COMPLETIONS_UDP=127.0.0.1:$((ports + 2)) \
 			DBK_STATS_SOCKET=$tmp/n$i.sock DBK_STATS_BIND=127.0.0.1:$((ports + 3)) \
@@ -104,7 +104,7 @@ run() {
 	sleep 3
 	local -a bench=()
 	for ((i = 1; i <= n; i++)); do
-		ports=$((base + 2 + 8 * (i - 1)))
+		ports=$((base + 10 + 8 * (i - 1)))
 		local -a node=()
 		[ "$n" -gt 1 ] && node=(--node "$i/$n")
 		"$BUILD/dbucket-bench" "$TRACE" --url "http://127.0.0.1:$ports" ${node[@]+"${node[@]}"} \
@@ -120,6 +120,10 @@ run() {
 	dbk_stop 5 "${run_pids[@]}"
 	dbk_forget "${run_pids[@]}"
 	[ "$rc" -eq 0 ] || { echo "$DBK_WHO: $name: a client failed" >&2; cat "$tmp/$name.bench"*.txt >&2; exit 1; }
+	# A request that failed is a run that measured something else.
+	local f
+	f=$(jq -s 'map(.results.total.failed) | add' "$out/$name".*.json)
+	[ "$f" = 0 ] || echo "$DBK_WHO: $name: $f requests failed" >&2
 }
 
 # summary NAME: requests, good, attainment, TTFT p50 / p99, TPOT p50 over
