@@ -1,5 +1,6 @@
 #include "books_share.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -419,8 +420,41 @@ static void end_theirs(struct dbk_share *s, struct theirs *t, size_t k, uint64_t
 	s->st.released += k;
 }
 
+static uint64_t prompt_sum(const struct theirs *t)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < t->n; i++)
+		sum += t->l[i].slot[0];
+	return sum;
+}
+
+/* k requests ended whose prompts add up to about gone tokens (the row's
+ * fall): those whose sizes fit it best, one by one, rather than the
+ * oldest, so that a long prompt still prefilling is not taken for the
+ * short one that ended beside it. */
+static void end_matching(struct dbk_share *s, struct theirs *t, size_t k, uint64_t gone,
+                         uint64_t now_ms)
+{
+	for (size_t done = 0; done < k && t->n; done++) {
+		double want = (double)gone / (double)(k - done);
+		size_t best = 0;
+		for (size_t i = 1; i < t->n; i++)
+			if (fabs(t->l[i].slot[0] - want) < fabs(t->l[best].slot[0] - want))
+				best = i;
+		struct dbk_bal_lease l = t->l[best];
+		memmove(t->l + best, t->l + best + 1, (t->n - best - 1) * sizeof(*t->l));
+		t->n--;
+		s->inner.ops->release(s->inner.st, &l, now_ms);
+		s->st.released++;
+		gone -= gone < l.slot[0] ? gone : l.slot[0];
+	}
+}
+
 /* A row read: the requests it holds beyond those charged are new (their
- * tokens shared equally), the oldest charged beyond it ended. */
+ * tokens shared equally); of those charged, as many as it fell short
+ * ended: those its token count says, when no new one came with them,
+ * else the oldest. */
 static void take_row(struct dbk_share *s, unsigned server, struct theirs *t,
                      const struct dbk_share_row *r, uint64_t now_ms)
 {
@@ -437,7 +471,11 @@ static void take_row(struct dbk_share *s, unsigned server, struct theirs *t,
 		ended = t->n;
 	if (t->n - ended > want)
 		ended = t->n - want;
-	end_theirs(s, t, ended, now_ms);
+	uint64_t held = prompt_sum(t);
+	if (ended && t->present && began == 0 && held >= r->prompt)
+		end_matching(s, t, ended, held - r->prompt, now_ms);
+	else
+		end_theirs(s, t, ended, now_ms);
 	t->present = true;
 	t->seen_now = true;
 	t->started = r->started;

@@ -23,6 +23,7 @@ struct fake {
 	double last_body, last_max;
 	unsigned last_server;
 	uint32_t next_slot;
+	uint32_t last_released_prompt;
 };
 
 static void *fake_create(const struct dbk_policy_env *env)
@@ -64,8 +65,9 @@ static void fake_seen(void *st, const struct dbk_policy_request *r, unsigned ser
 static void fake_release(void *st, const struct dbk_bal_lease *l, uint64_t now_ms)
 {
 	struct fake *f = st;
-	(void)l, (void)now_ms;
+	(void)now_ms;
 	f->released++;
+	f->last_released_prompt = l->slot[0];
 }
 
 static const struct dbk_policy_ops fake_ops = {
@@ -264,6 +266,31 @@ static void test_reads_the_others(void)
 	dbk_policy_stop(&p);
 }
 
+/* The request that ended is the one the row's tokens say, not the
+ * oldest: a long prompt is not released for a short one. */
+static void test_ends_the_one_that_ended(void)
+{
+	struct dbk_policy p;
+	struct dbk_share *s = start(&p, "n1");
+	struct fake *f = inner(&p);
+	char a[512], err[128];
+
+	table(a, sizeof(a), 1, 100, 100, 1);
+	CHECK(dbk_share_read(s, a, strlen(a), NAMES, 3, 100, err, sizeof(err)) == 0);
+	table(a, sizeof(a), 2, 8100, 8100, 2);
+	CHECK(dbk_share_read(s, a, strlen(a), NAMES, 3, 110, err, sizeof(err)) == 0);
+	CHECK_EQ_U(f->seen, 2);
+	/* The long one (8,000 tokens) ended, the older short one runs on. */
+	table(a, sizeof(a), 1, 100, 100, 2);
+	CHECK(dbk_share_read(s, a, strlen(a), NAMES, 3, 120, err, sizeof(err)) == 0);
+	CHECK_EQ_U(f->released, 1);
+	CHECK_EQ_U(f->last_released_prompt, 8000);
+	table(a, sizeof(a), 0, 0, 0, 2);
+	CHECK(dbk_share_read(s, a, strlen(a), NAMES, 3, 130, err, sizeof(err)) == 0);
+	CHECK_EQ_U(f->last_released_prompt, 100);
+	dbk_policy_stop(&p);
+}
+
 static void test_a_row_claims_at_most_the_bound(void)
 {
 	struct dbk_policy p;
@@ -303,6 +330,7 @@ int main(void)
 	RUN(test_wrap_needs_seen_and_a_name);
 	RUN(test_writes_own_rows);
 	RUN(test_reads_the_others);
+	RUN(test_ends_the_one_that_ended);
 	RUN(test_a_row_claims_at_most_the_bound);
 	RUN(test_batch_is_commands);
 	return CHECK_DONE();
