@@ -577,6 +577,9 @@ int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t
 	if (start_balancer(a, err, errlen) || start_listeners(a, err, errlen) ||
 	    (a->cfg.haproxy_socket && start_sync(a, err, errlen)))
 		return -1;
+	if (a->cfg.share_books &&
+	    !(a->share = dbk_share_loop_for(loop, &a->policy, &a->cfg, err, errlen)))
+		return -1;
 	ev_timer_init(&a->ttl_timer, on_ttl_tick, TTL_TICK, TTL_TICK);
 	ev_timer_start(loop, &a->ttl_timer);
 	return start_scrape(a, err, errlen);
@@ -642,6 +645,8 @@ void dbk_agent_stop(struct dbk_agent *a)
 	dbk_admin_free(a->admin);
 	dbk_completion_rx_free(a->events);
 	dbk_spop_server_free(a->spop);
+	dbk_share_loop_stop(a->share);
+	a->share = NULL;
 	dbk_policy_detach(a->bal);
 	dbk_policy_stop(&a->policy);
 	a->route.policy = NULL;

@@ -9,6 +9,7 @@
 #include "accounting.h"
 #include "admin.h"
 #include "balancer.h"
+#include "books_share_loop.h"
 #include "config.h"
 #include "completion_rx.h"
 #include "policy_ops.h"
@@ -37,8 +38,9 @@ struct dbk_agent {
 	 * --max-servers), "" for a free one, and points into the runtime
 	 * sync's names once it runs (they change as the backend does). */
 	unsigned nstart;
-	struct dbk_policy policy;  /* --policy's, running */
-	struct dbk_scrape *scrape; /* NULL: no server is scraped */
+	struct dbk_policy policy;     /* --policy's, running */
+	struct dbk_share_loop *share; /* --share-books; NULL: not shared */
+	struct dbk_scrape *scrape;    /* NULL: no server is scraped */
 	/* Which server serves which model, from the scrapes' /v1/models;
 	 * NULL (and no model routing) when no server is scraped. */
 	struct dbk_models *models;

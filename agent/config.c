@@ -511,6 +511,14 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		    "servers of the backend followed at most\n(at least those at start): servers "
 		    "added or\nDNS-resolved later take free slots (" STR(
 		            DBK_DEFAULT_MAX_SERVERS) ")"),
+		SECTION("\nSeveral HAProxy nodes sharing the books (see the README):"),
+		TEXT("share-books", &c->share_books, "TABLE",
+		     "share the policy's books with the other\nnodes' agents through this stick "
+		     "table,\nreplicated by HAProxy's peers (needs\n--haproxy-socket, --node and a "
+		     "policy of\nthe ttft family)"),
+		TEXT("node", &c->node, "NAME", "this HAProxy node's name in the table"),
+		NUM("share-interval", DBK_OPT_MS, &c->share_ms, 1, 10000, "TIME",
+		    "write and read the table this often\n(" STR(DBK_DEFAULT_SHARE_MS) ")"),
 		SECTION("\nLimits:"),
 		NUM("max-frame-size", DBK_OPT_INT, &c->max_frame_size, DBK_MIN_FRAME,
 		    16 * 1024 * 1024, "N",
@@ -588,6 +596,7 @@ static void set_defaults(struct dbk_config *c)
 	c->lease_ttl_s = DBK_DEFAULT_LEASE_TTL_S;
 	c->backend = DBK_DEFAULT_BACKEND;
 	c->poll_ms = DBK_DEFAULT_POLL_MS;
+	c->share_ms = DBK_DEFAULT_SHARE_MS;
 	c->reclaim_after_s = DBK_DEFAULT_RECLAIM_AFTER_S;
 	c->max_servers = DBK_DEFAULT_MAX_SERVERS;
 	c->scrape_interval_ms = DBK_DEFAULT_SCRAPE_INTERVAL_MS;
@@ -684,6 +693,12 @@ enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc, char **a
 		         "--server-group-threshold (%lld) must be below "
 		         "--max-request-tokens (%lld)",
 		         c->threshold, c->max_request_tokens);
+		return DBK_CONFIG_ERROR;
+	}
+	if (c->share_books && (!c->node || !c->haproxy_socket || !c->policy->seen)) {
+		dbk_errf(err, errlen,
+		         "--share-books needs --node, --haproxy-socket and a policy that "
+		         "shares (ttft, p2ttft)");
 		return DBK_CONFIG_ERROR;
 	}
 	if (c->scrape_key && !c->scrape_cert) {

@@ -26,6 +26,7 @@
 #define DBK_DEFAULT_LEASE_TTL_S 660
 #define DBK_DEFAULT_BACKEND "vllm"
 #define DBK_DEFAULT_POLL_MS 1000
+#define DBK_DEFAULT_SHARE_MS 10
 /* A lease can look leaked for a while without being one: a retried
  * request holds its lease on the server it left until its response
  * starts. Real leaks are rare and can wait. */
@@ -71,7 +72,11 @@ struct dbk_config {
 	long long poll_ms;          /* runtime API poll interval */
 	long long reclaim_after_s;  /* youngest lease a leak repair may take */
 	int max_servers;            /* slots when following HAProxy's backend */
-	const char *config_file;    /* tunables, reread on SIGHUP; NULL: none */
+	/* --share-books TABLE, --node NAME, --share-interval: the books
+	 * shared through a stick table (books_share.h); NULL: not shared. */
+	const char *share_books, *node;
+	long long share_ms;
+	const char *config_file; /* tunables, reread on SIGHUP; NULL: none */
 	/* --policy, from policy_ops.h's table (reference by default). */
 	const struct dbk_policy_ops *policy;
 	/* --scrape NAME=URL, as given (checked against the server names

@@ -160,22 +160,14 @@ static void on_failed(struct ev_loop *loop, ev_timer *w, int revents)
 	free(q);
 }
 
-struct dbk_rt_query *dbk_rt_query_start(struct ev_loop *loop, const struct dbk_rt_addr *addr,
-                                        const char *cmd, unsigned timeout_ms, size_t max_bytes,
-                                        dbk_rt_query_cb cb, void *arg, char *err, size_t errlen)
+/* Starts the query of out (out_len bytes, its newline included). */
+static struct dbk_rt_query *start_query(struct ev_loop *loop, const struct dbk_rt_addr *addr,
+                                        const char *out, size_t out_len, unsigned timeout_ms,
+                                        size_t max_bytes, dbk_rt_query_cb cb, void *arg, char *err,
+                                        size_t errlen)
 {
-	struct dbk_rt_query *q;
-	char out[DBK_RT_MAX_COMMAND + 2];
-	size_t out_len;
+	struct dbk_rt_query *q = calloc(1, sizeof(*q));
 
-	if (!loop || !addr || !cb || addr->len == 0) {
-		dbk_errf(err, errlen, "runtime API query: missing loop, address or callback");
-		return NULL;
-	}
-	out_len = make_command(cmd, out, sizeof(out), err, errlen);
-	if (out_len == 0)
-		return NULL;
-	q = calloc(1, sizeof(*q));
 	if (!q) {
 		dbk_errf(err, errlen, "out of memory");
 		return NULL;
@@ -205,6 +197,70 @@ struct dbk_rt_query *dbk_rt_query_start(struct ev_loop *loop, const struct dbk_r
 	dbk_conn_deadline(&q->conn, (timeout_ms ? timeout_ms : DBK_RT_DEFAULT_TIMEOUT_MS) / 1000.0);
 	dbk_conn_update(&q->conn);
 	return q;
+}
+
+static bool query_args_ok(struct ev_loop *loop, const struct dbk_rt_addr *addr, dbk_rt_query_cb cb,
+                          char *err, size_t errlen)
+{
+	if (!loop || !addr || !cb || addr->len == 0) {
+		dbk_errf(err, errlen, "runtime API query: missing loop, address or callback");
+		return false;
+	}
+	return true;
+}
+
+struct dbk_rt_query *dbk_rt_query_start(struct ev_loop *loop, const struct dbk_rt_addr *addr,
+                                        const char *cmd, unsigned timeout_ms, size_t max_bytes,
+                                        dbk_rt_query_cb cb, void *arg, char *err, size_t errlen)
+{
+	char out[DBK_RT_MAX_COMMAND + 2];
+	size_t out_len;
+
+	if (!query_args_ok(loop, addr, cb, err, errlen))
+		return NULL;
+	out_len = make_command(cmd, out, sizeof(out), err, errlen);
+	if (out_len == 0)
+		return NULL;
+	return start_query(loop, addr, out, out_len, timeout_ms, max_bytes, cb, arg, err, errlen);
+}
+
+struct dbk_rt_query *dbk_rt_query_start_batch(struct ev_loop *loop, const struct dbk_rt_addr *addr,
+                                              const char *cmds, unsigned timeout_ms,
+                                              size_t max_bytes, dbk_rt_query_cb cb, void *arg,
+                                              char *err, size_t errlen)
+{
+	char out[DBK_RT_MAX_BATCH + 2];
+	size_t n = cmds ? strnlen(cmds, DBK_RT_MAX_BATCH + 1) : 0;
+
+	if (!query_args_ok(loop, addr, cb, err, errlen))
+		return NULL;
+	if (n == 0 || n > DBK_RT_MAX_BATCH) {
+		dbk_errf(err, errlen, "runtime API batch empty or longer than %d bytes",
+		         DBK_RT_MAX_BATCH);
+		return NULL;
+	}
+	/* Each part one command, as dbk_rt_query_start takes it. */
+	for (const char *p = cmds; p <= cmds + n;) {
+		const char *semi = memchr(p, ';', (size_t)(cmds + n - p));
+		const char *e = semi ? semi : cmds + n;
+		char one[DBK_RT_MAX_COMMAND + 2];
+		char part[DBK_RT_MAX_COMMAND + 1];
+		size_t pl = (size_t)(e - p);
+
+		if (pl > DBK_RT_MAX_COMMAND) {
+			dbk_errf(err, errlen, "runtime API command longer than %d bytes",
+			         DBK_RT_MAX_COMMAND);
+			return NULL;
+		}
+		memcpy(part, p, pl);
+		part[pl] = '\0';
+		if (make_command(part, one, sizeof(one), err, errlen) == 0)
+			return NULL;
+		p = e + 1;
+	}
+	memcpy(out, cmds, n);
+	out[n] = '\n';
+	return start_query(loop, addr, out, n + 1, timeout_ms, max_bytes, cb, arg, err, errlen);
 }
 
 void dbk_rt_query_cancel(struct dbk_rt_query *q)

@@ -65,6 +65,17 @@ struct dbk_rt_query *dbk_rt_query_start(struct ev_loop *loop, const struct dbk_r
                                         const char *cmd, unsigned timeout_ms, size_t max_bytes,
                                         dbk_rt_query_cb cb, void *arg, char *err, size_t errlen);
 
+/* The same for several commands in one exchange: cmds is at most
+ * DBK_RT_MAX_BATCH bytes of commands separated by ';' (HAProxy runs
+ * each in turn and writes their answers one after the other), each one
+ * command as dbk_rt_query_start takes it. A writer of many `set table`
+ * rows a turn opens one connection instead of one a row. */
+#define DBK_RT_MAX_BATCH 8192
+struct dbk_rt_query *dbk_rt_query_start_batch(struct ev_loop *loop, const struct dbk_rt_addr *addr,
+                                              const char *cmds, unsigned timeout_ms,
+                                              size_t max_bytes, dbk_rt_query_cb cb, void *arg,
+                                              char *err, size_t errlen);
+
 /* Abandons a query whose callback has not run: closes it, no callback. */
 void dbk_rt_query_cancel(struct dbk_rt_query *q);
 

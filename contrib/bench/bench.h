@@ -25,6 +25,7 @@ struct dbk_bench_opts {
 	long long max_model_len;
 	bool skip_overlong;
 	const char *url;
+	unsigned node_i, node_k; /* --node I/K; 0: every request */
 	enum dbk_endpoint endpoint;
 	const char *model;
 	bool allow_remote;

@@ -40,6 +40,27 @@ static int set_rate(void *ctx, const char *v, char *err, size_t errlen)
 	return -1;
 }
 
+/* --node I/K: this process is node I of K (1-based). */
+static int set_node(void *ctx, const char *v, char *err, size_t errlen)
+{
+	struct raw *r = ctx;
+	const char *slash = strchr(v, '/');
+	unsigned long long i, k;
+	char head[24];
+
+	if (slash && (size_t)(slash - v) < sizeof(head)) {
+		memcpy(head, v, (size_t)(slash - v));
+		head[slash - v] = '\0';
+		if (dbk_parse_uint(slash + 1, 1, 64, &k) && dbk_parse_uint(head, 1, k, &i)) {
+			r->o->node_i = (unsigned)i;
+			r->o->node_k = (unsigned)k;
+			return 0;
+		}
+	}
+	dbk_errf(err, errlen, "--node wants I/K, 1 <= I <= K <= 64, not '%s'", v);
+	return -1;
+}
+
 static int set_model(void *ctx, const char *v, char *err, size_t errlen)
 {
 	struct raw *r = ctx;
@@ -135,6 +156,10 @@ static size_t tables(struct raw *r, struct dbk_opt *t)
 		     "Mooncake's ~3 s)\narrive at uniform random times, seeded,\nbefore "
 		     "the next tick, in order, as\ndbucket-sim --spread-ticks (default: as\n"
 		     "recorded)"),
+		CALL("node", set_node, "I/K",
+		     "send only the requests a seeded draw gives\nto node I of K: K "
+		     "processes, one a node\n(HAProxy), share a trace at random, as\n"
+		     "dbucket-sim --lb-nodes K (default: all)"),
 		STR("url", &o->url, "URL",
 		    "http://HOST[:PORT][/BASE] (default\n"
 		    "http://127.0.0.1:8000)"),

@@ -10,6 +10,7 @@
 
 #include "bench.h"
 #include "lib/fileio.h"
+#include "lib/hash.h"
 #include "lib/net.h"
 #include "synth.h"
 
@@ -17,6 +18,19 @@
  * from being read whole. */
 #define MAX_TRACE_BYTES ((size_t)1 << 30)
 #define PREFLIGHT_TIMEOUT_MS 3000
+
+/* --node I/K: the requests a draw by their index gives node I, the same
+ * draw in each of the K processes, so that they share the trace. */
+#define NODE_SEED 0x6e6f646573ULL
+static void keep_node(struct dbk_trace *tr, unsigned i, unsigned k)
+{
+	size_t n = 0;
+
+	for (size_t j = 0; j < tr->n; j++)
+		if (dbk_hash_fmix64(NODE_SEED ^ j) % k == i - 1)
+			tr->req[n++] = tr->req[j];
+	tr->n = n;
+}
 
 /* Fills b->tr from the trace or the generator and applies the selection.
  * 0, or 2 (bad input). */
@@ -74,6 +88,8 @@ static int load_requests(struct dbk_bench *b)
 	sel.max_model_len = (uint32_t)o->max_model_len;
 	sel.skip_overlong = o->skip_overlong;
 	dbk_trace_select(&b->tr, &sel, &b->sel);
+	if (o->node_k)
+		keep_node(&b->tr, o->node_i, o->node_k);
 	if (b->tr.n == 0) {
 		fprintf(stderr, "dbucket-bench: no requests left after "
 		                "--start-offset, --duration and --max-model-len\n");
