@@ -224,6 +224,6 @@ const struct dbk_policy_ops dbk_policy_ttft = DBK_POLICY_TTFT_OPS(
         "ttft",
         "the server that keeps the request\nwithin the TTFT and TPOT objectives\n"
         "(2 s, 100 ms) at the least cost: its\npredicted first token (length, prefix,\n"
-        "queue, KV use, context limit), the\ndecodes a long prefill stalls there,\n"
-        "the TPOT it adds to the batch there",
+        "queue, KV use, context limit, LoRA\nadapter loads), the decodes a long\n"
+        "prefill stalls there, the TPOT it adds\nto the batch there",
         ttft_choose);
