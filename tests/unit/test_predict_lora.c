@@ -46,7 +46,8 @@ static void scrape(struct dbk_pred *p, unsigned server, double max_lora, const u
 		                     .nlora = n,
 		                     .nlora_running = n };
 
-	memcpy(s.lora, keys, n * sizeof(*keys));
+	if (n) /* memcpy from NULL is undefined even for no bytes */
+		memcpy(s.lora, keys, n * sizeof(*keys));
 	dbk_pred_scraped(p, server, &s, now);
 }
 
