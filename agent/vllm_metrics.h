@@ -1,8 +1,9 @@
 /* What a vLLM (or SGLang) server says about itself, the parsing half of
  * the scraper: its Prometheus text /metrics (exposition format 0.0.4, or
  * OpenMetrics) and its OpenAI /v1/models list (vllm_models.c). Pure:
- * (buffer, length) in, a filled struct or a one-line reason out; no I/O, no globals, no NUL terminator needed, so
- * each can be fed arbitrary bytes (fuzzed).
+ * (buffer, length) in, a filled struct or a one-line reason out; no
+ * I/O, no globals, no NUL terminator needed, so each can be fed
+ * arbitrary bytes (fuzzed).
  *
  * /metrics: only the families the routing policy reads (metric_names.h)
  * are kept; every other family, every comment and every HELP/TYPE line
