@@ -31,6 +31,8 @@ static const struct {
 	 * one sample per engine and sleep_state label, "awake" 1 when awake
 	 * and 0 asleep ("weights_offloaded" and "discard_all" say the level). */
 	{ "vllm:engine_sleep_state", DBK_VMS_SLEEP, DBK_VMR_VLLM },
+	/* LoRA adapters with requests, and max_lora (vllm_metrics.h). */
+	{ "vllm:lora_requests_info", DBK_VMS_LORA, DBK_VMR_VLLM },
 	/* SGLang (metric_names.h). */
 	{ "sglang:num_running_reqs", DBK_VMS_RUNNING, DBK_VMR_SGLANG },
 	{ "sglang:num_queue_reqs", DBK_VMS_WAITING, DBK_VMR_SGLANG },

@@ -33,6 +33,7 @@ enum dbk_vm_slot {
 	DBK_VMS_CAPACITY, /* KV capacity in tokens (SGLang) */
 	DBK_VMS_INFO,     /* vllm:cache_config_info's labels */
 	DBK_VMS_SLEEP,    /* vllm:engine_sleep_state */
+	DBK_VMS_LORA,     /* vllm:lora_requests_info's labels (vllm_metrics.h) */
 	DBK_VMS_N
 };
 

@@ -283,4 +283,11 @@ enum dbk_models_pick dbk_models_pick(const struct dbk_models *m, const uint8_t *
 	return DBK_MODELS_SOME;
 }
 
+bool dbk_models_adapter(const struct dbk_models *m, const uint8_t *id, size_t len)
+{
+	uint16_t x = len && len <= DBK_VM_MODEL_ID_MAX ? find(m, id, len, hash_of(id, len)) : EMPTY;
+
+	return x != EMPTY && m->e[x].parent != EMPTY;
+}
+
 const struct dbk_models_stats *dbk_models_stats(const struct dbk_models *m) { return &m->stats; }

@@ -72,6 +72,10 @@ unsigned dbk_models_words(const struct dbk_models *m);
 enum dbk_models_pick dbk_models_pick(const struct dbk_models *m, const uint8_t *id, size_t len,
                                      uint64_t *set);
 
+/* Whether id[0..len) is a LoRA adapter: some server lists it with a
+ * parent that is listed too. */
+bool dbk_models_adapter(const struct dbk_models *m, const uint8_t *id, size_t len);
+
 const struct dbk_models_stats *dbk_models_stats(const struct dbk_models *m);
 
 #endif

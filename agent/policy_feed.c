@@ -76,5 +76,39 @@ void dbk_policy_scrape_done(void *policy, unsigned server, const struct dbk_scra
 		.ttft_sum_s = have(m, DBK_VM_TTFT_SUM, m->ttft_sum),
 		.ttft_count = have(m, DBK_VM_TTFT_COUNT, m->ttft_count),
 	};
+	if (m->have & DBK_VM_LORA)
+		dbk_policy_feed_lora(&m->lora, &s);
 	p->ops->scraped(p->st, server, &s, dbk_mono_ms());
+}
+
+_Static_assert(DBK_PRED_LORA_MAX >= DBK_VM_LORA_MAX, "a scrape's running adapters fit");
+
+/* Adds key to s's adapters unless there; false when full. */
+static bool add_key(struct dbk_pred_scrape *s, uint64_t key)
+{
+	for (unsigned i = 0; i < s->nlora; i++)
+		if (s->lora[i] == key)
+			return true;
+	if (s->nlora == DBK_PRED_LORA_MAX)
+		return false;
+	s->lora[s->nlora++] = key;
+	return true;
+}
+
+void dbk_policy_feed_lora(const struct dbk_vm_lora *l, struct dbk_pred_scrape *s)
+{
+	const char *lists[2] = { l->running, l->waiting };
+	size_t len;
+	const char *n;
+
+	s->max_lora = l->max_lora;
+	s->nlora = 0;
+	/* Running ones first: an adapter running and waiting holds a slot. */
+	for (unsigned k = 0; k < 2; k++) {
+		for (unsigned i = 0; (n = dbk_vm_lora_name(lists[k], i, &len)) != NULL; i++)
+			if (!add_key(s, dbk_vm_adapter_key(n, len)))
+				break;
+		if (k == 0)
+			s->nlora_running = s->nlora;
+	}
 }

@@ -22,4 +22,9 @@ void dbk_policy_detach(struct dbk_balancer *bal);
 void dbk_policy_scrape_done(void *policy, unsigned server, const struct dbk_scrape_view *v,
                             bool metrics);
 
+/* vllm:lora_requests_info's state as the predictor reads it: max_lora,
+ * the adapters' keys, running ones first (the simulator fills the same
+ * fields from its engines). */
+void dbk_policy_feed_lora(const struct dbk_vm_lora *l, struct dbk_pred_scrape *s);
+
 #endif

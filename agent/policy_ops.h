@@ -37,6 +37,8 @@ struct dbk_policy_env {
 	double engine_speed;
 	/* The predictor's stall weight; negative: its default. */
 	double stall_weight;
+	/* Seconds loading a LoRA adapter takes; 0: the predictor's default. */
+	double lora_load_s;
 	uint64_t seed; /* for a policy that draws: the same seed, the same draws */
 };
 
@@ -51,6 +53,9 @@ struct dbk_policy_request {
 	/* The servers that serve its model (dbk_bal_eligible): choose picks
 	 * among them only. NULL: every server (no model filter applies). */
 	const uint64_t *eligible;
+	/* Its model is a LoRA adapter (its /v1/models entry has a parent):
+	 * the adapter's key (dbk_vm_adapter_key of its name); 0: none. */
+	uint64_t adapter;
 };
 
 struct dbk_policy_choice {

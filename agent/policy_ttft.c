@@ -21,6 +21,9 @@ void *dbk_policy_ttft_create(const struct dbk_policy_env *env)
 	c.kv_read_bw *= env->engine_speed;
 	if (env->stall_weight >= 0)
 		c.stall_weight = env->stall_weight;
+	if (env->lora_load_s > 0)
+		c.lora_load_s = env->lora_load_s;
+	c.lora_load_s /= env->engine_speed;
 	t->draws = env->seed;
 	if (!(t->pred = dbk_pred_new(&c))) {
 		free(t);
@@ -52,6 +55,7 @@ void dbk_policy_ttft_request(struct dbk_policy_ttft *t, const struct dbk_policy_
 		.keys_cut = pk.cut || r->cut,
 		.session = r->has_session ? r->session : pk.session,
 		.eligible = r->eligible,
+		.adapter = r->adapter,
 	};
 }
 
@@ -207,6 +211,8 @@ static const struct dbk_policy_row rows[] = {
 	{ "decode_slowness", "dbucket_ttft_decode_slowness",
 	  "How much slower than the fleet the server decodes (1: as the fleet).",
 	  DBK_POLICY_SHORT },
+	{ "lora_adapters", NULL, NULL, DBK_POLICY_INT },
+	{ "max_lora", NULL, NULL, DBK_POLICY_INT },
 };
 
 static void view(const void *st, unsigned server, uint64_t now_ms, double *v)
@@ -214,9 +220,10 @@ static void view(const void *st, unsigned server, uint64_t now_ms, double *v)
 	struct dbk_pred_view w;
 
 	dbk_pred_view(((const struct dbk_policy_ttft *)st)->pred, server, now_ms, &w);
-	const double x[] = { w.inflight,    w.prefilling, w.queue_s,        w.kv_committed,
-		             w.kv_capacity, w.others,     w.scraped,        w.max_model_len,
-		             w.hit_ratio,   w.slowness,   w.decode_slowness };
+	const double x[] = { w.inflight,    w.prefilling, w.queue_s,         w.kv_committed,
+		             w.kv_capacity, w.others,     w.scraped,         w.max_model_len,
+		             w.hit_ratio,   w.slowness,   w.decode_slowness, w.adapters,
+		             w.max_lora };
 	_Static_assert(sizeof(x) / sizeof(x[0]) == sizeof(rows) / sizeof(rows[0]),
 	               "one value per row");
 	memcpy(v, x, sizeof(x));
@@ -233,6 +240,6 @@ const struct dbk_policy_ops dbk_policy_ttft = DBK_POLICY_TTFT_OPS(
         "ttft",
         "the server that keeps the request\nwithin the TTFT and TPOT objectives\n"
         "(2 s, 100 ms) at the least cost: its\npredicted first token (length, prefix,\n"
-        "queue, KV use, context limit), the\ndecodes a long prefill stalls there,\n"
-        "the TPOT it adds to the batch there",
+        "queue, KV use, context limit, LoRA\nadapter loads), the decodes a long\n"
+        "prefill stalls there, the TPOT it adds\nto the batch there",
         ttft_choose);

@@ -135,6 +135,7 @@ void dbk_pred_reset(struct dbk_pred *p, unsigned server)
 	memset(&s->lr, 0, sizeof(s->lr));
 	memset(&s->hist, 0, sizeof(s->hist));
 	s->weight = 0;
+	memset(s->lora_sent, 0, sizeof(s->lora_sent));
 	dbk_pred_update_slow(p);
 }
 
@@ -204,7 +205,11 @@ static void pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, un
 	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now));
 	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;
 	double fresh = fmax(prompt - hit, 1);
-	double own = pred_srv_prefill_s(p, s, fresh, hit, decoders, ctx);
+	struct pred_lora_price lp;
+	dbk_pred_lora_price(p, s, r->adapter, now_ms, &lp);
+	/* Loading its adapter holds the steps of those queued after it. */
+	double own = pred_srv_prefill_s(p, s, fresh, hit, decoders, ctx) + lp.load_s;
+	dbk_pred_lora_sent(s, r->adapter, now_ms);
 	double start = fmax(now, s->last_end_s);
 	pred_push(s, now, start + own);
 	s->last_end_s = start + own;
@@ -306,4 +311,6 @@ void dbk_pred_view(const struct dbk_pred *p, unsigned server, uint64_t now_ms,
 	                       : -1;
 	v->slowness = s->slow;
 	v->decode_slowness = s->slow_dec;
+	v->adapters = dbk_pred_lora_active(p, s, now_ms);
+	v->max_lora = s->have_scrape ? s->sc.max_lora : 0;
 }

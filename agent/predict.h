@@ -67,6 +67,17 @@
  * of their expected prefill covers, each charged with its share of it
  * until the next scrape.
  *
+ * A LoRA adapter's request (vllm:lora_requests_info scraped) is priced,
+ * per server, nothing more where its adapter has requests (running or
+ * waiting, as the scrape shows, or sent there by us since); the load
+ * (lora_load_s) on its first token, and on every decoder's step there,
+ * where fewer adapters than max_lora have requests; and beyond it a wait
+ * for a slot where all are taken, until the requests of one adapter end
+ * (each adapter waiting for a slot ahead of it one more such wait over
+ * max_lora). A hot adapter thus spreads once its servers' queues cost
+ * more than a load elsewhere. The adapters sent since the last scrape
+ * are kept per server (a few, the newest), so a burst does not scatter.
+ *
  * Hard rules come before any prediction: a server that is not usable
  * (DOWN, MAINT, DRAIN) is never chosen; a server whose max_model_len
  * cannot hold prompt + max_tokens is not chosen while a usable one can.
@@ -118,7 +129,11 @@ struct dbk_pred_config {
 	 * ratio prices a TPOT second in first-token seconds. */
 	double ttft_slo_s, tpot_slo_s;
 	uint64_t scrape_stale_ms; /* older scrapes are ignored: books only (1000) */
-	size_t index_entries;     /* prefix index size (DBK_PIDX_DEFAULT_ENTRIES) */
+	/* Seconds a server takes to load a LoRA adapter it has no request
+	 * of (the engine model's DBK_ENGINE_LORA_LOAD_S, 0.05): the
+	 * request's first token and the step every decoder there waits. */
+	double lora_load_s;
+	size_t index_entries; /* prefix index size (DBK_PIDX_DEFAULT_ENTRIES) */
 };
 
 void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers);
@@ -132,6 +147,9 @@ enum dbk_pred_state {
 	DBK_PRED_DOWN,   /* DOWN or MAINT */
 };
 
+/* Adapters a scrape tells of, at most (vllm_metrics.h keeps as many). */
+#define DBK_PRED_LORA_MAX 32
+
 /* One scrape of a server's /metrics (and /v1/models for max_model_len,
  * given apart with dbk_pred_set_max_model_len). Negative: not exposed. */
 struct dbk_pred_scrape {
@@ -144,6 +162,13 @@ struct dbk_pred_scrape {
 	double prefix_hits;        /* vllm:prefix_cache_hits_total (tokens) */
 	double ttft_sum_s;         /* vllm:time_to_first_token_seconds_sum */
 	double ttft_count;         /* vllm:time_to_first_token_seconds_count */
+	/* vllm:lora_requests_info's latest state: max_lora (0: not
+	 * reported, nothing is priced for adapters there) and the adapters
+	 * with requests there (keys: dbk_pred_request.adapter), the first
+	 * nlora_running with running ones, the rest with waiting ones only. */
+	double max_lora;
+	unsigned nlora, nlora_running;
+	uint64_t lora[DBK_PRED_LORA_MAX];
 };
 
 /* A request as the agent knows it. */
@@ -157,6 +182,9 @@ struct dbk_pred_request {
 	uint64_t session; /* 0: none (dbk_pkey_session) */
 	/* The servers it may go to (dbk_bal_eligible); NULL: all. */
 	const uint64_t *eligible;
+	/* Its LoRA adapter's key (vllm_metrics.h: dbk_vm_adapter_key); 0:
+	 * none, a base model's request. */
+	uint64_t adapter;
 };
 
 enum dbk_pred_reason {
@@ -213,6 +241,8 @@ struct dbk_pred_view {
 	double hit_ratio;         /* scraped prefix hits / queries (-1 unknown) */
 	double slowness;          /* its prefill times are priced x this (1: as the fleet) */
 	double decode_slowness;   /* its decode steps are priced x this */
+	unsigned adapters;        /* LoRA adapters with requests: scraped, and ours since */
+	double max_lora;          /* scraped; 0: not reported */
 };
 
 struct dbk_pred;

@@ -103,6 +103,15 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	}
 	e->ttft_s = queue + own;
 	e->hit = hit;
+	struct pred_lora_price lp;
+	dbk_pred_lora_price(p, s, r->adapter, now_ms, &lp);
+	if (lp.turns > 0) {
+		/* Until the requests of an adapter there end, as for KV. */
+		double left = s->inflight ? fmax(1, (s->kv_tokens - s->ctx_tokens) / s->inflight)
+		                          : out;
+		e->ttft_s += lp.turns * left * pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
+	}
+	e->ttft_s += lp.load_s;
 
 	/* Every request in flight there, those still queued included (ours
 	 * goes after them), decodes through this prefill's steps, each longer
@@ -117,6 +126,8 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 		e->stall_s = ((double)s->inflight + o.requests) * fmax(0, extra) * (steps - 1) /
 		             steps;
 	}
+	/* A load holds the step every request there is in. */
+	e->stall_s += ((double)s->inflight + o.requests) * lp.load_s;
 	pred_eval_tpot(p, s, &o, prompt, out, e);
 	e->within = pred_ttft(e) <= p->c.ttft_slo_s && e->tpot_s <= p->c.tpot_slo_s;
 }

@@ -32,6 +32,20 @@ struct pred_pending {
 	uint32_t upto; /* the server's pushed count once this one was in */
 };
 
+/* The last distinct adapters sent to a server, at most: the newest
+ * replace the oldest. They stand for its GPU slots, which vLLM keeps as
+ * an LRU of max_lora adapters, and for what its scrape may not show yet:
+ * a request's trip into the server's scheduler is taken as
+ * PRED_LORA_TRIP_MS (sent earlier than that before a scrape, the scrape
+ * shows it). */
+#define PRED_LORA_SENT 8u
+#define PRED_LORA_TRIP_MS 50u
+
+struct pred_lora_sent {
+	uint64_t key; /* 0: free */
+	uint64_t ms;
+};
+
 struct pred_srv {
 	enum dbk_pred_state state;
 	uint32_t max_model_len;
@@ -63,6 +77,7 @@ struct pred_srv {
 	struct dbk_plearn lr, hist;
 	double slow, slow_dec;
 	double weight; /* HAProxy's effective weight; 0: not known */
+	struct pred_lora_sent lora_sent[PRED_LORA_SENT];
 };
 
 /* A server's prediction for the request being chosen. */
@@ -248,6 +263,21 @@ static inline void pred_others(const struct dbk_pred *p, const struct pred_srv *
 	/* Their queued prefills, like ours on average, drained since. */
 	o->work_s = fmax(0, o->waiting * p->mean_work_s * s->slow - sec(now_ms - s->scrape_ms));
 }
+
+/* predict_lora.c: what a request's adapter costs on s at now_ms: the
+ * load (seconds, the step every decoder there waits too) and the slots
+ * it waits for, in turns of one adapter's requests ending (0: a slot is
+ * free or its adapter is there). */
+struct pred_lora_price {
+	double load_s;
+	double turns;
+};
+void dbk_pred_lora_price(const struct dbk_pred *p, const struct pred_srv *s, uint64_t adapter,
+                         uint64_t now_ms, struct pred_lora_price *out);
+/* The adapter was sent to s at now_ms. */
+void dbk_pred_lora_sent(struct pred_srv *s, uint64_t adapter, uint64_t now_ms);
+/* Adapters with requests on s: scraped, and sent by us since. */
+unsigned dbk_pred_lora_active(const struct dbk_pred *p, const struct pred_srv *s, uint64_t now_ms);
 
 /* predict_choose.c: the hit r is expected to find on server, and the
  * hash that breaks ties between servers. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/engine.h"
 #include "model/engine_profile.h"
 #include "lib/log.h"
 #include "lib/bounds.h"
@@ -48,6 +49,7 @@ void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
 		.ttft_slo_s = DBK_PRED_TTFT_SLO_S,
 		.tpot_slo_s = DBK_PRED_TPOT_SLO_S,
 		.scrape_stale_ms = 1000,
+		.lora_load_s = DBK_ENGINE_LORA_LOAD_S,
 		.index_entries = DBK_PIDX_DEFAULT_ENTRIES,
 	};
 }
@@ -63,9 +65,10 @@ int dbk_pred_config_check(const struct dbk_pred_config *c, char *err, size_t err
 		bad = "engine rates and capacities must be positive";
 	else if (!(c->t_cpu_s >= 0) || !(c->t_weights_s >= 0) || !(c->attn_flop_per_pair >= 0) ||
 	         !(c->kv_bytes_per_token >= 0) || !(c->output_tokens >= 0) ||
-	         !(c->stall_weight >= 0) ||
+	         !(c->stall_weight >= 0) || !(c->lora_load_s >= 0) ||
 	         !isfinite(c->t_cpu_s + c->t_weights_s + c->attn_flop_per_pair +
-	                   c->kv_bytes_per_token + c->output_tokens + c->stall_weight))
+	                   c->kv_bytes_per_token + c->output_tokens + c->stall_weight +
+	                   c->lora_load_s))
 		bad = "engine costs must be finite and not negative";
 	else if (!pos(c->ttft_slo_s) || !pos(c->tpot_slo_s))
 		bad = "the TTFT and TPOT objectives must be positive and finite";

@@ -394,6 +394,22 @@ static void state_models(const struct dbk_agent *a, unsigned i, struct dbk_buf *
 	dbk_buf_printf(o, "]");
 }
 
+/* The LoRA adapters with requests there and its slots, as its last
+ * good scrape of vllm:lora_requests_info said (vllm_metrics.h; lists
+ * comma-joined as vLLM's labels); nothing where none was read. */
+static void state_lora(const struct dbk_agent *a, unsigned i, struct dbk_buf *o)
+{
+	const struct dbk_scrape_view *v = a->scrape ? dbk_scrape_view(a->scrape, i) : NULL;
+
+	if (!v || !(v->m.have & DBK_VM_LORA))
+		return;
+	dbk_buf_printf(o, ", \"lora\": {\"max_lora\": %.0f, \"running\": \"", v->m.lora.max_lora);
+	json_chars(o, v->m.lora.running);
+	dbk_buf_printf(o, "\", \"waiting\": \"");
+	json_chars(o, v->m.lora.waiting);
+	dbk_buf_printf(o, "\"}");
+}
+
 static void state_servers(const struct dbk_agent *a, struct dbk_buf *o)
 {
 	const struct dbk_bal_config *c = dbk_bal_config(a->bal);
@@ -421,6 +437,7 @@ static void state_servers(const struct dbk_agent *a, struct dbk_buf *o)
 		}
 		dbk_buf_printf(o, ", \"slot\": %u", i);
 		state_models(a, i, o);
+		state_lora(a, i, o);
 		if (a->sync) {
 			const struct dbk_rt_server *r = dbk_runtime_sync_server(a->sync, i);
 			dbk_buf_printf(o,

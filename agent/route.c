@@ -65,16 +65,20 @@ static bool any_usable(const struct dbk_route *r, const uint64_t *eligible)
 }
 
 /* The request's candidates by its model: NULL (every server), or
- * r->eligible; *action set when no server may take it. */
+ * r->eligible; *action set when no server may take it; *adapter the
+ * key of its model when that is a LoRA adapter (else 0). */
 static const uint64_t *candidates(struct dbk_route *r, const uint8_t *sample, size_t sample_len,
-                                  const char **action)
+                                  const char **action, uint64_t *adapter)
 {
 	const uint8_t *model;
 	size_t len;
 
 	*action = NULL;
+	*adapter = 0;
 	if (!r->models || !dbk_pkey_model(sample, sample_len, &model, &len))
 		return NULL;
+	if (dbk_models_adapter(r->models, model, len))
+		*adapter = dbk_vm_adapter_key(model, len);
 	switch (dbk_models_pick(r->models, model, len, r->eligible)) {
 	case DBK_MODELS_ANY: return NULL;
 	case DBK_MODELS_NONE:
@@ -117,9 +121,10 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct dbk_s
                                          const struct dbk_bal_request *req, int64_t body_size,
                                          const uint8_t *sample, size_t sample_len,
                                          const struct dbk_spop_data *session,
-                                         const uint64_t *eligible, uint64_t now_ms,
-                                         struct dbk_bal_decision *d, struct dbk_policy_choice *c,
-                                         struct dbk_admit_input *in, struct dbk_admit_result *ar)
+                                         const uint64_t *eligible, uint64_t adapter,
+                                         uint64_t now_ms, struct dbk_bal_decision *d,
+                                         struct dbk_policy_choice *c, struct dbk_admit_input *in,
+                                         struct dbk_admit_result *ar)
 {
 	const struct dbk_policy *p = r->policy;
 	const char *idp = (const char *)id->u.buf.ptr;
@@ -129,6 +134,7 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct dbk_s
 		.sample_len = sample_len,
 		.cut = body_size >= 0 && (uint64_t)body_size > sample_len,
 		.eligible = eligible,
+		.adapter = adapter,
 	};
 	uint32_t slot[DBK_BAL_SLOT_WORDS];
 
@@ -329,7 +335,8 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 	enum dbk_bal_result res = DBK_BAL_OK;
 	bool shed;
 	const char *action;
-	const uint64_t *eligible = candidates(r, sample, sample_len, &action);
+	uint64_t adapter;
+	const uint64_t *eligible = candidates(r, sample, sample_len, &action, &adapter);
 
 	if (action) {
 		/* Before admission and any lease: HAProxy answers alone. */
@@ -339,7 +346,7 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 	}
 	if (chooses(r)) {
 		res = decide_policy(r, a.id, &req, body_size, sample, sample_len, a.session,
-		                    eligible, now_ms, &d, &pc, &in, &ar);
+		                    eligible, adapter, now_ms, &d, &pc, &in, &ar);
 		shed = ar.verdict == DBK_ADMIT_SHED;
 	} else {
 		/* The reference predicts nothing: only saturation may shed. */

@@ -1,7 +1,6 @@
 #include "vllm_metrics.h"
 #include "lib/log.h"
 
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdbool.h>
@@ -12,6 +11,7 @@
 
 #include "lib/buf.h"
 #include "lib/bounds.h"
+#include "lib/hash.h"
 #include "metric_names.h"
 
 /* Longest value or label value kept for conversion; longer ones are
@@ -28,6 +28,8 @@ struct acc {
 	unsigned n_awake, n_asleep; /* sleep_state="awake" samples, and of them 0 */
 	unsigned bad;               /* DBK_VM_* bits: a value no number of that family can be */
 	unsigned series;            /* samples of the families kept */
+	bool have_lora;             /* lora holds the latest lora_requests_info sample */
+	struct dbk_vm_lora lora;
 };
 
 static const unsigned slot_bit[DBK_VMS_N] = {
@@ -41,6 +43,7 @@ static const unsigned slot_bit[DBK_VMS_N] = {
 	DBK_VM_TTFT_COUNT,
 	DBK_VM_PC_HIT_RATE,
 	DBK_VM_GPU_BLOCKS, /* SGLang's pool, in tokens */
+	0,
 	0,
 	0,
 };
@@ -148,8 +151,10 @@ struct info {
 };
 
 /* Reads one quoted label value at *pp (past the opening quote), undoing
- * \\, \" and \n; keeps it in keep (if not NULL and it fits). */
-static const char *label_value(const char *p, const char *end, char *keep, const char **why)
+ * \\, \" and \n; keeps it in keep (if not NULL and it fits in cap
+ * bytes; else keep is ""), its length in *vlen (if not NULL). */
+static const char *label_value(const char *p, const char *end, char *keep, size_t cap, size_t *vlen,
+                               const char **why)
 {
 	size_t k = 0;
 	const char *q = memchr(p, '"', (size_t)(end - p));
@@ -157,12 +162,14 @@ static const char *label_value(const char *p, const char *end, char *keep, const
 	/* The usual value has no escape: one memchr each way. (A line never
 	 * holds a newline: the caller splits at them.) */
 	if (q && !memchr(p, '\\', (size_t)(q - p))) {
-		if (keep && (size_t)(q - p) <= TOKEN_MAX) {
+		if (keep && (size_t)(q - p) <= cap) {
 			memcpy(keep, p, (size_t)(q - p));
 			keep[q - p] = '\0';
 		} else if (keep) {
 			keep[0] = '\0';
 		}
+		if (vlen)
+			*vlen = (size_t)(q - p);
 		return q + 1;
 	}
 
@@ -180,10 +187,11 @@ static const char *label_value(const char *p, const char *end, char *keep, const
 			*why = "newline in a label value";
 			return NULL;
 		}
-		if (keep && k < TOKEN_MAX)
-			keep[k++] = c;
+		if (keep && k < cap)
+			keep[k] = c;
 		else if (keep)
-			keep[0] = '\0', keep = NULL; /* too long: never a number */
+			keep[0] = '\0', keep = NULL; /* too long: never used */
+		k++;
 	}
 	if (p == end) {
 		*why = "unterminated label value";
@@ -191,11 +199,22 @@ static const char *label_value(const char *p, const char *end, char *keep, const
 	}
 	if (keep)
 		keep[k] = '\0';
+	if (vlen)
+		*vlen = k;
 	return p + 1;
 }
 
+/* The labels of one vllm:lora_requests_info sample, apart from struct
+ * info: only that family's samples pay for their size. */
+struct lora_labels {
+	char running[DBK_VM_LORA_TEXT], waiting[DBK_VM_LORA_TEXT];
+	char max_lora[TOKEN_MAX + 1];
+	size_t running_len, waiting_len;
+};
+
 /* Parses {name="value",...} starting at the '{'; returns past the '}'. */
-static const char *labels(const char *p, const char *end, struct info *inf, const char **why)
+static const char *labels(const char *p, const char *end, struct info *inf, struct lora_labels *ll,
+                          const char **why)
 {
 	p++;
 	for (;;) {
@@ -221,13 +240,20 @@ static const char *labels(const char *p, const char *end, struct info *inf, cons
 			return NULL;
 		}
 		char *keep = NULL;
-		if (inf && nl == 14 && memcmp(n, "num_gpu_blocks", 14) == 0)
+		size_t cap = TOKEN_MAX, *vlen = NULL;
+		if (ll && nl == 21 && memcmp(n, "running_lora_adapters", 21) == 0)
+			keep = ll->running, cap = DBK_VM_LORA_TEXT - 1, vlen = &ll->running_len;
+		else if (ll && nl == 21 && memcmp(n, "waiting_lora_adapters", 21) == 0)
+			keep = ll->waiting, cap = DBK_VM_LORA_TEXT - 1, vlen = &ll->waiting_len;
+		else if (ll && nl == 8 && memcmp(n, "max_lora", 8) == 0)
+			keep = ll->max_lora;
+		else if (inf && nl == 14 && memcmp(n, "num_gpu_blocks", 14) == 0)
 			keep = inf->gpu_blocks;
 		else if (inf && nl == 10 && memcmp(n, "block_size", 10) == 0)
 			keep = inf->block_size;
 		else if (inf && nl == 11 && memcmp(n, "sleep_state", 11) == 0)
 			keep = inf->sleep_state;
-		p = label_value(p + 1, end, keep, why);
+		p = label_value(p + 1, end, keep, cap, vlen, why);
 		if (!p)
 			return NULL;
 		p = skip_blank(p, end);
@@ -292,7 +318,7 @@ static bool sample_tail(const char *p, const char *end, const char **why)
 	if (p == end)
 		return true;
 	if (*p != '#' || (p = skip_blank(p + 1, end)) == end || *p != '{' ||
-	    !(p = labels(p, end, NULL, why))) {
+	    !(p = labels(p, end, NULL, NULL, why))) {
 		*why = "bad timestamp or trailing text";
 		return false;
 	}
@@ -313,6 +339,84 @@ static bool sample_tail(const char *p, const char *end, const char **why)
 		return false;
 	}
 	return true;
+}
+
+/* ---- vllm:lora_requests_info (vllm_metrics.h) ---- */
+
+/* Names in a comma-joined list of len bytes: 0 for "", -1 for an empty
+ * name, a NUL, or more than DBK_VM_LORA_MAX. */
+static int lora_count(const char *s, size_t len)
+{
+	unsigned n = 0;
+	size_t start = 0;
+
+	if (len == 0)
+		return 0;
+	if (len >= DBK_VM_LORA_TEXT || memchr(s, '\0', len))
+		return -1;
+	for (size_t i = 0; i <= len; i++)
+		if (i == len || s[i] == ',') {
+			if (i == start || ++n > DBK_VM_LORA_MAX)
+				return -1;
+			start = i + 1;
+		}
+	return (int)n;
+}
+
+/* One sample's labels and value into a: kept when it is the latest. */
+static void lora_sample(struct acc *a, const struct lora_labels *ll, double val)
+{
+	int nr = lora_count(ll->running, ll->running_len);
+	int nw = lora_count(ll->waiting, ll->waiting_len);
+	double max = 0;
+
+	if (isnan(val))
+		return; /* not set yet */
+	if (isinf(val) || nr < 0 || nw < 0 || !ll->max_lora[0] ||
+	    !parse_float(ll->max_lora, strlen(ll->max_lora), &max) ||
+	    !(max >= 1 && max <= DBK_VM_MAX_LORA) || max != floor(max)) {
+		a->bad |= DBK_VM_LORA;
+		return;
+	}
+	if (a->have_lora && val < a->lora.set_at)
+		return;
+	a->have_lora = true;
+	a->lora.max_lora = max;
+	a->lora.set_at = val;
+	memcpy(a->lora.running, ll->running, ll->running_len + 1);
+	memcpy(a->lora.waiting, ll->waiting, ll->waiting_len + 1);
+	a->lora.nrunning = (unsigned)nr;
+	a->lora.nwaiting = (unsigned)nw;
+}
+
+/* The rest of a lora_requests_info line, past its name: labels, value,
+ * tail. Not counted against DBK_VM_MAX_SERIES: vLLM keeps every label
+ * set it ever set, so a server up for long has many, each one line of
+ * a body bounded by its size. */
+static int lora_line(const char *p, const char *end, struct acc *a, const char **why)
+{
+	struct lora_labels ll;
+	double val = 0;
+
+	ll.running[0] = ll.waiting[0] = ll.max_lora[0] = '\0';
+	ll.running_len = ll.waiting_len = 0;
+	p = skip_blank(p, end);
+	if (p < end && *p == '{') {
+		if (!(p = labels(p, end, NULL, &ll, why)))
+			return -1;
+		p = skip_blank(p, end);
+	}
+	const char *v = p;
+	while (p < end && !is_blank(*p))
+		p++;
+	if (!parse_float(v, (size_t)(p - v), &val)) {
+		*why = v == p ? "no value" : "bad value";
+		return -1;
+	}
+	if (!sample_tail(skip_blank(p, end), end, why))
+		return -1;
+	lora_sample(a, &ll, val);
+	return 0;
 }
 
 /* One sample line (not blank, not a comment). A family not kept is
@@ -336,6 +440,8 @@ static int sample_line(const struct dbk_vm_names *names, const char *p, const ch
 	fam = dbk_vm_family_of(names, name, (size_t)(p - name));
 	if (!fam)
 		return 0;
+	if (fam->slot == DBK_VMS_LORA)
+		return lora_line(p, end, a, why);
 	if (++a->series > DBK_VM_MAX_SERIES) {
 		*why = "too many series of the families read";
 		return -2;
@@ -345,7 +451,7 @@ static int sample_line(const struct dbk_vm_names *names, const char *p, const ch
 	if (p < end && *p == '{') {
 		p = labels(p, end,
 		           fam->slot == DBK_VMS_INFO || fam->slot == DBK_VMS_SLEEP ? &inf : NULL,
-		           why);
+		           NULL, why);
 		if (!p)
 			return -1;
 		p = skip_blank(p, end);
@@ -385,9 +491,19 @@ static int sample_line(const struct dbk_vm_names *names, const char *p, const ch
 static void finish(const struct acc *a, struct dbk_vllm_metrics *out)
 {
 	double *dst[DBK_VMS_N] = {
-		&out->running,     &out->waiting,     &out->kv_usage, &out->pc_queries,
-		&out->pc_hits,     &out->preemptions, &out->ttft_sum, &out->ttft_count,
-		&out->pc_hit_rate, &out->gpu_blocks,  NULL,           NULL,
+		&out->running,
+		&out->waiting,
+		&out->kv_usage,
+		&out->pc_queries,
+		&out->pc_hits,
+		&out->preemptions,
+		&out->ttft_sum,
+		&out->ttft_count,
+		&out->pc_hit_rate,
+		&out->gpu_blocks,
+		NULL,
+		NULL,
+		NULL,
 	};
 
 	for (unsigned s = 0; s < DBK_VMS_INFO; s++) {
@@ -427,6 +543,10 @@ static void finish(const struct acc *a, struct dbk_vllm_metrics *out)
 	if (a->n_awake) {
 		out->asleep = a->n_asleep;
 		out->have |= DBK_VM_SLEEP;
+	}
+	if (a->have_lora && !(a->bad & DBK_VM_LORA)) {
+		out->lora = a->lora;
+		out->have |= DBK_VM_LORA;
 	}
 	out->bad |= a->bad;
 }
@@ -468,6 +588,8 @@ const char *dbk_vllm_metrics_implausible(const struct dbk_vllm_metrics *m, char 
 {
 	if (!(m->have & (DBK_VM_RUNNING | DBK_VM_WAITING)))
 		return "no running or waiting request count: not an engine's /metrics";
+	if (m->bad & DBK_VM_LORA)
+		return "lora_requests_info: an adapter list or max_lora out of bounds";
 	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++) {
 		const struct range *r = &ranges[i];
 		double v = *(const double *)(const void *)((const char *)m + r->off);
@@ -536,72 +658,26 @@ int dbk_vm_parse_metrics(const struct dbk_vm_names *names, const char *buf, size
 	return 0;
 }
 
-/* ---- /v1/models ---- */
-
-/* A string member copied into dst (DBK_VM_MODEL_ID_MAX + 1 bytes):
- * false when it is longer or holds a NUL. */
-static bool copy_id(const char *v, char *dst)
+const char *dbk_vm_lora_name(const char *list, unsigned i, size_t *len)
 {
-	size_t n = strlen(v);
+	const char *p = list;
 
-	if (n > DBK_VM_MODEL_ID_MAX)
-		return false;
-	memcpy(dst, v, n + 1);
-	return true;
-}
-
-/* One entry of the list into out's next model; NULL, or why not. */
-static const char *parse_model(const cJSON *m, struct dbk_vm_models *out)
-{
-	const cJSON *l = cJSON_GetObjectItemCaseSensitive(m, "max_model_len");
-	const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "id");
-	const cJSON *parent = cJSON_GetObjectItemCaseSensitive(m, "parent");
-
-	if (!cJSON_IsObject(m))
-		return "a model is not an object";
-	if (out->n == DBK_VM_MAX_MODELS)
-		return "more models than the agent keeps (64)";
-	struct dbk_vm_model *e = &out->m[out->n];
-	if (!cJSON_IsString(id) || !id->valuestring[0] || !copy_id(id->valuestring, e->id))
-		return "a model has no usable id (a string of 1 to 255 bytes)";
-	e->parent[0] = '\0';
-	if (parent && !cJSON_IsNull(parent) &&
-	    (!cJSON_IsString(parent) || !copy_id(parent->valuestring, e->parent)))
-		return "a model's parent is not an id";
-	out->n++;
-	if (!l || cJSON_IsNull(l))
+	if (!*p)
 		return NULL;
-	double d = cJSON_IsNumber(l) ? l->valuedouble : -1;
-	if (!(d >= 1 && d <= 1e12) || d != floor(d))
-		return "max_model_len is not a positive integer";
-	if (out->max_len == 0 || (long)d < out->max_len)
-		out->max_len = (long)d;
-	return NULL;
+	for (; i > 0; i--) {
+		p = strchr(p, ',');
+		if (!p)
+			return NULL;
+		p++;
+	}
+	const char *c = strchr(p, ',');
+	*len = c ? (size_t)(c - p) : strlen(p);
+	return p;
 }
 
-int dbk_vllm_parse_models(const char *buf, size_t len, struct dbk_vm_models *out, char *err,
-                          size_t errlen)
+uint64_t dbk_vm_adapter_key(const void *name, size_t len)
 {
-	cJSON *root = buf ? cJSON_ParseWithLength(buf, len) : NULL;
-	const cJSON *data, *m;
-	const char *why = NULL;
+	uint64_t k = dbk_hash_bytes(DBK_HASH_GOLDEN, UINT64_C(0x6c6f7261), name, len);
 
-	out->max_len = 0;
-	out->n = 0;
-	data = cJSON_GetObjectItemCaseSensitive(root, "data");
-	if (!cJSON_IsObject(root) || !cJSON_IsArray(data))
-		why = "not a model list (no \"data\" array)";
-	else
-		cJSON_ArrayForEach(m, data)
-		{
-			if ((why = parse_model(m, out)) != NULL)
-				break;
-		}
-	cJSON_Delete(root);
-	if (!why)
-		return 0;
-	dbk_errf(err, errlen, "%s", why);
-	out->max_len = 0;
-	out->n = 0;
-	return -1;
+	return k ? k : 1;
 }

@@ -1,8 +1,9 @@
 /* What a vLLM (or SGLang) server says about itself, the parsing half of
  * the scraper: its Prometheus text /metrics (exposition format 0.0.4, or
- * OpenMetrics) and its OpenAI /v1/models list. Pure: (buffer, length) in, a filled struct or a
- * one-line reason out; no I/O, no globals, no NUL terminator needed, so
- * each can be fed arbitrary bytes (fuzzed).
+ * OpenMetrics) and its OpenAI /v1/models list (vllm_models.c). Pure:
+ * (buffer, length) in, a filled struct or a one-line reason out; no
+ * I/O, no globals, no NUL terminator needed, so each can be fed
+ * arbitrary bytes (fuzzed).
  *
  * /metrics: only the families the routing policy reads (metric_names.h)
  * are kept; every other family, every comment and every HELP/TYPE line
@@ -52,6 +53,32 @@ enum {
 	DBK_VM_TTFT_COUNT = 1u << 9,
 	DBK_VM_SLEEP = 1u << 10,       /* vllm:engine_sleep_state{sleep_state="awake"} */
 	DBK_VM_PC_HIT_RATE = 1u << 11, /* V0's vllm:gpu_prefix_cache_hit_rate */
+	DBK_VM_LORA = 1u << 12,        /* vllm:lora_requests_info */
+};
+
+/* vllm:lora_requests_info (vLLM's --enable-lora): a gauge whose labels
+ * are the state and whose value is when it was set. vLLM's
+ * PrometheusStatLogger (vllm-project/vllm, vllm/v1/metrics/loggers.py
+ * at commit 005a810bc40faa25b8870fbc8559c3462581eee3: __init__ and
+ * record) sets, after every engine step, the label set
+ * {max_lora, waiting_lora_adapters, running_lora_adapters} (the names of
+ * the adapters with waiting and with running requests, comma-joined) to
+ * the current time; prometheus_client keeps every label set ever set,
+ * so the page holds one sample per state seen, and the latest (largest
+ * value) is the current one. Bounded: more than DBK_VM_LORA_MAX names in
+ * a list, a list longer than DBK_VM_LORA_TEXT - 1 bytes, an empty name
+ * or a max_lora that is not 1..DBK_VM_MAX_LORA make the family bad (the
+ * scrape implausible). */
+#define DBK_VM_LORA_MAX 32
+#define DBK_VM_LORA_TEXT 1024
+#define DBK_VM_MAX_LORA 4096
+
+struct dbk_vm_lora {
+	double max_lora;                /* GPU slots (vLLM's --max-loras) */
+	double set_at;                  /* the latest sample's value (unix seconds) */
+	char running[DBK_VM_LORA_TEXT]; /* comma-joined adapter names */
+	char waiting[DBK_VM_LORA_TEXT]; /* comma-joined adapter names */
+	unsigned nrunning, nwaiting;    /* names in each */
 };
 
 struct dbk_vllm_metrics {
@@ -72,6 +99,7 @@ struct dbk_vllm_metrics {
 	unsigned bad;              /* DBK_VM_* bits: a sample no number of the family can
 	                     * be (infinite; blocks not a positive count) */
 	unsigned samples;          /* sample lines read, of any family */
+	struct dbk_vm_lora lora;   /* with DBK_VM_LORA */
 };
 
 /* Longest sample line looked at. vLLM's are under 300 bytes. */
@@ -109,6 +137,13 @@ int dbk_vllm_parse_metrics(const char *buf, size_t len, struct dbk_vllm_metrics 
  * (buflen bytes, 96 are enough). */
 const char *dbk_vllm_metrics_implausible(const struct dbk_vllm_metrics *m, char *buf,
                                          size_t buflen);
+
+/* The i-th name (i < count) of a comma-joined list of adapters: its
+ * start, and its length in *len; NULL past the end. */
+const char *dbk_vm_lora_name(const char *list, unsigned i, size_t *len);
+/* The key an adapter's name is known by to the predictor (predict.h's
+ * dbk_pred_request.adapter): never 0, which is no adapter. */
+uint64_t dbk_vm_adapter_key(const void *name, size_t len);
 
 /* What a server's /v1/models lists: its models, base models and LoRA
  * adapters (an adapter names its base model in "parent", as vLLM lists

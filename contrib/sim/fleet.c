@@ -70,6 +70,7 @@ int dbk_sim_fleet_build(struct dbk_sim_fleet *f, const struct dbk_sim_opts *o)
 	dbk_sim_config_default(sc);
 	sc->ninstances = n;
 	sc->engines = f->engines;
+	sc->lora_load_s = f->engines[0].max_loras ? f->engines[0].lora_load_s : 0;
 	sc->overhead_s = o->overhead_ms / 1e3;
 	sc->lb_nodes = (unsigned)o->lb_nodes;
 	sc->lb_sticky = o->lb_sticky;

@@ -7,7 +7,10 @@
  *     session as the "user" field in it;
  *   - each instance's max_model_len (/v1/models) and, every scrape_s of
  *     model time, its scraped gauges, first-token totals and KV capacity
- *     (snapshot.h: stale between scrapes as a real scraper's are).
+ *     (snapshot.h: stale between scrapes as a real scraper's are), and
+ *     with adapters each instance's vllm:lora_requests_info (the engine's
+ *     counts, as llm_d_lora reads them);
+ *   - the request's adapter, keyed as the agent keys an adapter's name.
  * With lb_nodes K > 1 it models K load balancers, each its own instance
  * of the policy (books, prefix index), each receiving a random 1/K of
  * the arrivals (fixed seed), or with lb_sticky each conversation's
@@ -34,6 +37,7 @@
 #include "lib/log.h"
 #include "model/prompt.h"
 #include "policy_ops.h"
+#include "vllm_metrics.h"
 
 /* What HAProxy's wait-for-body leaves the agent of a body: one 16 KB
  * buffer less the request's headers. */
@@ -138,6 +142,7 @@ static int ag_init(void *st, const struct dbk_sim_policy_env *env)
 			.nservers = p->n,
 			.engine_speed = 1.0,
 			.stall_weight = env->cfg->stall_weight,
+			.lora_load_s = env->cfg->lora_load_s,
 			.seed = DBK_POLICY_SEED + j,
 		};
 		if (!(p->node[j] = p->ops->create(&pe)))
@@ -182,6 +187,37 @@ static int ag_grow(struct ag *p, uint32_t id)
 	return 0;
 }
 
+/* An adapter's key, as the agent makes it of the adapter's name
+ * (vllm_metrics.h); the simulator's adapters are numbers. 0: none. */
+static uint64_t ag_adapter_key(uint32_t lora)
+{
+	return lora ? dbk_vm_adapter_key(&lora, sizeof(lora)) : 0;
+}
+
+/* Instance i's vllm:lora_requests_info as the agent reads it
+ * (policy_feed.c: max_lora, running adapters first), from the engine's
+ * counts as the stub exports them (what llm_d_lora reads too). */
+static void ag_scrape_lora(const struct dbk_sim *s, unsigned i, struct dbk_pred_scrape *sc)
+{
+	const struct dbk_engine *e = dbk_sim_engine(s, i);
+	struct dbk_engine_lora_count c[DBK_PRED_LORA_MAX];
+	uint32_t max = dbk_engine_max_loras(e);
+
+	if (!max)
+		return;
+	size_t n = dbk_engine_lora_counts(e, c, DBK_PRED_LORA_MAX);
+	if (n > DBK_PRED_LORA_MAX)
+		n = DBK_PRED_LORA_MAX;
+	sc->max_lora = max;
+	for (unsigned pass = 0; pass < 2; pass++) {
+		for (size_t k = 0; k < n; k++)
+			if (pass == 0 ? c[k].running > 0 : c[k].running == 0 && c[k].waiting > 0)
+				sc->lora[sc->nlora++] = ag_adapter_key(c[k].id);
+		if (pass == 0)
+			sc->nlora_running = sc->nlora;
+	}
+}
+
 /* The agent's view of r: the estimate and the body's sample. */
 static void ag_request(struct ag *p, const struct dbk_sim *s, const struct dbk_sim_req *r,
                        struct dbk_bal_request *est, struct dbk_policy_request *out)
@@ -213,6 +249,7 @@ static void ag_request(struct ag *p, const struct dbk_sim *s, const struct dbk_s
 		/* Its model's servers, as the agent learns them from each
 		 * server's /v1/models (NULL with one model). */
 		.eligible = dbk_sim_eligible(s, r),
+		.adapter = ag_adapter_key(r->lora),
 	};
 }
 
@@ -402,6 +439,7 @@ static void ag_tick(void *st, const struct dbk_sim *s)
 			.ttft_sum_s = x->ttft_sum_s,
 			.ttft_count = (double)x->ttft_count,
 		};
+		ag_scrape_lora(s, i, &sc);
 		for (unsigned j = 0; j < p->k; j++)
 			p->ops->scraped(p->node[j], i, &sc, now);
 	}

@@ -62,6 +62,10 @@ struct dbk_sim_config {
 	unsigned ninstances;
 	/* One engine configuration per instance (copied). */
 	const struct dbk_engine_config *engines;
+	/* What reading a LoRA adapter costs the engines (with adapters; 0:
+	 * none), which the agent's policies are told as its operator would
+	 * tell it. */
+	double lora_load_s;
 	/* Model seconds between the decision and the engine's queue: a
 	 * constant stand-in for the live path (HAProxy, agent, network). */
 	double overhead_s;

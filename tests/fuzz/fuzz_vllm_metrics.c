@@ -9,7 +9,9 @@
  * - /metrics: 0 or -1; on -1 nothing is reported (have 0) and the reason
  *   names a line; on 0 every reported value is finite, the KV use lies in
  *   the range of the samples (here: checked not negative when the inputs
- *   are not), and a body that parsed still parses with one more
+ *   are not), the latest lora_requests_info kept is within its bounds
+ *   (max_lora a whole 1..DBK_VM_MAX_LORA, lists of as many non-empty
+ *   names as counted, at most DBK_VM_LORA_MAX), and a body that parsed still parses with one more
  *   well-formed sample line after it, reporting that sample's family
  *   (num_preemptions_total) one higher (or 1, where the count read was
  *   SGLang's, which vLLM's outranks), and fails with one malformed
@@ -35,6 +37,34 @@ static bool finite_fields(const struct dbk_vllm_metrics *m)
 	       isfinite(m->block_size) && isfinite(m->pc_hit_rate);
 }
 
+/* A list of names as kept: NUL-terminated within its buffer, as many
+ * non-empty names as counted, at most DBK_VM_LORA_MAX. */
+static void lora_list(const char *list, unsigned count)
+{
+	size_t len, total = 0;
+	unsigned i = 0;
+	const char *p;
+
+	FUZZ_CHECK(strnlen(list, DBK_VM_LORA_TEXT) < DBK_VM_LORA_TEXT);
+	FUZZ_CHECK(count <= DBK_VM_LORA_MAX);
+	for (; (p = dbk_vm_lora_name(list, i, &len)) != NULL; i++) {
+		FUZZ_CHECK(len > 0 && i < DBK_VM_LORA_MAX);
+		FUZZ_CHECK(dbk_vm_adapter_key(p, len) != 0);
+		total += len + 1;
+	}
+	FUZZ_CHECK(i == count);
+	FUZZ_CHECK(count == 0 || total == strlen(list) + 1);
+}
+
+static void lora_checks(const struct dbk_vm_lora *l)
+{
+	FUZZ_CHECK(l->max_lora >= 1 && l->max_lora <= DBK_VM_MAX_LORA &&
+	           l->max_lora == floor(l->max_lora));
+	FUZZ_CHECK(isfinite(l->set_at));
+	lora_list(l->running, l->nrunning);
+	lora_list(l->waiting, l->nwaiting);
+}
+
 static void metrics(const struct dbk_vm_names *names, const char *s, size_t n)
 {
 	static char buf[MAX_BODY + 128];
@@ -51,7 +81,7 @@ static void metrics(const struct dbk_vm_names *names, const char *s, size_t n)
 		return;
 	}
 	FUZZ_CHECK(finite_fields(&m));
-	FUZZ_CHECK((m.have & ~0xfffu) == 0);
+	FUZZ_CHECK((m.have & ~0x1fffu) == 0);
 	char why[96];
 	if (!dbk_vllm_metrics_implausible(&m, why, sizeof(why))) {
 		if (m.have & DBK_VM_RUNNING)
@@ -68,6 +98,8 @@ static void metrics(const struct dbk_vm_names *names, const char *s, size_t n)
 	}
 	if (m.have & DBK_VM_BLOCK_SIZE)
 		FUZZ_CHECK(m.block_size > 0);
+	if (m.have & DBK_VM_LORA)
+		lora_checks(&m.lora);
 	/* One more sample of a family read may pass the series cap; the
 	 * appended lines are judged by the default names. */
 	if (m.samples >= DBK_VM_MAX_SERIES || names != dbk_vm_names_default())

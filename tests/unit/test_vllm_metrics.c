@@ -548,6 +548,100 @@ static void test_query_names_every_family(void)
 	CHECK_EQ_U(dbk_vm_names_query(dbk_vm_names_default(), q, 40), 0);
 }
 
+/* vllm:lora_requests_info as vLLM serves it (loggers.py at 005a810):
+ * every label set it ever set, valued by when; the latest is the state. */
+static void test_lora_requests_info(void)
+{
+	struct dbk_vllm_metrics m;
+	char err[128] = "", buf[96];
+	const char *head = "vllm:num_requests_running 1\n"
+	                   "# TYPE vllm:lora_requests_info gauge\n";
+	struct dbk_buf b = { 0 };
+	size_t len;
+
+	dbk_buf_printf(&b, "%s%s", head,
+	               "vllm:lora_requests_info{max_lora=\"4\",running_lora_adapters=\"a,b\","
+	               "waiting_lora_adapters=\"\"} 1.7e9\n"
+	               "vllm:lora_requests_info{max_lora=\"4\",running_lora_adapters=\"sql\","
+	               "waiting_lora_adapters=\"chat,a\"} 1.7000000025e9\n"
+	               "vllm:lora_requests_info{max_lora=\"4\",running_lora_adapters=\"\","
+	               "waiting_lora_adapters=\"\"} 1.70000000125e9\n");
+	CHECK(dbk_vllm_parse_metrics(b.p, b.len, &m, err, sizeof(err)) == 0);
+	CHECK(m.have & DBK_VM_LORA);
+	CHECK_NEAR(m.lora.max_lora, 4, 0);
+	CHECK(strcmp(m.lora.running, "sql") == 0);
+	CHECK(strcmp(m.lora.waiting, "chat,a") == 0);
+	CHECK_EQ_U(m.lora.nrunning, 1);
+	CHECK_EQ_U(m.lora.nwaiting, 2);
+	CHECK(dbk_vllm_metrics_implausible(&m, buf, sizeof(buf)) == NULL);
+	const char *n = dbk_vm_lora_name(m.lora.waiting, 1, &len);
+	CHECK(n && len == 1 && n[0] == 'a');
+	CHECK(dbk_vm_lora_name(m.lora.waiting, 2, &len) == NULL);
+	CHECK(dbk_vm_lora_name(m.lora.running, 0, &len) && len == 3);
+	CHECK(dbk_vm_lora_name("", 0, &len) == NULL);
+	CHECK(dbk_vm_adapter_key("sql", 3) != 0);
+	CHECK(dbk_vm_adapter_key("sql", 3) != dbk_vm_adapter_key("sq", 2));
+	dbk_buf_free(&b);
+
+	/* Without the family: not reported, nothing else changes. */
+	CHECK(parse("vllm:num_requests_running 1\n", &m, err) == 0);
+	CHECK(!(m.have & DBK_VM_LORA));
+	/* A NaN sample is one not set yet. */
+	CHECK(parse("vllm:num_requests_running 1\n"
+	            "vllm:lora_requests_info{max_lora=\"2\",running_lora_adapters=\"x\","
+	            "waiting_lora_adapters=\"\"} NaN\n",
+	            &m, err) == 0);
+	CHECK(!(m.have & DBK_VM_LORA));
+
+	/* Out of bounds: the scrape is implausible. */
+	const char *bad[] = {
+		"max_lora=\"0\",running_lora_adapters=\"x\",waiting_lora_adapters=\"\"} 1",
+		"max_lora=\"2.5\",running_lora_adapters=\"x\",waiting_lora_adapters=\"\"} 1",
+		"max_lora=\"None\",running_lora_adapters=\"x\",waiting_lora_adapters=\"\"} 1",
+		"running_lora_adapters=\"x\",waiting_lora_adapters=\"\"} 1",
+		"max_lora=\"2\",running_lora_adapters=\"x,,y\",waiting_lora_adapters=\"\"} 1",
+		"max_lora=\"2\",running_lora_adapters=\",x\",waiting_lora_adapters=\"\"} 1",
+		"max_lora=\"2\",running_lora_adapters=\"x\",waiting_lora_adapters=\"y,\"} 1",
+		"max_lora=\"2\",running_lora_adapters=\"x\",waiting_lora_adapters=\"\"} +Inf",
+		"max_lora=\"99999\",running_lora_adapters=\"x\",waiting_lora_adapters=\"\"} 1",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct dbk_buf c = { 0 };
+
+		dbk_buf_printf(&c, "%svllm:lora_requests_info{%s\n", head, bad[i]);
+		CHECK(dbk_vllm_parse_metrics(c.p, c.len, &m, err, sizeof(err)) == 0);
+		CHECK(!(m.have & DBK_VM_LORA));
+		CHECK(dbk_vllm_metrics_implausible(&m, buf, sizeof(buf)) != NULL);
+		dbk_buf_free(&c);
+	}
+
+	/* Bounded: 32 names pass, 33 do not; a list of DBK_VM_LORA_TEXT
+	 * bytes does not. */
+	for (unsigned names = 32; names <= 33; names++) {
+		struct dbk_buf c = { 0 };
+
+		dbk_buf_printf(&c,
+		               "%svllm:lora_requests_info{max_lora=\"2\",running_lora_adapters=\"",
+		               head);
+		for (unsigned k = 0; k < names; k++)
+			dbk_buf_printf(&c, "%sa%u", k ? "," : "", k);
+		dbk_buf_printf(&c, "\",waiting_lora_adapters=\"\"} 5\n");
+		CHECK(dbk_vllm_parse_metrics(c.p, c.len, &m, err, sizeof(err)) == 0);
+		CHECK_EQ_U(!!(m.have & DBK_VM_LORA), names == 32);
+		dbk_buf_free(&c);
+	}
+	struct dbk_buf c = { 0 };
+	dbk_buf_printf(&c, "%svllm:lora_requests_info{max_lora=\"2\",running_lora_adapters=\"",
+	               head);
+	for (unsigned k = 0; k < DBK_VM_LORA_TEXT; k++)
+		dbk_buf_adds(&c, "x");
+	dbk_buf_printf(&c, "\",waiting_lora_adapters=\"\"} 5\n");
+	CHECK(dbk_vllm_parse_metrics(c.p, c.len, &m, err, sizeof(err)) == 0);
+	CHECK(!(m.have & DBK_VM_LORA));
+	CHECK(m.bad & DBK_VM_LORA);
+	dbk_buf_free(&c);
+}
+
 int main(void)
 {
 	RUN(test_stub_fixture);
@@ -568,5 +662,6 @@ int main(void)
 	RUN(test_metric_override);
 	RUN(test_sleep_state);
 	RUN(test_query_names_every_family);
+	RUN(test_lora_requests_info);
 	return CHECK_DONE();
 }
