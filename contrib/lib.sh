@@ -49,6 +49,21 @@ dbk_ports() { # dbk_ports N: the first of N free consecutive loopback ports
 	return 1
 }
 
+# dbk_live_env BASE SOCKET SPOE: the sample configuration's addresses for one
+# live run from port BASE on (frontend BASE, agent +1, completions +2
+# over the ring's TCP and UDP, stats +8), its runtime socket at SOCKET,
+# the SPOE configuration SPOE;
+# HAProxy waits 500 ms for a decision unless told otherwise (on a shared
+# machine 50 ms is not always enough, and a late decision is balanced by
+# leastconn alone).
+dbk_live_env() {
+	export DBK_BIND=127.0.0.1:$1 DBK_AGENT=127.0.0.1:$(($1 + 1))
+	export DBK_COMPLETIONS=127.0.0.1:$(($1 + 2)) DBK_COMPLETIONS_UDP=127.0.0.1:$(($1 + 2))
+	export DBK_STATS_BIND=127.0.0.1:$(($1 + 8)) DBK_STATS_SOCKET=$2
+	export DBK_SPOE_CONF=$3
+	export DBK_SPOE_PROCESSING=${DBK_SPOE_PROCESSING:-500ms}
+}
+
 dbk_port() { # a free loopback port
 	dbk_ports 1
 }

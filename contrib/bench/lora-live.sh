@@ -76,11 +76,7 @@ grep -v -e 'filter spoe' -e 'send-spoe-group' -e 'log ring@' "$tmp/dbucket.cfg" 
 run() {
 	local label=$1 spoa=${2:-$BUILD/dbucket-spoa} i k base cfg=$tmp/dbucket.cfg agent=
 	base=$(dbk_ports 9)
-	export DBK_BIND=127.0.0.1:$base DBK_AGENT=127.0.0.1:$((base + 1))
-	export DBK_COMPLETIONS=127.0.0.1:$((base + 2)) DBK_COMPLETIONS_UDP=127.0.0.1:$((base + 2))
-	export DBK_STATS_BIND=127.0.0.1:$((base + 8)) DBK_STATS_SOCKET=$tmp/haproxy-$label.sock
-	export DBK_SPOE_CONF=$PWD/haproxy/dbucket.spoe.conf
-	export DBK_SPOE_PROCESSING=${DBK_SPOE_PROCESSING:-500ms}
+	dbk_live_env "$base" "$tmp/haproxy-$label.sock" "$PWD/haproxy/dbucket.spoe.conf"
 	local admin=127.0.0.1:$((base + 3)) scrape=()
 	for i in 0 1 2 3; do
 		export "DBK_VLLM$i=127.0.0.1:$((base + 4 + i))"

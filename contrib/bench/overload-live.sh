@@ -66,13 +66,7 @@ run() {
 	local label=$1 i base
 	shift
 	base=$(dbk_ports 9)
-	export DBK_BIND=127.0.0.1:$base DBK_AGENT=127.0.0.1:$((base + 1))
-	export DBK_COMPLETIONS=127.0.0.1:$((base + 2)) DBK_COMPLETIONS_UDP=127.0.0.1:$((base + 2))
-	export DBK_STATS_BIND=127.0.0.1:$((base + 8)) DBK_STATS_SOCKET=$tmp/haproxy-$label.sock
-	export DBK_SPOE_CONF=$PWD/haproxy/dbucket.spoe.conf
-	# A decision HAProxy stops waiting for is balanced by leastconn
-	# alone: on a shared machine 50 ms is not always enough.
-	export DBK_SPOE_PROCESSING=${DBK_SPOE_PROCESSING:-500ms}
+	dbk_live_env "$base" "$tmp/haproxy-$label.sock" "$PWD/haproxy/dbucket.spoe.conf"
 	export DBK_SERVER_MAXCONN=$maxconn
 	local admin=127.0.0.1:$((base + 3)) scrape=()
 	for i in 0 1 2 3; do

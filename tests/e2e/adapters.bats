@@ -22,21 +22,10 @@ LORA_ARGS='--model base --enable-lora --max-loras 2 --lora-modules sql=/lora/sql
 # real time), the agent under ttft told so and scraping them every
 # 100 ms, HAProxy; returns once the agent knows every server's models.
 start_world() {
-	local i scale=${1:-20} scrape=()
-	for i in 0 1 2 3; do
-		STUB_ARGS=$LORA_ARGS start_stub "$i" "$scale"
-		scrape+=(--scrape "vllm$i=http://127.0.0.1:${STUB_PORT[i]}")
-	done
-	start_agent --haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100 \
-		--scrape-interval 100 --policy ttft --engine-speed "$scale" "${scrape[@]}"
-	start_haproxy_stubs
-	wait_state runtime_api_up true
-	for i in 0 1 2 3; do
-		wait_until 10 models_known "vllm$i" || fail "vllm$i's models never known"
-	done
+	local scale=${1:-20}
+	start_model_fleet "$scale" lora_args --scrape-interval 100 --policy ttft --engine-speed "$scale"
 }
-
-models_known() { [ "$(server_field "$1" models)" != null ]; }
+lora_args() { echo "$LORA_ARGS"; }
 
 # body MODEL USER MAX_TOKENS [PROMPT_BYTES] [STREAM]: a completion whose
 # "user" (the session) sets it apart from the others.

@@ -18,21 +18,9 @@ teardown() {
 # start_world [AGENT ARGS...]: the stubs by model, the agent scraping
 # them (and following HAProxy's server states), HAProxy; returns once the
 # agent knows every server's models.
-start_world() {
-	local i scrape=()
-	for i in 0 1 2 3; do
-		STUB_ARGS="--model model-$([ "$i" -lt 2 ] && echo a || echo b)" start_stub "$i" 20
-		scrape+=(--scrape "vllm$i=http://127.0.0.1:${STUB_PORT[i]}")
-	done
-	start_agent --haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100 "${scrape[@]}" "$@"
-	start_haproxy_stubs
-	wait_state runtime_api_up true
-	for i in 0 1 2 3; do
-		wait_until 10 models_known "vllm$i" || fail "vllm$i's models never known"
-	done
-}
-
-models_known() { [ "$(server_field "$1" models)" != null ]; }
+start_world() { start_model_fleet 20 model_of "$@"; }
+# model_of I: vllm0 and vllm1 serve model-a, vllm2 and vllm3 model-b.
+model_of() { if (($1 < 2)); then echo --model model-a; else echo --model model-b; fi; }
 
 # ask NAME MODEL: one small completion for MODEL; NAME.h, NAME.b kept.
 ask() {

@@ -68,6 +68,27 @@ start_stubs() {
 	done
 }
 
+# start_model_fleet SCALE ARGS_OF [AGENT ARGS...]: the four stubs at
+# model clock SCALE, stub I started with the words `ARGS_OF I` prints,
+# the agent following HAProxy's backend and scraping each of them, then
+# HAProxy; returns once the agent knows every server's models.
+start_model_fleet() {
+	local scale=$1 args_of=$2 i scrape=()
+	shift 2
+	for i in 0 1 2 3; do
+		STUB_ARGS=$("$args_of" "$i") start_stub "$i" "$scale" || return 1
+		scrape+=(--scrape "vllm$i=http://127.0.0.1:${STUB_PORT[i]}")
+	done
+	start_agent --haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100 "${scrape[@]}" "$@"
+	start_haproxy_stubs
+	wait_state runtime_api_up true
+	for i in 0 1 2 3; do
+		wait_until 10 models_known "vllm$i" || fail "vllm$i's models never known"
+	done
+}
+
+models_known() { [ "$(server_field "$1" models)" != null ]; }
+
 # kill_stub I [SIGNAL]: stops stub vllmI by pid (default SIGKILL) and
 # reaps it.
 kill_stub() {
