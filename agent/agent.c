@@ -45,6 +45,14 @@ static bool on_completion(void *arg, const struct dbk_completion *c)
 	return true;
 }
 
+/* A held-back charge made whole: the policy's books follow. */
+static void on_whole(void *arg, const char *id, size_t id_len)
+{
+	struct dbk_agent *a = arg;
+
+	dbk_route_whole(&a->route, id, id_len, dbk_mono_ms());
+}
+
 /* Every finished scrape: a sleeping engine is left out under every
  * policy; the policy reads the numbers if it routes on them. */
 static void on_scraped(void *arg, unsigned server, const struct dbk_scrape_view *v, bool metrics)
@@ -452,6 +460,8 @@ static int start_balancer(struct dbk_agent *a, char *err, size_t errlen)
 		return -1;
 	}
 	a->route.hold = &a->hold;
+	a->hold.whole = on_whole;
+	a->hold.whole_arg = a;
 	return 0;
 }
 

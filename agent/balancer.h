@@ -180,8 +180,8 @@ enum dbk_bal_result dbk_bal_move(struct dbk_balancer *b, const char *id, size_t 
  * keep it): a charge held back while the request's body was still on
  * its way, and given in full once it has reached the server
  * (estimate_hold.h). Returns false without such a lease; out (may be
- * NULL) gets the lease as it now is. The policy is not told: a policy
- * that keeps its own books charged them at its commit. */
+ * NULL) gets the lease as it now is. The policy is not told here (a
+ * policy that holds its own books is told by dbk_route_whole). */
 bool dbk_bal_recharge(struct dbk_balancer *b, const char *id, size_t id_len, double score,
                       struct dbk_bal_lease *out);
 

@@ -93,6 +93,8 @@ size_t dbk_hold_scraped(struct dbk_hold *h, struct dbk_balancer *bal, unsigned s
 		if (given < give && dbk_bal_lease_get(bal, e->id, e->id_len, &l) &&
 		    l.server == server) {
 			dbk_bal_recharge(bal, e->id, e->id_len, e->full, NULL);
+			if (h->whole)
+				h->whole(h->whole_arg, e->id, e->id_len);
 			given++;
 			continue;
 		}

@@ -61,6 +61,11 @@ struct dbk_hold {
 	bool *watched; /* by server: its last scrape read both counts */
 	unsigned nservers;
 	struct dbk_hold_stats stats;
+	/* Told of each charge dbk_hold_scraped makes whole, after the
+	 * balancer's (a policy's own books follow: dbk_route_whole); the id
+	 * is valid during the call. NULL: nobody. Set after init. */
+	void (*whole)(void *arg, const char *id, size_t id_len);
+	void *whole_arg;
 };
 
 /* Returns 0, or -1 out of memory. Every server starts unwatched. */

@@ -110,6 +110,17 @@ struct dbk_policy_ops {
 	 * charge it and fill the lease's slot. */
 	void (*commit)(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,
 	               uint32_t slot[DBK_BAL_SLOT_WORDS]);
+	/* As commit, for a request whose body was still on its way (the
+	 * server can do nothing with it before it is whole): where it went
+	 * is recorded (a prefix's affinity), its load not charged until
+	 * complete. May be NULL, as may complete: commit charges at once. */
+	void (*hold)(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,
+	             uint32_t slot[DBK_BAL_SLOT_WORDS]);
+	/* The request of l, held, reached l's server at now_ms: charge it
+	 * and rewrite the slot release will get. False when l was not held
+	 * (slot untouched). */
+	bool (*complete)(void *st, const struct dbk_bal_lease *l, uint64_t now_ms,
+	                 uint32_t slot[DBK_BAL_SLOT_WORDS]);
 	/* Another balancer sent r to server at now_ms and told us (books
 	 * shared between balancers; the simulator's --lb-share-ms): charge it
 	 * as commit would, recording where its prefix went when prefix, and

@@ -133,11 +133,29 @@ void dbk_policy_ttft_seen(void *st, const struct dbk_policy_request *r, unsigned
 	slot_of(&k, slot);
 }
 
+/* A held lease's slot (dbk_policy_ttft_hold): its first word's top bit,
+ * which a prompt's tokens never reach (the predictor caps them at 1e9). */
+#define HELD (UINT32_C(1) << 31)
+
+/* Filled as commit fills the slot, but nothing charged but where its
+ * prefix went (dbk_pred_hold). */
+void dbk_policy_ttft_hold(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,
+                          uint32_t slot[DBK_BAL_SLOT_WORDS])
+{
+	struct dbk_policy_ttft *t = st;
+	struct dbk_pred_ticket k;
+
+	(void)c;
+	dbk_pred_hold(t->pred, &t->req, &t->ch, now_ms, &k);
+	slot_of(&k, slot);
+	slot[0] |= HELD;
+}
+
 static struct dbk_pred_ticket ticket_of(const struct dbk_bal_lease *l)
 {
 	struct dbk_pred_ticket k = {
 		.server = l->server,
-		.prompt_tokens = l->slot[0],
+		.prompt_tokens = l->slot[0] & ~HELD,
 		.kv_tokens = l->slot[1],
 		.ctx_tokens = l->slot[2],
 		.sent_ms = l->start_ms,
@@ -150,10 +168,26 @@ static struct dbk_pred_ticket ticket_of(const struct dbk_bal_lease *l)
 	return k;
 }
 
+bool dbk_policy_ttft_complete(void *st, const struct dbk_bal_lease *l, uint64_t now_ms,
+                              uint32_t slot[DBK_BAL_SLOT_WORDS])
+{
+	struct dbk_pred_ticket k = ticket_of(l);
+
+	if (!(l->slot[0] & HELD))
+		return false;
+	dbk_pred_complete(((struct dbk_policy_ttft *)st)->pred, &k, now_ms);
+	memcpy(slot, l->slot, sizeof(l->slot));
+	slot[0] &= ~HELD;
+	return true;
+}
+
+/* A lease still held had nothing charged: nothing to give back or move. */
 void dbk_policy_ttft_release(void *st, const struct dbk_bal_lease *l, uint64_t now_ms)
 {
 	struct dbk_pred_ticket k = ticket_of(l);
 
+	if (l->slot[0] & HELD)
+		return;
 	dbk_pred_release(((struct dbk_policy_ttft *)st)->pred, &k, now_ms);
 }
 
@@ -162,6 +196,8 @@ void dbk_policy_ttft_move(void *st, const struct dbk_bal_lease *before, unsigned
 {
 	struct dbk_pred_ticket k = ticket_of(before);
 
+	if (before->slot[0] & HELD)
+		return;
 	dbk_pred_move(((struct dbk_policy_ttft *)st)->pred, &k, server, now_ms);
 }
 

@@ -32,6 +32,13 @@ int dbk_policy_ttft_chose(struct dbk_policy_ttft *t, const struct dbk_pred_choic
                           struct dbk_policy_choice *c);
 void dbk_policy_ttft_commit(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,
                             uint32_t slot[DBK_BAL_SLOT_WORDS]);
+/* A request whose body is on its way: dbk_pred_hold, the slot marked
+ * held; complete books it (dbk_pred_complete) and clears the mark;
+ * release and move skip a lease still held. */
+void dbk_policy_ttft_hold(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,
+                          uint32_t slot[DBK_BAL_SLOT_WORDS]);
+bool dbk_policy_ttft_complete(void *st, const struct dbk_bal_lease *l, uint64_t now_ms,
+                              uint32_t slot[DBK_BAL_SLOT_WORDS]);
 void dbk_policy_ttft_seen(void *st, const struct dbk_policy_request *r, unsigned server,
                           bool prefix, uint64_t now_ms, uint32_t slot[DBK_BAL_SLOT_WORDS]);
 void dbk_policy_ttft_release(void *st, const struct dbk_bal_lease *l, uint64_t now_ms);
@@ -51,6 +58,7 @@ extern const struct dbk_policy_report dbk_policy_ttft_report;
 		.name = nm, .help = hlp, .create = dbk_policy_ttft_create,                        \
 		.destroy = dbk_policy_ttft_destroy, .choose = choose_fn,                          \
 		.commit = dbk_policy_ttft_commit, .seen = dbk_policy_ttft_seen,                   \
+		.hold = dbk_policy_ttft_hold, .complete = dbk_policy_ttft_complete,               \
 		.release = dbk_policy_ttft_release, .move = dbk_policy_ttft_move,                 \
 		.usable = dbk_policy_ttft_usable, .reset = dbk_policy_ttft_reset,                 \
 		.weight = dbk_policy_ttft_weight, .scraped = dbk_policy_ttft_scraped,             \

@@ -190,26 +190,47 @@ static double pred_decode_fleet_s(const struct dbk_pred *p, const struct pred_sr
 	                                      s->ctx_tokens + o.requests * mctx + prompt + out / 2);
 }
 
-static void pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
-                        double hit, uint64_t now_ms, struct dbk_pred_ticket *t)
+/* What a decision tells at once, before its load is booked: our
+ * sending rate, and what other balancers are expected to send after it
+ * (weighed on the books as they were before it). */
+static void pred_sent(struct dbk_pred *p, const struct dbk_pred_request *r, uint64_t now_ms)
 {
-	struct pred_srv *s = &p->s[server];
-	double now = sec(now_ms), prompt = pred_prompt(r), out = pred_output(p, r);
-	size_t nkeys = r->keys ? r->nkeys : 0;
-	uint64_t skey = r->session;
-
 	dbk_pred_expect_others(p, r, now_ms);
 	p->rate = p->rate * exp(-sec(now_ms - p->rate_ms) / PRED_RATE_S) + 1 / PRED_RATE_S;
 	p->rate_ms = now_ms;
+}
 
+/* Its prefix (and adapter) recorded on t's server, with the cache
+ * turnover its new tokens make there. */
+static void pred_record(struct dbk_pred *p, const struct dbk_pred_request *r,
+                        const struct dbk_pred_ticket *t, double fresh, double out)
+{
+	struct pred_srv *s = &p->s[t->server];
+	size_t nkeys = r->keys ? r->nkeys : 0;
+	uint64_t skey = r->session;
+
+	dbk_pred_lora_sent(s, r->adapter, t->sent_ms);
+	s->sent_units += u32_of((fresh + out) / DBK_PKEY_BLOCK_TOKENS);
+	if (nkeys)
+		dbk_pidx_insert(p->idx, t->server, r->keys, nkeys, s->sent_units, t->prompt_tokens);
+	if (skey)
+		dbk_pidx_insert(p->idx, t->server, &skey, 1, s->sent_units, t->prompt_tokens);
+	p->next = (p->next + 1) % p->c.nservers;
+}
+
+/* The load's part: its prefill (and load_s, loading its adapter, which
+ * holds the steps of those queued after it) queued behind the server's
+ * at now_ms, the books charged with t; when learn, what is predicted of
+ * it rides in t for its release to learn from (predict_learn.h). */
+static void pred_book(struct dbk_pred *p, struct dbk_pred_ticket *t, double prompt, double out,
+                      double hit, double load_s, bool learn, uint64_t now_ms)
+{
+	struct pred_srv *s = &p->s[t->server];
+	double now = sec(now_ms);
 	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now));
 	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;
 	double fresh = fmax(prompt - hit, 1);
-	struct pred_lora_price lp;
-	dbk_pred_lora_price(p, s, r->adapter, now_ms, &lp);
-	/* Loading its adapter holds the steps of those queued after it. */
-	double own = pred_srv_prefill_s(p, s, fresh, hit, decoders, ctx) + lp.load_s;
-	dbk_pred_lora_sent(s, r->adapter, now_ms);
+	double own = pred_srv_prefill_s(p, s, fresh, hit, decoders, ctx) + load_s;
 	double start = fmax(now, s->last_end_s);
 	pred_push(s, now, start + own);
 	s->last_end_s = start + own;
@@ -218,24 +239,38 @@ static void pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, un
 	double x1 = (start + own - now) / s->slow;
 	s->pred_sum += x1;
 	s->pred_n++;
-	double x2 = pred_decode_fleet_s(p, s, prompt, out, now_ms);
 	p->mean_work_s += (pred_prefill_s(&p->c, fresh, hit, 0, 0) - p->mean_work_s) / 64;
+	if (learn) {
+		t->x1 = (float)x1;
+		t->x2 = (float)pred_decode_fleet_s(p, s, prompt, out, now_ms);
+	}
+	pred_charge(s, t, +1);
+}
+
+static void pred_ticket(const struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
+                        double hit, uint64_t now_ms, struct dbk_pred_ticket *t)
+{
+	double prompt = pred_prompt(r), out = pred_output(p, r);
 
 	t->server = server;
 	t->prompt_tokens = u32_of(prompt);
 	t->kv_tokens = u32_of(prompt - hit + out);
 	t->ctx_tokens = u32_of(prompt + out / 2);
 	t->sent_ms = now_ms;
-	t->x1 = (float)x1;
-	t->x2 = (float)x2;
-	pred_charge(s, t, +1);
+}
 
-	s->sent_units += u32_of((fresh + out) / DBK_PKEY_BLOCK_TOKENS);
-	if (nkeys)
-		dbk_pidx_insert(p->idx, server, r->keys, nkeys, s->sent_units, t->prompt_tokens);
-	if (skey)
-		dbk_pidx_insert(p->idx, server, &skey, 1, s->sent_units, t->prompt_tokens);
-	p->next = (p->next + 1) % p->c.nservers;
+static void pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
+                        double hit, uint64_t now_ms, struct dbk_pred_ticket *t)
+{
+	double prompt = pred_prompt(r), out = pred_output(p, r);
+
+	struct pred_lora_price lp;
+
+	pred_ticket(p, r, server, hit, now_ms, t);
+	pred_sent(p, r, now_ms);
+	dbk_pred_lora_price(p, &p->s[server], r->adapter, now_ms, &lp);
+	pred_book(p, t, prompt, out, hit, lp.load_s, true, now_ms);
+	pred_record(p, r, t, fmax(prompt - hit, 1), out);
 }
 
 void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
@@ -247,6 +282,15 @@ void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsig
 	pred_commit(p, r, server, dbk_pred_commit_hit(p, r, server), now_ms, t);
 }
 
+/* The hit the choice c found, not looked up again; a too-long choice
+ * was priced without its hit. */
+static double chosen_hit(const struct dbk_pred *p, const struct dbk_pred_request *r,
+                         const struct dbk_pred_choice *c)
+{
+	return c->reason == DBK_PRED_FASTEST ? c->hit_tokens
+	                                     : dbk_pred_commit_hit(p, r, (unsigned)c->server);
+}
+
 void dbk_pred_commit_chosen(struct dbk_pred *p, const struct dbk_pred_request *r,
                             const struct dbk_pred_choice *c, uint64_t now_ms,
                             struct dbk_pred_ticket *t)
@@ -254,10 +298,36 @@ void dbk_pred_commit_chosen(struct dbk_pred *p, const struct dbk_pred_request *r
 	memset(t, 0, sizeof(*t));
 	if (c->server < 0 || (unsigned)c->server >= p->c.nservers)
 		return;
-	/* A too-long choice was priced without its hit. */
-	double hit = c->reason == DBK_PRED_FASTEST ? c->hit_tokens
-	                                           : dbk_pred_commit_hit(p, r, (unsigned)c->server);
-	pred_commit(p, r, (unsigned)c->server, hit, now_ms, t);
+	pred_commit(p, r, (unsigned)c->server, chosen_hit(p, r, c), now_ms, t);
+}
+
+void dbk_pred_hold(struct dbk_pred *p, const struct dbk_pred_request *r,
+                   const struct dbk_pred_choice *c, uint64_t now_ms, struct dbk_pred_ticket *t)
+{
+	memset(t, 0, sizeof(*t));
+	if (c->server < 0 || (unsigned)c->server >= p->c.nservers)
+		return;
+	double prompt = pred_prompt(r), out = pred_output(p, r), hit = chosen_hit(p, r, c);
+
+	pred_ticket(p, r, (unsigned)c->server, hit, now_ms, t);
+	pred_sent(p, r, now_ms);
+	pred_record(p, r, t, fmax(prompt - hit, 1), out);
+}
+
+void dbk_pred_complete(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms)
+{
+	if (t->server >= p->c.nservers)
+		return;
+	/* The hit and output the ticket was filled with, to a token or two
+	 * (its words are whole tokens): kv = prompt - hit + out, ctx =
+	 * prompt + out / 2. No speed is learnt from its duration, which
+	 * counts the body's way to the server. */
+	double prompt = t->prompt_tokens;
+	double out = fmax(0, 2.0 * ((double)t->ctx_tokens - prompt));
+	double hit = fmin(prompt, fmax(0, prompt + out - (double)t->kv_tokens));
+	struct dbk_pred_ticket booked = *t;
+
+	pred_book(p, &booked, prompt, out, hit, 0, false, now_ms);
 }
 
 void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms)

@@ -292,6 +292,19 @@ void dbk_pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, unsig
 void dbk_pred_commit_chosen(struct dbk_pred *p, const struct dbk_pred_request *r,
                             const struct dbk_pred_choice *c, uint64_t now_ms,
                             struct dbk_pred_ticket *t);
+/* A request whose body was still on its way when c chose (the server
+ * cannot start it before it is whole): its prefix recorded on c's
+ * server as dbk_pred_commit_chosen records it, so that the next of its
+ * session goes there too, and t filled as commit fills it, but no load
+ * booked. dbk_pred_complete books it once the server has the request;
+ * a held ticket released (or moved) before that had nothing booked:
+ * its release is the caller's to skip. */
+void dbk_pred_hold(struct dbk_pred *p, const struct dbk_pred_request *r,
+                   const struct dbk_pred_choice *c, uint64_t now_ms, struct dbk_pred_ticket *t);
+/* The held request of t reached its server (t->server, now) at now_ms:
+ * its prefill queued behind the server's as of now and its tokens
+ * charged, as commit would have then; dbk_pred_release undoes it. */
+void dbk_pred_complete(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms);
 /* The request of t ended (exactly once): its duration, now_ms less its
  * commit's, teaches the server's speed (predict_learn.h). */
 void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms);

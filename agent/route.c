@@ -113,13 +113,32 @@ static bool admit(const struct dbk_route *r, struct dbk_admit_input *in, uint64_
 	return ar->verdict == DBK_ADMIT_SHED;
 }
 
+/* A request whose body was not whole when HAProxy asked: charged,
+ * where its server's scrapes can show when it has the request, without
+ * its prefill (the score of an empty body: vLLM does nothing with a body
+ * until it is whole); the prefill follows on that evidence
+ * (estimate_hold.h, dbk_route_whole). The decision itself is the one the
+ * whole length gives. True when held. */
+static bool hold_back(struct dbk_route *r, const char *id, size_t id_len,
+                      const struct dbk_bal_request *req, const struct dbk_bal_decision *d)
+{
+	if (!r->hold || !dbk_hold_watching(r->hold, d->server))
+		return false;
+	struct dbk_bal_request part = *req;
+	struct dbk_bal_decision pd;
+
+	part.body_bytes = 0;
+	dbk_bal_decide(r->bal, &part, &pd);
+	return dbk_hold_add(r->hold, r->bal, id, id_len, d->score, pd.score);
+}
+
 /* A policy that chooses: the balancer takes the lease where it chose
  * (so releases, TTL, reclaim and moves work as for the reference), and
  * the policy's data about it rides in the lease's slot until the lease
  * ends (the policy's release reads it back). */
 static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct dbk_spop_data *id,
                                          const struct dbk_bal_request *req, int64_t body_size,
-                                         const uint8_t *sample, size_t sample_len,
+                                         bool partial, const uint8_t *sample, size_t sample_len,
                                          const struct dbk_spop_data *session,
                                          const uint64_t *eligible, uint64_t adapter,
                                          uint64_t now_ms, struct dbk_bal_decision *d,
@@ -158,7 +177,12 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct dbk_s
 	                                              now_ms, d);
 	if (res != DBK_BAL_OK)
 		return res;
-	p->ops->commit(p->st, c, now_ms, slot);
+	/* Held back, the policy records where it went and charges it when
+	 * its server has it (dbk_route_whole). */
+	if (partial && p->ops->hold && hold_back(r, idp, id->u.buf.len, req, d))
+		p->ops->hold(p->st, c, now_ms, slot);
+	else
+		p->ops->commit(p->st, c, now_ms, slot);
 	dbk_bal_set_slot(r->bal, idp, id->u.buf.len, slot);
 	if (c->too_long)
 		r->stats.too_long++;
@@ -232,27 +256,14 @@ static void estimate(struct dbk_route *r, const struct route_args *a, int64_t *b
 	}
 }
 
-/* A request routed by the balancer whose body was not whole when
- * HAProxy asked (arrived below body_size): charged, where its server's
- * scrapes can show when it has the request, without its prefill (the
- * score of an empty body: vLLM does nothing with a body until it is
- * whole); the prefill follows on that evidence (estimate_hold.h). The
- * decision itself is the one the whole length gives. */
-static void hold_back(struct dbk_route *r, const struct route_args *a, int64_t body_size,
-                      const struct dbk_bal_request *req, const struct dbk_bal_decision *d)
+/* Whether the body was not whole when HAProxy asked (arrived below
+ * body_size): the request may be held back (hold_back). */
+static bool body_partial(const struct route_args *a, int64_t body_size)
 {
 	int64_t got;
 
-	if (!r->hold || !a->arrived || body_size < 0 || !dbk_hold_watching(r->hold, d->server) ||
-	    !dbk_spop_data_to_i64(a->arrived, &got) || got < 0 || got >= body_size)
-		return;
-	struct dbk_bal_request part = *req;
-	struct dbk_bal_decision pd;
-
-	part.body_bytes = 0;
-	dbk_bal_decide(r->bal, &part, &pd);
-	dbk_hold_add(r->hold, r->bal, (const char *)a->id->u.buf.ptr, a->id->u.buf.len, d->score,
-	             pd.score);
+	return a->arrived && body_size >= 0 && dbk_spop_data_to_i64(a->arrived, &got) && got >= 0 &&
+	       got < body_size;
 }
 
 /* The ACK of a routed request: the server, and the decision's details
@@ -345,8 +356,9 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 		return;
 	}
 	if (chooses(r)) {
-		res = decide_policy(r, a.id, &req, body_size, sample, sample_len, a.session,
-		                    eligible, adapter, now_ms, &d, &pc, &in, &ar);
+		res = decide_policy(r, a.id, &req, body_size, body_partial(&a, body_size), sample,
+		                    sample_len, a.session, eligible, adapter, now_ms, &d, &pc, &in,
+		                    &ar);
 		shed = ar.verdict == DBK_ADMIT_SHED;
 	} else {
 		/* The reference predicts nothing: only saturation may shed. */
@@ -355,8 +367,8 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 		if (!shed)
 			res = dbk_bal_dispatch_among(r->bal, id, a.id->u.buf.len, &req, eligible,
 			                             now_ms, &d);
-		if (!shed && res == DBK_BAL_OK)
-			hold_back(r, &a, body_size, &req, &d);
+		if (!shed && res == DBK_BAL_OK && body_partial(&a, body_size))
+			hold_back(r, id, a.id->u.buf.len, &req, &d);
 	}
 	if (r->on_decision) {
 		struct dbk_route_event e = { a.id->u.buf.ptr,
@@ -474,4 +486,15 @@ enum dbk_spop_status dbk_route_notify(struct dbk_route *r, const struct dbk_spop
 	if (w->len == empty)
 		set_error(w, "unknown-message");
 	return w->overflow ? DBK_SPOP_ERR_RES : DBK_SPOP_OK;
+}
+
+void dbk_route_whole(struct dbk_route *r, const char *id, size_t id_len, uint64_t now_ms)
+{
+	const struct dbk_policy *p = r->policy;
+	struct dbk_bal_lease l;
+	uint32_t slot[DBK_BAL_SLOT_WORDS];
+
+	if (chooses(r) && p->ops->complete && dbk_bal_lease_get(r->bal, id, id_len, &l) &&
+	    p->ops->complete(p->st, &l, now_ms, slot))
+		dbk_bal_set_slot(r->bal, id, id_len, slot);
 }

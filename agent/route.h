@@ -132,7 +132,8 @@ struct dbk_route {
 	uint64_t *eligible;
 	/* Held-back charges (estimate_hold.h): NULL, every request is
 	 * charged its announced length at once. Under a policy that chooses
-	 * (its own books) it is not used. */
+	 * and holds (policy_ops.h), its books are held back too, and
+	 * completed by dbk_route_whole. */
 	struct dbk_hold *hold;
 	/* Called for every decision, routed or refused; NULL: nobody
 	 * listens. */
@@ -155,5 +156,11 @@ struct dbk_route {
  * in both cases before deciding anything, so no lease is taken. */
 enum dbk_spop_status dbk_route_notify(struct dbk_route *r, const struct dbk_spop_frame *f,
                                       uint64_t now_ms, struct dbk_spop_writer *w);
+
+/* The held-back charge of id's lease was made whole (estimate_hold.h's
+ * whole callback) at now_ms: a policy that holds charges its books now
+ * (policy_ops.h's complete). Nothing for a lease not held by the
+ * policy, or gone. */
+void dbk_route_whole(struct dbk_route *r, const char *id, size_t id_len, uint64_t now_ms);
 
 #endif

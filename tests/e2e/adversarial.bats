@@ -547,9 +547,10 @@ scrapes_up() {
 	done
 }
 
-# slow_world: the four stubs, the agent scraping them (the reference
-# policy: it keeps the balancer's books, which the charges are), HAProxy
-# with the sample configuration; returns once every scrape is up.
+# slow_world [AGENT ARGS...]: the four stubs, the agent scraping them
+# (with ARGS: the reference policy without, which keeps the balancer's
+# books; --policy ttft keeps the predictor's too), HAProxy with the
+# sample configuration; returns once every scrape is up.
 slow_world() {
 	start_stubs
 	local i
@@ -557,7 +558,7 @@ slow_world() {
 	for i in 0 1 2 3; do
 		sa+=(--scrape "vllm$i=http://127.0.0.1:${STUB_PORT[i]}")
 	done
-	start_agent "${sa[@]}"
+	start_agent "${sa[@]}" "$@"
 	start_haproxy_stubs
 	wait_until 10 scrapes_up
 }
@@ -571,8 +572,21 @@ slow_world() {
 # of 36). Now a body not whole is charged without its prefill, and in
 # full only once its server counts it among its requests
 # (agent/estimate_hold.h): 9/9/9/9.
-@test "slow bodies: three clients trickling 900 KB bodies take no server out of rotation" {
-	slow_world
+# ttft_booked TOKENS: the predictor has one request on its books, of at
+# least TOKENS tokens of KV.
+ttft_booked() {
+	agent_get /state | jq -e --argjson n "$1" \
+		'([.ttft[].inflight] | add) == 1 and ([.ttft[].kv_committed] | max) >= $n' >/dev/null
+}
+
+# ttft_idle: no request on the predictor's books.
+ttft_idle() {
+	agent_get /state | jq -e '([.ttft[].inflight] | add) == 0' >/dev/null
+}
+
+# slow_bodies [AGENT ARGS...]: the test below, under the policy ARGS name.
+slow_bodies() {
+	slow_world "$@"
 	local k
 	for ((k = 0; k < 3; k++)); do slow_body_client "$k" 900000 20000; done
 	for ((k = 0; k < 3; k++)); do wait_file "$BATS_TEST_TMPDIR/slow$k.sent" sent 10; done
@@ -594,6 +608,22 @@ slow_world() {
 	assert_equal "$(state_field charges_confirmed)" 0
 }
 
+@test "slow bodies: three clients trickling 900 KB bodies take no server out of rotation" {
+	slow_bodies
+}
+
+# The same under --policy ttft (p2ttft shares its books and hooks): the
+# predictor charged each slow request its 225k announced tokens of
+# prefill at the decision (36 of 36 on one server before this was held
+# back there too); now it books where the prefix went and no prefill
+# until the server counts the request.
+@test "slow bodies: under --policy ttft too" {
+	slow_bodies --policy ttft
+	# None of the three is on the predictor's books once the normal
+	# requests are given back (their completion lines come apart).
+	wait_until 5 ttft_idle
+}
+
 # max_load_ge N: some server's load in flight is at least N.
 max_load_ge() {
 	local m
@@ -601,8 +631,10 @@ max_load_ge() {
 	[ -n "$m" ] && awk -v m="$m" -v n="$1" 'BEGIN { exit !(m >= n) }'
 }
 
-@test "slow bodies: an honest long prompt sent at full speed is charged in full once its server has it" {
-	slow_world
+# honest_prompt [AGENT ARGS...]: the test below, under the policy ARGS
+# name.
+honest_prompt() {
+	slow_world "$@"
 	# 60 KB (15k tokens: within every stub's context), sent at once:
 	# HAProxy asks with one buffer of it, as for a trickled one. 600
 	# tokens of output keep it running about 5 s.
@@ -616,7 +648,20 @@ max_load_ge() {
 	wait_until 3 max_load_ge "$size"
 	assert_equal "$(state_field charges_confirmed)" 1
 	assert_equal "$(state_field leases)" 1
+}
+
+@test "slow bodies: an honest long prompt sent at full speed is charged in full once its server has it" {
+	honest_prompt
 	wait_state leases 0
+}
+
+@test "slow bodies: under --policy ttft an honest long prompt is booked in full once its server has it" {
+	honest_prompt --policy ttft
+	# Booked by the predictor too, its whole prompt (15k tokens) in KV,
+	# and given back exactly once it ends.
+	wait_until 3 ttft_booked 14000
+	wait_state leases 0
+	wait_until 3 ttft_idle
 }
 
 # ---- hostile and misreporting /metrics (issue 29 items 3 and 4) ----

@@ -2,6 +2,7 @@
  * other tests do not reach through the route: p2ttft's draw and choice
  * (ranked as ttft ranks),
  * and the one row table behind /state and /metrics. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -273,6 +274,97 @@ static void test_ttft_every_lease_teaches(void)
 	}
 }
 
+/* The books a hold must leave alone and a release bring back: server
+ * s's requests, their tokens and its prefill queue, at now_ms. */
+static void books(struct dbk_policy_ttft *t, unsigned s, uint64_t now_ms, struct dbk_pred_view *v)
+{
+	dbk_pred_view(t->pred, s, now_ms, v);
+}
+
+static bool idle(struct dbk_policy_ttft *t, unsigned s, uint64_t now_ms)
+{
+	struct dbk_pred_view v;
+
+	books(t, s, now_ms, &v);
+	return v.inflight == 0 && v.prompt_tokens == 0 && v.kv_committed == 0 && v.queue_s == 0 &&
+	       v.prefilling == 0;
+}
+
+/* A request whose body is still on its way (issue 29 item 5), under
+ * name: held, it books no load on its server but records where its
+ * session went (the next of the session expects its cache there);
+ * completed, it is booked as a commit books it; released, held or
+ * completed, and moved while held, the books come back to zero. */
+static void hold_case(const char *name)
+{
+	const struct dbk_policy_ops *ops = dbk_policy_find(name);
+	struct dbk_policy_ttft *t = start(name, 2, 5);
+	const struct dbk_bal_request big = { 40000, 100, true }; /* 10k tokens */
+	const struct dbk_policy_request r = { .est = &big, .has_session = true, .session = 42 };
+	struct dbk_policy_choice c;
+	struct dbk_pred_choice e;
+	struct dbk_pred_view v;
+	struct dbk_bal_lease l = { 0 }, w = { 0 };
+
+	CHECK(t && ops->hold && ops->complete);
+	if (!t || !ops->hold || !ops->complete)
+		goto out;
+	CHECK(ops->choose(t, &r, 1000, &c) >= 0);
+	l.server = (unsigned)c.server;
+	l.start_ms = 1000;
+	ops->hold(t, &c, 1000, l.slot);
+	CHECK(idle(t, 0, 1000) && idle(t, 1, 1000));
+	/* Its affinity is kept: a hit expected there, none on the other. */
+	CHECK_EQ_U(dbk_pred_evaluate(t->pred, &t->req, l.server, 1000, &e), l.server);
+	CHECK(e.hit_tokens > 0);
+	CHECK_EQ_U(dbk_pred_evaluate(t->pred, &t->req, 1 - l.server, 1000, &e), 1 - l.server);
+	CHECK(e.hit_tokens == 0);
+	/* A held lease released: nothing to give back, nothing drifts. */
+	ops->release(t, &l, 1500);
+	CHECK(idle(t, 0, 1500) && idle(t, 1, 1500));
+
+	/* Held, moved (nothing moves), completed on its new server: booked
+	 * there as a commit, a prefill queued; release brings it back. */
+	CHECK(ops->choose(t, &r, 2000, &c) >= 0);
+	l.server = (unsigned)c.server;
+	l.start_ms = 2000;
+	ops->hold(t, &c, 2000, l.slot);
+	w = l;
+	w.server = 1 - l.server;
+	ops->move(t, &l, w.server, 2100);
+	CHECK(idle(t, 0, 2100) && idle(t, 1, 2100));
+	CHECK(ops->complete(t, &w, 2200, w.slot));
+	CHECK(!ops->complete(t, &w, 2300, w.slot)); /* exactly once */
+	books(t, w.server, 2200, &v);
+	CHECK_EQ_U(v.inflight, 1);
+	CHECK_EQ_U(v.prompt_tokens, 10000);
+	CHECK(v.kv_committed >= 100 && v.queue_s > 0 && v.prefilling == 1);
+	CHECK(idle(t, l.server, 2200));
+	ops->release(t, &w, 2400);
+	CHECK(idle(t, 0, 2400) && idle(t, 1, 2400));
+
+	/* Committed whole, the same request books what the completed one
+	 * did, on an idle server. */
+	struct dbk_bal_lease k = { 0 };
+	struct dbk_pred_view vc;
+	CHECK(ops->choose(t, &r, 2200, &c) >= 0);
+	k.server = (unsigned)c.server;
+	k.start_ms = 2200;
+	ops->commit(t, &c, 2200, k.slot);
+	CHECK(!ops->complete(t, &k, 2300, k.slot)); /* not held */
+	books(t, k.server, 2200, &vc);
+	CHECK_EQ_U(vc.inflight, 1);
+	CHECK(vc.prompt_tokens == v.prompt_tokens);
+	ops->release(t, &k, 2400);
+	CHECK(idle(t, 0, 2400) && idle(t, 1, 2400));
+out:
+	if (t)
+		ops->destroy(t);
+}
+
+static void test_ttft_holds_a_body_on_its_way(void) { hold_case("ttft"); }
+static void test_p2ttft_holds_a_body_on_its_way(void) { hold_case("p2ttft"); }
+
 int main(void)
 {
 	RUN(test_the_table);
@@ -281,5 +373,7 @@ int main(void)
 	RUN(test_p2ttft_ranks_as_ttft);
 	RUN(test_one_table_for_both_reports);
 	RUN(test_ttft_every_lease_teaches);
+	RUN(test_ttft_holds_a_body_on_its_way);
+	RUN(test_p2ttft_holds_a_body_on_its_way);
 	return CHECK_DONE();
 }

@@ -724,6 +724,73 @@ static void test_body_not_whole_is_charged_for_what_arrived(void)
 	down(&x);
 }
 
+/* The route's side of a held charge made whole: the policy's books
+ * follow (what agent.c wires). */
+static void made_whole(void *arg, const char *id, size_t id_len)
+{
+	dbk_route_whole(arg, id, id_len, 1000);
+}
+
+static unsigned pred_inflight_all(const struct dbk_pred *p)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < 4; i++)
+		n += pred_inflight(p, i);
+	return n;
+}
+
+/* Under --policy ttft a body not whole is held on the predictor's books
+ * too: nothing booked until its server counts it, then booked once; its
+ * release gives back what was booked, held or not. */
+static void test_ttft_holds_a_body_not_whole(void)
+{
+	struct fixture x;
+	struct dbk_hold h;
+	struct dbk_bal_lease l;
+
+	struct dbk_pred *p = up_ttft(&x);
+	if (!p)
+		return;
+	CHECK(dbk_hold_init(&h, 4) == 0);
+	h.whole = made_whole;
+	h.whole_arg = &x.r;
+	x.r.hold = &h;
+	for (unsigned i = 0; i < 4; i++)
+		dbk_hold_scraped(&h, x.bal, i, true, 0);
+	/* Whole: booked at once, as always. */
+	route_arrived(&x, "w", 40000, 40000);
+	CHECK_EQ_U(pred_inflight_all(p), 1);
+	CHECK_EQ_U(dbk_bal_release(x.bal, "w", 1, NULL), DBK_BAL_OK);
+	CHECK_EQ_U(pred_inflight_all(p), 0);
+	/* Not whole: held on both books. */
+	CHECK_NEAR(route_arrived(&x, "a", 900000, 16000), 8, 1e-12);
+	route_arrived(&x, "b", 900000, 16000);
+	CHECK_EQ_U(pred_inflight_all(p), 0);
+	CHECK_EQ_U(h.stats.held, 2);
+	/* One ends before its server counted it: nothing to give back. */
+	CHECK_EQ_U(dbk_bal_release(x.bal, "b", 1, NULL), DBK_BAL_OK);
+	CHECK_EQ_U(pred_inflight_all(p), 0);
+	/* Its server counts the other: booked there, once. */
+	CHECK(dbk_bal_lease_get(x.bal, "a", 1, &l));
+	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, true, 1), 1);
+	CHECK_EQ_U(pred_inflight(p, l.server), 1);
+	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, true, 1), 0);
+	CHECK_EQ_U(pred_inflight(p, l.server), 1);
+	CHECK_EQ_U(dbk_bal_release(x.bal, "a", 1, NULL), DBK_BAL_OK);
+	CHECK_EQ_U(pred_inflight_all(p), 0);
+	/* A held one whose server's scrape fails: booked at once. */
+	route_arrived(&x, "c", 900000, 16000);
+	CHECK(dbk_bal_lease_get(x.bal, "c", 1, &l));
+	CHECK_EQ_U(pred_inflight_all(p), 0);
+	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, false, 0), 1);
+	CHECK_EQ_U(pred_inflight(p, l.server), 1);
+	CHECK_EQ_U(dbk_bal_release(x.bal, "c", 1, NULL), DBK_BAL_OK);
+	CHECK_EQ_U(pred_inflight_all(p), 0);
+	dbk_hold_fini(&h);
+	down_ttft(&x);
+}
+
 int main(void)
 {
 	dbk_log_set_level(DBK_LOG_ERROR);
@@ -744,5 +811,6 @@ int main(void)
 	RUN(test_admission_sheds_before_the_lease);
 	RUN(test_admission_on_saturation_for_the_reference);
 	RUN(test_body_not_whole_is_charged_for_what_arrived);
+	RUN(test_ttft_holds_a_body_not_whole);
 	return CHECK_DONE();
 }
