@@ -333,7 +333,8 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 			                     now_ms,
 			                     in.cls,
 			                     shed,
-			                     &ar };
+			                     &ar,
+			                     r };
 		r->on_decision(r->decision_arg, &e);
 	}
 	if (shed) {
@@ -384,9 +385,19 @@ static void move_one(struct dbk_route *r, const struct dbk_spop_message *m,
 static void act_one(struct dbk_route *r, const struct dbk_spop_message *m, uint64_t now_ms,
                     struct dbk_spop_writer *w)
 {
-	if (dbk_spop_name_is(m->name, m->name_len, DBK_MSG_ROUTE))
+	const char *backend = NULL;
+
+	if (r->pick && !(r = r->pick(r->pick_arg, m, &backend))) {
+		set_error(w, "unknown-backend");
+		return;
+	}
+	if (dbk_spop_name_is(m->name, m->name_len, DBK_MSG_ROUTE)) {
 		route_one(r, m, now_ms, w);
-	else if (dbk_spop_name_is(m->name, m->name_len, DBK_MSG_MOVED))
+		if (backend) {
+			struct dbk_spop_data v = dbk_spop_str(backend);
+			dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_BACKEND, &v);
+		}
+	} else if (dbk_spop_name_is(m->name, m->name_len, DBK_MSG_MOVED))
 		move_one(r, m, w);
 	else
 		r->stats.unknown_messages++;
@@ -424,7 +435,7 @@ enum dbk_spop_status dbk_route_notify(struct dbk_route *r, const struct dbk_spop
 			nmsg++;
 		}
 	}
-	if (DBK_ROUTE_ACK_MAX(nmsg) > w->cap)
+	if (DBK_ROUTE_ACK_MAX(nmsg) + (r->pick ? DBK_ROUTE_ACK_POOL(nmsg) : 0) > w->cap)
 		return DBK_SPOP_ERR_RES;
 
 	size_t empty = w->len;

@@ -54,7 +54,7 @@ static void on_decision(void *arg, const struct dbk_route_event *e)
 	        "id=\"%s\" bytes=%.0f max_tokens=%g bucket=%u group=%u server=%s score=%.10g "
 	        "p=%.6f",
 	        dbk_log_quote(idq, sizeof(idq), (const char *)e->id, e->id_len), e->req->body_bytes,
-	        e->req->max_tokens, e->d->std_bucket, e->d->group, h->route->names[e->d->server],
+	        e->req->max_tokens, e->d->std_bucket, e->d->group, e->route->names[e->d->server],
 	        e->d->score, e->d->p);
 }
 
@@ -82,7 +82,12 @@ struct dbk_spop_handler dbk_route_handler_init(struct dbk_route_handler *h, stru
 	h->refused_unlogged = 0;
 	dbk_histo_init(&h->notify_seconds, notify_bounds,
 	               sizeof(notify_bounds) / sizeof(notify_bounds[0]));
+	dbk_route_handler_watch(h, r);
+	return (struct dbk_spop_handler){ .notify = on_notify, .arg = h };
+}
+
+void dbk_route_handler_watch(struct dbk_route_handler *h, struct dbk_route *r)
+{
 	r->on_decision = on_decision;
 	r->decision_arg = h;
-	return (struct dbk_spop_handler){ .notify = on_notify, .arg = h };
 }

@@ -25,4 +25,8 @@ struct dbk_route_handler {
  * handler to give the SPOP server. h must outlive the server. */
 struct dbk_spop_handler dbk_route_handler_init(struct dbk_route_handler *h, struct dbk_route *r);
 
+/* Logs r's decisions too: a pool's route, which r hands messages to
+ * (route.h's pick). */
+void dbk_route_handler_watch(struct dbk_route_handler *h, struct dbk_route *r);
+
 #endif

@@ -1,0 +1,41 @@
+/* Several pools' /metrics in one exposition: one header per family,
+ * every sample with its pool's label, each family's samples together. */
+#include "check.h"
+#include "prom_merge.h"
+
+static const char a[] = "# HELP x_total X.\n# TYPE x_total counter\nx_total 1\n"
+                        "# HELP y Y.\n# TYPE y gauge\ny{server=\"s\"} 2\ny{} 3\n";
+static const char b[] = "# HELP z Z.\n# TYPE z gauge\nz 9\n"
+                        "# HELP x_total X.\n# TYPE x_total counter\nx_total 4\n"
+                        "# HELP y Y.\n# TYPE y gauge\ny{server=\"s\"} 5\n";
+
+static void test_merge(void)
+{
+	struct dbk_buf t[2], o;
+	const char *names[] = { "p", "q" };
+
+	dbk_buf_init(&t[0]);
+	dbk_buf_init(&t[1]);
+	dbk_buf_init(&o);
+	dbk_buf_add(&t[0], a, sizeof(a) - 1);
+	dbk_buf_add(&t[1], b, sizeof(b) - 1);
+	dbk_prom_merge(t, names, 2, &o);
+	dbk_buf_add(&o, "", 1);
+	CHECK(strcmp(o.p, "# HELP x_total X.\n# TYPE x_total counter\n"
+	                  "x_total{pool=\"p\"} 1\nx_total{pool=\"q\"} 4\n"
+	                  "# HELP y Y.\n# TYPE y gauge\n"
+	                  "y{pool=\"p\",server=\"s\"} 2\ny{pool=\"p\"} 3\n"
+	                  "y{pool=\"q\",server=\"s\"} 5\n"
+	                  "# HELP z Z.\n# TYPE z gauge\nz{pool=\"q\"} 9\n") == 0);
+	if (o.p && strncmp(o.p, "# HELP x_total", 14) != 0)
+		fprintf(stderr, "%s", o.p);
+	dbk_buf_free(&t[0]);
+	dbk_buf_free(&t[1]);
+	dbk_buf_free(&o);
+}
+
+int main(void)
+{
+	RUN(test_merge);
+	return CHECK_DONE();
+}
