@@ -241,7 +241,8 @@ static int start_balancer(struct dbk_pool *p, char *err, size_t errlen)
 	dbk_policy_attach(&p->policy, p->bal);
 	p->route.policy = &p->policy;
 	if (p->cfg.pool)
-		dbk_log(DBK_LOG_INFO, "policy", "pool=%s name=%s", p->cfg.pool, p->cfg.policy->name);
+		dbk_log(DBK_LOG_INFO, "policy", "pool=%s name=%s", p->cfg.pool,
+		        p->cfg.policy->name);
 	else
 		dbk_log(DBK_LOG_INFO, "policy", "name=%s", p->cfg.policy->name);
 	p->route.bal = p->bal;
@@ -334,15 +335,13 @@ static void add_slots(struct dbk_pool *p)
 		p->cfg.servers[p->cfg.nservers++] = "";
 }
 
-
 int dbk_pool_start(struct dbk_pool *p, struct ev_loop *loop, char *err, size_t errlen)
 {
 	p->loop = loop;
 	if (p->cfg.haproxy_socket && p->cfg.nservers == 0 && discover_servers(p, err, errlen))
 		return -1;
 	add_slots(p);
-	if (start_balancer(p, err, errlen) ||
-	    (p->cfg.haproxy_socket && start_sync(p, err, errlen)))
+	if (start_balancer(p, err, errlen) || (p->cfg.haproxy_socket && start_sync(p, err, errlen)))
 		return -1;
 	return start_scrape(p, err, errlen);
 }

@@ -55,10 +55,8 @@ static void test_pool_errors(void)
 {
 	unsigned n = 0;
 
-	CHECK_EQ_U(PARSE(&n, err, "--pool", "a", "x", "--listen", "127.0.0.1:9"),
-	           DBK_CONFIG_ERROR);
-	CHECK_EQ_U(PARSE(&n, err, "--pool", "a", "--listen", "127.0.0.1:9", "x"),
-	           DBK_CONFIG_ERROR);
+	CHECK_EQ_U(PARSE(&n, err, "--pool", "a", "x", "--listen", "127.0.0.1:9"), DBK_CONFIG_ERROR);
+	CHECK_EQ_U(PARSE(&n, err, "--pool", "a", "--listen", "127.0.0.1:9", "x"), DBK_CONFIG_ERROR);
 	CHECK(strstr(err, "--listen") && strstr(err, "before the first --pool"));
 	CHECK_EQ_U(PARSE(&n, err, "--pool", "a", "--backend", "b", "x"), DBK_CONFIG_ERROR);
 	CHECK_EQ_U(PARSE(&n, err, "--pool", "a", "x", "--pool", "a", "y"), DBK_CONFIG_ERROR);
