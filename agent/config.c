@@ -581,13 +581,15 @@ void dbk_config_usage(FILE *out, const char *prog)
 	fprintf(out,
 	        "Usage: %s [OPTIONS] SERVER...\n"
 	        "       %s [OPTIONS] --haproxy-socket ADDR [--backend NAME]\n"
+	        "       %s [OPTIONS] --pool NAME [POOL OPTIONS] [SERVER...] --pool NAME ...\n"
 	        "\n"
 	        "HAProxy SPOE agent that picks a vLLM server for each request by its length\n"
 	        "and the load in flight. SERVER... are the backend's server names, in order,\n"
 	        "exactly as haproxy.cfg spells them; with --haproxy-socket and no names the\n"
 	        "agent reads them from HAProxy. It answers with the chosen name in\n"
-	        "txn.<var-prefix>.server.\n",
-	        prog, prog);
+	        "txn.<var-prefix>.server. With --pool it serves several backends, each a\n"
+	        "pool of its own (and answers the backend in txn.<var-prefix>.backend).\n",
+	        prog, prog, prog);
 	all_options(&p, t);
 	dbk_cli_usage(out, t);
 	fprintf(out, "\nLogs go to stderr in logfmt. SIGTERM or SIGINT stops the agent cleanly.\n");
