@@ -196,3 +196,21 @@ pool_server_unusable() {
 	run curl -s -o /dev/null -w '%{http_code}' --max-time 5 "${auth[@]}" "http://127.0.0.1:$ADMIN_PORT/config?pool=nope"
 	assert_output 404
 }
+
+@test "the status page lists every pool and shows the one chosen, its servers only (headless Chromium)" {
+	command -v chromium >/dev/null ||
+		fail "no chromium: run contrib/install-deps.sh (Debian's chromium package)"
+	start_world
+	ask a model-a
+	wait_until 10 pools_idle
+	timeout -k 5 90 chromium --headless --disable-gpu --no-sandbox --hide-scrollbars \
+		--user-data-dir="$BATS_TEST_TMPDIR/chromium" --window-size=1280,720 \
+		--virtual-time-budget=2500 --dump-dom "http://127.0.0.1:$ADMIN_PORT/?pool=model-b" \
+		>"$BATS_TEST_TMPDIR/dom.html" 2>>"$BATS_TEST_TMPDIR/chromium.log"
+	grep -q 'data-pool="model-a"' "$BATS_TEST_TMPDIR/dom.html"
+	grep -q '<b><u data-pool="model-b">' "$BATS_TEST_TMPDIR/dom.html"
+	grep -q 'data-server="vllm2"' "$BATS_TEST_TMPDIR/dom.html"
+	grep -q 'data-server="vllm3"' "$BATS_TEST_TMPDIR/dom.html"
+	run grep -c 'data-server="vllm[01]"' "$BATS_TEST_TMPDIR/dom.html"
+	assert_output 0
+}
