@@ -14,13 +14,23 @@ struct block {
 	unsigned text;
 };
 
+/* The bytes of [p, p + len) before the first of stops (or len). */
+static size_t span(const char *p, size_t len, const char *stops)
+{
+	size_t n = 0;
+
+	while (n < len && !strchr(stops, p[n]))
+		n++;
+	return n;
+}
+
 /* A family's name: the word after "# HELP " or "# TYPE ". */
 static bool header(const char *line, size_t len, const char **name, size_t *nlen)
 {
 	if (len < 8 || (strncmp(line, "# HELP ", 7) != 0 && strncmp(line, "# TYPE ", 7) != 0))
 		return false;
 	*name = line + 7;
-	*nlen = strcspn(*name, " \n");
+	*nlen = span(*name, len - 7, " \n");
 	return true;
 }
 
@@ -34,15 +44,15 @@ static size_t line_len(const char *p, const char *end)
 /* The sample line with pool="name" first among its labels. */
 static void labelled(struct dbk_buf *o, const char *line, size_t len, const char *pool)
 {
-	size_t metric = strcspn(line, "{ ");
+	size_t metric = span(line, len, "{ \n");
 
-	if (metric >= len)
+	if (metric == 0 || metric >= len || line[metric] == '\n')
 		return;
 	dbk_buf_add(o, line, metric);
 	dbk_buf_printf(o, "{pool=\"%s\"", pool);
 	if (line[metric] == '{') {
 		/* "name{}" has no labels to follow a comma. */
-		if (line[metric + 1] != '}')
+		if (metric + 1 >= len || line[metric + 1] != '}')
 			dbk_buf_add(o, ",", 1);
 		dbk_buf_add(o, line + metric + 1, len - metric - 1);
 	} else {
@@ -88,12 +98,18 @@ static void emit(struct dbk_buf *o, const struct block *x, const char *pool, boo
 	for (const char *p = x->start; p < x->end;) {
 		size_t len = line_len(p, x->end);
 
+		size_t before = o->len;
+
 		if (p[0] == '#') {
 			if (with_head)
 				dbk_buf_add(o, p, len);
 		} else {
 			labelled(o, p, len, pool);
 		}
+		/* A text's last line may lack its newline: the next must
+		 * not run on from it. */
+		if (o->len > before && o->p[o->len - 1] != '\n')
+			dbk_buf_add(o, "\n", 1);
 		p += len;
 	}
 }

@@ -54,7 +54,9 @@ static void teardown(void)
 static int pick_route(const char *model, const char *backend)
 {
 	static char body[128];
-	struct dbk_spop_message m = { (const uint8_t *)DBK_MSG_ROUTE, strlen(DBK_MSG_ROUTE), 0, { { 0 } } };
+	struct dbk_spop_message m = {
+		(const uint8_t *)DBK_MSG_ROUTE, strlen(DBK_MSG_ROUTE), 0, { { 0 } }
+	};
 
 	snprintf(body, sizeof(body), "{\"model\":\"%s\",\"prompt\":\"hi\"}", model);
 	m.args[m.nargs++] = (struct dbk_spop_arg){ (const uint8_t *)"body", 4, dbk_spop_str(body) };
@@ -108,7 +110,9 @@ static void test_unknown_model_goes_to_the_first_pool(void)
 	 * pool's to refuse (404). */
 	CHECK_EQ_U(dbk_pool_pick(pools, 2,
 	                         &(struct dbk_spop_message){ (const uint8_t *)DBK_MSG_ROUTE,
-	                                                     strlen(DBK_MSG_ROUTE), 0, { { 0 } } }),
+	                                                     strlen(DBK_MSG_ROUTE),
+	                                                     0,
+	                                                     { { 0 } } }),
 	           0);
 	CHECK(pick_route("model-b", NULL) == 1);
 	teardown();
@@ -118,7 +122,9 @@ static void test_move_follows_the_lease(void)
 {
 	struct dbk_bal_request req = { .body_bytes = 100, .max_tokens = 16 };
 	struct dbk_bal_decision d;
-	struct dbk_spop_message m = { (const uint8_t *)DBK_MSG_MOVED, strlen(DBK_MSG_MOVED), 0, { { 0 } } };
+	struct dbk_spop_message m = {
+		(const uint8_t *)DBK_MSG_MOVED, strlen(DBK_MSG_MOVED), 0, { { 0 } }
+	};
 
 	setup();
 	CHECK(dbk_bal_dispatch(pools[1].bal, "id-1", 4, &req, 1, &d) == DBK_BAL_OK);

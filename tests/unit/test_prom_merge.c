@@ -34,8 +34,29 @@ static void test_merge(void)
 	dbk_buf_free(&o);
 }
 
+/* A text whose last line has no newline does not run on into the next. */
+static void test_last_line_without_newline(void)
+{
+	struct dbk_buf t[2], o;
+	const char *names[] = { "p", "q" };
+
+	dbk_buf_init(&t[0]);
+	dbk_buf_init(&t[1]);
+	dbk_buf_init(&o);
+	dbk_buf_adds(&t[0], "# TYPE a gauge\na 1");
+	dbk_buf_adds(&t[1], "# TYPE b gauge\nb 2\n");
+	dbk_prom_merge(t, names, 2, &o);
+	dbk_buf_add(&o, "", 1);
+	CHECK(strcmp(o.p, "# TYPE a gauge\na{pool=\"p\"} 1\n# TYPE b gauge\nb{pool=\"q\"} 2\n") ==
+	      0);
+	dbk_buf_free(&t[0]);
+	dbk_buf_free(&t[1]);
+	dbk_buf_free(&o);
+}
+
 int main(void)
 {
 	RUN(test_merge);
+	RUN(test_last_line_without_newline);
 	return CHECK_DONE();
 }
