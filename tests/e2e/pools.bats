@@ -214,3 +214,24 @@ pool_server_unusable() {
 	run grep -c 'data-server="vllm[01]"' "$BATS_TEST_TMPDIR/dom.html"
 	assert_output 0
 }
+
+@test "with no server named, each pool reads its own backend's servers from HAProxy and scrapes them where HAProxy reaches them" {
+	local i
+	for i in 0 1 2 3; do
+		STUB_ARGS="--model model-$([ "$i" -lt 2 ] && echo a || echo b)" start_stub "$i" 20
+	done
+	start_haproxy_models
+	start_pools_agent --policy ttft --engine-speed 20 --pool model-a --pool model-b
+	wait_until 10 pool_up model-a
+	wait_until 10 pool_up model-b
+	run jq -r '.pools[] | .pool + ": " + ([.servers[].name] | join(" "))' <<<"$(agent_get /state)"
+	assert_output "model-a: vllm0 vllm1
+model-b: vllm2 vllm3"
+	for i in 0 1 2 3; do
+		wait_until 10 pool_models_known "vllm$i" || fail "vllm$i's models never known"
+	done
+	ask b model-b
+	assert_equal "$(status_of b) $(hdr_of b x-dbucket-backend)" "200 model-b"
+	[[ "$(hdr_of b x-served-by)" == vllm[23] ]]
+	wait_until 10 pools_idle
+}
