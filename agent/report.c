@@ -490,7 +490,15 @@ static void state_pool(const struct dbk_agent *a, const struct dbk_pool *p, stru
 		               dbk_histo_quantile(x, 0.99));
 		sep = ",\n";
 	}
-	dbk_buf_printf(o, "\n}");
+	/* Requests routed per model: the agent's, every pool's. */
+	const struct dbk_model_counts *mc = &a->route_handler.models;
+	dbk_buf_printf(o, "%s  \"model_routed\": {", sep);
+	for (unsigned i = 0; i < mc->n; i++) {
+		dbk_buf_printf(o, "%s\"", i ? ", " : "");
+		json_chars(o, mc->id[i]);
+		dbk_buf_printf(o, "\": %" PRIu64, mc->routed[i]);
+	}
+	dbk_buf_printf(o, "},\n  \"model_routed_other\": %" PRIu64 "\n}", mc->other);
 }
 
 /* Without --pool, the one pool's document; with it, {"pools": [...]}
@@ -604,6 +612,32 @@ static void metrics_config(const struct dbk_bal_config *c, struct dbk_buf *o)
 		               dbk_bal_group_size(c, g));
 }
 
+/* A label value: backslash, quote and newline escaped. */
+static void prom_label(struct dbk_buf *o, const char *s)
+{
+	for (; *s; s++)
+		if (*s == '\\' || *s == '"')
+			dbk_buf_printf(o, "\\%c", *s);
+		else if (*s == '\n')
+			dbk_buf_printf(o, "\\n");
+		else
+			dbk_buf_add(o, s, 1);
+}
+
+static void metrics_models(const struct dbk_model_counts *c, struct dbk_buf *o)
+{
+	dbk_prom_head(o, "dbucket_model_routed_total", "counter",
+	              "Requests routed, by the model model routing read (the first 64 ids).");
+	for (unsigned i = 0; i < c->n; i++) {
+		dbk_buf_printf(o, "dbucket_model_routed_total{model=\"");
+		prom_label(o, c->id[i]);
+		dbk_buf_printf(o, "\"} %" PRIu64 "\n", c->routed[i]);
+	}
+	dbk_prom_head(o, "dbucket_model_routed_other_total", "counter",
+	              "Requests routed for a model past the first 64 ids.");
+	dbk_buf_printf(o, "dbucket_model_routed_other_total %" PRIu64 "\n", c->other);
+}
+
 static void metrics_shared(const struct dbk_agent *a, struct dbk_buf *o)
 {
 	const struct dbk_spop_server_stats *s = dbk_spop_server_stats(a->spop);
@@ -613,6 +647,7 @@ static void metrics_shared(const struct dbk_agent *a, struct dbk_buf *o)
 	for (unsigned i = 0; i < COUNT(status_names); i++)
 		dbk_buf_printf(o, "dbucket_spop_disconnects_total{status=\"%s\"} %" PRIu64 "\n",
 		               status_names[i], s->disconnects[i]);
+	metrics_models(&a->route_handler.models, o);
 }
 
 /* A pool's numbers (and the agent's, with PART_ALL). */

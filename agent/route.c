@@ -67,15 +67,14 @@ static bool any_usable(const struct dbk_route *r, const uint64_t *eligible)
 /* The request's candidates by its model: NULL (every server), or
  * r->eligible; *action set when no server may take it. */
 static const uint64_t *candidates(struct dbk_route *r, const uint8_t *sample, size_t sample_len,
-                                  const char **action)
+                                  const char **action, const uint8_t **model, size_t *len)
 {
-	const uint8_t *model;
-	size_t len;
-
 	*action = NULL;
-	if (!r->models || !dbk_pkey_model(sample, sample_len, &model, &len))
+	*model = NULL;
+	*len = 0;
+	if (!r->models || !dbk_pkey_model(sample, sample_len, model, len))
 		return NULL;
-	switch (dbk_models_pick(r->models, model, len, r->eligible)) {
+	switch (dbk_models_pick(r->models, *model, *len, r->eligible)) {
 	case DBK_MODELS_ANY: return NULL;
 	case DBK_MODELS_NONE:
 		r->stats.unknown_model++;
@@ -304,7 +303,9 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 	enum dbk_bal_result res = DBK_BAL_OK;
 	bool shed;
 	const char *action;
-	const uint64_t *eligible = candidates(r, sample, sample_len, &action);
+	const uint8_t *model;
+	size_t model_len;
+	const uint64_t *eligible = candidates(r, sample, sample_len, &action, &model, &model_len);
 
 	if (action) {
 		/* Before admission and any lease: HAProxy answers alone. */
@@ -334,7 +335,9 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 			                     in.cls,
 			                     shed,
 			                     &ar,
-			                     r };
+			                     r,
+			                     model,
+			                     model_len };
 		r->on_decision(r->decision_arg, &e);
 	}
 	if (shed) {

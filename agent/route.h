@@ -106,6 +106,9 @@ struct dbk_route_event {
 	bool shed;
 	const struct dbk_admit_result *admit;
 	const struct dbk_route *route; /* the route that decided (its names) */
+	/* The request's model, when model routing read it (else NULL). */
+	const uint8_t *model;
+	size_t model_len;
 };
 
 struct dbk_route {

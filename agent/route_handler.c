@@ -1,5 +1,6 @@
 #include "route_handler.h"
 
+#include <string.h>
 #include <time.h>
 
 #include "lib/log.h"
@@ -47,6 +48,8 @@ static void on_decision(void *arg, const struct dbk_route_event *e)
 		log_refused(h, e);
 		return;
 	}
+	if (e->model)
+		dbk_model_counts_add(&h->models, e->model, e->model_len);
 	if (dbk_log_get_level() > DBK_LOG_DEBUG)
 		return;
 	/* %.10g spells the score as the txn variable does. */
@@ -80,6 +83,7 @@ struct dbk_spop_handler dbk_route_handler_init(struct dbk_route_handler *h, stru
 	h->route = r;
 	h->refused_logged_ms = 0;
 	h->refused_unlogged = 0;
+	memset(&h->models, 0, sizeof(h->models));
 	dbk_histo_init(&h->notify_seconds, notify_bounds,
 	               sizeof(notify_bounds) / sizeof(notify_bounds[0]));
 	dbk_route_handler_watch(h, r);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "histo.h"
+#include "model_counts.h"
 #include "lib/spop_server.h"
 #include "route.h"
 
@@ -19,6 +20,8 @@ struct dbk_route_handler {
 	 * one log line a second, with the count of those not logged. */
 	uint64_t refused_logged_ms;
 	uint64_t refused_unlogged;
+	/* Requests routed per model, every pool's (model routing on). */
+	struct dbk_model_counts models;
 };
 
 /* Ties h to r (r reports its decisions to h from now on) and returns the

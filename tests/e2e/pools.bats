@@ -107,6 +107,12 @@ only_own_backend() {
 	assert_equal "$(pool_field model-a decisions) $(pool_field model-a released)" "6 6"
 	assert_equal "$(pool_field model-b decisions) $(pool_field model-b released)" "6 6"
 	assert_equal "$(pool_field model-a unknown_releases) $(pool_field model-b unknown_releases)" "0 0"
+	# Requests routed per model, the agent's (no pool label).
+	run scrape_metric 'dbucket_model_routed_total{model="model-a"}'
+	assert_output 6
+	run scrape_metric 'dbucket_model_routed_total{model="model-b"}'
+	assert_output 6
+	assert_equal "$(agent_get /state | jq -c '.pools[0].model_routed')" '{"model-a":6,"model-b":6}'
 }
 
 @test "reference: two models on two backends, one agent: each model's requests reach only its backend's servers, every lease released in its pool" {
