@@ -399,19 +399,25 @@ static void cfg_frontend(FILE *out, const struct dbk_launch_flags *f,
 	      "    http-request set-priority-class int(0) if { var(txn.dbk_class) -m str -i "
 	      "critical 0 }\n"
 	      "    http-request set-priority-class int(2) if { var(txn.dbk_class) -m str -i "
-	      "sheddable 2 }\n"
-	      "    # One backend per model, a canary (haproxy.cfg): the maps named by\n"
-	      "    # HAProxy's environment, as there.\n"
-	      ".if defined(DBK_MODELS_MAP)\n"
-	      "    http-request set-var(txn.dbk_backend) req.body,json_query('$.model'),"
-	      "map(\"${DBK_MODELS_MAP}\") if METH_POST\n"
-	      ".endif\n"
-	      ".if defined(DBK_CANARY_MAP)\n"
-	      "    http-request set-var(txn.dbk_backend) var(txn.dbk_backend),"
-	      "map(\"${DBK_CANARY_MAP}\") if { var(txn.dbk_backend),map(\"${DBK_CANARY_MAP}\") "
-	      "-m found } { rand(100) lt \"${DBK_CANARY_PERCENT-5}\" }\n"
-	      ".endif\n"
-	      "    http-request send-spoe-group dbucket dbucket-route-group if METH_POST\n"
+	      "sheddable 2 }\n",
+	      out);
+	/* ... and the model map and canary (one backend per model, a run
+	 * has one backend). */
+	if (a->production)
+		fputs("    # One backend per model, a canary (haproxy.cfg): the maps named by\n"
+		      "    # HAProxy's environment, as there.\n"
+		      ".if defined(DBK_MODELS_MAP)\n"
+		      "    http-request set-var(txn.dbk_backend) req.body,json_query('$.model'),"
+		      "map(\"${DBK_MODELS_MAP}\") if METH_POST\n"
+		      ".endif\n"
+		      ".if defined(DBK_CANARY_MAP)\n"
+		      "    http-request set-var(txn.dbk_backend) var(txn.dbk_backend),"
+		      "map(\"${DBK_CANARY_MAP}\") if { "
+		      "var(txn.dbk_backend),map(\"${DBK_CANARY_MAP}\") "
+		      "-m found } { rand(100) lt \"${DBK_CANARY_PERCENT-5}\" }\n"
+		      ".endif\n",
+		      out);
+	fputs("    http-request send-spoe-group dbucket dbucket-route-group if METH_POST\n"
 	      "    # Shed by the agent's admission (--admission): 429, OpenAI's format.\n"
 	      "    http-request return status 429 content-type application/json hdr Retry-After "
 	      "\"%[var(txn.dbucket.retry_after)]\" hdr Cache-Control no-cache lf-string "
