@@ -6,61 +6,42 @@
 
 #include <ev.h>
 
-#include "accounting.h"
 #include "admin.h"
-#include "balancer.h"
-#include "books_share_loop.h"
 #include "config.h"
 #include "completion_rx.h"
-#include "policy_ops.h"
+#include "pool.h"
 #include "report.h"
 #include "route.h"
 #include "route_handler.h"
-#include "runtime_sync.h"
-#include "saturation.h"
-#include "server_watch.h"
 
 struct dbk_agent {
-	struct dbk_config cfg;
+	/* The pools, by --pool's order (one without --pool). What the
+	 * agent as a whole is told (listeners, limits, who may talk to it)
+	 * is read from pools[0].cfg: the options before the first --pool,
+	 * the same in every pool's. */
+	struct dbk_pool pools[DBK_MAX_POOLS];
+	unsigned npools;
 	struct ev_loop *loop;
-	struct dbk_balancer *bal;
-	struct dbk_route route;
-	struct dbk_hold hold;                   /* held-back charges (estimate_hold.h) */
+	/* With --pool: the route HAProxy's messages come to, which hands
+	 * each to its pool's (dbk_pool_pick); without, pools[0].route. */
+	struct dbk_route front;
 	struct dbk_route_handler route_handler; /* route as the SPOP handler */
 	struct dbk_spop_server *spop;
 	struct dbk_completion_rx *events;
 	struct dbk_admin *admin;
-	struct dbk_runtime_sync *sync;    /* NULL without --haproxy-socket */
-	struct dbk_rt_server *discovered; /* names read from HAProxy, if any */
-	unsigned ndiscovered;
-	/* Servers at start: cfg.servers[0..nstart). With --haproxy-socket,
-	 * cfg.servers has a slot for each server the agent may follow (up to
-	 * --max-servers), "" for a free one, and points into the runtime
-	 * sync's names once it runs (they change as the backend does). */
-	unsigned nstart;
-	struct dbk_policy policy;     /* --policy's, running */
-	struct dbk_share_loop *share; /* --share-books; NULL: not shared */
-	struct dbk_scrape *scrape;    /* NULL: no server is scraped */
-	/* Which server serves which model, from the scrapes' /v1/models;
-	 * NULL (and no model routing) when no server is scraped. */
-	struct dbk_models *models;
-	/* What the command line says; --config is applied on top of it at
-	 * start and on every SIGHUP. */
-	struct dbk_bal_config base_config;
-	uint64_t config_changes;
 	ev_timer ttl_timer;
-	struct dbk_acct acct; /* what completions and the TTL did */
-	/* Outlier ejection (completions) and sleeping engines (scrapes). */
-	struct dbk_server_watch watch;
-	/* The fleet's saturation from scrapes, for admission under a policy
-	 * that predicts nothing (route.sat points here). */
-	struct dbk_saturation sat;
 	/* Unix sockets we created, removed again at stop. */
 	const char *unix_specs[3 * DBK_MAX_LISTEN];
 	unsigned nunix;
 };
 
-/* Creates the balancer and every listener the configuration names.
+/* The agent-wide settings: the options before the first --pool. */
+static inline const struct dbk_config *dbk_agent_cfg(const struct dbk_agent *a)
+{
+	return &a->pools[0].cfg;
+}
+
+/* Starts every pool and every listener the configuration names.
  * Returns 0, or -1 with the reason in err. */
 int dbk_agent_start(struct dbk_agent *a, struct ev_loop *loop, char *err, size_t errlen);
 void dbk_agent_stop(struct dbk_agent *a);
@@ -69,8 +50,9 @@ void dbk_agent_stop(struct dbk_agent *a);
  * first. Returns 0, or -1 with err. */
 int dbk_agent_drop_privileges(struct dbk_agent *a, char *err, size_t errlen);
 
-/* Rereads --config over the command line's settings and applies them
- * live. Returns 0, or -1 with err (nothing changed). */
+/* Rereads each pool's --config over its command line's settings and
+ * applies them live. Returns 0, or -1 with err (the pools before the
+ * one that failed are changed). */
 int dbk_agent_reload(struct dbk_agent *a, char *err, size_t errlen);
 
 #endif

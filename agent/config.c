@@ -30,7 +30,7 @@ struct parse {
 #define COUNT(t) (sizeof(t) / sizeof((t)[0]))
 #define WEEK_S (7 * 24 * 3600)
 /* Options in all sections, at most. */
-#define MAX_OPTIONS 62
+#define MAX_OPTIONS 63
 
 static const char *const log_levels[] = { "debug", "info", "warn", "error", NULL };
 
@@ -166,6 +166,18 @@ static int opt_backend(void *ctx, const char *v, char *err, size_t errlen)
 		return -1;
 	}
 	((struct parse *)ctx)->c->backend = v;
+	return 0;
+}
+
+static int opt_pool(void *ctx, const char *v, char *err, size_t errlen)
+{
+	struct dbk_config *c = ((struct parse *)ctx)->c;
+
+	if (!valid_server_name(v)) {
+		dbk_errf(err, errlen, "invalid --pool backend name '%s'", v);
+		return -1;
+	}
+	c->pool = c->backend = v;
 	return 0;
 }
 
@@ -501,6 +513,12 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		     "its stats socket: unix:PATH, /PATH or\nHOST:PORT (needs 'level operator' or "
 		     "more)"),
 		CALL("backend", opt_backend, "NAME", "the vLLM backend (" DBK_DEFAULT_BACKEND ")"),
+		SECTION("\nPools (several HAProxy backends, one agent; see the README):"),
+		CALL("pool", opt_pool, "NAME",
+		     "serve HAProxy backend NAME too, as a pool of\nits own: the pool options "
+		     "after it (balancing,\n--policy, scrapes, outliers, admission, runtime\n"
+		     "API polling, --max-servers, server names)\nare its, those before the "
+		     "first --pool\nevery pool's; repeatable (at most " STR(DBK_MAX_POOLS) ")"),
 		NUM("poll-interval", DBK_OPT_MS, &c->poll_ms, 50, 3600 * 1000, "TIME",
 		    "how often to read server states and sessions:\nDOWN, MAINT and DRAIN servers "
 		    "are not chosen,\nleaked leases are reclaimed (" STR(DBK_DEFAULT_POLL_MS) ")"),
@@ -549,7 +567,7 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 	const char *section = NULL;
 	size_t n = 0;
 
-	_Static_assert(COUNT(t) <= MAX_OPTIONS + 7 /* SECTION rows */, "MAX_OPTIONS is too small");
+	_Static_assert(COUNT(t) <= MAX_OPTIONS + 8 /* SECTION rows */, "MAX_OPTIONS is too small");
 	for (size_t i = 0; i < COUNT(t); i++) {
 		if (!t[i].name) {
 			section = t[i].section;
@@ -571,13 +589,15 @@ void dbk_config_usage(FILE *out, const char *prog)
 	fprintf(out,
 	        "Usage: %s [OPTIONS] SERVER...\n"
 	        "       %s [OPTIONS] --haproxy-socket ADDR [--backend NAME]\n"
+	        "       %s [OPTIONS] --pool NAME [POOL OPTIONS] [SERVER...] --pool NAME ...\n"
 	        "\n"
 	        "HAProxy SPOE agent that picks a vLLM server for each request by its length\n"
 	        "and the load in flight. SERVER... are the backend's server names, in order,\n"
 	        "exactly as haproxy.cfg spells them; with --haproxy-socket and no names the\n"
 	        "agent reads them from HAProxy. It answers with the chosen name in\n"
-	        "txn.<var-prefix>.server.\n",
-	        prog, prog);
+	        "txn.<var-prefix>.server. With --pool it serves several backends, each a\n"
+	        "pool of its own (and answers the backend in txn.<var-prefix>.backend).\n",
+	        prog, prog, prog);
 	all_options(&p, t);
 	dbk_cli_usage(out, t);
 	fprintf(out, "\nLogs go to stderr in logfmt. SIGTERM or SIGINT stops the agent cleanly.\n");

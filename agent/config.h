@@ -47,6 +47,8 @@
 #define DBK_DEFAULT_IDLE_TIMEOUT_S 120
 #define DBK_MAX_SERVER_NAME 64
 #define DBK_MAX_ALLOW 32
+/* --pool: HAProxy backends one agent serves at most. */
+#define DBK_MAX_POOLS 16
 
 #define DBK_DEFAULT_SCRAPE_INTERVAL_MS 100
 #define DBK_DEFAULT_SCRAPE_TIMEOUT_MS 1000
@@ -69,6 +71,7 @@ struct dbk_config {
 	long long lease_ttl_s;
 	const char *haproxy_socket; /* runtime API; NULL: none */
 	const char *backend;        /* the vLLM backend's name in haproxy.cfg */
+	const char *pool;           /* --pool NAME (then backend too); NULL: none */
 	long long poll_ms;          /* runtime API poll interval */
 	long long reclaim_after_s;  /* youngest lease a leak repair may take */
 	int max_servers;            /* slots when following HAProxy's backend */
@@ -127,6 +130,15 @@ enum dbk_config_result {
 
 enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc, char **argv, char *err,
                                         size_t errlen);
+
+/* The pools of a command line (README's "Several models, several
+ * pools"), into *pools[0..*n), at most max. Without --pool, one: what
+ * dbk_config_parse gives. With it, one per --pool NAME: each parsed from
+ * the options before the first --pool, then its own (pool options only:
+ * an agent-wide one there is an error), then its server names. */
+enum dbk_config_result dbk_config_parse_pools(struct dbk_config *const *pools, unsigned max,
+                                              unsigned *n, int argc, char **argv, char *err,
+                                              size_t errlen);
 
 void dbk_config_usage(FILE *out, const char *prog);
 

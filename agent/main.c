@@ -28,17 +28,25 @@ static void on_sighup(struct ev_loop *loop, ev_signal *w, int revents)
 		        "reason=\"%s\" effect=\"settings unchanged\"", err);
 }
 
+/* One line per pool; with --pool each says its pool, and the NOTIFYs
+ * are counted by the front (every pool's). */
 static void log_summary(const struct dbk_agent *a)
 {
-	const struct dbk_bal_stats *b = dbk_bal_stats(a->bal);
+	for (unsigned i = 0; i < a->npools; i++) {
+		const struct dbk_pool *p = &a->pools[i];
+		const struct dbk_bal_stats *b = dbk_bal_stats(p->bal);
+		uint64_t notifies = p->cfg.pool ? a->front.stats.notifies : p->route.stats.notifies;
 
-	dbk_log(DBK_LOG_INFO, "summary",
-	        "notifies=%llu decisions=%llu redirects=%llu released=%llu expired=%llu "
-	        "leases=%zu unknown_releases=%llu refused=%llu",
-	        (unsigned long long)a->route.stats.notifies, (unsigned long long)b->decisions,
-	        (unsigned long long)b->redirects, (unsigned long long)b->releases,
-	        (unsigned long long)b->expired, b->leases, (unsigned long long)b->unknown_releases,
-	        (unsigned long long)a->route.stats.refused);
+		dbk_log(DBK_LOG_INFO, "summary",
+		        "%s%s%snotifies=%llu decisions=%llu redirects=%llu released=%llu "
+		        "expired=%llu leases=%zu unknown_releases=%llu refused=%llu",
+		        p->cfg.pool ? "pool=" : "", p->cfg.pool ? p->cfg.pool : "",
+		        p->cfg.pool ? " " : "", (unsigned long long)notifies,
+		        (unsigned long long)b->decisions, (unsigned long long)b->redirects,
+		        (unsigned long long)b->releases, (unsigned long long)b->expired, b->leases,
+		        (unsigned long long)b->unknown_releases,
+		        (unsigned long long)p->route.stats.refused);
+	}
 }
 
 int main(int argc, char **argv)
@@ -48,13 +56,18 @@ int main(int argc, char **argv)
 	char err[320];
 	int rc = 1;
 
-	switch (dbk_config_parse(&a.cfg, argc, argv, err, sizeof(err))) {
+	struct dbk_config *cfgs[DBK_MAX_POOLS];
+
+	for (unsigned i = 0; i < DBK_MAX_POOLS; i++)
+		cfgs[i] = &a.pools[i].cfg;
+	switch (dbk_config_parse_pools(cfgs, DBK_MAX_POOLS, &a.npools, argc, argv, err,
+	                               sizeof(err))) {
 	case DBK_CONFIG_HELP: dbk_config_usage(stdout, "dbucket-spoa"); return 0;
 	case DBK_CONFIG_VERSION: printf("dbucket-spoa %s\n", DBK_VERSION); return 0;
 	case DBK_CONFIG_ERROR: fprintf(stderr, "dbucket-spoa: %s\n", err); return 2;
 	case DBK_CONFIG_OK: break;
 	}
-	dbk_log_set_level((enum dbk_log_level)a.cfg.log_level);
+	dbk_log_set_level((enum dbk_log_level)dbk_agent_cfg(&a)->log_level);
 	signal(SIGPIPE, SIG_IGN);
 
 	/* The watchers come first: a stop sent while the listeners open (a
@@ -76,11 +89,17 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	dbk_log(DBK_LOG_INFO, "started",
-	        "version=%s servers=%u slots=%u mode=%s threshold=%lld max_request_tokens=%lld "
-	        "lease_ttl_s=%lld",
-	        DBK_VERSION, a.nstart, a.cfg.nservers, a.cfg.dynamic ? "dynamic" : "plain",
-	        a.cfg.threshold, a.cfg.max_request_tokens, a.cfg.lease_ttl_s);
+	for (unsigned i = 0; i < a.npools; i++) {
+		const struct dbk_pool *p = &a.pools[i];
+
+		dbk_log(DBK_LOG_INFO, "started",
+		        "version=%s %s%s%sservers=%u slots=%u mode=%s threshold=%lld "
+		        "max_request_tokens=%lld lease_ttl_s=%lld",
+		        DBK_VERSION, p->cfg.pool ? "pool=" : "", p->cfg.pool ? p->cfg.pool : "",
+		        p->cfg.pool ? " " : "", p->nstart, p->cfg.nservers,
+		        p->cfg.dynamic ? "dynamic" : "plain", p->cfg.threshold,
+		        p->cfg.max_request_tokens, p->cfg.lease_ttl_s);
+	}
 	ev_run(loop, 0);
 	log_summary(&a);
 	rc = 0;

@@ -13,6 +13,7 @@
 
 #include "agent.h"
 #include "lib/clock.h"
+#include "prom_merge.h"
 #include "prom_text.h"
 #include "scrape.h"
 
@@ -27,7 +28,8 @@ enum src {
 	SRC_RX,     /* struct dbk_completion_rx_stats */
 	SRC_SPOP,   /* struct dbk_spop_server_stats */
 	SRC_SYNC,   /* struct dbk_runtime_sync_stats, with --haproxy-socket only */
-	SRC_AGENT,  /* struct dbk_agent */
+	SRC_POOL,   /* struct dbk_pool */
+	SRC_FRONT,  /* struct dbk_route_stats of the route NOTIFYs come to */
 	NSRC
 };
 
@@ -46,7 +48,7 @@ struct row {
 	enum src src;
 	size_t off, size; /* an unsigned integer or bool in src */
 	/* When set, the value instead (a sum of fields). */
-	uint64_t (*read)(const struct dbk_agent *a);
+	uint64_t (*read)(const struct dbk_pool *p);
 };
 
 #define FIELD(src, type, f) src, offsetof(type, f), sizeof(((type *)0)->f)
@@ -57,23 +59,27 @@ struct row {
 #define RX(f) FIELD(SRC_RX, struct dbk_completion_rx_stats, f)
 #define SPOP(f) FIELD(SRC_SPOP, struct dbk_spop_server_stats, f)
 #define SYNC(f) FIELD(SRC_SYNC, struct dbk_runtime_sync_stats, f)
-#define AGENT(f) FIELD(SRC_AGENT, struct dbk_agent, f)
+#define POOL(f) FIELD(SRC_POOL, struct dbk_pool, f)
+#define FRONT(f) FIELD(SRC_FRONT, struct dbk_route_stats, f)
+
+/* The sources every pool shares: rendered once, without a pool label. */
+static bool shared(enum src s) { return s == SRC_RX || s == SRC_SPOP || s == SRC_FRONT; }
 
 /* The route refuses for the balancer's reasons and for a missing id. */
-static uint64_t route_refused(const struct dbk_agent *a)
+static uint64_t route_refused(const struct dbk_pool *p)
 {
-	return a->route.stats.refused + a->route.stats.no_id;
+	return p->route.stats.refused + p->route.stats.no_id;
 }
 
-static uint64_t fleet_saturated(const struct dbk_agent *a)
+static uint64_t fleet_saturated(const struct dbk_pool *p)
 {
-	return dbk_sat_fleet(&a->sat, a->bal, dbk_mono_ms());
+	return dbk_sat_fleet(&p->sat, p->bal, dbk_mono_ms());
 }
 
 /* Whole milliseconds; 0 when not known. */
-static uint64_t fleet_first_token_ms(const struct dbk_agent *a)
+static uint64_t fleet_first_token_ms(const struct dbk_pool *p)
 {
-	return (uint64_t)(dbk_sat_fleet_ttft_ms(&a->sat, dbk_mono_ms()) + 0.5);
+	return (uint64_t)(dbk_sat_fleet_ttft_ms(&p->sat, dbk_mono_ms()) + 0.5);
 }
 
 static const struct row rows[] = {
@@ -99,11 +105,11 @@ static const struct row rows[] = {
 	{ "charges_held", "dbucket_charges_held_total", NULL,
 	  "Requests charged without their prefill (body not whole) until their server counted "
 	  "them.",
-	  COUNTER, AGENT(hold.stats.held), NULL },
+	  COUNTER, POOL(hold.stats.held), NULL },
 	{ "charges_confirmed", "dbucket_charges_completed_total", "cause=\"counted\"",
-	  "Held-back charges made whole, by cause.", COUNTER, AGENT(hold.stats.confirmed), NULL },
+	  "Held-back charges made whole, by cause.", COUNTER, POOL(hold.stats.confirmed), NULL },
 	{ "charges_unwatched", "dbucket_charges_completed_total", "cause=\"scrape_failed\"", NULL,
-	  COUNTER, AGENT(hold.stats.unwatched), NULL },
+	  COUNTER, POOL(hold.stats.unwatched), NULL },
 	/* Releases, by cause. */
 	{ "released", "dbucket_releases_total", "cause=\"completion\"",
 	  "Leases given back, by cause.", COUNTER, BAL(releases), NULL },
@@ -151,7 +157,7 @@ static const struct row rows[] = {
 	{ NULL, "dbucket_spop_connections", NULL, "Open SPOP connections.", GAUGE, SPOP(open),
 	  NULL },
 	{ NULL, "dbucket_spop_notifies_total", NULL, "NOTIFY frames handled.", COUNTER,
-	  ROUTE(notifies), NULL },
+	  FRONT(notifies), NULL },
 	/* HAProxy's runtime API. */
 	{ "runtime_api_up", "dbucket_runtime_api_up", NULL, "The last runtime API poll succeeded.",
 	  FLAG, SYNC(up), NULL },
@@ -171,21 +177,21 @@ static const struct row rows[] = {
 	  COUNTER, SYNC(readdressed), NULL },
 	/* Settings and policies. */
 	{ NULL, "dbucket_config_changes_total", NULL,
-	  "Settings applied live (SIGHUP or POST /config).", COUNTER, AGENT(config_changes), NULL },
+	  "Settings applied live (SIGHUP or POST /config).", COUNTER, POOL(config_changes), NULL },
 	{ NULL, "dbucket_ttft_too_long_total", NULL,
 	  "Requests no usable server's max_model_len could hold (sent to the largest).", COUNTER,
 	  CHOOSE(too_long), NULL },
 	/* Admission (issue 28): by the class haproxy.cfg gave the request.
 	 * Critical is never shed, so it has no shed rows. */
 	{ "admission", "dbucket_admission_enabled", NULL,
-	  "Whether admission (--admission) may shed requests.", FLAG, AGENT(cfg.admit.enabled),
+	  "Whether admission (--admission) may shed requests.", FLAG, POOL(cfg.admit.enabled),
 	  NULL },
 	{ "fleet_saturated", "dbucket_fleet_saturated", NULL,
 	  "No usable server has room by its scraped queue and KV-cache use (--saturation-*).", FLAG,
-	  AGENT(sat.n), fleet_saturated },
+	  POOL(sat.n), fleet_saturated },
 	/* /state only: the rows carry whole numbers, and /metrics wants
 	 * seconds; vLLM's own histogram is on the dashboard. */
-	{ "fleet_first_token_ms", NULL, NULL, NULL, GAUGE, AGENT(sat.n), fleet_first_token_ms },
+	{ "fleet_first_token_ms", NULL, NULL, NULL, GAUGE, POOL(sat.n), fleet_first_token_ms },
 	{ "admitted_critical", "dbucket_admission_admitted_total", "class=\"critical\"",
 	  "Route requests given a server, by class.", COUNTER, ROUTE(admitted[DBK_CLASS_CRITICAL]),
 	  NULL },
@@ -233,37 +239,31 @@ struct column {
 	const char *json, *metric, *help;
 	enum kind kind;
 	bool fractional; /* else a whole number */
-	double (*read)(const struct dbk_agent *a, unsigned i);
+	double (*read)(const struct dbk_pool *p, unsigned i);
 };
 
-static double col_group(const struct dbk_agent *a, unsigned i)
+static double col_group(const struct dbk_pool *p, unsigned i)
 {
-	return dbk_bal_group_of(a->bal, i);
+	return dbk_bal_group_of(p->bal, i);
 }
 
-static double col_usable(const struct dbk_agent *a, unsigned i)
+static double col_usable(const struct dbk_pool *p, unsigned i) { return dbk_bal_usable(p->bal, i); }
+
+static double col_inflight(const struct dbk_pool *p, unsigned i)
 {
-	return dbk_bal_usable(a->bal, i);
+	return dbk_bal_server_inflight(p->bal, i);
 }
 
-static double col_inflight(const struct dbk_agent *a, unsigned i)
+static double col_load(const struct dbk_pool *p, unsigned i)
 {
-	return dbk_bal_server_inflight(a->bal, i);
+	return dbk_bal_server_load(p->bal, i);
 }
 
-static double col_load(const struct dbk_agent *a, unsigned i)
-{
-	return dbk_bal_server_load(a->bal, i);
-}
+static double col_weight(const struct dbk_pool *p, unsigned i) { return dbk_bal_weight(p->bal, i); }
 
-static double col_weight(const struct dbk_agent *a, unsigned i)
+static double col_decisions(const struct dbk_pool *p, unsigned i)
 {
-	return dbk_bal_weight(a->bal, i);
-}
-
-static double col_decisions(const struct dbk_agent *a, unsigned i)
-{
-	return a->route.by_server ? (double)a->route.by_server[i] : 0;
+	return p->route.by_server ? (double)p->route.by_server[i] : 0;
 }
 
 static const struct column columns[] = {
@@ -289,66 +289,85 @@ struct histogram {
 	const char *metric; /* in seconds */
 	const char *help;
 	double to_seconds;
-	const struct dbk_histo *(*read)(const struct dbk_agent *a);
+	const struct dbk_histo *(*read)(const struct dbk_agent *a, const struct dbk_pool *p);
+	bool shared; /* the agent's, not a pool's */
 };
 
-static const struct dbk_histo *notify_seconds(const struct dbk_agent *a)
+static const struct dbk_histo *notify_seconds(const struct dbk_agent *a, const struct dbk_pool *p)
 {
+	(void)p;
 	return &a->route_handler.notify_seconds;
 }
 
-static const struct dbk_histo *completion_lag(const struct dbk_agent *a) { return &a->acct.lag_ms; }
+static const struct dbk_histo *completion_lag(const struct dbk_agent *a, const struct dbk_pool *p)
+{
+	(void)a;
+	return &p->acct.lag_ms;
+}
 
 static const struct histogram histograms[] = {
 	{ NULL, "dbucket_decision_seconds",
-	  "Time to handle one NOTIFY: decode, decide, encode the ACK.", 1.0, notify_seconds },
+	  "Time to handle one NOTIFY: decode, decide, encode the ACK.", 1.0, notify_seconds, true },
 	{ "completion_lag_ms", "dbucket_completion_lag_seconds",
 	  "From a stream's end (HAProxy's log time) to the release of its load.", 0.001,
-	  completion_lag },
+	  completion_lag, false },
 };
 
 #define COUNT(t) (sizeof(t) / sizeof((t)[0]))
 
 static const char *const kind_names[] = { "counter", "gauge", "gauge" };
 
-static void sources(const struct dbk_agent *a, const void *src[NSRC])
+/* What a part of the report renders: one pool's numbers, the agent's
+ * shared ones, or (one pool, no --pool) both, in the order they had
+ * before pools were. */
+enum part { PART_POOL = 1, PART_SHARED = 2, PART_ALL = 3 };
+
+static bool in_part(bool is_shared, enum part part)
 {
-	src[SRC_BAL] = dbk_bal_stats(a->bal);
-	src[SRC_ACCT] = &a->acct.stats;
-	src[SRC_ROUTE] = &a->route.stats;
-	src[SRC_CHOOSE] = a->cfg.policy->choose ? &a->route.stats : NULL;
-	src[SRC_RX] = dbk_completion_rx_stats(a->events);
-	src[SRC_SPOP] = dbk_spop_server_stats(a->spop);
-	src[SRC_SYNC] = a->sync ? dbk_runtime_sync_stats(a->sync) : NULL;
-	src[SRC_AGENT] = a;
+	return (part & (is_shared ? PART_SHARED : PART_POOL)) != 0;
 }
 
-static uint64_t value(const struct dbk_agent *a, const struct row *r, const void *base)
+static bool pooled(const struct dbk_agent *a) { return a->pools[0].cfg.pool != NULL; }
+
+static void sources(const struct dbk_agent *a, const struct dbk_pool *p, const void *src[NSRC])
 {
-	const char *p = (const char *)base + r->off;
+	src[SRC_BAL] = dbk_bal_stats(p->bal);
+	src[SRC_ACCT] = &p->acct.stats;
+	src[SRC_ROUTE] = &p->route.stats;
+	src[SRC_CHOOSE] = p->cfg.policy->choose ? &p->route.stats : NULL;
+	src[SRC_RX] = dbk_completion_rx_stats(a->events);
+	src[SRC_SPOP] = dbk_spop_server_stats(a->spop);
+	src[SRC_SYNC] = p->sync ? dbk_runtime_sync_stats(p->sync) : NULL;
+	src[SRC_POOL] = p;
+	src[SRC_FRONT] = pooled(a) ? &a->front.stats : &a->pools[0].route.stats;
+}
+
+static uint64_t value(const struct dbk_pool *p, const struct row *r, const void *base)
+{
+	const char *v = (const char *)base + r->off;
 
 	if (r->read)
-		return r->read(a);
+		return r->read(p);
 	switch (r->size) {
 	case 1: {
-		uint8_t v;
-		memcpy(&v, p, 1);
-		return v;
+		uint8_t x;
+		memcpy(&x, v, 1);
+		return x;
 	}
 	case 2: {
-		uint16_t v;
-		memcpy(&v, p, 2);
-		return v;
+		uint16_t x;
+		memcpy(&x, v, 2);
+		return x;
 	}
 	case 4: {
-		uint32_t v;
-		memcpy(&v, p, 4);
-		return v;
+		uint32_t x;
+		memcpy(&x, v, 4);
+		return x;
 	}
 	default: {
-		uint64_t v;
-		memcpy(&v, p, 8);
-		return v;
+		uint64_t x;
+		memcpy(&x, v, 8);
+		return x;
 	}
 	}
 }
@@ -371,18 +390,18 @@ static void json_chars(struct dbk_buf *o, const char *s)
 
 /* The server's models as /v1/models listed them (an adapter with its
  * parent), or null while they are not known. */
-static void state_models(const struct dbk_agent *a, unsigned i, struct dbk_buf *o)
+static void state_models(const struct dbk_pool *p, unsigned i, struct dbk_buf *o)
 {
 	const char *id, *parent;
 
-	if (!a->models)
+	if (!p->models)
 		return;
-	if (dbk_models_state(a->models, i) != DBK_MODELS_KNOWN) {
+	if (dbk_models_state(p->models, i) != DBK_MODELS_KNOWN) {
 		dbk_buf_printf(o, ", \"models\": null");
 		return;
 	}
 	dbk_buf_printf(o, ", \"models\": [");
-	for (unsigned k = 0; (id = dbk_models_id(a->models, i, k, &parent)) != NULL; k++) {
+	for (unsigned k = 0; (id = dbk_models_id(p->models, i, k, &parent)) != NULL; k++) {
 		dbk_buf_printf(o, "%s{\"id\": \"", k ? ", " : "");
 		json_chars(o, id);
 		if (parent[0]) {
@@ -397,9 +416,9 @@ static void state_models(const struct dbk_agent *a, unsigned i, struct dbk_buf *
 /* The LoRA adapters with requests there and its slots, as its last
  * good scrape of vllm:lora_requests_info said (vllm_metrics.h; lists
  * comma-joined as vLLM's labels); nothing where none was read. */
-static void state_lora(const struct dbk_agent *a, unsigned i, struct dbk_buf *o)
+static void state_lora(const struct dbk_pool *p, unsigned i, struct dbk_buf *o)
 {
-	const struct dbk_scrape_view *v = a->scrape ? dbk_scrape_view(a->scrape, i) : NULL;
+	const struct dbk_scrape_view *v = p->scrape ? dbk_scrape_view(p->scrape, i) : NULL;
 
 	if (!v || !(v->m.have & DBK_VM_LORA))
 		return;
@@ -410,21 +429,21 @@ static void state_lora(const struct dbk_agent *a, unsigned i, struct dbk_buf *o)
 	dbk_buf_printf(o, "\"}");
 }
 
-static void state_servers(const struct dbk_agent *a, struct dbk_buf *o)
+static void state_servers(const struct dbk_pool *p, struct dbk_buf *o)
 {
-	const struct dbk_bal_config *c = dbk_bal_config(a->bal);
+	const struct dbk_bal_config *c = dbk_bal_config(p->bal);
 
 	const char *sep = "";
 
 	/* HAProxy's servers only: a free slot (agent.h) is left out. */
 	dbk_buf_printf(o, "  \"servers\": [\n");
-	for (unsigned i = 0; i < a->cfg.nservers; i++) {
-		if (!a->cfg.servers[i][0])
+	for (unsigned i = 0; i < p->cfg.nservers; i++) {
+		if (!p->cfg.servers[i][0])
 			continue;
-		dbk_buf_printf(o, "%s    {\"name\": \"%s\"", sep, a->cfg.servers[i]);
+		dbk_buf_printf(o, "%s    {\"name\": \"%s\"", sep, p->cfg.servers[i]);
 		sep = ",\n";
 		for (const struct column *k = columns; k < columns + COUNT(columns); k++) {
-			double v = k->read(a, i);
+			double v = k->read(p, i);
 
 			if (!k->json)
 				continue;
@@ -436,10 +455,10 @@ static void state_servers(const struct dbk_agent *a, struct dbk_buf *o)
 				               k->json, v);
 		}
 		dbk_buf_printf(o, ", \"slot\": %u", i);
-		state_models(a, i, o);
-		state_lora(a, i, o);
-		if (a->sync) {
-			const struct dbk_rt_server *r = dbk_runtime_sync_server(a->sync, i);
+		state_models(p, i, o);
+		state_lora(p, i, o);
+		if (p->sync) {
+			const struct dbk_rt_server *r = dbk_runtime_sync_server(p->sync, i);
 			dbk_buf_printf(o,
 			               ", \"haproxy_state\": \"%s\", \"haproxy_sessions\": %ld, "
 			               "\"haproxy_weight\": %ld",
@@ -451,31 +470,36 @@ static void state_servers(const struct dbk_agent *a, struct dbk_buf *o)
 	dbk_buf_printf(o, "%s  ],\n  \"buckets\": [\n", *sep ? "\n" : "");
 	for (unsigned b = 0; b < c->nbuckets; b++)
 		dbk_buf_printf(o, "    {\"min\": %.17g, \"max\": %.17g, \"load\": %.17g}%s\n",
-		               c->bounds[b], c->bounds[b + 1], dbk_bal_bucket_load(a->bal, b),
+		               c->bounds[b], c->bounds[b + 1], dbk_bal_bucket_load(p->bal, b),
 		               b + 1 < c->nbuckets ? "," : "");
 	dbk_buf_printf(o, "  ],\n");
 }
 
-/* One line a number, so that people and grep read it alike. */
-void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *o)
+/* One pool's document: what /state was before pools, with "pool" first
+ * when --pool named it. One line a number, so that people and grep read
+ * it alike. */
+static void state_pool(const struct dbk_agent *a, const struct dbk_pool *p, struct dbk_buf *o)
 {
 	const void *src[NSRC];
 	const char *sep = "";
 
-	sources(a, src);
-	dbk_buf_printf(o, "{\n  \"mode\": \"%s\",\n  \"policy\": \"%s\",\n",
-	               a->cfg.dynamic ? "dynamic" : "plain", a->cfg.policy->name);
+	sources(a, p, src);
+	dbk_buf_printf(o, "{\n");
+	if (p->cfg.pool)
+		dbk_buf_printf(o, "  \"pool\": \"%s\",\n", p->cfg.pool);
+	dbk_buf_printf(o, "  \"mode\": \"%s\",\n  \"policy\": \"%s\",\n",
+	               p->cfg.dynamic ? "dynamic" : "plain", p->cfg.policy->name);
 	/* --engine-speed, for the status page's settings of ttft and p2ttft. */
-	dbk_buf_printf(o, "  \"engine_speed\": %.17g,\n", a->cfg.engine_speed);
-	state_servers(a, o);
-	if (a->scrape)
-		dbk_scrape_report_state(a->scrape, dbk_mono_ms(), o);
-	dbk_server_watch_report_state(&a->watch, dbk_mono_ms(), o);
-	dbk_policy_report_state(&a->policy, a->cfg.servers, a->cfg.nservers, dbk_mono_ms(), o);
+	dbk_buf_printf(o, "  \"engine_speed\": %.17g,\n", p->cfg.engine_speed);
+	state_servers(p, o);
+	if (p->scrape)
+		dbk_scrape_report_state(p->scrape, dbk_mono_ms(), o);
+	dbk_server_watch_report_state(&p->watch, dbk_mono_ms(), o);
+	dbk_policy_report_state(&p->policy, p->cfg.servers, p->cfg.nservers, dbk_mono_ms(), o);
 	for (const struct row *r = rows; r < rows + COUNT(rows); r++) {
 		if (!r->json || !src[r->src])
 			continue;
-		uint64_t v = value(a, r, src[r->src]);
+		uint64_t v = value(p, r, src[r->src]);
 		if (r->kind == FLAG)
 			dbk_buf_printf(o, "%s  \"%s\": %s", sep, r->json, v ? "true" : "false");
 		else
@@ -483,7 +507,7 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *o)
 		sep = ",\n";
 	}
 	for (const struct histogram *h = histograms; h < histograms + COUNT(histograms); h++) {
-		const struct dbk_histo *x = h->read(a);
+		const struct dbk_histo *x = h->read(a, p);
 
 		if (!h->json)
 			continue;
@@ -493,7 +517,32 @@ void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *o)
 		               dbk_histo_quantile(x, 0.99));
 		sep = ",\n";
 	}
-	dbk_buf_printf(o, "\n}\n");
+	/* Requests routed per model: the agent's, every pool's. */
+	const struct dbk_model_counts *mc = &a->route_handler.models;
+	dbk_buf_printf(o, "%s  \"model_routed\": {", sep);
+	for (unsigned i = 0; i < mc->n; i++) {
+		dbk_buf_printf(o, "%s\"", i ? ", " : "");
+		json_chars(o, mc->id[i]);
+		dbk_buf_printf(o, "\": %" PRIu64, mc->routed[i]);
+	}
+	dbk_buf_printf(o, "},\n  \"model_routed_other\": %" PRIu64 "\n}", mc->other);
+}
+
+/* Without --pool, the one pool's document; with it, {"pools": [...]}
+ * of every pool's (the agent-wide numbers are in each). */
+void dbk_report_state(const struct dbk_agent *a, struct dbk_buf *o)
+{
+	if (!pooled(a)) {
+		state_pool(a, &a->pools[0], o);
+		dbk_buf_printf(o, "\n");
+		return;
+	}
+	dbk_buf_printf(o, "{\"pools\": [\n");
+	for (unsigned i = 0; i < a->npools; i++) {
+		state_pool(a, &a->pools[i], o);
+		dbk_buf_printf(o, "%s\n", i + 1 < a->npools ? "," : "");
+	}
+	dbk_buf_printf(o, "]}\n");
 }
 
 /* ---- /metrics ---- */
@@ -516,20 +565,21 @@ static const char *const status_names[] = {
 	"unknown",
 };
 
-static void metrics_rows(const struct dbk_agent *a, struct dbk_buf *o)
+static void metrics_rows(const struct dbk_agent *a, const struct dbk_pool *p, enum part part,
+                         struct dbk_buf *o)
 {
 	const void *src[NSRC];
 	const char *family = NULL;
 
-	sources(a, src);
+	sources(a, p, src);
 	for (const struct row *r = rows; r < rows + COUNT(rows); r++) {
-		if (!r->metric || !src[r->src])
+		if (!r->metric || !src[r->src] || !in_part(shared(r->src), part))
 			continue;
 		/* A family's rows are adjacent; its header comes once. */
 		if (!family || strcmp(family, r->metric) != 0)
 			dbk_prom_head(o, r->metric, kind_names[r->kind], r->help);
 		family = r->metric;
-		uint64_t v = value(a, r, src[r->src]);
+		uint64_t v = value(p, r, src[r->src]);
 		dbk_buf_printf(o, "%s%s%s%s ", r->metric, r->label ? "{" : "",
 		               r->label ? r->label : "", r->label ? "}" : "");
 		if (r->kind == COUNTER)
@@ -539,16 +589,24 @@ static void metrics_rows(const struct dbk_agent *a, struct dbk_buf *o)
 	}
 }
 
-static void metrics_servers(const struct dbk_agent *a, struct dbk_buf *o)
+static void metrics_histograms(const struct dbk_agent *a, const struct dbk_pool *p, enum part part,
+                               struct dbk_buf *o)
+{
+	for (const struct histogram *h = histograms; h < histograms + COUNT(histograms); h++)
+		if (in_part(h->shared, part))
+			dbk_prom_histogram(o, h->metric, h->help, h->read(a, p), h->to_seconds);
+}
+
+static void metrics_servers(const struct dbk_pool *p, struct dbk_buf *o)
 {
 	for (const struct column *k = columns; k < columns + COUNT(columns); k++) {
 		if (!k->metric)
 			continue;
 		dbk_prom_head(o, k->metric, kind_names[k->kind], k->help);
-		for (unsigned i = 0; i < a->cfg.nservers; i++)
-			if (a->cfg.servers[i][0])
+		for (unsigned i = 0; i < p->cfg.nservers; i++)
+			if (p->cfg.servers[i][0])
 				dbk_buf_printf(o, "%s{server=\"%s\"} %.17g\n", k->metric,
-				               a->cfg.servers[i], k->read(a, i));
+				               p->cfg.servers[i], k->read(p, i));
 	}
 }
 
@@ -581,11 +639,50 @@ static void metrics_config(const struct dbk_bal_config *c, struct dbk_buf *o)
 		               dbk_bal_group_size(c, g));
 }
 
-void dbk_report_metrics(const struct dbk_agent *a, struct dbk_buf *o)
+/* A label value: backslash, quote and newline escaped. */
+static void prom_label(struct dbk_buf *o, const char *s)
+{
+	for (; *s; s++)
+		if (*s == '\\' || *s == '"')
+			dbk_buf_printf(o, "\\%c", *s);
+		else if (*s == '\n')
+			dbk_buf_printf(o, "\\n");
+		else
+			dbk_buf_add(o, s, 1);
+}
+
+static void metrics_models(const struct dbk_model_counts *c, struct dbk_buf *o)
+{
+	dbk_prom_head(o, "dbucket_model_routed_total", "counter",
+	              "Requests routed, by the model model routing read (the first 64 ids).");
+	for (unsigned i = 0; i < c->n; i++) {
+		dbk_buf_printf(o, "dbucket_model_routed_total{model=\"");
+		prom_label(o, c->id[i]);
+		dbk_buf_printf(o, "\"} %" PRIu64 "\n", c->routed[i]);
+	}
+	dbk_prom_head(o, "dbucket_model_routed_other_total", "counter",
+	              "Requests routed for a model past the first 64 ids.");
+	dbk_buf_printf(o, "dbucket_model_routed_other_total %" PRIu64 "\n", c->other);
+}
+
+static void metrics_shared(const struct dbk_agent *a, struct dbk_buf *o)
 {
 	const struct dbk_spop_server_stats *s = dbk_spop_server_stats(a->spop);
-	const struct dbk_bal_config *c = dbk_bal_config(a->bal);
-	const struct dbk_route_stats *r = &a->route.stats;
+
+	dbk_prom_head(o, "dbucket_spop_disconnects_total", "counter",
+	              "DISCONNECTs the agent sent, by status.");
+	for (unsigned i = 0; i < COUNT(status_names); i++)
+		dbk_buf_printf(o, "dbucket_spop_disconnects_total{status=\"%s\"} %" PRIu64 "\n",
+		               status_names[i], s->disconnects[i]);
+	metrics_models(&a->route_handler.models, o);
+}
+
+/* A pool's numbers (and the agent's, with PART_ALL). */
+static void metrics_pool(const struct dbk_agent *a, const struct dbk_pool *p, enum part part,
+                         struct dbk_buf *o)
+{
+	const struct dbk_bal_config *c = dbk_bal_config(p->bal);
+	const struct dbk_route_stats *r = &p->route.stats;
 
 	dbk_prom_head(o, "dbucket_decisions_total", "counter",
 	              "Requests routed, by standard bucket (length) and chosen group.");
@@ -595,22 +692,43 @@ void dbk_report_metrics(const struct dbk_agent *a, struct dbk_buf *o)
 			               "dbucket_decisions_total{bucket=\"%u\",group=\"%u\"} "
 			               "%" PRIu64 "\n",
 			               i, g, r->by_bucket_group[i][g]);
-	metrics_rows(a, o);
-	dbk_prom_head(o, "dbucket_spop_disconnects_total", "counter",
-	              "DISCONNECTs the agent sent, by status.");
-	for (unsigned i = 0; i < COUNT(status_names); i++)
-		dbk_buf_printf(o, "dbucket_spop_disconnects_total{status=\"%s\"} %" PRIu64 "\n",
-		               status_names[i], s->disconnects[i]);
-	for (const struct histogram *h = histograms; h < histograms + COUNT(histograms); h++)
-		dbk_prom_histogram(o, h->metric, h->help, h->read(a), h->to_seconds);
-	metrics_servers(a, o);
+	metrics_rows(a, p, part, o);
+	if (part & PART_SHARED)
+		metrics_shared(a, o);
+	metrics_histograms(a, p, part, o);
+	metrics_servers(p, o);
 	dbk_prom_head(o, "dbucket_bucket_load", "gauge", "Load in flight per bucket.");
 	for (unsigned i = 0; i < c->nbuckets; i++)
 		dbk_buf_printf(o, "dbucket_bucket_load{bucket=\"%u\"} %.17g\n", i,
-		               dbk_bal_bucket_load(a->bal, i));
+		               dbk_bal_bucket_load(p->bal, i));
 	metrics_config(c, o);
-	if (a->scrape)
-		dbk_scrape_report_metrics(a->scrape, dbk_mono_ms(), o);
-	dbk_server_watch_report_metrics(&a->watch, o);
-	dbk_policy_report_metrics(&a->policy, a->cfg.servers, a->cfg.nservers, dbk_mono_ms(), o);
+	if (p->scrape)
+		dbk_scrape_report_metrics(p->scrape, dbk_mono_ms(), o);
+	dbk_server_watch_report_metrics(&p->watch, o);
+	dbk_policy_report_metrics(&p->policy, p->cfg.servers, p->cfg.nservers, dbk_mono_ms(), o);
+}
+
+/* Without --pool, as before pools were. With it, the agent's numbers
+ * once, then every pool's families with a pool="NAME" label on each
+ * sample (prom_merge.h). */
+void dbk_report_metrics(const struct dbk_agent *a, struct dbk_buf *o)
+{
+	struct dbk_buf texts[DBK_MAX_POOLS];
+	const char *names[DBK_MAX_POOLS];
+
+	if (!pooled(a)) {
+		metrics_pool(a, &a->pools[0], PART_ALL, o);
+		return;
+	}
+	metrics_rows(a, &a->pools[0], PART_SHARED, o);
+	metrics_shared(a, o);
+	metrics_histograms(a, &a->pools[0], PART_SHARED, o);
+	for (unsigned i = 0; i < a->npools; i++) {
+		dbk_buf_init(&texts[i]);
+		metrics_pool(a, &a->pools[i], PART_POOL, &texts[i]);
+		names[i] = a->pools[i].cfg.pool;
+	}
+	dbk_prom_merge(texts, names, a->npools, o);
+	for (unsigned i = 0; i < a->npools; i++)
+		dbk_buf_free(&texts[i]);
 }

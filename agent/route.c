@@ -65,21 +65,22 @@ static bool any_usable(const struct dbk_route *r, const uint64_t *eligible)
 }
 
 /* The request's candidates by its model: NULL (every server), or
- * r->eligible; *action set when no server may take it; *adapter the
- * key of its model when that is a LoRA adapter (else 0). */
+ * r->eligible; *action set when no server may take it; *model (*len
+ * bytes) the model it names, NULL when none was read; *adapter that
+ * model's key when it is a LoRA adapter (else 0). */
 static const uint64_t *candidates(struct dbk_route *r, const uint8_t *sample, size_t sample_len,
-                                  const char **action, uint64_t *adapter)
+                                  const char **action, const uint8_t **model, size_t *len,
+                                  uint64_t *adapter)
 {
-	const uint8_t *model;
-	size_t len;
-
 	*action = NULL;
+	*model = NULL;
+	*len = 0;
 	*adapter = 0;
-	if (!r->models || !dbk_pkey_model(sample, sample_len, &model, &len))
+	if (!r->models || !dbk_pkey_model(sample, sample_len, model, len))
 		return NULL;
-	if (dbk_models_adapter(r->models, model, len))
-		*adapter = dbk_vm_adapter_key(model, len);
-	switch (dbk_models_pick(r->models, model, len, r->eligible)) {
+	if (dbk_models_adapter(r->models, *model, *len))
+		*adapter = dbk_vm_adapter_key(*model, *len);
+	switch (dbk_models_pick(r->models, *model, *len, r->eligible)) {
 	case DBK_MODELS_ANY: return NULL;
 	case DBK_MODELS_NONE:
 		r->stats.unknown_model++;
@@ -346,8 +347,11 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 	enum dbk_bal_result res = DBK_BAL_OK;
 	bool shed;
 	const char *action;
+	const uint8_t *model;
+	size_t model_len;
 	uint64_t adapter;
-	const uint64_t *eligible = candidates(r, sample, sample_len, &action, &adapter);
+	const uint64_t *eligible = candidates(r, sample, sample_len, &action, &model, &model_len,
+	                                      &adapter);
 
 	if (action) {
 		/* Before admission and any lease: HAProxy answers alone. */
@@ -379,7 +383,10 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 			                     now_ms,
 			                     in.cls,
 			                     shed,
-			                     &ar };
+			                     &ar,
+			                     r,
+			                     model,
+			                     model_len };
 		r->on_decision(r->decision_arg, &e);
 	}
 	if (shed) {
@@ -430,9 +437,19 @@ static void move_one(struct dbk_route *r, const struct dbk_spop_message *m,
 static void act_one(struct dbk_route *r, const struct dbk_spop_message *m, uint64_t now_ms,
                     struct dbk_spop_writer *w)
 {
-	if (dbk_spop_name_is(m->name, m->name_len, DBK_MSG_ROUTE))
+	const char *backend = NULL;
+
+	if (r->pick && !(r = r->pick(r->pick_arg, m, &backend))) {
+		set_error(w, "unknown-backend");
+		return;
+	}
+	if (dbk_spop_name_is(m->name, m->name_len, DBK_MSG_ROUTE)) {
 		route_one(r, m, now_ms, w);
-	else if (dbk_spop_name_is(m->name, m->name_len, DBK_MSG_MOVED))
+		if (backend) {
+			struct dbk_spop_data v = dbk_spop_str(backend);
+			dbk_spop_ack_set_var(w, DBK_SPOP_SCOPE_TXN, DBK_VAR_BACKEND, &v);
+		}
+	} else if (dbk_spop_name_is(m->name, m->name_len, DBK_MSG_MOVED))
 		move_one(r, m, w);
 	else
 		r->stats.unknown_messages++;
@@ -470,7 +487,7 @@ enum dbk_spop_status dbk_route_notify(struct dbk_route *r, const struct dbk_spop
 			nmsg++;
 		}
 	}
-	if (DBK_ROUTE_ACK_MAX(nmsg) > w->cap)
+	if (DBK_ROUTE_ACK_MAX(nmsg) + (r->pick ? DBK_ROUTE_ACK_POOL(nmsg) : 0) > w->cap)
 		return DBK_SPOP_ERR_RES;
 
 	size_t empty = w->len;

@@ -58,6 +58,9 @@
 #define DBK_VAR_HIT_TOKENS "hit_tokens"
 #define DBK_VAR_ERROR "error"
 #define DBK_VAR_MOVED "moved"
+/* With several pools (route.pick): the backend whose pool took a route
+ * message, for the frontend's use_backend. */
+#define DBK_VAR_BACKEND "backend"
 /* A request admission refuses (--admission): action is "shed" and
  * retry_after the seconds for the Retry-After header; no server is set
  * and no lease taken, and HAProxy answers 429 itself. */
@@ -108,6 +111,10 @@ struct dbk_route_event {
 	 * admit says why and for how long. */
 	bool shed;
 	const struct dbk_admit_result *admit;
+	const struct dbk_route *route; /* the route that decided (its names) */
+	/* The request's model, when model routing read it (else NULL). */
+	const uint8_t *model;
+	size_t model_len;
 };
 
 struct dbk_route {
@@ -139,6 +146,13 @@ struct dbk_route {
 	 * listens. */
 	void (*on_decision)(void *arg, const struct dbk_route_event *e);
 	void *decision_arg;
+	/* Several pools (pool_pick.h): the route of the pool a message is
+	 * for and its backend's name, or NULL when none is (the message is
+	 * answered txn.<prefix>.error "unknown-backend"). NULL pick: this
+	 * route takes every message. */
+	struct dbk_route *(*pick)(void *arg, const struct dbk_spop_message *m,
+	                          const char **backend);
+	void *pick_arg;
 	struct dbk_route_stats stats;
 };
 
@@ -146,6 +160,8 @@ struct dbk_route {
  * per message seven set-vars (short names, a server name of at most 64
  * bytes, four ints, a bool, a score). */
 #define DBK_ROUTE_ACK_MAX(n) (32 + ((n) ? (n) : 1) * (7 * 16 + 64 + 5 * 12 + 32))
+/* ... and with pick, per message the backend's name (at most 64 bytes). */
+#define DBK_ROUTE_ACK_POOL(n) (((n) ? (n) : 1) * (16 + 64))
 
 /* Handles one NOTIFY frame: writes the ACK's actions into w, an ACK the
  * caller began with dbk_spop_ack_begin and ends with dbk_spop_frame_end

@@ -1,5 +1,6 @@
 #include "route_handler.h"
 
+#include <string.h>
 #include <time.h>
 
 #include "lib/log.h"
@@ -47,6 +48,8 @@ static void on_decision(void *arg, const struct dbk_route_event *e)
 		log_refused(h, e);
 		return;
 	}
+	if (e->model)
+		dbk_model_counts_add(&h->models, e->model, e->model_len);
 	if (dbk_log_get_level() > DBK_LOG_DEBUG)
 		return;
 	/* %.10g spells the score as the txn variable does. */
@@ -54,7 +57,7 @@ static void on_decision(void *arg, const struct dbk_route_event *e)
 	        "id=\"%s\" bytes=%.0f max_tokens=%g bucket=%u group=%u server=%s score=%.10g "
 	        "p=%.6f",
 	        dbk_log_quote(idq, sizeof(idq), (const char *)e->id, e->id_len), e->req->body_bytes,
-	        e->req->max_tokens, e->d->std_bucket, e->d->group, h->route->names[e->d->server],
+	        e->req->max_tokens, e->d->std_bucket, e->d->group, e->route->names[e->d->server],
 	        e->d->score, e->d->p);
 }
 
@@ -80,9 +83,15 @@ struct dbk_spop_handler dbk_route_handler_init(struct dbk_route_handler *h, stru
 	h->route = r;
 	h->refused_logged_ms = 0;
 	h->refused_unlogged = 0;
+	memset(&h->models, 0, sizeof(h->models));
 	dbk_histo_init(&h->notify_seconds, notify_bounds,
 	               sizeof(notify_bounds) / sizeof(notify_bounds[0]));
+	dbk_route_handler_watch(h, r);
+	return (struct dbk_spop_handler){ .notify = on_notify, .arg = h };
+}
+
+void dbk_route_handler_watch(struct dbk_route_handler *h, struct dbk_route *r)
+{
 	r->on_decision = on_decision;
 	r->decision_arg = h;
-	return (struct dbk_spop_handler){ .notify = on_notify, .arg = h };
 }

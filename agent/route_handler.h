@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "histo.h"
+#include "model_counts.h"
 #include "lib/spop_server.h"
 #include "route.h"
 
@@ -19,10 +20,16 @@ struct dbk_route_handler {
 	 * one log line a second, with the count of those not logged. */
 	uint64_t refused_logged_ms;
 	uint64_t refused_unlogged;
+	/* Requests routed per model, every pool's (model routing on). */
+	struct dbk_model_counts models;
 };
 
 /* Ties h to r (r reports its decisions to h from now on) and returns the
  * handler to give the SPOP server. h must outlive the server. */
 struct dbk_spop_handler dbk_route_handler_init(struct dbk_route_handler *h, struct dbk_route *r);
+
+/* Logs r's decisions too: a pool's route, which r hands messages to
+ * (route.h's pick). */
+void dbk_route_handler_watch(struct dbk_route_handler *h, struct dbk_route *r);
 
 #endif

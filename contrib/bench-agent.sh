@@ -17,7 +17,9 @@
 #                          [--callgrind]
 #
 # SPOA_ARGS replaces dbucket-spoa's balancing flags (default
-# --enable-dynamic-bucket; e.g. "--policy ttft"), as in bench-overhead.sh.
+# --enable-dynamic-bucket; e.g. "--policy ttft"), as in bench-overhead.sh;
+# SPOA_SERVERS its server names (vllm0 vllm1 vllm2 vllm3), after them: with
+# --pool in SPOA_ARGS, the last pool's.
 #
 # --callgrind instead counts instructions (valgrind's callgrind, exact and
 # independent of the machine's load): both agents serve 2000 and then 6000
@@ -86,12 +88,15 @@ start_agent() { # start_agent null|spoa
 		# a few hundred thousand leases per second.
 		$PIN_AGENT "${WRAP[@]+"${WRAP[@]}"}" "$BUILD/dbucket-spoa" --listen "127.0.0.1:$SPOP" \
 			--completion-listen "127.0.0.1:$RING" --admin-listen "127.0.0.1:$ADMIN" \
-			${SPOA_ARGS:---enable-dynamic-bucket} --log-level warn --max-leases 100000000 \
-			vllm0 vllm1 vllm2 vllm3 2>>"$tmp/agent.log" &
+			--log-level warn --max-leases 100000000 ${SPOA_ARGS:---enable-dynamic-bucket} \
+			${SPOA_SERVERS:-vllm0 vllm1 vllm2 vllm3} 2>>"$tmp/agent.log" &
 	fi
 	AGENT_PID=$!
 	pids+=("$AGENT_PID")
 	dbk_wait_port "$SPOP"
+	# Under valgrind on a busy machine the completion listener may open
+	# well after the SPOP one: the client's --release connects to it.
+	dbk_wait_port "$RING"
 }
 
 TCK=$(getconf CLK_TCK)

@@ -7,7 +7,10 @@
 # ports (the stub's fixture, vLLM's shape, by default), so no engine runs.
 #
 #   contrib/bench-scrape.sh [--servers N] [--seconds S] [--interval MS]
-#                           [--pad KB | --filtered] [--tls]
+#                           [--pad KB | --filtered] [--tls] [--pools P]
+#
+# --pools P: both agents run P pools (--pool p0 ... ) of N servers each,
+# P x N ports in all.
 #
 # --pad KB appends families the policy does not read (histograms) until
 # the body is about KB kilobytes: a real vLLM's /metrics is tens of KB.
@@ -27,8 +30,9 @@ REPO=$PWD
 . "$REPO/contrib/lib.sh"
 BUILD=${DBK_BUILD:-$REPO/build}
 
-servers=64 seconds=60 interval=100 pad=0 filtered=0 tls=0
-dbk_options "--servers servers
+servers=64 seconds=60 interval=100 pad=0 filtered=0 tls=0 pools=1
+dbk_options "--pools pools
+--servers servers
 --seconds seconds
 --interval interval
 --pad pad
@@ -49,6 +53,8 @@ while [ "$(stat -c %s "$body")" -lt $((pad * 1024)) ] && [ $k -lt 10000 ]; do
 	k=$((k + 1))
 done
 
+per_pool=$servers
+servers=$((servers * pools))
 base=$(dbk_ports $((servers + 4)))
 last=$((base + servers - 1))
 scheme=http bind_tls="" ca=()
@@ -77,22 +83,31 @@ haproxy -f "$tmp/servers.cfg" 2>"$tmp/haproxy.log" &
 pids+=($!)
 dbk_wait_port "$last"
 
-names=() scrape=()
-for ((i = 0; i < servers; i++)); do
-	names+=("s$i")
-	scrape+=(--scrape "s$i=$scheme://127.0.0.1:$((base + i))")
-done
-# agent PORT ADMIN_PORT ARGS...: started in the background, pid appended.
+# One pool's names (and, scraping, their --scrape), or with --pools P
+# every pool's after its --pool: server s$i of pool k at port base + k*N + i.
+names() { # names SCRAPE(0|1)
+	local k i
+	for ((k = 0; k < pools; k++)); do
+		[ "$pools" -gt 1 ] && echo "--pool" && echo "p$k"
+		for ((i = 0; i < per_pool; i++)); do
+			[ "$1" = 1 ] && echo "--scrape" && echo "s$i=$scheme://127.0.0.1:$((base + k * per_pool + i))"
+		done
+		for ((i = 0; i < per_pool; i++)); do echo "s$i"; done
+	done
+}
+# agent PORT ADMIN_PORT SCRAPE ARGS...: started in the background, pid appended.
 agent() {
+	local -a tail
+	mapfile -t tail < <(names "$3")
 	"$BUILD/dbucket-spoa" --listen "127.0.0.1:$1" --completion-listen none \
-		--admin-listen "127.0.0.1:$2" --log-level warn "${@:3}" "${names[@]}" \
+		--admin-listen "127.0.0.1:$2" --log-level warn "${@:4}" "${tail[@]}" \
 		2>>"$tmp/agent-$1.log" &
 	pids+=($!)
 }
 p=$((last + 1))
-agent $p $((p + 1)) --policy ttft --scrape-interval "$interval" "${ca[@]}" "${scrape[@]}"
+agent $p $((p + 1)) 1 --policy ttft --scrape-interval "$interval" "${ca[@]}"
 scraper=${pids[-1]}
-agent $((p + 2)) $((p + 3)) --policy ttft
+agent $((p + 2)) $((p + 3)) 0 --policy ttft
 idle=${pids[-1]}
 dbk_wait_port $((p + 1))
 dbk_wait_port $((p + 3))
@@ -119,7 +134,7 @@ read -r s1 f1 < <(scrapes)
 load1=$(cut -d' ' -f1 /proc/loadavg)
 
 pct() { awk -v t="$1" -v hz="$hz" -v s="$seconds" 'BEGIN { printf "%.3f", 100 * t / hz / s }'; }
-echo "scheme=$scheme servers=$servers interval_ms=$interval seconds=$seconds body_bytes=$(stat -c %s "$body") loadavg=$load0..$load1"
+echo "scheme=$scheme pools=$pools servers=$servers interval_ms=$interval seconds=$seconds body_bytes=$(stat -c %s "$body") loadavg=$load0..$load1"
 echo "scrapes=$((s1 - s0)) ($(awk -v n=$((s1 - s0)) -v s="$seconds" 'BEGIN { printf "%.0f", n / s }')/s) failures=$((f1 - f0))"
 echo "scraping agent CPU: $(pct $((a1 - a0)))% of one core ($(pct $((k1 - k0)))% in the kernel)"
 echo "idle agent CPU:     $(pct $((b1 - b0)))% of one core"

@@ -399,8 +399,25 @@ static void cfg_frontend(FILE *out, const struct dbk_launch_flags *f,
 	      "    http-request set-priority-class int(0) if { var(txn.dbk_class) -m str -i "
 	      "critical 0 }\n"
 	      "    http-request set-priority-class int(2) if { var(txn.dbk_class) -m str -i "
-	      "sheddable 2 }\n"
-	      "    http-request send-spoe-group dbucket dbucket-route-group if METH_POST\n"
+	      "sheddable 2 }\n",
+	      out);
+	/* ... and the model map and canary (one backend per model, a run
+	 * has one backend). */
+	if (a->production)
+		fputs("    # One backend per model, a canary (haproxy.cfg): the maps named by\n"
+		      "    # HAProxy's environment, as there.\n"
+		      ".if defined(DBK_MODELS_MAP)\n"
+		      "    http-request set-var(txn.dbk_backend) req.body,json_query('$.model'),"
+		      "map(\"${DBK_MODELS_MAP}\") if METH_POST\n"
+		      ".endif\n"
+		      ".if defined(DBK_CANARY_MAP)\n"
+		      "    http-request set-var(txn.dbk_backend) var(txn.dbk_backend),"
+		      "map(\"${DBK_CANARY_MAP}\") if { "
+		      "var(txn.dbk_backend),map(\"${DBK_CANARY_MAP}\") "
+		      "-m found } { rand(100) lt \"${DBK_CANARY_PERCENT-5}\" }\n"
+		      ".endif\n",
+		      out);
+	fputs("    http-request send-spoe-group dbucket dbucket-route-group if METH_POST\n"
 	      "    # Shed by the agent's admission (--admission): 429, OpenAI's format.\n"
 	      "    http-request return status 429 content-type application/json hdr Retry-After "
 	      "\"%[var(txn.dbucket.retry_after)]\" hdr Cache-Control no-cache lf-string "
@@ -435,14 +452,19 @@ static void cfg_frontend(FILE *out, const struct dbk_launch_flags *f,
 		        "if { env(DBK_DEBUG_HEADERS) -m str 1 }\n",
 		        dbg[i], dbg[i + 1]);
 	/* Set only by some decisions: --policy ttft's prediction, errors. */
-	static const char *const dbg_found[] = { "Ttft-Ms",    "ttft_ms", "Hit-Tokens",
-		                                 "hit_tokens", "Error",   "error" };
+	static const char *const dbg_found[] = { "Ttft-Ms", "ttft_ms", "Hit-Tokens", "hit_tokens",
+		                                 "Error",   "error",   "Backend",    "backend" };
 	for (size_t i = 0; i < sizeof(dbg_found) / sizeof(dbg_found[0]); i += 2)
 		fprintf(out,
 		        "    http-response set-header X-Dbucket-%s %%[var(txn.dbucket.%s)] "
 		        "if { env(DBK_DEBUG_HEADERS) -m str 1 } { var(txn.dbucket.%s) -m found }\n",
 		        dbg_found[i], dbg_found[i + 1], dbg_found[i + 1]);
-	fputs("    default_backend vllm\n", out);
+	fputs("    # The agent's backend (--pool), the model map's, the shared one.\n"
+	      "    use_backend %[var(txn.dbucket.backend)] if { var(txn.dbucket.backend) -m found "
+	      "}\n"
+	      "    use_backend %[var(txn.dbk_backend)] if { var(txn.dbk_backend) -m found }\n"
+	      "    default_backend vllm\n",
+	      out);
 }
 
 /* HAProxy's metrics and stats, the vLLM servers, the agents. */
@@ -565,6 +587,8 @@ int dbk_render_spoe_conf(FILE *out, const struct dbk_launch_flags *f)
 	      "body=req.body,bytes(0,15000) "
 	      "details=env(DBK_DEBUG_HEADERS) session=req.hdr(x-session-id) "
 	      "class=var(txn.dbk_class)\n"
+	      "    # The backend the model map chose (null without one).\n"
+	      "    args backend=var(txn.dbk_backend)\n"
 	      "\n"
 	      "spoe-group dbucket-route-group\n"
 	      "    messages dbucket-route\n"
@@ -573,6 +597,7 @@ int dbk_render_spoe_conf(FILE *out, const struct dbk_launch_flags *f)
 	      "# chose (a retry with redispatch): the lease and its load follow.\n"
 	      "spoe-message dbucket-moved\n"
 	      "    args id=unique-id server=srv_name\n"
+	      "    args backend=be_name\n"
 	      "\n"
 	      "spoe-group dbucket-moved-group\n"
 	      "    messages dbucket-moved\n",
