@@ -115,18 +115,44 @@ static void wrap_seen(void *st, const struct dbk_policy_request *r, unsigned ser
 	inner_ops(st)->seen(inner_st(st), r, server, prefix, now_ms, slot);
 }
 
+/* A request whose body is still on its way is not load yet, for the
+ * others either: it is shared once complete charges it. */
+static void wrap_hold(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,
+                      uint32_t slot[DBK_BAL_SLOT_WORDS])
+{
+	inner_ops(st)->hold(inner_st(st), c, now_ms, slot);
+}
+
+static bool wrap_complete(void *st, const struct dbk_bal_lease *l, uint64_t now_ms,
+                          uint32_t slot[DBK_BAL_SLOT_WORDS])
+{
+	struct dbk_share *s = st;
+
+	if (!inner_ops(st)->complete(inner_st(st), l, now_ms, slot))
+		return false;
+	if (l->server < s->n) {
+		mine_add(s, l->server, slot, 1);
+		s->mine[l->server].started++;
+	}
+	return true;
+}
+
 /* Every lease the balancer ends is this node's: the others' are ended
- * here, straight to the policy (end_theirs). */
+ * here, straight to the policy (end_theirs). A lease still held was
+ * never counted. */
 static void wrap_release(void *st, const struct dbk_bal_lease *l, uint64_t now_ms)
 {
 	inner_ops(st)->release(inner_st(st), l, now_ms);
-	mine_add(st, l->server, l->slot, -1);
+	if (!(l->slot[0] & DBK_POLICY_HELD))
+		mine_add(st, l->server, l->slot, -1);
 }
 
 static void wrap_move(void *st, const struct dbk_bal_lease *before, unsigned server,
                       uint64_t now_ms)
 {
 	inner_ops(st)->move(inner_st(st), before, server, now_ms);
+	if (before->slot[0] & DBK_POLICY_HELD)
+		return;
 	mine_add(st, before->server, before->slot, -1);
 	mine_add(st, server, before->slot, 1);
 }
@@ -185,6 +211,8 @@ static void wrap_ops(struct dbk_share *s)
 	s->ops.destroy = wrap_destroy;
 	s->ops.choose = in->choose ? wrap_choose : NULL;
 	s->ops.commit = in->commit ? wrap_commit : NULL;
+	s->ops.hold = in->hold && in->complete ? wrap_hold : NULL;
+	s->ops.complete = in->hold && in->complete ? wrap_complete : NULL;
 	s->ops.seen = wrap_seen;
 	s->ops.release = in->release ? wrap_release : NULL;
 	s->ops.move = in->move ? wrap_move : NULL;

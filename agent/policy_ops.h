@@ -58,6 +58,11 @@ struct dbk_policy_request {
 	uint64_t adapter;
 };
 
+/* A held lease's slot (the hold hook): its first word's top bit, which a
+ * policy's first word (a prompt's tokens, capped far below) never
+ * reaches. Cleared by complete. */
+#define DBK_POLICY_HELD (UINT32_C(1) << 31)
+
 struct dbk_policy_choice {
 	int server;     /* index, or -1: none usable */
 	bool too_long;  /* no usable server holds it: the largest was taken */
@@ -113,7 +118,9 @@ struct dbk_policy_ops {
 	/* As commit, for a request whose body was still on its way (the
 	 * server can do nothing with it before it is whole): where it went
 	 * is recorded (a prefix's affinity), its load not charged until
-	 * complete. May be NULL, as may complete: commit charges at once. */
+	 * complete, and the slot's first word marked DBK_POLICY_HELD until
+	 * then (so that a wrapper of the policy can tell, as release and
+	 * move must). May be NULL, as may complete: commit charges at once. */
 	void (*hold)(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,
 	             uint32_t slot[DBK_BAL_SLOT_WORDS]);
 	/* The request of l, held, reached l's server at now_ms: charge it

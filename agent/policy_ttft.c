@@ -133,10 +133,6 @@ void dbk_policy_ttft_seen(void *st, const struct dbk_policy_request *r, unsigned
 	slot_of(&k, slot);
 }
 
-/* A held lease's slot (dbk_policy_ttft_hold): its first word's top bit,
- * which a prompt's tokens never reach (the predictor caps them at 1e9). */
-#define HELD (UINT32_C(1) << 31)
-
 /* Filled as commit fills the slot, but nothing charged but where its
  * prefix went (dbk_pred_hold). */
 void dbk_policy_ttft_hold(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,
@@ -148,14 +144,14 @@ void dbk_policy_ttft_hold(void *st, const struct dbk_policy_choice *c, uint64_t 
 	(void)c;
 	dbk_pred_hold(t->pred, &t->req, &t->ch, now_ms, &k);
 	slot_of(&k, slot);
-	slot[0] |= HELD;
+	slot[0] |= DBK_POLICY_HELD;
 }
 
 static struct dbk_pred_ticket ticket_of(const struct dbk_bal_lease *l)
 {
 	struct dbk_pred_ticket k = {
 		.server = l->server,
-		.prompt_tokens = l->slot[0] & ~HELD,
+		.prompt_tokens = l->slot[0] & ~DBK_POLICY_HELD,
 		.kv_tokens = l->slot[1],
 		.ctx_tokens = l->slot[2],
 		.sent_ms = l->start_ms,
@@ -173,11 +169,11 @@ bool dbk_policy_ttft_complete(void *st, const struct dbk_bal_lease *l, uint64_t 
 {
 	struct dbk_pred_ticket k = ticket_of(l);
 
-	if (!(l->slot[0] & HELD))
+	if (!(l->slot[0] & DBK_POLICY_HELD))
 		return false;
 	dbk_pred_complete(((struct dbk_policy_ttft *)st)->pred, &k, now_ms);
 	memcpy(slot, l->slot, sizeof(l->slot));
-	slot[0] &= ~HELD;
+	slot[0] &= ~DBK_POLICY_HELD;
 	return true;
 }
 
@@ -186,7 +182,7 @@ void dbk_policy_ttft_release(void *st, const struct dbk_bal_lease *l, uint64_t n
 {
 	struct dbk_pred_ticket k = ticket_of(l);
 
-	if (l->slot[0] & HELD)
+	if (l->slot[0] & DBK_POLICY_HELD)
 		return;
 	dbk_pred_release(((struct dbk_policy_ttft *)st)->pred, &k, now_ms);
 }
@@ -196,7 +192,7 @@ void dbk_policy_ttft_move(void *st, const struct dbk_bal_lease *before, unsigned
 {
 	struct dbk_pred_ticket k = ticket_of(before);
 
-	if (before->slot[0] & HELD)
+	if (before->slot[0] & DBK_POLICY_HELD)
 		return;
 	dbk_pred_move(((struct dbk_policy_ttft *)st)->pred, &k, server, now_ms);
 }

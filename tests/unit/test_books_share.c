@@ -19,7 +19,7 @@ static const char ANSWER[] =
 
 /* A fake policy: the requests it was told of, and those that ended. */
 struct fake {
-	unsigned seen, released, committed;
+	unsigned seen, released, committed, held, completed;
 	double last_body, last_max;
 	unsigned last_server;
 	uint32_t next_slot;
@@ -49,6 +49,29 @@ static void fake_commit(void *st, const struct dbk_policy_choice *c, uint64_t no
 	slot[1] = 0;
 	slot[2] = 150; /* context */
 }
+/* Held as the ttft policy holds: the slot filled, marked, nothing charged. */
+static void fake_hold(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,
+                      uint32_t slot[DBK_BAL_SLOT_WORDS])
+{
+	struct fake *f = st;
+	(void)c, (void)now_ms;
+	f->held++;
+	slot[0] = 100 | DBK_POLICY_HELD;
+	slot[1] = 0;
+	slot[2] = 150;
+}
+static bool fake_complete(void *st, const struct dbk_bal_lease *l, uint64_t now_ms,
+                          uint32_t slot[DBK_BAL_SLOT_WORDS])
+{
+	struct fake *f = st;
+	(void)now_ms;
+	if (!(l->slot[0] & DBK_POLICY_HELD))
+		return false;
+	f->completed++;
+	memcpy(slot, l->slot, sizeof(l->slot));
+	slot[0] &= ~DBK_POLICY_HELD;
+	return true;
+}
 static void fake_seen(void *st, const struct dbk_policy_request *r, unsigned server, bool prefix,
                       uint64_t now_ms, uint32_t slot[DBK_BAL_SLOT_WORDS])
 {
@@ -76,6 +99,8 @@ static const struct dbk_policy_ops fake_ops = {
 	.destroy = fake_destroy,
 	.choose = fake_choose,
 	.commit = fake_commit,
+	.hold = fake_hold,
+	.complete = fake_complete,
 	.seen = fake_seen,
 	.release = fake_release,
 };
@@ -196,6 +221,44 @@ static void test_writes_own_rows(void)
 	CHECK(dbk_share_write_cmd(s, "t", NAMES, 1000, 1000, cmd, 100) > 0);
 	CHECK(strcmp(cmd, "set table t key n1/vllm0 data.gpt0 0 data.gpc0 0 data.gpc1 0 "
 	                  "data.http_req_cnt 0") == 0);
+	dbk_policy_stop(&p);
+}
+
+/* A request held (its body on its way) reaches the inner policy's hold
+ * and complete with the inner policy's state, and is this node's load
+ * in the table only once complete says its server has it; released
+ * still held, it takes nothing from the rows. */
+static void test_held_shared_once_whole(void)
+{
+	struct dbk_policy p;
+	struct dbk_share *s = start(&p, "n1");
+	struct dbk_policy_choice c = { .server = 1 };
+	struct dbk_bal_lease l = { .server = 1 };
+	uint32_t slot[DBK_BAL_SLOT_WORDS] = { 0 };
+	char cmd[1024];
+
+	CHECK(s != NULL && p.ops->hold && p.ops->complete);
+	CHECK(dbk_share_write_cmd(s, "t", NAMES, 0, 1000, cmd, sizeof(cmd)) > 0);
+	dbk_share_written(s, 0);
+	p.ops->hold(p.st, &c, 10, l.slot);
+	CHECK_EQ_U(inner(&p)->held, 1);
+	CHECK(dbk_share_write_cmd(s, "t", NAMES, 20, 1000, cmd, sizeof(cmd)) == 0);
+	/* Released while held: nothing to give back. */
+	struct dbk_bal_lease gone = l;
+	p.ops->release(p.st, &gone, 25);
+	CHECK(dbk_share_write_cmd(s, "t", NAMES, 30, 1000, cmd, sizeof(cmd)) == 0);
+	CHECK(p.ops->complete(p.st, &l, 40, slot));
+	CHECK_EQ_U(inner(&p)->completed, 1);
+	CHECK(dbk_share_write_cmd(s, "t", NAMES, 50, 1000, cmd, sizeof(cmd)) > 0);
+	CHECK(strcmp(cmd, "set table t key n1/vllm1 data.gpt0 1 data.gpc0 100 data.gpc1 150 "
+	                  "data.http_req_cnt 1") == 0);
+	dbk_share_written(s, 50);
+	memcpy(l.slot, slot, sizeof(slot));
+	CHECK(!p.ops->complete(p.st, &l, 60, slot));
+	p.ops->release(p.st, &l, 70);
+	CHECK(dbk_share_write_cmd(s, "t", NAMES, 80, 1000, cmd, sizeof(cmd)) > 0);
+	CHECK(strcmp(cmd, "set table t key n1/vllm1 data.gpt0 0 data.gpc0 0 data.gpc1 0 "
+	                  "data.http_req_cnt 1") == 0);
 	dbk_policy_stop(&p);
 }
 
@@ -329,6 +392,7 @@ int main(void)
 	RUN(test_parse);
 	RUN(test_wrap_needs_seen_and_a_name);
 	RUN(test_writes_own_rows);
+	RUN(test_held_shared_once_whole);
 	RUN(test_reads_the_others);
 	RUN(test_ends_the_one_that_ended);
 	RUN(test_a_row_claims_at_most_the_bound);
