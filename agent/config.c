@@ -417,6 +417,12 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		FLAG("scrape-insecure", 0, &c->scrape_insecure,
 		     "https scrapes: check neither the servers'\ncertificates nor their names "
 		     "(self-signed\ntest setups only; logged)"),
+		FLAG("hold-partial-bodies", 0, &c->hold_partial,
+		     "a request whose body is not whole when\nHAProxy asks is charged its prefill "
+		     "only\n"
+		     "once its server's scrape counts it (a slow\nclient cannot hold a server "
+		     "out); "
+		     "costs\nbursts of long prompts between two scrapes\n(README \"Slow bodies\")"),
 		CALL("engine", opt_engine, "vllm|sglang|auto",
 		     "the servers' metric names: vLLM's (older\nreleases' too), SGLang's, or "
 		     "either, as each\nserver exports them (auto)"),

@@ -96,6 +96,9 @@ struct dbk_config {
 	 * not given; --scrape-insecure). */
 	const char *scrape_ca, *scrape_cert, *scrape_key;
 	bool scrape_insecure;
+	/* --hold-partial-bodies: a body not whole at the decision is charged
+	 * once its server's scrape counts it (estimate_hold.h). */
+	bool hold_partial;
 	double engine_speed; /* ttft: servers' speed vs its engine model (1) */
 	const char *user;    /* drop to this user after binding */
 	const char *group;   /* ... and group */

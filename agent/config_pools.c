@@ -23,6 +23,7 @@ static const char *const pool_options[] = {
 	"scrape-cert",
 	"scrape-key",
 	"scrape-insecure",
+	"hold-partial-bodies",
 	"engine",
 	"metric",
 	"outlier",

@@ -281,7 +281,9 @@ static int start_balancer(struct dbk_pool *p, char *err, size_t errlen)
 		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
-	p->route.hold = &p->hold;
+	/* Off by default: between two scrapes a burst of long prompts,
+	 * each held, would see one another's servers empty. */
+	p->route.hold = p->cfg.hold_partial ? &p->hold : NULL;
 	p->hold.whole = on_whole;
 	p->hold.whole_arg = p;
 	return 0;

@@ -548,9 +548,10 @@ scrapes_up() {
 }
 
 # slow_world [AGENT ARGS...]: the four stubs, the agent scraping them
-# (with ARGS: the reference policy without, which keeps the balancer's
-# books; --policy ttft keeps the predictor's too), HAProxy with the
-# sample configuration; returns once every scrape is up.
+# and holding partial bodies (with ARGS: the reference policy without,
+# which keeps the balancer's books; --policy ttft keeps the predictor's
+# too), HAProxy with the sample configuration; returns once every scrape
+# is up.
 slow_world() {
 	start_stubs
 	local i
@@ -558,7 +559,7 @@ slow_world() {
 	for i in 0 1 2 3; do
 		sa+=(--scrape "vllm$i=http://127.0.0.1:${STUB_PORT[i]}")
 	done
-	start_agent "${sa[@]}" "$@"
+	start_agent --hold-partial-bodies "${sa[@]}" "$@"
 	start_haproxy_stubs
 	wait_until 10 scrapes_up
 }
@@ -662,6 +663,25 @@ honest_prompt() {
 	wait_until 3 ttft_booked 14000
 	wait_state leases 0
 	wait_until 3 ttft_idle
+}
+
+@test "slow bodies: without --hold-partial-bodies (the default) a long prompt is charged in full at once, nothing held" {
+	start_stubs
+	local i
+	local -a sa=()
+	for i in 0 1 2 3; do
+		sa+=(--scrape "vllm$i=http://127.0.0.1:${STUB_PORT[i]}")
+	done
+	start_agent --policy ttft "${sa[@]}"
+	start_haproxy_stubs
+	wait_until 10 scrapes_up
+	completion_body 600 false 60000 >"$BATS_TEST_TMPDIR/long.json"
+	curl_bg "$BATS_TEST_TMPDIR/long" /v1/completions "$BATS_TEST_TMPDIR/long.json"
+	wait_state leases 1
+	# Booked by the predictor the moment it is routed.
+	ttft_booked 14000
+	assert_equal "$(state_field charges_held)" 0
+	wait_state leases 0
 }
 
 # ---- hostile and misreporting /metrics (issue 29 items 3 and 4) ----
