@@ -548,7 +548,8 @@ scrapes_up() {
 }
 
 # slow_world [AGENT ARGS...]: the four stubs, the agent scraping them
-# and holding partial bodies (with ARGS: the reference policy without,
+# and holding partial bodies (--hold-partial-bodies; SLOW_HOLD=0: the
+# default, no hold) with ARGS (the reference policy without,
 # which keeps the balancer's books; --policy ttft keeps the predictor's
 # too), HAProxy with the sample configuration; returns once every scrape
 # is up.
@@ -559,7 +560,8 @@ slow_world() {
 	for i in 0 1 2 3; do
 		sa+=(--scrape "vllm$i=http://127.0.0.1:${STUB_PORT[i]}")
 	done
-	start_agent --hold-partial-bodies "${sa[@]}" "$@"
+	[ "${SLOW_HOLD-1}" = 0 ] || sa+=(--hold-partial-bodies)
+	start_agent "${sa[@]}" "$@"
 	start_haproxy_stubs
 	wait_until 10 scrapes_up
 }
@@ -666,15 +668,7 @@ honest_prompt() {
 }
 
 @test "slow bodies: without --hold-partial-bodies (the default) a long prompt is charged in full at once, nothing held" {
-	start_stubs
-	local i
-	local -a sa=()
-	for i in 0 1 2 3; do
-		sa+=(--scrape "vllm$i=http://127.0.0.1:${STUB_PORT[i]}")
-	done
-	start_agent --policy ttft "${sa[@]}"
-	start_haproxy_stubs
-	wait_until 10 scrapes_up
+	SLOW_HOLD=0 slow_world --policy ttft
 	completion_body 600 false 60000 >"$BATS_TEST_TMPDIR/long.json"
 	curl_bg "$BATS_TEST_TMPDIR/long" /v1/completions "$BATS_TEST_TMPDIR/long.json"
 	wait_state leases 1
