@@ -389,36 +389,6 @@ static void lora_sample(struct acc *a, const struct lora_labels *ll, double val)
 	a->lora.nwaiting = (unsigned)nw;
 }
 
-/* The rest of a lora_requests_info line, past its name: labels, value,
- * tail. Not counted against DBK_VM_MAX_SERIES: vLLM keeps every label
- * set it ever set, so a server up for long has many, each one line of
- * a body bounded by its size. */
-static int lora_line(const char *p, const char *end, struct acc *a, const char **why)
-{
-	struct lora_labels ll;
-	double val = 0;
-
-	ll.running[0] = ll.waiting[0] = ll.max_lora[0] = '\0';
-	ll.running_len = ll.waiting_len = 0;
-	p = skip_blank(p, end);
-	if (p < end && *p == '{') {
-		if (!(p = labels(p, end, NULL, &ll, why)))
-			return -1;
-		p = skip_blank(p, end);
-	}
-	const char *v = p;
-	while (p < end && !is_blank(*p))
-		p++;
-	if (!parse_float(v, (size_t)(p - v), &val)) {
-		*why = v == p ? "no value" : "bad value";
-		return -1;
-	}
-	if (!sample_tail(skip_blank(p, end), end, why))
-		return -1;
-	lora_sample(a, &ll, val);
-	return 0;
-}
-
 /* One sample line (not blank, not a comment). A family not kept is
  * skipped once its name is read: most of a body is such lines, and a
  * line cannot reach into the next (a newline in a label value is
@@ -440,9 +410,16 @@ static int sample_line(const struct dbk_vm_names *names, const char *p, const ch
 	fam = dbk_vm_family_of(names, name, (size_t)(p - name));
 	if (!fam)
 		return 0;
-	if (fam->slot == DBK_VMS_LORA)
-		return lora_line(p, end, a, why);
-	if (++a->series > DBK_VM_MAX_SERIES) {
+	/* lora_requests_info's samples are not counted against
+	 * DBK_VM_MAX_SERIES: vLLM keeps every label set it ever set, so a
+	 * server up for long has many, each one line of a body bounded by
+	 * its size. Only its lines fill ll. */
+	bool lora = fam->slot == DBK_VMS_LORA;
+	struct lora_labels ll;
+	if (lora) {
+		ll.running[0] = ll.waiting[0] = ll.max_lora[0] = '\0';
+		ll.running_len = ll.waiting_len = 0;
+	} else if (++a->series > DBK_VM_MAX_SERIES) {
 		*why = "too many series of the families read";
 		return -2;
 	}
@@ -451,7 +428,7 @@ static int sample_line(const struct dbk_vm_names *names, const char *p, const ch
 	if (p < end && *p == '{') {
 		p = labels(p, end,
 		           fam->slot == DBK_VMS_INFO || fam->slot == DBK_VMS_SLEEP ? &inf : NULL,
-		           NULL, why);
+		           lora ? &ll : NULL, why);
 		if (!p)
 			return -1;
 		p = skip_blank(p, end);
@@ -467,6 +444,10 @@ static int sample_line(const struct dbk_vm_names *names, const char *p, const ch
 	}
 	if (!sample_tail(skip_blank(p, end), end, why))
 		return -1;
+	if (lora) {
+		lora_sample(a, &ll, val);
+		return 0;
+	}
 	if (fam->slot == DBK_VMS_INFO) {
 		add_info(a, &inf);
 		return 0;
