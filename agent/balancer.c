@@ -659,7 +659,7 @@ bool dbk_bal_lease_get(const struct dbk_balancer *b, const char *id, size_t id_l
 
 bool dbk_bal_holds(const struct dbk_balancer *b, const char *id, size_t id_len)
 {
-	return id_ok(id, id_len) && dbk_lease_find(&b->leases, id, id_len) != NULL;
+	return dbk_bal_lease_get(b, id, id_len, NULL);
 }
 
 size_t dbk_bal_expire(struct dbk_balancer *b, uint64_t now_ms, uint64_t ttl_ms,
