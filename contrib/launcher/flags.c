@@ -10,7 +10,7 @@
  * them, converting each value as it goes (so the first bad value fails,
  * and -h prints the help only if nothing before it failed); what no option
  * took is "unrecognized", reported at the end. */
-#include "flags.h"
+#include "flags_parts.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -271,32 +271,6 @@ static int classify(const char *arg, struct token *t, char *err, size_t errlen)
 
 /* ---- actions ----------------------------------------------------------- */
 
-/* dbucket-spoa's policies, in its --help's order; which of them route on
- * the servers' own numbers. */
-static const struct {
-	const char *name;
-	bool scraped;
-} policies[] = { { "reference", false }, { "ttft", true }, { "p2ttft", true } };
-#define NPOLICIES (sizeof(policies) / sizeof(policies[0]))
-
-/* argparse's `choices`, checked as it converts the value. */
-static int take_policy(struct dbk_launch_flags *f, const char *v, char *err, size_t errlen)
-{
-	char r[160];
-
-	for (size_t i = 0; i < NPOLICIES; i++)
-		if (strcmp(v, policies[i].name) == 0) {
-			f->policy = policies[i].name;
-			return 0;
-		}
-	dbk_py_repr(v, r, sizeof(r));
-	dbk_errf(err, errlen, "argument --policy: invalid choice: %s (choose from", r);
-	for (size_t i = 0; i < NPOLICIES; i++)
-		dbk_errf_append(err, errlen, "%s '%s'", i ? "," : "", policies[i].name);
-	dbk_errf_append(err, errlen, ")");
-	return -1;
-}
-
 /* A scrape period: a duration as the agent takes it (500ms, 2s, 1m; a
  * bare number is ms), or any integer Python's int() reads, as before it
  * had units. Range-checked as it is converted (as an argparse `type`
@@ -319,14 +293,6 @@ static int take_ms(long long *to, enum opt_id id, const char *v, char *err, size
 		     ms, DBK_LAUNCH_SCRAPE_MS_MIN, max);
 	*to = ms;
 	return 0;
-}
-
-bool dbk_flags_scraped(const struct dbk_launch_flags *f)
-{
-	for (size_t i = 0; i < NPOLICIES; i++)
-		if (strcmp(f->policy, policies[i].name) == 0)
-			return policies[i].scraped;
-	return false;
 }
 
 /* Stores the values of one option. Converts each in turn: the first that
@@ -377,7 +343,7 @@ static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigne
 	case O_ACCESS_LOG: f->access_log = true; break;
 	case O_ADMISSION: f->admission = true; break;
 	case O_FORCE: f->force = true; break;
-	case O_POLICY: return take_policy(f, vals[0], err, errlen);
+	case O_POLICY: return dbk_flags_take_policy(f, vals[0], err, errlen);
 	case O_SCRAPE_INTERVAL: return take_ms(&f->scrape_interval_ms, id, vals[0], err, errlen);
 	case O_SCRAPE_TIMEOUT: return take_ms(&f->scrape_timeout_ms, id, vals[0], err, errlen);
 	case O_PRINT_CONFIG: f->print_config = vals[0]; break;
@@ -388,95 +354,6 @@ static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigne
 	case O_VERSION:
 	case O_UNKNOWN: break;
 	}
-	return 0;
-}
-
-bool dbk_flags_host_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 253)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '.' ||
-		      c == '-' || c == '_' || c == ':' || c == '%' || c == '[' || c == ']'))
-			return false;
-	}
-	return true;
-}
-
-/* One check per kind of value, worded once for every flag that takes it. */
-static int check_host(const char *flag, const char *host, char *err, size_t errlen)
-{
-	char r[160];
-
-	if (dbk_flags_host_ok(host))
-		return 0;
-	dbk_py_repr(host, r, sizeof(r));
-	FAIL("argument %s: invalid host %s (a name, an IPv4 or an IPv6 address)", flag, r);
-}
-
-static int check_port(const char *flag, long port, char *err, size_t errlen)
-{
-	if (port < 1 || port > 65535)
-		FAIL("argument %s: %ld is not a TCP port (1 to 65535)", flag, port);
-	return 0;
-}
-
-static int check_tokens(const char *flag, long long n, char *err, size_t errlen)
-{
-	if (n < 1 || n > DBK_MAX_TOKENS)
-		FAIL("argument %s: %lld is not from 1 to %lld", flag, n, DBK_MAX_TOKENS);
-	return 0;
-}
-
-/* What the reference checks after argparse, then what the agent and
- * HAProxy would refuse, in the words of the flag concerned. */
-static int check(const struct dbk_launch_flags *f, char *err, size_t errlen)
-{
-	if (f->nhosts != f->nports)
-		FAIL("Number of dp hosts must match number of dp ports "
-		     "(%u --server-hosts, %u --server-ports)",
-		     f->nhosts, f->nports);
-	if (f->nhosts > DBK_MAX_SERVERS)
-		FAIL("argument --server-hosts: at most %d servers, got %u", DBK_MAX_SERVERS,
-		     f->nhosts);
-	if (check_port("--port", f->port, err, errlen) < 0)
-		return -1;
-	/* "" is every address, as uvicorn takes it. */
-	if (f->host[0] != '\0' && check_host("--host", f->host, err, errlen) < 0)
-		return -1;
-	for (unsigned i = 0; i < f->nhosts; i++)
-		if (check_host("--server-hosts", f->server_hosts[i], err, errlen) < 0 ||
-		    check_port("--server-ports", f->server_ports[i], err, errlen) < 0)
-			return -1;
-	if (f->dynamic && f->nhosts < 2)
-		FAIL("argument --enable-dynamic-bucket: the short and the long group need at least "
-		     "2 servers, got %u",
-		     f->nhosts);
-	if (check_tokens("--server-group-threshold", f->threshold, err, errlen) < 0 ||
-	    check_tokens("--max-request-tokens", f->max_request_tokens, err, errlen) < 0)
-		return -1;
-	/* dbucket-spoa checks this in plain mode too. */
-	if (f->threshold >= f->max_request_tokens)
-		FAIL("argument --server-group-threshold: %lld must be below --max-request-tokens "
-		     "(%lld)",
-		     f->threshold, f->max_request_tokens);
-	if ((f->scrape_interval_ms || f->scrape_timeout_ms) && !dbk_flags_scraped(f))
-		FAIL("argument --scrape-interval/--scrape-timeout: --policy %s scrapes nothing "
-		     "(ttft and p2ttft do)",
-		     f->policy);
-	if (f->force && !f->print_config)
-		FAIL("argument --force: only with --print-config");
-	if (f->max_retries > DBK_LAUNCH_MAX_RETRIES)
-		FAIL("argument --max-retries: at most %d, got %lld", DBK_LAUNCH_MAX_RETRIES,
-		     f->max_retries);
-	const char *paths[] = { f->print_config, f->runtime_dir, f->agent, f->haproxy };
-	const char *names[] = { "--print-config", "--runtime-dir", "--agent", "--haproxy" };
-	for (size_t i = 0; i < 4; i++)
-		if (paths[i] && paths[i][0] == '\0')
-			FAIL("argument %s: expected a path, got ''", names[i]);
 	return 0;
 }
 
@@ -659,18 +536,11 @@ enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char
 			dbk_errf_append(err, errlen, " %s", args[extras[k]]);
 		goto out;
 	}
-	if (check(f, err, errlen) < 0)
+	if (dbk_flags_check(f, err, errlen) < 0)
 		goto out;
 	rc = DBK_FLAGS_OK;
 out:
 	free(tok);
 	free(extras);
 	return rc;
-}
-
-unsigned dbk_flags_haproxy_retries(const struct dbk_launch_flags *f)
-{
-	if (f->max_retries <= 1)
-		return 0;
-	return (unsigned)(f->max_retries - 1);
 }
