@@ -45,6 +45,8 @@ enum opt_id {
 	O_POLICY,
 	O_SCRAPE_INTERVAL,
 	O_SCRAPE_TIMEOUT,
+	O_LAYOUT,
+	O_SERVER_MODELS,
 };
 
 enum nargs { N_ZERO, N_ONE, N_PLUS };
@@ -81,6 +83,8 @@ static const struct opt opts[] = {
 	{ "--scrape-interval", O_SCRAPE_INTERVAL, true },
 	{ "--scrape-timeout", O_SCRAPE_TIMEOUT, true },
 	{ "--admission", O_ADMISSION, true },
+	{ "--layout", O_LAYOUT, true },
+	{ "--server-models", O_SERVER_MODELS, true },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -94,7 +98,8 @@ static enum nargs nargs_of(enum opt_id id)
 	case O_ACCESS_LOG:
 	case O_ADMISSION: return N_ZERO;
 	case O_SERVER_HOSTS:
-	case O_SERVER_PORTS: return N_PLUS;
+	case O_SERVER_PORTS:
+	case O_SERVER_MODELS: return N_PLUS;
 	default: return N_ONE;
 	}
 }
@@ -343,6 +348,13 @@ static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigne
 	case O_ACCESS_LOG: f->access_log = true; break;
 	case O_ADMISSION: f->admission = true; break;
 	case O_FORCE: f->force = true; break;
+	case O_SERVER_MODELS:
+		for (unsigned k = 0; k < nvals; k++)
+			f->models_buf[k] = vals[k];
+		f->server_models = f->models_buf;
+		f->nmodels = nvals;
+		break;
+	case O_LAYOUT: return dbk_flags_take_layout(f, vals[0], err, errlen);
 	case O_POLICY: return dbk_flags_take_policy(f, vals[0], err, errlen);
 	case O_SCRAPE_INTERVAL: return take_ms(&f->scrape_interval_ms, id, vals[0], err, errlen);
 	case O_SCRAPE_TIMEOUT: return take_ms(&f->scrape_timeout_ms, id, vals[0], err, errlen);
@@ -361,8 +373,12 @@ void dbk_flags_free(struct dbk_launch_flags *f)
 {
 	free(f->hosts_buf);
 	free(f->ports_buf);
+	free(f->models_buf);
 	f->hosts_buf = NULL;
 	f->ports_buf = NULL;
+	f->models_buf = NULL;
+	f->server_models = NULL;
+	f->nmodels = 0;
 	f->server_hosts = NULL;
 	f->server_ports = NULL;
 	f->nhosts = f->nports = 0;
@@ -381,13 +397,15 @@ static int set_defaults(struct dbk_launch_flags *f, size_t n, char *err, size_t 
 	f->access_log = false;
 	f->admission = false;
 	f->policy = DBK_LAUNCH_DEFAULT_POLICY;
+	f->layout = DBK_LAUNCH_LAYOUT_SHARED;
 	f->threshold = DBK_LAUNCH_DEFAULT_THRESHOLD;
 	f->max_request_tokens = DBK_LAUNCH_DEFAULT_MAX_REQUEST_TOKENS;
 	f->max_retries = DBK_LAUNCH_DEFAULT_MAX_RETRIES;
 	f->retry_delay = DBK_LAUNCH_DEFAULT_RETRY_DELAY;
 	f->hosts_buf = calloc(n + 1, sizeof(*f->hosts_buf));
 	f->ports_buf = calloc(n + 1, sizeof(*f->ports_buf));
-	if (!f->hosts_buf || !f->ports_buf) {
+	f->models_buf = calloc(n + 1, sizeof(*f->models_buf));
+	if (!f->hosts_buf || !f->ports_buf || !f->models_buf) {
 		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}

@@ -24,8 +24,9 @@ bool dbk_flags_host_ok(const char *s)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-		      c == '-' || c == '_' || c == ':' || c == '%' || c == '[' || c == ']'))
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '-' || c == '_' || c == ':' || c == '%' || c == '[' ||
+		      c == ']'))
 			return false;
 	}
 	return true;
@@ -86,10 +87,12 @@ int dbk_flags_check(const struct dbk_launch_flags *f, char *err, size_t errlen)
 		FAIL("argument --server-group-threshold: %lld must be below --max-request-tokens "
 		     "(%lld)",
 		     f->threshold, f->max_request_tokens);
-	if ((f->scrape_interval_ms || f->scrape_timeout_ms) && !dbk_flags_scraped(f))
+	if ((f->scrape_interval_ms || f->scrape_timeout_ms) && !dbk_flags_scrapes(f))
 		FAIL("argument --scrape-interval/--scrape-timeout: --policy %s scrapes nothing "
 		     "(ttft and p2ttft do)",
 		     f->policy);
+	if (dbk_flags_check_models(f, err, errlen) < 0)
+		return -1;
 	if (f->force && !f->print_config)
 		FAIL("argument --force: only with --print-config");
 	if (f->max_retries > DBK_LAUNCH_MAX_RETRIES)

@@ -57,6 +57,7 @@ int dbk_render_addrs_run(struct dbk_render_addrs *a, const char *dir, int comple
 	a->production = false;
 	snprintf(a->spoe_conf, sizeof(a->spoe_conf), "%s/%s", dir, DBK_RENDER_SPOE_CONF);
 	snprintf(a->errors_dir, sizeof(a->errors_dir), "%s", dir);
+	snprintf(a->models_map, sizeof(a->models_map), "%s/%s", dir, DBK_RENDER_MODELS_MAP);
 	snprintf(a->stats_socket, sizeof(a->stats_socket), "%s/%s", dir, DBK_RENDER_STATS_SOCK);
 	snprintf(a->agent, sizeof(a->agent), "unix@%s/%s", dir, DBK_RENDER_SPOA_SOCK);
 	if (completions_port <= 0 || completions_port > 65535) {
@@ -85,6 +86,7 @@ int dbk_render_addrs_production(struct dbk_render_addrs *a, const char *dir, cha
 	a->production = true;
 	snprintf(a->spoe_conf, sizeof(a->spoe_conf), "%s/%s", dir, DBK_RENDER_SPOE_CONF);
 	snprintf(a->errors_dir, sizeof(a->errors_dir), "%s", dir);
+	snprintf(a->models_map, sizeof(a->models_map), "%s/%s", dir, DBK_RENDER_MODELS_MAP);
 	snprintf(a->stats_socket, sizeof(a->stats_socket), "%s", DBK_RENDER_PROD_STATS_SOCKET);
 	snprintf(a->agent, sizeof(a->agent), "%s", DBK_RENDER_PROD_AGENT);
 	snprintf(a->completions, sizeof(a->completions), "%s", DBK_RENDER_PROD_COMPLETIONS);

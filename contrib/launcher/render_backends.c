@@ -1,26 +1,15 @@
 /* haproxy.cfg's backends (render_parts.h): HAProxy's own metrics and
- * stats, the vLLM servers, the agents. Keep in step with haproxy/haproxy.cfg. */
+ * stats, the vLLM servers (the shared backend, and one per model in
+ * --layout per-model, as haproxy/models-per-backend.cfg), the agents.
+ * Keep in step with haproxy/haproxy.cfg. */
 #include "render_parts.h"
 
-void dbk_render_cfg_backends(FILE *out, const struct dbk_launch_flags *f,
-                         const struct dbk_render_addrs *a)
-{
-	unsigned retries = dbk_flags_haproxy_retries(f);
+#include <string.h>
 
-	fputs("\n"
-	      "# HAProxy's own metrics (/metrics, Prometheus) and stats page (/stats),\n"
-	      "# beside the agent's (its admin listener's /metrics).\n"
-	      "frontend stats\n",
-	      out);
-	fprintf(out, "    bind \"%s\"\n", a->prom);
-	fputs("    http-request set-log-level silent\n"
-	      "    http-request use-service prometheus-exporter if { path /metrics }\n"
-	      "    stats enable\n"
-	      "    stats uri /stats\n"
-	      "    stats refresh 5s\n"
-	      "\n"
-	      "backend vllm\n"
-	      "    # The agent's choice wins when it names a usable server; otherwise\n"
+/* What every backend of vLLM servers says before its servers. */
+static void servers_head(FILE *out, const struct dbk_launch_flags *f)
+{
+	fputs("    # The agent's choice wins when it names a usable server; otherwise\n"
 	      "    # (no answer, agent down, server DOWN or in MAINT) leastconn decides.\n"
 	      "    balance leastconn\n"
 	      "    use-server %[var(txn.dbucket.server)] if { var(txn.dbucket.server) -m found }\n",
@@ -31,7 +20,7 @@ void dbk_render_cfg_backends(FILE *out, const struct dbk_launch_flags *f,
 	        "    # response is retried, on another server. --retry-delay %g has no\n"
 	        "    # equivalent: a redispatched retry goes at once.\n"
 	        "    retries %u\n",
-	        f->max_retries, f->retry_delay, retries);
+	        f->max_retries, f->retry_delay, dbk_flags_haproxy_retries(f));
 	fputs("    retry-on conn-failure empty-response 503\n"
 	      "    option redispatch 1\n"
 	      "    # A client that goes away reaches vLLM at once, not after the first token.\n"
@@ -46,16 +35,60 @@ void dbk_render_cfg_backends(FILE *out, const struct dbk_launch_flags *f,
 	      "    # Requests that fail while /health passes: DOWN after 10 errors in a\n"
 	      "    # row (5xx, failed connections), until the checks pass again.\n",
 	      out);
+}
+
+/* Server i's line; model: only the servers of that model, NULL: all. */
+static void server_lines(FILE *out, const struct dbk_launch_flags *f,
+                         const struct dbk_render_addrs *a, const char *model)
+{
 	if (a->production)
 		fputs("    # DBK_SERVER_MAXCONN in HAProxy's environment caps each server's\n"
 		      "    # requests; the rest wait in HAProxy's queue, critical first.\n",
 		      out);
 	for (unsigned i = 0; i < f->nhosts; i++) {
+		if (model && strcmp(f->server_models[i], model) != 0)
+			continue;
 		fprintf(out, "    server vllm%u \"", i);
 		dbk_render_haproxy_addr(out, f->server_hosts[i], f->server_ports[i]);
 		fprintf(out,
 		        "\"%s check inter 2s observe layer7 error-limit 10 on-error mark-down\n",
 		        a->production ? " maxconn \"${DBK_SERVER_MAXCONN-0}\"" : "");
+	}
+}
+
+void dbk_render_cfg_backends(FILE *out, const struct dbk_launch_flags *f,
+                             const struct dbk_render_addrs *a)
+{
+	const char *models[DBK_LAUNCH_MAX_MODELS];
+	unsigned nmodels = dbk_flags_models(f, models);
+	char name[DBK_LAUNCH_MODEL_MAX + 1];
+
+	fputs("\n"
+	      "# HAProxy's own metrics (/metrics, Prometheus) and stats page (/stats),\n"
+	      "# beside the agent's (its admin listener's /metrics).\n"
+	      "frontend stats\n",
+	      out);
+	fprintf(out, "    bind \"%s\"\n", a->prom);
+	fputs("    http-request set-log-level silent\n"
+	      "    http-request use-service prometheus-exporter if { path /metrics }\n"
+	      "    stats enable\n"
+	      "    stats uri /stats\n"
+	      "    stats refresh 5s\n"
+	      "\n",
+	      out);
+	if (nmodels)
+		fputs("# Every server, for what no model rule sends elsewhere (and the\n"
+		      "# /healthcheck count), as haproxy.cfg beside models-per-backend.cfg.\n",
+		      out);
+	fputs("backend vllm\n", out);
+	servers_head(out, f);
+	server_lines(out, f, a, NULL);
+	for (unsigned m = 0; m < nmodels; m++) {
+		dbk_flags_backend_name(models[m], name, sizeof(name));
+		fprintf(out, "\n# Model %s's servers: the agent's pool %s.\nbackend %s\n",
+		        models[m], name, name);
+		servers_head(out, f);
+		server_lines(out, f, a, models[m]);
 	}
 	fputs("\n"
 	      "backend dbucket-agents\n"

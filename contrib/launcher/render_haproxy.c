@@ -31,6 +31,26 @@ static void groups_comment(FILE *out, const struct dbk_launch_flags *f)
 	fputs(".\n", out);
 }
 
+/* --layout per-model: which servers each model's backend holds. */
+static void layout_comment(FILE *out, const struct dbk_launch_flags *f)
+{
+	const char *models[DBK_LAUNCH_MAX_MODELS];
+	unsigned n = dbk_flags_models(f, models);
+	char name[DBK_LAUNCH_MODEL_MAX + 1];
+
+	fputs("# One backend per model (haproxy/models-per-backend.cfg's layout), each\n"
+	      "# the agent's pool of that name, its own groups and books:\n",
+	      out);
+	for (unsigned m = 0; m < n; m++) {
+		dbk_flags_backend_name(models[m], name, sizeof(name));
+		fprintf(out, "#   %s (model %s):", name, models[m]);
+		for (unsigned i = 0; i < f->nhosts; i++)
+			if (strcmp(f->server_models[i], models[m]) == 0)
+				fprintf(out, " vllm%u", i);
+		fputc('\n', out);
+	}
+}
+
 /* What the groups mean under the policy chosen. */
 static void policy_comment(FILE *out, const struct dbk_launch_flags *f)
 {
@@ -81,7 +101,10 @@ static void cfg_head(FILE *out, const struct dbk_launch_flags *f, const struct d
 	fputs("# HAProxy in front of the vLLM servers, dbucket-spoa choosing the server:\n"
 	      "# the set-up of dbucket's haproxy/haproxy.cfg with concrete addresses.\n",
 	      out);
-	groups_comment(out, f);
+	if (f->per_model)
+		layout_comment(out, f);
+	else
+		groups_comment(out, f);
 	policy_comment(out, f);
 	fputs("# The agent runs as\n", out);
 	agent_cmd_comment(out, f, a, agent_path);
@@ -212,15 +235,24 @@ static void cfg_frontend(FILE *out, const struct dbk_launch_flags *f,
 	      "    http-request set-priority-class int(2) if { var(txn.dbk_class) -m str -i "
 	      "sheddable 2 }\n",
 	      out);
-	/* ... and the model map and canary (one backend per model, a run
-	 * has one backend). */
-	if (a->production)
-		fputs("    # One backend per model, a canary (haproxy.cfg): the maps named by\n"
-		      "    # HAProxy's environment, as there.\n"
+	/* ... and the model map and canary: --layout per-model's map is the
+	 * launcher's own; otherwise a run has one backend. */
+	if (f->per_model)
+		fprintf(out,
+		        "    # One backend per model: the model map beside this file.\n"
+		        "    http-request set-var(txn.dbk_backend) req.body,json_query('$.model'),"
+		        "map(\"%s\") if METH_POST\n",
+		        a->models_map);
+	else if (a->production)
+		fputs("    # One backend per model (haproxy.cfg): the map named by HAProxy's\n"
+		      "    # environment, as there.\n"
 		      ".if defined(DBK_MODELS_MAP)\n"
 		      "    http-request set-var(txn.dbk_backend) req.body,json_query('$.model'),"
 		      "map(\"${DBK_MODELS_MAP}\") if METH_POST\n"
-		      ".endif\n"
+		      ".endif\n",
+		      out);
+	if (a->production)
+		fputs("    # A canary (haproxy.cfg): the map named by HAProxy's environment.\n"
 		      ".if defined(DBK_CANARY_MAP)\n"
 		      "    http-request set-var(txn.dbk_backend) var(txn.dbk_backend),"
 		      "map(\"${DBK_CANARY_MAP}\") if { "

@@ -26,6 +26,15 @@ static void agent_opts(FILE *out, const struct dbk_launch_flags *f,
 	        "--listen %s --completion-listen %s --completion-listen %s --admin-listen %s",
 	        f->threshold, f->max_request_tokens, a->agent_listen, a->agent_completions,
 	        a->agent_completions_udp, a->agent_admin);
+	/* --layout per-model: a pool per backend, last (a pool's options
+	 * follow its --pool). */
+	const char *models[DBK_LAUNCH_MAX_MODELS];
+	char name[DBK_LAUNCH_MODEL_MAX + 1];
+	unsigned nm = dbk_flags_models(f, models);
+	for (unsigned m = 0; m < nm; m++) {
+		dbk_flags_backend_name(models[m], name, sizeof(name));
+		fprintf(out, " --pool %s", name);
+	}
 }
 
 int dbk_render_agent_env(FILE *out, const struct dbk_launch_flags *f,

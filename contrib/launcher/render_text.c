@@ -71,6 +71,12 @@ static void cmdline_words(struct dbk_render_wrap *w, const struct dbk_launch_fla
 	snprintf(buf, sizeof(buf), "%g", f->retry_delay);
 	dbk_render_pair(w, "--retry-delay", buf);
 	dbk_render_pair(w, "--policy", f->policy);
+	if (f->per_model) {
+		dbk_render_pair(w, "--layout", f->layout);
+		dbk_render_pair(w, "--server-models", f->server_models[0]);
+		for (unsigned i = 1; i < f->nmodels; i++)
+			dbk_render_word(w, f->server_models[i]);
+	}
 	if (f->scrape_interval_ms)
 		pairf(w, "--scrape-interval", f->scrape_interval_ms);
 	if (f->scrape_timeout_ms)
