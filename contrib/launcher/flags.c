@@ -300,6 +300,16 @@ static int take_ms(long long *to, enum opt_id id, const char *v, char *err, size
 	return 0;
 }
 
+/* A list of strings (nargs "+") into buf, and *to pointed at it; returns
+ * their count. Repeated, the last one wins, as with argparse's "store". */
+static unsigned take_strings(const char **buf, const char ***to, char **vals, unsigned nvals)
+{
+	for (unsigned k = 0; k < nvals; k++)
+		buf[k] = vals[k];
+	*to = buf;
+	return nvals;
+}
+
 /* Stores the values of one option. Converts each in turn: the first that
  * Python's int()/float() refuses is the error. */
 static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigned nvals, char *err,
@@ -330,11 +340,7 @@ static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigne
 		break;
 	case O_HOST: f->host = vals[0]; break;
 	case O_SERVER_HOSTS:
-		/* Repeated, the last one wins, as with argparse's "store". */
-		for (unsigned k = 0; k < nvals; k++)
-			f->hosts_buf[k] = vals[k];
-		f->server_hosts = f->hosts_buf;
-		f->nhosts = nvals;
+		f->nhosts = take_strings(f->hosts_buf, &f->server_hosts, vals, nvals);
 		break;
 	case O_SERVER_PORTS:
 		f->server_ports = f->ports_buf;
@@ -349,10 +355,7 @@ static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigne
 	case O_ADMISSION: f->admission = true; break;
 	case O_FORCE: f->force = true; break;
 	case O_SERVER_MODELS:
-		for (unsigned k = 0; k < nvals; k++)
-			f->models_buf[k] = vals[k];
-		f->server_models = f->models_buf;
-		f->nmodels = nvals;
+		f->nmodels = take_strings(f->models_buf, &f->server_models, vals, nvals);
 		break;
 	case O_LAYOUT: return dbk_flags_take_layout(f, vals[0], err, errlen);
 	case O_POLICY: return dbk_flags_take_policy(f, vals[0], err, errlen);

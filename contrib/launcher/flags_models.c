@@ -40,8 +40,8 @@ void dbk_flags_backend_name(const char *model, char *out, size_t outlen)
 
 	for (; model[i] && i + 1 < outlen; i++) {
 		char c = model[i];
-		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		          c == '-' || c == '_' || c == '.' || c == ':';
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		          (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == ':';
 		out[i] = ok ? c : '-';
 	}
 	out[i] = '\0';
@@ -69,14 +69,16 @@ static int check_backends(const char *const *models, unsigned n, char *err, size
 		dbk_flags_backend_name(models[i], a, sizeof(a));
 		for (size_t k = 0; k < sizeof(taken) / sizeof(taken[0]); k++)
 			if (strcmp(a, taken[k]) == 0)
-				FAIL("argument --server-models: model '%s' would be HAProxy backend "
+				FAIL("argument --server-models: model '%s' would be HAProxy "
+				     "backend "
 				     "'%s', a name the configuration uses for its own",
 				     models[i], a);
 		for (unsigned j = 0; j < i; j++) {
 			dbk_flags_backend_name(models[j], b, sizeof(b));
 			if (strcmp(a, b) == 0)
 				FAIL("argument --server-models: models '%s' and '%s' would both be "
-				     "HAProxy backend '%s' (a backend name is letters, digits, - _ . "
+				     "HAProxy backend '%s' (a backend name is letters, digits, - _ "
+				     ". "
 				     ":)",
 				     models[j], models[i], a);
 		}
@@ -113,7 +115,8 @@ int dbk_flags_check_models(const struct dbk_launch_flags *f, char *err, size_t e
 		return 0;
 	}
 	if (f->nmodels == 0)
-		FAIL("argument --layout: per-model needs each server's model: give --server-models, "
+		FAIL("argument --layout: per-model needs each server's model: give "
+		     "--server-models, "
 		     "one per --server-hosts, in order");
 	if (f->nmodels != f->nhosts)
 		FAIL("argument --server-models: %u model%s for %u servers: one per --server-hosts, "

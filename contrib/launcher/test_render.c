@@ -315,6 +315,21 @@ static void test_admission(void)
 	free(env);
 }
 
+/* v from index `from` on is want, to its end. */
+static void check_argv_tail(char **v, size_t from, const char *const *want)
+{
+	size_t i = from;
+
+	for (size_t k = 0; v && want[k]; k++, i++)
+		if (!v[i] || strcmp(v[i], want[k]) != 0) {
+			dbk_check_cur_failed++;
+			fprintf(stderr, "  argv[%zu] = %s, want %s\n", i, v[i] ? v[i] : "NULL",
+			        want[k]);
+			return;
+		}
+	CHECK(v && v[i] == NULL);
+}
+
 static void test_agent_argv(void)
 {
 	const char *want[] = { "/x/dbucket-spoa",
@@ -349,17 +364,9 @@ static void test_agent_argv(void)
 	CHECK(dbk_render_addrs_run(&A, "/r", 12346, ERR, sizeof(ERR)) == 0);
 	char **v = dbk_render_agent_argv(&F, &A, "/x/dbucket-spoa");
 	CHECK(v != NULL);
-	size_t i = 0;
-	for (; v && want[i]; i++) {
-		if (!v[i] || strcmp(v[i], want[i]) != 0) {
-			dbk_check_cur_failed++;
-			fprintf(stderr, "  argv[%zu] = %s, want %s\n", i, v[i] ? v[i] : "NULL",
-			        want[i]);
-			break;
-		}
-	}
-	CHECK(v && v[i] == NULL);
+	check_argv_tail(v, 0, want);
 	dbk_render_argv_free(v);
+	size_t i;
 
 	/* Plain mode: no --enable-dynamic-bucket; production: no names. */
 	CHECK(parse(NULL) == 0);
@@ -536,14 +543,7 @@ static void test_per_model(void)
 	size_t i = 0;
 	while (v && v[i] && strcmp(v[i], "--pool") != 0)
 		i++;
-	for (size_t k = 0; v && want[k]; k++, i++)
-		if (!v[i] || strcmp(v[i], want[k]) != 0) {
-			dbk_check_cur_failed++;
-			fprintf(stderr, "  argv[%zu] = %s, want %s\n", i, v[i] ? v[i] : "NULL",
-			        want[k]);
-			break;
-		}
-	CHECK(v && v[i] == NULL);
+	check_argv_tail(v, i, want);
 	dbk_render_argv_free(v);
 
 	/* Production: the pools read their servers from HAProxy. */
