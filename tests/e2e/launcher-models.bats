@@ -59,7 +59,16 @@ ask() {
 }
 status_of() { sed -n '1s/^HTTP\/[0-9.]* \([0-9]*\).*/\1/p' "$BATS_TEST_TMPDIR/$1.h"; }
 
-@test "--layout per-model: each model's request reaches its own backend's servers, an unknown model gets 404 JSON, every process stops by pid" {
+# pool_field POOL KEY: a number of that pool's /state.
+pool_field() {
+	agent_get /state | jq -r --arg p "$1" --arg k "$2" '.pools[] | select(.pool == $p) | .[$k]'
+}
+pools_idle() { [ "$(pool_field model-a leases) $(pool_field model-b leases)" = "0 0" ]; }
+
+# per_model_world [LAUNCHER ARGS...]: two models on two stubs each behind
+# the launcher in --layout per-model, ARGS added; then one request per
+# model and one for an unknown model, and the launcher stopped.
+per_model_world() {
 	local i
 	for i in 0 1 2 3; do
 		STUB_ARGS="--model model-$([ "$i" -lt 2 ] && echo a || echo b)" start_stub "$i" 20
@@ -67,7 +76,7 @@ status_of() { sed -n '1s/^HTTP\/[0-9.]* \([0-9]*\).*/\1/p' "$BATS_TEST_TMPDIR/$1
 	"$BUILD/dbucket" --runtime-dir "$RT" --host 127.0.0.1 --port "$DBK_PORT" \
 		--server-hosts 127.0.0.1 127.0.0.1 127.0.0.1 127.0.0.1 \
 		--server-ports "${STUB_PORT[0]}" "${STUB_PORT[1]}" "${STUB_PORT[2]}" "${STUB_PORT[3]}" \
-		--layout per-model --server-models model-a model-a model-b model-b \
+		--layout per-model --server-models model-a model-a model-b model-b "$@" \
 		2>>"$LOG" </dev/null 3>&- &
 	L_PID=$!
 	dbk_wait_until 60 said_or_gone 'dbucket: ready' || true
@@ -100,6 +109,9 @@ model-b: vllm2 vllm3"
 	run jq -r '[.error.type, .error.code] | map(tostring) | join(" ")' "$BATS_TEST_TMPDIR/nope.b"
 	assert_output "NotFoundError 404"
 	assert_equal "stubs $(counters)" "stubs $after_b"
+	# Each pool decided its own request and released it.
+	wait_until 10 pools_idle || fail "leases left: $(pool_field model-a leases) $(pool_field model-b leases)"
+	assert_equal "$(pool_field model-a decisions) $(pool_field model-b decisions)" "1 1"
 
 	kill -TERM "$L_PID"
 	local rc=0
@@ -109,6 +121,30 @@ model-b: vllm2 vllm3"
 	dbk_gone "$L_AGENT" || fail "the agent (pid $L_AGENT) still runs"
 	dbk_gone "$L_HAPROXY" || fail "haproxy (pid $L_HAPROXY) still runs"
 	[ ! -e "$RT" ] || fail "$RT is still there"
+}
+
+@test "--layout per-model (ttft, the default): each model's request reaches its own backend's servers, an unknown model gets 404 JSON, every process stops by pid" {
+	per_model_world
+}
+
+@test "--layout per-model --policy reference: the servers are scraped for their models all the same, and the unknown model still gets 404" {
+	per_model_world --policy reference
+}
+
+@test "--layout per-model --print-config: a backend per model, the model map beside haproxy.cfg, a --pool per backend; haproxy -c accepts it" {
+	local out=$BATS_TEST_TMPDIR/prod
+	run "$BUILD/dbucket" --print-config "$out" --server-hosts 127.0.0.1 127.0.0.1 127.0.0.1 \
+		--server-ports 8101 8102 8103 --layout per-model --server-models org/m-a org/m-a m-b
+	assert_success
+	assert_output --partial "wrote $out/models.map"
+	run grep -v '^#' "$out/models.map"
+	assert_output "org/m-a org-m-a
+m-b m-b"
+	grep -q -- ' --pool org-m-a --pool m-b"$' "$out/dbucket-spoa.env"
+	run grep -c '^backend \(vllm\|org-m-a\|m-b\)$' "$out/haproxy.cfg"
+	assert_output 3
+	run haproxy -c -f "$out/haproxy.cfg"
+	assert_success
 }
 
 @test "--layout per-model: bad input is refused with exit 2 and a clear message, starting nothing" {
