@@ -43,10 +43,17 @@ static void layout_comment(FILE *out, const struct dbk_launch_flags *f)
 	      out);
 	for (unsigned m = 0; m < n; m++) {
 		dbk_flags_backend_name(models[m], name, sizeof(name));
+		/* Wrapped: a model may have hundreds of servers. */
+		struct dbk_render_wrap w = { out, 4, "#     ", true };
+		char server[32];
 		fprintf(out, "#   %s (model %s):", name, models[m]);
+		w.col += strlen(name) + strlen(models[m]) + 10;
+		w.fresh = false;
 		for (unsigned i = 0; i < f->nhosts; i++)
-			if (strcmp(f->server_models[i], models[m]) == 0)
-				fprintf(out, " vllm%u", i);
+			if (strcmp(f->server_models[i], models[m]) == 0) {
+				snprintf(server, sizeof(server), "vllm%u", i);
+				dbk_render_word(&w, server);
+			}
 		fputc('\n', out);
 	}
 }

@@ -105,5 +105,13 @@ int dbk_render_readme(FILE *out, const struct dbk_launch_flags *f, const struct 
 	      "it to group haproxy). Its /state and /metrics: curl http://",
 	      out);
 	fprintf(out, "%s/metrics\n", a->agent_admin);
+	if (f->per_model)
+		fprintf(out,
+		        "\n"
+		        "--layout per-model: %s is the model map the frontend reads\n"
+		        "(each model to its backend; its `map(...)` names it there): move it\n"
+		        "with haproxy.cfg, or edit that line too. The agent's pools (--pool)\n"
+		        "read their backends' servers from HAProxy.\n",
+		        a->models_map);
 	return ferror(out) ? -1 : 0;
 }

@@ -548,11 +548,18 @@ static void test_per_model(void)
 
 	/* Production: the pools read their servers from HAProxy. */
 	CHECK(dbk_render_addrs_production(&A, "/etc", ERR, sizeof(ERR)) == 0);
-	char *env = render(ENV);
-	CHECK_HAS(env, " --pool m-a --pool org-m-b\"\n");
-	free(env);
+	const struct {
+		enum what w;
+		const char *part;
+	} has[] = { { ENV, " --pool m-a --pool org-m-b\"\n" },
+		    { README, "--layout per-model: /etc/models.map is the model map" },
+		    { CFG, "map(\"/etc/models.map\")" } };
+	for (size_t k = 0; k < sizeof(has) / sizeof(has[0]); k++) {
+		char *text = render(has[k].w);
+		CHECK_HAS(text, has[k].part);
+		free(text);
+	}
 	cfg = render(CFG);
-	CHECK_HAS(cfg, "map(\"/etc/models.map\")");
 	CHECK_HASNT(cfg, "DBK_MODELS_MAP");
 	free(cfg);
 }

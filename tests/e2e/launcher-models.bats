@@ -59,24 +59,24 @@ ask() {
 }
 status_of() { sed -n '1s/^HTTP\/[0-9.]* \([0-9]*\).*/\1/p' "$BATS_TEST_TMPDIR/$1.h"; }
 
-# pool_field POOL KEY: a number of that pool's /state.
-pool_field() {
-	agent_get /state | jq -r --arg p "$1" --arg k "$2" '.pools[] | select(.pool == $p) | .[$k]'
+# per_pool KEY: that number of every pool's /state, in the pools' order.
+per_pool() {
+	agent_get /state | jq -r --arg k "$1" '[.pools[][$k] | tostring] | join(" ")'
 }
-pools_idle() { [ "$(pool_field model-a leases) $(pool_field model-b leases)" = "0 0" ]; }
+pools_idle() { [ "$(per_pool leases)" = "0 0" ]; }
 
 # per_model_world [LAUNCHER ARGS...]: two models on two stubs each behind
 # the launcher in --layout per-model, ARGS added; then one request per
 # model and one for an unknown model, and the launcher stopped.
 per_model_world() {
-	local i
+	local i models=(model-a model-a model-b model-b)
 	for i in 0 1 2 3; do
-		STUB_ARGS="--model model-$([ "$i" -lt 2 ] && echo a || echo b)" start_stub "$i" 20
+		STUB_ARGS="--model ${models[i]}" start_stub "$i" 20
 	done
 	"$BUILD/dbucket" --runtime-dir "$RT" --host 127.0.0.1 --port "$DBK_PORT" \
 		--server-hosts 127.0.0.1 127.0.0.1 127.0.0.1 127.0.0.1 \
 		--server-ports "${STUB_PORT[0]}" "${STUB_PORT[1]}" "${STUB_PORT[2]}" "${STUB_PORT[3]}" \
-		--layout per-model --server-models model-a model-a model-b model-b "$@" \
+		--layout per-model --server-models "${models[@]}" "$@" \
 		2>>"$LOG" </dev/null 3>&- &
 	L_PID=$!
 	dbk_wait_until 60 said_or_gone 'dbucket: ready' || true
@@ -110,8 +110,8 @@ model-b: vllm2 vllm3"
 	assert_output "NotFoundError 404"
 	assert_equal "stubs $(counters)" "stubs $after_b"
 	# Each pool decided its own request and released it.
-	wait_until 10 pools_idle || fail "leases left: $(pool_field model-a leases) $(pool_field model-b leases)"
-	assert_equal "$(pool_field model-a decisions) $(pool_field model-b decisions)" "1 1"
+	wait_until 10 pools_idle || fail "leases left: $(per_pool leases)"
+	assert_equal "$(per_pool pool) decisions $(per_pool decisions)" "model-a model-b decisions 1 1"
 
 	kill -TERM "$L_PID"
 	local rc=0
