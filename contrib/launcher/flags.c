@@ -10,7 +10,7 @@
  * them, converting each value as it goes (so the first bad value fails,
  * and -h prints the help only if nothing before it failed); what no option
  * took is "unrecognized", reported at the end. */
-#include "flags.h"
+#include "flags_parts.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -45,6 +45,8 @@ enum opt_id {
 	O_POLICY,
 	O_SCRAPE_INTERVAL,
 	O_SCRAPE_TIMEOUT,
+	O_LAYOUT,
+	O_SERVER_MODELS,
 };
 
 enum nargs { N_ZERO, N_ONE, N_PLUS };
@@ -81,6 +83,8 @@ static const struct opt opts[] = {
 	{ "--scrape-interval", O_SCRAPE_INTERVAL, true },
 	{ "--scrape-timeout", O_SCRAPE_TIMEOUT, true },
 	{ "--admission", O_ADMISSION, true },
+	{ "--layout", O_LAYOUT, true },
+	{ "--server-models", O_SERVER_MODELS, true },
 };
 #define NOPTS (sizeof(opts) / sizeof(opts[0]))
 
@@ -94,7 +98,8 @@ static enum nargs nargs_of(enum opt_id id)
 	case O_ACCESS_LOG:
 	case O_ADMISSION: return N_ZERO;
 	case O_SERVER_HOSTS:
-	case O_SERVER_PORTS: return N_PLUS;
+	case O_SERVER_PORTS:
+	case O_SERVER_MODELS: return N_PLUS;
 	default: return N_ONE;
 	}
 }
@@ -271,32 +276,6 @@ static int classify(const char *arg, struct token *t, char *err, size_t errlen)
 
 /* ---- actions ----------------------------------------------------------- */
 
-/* dbucket-spoa's policies, in its --help's order; which of them route on
- * the servers' own numbers. */
-static const struct {
-	const char *name;
-	bool scraped;
-} policies[] = { { "reference", false }, { "ttft", true }, { "p2ttft", true } };
-#define NPOLICIES (sizeof(policies) / sizeof(policies[0]))
-
-/* argparse's `choices`, checked as it converts the value. */
-static int take_policy(struct dbk_launch_flags *f, const char *v, char *err, size_t errlen)
-{
-	char r[160];
-
-	for (size_t i = 0; i < NPOLICIES; i++)
-		if (strcmp(v, policies[i].name) == 0) {
-			f->policy = policies[i].name;
-			return 0;
-		}
-	dbk_py_repr(v, r, sizeof(r));
-	dbk_errf(err, errlen, "argument --policy: invalid choice: %s (choose from", r);
-	for (size_t i = 0; i < NPOLICIES; i++)
-		dbk_errf_append(err, errlen, "%s '%s'", i ? "," : "", policies[i].name);
-	dbk_errf_append(err, errlen, ")");
-	return -1;
-}
-
 /* A scrape period: a duration as the agent takes it (500ms, 2s, 1m; a
  * bare number is ms), or any integer Python's int() reads, as before it
  * had units. Range-checked as it is converted (as an argparse `type`
@@ -321,12 +300,14 @@ static int take_ms(long long *to, enum opt_id id, const char *v, char *err, size
 	return 0;
 }
 
-bool dbk_flags_scraped(const struct dbk_launch_flags *f)
+/* A list of strings (nargs "+") into buf, and *to pointed at it; returns
+ * their count. Repeated, the last one wins, as with argparse's "store". */
+static unsigned take_strings(const char **buf, const char ***to, char **vals, unsigned nvals)
 {
-	for (size_t i = 0; i < NPOLICIES; i++)
-		if (strcmp(f->policy, policies[i].name) == 0)
-			return policies[i].scraped;
-	return false;
+	for (unsigned k = 0; k < nvals; k++)
+		buf[k] = vals[k];
+	*to = buf;
+	return nvals;
 }
 
 /* Stores the values of one option. Converts each in turn: the first that
@@ -359,11 +340,7 @@ static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigne
 		break;
 	case O_HOST: f->host = vals[0]; break;
 	case O_SERVER_HOSTS:
-		/* Repeated, the last one wins, as with argparse's "store". */
-		for (unsigned k = 0; k < nvals; k++)
-			f->hosts_buf[k] = vals[k];
-		f->server_hosts = f->hosts_buf;
-		f->nhosts = nvals;
+		f->nhosts = take_strings(f->hosts_buf, &f->server_hosts, vals, nvals);
 		break;
 	case O_SERVER_PORTS:
 		f->server_ports = f->ports_buf;
@@ -377,7 +354,11 @@ static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigne
 	case O_ACCESS_LOG: f->access_log = true; break;
 	case O_ADMISSION: f->admission = true; break;
 	case O_FORCE: f->force = true; break;
-	case O_POLICY: return take_policy(f, vals[0], err, errlen);
+	case O_SERVER_MODELS:
+		f->nmodels = take_strings(f->models_buf, &f->server_models, vals, nvals);
+		break;
+	case O_LAYOUT: return dbk_flags_take_layout(f, vals[0], err, errlen);
+	case O_POLICY: return dbk_flags_take_policy(f, vals[0], err, errlen);
 	case O_SCRAPE_INTERVAL: return take_ms(&f->scrape_interval_ms, id, vals[0], err, errlen);
 	case O_SCRAPE_TIMEOUT: return take_ms(&f->scrape_timeout_ms, id, vals[0], err, errlen);
 	case O_PRINT_CONFIG: f->print_config = vals[0]; break;
@@ -391,101 +372,16 @@ static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigne
 	return 0;
 }
 
-bool dbk_flags_host_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 253)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '.' ||
-		      c == '-' || c == '_' || c == ':' || c == '%' || c == '[' || c == ']'))
-			return false;
-	}
-	return true;
-}
-
-/* One check per kind of value, worded once for every flag that takes it. */
-static int check_host(const char *flag, const char *host, char *err, size_t errlen)
-{
-	char r[160];
-
-	if (dbk_flags_host_ok(host))
-		return 0;
-	dbk_py_repr(host, r, sizeof(r));
-	FAIL("argument %s: invalid host %s (a name, an IPv4 or an IPv6 address)", flag, r);
-}
-
-static int check_port(const char *flag, long port, char *err, size_t errlen)
-{
-	if (port < 1 || port > 65535)
-		FAIL("argument %s: %ld is not a TCP port (1 to 65535)", flag, port);
-	return 0;
-}
-
-static int check_tokens(const char *flag, long long n, char *err, size_t errlen)
-{
-	if (n < 1 || n > DBK_MAX_TOKENS)
-		FAIL("argument %s: %lld is not from 1 to %lld", flag, n, DBK_MAX_TOKENS);
-	return 0;
-}
-
-/* What the reference checks after argparse, then what the agent and
- * HAProxy would refuse, in the words of the flag concerned. */
-static int check(const struct dbk_launch_flags *f, char *err, size_t errlen)
-{
-	if (f->nhosts != f->nports)
-		FAIL("Number of dp hosts must match number of dp ports "
-		     "(%u --server-hosts, %u --server-ports)",
-		     f->nhosts, f->nports);
-	if (f->nhosts > DBK_MAX_SERVERS)
-		FAIL("argument --server-hosts: at most %d servers, got %u", DBK_MAX_SERVERS,
-		     f->nhosts);
-	if (check_port("--port", f->port, err, errlen) < 0)
-		return -1;
-	/* "" is every address, as uvicorn takes it. */
-	if (f->host[0] != '\0' && check_host("--host", f->host, err, errlen) < 0)
-		return -1;
-	for (unsigned i = 0; i < f->nhosts; i++)
-		if (check_host("--server-hosts", f->server_hosts[i], err, errlen) < 0 ||
-		    check_port("--server-ports", f->server_ports[i], err, errlen) < 0)
-			return -1;
-	if (f->dynamic && f->nhosts < 2)
-		FAIL("argument --enable-dynamic-bucket: the short and the long group need at least "
-		     "2 servers, got %u",
-		     f->nhosts);
-	if (check_tokens("--server-group-threshold", f->threshold, err, errlen) < 0 ||
-	    check_tokens("--max-request-tokens", f->max_request_tokens, err, errlen) < 0)
-		return -1;
-	/* dbucket-spoa checks this in plain mode too. */
-	if (f->threshold >= f->max_request_tokens)
-		FAIL("argument --server-group-threshold: %lld must be below --max-request-tokens "
-		     "(%lld)",
-		     f->threshold, f->max_request_tokens);
-	if ((f->scrape_interval_ms || f->scrape_timeout_ms) && !dbk_flags_scraped(f))
-		FAIL("argument --scrape-interval/--scrape-timeout: --policy %s scrapes nothing "
-		     "(ttft and p2ttft do)",
-		     f->policy);
-	if (f->force && !f->print_config)
-		FAIL("argument --force: only with --print-config");
-	if (f->max_retries > DBK_LAUNCH_MAX_RETRIES)
-		FAIL("argument --max-retries: at most %d, got %lld", DBK_LAUNCH_MAX_RETRIES,
-		     f->max_retries);
-	const char *paths[] = { f->print_config, f->runtime_dir, f->agent, f->haproxy };
-	const char *names[] = { "--print-config", "--runtime-dir", "--agent", "--haproxy" };
-	for (size_t i = 0; i < 4; i++)
-		if (paths[i] && paths[i][0] == '\0')
-			FAIL("argument %s: expected a path, got ''", names[i]);
-	return 0;
-}
-
 void dbk_flags_free(struct dbk_launch_flags *f)
 {
 	free(f->hosts_buf);
 	free(f->ports_buf);
+	free(f->models_buf);
 	f->hosts_buf = NULL;
 	f->ports_buf = NULL;
+	f->models_buf = NULL;
+	f->server_models = NULL;
+	f->nmodels = 0;
 	f->server_hosts = NULL;
 	f->server_ports = NULL;
 	f->nhosts = f->nports = 0;
@@ -504,13 +400,15 @@ static int set_defaults(struct dbk_launch_flags *f, size_t n, char *err, size_t 
 	f->access_log = false;
 	f->admission = false;
 	f->policy = DBK_LAUNCH_DEFAULT_POLICY;
+	f->layout = DBK_LAUNCH_LAYOUT_SHARED;
 	f->threshold = DBK_LAUNCH_DEFAULT_THRESHOLD;
 	f->max_request_tokens = DBK_LAUNCH_DEFAULT_MAX_REQUEST_TOKENS;
 	f->max_retries = DBK_LAUNCH_DEFAULT_MAX_RETRIES;
 	f->retry_delay = DBK_LAUNCH_DEFAULT_RETRY_DELAY;
 	f->hosts_buf = calloc(n + 1, sizeof(*f->hosts_buf));
 	f->ports_buf = calloc(n + 1, sizeof(*f->ports_buf));
-	if (!f->hosts_buf || !f->ports_buf) {
+	f->models_buf = calloc(n + 1, sizeof(*f->models_buf));
+	if (!f->hosts_buf || !f->ports_buf || !f->models_buf) {
 		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
@@ -659,18 +557,11 @@ enum dbk_flags_result dbk_flags_parse(struct dbk_launch_flags *f, int argc, char
 			dbk_errf_append(err, errlen, " %s", args[extras[k]]);
 		goto out;
 	}
-	if (check(f, err, errlen) < 0)
+	if (dbk_flags_check(f, err, errlen) < 0)
 		goto out;
 	rc = DBK_FLAGS_OK;
 out:
 	free(tok);
 	free(extras);
 	return rc;
-}
-
-unsigned dbk_flags_haproxy_retries(const struct dbk_launch_flags *f)
-{
-	if (f->max_retries <= 1)
-		return 0;
-	return (unsigned)(f->max_retries - 1);
 }

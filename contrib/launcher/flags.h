@@ -26,6 +26,16 @@
  * reads each server's max_model_len and never does. `--policy
  * reference` is the reference, decision for decision. */
 #define DBK_LAUNCH_DEFAULT_POLICY "ttft"
+/* Ours: --layout's names; shared (the sample's haproxy.cfg alone) unless
+ * asked, as before the flag. */
+#define DBK_LAUNCH_LAYOUT_SHARED "shared"
+#define DBK_LAUNCH_LAYOUT_PER_MODEL "per-model"
+/* The agent's --pool limit (agent/config.h's DBK_MAX_POOLS): at most
+ * this many models in --layout per-model. */
+#define DBK_LAUNCH_MAX_MODELS 16
+/* A model name: visible characters (no # " ' \: they would end a map
+ * line or a quoted argument), at most this long. */
+#define DBK_LAUNCH_MODEL_MAX 128
 /* dbucket-spoa's bounds for --scrape-interval and --scrape-timeout (ms),
  * checked here so that a run fails before anything starts. */
 #define DBK_LAUNCH_SCRAPE_MS_MIN 10
@@ -62,9 +72,14 @@ struct dbk_launch_flags {
 	long long scrape_interval_ms; /* --scrape-interval; 0: the agent's default */
 	long long scrape_timeout_ms;  /* --scrape-timeout; 0: the agent's default */
 	bool admission;               /* --admission: the agent sheds (issue 28) */
+	const char *layout;           /* --layout: shared or per-model */
+	bool per_model;               /* --layout per-model */
+	const char **server_models;   /* --server-models, nmodels of them (NULL: none) */
+	unsigned nmodels;
 	/* Storage for the two lists (strings point into argv). */
 	const char **hosts_buf;
 	long *ports_buf;
+	const char **models_buf;
 };
 
 enum dbk_flags_result {
@@ -93,6 +108,20 @@ unsigned dbk_flags_haproxy_retries(const struct dbk_launch_flags *f);
 /* Whether the policy routes on the servers' /metrics and /v1/models
  * (ttft and p2ttft): then the agent scrapes every server. */
 bool dbk_flags_scraped(const struct dbk_launch_flags *f);
+
+/* Whether the agent scrapes the servers in a run: for the policy, or
+ * for the servers' models (/v1/models), which --layout per-model's pools
+ * need to answer an unknown model 404. */
+bool dbk_flags_scrapes(const struct dbk_launch_flags *f);
+
+/* --layout per-model: the distinct models of --server-models, in the
+ * order they first appear, into models (DBK_LAUNCH_MAX_MODELS); returns
+ * how many (0 in the shared layout). */
+unsigned dbk_flags_models(const struct dbk_launch_flags *f, const char **models);
+/* The HAProxy backend (and agent pool) of a model: the model with each
+ * character a backend name cannot carry (letters, digits, - _ . : only)
+ * as '-'. out: DBK_LAUNCH_MODEL_MAX + 1 bytes. */
+void dbk_flags_backend_name(const char *model, char *out, size_t outlen);
 
 /* A host HAProxy's configuration can carry: letters, digits and . - _ : %
  * [ ] (names, IPv4, IPv6 with an optional zone), 1 to 253 characters. */

@@ -15,7 +15,8 @@ static const char usage_text[] =
         "               [--runtime-dir DIR] [--agent PATH] [--haproxy PATH]\n"
         "               [--access-log] [--version] [--force] [--policy NAME]\n"
         "               [--scrape-interval TIME] [--scrape-timeout TIME]\n"
-        "               [--admission]\n";
+        "               [--admission] [--layout NAME]\n"
+        "               [--server-models MODEL [MODEL ...]]\n";
 
 void dbk_flags_usage(FILE *out) { fputs(usage_text, out); }
 
@@ -102,6 +103,18 @@ void dbk_flags_help(FILE *out)
 	        "                        (HAProxy answers 429 with Retry-After); critical\n"
 	        "                        never. The class: the X-Request-Class header\n"
 	        "                        (critical, standard, sheddable; standard without)\n"
+	        "  --layout NAME         how HAProxy's backends are laid out (shared):\n"
+	        "                        shared: one backend of every server (a scraping\n"
+	        "                        agent reads their models from /v1/models).\n"
+	        "                        per-model: one backend per model (and the agent's\n"
+	        "                        pool of that name), a model map choosing it from\n"
+	        "                        the request's model; a model no server lists gets\n"
+	        "                        404, as haproxy/models-per-backend.cfg\n"
+	        "  --server-models MODEL [MODEL ...]\n"
+	        "                        with --layout per-model: the model each server\n"
+	        "                        serves, one per --server-hosts, in order; a\n"
+	        "                        model's backend is its name with characters other\n"
+	        "                        than letters, digits, - _ . : as -\n"
 	        "\n"
 	        "Exit status: 0 when stopped by SIGTERM, SIGINT or SIGHUP (or after --help,\n"
 	        "--version or --print-config), 1 when HAProxy or the agent failed, 2 for a\n"

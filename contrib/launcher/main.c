@@ -135,7 +135,7 @@ static bool find_haproxy(const char *given, char *out, size_t outlen)
 
 /* ---- writing the files ------------------------------------------------- */
 
-enum what { W_HAPROXY, W_SPOE, W_ENV, W_README, W_ERROR };
+enum what { W_HAPROXY, W_SPOE, W_ENV, W_README, W_MODELS, W_ERROR };
 
 struct job {
 	const struct dbk_launch_flags *f;
@@ -192,6 +192,7 @@ static int write_file(const struct job *j, const char *name, enum what w, mode_t
 	case W_SPOE: rc = dbk_render_spoe_conf(out, j->f); break;
 	case W_ENV: rc = dbk_render_agent_env(out, j->f, j->a, j->agent_path); break;
 	case W_README: rc = dbk_render_readme(out, j->f, j->a, j->dir, j->agent_path); break;
+	case W_MODELS: rc = dbk_render_models_map(out, j->f); break;
 	case W_ERROR: rc = dbk_render_error_file(out, name); break;
 	}
 	/* fchmod: the mode must not depend on the umask. */
@@ -257,6 +258,7 @@ static int refuse_existing(const char *dir)
 
 	for (size_t i = 0; i < NPRINT; i++)
 		found += exists(dir, print_files[i]);
+	found += exists(dir, DBK_RENDER_MODELS_MAP);
 	for (size_t i = 0; i < dbk_render_error_count(); i++) {
 		dbk_render_error_name(i, name, sizeof(name));
 		found += exists(dir, name);
@@ -293,14 +295,16 @@ static int print_config(const struct dbk_launch_flags *f, const char *agent_path
 	for (size_t i = 0; i < NPRINT; i++)
 		if (write_file(&j, print_files[i], whats[i], 0644))
 			return 1;
+	if (f->per_model && write_file(&j, DBK_RENDER_MODELS_MAP, W_MODELS, 0644))
+		return 1;
 	return write_error_files(&j, 0644) ? 1 : 0;
 }
 
 /* ---- the runtime directory --------------------------------------------- */
 
 static const char *const run_files[] = {
-	DBK_RENDER_HAPROXY_CFG, DBK_RENDER_SPOE_CONF,  DBK_RENDER_SPOA_SOCK,
-	DBK_RENDER_ADMIN_SOCK,  DBK_RENDER_STATS_SOCK, DBK_RENDER_PROM_SOCK,
+	DBK_RENDER_HAPROXY_CFG, DBK_RENDER_SPOE_CONF, DBK_RENDER_SPOA_SOCK,  DBK_RENDER_ADMIN_SOCK,
+	DBK_RENDER_STATS_SOCK,  DBK_RENDER_PROM_SOCK, DBK_RENDER_MODELS_MAP,
 };
 
 /* A fresh private directory: under $XDG_RUNTIME_DIR (the user's tmpfs),
@@ -410,6 +414,7 @@ static int run(const struct dbk_launch_flags *f, const char *agent_path)
 	}
 	struct job j = { f, &a, dir, agent_path, false };
 	if (write_file(&j, DBK_RENDER_SPOE_CONF, W_SPOE, 0600) || write_error_files(&j, 0600) ||
+	    (f->per_model && write_file(&j, DBK_RENDER_MODELS_MAP, W_MODELS, 0600)) ||
 	    write_file(&j, DBK_RENDER_HAPROXY_CFG, W_HAPROXY, 0600))
 		goto out;
 	agent_argv = dbk_render_agent_argv(f, &a, agent_path);

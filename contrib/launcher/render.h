@@ -23,6 +23,7 @@
 #define DBK_RENDER_SPOE_CONF "dbucket.spoe.conf"
 #define DBK_RENDER_AGENT_ENV "dbucket-spoa.env"
 #define DBK_RENDER_README "README.dbucket"
+#define DBK_RENDER_MODELS_MAP "models.map" /* --layout per-model */
 #define DBK_RENDER_SPOA_SOCK "spoa.sock"
 #define DBK_RENDER_ADMIN_SOCK "admin.sock"
 #define DBK_RENDER_STATS_SOCK "haproxy.sock"
@@ -40,6 +41,7 @@ struct dbk_render_addrs {
 	bool production;                    /* --print-config rather than a run */
 	char spoe_conf[DBK_RENDER_PATH];    /* the path haproxy.cfg loads */
 	char errors_dir[DBK_RENDER_PATH];   /* where its error files are */
+	char models_map[DBK_RENDER_PATH];   /* --layout per-model: the model map it reads */
 	char stats_socket[DBK_RENDER_PATH]; /* HAProxy's runtime API socket */
 	char agent[DBK_RENDER_PATH];        /* HAProxy's address of the SPOP listener */
 	char completions[DBK_RENDER_PATH];  /* ... of the completion listener (TCP and UDP) */
@@ -72,6 +74,9 @@ int dbk_render_addrs_production(struct dbk_render_addrs *a, const char *dir, cha
 int dbk_render_haproxy_cfg(FILE *out, const struct dbk_launch_flags *f,
                            const struct dbk_render_addrs *a, const char *agent_path);
 int dbk_render_spoe_conf(FILE *out, const struct dbk_launch_flags *f);
+/* --layout per-model: haproxy/models.map's format, each model to its
+ * backend. */
+int dbk_render_models_map(FILE *out, const struct dbk_launch_flags *f);
 /* systemd EnvironmentFile for dbucket-spoa.service (DBUCKET_SPOA_OPTS). */
 int dbk_render_agent_env(FILE *out, const struct dbk_launch_flags *f,
                          const struct dbk_render_addrs *a, const char *agent_path);

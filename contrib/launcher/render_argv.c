@@ -1,6 +1,7 @@
 /* dbucket-spoa's command line for a run or for production (render.h):
  * the listeners, the runtime API, the balancing flags, the policy and, in
- * a run whose policy scrapes, where each server's /metrics is. */
+ * a run whose agent scrapes, where each server's /metrics is; with
+ * --layout per-model, a pool per model's backend. */
 #include "render.h"
 
 #include <stdlib.h>
@@ -33,9 +34,8 @@ static char *scrape_arg(const struct dbk_launch_flags *f, unsigned i)
 	return s;
 }
 
-/* The policy and its scraping, after the fixed part of the argv. */
-static size_t policy_argv(char **v, size_t n, const struct dbk_launch_flags *f,
-                          const struct dbk_render_addrs *a)
+/* The policy and its scraping periods, after the fixed part of the argv. */
+static size_t policy_argv(char **v, size_t n, const struct dbk_launch_flags *f)
 {
 	char num[32];
 
@@ -52,11 +52,47 @@ static size_t policy_argv(char **v, size_t n, const struct dbk_launch_flags *f,
 		if (!(v[n++] = xstrdup(flag[k])) || !(v[n++] = xstrdup(num)))
 			return 0;
 	}
-	if (a->production || !dbk_flags_scraped(f))
-		return n;
-	for (unsigned i = 0; i < f->nhosts; i++)
-		if (!(v[n++] = xstrdup("--scrape")) || !(v[n++] = scrape_arg(f, i)))
+	return n;
+}
+
+/* Server i of a run: its --scrape when the agent scrapes, then its name.
+ * NULL model: every server. */
+static size_t servers_argv(char **v, size_t n, const struct dbk_launch_flags *f, const char *model)
+{
+	char name[32];
+
+	for (unsigned i = 0; dbk_flags_scrapes(f) && i < f->nhosts; i++)
+		if ((!model || strcmp(f->server_models[i], model) == 0) &&
+		    (!(v[n++] = xstrdup("--scrape")) || !(v[n++] = scrape_arg(f, i))))
 			return 0;
+	/* Named, in order, so that the agent needs HAProxy for nothing but
+	 * states and sessions. */
+	for (unsigned i = 0; i < f->nhosts; i++) {
+		if (model && strcmp(f->server_models[i], model) != 0)
+			continue;
+		snprintf(name, sizeof(name), "vllm%u", i);
+		if (!(v[n++] = xstrdup(name)))
+			return 0;
+	}
+	return n;
+}
+
+/* --layout per-model: a --pool per model's backend, with its servers in a
+ * run; production's pools read theirs from HAProxy. */
+static size_t pools_argv(char **v, size_t n, const struct dbk_launch_flags *f,
+                         const struct dbk_render_addrs *a)
+{
+	const char *models[DBK_LAUNCH_MAX_MODELS];
+	unsigned nm = dbk_flags_models(f, models);
+	char name[DBK_LAUNCH_MODEL_MAX + 1];
+
+	for (unsigned m = 0; m < nm && n; m++) {
+		dbk_flags_backend_name(models[m], name, sizeof(name));
+		if (!(v[n++] = xstrdup("--pool")) || !(v[n++] = xstrdup(name)))
+			return 0;
+		if (!a->production)
+			n = servers_argv(v, n, f, models[m]);
+	}
 	return n;
 }
 
@@ -64,9 +100,10 @@ char **dbk_render_agent_argv(const struct dbk_launch_flags *f, const struct dbk_
                              const char *agent_path)
 {
 	char num[2][32];
-	/* Fixed part, the policy's, then the names (and --scrape pairs) in
-	 * a run: fits 30 + 3N. */
-	size_t cap = 30 + (a->production ? 0 : 3 * (size_t)f->nhosts), n = 0;
+	/* Fixed part, the policy's, a --pool pair per model, then the names
+	 * (and --scrape pairs) in a run: fits 30 + 2M + 3N. */
+	size_t cap = 30 + 2 * (size_t)f->nmodels + (a->production ? 0 : 3 * (size_t)f->nhosts),
+	       n = 0;
 	char **v = calloc(cap + 1, sizeof(*v));
 
 	if (!v)
@@ -95,18 +132,14 @@ char **dbk_render_agent_argv(const struct dbk_launch_flags *f, const struct dbk_
 			goto fail;
 	if (f->dynamic && !(v[n++] = xstrdup("--enable-dynamic-bucket")))
 		goto fail;
-	if ((n = policy_argv(v, n, f, a)) == 0)
+	if ((n = policy_argv(v, n, f)) == 0)
 		goto fail;
-	if (!a->production) {
-		/* Named, in order, so that the agent needs HAProxy for
-		 * nothing but states and sessions. */
-		for (unsigned i = 0; i < f->nhosts; i++) {
-			char name[32];
-			snprintf(name, sizeof(name), "vllm%u", i);
-			if (!(v[n++] = xstrdup(name)))
-				goto fail;
-		}
-	}
+	if (f->per_model)
+		n = pools_argv(v, n, f, a);
+	else if (!a->production)
+		n = servers_argv(v, n, f, NULL);
+	if (n == 0)
+		goto fail;
 	v[n] = NULL;
 	return v;
 fail:

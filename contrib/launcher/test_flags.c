@@ -468,6 +468,52 @@ static void test_help_text(void)
 	free(buf);
 }
 
+/* --layout and --server-models: a model per server, checked before
+ * anything starts; the models' backends as HAProxy and the agent take
+ * them. */
+static void test_layout(void)
+{
+	const char *models[DBK_LAUNCH_MAX_MODELS];
+	char name[DBK_LAUNCH_MODEL_MAX + 1];
+
+	CHECK(parse(NULL) == DBK_FLAGS_OK);
+	CHECK(strcmp(F.layout, "shared") == 0 && !F.per_model);
+	CHECK_EQ_U(dbk_flags_models(&F, models), 0);
+	CHECK(parse("--server-hosts", "a", "b", "c", "--server-ports", "1", "2", "3", "--layout",
+	            "per-model", "--server-models", "m/x", "n", "m/x", NULL) == DBK_FLAGS_OK);
+	CHECK(F.per_model && F.nmodels == 3);
+	CHECK(dbk_flags_scrapes(&F));
+	CHECK_EQ_U(dbk_flags_models(&F, models), 2);
+	CHECK(strcmp(models[0], "m/x") == 0 && strcmp(models[1], "n") == 0);
+	dbk_flags_backend_name(models[0], name, sizeof(name));
+	CHECK(strcmp(name, "m-x") == 0);
+	/* --policy reference scrapes for the models' 404. */
+	CHECK(parse("--layout", "per-model", "--server-models", "m", "--policy", "reference",
+	            "--scrape-interval", "1s", NULL) == DBK_FLAGS_OK);
+
+	CHECK_ERR("argument --layout: invalid choice: 'permodel' (choose from 'shared', "
+	          "'per-model')",
+	          "--layout", "permodel");
+	CHECK_ERR("argument --layout: per-model needs each server's model: give --server-models, "
+	          "one per --server-hosts, in order",
+	          "--layout", "per-model");
+	CHECK_ERR("argument --server-models: only with --layout per-model (the shared layout reads "
+	          "each server's models from its /v1/models)",
+	          "--server-models", "m");
+	CHECK_ERR("argument --server-models: 1 model for 2 servers: one per --server-hosts, in "
+	          "order (a server with no model would be in no backend)",
+	          "--server-hosts", "a", "b", "--server-ports", "1", "2", "--layout", "per-model",
+	          "--server-models", "m");
+	CHECK_ERR_HAS("invalid model 'a#b'", "--layout", "per-model", "--server-models", "a#b");
+	CHECK_ERR_HAS("model 'vllm' would be HAProxy backend 'vllm'", "--layout", "per-model",
+	              "--server-models", "vllm");
+	CHECK_ERR_HAS("models 'a/b' and 'a-b'", "--server-hosts", "a", "b", "--server-ports", "1",
+	              "2", "--layout", "per-model", "--server-models", "a/b", "a-b");
+	CHECK_ERR_HAS("model 'n' has 1 server", "--server-hosts", "a", "b", "c", "--server-ports",
+	              "1", "2", "3", "--layout", "per-model", "--server-models", "m", "m", "n",
+	              "--enable-dynamic-bucket");
+}
+
 int main(void)
 {
 	RUN(test_defaults);
@@ -483,6 +529,7 @@ int main(void)
 	RUN(test_py_numbers);
 	RUN(test_py_repr);
 	RUN(test_help_text);
+	RUN(test_layout);
 	dbk_flags_free(&F);
 	return CHECK_DONE();
 }

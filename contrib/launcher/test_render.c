@@ -315,6 +315,21 @@ static void test_admission(void)
 	free(env);
 }
 
+/* v from index `from` on is want, to its end. */
+static void check_argv_tail(char **v, size_t from, const char *const *want)
+{
+	size_t i = from;
+
+	for (size_t k = 0; v && want[k]; k++, i++)
+		if (!v[i] || strcmp(v[i], want[k]) != 0) {
+			dbk_check_cur_failed++;
+			fprintf(stderr, "  argv[%zu] = %s, want %s\n", i, v[i] ? v[i] : "NULL",
+			        want[k]);
+			return;
+		}
+	CHECK(v && v[i] == NULL);
+}
+
 static void test_agent_argv(void)
 {
 	const char *want[] = { "/x/dbucket-spoa",
@@ -349,17 +364,9 @@ static void test_agent_argv(void)
 	CHECK(dbk_render_addrs_run(&A, "/r", 12346, ERR, sizeof(ERR)) == 0);
 	char **v = dbk_render_agent_argv(&F, &A, "/x/dbucket-spoa");
 	CHECK(v != NULL);
-	size_t i = 0;
-	for (; v && want[i]; i++) {
-		if (!v[i] || strcmp(v[i], want[i]) != 0) {
-			dbk_check_cur_failed++;
-			fprintf(stderr, "  argv[%zu] = %s, want %s\n", i, v[i] ? v[i] : "NULL",
-			        want[i]);
-			break;
-		}
-	}
-	CHECK(v && v[i] == NULL);
+	check_argv_tail(v, 0, want);
 	dbk_render_argv_free(v);
+	size_t i;
 
 	/* Plain mode: no --enable-dynamic-bucket; production: no names. */
 	CHECK(parse(NULL) == 0);
@@ -499,6 +506,64 @@ static void test_error_files(void)
 		fclose(out);
 }
 
+/* --layout per-model: a backend and an agent pool per model, the model
+ * map choosing it, as haproxy/models-per-backend.cfg with models.map. */
+static void test_per_model(void)
+{
+	CHECK(parse("--server-hosts", "a", "b", "c", "--server-ports", "1", "2", "3", "--layout",
+	            "per-model", "--server-models", "m-a", "org/m-b", "m-a", NULL) == 0);
+	CHECK(dbk_render_addrs_run(&A, "/r", 12346, ERR, sizeof(ERR)) == 0);
+	char *cfg = render(CFG);
+	CHECK_HAS(cfg, "req.body,json_query('$.model'),map(\"/r/models.map\") if METH_POST\n");
+	CHECK_HAS(cfg, "\nbackend m-a\n");
+	CHECK_HAS(cfg, "\nbackend org-m-b\n");
+	/* Every server in the shared backend, each in its model's. */
+	CHECK_EQ_U(count_lines(cfg, "    server vllm0 "), 2);
+	CHECK_EQ_U(count_lines(cfg, "    server vllm1 "), 2);
+	CHECK_EQ_U(count_lines(cfg, "    retries "), 3);
+	const char *b = cfg ? strstr(cfg, "\nbackend org-m-b\n") : NULL;
+	CHECK(b && strstr(b, "    server vllm1 \"b:2\"") && !strstr(b, "server vllm0 "));
+	free(cfg);
+
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	CHECK(out && dbk_render_models_map(out, &F) == 0);
+	if (out)
+		fclose(out);
+	CHECK_HAS(buf, "\nm-a m-a\norg/m-b org-m-b\n");
+	free(buf);
+
+	const char *want[] = {
+		"--pool", "m-a",   "--scrape", "vllm0=http://a:1", "--scrape", "vllm2=http://c:3",
+		"vllm0",  "vllm2", "--pool",   "org-m-b",          "--scrape", "vllm1=http://b:2",
+		"vllm1",  NULL
+	};
+	char **v = dbk_render_agent_argv(&F, &A, "dbucket-spoa");
+	size_t i = 0;
+	while (v && v[i] && strcmp(v[i], "--pool") != 0)
+		i++;
+	check_argv_tail(v, i, want);
+	dbk_render_argv_free(v);
+
+	/* Production: the pools read their servers from HAProxy. */
+	CHECK(dbk_render_addrs_production(&A, "/etc", ERR, sizeof(ERR)) == 0);
+	const struct {
+		enum what w;
+		const char *part;
+	} has[] = { { ENV, " --pool m-a --pool org-m-b\"\n" },
+		    { README, "--layout per-model: /etc/models.map is the model map" },
+		    { CFG, "map(\"/etc/models.map\")" } };
+	for (size_t k = 0; k < sizeof(has) / sizeof(has[0]); k++) {
+		char *text = render(has[k].w);
+		CHECK_HAS(text, has[k].part);
+		free(text);
+	}
+	cfg = render(CFG);
+	CHECK_HASNT(cfg, "DBK_MODELS_MAP");
+	free(cfg);
+}
+
 int main(void)
 {
 	RUN(test_run_config);
@@ -510,6 +575,7 @@ int main(void)
 	RUN(test_dirs);
 	RUN(test_many_servers);
 	RUN(test_error_files);
+	RUN(test_per_model);
 	dbk_flags_free(&F);
 	return CHECK_DONE();
 }
