@@ -197,6 +197,24 @@ model_b_unavailable() {
 	model_b_unavailable
 }
 
+@test "model-b's backend in maintenance and the agent down: HAProxy answers the same 503 JSON itself, model-a still served" {
+	start_world
+	kill_agent
+	haproxy_cmd "set server model-b/vllm2 state maint" >/dev/null
+	haproxy_cmd "set server model-b/vllm3 state maint" >/dev/null
+	local before
+	before=$(stub_requests)
+	ask down model-b
+	assert_equal "down $(status_of down) $(hdr_of down x-served-by)" "down 503 "
+	run jq -r '[.error.type, .error.code, .error.message] | map(tostring) | join(" | ")' \
+		"$BATS_TEST_TMPDIR/down.b"
+	assert_output "ServiceUnavailableError | 503 | $MODEL_503"
+	assert_equal "stub requests $(stub_requests)" "stub requests $before"
+	ask up model-a
+	assert_equal "up $(status_of up)" "up 200"
+	[[ "$(hdr_of up x-served-by)" == vllm[01] ]]
+}
+
 pool_server_unusable() {
 	[ "$(agent_get /state | jq -r --arg s "$1" '.pools[].servers[] | select(.name == $s) | .usable')" = false ]
 }
