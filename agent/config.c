@@ -392,6 +392,9 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		    "ttft: the servers run X times as fast as its\nengine model (an 8B model on an "
 		    "H100; 1); for\nother GPUs, and stubs run with --time-scale X\n"
 		    "(differences between servers are learnt)"),
+		NUM("lora-load", DBK_OPT_MS, &c->lora_load_ms, 1, 3600 * 1000, "TIME",
+		    "ttft: what loading a LoRA adapter costs these\nservers (vLLM exports no load "
+		    "time; 50 ms of\nits engine model over --engine-speed)"),
 		SECTION("\nServers' own numbers (vLLM's /metrics and /v1/models; the ttft policy\n"
 		        "routes on them, every policy reports them):"),
 		CALL("scrape", opt_scrape, "NAME=URL",
@@ -628,12 +631,20 @@ static void set_defaults(struct dbk_config *c)
 	c->scrape_interval_ms = DBK_DEFAULT_SCRAPE_INTERVAL_MS;
 	c->scrape_timeout_ms = DBK_DEFAULT_SCRAPE_TIMEOUT_MS;
 	c->engine_speed = 1.0;
+	c->lora_load_ms = -1;
 	c->policy = dbk_policy_at(0);
 	c->admin_public = DBK_ADMIN_PUBLIC_DEFAULT;
 	dbk_outlier_config_default(&c->outlier);
 	dbk_admit_config_default(&c->admit);
 	c->sat_queue = DBK_SAT_DEFAULT_QUEUE;
 	c->sat_kv = DBK_SAT_DEFAULT_KV;
+}
+
+/* The policy prices a load in its engine model's time, dividing it by
+ * --engine-speed as every step cost; --lora-load is the servers' own. */
+double dbk_config_lora_load_env_s(const struct dbk_config *c)
+{
+	return c->lora_load_ms > 0 ? (double)c->lora_load_ms / 1e3 * c->engine_speed : 0;
 }
 
 /* SERVER... after the options. */

@@ -100,8 +100,11 @@ struct dbk_config {
 	 * once its server's scrape counts it (estimate_hold.h). */
 	bool hold_partial;
 	double engine_speed; /* ttft: servers' speed vs its engine model (1) */
-	const char *user;    /* drop to this user after binding */
-	const char *group;   /* ... and group */
+	/* ttft: --lora-load, a LoRA adapter's load on these servers; -1: the
+	 * engine model's (DBK_ENGINE_LORA_LOAD_S) over engine_speed. */
+	long long lora_load_ms;
+	const char *user;  /* drop to this user after binding */
+	const char *group; /* ... and group */
 	int max_frame_size;
 	int max_connections;
 	int max_connections_per_peer; /* 0: half of max_connections */
@@ -130,6 +133,10 @@ enum dbk_config_result {
 	DBK_CONFIG_VERSION, /* --version: print version, exit 0 */
 	DBK_CONFIG_ERROR,   /* err holds the reason: exit 2 */
 };
+
+/* The LoRA load to give the ttft policy (struct dbk_policy_env's
+ * lora_load_s, 0 for its default). */
+double dbk_config_lora_load_env_s(const struct dbk_config *c);
 
 enum dbk_config_result dbk_config_parse(struct dbk_config *c, int argc, char **argv, char *err,
                                         size_t errlen);

@@ -16,6 +16,7 @@ static const char *const pool_options[] = {
 	"config",
 	"policy",
 	"engine-speed",
+	"lora-load",
 	"scrape",
 	"scrape-interval",
 	"scrape-timeout",

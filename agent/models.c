@@ -247,6 +247,17 @@ enum dbk_models_state dbk_models_state(const struct dbk_models *m, unsigned s)
 	return bit(m->open, s) ? DBK_MODELS_UNKNOWN : DBK_MODELS_KNOWN;
 }
 
+bool dbk_models_some_known(const struct dbk_models *m)
+{
+	for (unsigned w = 0; w < m->words; w++) {
+		uint64_t pad = w + 1 == m->words && m->n % 64 ? ~UINT64_C(0) << (m->n % 64) : 0;
+
+		if (~(m->open[w] | pad))
+			return true;
+	}
+	return false;
+}
+
 const char *dbk_models_id(const struct dbk_models *m, unsigned s, unsigned i, const char **parent)
 {
 	if (s >= m->n || i >= m->count[s])

@@ -58,6 +58,9 @@ void dbk_models_forget(struct dbk_models *m, unsigned server);
 void dbk_models_absent(struct dbk_models *m, unsigned server);
 
 enum dbk_models_state dbk_models_state(const struct dbk_models *m, unsigned server);
+/* Whether some server's list is known: then DBK_MODELS_ANY means a
+ * known server lists the model, not only that no list is read yet. */
+bool dbk_models_some_known(const struct dbk_models *m);
 /* Server's i-th model (i < its count) and its parent ("" for a base
  * model); NULL past the end or when its list is not known. */
 const char *dbk_models_id(const struct dbk_models *m, unsigned server, unsigned i,

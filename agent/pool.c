@@ -242,6 +242,7 @@ static int start_balancer(struct dbk_pool *p, char *err, size_t errlen)
 		.nservers = p->cfg.nservers,
 		.engine_speed = p->cfg.engine_speed,
 		.stall_weight = -1,
+		.lora_load_s = dbk_config_lora_load_env_s(&p->cfg),
 		.seed = DBK_POLICY_SEED,
 	};
 	if (dbk_policy_start(&p->policy, p->cfg.policy, &env, err, errlen) < 0)

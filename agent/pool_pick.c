@@ -19,15 +19,6 @@ static int by_name(const struct dbk_pool *pools, unsigned n, const struct dbk_sp
 	return -1;
 }
 
-/* Whether a server of p has its list read (the first usually has). */
-static bool some_known(const struct dbk_pool *p)
-{
-	for (unsigned k = 0; k < p->cfg.nservers; k++)
-		if (dbk_models_state(p->models, k) == DBK_MODELS_KNOWN)
-			return true;
-	return false;
-}
-
 /* The body sample's model: the first pool with servers that list it,
  * else the first with no filter for it. */
 static int by_model(struct dbk_pool *pools, unsigned n, const struct dbk_spop_data *body)
@@ -52,7 +43,7 @@ static int by_model(struct dbk_pool *pools, unsigned n, const struct dbk_spop_da
 		case DBK_MODELS_SOME: return (int)i;
 		case DBK_MODELS_ANY:
 			/* Every server a candidate: a known one lists it. */
-			if (some_known(p))
+			if (dbk_models_some_known(p->models))
 				return (int)i;
 			if (any < 0)
 				any = (int)i;

@@ -81,7 +81,16 @@ static const uint64_t *candidates(struct dbk_route *r, const uint8_t *sample, si
 	if (dbk_models_adapter(r->models, *model, *len))
 		*adapter = dbk_vm_adapter_key(*model, *len);
 	switch (dbk_models_pick(r->models, *model, *len, r->eligible)) {
-	case DBK_MODELS_ANY: return NULL;
+	case DBK_MODELS_ANY:
+		/* Every server serves it (one backend per model, or a fleet
+		 * of one model): none usable is still the model's 503, not
+		 * HAProxy's own. Before any list is read the model is not
+		 * known to be served at all: left to HAProxy. */
+		if (!any_usable(r, NULL) && dbk_models_some_known(r->models)) {
+			r->stats.model_unavailable++;
+			*action = DBK_ACTION_MODEL_UNAVAILABLE;
+		}
+		return NULL;
 	case DBK_MODELS_NONE:
 		r->stats.unknown_model++;
 		*action = DBK_ACTION_UNKNOWN_MODEL;

@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "multimodel.h"
+
 struct cap_ctx {
 	struct dbk_sim_setup *u;
 	const struct dbk_sim_policy_ops *pol;
@@ -64,16 +66,24 @@ static void print_head(const struct dbk_sim_opts *o)
 	       "hit %", "runs", "closed");
 }
 
+/* v as a ratio to base, "-" without a base. */
+static void ratio_text(char *buf, size_t len, double v, double base)
+{
+	if (base > 0)
+		snprintf(buf, len, "%.2f", v / base);
+	else
+		snprintf(buf, len, "-");
+}
+
 static void print_rows(const struct cap_row *rows, size_t n, size_t lc)
 {
 	size_t k;
 
 	for (k = 0; k < n; k++) {
 		const struct dbk_slo_result *r = &rows[k].res;
-		char ratio[16] = "-", met[40];
+		char ratio[16], met[40];
 
-		if (lc < n && rows[lc].res.rate > 0)
-			snprintf(ratio, sizeof(ratio), "%.2f", r->rate / rows[lc].res.rate);
+		ratio_text(ratio, sizeof(ratio), r->rate, lc < n ? rows[lc].res.rate : 0);
 		if (r->rate > 0)
 			snprintf(met, sizeof(met), "%.1f%%", 100 * r->attain);
 		else /* how close it came, and where */
@@ -84,7 +94,77 @@ static void print_rows(const struct cap_row *rows, size_t n, size_t lc)
 	}
 }
 
-static cJSON *row_json(const struct cap_row *row, const struct cap_row *lc, unsigned nmodels)
+/* --models: a model's capacity in its own terms. A rate factor
+ * scales every model's arrivals alike, so a model's factor alone says
+ * how far its pool's share of the trace can be pushed; its requests per
+ * second at that factor (its count over the trace's span at factor 1),
+ * per instance of its pool, compare models of different sizes. */
+struct model_scale {
+	unsigned nmodels;
+	unsigned inst[DBK_SIM_MAX_MODELS];
+	double req_s[DBK_SIM_MAX_MODELS]; /* at rate factor 1 */
+};
+
+static void model_scale(const struct dbk_sim_setup *u, struct model_scale *ms)
+{
+	unsigned off[DBK_SIM_MAX_MODELS];
+	double span1 = u->w.span_s * u->o->slice.rate_factor;
+
+	ms->nmodels = u->o->models.nmodels;
+	dbk_sim_models_count(ms->nmodels, u->f.inst_model, u->f.sc.ninstances, u->w.reqs, u->w.n,
+	                     ms->inst, off);
+	for (unsigned m = 0; m < ms->nmodels; m++)
+		ms->req_s[m] = span1 > 0 ? off[m] / span1 : 0;
+}
+
+/* Model m's requests per second per instance of its pool at rate. */
+static double per_instance(const struct model_scale *ms, unsigned m, double rate)
+{
+	return ms->inst[m] ? rate * ms->req_s[m] / ms->inst[m] : 0;
+}
+
+static cJSON *model_json(const struct cap_row *row, const struct cap_row *lc,
+                         const struct model_scale *ms, unsigned m)
+{
+	double r = row->model_rate[m], b = lc ? lc->model_rate[m] : 0;
+	const struct dbk_sim_member mm[] = {
+		{ "model", 'n', m, NULL },
+		{ "instances", 'n', ms->inst[m], NULL },
+		{ "rate_factor", 'n', r, NULL },
+		{ "req_per_s", 'n', r * ms->req_s[m], NULL },
+		{ "req_per_s_per_instance", 'n', per_instance(ms, m, r), NULL },
+		{ "ratio_to_lc", b > 0 ? 'n' : '-', b > 0 ? r / b : 0, NULL },
+	};
+	cJSON *e = cJSON_CreateObject();
+
+	if (e)
+		dbk_sim_json_add(e, mm, sizeof(mm) / sizeof(mm[0]));
+	return e;
+}
+
+static void models_json(cJSON *e, const struct cap_row *row, const struct cap_row *lc,
+                        const struct model_scale *ms)
+{
+	cJSON *a = cJSON_AddArrayToObject(e, "model_rate_factor");
+	cJSON *per = cJSON_AddArrayToObject(e, "model_capacity");
+
+	for (unsigned k = 0; a && k < ms->nmodels; k++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(row->model_rate[k]));
+	for (unsigned k = 0; per && k < ms->nmodels; k++) {
+		cJSON *o = model_json(row, lc, ms, k);
+
+		if (!o || !cJSON_AddItemToArray(per, o)) {
+			cJSON_Delete(o);
+			break;
+		}
+	}
+	cJSON_AddNumberToObject(e, "every_model_rate_factor",
+	                        dbk_sim_models_every(row->model_rate, ms->nmodels));
+	cJSON_AddNumberToObject(e, "lora_loads_per_1000", row->loads);
+}
+
+static cJSON *row_json(const struct cap_row *row, const struct cap_row *lc,
+                       const struct model_scale *ms)
 {
 	const struct dbk_slo_result *r = &row->res;
 	bool ratio = lc && lc->res.rate > 0;
@@ -103,24 +183,20 @@ static cJSON *row_json(const struct cap_row *row, const struct cap_row *lc, unsi
 
 	if (e)
 		dbk_sim_json_add(e, m, sizeof(m) / sizeof(m[0]));
-	if (e && nmodels) {
-		cJSON *a = cJSON_AddArrayToObject(e, "model_rate_factor");
-
-		for (unsigned k = 0; a && k < nmodels; k++)
-			cJSON_AddItemToArray(a, cJSON_CreateNumber(row->model_rate[k]));
-		cJSON_AddNumberToObject(e, "lora_loads_per_1000", row->loads);
-	}
+	if (e && ms->nmodels)
+		models_json(e, row, lc, ms);
 	return e;
 }
 
-static int write_json(const struct dbk_sim_opts *o, const struct cap_row *rows, size_t n, size_t lc)
+static int write_json(const struct dbk_sim_opts *o, const struct cap_row *rows, size_t n, size_t lc,
+                      const struct model_scale *ms)
 {
 	cJSON *root = cJSON_CreateObject();
 	cJSON *arr = root ? cJSON_AddArrayToObject(root, "capacity") : NULL;
 	size_t k;
 
 	for (k = 0; arr && k < n; k++) {
-		cJSON *e = row_json(&rows[k], lc < n ? &rows[lc] : NULL, o->models.nmodels);
+		cJSON *e = row_json(&rows[k], lc < n ? &rows[lc] : NULL, ms);
 
 		if (!e || !cJSON_AddItemToArray(arr, e)) {
 			cJSON_Delete(e);
@@ -133,28 +209,45 @@ static int write_json(const struct dbk_sim_opts *o, const struct cap_row *rows, 
 	return dbk_sim_write_json(o->json, root);
 }
 
-/* --models: each model's capacity (its own requests' attainment) as a
- * ratio to lc's for that model, and the adapters' loads. */
-static void print_models(const struct cap_row *rows, size_t n, size_t lc, unsigned nmodels)
+/* --models: each model's capacity (its own requests' attainment): the
+ * rate factor, its requests per second per instance there, the ratio
+ * to lc's for that model; every model's (the least), the loads. */
+static void print_models(const struct cap_row *rows, size_t n, size_t lc,
+                         const struct model_scale *ms)
 {
-	printf("\nPer model: capacity judged on that model's requests alone (vs lc's "
-	       "for the same model); loads/1k: adapters read into an engine per 1,000 "
-	       "requests at the overall capacity\n%-16s",
-	       "policy");
-	for (unsigned m = 0; m < nmodels; m++)
-		printf(" %9s%-2u %6s", "model", m, "vs lc");
-	printf(" %9s\n", "loads/1k");
-	for (size_t k = 0; k < n; k++) {
-		printf("%-16s", rows[k].policy);
-		for (unsigned m = 0; m < nmodels; m++) {
-			double b = lc < n ? rows[lc].model_rate[m] : 0;
-			char ratio[16] = "-";
+	char ratio[16];
 
-			if (b > 0)
-				snprintf(ratio, sizeof(ratio), "%.2f", rows[k].model_rate[m] / b);
-			printf(" %11.4g %6s", rows[k].model_rate[m], ratio);
+	printf("\nPer model: capacity judged on that model's requests alone: the rate factor, "
+	       "that model's requests per second per instance of its pool there, and the ratio "
+	       "to lc's for the same model; every: the highest factor at which every model "
+	       "meets the target (the least of the models'); loads/1k: adapters read into an "
+	       "engine per 1,000 requests at the overall capacity; /s: the model's requests per "
+	       "second at factor 1\n%-16s",
+	       "");
+	for (unsigned m = 0; m < ms->nmodels; m++) {
+		char h[48];
+
+		snprintf(h, sizeof(h), "model %u, %u inst., %.3g/s", m, ms->inst[m], ms->req_s[m]);
+		printf("  %-24s", h);
+	}
+	printf("\n%-16s", "policy");
+	for (unsigned m = 0; m < ms->nmodels; m++)
+		printf("  %8s %8s %6s", "factor", "r/s/inst", "vs lc");
+	printf(" %8s %6s %9s\n", "every", "vs lc", "loads/1k");
+	for (size_t k = 0; k < n; k++) {
+		const struct cap_row *b = lc < n ? &rows[lc] : NULL;
+		double every = dbk_sim_models_every(rows[k].model_rate, ms->nmodels);
+
+		printf("%-16s", rows[k].policy);
+		for (unsigned m = 0; m < ms->nmodels; m++) {
+			double r = rows[k].model_rate[m];
+
+			ratio_text(ratio, sizeof(ratio), r, b ? b->model_rate[m] : 0);
+			printf("  %8.4g %8.3g %6s", r, per_instance(ms, m, r), ratio);
 		}
-		printf(" %9.1f\n", rows[k].loads);
+		ratio_text(ratio, sizeof(ratio), every,
+		           b ? dbk_sim_models_every(b->model_rate, ms->nmodels) : 0);
+		printf(" %8.4g %6s %9.1f\n", every, ratio, rows[k].loads);
 	}
 }
 
@@ -172,8 +265,10 @@ static int search(struct dbk_sim_setup *u, size_t k, int scope, struct cap_ctx *
 int dbk_sim_capacity(struct dbk_sim_setup *u)
 {
 	struct cap_row rows[DBK_SIM_MAX_POLICIES];
+	struct model_scale ms;
 	size_t k, lc = u->npol;
 
+	model_scale(u, &ms);
 	print_head(u->o);
 	for (k = 0; k < u->npol; k++) {
 		struct cap_ctx c;
@@ -194,8 +289,8 @@ int dbk_sim_capacity(struct dbk_sim_setup *u)
 	}
 	print_rows(rows, u->npol, lc);
 	if (u->o->models.nmodels)
-		print_models(rows, u->npol, lc, u->o->models.nmodels);
-	if (u->o->json && write_json(u->o, rows, u->npol, lc) != 0)
+		print_models(rows, u->npol, lc, &ms);
+	if (u->o->json && write_json(u->o, rows, u->npol, lc, &ms) != 0)
 		return 1;
 	return 0;
 }

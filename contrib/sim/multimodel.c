@@ -59,6 +59,30 @@ int dbk_sim_models_instances(const struct dbk_sim_models *m, unsigned n, uint8_t
 	return 0;
 }
 
+void dbk_sim_models_count(unsigned nmodels, const uint8_t *model_of, unsigned n,
+                          const struct dbk_sim_req *reqs, size_t nreq, unsigned *inst,
+                          unsigned *offered)
+{
+	for (unsigned k = 0; k < nmodels; k++)
+		inst[k] = offered[k] = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (model_of[i] < nmodels)
+			inst[model_of[i]]++;
+	for (size_t j = 0; j < nreq; j++)
+		if (reqs[j].model < nmodels)
+			offered[reqs[j].model]++;
+}
+
+double dbk_sim_models_every(const double *rate, unsigned nmodels)
+{
+	double least = nmodels ? rate[0] : 0;
+
+	for (unsigned k = 1; k < nmodels; k++)
+		if (rate[k] < least)
+			least = rate[k];
+	return least;
+}
+
 unsigned dbk_sim_models_parent(const struct dbk_sim_models *m, uint32_t lora)
 {
 	return m->nmodels ? (lora - 1) % m->nmodels : 0;

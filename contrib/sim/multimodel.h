@@ -63,6 +63,17 @@ struct dbk_sim_models {
 int dbk_sim_models_instances(const struct dbk_sim_models *m, unsigned n, uint8_t *model_of);
 /* Sets reqs[k].model and .lora for k < n (nmodels 0: leaves them 0). */
 void dbk_sim_models_assign(const struct dbk_sim_models *m, struct dbk_sim_req *reqs, size_t n);
+/* Per model k < nmodels: inst[k] of the n instances serve it (model_of,
+ * as dbk_sim_models_instances filled it) and offered[k] of reqs[0..nreq)
+ * ask for it. */
+void dbk_sim_models_count(unsigned nmodels, const uint8_t *model_of, unsigned n,
+                          const struct dbk_sim_req *reqs, size_t nreq, unsigned *inst,
+                          unsigned *offered);
+/* The highest rate factor at which every model meets the objective,
+ * from each model's capacity rate[0..nmodels) (its own requests judged
+ * alone; 0: none): the least of them, as the models' pools share no
+ * instance. */
+double dbk_sim_models_every(const double *rate, unsigned nmodels);
 /* The base model adapter lora (> 0) is a child of. */
 unsigned dbk_sim_models_parent(const struct dbk_sim_models *m, uint32_t lora);
 

@@ -31,17 +31,13 @@ static void fleet_print(FILE *f, const struct dbk_sim_opts *o)
 static void models_print(FILE *f, const struct dbk_sim_setup *u)
 {
 	const struct dbk_sim_models *m = &u->o->models;
+	unsigned n[DBK_SIM_MAX_MODELS], off[DBK_SIM_MAX_MODELS];
 
+	dbk_sim_models_count(m->nmodels, u->f.inst_model, u->f.sc.ninstances, u->w.reqs, u->w.n, n,
+	                     off);
 	fprintf(f, "models %s:", u->o->models_text);
-	for (unsigned k = 0; k < m->nmodels; k++) {
-		unsigned n = 0, off = 0;
-
-		for (unsigned i = 0; i < u->f.sc.ninstances; i++)
-			n += u->f.inst_model[i] == k;
-		for (size_t j = 0; j < u->w.n; j++)
-			off += u->w.reqs[j].model == k;
-		fprintf(f, "%s model %u %u instances, %u requests", k ? ";" : "", k, n, off);
-	}
+	for (unsigned k = 0; k < m->nmodels; k++)
+		fprintf(f, "%s model %u %u instances, %u requests", k ? ";" : "", k, n[k], off[k]);
 	if (m->nadapters)
 		fprintf(f,
 		        "; %u adapters (Zipf %g within a model), %g of conversations on one; "

@@ -56,6 +56,28 @@ static void test_instances(void)
 	CHECK(dbk_sim_models_instances(&m, 2, of) == -1);
 }
 
+/* The per-model counts capacity.c scales a model's capacity by, and
+ * every model's capacity: the least, 0 when one model has none. */
+static void test_counts_and_every(void)
+{
+	const double w[] = { 3, 2, 1 };
+	struct dbk_sim_models m = models(3, w, 0);
+	uint8_t of[16];
+	struct dbk_sim_req reqs[5] = {
+		{ .model = 2 }, { .model = 0 }, { .model = 2 }, { .model = 1 }, { .model = 2 }
+	};
+	unsigned inst[3], off[3];
+	const double some[] = { 4.5, 3.25, 5 }, none[] = { 4.5, 0, 5 };
+
+	CHECK_EQ_U(dbk_sim_models_instances(&m, 16, of), 0);
+	dbk_sim_models_count(3, of, 16, reqs, 5, inst, off);
+	CHECK(inst[0] == 8 && inst[1] == 5 && inst[2] == 3);
+	CHECK(off[0] == 1 && off[1] == 1 && off[2] == 3);
+	CHECK_NEAR(dbk_sim_models_every(some, 3), 3.25, 0);
+	CHECK_NEAR(dbk_sim_models_every(none, 3), 0, 0);
+	CHECK_NEAR(dbk_sim_models_every(some, 0), 0, 0);
+}
+
 #define NW 30000
 
 /* Conversations of three turns each: the models' shares within 1.5
@@ -248,6 +270,7 @@ static void test_wrong_model_counted(void)
 int main(void)
 {
 	RUN(test_instances);
+	RUN(test_counts_and_every);
 	RUN(test_workload);
 	RUN(test_no_cross_model);
 	RUN(test_wrong_model_counted);

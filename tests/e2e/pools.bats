@@ -5,8 +5,9 @@
 # model-a, model-b on vllm2 and vllm3 in backend model-b, and one agent
 # with a pool for each (--pool). Each model's requests land only on its
 # backend's servers, a model no pool's servers list gets HAProxy's 404
-# without a stub being contacted, a model whose backend is all down a
-# 503, and every lease is released in the pool that took it.
+# without a stub being contacted, a model whose backend is all down (in
+# maintenance or stopped) the agent's 503, the same JSON as in the shared
+# layout rather than HAProxy's own, and every lease is released in the pool that took it.
 
 load stubs
 
@@ -154,27 +155,66 @@ only_own_backend() {
 	assert_output 1
 }
 
-@test "every server of model-b's backend down: 503 ServiceUnavailableError JSON, model-a still served, leases 0 after" {
-	start_world
-	haproxy_cmd "set server model-b/vllm2 state maint" >/dev/null
-	haproxy_cmd "set server model-b/vllm3 state maint" >/dev/null
-	wait_until 10 pool_server_unusable vllm2
-	wait_until 10 pool_server_unusable vllm3
+# The 503 haproxy.cfg answers for the agent's model_unavailable, the same
+# in both layouts: not HAProxy's own errorfile (haproxy/errors/503.http).
+MODEL_503='no server that serves this request'"'"'s model is available (every one is down or in maintenance)'
+
+# model_b_unavailable: model-b, all of whose servers the agent and HAProxy
+# see down, gets the agent's OpenAI-format 503 without a stub contacted
+# or a lease, in model-b's pool; model-a is still served.
+model_b_unavailable() {
+	wait_until 10 pool_server_unusable vllm2 || fail "vllm2 still usable"
+	wait_until 10 pool_server_unusable vllm3 || fail "vllm3 still usable"
 	local before
 	before=$(stub_requests)
 	ask down model-b
 	assert_equal "down $(status_of down) $(hdr_of down x-served-by)" "down 503 "
-	run jq -r '[.error.type, .error.code] | map(tostring) | join(" ")' "$BATS_TEST_TMPDIR/down.b"
-	assert_output "ServiceUnavailableError 503"
+	grep -qi '^content-type: application/json' "$BATS_TEST_TMPDIR/down.h"
+	run jq -r '[.error.type, .error.code, .error.message] | map(tostring) | join(" | ")' \
+		"$BATS_TEST_TMPDIR/down.b"
+	assert_output "ServiceUnavailableError | 503 | $MODEL_503"
 	assert_equal "stub requests $(stub_requests)" "stub requests $before"
-	# Every server of the pool lists the model, so nothing narrows it:
-	# the pool has no usable server, the agent names none, and HAProxy's
-	# backend, all down, answers its own 503 (haproxy/errors, JSON).
 	assert_equal "$(pool_field model-b decisions) $(pool_field model-b leases)" "0 0"
+	run scrape_metric 'dbucket_model_refused_total{pool="model-b",reason="unavailable"}'
+	assert_output 1
 	ask up model-a
 	assert_equal "up $(status_of up)" "up 200"
+	[[ "$(hdr_of up x-served-by)" == vllm[01] ]]
 	wait_until 10 pools_idle
 }
+
+@test "every server of model-b's backend in maintenance: the agent's 503 ServiceUnavailableError JSON, model-a still served, leases 0 after" {
+	start_world
+	haproxy_cmd "set server model-b/vllm2 state maint" >/dev/null
+	haproxy_cmd "set server model-b/vllm3 state maint" >/dev/null
+	model_b_unavailable
+}
+
+@test "every stub of model-b's backend stopped: the same 503 JSON, model-a still served" {
+	start_world
+	kill_stub 2
+	kill_stub 3
+	model_b_unavailable
+}
+
+@test "model-b's backend in maintenance and the agent down: HAProxy answers the same 503 JSON itself, model-a still served" {
+	start_world
+	kill_agent
+	haproxy_cmd "set server model-b/vllm2 state maint" >/dev/null
+	haproxy_cmd "set server model-b/vllm3 state maint" >/dev/null
+	local before
+	before=$(stub_requests)
+	ask down model-b
+	assert_equal "down $(status_of down) $(hdr_of down x-served-by)" "down 503 "
+	run jq -r '[.error.type, .error.code, .error.message] | map(tostring) | join(" | ")' \
+		"$BATS_TEST_TMPDIR/down.b"
+	assert_output "ServiceUnavailableError | 503 | $MODEL_503"
+	assert_equal "stub requests $(stub_requests)" "stub requests $before"
+	ask up model-a
+	assert_equal "up $(status_of up)" "up 200"
+	[[ "$(hdr_of up x-served-by)" == vllm[01] ]]
+}
+
 pool_server_unusable() {
 	[ "$(agent_get /state | jq -r --arg s "$1" '.pools[].servers[] | select(.name == $s) | .usable')" = false ]
 }

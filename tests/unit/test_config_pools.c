@@ -51,6 +51,22 @@ static void test_pools_take_globals_then_their_own(void)
 	CHECK(strcmp(c1.listen[0], "127.0.0.1:9") == 0);
 }
 
+/* --lora-load is a pool's: one pool's servers load adapters at their
+ * own speed, the other keeps the default (-1: the engine model's). */
+static void test_pool_lora_load(void)
+{
+	unsigned n = 0;
+
+	CHECK_EQ_U(PARSE(&n, err, "--policy", "ttft", "--pool", "big", "--lora-load", "2s", "a0",
+	                 "--pool", "small", "b0"),
+	           DBK_CONFIG_OK);
+	CHECK_EQ_U(n, 2);
+	CHECK_EQ_U(c0.lora_load_ms, 2000);
+	CHECK(c1.lora_load_ms == -1);
+	CHECK_NEAR(dbk_config_lora_load_env_s(&c0), 2.0, 1e-12);
+	CHECK_NEAR(dbk_config_lora_load_env_s(&c1), 0, 0);
+}
+
 static void test_pool_errors(void)
 {
 	unsigned n = 0;
@@ -79,6 +95,7 @@ int main(void)
 {
 	RUN(test_without_pool);
 	RUN(test_pools_take_globals_then_their_own);
+	RUN(test_pool_lora_load);
 	RUN(test_pool_errors);
 	return CHECK_DONE();
 }

@@ -296,6 +296,18 @@ static void route_model(struct dbk_route *r, const char *id, const char *model, 
 	CHECK(len > 4 && dbk_spop_frame_parse(out + 4, len - 4, ack) == DBK_SPOP_OK);
 }
 
+/* A route over n servers (the reference) with model table m of as many
+ * slots, set (n <= 64) its candidates' scratch. */
+static struct dbk_route route_of(const char *const *names, unsigned n, struct dbk_models *m,
+                                 uint64_t *set)
+{
+	return (struct dbk_route){ .bal = reference_balancer(n),
+		                   .names = names,
+		                   .nnames = n,
+		                   .models = m,
+		                   .eligible = set };
+}
+
 /* Through the route: a model's requests go to its servers only; one no
  * server lists sets action unknown_model, one whose servers are all
  * unusable model_unavailable, neither with a server or a lease. */
@@ -305,11 +317,9 @@ static void test_route_by_model(void)
 	static const char *const a[] = { "model-a" }, *const b[] = { "model-b" };
 	struct dbk_vm_models la = list_of(a, NULL, 1), lb = list_of(b, NULL, 1);
 	struct dbk_models *m = dbk_models_new(4);
-	struct dbk_balancer *bal = reference_balancer(4);
 	uint64_t set[1];
-	struct dbk_route r = {
-		.bal = bal, .names = names, .nnames = 4, .models = m, .eligible = set
-	};
+	struct dbk_route r = route_of(names, 4, m, set);
+	struct dbk_balancer *bal = r.bal;
 	uint8_t out[512];
 	struct dbk_spop_frame ack;
 	char id[16];
@@ -345,6 +355,45 @@ static void test_route_by_model(void)
 	dbk_bal_free(bal);
 }
 
+/* One backend per model: every server lists the model, so nothing
+ * narrows it; with every one unusable it is still the model's 503
+ * (model_unavailable), not a decision left to HAProxy's own 503. Before
+ * any list is read nothing says the model is served: HAProxy decides. */
+static void test_route_one_model_all_down(void)
+{
+	static const char *const names[] = { "vllm0", "vllm1" };
+	static const char *const a[] = { "model-a" };
+	struct dbk_vm_models la = list_of(a, NULL, 1);
+	struct dbk_models *m = dbk_models_new(2);
+	uint64_t set[1];
+	struct dbk_route r = route_of(names, 2, m, set);
+	struct dbk_spop_frame ack;
+	struct dbk_spop_data v;
+	uint8_t out[512];
+
+	dbk_bal_set_usable(r.bal, 0, false);
+	dbk_bal_set_usable(r.bal, 1, false);
+	CHECK(!dbk_models_some_known(m));
+	route_model(&r, "u", "model-a", out, sizeof(out), &ack);
+	CHECK(!test_ack_var(&ack, DBK_VAR_ACTION, &v));
+	CHECK_EQ_U(r.stats.model_unavailable, 0);
+	dbk_models_set(m, 1, &la);
+	CHECK(dbk_models_some_known(m));
+	route_model(&r, "d", "model-a", out, sizeof(out), &ack);
+	CHECK(test_var_is(&ack, DBK_VAR_ACTION, DBK_ACTION_MODEL_UNAVAILABLE));
+	CHECK(!test_ack_var(&ack, DBK_VAR_SERVER, &v));
+	CHECK_EQ_U(r.stats.model_unavailable, 1);
+	CHECK_EQ_U(r.stats.model_filtered, 0);
+	/* One back: routed there, unfiltered, as before. */
+	dbk_bal_set_usable(r.bal, 0, true);
+	route_model(&r, "e", "model-a", out, sizeof(out), &ack);
+	CHECK(test_var_is(&ack, DBK_VAR_SERVER, "vllm0"));
+	CHECK_EQ_U(r.stats.model_unavailable, 1);
+	CHECK_EQ_U(dbk_bal_stats(r.bal)->leases, 1);
+	dbk_models_free(m);
+	dbk_bal_free(r.bal);
+}
+
 int main(void)
 {
 	RUN(test_unknown_servers_take_every_model);
@@ -355,5 +404,6 @@ int main(void)
 	RUN(test_reference_among);
 	RUN(test_policies_honour_candidates);
 	RUN(test_route_by_model);
+	RUN(test_route_one_model_all_down);
 	return CHECK_DONE();
 }

@@ -7,7 +7,10 @@
 #include <string.h>
 
 #include "check.h"
+#include "config.h"
+#include "model/engine.h"
 #include "policy_feed.h"
+#include "policy_ttft.h"
 #include "predict.h"
 
 #define KEY_A 0xaaaa
@@ -143,10 +146,58 @@ static void test_feed(void)
 	CHECK(s.lora[2] == dbk_vm_adapter_key("c", 1));
 }
 
+/* The ttft policy as a pool starts it from these options (pool.c). */
+static struct dbk_policy_ttft *ttft_of(int argc, char **argv)
+{
+	static struct dbk_config c;
+	char err[256];
+
+	CHECK_EQ_U(dbk_config_parse(&c, argc, argv, err, sizeof(err)), DBK_CONFIG_OK);
+	struct dbk_policy_env env = { .nservers = 2,
+		                      .engine_speed = c.engine_speed,
+		                      .stall_weight = -1,
+		                      .lora_load_s = dbk_config_lora_load_env_s(&c) };
+	return dbk_policy_ttft_create(&env);
+}
+
+/* --lora-load is the servers' own load, whatever --engine-speed says; the
+ * price where a slot is free follows it. Without it, the engine model's
+ * load sped up as every step. */
+static void test_lora_load_flag(void)
+{
+	char *with[] = { "dbucket-spoa",
+		         "--policy",
+		         "ttft",
+		         "--engine-speed",
+		         "4",
+		         "--lora-load",
+		         "300ms",
+		         "a",
+		         "b",
+		         NULL };
+	char *without[] = {
+		"dbucket-spoa", "--policy", "ttft", "--engine-speed", "4", "a", "b", NULL
+	};
+	struct dbk_policy_ttft *t = ttft_of(9, with), *d = ttft_of(7, without);
+	const uint64_t a[] = { KEY_A };
+	struct dbk_pred_request ra = req(KEY_A);
+	uint64_t now = 10000;
+
+	CHECK(t && d);
+	CHECK_NEAR(dbk_pred_config(t->pred)->lora_load_s, 0.3, 1e-12);
+	CHECK_NEAR(dbk_pred_config(d->pred)->lora_load_s, DBK_ENGINE_LORA_LOAD_S / 4, 1e-12);
+	scrape(t->pred, 0, 2, a, 1, now);
+	scrape(t->pred, 1, 2, NULL, 0, now);
+	CHECK_NEAR(ttft_on(t->pred, &ra, 1, now) - ttft_on(t->pred, &ra, 0, now), 0.3, 1e-9);
+	dbk_policy_ttft_destroy(t);
+	dbk_policy_ttft_destroy(d);
+}
+
 int main(void)
 {
 	RUN(test_loaded_free_and_full);
 	RUN(test_books_between_scrapes);
 	RUN(test_feed);
+	RUN(test_lora_load_flag);
 	return CHECK_DONE();
 }
