@@ -88,6 +88,9 @@ void dbk_render_cfg_backends(FILE *out, const struct dbk_launch_flags *f,
 		fprintf(out, "\n# Model %s's servers: the agent's pool %s.\nbackend %s\n",
 		        models[m], name, name);
 		servers_head(out, f);
+		fputs("    http-request return status 503 content-type application/json hdr "
+		      "Cache-Control no-cache string " DBK_RENDER_MODEL_503 " if { nbsrv eq 0 }\n",
+		      out);
 		server_lines(out, f, a, models[m]);
 	}
 	fputs("\n"

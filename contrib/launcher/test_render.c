@@ -521,6 +521,13 @@ static void test_per_model(void)
 	CHECK_EQ_U(count_lines(cfg, "    server vllm0 "), 2);
 	CHECK_EQ_U(count_lines(cfg, "    server vllm1 "), 2);
 	CHECK_EQ_U(count_lines(cfg, "    retries "), 3);
+	/* A model's backend with no usable server answers the agent's 503
+	 * itself (the agent down or no /v1/models read yet); the shared
+	 * backend leaves that to the frontend and HAProxy's own 503. */
+	CHECK_EQ_U(count_lines(cfg, "    http-request return status 503 "), 3);
+	const char *ma = cfg ? strstr(cfg, "\nbackend m-a\n") : NULL;
+	const char *nb = ma ? strstr(ma, "if { nbsrv eq 0 }\n") : NULL;
+	CHECK(nb && nb < strstr(ma, "    server vllm0 "));
 	const char *b = cfg ? strstr(cfg, "\nbackend org-m-b\n") : NULL;
 	CHECK(b && strstr(b, "    server vllm1 \"b:2\"") && !strstr(b, "server vllm0 "));
 	free(cfg);
