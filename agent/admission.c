@@ -58,9 +58,9 @@ const char *dbk_class_name(enum dbk_class cls)
 	return (unsigned)cls < DBK_CLASS_N ? class_names[cls] : "standard";
 }
 
-/* The excess over the class's share drains at one millisecond of queue
- * per millisecond if nothing more arrives: a retry after it would be
- * predicted within the share again. Rounded up, and bounded so that a
+/* The excess over the bound that refused it drains at one millisecond of
+ * queue per millisecond if nothing more arrives: a retry after it would
+ * be predicted within that bound again. Rounded up, and bounded so that a
  * wild prediction never tells a client to go away for an hour. */
 static int retry_after(const struct dbk_admit_config *c, double excess_ms)
 {
@@ -73,24 +73,42 @@ static int retry_after(const struct dbk_admit_config *c, double excess_ms)
 	return (int)s;
 }
 
-struct dbk_admit_result dbk_admit(const struct dbk_admit_config *c,
+/* Whether a class above cls was seen at risk lately (always, with no
+ * memory). */
+static bool above_at_risk(const struct dbk_admit_state *st, enum dbk_class cls, uint64_t now_ms)
+{
+	if (!st)
+		return true;
+	for (int k = 0; k < (int)cls; k++)
+		if (st->risk_until_ms[k] > now_ms)
+			return true;
+	return false;
+}
+
+struct dbk_admit_result dbk_admit(const struct dbk_admit_config *c, struct dbk_admit_state *st,
                                   const struct dbk_admit_input *in)
 {
 	struct dbk_admit_result r = { DBK_ADMIT_ROUTE, 0, DBK_SHED_PREDICTED_LATE };
 	enum dbk_class cls = (unsigned)in->cls < DBK_CLASS_N ? in->cls : DBK_CLASS_DEFAULT;
+	double obj = (double)c->ttft_ms;
 
-	if (!c->enabled || cls == DBK_CLASS_CRITICAL)
+	if (!c->enabled)
+		return r;
+	if (st && in->predicted && !in->no_server && in->ttft_ms > obj * DBK_ADMIT_RISK_SHARE)
+		st->risk_until_ms[cls] = in->now_ms + DBK_ADMIT_RISK_WINDOW_MS;
+	if (cls == DBK_CLASS_CRITICAL)
 		return r;
 	/* With no usable server HAProxy answers 503 on its own: a 429
 	 * would send the client back to a fleet that is not there. */
 	if (in->no_server)
 		return r;
 	if (in->predicted) {
-		double share = (double)c->ttft_ms * c->headroom[cls];
+		double share = obj * c->headroom[cls];
+		double bound = above_at_risk(st, cls, in->now_ms) ? share : obj;
 
-		if (in->ttft_ms > share) {
+		if (in->ttft_ms > bound) {
 			r.verdict = DBK_ADMIT_SHED;
-			r.retry_after_s = retry_after(c, in->ttft_ms - share);
+			r.retry_after_s = retry_after(c, in->ttft_ms - bound);
 			r.why = DBK_SHED_PREDICTED_LATE;
 		}
 		return r;

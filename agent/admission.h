@@ -14,38 +14,54 @@
  * - HAProxy's own answer for a refusal, 429 with Retry-After, and its
  *   queue ordered by class (set-priority-class) for what waits.
  *
- * Our rule: a class may spend a share of the first-token objective (its
- * headroom: critical unbounded, standard and sheddable half of it), so
- * that what is admitted leaves room for the classes above it: a critical
- * request sent next to the same server waits about as long as the last
- * admitted one's predicted first token, then prefills its own prompt,
- * which may be long (a chat with a long document). Measured in the
- * simulator (BENCHMARKS.md, "Overload: priorities and admission"), ttft
- * at 1.5x, 2x and 2.5x its capacity: with the whole objective for
- * standard and 0.9 of it for sheddable, critical fell to 28% within
- * objective on Mooncake (4 instances) at 2.5x, and to 87.9% / 79.9% at
- * 1.5x / 2x on the live bench's mix, where critical prompts are long
- * too (the live bench found 80.6% / 61%); with half for both, 99.6% /
- * 99.5% / 99.8% and 99.1% / 97.6% / 97.9%, at the cost of more
- * sheddable requests (Mooncake's longest prompts) shed below capacity.
+ * Our rule, for a policy that predicts the first token: a standard or
+ * sheddable request is refused when its predicted first token on the
+ * server the policy chose (the best it found: it prefers a server
+ * within the objectives) is past the objective, so that it would miss
+ * its own; and, while a class above it is at risk, past its class's
+ * share of the objective (its headroom: half, for both), so that what
+ * is admitted leaves room for the classes above: a critical request
+ * sent next to the same server waits about as long as the last admitted
+ * one's predicted first token, then prefills its own prompt, which may
+ * be long (a chat with a long document).
  *
- * A request whose predicted first token on the server the policy chose
- * is past its class's share is refused; nothing is refused while the
- * chosen server is predicted to serve it in time. Policies
- * that do not predict (the reference, plain least load) pass the fleet's
- * saturation and its recent mean first token instead: a sheddable
- * request is refused when the fleet is saturated or its first tokens
- * take more than half the objective on average (the slow tail is then
- * past it), a standard one when they take more than the whole objective
- * (a typical request misses). vLLM takes a prompt into its running
- * batch long before its prefill is done, so a queue of prefills hides
- * from a saturation read off the waiting count; the first tokens show
- * it. Measured in the simulator (BENCHMARKS.md): on Mooncake at 4
- * instances, plain at 1.5x and 2x its capacity kept 88.4% and 78.6% of
- * its critical requests within objective on the saturation alone, with
- * the first tokens 96.0% and 91.9%; on Azure's conversations 58.2%
- * and 40.4%, against 88.1% and 59.0% (a prediction does better:
- * 99.7% and 99.6% under ttft).
+ * A class is at risk when one of its own requests was predicted past
+ * DBK_ADMIT_RISK_SHARE of the objective within the last
+ * DBK_ADMIT_RISK_WINDOW_MS: the evidence is the higher class's own
+ * demand meeting a queue. Below capacity a burst queues a long prompt
+ * past the share while every critical request still finds a server in
+ * time; refusing it then protects nobody (the share applied always shed
+ * 416 of 2728 requests at 0.8x ttft's capacity, Mooncake on 4
+ * instances; this rule 179, all predicted past the whole objective).
+ * Once critical traffic meets a queue the share applies at once, and
+ * for as long as it keeps meeting one. A request predicted past the
+ * objective is refused even then: Mooncake's longest prompts take
+ * seconds of prefill, and admitted in a quiet moment they take what
+ * critical needs a moment later (critical within objective at 2.5x
+ * capacity fell from 98% to 85-92% when they were let in).
+ *
+ * Measured in the simulator (BENCHMARKS.md, "Overload: priorities and
+ * admission"), ttft at 1.5x, 2x and 2.5x its capacity: with the whole
+ * objective for standard and 0.9 of it for sheddable, critical fell to
+ * 28% within objective on Mooncake (4 instances) at 2.5x, and to 87.9%
+ * / 79.9% at 1.5x / 2x on the live bench's mix, where critical prompts
+ * are long too; half for both held 99.6% / 99.5% / 99.8% and 99.1% /
+ * 97.6% / 97.9%.
+ *
+ * Policies that do not predict (the reference, plain least load) pass
+ * the fleet's saturation and its recent mean first token instead: a
+ * sheddable request is refused when the fleet is saturated or its first
+ * tokens take more than half the objective on average (the slow tail is
+ * then past it), a standard one when they take more than the whole
+ * objective (a typical request misses). vLLM takes a prompt into its
+ * running batch long before its prefill is done, so a queue of
+ * prefills hides from a saturation read off the waiting count; the
+ * first tokens show it. Measured in the simulator (BENCHMARKS.md): on
+ * Mooncake at 4 instances, plain at 1.5x and 2x its capacity kept 88.4%
+ * and 78.6% of its critical requests within objective on the saturation
+ * alone, with the first tokens 96.0% and 91.9%; on Azure's
+ * conversations 58.2% and 40.4%, against 88.1% and 59.0% (a prediction
+ * does better: 99.7% and 99.6% under ttft).
  *
  * Pure: no I/O, no clock, no logging. */
 #ifndef DBK_ADMISSION_H
@@ -75,12 +91,17 @@ enum dbk_class { DBK_CLASS_CRITICAL, DBK_CLASS_STANDARD, DBK_CLASS_SHEDDABLE, DB
 #define DBK_ADMIT_FLEET_SHARE_STANDARD 1.0
 #define DBK_ADMIT_DEFAULT_RETRY_MIN_S 1
 #define DBK_ADMIT_DEFAULT_RETRY_MAX_S 60
+/* A class is at risk for DBK_ADMIT_RISK_WINDOW_MS after one of its
+ * requests was predicted past DBK_ADMIT_RISK_SHARE of the objective. */
+#define DBK_ADMIT_RISK_SHARE 0.5
+#define DBK_ADMIT_RISK_WINDOW_MS 2000
 
 struct dbk_admit_config {
 	bool enabled;
 	long long ttft_ms; /* the first-token objective */
-	/* Share of ttft_ms each class's predicted first token may take
-	 * before it is refused; critical's is ignored (never refused).
+	/* Share of ttft_ms each class's predicted first token may take,
+	 * while a class above it is at risk, before it is refused;
+	 * critical's is ignored (never refused).
 	 * Policies that do not predict use DBK_ADMIT_FLEET_SHARE_*. */
 	double headroom[DBK_CLASS_N];
 	int retry_min_s, retry_max_s; /* bounds on Retry-After */
@@ -105,7 +126,15 @@ struct dbk_admit_input {
 	 * token (vllm:time_to_first_token_seconds' _sum and _count over the
 	 * servers, over the last second or so); 0: not known. */
 	double fleet_ttft_ms;
-	bool no_server; /* no usable server at all: nothing to protect */
+	bool no_server;  /* no usable server at all: nothing to protect */
+	uint64_t now_ms; /* when it is decided (the risk's clock) */
+};
+
+/* What admission remembers between requests: until when each class is
+ * at risk (its requests predicted past DBK_ADMIT_RISK_SHARE). Zeroed:
+ * none is. */
+struct dbk_admit_state {
+	uint64_t risk_until_ms[DBK_CLASS_N];
 };
 
 enum dbk_admit_verdict {
@@ -131,7 +160,11 @@ struct dbk_admit_result {
 /* "predicted-late", "saturated", "fleet-late": the word logs use. */
 const char *dbk_shed_reason_name(enum dbk_shed_reason why);
 
-struct dbk_admit_result dbk_admit(const struct dbk_admit_config *c,
+/* Decides on in, first noting in st what its prediction shows of its
+ * class's risk (critical requests included: they are the evidence). st
+ * NULL: nothing remembered, every higher class taken as at risk (the
+ * share alone decides). */
+struct dbk_admit_result dbk_admit(const struct dbk_admit_config *c, struct dbk_admit_state *st,
                                   const struct dbk_admit_input *in);
 
 #endif

@@ -30,7 +30,7 @@ static struct dbk_admit_result admit(const struct dbk_admit_config *c, enum dbk_
 {
 	struct dbk_admit_input in = { .cls = cls, .predicted = true, .ttft_ms = ttft_ms };
 
-	return dbk_admit(c, &in);
+	return dbk_admit(c, NULL, &in);
 }
 
 static void test_predicted(void)
@@ -39,7 +39,9 @@ static void test_predicted(void)
 	struct dbk_admit_result r;
 
 	dbk_admit_config_default(&c);
-	/* Off by default: nothing refused however late. */
+	/* With no memory (st NULL) every higher class counts as at risk:
+	 * the share alone decides. Off by default: nothing refused however
+	 * late. */
 	CHECK_EQ_U(admit(&c, DBK_CLASS_SHEDDABLE, 1e9).verdict, DBK_ADMIT_ROUTE);
 	c.enabled = true;
 	/* Critical is never refused. */
@@ -71,6 +73,86 @@ static void test_predicted(void)
 	CHECK_EQ_U(admit(&c, (enum dbk_class)9, 900).verdict, DBK_ADMIT_ROUTE);
 }
 
+static struct dbk_admit_result at(const struct dbk_admit_config *c, struct dbk_admit_state *st,
+                                  enum dbk_class cls, double ttft_ms, uint64_t now_ms)
+{
+	struct dbk_admit_input in = {
+		.cls = cls, .predicted = true, .ttft_ms = ttft_ms, .now_ms = now_ms
+	};
+
+	return dbk_admit(c, st, &in);
+}
+
+/* Below capacity: critical finds servers in time, so a request past its
+ * share but within the objective is served; one past the objective is
+ * refused (it would miss its own), with the excess as Retry-After. */
+static void test_risk_calm(void)
+{
+	struct dbk_admit_config c;
+	struct dbk_admit_state st = { { 0 } };
+	struct dbk_admit_result r;
+
+	dbk_admit_config_default(&c);
+	c.enabled = true;
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 300, 1000).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 1000, 1100).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 1200).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 1000, 1200).verdict, DBK_ADMIT_ROUTE);
+	r = at(&c, &st, DBK_CLASS_SHEDDABLE, 3500, 1300);
+	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
+	CHECK_EQ_U(r.retry_after_s, 2);
+	/* A critical request with no prediction, or with no server, is no
+	 * evidence of a queue. */
+	struct dbk_admit_input in = { .cls = DBK_CLASS_CRITICAL, .ttft_ms = 1e6, .now_ms = 1400 };
+	CHECK_EQ_U(dbk_admit(&c, &st, &in).verdict, DBK_ADMIT_ROUTE);
+	in.predicted = in.no_server = true;
+	CHECK_EQ_U(dbk_admit(&c, &st, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 1500).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 2000, 1600).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 2001, 1600).verdict, DBK_ADMIT_SHED);
+}
+
+/* A critical request predicted past half the objective puts critical at
+ * risk for the window: the lower classes are held to their share, then
+ * served past it again once the window is over. */
+static void test_risk_critical(void)
+{
+	struct dbk_admit_config c;
+	struct dbk_admit_state st = { { 0 } };
+	struct dbk_admit_result r;
+
+	dbk_admit_config_default(&c);
+	c.enabled = true;
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 1200, 10000).verdict, DBK_ADMIT_ROUTE);
+	r = at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 10500);
+	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
+	CHECK_EQ_U(r.retry_after_s, 1);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 1001, 10500).verdict, DBK_ADMIT_SHED);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 1000, 10500).verdict, DBK_ADMIT_ROUTE);
+	/* Critical itself is never refused, at risk or not. */
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 5000, 10600).verdict, DBK_ADMIT_ROUTE);
+	/* That one renewed the risk: until 12600. */
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 12599).verdict, DBK_ADMIT_SHED);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 12600).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 1500, 12600).verdict, DBK_ADMIT_ROUTE);
+}
+
+/* Standard at risk protects standard from sheddable, not from itself;
+ * a sheddable request at risk protects nobody. */
+static void test_risk_standard(void)
+{
+	struct dbk_admit_config c;
+	struct dbk_admit_state st = { { 0 } };
+
+	dbk_admit_config_default(&c);
+	c.enabled = true;
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1900, 0).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 1500, 100).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 1500, 200).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 300).verdict, DBK_ADMIT_SHED);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 900, 300).verdict, DBK_ADMIT_ROUTE);
+}
+
 static void test_unpredicted(void)
 {
 	struct dbk_admit_config c;
@@ -79,20 +161,20 @@ static void test_unpredicted(void)
 
 	dbk_admit_config_default(&c);
 	c.enabled = true;
-	r = dbk_admit(&c, &in);
+	r = dbk_admit(&c, NULL, &in);
 	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
 	CHECK_EQ_U(r.retry_after_s, 1);
 	CHECK(strcmp(dbk_shed_reason_name(r.why), "saturated") == 0);
 	/* Saturation refuses sheddable requests only. */
 	in.cls = DBK_CLASS_STANDARD;
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
 	in.cls = DBK_CLASS_SHEDDABLE;
 	in.saturated = false;
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
 	/* No usable server: HAProxy's 503, not a 429. */
 	in.saturated = true;
 	in.no_server = true;
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
 }
 
 /* Without a prediction the fleet's recent first tokens weigh too:
@@ -106,38 +188,41 @@ static void test_fleet_late(void)
 
 	dbk_admit_config_default(&c);
 	c.enabled = true;
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
 	in.fleet_ttft_ms = 1001;
-	r = dbk_admit(&c, &in);
+	r = dbk_admit(&c, NULL, &in);
 	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
 	CHECK(strcmp(dbk_shed_reason_name(r.why), "fleet-late") == 0);
 	CHECK_EQ_U(r.retry_after_s, 1);
 	in.cls = DBK_CLASS_STANDARD;
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
 	in.fleet_ttft_ms = 2000;
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
 	in.fleet_ttft_ms = 4500;
-	r = dbk_admit(&c, &in);
+	r = dbk_admit(&c, NULL, &in);
 	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
 	CHECK_EQ_U(r.retry_after_s, 3); /* 2.5 s past the objective, rounded up */
 	in.cls = DBK_CLASS_CRITICAL;
 	in.fleet_ttft_ms = 1e9;
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
 	/* A prediction wins over the fleet's mean. */
 	in = (struct dbk_admit_input){
 		.cls = DBK_CLASS_STANDARD, .predicted = true, .ttft_ms = 100, .fleet_ttft_ms = 1e6
 	};
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
 	/* Off: nothing. */
 	c.enabled = false;
 	in = (struct dbk_admit_input){ .cls = DBK_CLASS_SHEDDABLE, .fleet_ttft_ms = 1e6 };
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
 }
 
 int main(void)
 {
 	RUN(test_class_parse);
 	RUN(test_predicted);
+	RUN(test_risk_calm);
+	RUN(test_risk_critical);
+	RUN(test_risk_standard);
 	RUN(test_unpredicted);
 	RUN(test_fleet_late);
 	return CHECK_DONE();
