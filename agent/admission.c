@@ -73,6 +73,26 @@ static int retry_after(const struct dbk_admit_config *c, double excess_ms)
 	return (int)s;
 }
 
+/* When a request of cls refused at now_ms, excess_ms past its bound,
+ * would be admitted on a retry: its excess drained (nothing else
+ * arriving), and not before the retries of the requests of its class
+ * refused before it, each given DBK_ADMIT_RETRY_SPACING_MS: a room that
+ * frees takes one of them, and told the same second they would all come
+ * back to find it taken by the first. With no memory, the excess. The
+ * order never reaches past the longest Retry-After: one wild prediction
+ * does not send the class's next refusals away for as long. */
+static double retry_in_ms(const struct dbk_admit_config *c, struct dbk_admit_state *st,
+                          enum dbk_class cls, double excess_ms, uint64_t now_ms)
+{
+	if (!st)
+		return excess_ms;
+	double now = (double)now_ms;
+	double at = fmin(fmax(now + excess_ms, st->next_retry_ms[cls]), now + c->retry_max_s * 1e3);
+
+	st->next_retry_ms[cls] = at + DBK_ADMIT_RETRY_SPACING_MS;
+	return at - now;
+}
+
 /* Whether a class above cls was seen at risk lately (always, with no
  * memory). */
 static bool above_at_risk(const struct dbk_admit_state *st, enum dbk_class cls, uint64_t now_ms)
@@ -108,7 +128,9 @@ struct dbk_admit_result dbk_admit(const struct dbk_admit_config *c, struct dbk_a
 
 		if (in->ttft_ms > bound) {
 			r.verdict = DBK_ADMIT_SHED;
-			r.retry_after_s = retry_after(c, in->ttft_ms - bound);
+			r.retry_after_s = retry_after(c,
+			                              retry_in_ms(c, st, cls, in->ttft_ms - bound,
+			                                          in->now_ms));
 			r.why = DBK_SHED_PREDICTED_LATE;
 		}
 		return r;

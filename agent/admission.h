@@ -93,8 +93,11 @@ enum dbk_class { DBK_CLASS_CRITICAL, DBK_CLASS_STANDARD, DBK_CLASS_SHEDDABLE, DB
 #define DBK_ADMIT_DEFAULT_RETRY_MAX_S 60
 /* A class is at risk for DBK_ADMIT_RISK_WINDOW_MS after one of its
  * requests was predicted past DBK_ADMIT_RISK_SHARE of the objective. */
-#define DBK_ADMIT_RISK_SHARE 0.5
+#define DBK_ADMIT_RISK_SHARE 0.25
 #define DBK_ADMIT_RISK_WINDOW_MS 2000
+/* Requests of a class refused one after the other are told to retry at
+ * least this far apart (admission.c, retry_in_ms). */
+#define DBK_ADMIT_RETRY_SPACING_MS 200
 
 struct dbk_admit_config {
 	bool enabled;
@@ -131,10 +134,13 @@ struct dbk_admit_input {
 };
 
 /* What admission remembers between requests: until when each class is
- * at risk (its requests predicted past DBK_ADMIT_RISK_SHARE). Zeroed:
- * none is. */
+ * at risk (its requests predicted past DBK_ADMIT_RISK_SHARE), and the
+ * retries it has told each class. Zeroed: none. */
 struct dbk_admit_state {
 	uint64_t risk_until_ms[DBK_CLASS_N];
+	/* The earliest Retry-After the next request refused may be told,
+	 * on the same clock (retries queued in the order refused). */
+	double next_retry_ms[DBK_CLASS_N];
 };
 
 enum dbk_admit_verdict {

@@ -89,15 +89,15 @@ static struct dbk_admit_result at(const struct dbk_admit_config *c, struct dbk_a
 static void test_risk_calm(void)
 {
 	struct dbk_admit_config c;
-	struct dbk_admit_state st = { { 0 } };
+	struct dbk_admit_state st = { 0 };
 	struct dbk_admit_result r;
 
 	dbk_admit_config_default(&c);
 	c.enabled = true;
 	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 300, 1000).verdict, DBK_ADMIT_ROUTE);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 1000, 1100).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 500, 1100).verdict, DBK_ADMIT_ROUTE);
 	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 1200).verdict, DBK_ADMIT_ROUTE);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 1000, 1200).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 500, 1200).verdict, DBK_ADMIT_ROUTE);
 	r = at(&c, &st, DBK_CLASS_SHEDDABLE, 3500, 1300);
 	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
 	CHECK_EQ_U(r.retry_after_s, 2);
@@ -112,18 +112,18 @@ static void test_risk_calm(void)
 	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 2001, 1600).verdict, DBK_ADMIT_SHED);
 }
 
-/* A critical request predicted past half the objective puts critical at
+/* A critical request predicted past a quarter of the objective puts critical at
  * risk for the window: the lower classes are held to their share, then
  * served past it again once the window is over. */
 static void test_risk_critical(void)
 {
 	struct dbk_admit_config c;
-	struct dbk_admit_state st = { { 0 } };
+	struct dbk_admit_state st = { 0 };
 	struct dbk_admit_result r;
 
 	dbk_admit_config_default(&c);
 	c.enabled = true;
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 1200, 10000).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 501, 10000).verdict, DBK_ADMIT_ROUTE);
 	r = at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 10500);
 	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
 	CHECK_EQ_U(r.retry_after_s, 1);
@@ -142,7 +142,7 @@ static void test_risk_critical(void)
 static void test_risk_standard(void)
 {
 	struct dbk_admit_config c;
-	struct dbk_admit_state st = { { 0 } };
+	struct dbk_admit_state st = { 0 };
 
 	dbk_admit_config_default(&c);
 	c.enabled = true;
@@ -151,6 +151,36 @@ static void test_risk_standard(void)
 	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 1500, 200).verdict, DBK_ADMIT_ROUTE);
 	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 300).verdict, DBK_ADMIT_SHED);
 	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 900, 300).verdict, DBK_ADMIT_ROUTE);
+}
+
+/* Refused together, the retries are told apart: the first when its
+ * excess has drained, each next DBK_ADMIT_RETRY_SPACING_MS later, so
+ * that they do not all come back to the same room; per class. */
+static void test_retry_spaced(void)
+{
+	struct dbk_admit_config c;
+	struct dbk_admit_state st = { 0 };
+	const int want[] = { 1, 1, 1, 2, 2, 2, 2, 2, 3 };
+
+	dbk_admit_config_default(&c);
+	c.enabled = true;
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 1500, 5000).verdict, DBK_ADMIT_ROUTE);
+	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct dbk_admit_result r = at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 5000);
+
+		CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
+		CHECK_EQ_U(r.retry_after_s, want[i]);
+	}
+	/* Standard's retries have their own order. */
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 1500, 5000).retry_after_s, 1);
+	/* Once that order is past, the excess alone again. */
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 1500, 9000).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 9000).retry_after_s, 1);
+	/* The bound holds: a wild excess is told the maximum. */
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1e12, 9000).retry_after_s, 60);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, INFINITY, 9000).retry_after_s, 60);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 1500, 70000).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 70000).retry_after_s, 1);
 }
 
 static void test_unpredicted(void)
@@ -223,6 +253,7 @@ int main(void)
 	RUN(test_risk_calm);
 	RUN(test_risk_critical);
 	RUN(test_risk_standard);
+	RUN(test_retry_spaced);
 	RUN(test_unpredicted);
 	RUN(test_fleet_late);
 	return CHECK_DONE();
