@@ -73,6 +73,16 @@ static void test_predicted(void)
 	CHECK_EQ_U(admit(&c, (enum dbk_class)9, 900).verdict, DBK_ADMIT_ROUTE);
 }
 
+/* The defaults, on. */
+static struct dbk_admit_config enabled(void)
+{
+	struct dbk_admit_config c;
+
+	dbk_admit_config_default(&c);
+	c.enabled = true;
+	return c;
+}
+
 static struct dbk_admit_result at(const struct dbk_admit_config *c, struct dbk_admit_state *st,
                                   enum dbk_class cls, double ttft_ms, uint64_t now_ms)
 {
@@ -88,12 +98,10 @@ static struct dbk_admit_result at(const struct dbk_admit_config *c, struct dbk_a
  * refused (it would miss its own), with the excess as Retry-After. */
 static void test_risk_calm(void)
 {
-	struct dbk_admit_config c;
+	struct dbk_admit_config c = enabled();
 	struct dbk_admit_state st = { 0 };
 	struct dbk_admit_result r;
 
-	dbk_admit_config_default(&c);
-	c.enabled = true;
 	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 300, 1000).verdict, DBK_ADMIT_ROUTE);
 	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 500, 1100).verdict, DBK_ADMIT_ROUTE);
 	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 1200).verdict, DBK_ADMIT_ROUTE);
@@ -117,12 +125,10 @@ static void test_risk_calm(void)
  * served past it again once the window is over. */
 static void test_risk_critical(void)
 {
-	struct dbk_admit_config c;
+	struct dbk_admit_config c = enabled();
 	struct dbk_admit_state st = { 0 };
 	struct dbk_admit_result r;
 
-	dbk_admit_config_default(&c);
-	c.enabled = true;
 	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 501, 10000).verdict, DBK_ADMIT_ROUTE);
 	r = at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 10500);
 	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
@@ -141,11 +147,9 @@ static void test_risk_critical(void)
  * a sheddable request at risk protects nobody. */
 static void test_risk_standard(void)
 {
-	struct dbk_admit_config c;
+	struct dbk_admit_config c = enabled();
 	struct dbk_admit_state st = { 0 };
 
-	dbk_admit_config_default(&c);
-	c.enabled = true;
 	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1900, 0).verdict, DBK_ADMIT_ROUTE);
 	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 1500, 100).verdict, DBK_ADMIT_ROUTE);
 	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 1500, 200).verdict, DBK_ADMIT_ROUTE);
@@ -158,12 +162,10 @@ static void test_risk_standard(void)
  * that they do not all come back to the same room; per class. */
 static void test_retry_spaced(void)
 {
-	struct dbk_admit_config c;
+	struct dbk_admit_config c = enabled();
 	struct dbk_admit_state st = { 0 };
 	const int want[] = { 1, 1, 1, 2, 2, 2, 2, 2, 3 };
 
-	dbk_admit_config_default(&c);
-	c.enabled = true;
 	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 1500, 5000).verdict, DBK_ADMIT_ROUTE);
 	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		struct dbk_admit_result r = at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 5000);
