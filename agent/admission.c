@@ -58,9 +58,9 @@ const char *dbk_class_name(enum dbk_class cls)
 	return (unsigned)cls < DBK_CLASS_N ? class_names[cls] : "standard";
 }
 
-/* The excess over the bound that refused it drains at one millisecond of
- * queue per millisecond if nothing more arrives: a retry after it would
- * be predicted within that bound again. Rounded up, and bounded so that a
+/* The excess over the class's share drains at one millisecond of queue
+ * per millisecond if nothing more arrives: a retry after it would be
+ * predicted within the share again. Rounded up, and bounded so that a
  * wild prediction never tells a client to go away for an hour. */
 static int retry_after(const struct dbk_admit_config *c, double excess_ms)
 {
@@ -73,36 +73,58 @@ static int retry_after(const struct dbk_admit_config *c, double excess_ms)
 	return (int)s;
 }
 
-/* When a request of cls refused at now_ms, excess_ms past its bound,
- * would be admitted on a retry: its excess drained (nothing else
- * arriving), and not before the retries of the requests of its class
- * refused before it, each given DBK_ADMIT_RETRY_SPACING_MS: a room that
- * frees takes one of them, and told the same second they would all come
- * back to find it taken by the first. With no memory, the excess. The
- * order never reaches past the longest Retry-After: one wild prediction
- * does not send the class's next refusals away for as long. */
-static double retry_in_ms(const struct dbk_admit_config *c, struct dbk_admit_state *st,
-                          enum dbk_class cls, double excess_ms, uint64_t now_ms)
+/* Until when a class above cls is at risk (now_ms or before: none is);
+ * with no memory, always. */
+static uint64_t above_risk(const struct dbk_admit_state *st, enum dbk_class cls, uint64_t now_ms)
 {
-	if (!st)
-		return excess_ms;
-	double now = (double)now_ms;
-	double at = fmin(fmax(now + excess_ms, st->next_retry_ms[cls]), now + c->retry_max_s * 1e3);
+	uint64_t until = now_ms;
 
-	st->next_retry_ms[cls] = at + DBK_ADMIT_RETRY_SPACING_MS;
-	return at - now;
+	if (!st)
+		return UINT64_MAX;
+	for (int k = 0; k < (int)cls; k++)
+		if (st->risk_until_ms[k] > until)
+			until = st->risk_until_ms[k];
+	return until;
 }
 
-/* Whether a class above cls was seen at risk lately (always, with no
- * memory). */
-static bool above_at_risk(const struct dbk_admit_state *st, enum dbk_class cls, uint64_t now_ms)
+/* The rule for a predicted first token t, of which own is the request's
+ * own prefill and the rest, wait, what is ahead of it (admission.h). */
+static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
+                                         struct dbk_admit_state *st,
+                                         const struct dbk_admit_input *in, enum dbk_class cls)
 {
-	if (!st)
-		return true;
-	for (int k = 0; k < (int)cls; k++)
-		if (st->risk_until_ms[k] > now_ms)
-			return true;
-	return false;
+	struct dbk_admit_result r = { DBK_ADMIT_ROUTE, 0, DBK_SHED_PREDICTED_LATE };
+	double obj = (double)c->ttft_ms, t = in->ttft_ms;
+	double own = in->own_ms > 0 ? fmin(in->own_ms, t) : 0, wait = t - own;
+
+	if (st && wait > obj * DBK_ADMIT_RISK_SHARE)
+		st->risk_until_ms[cls] = in->now_ms + DBK_ADMIT_RISK_HOLD_MS;
+	if (cls == DBK_CLASS_CRITICAL)
+		return r;
+	double share = obj * c->headroom[cls];
+	uint64_t until = above_risk(st, cls, in->now_ms);
+	/* Late for its own objective because of what waits ahead of it:
+	 * once that has drained (if nothing more came, the queue ahead
+	 * loses a millisecond a millisecond) it is predicted in time. */
+	double drained = fmin(t - obj, wait - share);
+
+	if (until <= in->now_ms) {
+		if (!(drained > 0))
+			return r;
+		r.verdict = DBK_ADMIT_SHED;
+		r.retry_after_s = retry_after(c, drained);
+		return r;
+	}
+	if (!(t > share))
+		return r;
+	r.verdict = DBK_ADMIT_SHED;
+	/* Admitted again when the queue ahead leaves its prefill within the
+	 * share, or when the risk above has lapsed (if nothing renews it)
+	 * and it is no longer late for its own objective. */
+	double lapsed = until == UINT64_MAX ? INFINITY : (double)(until - in->now_ms);
+	double within = own < share ? t - share : INFINITY;
+	r.retry_after_s = retry_after(c, fmin(within, fmax(lapsed, drained)));
+	return r;
 }
 
 struct dbk_admit_result dbk_admit(const struct dbk_admit_config *c, struct dbk_admit_state *st,
@@ -110,31 +132,17 @@ struct dbk_admit_result dbk_admit(const struct dbk_admit_config *c, struct dbk_a
 {
 	struct dbk_admit_result r = { DBK_ADMIT_ROUTE, 0, DBK_SHED_PREDICTED_LATE };
 	enum dbk_class cls = (unsigned)in->cls < DBK_CLASS_N ? in->cls : DBK_CLASS_DEFAULT;
-	double obj = (double)c->ttft_ms;
 
 	if (!c->enabled)
-		return r;
-	if (st && in->predicted && !in->no_server && in->ttft_ms > obj * DBK_ADMIT_RISK_SHARE)
-		st->risk_until_ms[cls] = in->now_ms + DBK_ADMIT_RISK_WINDOW_MS;
-	if (cls == DBK_CLASS_CRITICAL)
 		return r;
 	/* With no usable server HAProxy answers 503 on its own: a 429
 	 * would send the client back to a fleet that is not there. */
 	if (in->no_server)
 		return r;
-	if (in->predicted) {
-		double share = obj * c->headroom[cls];
-		double bound = above_at_risk(st, cls, in->now_ms) ? share : obj;
-
-		if (in->ttft_ms > bound) {
-			r.verdict = DBK_ADMIT_SHED;
-			r.retry_after_s = retry_after(c,
-			                              retry_in_ms(c, st, cls, in->ttft_ms - bound,
-			                                          in->now_ms));
-			r.why = DBK_SHED_PREDICTED_LATE;
-		}
+	if (in->predicted)
+		return predicted(c, st, in, cls);
+	if (cls == DBK_CLASS_CRITICAL)
 		return r;
-	}
 	if (in->saturated && cls == DBK_CLASS_SHEDDABLE) {
 		r.verdict = DBK_ADMIT_SHED;
 		r.retry_after_s = c->retry_min_s;

@@ -105,7 +105,7 @@ static bool admit(struct dbk_route *r, struct dbk_admit_input *in, uint64_t now_
                   struct dbk_admit_result *ar)
 {
 	/* A critical request's prediction is admission's evidence that
-	 * critical is at risk; without one it has nothing to say. */
+	 * critical is at risk; without one there is nothing to learn. */
 	if (!admitting(r) || (in->cls == DBK_CLASS_CRITICAL && !in->predicted))
 		return false;
 	if (!in->predicted && r->sat) {
@@ -172,6 +172,7 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct dbk_s
 	 * balancer refuses). */
 	in->predicted = c->predicted;
 	in->ttft_ms = c->ttft_s * 1e3;
+	in->own_ms = c->own_s * 1e3;
 	in->no_server = c->server < 0;
 	if (admit(r, in, now_ms, ar))
 		return DBK_BAL_OK;

@@ -39,9 +39,7 @@ static void test_predicted(void)
 	struct dbk_admit_result r;
 
 	dbk_admit_config_default(&c);
-	/* With no memory (st NULL) every higher class counts as at risk:
-	 * the share alone decides. Off by default: nothing refused however
-	 * late. */
+	/* Off by default: nothing refused however late. */
 	CHECK_EQ_U(admit(&c, DBK_CLASS_SHEDDABLE, 1e9).verdict, DBK_ADMIT_ROUTE);
 	c.enabled = true;
 	/* Critical is never refused. */
@@ -71,118 +69,6 @@ static void test_predicted(void)
 	/* An out-of-range class is the default, standard. */
 	CHECK_EQ_U(admit(&c, (enum dbk_class)9, 1500).verdict, DBK_ADMIT_SHED);
 	CHECK_EQ_U(admit(&c, (enum dbk_class)9, 900).verdict, DBK_ADMIT_ROUTE);
-}
-
-/* The defaults, on. */
-static struct dbk_admit_config enabled(void)
-{
-	struct dbk_admit_config c;
-
-	dbk_admit_config_default(&c);
-	c.enabled = true;
-	return c;
-}
-
-static struct dbk_admit_result at(const struct dbk_admit_config *c, struct dbk_admit_state *st,
-                                  enum dbk_class cls, double ttft_ms, uint64_t now_ms)
-{
-	struct dbk_admit_input in = {
-		.cls = cls, .predicted = true, .ttft_ms = ttft_ms, .now_ms = now_ms
-	};
-
-	return dbk_admit(c, st, &in);
-}
-
-/* Below capacity: critical finds servers in time, so a request past its
- * share but within the objective is served; one past the objective is
- * refused (it would miss its own), with the excess as Retry-After. */
-static void test_risk_calm(void)
-{
-	struct dbk_admit_config c = enabled();
-	struct dbk_admit_state st = { 0 };
-	struct dbk_admit_result r;
-
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 300, 1000).verdict, DBK_ADMIT_ROUTE);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 500, 1100).verdict, DBK_ADMIT_ROUTE);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 1200).verdict, DBK_ADMIT_ROUTE);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 500, 1200).verdict, DBK_ADMIT_ROUTE);
-	r = at(&c, &st, DBK_CLASS_SHEDDABLE, 3500, 1300);
-	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
-	CHECK_EQ_U(r.retry_after_s, 2);
-	/* A critical request with no prediction, or with no server, is no
-	 * evidence of a queue. */
-	struct dbk_admit_input in = { .cls = DBK_CLASS_CRITICAL, .ttft_ms = 1e6, .now_ms = 1400 };
-	CHECK_EQ_U(dbk_admit(&c, &st, &in).verdict, DBK_ADMIT_ROUTE);
-	in.predicted = in.no_server = true;
-	CHECK_EQ_U(dbk_admit(&c, &st, &in).verdict, DBK_ADMIT_ROUTE);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 1500).verdict, DBK_ADMIT_ROUTE);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 2000, 1600).verdict, DBK_ADMIT_ROUTE);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 2001, 1600).verdict, DBK_ADMIT_SHED);
-}
-
-/* A critical request predicted past a quarter of the objective puts critical at
- * risk for the window: the lower classes are held to their share, then
- * served past it again once the window is over. */
-static void test_risk_critical(void)
-{
-	struct dbk_admit_config c = enabled();
-	struct dbk_admit_state st = { 0 };
-	struct dbk_admit_result r;
-
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 501, 10000).verdict, DBK_ADMIT_ROUTE);
-	r = at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 10500);
-	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
-	CHECK_EQ_U(r.retry_after_s, 1);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 1001, 10500).verdict, DBK_ADMIT_SHED);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 1000, 10500).verdict, DBK_ADMIT_ROUTE);
-	/* Critical itself is never refused, at risk or not. */
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 5000, 10600).verdict, DBK_ADMIT_ROUTE);
-	/* That one renewed the risk: until 12600. */
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 12599).verdict, DBK_ADMIT_SHED);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 12600).verdict, DBK_ADMIT_ROUTE);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 1500, 12600).verdict, DBK_ADMIT_ROUTE);
-}
-
-/* Standard at risk protects standard from sheddable, not from itself;
- * a sheddable request at risk protects nobody. */
-static void test_risk_standard(void)
-{
-	struct dbk_admit_config c = enabled();
-	struct dbk_admit_state st = { 0 };
-
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1900, 0).verdict, DBK_ADMIT_ROUTE);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 1500, 100).verdict, DBK_ADMIT_ROUTE);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 1500, 200).verdict, DBK_ADMIT_ROUTE);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 300).verdict, DBK_ADMIT_SHED);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 900, 300).verdict, DBK_ADMIT_ROUTE);
-}
-
-/* Refused together, the retries are told apart: the first when its
- * excess has drained, each next DBK_ADMIT_RETRY_SPACING_MS later, so
- * that they do not all come back to the same room; per class. */
-static void test_retry_spaced(void)
-{
-	struct dbk_admit_config c = enabled();
-	struct dbk_admit_state st = { 0 };
-	const int want[] = { 1, 1, 1, 2, 2, 2, 2, 2, 3 };
-
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 1500, 5000).verdict, DBK_ADMIT_ROUTE);
-	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		struct dbk_admit_result r = at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 5000);
-
-		CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
-		CHECK_EQ_U(r.retry_after_s, want[i]);
-	}
-	/* Standard's retries have their own order. */
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_STANDARD, 1500, 5000).retry_after_s, 1);
-	/* Once that order is past, the excess alone again. */
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 1500, 9000).verdict, DBK_ADMIT_ROUTE);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 9000).retry_after_s, 1);
-	/* The bound holds: a wild excess is told the maximum. */
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1e12, 9000).retry_after_s, 60);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, INFINITY, 9000).retry_after_s, 60);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_CRITICAL, 1500, 70000).verdict, DBK_ADMIT_ROUTE);
-	CHECK_EQ_U(at(&c, &st, DBK_CLASS_SHEDDABLE, 1500, 70000).retry_after_s, 1);
 }
 
 static void test_unpredicted(void)
@@ -248,15 +134,142 @@ static void test_fleet_late(void)
 	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
 }
 
+/* One predicted request at now_ms through the admission's memory: t its
+ * first token, own its own prefill in it; what is expected of it
+ * (retry: its Retry-After when shed, -1: not checked). */
+struct step {
+	enum dbk_class cls;
+	uint64_t now_ms;
+	double t, own;
+	enum dbk_admit_verdict want;
+	int retry;
+};
+
+/* Runs steps in order through one memory, admission on with the
+ * defaults; the index of the first step not as expected, or -1. */
+static int run_steps(const struct step *steps, size_t n, struct dbk_admit_state *st)
+{
+	struct dbk_admit_config c;
+
+	dbk_admit_config_default(&c);
+	c.enabled = true;
+	for (size_t i = 0; i < n; i++) {
+		const struct step *x = &steps[i];
+		struct dbk_admit_input in = { .cls = x->cls,
+			                      .predicted = true,
+			                      .ttft_ms = x->t,
+			                      .own_ms = x->own,
+			                      .now_ms = x->now_ms };
+		struct dbk_admit_result r = dbk_admit(&c, st, &in);
+
+		if (r.verdict != x->want || (x->retry >= 0 && r.retry_after_s != x->retry) ||
+		    (r.verdict == DBK_ADMIT_SHED && r.why != DBK_SHED_PREDICTED_LATE))
+			return (int)i;
+	}
+	return -1;
+}
+
+#define ROUTE DBK_ADMIT_ROUTE
+#define SHED DBK_ADMIT_SHED
+#define CRIT DBK_CLASS_CRITICAL
+#define STD DBK_CLASS_STANDARD
+#define SHD DBK_CLASS_SHEDDABLE
+
+/* Below capacity (nothing above at risk) a request is refused only when
+ * it is late for its own objective because of the queue ahead of it:
+ * never for its own length, nor for a burst that leaves it in time. */
+static void test_nothing_at_risk(void)
+{
+	struct dbk_admit_state st = { { 0 } };
+	static const struct step steps[] = {
+		/* A long prompt, 4.8 s of its own prefill on an idle server:
+		 * served late rather than refused by a fleet that cannot serve
+		 * it sooner. */
+		{ SHD, 1000, 5000, 4800, ROUTE, -1 },
+		/* 1.9 s predicted, 1.4 s of it waiting: in time, admitted (the
+		 * fixed share refused it). */
+		{ STD, 1000, 1900, 500, ROUTE, -1 },
+		{ SHD, 1000, 1900, 500, ROUTE, -1 },
+		/* Late, but within the share of waiting: its own prompt makes
+		 * it late, not the others. */
+		{ STD, 1000, 3000, 2100, ROUTE, -1 },
+		/* A long prompt behind a long queue: refused until the queue
+		 * is down to its share (4 s of wait, 3 s to drain). */
+		{ SHD, 1000, 9000, 5000, SHED, 3 },
+		/* Late because of 4.2 s of queue: refused until predicted in
+		 * time again, 2.5 s of drain (past the objective) rounded up. */
+		{ STD, 1000, 4500, 300, SHED, 3 },
+		/* That standard request's wait has put standard at risk: the
+		 * sheddable one above, in time for itself, is refused now. */
+		{ SHD, 1000, 1900, 500, SHED, -1 },
+	};
+
+	/* On failure: the step's index, plus one. */
+	CHECK_EQ_U(run_steps(steps, sizeof(steps) / sizeof(steps[0]), &st) + 1, 0);
+}
+
+/* A critical request predicted to wait past 3/4 of the objective puts
+ * critical at risk for DBK_ADMIT_RISK_HOLD_MS: the lower classes get
+ * their share again (refused past half the objective), then, the risk
+ * lapsed, the whole. Its own prefill is not a risk the others cause. */
+static void test_critical_at_risk(void)
+{
+	struct dbk_admit_state st = { { 0 } };
+	const uint64_t lapse = 1000 + DBK_ADMIT_RISK_HOLD_MS;
+	const struct step steps[] = {
+		/* 3 s of its own prompt, 100 ms of wait: no risk. */
+		{ CRIT, 1000, 3100, 3000, ROUTE, -1 },
+		{ SHD, 1000, 1200, 1100, ROUTE, -1 },
+		/* 1.5 s of wait is not past 3/4 of 2 s; 1.6 s is. Critical is
+		 * never refused itself. */
+		{ CRIT, 1000, 1700, 200, ROUTE, -1 },
+		{ SHD, 1000, 1200, 1100, ROUTE, -1 },
+		{ CRIT, 1000, 1e9, 200, ROUTE, -1 },
+		/* Now a sheddable request past its share is refused, even one
+		 * late only by its own prompt, whose prefill never fits the
+		 * share: back once the risk lapses, 29 s from now. */
+		{ SHD, 2000, 1200, 1100, SHED, (int)(lapse - 2000) / 1000 },
+		/* A short one behind 1.5 s of queue: when the queue leaves it
+		 * within the share, 0.7 s, rounded up; within it, admitted. */
+		{ STD, 2000, 1700, 200, SHED, 1 },
+		{ STD, 2000, 1000, 100, ROUTE, -1 },
+		/* The risk lapses unless renewed. */
+		{ SHD, lapse - 1, 1200, 1100, SHED, -1 },
+		{ SHD, lapse, 1200, 1100, ROUTE, -1 },
+		/* Standard at risk shields sheddable, not standard itself. */
+		{ STD, lapse, 1700, 100, ROUTE, -1 },
+		{ STD, lapse, 1200, 1100, ROUTE, -1 },
+		{ SHD, lapse, 1200, 1100, SHED, -1 },
+	};
+
+	/* On failure: the step's index, plus one. */
+	CHECK_EQ_U(run_steps(steps, sizeof(steps) / sizeof(steps[0]), &st) + 1, 0);
+	/* With no memory every class above is at risk: the share alone. */
+	CHECK_EQ_U(run_steps(&steps[1], 1, NULL), 0);
+}
+
+/* Off: nothing learnt, nothing refused. */
+static void test_off_learns_nothing(void)
+{
+	struct dbk_admit_config c;
+	struct dbk_admit_state st = { { 0 } };
+	struct dbk_admit_input in = {
+		.cls = DBK_CLASS_CRITICAL, .predicted = true, .ttft_ms = 1e6, .now_ms = 1000
+	};
+
+	dbk_admit_config_default(&c);
+	CHECK_EQ_U(dbk_admit(&c, &st, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(st.risk_until_ms[DBK_CLASS_CRITICAL], 0);
+}
+
 int main(void)
 {
 	RUN(test_class_parse);
 	RUN(test_predicted);
-	RUN(test_risk_calm);
-	RUN(test_risk_critical);
-	RUN(test_risk_standard);
-	RUN(test_retry_spaced);
 	RUN(test_unpredicted);
 	RUN(test_fleet_late);
+	RUN(test_nothing_at_risk);
+	RUN(test_critical_at_risk);
+	RUN(test_off_learns_nothing);
 	return CHECK_DONE();
 }
