@@ -73,28 +73,76 @@ static int retry_after(const struct dbk_admit_config *c, double excess_ms)
 	return (int)s;
 }
 
-struct dbk_admit_result dbk_admit(const struct dbk_admit_config *c,
+/* Until when a class above cls is at risk (now_ms or before: none is);
+ * with no memory, always. */
+static uint64_t above_risk(const struct dbk_admit_state *st, enum dbk_class cls, uint64_t now_ms)
+{
+	uint64_t until = now_ms;
+
+	if (!st)
+		return UINT64_MAX;
+	for (int k = 0; k < (int)cls; k++)
+		if (st->risk_until_ms[k] > until)
+			until = st->risk_until_ms[k];
+	return until;
+}
+
+/* The rule for a predicted first token t, of which own is the request's
+ * own prefill and the rest, wait, what is ahead of it (admission.h). */
+static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
+                                         struct dbk_admit_state *st,
+                                         const struct dbk_admit_input *in, enum dbk_class cls)
+{
+	struct dbk_admit_result r = { DBK_ADMIT_ROUTE, 0, DBK_SHED_PREDICTED_LATE };
+	double obj = (double)c->ttft_ms, t = in->ttft_ms;
+	double own = in->own_ms > 0 ? fmin(in->own_ms, t) : 0, wait = t - own;
+
+	if (st && wait > obj * DBK_ADMIT_RISK_SHARE)
+		st->risk_until_ms[cls] = in->now_ms + DBK_ADMIT_RISK_HOLD_MS;
+	if (cls == DBK_CLASS_CRITICAL)
+		return r;
+	double share = obj * c->headroom[cls];
+	uint64_t until = above_risk(st, cls, in->now_ms);
+	/* Late for its own objective because of what waits ahead of it:
+	 * once that has drained (if nothing more came, the queue ahead
+	 * loses a millisecond a millisecond) it is predicted in time. */
+	double drained = fmin(t - obj, wait - share);
+
+	if (until <= in->now_ms) {
+		if (!(drained > 0))
+			return r;
+		r.verdict = DBK_ADMIT_SHED;
+		r.retry_after_s = retry_after(c, drained);
+		return r;
+	}
+	if (!(t > share))
+		return r;
+	r.verdict = DBK_ADMIT_SHED;
+	/* Admitted again when the queue ahead leaves its prefill within the
+	 * share, or when the risk above has lapsed (if nothing renews it)
+	 * and it is no longer late for its own objective. */
+	double lapsed = until == UINT64_MAX ? INFINITY : (double)(until - in->now_ms);
+	double within = own < share ? t - share : INFINITY;
+	r.retry_after_s = retry_after(c, fmin(within, fmax(lapsed, drained)));
+	return r;
+}
+
+struct dbk_admit_result dbk_admit(const struct dbk_admit_config *c, struct dbk_admit_state *st,
                                   const struct dbk_admit_input *in)
 {
 	struct dbk_admit_result r = { DBK_ADMIT_ROUTE, 0, DBK_SHED_PREDICTED_LATE };
 	enum dbk_class cls = (unsigned)in->cls < DBK_CLASS_N ? in->cls : DBK_CLASS_DEFAULT;
 
-	if (!c->enabled || cls == DBK_CLASS_CRITICAL)
+	if (!c->enabled)
 		return r;
 	/* With no usable server HAProxy answers 503 on its own: a 429
 	 * would send the client back to a fleet that is not there. */
 	if (in->no_server)
 		return r;
-	if (in->predicted) {
-		double share = (double)c->ttft_ms * c->headroom[cls];
-
-		if (in->ttft_ms > share) {
-			r.verdict = DBK_ADMIT_SHED;
-			r.retry_after_s = retry_after(c, in->ttft_ms - share);
-			r.why = DBK_SHED_PREDICTED_LATE;
-		}
+	if (in->predicted)
+		return predicted(c, st, in, cls);
+	if (cls == DBK_CLASS_CRITICAL)
 		return r;
-	}
 	if (in->saturated && cls == DBK_CLASS_SHEDDABLE) {
 		r.verdict = DBK_ADMIT_SHED;
 		r.retry_after_s = c->retry_min_s;

@@ -68,6 +68,7 @@ struct dbk_policy_choice {
 	bool too_long;  /* no usable server holds it: the largest was taken */
 	bool predicted; /* ttft_s and hit_tokens are set (the ACK's details) */
 	double ttft_s;
+	double own_s; /* of ttft_s, its own prefill (admission.h); 0: not known */
 	double hit_tokens;
 };
 

@@ -68,6 +68,7 @@ int dbk_policy_ttft_chose(struct dbk_policy_ttft *t, const struct dbk_pred_choic
 		.too_long = pc->reason == DBK_PRED_TOO_LONG,
 		.predicted = true,
 		.ttft_s = pc->ttft_s,
+		.own_s = pc->own_s,
 		.hit_tokens = pc->hit_tokens,
 	};
 	return c->server;

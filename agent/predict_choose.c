@@ -102,6 +102,7 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 		e->wait_s = fmin(over / fmax(cap, 1), 1) * left * step;
 	}
 	e->ttft_s = queue + own;
+	e->own_s = own;
 	e->hit = hit;
 	struct pred_lora_price lp;
 	dbk_pred_lora_price(p, s, r->adapter, now_ms, &lp);
@@ -138,6 +139,7 @@ static void pred_choice_of(const struct dbk_pred *p, int server, const struct pr
 	*c = (struct dbk_pred_choice){ .server = server,
 		                       .reason = DBK_PRED_FASTEST,
 		                       .ttft_s = pred_ttft(e),
+		                       .own_s = e->own_s,
 		                       .hit_tokens = e->hit,
 		                       .kv_fits = e->fits,
 		                       .tpot_s = e->tpot_s,
@@ -174,6 +176,7 @@ int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64
 		*c = (struct dbk_pred_choice){ .server = largest,
 			                       .reason = DBK_PRED_TOO_LONG,
 			                       .ttft_s = e.ttft_s,
+			                       .own_s = e.own_s,
 			                       .kv_fits = e.fits };
 		return largest;
 	}

@@ -83,6 +83,7 @@ struct pred_srv {
 /* A server's prediction for the request being chosen. */
 struct pred_eval {
 	double ttft_s, wait_s, hit;
+	double own_s;   /* of ttft_s, its own prefill (the rest waits for others) */
 	double stall_s; /* decoders' seconds lost to this prefill (pred_eval) */
 	double tpot_s;  /* its own time per output token (0: one token) */
 	double harm_s;  /* the TPOT it adds to those decoding there, summed */

@@ -110,16 +110,19 @@ static const uint64_t *candidates(struct dbk_route *r, const uint8_t *sample, si
  * prediction); true when the request is to be shed (ar says for how
  * long). Without a prediction the fleet's saturation stands in for it,
  * read only when it can matter (admission on, a class it may shed). */
-static bool admit(const struct dbk_route *r, struct dbk_admit_input *in, uint64_t now_ms,
+static bool admit(struct dbk_route *r, struct dbk_admit_input *in, uint64_t now_ms,
                   struct dbk_admit_result *ar)
 {
-	if (!admitting(r) || in->cls == DBK_CLASS_CRITICAL)
+	/* A critical request's prediction is admission's evidence that
+	 * critical is at risk; without one there is nothing to learn. */
+	if (!admitting(r) || (in->cls == DBK_CLASS_CRITICAL && !in->predicted))
 		return false;
 	if (!in->predicted && r->sat) {
 		in->saturated = dbk_sat_fleet(r->sat, r->bal, now_ms);
 		in->fleet_ttft_ms = dbk_sat_fleet_ttft_ms(r->sat, now_ms);
 	}
-	*ar = dbk_admit(r->admit, in);
+	in->now_ms = now_ms;
+	*ar = dbk_admit(r->admit, &r->admit_state, in);
 	return ar->verdict == DBK_ADMIT_SHED;
 }
 
@@ -178,6 +181,7 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct dbk_s
 	 * balancer refuses). */
 	in->predicted = c->predicted;
 	in->ttft_ms = c->ttft_s * 1e3;
+	in->own_ms = c->own_s * 1e3;
 	in->no_server = c->server < 0;
 	if (admit(r, in, now_ms, ar))
 		return DBK_BAL_OK;

@@ -131,6 +131,7 @@ struct dbk_route {
 	 * routed as before. sat: the fleet's saturation, for policies that
 	 * do not predict; NULL: never saturated. */
 	const struct dbk_admit_config *admit;
+	struct dbk_admit_state admit_state; /* admission's memory (zeroed) */
 	const struct dbk_saturation *sat;
 	/* Which server serves which model (models.h): NULL, every server is
 	 * a candidate for every request. eligible: dbk_models_words of

@@ -66,24 +66,28 @@ void dbk_sim_ttft_window_update(struct dbk_sim_ttft_window *w, const struct dbk_
 	w->count0 = count;
 }
 
-int dbk_sim_admit(const struct dbk_sim *s, const struct dbk_sim_req *r, int chosen, bool predicted,
-                  double ttft_s, const struct dbk_sim_ttft_window *w)
+int dbk_sim_admit(const struct dbk_sim *s, struct dbk_admit_state *st, const struct dbk_sim_req *r,
+                  int chosen, bool predicted, double ttft_s, double own_s,
+                  const struct dbk_sim_ttft_window *w)
 {
 	const struct dbk_sim_config *c = dbk_sim_config(s);
 	struct dbk_admit_input in = {
 		.cls = (enum dbk_class)r->cls,
 		.predicted = predicted,
 		.ttft_ms = ttft_s * 1e3,
+		.own_ms = own_s * 1e3,
+		.now_ms = (uint64_t)(dbk_sim_now(s) * 1e3),
 	};
 
-	/* Critical is never refused: spare it the saturation's sum. */
-	if (!c->admit.enabled || r->cls == DBK_CLASS_CRITICAL)
+	/* Critical is never refused; without a prediction (nothing learnt
+	 * of its risk either) spare it the saturation's sum. */
+	if (!c->admit.enabled || (r->cls == DBK_CLASS_CRITICAL && !predicted))
 		return chosen;
 	if (!predicted) {
 		in.saturated = dbk_sim_saturation(s, NULL) >= 1.0;
 		in.fleet_ttft_ms = w ? w->mean_s * 1e3 : 0;
 	}
-	struct dbk_admit_result a = dbk_admit(&c->admit, &in);
+	struct dbk_admit_result a = dbk_admit(&c->admit, st, &in);
 
 	if (a.verdict == DBK_ADMIT_ROUTE)
 		return chosen;

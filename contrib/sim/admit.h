@@ -49,12 +49,15 @@ struct dbk_sim_ttft_window {
 /* Moves w on to now when its window is over. */
 void dbk_sim_ttft_window_update(struct dbk_sim_ttft_window *w, const struct dbk_sim *s);
 
-/* The agent's admission of r (agent/admission.h) with s's configuration:
- * chosen (an instance index) when admitted, else DBK_SIM_SHED(its
- * Retry-After). With predicted, ttft_s is the policy's predicted first
- * token on chosen; without, the fleet's saturation now and its recent
- * first tokens (w; NULL: not known) decide. */
-int dbk_sim_admit(const struct dbk_sim *s, const struct dbk_sim_req *r, int chosen, bool predicted,
-                  double ttft_s, const struct dbk_sim_ttft_window *w);
+/* The agent's admission of r (agent/admission.h) with s's configuration
+ * and the deciding balancer's memory st (NULL: none): chosen (an
+ * instance index) when admitted, else DBK_SIM_SHED(its Retry-After).
+ * With predicted, ttft_s is the policy's predicted first token on
+ * chosen, own_s its own prefill in it (0: not known); without, the
+ * fleet's saturation now and its recent first tokens (w; NULL: not
+ * known) decide. */
+int dbk_sim_admit(const struct dbk_sim *s, struct dbk_admit_state *st, const struct dbk_sim_req *r,
+                  int chosen, bool predicted, double ttft_s, double own_s,
+                  const struct dbk_sim_ttft_window *w);
 
 #endif

@@ -218,9 +218,10 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		          "live bench's --priority-mix)" },
 		{ "admission", 0, DBK_OPT_FLAG, &o->admission,
 		  .help = "the agent's admission (agent/admission.c):\n"
-		          "a predicting policy sheds a request\n"
-		          "predicted past its class's share of\n"
-		          "--slo-ttft-ms; the others shed sheddable\n"
+		          "a predicting policy sheds a request late\n"
+		          "by its wait, or past its class's share of\n"
+		          "--slo-ttft-ms while a class above is at\n"
+		          "risk; the others shed sheddable\n"
 		          "requests when the fleet is saturated\n"
 		          "(GIE's detector: mean of max(waiting/5,\n"
 		          "KV/0.8) >= 1) or its last second's mean\n"
@@ -229,8 +230,9 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		{ "admit-share-standard", 0, DBK_OPT_DOUBLE, &o->admit_share[DBK_CLASS_STANDARD], 0,
 		  100, .metavar = "X",
 		  .help = "with --admission: the share of the TTFT\n"
-		          "objective a standard request may be\n"
-		          "predicted to take (default the agent's)" },
+		          "objective a standard request may take\n"
+		          "while critical is at risk, and may wait\n"
+		          "when late (default the agent's)" },
 		{ "admit-share-sheddable", 0, DBK_OPT_DOUBLE, &o->admit_share[DBK_CLASS_SHEDDABLE],
 		  0, 100, .metavar = "X", .help = "the same for a sheddable request" },
 		{ "shed-retry", 0, DBK_OPT_FLAG, &o->shed_retry,

@@ -59,8 +59,9 @@ struct ag {
 	struct dbk_buf body;
 	double *kv_cap;
 	bool learnt;
-	bool *member;           /* by instance: usable as far as the fleet goes */
-	struct dbk_outlier *ej; /* by node: its outlier ejection */
+	bool *member;                /* by instance: usable as far as the fleet goes */
+	struct dbk_outlier *ej;      /* by node: its outlier ejection */
+	struct dbk_admit_state *adm; /* by node: its admission's memory */
 	/* --lb-share-ms: the books shared with a delay. Each node's copy of
 	 * every request another node sent (by id * k + node), and the news
 	 * not yet delivered, in the order they are due. */
@@ -100,6 +101,7 @@ static void ag_fini(void *st)
 	for (unsigned i = 0; p->ej && i < p->k; i++)
 		dbk_outlier_free(&p->ej[i]);
 	free(p->ej);
+	free(p->adm);
 	free(p->ended);
 	free(p->shown);
 	free(p->member);
@@ -129,7 +131,7 @@ static int ag_init(void *st, const struct dbk_sim_policy_env *env)
 	if (!(p->node = calloc(p->k, sizeof(*p->node))) ||
 	    !(p->kv_cap = calloc(p->n, sizeof(*p->kv_cap))) ||
 	    !(p->member = calloc(p->n, sizeof(*p->member))) ||
-	    !(p->ej = calloc(p->k, sizeof(*p->ej))) ||
+	    !(p->ej = calloc(p->k, sizeof(*p->ej))) || !(p->adm = calloc(p->k, sizeof(*p->adm))) ||
 	    !(p->ended = calloc(p->n, sizeof(*p->ended))) ||
 	    !(p->shown = calloc(2 * (size_t)p->n, sizeof(*p->shown))))
 		return -1;
@@ -343,7 +345,7 @@ static int ag_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 		return DBK_SIM_REFUSE;
 	/* Admission where route.c applies it: after choose, before the
 	 * lease and its commit, with the first token predicted there. */
-	int v = dbk_sim_admit(s, r, ch.server, ch.predicted, ch.ttft_s, NULL);
+	int v = dbk_sim_admit(s, &p->adm[j], r, ch.server, ch.predicted, ch.ttft_s, ch.own_s, NULL);
 	if (v != ch.server)
 		return v;
 	struct ag_req *a = &p->reqs[r->id];

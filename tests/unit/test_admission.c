@@ -30,7 +30,7 @@ static struct dbk_admit_result admit(const struct dbk_admit_config *c, enum dbk_
 {
 	struct dbk_admit_input in = { .cls = cls, .predicted = true, .ttft_ms = ttft_ms };
 
-	return dbk_admit(c, &in);
+	return dbk_admit(c, NULL, &in);
 }
 
 static void test_predicted(void)
@@ -79,20 +79,20 @@ static void test_unpredicted(void)
 
 	dbk_admit_config_default(&c);
 	c.enabled = true;
-	r = dbk_admit(&c, &in);
+	r = dbk_admit(&c, NULL, &in);
 	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
 	CHECK_EQ_U(r.retry_after_s, 1);
 	CHECK(strcmp(dbk_shed_reason_name(r.why), "saturated") == 0);
 	/* Saturation refuses sheddable requests only. */
 	in.cls = DBK_CLASS_STANDARD;
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
 	in.cls = DBK_CLASS_SHEDDABLE;
 	in.saturated = false;
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
 	/* No usable server: HAProxy's 503, not a 429. */
 	in.saturated = true;
 	in.no_server = true;
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
 }
 
 /* Without a prediction the fleet's recent first tokens weigh too:
@@ -106,32 +106,160 @@ static void test_fleet_late(void)
 
 	dbk_admit_config_default(&c);
 	c.enabled = true;
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
 	in.fleet_ttft_ms = 1001;
-	r = dbk_admit(&c, &in);
+	r = dbk_admit(&c, NULL, &in);
 	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
 	CHECK(strcmp(dbk_shed_reason_name(r.why), "fleet-late") == 0);
 	CHECK_EQ_U(r.retry_after_s, 1);
 	in.cls = DBK_CLASS_STANDARD;
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
 	in.fleet_ttft_ms = 2000;
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
 	in.fleet_ttft_ms = 4500;
-	r = dbk_admit(&c, &in);
+	r = dbk_admit(&c, NULL, &in);
 	CHECK_EQ_U(r.verdict, DBK_ADMIT_SHED);
 	CHECK_EQ_U(r.retry_after_s, 3); /* 2.5 s past the objective, rounded up */
 	in.cls = DBK_CLASS_CRITICAL;
 	in.fleet_ttft_ms = 1e9;
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
 	/* A prediction wins over the fleet's mean. */
 	in = (struct dbk_admit_input){
 		.cls = DBK_CLASS_STANDARD, .predicted = true, .ttft_ms = 100, .fleet_ttft_ms = 1e6
 	};
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
 	/* Off: nothing. */
 	c.enabled = false;
 	in = (struct dbk_admit_input){ .cls = DBK_CLASS_SHEDDABLE, .fleet_ttft_ms = 1e6 };
-	CHECK_EQ_U(dbk_admit(&c, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(dbk_admit(&c, NULL, &in).verdict, DBK_ADMIT_ROUTE);
+}
+
+/* One predicted request at now_ms through the admission's memory: t its
+ * first token, own its own prefill in it; what is expected of it
+ * (retry: its Retry-After when shed, -1: not checked). */
+struct step {
+	enum dbk_class cls;
+	uint64_t now_ms;
+	double t, own;
+	enum dbk_admit_verdict want;
+	int retry;
+};
+
+/* Runs steps in order through one memory, admission on with the
+ * defaults; the index of the first step not as expected, or -1. */
+static int run_steps(const struct step *steps, size_t n, struct dbk_admit_state *st)
+{
+	struct dbk_admit_config c;
+
+	dbk_admit_config_default(&c);
+	c.enabled = true;
+	for (size_t i = 0; i < n; i++) {
+		const struct step *x = &steps[i];
+		struct dbk_admit_input in = { .cls = x->cls,
+			                      .predicted = true,
+			                      .ttft_ms = x->t,
+			                      .own_ms = x->own,
+			                      .now_ms = x->now_ms };
+		struct dbk_admit_result r = dbk_admit(&c, st, &in);
+
+		if (r.verdict != x->want || (x->retry >= 0 && r.retry_after_s != x->retry) ||
+		    (r.verdict == DBK_ADMIT_SHED && r.why != DBK_SHED_PREDICTED_LATE))
+			return (int)i;
+	}
+	return -1;
+}
+
+#define ROUTE DBK_ADMIT_ROUTE
+#define SHED DBK_ADMIT_SHED
+#define CRIT DBK_CLASS_CRITICAL
+#define STD DBK_CLASS_STANDARD
+#define SHD DBK_CLASS_SHEDDABLE
+
+/* Below capacity (nothing above at risk) a request is refused only when
+ * it is late for its own objective because of the queue ahead of it:
+ * never for its own length, nor for a burst that leaves it in time. */
+static void test_nothing_at_risk(void)
+{
+	struct dbk_admit_state st = { { 0 } };
+	static const struct step steps[] = {
+		/* A long prompt, 4.8 s of its own prefill on an idle server:
+		 * served late rather than refused by a fleet that cannot serve
+		 * it sooner. */
+		{ SHD, 1000, 5000, 4800, ROUTE, -1 },
+		/* 1.9 s predicted, 1.4 s of it waiting: in time, admitted (the
+		 * fixed share refused it). */
+		{ STD, 1000, 1900, 500, ROUTE, -1 },
+		{ SHD, 1000, 1900, 500, ROUTE, -1 },
+		/* Late, but within the share of waiting: its own prompt makes
+		 * it late, not the others. */
+		{ STD, 1000, 3000, 2100, ROUTE, -1 },
+		/* A long prompt behind a long queue: refused until the queue
+		 * is down to its share (4 s of wait, 3 s to drain). */
+		{ SHD, 1000, 9000, 5000, SHED, 3 },
+		/* Late because of 4.2 s of queue: refused until predicted in
+		 * time again, 2.5 s of drain (past the objective) rounded up. */
+		{ STD, 1000, 4500, 300, SHED, 3 },
+		/* That standard request's wait has put standard at risk: the
+		 * sheddable one above, in time for itself, is refused now. */
+		{ SHD, 1000, 1900, 500, SHED, -1 },
+	};
+
+	/* On failure: the step's index, plus one. */
+	CHECK_EQ_U(run_steps(steps, sizeof(steps) / sizeof(steps[0]), &st) + 1, 0);
+}
+
+/* A critical request predicted to wait past 3/4 of the objective puts
+ * critical at risk for DBK_ADMIT_RISK_HOLD_MS: the lower classes get
+ * their share again (refused past half the objective), then, the risk
+ * lapsed, the whole. Its own prefill is not a risk the others cause. */
+static void test_critical_at_risk(void)
+{
+	struct dbk_admit_state st = { { 0 } };
+	const uint64_t lapse = 1000 + DBK_ADMIT_RISK_HOLD_MS;
+	const struct step steps[] = {
+		/* 3 s of its own prompt, 100 ms of wait: no risk. */
+		{ CRIT, 1000, 3100, 3000, ROUTE, -1 },
+		{ SHD, 1000, 1200, 1100, ROUTE, -1 },
+		/* 1.5 s of wait is not past 3/4 of 2 s; 1.6 s is. Critical is
+		 * never refused itself. */
+		{ CRIT, 1000, 1700, 200, ROUTE, -1 },
+		{ SHD, 1000, 1200, 1100, ROUTE, -1 },
+		{ CRIT, 1000, 1e9, 200, ROUTE, -1 },
+		/* Now a sheddable request past its share is refused, even one
+		 * late only by its own prompt, whose prefill never fits the
+		 * share: back once the risk lapses, 29 s from now. */
+		{ SHD, 2000, 1200, 1100, SHED, (int)(lapse - 2000) / 1000 },
+		/* A short one behind 1.5 s of queue: when the queue leaves it
+		 * within the share, 0.7 s, rounded up; within it, admitted. */
+		{ STD, 2000, 1700, 200, SHED, 1 },
+		{ STD, 2000, 1000, 100, ROUTE, -1 },
+		/* The risk lapses unless renewed. */
+		{ SHD, lapse - 1, 1200, 1100, SHED, -1 },
+		{ SHD, lapse, 1200, 1100, ROUTE, -1 },
+		/* Standard at risk shields sheddable, not standard itself. */
+		{ STD, lapse, 1700, 100, ROUTE, -1 },
+		{ STD, lapse, 1200, 1100, ROUTE, -1 },
+		{ SHD, lapse, 1200, 1100, SHED, -1 },
+	};
+
+	/* On failure: the step's index, plus one. */
+	CHECK_EQ_U(run_steps(steps, sizeof(steps) / sizeof(steps[0]), &st) + 1, 0);
+	/* With no memory every class above is at risk: the share alone. */
+	CHECK_EQ_U(run_steps(&steps[1], 1, NULL), 0);
+}
+
+/* Off: nothing learnt, nothing refused. */
+static void test_off_learns_nothing(void)
+{
+	struct dbk_admit_config c;
+	struct dbk_admit_state st = { { 0 } };
+	struct dbk_admit_input in = {
+		.cls = DBK_CLASS_CRITICAL, .predicted = true, .ttft_ms = 1e6, .now_ms = 1000
+	};
+
+	dbk_admit_config_default(&c);
+	CHECK_EQ_U(dbk_admit(&c, &st, &in).verdict, DBK_ADMIT_ROUTE);
+	CHECK_EQ_U(st.risk_until_ms[DBK_CLASS_CRITICAL], 0);
 }
 
 int main(void)
@@ -140,5 +268,8 @@ int main(void)
 	RUN(test_predicted);
 	RUN(test_unpredicted);
 	RUN(test_fleet_late);
+	RUN(test_nothing_at_risk);
+	RUN(test_critical_at_risk);
+	RUN(test_off_learns_nothing);
 	return CHECK_DONE();
 }

@@ -569,9 +569,9 @@ static bool shed_ack(const struct fixture *x)
 }
 
 /* Under ttft, admission asks between the choice and the lease: a request
- * predicted past its class's share takes no lease and no charge, and its
- * end releases nothing; critical always goes; a class not known is
- * standard and counted; off, nothing changes. */
+ * predicted late because of the queue ahead takes no lease and no
+ * charge, and its end releases nothing; critical always goes; a class
+ * not known is standard and counted; off, nothing changes. */
 static void test_admission_sheds_before_the_lease(void)
 {
 	struct fixture x;
@@ -586,23 +586,34 @@ static void test_admission_sheds_before_the_lease(void)
 	CHECK_EQ_U(route_class(&x, "off-1", "sheddable", 400000), DBK_SPOP_OK);
 	CHECK(test_ack_var(&x.ack, DBK_VAR_SERVER, &(struct dbk_spop_data){ 0 }));
 	CHECK_EQ_U(dbk_bal_release(x.bal, "off-1", 5, NULL), DBK_BAL_OK);
-	/* On, with a 1 ms objective: 100k tokens cannot make it anywhere. */
+	/* On, with a 1 ms objective: 10k tokens cannot make it anywhere,
+	 * but on an idle fleet only its own length makes it late, and it is
+	 * served late rather than refused. */
 	ac.enabled = true;
 	ac.ttft_ms = 1;
+	CHECK_EQ_U(route_class(&x, "long-1", "sheddable", 40000), DBK_SPOP_OK);
+	CHECK(test_ack_var(&x.ack, DBK_VAR_SERVER, &(struct dbk_spop_data){ 0 }));
+	CHECK_EQ_U(dbk_bal_release(x.bal, "long-1", 6, NULL), DBK_BAL_OK);
+	/* Critical is never shed: one on each server, a queue everywhere. */
+	for (unsigned i = 0; i < 4; i++) {
+		char id[8];
+
+		snprintf(id, sizeof(id), "crit-%u", i);
+		CHECK_EQ_U(route_class(&x, id, "critical", 400000), DBK_SPOP_OK);
+		CHECK(test_ack_var(&x.ack, DBK_VAR_SERVER, &(struct dbk_spop_data){ 0 }));
+		CHECK(!test_ack_var(&x.ack, DBK_VAR_ACTION, &(struct dbk_spop_data){ 0 }));
+	}
+	CHECK_EQ_U(x.r.stats.admitted[DBK_CLASS_CRITICAL], 4);
+	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 4);
+	/* Now late because of the queue ahead: shed, no lease, no charge. */
 	CHECK_EQ_U(route_class(&x, "shed-1", "Sheddable", 400000), DBK_SPOP_OK);
 	CHECK(shed_ack(&x));
-	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 0);
+	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 4);
 	for (unsigned i = 0; i < 4; i++)
-		CHECK_EQ_U(pred_inflight(p, i), 0);
+		CHECK_EQ_U(pred_inflight(p, i), 1);
 	CHECK_EQ_U(x.r.stats.shed[DBK_CLASS_SHEDDABLE][DBK_SHED_PREDICTED_LATE], 1);
 	/* Its completion line finds nothing to release. */
 	CHECK_EQ_U(dbk_bal_release(x.bal, "shed-1", 6, NULL), DBK_BAL_UNKNOWN);
-	/* Critical is never shed. */
-	CHECK_EQ_U(route_class(&x, "crit-1", "critical", 400000), DBK_SPOP_OK);
-	CHECK(test_ack_var(&x.ack, DBK_VAR_SERVER, &(struct dbk_spop_data){ 0 }));
-	CHECK(!test_ack_var(&x.ack, DBK_VAR_ACTION, &(struct dbk_spop_data){ 0 }));
-	CHECK_EQ_U(x.r.stats.admitted[DBK_CLASS_CRITICAL], 1);
-	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 1);
 	/* Not known, or not a class at all: standard, counted, shed as such. */
 	CHECK_EQ_U(route_class(&x, "bad-1", "urgent", 400000), DBK_SPOP_OK);
 	CHECK(shed_ack(&x));
@@ -618,8 +629,8 @@ static void test_admission_sheds_before_the_lease(void)
 	ac.ttft_ms = 3600 * 1000;
 	CHECK_EQ_U(route_class(&x, "ok-1", "sheddable", 400000), DBK_SPOP_OK);
 	CHECK(test_ack_var(&x.ack, DBK_VAR_SERVER, &(struct dbk_spop_data){ 0 }));
-	CHECK_EQ_U(x.r.stats.admitted[DBK_CLASS_SHEDDABLE], 2);
-	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 2);
+	CHECK_EQ_U(x.r.stats.admitted[DBK_CLASS_SHEDDABLE], 3);
+	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 5);
 	down_ttft(&x);
 }
 
