@@ -471,12 +471,14 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		    "the first-token objective (" STR(DBK_ADMIT_DEFAULT_TTFT_MS) ")"),
 		NUM("admit-headroom-standard", DBK_OPT_DOUBLE,
 		    &c->admit.headroom[DBK_CLASS_STANDARD], 0, 100, "R",
-		    "standard is refused when predicted past R x\nthe objective (" STR(
-		            DBK_ADMIT_DEFAULT_HEADROOM_STANDARD) ")"),
+		    "standard's share R of the objective: refused\nwhen predicted late with more "
+		    "than R x it\nspent waiting, or past R x it while a\nclass above is at risk "
+		    "(" STR(DBK_ADMIT_DEFAULT_HEADROOM_STANDARD) ")"),
 		NUM("admit-headroom-sheddable", DBK_OPT_DOUBLE,
 		    &c->admit.headroom[DBK_CLASS_SHEDDABLE], 0, 100, "R",
-		    "sheddable is refused when predicted past R x\nthe objective (" STR(
-		            DBK_ADMIT_DEFAULT_HEADROOM_SHEDDABLE) ")"),
+		    "sheddable's share R of the objective: refused\nwhen predicted late with more "
+		    "than R x it\nspent waiting, or past R x it while a\nclass above is at risk "
+		    "(" STR(DBK_ADMIT_DEFAULT_HEADROOM_SHEDDABLE) ")"),
 		NUM("saturation-queue", DBK_OPT_DOUBLE, &c->sat_queue, 0, 1e6, "N",
 		    "policies that predict nothing shed sheddable\nrequests only when every usable "
 		    "server's\nscraped waiting queue is above N (" STR(DBK_SAT_DEFAULT_QUEUE) ")"),
