@@ -33,8 +33,8 @@ bool dbk_shint_apply(const struct dbk_policy *p, const char *const *names, unsig
 	int64_t crc, tokens;
 
 	if (!p || !p->ops->hint || !r->has_session || !srv || !tok ||
-	    !dbk_spop_data_to_i64(srv, &crc) || !dbk_spop_data_to_i64(tok, &tokens) ||
-	    crc <= 0 || crc > UINT32_MAX || tokens <= 0 || tokens > UINT32_MAX)
+	    !dbk_spop_data_to_i64(srv, &crc) || !dbk_spop_data_to_i64(tok, &tokens) || crc <= 0 ||
+	    crc > UINT32_MAX || tokens <= 0 || tokens > UINT32_MAX)
 		return false;
 	int i = dbk_shint_server(names, n, (uint32_t)crc);
 	if (i < 0)

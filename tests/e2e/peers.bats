@@ -64,6 +64,23 @@ start_node() {
 	dbk_wait_port "${N_ADMIN[i]}"
 }
 
+# restart_plain: both nodes stopped and started again, their agents
+# sharing nothing; returns once both are ready.
+restart_plain() {
+	local i
+	kill "${N_AGENT_PID[1]}" "${N_AGENT_PID[2]}"
+	wait "${N_AGENT_PID[1]}" "${N_AGENT_PID[2]}" || true
+	N_AGENT_PID=()
+	for i in 1 2; do
+		kill "${N_HAPROXY[i]}"
+		wait "${N_HAPROXY[i]}" 2>/dev/null || true
+		N_HAPROXY[i]=
+		start_node "$i" --scrape-interval 30s
+	done
+	wait_until 10 ready 1 || fail "node 1 not ready"
+	wait_until 10 ready 2 || fail "node 2 not ready"
+}
+
 # node_state I: agent I's /state.
 node_state() {
 	curl -s --max-time 5 "http://127.0.0.1:${N_ADMIN[$1]}/state"
@@ -142,17 +159,7 @@ four_long() {
 	# The same without sharing: each node knows only its own two, and
 	# (with these prompts, fixed by their seeds) sends one where the other
 	# node already had one.
-	kill "${N_AGENT_PID[1]}" "${N_AGENT_PID[2]}"
-	wait "${N_AGENT_PID[1]}" "${N_AGENT_PID[2]}" || true
-	N_AGENT_PID=()
-	for i in 1 2; do
-		kill "${N_HAPROXY[i]}"
-		wait "${N_HAPROXY[i]}" 2>/dev/null || true
-		N_HAPROXY[i]=
-		start_node "$i" --scrape-interval 30s
-	done
-	wait_until 10 ready 1 || fail "node 1 not ready"
-	wait_until 10 ready 2 || fail "node 2 not ready"
+	restart_plain
 	run four_long 0
 	assert_success
 	local distinct
@@ -233,18 +240,8 @@ two_turns() {
 	assert_success
 	assert_equal "${lines[0]}" "${lines[1]}"
 
-	kill "${N_AGENT_PID[1]}" "${N_AGENT_PID[2]}"
-	wait "${N_AGENT_PID[1]}" "${N_AGENT_PID[2]}" || true
-	N_AGENT_PID=()
 	unset DBK_SESSION_TABLE
-	for i in 1 2; do
-		kill "${N_HAPROXY[i]}"
-		wait "${N_HAPROXY[i]}" 2>/dev/null || true
-		N_HAPROXY[i]=
-		start_node "$i" --scrape-interval 30s
-	done
-	wait_until 10 ready 1 || fail "node 1 not ready"
-	wait_until 10 ready 2 || fail "node 2 not ready"
+	restart_plain
 	run two_turns 0
 	assert_success
 	[ "${lines[0]}" != "${lines[1]}" ] || fail "without the table, turn 2 still followed turn 1: $output"
