@@ -115,6 +115,12 @@ static void wrap_seen(void *st, const struct dbk_policy_request *r, unsigned ser
 	inner_ops(st)->seen(inner_st(st), r, server, prefix, now_ms, slot);
 }
 
+static void wrap_hint(void *st, const struct dbk_policy_request *r, unsigned server,
+                      uint32_t tokens)
+{
+	inner_ops(st)->hint(inner_st(st), r, server, tokens);
+}
+
 /* A request whose body is still on its way is not load yet, for the
  * others either: it is shared once complete charges it. */
 static void wrap_hold(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,
@@ -214,6 +220,7 @@ static void wrap_ops(struct dbk_share *s)
 	s->ops.hold = in->hold && in->complete ? wrap_hold : NULL;
 	s->ops.complete = in->hold && in->complete ? wrap_complete : NULL;
 	s->ops.seen = wrap_seen;
+	s->ops.hint = in->hint ? wrap_hint : NULL;
 	s->ops.release = in->release ? wrap_release : NULL;
 	s->ops.move = in->move ? wrap_move : NULL;
 	s->ops.usable = in->usable ? wrap_usable : NULL;

@@ -135,6 +135,11 @@ struct dbk_policy_ops {
 	 * fill the slot release will get. May be NULL. */
 	void (*seen)(void *st, const struct dbk_policy_request *r, unsigned server, bool prefix,
 	             uint64_t now_ms, uint32_t slot[DBK_BAL_SLOT_WORDS]);
+	/* Another balancer sent r's session to server, its prompt then tokens
+	 * long (HAProxy's session table): record r's prefix up to that length
+	 * there, charge nothing. May be NULL. */
+	void (*hint)(void *st, const struct dbk_policy_request *r, unsigned server,
+	             uint32_t tokens);
 	/* A lease (server, start_ms, slot as commit wrote it) ended; exactly
 	 * once per commit. May be NULL, as may every hook below. */
 	void (*release)(void *st, const struct dbk_bal_lease *l, uint64_t now_ms);

@@ -134,6 +134,15 @@ void dbk_policy_ttft_seen(void *st, const struct dbk_policy_request *r, unsigned
 	slot_of(&k, slot);
 }
 
+void dbk_policy_ttft_hint(void *st, const struct dbk_policy_request *r, unsigned server,
+                          uint32_t tokens)
+{
+	struct dbk_policy_ttft *t = st;
+
+	dbk_policy_ttft_request(t, r);
+	dbk_pred_hint(t->pred, &t->req, server, tokens);
+}
+
 /* Filled as commit fills the slot, but nothing charged but where its
  * prefix went (dbk_pred_hold). */
 void dbk_policy_ttft_hold(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,

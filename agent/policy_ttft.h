@@ -41,6 +41,8 @@ bool dbk_policy_ttft_complete(void *st, const struct dbk_bal_lease *l, uint64_t 
                               uint32_t slot[DBK_BAL_SLOT_WORDS]);
 void dbk_policy_ttft_seen(void *st, const struct dbk_policy_request *r, unsigned server,
                           bool prefix, uint64_t now_ms, uint32_t slot[DBK_BAL_SLOT_WORDS]);
+void dbk_policy_ttft_hint(void *st, const struct dbk_policy_request *r, unsigned server,
+                          uint32_t tokens);
 void dbk_policy_ttft_release(void *st, const struct dbk_bal_lease *l, uint64_t now_ms);
 void dbk_policy_ttft_move(void *st, const struct dbk_bal_lease *before, unsigned server,
                           uint64_t now_ms);
@@ -58,10 +60,11 @@ extern const struct dbk_policy_report dbk_policy_ttft_report;
 		.name = nm, .help = hlp, .create = dbk_policy_ttft_create,                        \
 		.destroy = dbk_policy_ttft_destroy, .choose = choose_fn,                          \
 		.commit = dbk_policy_ttft_commit, .seen = dbk_policy_ttft_seen,                   \
-		.hold = dbk_policy_ttft_hold, .complete = dbk_policy_ttft_complete,               \
-		.release = dbk_policy_ttft_release, .move = dbk_policy_ttft_move,                 \
-		.usable = dbk_policy_ttft_usable, .reset = dbk_policy_ttft_reset,                 \
-		.weight = dbk_policy_ttft_weight, .scraped = dbk_policy_ttft_scraped,             \
+		.hint = dbk_policy_ttft_hint, .hold = dbk_policy_ttft_hold,                       \
+		.complete = dbk_policy_ttft_complete, .release = dbk_policy_ttft_release,         \
+		.move = dbk_policy_ttft_move, .usable = dbk_policy_ttft_usable,                   \
+		.reset = dbk_policy_ttft_reset, .weight = dbk_policy_ttft_weight,                 \
+		.scraped = dbk_policy_ttft_scraped,                                               \
 		.max_model_len = dbk_policy_ttft_max_model_len, .report = &dbk_policy_ttft_report \
 	}
 

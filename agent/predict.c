@@ -330,6 +330,23 @@ void dbk_pred_complete(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint
 	pred_book(p, &booked, prompt, out, hit, 0, false, now_ms);
 }
 
+void dbk_pred_hint(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
+                   uint32_t tokens)
+{
+	if (server >= p->c.nservers || !tokens)
+		return;
+	const struct pred_srv *s = &p->s[server];
+	size_t nkeys = r->keys ? r->nkeys : 0;
+	uint64_t skey = r->session;
+
+	if (nkeys > tokens / DBK_PKEY_BLOCK_TOKENS)
+		nkeys = tokens / DBK_PKEY_BLOCK_TOKENS;
+	if (nkeys)
+		dbk_pidx_insert(p->idx, server, r->keys, nkeys, s->sent_units, tokens);
+	if (skey)
+		dbk_pidx_insert(p->idx, server, &skey, 1, s->sent_units, tokens);
+}
+
 void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms)
 {
 	if (t->server >= p->c.nservers)

@@ -306,6 +306,12 @@ void dbk_pred_hold(struct dbk_pred *p, const struct dbk_pred_request *r,
  * its prefill queued behind the server's as of now and its tokens
  * charged, as commit would have then; dbk_pred_release undoes it. */
 void dbk_pred_complete(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms);
+/* Another balancer sent r's session to server with a prompt of tokens
+ * tokens (HAProxy's session table, agent/session_hint.h): r's prefix up
+ * to that length recorded there as if this balancer had sent it, so that
+ * its hit is priced; nothing charged (the books are shared apart). */
+void dbk_pred_hint(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
+                   uint32_t tokens);
 /* The request of t ended (exactly once): its duration, now_ms less its
  * commit's, teaches the server's speed (predict_learn.h). */
 void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms);

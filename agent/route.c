@@ -7,6 +7,7 @@
 
 #include "estimate.h"
 #include "prefix_key.h"
+#include "session_hint.h"
 
 /* The score as the txn variable spells it: "%.10g", without printf's cost
  * for the usual case, a whole number of quarters (bytes / 4). */
@@ -149,14 +150,12 @@ static bool hold_back(struct dbk_route *r, const char *id, size_t id_len,
  * (so releases, TTL, reclaim and moves work as for the reference), and
  * the policy's data about it rides in the lease's slot until the lease
  * ends (the policy's release reads it back). */
-static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct dbk_spop_data *id,
-                                         const struct dbk_bal_request *req, int64_t body_size,
-                                         bool partial, const uint8_t *sample, size_t sample_len,
-                                         const struct dbk_spop_data *session,
-                                         const uint64_t *eligible, uint64_t adapter,
-                                         uint64_t now_ms, struct dbk_bal_decision *d,
-                                         struct dbk_policy_choice *c, struct dbk_admit_input *in,
-                                         struct dbk_admit_result *ar)
+static enum dbk_bal_result decide_policy(
+        struct dbk_route *r, const struct dbk_spop_data *id, const struct dbk_bal_request *req,
+        int64_t body_size, bool partial, const uint8_t *sample, size_t sample_len,
+        const struct dbk_spop_data *session, const struct dbk_spop_data *const hint[2],
+        const uint64_t *eligible, uint64_t adapter, uint64_t now_ms, struct dbk_bal_decision *d,
+        struct dbk_policy_choice *c, struct dbk_admit_input *in, struct dbk_admit_result *ar)
 {
 	const struct dbk_policy *p = r->policy;
 	const char *idp = (const char *)id->u.buf.ptr;
@@ -175,6 +174,7 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct dbk_s
 		pr.has_session = true;
 		pr.session = dbk_pkey_session((const char *)session->u.buf.ptr, session->u.buf.len);
 	}
+	dbk_shint_apply(p, r->names, r->nnames, hint[0], hint[1], &pr);
 	p->ops->choose(p->st, &pr, now_ms, c);
 	/* Admission comes between the choice and the lease: a request
 	 * refused takes none (the policy's commit is skipped as when the
@@ -206,6 +206,7 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct dbk_s
 /* The arguments of a route message that matter here. */
 struct route_args {
 	const struct dbk_spop_data *id, *blen, *arrived, *body, *details, *session, *cls;
+	const struct dbk_spop_data *hint[2]; /* session_hint.h: server, tokens */
 };
 
 /* One walk over the arguments (the first of a name wins, as with
@@ -232,6 +233,10 @@ static void read_args(const struct dbk_spop_message *m, struct route_args *a)
 			slot = &a->session;
 		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_CLASS))
 			slot = &a->cls;
+		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_SESSION_SERVER))
+			slot = &a->hint[0];
+		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_SESSION_TOKENS))
+			slot = &a->hint[1];
 		if (slot && !*slot)
 			*slot = &arg->value;
 	}
@@ -374,8 +379,8 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 	}
 	if (chooses(r)) {
 		res = decide_policy(r, a.id, &req, body_size, body_partial(&a, body_size), sample,
-		                    sample_len, a.session, eligible, adapter, now_ms, &d, &pc, &in,
-		                    &ar);
+		                    sample_len, a.session, a.hint, eligible, adapter, now_ms, &d,
+		                    &pc, &in, &ar);
 		shed = ar.verdict == DBK_ADMIT_SHED;
 	} else {
 		/* The reference predicts nothing: only saturation may shed. */

@@ -5,12 +5,15 @@
 # table) and its own dbucket-spoa --policy ttft; the same slice of a
 # trace replayed by K dbucket-bench processes, each sending its random
 # share (dbucket-bench --node I/K) to its node, as dbucket-sim --lb-nodes
-# K assigns them. Three runs, one after the other, everything started
+# K assigns them. Four runs, one after the other, everything started
 # afresh for each:
-#   one     one node, every request
-#   random  K nodes, books not shared
-#   shared  K nodes, --share-books (the agents read and write the table
-#           every --share-interval)
+#   one       one node, every request
+#   random    K nodes, books not shared
+#   shared    K nodes, --share-books (the agents read and write the table
+#             every --share-interval)
+#   sessions  K nodes, books shared and HAProxy's session table
+#             (DBK_SESSION_TABLE: where each conversation's last request
+#             went, agent/session_hint.h; dbucket-bench sends X-Session-Id)
 # Prints, per run, the requests, those within both objectives (TTFT and
 # TPOT, as dbucket-sim's attainment), attainment, TTFT p50/p99 and TPOT
 # p50 pooled over the K clients, and each run's attainment as a ratio to
@@ -59,9 +62,12 @@ peers_cfg() { # peers_cfg N BASE
 	for ((i = 1; i <= $1; i++)); do echo "    peer n$i 127.0.0.1:$(($2 + i))"; done
 	echo "backend dbk_books"
 	echo "    stick-table type string len 64 size 4k expire 10s peers dbk store gpt0,gpc0,gpc1,http_req_cnt"
+	echo "backend dbk_sessions"
+	echo "    stick-table type string len 64 size 100k expire 30m peers dbk store gpt(2)"
 }
 
-# run NAME N SHARE: N nodes (SHARE 1: books shared), the slice replayed;
+# run NAME N SHARE: N nodes (SHARE 1: books shared; 2: and the session
+# table), the slice replayed;
 # the K clients' JSON in $tmp/NAME.I.json.
 run() {
 	local name=$1 n=$2 share=$3 i p base ports
@@ -79,7 +85,9 @@ run() {
 	peers_cfg "$n" "$base" >"$tmp/peers.cfg"
 	for ((i = 1; i <= n; i++)); do
 		ports=$((base + 10 + 8 * (i - 1)))
-		DBK_BIND=127.0.0.1:$ports DBK_AGENT=127.0.0.1:$((ports + 1)) \
+		local -a st=()
+		[ "$share" = 2 ] && st=(DBK_SESSION_TABLE=dbk_sessions)
+		env ${st[@]+"${st[@]}"} DBK_BIND=127.0.0.1:$ports DBK_AGENT=127.0.0.1:$((ports + 1)) \
 			DBK_COMPLETIONS=127.0.0.1:$((ports + 2)) DBK_COMPLETIONS_UDP=127.0.0.1:$((ports + 2)) \
 			DBK_STATS_SOCKET=$tmp/n$i.sock DBK_STATS_BIND=127.0.0.1:$((ports + 3)) \
 			haproxy -L "n$i" -f "$tmp/dbucket.cfg" -f "$tmp/peers.cfg" 2>"$tmp/$name.haproxy$i.log" &
@@ -87,7 +95,7 @@ run() {
 		pids+=($!)
 		dbk_wait_port "$ports"
 		local -a sh=()
-		[ "$share" = 1 ] && sh=(--share-books dbk_books --node "n$i" --share-interval "$share_ms")
+		[ "$share" -ge 1 ] && sh=(--share-books dbk_books --node "n$i" --share-interval "$share_ms")
 		# As bench-policies.sh runs ttft: scraped every 100 ms of model
 		# time, the model sped up as the stubs' clock.
 		"$BUILD/dbucket-spoa" --policy ttft --engine-speed "$scale" --scrape-interval \
@@ -139,7 +147,7 @@ summary() {
 
 t0=$(date +%s)
 echo "$DBK_WHO: Mooncake seconds $start-$((start + dur)), rate factor $rf, spread $spread, time scale $scale; $k nodes" >&2
-for r in "one 1 0" "random $k 0" "shared $k 1"; do
+for r in "one 1 0" "random $k 0" "shared $k 1" "sessions $k 2"; do
 	set -- $r
 	printf '%s: %s ... ' "$DBK_WHO" "$1" >&2
 	run "$@"
@@ -147,7 +155,7 @@ for r in "one 1 0" "random $k 0" "shared $k 1"; do
 done
 printf '%-8s %6s %6s %7s %7s %9s %9s %9s\n' run nodes requests good attain ttft_p50 ttft_p99 tpot_p50
 one=""
-for r in "one 1" "random $k" "shared $k"; do
+for r in "one 1" "random $k" "shared $k" "sessions $k"; do
 	set -- $r
 	read -r n g p50 p99 tpot < <(summary "$1")
 	a=$(awk -v g="$g" -v n="$n" 'BEGIN { printf "%.4f", g / n }')

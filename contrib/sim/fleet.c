@@ -76,6 +76,7 @@ int dbk_sim_fleet_build(struct dbk_sim_fleet *f, const struct dbk_sim_opts *o)
 	sc->lb_sticky = o->lb_sticky;
 	sc->lb_share = o->lb_share_ms >= 0;
 	sc->lb_share_books = o->lb_share_books;
+	sc->lb_share_sessions = o->lb_share_sessions;
 	sc->lb_share_s = sc->lb_share ? o->lb_share_ms / 1e3 : 0;
 	sc->stall_weight = o->stall_weight;
 	sc->threshold_tokens = o->threshold;

@@ -29,7 +29,7 @@ struct extra {
 	const char *log_level;
 };
 
-#define NOPTS 59
+#define NOPTS 60
 /* The agent's default, as the help text quotes it. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -191,6 +191,11 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		  .help = "with --lb-share-ms: share the load only,\n"
 		          "not where each prompt went (the others'\n"
 		          "requests charged without their prefix)" },
+		{ "lb-share-sessions", 0, DBK_OPT_FLAG, &o->lb_share_sessions,
+		  .help = "with --lb-share-books: also where each\n"
+		          "session's last request went and its prompt\n"
+		          "length, learnt T ms later (HAProxy's\n"
+		          "session table)" },
 		{ "stall-weight", 0, DBK_OPT_DOUBLE, &o->stall_weight, 0, 1e6, .metavar = "W",
 		  .help = "ttft: first-token seconds worth one second\n"
 		          "of one decoding request stalled by a long\n"
@@ -519,6 +524,10 @@ int dbk_sim_opts_parse(int argc, char **argv, struct dbk_sim_opts *o, int *statu
 	}
 	if (o->lb_share_books && o->lb_share_ms < 0) {
 		fprintf(stderr, "dbucket-sim: --lb-share-books needs --lb-share-ms\n");
+		return 1;
+	}
+	if (o->lb_share_sessions && !o->lb_share_books) {
+		fprintf(stderr, "dbucket-sim: --lb-share-sessions needs --lb-share-books\n");
 		return 1;
 	}
 	if (o->lb_share_ms >= 0 && o->lb_nodes < 2) {

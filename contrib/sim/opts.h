@@ -30,6 +30,7 @@ struct dbk_sim_opts {
 	bool lb_sticky;
 	double lb_share_ms; /* < 0: the books are not shared */
 	bool lb_share_books;
+	bool lb_share_sessions;
 	double stall_weight; /* < 0: the predictor's default */
 	bool no_prefix_caching;
 	double slo_ttft_ms, slo_tpot_ms, slo_e2e_ms;

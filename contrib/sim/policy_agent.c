@@ -19,13 +19,19 @@
  * is also charged with the others' requests lb_share_s after they were
  * sent, and released as long after they end (books shared with a delay,
  * as a table every HAProxy node replicates would share them: what that
- * would buy, BENCHMARKS.md). The agent's balancer
+ * would buy, BENCHMARKS.md); with lb_share_sessions a node about to
+ * route a session's request also learns where that session's last
+ * request went and its prompt length, once lb_share_s has passed since
+ * it was sent (HAProxy's session table replicated by its peers,
+ * agent/session_hint.h), and tells its policy (the hint hook). The
+ * agent's balancer
  * is left out: with no lease limit it takes each lease where the policy
  * chose (the policy is told which servers are usable, as the agent tells
  * it), and the slot the policy fills is kept here. */
 #include "policy.h"
 #include "admit.h"
 #include "sim_eject.h"
+#include "u64map.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -54,6 +60,7 @@ struct ag {
 	struct ag_req {
 		struct dbk_bal_lease lease;
 		uint8_t node;
+		uint32_t prev; /* its session's request before it + 1; 0: none */
 	} * reqs;
 	size_t cap;
 	struct dbk_buf body;
@@ -79,6 +86,9 @@ struct ag {
 		bool end;     /* it ended (else: it was sent) */
 	} * news;
 	size_t news_cap, news_head, news_n;
+	/* --lb-share-sessions: by session, its last request routed + 1. */
+	bool share_sessions;
+	struct dbk_u64map sessions;
 	/* --log-level debug: by instance, requests ended there and the
 	 * speed node 0 showed when last logged (ag_log_learning). */
 	uint64_t *ended;
@@ -110,6 +120,7 @@ static void ag_fini(void *st)
 	free(p->kv_cap);
 	free(p->copy);
 	free(p->news);
+	dbk_u64map_free(&p->sessions);
 	dbk_buf_free(&p->body);
 }
 
@@ -124,6 +135,8 @@ static int ag_init(void *st, const struct dbk_sim_policy_env *env)
 	p->share = env->cfg->lb_share && p->k > 1 && p->ops->seen;
 	p->share_ms = (uint64_t)(env->cfg->lb_share_s * 1000.0 + 0.5);
 	p->share_prefix = !env->cfg->lb_share_books;
+	p->share_sessions = p->share && env->cfg->lb_share_sessions && p->ops->hint;
+	dbk_u64map_init(&p->sessions);
 	if (p->k > 255) {
 		dbk_errf(env->err, env->errlen, "at most 255 load-balancer nodes");
 		return -1;
@@ -313,6 +326,47 @@ static void ag_deliver(struct ag *p, const struct dbk_sim *s, uint64_t now)
 	}
 }
 
+/* A table replicated with a delay holds, on node j, the newest value
+ * written there or delivered: the session's last request if j routed it
+ * or share_ms has passed, else the one before, and so on (bounded: a
+ * value older than that has long been delivered). */
+#define AG_SESSION_LOOKBACK 8
+
+/* What node j's session table says of r's session, told its policy: a
+ * value another node wrote (its own index knows its own). */
+static void ag_session_hint(struct ag *p, const struct dbk_sim *s, const struct dbk_sim_req *r,
+                            const struct dbk_policy_request *q, unsigned j, uint64_t now)
+{
+	const uint32_t *v = r->has_session ? dbk_u64map_get(&p->sessions, r->session) : NULL;
+	uint32_t id1 = v ? *v : 0;
+
+	for (unsigned n = 0; id1 && n < AG_SESSION_LOOKBACK; n++) {
+		const struct ag_req *a = &p->reqs[id1 - 1];
+
+		if (a->node == j)
+			return;
+		if (a->lease.start_ms + p->share_ms <= now) {
+			p->ops->hint(p->node[j], q, a->lease.server,
+			             dbk_sim_req(s, id1 - 1)->input_tokens);
+			return;
+		}
+		id1 = a->prev;
+	}
+}
+
+/* r, of a session, was routed: its session's value is now r. */
+static int ag_session_write(struct ag *p, const struct dbk_sim_req *r)
+{
+	uint32_t *v = dbk_u64map_get(&p->sessions, r->session);
+
+	p->reqs[r->id].prev = v ? *v : 0;
+	if (v) {
+		*v = r->id + 1;
+		return 0;
+	}
+	return dbk_u64map_put(&p->sessions, r->session, r->id + 1);
+}
+
 static void ag_returned(void *arg, unsigned server)
 {
 	const struct ag_node *an = arg;
@@ -341,6 +395,8 @@ static int ag_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	struct ag_node an = { p, j };
 
 	dbk_outlier_tick(&p->ej[j], now, ag_returned, &an);
+	if (p->share_sessions)
+		ag_session_hint(p, s, r, &q, j, now);
 	if (p->ops->choose(p->node[j], &q, now, &ch) < 0)
 		return DBK_SIM_REFUSE;
 	/* Admission where route.c applies it: after choose, before the
@@ -355,6 +411,8 @@ static int ag_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	a->node = (uint8_t)j;
 	p->ops->commit(p->node[j], &ch, now, a->lease.slot);
 	if (p->share && ag_tell_others(p, r->id, j, false, now) != 0)
+		return DBK_SIM_POLICY_ERROR;
+	if (p->share_sessions && r->has_session && ag_session_write(p, r) != 0)
 		return DBK_SIM_POLICY_ERROR;
 	return ch.server;
 }

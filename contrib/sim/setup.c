@@ -151,6 +151,7 @@ void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
 		{ "lb_sticky", 'b', o->lb_sticky, NULL },
 		{ "lb_share_ms", o->lb_share_ms >= 0 ? 'n' : 0, o->lb_share_ms, NULL },
 		{ "lb_share_books", o->lb_share_ms >= 0 ? 'b' : 0, o->lb_share_books, NULL },
+		{ "lb_share_sessions", o->lb_share_ms >= 0 ? 'b' : 0, o->lb_share_sessions, NULL },
 		{ "stall_weight", 'n',
 		  o->stall_weight >= 0 ? o->stall_weight : DBK_PRED_STALL_WEIGHT, NULL },
 		{ "slo_ttft_ms", 'n', o->slo_ttft_ms, NULL },

@@ -90,6 +90,10 @@ struct dbk_sim_config {
 	/* Shared: the load only, not where each prompt went (a per-server
 	 * table cannot carry the prefix index). */
 	bool lb_share_books;
+	/* With lb_share_books: where each session's last request went and its
+	 * prompt length, learnt lb_share_s later (HAProxy's session table,
+	 * agent/session_hint.h). */
+	bool lb_share_sessions;
 	/* The ttft policy's stall weight; < 0: the predictor's default. */
 	double stall_weight;
 	/* ---- A fleet that changes (all off by default: every instance

@@ -136,8 +136,57 @@ out:
 	free(r);
 }
 
+/* Turns sent where their conversation's previous turn went. */
+static size_t followed(const uint32_t *inst)
+{
+	size_t n = 0;
+
+	for (size_t i = 1; i < N; i++)
+		n += i % TURNS != 0 && inst[i] == inst[i - 1];
+	return n;
+}
+
+/* The session table (--lb-share-sessions): the load shared, and each
+ * balancer told where the session's last turn went before it routes the
+ * next; a table never delivered is the load alone. */
+static void test_sessions(void)
+{
+	struct dbk_engine_config e[4];
+	struct dbk_sim_config c;
+	struct dbk_sim_req *r = conversations();
+	static uint32_t books[N], late[N], x[N];
+	static double fb[N], fl[N], fx[N];
+
+	CHECK(r != NULL);
+	if (!r)
+		return;
+	fleet(&c, e, 4);
+	c.lb_nodes = 4;
+	c.lb_share = true;
+	c.lb_share_books = true;
+	c.lb_share_s = 0.010;
+	if (!run(&c, r, books, fb))
+		goto out;
+	c.lb_share_sessions = true;
+	if (!run(&c, r, x, fx))
+		goto out;
+	/* Each balancer sees a quarter of a conversation's turns: told the
+	 * others', it keeps more of them where the previous one went. */
+	CHECK(followed(x) > followed(books) + N / 20);
+
+	c.lb_share_s = 1e6;
+	if (!run(&c, r, x, fx))
+		goto out;
+	c.lb_share_sessions = false;
+	if (run(&c, r, late, fl))
+		CHECK_EQ_U(differ(late, fl, x, fx), 0);
+out:
+	free(r);
+}
+
 int main(void)
 {
 	RUN(test_share);
+	RUN(test_sessions);
 	return CHECK_DONE();
 }

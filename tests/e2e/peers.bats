@@ -5,7 +5,10 @@
 # long prompts sent alternately to the two nodes land on four servers,
 # as one balancer would send them, where without sharing the second node
 # doubles the first one's choices up; an agent killed, its rows expire
-# and the other stops counting its requests; no lease is left after.
+# and the other stops counting its requests; no lease is left after; a
+# conversation's second turn sent through the other node goes where its
+# first went because of the session table (DBK_SESSION_TABLE,
+# agent/session_hint.h), and elsewhere without it.
 
 load stubs
 
@@ -59,6 +62,23 @@ start_node() {
 		vllm0 vllm1 vllm2 vllm3 2>>"$BATS_TEST_TMPDIR/agent$i.log" 3>&- &
 	N_AGENT_PID[i]=$!
 	dbk_wait_port "${N_ADMIN[i]}"
+}
+
+# restart_plain: both nodes stopped and started again, their agents
+# sharing nothing; returns once both are ready.
+restart_plain() {
+	local i
+	kill "${N_AGENT_PID[1]}" "${N_AGENT_PID[2]}"
+	wait "${N_AGENT_PID[1]}" "${N_AGENT_PID[2]}" || true
+	N_AGENT_PID=()
+	for i in 1 2; do
+		kill "${N_HAPROXY[i]}"
+		wait "${N_HAPROXY[i]}" 2>/dev/null || true
+		N_HAPROXY[i]=
+		start_node "$i" --scrape-interval 30s
+	done
+	wait_until 10 ready 1 || fail "node 1 not ready"
+	wait_until 10 ready 2 || fail "node 2 not ready"
 }
 
 # node_state I: agent I's /state.
@@ -139,17 +159,7 @@ four_long() {
 	# The same without sharing: each node knows only its own two, and
 	# (with these prompts, fixed by their seeds) sends one where the other
 	# node already had one.
-	kill "${N_AGENT_PID[1]}" "${N_AGENT_PID[2]}"
-	wait "${N_AGENT_PID[1]}" "${N_AGENT_PID[2]}" || true
-	N_AGENT_PID=()
-	for i in 1 2; do
-		kill "${N_HAPROXY[i]}"
-		wait "${N_HAPROXY[i]}" 2>/dev/null || true
-		N_HAPROXY[i]=
-		start_node "$i" --scrape-interval 30s
-	done
-	wait_until 10 ready 1 || fail "node 1 not ready"
-	wait_until 10 ready 2 || fail "node 2 not ready"
+	restart_plain
 	run four_long 0
 	assert_success
 	local distinct
@@ -177,4 +187,62 @@ four_long() {
 	wait_until 10 books_is 2 0 || fail "node 2 still counts the dead agent's request"
 	wait_until 10 grep -q 'share-books-nodes.*others=0' "$d/agent2.log"
 	assert_equal "$(node_state 2 | jq .leases)" 0
+}
+
+# session_known I KEY: node I's session table holds where KEY last went
+# (written by either node: the peers replicate it).
+session_known() {
+	echo "show table dbk_sessions key $2" | socat -t 5 - "UNIX-CONNECT:${N_SOCK[$1]}" |
+		grep -q "key=$2 .*gpt0=[1-9]"
+}
+
+# peers_up I: node I's peer session with the other node is established.
+peers_up() {
+	echo "show peers" | socat -t 5 - "UNIX-CONNECT:${N_SOCK[$1]}" |
+		grep -q "id=n$((3 - $1))(remote.*last_status=ESTA"
+}
+
+# two_turns TABLE: a conversation's first turn through node 1, with every
+# server but vllm3 in maintenance there (so that it goes where node 2
+# would not send it on its own), its second, the first's prompt and more,
+# through node 2; prints the servers that took them. TABLE 1: once node
+# 2's session table knows the first turn.
+two_turns() {
+	local d=$BATS_TEST_TMPDIR s i
+	for s in vllm0 vllm1 vllm2; do
+		echo "set server vllm/$s state maint" | socat -t 5 - "UNIX-CONNECT:${N_SOCK[1]}" >/dev/null
+	done
+	# 12k tokens, then 13k: the same words (one seed), the second longer.
+	distinct_body 31 48000 16 >"$d/t1.json"
+	distinct_body 31 52000 16 >"$d/t2.json"
+	send "$d/t1" /v1/completions "$d/t1.json" "${N_BIND[1]##*:}" -H "X-Session-Id: conv-31" ||
+		fail "turn 1 failed"
+	if [ "$1" = 1 ]; then
+		wait_until 10 session_known 2 conv-31 || fail "node 2's table never learnt turn 1"
+	fi
+	send "$d/t2" /v1/completions "$d/t2.json" "${N_BIND[2]##*:}" -H "X-Session-Id: conv-31" ||
+		fail "turn 2 failed"
+	for i in 1 2; do header "$d/t$i" X-Served-By; done
+}
+
+@test "session table: a conversation's second turn through the other node goes where its first went; without the table it does not" {
+	start_stubs
+	# Scrapes far apart and no books shared: the table is node 2's only
+	# news of where turn 1 went.
+	export DBK_SESSION_TABLE=dbk_sessions
+	start_node 1 --scrape-interval 30s
+	start_node 2 --scrape-interval 30s
+	wait_until 10 ready 1 || fail "node 1 not ready"
+	wait_until 10 ready 2 || fail "node 2 not ready"
+	wait_until 10 peers_up 1 || fail "node 1's peer session never came up"
+	wait_until 10 peers_up 2 || fail "node 2's peer session never came up"
+	run two_turns 1
+	assert_success
+	assert_equal "${lines[0]}" "${lines[1]}"
+
+	unset DBK_SESSION_TABLE
+	restart_plain
+	run two_turns 0
+	assert_success
+	[ "${lines[0]}" != "${lines[1]}" ] || fail "without the table, turn 2 still followed turn 1: $output"
 }

@@ -1,0 +1,44 @@
+#include "session_hint.h"
+
+#include <string.h>
+
+uint32_t dbk_shint_crc32(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	uint32_t c = UINT32_MAX;
+
+	/* Bitwise: a few server names per request, not worth a table. */
+	for (size_t i = 0; i < n; i++) {
+		c ^= b[i];
+		for (unsigned k = 0; k < 8; k++)
+			c = (c >> 1) ^ (UINT32_C(0xEDB88320) & (0u - (c & 1u)));
+	}
+	return ~c;
+}
+
+int dbk_shint_server(const char *const *names, unsigned n, uint32_t crc)
+{
+	if (!crc || !names)
+		return -1;
+	for (unsigned i = 0; i < n; i++)
+		if (names[i] && names[i][0] && dbk_shint_crc32(names[i], strlen(names[i])) == crc)
+			return (int)i;
+	return -1;
+}
+
+bool dbk_shint_apply(const struct dbk_policy *p, const char *const *names, unsigned n,
+                     const struct dbk_spop_data *srv, const struct dbk_spop_data *tok,
+                     const struct dbk_policy_request *r)
+{
+	int64_t crc, tokens;
+
+	if (!p || !p->ops->hint || !r->has_session || !srv || !tok ||
+	    !dbk_spop_data_to_i64(srv, &crc) || !dbk_spop_data_to_i64(tok, &tokens) || crc <= 0 ||
+	    crc > UINT32_MAX || tokens <= 0 || tokens > UINT32_MAX)
+		return false;
+	int i = dbk_shint_server(names, n, (uint32_t)crc);
+	if (i < 0)
+		return false;
+	p->ops->hint(p->st, r, (unsigned)i, (uint32_t)tokens);
+	return true;
+}
