@@ -44,7 +44,7 @@ static void on_scraped(void *arg, unsigned server, const struct dbk_scrape_view 
 		unsigned counts = DBK_VM_RUNNING | DBK_VM_WAITING;
 
 		dbk_hold_scraped(&p->hold, p->bal, server, v->up && (v->m.have & counts) == counts,
-		                 v->m.running + v->m.waiting);
+		                 v->m.running + v->m.waiting, dbk_mono_ms());
 	}
 	if (p->cfg.policy->scraped)
 		dbk_policy_scrape_done(&p->policy, server, v, metrics);
@@ -281,9 +281,9 @@ static int start_balancer(struct dbk_pool *p, char *err, size_t errlen)
 		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
-	/* Off by default: between two scrapes a burst of long prompts,
-	 * each held, would see one another's servers empty. */
-	p->route.hold = p->cfg.hold_partial ? &p->hold : NULL;
+	p->route.hold = &p->hold;
+	p->hold.strict = p->cfg.hold_partial;
+	p->hold.scrape_ms = (uint64_t)p->cfg.scrape_interval_ms;
 	p->hold.whole = on_whole;
 	p->hold.whole_arg = p;
 	return 0;

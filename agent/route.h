@@ -23,9 +23,10 @@
 #define DBK_ARG_BLEN "blen"
 #define DBK_ARG_BODY "body"
 /* Optional: the body bytes HAProxy held when it asked (req.body_len).
- * Below blen, the body was still on its way: the request may be charged
- * without its prefill until its server shows it has it (hold below,
- * estimate_hold.h). Absent: charged for blen at once, as always. */
+ * Below blen, the body was still on its way: the request's prefill
+ * charge may be taken back while its server shows it has not arrived,
+ * or strict, held back until it shows it has (hold below,
+ * estimate_hold.h). Absent: charged for blen, as always. */
 #define DBK_ARG_ARRIVED "arrived"
 /* Optional: a client's session (e.g. its X-Session-Id header); else the
  * body's OpenAI "user" field is the session. Read by a policy that
@@ -137,8 +138,8 @@ struct dbk_route {
 	 * scratch, the candidates of the request being decided. */
 	const struct dbk_models *models;
 	uint64_t *eligible;
-	/* Held-back charges (estimate_hold.h): NULL, every request is
-	 * charged its announced length at once. Under a policy that chooses
+	/* Partial-body charges (estimate_hold.h): NULL, every request is
+	 * charged its announced length. Strict, under a policy that chooses
 	 * and holds (policy_ops.h), its books are held back too, and
 	 * completed by dbk_route_whole. */
 	struct dbk_hold *hold;

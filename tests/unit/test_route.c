@@ -705,11 +705,12 @@ static void test_body_not_whole_is_charged_for_what_arrived(void)
 	/* No hold: in full, as always. */
 	CHECK_NEAR(route_arrived(&x, "a", 900000, 16000), 900008, 1e-12);
 	CHECK(dbk_hold_init(&h, 4) == 0);
+	h.strict = true;
 	x.r.hold = &h;
 	/* Servers not scraped: in full. */
 	CHECK_NEAR(route_arrived(&x, "b", 900000, 16000), 900008, 1e-12);
 	for (unsigned i = 0; i < 4; i++)
-		dbk_hold_scraped(&h, x.bal, i, true, 0);
+		dbk_hold_scraped(&h, x.bal, i, true, 0, 0);
 	/* Its prefill held back: half its default max_tokens. */
 	CHECK_NEAR(route_arrived(&x, "c", 900000, 16000), 8, 1e-12);
 	/* Bucketed by its announced length: the long group. */
@@ -719,6 +720,27 @@ static void test_body_not_whole_is_charged_for_what_arrived(void)
 	CHECK_NEAR(route_arrived(&x, "d", 900000, 900000), 900008, 1e-12);
 	CHECK_NEAR(route_arrived(&x, "e", 900000, -1), 900008, 1e-12);
 	CHECK_EQ_U(h.stats.held, 1);
+	CHECK_EQ_U(dbk_hold_count(&h), 1);
+	dbk_hold_fini(&h);
+	down(&x);
+}
+
+/* By default a body not whole is charged in full, as a whole one, and
+ * watched where the server's counts can later take its prefill back. */
+static void test_body_not_whole_is_charged_in_full_and_watched(void)
+{
+	struct fixture x;
+	struct dbk_hold h;
+
+	up(&x, false);
+	CHECK(dbk_hold_init(&h, 4) == 0);
+	x.r.hold = &h;
+	for (unsigned i = 0; i < 4; i++)
+		dbk_hold_scraped(&h, x.bal, i, true, 0, 0);
+	CHECK_NEAR(route_arrived(&x, "a", 900000, 16000), 900008, 1e-12);
+	CHECK_NEAR(route_arrived(&x, "b", 900000, 900000), 900008, 1e-12);
+	CHECK_EQ_U(h.stats.watched, 1);
+	CHECK_EQ_U(h.stats.held, 0);
 	CHECK_EQ_U(dbk_hold_count(&h), 1);
 	dbk_hold_fini(&h);
 	down(&x);
@@ -753,11 +775,12 @@ static void test_ttft_holds_a_body_not_whole(void)
 	if (!p)
 		return;
 	CHECK(dbk_hold_init(&h, 4) == 0);
+	h.strict = true;
 	h.whole = made_whole;
 	h.whole_arg = &x.r;
 	x.r.hold = &h;
 	for (unsigned i = 0; i < 4; i++)
-		dbk_hold_scraped(&h, x.bal, i, true, 0);
+		dbk_hold_scraped(&h, x.bal, i, true, 0, 0);
 	/* Whole: booked at once, as always. */
 	route_arrived(&x, "w", 40000, 40000);
 	CHECK_EQ_U(pred_inflight_all(p), 1);
@@ -773,9 +796,9 @@ static void test_ttft_holds_a_body_not_whole(void)
 	CHECK_EQ_U(pred_inflight_all(p), 0);
 	/* Its server counts the other: booked there, once. */
 	CHECK(dbk_bal_lease_get(x.bal, "a", 1, &l));
-	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, true, 1), 1);
+	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, true, 1, 0), 1);
 	CHECK_EQ_U(pred_inflight(p, l.server), 1);
-	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, true, 1), 0);
+	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, true, 1, 0), 0);
 	CHECK_EQ_U(pred_inflight(p, l.server), 1);
 	CHECK_EQ_U(dbk_bal_release(x.bal, "a", 1, NULL), DBK_BAL_OK);
 	CHECK_EQ_U(pred_inflight_all(p), 0);
@@ -783,7 +806,7 @@ static void test_ttft_holds_a_body_not_whole(void)
 	route_arrived(&x, "c", 900000, 16000);
 	CHECK(dbk_bal_lease_get(x.bal, "c", 1, &l));
 	CHECK_EQ_U(pred_inflight_all(p), 0);
-	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, false, 0), 1);
+	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, false, 0, 0), 1);
 	CHECK_EQ_U(pred_inflight(p, l.server), 1);
 	CHECK_EQ_U(dbk_bal_release(x.bal, "c", 1, NULL), DBK_BAL_OK);
 	CHECK_EQ_U(pred_inflight_all(p), 0);
@@ -811,6 +834,7 @@ int main(void)
 	RUN(test_admission_sheds_before_the_lease);
 	RUN(test_admission_on_saturation_for_the_reference);
 	RUN(test_body_not_whole_is_charged_for_what_arrived);
+	RUN(test_body_not_whole_is_charged_in_full_and_watched);
 	RUN(test_ttft_holds_a_body_not_whole);
 	return CHECK_DONE();
 }
