@@ -139,23 +139,30 @@ static size_t strict_scraped(struct dbk_hold *h, struct dbk_balancer *bal, unsig
 }
 
 /* Take back: how many of server's partial-body leases the counts show
- * missing from its engine on every one of the last DBK_HOLD_SCRAPES
- * scrapes (0 until there are that many in a row). */
+ * missing from its engine on every scrape of the last DBK_HOLD_SCRAPES
+ * spans (0 until there are that many in a row). */
 static size_t missing_now(struct dbk_hold *h, const struct dbk_balancer *bal, unsigned server,
-                          double engine)
+                          double engine, uint64_t now_ms)
 {
 	struct dbk_hold_server *s = &h->s[server];
 	double d = (double)dbk_bal_server_inflight(bal, server) - floor(engine);
+	uint64_t span = h->scrape_ms > DBK_HOLD_SPAN_MIN_MS ? h->scrape_ms : DBK_HOLD_SPAN_MIN_MS;
 
 	if (!s->watched || !(d >= 1)) {
 		s->run = 0;
 		return 0;
 	}
-	if (s->run == DBK_HOLD_SCRAPES) {
-		memmove(s->deficit, s->deficit + 1, sizeof(s->deficit) - sizeof(s->deficit[0]));
-		s->run--;
+	if (s->run && now_ms >= s->span_ms && now_ms - s->span_ms < span) {
+		s->deficit[s->run - 1] = fmin(s->deficit[s->run - 1], d);
+	} else {
+		if (s->run == DBK_HOLD_SCRAPES) {
+			memmove(s->deficit, s->deficit + 1,
+			        sizeof(s->deficit) - sizeof(s->deficit[0]));
+			s->run--;
+		}
+		s->deficit[s->run++] = d;
+		s->span_ms = now_ms;
 	}
-	s->deficit[s->run++] = d;
 	if (s->run < DBK_HOLD_SCRAPES)
 		return 0;
 	for (unsigned i = 0; i < DBK_HOLD_SCRAPES; i++)
@@ -168,7 +175,7 @@ static size_t missing_now(struct dbk_hold *h, const struct dbk_balancer *bal, un
 static size_t take_back_scraped(struct dbk_hold *h, struct dbk_balancer *bal, unsigned server,
                                 double engine, uint64_t now_ms)
 {
-	size_t want = missing_now(h, bal, server, engine), changed = 0;
+	size_t want = missing_now(h, bal, server, engine, now_ms), changed = 0;
 
 	for (size_t i = 0; i < h->n; i++) {
 		struct dbk_hold_entry *e = &h->e[i];
@@ -182,6 +189,10 @@ static size_t take_back_scraped(struct dbk_hold *h, struct dbk_balancer *bal, un
 			continue;
 		e->taken = take;
 		dbk_bal_recharge(bal, e->id, e->id_len, take ? e->part : e->full, NULL);
+		void (*tell)(void *, const char *, size_t) = take ? h->taken : h->whole;
+
+		if (tell)
+			tell(h->whole_arg, e->id, e->id_len);
 		if (take)
 			h->stats.taken_back++;
 		else

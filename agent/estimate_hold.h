@@ -20,9 +20,9 @@
  * evidence that it has not reached the engine: once its grace is over
  * (dbk_hold_grace_ms: a few scrapes plus the time a slow honest link
  * needs for the bytes still missing), and only while the server counts
- * fewer requests than the agent's leases on it (the deficit) on
- * DBK_HOLD_SCRAPES scrapes in a row. The deficit taken is the smallest of
- * those scrapes': a count that lags (vLLM finished a request whose
+ * fewer requests than the agent's leases on it (the deficit) on every
+ * scrape of DBK_HOLD_SCRAPES spans in a row. The deficit taken is the
+ * smallest of those scrapes': a count that lags (vLLM finished a request whose
  * completion line has not released its lease yet, a small request on
  * its way) makes a deficit of a scrape or two, which the run does not
  * survive. Of the partial-body leases past their grace, the oldest lose
@@ -57,10 +57,15 @@
 #include "balancer.h"
 
 #define DBK_HOLD_MAX 1024
-/* Scrapes in a row that must show a deficit before a charge is taken
- * back: with the default 100 ms interval, a count lagging by up to
- * 200 ms is not a deficit. */
+/* Spans in a row, each of one scrape interval but at least
+ * DBK_HOLD_SPAN_MIN_MS, every scrape of which must show a deficit before
+ * a charge is taken back (a span's deficit is its smallest): with the
+ * default 100 ms interval, 3 scrapes, so a count lagging by up to 200 ms
+ * is not a deficit; with faster scrapes, still 200 ms, so a loaded
+ * machine whose completion lines or requests in transit lag a few fast
+ * scrapes takes nothing back. */
 #define DBK_HOLD_SCRAPES 3
+#define DBK_HOLD_SPAN_MIN_MS 100
 /* The link rate an honest client is granted for the bytes still missing
  * at the decision: 1 Mbit/s, a poor mobile uplink. */
 #define DBK_HOLD_LINK_BYTES_PER_S 125000
@@ -91,7 +96,8 @@ struct dbk_hold_entry {
 /* A server's last scrapes (take back). */
 struct dbk_hold_server {
 	bool watched;                     /* its last scrape read both counts */
-	unsigned run;                     /* scrapes in a row with a deficit */
+	unsigned run;                     /* spans in a row with a deficit */
+	uint64_t span_ms;                 /* when the newest began */
 	double deficit[DBK_HOLD_SCRAPES]; /* theirs, the newest at run - 1 */
 };
 
@@ -103,10 +109,13 @@ struct dbk_hold {
 	bool strict;        /* --hold-partial-bodies; set after init */
 	uint64_t scrape_ms; /* the scrape interval; set after init */
 	struct dbk_hold_stats stats;
-	/* Strict: told of each charge dbk_hold_scraped makes whole, after
-	 * the balancer's (a policy's own books follow: dbk_route_whole); the
-	 * id is valid during the call. NULL: nobody. Set after init. */
+	/* Told of each charge dbk_hold_scraped makes whole (strict) or
+	 * gives back in full (take back), and of each it takes back, after
+	 * the balancer's, so that a policy's own books follow
+	 * (dbk_route_whole, dbk_route_taken); the id is valid during the
+	 * call. NULL: nobody. Set after init; whole_arg is both's. */
 	void (*whole)(void *arg, const char *id, size_t id_len);
+	void (*taken)(void *arg, const char *id, size_t id_len);
 	void *whole_arg;
 };
 

@@ -17,12 +17,18 @@
 #define DISCOVERY_TIMEOUT_MS 30000
 #define MAX_CONFIG_FILE 65536
 
-/* A held-back charge made whole: the policy's books follow. */
+/* A held-back or taken-back charge made whole: the policy's books follow. */
 static void on_whole(void *arg, const char *id, size_t id_len)
 {
 	struct dbk_pool *p = arg;
 
 	dbk_route_whole(&p->route, id, id_len, dbk_mono_ms());
+}
+
+/* A prefill charge taken back: the policy's books follow. */
+static void on_taken(void *arg, const char *id, size_t id_len)
+{
+	dbk_route_taken(&((struct dbk_pool *)arg)->route, id, id_len);
 }
 
 /* Every finished scrape: a sleeping engine is left out under every
@@ -285,6 +291,7 @@ static int start_balancer(struct dbk_pool *p, char *err, size_t errlen)
 	p->hold.strict = p->cfg.hold_partial;
 	p->hold.scrape_ms = (uint64_t)p->cfg.scrape_interval_ms;
 	p->hold.whole = on_whole;
+	p->hold.taken = on_taken;
 	p->hold.whole_arg = p;
 	return 0;
 }

@@ -184,8 +184,8 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct dbk_s
 	bool strict = r->hold && r->hold->strict;
 
 	/* Held back (strict), the policy records where it went and charges
-	 * it when its server has it (dbk_route_whole). Taking a charge back
-	 * later touches the balancer's books only. */
+	 * it when its server has it (dbk_route_whole). Taken back later, its
+	 * books follow (dbk_route_taken). */
 	if (missing && strict && p->ops->hold &&
 	    hold_back(r, idp, id->u.buf.len, req, missing, now_ms, d)) {
 		p->ops->hold(p->st, c, now_ms, slot);
@@ -529,4 +529,19 @@ void dbk_route_whole(struct dbk_route *r, const char *id, size_t id_len, uint64_
 	if (chooses(r) && p->ops->complete && dbk_bal_lease_get(r->bal, id, id_len, &l) &&
 	    p->ops->complete(p->st, &l, now_ms, slot))
 		dbk_bal_set_slot(r->bal, id, id_len, slot);
+}
+
+void dbk_route_taken(struct dbk_route *r, const char *id, size_t id_len)
+{
+	const struct dbk_policy *p = r->policy;
+	struct dbk_bal_lease l;
+	uint32_t slot[DBK_BAL_SLOT_WORDS];
+
+	if (!chooses(r) || !p->ops->hold || !p->ops->complete || !p->ops->release ||
+	    !dbk_bal_lease_get(r->bal, id, id_len, &l) || (l.slot[0] & DBK_POLICY_HELD))
+		return;
+	p->ops->release(p->st, &l, l.start_ms);
+	memcpy(slot, l.slot, sizeof(slot));
+	slot[0] |= DBK_POLICY_HELD;
+	dbk_bal_set_slot(r->bal, id, id_len, slot);
 }

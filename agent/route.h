@@ -139,9 +139,9 @@ struct dbk_route {
 	const struct dbk_models *models;
 	uint64_t *eligible;
 	/* Partial-body charges (estimate_hold.h): NULL, every request is
-	 * charged its announced length. Strict, under a policy that chooses
-	 * and holds (policy_ops.h), its books are held back too, and
-	 * completed by dbk_route_whole. */
+	 * charged its announced length. Under a policy that chooses and
+	 * holds (policy_ops.h), its books follow: held back (strict) or
+	 * taken back (dbk_route_taken), then completed by dbk_route_whole. */
 	struct dbk_hold *hold;
 	/* Called for every decision, routed or refused; NULL: nobody
 	 * listens. */
@@ -179,5 +179,13 @@ enum dbk_spop_status dbk_route_notify(struct dbk_route *r, const struct dbk_spop
  * (policy_ops.h's complete). Nothing for a lease not held by the
  * policy, or gone. */
 void dbk_route_whole(struct dbk_route *r, const char *id, size_t id_len, uint64_t now_ms);
+
+/* The prefill charge of id's lease was taken back (estimate_hold.h's
+ * taken callback): a policy that holds gives back what it booked, as if
+ * the lease had ended the moment it began (nothing learnt from its
+ * time, which counts the body's way), and the lease is held from then on
+ * (policy_ops.h's DBK_POLICY_HELD) until dbk_route_whole books it again.
+ * Nothing for a policy that cannot hold, a lease held already, or gone. */
+void dbk_route_taken(struct dbk_route *r, const char *id, size_t id_len);
 
 #endif

@@ -633,16 +633,17 @@ slow_bodies() {
 	wait_until 5 ttft_idle
 }
 
-# By default (no --hold-partial-bodies) every request is charged in full
-# at the decision; a partial body's prefill is taken back only once its
-# server's count has missed it for 3 scrapes in a row past its grace (3
-# scrapes plus its 880 KB still missing at 1 Mbit/s, at most 5 s: 5.3 s).
-# On main nothing is taken back: the three trickled leases keep their
-# 900 KB charge until the bodies end (60 s here), and their servers get
-# none of the normal requests (36 of 36 on the fourth). The balancer's
-# books only: --policy ttft's predictor keeps the full charge.
-@test "slow bodies: by default a trickled body's prefill is taken back past its grace, its server gets normal requests again" {
-	SLOW_HOLD=0 slow_world
+# taken_back [AGENT ARGS...]: the tests below, under the policy ARGS
+# name. By default (no --hold-partial-bodies) every request is charged in
+# full at the decision; a partial body's prefill is taken back only once
+# its server's count has missed it for 3 spans of scrapes in a row
+# (100 ms each here) past its grace (3 scrapes plus its 880 KB still
+# missing at 1 Mbit/s, at most 5 s: 5.3 s). On main nothing is taken back: the three trickled leases keep
+# their 900 KB charge until the bodies end (60 s here), and their servers
+# get none of the normal requests (36 of 36 on the fourth; under
+# --policy ttft, the three on one server by prefix, 12/12/12/0).
+taken_back() {
+	SLOW_HOLD=0 slow_world "$@"
 	local k s n attacked
 	for ((k = 0; k < 3; k++)); do slow_body_client "$k" 900000 20000; done
 	for ((k = 0; k < 3; k++)); do wait_file "$BATS_TEST_TMPDIR/slow$k.sent" sent 10; done
@@ -666,6 +667,17 @@ slow_bodies() {
 	# Still trickling: none given back in full, none held.
 	assert_equal "$(state_field charges_recharged)" 0
 	assert_equal "$(state_field charges_held)" 0
+}
+
+@test "slow bodies: by default a trickled body's prefill is taken back past its grace, its server gets normal requests again" {
+	taken_back
+}
+
+# The predictor's books follow: the three are given back there (held),
+# so its server is the one the normal requests' predictions now see.
+@test "slow bodies: by default under --policy ttft too" {
+	taken_back --policy ttft
+	wait_until 5 ttft_idle
 }
 
 # max_load_ge N: some server's load in flight is at least N.

@@ -218,6 +218,24 @@ static size_t scrape0(struct fixture *x, double engine, uint64_t t_ms)
 	return dbk_hold_scraped(&x->h, x->bal, 0, true, engine, t_ms);
 }
 
+/* The policy's books follow through the callbacks: counts of each. */
+struct told {
+	unsigned whole, taken;
+};
+
+static void told_whole(void *arg, const char *id, size_t id_len)
+{
+	(void)id;
+	(void)id_len;
+	((struct told *)arg)->whole++;
+}
+
+static void told_taken(void *arg, const char *id, size_t id_len)
+{
+	CHECK(id_len == 4 && !memcmp(id, "slow", 4));
+	((struct told *)arg)->taken++;
+}
+
 /* Charged in full at once (the decision every request had); its prefill
  * taken back only past its grace with the count short on three scrapes
  * in a row, and charged in full again the scrape the count shows it. */
@@ -225,8 +243,12 @@ static void test_taken_back_only_on_evidence(void)
 {
 	struct fixture x;
 	struct dbk_bal_lease l;
+	struct told told = { 0, 0 };
 
 	up_take_back(&x);
+	x.h.whole = told_whole;
+	x.h.taken = told_taken;
+	x.h.whole_arg = &told;
 	CHECK(partial_at(&x, "slow", 0, 0));
 	CHECK_NEAR(dbk_bal_server_load(x.bal, 0), 225000, 1e-12);
 	CHECK_EQ_U(x.h.stats.watched, 1);
@@ -238,11 +260,15 @@ static void test_taken_back_only_on_evidence(void)
 	CHECK_EQ_U(scrape0(&x, 0, 5300), 1);
 	CHECK(dbk_bal_lease_get(x.bal, "slow", 4, &l) && l.score == 5000);
 	CHECK_EQ_U(x.h.stats.taken_back, 1);
+	CHECK_EQ_U(told.taken, 1);
 	CHECK_EQ_U(scrape0(&x, 0, 5400), 0);
+	CHECK_EQ_U(told.whole, 0);
 	/* Its body came: in full at once, no run needed. */
 	CHECK_EQ_U(scrape0(&x, 1, 5500), 1);
 	CHECK(dbk_bal_lease_get(x.bal, "slow", 4, &l) && l.score == 225000);
 	CHECK_EQ_U(x.h.stats.recharged, 1);
+	CHECK_EQ_U(told.whole, 1);
+	CHECK_EQ_U(told.taken, 1);
 	down(&x);
 }
 
@@ -337,9 +363,35 @@ static void test_failed_scrape_recharges(void)
 	down(&x);
 }
 
+/* Faster scrapes (10 ms): the deficit must still last 3 spans of
+ * 100 ms, not 3 scrapes, before anything is taken back. */
+static void test_fast_scrapes_persist_as_long(void)
+{
+	struct fixture x;
+
+	up_take_back(&x);
+	x.h.scrape_ms = 10;
+	CHECK_EQ_U(dbk_hold_grace_ms(880000, 10), 5030);
+	CHECK(partial_at(&x, "slow", 0, 0));
+	for (uint64_t t = 10; t < 5030; t += 10)
+		CHECK_EQ_U(scrape0(&x, 1, t), 0);
+	/* Missing from 5030 on: spans from 5030, 5130 and 5230. */
+	for (uint64_t t = 5030; t < 5230; t += 10)
+		CHECK_EQ_U(scrape0(&x, 0, t), 0);
+	CHECK_EQ_U(scrape0(&x, 0, 5230), 1);
+	CHECK_EQ_U(x.h.stats.taken_back, 1);
+	/* One scrape that counts it ends the run and gives it back. */
+	CHECK_EQ_U(scrape0(&x, 1, 5240), 1);
+	for (uint64_t t = 5250; t < 5450; t += 10)
+		CHECK_EQ_U(scrape0(&x, 0, t), 0);
+	CHECK_EQ_U(scrape0(&x, 0, 5450), 1);
+	down(&x);
+}
+
 int main(void)
 {
 	RUN(test_grace);
+	RUN(test_fast_scrapes_persist_as_long);
 	RUN(test_taken_back_only_on_evidence);
 	RUN(test_lagging_counts_take_nothing);
 	RUN(test_oldest_past_grace_first);
