@@ -1,36 +1,52 @@
-/* Held-back charges: a request whose body was not whole when HAProxy
- * asked (the bytes it held, req.body_len, below the announced length,
- * req.body_size) is charged without its prefill (the router charges the
- * score of an empty body: vLLM does nothing with a body until it is
- * whole), and in full only once its server shows that it has the
- * request.
+/* Charges of requests whose body was not whole at the decision.
  *
  * HAProxy asks after one buffer of body (wait-for-body at-least 16k): an
  * honest long prompt still on its way and a client that announces
  * 900 KB, sends 20 KB and trickles the rest look the same then. Charged
- * the announced length at once, three such clients take three servers
- * out of rotation for as long as they trickle (issue 29 item 5).
+ * the announced length for as long as they trickle, three such clients
+ * take three servers out of rotation (issue 29 item 5).
  *
- * The evidence is the server's own count of requests (vLLM's
- * num_requests_running + num_requests_waiting, scraped): a request
- * reaches vLLM's engine only once its whole body has been read. On a
- * scrape of server s, the requests there beyond those the agent holds
- * whole (its leases on s less those held back) can only be held-back
- * ones: that many of them, the oldest first, are charged in full. So an
- * honest prompt is charged in full at the first scrape after its body
- * arrived (one scrape interval, 100 ms by default), a trickled one never
- * while it trickles. A count the engine cannot see past (other
- * balancers' requests on the same server) confirms too many, never too
- * few: the error is toward the old charge.
+ * The evidence that a request has reached the server is the server's own
+ * count of requests (vLLM's num_requests_running + num_requests_waiting,
+ * scraped): a request reaches vLLM's engine only once its whole body has
+ * been read. Only a server whose last scrape read both counts is
+ * watched; a server not scraped, or whose scrape fails, has its partial
+ * bodies charged in full. Two ways to use it:
  *
- * Only where the evidence can come: a server whose last scrape read both
- * counts. A server not scraped, or whose scrape fails, is charged in
- * full at once, and its held-back charges are given in full (the rule
- * before this module). The held-back charge ends with the lease, however
- * it ends (an entry whose lease is gone is dropped at the next scrape).
+ * Take back (the default). Every request is charged in full at the
+ * decision, so an honest decision is the one it always was. A
+ * partial-body lease loses its prefill charge (the score of an empty
+ * body: vLLM does nothing with a body until it is whole) only on
+ * evidence that it has not reached the engine: once its grace is over
+ * (dbk_hold_grace_ms: a few scrapes plus the time a slow honest link
+ * needs for the bytes still missing), and only while the server counts
+ * fewer requests than the agent's leases on it (the deficit) on every
+ * scrape of DBK_HOLD_SCRAPES spans in a row. The deficit taken is the
+ * smallest of those scrapes': a count that lags (vLLM finished a request whose
+ * completion line has not released its lease yet, a small request on
+ * its way) makes a deficit of a scrape or two, which the run does not
+ * survive. Of the partial-body leases past their grace, the oldest lose
+ * their charge first: the longer since the decision, the less an honest
+ * body can still be on its way, and a trickler's lease is the one that
+ * lasts. A taken-back charge is given in full again as soon as the
+ * deficit shrinks below the number taken back (no run needed: the error
+ * is toward the old charge), or the server's scrape fails. Requests of
+ * other balancers on the same server raise the count, so hide a deficit,
+ * never make one.
  *
- * Pure: no clock, no I/O. Bounded: DBK_HOLD_MAX entries; past them a
- * request is charged in full. */
+ * Strict (--hold-partial-bodies): a partial-body lease is charged
+ * without its prefill at once and in full only once the count shows it:
+ * the requests a scrape counts beyond the leases charged in full can only
+ * be held ones, that many of them (the oldest first) are made whole.
+ * Every prompt past 16 KB waits a scrape for its charge, which live cost
+ * honest traffic (README, Slow bodies).
+ *
+ * Either way a held or taken-back charge ends with the lease, however it
+ * ends (an entry whose lease is gone is dropped at the next scrape).
+ *
+ * Pure: no clock (the caller passes the time), no I/O. Bounded:
+ * DBK_HOLD_MAX entries; past them a request is charged in full and not
+ * watched. */
 #ifndef DBK_ESTIMATE_HOLD_H
 #define DBK_ESTIMATE_HOLD_H
 
@@ -41,55 +57,99 @@
 #include "balancer.h"
 
 #define DBK_HOLD_MAX 1024
+/* Spans in a row, each of one scrape interval but at least
+ * DBK_HOLD_SPAN_MIN_MS, every scrape of which must show a deficit before
+ * a charge is taken back (a span's deficit is its smallest): with the
+ * default 100 ms interval, 3 scrapes, so a count lagging by up to 200 ms
+ * is not a deficit; with faster scrapes, still 200 ms, so a loaded
+ * machine whose completion lines or requests in transit lag a few fast
+ * scrapes takes nothing back. */
+#define DBK_HOLD_SCRAPES 3
+#define DBK_HOLD_SPAN_MIN_MS 100
+/* The link rate an honest client is granted for the bytes still missing
+ * at the decision: 1 Mbit/s, a poor mobile uplink. */
+#define DBK_HOLD_LINK_BYTES_PER_S 125000
+/* The longest that grant lasts: past it the server's count is the better
+ * witness, and a charge taken back from an honest body that was only
+ * slow comes back at the first scrape that counts it. */
+#define DBK_HOLD_TRANSFER_MAX_MS 5000
 
 struct dbk_hold_stats {
-	uint64_t held;      /* requests charged for part of their body */
-	uint64_t confirmed; /* then in full: their server had them */
-	uint64_t unwatched; /* then in full: their server's scrape failed */
-	uint64_t no_room;   /* charged in full at once: DBK_HOLD_MAX held */
+	uint64_t held;       /* strict: charged for part of their body */
+	uint64_t confirmed;  /* strict: then in full, their server had them */
+	uint64_t unwatched;  /* strict: then in full, their server's scrape failed */
+	uint64_t no_room;    /* not watched: DBK_HOLD_MAX entries live */
+	uint64_t watched;    /* take back: partial-body leases watched */
+	uint64_t taken_back; /* take back: prefill charge taken back */
+	uint64_t recharged;  /* take back: then charged in full again */
 };
 
 struct dbk_hold_entry {
-	double full; /* the score of the whole request */
+	double full;     /* the score of the whole request */
+	double part;     /* without its prefill */
+	uint64_t due_ms; /* take back: its grace ends */
+	bool taken;      /* take back: charged part now */
 	uint8_t id_len;
 	char id[DBK_BAL_MAX_ID_LEN];
+};
+
+/* A server's last scrapes (take back). */
+struct dbk_hold_server {
+	bool watched;                     /* its last scrape read both counts */
+	unsigned run;                     /* spans in a row with a deficit */
+	uint64_t span_ms;                 /* when the newest began */
+	double deficit[DBK_HOLD_SCRAPES]; /* theirs, the newest at run - 1 */
 };
 
 struct dbk_hold {
 	struct dbk_hold_entry *e; /* oldest first */
 	size_t n;
-	bool *watched; /* by server: its last scrape read both counts */
+	struct dbk_hold_server *s;
 	unsigned nservers;
+	bool strict;        /* --hold-partial-bodies; set after init */
+	uint64_t scrape_ms; /* the scrape interval; set after init */
 	struct dbk_hold_stats stats;
-	/* Told of each charge dbk_hold_scraped makes whole, after the
-	 * balancer's (a policy's own books follow: dbk_route_whole); the id
-	 * is valid during the call. NULL: nobody. Set after init. */
+	/* Told of each charge dbk_hold_scraped makes whole (strict) or
+	 * gives back in full (take back), and of each it takes back, after
+	 * the balancer's, so that a policy's own books follow
+	 * (dbk_route_whole, dbk_route_taken); the id is valid during the
+	 * call. NULL: nobody. Set after init; whole_arg is both's. */
 	void (*whole)(void *arg, const char *id, size_t id_len);
+	void (*taken)(void *arg, const char *id, size_t id_len);
 	void *whole_arg;
 };
 
-/* Returns 0, or -1 out of memory. Every server starts unwatched. */
+/* Returns 0, or -1 out of memory. Every server starts unwatched; take
+ * back, scrape_ms 0. */
 int dbk_hold_init(struct dbk_hold *h, unsigned nservers);
 void dbk_hold_fini(struct dbk_hold *h);
 
 /* Whether a request dispatched to server now may be held back. */
 bool dbk_hold_watching(const struct dbk_hold *h, unsigned server);
 
-/* id's lease (just taken on a watched server at score full) is charged
- * provisional instead, until dbk_hold_scraped confirms it. Returns false,
- * the lease left at full, when the server is not watched, there is no
- * such lease, or no room (counted). */
+/* How long after the decision a body missing bytes is given to reach the
+ * engine and be counted there, scrapes every scrape_ms: DBK_HOLD_SCRAPES
+ * of them plus the bytes at DBK_HOLD_LINK_BYTES_PER_S, that part at most
+ * DBK_HOLD_TRANSFER_MAX_MS. */
+uint64_t dbk_hold_grace_ms(uint64_t missing, uint64_t scrape_ms);
+
+/* id's lease was just taken on a watched server at score full, part
+ * without its prefill, missing bytes of its body still to come at now_ms.
+ * Strict: it is charged part until dbk_hold_scraped sees it. Take back:
+ * it stays charged full, watched. Returns false, the lease left at full
+ * and not watched, when the server is not watched, there is no such
+ * lease, or no room (counted). */
 bool dbk_hold_add(struct dbk_hold *h, struct dbk_balancer *bal, const char *id, size_t id_len,
-                  double full, double provisional);
+                  double full, double part, uint64_t missing, uint64_t now_ms);
 
-/* A scrape of server ended: ok when it read the running and waiting
- * counts, whose sum is engine. Returns how many held-back charges were
- * given in full. */
+/* A scrape of server ended at now_ms: ok when it read the running and
+ * waiting counts, whose sum is engine. Returns how many charges it
+ * changed. */
 size_t dbk_hold_scraped(struct dbk_hold *h, struct dbk_balancer *bal, unsigned server, bool ok,
-                        double engine);
+                        double engine, uint64_t now_ms);
 
-/* Held-back charges live now (entries whose lease ended since the last
- * scrape included). */
+/* Partial-body leases watched now (entries whose lease ended since the
+ * last scrape included). */
 static inline size_t dbk_hold_count(const struct dbk_hold *h) { return h->n; }
 
 #endif

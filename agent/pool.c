@@ -17,12 +17,18 @@
 #define DISCOVERY_TIMEOUT_MS 30000
 #define MAX_CONFIG_FILE 65536
 
-/* A held-back charge made whole: the policy's books follow. */
+/* A held-back or taken-back charge made whole: the policy's books follow. */
 static void on_whole(void *arg, const char *id, size_t id_len)
 {
 	struct dbk_pool *p = arg;
 
 	dbk_route_whole(&p->route, id, id_len, dbk_mono_ms());
+}
+
+/* A prefill charge taken back: the policy's books follow. */
+static void on_taken(void *arg, const char *id, size_t id_len)
+{
+	dbk_route_taken(&((struct dbk_pool *)arg)->route, id, id_len);
 }
 
 /* Every finished scrape: a sleeping engine is left out under every
@@ -44,7 +50,7 @@ static void on_scraped(void *arg, unsigned server, const struct dbk_scrape_view 
 		unsigned counts = DBK_VM_RUNNING | DBK_VM_WAITING;
 
 		dbk_hold_scraped(&p->hold, p->bal, server, v->up && (v->m.have & counts) == counts,
-		                 v->m.running + v->m.waiting);
+		                 v->m.running + v->m.waiting, dbk_mono_ms());
 	}
 	if (p->cfg.policy->scraped)
 		dbk_policy_scrape_done(&p->policy, server, v, metrics);
@@ -282,10 +288,11 @@ static int start_balancer(struct dbk_pool *p, char *err, size_t errlen)
 		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}
-	/* Off by default: between two scrapes a burst of long prompts,
-	 * each held, would see one another's servers empty. */
-	p->route.hold = p->cfg.hold_partial ? &p->hold : NULL;
+	p->route.hold = &p->hold;
+	p->hold.strict = p->cfg.hold_partial;
+	p->hold.scrape_ms = (uint64_t)p->cfg.scrape_interval_ms;
 	p->hold.whole = on_whole;
+	p->hold.taken = on_taken;
 	p->hold.whole_arg = p;
 	return 0;
 }

@@ -100,8 +100,18 @@ static const struct row rows[] = {
 	{ "moved", "dbucket_moved_total", NULL,
 	  "Leases moved to the server HAProxy retried or redispatched to.", COUNTER, ROUTE(moved),
 	  NULL },
-	/* Held-back charges (estimate_hold.h): bodies not whole at the
-	 * decision, and how their charge was made whole. */
+	/* Bodies not whole at the decision (estimate_hold.h): by default
+	 * charged in full and watched, their prefill taken back while their
+	 * server's counts miss them; strict, held back until counted. */
+	{ "partial_bodies_watched", "dbucket_partial_bodies_watched_total", NULL,
+	  "Requests whose body was not whole at the decision, charged in full and watched.",
+	  COUNTER, POOL(hold.stats.watched), NULL },
+	{ "charges_taken_back", "dbucket_charges_taken_back_total", NULL,
+	  "Prefill charges taken back from partial bodies their server's counts kept missing.",
+	  COUNTER, POOL(hold.stats.taken_back), NULL },
+	{ "charges_recharged", "dbucket_charges_recharged_total", NULL,
+	  "Prefill charges taken back, then given in full again (counted, or scrape failed).",
+	  COUNTER, POOL(hold.stats.recharged), NULL },
 	{ "charges_held", "dbucket_charges_held_total", NULL,
 	  "Requests charged without their prefill (body not whole) until their server counted "
 	  "them.",

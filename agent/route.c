@@ -127,14 +127,17 @@ static bool admit(struct dbk_route *r, struct dbk_admit_input *in, uint64_t now_
 	return ar->verdict == DBK_ADMIT_SHED;
 }
 
-/* A request whose body was not whole when HAProxy asked: charged,
- * where its server's scrapes can show when it has the request, without
- * its prefill (the score of an empty body: vLLM does nothing with a body
- * until it is whole); the prefill follows on that evidence
- * (estimate_hold.h, dbk_route_whole). The decision itself is the one the
- * whole length gives. True when held. */
+/* A request whose body was not whole when HAProxy asked, missing bytes
+ * of it: where its server's scrapes can show when it has the request,
+ * watched (estimate_hold.h), with the score of an empty body (vLLM does
+ * nothing with a body until it is whole) as its charge without prefill.
+ * Strict, it is charged that at once and the prefill follows on the
+ * evidence (dbk_route_whole); else it keeps its full charge unless the
+ * evidence says it has not arrived. The decision itself is the one the
+ * whole length gives. True when watched. */
 static bool hold_back(struct dbk_route *r, const char *id, size_t id_len,
-                      const struct dbk_bal_request *req, const struct dbk_bal_decision *d)
+                      const struct dbk_bal_request *req, uint64_t missing, uint64_t now_ms,
+                      const struct dbk_bal_decision *d)
 {
 	if (!r->hold || !dbk_hold_watching(r->hold, d->server))
 		return false;
@@ -143,7 +146,7 @@ static bool hold_back(struct dbk_route *r, const char *id, size_t id_len,
 
 	part.body_bytes = 0;
 	dbk_bal_decide(r->bal, &part, &pd);
-	return dbk_hold_add(r->hold, r->bal, id, id_len, d->score, pd.score);
+	return dbk_hold_add(r->hold, r->bal, id, id_len, d->score, pd.score, missing, now_ms);
 }
 
 /* A policy that chooses: the balancer takes the lease where it chose
@@ -152,7 +155,7 @@ static bool hold_back(struct dbk_route *r, const char *id, size_t id_len,
  * ends (the policy's release reads it back). */
 static enum dbk_bal_result decide_policy(
         struct dbk_route *r, const struct dbk_spop_data *id, const struct dbk_bal_request *req,
-        int64_t body_size, bool partial, const uint8_t *sample, size_t sample_len,
+        int64_t body_size, uint64_t missing, const uint8_t *sample, size_t sample_len,
         const struct dbk_spop_data *session, const struct dbk_spop_data *const hint[2],
         const uint64_t *eligible, uint64_t adapter, uint64_t now_ms, struct dbk_bal_decision *d,
         struct dbk_policy_choice *c, struct dbk_admit_input *in, struct dbk_admit_result *ar)
@@ -191,12 +194,19 @@ static enum dbk_bal_result decide_policy(
 	                                              now_ms, d);
 	if (res != DBK_BAL_OK)
 		return res;
-	/* Held back, the policy records where it went and charges it when
-	 * its server has it (dbk_route_whole). */
-	if (partial && p->ops->hold && hold_back(r, idp, id->u.buf.len, req, d))
+	bool strict = r->hold && r->hold->strict;
+
+	/* Held back (strict), the policy records where it went and charges
+	 * it when its server has it (dbk_route_whole). Taken back later, its
+	 * books follow (dbk_route_taken). */
+	if (missing && strict && p->ops->hold &&
+	    hold_back(r, idp, id->u.buf.len, req, missing, now_ms, d)) {
 		p->ops->hold(p->st, c, now_ms, slot);
-	else
+	} else {
 		p->ops->commit(p->st, c, now_ms, slot);
+		if (missing && !strict)
+			hold_back(r, idp, id->u.buf.len, req, missing, now_ms, d);
+	}
 	dbk_bal_set_slot(r->bal, idp, id->u.buf.len, slot);
 	if (c->too_long)
 		r->stats.too_long++;
@@ -275,14 +285,17 @@ static void estimate(struct dbk_route *r, const struct route_args *a, int64_t *b
 	}
 }
 
-/* Whether the body was not whole when HAProxy asked (arrived below
- * body_size): the request may be held back (hold_back). */
-static bool body_partial(const struct route_args *a, int64_t body_size)
+/* The bytes of the body still missing when HAProxy asked (body_size
+ * less arrived; 0 when whole or not told): the request may be held back
+ * (hold_back). */
+static uint64_t body_missing(const struct route_args *a, int64_t body_size)
 {
 	int64_t got;
 
-	return a->arrived && body_size >= 0 && dbk_spop_data_to_i64(a->arrived, &got) && got >= 0 &&
-	       got < body_size;
+	if (!a->arrived || body_size < 0 || !dbk_spop_data_to_i64(a->arrived, &got) || got < 0 ||
+	    got >= body_size)
+		return 0;
+	return (uint64_t)(body_size - got);
 }
 
 /* The ACK of a routed request: the server, and the decision's details
@@ -378,7 +391,7 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 		return;
 	}
 	if (chooses(r)) {
-		res = decide_policy(r, a.id, &req, body_size, body_partial(&a, body_size), sample,
+		res = decide_policy(r, a.id, &req, body_size, body_missing(&a, body_size), sample,
 		                    sample_len, a.session, a.hint, eligible, adapter, now_ms, &d,
 		                    &pc, &in, &ar);
 		shed = ar.verdict == DBK_ADMIT_SHED;
@@ -389,8 +402,10 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 		if (!shed)
 			res = dbk_bal_dispatch_among(r->bal, id, a.id->u.buf.len, &req, eligible,
 			                             now_ms, &d);
-		if (!shed && res == DBK_BAL_OK && body_partial(&a, body_size))
-			hold_back(r, id, a.id->u.buf.len, &req, &d);
+		uint64_t missing = body_missing(&a, body_size);
+
+		if (!shed && res == DBK_BAL_OK && missing)
+			hold_back(r, id, a.id->u.buf.len, &req, missing, now_ms, &d);
 	}
 	if (r->on_decision) {
 		struct dbk_route_event e = { a.id->u.buf.ptr,
@@ -532,4 +547,19 @@ void dbk_route_whole(struct dbk_route *r, const char *id, size_t id_len, uint64_
 	if (chooses(r) && p->ops->complete && dbk_bal_lease_get(r->bal, id, id_len, &l) &&
 	    p->ops->complete(p->st, &l, now_ms, slot))
 		dbk_bal_set_slot(r->bal, id, id_len, slot);
+}
+
+void dbk_route_taken(struct dbk_route *r, const char *id, size_t id_len)
+{
+	const struct dbk_policy *p = r->policy;
+	struct dbk_bal_lease l;
+	uint32_t slot[DBK_BAL_SLOT_WORDS];
+
+	if (!chooses(r) || !p->ops->hold || !p->ops->complete || !p->ops->release ||
+	    !dbk_bal_lease_get(r->bal, id, id_len, &l) || (l.slot[0] & DBK_POLICY_HELD))
+		return;
+	p->ops->release(p->st, &l, l.start_ms);
+	memcpy(slot, l.slot, sizeof(slot));
+	slot[0] |= DBK_POLICY_HELD;
+	dbk_bal_set_slot(r->bal, id, id_len, slot);
 }

@@ -23,9 +23,10 @@
 #define DBK_ARG_BLEN "blen"
 #define DBK_ARG_BODY "body"
 /* Optional: the body bytes HAProxy held when it asked (req.body_len).
- * Below blen, the body was still on its way: the request may be charged
- * without its prefill until its server shows it has it (hold below,
- * estimate_hold.h). Absent: charged for blen at once, as always. */
+ * Below blen, the body was still on its way: the request's prefill
+ * charge may be taken back while its server shows it has not arrived,
+ * or strict, held back until it shows it has (hold below,
+ * estimate_hold.h). Absent: charged for blen, as always. */
 #define DBK_ARG_ARRIVED "arrived"
 /* Optional: a client's session (e.g. its X-Session-Id header); else the
  * body's OpenAI "user" field is the session. Read by a policy that
@@ -138,10 +139,10 @@ struct dbk_route {
 	 * scratch, the candidates of the request being decided. */
 	const struct dbk_models *models;
 	uint64_t *eligible;
-	/* Held-back charges (estimate_hold.h): NULL, every request is
-	 * charged its announced length at once. Under a policy that chooses
-	 * and holds (policy_ops.h), its books are held back too, and
-	 * completed by dbk_route_whole. */
+	/* Partial-body charges (estimate_hold.h): NULL, every request is
+	 * charged its announced length. Under a policy that chooses and
+	 * holds (policy_ops.h), its books follow: held back (strict) or
+	 * taken back (dbk_route_taken), then completed by dbk_route_whole. */
 	struct dbk_hold *hold;
 	/* Called for every decision, routed or refused; NULL: nobody
 	 * listens. */
@@ -179,5 +180,13 @@ enum dbk_spop_status dbk_route_notify(struct dbk_route *r, const struct dbk_spop
  * (policy_ops.h's complete). Nothing for a lease not held by the
  * policy, or gone. */
 void dbk_route_whole(struct dbk_route *r, const char *id, size_t id_len, uint64_t now_ms);
+
+/* The prefill charge of id's lease was taken back (estimate_hold.h's
+ * taken callback): a policy that holds gives back what it booked, as if
+ * the lease had ended the moment it began (nothing learnt from its
+ * time, which counts the body's way), and the lease is held from then on
+ * (policy_ops.h's DBK_POLICY_HELD) until dbk_route_whole books it again.
+ * Nothing for a policy that cannot hold, a lease held already, or gone. */
+void dbk_route_taken(struct dbk_route *r, const char *id, size_t id_len);
 
 #endif

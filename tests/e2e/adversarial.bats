@@ -539,6 +539,13 @@ normal_burst() {
 	for k in "${pids[@]}"; do wait "$k" || true; done
 }
 
+# served_by PREFIX: "COUNT NAME" lines, busiest first, of the servers
+# that answered the requests whose headers are in PREFIX*.h.
+served_by() {
+	cat "$BATS_TEST_TMPDIR/$1"*.h | tr -d '\r' | sed -n 's/^x-served-by: //ip' | sort |
+		uniq -c | sort -rn
+}
+
 # scrapes_up: every stub's last scrape read its counts.
 scrapes_up() {
 	local i
@@ -549,8 +556,8 @@ scrapes_up() {
 
 # slow_world [AGENT ARGS...]: the four stubs, the agent scraping them
 # and holding partial bodies (--hold-partial-bodies; SLOW_HOLD=0: the
-# default, no hold) with ARGS (the reference policy without,
-# which keeps the balancer's books; --policy ttft keeps the predictor's
+# default, charged in full and taken back on evidence) with ARGS (the
+# reference policy without, which keeps the balancer's books; --policy ttft keeps the predictor's
 # too), HAProxy with the sample configuration; returns once every scrape
 # is up.
 slow_world() {
@@ -597,8 +604,7 @@ slow_bodies() {
 	# Three bursts of 12 while the bodies trickle (about 6 s).
 	for k in 1 2 3; do normal_burst "b$k" 12; done
 	local by
-	by=$(cat "$BATS_TEST_TMPDIR"/b*.h | tr -d '\r' | sed -n 's/^x-served-by: //ip' | sort |
-		uniq -c | sort -rn)
+	by=$(served_by b)
 	echo "# 36 normal requests by server while 3 bodies trickle: $(echo $by)" >&3
 	[ "$(echo "$by" | awk '{ n += $1 } END { print n }')" -eq 36 ] || fail "answered: $by"
 	# Charged 900 KB each, the slow ones leave one server for nearly all
@@ -624,6 +630,53 @@ slow_bodies() {
 	slow_bodies --policy ttft
 	# None of the three is on the predictor's books once the normal
 	# requests are given back (their completion lines come apart).
+	wait_until 5 ttft_idle
+}
+
+# taken_back [AGENT ARGS...]: the tests below, under the policy ARGS
+# name. By default (no --hold-partial-bodies) every request is charged in
+# full at the decision; a partial body's prefill is taken back only once
+# its server's count has missed it for 3 spans of scrapes in a row
+# (100 ms each here) past its grace (3 scrapes plus its 880 KB still
+# missing at 1 Mbit/s, at most 5 s: 5.3 s). On main nothing is taken back: the three trickled leases keep
+# their 900 KB charge until the bodies end (60 s here), and their servers
+# get none of the normal requests (36 of 36 on the fourth; under
+# --policy ttft, the three on one server by prefix, 12/12/12/0).
+taken_back() {
+	SLOW_HOLD=0 slow_world "$@"
+	local k s n attacked
+	for ((k = 0; k < 3; k++)); do slow_body_client "$k" 900000 20000; done
+	for ((k = 0; k < 3; k++)); do wait_file "$BATS_TEST_TMPDIR/slow$k.sent" sent 10; done
+	wait_state leases 3
+	attacked=$(agent_get /state | jq -r '.servers[] | select(.inflight > 0) | .name')
+	[ -n "$attacked" ]
+	# Charged in full at the decision, as on main.
+	agent_get /state | jq -e '[.servers[].load] | max >= 225000' >/dev/null
+	assert_equal "$(state_field partial_bodies_watched)" 3
+	wait_until 15 state_is charges_taken_back 3
+	for k in 1 2 3; do normal_burst "t$k" 12; done
+	local by
+	by=$(served_by t)
+	echo "# 36 normal requests by server once the 3 charges are taken back: $(echo $by)" >&3
+	echo "# attacked: $(echo $attacked)" >&3
+	[ "$(echo "$by" | awk '{ n += $1 } END { print n }')" -eq 36 ] || fail "answered: $by"
+	for s in $attacked; do
+		n=$(echo "$by" | awk -v s="$s" '$2 == s { print $1 }')
+		[ "${n:-0}" -gt 0 ] || fail "$s, attacked, got none: $by"
+	done
+	# Still trickling: none given back in full, none held.
+	assert_equal "$(state_field charges_recharged)" 0
+	assert_equal "$(state_field charges_held)" 0
+}
+
+@test "slow bodies: by default a trickled body's prefill is taken back past its grace, its server gets normal requests again" {
+	taken_back
+}
+
+# The predictor's books follow: the three are given back there (held),
+# so its server is the one the normal requests' predictions now see.
+@test "slow bodies: by default under --policy ttft too" {
+	taken_back --policy ttft
 	wait_until 5 ttft_idle
 }
 
@@ -675,7 +728,11 @@ honest_prompt() {
 	# Booked by the predictor the moment it is routed.
 	ttft_booked 14000
 	assert_equal "$(state_field charges_held)" 0
+	# Watched, and, counted by its server within its grace, never taken
+	# back while it ran (about 5 s: many runs of scrapes).
+	assert_equal "$(state_field partial_bodies_watched)" 1
 	wait_state leases 0
+	assert_equal "$(state_field charges_taken_back)" 0
 }
 
 # ---- hostile and misreporting /metrics (issue 29 items 3 and 4) ----

@@ -716,11 +716,12 @@ static void test_body_not_whole_is_charged_for_what_arrived(void)
 	/* No hold: in full, as always. */
 	CHECK_NEAR(route_arrived(&x, "a", 900000, 16000), 900008, 1e-12);
 	CHECK(dbk_hold_init(&h, 4) == 0);
+	h.strict = true;
 	x.r.hold = &h;
 	/* Servers not scraped: in full. */
 	CHECK_NEAR(route_arrived(&x, "b", 900000, 16000), 900008, 1e-12);
 	for (unsigned i = 0; i < 4; i++)
-		dbk_hold_scraped(&h, x.bal, i, true, 0);
+		dbk_hold_scraped(&h, x.bal, i, true, 0, 0);
 	/* Its prefill held back: half its default max_tokens. */
 	CHECK_NEAR(route_arrived(&x, "c", 900000, 16000), 8, 1e-12);
 	/* Bucketed by its announced length: the long group. */
@@ -730,6 +731,27 @@ static void test_body_not_whole_is_charged_for_what_arrived(void)
 	CHECK_NEAR(route_arrived(&x, "d", 900000, 900000), 900008, 1e-12);
 	CHECK_NEAR(route_arrived(&x, "e", 900000, -1), 900008, 1e-12);
 	CHECK_EQ_U(h.stats.held, 1);
+	CHECK_EQ_U(dbk_hold_count(&h), 1);
+	dbk_hold_fini(&h);
+	down(&x);
+}
+
+/* By default a body not whole is charged in full, as a whole one, and
+ * watched where the server's counts can later take its prefill back. */
+static void test_body_not_whole_is_charged_in_full_and_watched(void)
+{
+	struct fixture x;
+	struct dbk_hold h;
+
+	up(&x, false);
+	CHECK(dbk_hold_init(&h, 4) == 0);
+	x.r.hold = &h;
+	for (unsigned i = 0; i < 4; i++)
+		dbk_hold_scraped(&h, x.bal, i, true, 0, 0);
+	CHECK_NEAR(route_arrived(&x, "a", 900000, 16000), 900008, 1e-12);
+	CHECK_NEAR(route_arrived(&x, "b", 900000, 900000), 900008, 1e-12);
+	CHECK_EQ_U(h.stats.watched, 1);
+	CHECK_EQ_U(h.stats.held, 0);
 	CHECK_EQ_U(dbk_hold_count(&h), 1);
 	dbk_hold_fini(&h);
 	down(&x);
@@ -751,6 +773,32 @@ static unsigned pred_inflight_all(const struct dbk_pred *p)
 	return n;
 }
 
+static void taken_back(void *arg, const char *id, size_t id_len)
+{
+	dbk_route_taken(arg, id, id_len);
+}
+
+/* x under --policy ttft (up_ttft: NULL when it could not start), and h
+ * watching its partial bodies (strict or taken back, scrapes every
+ * 100 ms), the policy's books following, every server's counts read. */
+static struct dbk_pred *ttft_hold_up(struct fixture *x, struct dbk_hold *h, bool strict)
+{
+	struct dbk_pred *p = up_ttft(x);
+
+	if (!p)
+		return NULL;
+	CHECK(dbk_hold_init(h, 4) == 0);
+	h->strict = strict;
+	h->scrape_ms = 100;
+	h->whole = made_whole;
+	h->taken = taken_back;
+	h->whole_arg = &x->r;
+	x->r.hold = h;
+	for (unsigned i = 0; i < 4; i++)
+		dbk_hold_scraped(h, x->bal, i, true, 0, 0);
+	return p;
+}
+
 /* Under --policy ttft a body not whole is held on the predictor's books
  * too: nothing booked until its server counts it, then booked once; its
  * release gives back what was booked, held or not. */
@@ -760,15 +808,9 @@ static void test_ttft_holds_a_body_not_whole(void)
 	struct dbk_hold h;
 	struct dbk_bal_lease l;
 
-	struct dbk_pred *p = up_ttft(&x);
+	struct dbk_pred *p = ttft_hold_up(&x, &h, true);
 	if (!p)
 		return;
-	CHECK(dbk_hold_init(&h, 4) == 0);
-	h.whole = made_whole;
-	h.whole_arg = &x.r;
-	x.r.hold = &h;
-	for (unsigned i = 0; i < 4; i++)
-		dbk_hold_scraped(&h, x.bal, i, true, 0);
 	/* Whole: booked at once, as always. */
 	route_arrived(&x, "w", 40000, 40000);
 	CHECK_EQ_U(pred_inflight_all(p), 1);
@@ -784,9 +826,9 @@ static void test_ttft_holds_a_body_not_whole(void)
 	CHECK_EQ_U(pred_inflight_all(p), 0);
 	/* Its server counts the other: booked there, once. */
 	CHECK(dbk_bal_lease_get(x.bal, "a", 1, &l));
-	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, true, 1), 1);
+	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, true, 1, 0), 1);
 	CHECK_EQ_U(pred_inflight(p, l.server), 1);
-	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, true, 1), 0);
+	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, true, 1, 0), 0);
 	CHECK_EQ_U(pred_inflight(p, l.server), 1);
 	CHECK_EQ_U(dbk_bal_release(x.bal, "a", 1, NULL), DBK_BAL_OK);
 	CHECK_EQ_U(pred_inflight_all(p), 0);
@@ -794,9 +836,54 @@ static void test_ttft_holds_a_body_not_whole(void)
 	route_arrived(&x, "c", 900000, 16000);
 	CHECK(dbk_bal_lease_get(x.bal, "c", 1, &l));
 	CHECK_EQ_U(pred_inflight_all(p), 0);
-	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, false, 0), 1);
+	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, false, 0, 0), 1);
 	CHECK_EQ_U(pred_inflight(p, l.server), 1);
 	CHECK_EQ_U(dbk_bal_release(x.bal, "c", 1, NULL), DBK_BAL_OK);
+	CHECK_EQ_U(pred_inflight_all(p), 0);
+	dbk_hold_fini(&h);
+	down_ttft(&x);
+}
+
+/* server's count missed its leases on 3 scrapes from t_ms on. */
+static void missed(struct dbk_hold *h, struct dbk_balancer *bal, unsigned server, double engine,
+                   uint64_t t_ms)
+{
+	for (unsigned i = 0; i < DBK_HOLD_SCRAPES; i++)
+		dbk_hold_scraped(h, bal, server, true, engine, t_ms + 100 * i);
+}
+
+/* By default under --policy ttft a body not whole is booked at once;
+ * taken back, the predictor gives back what it booked and holds it,
+ * books it again once its server counts it, and gives it back once. */
+static void test_ttft_takes_back_a_body_not_whole(void)
+{
+	struct fixture x;
+	struct dbk_hold h;
+	struct dbk_bal_lease l;
+
+	struct dbk_pred *p = ttft_hold_up(&x, &h, false);
+	if (!p)
+		return;
+	route_arrived(&x, "a", 900000, 16000);
+	CHECK_EQ_U(pred_inflight_all(p), 1);
+	CHECK(dbk_bal_lease_get(x.bal, "a", 1, &l));
+	/* Missing from its server's count long past its grace. */
+	missed(&h, x.bal, l.server, 0, 100000);
+	CHECK_EQ_U(h.stats.taken_back, 1);
+	CHECK_EQ_U(pred_inflight_all(p), 0);
+	CHECK(dbk_bal_lease_get(x.bal, "a", 1, &l) && (l.slot[0] & DBK_POLICY_HELD));
+	/* Taken already: nothing given back twice. */
+	dbk_route_taken(&x.r, "a", 1);
+	CHECK_EQ_U(pred_inflight_all(p), 0);
+	/* Counted: booked again, once. */
+	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, true, 1, 100300), 1);
+	CHECK_EQ_U(pred_inflight(p, l.server), 1);
+	CHECK(dbk_bal_lease_get(x.bal, "a", 1, &l) && !(l.slot[0] & DBK_POLICY_HELD));
+	/* Taken back again, then ended: nothing left on the books. */
+	missed(&h, x.bal, l.server, 0, 100400);
+	CHECK_EQ_U(h.stats.taken_back, 2);
+	CHECK_EQ_U(pred_inflight_all(p), 0);
+	CHECK_EQ_U(dbk_bal_release(x.bal, "a", 1, NULL), DBK_BAL_OK);
 	CHECK_EQ_U(pred_inflight_all(p), 0);
 	dbk_hold_fini(&h);
 	down_ttft(&x);
@@ -822,6 +909,8 @@ int main(void)
 	RUN(test_admission_sheds_before_the_lease);
 	RUN(test_admission_on_saturation_for_the_reference);
 	RUN(test_body_not_whole_is_charged_for_what_arrived);
+	RUN(test_body_not_whole_is_charged_in_full_and_watched);
 	RUN(test_ttft_holds_a_body_not_whole);
+	RUN(test_ttft_takes_back_a_body_not_whole);
 	return CHECK_DONE();
 }
