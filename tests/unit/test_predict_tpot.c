@@ -140,9 +140,14 @@ static void test_a_decode_batch_loses_a_short_request(void)
 	CHECK(c.ttft_s > a.ttft_s);
 	CHECK(c.within && a.within);
 	CHECK(c.tpot_s < 0.1);
-	/* A one-token request decodes nothing: the first token decides. */
+	/* A one-token request decodes nothing, but its prefill is a step
+	 * longer than a decode step for each of the 200 there, and one of
+	 * their tokens each: server 1 still, with no TPOT of its own; on the
+	 * first token alone, 0. */
 	struct dbk_pred_request probe = req(600, 1);
-	CHECK_EQ_U(dbk_pred_choose(p, &probe, 60000, &c), 0);
+	CHECK_EQ_U(dbk_pred_choose(alone, &probe, 60000, &a), 0);
+	CHECK_EQ_U(dbk_pred_choose(p, &probe, 60000, &c), 1);
+	CHECK(c.tpot_s == 0 && c.within);
 out:
 	dbk_pred_free(alone);
 	dbk_pred_free(p);
@@ -175,12 +180,12 @@ out:
 
 /* Within the first-token objective comes before the cost: a 40k prompt
  * behind a queued 8k one would be past 2 s; beside a decoding batch it
- * is within, though it stalls the batch (which alone, with a looser
- * objective, sends it behind the queue). */
+ * is within, though it stalls the batch (which alone, with looser
+ * objectives at the defaults' ratio, sends it behind the queue). */
 static void test_within_the_ttft_objective_first(void)
 {
 	struct dbk_pred *p = fleet(2, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S);
-	struct dbk_pred *loose = fleet(2, 60, DBK_PRED_TPOT_SLO_S);
+	struct dbk_pred *loose = fleet(2, 60, 60 * DBK_PRED_TPOT_SLO_S / DBK_PRED_TTFT_SLO_S);
 	struct dbk_pred_request longp = req(40000, 100);
 	struct dbk_pred_choice c;
 
