@@ -122,10 +122,9 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 
 	/* Every request in flight there, those still queued included (ours
 	 * goes after them), decodes through this prefill's steps, each longer
-	 * than a decode step by what the prefill adds. Only the steps beyond
-	 * the first count: a prefill that fits one step costs some server's
-	 * decoders one step wherever it goes, while a long one stalls a whole
-	 * batch for seconds, and where it lands decides whose. */
+	 * than a decode step by what the prefill adds. The first step is one
+	 * token's step of each of them, priced in TPOT (pred_eval_tpot); the
+	 * steps beyond it stall a whole batch for seconds, priced here. */
 	double steps = pred_steps(&p->c, fmax(prompt - hit, 1), decoders);
 	double extra = fmax(0, own - steps * pred_srv_prefill_s(p, s, 1, 0, decoders, ctx));
 	e->stall_s = ((double)s->inflight + o.requests) * extra * (steps - 1) / steps;
