@@ -69,10 +69,13 @@ static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
 
 	/* Its prefill's first step, longer than a decode step by chunk_s,
 	 * is one of the steps each decoder there makes one token in: their
-	 * TPOT grows by chunk_s over their output. A short prompt fits one
-	 * step wherever it goes, but how many decode through that step
-	 * depends on where. */
-	e->harm_s = batch * chunk_s / fmax(1, mout);
+	 * TPOT grows by chunk_s over their output's gaps, summed one by one
+	 * (over the mean output, a long one beside short ones would hide
+	 * them). A short prompt fits one step wherever it goes, but how many
+	 * decode through that step, and how short, depends on where. Others'
+	 * requests are taken as ours there. */
+	double inv = s->inflight ? s->inv_out / s->inflight : (out > 1 ? 1 / (out - 1) : 0);
+	e->harm_s = chunk_s * (s->inv_out + o->requests * inv);
 	e->tpot_s = 0;
 	if (out <= 1)
 		return; /* no time per output token: vLLM's TPOT needs two */

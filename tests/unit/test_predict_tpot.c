@@ -51,7 +51,7 @@ static void decoding(struct dbk_pred *p, unsigned server, int n, double prompt, 
 static bool batch_or_queue(struct dbk_pred *a, struct dbk_pred *b, int n, double prompt, double out,
                            double queued)
 {
-	struct dbk_pred_request q = req(queued, 2);
+	struct dbk_pred_request q = req(queued, 400);
 	struct dbk_pred_ticket t;
 
 	CHECK(a && b);
@@ -200,6 +200,30 @@ out:
 	dbk_pred_free(loose);
 }
 
+/* Ten decoding on each server, the same contexts and the same mean
+ * output (100): on 0 nine of 10 tokens and one of 910, on 1 ten of 100.
+ * A prefill's step longer than a decode step stretches the nine short
+ * ones' TPOT ten times what it does each of the ten on 1: it costs more
+ * on 0, which the mean output alone does not tell. */
+static void test_short_outputs_stalled_apart(void)
+{
+	struct dbk_pred *p = fleet(2, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S);
+	struct dbk_pred_request probe = req(4000, 1);
+	struct dbk_pred_choice c0, c1;
+
+	CHECK(p);
+	if (!p)
+		return;
+	decoding(p, 0, 9, 1000, 10);
+	decoding(p, 0, 1, 1000, 910);
+	decoding(p, 1, 10, 1000, 100);
+	CHECK_EQ_U(dbk_pred_evaluate(p, &probe, 0, 60000, &c0), 0);
+	CHECK_EQ_U(dbk_pred_evaluate(p, &probe, 1, 60000, &c1), 1);
+	CHECK(c0.cost_s > c1.cost_s * 2);
+	CHECK_EQ_U(dbk_pred_choose(p, &probe, 60000, &c0), 1);
+	dbk_pred_free(p);
+}
+
 /* The order p2ttft compares two predictions in: KV fit, then the
  * objectives, then the cost. */
 static void test_better(void)
@@ -222,6 +246,7 @@ int main(void)
 	RUN(test_a_decode_batch_loses_a_short_request);
 	RUN(test_past_the_tpot_objective);
 	RUN(test_within_the_ttft_objective_first);
+	RUN(test_short_outputs_stalled_apart);
 	RUN(test_better);
 	return CHECK_DONE();
 }
