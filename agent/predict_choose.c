@@ -60,20 +60,30 @@ uint64_t dbk_pred_tie(uint64_t key, unsigned server)
  * steps are left out: they stretch every server's steps alike but for
  * the choices to come, which this one does not decide. */
 static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
-                           const struct pred_others *o, double prompt, double out,
+                           const struct pred_others *o, double prompt, double out, double chunk_s,
                            struct pred_eval *e)
 {
-	e->tpot_s = e->harm_s = 0;
-	if (out <= 1)
-		return; /* no time per output token: vLLM's TPOT needs two */
 	double batch = (double)s->inflight + o->requests;
 	double mctx = s->inflight ? s->ctx_tokens / s->inflight : prompt + out / 2;
 	double mout = s->inflight ? 2 * (s->ctx_tokens - s->prompt_tokens) / s->inflight : out;
+
+	/* Its prefill's first step, longer than a decode step by chunk_s,
+	 * is one of the steps each decoder there makes one token in: their
+	 * TPOT grows by chunk_s over their output's gaps, summed one by one
+	 * (over the mean output, a long one beside short ones would hide
+	 * them). A short prompt fits one step wherever it goes, but how many
+	 * decode through that step, and how short, depends on where. Others'
+	 * requests are taken as ours there. */
+	double inv = s->inflight ? s->inv_out / s->inflight : (out > 1 ? 1 / (out - 1) : 0);
+	e->harm_s = chunk_s * (s->inv_out + o->requests * inv);
+	e->tpot_s = 0;
+	if (out <= 1)
+		return; /* no time per output token: vLLM's TPOT needs two */
 	double before = pred_srv_decode_step_s(p, s, batch, batch * mctx);
 	double after = pred_srv_decode_step_s(p, s, batch + 1, batch * mctx + prompt + out / 2);
 
 	e->tpot_s = after;
-	e->harm_s = batch * (after - before) * fmin(0.5, out / fmax(1, mout));
+	e->harm_s += batch * (after - before) * fmin(0.5, out / fmax(1, mout));
 }
 
 static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pred_request *r,
@@ -116,20 +126,15 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 
 	/* Every request in flight there, those still queued included (ours
 	 * goes after them), decodes through this prefill's steps, each longer
-	 * than a decode step by what the prefill adds. Only the steps beyond
-	 * the first count: a prefill that fits one step costs some server's
-	 * decoders one step wherever it goes, while a long one stalls a whole
-	 * batch for seconds, and where it lands decides whose. */
+	 * than a decode step by what the prefill adds. The first step is one
+	 * token's step of each of them, priced in TPOT (pred_eval_tpot); the
+	 * steps beyond it stall a whole batch for seconds, priced here. */
 	double steps = pred_steps(&p->c, fmax(prompt - hit, 1), decoders);
-	e->stall_s = 0;
-	if (steps > 1) {
-		double extra = own - steps * pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
-		e->stall_s = ((double)s->inflight + o.requests) * fmax(0, extra) * (steps - 1) /
-		             steps;
-	}
+	double extra = fmax(0, own - steps * pred_srv_prefill_s(p, s, 1, 0, decoders, ctx));
+	e->stall_s = ((double)s->inflight + o.requests) * extra * (steps - 1) / steps;
 	/* A load holds the step every request there is in. */
 	e->stall_s += ((double)s->inflight + o.requests) * lp.load_s;
-	pred_eval_tpot(p, s, &o, prompt, out, e);
+	pred_eval_tpot(p, s, &o, prompt, out, extra / steps, e);
 	e->within = pred_ttft(e) <= p->c.ttft_slo_s && e->tpot_s <= p->c.tpot_slo_s;
 }
 

@@ -51,6 +51,7 @@ struct pred_srv {
 	uint32_t max_model_len;
 	unsigned inflight;
 	double prompt_tokens, kv_tokens, ctx_tokens; /* sums in flight */
+	double inv_out; /* sum in flight of 1 / (output - 1): TPOT per second a step is longer */
 	uint32_t sent_units; /* new KV tokens sent, in key blocks: cache turnover */
 	struct pred_pending ring[PRED_RING];
 	unsigned head, count;
@@ -181,6 +182,15 @@ static inline double pred_score(const struct dbk_pred *p, const struct pred_eval
 
 /* The class a choice ranks first: fitting, then within the objectives. */
 static inline int pred_class(const struct pred_eval *e) { return 2 * e->fits + e->within; }
+
+/* What one step longer by a second adds to t's TPOT, which spreads its
+ * decode time over output - 1 gaps (0: no TPOT). From the ticket alone,
+ * so that its release takes off what its commit added. */
+static inline double pred_ticket_inv_out(const struct dbk_pred_ticket *t)
+{
+	double out = 2.0 * ((double)t->ctx_tokens - (double)t->prompt_tokens);
+	return out > 1 ? 1 / (out - 1) : 0;
+}
 
 static inline bool pred_holds(const struct pred_srv *s, double need)
 {

@@ -94,7 +94,7 @@ static void test_p2ttft_ranks_as_ttft(void)
 	struct dbk_policy_ttft *a = start("p2ttft", 2, 3), *b = start("ttft", 2, 3);
 	struct dbk_pred_request dec = { .prompt_tokens = 800, .max_tokens = 400, .ignore_eos = 1 };
 	struct dbk_pred_request queued = { .prompt_tokens = 1500,
-		                           .max_tokens = 2,
+		                           .max_tokens = 400,
 		                           .ignore_eos = 1 };
 	struct dbk_pred_ticket k;
 	struct dbk_bal_lease l;

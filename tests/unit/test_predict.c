@@ -533,7 +533,7 @@ static void test_a_slow_server_learnt(void)
 	double sum[2] = { 0, 0 }, count[2] = { 0, 0 };
 	uint64_t now = 1000;
 	struct dbk_pred_choice c;
-	struct dbk_pred_request r = req(2000, 10);
+	struct dbk_pred_request r = req(2000, 1000);
 
 	/* A first scrape only sets where the totals start. */
 	served(p, 0, 0, 0, &now, &sum[0], &count[0]);

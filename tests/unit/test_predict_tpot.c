@@ -51,7 +51,7 @@ static void decoding(struct dbk_pred *p, unsigned server, int n, double prompt, 
 static bool batch_or_queue(struct dbk_pred *a, struct dbk_pred *b, int n, double prompt, double out,
                            double queued)
 {
-	struct dbk_pred_request q = req(queued, 2);
+	struct dbk_pred_request q = req(queued, 400);
 	struct dbk_pred_ticket t;
 
 	CHECK(a && b);
@@ -140,9 +140,14 @@ static void test_a_decode_batch_loses_a_short_request(void)
 	CHECK(c.ttft_s > a.ttft_s);
 	CHECK(c.within && a.within);
 	CHECK(c.tpot_s < 0.1);
-	/* A one-token request decodes nothing: the first token decides. */
+	/* A one-token request decodes nothing, but its prefill is a step
+	 * longer than a decode step for each of the 200 there, and one of
+	 * their tokens each: server 1 still, with no TPOT of its own; on the
+	 * first token alone, 0. */
 	struct dbk_pred_request probe = req(600, 1);
-	CHECK_EQ_U(dbk_pred_choose(p, &probe, 60000, &c), 0);
+	CHECK_EQ_U(dbk_pred_choose(alone, &probe, 60000, &a), 0);
+	CHECK_EQ_U(dbk_pred_choose(p, &probe, 60000, &c), 1);
+	CHECK(c.tpot_s == 0 && c.within);
 out:
 	dbk_pred_free(alone);
 	dbk_pred_free(p);
@@ -175,12 +180,12 @@ out:
 
 /* Within the first-token objective comes before the cost: a 40k prompt
  * behind a queued 8k one would be past 2 s; beside a decoding batch it
- * is within, though it stalls the batch (which alone, with a looser
- * objective, sends it behind the queue). */
+ * is within, though it stalls the batch (which alone, with looser
+ * objectives at the defaults' ratio, sends it behind the queue). */
 static void test_within_the_ttft_objective_first(void)
 {
 	struct dbk_pred *p = fleet(2, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S);
-	struct dbk_pred *loose = fleet(2, 60, DBK_PRED_TPOT_SLO_S);
+	struct dbk_pred *loose = fleet(2, 60, 60 * DBK_PRED_TPOT_SLO_S / DBK_PRED_TTFT_SLO_S);
 	struct dbk_pred_request longp = req(40000, 100);
 	struct dbk_pred_choice c;
 
@@ -193,6 +198,30 @@ static void test_within_the_ttft_objective_first(void)
 out:
 	dbk_pred_free(p);
 	dbk_pred_free(loose);
+}
+
+/* Ten decoding on each server, the same contexts and the same mean
+ * output (100): on 0 nine of 10 tokens and one of 910, on 1 ten of 100.
+ * A prefill's step longer than a decode step stretches the nine short
+ * ones' TPOT ten times what it does each of the ten on 1: it costs more
+ * on 0, which the mean output alone does not tell. */
+static void test_short_outputs_stalled_apart(void)
+{
+	struct dbk_pred *p = fleet(2, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S);
+	struct dbk_pred_request probe = req(4000, 1);
+	struct dbk_pred_choice c0, c1;
+
+	CHECK(p);
+	if (!p)
+		return;
+	decoding(p, 0, 9, 1000, 10);
+	decoding(p, 0, 1, 1000, 910);
+	decoding(p, 1, 10, 1000, 100);
+	CHECK_EQ_U(dbk_pred_evaluate(p, &probe, 0, 60000, &c0), 0);
+	CHECK_EQ_U(dbk_pred_evaluate(p, &probe, 1, 60000, &c1), 1);
+	CHECK(c0.cost_s > c1.cost_s * 2);
+	CHECK_EQ_U(dbk_pred_choose(p, &probe, 60000, &c0), 1);
+	dbk_pred_free(p);
 }
 
 /* The order p2ttft compares two predictions in: KV fit, then the
@@ -217,6 +246,7 @@ int main(void)
 	RUN(test_a_decode_batch_loses_a_short_request);
 	RUN(test_past_the_tpot_objective);
 	RUN(test_within_the_ttft_objective_first);
+	RUN(test_short_outputs_stalled_apart);
 	RUN(test_better);
 	return CHECK_DONE();
 }
