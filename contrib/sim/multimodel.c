@@ -65,6 +65,8 @@ void dbk_sim_models_count(unsigned nmodels, const uint8_t *model_of, unsigned n,
 {
 	for (unsigned k = 0; k < nmodels; k++)
 		inst[k] = offered[k] = 0;
+	if (!nmodels) /* one model: there is no model_of */
+		return;
 	for (unsigned i = 0; i < n; i++)
 		if (model_of[i] < nmodels)
 			inst[model_of[i]]++;

@@ -76,6 +76,9 @@ static void test_counts_and_every(void)
 	CHECK_NEAR(dbk_sim_models_every(some, 3), 3.25, 0);
 	CHECK_NEAR(dbk_sim_models_every(none, 3), 0, 0);
 	CHECK_NEAR(dbk_sim_models_every(some, 0), 0, 0);
+	/* One model (no --models): no instance map, nothing counted (the
+	 * capacity search of every single-model run asks). */
+	dbk_sim_models_count(0, NULL, 16, reqs, 5, inst, off);
 }
 
 #define NW 30000
