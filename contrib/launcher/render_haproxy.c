@@ -267,6 +267,33 @@ static void cfg_frontend(FILE *out, const struct dbk_launch_flags *f,
 		      "-m found } { rand(100) lt \"${DBK_CANARY_PERCENT-5}\" }\n"
 		      ".endif\n",
 		      out);
+	/* The session key the agent reads (its prefix affinity), and where
+	 * several nodes share a session table, what it holds (haproxy.cfg). */
+	fputs("    # The session key: the client's X-Session-Id header.\n"
+	      "    http-request set-var(txn.dbk_session) req.hdr(x-session-id) if "
+	      "{ req.hdr(x-session-id) -m found }\n",
+	      out);
+	if (a->production)
+		fputs("    # Several nodes (haproxy.cfg): the session table named by HAProxy's\n"
+		      "    # environment, as there.\n"
+		      ".if defined(DBK_SESSION_TABLE)\n"
+		      "    http-request set-var(txn.dbk_ssrv) var(txn.dbk_session),"
+		      "table_gpt(0,\"${DBK_SESSION_TABLE}\") if { var(txn.dbk_session) -m found }\n"
+		      "    http-request set-var(txn.dbk_stok) var(txn.dbk_session),"
+		      "table_gpt(1,\"${DBK_SESSION_TABLE}\") if { var(txn.dbk_session) -m found }\n"
+		      "    http-request set-var(txn.dbk_ptok) req.body_size,div(4) if "
+		      "{ var(txn.dbk_session) -m found } METH_POST\n"
+		      "    http-request track-sc2 var(txn.dbk_session) table "
+		      "\"${DBK_SESSION_TABLE}\" "
+		      "if { var(txn.dbk_session) -m found } METH_POST\n"
+		      "    http-response sc-set-gpt(0,2) srv_name,crc32 if { var(txn.dbk_ptok) -m "
+		      "found "
+		      "} { status lt 500 }\n"
+		      "    http-response sc-set-gpt(1,2) var(txn.dbk_ptok) if { var(txn.dbk_ptok) "
+		      "-m "
+		      "found } { status lt 500 }\n"
+		      ".endif\n",
+		      out);
 	fputs("    http-request send-spoe-group dbucket dbucket-route-group if METH_POST\n"
 	      "    # Shed by the agent's admission (--admission): 429, OpenAI's format.\n"
 	      "    http-request return status 429 content-type application/json hdr Retry-After "
