@@ -264,9 +264,9 @@ dbk_forget() { # dbk_forget PID...: drops them from the caller's array pids
 }
 
 # shellcheck disable=SC2154 # tmp is the caller's
-dbk_cleanup() { # an EXIT trap: dbk_stop_pids, then $tmp goes unless KEEP_TMP is set
+dbk_cleanup() { # an EXIT trap: dbk_stop_pids, then $tmp goes unless KEEP_TMP is 1 (0 or unset: it goes)
 	dbk_stop_pids
-	if [ -n "${KEEP_TMP:-}" ]; then echo "logs and configs kept in $tmp" >&2; else rm -rf "$tmp"; fi
+	if [ "${KEEP_TMP:-0}" != 0 ]; then echo "logs and configs kept in $tmp" >&2; else rm -rf "$tmp"; fi
 }
 
 # Prints the configuration of fast backends: HAProxy answering from memory

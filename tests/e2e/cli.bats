@@ -201,3 +201,21 @@ teardown() {
 	grep -qF '/lib/systemd/system/dbucket\-spoa.service' "$dest/usr/share/man/man8/dbucket-spoa.8"
 	[ -f "$dest/lib/systemd/system/dbucket-spoa.service" ] || fail "UNITDIR is not where the unit went"
 }
+
+@test "the scripts' temp dir goes at exit unless KEEP_TMP is 1 (KEEP_TMP=0 is not 'keep')" {
+	local v out dir
+	for v in unset 0 1; do
+		out=$(
+			if [ "$v" != unset ]; then export KEEP_TMP=$v; else unset KEEP_TMP; fi
+			bash -c '. "$1/contrib/lib.sh"; DBK_WHO=cli-test; dbk_tmp_dir; echo "$tmp"' _ "$REPO" 2>/dev/null
+		)
+		dir=$out
+		[ -n "$dir" ]
+		if [ "$v" = 1 ]; then
+			[ -d "$dir" ]
+			rm -rf "$dir"
+		else
+			[ ! -e "$dir" ]
+		fi
+	done
+}
