@@ -5,7 +5,7 @@
 # TTFT p50 and p99 (all requests, short and long prompts) of both and
 # their relative difference, (live - sim) / sim, against a tolerance.
 #
-#   contrib/bench-agreement.sh [--quick] [--traces mooncake,azure]
+#   contrib/bench-agreement.sh [--quick] [--traces mooncake,azure,code]
 #        [--policies lc,dynamic] [--profile equal|demo] [--repeats N]
 #        [--untie MS | --spread-ticks] [--tolerance PCT] [--out DIR]
 #        [--from DIR] [--time-scale S] [--rate-factor F] [--start S]

@@ -9,11 +9,19 @@
 # the exact commands. About 13 minutes; --quick about 3.
 #
 #   contrib/bench-policies.sh [--quick] [--profile equal|demo|mixed]
-#        [--traces mooncake,azure] [--policies rr,lc,plain,dynamic,ttft,p2,chash]
+#        [--traces mooncake,azure,code] [--policies rr,lc,plain,dynamic,ttft,p2,chash]
 #        [--repeats N] [--out DIR] [--no-plots] [--untie MS | --spread-ticks]
 #        [--rate-factor F] [--time-scale S] [--start S] [--duration D]
 #        [--calibrate]
 #
+#   --traces        mooncake and azure (the recorded traces in
+#                   contrib/traces), code: the short-prompt code-assistant
+#                   trace contrib/traces/synth/code.py writes with seed 97
+#                   (needs python3), at rate factor 21 (75% of
+#                   leastconn's SLO capacity on seconds 0-1200 in
+#                   dbucket-sim) and time scale 0.25: its four H100s serve
+#                   ~160 requests a model second, more than this machine
+#                   streams any faster than a quarter of real time
 #   --quick         shorter slices
 #   --policies      rr, lc, plain, dynamic (default), ttft (dbucket-spoa
 #                   --policy ttft, scraping the stubs every 100 ms of model
@@ -99,7 +107,7 @@ for p in ${policies//,/ }; do
 	case $p in rr|lc|plain|dynamic|ttft|p2|chash) ;; *) echo "bench-policies: unknown policy $p" >&2; exit 2 ;; esac
 done
 for t in ${traces//,/ }; do
-	case $t in mooncake|azure) ;; *) echo "bench-policies: unknown trace $t" >&2; exit 2 ;; esac
+	case $t in mooncake|azure|code) ;; *) echo "bench-policies: unknown trace $t" >&2; exit 2 ;; esac
 done
 
 # Per-trace defaults: file start_s duration_s rate_factor time_scale.
@@ -113,6 +121,7 @@ trace_defaults() {
 	case $1 in
 	mooncake) echo "mooncake_conversation_trace.jsonl 0 $([ "$q" = 1 ] && echo 150 || echo 900) 0.75 10" ;;
 	azure) echo "AzureLLMInferenceTrace_conv.csv 0 $([ "$q" = 1 ] && echo 240 || echo 1200) 11 2" ;;
+	code) echo "code97.jsonl 0 $([ "$q" = 1 ] && echo 300 || echo 1200) 21 0.25" ;;
 	esac
 }
 # Goodput's objectives (model time), dbucket-sim's defaults.
@@ -130,6 +139,7 @@ profile_sim_flags() {
 
 dbk_need_bins vllm-stub dbucket-spoa dbucket-bench dbucket-sim
 dbk_need_cmds haproxy socat jq awk curl
+case ",$traces," in *,code,*) dbk_need_cmds python3 ;; esac
 if [ "$plots" = 1 ] && [ "$calibrate" = 0 ] && ! command -v gnuplot >/dev/null; then
 	echo "bench-policies: installing gnuplot-nox for the plots" >&2
 	SUDO=""
@@ -158,6 +168,12 @@ run_bg() {
 # The slice file of a trace: Mooncake with its ties broken (--untie).
 slice_file() { # slice_file TRACE FILE: prints the path replayed
 	local f=$TRACE_DIR/$2 u
+	# The short-prompt code trace is not recorded but synthesised, seeded
+	# (contrib/traces/synth/code.py: the same file on every machine).
+	if [ "$1" = code ]; then
+		f=$out/${tag}code97.jsonl
+		[ -s "$f" ] || python3 "$REPO/contrib/traces/synth/code.py" 97 30000 >"$f"
+	fi
 	if [ "$1" = mooncake ] && [ "$untie" != 0 ]; then
 		u=$out/${tag}mooncake-untied.jsonl
 		awk -v ms="$untie" '{

@@ -8,7 +8,7 @@ PKGS="make gcc clang clang-format libclang-rt-14-dev pkg-config libev-dev libcjs
 libcurl4-openssl-dev openssl
 haproxy bats bats-assert bats-support curl wrk socat procps man-db groff-base
 gnuplot-nox valgrind jq prometheus dnsmasq-base
-chromium debhelper lintian dpkg-dev"
+chromium debhelper lintian dpkg-dev python3"
 # prometheus: promtool checks /metrics' format (e2e) and the alert rules
 # (contrib/prometheus). libcurl4-openssl-dev: https scrapes
 # (agent/lib/curl_ev.c); openssl makes tests/e2e/https-scrape.bats'
@@ -16,7 +16,8 @@ chromium debhelper lintian dpkg-dev"
 # records change under tests/e2e/fleet.bats' server-template (the binary
 # alone; the dnsmasq package would start a system service). The operator's side (contrib/package.mk): chromium
 # for the status page's test (tests/e2e/status_page.bats); debhelper,
-# lintian and dpkg-dev for `make deb`.
+# lintian and dpkg-dev for `make deb`. python3: the synthesised traces
+# (contrib/traces/synth; bench-policies.sh --traces code).
 
 missing=""
 for p in $PKGS; do

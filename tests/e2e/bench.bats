@@ -53,3 +53,18 @@ bench() {
 	run "$BUILD/dbucket-bench" --trace "$BATS_TEST_TMPDIR/none.jsonl"
 	assert_failure 2
 }
+
+@test "bench-policies --traces code: the seeded short-prompt trace, the same file twice, calibrated near its default" {
+	local out=$BATS_TEST_TMPDIR/cal
+	run "$REPO/contrib/bench-policies.sh" --calibrate --traces code --quick --out "$out"
+	assert_success
+	assert_output --partial "== code, trace seconds 0..300"
+	[ "$(wc -l <"$out/code97.jsonl")" -eq 30000 ]
+	local first=$(md5sum <"$out/code97.jsonl")
+	python3 "$REPO/contrib/traces/synth/code.py" 97 30000 >"$BATS_TEST_TMPDIR/again.jsonl"
+	[ "$(md5sum <"$BATS_TEST_TMPDIR/again.jsonl")" = "$first" ]
+	# The default rate factor offers 60-90% of leastconn's saturation in
+	# the simulator (75% when it was chosen).
+	local pct=$(sed -n 's/^saturation: .*(default [0-9.]*: \([0-9]*\)%)$/\1/p' <<<"$output")
+	[ -n "$pct" ] && [ "$pct" -ge 60 ] && [ "$pct" -le 90 ] || fail "default offers ${pct:-?}% of saturation"
+}
