@@ -223,6 +223,17 @@ static void cfg_frontend(FILE *out, const struct dbk_launch_flags *f,
 	      "    # standard), for the agent's admission and HAProxy's queue.\n"
 	      "    http-request set-var(txn.dbk_class) str(standard)\n",
 	      out);
+	/* --trusted-class-src, in a run or production: those clients' header
+	 * may set any class (before the map, which still wins). */
+	if (f->ntrusted) {
+		fputs("    # The header of a client --trusted-class-src names may set any class.\n"
+		      "    http-request set-var(txn.dbk_class) req.hdr(x-request-class) "
+		      "if { req.hdr(x-request-class) -m found } { src",
+		      out);
+		for (unsigned i = 0; i < f->ntrusted; i++)
+			fprintf(out, " %s", f->trusted_src[i]);
+		fputs(" }\n", out);
+	}
 	/* Production takes the sample's knobs from HAProxy's environment
 	 * (DBK_TRUSTED_CLASS_SRC and DBK_CLASSES_MAP here, DBK_SERVER_MAXCONN
 	 * on the servers); a run is concrete: no trusted client, no map, no

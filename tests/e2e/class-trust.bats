@@ -13,8 +13,15 @@ setup() {
 	stubs_setup
 	completion_body 2 false >"$BATS_TEST_TMPDIR/small.json"
 	SENT=0
+	LAUNCHER_PID=
 }
-teardown() { stubs_teardown; }
+teardown() {
+	if [ -n "$LAUNCHER_PID" ]; then
+		kill -TERM "$LAUNCHER_PID" 2>/dev/null || true
+		wait "$LAUNCHER_PID" 2>/dev/null || true
+	fi
+	stubs_teardown
+}
 
 start_world() {
 	start_stubs
@@ -47,6 +54,7 @@ classes() {
 # admitted: the agent's admitted counts, critical standard sheddable.
 admitted() {
 	state_snapshot
+	[ -n "$STATE" ] || fail "no /state from the agent"
 	echo "$(state_get admitted_critical) $(state_get admitted_standard) $(state_get admitted_sheddable)"
 }
 
@@ -93,4 +101,25 @@ admitted() {
 	assert_output "critical sheddable sheddable standard sheddable standard"
 	run admitted
 	assert_output "1 2 3"
+}
+
+launcher_ready() { grep -q 'dbucket: ready' "$BATS_TEST_TMPDIR/launcher.log"; }
+
+@test "the launcher's --trusted-class-src: those clients' header may raise their class, the others' only lower it" {
+	start_stubs
+	local rt=$BATS_TEST_TMPDIR/rt
+	"$BUILD/dbucket" --runtime-dir "$rt" --host 127.0.0.1 --port "$DBK_PORT" \
+		--server-hosts 127.0.0.1 127.0.0.1 127.0.0.1 127.0.0.1 --server-ports "${STUB_PORT[@]}" \
+		--trusted-class-src 127.0.0.2 10.0.0.0/8 \
+		2>>"$BATS_TEST_TMPDIR/launcher.log" </dev/null 3>&- &
+	LAUNCHER_PID=$!
+	wait_until 60 launcher_ready || fail "the launcher never said it was ready"
+	ask critical --interface 127.0.0.2
+	ask critical
+	ask sheddable
+	ask 0
+	# Its agent's /state, on the runtime directory's admin socket.
+	agent_get() { curl -s --max-time 5 --unix-socket "$rt/admin.sock" "http://localhost$1"; }
+	run admitted
+	assert_output "1 2 1"
 }
