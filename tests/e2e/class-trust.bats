@@ -61,11 +61,13 @@ admitted() {
 @test "without a trusted source the header lowers a request's class, never raises it, and a value not known changes nothing" {
 	start_world
 	local c
-	for c in - critical CRITICAL 0 standard sheddable Sheddable 2 1 urgent ""; do ask "$c"; done
+	for c in - critical CRITICAL 0 standard sheddable Sheddable 2 1 urgent "" "critical, 2"; do
+		ask "$c"
+	done
 	run classes
-	assert_output "standard standard standard standard standard sheddable sheddable sheddable standard standard standard"
+	assert_output "standard standard standard standard standard sheddable sheddable sheddable standard standard standard sheddable"
 	run admitted
-	assert_output "0 8 3"
+	assert_output "0 8 4"
 	assert_equal "bad_class $(state_field bad_class)" "bad_class 0"
 }
 
