@@ -68,6 +68,11 @@ run() {
 	base=$(dbk_ports 9)
 	dbk_live_env "$base" "$tmp/haproxy-$label.sock" "$PWD/haproxy/dbucket.spoe.conf"
 	export DBK_SERVER_MAXCONN=$maxconn
+	# The bench is the operator's own client: its X-Request-Class may
+	# raise a class (to critical), which haproxy.cfg allows only from
+	# the clients DBK_TRUSTED_CLASS_SRC lists.
+	echo 127.0.0.1 >"$tmp/trusted.lst"
+	export DBK_TRUSTED_CLASS_SRC=$tmp/trusted.lst
 	local admin=127.0.0.1:$((base + 3)) scrape=()
 	for i in 0 1 2 3; do
 		export "DBK_VLLM$i=127.0.0.1:$((base + 4 + i))"

@@ -47,6 +47,7 @@ enum opt_id {
 	O_SCRAPE_TIMEOUT,
 	O_LAYOUT,
 	O_SERVER_MODELS,
+	O_TRUSTED_CLASS_SRC,
 };
 
 enum nargs { N_ZERO, N_ONE, N_PLUS };
@@ -83,6 +84,7 @@ static const struct opt opts[] = {
 	{ "--scrape-interval", O_SCRAPE_INTERVAL, true },
 	{ "--scrape-timeout", O_SCRAPE_TIMEOUT, true },
 	{ "--admission", O_ADMISSION, true },
+	{ "--trusted-class-src", O_TRUSTED_CLASS_SRC, true },
 	{ "--layout", O_LAYOUT, true },
 	{ "--server-models", O_SERVER_MODELS, true },
 };
@@ -99,7 +101,8 @@ static enum nargs nargs_of(enum opt_id id)
 	case O_ADMISSION: return N_ZERO;
 	case O_SERVER_HOSTS:
 	case O_SERVER_PORTS:
-	case O_SERVER_MODELS: return N_PLUS;
+	case O_SERVER_MODELS:
+	case O_TRUSTED_CLASS_SRC: return N_PLUS;
 	default: return N_ONE;
 	}
 }
@@ -357,6 +360,9 @@ static int take(struct dbk_launch_flags *f, enum opt_id id, char **vals, unsigne
 	case O_SERVER_MODELS:
 		f->nmodels = take_strings(f->models_buf, &f->server_models, vals, nvals);
 		break;
+	case O_TRUSTED_CLASS_SRC:
+		f->ntrusted = take_strings(f->trusted_buf, &f->trusted_src, vals, nvals);
+		break;
 	case O_LAYOUT: return dbk_flags_take_layout(f, vals[0], err, errlen);
 	case O_POLICY: return dbk_flags_take_policy(f, vals[0], err, errlen);
 	case O_SCRAPE_INTERVAL: return take_ms(&f->scrape_interval_ms, id, vals[0], err, errlen);
@@ -377,11 +383,15 @@ void dbk_flags_free(struct dbk_launch_flags *f)
 	free(f->hosts_buf);
 	free(f->ports_buf);
 	free(f->models_buf);
+	free(f->trusted_buf);
 	f->hosts_buf = NULL;
 	f->ports_buf = NULL;
 	f->models_buf = NULL;
+	f->trusted_buf = NULL;
 	f->server_models = NULL;
 	f->nmodels = 0;
+	f->trusted_src = NULL;
+	f->ntrusted = 0;
 	f->server_hosts = NULL;
 	f->server_ports = NULL;
 	f->nhosts = f->nports = 0;
@@ -408,7 +418,8 @@ static int set_defaults(struct dbk_launch_flags *f, size_t n, char *err, size_t 
 	f->hosts_buf = calloc(n + 1, sizeof(*f->hosts_buf));
 	f->ports_buf = calloc(n + 1, sizeof(*f->ports_buf));
 	f->models_buf = calloc(n + 1, sizeof(*f->models_buf));
-	if (!f->hosts_buf || !f->ports_buf || !f->models_buf) {
+	f->trusted_buf = calloc(n + 1, sizeof(*f->trusted_buf));
+	if (!f->hosts_buf || !f->ports_buf || !f->models_buf || !f->trusted_buf) {
 		dbk_errf(err, errlen, "out of memory");
 		return -1;
 	}

@@ -76,10 +76,15 @@ struct dbk_launch_flags {
 	bool per_model;               /* --layout per-model */
 	const char **server_models;   /* --server-models, nmodels of them (NULL: none) */
 	unsigned nmodels;
-	/* Storage for the two lists (strings point into argv). */
+	/* --trusted-class-src: the clients whose X-Request-Class may raise a
+	 * request's class, ntrusted of them (NULL: none). */
+	const char **trusted_src;
+	unsigned ntrusted;
+	/* Storage for the lists (strings point into argv). */
 	const char **hosts_buf;
 	long *ports_buf;
 	const char **models_buf;
+	const char **trusted_buf;
 };
 
 enum dbk_flags_result {
@@ -126,5 +131,9 @@ void dbk_flags_backend_name(const char *model, char *out, size_t outlen);
 /* A host HAProxy's configuration can carry: letters, digits and . - _ : %
  * [ ] (names, IPv4, IPv6 with an optional zone), 1 to 253 characters. */
 bool dbk_flags_host_ok(const char *s);
+
+/* An address or network HAProxy's `src` matches: an IPv4 or IPv6
+ * address, optionally with a /prefix length that fits it. */
+bool dbk_flags_network_ok(const char *s);
 
 #endif

@@ -4,6 +4,8 @@
  * terms. */
 #include "flags_parts.h"
 
+#include <arpa/inet.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pyval.h"
@@ -30,6 +32,29 @@ bool dbk_flags_host_ok(const char *s)
 			return false;
 	}
 	return true;
+}
+
+bool dbk_flags_network_ok(const char *s)
+{
+	char addr[INET6_ADDRSTRLEN + 1];
+	unsigned char bin[16];
+	const char *slash = strchr(s, '/');
+	size_t n = slash ? (size_t)(slash - s) : strlen(s);
+
+	if (n == 0 || n >= sizeof(addr))
+		return false;
+	memcpy(addr, s, n);
+	addr[n] = '\0';
+	int bits = inet_pton(AF_INET, addr, bin) == 1    ? 32
+	           : inet_pton(AF_INET6, addr, bin) == 1 ? 128
+	                                                 : 0;
+	if (!bits)
+		return false;
+	if (!slash)
+		return true;
+	/* Digits only (strtol would take a sign or spaces), at most 3. */
+	size_t k = strspn(slash + 1, "0123456789");
+	return k >= 1 && k <= 3 && slash[1 + k] == '\0' && atoi(slash + 1) <= bits;
 }
 
 /* One check per kind of value, worded once for every flag that takes it. */
@@ -93,6 +118,15 @@ int dbk_flags_check(const struct dbk_launch_flags *f, char *err, size_t errlen)
 		     f->policy);
 	if (dbk_flags_check_models(f, err, errlen) < 0)
 		return -1;
+	for (unsigned i = 0; i < f->ntrusted; i++)
+		if (!dbk_flags_network_ok(f->trusted_src[i])) {
+			char r[160];
+
+			dbk_py_repr(f->trusted_src[i], r, sizeof(r));
+			FAIL("argument --trusted-class-src: invalid address %s (an IPv4 or IPv6 "
+			     "address, or a network such as 10.0.0.0/8)",
+			     r);
+		}
 	if (f->force && !f->print_config)
 		FAIL("argument --force: only with --print-config");
 	if (f->max_retries > DBK_LAUNCH_MAX_RETRIES)

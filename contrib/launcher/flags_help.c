@@ -15,8 +15,8 @@ static const char usage_text[] =
         "               [--runtime-dir DIR] [--agent PATH] [--haproxy PATH]\n"
         "               [--access-log] [--version] [--force] [--policy NAME]\n"
         "               [--scrape-interval TIME] [--scrape-timeout TIME]\n"
-        "               [--admission] [--layout NAME]\n"
-        "               [--server-models MODEL [MODEL ...]]\n";
+        "               [--admission] [--trusted-class-src ADDR [ADDR ...]]\n"
+        "               [--layout NAME] [--server-models MODEL [MODEL ...]]\n";
 
 void dbk_flags_usage(FILE *out) { fputs(usage_text, out); }
 
@@ -102,7 +102,11 @@ void dbk_flags_help(FILE *out)
 	        "                        miss their share of a 2 s first-token objective\n"
 	        "                        (HAProxy answers 429 with Retry-After); critical\n"
 	        "                        never. The class: the X-Request-Class header\n"
-	        "                        (critical, standard, sheddable; standard without)\n"
+	        "                        (critical, standard, sheddable; standard without),\n"
+	        "                        which may lower a request's class, never raise it\n"
+	        "  --trusted-class-src ADDR [ADDR ...]\n"
+	        "                        clients (addresses, networks such as 10.0.0.0/8)\n"
+	        "                        whose X-Request-Class may also raise their class\n"
 	        "  --layout NAME         how HAProxy's backends are laid out (shared):\n"
 	        "                        shared: one backend of every server (a scraping\n"
 	        "                        agent reads their models from /v1/models).\n"

@@ -219,24 +219,46 @@ static void cfg_frontend(FILE *out, const struct dbk_launch_flags *f,
 	fprintf(out, "    filter spoe engine dbucket config \"%s\"\n", a->spoe_conf);
 	fputs("    # Let the body arrive (up to one buffer) so the agent sees max_tokens.\n"
 	      "    http-request wait-for-body time 1s at-least 16k if METH_POST\n"
-	      "    # The request's priority class (critical, standard, sheddable; none or\n"
-	      "    # unknown: standard), for the agent's admission and HAProxy's queue.\n"
-	      "    http-request set-var(txn.dbk_class) str(standard)\n"
-	      "    http-request set-var(txn.dbk_class) req.hdr(x-request-class) "
-	      "if { req.hdr(x-request-class) -m found }\n",
+	      "    # The request's priority class (critical, standard, sheddable; none:\n"
+	      "    # standard), for the agent's admission and HAProxy's queue.\n"
+	      "    http-request set-var(txn.dbk_class) str(standard)\n",
 	      out);
-	/* Production takes the sample's two knobs from HAProxy's environment
-	 * (DBK_CLASSES_MAP here, DBK_SERVER_MAXCONN on the servers); a run
-	 * is concrete: no map, no cap. */
+	/* --trusted-class-src, in a run or production: those clients' header
+	 * may set any class (before the map, which still wins). */
+	if (f->ntrusted) {
+		fputs("    # The header of a client --trusted-class-src names may set any class.\n"
+		      "    http-request set-var(txn.dbk_class) req.hdr(x-request-class) "
+		      "if { req.hdr(x-request-class) -m found } { src",
+		      out);
+		for (unsigned i = 0; i < f->ntrusted; i++)
+			fprintf(out, " %s", f->trusted_src[i]);
+		fputs(" }\n", out);
+	}
+	/* Production takes the sample's knobs from HAProxy's environment
+	 * (DBK_TRUSTED_CLASS_SRC and DBK_CLASSES_MAP here, DBK_SERVER_MAXCONN
+	 * on the servers); a run is concrete: no trusted client, no map, no
+	 * cap. */
 	if (a->production)
-		fputs("    # API keys to classes, when HAProxy's environment names a map file.\n"
+		fputs("    # The header of a client the file names may set any class.\n"
+		      ".if defined(DBK_TRUSTED_CLASS_SRC)\n"
+		      "    http-request set-var(txn.dbk_class) req.hdr(x-request-class) "
+		      "if { req.hdr(x-request-class) -m found } "
+		      "{ src -f \"${DBK_TRUSTED_CLASS_SRC}\" }\n"
+		      ".endif\n"
+		      "    # API keys to classes, when HAProxy's environment names a map file.\n"
 		      ".if defined(DBK_CLASSES_MAP)\n"
 		      "    http-request set-var(txn.dbk_class) req.hdr(authorization),word(2,' '),"
 		      "map(\"${DBK_CLASSES_MAP}\") if { req.hdr(authorization),word(2,' '),"
 		      "map(\"${DBK_CLASSES_MAP}\") -m found }\n"
 		      ".endif\n",
 		      out);
-	fputs("    http-request set-priority-class int(1)\n"
+	fputs("    # Any client's header may lower the class, never raise it.\n"
+	      "    http-request set-var(txn.dbk_class) str(standard) "
+	      "if { req.hdr(x-request-class) -m str -i standard 1 } "
+	      "{ var(txn.dbk_class) -m str -i critical 0 }\n"
+	      "    http-request set-var(txn.dbk_class) str(sheddable) "
+	      "if { req.hdr(x-request-class) -m str -i sheddable 2 }\n"
+	      "    http-request set-priority-class int(1)\n"
 	      "    http-request set-priority-class int(0) if { var(txn.dbk_class) -m str -i "
 	      "critical 0 }\n"
 	      "    http-request set-priority-class int(2) if { var(txn.dbk_class) -m str -i "

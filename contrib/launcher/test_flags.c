@@ -446,6 +446,7 @@ static void test_help_text(void)
 		               "--force",
 		               "--scrape-interval TIME",
 		               "--scrape-timeout TIME",
+		               "--trusted-class-src ADDR",
 		               "a bare number is ms",
 		               "(8000)",
 		               "(localhost",
@@ -514,6 +515,32 @@ static void test_layout(void)
 	              "--enable-dynamic-bucket");
 }
 
+/* --trusted-class-src: addresses and networks HAProxy's src matches,
+ * checked before anything starts. */
+static void test_trusted_class_src(void)
+{
+	CHECK(parse(NULL) == DBK_FLAGS_OK);
+	CHECK(F.ntrusted == 0);
+	CHECK(parse("--trusted-class-src", "127.0.0.2", "10.0.0.0/8", "fd00::/8", "::1", NULL) ==
+	      DBK_FLAGS_OK);
+	CHECK(F.ntrusted == 4 && strcmp(F.trusted_src[1], "10.0.0.0/8") == 0);
+	CHECK(dbk_flags_network_ok("0.0.0.0/0") && dbk_flags_network_ok("::/128"));
+	const char *bad[] = {
+		"",   "gateway", "10.0.0.0/33", "10.0.0.0/",   "10.0.0.0/+8", "10.0.0.0/ 8",
+		"/8", "::1/129", "10.0.0/8",    "1.2.3.4/0008"
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (dbk_flags_network_ok(bad[i])) {
+			dbk_check_cur_failed++;
+			fprintf(stderr, "  '%s' taken as a network\n", bad[i]);
+		}
+	CHECK_ERR("argument --trusted-class-src: invalid address 'gw' (an IPv4 or IPv6 address, "
+	          "or a network such as 10.0.0.0/8)",
+	          "--trusted-class-src", "127.0.0.1", "gw");
+	CHECK_ERR("argument --trusted-class-src: expected at least one argument",
+	          "--trusted-class-src");
+}
+
 int main(void)
 {
 	RUN(test_defaults);
@@ -530,6 +557,7 @@ int main(void)
 	RUN(test_py_repr);
 	RUN(test_help_text);
 	RUN(test_layout);
+	RUN(test_trusted_class_src);
 	dbk_flags_free(&F);
 	return CHECK_DONE();
 }

@@ -297,14 +297,21 @@ static void test_admission(void)
 	/* Production keeps the sample's two knobs of HAProxy's environment. */
 	char *prod = render(CFG);
 	CHECK_HAS(prod, ".if defined(DBK_CLASSES_MAP)\n");
+	CHECK_HAS(prod, ".if defined(DBK_TRUSTED_CLASS_SRC)\n"
+	                "    http-request set-var(txn.dbk_class) req.hdr(x-request-class) if "
+	                "{ req.hdr(x-request-class) -m found } { src -f "
+	                "\"${DBK_TRUSTED_CLASS_SRC}\" }\n");
 	CHECK_HAS(prod, "\" maxconn \"${DBK_SERVER_MAXCONN-0}\" check inter 2s observe layer7 "
 	                "error-limit 10 on-error mark-down\n");
 	free(prod);
 	CHECK(parse(NULL) == 0);
 	CHECK(!F.admission);
 	char *cfg = render(CFG);
-	CHECK_HAS(cfg, "    http-request set-var(txn.dbk_class) req.hdr(x-request-class) if "
-	               "{ req.hdr(x-request-class) -m found }\n");
+	CHECK_HAS(cfg, "    http-request set-var(txn.dbk_class) str(sheddable) if "
+	               "{ req.hdr(x-request-class) -m str -i sheddable 2 }\n");
+	CHECK_HAS(cfg, "    http-request set-var(txn.dbk_class) str(standard) if "
+	               "{ req.hdr(x-request-class) -m str -i standard 1 } "
+	               "{ var(txn.dbk_class) -m str -i critical 0 }\n");
 	CHECK_HAS(cfg, "    http-request set-priority-class int(0) if { var(txn.dbk_class) -m str "
 	               "-i critical 0 }\n");
 	CHECK_HAS(cfg, "    http-request return status 429 content-type application/json hdr "
@@ -313,6 +320,28 @@ static void test_admission(void)
 	env = render(ENV);
 	CHECK(env && !strstr(env, "--admission"));
 	free(env);
+	/* A run trusts no client: there the header only lowers the class... */
+	CHECK(dbk_render_addrs_run(&A, "/r", 12346, ERR, sizeof(ERR)) == 0);
+	cfg = render(CFG);
+	CHECK(cfg && !strstr(cfg, "set-var(txn.dbk_class) req.hdr(x-request-class)"));
+	CHECK_HAS(cfg, "{ req.hdr(x-request-class) -m str -i sheddable 2 }\n");
+	free(cfg);
+	/* ... unless --trusted-class-src names the clients whose header may
+	 * set any class, before the lowering rules (and the map's, in
+	 * production). */
+	CHECK(parse("--trusted-class-src", "127.0.0.2", "10.0.0.0/8", "::1", NULL) == 0);
+	cfg = render(CFG);
+	const char *trusted = "    http-request set-var(txn.dbk_class) req.hdr(x-request-class) if "
+	                      "{ req.hdr(x-request-class) -m found } { src 127.0.0.2 10.0.0.0/8 "
+	                      "::1 }\n";
+	CHECK_HAS(cfg, trusted);
+	CHECK(cfg && strstr(cfg, trusted) < strstr(cfg, "-m str -i sheddable 2 }"));
+	free(cfg);
+	CHECK(dbk_render_addrs_production(&A, "/etc", ERR, sizeof(ERR)) == 0);
+	cfg = render(CFG);
+	CHECK_HAS(cfg, trusted);
+	CHECK(cfg && strstr(cfg, trusted) < strstr(cfg, ".if defined(DBK_CLASSES_MAP)"));
+	free(cfg);
 }
 
 /* v from index `from` on is want, to its end. */
