@@ -97,6 +97,17 @@ static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
 	double obj = (double)c->ttft_ms, t = in->ttft_ms;
 	double own = in->own_ms > 0 ? fmin(in->own_ms, t) : 0, wait = t - own;
 
+	/* A first token before its own prefill is done (a negative wait, or
+	 * a negative time) is no prediction: the policy's books have gone
+	 * wrong, and they do when the fleet is past what they model (KV
+	 * full, requests preempted). Taken as in time, it let every request
+	 * in while the fleet collapsed; it is taken as late, for every
+	 * class, critical's risk included. */
+	if (t < in->own_ms || t < 0) {
+		own = fmax(in->own_ms, 0);
+		t = wait = INFINITY;
+	}
+
 	if (st && wait > obj * DBK_ADMIT_RISK_SHARE)
 		st->risk_until_ms[cls] = in->now_ms + DBK_ADMIT_RISK_HOLD_MS;
 	if (cls == DBK_CLASS_CRITICAL)

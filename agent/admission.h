@@ -39,6 +39,11 @@
  *   nothing; and the hold outlasts the queue that raised it, so that a
  *   sustained overload is not let in again each time the refusals have
  *   emptied the queue.
+ * - A prediction that cannot be right (the first token before its own
+ *   prefill is done) is taken as late: the policy's books go wrong when
+ *   the fleet is past what they model (KV full on long agentic
+ *   sessions), and taken as in time it let everything in while the
+ *   fleet collapsed (BENCHMARKS.md, "Stop 37").
  * Measured in the simulator (BENCHMARKS.md, "Shed on evidence of
  * risk", ttft, Mooncake, 4 instances): the share alone refused 416 of
  * 2728 requests at 0.8x its capacity, Mooncake's longest prompts on an

@@ -248,6 +248,29 @@ static void test_critical_at_risk(void)
 	CHECK_EQ_U(run_steps(&steps[1], 1, NULL), 0);
 }
 
+/* A first token predicted before its own prefill is done (negative
+ * wait, or negative time: the predictor's books gone wrong under KV
+ * pressure on long agentic sessions) is taken as late, not in time. */
+static void test_impossible_prediction(void)
+{
+	struct dbk_admit_state st = { { 0 } };
+	const struct step steps[] = {
+		/* Nothing at risk: refused for its own sake (Retry-After the
+		 * bound: nothing says when it drains). */
+		{ STD, 1000, -5e5, 300, SHED, 60 },
+		{ SHD, 1000, 200, 300, SHED, 60 },
+		/* A critical one is never refused, but its risk holds the
+		 * others to their share. */
+		{ CRIT, 1000, -1e6, 100, ROUTE, -1 },
+		{ SHD, 2000, 1200, 1100, SHED, -1 },
+		/* A sound prediction within the share still goes through. */
+		{ STD, 2000, 900, 800, ROUTE, -1 },
+	};
+
+	/* On failure: the step's index, plus one. */
+	CHECK_EQ_U(run_steps(steps, sizeof(steps) / sizeof(steps[0]), &st) + 1, 0);
+}
+
 /* Off: nothing learnt, nothing refused. */
 static void test_off_learns_nothing(void)
 {
@@ -270,6 +293,7 @@ int main(void)
 	RUN(test_fleet_late);
 	RUN(test_nothing_at_risk);
 	RUN(test_critical_at_risk);
+	RUN(test_impossible_prediction);
 	RUN(test_off_learns_nothing);
 	return CHECK_DONE();
 }
