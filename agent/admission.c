@@ -87,6 +87,20 @@ static uint64_t above_risk(const struct dbk_admit_state *st, enum dbk_class cls,
 	return until;
 }
 
+/* Whether a class above cls is at risk on evidence renewed for
+ * DBK_ADMIT_SUSTAINED_MS or more: the fleet past capacity, not a burst
+ * (with no memory, not known: no). */
+static bool sustained(const struct dbk_admit_state *st, enum dbk_class cls, uint64_t now_ms)
+{
+	if (!st)
+		return false;
+	for (int k = 0; k < (int)cls; k++)
+		if (st->risk_until_ms[k] > now_ms &&
+		    st->risk_last_ms[k] - st->risk_since_ms[k] >= DBK_ADMIT_SUSTAINED_MS)
+			return true;
+	return false;
+}
+
 /* The rule for a predicted first token t, of which own is the request's
  * own prefill and the rest, wait, what is ahead of it (admission.h). */
 static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
@@ -97,11 +111,35 @@ static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
 	double obj = (double)c->ttft_ms, t = in->ttft_ms;
 	double own = in->own_ms > 0 ? fmin(in->own_ms, t) : 0, wait = t - own;
 
-	if (st && wait > obj * DBK_ADMIT_RISK_SHARE)
+	/* A first token before its own prefill is done (a negative wait, or
+	 * a negative time) is no prediction: the policy's books have gone
+	 * wrong, and they do when the fleet is past what they model (KV
+	 * full, requests preempted). Taken as in time, it let every request
+	 * in while the fleet collapsed; it is taken as late, for every
+	 * class, critical's risk included. */
+	if (t < in->own_ms || t < 0) {
+		own = fmax(in->own_ms, 0);
+		t = wait = INFINITY;
+	}
+
+	if (st && wait > obj * DBK_ADMIT_RISK_SHARE) {
+		/* A new episode, or the same renewed. */
+		if (st->risk_until_ms[cls] <= in->now_ms)
+			st->risk_since_ms[cls] = in->now_ms;
+		st->risk_last_ms[cls] = in->now_ms;
 		st->risk_until_ms[cls] = in->now_ms + DBK_ADMIT_RISK_HOLD_MS;
+	}
 	if (cls == DBK_CLASS_CRITICAL)
 		return r;
 	double share = obj * c->headroom[cls];
+	/* Past capacity for a while, a lower class gets only the room that
+	 * is idle and brief: a request that starts at once and prefills
+	 * quickly. What its share would let build (a second of backlog on
+	 * every server) is paid by the next critical request's first token
+	 * and by the decoders' TPOT, which prefill chunks stretch while
+	 * the backlog lasts. */
+	if (sustained(st, cls, in->now_ms))
+		share *= DBK_ADMIT_SUSTAINED_FACTOR;
 	uint64_t until = above_risk(st, cls, in->now_ms);
 	/* Late for its own objective because of what waits ahead of it:
 	 * once that has drained (if nothing more came, the queue ahead

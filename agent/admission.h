@@ -39,6 +39,19 @@
  *   nothing; and the hold outlasts the queue that raised it, so that a
  *   sustained overload is not let in again each time the refusals have
  *   emptied the queue.
+ * - Sustained: while a class above is at risk on evidence renewed for
+ *   DBK_ADMIT_SUSTAINED_MS (a burst's evidence comes at once, or for a
+ *   few seconds), the share is an eighth of itself: past capacity, a
+ *   backlog of a second on every server, which the share allows, makes
+ *   the next critical request late and stretches the decoders' TPOT
+ *   with prefill chunks. Agentic sessions on 4 instances at 2x
+ *   capacity: critical within 87.2% -> 90.7% (BENCHMARKS.md, "Stop
+ *   37"); a burst below capacity refuses no more than before.
+ * - A prediction that cannot be right (the first token before its own
+ *   prefill is done) is taken as late: the policy's books go wrong when
+ *   the fleet is past what they model (KV full on long agentic
+ *   sessions), and taken as in time it let everything in while the
+ *   fleet collapsed (BENCHMARKS.md, "Stop 37").
  * Measured in the simulator (BENCHMARKS.md, "Shed on evidence of
  * risk", ttft, Mooncake, 4 instances): the share alone refused 416 of
  * 2728 requests at 0.8x its capacity, Mooncake's longest prompts on an
@@ -104,6 +117,11 @@ enum dbk_class { DBK_CLASS_CRITICAL, DBK_CLASS_STANDARD, DBK_CLASS_SHEDDABLE, DB
  * objective before its own prefill. */
 #define DBK_ADMIT_RISK_SHARE 0.75
 #define DBK_ADMIT_RISK_HOLD_MS 30000
+/* Evidence of a class's risk renewed for DBK_ADMIT_SUSTAINED_MS is the
+ * fleet past capacity, not a burst: the classes below it then get
+ * DBK_ADMIT_SUSTAINED_FACTOR of their share. */
+#define DBK_ADMIT_SUSTAINED_MS 5000
+#define DBK_ADMIT_SUSTAINED_FACTOR 0.125
 
 struct dbk_admit_config {
 	bool enabled;
@@ -147,6 +165,9 @@ struct dbk_admit_input {
  * at risk. Zeroed: none is. */
 struct dbk_admit_state {
 	uint64_t risk_until_ms[DBK_CLASS_N];
+	/* The first and the latest evidence of each class's current
+	 * risk (an episode ends when its hold lapses). */
+	uint64_t risk_since_ms[DBK_CLASS_N], risk_last_ms[DBK_CLASS_N];
 };
 
 enum dbk_admit_verdict {

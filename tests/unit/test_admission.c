@@ -180,7 +180,7 @@ static int run_steps(const struct step *steps, size_t n, struct dbk_admit_state 
  * never for its own length, nor for a burst that leaves it in time. */
 static void test_nothing_at_risk(void)
 {
-	struct dbk_admit_state st = { { 0 } };
+	struct dbk_admit_state st = { 0 };
 	static const struct step steps[] = {
 		/* A long prompt, 4.8 s of its own prefill on an idle server:
 		 * served late rather than refused by a fleet that cannot serve
@@ -214,7 +214,7 @@ static void test_nothing_at_risk(void)
  * lapsed, the whole. Its own prefill is not a risk the others cause. */
 static void test_critical_at_risk(void)
 {
-	struct dbk_admit_state st = { { 0 } };
+	struct dbk_admit_state st = { 0 };
 	const uint64_t lapse = 1000 + DBK_ADMIT_RISK_HOLD_MS;
 	const struct step steps[] = {
 		/* 3 s of its own prompt, 100 ms of wait: no risk. */
@@ -248,11 +248,62 @@ static void test_critical_at_risk(void)
 	CHECK_EQ_U(run_steps(&steps[1], 1, NULL), 0);
 }
 
+/* Critical's risk renewed over DBK_ADMIT_SUSTAINED_MS is the fleet past
+ * capacity: the lower classes get an eighth of their share (125 ms of
+ * the 2 s objective), only brief requests that start at once. One
+ * burst's evidence, or a new episode, leaves them their share. */
+static void test_sustained_risk(void)
+{
+	struct dbk_admit_state st = { 0 };
+	const uint64_t t0 = 1000, sus = t0 + DBK_ADMIT_SUSTAINED_MS;
+	const uint64_t lapse = sus + DBK_ADMIT_RISK_HOLD_MS;
+	const struct step steps[] = {
+		{ CRIT, t0, 1700, 100, ROUTE, -1 },
+		/* A burst: 400 ms, within the share (1 s), admitted. */
+		{ SHD, t0, 400, 100, ROUTE, -1 },
+		{ STD, sus - 1, 400, 100, ROUTE, -1 },
+		/* Renewed 5 s after it began: sustained. */
+		{ CRIT, sus, 1700, 100, ROUTE, -1 },
+		{ SHD, sus, 400, 100, SHED, 1 },
+		{ STD, sus, 400, 100, SHED, 1 },
+		{ STD, sus, 120, 100, ROUTE, -1 },
+		/* The hold lapsed: a new episode starts with the share. */
+		{ CRIT, lapse, 1700, 100, ROUTE, -1 },
+		{ SHD, lapse, 400, 100, ROUTE, -1 },
+	};
+
+	/* On failure: the step's index, plus one. */
+	CHECK_EQ_U(run_steps(steps, sizeof(steps) / sizeof(steps[0]), &st) + 1, 0);
+}
+
+/* A first token predicted before its own prefill is done (negative
+ * wait, or negative time: the predictor's books gone wrong under KV
+ * pressure on long agentic sessions) is taken as late, not in time. */
+static void test_impossible_prediction(void)
+{
+	struct dbk_admit_state st = { 0 };
+	const struct step steps[] = {
+		/* Nothing at risk: refused for its own sake (Retry-After the
+		 * bound: nothing says when it drains). */
+		{ STD, 1000, -5e5, 300, SHED, 60 },
+		{ SHD, 1000, 200, 300, SHED, 60 },
+		/* A critical one is never refused, but its risk holds the
+		 * others to their share. */
+		{ CRIT, 1000, -1e6, 100, ROUTE, -1 },
+		{ SHD, 2000, 1200, 1100, SHED, -1 },
+		/* A sound prediction within the share still goes through. */
+		{ STD, 2000, 900, 800, ROUTE, -1 },
+	};
+
+	/* On failure: the step's index, plus one. */
+	CHECK_EQ_U(run_steps(steps, sizeof(steps) / sizeof(steps[0]), &st) + 1, 0);
+}
+
 /* Off: nothing learnt, nothing refused. */
 static void test_off_learns_nothing(void)
 {
 	struct dbk_admit_config c;
-	struct dbk_admit_state st = { { 0 } };
+	struct dbk_admit_state st = { 0 };
 	struct dbk_admit_input in = {
 		.cls = DBK_CLASS_CRITICAL, .predicted = true, .ttft_ms = 1e6, .now_ms = 1000
 	};
@@ -270,6 +321,8 @@ int main(void)
 	RUN(test_fleet_late);
 	RUN(test_nothing_at_risk);
 	RUN(test_critical_at_risk);
+	RUN(test_sustained_risk);
+	RUN(test_impossible_prediction);
 	RUN(test_off_learns_nothing);
 	return CHECK_DONE();
 }
