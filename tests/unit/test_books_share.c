@@ -293,6 +293,46 @@ static void test_held_shared_once_whole(void)
 	dbk_policy_stop(&p);
 }
 
+/* A request taken back (estimate_hold.h: its body slow, route.c's
+ * dbk_route_taken releases it and marks it held) and charged again once
+ * whole counts two charges begun: between two reads the row's in-flight
+ * count does not move, and only the counter tells the others that its
+ * prefill is booked anew, as its sender booked it. */
+static void test_taken_back_is_booked_anew(void)
+{
+	struct dbk_policy p;
+	struct dbk_share *s = start(&p, "n1");
+	struct dbk_policy_choice c = { .server = 1 };
+	struct dbk_bal_lease l = { .server = 1 };
+	uint32_t slot[DBK_BAL_SLOT_WORDS];
+	char cmd[1024];
+
+	p.ops->commit(p.st, &c, 10, l.slot);
+	p.ops->release(p.st, &l, 10); /* taken back */
+	l.slot[0] |= DBK_POLICY_HELD;
+	CHECK(p.ops->complete(p.st, &l, 30, slot)); /* whole: charged again */
+	CHECK(dbk_share_write_cmd(s, "t", NAMES, 40, 1000, cmd, sizeof(cmd)) > 0);
+	CHECK(strstr(cmd, "key n1/vllm1 data.gpt0 1 data.gpc0 100 data.gpc1 150 "
+	                  "data.http_req_cnt 2 data.bytes_in_cnt 120") != NULL);
+	dbk_policy_stop(&p);
+
+	/* Read on another node: the old charge released, one booked now. */
+	struct dbk_policy q;
+	struct dbk_share *o = start(&q, "n2");
+	struct fake *f = inner(&q);
+	char a[512], err[128];
+	const char *row = "# table: t\n0x1: key=n1/vllm1 use=0 gpt0=1 gpc0=100 "
+	                  "http_req_cnt=%u bytes_in_cnt=120 gpc1=150\n\n";
+	snprintf(a, sizeof(a), row, 1u);
+	CHECK(dbk_share_read(o, a, strlen(a), NAMES, 3, 20, err, sizeof(err)) == 0);
+	snprintf(a, sizeof(a), row, 2u);
+	CHECK(dbk_share_read(o, a, strlen(a), NAMES, 3, 40, err, sizeof(err)) == 0);
+	CHECK_EQ_U(f->released, 1);
+	CHECK_EQ_U(f->completed, 2);
+	CHECK_EQ_U(dbk_share_stats(o)->others_inflight, 1);
+	dbk_policy_stop(&q);
+}
+
 static const char *table(char *buf, size_t cap, unsigned inflight, unsigned prompt, unsigned ctx,
                          unsigned started)
 {
@@ -471,6 +511,7 @@ int main(void)
 	RUN(test_wrap_needs_seen_and_a_name);
 	RUN(test_writes_own_rows);
 	RUN(test_held_shared_once_whole);
+	RUN(test_taken_back_is_booked_anew);
 	RUN(test_reads_the_others);
 	RUN(test_ends_the_one_that_ended);
 	RUN(test_others_booked_net_of_their_prefix);
