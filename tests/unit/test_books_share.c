@@ -112,18 +112,6 @@ static const struct dbk_policy_ops fake_ops = {
 
 static const char *const NAMES[] = { "vllm0", "vllm1", "" };
 
-/* A policy that prices the others' requests itself (seen), with no
- * ticket to book (complete). */
-static const struct dbk_policy_ops fake_seen_ops = {
-	.name = "fake-seen",
-	.create = fake_create,
-	.destroy = fake_destroy,
-	.choose = fake_choose,
-	.commit = fake_commit,
-	.seen = fake_seen,
-	.release = fake_release,
-};
-
 static struct dbk_share *start_ops(struct dbk_policy *p, const struct dbk_policy_ops *ops,
                                    const char *node)
 {
@@ -137,6 +125,18 @@ static struct dbk_share *start_ops(struct dbk_policy *p, const struct dbk_policy
 static struct dbk_share *start(struct dbk_policy *p, const char *node)
 {
 	return start_ops(p, &fake_ops, node);
+}
+
+/* A policy that prices the others' requests itself (seen), with no
+ * ticket to book (complete). */
+static struct dbk_share *start_seen(struct dbk_policy *p, const char *node)
+{
+	static struct dbk_policy_ops seen_only;
+
+	seen_only = fake_ops;
+	seen_only.hold = NULL;
+	seen_only.complete = NULL;
+	return start_ops(p, &seen_only, node);
 }
 
 static struct fake *inner(struct dbk_policy *p)
@@ -347,7 +347,7 @@ static const char *table(char *buf, size_t cap, unsigned inflight, unsigned prom
 static void test_reads_the_others(void)
 {
 	struct dbk_policy p;
-	struct dbk_share *s = start_ops(&p, &fake_seen_ops, "n1");
+	struct dbk_share *s = start_seen(&p, "n1");
 	struct fake *f = inner(&p);
 	char a[512], err[128];
 
@@ -405,7 +405,7 @@ static void test_reads_the_others(void)
 static void test_ends_the_one_that_ended(void)
 {
 	struct dbk_policy p;
-	struct dbk_share *s = start_ops(&p, &fake_seen_ops, "n1");
+	struct dbk_share *s = start_seen(&p, "n1");
 	struct fake *f = inner(&p);
 	char a[512], err[128];
 
@@ -475,7 +475,7 @@ static void test_others_booked_net_of_their_prefix(void)
 static void test_a_row_claims_at_most_the_bound(void)
 {
 	struct dbk_policy p;
-	struct dbk_share *s = start_ops(&p, &fake_seen_ops, "n1");
+	struct dbk_share *s = start_seen(&p, "n1");
 	char a[512], err[128];
 
 	table(a, sizeof(a), 4000000000u, 1, 1, 7);
