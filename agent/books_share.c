@@ -12,11 +12,11 @@
 /* This node's books of a server: what its rows say. */
 struct mine {
 	uint32_t inflight, started;
-	uint64_t prompt, ctx;
+	uint64_t prompt, ctx, kv;
 	/* As last written, and when; pending: in the command not yet
 	 * confirmed. */
 	uint32_t w_inflight, w_started;
-	uint64_t w_prompt, w_ctx;
+	uint64_t w_prompt, w_ctx, w_kv;
 	uint64_t written_ms;
 	bool ever_written, pending;
 };
@@ -45,6 +45,7 @@ struct dbk_share {
 	struct mine *mine;
 	struct node nodes[DBK_SHARE_MAX_NODES];
 	unsigned nnodes;
+	bool no_kv; /* the table does not store bytes_in_cnt */
 	struct dbk_share_stats st;
 };
 
@@ -81,6 +82,7 @@ static void mine_add(struct dbk_share *s, unsigned server, const uint32_t *slot,
 	if (sign > 0) {
 		m->inflight++;
 		m->prompt += slot[0];
+		m->kv += slot[1];
 		m->ctx += slot[2];
 		return;
 	}
@@ -88,6 +90,7 @@ static void mine_add(struct dbk_share *s, unsigned server, const uint32_t *slot,
 	 * would otherwise wrap the sums round. */
 	m->inflight -= m->inflight > 0;
 	m->prompt -= m->prompt < slot[0] ? m->prompt : slot[0];
+	m->kv -= m->kv < slot[1] ? m->kv : slot[1];
 	m->ctx -= m->ctx < slot[2] ? m->ctx : slot[2];
 }
 
@@ -219,7 +222,7 @@ static void wrap_ops(struct dbk_share *s)
 	s->ops.commit = in->commit ? wrap_commit : NULL;
 	s->ops.hold = in->hold && in->complete ? wrap_hold : NULL;
 	s->ops.complete = in->hold && in->complete ? wrap_complete : NULL;
-	s->ops.seen = wrap_seen;
+	s->ops.seen = in->seen ? wrap_seen : NULL;
 	s->ops.hint = in->hint ? wrap_hint : NULL;
 	s->ops.release = in->release ? wrap_release : NULL;
 	s->ops.move = in->move ? wrap_move : NULL;
@@ -240,8 +243,8 @@ struct dbk_share *dbk_share_wrap(struct dbk_policy *p, unsigned nservers, const 
 {
 	struct dbk_share *s;
 
-	if (!p->ops || !p->ops->seen || !p->ops->commit || !p->ops->release) {
-		dbk_errf(err, errlen, "policy %s cannot share its books (no seen hook)",
+	if (!p->ops || !(p->ops->seen || p->ops->complete) || !p->ops->commit || !p->ops->release) {
+		dbk_errf(err, errlen, "policy %s cannot share its books (no seen or complete hook)",
 		         p->ops ? p->ops->name : "?");
 		return NULL;
 	}
@@ -273,7 +276,7 @@ const struct dbk_share_stats *dbk_share_stats(const struct dbk_share *s) { retur
 static bool mine_changed(const struct mine *m)
 {
 	return !m->ever_written || m->inflight != m->w_inflight || m->started != m->w_started ||
-	       m->prompt != m->w_prompt || m->ctx != m->w_ctx;
+	       m->prompt != m->w_prompt || m->ctx != m->w_ctx || m->kv != m->w_kv;
 }
 
 static uint32_t u32_sat(uint64_t v) { return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v; }
@@ -309,6 +312,10 @@ size_t dbk_share_write_cmd(struct dbk_share *s, const char *table, const char *c
 			                 "data.gpc1 %u data.http_req_cnt %u",
 			                 len ? ";" : "", table, s->node, names[best], m->inflight,
 			                 u32_sat(m->prompt), u32_sat(m->ctx), m->started);
+			/* Last: a table without it takes the four before it. */
+			if (k >= 0 && (size_t)k < cap - len && !s->no_kv)
+				k += snprintf(out + len + k, cap - len - (size_t)k,
+				              " data.bytes_in_cnt %u", u32_sat(m->kv));
 			m->pending = true;
 			if (k < 0 || (size_t)k >= cap - len) {
 				out[len] = '\0';
@@ -334,9 +341,12 @@ void dbk_share_written(struct dbk_share *s, uint64_t now_ms)
 		m->w_started = m->started;
 		m->w_prompt = m->prompt;
 		m->w_ctx = m->ctx;
+		m->w_kv = m->kv;
 	}
 	s->st.writes++;
 }
+
+void dbk_share_no_kv(struct dbk_share *s) { s->no_kv = true; }
 
 /* ---- the `show table` answer ---- */
 
@@ -353,7 +363,8 @@ static const char *find(const char *p, const char *end, const char *what)
 /* name=value fields of one row, after its key. */
 static void row_fields(const char *p, const char *end, struct dbk_share_row *r)
 {
-	static const char *const names[] = { "gpt0", "gpc0", "gpc1", "http_req_cnt" };
+	static const char *const names[] = { "gpt0", "gpc0", "gpc1", "http_req_cnt",
+		                             "bytes_in_cnt" };
 	unsigned have = 0;
 
 	while (p < end) {
@@ -365,7 +376,7 @@ static void row_fields(const char *p, const char *end, struct dbk_share_row *r)
 		const char *eq = memchr(tok, '=', (size_t)(p - tok));
 		if (!eq)
 			continue;
-		for (unsigned k = 0; k < 4; k++) {
+		for (unsigned k = 0; k < 5; k++) {
 			size_t nl = strlen(names[k]);
 			unsigned long long v;
 			char num[24];
@@ -378,12 +389,13 @@ static void row_fields(const char *p, const char *end, struct dbk_share_row *r)
 			num[vl] = '\0';
 			if (!dbk_parse_uint(num, 0, UINT32_MAX, &v))
 				break;
-			uint32_t *f[] = { &r->inflight, &r->prompt, &r->ctx, &r->started };
+			uint32_t *f[] = { &r->inflight, &r->prompt, &r->ctx, &r->started, &r->kv };
 			*f[k] = (uint32_t)v;
 			have |= 1u << k;
 		}
 	}
-	r->has_all = have == 15;
+	r->has_all = (have & 15) == 15;
+	r->has_kv = have & 16;
 }
 
 int dbk_share_parse(const char *buf, size_t len, dbk_share_row_cb cb, void *arg, char *err,
@@ -486,6 +498,39 @@ static void end_matching(struct dbk_share *s, struct theirs *t, size_t k, uint64
 	}
 }
 
+/* One of the others' new requests, as its row's sums share it out. */
+struct fresh {
+	double prompt, kv, ctx, out;
+};
+
+/* l (server and start set) booked: by complete, the ticket its sender
+ * priced (its hit there, which this node's index, holding none of the
+ * sender's prefixes, would not find), so that a cached turn weighs its
+ * new tokens only; without complete, by seen, the load priced here. */
+static void charge(struct dbk_share *s, const struct fresh *f, struct dbk_bal_lease *l,
+                   uint64_t now_ms)
+{
+	const struct dbk_policy_ops *o = s->inner.ops;
+
+	if (o->complete) {
+		uint32_t slot[DBK_BAL_SLOT_WORDS];
+		double cap = (double)(DBK_POLICY_HELD - 1);
+		l->slot[0] = (uint32_t)fmin(f->prompt, cap) | DBK_POLICY_HELD;
+		l->slot[1] = (uint32_t)fmin(f->kv, UINT32_MAX);
+		l->slot[2] = (uint32_t)fmin(f->ctx, UINT32_MAX);
+		if (o->complete(s->inner.st, l, now_ms, slot))
+			memcpy(l->slot, slot, sizeof(slot));
+		return;
+	}
+	struct dbk_bal_request est = {
+		.body_bytes = 4 * f->prompt,
+		.max_tokens = f->out,
+		.ignore_eos = true,
+	};
+	struct dbk_policy_request pr = { .est = &est };
+	o->seen(s->inner.st, &pr, l->server, false, now_ms, l->slot);
+}
+
 /* A row read: the requests it holds beyond those charged are new (their
  * tokens shared equally); of those charged, as many as it fell short
  * ended: those its token count says, when no new one came with them,
@@ -516,22 +561,24 @@ static void take_row(struct dbk_share *s, unsigned server, struct theirs *t,
 	t->started = r->started;
 	if (t->n >= want)
 		return;
-	uint64_t prompt = 0, ctx = 0;
+	uint64_t prompt = 0, ctx = 0, kv = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		prompt += t->l[i].slot[0];
+		kv += t->l[i].slot[1];
 		ctx += t->l[i].slot[2];
 	}
 	size_t fresh = want - t->n;
-	double p = r->prompt > prompt ? (double)(r->prompt - prompt) / (double)fresh : 0;
-	double c = r->ctx > ctx ? (double)(r->ctx - ctx) / (double)fresh : 0;
-	struct dbk_bal_request est = {
-		.body_bytes = 4 * p,
-		/* The ticket's context is prompt + half the output: the
-		 * output it was priced with, taken as is. */
-		.max_tokens = c > p ? 2 * (c - p) : 0,
-		.ignore_eos = true,
+	struct fresh f = {
+		.prompt = r->prompt > prompt ? (double)(r->prompt - prompt) / (double)fresh : 0,
+		.ctx = r->ctx > ctx ? (double)(r->ctx - ctx) / (double)fresh : 0,
 	};
-	struct dbk_policy_request pr = { .est = &est };
+	/* The ticket's context is prompt + half the output: the output it
+	 * was priced with, taken as is. */
+	f.out = f.ctx > f.prompt ? 2 * (f.ctx - f.prompt) : 0;
+	/* Without the sender's KV, as if nothing of it were cached. */
+	f.kv = f.prompt + f.out;
+	if (r->has_kv)
+		f.kv = fmin(f.kv, r->kv > kv ? (double)(r->kv - kv) / (double)fresh : 0);
 	for (size_t i = 0; i < fresh; i++) {
 		struct dbk_bal_lease *l = dbk_array_room(t->l, &t->cap, t->n, sizeof(*l), 8);
 		if (!l)
@@ -539,7 +586,7 @@ static void take_row(struct dbk_share *s, unsigned server, struct theirs *t,
 		t->l = l;
 		l = &t->l[t->n++];
 		*l = (struct dbk_bal_lease){ .server = server, .start_ms = now_ms };
-		s->inner.ops->seen(s->inner.st, &pr, server, false, now_ms, l->slot);
+		charge(s, &f, l, now_ms);
 		s->st.seen++;
 	}
 }

@@ -16,6 +16,7 @@ struct dbk_share_loop {
 	struct dbk_share_loop_config cfg;
 	struct dbk_rt_query *writing, *reading;
 	bool write_failing, read_failing;
+	bool no_kv;     /* the table does not store bytes_in_cnt */
 	unsigned nodes; /* as last logged */
 	char cmd[DBK_RT_MAX_BATCH + 1];
 };
@@ -28,6 +29,20 @@ static void say(bool *failing, bool ok, const char *what, const char *why)
 	else if (ok && *failing)
 		dbk_log(DBK_LOG_INFO, "share-books-recovered", "what=%s", what);
 	*failing = !ok;
+}
+
+/* set table's answer to a data type the table does not store (HAProxy
+ * 2.6, src/stick_table.c). */
+#define NOT_STORED "Data type not stored in this table"
+
+static bool says(const char *buf, size_t len, const char *what)
+{
+	size_t n = strlen(what);
+
+	for (size_t i = 0; i + n <= len; i++)
+		if (memcmp(buf + i, what, n) == 0)
+			return true;
+	return false;
 }
 
 /* set table answers nothing but blank lines when it did it. */
@@ -49,6 +64,17 @@ static void on_written(void *arg, enum dbk_rt_query_status st, const char *buf, 
 	if (st == DBK_RT_Q_OK && blank(buf, len)) {
 		dbk_share_written(l->s, dbk_mono_ms());
 		say(&l->write_failing, true, "write", NULL);
+		return;
+	}
+	/* The four counters before it were written; the KV, which only
+	 * makes the others' requests cheaper, is left out from now on. */
+	if (st == DBK_RT_Q_OK && !l->no_kv && says(buf, len, NOT_STORED)) {
+		l->no_kv = true;
+		dbk_share_no_kv(l->s);
+		dbk_log(DBK_LOG_WARN, "share-books-no-kv",
+		        "table=%s hint=\"store bytes_in_cnt too: without it the others charge "
+		        "this node's prompts whole, cached or not\"",
+		        l->cfg.table);
 		return;
 	}
 	if (st == DBK_RT_Q_OK)

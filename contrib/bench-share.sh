@@ -61,7 +61,7 @@ peers_cfg() { # peers_cfg N BASE
 	echo "peers dbk"
 	for ((i = 1; i <= $1; i++)); do echo "    peer n$i 127.0.0.1:$(($2 + i))"; done
 	echo "backend dbk_books"
-	echo "    stick-table type string len 64 size 4k expire 10s peers dbk store gpt0,gpc0,gpc1,http_req_cnt"
+	echo "    stick-table type string len 64 size 4k expire 10s peers dbk store gpt0,gpc0,gpc1,http_req_cnt,bytes_in_cnt"
 	echo "backend dbk_sessions"
 	echo "    stick-table type string len 64 size 100k expire 30m peers dbk store gpt(2)"
 }

@@ -19,7 +19,9 @@
  * is also charged with the others' requests lb_share_s after they were
  * sent, and released as long after they end (books shared with a delay,
  * as a table every HAProxy node replicates would share them: what that
- * would buy, BENCHMARKS.md); with lb_share_sessions a node about to
+ * would buy, BENCHMARKS.md; with lb_share_books the load only, each at
+ * the KV and prefill its sender priced, net of its prefix, as
+ * agent/books_share.h's rows carry it); with lb_share_sessions a node about to
  * route a session's request also learns where that session's last
  * request went and its prompt length, once lb_share_s has passed since
  * it was sent (HAProxy's session table replicated by its peers,
@@ -295,6 +297,28 @@ static int ag_tell_others(struct ag *p, uint32_t id, unsigned from, bool end, ui
 	return 0;
 }
 
+/* Node j books what another node sent (sent: its lease there) into
+ * copy. The load only (--lb-share-books) is what agent/books_share.h's
+ * row carries: the ticket its sender booked, slot words 0-2 (prompt, KV
+ * net of the hit it expected there, context), booked as priced by the
+ * policy's complete, no prefix recorded; every prefix shared, the
+ * request as seen, its prefix recorded. */
+static void ag_book(struct ag *p, unsigned j, const struct dbk_policy_request *q,
+                    const struct dbk_bal_lease *sent, uint64_t now, struct dbk_bal_lease *copy)
+{
+	uint32_t slot[DBK_BAL_SLOT_WORDS];
+
+	*copy = (struct dbk_bal_lease){ .server = sent->server, .start_ms = now };
+	if (p->share_prefix || !p->ops->complete) {
+		p->ops->seen(p->node[j], q, sent->server, p->share_prefix, now, copy->slot);
+		return;
+	}
+	memcpy(copy->slot, sent->slot, 3 * sizeof(copy->slot[0]));
+	copy->slot[0] |= DBK_POLICY_HELD;
+	if (p->ops->complete(p->node[j], copy, now, slot))
+		memcpy(copy->slot, slot, sizeof(slot));
+}
+
 /* Every node but the sender learns of what is due by now: a request
  * charged where it was sent, or its end, at the time it was due (no
  * node has decided since: every decision and scrape delivers first). */
@@ -305,9 +329,8 @@ static void ag_deliver(struct ag *p, const struct dbk_sim *s, uint64_t now)
 		struct ag_copy *c = &p->copy[(size_t)e->id * p->k];
 		struct dbk_bal_request est;
 		struct dbk_policy_request q;
-		unsigned server = p->reqs[e->id].lease.server;
 
-		if (!e->end)
+		if (!e->end && (p->share_prefix || !p->ops->complete))
 			ag_request(p, s, dbk_sim_req(s, e->id), &est, &q);
 		for (unsigned j = 0; j < p->k; j++) {
 			if (j == e->node)
@@ -316,10 +339,7 @@ static void ag_deliver(struct ag *p, const struct dbk_sim *s, uint64_t now)
 				p->ops->release(p->node[j], &c[j].lease, e->due_ms);
 				c[j].on = false;
 			} else if (!e->end) {
-				c[j].lease.server = server;
-				c[j].lease.start_ms = e->due_ms;
-				p->ops->seen(p->node[j], &q, server, p->share_prefix, e->due_ms,
-				             c[j].lease.slot);
+				ag_book(p, j, &q, &p->reqs[e->id].lease, e->due_ms, &c[j].lease);
 				c[j].on = true;
 			}
 		}

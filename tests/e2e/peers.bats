@@ -6,8 +6,9 @@
 # as one balancer would send them, where without sharing the second node
 # doubles the first one's choices up; an agent killed, its rows expire
 # and the other stops counting its requests; no lease is left after; a
-# conversation's second turn sent through the other node goes where its
-# first went because of the session table (DBK_SESSION_TABLE,
+# table without the KV (bytes_in_cnt, an older haproxy.cfg) shares the
+# rest; a conversation's second turn sent through the other node goes
+# where its first went because of the session table (DBK_SESSION_TABLE,
 # agent/session_hint.h), and elsewhere without it.
 
 load stubs
@@ -155,6 +156,10 @@ four_long() {
 	wait_until 10 books_is 2 0 || fail "node 2's books never emptied"
 	assert_equal "$(node_state 1 | jq .leases) $(node_state 2 | jq .leases)" "0 0"
 	grep -q 'share-books-nodes.*others=1' "$BATS_TEST_TMPDIR/agent1.log"
+	# The rows carry the KV net of the prefix (bytes_in_cnt), written
+	# without complaint.
+	echo "show table dbk_books" | socat -t 5 - "UNIX-CONNECT:${N_SOCK[2]}" | grep -q 'key=n1/vllm.*bytes_in_cnt='
+	! grep -q 'share-books-no-kv\|share-books-failing' "$BATS_TEST_TMPDIR/agent1.log"
 
 	# The same without sharing: each node knows only its own two, and
 	# (with these prompts, fixed by their seeds) sends one where the other
@@ -169,6 +174,8 @@ four_long() {
 
 @test "books shared: an agent killed, its rows expire and the other stops counting them; no lease left" {
 	export DBK_BOOKS_EXPIRE=2s
+	# A table of an older haproxy.cfg, without the KV: shared all the same.
+	export DBK_BOOKS_STORE=gpt0,gpc0,gpc1,http_req_cnt
 	start_stubs
 	start_node 1 --share-books dbk_books --node n1 --scrape-interval 30s
 	start_node 2 --share-books dbk_books --node n2 --scrape-interval 30s
@@ -179,6 +186,7 @@ four_long() {
 	completion_body 20000 false 4000 >"$d/slow.json"
 	send_to 1 "$d/a" "$d/slow.json"
 	wait_until 10 books_is 2 1 || fail "node 2 never saw node 1's request"
+	grep -q 'share-books-no-kv' "$d/agent1.log"
 	kill -KILL "${N_AGENT_PID[1]}"
 	wait "${N_AGENT_PID[1]}" 2>/dev/null || true
 	N_AGENT_PID[1]=

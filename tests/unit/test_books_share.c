@@ -22,6 +22,7 @@ struct fake {
 	unsigned seen, released, committed, held, completed;
 	double last_body, last_max;
 	unsigned last_server;
+	uint32_t last_slot[3]; /* prompt, KV, context complete booked */
 	uint32_t next_slot;
 	uint32_t last_released_prompt;
 };
@@ -46,7 +47,7 @@ static void fake_commit(void *st, const struct dbk_policy_choice *c, uint64_t no
 	(void)c, (void)now_ms;
 	f->committed++;
 	slot[0] = 100; /* prompt */
-	slot[1] = 0;
+	slot[1] = 120; /* KV: 80 of the prompt cached, 100 of output */
 	slot[2] = 150; /* context */
 }
 /* Held as the ttft policy holds: the slot filled, marked, nothing charged. */
@@ -57,7 +58,7 @@ static void fake_hold(void *st, const struct dbk_policy_choice *c, uint64_t now_
 	(void)c, (void)now_ms;
 	f->held++;
 	slot[0] = 100 | DBK_POLICY_HELD;
-	slot[1] = 0;
+	slot[1] = 120;
 	slot[2] = 150;
 }
 static bool fake_complete(void *st, const struct dbk_bal_lease *l, uint64_t now_ms,
@@ -68,7 +69,11 @@ static bool fake_complete(void *st, const struct dbk_bal_lease *l, uint64_t now_
 	if (!(l->slot[0] & DBK_POLICY_HELD))
 		return false;
 	f->completed++;
+	f->last_server = l->server;
 	memcpy(slot, l->slot, sizeof(l->slot));
+	f->last_slot[0] = l->slot[0] & ~DBK_POLICY_HELD;
+	f->last_slot[1] = l->slot[1];
+	f->last_slot[2] = l->slot[2];
 	slot[0] &= ~DBK_POLICY_HELD;
 	return true;
 }
@@ -107,13 +112,31 @@ static const struct dbk_policy_ops fake_ops = {
 
 static const char *const NAMES[] = { "vllm0", "vllm1", "" };
 
-static struct dbk_share *start(struct dbk_policy *p, const char *node)
+static struct dbk_share *start_ops(struct dbk_policy *p, const struct dbk_policy_ops *ops,
+                                   const char *node)
 {
 	char err[128];
 	struct dbk_policy_env env = { .nservers = 3 };
 
-	CHECK(dbk_policy_start(p, &fake_ops, &env, err, sizeof(err)) == 0);
+	CHECK(dbk_policy_start(p, ops, &env, err, sizeof(err)) == 0);
 	return dbk_share_wrap(p, 3, node, err, sizeof(err));
+}
+
+static struct dbk_share *start(struct dbk_policy *p, const char *node)
+{
+	return start_ops(p, &fake_ops, node);
+}
+
+/* A policy that prices the others' requests itself (seen), with no
+ * ticket to book (complete). */
+static struct dbk_share *start_seen(struct dbk_policy *p, const char *node)
+{
+	static struct dbk_policy_ops seen_only;
+
+	seen_only = fake_ops;
+	seen_only.hold = NULL;
+	seen_only.complete = NULL;
+	return start_ops(p, &seen_only, node);
 }
 
 static struct fake *inner(struct dbk_policy *p)
@@ -175,6 +198,8 @@ static void test_wrap_needs_seen_and_a_name(void)
 	char err[128];
 
 	no_seen.seen = NULL;
+	no_seen.complete = NULL;
+	no_seen.hold = NULL;
 	CHECK(dbk_policy_start(&p, &no_seen, &env, err, sizeof(err)) == 0);
 	CHECK(dbk_share_wrap(&p, 3, "n1", err, sizeof(err)) == NULL);
 	CHECK(strstr(err, "seen") != NULL);
@@ -197,27 +222,33 @@ static void test_writes_own_rows(void)
 	/* Nothing written yet: every named server's row is due. */
 	CHECK(dbk_share_write_cmd(s, "t", NAMES, 0, 1000, cmd, sizeof(cmd)) > 0);
 	CHECK(strcmp(cmd, "set table t key n1/vllm0 data.gpt0 0 data.gpc0 0 data.gpc1 0 "
-	                  "data.http_req_cnt 0;set table t key n1/vllm1 data.gpt0 0 data.gpc0 0 "
-	                  "data.gpc1 0 data.http_req_cnt 0") == 0);
+	                  "data.http_req_cnt 0 data.bytes_in_cnt 0;set table t key n1/vllm1 "
+	                  "data.gpt0 0 data.gpc0 0 data.gpc1 0 data.http_req_cnt 0 "
+	                  "data.bytes_in_cnt 0") == 0);
 	dbk_share_written(s, 0);
 	CHECK(dbk_share_write_cmd(s, "t", NAMES, 10, 1000, cmd, sizeof(cmd)) == 0);
 	p.ops->commit(p.st, &c, 20, slot);
 	CHECK_EQ_U(inner(&p)->committed, 1);
 	CHECK(dbk_share_write_cmd(s, "t", NAMES, 30, 1000, cmd, sizeof(cmd)) > 0);
 	CHECK(strcmp(cmd, "set table t key n1/vllm1 data.gpt0 1 data.gpc0 100 data.gpc1 150 "
-	                  "data.http_req_cnt 1") == 0);
+	                  "data.http_req_cnt 1 data.bytes_in_cnt 120") == 0);
 	/* Not confirmed (the query failed): due again. */
 	CHECK(dbk_share_write_cmd(s, "t", NAMES, 40, 1000, cmd, sizeof(cmd)) > 0);
 	dbk_share_written(s, 40);
-	struct dbk_bal_lease l = { .server = 1, .slot = { 100, 0, 150 } };
+	struct dbk_bal_lease l = { .server = 1, .slot = { 100, 120, 150 } };
 	p.ops->release(p.st, &l, 50);
 	CHECK(dbk_share_write_cmd(s, "t", NAMES, 60, 1000, cmd, sizeof(cmd)) > 0);
 	CHECK(strcmp(cmd, "set table t key n1/vllm1 data.gpt0 0 data.gpc0 0 data.gpc1 0 "
-	                  "data.http_req_cnt 1") == 0);
+	                  "data.http_req_cnt 1 data.bytes_in_cnt 0") == 0);
 	dbk_share_written(s, 60);
 	/* Unchanged, rewritten once refresh_ms has passed (oldest first),
 	 * as many as fit. */
 	CHECK(dbk_share_write_cmd(s, "t", NAMES, 999, 1000, cmd, sizeof(cmd)) == 0);
+	CHECK(dbk_share_write_cmd(s, "t", NAMES, 1000, 1000, cmd, 120) > 0);
+	CHECK(strcmp(cmd, "set table t key n1/vllm0 data.gpt0 0 data.gpc0 0 data.gpc1 0 "
+	                  "data.http_req_cnt 0 data.bytes_in_cnt 0") == 0);
+	/* A table that does not store the KV (HAProxy said so): the four. */
+	dbk_share_no_kv(s);
 	CHECK(dbk_share_write_cmd(s, "t", NAMES, 1000, 1000, cmd, 100) > 0);
 	CHECK(strcmp(cmd, "set table t key n1/vllm0 data.gpt0 0 data.gpc0 0 data.gpc1 0 "
 	                  "data.http_req_cnt 0") == 0);
@@ -251,15 +282,55 @@ static void test_held_shared_once_whole(void)
 	CHECK_EQ_U(inner(&p)->completed, 1);
 	CHECK(dbk_share_write_cmd(s, "t", NAMES, 50, 1000, cmd, sizeof(cmd)) > 0);
 	CHECK(strcmp(cmd, "set table t key n1/vllm1 data.gpt0 1 data.gpc0 100 data.gpc1 150 "
-	                  "data.http_req_cnt 1") == 0);
+	                  "data.http_req_cnt 1 data.bytes_in_cnt 120") == 0);
 	dbk_share_written(s, 50);
 	memcpy(l.slot, slot, sizeof(slot));
 	CHECK(!p.ops->complete(p.st, &l, 60, slot));
 	p.ops->release(p.st, &l, 70);
 	CHECK(dbk_share_write_cmd(s, "t", NAMES, 80, 1000, cmd, sizeof(cmd)) > 0);
 	CHECK(strcmp(cmd, "set table t key n1/vllm1 data.gpt0 0 data.gpc0 0 data.gpc1 0 "
-	                  "data.http_req_cnt 1") == 0);
+	                  "data.http_req_cnt 1 data.bytes_in_cnt 0") == 0);
 	dbk_policy_stop(&p);
+}
+
+/* A request taken back (estimate_hold.h: its body slow, route.c's
+ * dbk_route_taken releases it and marks it held) and charged again once
+ * whole counts two charges begun: between two reads the row's in-flight
+ * count does not move, and only the counter tells the others that its
+ * prefill is booked anew, as its sender booked it. */
+static void test_taken_back_is_booked_anew(void)
+{
+	struct dbk_policy p;
+	struct dbk_share *s = start(&p, "n1");
+	struct dbk_policy_choice c = { .server = 1 };
+	struct dbk_bal_lease l = { .server = 1 };
+	uint32_t slot[DBK_BAL_SLOT_WORDS];
+	char cmd[1024];
+
+	p.ops->commit(p.st, &c, 10, l.slot);
+	p.ops->release(p.st, &l, 10); /* taken back */
+	l.slot[0] |= DBK_POLICY_HELD;
+	CHECK(p.ops->complete(p.st, &l, 30, slot)); /* whole: charged again */
+	CHECK(dbk_share_write_cmd(s, "t", NAMES, 40, 1000, cmd, sizeof(cmd)) > 0);
+	CHECK(strstr(cmd, "key n1/vllm1 data.gpt0 1 data.gpc0 100 data.gpc1 150 "
+	                  "data.http_req_cnt 2 data.bytes_in_cnt 120") != NULL);
+	dbk_policy_stop(&p);
+
+	/* Read on another node: the old charge released, one booked now. */
+	struct dbk_policy q;
+	struct dbk_share *o = start(&q, "n2");
+	struct fake *f = inner(&q);
+	char a[512], err[128];
+	const char *row = "# table: t\n0x1: key=n1/vllm1 use=0 gpt0=1 gpc0=100 "
+	                  "http_req_cnt=%u bytes_in_cnt=120 gpc1=150\n\n";
+	snprintf(a, sizeof(a), row, 1u);
+	CHECK(dbk_share_read(o, a, strlen(a), NAMES, 3, 20, err, sizeof(err)) == 0);
+	snprintf(a, sizeof(a), row, 2u);
+	CHECK(dbk_share_read(o, a, strlen(a), NAMES, 3, 40, err, sizeof(err)) == 0);
+	CHECK_EQ_U(f->released, 1);
+	CHECK_EQ_U(f->completed, 2);
+	CHECK_EQ_U(dbk_share_stats(o)->others_inflight, 1);
+	dbk_policy_stop(&q);
 }
 
 static const char *table(char *buf, size_t cap, unsigned inflight, unsigned prompt, unsigned ctx,
@@ -276,7 +347,7 @@ static const char *table(char *buf, size_t cap, unsigned inflight, unsigned prom
 static void test_reads_the_others(void)
 {
 	struct dbk_policy p;
-	struct dbk_share *s = start(&p, "n1");
+	struct dbk_share *s = start_seen(&p, "n1");
 	struct fake *f = inner(&p);
 	char a[512], err[128];
 
@@ -334,7 +405,7 @@ static void test_reads_the_others(void)
 static void test_ends_the_one_that_ended(void)
 {
 	struct dbk_policy p;
-	struct dbk_share *s = start(&p, "n1");
+	struct dbk_share *s = start_seen(&p, "n1");
 	struct fake *f = inner(&p);
 	char a[512], err[128];
 
@@ -354,10 +425,57 @@ static void test_ends_the_one_that_ended(void)
 	dbk_policy_stop(&p);
 }
 
-static void test_a_row_claims_at_most_the_bound(void)
+/* The others' requests are booked at the KV their sender priced, net
+ * of the prefix it expected cached there: two 20,000-token turns of
+ * which 19,000 were cached take 1,100 tokens each (19,000 new ones
+ * each, charged whole: the agentic sessions' loss with books shared,
+ * BENCHMARKS.md); no prefix recorded (complete, not seen). A row
+ * without the KV (an older agent or table) is booked whole. */
+static void test_others_booked_net_of_their_prefix(void)
 {
 	struct dbk_policy p;
 	struct dbk_share *s = start(&p, "n1");
+	struct fake *f = inner(&p);
+	char a[512], err[128];
+
+	snprintf(a, sizeof(a),
+	         "# table: t, type: string, size:4096, used:1\n"
+	         "0x1: key=n2/vllm1 use=0 exp=9000 gpt0=2 gpc0=40000 "
+	         "http_req_cnt=2 bytes_in_cnt=2200 gpc1=40100\n\n");
+	CHECK(dbk_share_read(s, a, strlen(a), NAMES, 3, 100, err, sizeof(err)) == 0);
+	CHECK_EQ_U(f->completed, 2);
+	CHECK_EQ_U(f->seen, 0);
+	CHECK_EQ_U(f->last_server, 1);
+	CHECK_EQ_U(f->last_slot[0], 20000);
+	CHECK_EQ_U(f->last_slot[1], 1100);
+	CHECK_EQ_U(f->last_slot[2], 20050);
+	CHECK_EQ_U(dbk_share_stats(s)->others_inflight, 2);
+	/* One ended: released with the slot complete gave it. */
+	snprintf(a, sizeof(a),
+	         "# table: t, type: string, size:4096, used:1\n"
+	         "0x1: key=n2/vllm1 use=0 exp=9000 gpt0=1 gpc0=20000 "
+	         "http_req_cnt=2 bytes_in_cnt=1100 gpc1=20050\n\n");
+	CHECK(dbk_share_read(s, a, strlen(a), NAMES, 3, 110, err, sizeof(err)) == 0);
+	CHECK_EQ_U(f->released, 1);
+	CHECK_EQ_U(f->last_released_prompt, 20000);
+	/* Another node's row without it: the prompt and output whole. */
+	snprintf(a, sizeof(a),
+	         "# table: t, type: string, size:4096, used:2\n"
+	         "0x1: key=n2/vllm1 use=0 exp=9000 gpt0=1 gpc0=20000 "
+	         "http_req_cnt=2 bytes_in_cnt=1100 gpc1=20050\n"
+	         "0x2: key=n3/vllm0 use=0 exp=9000 gpt0=1 gpc0=20000 "
+	         "http_req_cnt=1 gpc1=20050\n\n");
+	CHECK(dbk_share_read(s, a, strlen(a), NAMES, 3, 120, err, sizeof(err)) == 0);
+	CHECK_EQ_U(f->completed, 3);
+	CHECK_EQ_U(f->last_server, 0);
+	CHECK_EQ_U(f->last_slot[1], 20100);
+	dbk_policy_stop(&p);
+}
+
+static void test_a_row_claims_at_most_the_bound(void)
+{
+	struct dbk_policy p;
+	struct dbk_share *s = start_seen(&p, "n1");
 	char a[512], err[128];
 
 	table(a, sizeof(a), 4000000000u, 1, 1, 7);
@@ -393,8 +511,10 @@ int main(void)
 	RUN(test_wrap_needs_seen_and_a_name);
 	RUN(test_writes_own_rows);
 	RUN(test_held_shared_once_whole);
+	RUN(test_taken_back_is_booked_anew);
 	RUN(test_reads_the_others);
 	RUN(test_ends_the_one_that_ended);
+	RUN(test_others_booked_net_of_their_prefix);
 	RUN(test_a_row_claims_at_most_the_bound);
 	RUN(test_batch_is_commands);
 	return CHECK_DONE();

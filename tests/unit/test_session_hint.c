@@ -12,6 +12,16 @@ static void test_crc32(void)
 	CHECK_EQ_U(dbk_shint_crc32("vllm3", 5), 4010732657u);
 	CHECK_EQ_U(dbk_shint_crc32("123456789", 9), 0xCBF43926u);
 	CHECK_EQ_U(dbk_shint_crc32("", 0), 0);
+	/* Every byte value, as the bitwise definition computes it. */
+	uint8_t all[256];
+	uint32_t want = UINT32_MAX;
+	for (unsigned i = 0; i < 256; i++) {
+		all[i] = (uint8_t)(255 - i);
+		want ^= all[i];
+		for (unsigned k = 0; k < 8; k++)
+			want = (want >> 1) ^ (UINT32_C(0xEDB88320) & (0u - (want & 1u)));
+		CHECK_EQ_U(dbk_shint_crc32(all, i + 1), ~want);
+	}
 }
 
 static void test_server(void)
