@@ -100,8 +100,8 @@ static void match_push(struct dbk_plearn_match *m, double sent, double sum)
 	m->snap[i].sum = sum;
 }
 
-void dbk_plearn_match_sync(struct dbk_plearn_match *m, double count, double sent, double sum,
-                           double pending)
+static void match_restart(struct dbk_plearn_match *m, double count, double sent, double sum,
+                          double pending)
 {
 	pending = fmax(0, fmin(pending, sent));
 	m->off = count - (sent - pending);
@@ -110,6 +110,13 @@ void dbk_plearn_match_sync(struct dbk_plearn_match *m, double count, double sent
 	m->last = count;
 	m->head = m->count = 0;
 	match_push(m, sent, sum);
+}
+
+void dbk_plearn_match_sync(struct dbk_plearn_match *m, double count, double sent, double sum,
+                           double pending)
+{
+	match_restart(m, count, sent, sum, pending);
+	m->clean = DBK_PLEARN_MATCH_TRUST;
 }
 
 int dbk_plearn_match_scrape(struct dbk_plearn_match *m, double count, double sent, double sum,
@@ -121,7 +128,7 @@ int dbk_plearn_match_scrape(struct dbk_plearn_match *m, double count, double sen
 	m->last = count;
 	match_push(m, sent, sum);
 	if (idx <= m->done)
-		return 0;
+		return m->clean < DBK_PLEARN_MATCH_TRUST ? -1 : 0;
 	/* The predictions' total at idx: between the last snapshot at or
 	 * below it and the next, at that span's mean. */
 	unsigned j = 0;
@@ -130,7 +137,8 @@ int dbk_plearn_match_scrape(struct dbk_plearn_match *m, double count, double sen
 	const unsigned lo = (m->head + j) % DBK_PLEARN_MATCH_SNAPS;
 	const unsigned hi = (m->head + j + 1) % DBK_PLEARN_MATCH_SNAPS;
 	if (idx > sent || m->snap[lo].n > idx || (j + 1 == m->count && m->snap[lo].n < idx)) {
-		dbk_plearn_match_sync(m, count, sent, sum, pending);
+		match_restart(m, count, sent, sum, pending);
+		m->clean = 0;
 		return -1;
 	}
 	double at = m->snap[lo].sum;
@@ -144,5 +152,9 @@ int dbk_plearn_match_scrape(struct dbk_plearn_match *m, double count, double sen
 	*pred = whole ? at - m->done_sum : 0;
 	m->done = idx;
 	m->done_sum = at;
+	if (m->clean < DBK_PLEARN_MATCH_TRUST) {
+		m->clean += idx - prev;
+		return -1;
+	}
 	return whole ? 1 : 0;
 }

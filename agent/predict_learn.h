@@ -70,12 +70,17 @@ void dbk_plearn_errors(const struct dbk_plearn *l, double a, double b, double *s
  * our requests sent and the sum of their predicted first tokens), and a
  * count between two is priced at that span's mean. */
 #define DBK_PLEARN_MATCH_SNAPS 64u
+/* First tokens matched in a row, after the server counted some that
+ * were not ours, before its matches count again: another balancer's
+ * requests interleave with ours and overtake only now and then. */
+#define DBK_PLEARN_MATCH_TRUST 64.0
 
 struct dbk_plearn_match {
 	double off;            /* the server's count minus our request's index */
 	double base;           /* our index from which first tokens are ours to match */
 	double done, done_sum; /* our index matched so far, and the predictions' total there */
 	double last;           /* the server's count at the last scrape */
+	double clean;          /* matched since the count last ran past ours */
 	struct {
 		double n, sum;
 	} snap[DBK_PLEARN_MATCH_SNAPS];
@@ -94,7 +99,8 @@ void dbk_plearn_match_sync(struct dbk_plearn_match *m, double count, double sent
  * is nothing to match (no growth, or first tokens of requests sent
  * before the sync); -1 when the server counted first tokens that are
  * not ours (another balancer's, or ours further behind than the
- * snapshots reach): the matcher starts again from now. */
+ * snapshots reach): the matcher starts again from now, and answers -1
+ * until DBK_PLEARN_MATCH_TRUST more are matched. */
 int dbk_plearn_match_scrape(struct dbk_plearn_match *m, double count, double sent, double sum,
                             double pending, double *pred);
 
