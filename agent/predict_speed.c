@@ -17,11 +17,11 @@
  * of each where they cannot be matched to ours (dbk_pred_learn_speed),
  * a factor within which a server counts as the fleet's own speed (an
  * equal fleet's samples differ by their mix of requests: at 64 servers
- * on Azure's slice, acting on that noise
- * doubled the TPOT p99), and the standard errors of its fit within
- * which it does too, how far from the fleet's a server's may be
- * (either way), and the observations, in requests, from which a server
- * counts in the fleet's median and has a speed of its own. */
+ * on Azure's slice, acting on that noise doubled the TPOT p99), and
+ * the standard errors of its fit within which it does too, how far
+ * from the fleet's a server's may be (either way), and the
+ * observations, in requests, from which a server counts in the fleet's
+ * median and has a speed of its own. */
 #define PRED_SPEED_MIN_N 64.0
 #define PRED_SPEED_BAND 1.2
 #define PRED_SPEED_SE 2.0
