@@ -67,13 +67,17 @@ struct pred_srv {
 	/* Predicted end of the prefill other balancers are expected to have
 	 * sent it since that scrape (dbk_pred_expect_others). */
 	double unseen_end_s;
-	/* Speed (predict_speed.c): the scraped first-token sample being
-	 * gathered (first tokens the scrapes showed, those predicted for
-	 * ours at the fleet's speed) and the scraped totals it started from;
-	 * the fit of every request's time (predict_learn.h), and of the
-	 * samples' first tokens apart (hist: prefill rows only); the factors
-	 * in use on prefills and on decode steps. */
-	double obs_sum, obs_n, pred_sum, pred_n;
+	/* Speed (predict_speed.c): the first tokens predicted for ours at
+	 * the fleet's speed, totals since the server's first look; their
+	 * match to the scraped ones (predict_learn.h) and, where others'
+	 * first tokens are counted too, the sample of spans being gathered
+	 * (first tokens the scrapes showed, and our totals when it began);
+	 * the scraped totals at the last scrape; the fit of every request's
+	 * time, and of the first tokens apart (hist: prefill rows only); the
+	 * factors in use on prefills and on decode steps. */
+	double pred_sum, pred_n;
+	struct dbk_plearn_match match;
+	double obs_sum, obs_n, win_sum, win_n;
 	double ttft_sum_then, ttft_n_then;
 	struct dbk_plearn lr, hist;
 	double slow, slow_dec;

@@ -86,3 +86,75 @@ double dbk_plearn_solve_b(const struct dbk_plearn *l, double a, double b0)
 
 	return isfinite(b) ? b : b0;
 }
+
+static void match_push(struct dbk_plearn_match *m, double sent, double sum)
+{
+	if (m->count && m->snap[(m->head + m->count - 1) % DBK_PLEARN_MATCH_SNAPS].n >= sent)
+		return; /* nothing sent since */
+	if (m->count == DBK_PLEARN_MATCH_SNAPS) {
+		m->head = (m->head + 1) % DBK_PLEARN_MATCH_SNAPS;
+		m->count--;
+	}
+	unsigned i = (m->head + m->count++) % DBK_PLEARN_MATCH_SNAPS;
+	m->snap[i].n = sent;
+	m->snap[i].sum = sum;
+}
+
+static void match_restart(struct dbk_plearn_match *m, double count, double sent, double sum,
+                          double pending)
+{
+	pending = fmax(0, fmin(pending, sent));
+	m->off = count - (sent - pending);
+	m->base = m->done = sent;
+	m->done_sum = sum;
+	m->last = count;
+	m->head = m->count = 0;
+	match_push(m, sent, sum);
+}
+
+void dbk_plearn_match_sync(struct dbk_plearn_match *m, double count, double sent, double sum,
+                           double pending)
+{
+	match_restart(m, count, sent, sum, pending);
+	m->clean = DBK_PLEARN_MATCH_TRUST;
+}
+
+int dbk_plearn_match_scrape(struct dbk_plearn_match *m, double count, double sent, double sum,
+                            double pending, double *pred)
+{
+	double idx = count - m->off, prev = m->last - m->off;
+
+	*pred = 0;
+	m->last = count;
+	match_push(m, sent, sum);
+	if (idx <= m->done)
+		return m->clean < DBK_PLEARN_MATCH_TRUST ? -1 : 0;
+	/* The predictions' total at idx: between the last snapshot at or
+	 * below it and the next, at that span's mean. */
+	unsigned j = 0;
+	while (j + 1 < m->count && m->snap[(m->head + j + 1) % DBK_PLEARN_MATCH_SNAPS].n <= idx)
+		j++;
+	const unsigned lo = (m->head + j) % DBK_PLEARN_MATCH_SNAPS;
+	const unsigned hi = (m->head + j + 1) % DBK_PLEARN_MATCH_SNAPS;
+	if (idx > sent || m->snap[lo].n > idx || (j + 1 == m->count && m->snap[lo].n < idx)) {
+		match_restart(m, count, sent, sum, pending);
+		m->clean = 0;
+		return -1;
+	}
+	double at = m->snap[lo].sum;
+	if (m->snap[lo].n < idx)
+		at += (idx - m->snap[lo].n) * (m->snap[hi].sum - m->snap[lo].sum) /
+		      (m->snap[hi].n - m->snap[lo].n);
+	/* Older snapshots are of first tokens counted already. */
+	m->head = lo;
+	m->count -= j;
+	bool whole = prev >= m->done; /* none of the growth is of the skipped */
+	*pred = whole ? at - m->done_sum : 0;
+	m->done = idx;
+	m->done_sum = at;
+	if (m->clean < DBK_PLEARN_MATCH_TRUST) {
+		m->clean += idx - prev;
+		return -1;
+	}
+	return whole ? 1 : 0;
+}

@@ -56,4 +56,52 @@ double dbk_plearn_solve_b(const struct dbk_plearn *l, double a, double b0);
  * three). */
 void dbk_plearn_errors(const struct dbk_plearn *l, double a, double b, double *se_a, double *se_b);
 
+/* A server's scraped first tokens matched to our requests in the order
+ * we sent them. vLLM's first-token histogram gives, between two
+ * scrapes, the count and the sum of the first tokens served: their mean
+ * exactly, whatever their number. Which requests they were is not said,
+ * but a server prefills in the order requests arrive, so the k-th first
+ * token it serves after a moment is our k-th request sent after it.
+ * Comparing them with the requests sent in the same span instead (what
+ * a sample of 64 did) reads a growing queue as speed: the first tokens
+ * are of requests sent earlier, with less queued ahead of them, so a
+ * server sent more than its share looks fast and is sent more still.
+ * The predictions are kept as running totals at each scrape (snapshots:
+ * our requests sent and the sum of their predicted first tokens), and a
+ * count between two is priced at that span's mean. */
+#define DBK_PLEARN_MATCH_SNAPS 64u
+/* First tokens matched in a row, after the server counted some that
+ * were not ours, before its matches count again: another balancer's
+ * requests interleave with ours and overtake only now and then. */
+#define DBK_PLEARN_MATCH_TRUST 64.0
+
+struct dbk_plearn_match {
+	double off;            /* the server's count minus our request's index */
+	double base;           /* our index from which first tokens are ours to match */
+	double done, done_sum; /* our index matched so far, and the predictions' total there */
+	double last;           /* the server's count at the last scrape */
+	double clean;          /* matched since the count last ran past ours */
+	struct {
+		double n, sum;
+	} snap[DBK_PLEARN_MATCH_SNAPS];
+	unsigned head, count;
+};
+
+/* Starts matching: the server has counted `count` first tokens; we have
+ * sent `sent` requests, predicted first tokens summing to `sum`, of
+ * which `pending` have not had theirs yet (predicted). The pending ones'
+ * first tokens are skipped: their predictions are not kept apart. */
+void dbk_plearn_match_sync(struct dbk_plearn_match *m, double count, double sent, double sum,
+                           double pending);
+/* A scrape: the server's count now, our totals as for the sync. 1 with
+ * *pred the sum of the predictions of the count's growth since the last
+ * scrape (the first tokens of our requests it stands for); 0 when there
+ * is nothing to match (no growth, or first tokens of requests sent
+ * before the sync); -1 when the server counted first tokens that are
+ * not ours (another balancer's, or ours further behind than the
+ * snapshots reach): the matcher starts again from now, and answers -1
+ * until DBK_PLEARN_MATCH_TRUST more are matched. */
+int dbk_plearn_match_scrape(struct dbk_plearn_match *m, double count, double sent, double sum,
+                            double pending, double *pred);
+
 #endif

@@ -14,13 +14,14 @@
 #include "lib/bounds.h"
 
 /* Slowness: first tokens observed and predicted a scraped sample needs
- * of each (dbk_pred_learn_speed), a factor within which a server counts
- * as the fleet's own speed (an equal fleet's samples differ by their mix
- * of requests: at 64 servers on Azure's slice, acting on that noise
- * doubled the TPOT p99), and the standard errors of its fit within
- * which it does too, how far from the fleet's a server's may be
- * (either way), and the observations, in requests, from which a server
- * counts in the fleet's median and has a speed of its own. */
+ * of each where they cannot be matched to ours (dbk_pred_learn_speed),
+ * a factor within which a server counts as the fleet's own speed (an
+ * equal fleet's samples differ by their mix of requests: at 64 servers
+ * on Azure's slice, acting on that noise doubled the TPOT p99), and
+ * the standard errors of its fit within which it does too, how far
+ * from the fleet's a server's may be (either way), and the
+ * observations, in requests, from which a server counts in the fleet's
+ * median and has a speed of its own. */
 #define PRED_SPEED_MIN_N 64.0
 #define PRED_SPEED_BAND 1.2
 #define PRED_SPEED_SE 2.0
@@ -82,12 +83,26 @@ int dbk_pred_config_check(const struct dbk_pred_config *c, char *err, size_t err
  * (predict_learn.h): every request's whole duration, against the first
  * token and the decode the books predicted for it at the fleet's speed
  * (dbk_pred_learn_request), and, where the server exports vLLM's
- * first-token histogram, the mean first token it served over a sample
- * of PRED_SPEED_MIN_N against the mean predicted for ours, a row of the
- * prefill alone counted as its sample's size (dbk_pred_learn_speed).
- * What every server shares (a model off for all, other balancers'
- * queues) cancels in the ratio to the fleet's geometric mean, so an
- * equal fleet stays near 1 and a wrong --engine-speed changes nothing. */
+ * first-token histogram, the mean first token of each scrape's new
+ * first tokens against the mean predicted for the same requests of ours
+ * (matched in order, dbk_plearn_match_scrape), a row of the prefill
+ * alone counted as its number of first tokens (dbk_pred_learn_speed).
+ * A row every scrape, not a sample of 64: a request's duration comes
+ * only after its decode, and at 64 servers on Azure's slice the whole
+ * load arrives before most durations end, and before most servers
+ * have served 64 first tokens. Where the count is not ours alone
+ * (another balancer's first tokens), spans of PRED_SPEED_MIN_N first
+ * tokens against the mean of ours sent meanwhile. What every server
+ * shares (a model off for all, other balancers' queues) cancels in the
+ * ratio to the fleet's geometric mean, so an equal fleet stays near 1
+ * and a wrong --engine-speed changes nothing. */
+static void window_reset(struct pred_srv *s)
+{
+	s->obs_sum = s->obs_n = 0;
+	s->win_sum = s->pred_sum;
+	s->win_n = s->pred_n;
+}
+
 void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct dbk_pred_scrape *sc)
 {
 	if (!(sc->ttft_count >= 0 && sc->ttft_sum_s >= 0 && isfinite(sc->ttft_count) &&
@@ -100,18 +115,30 @@ void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct d
 	s->ttft_n_then = sc->ttft_count;
 	s->ttft_sum_then = sc->ttft_sum_s;
 	if (first || dn < 0 || ds < 0) {
-		/* A first look, or the server restarted: a new sample. */
-		s->obs_sum = s->obs_n = s->pred_sum = s->pred_n = 0;
+		/* A first look, or the server restarted: match from now. */
+		dbk_plearn_match_sync(&s->match, sc->ttft_count, s->pred_n, s->pred_sum,
+		                      s->pending_then);
+		window_reset(s);
+		return;
+	}
+	double x;
+	int matched = dbk_plearn_match_scrape(&s->match, sc->ttft_count, s->pred_n, s->pred_sum,
+	                                      s->pending_then, &x);
+	if (matched >= 0) {
+		window_reset(s);
+		if (matched > 0 && x > 0 && ds > 0) {
+			dbk_plearn_add(&s->hist, x / dn, 0, ds / dn, dn);
+			dbk_pred_update_slow(p);
+		}
 		return;
 	}
 	s->obs_sum += ds;
 	s->obs_n += dn;
-	if (s->obs_n < PRED_SPEED_MIN_N || s->pred_n < PRED_SPEED_MIN_N || !(s->pred_sum > 0) ||
-	    !(s->obs_sum > 0))
+	double pn = s->pred_n - s->win_n, ps = s->pred_sum - s->win_sum;
+	if (s->obs_n < PRED_SPEED_MIN_N || pn < PRED_SPEED_MIN_N || !(ps > 0) || !(s->obs_sum > 0))
 		return;
-	dbk_plearn_add(&s->hist, s->pred_sum / s->pred_n, 0, s->obs_sum / s->obs_n,
-	               fmin(s->obs_n, s->pred_n));
-	s->obs_sum = s->obs_n = s->pred_sum = s->pred_n = 0;
+	dbk_plearn_add(&s->hist, ps / pn, 0, s->obs_sum / s->obs_n, fmin(s->obs_n, pn));
+	window_reset(s);
 	dbk_pred_update_slow(p);
 }
 

@@ -296,6 +296,128 @@ static void test_alike_requests_and_first_tokens(void)
 	dbk_pred_free(truth);
 }
 
+/* The matcher pairs a server's first tokens with our requests in the
+ * order sent: those pending at the sync are skipped, a count between
+ * two snapshots is priced at that span's mean, and a count beyond what
+ * we sent (another balancer's first tokens) is no row and starts again,
+ * its matches not trusted for a while. */
+static void test_first_tokens_matched_in_order(void)
+{
+	struct dbk_plearn_match m;
+	double x;
+
+	/* The server has served 10; of our 5 sent, 2 wait for theirs. */
+	dbk_plearn_match_sync(&m, 10, 5, 5, 2);
+	CHECK(dbk_plearn_match_scrape(&m, 12, 8, 11, 3, &x) == 0); /* those 2 */
+	CHECK(dbk_plearn_match_scrape(&m, 14, 8, 11, 1, &x) == 1); /* ours 6 and 7 */
+	CHECK_NEAR(x, 4, 1e-12); /* 2 of the 3 sent between 5 (5 s) and 8 (11 s) */
+	CHECK(dbk_plearn_match_scrape(&m, 14, 9, 20, 2, &x) == 0); /* none new */
+	CHECK(dbk_plearn_match_scrape(&m, 16, 9, 20, 0, &x) == 1); /* 8 and 9 */
+	CHECK_NEAR(x, 2 + 9, 1e-12);
+	CHECK(dbk_plearn_match_scrape(&m, 30, 10, 21, 0, &x) == -1); /* 23 > 10 */
+	/* From there, matched but not trusted for 64 first tokens: the
+	 * others' may overtake again. */
+	CHECK(dbk_plearn_match_scrape(&m, 31, 11, 23, 0, &x) == -1);
+	CHECK(dbk_plearn_match_scrape(&m, 31, 11, 23, 0, &x) == -1);
+	CHECK(dbk_plearn_match_scrape(&m, 94, 74, 149, 0, &x) == -1);
+	CHECK(dbk_plearn_match_scrape(&m, 95, 75, 151, 0, &x) == 1);
+	CHECK_NEAR(x, 2, 1e-12);
+}
+
+/* An equal fleet of two: server 0 is sent a burst (each request queued
+ * behind the others), server 1 the same requests one at a time, and
+ * both serve each first token exactly when predicted; server 0's
+ * scrapes come every 100 ms as its queue drains. Both stay at 1. A
+ * sample of 64 first tokens against the requests sent meanwhile (main's
+ * build) compared the first 64 first tokens, queued behind few, with
+ * all 100 requests' predictions, and priced server 0 about 0.6 of
+ * server 1: the more a server was sent, the faster it looked. */
+static void test_a_queue_is_not_speed(void)
+{
+	struct dbk_pred *p = fleet(2);
+	struct dbk_pred_ticket t[100];
+	struct dbk_pred_scrape sc = {
+		.ok = true, .kv_capacity_tokens = -1, .prefix_queries = -1, .prefix_hits = -1
+	};
+	uint64_t now = 1000;
+	double sum = 0, pre, dec, pre1, dec1;
+
+	dbk_pred_scraped(p, 0, &sc, now);
+	dbk_pred_scraped(p, 1, &sc, now);
+	for (unsigned k = 0; k < 100; k++) {
+		struct dbk_pred_request r = { .prompt_tokens = 500 + 300 * (k % 5),
+			                      .max_tokens = 20,
+			                      .ignore_eos = true };
+		dbk_pred_commit(p, &r, 0, now, &t[k]);
+	}
+	for (unsigned ms = 100, done = 0; done < 100; ms += 100) {
+		while (done < 100 && t[done].x1 * 1000 <= ms)
+			sum += t[done++].x1;
+		sc.ttft_count = done;
+		sc.ttft_sum_s = sum;
+		dbk_pred_scraped(p, 0, &sc, now + ms);
+	}
+	for (unsigned k = 0; k < 100; k++)
+		dbk_pred_release(p, &t[k], now); /* no duration: the first tokens alone */
+	sum = 0;
+	for (unsigned k = 0; k < 100; k++) {
+		struct dbk_pred_request r = { .prompt_tokens = 500 + 300 * (k % 5),
+			                      .max_tokens = 20,
+			                      .ignore_eos = true };
+		struct dbk_pred_ticket one;
+		now += 1000;
+		dbk_pred_commit(p, &r, 1, now, &one);
+		dbk_pred_release(p, &one, now);
+		sum += one.x1;
+		sc.ttft_count = k + 1;
+		sc.ttft_sum_s = sum;
+		dbk_pred_scraped(p, 1, &sc, now + 500);
+	}
+	view(p, 0, &pre, &dec);
+	view(p, 1, &pre1, &dec1);
+	CHECK_NEAR(pre, 1, 0);
+	CHECK_NEAR(pre1, 1, 0);
+	dbk_pred_free(p);
+}
+
+/* Scrapes of one first token each teach the prefill: four servers,
+ * requests each alone on an idle server whose durations teach nothing
+ * (released when sent), server 3 three times slower to its first
+ * token; a scrape after each round. Within 10% of 3x its peers after
+ * 16 requests to it; main's build waited for a sample of 64 first
+ * tokens and still priced it 1. */
+static void test_few_first_tokens_teach(void)
+{
+	struct dbk_pred *p = fleet(4);
+	double sum[4] = { 0 }, rp, rd;
+	uint64_t now = 1000;
+
+	for (unsigned k = 0; k <= 16; k++) {
+		for (unsigned i = 0; k > 0 && i < 4; i++, now += 100000) {
+			struct dbk_pred_request r = { .prompt_tokens = 300 + 700 * (k % 9),
+				                      .max_tokens = 8 + 37 * (k % 8),
+				                      .ignore_eos = true };
+			struct dbk_pred_ticket t;
+			dbk_pred_commit(p, &r, i, now, &t);
+			dbk_pred_release(p, &t, now);
+			sum[i] += (i == 3 ? 3 : 1) * t.x1;
+		}
+		for (unsigned i = 0; i < 4; i++) {
+			struct dbk_pred_scrape sc = { .ok = true,
+				                      .kv_capacity_tokens = -1,
+				                      .prefix_queries = -1,
+				                      .prefix_hits = -1,
+				                      .ttft_sum_s = sum[i],
+				                      .ttft_count = k };
+			dbk_pred_scraped(p, i, &sc, now);
+		}
+	}
+	ratios(p, &rp, &rd);
+	CHECK_NEAR(rp, 3, 0.1);
+	CHECK_NEAR(rd, 1, 0);
+	dbk_pred_free(p);
+}
+
 int main(void)
 {
 	RUN(test_fit_recovers_both_speeds);
@@ -305,5 +427,8 @@ int main(void)
 	RUN(test_decode_told_from_prefill);
 	RUN(test_equal_fleet_and_weight_prior);
 	RUN(test_alike_requests_and_first_tokens);
+	RUN(test_first_tokens_matched_in_order);
+	RUN(test_a_queue_is_not_speed);
+	RUN(test_few_first_tokens_teach);
 	return CHECK_DONE();
 }
