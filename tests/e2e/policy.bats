@@ -255,7 +255,8 @@ words() {
 	start_haproxy_stubs
 	local d=$BATS_TEST_TMPDIR
 	# 400 prompts of 1500 to 3000 tokens, 20 a second of model time:
-	# each server serves its 64 first tokens (a sample) early on.
+	# every scrape's first tokens teach each server's prefill (matched to
+	# the requests sent there, agent/predict_learn.h), from the first ones.
 	run "$BUILD/dbucket-bench" --synthetic short=1:1500-3000:8 --rate 20 --max-requests 400 \
 		--time-scale 5 --url "http://127.0.0.1:$DBK_PORT" --csv "$d/run.csv"
 	assert_success
