@@ -99,9 +99,11 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	double queue = fmax(0, s->last_end_s - now) + o.work_s + fmax(0, s->unseen_end_s - now);
 	double own = pred_srv_prefill_s(p, s, fmax(prompt - hit, 1), hit, decoders, ctx);
 
+	/* Its whole prompt and output, hit or not, as the books count what
+	 * is in flight (pred_ticket_kv): the blocks it hits leave the free
+	 * pool too. */
 	double cap = pred_capacity(p, s);
-	double need = prompt - hit + out;
-	double over = s->kv_tokens + o.kv + need - cap;
+	double over = s->kv_tokens + o.kv + prompt - hit + out - cap;
 	e->fits = over <= 0;
 	e->wait_s = 0;
 	if (!e->fits) {
