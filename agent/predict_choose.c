@@ -99,9 +99,12 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	double queue = fmax(0, s->last_end_s - now) + o.work_s + fmax(0, s->unseen_end_s - now);
 	double own = pred_srv_prefill_s(p, s, fmax(prompt - hit, 1), hit, decoders, ctx);
 
-	/* Its whole prompt and output, hit or not, as the books count what
-	 * is in flight (pred_ticket_kv): the blocks it hits leave the free
-	 * pool too. */
+	/* Beside what those in flight pin (pred_ticket_kv: whole prompts),
+	 * the room of its new tokens and output: its hit is resident there
+	 * and vLLM admits it with its first chunk at once, so where it does
+	 * not fit it waits; counted whole, a session left its cache for a
+	 * cold server, where a long fresh prefill, chunk by chunk, preempts
+	 * (BENCHMARKS.md, "Long agentic sessions: KV pressure"). */
 	double cap = pred_capacity(p, s);
 	double over = s->kv_tokens + o.kv + prompt - hit + out - cap;
 	e->fits = over <= 0;
