@@ -149,16 +149,22 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	double own = pred_srv_prefill_s(p, s, fmax(prompt - hit, 1), hit, decoders, ctx);
 
 	/* Beside what those in flight pin (pred_ticket_kv: whole prompts),
-	 * the room of its new tokens and output: its hit is resident there
-	 * and vLLM admits it with its first chunk at once, so where it does
-	 * not fit it waits; counted whole, a session left its cache for a
-	 * cold server, where a long fresh prefill, chunk by chunk, preempts
-	 * (BENCHMARKS.md, "Long agentic sessions: KV pressure"). */
+	 * the room of its new tokens and output: its hit is resident there.
+	 * Where the room is short it waits for decodes to end (wait_s), and
+	 * still ranks as fitting if its new tokens fit one step's budget:
+	 * vLLM admits it with its hit and first chunk at once or not at all,
+	 * so it waits rather than preempts. A longer fresh prefill is
+	 * admitted by its first chunk and takes the rest step by step,
+	 * preempting the newest running requests: the fit is there to keep
+	 * those off a full server. Counted whole at its cache too, or not
+	 * fitting there, a session left its cache for a cold server, where
+	 * the long fresh prefill preempted instead (BENCHMARKS.md, "Long
+	 * agentic sessions: KV pressure"). */
 	double cap = pred_capacity(p, s);
 	double over = s->kv_tokens + o.kv + prompt - hit + out - cap;
-	e->fits = over <= 0;
+	e->fits = over <= 0 || prompt - hit <= p->c.budget_tokens;
 	e->wait_s = 0;
-	if (!e->fits) {
+	if (over > 0) {
 		/* Until enough decodes end: what is left of the outputs in
 		 * flight ((kv - ctx) is half of them) at one token a step. */
 		double left = s->inflight ? (s->kv_tokens - s->ctx_tokens) / s->inflight : out;

@@ -1,6 +1,7 @@
 /* The ttft predictor's KV books (agent/predict.h): a request in flight
  * pins its whole prompt, the part its prefix hit included, while a
- * newcomer's cached prefix is already where it hits. */
+ * newcomer's cached prefix is already where it hits, and only a long
+ * fresh prefill must find room (a short one waits, never preempts). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,9 +133,38 @@ static void test_a_cached_turn_needs_its_new_tokens(void)
 	dbk_pred_free(p);
 }
 
+/* Where even its new tokens lack room, a turn whose new tokens fit one
+ * step still ranks as fitting (it waits there, admitted whole or not at
+ * all), while a long fresh prompt, admitted by its first chunk and
+ * preempting for the rest, does not. */
+static void test_only_a_long_fresh_prefill_needs_room(void)
+{
+	struct dbk_pred *p = fleet(100000);
+	struct dbk_pred_ticket t, b;
+	struct dbk_pred_choice c;
+	uint64_t k[DBK_PKEY_MAX_KEYS];
+
+	CHECK(p);
+	if (!p)
+		return;
+	struct dbk_pred_request big = req(99000, 100), next = turn(k, 42000);
+	struct dbk_pred_request fresh = req(20000, 100);
+	dbk_pred_commit(p, &big, 0, 500, &b);
+	second_turn_on_0(p, 40000, 41000, &t);
+	dbk_pred_release(p, &t, 61000);
+	CHECK(dbk_pred_evaluate(p, &next, 0, 62000, &c) == 0);
+	CHECK(c.hit_tokens > 40000);
+	CHECK(c.kv_fits);
+	CHECK(c.ttft_s > c.own_s); /* it waits for room */
+	CHECK(dbk_pred_evaluate(p, &fresh, 0, 62000, &c) == 0);
+	CHECK(!c.kv_fits);
+	dbk_pred_free(p);
+}
+
 int main(void)
 {
 	RUN(test_a_hit_pins_its_whole_prompt);
 	RUN(test_a_cached_turn_needs_its_new_tokens);
+	RUN(test_only_a_long_fresh_prefill_needs_room);
 	return CHECK_DONE();
 }
