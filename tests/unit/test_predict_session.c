@@ -25,10 +25,9 @@ static struct dbk_pred_request turn(uint64_t *keys, uint64_t session, double pro
 {
 	char body[64 * DBK_PKEY_BLOCK_BYTES + 64];
 	size_t n = (size_t)snprintf(body, sizeof(body), "{\"prompt\":\"");
-	struct dbk_pred_request r = { .prompt_tokens = prompt,
-		                      .max_tokens = 100,
-		                      .ignore_eos = true,
-		                      .session = session };
+	struct dbk_pred_request r = {
+		.prompt_tokens = prompt, .max_tokens = 100, .ignore_eos = true, .session = session
+	};
 	struct dbk_pkey pk;
 
 	for (size_t b = 0; b < 50; b++)
