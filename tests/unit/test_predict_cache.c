@@ -1,7 +1,10 @@
-/* The ttft predictor's KV books (agent/predict.h): a request in flight
- * pins its whole prompt, the part its prefix hit included, while a
- * newcomer's cached prefix is already where it hits, and only a long
- * fresh prefill must find room (a short one waits, never preempts). */
+/* The ttft predictor's view of a server's cache (agent/predict.h): a
+ * conversation's next turn is expected to hit its own session's earlier
+ * prompt, not another's behind the same long system prompt; a request
+ * in flight pins its whole prompt, the part its prefix hit included,
+ * while a newcomer's cached prefix is already where it hits, and only a
+ * long fresh prefill must find room (a short one waits, never
+ * preempts). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,9 +42,10 @@ static struct dbk_pred_request req(double prompt, double out)
 		                          .ignore_eos = true };
 }
 
-/* The keys of a session's turn: every turn repeats the earlier ones, so
- * its sample is the same text, cut (the prompt goes on past it). */
-static struct dbk_pred_request turn(uint64_t *keys, double prompt)
+/* A turn of a conversation of session (0: none) behind a system prompt
+ * longer than the sample: every such turn's sample is the same text,
+ * cut (the prompt goes on past it). */
+static struct dbk_pred_request turn_of(uint64_t *keys, uint64_t session, double prompt)
 {
 	char body[64 * DBK_PKEY_BLOCK_BYTES + 64];
 	size_t n = (size_t)snprintf(body, sizeof(body), "{\"prompt\":\"");
@@ -54,7 +58,50 @@ static struct dbk_pred_request turn(uint64_t *keys, double prompt)
 	r.keys = keys;
 	r.nkeys = dbk_pkey_derive((const uint8_t *)body, n, keys, DBK_PKEY_MAX_KEYS, &pk);
 	r.keys_cut = true;
+	r.session = session;
 	return r;
+}
+
+static struct dbk_pred_request turn(uint64_t *keys, double prompt)
+{
+	return turn_of(keys, 0, prompt);
+}
+
+/* Past the sample, a conversation's earlier prompt is its own
+ * session's. */
+static void test_a_turn_hits_its_own_history(void)
+{
+	struct dbk_pred *p = fleet(430000);
+	uint64_t ka[DBK_PKEY_MAX_KEYS], kb[DBK_PKEY_MAX_KEYS], kn[DBK_PKEY_MAX_KEYS];
+	struct dbk_pred_request a1 = turn_of(ka, 11, 30000), b1 = turn_of(kb, 22, 40000);
+	struct dbk_pred_request a2 = turn_of(kn, 11, 31000);
+	struct dbk_pred_ticket t;
+	struct dbk_pred_choice c;
+	double sample = (double)a1.nkeys * DBK_PKEY_BLOCK_TOKENS;
+
+	CHECK(p);
+	if (!p)
+		return;
+	/* Conversation 11 on server 0, then conversation 22, longer, on
+	 * server 1: both sent the same sample. */
+	dbk_pred_commit(p, &a1, 0, 1000, &t);
+	dbk_pred_release(p, &t, 5000);
+	dbk_pred_commit(p, &b1, 1, 6000, &t);
+	dbk_pred_release(p, &t, 9000);
+	/* 11's next turn: its history is on server 0; on server 1 only the
+	 * sample's text (the system prompt) is. */
+	CHECK(dbk_pred_evaluate(p, &a2, 1, 60000, &c) == 1);
+	CHECK(c.hit_tokens <= sample);
+	CHECK(dbk_pred_evaluate(p, &a2, 0, 60000, &c) == 0);
+	CHECK(c.hit_tokens > 29000);
+	CHECK(dbk_pred_choose(p, &a2, 60000, &c) == 0);
+	CHECK(c.hit_tokens > 29000);
+	/* Without a session the sample is all there is to go by: the
+	 * latest prompt that sent it, as before. */
+	a2.session = 0;
+	CHECK(dbk_pred_evaluate(p, &a2, 1, 60000, &c) == 1);
+	CHECK(c.hit_tokens > 30000);
+	dbk_pred_free(p);
 }
 
 /* A session's first turn of first tokens ended on server 0; its next
@@ -104,6 +151,23 @@ static void test_a_hit_pins_its_whole_prompt(void)
 	dbk_pred_free(p);
 }
 
+/* A request of pinned tokens decoding on server 0 since before a
+ * session's first turn (its tokens do not age the session's prefix
+ * there), the session's second turn ended there: its third turn
+ * evaluated on server 0 into c. */
+static void third_turn_beside(struct dbk_pred *p, double pinned, struct dbk_pred_choice *c)
+{
+	struct dbk_pred_ticket t, b;
+	uint64_t k[DBK_PKEY_MAX_KEYS];
+	struct dbk_pred_request big = req(pinned, 100), next = turn(k, 42000);
+
+	dbk_pred_commit(p, &big, 0, 500, &b);
+	second_turn_on_0(p, 40000, 41000, &t);
+	dbk_pred_release(p, &t, 61000);
+	CHECK(dbk_pred_evaluate(p, &next, 0, 62000, c) == 0);
+	CHECK(c->hit_tokens > 40000);
+}
+
 /* A turn whose context is cached where it goes takes only its new
  * tokens' room there: vLLM admits it with its hit blocks at once, and it
  * waits rather than preempts. Counted whole there too, a session left
@@ -112,23 +176,14 @@ static void test_a_hit_pins_its_whole_prompt(void)
 static void test_a_cached_turn_needs_its_new_tokens(void)
 {
 	struct dbk_pred *p = fleet(100000);
-	struct dbk_pred_ticket t, b;
 	struct dbk_pred_choice c;
-	uint64_t k[DBK_PKEY_MAX_KEYS];
 
 	CHECK(p);
 	if (!p)
 		return;
-	/* A long request decoding on server 0 since before the session's
-	 * first turn (its tokens do not age the session's prefix there). */
-	struct dbk_pred_request big = req(55000, 100), next = turn(k, 42000);
-	dbk_pred_commit(p, &big, 0, 500, &b);
-	second_turn_on_0(p, 40000, 41000, &t);
-	dbk_pred_release(p, &t, 61000);
 	/* 55,100 pinned and 42,100 whole would pass 100,000; its 2,000 new
 	 * tokens and output do not. */
-	CHECK(dbk_pred_evaluate(p, &next, 0, 62000, &c) == 0);
-	CHECK(c.hit_tokens > 40000);
+	third_turn_beside(p, 55000, &c);
 	CHECK(c.kv_fits);
 	dbk_pred_free(p);
 }
@@ -140,20 +195,13 @@ static void test_a_cached_turn_needs_its_new_tokens(void)
 static void test_only_a_long_fresh_prefill_needs_room(void)
 {
 	struct dbk_pred *p = fleet(100000);
-	struct dbk_pred_ticket t, b;
 	struct dbk_pred_choice c;
-	uint64_t k[DBK_PKEY_MAX_KEYS];
+	struct dbk_pred_request fresh = req(20000, 100);
 
 	CHECK(p);
 	if (!p)
 		return;
-	struct dbk_pred_request big = req(99000, 100), next = turn(k, 42000);
-	struct dbk_pred_request fresh = req(20000, 100);
-	dbk_pred_commit(p, &big, 0, 500, &b);
-	second_turn_on_0(p, 40000, 41000, &t);
-	dbk_pred_release(p, &t, 61000);
-	CHECK(dbk_pred_evaluate(p, &next, 0, 62000, &c) == 0);
-	CHECK(c.hit_tokens > 40000);
+	third_turn_beside(p, 99000, &c);
 	CHECK(c.kv_fits);
 	CHECK(c.ttft_s > c.own_s); /* it waits for room */
 	CHECK(dbk_pred_evaluate(p, &fresh, 0, 62000, &c) == 0);
@@ -163,6 +211,7 @@ static void test_only_a_long_fresh_prefill_needs_room(void)
 
 int main(void)
 {
+	RUN(test_a_turn_hits_its_own_history);
 	RUN(test_a_hit_pins_its_whole_prompt);
 	RUN(test_a_cached_turn_needs_its_new_tokens);
 	RUN(test_only_a_long_fresh_prefill_needs_room);
