@@ -46,8 +46,9 @@
  * The choice keeps the most requests within both objectives (ttft_slo_s,
  * tpot_slo_s: vLLM's benchmark defaults, 2 s and 100 ms): servers where
  * its KV fits first (beside the whole prompts in flight there, its new
- * tokens; or, new tokens within one step, where it waits for room
- * without preempting), then those where it is predicted within both, then
+ * tokens; or, mostly cached there and its new tokens within one step,
+ * where it waits for room without preempting), then those where it is
+ * predicted within both, then
  * the least cost: its first token, plus what its prefill stalls of the
  * requests decoding there (a prefill longer than one step: stall_weight),
  * plus the TPOT it adds to those decoding there, a TPOT second worth

@@ -188,15 +188,16 @@ static void test_a_cached_turn_needs_its_new_tokens(void)
 	dbk_pred_free(p);
 }
 
-/* Where even its new tokens lack room, a turn whose new tokens fit one
- * step still ranks as fitting (it waits there, admitted whole or not at
- * all), while a long fresh prompt, admitted by its first chunk and
- * preempting for the rest, does not. */
+/* Where even its new tokens lack room, a turn mostly cached there whose
+ * new tokens fit one step still ranks as fitting (it waits there for its
+ * cache, admitted whole or not at all), while a long fresh prompt,
+ * admitted by its first chunk and preempting for the rest, does not, nor
+ * a short one with nothing cached there to wait for. */
 static void test_only_a_long_fresh_prefill_needs_room(void)
 {
 	struct dbk_pred *p = fleet(100000);
 	struct dbk_pred_choice c;
-	struct dbk_pred_request fresh = req(20000, 100);
+	struct dbk_pred_request fresh = req(20000, 100), short_fresh = req(2000, 100);
 
 	CHECK(p);
 	if (!p)
@@ -205,6 +206,8 @@ static void test_only_a_long_fresh_prefill_needs_room(void)
 	CHECK(c.kv_fits);
 	CHECK(c.ttft_s > c.own_s); /* it waits for room */
 	CHECK(dbk_pred_evaluate(p, &fresh, 0, 62000, &c) == 0);
+	CHECK(!c.kv_fits);
+	CHECK(dbk_pred_evaluate(p, &short_fresh, 0, 62000, &c) == 0);
 	CHECK(!c.kv_fits);
 	dbk_pred_free(p);
 }
