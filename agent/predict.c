@@ -143,7 +143,7 @@ static void pred_charge(struct pred_srv *s, const struct dbk_pred_ticket *t, int
 {
 	s->inflight = sign > 0 ? s->inflight + 1 : s->inflight ? s->inflight - 1 : 0;
 	s->prompt_tokens = fmax(0, s->prompt_tokens + sign * (double)t->prompt_tokens);
-	s->kv_tokens = fmax(0, s->kv_tokens + sign * (double)t->kv_tokens);
+	s->kv_tokens = fmax(0, s->kv_tokens + sign * pred_ticket_kv(t));
 	s->ctx_tokens = fmax(0, s->ctx_tokens + sign * (double)t->ctx_tokens);
 	s->inv_out = fmax(0, s->inv_out + sign * pred_ticket_inv_out(t));
 	if (s->inflight == 0) {

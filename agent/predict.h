@@ -45,7 +45,10 @@
  *
  * The choice keeps the most requests within both objectives (ttft_slo_s,
  * tpot_slo_s: vLLM's benchmark defaults, 2 s and 100 ms): servers where
- * its KV fits first, then those where it is predicted within both, then
+ * its KV fits first (beside the whole prompts in flight there, its new
+ * tokens; or, mostly cached there and its new tokens within one step,
+ * where it waits for room without preempting), then those where it is
+ * predicted within both, then
  * the least cost: its first token, plus what its prefill stalls of the
  * requests decoding there (a prefill longer than one step: stall_weight),
  * plus the TPOT it adds to those decoding there, a TPOT second worth
@@ -216,7 +219,7 @@ bool dbk_pred_better(const struct dbk_pred_choice *a, const struct dbk_pred_choi
 struct dbk_pred_ticket {
 	uint32_t server;
 	uint32_t prompt_tokens;
-	uint32_t kv_tokens;  /* KV it takes: prompt - expected hit + output */
+	uint32_t kv_tokens;  /* new KV: prompt - expected hit + output (its hit, for complete) */
 	uint32_t ctx_tokens; /* prompt + half the output: decode context */
 	uint64_t sent_ms;
 	/* What the books predicted of it at the fleet's speed on server:

@@ -12,24 +12,73 @@
 #include "lib/hash.h"
 #include "prefix_key.h"
 
-/* The expected hit of a match on its server: what was matched (all of
- * the earlier prompt when the whole sample matched and both go on past
- * it, as a conversation's next turn does), times the chance that the
- * server still holds it: 1 while less than half a cache of new tokens was
- * sent there since, falling to 0 at a whole cache (LRU turnover). */
-static double pred_hit(const struct dbk_pred *p, const struct dbk_pred_request *r,
-                       const struct dbk_pidx_hit *h, size_t nkeys)
+/* The chance that s still holds what was sent there at stamp: 1 while
+ * less than half a cache of new tokens was sent there since, falling to
+ * 0 at a whole cache (LRU turnover). */
+static double pred_keep(const struct dbk_pred *p, const struct pred_srv *s, uint32_t stamp)
 {
-	const struct pred_srv *s = &p->s[h->server];
-	double prompt = pred_prompt(r);
-	double tokens = (double)h->blocks * DBK_PKEY_BLOCK_TOKENS;
-
-	if (h->blocks >= nkeys && (r->keys_cut || nkeys == 0))
-		tokens = fmax(tokens, (double)h->prompt_tokens);
 	double cap = pred_capacity(p, s) / DBK_PKEY_BLOCK_TOKENS;
-	double age = (double)(uint32_t)(s->sent_units - h->stamp);
-	double keep = age <= cap / 2 ? 1 : age >= cap ? 0 : 2 * (1 - age / cap);
-	return fmax(0, fmin(tokens, prompt - 1) * keep);
+	double age = (double)(uint32_t)(s->sent_units - stamp);
+	return age <= cap / 2 ? 1 : age >= cap ? 0 : 2 * (1 - age / cap);
+}
+
+/* The prefix matches of r: by its keys, and by its session's key (where
+ * its conversation's earlier turns went, and how long they were). */
+struct pred_match {
+	struct dbk_pidx_hit k[PRED_MAX_HITS], s[PRED_MAX_HITS];
+	size_t nk, ns, nkeys;
+};
+
+static void pred_match(const struct dbk_pred *p, const struct dbk_pred_request *r,
+                       struct pred_match *m)
+{
+	uint64_t skey = r->session;
+
+	m->nkeys = r->keys ? r->nkeys : 0;
+	m->nk = m->nkeys ? dbk_pidx_match(p->idx, r->keys, m->nkeys, m->k, PRED_MAX_HITS) : 0;
+	m->ns = skey ? dbk_pidx_match(p->idx, &skey, 1, m->s, PRED_MAX_HITS) : 0;
+}
+
+static const struct dbk_pidx_hit *pred_hit_on(const struct dbk_pidx_hit *h, size_t n,
+                                              unsigned server)
+{
+	for (size_t i = 0; i < n; i++)
+		if (h[i].server == server)
+			return &h[i];
+	return NULL;
+}
+
+/* The expected hit of r on server: what its keys matched there, and
+ * when the whole sample matched and the prompt goes on past it (a
+ * conversation's next turn), all of the earlier prompt sent there, each
+ * part times the chance that the server still holds it. The earlier
+ * prompt is its own session's where r has one: a whole-sample match
+ * says the sample's text was sent there, not that this conversation
+ * was, and every conversation behind a system prompt longer than the
+ * sample matches it whole (agentic.py's sessions: 3 of 4 prompts past
+ * the simulator's 3,840-token sample; ttft took one conversation's
+ * history for another's and sent turns where theirs was not). */
+static double pred_hit(const struct dbk_pred *p, const struct dbk_pred_request *r,
+                       const struct pred_match *m, unsigned server)
+{
+	const struct pred_srv *s = &p->s[server];
+	const struct dbk_pidx_hit *h = pred_hit_on(m->k, m->nk, server);
+	const struct dbk_pidx_hit *sh = pred_hit_on(m->s, m->ns, server);
+	double prompt = pred_prompt(r), hit = 0;
+
+	if (!m->nkeys)
+		h = sh; /* no sample: the session alone says */
+	if (h) {
+		double tokens = (double)h->blocks * DBK_PKEY_BLOCK_TOKENS;
+		bool whole = h->blocks >= m->nkeys && (r->keys_cut || m->nkeys == 0);
+		if (whole && (!r->session || h == sh))
+			tokens = fmax(tokens, (double)h->prompt_tokens);
+		hit = fmin(tokens, prompt - 1) * pred_keep(p, s, h->stamp);
+		if (whole && r->session && sh && sh != h)
+			hit = fmax(hit, fmin((double)sh->prompt_tokens, prompt - 1) *
+			                        pred_keep(p, s, sh->stamp));
+	}
+	return fmax(0, hit);
 }
 
 /* Ties (an idle fleet, equal servers) go by a hash of the request and
@@ -99,12 +148,25 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	double queue = fmax(0, s->last_end_s - now) + o.work_s + fmax(0, s->unseen_end_s - now);
 	double own = pred_srv_prefill_s(p, s, fmax(prompt - hit, 1), hit, decoders, ctx);
 
+	/* Beside what those in flight pin (pred_ticket_kv: whole prompts),
+	 * the room of its new tokens and output: its hit is resident there.
+	 * Where the room is short it waits for decodes to end (wait_s), and
+	 * still ranks as fitting where it is mostly cached and its new
+	 * tokens fit one step's budget: vLLM admits it with its hit and
+	 * first chunk at once or not at all, so it waits for its own cache
+	 * rather than preempts. A longer fresh prefill is admitted by its
+	 * first chunk and takes the rest step by step, preempting the newest
+	 * running requests: the fit is there to keep those off a full
+	 * server; and an uncached short one gains nothing by waiting there.
+	 * Counted whole at its cache too, or not fitting there, a session
+	 * left its cache for a cold server, where the long fresh prefill
+	 * preempted instead (BENCHMARKS.md, "Long agentic sessions: KV
+	 * pressure"). */
 	double cap = pred_capacity(p, s);
-	double need = prompt - hit + out;
-	double over = s->kv_tokens + o.kv + need - cap;
-	e->fits = over <= 0;
+	double over = s->kv_tokens + o.kv + prompt - hit + out - cap;
+	e->fits = over <= 0 || (prompt - hit <= p->c.budget_tokens && hit >= prompt - hit);
 	e->wait_s = 0;
-	if (!e->fits) {
+	if (over > 0) {
 		/* Until enough decodes end: what is left of the outputs in
 		 * flight ((kv - ctx) is half of them) at one token a step. */
 		double left = s->inflight ? (s->kv_tokens - s->ctx_tokens) / s->inflight : out;
@@ -186,16 +248,8 @@ int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64
 		return largest;
 	}
 
-	struct dbk_pidx_hit hits[PRED_MAX_HITS];
-	size_t nhits = 0, nkeys = r->nkeys;
-	uint64_t skey;
-	if (r->keys && r->nkeys > 0) {
-		nhits = dbk_pidx_match(p->idx, r->keys, r->nkeys, hits, PRED_MAX_HITS);
-	} else if (r->session) {
-		skey = r->session;
-		nkeys = 0;
-		nhits = dbk_pidx_match(p->idx, &skey, 1, hits, PRED_MAX_HITS);
-	}
+	struct pred_match m;
+	pred_match(p, r, &m);
 
 	struct pred_eval best = { 0 };
 	int bi = -1;
@@ -208,11 +262,7 @@ int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64
 		if (s->state != DBK_PRED_UP || !pred_holds(s, need) ||
 		    !dbk_bal_eligible(r->eligible, i))
 			continue;
-		double hit = 0;
-		for (size_t h = 0; h < nhits; h++)
-			if (hits[h].server == i)
-				hit = pred_hit(p, r, &hits[h], nkeys);
-		pred_eval(p, i, r, hit, now_ms, &e);
+		pred_eval(p, i, r, pred_hit(p, r, &m, i), now_ms, &e);
 		e.ok = true;
 		p->x->ev[i] = e;
 		/* Fitting servers first (a request that does not fit beside
@@ -264,16 +314,8 @@ bool dbk_pred_better(const struct dbk_pred_choice *a, const struct dbk_pred_choi
 double dbk_pred_commit_hit(const struct dbk_pred *p, const struct dbk_pred_request *r,
                            unsigned server)
 {
-	struct dbk_pidx_hit hits[PRED_MAX_HITS];
-	double hit = 0;
-	size_t nkeys = r->keys ? r->nkeys : 0;
-	uint64_t skey = r->session;
-	size_t nh = nkeys  ? dbk_pidx_match(p->idx, r->keys, nkeys, hits, PRED_MAX_HITS)
-	            : skey ? dbk_pidx_match(p->idx, &skey, 1, hits, PRED_MAX_HITS)
-	                   : 0;
+	struct pred_match m;
 
-	for (size_t h = 0; h < nh; h++)
-		if (hits[h].server == server)
-			hit = pred_hit(p, r, &hits[h], nkeys);
-	return hit;
+	pred_match(p, r, &m);
+	return pred_hit(p, r, &m, server);
 }

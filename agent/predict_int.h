@@ -50,7 +50,8 @@ struct pred_srv {
 	enum dbk_pred_state state;
 	uint32_t max_model_len;
 	unsigned inflight;
-	double prompt_tokens, kv_tokens, ctx_tokens; /* sums in flight */
+	/* Sums in flight: prompts, KV pinned (pred_ticket_kv), decode contexts. */
+	double prompt_tokens, kv_tokens, ctx_tokens;
 	double inv_out; /* sum in flight of 1 / (output - 1): TPOT per second a step is longer */
 	uint32_t sent_units; /* new KV tokens sent, in key blocks: cache turnover */
 	struct pred_pending ring[PRED_RING];
@@ -194,6 +195,19 @@ static inline double pred_ticket_inv_out(const struct dbk_pred_ticket *t)
 {
 	double out = 2.0 * ((double)t->ctx_tokens - (double)t->prompt_tokens);
 	return out > 1 ? 1 / (out - 1) : 0;
+}
+
+/* The KV t pins on its server while it runs: its whole prompt and its
+ * output. The blocks its prefix hits are taken out of the free pool as
+ * surely as fresh ones (vLLM counts them used while a request holds
+ * them), so a long session's cached context is pinned whole by each
+ * turn; counting its new tokens only (prompt - hit + output) saw room
+ * that was not there, and long agentic sessions preempted (BENCHMARKS.md,
+ * "Long agentic sessions: KV pressure"). From the ticket alone, so that
+ * its release takes off what its commit added. */
+static inline double pred_ticket_kv(const struct dbk_pred_ticket *t)
+{
+	return (double)t->prompt_tokens + 2.0 * fmax(0, (double)t->ctx_tokens - t->prompt_tokens);
 }
 
 static inline bool pred_holds(const struct pred_srv *s, double need)
