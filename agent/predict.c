@@ -139,17 +139,44 @@ void dbk_pred_reset(struct dbk_pred *p, unsigned server)
 	dbk_pred_update_slow(p);
 }
 
+/* t's shared prefix on s's table, one reference more or less; a length
+ * the full table has no room for counts as t's own (released the same
+ * way: a length not found there is taken off the own part). */
+static void pred_charge_shared(struct pred_srv *s, uint32_t shared, int sign)
+{
+	struct pred_shared *free = NULL;
+
+	if (!shared)
+		return;
+	for (unsigned i = 0; i < PRED_SHARED; i++) {
+		struct pred_shared *e = &s->shared[i];
+		if (e->refs && e->tokens == shared) {
+			e->refs = sign > 0 ? e->refs + 1 : e->refs - 1;
+			return;
+		}
+		if (!e->refs && !free)
+			free = e;
+	}
+	if (sign > 0 && free)
+		*free = (struct pred_shared){ shared, 1 };
+	else
+		s->kv_own = fmax(0, s->kv_own + sign * (double)shared);
+}
+
 static void pred_charge(struct pred_srv *s, const struct dbk_pred_ticket *t, int sign)
 {
 	s->inflight = sign > 0 ? s->inflight + 1 : s->inflight ? s->inflight - 1 : 0;
 	s->prompt_tokens = fmax(0, s->prompt_tokens + sign * (double)t->prompt_tokens);
-	s->kv_tokens = fmax(0, s->kv_tokens + sign * pred_ticket_kv(t));
+	s->kv_own = fmax(0, s->kv_own + sign * pred_ticket_kv(t));
+	pred_charge_shared(s, pred_ticket_shared(t), sign);
 	s->ctx_tokens = fmax(0, s->ctx_tokens + sign * (double)t->ctx_tokens);
 	s->inv_out = fmax(0, s->inv_out + sign * pred_ticket_inv_out(t));
 	if (s->inflight == 0) {
-		s->prompt_tokens = s->kv_tokens = s->ctx_tokens = s->inv_out = 0;
+		s->prompt_tokens = s->kv_own = s->ctx_tokens = s->inv_out = 0;
+		memset(s->shared, 0, sizeof(s->shared));
 		s->count = 0;
 	}
+	s->kv_tokens = s->kv_own + pred_shared_kv(s);
 }
 
 static void pred_push(struct pred_srv *s, double now, double end)
@@ -248,6 +275,7 @@ static void pred_book(struct dbk_pred *p, struct dbk_pred_ticket *t, double prom
 	pred_charge(s, t, +1);
 }
 
+/* Its KV beyond what it shares with others there (pred_ticket_kv). */
 static void pred_ticket(const struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
                         double hit, uint64_t now_ms, struct dbk_pred_ticket *t)
 {
@@ -255,7 +283,7 @@ static void pred_ticket(const struct dbk_pred *p, const struct dbk_pred_request 
 
 	t->server = server;
 	t->prompt_tokens = u32_of(prompt);
-	t->kv_tokens = u32_of(prompt - hit + out);
+	t->kv_tokens = u32_of(prompt - dbk_pred_shared_hit(p, r, server, hit) + out);
 	t->ctx_tokens = u32_of(prompt + out / 2);
 	t->sent_ms = now_ms;
 }
@@ -320,8 +348,9 @@ void dbk_pred_complete(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint
 	if (t->server >= p->c.nservers)
 		return;
 	/* The hit and output the ticket was filled with, to a token or two
-	 * (its words are whole tokens): kv = prompt - hit + out, ctx =
-	 * prompt + out / 2. No speed is learnt from its duration, which
+	 * (its words are whole tokens): kv = prompt - shared + out, ctx =
+	 * prompt + out / 2; of the hit, its shared part (a session's own
+	 * history beyond it is priced as fresh). No speed is learnt from its duration, which
 	 * counts the body's way to the server. */
 	double prompt = t->prompt_tokens;
 	double out = fmax(0, 2.0 * ((double)t->ctx_tokens - prompt));

@@ -219,7 +219,7 @@ bool dbk_pred_better(const struct dbk_pred_choice *a, const struct dbk_pred_choi
 struct dbk_pred_ticket {
 	uint32_t server;
 	uint32_t prompt_tokens;
-	uint32_t kv_tokens;  /* new KV: prompt - expected hit + output (its hit, for complete) */
+	uint32_t kv_tokens;  /* own KV: prompt - shared hit + output (its hit, for complete) */
 	uint32_t ctx_tokens; /* prompt + half the output: decode context */
 	uint64_t sent_ms;
 	/* What the books predicted of it at the fleet's speed on server:

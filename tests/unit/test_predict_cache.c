@@ -4,7 +4,7 @@
  * in flight pins its whole prompt, the part its prefix hit included,
  * while a newcomer's cached prefix is already where it hits, and only a
  * long fresh prefill must find room (a short one waits, never
- * preempts). */
+ * preempts); a prefix that requests in flight share is pinned once. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,11 +212,49 @@ static void test_only_a_long_fresh_prefill_needs_room(void)
 	dbk_pred_free(p);
 }
 
+/* Short prompts behind one system prompt, in flight together: vLLM
+ * holds the prefix they share once (ref-counted blocks), each one's own
+ * tokens beside it. Counted per request, eight of them filled a server
+ * of 30,000 tokens that holds them with room to spare. */
+static void test_a_shared_prefix_is_pinned_once(void)
+{
+	struct dbk_pred *p = fleet(30000);
+	uint64_t k[DBK_PKEY_MAX_KEYS];
+	struct dbk_pred_request r = turn(k, 3000), fresh = req(8000, 100);
+	struct dbk_pred_ticket t[8];
+	struct dbk_pred_choice c;
+	struct dbk_pred_view v;
+
+	CHECK(p);
+	if (!p)
+		return;
+	/* The system prompt sent there once, ended. */
+	dbk_pred_commit(p, &r, 0, 1000, &t[0]);
+	dbk_pred_release(p, &t[0], 2000);
+	for (unsigned i = 0; i < 8; i++)
+		dbk_pred_commit(p, &r, 0, 3000 + i, &t[i]);
+	dbk_pred_view(p, 0, 4000, &v);
+	/* Its 2,999 shared tokens once, each one's own 101 beside them. */
+	CHECK(v.kv_committed >= 2999 + 8 * 100 && v.kv_committed <= 3000 + 8 * 102);
+	CHECK(dbk_pred_evaluate(p, &fresh, 0, 4000, &c) == 0);
+	CHECK(c.kv_fits);
+	/* Released in any order, what each commit took comes back. */
+	for (unsigned i = 0; i < 7; i++)
+		dbk_pred_release(p, &t[i], 5000);
+	dbk_pred_view(p, 0, 5000, &v);
+	CHECK(v.kv_committed >= 2999 + 100 && v.kv_committed <= 3000 + 102);
+	dbk_pred_release(p, &t[7], 5000);
+	dbk_pred_view(p, 0, 5000, &v);
+	CHECK(v.kv_committed == 0);
+	dbk_pred_free(p);
+}
+
 int main(void)
 {
 	RUN(test_a_turn_hits_its_own_history);
 	RUN(test_a_hit_pins_its_whole_prompt);
 	RUN(test_a_cached_turn_needs_its_new_tokens);
 	RUN(test_only_a_long_fresh_prefill_needs_room);
+	RUN(test_a_shared_prefix_is_pinned_once);
 	return CHECK_DONE();
 }
