@@ -275,7 +275,6 @@ static void pred_book(struct dbk_pred *p, struct dbk_pred_ticket *t, double prom
 	pred_charge(s, t, +1);
 }
 
-/* Its KV beyond what it shares with others there (pred_ticket_kv). */
 static void pred_ticket(const struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
                         double hit, uint64_t now_ms, struct dbk_pred_ticket *t)
 {
@@ -283,7 +282,8 @@ static void pred_ticket(const struct dbk_pred *p, const struct dbk_pred_request 
 
 	t->server = server;
 	t->prompt_tokens = u32_of(prompt);
-	t->kv_tokens = u32_of(prompt - dbk_pred_shared_hit(p, r, server, hit) + out);
+	t->kv_tokens = u32_of(prompt - hit + out);
+	t->shared_hit = hit > 0 && dbk_pred_hit_shared(p, r, server);
 	t->ctx_tokens = u32_of(prompt + out / 2);
 	t->sent_ms = now_ms;
 }
@@ -348,9 +348,8 @@ void dbk_pred_complete(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint
 	if (t->server >= p->c.nservers)
 		return;
 	/* The hit and output the ticket was filled with, to a token or two
-	 * (its words are whole tokens): kv = prompt - shared + out, ctx =
-	 * prompt + out / 2; of the hit, its shared part (a session's own
-	 * history beyond it is priced as fresh). No speed is learnt from its duration, which
+	 * (its words are whole tokens): kv = prompt - hit + out, ctx =
+	 * prompt + out / 2. No speed is learnt from its duration, which
 	 * counts the body's way to the server. */
 	double prompt = t->prompt_tokens;
 	double out = fmax(0, 2.0 * ((double)t->ctx_tokens - prompt));

@@ -219,13 +219,16 @@ bool dbk_pred_better(const struct dbk_pred_choice *a, const struct dbk_pred_choi
 struct dbk_pred_ticket {
 	uint32_t server;
 	uint32_t prompt_tokens;
-	uint32_t kv_tokens;  /* own KV: prompt - shared hit + output (its hit, for complete) */
+	uint32_t kv_tokens;  /* new KV: prompt - expected hit + output (its hit, for complete) */
 	uint32_t ctx_tokens; /* prompt + half the output: decode context */
 	uint64_t sent_ms;
 	/* What the books predicted of it at the fleet's speed on server:
 	 * its first token and its decode, in seconds, for what its
 	 * duration teaches (predict_learn.h); 0 when not known. */
 	float x1, x2;
+	/* Its hit is a prefix other requests share, pinned once per server
+	 * (predict_int.h's pred_ticket_kv); else its whole prompt is its own. */
+	bool shared_hit;
 };
 
 /* What the policy believes of a server now, for /metrics and logs. */

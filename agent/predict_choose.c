@@ -322,16 +322,13 @@ double dbk_pred_commit_hit(const struct dbk_pred *p, const struct dbk_pred_reque
 	return pred_hit(p, r, &m, server);
 }
 
-double dbk_pred_shared_hit(const struct dbk_pred *p, const struct dbk_pred_request *r,
-                           unsigned server, double hit)
+bool dbk_pred_hit_shared(const struct dbk_pred *p, const struct dbk_pred_request *r,
+                         unsigned server)
 {
 	struct dbk_pidx_hit k[PRED_MAX_HITS];
 	size_t nkeys = r->keys ? r->nkeys : 0;
 	size_t n = nkeys ? dbk_pidx_match(p->idx, r->keys, nkeys, k, PRED_MAX_HITS) : 0;
 	const struct dbk_pidx_hit *h = pred_hit_on(k, n, server);
 
-	if (!h)
-		return 0;
-	double tokens = (double)h->blocks * DBK_PKEY_BLOCK_TOKENS;
-	return fmax(0, fmin(hit, tokens * pred_keep(p, &p->s[server], h->stamp)));
+	return h && h->blocks < nkeys;
 }

@@ -211,28 +211,35 @@ static inline double pred_ticket_inv_out(const struct dbk_pred_ticket *t)
 	return out > 1 ? 1 / (out - 1) : 0;
 }
 
-/* The KV t pins on its server while it runs, its own part: its whole
- * prompt and its output but the prefix it shares with other requests
- * (kv_tokens: prompt - shared + output). The blocks its prefix hits are
- * taken out of the free pool as surely as fresh ones (vLLM counts them
- * used while a request holds them), so a long session's cached context
- * is pinned whole by each turn; counting its new tokens only saw room
- * that was not there, and long agentic sessions preempted (BENCHMARKS.md,
- * "Long agentic sessions: KV pressure"). But vLLM holds a prefix that
- * several running requests share once (its blocks are ref-counted):
- * counted per request, a short-prompt fleet's system prompt filled the
- * books. From the ticket alone, so that its release takes off what its
- * commit added. */
-static inline double pred_ticket_kv(const struct dbk_pred_ticket *t) { return t->kv_tokens; }
+/* Its output, as its ticket says (ctx = prompt + out / 2). */
+static inline double pred_ticket_out(const struct dbk_pred_ticket *t)
+{
+	return 2.0 * fmax(0, (double)t->ctx_tokens - t->prompt_tokens);
+}
 
-/* Its shared prefix, counted once per server (pred_shared_kv): what its
- * prompt and output hold beyond its own KV, less than a block (the
- * ticket's whole tokens) none. */
+/* The KV t pins on its server while it runs, its own part: its whole
+ * prompt and its output, but a hit others share (shared_hit: prompt -
+ * hit + output). The blocks its prefix hits are taken out of the free
+ * pool as surely as fresh ones (vLLM counts them used while a request
+ * holds them), so a long session's cached context is pinned whole by
+ * each turn; counting its new tokens only saw room that was not there,
+ * and long agentic sessions preempted (BENCHMARKS.md, "Long agentic
+ * sessions: KV pressure"). But vLLM holds a prefix that several running
+ * requests share once (its blocks are ref-counted): counted per
+ * request, a short-prompt fleet's system prompt filled the books. From
+ * the ticket alone, so that its release takes off what its commit
+ * added. */
+static inline double pred_ticket_kv(const struct dbk_pred_ticket *t)
+{
+	return t->shared_hit ? t->kv_tokens : (double)t->prompt_tokens + pred_ticket_out(t);
+}
+
+/* Its shared prefix, counted once per server (pred_shared_kv): its hit
+ * when shared, less than a block (the ticket's whole tokens) none. */
 static inline uint32_t pred_ticket_shared(const struct dbk_pred_ticket *t)
 {
-	double out = 2.0 * fmax(0, (double)t->ctx_tokens - t->prompt_tokens);
-	double shared = (double)t->prompt_tokens + out - t->kv_tokens;
-	return shared >= DBK_PKEY_BLOCK_TOKENS ? (uint32_t)shared : 0;
+	double shared = (double)t->prompt_tokens + pred_ticket_out(t) - t->kv_tokens;
+	return t->shared_hit && shared >= DBK_PKEY_BLOCK_TOKENS ? (uint32_t)shared : 0;
 }
 
 /* The shared prefixes in flight on s, each held once: the longest of
@@ -351,10 +358,14 @@ unsigned dbk_pred_lora_active(const struct dbk_pred *p, const struct pred_srv *s
  * hash that breaks ties between servers. */
 double dbk_pred_commit_hit(const struct dbk_pred *p, const struct dbk_pred_request *r,
                            unsigned server);
-/* Of hit, the part r's sample matched on server: text other requests
- * sent there too, which vLLM holds once for all that share it. */
-double dbk_pred_shared_hit(const struct dbk_pred *p, const struct dbk_pred_request *r,
-                           unsigned server, double hit);
+/* Whether r's hit on server is a prefix others share: its sample
+ * matched there short of the whole sample, text another prompt sent
+ * there too and this one leaves, which vLLM holds once for all that
+ * share it. A whole sample matched may be the request's own history (a
+ * conversation's earlier turn: Mooncake's, within 3,840 tokens), pinned
+ * by it alone. */
+bool dbk_pred_hit_shared(const struct dbk_pred *p, const struct dbk_pred_request *r,
+                         unsigned server);
 uint64_t dbk_pred_tie(uint64_t key, unsigned server);
 
 /* predict_herd.c: other balancers reading the same scrapes. */
