@@ -42,22 +42,33 @@ static struct dbk_pred_request req(double prompt, double out)
 		                          .ignore_eos = true };
 }
 
-/* A turn of a conversation of session (0: none) behind a system prompt
- * longer than the sample: every such turn's sample is the same text,
- * cut (the prompt goes on past it). */
-static struct dbk_pred_request turn_of(uint64_t *keys, uint64_t session, double prompt)
+/* A prompt of prompt tokens whose sample is blocks key blocks, the
+ * first common of them the same text in every such prompt (a system
+ * prompt), the rest own's: the prompt goes on past the sample. */
+static struct dbk_pred_request sample_of(uint64_t *keys, size_t blocks, size_t common, unsigned own,
+                                         double prompt)
 {
 	char body[64 * DBK_PKEY_BLOCK_BYTES + 64];
 	size_t n = (size_t)snprintf(body, sizeof(body), "{\"prompt\":\"");
 	struct dbk_pred_request r = req(prompt, 100);
 	struct dbk_pkey pk;
 
-	for (size_t b = 0; b < 50; b++)
+	for (size_t b = 0; b < blocks; b++)
 		for (size_t i = 0; i < DBK_PKEY_BLOCK_BYTES; i++)
-			body[n++] = (char)('a' + (7 + b) % 26);
+			body[n++] = (char)(b < common ? 'a' + (7 + b) % 26 : 'a' + (own + i) % 26);
 	r.keys = keys;
 	r.nkeys = dbk_pkey_derive((const uint8_t *)body, n, keys, DBK_PKEY_MAX_KEYS, &pk);
 	r.keys_cut = true;
+	return r;
+}
+
+/* A turn of a conversation of session (0: none) behind a system prompt
+ * longer than the sample: every such turn's sample is the same text,
+ * cut. */
+static struct dbk_pred_request turn_of(uint64_t *keys, uint64_t session, double prompt)
+{
+	struct dbk_pred_request r = sample_of(keys, 50, 50, 0, prompt);
+
 	r.session = session;
 	return r;
 }
@@ -213,21 +224,10 @@ static void test_only_a_long_fresh_prefill_needs_room(void)
 }
 
 /* Request i behind a system prompt of 30 key blocks, its own text
- * after it within the sample, prompt tokens in all. */
+ * after it within the sample. */
 static struct dbk_pred_request behind(uint64_t *keys, unsigned i, double prompt)
 {
-	char body[40 * DBK_PKEY_BLOCK_BYTES + 64];
-	size_t n = (size_t)snprintf(body, sizeof(body), "{\"prompt\":\"");
-	struct dbk_pred_request r = req(prompt, 100);
-	struct dbk_pkey pk;
-
-	for (size_t b = 0; b < 40; b++)
-		for (size_t j = 0; j < DBK_PKEY_BLOCK_BYTES; j++)
-			body[n++] = (char)(b < 30 ? 'a' + b % 26 : 'a' + (i + j) % 26);
-	r.keys = keys;
-	r.nkeys = dbk_pkey_derive((const uint8_t *)body, n, keys, DBK_PKEY_MAX_KEYS, &pk);
-	r.keys_cut = true;
-	return r;
+	return sample_of(keys, 40, 30, i, prompt);
 }
 
 /* Short prompts behind one system prompt, in flight together: vLLM
