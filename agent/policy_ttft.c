@@ -93,6 +93,9 @@ static int ttft_choose(void *st, const struct dbk_policy_request *r, uint64_t no
  * decode predicted (floats' bits), and the server they were predicted
  * for, which a move leaves behind (the balancer carries the slot as it
  * was committed). */
+/* In the slot's server word: the ticket's shared_hit. */
+#define TTFT_SLOT_SHARED (UINT32_C(1) << 31)
+
 static void slot_of(const struct dbk_pred_ticket *k, uint32_t slot[DBK_BAL_SLOT_WORDS])
 {
 	_Static_assert(DBK_BAL_SLOT_WORDS >= 6, "the ticket takes six words");
@@ -101,7 +104,7 @@ static void slot_of(const struct dbk_pred_ticket *k, uint32_t slot[DBK_BAL_SLOT_
 	slot[2] = k->ctx_tokens;
 	memcpy(&slot[3], &k->x1, sizeof(k->x1));
 	memcpy(&slot[4], &k->x2, sizeof(k->x2));
-	slot[5] = k->server;
+	slot[5] = k->server | (k->shared_hit ? TTFT_SLOT_SHARED : 0);
 }
 
 void dbk_policy_ttft_commit(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,
@@ -165,9 +168,10 @@ static struct dbk_pred_ticket ticket_of(const struct dbk_bal_lease *l)
 		.kv_tokens = l->slot[1],
 		.ctx_tokens = l->slot[2],
 		.sent_ms = l->start_ms,
+		.shared_hit = l->slot[5] & TTFT_SLOT_SHARED,
 	};
 
-	if (l->slot[5] == l->server) {
+	if ((l->slot[5] & ~TTFT_SLOT_SHARED) == l->server) {
 		memcpy(&k.x1, &l->slot[3], sizeof(k.x1));
 		memcpy(&k.x2, &l->slot[4], sizeof(k.x2));
 	}

@@ -139,17 +139,44 @@ void dbk_pred_reset(struct dbk_pred *p, unsigned server)
 	dbk_pred_update_slow(p);
 }
 
+/* t's shared prefix on s's table, one reference more or less; a length
+ * the full table has no room for counts as t's own (released the same
+ * way: a length not found there is taken off the own part). */
+static void pred_charge_shared(struct pred_srv *s, uint32_t shared, int sign)
+{
+	struct pred_shared *free = NULL;
+
+	if (!shared)
+		return;
+	for (unsigned i = 0; i < PRED_SHARED; i++) {
+		struct pred_shared *e = &s->shared[i];
+		if (e->refs && e->tokens == shared) {
+			e->refs = sign > 0 ? e->refs + 1 : e->refs - 1;
+			return;
+		}
+		if (!e->refs && !free)
+			free = e;
+	}
+	if (sign > 0 && free)
+		*free = (struct pred_shared){ shared, 1 };
+	else
+		s->kv_own = fmax(0, s->kv_own + sign * (double)shared);
+}
+
 static void pred_charge(struct pred_srv *s, const struct dbk_pred_ticket *t, int sign)
 {
 	s->inflight = sign > 0 ? s->inflight + 1 : s->inflight ? s->inflight - 1 : 0;
 	s->prompt_tokens = fmax(0, s->prompt_tokens + sign * (double)t->prompt_tokens);
-	s->kv_tokens = fmax(0, s->kv_tokens + sign * pred_ticket_kv(t));
+	s->kv_own = fmax(0, s->kv_own + sign * pred_ticket_kv(t));
+	pred_charge_shared(s, pred_ticket_shared(t), sign);
 	s->ctx_tokens = fmax(0, s->ctx_tokens + sign * (double)t->ctx_tokens);
 	s->inv_out = fmax(0, s->inv_out + sign * pred_ticket_inv_out(t));
 	if (s->inflight == 0) {
-		s->prompt_tokens = s->kv_tokens = s->ctx_tokens = s->inv_out = 0;
+		s->prompt_tokens = s->kv_own = s->ctx_tokens = s->inv_out = 0;
+		memset(s->shared, 0, sizeof(s->shared));
 		s->count = 0;
 	}
+	s->kv_tokens = s->kv_own + pred_shared_kv(s);
 }
 
 static void pred_push(struct pred_srv *s, double now, double end)
@@ -256,6 +283,7 @@ static void pred_ticket(const struct dbk_pred *p, const struct dbk_pred_request 
 	t->server = server;
 	t->prompt_tokens = u32_of(prompt);
 	t->kv_tokens = u32_of(prompt - hit + out);
+	t->shared_hit = hit > 0 && dbk_pred_hit_shared(p, r, server);
 	t->ctx_tokens = u32_of(prompt + out / 2);
 	t->sent_ms = now_ms;
 }

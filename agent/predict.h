@@ -226,6 +226,9 @@ struct dbk_pred_ticket {
 	 * its first token and its decode, in seconds, for what its
 	 * duration teaches (predict_learn.h); 0 when not known. */
 	float x1, x2;
+	/* Its hit is a prefix other requests share, pinned once per server
+	 * (predict_int.h's pred_ticket_kv); else its whole prompt is its own. */
+	bool shared_hit;
 };
 
 /* What the policy believes of a server now, for /metrics and logs. */

@@ -148,7 +148,8 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	double queue = fmax(0, s->last_end_s - now) + o.work_s + fmax(0, s->unseen_end_s - now);
 	double own = pred_srv_prefill_s(p, s, fmax(prompt - hit, 1), hit, decoders, ctx);
 
-	/* Beside what those in flight pin (pred_ticket_kv: whole prompts),
+	/* Beside what those in flight pin (whole prompts, a shared prefix
+	 * once: pred_ticket_kv),
 	 * the room of its new tokens and output: its hit is resident there.
 	 * Where the room is short it waits for decodes to end (wait_s), and
 	 * still ranks as fitting where it is mostly cached and its new
@@ -168,8 +169,8 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	e->wait_s = 0;
 	if (over > 0) {
 		/* Until enough decodes end: what is left of the outputs in
-		 * flight ((kv - ctx) is half of them) at one token a step. */
-		double left = s->inflight ? (s->kv_tokens - s->ctx_tokens) / s->inflight : out;
+		 * flight ((ctx - prompt) is half of them) at one token a step. */
+		double left = s->inflight ? (s->ctx_tokens - s->prompt_tokens) / s->inflight : out;
 		double step = pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
 		e->wait_s = fmin(over / fmax(cap, 1), 1) * left * step;
 	}
@@ -180,8 +181,9 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	dbk_pred_lora_price(p, s, r->adapter, now_ms, &lp);
 	if (lp.turns > 0) {
 		/* Until the requests of an adapter there end, as for KV. */
-		double left = s->inflight ? fmax(1, (s->kv_tokens - s->ctx_tokens) / s->inflight)
-		                          : out;
+		double left = s->inflight
+		                      ? fmax(1, (s->ctx_tokens - s->prompt_tokens) / s->inflight)
+		                      : out;
 		e->ttft_s += lp.turns * left * pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
 	}
 	e->ttft_s += lp.load_s;
@@ -318,4 +320,15 @@ double dbk_pred_commit_hit(const struct dbk_pred *p, const struct dbk_pred_reque
 
 	pred_match(p, r, &m);
 	return pred_hit(p, r, &m, server);
+}
+
+bool dbk_pred_hit_shared(const struct dbk_pred *p, const struct dbk_pred_request *r,
+                         unsigned server)
+{
+	struct dbk_pidx_hit k[PRED_MAX_HITS];
+	size_t nkeys = r->keys ? r->nkeys : 0;
+	size_t n = nkeys ? dbk_pidx_match(p->idx, r->keys, nkeys, k, PRED_MAX_HITS) : 0;
+	const struct dbk_pidx_hit *h = pred_hit_on(k, n, server);
+
+	return h && h->blocks < nkeys;
 }

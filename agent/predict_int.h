@@ -14,6 +14,7 @@
 
 #include "predict.h"
 #include "predict_learn.h"
+#include "prefix_key.h"
 #include "prefix_index.h"
 
 /* Pending prefills remembered per server; beyond, the newest absorbs. */
@@ -46,12 +47,25 @@ struct pred_lora_sent {
 	uint64_t ms;
 };
 
+/* The distinct shared prefixes in flight on a server, by length, at
+ * most: beyond, a request's shared part counts as its own. */
+#define PRED_SHARED 16u
+
+struct pred_shared {
+	uint32_t tokens; /* 0: free */
+	uint32_t refs;
+};
+
 struct pred_srv {
 	enum dbk_pred_state state;
 	uint32_t max_model_len;
 	unsigned inflight;
-	/* Sums in flight: prompts, KV pinned (pred_ticket_kv), decode contexts. */
+	/* Sums in flight: prompts, KV pinned, decode contexts. The KV
+	 * pinned is each request's own (pred_ticket_kv) and the longest
+	 * shared prefix in flight once (pred_shared_kv). */
 	double prompt_tokens, kv_tokens, ctx_tokens;
+	double kv_own;
+	struct pred_shared shared[PRED_SHARED];
 	double inv_out; /* sum in flight of 1 / (output - 1): TPOT per second a step is longer */
 	uint32_t sent_units; /* new KV tokens sent, in key blocks: cache turnover */
 	struct pred_pending ring[PRED_RING];
@@ -197,17 +211,49 @@ static inline double pred_ticket_inv_out(const struct dbk_pred_ticket *t)
 	return out > 1 ? 1 / (out - 1) : 0;
 }
 
-/* The KV t pins on its server while it runs: its whole prompt and its
- * output. The blocks its prefix hits are taken out of the free pool as
- * surely as fresh ones (vLLM counts them used while a request holds
- * them), so a long session's cached context is pinned whole by each
- * turn; counting its new tokens only (prompt - hit + output) saw room
- * that was not there, and long agentic sessions preempted (BENCHMARKS.md,
- * "Long agentic sessions: KV pressure"). From the ticket alone, so that
- * its release takes off what its commit added. */
+/* Its output, as its ticket says (ctx = prompt + out / 2). */
+static inline double pred_ticket_out(const struct dbk_pred_ticket *t)
+{
+	return 2.0 * fmax(0, (double)t->ctx_tokens - t->prompt_tokens);
+}
+
+/* The KV t pins on its server while it runs, its own part: its whole
+ * prompt and its output, but a hit others share (shared_hit: prompt -
+ * hit + output). The blocks its prefix hits are taken out of the free
+ * pool as surely as fresh ones (vLLM counts them used while a request
+ * holds them), so a long session's cached context is pinned whole by
+ * each turn; counting its new tokens only saw room that was not there,
+ * and long agentic sessions preempted (BENCHMARKS.md, "Long agentic
+ * sessions: KV pressure"). But vLLM holds a prefix that several running
+ * requests share once (its blocks are ref-counted): counted per
+ * request, a short-prompt fleet's system prompt filled the books. From
+ * the ticket alone, so that its release takes off what its commit
+ * added. */
 static inline double pred_ticket_kv(const struct dbk_pred_ticket *t)
 {
-	return (double)t->prompt_tokens + 2.0 * fmax(0, (double)t->ctx_tokens - t->prompt_tokens);
+	return t->shared_hit ? t->kv_tokens : (double)t->prompt_tokens + pred_ticket_out(t);
+}
+
+/* Its shared prefix, counted once per server (pred_shared_kv): its hit
+ * when shared, less than a block (the ticket's whole tokens) none. */
+static inline uint32_t pred_ticket_shared(const struct dbk_pred_ticket *t)
+{
+	double shared = (double)t->prompt_tokens + pred_ticket_out(t) - t->kv_tokens;
+	return t->shared_hit && shared >= DBK_PKEY_BLOCK_TOKENS ? (uint32_t)shared : 0;
+}
+
+/* The shared prefixes in flight on s, each held once: the longest of
+ * them, taken to contain the others (one system prompt and the longer
+ * prefixes that begin with it; distinct system prompts side by side are
+ * undercounted). */
+static inline double pred_shared_kv(const struct pred_srv *s)
+{
+	uint32_t m = 0;
+
+	for (unsigned i = 0; i < PRED_SHARED; i++)
+		if (s->shared[i].refs && s->shared[i].tokens > m)
+			m = s->shared[i].tokens;
+	return m;
 }
 
 static inline bool pred_holds(const struct pred_srv *s, double need)
@@ -312,6 +358,14 @@ unsigned dbk_pred_lora_active(const struct dbk_pred *p, const struct pred_srv *s
  * hash that breaks ties between servers. */
 double dbk_pred_commit_hit(const struct dbk_pred *p, const struct dbk_pred_request *r,
                            unsigned server);
+/* Whether r's hit on server is a prefix others share: its sample
+ * matched there short of the whole sample, text another prompt sent
+ * there too and this one leaves, which vLLM holds once for all that
+ * share it. A whole sample matched may be the request's own history (a
+ * conversation's earlier turn: Mooncake's, within 3,840 tokens), pinned
+ * by it alone. */
+bool dbk_pred_hit_shared(const struct dbk_pred *p, const struct dbk_pred_request *r,
+                         unsigned server);
 uint64_t dbk_pred_tie(uint64_t key, unsigned server);
 
 /* predict_herd.c: other balancers reading the same scrapes. */

@@ -4,7 +4,7 @@
  * in flight pins its whole prompt, the part its prefix hit included,
  * while a newcomer's cached prefix is already where it hits, and only a
  * long fresh prefill must find room (a short one waits, never
- * preempts). */
+ * preempts); a prefix that requests in flight share is pinned once. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,22 +42,33 @@ static struct dbk_pred_request req(double prompt, double out)
 		                          .ignore_eos = true };
 }
 
-/* A turn of a conversation of session (0: none) behind a system prompt
- * longer than the sample: every such turn's sample is the same text,
- * cut (the prompt goes on past it). */
-static struct dbk_pred_request turn_of(uint64_t *keys, uint64_t session, double prompt)
+/* A prompt of prompt tokens whose sample is blocks key blocks, the
+ * first common of them the same text in every such prompt (a system
+ * prompt), the rest own's: the prompt goes on past the sample. */
+static struct dbk_pred_request sample_of(uint64_t *keys, size_t blocks, size_t common, unsigned own,
+                                         double prompt)
 {
 	char body[64 * DBK_PKEY_BLOCK_BYTES + 64];
 	size_t n = (size_t)snprintf(body, sizeof(body), "{\"prompt\":\"");
 	struct dbk_pred_request r = req(prompt, 100);
 	struct dbk_pkey pk;
 
-	for (size_t b = 0; b < 50; b++)
+	for (size_t b = 0; b < blocks; b++)
 		for (size_t i = 0; i < DBK_PKEY_BLOCK_BYTES; i++)
-			body[n++] = (char)('a' + (7 + b) % 26);
+			body[n++] = (char)(b < common ? 'a' + (7 + b) % 26 : 'a' + (own + i) % 26);
 	r.keys = keys;
 	r.nkeys = dbk_pkey_derive((const uint8_t *)body, n, keys, DBK_PKEY_MAX_KEYS, &pk);
 	r.keys_cut = true;
+	return r;
+}
+
+/* A turn of a conversation of session (0: none) behind a system prompt
+ * longer than the sample: every such turn's sample is the same text,
+ * cut. */
+static struct dbk_pred_request turn_of(uint64_t *keys, uint64_t session, double prompt)
+{
+	struct dbk_pred_request r = sample_of(keys, 50, 50, 0, prompt);
+
 	r.session = session;
 	return r;
 }
@@ -212,11 +223,68 @@ static void test_only_a_long_fresh_prefill_needs_room(void)
 	dbk_pred_free(p);
 }
 
+/* Request i behind a system prompt of 30 key blocks, its own text
+ * after it within the sample. */
+static struct dbk_pred_request behind(uint64_t *keys, unsigned i, double prompt)
+{
+	return sample_of(keys, 40, 30, i, prompt);
+}
+
+/* Short prompts behind one system prompt, in flight together: vLLM
+ * holds the prefix they share once (ref-counted blocks), each one's own
+ * tokens beside it. Counted per request, eight of them filled a server
+ * of 20,000 tokens that holds them with room to spare. What it shares is
+ * what its sample matched short of the whole sample. */
+static void test_a_shared_prefix_is_pinned_once(void)
+{
+	struct dbk_pred *p = fleet(20000);
+	uint64_t k[DBK_PKEY_MAX_KEYS];
+	struct dbk_pred_request r = behind(k, 0, 3000), fresh = req(6000, 100);
+	struct dbk_pred_ticket t[8];
+	struct dbk_pred_choice c;
+	struct dbk_pred_view v;
+	double shared = 30.0 * DBK_PKEY_BLOCK_TOKENS, own = 3000 - shared + 100;
+
+	CHECK(p);
+	if (!p)
+		return;
+	/* The system prompt sent there once, ended. */
+	dbk_pred_commit(p, &r, 0, 1000, &t[0]);
+	dbk_pred_release(p, &t[0], 2000);
+	for (unsigned i = 0; i < 8; i++) {
+		r = behind(k, i + 1, 3000);
+		dbk_pred_commit(p, &r, 0, 3000 + i, &t[i]);
+	}
+	dbk_pred_view(p, 0, 4000, &v);
+	CHECK(fabs(v.kv_committed - (shared + 8 * own)) <= 8);
+	CHECK(dbk_pred_evaluate(p, &fresh, 0, 4000, &c) == 0);
+	CHECK(c.kv_fits);
+	/* Released in any order, what each commit took comes back. */
+	for (unsigned i = 0; i < 7; i++)
+		dbk_pred_release(p, &t[i], 5000);
+	dbk_pred_view(p, 0, 5000, &v);
+	CHECK(fabs(v.kv_committed - (shared + own)) <= 2);
+	dbk_pred_release(p, &t[7], 5000);
+	dbk_pred_view(p, 0, 5000, &v);
+	CHECK(v.kv_committed == 0);
+	/* A whole sample matched may be each one's own history (Mooncake's
+	 * turns): pinned whole by each. */
+	r = turn(k, 3000);
+	dbk_pred_commit(p, &r, 1, 6000, &t[0]);
+	dbk_pred_release(p, &t[0], 7000);
+	dbk_pred_commit(p, &r, 1, 8000, &t[0]);
+	dbk_pred_commit(p, &r, 1, 8000, &t[1]);
+	dbk_pred_view(p, 1, 8000, &v);
+	CHECK(v.kv_committed >= 2 * 3100 - 2);
+	dbk_pred_free(p);
+}
+
 int main(void)
 {
 	RUN(test_a_turn_hits_its_own_history);
 	RUN(test_a_hit_pins_its_whole_prompt);
 	RUN(test_a_cached_turn_needs_its_new_tokens);
 	RUN(test_only_a_long_fresh_prefill_needs_room);
+	RUN(test_a_shared_prefix_is_pinned_once);
 	return CHECK_DONE();
 }
