@@ -204,6 +204,13 @@ session_known() {
 		grep -q "key=$2 .*gpt0=[1-9]"
 }
 
+# only_vllm3_usable I: node I's agent counts vllm3 alone usable.
+only_vllm3_usable() {
+	curl -s --max-time 5 "http://127.0.0.1:${N_ADMIN[$1]}/metrics" |
+		awk '/^dbucket_server_usable\{/ { n++; if ($2 + 0 == 1) { up++; if ($1 !~ /"vllm3"/) other++ } }
+			END { exit !(n >= 4 && up == 1 && !other) }'
+}
+
 # peers_up I: node I's peer session with the other node is established.
 peers_up() {
 	echo "show peers" | socat -t 5 - "UNIX-CONNECT:${N_SOCK[$1]}" |
@@ -220,6 +227,9 @@ two_turns() {
 	for s in vllm0 vllm1 vllm2; do
 		echo "set server vllm/$s state maint" | socat -t 5 - "UNIX-CONNECT:${N_SOCK[1]}" >/dev/null
 	done
+	# Node 1's agent reads the maintenance from HAProxy at its own pace: a
+	# choice of a server in maintenance would be HAProxy's to redo.
+	wait_until 10 only_vllm3_usable 1 || fail "node 1's agent never saw vllm0-2 in maintenance"
 	# 12k tokens, then 13k: the same words (one seed), the second longer.
 	distinct_body 31 48000 16 >"$d/t1.json"
 	distinct_body 31 52000 16 >"$d/t2.json"
