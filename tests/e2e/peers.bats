@@ -264,3 +264,30 @@ two_turns() {
 	assert_success
 	[ "${lines[0]}" != "${lines[1]}" ] || fail "without the table, turn 2 still followed turn 1: $output"
 }
+
+@test "session table: a request HAProxy sends elsewhere than the agent chose is recorded where it ran" {
+	start_stubs
+	export DBK_SESSION_TABLE=dbk_sessions DBK_DEBUG_HEADERS=1
+	# Polls a minute apart: the agent keeps choosing servers that are now
+	# in maintenance, and HAProxy's leastconn takes the request instead.
+	start_node 1 --scrape-interval 30s --poll-interval 60s
+	wait_until 10 ready 1 || fail "node 1 not ready"
+	local d=$BATS_TEST_TMPDIR s i chose=
+	for s in vllm0 vllm1 vllm2; do
+		echo "set server vllm/$s state maint" | socat -t 5 - "UNIX-CONNECT:${N_SOCK[1]}" >/dev/null
+	done
+	# Distinct prompts until the agent names a server in maintenance (its
+	# ties go by the prompt's hash: the first almost always does).
+	for i in 1 2 3 4 5 6 7 8; do
+		distinct_body "4$i" 4000 4 >"$d/r$i.json"
+		send "$d/r$i" /v1/completions "$d/r$i.json" "${N_BIND[1]##*:}" -H "X-Session-Id: moved-$i" ||
+			fail "request $i failed"
+		assert_equal "$(header "$d/r$i" X-Served-By)" vllm3
+		chose=$(header "$d/r$i" X-Dbucket-Server)
+		[ "$chose" = vllm3 ] || break
+	done
+	[ "$chose" != vllm3 ] || fail "the agent chose vllm3 eight times: nothing was sent elsewhere"
+	# HAProxy's crc32 of "vllm3", where it ran, not the agent's choice.
+	echo "show table dbk_sessions key moved-$i" | socat -t 5 - "UNIX-CONNECT:${N_SOCK[1]}" |
+		grep -q "key=moved-$i .*gpt0=4010732657 " || fail "entry: $(echo "show table dbk_sessions key moved-$i" | socat -t 5 - "UNIX-CONNECT:${N_SOCK[1]}")"
+}
