@@ -55,7 +55,8 @@
  *   for the 30 s after a burst's last evidence, refused requests that
  *   would start at once on an idle server; with the gap, the recency
  *   and the burst's hold, 119 -> 73 and 220 -> 142 refused at 0.8x,
- *   goodput higher at every load (BENCHMARKS.md, "Stop 38").
+ *   goodput higher there at every load (Mooncake 4 at 2.5x: 3% lower;
+ *   BENCHMARKS.md, "Stop 38").
  * - A prediction that cannot be right (the first token before its own
  *   prefill is done) is taken as late: the policy's books go wrong when
  *   the fleet is past what they model (KV full on long agentic
