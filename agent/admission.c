@@ -88,17 +88,35 @@ static uint64_t above_risk(const struct dbk_admit_state *st, enum dbk_class cls,
 }
 
 /* Whether a class above cls is at risk on evidence renewed for
- * DBK_ADMIT_SUSTAINED_MS or more: the fleet past capacity, not a burst
- * (with no memory, not known: no). */
+ * DBK_ADMIT_SUSTAINED_MS or more, and still coming: the fleet past
+ * capacity, not a burst, nor a fleet whose backlog has drained (with no
+ * memory, not known: no). */
 static bool sustained(const struct dbk_admit_state *st, enum dbk_class cls, uint64_t now_ms)
 {
 	if (!st)
 		return false;
 	for (int k = 0; k < (int)cls; k++)
 		if (st->risk_until_ms[k] > now_ms &&
-		    st->risk_last_ms[k] - st->risk_since_ms[k] >= DBK_ADMIT_SUSTAINED_MS)
+		    st->risk_last_ms[k] - st->risk_since_ms[k] >= DBK_ADMIT_SUSTAINED_MS &&
+		    now_ms - st->risk_last_ms[k] <= DBK_ADMIT_SUSTAINED_RECENT_MS)
 			return true;
 	return false;
+}
+
+/* A request of cls predicted to wait past DBK_ADMIT_RISK_SHARE of the
+ * objective at now_ms: a new episode of risk, or the same renewed. A
+ * gap longer than DBK_ADMIT_SUSTAINED_MS starts a new one: two bursts
+ * apart are not one sustained overload. The hold is from now: long once
+ * the episode is sustained, short while it is a burst. */
+static void evidence(struct dbk_admit_state *st, enum dbk_class cls, uint64_t now_ms)
+{
+	if (st->risk_until_ms[cls] <= now_ms ||
+	    now_ms - st->risk_last_ms[cls] > DBK_ADMIT_SUSTAINED_MS)
+		st->risk_since_ms[cls] = now_ms;
+	st->risk_last_ms[cls] = now_ms;
+	st->risk_until_ms[cls] = now_ms + (now_ms - st->risk_since_ms[cls] >= DBK_ADMIT_SUSTAINED_MS
+	                                           ? DBK_ADMIT_RISK_HOLD_MS
+	                                           : DBK_ADMIT_BURST_HOLD_MS);
 }
 
 /* The rule for a predicted first token t, of which own is the request's
@@ -122,13 +140,8 @@ static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
 		t = wait = INFINITY;
 	}
 
-	if (st && wait > obj * DBK_ADMIT_RISK_SHARE) {
-		/* A new episode, or the same renewed. */
-		if (st->risk_until_ms[cls] <= in->now_ms)
-			st->risk_since_ms[cls] = in->now_ms;
-		st->risk_last_ms[cls] = in->now_ms;
-		st->risk_until_ms[cls] = in->now_ms + DBK_ADMIT_RISK_HOLD_MS;
-	}
+	if (st && wait > obj * DBK_ADMIT_RISK_SHARE)
+		evidence(st, cls, in->now_ms);
 	if (cls == DBK_CLASS_CRITICAL)
 		return r;
 	double share = obj * c->headroom[cls];

@@ -26,8 +26,8 @@
  *   refused, since no server can serve it sooner and a refusal would
  *   come back for ever; late by the queue, a retry once the queue has
  *   drained is predicted in time.
- * - A higher class's: a class is at risk for DBK_ADMIT_RISK_HOLD_MS
- *   after one of its own requests was predicted to wait more than
+ * - A higher class's: a class is at risk for a while (a hold) after
+ *   one of its own requests was predicted to wait more than
  *   DBK_ADMIT_RISK_SHARE of the objective before its prefill (it then
  *   has a quarter of it left for its own prompt). While a class above
  *   is at risk, a request is refused when t is past its class's share
@@ -38,15 +38,25 @@
  *   burst that leaves every critical request a server in time refuses
  *   nothing; and the hold outlasts the queue that raised it, so that a
  *   sustained overload is not let in again each time the refusals have
- *   emptied the queue.
+ *   emptied the queue: 30 s after a sustained episode's evidence, 15 s
+ *   after a burst's (below capacity a lone burst held the lower classes
+ *   to their share for 30 s, long after its queue had drained).
  * - Sustained: while a class above is at risk on evidence renewed for
- *   DBK_ADMIT_SUSTAINED_MS (a burst's evidence comes at once, or for a
- *   few seconds), the share is an eighth of itself: past capacity, a
+ *   DBK_ADMIT_SUSTAINED_MS, every piece within 5 s of the last, and
+ *   the latest at most 10 s old (a burst's evidence comes at once, or
+ *   for a few seconds), the share is an eighth of itself: past capacity, a
  *   backlog of a second on every server, which the share allows, makes
  *   the next critical request late and stretches the decoders' TPOT
  *   with prefill chunks. Agentic sessions on 4 instances at 2x
  *   capacity: critical within 87.2% -> 90.7% (BENCHMARKS.md, "Stop
- *   37"); a burst below capacity refuses no more than before.
+ *   37"). Two pieces of a burst's evidence 10 s apart are not a
+ *   sustained episode, nor is the fleet once the evidence has stopped:
+ *   below capacity (0.8x) on the agentic sessions the eighth, held on
+ *   for the 30 s after a burst's last evidence, refused requests that
+ *   would start at once on an idle server; with the gap, the recency
+ *   and the burst's hold, 119 -> 73 and 220 -> 142 refused at 0.8x,
+ *   goodput higher there at every load (Mooncake 4 at 2.5x: 3% lower;
+ *   BENCHMARKS.md, "Stop 38").
  * - A prediction that cannot be right (the first token before its own
  *   prefill is done) is taken as late: the policy's books go wrong when
  *   the fleet is past what they model (KV full on long agentic
@@ -112,15 +122,20 @@ enum dbk_class { DBK_CLASS_CRITICAL, DBK_CLASS_STANDARD, DBK_CLASS_SHEDDABLE, DB
 #define DBK_ADMIT_FLEET_SHARE_STANDARD 1.0
 #define DBK_ADMIT_DEFAULT_RETRY_MIN_S 1
 #define DBK_ADMIT_DEFAULT_RETRY_MAX_S 60
-/* A class is at risk for DBK_ADMIT_RISK_HOLD_MS after one of its
- * requests was predicted to wait more than DBK_ADMIT_RISK_SHARE of the
- * objective before its own prefill. */
+/* A class is at risk after one of its requests was predicted to wait
+ * more than DBK_ADMIT_RISK_SHARE of the objective before its own
+ * prefill: for DBK_ADMIT_BURST_HOLD_MS after evidence of a burst, for
+ * DBK_ADMIT_RISK_HOLD_MS after evidence of a sustained episode. */
 #define DBK_ADMIT_RISK_SHARE 0.75
 #define DBK_ADMIT_RISK_HOLD_MS 30000
-/* Evidence of a class's risk renewed for DBK_ADMIT_SUSTAINED_MS is the
- * fleet past capacity, not a burst: the classes below it then get
- * DBK_ADMIT_SUSTAINED_FACTOR of their share. */
+#define DBK_ADMIT_BURST_HOLD_MS 15000
+/* Evidence of a class's risk renewed for DBK_ADMIT_SUSTAINED_MS, each
+ * piece within DBK_ADMIT_SUSTAINED_MS of the one before (a longer gap
+ * starts a new episode), is the fleet past capacity, not a burst: while
+ * its latest piece is at most DBK_ADMIT_SUSTAINED_RECENT_MS old, the
+ * classes below it get DBK_ADMIT_SUSTAINED_FACTOR of their share. */
 #define DBK_ADMIT_SUSTAINED_MS 5000
+#define DBK_ADMIT_SUSTAINED_RECENT_MS 10000
 #define DBK_ADMIT_SUSTAINED_FACTOR 0.125
 
 struct dbk_admit_config {

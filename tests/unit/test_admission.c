@@ -209,13 +209,14 @@ static void test_nothing_at_risk(void)
 }
 
 /* A critical request predicted to wait past 3/4 of the objective puts
- * critical at risk for DBK_ADMIT_RISK_HOLD_MS: the lower classes get
- * their share again (refused past half the objective), then, the risk
- * lapsed, the whole. Its own prefill is not a risk the others cause. */
+ * critical at risk for DBK_ADMIT_BURST_HOLD_MS (a burst's evidence):
+ * the lower classes get their share again (refused past half the
+ * objective), then, the risk lapsed, the whole. Its own prefill is not
+ * a risk the others cause. */
 static void test_critical_at_risk(void)
 {
 	struct dbk_admit_state st = { 0 };
-	const uint64_t lapse = 1000 + DBK_ADMIT_RISK_HOLD_MS;
+	const uint64_t lapse = 1000 + DBK_ADMIT_BURST_HOLD_MS;
 	const struct step steps[] = {
 		/* 3 s of its own prompt, 100 ms of wait: no risk. */
 		{ CRIT, 1000, 3100, 3000, ROUTE, -1 },
@@ -227,7 +228,7 @@ static void test_critical_at_risk(void)
 		{ CRIT, 1000, 1e9, 200, ROUTE, -1 },
 		/* Now a sheddable request past its share is refused, even one
 		 * late only by its own prompt, whose prefill never fits the
-		 * share: back once the risk lapses, 29 s from now. */
+		 * share: back once the risk lapses, 14 s from now. */
 		{ SHD, 2000, 1200, 1100, SHED, (int)(lapse - 2000) / 1000 },
 		/* A short one behind 1.5 s of queue: when the queue leaves it
 		 * within the share, 0.7 s, rounded up; within it, admitted. */
@@ -270,6 +271,43 @@ static void test_sustained_risk(void)
 		/* The hold lapsed: a new episode starts with the share. */
 		{ CRIT, lapse, 1700, 100, ROUTE, -1 },
 		{ SHD, lapse, 400, 100, ROUTE, -1 },
+	};
+
+	/* On failure: the step's index, plus one. */
+	CHECK_EQ_U(run_steps(steps, sizeof(steps) / sizeof(steps[0]), &st) + 1, 0);
+}
+
+/* An episode is sustained only while its evidence keeps coming: two
+ * bursts more than DBK_ADMIT_SUSTAINED_MS apart are not one (agentic
+ * sessions at 0.8x capacity: one burst's evidence and another's 10 s
+ * later held sheddable requests to the eighth, refusing ones that would
+ * start at once on an idle server); evidence stopped for
+ * DBK_ADMIT_SUSTAINED_RECENT_MS leaves the lower classes their share
+ * for the rest of the hold, DBK_ADMIT_RISK_HOLD_MS once sustained. */
+static void test_sustained_episode(void)
+{
+	struct dbk_admit_state st = { 0 };
+	const uint64_t t0 = 1000, gap = t0 + DBK_ADMIT_SUSTAINED_MS + 1;
+	const uint64_t half = DBK_ADMIT_SUSTAINED_MS / 2, t1 = 100000;
+	const uint64_t sus = t1 + DBK_ADMIT_SUSTAINED_MS;
+	const uint64_t quiet = sus + DBK_ADMIT_SUSTAINED_RECENT_MS + 1;
+	const struct step steps[] = {
+		/* Two bursts 5 s and 1 ms apart: the share, not the eighth. */
+		{ CRIT, t0, 1700, 100, ROUTE, -1 },
+		{ CRIT, gap, 1700, 100, ROUTE, -1 },
+		{ SHD, gap, 400, 100, ROUTE, -1 },
+		{ SHD, gap, 1200, 100, SHED, -1 },
+		/* Evidence every 2.5 s for 5 s: sustained, the eighth. */
+		{ CRIT, t1, 1700, 100, ROUTE, -1 },
+		{ CRIT, t1 + half, 1700, 100, ROUTE, -1 },
+		{ CRIT, sus, 1700, 100, ROUTE, -1 },
+		{ SHD, sus + 1, 400, 100, SHED, -1 },
+		/* Then none for 10 s: the share again ... */
+		{ SHD, quiet, 400, 100, ROUTE, -1 },
+		{ SHD, quiet, 1200, 100, SHED, -1 },
+		/* ... until the sustained episode's hold lapses. */
+		{ SHD, sus + DBK_ADMIT_RISK_HOLD_MS - 1, 1200, 100, SHED, -1 },
+		{ SHD, sus + DBK_ADMIT_RISK_HOLD_MS, 1200, 100, ROUTE, -1 },
 	};
 
 	/* On failure: the step's index, plus one. */
@@ -322,6 +360,7 @@ int main(void)
 	RUN(test_nothing_at_risk);
 	RUN(test_critical_at_risk);
 	RUN(test_sustained_risk);
+	RUN(test_sustained_episode);
 	RUN(test_impossible_prediction);
 	RUN(test_off_learns_nothing);
 	return CHECK_DONE();
