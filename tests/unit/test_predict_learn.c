@@ -301,26 +301,39 @@ static void test_alike_requests_and_first_tokens(void)
  * two snapshots is priced at that span's mean, and a count beyond what
  * we sent (another balancer's first tokens) is no row and starts again,
  * its matches not trusted for a while. */
+/* A scrape of m with our totals (sent, sum, pending), own prefills a
+ * tenth of each prediction: its match's prediction in x, 1 if matched. */
+static int scrape(struct dbk_plearn_match *m, double count, double sent, double sum, double pending,
+                  double *x)
+{
+	const struct dbk_plearn_sent t = { sent, sum, sum / 10, pending };
+	double own;
+	int r = dbk_plearn_match_scrape(m, count, &t, x, &own);
+
+	CHECK_NEAR(own, *x / 10, 1e-9);
+	return r;
+}
+
 static void test_first_tokens_matched_in_order(void)
 {
 	struct dbk_plearn_match m;
 	double x;
 
 	/* The server has served 10; of our 5 sent, 2 wait for theirs. */
-	dbk_plearn_match_sync(&m, 10, 5, 5, 2);
-	CHECK(dbk_plearn_match_scrape(&m, 12, 8, 11, 3, &x) == 0); /* those 2 */
-	CHECK(dbk_plearn_match_scrape(&m, 14, 8, 11, 1, &x) == 1); /* ours 6 and 7 */
-	CHECK_NEAR(x, 4, 1e-12); /* 2 of the 3 sent between 5 (5 s) and 8 (11 s) */
-	CHECK(dbk_plearn_match_scrape(&m, 14, 9, 20, 2, &x) == 0); /* none new */
-	CHECK(dbk_plearn_match_scrape(&m, 16, 9, 20, 0, &x) == 1); /* 8 and 9 */
+	dbk_plearn_match_sync(&m, 10, &(struct dbk_plearn_sent){ 5, 5, 0.5, 2 });
+	CHECK(scrape(&m, 12, 8, 11, 3, &x) == 0); /* those 2 */
+	CHECK(scrape(&m, 14, 8, 11, 1, &x) == 1); /* ours 6 and 7 */
+	CHECK_NEAR(x, 4, 1e-12);                  /* 2 of the 3 sent between 5 (5 s) and 8 (11 s) */
+	CHECK(scrape(&m, 14, 9, 20, 2, &x) == 0); /* none new */
+	CHECK(scrape(&m, 16, 9, 20, 0, &x) == 1); /* 8 and 9 */
 	CHECK_NEAR(x, 2 + 9, 1e-12);
-	CHECK(dbk_plearn_match_scrape(&m, 30, 10, 21, 0, &x) == -1); /* 23 > 10 */
+	CHECK(scrape(&m, 30, 10, 21, 0, &x) == -1); /* 23 > 10 */
 	/* From there, matched but not trusted for 64 first tokens: the
 	 * others' may overtake again. */
-	CHECK(dbk_plearn_match_scrape(&m, 31, 11, 23, 0, &x) == -1);
-	CHECK(dbk_plearn_match_scrape(&m, 31, 11, 23, 0, &x) == -1);
-	CHECK(dbk_plearn_match_scrape(&m, 94, 74, 149, 0, &x) == -1);
-	CHECK(dbk_plearn_match_scrape(&m, 95, 75, 151, 0, &x) == 1);
+	CHECK(scrape(&m, 31, 11, 23, 0, &x) == -1);
+	CHECK(scrape(&m, 31, 11, 23, 0, &x) == -1);
+	CHECK(scrape(&m, 94, 74, 149, 0, &x) == -1);
+	CHECK(scrape(&m, 95, 75, 151, 0, &x) == 1);
 	CHECK_NEAR(x, 2, 1e-12);
 }
 
@@ -362,6 +375,62 @@ static void test_a_queue_is_not_speed(void)
 	sum = 0;
 	for (unsigned k = 0; k < 100; k++) {
 		struct dbk_pred_request r = { .prompt_tokens = 500 + 300 * (k % 5),
+			                      .max_tokens = 20,
+			                      .ignore_eos = true };
+		struct dbk_pred_ticket one;
+		now += 1000;
+		dbk_pred_commit(p, &r, 1, now, &one);
+		dbk_pred_release(p, &one, now);
+		sum += one.x1;
+		sc.ttft_count = k + 1;
+		sc.ttft_sum_s = sum;
+		dbk_pred_scraped(p, 1, &sc, now + 500);
+	}
+	view(p, 0, &pre, &dec);
+	view(p, 1, &pre1, &dec1);
+	CHECK_NEAR(pre, 1, 0);
+	CHECK_NEAR(pre1, 1, 0);
+	dbk_pred_free(p);
+}
+
+/* An equal fleet of two, as in test_a_queue_is_not_speed, but server 0
+ * serves its burst as vLLM serves short prompts, many to a step: every
+ * first token comes at a tenth of the books' serial queue. Server 1 is
+ * sent the same one at a time and serves each as predicted. The burst's
+ * first tokens waited behind a queue the books mispriced, which is not
+ * speed: both stay at 1. Main's build priced server 0 at 0.1 (on a
+ * short-prompt trace at twice the capacity of 4 equal servers, one
+ * 0.31 and another 2.2, and lost 40% of the goodput). */
+static void test_a_mispriced_queue_is_not_speed(void)
+{
+	struct dbk_pred *p = fleet(2);
+	struct dbk_pred_ticket t[100];
+	struct dbk_pred_scrape sc = {
+		.ok = true, .kv_capacity_tokens = -1, .prefix_queries = -1, .prefix_hits = -1
+	};
+	uint64_t now = 1000;
+	double sum = 0, pre, dec, pre1, dec1;
+
+	dbk_pred_scraped(p, 0, &sc, now);
+	dbk_pred_scraped(p, 1, &sc, now);
+	for (unsigned k = 0; k < 100; k++) {
+		struct dbk_pred_request r = { .prompt_tokens = 200 + 100 * (k % 5),
+			                      .max_tokens = 20,
+			                      .ignore_eos = true };
+		dbk_pred_commit(p, &r, 0, now, &t[k]);
+	}
+	for (unsigned ms = 10, done = 0; done < 100; ms += 10) {
+		while (done < 100 && t[done].x1 * 100 <= ms)
+			sum += t[done++].x1 / 10;
+		sc.ttft_count = done;
+		sc.ttft_sum_s = sum;
+		dbk_pred_scraped(p, 0, &sc, now + ms);
+	}
+	for (unsigned k = 0; k < 100; k++)
+		dbk_pred_release(p, &t[k], now);
+	sum = 0;
+	for (unsigned k = 0; k < 100; k++) {
+		struct dbk_pred_request r = { .prompt_tokens = 200 + 100 * (k % 5),
 			                      .max_tokens = 20,
 			                      .ignore_eos = true };
 		struct dbk_pred_ticket one;
@@ -429,6 +498,7 @@ int main(void)
 	RUN(test_alike_requests_and_first_tokens);
 	RUN(test_first_tokens_matched_in_order);
 	RUN(test_a_queue_is_not_speed);
+	RUN(test_a_mispriced_queue_is_not_speed);
 	RUN(test_few_first_tokens_teach);
 	return CHECK_DONE();
 }
