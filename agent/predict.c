@@ -268,6 +268,8 @@ static void pred_book(struct dbk_pred *p, struct dbk_pred_ticket *t, double prom
 	s->pred_sum += x1;
 	s->own_sum += own / s->slow;
 	s->pred_n++;
+	dbk_plearn_match_note(&s->match,
+	                      &(struct dbk_plearn_sent){ s->pred_n, s->pred_sum, s->own_sum, 0 });
 	p->mean_work_s += (pred_prefill_s(&p->c, fresh, hit, 0, 0) - p->mean_work_s) / 64;
 	if (learn) {
 		t->x1 = (float)x1;

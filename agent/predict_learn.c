@@ -87,14 +87,30 @@ double dbk_plearn_solve_b(const struct dbk_plearn *l, double a, double b0)
 	return isfinite(b) ? b : b0;
 }
 
+#define SNAP(m, j) ((m)->snap[((m)->head + (j)) % DBK_PLEARN_MATCH_SNAPS])
+
+/* When the snapshots are full, the one inside the shortest span of two
+ * goes (its neighbours' span then priced at their mean): the oldest is
+ * kept, so first tokens queued behind many of ours still match, and
+ * the resolution stays even. */
+static void match_merge(struct dbk_plearn_match *m)
+{
+	unsigned best = 1;
+
+	for (unsigned j = 2; j + 1 < m->count; j++)
+		if (SNAP(m, j + 1).n - SNAP(m, j - 1).n < SNAP(m, best + 1).n - SNAP(m, best - 1).n)
+			best = j;
+	for (unsigned j = best; j + 1 < m->count; j++)
+		SNAP(m, j) = SNAP(m, j + 1);
+	m->count--;
+}
+
 static void match_push(struct dbk_plearn_match *m, const struct dbk_plearn_sent *t)
 {
-	if (m->count && m->snap[(m->head + m->count - 1) % DBK_PLEARN_MATCH_SNAPS].n >= t->sent)
+	if (m->count && SNAP(m, m->count - 1).n >= t->sent)
 		return; /* nothing sent since */
-	if (m->count == DBK_PLEARN_MATCH_SNAPS) {
-		m->head = (m->head + 1) % DBK_PLEARN_MATCH_SNAPS;
-		m->count--;
-	}
+	if (m->count == DBK_PLEARN_MATCH_SNAPS)
+		match_merge(m);
 	unsigned i = (m->head + m->count++) % DBK_PLEARN_MATCH_SNAPS;
 	m->snap[i].n = t->sent;
 	m->snap[i].sum = t->sum;
@@ -110,6 +126,11 @@ static void match_restart(struct dbk_plearn_match *m, double count, const struct
 	m->done_own = t->own;
 	m->last = count;
 	m->head = m->count = 0;
+	match_push(m, t);
+}
+
+void dbk_plearn_match_note(struct dbk_plearn_match *m, const struct dbk_plearn_sent *t)
+{
 	match_push(m, t);
 }
 

@@ -66,10 +66,10 @@ void dbk_plearn_errors(const struct dbk_plearn *l, double a, double b, double *s
  * a sample of 64 did) reads a growing queue as speed: the first tokens
  * are of requests sent earlier, with less queued ahead of them, so a
  * server sent more than its share looks fast and is sent more still.
- * The predictions are kept as running totals at each scrape (snapshots:
- * our requests sent, the sum of their predicted first tokens and of
- * their own prefills in them), and a count between two is priced at
- * that span's mean. */
+ * The predictions are kept as running totals at each request sent and
+ * each scrape (snapshots: our requests sent, the sum of their predicted
+ * first tokens and of their own prefills in them), and a count between
+ * two is priced at that span's mean. */
 #define DBK_PLEARN_MATCH_SNAPS 64u
 /* First tokens matched in a row, after the server counted some that
  * were not ours, before its matches count again: another balancer's
@@ -100,6 +100,12 @@ struct dbk_plearn_sent {
  * are not kept apart. */
 void dbk_plearn_match_sync(struct dbk_plearn_match *m, double count,
                            const struct dbk_plearn_sent *t);
+/* Our totals after a request sent (pending unused): a snapshot of its
+ * own, so that its first token is priced at its own prediction, not at
+ * the mean of those sent between two scrapes. A burst between two
+ * scrapes, priced at its mean, made its first tokens, served in order
+ * behind a growing queue, read late at its end and early at its start. */
+void dbk_plearn_match_note(struct dbk_plearn_match *m, const struct dbk_plearn_sent *t);
 /* A scrape: the server's count now, our totals as for the sync. 1 with
  * *pred the sum of the predictions of the count's growth since the last
  * scrape (the first tokens of our requests it stands for) and *own that

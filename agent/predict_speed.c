@@ -105,20 +105,26 @@ static void window_reset(struct pred_srv *s)
 }
 
 /* A prefill row of n first tokens, observed mean y against predicted
- * x, of which own was their own prefills: counted as n times own's
- * share of x. The rest of x is the queue ahead as the books price it,
- * one prefill after another, where vLLM packs many short prompts into a
- * step: under overload the books' queue of a server runs many times its
- * true one (4 equal servers on a short-prompt trace at twice their
- * capacity: first tokens of 0.1-1 s against 5-15 s predicted), by how
- * much it is sent, not how fast it is. Read as speed, a server sent
- * more looked faster (one priced 0.31, another 2.2) and was sent more
- * still. Weighed by own's share, first tokens that waited behind little
- * teach the speed and a long booked queue teaches almost nothing. */
+ * x, of which own was their own prefills. The rest of x is the queue
+ * ahead as the books price it, one prefill after another, where vLLM
+ * packs many short prompts into a step: the books' queue of a server
+ * runs many times its true one (4 equal servers on a short-prompt trace
+ * at twice their capacity: first tokens of 0.1-1 s against 5-15 s
+ * predicted), by how much it is sent, not how fast it is. Read as
+ * speed, a server sent more looked faster (one priced 0.31, another
+ * 2.2) and was sent more still. So first tokens sooner than predicted
+ * count as own's share of x: those that waited behind little teach that
+ * a server is fast, a long booked queue almost nothing. First tokens
+ * later than predicted count whole: packing cannot make a queue slower
+ * than the books', and on a mixed fleet under load they are how the
+ * slower GPU shows (Azure at 64 instances: the A100's queue of prompts
+ * two to a step of its 2048-token budget, against eight on an H100's). */
 static void learn_prefill(struct dbk_pred *p, struct pred_srv *s, double x, double own, double y,
                           double n)
 {
-	dbk_plearn_add(&s->hist, x / n, 0, y / n, n * fmin(1, fmax(0, own / x)));
+	double w = y >= x ? 1 : fmin(1, fmax(0, own / x));
+
+	dbk_plearn_add(&s->hist, x / n, 0, y / n, n * w);
 	dbk_pred_update_slow(p);
 }
 

@@ -337,6 +337,32 @@ static void test_first_tokens_matched_in_order(void)
 	CHECK_NEAR(x, 2, 1e-12);
 }
 
+/* A snapshot at each request sent prices each first token at its own
+ * prediction, not at the mean of those sent between two scrapes (main's
+ * build: the first 10 of a burst of 100 predicted 1, 2, ... 100 s were
+ * priced 505 s, not 55); past the snapshots' room the shortest spans
+ * merge and the oldest stays, so a long queue still matches. */
+static void test_each_request_priced_as_its_own(void)
+{
+	struct dbk_plearn_match m;
+	struct dbk_plearn_sent t = { 0, 0, 0, 0 };
+	double x, own;
+
+	dbk_plearn_match_sync(&m, 0, &t);
+	for (unsigned k = 1; k <= 100; k++) {
+		t.sent = k;
+		t.sum += k;
+		t.own += 1;
+		dbk_plearn_match_note(&m, &t);
+	}
+	CHECK(dbk_plearn_match_scrape(&m, 10, &t, &x, &own) == 1);
+	CHECK_NEAR(x, 55, 1e-9);
+	CHECK_NEAR(own, 10, 1e-9);
+	CHECK(dbk_plearn_match_scrape(&m, 100, &t, &x, &own) == 1);
+	CHECK_NEAR(x, 5050 - 55, 1e-9);
+	CHECK_NEAR(own, 90, 1e-9);
+}
+
 /* An equal fleet of two: server 0 is sent a burst (each request queued
  * behind the others), server 1 the same requests one at a time, and
  * both serve each first token exactly when predicted; server 0's
@@ -497,6 +523,7 @@ int main(void)
 	RUN(test_equal_fleet_and_weight_prior);
 	RUN(test_alike_requests_and_first_tokens);
 	RUN(test_first_tokens_matched_in_order);
+	RUN(test_each_request_priced_as_its_own);
 	RUN(test_a_queue_is_not_speed);
 	RUN(test_a_mispriced_queue_is_not_speed);
 	RUN(test_few_first_tokens_teach);
