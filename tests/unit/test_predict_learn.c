@@ -363,15 +363,13 @@ static void test_each_request_priced_as_its_own(void)
 	CHECK_NEAR(own, 90, 1e-9);
 }
 
-/* An equal fleet of two: server 0 is sent a burst (each request queued
- * behind the others), server 1 the same requests one at a time, and
- * both serve each first token exactly when predicted; server 0's
- * scrapes come every 100 ms as its queue drains. Both stay at 1. A
- * sample of 64 first tokens against the requests sent meanwhile (main's
- * build) compared the first 64 first tokens, queued behind few, with
- * all 100 requests' predictions, and priced server 0 about 0.6 of
- * server 1: the more a server was sent, the faster it looked. */
-static void test_a_queue_is_not_speed(void)
+/* An equal fleet of two: server 0 sent a burst of 100 requests (prompts
+ * of `base` tokens and up, each queued behind the others) serving each
+ * first token at `served` times its prediction, scraped every `tick`
+ * ms as its queue drains; server 1 sent the same one at a time, each
+ * served as predicted. Their prefill factors in pre0 and pre1. */
+static void burst_beside_singles(unsigned base, double served, unsigned tick, double *pre0,
+                                 double *pre1)
 {
 	struct dbk_pred *p = fleet(2);
 	struct dbk_pred_ticket t[100];
@@ -379,19 +377,19 @@ static void test_a_queue_is_not_speed(void)
 		.ok = true, .kv_capacity_tokens = -1, .prefix_queries = -1, .prefix_hits = -1
 	};
 	uint64_t now = 1000;
-	double sum = 0, pre, dec, pre1, dec1;
+	double sum = 0, dec;
 
 	dbk_pred_scraped(p, 0, &sc, now);
 	dbk_pred_scraped(p, 1, &sc, now);
 	for (unsigned k = 0; k < 100; k++) {
-		struct dbk_pred_request r = { .prompt_tokens = 500 + 300 * (k % 5),
+		struct dbk_pred_request r = { .prompt_tokens = base + base * 3 / 5 * (k % 5),
 			                      .max_tokens = 20,
 			                      .ignore_eos = true };
 		dbk_pred_commit(p, &r, 0, now, &t[k]);
 	}
-	for (unsigned ms = 100, done = 0; done < 100; ms += 100) {
-		while (done < 100 && t[done].x1 * 1000 <= ms)
-			sum += t[done++].x1;
+	for (unsigned ms = tick, done = 0; done < 100; ms += tick) {
+		while (done < 100 && t[done].x1 * served * 1000 <= ms)
+			sum += t[done++].x1 * served;
 		sc.ttft_count = done;
 		sc.ttft_sum_s = sum;
 		dbk_pred_scraped(p, 0, &sc, now + ms);
@@ -400,7 +398,7 @@ static void test_a_queue_is_not_speed(void)
 		dbk_pred_release(p, &t[k], now); /* no duration: the first tokens alone */
 	sum = 0;
 	for (unsigned k = 0; k < 100; k++) {
-		struct dbk_pred_request r = { .prompt_tokens = 500 + 300 * (k % 5),
+		struct dbk_pred_request r = { .prompt_tokens = base + base * 3 / 5 * (k % 5),
 			                      .max_tokens = 20,
 			                      .ignore_eos = true };
 		struct dbk_pred_ticket one;
@@ -412,11 +410,26 @@ static void test_a_queue_is_not_speed(void)
 		sc.ttft_sum_s = sum;
 		dbk_pred_scraped(p, 1, &sc, now + 500);
 	}
-	view(p, 0, &pre, &dec);
-	view(p, 1, &pre1, &dec1);
+	view(p, 0, pre0, &dec);
+	view(p, 1, pre1, &dec);
+	dbk_pred_free(p);
+}
+
+/* An equal fleet of two: server 0 is sent a burst (each request queued
+ * behind the others), server 1 the same requests one at a time, and
+ * both serve each first token exactly when predicted; server 0's
+ * scrapes come every 100 ms as its queue drains. Both stay at 1. A
+ * sample of 64 first tokens against the requests sent meanwhile (main's
+ * build) compared the first 64 first tokens, queued behind few, with
+ * all 100 requests' predictions, and priced server 0 about 0.6 of
+ * server 1: the more a server was sent, the faster it looked. */
+static void test_a_queue_is_not_speed(void)
+{
+	double pre, pre1;
+
+	burst_beside_singles(500, 1, 100, &pre, &pre1);
 	CHECK_NEAR(pre, 1, 0);
 	CHECK_NEAR(pre1, 1, 0);
-	dbk_pred_free(p);
 }
 
 /* An equal fleet of two, as in test_a_queue_is_not_speed, but server 0
@@ -429,73 +442,33 @@ static void test_a_queue_is_not_speed(void)
  * 0.31 and another 2.2, and lost 40% of the goodput). */
 static void test_a_mispriced_queue_is_not_speed(void)
 {
-	struct dbk_pred *p = fleet(2);
-	struct dbk_pred_ticket t[100];
-	struct dbk_pred_scrape sc = {
-		.ok = true, .kv_capacity_tokens = -1, .prefix_queries = -1, .prefix_hits = -1
-	};
-	uint64_t now = 1000;
-	double sum = 0, pre, dec, pre1, dec1;
+	double pre, pre1;
 
-	dbk_pred_scraped(p, 0, &sc, now);
-	dbk_pred_scraped(p, 1, &sc, now);
-	for (unsigned k = 0; k < 100; k++) {
-		struct dbk_pred_request r = { .prompt_tokens = 200 + 100 * (k % 5),
-			                      .max_tokens = 20,
-			                      .ignore_eos = true };
-		dbk_pred_commit(p, &r, 0, now, &t[k]);
-	}
-	for (unsigned ms = 10, done = 0; done < 100; ms += 10) {
-		while (done < 100 && t[done].x1 * 100 <= ms)
-			sum += t[done++].x1 / 10;
-		sc.ttft_count = done;
-		sc.ttft_sum_s = sum;
-		dbk_pred_scraped(p, 0, &sc, now + ms);
-	}
-	for (unsigned k = 0; k < 100; k++)
-		dbk_pred_release(p, &t[k], now);
-	sum = 0;
-	for (unsigned k = 0; k < 100; k++) {
-		struct dbk_pred_request r = { .prompt_tokens = 200 + 100 * (k % 5),
-			                      .max_tokens = 20,
-			                      .ignore_eos = true };
-		struct dbk_pred_ticket one;
-		now += 1000;
-		dbk_pred_commit(p, &r, 1, now, &one);
-		dbk_pred_release(p, &one, now);
-		sum += one.x1;
-		sc.ttft_count = k + 1;
-		sc.ttft_sum_s = sum;
-		dbk_pred_scraped(p, 1, &sc, now + 500);
-	}
-	view(p, 0, &pre, &dec);
-	view(p, 1, &pre1, &dec1);
+	burst_beside_singles(200, 0.1, 10, &pre, &pre1);
 	CHECK_NEAR(pre, 1, 0);
 	CHECK_NEAR(pre1, 1, 0);
-	dbk_pred_free(p);
 }
 
-/* Scrapes of one first token each teach the prefill: four servers,
- * requests each alone on an idle server whose durations teach nothing
- * (released when sent), server 3 three times slower to its first
- * token; a scrape after each round. Within 10% of 3x its peers after
- * 16 requests to it; main's build waited for a sample of 64 first
- * tokens and still priced it 1. */
-static void test_few_first_tokens_teach(void)
+/* rounds of one request to each of 4 servers, each alone on an idle
+ * server and released when sent (its duration teaches nothing), the
+ * k-th round's prompt and output r(k); every server serves its first
+ * token as predicted but server 3, at first3(k, predicted). A scrape
+ * of each after every round. Server 3's factors over server 0's in rp
+ * and rd. */
+static void first_token_rounds(unsigned rounds, struct dbk_pred_request (*r)(unsigned k),
+                               double (*first3)(unsigned k, double x1), double *rp, double *rd)
 {
 	struct dbk_pred *p = fleet(4);
-	double sum[4] = { 0 }, rp, rd;
+	double sum[4] = { 0 };
 	uint64_t now = 1000;
 
-	for (unsigned k = 0; k <= 16; k++) {
+	for (unsigned k = 0; k <= rounds; k++) {
 		for (unsigned i = 0; k > 0 && i < 4; i++, now += 100000) {
-			struct dbk_pred_request r = { .prompt_tokens = 300 + 700 * (k % 9),
-				                      .max_tokens = 8 + 37 * (k % 8),
-				                      .ignore_eos = true };
+			struct dbk_pred_request req = r(k);
 			struct dbk_pred_ticket t;
-			dbk_pred_commit(p, &r, i, now, &t);
+			dbk_pred_commit(p, &req, i, now, &t);
 			dbk_pred_release(p, &t, now);
-			sum[i] += (i == 3 ? 3 : 1) * t.x1;
+			sum[i] += i == 3 ? first3(k, t.x1) : t.x1;
 		}
 		for (unsigned i = 0; i < 4; i++) {
 			struct dbk_pred_scrape sc = { .ok = true,
@@ -507,10 +480,36 @@ static void test_few_first_tokens_teach(void)
 			dbk_pred_scraped(p, i, &sc, now);
 		}
 	}
-	ratios(p, &rp, &rd);
+	ratios(p, rp, rd);
+	dbk_pred_free(p);
+}
+
+static struct dbk_pred_request varied(unsigned k)
+{
+	return (struct dbk_pred_request){ .prompt_tokens = 300 + 700 * (k % 9),
+		                          .max_tokens = 8 + 37 * (k % 8),
+		                          .ignore_eos = true };
+}
+
+static double thrice(unsigned k, double x1)
+{
+	(void)k;
+	return 3 * x1;
+}
+
+/* Scrapes of one first token each teach the prefill: four servers,
+ * requests each alone on an idle server whose durations teach nothing
+ * (released when sent), server 3 three times slower to its first
+ * token; a scrape after each round. Within 10% of 3x its peers after
+ * 16 requests to it; main's build waited for a sample of 64 first
+ * tokens and still priced it 1. */
+static void test_few_first_tokens_teach(void)
+{
+	double rp, rd;
+
+	first_token_rounds(16, varied, thrice, &rp, &rd);
 	CHECK_NEAR(rp, 3, 0.1);
 	CHECK_NEAR(rd, 1, 0);
-	dbk_pred_free(p);
 }
 
 /* A first token predicted tiny teaches little: four equal servers, each
@@ -524,36 +523,22 @@ static void test_few_first_tokens_teach(void)
  * stays at 1. On Mooncake's first 300 s at 4 equal servers, rows of
  * 0.01-0.06 s predicted and 0.23 s served priced one server 2x slow
  * for 30 s. */
+static struct dbk_pred_request long_or_tiny(unsigned k)
+{
+	return (struct dbk_pred_request){ .prompt_tokens = k % 4 ? 8000 : 16,
+		                          .max_tokens = 8,
+		                          .ignore_eos = true };
+}
+
+static double tiny_late(unsigned k, double x1) { return x1 + (k % 4 ? 0 : 0.2); }
+
 static void test_a_tiny_prediction_teaches_little(void)
 {
-	struct dbk_pred *p = fleet(4);
-	double sum[4] = { 0 }, rp, rd;
-	uint64_t now = 1000;
+	double rp, rd;
 
-	for (unsigned k = 0; k <= 40; k++) {
-		for (unsigned i = 0; k > 0 && i < 4; i++, now += 100000) {
-			struct dbk_pred_request r = { .prompt_tokens = k % 4 ? 8000 : 16,
-				                      .max_tokens = 8,
-				                      .ignore_eos = true };
-			struct dbk_pred_ticket t;
-			dbk_pred_commit(p, &r, i, now, &t);
-			dbk_pred_release(p, &t, now);
-			sum[i] += t.x1 + (i == 3 && k % 4 == 0 ? 0.2 : 0);
-		}
-		for (unsigned i = 0; i < 4; i++) {
-			struct dbk_pred_scrape sc = { .ok = true,
-				                      .kv_capacity_tokens = -1,
-				                      .prefix_queries = -1,
-				                      .prefix_hits = -1,
-				                      .ttft_sum_s = sum[i],
-				                      .ttft_count = k };
-			dbk_pred_scraped(p, i, &sc, now);
-		}
-	}
-	ratios(p, &rp, &rd);
+	first_token_rounds(40, long_or_tiny, tiny_late, &rp, &rd);
 	CHECK_NEAR(rp, 1, 0);
 	CHECK_NEAR(rd, 1, 0);
-	dbk_pred_free(p);
 }
 
 int main(void)
