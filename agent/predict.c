@@ -129,7 +129,7 @@ void dbk_pred_reset(struct dbk_pred *p, unsigned server)
 	memset(&s->sc, 0, sizeof(s->sc));
 	s->failures = 0;
 	s->unseen_end_s = 0;
-	s->obs_sum = s->obs_n = s->pred_sum = s->pred_n = 0;
+	s->obs_sum = s->obs_n = s->pred_sum = s->pred_n = s->own_sum = 0;
 	s->ttft_sum_then = 0;
 	s->ttft_n_then = -1;
 	memset(&s->lr, 0, sizeof(s->lr));
@@ -266,7 +266,10 @@ static void pred_book(struct dbk_pred *p, struct dbk_pred_ticket *t, double prom
 	 * and its decode there, for dbk_pred_learn_request. */
 	double x1 = (start + own - now) / s->slow;
 	s->pred_sum += x1;
+	s->own_sum += own / s->slow;
 	s->pred_n++;
+	dbk_plearn_match_note(&s->match,
+	                      &(struct dbk_plearn_sent){ s->pred_n, s->pred_sum, s->own_sum, 0 });
 	p->mean_work_s += (pred_prefill_s(&p->c, fresh, hit, 0, 0) - p->mean_work_s) / 64;
 	if (learn) {
 		t->x1 = (float)x1;

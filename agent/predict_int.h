@@ -83,16 +83,17 @@ struct pred_srv {
 	 * sent it since that scrape (dbk_pred_expect_others). */
 	double unseen_end_s;
 	/* Speed (predict_speed.c): the first tokens predicted for ours at
-	 * the fleet's speed, totals since the server's first look; their
+	 * the fleet's speed, totals since the server's first look (own_sum:
+	 * of their own prefills, the rest being the queue ahead); their
 	 * match to the scraped ones (predict_learn.h) and, where others'
 	 * first tokens are counted too, the sample of spans being gathered
 	 * (first tokens the scrapes showed, and our totals when it began);
 	 * the scraped totals at the last scrape; the fit of every request's
 	 * time, and of the first tokens apart (hist: prefill rows only); the
 	 * factors in use on prefills and on decode steps. */
-	double pred_sum, pred_n;
+	double pred_sum, pred_n, own_sum;
 	struct dbk_plearn_match match;
-	double obs_sum, obs_n, win_sum, win_n;
+	double obs_sum, obs_n, win_sum, win_n, win_own;
 	double ttft_sum_then, ttft_n_then;
 	struct dbk_plearn lr, hist;
 	double slow, slow_dec;

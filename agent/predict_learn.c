@@ -87,71 +87,97 @@ double dbk_plearn_solve_b(const struct dbk_plearn *l, double a, double b0)
 	return isfinite(b) ? b : b0;
 }
 
-static void match_push(struct dbk_plearn_match *m, double sent, double sum)
+#define SNAP(m, j) ((m)->snap[((m)->head + (j)) % DBK_PLEARN_MATCH_SNAPS])
+
+/* When the snapshots are full, the one inside the shortest span of two
+ * goes (its neighbours' span then priced at their mean): the oldest is
+ * kept, so first tokens queued behind many of ours still match, and
+ * the resolution stays even. */
+static void match_merge(struct dbk_plearn_match *m)
 {
-	if (m->count && m->snap[(m->head + m->count - 1) % DBK_PLEARN_MATCH_SNAPS].n >= sent)
-		return; /* nothing sent since */
-	if (m->count == DBK_PLEARN_MATCH_SNAPS) {
-		m->head = (m->head + 1) % DBK_PLEARN_MATCH_SNAPS;
-		m->count--;
-	}
-	unsigned i = (m->head + m->count++) % DBK_PLEARN_MATCH_SNAPS;
-	m->snap[i].n = sent;
-	m->snap[i].sum = sum;
+	unsigned best = 1;
+
+	for (unsigned j = 2; j + 1 < m->count; j++)
+		if (SNAP(m, j + 1).n - SNAP(m, j - 1).n < SNAP(m, best + 1).n - SNAP(m, best - 1).n)
+			best = j;
+	for (unsigned j = best; j + 1 < m->count; j++)
+		SNAP(m, j) = SNAP(m, j + 1);
+	m->count--;
 }
 
-static void match_restart(struct dbk_plearn_match *m, double count, double sent, double sum,
-                          double pending)
+static void match_push(struct dbk_plearn_match *m, const struct dbk_plearn_sent *t)
 {
-	pending = fmax(0, fmin(pending, sent));
-	m->off = count - (sent - pending);
-	m->base = m->done = sent;
-	m->done_sum = sum;
+	if (m->count && SNAP(m, m->count - 1).n >= t->sent)
+		return; /* nothing sent since */
+	if (m->count == DBK_PLEARN_MATCH_SNAPS)
+		match_merge(m);
+	unsigned i = (m->head + m->count++) % DBK_PLEARN_MATCH_SNAPS;
+	m->snap[i].n = t->sent;
+	m->snap[i].sum = t->sum;
+	m->snap[i].own = t->own;
+}
+
+static void match_restart(struct dbk_plearn_match *m, double count, const struct dbk_plearn_sent *t)
+{
+	double pending = fmax(0, fmin(t->pending, t->sent));
+	m->off = count - (t->sent - pending);
+	m->base = m->done = t->sent;
+	m->done_sum = t->sum;
+	m->done_own = t->own;
 	m->last = count;
 	m->head = m->count = 0;
-	match_push(m, sent, sum);
+	match_push(m, t);
 }
 
-void dbk_plearn_match_sync(struct dbk_plearn_match *m, double count, double sent, double sum,
-                           double pending)
+void dbk_plearn_match_note(struct dbk_plearn_match *m, const struct dbk_plearn_sent *t)
 {
-	match_restart(m, count, sent, sum, pending);
+	match_push(m, t);
+}
+
+void dbk_plearn_match_sync(struct dbk_plearn_match *m, double count,
+                           const struct dbk_plearn_sent *t)
+{
+	match_restart(m, count, t);
 	m->clean = DBK_PLEARN_MATCH_TRUST;
 }
 
-int dbk_plearn_match_scrape(struct dbk_plearn_match *m, double count, double sent, double sum,
-                            double pending, double *pred)
+int dbk_plearn_match_scrape(struct dbk_plearn_match *m, double count,
+                            const struct dbk_plearn_sent *t, double *pred, double *own)
 {
 	double idx = count - m->off, prev = m->last - m->off;
 
-	*pred = 0;
+	*pred = *own = 0;
 	m->last = count;
-	match_push(m, sent, sum);
+	match_push(m, t);
 	if (idx <= m->done)
 		return m->clean < DBK_PLEARN_MATCH_TRUST ? -1 : 0;
-	/* The predictions' total at idx: between the last snapshot at or
+	/* The predictions' totals at idx: between the last snapshot at or
 	 * below it and the next, at that span's mean. */
 	unsigned j = 0;
 	while (j + 1 < m->count && m->snap[(m->head + j + 1) % DBK_PLEARN_MATCH_SNAPS].n <= idx)
 		j++;
 	const unsigned lo = (m->head + j) % DBK_PLEARN_MATCH_SNAPS;
 	const unsigned hi = (m->head + j + 1) % DBK_PLEARN_MATCH_SNAPS;
-	if (idx > sent || m->snap[lo].n > idx || (j + 1 == m->count && m->snap[lo].n < idx)) {
-		match_restart(m, count, sent, sum, pending);
+	if (idx > t->sent || m->snap[lo].n > idx || (j + 1 == m->count && m->snap[lo].n < idx)) {
+		match_restart(m, count, t);
 		m->clean = 0;
 		return -1;
 	}
-	double at = m->snap[lo].sum;
-	if (m->snap[lo].n < idx)
-		at += (idx - m->snap[lo].n) * (m->snap[hi].sum - m->snap[lo].sum) /
-		      (m->snap[hi].n - m->snap[lo].n);
+	double at = m->snap[lo].sum, at_own = m->snap[lo].own;
+	if (m->snap[lo].n < idx) {
+		double f = (idx - m->snap[lo].n) / (m->snap[hi].n - m->snap[lo].n);
+		at += f * (m->snap[hi].sum - m->snap[lo].sum);
+		at_own += f * (m->snap[hi].own - m->snap[lo].own);
+	}
 	/* Older snapshots are of first tokens counted already. */
 	m->head = lo;
 	m->count -= j;
 	bool whole = prev >= m->done; /* none of the growth is of the skipped */
 	*pred = whole ? at - m->done_sum : 0;
+	*own = whole ? at_own - m->done_own : 0;
 	m->done = idx;
 	m->done_sum = at;
+	m->done_own = at_own;
 	if (m->clean < DBK_PLEARN_MATCH_TRUST) {
 		m->clean += idx - prev;
 		return -1;

@@ -66,9 +66,10 @@ void dbk_plearn_errors(const struct dbk_plearn *l, double a, double b, double *s
  * a sample of 64 did) reads a growing queue as speed: the first tokens
  * are of requests sent earlier, with less queued ahead of them, so a
  * server sent more than its share looks fast and is sent more still.
- * The predictions are kept as running totals at each scrape (snapshots:
- * our requests sent and the sum of their predicted first tokens), and a
- * count between two is priced at that span's mean. */
+ * The predictions are kept as running totals at each request sent and
+ * each scrape (snapshots: our requests sent, the sum of their predicted
+ * first tokens and of their own prefills in them), and a count between
+ * two is priced at that span's mean. */
 #define DBK_PLEARN_MATCH_SNAPS 64u
 /* First tokens matched in a row, after the server counted some that
  * were not ours, before its matches count again: another balancer's
@@ -76,32 +77,45 @@ void dbk_plearn_errors(const struct dbk_plearn *l, double a, double b, double *s
 #define DBK_PLEARN_MATCH_TRUST 64.0
 
 struct dbk_plearn_match {
-	double off;            /* the server's count minus our request's index */
-	double base;           /* our index from which first tokens are ours to match */
-	double done, done_sum; /* our index matched so far, and the predictions' total there */
-	double last;           /* the server's count at the last scrape */
-	double clean;          /* matched since the count last ran past ours */
+	double off;                      /* the server's count minus our request's index */
+	double base;                     /* our index from which first tokens are ours to match */
+	double done, done_sum, done_own; /* our index matched so far, the totals there */
+	double last;                     /* the server's count at the last scrape */
+	double clean;                    /* matched since the count last ran past ours */
 	struct {
-		double n, sum;
+		double n, sum, own;
 	} snap[DBK_PLEARN_MATCH_SNAPS];
 	unsigned head, count;
 };
 
-/* Starts matching: the server has counted `count` first tokens; we have
- * sent `sent` requests, predicted first tokens summing to `sum`, of
- * which `pending` have not had theirs yet (predicted). The pending ones'
- * first tokens are skipped: their predictions are not kept apart. */
-void dbk_plearn_match_sync(struct dbk_plearn_match *m, double count, double sent, double sum,
-                           double pending);
+/* Our totals for a server: `sent` requests, predicted first tokens
+ * summing to `sum`, their own prefills (without the queue ahead) to
+ * `own`, `pending` of them not yet had their first token (predicted). */
+struct dbk_plearn_sent {
+	double sent, sum, own, pending;
+};
+
+/* Starts matching: the server has counted `count` first tokens, we have
+ * sent t. The pending ones' first tokens are skipped: their predictions
+ * are not kept apart. */
+void dbk_plearn_match_sync(struct dbk_plearn_match *m, double count,
+                           const struct dbk_plearn_sent *t);
+/* Our totals after a request sent (pending unused): a snapshot of its
+ * own, so that its first token is priced at its own prediction, not at
+ * the mean of those sent between two scrapes. A burst between two
+ * scrapes, priced at its mean, made its first tokens, served in order
+ * behind a growing queue, read late at its end and early at its start. */
+void dbk_plearn_match_note(struct dbk_plearn_match *m, const struct dbk_plearn_sent *t);
 /* A scrape: the server's count now, our totals as for the sync. 1 with
  * *pred the sum of the predictions of the count's growth since the last
- * scrape (the first tokens of our requests it stands for); 0 when there
+ * scrape (the first tokens of our requests it stands for) and *own that
+ * of their own prefills; 0 when there
  * is nothing to match (no growth, or first tokens of requests sent
  * before the sync); -1 when the server counted first tokens that are
  * not ours (another balancer's, or ours further behind than the
  * snapshots reach): the matcher starts again from now, and answers -1
  * until DBK_PLEARN_MATCH_TRUST more are matched. */
-int dbk_plearn_match_scrape(struct dbk_plearn_match *m, double count, double sent, double sum,
-                            double pending, double *pred);
+int dbk_plearn_match_scrape(struct dbk_plearn_match *m, double count,
+                            const struct dbk_plearn_sent *t, double *pred, double *own);
 
 #endif

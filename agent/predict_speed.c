@@ -101,6 +101,39 @@ static void window_reset(struct pred_srv *s)
 	s->obs_sum = s->obs_n = 0;
 	s->win_sum = s->pred_sum;
 	s->win_n = s->pred_n;
+	s->win_own = s->own_sum;
+}
+
+/* A prefill row of n first tokens, observed mean y against predicted
+ * x, of which own was their own prefills. The rest of x is the queue
+ * ahead as the books price it, one prefill after another, where vLLM
+ * packs many short prompts into a step: the books' queue of a server
+ * runs many times its true one (4 equal servers on a short-prompt trace
+ * at twice their capacity: first tokens of 0.1-1 s against 5-15 s
+ * predicted), by how much it is sent, not how fast it is. Read as
+ * speed, a server sent more looked faster (one priced 0.31, another
+ * 2.2) and was sent more still. So first tokens sooner than predicted
+ * count as own's share of x: those that waited behind little teach that
+ * a server is fast, a long booked queue almost nothing. First tokens
+ * later than predicted count whole: packing cannot make a queue slower
+ * than the books', and on a mixed fleet under load they are how the
+ * slower GPU shows (Azure at 64 instances: the A100's queue of prompts
+ * two to a step of its 2048-token budget, against eight on an H100's).
+ * And a row counts as its prediction's share of the fleet's mean
+ * prefill, at most whole: the fit is of ratios, and a first token
+ * predicted tiny (a cache hit the server did not have, a long chunk's
+ * step in progress: Mooncake's rows of 0.01-0.06 s predicted, 0.23 s
+ * served) is an error of the prediction, not of the speed, that read
+ * 16x slow (the clamp) and priced one of 4 equal servers 2x slow. */
+static void learn_prefill(struct dbk_pred *p, struct pred_srv *s, double x, double own, double y,
+                          double n)
+{
+	double w = y >= x ? 1 : fmin(1, fmax(0, own / x));
+
+	if (p->mean_work_s > 0)
+		w *= fmin(1, x / n / p->mean_work_s);
+	dbk_plearn_add(&s->hist, x / n, 0, y / n, n * w);
+	dbk_pred_update_slow(p);
 }
 
 void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct dbk_pred_scrape *sc)
@@ -114,22 +147,19 @@ void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct d
 	bool first = s->ttft_n_then < 0;
 	s->ttft_n_then = sc->ttft_count;
 	s->ttft_sum_then = sc->ttft_sum_s;
+	const struct dbk_plearn_sent t = { s->pred_n, s->pred_sum, s->own_sum, s->pending_then };
 	if (first || dn < 0 || ds < 0) {
 		/* A first look, or the server restarted: match from now. */
-		dbk_plearn_match_sync(&s->match, sc->ttft_count, s->pred_n, s->pred_sum,
-		                      s->pending_then);
+		dbk_plearn_match_sync(&s->match, sc->ttft_count, &t);
 		window_reset(s);
 		return;
 	}
-	double x;
-	int matched = dbk_plearn_match_scrape(&s->match, sc->ttft_count, s->pred_n, s->pred_sum,
-	                                      s->pending_then, &x);
+	double x, own;
+	int matched = dbk_plearn_match_scrape(&s->match, sc->ttft_count, &t, &x, &own);
 	if (matched >= 0) {
 		window_reset(s);
-		if (matched > 0 && x > 0 && ds > 0) {
-			dbk_plearn_add(&s->hist, x / dn, 0, ds / dn, dn);
-			dbk_pred_update_slow(p);
-		}
+		if (matched > 0 && x > 0 && ds > 0)
+			learn_prefill(p, s, x, own, ds, dn);
 		return;
 	}
 	s->obs_sum += ds;
@@ -137,9 +167,11 @@ void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct d
 	double pn = s->pred_n - s->win_n, ps = s->pred_sum - s->win_sum;
 	if (s->obs_n < PRED_SPEED_MIN_N || pn < PRED_SPEED_MIN_N || !(ps > 0) || !(s->obs_sum > 0))
 		return;
-	dbk_plearn_add(&s->hist, ps / pn, 0, s->obs_sum / s->obs_n, fmin(s->obs_n, pn));
+	/* The spans' means, each counted as the fewer of its two counts. */
+	double n = fmin(s->obs_n, pn);
+	learn_prefill(p, s, ps / pn * n, (s->own_sum - s->win_own) / pn * n,
+	              s->obs_sum / s->obs_n * n, n);
 	window_reset(s);
-	dbk_pred_update_slow(p);
 }
 
 void dbk_pred_learn_request(struct dbk_pred *p, struct pred_srv *s, double x1, double x2, double y)
