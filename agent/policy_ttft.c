@@ -76,7 +76,8 @@ int dbk_policy_ttft_chose(struct dbk_policy_ttft *t, const struct dbk_pred_choic
 
 /* The server that keeps the request within the TTFT and TPOT
  * objectives at the least cost: its first token, the decodes a long
- * prefill stalls, the TPOT it adds to the batch there (predict.h). */
+ * prefill stalls, its TPOT there and the TPOT it adds to the batch
+ * (predict.h). */
 static int ttft_choose(void *st, const struct dbk_policy_request *r, uint64_t now_ms,
                        struct dbk_policy_choice *c)
 {
@@ -287,5 +288,5 @@ const struct dbk_policy_ops dbk_policy_ttft = DBK_POLICY_TTFT_OPS(
         "the server that keeps the request\nwithin the TTFT and TPOT objectives\n"
         "(2 s, 100 ms) at the least cost: its\npredicted first token (length, prefix,\n"
         "queue, KV use, context limit, LoRA\nadapter loads), the decodes a long\n"
-        "prefill stalls there, the TPOT it adds\nto the batch there",
+        "prefill stalls there, its TPOT there\nand the TPOT it adds to the batch",
         ttft_choose);

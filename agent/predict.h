@@ -51,10 +51,10 @@
  * predicted within both, then
  * the least cost: its first token, plus what its prefill stalls of the
  * requests decoding there (a prefill longer than one step: stall_weight),
- * plus the TPOT it adds to those decoding there, a TPOT second worth
- * ttft_slo_s / tpot_slo_s first-token seconds (the objectives' own
- * scale). Its own TPOT counts only against the objective: priced in the
- * cost, a fast GPU's shorter steps drew ever more requests there. Counting decoders' TPOT is what leastconn gets
+ * plus its own TPOT there and the TPOT it adds to those decoding there,
+ * a TPOT second worth ttft_slo_s / tpot_slo_s first-token seconds (the
+ * objectives' own scale: a first token 50 ms later weighs as a TPOT
+ * 2.5 ms longer). Counting decoders' TPOT is what leastconn gets
  * right by counting requests, and what keeps the TPOT median near
  * leastconn's; pricing the first token is what wins the prefix hits and
  * the queues leastconn cannot see.

@@ -107,7 +107,15 @@ uint64_t dbk_pred_tie(uint64_t key, unsigned server)
  * output or, on average, the half of theirs still to come, over their
  * whole output. At the server's learnt decode speed (predict.h). Other requests' prefill chunks sharing the
  * steps are left out: they stretch every server's steps alike but for
- * the choices to come, which this one does not decide. */
+ * the choices to come, which this one does not decide.
+ * Both weigh in the cost (pred_score), its own TPOT as its first token
+ * does, each against its objective: a first token 50 ms later is a
+ * fortieth of 2 s, a decode 5 ms a token slower a twentieth of 100 ms.
+ * Left out, the first token decided where the harm was alike, and a
+ * short prompt went where its first token came a few milliseconds
+ * sooner though its every token came slower there (on a mixed fleet:
+ * TPOT p50 1.09x leastconn's on Azure's conversations, BENCHMARKS.md,
+ * "The decode side on mixed fleets"). */
 static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
                            const struct pred_others *o, double prompt, double out, double chunk_s,
                            struct pred_eval *e)

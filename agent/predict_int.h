@@ -198,7 +198,7 @@ static inline double pred_ttft(const struct pred_eval *e) { return e->ttft_s + e
 static inline double pred_score(const struct dbk_pred *p, const struct pred_eval *e)
 {
 	return pred_ttft(e) + p->c.stall_weight * e->stall_s +
-	       p->c.ttft_slo_s / p->c.tpot_slo_s * e->harm_s;
+	       p->c.ttft_slo_s / p->c.tpot_slo_s * (e->tpot_s + e->harm_s);
 }
 
 /* The class a choice ranks first: fitting, then within the objectives. */
