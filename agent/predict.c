@@ -260,24 +260,6 @@ static void pred_book(struct dbk_pred *p, struct dbk_pred_ticket *t, double prom
 	double fresh = fmax(prompt - hit, 1);
 	double own = pred_srv_prefill_s(p, s, fresh, hit, decoders, ctx) + load_s;
 	double start = fmax(now, s->last_end_s);
-	/* vLLM packs the prefills waiting there into each step up to its
-	 * token budget: one that fits the room left in the last queued
-	 * step's budget shares that step, and adds its linear and attention
-	 * work only, not a step of its own (whose fixed part reads every
-	 * decoder's KV). Queued a step each, a server of an agent's sessions,
-	 * turns of a few new tokens behind long cached contexts, showed 14 s
-	 * of queue where first tokens came in 0.3 s (BENCHMARKS.md, "Short
-	 * prompts among agentic sessions"). */
-	double per_step = fmax(p->c.budget_tokens - decoders, p->c.budget_tokens / 8);
-	if (s->last_end_s > now && fresh <= s->tail_room && load_s == 0) {
-		double total = hit + fresh;
-		own = s->slow *
-		      (fresh / p->c.lin_tokens_per_s +
-		       p->c.attn_flop_per_pair * (total * total - hit * hit) / 2 / p->c.attn_flops);
-		s->tail_room -= fresh;
-	} else {
-		s->tail_room = pred_steps(&p->c, fresh, decoders) * per_step - fresh;
-	}
 	pred_push(s, now, start + own);
 	s->last_end_s = start + own;
 	/* Its first token at the fleet's speed, for dbk_pred_learn_speed,

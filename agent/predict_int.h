@@ -72,7 +72,6 @@ struct pred_srv {
 	unsigned head, count;
 	uint32_t pushed; /* requests ever pushed (wraps; only differences count) */
 	double last_end_s;
-	double tail_room; /* tokens of budget left in the last queued step */
 	/* Last good scrape, and the books at that moment. */
 	bool have_scrape;
 	uint64_t scrape_ms;
