@@ -136,6 +136,7 @@ void dbk_pred_reset(struct dbk_pred *p, unsigned server)
 	memset(&s->hist, 0, sizeof(s->hist));
 	s->weight = 0;
 	memset(s->lora_sent, 0, sizeof(s->lora_sent));
+	memset(s->sess, 0, sizeof(s->sess));
 	dbk_pred_update_slow(p);
 }
 
@@ -228,6 +229,30 @@ static void pred_sent(struct dbk_pred *p, const struct dbk_pred_request *r, uint
 	p->rate_ms = now_ms;
 }
 
+/* A turn of conversation key sent to s: the gap since its last one
+ * there teaches the mean gap between turns (pred_returning). */
+static void pred_note_session(struct dbk_pred *p, struct pred_srv *s, uint64_t key, double now,
+                              uint32_t prompt_tokens)
+{
+	struct pred_sess *e = NULL, *oldest = &s->sess[0];
+
+	for (unsigned i = 0; i < PRED_SESS && !e; i++) {
+		if (s->sess[i].key == key)
+			e = &s->sess[i];
+		else if (oldest->key && (!s->sess[i].key || s->sess[i].sent_s < oldest->sent_s))
+			oldest = &s->sess[i]; /* a free one, else the oldest */
+	}
+	if (e) {
+		p->gap_n = fmin(p->gap_n + 1, PRED_GAP_N);
+		p->gap_s += (fmax(0, now - e->sent_s) - p->gap_s) / p->gap_n;
+	} else {
+		e = oldest;
+		e->key = key;
+	}
+	e->sent_s = now;
+	e->prompt_tokens = prompt_tokens;
+}
+
 /* Its prefix (and adapter) recorded on t's server, with the cache
  * turnover its new tokens make there. */
 static void pred_record(struct dbk_pred *p, const struct dbk_pred_request *r,
@@ -238,6 +263,8 @@ static void pred_record(struct dbk_pred *p, const struct dbk_pred_request *r,
 	uint64_t skey = r->session;
 
 	dbk_pred_lora_sent(s, r->adapter, t->sent_ms);
+	if (skey)
+		pred_note_session(p, s, skey, sec(t->sent_ms), t->prompt_tokens);
 	s->sent_units += u32_of((fresh + out) / DBK_PKEY_BLOCK_TOKENS);
 	if (nkeys)
 		dbk_pidx_insert(p->idx, t->server, r->keys, nkeys, s->sent_units, t->prompt_tokens);

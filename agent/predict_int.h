@@ -56,6 +56,22 @@ struct pred_shared {
 	uint32_t refs;
 };
 
+/* The conversations last sent to a server, at most: the newest replace
+ * the oldest. Each is expected back there, where its history is cached,
+ * while it sends turns about as often as conversations do
+ * (pred_returning). */
+#define PRED_SESS 64u
+/* The turn gap's mean is over about this many gaps, and is used once
+ * it has at least PRED_GAP_MIN. */
+#define PRED_GAP_N 32.0
+#define PRED_GAP_MIN 4.0
+
+struct pred_sess {
+	uint64_t key; /* its session; 0: free */
+	double sent_s;
+	uint32_t prompt_tokens; /* of its last turn */
+};
+
 struct pred_srv {
 	enum dbk_pred_state state;
 	uint32_t max_model_len;
@@ -100,6 +116,7 @@ struct pred_srv {
 	double slow, slow_dec;
 	double weight; /* HAProxy's effective weight; 0: not known */
 	struct pred_lora_sent lora_sent[PRED_LORA_SENT];
+	struct pred_sess sess[PRED_SESS];
 };
 
 /* A server's prediction for the request being chosen. */
@@ -121,6 +138,9 @@ struct dbk_pred {
 	double mean_work_s;               /* EWMA of a request's prefill on an idle server */
 	double fleet_a, fleet_b, fleet_h; /* the fleet's fits (dbk_pred_update_slow) */
 	unsigned next;                    /* varies the ties of requests without identity */
+	/* The mean time between a conversation's turns to one server, over
+	 * the last PRED_GAP_N or so (pred_returning). */
+	double gap_s, gap_n;
 	/* Other balancers (dbk_pred_unseen_share > 0): what our requests teach
 	 * of theirs. */
 	double rate; /* our requests in the last second or so (decays by e each s) */

@@ -50,8 +50,48 @@ static void test_its_own_tpot_weighs(void)
 	dbk_pred_free(p);
 }
 
+/* Eight conversations sent two turns each to server 0, a second apart,
+ * all ended: none is in flight there, but each is expected back within
+ * two of the mean gaps between turns (an agent's next turn follows
+ * soon, where its cache is), and a request decodes there beside their
+ * 20k-token histories. Priced at the batch in flight (none), server 0
+ * looked as light as the idle server 1, and a burst of new conversations
+ * went where it was light, came back there and passed the TPOT
+ * objective. Once they are quiet for longer, server 0 is light again. */
+static void test_returning_conversations_weigh(void)
+{
+	struct dbk_pred_config c;
+
+	dbk_pred_config_default(&c, 2);
+	c.index_entries = 4096;
+	struct dbk_pred *p = dbk_pred_new(&c);
+	struct dbk_pred_request r = req(500, 200);
+	struct dbk_pred_ticket t;
+	struct dbk_pred_choice c0, c1;
+
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	for (int turn = 0; turn < 2; turn++)
+		for (uint64_t k = 1; k <= 8; k++) {
+			struct dbk_pred_request q = req(20000 + 1000 * turn, 100);
+			q.session = k;
+			dbk_pred_commit(p, &q, 0, 1000 * (uint64_t)turn, &t);
+			dbk_pred_release(p, &t, 1000 * (uint64_t)turn + 500);
+		}
+	CHECK_EQ_U(dbk_pred_evaluate(p, &r, 0, 2000, &c0), 0);
+	CHECK_EQ_U(dbk_pred_evaluate(p, &r, 1, 2000, &c1), 1);
+	/* 8 x 21k tokens' KV read a step: about 8 ms more. */
+	CHECK(c0.tpot_s > c1.tpot_s + 0.006);
+	CHECK_EQ_U(dbk_pred_evaluate(p, &r, 0, 10000, &c0), 0);
+	CHECK_EQ_U(dbk_pred_evaluate(p, &r, 1, 10000, &c1), 1);
+	CHECK(fabs(c0.tpot_s - c1.tpot_s) < 1e-9);
+	dbk_pred_free(p);
+}
+
 int main(void)
 {
 	RUN(test_its_own_tpot_weighs);
+	RUN(test_returning_conversations_weigh);
 	return CHECK_DONE();
 }
