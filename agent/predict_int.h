@@ -56,6 +56,11 @@ struct pred_shared {
 	uint32_t refs;
 };
 
+/* The prompts in flight on a server, and the earlier turns its requests
+ * ride on (pred_rides), by length, at most: beyond, a prompt is not
+ * known in flight and a ride counts as a shared prefix. */
+#define PRED_LIVE 64u
+
 /* The conversations last sent to a server, at most: the newest replace
  * the oldest. Each is expected back there, where its history is cached,
  * while it sends turns about as often as conversations do
@@ -82,6 +87,9 @@ struct pred_srv {
 	double prompt_tokens, kv_tokens, ctx_tokens;
 	double kv_own;
 	struct pred_shared shared[PRED_SHARED];
+	/* The prompt lengths in flight, and the earlier turns ridden on
+	 * (pred_rides_kv). */
+	struct pred_shared live[PRED_LIVE], rides[PRED_LIVE];
 	double inv_out; /* sum in flight of 1 / (output - 1): TPOT per second a step is longer */
 	uint32_t sent_units; /* new KV tokens sent, in key blocks: cache turnover */
 	struct pred_pending ring[PRED_RING];
@@ -276,6 +284,32 @@ static inline double pred_shared_kv(const struct pred_srv *s)
 		if (s->shared[i].refs && s->shared[i].tokens > m)
 			m = s->shared[i].tokens;
 	return m;
+}
+
+/* Whether a request of that prompt length is in flight on s, to a token
+ * (a ride's length is its hit to the token its halved output rounds
+ * off: pred_ticket_shared). */
+static inline bool pred_live(const struct pred_srv *s, uint32_t tokens)
+{
+	for (unsigned i = 0; i < PRED_LIVE; i++)
+		if (s->live[i].refs && s->live[i].tokens - tokens + 1 <= 2)
+			return true;
+	return false;
+}
+
+/* The earlier turns that requests in flight on s ride on, each held
+ * once, by its own request while that one runs (its whole prompt is in
+ * the books already) and by its riders once it ended. Each
+ * conversation's history is its own, so they add up; the shared
+ * prefixes' rule (the longest holds the others) would count one. */
+static inline double pred_rides_kv(const struct pred_srv *s)
+{
+	double sum = 0;
+
+	for (unsigned i = 0; i < PRED_LIVE; i++)
+		if (s->rides[i].refs && !pred_live(s, s->rides[i].tokens))
+			sum += s->rides[i].tokens;
+	return sum;
 }
 
 static inline bool pred_holds(const struct pred_srv *s, double need)
