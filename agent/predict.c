@@ -260,6 +260,9 @@ static void pred_note_session(struct dbk_pred *p, struct pred_srv *s, uint64_t k
 		else if (oldest->key && (!s->sess[i].key || s->sess[i].sent_s < oldest->sent_s))
 			oldest = &s->sess[i]; /* a free one, else the oldest */
 	}
+	p->back_n *= 1 - 1 / PRED_GAP_N;
+	p->new_n *= 1 - 1 / PRED_GAP_N;
+	*(e ? &p->back_n : &p->new_n) += 1;
 	if (e) {
 		p->gap_n = fmin(p->gap_n + 1, PRED_GAP_N);
 		p->gap_s += (fmax(0, now - e->sent_s) - p->gap_s) / p->gap_n;
@@ -470,6 +473,10 @@ void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint6
 	/* What its whole time says of the server's speed (predict_learn.h). */
 	if (t->x1 + t->x2 > 0 && now_ms > t->sent_ms)
 		dbk_pred_learn_request(p, &p->s[t->server], t->x1, t->x2, sec(now_ms - t->sent_ms));
+	if (now_ms >= t->sent_ms) {
+		p->stay_n = fmin(p->stay_n + 1, PRED_GAP_N);
+		p->stay_s += (sec(now_ms - t->sent_ms) - p->stay_s) / p->stay_n;
+	}
 	pred_charge(&p->s[t->server], t, -1);
 	if (p->s[t->server].inflight == 0)
 		p->s[t->server].last_end_s = 0;

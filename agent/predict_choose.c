@@ -101,20 +101,27 @@ uint64_t dbk_pred_tie(uint64_t key, unsigned server)
 
 /* The conversations sent to s lately enough that they are expected back
  * (within two of the fleet's mean gaps between a conversation's turns
- * to one server): how many, and their last prompts' tokens. None while
- * too few gaps are known. */
+ * to one server), each decoding there for the share of a gap a request
+ * stays (all of it where the next turn is sent before the last answer
+ * ends, as agents do; a small share for a chat's short answers between
+ * long pauses), times the share of conversations that come back: how
+ * many in the batch, and their last prompts' tokens.
+ * None while too few gaps and stays are known. */
 static void pred_returning(const struct dbk_pred *p, const struct pred_srv *s, double now,
                            double *n, double *ctx)
 {
 	double window = 2 * p->gap_s;
+	double share = p->gap_s > 0 ? fmin(1, p->stay_s / p->gap_s) : 1;
+
+	share *= p->back_n / fmax(1e-9, p->back_n + p->new_n);
 
 	*n = *ctx = 0;
-	if (p->gap_n < PRED_GAP_MIN)
+	if (p->gap_n < PRED_GAP_MIN || p->stay_n < PRED_GAP_MIN)
 		return;
 	for (unsigned i = 0; i < PRED_SESS; i++)
 		if (s->sess[i].key && now - s->sess[i].sent_s <= window) {
-			*n += 1;
-			*ctx += s->sess[i].prompt_tokens;
+			*n += share;
+			*ctx += share * s->sess[i].prompt_tokens;
 		}
 }
 

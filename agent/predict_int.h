@@ -149,6 +149,14 @@ struct dbk_pred {
 	/* The mean time between a conversation's turns to one server, over
 	 * the last PRED_GAP_N or so (pred_returning). */
 	double gap_s, gap_n;
+	/* The mean time a request of ours stays on its server, likewise:
+	 * a conversation expected back decodes for about that much of each
+	 * gap. */
+	double stay_s, stay_n;
+	/* Turns of a conversation already on their server, and turns that
+	 * were not, lately (each fading by 1/PRED_GAP_N a turn): the share
+	 * of conversations that come back. */
+	double back_n, new_n;
 	/* Other balancers (dbk_pred_unseen_share > 0): what our requests teach
 	 * of theirs. */
 	double rate; /* our requests in the last second or so (decays by e each s) */
