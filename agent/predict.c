@@ -136,46 +136,30 @@ void dbk_pred_reset(struct dbk_pred *p, unsigned server)
 	memset(&s->hist, 0, sizeof(s->hist));
 	s->weight = 0;
 	memset(s->lora_sent, 0, sizeof(s->lora_sent));
-	memset(s->sess, 0, sizeof(s->sess));
 	dbk_pred_update_slow(p);
 }
 
 /* t's shared prefix on s's table, one reference more or less; a length
  * the full table has no room for counts as t's own (released the same
  * way: a length not found there is taken off the own part). */
-/* One reference more or less to a length on a table of n; false when a
- * new one finds it full, or a release finds no such length. */
-static bool pred_ref(struct pred_shared *tab, unsigned n, uint32_t tokens, int sign)
+static void pred_charge_shared(struct pred_srv *s, uint32_t shared, int sign)
 {
 	struct pred_shared *free = NULL;
 
-	for (unsigned i = 0; i < n; i++) {
-		struct pred_shared *e = &tab[i];
-		if (e->refs && e->tokens == tokens) {
+	if (!shared)
+		return;
+	for (unsigned i = 0; i < PRED_SHARED; i++) {
+		struct pred_shared *e = &s->shared[i];
+		if (e->refs && e->tokens == shared) {
 			e->refs = sign > 0 ? e->refs + 1 : e->refs - 1;
-			return true;
+			return;
 		}
 		if (!e->refs && !free)
 			free = e;
 	}
 	if (sign > 0 && free)
-		*free = (struct pred_shared){ tokens, 1 };
-	return sign > 0 && free;
-}
-
-/* t's shared prefix on s's tables, one reference more or less: a ride
- * on the rides' (a release looks there first, the ticket's flag is not
- * in its slot), else on the shared prefixes'; a length neither has room
- * for counts as t's own (released the same way). */
-static void pred_charge_shared(struct pred_srv *s, const struct dbk_pred_ticket *t, int sign)
-{
-	uint32_t shared = pred_ticket_shared(t);
-
-	if (!shared)
-		return;
-	if ((sign > 0 ? t->rides : true) && pred_ref(s->rides, PRED_LIVE, shared, sign))
-		return;
-	if (!pred_ref(s->shared, PRED_SHARED, shared, sign))
+		*free = (struct pred_shared){ shared, 1 };
+	else
 		s->kv_own = fmax(0, s->kv_own + sign * (double)shared);
 }
 
@@ -184,18 +168,15 @@ static void pred_charge(struct pred_srv *s, const struct dbk_pred_ticket *t, int
 	s->inflight = sign > 0 ? s->inflight + 1 : s->inflight ? s->inflight - 1 : 0;
 	s->prompt_tokens = fmax(0, s->prompt_tokens + sign * (double)t->prompt_tokens);
 	s->kv_own = fmax(0, s->kv_own + sign * pred_ticket_kv(t));
-	pred_charge_shared(s, t, sign);
-	pred_ref(s->live, PRED_LIVE, t->prompt_tokens, sign);
+	pred_charge_shared(s, pred_ticket_shared(t), sign);
 	s->ctx_tokens = fmax(0, s->ctx_tokens + sign * (double)t->ctx_tokens);
 	s->inv_out = fmax(0, s->inv_out + sign * pred_ticket_inv_out(t));
 	if (s->inflight == 0) {
 		s->prompt_tokens = s->kv_own = s->ctx_tokens = s->inv_out = 0;
 		memset(s->shared, 0, sizeof(s->shared));
-		memset(s->live, 0, sizeof(s->live));
-		memset(s->rides, 0, sizeof(s->rides));
 		s->count = 0;
 	}
-	s->kv_tokens = s->kv_own + pred_shared_kv(s) + pred_rides_kv(s);
+	s->kv_tokens = s->kv_own + pred_shared_kv(s);
 }
 
 static void pred_push(struct pred_srv *s, double now, double end)
@@ -247,33 +228,6 @@ static void pred_sent(struct dbk_pred *p, const struct dbk_pred_request *r, uint
 	p->rate_ms = now_ms;
 }
 
-/* A turn of conversation key sent to s: the gap since its last one
- * there teaches the mean gap between turns (pred_returning). */
-static void pred_note_session(struct dbk_pred *p, struct pred_srv *s, uint64_t key, double now,
-                              uint32_t prompt_tokens)
-{
-	struct pred_sess *e = NULL, *oldest = &s->sess[0];
-
-	for (unsigned i = 0; i < PRED_SESS && !e; i++) {
-		if (s->sess[i].key == key)
-			e = &s->sess[i];
-		else if (oldest->key && (!s->sess[i].key || s->sess[i].sent_s < oldest->sent_s))
-			oldest = &s->sess[i]; /* a free one, else the oldest */
-	}
-	p->back_n *= 1 - 1 / PRED_GAP_N;
-	p->new_n *= 1 - 1 / PRED_GAP_N;
-	*(e ? &p->back_n : &p->new_n) += 1;
-	if (e) {
-		p->gap_n = fmin(p->gap_n + 1, PRED_GAP_N);
-		p->gap_s += (fmax(0, now - e->sent_s) - p->gap_s) / p->gap_n;
-	} else {
-		e = oldest;
-		e->key = key;
-	}
-	e->sent_s = now;
-	e->prompt_tokens = prompt_tokens;
-}
-
 /* Its prefix (and adapter) recorded on t's server, with the cache
  * turnover its new tokens make there. */
 static void pred_record(struct dbk_pred *p, const struct dbk_pred_request *r,
@@ -284,8 +238,6 @@ static void pred_record(struct dbk_pred *p, const struct dbk_pred_request *r,
 	uint64_t skey = r->session;
 
 	dbk_pred_lora_sent(s, r->adapter, t->sent_ms);
-	if (skey)
-		pred_note_session(p, s, skey, sec(t->sent_ms), t->prompt_tokens);
 	s->sent_units += u32_of((fresh + out) / DBK_PKEY_BLOCK_TOKENS);
 	if (nkeys)
 		dbk_pidx_insert(p->idx, t->server, r->keys, nkeys, s->sent_units, t->prompt_tokens);
@@ -344,26 +296,6 @@ static void pred_book(struct dbk_pred *p, struct dbk_pred_ticket *t, double prom
 	pred_charge(s, t, +1);
 }
 
-/* Whether r's conversation's last turn sent to server is still in
- * flight there: its prompt, r's hit, is then held by that turn, not by
- * r alone (vLLM holds blocks that running requests share once). An
- * agent's turns overlap (parallel tool calls, sub-agents, a client that
- * sends the next turn before the last answer is whole); counted whole
- * for each, a few sessions filled a server's books well past its KV, so
- * that no server seemed to fit and a short turn queued seconds behind
- * its cache (BENCHMARKS.md, "Short prompts among agentic sessions"). */
-static bool pred_rides(const struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server)
-{
-	struct dbk_pidx_hit h[PRED_MAX_HITS];
-	uint64_t skey = r->session;
-	size_t n = skey ? dbk_pidx_match(p->idx, &skey, 1, h, PRED_MAX_HITS) : 0;
-
-	for (size_t i = 0; i < n; i++)
-		if (h[i].server == server)
-			return pred_live(&p->s[server], h[i].prompt_tokens);
-	return false;
-}
-
 static void pred_ticket(const struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
                         double hit, uint64_t now_ms, struct dbk_pred_ticket *t)
 {
@@ -372,8 +304,7 @@ static void pred_ticket(const struct dbk_pred *p, const struct dbk_pred_request 
 	t->server = server;
 	t->prompt_tokens = u32_of(prompt);
 	t->kv_tokens = u32_of(prompt - hit + out);
-	t->rides = hit > 0 && pred_rides(p, r, server);
-	t->shared_hit = hit > 0 && (t->rides || dbk_pred_hit_shared(p, r, server));
+	t->shared_hit = hit > 0 && dbk_pred_hit_shared(p, r, server);
 	t->ctx_tokens = u32_of(prompt + out / 2);
 	t->sent_ms = now_ms;
 }
@@ -473,10 +404,6 @@ void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint6
 	/* What its whole time says of the server's speed (predict_learn.h). */
 	if (t->x1 + t->x2 > 0 && now_ms > t->sent_ms)
 		dbk_pred_learn_request(p, &p->s[t->server], t->x1, t->x2, sec(now_ms - t->sent_ms));
-	if (now_ms >= t->sent_ms) {
-		p->stay_n = fmin(p->stay_n + 1, PRED_GAP_N);
-		p->stay_s += (sec(now_ms - t->sent_ms) - p->stay_s) / p->stay_n;
-	}
 	pred_charge(&p->s[t->server], t, -1);
 	if (p->s[t->server].inflight == 0)
 		p->s[t->server].last_end_s = 0;

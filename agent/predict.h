@@ -229,11 +229,6 @@ struct dbk_pred_ticket {
 	/* Its hit is a prefix other requests share, pinned once per server
 	 * (predict_int.h's pred_ticket_kv); else its whole prompt is its own. */
 	bool shared_hit;
-	/* Its hit is its conversation's earlier turn, still in flight on
-	 * server when it was sent (predict.c's pred_rides): that turn pins
-	 * it while it runs, this one once it ends. Not kept in a lease's
-	 * slot: a release finds it by its length. */
-	bool rides;
 };
 
 /* What the policy believes of a server now, for /metrics and logs. */

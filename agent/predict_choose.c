@@ -99,32 +99,6 @@ uint64_t dbk_pred_tie(uint64_t key, unsigned server)
 	return dbk_hash_fmix_light(key ^ ((uint64_t)(server + 1) * UINT64_C(0xc2b2ae3d27d4eb4f)));
 }
 
-/* The conversations sent to s lately enough that they are expected back
- * (within two of the fleet's mean gaps between a conversation's turns
- * to one server), each decoding there for the share of a gap a request
- * stays (all of it where the next turn is sent before the last answer
- * ends, as agents do; a small share for a chat's short answers between
- * long pauses), times the share of conversations that come back: how
- * many in the batch, and their last prompts' tokens.
- * None while too few gaps and stays are known. */
-static void pred_returning(const struct dbk_pred *p, const struct pred_srv *s, double now,
-                           double *n, double *ctx)
-{
-	double window = 2 * p->gap_s;
-	double share = p->gap_s > 0 ? fmin(1, p->stay_s / p->gap_s) : 1;
-
-	share *= p->back_n / fmax(1e-9, p->back_n + p->new_n);
-
-	*n = *ctx = 0;
-	if (p->gap_n < PRED_GAP_MIN || p->stay_n < PRED_GAP_MIN)
-		return;
-	for (unsigned i = 0; i < PRED_SESS; i++)
-		if (s->sess[i].key && now - s->sess[i].sent_s <= window) {
-			*n += share;
-			*ctx += share * s->sess[i].prompt_tokens;
-		}
-}
-
 /* Its TPOT on s: a decode step of the batch it joins (every request in
  * flight there, queued ones included since they decode after their
  * prefill, and the others the scrape shows, each over the books' mean
@@ -144,7 +118,7 @@ static void pred_returning(const struct dbk_pred *p, const struct pred_srv *s, d
  * "The decode side on mixed fleets"). */
 static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
                            const struct pred_others *o, double prompt, double out, double chunk_s,
-                           double now, struct pred_eval *e)
+                           struct pred_eval *e)
 {
 	double batch = (double)s->inflight + o->requests;
 	double mctx = s->inflight ? s->ctx_tokens / s->inflight : prompt + out / 2;
@@ -162,20 +136,8 @@ static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
 	e->tpot_s = 0;
 	if (out <= 1)
 		return; /* no time per output token: vLLM's TPOT needs two */
-	/* It decodes beside the conversations whose cache is there, not
-	 * only those in flight now: each comes back with its next turn,
-	 * and an agent's turns overlap (the next is sent before the last
-	 * answer ends), so a server that took many conversations decodes
-	 * a batch of their whole histories a few seconds on. Priced at the
-	 * batch in flight, a burst of new conversations went where it was
-	 * light, came back there, and its TPOT passed the objective
-	 * (BENCHMARKS.md, "Riders and the ranking"). */
-	double ctx = batch * mctx, back, back_ctx;
-	pred_returning(p, s, now, &back, &back_ctx);
-	batch = fmax(batch, back);
-	ctx = fmax(ctx, back_ctx);
-	double before = pred_srv_decode_step_s(p, s, batch, ctx);
-	double after = pred_srv_decode_step_s(p, s, batch + 1, ctx + prompt + out / 2);
+	double before = pred_srv_decode_step_s(p, s, batch, batch * mctx);
+	double after = pred_srv_decode_step_s(p, s, batch + 1, batch * mctx + prompt + out / 2);
 
 	e->tpot_s = after;
 	e->harm_s += batch * (after - before) * fmin(0.5, out / fmax(1, mout));
@@ -244,7 +206,7 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	e->stall_s = ((double)s->inflight + o.requests) * extra * (steps - 1) / steps;
 	/* A load holds the step every request there is in. */
 	e->stall_s += ((double)s->inflight + o.requests) * lp.load_s;
-	pred_eval_tpot(p, s, &o, prompt, out, extra / steps, now, e);
+	pred_eval_tpot(p, s, &o, prompt, out, extra / steps, e);
 	e->within = pred_ttft(e) <= p->c.ttft_slo_s && e->tpot_s <= p->c.tpot_slo_s;
 }
 

@@ -56,27 +56,6 @@ struct pred_shared {
 	uint32_t refs;
 };
 
-/* The prompts in flight on a server, and the earlier turns its requests
- * ride on (pred_rides), by length, at most: beyond, a prompt is not
- * known in flight and a ride counts as a shared prefix. */
-#define PRED_LIVE 64u
-
-/* The conversations last sent to a server, at most: the newest replace
- * the oldest. Each is expected back there, where its history is cached,
- * while it sends turns about as often as conversations do
- * (pred_returning). */
-#define PRED_SESS 64u
-/* The turn gap's mean is over about this many gaps, and is used once
- * it has at least PRED_GAP_MIN. */
-#define PRED_GAP_N 32.0
-#define PRED_GAP_MIN 4.0
-
-struct pred_sess {
-	uint64_t key; /* its session; 0: free */
-	double sent_s;
-	uint32_t prompt_tokens; /* of its last turn */
-};
-
 struct pred_srv {
 	enum dbk_pred_state state;
 	uint32_t max_model_len;
@@ -87,9 +66,6 @@ struct pred_srv {
 	double prompt_tokens, kv_tokens, ctx_tokens;
 	double kv_own;
 	struct pred_shared shared[PRED_SHARED];
-	/* The prompt lengths in flight, and the earlier turns ridden on
-	 * (pred_rides_kv). */
-	struct pred_shared live[PRED_LIVE], rides[PRED_LIVE];
 	double inv_out; /* sum in flight of 1 / (output - 1): TPOT per second a step is longer */
 	uint32_t sent_units; /* new KV tokens sent, in key blocks: cache turnover */
 	struct pred_pending ring[PRED_RING];
@@ -124,7 +100,6 @@ struct pred_srv {
 	double slow, slow_dec;
 	double weight; /* HAProxy's effective weight; 0: not known */
 	struct pred_lora_sent lora_sent[PRED_LORA_SENT];
-	struct pred_sess sess[PRED_SESS];
 };
 
 /* A server's prediction for the request being chosen. */
@@ -146,17 +121,6 @@ struct dbk_pred {
 	double mean_work_s;               /* EWMA of a request's prefill on an idle server */
 	double fleet_a, fleet_b, fleet_h; /* the fleet's fits (dbk_pred_update_slow) */
 	unsigned next;                    /* varies the ties of requests without identity */
-	/* The mean time between a conversation's turns to one server, over
-	 * the last PRED_GAP_N or so (pred_returning). */
-	double gap_s, gap_n;
-	/* The mean time a request of ours stays on its server, likewise:
-	 * a conversation expected back decodes for about that much of each
-	 * gap. */
-	double stay_s, stay_n;
-	/* Turns of a conversation already on their server, and turns that
-	 * were not, lately (each fading by 1/PRED_GAP_N a turn): the share
-	 * of conversations that come back. */
-	double back_n, new_n;
 	/* Other balancers (dbk_pred_unseen_share > 0): what our requests teach
 	 * of theirs. */
 	double rate; /* our requests in the last second or so (decays by e each s) */
@@ -292,32 +256,6 @@ static inline double pred_shared_kv(const struct pred_srv *s)
 		if (s->shared[i].refs && s->shared[i].tokens > m)
 			m = s->shared[i].tokens;
 	return m;
-}
-
-/* Whether a request of that prompt length is in flight on s, to a token
- * (a ride's length is its hit to the token its halved output rounds
- * off: pred_ticket_shared). */
-static inline bool pred_live(const struct pred_srv *s, uint32_t tokens)
-{
-	for (unsigned i = 0; i < PRED_LIVE; i++)
-		if (s->live[i].refs && s->live[i].tokens - tokens + 1 <= 2)
-			return true;
-	return false;
-}
-
-/* The earlier turns that requests in flight on s ride on, each held
- * once, by its own request while that one runs (its whole prompt is in
- * the books already) and by its riders once it ended. Each
- * conversation's history is its own, so they add up; the shared
- * prefixes' rule (the longest holds the others) would count one. */
-static inline double pred_rides_kv(const struct pred_srv *s)
-{
-	double sum = 0;
-
-	for (unsigned i = 0; i < PRED_LIVE; i++)
-		if (s->rides[i].refs && !pred_live(s, s->rides[i].tokens))
-			sum += s->rides[i].tokens;
-	return sum;
 }
 
 static inline bool pred_holds(const struct pred_srv *s, double need)

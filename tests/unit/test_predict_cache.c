@@ -279,47 +279,6 @@ static void test_a_shared_prefix_is_pinned_once(void)
 	dbk_pred_free(p);
 }
 
-/* A turn sent while its conversation's earlier turn still runs on the
- * same server (an agent's turns overlap) shares that turn's prompt,
- * which vLLM holds once: counted whole for each, a few sessions filled
- * the books past the server's KV, nothing seemed to fit, and short turns
- * queued seconds behind their cache. Once the earlier turn ends, the
- * later one pins the history alone. */
-static void test_an_overlapping_turn_shares_its_history(void)
-{
-	struct dbk_pred *p = fleet(100000);
-	uint64_t k1[DBK_PKEY_MAX_KEYS], k2[DBK_PKEY_MAX_KEYS], k3[DBK_PKEY_MAX_KEYS];
-	struct dbk_pred_request r1 = turn_of(k1, 7, 30000), r2 = turn_of(k2, 7, 31000);
-	struct dbk_pred_request other = turn_of(k3, 8, 31000);
-	struct dbk_pred_ticket t1, t2, t3;
-	struct dbk_pred_choice c;
-	struct dbk_pred_view v;
-
-	CHECK(p);
-	if (!p)
-		return;
-	dbk_pred_commit(p, &r1, 0, 1000, &t1);
-	CHECK(dbk_pred_evaluate(p, &r2, 0, 2000, &c) == 0);
-	CHECK(c.hit_tokens >= 29999);
-	dbk_pred_commit_chosen(p, &r2, &c, 2000, &t2);
-	dbk_pred_view(p, 0, 2000, &v);
-	CHECK(fabs(v.kv_committed - (30100 + 1100)) <= 2);
-	/* Another conversation's turn shares nothing of it. */
-	dbk_pred_commit(p, &other, 1, 2000, &t3);
-	dbk_pred_view(p, 1, 2000, &v);
-	CHECK(v.kv_committed >= 31099);
-	/* The earlier turn ends first: the later one holds the history. */
-	dbk_pred_release(p, &t1, 3000);
-	dbk_pred_view(p, 0, 3000, &v);
-	CHECK(fabs(v.kv_committed - (30000 + 1100)) <= 2);
-	/* Released from a lease's slot, which does not keep the flag. */
-	t2.rides = false;
-	dbk_pred_release(p, &t2, 4000);
-	dbk_pred_view(p, 0, 4000, &v);
-	CHECK(v.kv_committed == 0);
-	dbk_pred_free(p);
-}
-
 int main(void)
 {
 	RUN(test_a_turn_hits_its_own_history);
@@ -327,6 +286,5 @@ int main(void)
 	RUN(test_a_cached_turn_needs_its_new_tokens);
 	RUN(test_only_a_long_fresh_prefill_needs_room);
 	RUN(test_a_shared_prefix_is_pinned_once);
-	RUN(test_an_overlapping_turn_shares_its_history);
 	return CHECK_DONE();
 }

@@ -50,50 +50,8 @@ static void test_its_own_tpot_weighs(void)
 	dbk_pred_free(p);
 }
 
-/* Eight conversations sent four turns each to server 0, a second
- * apart, each decoding most of that second, all ended: none is in
- * flight there, but each is expected back within two of the mean gaps
- * between turns (an agent's next turn follows soon, where its cache
- * is), and a request decodes there beside their 20k-token histories.
- * Priced at the batch in flight (none), server 0 looked as light as the
- * idle server 1, and a burst of new conversations went where it was
- * light, came back there and passed the TPOT objective. Once they are
- * quiet for longer, server 0 is light again. */
-static void test_returning_conversations_weigh(void)
-{
-	struct dbk_pred_config c;
-
-	dbk_pred_config_default(&c, 2);
-	c.index_entries = 4096;
-	struct dbk_pred *p = dbk_pred_new(&c);
-	struct dbk_pred_request r = req(500, 200);
-	struct dbk_pred_ticket t;
-	struct dbk_pred_choice c0, c1;
-
-	CHECK(p != NULL);
-	if (!p)
-		return;
-	for (int turn = 0; turn < 4; turn++)
-		for (uint64_t k = 1; k <= 8; k++) {
-			struct dbk_pred_request q = req(20000 + 1000 * turn, 100);
-			q.session = k;
-			dbk_pred_commit(p, &q, 0, 1000 * (uint64_t)turn, &t);
-			dbk_pred_release(p, &t, 1000 * (uint64_t)turn + 950);
-		}
-	CHECK_EQ_U(dbk_pred_evaluate(p, &r, 0, 4000, &c0), 0);
-	CHECK_EQ_U(dbk_pred_evaluate(p, &r, 1, 4000, &c1), 1);
-	/* 8 x 23k tokens' KV read a step, three in four of them seen to
-	 * come back: about 6 ms more. */
-	CHECK(c0.tpot_s > c1.tpot_s + 0.005);
-	CHECK_EQ_U(dbk_pred_evaluate(p, &r, 0, 12000, &c0), 0);
-	CHECK_EQ_U(dbk_pred_evaluate(p, &r, 1, 12000, &c1), 1);
-	CHECK(fabs(c0.tpot_s - c1.tpot_s) < 1e-9);
-	dbk_pred_free(p);
-}
-
 int main(void)
 {
 	RUN(test_its_own_tpot_weighs);
-	RUN(test_returning_conversations_weigh);
 	return CHECK_DONE();
 }
