@@ -79,22 +79,6 @@ scrapes_at_least() {
 	[ "$(scrape_metric 'dbucket_scrapes_total{server="vllm0"}')" -ge "$1" ]
 }
 
-# served_by_each_distinct N: N short completions at once, each prompt
-# its own; prints NAME=COUNT for each server that answered.
-served_by_each_distinct() {
-	local d=$BATS_TEST_TMPDIR i
-	for ((i = 1; i <= $1; i++)); do
-		printf '{"model":"stub-model","max_tokens":4,"ignore_eos":true,"prompt":"request %d %s"}' \
-			"$i" "$(head -c 300 /dev/zero | tr '\0' a)" >"$d/u$i.json"
-		send_bg "$d/u$i" /v1/completions "$d/u$i.json"
-	done
-	wait_clients
-	for ((i = 1; i <= $1; i++)); do
-		[ "$(status "$d/u$i")" = 200 ] || fail "u$i: $(status "$d/u$i")"
-		header "$d/u$i" X-Served-By
-	done | sort | uniq -c | awk '{ printf "%s=%s\n", $2, $1 }'
-}
-
 # vllm0's entry under /state's "scrape".
 scraped0() {
 	agent_get /state | jq -c '.scrape.servers[] | select(.name == "vllm0")'
@@ -137,10 +121,10 @@ scraped0_up() {
 	# 100 ms.
 	[ "$(scraped0 | jq .backoff_ms)" -ge 1000 ]
 	# Still routed (on the books): every request answered, vllm0 among
-	# the servers. Each prompt its own, so that no server's cache draws
-	# them (ttft sends alike prompts where the first was cached).
+	# the servers (each prompt its own: alike ones all go where the
+	# first was cached).
 	local by
-	by=$(served_by_each_distinct 24)
+	by=$(served_by_each 24 distinct)
 	grep -q '^vllm0=[1-9]' <<<"$by" || fail "vllm0 got no request: $by"
 	wait_state released 24
 	# One line for the change of state, not one per failed scrape.

@@ -216,13 +216,21 @@ scrape_metric() {
 	agent_get /metrics | awk -v m="$1" '$1 == m { print $2 }'
 }
 
-# served_by_each N: sends N short completions through HAProxy and prints
-# how many each server answered ("vllm0=K ..."), every one a 200.
+# served_by_each N [distinct]: sends N short completions through HAProxy
+# and prints how many each server answered ("vllm0=K ..."), every one a
+# 200. The prompts are alike, or with "distinct" each its own, so that no
+# server's cache draws them (ttft sends alike prompts where the first
+# was cached).
 served_by_each() {
 	local d=$BATS_TEST_TMPDIR i
 	completion_body 4 false 300 >"$d/short.json"
 	for ((i = 1; i <= $1; i++)); do
-		send_bg "$d/s$i" /v1/completions "$d/short.json"
+		if [ "${2:-}" = distinct ]; then
+			sed "s/\"prompt\":\"/&request $i /" "$d/short.json" >"$d/s$i.json"
+			send_bg "$d/s$i" /v1/completions "$d/s$i.json"
+		else
+			send_bg "$d/s$i" /v1/completions "$d/short.json"
+		fi
 	done
 	wait_clients
 	for ((i = 1; i <= $1; i++)); do
