@@ -325,7 +325,7 @@ share() {
 	fleet_agent
 	wait_server vllm1 weight 3
 	load_start 13
-	dbk_wait_until 30 load_at_least 150
+	dbk_wait_until 60 load_at_least 150
 	load_end
 	# 10/13 is 77%; equal weights would give about half.
 	local s
