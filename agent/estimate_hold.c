@@ -101,20 +101,24 @@ static bool on_server(const struct dbk_balancer *bal, const struct dbk_hold_entr
 	return dbk_bal_lease_get(bal, e->id, e->id_len, &l) && l.server == server;
 }
 
-/* Strict: the requests counted beyond the leases charged in full can
- * only be held ones; that many of them, the oldest first, are made whole
- * (all of them when the counts are missing). */
+/* Strict: the requests counted beyond the leases charged in full on
+ * this scrape and the one before can only be held ones; that many of
+ * them, the oldest first, are made whole (all of them when the counts
+ * are missing). */
 static size_t strict_scraped(struct dbk_hold *h, struct dbk_balancer *bal, unsigned server,
                              size_t held, double engine)
 {
-	bool watched = h->s[server].watched;
+	struct dbk_hold_server *s = &h->s[server];
 	size_t give = held, given = 0, kept = 0;
+	double k = 0;
 
-	if (watched) {
+	if (s->watched) {
 		double whole = (double)dbk_bal_server_inflight(bal, server) - (double)held;
-		double k = floor(engine) - whole;
+		double both;
 
-		give = !(k > 0) ? 0 : k < (double)held ? (size_t)k : held;
+		k = floor(engine) - whole;
+		both = fmin(k, s->excess);
+		give = !(both > 0) ? 0 : both < (double)held ? (size_t)both : held;
 	}
 	for (size_t i = 0; i < h->n; i++) {
 		struct dbk_hold_entry *e = &h->e[i];
@@ -131,7 +135,9 @@ static size_t strict_scraped(struct dbk_hold *h, struct dbk_balancer *bal, unsig
 		kept++;
 	}
 	h->n = kept;
-	if (watched)
+	/* Those made whole are counted whole by the next scrape. */
+	s->excess = s->watched && k > 0 ? k - (double)given : 0;
+	if (s->watched)
 		h->stats.confirmed += given;
 	else
 		h->stats.unwatched += given;

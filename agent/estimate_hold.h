@@ -37,9 +37,13 @@
  * Strict (--hold-partial-bodies): a partial-body lease is charged
  * without its prefill at once and in full only once the count shows it:
  * the requests a scrape counts beyond the leases charged in full can only
- * be held ones, that many of them (the oldest first) are made whole.
- * Every prompt past 16 KB waits a scrape for its charge, which live cost
- * honest traffic (README, Slow bodies).
+ * be held ones, that many of them (the oldest first) are made whole. The
+ * excess taken is the smaller of two scrapes in a row: a count that lags
+ * (a request vLLM still counted when it was scraped but whose completion
+ * line released its lease before the answer came) makes an excess of
+ * one scrape, and the trickler it would make whole stays whole until
+ * its lease ends. Every prompt past 16 KB waits two scrapes for its
+ * charge, which live cost honest traffic (README, Slow bodies).
  *
  * Either way a held or taken-back charge ends with the lease, however it
  * ends (an entry whose lease is gone is dropped at the next scrape).
@@ -93,9 +97,10 @@ struct dbk_hold_entry {
 	char id[DBK_BAL_MAX_ID_LEN];
 };
 
-/* A server's last scrapes (take back). */
+/* A server's last scrapes. */
 struct dbk_hold_server {
 	bool watched;                     /* its last scrape read both counts */
+	double excess;                    /* strict: the last one's, less those made whole */
 	unsigned run;                     /* spans in a row with a deficit */
 	uint64_t span_ms;                 /* when the newest began */
 	double deficit[DBK_HOLD_SCRAPES]; /* theirs, the newest at run - 1 */

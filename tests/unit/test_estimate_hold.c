@@ -85,7 +85,7 @@ static void test_unwatched_server_is_charged_in_full(void)
 
 /* The trickled body is never in the engine's counts: it stays charged
  * for what had arrived, whatever the requests beside it do; the honest
- * one is charged in full at the first scrape that counts it. */
+ * one is charged in full once two scrapes in a row count it. */
 static void test_charged_in_full_once_the_server_counts_it(void)
 {
 	struct fixture x;
@@ -105,8 +105,17 @@ static void test_charged_in_full_once_the_server_counts_it(void)
 	CHECK_EQ_U(dbk_hold_scraped(&x.h, x.bal, 0, true, 1, 0), 0);
 	CHECK_NEAR(dbk_bal_server_load(x.bal, 0), 5200, 1e-12);
 	CHECK_EQ_U(dbk_hold_count(&x.h), 1);
-	/* Its body came: three in the engine. */
-	CHECK_EQ_U(dbk_hold_scraped(&x.h, x.bal, 0, true, 3.5, 0), 1);
+	/* A count that lags: n3 ended and its lease was released, but the
+	 * scrape still counted it. One scrape's excess makes nothing whole. */
+	lease(&x, "n3", 0, 400);
+	CHECK_EQ_U(dbk_bal_release(x.bal, "n3", 2, NULL), DBK_BAL_OK);
+	CHECK_EQ_U(dbk_hold_scraped(&x.h, x.bal, 0, true, 3, 0), 0);
+	CHECK_EQ_U(dbk_hold_scraped(&x.h, x.bal, 0, true, 2, 0), 0);
+	CHECK_NEAR(dbk_bal_server_load(x.bal, 0), 5200, 1e-12);
+	/* Its body came: three in the engine, on the second scrape made
+	 * whole. */
+	CHECK_EQ_U(dbk_hold_scraped(&x.h, x.bal, 0, true, 3.5, 0), 0);
+	CHECK_EQ_U(dbk_hold_scraped(&x.h, x.bal, 0, true, 3, 0), 1);
 	CHECK_NEAR(dbk_bal_server_load(x.bal, 0), 225200, 1e-12);
 	CHECK_EQ_U(dbk_hold_count(&x.h), 0);
 	CHECK_EQ_U(x.h.stats.held, 1);
@@ -130,17 +139,20 @@ static void test_oldest_first_and_only_on_its_server(void)
 	CHECK(slow(&x, "new", 0));
 	/* Server 1's count says nothing of server 0's. */
 	CHECK_EQ_U(dbk_hold_scraped(&x.h, x.bal, 1, true, 0, 0), 0);
+	CHECK_EQ_U(dbk_hold_scraped(&x.h, x.bal, 0, true, 1, 0), 0);
 	CHECK_EQ_U(dbk_hold_scraped(&x.h, x.bal, 0, true, 1, 0), 1);
 	CHECK(dbk_bal_lease_get(x.bal, "old", 3, &l) && l.score == 225000);
 	CHECK(dbk_bal_lease_get(x.bal, "new", 3, &l) && l.score == 5000);
 	CHECK(dbk_bal_lease_get(x.bal, "other", 5, &l) && l.score == 5000);
 	/* More in the engine than held: no more than held. */
+	CHECK_EQ_U(dbk_hold_scraped(&x.h, x.bal, 0, true, 50, 0), 0);
 	CHECK_EQ_U(dbk_hold_scraped(&x.h, x.bal, 0, true, 50, 0), 1);
 	CHECK_NEAR(dbk_bal_server_load(x.bal, 0), 450000, 1e-12);
 	/* A lease HAProxy moved is confirmed by its new server's count. */
 	CHECK_EQ_U(dbk_bal_move(x.bal, "other", 5, 2, NULL), DBK_BAL_OK);
 	dbk_hold_scraped(&x.h, x.bal, 2, true, 0, 0);
 	CHECK_EQ_U(dbk_hold_scraped(&x.h, x.bal, 1, true, 1, 0), 0);
+	CHECK_EQ_U(dbk_hold_scraped(&x.h, x.bal, 2, true, 1, 0), 0);
 	CHECK_EQ_U(dbk_hold_scraped(&x.h, x.bal, 2, true, 1, 0), 1);
 	CHECK_NEAR(dbk_bal_server_load(x.bal, 2), 225000, 1e-12);
 	down(&x);
