@@ -87,6 +87,16 @@ int dbk_sim_admit(const struct dbk_sim *s, struct dbk_admit_state *st, const str
 		in.saturated = dbk_sim_saturation(s, NULL) >= 1.0;
 		in.fleet_ttft_ms = w ? w->mean_s * 1e3 : 0;
 	}
+	/* A held request decided again is no new evidence of its class's
+	 * risk: counted at each decision, a burst's held requests would
+	 * renew it for as long as they are held, and a burst would pass for
+	 * a sustained episode (BENCHMARKS.md, "Stop 39"). */
+	struct dbk_admit_state again;
+
+	if (st && dbk_sim_holding(s, r->id)) {
+		again = *st;
+		st = &again;
+	}
 	struct dbk_admit_result a = dbk_admit(&c->admit, st, &in);
 
 	if (a.verdict == DBK_ADMIT_ROUTE)

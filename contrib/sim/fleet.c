@@ -97,6 +97,7 @@ int dbk_sim_fleet_build(struct dbk_sim_fleet *f, const struct dbk_sim_opts *o)
 		if (o->admit_share[k] >= 0)
 			sc->admit.headroom[k] = o->admit_share[k];
 	sc->shed_retry = o->shed_retry;
+	sc->admit_queue_s = o->admit_queue_s;
 	if (o->fail_instance >= 0) {
 		sc->fail_inst = (unsigned)o->fail_instance;
 		sc->fail_from_s = o->fail_from_s;

@@ -29,7 +29,7 @@ struct extra {
 	const char *log_level;
 };
 
-#define NOPTS 60
+#define NOPTS 61
 /* The agent's default, as the help text quotes it. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -243,6 +243,13 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		{ "shed-retry", 0, DBK_OPT_FLAG, &o->shed_retry,
 		  .help = "a shed request's client sends it again\n"
 		          "once, after its Retry-After" },
+		{ "admit-queue-s", 0, DBK_OPT_DOUBLE, &o->admit_queue_s, 0, 60, .metavar = "S",
+		  .help = "a request admission would shed is held at\n"
+		          "the balancer instead, decided again, class\n"
+		          "by class, oldest first, as requests end and\n"
+		          "every 0.1 s, for up to S seconds; then shed\n"
+		          "(a study of a \"queue\" verdict; default 0:\n"
+		          "off)" },
 		{ "models", 0, DBK_OPT_STR, &o->models_text, .metavar = "W,W,...",
 		  .help = "base models sharing the fleet, traffic\n"
 		          "shares 1..256 each; the instances given\n"

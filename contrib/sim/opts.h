@@ -52,6 +52,7 @@ struct dbk_sim_opts {
 	size_t nclasses;
 	bool classes_drawn; /* --classes-drawn: sheddable not by length */
 	bool admission, shed_retry;
+	double admit_queue_s;            /* --admit-queue-s; 0: off */
 	double admit_share[DBK_CLASS_N]; /* < 0: the agent's default */
 	/* Several models (issue 27): --models' text, then the models and
 	 * adapters (multimodel.h; nmodels 0: one model), --max-loras. */

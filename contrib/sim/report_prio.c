@@ -6,6 +6,16 @@
 
 static double frac(uint64_t a, uint64_t b) { return b ? (double)a / (double)b : 0; }
 
+/* Whether any request of the run was held (--admit-queue-s): only then
+ * do the reports speak of it. */
+static bool any_held(const struct dbk_sim_result *r)
+{
+	for (int c = 0; c < DBK_CLASS_N; c++)
+		if (r->prio[c].held)
+			return true;
+	return false;
+}
+
 void dbk_sim_report_prio(FILE *f, const struct dbk_sim_run_report *runs, size_t n)
 {
 	fprintf(f, "\nPriority classes: within = done within every objective, over offered; "
@@ -35,6 +45,11 @@ void dbk_sim_report_prio(FILE *f, const struct dbk_sim_run_report *runs, size_t 
 		        "all", (unsigned long long)all.offered, (unsigned long long)all.admitted,
 		        (unsigned long long)all.shed, (unsigned long long)all.retried,
 		        100 * frac(all.good, all.offered), r->cls[DBK_CLASS_ALL].goodput);
+		if (any_held(r))
+			fprintf(f, "%-16s held before a shed: %llu standard, %llu sheddable\n",
+			        runs[k].policy,
+			        (unsigned long long)r->prio[DBK_CLASS_STANDARD].held,
+			        (unsigned long long)r->prio[DBK_CLASS_SHEDDABLE].held);
 	}
 }
 
@@ -55,6 +70,7 @@ void dbk_sim_report_prio_json(cJSON *root, const struct dbk_sim_run_report *runs
 				{ "admitted", 'n', (double)p->admitted, NULL },
 				{ "shed", 'n', (double)p->shed, NULL },
 				{ "retried", 'n', (double)p->retried, NULL },
+				{ "held", any_held(r) ? 'n' : 0, (double)p->held, NULL },
 				{ "good", 'n', (double)p->good, NULL },
 				{ "attainment", 'n', frac(p->good, p->offered), NULL },
 				{ "goodput", 'n',

@@ -38,6 +38,7 @@ void dbk_sim_free(struct dbk_sim *s)
 	if (s->ops)
 		dbk_sim_policy_free(s->ops, s->pst);
 	dbk_sim_snapshot_free(&s->snap);
+	dbk_sim_holdq_free(&s->held);
 	if (s->inst)
 		for (i = 0; i < s->cfg.ninstances; i++)
 			dbk_engine_free(s->inst[i].e);
@@ -116,6 +117,7 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 	s->cfg.engines = NULL; /* the copies live in s->inst */
 	s->ops = ops;
 	s->n = n;
+	s->hold_next_s = -1;
 	dbk_evq_init(&s->q);
 	dbk_metrics_init(&s->m, &c->slo);
 	s->reqs = malloc((n ? n : 1) * sizeof(*s->reqs));
@@ -228,6 +230,7 @@ static void end_request(struct dbk_sim *s, uint32_t id, bool ok, enum dbk_sim_fa
 	if (s->now > s->last_end)
 		s->last_end = s->now;
 	if (r->o.instance != DBK_SIM_NONE) {
+		s->hold_wake = true; /* room on a server: the held may go */
 		live_unlink(s, id, r->o.instance);
 		if (s->ops->release)
 			s->ops->release(s->pst, s, q, r->o.instance);
@@ -363,16 +366,41 @@ static int key_prompt(struct dbk_sim *s, uint32_t id)
 	return 0;
 }
 
-/* Refused by admission: its client sends it again once after the
- * Retry-After, with --shed-retry; else it ends here, never sent. */
+/* The held requests' next decision at t, unless one comes no later. */
+static int hold_at(struct dbk_sim *s, double t)
+{
+	if (!dbk_sim_holdq_count(&s->held) || (s->hold_next_s >= s->now && s->hold_next_s <= t))
+		return 0;
+	s->hold_next_s = t;
+	return dbk_evq_push(&s->q, t, EV_HOLD, 0);
+}
+
+/* Refused by admission: with admit_queue_s held at the balancer first
+ * (decided again until its bound); then its client sends it again once
+ * after the Retry-After, with --shed-retry; else it ends here, never
+ * sent. */
 static int shed(struct dbk_sim *s, uint32_t id, int retry_s)
 {
 	struct dbk_sim_rstate *r = &s->rs[id];
+	unsigned cls = s->reqs[id].cls < DBK_CLASS_N ? s->reqs[id].cls : DBK_CLASS_DEFAULT;
+
+	if (s->cfg.admit_queue_s > 0 && !r->holding) {
+		r->holding = true;
+		r->hold_until_s = s->now + s->cfg.admit_queue_s;
+		s->prio[cls].held++;
+		if (dbk_sim_holdq_push(&s->held, cls, id, r->hold_until_s) != 0)
+			return -1;
+		return hold_at(s, fmin(s->now + DBK_SIM_HOLD_TICK_S, r->hold_until_s));
+	}
+	if (r->holding && s->now < r->hold_until_s) {
+		r->kept = true;
+		return 0;
+	}
+	r->holding = false;
 
 	if (s->cfg.shed_retry && !r->retried) {
 		r->retried = true;
-		s->prio[s->reqs[id].cls < DBK_CLASS_N ? s->reqs[id].cls : DBK_CLASS_DEFAULT]
-		        .retried++;
+		s->prio[cls].retried++;
 		return dbk_evq_push(&s->q, s->now + retry_s, EV_RETRY, id);
 	}
 	end_request(s, id, false, DBK_SIM_FAIL_SHED);
@@ -422,6 +450,37 @@ static int route(struct dbk_sim *s, uint32_t id)
 	if (s->cfg.overhead_s > 0)
 		return dbk_evq_push(&s->q, s->now + s->cfg.overhead_s, EV_SUBMIT, id);
 	return submit(s, id);
+}
+
+bool dbk_sim_holding(const struct dbk_sim *s, uint32_t id)
+{
+	return id < s->n && s->rs[id].holding;
+}
+
+/* A held request decided again: served, held on, or shed for good. */
+static int hold_decide(void *ctx, uint32_t id)
+{
+	struct dbk_sim *s = ctx;
+	struct dbk_sim_rstate *r = &s->rs[id];
+
+	r->kept = false;
+	if (route(s, id) != 0)
+		return DBK_SIM_HOLD_ERROR;
+	if (r->kept)
+		return DBK_SIM_HOLD_KEEP;
+	r->holding = false;
+	return DBK_SIM_HOLD_DROP;
+}
+
+static int hold_walk(struct dbk_sim *s)
+{
+	double next = s->now + DBK_SIM_HOLD_TICK_S, first;
+
+	s->hold_next_s = -1;
+	if (dbk_sim_holdq_walk(&s->held, hold_decide, s) != 0)
+		return -1;
+	first = dbk_sim_holdq_first_until(&s->held);
+	return hold_at(s, first < next ? first : next);
 }
 
 /* The policy's next tick. Over an idle stretch (every request that
@@ -507,11 +566,19 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 			break;
 		case EV_SCALE: rc = dbk_sim_scale_to(s, (unsigned)s->cfg.scale[ev.arg].v); break;
 		case EV_RETRY: rc = route(s, ev.arg); break;
+		case EV_HOLD: /* a later one may have been pushed before it */
+			if (ev.t == s->hold_next_s)
+				rc = hold_walk(s);
+			break;
 		case EV_MARK_UP:
 			s->inst[ev.arg].down = false;
 			dbk_sim_tell(s, ev.arg, false);
 			break;
 		default: break;
+		}
+		if (rc == 0 && s->hold_wake) {
+			s->hold_wake = false;
+			rc = hold_at(s, s->now);
 		}
 		if (rc != 0)
 			goto oom;

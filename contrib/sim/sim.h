@@ -129,6 +129,11 @@ struct dbk_sim_config {
 	/* A shed request's client sends it again once, Retry-After seconds
 	 * later (its TTFT still counts from the first send). */
 	bool shed_retry;
+	/* > 0: a request admission would shed is held at the balancer
+	 * instead (holdq.h), decided again each time a request ends and
+	 * every DBK_SIM_HOLD_TICK_S, for at most this many seconds; then
+	 * shed as without it. Its wait counts in its TTFT. 0: off. */
+	double admit_queue_s;
 	/* ---- Several models (issue 27; off by default). ---- */
 	/* nmodels > 0: instance i serves base model inst_model[i] only, and
 	 * a request goes only to an instance of its model: every policy
@@ -197,14 +202,17 @@ struct dbk_sim_outcome {
 };
 
 const struct dbk_sim_outcome *dbk_sim_outcome(const struct dbk_sim *s, uint32_t id);
+/* Whether request id is held (admit_queue_s) and being decided again. */
+bool dbk_sim_holding(const struct dbk_sim *s, uint32_t id);
 
 /* What one priority class got: requests offered, completed within
  * every objective (good), sent to a server (admitted), refused in the
  * end (shed: counted against attainment), refused once and sent again
- * (retried; then admitted or shed). offered = admitted + shed + those
- * the fleet refused (no instance). */
+ * (retried; then admitted or shed), held instead of shed
+ * (admit_queue_s; then admitted or shed). offered = admitted + shed +
+ * those the fleet refused (no instance). */
 struct dbk_sim_prio {
-	uint64_t offered, good, admitted, shed, retried;
+	uint64_t offered, good, admitted, shed, retried, held;
 };
 
 struct dbk_sim_result {

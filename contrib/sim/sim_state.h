@@ -9,6 +9,7 @@
 
 #include "admit.h"
 #include "event_queue.h"
+#include "holdq.h"
 #include "lib/buf.h"
 #include "lib/list.h"
 #include "sim.h"
@@ -22,7 +23,12 @@ enum ev_kind {
 	EV_SCALE,    /* arg: the step of cfg.scale that starts */
 	EV_MARK_UP,  /* arg: instance; its mark-down (error_limit) ends */
 	EV_RETRY,    /* arg: request id; its client sends it again */
+	EV_HOLD,     /* the held requests are decided again (admit_queue_s) */
 };
+
+/* While requests are held, they are decided again at least this often
+ * (an objective's risk lapses with time, not only when a request ends). */
+#define DBK_SIM_HOLD_TICK_S 0.1
 
 struct dbk_sim_rstate {
 	struct dbk_sim_outcome o;
@@ -34,6 +40,9 @@ struct dbk_sim_rstate {
 	struct dbk_list live; /* in its instance's live list */
 	bool has_handle;
 	bool retried; /* shed once and sent again */
+	bool holding; /* in the hold queue (admit_queue_s) */
+	bool kept;    /* decided again and held on */
+	double hold_until_s;
 };
 
 struct dbk_sim_inst {
@@ -76,6 +85,11 @@ struct dbk_sim {
 	struct dbk_sim_result res;
 	struct dbk_sim_prio prio[DBK_CLASS_N]; /* by the requests' class */
 	struct dbk_sim_ttft_window ttftw;      /* admission's, without prediction */
+	/* Held instead of shed (admit_queue_s), the time of the next
+	 * decision pushed (< 0: none), and a request's end since. */
+	struct dbk_sim_holdq held;
+	double hold_next_s;
+	bool hold_wake;
 	/* Several models: each model's servers as the agent's bitset (words
 	 * per model: elig_words), the model of the request being routed
 	 * plus one (0: none, nothing filtered), and the counts per model. */

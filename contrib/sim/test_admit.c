@@ -1,9 +1,10 @@
 /* Unit tests of the simulator's priority classes and admission
- * (classes.c, admit.c, sim.c's per-class books, policy_llmd_shed.c):
- * the class draw, what each class is counted, who is never shed, the
- * client's one retry. */
+ * (classes.c, admit.c, sim.c's per-class books, policy_llmd_shed.c,
+ * holdq.c): the class draw, what each class is counted, who is never
+ * shed, the client's one retry, the requests held instead of shed. */
 #include "admit.h"
 #include "classes.h"
+#include "holdq.h"
 #include "policy.h"
 #include "sim.h"
 
@@ -262,11 +263,130 @@ static void test_retry(void)
 	free(r);
 }
 
+/* The hold queue walks critical's first, each class oldest first; a
+ * kept request stays where it was, a dropped one leaves; an error
+ * stops the walk with the rest held. */
+struct walk {
+	uint32_t seen[8];
+	size_t n;
+	uint32_t drop, fail; /* ids */
+};
+
+static int walk_decide(void *ctx, uint32_t id)
+{
+	struct walk *w = ctx;
+
+	if (w->n < 8)
+		w->seen[w->n++] = id;
+	if (id == w->fail)
+		return DBK_SIM_HOLD_ERROR;
+	return id == w->drop ? DBK_SIM_HOLD_DROP : DBK_SIM_HOLD_KEEP;
+}
+
+static void test_holdq(void)
+{
+	struct dbk_sim_holdq q = { 0 };
+	struct walk w = { .drop = 2, .fail = 99 };
+
+	CHECK(dbk_sim_holdq_first_until(&q) > 1e300);
+	CHECK(dbk_sim_holdq_push(&q, DBK_CLASS_SHEDDABLE, 1, 5.0) == 0);
+	CHECK(dbk_sim_holdq_push(&q, DBK_CLASS_STANDARD, 2, 5.5) == 0);
+	CHECK(dbk_sim_holdq_push(&q, DBK_CLASS_SHEDDABLE, 3, 6.0) == 0);
+	CHECK(dbk_sim_holdq_push(&q, 7, 4, 4.5) == 0); /* unknown: the last class */
+	CHECK(dbk_sim_holdq_push(&q, DBK_CLASS_STANDARD, 5, 7.0) == 0);
+	CHECK_EQ_U(dbk_sim_holdq_count(&q), 5);
+	CHECK(dbk_sim_holdq_first_until(&q) == 5.0); /* each class's oldest */
+	CHECK(dbk_sim_holdq_walk(&q, walk_decide, &w) == 0);
+	CHECK_EQ_U(w.n, 5);
+	const uint32_t order[] = { 2, 5, 1, 3, 4 };
+	for (size_t k = 0; k < 5; k++)
+		CHECK_EQ_U(w.seen[k], order[k]);
+	CHECK_EQ_U(dbk_sim_holdq_count(&q), 4);
+	CHECK(dbk_sim_holdq_first_until(&q) == 5.0);
+	w = (struct walk){ .drop = 99, .fail = 3 };
+	CHECK(dbk_sim_holdq_walk(&q, walk_decide, &w) == -1);
+	CHECK_EQ_U(w.n, 3); /* 5, 1, then 3 failed */
+	CHECK_EQ_U(dbk_sim_holdq_count(&q), 4);
+	w = (struct walk){ .drop = 99, .fail = 99 };
+	CHECK(dbk_sim_holdq_walk(&q, walk_decide, &w) == 0);
+	const uint32_t again[] = { 5, 1, 3, 4 };
+	for (size_t k = 0; k < 4; k++)
+		CHECK_EQ_U(w.seen[k], again[k]);
+	dbk_sim_holdq_free(&q);
+	CHECK_EQ_U(dbk_sim_holdq_count(&q), 0);
+}
+
+/* admit_queue_s: what admission would shed waits at the balancer and
+ * is decided again as requests end (or on its timer). One instance busy with a long
+ * critical prefill; a sheddable request, then a standard one, then
+ * another sheddable, each predicted late behind it. Held for long
+ * enough, none is shed: they go when the critical request ends,
+ * standard first, then the sheddable ones oldest first, their wait
+ * counted in their first token. Held for less than the prefill, they
+ * are shed at their bound, as without the queue. */
+static void test_queue(void)
+{
+	struct dbk_engine_config e[4];
+	struct dbk_sim_config c;
+	struct dbk_sim_req four[4] = {
+		{ .id = 0, .arrival_s = 0, .input_tokens = 120000, .output_tokens = 10 },
+		{ .id = 1, .arrival_s = 0.1, .input_tokens = 12000, .output_tokens = 10 },
+		{ .id = 2, .arrival_s = 0.2, .input_tokens = 12000, .output_tokens = 10 },
+		{ .id = 3, .arrival_s = 0.3, .input_tokens = 12000, .output_tokens = 10 },
+	};
+	struct dbk_sim_result res;
+	struct dbk_sim *s = NULL;
+
+	four[0].cls = DBK_CLASS_CRITICAL;
+	four[1].cls = four[3].cls = DBK_CLASS_SHEDDABLE;
+	four[2].cls = DBK_CLASS_STANDARD;
+	fleet(e, &c);
+	c.ninstances = 1;
+	c.admit.enabled = true;
+	/* Without the queue: both classes shed. */
+	if (run(&c, four, 4, "ttft", &res, NULL)) {
+		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].shed, 2);
+		CHECK_EQ_U(res.prio[DBK_CLASS_STANDARD].shed, 1);
+		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].held, 0);
+	}
+	c.admit_queue_s = 600;
+	if (run(&c, four, 4, "ttft", &res, &s)) {
+		const struct dbk_sim_outcome *o[4];
+
+		for (uint32_t k = 0; k < 4; k++)
+			o[k] = dbk_sim_outcome(s, k);
+		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].held, 2);
+		CHECK_EQ_U(res.prio[DBK_CLASS_STANDARD].held, 1);
+		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].shed + res.prio[DBK_CLASS_STANDARD].shed,
+		           0);
+		for (uint32_t k = 1; k < 4; k++) {
+			CHECK(o[k]->status == DBK_SIM_DONE);
+			/* Sent once the prefill ahead is nearly done. */
+			CHECK(o[k]->first_token_s >= o[0]->first_token_s);
+			CHECK(o[k]->first_token_s - four[k].arrival_s > 3);
+		}
+		CHECK(o[2]->first_token_s < o[1]->first_token_s); /* standard first */
+		CHECK(o[1]->first_token_s < o[3]->first_token_s); /* then the oldest */
+	}
+	dbk_sim_free(s);
+	s = NULL;
+	c.admit_queue_s = 1;
+	if (run(&c, four, 4, "ttft", &res, &s)) {
+		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].held, 2);
+		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].shed, 2);
+		CHECK_EQ_U(res.prio[DBK_CLASS_STANDARD].shed, 1);
+		CHECK(dbk_sim_outcome(s, 1)->instance == DBK_SIM_NONE);
+	}
+	dbk_sim_free(s);
+}
+
 int main(void)
 {
 	RUN(test_assign);
 	RUN(test_assign_drawn);
 	RUN(test_books);
 	RUN(test_retry);
+	RUN(test_holdq);
+	RUN(test_queue);
 	return CHECK_DONE();
 }
