@@ -49,8 +49,7 @@ double dbk_sim_holdq_first_until(const struct dbk_sim_holdq *q)
 	return t;
 }
 
-int dbk_sim_holdq_walk(struct dbk_sim_holdq *q, int (*decide)(void *ctx, uint32_t id),
-                       void *ctx)
+int dbk_sim_holdq_walk(struct dbk_sim_holdq *q, int (*decide)(void *ctx, uint32_t id), void *ctx)
 {
 	for (int c = 0; c < DBK_CLASS_N; c++) {
 		size_t w = 0, k;

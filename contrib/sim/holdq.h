@@ -41,7 +41,6 @@ enum { DBK_SIM_HOLD_KEEP, DBK_SIM_HOLD_DROP, DBK_SIM_HOLD_ERROR = -1 };
  * first, given to decide: KEEP leaves it held where it was, DROP takes
  * it out (admitted or shed). decide must not push. 0, or -1 at the
  * first ERROR (the rest stay held). */
-int dbk_sim_holdq_walk(struct dbk_sim_holdq *q, int (*decide)(void *ctx, uint32_t id),
-                       void *ctx);
+int dbk_sim_holdq_walk(struct dbk_sim_holdq *q, int (*decide)(void *ctx, uint32_t id), void *ctx);
 
 #endif

@@ -320,7 +320,7 @@ static void test_holdq(void)
  * is decided again as requests end (or on its timer). One instance busy with a long
  * critical prefill; a sheddable request, then a standard one, then
  * another sheddable, each predicted late behind it. Held for long
- * enough, none is shed: they go when the critical request ends,
+ * enough, none is shed: they go as the critical prefill ends,
  * standard first, then the sheddable ones oldest first, their wait
  * counted in their first token. Held for less than the prefill, they
  * are shed at their bound, as without the queue. */
