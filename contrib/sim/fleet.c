@@ -98,6 +98,7 @@ int dbk_sim_fleet_build(struct dbk_sim_fleet *f, const struct dbk_sim_opts *o)
 			sc->admit.headroom[k] = o->admit_share[k];
 	sc->shed_retry = o->shed_retry;
 	sc->admit_queue_s = o->admit_queue_s;
+	sc->admit_queue_in_time = o->admit_queue_in_time;
 	if (o->fail_instance >= 0) {
 		sc->fail_inst = (unsigned)o->fail_instance;
 		sc->fail_from_s = o->fail_from_s;

@@ -29,7 +29,7 @@ struct extra {
 	const char *log_level;
 };
 
-#define NOPTS 61
+#define NOPTS 62
 /* The agent's default, as the help text quotes it. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -250,6 +250,10 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		          "every 0.1 s, for up to S seconds; then shed\n"
 		          "(a study of a \"queue\" verdict; default 0:\n"
 		          "off)" },
+		{ "admit-queue-in-time", 0, DBK_OPT_FLAG, &o->admit_queue_in_time,
+		  .help = "with --admit-queue-s: a held request is let\n"
+		          "in only while its predicted first token,\n"
+		          "counting its wait, is within --slo-ttft-ms" },
 		{ "models", 0, DBK_OPT_STR, &o->models_text, .metavar = "W,W,...",
 		  .help = "base models sharing the fleet, traffic\n"
 		          "shares 1..256 each; the instances given\n"

@@ -53,6 +53,7 @@ struct dbk_sim_opts {
 	bool classes_drawn; /* --classes-drawn: sheddable not by length */
 	bool admission, shed_retry;
 	double admit_queue_s;            /* --admit-queue-s; 0: off */
+	bool admit_queue_in_time;        /* --admit-queue-in-time */
 	double admit_share[DBK_CLASS_N]; /* < 0: the agent's default */
 	/* Several models (issue 27): --models' text, then the models and
 	 * adapters (multimodel.h; nmodels 0: one model), --max-loras. */

@@ -96,7 +96,8 @@ void dbk_sim_setup_print(FILE *f, const struct dbk_sim_setup *u)
 			        a->headroom[DBK_CLASS_STANDARD], a->headroom[DBK_CLASS_SHEDDABLE],
 			        a->ttft_ms, o->shed_retry ? "once" : "none");
 		if (o->admit_queue_s > 0)
-			fprintf(f, "; held up to %g s before a shed", o->admit_queue_s);
+			fprintf(f, "; held up to %g s before a shed%s", o->admit_queue_s,
+			        o->admit_queue_in_time ? ", let in only in time" : "");
 		fputc('\n', f);
 	}
 	if (o->models.nmodels)
@@ -172,6 +173,7 @@ void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
 			{ "admit_share_sheddable", 'n', a->headroom[DBK_CLASS_SHEDDABLE], NULL },
 			{ "shed_retry", 'b', o->shed_retry, NULL },
 			{ "admit_queue_s", o->admit_queue_s > 0 ? 'n' : 0, o->admit_queue_s, NULL },
+			{ "admit_queue_in_time", o->admit_queue_in_time ? 'b' : 0, 1, NULL },
 		};
 		dbk_sim_json_add(setup, ad, sizeof(ad) / sizeof(ad[0]));
 	}

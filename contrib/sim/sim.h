@@ -134,6 +134,10 @@ struct dbk_sim_config {
 	 * every DBK_SIM_HOLD_TICK_S, for at most this many seconds; then
 	 * shed as without it. Its wait counts in its TTFT. 0: off. */
 	double admit_queue_s;
+	/* With admit_queue_s: a held request is let in only while it is
+	 * predicted to start within the TTFT objective counting the time
+	 * it has waited (admit.h); false: whenever the rule admits it. */
+	bool admit_queue_in_time;
 	/* ---- Several models (issue 27; off by default). ---- */
 	/* nmodels > 0: instance i serves base model inst_model[i] only, and
 	 * a request goes only to an instance of its model: every policy

@@ -322,8 +322,9 @@ static void test_holdq(void)
  * another sheddable, each predicted late behind it. Held for long
  * enough, none is shed: they go as the critical prefill ends,
  * standard first, then the sheddable ones oldest first, their wait
- * counted in their first token. Held for less than the prefill, they
- * are shed at their bound, as without the queue. */
+ * counted in their first token; let in only in time, none goes. Held
+ * for less than the prefill, they are shed at their bound, as without
+ * the queue. */
 static void test_queue(void)
 {
 	struct dbk_engine_config e[4];
@@ -370,6 +371,18 @@ static void test_queue(void)
 	}
 	dbk_sim_free(s);
 	s = NULL;
+	/* Let in only in time: after seconds behind the prefill none is,
+	 * and each is shed at its bound, never sent. */
+	c.admit_queue_in_time = true;
+	if (run(&c, four, 4, "ttft", &res, &s)) {
+		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].held, 2);
+		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].shed, 2);
+		CHECK_EQ_U(res.prio[DBK_CLASS_STANDARD].shed, 1);
+		CHECK(dbk_sim_outcome(s, 2)->instance == DBK_SIM_NONE);
+	}
+	dbk_sim_free(s);
+	s = NULL;
+	c.admit_queue_in_time = false;
 	c.admit_queue_s = 1;
 	if (run(&c, four, 4, "ttft", &res, &s)) {
 		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].held, 2);
