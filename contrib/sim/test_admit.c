@@ -316,6 +316,24 @@ static void test_holdq(void)
 	CHECK_EQ_U(dbk_sim_holdq_count(&q), 0);
 }
 
+/* test_queue's four requests under c: each held, then shed, never
+ * sent. */
+static void queue_all_shed(const struct dbk_sim_config *c, const struct dbk_sim_req *four)
+{
+	struct dbk_sim_result res;
+	struct dbk_sim *s = NULL;
+
+	if (run(c, four, 4, "ttft", &res, &s)) {
+		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].held, 2);
+		CHECK_EQ_U(res.prio[DBK_CLASS_STANDARD].held, 1);
+		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].shed, 2);
+		CHECK_EQ_U(res.prio[DBK_CLASS_STANDARD].shed, 1);
+		for (uint32_t k = 1; k < 4; k++)
+			CHECK(dbk_sim_outcome(s, k)->instance == DBK_SIM_NONE);
+	}
+	dbk_sim_free(s);
+}
+
 /* admit_queue_s: what admission would shed waits at the balancer and
  * is decided again as requests end (or on its timer). One instance busy with a long
  * critical prefill; a sheddable request, then a standard one, then
@@ -370,27 +388,13 @@ static void test_queue(void)
 		CHECK(o[1]->first_token_s < o[3]->first_token_s); /* then the oldest */
 	}
 	dbk_sim_free(s);
-	s = NULL;
 	/* Let in only in time: after seconds behind the prefill none is,
 	 * and each is shed at its bound, never sent. */
 	c.admit_queue_in_time = true;
-	if (run(&c, four, 4, "ttft", &res, &s)) {
-		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].held, 2);
-		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].shed, 2);
-		CHECK_EQ_U(res.prio[DBK_CLASS_STANDARD].shed, 1);
-		CHECK(dbk_sim_outcome(s, 2)->instance == DBK_SIM_NONE);
-	}
-	dbk_sim_free(s);
-	s = NULL;
+	queue_all_shed(&c, four);
 	c.admit_queue_in_time = false;
 	c.admit_queue_s = 1;
-	if (run(&c, four, 4, "ttft", &res, &s)) {
-		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].held, 2);
-		CHECK_EQ_U(res.prio[DBK_CLASS_SHEDDABLE].shed, 2);
-		CHECK_EQ_U(res.prio[DBK_CLASS_STANDARD].shed, 1);
-		CHECK(dbk_sim_outcome(s, 1)->instance == DBK_SIM_NONE);
-	}
-	dbk_sim_free(s);
+	queue_all_shed(&c, four);
 }
 
 int main(void)
