@@ -366,15 +366,6 @@ static int key_prompt(struct dbk_sim *s, uint32_t id)
 	return 0;
 }
 
-/* The held requests' next decision at t, unless one comes no later. */
-static int hold_at(struct dbk_sim *s, double t)
-{
-	if (!dbk_sim_holdq_count(&s->held) || (s->hold_next_s >= s->now && s->hold_next_s <= t))
-		return 0;
-	s->hold_next_s = t;
-	return dbk_evq_push(&s->q, t, EV_HOLD, 0);
-}
-
 /* Refused by admission: with admit_queue_s held at the balancer first
  * (decided again until its bound); then its client sends it again once
  * after the Retry-After, with --shed-retry; else it ends here, never
@@ -383,20 +374,10 @@ static int shed(struct dbk_sim *s, uint32_t id, int retry_s)
 {
 	struct dbk_sim_rstate *r = &s->rs[id];
 	unsigned cls = s->reqs[id].cls < DBK_CLASS_N ? s->reqs[id].cls : DBK_CLASS_DEFAULT;
+	int held = dbk_sim_hold(s, id);
 
-	if (s->cfg.admit_queue_s > 0 && !r->holding) {
-		r->holding = true;
-		r->hold_until_s = s->now + s->cfg.admit_queue_s;
-		s->prio[cls].held++;
-		if (dbk_sim_holdq_push(&s->held, cls, id, r->hold_until_s) != 0)
-			return -1;
-		return hold_at(s, fmin(s->now + DBK_SIM_HOLD_TICK_S, r->hold_until_s));
-	}
-	if (r->holding && s->now < r->hold_until_s) {
-		r->kept = true;
-		return 0;
-	}
-	r->holding = false;
+	if (held != 0)
+		return held < 0 ? -1 : 0;
 
 	if (s->cfg.shed_retry && !r->retried) {
 		r->retried = true;
@@ -407,7 +388,7 @@ static int shed(struct dbk_sim *s, uint32_t id, int retry_s)
 	return 0;
 }
 
-static int route(struct dbk_sim *s, uint32_t id)
+int dbk_sim_route(struct dbk_sim *s, uint32_t id)
 {
 	struct dbk_sim_rstate *r = &s->rs[id];
 	int c = 0;
@@ -450,37 +431,6 @@ static int route(struct dbk_sim *s, uint32_t id)
 	if (s->cfg.overhead_s > 0)
 		return dbk_evq_push(&s->q, s->now + s->cfg.overhead_s, EV_SUBMIT, id);
 	return submit(s, id);
-}
-
-bool dbk_sim_holding(const struct dbk_sim *s, uint32_t id)
-{
-	return id < s->n && s->rs[id].holding;
-}
-
-/* A held request decided again: served, held on, or shed for good. */
-static int hold_decide(void *ctx, uint32_t id)
-{
-	struct dbk_sim *s = ctx;
-	struct dbk_sim_rstate *r = &s->rs[id];
-
-	r->kept = false;
-	if (route(s, id) != 0)
-		return DBK_SIM_HOLD_ERROR;
-	if (r->kept)
-		return DBK_SIM_HOLD_KEEP;
-	r->holding = false;
-	return DBK_SIM_HOLD_DROP;
-}
-
-static int hold_walk(struct dbk_sim *s)
-{
-	double next = s->now + DBK_SIM_HOLD_TICK_S, first;
-
-	s->hold_next_s = -1;
-	if (dbk_sim_holdq_walk(&s->held, hold_decide, s) != 0)
-		return -1;
-	first = dbk_sim_holdq_first_until(&s->held);
-	return hold_at(s, first < next ? first : next);
 }
 
 /* The policy's next tick. Over an idle stretch (every request that
@@ -535,7 +485,7 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 		switch (ev.kind) {
 		case EV_ARRIVAL:
 			s->arrived = ev.arg + 1;
-			rc = route(s, ev.arg);
+			rc = dbk_sim_route(s, ev.arg);
 			/* Arrivals are queued one at a time, after the
 			 * routing of the previous one, so that its
 			 * submission (at the same instant when there is no
@@ -565,10 +515,10 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 				rc = dbk_evq_push(&s->q, next_tick(s), EV_TICK, 0);
 			break;
 		case EV_SCALE: rc = dbk_sim_scale_to(s, (unsigned)s->cfg.scale[ev.arg].v); break;
-		case EV_RETRY: rc = route(s, ev.arg); break;
+		case EV_RETRY: rc = dbk_sim_route(s, ev.arg); break;
 		case EV_HOLD: /* a later one may have been pushed before it */
 			if (ev.t == s->hold_next_s)
-				rc = hold_walk(s);
+				rc = dbk_sim_hold_walk(s);
 			break;
 		case EV_MARK_UP:
 			s->inst[ev.arg].down = false;
@@ -578,7 +528,7 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 		}
 		if (rc == 0 && s->hold_wake) {
 			s->hold_wake = false;
-			rc = hold_at(s, s->now);
+			rc = dbk_sim_hold_at(s, s->now);
 		}
 		if (rc != 0)
 			goto oom;

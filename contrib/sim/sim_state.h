@@ -112,6 +112,23 @@ static inline bool dbk_sim_serves(const struct dbk_sim *s, unsigned i)
 	return !s->routing_model || s->cfg.inst_model[i] + 1u == s->routing_model;
 }
 
+/* Routes request id (sim.c): admitted, shed, held or refused, as the
+ * policy and admission decide. 0, or -1 (memory, the policy failed). */
+int dbk_sim_route(struct dbk_sim *s, uint32_t id);
+
+/* ---- Requests held instead of shed (admit_queue_s; sim_hold.c). ---- */
+
+/* The queue's part of a shed of request id: 1 when it is held (first
+ * refused, or decided again within its bound), 0 when it is to be shed
+ * as without the queue, -1 (memory). */
+int dbk_sim_hold(struct dbk_sim *s, uint32_t id);
+/* The held requests' next decision at t, unless one comes no later
+ * (none with none held). 0, or -1 (memory). */
+int dbk_sim_hold_at(struct dbk_sim *s, double t);
+/* Decides every held request again, then pushes the next decision. 0,
+ * or -1. */
+int dbk_sim_hold_walk(struct dbk_sim *s);
+
 /* ---- The fleet's changes (sim_fleet.c). ---- */
 
 /* Checks the config's models and builds each one's bitset. 0, or -1
