@@ -824,8 +824,11 @@ static void test_ttft_holds_a_body_not_whole(void)
 	/* One ends before its server counted it: nothing to give back. */
 	CHECK_EQ_U(dbk_bal_release(x.bal, "b", 1, NULL), DBK_BAL_OK);
 	CHECK_EQ_U(pred_inflight_all(p), 0);
-	/* Its server counts the other: booked there, once. */
+	/* Its server counts the other on two scrapes in a row: booked
+	 * there, once. */
 	CHECK(dbk_bal_lease_get(x.bal, "a", 1, &l));
+	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, true, 1, 0), 0);
+	CHECK_EQ_U(pred_inflight(p, l.server), 0);
 	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, true, 1, 0), 1);
 	CHECK_EQ_U(pred_inflight(p, l.server), 1);
 	CHECK_EQ_U(dbk_hold_scraped(&h, x.bal, l.server, true, 1, 0), 0);
