@@ -22,7 +22,7 @@ struct dbk_pred *dbk_pred_new(const struct dbk_pred_config *c)
 	p->x = calloc(1, sizeof(*p->x));
 	if (p->x) {
 		p->x->ev = calloc(c->nservers, sizeof(*p->x->ev));
-		p->x->sorted = calloc(c->nservers, sizeof(*p->x->sorted));
+		p->x->sorted = calloc(2 * (size_t)c->nservers, sizeof(*p->x->sorted));
 	}
 	if (!p->s || !p->idx || !p->x || !p->x->ev || !p->x->sorted) {
 		dbk_pred_free(p);
@@ -30,6 +30,7 @@ struct dbk_pred *dbk_pred_new(const struct dbk_pred_config *c)
 	}
 	p->mean_work_s = 0.025;
 	p->fleet_a = p->fleet_b = p->fleet_h = 1;
+	p->prior_stale = true;
 	for (unsigned i = 0; i < c->nservers; i++) {
 		p->s[i].slow = p->s[i].slow_dec = 1;
 		p->s[i].ttft_n_then = -1;
@@ -114,6 +115,7 @@ void dbk_pred_set_weight(struct dbk_pred *p, unsigned server, double weight)
 	    p->s[server].weight == weight)
 		return;
 	p->s[server].weight = weight;
+	p->prior_stale = true;
 	dbk_pred_update_slow(p);
 }
 
@@ -135,6 +137,7 @@ void dbk_pred_reset(struct dbk_pred *p, unsigned server)
 	memset(&s->lr, 0, sizeof(s->lr));
 	memset(&s->hist, 0, sizeof(s->hist));
 	s->weight = 0;
+	p->prior_stale = true;
 	memset(s->lora_sent, 0, sizeof(s->lora_sent));
 	dbk_pred_update_slow(p);
 }

@@ -98,6 +98,7 @@ struct pred_srv {
 	struct dbk_plearn lr, hist;
 	double slow, slow_dec;
 	double weight; /* HAProxy's effective weight; 0: not known */
+	double prior;  /* the weight's prior of its speed (predict_speed.c: priors) */
 	struct pred_lora_sent lora_sent[PRED_LORA_SENT];
 };
 
@@ -119,6 +120,7 @@ struct dbk_pred {
 	struct dbk_pidx *idx;
 	double mean_work_s;               /* EWMA of a request's prefill on an idle server */
 	double fleet_a, fleet_b, fleet_h; /* the fleet's fits (dbk_pred_update_slow) */
+	bool prior_stale;                 /* a weight changed since the servers' priors */
 	unsigned next;                    /* varies the ties of requests without identity */
 	/* Other balancers (dbk_pred_unseen_share > 0): what our requests teach
 	 * of theirs. */
@@ -126,7 +128,8 @@ struct dbk_pred {
 	uint64_t rate_ms;
 	uint64_t scrape_ms, scrape_period_ms; /* newest scrape, spacing of the last two */
 	/* dbk_pred_choose's scratch, not state: each server's evaluation,
-	 * the candidates' sorted scores, the water level (dbk_pred_spread). */
+	 * the candidates' sorted scores, the water level (dbk_pred_spread);
+	 * sorted has room for two per server (predict_speed.c's logs). */
 	struct pred_scratch {
 		struct pred_eval *ev;
 		double *sorted;
