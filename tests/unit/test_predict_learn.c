@@ -235,6 +235,36 @@ static void test_equal_fleet_and_weight_prior(void)
 	dbk_pred_free(truth);
 }
 
+/* The weights' priors are kept between requests, and every change of a
+ * weight, a reset included, moves them at once: a server's prior is its
+ * weight against the fleet's geometric mean (4^(3/4) for a quarter of
+ * three others' 1). */
+static void test_priors_follow_the_weights(void)
+{
+	struct dbk_pred *p = fleet(4);
+	double pre, dec, q = pow(4, 0.75);
+
+	for (unsigned i = 0; i < 4; i++)
+		dbk_pred_set_weight(p, i, i == 3 ? 0.25 : 1);
+	view(p, 3, &pre, &dec);
+	CHECK_NEAR(pre, q, 1e-9);
+	CHECK_NEAR(dec, q, 1e-9);
+	view(p, 0, &pre, &dec);
+	CHECK_NEAR(pre, q / 4, 1e-9); /* 4^(-1/4) */
+	dbk_pred_set_weight(p, 3, 1);
+	view(p, 3, &pre, &dec);
+	CHECK_NEAR(pre, 1, 0);
+	dbk_pred_set_weight(p, 0, 0.25);
+	view(p, 0, &pre, &dec);
+	CHECK_NEAR(pre, q, 1e-9);
+	dbk_pred_reset(p, 0); /* its weight no longer known: the others' mean is 1 */
+	for (unsigned i = 0; i < 4; i++) {
+		view(p, i, &pre, &dec);
+		CHECK_NEAR(pre, 1, 0);
+	}
+	dbk_pred_free(p);
+}
+
 /* Four servers, every request alike (2,000-token prompts, 8 tokens out,
  * as policy.bats's slower-GPU test sends), server 3 three times slower
  * to prefill and as fast to decode; their durations on a clock five
@@ -628,6 +658,7 @@ int main(void)
 	RUN(test_a_2x_slower_server_learnt_within_100);
 	RUN(test_decode_told_from_prefill);
 	RUN(test_equal_fleet_and_weight_prior);
+	RUN(test_priors_follow_the_weights);
 	RUN(test_alike_requests_and_first_tokens);
 	RUN(test_first_tokens_matched_in_order);
 	RUN(test_each_request_priced_as_its_own);
