@@ -301,6 +301,7 @@ static void pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, un
 
 	struct pred_lora_price lp;
 
+	pred_slow_fresh(p);
 	pred_ticket(p, r, server, hit, now_ms, t);
 	pred_sent(p, r, now_ms);
 	dbk_pred_lora_price(p, &p->s[server], r->adapter, now_ms, &lp);
@@ -344,6 +345,7 @@ void dbk_pred_hold(struct dbk_pred *p, const struct dbk_pred_request *r,
 		return;
 	double prompt = pred_prompt(r), out = pred_output(p, r), hit = chosen_hit(p, r, c);
 
+	pred_slow_fresh(p);
 	pred_ticket(p, r, (unsigned)c->server, hit, now_ms, t);
 	pred_sent(p, r, now_ms);
 	pred_record(p, r, t, fmax(prompt - hit, 1), out);
@@ -362,6 +364,7 @@ void dbk_pred_complete(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint
 	double hit = fmin(prompt, fmax(0, prompt + out - (double)t->kv_tokens));
 	struct dbk_pred_ticket booked = *t;
 
+	pred_slow_fresh(p);
 	pred_book(p, &booked, prompt, out, hit, 0, false, now_ms);
 }
 
@@ -415,6 +418,9 @@ void dbk_pred_view(const struct dbk_pred *p, unsigned server, uint64_t now_ms,
 	const struct pred_srv *s = &p->s[server];
 	struct pred_others o;
 
+	/* The factors are a cache of the fits (pred_slow_fresh): p is
+	 * changed in nothing it says. */
+	pred_slow_fresh((struct dbk_pred *)p);
 	pred_others(p, s, now_ms, &o);
 	v->state = s->state;
 	v->max_model_len = s->max_model_len;

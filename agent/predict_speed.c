@@ -342,6 +342,19 @@ void dbk_pred_update_slow(struct dbk_pred *p)
 	p->fleet_a = fa;
 	p->fleet_b = fb;
 	p->fleet_h = fh;
+	p->slow_stale = true;
+}
+
+/* The fleet's fits feed the next update (each pulled towards the last),
+ * so they move on every request ended; the servers' factors are read
+ * from the last fits alone, and every input they read (the fits of the
+ * server, its prior) changes only with an update: computed when read,
+ * they are what an update would have left. */
+void dbk_pred_slow_apply(struct dbk_pred *p)
+{
+	double fa = p->fleet_a, fb = p->fleet_b, fh = p->fleet_h;
+
+	p->slow_stale = false;
 	for (unsigned i = 0; i < p->c.nservers; i++) {
 		struct pred_srv *x = &p->s[i];
 		double q = x->prior, a = fa * q, b = fb * q, ea = INFINITY, eb = INFINITY;
