@@ -22,7 +22,7 @@ struct dbk_pred *dbk_pred_new(const struct dbk_pred_config *c)
 	p->x = calloc(1, sizeof(*p->x));
 	if (p->x) {
 		p->x->ev = calloc(c->nservers, sizeof(*p->x->ev));
-		p->x->sorted = calloc(2 * (size_t)c->nservers, sizeof(*p->x->sorted));
+		p->x->sorted = calloc(3 * (size_t)c->nservers, sizeof(*p->x->sorted));
 	}
 	if (!p->s || !p->idx || !p->x || !p->x->ev || !p->x->sorted) {
 		dbk_pred_free(p);

@@ -131,7 +131,7 @@ struct dbk_pred {
 	uint64_t scrape_ms, scrape_period_ms; /* newest scrape, spacing of the last two */
 	/* dbk_pred_choose's scratch, not state: each server's evaluation,
 	 * the candidates' sorted scores, the water level (dbk_pred_spread);
-	 * sorted has room for two per server (predict_speed.c's logs). */
+	 * sorted has room for three per server (predict_speed.c's logs). */
 	struct pred_scratch {
 		struct pred_eval *ev;
 		double *sorted;

@@ -290,30 +290,25 @@ static double median(double *v, unsigned n)
  * within a choice. */
 static void fleet_factors(struct dbk_pred *p, double *fa, double *fb, double *fh)
 {
-	double *la = p->x->sorted, *lb = la + p->c.nservers;
-	unsigned n = 0;
+	double *la = p->x->sorted, *lb = la + p->c.nservers, *lh = lb + p->c.nservers;
+	unsigned n = 0, nh = 0;
 
 	for (unsigned i = 0; i < p->c.nservers; i++) {
 		const struct pred_srv *x = &p->s[i];
 		double q = x->prior, a, b;
-		if (x->lr.n < PRED_SPEED_SEEN)
-			continue;
-		dbk_plearn_solve(&x->lr, p->fleet_a * q, p->fleet_b * q, &a, &b);
-		la[n] = log(fmax(a, 1e-3) / q);
-		lb[n++] = log(fmax(b, 1e-3) / q);
+		if (x->lr.n >= PRED_SPEED_SEEN) {
+			dbk_plearn_solve(&x->lr, p->fleet_a * q, p->fleet_b * q, &a, &b);
+			la[n] = log(fmax(a, 1e-3) / q);
+			lb[n++] = log(fmax(b, 1e-3) / q);
+		}
+		if (x->hist.n >= PRED_SPEED_SEEN) {
+			dbk_plearn_solve(&x->hist, p->fleet_h * q, p->fleet_h * q, &a, &b);
+			lh[nh++] = log(fmax(a, 1e-3) / q);
+		}
 	}
 	*fa = n ? exp(median(la, n)) : 1;
 	*fb = n ? exp(median(lb, n)) : 1;
-	n = 0;
-	for (unsigned i = 0; i < p->c.nservers; i++) {
-		const struct pred_srv *x = &p->s[i];
-		double q = x->prior, a, b;
-		if (x->hist.n < PRED_SPEED_SEEN)
-			continue;
-		dbk_plearn_solve(&x->hist, p->fleet_h * q, p->fleet_h * q, &a, &b);
-		la[n++] = log(fmax(a, 1e-3) / q);
-	}
-	*fh = n ? exp(median(la, n)) : 1;
+	*fh = nh ? exp(median(lh, nh)) : 1;
 }
 
 /* Each server's two factors against the fleet's (fleet_factors), from
