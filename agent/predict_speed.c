@@ -203,7 +203,7 @@ static void priors(struct dbk_pred *p)
 	p->prior_stale = false;
 }
 
-/* ratio as the fleet's own (1) within band of 1, else as it is (at
+/* A ratio counts as the fleet's own (1) within band of 1, else as it is (at
  * most PRED_SPEED_MAX either way). Well inside the band, by far more
  * than log's rounding (under an ulp), the answer is 1 without the three
  * calls: most servers of a fleet most of the time. */
