@@ -22,7 +22,7 @@ struct dbk_pred *dbk_pred_new(const struct dbk_pred_config *c)
 	p->x = calloc(1, sizeof(*p->x));
 	if (p->x) {
 		p->x->ev = calloc(c->nservers, sizeof(*p->x->ev));
-		p->x->sorted = calloc(c->nservers, sizeof(*p->x->sorted));
+		p->x->sorted = calloc(3 * (size_t)c->nservers, sizeof(*p->x->sorted));
 	}
 	if (!p->s || !p->idx || !p->x || !p->x->ev || !p->x->sorted) {
 		dbk_pred_free(p);
@@ -30,6 +30,7 @@ struct dbk_pred *dbk_pred_new(const struct dbk_pred_config *c)
 	}
 	p->mean_work_s = 0.025;
 	p->fleet_a = p->fleet_b = p->fleet_h = 1;
+	p->prior_stale = true;
 	for (unsigned i = 0; i < c->nservers; i++) {
 		p->s[i].slow = p->s[i].slow_dec = 1;
 		p->s[i].ttft_n_then = -1;
@@ -114,6 +115,7 @@ void dbk_pred_set_weight(struct dbk_pred *p, unsigned server, double weight)
 	    p->s[server].weight == weight)
 		return;
 	p->s[server].weight = weight;
+	p->prior_stale = true;
 	dbk_pred_update_slow(p);
 }
 
@@ -135,6 +137,7 @@ void dbk_pred_reset(struct dbk_pred *p, unsigned server)
 	memset(&s->lr, 0, sizeof(s->lr));
 	memset(&s->hist, 0, sizeof(s->hist));
 	s->weight = 0;
+	p->prior_stale = true;
 	memset(s->lora_sent, 0, sizeof(s->lora_sent));
 	dbk_pred_update_slow(p);
 }
@@ -298,6 +301,7 @@ static void pred_commit(struct dbk_pred *p, const struct dbk_pred_request *r, un
 
 	struct pred_lora_price lp;
 
+	pred_slow_fresh(p);
 	pred_ticket(p, r, server, hit, now_ms, t);
 	pred_sent(p, r, now_ms);
 	dbk_pred_lora_price(p, &p->s[server], r->adapter, now_ms, &lp);
@@ -341,6 +345,7 @@ void dbk_pred_hold(struct dbk_pred *p, const struct dbk_pred_request *r,
 		return;
 	double prompt = pred_prompt(r), out = pred_output(p, r), hit = chosen_hit(p, r, c);
 
+	pred_slow_fresh(p);
 	pred_ticket(p, r, (unsigned)c->server, hit, now_ms, t);
 	pred_sent(p, r, now_ms);
 	pred_record(p, r, t, fmax(prompt - hit, 1), out);
@@ -359,6 +364,7 @@ void dbk_pred_complete(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint
 	double hit = fmin(prompt, fmax(0, prompt + out - (double)t->kv_tokens));
 	struct dbk_pred_ticket booked = *t;
 
+	pred_slow_fresh(p);
 	pred_book(p, &booked, prompt, out, hit, 0, false, now_ms);
 }
 
@@ -412,6 +418,9 @@ void dbk_pred_view(const struct dbk_pred *p, unsigned server, uint64_t now_ms,
 	const struct pred_srv *s = &p->s[server];
 	struct pred_others o;
 
+	/* The factors are a cache of the fits (pred_slow_fresh): p is
+	 * changed in nothing it says. */
+	pred_slow_fresh((struct dbk_pred *)p);
 	pred_others(p, s, now_ms, &o);
 	v->state = s->state;
 	v->max_model_len = s->max_model_len;

@@ -234,6 +234,7 @@ int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64
 	int largest = -1;
 
 	*c = (struct dbk_pred_choice){ .server = -1, .reason = DBK_PRED_NO_SERVER };
+	pred_slow_fresh(p);
 	for (unsigned i = 0; i < n; i++) {
 		const struct pred_srv *s = &p->s[i];
 		if (s->state != DBK_PRED_UP || !dbk_bal_eligible(r->eligible, i))
@@ -309,6 +310,7 @@ int dbk_pred_evaluate(struct dbk_pred *p, const struct dbk_pred_request *r, unsi
 	if (server >= p->c.nservers || p->s[server].state != DBK_PRED_UP ||
 	    !pred_holds(&p->s[server], need) || !dbk_bal_eligible(r->eligible, server))
 		return -1;
+	pred_slow_fresh(p);
 	pred_eval(p, server, r, dbk_pred_commit_hit(p, r, server), now_ms, &e);
 	pred_choice_of(p, (int)server, &e, c);
 	return (int)server;

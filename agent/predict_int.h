@@ -7,6 +7,7 @@
 #ifndef DBK_PREDICT_INT_H
 #define DBK_PREDICT_INT_H
 
+#include <assert.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -98,6 +99,7 @@ struct pred_srv {
 	struct dbk_plearn lr, hist;
 	double slow, slow_dec;
 	double weight; /* HAProxy's effective weight; 0: not known */
+	double prior;  /* the weight's prior of its speed (predict_speed.c: priors) */
 	struct pred_lora_sent lora_sent[PRED_LORA_SENT];
 };
 
@@ -119,14 +121,17 @@ struct dbk_pred {
 	struct dbk_pidx *idx;
 	double mean_work_s;               /* EWMA of a request's prefill on an idle server */
 	double fleet_a, fleet_b, fleet_h; /* the fleet's fits (dbk_pred_update_slow) */
-	unsigned next;                    /* varies the ties of requests without identity */
+	bool prior_stale;                 /* a weight changed since the servers' priors */
+	bool slow_stale; /* the fleet's fits moved since the servers' slow (pred_slow_fresh) */
+	unsigned next;   /* varies the ties of requests without identity */
 	/* Other balancers (dbk_pred_unseen_share > 0): what our requests teach
 	 * of theirs. */
 	double rate; /* our requests in the last second or so (decays by e each s) */
 	uint64_t rate_ms;
 	uint64_t scrape_ms, scrape_period_ms; /* newest scrape, spacing of the last two */
 	/* dbk_pred_choose's scratch, not state: each server's evaluation,
-	 * the candidates' sorted scores, the water level (dbk_pred_spread). */
+	 * the candidates' sorted scores, the water level (dbk_pred_spread);
+	 * sorted has room for three per server (predict_speed.c's logs). */
 	struct pred_scratch {
 		struct pred_eval *ev;
 		double *sorted;
@@ -268,9 +273,19 @@ void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct d
 /* A request of s ended y seconds after it was sent, predicted x1 (first
  * token) and x2 (decode) at the fleet's speed. */
 void dbk_pred_learn_request(struct dbk_pred *p, struct pred_srv *s, double x1, double x2, double y);
-/* Sets every server's slow and slow_dec from what is learnt, and from
- * weights where nothing is. */
+/* What is learnt (a request ended, a scrape's first tokens, a weight)
+ * moves the fleet's fits at once, and every server's slow and slow_dec
+ * from them and from weights where nothing is learnt, when next read:
+ * a run of requests ending between two decisions sets them once. */
 void dbk_pred_update_slow(struct dbk_pred *p);
+void dbk_pred_slow_apply(struct dbk_pred *p);
+/* Every reader of slow and slow_dec (a choice, a commit, a view) calls
+ * this first; the pricing helpers below check that it was. */
+static inline void pred_slow_fresh(struct dbk_pred *p)
+{
+	if (p->slow_stale)
+		dbk_pred_slow_apply(p);
+}
 
 /* The engine's step-time shape (ENGINE-MODEL.md), and what the scrape
  * shows beyond the books: inline, since the choice prices every server
@@ -312,6 +327,7 @@ static inline double pred_decode_step_s(const struct dbk_pred_config *c, double 
 static inline double pred_srv_prefill_s(const struct dbk_pred *p, const struct pred_srv *s,
                                         double fresh, double hit, double decoders, double ctx)
 {
+	assert(!p->slow_stale);
 	return s->slow * pred_prefill_s(&p->c, fresh, hit, decoders, ctx);
 }
 
@@ -319,6 +335,7 @@ static inline double pred_srv_prefill_s(const struct dbk_pred *p, const struct p
 static inline double pred_srv_decode_step_s(const struct dbk_pred *p, const struct pred_srv *s,
                                             double batch, double ctx_sum)
 {
+	assert(!p->slow_stale);
 	return s->slow_dec * pred_decode_step_s(&p->c, batch, ctx_sum);
 }
 
@@ -326,6 +343,7 @@ static inline double pred_srv_decode_step_s(const struct dbk_pred *p, const stru
 static inline void pred_others(const struct dbk_pred *p, const struct pred_srv *s, uint64_t now_ms,
                                struct pred_others *o)
 {
+	assert(!p->slow_stale);
 	memset(o, 0, sizeof(*o));
 	if (!pred_fresh(p, s, now_ms))
 		return;

@@ -82,10 +82,12 @@ struct dbk_plearn_match {
 	double done, done_sum, done_own; /* our index matched so far, the totals there */
 	double last;                     /* the server's count at the last scrape */
 	double clean;                    /* matched since the count last ran past ours */
-	struct {
-		double n, sum, own;
-	} snap[DBK_PLEARN_MATCH_SNAPS];
-	unsigned head, count;
+	/* The snapshots, oldest first, each field an array of its own: a
+	 * full set is merged on every request sent, by a scan of the
+	 * counts alone (dbk_plearn_match_note). */
+	double snap_n[DBK_PLEARN_MATCH_SNAPS], snap_sum[DBK_PLEARN_MATCH_SNAPS],
+	        snap_own[DBK_PLEARN_MATCH_SNAPS];
+	unsigned count;
 };
 
 /* Our totals for a server: `sent` requests, predicted first tokens

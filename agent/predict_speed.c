@@ -182,14 +182,35 @@ void dbk_pred_learn_request(struct dbk_pred *p, struct pred_srv *s, double x1, d
 
 /* The operator's prior of a server: a weight w against the fleet's
  * geometric mean weight W makes it W / w as slow (a server of weight 10
- * beside one of 3 is priced 3.3 times as fast); 1 without weights. */
-static double prior_of(const struct pred_srv *x, double wmean)
+ * beside one of 3 is priced 3.3 times as fast); 1 without weights. Kept
+ * in each server (prior) until a weight changes (prior_stale): the
+ * updates below read it for every server on every request ended. */
+static void priors(struct dbk_pred *p)
 {
-	return x->weight > 0 ? exp(wmean - log(x->weight)) : 1;
+	double wmean = 0, wn = 0;
+
+	for (unsigned i = 0; i < p->c.nservers; i++)
+		if (p->s[i].weight > 0) {
+			wmean += log(p->s[i].weight);
+			wn++;
+		}
+	if (wn > 0)
+		wmean /= wn;
+	for (unsigned i = 0; i < p->c.nservers; i++) {
+		const struct pred_srv *x = &p->s[i];
+		p->s[i].prior = x->weight > 0 ? exp(wmean - log(x->weight)) : 1;
+	}
+	p->prior_stale = false;
 }
 
+/* A ratio counts as the fleet's own (1) within band of 1, else as it is (at
+ * most PRED_SPEED_MAX either way). Well inside the band, by far more
+ * than log's rounding (under an ulp), the answer is 1 without the three
+ * calls: most servers of a fleet most of the time. */
 static double banded(double ratio, double band)
 {
+	if (ratio <= band * (1 - 0x1p-30) && ratio * band >= 1 + 0x1p-30)
+		return 1;
 	double d = log(ratio);
 
 	if (!isfinite(d) || fabs(d) < log(band))
@@ -197,53 +218,100 @@ static double banded(double ratio, double band)
 	return exp(fmax(-log(PRED_SPEED_MAX), fmin(log(PRED_SPEED_MAX), d)));
 }
 
-static int cmp_double(const void *a, const void *b)
+/* The band of a fit of factor v with standard error se: the fleet's
+ * PRED_SPEED_BAND, or PRED_SPEED_SE standard errors if wider. Where the
+ * errors are well within the band, no exp (0.99 of its log: far more
+ * than exp's rounding) tells it. */
+static double band_of(double se, double v)
 {
-	double x = *(const double *)a, y = *(const double *)b;
+	double x = PRED_SPEED_SE * se / v;
 
-	return (x > y) - (x < y);
+	return x < 0.99 * log(PRED_SPEED_BAND) ? PRED_SPEED_BAND : fmax(PRED_SPEED_BAND, exp(x));
 }
 
-/* The median of v[0..n) (sorted in place); 0 when n is 0. */
+static void swap(double *v, long i, long j)
+{
+	double t = v[i];
+	v[i] = v[j];
+	v[j] = t;
+}
+
+/* The k-th smallest of v[0..n) (k < n), v reordered so that those
+ * before it are no larger: a selection in three-way partitions
+ * (values equal to the pivot in the middle), O(n) where the sort it
+ * replaces was O(n log n) through a comparison call. */
+static double select_kth(double *v, long n, long k)
+{
+	long lo = 0, hi = n - 1;
+
+	while (lo < hi) {
+		double pivot = v[lo + (hi - lo) / 2];
+		long lt = lo, i = lo, gt = hi;
+		while (i <= gt) {
+			if (v[i] < pivot)
+				swap(v, lt++, i++);
+			else if (v[i] > pivot)
+				swap(v, i, gt--);
+			else
+				i++;
+		}
+		if (k < lt)
+			hi = lt - 1;
+		else if (k > gt)
+			lo = gt + 1;
+		else
+			return pivot;
+	}
+	return v[k];
+}
+
+/* The median of v[0..n) (reordered); 0 when n is 0. */
 static double median(double *v, unsigned n)
 {
 	if (n == 0)
 		return 0;
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	double hi = select_kth(v, n, n / 2);
+	if (n % 2)
+		return hi;
+	double lo = v[0];
+	for (unsigned i = 1; i < n / 2; i++)
+		lo = fmax(lo, v[i]);
+	return (lo + hi) / 2;
 }
 
-/* The fleet's factor of one kind (0: the durations' a, 1: their b, 2:
- * the first tokens' a): the median, in log space, of the servers with
+/* The fleet's factors (fa, fb: the durations' a and b; fh: the first
+ * tokens' a): the median, in log space, of the servers with
  * PRED_SPEED_SEEN rows of it or more (1 with none), each fit pulled
  * towards the fleet's last times the server's prior; a median, so that
  * one slow server among fast ones is priced as slow against them, not
  * against a mean it drags (with a mean and the band, three H100s and an
- * A100 3x slower were priced 1 and 2.3). The choice's scratch holds the
- * logs: this never runs within a choice. */
-static double fleet_factor(struct dbk_pred *p, double wmean, int kind)
+ * A100 3x slower were priced 1 and 2.3). One fit of the durations gives
+ * a and b both. The choice's scratch holds the logs: this never runs
+ * within a choice. */
+static void fleet_factors(struct dbk_pred *p, double *fa, double *fb, double *fh)
 {
-	double *la = p->x->sorted, f0 = kind == 0   ? p->fleet_a
-	                                : kind == 1 ? p->fleet_b
-	                                            : p->fleet_h;
-	unsigned n = 0;
+	double *la = p->x->sorted, *lb = la + p->c.nservers, *lh = lb + p->c.nservers;
+	unsigned n = 0, nh = 0;
 
 	for (unsigned i = 0; i < p->c.nservers; i++) {
 		const struct pred_srv *x = &p->s[i];
-		const struct dbk_plearn *l = kind == 2 ? &x->hist : &x->lr;
-		double q = prior_of(x, wmean), a, b;
-		if (l->n < PRED_SPEED_SEEN)
-			continue;
-		if (kind == 2)
-			dbk_plearn_solve(l, f0 * q, f0 * q, &a, &b);
-		else
-			dbk_plearn_solve(l, p->fleet_a * q, p->fleet_b * q, &a, &b);
-		la[n++] = log(fmax(kind == 1 ? b : a, 1e-3) / q);
+		double q = x->prior, a, b;
+		if (x->lr.n >= PRED_SPEED_SEEN) {
+			dbk_plearn_solve(&x->lr, p->fleet_a * q, p->fleet_b * q, &a, &b);
+			la[n] = log(fmax(a, 1e-3) / q);
+			lb[n++] = log(fmax(b, 1e-3) / q);
+		}
+		if (x->hist.n >= PRED_SPEED_SEEN) {
+			dbk_plearn_solve(&x->hist, p->fleet_h * q, p->fleet_h * q, &a, &b);
+			lh[nh++] = log(fmax(a, 1e-3) / q);
+		}
 	}
-	return n ? exp(median(la, n)) : 1;
+	*fa = n ? exp(median(la, n)) : 1;
+	*fb = n ? exp(median(lb, n)) : 1;
+	*fh = nh ? exp(median(lh, nh)) : 1;
 }
 
-/* Each server's two factors against the fleet's (fleet_factor), from
+/* Each server's two factors against the fleet's (fleet_factors), from
  * two signals fitted apart, each against the fleet's fit of the same
  * signal, so that what differs between them for every server (the
  * durations' clock against the histogram's: a stub's model time, a
@@ -256,26 +324,35 @@ static double fleet_factor(struct dbk_pred *p, double wmean, int kind)
  * errors of the server's fit (per-request rows scatter: a server's mix
  * of prefix hits and batches moves its fit more than the band early
  * on). The prior alone sets a server that has taught fewer than
- * PRED_SPEED_SEEN requests' worth. */
+ * PRED_SPEED_SEEN requests' worth. This runs on every request ended,
+ * O(servers): its cost per decision, and how it grew, BENCHMARKS.md
+ * "Stop 39: the agent's cost per decision". */
 void dbk_pred_update_slow(struct dbk_pred *p)
 {
-	double wmean = 0, wn = 0;
+	double fa, fb, fh;
 
-	for (unsigned i = 0; i < p->c.nservers; i++)
-		if (p->s[i].weight > 0) {
-			wmean += log(p->s[i].weight);
-			wn++;
-		}
-	if (wn > 0)
-		wmean /= wn;
-	double fa = fleet_factor(p, wmean, 0), fb = fleet_factor(p, wmean, 1);
-	double fh = fleet_factor(p, wmean, 2);
+	if (p->prior_stale)
+		priors(p);
+	fleet_factors(p, &fa, &fb, &fh);
 	p->fleet_a = fa;
 	p->fleet_b = fb;
 	p->fleet_h = fh;
+	p->slow_stale = true;
+}
+
+/* The fleet's fits feed the next update (each pulled towards the last),
+ * so they move on every request ended; the servers' factors are read
+ * from the last fits alone, and every input they read (the fits of the
+ * server, its prior) changes only with an update: computed when read,
+ * they are what an update would have left. */
+void dbk_pred_slow_apply(struct dbk_pred *p)
+{
+	double fa = p->fleet_a, fb = p->fleet_b, fh = p->fleet_h;
+
+	p->slow_stale = false;
 	for (unsigned i = 0; i < p->c.nservers; i++) {
 		struct pred_srv *x = &p->s[i];
-		double q = prior_of(x, wmean), a = fa * q, b = fb * q, ea = INFINITY, eb = INFINITY;
+		double q = x->prior, a = fa * q, b = fb * q, ea = INFINITY, eb = INFINITY;
 		bool dur = x->lr.n >= PRED_SPEED_SEEN, hist = x->hist.n >= PRED_SPEED_SEEN;
 		if (!dur && !hist) {
 			x->slow = x->slow_dec = banded(q, PRED_SPEED_BAND);
@@ -286,18 +363,17 @@ void dbk_pred_update_slow(struct dbk_pred *p)
 			dbk_plearn_errors(&x->lr, a, b, &ea, &eb);
 		}
 		a = fmax(a, 1e-3);
-		x->slow = banded(a / fa, fmax(PRED_SPEED_BAND, exp(PRED_SPEED_SE * ea / a)));
+		x->slow = banded(a / fa, band_of(ea, a));
 		if (hist) {
 			double h, unused, eh, eu;
 			dbk_plearn_solve(&x->hist, fh * q, fh * q, &h, &unused);
 			dbk_plearn_errors(&x->hist, h, unused, &eh, &eu);
 			h = fmax(h, 1e-3);
-			x->slow = banded(h / fh,
-			                 fmax(PRED_SPEED_BAND, exp(PRED_SPEED_SE * eh / h)));
+			x->slow = banded(h / fh, band_of(eh, h));
 			if (dur)
 				b = dbk_plearn_solve_b(&x->lr, x->slow * fa, fb * q);
 		}
 		b = fmax(b, 1e-3);
-		x->slow_dec = banded(b / fb, fmax(PRED_SPEED_BAND, exp(PRED_SPEED_SE * eb / b)));
+		x->slow_dec = banded(b / fb, band_of(eb, b));
 	}
 }

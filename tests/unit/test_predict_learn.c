@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "lib/hash.h"
 #include "predict.h"
 #include "predict_learn.h"
 
@@ -234,6 +235,36 @@ static void test_equal_fleet_and_weight_prior(void)
 	dbk_pred_free(truth);
 }
 
+/* The weights' priors are kept between requests, and every change of a
+ * weight, a reset included, moves them at once: a server's prior is its
+ * weight against the fleet's geometric mean (4^(3/4) for a quarter of
+ * three others' 1). */
+static void test_priors_follow_the_weights(void)
+{
+	struct dbk_pred *p = fleet(4);
+	double pre, dec, q = pow(4, 0.75);
+
+	for (unsigned i = 0; i < 4; i++)
+		dbk_pred_set_weight(p, i, i == 3 ? 0.25 : 1);
+	view(p, 3, &pre, &dec);
+	CHECK_NEAR(pre, q, 1e-9);
+	CHECK_NEAR(dec, q, 1e-9);
+	view(p, 0, &pre, &dec);
+	CHECK_NEAR(pre, q / 4, 1e-9); /* 4^(-1/4) */
+	dbk_pred_set_weight(p, 3, 1);
+	view(p, 3, &pre, &dec);
+	CHECK_NEAR(pre, 1, 0);
+	dbk_pred_set_weight(p, 0, 0.25);
+	view(p, 0, &pre, &dec);
+	CHECK_NEAR(pre, q, 1e-9);
+	dbk_pred_reset(p, 0); /* its weight no longer known: the others' mean is 1 */
+	for (unsigned i = 0; i < 4; i++) {
+		view(p, i, &pre, &dec);
+		CHECK_NEAR(pre, 1, 0);
+	}
+	dbk_pred_free(p);
+}
+
 /* Four servers, every request alike (2,000-token prompts, 8 tokens out,
  * as policy.bats's slower-GPU test sends), server 3 three times slower
  * to prefill and as fast to decode; their durations on a clock five
@@ -361,6 +392,84 @@ static void test_each_request_priced_as_its_own(void)
 	CHECK(dbk_plearn_match_scrape(&m, 100, &t, &x, &own) == 1);
 	CHECK_NEAR(x, 5050 - 55, 1e-9);
 	CHECK_NEAR(own, 90, 1e-9);
+}
+
+/* The snapshots' rule, written out plainly: the shortest span of two
+ * merges first (the oldest on a tie), a scrape prices its count between
+ * the snapshots around it and forgets the older ones. */
+struct ref_snaps {
+	double n[DBK_PLEARN_MATCH_SNAPS], sum[DBK_PLEARN_MATCH_SNAPS], done_sum;
+	unsigned count;
+};
+
+static void ref_drop(struct ref_snaps *r, unsigned at)
+{
+	for (unsigned j = at; j + 1 < r->count; j++) {
+		r->n[j] = r->n[j + 1];
+		r->sum[j] = r->sum[j + 1];
+	}
+	r->count--;
+}
+
+static void ref_push(struct ref_snaps *r, double sent, double sum)
+{
+	if (r->count && r->n[r->count - 1] >= sent)
+		return;
+	if (r->count == DBK_PLEARN_MATCH_SNAPS) {
+		unsigned best = 1;
+		for (unsigned j = 2; j + 1 < r->count; j++)
+			if (r->n[j + 1] - r->n[j - 1] < r->n[best + 1] - r->n[best - 1])
+				best = j;
+		ref_drop(r, best);
+	}
+	r->n[r->count] = sent;
+	r->sum[r->count++] = sum;
+}
+
+static double ref_scrape(struct ref_snaps *r, double idx, double sent, double sum)
+{
+	unsigned j = 0;
+
+	ref_push(r, sent, sum);
+	while (j + 1 < r->count && r->n[j + 1] <= idx)
+		j++;
+	double at = r->sum[j];
+	if (r->n[j] < idx)
+		at += (idx - r->n[j]) / (r->n[j + 1] - r->n[j]) * (r->sum[j + 1] - r->sum[j]);
+	while (j--)
+		ref_drop(r, 0);
+	double x = at - r->done_sum;
+	r->done_sum = at;
+	return x;
+}
+
+/* Bursts of uneven requests (1 to 3 sent between two notes, predictions
+ * of 0.01 to 10 s) many times the snapshots' room between two scrapes,
+ * each scrape short of what was sent: every match is the rule's to the
+ * bit, whatever order the snapshots are kept in. */
+static void test_snapshots_follow_the_rule(void)
+{
+	struct dbk_plearn_match m;
+	struct dbk_plearn_sent t = { 0, 0, 0, 0 };
+	struct ref_snaps r = { .count = 0 };
+	uint64_t draw = 7;
+	double count = 0, x, own;
+
+	dbk_plearn_match_sync(&m, 0, &t);
+	ref_push(&r, 0, 0);
+	for (unsigned round = 0; round < 40; round++) {
+		unsigned notes = 10 + (unsigned)(dbk_hash_next(&draw) % 300);
+		for (unsigned k = 0; k < notes; k++) {
+			t.sent += 1 + (double)(dbk_hash_next(&draw) % 3);
+			t.sum += 0.01 + (double)(dbk_hash_next(&draw) % 1000) / 100;
+			t.own = t.sum / 10;
+			dbk_plearn_match_note(&m, &t);
+			ref_push(&r, t.sent, t.sum);
+		}
+		count += 1 + (double)(dbk_hash_next(&draw) % (uint64_t)(t.sent - count));
+		CHECK(dbk_plearn_match_scrape(&m, count, &t, &x, &own) == 1);
+		CHECK(x == ref_scrape(&r, count, t.sent, t.sum));
+	}
 }
 
 /* An equal fleet of two: server 0 sent a burst of 100 requests (prompts
@@ -549,9 +658,11 @@ int main(void)
 	RUN(test_a_2x_slower_server_learnt_within_100);
 	RUN(test_decode_told_from_prefill);
 	RUN(test_equal_fleet_and_weight_prior);
+	RUN(test_priors_follow_the_weights);
 	RUN(test_alike_requests_and_first_tokens);
 	RUN(test_first_tokens_matched_in_order);
 	RUN(test_each_request_priced_as_its_own);
+	RUN(test_snapshots_follow_the_rule);
 	RUN(test_a_queue_is_not_speed);
 	RUN(test_a_mispriced_queue_is_not_speed);
 	RUN(test_few_first_tokens_teach);
