@@ -210,7 +210,7 @@ static void end_request(struct dbk_sim *s, uint32_t id, bool ok, enum dbk_sim_fa
 	free(r->keys);
 	r->keys = NULL;
 	r->n_keys = 0;
-	struct dbk_sim_prio *p = &s->prio[q->cls < DBK_CLASS_N ? q->cls : DBK_CLASS_DEFAULT];
+	struct dbk_sim_prio *p = &s->prio[dbk_sim_req_class(q)];
 
 	p->offered++;
 	p->shed += why == DBK_SIM_FAIL_SHED;
@@ -373,7 +373,6 @@ static int key_prompt(struct dbk_sim *s, uint32_t id)
 static int shed(struct dbk_sim *s, uint32_t id, int retry_s)
 {
 	struct dbk_sim_rstate *r = &s->rs[id];
-	unsigned cls = s->reqs[id].cls < DBK_CLASS_N ? s->reqs[id].cls : DBK_CLASS_DEFAULT;
 	int held = dbk_sim_hold(s, id);
 
 	if (held != 0)
@@ -381,7 +380,7 @@ static int shed(struct dbk_sim *s, uint32_t id, int retry_s)
 
 	if (s->cfg.shed_retry && !r->retried) {
 		r->retried = true;
-		s->prio[cls].retried++;
+		s->prio[dbk_sim_req_class(&s->reqs[id])].retried++;
 		return dbk_evq_push(&s->q, s->now + retry_s, EV_RETRY, id);
 	}
 	end_request(s, id, false, DBK_SIM_FAIL_SHED);

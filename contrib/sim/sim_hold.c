@@ -16,7 +16,7 @@ int dbk_sim_hold_at(struct dbk_sim *s, double t)
 int dbk_sim_hold(struct dbk_sim *s, uint32_t id)
 {
 	struct dbk_sim_rstate *r = &s->rs[id];
-	unsigned cls = s->reqs[id].cls < DBK_CLASS_N ? s->reqs[id].cls : DBK_CLASS_DEFAULT;
+	unsigned cls = dbk_sim_req_class(&s->reqs[id]);
 
 	if (s->cfg.admit_queue_s > 0 && !r->holding) {
 		r->holding = true;

@@ -105,6 +105,13 @@ static inline bool dbk_sim_inst_usable(const struct dbk_sim_inst *in)
 	return in->present && !in->down;
 }
 
+/* The class whose counters and queue request q goes to: a class out
+ * of range counts as the default, as the agent reads a bad one. */
+static inline unsigned dbk_sim_req_class(const struct dbk_sim_req *q)
+{
+	return q->cls < DBK_CLASS_N ? q->cls : DBK_CLASS_DEFAULT;
+}
+
 /* Whether instance i serves the model of the request being routed (any
  * instance when none is, or with one model). */
 static inline bool dbk_sim_serves(const struct dbk_sim *s, unsigned i)
