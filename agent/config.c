@@ -123,6 +123,10 @@ static int add_addr(const char *opt, const char *what, const char **list, unsign
 		*none = true;
 		return 0;
 	}
+	/* An inherited socket's kind is known only once it is open:
+	 * listen_all refuses a datagram one where none is wanted. */
+	if (dbk_net_fd_spec(v) >= 0)
+		return dbk_cli_append(list, n, DBK_MAX_LISTEN, what, v, err, errlen);
 	if (dbk_net_spec_parse(v, &spec, why, sizeof(why)) < 0) {
 		dbk_errf(err, errlen, "%s: %s", opt, why);
 		return -1;
@@ -488,7 +492,8 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		SECTION("\nAgent:"),
 		CALL("listen", opt_listen, "ADDR",
 		     "where HAProxy connects; repeatable.\nHOST:PORT, [IPV6]:PORT or unix:PATH,\n"
-		     "or HAProxy's spellings (unix@PATH, ipv4@,\nipv6@) "
+		     "or HAProxy's spellings (unix@PATH, ipv4@,\nipv6@), or fd@N "
+		     "(a socket inherited\nfrom the parent, bound and listening) "
 		     "(default " DBK_DEFAULT_LISTEN ")"),
 		CALL("completion-listen", opt_completion_listen, "ADDR",
 		     "where HAProxy's completion ring connects\n(same forms, repeatable), or "
