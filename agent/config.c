@@ -647,11 +647,11 @@ static void set_defaults(struct dbk_config *c)
 	c->sat_kv = DBK_SAT_DEFAULT_KV;
 }
 
-/* The policy prices a load in its engine model's time, dividing it by
- * --engine-speed as every step cost; --lora-load is the servers' own. */
+/* --lora-load is the servers' own seconds, taken as they are: only the
+ * default follows --engine-speed (dbk_policy_ttft_lora_load_s). */
 double dbk_config_lora_load_env_s(const struct dbk_config *c)
 {
-	return c->lora_load_ms > 0 ? (double)c->lora_load_ms / 1e3 * c->engine_speed : 0;
+	return c->lora_load_ms > 0 ? (double)c->lora_load_ms / 1e3 : 0;
 }
 
 /* SERVER... after the options. */
