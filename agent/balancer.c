@@ -30,6 +30,7 @@ struct dbk_balancer {
 	double bucket_load[DBK_BAL_MAX_BUCKETS];
 	double *load;       /* per server */
 	unsigned *inflight; /* per server */
+	uint64_t *ended;    /* per server: leases that left it, ever */
 	unsigned *group_of; /* per server */
 	unsigned *pos;      /* per server: slot in its group's heap */
 	unsigned *heap;     /* server indices; group g's heap at first[g] */
@@ -216,6 +217,7 @@ struct dbk_balancer *dbk_bal_new(const struct dbk_bal_config *c)
 	b->cfg = *c;
 	b->load = calloc(n, sizeof(*b->load));
 	b->inflight = calloc(n, sizeof(*b->inflight));
+	b->ended = calloc(n, sizeof(*b->ended));
 	b->group_of = calloc(n, sizeof(*b->group_of));
 	b->pos = calloc(n, sizeof(*b->pos));
 	b->heap = calloc(n, sizeof(*b->heap));
@@ -223,8 +225,8 @@ struct dbk_balancer *dbk_bal_new(const struct dbk_bal_config *c)
 	b->weight = malloc(n * sizeof(*b->weight));
 	/* The table's hash key needs no strength, only to differ between
 	 * runs; ASLR makes the balancer's address do. */
-	if (!b->load || !b->inflight || !b->group_of || !b->pos || !b->heap || !b->out ||
-	    !b->weight || dbk_lease_init(&b->leases, (uint64_t)(uintptr_t)b) < 0 ||
+	if (!b->load || !b->inflight || !b->ended || !b->group_of || !b->pos || !b->heap ||
+	    !b->out || !b->weight || dbk_lease_init(&b->leases, (uint64_t)(uintptr_t)b) < 0 ||
 	    dbk_lease_init(&b->buried, (uint64_t)(uintptr_t)b ^ DBK_HASH_GOLDEN) < 0) {
 		/* dbk_bal_free copes with what calloc left zeroed. */
 		dbk_bal_free(b);
@@ -278,6 +280,7 @@ void dbk_bal_free(struct dbk_balancer *b)
 	dbk_lease_fini(&b->buried);
 	free(b->load);
 	free(b->inflight);
+	free(b->ended);
 	free(b->group_of);
 	free(b->pos);
 	free(b->heap);
@@ -562,6 +565,7 @@ static void uncharge(struct dbk_balancer *b, const struct dbk_bal_lease *l)
 	b->load[l->server] -= l->score;
 	b->bucket_load[l->group] -= l->score;
 	b->inflight[l->server]--;
+	b->ended[l->server]++;
 	heap_fix(b, l->server);
 	b->stats.leases = dbk_lease_count(&b->leases);
 	if (b->obs.ended)
@@ -701,6 +705,7 @@ enum dbk_bal_result dbk_bal_move(struct dbk_balancer *b, const char *id, size_t 
 		 * is charged. */
 		b->load[l->server] -= l->score;
 		b->inflight[l->server]--;
+		b->ended[l->server]++;
 		heap_fix(b, l->server);
 		b->bucket_load[l->group] -= l->score;
 		l->server = server;
@@ -858,6 +863,11 @@ double dbk_bal_server_load(const struct dbk_balancer *b, unsigned server)
 unsigned dbk_bal_server_inflight(const struct dbk_balancer *b, unsigned server)
 {
 	return server < b->cfg.nservers ? b->inflight[server] : 0;
+}
+
+uint64_t dbk_bal_server_ended(const struct dbk_balancer *b, unsigned server)
+{
+	return server < b->cfg.nservers ? b->ended[server] : 0;
 }
 
 double dbk_bal_bucket_load(const struct dbk_balancer *b, unsigned bucket)

@@ -239,6 +239,9 @@ bool dbk_bal_usable(const struct dbk_balancer *b, unsigned server);
 const struct dbk_bal_config *dbk_bal_config(const struct dbk_balancer *b);
 double dbk_bal_server_load(const struct dbk_balancer *b, unsigned server);
 unsigned dbk_bal_server_inflight(const struct dbk_balancer *b, unsigned server);
+/* Leases that have left server since the start (ended there or moved
+ * away): the difference of two readings is how many left in between. */
+uint64_t dbk_bal_server_ended(const struct dbk_balancer *b, unsigned server);
 double dbk_bal_bucket_load(const struct dbk_balancer *b, unsigned bucket);
 unsigned dbk_bal_group_of(const struct dbk_balancer *b, unsigned server);
 const struct dbk_bal_stats *dbk_bal_stats(const struct dbk_balancer *b);

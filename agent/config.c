@@ -123,6 +123,10 @@ static int add_addr(const char *opt, const char *what, const char **list, unsign
 		*none = true;
 		return 0;
 	}
+	/* An inherited socket's kind is known only once it is open:
+	 * listen_all refuses a datagram one where none is wanted. */
+	if (dbk_net_fd_spec(v) >= 0)
+		return dbk_cli_append(list, n, DBK_MAX_LISTEN, what, v, err, errlen);
 	if (dbk_net_spec_parse(v, &spec, why, sizeof(why)) < 0) {
 		dbk_errf(err, errlen, "%s: %s", opt, why);
 		return -1;
@@ -488,7 +492,8 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		SECTION("\nAgent:"),
 		CALL("listen", opt_listen, "ADDR",
 		     "where HAProxy connects; repeatable.\nHOST:PORT, [IPV6]:PORT or unix:PATH,\n"
-		     "or HAProxy's spellings (unix@PATH, ipv4@,\nipv6@) "
+		     "or HAProxy's spellings (unix@PATH, ipv4@,\nipv6@), or fd@N "
+		     "(a socket inherited\nfrom the parent, bound and listening) "
 		     "(default " DBK_DEFAULT_LISTEN ")"),
 		CALL("completion-listen", opt_completion_listen, "ADDR",
 		     "where HAProxy's completion ring connects\n(same forms, repeatable), or "
@@ -642,11 +647,11 @@ static void set_defaults(struct dbk_config *c)
 	c->sat_kv = DBK_SAT_DEFAULT_KV;
 }
 
-/* The policy prices a load in its engine model's time, dividing it by
- * --engine-speed as every step cost; --lora-load is the servers' own. */
+/* --lora-load is the servers' own seconds, taken as they are: only the
+ * default follows --engine-speed (dbk_policy_ttft_lora_load_s). */
 double dbk_config_lora_load_env_s(const struct dbk_config *c)
 {
-	return c->lora_load_ms > 0 ? (double)c->lora_load_ms / 1e3 * c->engine_speed : 0;
+	return c->lora_load_ms > 0 ? (double)c->lora_load_ms / 1e3 : 0;
 }
 
 /* SERVER... after the options. */

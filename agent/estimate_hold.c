@@ -104,9 +104,10 @@ static bool on_server(const struct dbk_balancer *bal, const struct dbk_hold_entr
 /* Strict: the requests counted beyond the leases charged in full on
  * this scrape and the one before can only be held ones; that many of
  * them, the oldest first, are made whole (all of them when the counts
- * are missing). */
+ * are missing). gone: leases that left the server since the scrape was
+ * sent, which its count may still hold. */
 static size_t strict_scraped(struct dbk_hold *h, struct dbk_balancer *bal, unsigned server,
-                             size_t held, double engine)
+                             size_t held, double engine, double gone)
 {
 	struct dbk_hold_server *s = &h->s[server];
 	size_t give = held, given = 0, kept = 0;
@@ -116,7 +117,7 @@ static size_t strict_scraped(struct dbk_hold *h, struct dbk_balancer *bal, unsig
 		double whole = (double)dbk_bal_server_inflight(bal, server) - (double)held;
 		double both;
 
-		k = floor(engine) - whole;
+		k = floor(engine) - gone - whole;
 		both = fmin(k, s->excess);
 		give = !(both > 0) ? 0 : both < (double)held ? (size_t)both : held;
 	}
@@ -208,15 +209,31 @@ static size_t take_back_scraped(struct dbk_hold *h, struct dbk_balancer *bal, un
 	return changed;
 }
 
+void dbk_hold_scrape_sent(struct dbk_hold *h, const struct dbk_balancer *bal, unsigned server)
+{
+	if (server >= h->nservers)
+		return;
+	h->s[server].sent = true;
+	h->s[server].ended_at_send = dbk_bal_server_ended(bal, server);
+}
+
 size_t dbk_hold_scraped(struct dbk_hold *h, struct dbk_balancer *bal, unsigned server, bool ok,
                         double engine, uint64_t now_ms)
 {
 	if (server >= h->nservers)
 		return 0;
-	h->s[server].watched = ok && isfinite(engine) && engine >= 0;
+	struct dbk_hold_server *s = &h->s[server];
+	uint64_t ended = dbk_bal_server_ended(bal, server);
+	/* Fewer than at the send: another balancer now; nothing known. */
+	double gone = s->sent && ended >= s->ended_at_send ? (double)(ended - s->ended_at_send) : 0;
+
+	s->sent = false;
+	s->watched = ok && isfinite(engine) && engine >= 0;
 	size_t on = live_on(h, bal, server);
 
+	/* Take back needs no such care: a lease that left since the scrape
+	 * was sent, still counted, only hides a deficit. */
 	if (h->strict)
-		return strict_scraped(h, bal, server, on, engine);
+		return strict_scraped(h, bal, server, on, engine, gone);
 	return take_back_scraped(h, bal, server, engine, now_ms);
 }

@@ -37,12 +37,15 @@
  * Strict (--hold-partial-bodies): a partial-body lease is charged
  * without its prefill at once and in full only once the count shows it:
  * the requests a scrape counts beyond the leases charged in full can only
- * be held ones, that many of them (the oldest first) are made whole. The
- * excess taken is the smaller of two scrapes in a row: a count that lags
- * (a request vLLM still counted when it was scraped but whose completion
- * line released its lease before the answer came) makes an excess of
- * one scrape, and the trickler it would make whole stays whole until
- * its lease ends. Every prompt past 16 KB waits two scrapes for its
+ * be held ones, that many of them (the oldest first) are made whole. A
+ * lease that left the server between the scrape's request and its answer
+ * (dbk_hold_scrape_sent) may be in the count though the agent holds it no
+ * longer: they are taken off the excess, so that a completion line racing
+ * the scrape makes no excess. The excess taken is still the smaller of
+ * two scrapes in a row: a count that lags otherwise (a request in transit
+ * the engine counted but whose lease is not taken yet, a release whose
+ * line came late) makes an excess of one scrape, and the trickler it
+ * would make whole stays whole until its lease ends. Every prompt past 16 KB waits two scrapes for its
  * charge, which live cost honest traffic (README, Slow bodies).
  *
  * Either way a held or taken-back charge ends with the lease, however it
@@ -104,6 +107,8 @@ struct dbk_hold_server {
 	unsigned run;                     /* spans in a row with a deficit */
 	uint64_t span_ms;                 /* when the newest began */
 	double deficit[DBK_HOLD_SCRAPES]; /* theirs, the newest at run - 1 */
+	bool sent;                        /* a scrape's request is out */
+	uint64_t ended_at_send;           /* the balancer's ended count then */
 };
 
 struct dbk_hold {
@@ -146,6 +151,11 @@ uint64_t dbk_hold_grace_ms(uint64_t missing, uint64_t scrape_ms);
  * lease, or no room (counted). */
 bool dbk_hold_add(struct dbk_hold *h, struct dbk_balancer *bal, const char *id, size_t id_len,
                   double full, double part, uint64_t missing, uint64_t now_ms);
+
+/* A scrape of server's counts was just sent: the leases that leave it
+ * from now until its answer (dbk_hold_scraped) are taken off that
+ * answer's excess (strict). Without it, nothing is. */
+void dbk_hold_scrape_sent(struct dbk_hold *h, const struct dbk_balancer *bal, unsigned server);
 
 /* A scrape of server ended at now_ms: ok when it read the running and
  * waiting counts, whose sum is engine. Returns how many charges it

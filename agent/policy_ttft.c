@@ -21,15 +21,23 @@ void *dbk_policy_ttft_create(const struct dbk_policy_env *env)
 	c.kv_read_bw *= env->engine_speed;
 	if (env->stall_weight >= 0)
 		c.stall_weight = env->stall_weight;
-	if (env->lora_load_s > 0)
-		c.lora_load_s = env->lora_load_s;
-	c.lora_load_s /= env->engine_speed;
+	c.lora_load_s = dbk_policy_ttft_lora_load_s(env->lora_load_s, env->engine_speed);
 	t->draws = env->seed;
 	if (!(t->pred = dbk_pred_new(&c))) {
 		free(t);
 		return NULL;
 	}
 	return t;
+}
+
+double dbk_policy_ttft_lora_load_s(double given_s, double engine_speed)
+{
+	struct dbk_pred_config c;
+
+	if (given_s > 0)
+		return given_s; /* the servers' own: no speed to convert */
+	dbk_pred_config_default(&c, 1);
+	return c.lora_load_s / engine_speed;
 }
 
 void dbk_policy_ttft_destroy(void *st)

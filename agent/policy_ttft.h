@@ -24,6 +24,10 @@ struct dbk_policy_ttft {
 
 /* The hooks every predictor policy shares, for their ops tables. */
 void *dbk_policy_ttft_create(const struct dbk_policy_env *env);
+/* The seconds a LoRA adapter's load is priced at: given_s (--lora-load,
+ * the servers' own) when above 0, else the engine model's sped up
+ * engine_speed times as every step. */
+double dbk_policy_ttft_lora_load_s(double given_s, double engine_speed);
 void dbk_policy_ttft_destroy(void *st);
 /* Sets t->req from r (its prefix keys derived from the sample). */
 void dbk_policy_ttft_request(struct dbk_policy_ttft *t, const struct dbk_policy_request *r);

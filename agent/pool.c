@@ -61,6 +61,13 @@ static void on_scraped(void *arg, unsigned server, const struct dbk_scrape_view 
 		        p->cfg.servers[server], DBK_MODELS_MAX);
 }
 
+static void on_scrape_sent(void *arg, unsigned server)
+{
+	struct dbk_pool *p = arg;
+
+	dbk_hold_scrape_sent(&p->hold, p->bal, server);
+}
+
 static void on_expired(void *arg, const char *id, size_t id_len, const struct dbk_bal_lease *l)
 {
 	struct dbk_pool *p = arg;
@@ -186,6 +193,7 @@ static int start_scrape(struct dbk_pool *p, char *err, size_t errlen)
 		.timeout_ms = p->cfg.scrape_timeout_ms,
 		.models_every_ms = DBK_SCRAPE_MODELS_EVERY_MS,
 		.scraped = on_scraped,
+		.sent = on_scrape_sent,
 		.arg = p,
 		.names = p->cfg.scrape_names_set ? &p->cfg.scrape_names : NULL,
 		.tls = { p->cfg.scrape_ca, p->cfg.scrape_cert, p->cfg.scrape_key,

@@ -13,6 +13,7 @@
 
 #include "agent.h"
 #include "lib/clock.h"
+#include "policy_ttft.h"
 #include "prom_merge.h"
 #include "prom_text.h"
 #include "scrape.h"
@@ -501,6 +502,10 @@ static void state_pool(const struct dbk_agent *a, const struct dbk_pool *p, stru
 	               p->cfg.dynamic ? "dynamic" : "plain", p->cfg.policy->name);
 	/* --engine-speed, for the status page's settings of ttft and p2ttft. */
 	dbk_buf_printf(o, "  \"engine_speed\": %.17g,\n", p->cfg.engine_speed);
+	/* --lora-load, or the default it stands for at that speed. */
+	dbk_buf_printf(o, "  \"lora_load_s\": %.17g,\n",
+	               dbk_policy_ttft_lora_load_s(dbk_config_lora_load_env_s(&p->cfg),
+	                                           p->cfg.engine_speed));
 	state_servers(p, o);
 	if (p->scrape)
 		dbk_scrape_report_state(p->scrape, dbk_mono_ms(), o);

@@ -49,6 +49,9 @@ struct dbk_scrape_config {
 	 * for /v1/models (v->max_model_len is the latest known, v->models
 	 * the list just read when it worked). */
 	void (*scraped)(void *arg, unsigned server, const struct dbk_scrape_view *v, bool metrics);
+	/* Called as server's /metrics request goes out (may be NULL): what
+	 * changes before scraped is not surely in its counts. */
+	void (*sent)(void *arg, unsigned server);
 	void *arg;
 	/* The metric names read (copied; NULL: dbk_vm_names_default). */
 	const struct dbk_vm_names *names;

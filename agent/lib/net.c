@@ -321,19 +321,60 @@ int dbk_net_bind_udp(const char *spec, char *err, size_t errlen)
 	return fd;
 }
 
+int dbk_net_fd_spec(const char *spec)
+{
+	unsigned long long n;
+
+	if (!spec || strncmp(spec, "fd@", 3) != 0 || !dbk_parse_uint(spec + 3, 3, 1 << 20, &n))
+		return -1;
+	return (int)n;
+}
+
+/* An inherited socket (fd@N) taken as it is: a listening stream or a
+ * bound datagram socket, made non-blocking and kept from any exec. */
+static int open_inherited(const char *spec, int fd, bool *udp, char *err, size_t errlen)
+{
+	int type = 0, listening = 0;
+	socklen_t len = sizeof(type), llen = sizeof(listening);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0) {
+		dbk_errf(err, errlen, "%s: not an inherited socket (%s)", spec, strerror(errno));
+		return -1;
+	}
+	if (type == SOCK_STREAM &&
+	    (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &llen) < 0 || !listening)) {
+		dbk_errf(err, errlen, "%s: a stream socket that is not listening", spec);
+		return -1;
+	}
+	if (type != SOCK_STREAM && type != SOCK_DGRAM) {
+		dbk_errf(err, errlen, "%s: neither a stream nor a datagram socket", spec);
+		return -1;
+	}
+	if (dbk_net_nonblock(fd) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+		dbk_errf(err, errlen, "%s: %s", spec, strerror(errno));
+		return -1;
+	}
+	*udp = type == SOCK_DGRAM;
+	return fd;
+}
+
 int dbk_net_open(const char *spec, bool *udp, char *err, size_t errlen)
 {
 	struct dbk_net_spec s;
+	int fd = dbk_net_fd_spec(spec);
 
 	*udp = false;
+	if (fd >= 0)
+		return open_inherited(spec, fd, udp, err, errlen);
 	if (dbk_net_spec_parse(spec, &s, err, errlen) < 0)
 		return -1;
 	*udp = s.kind == DBK_NET_DGRAM;
 	return *udp ? dbk_net_bind_udp(spec, err, errlen) : dbk_net_listen(spec, err, errlen);
 }
 
-int dbk_net_free_loopback_port(char *err, size_t errlen)
+int dbk_net_loopback_pair(int *tcp, int *udp, char *err, size_t errlen)
 {
+	*tcp = *udp = -1;
 	for (int try = 0; try < 16; try++) {
 		struct sockaddr_in sa;
 		socklen_t len = sizeof(sa);
@@ -342,18 +383,22 @@ int dbk_net_free_loopback_port(char *err, size_t errlen)
 
 		if (t < 0)
 			return -1;
-		if (getsockname(t, (struct sockaddr *)&sa, &len) < 0) {
-			dbk_errf(err, errlen, "getsockname: %s", strerror(errno));
+		if (getsockname(t, (struct sockaddr *)&sa, &len) < 0 ||
+		    fcntl(t, F_SETFD, FD_CLOEXEC) < 0) {
+			dbk_errf(err, errlen, "127.0.0.1:0: %s", strerror(errno));
 			close(t);
 			return -1;
 		}
 		snprintf(spec, sizeof(spec), "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
 		u = dbk_net_bind_udp(spec, err, errlen);
-		close(t);
-		if (u >= 0) {
-			close(u);
+		if (u >= 0 && fcntl(u, F_SETFD, FD_CLOEXEC) == 0) {
+			*tcp = t;
+			*udp = u;
 			return ntohs(sa.sin_port);
 		}
+		if (u >= 0)
+			close(u);
+		close(t);
 	}
 	dbk_errf(err, errlen, "no loopback port free for both TCP and UDP in 16 tries");
 	return -1;

@@ -51,16 +51,23 @@ int dbk_net_listen(const char *spec, char *err, size_t errlen);
 int dbk_net_bind_udp(const char *spec, char *err, size_t errlen);
 
 /* Every listening option: a datagram spec (udp@...) binds a UDP socket
- * (dbk_net_bind_udp), anything else listens on a stream socket
- * (dbk_net_listen). Sets *udp to which; returns the fd, or -1 with a
- * one-line reason in err. */
+ * (dbk_net_bind_udp), "fd@N" takes socket N as inherited from the parent
+ * (a listening stream or a bound datagram socket: the parent bound it,
+ * so no other process can take its port in between), anything else
+ * listens on a stream socket (dbk_net_listen). Sets *udp to which;
+ * returns the fd, or -1 with a one-line reason in err. */
 int dbk_net_open(const char *spec, bool *udp, char *err, size_t errlen);
 
-/* A port of 127.0.0.1 free for both TCP and UDP at the time of the call,
- * for a child process to bind (another process may take it in between:
- * the child then fails to start, loudly). Returns it, or -1 with a reason
- * in err. */
-int dbk_net_free_loopback_port(char *err, size_t errlen);
+/* N of an "fd@N" spec (N >= 3: never a standard stream), or -1 when spec
+ * is not one. */
+int dbk_net_fd_spec(const char *spec);
+
+/* A listening TCP socket (*tcp) and a bound UDP socket (*udp) on one free
+ * port of 127.0.0.1, both left open (close-on-exec) for a child to take
+ * as fd@N: the port is held from the call on, so no other process can
+ * take it before the child starts. Returns the port, or -1 with a reason
+ * in err (*tcp and *udp then -1). */
+int dbk_net_loopback_pair(int *tcp, int *udp, char *err, size_t errlen);
 
 /* Removes the socket file of a unix socket spec; no-op for the others. Returns
  * -1 (errno set) if it is there and cannot be removed. */

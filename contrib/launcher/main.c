@@ -406,8 +406,13 @@ static int run(const struct dbk_launch_flags *f, const char *agent_path)
 		return 1;
 
 	char **agent_argv = NULL;
-	int port = dbk_net_free_loopback_port(err, sizeof(err));
-	if (port < 0 || dbk_render_addrs_run(&a, dir, port, err, sizeof(err)) < 0) {
+	/* The completion sockets are bound here and held for the agent
+	 * (fd@N), across its restarts too: a port only picked here and
+	 * bound by the agent later could be taken in between. */
+	int fds[2] = { -1, -1 };
+	int port = dbk_net_loopback_pair(&fds[0], &fds[1], err, sizeof(err));
+	if (port < 0 || dbk_render_addrs_run(&a, dir, port, err, sizeof(err)) < 0 ||
+	    dbk_render_addrs_inherit(&a, fds[0], fds[1], err, sizeof(err)) < 0) {
 		dbk_launch_say("%s", err);
 		rc = 2;
 		goto out;
@@ -432,6 +437,8 @@ static int run(const struct dbk_launch_flags *f, const char *agent_path)
 	struct dbk_supervisor s;
 	dbk_supervise_init(&s);
 	s.agent.argv = agent_argv;
+	s.agent.inherit = fds;
+	s.agent.ninherit = 2;
 	s.haproxy.argv = haproxy_argv;
 	s.agent_ready = a.agent_admin + strlen("unix:");
 	s.haproxy_ready = a.stats_socket;
@@ -441,6 +448,9 @@ static int run(const struct dbk_launch_flags *f, const char *agent_path)
 	rc = dbk_supervise_run(&s);
 out:
 	dbk_render_argv_free(agent_argv);
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	clean_run_dir(dir, created);
 	return rc;
 }

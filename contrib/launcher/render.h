@@ -65,6 +65,11 @@ bool dbk_render_path_ok(const char *path);
  * cannot hold them (characters, socket path length). */
 int dbk_render_addrs_run(struct dbk_render_addrs *a, const char *dir, int completions_port,
                          char *err, size_t errlen);
+/* The agent's completion addresses as the sockets it inherits, TCP_FD
+ * and UDP_FD (fd@N), bound by the launcher on the port HAProxy is given.
+ * Returns 0, or -1 with err for a negative fd. */
+int dbk_render_addrs_inherit(struct dbk_render_addrs *a, int tcp_fd, int udp_fd, char *err,
+                             size_t errlen);
 /* Addresses for --print-config: loopback TCP (the agent's defaults),
  * Debian's /run/haproxy/admin.sock, the SPOE file in DIR (absolute). */
 int dbk_render_addrs_production(struct dbk_render_addrs *a, const char *dir, char *err,

@@ -77,6 +77,18 @@ int dbk_render_addrs_run(struct dbk_render_addrs *a, const char *dir, int comple
 	return 0;
 }
 
+int dbk_render_addrs_inherit(struct dbk_render_addrs *a, int tcp_fd, int udp_fd, char *err,
+                             size_t errlen)
+{
+	if (tcp_fd < 0 || udp_fd < 0) {
+		dbk_errf(err, errlen, "completion sockets not open");
+		return -1;
+	}
+	snprintf(a->agent_completions, sizeof(a->agent_completions), "fd@%d", tcp_fd);
+	snprintf(a->agent_completions_udp, sizeof(a->agent_completions_udp), "fd@%d", udp_fd);
+	return 0;
+}
+
 int dbk_render_addrs_production(struct dbk_render_addrs *a, const char *dir, char *err,
                                 size_t errlen)
 {

@@ -2,6 +2,7 @@
 #include "supervise.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -100,6 +101,9 @@ static int spawn(struct dbk_child *c)
 		/* The blocked mask survives execve: give the child a clean one. */
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
+		for (unsigned i = 0; i < c->ninherit; i++)
+			if (fcntl(c->inherit[i], F_SETFD, 0) < 0)
+				_exit(127);
 		execve(c->argv[0], c->argv, environ);
 		int n = snprintf(msg, sizeof(msg), "dbucket: cannot run %s: %s\n", c->argv[0],
 		                 strerror(errno));

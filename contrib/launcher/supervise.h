@@ -34,6 +34,10 @@ struct dbk_child {
 	char **argv;      /* argv[0] is an absolute path */
 	pid_t pid;        /* 0 when not running */
 	double started;   /* monotonic seconds */
+	/* Close-on-exec sockets this child alone inherits (fd@N on its
+	 * command line): the launcher keeps them bound across restarts. */
+	const int *inherit;
+	unsigned ninherit;
 };
 
 struct dbk_supervisor {

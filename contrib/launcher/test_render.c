@@ -454,6 +454,13 @@ static void test_dirs(void)
 	CHECK(strstr(ERR, "too long for unix sockets") != NULL);
 	CHECK(dbk_render_addrs_run(&A, "/r", 0, ERR, sizeof(ERR)) < 0);
 	CHECK(dbk_render_addrs_run(&A, "/r", 65536, ERR, sizeof(ERR)) < 0);
+	/* A run's agent takes the sockets the launcher bound; HAProxy still
+	 * sends to their port. */
+	CHECK(dbk_render_addrs_run(&A, "/r", 12346, ERR, sizeof(ERR)) == 0);
+	CHECK(dbk_render_addrs_inherit(&A, 5, 6, ERR, sizeof(ERR)) == 0);
+	CHECK(!strcmp(A.agent_completions, "fd@5") && !strcmp(A.agent_completions_udp, "fd@6"));
+	CHECK(!strcmp(A.completions, "127.0.0.1:12346"));
+	CHECK(dbk_render_addrs_inherit(&A, -1, 6, ERR, sizeof(ERR)) < 0);
 }
 
 /* Hundreds of servers: comments wrap, every server has its line. */

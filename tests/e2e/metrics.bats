@@ -75,3 +75,13 @@ metric() { # metric NAME-WITH-LABELS: its value
 	assert_success
 	assert_output --partial 'haproxy_backend_active_servers{proxy="vllm"} 4'
 }
+
+@test "/state shows --lora-load as given, whatever --engine-speed, or the default it stands for at that speed" {
+	start_agent --policy ttft --engine-speed 2 --lora-load 1500
+	assert_equal "$(state_field engine_speed)" 2
+	assert_equal "$(state_field lora_load_s)" 1.5
+	stop_agent
+	# The engine model's 50 ms, on servers twice as fast.
+	start_agent --policy ttft --engine-speed 2
+	assert_equal "$(state_field lora_load_s)" 0.025
+}

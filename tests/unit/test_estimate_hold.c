@@ -5,6 +5,7 @@
  * shows them missing past their grace. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "estimate_hold.h"
@@ -123,6 +124,55 @@ static void test_charged_in_full_once_the_server_counts_it(void)
 	/* The release gives back what is charged. */
 	CHECK_EQ_U(dbk_bal_release(x.bal, "slow", 4, NULL), DBK_BAL_OK);
 	CHECK_NEAR(dbk_bal_server_load(x.bal, 0), 200, 1e-12);
+	down(&x);
+}
+
+/* A scrape of server 0 that a completion line races: request NUMBER is
+ * leased, the scrape sent (told, when told is true: what the agent did
+ * not do before), vLLM counts engine requests, then the request ends
+ * before the answer. Returns the charges the answer changed. */
+static size_t raced_scrape(struct fixture *x, int number, double engine, bool told)
+{
+	char id[8];
+
+	snprintf(id, sizeof(id), "n%d", number);
+	lease(x, id, 0, 400);
+	if (told)
+		dbk_hold_scrape_sent(&x->h, x->bal, 0);
+	CHECK_EQ_U(dbk_bal_release(x->bal, id, strlen(id), NULL), DBK_BAL_OK);
+	return dbk_hold_scraped(&x->h, x->bal, 0, true, engine, 0);
+}
+
+/* A completion line that races the scrape: the request was running when
+ * vLLM counted, its lease released before the answer came. Every scrape
+ * of a busy server can meet one; two in a row made the trickler whole
+ * (an excess of one on each, where no request was beyond the leases).
+ * Leases that left the server since the scrape was sent are taken off
+ * its excess; a request that did come is still confirmed. */
+static void test_release_during_scrape_is_no_excess(void)
+{
+	struct fixture x;
+
+	up(&x);
+	dbk_hold_scraped(&x.h, x.bal, 0, true, 0, 0);
+	CHECK(slow(&x, "slow", 0));
+	CHECK_EQ_U(raced_scrape(&x, 0, 1, true), 0);
+	CHECK_EQ_U(raced_scrape(&x, 1, 1, true), 0);
+	CHECK_NEAR(dbk_bal_server_load(x.bal, 0), 5000, 1e-12);
+	CHECK_EQ_U(x.h.stats.confirmed, 0);
+	/* Its body came, and a request ended during each scrape: still
+	 * counted beyond the leases, made whole on the second. */
+	CHECK_EQ_U(raced_scrape(&x, 2, 2, true), 0);
+	CHECK_EQ_U(raced_scrape(&x, 3, 2, true), 1);
+	CHECK_NEAR(dbk_bal_server_load(x.bal, 0), 225000, 1e-12);
+	down(&x);
+	/* Untold (the agent before): the same races made the trickler
+	 * whole. */
+	up(&x);
+	dbk_hold_scraped(&x.h, x.bal, 0, true, 0, 0);
+	CHECK(slow(&x, "slow", 0));
+	CHECK_EQ_U(raced_scrape(&x, 0, 1, false), 0);
+	CHECK_EQ_U(raced_scrape(&x, 1, 1, false), 1);
 	down(&x);
 }
 
@@ -410,6 +460,7 @@ int main(void)
 	RUN(test_failed_scrape_recharges);
 	RUN(test_unwatched_server_is_charged_in_full);
 	RUN(test_charged_in_full_once_the_server_counts_it);
+	RUN(test_release_during_scrape_is_no_excess);
 	RUN(test_oldest_first_and_only_on_its_server);
 	RUN(test_failed_scrape_gives_in_full);
 	RUN(test_ended_lease_leaves_no_entry);

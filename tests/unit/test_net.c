@@ -3,6 +3,7 @@
  * of every listening option. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <string.h>
@@ -192,6 +193,50 @@ static void test_open_haproxy_spellings(void)
 	CHECK(dbk_net_listen("udp@127.0.0.1:0", err, sizeof(err)) < 0);
 }
 
+/* The launcher's completion sockets: bound once, held open for the agent
+ * to take as fd@N, so that the port cannot be taken by another process
+ * between the launcher's choice and the agent's start (with a port only
+ * picked and closed, a bind here would succeed). */
+static void test_loopback_pair_holds_its_port(void)
+{
+	char err[128], spec[32];
+	int tcp, udp, again;
+	bool is_udp = true;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int port = dbk_net_loopback_pair(&tcp, &udp, err, sizeof(err));
+
+	CHECK(port > 0 && tcp >= 0 && udp >= 0);
+	CHECK((fcntl(tcp, F_GETFD) & FD_CLOEXEC) && (fcntl(udp, F_GETFD) & FD_CLOEXEC));
+	sa.sin_port = htons((uint16_t)port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	again = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(bind(again, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno == EADDRINUSE);
+	close(again);
+	again = socket(AF_INET, SOCK_DGRAM, 0);
+	CHECK(bind(again, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno == EADDRINUSE);
+	close(again);
+	/* The agent's side: the same sockets, each of its kind. */
+	snprintf(spec, sizeof(spec), "fd@%d", tcp);
+	CHECK(dbk_net_open(spec, &is_udp, err, sizeof(err)) == tcp && !is_udp);
+	snprintf(spec, sizeof(spec), "fd@%d", udp);
+	CHECK(dbk_net_open(spec, &is_udp, err, sizeof(err)) == udp && is_udp);
+	CHECK(fcntl(udp, F_GETFL) & O_NONBLOCK);
+	close(tcp);
+	close(udp);
+	/* Not a socket, a closed fd, a standard stream: refused. */
+	int p[2];
+	CHECK(pipe(p) == 0);
+	snprintf(spec, sizeof(spec), "fd@%d", p[0]);
+	err[0] = 0;
+	CHECK(dbk_net_open(spec, &is_udp, err, sizeof(err)) < 0 && err[0]);
+	close(p[0]);
+	close(p[1]);
+	CHECK(dbk_net_open(spec, &is_udp, err, sizeof(err)) < 0);
+	CHECK(dbk_net_fd_spec("fd@1") < 0 && dbk_net_fd_spec("fd@x") < 0 &&
+	      dbk_net_fd_spec("fd@7") == 7);
+	CHECK(dbk_net_open("fd@1", &is_udp, err, sizeof(err)) < 0);
+}
+
 int main(void)
 {
 	RUN(test_local_addresses);
@@ -199,5 +244,6 @@ int main(void)
 	RUN(test_open_by_spec);
 	RUN(test_haproxy_spellings);
 	RUN(test_open_haproxy_spellings);
+	RUN(test_loopback_pair_holds_its_port);
 	return CHECK_DONE();
 }

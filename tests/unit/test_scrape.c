@@ -262,8 +262,15 @@ static void run_phase(struct ev_loop *loop)
 	ev_timer_stop(loop, &give_up);
 }
 
+static void on_sent(void *arg, unsigned server)
+{
+	if (server < NSRV)
+		((unsigned *)arg)[server]++;
+}
+
 static void test_scrape_ok_garbage_hang(void)
 {
+	unsigned sent[NSRV] = { 0 };
 	struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
 	const char *names[NSRV] = { "ok", "garbage", "hang" };
 	const char *urls[NSRV];
@@ -294,7 +301,9 @@ static void test_scrape_ok_garbage_hang(void)
 	}
 	struct dbk_scrape_config c = { .interval_ms = 20,
 		                       .timeout_ms = 300,
-		                       .models_every_ms = 10000 };
+		                       .models_every_ms = 10000,
+		                       .sent = on_sent,
+		                       .arg = sent };
 	sc = dbk_scrape_new(loop, &c, names, urls, NSRV);
 	CHECK(sc != NULL);
 	if (!sc)
@@ -324,6 +333,13 @@ static void test_scrape_ok_garbage_hang(void)
 	/* ... over two kept connections, /metrics' and /v1/models'. */
 	CHECK_EQ_U(srv[OK].accepts, 2);
 	CHECK(srv[OK].requests >= dbk_scrape_view(sc, OK)->scrapes);
+	/* Each /metrics answer had its send told first (the hold's window
+	 * for completion lines), one at a time. */
+	for (unsigned i = 0; i < NSRV; i++) {
+		unsigned done = (unsigned)dbk_scrape_view(sc, i)->scrapes;
+
+		CHECK(sent[i] >= done && sent[i] <= done + 1);
+	}
 	/* The name[] filter of the families read, URL-encoded. */
 	CHECK(strncmp(srv[OK].last_metrics, "GET /metrics?name%5B%5D=vllm:num_requests_running&",
 	              50) == 0);
