@@ -87,8 +87,11 @@ static uint64_t above_risk(const struct dbk_admit_state *st, enum dbk_class cls,
 	return until;
 }
 
-/* admission.h */
-bool dbk_admit_sustained(const struct dbk_admit_state *st, enum dbk_class cls, uint64_t now_ms)
+/* Whether a class above cls is at risk on evidence renewed for
+ * DBK_ADMIT_SUSTAINED_MS or more, and still coming: the fleet past
+ * capacity, not a burst, nor a fleet whose backlog has drained (with no
+ * memory, not known: no). */
+static bool sustained(const struct dbk_admit_state *st, enum dbk_class cls, uint64_t now_ms)
 {
 	if (!st)
 		return false;
@@ -148,7 +151,7 @@ static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
 	 * every server) is paid by the next critical request's first token
 	 * and by the decoders' TPOT, which prefill chunks stretch while
 	 * the backlog lasts. */
-	if (dbk_admit_sustained(st, cls, in->now_ms))
+	if (sustained(st, cls, in->now_ms))
 		share *= DBK_ADMIT_SUSTAINED_FACTOR;
 	uint64_t until = above_risk(st, cls, in->now_ms);
 	/* Late for its own objective because of what waits ahead of it:

@@ -208,12 +208,6 @@ struct dbk_admit_result {
 /* "predicted-late", "saturated", "fleet-late": the word logs use. */
 const char *dbk_shed_reason_name(enum dbk_shed_reason why);
 
-/* Whether a class above cls is at risk on evidence renewed for
- * DBK_ADMIT_SUSTAINED_MS or more, and still coming: the fleet past
- * capacity, not a burst, nor a fleet whose backlog has drained (st
- * NULL, not known: false). */
-bool dbk_admit_sustained(const struct dbk_admit_state *st, enum dbk_class cls, uint64_t now_ms);
-
 /* st: the deciding balancer's memory, updated from every predicted
  * request, critical ones included; NULL: none, every class above is
  * taken to be at risk (the share alone decides). */

@@ -2,9 +2,7 @@
 #include "admit.h"
 
 #include "model/engine.h"
-#include "admit_ticket.h"
 #include "policy.h"
-#include "u64map.h"
 
 static double inst_score(double waiting, double kv)
 {
@@ -99,11 +97,7 @@ int dbk_sim_admit(const struct dbk_sim *s, struct dbk_admit_state *st, const str
 		again = *st;
 		st = &again;
 	}
-	/* A held request decided again neither takes nor gets a ticket:
-	 * it has not been told anything yet. */
-	struct dbk_admit_tickets *t = st == &again ? NULL : dbk_sim_tickets(s);
-	struct dbk_admit_result a = dbk_admit_ticketed(&c->admit, st, t,
-	                                               dbk_u64map_mix64((uint64_t)r->id + 1), &in);
+	struct dbk_admit_result a = dbk_admit(&c->admit, st, &in);
 
 	/* Let in once late counting its wait, a held request takes a
 	 * server's time and still misses its objective (BENCHMARKS.md,

@@ -58,9 +58,6 @@ void dbk_sim_ttft_window_update(struct dbk_sim_ttft_window *w, const struct dbk_
  * known) decide. A request held instead of shed (admit_queue_s) and
  * decided again leaves st as it was, and with admit_queue_in_time is
  * not let in once its wait and ttft_s pass the objective. */
-/* Admission's tickets (the sim's admit_tickets), or NULL. */
-struct dbk_admit_tickets *dbk_sim_tickets(const struct dbk_sim *s);
-
 int dbk_sim_admit(const struct dbk_sim *s, struct dbk_admit_state *st, const struct dbk_sim_req *r,
                   int chosen, bool predicted, double ttft_s, double own_s,
                   const struct dbk_sim_ttft_window *w);

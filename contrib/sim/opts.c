@@ -29,7 +29,7 @@ struct extra {
 	const char *log_level;
 };
 
-#define NOPTS 64
+#define NOPTS 63
 /* The agent's default, as the help text quotes it. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -248,9 +248,6 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		          "SDKs do: twice at most, after the Retry-After\n"
 		          "when 1-60 s, else after a backoff of 0.5 s\n"
 		          "doubling (jittered)" },
-		{ "admit-tickets", 0, DBK_OPT_FLAG, &o->admit_tickets,
-		  .help = "admission gives a shed request a ticket for\n"
-		          "its Retry-After, honoured at its retry" },
 		{ "admit-queue-s", 0, DBK_OPT_DOUBLE, &o->admit_queue_s, 0, 60, .metavar = "S",
 		  .help = "a request admission would shed is held at\n"
 		          "the balancer instead, decided again, class\n"

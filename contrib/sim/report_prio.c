@@ -39,10 +39,6 @@ static void report_retries(FILE *f, const struct dbk_sim_run_report *runs, size_
 			        (unsigned long long)p->admitted, (unsigned long long)p->shed,
 			        100 * frac(p->good_last, p->offered));
 		}
-		if (r->retry_sdk && r->tickets_issued)
-			fprintf(f, "%-16s tickets: %llu issued, %llu honoured\n", runs[k].policy,
-			        (unsigned long long)r->tickets_issued,
-			        (unsigned long long)r->tickets_honoured);
 	}
 }
 

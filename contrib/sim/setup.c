@@ -98,8 +98,6 @@ void dbk_sim_setup_print(FILE *f, const struct dbk_sim_setup *u)
 			        o->shed_retry_sdk ? "as the SDKs"
 			        : o->shed_retry   ? "once"
 			                          : "none");
-		if (o->admission && o->admit_tickets)
-			fprintf(f, "; tickets");
 		if (o->admit_queue_s > 0)
 			fprintf(f, "; held up to %g s before a shed%s", o->admit_queue_s,
 			        o->admit_queue_in_time ? ", let in only in time" : "");
@@ -178,7 +176,6 @@ void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
 			{ "admit_share_sheddable", 'n', a->headroom[DBK_CLASS_SHEDDABLE], NULL },
 			{ "shed_retry", 'b', o->shed_retry, NULL },
 			{ "shed_retry_sdk", o->shed_retry_sdk ? 'b' : 0, 1, NULL },
-			{ "admit_tickets", o->admit_tickets ? 'b' : 0, 1, NULL },
 			{ "admit_queue_s", o->admit_queue_s > 0 ? 'n' : 0, o->admit_queue_s, NULL },
 			{ "admit_queue_in_time", o->admit_queue_in_time ? 'b' : 0, 1, NULL },
 		};

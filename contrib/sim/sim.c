@@ -39,7 +39,6 @@ void dbk_sim_free(struct dbk_sim *s)
 		dbk_sim_policy_free(s->ops, s->pst);
 	dbk_sim_snapshot_free(&s->snap);
 	dbk_sim_holdq_free(&s->held);
-	free(s->tickets);
 	if (s->inst)
 		for (i = 0; i < s->cfg.ninstances; i++)
 			dbk_engine_free(s->inst[i].e);
@@ -124,9 +123,7 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 	s->reqs = malloc((n ? n : 1) * sizeof(*s->reqs));
 	s->rs = calloc(n ? n : 1, sizeof(*s->rs));
 	s->inst = calloc(c->ninstances, sizeof(*s->inst));
-	if (c->admit_tickets)
-		s->tickets = calloc(1, sizeof(*s->tickets));
-	if (!s->reqs || !s->rs || !s->inst || (c->admit_tickets && !s->tickets)) {
+	if (!s->reqs || !s->rs || !s->inst) {
 		dbk_errf(err, errlen, "out of memory");
 		dbk_sim_free(s);
 		return NULL;
@@ -579,10 +576,6 @@ int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out)
 		r->lora_activations = st.lora_activations;
 		memcpy(r->prio, s->prio, sizeof(r->prio));
 		r->retry_sdk = s->cfg.shed_retry_sdk;
-		if (s->tickets) {
-			r->tickets_issued = s->tickets->issued;
-			r->tickets_honoured = s->tickets->honoured;
-		}
 		r->events = s->events;
 		r->refused = s->refused;
 		r->too_long = s->too_long;

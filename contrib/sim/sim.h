@@ -133,9 +133,6 @@ struct dbk_sim_config {
 	 * (sim_retry.c): up to twice, after the Retry-After when it is 1 to
 	 * 60 s, else after an exponential backoff. Overrides shed_retry. */
 	bool shed_retry_sdk;
-	/* Admission gives a shed request a ticket for its Retry-After and
-	 * honours it at its retry (agent/admit_ticket.h). */
-	bool admit_tickets;
 	/* > 0: a request admission would shed is held at the balancer
 	 * instead (holdq.h), decided again each time a request ends and
 	 * every DBK_SIM_HOLD_TICK_S, for at most this many seconds; then
@@ -233,10 +230,9 @@ struct dbk_sim_prio {
 
 struct dbk_sim_result {
 	struct dbk_class_summary cls[DBK_NCLASSES];
-	struct dbk_sim_prio prio[DBK_CLASS_N];     /* by enum dbk_class */
-	bool retry_sdk;                            /* its clients retried as the SDKs do */
-	uint64_t tickets_issued, tickets_honoured; /* admit_tickets */
-	double duration_s;                         /* first arrival to the last request's end */
+	struct dbk_sim_prio prio[DBK_CLASS_N]; /* by enum dbk_class */
+	bool retry_sdk;                        /* its clients retried as the SDKs do */
+	double duration_s;                     /* first arrival to the last request's end */
 	uint64_t preemptions;
 	uint64_t steps;
 	uint64_t events; /* processed by the loop */

@@ -51,8 +51,6 @@ int dbk_sim_retry(struct dbk_sim *s, uint32_t id, int retry_s)
 	return dbk_evq_push(&s->q, r->sent_s, EV_RETRY, id) == 0 ? 1 : -1;
 }
 
-struct dbk_admit_tickets *dbk_sim_tickets(const struct dbk_sim *s) { return s->tickets; }
-
 void dbk_sim_retry_end(struct dbk_sim *s, uint32_t id, bool ok)
 {
 	const struct dbk_sim_rstate *r = &s->rs[id];

@@ -8,7 +8,6 @@
 #include <stdint.h>
 
 #include "admit.h"
-#include "admit_ticket.h"
 #include "event_queue.h"
 #include "holdq.h"
 #include "lib/buf.h"
@@ -90,7 +89,6 @@ struct dbk_sim {
 	/* Held instead of shed (admit_queue_s), the time of the next
 	 * decision pushed (< 0: none), and a request's end since. */
 	struct dbk_sim_holdq held;
-	struct dbk_admit_tickets *tickets; /* admit_tickets: admission's; else NULL */
 	double hold_next_s;
 	bool hold_wake;
 	/* Several models: each model's servers as the agent's bitset (words
