@@ -5,11 +5,13 @@
  * src/openai/_base_client.py, _calculate_retry_timeout, at commit
  * b0cc77fb48c9ae3c6d4d4d76d3d03c27713ff922, with DEFAULT_MAX_RETRIES,
  * INITIAL_RETRY_DELAY and MAX_RETRY_DELAY from src/openai/_constants.py
- * at 04448952820aa3029e61907c1785a7293c3ddbc2; openai-node src/core.ts
- * at 1067869588c787c95530abaf40aef0924e4e2b55 does the same): a 429 is
- * retried at most twice; after retry-after-ms or Retry-After when it is
- * above 0 and at most 60 s, else after min(0.5 s * 2^n, 8 s) (n the
- * retries so far) times a jitter in (0.75, 1]. Admission's Retry-After
+ * at 04448952820aa3029e61907c1785a7293c3ddbc2; openai-node's src/core.ts,
+ * calculateDefaultRetryTimeoutMillis, the same but for versions that
+ * take the header only below 60 s): a 429 is retried at most twice
+ * (each send carries x-stainless-retry-count); after retry-after-ms or
+ * Retry-After when it is above 0 and at most 60 s, else after
+ * min(0.5 s * 2^n, 8 s) (n the retries so far) times a jitter in
+ * (0.75, 1]. Admission's Retry-After
  * is 1 to 60 s (admission.h), so the backoff is for 429s without one
  * (the GIE's, policy_llmd_shed.c). The jitter is drawn from the
  * request's id and n: the runs stay reproducible. */
