@@ -26,7 +26,7 @@
 #define SDK_INITIAL_DELAY_S 0.5
 #define SDK_MAX_DELAY_S 8.0
 
-static double sdk_wait(int retry_s, uint32_t id, unsigned n)
+double dbk_sim_sdk_wait(int retry_s, uint32_t id, unsigned n)
 {
 	uint64_t h = dbk_u64map_mix64_pair(id, n);
 
@@ -46,7 +46,7 @@ int dbk_sim_retry(struct dbk_sim *s, uint32_t id, int retry_s)
 	p->first_shed += r->retries == 0;
 	if (r->retries >= most)
 		return 0;
-	wait = s->cfg.shed_retry_sdk ? sdk_wait(retry_s, id, r->retries) : retry_s;
+	wait = s->cfg.shed_retry_sdk ? dbk_sim_sdk_wait(retry_s, id, r->retries) : retry_s;
 	r->retries++;
 	p->retried++;
 	r->sent_s = s->now + wait;

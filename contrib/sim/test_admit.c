@@ -284,6 +284,19 @@ static void test_retry(void)
  * overload). */
 static void test_retry_sdk(void)
 {
+	/* The wait: the Retry-After when 1-60 s, else 0.5 s doubling to
+	 * 8 s, less up to a quarter, the same for the same request. */
+	CHECK(dbk_sim_sdk_wait(7, 3, 0) == 7 && dbk_sim_sdk_wait(60, 3, 1) == 60);
+	for (uint32_t id = 0; id < 50; id++) {
+		double w0 = dbk_sim_sdk_wait(0, id, 0), w1 = dbk_sim_sdk_wait(61, id, 1);
+		double w6 = dbk_sim_sdk_wait(-1, id, 6);
+
+		CHECK(w0 > 0.375 && w0 <= 0.5);
+		CHECK(w1 > 0.75 && w1 <= 1);
+		CHECK(w6 > 6 && w6 <= 8);
+		CHECK(dbk_sim_sdk_wait(0, id, 0) == w0);
+	}
+
 	struct dbk_engine_config e[4];
 	struct dbk_sim_config c;
 	struct dbk_sim_req two[2] = {
