@@ -97,6 +97,7 @@ int dbk_sim_fleet_build(struct dbk_sim_fleet *f, const struct dbk_sim_opts *o)
 		if (o->admit_share[k] >= 0)
 			sc->admit.headroom[k] = o->admit_share[k];
 	sc->shed_retry = o->shed_retry;
+	sc->shed_retry_sdk = o->shed_retry_sdk;
 	sc->admit_queue_s = o->admit_queue_s;
 	sc->admit_queue_in_time = o->admit_queue_in_time;
 	if (o->fail_instance >= 0) {

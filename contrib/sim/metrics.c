@@ -60,27 +60,31 @@ void dbk_metrics_itl(struct dbk_metrics *m, bool is_long, double gap_s)
 	dvec_push(m, &m->itl[is_long], gap_s);
 }
 
+static double tpot_of(double ttft_s, double e2e_s, uint32_t out_tokens)
+{
+	/* vLLM's client: TPOT only for outputs longer than one token, and
+	 * a one-token output meets any TPOT objective (its TPOT is 0). */
+	return out_tokens > 1 ? (e2e_s - ttft_s) / (double)(out_tokens - 1) : 0;
+}
+
+bool dbk_metrics_meets(const struct dbk_slo *slo, double ttft_s, double e2e_s, uint32_t out_tokens)
+{
+	double tpot = tpot_of(ttft_s, e2e_s, out_tokens);
+
+	return !(slo->ttft_s > 0 && ttft_s > slo->ttft_s) &&
+	       !(slo->tpot_s > 0 && tpot > slo->tpot_s) && !(slo->e2e_s > 0 && e2e_s > slo->e2e_s);
+}
+
 bool dbk_metrics_completed(struct dbk_metrics *m, bool is_long, double ttft_s, double e2e_s,
                            uint32_t in_tokens, uint32_t out_tokens)
 {
 	int c = is_long;
-	double tpot = 0;
-	bool good = true;
+	bool good = dbk_metrics_meets(&m->slo, ttft_s, e2e_s, out_tokens);
 
 	dvec_push(m, &m->ttft[c], ttft_s);
 	dvec_push(m, &m->e2e[c], e2e_s);
-	/* vLLM's client: TPOT only for outputs longer than one token, and
-	 * a one-token output meets any TPOT objective (its TPOT is 0). */
-	if (out_tokens > 1) {
-		tpot = (e2e_s - ttft_s) / (double)(out_tokens - 1);
-		dvec_push(m, &m->tpot[c], tpot);
-	}
-	if (m->slo.ttft_s > 0 && ttft_s > m->slo.ttft_s)
-		good = false;
-	if (m->slo.tpot_s > 0 && tpot > m->slo.tpot_s)
-		good = false;
-	if (m->slo.e2e_s > 0 && e2e_s > m->slo.e2e_s)
-		good = false;
+	if (out_tokens > 1)
+		dvec_push(m, &m->tpot[c], tpot_of(ttft_s, e2e_s, out_tokens));
 	m->completed[c]++;
 	m->good[c] += good;
 	m->in_tok[c] += in_tokens;

@@ -60,6 +60,10 @@ void dbk_metrics_free(struct dbk_metrics *m);
 void dbk_metrics_itl(struct dbk_metrics *m, bool is_long, double gap_s);
 /* A completed request: ttft and e2e from its send time. Whether it met
  * every objective (good). */
+/* Whether a request whose first token came ttft_s after its send and
+ * its last e2e_s after it, with out_tokens tokens, meets every
+ * objective of slo (TPOT as vLLM's client computes it). */
+bool dbk_metrics_meets(const struct dbk_slo *slo, double ttft_s, double e2e_s, uint32_t out_tokens);
 bool dbk_metrics_completed(struct dbk_metrics *m, bool is_long, double ttft_s, double e2e_s,
                            uint32_t in_tokens, uint32_t out_tokens);
 void dbk_metrics_failed(struct dbk_metrics *m, bool is_long);

@@ -29,7 +29,7 @@ struct extra {
 	const char *log_level;
 };
 
-#define NOPTS 62
+#define NOPTS 63
 /* The agent's default, as the help text quotes it. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -243,6 +243,11 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		{ "shed-retry", 0, DBK_OPT_FLAG, &o->shed_retry,
 		  .help = "a shed request's client sends it again\n"
 		          "once, after its Retry-After" },
+		{ "shed-retry-sdk", 0, DBK_OPT_FLAG, &o->shed_retry_sdk,
+		  .help = "a shed request's client retries as the openai\n"
+		          "SDKs do: twice at most, after the Retry-After\n"
+		          "when 1-60 s, else after a backoff of 0.5 s\n"
+		          "doubling (jittered)" },
 		{ "admit-queue-s", 0, DBK_OPT_DOUBLE, &o->admit_queue_s, 0, 60, .metavar = "S",
 		  .help = "a request admission would shed is held at\n"
 		          "the balancer instead, decided again, class\n"

@@ -51,7 +51,7 @@ struct dbk_sim_opts {
 	double class_share[DBK_CLASS_N];
 	size_t nclasses;
 	bool classes_drawn; /* --classes-drawn: sheddable not by length */
-	bool admission, shed_retry;
+	bool admission, shed_retry, shed_retry_sdk;
 	double admit_queue_s;            /* --admit-queue-s; 0: off */
 	bool admit_queue_in_time;        /* --admit-queue-in-time */
 	double admit_share[DBK_CLASS_N]; /* < 0: the agent's default */

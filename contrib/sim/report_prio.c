@@ -16,6 +16,32 @@ static bool any_held(const struct dbk_sim_result *r)
 	return false;
 }
 
+/* With clients that retry as the SDKs do: what their retries came to,
+ * per class. "late from last" is within every objective counted from
+ * the last send, as the client that retried sees it. */
+static void report_retries(FILE *f, const struct dbk_sim_run_report *runs, size_t n)
+{
+	fprintf(f, "\nRetries (clients as the openai SDKs): first-shed = shed at the first send; "
+	           "gave-up = shed at the last\n");
+	fprintf(f, "%-16s %-9s %10s %8s %9s %8s %8s %8s %12s\n", "policy", "class", "first-shed",
+	        "retries", "retry-adm", "adm%", "served", "gave-up", "within-last%");
+	for (size_t k = 0; k < n; k++) {
+		const struct dbk_sim_result *r = &runs[k].res;
+
+		for (int c = 0; r->retry_sdk && c < DBK_CLASS_N; c++) {
+			const struct dbk_sim_prio *p = &r->prio[c];
+
+			fprintf(f, "%-16s %-9s %10llu %8llu %9llu %8.1f %8llu %8llu %12.1f\n",
+			        runs[k].policy, dbk_class_name((enum dbk_class)c),
+			        (unsigned long long)p->first_shed, (unsigned long long)p->retried,
+			        (unsigned long long)p->retry_admitted,
+			        100 * frac(p->retry_admitted, p->retried),
+			        (unsigned long long)p->admitted, (unsigned long long)p->shed,
+			        100 * frac(p->good_last, p->offered));
+		}
+	}
+}
+
 void dbk_sim_report_prio(FILE *f, const struct dbk_sim_run_report *runs, size_t n)
 {
 	fprintf(f, "\nPriority classes: within = done within every objective, over offered; "
@@ -51,6 +77,8 @@ void dbk_sim_report_prio(FILE *f, const struct dbk_sim_run_report *runs, size_t 
 			        (unsigned long long)r->prio[DBK_CLASS_STANDARD].held,
 			        (unsigned long long)r->prio[DBK_CLASS_SHEDDABLE].held);
 	}
+	if (n && runs[0].res.retry_sdk)
+		report_retries(f, runs, n);
 }
 
 void dbk_sim_report_prio_json(cJSON *root, const struct dbk_sim_run_report *runs, size_t n)
@@ -71,6 +99,12 @@ void dbk_sim_report_prio_json(cJSON *root, const struct dbk_sim_run_report *runs
 				{ "shed", 'n', (double)p->shed, NULL },
 				{ "retried", 'n', (double)p->retried, NULL },
 				{ "held", any_held(r) ? 'n' : 0, (double)p->held, NULL },
+				{ "first_shed", r->retry_sdk ? 'n' : 0, (double)p->first_shed,
+				  NULL },
+				{ "retry_admitted", r->retry_sdk ? 'n' : 0,
+				  (double)p->retry_admitted, NULL },
+				{ "good_from_last_send", r->retry_sdk ? 'n' : 0,
+				  (double)p->good_last, NULL },
 				{ "good", 'n', (double)p->good, NULL },
 				{ "attainment", 'n', frac(p->good, p->offered), NULL },
 				{ "goodput", 'n',

@@ -94,7 +94,10 @@ void dbk_sim_setup_print(FILE *f, const struct dbk_sim_setup *u)
 		if (o->admission)
 			fprintf(f, ": standard %g, sheddable %g of %lld ms; retry %s",
 			        a->headroom[DBK_CLASS_STANDARD], a->headroom[DBK_CLASS_SHEDDABLE],
-			        a->ttft_ms, o->shed_retry ? "once" : "none");
+			        a->ttft_ms,
+			        o->shed_retry_sdk ? "as the SDKs"
+			        : o->shed_retry   ? "once"
+			                          : "none");
 		if (o->admit_queue_s > 0)
 			fprintf(f, "; held up to %g s before a shed%s", o->admit_queue_s,
 			        o->admit_queue_in_time ? ", let in only in time" : "");
@@ -172,6 +175,7 @@ void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
 			{ "admit_share_standard", 'n', a->headroom[DBK_CLASS_STANDARD], NULL },
 			{ "admit_share_sheddable", 'n', a->headroom[DBK_CLASS_SHEDDABLE], NULL },
 			{ "shed_retry", 'b', o->shed_retry, NULL },
+			{ "shed_retry_sdk", o->shed_retry_sdk ? 'b' : 0, 1, NULL },
 			{ "admit_queue_s", o->admit_queue_s > 0 ? 'n' : 0, o->admit_queue_s, NULL },
 			{ "admit_queue_in_time", o->admit_queue_in_time ? 'b' : 0, 1, NULL },
 		};

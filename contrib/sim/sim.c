@@ -223,6 +223,7 @@ static void end_request(struct dbk_sim *s, uint32_t id, bool ok, enum dbk_sim_fa
 	else
 		dbk_metrics_failed(&s->m, is_long);
 	p->good += good;
+	dbk_sim_retry_end(s, id, ok);
 	if (q->model < DBK_SIM_MAX_MODELS) {
 		s->model_offered[q->model]++;
 		s->model_good[q->model] += good;
@@ -367,22 +368,17 @@ static int key_prompt(struct dbk_sim *s, uint32_t id)
 }
 
 /* Refused by admission: with admit_queue_s held at the balancer first
- * (decided again until its bound); then its client sends it again once
- * after the Retry-After, with --shed-retry; else it ends here, never
- * sent. */
+ * (decided again until its bound); then its client may send it again
+ * (sim_retry.c); else it ends here, never sent. */
 static int shed(struct dbk_sim *s, uint32_t id, int retry_s)
 {
-	struct dbk_sim_rstate *r = &s->rs[id];
-	int held = dbk_sim_hold(s, id);
+	int held = dbk_sim_hold(s, id), again;
 
 	if (held != 0)
 		return held < 0 ? -1 : 0;
-
-	if (s->cfg.shed_retry && !r->retried) {
-		r->retried = true;
-		s->prio[dbk_sim_req_class(&s->reqs[id])].retried++;
-		return dbk_evq_push(&s->q, s->now + retry_s, EV_RETRY, id);
-	}
+	again = dbk_sim_retry(s, id, retry_s);
+	if (again != 0)
+		return again < 0 ? -1 : 0;
 	end_request(s, id, false, DBK_SIM_FAIL_SHED);
 	return 0;
 }
@@ -579,6 +575,7 @@ int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out)
 		r->lora_loads = st.lora_loads;
 		r->lora_activations = st.lora_activations;
 		memcpy(r->prio, s->prio, sizeof(r->prio));
+		r->retry_sdk = s->cfg.shed_retry_sdk;
 		r->events = s->events;
 		r->refused = s->refused;
 		r->too_long = s->too_long;

@@ -129,6 +129,10 @@ struct dbk_sim_config {
 	/* A shed request's client sends it again once, Retry-After seconds
 	 * later (its TTFT still counts from the first send). */
 	bool shed_retry;
+	/* A shed request's client retries as the openai SDKs do
+	 * (sim_retry.c): up to twice, after the Retry-After when it is 1 to
+	 * 60 s, else after an exponential backoff. Overrides shed_retry. */
+	bool shed_retry_sdk;
 	/* > 0: a request admission would shed is held at the balancer
 	 * instead (holdq.h), decided again each time a request ends and
 	 * every DBK_SIM_HOLD_TICK_S, for at most this many seconds; then
@@ -215,13 +219,24 @@ bool dbk_sim_holding(const struct dbk_sim *s, uint32_t id);
  * (retried; then admitted or shed), held instead of shed
  * (admit_queue_s; then admitted or shed). offered = admitted + shed +
  * those the fleet refused (no instance). */
+/* How long the openai SDKs' client waits after a 429 with a Retry-After
+ * of retry_s (0: none) before its retry number n + 1 of request id
+ * (sim_retry.c). */
+double dbk_sim_sdk_wait(int retry_s, uint32_t id, unsigned n);
+
 struct dbk_sim_prio {
 	uint64_t offered, good, admitted, shed, retried, held;
+	/* Clients that retry (shed_retry, shed_retry_sdk): requests shed at
+	 * their first send, admitted at a retry, and done within every
+	 * objective counted from their last send (good counts from the
+	 * first). */
+	uint64_t first_shed, retry_admitted, good_last;
 };
 
 struct dbk_sim_result {
 	struct dbk_class_summary cls[DBK_NCLASSES];
 	struct dbk_sim_prio prio[DBK_CLASS_N]; /* by enum dbk_class */
+	bool retry_sdk;                        /* its clients retried as the SDKs do */
 	double duration_s;                     /* first arrival to the last request's end */
 	uint64_t preemptions;
 	uint64_t steps;

@@ -39,9 +39,10 @@ struct dbk_sim_rstate {
 	double submitted_s;   /* reached its engine: where vLLM's TTFT starts */
 	struct dbk_list live; /* in its instance's live list */
 	bool has_handle;
-	bool retried; /* shed once and sent again */
-	bool holding; /* in the hold queue (admit_queue_s) */
-	bool kept;    /* decided again and held on */
+	uint8_t retries; /* times shed and sent again */
+	double sent_s;   /* its last send (with retries; else its arrival) */
+	bool holding;    /* in the hold queue (admit_queue_s) */
+	bool kept;       /* decided again and held on */
 	double hold_until_s;
 };
 
@@ -135,6 +136,16 @@ int dbk_sim_hold_at(struct dbk_sim *s, double t);
 /* Decides every held request again, then pushes the next decision. 0,
  * or -1. */
 int dbk_sim_hold_walk(struct dbk_sim *s);
+
+/* ---- A shed request's client (sim_retry.c). ---- */
+
+/* Request id shed with a Retry-After of retry_s: 1 when its client
+ * sends it again (the retry pushed), 0 when it gives up, -1 (memory).
+ * Counts the class's first sheds and retries. */
+int dbk_sim_retry(struct dbk_sim *s, uint32_t id, int retry_s);
+/* Counts request id's end for its client's retries: admitted at a
+ * retry, within every objective from its last send (ok: completed). */
+void dbk_sim_retry_end(struct dbk_sim *s, uint32_t id, bool ok);
 
 /* ---- The fleet's changes (sim_fleet.c). ---- */
 

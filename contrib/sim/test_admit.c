@@ -260,7 +260,65 @@ static void test_retry(void)
 		check_books(&res, N);
 		CHECK(p->shed > 0 && p->retried >= p->shed);
 	}
+	/* --shed-retry-sdk, the same overload: some sent three times, none
+	 * more, some admitted at a retry, and those shed at the third give
+	 * up. */
+	c.shed_retry = false;
+	c.shed_retry_sdk = true;
+	if (r && run(&c, r, N, "ttft", &res, NULL)) {
+		const struct dbk_sim_prio *p = &res.prio[DBK_CLASS_SHEDDABLE];
+
+		check_books(&res, N);
+		CHECK(p->first_shed >= p->shed && p->shed > 0);
+		CHECK(p->retried > p->first_shed && p->retried <= 2 * p->first_shed);
+		CHECK(p->retry_admitted <= p->admitted && p->retry_admitted > 0);
+		CHECK(p->good_last >= p->good);
+	}
 	free(r);
+}
+
+/* --shed-retry-sdk: a shed request's client retries as the openai SDKs
+ * do, twice at most, each after its Retry-After. The request behind a
+ * long critical prefill is shed once and served at its first retry,
+ * within its objective from that send (test_retry: under lasting
+ * overload). */
+static void test_retry_sdk(void)
+{
+	/* The wait: the Retry-After when 1-60 s, else 0.5 s doubling to
+	 * 8 s, less up to a quarter, the same for the same request. */
+	CHECK(dbk_sim_sdk_wait(7, 3, 0) == 7 && dbk_sim_sdk_wait(60, 3, 1) == 60);
+	for (uint32_t id = 0; id < 50; id++) {
+		double w0 = dbk_sim_sdk_wait(0, id, 0), w1 = dbk_sim_sdk_wait(61, id, 1);
+		double w6 = dbk_sim_sdk_wait(-1, id, 6);
+
+		CHECK(w0 > 0.375 && w0 <= 0.5);
+		CHECK(w1 > 0.75 && w1 <= 1);
+		CHECK(w6 > 6 && w6 <= 8);
+		CHECK(dbk_sim_sdk_wait(0, id, 0) == w0);
+	}
+
+	struct dbk_engine_config e[4];
+	struct dbk_sim_config c;
+	struct dbk_sim_req two[2] = {
+		{ .id = 0, .arrival_s = 0, .input_tokens = 120000, .output_tokens = 10, .cls = 0 },
+		{ .id = 1, .arrival_s = 0.1, .input_tokens = 500, .output_tokens = 10, .cls = 2 },
+	};
+	struct dbk_sim_result res;
+
+	fleet(e, &c);
+	c.ninstances = 1;
+	c.admit.enabled = true;
+	c.shed_retry_sdk = true;
+	if (run(&c, two, 2, "ttft", &res, NULL)) {
+		const struct dbk_sim_prio *p = &res.prio[DBK_CLASS_SHEDDABLE];
+
+		CHECK(res.retry_sdk);
+		CHECK_EQ_U(p->first_shed, 1);
+		CHECK(p->retried >= 1 && p->retried <= 2);
+		CHECK_EQ_U(p->retry_admitted, 1);
+		CHECK_EQ_U(p->admitted, 1);
+		CHECK_EQ_U(p->good_last, 1);
+	}
 }
 
 /* The hold queue walks critical's first, each class oldest first; a
@@ -403,6 +461,7 @@ int main(void)
 	RUN(test_assign_drawn);
 	RUN(test_books);
 	RUN(test_retry);
+	RUN(test_retry_sdk);
 	RUN(test_holdq);
 	RUN(test_queue);
 	return CHECK_DONE();
