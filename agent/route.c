@@ -127,92 +127,6 @@ static bool admit(struct dbk_route *r, struct dbk_admit_input *in, uint64_t now_
 	return ar->verdict == DBK_ADMIT_SHED;
 }
 
-/* A request whose body was not whole when HAProxy asked, missing bytes
- * of it: where its server's scrapes can show when it has the request,
- * watched (estimate_hold.h), with the score of an empty body (vLLM does
- * nothing with a body until it is whole) as its charge without prefill.
- * Strict, it is charged that at once and the prefill follows on the
- * evidence (dbk_route_whole); else it keeps its full charge unless the
- * evidence says it has not arrived. The decision itself is the one the
- * whole length gives. True when watched. */
-static bool hold_back(struct dbk_route *r, const char *id, size_t id_len,
-                      const struct dbk_bal_request *req, uint64_t missing, uint64_t now_ms,
-                      const struct dbk_bal_decision *d)
-{
-	if (!r->hold || !dbk_hold_watching(r->hold, d->server))
-		return false;
-	struct dbk_bal_request part = *req;
-	struct dbk_bal_decision pd;
-
-	part.body_bytes = 0;
-	dbk_bal_decide(r->bal, &part, &pd);
-	return dbk_hold_add(r->hold, r->bal, id, id_len, d->score, pd.score, missing, now_ms);
-}
-
-/* A policy that chooses: the balancer takes the lease where it chose
- * (so releases, TTL, reclaim and moves work as for the reference), and
- * the policy's data about it rides in the lease's slot until the lease
- * ends (the policy's release reads it back). */
-static enum dbk_bal_result decide_policy(
-        struct dbk_route *r, const struct dbk_spop_data *id, const struct dbk_bal_request *req,
-        int64_t body_size, uint64_t missing, const uint8_t *sample, size_t sample_len,
-        const struct dbk_spop_data *session, const struct dbk_spop_data *const hint[2],
-        const uint64_t *eligible, uint64_t adapter, uint64_t now_ms, struct dbk_bal_decision *d,
-        struct dbk_policy_choice *c, struct dbk_admit_input *in, struct dbk_admit_result *ar)
-{
-	const struct dbk_policy *p = r->policy;
-	const char *idp = (const char *)id->u.buf.ptr;
-	struct dbk_policy_request pr = {
-		.est = req,
-		.sample = sample,
-		.sample_len = sample_len,
-		.cut = body_size >= 0 && (uint64_t)body_size > sample_len,
-		.eligible = eligible,
-		.adapter = adapter,
-	};
-	uint32_t slot[DBK_BAL_SLOT_WORDS];
-
-	if (session && (session->type == DBK_SPOP_T_STR || session->type == DBK_SPOP_T_BIN) &&
-	    session->u.buf.len) {
-		pr.has_session = true;
-		pr.session = dbk_pkey_session((const char *)session->u.buf.ptr, session->u.buf.len);
-	}
-	dbk_shint_apply(p, r->names, r->nnames, hint[0], hint[1], &pr);
-	p->ops->choose(p->st, &pr, now_ms, c);
-	/* Admission comes between the choice and the lease: a request
-	 * refused takes none (the policy's commit is skipped as when the
-	 * balancer refuses). */
-	in->predicted = c->predicted;
-	in->ttft_ms = c->ttft_s * 1e3;
-	in->own_ms = c->own_s * 1e3;
-	in->no_server = c->server < 0;
-	if (admit(r, in, now_ms, ar))
-		return DBK_BAL_OK;
-	enum dbk_bal_result res = dbk_bal_dispatch_to(r->bal, idp, id->u.buf.len, req,
-	                                              c->server < 0 ? UINT_MAX
-	                                                            : (unsigned)c->server,
-	                                              now_ms, d);
-	if (res != DBK_BAL_OK)
-		return res;
-	bool strict = r->hold && r->hold->strict;
-
-	/* Held back (strict), the policy records where it went and charges
-	 * it when its server has it (dbk_route_whole). Taken back later, its
-	 * books follow (dbk_route_taken). */
-	if (missing && strict && p->ops->hold &&
-	    hold_back(r, idp, id->u.buf.len, req, missing, now_ms, d)) {
-		p->ops->hold(p->st, c, now_ms, slot);
-	} else {
-		p->ops->commit(p->st, c, now_ms, slot);
-		if (missing && !strict)
-			hold_back(r, idp, id->u.buf.len, req, missing, now_ms, d);
-	}
-	dbk_bal_set_slot(r->bal, idp, id->u.buf.len, slot);
-	if (c->too_long)
-		r->stats.too_long++;
-	return res;
-}
-
 /* The arguments of a route message that matter here. */
 struct route_args {
 	const struct dbk_spop_data *id, *blen, *arrived, *body, *details, *session, *cls;
@@ -254,36 +168,21 @@ static void read_args(const struct dbk_spop_message *m, struct route_args *a)
 
 static bool chooses(const struct dbk_route *r) { return r->policy && r->policy->ops->choose; }
 
-/* What the balancer needs of a request: its size (HAProxy's req.body_size,
- * else the sample's) and, unless dynamic mode ignores them, the JSON
- * fields of the body sample. */
-static void estimate(struct dbk_route *r, const struct route_args *a, int64_t *body_size,
-                     const uint8_t **sample, size_t *sample_len, struct dbk_bal_request *req)
-{
-	*body_size = -1;
-	if (a->blen && !dbk_spop_data_to_i64(a->blen, body_size))
-		*body_size = -1;
-	*sample = NULL;
-	*sample_len = 0;
-	if (a->body && (a->body->type == DBK_SPOP_T_BIN || a->body->type == DBK_SPOP_T_STR)) {
-		*sample = a->body->u.buf.ptr;
-		*sample_len = a->body->u.buf.len;
-	}
-	if (dbk_bal_config(r->bal)->dynamic && !chooses(r)) {
-		/* Dynamic mode scores by length alone: the JSON fields would
-		 * change nothing, and parsing them is most of a decision's
-		 * cost (measured: 40% at 100 B, 93% at 6 KB). */
-		req->body_bytes = *body_size >= 0 ? (double)*body_size : (double)*sample_len;
-		req->max_tokens = DBK_DEFAULT_MAX_TOKENS;
-		req->ignore_eos = false;
-		return;
-	}
-	switch (dbk_estimate(*body_size, *sample, *sample_len, req)) {
-	case DBK_EST_TRUNCATED: r->stats.truncated_bodies++; break;
-	case DBK_EST_MALFORMED: r->stats.malformed_bodies++; break;
-	default: break;
-	}
-}
+/* A route message's request as the decision reads it, gathered once
+ * (read_args, then gather) and passed whole. */
+struct route_req {
+	struct route_args a;
+	const char *id; /* a.id's bytes */
+	size_t id_len;
+	int64_t body_size; /* HAProxy's req.body_size; -1 when not told */
+	uint64_t missing;  /* body_missing() */
+	const uint8_t *sample;
+	size_t sample_len;
+	const uint64_t *eligible; /* candidates(): NULL is every server */
+	uint64_t adapter;
+	uint64_t now_ms;
+	struct dbk_bal_request est;
+};
 
 /* The bytes of the body still missing when HAProxy asked (body_size
  * less arrived; 0 when whole or not told): the request may be held back
@@ -296,6 +195,122 @@ static uint64_t body_missing(const struct route_args *a, int64_t body_size)
 	    got >= body_size)
 		return 0;
 	return (uint64_t)(body_size - got);
+}
+
+/* What the balancer needs of a request: its size (HAProxy's req.body_size,
+ * else the sample's) and, unless dynamic mode ignores them, the JSON
+ * fields of the body sample. */
+static void estimate(struct dbk_route *r, struct route_req *q)
+{
+	const struct route_args *a = &q->a;
+
+	q->body_size = -1;
+	if (a->blen && !dbk_spop_data_to_i64(a->blen, &q->body_size))
+		q->body_size = -1;
+	q->missing = body_missing(a, q->body_size);
+	q->sample = NULL;
+	q->sample_len = 0;
+	if (a->body && (a->body->type == DBK_SPOP_T_BIN || a->body->type == DBK_SPOP_T_STR)) {
+		q->sample = a->body->u.buf.ptr;
+		q->sample_len = a->body->u.buf.len;
+	}
+	if (dbk_bal_config(r->bal)->dynamic && !chooses(r)) {
+		/* Dynamic mode scores by length alone: the JSON fields would
+		 * change nothing, and parsing them is most of a decision's
+		 * cost (measured: 40% at 100 B, 93% at 6 KB). */
+		q->est.body_bytes = q->body_size >= 0 ? (double)q->body_size
+		                                      : (double)q->sample_len;
+		q->est.max_tokens = DBK_DEFAULT_MAX_TOKENS;
+		q->est.ignore_eos = false;
+		return;
+	}
+	switch (dbk_estimate(q->body_size, q->sample, q->sample_len, &q->est)) {
+	case DBK_EST_TRUNCATED: r->stats.truncated_bodies++; break;
+	case DBK_EST_MALFORMED: r->stats.malformed_bodies++; break;
+	default: break;
+	}
+}
+
+/* A request whose body was not whole when HAProxy asked, missing bytes
+ * of it: where its server's scrapes can show when it has the request,
+ * watched (estimate_hold.h), with the score of an empty body (vLLM does
+ * nothing with a body until it is whole) as its charge without prefill.
+ * Strict, it is charged that at once and the prefill follows on the
+ * evidence (dbk_route_whole); else it keeps its full charge unless the
+ * evidence says it has not arrived. The decision itself is the one the
+ * whole length gives. True when watched. */
+static bool hold_back(struct dbk_route *r, const struct route_req *q,
+                      const struct dbk_bal_decision *d)
+{
+	if (!r->hold || !dbk_hold_watching(r->hold, d->server))
+		return false;
+	struct dbk_bal_request part = q->est;
+	struct dbk_bal_decision pd;
+
+	part.body_bytes = 0;
+	dbk_bal_decide(r->bal, &part, &pd);
+	return dbk_hold_add(r->hold, r->bal, q->id, q->id_len, d->score, pd.score, q->missing,
+	                    q->now_ms);
+}
+
+/* A policy that chooses: the balancer takes the lease where it chose
+ * (so releases, TTL, reclaim and moves work as for the reference), and
+ * the policy's data about it rides in the lease's slot until the lease
+ * ends (the policy's release reads it back). */
+static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct route_req *q,
+                                         struct dbk_bal_decision *d, struct dbk_policy_choice *c,
+                                         struct dbk_admit_input *in, struct dbk_admit_result *ar)
+{
+	const struct dbk_policy *p = r->policy;
+	const struct dbk_spop_data *session = q->a.session;
+	struct dbk_policy_request pr = {
+		.est = &q->est,
+		.sample = q->sample,
+		.sample_len = q->sample_len,
+		.cut = q->body_size >= 0 && (uint64_t)q->body_size > q->sample_len,
+		.eligible = q->eligible,
+		.adapter = q->adapter,
+	};
+	uint32_t slot[DBK_BAL_SLOT_WORDS];
+
+	if (session && (session->type == DBK_SPOP_T_STR || session->type == DBK_SPOP_T_BIN) &&
+	    session->u.buf.len) {
+		pr.has_session = true;
+		pr.session = dbk_pkey_session((const char *)session->u.buf.ptr, session->u.buf.len);
+	}
+	dbk_shint_apply(p, r->names, r->nnames, q->a.hint[0], q->a.hint[1], &pr);
+	p->ops->choose(p->st, &pr, q->now_ms, c);
+	/* Admission comes between the choice and the lease: a request
+	 * refused takes none (the policy's commit is skipped as when the
+	 * balancer refuses). */
+	in->predicted = c->predicted;
+	in->ttft_ms = c->ttft_s * 1e3;
+	in->own_ms = c->own_s * 1e3;
+	in->no_server = c->server < 0;
+	if (admit(r, in, q->now_ms, ar))
+		return DBK_BAL_OK;
+	enum dbk_bal_result res = dbk_bal_dispatch_to(r->bal, q->id, q->id_len, &q->est,
+	                                              c->server < 0 ? UINT_MAX
+	                                                            : (unsigned)c->server,
+	                                              q->now_ms, d);
+	if (res != DBK_BAL_OK)
+		return res;
+	bool strict = r->hold && r->hold->strict;
+
+	/* Held back (strict), the policy records where it went and charges
+	 * it when its server has it (dbk_route_whole). Taken back later, its
+	 * books follow (dbk_route_taken). */
+	if (q->missing && strict && p->ops->hold && hold_back(r, q, d)) {
+		p->ops->hold(p->st, c, q->now_ms, slot);
+	} else {
+		p->ops->commit(p->st, c, q->now_ms, slot);
+		if (q->missing && !strict)
+			hold_back(r, q, d);
+	}
+	dbk_bal_set_slot(r->bal, q->id, q->id_len, slot);
+	if (c->too_long)
+		r->stats.too_long++;
+	return res;
 }
 
 /* The ACK of a routed request: the server, and the decision's details
@@ -356,34 +371,30 @@ static void answer_shed(struct dbk_route *r, const struct dbk_admit_input *in,
 static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uint64_t now_ms,
                       struct dbk_spop_writer *w)
 {
-	struct route_args a;
-	int64_t body_size;
-	const uint8_t *sample;
-	size_t sample_len;
-	struct dbk_bal_request req;
+	struct route_req q = { .now_ms = now_ms };
+	const struct route_args *a = &q.a;
 	struct dbk_bal_decision d;
 	struct dbk_policy_choice pc = { .server = -1 };
 
-	read_args(m, &a);
-	if (!a.id || (a.id->type != DBK_SPOP_T_STR && a.id->type != DBK_SPOP_T_BIN) ||
-	    a.id->u.buf.len == 0) {
+	read_args(m, &q.a);
+	if (!a->id || (a->id->type != DBK_SPOP_T_STR && a->id->type != DBK_SPOP_T_BIN) ||
+	    a->id->u.buf.len == 0) {
 		r->stats.no_id++;
 		set_error(w, "no-id");
 		return;
 	}
-	estimate(r, &a, &body_size, &sample, &sample_len, &req);
-	const char *id = (const char *)a.id->u.buf.ptr;
-	struct dbk_admit_input in = { .cls = read_class(r, a.cls) };
+	q.id = (const char *)a->id->u.buf.ptr;
+	q.id_len = a->id->u.buf.len;
+	estimate(r, &q);
+	struct dbk_admit_input in = { .cls = read_class(r, a->cls) };
 	struct dbk_admit_result ar = { DBK_ADMIT_ROUTE, 0, DBK_SHED_PREDICTED_LATE };
 	enum dbk_bal_result res = DBK_BAL_OK;
 	bool shed;
 	const char *action;
 	const uint8_t *model;
 	size_t model_len;
-	uint64_t adapter;
-	const uint64_t *eligible = candidates(r, sample, sample_len, &action, &model, &model_len,
-	                                      &adapter);
 
+	q.eligible = candidates(r, q.sample, q.sample_len, &action, &model, &model_len, &q.adapter);
 	if (action) {
 		/* Before admission and any lease: HAProxy answers alone. */
 		struct dbk_spop_data v = dbk_spop_str(action);
@@ -391,35 +402,33 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 		return;
 	}
 	if (chooses(r)) {
-		res = decide_policy(r, a.id, &req, body_size, body_missing(&a, body_size), sample,
-		                    sample_len, a.session, a.hint, eligible, adapter, now_ms, &d,
-		                    &pc, &in, &ar);
+		res = decide_policy(r, &q, &d, &pc, &in, &ar);
 		shed = ar.verdict == DBK_ADMIT_SHED;
 	} else {
 		/* The reference predicts nothing: only saturation may shed. */
-		in.no_server = admitting(r) && !any_usable(r, eligible);
+		in.no_server = admitting(r) && !any_usable(r, q.eligible);
 		shed = admit(r, &in, now_ms, &ar);
 		if (!shed)
-			res = dbk_bal_dispatch_among(r->bal, id, a.id->u.buf.len, &req, eligible,
+			res = dbk_bal_dispatch_among(r->bal, q.id, q.id_len, &q.est, q.eligible,
 			                             now_ms, &d);
-		uint64_t missing = body_missing(&a, body_size);
-
-		if (!shed && res == DBK_BAL_OK && missing)
-			hold_back(r, id, a.id->u.buf.len, &req, missing, now_ms, &d);
+		if (!shed && res == DBK_BAL_OK && q.missing)
+			hold_back(r, &q, &d);
 	}
 	if (r->on_decision) {
-		struct dbk_route_event e = { a.id->u.buf.ptr,
-			                     a.id->u.buf.len,
-			                     res,
-			                     &req,
-			                     res == DBK_BAL_OK && !shed ? &d : NULL,
-			                     now_ms,
-			                     in.cls,
-			                     shed,
-			                     &ar,
-			                     r,
-			                     model,
-			                     model_len };
+		struct dbk_route_event e = {
+			.id = a->id->u.buf.ptr,
+			.id_len = q.id_len,
+			.res = res,
+			.req = &q.est,
+			.d = res == DBK_BAL_OK && !shed ? &d : NULL,
+			.now_ms = now_ms,
+			.cls = in.cls,
+			.shed = shed,
+			.admit = &ar,
+			.route = r,
+			.model = model,
+			.model_len = model_len,
+		};
 		r->on_decision(r->decision_arg, &e);
 	}
 	if (shed) {
@@ -438,7 +447,7 @@ static void route_one(struct dbk_route *r, const struct dbk_spop_message *m, uin
 	r->stats.by_bucket_group[d.std_bucket][d.group]++;
 	if (r->by_server)
 		r->by_server[d.server]++;
-	answer(r, &d, &pc, wants_details(a.details), w);
+	answer(r, &d, &pc, wants_details(a->details), w);
 }
 
 /* HAProxy served a routed request elsewhere than the agent chose (a
