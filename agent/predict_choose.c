@@ -99,6 +99,16 @@ uint64_t dbk_pred_tie(uint64_t key, unsigned server)
 	return dbk_hash_fmix_light(key ^ ((uint64_t)(server + 1) * UINT64_C(0xc2b2ae3d27d4eb4f)));
 }
 
+/* What raising a TPOT from t by d costs, per second of d, where t costs
+ * t^2 / 2 slo below the objective and t - slo / 2 past it (its slope
+ * t / slo, 1 past the objective). */
+static double pred_risk_weight(double t, double d, double slo)
+{
+	double a = fmin(t, slo), b = fmin(t + d, slo);
+	double cost = (b * b - a * a) / (2 * slo) + fmax(0, t + d - fmax(t, slo));
+	return d > 0 ? cost / d : fmin(1, t / slo);
+}
+
 /* Its TPOT on s: a decode step of the batch it joins (every request in
  * flight there, queued ones included since they decode after their
  * prefill, and the others the scrape shows, each over the books' mean
@@ -132,15 +142,26 @@ static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
 	 * decode through that step, and how short, depends on where. Others'
 	 * requests are taken as ours there. */
 	double inv = s->inflight ? s->inv_out / s->inflight : (out > 1 ? 1 / (out - 1) : 0);
-	e->harm_s = chunk_s * (s->inv_out + o->requests * inv);
-	e->tpot_s = 0;
-	if (out <= 1)
-		return; /* no time per output token: vLLM's TPOT needs two */
 	double before = pred_srv_decode_step_s(p, s, batch, batch * mctx);
 	double after = pred_srv_decode_step_s(p, s, batch + 1, batch * mctx + prompt + out / 2);
 
-	e->tpot_s = after;
-	e->harm_s += batch * (after - before) * fmin(0.5, out / fmax(1, mout));
+	e->harm_s = chunk_s * (s->inv_out + o->requests * inv);
+	e->tpot_s = 0;
+	if (out > 1) { /* else no time per output token: vLLM's TPOT needs two */
+		e->tpot_s = after;
+		e->harm_s += batch * (after - before) * fmin(0.5, out / fmax(1, mout));
+	}
+	/* Harm weighed by risk: a decoder's TPOT t is priced convex below
+	 * the objective and linear past it (t^2 / 2 slo, then t - slo / 2),
+	 * so that the TPOT added weighs by how near the objective it takes
+	 * theirs: nothing gained keeping decoders far inside it. Summed
+	 * flat, a millisecond to each of hundreds far inside 100 ms sent a
+	 * burst's short prompts behind a deep prefill queue (BENCHMARKS.md,
+	 * "Stop 39: ttft's short-prompt tail on the code trace"). Theirs
+	 * now is the step they make without this one; what it adds, the
+	 * harm shared out among them. */
+	if (batch > 0)
+		e->harm_s *= pred_risk_weight(before, e->harm_s / batch, p->c.tpot_slo_s);
 }
 
 static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pred_request *r,
