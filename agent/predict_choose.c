@@ -128,7 +128,7 @@ static double pred_risk_weight(double t, double d, double slo)
  * "The decode side on mixed fleets"). */
 static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
                            const struct pred_others *o, double prompt, double out, double chunk_s,
-                           struct pred_eval *e)
+                           double queue_s, struct pred_eval *e)
 {
 	double batch = (double)s->inflight + o->requests;
 	double mctx = s->inflight ? s->ctx_tokens / s->inflight : prompt + out / 2;
@@ -158,10 +158,14 @@ static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
 	 * flat, a millisecond to each of hundreds far inside 100 ms sent a
 	 * burst's short prompts behind a deep prefill queue (BENCHMARKS.md,
 	 * "Stop 39: ttft's short-prompt tail on the code trace"). Theirs
-	 * now is the step they make without this one; what it adds, the
-	 * harm shared out among them. */
-	if (batch > 0)
-		e->harm_s *= pred_risk_weight(before, e->harm_s / batch, p->c.tpot_slo_s);
+	 * now: the step they make without this one, and the prefills queued
+	 * there, which their steps carry, spread over the half of their
+	 * output still to come; what it adds, the harm shared out among
+	 * them. */
+	if (batch > 0) {
+		double now_s = before + queue_s / fmax(1, mout / 2);
+		e->harm_s *= pred_risk_weight(now_s, e->harm_s / batch, p->c.tpot_slo_s);
+	}
 }
 
 static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pred_request *r,
@@ -227,7 +231,7 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	e->stall_s = ((double)s->inflight + o.requests) * extra * (steps - 1) / steps;
 	/* A load holds the step every request there is in. */
 	e->stall_s += ((double)s->inflight + o.requests) * lp.load_s;
-	pred_eval_tpot(p, s, &o, prompt, out, extra / steps, e);
+	pred_eval_tpot(p, s, &o, prompt, out, extra / steps, queue, e);
 	e->within = pred_ttft(e) <= p->c.ttft_slo_s && e->tpot_s <= p->c.tpot_slo_s;
 }
 

@@ -140,17 +140,44 @@ static void test_a_decode_batch_loses_a_short_request(void)
 	CHECK(c.ttft_s > a.ttft_s);
 	CHECK(c.within && a.within);
 	CHECK(c.tpot_s < 0.1);
-	/* A one-token request decodes nothing, but its prefill is a step
-	 * longer than a decode step for each of the 200 there, and one of
-	 * their tokens each: server 1 still, with no TPOT of its own; on the
-	 * first token alone, 0. */
+	/* A one-token request decodes nothing; its prefill is a step longer
+	 * than a decode step for each of the 200 there, one of their tokens
+	 * each, but their TPOT stays far inside the objective (harm weighed
+	 * by risk, pred_eval_tpot): server 0, as on the first token alone. */
 	struct dbk_pred_request probe = req(600, 1);
 	CHECK_EQ_U(dbk_pred_choose(alone, &probe, 60000, &a), 0);
-	CHECK_EQ_U(dbk_pred_choose(p, &probe, 60000, &c), 1);
+	CHECK_EQ_U(dbk_pred_choose(p, &probe, 60000, &c), 0);
 	CHECK(c.tpot_s == 0 && c.within);
 out:
 	dbk_pred_free(alone);
 	dbk_pred_free(p);
+}
+
+/* The TPOT a prefill adds to 200 decoders weighs by how near the
+ * objective theirs is: the same books and the same ratio of the
+ * objectives, but a TPOT objective of 20 ms, near their step, against
+ * 100 ms, far above it; the harm alone (a one-token probe: no TPOT of
+ * its own, no stall) weighs several times more near it. Summed flat, it
+ * weighed alike. */
+static void test_harm_weighed_by_risk(void)
+{
+	struct dbk_pred *loose = fleet(1, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S);
+	struct dbk_pred *tight = fleet(1, DBK_PRED_TTFT_SLO_S / 5, DBK_PRED_TPOT_SLO_S / 5);
+	struct dbk_pred_request probe = req(600, 1);
+	struct dbk_pred_choice l, t;
+
+	CHECK(loose && tight);
+	if (!loose || !tight)
+		goto out;
+	decoding(loose, 0, 200, 800, 400);
+	decoding(tight, 0, 200, 800, 400);
+	CHECK_EQ_U(dbk_pred_evaluate(loose, &probe, 0, 60000, &l), 0);
+	CHECK_EQ_U(dbk_pred_evaluate(tight, &probe, 0, 60000, &t), 0);
+	CHECK(l.cost_s > l.ttft_s);
+	CHECK(t.cost_s - t.ttft_s > 3 * (l.cost_s - l.ttft_s));
+out:
+	dbk_pred_free(loose);
+	dbk_pred_free(tight);
 }
 
 /* A batch so large that a newcomer's TPOT there is past the objective
@@ -244,6 +271,7 @@ int main(void)
 	RUN(test_objectives_checked);
 	RUN(test_tpot_priced_as_the_engine);
 	RUN(test_a_decode_batch_loses_a_short_request);
+	RUN(test_harm_weighed_by_risk);
 	RUN(test_past_the_tpot_objective);
 	RUN(test_within_the_ttft_objective_first);
 	RUN(test_short_outputs_stalled_apart);
