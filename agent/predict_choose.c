@@ -99,16 +99,6 @@ uint64_t dbk_pred_tie(uint64_t key, unsigned server)
 	return dbk_hash_fmix_light(key ^ ((uint64_t)(server + 1) * UINT64_C(0xc2b2ae3d27d4eb4f)));
 }
 
-/* What raising a TPOT from t by d costs, per second of d, where t costs
- * t^2 / 2 slo below the objective and t - slo / 2 past it (its slope
- * t / slo, 1 past the objective). */
-static double pred_risk_weight(double t, double d, double slo)
-{
-	double a = fmin(t, slo), b = fmin(t + d, slo);
-	double cost = (b * b - a * a) / (2 * slo) + fmax(0, t + d - fmax(t, slo));
-	return d > 0 ? cost / d : fmin(1, t / slo);
-}
-
 /* Its TPOT on s: a decode step of the batch it joins (every request in
  * flight there, queued ones included since they decode after their
  * prefill, and the others the scrape shows, each over the books' mean
@@ -142,29 +132,35 @@ static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
 	 * decode through that step, and how short, depends on where. Others'
 	 * requests are taken as ours there. */
 	double inv = s->inflight ? s->inv_out / s->inflight : (out > 1 ? 1 / (out - 1) : 0);
-	double before = pred_srv_decode_step_s(p, s, batch, batch * mctx);
-	double after = pred_srv_decode_step_s(p, s, batch + 1, batch * mctx + prompt + out / 2);
+	double inv2 = s->inflight ? s->inv_out2 / s->inflight : inv * inv;
+	double d2 = 0, before = pred_srv_decode_step_s(p, s, batch, batch * mctx);
 
 	e->harm_s = chunk_s * (s->inv_out + o->requests * inv);
 	e->tpot_s = 0;
 	if (out > 1) { /* else no time per output token: vLLM's TPOT needs two */
+		double after = pred_srv_decode_step_s(p, s, batch + 1,
+		                                      batch * mctx + prompt + out / 2);
 		e->tpot_s = after;
-		e->harm_s += batch * (after - before) * fmin(0.5, out / fmax(1, mout));
+		d2 = (after - before) * fmin(0.5, out / fmax(1, mout));
+		e->harm_s += batch * d2;
 	}
-	/* Harm weighed by risk: a decoder's TPOT t is priced convex below
-	 * the objective and linear past it (t^2 / 2 slo, then t - slo / 2),
-	 * so that the TPOT added weighs by how near the objective it takes
-	 * theirs: nothing gained keeping decoders far inside it. Summed
-	 * flat, a millisecond to each of hundreds far inside 100 ms sent a
-	 * burst's short prompts behind a deep prefill queue (BENCHMARKS.md,
-	 * "Stop 39: ttft's short-prompt tail on the code trace"). Theirs
-	 * now: the step they make without this one, and the prefills queued
-	 * there, which their steps carry, spread over the half of their
-	 * output still to come; what it adds, the harm shared out among
-	 * them. */
-	if (batch > 0) {
-		double now_s = before + queue_s / fmax(1, mout / 2);
-		e->harm_s *= pred_risk_weight(now_s, e->harm_s / batch, p->c.tpot_slo_s);
+	/* A prefill of one step (queue_s >= 0: pred_eval) takes the same
+	 * time wherever it goes; where, decides only whose TPOT carries it.
+	 * Priced by risk, each decoder's TPOT t costing t^2 / 2 slo (its
+	 * slope t / slo, 1 at the objective; at most the flat sum), summed
+	 * from two moments of what each gets (d: its share of the chunk,
+	 * chunk_s / (output - 1), and the batch's slower step). t: their
+	 * step as the durations measured it (the fleet's decode factor: the
+	 * books' step leaves out others' prefill chunks), and the prefills
+	 * queued there spread over the half of their output to come. Summed
+	 * flat, a millisecond to each of hundreds far inside 100 ms outbid
+	 * 400 ms of a first token (BENCHMARKS.md, "Stop 39", "Stop 40"). */
+	double t = fmax(1, p->fleet_b) * before + fmax(0, queue_s) / fmax(1, mout / 2);
+	double slo = p->c.tpot_slo_s;
+	if (queue_s >= 0 && batch > 0 && t < slo) {
+		double sq = chunk_s * chunk_s * (s->inv_out2 + o->requests * inv2) +
+		            batch * d2 * d2;
+		e->harm_s = fmin(e->harm_s, (t * e->harm_s + sq / 2) / slo);
 	}
 }
 
@@ -231,7 +227,8 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	e->stall_s = ((double)s->inflight + o.requests) * extra * (steps - 1) / steps;
 	/* A load holds the step every request there is in. */
 	e->stall_s += ((double)s->inflight + o.requests) * lp.load_s;
-	pred_eval_tpot(p, s, &o, prompt, out, extra / steps, queue, e);
+	pred_eval_tpot(p, s, &o, prompt, out, extra / steps,
+	               steps > 1 || prompt > p->c.budget_tokens ? -1 : queue, e);
 	e->within = pred_ttft(e) <= p->c.ttft_slo_s && e->tpot_s <= p->c.tpot_slo_s;
 }
 
