@@ -154,13 +154,17 @@ static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
 	 * books' step leaves out others' prefill chunks), and the prefills
 	 * queued there spread over the half of their output to come. Summed
 	 * flat, a millisecond to each of hundreds far inside 100 ms outbid
-	 * 400 ms of a first token (BENCHMARKS.md, "Stop 39", "Stop 40"). */
+	 * 400 ms of a first token (BENCHMARKS.md, "Stop 39", "Stop 40").
+	 * Each decoder's TPOT is read at its tail, not the mean: t + d, one
+	 * such chunk already in its gaps, as those a chunk hits hardest are
+	 * those another already hit (TPOT p99 4-5x the median under load),
+	 * so raising it to t + 2d costs (t d + 3 d^2 / 2) / slo. */
 	double t = fmax(1, p->fleet_b) * before + fmax(0, queue_s) / fmax(1, mout / 2);
 	double slo = p->c.tpot_slo_s;
 	if (queue_s >= 0 && batch > 0 && t < slo) {
 		double sq = chunk_s * chunk_s * (s->inv_out2 + o->requests * inv2) +
 		            batch * d2 * d2;
-		e->harm_s = fmin(e->harm_s, (t * e->harm_s + sq / 2) / slo);
+		e->harm_s = fmin(e->harm_s, (t * e->harm_s + 1.5 * sq) / slo);
 	}
 }
 

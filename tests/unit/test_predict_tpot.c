@@ -180,6 +180,33 @@ out:
 	dbk_pred_free(tight);
 }
 
+/* The risk is read at the decoders' tail: a decoder with a two-token
+ * output takes a whole chunk into its one gap, and is as likely to have
+ * taken one already, so it weighs as one near the objective. One such
+ * beside 99 long ones (outputs of 401) makes a one-token probe's harm
+ * over 9 times that among 100 long ones; at the mean TPOT, about 7. */
+static void test_harm_read_at_the_tail(void)
+{
+	struct dbk_pred *a = fleet(1, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S);
+	struct dbk_pred *b = fleet(1, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S);
+	struct dbk_pred_request probe = req(600, 1);
+	struct dbk_pred_choice ca, cb;
+
+	CHECK(a && b);
+	if (!a || !b)
+		goto out;
+	decoding(a, 0, 100, 200, 401);
+	decoding(b, 0, 99, 200, 401);
+	decoding(b, 0, 1, 200, 3);
+	CHECK_EQ_U(dbk_pred_evaluate(a, &probe, 0, 60000, &ca), 0);
+	CHECK_EQ_U(dbk_pred_evaluate(b, &probe, 0, 60000, &cb), 0);
+	/* The harm alone (a one-token probe: no TPOT of its own, no stall). */
+	CHECK(cb.cost_s - cb.ttft_s > 9 * (ca.cost_s - ca.ttft_s));
+out:
+	dbk_pred_free(a);
+	dbk_pred_free(b);
+}
+
 /* A batch so large that a newcomer's TPOT there is past the objective
  * (1000 decoders over 3k contexts: KV reads of ~0.15 s a step, on
  * servers with ten times the default KV cache) loses it
@@ -272,6 +299,7 @@ int main(void)
 	RUN(test_tpot_priced_as_the_engine);
 	RUN(test_a_decode_batch_loses_a_short_request);
 	RUN(test_harm_weighed_by_risk);
+	RUN(test_harm_read_at_the_tail);
 	RUN(test_past_the_tpot_objective);
 	RUN(test_within_the_ttft_objective_first);
 	RUN(test_short_outputs_stalled_apart);
