@@ -164,7 +164,14 @@ static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
 	if (queue_s >= 0 && batch > 0 && t < slo) {
 		double sq = chunk_s * chunk_s * (s->inv_out2 + o->requests * inv2) +
 		            batch * d2 * d2;
-		e->harm_s = fmin(e->harm_s, (t * e->harm_s + 1.5 * sq) / slo);
+		double risk = fmin(e->harm_s, (t * e->harm_s + 1.5 * sq) / slo);
+		/* The flat sum also stands in for the load still to come, which
+		 * the first token predicted here knows nothing of: the discount
+		 * fades as the server's KV cache fills, the memory sustained
+		 * load exhausts, so that it acts where servers are lightly
+		 * loaded and not past capacity (BENCHMARKS.md, "Stop 40"). */
+		double kv_use = (s->kv_tokens + o->kv) / fmax(1, pred_capacity(p, s));
+		e->harm_s = risk + fmin(1, kv_use) * (e->harm_s - risk);
 	}
 }
 

@@ -23,6 +23,10 @@ static struct dbk_pred *fleet_kv(unsigned n, double ttft_slo_s, double tpot_slo_
 	return dbk_pred_new(&c);
 }
 
+/* A hundred times the default KV cache: decoders that fill little of it, so
+ * the harm's discount is not faded by the load to come (pred_eval_tpot). */
+#define ROOMY_KV 4.3e7
+
 static struct dbk_pred *fleet(unsigned n, double ttft_slo_s, double tpot_slo_s)
 {
 	return fleet_kv(n, ttft_slo_s, tpot_slo_s, 0);
@@ -129,6 +133,8 @@ static void test_a_decode_batch_loses_a_short_request(void)
 {
 	struct dbk_pred *alone = fleet(2, DBK_PRED_TTFT_SLO_S, 1e9);
 	struct dbk_pred *p = fleet(2, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S);
+	struct dbk_pred *roomy = fleet_kv(2, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S, ROOMY_KV);
+	struct dbk_pred *roomy_alone = fleet_kv(2, DBK_PRED_TTFT_SLO_S, 1e9, ROOMY_KV);
 	struct dbk_pred_request shortp = req(600, 200);
 	struct dbk_pred_choice a, c;
 
@@ -142,15 +148,23 @@ static void test_a_decode_batch_loses_a_short_request(void)
 	CHECK(c.tpot_s < 0.1);
 	/* A one-token request decodes nothing; its prefill is a step longer
 	 * than a decode step for each of the 200 there, one of their tokens
-	 * each, but their TPOT stays far inside the objective (harm weighed
-	 * by risk, pred_eval_tpot): server 0, as on the first token alone. */
+	 * each. Their TPOT stays far inside the objective (harm weighed by
+	 * risk, pred_eval_tpot), but they fill over half of server 0's KV
+	 * cache, which prices the load to come: server 1. With a hundred times
+	 * the cache, the risk alone: server 0, as on the first token alone. */
 	struct dbk_pred_request probe = req(600, 1);
 	CHECK_EQ_U(dbk_pred_choose(alone, &probe, 60000, &a), 0);
-	CHECK_EQ_U(dbk_pred_choose(p, &probe, 60000, &c), 0);
+	CHECK_EQ_U(dbk_pred_choose(p, &probe, 60000, &c), 1);
 	CHECK(c.tpot_s == 0 && c.within);
+	if (!batch_or_queue(roomy_alone, roomy, 200, 800, 400, 1500))
+		goto out;
+	CHECK_EQ_U(dbk_pred_choose(roomy_alone, &probe, 60000, &a), 0);
+	CHECK_EQ_U(dbk_pred_choose(roomy, &probe, 60000, &c), 0);
 out:
 	dbk_pred_free(alone);
 	dbk_pred_free(p);
+	dbk_pred_free(roomy);
+	dbk_pred_free(roomy_alone);
 }
 
 /* The TPOT a prefill adds to 200 decoders weighs by how near the
@@ -161,8 +175,9 @@ out:
  * weighed alike. */
 static void test_harm_weighed_by_risk(void)
 {
-	struct dbk_pred *loose = fleet(1, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S);
-	struct dbk_pred *tight = fleet(1, DBK_PRED_TTFT_SLO_S / 5, DBK_PRED_TPOT_SLO_S / 5);
+	struct dbk_pred *loose = fleet_kv(1, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S, ROOMY_KV);
+	struct dbk_pred *tight = fleet_kv(1, DBK_PRED_TTFT_SLO_S / 5, DBK_PRED_TPOT_SLO_S / 5,
+	                                  ROOMY_KV);
 	struct dbk_pred_request probe = req(600, 1);
 	struct dbk_pred_choice l, t;
 
@@ -187,8 +202,8 @@ out:
  * over 9 times that among 100 long ones; at the mean TPOT, about 7. */
 static void test_harm_read_at_the_tail(void)
 {
-	struct dbk_pred *a = fleet(1, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S);
-	struct dbk_pred *b = fleet(1, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S);
+	struct dbk_pred *a = fleet_kv(1, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S, ROOMY_KV);
+	struct dbk_pred *b = fleet_kv(1, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S, ROOMY_KV);
 	struct dbk_pred_request probe = req(600, 1);
 	struct dbk_pred_choice ca, cb;
 
