@@ -167,6 +167,17 @@ out:
 	dbk_pred_free(roomy_alone);
 }
 
+/* The harm alone that a one-token probe of 600 tokens weighs with on
+ * server 0 (no TPOT of its own, no stall): its cost less its TTFT. */
+static double probe_harm(struct dbk_pred *p)
+{
+	struct dbk_pred_request probe = req(600, 1);
+	struct dbk_pred_choice c;
+
+	CHECK_EQ_U(dbk_pred_evaluate(p, &probe, 0, 60000, &c), 0);
+	return c.cost_s - c.ttft_s;
+}
+
 /* The TPOT a prefill adds to 200 decoders weighs by how near the
  * objective theirs is: the same books and the same ratio of the
  * objectives, but a TPOT objective of 20 ms, near their step, against
@@ -178,18 +189,15 @@ static void test_harm_weighed_by_risk(void)
 	struct dbk_pred *loose = fleet_kv(1, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S, ROOMY_KV);
 	struct dbk_pred *tight = fleet_kv(1, DBK_PRED_TTFT_SLO_S / 5, DBK_PRED_TPOT_SLO_S / 5,
 	                                  ROOMY_KV);
-	struct dbk_pred_request probe = req(600, 1);
-	struct dbk_pred_choice l, t;
 
 	CHECK(loose && tight);
 	if (!loose || !tight)
 		goto out;
 	decoding(loose, 0, 200, 800, 400);
 	decoding(tight, 0, 200, 800, 400);
-	CHECK_EQ_U(dbk_pred_evaluate(loose, &probe, 0, 60000, &l), 0);
-	CHECK_EQ_U(dbk_pred_evaluate(tight, &probe, 0, 60000, &t), 0);
-	CHECK(l.cost_s > l.ttft_s);
-	CHECK(t.cost_s - t.ttft_s > 3 * (l.cost_s - l.ttft_s));
+	double l = probe_harm(loose);
+	CHECK(l > 0);
+	CHECK(probe_harm(tight) > 3 * l);
 out:
 	dbk_pred_free(loose);
 	dbk_pred_free(tight);
@@ -204,8 +212,6 @@ static void test_harm_read_at_the_tail(void)
 {
 	struct dbk_pred *a = fleet_kv(1, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S, ROOMY_KV);
 	struct dbk_pred *b = fleet_kv(1, DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S, ROOMY_KV);
-	struct dbk_pred_request probe = req(600, 1);
-	struct dbk_pred_choice ca, cb;
 
 	CHECK(a && b);
 	if (!a || !b)
@@ -213,10 +219,7 @@ static void test_harm_read_at_the_tail(void)
 	decoding(a, 0, 100, 200, 401);
 	decoding(b, 0, 99, 200, 401);
 	decoding(b, 0, 1, 200, 3);
-	CHECK_EQ_U(dbk_pred_evaluate(a, &probe, 0, 60000, &ca), 0);
-	CHECK_EQ_U(dbk_pred_evaluate(b, &probe, 0, 60000, &cb), 0);
-	/* The harm alone (a one-token probe: no TPOT of its own, no stall). */
-	CHECK(cb.cost_s - cb.ttft_s > 9 * (ca.cost_s - ca.ttft_s));
+	CHECK(probe_harm(b) > 9 * probe_harm(a));
 out:
 	dbk_pred_free(a);
 	dbk_pred_free(b);
