@@ -174,9 +174,8 @@ static void pred_charge(struct pred_srv *s, const struct dbk_pred_ticket *t, int
 	pred_charge_shared(s, pred_ticket_shared(t), sign);
 	s->ctx_tokens = fmax(0, s->ctx_tokens + sign * (double)t->ctx_tokens);
 	s->inv_out = fmax(0, s->inv_out + sign * pred_ticket_inv_out(t));
-	s->inv_out2 = fmax(0, s->inv_out2 + sign * pred_ticket_inv_out(t) * pred_ticket_inv_out(t));
 	if (s->inflight == 0) {
-		s->prompt_tokens = s->kv_own = s->ctx_tokens = s->inv_out = s->inv_out2 = 0;
+		s->prompt_tokens = s->kv_own = s->ctx_tokens = s->inv_out = 0;
 		memset(s->shared, 0, sizeof(s->shared));
 		s->count = 0;
 	}

@@ -118,7 +118,7 @@ uint64_t dbk_pred_tie(uint64_t key, unsigned server)
  * "The decode side on mixed fleets"). */
 static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
                            const struct pred_others *o, double prompt, double out, double chunk_s,
-                           double queue_s, struct pred_eval *e)
+                           struct pred_eval *e)
 {
 	double batch = (double)s->inflight + o->requests;
 	double mctx = s->inflight ? s->ctx_tokens / s->inflight : prompt + out / 2;
@@ -132,47 +132,15 @@ static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
 	 * decode through that step, and how short, depends on where. Others'
 	 * requests are taken as ours there. */
 	double inv = s->inflight ? s->inv_out / s->inflight : (out > 1 ? 1 / (out - 1) : 0);
-	double inv2 = s->inflight ? s->inv_out2 / s->inflight : inv * inv;
-	double d2 = 0, before = pred_srv_decode_step_s(p, s, batch, batch * mctx);
-
 	e->harm_s = chunk_s * (s->inv_out + o->requests * inv);
 	e->tpot_s = 0;
-	if (out > 1) { /* else no time per output token: vLLM's TPOT needs two */
-		double after = pred_srv_decode_step_s(p, s, batch + 1,
-		                                      batch * mctx + prompt + out / 2);
-		e->tpot_s = after;
-		d2 = (after - before) * fmin(0.5, out / fmax(1, mout));
-		e->harm_s += batch * d2;
-	}
-	/* A prefill of one step (queue_s >= 0: pred_eval) takes the same
-	 * time wherever it goes; where, decides only whose TPOT carries it.
-	 * Priced by risk, each decoder's TPOT t costing t^2 / 2 slo (its
-	 * slope t / slo, 1 at the objective; at most the flat sum), summed
-	 * from two moments of what each gets (d: its share of the chunk,
-	 * chunk_s / (output - 1), and the batch's slower step). t: their
-	 * step as the durations measured it (the fleet's decode factor: the
-	 * books' step leaves out others' prefill chunks), and the prefills
-	 * queued there spread over the half of their output to come. Summed
-	 * flat, a millisecond to each of hundreds far inside 100 ms outbid
-	 * 400 ms of a first token (BENCHMARKS.md, "Stop 39", "Stop 40").
-	 * Each decoder's TPOT is read at its tail, not the mean: t + d, one
-	 * such chunk already in its gaps, as those a chunk hits hardest are
-	 * those another already hit (TPOT p99 4-5x the median under load),
-	 * so raising it to t + 2d costs (t d + 3 d^2 / 2) / slo. */
-	double t = fmax(1, p->fleet_b) * before + fmax(0, queue_s) / fmax(1, mout / 2);
-	double slo = p->c.tpot_slo_s;
-	if (queue_s >= 0 && batch > 0 && t < slo) {
-		double sq = chunk_s * chunk_s * (s->inv_out2 + o->requests * inv2) +
-		            batch * d2 * d2;
-		double risk = fmin(e->harm_s, (t * e->harm_s + 1.5 * sq) / slo);
-		/* The flat sum also stands in for the load still to come, which
-		 * the first token predicted here knows nothing of: the discount
-		 * fades as the server's KV cache fills, the memory sustained
-		 * load exhausts, so that it acts where servers are lightly
-		 * loaded and not past capacity (BENCHMARKS.md, "Stop 40"). */
-		double kv_use = (s->kv_tokens + o->kv) / fmax(1, pred_capacity(p, s));
-		e->harm_s = risk + fmin(1, kv_use) * (e->harm_s - risk);
-	}
+	if (out <= 1)
+		return; /* no time per output token: vLLM's TPOT needs two */
+	double before = pred_srv_decode_step_s(p, s, batch, batch * mctx);
+	double after = pred_srv_decode_step_s(p, s, batch + 1, batch * mctx + prompt + out / 2);
+
+	e->tpot_s = after;
+	e->harm_s += batch * (after - before) * fmin(0.5, out / fmax(1, mout));
 }
 
 static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pred_request *r,
@@ -238,8 +206,7 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	e->stall_s = ((double)s->inflight + o.requests) * extra * (steps - 1) / steps;
 	/* A load holds the step every request there is in. */
 	e->stall_s += ((double)s->inflight + o.requests) * lp.load_s;
-	pred_eval_tpot(p, s, &o, prompt, out, extra / steps,
-	               steps > 1 || prompt > p->c.budget_tokens ? -1 : queue, e);
+	pred_eval_tpot(p, s, &o, prompt, out, extra / steps, e);
 	e->within = pred_ttft(e) <= p->c.ttft_slo_s && e->tpot_s <= p->c.tpot_slo_s;
 }
 

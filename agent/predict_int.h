@@ -67,8 +67,7 @@ struct pred_srv {
 	double prompt_tokens, kv_tokens, ctx_tokens;
 	double kv_own;
 	struct pred_shared shared[PRED_SHARED];
-	double inv_out;  /* sum in flight of 1 / (output - 1): TPOT per second a step is longer */
-	double inv_out2; /* sum in flight of 1 / (output - 1)^2: how unevenly that falls */
+	double inv_out; /* sum in flight of 1 / (output - 1): TPOT per second a step is longer */
 	uint32_t sent_units; /* new KV tokens sent, in key blocks: cache turnover */
 	struct pred_pending ring[PRED_RING];
 	unsigned head, count;
