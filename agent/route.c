@@ -169,7 +169,7 @@ static void read_args(const struct dbk_spop_message *m, struct route_args *a)
 static bool chooses(const struct dbk_route *r) { return r->policy && r->policy->ops->choose; }
 
 /* A route message's request as the decision reads it, gathered once
- * (read_args, then gather) and passed whole. */
+ * (read_args, then estimate) and passed whole. */
 struct route_req {
 	struct route_args a;
 	const char *id; /* a.id's bytes */
