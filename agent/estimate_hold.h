@@ -45,8 +45,9 @@
  * two scrapes in a row: a count that lags otherwise (a request in transit
  * the engine counted but whose lease is not taken yet, a release whose
  * line came late) makes an excess of one scrape, and the trickler it
- * would make whole stays whole until its lease ends. Every prompt past 16 KB waits two scrapes for its
- * charge, which live cost honest traffic (README, Slow bodies).
+ * would make whole stays whole until its lease ends. Every prompt past
+ * 16 KB waits two scrapes for its charge, which live cost honest traffic
+ * (README, Slow bodies).
  *
  * Either way a held or taken-back charge ends with the lease, however it
  * ends (an entry whose lease is gone is dropped at the next scrape).
