@@ -17,7 +17,7 @@ static bool any_held(const struct dbk_sim_result *r)
 }
 
 /* With clients that retry as the SDKs do: what their retries came to,
- * per class. "late from last" is within every objective counted from
+ * per class. "within-last%" is within every objective counted from
  * the last send, as the client that retried sees it. */
 static void report_retries(FILE *f, const struct dbk_sim_run_report *runs, size_t n)
 {
@@ -28,7 +28,9 @@ static void report_retries(FILE *f, const struct dbk_sim_run_report *runs, size_
 	for (size_t k = 0; k < n; k++) {
 		const struct dbk_sim_result *r = &runs[k].res;
 
-		for (int c = 0; r->retry_sdk && c < DBK_CLASS_N; c++) {
+		if (!r->retry_sdk)
+			continue;
+		for (int c = 0; c < DBK_CLASS_N; c++) {
 			const struct dbk_sim_prio *p = &r->prio[c];
 
 			fprintf(f, "%-16s %-9s %10llu %8llu %9llu %8.1f %8llu %8llu %12.1f\n",

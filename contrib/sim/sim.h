@@ -219,11 +219,6 @@ bool dbk_sim_holding(const struct dbk_sim *s, uint32_t id);
  * (retried; then admitted or shed), held instead of shed
  * (admit_queue_s; then admitted or shed). offered = admitted + shed +
  * those the fleet refused (no instance). */
-/* How long the openai SDKs' client waits after a 429 with a Retry-After
- * of retry_s (0: none) before its retry number n + 1 of request id
- * (sim_retry.c). */
-double dbk_sim_sdk_wait(int retry_s, uint32_t id, unsigned n);
-
 struct dbk_sim_prio {
 	uint64_t offered, good, admitted, shed, retried, held;
 	/* Clients that retry (shed_retry, shed_retry_sdk): requests shed at
@@ -232,6 +227,11 @@ struct dbk_sim_prio {
 	 * first). */
 	uint64_t first_shed, retry_admitted, good_last;
 };
+
+/* How long the openai SDKs' client waits after a 429 with a Retry-After
+ * of retry_s (0: none) before its retry number n + 1 of request id
+ * (sim_retry.c). */
+double dbk_sim_sdk_wait(int retry_s, uint32_t id, unsigned n);
 
 struct dbk_sim_result {
 	struct dbk_class_summary cls[DBK_NCLASSES];

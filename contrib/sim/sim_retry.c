@@ -19,6 +19,7 @@
 
 #include <math.h>
 
+#include "lib/hash.h"
 #include "u64map.h"
 
 #define SDK_MAX_RETRIES 2
@@ -28,12 +29,14 @@
 
 double dbk_sim_sdk_wait(int retry_s, uint32_t id, unsigned n)
 {
-	uint64_t h = dbk_u64map_mix64_pair(id, n);
+	uint64_t draw = dbk_u64map_mix64_pair(id, n);
 
 	if (retry_s > 0 && retry_s <= SDK_RETRY_AFTER_MAX_S)
 		return retry_s;
+	/* dbk_hash_unit is in (0, 1]: the jitter in (0.75, 1], as the SDK's
+	 * 1 - 0.25 x random() with random() in [0, 1). */
 	return fmin(SDK_INITIAL_DELAY_S * pow(2.0, n), SDK_MAX_DELAY_S) *
-	       (1 - 0.25 * (double)(h >> 11) / 9007199254740992.0);
+	       (0.75 + 0.25 * dbk_hash_unit(&draw));
 }
 
 int dbk_sim_retry(struct dbk_sim *s, uint32_t id, int retry_s)
