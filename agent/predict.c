@@ -23,9 +23,8 @@ struct dbk_pred *dbk_pred_new(const struct dbk_pred_config *c)
 	if (p->x) {
 		p->x->ev = calloc(c->nservers, sizeof(*p->x->ev));
 		p->x->sorted = calloc(3 * (size_t)c->nservers, sizeof(*p->x->sorted));
-		p->x->rank = calloc(c->nservers, sizeof(*p->x->rank));
 	}
-	if (!p->s || !p->idx || !p->x || !p->x->ev || !p->x->sorted || !p->x->rank) {
+	if (!p->s || !p->idx || !p->x || !p->x->ev || !p->x->sorted) {
 		dbk_pred_free(p);
 		return NULL;
 	}
@@ -47,7 +46,6 @@ void dbk_pred_free(struct dbk_pred *p)
 	if (p->x) {
 		free(p->x->ev);
 		free(p->x->sorted);
-		free(p->x->rank);
 		free(p->x);
 	}
 	free(p->s);
@@ -139,7 +137,6 @@ void dbk_pred_reset(struct dbk_pred *p, unsigned server)
 	memset(&s->lr, 0, sizeof(s->lr));
 	memset(&s->hist, 0, sizeof(s->hist));
 	s->weight = 0;
-	s->pf_s = 0;
 	p->prior_stale = true;
 	memset(s->lora_sent, 0, sizeof(s->lora_sent));
 	dbk_pred_update_slow(p);
@@ -266,11 +263,6 @@ static void pred_book(struct dbk_pred *p, struct dbk_pred_ticket *t, double prom
 	double fresh = fmax(prompt - hit, 1);
 	double own = pred_srv_prefill_s(p, s, fresh, hit, decoders, ctx) + load_s;
 	double start = fmax(now, s->last_end_s);
-	/* What its chunks add to the steps its decoders share (pred_eval). */
-	double chunks = own - load_s -
-	                pred_steps(&p->c, fresh, decoders) *
-	                        pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
-	dbk_pred_stretch_note(p, s, fmax(0, chunks) + load_s, now_ms);
 	pred_push(s, now, start + own);
 	s->last_end_s = start + own;
 	/* Its first token at the fleet's speed, for dbk_pred_learn_speed,
@@ -284,8 +276,7 @@ static void pred_book(struct dbk_pred *p, struct dbk_pred_ticket *t, double prom
 	p->mean_work_s += (pred_prefill_s(&p->c, fresh, hit, 0, 0) - p->mean_work_s) / 64;
 	if (learn) {
 		t->x1 = (float)x1;
-		t->x2 = (float)(pred_decode_fleet_s(p, s, prompt, out, now_ms) *
-		                dbk_pred_stretch(p, s, now_ms));
+		t->x2 = (float)pred_decode_fleet_s(p, s, prompt, out, now_ms);
 	}
 	pred_charge(s, t, +1);
 }

@@ -118,7 +118,7 @@ uint64_t dbk_pred_tie(uint64_t key, unsigned server)
  * "The decode side on mixed fleets"). */
 static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
                            const struct pred_others *o, double prompt, double out, double chunk_s,
-                           double stretch, struct pred_eval *e)
+                           struct pred_eval *e)
 {
 	double batch = (double)s->inflight + o->requests;
 	double mctx = s->inflight ? s->ctx_tokens / s->inflight : prompt + out / 2;
@@ -139,7 +139,7 @@ static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
 	double before = pred_srv_decode_step_s(p, s, batch, batch * mctx);
 	double after = pred_srv_decode_step_s(p, s, batch + 1, batch * mctx + prompt + out / 2);
 
-	e->tpot_s = after * stretch;
+	e->tpot_s = after;
 	e->harm_s += batch * (after - before) * fmin(0.5, out / fmax(1, mout));
 }
 
@@ -206,7 +206,7 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	e->stall_s = ((double)s->inflight + o.requests) * extra * (steps - 1) / steps;
 	/* A load holds the step every request there is in. */
 	e->stall_s += ((double)s->inflight + o.requests) * lp.load_s;
-	pred_eval_tpot(p, s, &o, prompt, out, extra / steps, dbk_pred_stretch(p, s, now_ms), e);
+	pred_eval_tpot(p, s, &o, prompt, out, extra / steps, e);
 	e->within = pred_ttft(e) <= p->c.ttft_slo_s && e->tpot_s <= p->c.tpot_slo_s;
 }
 

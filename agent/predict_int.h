@@ -98,10 +98,6 @@ struct pred_srv {
 	double ttft_sum_then, ttft_n_then;
 	struct dbk_plearn lr, hist;
 	double slow, slow_dec;
-	/* Prefill seconds booked, fading by e every PRED_STRETCH_S, as of
-	 * pf_ms (dbk_pred_stretch). */
-	double pf_s;
-	uint64_t pf_ms;
 	double weight; /* HAProxy's effective weight; 0: not known */
 	double prior;  /* the weight's prior of its speed (predict_speed.c: priors) */
 	struct pred_lora_sent lora_sent[PRED_LORA_SENT];
@@ -119,24 +115,15 @@ struct pred_eval {
 	bool ok;     /* a candidate: usable, holds the request */
 };
 
-/* A server as dbk_pred_slow_apply groups them: the log of its prefill
- * factor, of its decode fit against the fleet's, of that fit's band. */
-struct pred_rank {
-	double key, dec, band;
-	unsigned server;
-};
-
 struct dbk_pred {
 	struct dbk_pred_config c;
 	struct pred_srv *s;
 	struct dbk_pidx *idx;
 	double mean_work_s;               /* EWMA of a request's prefill on an idle server */
 	double fleet_a, fleet_b, fleet_h; /* the fleet's fits (dbk_pred_update_slow) */
-	double pf_s;                      /* the servers' pf_s summed, as of pf_ms */
-	uint64_t pf_ms;
-	bool prior_stale; /* a weight changed since the servers' priors */
-	bool slow_stale;  /* the fleet's fits moved since the servers' slow (pred_slow_fresh) */
-	unsigned next;    /* varies the ties of requests without identity */
+	bool prior_stale;                 /* a weight changed since the servers' priors */
+	bool slow_stale; /* the fleet's fits moved since the servers' slow (pred_slow_fresh) */
+	unsigned next;   /* varies the ties of requests without identity */
 	/* Other balancers (dbk_pred_unseen_share > 0): what our requests teach
 	 * of theirs. */
 	double rate; /* our requests in the last second or so (decays by e each s) */
@@ -149,7 +136,6 @@ struct dbk_pred {
 		struct pred_eval *ev;
 		double *sorted;
 		double level;
-		struct pred_rank *rank; /* dbk_pred_slow_apply's groups */
 	} * x;
 };
 
@@ -287,11 +273,6 @@ void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct d
 /* A request of s ended y seconds after it was sent, predicted x1 (first
  * token) and x2 (decode) at the fleet's speed. */
 void dbk_pred_learn_request(struct dbk_pred *p, struct pred_srv *s, double x1, double x2, double y);
-/* A prefill of own_s seconds booked on s at now_ms; how much longer
- * than the fleet's the steps of s's decoders are for the prefill chunks
- * they share them with, lately (1: as much as the fleet's). */
-void dbk_pred_stretch_note(struct dbk_pred *p, struct pred_srv *s, double own_s, uint64_t now_ms);
-double dbk_pred_stretch(const struct dbk_pred *p, const struct pred_srv *s, uint64_t now_ms);
 /* What is learnt (a request ended, a scrape's first tokens, a weight)
  * moves the fleet's fits at once, and every server's slow and slow_dec
  * from them and from weights where nothing is learnt, when next read:

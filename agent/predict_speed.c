@@ -174,49 +174,6 @@ void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct d
 	window_reset(s);
 }
 
-/* Prefill chunks stretch the steps of every request decoding beside
- * them: a server that spent a share f of its last seconds prefilling
- * gives its decoders a token every step / (1 - f) (its steps without a
- * chunk take step, the chunks' f of the time come on top). What all
- * servers share cancels: a server is priced by its share against the
- * fleet's mean, (1 - mean) / (1 - f) (priced absolutely, every prompt
- * paid the fleet's common stretch, which cost up to 27 points of
- * capacity at 64 instances: BENCHMARKS.md "Stop 40: the median TPOT
- * on mixed fleets"). Without it, a mixed fleet sent its long prompts to
- * the fast GPUs and their decoders then shared a quarter of their steps
- * with chunks against an eighth on the slow ones, and the durations
- * read the fast and the slow decode alike (1.05 and 0.88 of the
- * fleet's where the simulator's step is 1.65x): the stretch rides in
- * each request's predicted decode too (dbk_pred_learn_request), so
- * that its decode factor is the server's and not where it was sent.
- * Shares are of PRED_STRETCH_S, at most PRED_STRETCH_MAX. */
-#define PRED_STRETCH_S 30.0
-#define PRED_STRETCH_MAX 0.9
-
-static double faded(double v, uint64_t then_ms, uint64_t now_ms)
-{
-	return now_ms > then_ms ? v * exp(-sec(now_ms - then_ms) / PRED_STRETCH_S) : v;
-}
-
-void dbk_pred_stretch_note(struct dbk_pred *p, struct pred_srv *s, double own_s, uint64_t now_ms)
-{
-	if (!(own_s > 0) || !isfinite(own_s))
-		return;
-	s->pf_s = faded(s->pf_s, s->pf_ms, now_ms) + own_s;
-	p->pf_s = faded(p->pf_s, p->pf_ms, now_ms) + own_s;
-	s->pf_ms = now_ms > s->pf_ms ? now_ms : s->pf_ms;
-	p->pf_ms = now_ms > p->pf_ms ? now_ms : p->pf_ms;
-}
-
-double dbk_pred_stretch(const struct dbk_pred *p, const struct pred_srv *s, uint64_t now_ms)
-{
-	double f = fmin(PRED_STRETCH_MAX, faded(s->pf_s, s->pf_ms, now_ms) / PRED_STRETCH_S);
-	double mean = fmin(PRED_STRETCH_MAX,
-	                   faded(p->pf_s, p->pf_ms, now_ms) / PRED_STRETCH_S / p->c.nservers);
-
-	return (1 - mean) / (1 - f);
-}
-
 void dbk_pred_learn_request(struct dbk_pred *p, struct pred_srv *s, double x1, double x2, double y)
 {
 	dbk_plearn_add(&s->lr, x1, x2, y, 1);
@@ -383,49 +340,6 @@ void dbk_pred_update_slow(struct dbk_pred *p)
 	p->slow_stale = true;
 }
 
-static int rank_cmp(const void *a, const void *b)
-{
-	double x = ((const struct pred_rank *)a)->key, y = ((const struct pred_rank *)b)->key;
-
-	return (x > y) - (x < y);
-}
-
-/* The decode factors of the servers ranked r[0..m), one per group of
- * servers that prefill alike (sorted by the prefill factor, a group
- * broken where two neighbours' differ by PRED_SPEED_BAND or more): the
- * group's median fit, counted the fleet's own within the band of one
- * server's fit narrowed by the square root of the group's size. One
- * server's fit reads its load as much as its GPU (a server sent more
- * reads faster, and is sent more still): on a fleet of two GPU types
- * the median lay between them, each server's fit at about 1.2x of it,
- * and the band priced one H100 of two at 0.73, the other at 1 (it took
- * 57% of Azure's requests at a batch of 87, BENCHMARKS.md "Stop 40:
- * the median TPOT on mixed fleets"). The median of k servers that
- * prefill alike is less tied to any one's load, and servers alike in
- * everything are one group, its median the fleet's. */
-static void group_decode(struct dbk_pred *p, struct pred_rank *r, unsigned m)
-{
-	double *v = p->x->sorted, *w = v + p->c.nservers;
-
-	qsort(r, m, sizeof(*r), rank_cmp);
-	for (unsigned lo = 0, hi; lo < m; lo = hi) {
-		for (hi = lo + 1; hi < m && r[hi].key - r[hi - 1].key < log(PRED_SPEED_BAND); hi++)
-			;
-		for (unsigned j = lo; j < hi; j++) {
-			v[j - lo] = r[j].dec;
-			w[j - lo] = r[j].band;
-		}
-		double k = hi - lo, g = exp(median(v, hi - lo));
-		double band = exp(median(w, hi - lo) / sqrt(k));
-		for (unsigned j = lo; j < hi; j++) {
-			double own = exp(r[j].dec), bj = exp(r[j].band);
-			/* One that decodes unlike its group is its own. */
-			bool alike = fabs(r[j].dec - log(g)) < r[j].band;
-			p->s[r[j].server].slow_dec = alike ? banded(g, band) : banded(own, bj);
-		}
-	}
-}
-
 /* The fleet's fits feed the next update (each pulled towards the last),
  * so they move on every request ended; the servers' factors are read
  * from the last fits alone, and every input they read (the fits of the
@@ -434,8 +348,6 @@ static void group_decode(struct dbk_pred *p, struct pred_rank *r, unsigned m)
 void dbk_pred_slow_apply(struct dbk_pred *p)
 {
 	double fa = p->fleet_a, fb = p->fleet_b, fh = p->fleet_h;
-	struct pred_rank *r = p->x->rank;
-	unsigned m = 0;
 
 	p->slow_stale = false;
 	for (unsigned i = 0; i < p->c.nservers; i++) {
@@ -462,10 +374,6 @@ void dbk_pred_slow_apply(struct dbk_pred *p)
 				b = dbk_plearn_solve_b(&x->lr, x->slow * fa, fb * q);
 		}
 		b = fmax(b, 1e-3);
-		r[m++] = (struct pred_rank){ .key = log(x->slow),
-			                     .dec = log(b / fb),
-			                     .band = log(band_of(eb, b)),
-			                     .server = i };
+		x->slow_dec = banded(b / fb, band_of(eb, b));
 	}
-	group_decode(p, r, m);
 }
