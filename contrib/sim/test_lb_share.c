@@ -201,9 +201,48 @@ out:
 	free(r);
 }
 
+/* The session table alone (--lb-share-sessions without --lb-share-books):
+ * HAProxy nodes that replicate where each session last went and no
+ * books. Told at once, each balancer follows a conversation's turns as
+ * one balancer does, yet knows only its own load, so it decides
+ * otherwise than one balancer (which shared books told at once would
+ * not); never told, it is K balancers that share nothing. */
+static void test_table_alone(void)
+{
+	struct dbk_engine_config e[4];
+	struct dbk_sim_config c;
+	struct dbk_sim_req *r = conversations();
+	static uint32_t one[N], apart[N], x[N];
+	static double f1[N], fa[N], fx[N];
+
+	CHECK(r != NULL);
+	if (!r)
+		return;
+	fleet(&c, e, 4);
+	if (!run(&c, r, one, f1))
+		goto out;
+	c.lb_nodes = 4;
+	if (!run(&c, r, apart, fa))
+		goto out;
+	c.lb_share = true;
+	c.lb_share_sessions = true;
+	c.lb_share_s = 0;
+	if (run(&c, r, x, fx)) {
+		CHECK(differ(one, f1, x, fx) > 0);
+		CHECK(followed(x) > followed(apart) + N / 20);
+		CHECK(followed(x) * 10 >= followed(one) * 9);
+	}
+	c.lb_share_s = 1e6;
+	if (run(&c, r, x, fx))
+		CHECK_EQ_U(differ(apart, fa, x, fx), 0);
+out:
+	free(r);
+}
+
 int main(void)
 {
 	RUN(test_share);
 	RUN(test_sessions);
+	RUN(test_table_alone);
 	return CHECK_DONE();
 }
