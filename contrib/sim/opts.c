@@ -192,10 +192,11 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		          "not where each prompt went (the others'\n"
 		          "requests charged without their prefix)" },
 		{ "lb-share-sessions", 0, DBK_OPT_FLAG, &o->lb_share_sessions,
-		  .help = "with --lb-share-books: also where each\n"
-		          "session's last request went and its prompt\n"
-		          "length, learnt T ms later (HAProxy's\n"
-		          "session table)" },
+		  .help = "with --lb-share-ms: where each session's\n"
+		          "last request went and its prompt length,\n"
+		          "learnt T ms later (HAProxy's session\n"
+		          "table); the books too with --lb-share-books,\n"
+		          "else the table alone" },
 		{ "stall-weight", 0, DBK_OPT_DOUBLE, &o->stall_weight, 0, 1e6, .metavar = "W",
 		  .help = "ttft: first-token seconds worth one second\n"
 		          "of one decoding request stalled by a long\n"
@@ -542,8 +543,8 @@ int dbk_sim_opts_parse(int argc, char **argv, struct dbk_sim_opts *o, int *statu
 		fprintf(stderr, "dbucket-sim: --lb-share-books needs --lb-share-ms\n");
 		return 1;
 	}
-	if (o->lb_share_sessions && !o->lb_share_books) {
-		fprintf(stderr, "dbucket-sim: --lb-share-sessions needs --lb-share-books\n");
+	if (o->lb_share_sessions && o->lb_share_ms < 0) {
+		fprintf(stderr, "dbucket-sim: --lb-share-sessions needs --lb-share-ms\n");
 		return 1;
 	}
 	if (o->lb_share_ms >= 0 && o->lb_nodes < 2) {

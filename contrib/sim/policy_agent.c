@@ -25,7 +25,8 @@
  * route a session's request also learns where that session's last
  * request went and its prompt length, once lb_share_s has passed since
  * it was sent (HAProxy's session table replicated by its peers,
- * agent/session_hint.h), and tells its policy (the hint hook). The
+ * agent/session_hint.h), and tells its policy (the hint hook); without
+ * lb_share_books that table is all they share. The
  * agent's balancer
  * is left out: with no lease limit it takes each lease where the policy
  * chose (the policy is told which servers are usable, as the agent tells
@@ -134,10 +135,13 @@ static int ag_init(void *st, const struct dbk_sim_policy_env *env)
 	p->n = env->cfg->ninstances;
 	p->k = env->cfg->lb_nodes ? env->cfg->lb_nodes : 1;
 	p->sticky = env->cfg->lb_sticky;
-	p->share = env->cfg->lb_share && p->k > 1 && p->ops->seen;
+	/* The session table without the books table shares no books. */
+	bool table_alone = env->cfg->lb_share_sessions && !env->cfg->lb_share_books;
+	p->share = env->cfg->lb_share && p->k > 1 && p->ops->seen && !table_alone;
 	p->share_ms = (uint64_t)(env->cfg->lb_share_s * 1000.0 + 0.5);
 	p->share_prefix = !env->cfg->lb_share_books;
-	p->share_sessions = p->share && env->cfg->lb_share_sessions && p->ops->hint;
+	p->share_sessions = env->cfg->lb_share && p->k > 1 && env->cfg->lb_share_sessions &&
+	                    p->ops->seen && p->ops->hint;
 	dbk_u64map_init(&p->sessions);
 	if (p->k > 255) {
 		dbk_errf(env->err, env->errlen, "at most 255 load-balancer nodes");

@@ -84,15 +84,17 @@ struct dbk_sim_config {
 	bool lb_sticky;
 	/* Each balancer is charged with the others' requests this long after
 	 * they are sent, and released as long after they end (books shared
-	 * through a replicated table) when lb_share. */
+	 * through a replicated table) when lb_share, unless it shares the
+	 * session table alone (lb_share_sessions without lb_share_books). */
 	bool lb_share;
 	double lb_share_s;
 	/* Shared: the load only, not where each prompt went (a per-server
 	 * table cannot carry the prefix index). */
 	bool lb_share_books;
-	/* With lb_share_books: where each session's last request went and its
+	/* With lb_share: where each session's last request went and its
 	 * prompt length, learnt lb_share_s later (HAProxy's session table,
-	 * agent/session_hint.h). */
+	 * agent/session_hint.h); without lb_share_books no books are shared,
+	 * as HAProxy nodes that replicate the session table alone share. */
 	bool lb_share_sessions;
 	/* The ttft policy's stall weight; < 0: the predictor's default. */
 	double stall_weight;

@@ -90,6 +90,16 @@ static size_t differ(const uint32_t *a, const double *fa, const uint32_t *b, con
 	return d;
 }
 
+/* Turns sent where their conversation's previous turn went. */
+static size_t followed(const uint32_t *inst)
+{
+	size_t n = 0;
+
+	for (size_t i = 1; i < N; i++)
+		n += i % TURNS != 0 && inst[i] == inst[i - 1];
+	return n;
+}
+
 static void test_share(void)
 {
 	struct dbk_engine_config e[4];
@@ -132,18 +142,27 @@ static void test_share(void)
 		CHECK(differ(one, f1, x, fx) > 0);
 		CHECK(differ(apart, fa, x, fx) > 0);
 	}
+
+	/* The session table alone (--lb-share-sessions without
+	 * --lb-share-books: HAProxy nodes that replicate where each session
+	 * last went, and no books), four balancers. Never told, they share
+	 * nothing; told at once, each follows a conversation's turns nearly
+	 * as one balancer does, yet knows only its own load, so they are not
+	 * one balancer (as books told at once are). */
+	c.lb_nodes = 4;
+	c.lb_share_books = false;
+	c.lb_share_sessions = true;
+	c.lb_share_s = 1e6;
+	if (!run(&c, r, apart, fa))
+		goto out;
+	c.lb_share_s = 0;
+	if (run(&c, r, x, fx)) {
+		CHECK(differ(one, f1, x, fx) > 0);
+		CHECK(followed(x) > followed(apart) + N / 20);
+		CHECK(followed(x) * 10 >= followed(one) * 9);
+	}
 out:
 	free(r);
-}
-
-/* Turns sent where their conversation's previous turn went. */
-static size_t followed(const uint32_t *inst)
-{
-	size_t n = 0;
-
-	for (size_t i = 1; i < N; i++)
-		n += i % TURNS != 0 && inst[i] == inst[i - 1];
-	return n;
 }
 
 /* The session table (--lb-share-sessions): the load shared, and each
