@@ -37,16 +37,105 @@ dbk_in_use() { # dbk_in_use PORT: something accepts on 127.0.0.1:PORT
 	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-dbk_ports() { # dbk_ports N: the first of N free consecutive loopback ports
-	local n=$1 b i k
-	for ((i = 0; i < 200; i++)); do
-		b=$((10000 + (RANDOM * 32768 + RANDOM) % (DBK_EPHEMERAL_LOW - 10000 - n)))
-		for ((k = 0; k < n; k++)); do
-			dbk_in_use $((b + k)) && break
-		done
-		[ "$k" -eq "$n" ] && { echo "$b"; return 0; }
+# A port probed free is bound later, by the program it is handed to: in
+# between, another picker of ours (a test running beside, or a second
+# dbk_ports in the same test, its first block not bound yet) could pick
+# it too. So each pick is claimed: a file per port in DBK_PORTS_DIR
+# holding the claimer's pid ($$: the script, or the bats test), picks are
+# made one at a time (flock), and a claim goes once its claimer has
+# exited. Other programs take their ports from the ephemeral range, which
+# we leave alone. Where the program can take an inherited socket
+# (dbucket-spoa's and HAProxy's fd@N), dbk_bind_run below closes the race
+# altogether. DBK_PORTS_LOW and DBK_PORTS_HIGH (excluded) bound the range.
+DBK_PORTS_DIR=${DBK_PORTS_DIR:-${TMPDIR:-/tmp}/dbucket-ports-$(id -u)}
+
+dbk_ports_sweep() { # drops the claims of claimers that have exited
+	local f pid
+	for f in "$DBK_PORTS_DIR"/[0-9]*; do
+		[ -e "$f" ] || continue
+		read -r pid <"$f" 2>/dev/null || pid=
+		if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then rm -f "$f"; fi
 	done
-	return 1
+}
+
+dbk_ports() { # dbk_ports N: the first of N free consecutive loopback ports, claimed
+	local n=$1 lo=${DBK_PORTS_LOW:-10000} hi=${DBK_PORTS_HIGH:-$DBK_EPHEMERAL_LOW}
+	local b i k lock rc=1
+	mkdir -p "$DBK_PORTS_DIR" && exec {lock}>>"$DBK_PORTS_DIR/lock" || return 1
+	if flock -w 30 "$lock"; then
+		dbk_ports_sweep
+		for ((i = 0; i < 200 && rc; i++)); do
+			b=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo - n + 1)))
+			for ((k = 0; k < n; k++)); do
+				[ -e "$DBK_PORTS_DIR/$((b + k))" ] && break
+				dbk_in_use $((b + k)) && break
+			done
+			[ "$k" -eq "$n" ] || continue
+			for ((k = 0; k < n; k++)); do echo "$$" >"$DBK_PORTS_DIR/$((b + k))"; done
+			echo "$b"
+			rc=0
+		done
+	fi
+	exec {lock}>&-
+	return $rc
+}
+
+# dbk_bind_run FILE KINDS CMD [ARGS...]: CMD run with its sockets bound
+# before it starts and inherited, so that no other process can take a
+# port between its pick and its bind. KINDS has a letter a socket, on
+# fds 10, 11, ... in order (which CMD takes as fd@10, ...): l a listening
+# TCP socket, b a TCP socket bound and not listening (connections to it
+# are refused: a server that is down), u a UDP socket on the port of the
+# letter before it. Each is on 127.0.0.1, on a port the kernel picked.
+# Their ports, a line each in order, are in FILE once all are bound,
+# before CMD starts; read them with dbk_bound_ports. Bounded tries when a
+# u's port is taken for UDP. It execs: run it in the background (&), and
+# $! is CMD's pid.
+dbk_bind_run() {
+	exec python3 -c '
+import fcntl, os, socket, sys
+path, kinds, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+for _ in range(50):
+    socks = []
+    try:
+        for k in kinds:
+            if k == "u":
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                socks.append(s)
+                s.bind(("127.0.0.1", socks[-2].getsockname()[1]))
+            else:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                socks.append(s)
+                s.bind(("127.0.0.1", 0))
+                if k == "l":
+                    s.listen(128)
+        break
+    except OSError:
+        for s in socks:
+            s.close()
+else:
+    sys.exit("dbk_bind_run: no free ports for " + kinds)
+with open(path + ".tmp", "w") as f:
+    f.write("".join("%d\n" % s.getsockname()[1] for s in socks))
+os.rename(path + ".tmp", path)
+# Out of the way first, so that no socket sits on a target fd of another.
+high = [fcntl.fcntl(s.fileno(), fcntl.F_DUPFD, 200) for s in socks]
+for s in socks:
+    s.close()
+for i, fd in enumerate(high):
+    os.dup2(fd, 10 + i)
+    os.close(fd)
+os.execvp(cmd[0], cmd)
+' "$@"
+}
+
+# dbk_bound_ports FILE: waits (5 s at most) for dbk_bind_run's FILE and
+# puts its ports in the array DBK_BOUND.
+# shellcheck disable=SC2034 # DBK_BOUND is the caller's
+dbk_bound_ports() {
+	DBK_BOUND=()
+	dbk_wait_until 5 test -s "$1" || { echo "$DBK_WHO: no ports in $1" >&2; return 1; }
+	mapfile -t DBK_BOUND <"$1"
 }
 
 # dbk_live_env BASE SOCKET SPOE: the sample configuration's addresses for one

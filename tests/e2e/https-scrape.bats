@@ -22,7 +22,6 @@ setup() {
 		-keyout "$d/other.key" -out "$d/other.pem" 2>/dev/null
 	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=dbucket-agent \
 		-keyout "$d/client.key" -out "$d/client.pem" 2>/dev/null
-	TLS_PORT=$(dbk_ports 1)
 	start_stubs
 }
 
@@ -34,8 +33,9 @@ teardown() {
 	stubs_teardown
 }
 
-# start_tls [BIND_OPTIONS...]: HAProxy terminating TLS on $TLS_PORT in
-# front of stub vllm0 (its /metrics and /v1/models as they are).
+# start_tls [BIND_OPTIONS...]: HAProxy terminating TLS in front of stub
+# vllm0 (its /metrics and /v1/models as they are), on a socket bound
+# before it starts (dbk_bind_run), whose port is TLS_PORT.
 start_tls() {
 	local d=$BATS_TEST_TMPDIR
 	cat >"$d/tls.cfg" <<EOF
@@ -47,13 +47,15 @@ defaults
   timeout server 10s
   timeout connect 2s
 frontend tls
-  bind 127.0.0.1:$TLS_PORT ssl crt $d/srv.crt $*
+  bind fd@10 ssl crt $d/srv.crt $*
   default_backend stub
 backend stub
   server vllm0 127.0.0.1:${STUB_PORT[0]}
 EOF
-	haproxy -f "$d/tls.cfg" 2>>"$d/tls.log" 3>&- &
+	dbk_bind_run "$d/tls.ports" l haproxy -f "$d/tls.cfg" 2>>"$d/tls.log" 3>&- &
 	TLS_PID=$!
+	dbk_bound_ports "$d/tls.ports"
+	TLS_PORT=${DBK_BOUND[0]}
 	dbk_wait_port "$TLS_PORT"
 }
 

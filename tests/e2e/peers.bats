@@ -198,10 +198,23 @@ four_long() {
 }
 
 # session_known I KEY: node I's session table holds where KEY last went
-# (written by either node: the peers replicate it).
+# (written by either node: the peers replicate it), server and tokens
+# both. HAProxy sets gpt0 and gpt1 by two actions, and its peers may push
+# the row between them: a row with the server but 0 tokens is no hint to
+# the agent (session_hint.h), and a turn sent on it goes elsewhere.
 session_known() {
 	echo "show table dbk_sessions key $2" | socat -t 5 - "UNIX-CONNECT:${N_SOCK[$1]}" |
-		grep -q "key=$2 .*gpt0=[1-9]"
+		session_row_whole "$2"
+}
+session_row_whole() { # session_row_whole KEY: stdin has KEY's row, gpt0 and gpt1 set
+	grep -q "key=$1 .*gpt0=[1-9][0-9]* gpt1=[1-9]"
+}
+
+@test "session table: a row counts as learnt once it has the server and the tokens, not the server alone" {
+	# The row a peer may push between HAProxy's two sc-set-gpt actions.
+	! session_row_whole conv-31 <<<"0x55d0: key=conv-31 use=0 exp=59979 gpt0=4010732657 gpt1=0"
+	! session_row_whole conv-31 <<<"0x55d0: key=conv-31 use=0 exp=59979 gpt0=0 gpt1=3000"
+	session_row_whole conv-31 <<<"0x55d0: key=conv-31 use=0 exp=59979 gpt0=4010732657 gpt1=3000"
 }
 
 # only_vllm3_usable I: node I's agent counts vllm3 alone usable.

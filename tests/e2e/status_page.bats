@@ -110,7 +110,7 @@ rounded() { awk -v x="$1" 'BEGIN { printf "%.0f", x }'; }
 	# The reference algorithm's own columns and knobs, not ttft's.
 	grep -q '<html lang="en" class="pol-ref">' "$page" || fail "not shown as the reference policy"
 	grep -q 'data-k="cfg-sensitivity"' "$page" || fail "no reference settings"
-	run grep -c 'data-k="cfg-engine-speed"' "$page"
+	run grep -c 'data-k="cfg-engine-speed"\|data-k="cfg-lora-load"' "$page"
 	assert_output 0
 	grep -q 'id="banner" style="display: none;"' "$page" || fail "the error banner shows"
 	assert_equal "$(dom_value "$page" mode)" "$(jq -r '.mode + " policy " + .policy' "$after")"
@@ -184,7 +184,7 @@ spark_n() { grep -o "data-spark=\"$2\" data-n=\"[0-9]*\"" "$1" | head -n 1 | gre
 	local scrape=() i
 	for i in 0 1 2 3; do scrape+=(--scrape "vllm$i=http://127.0.0.1:${STUB_PORT[i]}"); done
 	start_agent --policy ttft --haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100 \
-		--scrape-interval 100 "${scrape[@]}"
+		--scrape-interval 100 --lora-load 250ms "${scrape[@]}"
 	start_haproxy_stubs
 	wait_state runtime_api_up true
 	wait_state_ge completion_links 1
@@ -241,6 +241,9 @@ spark_n() { grep -o "data-spark=\"$2\" data-n=\"[0-9]*\"" "$1" | head -n 1 | gre
 
 	# ttft's settings; none of the reference algorithm's knobs.
 	assert_equal "$(dom_value "$page" cfg-engine-speed)" 1
+	# --lora-load, as /state's lora_load_s has it (seconds there).
+	assert_equal "lora_load_s $(jq .lora_load_s "$st")" "lora_load_s 0.25"
+	assert_equal "$(dom_value "$page" cfg-lora-load)" 250ms
 	assert_equal "$(dom_value "$page" cfg-scrape-interval)" 100ms
 	assert_equal "$(dom_value "$page" cfg-outlier)" on
 	assert_equal "$(dom_value "$page" cfg-max-leases)" "$(sed -n 's/^max-leases = //p' <(agent_get /config))"
