@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admission.h"
-
 void *dbk_policy_ttft_create(const struct dbk_policy_env *env)
 {
 	struct dbk_policy_ttft *t = calloc(1, sizeof(*t));
@@ -77,21 +75,12 @@ void dbk_policy_ttft_request(struct dbk_policy_ttft *t, const struct dbk_policy_
  * reading long contexts), which the first token does not show: the KV
  * books' phantom wait used to stand in for it, and without that
  * critical fell to 52-81% at 1.5x-2x (BENCHMARKS.md, "Stop 41: the KV
- * books against the scrape"). A TPOT within the lower classes' share of
- * its objective is none of admission's concern: counted, a TPOT of a
- * few ms passed a short first token and, past capacity for a while
- * (admission.h: a lower class gets an eighth of its share), shed code
- * prompts that would have been served in time (code 97 at 2x: 18% less
- * goodput). */
+ * books against the scrape"). */
 static double ttft_admit_s(const struct dbk_policy_ttft *t, const struct dbk_pred_choice *pc)
 {
 	const struct dbk_pred_config *k = dbk_pred_config(t->pred);
 
-	double share = pc->tpot_s / k->tpot_slo_s;
-	double first = pc->seen_ttft_s > 0 ? pc->seen_ttft_s : pc->ttft_s;
-
-	return share > DBK_ADMIT_DEFAULT_HEADROOM_STANDARD ? fmax(first, share * k->ttft_slo_s)
-	                                                   : first;
+	return fmax(pc->ttft_s, pc->tpot_s / k->tpot_slo_s * k->ttft_slo_s);
 }
 
 int dbk_policy_ttft_chose(struct dbk_policy_ttft *t, const struct dbk_pred_choice *pc,

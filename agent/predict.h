@@ -201,10 +201,7 @@ const char *dbk_pred_reason_str(enum dbk_pred_reason r);
 struct dbk_pred_choice {
 	int server; /* index, or -1 */
 	enum dbk_pred_reason reason;
-	double ttft_s; /* predicted on that server */
-	/* The same with the KV use the server's scrape shows where the books
-	 * count more (requests sharing blocks): what admission weighs. */
-	double seen_ttft_s;
+	double ttft_s;     /* predicted on that server */
 	double own_s;      /* of ttft_s, its own prefill there (the rest waits) */
 	double hit_tokens; /* expected prefix-cache hit there */
 	bool kv_fits;      /* fits beside what is committed there */

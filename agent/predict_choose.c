@@ -143,19 +143,6 @@ static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
 	e->harm_s += batch * (after - before) * fmin(0.5, out / fmax(1, mout));
 }
 
-/* Until enough decodes end to make room for over tokens: what is left of
- * the outputs in flight ((ctx - prompt) is half of them) at one token a
- * step. */
-static double pred_kv_wait(const struct dbk_pred *p, const struct pred_srv *s, double over,
-                           double cap, double out, double decoders, double ctx)
-{
-	if (over <= 0)
-		return 0;
-	double left = s->inflight ? (s->ctx_tokens - s->prompt_tokens) / s->inflight : out;
-	double step = pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
-	return fmin(over / fmax(cap, 1), 1) * left * step;
-}
-
 static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pred_request *r,
                       double hit, uint64_t now_ms, struct pred_eval *e)
 {
@@ -185,15 +172,16 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	 * preempted instead (BENCHMARKS.md, "Long agentic sessions: KV
 	 * pressure"). */
 	double cap = pred_capacity(p, s);
-	double over = s->kv_tokens + o.kv + prompt - hit + out - cap;
+	double over = fmax(0, s->kv_tokens + o.kv) + prompt - hit + out - cap;
 	e->fits = over <= 0 || (prompt - hit <= p->c.budget_tokens && hit >= prompt - hit);
-	e->wait_s = pred_kv_wait(p, s, over, cap, out, decoders, ctx);
-	/* The same wait as the engine's KV use shows it (pred_kv_over), for
-	 * admission. The choice keeps the books: their excess stands for the
-	 * contexts the decoders read, blocks shared or not (without it
-	 * ttft's capacity on agentic 71 fell 8%, BENCHMARKS.md, "Stop 41:
-	 * the KV books against the scrape"). */
-	e->seen_wait_s = pred_kv_wait(p, s, over - o.kv_over, cap, out, decoders, ctx);
+	e->wait_s = 0;
+	if (over > 0) {
+		/* Until enough decodes end: what is left of the outputs in
+		 * flight ((ctx - prompt) is half of them) at one token a step. */
+		double left = s->inflight ? (s->ctx_tokens - s->prompt_tokens) / s->inflight : out;
+		double step = pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
+		e->wait_s = fmin(over / fmax(cap, 1), 1) * left * step;
+	}
 	e->ttft_s = queue + own;
 	e->own_s = own;
 	e->hit = hit;
@@ -228,7 +216,6 @@ static void pred_choice_of(const struct dbk_pred *p, int server, const struct pr
 	*c = (struct dbk_pred_choice){ .server = server,
 		                       .reason = DBK_PRED_FASTEST,
 		                       .ttft_s = pred_ttft(e),
-		                       .seen_ttft_s = e->ttft_s + e->seen_wait_s,
 		                       .own_s = e->own_s,
 		                       .hit_tokens = e->hit,
 		                       .kv_fits = e->fits,

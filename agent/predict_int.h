@@ -106,11 +106,10 @@ struct pred_srv {
 /* A server's prediction for the request being chosen. */
 struct pred_eval {
 	double ttft_s, wait_s, hit;
-	double seen_wait_s; /* wait_s with the books checked by the scrape (pred_kv_over) */
-	double own_s;       /* of ttft_s, its own prefill (the rest waits for others) */
-	double stall_s;     /* decoders' seconds lost to this prefill (pred_eval) */
-	double tpot_s;      /* its own time per output token (0: one token) */
-	double harm_s;      /* the TPOT it adds to those decoding there, summed */
+	double own_s;   /* of ttft_s, its own prefill (the rest waits for others) */
+	double stall_s; /* decoders' seconds lost to this prefill (pred_eval) */
+	double tpot_s;  /* its own time per output token (0: one token) */
+	double harm_s;  /* the TPOT it adds to those decoding there, summed */
 	bool fits;
 	bool within; /* predicted within both objectives */
 	bool ok;     /* a candidate: usable, holds the request */
@@ -140,11 +139,10 @@ struct dbk_pred {
 	} * x;
 };
 
-/* What the scrape says beyond the books: other agents' requests; and
- * the KV the books count beyond what it shows held (kv_over,
- * pred_kv_over). */
+/* What the scrape says beyond the books: other agents' requests (kv:
+ * also less, where the books over-count, pred_kv_scraped). */
 struct pred_others {
-	double requests, waiting, running, kv, kv_over, work_s;
+	double requests, waiting, running, kv, work_s;
 };
 
 static inline bool pos(double v) { return isfinite(v) && v > 0; }
@@ -342,25 +340,30 @@ static inline double pred_srv_decode_step_s(const struct dbk_pred *p, const stru
 	return s->slow_dec * pred_decode_step_s(&p->c, batch, ctx_sum);
 }
 
-/* What the books count beyond the KV the scrape showed used when they
- * held kv_then, with running requests there. The books count each
- * request's whole prompt, but vLLM holds the blocks that requests
- * running together share once (ref-counted): a session's turns that
- * overlap, its context resent whole by each, and a system prompt longer
- * than the sample (which looks like a session's own). On agentic
- * sessions the books ran 70k-400k tokens past the KV the engine used
- * (BENCHMARKS.md, "Stop 41: the KV books against the scrape"). Only the
- * running part of the books is checked: a request still waiting there
- * holds no blocks yet but will. */
-static inline double pred_kv_over(const struct pred_srv *s, double used, double running)
+/* The books' KV set right by the scrape, which showed used KV tokens
+ * when they held kv_then, with running requests there: what it shows
+ * beyond them is others' (added), and what they hold beyond it is
+ * taken off. The books count each request's whole prompt, but vLLM
+ * holds the blocks that requests running together share once (ref-
+ * counted): a session's turns that overlap, its context resent whole
+ * by each, and a system prompt longer than the sample (which looks like
+ * a session's own). On agentic sessions the books ran 70k-400k tokens
+ * past the KV the engine used (BENCHMARKS.md, "Stop 41: the KV books
+ * against the scrape"), and the KV-fit wait they priced shed requests
+ * below capacity. Only the part of the books the running requests make
+ * is set right: a request still waiting there holds no blocks yet but
+ * will. What is sent since counts whole, as before. */
+static inline double pred_kv_scraped(const struct pred_srv *s, double used, double running)
 {
+	if (used >= s->kv_then)
+		return used - s->kv_then;
 	double ran = s->inflight_then ? fmin(1, running / s->inflight_then) : 0;
-	return fmax(0, s->kv_then * ran - used);
+	return -fmax(0, s->kv_then * ran - used);
 }
 
 /* What the scrape shows beyond the books at now_ms: other agents'
- * requests; and what it shows held once that the books count per
- * request. */
+ * requests, and what it shows held once that the books count per
+ * request (kv below 0). */
 static inline void pred_others(const struct dbk_pred *p, const struct pred_srv *s, uint64_t now_ms,
                                struct pred_others *o)
 {
@@ -373,11 +376,8 @@ static inline void pred_others(const struct dbk_pred *p, const struct pred_srv *
 	o->requests = fmax(0, r + w - s->inflight_then);
 	o->waiting = fmax(0, w - s->pending_then);
 	o->running = fmax(0, o->requests - o->waiting);
-	if (s->sc.kv_usage >= 0) {
-		double used = s->sc.kv_usage * pred_capacity(p, s);
-		o->kv = fmax(0, used - s->kv_then);
-		o->kv_over = pred_kv_over(s, used, r);
-	}
+	if (s->sc.kv_usage >= 0)
+		o->kv = pred_kv_scraped(s, s->sc.kv_usage * pred_capacity(p, s), r);
 	/* Their queued prefills, like ours on average, drained since. */
 	o->work_s = fmax(0, o->waiting * p->mean_work_s * s->slow - sec(now_ms - s->scrape_ms));
 }
