@@ -69,10 +69,6 @@ struct dbk_policy_choice {
 	bool predicted; /* ttft_s and hit_tokens are set (the ACK's details) */
 	double ttft_s;
 	double own_s; /* of ttft_s, its own prefill (admission.h); 0: not known */
-	/* What admission weighs as its first token: ttft_s, or later where
-	 * its TPOT is predicted further past its objective (policy_ttft.c);
-	 * 0: ttft_s. */
-	double admit_s;
 	double hit_tokens;
 };
 

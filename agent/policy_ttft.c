@@ -1,7 +1,6 @@
 /* --policy ttft and what the predictor's policies share (policy_ttft.h). */
 #include "policy_ttft.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,21 +67,6 @@ void dbk_policy_ttft_request(struct dbk_policy_ttft *t, const struct dbk_policy_
 	};
 }
 
-/* What admission weighs as the choice's first token: the later of it
- * and its TPOT on the first token's scale (each a share of its own
- * objective). Admission's rule is stated on the first token; on long
- * agentic sessions past capacity what goes late is the TPOT (decoders
- * reading long contexts), which the first token does not show: the KV
- * books' phantom wait used to stand in for it, and without that
- * critical fell to 52-81% at 1.5x-2x (BENCHMARKS.md, "Stop 41: the KV
- * books against the scrape"). */
-static double ttft_admit_s(const struct dbk_policy_ttft *t, const struct dbk_pred_choice *pc)
-{
-	const struct dbk_pred_config *k = dbk_pred_config(t->pred);
-
-	return fmax(pc->ttft_s, pc->tpot_s / k->tpot_slo_s * k->ttft_slo_s);
-}
-
 int dbk_policy_ttft_chose(struct dbk_policy_ttft *t, const struct dbk_pred_choice *pc,
                           struct dbk_policy_choice *c)
 {
@@ -93,7 +77,6 @@ int dbk_policy_ttft_chose(struct dbk_policy_ttft *t, const struct dbk_pred_choic
 		.predicted = true,
 		.ttft_s = pc->ttft_s,
 		.own_s = pc->own_s,
-		.admit_s = ttft_admit_s(t, pc),
 		.hit_tokens = pc->hit_tokens,
 	};
 	return c->server;
