@@ -426,7 +426,7 @@ void dbk_pred_view(const struct dbk_pred *p, unsigned server, uint64_t now_ms,
 	v->max_model_len = s->max_model_len;
 	v->inflight = s->inflight;
 	v->prompt_tokens = s->prompt_tokens;
-	v->kv_committed = fmax(0, s->kv_tokens + o.kv);
+	v->kv_committed = s->kv_tokens + o.kv;
 	v->kv_capacity = pred_capacity(p, s);
 	v->queue_s = fmax(0, s->last_end_s - sec(now_ms)) + o.work_s;
 	v->prefilling = pred_pending(s, sec(now_ms));

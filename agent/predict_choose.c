@@ -172,7 +172,7 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	 * preempted instead (BENCHMARKS.md, "Long agentic sessions: KV
 	 * pressure"). */
 	double cap = pred_capacity(p, s);
-	double over = fmax(0, s->kv_tokens + o.kv) + prompt - hit + out - cap;
+	double over = s->kv_tokens + o.kv + prompt - hit + out - cap;
 	e->fits = over <= 0 || (prompt - hit <= p->c.budget_tokens && hit >= prompt - hit);
 	e->wait_s = 0;
 	if (over > 0) {

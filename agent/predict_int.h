@@ -139,8 +139,7 @@ struct dbk_pred {
 	} * x;
 };
 
-/* What the scrape says beyond the books: other agents' requests (kv:
- * also less, where the books over-count, pred_kv_scraped). */
+/* What the scrape says beyond the books: other agents' requests. */
 struct pred_others {
 	double requests, waiting, running, kv, work_s;
 };
@@ -340,30 +339,7 @@ static inline double pred_srv_decode_step_s(const struct dbk_pred *p, const stru
 	return s->slow_dec * pred_decode_step_s(&p->c, batch, ctx_sum);
 }
 
-/* The books' KV set right by the scrape, which showed used KV tokens
- * when they held kv_then, with running requests there: what it shows
- * beyond them is others' (added), and what they hold beyond it is
- * taken off. The books count each request's whole prompt, but vLLM
- * holds the blocks that requests running together share once (ref-
- * counted): a session's turns that overlap, its context resent whole
- * by each, and a system prompt longer than the sample (which looks like
- * a session's own). On agentic sessions the books ran 70k-400k tokens
- * past the KV the engine used (BENCHMARKS.md, "Stop 41: the KV books
- * against the scrape"), and the KV-fit wait they priced shed requests
- * below capacity. Only the part of the books the running requests make
- * is set right: a request still waiting there holds no blocks yet but
- * will. What is sent since counts whole, as before. */
-static inline double pred_kv_scraped(const struct pred_srv *s, double used, double running)
-{
-	if (used >= s->kv_then)
-		return used - s->kv_then;
-	double ran = s->inflight_then ? fmin(1, running / s->inflight_then) : 0;
-	return -fmax(0, s->kv_then * ran - used);
-}
-
-/* What the scrape shows beyond the books at now_ms: other agents'
- * requests, and what it shows held once that the books count per
- * request (kv below 0). */
+/* What the scrape shows beyond the books at now_ms: other agents' requests. */
 static inline void pred_others(const struct dbk_pred *p, const struct pred_srv *s, uint64_t now_ms,
                                struct pred_others *o)
 {
@@ -377,7 +353,7 @@ static inline void pred_others(const struct dbk_pred *p, const struct pred_srv *
 	o->waiting = fmax(0, w - s->pending_then);
 	o->running = fmax(0, o->requests - o->waiting);
 	if (s->sc.kv_usage >= 0)
-		o->kv = pred_kv_scraped(s, s->sc.kv_usage * pred_capacity(p, s), r);
+		o->kv = fmax(0, s->sc.kv_usage * pred_capacity(p, s) - s->kv_then);
 	/* Their queued prefills, like ours on average, drained since. */
 	o->work_s = fmax(0, o->waiting * p->mean_work_s * s->slow - sec(now_ms - s->scrape_ms));
 }

@@ -279,63 +279,6 @@ static void test_a_shared_prefix_is_pinned_once(void)
 	dbk_pred_free(p);
 }
 
-/* Requests running together that share their prefix (a session's turns
- * that overlap, each resending the whole context) are pinned once by
- * vLLM, but the books count each one's whole prompt: on agentic sessions
- * they ran 70k-400k tokens past capacity while the scrape showed a
- * quarter to a half used, and the KV-fit wait they priced shed requests
- * below capacity. The scrape sets the running part of the books right;
- * what is sent since counts whole, and a request waiting in the engine
- * (no blocks yet) keeps its books. */
-static void test_the_scrape_sets_the_books_right(void)
-{
-	struct dbk_pred *p = fleet(100000);
-	struct dbk_pred_request turn40 = req(40000, 100), fresh = req(20000, 100);
-	struct dbk_pred_request more = req(10000, 100);
-	struct dbk_pred_scrape sc = { .ok = true,
-		                      .running = 3,
-		                      .waiting = 0,
-		                      .kv_usage = 0.45,
-		                      .kv_capacity_tokens = 100000,
-		                      .prefix_queries = -1,
-		                      .prefix_hits = -1 };
-	struct dbk_pred_ticket t[4];
-	struct dbk_pred_choice c;
-	struct dbk_pred_view v;
-
-	CHECK(p);
-	if (!p)
-		return;
-	for (unsigned i = 0; i < 3; i++)
-		dbk_pred_commit(p, &turn40, 0, 1000, &t[i]);
-	dbk_pred_view(p, 0, 1500, &v);
-	CHECK(v.kv_committed >= 120000); /* each whole, unchecked */
-	dbk_pred_scraped(p, 0, &sc, 2000);
-	dbk_pred_view(p, 0, 2050, &v);
-	CHECK(fabs(v.kv_committed - 45000) <= 1);
-	CHECK(dbk_pred_evaluate(p, &fresh, 0, 2050, &c) == 0);
-	CHECK(c.kv_fits);
-	/* Sent since the scrape: whole. */
-	dbk_pred_commit(p, &more, 0, 2100, &t[3]);
-	dbk_pred_view(p, 0, 2150, &v);
-	CHECK(fabs(v.kv_committed - 55100) <= 2);
-	/* One of four running, three waiting with no blocks yet: only the
-	 * running quarter of the books is set right by what is used. */
-	sc.running = 1;
-	sc.waiting = 3;
-	sc.kv_usage = 0.10;
-	dbk_pred_scraped(p, 0, &sc, 3000);
-	dbk_pred_view(p, 0, 3050, &v);
-	double books = 3 * 40100.0 + 10100;
-	CHECK(fabs(v.kv_committed - (books - (books / 4 - 10000))) <= 4);
-	/* Never below nothing, whatever the scrape. */
-	for (unsigned i = 0; i < 4; i++)
-		dbk_pred_release(p, &t[i], 4000);
-	dbk_pred_view(p, 0, 4050, &v);
-	CHECK(v.kv_committed == 0);
-	dbk_pred_free(p);
-}
-
 int main(void)
 {
 	RUN(test_a_turn_hits_its_own_history);
@@ -343,6 +286,5 @@ int main(void)
 	RUN(test_a_cached_turn_needs_its_new_tokens);
 	RUN(test_only_a_long_fresh_prefill_needs_room);
 	RUN(test_a_shared_prefix_is_pinned_once);
-	RUN(test_the_scrape_sets_the_books_right);
 	return CHECK_DONE();
 }
