@@ -43,6 +43,20 @@ int dbk_sim_write_json(const char *path, cJSON *root)
 	return rc;
 }
 
+/* The slow instance's share of the requests arriving in each 30 s, on
+ * stderr: "slow-share POLICY sent/offered ..." per window. */
+static void slow_series(const struct dbk_sim *s, const char *name)
+{
+	uint64_t sent[256], offered[256];
+	size_t n = dbk_sim_slow_windows(s, 30, sent, offered, 256);
+
+	fprintf(stderr, "slow-share %s (per 30 s, sent/offered):", name);
+	for (size_t k = 0; k < n; k++)
+		fprintf(stderr, " %llu/%llu", (unsigned long long)sent[k],
+		        (unsigned long long)offered[k]);
+	fputc('\n', stderr);
+}
+
 int dbk_sim_run_one(const struct dbk_sim_config *sc, const struct dbk_sim_req *reqs, size_t n,
                     const struct dbk_sim_policy_ops *pol, struct dbk_sim_result *res,
                     const double *bounds, size_t nb, struct dbk_sim_phase *phases)
@@ -61,6 +75,8 @@ int dbk_sim_run_one(const struct dbk_sim_config *sc, const struct dbk_sim_req *r
 		dbk_errf(err, sizeof(err), "out of memory in the metrics");
 		rc = -1;
 	}
+	if (rc == 0 && sc->slow_factor > 0)
+		slow_series(s, pol->name);
 	if (rc == 0 && nb > 0 && dbk_sim_phases(s, bounds, nb, phases) != 0) {
 		dbk_errf(err, sizeof(err), "out of memory in the phases");
 		rc = -1;
