@@ -44,16 +44,18 @@ int dbk_sim_write_json(const char *path, cJSON *root)
 }
 
 /* The slow instance's share of the requests arriving in each 30 s, on
- * stderr: "slow-share POLICY sent/offered ..." per window. */
+ * stderr: "slow-share POLICY" then per window its requests and prompt
+ * tokens, sent to it / arrived. */
 static void slow_series(const struct dbk_sim *s, const char *name)
 {
-	uint64_t sent[256], offered[256];
-	size_t n = dbk_sim_slow_windows(s, 30, sent, offered, 256);
+	struct dbk_sim_slow_window w[256];
+	size_t n = dbk_sim_slow_windows(s, 30, w, 256);
 
-	fprintf(stderr, "slow-share %s (per 30 s, sent/offered):", name);
+	fprintf(stderr, "slow-share %s (per 30 s, requests/all:tokens/all):", name);
 	for (size_t k = 0; k < n; k++)
-		fprintf(stderr, " %llu/%llu", (unsigned long long)sent[k],
-		        (unsigned long long)offered[k]);
+		fprintf(stderr, " %llu/%llu:%llu/%llu", (unsigned long long)w[k].sent,
+		        (unsigned long long)w[k].offered, (unsigned long long)w[k].sent_tokens,
+		        (unsigned long long)w[k].offered_tokens);
 	fputc('\n', stderr);
 }
 

@@ -216,12 +216,15 @@ struct dbk_sim_outcome {
 };
 
 const struct dbk_sim_outcome *dbk_sim_outcome(const struct dbk_sim *s, uint32_t id);
-/* The slow instance's share, per window_s of arrivals from the first:
- * how many requests arrived in window k (offered[k]) and how many of
- * them went to it (sent[k]), for the first max windows. Returns how many
- * windows (after dbk_sim_run). */
-size_t dbk_sim_slow_windows(const struct dbk_sim *s, double window_s, uint64_t *sent,
-                            uint64_t *offered, size_t max);
+/* The slow instance's share of one window of arrivals: requests and
+ * their prompt tokens, arrived and sent to it. */
+struct dbk_sim_slow_window {
+	uint64_t offered, sent, offered_tokens, sent_tokens;
+};
+/* The slow instance's share per window_s of arrivals from the first,
+ * into w[0..max). Returns how many windows (after dbk_sim_run). */
+size_t dbk_sim_slow_windows(const struct dbk_sim *s, double window_s, struct dbk_sim_slow_window *w,
+                            size_t max);
 /* Whether request id is held (admit_queue_s) and being decided again. */
 bool dbk_sim_holding(const struct dbk_sim *s, uint32_t id);
 

@@ -110,8 +110,8 @@ double dbk_sim_step_factor(const struct dbk_sim *s, unsigned i)
 	return f;
 }
 
-size_t dbk_sim_slow_windows(const struct dbk_sim *s, double window_s, uint64_t *sent,
-                            uint64_t *offered, size_t max)
+size_t dbk_sim_slow_windows(const struct dbk_sim *s, double window_s,
+                            struct dbk_sim_slow_window *out, size_t max)
 {
 	const struct dbk_sim_req *r0 = dbk_sim_req(s, 0);
 	size_t n = 0;
@@ -122,10 +122,15 @@ size_t dbk_sim_slow_windows(const struct dbk_sim *s, double window_s, uint64_t *
 
 		if (k >= max)
 			break;
+		bool to = s->rs[id].o.instance == s->cfg.slow_inst;
+		uint64_t tok = s->reqs[id].input_tokens;
+
 		for (; n <= k; n++)
-			sent[n] = offered[n] = 0;
-		offered[k]++;
-		sent[k] += s->rs[id].o.instance == s->cfg.slow_inst;
+			out[n] = (struct dbk_sim_slow_window){ 0 };
+		out[k].offered++;
+		out[k].sent += to;
+		out[k].offered_tokens += tok;
+		out[k].sent_tokens += to ? tok : 0;
 	}
 	return n;
 }

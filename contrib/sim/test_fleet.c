@@ -237,7 +237,7 @@ static void test_slow(void)
 		{ .id = 2, .arrival_s = 30, .input_tokens = 4000, .output_tokens = 2 },
 	};
 	double ttft[3] = { NAN, NAN, NAN };
-	uint64_t sent[4] = { 0 }, offered[4] = { 0 };
+	struct dbk_sim_slow_window w[4] = { { 0 } };
 
 	mk(&c, 1);
 	c.slow_inst = 0;
@@ -250,9 +250,10 @@ static void test_slow(void)
 	CHECK(ttft[0] > 0);
 	CHECK_NEAR(ttft[1], 3 * ttft[0], 1e-9);
 	CHECK_NEAR(ttft[2], ttft[0], 1e-9);
-	CHECK_EQ_U(s ? dbk_sim_slow_windows(s, 20, sent, offered, 4) : 0, 2);
-	CHECK_EQ_U(sent[0], 2);
-	CHECK_EQ_U(offered[1], 1);
+	CHECK_EQ_U(s ? dbk_sim_slow_windows(s, 20, w, 4) : 0, 2);
+	CHECK_EQ_U(w[0].sent, 2);
+	CHECK_EQ_U(w[0].sent_tokens, 8000);
+	CHECK_EQ_U(w[1].offered, 1);
 	dbk_sim_free(s);
 	c.slow_factor = 0.5; /* a faster step is no failure */
 	char err[128];
