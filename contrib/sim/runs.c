@@ -43,15 +43,21 @@ int dbk_sim_write_json(const char *path, cJSON *root)
 	return rc;
 }
 
-/* The slow instance's share of the requests arriving in each 30 s, on
- * stderr: "slow-share POLICY" then per window its requests and prompt
- * tokens, sent to it / arrived. */
+/* The slow instance's share of the requests arriving in each 30 s (a
+ * 30th of the arrivals' span when shorter), on stderr: "slow-share
+ * POLICY" then per window its requests and prompt tokens, sent to it /
+ * arrived. */
 static void slow_series(const struct dbk_sim *s, const char *name)
 {
 	struct dbk_sim_slow_window w[256];
-	size_t n = dbk_sim_slow_windows(s, 30, w, 256);
+	size_t nr = dbk_sim_nrequests(s);
+	double span = nr ? dbk_sim_req(s, (uint32_t)(nr - 1))->arrival_s -
+	                              dbk_sim_req(s, 0)->arrival_s
+	                 : 0;
+	double win = span > 0 && span < 900 ? span / 30 : 30;
+	size_t n = dbk_sim_slow_windows(s, win, w, 256);
 
-	fprintf(stderr, "slow-share %s (per 30 s, requests/all:tokens/all):", name);
+	fprintf(stderr, "slow-share %s (per %g s, requests/all:tokens/all):", name, win);
 	for (size_t k = 0; k < n; k++)
 		fprintf(stderr, " %llu/%llu:%llu/%llu", (unsigned long long)w[k].sent,
 		        (unsigned long long)w[k].offered, (unsigned long long)w[k].sent_tokens,
