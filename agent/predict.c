@@ -391,7 +391,8 @@ void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint6
 		return;
 	/* What its whole time says of the server's speed (predict_learn.h). */
 	if (t->x1 + t->x2 > 0 && now_ms > t->sent_ms)
-		dbk_pred_learn_request(p, &p->s[t->server], t->x1, t->x2, sec(now_ms - t->sent_ms));
+		dbk_pred_learn_request(p, &p->s[t->server], t->x1, t->x2, sec(now_ms - t->sent_ms),
+		                       now_ms);
 	pred_charge(&p->s[t->server], t, -1);
 	if (p->s[t->server].inflight == 0)
 		p->s[t->server].last_end_s = 0;

@@ -121,6 +121,7 @@ struct dbk_pred {
 	struct dbk_pidx *idx;
 	double mean_work_s;               /* EWMA of a request's prefill on an idle server */
 	double fleet_a, fleet_b, fleet_h; /* the fleet's fits (dbk_pred_update_slow) */
+	uint64_t fade_ms;                 /* the fits' last fade by age (predict_speed.c) */
 	bool prior_stale;                 /* a weight changed since the servers' priors */
 	bool slow_stale; /* the fleet's fits moved since the servers' slow (pred_slow_fresh) */
 	unsigned next;   /* varies the ties of requests without identity */
@@ -271,8 +272,9 @@ static inline bool pred_holds(const struct pred_srv *s, double need)
  * requests. */
 void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct dbk_pred_scrape *sc);
 /* A request of s ended y seconds after it was sent, predicted x1 (first
- * token) and x2 (decode) at the fleet's speed. */
-void dbk_pred_learn_request(struct dbk_pred *p, struct pred_srv *s, double x1, double x2, double y);
+ * token) and x2 (decode) at the fleet's speed, at now_ms. */
+void dbk_pred_learn_request(struct dbk_pred *p, struct pred_srv *s, double x1, double x2, double y,
+                            uint64_t now_ms);
 /* What is learnt (a request ended, a scrape's first tokens, a weight)
  * moves the fleet's fits at once, and every server's slow and slow_dec
  * from them and from weights where nothing is learnt, when next read:

@@ -36,6 +36,19 @@ void dbk_plearn_add(struct dbk_plearn *l, double x1, double x2, double y, double
 	l->n = l->n * keep + w;
 }
 
+void dbk_plearn_fade(struct dbk_plearn *l, double keep)
+{
+	if (!(keep > 0 && keep < 1))
+		return;
+	l->uu *= keep;
+	l->uv *= keep;
+	l->vv *= keep;
+	l->uz *= keep;
+	l->vz *= keep;
+	l->zz *= keep;
+	l->n *= keep;
+}
+
 /* Ridge towards the prior scaled as the rows say: (S + k2 I) theta =
  * S z + k2 c theta0, with c the prior's common scale fitted to the rows
  * (itself pulled towards 1 by k). Rows that all mix first token and

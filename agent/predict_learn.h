@@ -43,6 +43,10 @@ struct dbk_plearn {
  * x1 + x2 > 0, y > 0 and all finite. */
 void dbk_plearn_add(struct dbk_plearn *l, double x1, double x2, double y, double w);
 
+/* Every row counts keep (0..1] times what it did: evidence fading with
+ * its age rather than with the server's later requests. */
+void dbk_plearn_fade(struct dbk_plearn *l, double keep);
+
 /* The fit (a, b), pulled towards (a0, b0) scaled by the rows' common
  * factor; (a0, b0) without observations. Rows alike in their mix of
  * first token and decode cannot tell a from b: the fit then moves

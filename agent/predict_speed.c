@@ -27,6 +27,19 @@
 #define PRED_SPEED_SE 2.0
 #define PRED_SPEED_MAX 8.0
 #define PRED_SPEED_SEEN 8.0
+/* Seconds after which what a server taught counts 1/e, however few
+ * requests it was sent since, and how often the fits fade. A server
+ * priced slow is sent little, so its own requests alone kept its old
+ * rows for minutes after it recovered (Mooncake 4, one server 3x slow
+ * from 200 s to 500 s: still priced 2.4x slow at 610 s, 1.9x at 860 s,
+ * sent half its share of prompt tokens to the end). Faded by age, its
+ * fit goes back to the fleet's times its prior (under PRED_SPEED_SEEN
+ * rows: the prior alone), it is sent its share again, and what those
+ * requests say prices it anew, slow or well. 120 s, not 60: a server
+ * sent a request every 4 s then holds 30 rows, which still tell its
+ * decode from its prefill (test_predict_learn.c); at 60 s, 15 did not. */
+#define PRED_SPEED_FADE_S 120.0
+#define PRED_SPEED_FADE_EVERY_MS 1000
 
 void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
 {
@@ -174,8 +187,28 @@ void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct d
 	window_reset(s);
 }
 
-void dbk_pred_learn_request(struct dbk_pred *p, struct pred_srv *s, double x1, double x2, double y)
+/* Every server's fits fade by their age since the last fade, at most
+ * once every PRED_SPEED_FADE_EVERY_MS (O(servers)). */
+static void fade(struct dbk_pred *p, uint64_t now_ms)
 {
+	if (p->fade_ms == 0 || now_ms < p->fade_ms) {
+		p->fade_ms = now_ms;
+		return;
+	}
+	if (now_ms - p->fade_ms < PRED_SPEED_FADE_EVERY_MS)
+		return;
+	double keep = exp(-sec(now_ms - p->fade_ms) / PRED_SPEED_FADE_S);
+	p->fade_ms = now_ms;
+	for (unsigned i = 0; i < p->c.nservers; i++) {
+		dbk_plearn_fade(&p->s[i].lr, keep);
+		dbk_plearn_fade(&p->s[i].hist, keep);
+	}
+}
+
+void dbk_pred_learn_request(struct dbk_pred *p, struct pred_srv *s, double x1, double x2, double y,
+                            uint64_t now_ms)
+{
+	fade(p, now_ms);
 	dbk_plearn_add(&s->lr, x1, x2, y, 1);
 	dbk_pred_update_slow(p);
 }

@@ -105,6 +105,12 @@ int dbk_sim_fleet_build(struct dbk_sim_fleet *f, const struct dbk_sim_opts *o)
 		sc->fail_from_s = o->fail_from_s;
 		sc->fail_share = o->fail_share;
 	}
+	if (o->slow_instance >= 0) {
+		sc->slow_inst = (unsigned)o->slow_instance;
+		sc->slow_from_s = o->slow_from_s;
+		sc->slow_until_s = o->slow_until_s;
+		sc->slow_factor = o->slow_factor;
+	}
 	if (o->observe_l7) { /* HAProxy's defaults: error-limit 10; rise 2 x inter 2 s */
 		sc->error_limit = 10;
 		sc->down_s = 4;

@@ -36,7 +36,7 @@ int main(int argc, char **argv)
 		ret = fail("out of memory");
 	else {
 		u.changing = o.nscale || o.nramp || o.fail_instance >= 0 || o.observe_l7 ||
-		             o.nweights || o.warmup_s > 0;
+		             o.nweights || o.warmup_s > 0 || o.slow_instance >= 0;
 		u.nbounds = dbk_sim_phase_bounds(&u.f.sc, o.ramp, o.nramp, u.bounds,
 		                                 DBK_SIM_MAX_PHASES);
 		dbk_sim_setup_print(stdout, &u);

@@ -1,6 +1,7 @@
 /* dbucket-sim's command line; see opts.h. */
 #include "opts.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,7 +30,7 @@ struct extra {
 	const char *log_level;
 };
 
-#define NOPTS 63
+#define NOPTS 67
 /* The agent's default, as the help text quotes it. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -73,7 +74,7 @@ static const char *policy_list(void)
 
 /* The options of a fleet that changes (schedule.h), --help's section
  * of them, into t[0..NFLEET_OPTS). */
-#define NFLEET_OPTS 9
+#define NFLEET_OPTS 13
 static void fleet_table(struct dbk_sim_opts *o, struct dbk_opt *t)
 {
 	const struct dbk_opt opts[] = {
@@ -100,6 +101,16 @@ static void fleet_table(struct dbk_sim_opts *o, struct dbk_opt *t)
 		  .help = "from model second S on (default 0)" },
 		{ "fail-share", 0, DBK_OPT_DOUBLE, &o->fail_share, 1e-6, 1, .metavar = "X",
 		  .help = "that share of its requests (default 1)" },
+		{ "slow-instance", 0, DBK_OPT_INT, &o->slow_instance, 0, DBK_MAX_SERVERS - 1,
+		  .flags = DBK_OPT_STRICT, .metavar = "I",
+		  .help = "instance I fails slow: its steps take\n"
+		          "--slow-factor times as long, it answers" },
+		{ "slow-from-s", 0, DBK_OPT_DOUBLE, &o->slow_from_s, 0, 1e12, .metavar = "S",
+		  .help = "from model second S (default 0)" },
+		{ "slow-until-s", 0, DBK_OPT_DOUBLE, &o->slow_until_s, 0, 1e12, .metavar = "R",
+		  .help = "until R (default: for ever)" },
+		{ "slow-factor", 0, DBK_OPT_DOUBLE, &o->slow_factor, 1, 1000, .metavar = "X",
+		  .help = "how much slower (default 2)" },
 		{ "observe-l7", 0, DBK_OPT_FLAG, &o->observe_l7,
 		  .help = "HAProxy's observe layer7, error-limit 10,\n"
 		          "on-error mark-down for every policy: 10\n"
@@ -444,6 +455,11 @@ static int fleet_opts(struct dbk_sim_opts *o, char *err, size_t errlen)
 		return -1;
 	}
 	o->models.nadapters = (unsigned)o->nadapters;
+	if (o->slow_instance >= o->instances) {
+		dbk_errf(err, errlen, "--slow-instance: %d is not one of the %d instances",
+		         o->slow_instance, o->instances);
+		return -1;
+	}
 	if (o->fail_instance >= o->instances) {
 		dbk_errf(err, errlen, "--fail-instance: %d is not one of the %d instances",
 		         o->fail_instance, o->instances);
@@ -477,6 +493,9 @@ static void defaults(struct dbk_sim_opts *o, struct extra *x)
 	o->warmup_factor = 2;
 	o->fail_instance = -1;
 	o->fail_share = 1;
+	o->slow_instance = -1;
+	o->slow_until_s = HUGE_VAL;
+	o->slow_factor = 2;
 	o->models.adapter_share = 0.5;
 	o->models.seed = DBK_SIM_MODELS_SEED;
 	o->max_loras = 4;

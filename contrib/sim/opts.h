@@ -44,6 +44,8 @@ struct dbk_sim_opts {
 	double warmup_s, warmup_factor;
 	int fail_instance; /* -1: none */
 	double fail_from_s, fail_share;
+	int slow_instance; /* -1: none */
+	double slow_from_s, slow_until_s, slow_factor;
 	bool observe_l7;
 	/* Overload (issue 28): --classes' text and its shares (classes.h;
 	 * nclasses 0: every request standard), --admission, --shed-retry. */

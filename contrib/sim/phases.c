@@ -26,6 +26,10 @@ size_t dbk_sim_phase_bounds(const struct dbk_sim_config *c, const struct dbk_sim
 		out[n++] = ramp[k].t_s;
 	if (c->fail_share > 0 && n < max)
 		out[n++] = c->fail_from_s;
+	if (c->slow_factor > 0 && n < max)
+		out[n++] = c->slow_from_s;
+	if (c->slow_factor > 0 && c->slow_until_s < HUGE_VAL && n < max)
+		out[n++] = c->slow_until_s;
 	qsort(out, n, sizeof(*out), cmp_double);
 	for (k = 0; k < n; k++)
 		if (u == 0 || out[k] != out[u - 1])

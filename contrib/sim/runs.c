@@ -43,6 +43,28 @@ int dbk_sim_write_json(const char *path, cJSON *root)
 	return rc;
 }
 
+/* The slow instance's share of the requests arriving in each 30 s (a
+ * 30th of the arrivals' span when shorter), on stderr: "slow-share
+ * POLICY" then per window its requests and prompt tokens, sent to it /
+ * arrived. */
+static void slow_series(const struct dbk_sim *s, const char *name)
+{
+	struct dbk_sim_slow_window w[256];
+	size_t nr = dbk_sim_nrequests(s);
+	double span = nr ? dbk_sim_req(s, (uint32_t)(nr - 1))->arrival_s -
+	                              dbk_sim_req(s, 0)->arrival_s
+	                 : 0;
+	double win = span > 0 && span < 900 ? span / 30 : 30;
+	size_t n = dbk_sim_slow_windows(s, win, w, 256);
+
+	fprintf(stderr, "slow-share %s (per %g s, requests/all:tokens/all):", name, win);
+	for (size_t k = 0; k < n; k++)
+		fprintf(stderr, " %llu/%llu:%llu/%llu", (unsigned long long)w[k].sent,
+		        (unsigned long long)w[k].offered, (unsigned long long)w[k].sent_tokens,
+		        (unsigned long long)w[k].offered_tokens);
+	fputc('\n', stderr);
+}
+
 int dbk_sim_run_one(const struct dbk_sim_config *sc, const struct dbk_sim_req *reqs, size_t n,
                     const struct dbk_sim_policy_ops *pol, struct dbk_sim_result *res,
                     const double *bounds, size_t nb, struct dbk_sim_phase *phases)
@@ -61,6 +83,8 @@ int dbk_sim_run_one(const struct dbk_sim_config *sc, const struct dbk_sim_req *r
 		dbk_errf(err, sizeof(err), "out of memory in the metrics");
 		rc = -1;
 	}
+	if (rc == 0 && sc->slow_factor > 0)
+		slow_series(s, pol->name);
 	if (rc == 0 && nb > 0 && dbk_sim_phases(s, bounds, nb, phases) != 0) {
 		dbk_errf(err, sizeof(err), "out of memory in the phases");
 		rc = -1;

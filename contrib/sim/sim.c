@@ -90,6 +90,11 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 		         c->ninstances - 1);
 		return NULL;
 	}
+	if (c->slow_factor > 0 && (!(c->slow_factor >= 1) || c->slow_inst >= c->ninstances)) {
+		dbk_errf(err, errlen, "the slow instance must be one of 0..%u, its factor >= 1",
+		         c->ninstances - 1);
+		return NULL;
+	}
 	if (c->warmup_s > 0 && !(c->warmup_factor >= 1)) {
 		dbk_errf(err, errlen, "the warm-up factor must be >= 1");
 		return NULL;
@@ -247,8 +252,7 @@ static int start_step(struct dbk_sim *s, unsigned i)
 
 	if (d <= 0)
 		return 0;
-	if (s->cfg.warmup_s > 0 && s->now - in->joined_s < s->cfg.warmup_s)
-		d *= s->cfg.warmup_factor;
+	d *= dbk_sim_step_factor(s, i);
 	in->stepping = true;
 	in->step_end = s->now + d;
 	return dbk_evq_push(&s->q, in->step_end, EV_STEP_END, i);

@@ -115,6 +115,12 @@ struct dbk_sim_config {
 	 * fail_share 0: none fails. */
 	unsigned fail_inst;
 	double fail_from_s, fail_share;
+	/* A server that fails slow (a throttled GPU, a noisy neighbour):
+	 * from slow_from_s until slow_until_s (HUGE_VAL: for ever),
+	 * instance slow_inst's steps take slow_factor times as long; it
+	 * keeps answering. slow_factor 0: none is slow. */
+	unsigned slow_inst;
+	double slow_from_s, slow_until_s, slow_factor;
 	/* HAProxy's "observe layer7" with "error-limit error_limit" and
 	 * "on-error mark-down" (0: off): after that many 5xx in a row an
 	 * instance is left out for down_s seconds (the health check's
@@ -212,6 +218,15 @@ struct dbk_sim_outcome {
 };
 
 const struct dbk_sim_outcome *dbk_sim_outcome(const struct dbk_sim *s, uint32_t id);
+/* The slow instance's share of one window of arrivals: requests and
+ * their prompt tokens, arrived and sent to it. */
+struct dbk_sim_slow_window {
+	uint64_t offered, sent, offered_tokens, sent_tokens;
+};
+/* The slow instance's share per window_s of arrivals from the first,
+ * into w[0..max). Returns how many windows (after dbk_sim_run). */
+size_t dbk_sim_slow_windows(const struct dbk_sim *s, double window_s, struct dbk_sim_slow_window *w,
+                            size_t max);
 /* Whether request id is held (admit_queue_s) and being decided again. */
 bool dbk_sim_holding(const struct dbk_sim *s, uint32_t id);
 

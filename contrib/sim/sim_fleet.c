@@ -97,6 +97,44 @@ bool dbk_sim_fails(const struct dbk_sim *s, unsigned i, uint32_t id)
 	return (double)(dbk_u64map_mix64(FAIL_SEED ^ id) >> 11) * 0x1p-53 < c->fail_share;
 }
 
+double dbk_sim_step_factor(const struct dbk_sim *s, unsigned i)
+{
+	const struct dbk_sim_config *c = &s->cfg;
+	const struct dbk_sim_inst *in = &s->inst[i];
+	double f = 1, t = s->now - s->t0;
+
+	if (c->warmup_s > 0 && s->now - in->joined_s < c->warmup_s)
+		f *= c->warmup_factor;
+	if (c->slow_factor > 0 && i == c->slow_inst && t >= c->slow_from_s && t < c->slow_until_s)
+		f *= c->slow_factor;
+	return f;
+}
+
+size_t dbk_sim_slow_windows(const struct dbk_sim *s, double window_s,
+                            struct dbk_sim_slow_window *out, size_t max)
+{
+	const struct dbk_sim_req *r0 = dbk_sim_req(s, 0);
+	size_t n = 0;
+
+	for (uint32_t id = 0; r0 && window_s > 0 && id < s->n; id++) {
+		double w = (s->reqs[id].arrival_s - r0->arrival_s) / window_s;
+		size_t k = w < (double)max ? (size_t)w : max;
+
+		if (k >= max)
+			break;
+		bool to = s->rs[id].o.instance == s->cfg.slow_inst;
+		uint64_t tok = s->reqs[id].input_tokens;
+
+		for (; n <= k; n++)
+			out[n] = (struct dbk_sim_slow_window){ 0 };
+		out[k].offered++;
+		out[k].sent += to;
+		out[k].offered_tokens += tok;
+		out[k].sent_tokens += to ? tok : 0;
+	}
+	return n;
+}
+
 /* HAProxy's observe layer7: a 5xx counts against the instance, and
  * error_limit of them in a row mark it down (on-error mark-down) until
  * the health check, which keeps passing, brings it back down_s later. */

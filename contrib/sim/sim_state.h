@@ -165,6 +165,9 @@ void dbk_sim_add_stats(struct dbk_engine_stats *sum, const struct dbk_engine *e)
 int dbk_sim_scale_to(struct dbk_sim *s, unsigned count);
 /* Whether the failing instance i answers request id with a 500 now. */
 bool dbk_sim_fails(const struct dbk_sim *s, unsigned i, uint32_t id);
+/* How many times as long instance i's step starting now takes: its
+ * warm-up's factor, times the slow phase's while it lasts. */
+double dbk_sim_step_factor(const struct dbk_sim *s, unsigned i);
 /* Instance i answered a 500: counted, and with error_limit HAProxy's
  * mark-down. 0, or -1 (memory). */
 int dbk_sim_server_error(struct dbk_sim *s, unsigned i);

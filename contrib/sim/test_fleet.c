@@ -223,6 +223,43 @@ static void test_warmup(void)
 	CHECK_NEAR(past, warm, 1e-9); /* joined at 5, warm again by 6 */
 }
 
+/* A server that fails slow: from 5 s until 20 s instance 0's steps take
+ * 3 x as long. Three lone requests alike (no hash ids: nothing cached),
+ * at 0, 10 and 30: the one inside the slow phase gets
+ * its first token 3 x later, the ones before and after as fast; the
+ * report counts the slow instance's share per window. */
+static void test_slow(void)
+{
+	struct dbk_sim_config c;
+	struct dbk_sim_req r[3] = {
+		{ .id = 0, .arrival_s = 0, .input_tokens = 4000, .output_tokens = 2 },
+		{ .id = 1, .arrival_s = 10, .input_tokens = 4000, .output_tokens = 2 },
+		{ .id = 2, .arrival_s = 30, .input_tokens = 4000, .output_tokens = 2 },
+	};
+	double ttft[3] = { NAN, NAN, NAN };
+	struct dbk_sim_slow_window w[4] = { { 0 } };
+
+	mk(&c, 1);
+	c.slow_inst = 0;
+	c.slow_from_s = 5;
+	c.slow_until_s = 20;
+	c.slow_factor = 3;
+	struct dbk_sim *s = run(&c, r, 3, &top);
+	for (uint32_t id = 0; s && id < 3; id++)
+		ttft[id] = dbk_sim_outcome(s, id)->first_token_s - r[id].arrival_s;
+	CHECK(ttft[0] > 0);
+	CHECK_NEAR(ttft[1], 3 * ttft[0], 1e-9);
+	CHECK_NEAR(ttft[2], ttft[0], 1e-9);
+	CHECK_EQ_U(s ? dbk_sim_slow_windows(s, 20, w, 4) : 0, 2);
+	CHECK_EQ_U(w[0].sent, 2);
+	CHECK_EQ_U(w[0].sent_tokens, 8000);
+	CHECK_EQ_U(w[1].offered, 1);
+	dbk_sim_free(s);
+	c.slow_factor = 0.5; /* a faster step is no failure */
+	char err[128];
+	CHECK(dbk_sim_new(&c, r, 3, &top, err, sizeof(err)) == NULL);
+}
+
 /* Instance 0 fails everything from 0: under round robin half the
  * requests fail at once with no token; with error_limit 3 it is marked
  * down after 3 and takes nothing until it is up again. */
@@ -345,6 +382,7 @@ static void test_bad_config(void)
 int main(void)
 {
 	RUN(test_member_calls);
+	RUN(test_slow);
 	RUN(test_no_route_to_absent);
 	RUN(test_drain);
 	RUN(test_warmup);

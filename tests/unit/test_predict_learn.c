@@ -123,16 +123,17 @@ static void ratios(const struct dbk_pred *p, double *rp, double *rd)
 	*rd = dec / dec0;
 }
 
-/* n rounds of one request to each of 4 servers, each alone on an idle
- * server, of varied prompt and output; server 3 prefills pre times and
- * decodes dec times as slowly as the engine model, which the others
- * match. Its duration is what the completion line gives (commit to
- * end); no scrape at all. */
-static void serve_rounds(struct dbk_pred *p, struct dbk_pred *truth, unsigned n, double pre,
-                         double dec, uint64_t *now)
+/* n rounds of one request to each of the first m of 4 servers, every
+ * 100 ms, each alone on its server (released before the next is sent),
+ * of varied prompt and output; server 3 prefills pre times and decodes
+ * dec times as slowly as the engine model, which the others match. Its
+ * duration is what the completion line gives (commit to end); no
+ * scrape at all. */
+static void serve_some(struct dbk_pred *p, struct dbk_pred *truth, unsigned n, unsigned m,
+                       double pre, double dec, uint64_t *now)
 {
 	for (unsigned k = 0; k < n; k++)
-		for (unsigned i = 0; i < 4; i++, *now += 100000) {
+		for (unsigned i = 0; i < m; i++, *now += 100) {
 			struct dbk_pred_request r = { .prompt_tokens = 300 + 700 * (k % 9),
 				                      .max_tokens = 8 + 37 * (k % 8),
 				                      .ignore_eos = true };
@@ -145,6 +146,12 @@ static void serve_rounds(struct dbk_pred *p, struct dbk_pred *truth, unsigned n,
 			dbk_pred_commit(p, &r, i, *now, &t);
 			dbk_pred_release(p, &t, *now + (uint64_t)llround(y * 1000));
 		}
+}
+
+static void serve_rounds(struct dbk_pred *p, struct dbk_pred *truth, unsigned n, double pre,
+                         double dec, uint64_t *now)
+{
+	serve_some(p, truth, n, 4, pre, dec, now);
 }
 
 /* A fleet of 4 after 100 rounds with server 3 pre and dec times slower
@@ -184,6 +191,60 @@ static void test_a_2x_slower_server_learnt_within_100(void)
 	dbk_pred_set_state(p, 1, DBK_PRED_DOWN);
 	CHECK(dbk_pred_choose(p, &r, 1000, &c) == 2);
 	dbk_pred_free(p);
+}
+
+/* A server that fails slow and recovers: priced 3x slow, it is sent
+ * little, so its own requests would keep its old rows for good (before
+ * the fade by age: still 3x after 300 s sent nothing). What it taught
+ * fades with its age (PRED_SPEED_FADE_S), so after 300 s of requests to
+ * the others alone it is priced as its peers again, and sent its share
+ * to learn anew; the others, taught all along, keep their speed. */
+static void test_a_recovered_server_is_not_sealed(void)
+{
+	struct dbk_pred *p = fleet(4), *truth = fleet(4);
+	uint64_t now = 1000;
+	double rp, rd, pre, dec;
+
+	serve_rounds(p, truth, 100, 3, 3, &now);
+	ratios(p, &rp, &rd);
+	CHECK_NEAR(rp, 3, 0.1);
+	CHECK_NEAR(rd, 3, 0.1);
+	for (unsigned k = 0; k < 300; k++) /* one request a second to 0..2 */
+		serve_some(p, truth, 1, 3, 1, 1, &now), now += 700;
+	view(p, 3, &pre, &dec);
+	CHECK_NEAR(pre, 1, 0);
+	CHECK_NEAR(dec, 1, 0);
+	/* Sent its share again while still slow, it is priced slow again
+	 * within 100 requests. */
+	serve_rounds(p, truth, 100, 3, 3, &now);
+	ratios(p, &rp, &rd);
+	CHECK_NEAR(rp, 3, 0.1);
+	CHECK_NEAR(rd, 3, 0.1);
+	dbk_pred_free(p);
+	dbk_pred_free(truth);
+}
+
+/* A fit faded loses its weight: under a row's worth, the prior pulls
+ * it back most of the way. */
+static void test_fade_weighs_less(void)
+{
+	struct dbk_plearn l = { 0 };
+	double a, b;
+
+	for (unsigned k = 0; k < 100; k++) {
+		double x1 = 0.05 + 0.1 * (k % 7), x2 = 0.02 + 0.3 * (k % 5);
+		dbk_plearn_add(&l, x1, x2, 2 * (x1 + x2), 1);
+	}
+	dbk_plearn_solve(&l, 1, 1, &a, &b);
+	CHECK_NEAR(a, 2, 0.05);
+	dbk_plearn_fade(&l, 0.01);
+	CHECK_NEAR(l.n, 256 * (1 - pow(1 - 1 / 256.0, 100)) * 0.01, 1e-9);
+	dbk_plearn_solve(&l, 1, 1, &a, &b);
+	CHECK(a > 1 && a < 1.5 && b > 1 && b < 1.5);
+	double n = l.n;
+	dbk_plearn_fade(&l, 1.5); /* not a fade: ignored */
+	dbk_plearn_fade(&l, 0);
+	CHECK_NEAR(l.n, n, 0);
 }
 
 /* A server that prefills as fast as the others but decodes 2x slower
@@ -287,7 +348,7 @@ static void test_alike_requests_and_first_tokens(void)
 	uint64_t now = 1000;
 
 	for (unsigned k = 0; k <= 200; k++) {
-		for (unsigned i = 0; k > 0 && i < 4; i++, now += 100000) {
+		for (unsigned i = 0; k > 0 && i < 4; i++, now += 1000) {
 			struct dbk_pred_request r = { .prompt_tokens = 2000 + 10 * (k % 3),
 				                      .max_tokens = 8,
 				                      .ignore_eos = true };
@@ -572,7 +633,7 @@ static void first_token_rounds(unsigned rounds, struct dbk_pred_request (*r)(uns
 	uint64_t now = 1000;
 
 	for (unsigned k = 0; k <= rounds; k++) {
-		for (unsigned i = 0; k > 0 && i < 4; i++, now += 100000) {
+		for (unsigned i = 0; k > 0 && i < 4; i++, now += 1000) {
 			struct dbk_pred_request req = r(k);
 			struct dbk_pred_ticket t;
 			dbk_pred_commit(p, &req, i, now, &t);
@@ -657,6 +718,8 @@ int main(void)
 	RUN(test_alike_rows_scale_both);
 	RUN(test_a_2x_slower_server_learnt_within_100);
 	RUN(test_decode_told_from_prefill);
+	RUN(test_a_recovered_server_is_not_sealed);
+	RUN(test_fade_weighs_less);
 	RUN(test_equal_fleet_and_weight_prior);
 	RUN(test_priors_follow_the_weights);
 	RUN(test_alike_requests_and_first_tokens);
