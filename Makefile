@@ -34,9 +34,10 @@ SANFLAGS ?=
 # unit-test macros).
 CFLAGS   += $(CSTD) $(WARN) $(OPT) $(SANFLAGS) -Iagent -Icontrib -Itests/unit -MMD -MP
 # Every program links the same -l list; --as-needed keeps the libraries a
-# program does not use out of its dependencies.
+# program does not use out of its dependencies (zlib: the session hint's
+# CRC-32, agent/session_hint.c, wherever the agent's routing is linked).
 LDFLAGS  += $(SANFLAGS) -Wl,--as-needed
-LDLIBS   += -lev -lcjson -lm
+LDLIBS   += -lev -lcjson -lz -lm
 
 # The layers, one static library each (see CONTRIBUTING.md):
 #   libdbk.a          agent/lib/: sockets, listeners, buffer, list, HTTP/1,

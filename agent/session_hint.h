@@ -27,7 +27,7 @@
 #define DBK_ARG_SESSION_SERVER "ssrv"
 #define DBK_ARG_SESSION_TOKENS "stok"
 
-/* HAProxy's crc32 converter (IEEE 802.3, reflected, as zlib's). */
+/* HAProxy's crc32 converter: zlib's crc32 (IEEE 802.3, reflected). */
 uint32_t dbk_shint_crc32(const void *p, size_t n);
 
 /* The index among names[0..n) whose name's CRC-32 is crc; -1: none (or

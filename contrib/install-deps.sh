@@ -4,11 +4,12 @@
 # needs nothing by hand.
 set -eu
 
-PKGS="make gcc clang clang-format libclang-rt-14-dev pkg-config libev-dev libcjson-dev
+PKGS="make gcc clang clang-format libclang-rt-14-dev pkg-config libev-dev libcjson-dev zlib1g-dev
 libcurl4-openssl-dev openssl
 haproxy bats bats-assert bats-support curl wrk socat procps man-db groff-base
 gnuplot-nox valgrind jq prometheus dnsmasq-base
 chromium debhelper lintian dpkg-dev python3"
+# zlib1g-dev: the session hint's CRC-32 (agent/session_hint.c).
 # prometheus: promtool checks /metrics' format (e2e) and the alert rules
 # (contrib/prometheus). libcurl4-openssl-dev: https scrapes
 # (agent/lib/curl_ev.c); openssl makes tests/e2e/https-scrape.bats'

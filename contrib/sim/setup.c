@@ -2,6 +2,7 @@
  * JSON's "setup"; see modes.h. */
 #include "modes.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "predict.h"
@@ -23,6 +24,13 @@ static void fleet_print(FILE *f, const struct dbk_sim_opts *o)
 	if (o->fail_instance >= 0)
 		fprintf(f, "instance %d fails %g of its requests from %g s; ", o->fail_instance,
 		        o->fail_share, o->fail_from_s);
+	if (o->slow_instance >= 0) {
+		fprintf(f, "instance %d's steps take %gx as long from %g s", o->slow_instance,
+		        o->slow_factor, o->slow_from_s);
+		if (o->slow_until_s < HUGE_VAL)
+			fprintf(f, " until %g s", o->slow_until_s);
+		fputs("; ", f);
+	}
 	fprintf(f, "observe-l7 %s; weights %s\n", o->observe_l7 ? "on" : "off",
 	        o->weights_text ? o->weights_text : "none");
 }
@@ -203,6 +211,12 @@ void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
 		{ "fail_instance", o->fail_instance >= 0 ? 'n' : 0, o->fail_instance, NULL },
 		{ "fail_from_s", o->fail_instance >= 0 ? 'n' : 0, o->fail_from_s, NULL },
 		{ "fail_share", o->fail_instance >= 0 ? 'n' : 0, o->fail_share, NULL },
+		{ "slow_instance", o->slow_instance >= 0 ? 'n' : 0, o->slow_instance, NULL },
+		{ "slow_from_s", o->slow_instance >= 0 ? 'n' : 0, o->slow_from_s, NULL },
+		/* Left out when it is for ever: JSON has no infinity. */
+		{ "slow_until_s", o->slow_instance >= 0 && o->slow_until_s < HUGE_VAL ? 'n' : 0,
+		  o->slow_until_s, NULL },
+		{ "slow_factor", o->slow_instance >= 0 ? 'n' : 0, o->slow_factor, NULL },
 		{ "observe_l7", 'b', o->observe_l7, NULL },
 		{ "weights", o->weights_text ? 's' : 0, 0, o->weights_text },
 	};

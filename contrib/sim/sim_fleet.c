@@ -4,10 +4,10 @@
 #include "sim_state.h"
 
 #include "policy.h"
-#include "u64map.h"
 
 #include <stdlib.h>
 
+#include "lib/hash.h"
 #include "lib/log.h"
 
 #define FAIL_SEED 0xfa11ULL
@@ -87,14 +87,16 @@ int dbk_sim_scale_to(struct dbk_sim *s, unsigned count)
 }
 
 /* Whether the failing instance answers request id with a 500: from
- * fail_from_s on, a seeded draw per request under fail_share. */
+ * fail_from_s on, a seeded draw per request under fail_share. The draw
+ * is in (0, 1], hence <=: a share of 1 fails every request. */
 bool dbk_sim_fails(const struct dbk_sim *s, unsigned i, uint32_t id)
 {
 	const struct dbk_sim_config *c = &s->cfg;
 
 	if (!(c->fail_share > 0) || i != c->fail_inst || s->now - s->t0 < c->fail_from_s)
 		return false;
-	return (double)(dbk_u64map_mix64(FAIL_SEED ^ id) >> 11) * 0x1p-53 < c->fail_share;
+	uint64_t draw = FAIL_SEED ^ id;
+	return dbk_hash_unit(&draw) <= c->fail_share;
 }
 
 double dbk_sim_step_factor(const struct dbk_sim *s, unsigned i)

@@ -5,8 +5,8 @@
 # --lb-sticky keeps a conversation on one of several balancers, --gpu
 # gives a list of GPUs to the instances in turn, and
 # --slo-capacity prints a capacity per policy with leastconn's as the
-# unit, and a fleet that changes (--scale, --ramp, a failing instance,
-# --observe-l7, --weights) accounts for every request and never routes
+# unit, and a fleet that changes (--scale, --ramp, a failing instance, a
+# slow one, --observe-l7, --weights) accounts for every request and never routes
 # one to an instance that is out. Model time only: no sockets, seconds.
 
 load helpers
@@ -218,6 +218,24 @@ true"
 	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --weights 10,0
 	assert_failure 2
 	assert_output --partial "--weights: weight '0'"
+}
+
+@test "a slow instance: the setup line and JSON echo it, its phase bounds the phases" {
+	local json=$BATS_TEST_TMPDIR/slow.json
+	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 300 --policy lc \
+		--slow-instance 1 --slow-from-s 10 --slow-until-s 40 --slow-factor 3 --json "$json"
+	assert_success
+	assert_output --partial "instance 1's steps take 3x as long from 10 s until 40 s;"
+	run jq -c '[.setup.slow_instance, .setup.slow_from_s, .setup.slow_until_s,
+		.setup.slow_factor, [.policies[0].phases[].from_s]]' "$json"
+	assert_output "[1,10,40,3,[0,10,40]]"
+	# For ever: no end said, none in the JSON (it has no infinity).
+	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 100 --policy lc \
+		--slow-instance 1 --json "$json"
+	assert_success
+	assert_output --partial "instance 1's steps take 2x as long from 0 s;"
+	run jq -c '.setup | [has("slow_until_s"), .slow_factor]' "$json"
+	assert_output "[false,2]"
 }
 
 @test "--classes and --admission: per-class books add up, critical never shed, off changes nothing" {

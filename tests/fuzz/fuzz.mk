@@ -29,7 +29,7 @@ FUZZ_SAN      = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit
 FUZZ_CFLAGS   = $(CSTD) $(WARN) -g -O1 $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
                 -Iagent -Icontrib -Itests/unit -I$(FUZZ_DIR) -MMD -MP
 FUZZ_LDFLAGS  = $(FUZZ_SAN) -fsanitize=fuzzer
-FUZZ_LIBS     = -Wl,--as-needed -lev -lcjson -lm
+FUZZ_LIBS     = -Wl,--as-needed -lev -lcjson -lz -lm
 
 # Every tests/fuzz/fuzz_NAME.c is a target (tests/fuzz/run finds them alike).
 FUZZ_TARGETS  = $(patsubst $(FUZZ_DIR)/%.c,%,$(wildcard $(FUZZ_DIR)/fuzz_*.c))
