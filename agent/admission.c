@@ -152,25 +152,6 @@ static bool tpot_refused(struct dbk_admit_state *st, const struct dbk_admit_inpu
 	return true;
 }
 
-/* Whether any class is at risk, of its first token or its TPOT (with
- * no memory, taken to be). Only then is a KV-fit wait counted: on long
- * agentic sessions the books count the blocks that running requests
- * share once per request, and price a server whose engine has room as
- * full, so the wait is a phantom below capacity (agentic 71 at 0.8x:
- * 1066 predictions waiting over 1 s, none of the critical ones late);
- * past capacity it grows with what is in flight and, once another
- * signal has raised a risk, keeps it (BENCHMARKS.md, "Stop 41: a TPOT
- * risk for admission"). */
-static bool any_risk(const struct dbk_admit_state *st, uint64_t now_ms)
-{
-	if (!st)
-		return true;
-	for (int k = 0; k < DBK_CLASS_N; k++)
-		if (st->risk_until_ms[k] > now_ms || st->tpot_until_ms[k] > now_ms)
-			return true;
-	return false;
-}
-
 /* The rule for a predicted first token t, of which own is the request's
  * own prefill and the rest, wait, what is ahead of it (admission.h). */
 static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
@@ -179,8 +160,15 @@ static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
 {
 	struct dbk_admit_result r = { DBK_ADMIT_ROUTE, 0, DBK_SHED_PREDICTED_LATE };
 	double obj = (double)c->ttft_ms, t = in->ttft_ms;
+	bool sus = false;
 
-	if (!any_risk(st, in->now_ms) && in->kv_wait_ms > 0)
+	for (int k = 0; st && k < DBK_CLASS_N; k++)
+		if ((st->risk_until_ms[k] > in->now_ms &&
+		     st->risk_last_ms[k] - st->risk_since_ms[k] >= DBK_ADMIT_SUSTAINED_MS) ||
+		    (st->tpot_until_ms[k] > in->now_ms &&
+		     st->tpot_last_ms[k] - st->tpot_since_ms[k] >= DBK_ADMIT_SUSTAINED_MS))
+			sus = true;
+	if (!sus && in->kv_wait_ms > 0)
 		t = fmax(t - in->kv_wait_ms, in->own_ms);
 	double own = in->own_ms > 0 ? fmin(in->own_ms, t) : 0, wait = t - own;
 

@@ -143,7 +143,7 @@ enum dbk_class { DBK_CLASS_CRITICAL, DBK_CLASS_STANDARD, DBK_CLASS_SHEDDABLE, DB
  * would leave the decoders on its server past DBK_ADMIT_TPOT_REFUSE_SHARE
  * is refused (variant: admission's first token without the KV-fit wait). */
 #define DBK_ADMIT_TPOT_RISK_SHARE 0.75
-#define DBK_ADMIT_TPOT_REFUSE_SHARE 0.75
+#define DBK_ADMIT_TPOT_REFUSE_SHARE 0.3
 
 struct dbk_admit_config {
 	bool enabled;
@@ -184,8 +184,8 @@ struct dbk_admit_input {
 	 * there takes once it joins, as a share of the TPOT objective; 0:
 	 * not known (no TPOT rule). */
 	double tpot_share;
-	/* Of ttft_ms, the wait for KV room there: counted only while a
-	 * class is at risk (admission.c, any_risk); 0: none known. */
+	/* Of ttft_ms, the wait for KV room there; counted only while a
+	 * class's risk is sustained; 0: none known. */
 	double kv_wait_ms;
 	uint64_t now_ms; /* when it is decided: dbk_admit_state's clock */
 };
