@@ -160,16 +160,6 @@ static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
 {
 	struct dbk_admit_result r = { DBK_ADMIT_ROUTE, 0, DBK_SHED_PREDICTED_LATE };
 	double obj = (double)c->ttft_ms, t = in->ttft_ms;
-	bool sus = false;
-
-	for (int k = 0; st && k < DBK_CLASS_N; k++)
-		if ((st->risk_until_ms[k] > in->now_ms &&
-		     st->risk_last_ms[k] - st->risk_since_ms[k] >= DBK_ADMIT_SUSTAINED_MS) ||
-		    (st->tpot_until_ms[k] > in->now_ms &&
-		     st->tpot_last_ms[k] - st->tpot_since_ms[k] >= DBK_ADMIT_SUSTAINED_MS))
-			sus = true;
-	if (!sus && in->kv_wait_ms > 0)
-		t = fmax(t - in->kv_wait_ms, in->own_ms);
 	double own = in->own_ms > 0 ? fmin(in->own_ms, t) : 0, wait = t - own;
 
 	/* A first token before its own prefill is done (a negative wait, or

@@ -184,9 +184,6 @@ struct dbk_admit_input {
 	 * there takes once it joins, as a share of the TPOT objective; 0:
 	 * not known (no TPOT rule). */
 	double tpot_share;
-	/* Of ttft_ms, the wait for KV room there; counted only while a
-	 * class's risk is sustained; 0: none known. */
-	double kv_wait_ms;
 	uint64_t now_ms; /* when it is decided: dbk_admit_state's clock */
 };
 

@@ -61,6 +61,6 @@ void dbk_sim_ttft_window_update(struct dbk_sim_ttft_window *w, const struct dbk_
  * not let in once its wait and ttft_s pass the objective. */
 int dbk_sim_admit(const struct dbk_sim *s, struct dbk_admit_state *st, const struct dbk_sim_req *r,
                   int chosen, bool predicted, double ttft_s, double own_s, double tpot_share,
-                  double kv_wait_s, const struct dbk_sim_ttft_window *w);
+                  const struct dbk_sim_ttft_window *w);
 
 #endif
