@@ -146,7 +146,7 @@ static bool tpot_refused(struct dbk_admit_state *st, const struct dbk_admit_inpu
 	for (int k = 0; k < (int)cls; k++)
 		if (st->tpot_until_ms[k] > until)
 			until = st->tpot_until_ms[k];
-	if (until <= in->now_ms || !(in->tpot_share > DBK_ADMIT_TPOT_REFUSE_SHARE))
+	if (until <= in->now_ms || !(in->tpot_share > DBK_ADMIT_TPOT_RISK_SHARE))
 		return false;
 	*retry_ms = (double)(until - in->now_ms);
 	return true;

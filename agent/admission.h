@@ -140,10 +140,8 @@ enum dbk_class { DBK_CLASS_CRITICAL, DBK_CLASS_STANDARD, DBK_CLASS_SHEDDABLE, DB
 /* A class is at TPOT risk, with the same holds, after one of its
  * requests was predicted a TPOT past DBK_ADMIT_TPOT_RISK_SHARE of the
  * TPOT objective; while a class above is, a lower request whose joining
- * would leave the decoders on its server past DBK_ADMIT_TPOT_REFUSE_SHARE
- * is refused (variant: admission's first token without the KV-fit wait). */
+ * would leave the decoders on its server past that share is refused. */
 #define DBK_ADMIT_TPOT_RISK_SHARE 0.75
-#define DBK_ADMIT_TPOT_REFUSE_SHARE 0.3
 
 struct dbk_admit_config {
 	bool enabled;

@@ -72,7 +72,6 @@ struct dbk_policy_choice {
 	/* Its predicted TPOT there over the TPOT objective (admission.h);
 	 * 0: not known. */
 	double tpot_share;
-	double kv_wait_s; /* of ttft_s, the wait for KV room (predict.h); 0: none known */
 	double hit_tokens;
 };
 

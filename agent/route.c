@@ -284,7 +284,7 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct route
 	 * refused takes none (the policy's commit is skipped as when the
 	 * balancer refuses). */
 	in->predicted = c->predicted;
-	in->ttft_ms = fmax(c->ttft_s - c->kv_wait_s, c->own_s) * 1e3;
+	in->ttft_ms = c->ttft_s * 1e3;
 	in->own_ms = c->own_s * 1e3;
 	in->tpot_share = c->tpot_share;
 	in->no_server = c->server < 0;
