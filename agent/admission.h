@@ -137,11 +137,6 @@ enum dbk_class { DBK_CLASS_CRITICAL, DBK_CLASS_STANDARD, DBK_CLASS_SHEDDABLE, DB
 #define DBK_ADMIT_SUSTAINED_MS 5000
 #define DBK_ADMIT_SUSTAINED_RECENT_MS 10000
 #define DBK_ADMIT_SUSTAINED_FACTOR 0.125
-/* A class is at TPOT risk, with the same holds, after one of its
- * requests was predicted a TPOT past DBK_ADMIT_TPOT_RISK_SHARE of the
- * TPOT objective; while a class above is, a lower request whose joining
- * would leave the decoders on its server past that share is refused. */
-#define DBK_ADMIT_TPOT_RISK_SHARE 0.75
 
 struct dbk_admit_config {
 	bool enabled;
@@ -178,10 +173,6 @@ struct dbk_admit_input {
 	/* Of ttft_ms, the request's own prefill there (the rest is the wait
 	 * for what is ahead of it); 0: not known, all of it waits. */
 	double own_ms;
-	/* Its predicted TPOT on that server, the decode step every request
-	 * there takes once it joins, as a share of the TPOT objective; 0:
-	 * not known (no TPOT rule). */
-	double tpot_share;
 	uint64_t now_ms; /* when it is decided: dbk_admit_state's clock */
 };
 
@@ -192,9 +183,6 @@ struct dbk_admit_state {
 	/* The first and the latest evidence of each class's current
 	 * risk (an episode ends when its hold lapses). */
 	uint64_t risk_since_ms[DBK_CLASS_N], risk_last_ms[DBK_CLASS_N];
-	/* The same for each class's TPOT risk. */
-	uint64_t tpot_until_ms[DBK_CLASS_N];
-	uint64_t tpot_since_ms[DBK_CLASS_N], tpot_last_ms[DBK_CLASS_N];
 };
 
 enum dbk_admit_verdict {

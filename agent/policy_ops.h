@@ -69,9 +69,6 @@ struct dbk_policy_choice {
 	bool predicted; /* ttft_s and hit_tokens are set (the ACK's details) */
 	double ttft_s;
 	double own_s; /* of ttft_s, its own prefill (admission.h); 0: not known */
-	/* Its predicted TPOT there over the TPOT objective (admission.h);
-	 * 0: not known. */
-	double tpot_share;
 	double hit_tokens;
 };
 
