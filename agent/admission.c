@@ -104,19 +104,71 @@ static bool sustained(const struct dbk_admit_state *st, enum dbk_class cls, uint
 }
 
 /* A request of cls predicted to wait past DBK_ADMIT_RISK_SHARE of the
- * objective at now_ms: a new episode of risk, or the same renewed. A
+ * objective at now_ms (or its TPOT past DBK_ADMIT_TPOT_RISK_SHARE: the
+ * TPOT's arrays): a new episode of risk, or the same renewed. A
  * gap longer than DBK_ADMIT_SUSTAINED_MS starts a new one: two bursts
  * apart are not one sustained overload. The hold is from now: long once
  * the episode is sustained, short while it is a burst. */
+static void evidence_of(uint64_t *until, uint64_t *since, uint64_t *last, enum dbk_class cls,
+                        uint64_t now_ms)
+{
+	if (until[cls] <= now_ms || now_ms - last[cls] > DBK_ADMIT_SUSTAINED_MS)
+		since[cls] = now_ms;
+	last[cls] = now_ms;
+	until[cls] = now_ms + (now_ms - since[cls] >= DBK_ADMIT_SUSTAINED_MS
+	                               ? DBK_ADMIT_RISK_HOLD_MS
+	                               : DBK_ADMIT_BURST_HOLD_MS);
+}
+
 static void evidence(struct dbk_admit_state *st, enum dbk_class cls, uint64_t now_ms)
 {
-	if (st->risk_until_ms[cls] <= now_ms ||
-	    now_ms - st->risk_last_ms[cls] > DBK_ADMIT_SUSTAINED_MS)
-		st->risk_since_ms[cls] = now_ms;
-	st->risk_last_ms[cls] = now_ms;
-	st->risk_until_ms[cls] = now_ms + (now_ms - st->risk_since_ms[cls] >= DBK_ADMIT_SUSTAINED_MS
-	                                           ? DBK_ADMIT_RISK_HOLD_MS
-	                                           : DBK_ADMIT_BURST_HOLD_MS);
+	evidence_of(st->risk_until_ms, st->risk_since_ms, st->risk_last_ms, cls, now_ms);
+}
+
+/* The TPOT's own risk (issue 28): past capacity on agentic sessions
+ * what goes late is the TPOT, attention reading every request's
+ * context, not the first token. Evidence is a request's own predicted
+ * TPOT past DBK_ADMIT_TPOT_RISK_SHARE of its objective; while a class
+ * above is at that risk, a lower request is refused when, with it, the
+ * decoders on its server would step past that share: it is refused
+ * for the TPOT it adds to them, not for its own. True: refused, with
+ * *retry_ms until the risk lapses if nothing renews it. */
+static bool tpot_refused(struct dbk_admit_state *st, const struct dbk_admit_input *in,
+                         enum dbk_class cls, double *retry_ms)
+{
+	uint64_t until = in->now_ms;
+
+	if (!st || !(in->tpot_share > 0))
+		return false;
+	if (in->tpot_share > DBK_ADMIT_TPOT_RISK_SHARE)
+		evidence_of(st->tpot_until_ms, st->tpot_since_ms, st->tpot_last_ms, cls,
+		            in->now_ms);
+	for (int k = 0; k < (int)cls; k++)
+		if (st->tpot_until_ms[k] > until)
+			until = st->tpot_until_ms[k];
+	if (until <= in->now_ms || !(in->tpot_share > DBK_ADMIT_TPOT_REFUSE_SHARE))
+		return false;
+	*retry_ms = (double)(until - in->now_ms);
+	return true;
+}
+
+/* Whether any class is at risk, of its first token or its TPOT (with
+ * no memory, taken to be). Only then is a KV-fit wait counted: on long
+ * agentic sessions the books count the blocks that running requests
+ * share once per request, and price a server whose engine has room as
+ * full, so the wait is a phantom below capacity (agentic 71 at 0.8x:
+ * 1066 predictions waiting over 1 s, none of the critical ones late);
+ * past capacity it grows with what is in flight and, once another
+ * signal has raised a risk, keeps it (BENCHMARKS.md, "Stop 41: a TPOT
+ * risk for admission"). */
+static bool any_risk(const struct dbk_admit_state *st, uint64_t now_ms)
+{
+	if (!st)
+		return true;
+	for (int k = 0; k < DBK_CLASS_N; k++)
+		if (st->risk_until_ms[k] > now_ms || st->tpot_until_ms[k] > now_ms)
+			return true;
+	return false;
 }
 
 /* The rule for a predicted first token t, of which own is the request's
@@ -127,6 +179,9 @@ static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
 {
 	struct dbk_admit_result r = { DBK_ADMIT_ROUTE, 0, DBK_SHED_PREDICTED_LATE };
 	double obj = (double)c->ttft_ms, t = in->ttft_ms;
+
+	if (!any_risk(st, in->now_ms) && in->kv_wait_ms > 0)
+		t = fmax(t - in->kv_wait_ms, in->own_ms);
 	double own = in->own_ms > 0 ? fmin(in->own_ms, t) : 0, wait = t - own;
 
 	/* A first token before its own prefill is done (a negative wait, or
@@ -142,6 +197,13 @@ static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
 
 	if (st && wait > obj * DBK_ADMIT_RISK_SHARE)
 		evidence(st, cls, in->now_ms);
+	double tpot_retry_ms;
+
+	if (tpot_refused(st, in, cls, &tpot_retry_ms) && cls != DBK_CLASS_CRITICAL) {
+		r.verdict = DBK_ADMIT_SHED;
+		r.retry_after_s = retry_after(c, tpot_retry_ms);
+		return r;
+	}
 	if (cls == DBK_CLASS_CRITICAL)
 		return r;
 	double share = obj * c->headroom[cls];

@@ -57,6 +57,19 @@
  *   and the burst's hold, 119 -> 73 and 220 -> 142 refused at 0.8x,
  *   goodput higher there at every load (Mooncake 4 at 2.5x: 3% lower;
  *   BENCHMARKS.md, "Stop 38").
+ * - The TPOT's own risk: past capacity on agentic sessions what goes
+ *   late is the TPOT (attention reads every context there). A class
+ *   is at TPOT risk, with the same holds, after one of its requests
+ *   was predicted a TPOT past 3/4 of its objective; while a class
+ *   above is, a lower request that would leave the decoders of its
+ *   server past that is refused.
+ * - The KV-fit wait (the policy's wait for KV room) counts only while
+ *   some class is at risk: the books count the blocks running requests
+ *   share once per request, so below capacity it priced servers with
+ *   room as full and raised risks that were not there (agentic 72 at
+ *   0.8x: 119 -> 28 refused); past capacity it grows with what is in
+ *   flight and keeps a raised risk (BENCHMARKS.md, "Stop 41: a TPOT
+ *   risk for admission").
  * - A prediction that cannot be right (the first token before its own
  *   prefill is done) is taken as late: the policy's books go wrong when
  *   the fleet is past what they model (KV full on long agentic
@@ -137,6 +150,13 @@ enum dbk_class { DBK_CLASS_CRITICAL, DBK_CLASS_STANDARD, DBK_CLASS_SHEDDABLE, DB
 #define DBK_ADMIT_SUSTAINED_MS 5000
 #define DBK_ADMIT_SUSTAINED_RECENT_MS 10000
 #define DBK_ADMIT_SUSTAINED_FACTOR 0.125
+/* A class is at TPOT risk, with the same holds, after one of its
+ * requests was predicted a TPOT past DBK_ADMIT_TPOT_RISK_SHARE of the
+ * TPOT objective; while a class above is, a lower request whose joining
+ * would leave the decoders on its server past DBK_ADMIT_TPOT_REFUSE_SHARE
+ * is refused. */
+#define DBK_ADMIT_TPOT_RISK_SHARE 0.75
+#define DBK_ADMIT_TPOT_REFUSE_SHARE 0.75
 
 struct dbk_admit_config {
 	bool enabled;
@@ -173,6 +193,13 @@ struct dbk_admit_input {
 	/* Of ttft_ms, the request's own prefill there (the rest is the wait
 	 * for what is ahead of it); 0: not known, all of it waits. */
 	double own_ms;
+	/* Its predicted TPOT on that server, the decode step every request
+	 * there takes once it joins, as a share of the TPOT objective; 0:
+	 * not known (no TPOT rule). */
+	double tpot_share;
+	/* Of ttft_ms, the wait for KV room there: counted only while a
+	 * class is at risk (admission.c, any_risk); 0: none known. */
+	double kv_wait_ms;
 	uint64_t now_ms; /* when it is decided: dbk_admit_state's clock */
 };
 
@@ -183,6 +210,9 @@ struct dbk_admit_state {
 	/* The first and the latest evidence of each class's current
 	 * risk (an episode ends when its hold lapses). */
 	uint64_t risk_since_ms[DBK_CLASS_N], risk_last_ms[DBK_CLASS_N];
+	/* The same for each class's TPOT risk. */
+	uint64_t tpot_until_ms[DBK_CLASS_N];
+	uint64_t tpot_since_ms[DBK_CLASS_N], tpot_last_ms[DBK_CLASS_N];
 };
 
 enum dbk_admit_verdict {

@@ -203,6 +203,7 @@ struct dbk_pred_choice {
 	enum dbk_pred_reason reason;
 	double ttft_s;     /* predicted on that server */
 	double own_s;      /* of ttft_s, its own prefill there (the rest waits) */
+	double kv_wait_s;  /* of ttft_s, the wait for KV room there */
 	double hit_tokens; /* expected prefix-cache hit there */
 	bool kv_fits;      /* fits beside what is committed there */
 	double tpot_s;     /* its predicted time per output token there (0: one token) */

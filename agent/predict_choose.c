@@ -217,6 +217,7 @@ static void pred_choice_of(const struct dbk_pred *p, int server, const struct pr
 		                       .reason = DBK_PRED_FASTEST,
 		                       .ttft_s = pred_ttft(e),
 		                       .own_s = e->own_s,
+		                       .kv_wait_s = e->wait_s,
 		                       .hit_tokens = e->hit,
 		                       .kv_fits = e->fits,
 		                       .tpot_s = e->tpot_s,

@@ -67,8 +67,8 @@ void dbk_sim_ttft_window_update(struct dbk_sim_ttft_window *w, const struct dbk_
 }
 
 int dbk_sim_admit(const struct dbk_sim *s, struct dbk_admit_state *st, const struct dbk_sim_req *r,
-                  int chosen, bool predicted, double ttft_s, double own_s,
-                  const struct dbk_sim_ttft_window *w)
+                  int chosen, bool predicted, double ttft_s, double own_s, double tpot_share,
+                  double kv_wait_s, const struct dbk_sim_ttft_window *w)
 {
 	const struct dbk_sim_config *c = dbk_sim_config(s);
 	struct dbk_admit_input in = {
@@ -76,6 +76,8 @@ int dbk_sim_admit(const struct dbk_sim *s, struct dbk_admit_state *st, const str
 		.predicted = predicted,
 		.ttft_ms = ttft_s * 1e3,
 		.own_ms = own_s * 1e3,
+		.tpot_share = tpot_share,
+		.kv_wait_ms = kv_wait_s * 1e3,
 		.now_ms = (uint64_t)(dbk_sim_now(s) * 1e3),
 	};
 

@@ -351,6 +351,74 @@ static void test_off_learns_nothing(void)
 	CHECK_EQ_U(st.risk_until_ms[DBK_CLASS_CRITICAL], 0);
 }
 
+static enum dbk_admit_verdict decide(struct dbk_admit_state *st, enum dbk_class cls,
+                                     uint64_t now_ms, double t, double own, double kv_wait,
+                                     double tpot_share, int *retry)
+{
+	struct dbk_admit_config c;
+	struct dbk_admit_input in = { .cls = cls,
+		                      .predicted = true,
+		                      .ttft_ms = t,
+		                      .own_ms = own,
+		                      .kv_wait_ms = kv_wait,
+		                      .tpot_share = tpot_share,
+		                      .now_ms = now_ms };
+
+	dbk_admit_config_default(&c);
+	c.enabled = true;
+	struct dbk_admit_result r = dbk_admit(&c, st, &in);
+
+	*retry = r.retry_after_s;
+	return r.verdict;
+}
+
+/* A class is at TPOT risk after one of its requests is predicted a TPOT
+ * past 3/4 of its objective; a lower request is then refused when the
+ * decoders on its server would step past that with it, though its first
+ * token is in time. */
+static void test_tpot_risk(void)
+{
+	struct dbk_admit_state st = { 0 };
+	const uint64_t lapse = 1000 + DBK_ADMIT_BURST_HOLD_MS;
+	int retry;
+
+	/* 70 ms of a 100 ms objective is no risk: critical routed, and a
+	 * standard request at 80 ms is not refused for it. */
+	CHECK_EQ_U(decide(&st, CRIT, 500, 300, 200, 0, 0.7, &retry), ROUTE);
+	CHECK_EQ_U(decide(&st, STD, 500, 300, 200, 0, 0.8, &retry), ROUTE);
+	/* 80 ms on a critical request: critical at risk, never refused. */
+	CHECK_EQ_U(decide(&st, CRIT, 1000, 300, 200, 0, 0.8, &retry), ROUTE);
+	CHECK_EQ_U(decide(&st, STD, 2000, 300, 200, 0, 0.8, &retry), SHED);
+	CHECK_EQ_U(retry, (lapse - 2000) / 1000);
+	CHECK_EQ_U(decide(&st, SHD, 2000, 300, 200, 0, 0.76, &retry), SHED);
+	/* Where it leaves the decoders within 3/4, it is let in. */
+	CHECK_EQ_U(decide(&st, STD, 2000, 300, 200, 0, 0.7, &retry), ROUTE);
+	/* The risk lapses unless renewed (standard's own, from the requests
+	 * above, now shields sheddable). */
+	CHECK_EQ_U(decide(&st, STD, lapse - 1, 300, 200, 0, 0.8, &retry), SHED);
+	CHECK_EQ_U(decide(&st, STD, lapse, 300, 200, 0, 0.8, &retry), ROUTE);
+	CHECK_EQ_U(decide(&st, SHD, lapse, 300, 200, 0, 0.8, &retry), SHED);
+}
+
+/* The KV-fit wait counts only while a class is at risk: with none, a
+ * request predicted late only by it is let in (the books' phantom on
+ * agentic sessions), with one it is refused as before. */
+static void test_kv_wait_at_risk(void)
+{
+	struct dbk_admit_state st = { 0 };
+	int retry;
+
+	/* 4.5 s predicted, 3 s of it the KV-fit wait: 1.5 s in time. */
+	CHECK_EQ_U(decide(&st, STD, 1000, 4500, 300, 3000, 0.2, &retry), ROUTE);
+	/* Past the share of waiting without the KV-fit wait: refused. */
+	CHECK_EQ_U(decide(&st, STD, 1000, 4500, 300, 1000, 0.2, &retry), SHED);
+	/* Critical at risk (by its TPOT): the wait counts again. */
+	CHECK_EQ_U(decide(&st, CRIT, 1000, 300, 200, 0, 0.8, &retry), ROUTE);
+	CHECK_EQ_U(decide(&st, STD, 2000, 4500, 300, 3000, 0.2, &retry), SHED);
+	/* With no memory, taken as at risk: counted. */
+	CHECK_EQ_U(decide(NULL, STD, 2000, 4500, 300, 3000, 0.2, &retry), SHED);
+}
+
 int main(void)
 {
 	RUN(test_class_parse);
@@ -363,5 +431,7 @@ int main(void)
 	RUN(test_sustained_episode);
 	RUN(test_impossible_prediction);
 	RUN(test_off_learns_nothing);
+	RUN(test_tpot_risk);
+	RUN(test_kv_wait_at_risk);
 	return CHECK_DONE();
 }
