@@ -24,8 +24,8 @@ struct dbk_sim_setup {
 	struct dbk_sim_fleet f;
 	const struct dbk_sim_policy_ops *pol[DBK_SIM_MAX_POLICIES];
 	size_t npol;
-	/* A fleet that changes (--scale, --ramp, a failing instance,
-	 * --observe-l7, --weights, --warm-up): the report adds its phases
+	/* A fleet that changes (--scale, --ramp, a failing or a slow
+	 * instance, --observe-l7, --weights, --warm-up): the report adds its phases
 	 * (starting at bounds) and the fleet's counts. */
 	bool changing;
 	double bounds[DBK_SIM_MAX_PHASES];
