@@ -47,6 +47,7 @@ check "the man pages name the package's paths and user (/usr/share/dbucket, /lib
 	man_pages_name_the_package
 check "the samples, rules and dashboard are the repository's" sh -c \
 	'cmp haproxy/haproxy.cfg /usr/share/dbucket/haproxy.cfg &&
+	 cmp haproxy/dbucket-priority.lua /usr/share/dbucket/dbucket-priority.lua &&
 	 cmp haproxy/dbucket.spoe.conf /etc/haproxy/dbucket.spoe.conf &&
 	 diff -r haproxy/errors /etc/haproxy/dbucket-errors &&
 	 cmp contrib/prometheus/dbucket.rules.yml /usr/share/dbucket/prometheus/dbucket.rules.yml &&
@@ -56,6 +57,9 @@ if command -v haproxy >/dev/null; then
 	# files) is where the package put it.
 	check "haproxy -c accepts the installed sample as it is" \
 		env -u DBK_ERRORS_DIR -u DBK_SPOE_CONF haproxy -c -f /usr/share/dbucket/haproxy.cfg
+	check "... and with the installed priority filter loaded (DBK_PRIORITY_LUA)" \
+		env -u DBK_ERRORS_DIR -u DBK_SPOE_CONF DBK_PRIORITY_LUA=/usr/share/dbucket/dbucket-priority.lua \
+		haproxy -c -f /usr/share/dbucket/haproxy.cfg
 fi
 check "the unit runs /usr/sbin/dbucket-spoa as dbucket" sh -c \
 	'grep -q "^ExecStart=/usr/sbin/dbucket-spoa " /lib/systemd/system/dbucket-spoa.service &&

@@ -19,6 +19,8 @@
 #   $(PREFIX)/share/dbucket/dbucket.spoe.conf         an install must not touch HAProxy's)
 #   $(PREFIX)/share/dbucket/errors/NNN.http          HAProxy's own answers as JSON
 #                                                    (the sample's DBK_ERRORS_DIR)
+#   $(PREFIX)/share/dbucket/dbucket-priority.lua     the class into vLLM's priority
+#                                                    (the sample's DBK_PRIORITY_LUA)
 #   $(PREFIX)/share/dbucket/haproxy.service.d/dbucket.conf  drop-in example
 #   $(PREFIX)/share/man/man8/dbucket-spoa.8, man1/dbucket.1
 #   $(PREFIX)/lib/systemd/system/dbucket-spoa.service (ExecStart in $(PREFIX)/sbin)
@@ -46,6 +48,7 @@ INSTALL_FILES = $(INSTALL_SBINDIR)/dbucket-spoa \
                 $(INSTALL_BINDIR)/dbucket \
                 $(INSTALL_DATADIR)/haproxy.cfg \
                 $(INSTALL_DATADIR)/dbucket.spoe.conf \
+                $(INSTALL_DATADIR)/dbucket-priority.lua \
                 $(addprefix $(INSTALL_DATADIR)/errors/,$(ERROR_FILE_NAMES)) \
                 $(INSTALL_DATADIR)/haproxy.service.d/dbucket.conf \
                 $(INSTALL_MANDIR)/man8/dbucket-spoa.8 \
@@ -61,7 +64,8 @@ install: $(BUILD)/dbucket-spoa $(BUILD)/dbucket
 		$(DESTDIR)$(INSTALL_UNITDIR)
 	$(INSTALL) -m 0755 $(BUILD)/dbucket-spoa $(DESTDIR)$(INSTALL_SBINDIR)/dbucket-spoa
 	$(INSTALL) -m 0755 $(BUILD)/dbucket $(DESTDIR)$(INSTALL_BINDIR)/dbucket
-	$(INSTALL) -m 0644 haproxy/haproxy.cfg haproxy/dbucket.spoe.conf $(DESTDIR)$(INSTALL_DATADIR)/
+	$(INSTALL) -m 0644 haproxy/haproxy.cfg haproxy/dbucket.spoe.conf haproxy/dbucket-priority.lua \
+		$(DESTDIR)$(INSTALL_DATADIR)/
 	$(INSTALL) -m 0644 $(addprefix haproxy/errors/,$(ERROR_FILE_NAMES)) $(DESTDIR)$(INSTALL_DATADIR)/errors/
 	$(INSTALL) -m 0644 contrib/systemd/haproxy.service.d/dbucket.conf \
 		$(DESTDIR)$(INSTALL_DATADIR)/haproxy.service.d/dbucket.conf

@@ -145,6 +145,13 @@ static void cfg_global(FILE *out, const struct dbk_launch_flags *f,
 	        a->production ? "660" : "600",
 	        /* dbucket-spoa.service runs as haproxy: let that group in. */
 	        a->production ? " group haproxy" : "");
+	if (a->production)
+		fputs("    # vLLM's own priority (haproxy.cfg): the Lua filter HAProxy's\n"
+		      "    # environment names.\n"
+		      ".if defined(DBK_PRIORITY_LUA)\n"
+		      "    lua-load \"${DBK_PRIORITY_LUA}\"\n"
+		      ".endif\n",
+		      out);
 }
 
 /* Completion events: the ring the agent reads, and HAProxy's defaults. */
@@ -264,6 +271,15 @@ static void cfg_frontend(FILE *out, const struct dbk_launch_flags *f,
 	      "    http-request set-priority-class int(2) if { var(txn.dbk_class) -m str -i "
 	      "sheddable 2 }\n",
 	      out);
+	if (a->production)
+		fputs("    # The class into vLLM's priority field, 13 bytes more (haproxy.cfg).\n"
+		      ".if defined(DBK_PRIORITY_LUA)\n"
+		      "    filter lua.dbucket_priority\n"
+		      "    http-request set-header Content-Length "
+		      "%[req.hdr(content-length),add(13)] "
+		      "if { req.hdr_val(content-length) gt 0 }\n"
+		      ".endif\n",
+		      out);
 	/* ... and the model map and canary: --layout per-model's map is the
 	 * launcher's own; otherwise a run has one backend. */
 	if (f->per_model)

@@ -303,6 +303,12 @@ static void test_admission(void)
 	                "\"${DBK_TRUSTED_CLASS_SRC}\" }\n");
 	CHECK_HAS(prod, "\" maxconn \"${DBK_SERVER_MAXCONN-0}\" check inter 2s observe layer7 "
 	                "error-limit 10 on-error mark-down\n");
+	/* ... and the priority filter, loaded and placed as there. */
+	CHECK_HAS(prod, ".if defined(DBK_PRIORITY_LUA)\n    lua-load \"${DBK_PRIORITY_LUA}\"\n");
+	CHECK_HAS(prod,
+	          ".if defined(DBK_PRIORITY_LUA)\n    filter lua.dbucket_priority\n"
+	          "    http-request set-header Content-Length "
+	          "%[req.hdr(content-length),add(13)] if { req.hdr_val(content-length) gt 0 }\n");
 	free(prod);
 	CHECK(parse(NULL) == 0);
 	CHECK(!F.admission);

@@ -572,6 +572,7 @@ scraped_all() {
 		[ -x "$dest/$f" ] || fail "$f is not installed executable"
 	done
 	for f in usr/share/dbucket/haproxy.cfg usr/share/dbucket/dbucket.spoe.conf usr/share/dbucket/errors/503.http \
+		usr/share/dbucket/dbucket-priority.lua \
 		usr/share/dbucket/haproxy.service.d/dbucket.conf \
 		usr/share/man/man8/dbucket-spoa.8 usr/share/man/man1/dbucket.1 \
 		usr/lib/systemd/system/dbucket-spoa.service; do

@@ -1,0 +1,98 @@
+#!/usr/bin/env bats
+# Issue 28, vLLM's own priority: with DBK_PRIORITY_LUA, haproxy/haproxy.cfg
+# loads haproxy/dbucket-priority.lua, which writes each request's class
+# into the body as vLLM's `priority` field (0 critical, 1 standard, 2
+# sheddable) and keeps Content-Length true. Four stubs started with
+# --scheduling-policy priority --verbose log the priority each request
+# reached them with; bodies of every shape must reach them whole.
+
+load stubs
+
+setup() {
+	stubs_setup
+	completion_body 2 false >"$BATS_TEST_TMPDIR/small.json"
+	STUB_ARGS="--verbose --scheduling-policy priority"
+	SENT=0
+}
+teardown() {
+	stubs_teardown
+}
+
+start_world() {
+	start_stubs
+	start_agent --policy ttft
+	start_haproxy_stubs
+}
+
+# ask BODY CLASS [CURL ARGS...]: POST BODY with X-Request-Class CLASS
+# (none when "-"); its status in ST, its response in $BATS_TEST_TMPDIR/rN.
+ask() {
+	local body=$1 c=$2
+	local -a h=()
+	[ "$c" = - ] || h=(-H "X-Request-Class: $c")
+	shift 2
+	SENT=$((SENT + 1))
+	send "$BATS_TEST_TMPDIR/r$SENT" /v1/completions "$body" "$DBK_PORT" "${h[@]}" "$@" ||
+		fail "request $SENT: curl failed"
+	ST=$(status "$BATS_TEST_TMPDIR/r$SENT")
+}
+
+# priorities: the priority of every request the stubs logged, sorted.
+priorities() {
+	cat "$BATS_TEST_TMPDIR"/stub?.log | grep -o ' priority=-\?[0-9]*' | cut -d= -f2 | sort -n | tr '\n' ' '
+}
+
+# logged N: the stubs logged N requests.
+logged() { [ "$(cat "$BATS_TEST_TMPDIR"/stub?.log | grep -c ' priority=')" -ge "$1" ]; }
+
+@test "each request reaches vLLM with its class as priority: critical 0, standard 1, sheddable 2" {
+	echo 127.0.0.1 >"$BATS_TEST_TMPDIR/trusted.lst"
+	export DBK_TRUSTED_CLASS_SRC=$BATS_TEST_TMPDIR/trusted.lst
+	export DBK_PRIORITY_LUA=$REPO/haproxy/dbucket-priority.lua
+	start_world
+	local c
+	for c in critical - sheddable standard 2 0; do
+		ask "$BATS_TEST_TMPDIR/small.json" "$c"
+		assert_equal "$c $ST" "$c 200"
+	done
+	wait_until 10 logged 6 || fail "the stubs logged fewer than 6 requests"
+	assert_equal "$(priorities)" "0 0 1 1 2 2 "
+}
+
+@test "bodies of every shape keep a true length: spaces, an empty object, not JSON, 100 KB" {
+	export DBK_PRIORITY_LUA=$REPO/haproxy/dbucket-priority.lua
+	start_world
+	local d=$BATS_TEST_TMPDIR
+	# Leading whitespace and a newline before the first member.
+	printf ' \n\t{\n "model":"stub-model","max_tokens":2,"prompt":"aaaa"}' >"$d/ws.json"
+	ask "$d/ws.json" sheddable
+	assert_equal "$ST" 200
+	# 100 KB: past HAProxy's 16 KB buffer, the field still lands first.
+	body_of_size 100000 '"max_tokens":2,' | sed 's/"model":"m"/"model":"stub-model"/' >"$d/big.json"
+	ask "$d/big.json" sheddable
+	assert_equal "$ST" 200
+	wait_until 10 logged 2 || fail "the stubs logged fewer than 2 requests"
+	assert_equal "$(priorities)" "2 2 "
+	# An empty object and a body that is not JSON reach the stub whole and
+	# get its own 400 (JSON, X-Served-By), not HAProxy's.
+	printf '{ }' >"$d/empty.json"
+	printf 'not json at all' >"$d/text.json"
+	local f
+	for f in empty text; do
+		ask "$d/$f.json" -
+		assert_equal "$f $ST" "$f 400"
+		[ -n "$(header "$d/r$SENT" X-Served-By)" ] || fail "$f: HAProxy answered, not the stub"
+		grep -q '"error"' "$d/r$SENT.b" || fail "$f: no JSON error: $(cat "$d/r$SENT.b")"
+	done
+}
+
+@test "without DBK_PRIORITY_LUA the body is untouched: every request reaches vLLM at priority 0" {
+	start_world
+	local c
+	for c in - sheddable; do
+		ask "$BATS_TEST_TMPDIR/small.json" "$c"
+		assert_equal "$c $ST" "$c 200"
+	done
+	wait_until 10 logged 2 || fail "the stubs logged fewer than 2 requests"
+	assert_equal "$(priorities)" "0 0 "
+}
