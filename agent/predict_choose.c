@@ -183,33 +183,6 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	/* The books past the KV the engine holds: blocks running requests
 	 * share, each read by every one of them (read_s). */
 	e->read_s = read > 0 ? fmax(0, fmin(read / fmax(cap, 1), 1) * rest * step - e->wait_s) : 0;
-	{ /* Study only (BENCHMARKS stop 42): the variants by KVX. 0: as the
-		 * commit before; 1: no read_s; 5: the fit on the books (the read
-		 * load), the wait on the scrape; 7: the wait on the books; N>=20:
-		 * the fit and wait on the scrape against N%100 percent of the
-		 * capacity, read_s kept when N>=100. */
-		static int mode = -1;
-		if (mode < 0)
-			mode = getenv("KVX") ? atoi(getenv("KVX")) : 0;
-		if (mode == 5) /* fits by books */
-			e->fits = read <= 0 ||
-			          (prompt - hit <= p->c.budget_tokens && hit >= prompt - hit);
-		if (mode >= 20) { /* fits on the scrape, a fraction of the capacity */
-			double o2 = fmax(0, s->kv_tokens + o.kv_once) + need -
-			            cap * (mode % 100) / 100.0;
-			e->fits = o2 <= 0 ||
-			          (prompt - hit <= p->c.budget_tokens && hit >= prompt - hit);
-			e->wait_s = o2 > 0 ? fmin(o2 / fmax(cap, 1), 1) * rest * step : 0;
-			if (mode < 100)
-				e->read_s = 0;
-		}
-		if (mode == 1)
-			e->read_s = 0;
-		if (mode == 7) { /* wait by books */
-			e->wait_s += e->read_s;
-			e->read_s = 0;
-		}
-	}
 	e->ttft_s = queue + own;
 	e->own_s = own;
 	e->hit = hit;
