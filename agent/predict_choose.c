@@ -171,18 +171,17 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	 * left its cache for a cold server, where the long fresh prefill
 	 * preempted instead (BENCHMARKS.md, "Long agentic sessions: KV
 	 * pressure"). */
-	double cap = pred_capacity(p, s), need = prompt - hit + out;
-	double over = fmax(0, s->kv_tokens + o.kv_once) + need - cap;
-	double read = s->kv_tokens + o.kv + need - cap;
+	double cap = pred_capacity(p, s);
+	double over = s->kv_tokens + o.kv + prompt - hit + out - cap;
 	e->fits = over <= 0 || (prompt - hit <= p->c.budget_tokens && hit >= prompt - hit);
-	/* Until enough decodes end: what is left of the outputs in flight
-	 * ((ctx - prompt) is half of them) at one token a step. */
-	double rest = s->inflight ? (s->ctx_tokens - s->prompt_tokens) / s->inflight : out;
-	double step = pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
-	e->wait_s = over > 0 ? fmin(over / fmax(cap, 1), 1) * rest * step : 0;
-	/* The books past the KV the engine holds: blocks running requests
-	 * share, each read by every one of them (read_s). */
-	e->read_s = read > 0 ? fmax(0, fmin(read / fmax(cap, 1), 1) * rest * step - e->wait_s) : 0;
+	e->wait_s = 0;
+	if (over > 0) {
+		/* Until enough decodes end: what is left of the outputs in
+		 * flight ((ctx - prompt) is half of them) at one token a step. */
+		double left = s->inflight ? (s->ctx_tokens - s->prompt_tokens) / s->inflight : out;
+		double step = pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
+		e->wait_s = fmin(over / fmax(cap, 1), 1) * left * step;
+	}
 	e->ttft_s = queue + own;
 	e->own_s = own;
 	e->hit = hit;
