@@ -171,44 +171,16 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	 * left its cache for a cold server, where the long fresh prefill
 	 * preempted instead (BENCHMARKS.md, "Long agentic sessions: KV
 	 * pressure"). */
-	double cap = pred_capacity(p, s), need = prompt - hit + out;
-	double over = fmax(0, s->kv_tokens + o.kv_once) + need - cap;
-	double read = s->kv_tokens + o.kv + need - cap;
+	double cap = pred_capacity(p, s);
+	double over = s->kv_tokens + o.kv + prompt - hit + out - cap;
 	e->fits = over <= 0 || (prompt - hit <= p->c.budget_tokens && hit >= prompt - hit);
-	/* Until enough decodes end: what is left of the outputs in flight
-	 * ((ctx - prompt) is half of them) at one token a step. */
-	double rest = s->inflight ? (s->ctx_tokens - s->prompt_tokens) / s->inflight : out;
-	double step = pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
-	e->wait_s = over > 0 ? fmin(over / fmax(cap, 1), 1) * rest * step : 0;
-	/* The books past the KV the engine holds: blocks running requests
-	 * share, each read by every one of them (read_s). */
-	e->read_s = read > 0 ? fmax(0, fmin(read / fmax(cap, 1), 1) * rest * step - e->wait_s) : 0;
-	{ /* Study only (BENCHMARKS stop 42): the variants by KVX. 0: as the
-		 * commit before; 1: no read_s; 5: the fit on the books (the read
-		 * load), the wait on the scrape; 7: the wait on the books; N>=20:
-		 * the fit and wait on the scrape against N%100 percent of the
-		 * capacity, read_s kept when N>=100. */
-		static int mode = -1;
-		if (mode < 0)
-			mode = getenv("KVX") ? atoi(getenv("KVX")) : 0;
-		if (mode == 5) /* fits by books */
-			e->fits = read <= 0 ||
-			          (prompt - hit <= p->c.budget_tokens && hit >= prompt - hit);
-		if (mode >= 20) { /* fits on the scrape, a fraction of the capacity */
-			double o2 = fmax(0, s->kv_tokens + o.kv_once) + need -
-			            cap * (mode % 100) / 100.0;
-			e->fits = o2 <= 0 ||
-			          (prompt - hit <= p->c.budget_tokens && hit >= prompt - hit);
-			e->wait_s = o2 > 0 ? fmin(o2 / fmax(cap, 1), 1) * rest * step : 0;
-			if (mode < 100)
-				e->read_s = 0;
-		}
-		if (mode == 1)
-			e->read_s = 0;
-		if (mode == 7) { /* wait by books */
-			e->wait_s += e->read_s;
-			e->read_s = 0;
-		}
+	e->wait_s = 0;
+	if (over > 0) {
+		/* Until enough decodes end: what is left of the outputs in
+		 * flight ((ctx - prompt) is half of them) at one token a step. */
+		double left = s->inflight ? (s->ctx_tokens - s->prompt_tokens) / s->inflight : out;
+		double step = pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
+		e->wait_s = fmin(over / fmax(cap, 1), 1) * left * step;
 	}
 	e->ttft_s = queue + own;
 	e->own_s = own;
@@ -235,26 +207,6 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	/* A load holds the step every request there is in. */
 	e->stall_s += ((double)s->inflight + o.requests) * lp.load_s;
 	pred_eval_tpot(p, s, &o, prompt, out, extra / steps, e);
-	{
-		static int duty = -1;
-		if (duty < 0)
-			duty = getenv("KVD") ? atoi(getenv("KVD")) : 0;
-		if (duty && out > 1) {
-			double dstep =
-			        pred_srv_decode_step_s(p, s, (double)s->inflight + o.requests + 1,
-			                               ((double)s->inflight +
-			                                o.requests) * (s->inflight
-			                                                       ? s->ctx_tokens /
-			                                                                 s->inflight
-			                                                       : prompt) +
-			                                       prompt);
-			double cstep = pred_srv_prefill_s(p, s, p->c.budget_tokens, 0, decoders,
-			                                  ctx);
-			double f = fmin(1, queue / fmax(1e-3, out * dstep));
-			e->tpot_s += f * fmax(0, cstep - dstep) * duty / 100.0;
-			e->within = pred_ttft(e) <= p->c.ttft_slo_s && e->tpot_s <= p->c.tpot_slo_s;
-		}
-	}
 	e->within = pred_ttft(e) <= p->c.ttft_slo_s && e->tpot_s <= p->c.tpot_slo_s;
 }
 

@@ -110,7 +110,6 @@ struct pred_eval {
 	double stall_s; /* decoders' seconds lost to this prefill (pred_eval) */
 	double tpot_s;  /* its own time per output token (0: one token) */
 	double harm_s;  /* the TPOT it adds to those decoding there, summed */
-	double read_s;  /* the decoders' read load past the KV (pred_eval) */
 	bool fits;
 	bool within; /* predicted within both objectives */
 	bool ok;     /* a candidate: usable, holds the request */
@@ -141,12 +140,9 @@ struct dbk_pred {
 	} * x;
 };
 
-/* What the scrape says beyond the books: other agents' requests (kv),
- * and the books' KV set right by it (kv_once: below kv where the books
- * count blocks that running requests share once per request,
- * pred_kv_scraped). */
+/* What the scrape says beyond the books: other agents' requests. */
 struct pred_others {
-	double requests, waiting, running, kv, kv_once, work_s;
+	double requests, waiting, running, kv, work_s;
 };
 
 static inline bool pos(double v) { return isfinite(v) && v > 0; }
@@ -206,7 +202,7 @@ static inline double pred_prompt(const struct dbk_pred_request *r)
 static inline double pred_ttft(const struct pred_eval *e) { return e->ttft_s + e->wait_s; }
 static inline double pred_score(const struct dbk_pred *p, const struct pred_eval *e)
 {
-	return pred_ttft(e) + e->read_s + p->c.stall_weight * e->stall_s +
+	return pred_ttft(e) + p->c.stall_weight * e->stall_s +
 	       p->c.ttft_slo_s / p->c.tpot_slo_s * (e->tpot_s + e->harm_s);
 }
 
@@ -345,25 +341,6 @@ static inline double pred_srv_decode_step_s(const struct dbk_pred *p, const stru
 	return s->slow_dec * pred_decode_step_s(&p->c, batch, ctx_sum);
 }
 
-/* What the scrape corrects in the books' KV, which held kv_then when
- * it showed used KV tokens with running requests there: what it shows
- * beyond them is others' (added), and what they hold beyond it is taken
- * off. The books count each request's whole prompt, but vLLM holds the
- * blocks that requests running together share once (ref-counted): a
- * session's turns that overlap, its context resent whole by each, and a
- * system prompt longer than the sample (which looks like a session's
- * own). On agentic sessions the books ran 1.57x the KV the engine used
- * (BENCHMARKS.md, "Stop 41: the KV books against the scrape"). Only the
- * part the running requests make is set right: a request still waiting
- * holds no blocks yet but will; what is sent since counts whole. */
-static inline double pred_kv_scraped(const struct pred_srv *s, double used, double running)
-{
-	if (used >= s->kv_then)
-		return used - s->kv_then;
-	double ran = s->inflight_then ? fmin(1, running / s->inflight_then) : 0;
-	return -fmax(0, s->kv_then * ran - used);
-}
-
 /* What the scrape shows beyond the books at now_ms: other agents' requests. */
 static inline void pred_others(const struct dbk_pred *p, const struct pred_srv *s, uint64_t now_ms,
                                struct pred_others *o)
@@ -377,11 +354,8 @@ static inline void pred_others(const struct dbk_pred *p, const struct pred_srv *
 	o->requests = fmax(0, r + w - s->inflight_then);
 	o->waiting = fmax(0, w - s->pending_then);
 	o->running = fmax(0, o->requests - o->waiting);
-	if (s->sc.kv_usage >= 0) {
-		double used = s->sc.kv_usage * pred_capacity(p, s);
-		o->kv = fmax(0, used - s->kv_then);
-		o->kv_once = pred_kv_scraped(s, used, r);
-	}
+	if (s->sc.kv_usage >= 0)
+		o->kv = fmax(0, s->sc.kv_usage * pred_capacity(p, s) - s->kv_then);
 	/* Their queued prefills, like ours on average, drained since. */
 	o->work_s = fmax(0, o->waiting * p->mean_work_s * s->slow - sec(now_ms - s->scrape_ms));
 }
