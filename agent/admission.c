@@ -202,7 +202,7 @@ static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
 
 	double kv = in->kv_wait_ms > 0 ? in->kv_wait_ms : 0; /* of wait below */
 
-	if (!any_risk(st, in->now_ms) && kv > 0) {
+	if ((in->none_waiting || !any_risk(st, in->now_ms)) && kv > 0) {
 		t = fmax(t - kv, in->own_ms);
 		kv = 0;
 	}
