@@ -171,6 +171,16 @@ static bool any_risk(const struct dbk_admit_state *st, uint64_t now_ms)
 	return false;
 }
 
+static bool tpot_above(const struct dbk_admit_state *st, enum dbk_class cls, uint64_t now_ms)
+{
+	if (!st)
+		return true;
+	for (int k = 0; k < (int)cls; k++)
+		if (st->tpot_until_ms[k] > now_ms)
+			return true;
+	return false;
+}
+
 /* Of a request's wait (t its first token as judged, wait the rest
  * after its own prefill, kv the KV-fit wait still in it), what is
  * evidence of its class's risk. Where the chosen server's fresh
@@ -202,7 +212,8 @@ static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
 
 	double kv = in->kv_wait_ms > 0 ? in->kv_wait_ms : 0; /* of wait below */
 
-	if ((in->none_waiting || !any_risk(st, in->now_ms)) && kv > 0) {
+	if (((in->none_waiting && !tpot_above(st, cls, in->now_ms)) || !any_risk(st, in->now_ms)) &&
+	    kv > 0) {
 		t = fmax(t - kv, in->own_ms);
 		kv = 0;
 	}
