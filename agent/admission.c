@@ -171,36 +171,6 @@ static bool any_risk(const struct dbk_admit_state *st, uint64_t now_ms)
 	return false;
 }
 
-static bool tpot_above(const struct dbk_admit_state *st, enum dbk_class cls, uint64_t now_ms)
-{
-	if (!st)
-		return true;
-	for (int k = 0; k < (int)cls; k++)
-		if (st->tpot_until_ms[k] > now_ms)
-			return true;
-	return false;
-}
-
-/* Of a request's wait (t its first token as judged, wait the rest
- * after its own prefill, kv the KV-fit wait still in it), what is
- * evidence of its class's risk. Where the chosen server's fresh
- * scrape shows nothing waiting, the engine
- * has KV room for what it was sent: the KV-fit wait is the books'
- * shared blocks counted once per request, and a first token before
- * the own prefill (wait infinite) is books gone wrong where the
- * engine is not; what is left, the prefills ahead in its running
- * batch, is still real. Agentic 71 at 0.8x: the critical requests
- * predicted to wait over 1.5 s were served in 0.05-0.37 s
- * (BENCHMARKS.md, "Stop 41: sheds below capacity"). */
-static double seen_wait(const struct dbk_admit_input *in, double t, double wait, double kv)
-{
-	if (!in->none_waiting)
-		return wait;
-	if (isinf(t))
-		return 0;
-	return fmax(0, wait - kv);
-}
-
 /* The rule for a predicted first token t, of which own is the request's
  * own prefill and the rest, wait, what is ahead of it (admission.h). */
 static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
@@ -210,13 +180,8 @@ static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
 	struct dbk_admit_result r = { DBK_ADMIT_ROUTE, 0, DBK_SHED_PREDICTED_LATE };
 	double obj = (double)c->ttft_ms, t = in->ttft_ms;
 
-	double kv = in->kv_wait_ms > 0 ? in->kv_wait_ms : 0; /* of wait below */
-
-	if (((in->none_waiting && !tpot_above(st, cls, in->now_ms)) || !any_risk(st, in->now_ms)) &&
-	    kv > 0) {
-		t = fmax(t - kv, in->own_ms);
-		kv = 0;
-	}
+	if (!any_risk(st, in->now_ms) && in->kv_wait_ms > 0)
+		t = fmax(t - in->kv_wait_ms, in->own_ms);
 	double own = in->own_ms > 0 ? fmin(in->own_ms, t) : 0, wait = t - own;
 
 	/* A first token before its own prefill is done (a negative wait, or
@@ -230,7 +195,7 @@ static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
 		t = wait = INFINITY;
 	}
 
-	if (st && seen_wait(in, t, wait, kv) > obj * DBK_ADMIT_RISK_SHARE)
+	if (st && wait > obj * DBK_ADMIT_RISK_SHARE)
 		evidence(st, cls, in->now_ms);
 	double tpot_retry_ms;
 

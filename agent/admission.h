@@ -75,14 +75,6 @@
  *   the fleet is past what they model (KV full on long agentic
  *   sessions), and taken as in time it let everything in while the
  *   fleet collapsed (BENCHMARKS.md, "Stop 37").
- * - The scrape as evidence: where the chosen server's fresh scrape
- *   shows nothing waiting (vLLM admits every request it has KV room
- *   for into its running batch), a request's KV-fit wait, and a
- *   prediction that cannot be right, are no evidence of its class's
- *   risk: below capacity on agentic sessions those were the critical
- *   requests that raised a risk and were served in time. Its own
- *   lateness, and the risks already held, are judged as before
- *   (BENCHMARKS.md, "Stop 42: the scrape as admission's evidence").
  * Measured in the simulator (BENCHMARKS.md, "Shed on evidence of
  * risk", ttft, Mooncake, 4 instances): the share alone refused 416 of
  * 2728 requests at 0.8x its capacity, Mooncake's longest prompts on an
@@ -208,11 +200,6 @@ struct dbk_admit_input {
 	/* Of ttft_ms, the wait for KV room there: counted only while a
 	 * class is at risk (admission.c, any_risk); 0: none known. */
 	double kv_wait_ms;
-	/* The chosen server's fresh scrape (vllm:num_requests_waiting)
-	 * shows no request waiting: its KV has room, so the KV-fit wait
-	 * there is no evidence of risk (admission.c, seen_wait). False: it
-	 * shows some, or no fresh scrape says (the books alone decide). */
-	bool none_waiting;
 	uint64_t now_ms; /* when it is decided: dbk_admit_state's clock */
 };
 

@@ -73,9 +73,6 @@ struct dbk_policy_choice {
 	 * 0: not known. */
 	double tpot_share;
 	double kv_wait_s; /* of ttft_s, the wait for KV room (predict.h); 0: none known */
-	/* The chosen server's fresh scrape shows no request waiting
-	 * (admission.h); false: it shows some, or none is fresh. */
-	bool none_waiting;
 	double hit_tokens;
 };
 

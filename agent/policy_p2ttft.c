@@ -37,7 +37,7 @@ static int p2_choose(void *st, const struct dbk_policy_request *r, uint64_t now_
 			m += dbk_bal_eligible(r->eligible, s);
 	if (m < 2) {
 		dbk_pred_choose(t->pred, &t->req, now_ms, &a);
-		return dbk_policy_ttft_chose(t, &a, now_ms, c);
+		return dbk_policy_ttft_chose(t, &a, c);
 	}
 	unsigned i = (unsigned)(dbk_hash_next(&t->draws) % m);
 	unsigned j = (unsigned)(dbk_hash_next(&t->draws) % (m - 1));
@@ -51,7 +51,7 @@ static int p2_choose(void *st, const struct dbk_policy_request *r, uint64_t now_
 		dbk_pred_choose(t->pred, &t->req, now_ms, &a);
 	else if (dbk_pred_better(&b, &a))
 		a = b;
-	return dbk_policy_ttft_chose(t, &a, now_ms, c);
+	return dbk_policy_ttft_chose(t, &a, c);
 }
 
 const struct dbk_policy_ops dbk_policy_p2ttft = DBK_POLICY_TTFT_OPS(

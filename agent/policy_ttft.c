@@ -68,7 +68,7 @@ void dbk_policy_ttft_request(struct dbk_policy_ttft *t, const struct dbk_policy_
 }
 
 int dbk_policy_ttft_chose(struct dbk_policy_ttft *t, const struct dbk_pred_choice *pc,
-                          uint64_t now_ms, struct dbk_policy_choice *c)
+                          struct dbk_policy_choice *c)
 {
 	t->ch = *pc;
 	*c = (struct dbk_policy_choice){
@@ -79,9 +79,6 @@ int dbk_policy_ttft_chose(struct dbk_policy_ttft *t, const struct dbk_pred_choic
 		.own_s = pc->own_s,
 		.tpot_share = pc->tpot_s / dbk_pred_config(t->pred)->tpot_slo_s,
 		.kv_wait_s = pc->kv_wait_s,
-		.none_waiting = pc->server >= 0 &&
-		                dbk_pred_scraped_waiting(t->pred, (unsigned)pc->server, now_ms) ==
-		                        0,
 		.hit_tokens = pc->hit_tokens,
 	};
 	return c->server;
@@ -99,7 +96,7 @@ static int ttft_choose(void *st, const struct dbk_policy_request *r, uint64_t no
 
 	dbk_policy_ttft_request(t, r);
 	dbk_pred_choose(t->pred, &t->req, now_ms, &pc);
-	return dbk_policy_ttft_chose(t, &pc, now_ms, c);
+	return dbk_policy_ttft_chose(t, &pc, c);
 }
 
 /* The slot holds the ticket but for what the lease keeps itself (its

@@ -31,10 +31,9 @@ double dbk_policy_ttft_lora_load_s(double given_s, double engine_speed);
 void dbk_policy_ttft_destroy(void *st);
 /* Sets t->req from r (its prefix keys derived from the sample). */
 void dbk_policy_ttft_request(struct dbk_policy_ttft *t, const struct dbk_policy_request *r);
-/* Sets t->ch and c from the predictor's choice pc, made at now_ms;
- * returns its server. */
+/* Sets t->ch and c from the predictor's choice pc; returns its server. */
 int dbk_policy_ttft_chose(struct dbk_policy_ttft *t, const struct dbk_pred_choice *pc,
-                          uint64_t now_ms, struct dbk_policy_choice *c);
+                          struct dbk_policy_choice *c);
 void dbk_policy_ttft_commit(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,
                             uint32_t slot[DBK_BAL_SLOT_WORDS]);
 /* A request whose body is on its way: dbk_pred_hold, the slot marked

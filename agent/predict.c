@@ -410,13 +410,6 @@ void dbk_pred_move(struct dbk_pred *p, struct dbk_pred_ticket *t, unsigned serve
 	pred_charge(&p->s[server], t, +1);
 }
 
-double dbk_pred_scraped_waiting(const struct dbk_pred *p, unsigned server, uint64_t now_ms)
-{
-	if (server >= p->c.nservers || !pred_fresh(p, &p->s[server], now_ms))
-		return -1;
-	return p->s[server].sc.waiting >= 0 ? p->s[server].sc.waiting : -1;
-}
-
 void dbk_pred_view(const struct dbk_pred *p, unsigned server, uint64_t now_ms,
                    struct dbk_pred_view *v)
 {

@@ -328,10 +328,6 @@ void dbk_pred_move(struct dbk_pred *p, struct dbk_pred_ticket *t, unsigned serve
 
 void dbk_pred_view(const struct dbk_pred *p, unsigned server, uint64_t now_ms,
                    struct dbk_pred_view *out);
-/* The server's requests waiting (vllm:num_requests_waiting) as its last
- * scrape showed them, if that scrape is fresh (scrape_stale_ms); -1:
- * no fresh scrape, or it did not say. */
-double dbk_pred_scraped_waiting(const struct dbk_pred *p, unsigned server, uint64_t now_ms);
 const struct dbk_pred_config *dbk_pred_config(const struct dbk_pred *p);
 
 #endif

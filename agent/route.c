@@ -288,7 +288,6 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct route
 	in->own_ms = c->own_s * 1e3;
 	in->tpot_share = c->tpot_share;
 	in->kv_wait_ms = c->kv_wait_s * 1e3;
-	in->none_waiting = c->none_waiting;
 	in->no_server = c->server < 0;
 	if (admit(r, in, q->now_ms, ar))
 		return DBK_BAL_OK;

@@ -68,7 +68,7 @@ void dbk_sim_ttft_window_update(struct dbk_sim_ttft_window *w, const struct dbk_
 
 int dbk_sim_admit(const struct dbk_sim *s, struct dbk_admit_state *st, const struct dbk_sim_req *r,
                   int chosen, bool predicted, double ttft_s, double own_s, double tpot_share,
-                  double kv_wait_s, bool none_waiting, const struct dbk_sim_ttft_window *w)
+                  double kv_wait_s, const struct dbk_sim_ttft_window *w)
 {
 	const struct dbk_sim_config *c = dbk_sim_config(s);
 	struct dbk_admit_input in = {
@@ -78,7 +78,6 @@ int dbk_sim_admit(const struct dbk_sim *s, struct dbk_admit_state *st, const str
 		.own_ms = own_s * 1e3,
 		.tpot_share = tpot_share,
 		.kv_wait_ms = kv_wait_s * 1e3,
-		.none_waiting = none_waiting,
 		.now_ms = (uint64_t)(dbk_sim_now(s) * 1e3),
 	};
 

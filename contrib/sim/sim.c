@@ -401,7 +401,7 @@ int dbk_sim_route(struct dbk_sim *s, uint32_t id)
 	 * agent's reference mode and the GIE decide before choosing. */
 	if (s->cfg.admit.enabled && !s->ops->admits) {
 		dbk_sim_ttft_window_update(&s->ttftw, s);
-		c = dbk_sim_admit(s, NULL, &s->reqs[id], 0, false, 0, 0, 0, 0, false, &s->ttftw);
+		c = dbk_sim_admit(s, NULL, &s->reqs[id], 0, false, 0, 0, 0, 0, &s->ttftw);
 	}
 	/* No instance to send it to: HAProxy's 503. */
 	if (c == 0)

@@ -419,62 +419,6 @@ static void test_kv_wait_at_risk(void)
 	CHECK_EQ_U(decide(NULL, STD, 2000, 4500, 300, 3000, 0.2, &retry), SHED);
 }
 
-/* decide, with the chosen server's fresh scrape showing nothing
- * waiting (none_waiting) or not. */
-static enum dbk_admit_verdict decide_seen(struct dbk_admit_state *st, enum dbk_class cls,
-                                          uint64_t now_ms, double t, double own, double kv_wait,
-                                          double tpot_share, bool none_waiting)
-{
-	struct dbk_admit_config c;
-	struct dbk_admit_input in = { .cls = cls,
-		                      .predicted = true,
-		                      .ttft_ms = t,
-		                      .own_ms = own,
-		                      .kv_wait_ms = kv_wait,
-		                      .tpot_share = tpot_share,
-		                      .none_waiting = none_waiting,
-		                      .now_ms = now_ms };
-
-	dbk_admit_config_default(&c);
-	c.enabled = true;
-	return dbk_admit(&c, st, &in).verdict;
-}
-
-/* Where the chosen server's fresh scrape shows nothing waiting, a
- * critical request's KV-fit wait and a prediction that cannot be right
- * are no evidence of critical's risk; the prefills ahead of it still
- * are, and without such a scrape the books decide as before. */
-static void test_scrape_none_waiting(void)
-{
-	struct dbk_admit_state st = { 0 };
-
-	/* Impossible (first token before its own prefill) on a server
-	 * with nothing waiting: no risk, a sheddable request within its
-	 * own objective goes through. */
-	CHECK_EQ_U(decide_seen(&st, CRIT, 1000, -1e6, 100, 0, 0, true), ROUTE);
-	CHECK_EQ_U(st.risk_until_ms[DBK_CLASS_CRITICAL], 0);
-	CHECK_EQ_U(decide_seen(&st, SHD, 2000, 1200, 1100, 0, 0, true), ROUTE);
-	/* Its own impossible prediction is still taken as late: the
-	 * scrape is evidence of others' risk, not of its own time. */
-	CHECK_EQ_U(decide_seen(&st, SHD, 2000, -1e6, 1100, 0, 0, true), SHED);
-
-	/* A TPOT risk held, so the KV-fit wait counts: 2.8 s of wait, 2.5
-	 * s of it for KV room, is no evidence with nothing waiting ... */
-	CHECK_EQ_U(decide_seen(&st, CRIT, 3000, 300, 200, 0, 0.8, true), ROUTE);
-	CHECK_EQ_U(decide_seen(&st, CRIT, 3000, 3000, 200, 2500, 0.2, true), ROUTE);
-	CHECK_EQ_U(st.risk_until_ms[DBK_CLASS_CRITICAL], 0);
-	/* ... but 1.8 s of prefills ahead is. */
-	CHECK_EQ_U(decide_seen(&st, CRIT, 3000, 2000, 200, 0, 0.2, true), ROUTE);
-	CHECK(st.risk_until_ms[DBK_CLASS_CRITICAL] > 3000);
-
-	/* No fresh scrape: the books decide, an impossible one is risk. */
-	struct dbk_admit_state books = { 0 };
-
-	CHECK_EQ_U(decide_seen(&books, CRIT, 1000, -1e6, 100, 0, 0, false), ROUTE);
-	CHECK(books.risk_until_ms[DBK_CLASS_CRITICAL] > 1000);
-	CHECK_EQ_U(decide_seen(&books, SHD, 2000, 1200, 1100, 0, 0, false), SHED);
-}
-
 int main(void)
 {
 	RUN(test_class_parse);
@@ -489,6 +433,5 @@ int main(void)
 	RUN(test_off_learns_nothing);
 	RUN(test_tpot_risk);
 	RUN(test_kv_wait_at_risk);
-	RUN(test_scrape_none_waiting);
 	return CHECK_DONE();
 }

@@ -365,43 +365,9 @@ out:
 static void test_ttft_holds_a_body_on_its_way(void) { hold_case("ttft"); }
 static void test_p2ttft_holds_a_body_on_its_way(void) { hold_case("p2ttft"); }
 
-/* The choice tells admission whether the chosen server's fresh scrape
- * shows nothing waiting: not without a scrape, nor with one that shows
- * some, says nothing, or has aged past scrape_stale_ms. */
-static void test_ttft_none_waiting(void)
-{
-	const struct dbk_policy_ops *ops = dbk_policy_find("ttft");
-	struct dbk_policy_ttft *t = start("ttft", 1, 1);
-	const struct dbk_policy_request r = { .est = &est };
-	struct dbk_pred_scrape sc = { .ok = true, .running = 3, .waiting = 0, .kv_usage = 0.2 };
-	struct dbk_policy_choice c;
-
-	CHECK(t != NULL);
-	if (!t)
-		return;
-	uint64_t stale = dbk_pred_config(t->pred)->scrape_stale_ms;
-	CHECK_EQ_U(ops->choose(t, &r, 1000, &c), 0);
-	CHECK(!c.none_waiting);
-	ops->scraped(t, 0, &sc, 1000);
-	CHECK_EQ_U(ops->choose(t, &r, 1000 + stale, &c), 0);
-	CHECK(c.none_waiting);
-	CHECK_EQ_U(ops->choose(t, &r, 1001 + stale, &c), 0);
-	CHECK(!c.none_waiting);
-	sc.waiting = 2;
-	ops->scraped(t, 0, &sc, 5000);
-	CHECK_EQ_U(ops->choose(t, &r, 5000, &c), 0);
-	CHECK(!c.none_waiting);
-	sc.waiting = -1;
-	ops->scraped(t, 0, &sc, 6000);
-	CHECK_EQ_U(ops->choose(t, &r, 6000, &c), 0);
-	CHECK(!c.none_waiting);
-	ops->destroy(t);
-}
-
 int main(void)
 {
 	RUN(test_the_table);
-	RUN(test_ttft_none_waiting);
 	RUN(test_p2ttft_takes_the_earlier_of_two);
 	RUN(test_p2ttft_draws_from_its_seed);
 	RUN(test_p2ttft_ranks_as_ttft);
