@@ -16,6 +16,7 @@ void dbk_admit_config_default(struct dbk_admit_config *c)
 	*c = (struct dbk_admit_config){
 		.enabled = false,
 		.ttft_ms = DBK_ADMIT_DEFAULT_TTFT_MS,
+		.tpot_ms = DBK_ADMIT_DEFAULT_TPOT_MS,
 		.headroom = { [DBK_CLASS_CRITICAL] = INFINITY,
 		              [DBK_CLASS_STANDARD] = DBK_ADMIT_DEFAULT_HEADROOM_STANDARD,
 		              [DBK_CLASS_SHEDDABLE] = DBK_ADMIT_DEFAULT_HEADROOM_SHEDDABLE },
@@ -133,20 +134,21 @@ static void evidence(struct dbk_admit_state *st, enum dbk_class cls, uint64_t no
  * decoders on its server would step past that share: it is refused
  * for the TPOT it adds to them, not for its own. True: refused, with
  * *retry_ms until the risk lapses if nothing renews it. */
-static bool tpot_refused(struct dbk_admit_state *st, const struct dbk_admit_input *in,
-                         enum dbk_class cls, double *retry_ms)
+static bool tpot_refused(const struct dbk_admit_config *c, struct dbk_admit_state *st,
+                         const struct dbk_admit_input *in, enum dbk_class cls, double *retry_ms)
 {
 	uint64_t until = in->now_ms;
+	double share = in->tpot_ms / (double)c->tpot_ms;
 
-	if (!st || !(in->tpot_share > 0))
+	if (!st || !(share > 0))
 		return false;
-	if (in->tpot_share > DBK_ADMIT_TPOT_RISK_SHARE)
+	if (share > DBK_ADMIT_TPOT_RISK_SHARE)
 		evidence_of(st->tpot_until_ms, st->tpot_since_ms, st->tpot_last_ms, cls,
 		            in->now_ms);
 	for (int k = 0; k < (int)cls; k++)
 		if (st->tpot_until_ms[k] > until)
 			until = st->tpot_until_ms[k];
-	if (until <= in->now_ms || !(in->tpot_share > DBK_ADMIT_TPOT_REFUSE_SHARE))
+	if (until <= in->now_ms || !(share > DBK_ADMIT_TPOT_REFUSE_SHARE))
 		return false;
 	*retry_ms = (double)(until - in->now_ms);
 	return true;
@@ -199,7 +201,7 @@ static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
 		evidence(st, cls, in->now_ms);
 	double tpot_retry_ms;
 
-	if (tpot_refused(st, in, cls, &tpot_retry_ms) && cls != DBK_CLASS_CRITICAL) {
+	if (tpot_refused(c, st, in, cls, &tpot_retry_ms) && cls != DBK_CLASS_CRITICAL) {
 		r.verdict = DBK_ADMIT_SHED;
 		r.retry_after_s = retry_after(c, tpot_retry_ms);
 		return r;

@@ -60,7 +60,8 @@
  * - The TPOT's own risk: past capacity on agentic sessions what goes
  *   late is the TPOT (attention reads every context there). A class
  *   is at TPOT risk, with the same holds, after one of its requests
- *   was predicted a TPOT past 3/4 of its objective; while a class
+ *   was predicted a TPOT past 3/4 of its objective (--admit-tpot,
+ *   admission's own: routing keeps 100 ms); while a class
  *   above is, a lower request that would leave the decoders of its
  *   server past that is refused.
  * - The KV-fit wait (the policy's wait for KV room) counts only while
@@ -125,6 +126,10 @@ enum dbk_class { DBK_CLASS_CRITICAL, DBK_CLASS_STANDARD, DBK_CLASS_SHEDDABLE, DB
 #define DBK_CLASS_DEFAULT DBK_CLASS_STANDARD
 
 #define DBK_ADMIT_DEFAULT_TTFT_MS 2000
+/* The TPOT objective admission's TPOT risk weighs (--admit-tpot): vLLM's
+ * benchmark default, as the routing's own (predict.h's
+ * DBK_PRED_TPOT_SLO_S), which it does not change. */
+#define DBK_ADMIT_DEFAULT_TPOT_MS 100
 #define DBK_ADMIT_DEFAULT_HEADROOM_STANDARD 0.5
 #define DBK_ADMIT_DEFAULT_HEADROOM_SHEDDABLE 0.5
 /* The shares of the objective the fleet's mean first token may reach
@@ -161,6 +166,7 @@ enum dbk_class { DBK_CLASS_CRITICAL, DBK_CLASS_STANDARD, DBK_CLASS_SHEDDABLE, DB
 struct dbk_admit_config {
 	bool enabled;
 	long long ttft_ms; /* the first-token objective */
+	long long tpot_ms; /* the TPOT objective of the TPOT risk */
 	/* Share of ttft_ms each class's predicted first token may take,
 	 * while a class above it is at risk, before it is refused (and, at
 	 * any time, the share of its wait once it is late); critical's is
@@ -194,9 +200,9 @@ struct dbk_admit_input {
 	 * for what is ahead of it); 0: not known, all of it waits. */
 	double own_ms;
 	/* Its predicted TPOT on that server, the decode step every request
-	 * there takes once it joins, as a share of the TPOT objective; 0:
-	 * not known (no TPOT rule). */
-	double tpot_share;
+	 * there takes once it joins, in ms (weighed against the config's
+	 * tpot_ms); 0: not known (no TPOT rule). */
+	double tpot_ms;
 	/* Of ttft_ms, the wait for KV room there: counted only while a
 	 * class is at risk (admission.c, any_risk); 0: none known. */
 	double kv_wait_ms;

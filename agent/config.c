@@ -473,6 +473,9 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		     "is routed as before"),
 		NUM("admit-ttft", DBK_OPT_MS, &c->admit.ttft_ms, 1, 3600 * 1000, "TIME",
 		    "the first-token objective (" STR(DBK_ADMIT_DEFAULT_TTFT_MS) ")"),
+		NUM("admit-tpot", DBK_OPT_MS, &c->admit.tpot_ms, 1, 3600 * 1000, "TIME",
+		    "the TPOT objective of admission's TPOT risk\n(" STR(
+		            DBK_ADMIT_DEFAULT_TPOT_MS) "); routing's stays 100 ms"),
 		NUM("admit-headroom-standard", DBK_OPT_DOUBLE,
 		    &c->admit.headroom[DBK_CLASS_STANDARD], 0, 100, "R",
 		    "standard's share R of the objective: refused\nwhen predicted late with more "

@@ -37,6 +37,7 @@ static const char *const pool_options[] = {
 	"outlier-max-ejected-percent",
 	"admission",
 	"admit-ttft",
+	"admit-tpot",
 	"admit-headroom-standard",
 	"admit-headroom-sheddable",
 	"saturation-queue",

@@ -69,9 +69,9 @@ struct dbk_policy_choice {
 	bool predicted; /* ttft_s and hit_tokens are set (the ACK's details) */
 	double ttft_s;
 	double own_s; /* of ttft_s, its own prefill (admission.h); 0: not known */
-	/* Its predicted TPOT there over the TPOT objective (admission.h);
-	 * 0: not known. */
-	double tpot_share;
+	/* Its predicted TPOT there (admission.h weighs it against its own
+	 * objective); 0: not known. */
+	double tpot_s;
 	double kv_wait_s; /* of ttft_s, the wait for KV room (predict.h); 0: none known */
 	double hit_tokens;
 };

@@ -77,7 +77,7 @@ int dbk_policy_ttft_chose(struct dbk_policy_ttft *t, const struct dbk_pred_choic
 		.predicted = true,
 		.ttft_s = pc->ttft_s,
 		.own_s = pc->own_s,
-		.tpot_share = pc->tpot_s / dbk_pred_config(t->pred)->tpot_slo_s,
+		.tpot_s = pc->tpot_s,
 		.kv_wait_s = pc->kv_wait_s,
 		.hit_tokens = pc->hit_tokens,
 	};

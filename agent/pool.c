@@ -280,9 +280,10 @@ static int start_balancer(struct dbk_pool *p, char *err, size_t errlen)
 	p->route.sat = &p->sat;
 	if (p->cfg.admit.enabled)
 		dbk_log(DBK_LOG_INFO, "admission",
-		        "ttft_ms=%lld headroom_standard=%g headroom_sheddable=%g "
+		        "ttft_ms=%lld tpot_ms=%lld headroom_standard=%g headroom_sheddable=%g "
 		        "saturation_queue=%g saturation_kv=%g",
-		        p->cfg.admit.ttft_ms, p->cfg.admit.headroom[DBK_CLASS_STANDARD],
+		        p->cfg.admit.ttft_ms, p->cfg.admit.tpot_ms,
+		        p->cfg.admit.headroom[DBK_CLASS_STANDARD],
 		        p->cfg.admit.headroom[DBK_CLASS_SHEDDABLE], p->cfg.sat_queue,
 		        p->cfg.sat_kv);
 	p->route.by_server = calloc(p->cfg.nservers, sizeof(*p->route.by_server));

@@ -67,7 +67,7 @@ void dbk_sim_ttft_window_update(struct dbk_sim_ttft_window *w, const struct dbk_
 }
 
 int dbk_sim_admit(const struct dbk_sim *s, struct dbk_admit_state *st, const struct dbk_sim_req *r,
-                  int chosen, bool predicted, double ttft_s, double own_s, double tpot_share,
+                  int chosen, bool predicted, double ttft_s, double own_s, double tpot_s,
                   double kv_wait_s, const struct dbk_sim_ttft_window *w)
 {
 	const struct dbk_sim_config *c = dbk_sim_config(s);
@@ -76,7 +76,7 @@ int dbk_sim_admit(const struct dbk_sim *s, struct dbk_admit_state *st, const str
 		.predicted = predicted,
 		.ttft_ms = ttft_s * 1e3,
 		.own_ms = own_s * 1e3,
-		.tpot_share = tpot_share,
+		.tpot_ms = tpot_s * 1e3,
 		.kv_wait_ms = kv_wait_s * 1e3,
 		.now_ms = (uint64_t)(dbk_sim_now(s) * 1e3),
 	};

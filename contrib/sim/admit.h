@@ -53,14 +53,14 @@ void dbk_sim_ttft_window_update(struct dbk_sim_ttft_window *w, const struct dbk_
  * and the deciding balancer's memory st (NULL: none): chosen (an
  * instance index) when admitted, else DBK_SIM_SHED(its Retry-After).
  * With predicted, ttft_s is the policy's predicted first token on
- * chosen, own_s its own prefill in it (0: not known), tpot_share its
- * TPOT there over the TPOT objective (0: not known); without, the
+ * chosen, own_s its own prefill in it (0: not known), tpot_s its
+ * TPOT there (0: not known); without, the
  * fleet's saturation now and its recent first tokens (w; NULL: not
  * known) decide. A request held instead of shed (admit_queue_s) and
  * decided again leaves st as it was, and with admit_queue_in_time is
  * not let in once its wait and ttft_s pass the objective. */
 int dbk_sim_admit(const struct dbk_sim *s, struct dbk_admit_state *st, const struct dbk_sim_req *r,
-                  int chosen, bool predicted, double ttft_s, double own_s, double tpot_share,
+                  int chosen, bool predicted, double ttft_s, double own_s, double tpot_s,
                   double kv_wait_s, const struct dbk_sim_ttft_window *w);
 
 #endif

@@ -93,6 +93,7 @@ int dbk_sim_fleet_build(struct dbk_sim_fleet *f, const struct dbk_sim_opts *o)
 	sc->admit.enabled = o->admission;
 	if (o->slo_ttft_ms > 0) /* else the agent's default objective */
 		sc->admit.ttft_ms = (long long)o->slo_ttft_ms;
+	sc->admit.tpot_ms = o->admit_tpot_ms;
 	for (int k = DBK_CLASS_STANDARD; k < DBK_CLASS_N; k++)
 		if (o->admit_share[k] >= 0)
 			sc->admit.headroom[k] = o->admit_share[k];

@@ -30,7 +30,7 @@ struct extra {
 	const char *log_level;
 };
 
-#define NOPTS 67
+#define NOPTS 68
 /* The agent's default, as the help text quotes it. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -252,6 +252,10 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		          "when late (default the agent's)" },
 		{ "admit-share-sheddable", 0, DBK_OPT_DOUBLE, &o->admit_share[DBK_CLASS_SHEDDABLE],
 		  0, 100, .metavar = "X", .help = "the same for a sheddable request" },
+		{ "admit-tpot", 0, DBK_OPT_MS, &o->admit_tpot_ms, 1, 3600 * 1000, .metavar = "TIME",
+		  .help = "with --admission: the TPOT objective of its\n"
+		          "TPOT risk (default the agent's, 100 ms;\n"
+		          "routing's and --slo-tpot-ms unchanged)" },
 		{ "shed-retry", 0, DBK_OPT_FLAG, &o->shed_retry,
 		  .help = "a shed request's client sends it again\n"
 		          "once, after its Retry-After" },
@@ -501,6 +505,7 @@ static void defaults(struct dbk_sim_opts *o, struct extra *x)
 	o->max_loras = 4;
 	o->lora_load_ms = -1;
 	o->admit_share[DBK_CLASS_STANDARD] = o->admit_share[DBK_CLASS_SHEDDABLE] = -1;
+	o->admit_tpot_ms = DBK_ADMIT_DEFAULT_TPOT_MS;
 	dbk_slo_search_default(&o->search);
 	x->max_evals = (int)o->search.max_evals;
 }

@@ -57,6 +57,7 @@ struct dbk_sim_opts {
 	double admit_queue_s;            /* --admit-queue-s; 0: off */
 	bool admit_queue_in_time;        /* --admit-queue-in-time */
 	double admit_share[DBK_CLASS_N]; /* < 0: the agent's default */
+	long long admit_tpot_ms;         /* admission's TPOT objective */
 	/* Several models (issue 27): --models' text, then the models and
 	 * adapters (multimodel.h; nmodels 0: one model), --max-loras. */
 	const char *models_text;

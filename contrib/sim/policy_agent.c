@@ -426,7 +426,7 @@ static int ag_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	/* Admission where route.c applies it: after choose, before the
 	 * lease and its commit, with the first token predicted there. */
 	int v = dbk_sim_admit(s, &p->adm[j], r, ch.server, ch.predicted, ch.ttft_s, ch.own_s,
-	                      ch.tpot_share, ch.kv_wait_s, NULL);
+	                      ch.tpot_s, ch.kv_wait_s, NULL);
 	if (v != ch.server)
 		return v;
 	struct ag_req *a = &p->reqs[r->id];

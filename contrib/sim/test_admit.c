@@ -4,7 +4,9 @@
  * shed, the client's one retry, the requests held instead of shed. */
 #include "admit.h"
 #include "classes.h"
+#include "fleet.h"
 #include "holdq.h"
+#include "opts.h"
 #include "policy.h"
 #include "sim.h"
 
@@ -455,6 +457,29 @@ static void test_queue(void)
 	queue_all_shed(&c, four);
 }
 
+/* --admit-tpot reaches admission's TPOT objective (the agent's 100 ms
+ * unless given), checked as the agent checks it. */
+static void test_admit_tpot(void)
+{
+	char *dflt[] = { "dbucket-sim", "--trace", "t.jsonl", "--admission", NULL };
+	char *given[] = { "dbucket-sim",  "--trace", "t.jsonl", "--admission",
+		          "--admit-tpot", "250ms",   NULL };
+	char *bad[] = { "dbucket-sim", "--trace", "t.jsonl", "--admit-tpot", "0", NULL };
+	struct dbk_sim_opts o;
+	struct dbk_sim_fleet f;
+	int status = -1;
+
+	CHECK_EQ_U(dbk_sim_opts_parse(4, dflt, &o, &status), 0);
+	CHECK_EQ_U(o.admit_tpot_ms, DBK_ADMIT_DEFAULT_TPOT_MS);
+	CHECK_EQ_U(dbk_sim_opts_parse(6, given, &o, &status), 0);
+	CHECK_EQ_U(dbk_sim_fleet_build(&f, &o), 0);
+	CHECK(f.sc.admit.enabled);
+	CHECK_EQ_U(f.sc.admit.tpot_ms, 250);
+	dbk_sim_fleet_free(&f);
+	CHECK_EQ_U(dbk_sim_opts_parse(5, bad, &o, &status), 1);
+	CHECK_EQ_U(status, 2);
+}
+
 int main(void)
 {
 	RUN(test_assign);
@@ -464,5 +489,6 @@ int main(void)
 	RUN(test_retry_sdk);
 	RUN(test_holdq);
 	RUN(test_queue);
+	RUN(test_admit_tpot);
 	return CHECK_DONE();
 }

@@ -361,7 +361,7 @@ static enum dbk_admit_verdict decide(struct dbk_admit_state *st, enum dbk_class 
 		                      .ttft_ms = t,
 		                      .own_ms = own,
 		                      .kv_wait_ms = kv_wait,
-		                      .tpot_share = tpot_share,
+		                      .tpot_ms = tpot_share * DBK_ADMIT_DEFAULT_TPOT_MS,
 		                      .now_ms = now_ms };
 
 	dbk_admit_config_default(&c);
@@ -419,6 +419,47 @@ static void test_kv_wait_at_risk(void)
 	CHECK_EQ_U(decide(NULL, STD, 2000, 4500, 300, 3000, 0.2, &retry), SHED);
 }
 
+/* The TPOT risk weighs the predicted TPOT against admission's own
+ * objective (--admit-tpot), not routing's 100 ms: 120 ms is a risk
+ * against the default, and none against 200 ms (60%, below 3/4). */
+static void test_tpot_objective(void)
+{
+	struct dbk_admit_config c;
+	struct dbk_admit_state st = { 0 };
+	struct dbk_admit_input in = { .cls = DBK_CLASS_CRITICAL,
+		                      .predicted = true,
+		                      .ttft_ms = 300,
+		                      .own_ms = 200,
+		                      .tpot_ms = 120,
+		                      .now_ms = 1000 };
+
+	dbk_admit_config_default(&c);
+	CHECK_EQ_U(c.tpot_ms, 100);
+	c.enabled = true;
+	c.tpot_ms = 200;
+	CHECK_EQ_U(dbk_admit(&c, &st, &in).verdict, ROUTE);
+	CHECK_EQ_U(st.tpot_until_ms[DBK_CLASS_CRITICAL], 0);
+	in.cls = DBK_CLASS_STANDARD;
+	in.now_ms = 2000;
+	CHECK_EQ_U(dbk_admit(&c, &st, &in).verdict, ROUTE);
+	/* 160 ms on a critical one is (80%); a standard one at 160 ms is
+	 * then refused for the decoders it would slow. */
+	in.cls = DBK_CLASS_CRITICAL;
+	in.tpot_ms = 160;
+	CHECK_EQ_U(dbk_admit(&c, &st, &in).verdict, ROUTE);
+	CHECK(st.tpot_until_ms[DBK_CLASS_CRITICAL] > 2000);
+	in.cls = DBK_CLASS_STANDARD;
+	CHECK_EQ_U(dbk_admit(&c, &st, &in).verdict, SHED);
+	/* Against the default 100 ms, 120 ms was a risk already. */
+	struct dbk_admit_state dflt = { 0 };
+
+	c.tpot_ms = DBK_ADMIT_DEFAULT_TPOT_MS;
+	in.cls = DBK_CLASS_CRITICAL;
+	in.tpot_ms = 120;
+	CHECK_EQ_U(dbk_admit(&c, &dflt, &in).verdict, ROUTE);
+	CHECK(dflt.tpot_until_ms[DBK_CLASS_CRITICAL] > 2000);
+}
+
 int main(void)
 {
 	RUN(test_class_parse);
@@ -433,5 +474,6 @@ int main(void)
 	RUN(test_off_learns_nothing);
 	RUN(test_tpot_risk);
 	RUN(test_kv_wait_at_risk);
+	RUN(test_tpot_objective);
 	return CHECK_DONE();
 }

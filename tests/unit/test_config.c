@@ -85,6 +85,20 @@ static void test_errors(void)
 	           DBK_CONFIG_OK);
 }
 
+/* --admit-tpot: admission's TPOT objective, 100 ms unless given, a
+ * duration as --admit-ttft takes, refused out of range. */
+static void test_admit_tpot(void)
+{
+	CHECK_EQ_U(PARSE(&c, err, "a", "b"), DBK_CONFIG_OK);
+	CHECK_EQ_U(c.admit.tpot_ms, 100);
+	CHECK_EQ_U(PARSE(&c, err, "--admission", "--admit-tpot", "250ms", "a", "b"), DBK_CONFIG_OK);
+	CHECK_EQ_U(c.admit.tpot_ms, 250);
+	CHECK_EQ_U(PARSE(&c, err, "--admit-tpot", "0", "a"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "--admit-tpot wants a duration") != NULL);
+	CHECK_EQ_U(PARSE(&c, err, "--admit-tpot", "fast", "a"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "--admit-tpot") != NULL);
+}
+
 /* The command line takes numbers in the same strict grammar as --config
  * and /config: plain digits, nothing around them. */
 static void test_strict_numbers(void)
@@ -204,6 +218,7 @@ int main(void)
 	RUN(test_reference_flags);
 	RUN(test_help_and_version);
 	RUN(test_errors);
+	RUN(test_admit_tpot);
 	RUN(test_strict_numbers);
 	RUN(test_policy_and_scrape);
 	RUN(test_outlier_flags);
