@@ -198,12 +198,29 @@ static inline double pred_prompt(const struct dbk_pred_request *r)
 /* The predicted first token, and what a choice weighs, in first-token
  * seconds: that, what the prefill stalls of the requests already
  * decoding there, and the TPOT it gets there and adds to theirs, a TPOT
- * second worth the objectives' ratio of first-token seconds. */
+ * second worth the objectives' ratio of first-token seconds.
+ * A request outside the objectives there weighs what it costs the
+ * others alone: the server time its prefill takes from them, the
+ * stall and the TPOT it adds; its own wait and TPOT, lost anyway, are
+ * left out. Only servers of one class are compared (pred_class), so
+ * where it is within the objectives nowhere it goes where it costs the
+ * others least: to a server already slow rather than one that
+ * requests within the objectives still find fast. Ranked by its own
+ * first token, each hopeless long prompt of Mooncake's 64 demo fleet
+ * (over a 32,768-token model length, only the long group holds them;
+ * their prefill alone takes seconds) went to the long server that would
+ * start it soonest, every long server had them queued, and the short
+ * requests sent there missed behind them (BENCHMARKS.md, "Stop 42:
+ * Mooncake 64 demo against llm_d_active"). */
 static inline double pred_ttft(const struct pred_eval *e) { return e->ttft_s + e->wait_s; }
 static inline double pred_score(const struct dbk_pred *p, const struct pred_eval *e)
 {
-	return pred_ttft(e) + p->c.stall_weight * e->stall_s +
-	       p->c.ttft_slo_s / p->c.tpot_slo_s * (e->tpot_s + e->harm_s);
+	double others = p->c.stall_weight * e->stall_s +
+	                p->c.ttft_slo_s / p->c.tpot_slo_s * e->harm_s;
+
+	if (!e->within)
+		return e->own_s + others;
+	return pred_ttft(e) + others + p->c.ttft_slo_s / p->c.tpot_slo_s * e->tpot_s;
 }
 
 /* The class a choice ranks first: fitting, then within the objectives. */

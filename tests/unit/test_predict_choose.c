@@ -1,5 +1,6 @@
 /* The ttft predictor's choice (agent/predict_choose.c): what a request's
- * own time per output token weighs beside its first token. */
+ * own time per output token weighs beside its first token, and where a
+ * request within the objectives nowhere goes. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -50,8 +51,46 @@ static void test_its_own_tpot_weighs(void)
 	dbk_pred_free(p);
 }
 
+/* A 60k-token prompt's prefill alone takes seconds: within the 2 s
+ * objective on no server. Server 0 was just sent another such prompt
+ * (its first token waits for that prefill too); server 1 has four short
+ * requests decoding, which its prefill would stall for seconds. Its own
+ * first token comes seconds sooner on 1, and ranked by it, it went
+ * there; lost anyway, it weighs what it costs the others: server 0,
+ * where one request waits, not four. */
+static void test_hopeless_costs_others_least(void)
+{
+	struct dbk_pred_config c;
+
+	dbk_pred_config_default(&c, 2);
+	c.index_entries = 4096;
+	struct dbk_pred *p = dbk_pred_new(&c);
+	struct dbk_pred_request d = req(500, 2000), l = req(60000, 200), r = req(60000, 200);
+	struct dbk_pred_ticket t;
+	struct dbk_pred_choice c0, c1, ch;
+
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	for (int i = 0; i < 4; i++)
+		dbk_pred_commit(p, &d, 1, 0, &t);
+	dbk_pred_commit(p, &l, 0, 60000, &t);
+	CHECK_EQ_U(dbk_pred_evaluate(p, &r, 0, 60000, &c0), 0);
+	CHECK_EQ_U(dbk_pred_evaluate(p, &r, 1, 60000, &c1), 1);
+	CHECK(!c0.within && !c1.within);
+	CHECK(c1.ttft_s + 1 < c0.ttft_s);
+	CHECK(c0.cost_s < c1.cost_s);
+	CHECK_EQ_U(dbk_pred_choose(p, &r, 60000, &ch), 0);
+	/* A short one is within the objectives on both: its first token. */
+	struct dbk_pred_request s = req(500, 200);
+	CHECK_EQ_U(dbk_pred_choose(p, &s, 60000, &ch), 1);
+	CHECK(ch.within);
+	dbk_pred_free(p);
+}
+
 int main(void)
 {
 	RUN(test_its_own_tpot_weighs);
+	RUN(test_hopeless_costs_others_least);
 	return CHECK_DONE();
 }
