@@ -56,8 +56,8 @@ static void test_its_own_tpot_weighs(void)
  * (its first token waits for that prefill too); server 1 has four short
  * requests decoding, which its prefill would stall for seconds. Its own
  * first token comes seconds sooner on 1, and ranked by it, it went
- * there; lost anyway, it weighs what it costs the others: server 0,
- * where one request waits, not four. */
+ * there; lost anyway, it weighs first what it costs the others: server
+ * 0, where one request is stalled, not four. */
 static void test_hopeless_costs_others_least(void)
 {
 	struct dbk_pred_config c;
@@ -79,8 +79,9 @@ static void test_hopeless_costs_others_least(void)
 	CHECK_EQ_U(dbk_pred_evaluate(p, &r, 1, 60000, &c1), 1);
 	CHECK(!c0.within && !c1.within);
 	CHECK(c1.ttft_s + 1 < c0.ttft_s);
-	CHECK(c0.cost_s < c1.cost_s);
+	CHECK(c1.cost_s < c0.cost_s); /* p2ttft's pair, by its first token */
 	CHECK_EQ_U(dbk_pred_choose(p, &r, 60000, &ch), 0);
+	CHECK(!ch.within);
 	/* A short one is within the objectives on both: its first token. */
 	struct dbk_pred_request s = req(500, 200);
 	CHECK_EQ_U(dbk_pred_choose(p, &s, 60000, &ch), 1);
