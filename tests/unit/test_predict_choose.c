@@ -14,6 +14,30 @@ static struct dbk_pred_request req(double prompt, double out)
 		                          .ignore_eos = true };
 }
 
+/* Two servers: four requests d decoding on 1 (sent at 0), q just sent to
+ * 0 (at 60 s, when r is chosen); and r evaluated on each. NULL when out
+ * of memory. */
+static struct dbk_pred *two_servers(struct dbk_pred_request d, struct dbk_pred_request q,
+                                    const struct dbk_pred_request *r, struct dbk_pred_choice *c0,
+                                    struct dbk_pred_choice *c1)
+{
+	struct dbk_pred_config c;
+	struct dbk_pred_ticket t;
+
+	dbk_pred_config_default(&c, 2);
+	c.index_entries = 4096;
+	struct dbk_pred *p = dbk_pred_new(&c);
+	CHECK(p != NULL);
+	if (!p)
+		return NULL;
+	for (int i = 0; i < 4; i++)
+		dbk_pred_commit(p, &d, 1, 0, &t);
+	dbk_pred_commit(p, &q, 0, 60000, &t);
+	CHECK_EQ_U(dbk_pred_evaluate(p, r, 0, 60000, c0), 0);
+	CHECK_EQ_U(dbk_pred_evaluate(p, r, 1, 60000, c1), 1);
+	return p;
+}
+
 /* Server 1 decodes four requests over 31k-token contexts, whose KV
  * reads make its decode step nearly twice server 0's; server 0 was just
  * sent a 3k-token prefill. A short request's first token comes about
@@ -24,23 +48,12 @@ static struct dbk_pred_request req(double prompt, double out)
  * decoders, little), it went to 1. */
 static void test_its_own_tpot_weighs(void)
 {
-	struct dbk_pred_config c;
-
-	dbk_pred_config_default(&c, 2);
-	c.index_entries = 4096;
-	struct dbk_pred *p = dbk_pred_new(&c);
-	struct dbk_pred_request d = req(30000, 2000), q = req(3000, 400), r = req(500, 200);
-	struct dbk_pred_ticket t;
+	struct dbk_pred_request r = req(500, 200);
 	struct dbk_pred_choice c0, c1, ch;
+	struct dbk_pred *p = two_servers(req(30000, 2000), req(3000, 400), &r, &c0, &c1);
 
-	CHECK(p != NULL);
 	if (!p)
 		return;
-	for (int i = 0; i < 4; i++)
-		dbk_pred_commit(p, &d, 1, 0, &t);
-	dbk_pred_commit(p, &q, 0, 60000, &t);
-	CHECK_EQ_U(dbk_pred_evaluate(p, &r, 0, 60000, &c0), 0);
-	CHECK_EQ_U(dbk_pred_evaluate(p, &r, 1, 60000, &c1), 1);
 	CHECK(c0.within && c1.within);
 	CHECK(c1.ttft_s + 0.04 < c0.ttft_s);
 	CHECK(c1.tpot_s > 1.5 * c0.tpot_s);
@@ -60,23 +73,12 @@ static void test_its_own_tpot_weighs(void)
  * 0, where one request is stalled, not four. */
 static void test_hopeless_costs_others_least(void)
 {
-	struct dbk_pred_config c;
-
-	dbk_pred_config_default(&c, 2);
-	c.index_entries = 4096;
-	struct dbk_pred *p = dbk_pred_new(&c);
-	struct dbk_pred_request d = req(500, 2000), l = req(60000, 200), r = req(60000, 200);
-	struct dbk_pred_ticket t;
+	struct dbk_pred_request r = req(60000, 200);
 	struct dbk_pred_choice c0, c1, ch;
+	struct dbk_pred *p = two_servers(req(500, 2000), req(60000, 200), &r, &c0, &c1);
 
-	CHECK(p != NULL);
 	if (!p)
 		return;
-	for (int i = 0; i < 4; i++)
-		dbk_pred_commit(p, &d, 1, 0, &t);
-	dbk_pred_commit(p, &l, 0, 60000, &t);
-	CHECK_EQ_U(dbk_pred_evaluate(p, &r, 0, 60000, &c0), 0);
-	CHECK_EQ_U(dbk_pred_evaluate(p, &r, 1, 60000, &c1), 1);
 	CHECK(!c0.within && !c1.within);
 	CHECK(c1.ttft_s + 1 < c0.ttft_s);
 	CHECK(c1.cost_s < c0.cost_s); /* p2ttft's pair, by its first token */
