@@ -278,7 +278,13 @@ int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64
 			continue;
 		pred_eval(p, i, r, pred_hit(p, r, &m, i), now_ms, e);
 		e->ok = true;
-		any_within = any_within || e->within;
+		/* Without its wait for KV room, which the books overstate
+		 * where running requests share blocks (each counted whole):
+		 * taken as lost on that wait, agentic sessions' turns went to
+		 * servers already slow (agentic 201 with admission at 2x:
+		 * -4.4% goodput). */
+		any_within = any_within || e->within ||
+		             (e->ttft_s <= p->c.ttft_slo_s && e->tpot_s <= p->c.tpot_slo_s);
 	}
 	/* Within the objectives nowhere: weighed first by what it costs
 	 * the others (pred_score). */

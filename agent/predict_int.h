@@ -200,8 +200,8 @@ static inline double pred_prompt(const struct dbk_pred_request *r)
  * seconds: that, what the prefill stalls of the requests already
  * decoding there, and the TPOT it gets there and adds to theirs, a TPOT
  * second worth the objectives' ratio of first-token seconds.
- * A request within the objectives on no server (lost: dbk_pred_choose)
- * weighs first what it costs the others: the server time its own
+ * A request within the objectives on no server, its wait for KV room
+ * aside (lost: dbk_pred_choose), weighs first what it costs the others: the server time its own
  * prefill takes from them, the stall and the TPOT it adds; its own wait
  * and TPOT, past the objectives anyway, weigh as a stalled decoder's
  * seconds do (stall_weight). So it goes to a server already slow rather
