@@ -112,6 +112,7 @@ struct pred_eval {
 	double harm_s;  /* the TPOT it adds to those decoding there, summed */
 	bool fits;
 	bool within; /* predicted within both objectives */
+	bool lost;   /* within the objectives on no server (dbk_pred_choose) */
 	bool ok;     /* a candidate: usable, holds the request */
 };
 
@@ -198,12 +199,32 @@ static inline double pred_prompt(const struct dbk_pred_request *r)
 /* The predicted first token, and what a choice weighs, in first-token
  * seconds: that, what the prefill stalls of the requests already
  * decoding there, and the TPOT it gets there and adds to theirs, a TPOT
- * second worth the objectives' ratio of first-token seconds. */
+ * second worth the objectives' ratio of first-token seconds.
+ * A request within the objectives on no server, its wait for KV room
+ * aside (lost: dbk_pred_choose), weighs first what it costs the others: the server time its own
+ * prefill takes from them, the stall and the TPOT it adds; its own wait
+ * and TPOT, past the objectives anyway, weigh as a stalled decoder's
+ * seconds do (stall_weight). So it goes to a server already slow rather
+ * than one that requests within the objectives still find fast. Ranked
+ * by its own first token, the long prompts of Mooncake's 64 demo fleet
+ * (over a 32,768-token model length: only the long group holds them;
+ * seconds of prefill each) went each to the long server that would
+ * start it soonest, every long server had them queued, and the short
+ * requests sent there missed behind them (BENCHMARKS.md, "Stop 42:
+ * Mooncake 64 demo against llm_d_active"). Its own wait left out
+ * altogether, it went where the others waited longest: TTFT p99 1.8x
+ * on Mooncake's 4 overloaded instances. */
 static inline double pred_ttft(const struct pred_eval *e) { return e->ttft_s + e->wait_s; }
 static inline double pred_score(const struct dbk_pred *p, const struct pred_eval *e)
 {
-	return pred_ttft(e) + p->c.stall_weight * e->stall_s +
-	       p->c.ttft_slo_s / p->c.tpot_slo_s * (e->tpot_s + e->harm_s);
+	double others = p->c.stall_weight * e->stall_s +
+	                p->c.ttft_slo_s / p->c.tpot_slo_s * e->harm_s;
+
+	double own = pred_ttft(e) + p->c.ttft_slo_s / p->c.tpot_slo_s * e->tpot_s;
+
+	if (e->lost)
+		return e->own_s + others + p->c.stall_weight * (own - e->own_s);
+	return own + others;
 }
 
 /* The class a choice ranks first: fitting, then within the objectives. */
