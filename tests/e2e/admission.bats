@@ -136,9 +136,7 @@ queue_is() { [ "$(backend_queue)" = "$1" ]; }
 	# One server, one request at a time: the rest wait in HAProxy's
 	# queue, which admission leaves alone (no --admission here).
 	export DBK_SERVER_MAXCONN=1
-	start_stubs
-	start_agent --policy ttft
-	start_haproxy_stubs
+	start_ttft_world
 	local i
 	for i in 1 2 3; do haproxy_cmd "set server vllm/vllm$i state maint" >/dev/null; done
 	completion_body 600 false >"$BATS_TEST_TMPDIR/hold.json"

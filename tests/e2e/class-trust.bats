@@ -23,12 +23,6 @@ teardown() {
 	stubs_teardown
 }
 
-start_world() {
-	start_stubs
-	start_agent --policy ttft
-	start_haproxy_stubs
-}
-
 # ask CLASS [CURL ARGS...]: one small completion, with X-Request-Class
 # CLASS unless it is "-"; it must be served.
 ask() {
@@ -59,7 +53,7 @@ admitted() {
 }
 
 @test "without a trusted source the header lowers a request's class, never raises it, and a value not known changes nothing" {
-	start_world
+	start_ttft_world
 	local c
 	for c in - critical CRITICAL 0 standard sheddable Sheddable 2 1 urgent "" "critical, 2"; do
 		ask "$c"
@@ -74,7 +68,7 @@ admitted() {
 @test "a client DBK_TRUSTED_CLASS_SRC lists may raise its class; another on the same host may not" {
 	echo 127.0.0.2 >"$BATS_TEST_TMPDIR/trusted.lst"
 	export DBK_TRUSTED_CLASS_SRC=$BATS_TEST_TMPDIR/trusted.lst
-	start_world
+	start_ttft_world
 	ask critical --interface 127.0.0.2
 	ask critical
 	ask sheddable --interface 127.0.0.2
@@ -91,7 +85,7 @@ admitted() {
 	echo 127.0.0.2 >"$BATS_TEST_TMPDIR/trusted.lst"
 	export DBK_CLASSES_MAP=$BATS_TEST_TMPDIR/classes.map
 	export DBK_TRUSTED_CLASS_SRC=$BATS_TEST_TMPDIR/trusted.lst
-	start_world
+	start_ttft_world
 	local chat=(-H 'Authorization: Bearer sk-chat') batch=(-H 'Authorization: Bearer sk-batch')
 	ask - "${chat[@]}"
 	ask critical "${batch[@]}"

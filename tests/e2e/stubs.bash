@@ -106,6 +106,14 @@ start_haproxy_stubs() {
 	dbk_wait_port "$DBK_PORT"
 }
 
+# start_ttft_world: four stubs, the agent on --policy ttft and HAProxy
+# with the repository's configuration in front.
+start_ttft_world() {
+	start_stubs || return 1
+	start_agent --policy ttft || return 1
+	start_haproxy_stubs
+}
+
 # kill_agent: SIGKILL, no summary, no clean close.
 kill_agent() {
 	kill -KILL "$AGENT_PID" 2>/dev/null || true

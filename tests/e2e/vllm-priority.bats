@@ -18,12 +18,6 @@ teardown() {
 	stubs_teardown
 }
 
-start_world() {
-	start_stubs
-	start_agent --policy ttft
-	start_haproxy_stubs
-}
-
 # ask BODY CLASS [CURL ARGS...]: POST BODY with X-Request-Class CLASS
 # (none when "-"); its status in ST, its response in $BATS_TEST_TMPDIR/rN.
 ask() {
@@ -49,7 +43,7 @@ logged() { [ "$(cat "$BATS_TEST_TMPDIR"/stub?.log | grep -c ' priority=')" -ge "
 	echo 127.0.0.1 >"$BATS_TEST_TMPDIR/trusted.lst"
 	export DBK_TRUSTED_CLASS_SRC=$BATS_TEST_TMPDIR/trusted.lst
 	export DBK_PRIORITY_LUA=$REPO/haproxy/dbucket-priority.lua
-	start_world
+	start_ttft_world
 	local c
 	for c in critical - sheddable standard 2 0; do
 		ask "$BATS_TEST_TMPDIR/small.json" "$c"
@@ -61,7 +55,7 @@ logged() { [ "$(cat "$BATS_TEST_TMPDIR"/stub?.log | grep -c ' priority=')" -ge "
 
 @test "bodies of every shape keep a true length: spaces, an empty object, not JSON, 100 KB" {
 	export DBK_PRIORITY_LUA=$REPO/haproxy/dbucket-priority.lua
-	start_world
+	start_ttft_world
 	local d=$BATS_TEST_TMPDIR
 	# Leading whitespace and a newline before the first member.
 	printf ' \n\t{\n "model":"stub-model","max_tokens":2,"prompt":"aaaa"}' >"$d/ws.json"
@@ -87,7 +81,7 @@ logged() { [ "$(cat "$BATS_TEST_TMPDIR"/stub?.log | grep -c ' priority=')" -ge "
 }
 
 @test "without DBK_PRIORITY_LUA the body is untouched: every request reaches vLLM at priority 0" {
-	start_world
+	start_ttft_world
 	local c
 	for c in - sheddable; do
 		ask "$BATS_TEST_TMPDIR/small.json" "$c"
