@@ -286,27 +286,26 @@ int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64
 		any_within = any_within || e->within ||
 		             (e->ttft_s <= p->c.ttft_slo_s && e->tpot_s <= p->c.tpot_slo_s);
 	}
-	/* Within the objectives nowhere: weighed first by what it costs
-	 * the others (pred_score). */
-	for (unsigned i = 0; i < n; i++)
-		p->x->ev[i].lost = !any_within;
 	for (unsigned i = 0; i < n; i++) {
 		const struct pred_srv *s = &p->s[i];
-		const struct pred_eval e = p->x->ev[i];
-		if (!e.ok)
+		struct pred_eval *e = &p->x->ev[i];
+		/* Within the objectives nowhere: weighed first by what it
+		 * costs the others (pred_score, here and in the spread). */
+		e->lost = !any_within;
+		if (!e->ok)
 			continue;
 		/* Fitting servers first (a request that does not fit beside
 		 * what is committed queues or preempts), then those within
 		 * the objectives, then the least cost. */
-		int ce = pred_class(&e), cb = pred_class(&best);
+		int ce = pred_class(e), cb = pred_class(&best);
 		bool better = bi < 0 || ce > cb ||
-		              (ce == cb && pred_score(p, &e) < pred_score(p, &best) - 1e-9) ||
-		              (ce == cb && fabs(pred_score(p, &e) - pred_score(p, &best)) <= 1e-9 &&
+		              (ce == cb && pred_score(p, e) < pred_score(p, &best) - 1e-9) ||
+		              (ce == cb && fabs(pred_score(p, e) - pred_score(p, &best)) <= 1e-9 &&
 		               (s->inflight < p->s[bi].inflight ||
 		                (s->inflight == p->s[bi].inflight &&
 		                 dbk_pred_tie(tie, i) > dbk_pred_tie(tie, (unsigned)bi))));
 		if (better) {
-			best = e;
+			best = *e;
 			bi = (int)i;
 		}
 	}

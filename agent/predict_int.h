@@ -201,11 +201,12 @@ static inline double pred_prompt(const struct dbk_pred_request *r)
  * decoding there, and the TPOT it gets there and adds to theirs, a TPOT
  * second worth the objectives' ratio of first-token seconds.
  * A request within the objectives on no server, its wait for KV room
- * aside (lost: dbk_pred_choose), weighs first what it costs the others: the server time its own
- * prefill takes from them, the stall and the TPOT it adds; its own wait
- * and TPOT, past the objectives anyway, weigh as a stalled decoder's
- * seconds do (stall_weight). So it goes to a server already slow rather
- * than one that requests within the objectives still find fast. Ranked
+ * aside (lost: dbk_pred_choose), weighs first what it costs the others:
+ * the server time its own prefill takes from them, the stall and the
+ * TPOT it adds; its own wait and TPOT, past the objectives anyway,
+ * weigh as a stalled decoder's seconds do (stall_weight). So it goes to
+ * a server already slow rather than one that requests within the
+ * objectives still find fast. Ranked
  * by its own first token, the long prompts of Mooncake's 64 demo fleet
  * (over a 32,768-token model length: only the long group holds them;
  * seconds of prefill each) went each to the long server that would

@@ -14,6 +14,21 @@ static struct dbk_pred_request req(double prompt, double out)
 		                          .ignore_eos = true };
 }
 
+/* A predictor of two servers of kv_tokens each (0: the default). NULL
+ * when out of memory. */
+static struct dbk_pred *two_empty(double kv_tokens)
+{
+	struct dbk_pred_config c;
+
+	dbk_pred_config_default(&c, 2);
+	c.index_entries = 4096;
+	if (kv_tokens > 0)
+		c.kv_tokens = kv_tokens;
+	struct dbk_pred *p = dbk_pred_new(&c);
+	CHECK(p != NULL);
+	return p;
+}
+
 /* Two servers: four requests d decoding on 1 (sent at 0), q just sent to
  * 0 (at 60 s, when r is chosen); and r evaluated on each. NULL when out
  * of memory. */
@@ -21,13 +36,9 @@ static struct dbk_pred *two_servers(struct dbk_pred_request d, struct dbk_pred_r
                                     const struct dbk_pred_request *r, struct dbk_pred_choice *c0,
                                     struct dbk_pred_choice *c1)
 {
-	struct dbk_pred_config c;
 	struct dbk_pred_ticket t;
+	struct dbk_pred *p = two_empty(0);
 
-	dbk_pred_config_default(&c, 2);
-	c.index_entries = 4096;
-	struct dbk_pred *p = dbk_pred_new(&c);
-	CHECK(p != NULL);
 	if (!p)
 		return NULL;
 	for (int i = 0; i < 4; i++)
@@ -102,15 +113,10 @@ static void test_hopeless_costs_others_least(void)
  * decoders (0), as a lost request would. */
 static void test_kv_wait_alone_is_not_lost(void)
 {
-	struct dbk_pred_config c;
 	struct dbk_pred_ticket t;
 	struct dbk_pred_choice c0, c1, ch;
+	struct dbk_pred *p = two_empty(30000);
 
-	dbk_pred_config_default(&c, 2);
-	c.index_entries = 4096;
-	c.kv_tokens = 30000;
-	struct dbk_pred *p = dbk_pred_new(&c);
-	CHECK(p != NULL);
 	if (!p)
 		return;
 	struct dbk_pred_request a = req(15000, 4000), b = req(1000, 1000), r = req(20000, 200);
