@@ -303,6 +303,24 @@ static struct dbk_http_slice last_element(struct dbk_http_slice s)
 	return trim_ows((struct dbk_http_slice){ s.p + i, s.n - i });
 }
 
+/* How many codings a Transfer-Encoding value lists (empty elements are
+ * not codings). */
+static size_t count_elements(struct dbk_http_slice s)
+{
+	size_t i = 0, n = 0;
+
+	while (i <= s.n) {
+		size_t a = i;
+
+		while (i < s.n && s.p[i] != ',')
+			i++;
+		if (trim_ows((struct dbk_http_slice){ s.p + a, i - a }).n > 0)
+			n++;
+		i++;
+	}
+	return n;
+}
+
 /* 0 ok, 400 malformed, 413 above max. */
 static int parse_length(struct dbk_http_slice v, size_t max, size_t *out)
 {
@@ -325,6 +343,7 @@ static int parse_length(struct dbk_http_slice v, size_t max, size_t *out)
 struct framing {
 	bool have_cl, have_te, close, keep_alive;
 	size_t cl;
+	size_t te_codings;             /* in every Transfer-Encoding field */
 	struct dbk_http_slice te_last; /* last coding of the last field */
 };
 
@@ -358,6 +377,7 @@ static int scan_framing(const struct dbk_http_header *h, size_t n, size_t max_bo
 		} else if (dbk_http_slice_ieq(nm, "transfer-encoding")) {
 			f->have_te = true;
 			f->te_last = last_element(v);
+			f->te_codings += count_elements(v);
 		} else if (dbk_http_slice_ieq(nm, "connection")) {
 			f->close |= has_token(v, "close");
 			f->keep_alive |= has_token(v, "keep-alive");
@@ -389,13 +409,18 @@ static enum dbk_http_result head_semantics(const struct dbk_http_limits *lim,
 			req->expect_continue = true;
 	if (f.have_te && f.have_cl)
 		return fail(req, 400, "Transfer-Encoding with Content-Length");
-	if (f.have_te)
-		return dbk_http_slice_ieq(f.te_last, "chunked")
-		               ? fail(req, 411,
-		                      "chunked request body; "
-		                      "send a Content-Length")
-		               : fail(req, 501, "unsupported transfer coding");
-	req->keep_alive = persists(&f, req->minor_version);
+	/* Chunked alone, as uvicorn's h11 takes it: a coding under it
+	 * ("gzip, chunked") is one this server could not undo. */
+	if (f.have_te && (!dbk_http_slice_ieq(f.te_last, "chunked") || f.te_codings != 1))
+		return fail(req, 501, "unsupported transfer coding");
+	if (f.have_te && !lim->chunked)
+		return fail(req, 411, "chunked request body; send a Content-Length");
+	req->chunked = f.have_te;
+	/* RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message is framing
+	 * to distrust, so that connection ends with the request. */
+	req->keep_alive = persists(&f, req->minor_version) && !(req->chunked && req->minor_version == 0);
+	if (req->chunked)
+		return DBK_HTTP_COMPLETE;
 	req->content_length = f.cl;
 	req->total_len = req->head_len + f.cl;
 	return DBK_HTTP_COMPLETE;
@@ -427,8 +452,8 @@ enum dbk_http_result dbk_http_parse(const char *buf, size_t len, const struct db
 	if (st != 0)
 		return st < 0 ? DBK_HTTP_INCOMPLETE : fail(req, st, why);
 	r = head_semantics(lim, req);
-	if (r != DBK_HTTP_COMPLETE)
-		return r;
+	if (r != DBK_HTTP_COMPLETE || req->chunked)
+		return r == DBK_HTTP_COMPLETE ? DBK_HTTP_INCOMPLETE : r;
 	if (len < req->total_len)
 		return DBK_HTTP_INCOMPLETE;
 	req->body.p = buf + req->head_len;

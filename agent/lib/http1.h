@@ -13,7 +13,11 @@
  * many bytes before calling again.
  *
  * Accepted: request line "METHOD SP target SP HTTP/1.x", header fields,
- * a body given by Content-Length. Line ends may be CRLF or bare LF (RFC
+ * a body given by Content-Length, and when the limits allow it a chunked
+ * body ("Transfer-Encoding: chunked", that coding alone): then the parser
+ * says INCOMPLETE with the head done and `chunked` set, and the caller
+ * decodes the body after head_len with dbk_http_body_dechunk, keeping
+ * that state across reads (total_len is not known before the end). Line ends may be CRLF or bare LF (RFC
  * 9112 section 2.2 allows a recipient to accept LF); empty lines before
  * the request line are skipped (same section).
  *
@@ -21,9 +25,9 @@
  *   400 malformed request line or header, obs-fold, a bare CR, conflicting
  *       or non-numeric Content-Length, Content-Length with
  *       Transfer-Encoding (a request-smuggling shape);
- *   411 Transfer-Encoding: chunked (this server wants a Content-Length:
- *       OpenAI clients and HAProxy send one for JSON bodies);
- *   501 any other Transfer-Encoding;
+ *   411 Transfer-Encoding: chunked where the limits do not allow it (the
+ *       agent's admin endpoint: its clients send a Content-Length);
+ *   501 any other Transfer-Encoding, or another coding besides chunked;
  *   413 Content-Length above max_body_bytes;
  *   414 request line alone above max_head_bytes;
  *   431 head above max_head_bytes or more than DBK_HTTP_MAX_HEADERS fields;
@@ -49,6 +53,7 @@ struct dbk_http_header {
 struct dbk_http_limits {
 	size_t max_head_bytes; /* request line + fields + blank line */
 	size_t max_body_bytes;
+	bool chunked; /* accept chunked bodies (else 411) */
 };
 
 enum dbk_http_result {
@@ -66,7 +71,8 @@ struct dbk_http_request {
 	 * is still incomplete. */
 	size_t head_len;
 	size_t content_length;
-	size_t total_len; /* head_len + content_length */
+	size_t total_len; /* head_len + content_length; 0 when chunked */
+	bool chunked;     /* the body is chunked: see above */
 	bool keep_alive;
 	bool expect_continue;       /* "Expect: 100-continue" on HTTP/1.1 */
 	struct dbk_http_slice body; /* when complete */
@@ -156,5 +162,27 @@ void dbk_http_chunked_init(struct dbk_http_chunked *c);
  * the rest. */
 size_t dbk_http_chunked_feed(struct dbk_http_chunked *c, const char *p, size_t n,
                              struct dbk_http_slice *data);
+
+/* A chunked body decoded in place in the buffer its bytes are read into
+ * (a server's request, a client's response): the data goes right after
+ * the head, the bytes not decoded yet right after the data, so the
+ * buffer never holds more than the head, the body so far and one read,
+ * and a message that follows (pipelined) is left where it starts. */
+struct dbk_http_body {
+	struct dbk_http_chunked chunked;
+	size_t start;   /* where the body goes: the head's length */
+	size_t len;     /* decoded so far */
+	size_t raw_off; /* the first byte not decoded yet; the message's end once complete */
+	size_t max;     /* a body above it is an error with too_large */
+	bool too_large;
+};
+
+void dbk_http_body_init(struct dbk_http_body *b, size_t head_len, size_t max_body);
+
+/* Decodes what buf[raw_off..*len) holds, rewriting buf and *len (buf
+ * has room for a NUL at buf[*len], which it keeps). COMPLETE: the body is
+ * buf[start..start+len) and the message ends at raw_off; INCOMPLETE;
+ * ERROR: chunked.error says why, too_large when the body passed max. */
+enum dbk_http_result dbk_http_body_dechunk(struct dbk_http_body *b, char *buf, size_t *len);
 
 #endif

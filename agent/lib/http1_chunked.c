@@ -116,3 +116,38 @@ size_t dbk_http_chunked_feed(struct dbk_http_chunked *c, const char *p, size_t n
 	}
 	return i;
 }
+
+void dbk_http_body_init(struct dbk_http_body *b, size_t head_len, size_t max_body)
+{
+	memset(b, 0, sizeof(*b));
+	dbk_http_chunked_init(&b->chunked);
+	b->start = b->raw_off = head_len;
+	b->max = max_body;
+}
+
+enum dbk_http_result dbk_http_body_dechunk(struct dbk_http_body *b, char *buf, size_t *len)
+{
+	struct dbk_http_chunked *c = &b->chunked;
+
+	while (b->raw_off < *len && c->result == DBK_HTTP_INCOMPLETE) {
+		struct dbk_http_slice d;
+		size_t used = dbk_http_chunked_feed(c, buf + b->raw_off, *len - b->raw_off, &d);
+
+		if (d.n > b->max - b->len) {
+			b->too_large = true;
+			c->error = "body too large";
+			c->result = DBK_HTTP_ERROR;
+			return c->result;
+		}
+		memmove(buf + b->start + b->len, d.p, d.n);
+		b->len += d.n;
+		b->raw_off += used;
+	}
+	size_t rest = *len - b->raw_off;
+
+	memmove(buf + b->start + b->len, buf + b->raw_off, rest);
+	b->raw_off = b->start + b->len;
+	*len = b->raw_off + rest;
+	buf[*len] = '\0';
+	return c->result;
+}

@@ -133,48 +133,27 @@ static enum dbk_http_result parse_head(struct dbk_hc_answer *a, struct dbk_buf *
 		dbk_buf_consume(in, a->rsp.head_len);
 	}
 	a->head_done = true;
-	a->raw_off = a->rsp.head_len;
-	a->body_len = 0;
 	if (a->rsp.framing == DBK_HTTP_BODY_LENGTH && a->rsp.content_length > a->max_body)
 		return too_big(a);
-	dbk_http_chunked_init(&a->chunked);
+	dbk_http_body_init(&a->chunked, a->rsp.head_len, a->max_body);
 	return DBK_HTTP_COMPLETE;
 }
 
-/* Decodes the chunks read so far in place: the body goes right after
- * the head, and the bytes not decoded yet right after the body, so the
- * buffer never holds more than the body and one read. */
 static enum dbk_http_result decode_chunks(struct dbk_hc_answer *a, struct dbk_buf *in)
 {
-	size_t head = a->rsp.head_len;
+	enum dbk_http_result r = dbk_http_body_dechunk(&a->chunked, in->p, &in->len);
 
-	while (a->raw_off < in->len && a->chunked.result == DBK_HTTP_INCOMPLETE) {
-		struct dbk_http_slice d;
-		size_t used = dbk_http_chunked_feed(&a->chunked, in->p + a->raw_off,
-		                                    in->len - a->raw_off, &d);
-
-		if (d.n) {
-			if (a->body_len + d.n > a->max_body)
-				return too_big(a);
-			memmove(in->p + head + a->body_len, d.p, d.n);
-			a->body_len += d.n;
-		}
-		a->raw_off += used;
-	}
-	size_t rest = in->len - a->raw_off;
-	memmove(in->p + head + a->body_len, in->p + a->raw_off, rest);
-	a->raw_off = head + a->body_len;
-	in->len = a->raw_off + rest;
-	if (a->chunked.result == DBK_HTTP_ERROR)
-		snprintf(a->err, sizeof(a->err), "bad chunked body: %s", a->chunked.error);
-	return a->chunked.result;
+	if (r == DBK_HTTP_ERROR && a->chunked.too_large)
+		return too_big(a);
+	if (r == DBK_HTTP_ERROR)
+		snprintf(a->err, sizeof(a->err), "bad chunked body: %s", a->chunked.chunked.error);
+	return r;
 }
 
 void dbk_hc_answer_init(struct dbk_hc_answer *a, size_t max_body)
 {
 	a->max_body = max_body;
 	a->head_done = false;
-	a->raw_off = a->body_len = 0;
 	a->too_large = false;
 	a->err[0] = '\0';
 }
@@ -199,8 +178,8 @@ enum dbk_http_result dbk_hc_answer_step(struct dbk_hc_answer *a, struct dbk_buf 
 	case DBK_HTTP_BODY_CHUNKED:
 		if ((r = decode_chunks(a, in)) != DBK_HTTP_COMPLETE)
 			return r;
-		res->body_len = a->body_len;
-		*end = a->raw_off;
+		res->body_len = a->chunked.len;
+		*end = a->chunked.raw_off;
 		break;
 	default: /* until the server closes */
 		res->body_len = in->len - a->rsp.head_len;

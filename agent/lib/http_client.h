@@ -53,10 +53,8 @@ typedef void (*dbk_hc_done_fn)(void *arg, const struct dbk_hc_result *r);
 struct dbk_hc_answer {
 	size_t max_body;
 	bool head_done;
-	size_t raw_off;  /* chunked: the first byte not decoded yet */
-	size_t body_len; /* chunked: body bytes decoded so far */
 	struct dbk_http_response rsp;
-	struct dbk_http_chunked chunked;
+	struct dbk_http_body chunked; /* a chunked body, decoded so far */
 	bool too_large; /* the error was too_big's */
 	char err[160];
 };

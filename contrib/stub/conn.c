@@ -103,6 +103,31 @@ void dbk_stub_conn_resume(struct dbk_stub_conn *c)
 	dbk_stub_mark_pending(c);
 }
 
+/* Carries on decoding the chunked body of hr (whose head is parsed),
+ * as uvicorn reads one; when complete, hr is the request with its
+ * decoded body, as if it had come with a Content-Length. */
+static enum dbk_http_result read_chunked(struct dbk_stub_conn *c, struct dbk_http_request *hr)
+{
+	struct dbk_buf *in = &c->conn.in;
+	struct dbk_http_body *b = &c->chunked;
+	enum dbk_http_result r;
+
+	if (!c->chunked_started)
+		dbk_http_body_init(b, hr->head_len, c->s->lim.max_body_bytes);
+	c->chunked_started = true;
+	r = dbk_http_body_dechunk(b, in->p, &in->len);
+	if (r == DBK_HTTP_ERROR) {
+		hr->status = b->too_large ? 413 : 400;
+		hr->error = b->too_large ? "body too large" : b->chunked.error;
+	} else if (r == DBK_HTTP_COMPLETE) {
+		c->chunked_started = false;
+		hr->body = (struct dbk_http_slice){ in->p + b->start, b->len };
+		hr->content_length = b->len;
+		hr->total_len = b->raw_off;
+	}
+	return r;
+}
+
 /* Parses one request off the input and serves it. false: nothing more
  * to do in this pass (incomplete, or refused). */
 static bool serve_one(struct dbk_stub_conn *c)
@@ -112,6 +137,8 @@ static bool serve_one(struct dbk_stub_conn *c)
 	struct dbk_http_request hr;
 	enum dbk_http_result r = dbk_http_parse(in->p, in->len, &s->lim, &hr);
 
+	if (r == DBK_HTTP_INCOMPLETE && hr.chunked)
+		r = read_chunked(c, &hr);
 	if (r == DBK_HTTP_INCOMPLETE) {
 		if (hr.head_len && hr.expect_continue && !c->continue_sent) {
 			dbk_buf_adds(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");

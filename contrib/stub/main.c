@@ -38,6 +38,7 @@ static void derive_limits(struct dbk_stub_server *s)
 	s->api.max_model_len = ec->max_model_len;
 	s->api.keys = ec->enable_prefix_caching;
 	s->lim.max_head_bytes = MAX_HEAD_BYTES;
+	s->lim.chunked = true; /* uvicorn takes chunked bodies */
 	s->lim.max_body_bytes = (size_t)ec->max_model_len * 8;
 	if (s->lim.max_body_bytes < MIN_BODY_BYTES)
 		s->lim.max_body_bytes = MIN_BODY_BYTES;

@@ -66,6 +66,10 @@ struct dbk_stub_conn {
 	struct dbk_stub_job *job;
 	bool close_after_write;
 	bool continue_sent;
+	/* The chunked body of the next request, decoded in place in
+	 * conn.in across reads (the parser re-reads only the head). */
+	bool chunked_started;
+	struct dbk_http_body chunked;
 	struct dbk_list link;         /* in s->conns */
 	struct dbk_list pending_link; /* in s->pending, or detached */
 	char peer[64];

@@ -6,6 +6,9 @@
  *   b & 3:        max_head_bytes {16384 (the stub's), 64, 256, 1024}
  *   (b >> 2) & 3: max_body_bytes {16 MiB (the stub's), 0, 16, 4096}
  *   (b >> 4) & 3: max_model_len {131072, 16, 2048, 4294967295}
+ *   b & 0x40:     chunked bodies accepted (the stub's setting)
+ *   b & 0x80:     a chunked body is also read a byte at a time (else in
+ *                 reads of 1 + len % 61 bytes)
  *
  * Checked:
  * - COMPLETE: every slice inside the buffer and where it belongs (method,
@@ -14,6 +17,13 @@
  *   at most DBK_HTTP_MAX_HEADERS fields, minor version 0 or 1, names are
  *   tokens; dbk_http_header finds what a scan finds;
  * - ERROR: one of the statuses http.h lists, with a reason;
+ * - a chunked request (lib/http1_chunked.c's in-place decoding, as the
+ *   stub's conn.c drives it): decoded from the whole input and from the
+ *   same bytes arriving in reads, the head re-parsed after each read
+ *   over the rewritten buffer, both give the same result, body and end;
+ *   the body is within max_body_bytes (else too_large), the bytes after
+ *   the message are left as they came, and the decoded request passes
+ *   the checks of a complete one;
  * - no result ever depends on bytes after the request: the request alone
  *   parses the same, and every strict prefix of a request (complete or
  *   incomplete) is INCOMPLETE, never an error;
@@ -29,6 +39,7 @@
  *   message, and /v1/models stays JSON with one card per served
  *   adapter and the base's. */
 #include <cjson/cJSON.h>
+#include <stdlib.h>
 
 #include "stub/api.h"
 #include "stub/loras.h"
@@ -250,8 +261,11 @@ static void check_complete(const char *buf, size_t len, const struct dbk_http_li
 		}
 	}
 	const struct dbk_http_slice *cl = dbk_http_header(r, "content-length");
-	FUZZ_CHECK(cl || r->content_length == 0);
-	FUZZ_CHECK(!dbk_http_header(r, "transfer-encoding"));
+	const struct dbk_http_slice *te = dbk_http_header(r, "transfer-encoding");
+	if (r->chunked)
+		FUZZ_CHECK(lim->chunked && te && !cl);
+	else
+		FUZZ_CHECK(!te && (cl || r->content_length == 0));
 
 	check_json_str(r->target.p, r->target.n);
 	if (dbk_http_slice_eq(r->method, "POST")) {
@@ -268,6 +282,77 @@ static void check_complete(const char *buf, size_t len, const struct dbk_http_li
 	}
 }
 
+/* The chunked body after r's head decoded in place in buf[0..*len),
+ * the input arriving in reads of `step` bytes after the head (all at
+ * once when step >= len); the head is parsed again after every read, as
+ * the stub does. */
+static enum dbk_http_result dechunk(const char *in, size_t len, const struct dbk_http_limits *lim,
+                                    const struct dbk_http_request *r, size_t step, char *buf,
+                                    size_t *n, struct dbk_http_body *b)
+{
+	static struct dbk_http_request r2;
+	enum dbk_http_result res = DBK_HTTP_INCOMPLETE;
+	size_t fed = r->head_len;
+
+	memcpy(buf, in, fed);
+	*n = fed;
+	dbk_http_body_init(b, r->head_len, lim->max_body_bytes);
+	while (fed < len && res == DBK_HTTP_INCOMPLETE) {
+		size_t k = len - fed < step ? len - fed : step;
+
+		memcpy(buf + *n, in + fed, k);
+		*n += k;
+		fed += k;
+		FUZZ_CHECK(dbk_http_parse(buf, *n, lim, &r2) == DBK_HTTP_INCOMPLETE);
+		FUZZ_CHECK(r2.chunked && r2.head_len == r->head_len);
+		res = dbk_http_body_dechunk(b, buf, n);
+		FUZZ_CHECK(buf[*n] == '\0' && b->len <= lim->max_body_bytes);
+	}
+	/* What was not read yet joins the rest, as later reads would. */
+	memcpy(buf + *n, in + fed, len - fed);
+	*n += len - fed;
+	return res;
+}
+
+/* A chunked request, read whole and in pieces: how many input bytes it
+ * took when it is complete and keeps the connection, else 0. */
+static size_t check_chunked(const char *in, size_t len, const struct dbk_http_limits *lim,
+                            const struct dbk_http_request *r, uint32_t mml, size_t step)
+{
+	struct dbk_http_body whole, parts;
+	char *a = malloc(len + 1), *p = malloc(len + 1);
+	size_t na, np, took = 0;
+	enum dbk_http_result ra, rp;
+
+	FUZZ_CHECK(a && p);
+	ra = dechunk(in, len, lim, r, len, a, &na, &whole);
+	rp = dechunk(in, len, lim, r, step, p, &np, &parts);
+	FUZZ_CHECK(ra == rp);
+	if (ra == DBK_HTTP_ERROR)
+		FUZZ_CHECK(whole.too_large == parts.too_large && whole.chunked.error &&
+		           parts.chunked.error);
+	if (ra == DBK_HTTP_COMPLETE) {
+		/* Both end the message at the same input byte, with the same
+		 * body, and leave what follows as it came. */
+		took = len - (na - whole.raw_off);
+		FUZZ_CHECK(took == len - (np - parts.raw_off));
+		FUZZ_CHECK(whole.len == parts.len && !memcmp(a + whole.start, p + parts.start, whole.len));
+		FUZZ_CHECK(!memcmp(a + whole.raw_off, in + took, len - took));
+		/* The request as the stub serves it, its slices into a. */
+		static struct dbk_http_request rd;
+		FUZZ_CHECK(dbk_http_parse(a, na, lim, &rd) == DBK_HTTP_INCOMPLETE && rd.chunked);
+		rd.body = (struct dbk_http_slice){ a + whole.start, whole.len };
+		rd.content_length = whole.len;
+		rd.total_len = whole.raw_off;
+		check_complete(a, na, lim, &rd, mml);
+		if (!r->keep_alive)
+			took = 0;
+	}
+	free(a);
+	free(p);
+	return took;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const size_t heads[4] = { 16 * 1024, 64, 256, 1024 };
@@ -276,7 +361,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct dbk_http_request r, r2;
 	struct fuzz_in in = { data, size };
 	uint8_t b = fuzz_u8(&in);
-	struct dbk_http_limits lim = { heads[b & 3], bodies[(b >> 2) & 3] };
+	struct dbk_http_limits lim = { heads[b & 3], bodies[(b >> 2) & 3], (b & 0x40) != 0 };
 	uint32_t mml = mmls[(b >> 4) & 3];
 	const char *buf = (const char *)in.p;
 	size_t len = in.n;
@@ -305,6 +390,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (cuts[k] >= known)
 				continue;
 			FUZZ_CHECK(dbk_http_parse(buf, cuts[k], &lim, &r2) == DBK_HTTP_INCOMPLETE);
+		}
+		if (res == DBK_HTTP_INCOMPLETE && r.chunked) {
+			FUZZ_CHECK(lim.chunked && r.head_len && r.total_len == 0);
+			size_t took = check_chunked(buf, len, &lim, &r, mml,
+			                            (b & 0x80) ? 1 : 1 + len % 61);
+			if (!took)
+				return 0;
+			buf += took;
+			len -= took;
+			continue;
 		}
 		if (res == DBK_HTTP_INCOMPLETE) {
 			if (r.head_len) {

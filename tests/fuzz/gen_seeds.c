@@ -749,6 +749,16 @@ static void seeds_http(void)
 	save_text("fuzz_stub_http", "chunked", 0x00,
 	          "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
 	          "5\r\nhello\r\n0\r\n\r\n");
+	/* As the stub takes it, a request body from HAProxy in chunks
+	 * (extensions and a trailer read past), then one pipelined. */
+	save_text("fuzz_stub_http", "chunked-body", 0x40,
+	          "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+	          "10;a=b\r\n{\"prompt\":\"hello\",\r\n"
+	          "F\r\n\"max_tokens\":4}\r\n0\r\nX-T: 1\r\n\r\n"
+	          "GET /health HTTP/1.1\r\n\r\n");
+	save_text("fuzz_stub_http", "chunked-bytewise", 0xc0,
+	          "POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+	          "3\r\n{\"m\r\n0\r\n\r\n");
 
 	o.n = 0;
 	addb(&o, 0x00);

@@ -8,7 +8,9 @@
 
 #include "check.h"
 
-static const struct dbk_http_limits LIM = { 1024, 4096 };
+static const struct dbk_http_limits LIM = { 1024, 4096, false };
+/* The stub's: chunked request bodies taken. */
+static const struct dbk_http_limits LIM_CH = { 1024, 4096, true };
 
 static enum dbk_http_result parse_s(const char *s, struct dbk_http_request *r)
 {
@@ -241,13 +243,46 @@ static void test_transfer_encoding(void)
 	           411);
 	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, "
 	                        "Chunked\r\n\r\n"),
-	           411);
+	           501);
 	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nTransfer-Encoding: gzip"
 	                        "\r\n\r\n"),
 	           501);
 	CHECK_EQ_U(parse_status("POST / HTTP/1.1\r\nContent-Length: 5\r\n"
 	                        "Transfer-Encoding: chunked\r\n\r\n"),
 	           400);
+}
+
+/* With chunked bodies allowed: chunked alone is taken (any case, over
+ * empty list elements), and the head says so; a coding besides it is
+ * 501, with a Content-Length still 400. */
+static void test_transfer_encoding_allowed(void)
+{
+	static const char *const refused[] = {
+		"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+		"POST / HTTP/1.1\r\nTransfer-Encoding: identity\r\n\r\n",
+	};
+	const char *ok = "POST / HTTP/1.1\r\nTransfer-Encoding: , CHUNKED ,\r\n\r\n5\r\nhel";
+	struct dbk_http_request r;
+
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		CHECK_EQ_U(dbk_http_parse(refused[i], strlen(refused[i]), &LIM_CH, &r),
+		           DBK_HTTP_ERROR);
+		CHECK_EQ_U(r.status, 501);
+	}
+	CHECK_EQ_U(dbk_http_parse(ok, strlen(ok), &LIM_CH, &r), DBK_HTTP_INCOMPLETE);
+	CHECK(r.chunked && r.keep_alive);
+	CHECK_EQ_U(r.head_len, strlen(ok) - strlen("5\r\nhel"));
+	CHECK_EQ_U(r.total_len, 0);
+	ok = "POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n";
+	CHECK_EQ_U(dbk_http_parse(ok, strlen(ok), &LIM_CH, &r), DBK_HTTP_ERROR);
+	CHECK_EQ_U(r.status, 400);
+	/* RFC 9112 6.1: on HTTP/1.0 the connection ends with the request. */
+	ok = "POST / HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n";
+	CHECK_EQ_U(dbk_http_parse(ok, strlen(ok), &LIM_CH, &r), DBK_HTTP_INCOMPLETE);
+	CHECK(r.chunked && !r.keep_alive);
 }
 
 static void test_keep_alive_and_expect(void)
@@ -523,6 +558,105 @@ static void test_chunked(void)
 	CHECK_EQ_U(out[0], 0);
 }
 
+/* A server reading s as the stub does: reads of the first `cut` bytes,
+ * then of `step`; the head parsed again after each, the chunked body
+ * decoded in place with state kept across reads. After the request is
+ * complete, the rest of s is appended (a pipelined request) and *next
+ * is where it starts in buf. */
+static enum dbk_http_result read_chunked(const char *s, size_t cut, size_t step, char *buf,
+                                         struct dbk_http_body *b, size_t *next)
+{
+	size_t n = strlen(s), i = 0, len = 0;
+	enum dbk_http_result r = DBK_HTTP_INCOMPLETE;
+	bool started = false;
+
+	while (i < n && r == DBK_HTTP_INCOMPLETE) {
+		struct dbk_http_request req;
+		size_t k = i < cut ? cut - i : step;
+
+		if (k > n - i)
+			k = n - i;
+		memcpy(buf + len, s + i, k);
+		len += k;
+		i += k;
+		r = dbk_http_parse(buf, len, &LIM_CH, &req);
+		if (r != DBK_HTTP_INCOMPLETE || !req.chunked)
+			continue;
+		if (!started)
+			dbk_http_body_init(b, req.head_len, LIM_CH.max_body_bytes);
+		started = true;
+		r = dbk_http_body_dechunk(b, buf, &len);
+	}
+	memcpy(buf + len, s + i, n - i);
+	len += n - i;
+	buf[len] = '\0';
+	*next = b->raw_off;
+	return r;
+}
+
+static void test_chunked_request(void)
+{
+	const char *s = "POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+	                "b;ext=1\r\n{\"prompt\":\"\r\n"
+	                "7\r\nab\",\"n\"\r\n3\r\n:1}\r\n0\r\nX-Trailer: t\r\n\r\n"
+	                "GET /next HTTP/1.1\r\n\r\n";
+	const char *body = "{\"prompt\":\"ab\",\"n\":1}";
+	size_t head = strlen("POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n");
+	char buf[256];
+	int bad = 0;
+
+	/* Split in two reads at every byte, and a byte at a time. */
+	for (size_t cut = 0; cut <= strlen(s); cut++)
+		for (size_t step = 1; step <= strlen(s); step += strlen(s) - 1) {
+			struct dbk_http_body b;
+			struct dbk_http_request next;
+			size_t at = 0;
+
+			if (read_chunked(s, cut, step, buf, &b, &at) != DBK_HTTP_COMPLETE ||
+			    b.start != head || b.len != strlen(body) ||
+			    memcmp(buf + head, body, b.len) != 0 || at != head + b.len ||
+			    dbk_http_parse(buf + at, strlen(buf + at), &LIM_CH, &next) !=
+			            DBK_HTTP_COMPLETE ||
+			    !dbk_http_slice_eq(next.target, "/next"))
+				bad++;
+		}
+	CHECK_EQ_U(bad, 0);
+}
+
+static void test_chunked_request_errors(void)
+{
+	char big[8192], buf[8300];
+	struct dbk_http_body b;
+	size_t at, n;
+
+	/* Malformed framing: an error, not too_large (the stub's 400). */
+	CHECK_EQ_U(read_chunked("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+	                        "3\r\nabcX\r\n",
+	                        0, 1, buf, &b, &at),
+	           DBK_HTTP_ERROR);
+	CHECK(!b.too_large && strcmp(b.chunked.error, "missing CRLF after chunk data") == 0);
+	/* A body one byte over max_body_bytes, in two chunks (the stub's 413);
+	 * exactly max_body_bytes is taken. */
+	for (int over = 0; over <= 1; over++) {
+		size_t total = LIM_CH.max_body_bytes + (size_t)over, half = total / 2;
+
+		n = (size_t)snprintf(big, sizeof(big),
+		                     "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n%zx\r\n",
+		                     half);
+		memset(big + n, 'x', half);
+		n += half;
+		n += (size_t)snprintf(big + n, sizeof(big) - n, "\r\n%zx\r\n", total - half);
+		memset(big + n, 'y', total - half);
+		n += total - half;
+		n += (size_t)snprintf(big + n, sizeof(big) - n, "\r\n0\r\n\r\n");
+		CHECK(n < sizeof(big));
+		CHECK_EQ_U(read_chunked(big, 0, 1000, buf, &b, &at),
+		           over ? DBK_HTTP_ERROR : DBK_HTTP_COMPLETE);
+		CHECK(b.too_large == (over == 1));
+		CHECK(over ? b.len <= LIM_CH.max_body_bytes : b.len == total);
+	}
+}
+
 static void expect_chunk_error(const char *s, const char *want)
 {
 	char out[64];
@@ -566,6 +700,7 @@ int main(void)
 	RUN(test_bad_fields);
 	RUN(test_content_length_cases);
 	RUN(test_transfer_encoding);
+	RUN(test_transfer_encoding_allowed);
 	RUN(test_keep_alive_and_expect);
 	RUN(test_mutation_fuzz);
 	RUN(test_reasons);
@@ -574,5 +709,7 @@ int main(void)
 	RUN(test_response_errors);
 	RUN(test_chunked);
 	RUN(test_chunked_errors);
+	RUN(test_chunked_request);
+	RUN(test_chunked_request_errors);
 	return CHECK_DONE();
 }
