@@ -214,11 +214,13 @@ body_of_size() {
 	printf '%s' "$tail"
 }
 
-# post FILE: POSTs FILE to the proxy; prints "status server bucket group
-# redirected score" from the response.
+# post FILE [CURL ARGS...]: POSTs FILE to the proxy; prints "status
+# server bucket group redirected score" from the response.
 post() {
+	local f=$1
+	shift
 	curl -s -o /dev/null --max-time 10 -X POST -H 'Content-Type: application/json' \
-		--data-binary "@$1" -D - "http://127.0.0.1:$DBK_PORT/v1/completions" | dbk_routing
+		--data-binary "@$f" "$@" -D - "http://127.0.0.1:$DBK_PORT/v1/completions" | dbk_routing
 }
 
 # hold_request FILE MS: POSTs FILE in the background, which the test

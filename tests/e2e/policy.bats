@@ -291,3 +291,29 @@ words() {
 	run grep -c 'event=scrape-configured' "$BATS_TEST_TMPDIR/agent.log"
 	assert_output 0
 }
+
+@test "ttft: a chunked body is routed as its Content-Length twin; a long one never to a short stub" {
+	start_stubs
+	start_ttft_agent --haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100
+	start_haproxy_stubs
+	# HAProxy forwards a chunked body chunked; the agent gets the same
+	# size (req.body_size) and first 15 KB of a body HAProxy holds whole.
+	local d=$BATS_TEST_TMPDIR s
+	completion_body 1 false 400 >"$d/short.json"
+	send "$d/cl" /v1/completions "$d/short.json"
+	send "$d/ch" /v1/completions "$d/short.json" "$DBK_PORT" -H 'Transfer-Encoding: chunked'
+	for s in cl ch; do
+		assert_equal "$s $(status "$d/$s") $(jq -c .usage.prompt_tokens "$d/$s.b")" "$s 200 100"
+	done
+	assert_equal "$(header "$d/ch" X-Dbucket-Score)" "$(header "$d/cl" X-Dbucket-Score)"
+	# 80 KB, 20000 tokens, in curl's 64 KB chunks: past what HAProxy
+	# holds, still never a short stub, and the stub reads it whole.
+	completion_body 1 false 80000 >"$d/long.json"
+	for s in 1 2 3 4; do
+		send "$d/l$s" /v1/completions "$d/long.json" "$DBK_PORT" -H 'Transfer-Encoding: chunked'
+		assert_equal "l$s $(status "$d/l$s") $(jq -c .usage.prompt_tokens "$d/l$s.b")" "l$s 200 20000"
+		[[ $(header "$d/l$s" X-Served-By) == vllm[23] ]] || fail "request $s went to $(header "$d/l$s" X-Served-By)"
+	done
+	run grep -c 'level=warn event=route-refused' "$d/agent.log"
+	assert_output 0
+}

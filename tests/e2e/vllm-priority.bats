@@ -90,3 +90,40 @@ logged() { [ "$(cat "$BATS_TEST_TMPDIR"/stub?.log | grep -c ' priority=')" -ge "
 	wait_until 10 logged 2 || fail "the stubs logged fewer than 2 requests"
 	assert_equal "$(priorities)" "0 0 "
 }
+
+# requests: "prompt_tokens max_tokens priority" of every request the
+# stubs logged, sorted, ';' after each.
+requests() {
+	cat "$BATS_TEST_TMPDIR"/stub?.log | grep ' event=request ' |
+		sed -n 's/.* prompt_tokens=\([0-9]*\) max_tokens=\([0-9]*\) .*priority=\(-\?[0-9]*\).*/\1 \2 \3/p' |
+		sort -n | tr '\n' ';'
+}
+
+# chunked_pair: a 400-byte prompt (100 tokens, max_tokens 3) with class
+# sheddable and a 100 KB one (25000 tokens, several chunks) with none,
+# both sent chunked; both answered 200 with the usage of what was sent.
+chunked_pair() {
+	local d=$BATS_TEST_TMPDIR
+	completion_body 3 false 400 >"$d/c-small.json"
+	completion_body 2 false 100000 >"$d/c-big.json"
+	ask "$d/c-small.json" sheddable -H 'Transfer-Encoding: chunked'
+	assert_equal "small $ST $(jq -c '[.usage.prompt_tokens, .usage.completion_tokens]' "$d/r$SENT.b")" "small 200 [100,3]"
+	ask "$d/c-big.json" - -H 'Transfer-Encoding: chunked'
+	assert_equal "big $ST $(jq -c '[.usage.prompt_tokens, .usage.completion_tokens]' "$d/r$SENT.b")" "big 200 [25000,2]"
+	wait_until 10 logged 2 || fail "the stubs logged fewer than 2 requests"
+}
+
+@test "a chunked body gets its priority and keeps every field, small and 100 KB" {
+	# No Content-Length to raise: HAProxy re-chunks the body with the 13
+	# bytes in, and the stub decodes it.
+	export DBK_PRIORITY_LUA=$REPO/haproxy/dbucket-priority.lua
+	start_ttft_world
+	chunked_pair
+	assert_equal "$(requests)" "100 3 2;25000 2 1;"
+}
+
+@test "without DBK_PRIORITY_LUA a chunked body arrives unchanged" {
+	start_ttft_world
+	chunked_pair
+	assert_equal "$(requests)" "100 3 0;25000 2 0;"
+}
