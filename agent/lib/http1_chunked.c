@@ -137,7 +137,7 @@ enum dbk_http_result dbk_http_body_dechunk(struct dbk_http_body *b, char *buf, s
 			b->too_large = true;
 			c->error = "body too large";
 			c->result = DBK_HTTP_ERROR;
-			return c->result;
+			break;
 		}
 		memmove(buf + b->start + b->len, d.p, d.n);
 		b->len += d.n;
