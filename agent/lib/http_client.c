@@ -135,18 +135,18 @@ static enum dbk_http_result parse_head(struct dbk_hc_answer *a, struct dbk_buf *
 	a->head_done = true;
 	if (a->rsp.framing == DBK_HTTP_BODY_LENGTH && a->rsp.content_length > a->max_body)
 		return too_big(a);
-	dbk_http_body_init(&a->chunked, a->rsp.head_len, a->max_body);
+	dbk_http_body_init(&a->body, a->rsp.head_len, a->max_body);
 	return DBK_HTTP_COMPLETE;
 }
 
 static enum dbk_http_result decode_chunks(struct dbk_hc_answer *a, struct dbk_buf *in)
 {
-	enum dbk_http_result r = dbk_http_body_dechunk(&a->chunked, in->p, &in->len);
+	enum dbk_http_result r = dbk_http_body_dechunk(&a->body, in->p, &in->len);
 
-	if (r == DBK_HTTP_ERROR && a->chunked.too_large)
+	if (r == DBK_HTTP_ERROR && a->body.too_large)
 		return too_big(a);
 	if (r == DBK_HTTP_ERROR)
-		snprintf(a->err, sizeof(a->err), "bad chunked body: %s", a->chunked.chunked.error);
+		snprintf(a->err, sizeof(a->err), "bad chunked body: %s", a->body.chunked.error);
 	return r;
 }
 
@@ -178,8 +178,8 @@ enum dbk_http_result dbk_hc_answer_step(struct dbk_hc_answer *a, struct dbk_buf 
 	case DBK_HTTP_BODY_CHUNKED:
 		if ((r = decode_chunks(a, in)) != DBK_HTTP_COMPLETE)
 			return r;
-		res->body_len = a->chunked.len;
-		*end = a->chunked.raw_off;
+		res->body_len = a->body.len;
+		*end = a->body.raw_off;
 		break;
 	default: /* until the server closes */
 		res->body_len = in->len - a->rsp.head_len;

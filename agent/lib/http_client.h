@@ -54,7 +54,7 @@ struct dbk_hc_answer {
 	size_t max_body;
 	bool head_done;
 	struct dbk_http_response rsp;
-	struct dbk_http_body chunked; /* a chunked body, decoded so far */
+	struct dbk_http_body body; /* a chunked body, decoded so far */
 	bool too_large; /* the error was too_big's */
 	char err[160];
 };

@@ -109,18 +109,18 @@ void dbk_stub_conn_resume(struct dbk_stub_conn *c)
 static enum dbk_http_result read_chunked(struct dbk_stub_conn *c, struct dbk_http_request *hr)
 {
 	struct dbk_buf *in = &c->conn.in;
-	struct dbk_http_body *b = &c->chunked;
+	struct dbk_http_body *b = &c->req_body;
 	enum dbk_http_result r;
 
-	if (!c->chunked_started)
+	if (!c->req_body_started)
 		dbk_http_body_init(b, hr->head_len, c->s->lim.max_body_bytes);
-	c->chunked_started = true;
+	c->req_body_started = true;
 	r = dbk_http_body_dechunk(b, in->p, &in->len);
 	if (r == DBK_HTTP_ERROR) {
 		hr->status = b->too_large ? 413 : 400;
 		hr->error = b->too_large ? "body too large" : b->chunked.error;
 	} else if (r == DBK_HTTP_COMPLETE) {
-		c->chunked_started = false;
+		c->req_body_started = false;
 		hr->body = (struct dbk_http_slice){ in->p + b->start, b->len };
 		hr->content_length = b->len;
 		hr->total_len = b->raw_off;

@@ -68,8 +68,8 @@ struct dbk_stub_conn {
 	bool continue_sent;
 	/* The chunked body of the next request, decoded in place in
 	 * conn.in across reads (the parser re-reads only the head). */
-	bool chunked_started;
-	struct dbk_http_body chunked;
+	bool req_body_started;
+	struct dbk_http_body req_body;
 	struct dbk_list link;         /* in s->conns */
 	struct dbk_list pending_link; /* in s->pending, or detached */
 	char peer[64];
