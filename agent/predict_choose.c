@@ -105,9 +105,13 @@ uint64_t dbk_pred_tie(uint64_t key, unsigned server)
  * context), itself in. And the TPOT it adds to theirs: each of their
  * steps longer by the difference while both decode, which is its whole
  * output or, on average, the half of theirs still to come, over their
- * whole output. At the server's learnt decode speed (predict.h). Other requests' prefill chunks sharing the
- * steps are left out: they stretch every server's steps alike but for
- * the choices to come, which this one does not decide.
+ * whole output. At the server's learnt decode speed (predict.h). Other
+ * requests' prefill chunks sharing its steps are left out. Those queued
+ * there now end before it decodes (the engine serves its queue in
+ * order); those sharing its steps come after it. Priced from the
+ * prefill sent there lately, they made the prediction truer but gained
+ * no capacity (BENCHMARKS.md, "Stop 43: the TPOT ttft predicts beside
+ * long prefills").
  * Both weigh in the cost (pred_score), its own TPOT as its first token
  * does, each against its objective: a first token 50 ms later is a
  * fortieth of 2 s, a decode 5 ms a token slower a twentieth of 100 ms.
