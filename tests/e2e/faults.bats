@@ -110,10 +110,11 @@ stub_idle() {
 	# http_response_forward_body after a483450fa and 54e58103e), a client
 	# abort is told apart only while HAProxy's own close of the server side
 	# is ahead of the server's: when vLLM, told by abortonclose, closes
-	# first, the same client abort is logged SD. 3.2's maintenance
-	# releases have it too (seen on 3.2.26, Debian sid's). The stubs'
-	# counts above say whose abort it was.
-	if haproxy_at_least 3.2; then
+	# first, the same client abort is logged SD. The maintenance
+	# releases it was backported to have it too (seen on 2.8.14 and on
+	# 3.2.26, Debian sid's). The stubs' counts above say whose abort it
+	# was.
+	if haproxy_at_least 2.8; then
 		assert_ended_as '^[CS]D' 8
 	else
 		assert_ended_as '^CD' 8

@@ -327,10 +327,14 @@ share() {
 	load_start 13
 	dbk_wait_until 60 load_at_least 150
 	load_end
-	# 10/13 is 77%; equal weights would give about half.
+	# 10/13 of the requests in flight is 77%, but the stub with more in
+	# flight serves each a little slower: 68-71% of the requests in
+	# quiet runs, 65% on a loaded machine. Equal weights would give
+	# about half.
 	local s
 	s=$(share vllm0)
-	assert [ "$s" -gt 65 ]
+	echo "# vllm0's share: $s%" >&3
+	assert [ "$s" -gt 60 ]
 	assert [ "$s" -lt 90 ]
 	assert_equal "$(server_field vllm0 haproxy_weight)" 10
 	# Weight 0 is a drain: not chosen (a server without checks still
