@@ -418,7 +418,8 @@ static enum dbk_http_result head_semantics(const struct dbk_http_limits *lim,
 	req->chunked = f.have_te;
 	/* RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message is framing
 	 * to distrust, so that connection ends with the request. */
-	req->keep_alive = persists(&f, req->minor_version) && !(req->chunked && req->minor_version == 0);
+	req->keep_alive = persists(&f, req->minor_version) &&
+	                  !(req->chunked && req->minor_version == 0);
 	if (req->chunked)
 		return DBK_HTTP_COMPLETE;
 	req->content_length = f.cl;

@@ -55,7 +55,7 @@ struct dbk_hc_answer {
 	bool head_done;
 	struct dbk_http_response rsp;
 	struct dbk_http_body body; /* a chunked body, decoded so far */
-	bool too_large; /* the error was too_big's */
+	bool too_large;            /* the error was too_big's */
 	char err[160];
 };
 

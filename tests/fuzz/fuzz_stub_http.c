@@ -336,7 +336,8 @@ static size_t check_chunked(const char *in, size_t len, const struct dbk_http_li
 		 * body, and leave what follows as it came. */
 		took = len - (na - whole.raw_off);
 		FUZZ_CHECK(took == len - (np - parts.raw_off));
-		FUZZ_CHECK(whole.len == parts.len && !memcmp(a + whole.start, p + parts.start, whole.len));
+		FUZZ_CHECK(whole.len == parts.len &&
+		           !memcmp(a + whole.start, p + parts.start, whole.len));
 		FUZZ_CHECK(!memcmp(a + whole.raw_off, in + took, len - took));
 		/* The request as the stub serves it, its slices into a. */
 		static struct dbk_http_request rd;
