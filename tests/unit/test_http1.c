@@ -260,8 +260,9 @@ static void test_transfer_encoding_allowed(void)
 	static const char *const refused[] = {
 		"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
 		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
-		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
-		"chunked\r\n\r\n",
+		/* Two fields, one literal: parenthesised, as clang asks. */
+		("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+		 "Transfer-Encoding: chunked\r\n\r\n"),
 		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
 		"POST / HTTP/1.1\r\nTransfer-Encoding: identity\r\n\r\n",
 	};
