@@ -273,19 +273,24 @@ static int parse_fields(const char *buf, size_t len, size_t pos, size_t limit,
 }
 
 /* Whether the comma-separated list s holds token tok (any case). */
+/* The element of comma-separated list s that starts at *i, trimmed;
+ * *i moves past it and its comma. Call while *i <= s.n. */
+static struct dbk_http_slice next_element(struct dbk_http_slice s, size_t *i)
+{
+	size_t a = *i;
+
+	while (*i < s.n && s.p[*i] != ',')
+		(*i)++;
+	struct dbk_http_slice e = trim_ows((struct dbk_http_slice){ s.p + a, *i - a });
+	(*i)++;
+	return e;
+}
+
 static bool has_token(struct dbk_http_slice s, const char *tok)
 {
-	size_t i = 0;
-
-	while (i <= s.n) {
-		size_t a = i;
-
-		while (i < s.n && s.p[i] != ',')
-			i++;
-		if (dbk_http_slice_ieq(trim_ows((struct dbk_http_slice){ s.p + a, i - a }), tok))
+	for (size_t i = 0; i <= s.n;)
+		if (dbk_http_slice_ieq(next_element(s, &i), tok))
 			return true;
-		i++;
-	}
 	return false;
 }
 
@@ -307,17 +312,10 @@ static struct dbk_http_slice last_element(struct dbk_http_slice s)
  * not codings). */
 static size_t count_elements(struct dbk_http_slice s)
 {
-	size_t i = 0, n = 0;
+	size_t n = 0;
 
-	while (i <= s.n) {
-		size_t a = i;
-
-		while (i < s.n && s.p[i] != ',')
-			i++;
-		if (trim_ows((struct dbk_http_slice){ s.p + a, i - a }).n > 0)
-			n++;
-		i++;
-	}
+	for (size_t i = 0; i <= s.n;)
+		n += next_element(s, &i).n > 0;
 	return n;
 }
 
