@@ -47,7 +47,11 @@ struct dbk_policy_request {
 	const struct dbk_bal_request *est; /* the estimate (estimate.h) */
 	const uint8_t *sample;             /* the body's first bytes; may be NULL */
 	size_t sample_len;
-	bool cut;         /* the body goes on past the sample */
+	bool cut; /* the body goes on past the sample */
+	/* Its length is only a floor (route.h: DBK_ARG_CLEN): the prompt
+	 * may be far longer than est says, so only the servers with the
+	 * longest context may take it. */
+	bool unsized;
 	bool has_session; /* session is the client's own (else the sample's) */
 	uint64_t session; /* dbk_pkey_session of it */
 	/* The servers that serve its model (dbk_bal_eligible): choose picks

@@ -61,6 +61,7 @@ void dbk_policy_ttft_request(struct dbk_policy_ttft *t, const struct dbk_policy_
 		.keys = t->keys,
 		.nkeys = pk.nkeys,
 		.keys_cut = pk.cut || r->cut,
+		.unsized = r->unsized,
 		.session = r->has_session ? r->session : pk.session,
 		.eligible = r->eligible,
 		.adapter = r->adapter,

@@ -83,7 +83,9 @@
  *
  * Hard rules come before any prediction: a server that is not usable
  * (DOWN, MAINT, DRAIN) is never chosen; a server whose max_model_len
- * cannot hold prompt + max_tokens is not chosen while a usable one can.
+ * cannot hold prompt + max_tokens is not chosen while a usable one can,
+ * nor one shorter than the longest usable context for a request whose
+ * length is not known (unsized).
  *
  * Use: dbk_pred_choose (decides, charges nothing), then dbk_pred_commit
  * on the server the request was actually sent to (it charges the books
@@ -181,7 +183,11 @@ struct dbk_pred_request {
 	bool ignore_eos;      /* then max_tokens is the output length */
 	const uint64_t *keys; /* prefix keys (agent/prefix_key.h); may be NULL */
 	size_t nkeys;
-	bool keys_cut;    /* the prompt goes on past the last key */
+	bool keys_cut; /* the prompt goes on past the last key */
+	/* prompt_tokens is only a floor (the body's length is not known):
+	 * only the usable servers with the longest context may take it
+	 * (an unknown max_model_len counts as the longest). */
+	bool unsized;
 	uint64_t session; /* 0: none (dbk_pkey_session) */
 	/* The servers it may go to (dbk_bal_eligible); NULL: all. */
 	const uint64_t *eligible;

@@ -230,6 +230,35 @@ static void pred_choice_of(const struct dbk_pred *p, int server, const struct pr
 		                       .cost_s = pred_score(p, e) };
 }
 
+/* The usable server r may go to with the longest context (an unknown
+ * max_model_len, 0, counts as the longest); -1: none usable. */
+static int pred_largest(const struct dbk_pred *p, const struct dbk_pred_request *r)
+{
+	int largest = -1;
+
+	for (unsigned i = 0; i < p->c.nservers; i++) {
+		const struct pred_srv *s = &p->s[i];
+		if (s->state != DBK_PRED_UP || !dbk_bal_eligible(r->eligible, i))
+			continue;
+		if (largest < 0 ||
+		    (p->s[largest].max_model_len != 0 &&
+		     (s->max_model_len == 0 || s->max_model_len > p->s[largest].max_model_len)))
+			largest = (int)i;
+	}
+	return largest;
+}
+
+/* Whether s's context may take r, needing need tokens: it holds them,
+ * and when r's length is only a floor its context is the longest
+ * (longest: pred_largest's max_model_len). A long prompt sent chunked
+ * would otherwise be taken for its first buffer and go where vLLM
+ * refuses it (400: longer than max_model_len). */
+static bool pred_takes(const struct pred_srv *s, const struct dbk_pred_request *r, double need,
+                       uint32_t longest)
+{
+	return pred_holds(s, need) && (!r->unsized || s->max_model_len == longest);
+}
+
 int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64_t now_ms,
                     struct dbk_pred_choice *c)
 {
@@ -237,23 +266,16 @@ int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64
 	double need = pred_prompt(r) +
 	              (isfinite(r->max_tokens) && r->max_tokens > 0 ? r->max_tokens : 0);
 	bool any_holds = false;
-	int largest = -1;
+	int largest = pred_largest(p, r);
 
 	*c = (struct dbk_pred_choice){ .server = -1, .reason = DBK_PRED_NO_SERVER };
 	pred_slow_fresh(p);
-	for (unsigned i = 0; i < n; i++) {
-		const struct pred_srv *s = &p->s[i];
-		if (s->state != DBK_PRED_UP || !dbk_bal_eligible(r->eligible, i))
-			continue;
-		if (pred_holds(s, need))
-			any_holds = true;
-		if (largest < 0 ||
-		    (p->s[largest].max_model_len != 0 &&
-		     (s->max_model_len == 0 || s->max_model_len > p->s[largest].max_model_len)))
-			largest = (int)i;
-	}
 	if (largest < 0)
 		return -1;
+	uint32_t longest = p->s[largest].max_model_len;
+	for (unsigned i = 0; i < n && !any_holds; i++)
+		any_holds = p->s[i].state == DBK_PRED_UP && dbk_bal_eligible(r->eligible, i) &&
+		            pred_takes(&p->s[i], r, need, longest);
 	if (!any_holds) {
 		struct pred_eval e;
 		pred_eval(p, (unsigned)largest, r, 0, now_ms, &e);
@@ -277,7 +299,7 @@ int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64
 		const struct pred_srv *s = &p->s[i];
 		struct pred_eval *e = &p->x->ev[i];
 		e->ok = false;
-		if (s->state != DBK_PRED_UP || !pred_holds(s, need) ||
+		if (s->state != DBK_PRED_UP || !pred_takes(s, r, need, longest) ||
 		    !dbk_bal_eligible(r->eligible, i))
 			continue;
 		pred_eval(p, i, r, pred_hit(p, r, &m, i), now_ms, e);
@@ -328,9 +350,11 @@ int dbk_pred_evaluate(struct dbk_pred *p, const struct dbk_pred_request *r, unsi
 	double need = pred_prompt(r) +
 	              (isfinite(r->max_tokens) && r->max_tokens > 0 ? r->max_tokens : 0);
 	struct pred_eval e;
+	int largest = pred_largest(p, r);
 
-	if (server >= p->c.nservers || p->s[server].state != DBK_PRED_UP ||
-	    !pred_holds(&p->s[server], need) || !dbk_bal_eligible(r->eligible, server))
+	if (largest < 0 || server >= p->c.nservers || p->s[server].state != DBK_PRED_UP ||
+	    !pred_takes(&p->s[server], r, need, p->s[largest].max_model_len) ||
+	    !dbk_bal_eligible(r->eligible, server))
 		return -1;
 	pred_slow_fresh(p);
 	pred_eval(p, server, r, dbk_pred_commit_hit(p, r, server), now_ms, &e);

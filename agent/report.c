@@ -192,6 +192,10 @@ static const struct row rows[] = {
 	{ NULL, "dbucket_ttft_too_long_total", NULL,
 	  "Requests no usable server's max_model_len could hold (sent to the largest).", COUNTER,
 	  CHOOSE(too_long), NULL },
+	{ "unsized_bodies", "dbucket_unsized_bodies_total", NULL,
+	  "Requests whose body came without a Content-Length and went on past the sample: only "
+	  "the servers with the longest context could take them.",
+	  COUNTER, CHOOSE(unsized_bodies), NULL },
 	/* Admission (issue 28): by the class haproxy.cfg gave the request.
 	 * Critical is never shed, so it has no shed rows. */
 	{ "admission", "dbucket_admission_enabled", NULL,

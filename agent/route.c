@@ -129,7 +129,7 @@ static bool admit(struct dbk_route *r, struct dbk_admit_input *in, uint64_t now_
 
 /* The arguments of a route message that matter here. */
 struct route_args {
-	const struct dbk_spop_data *id, *blen, *arrived, *body, *details, *session, *cls;
+	const struct dbk_spop_data *id, *blen, *arrived, *clen, *body, *details, *session, *cls;
 	const struct dbk_spop_data *hint[2]; /* session_hint.h: server, tokens */
 };
 
@@ -149,6 +149,8 @@ static void read_args(const struct dbk_spop_message *m, struct route_args *a)
 			slot = &a->blen;
 		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_ARRIVED))
 			slot = &a->arrived;
+		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_CLEN))
+			slot = &a->clen;
 		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_BODY))
 			slot = &a->body;
 		else if (dbk_spop_name_is(arg->name, arg->name_len, DBK_ARG_DETAILS))
@@ -176,6 +178,7 @@ struct route_req {
 	size_t id_len;
 	int64_t body_size; /* HAProxy's req.body_size; -1 when not told */
 	uint64_t missing;  /* body_missing() */
+	bool unsized;      /* body_size is only a floor (DBK_ARG_CLEN) */
 	const uint8_t *sample;
 	size_t sample_len;
 	const uint64_t *eligible; /* candidates(): NULL is every server */
@@ -197,6 +200,23 @@ static uint64_t body_missing(const struct route_args *a, int64_t body_size)
 	return (uint64_t)(body_size - got);
 }
 
+/* Whether the body's length is only a floor: it came without a
+ * Content-Length (DBK_ARG_CLEN says none; absent, the length is trusted
+ * as before) and the sample is not the whole JSON body. HAProxy cannot
+ * know a chunked body's length before its end: req.body_size is what it
+ * holds plus the rest of the chunk it is reading (an 80 KB prompt gave
+ * 16,392 in 4 KB chunks, BENCHMARKS.md). A whole JSON document in the
+ * sample is the whole body, whatever the framing; anything else may go
+ * on. */
+static bool unsized(const struct route_args *a, int64_t body_size, enum dbk_estimate_source src)
+{
+	int64_t n;
+
+	if (!a->clen || !dbk_spop_data_to_i64(a->clen, &n) || n != 0)
+		return false;
+	return src != DBK_EST_JSON && !(src == DBK_EST_NO_BODY && body_size <= 0);
+}
+
 /* What the balancer needs of a request: its size (HAProxy's req.body_size,
  * else the sample's) and, unless dynamic mode ignores them, the JSON
  * fields of the body sample. */
@@ -208,6 +228,7 @@ static void estimate(struct dbk_route *r, struct route_req *q)
 	if (a->blen && !dbk_spop_data_to_i64(a->blen, &q->body_size))
 		q->body_size = -1;
 	q->missing = body_missing(a, q->body_size);
+	q->unsized = false;
 	q->sample = NULL;
 	q->sample_len = 0;
 	if (a->body && (a->body->type == DBK_SPOP_T_BIN || a->body->type == DBK_SPOP_T_STR)) {
@@ -224,11 +245,14 @@ static void estimate(struct dbk_route *r, struct route_req *q)
 		q->est.ignore_eos = false;
 		return;
 	}
-	switch (dbk_estimate(q->body_size, q->sample, q->sample_len, &q->est)) {
+	enum dbk_estimate_source src = dbk_estimate(q->body_size, q->sample, q->sample_len,
+	                                            &q->est);
+	switch (src) {
 	case DBK_EST_TRUNCATED: r->stats.truncated_bodies++; break;
 	case DBK_EST_MALFORMED: r->stats.malformed_bodies++; break;
 	default: break;
 	}
+	q->unsized = unsized(a, q->body_size, src);
 }
 
 /* A request whose body was not whole when HAProxy asked, missing bytes
@@ -267,7 +291,8 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct route
 		.est = &q->est,
 		.sample = q->sample,
 		.sample_len = q->sample_len,
-		.cut = q->body_size >= 0 && (uint64_t)q->body_size > q->sample_len,
+		.cut = q->unsized || (q->body_size >= 0 && (uint64_t)q->body_size > q->sample_len),
+		.unsized = q->unsized,
 		.eligible = q->eligible,
 		.adapter = q->adapter,
 	};
@@ -278,6 +303,8 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct route
 		pr.has_session = true;
 		pr.session = dbk_pkey_session((const char *)session->u.buf.ptr, session->u.buf.len);
 	}
+	if (q->unsized)
+		r->stats.unsized_bodies++;
 	dbk_shint_apply(p, r->names, r->nnames, q->a.hint[0], q->a.hint[1], &pr);
 	p->ops->choose(p->st, &pr, q->now_ms, c);
 	/* Admission comes between the choice and the lease: a request

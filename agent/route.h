@@ -28,6 +28,15 @@
  * or strict, held back until it shows it has (hold below,
  * estimate_hold.h). Absent: charged for blen, as always. */
 #define DBK_ARG_ARRIVED "arrived"
+/* Optional: how many Content-Length headers the request has
+ * (req.hdr_cnt(content-length)). 0: the body came chunked, or from an
+ * HTTP/2 client that stated no length, and blen is only what HAProxy
+ * held plus the rest of the chunk it was reading: unless the sample is
+ * the whole JSON body, the prompt is at least that long and maybe far
+ * longer, so a policy that chooses sends it only to the servers with
+ * the longest context (unsized_bodies). Absent: blen is taken as the
+ * length, as before. */
+#define DBK_ARG_CLEN "clen"
 /* Optional: a client's session (e.g. its X-Session-Id header); else the
  * body's OpenAI "user" field is the session. Read by a policy that
  * chooses (policy_ops.h). */
@@ -82,8 +91,9 @@ struct dbk_route_stats {
 	uint64_t refused;          /* balancer said no: duplicate, full, ... */
 	uint64_t truncated_bodies; /* body sample shorter than the body */
 	uint64_t malformed_bodies;
-	uint64_t moved;    /* leases moved to the server HAProxy used */
-	uint64_t too_long; /* the policy found no usable server to hold it */
+	uint64_t unsized_bodies; /* length only a floor (DBK_ARG_CLEN) */
+	uint64_t moved;          /* leases moved to the server HAProxy used */
+	uint64_t too_long;       /* the policy found no usable server to hold it */
 	/* Route messages by class: routed (a lease taken), refused by
 	 * admission by reason, and class values not known (then standard). */
 	uint64_t admitted[DBK_CLASS_N];

@@ -269,7 +269,7 @@ static void test_spoe(void)
 	CHECK_HAS(spoe, "    no option send-frag-payload\n");
 	CHECK_HAS(spoe, "    use-backend dbucket-agents\n");
 	CHECK_HAS(spoe, "    args id=unique-id blen=req.body_size arrived=req.body_len "
-	                "body=req.body,bytes(0,15000) "
+	                "clen=req.hdr_cnt(content-length) body=req.body,bytes(0,15000) "
 	                "details=env(DBK_DEBUG_HEADERS) session=var(txn.dbk_session) "
 	                "class=var(txn.dbk_class)\n");
 	CHECK_HAS(spoe, "    args id=unique-id server=srv_name\n");

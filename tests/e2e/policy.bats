@@ -317,3 +317,49 @@ words() {
 	run grep -c 'level=warn event=route-refused' "$d/agent.log"
 	assert_output 0
 }
+
+@test "ttft: a long prompt in small chunks, its length unknown, goes only to the longest context" {
+	start_stubs
+	start_ttft_agent --haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100
+	start_haproxy_stubs
+	command -v node >/dev/null || fail "node is missing: run contrib/install-deps.sh"
+	local d=$BATS_TEST_TMPDIR i s
+	# The long stubs busy behind the agent's back (only their /metrics
+	# tell): a prompt the short stubs hold is better off there.
+	for s in 2 3; do
+		for i in 1 2 3 4 5 6; do
+			words "$((s * 100 + i))" 40000 >"$d/b$s$i.t"
+			prompt_body "$d/b$s$i.t" 2000 >"$d/b$s$i.json"
+			send_bg "$d/b$s$i" /v1/completions "$d/b$s$i.json" "${STUB_PORT[s]}"
+		done
+	done
+	for s in vllm2 vllm3; do
+		dbk_wait_until 10 metric_ge dbucket_vllm_requests_running "$s" 6 ||
+			fail "$s never reported its batch (running '$(metric dbucket_vllm_requests_running "$s")')"
+	done
+	# 16 KB with its Content-Length, about 4,000 tokens: an idle short
+	# stub holds it and takes it.
+	words 7 16000 >"$d/mid.t"
+	prompt_body "$d/mid.t" 1 >"$d/mid.json"
+	send "$d/m" /v1/completions "$d/mid.json"
+	assert_equal "$(status "$d/m")" 200
+	[[ $(header "$d/m" X-Served-By) == vllm[01] ]] || fail "16 KB went to $(header "$d/m" X-Served-By)"
+	# 80 KB in 4 KB chunks: HAProxy holds about 16 KB of it when it asks,
+	# no more than the request above shows. Without a Content-Length that
+	# is only a floor, so it goes where the longest context is; on a short
+	# stub it would be a 400 (too long for 16,384 tokens).
+	for i in 1 2 3; do
+		words "$((i + 50))" 80000 >"$d/k$i.t"
+		prompt_body "$d/k$i.t" 1 >"$d/k$i.json"
+		run timeout 60 node "$REPO/tests/e2e/node/chunked-post.mjs" \
+			"http://127.0.0.1:$DBK_PORT/v1/completions" "$d/k$i.json" 4096
+		assert_success
+		assert_equal "k$i $(jq -r .status <<<"$output")" "k$i 200"
+		[[ $(jq -r .served_by <<<"$output") == vllm[23] ]] ||
+			fail "request $i in 4 KB chunks went to $(jq -r .served_by <<<"$output")"
+		(($(jq -r '.body | fromjson | .usage.prompt_tokens' <<<"$output") > 16384)) ||
+			fail "request $i: the stub read $(jq -r .body <<<"$output")"
+	done
+	assert_equal "$(agent_get /metrics | grep '^dbucket_unsized_bodies_total ')" \
+		"dbucket_unsized_bodies_total 3"
+}

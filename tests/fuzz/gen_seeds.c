@@ -319,6 +319,29 @@ static void seeds_notify(void)
 	}
 	save("fuzz_notify", "arrived", &o);
 
+	/* With clen (Content-Length headers): none and a cut sample (a
+	 * chunked body's length is a floor), none and a whole body, one. */
+	o.n = 0;
+	static const int64_t clens[] = { 0, 0, 1 };
+	for (unsigned i = 0; i < 3; i++) {
+		begin(DBK_SPOP_NOTIFY, DBK_SPOP_FLAG_FIN, 3, i + 1);
+		msg_begin("dbucket-route", 4);
+		char cid[8];
+		snprintf(cid, sizeof(cid), "cl-%u", i);
+		v = dbk_spop_str(cid);
+		arg("id", &v);
+		v = dbk_spop_int(i == 1 ? (int64_t)sizeof(BODY_CMPL) - 1 : 16392);
+		arg("blen", &v);
+		v = dbk_spop_int(clens[i]);
+		arg("clen", &v);
+		v = (struct dbk_spop_data){ .type = DBK_SPOP_T_BIN,
+			                    .u.buf = { (const uint8_t *)BODY_CMPL,
+			                               i == 1 ? sizeof(BODY_CMPL) - 1 : 20 } };
+		arg("body", &v);
+		end(&o);
+	}
+	save("fuzz_notify", "clen", &o);
+
 	/* No id, an unknown message, two routes in one frame. */
 	o.n = 0;
 	add(&o, "\x09\x00\x00\x01", 4);

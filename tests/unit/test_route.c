@@ -505,6 +505,67 @@ static void test_ttft_route_follows_the_context_limit_and_the_books(void)
 	down_ttft(&x);
 }
 
+/* A body without a Content-Length (clen 0) that goes on past the
+ * sample has a length HAProxy could not know: only the servers with the
+ * longest usable context may take it, however loaded. A whole JSON
+ * sample, or a Content-Length, keeps the length trusted. */
+static void test_ttft_unsized_body_goes_to_the_longest_context(void)
+{
+	struct fixture x;
+	const char *const argn[] = { "id", "blen", "body", "clen" };
+	/* 16,392 bytes: what HAProxy held of an 80 KB prompt sent in 4 KB
+	 * chunks; the sample is its cut first bytes. */
+	struct dbk_spop_data argv[4] = { dbk_spop_str("u-0"), dbk_spop_int(16392),
+		                         bin("{\"prompt\":\"aaaa"), dbk_spop_int(0) };
+	char id[16];
+
+	struct dbk_pred *p = up_ttft(&x);
+	if (!p)
+		return;
+	dbk_pred_set_max_model_len(p, 0, 4096);
+	dbk_pred_set_max_model_len(p, 1, 4096);
+	dbk_pred_set_max_model_len(p, 2, 32768);
+	dbk_pred_set_max_model_len(p, 3, 131072);
+	for (int i = 0; i < 3; i++) {
+		snprintf(id, sizeof(id), "u-%d", i);
+		argv[0] = dbk_spop_str(id);
+		size_t len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
+		CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+		CHECK(test_var_is(&x.ack, "server", "vllm3"));
+	}
+	CHECK_EQ_U(x.r.stats.unsized_bodies, 3);
+	CHECK_EQ_U(pred_inflight(p, 3), 3);
+
+	/* With its Content-Length the same sample is 4,098 tokens: vllm2
+	 * holds it and is idle. */
+	argv[0] = dbk_spop_str("s-1");
+	argv[3] = dbk_spop_int(1);
+	size_t len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_var_is(&x.ack, "server", "vllm2"));
+	/* Chunked but whole in the sample: its length is known, and the
+	 * idle short servers hold it. */
+	argv[0] = dbk_spop_str("s-2");
+	argv[1] = dbk_spop_int(17);
+	argv[2] = bin("{\"prompt\":\"aaaa\"}");
+	argv[3] = dbk_spop_int(0);
+	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_var_is(&x.ack, "server", "vllm0") || test_var_is(&x.ack, "server", "vllm1"));
+	CHECK_EQ_U(x.r.stats.unsized_bodies, 3);
+
+	/* The longest down: the longest usable context takes it. */
+	dbk_bal_set_usable(x.bal, 3, false);
+	argv[0] = dbk_spop_str("u-3");
+	argv[1] = dbk_spop_int(16392);
+	argv[2] = bin("{\"prompt\":\"aaaa");
+	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_var_is(&x.ack, "server", "vllm2"));
+	CHECK_EQ_U(x.r.stats.unsized_bodies, 4);
+	down_ttft(&x);
+}
+
 /* Under ttft the details carry the prediction: a conversation's second
  * turn, sent where its first went, expects that prefix from the cache. */
 static void test_ttft_details_carry_the_prediction(void)
@@ -908,6 +969,7 @@ int main(void)
 	RUN(test_moved_message_moves_the_lease);
 	RUN(test_ack_that_does_not_fit_is_an_error);
 	RUN(test_ttft_route_follows_the_context_limit_and_the_books);
+	RUN(test_ttft_unsized_body_goes_to_the_longest_context);
 	RUN(test_ttft_details_carry_the_prediction);
 	RUN(test_admission_sheds_before_the_lease);
 	RUN(test_admission_on_saturation_for_the_reference);
