@@ -193,9 +193,9 @@ static const struct row rows[] = {
 	  "Requests no usable server's max_model_len could hold (sent to the largest).", COUNTER,
 	  CHOOSE(too_long), NULL },
 	{ "unsized_bodies", "dbucket_unsized_bodies_total", NULL,
-	  "Requests whose body came without a Content-Length and went on past the sample: only "
-	  "the servers with the longest context could take them.",
-	  COUNTER, CHOOSE(unsized_bodies), NULL },
+	  "Requests whose body came without a Content-Length and went on past the sample: "
+	  "routed as the longest (the longest context, or the longest bucket).",
+	  COUNTER, ROUTE(unsized_bodies), NULL },
 	/* Admission (issue 28): by the class haproxy.cfg gave the request.
 	 * Critical is never shed, so it has no shed rows. */
 	{ "admission", "dbucket_admission_enabled", NULL,

@@ -200,29 +200,33 @@ static uint64_t body_missing(const struct route_args *a, int64_t body_size)
 	return (uint64_t)(body_size - got);
 }
 
-/* Whether the body's length is only a floor: it came without a
- * Content-Length (DBK_ARG_CLEN says none; absent, the length is trusted
- * as before) and the sample is not the whole JSON body. HAProxy cannot
- * know a chunked body's length before its end: req.body_size is what it
- * holds plus the rest of the chunk it is reading (an 80 KB prompt gave
- * 16,392 in 4 KB chunks, BENCHMARKS.md). A whole JSON document in the
- * sample is the whole body, whatever the framing; anything else may go
- * on. */
-static bool unsized(const struct route_args *a, int64_t body_size, enum dbk_estimate_source src)
+/* Whether HAProxy says the request came without a Content-Length
+ * (DBK_ARG_CLEN is 0; absent, the length is trusted as before). */
+static bool no_length(const struct route_args *a)
 {
 	int64_t n;
 
-	if (!a->clen || !dbk_spop_data_to_i64(a->clen, &n) || n != 0)
-		return false;
-	return src != DBK_EST_JSON && !(src == DBK_EST_NO_BODY && body_size <= 0);
+	return a->clen && dbk_spop_data_to_i64(a->clen, &n) && n == 0;
 }
 
 /* What the balancer needs of a request: its size (HAProxy's req.body_size,
  * else the sample's) and, unless dynamic mode ignores them, the JSON
- * fields of the body sample. */
+ * fields of the body sample.
+ *
+ * Without a Content-Length, the size is only a floor unless the sample
+ * is the whole JSON body (a whole document is the whole body, whatever
+ * the framing): HAProxy cannot know a chunked body's length before its
+ * end, and req.body_size is what it holds plus the rest of the chunk it
+ * is reading (an 80 KB prompt gave 16,392 in 4 KB chunks). A policy that
+ * chooses then keeps to the longest contexts (policy_ops.h); the length
+ * buckets take it for the longest bucket's, since a long prompt in a
+ * short group stalls every short request there, while a short one in
+ * the long group only waits its turn. */
 static void estimate(struct dbk_route *r, struct route_req *q)
 {
 	const struct route_args *a = &q->a;
+	const struct dbk_bal_config *c = dbk_bal_config(r->bal);
+	bool no_len = no_length(a);
 
 	q->body_size = -1;
 	if (a->blen && !dbk_spop_data_to_i64(a->blen, &q->body_size))
@@ -235,10 +239,11 @@ static void estimate(struct dbk_route *r, struct route_req *q)
 		q->sample = a->body->u.buf.ptr;
 		q->sample_len = a->body->u.buf.len;
 	}
-	if (dbk_bal_config(r->bal)->dynamic && !chooses(r)) {
+	if (c->dynamic && !chooses(r) && !no_len) {
 		/* Dynamic mode scores by length alone: the JSON fields would
 		 * change nothing, and parsing them is most of a decision's
-		 * cost (measured: 40% at 100 B, 93% at 6 KB). */
+		 * cost (measured: 40% at 100 B, 93% at 6 KB). Without a
+		 * length, the parse says whether the sample is all of it. */
 		q->est.body_bytes = q->body_size >= 0 ? (double)q->body_size
 		                                      : (double)q->sample_len;
 		q->est.max_tokens = DBK_DEFAULT_MAX_TOKENS;
@@ -252,7 +257,13 @@ static void estimate(struct dbk_route *r, struct route_req *q)
 	case DBK_EST_MALFORMED: r->stats.malformed_bodies++; break;
 	default: break;
 	}
-	q->unsized = unsized(a, q->body_size, src);
+	q->unsized = no_len && src != DBK_EST_JSON &&
+	             !(src == DBK_EST_NO_BODY && q->body_size <= 0);
+	if (!q->unsized)
+		return;
+	r->stats.unsized_bodies++;
+	if (!chooses(r)) /* the balancer's 4 bytes a token */
+		q->est.body_bytes = fmax(q->est.body_bytes, 4.0 * c->bounds[c->nbuckets - 1]);
 }
 
 /* A request whose body was not whole when HAProxy asked, missing bytes
@@ -303,8 +314,6 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct route
 		pr.has_session = true;
 		pr.session = dbk_pkey_session((const char *)session->u.buf.ptr, session->u.buf.len);
 	}
-	if (q->unsized)
-		r->stats.unsized_bodies++;
 	dbk_shint_apply(p, r->names, r->nnames, q->a.hint[0], q->a.hint[1], &pr);
 	p->ops->choose(p->st, &pr, q->now_ms, c);
 	/* Admission comes between the choice and the lease: a request

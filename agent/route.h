@@ -33,9 +33,9 @@
  * HTTP/2 client that stated no length, and blen is only what HAProxy
  * held plus the rest of the chunk it was reading: unless the sample is
  * the whole JSON body, the prompt is at least that long and maybe far
- * longer, so a policy that chooses sends it only to the servers with
- * the longest context (unsized_bodies). Absent: blen is taken as the
- * length, as before. */
+ * longer: a policy that chooses sends it only to the servers with the
+ * longest context, the length buckets take it for the longest bucket's
+ * (unsized_bodies). Absent: blen is taken as the length, as before. */
 #define DBK_ARG_CLEN "clen"
 /* Optional: a client's session (e.g. its X-Session-Id header); else the
  * body's OpenAI "user" field is the session. Read by a policy that

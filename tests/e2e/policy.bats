@@ -355,8 +355,8 @@ words() {
 			"http://127.0.0.1:$DBK_PORT/v1/completions" "$d/k$i.json" 4096
 		assert_success
 		assert_equal "k$i $(jq -r .status <<<"$output")" "k$i 200"
-		[[ $(jq -r .served_by <<<"$output") == vllm[23] ]] ||
-			fail "request $i in 4 KB chunks went to $(jq -r .served_by <<<"$output")"
+		[[ $(jq -r '.headers["x-served-by"]' <<<"$output") == vllm[23] ]] ||
+			fail "request $i in 4 KB chunks went to $(jq -r '.headers["x-served-by"]' <<<"$output")"
 		(($(jq -r '.body | fromjson | .usage.prompt_tokens' <<<"$output") > 16384)) ||
 			fail "request $i: the stub read $(jq -r .body <<<"$output")"
 	done

@@ -39,6 +39,25 @@ teardown() {
 	assert_output "200 vllm2 1 1 0 75"
 }
 
+@test "a body sent in small chunks, its length unknown past the sample, lands in the long group" {
+	command -v node >/dev/null || fail "node is missing: run contrib/install-deps.sh"
+	start_agent --enable-dynamic-bucket
+	start_haproxy
+	# 40000 bytes = 10000 tokens: with its Content-Length, the short group.
+	body_of_size 40000 >"$BATS_TEST_TMPDIR/b.json"
+	run post "$BATS_TEST_TMPDIR/b.json"
+	assert_output "200 vllm0 0 0 0 10000"
+	# In 4 KB chunks HAProxy holds part of it when it asks and cannot
+	# know the rest: scored at the threshold at least, the long group.
+	local head='"\(.status) \(.headers["x-served-by"]) \(.headers["x-dbucket-bucket"]) \(.headers["x-dbucket-group"]) \(.headers["x-dbucket-redirected"]) \(.headers["x-dbucket-score"])"'
+	run timeout 30 node "$REPO/tests/e2e/node/chunked-post.mjs" \
+		"http://127.0.0.1:$DBK_PORT/v1/completions" "$BATS_TEST_TMPDIR/b.json" 4096
+	assert_success
+	assert_equal "$(jq -r "$head" <<<"$output")" "200 vllm2 1 1 0 32768"
+	assert_equal "$(agent_get /metrics | grep '^dbucket_unsized_bodies_total ')" \
+		"dbucket_unsized_bodies_total 1"
+}
+
 # The next three tests hold every lease: the agent gets no completion
 # events, so the load of each request stays charged, as in the parity
 # vectors' dispatch-only runs.

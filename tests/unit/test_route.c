@@ -566,6 +566,60 @@ static void test_ttft_unsized_body_goes_to_the_longest_context(void)
 	down_ttft(&x);
 }
 
+/* Dynamic mode: a body without a Content-Length that goes on past the
+ * sample is scored at the long bucket's threshold at least; with its
+ * Content-Length, or whole in the sample, by its length. */
+static void test_dynamic_unsized_body_goes_to_the_long_bucket(void)
+{
+	struct fixture x;
+	const char *const argn[] = { "id", "blen", "body", "clen", "details" };
+	struct dbk_spop_data v;
+	struct dbk_spop_data argv[5] = { dbk_spop_str("d-0"), dbk_spop_int(16392),
+		                         bin("{\"prompt\":\"aaaa"), dbk_spop_int(0),
+		                         dbk_spop_bool(true) };
+	int64_t bucket;
+
+	up(&x, true);
+	size_t len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 5, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_ack_var(&x.ack, "bucket", &v) && dbk_spop_data_to_i64(&v, &bucket) &&
+	      bucket == 1);
+	CHECK(test_var_is(&x.ack, "score", "32768"));
+	CHECK(test_var_is(&x.ack, "server", "vllm2") || test_var_is(&x.ack, "server", "vllm3"));
+	CHECK_EQ_U(x.r.stats.unsized_bodies, 1);
+
+	/* Its Content-Length twin: 4,098 tokens, the short bucket. */
+	argv[0] = dbk_spop_str("d-1");
+	argv[3] = dbk_spop_int(1);
+	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 5, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_ack_var(&x.ack, "bucket", &v) && dbk_spop_data_to_i64(&v, &bucket) &&
+	      bucket == 0);
+	CHECK(test_var_is(&x.ack, "score", "4098"));
+	/* Chunked, whole in the sample: its own length. */
+	argv[0] = dbk_spop_str("d-2");
+	argv[1] = dbk_spop_int(17);
+	argv[2] = bin("{\"prompt\":\"aaaa\"}");
+	argv[3] = dbk_spop_int(0);
+	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 5, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_ack_var(&x.ack, "bucket", &v) && dbk_spop_data_to_i64(&v, &bucket) &&
+	      bucket == 0);
+	CHECK_EQ_U(x.r.stats.unsized_bodies, 1);
+	down(&x);
+
+	/* Plain mode, one bucket: the floor is the score. */
+	up(&x, false);
+	argv[0] = dbk_spop_str("p-0");
+	argv[1] = dbk_spop_int(16392);
+	argv[2] = bin("{\"prompt\":\"aaaa");
+	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 5, argn, argv);
+	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK(test_var_is(&x.ack, "score", "16400"));
+	CHECK_EQ_U(x.r.stats.unsized_bodies, 1);
+	down(&x);
+}
+
 /* Under ttft the details carry the prediction: a conversation's second
  * turn, sent where its first went, expects that prefix from the cache. */
 static void test_ttft_details_carry_the_prediction(void)
@@ -970,6 +1024,7 @@ int main(void)
 	RUN(test_ack_that_does_not_fit_is_an_error);
 	RUN(test_ttft_route_follows_the_context_limit_and_the_books);
 	RUN(test_ttft_unsized_body_goes_to_the_longest_context);
+	RUN(test_dynamic_unsized_body_goes_to_the_long_bucket);
 	RUN(test_ttft_details_carry_the_prediction);
 	RUN(test_admission_sheds_before_the_lease);
 	RUN(test_admission_on_saturation_for_the_reference);

@@ -1,9 +1,9 @@
 // POSTs a file as a chunked body, CHUNK bytes per chunk, the way a
 // streaming client uploads (curl sends 64 KB chunks; clients that write
 // as they serialise send far smaller ones), and prints one JSON line:
-// the status, the served-by header and the answer's body. Node's own
+// the status, the headers (names in lower case) and the answer's body. Node's own
 // http module: each write() of a request without Content-Length is one
-// chunk. Used by tests/e2e/policy.bats.
+// chunk. Used by tests/e2e/policy.bats and routing.bats.
 //   node chunked-post.mjs URL FILE CHUNK
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -22,7 +22,7 @@ const req = request(url, {
   res.on('data', (d) => parts.push(d));
   res.on('end', () => {
     console.log(JSON.stringify({
-      status: res.statusCode, served_by: res.headers['x-served-by'] ?? null,
+      status: res.statusCode, headers: res.headers,
       body: Buffer.concat(parts).toString(),
     }));
   });
