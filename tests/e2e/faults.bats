@@ -37,26 +37,12 @@ assert_ended_as() {
 	done
 }
 
-# stub_finished I REASON: how many requests stub vllmI finished for
-# REASON (stop, length, abort: vLLM's finished_reason), from its /metrics.
-stub_finished() {
-	curl -s --max-time 5 "http://127.0.0.1:${STUB_PORT[$1]}/metrics" |
-		awk -v r="finished_reason=\"$2\"" '
-			index($0, "vllm:request_success_total{") == 1 && index($0, r) { v = $NF + 0 }
-			END { print v + 0 }'
-}
-
 # haproxy_at_least MAJOR.MINOR: the HAProxy under test is that version or
 # later.
 haproxy_at_least() {
 	local v want=$1
 	v=$(haproxy -v | awk 'NR == 1 { print $3 }')
 	[ "$(printf '%s\n%s\n' "$want" "${v%%-*}" | sort -V | head -n 1)" = "$want" ]
-}
-
-# stub_idle I: stub vllmI runs no request.
-stub_idle() {
-	[ "$(stub_metric "$1" vllm:num_requests_running)" = 0 ]
 }
 
 @test "clients that abort mid-stream give their leases back" {

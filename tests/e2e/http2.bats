@@ -87,19 +87,6 @@ unsized() {
 	agent_get /metrics | awk '$1 == "dbucket_unsized_bodies_total" { print $2 }'
 }
 
-# stub_finished I REASON: how many requests stub vllmI finished for
-# REASON (stop, length, abort), from its /metrics.
-stub_finished() {
-	curl -s --max-time 5 "http://127.0.0.1:${STUB_PORT[$1]}/metrics" |
-		awk -v r="finished_reason=\"$2\"" '
-			index($0, "vllm:request_success_total{") == 1 && index($0, r) { v = $NF + 0 }
-			END { print v + 0 }'
-}
-
-stub_idle() {
-	[ "$(stub_metric "$1" vllm:num_requests_running)" = 0 ]
-}
-
 @test "h2 over TLS: a completion is routed as its HTTP/1.1 twin and its lease released once" {
 	start_stubs
 	start_agent --enable-dynamic-bucket
@@ -117,7 +104,7 @@ stub_idle() {
 	r1=$(dbk_routing <"$d/one.h")
 	r2=$(dbk_routing <"$d/two.h")
 	[[ $r2 =~ ^200\ vllm[0-3]\ [0-9] ]] || fail "not routed by the agent over h2: $r2"
-	echo "# HTTP/1.1: $r1; HTTP/2: $r2" >&3
+	echo "# $(haproxy -v | awk 'NR == 1 { print $1, $3 }'): HTTP/1.1 $r1; HTTP/2 $r2" >&3
 	assert_equal "$(cut -d' ' -f1,3- <<<"$r2")" "$(cut -d' ' -f1,3- <<<"$r1")"
 	jq -e '.choices[0].text | length > 0' "$d/two.b" >/dev/null || fail "no completion: $(cat "$d/two.b")"
 	wait_state released 2
@@ -157,6 +144,34 @@ stub_idle() {
 	wait_state released 1
 	assert_books_balanced
 	assert_equal "$(state_field decisions)" 1
+}
+
+@test "h2: four streams multiplexed on one connection, each its own lease, all released once" {
+	start_stubs
+	start_agent --enable-dynamic-bucket
+	start_haproxy_h2
+	local d=$BATS_TEST_TMPDIR i out=()
+	# 300 tokens: about 2 s of stream, so that all four overlap.
+	completion_body 300 true >"$d/c.json"
+	for i in 0 1 2 3; do out+=(-o "$d/p$i.b" "$(h2_url /v1/completions)"); done
+	curl -s -N -k --http2 --max-time 60 -Z --parallel-max 4 -w '%{http_version} %{http_code}\n' \
+		-H 'Content-Type: application/json' --data-binary "@$d/c.json" "${out[@]}" \
+		>"$d/codes" 2>"$d/curl.err" </dev/null 3>&- &
+	CLIENT_PIDS+=("$!")
+	wait_state leases 4
+	wait_clients
+	assert_equal "$(sort "$d/codes" | uniq -c | tr -s ' ')" " 4 2 200"
+	for i in 0 1 2 3; do
+		assert_equal "p$i $(sse_events "$d/p$i")" "p$i 301"
+		sse_done "$d/p$i" || fail "p$i did not end with [DONE]"
+	done
+	wait_state released 4
+	assert_books_balanced
+	assert_equal "$(state_field decisions)" 4
+	# One client connection, four request ids (each its own lease).
+	run awk '$1 == "dbk1" { print $11 }' "$d/haproxy.log"
+	assert_equal "${#lines[@]} connections: $(printf '%s\n' "${lines[@]}" | sort -u | wc -l)" "4 connections: 1"
+	assert_equal "$(awk '$1 == "dbk1" { print $2 }' "$d/haproxy.log" | sort -u | wc -l)" 4
 }
 
 @test "h2: clients that reset their streams mid-stream give their leases back once; the stubs stop" {
@@ -199,6 +214,7 @@ stub_idle() {
 		finished=$((finished + $(stub_finished "$i" length) + $(stub_finished "$i" stop)))
 	done
 	assert_equal "aborted at the stubs: $aborted, finished: $finished" "aborted at the stubs: 4, finished: 0"
+	echo "# reset streams: 4, HAProxy logged $(awk '$1 == "dbk1" { print substr($6, 1, 2) }' "$d/haproxy.log" | sort | uniq -c | awk '{ printf "%s%s %s", s, $2, $1; s = ", " }')" >&3
 }
 
 # start_ttft_h2: four stubs, the agent on --policy ttft following
@@ -229,22 +245,6 @@ h2_stream_body() {
 		-H 'Content-Type: application/json' "$@" "$(h2_url "$path")" <"$body" || rc=$?
 	echo "$rc" >"$base.rc"
 	return "$rc"
-}
-
-# words SEED BYTES: BYTES of text that differs by SEED (tokens the stub
-# counts about four bytes each).
-words() {
-	awk -v s="$1" -v n="$2" 'BEGIN {
-		srand(s); o = "";
-		while (length(o) < n) o = o sprintf("w%d ", int(rand() * 1000000));
-		printf "%s", substr(o, 1, n) }'
-}
-
-# prompt_body TEXT_FILE MAX_TOKENS: a completions request of that prompt.
-prompt_body() {
-	printf '{"model":"stub-model","max_tokens":%d,"ignore_eos":true,"prompt":"' "$2"
-	cat "$1"
-	printf '"}'
 }
 
 @test "h2: a body without Content-Length is whole when small, a floor when long (to the longest context)" {
@@ -279,13 +279,6 @@ prompt_body() {
 	assert_books_balanced
 }
 
-# priorities: the priority of every request the stubs logged, sorted.
-priorities() {
-	cat "$BATS_TEST_TMPDIR"/stub?.log | grep -o ' priority=-\?[0-9]*' | cut -d= -f2 | sort -n | tr '\n' ' '
-}
-
-logged() { [ "$(cat "$BATS_TEST_TMPDIR"/stub?.log | grep -c ' priority=')" -ge "$1" ]; }
-
 @test "h2 with the priority filter: the stub gets the class and a whole body, with and without Content-Length" {
 	export DBK_PRIORITY_LUA=$REPO/haproxy/dbucket-priority.lua
 	STUB_ARGS="--verbose --scheduling-policy priority"
@@ -306,8 +299,11 @@ logged() { [ "$(cat "$BATS_TEST_TMPDIR"/stub?.log | grep -c ' priority=')" -ge "
 		# The stub parsed all of it both ways: the same prompt.
 		assert_equal "$b $(jq -r .usage.prompt_tokens "$d/${b}u.b")" "$b $(jq -r .usage.prompt_tokens "$d/${b}l.b")"
 	done
-	wait_until 10 logged 4 || fail "the stubs logged fewer than 4 requests"
+	wait_until 10 priorities_logged 4 || fail "the stubs logged fewer than 4 requests"
 	assert_equal "$(priorities)" "2 2 2 2 "
+	# The big one without a length was past the sample: no Content-Length
+	# reached HAProxy for the filter to fix.
+	assert_equal "$(unsized)" 1
 	wait_state released 4
 	assert_books_balanced
 }

@@ -63,22 +63,6 @@ metric_ge() {
 	[ "${v%.*}" -ge "$3" ] 2>/dev/null
 }
 
-# prompt_body TEXT_FILE MAX_TOKENS: a completions request whose prompt is
-# the file's text (letters and spaces only: no JSON escaping needed).
-prompt_body() {
-	printf '{"model":"stub-model","max_tokens":%d,"ignore_eos":true,"prompt":"' "$2"
-	cat "$1"
-	printf '"}'
-}
-
-# words SEED BYTES: BYTES of text that differs by SEED.
-words() {
-	awk -v s="$1" -v n="$2" 'BEGIN {
-		srand(s); o = "";
-		while (length(o) < n) o = o sprintf("w%d ", int(rand() * 1000000));
-		printf "%s", substr(o, 1, n) }'
-}
-
 @test "ttft: a long prompt never reaches a short-context stub while a long-context one is up" {
 	start_stubs
 	start_ttft_agent --haproxy-socket "unix:$DBK_STATS_SOCKET" --poll-interval 100

@@ -285,6 +285,45 @@ stream_ok() {
 	[ "$(cat "$1.rc") $(status "$1") $(sse_events "$1")" = "0 200 $2" ] && sse_done "$1"
 }
 
+# stub_finished I REASON: how many requests stub vllmI finished for
+# REASON (stop, length, abort: vLLM's finished_reason), from its /metrics.
+stub_finished() {
+	curl -s --max-time 5 "http://127.0.0.1:${STUB_PORT[$1]}/metrics" |
+		awk -v r="finished_reason=\"$2\"" '
+			index($0, "vllm:request_success_total{") == 1 && index($0, r) { v = $NF + 0 }
+			END { print v + 0 }'
+}
+
+# stub_idle I: stub vllmI runs no request.
+stub_idle() {
+	[ "$(stub_metric "$1" vllm:num_requests_running)" = 0 ]
+}
+
+# prompt_body TEXT_FILE MAX_TOKENS: a completions request whose prompt is
+# the file's text (letters and spaces only: no JSON escaping needed).
+prompt_body() {
+	printf '{"model":"stub-model","max_tokens":%d,"ignore_eos":true,"prompt":"' "$2"
+	cat "$1"
+	printf '"}'
+}
+
+# words SEED BYTES: BYTES of text that differs by SEED.
+words() {
+	awk -v s="$1" -v n="$2" 'BEGIN {
+		srand(s); o = "";
+		while (length(o) < n) o = o sprintf("w%d ", int(rand() * 1000000));
+		printf "%s", substr(o, 1, n) }'
+}
+
+# priorities: the priority of every request the stubs logged (stubs
+# started with --verbose --scheduling-policy priority), sorted.
+priorities() {
+	cat "$BATS_TEST_TMPDIR"/stub?.log | grep -o ' priority=-\?[0-9]*' | cut -d= -f2 | sort -n | tr '\n' ' '
+}
+
+# priorities_logged N: the stubs logged N requests with their priority.
+priorities_logged() { [ "$(cat "$BATS_TEST_TMPDIR"/stub?.log | grep -c ' priority=')" -ge "$1" ]; }
+
 # normalise FILE: the body with what differs between two runs of the
 # same request (ids, creation times) replaced by constants.
 normalise() {

@@ -31,14 +31,6 @@ ask() {
 	ST=$(status "$BATS_TEST_TMPDIR/r$SENT")
 }
 
-# priorities: the priority of every request the stubs logged, sorted.
-priorities() {
-	cat "$BATS_TEST_TMPDIR"/stub?.log | grep -o ' priority=-\?[0-9]*' | cut -d= -f2 | sort -n | tr '\n' ' '
-}
-
-# logged N: the stubs logged N requests.
-logged() { [ "$(cat "$BATS_TEST_TMPDIR"/stub?.log | grep -c ' priority=')" -ge "$1" ]; }
-
 @test "each request reaches vLLM with its class as priority: critical 0, standard 1, sheddable 2" {
 	echo 127.0.0.1 >"$BATS_TEST_TMPDIR/trusted.lst"
 	export DBK_TRUSTED_CLASS_SRC=$BATS_TEST_TMPDIR/trusted.lst
@@ -49,7 +41,7 @@ logged() { [ "$(cat "$BATS_TEST_TMPDIR"/stub?.log | grep -c ' priority=')" -ge "
 		ask "$BATS_TEST_TMPDIR/small.json" "$c"
 		assert_equal "$c $ST" "$c 200"
 	done
-	wait_until 10 logged 6 || fail "the stubs logged fewer than 6 requests"
+	wait_until 10 priorities_logged 6 || fail "the stubs logged fewer than 6 requests"
 	assert_equal "$(priorities)" "0 0 1 1 2 2 "
 }
 
@@ -65,7 +57,7 @@ logged() { [ "$(cat "$BATS_TEST_TMPDIR"/stub?.log | grep -c ' priority=')" -ge "
 	body_of_size 100000 '"max_tokens":2,' | sed 's/"model":"m"/"model":"stub-model"/' >"$d/big.json"
 	ask "$d/big.json" sheddable
 	assert_equal "$ST" 200
-	wait_until 10 logged 2 || fail "the stubs logged fewer than 2 requests"
+	wait_until 10 priorities_logged 2 || fail "the stubs logged fewer than 2 requests"
 	assert_equal "$(priorities)" "2 2 "
 	# An empty object and a body that is not JSON reach the stub whole and
 	# get its own 400 (JSON, X-Served-By), not HAProxy's.
@@ -87,7 +79,7 @@ logged() { [ "$(cat "$BATS_TEST_TMPDIR"/stub?.log | grep -c ' priority=')" -ge "
 		ask "$BATS_TEST_TMPDIR/small.json" "$c"
 		assert_equal "$c $ST" "$c 200"
 	done
-	wait_until 10 logged 2 || fail "the stubs logged fewer than 2 requests"
+	wait_until 10 priorities_logged 2 || fail "the stubs logged fewer than 2 requests"
 	assert_equal "$(priorities)" "0 0 "
 }
 
@@ -110,7 +102,7 @@ chunked_pair() {
 	assert_equal "small $ST $(jq -c '[.usage.prompt_tokens, .usage.completion_tokens]' "$d/r$SENT.b")" "small 200 [100,3]"
 	ask "$d/c-big.json" - -H 'Transfer-Encoding: chunked'
 	assert_equal "big $ST $(jq -c '[.usage.prompt_tokens, .usage.completion_tokens]' "$d/r$SENT.b")" "big 200 [25000,2]"
-	wait_until 10 logged 2 || fail "the stubs logged fewer than 2 requests"
+	wait_until 10 priorities_logged 2 || fail "the stubs logged fewer than 2 requests"
 }
 
 @test "a chunked body gets its priority and keeps every field, small and 100 KB" {
