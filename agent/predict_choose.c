@@ -181,10 +181,19 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	e->wait_s = 0;
 	if (over > 0) {
 		/* Until enough decodes end: what is left of the outputs in
-		 * flight ((ctx - prompt) is half of them) at one token a step. */
+		 * flight ((ctx - prompt) is half of them) at one token a step,
+		 * over the share of the cache to be freed. Past a whole cache
+		 * (the books hold more queued there than fits beside those
+		 * running), the rest frees as the queued ones in turn decode
+		 * their whole outputs, twice what is left of those in flight.
+		 * Capped at one cache, the wait behind a queue of long prompts
+		 * came out short: actual / predicted TTFT p50 1.22 where the
+		 * queue ahead passed 10 s (BENCHMARKS.md, "Stop 44: the wait
+		 * predicted behind queued long prompts"). */
 		double left = s->inflight ? (s->ctx_tokens - s->prompt_tokens) / s->inflight : out;
 		double step = pred_srv_prefill_s(p, s, 1, 0, decoders, ctx);
-		e->wait_s = fmin(over / fmax(cap, 1), 1) * left * step;
+		double share = over / fmax(cap, 1);
+		e->wait_s = (fmin(share, 1) + 2 * fmax(0, share - 1)) * left * step;
 	}
 	e->ttft_s = queue + own;
 	e->own_s = own;
