@@ -424,7 +424,7 @@ static enum dbk_bal_result decide(const struct dbk_balancer *b, const struct dbk
 		mt = DBK_BAL_MAX_MAX_TOKENS;
 
 	memset(d, 0, sizeof(*d));
-	d->request_tokens = body / 4.0;
+	d->request_tokens = body / DBK_BAL_BYTES_PER_TOKEN;
 	if (c->dynamic)
 		d->score = d->request_tokens;
 	else if (r->ignore_eos)

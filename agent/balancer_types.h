@@ -7,6 +7,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The reference's estimate of a request's tokens from its body: the
+ * bytes over four. */
+#define DBK_BAL_BYTES_PER_TOKEN 4.0
+
 /* What the balancer needs to know of a request (see estimate.h). */
 struct dbk_bal_request {
 	double body_bytes;

@@ -55,7 +55,7 @@ void dbk_policy_ttft_request(struct dbk_policy_ttft *t, const struct dbk_policy_
 
 	dbk_pkey_derive(r->sample, r->sample_len, t->keys, DBK_PKEY_MAX_KEYS, &pk);
 	t->req = (struct dbk_pred_request){
-		.prompt_tokens = r->est->body_bytes / 4.0,
+		.prompt_tokens = r->est->body_bytes / DBK_BAL_BYTES_PER_TOKEN,
 		.max_tokens = r->est->max_tokens,
 		.ignore_eos = r->est->ignore_eos,
 		.keys = t->keys,

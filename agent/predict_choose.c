@@ -274,7 +274,6 @@ int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64
 	unsigned n = p->c.nservers;
 	double need = pred_prompt(r) +
 	              (isfinite(r->max_tokens) && r->max_tokens > 0 ? r->max_tokens : 0);
-	bool any_holds = false;
 	int largest = pred_largest(p, r);
 
 	*c = (struct dbk_pred_choice){ .server = -1, .reason = DBK_PRED_NO_SERVER };
@@ -282,10 +281,8 @@ int dbk_pred_choose(struct dbk_pred *p, const struct dbk_pred_request *r, uint64
 	if (largest < 0)
 		return -1;
 	uint32_t longest = p->s[largest].max_model_len;
-	for (unsigned i = 0; i < n && !any_holds; i++)
-		any_holds = p->s[i].state == DBK_PRED_UP && dbk_bal_eligible(r->eligible, i) &&
-		            pred_takes(&p->s[i], r, need, longest);
-	if (!any_holds) {
+	/* The longest context holds r if any usable one does. */
+	if (!pred_holds(&p->s[largest], need)) {
 		struct pred_eval e;
 		pred_eval(p, (unsigned)largest, r, 0, now_ms, &e);
 		*c = (struct dbk_pred_choice){ .server = largest,
@@ -359,11 +356,13 @@ int dbk_pred_evaluate(struct dbk_pred *p, const struct dbk_pred_request *r, unsi
 	double need = pred_prompt(r) +
 	              (isfinite(r->max_tokens) && r->max_tokens > 0 ? r->max_tokens : 0);
 	struct pred_eval e;
-	int largest = pred_largest(p, r);
+	/* The longest context, looked for only where it matters (a usable,
+	 * eligible server makes one). */
+	int largest = r->unsized ? pred_largest(p, r) : -1;
+	uint32_t longest = largest >= 0 ? p->s[largest].max_model_len : 0;
 
-	if (largest < 0 || server >= p->c.nservers || p->s[server].state != DBK_PRED_UP ||
-	    !pred_takes(&p->s[server], r, need, p->s[largest].max_model_len) ||
-	    !dbk_bal_eligible(r->eligible, server))
+	if (server >= p->c.nservers || p->s[server].state != DBK_PRED_UP ||
+	    !pred_takes(&p->s[server], r, need, longest) || !dbk_bal_eligible(r->eligible, server))
 		return -1;
 	pred_slow_fresh(p);
 	pred_eval(p, server, r, dbk_pred_commit_hit(p, r, server), now_ms, &e);

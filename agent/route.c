@@ -262,8 +262,9 @@ static void estimate(struct dbk_route *r, struct route_req *q)
 	if (!q->unsized)
 		return;
 	r->stats.unsized_bodies++;
-	if (!chooses(r)) /* the balancer's 4 bytes a token */
-		q->est.body_bytes = fmax(q->est.body_bytes, 4.0 * c->bounds[c->nbuckets - 1]);
+	if (!chooses(r))
+		q->est.body_bytes = fmax(q->est.body_bytes,
+		                         DBK_BAL_BYTES_PER_TOKEN * c->bounds[c->nbuckets - 1]);
 }
 
 /* A request whose body was not whole when HAProxy asked, missing bytes

@@ -272,7 +272,6 @@ static int parse_fields(const char *buf, size_t len, size_t pos, size_t limit,
 	return 0;
 }
 
-/* Whether the comma-separated list s holds token tok (any case). */
 /* The element of comma-separated list s that starts at *i, trimmed;
  * *i moves past it and its comma. Call while *i <= s.n. */
 static struct dbk_http_slice next_element(struct dbk_http_slice s, size_t *i)
@@ -286,6 +285,7 @@ static struct dbk_http_slice next_element(struct dbk_http_slice s, size_t *i)
 	return e;
 }
 
+/* Whether the comma-separated list s holds token tok (any case). */
 static bool has_token(struct dbk_http_slice s, const char *tok)
 {
 	for (size_t i = 0; i <= s.n;)

@@ -21,7 +21,8 @@ struct balp {
 void dbk_sim_bal_request(const struct dbk_sim_config *c, const struct dbk_sim_req *r,
                          struct dbk_bal_request *out)
 {
-	out->body_bytes = (double)r->input_tokens * 4.0 + c->json_overhead_bytes;
+	out->body_bytes = (double)r->input_tokens * DBK_BAL_BYTES_PER_TOKEN +
+	                  c->json_overhead_bytes;
 	/* The replayed client asks for exactly the trace's output length
 	 * and sets ignore_eos, so the engine generates that many. */
 	out->max_tokens = (double)r->output_tokens;
