@@ -82,15 +82,7 @@ haproxy_at_least() {
 	# The stubs stopped generating for them, each because HAProxy closed
 	# its connection mid-stream (option abortonclose passing the client's
 	# abort on): vLLM finished none of them by itself.
-	for i in 0 1 2 3; do
-		wait_until 5 stub_idle "$i"
-	done
-	local aborted=0 finished=0
-	for i in 0 1 2 3; do
-		aborted=$((aborted + $(stub_finished "$i" abort)))
-		finished=$((finished + $(stub_finished "$i" length) + $(stub_finished "$i" stop)))
-	done
-	assert_equal "aborted at the stubs: $aborted, finished: $finished" "aborted at the stubs: 8, finished: 0"
+	assert_equal "$(stubs_outcomes)" "aborted at the stubs: 8, finished: 0"
 	# HAProxy logged them as client aborts during the data phase (CD),
 	# not as the end of the stream. From 3.4 on (http_ana.c's
 	# http_response_forward_body after a483450fa and 54e58103e), a client

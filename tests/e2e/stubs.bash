@@ -299,6 +299,21 @@ stub_idle() {
 	[ "$(stub_metric "$1" vllm:num_requests_running)" = 0 ]
 }
 
+# stubs_outcomes: once the four stubs run nothing (bounded, 5 s each),
+# "aborted at the stubs: A, finished: F" over them all: the requests
+# they stopped for an abort, and those they finished by themselves.
+stubs_outcomes() {
+	local i aborted=0 finished=0
+	for i in 0 1 2 3; do
+		wait_until 5 stub_idle "$i" || return 1
+	done
+	for i in 0 1 2 3; do
+		aborted=$((aborted + $(stub_finished "$i" abort)))
+		finished=$((finished + $(stub_finished "$i" length) + $(stub_finished "$i" stop)))
+	done
+	echo "aborted at the stubs: $aborted, finished: $finished"
+}
+
 # prompt_body TEXT_FILE MAX_TOKENS: a completions request whose prompt is
 # the file's text (letters and spaces only: no JSON escaping needed).
 prompt_body() {

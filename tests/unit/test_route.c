@@ -505,6 +505,36 @@ static void test_ttft_route_follows_the_context_limit_and_the_books(void)
 	down_ttft(&x);
 }
 
+/* Routes a request of id whose body HAProxy sized blen, with sample as
+ * its first bytes and clen Content-Length headers, through x (details
+ * asked for when details); DBK_SPOP_OK when it ran. */
+static enum dbk_spop_status route_clen(struct fixture *x, const char *id, int64_t blen,
+                                       const char *sample, int64_t clen, bool details)
+{
+	const char *const argn[] = { "id", "blen", "body", "clen", "details" };
+	struct dbk_spop_data argv[5] = { dbk_spop_str(id), dbk_spop_int(blen), bin(sample),
+		                         dbk_spop_int(clen), dbk_spop_bool(true) };
+	size_t len = test_notify_args(x->in, sizeof(x->in), DBK_MSG_ROUTE, details ? 5 : 4, argn,
+	                              argv);
+
+	return run_frame(x, x->in, len);
+}
+
+/* The ACK's bucket variable; -1 when absent. */
+static int64_t ack_bucket(const struct fixture *x)
+{
+	struct dbk_spop_data v;
+	int64_t bucket;
+
+	return test_ack_var(&x->ack, "bucket", &v) && dbk_spop_data_to_i64(&v, &bucket) ? bucket
+	                                                                                : -1;
+}
+
+/* 16,392 bytes: what HAProxy held of an 80 KB prompt sent in 4 KB
+ * chunks; CUT is its cut first bytes, WHOLE a body whole in the sample. */
+static const char CUT[] = "{\"prompt\":\"aaaa";
+static const char WHOLE[] = "{\"prompt\":\"aaaa\"}";
+
 /* A body without a Content-Length (clen 0) that goes on past the
  * sample has a length HAProxy could not know: only the servers with the
  * longest usable context may take it, however loaded. A whole JSON
@@ -512,11 +542,6 @@ static void test_ttft_route_follows_the_context_limit_and_the_books(void)
 static void test_ttft_unsized_body_goes_to_the_longest_context(void)
 {
 	struct fixture x;
-	const char *const argn[] = { "id", "blen", "body", "clen" };
-	/* 16,392 bytes: what HAProxy held of an 80 KB prompt sent in 4 KB
-	 * chunks; the sample is its cut first bytes. */
-	struct dbk_spop_data argv[4] = { dbk_spop_str("u-0"), dbk_spop_int(16392),
-		                         bin("{\"prompt\":\"aaaa"), dbk_spop_int(0) };
 	char id[16];
 
 	struct dbk_pred *p = up_ttft(&x);
@@ -528,9 +553,7 @@ static void test_ttft_unsized_body_goes_to_the_longest_context(void)
 	dbk_pred_set_max_model_len(p, 3, 131072);
 	for (int i = 0; i < 3; i++) {
 		snprintf(id, sizeof(id), "u-%d", i);
-		argv[0] = dbk_spop_str(id);
-		size_t len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
-		CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+		CHECK_EQ_U(route_clen(&x, id, 16392, CUT, 0, false), DBK_SPOP_OK);
 		CHECK(test_var_is(&x.ack, "server", "vllm3"));
 	}
 	CHECK_EQ_U(x.r.stats.unsized_bodies, 3);
@@ -538,29 +561,17 @@ static void test_ttft_unsized_body_goes_to_the_longest_context(void)
 
 	/* With its Content-Length the same sample is 4,098 tokens: vllm2
 	 * holds it and is idle. */
-	argv[0] = dbk_spop_str("s-1");
-	argv[3] = dbk_spop_int(1);
-	size_t len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
-	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK_EQ_U(route_clen(&x, "s-1", 16392, CUT, 1, false), DBK_SPOP_OK);
 	CHECK(test_var_is(&x.ack, "server", "vllm2"));
 	/* Chunked but whole in the sample: its length is known, and the
 	 * idle short servers hold it. */
-	argv[0] = dbk_spop_str("s-2");
-	argv[1] = dbk_spop_int(17);
-	argv[2] = bin("{\"prompt\":\"aaaa\"}");
-	argv[3] = dbk_spop_int(0);
-	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
-	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK_EQ_U(route_clen(&x, "s-2", 17, WHOLE, 0, false), DBK_SPOP_OK);
 	CHECK(test_var_is(&x.ack, "server", "vllm0") || test_var_is(&x.ack, "server", "vllm1"));
 	CHECK_EQ_U(x.r.stats.unsized_bodies, 3);
 
 	/* The longest down: the longest usable context takes it. */
 	dbk_bal_set_usable(x.bal, 3, false);
-	argv[0] = dbk_spop_str("u-3");
-	argv[1] = dbk_spop_int(16392);
-	argv[2] = bin("{\"prompt\":\"aaaa");
-	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 4, argn, argv);
-	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK_EQ_U(route_clen(&x, "u-3", 16392, CUT, 0, false), DBK_SPOP_OK);
 	CHECK(test_var_is(&x.ack, "server", "vllm2"));
 	CHECK_EQ_U(x.r.stats.unsized_bodies, 4);
 	down_ttft(&x);
@@ -572,49 +583,27 @@ static void test_ttft_unsized_body_goes_to_the_longest_context(void)
 static void test_dynamic_unsized_body_goes_to_the_long_bucket(void)
 {
 	struct fixture x;
-	const char *const argn[] = { "id", "blen", "body", "clen", "details" };
-	struct dbk_spop_data v;
-	struct dbk_spop_data argv[5] = { dbk_spop_str("d-0"), dbk_spop_int(16392),
-		                         bin("{\"prompt\":\"aaaa"), dbk_spop_int(0),
-		                         dbk_spop_bool(true) };
-	int64_t bucket;
 
 	up(&x, true);
-	size_t len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 5, argn, argv);
-	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
-	CHECK(test_ack_var(&x.ack, "bucket", &v) && dbk_spop_data_to_i64(&v, &bucket) &&
-	      bucket == 1);
+	CHECK_EQ_U(route_clen(&x, "d-0", 16392, CUT, 0, true), DBK_SPOP_OK);
+	CHECK_EQ_U(ack_bucket(&x), 1);
 	CHECK(test_var_is(&x.ack, "score", "32768"));
 	CHECK(test_var_is(&x.ack, "server", "vllm2") || test_var_is(&x.ack, "server", "vllm3"));
 	CHECK_EQ_U(x.r.stats.unsized_bodies, 1);
 
 	/* Its Content-Length twin: 4,098 tokens, the short bucket. */
-	argv[0] = dbk_spop_str("d-1");
-	argv[3] = dbk_spop_int(1);
-	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 5, argn, argv);
-	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
-	CHECK(test_ack_var(&x.ack, "bucket", &v) && dbk_spop_data_to_i64(&v, &bucket) &&
-	      bucket == 0);
+	CHECK_EQ_U(route_clen(&x, "d-1", 16392, CUT, 1, true), DBK_SPOP_OK);
+	CHECK_EQ_U(ack_bucket(&x), 0);
 	CHECK(test_var_is(&x.ack, "score", "4098"));
 	/* Chunked, whole in the sample: its own length. */
-	argv[0] = dbk_spop_str("d-2");
-	argv[1] = dbk_spop_int(17);
-	argv[2] = bin("{\"prompt\":\"aaaa\"}");
-	argv[3] = dbk_spop_int(0);
-	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 5, argn, argv);
-	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
-	CHECK(test_ack_var(&x.ack, "bucket", &v) && dbk_spop_data_to_i64(&v, &bucket) &&
-	      bucket == 0);
+	CHECK_EQ_U(route_clen(&x, "d-2", 17, WHOLE, 0, true), DBK_SPOP_OK);
+	CHECK_EQ_U(ack_bucket(&x), 0);
 	CHECK_EQ_U(x.r.stats.unsized_bodies, 1);
 	down(&x);
 
 	/* Plain mode, one bucket: the floor is the score. */
 	up(&x, false);
-	argv[0] = dbk_spop_str("p-0");
-	argv[1] = dbk_spop_int(16392);
-	argv[2] = bin("{\"prompt\":\"aaaa");
-	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 5, argn, argv);
-	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
+	CHECK_EQ_U(route_clen(&x, "p-0", 16392, CUT, 0, true), DBK_SPOP_OK);
 	CHECK(test_var_is(&x.ack, "score", "16400"));
 	CHECK_EQ_U(x.r.stats.unsized_bodies, 1);
 	down(&x);
