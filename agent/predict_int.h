@@ -315,25 +315,38 @@ static inline void pred_slow_fresh(struct dbk_pred *p)
  * shows beyond the books: inline, since the choice prices every server
  * with them on every decision. */
 /* Steps a prefill of fresh tokens takes beside decoders, each of which
- * takes one token of every step's budget. */
-static inline double pred_steps(const struct dbk_pred_config *c, double fresh, double decoders)
+ * takes one token of every step's budget: fractional where the prefill
+ * shares its steps with the prompts queued beside it (packed), whole
+ * where it is the request's own first token. */
+static inline double pred_steps_packed(const struct dbk_pred_config *c, double fresh,
+                                       double decoders)
 {
-	double room = fmax(c->budget_tokens - decoders, c->budget_tokens / 8);
-	return fmax(1, ceil(fresh / room));
+	return fresh / fmax(c->budget_tokens - decoders, c->budget_tokens / 8);
 }
 
-/* Seconds to prefill fresh tokens after hit cached ones, with decoders
- * decoding over ctx tokens each sharing every step (ENGINE-MODEL.md). */
-static inline double pred_prefill_s(const struct dbk_pred_config *c, double fresh, double hit,
-                                    double decoders, double ctx)
+static inline double pred_steps(const struct dbk_pred_config *c, double fresh, double decoders)
 {
-	double steps = pred_steps(c, fresh, decoders);
+	return fmax(1, ceil(pred_steps_packed(c, fresh, decoders)));
+}
+
+/* Seconds to prefill fresh tokens after hit cached ones in steps steps,
+ * with decoders decoding over ctx tokens each sharing every step
+ * (ENGINE-MODEL.md). */
+static inline double pred_prefill_in_s(const struct dbk_pred_config *c, double steps, double fresh,
+                                       double hit, double decoders, double ctx)
+{
 	double total = hit + fresh;
 	double step_fixed = c->t_cpu_s + decoders * ctx * c->kv_bytes_per_token / c->kv_read_bw;
 
 	return steps * step_fixed +
 	       fmax(steps * c->t_weights_s, (steps * decoders + fresh) / c->lin_tokens_per_s) +
 	       c->attn_flop_per_pair * (total * total - hit * hit) / 2 / c->attn_flops;
+}
+
+static inline double pred_prefill_s(const struct dbk_pred_config *c, double fresh, double hit,
+                                    double decoders, double ctx)
+{
+	return pred_prefill_in_s(c, pred_steps(c, fresh, decoders), fresh, hit, decoders, ctx);
 }
 
 /* A step of decodes only: batch requests reading ctx_sum context
@@ -353,6 +366,18 @@ static inline double pred_srv_prefill_s(const struct dbk_pred *p, const struct p
 {
 	assert(!p->slow_stale);
 	return s->slow * pred_prefill_s(&p->c, fresh, hit, decoders, ctx);
+}
+
+/* What its prefill holds those queued behind it on server s: the engine
+ * packs queued prompts into one step up to its budget, so a short prompt
+ * holds the next one a fraction of a step, not a whole one. */
+static inline double pred_srv_prefill_packed_s(const struct dbk_pred *p, const struct pred_srv *s,
+                                               double fresh, double hit, double decoders,
+                                               double ctx)
+{
+	assert(!p->slow_stale);
+	return s->slow * pred_prefill_in_s(&p->c, pred_steps_packed(&p->c, fresh, decoders), fresh,
+	                                   hit, decoders, ctx);
 }
 
 /* A decode step on server s, at its learnt decode speed. */
