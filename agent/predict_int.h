@@ -27,6 +27,13 @@
  * that lasts less (10 s: Azure's slice at 64 instances, all of it
  * within half a second, loses the spread's gain). */
 #define PRED_RATE_S 1.0
+/* Fresh tokens up to which a mostly cached request waits for its own
+ * cache rather than leaves it (pred_eval's fit): one step of the engine
+ * model's default budget, not the servers' told one
+ * (--max-num-batched-tokens): told 2048 here too, agentic sessions lost
+ * 6-10% of their SLO capacity to turns that left their caches
+ * (BENCHMARKS.md, "Stop 45: short prompts packed into one step"). */
+#define PRED_FIT_FRESH 8192.0
 
 struct pred_pending {
 	double end_s;  /* predicted end of this prefill */
