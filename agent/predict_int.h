@@ -321,19 +321,19 @@ static inline void pred_slow_fresh(struct dbk_pred *p)
 /* The engine's step-time shape (ENGINE-MODEL.md), and what the scrape
  * shows beyond the books: inline, since the choice prices every server
  * with them on every decision. */
-/* Steps a prefill of fresh tokens takes beside decoders, each of which
- * takes one token of every step's budget: fractional where the prefill
- * shares its steps with the prompts queued beside it (packed), whole
- * where it is the request's own first token. */
-static inline double pred_steps_packed(const struct dbk_pred_config *c, double fresh,
-                                       double decoders)
+/* Steps a prefill of fresh tokens takes beside decoders in steps of
+ * budget tokens, each decoder taking one token of every step: fractional
+ * where the prefill shares its steps with the prompts queued beside it
+ * (packed, in pack_tokens), whole where it is the request's own first
+ * token. */
+static inline double pred_steps_of(double budget, double fresh, double decoders)
 {
-	return fresh / fmax(c->budget_tokens - decoders, c->budget_tokens / 8);
+	return fresh / fmax(budget - decoders, budget / 8);
 }
 
 static inline double pred_steps(const struct dbk_pred_config *c, double fresh, double decoders)
 {
-	return fmax(1, ceil(pred_steps_packed(c, fresh, decoders)));
+	return fmax(1, ceil(pred_steps_of(c->budget_tokens, fresh, decoders)));
 }
 
 /* Seconds to prefill fresh tokens after hit cached ones in steps steps,
@@ -376,15 +376,16 @@ static inline double pred_srv_prefill_s(const struct dbk_pred *p, const struct p
 }
 
 /* What its prefill holds those queued behind it on server s: the engine
- * packs queued prompts into one step up to its budget, so a short prompt
- * holds the next one a fraction of a step, not a whole one. */
+ * packs queued prompts into one step up to its budget (pack_tokens,
+ * dbk_pred_config_default), so a short prompt holds the next one a
+ * fraction of a step, not a whole one. */
 static inline double pred_srv_prefill_packed_s(const struct dbk_pred *p, const struct pred_srv *s,
                                                double fresh, double hit, double decoders,
                                                double ctx)
 {
 	assert(!p->slow_stale);
-	return s->slow * pred_prefill_in_s(&p->c, pred_steps_packed(&p->c, fresh, decoders), fresh,
-	                                   hit, decoders, ctx);
+	return s->slow * pred_prefill_in_s(&p->c, pred_steps_of(p->c.pack_tokens, fresh, decoders),
+	                                   fresh, hit, decoders, ctx);
 }
 
 /* A decode step on server s, at its learnt decode speed. */

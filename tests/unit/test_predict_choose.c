@@ -171,13 +171,13 @@ static void test_a_queue_past_the_cache_waits_in_turns(void)
 	dbk_pred_free(q);
 }
 
-/* vLLM packs queued prompts into one step up to its token budget: on a
+/* vLLM packs queued prompts into its steps up to its token budget: on a
  * server decoding sixteen requests, whose KV reads make every step
  * cost alike, eight 500-token prompts queued hold the next request about
- * as long as one 4,000-token prompt (both within one 8,192-token step):
- * 92 ms against 102. Priced one whole step each, the eight held it eight
- * steps (155 ms), and servers
- * that had taken many short prompts looked busy while they idled
+ * as long as one 4,000-token prompt: 105 ms against 116, packed into
+ * 2,048-token steps untold (dbk_pred_config_default). Priced one whole
+ * step each, the eight held it eight steps (155 ms), and servers that
+ * had taken many short prompts looked busy while they idled
  * (BENCHMARKS.md, "Stop 45: short prompts packed into one step"). */
 static void test_short_prompts_queued_share_a_step(void)
 {
