@@ -51,7 +51,7 @@ void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
 	 * bigger one only sends it less, which the next choices correct,
 	 * while one priced too short draws more and more of a burst to that
 	 * server. Packed at the H100's 8192 on a fleet of H100s and A100s,
-	 * ttft lost 7-24% of its goodput under bursts of short prompts
+	 * ttft lost 6-24% of its goodput under bursts of short prompts
 	 * (BENCHMARKS.md, "Stop 45: short prompts packed into one step"). */
 	const struct dbk_engine_profile *small = dbk_engine_profile_find("a100");
 
