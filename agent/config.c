@@ -399,6 +399,10 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		NUM("lora-load", DBK_OPT_MS, &c->lora_load_ms, 1, 3600 * 1000, "TIME",
 		    "ttft: what loading a LoRA adapter costs these\nservers (vLLM exports no load "
 		    "time; 50 ms of\nits engine model over --engine-speed)"),
+		NUM("max-num-batched-tokens", DBK_OPT_LL, &c->max_num_batched_tokens, 1,
+		    DBK_MAX_TOKENS, "N",
+		    "ttft: the servers' --max-num-batched-tokens,\nas given to vllm serve "
+		    "(vLLM exports no\nscheduler settings; 8192, vLLM's default on\nan H100)"),
 		SECTION("\nServers' own numbers (vLLM's /metrics and /v1/models; the ttft policy\n"
 		        "routes on them, every policy reports them):"),
 		CALL("scrape", opt_scrape, "NAME=URL",

@@ -103,6 +103,10 @@ struct dbk_config {
 	/* ttft: --lora-load, a LoRA adapter's load on these servers; -1: the
 	 * engine model's (DBK_ENGINE_LORA_LOAD_S) over engine_speed. */
 	long long lora_load_ms;
+	/* ttft: --max-num-batched-tokens, the servers' step token budget as
+	 * given to vllm serve (its /metrics export no scheduler settings);
+	 * 0: the engine model's default. */
+	long long max_num_batched_tokens;
 	const char *user;  /* drop to this user after binding */
 	const char *group; /* ... and group */
 	int max_frame_size;

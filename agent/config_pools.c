@@ -17,6 +17,7 @@ static const char *const pool_options[] = {
 	"policy",
 	"engine-speed",
 	"lora-load",
+	"max-num-batched-tokens",
 	"scrape",
 	"scrape-interval",
 	"scrape-timeout",

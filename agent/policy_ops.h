@@ -39,6 +39,9 @@ struct dbk_policy_env {
 	double stall_weight;
 	/* Seconds loading a LoRA adapter takes; 0: the predictor's default. */
 	double lora_load_s;
+	/* The servers' step token budget (--max-num-batched-tokens); 0: the
+	 * engine model's. */
+	double budget_tokens;
 	uint64_t seed; /* for a policy that draws: the same seed, the same draws */
 };
 

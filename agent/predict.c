@@ -252,7 +252,9 @@ static void pred_record(struct dbk_pred *p, const struct dbk_pred_request *r,
 /* The load's part: its prefill (and load_s, loading its adapter, which
  * holds the steps of those queued after it) queued behind the server's
  * at now_ms, the books charged with t; when learn, what is predicted of
- * it rides in t for its release to learn from (predict_learn.h). */
+ * it rides in t for its release to learn from (predict_learn.h). Its own
+ * first token takes whole steps; those queued after it wait only its
+ * share of the steps it packs them into (held). */
 static void pred_book(struct dbk_pred *p, struct dbk_pred_ticket *t, double prompt, double out,
                       double hit, double load_s, bool learn, uint64_t now_ms)
 {
@@ -263,8 +265,9 @@ static void pred_book(struct dbk_pred *p, struct dbk_pred_ticket *t, double prom
 	double fresh = fmax(prompt - hit, 1);
 	double own = pred_srv_prefill_s(p, s, fresh, hit, decoders, ctx) + load_s;
 	double start = fmax(now, s->last_end_s);
-	pred_push(s, now, start + own);
-	s->last_end_s = start + own;
+	double held = pred_srv_prefill_packed_s(p, s, fresh, hit, decoders, ctx) + load_s;
+	pred_push(s, now, start + held);
+	s->last_end_s = start + held;
 	/* Its first token at the fleet's speed, for dbk_pred_learn_speed,
 	 * and its decode there, for dbk_pred_learn_request. */
 	double x1 = (start + own - now) / s->slow;

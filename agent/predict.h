@@ -117,6 +117,7 @@
 struct dbk_pred_config {
 	unsigned nservers;
 	double budget_tokens;      /* max-num-batched-tokens (8192) */
+	double pack_tokens;        /* the budget the queue is packed into (2048) */
 	double t_cpu_s;            /* fixed cost of a step (0.0015) */
 	double t_weights_s;        /* weight-read floor of a step (0.006) */
 	double lin_tokens_per_s;   /* linear layers' throughput (46000) */

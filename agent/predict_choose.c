@@ -161,23 +161,22 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	double own = pred_srv_prefill_s(p, s, fmax(prompt - hit, 1), hit, decoders, ctx);
 
 	/* Beside what those in flight pin (whole prompts, a shared prefix
-	 * once: pred_ticket_kv),
-	 * the room of its new tokens and output: its hit is resident there.
-	 * Where the room is short it waits for decodes to end (wait_s), and
-	 * still ranks as fitting where it is mostly cached and its new
-	 * tokens fit one step's budget: vLLM admits it with its hit and
-	 * first chunk at once or not at all, so it waits for its own cache
-	 * rather than preempts. A longer fresh prefill is admitted by its
-	 * first chunk and takes the rest step by step, preempting the newest
-	 * running requests: the fit is there to keep those off a full
-	 * server; and an uncached short one gains nothing by waiting there.
-	 * Counted whole at its cache too, or not fitting there, a session
-	 * left its cache for a cold server, where the long fresh prefill
-	 * preempted instead (BENCHMARKS.md, "Long agentic sessions: KV
-	 * pressure"). */
+	 * once: pred_ticket_kv), the room of its new tokens and output: its
+	 * hit is resident there. Where the room is short it waits for
+	 * decodes to end (wait_s), and still ranks as fitting where it is
+	 * mostly cached and its new tokens are few (PRED_FIT_FRESH): vLLM
+	 * admits it with its hit and first chunk at once or not at all, so
+	 * it waits for its own cache rather than preempts. A longer fresh
+	 * prefill is admitted by its first chunk and takes the rest step by
+	 * step, preempting the newest running requests: the fit is there to
+	 * keep those off a full server; and an uncached short one gains
+	 * nothing by waiting there. Counted whole at its cache too, or not
+	 * fitting there, a session left its cache for a cold server, where
+	 * the long fresh prefill preempted instead (BENCHMARKS.md, "Long
+	 * agentic sessions: KV pressure"). */
 	double cap = pred_capacity(p, s);
 	double over = s->kv_tokens + o.kv + prompt - hit + out - cap;
-	e->fits = over <= 0 || (prompt - hit <= p->c.budget_tokens && hit >= prompt - hit);
+	e->fits = over <= 0 || (prompt - hit <= PRED_FIT_FRESH && hit >= prompt - hit);
 	e->wait_s = 0;
 	if (over > 0) {
 		/* Until enough decodes end: what is left of the outputs in

@@ -27,6 +27,13 @@
  * that lasts less (10 s: Azure's slice at 64 instances, all of it
  * within half a second, loses the spread's gain). */
 #define PRED_RATE_S 1.0
+/* Fresh tokens up to which a mostly cached request waits for its own
+ * cache rather than leaves it (pred_eval's fit): one step of the engine
+ * model's default budget, not the servers' told one
+ * (--max-num-batched-tokens): told 2048 here too, agentic sessions lost
+ * 6-10% of their SLO capacity to turns that left their caches
+ * (BENCHMARKS.md, "Stop 45: short prompts packed into one step"). */
+#define PRED_FIT_FRESH 8192.0
 
 struct pred_pending {
 	double end_s;  /* predicted end of this prefill */
@@ -314,26 +321,39 @@ static inline void pred_slow_fresh(struct dbk_pred *p)
 /* The engine's step-time shape (ENGINE-MODEL.md), and what the scrape
  * shows beyond the books: inline, since the choice prices every server
  * with them on every decision. */
-/* Steps a prefill of fresh tokens takes beside decoders, each of which
- * takes one token of every step's budget. */
-static inline double pred_steps(const struct dbk_pred_config *c, double fresh, double decoders)
+/* Steps a prefill of fresh tokens takes beside decoders in steps of
+ * budget tokens, each decoder taking one token of every step: fractional
+ * where the prefill shares its steps with the prompts queued beside it
+ * (packed, in pack_tokens), whole where it is the request's own first
+ * token. */
+static inline double pred_steps_of(double budget, double fresh, double decoders)
 {
-	double room = fmax(c->budget_tokens - decoders, c->budget_tokens / 8);
-	return fmax(1, ceil(fresh / room));
+	return fresh / fmax(budget - decoders, budget / 8);
 }
 
-/* Seconds to prefill fresh tokens after hit cached ones, with decoders
- * decoding over ctx tokens each sharing every step (ENGINE-MODEL.md). */
-static inline double pred_prefill_s(const struct dbk_pred_config *c, double fresh, double hit,
-                                    double decoders, double ctx)
+static inline double pred_steps(const struct dbk_pred_config *c, double fresh, double decoders)
 {
-	double steps = pred_steps(c, fresh, decoders);
+	return fmax(1, ceil(pred_steps_of(c->budget_tokens, fresh, decoders)));
+}
+
+/* Seconds to prefill fresh tokens after hit cached ones in steps steps,
+ * with decoders decoding over ctx tokens each sharing every step
+ * (ENGINE-MODEL.md). */
+static inline double pred_prefill_in_s(const struct dbk_pred_config *c, double steps, double fresh,
+                                       double hit, double decoders, double ctx)
+{
 	double total = hit + fresh;
 	double step_fixed = c->t_cpu_s + decoders * ctx * c->kv_bytes_per_token / c->kv_read_bw;
 
 	return steps * step_fixed +
 	       fmax(steps * c->t_weights_s, (steps * decoders + fresh) / c->lin_tokens_per_s) +
 	       c->attn_flop_per_pair * (total * total - hit * hit) / 2 / c->attn_flops;
+}
+
+static inline double pred_prefill_s(const struct dbk_pred_config *c, double fresh, double hit,
+                                    double decoders, double ctx)
+{
+	return pred_prefill_in_s(c, pred_steps(c, fresh, decoders), fresh, hit, decoders, ctx);
 }
 
 /* A step of decodes only: batch requests reading ctx_sum context
@@ -353,6 +373,19 @@ static inline double pred_srv_prefill_s(const struct dbk_pred *p, const struct p
 {
 	assert(!p->slow_stale);
 	return s->slow * pred_prefill_s(&p->c, fresh, hit, decoders, ctx);
+}
+
+/* What its prefill holds those queued behind it on server s: the engine
+ * packs queued prompts into one step up to its budget (pack_tokens,
+ * dbk_pred_config_default), so a short prompt holds the next one a
+ * fraction of a step, not a whole one. */
+static inline double pred_srv_prefill_packed_s(const struct dbk_pred *p, const struct pred_srv *s,
+                                               double fresh, double hit, double decoders,
+                                               double ctx)
+{
+	assert(!p->slow_stale);
+	return s->slow * pred_prefill_in_s(&p->c, pred_steps_of(p->c.pack_tokens, fresh, decoders),
+	                                   fresh, hit, decoders, ctx);
 }
 
 /* A decode step on server s, at its learnt decode speed. */

@@ -46,10 +46,19 @@ void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
 	/* The engine the stub simulates by default; a faster or slower one
 	 * is --engine-speed's job (policy_ttft.c: dbk_policy_ttft_create). */
 	const struct dbk_engine_profile *g = dbk_engine_profile_find("h100");
+	/* Untold, the queue is packed into the smallest budget vLLM runs by
+	 * default (an A100's): a queue priced too long on a server with a
+	 * bigger one only sends it less, which the next choices correct,
+	 * while one priced too short draws more and more of a burst to that
+	 * server. Packed at the H100's 8192 on a fleet of H100s and A100s,
+	 * ttft lost 6-24% of its goodput under bursts of short prompts
+	 * (BENCHMARKS.md, "Stop 45: short prompts packed into one step"). */
+	const struct dbk_engine_profile *small = dbk_engine_profile_find("a100");
 
 	*c = (struct dbk_pred_config){
 		.nservers = nservers,
 		.budget_tokens = g->default_max_num_batched_tokens,
+		.pack_tokens = small->default_max_num_batched_tokens,
 		.t_cpu_s = g->t_cpu_s,
 		.t_weights_s = g->t_weights_s,
 		.lin_tokens_per_s = g->r_lin_tok_s,
@@ -74,8 +83,8 @@ int dbk_pred_config_check(const struct dbk_pred_config *c, char *err, size_t err
 
 	if (c->nservers == 0 || c->nservers > DBK_MAX_SERVERS)
 		bad = "server count out of range";
-	else if (!pos(c->budget_tokens) || !pos(c->lin_tokens_per_s) || !pos(c->attn_flops) ||
-	         !pos(c->kv_read_bw) || !pos(c->kv_tokens))
+	else if (!pos(c->budget_tokens) || !pos(c->pack_tokens) || !pos(c->lin_tokens_per_s) ||
+	         !pos(c->attn_flops) || !pos(c->kv_read_bw) || !pos(c->kv_tokens))
 		bad = "engine rates and capacities must be positive";
 	else if (!(c->t_cpu_s >= 0) || !(c->t_weights_s >= 0) || !(c->attn_flop_per_pair >= 0) ||
 	         !(c->kv_bytes_per_token >= 0) || !(c->output_tokens >= 0) ||

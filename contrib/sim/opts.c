@@ -163,7 +163,8 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		COUNT_N("max-model-len", &o->max_model_len, 2, MML_MAX,
 		        "every instance (default 131072)"),
 		COUNT_N("max-num-batched-tokens", &o->batched, 1, MML_MAX,
-		        "step token budget (default 8192 h100,\n2048 a100)"),
+		        "step token budget (default 8192 h100,\n2048 a100); the ttft policy is "
+		        "told it,\nas the agent's --max-num-batched-tokens"),
 		COUNT_N("max-num-seqs", &o->seqs, 1, DBK_ENGINE_MAX_SEQS_LIMIT,
 		        "(default 1024 h100, 256 a100)"),
 		COUNT_N("kv-capacity-tokens", &o->kv, 16, TOKENS_MAX,

@@ -164,6 +164,7 @@ static int ag_init(void *st, const struct dbk_sim_policy_env *env)
 			.engine_speed = 1.0,
 			.stall_weight = env->cfg->stall_weight,
 			.lora_load_s = env->cfg->lora_load_s,
+			.budget_tokens = env->cfg->ttft_budget_tokens,
 			.seed = DBK_POLICY_SEED + j,
 		};
 		if (!(p->node[j] = p->ops->create(&pe)))

@@ -98,6 +98,10 @@ struct dbk_sim_config {
 	bool lb_share_sessions;
 	/* The ttft policy's stall weight; < 0: the predictor's default. */
 	double stall_weight;
+	/* The step token budget the ttft policy is told, as an operator
+	 * gives the agent the --max-num-batched-tokens given to vllm serve;
+	 * 0 (the flag not given): the engine model's default. */
+	double ttft_budget_tokens;
 	/* ---- A fleet that changes (all off by default: every instance
 	 * present throughout, none failing, equal weights). ---- */
 	/* Instances present from each step's time on (nscale 0: all): the

@@ -178,6 +178,10 @@ static void test_policy_and_scrape(void)
 	CHECK_EQ_U(PARSE(&c, err, "--engine-speed", "2.5", "a"), DBK_CONFIG_OK);
 	CHECK_NEAR(c.engine_speed, 2.5, 0);
 	CHECK_EQ_U(PARSE(&c, err, "--engine-speed", "0", "a"), DBK_CONFIG_ERROR);
+	CHECK(c.max_num_batched_tokens == 0);
+	CHECK_EQ_U(PARSE(&c, err, "--max-num-batched-tokens", "16384", "a"), DBK_CONFIG_OK);
+	CHECK(c.max_num_batched_tokens == 16384);
+	CHECK_EQ_U(PARSE(&c, err, "--max-num-batched-tokens", "0", "a"), DBK_CONFIG_ERROR);
 	/* Following HAProxy's backend, the server may come later: not an
 	 * error at start. */
 	CHECK_EQ_U(PARSE(&c, err, "--haproxy-socket", "/x", "--scrape", "z=http://x"),

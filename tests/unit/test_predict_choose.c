@@ -1,7 +1,8 @@
 /* The ttft predictor's choice (agent/predict_choose.c): what a request's
  * own time per output token weighs beside its first token, where a
  * request within the objectives nowhere goes, and its wait for KV room
- * behind a queue longer than the cache. */
+ * behind a queue longer than the cache, and the queue short prompts
+ * make. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -170,11 +171,48 @@ static void test_a_queue_past_the_cache_waits_in_turns(void)
 	dbk_pred_free(q);
 }
 
+/* vLLM packs queued prompts into its steps up to its token budget: on a
+ * server decoding sixteen requests, whose KV reads make every step
+ * cost alike, eight 500-token prompts queued hold the next request about
+ * as long as one 4,000-token prompt: 105 ms against 116, packed into
+ * 2,048-token steps untold (dbk_pred_config_default). Priced one whole
+ * step each, the eight held it eight steps (155 ms), and servers that
+ * had taken many short prompts looked busy while they idled
+ * (BENCHMARKS.md, "Stop 45: short prompts packed into one step"). */
+static void test_short_prompts_queued_share_a_step(void)
+{
+	struct dbk_pred_ticket t;
+	struct dbk_pred_choice c8, c1;
+	struct dbk_pred_request d = req(8000, 4000), s = req(500, 100), l = req(4000, 100);
+	struct dbk_pred *p = two_empty(0), *q = two_empty(0);
+
+	if (!p || !q) {
+		dbk_pred_free(p);
+		dbk_pred_free(q);
+		return;
+	}
+	for (int i = 0; i < 16; i++) {
+		dbk_pred_commit(p, &d, 0, 0, &t);
+		dbk_pred_commit(q, &d, 0, 0, &t);
+	}
+	for (int i = 0; i < 8; i++)
+		dbk_pred_commit(p, &s, 0, 60000, &t);
+	dbk_pred_commit(q, &l, 0, 60000, &t);
+	CHECK_EQ_U(dbk_pred_evaluate(p, &s, 0, 60000, &c8), 0);
+	CHECK_EQ_U(dbk_pred_evaluate(q, &s, 0, 60000, &c1), 0);
+	double ahead8 = c8.ttft_s - c8.own_s, ahead1 = c1.ttft_s - c1.own_s;
+	CHECK(ahead8 > 0 && ahead1 > 0);
+	CHECK(fabs(ahead8 / ahead1 - 1) < 0.2);
+	dbk_pred_free(p);
+	dbk_pred_free(q);
+}
+
 int main(void)
 {
 	RUN(test_its_own_tpot_weighs);
 	RUN(test_hopeless_costs_others_least);
 	RUN(test_kv_wait_alone_is_not_lost);
 	RUN(test_a_queue_past_the_cache_waits_in_turns);
+	RUN(test_short_prompts_queued_share_a_step);
 	return CHECK_DONE();
 }
