@@ -25,6 +25,8 @@ void *dbk_policy_ttft_create(const struct dbk_policy_env *env)
 	/* Not scaled by engine_speed: a budget is tokens, not time. */
 	if (env->budget_tokens > 0)
 		c.budget_tokens = c.pack_tokens = env->budget_tokens;
+	if (env->serial_queue)
+		c.pack_tokens = 0;
 	t->draws = env->seed;
 	if (!(t->pred = dbk_pred_new(&c))) {
 		free(t);

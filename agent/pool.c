@@ -258,6 +258,7 @@ static int start_balancer(struct dbk_pool *p, char *err, size_t errlen)
 		.stall_weight = -1,
 		.lora_load_s = dbk_config_lora_load_env_s(&p->cfg),
 		.budget_tokens = (double)p->cfg.max_num_batched_tokens,
+		.serial_queue = p->cfg.admit.enabled,
 		.seed = DBK_POLICY_SEED,
 	};
 	if (dbk_policy_start(&p->policy, p->cfg.policy, &env, err, errlen) < 0)

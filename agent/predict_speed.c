@@ -83,7 +83,7 @@ int dbk_pred_config_check(const struct dbk_pred_config *c, char *err, size_t err
 
 	if (c->nservers == 0 || c->nservers > DBK_MAX_SERVERS)
 		bad = "server count out of range";
-	else if (!pos(c->budget_tokens) || !pos(c->pack_tokens) || !pos(c->lin_tokens_per_s) ||
+	else if (!pos(c->budget_tokens) || !(c->pack_tokens >= 0) || !pos(c->lin_tokens_per_s) ||
 	         !pos(c->attn_flops) || !pos(c->kv_read_bw) || !pos(c->kv_tokens))
 		bad = "engine rates and capacities must be positive";
 	else if (!(c->t_cpu_s >= 0) || !(c->t_weights_s >= 0) || !(c->attn_flop_per_pair >= 0) ||

@@ -165,6 +165,7 @@ static int ag_init(void *st, const struct dbk_sim_policy_env *env)
 			.stall_weight = env->cfg->stall_weight,
 			.lora_load_s = env->cfg->lora_load_s,
 			.budget_tokens = env->cfg->ttft_budget_tokens,
+			.serial_queue = env->cfg->admit.enabled,
 			.seed = DBK_POLICY_SEED + j,
 		};
 		if (!(p->node[j] = p->ops->create(&pe)))

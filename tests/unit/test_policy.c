@@ -48,7 +48,8 @@ static void *start(const char *name, unsigned n, uint64_t seed)
  * (pool.c), and prices a long prefill in that many tokens a step: four
  * times the steps at a quarter of the default budget, each step's fixed
  * cost paid again. Not given: the engine model's 8192. The queue is
- * packed into the told budget, untold into an A100's 2048. */
+ * packed into the told budget, untold into an A100's 2048, and with
+ * admission not at all. */
 static void test_ttft_told_the_budget(void)
 {
 	char *told_argv[] = { "dbucket-spoa", "--policy", "ttft", "--max-num-batched-tokens",
@@ -89,6 +90,12 @@ static void test_ttft_told_the_budget(void)
 	CHECK(wide && dbk_pred_config(wide->pred)->pack_tokens == 16384);
 	if (wide)
 		dbk_policy_ttft_destroy(wide);
+	/* With admission, not packed at all, told or not. */
+	big.serial_queue = true;
+	struct dbk_policy_ttft *serial = dbk_policy_ttft_create(&big);
+	CHECK(serial && dbk_pred_config(serial->pred)->pack_tokens == 0);
+	if (serial)
+		dbk_policy_ttft_destroy(serial);
 	CHECK(dbk_pred_choose(told->pred, &r, 0, &a) == 0);
 	CHECK(dbk_pred_choose(plain->pred, &r, 0, &b) == 0);
 	/* 16 steps against 4: 12 more of the CPU's share of a step. */

@@ -203,6 +203,23 @@ static void test_short_prompts_queued_share_a_step(void)
 	double ahead8 = c8.ttft_s - c8.own_s, ahead1 = c1.ttft_s - c1.own_s;
 	CHECK(ahead8 > 0 && ahead1 > 0);
 	CHECK(fabs(ahead8 / ahead1 - 1) < 0.2);
+	/* Not packed (pack_tokens 0, a pool with admission): a step each. */
+	struct dbk_pred_config c;
+	dbk_pred_config_default(&c, 2);
+	c.index_entries = 4096;
+	c.pack_tokens = 0;
+	struct dbk_pred *u = dbk_pred_new(&c);
+	struct dbk_pred_choice cu;
+	CHECK(u != NULL);
+	if (u) {
+		for (int i = 0; i < 16; i++)
+			dbk_pred_commit(u, &d, 0, 0, &t);
+		for (int i = 0; i < 8; i++)
+			dbk_pred_commit(u, &s, 0, 60000, &t);
+		CHECK_EQ_U(dbk_pred_evaluate(u, &s, 0, 60000, &cu), 0);
+		CHECK(cu.ttft_s - cu.own_s > 1.4 * ahead8);
+		dbk_pred_free(u);
+	}
 	dbk_pred_free(p);
 	dbk_pred_free(q);
 }
