@@ -265,9 +265,7 @@ static void pred_book(struct dbk_pred *p, struct dbk_pred_ticket *t, double prom
 	double fresh = fmax(prompt - hit, 1);
 	double own = pred_srv_prefill_s(p, s, fresh, hit, decoders, ctx) + load_s;
 	double start = fmax(now, s->last_end_s);
-	double held = p->c.pack_tokens > 0
-	                      ? pred_srv_prefill_packed_s(p, s, fresh, hit, decoders, ctx) + load_s
-	                      : own;
+	double held = pred_srv_prefill_packed_s(p, s, fresh, hit, decoders, ctx) + load_s;
 	pred_push(s, now, start + held);
 	s->last_end_s = start + held;
 	/* Its first token at the fleet's speed, for dbk_pred_learn_speed,

@@ -378,11 +378,14 @@ static inline double pred_srv_prefill_s(const struct dbk_pred *p, const struct p
 /* What its prefill holds those queued behind it on server s: the engine
  * packs queued prompts into one step up to its budget (pack_tokens,
  * dbk_pred_config_default), so a short prompt holds the next one a
- * fraction of a step, not a whole one. */
+ * fraction of a step, not a whole one; not packed (pack_tokens 0), its
+ * own whole steps. */
 static inline double pred_srv_prefill_packed_s(const struct dbk_pred *p, const struct pred_srv *s,
                                                double fresh, double hit, double decoders,
                                                double ctx)
 {
+	if (!(p->c.pack_tokens > 0))
+		return pred_srv_prefill_s(p, s, fresh, hit, decoders, ctx);
 	assert(!p->slow_stale);
 	return s->slow * pred_prefill_in_s(&p->c, pred_steps_of(p->c.pack_tokens, fresh, decoders),
 	                                   fresh, hit, decoders, ctx);

@@ -16,9 +16,10 @@ static struct dbk_pred_request req(double prompt, double out)
 		                          .ignore_eos = true };
 }
 
-/* A predictor of two servers of kv_tokens each (0: the default). NULL
- * when out of memory. */
-static struct dbk_pred *two_empty(double kv_tokens)
+/* A predictor of two servers of kv_tokens each (0: the default), its
+ * queue packed into pack_tokens (< 0: the default). NULL when out of
+ * memory. */
+static struct dbk_pred *two_packed(double kv_tokens, double pack_tokens)
 {
 	struct dbk_pred_config c;
 
@@ -26,10 +27,14 @@ static struct dbk_pred *two_empty(double kv_tokens)
 	c.index_entries = 4096;
 	if (kv_tokens > 0)
 		c.kv_tokens = kv_tokens;
+	if (pack_tokens >= 0)
+		c.pack_tokens = pack_tokens;
 	struct dbk_pred *p = dbk_pred_new(&c);
 	CHECK(p != NULL);
 	return p;
 }
+
+static struct dbk_pred *two_empty(double kv_tokens) { return two_packed(kv_tokens, -1); }
 
 /* Two servers: four requests d decoding on 1 (sent at 0), q just sent to
  * 0 (at 60 s, when r is chosen); and r evaluated on each. NULL when out
@@ -171,6 +176,23 @@ static void test_a_queue_past_the_cache_waits_in_turns(void)
 	dbk_pred_free(q);
 }
 
+/* Server 0 of p decoding sixteen requests over 8k-token prompts since
+ * 0 s, n prompts q queued there at 60 s: what they hold a 500-token
+ * request evaluated there then (its first token less its own prefill). */
+static double queued_ahead(struct dbk_pred *p, struct dbk_pred_request q, int n)
+{
+	struct dbk_pred_ticket t;
+	struct dbk_pred_choice c;
+	struct dbk_pred_request d = req(8000, 4000), s = req(500, 100);
+
+	for (int i = 0; i < 16; i++)
+		dbk_pred_commit(p, &d, 0, 0, &t);
+	for (int i = 0; i < n; i++)
+		dbk_pred_commit(p, &q, 0, 60000, &t);
+	CHECK_EQ_U(dbk_pred_evaluate(p, &s, 0, 60000, &c), 0);
+	return c.ttft_s - c.own_s;
+}
+
 /* vLLM packs queued prompts into its steps up to its token budget: on a
  * server decoding sixteen requests, whose KV reads make every step
  * cost alike, eight 500-token prompts queued hold the next request about
@@ -181,47 +203,20 @@ static void test_a_queue_past_the_cache_waits_in_turns(void)
  * (BENCHMARKS.md, "Stop 45: short prompts packed into one step"). */
 static void test_short_prompts_queued_share_a_step(void)
 {
-	struct dbk_pred_ticket t;
-	struct dbk_pred_choice c8, c1;
-	struct dbk_pred_request d = req(8000, 4000), s = req(500, 100), l = req(4000, 100);
-	struct dbk_pred *p = two_empty(0), *q = two_empty(0);
+	struct dbk_pred *p = two_empty(0), *q = two_empty(0), *u = two_packed(0, 0);
 
-	if (!p || !q) {
-		dbk_pred_free(p);
-		dbk_pred_free(q);
-		return;
-	}
-	for (int i = 0; i < 16; i++) {
-		dbk_pred_commit(p, &d, 0, 0, &t);
-		dbk_pred_commit(q, &d, 0, 0, &t);
-	}
-	for (int i = 0; i < 8; i++)
-		dbk_pred_commit(p, &s, 0, 60000, &t);
-	dbk_pred_commit(q, &l, 0, 60000, &t);
-	CHECK_EQ_U(dbk_pred_evaluate(p, &s, 0, 60000, &c8), 0);
-	CHECK_EQ_U(dbk_pred_evaluate(q, &s, 0, 60000, &c1), 0);
-	double ahead8 = c8.ttft_s - c8.own_s, ahead1 = c1.ttft_s - c1.own_s;
-	CHECK(ahead8 > 0 && ahead1 > 0);
-	CHECK(fabs(ahead8 / ahead1 - 1) < 0.2);
-	/* Not packed (pack_tokens 0, a pool with admission): a step each. */
-	struct dbk_pred_config c;
-	dbk_pred_config_default(&c, 2);
-	c.index_entries = 4096;
-	c.pack_tokens = 0;
-	struct dbk_pred *u = dbk_pred_new(&c);
-	struct dbk_pred_choice cu;
-	CHECK(u != NULL);
-	if (u) {
-		for (int i = 0; i < 16; i++)
-			dbk_pred_commit(u, &d, 0, 0, &t);
-		for (int i = 0; i < 8; i++)
-			dbk_pred_commit(u, &s, 0, 60000, &t);
-		CHECK_EQ_U(dbk_pred_evaluate(u, &s, 0, 60000, &cu), 0);
-		CHECK(cu.ttft_s - cu.own_s > 1.4 * ahead8);
-		dbk_pred_free(u);
+	if (p && q && u) {
+		double ahead8 = queued_ahead(p, req(500, 100), 8);
+		double ahead1 = queued_ahead(q, req(4000, 100), 1);
+		CHECK(ahead8 > 0 && ahead1 > 0);
+		CHECK(fabs(ahead8 / ahead1 - 1) < 0.2);
+		/* Not packed (pack_tokens 0, a pool with admission): a step
+		 * each. */
+		CHECK(queued_ahead(u, req(500, 100), 8) > 1.4 * ahead8);
 	}
 	dbk_pred_free(p);
 	dbk_pred_free(q);
+	dbk_pred_free(u);
 }
 
 int main(void)
