@@ -22,7 +22,8 @@ void *dbk_policy_ttft_create(const struct dbk_policy_env *env)
 	if (env->stall_weight >= 0)
 		c.stall_weight = env->stall_weight;
 	c.lora_load_s = dbk_policy_ttft_lora_load_s(env->lora_load_s, env->engine_speed);
-	/* Not scaled by engine_speed: a budget is tokens, not time. */
+	/* Not scaled by engine_speed: a budget is tokens, not time. Only a
+	 * told budget packs the queue (dbk_pred_config_default). */
 	if (env->budget_tokens > 0)
 		c.budget_tokens = c.pack_tokens = env->budget_tokens;
 	if (env->serial_queue)

@@ -46,19 +46,17 @@ void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
 	/* The engine the stub simulates by default; a faster or slower one
 	 * is --engine-speed's job (policy_ttft.c: dbk_policy_ttft_create). */
 	const struct dbk_engine_profile *g = dbk_engine_profile_find("h100");
-	/* Untold, the queue is packed into the smallest budget vLLM runs by
-	 * default (an A100's): a queue priced too long on a server with a
-	 * bigger one only sends it less, which the next choices correct,
-	 * while one priced too short draws more and more of a burst to that
-	 * server. Packed at the H100's 8192 on a fleet of H100s and A100s,
-	 * ttft lost 6-24% of its goodput under bursts of short prompts
-	 * (BENCHMARKS.md, "Stop 45: short prompts packed into one step"). */
-	const struct dbk_engine_profile *small = dbk_engine_profile_find("a100");
 
 	*c = (struct dbk_pred_config){
 		.nservers = nservers,
 		.budget_tokens = g->default_max_num_batched_tokens,
-		.pack_tokens = small->default_max_num_batched_tokens,
+		/* Untold, the queue is not packed, a step a prompt at least:
+		 * packed into 2048-token steps, ttft gained on most fleets but
+		 * lost 10-19% of its goodput on 64 H100/A100 servers under
+		 * bursts of short prompts, and 4% on agentic sessions behind two
+		 * balancers (BENCHMARKS.md, "Stop 45: short prompts packed into
+		 * one step"). Told the servers' budget, it packs into that. */
+		.pack_tokens = 0,
 		.t_cpu_s = g->t_cpu_s,
 		.t_weights_s = g->t_weights_s,
 		.lin_tokens_per_s = g->r_lin_tok_s,

@@ -197,21 +197,21 @@ static double queued_ahead(struct dbk_pred *p, struct dbk_pred_request q, int n)
  * server decoding sixteen requests, whose KV reads make every step
  * cost alike, eight 500-token prompts queued hold the next request about
  * as long as one 4,000-token prompt: 105 ms against 116, packed into
- * 2,048-token steps untold (dbk_pred_config_default). Priced one whole
+ * 2,048-token steps told that budget. Priced one whole
  * step each, the eight held it eight steps (155 ms), and servers that
  * had taken many short prompts looked busy while they idled
  * (BENCHMARKS.md, "Stop 45: short prompts packed into one step"). */
 static void test_short_prompts_queued_share_a_step(void)
 {
-	struct dbk_pred *p = two_empty(0), *q = two_empty(0), *u = two_packed(0, 0);
+	struct dbk_pred *p = two_packed(0, 2048), *q = two_packed(0, 2048), *u = two_empty(0);
 
 	if (p && q && u) {
 		double ahead8 = queued_ahead(p, req(500, 100), 8);
 		double ahead1 = queued_ahead(q, req(4000, 100), 1);
 		CHECK(ahead8 > 0 && ahead1 > 0);
 		CHECK(fabs(ahead8 / ahead1 - 1) < 0.2);
-		/* Not packed (pack_tokens 0, a pool with admission): a step
-		 * each. */
+		/* Not packed (pack_tokens 0: untold, or a pool with
+		 * admission): a step each. */
 		CHECK(queued_ahead(u, req(500, 100), 8) > 1.4 * ahead8);
 	}
 	dbk_pred_free(p);
