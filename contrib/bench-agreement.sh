@@ -9,11 +9,14 @@
 #        [--policies lc,dynamic] [--profile equal|demo] [--repeats N]
 #        [--untie MS | --spread-ticks] [--tolerance PCT] [--out DIR]
 #        [--from DIR] [--time-scale S] [--rate-factor F] [--start S]
-#        [--duration D]
+#        [--duration D] [--max-num-batched-tokens N]
 #
 # --from DIR compares the live runs already in DIR (the results of a
 # contrib/bench-policies.sh run, e.g. build/bench after `make bench`)
 # instead of running them again: nothing live is started.
+# --max-num-batched-tokens N gives the stubs a step budget and tells it to
+# the ttft agent (bench-policies.sh) and to dbucket-sim alike; a --from
+# directory's own setup says which it ran with.
 #
 # Simulator columns: "sim" (no overhead: the engines alone); "sim+o", run
 # with --overhead-ms o, what the live path adds to an idle request (the
@@ -41,7 +44,7 @@ out=$REPO/build/bench/agreement pass=() from="" scale=""
 # ties 20 ms apart (not 2): at 10, wall-time effects x10 move the
 # short-prompt TTFT tail of dbucket dynamic by about 20% (BENCHMARKS.md).
 mc_scale=5 untie=20
-quick=0 rf="" start="" dur="" spread=0
+quick=0 rf="" start="" dur="" spread=0 batched=""
 dbk_options "--quick quick=1
 --time-scale scale
 --rate-factor rf
@@ -55,6 +58,7 @@ dbk_options "--quick quick=1
 --spread-ticks spread=1
 --tolerance tol
 --out out
+--max-num-batched-tokens batched
 --from from" "$@"
 # Passed on to bench-policies.sh as given.
 [ "$quick" = 0 ] || pass+=(--quick)
@@ -62,6 +66,7 @@ dbk_options "--quick quick=1
 [ -z "$start" ] || pass+=(--start "$start")
 [ -z "$dur" ] || pass+=(--duration "$dur")
 [ "$spread" = 0 ] || pass+=(--spread-ticks)
+[ -z "$batched" ] || pass+=(--max-num-batched-tokens "$batched")
 dbk_need_cmds jq awk
 dbk_need_bins dbucket-sim
 
@@ -120,6 +125,10 @@ for trace in ${traces//,/ }; do
 	rf=$(setup_of "$trace" rate_factor) scale=$(setup_of "$trace" time_scale)
 	sim_spread=()
 	[ "$(setup_of "$trace" spread_ticks)" = 1 ] && sim_spread=(--spread-ticks)
+	# The stubs' step budget, told to ttft live as here (0 or none: the
+	# GPU's default).
+	b=$(setup_of "$trace" batched)
+	case $b in '' | 0) ;; *) sim_spread+=(--max-num-batched-tokens "$b") ;; esac
 	# dbucket-sim's TTFT for the probe requests (idle engines).
 	"$BUILD/dbucket-sim" --trace "$ldir/${pre}probe.jsonl" --rate-factor 4 --instances 4 "${demo_flag[@]+"${demo_flag[@]}"}" \
 		--policy lc --json "$tmp/probe-sim.json" >/dev/null

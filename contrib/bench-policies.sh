@@ -12,7 +12,7 @@
 #        [--traces mooncake,azure,code] [--policies rr,lc,plain,dynamic,ttft,p2,chash]
 #        [--repeats N] [--out DIR] [--no-plots] [--untie MS | --spread-ticks]
 #        [--rate-factor F] [--time-scale S] [--start S] [--duration D]
-#        [--calibrate]
+#        [--calibrate] [--max-num-batched-tokens N]
 #
 #   --traces        mooncake and azure (the recorded traces in
 #                   contrib/traces), code: the short-prompt code-assistant
@@ -53,6 +53,10 @@
 #   --spread-ticks  instead, each tick's requests at uniform random times
 #                   before the next tick (dbucket-bench --spread-ticks,
 #                   the simulator's seed): arrivals as clients make them
+#   --max-num-batched-tokens N
+#                   the stubs' step budget (vllm serve's option; default
+#                   their GPU's: 8192 H100, 2048 A100), told to ttft and
+#                   to dbucket-sim alike
 #   --calibrate     no live run: sweep dbucket-sim's leastconn over rate
 #                   factors on each slice and print the one that offers
 #                   75% of its saturation throughput
@@ -79,7 +83,7 @@ TRACE_DIR=$(cd "$TRACE_DIR" && pwd)
 
 quick=0 profile=equal traces=mooncake,azure policies=rr,lc,plain,dynamic
 repeats=1 out=$REPO/build/bench plots=1 untie=2 calibrate=0 spread=0
-o_rf="" o_scale="" o_start="" o_dur=""
+o_rf="" o_scale="" o_start="" o_dur="" batched=""
 tag="" # internal: --tag NAME prefixes every result file (bench-agreement.sh)
 dbk_options "--quick quick=1
 --profile profile
@@ -95,11 +99,15 @@ dbk_options "--quick quick=1
 --start o_start
 --duration o_dur
 --calibrate calibrate=1
+--max-num-batched-tokens batched
 --tag tag" "$@"
 [ -z "$tag" ] || tag=$tag-
 case $profile in equal|demo|mixed) ;; *) echo "bench-policies: --profile equal, demo or mixed" >&2; exit 2 ;; esac
 case $repeats in ''|*[!0-9]*|0) echo "bench-policies: --repeats wants a count >= 1" >&2; exit 2 ;; esac
 case $untie in ''|*[!0-9.]*) echo "bench-policies: --untie wants milliseconds" >&2; exit 2 ;; esac
+case $batched in '') ;; *[!0-9]*|0*) echo "bench-policies: --max-num-batched-tokens wants a token count >= 1" >&2; exit 2 ;; esac
+budget_flag=()
+[ -z "$batched" ] || budget_flag=(--max-num-batched-tokens "$batched")
 # Spread ticks have no ties left to break.
 spread_flag=()
 [ "$spread" = 1 ] && untie=0 spread_flag=(--spread-ticks)
@@ -135,6 +143,7 @@ profile_sim_flags() {
 	demo) echo --demo-profile ;;
 	mixed) echo --gpu h100,a100 ;;
 	esac
+	[ -z "$batched" ] || echo --max-num-batched-tokens "$batched"
 }
 
 dbk_need_bins vllm-stub dbucket-spoa dbucket-bench dbucket-sim
@@ -275,7 +284,7 @@ start_cluster() { # start_cluster POLICY SCALE: stubs, HAProxy, agent; sets DBK_
 		p=$(dbk_port)
 		export "DBK_VLLM$i=127.0.0.1:$p"
 		"$BUILD/vllm-stub" --port "$p" --name "vllm$i" --time-scale "$scale" \
-			"${extra[@]}" >"$tmp/stub$i.out" 2>"$tmp/stub$i.log" &
+			"${extra[@]}" ${budget_flag[@]+"${budget_flag[@]}"} >"$tmp/stub$i.out" 2>"$tmp/stub$i.log" &
 		run_pids+=($!)
 		pids+=($!)
 	done
@@ -309,7 +318,8 @@ start_cluster() { # start_cluster POLICY SCALE: stubs, HAProxy, agent; sets DBK_
 		# of model time, as dbucket-sim's ttft reads its snapshots.
 		# --engine-speed: the stubs' clock runs S times real time.
 		[ "$policy" = ttft ] && mode=(--policy ttft --engine-speed "$scale" --scrape-interval
-			"$(awk -v s="$scale" 'BEGIN { v = int(100 / s); print v < 10 ? 10 : v }')")
+			"$(awk -v s="$scale" 'BEGIN { v = int(100 / s); print v < 10 ? 10 : v }')"
+			${budget_flag[@]+"${budget_flag[@]}"})
 		"$BUILD/dbucket-spoa" ${mode[@]+"${mode[@]}"} --listen "$DBK_AGENT" \
 			--completion-listen "$DBK_COMPLETIONS" --completion-listen "udp@$DBK_COMPLETIONS" \
 			--admin-listen "$admin" \
@@ -368,7 +378,7 @@ for trace in ${traces//,/ }; do
 	read -r file d_start d_dur d_rf d_scale < <(trace_defaults "$trace")
 	start=${o_start:-$d_start} dur=${o_dur:-$d_dur} rf=${o_rf:-$d_rf} scale=${o_scale:-$d_scale}
 	tfile=$(slice_file "$trace" "$file")
-	echo "$trace start=$start duration=$dur rate_factor=$rf time_scale=$scale untie_ms=$([ "$trace" = mooncake ] && echo "$untie" || echo 0) spread_ticks=$spread profile=$profile file=$tfile" \
+	echo "$trace start=$start duration=$dur rate_factor=$rf time_scale=$scale untie_ms=$([ "$trace" = mooncake ] && echo "$untie" || echo 0) spread_ticks=$spread profile=$profile batched=${batched:-0} file=$tfile" \
 		>"$out/${tag}$trace-setup.txt"
 	order=${policies//,/ }
 	for ((rep = 1; rep <= repeats; rep++)); do
@@ -596,7 +606,7 @@ summary=$out/${tag}summary.md
 	echo "## Commands"
 	echo
 	echo '```'
-	echo "contrib/bench-policies.sh $([ "$quick" = 1 ] && echo '--quick ')--profile $profile --traces $traces --policies $policies --repeats $repeats $([ "$spread" = 1 ] && echo --spread-ticks || echo "--untie $untie")"
+	echo "contrib/bench-policies.sh $([ "$quick" = 1 ] && echo '--quick ')$([ -n "$batched" ] && echo "--max-num-batched-tokens $batched ")--profile $profile --traces $traces --policies $policies --repeats $repeats $([ "$spread" = 1 ] && echo --spread-ticks || echo "--untie $untie")"
 	echo "# each run: four stubs (vllm0..3; demo profile: vllm0-1 with --max-model-len 32768 --kv-capacity-tokens 120000; mixed: vllm1 and vllm3 with --gpu a100)"
 	echo "build/vllm-stub --port P --name vllmI --time-scale S --max-model-len 131072 --kv-capacity-tokens 430000"
 	echo "# HAProxy: haproxy/haproxy.cfg; rr/lc without the SPOE filter,"
@@ -616,7 +626,7 @@ summary=$out/${tag}summary.md
 
 for trace in ${traces//,/ }; do
 	echo
-	echo "== $trace: $(cut -d' ' -f2-7 "$out/${tag}$trace-setup.txt")"
+	echo "== $trace: $(cut -d' ' -f2-9 "$out/${tag}$trace-setup.txt")"
 	echo "   4 stubs; latencies in ms of model time; s/l = short/long prompts; TPOT, E2E over all"
 	table "$trace"
 	echo "   idle probe TTFT: $(probes "$trace")"

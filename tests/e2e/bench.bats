@@ -68,3 +68,24 @@ bench() {
 	local pct=$(sed -n 's/^saturation: .*(default [0-9.]*: \([0-9]*\)%)$/\1/p' <<<"$output")
 	[ -n "$pct" ] && [ "$pct" -ge 60 ] && [ "$pct" -le 90 ] || fail "default offers ${pct:-?}% of saturation"
 }
+
+@test "bench-policies --max-num-batched-tokens: the simulator is told the stubs' budget; a bad one is refused" {
+	run "$REPO/contrib/bench-policies.sh" --calibrate --traces code --quick --max-num-batched-tokens 0
+	assert_failure 2
+	assert_output --partial "--max-num-batched-tokens wants a token count"
+	run "$REPO/contrib/bench-policies.sh" --calibrate --traces code --quick --max-num-batched-tokens 2k
+	assert_failure 2
+	local out=$BATS_TEST_TMPDIR/cal
+	run "$REPO/contrib/bench-policies.sh" --calibrate --traces code --quick --out "$out"
+	assert_success
+	local untold=$(grep -E '^ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9]+' <<<"$output")
+	run "$REPO/contrib/bench-policies.sh" --calibrate --traces code --quick --out "$out" \
+		--max-num-batched-tokens 2048
+	assert_success
+	local told=$(grep -E '^ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9]+' <<<"$output")
+	# Steps of 2048 tokens, not the H100's 8192: near saturation (the
+	# sweep's last five rates) every median first token comes later.
+	[ -n "$untold" ] && [ "$(wc -l <<<"$told")" -eq "$(wc -l <<<"$untold")" ] || fail "no sweep"
+	paste <(awk '{ print $4 }' <<<"$untold" | tail -5) <(awk '{ print $4 }' <<<"$told" | tail -5) |
+		awk '$2 <= $1 { bad = 1 } END { exit bad }' || fail "the budget did not reach the simulator"
+}
