@@ -119,11 +119,12 @@ struct dbk_pred_config {
 	double budget_tokens; /* max-num-batched-tokens (8192) */
 	/* The budget the queue is packed into: the told one; 0 (untold):
 	 * not packed, every prompt queued at least a step of its own. With
-	 * admission the queue is not packed even when told: packed, its sheds let a mixed fleet's critical class
-	 * fall from 98% to 70% within the objectives at 1.5x capacity, since
-	 * past capacity vLLM's queue waits for seats (max-num-seqs) and KV
-	 * the books do not model (BENCHMARKS.md, "Stop 45: short prompts
-	 * packed into one step"). */
+	 * admission the queue is not packed even when told: packed, its
+	 * sheds let a mixed fleet's critical class fall from 98% to 70%
+	 * within the objectives at 1.5x capacity, since past capacity
+	 * vLLM's queue waits for seats (max-num-seqs) and KV the books do
+	 * not model (BENCHMARKS.md, "Stop 45: short prompts packed into one
+	 * step"). */
 	double pack_tokens;
 	double t_cpu_s;            /* fixed cost of a step (0.0015) */
 	double t_weights_s;        /* weight-read floor of a step (0.006) */

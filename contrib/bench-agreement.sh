@@ -67,6 +67,11 @@ dbk_options "--quick quick=1
 [ -z "$dur" ] || pass+=(--duration "$dur")
 [ "$spread" = 0 ] || pass+=(--spread-ticks)
 [ -z "$batched" ] || pass+=(--max-num-batched-tokens "$batched")
+# A --from directory's runs had their budget: its setup says which.
+[ -z "$from" ] || [ -z "$batched" ] || {
+	echo "bench-agreement: --max-num-batched-tokens with --from: the runs' own setup gives the budget" >&2
+	exit 2
+}
 dbk_need_cmds jq awk
 dbk_need_bins dbucket-sim
 
@@ -123,12 +128,12 @@ for trace in ${traces//,/ }; do
 	# A results directory that was moved keeps its untied slice beside it.
 	[ -f "$file" ] || file=$ldir/$(basename "$file")
 	rf=$(setup_of "$trace" rate_factor) scale=$(setup_of "$trace" time_scale)
-	sim_spread=()
-	[ "$(setup_of "$trace" spread_ticks)" = 1 ] && sim_spread=(--spread-ticks)
+	sim_flags=()
+	[ "$(setup_of "$trace" spread_ticks)" = 1 ] && sim_flags=(--spread-ticks)
 	# The stubs' step budget, told to ttft live as here (0 or none: the
-	# GPU's default).
+	# GPU's default): the engines are the stubs' whatever the policy.
 	b=$(setup_of "$trace" batched)
-	case $b in '' | 0) ;; *) sim_spread+=(--max-num-batched-tokens "$b") ;; esac
+	case $b in '' | 0) ;; *) sim_flags+=(--max-num-batched-tokens "$b") ;; esac
 	# dbucket-sim's TTFT for the probe requests (idle engines).
 	"$BUILD/dbucket-sim" --trace "$ldir/${pre}probe.jsonl" --rate-factor 4 --instances 4 "${demo_flag[@]+"${demo_flag[@]}"}" \
 		--policy lc --json "$tmp/probe-sim.json" >/dev/null
@@ -145,7 +150,7 @@ for trace in ${traces//,/ }; do
 		# (the band).
 		for k in 0 0.5 1 1.5 2 3; do
 			"$BUILD/dbucket-sim" --trace "$file" --start-s "$start" --duration-s "$dur" --rate-factor "$rf" \
-				--instances 4 "${demo_flag[@]+"${demo_flag[@]}"}" ${sim_spread[@]+"${sim_spread[@]}"} --policy "$p" \
+				--instances 4 "${demo_flag[@]+"${demo_flag[@]}"}" ${sim_flags[@]+"${sim_flags[@]}"} --policy "$p" \
 				--overhead-ms "$(awk -v o="$oh" -v k="$k" 'BEGIN { printf "%.3f", o * k }')" \
 				--json "$tmp/sim-$k.json" >/dev/null
 		done

@@ -138,7 +138,7 @@ SLO_TTFT=2000 SLO_TPOT=100
 # bounds a run under a hopeless policy.
 REQ_TIMEOUT=600
 MAX_MODEL_LEN=131072
-profile_sim_flags() {
+fleet_sim_flags() {
 	case $profile in
 	demo) echo --demo-profile ;;
 	mixed) echo --gpu h100,a100 ;;
@@ -211,7 +211,7 @@ if [ "$calibrate" = 1 ]; then
 			rf=$(awk -v b="$d_rf" -v k="$k" 'BEGIN { printf "%.4g", b * 2 ^ ((k - 16) / 8) }')
 			# shellcheck disable=SC2046
 			"$BUILD/dbucket-sim" --trace "$f" --start-s "$start" --duration-s "$dur" --rate-factor "$rf" \
-				--instances 4 $(profile_sim_flags) ${spread_flag[@]+"${spread_flag[@]}"} \
+				--instances 4 $(fleet_sim_flags) ${spread_flag[@]+"${spread_flag[@]}"} \
 				--policy lc --json "$tmp/cal.json" >"$tmp/cal.txt"
 			read -r n tput p50 p99 busy < <(jq -r '.policies[0] | [.classes.all.requests,
 				.classes.all.request_throughput, .classes.all.ttft_ms.p50, .classes.all.ttft_ms.p99,

@@ -75,6 +75,10 @@ bench() {
 	assert_output --partial "--max-num-batched-tokens wants a token count"
 	run "$REPO/contrib/bench-policies.sh" --calibrate --traces code --quick --max-num-batched-tokens 2k
 	assert_failure 2
+	# Runs already made had their own budget, which their setup says.
+	run "$REPO/contrib/bench-agreement.sh" --from "$BATS_TEST_TMPDIR" --max-num-batched-tokens 2048
+	assert_failure 2
+	assert_output --partial "the runs' own setup gives the budget"
 	local out=$BATS_TEST_TMPDIR/cal
 	run "$REPO/contrib/bench-policies.sh" --calibrate --traces code --quick --out "$out"
 	assert_success
