@@ -130,6 +130,7 @@ struct dbk_pred {
 	double mean_work_s;               /* EWMA of a request's prefill on an idle server */
 	double fleet_a, fleet_b, fleet_h; /* the fleet's fits (dbk_pred_update_slow) */
 	uint64_t fade_ms;                 /* the fits' last fade by age (predict_speed.c) */
+	double taught, fade_taught;       /* requests that taught a fit, in all and at that fade */
 	bool prior_stale;                 /* a weight changed since the servers' priors */
 	bool slow_stale; /* the fleet's fits moved since the servers' slow (pred_slow_fresh) */
 	unsigned next;   /* varies the ties of requests without identity */

@@ -224,6 +224,28 @@ static void test_a_recovered_server_is_not_sealed(void)
 	dbk_pred_free(truth);
 }
 
+/* A lull, the fleet sent nothing, tells nothing new of anyone: the
+ * fits fade no faster than the fleet is sent PRED_SPEED_FADE_REQS
+ * requests per server. Faded by the clock alone, 300 s without a
+ * request left the slow server under PRED_SPEED_SEEN rows, priced as
+ * its peers until taught again (Mooncake on 4 H100/A100 servers: the
+ * A100s forgotten in every lull). */
+static void test_a_lull_forgets_nothing(void)
+{
+	struct dbk_pred *p = fleet(4), *truth = fleet(4);
+	uint64_t now = 1000;
+	double rp, rd;
+
+	serve_rounds(p, truth, 100, 3, 3, &now);
+	now += 300000;
+	serve_some(p, truth, 1, 1, 1, 1, &now); /* one request ends, to server 0 */
+	ratios(p, &rp, &rd);
+	CHECK_NEAR(rp, 3, 0.1);
+	CHECK_NEAR(rd, 3, 0.1);
+	dbk_pred_free(p);
+	dbk_pred_free(truth);
+}
+
 /* A fit faded loses its weight: under a row's worth, the prior pulls
  * it back most of the way. */
 static void test_fade_weighs_less(void)
@@ -719,6 +741,7 @@ int main(void)
 	RUN(test_a_2x_slower_server_learnt_within_100);
 	RUN(test_decode_told_from_prefill);
 	RUN(test_a_recovered_server_is_not_sealed);
+	RUN(test_a_lull_forgets_nothing);
 	RUN(test_fade_weighs_less);
 	RUN(test_equal_fleet_and_weight_prior);
 	RUN(test_priors_follow_the_weights);
