@@ -207,8 +207,8 @@ void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct d
 }
 
 /* Every server's fits fade by their age since the last fade or by the
- * requests that taught the fleet since, whichever is less, at most once
- * every PRED_SPEED_FADE_EVERY_MS (O(servers)). */
+ * requests that taught the fleet since, whichever fades them less, at
+ * most once every PRED_SPEED_FADE_EVERY_MS (O(servers)). */
 static void fade(struct dbk_pred *p, uint64_t now_ms)
 {
 	if (p->fade_ms == 0 || now_ms < p->fade_ms) {

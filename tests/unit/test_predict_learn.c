@@ -225,7 +225,7 @@ static void test_a_recovered_server_is_not_sealed(void)
 }
 
 /* A lull, the fleet sent nothing, tells nothing new of anyone: the
- * fits fade no faster than the fleet is sent PRED_SPEED_FADE_REQS
+ * fits fade no faster than the fleet ends PRED_SPEED_FADE_REQS
  * requests per server. Faded by the clock alone, 300 s without a
  * request left the slow server under PRED_SPEED_SEEN rows, priced as
  * its peers until taught again (Mooncake on 4 H100/A100 servers: the
