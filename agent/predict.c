@@ -54,16 +54,6 @@ void dbk_pred_free(struct dbk_pred *p)
 
 const struct dbk_pred_config *dbk_pred_config(const struct dbk_pred *p) { return &p->c; }
 
-const char *dbk_pred_reason_str(enum dbk_pred_reason r)
-{
-	switch (r) {
-	case DBK_PRED_FASTEST: return "fastest";
-	case DBK_PRED_TOO_LONG: return "too-long";
-	case DBK_PRED_NO_SERVER: return "no-server";
-	}
-	return "?";
-}
-
 void dbk_pred_set_state(struct dbk_pred *p, unsigned server, enum dbk_pred_state st)
 {
 	if (server < p->c.nservers)

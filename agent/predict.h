@@ -211,8 +211,6 @@ enum dbk_pred_reason {
 	DBK_PRED_NO_SERVER,   /* nothing usable; server is -1 */
 };
 
-const char *dbk_pred_reason_str(enum dbk_pred_reason r);
-
 struct dbk_pred_choice {
 	int server; /* index, or -1 */
 	enum dbk_pred_reason reason;

@@ -196,10 +196,6 @@ void dbk_prefix_cache_free(struct dbk_prefix_cache *pc)
 	free(pc);
 }
 
-bool dbk_prefix_cache_enabled(const struct dbk_prefix_cache *pc) { return pc->caching; }
-
-uint32_t dbk_prefix_cache_total(const struct dbk_prefix_cache *pc) { return pc->n; }
-
 uint32_t dbk_prefix_cache_num_free(const struct dbk_prefix_cache *pc) { return pc->nfree; }
 
 uint32_t dbk_prefix_cache_num_cached(const struct dbk_prefix_cache *pc) { return pc->ncached; }

@@ -65,8 +65,6 @@ struct dbk_prefix_cache;
 struct dbk_prefix_cache *dbk_prefix_cache_new(uint32_t nblocks, bool caching);
 void dbk_prefix_cache_free(struct dbk_prefix_cache *pc);
 
-bool dbk_prefix_cache_enabled(const struct dbk_prefix_cache *pc);
-uint32_t dbk_prefix_cache_total(const struct dbk_prefix_cache *pc);
 /* Blocks no request holds, cached ones included (vLLM's
  * get_num_free_blocks: what kv_cache_usage_perc is computed from). */
 uint32_t dbk_prefix_cache_num_free(const struct dbk_prefix_cache *pc);
