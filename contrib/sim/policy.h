@@ -28,6 +28,8 @@
  *                    consistent_hash_seed1..3, other ring layouts (by name)
  *   llm_d            llm-d's default scheduling profile (policy_llmd.c);
  *                    llm_d_active, with its active-request scorer
+ *   llm_d_latency    llm-d's predicted-latency profile, opt-in there
+ *                    (policy_llmd_latency.c)
  *   prefixaware      vLLM production-stack (policy_prefixaware.c)
  * Those that read backend numbers read them from a scraped snapshot
  * (snapshot.h) refreshed on the peer's interval, never from the engine.

@@ -70,7 +70,6 @@
 
 #define LD_REFRESH_S 0.050
 #define LD_PHASES 8u
-#define LD_GOLDEN 0.6180339887498949
 #define LD_W_QUEUE 2.0
 #define LD_W_KV 2.0
 #define LD_W_PREFIX 3.0
@@ -138,11 +137,8 @@ static int ld_init(void *st, const struct dbk_sim_policy_env *env)
 	p->ties = calloc(n, sizeof(*p->ties));
 	if (!p->phase || !p->match || !p->ties || dbk_sim_snapshot_init(&p->snap, n) != 0)
 		return -1;
-	for (unsigned i = 0; i < n; i++) {
-		double f = (double)i * LD_GOLDEN;
-
-		p->phase[i] = (unsigned char)((f - (double)(uint64_t)f) * LD_PHASES);
-	}
+	for (unsigned i = 0; i < n; i++)
+		p->phase[i] = (unsigned char)dbk_sim_snapshot_phase(i, LD_PHASES);
 	return dbk_blockindex_init(&p->index, n, LD_LRU_PER_SERVER);
 }
 

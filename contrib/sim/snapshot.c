@@ -53,6 +53,13 @@ void dbk_sim_snapshot_scrape(struct dbk_sim_snapshot *sn, const struct dbk_sim *
 	sn->scrapes++;
 }
 
+unsigned dbk_sim_snapshot_phase(unsigned i, unsigned phases)
+{
+	double f = (double)i * 0.6180339887498949;
+
+	return (unsigned)((f - (double)(uint64_t)f) * phases);
+}
+
 const struct dbk_sim_scrape *dbk_sim_snapshot_get(const struct dbk_sim_snapshot *sn, unsigned i)
 {
 	return &sn->inst[i];

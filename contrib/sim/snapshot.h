@@ -44,6 +44,11 @@ void dbk_sim_snapshot_set(struct dbk_sim_snapshot *sn, unsigned i, double at_s, 
 void dbk_sim_snapshot_scrape_one(struct dbk_sim_snapshot *sn, const struct dbk_sim *s, unsigned i);
 /* Scrapes every instance of s now (what a tick does). */
 void dbk_sim_snapshot_scrape(struct dbk_sim_snapshot *sn, const struct dbk_sim *s);
+/* Which of phases equal parts of its interval a router that polls each
+ * pod on its own timer (llm-d: one collector per pod, started when the
+ * pod joins) scrapes pod i in: frac(i x the golden ratio), so the pods
+ * spread over the interval. */
+unsigned dbk_sim_snapshot_phase(unsigned i, unsigned phases);
 const struct dbk_sim_scrape *dbk_sim_snapshot_get(const struct dbk_sim_snapshot *sn, unsigned i);
 
 #endif

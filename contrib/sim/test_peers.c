@@ -1,8 +1,9 @@
 /* Unit tests of the peers' policies in the simulator (policy_cache_aware.c,
- * policy_p2.c, policy_chash.c, policy_llmd.c) and of the scrape snapshot
- * their backend numbers come from (snapshot.c): conservation, affinity
- * where the peer promises it, each variant's difference from its peer,
- * and staleness bounded by the interval. */
+ * policy_p2.c, policy_chash.c, policy_llmd.c, policy_llmd_latency.c) and
+ * of the scrape snapshot their backend numbers come from (snapshot.c):
+ * conservation, affinity where the peer promises it, each variant's
+ * difference from its peer, what the predicted-latency pipeline does
+ * with a loaded pod, and staleness bounded by the interval. */
 #include "policy.h"
 #include "snapshot.h"
 #include "sim.h"
@@ -82,7 +83,7 @@ static void test_conservation(void)
 		                "power_of_two",    "power_of_two_informed",
 		                "consistent_hash", "consistent_hash_seed1",
 		                "llm_d",           "llm_d_active",
-		                "prefixaware" };
+		                "llm_d_latency",   "prefixaware" };
 	struct dbk_sim_req *r = conversations(5, 0.05);
 	unsigned p, k;
 
@@ -231,6 +232,93 @@ static void test_llmd_herd(void)
 	}
 }
 
+/* llm_d_latency (policy_llmd_latency.c) on two pods: pod 0 alone until
+ * t_join, pod 1 empty after. Before t_load, one burst every 2 s of four
+ * 8192-token prompts at once on pod 0 (the k-th waits for the prefills
+ * before it: the predictor learns what prefill tokens in flight cost) and
+ * one 1024-token prompt a second later; at t_load twelve 32768-token
+ * prompts land on pod 0; from t_probe, sixteen 200-token prompts 0.25 s
+ * apart. No hash ids: no prefix is shared, the affinity filters keep
+ * every pod. How many probes pod 0 got. */
+#define LAT_PROBES 16
+
+static unsigned lat_probes_on_0(double t_load, double t_join, double t_probe, double slo_ttft_s)
+{
+	struct dbk_engine_config e[2];
+	const struct dbk_sim_step sc[] = { { 0, 1 }, { t_join, 2 } };
+	struct dbk_sim_req r[200];
+	struct dbk_sim_config c;
+	struct dbk_sim *s;
+	char err[256];
+	size_t n = 0;
+	unsigned on0 = 0;
+
+	memset(r, 0, sizeof(r));
+	for (double t = 0; t + 2 <= t_load; t += 2) {
+		for (int k = 0; k < 4; k++)
+			r[n++] = (struct dbk_sim_req){ .arrival_s = t,
+				                       .input_tokens = 8192,
+				                       .output_tokens = 20 };
+		r[n++] = (struct dbk_sim_req){ .arrival_s = t + 1,
+			                       .input_tokens = 1024,
+			                       .output_tokens = 20 };
+	}
+	for (int k = 0; k < 12; k++)
+		r[n++] = (struct dbk_sim_req){ .arrival_s = t_load,
+			                       .input_tokens = 32768,
+			                       .output_tokens = 200 };
+	for (int k = 0; k < LAT_PROBES; k++)
+		r[n++] = (struct dbk_sim_req){ .arrival_s = t_probe + 0.25 * k,
+			                       .input_tokens = 200,
+			                       .output_tokens = 5 };
+	for (size_t k = 0; k < n; k++)
+		r[k].id = (uint32_t)k;
+	for (int i = 0; i < 2; i++)
+		dbk_engine_config_default(&e[i], dbk_engine_profile_find("h100"));
+	dbk_sim_config_default(&c);
+	c.ninstances = 2;
+	c.engines = e;
+	c.scale = sc;
+	c.nscale = 2;
+	c.slo.ttft_s = slo_ttft_s;
+	c.slo.tpot_s = 0.1;
+	s = dbk_sim_new(&c, r, n, dbk_sim_policy_find("llm_d_latency"), err, sizeof(err));
+	CHECK(s != NULL);
+	if (!s)
+		return 0;
+	CHECK(dbk_sim_run(s, err, sizeof(err)) == 0);
+	for (size_t k = n - LAT_PROBES; k < n; k++)
+		on0 += dbk_sim_outcome(s, (uint32_t)k)->instance == 0;
+	dbk_sim_free(s);
+	return on0;
+}
+
+/* Trained (the model retrained at 40 s is served from 45 s on), with a
+ * TTFT objective of 2 s: pod 0, twelve long prompts deep, is predicted
+ * past it and the tier filter keeps pod 1 alone (but for its 1% draw of
+ * the other tier, which the seed does not make here). */
+static void test_llmd_latency_tier(void) { CHECK(lat_probes_on_0(44, 45.5, 46, 2.0) <= 1); }
+
+/* The same with an objective of 10 minutes: both pods are within it and
+ * the scorer's "least" prefers less headroom. Pod 0, the loaded one, has
+ * the least TTFT headroom (weight 0.8) but, the TPOT model extrapolating
+ * far past its training rows, the most TPOT headroom (0.2): it scores
+ * 0.81 against pod 1's 0.20 and gets about four probes in five. */
+static void test_llmd_latency_least(void)
+{
+	CHECK(lat_probes_on_0(44, 45.5, 46, 600.0) >= LAT_PROBES * 5 / 8);
+}
+
+/* Before any retrain the sidecars serve their default model, 10 ms
+ * everywhere: every pod has the same headroom, scores 0.51, and the
+ * draw is even, the loaded pod 0 included. */
+static void test_llmd_latency_cold(void)
+{
+	unsigned on0 = lat_probes_on_0(1, 5, 6, 2.0);
+
+	CHECK(on0 >= 3 && on0 <= LAT_PROBES - 3);
+}
+
 /* power_of_two as it runs against vLLM ignores load: a burst of 200
  * requests at once is placed at random (each instance near its 50, the
  * counts spread apart); power_of_two_informed, which counts its own
@@ -364,6 +452,9 @@ int main(void)
 	RUN(test_affinity);
 	RUN(test_cache_aware_thresholds);
 	RUN(test_llmd_herd);
+	RUN(test_llmd_latency_tier);
+	RUN(test_llmd_latency_least);
+	RUN(test_llmd_latency_cold);
 	RUN(test_p2_random);
 	RUN(test_chash_layouts);
 	RUN(test_staleness);

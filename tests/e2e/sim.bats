@@ -30,7 +30,7 @@ MOONCAKE=$REPO/contrib/traces/mooncake_conversation_trace.jsonl
 	assert_success
 	for p in rr lc plain dynamic clairvoyant cache_aware cache_aware_legacy \
 		power_of_two power_of_two_informed consistent_hash llm_d llm_d_active \
-		prefixaware; do
+		llm_d_latency prefixaware; do
 		grep -qE "^$p +150 +0 " <<<"$output" || fail "no complete row for $p"
 	done
 	# consistent_hash's other ring layouts run by name, not in all.
