@@ -50,17 +50,19 @@
  * total blocks), one token generated. Training samples as the producer
  * records them: TTFT at the first chunk (dispatch to first token, whole
  * ms) with the dispatch-time features; TPOT at the end ((end-to-end -
- * TTFT) / (tokens - 1), a chunk a token), with the KV use and waiting of
- * the pod's last scrape, the dispatch-time running count and prefill
- * tokens, prefix 0 (recorded so). The client flushes samples every
- * second; the training server retrains every 10 s from the first
- * arrival on, the prediction server serves what it downloads 15 s into
- * each 30 s (their phases are not specified; this one is a choice).
+ * TTFT) / (tokens - 1), a chunk a token) with the same features but the
+ * prefix, recorded as 0 (the metrics the producer refreshes per chunk
+ * are the scheduling cycle's copy: pkg/epp/requestcontrol/director.go,
+ * toSchedulerEndpoints). The client flushes samples every second; the
+ * training server retrains every 10 s from the first arrival on, the
+ * prediction server serves what it downloads 15 s into each 30 s (their
+ * phases are not specified; this one is a choice).
  *
  * The model: Bayesian ridge (bayesridge.h), the predictor's documented
  * fallback when XGBoost is missing, run as the training server runs it.
  * The chart's model is XGBoost (200 trees of depth 6, learning rate
- * 0.05, squared error with the mean objective): not modelled here.
+ * 0.05, subsample 0.8, hist, squared error with the mean objective):
+ * not modelled here.
  * Adding it as a variant would take libxgboost-dev (Debian has 1.7.4),
  * a DMatrix built from the same rows with the prefix bucket as a
  * categorical, XGBoosterUpdateOneIter 200 times per retrain, and the
@@ -525,6 +527,7 @@ static void ll_release(void *st, const struct dbk_sim *s, const struct dbk_sim_r
 	struct ll_req *q;
 	double ttft, e2e;
 
+	(void)inst;
 	if (r->id >= p->nreq || !p->req[r->id].live)
 		return;
 	q = &p->req[r->id];
@@ -538,11 +541,8 @@ static void ll_release(void *st, const struct dbk_sim *s, const struct dbk_sim_r
 	ttft = whole_ms(o->first_token_s - q->dispatch_s);
 	e2e = whole_ms(o->last_token_s - q->dispatch_s);
 	if (ttft > 0 && o->tokens > 1) {
-		const struct dbk_sim_scrape *x = dbk_sim_snapshot_get(&p->snap, inst);
 		struct dbk_latpred_row row = q->row;
 
-		row.kv = x->kv_usage;
-		row.waiting = x->waiting;
 		row.prefix = 0;
 		(void)push(p, DBK_LATPRED_TPOT, &row, (e2e - ttft) / (double)(o->tokens - 1),
 		           r->id);
