@@ -215,12 +215,15 @@ int dbk_latpred_train(struct dbk_latpred *p)
 			return -1;
 		ensemble = rc == 0;
 	}
+	/* The gated pair's files stay on the server's volume once written
+	 * (_save_models_unlocked writes them, nothing removes them), so the
+	 * prediction server keeps loading the last pair. */
 	if (ensemble)
 		for (int t = 0; t < DBK_LATPRED_NTARGETS; t++) {
 			p->trained[t].noqueue = sub[t].noqueue;
 			p->trained[t].queued = sub[t].queued;
 		}
-	p->trained_ensemble = ensemble;
+	p->trained_ensemble |= ensemble;
 	if (changed || ensemble)
 		p->trained_gen++;
 	return 0;

@@ -19,7 +19,8 @@
  *     default): a sub-model for requests that found no queue (without
  *     is_queued and the waiting count) and one for those that did, used
  *     once each of the four splits has 200 samples
- *     (LATENCY_MIN_SAMPLES_FOR_ENSEMBLE_SPLIT), else the single model;
+ *     (LATENCY_MIN_SAMPLES_FOR_ENSEMBLE_SPLIT), else the single model
+ *     (the pair last written, once there is one);
  *   the prediction server, prediction/prediction_server.py at the same
  *     commit: it serves the models it last downloaded
  *     (MODEL_SYNC_INTERVAL_SEC), picking the sub-model by the waiting
