@@ -319,6 +319,12 @@ static void test_llmd_latency_cold(void)
 	CHECK(on0 >= 3 && on0 <= LAT_PROBES - 3);
 }
 
+/* The same cold start with a TTFT objective of 1 ms, which the default
+ * model's 10 ms misses everywhere: with no pod within it the scorer
+ * takes the pods with no request in flight, and every probe (done well
+ * before the next) goes to pod 1. */
+static void test_llmd_latency_idle(void) { CHECK_EQ_U(lat_probes_on_0(1, 5, 6, 0.001), 0); }
+
 /* power_of_two as it runs against vLLM ignores load: a burst of 200
  * requests at once is placed at random (each instance near its 50, the
  * counts spread apart); power_of_two_informed, which counts its own
@@ -455,6 +461,7 @@ int main(void)
 	RUN(test_llmd_latency_tier);
 	RUN(test_llmd_latency_least);
 	RUN(test_llmd_latency_cold);
+	RUN(test_llmd_latency_idle);
 	RUN(test_p2_random);
 	RUN(test_chash_layouts);
 	RUN(test_staleness);
