@@ -142,6 +142,7 @@ static const struct dbk_sim_policy_ops *const head[] = {
 	X(llm_d_lora)            \
 	X(llm_d_shed)            \
 	X(llm_d_latency)         \
+	X(llm_d_latency_most)    \
 	X(prefixaware)           \
 	X(wlc)
 

@@ -29,7 +29,8 @@
  *   llm_d            llm-d's default scheduling profile (policy_llmd.c);
  *                    llm_d_active, with its active-request scorer
  *   llm_d_latency    llm-d's predicted-latency profile, opt-in there
- *                    (policy_llmd_latency.c)
+ *                    (policy_llmd_latency.c); llm_d_latency_most, its
+ *                    scorer's other strategy (by name)
  *   prefixaware      vLLM production-stack (policy_prefixaware.c)
  * Those that read backend numbers read them from a scraped snapshot
  * (snapshot.h) refreshed on the peer's interval, never from the engine.

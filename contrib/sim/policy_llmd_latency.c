@@ -83,7 +83,11 @@
  * SLO queue (every request carries the same TPOT SLO, so the tightest of
  * a pod's running requests is the request's own), and the coalescing of
  * prediction calls (a 1 ms window: predictions are made at the
- * decision). */
+ * decision).
+ *
+ * llm_d_latency_most (by name only): the same with the scorer's other
+ * strategy, headroomSelectionStrategy "most" (the most headroom first),
+ * which a user may configure; not the chart's. */
 #include "policy.h"
 
 #include <math.h>
@@ -143,6 +147,7 @@ struct ll_sample {
 
 struct llmd_lat {
 	uint64_t rng;
+	bool most; /* headroomSelectionStrategy "most" */
 	double first_tick;
 	double slo_ttft_ms, slo_tpot_ms;
 	struct dbk_sim_snapshot snap;
@@ -181,6 +186,7 @@ static int ll_init(void *st, const struct dbk_sim_policy_env *env)
 	unsigned n = c->ninstances;
 
 	p->rng = LL_SEED;
+	p->most = *(const bool *)env->arg;
 	p->first_tick = -1;
 	p->slo_ttft_ms = c->slo.ttft_s * 1000;
 	p->slo_tpot_ms = c->slo.tpot_s * 1000;
@@ -320,9 +326,10 @@ static size_t tier(struct llmd_lat *p, struct ll_cand *c, size_t n)
 
 /* ---- The latency scorer. ---- */
 
-/* scoreBucket over the pods of c for which in(c) holds, "least". */
+/* scoreBucket over the pods of c for which in(c) holds: "least", or
+ * "most" when most is set. */
 static void score_bucket(struct ll_cand *c, size_t n, bool (*in)(const struct ll_cand *, double),
-                         double arg)
+                         double arg, bool most)
 {
 	double lo_t = HUGE_VAL, hi_t = -HUGE_VAL, lo_p = HUGE_VAL, hi_p = -HUGE_VAL;
 	double a = LL_W_TTFT / (LL_W_TTFT + LL_W_TPOT), b = LL_W_TPOT / (LL_W_TTFT + LL_W_TPOT);
@@ -352,7 +359,8 @@ static void score_bucket(struct ll_cand *c, size_t n, bool (*in)(const struct ll
 		nt = range_t > LL_EPS ? (fabs(c[j].ttft_h) - lo_t) / range_t : 0.5;
 		np = range_p > LL_EPS ? (fabs(c[j].tpot_h) - lo_p) / range_p : 0.5;
 		combined = a * nt + b * np;
-		c[j].score = (double)((int)((1.0 - combined) * LL_W_MAX) + 1) / LL_W_MAX;
+		c[j].score = (double)((int)((most ? combined : 1.0 - combined) * LL_W_MAX) + 1) /
+		             LL_W_MAX;
 	}
 }
 
@@ -370,7 +378,9 @@ static bool misses(const struct ll_cand *c, double which)
 	return (t ? 2 : 0) + (q ? 1 : 0) == (int)which;
 }
 
-static void score(struct ll_cand *c, size_t n)
+/* With no pod within both SLOs, "least" whatever the strategy: the
+ * smallest deficit. */
+static void score(struct ll_cand *c, size_t n, bool most)
 {
 	size_t npos = 0, nidle = 0;
 
@@ -380,17 +390,17 @@ static void score(struct ll_cand *c, size_t n)
 		nidle += idle(&c[j], 0);
 	}
 	if (npos > 0) {
-		score_bucket(c, n, positive, 0);
+		score_bucket(c, n, positive, 0, most);
 		return;
 	}
 	if (nidle > 0) {
-		score_bucket(c, n, idle, 0);
+		score_bucket(c, n, idle, 0, false);
 		return;
 	}
 	for (int which = 1; which <= 3; which++)
 		for (size_t j = 0; j < n; j++)
 			if (misses(&c[j], which)) {
-				score_bucket(c, n, misses, which);
+				score_bucket(c, n, misses, which, false);
 				return;
 			}
 }
@@ -502,7 +512,7 @@ static int ll_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	n = affinity(c, n, LL_STRICT_AFFINITY);
 	n = tier(p, c, n);
 	n = affinity(c, n, LL_LOOSE_AFFINITY);
-	score(c, n);
+	score(c, n, p->most);
 	at = pick(p, c, n);
 	if (r->id >= p->nreq)
 		return DBK_SIM_POLICY_ERROR;
@@ -585,5 +595,13 @@ static void ll_stats(const void *st, struct dbk_sim_policy_stats *out)
 	out->leases = ((const struct llmd_lat *)st)->live;
 }
 
-DBK_SIM_POLICY_OPS(llm_d_latency, struct llmd_lat, ll, .release = ll_release, .tick = ll_tick,
-                   .tick_s = LL_REFRESH_S / LL_PHASES, .member = ll_member, .stats = ll_stats);
+static const bool ll_least = false, ll_most = true;
+
+DBK_SIM_POLICY_OPS(llm_d_latency, struct llmd_lat, ll, .arg = &ll_least, .release = ll_release,
+                   .tick = ll_tick, .tick_s = LL_REFRESH_S / LL_PHASES, .member = ll_member,
+                   .stats = ll_stats);
+/* By name only: the scorer's other strategy (headroomSelectionStrategy
+ * "most"), the most headroom first; not the chart's. */
+DBK_SIM_POLICY_OPS(llm_d_latency_most, struct llmd_lat, ll, .arg = &ll_most, .release = ll_release,
+                   .tick = ll_tick, .tick_s = LL_REFRESH_S / LL_PHASES, .member = ll_member,
+                   .stats = ll_stats, .extra = true);

@@ -242,7 +242,8 @@ static void test_llmd_herd(void)
  * every pod. How many probes pod 0 got. */
 #define LAT_PROBES 16
 
-static unsigned lat_probes_on_0(double t_load, double t_join, double t_probe, double slo_ttft_s)
+static unsigned lat_probes_on_0(const char *policy, double t_load, double t_join, double t_probe,
+                                double slo_ttft_s)
 {
 	struct dbk_engine_config e[2];
 	const struct dbk_sim_step sc[] = { { 0, 1 }, { t_join, 2 } };
@@ -282,7 +283,7 @@ static unsigned lat_probes_on_0(double t_load, double t_join, double t_probe, do
 	c.nscale = 2;
 	c.slo.ttft_s = slo_ttft_s;
 	c.slo.tpot_s = 0.1;
-	s = dbk_sim_new(&c, r, n, dbk_sim_policy_find("llm_d_latency"), err, sizeof(err));
+	s = dbk_sim_new(&c, r, n, dbk_sim_policy_find(policy), err, sizeof(err));
 	CHECK(s != NULL);
 	if (!s)
 		return 0;
@@ -297,7 +298,10 @@ static unsigned lat_probes_on_0(double t_load, double t_join, double t_probe, do
  * TTFT objective of 2 s: pod 0, twelve long prompts deep, is predicted
  * past it and the tier filter keeps pod 1 alone (but for its 1% draw of
  * the other tier, which the seed does not make here). */
-static void test_llmd_latency_tier(void) { CHECK(lat_probes_on_0(44, 45.5, 46, 2.0) <= 1); }
+static void test_llmd_latency_tier(void)
+{
+	CHECK(lat_probes_on_0("llm_d_latency", 44, 45.5, 46, 2.0) <= 1);
+}
 
 /* The same with an objective of 10 minutes: both pods are within it and
  * the scorer's "least" prefers less headroom. Pod 0, the loaded one, has
@@ -306,7 +310,14 @@ static void test_llmd_latency_tier(void) { CHECK(lat_probes_on_0(44, 45.5, 46, 2
  * 0.81 against pod 1's 0.20 and gets about four probes in five. */
 static void test_llmd_latency_least(void)
 {
-	CHECK(lat_probes_on_0(44, 45.5, 46, 600.0) >= LAT_PROBES * 5 / 8);
+	CHECK(lat_probes_on_0("llm_d_latency", 44, 45.5, 46, 600.0) >= LAT_PROBES * 5 / 8);
+}
+
+/* llm_d_latency_most, the scorer's other strategy: the pod with the most
+ * headroom first, the idle pod 1 (0.20 against 0.81 the other way). */
+static void test_llmd_latency_most(void)
+{
+	CHECK(lat_probes_on_0("llm_d_latency_most", 44, 45.5, 46, 600.0) <= LAT_PROBES * 3 / 8);
 }
 
 /* Before any retrain the sidecars serve their default model, 10 ms
@@ -314,7 +325,7 @@ static void test_llmd_latency_least(void)
  * draw is even, the loaded pod 0 included. */
 static void test_llmd_latency_cold(void)
 {
-	unsigned on0 = lat_probes_on_0(1, 5, 6, 2.0);
+	unsigned on0 = lat_probes_on_0("llm_d_latency", 1, 5, 6, 2.0);
 
 	CHECK(on0 >= 3 && on0 <= LAT_PROBES - 3);
 }
@@ -323,7 +334,10 @@ static void test_llmd_latency_cold(void)
  * model's 10 ms misses everywhere: with no pod within it the scorer
  * takes the pods with no request in flight, and every probe (done well
  * before the next) goes to pod 1. */
-static void test_llmd_latency_idle(void) { CHECK_EQ_U(lat_probes_on_0(1, 5, 6, 0.001), 0); }
+static void test_llmd_latency_idle(void)
+{
+	CHECK_EQ_U(lat_probes_on_0("llm_d_latency", 1, 5, 6, 0.001), 0);
+}
 
 /* power_of_two as it runs against vLLM ignores load: a burst of 200
  * requests at once is placed at random (each instance near its 50, the
@@ -460,6 +474,7 @@ int main(void)
 	RUN(test_llmd_herd);
 	RUN(test_llmd_latency_tier);
 	RUN(test_llmd_latency_least);
+	RUN(test_llmd_latency_most);
 	RUN(test_llmd_latency_cold);
 	RUN(test_llmd_latency_idle);
 	RUN(test_p2_random);
