@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The matrix every routing change is checked against: 26 configurations
+# (shared traces and generated ones; 4 to 64 instances; equal, demo and
+# H100/A100 fleets; smaller budgets, seats and caches; bursts; two
+# balancers), each policy's SLO capacity side by side in one run per
+# configuration (search to 2%). Generates the synthetic traces it needs
+# into DIR (contrib/traces/synth, fixed seeds: the same files every
+# time), prints each command on stderr, then one markdown row per
+# configuration: each policy's capacity (the rate factor; "none" where
+# no rate reached the attainment, "~" where the search did not close).
+#
+#   contrib/sim/matrix.sh [--out DIR] [--only NAME,...] [POLICY,...]
+#
+# POLICY,... defaults to lc,ttft. DIR defaults to /tmp/dbucket-matrix;
+# DBK_BUILD names the build directory (default build). --only runs the
+# named configurations (the first column) alone.
+set -eu
+cd "$(dirname "$0")/../.."
+BUILD=${DBK_BUILD:-build}
+out=/tmp/dbucket-matrix only=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--out) out=$2 && shift 2 ;;
+	--only) only=,$2, && shift 2 ;;
+	-h | --help) sed -n '2,16s/^# \{0,1\}//p' "$0" && exit 0 ;;
+	-*) echo "matrix.sh: unknown option $1" >&2 && exit 2 ;;
+	*) break ;;
+	esac
+done
+policies=${1:-lc,ttft}
+mkdir -p "$out"
+
+trace() { # trace NAME: DIR/NAME.jsonl, generated once
+	local f=$out/$1.jsonl
+	if [ ! -s "$f" ]; then
+		case $1 in
+		code*) python3 contrib/traces/synth/code.py "${1#code}" 30000 >"$f.tmp" ;;
+		ag*) python3 contrib/traces/synth/agentic.py "${1#ag}" 300 >"$f.tmp" ;;
+		esac
+		mv "$f.tmp" "$f"
+	fi
+	echo "$f"
+}
+
+MC=(--trace contrib/traces/mooncake_conversation_trace.jsonl --duration-s 900)
+AZ=(--trace contrib/traces/AzureLLMInferenceTrace_conv.csv --duration-s 900)
+echo "| configuration | ${policies//,/ | } |"
+echo "|---|$(echo "$policies" | sed 's/[^,]*/---:/g; s/,/|/g')|"
+
+run() { # run NAME ARGS...: one row; an argument @T is generated trace T
+	local name=$1 json=$out/$1.json a args=()
+	shift
+	case $only in "" | *",$name,"*) ;; *) return 0 ;; esac
+	for a; do
+		case $a in @*) args+=("$(trace "${a#@}")") ;; *) args+=("$a") ;; esac
+	done
+	set -- "${args[@]}"
+	echo "\$ $BUILD/dbucket-sim $* --policy $policies --slo-capacity --slo-tolerance 0.02 --slo-max-evals 10 --json $json" >&2
+	nice -n 5 "$BUILD/dbucket-sim" "$@" --policy "$policies" --slo-capacity \
+		--slo-tolerance 0.02 --slo-max-evals 10 --json "$json" >/dev/null
+	jq -r --arg n "$name" '[$n] + [.capacity[] | if .rate_factor > 0
+		then (.rate_factor * 10000 | round / 10000 | tostring) + (if .closed then "" else " ~" end)
+		else "none" end] | "| " + join(" | ") + " |"' "$json"
+}
+
+run mc4 "${MC[@]}" --instances 4 --slo-attainment 0.85 --rate-factor 0.4
+run mc4b2048 "${MC[@]}" --instances 4 --max-num-batched-tokens 2048 --slo-attainment 0.85 --rate-factor 0.4
+run mc4mix "${MC[@]}" --instances 4 --gpu h100,a100 --slo-attainment 0.85 --rate-factor 0.4
+run az4 "${AZ[@]}" --instances 4 --slo-attainment 0.9 --rate-factor 10
+run az4mix "${AZ[@]}" --instances 4 --gpu h100,a100 --slo-attainment 0.9 --rate-factor 10
+run c97 --trace @code97 --instances 16 --max-requests 8000 --slo-attainment 0.9 --rate-factor 150
+run c97b2048 --trace @code97 --instances 16 --max-requests 8000 --max-num-batched-tokens 2048 --slo-attainment 0.9 --rate-factor 200
+run c97s64 --trace @code97 --instances 16 --max-requests 8000 --max-num-seqs 64 --slo-attainment 0.9 --rate-factor 135
+run c5 --trace @code5 --instances 16 --max-requests 8000 --slo-attainment 0.9 --rate-factor 150
+run c613mix --trace @code613 --instances 16 --gpu h100,a100 --max-model-len 16384 --max-requests 8000 --slo-attainment 0.9 --rate-factor 80
+run c97x4 --trace @code97 --instances 4 --max-requests 4000 --slo-attainment 0.9 --rate-factor 40
+run c97x4mix --trace @code97 --instances 4 --gpu h100,a100 --max-requests 4000 --slo-attainment 0.9 --rate-factor 30
+run ag71 --trace @ag71 --instances 4 --slo-attainment 0.9 --rate-factor 2.5
+run ag71mix --trace @ag71 --instances 4 --gpu h100,a100 --slo-attainment 0.9 --rate-factor 2.5
+run ag72 --trace @ag72 --instances 4 --slo-attainment 0.9 --rate-factor 2.5
+run ag709demo --trace @ag709 --instances 8 --demo-profile --slo-attainment 0.9 --rate-factor 4
+run ag709mix64 --trace @ag709 --instances 64 --gpu h100,a100 --slo-attainment 0.9 --rate-factor 20
+run mc64 "${MC[@]}" --instances 64 --slo-attainment 0.85 --rate-factor 6
+run c1201a100x4 --trace @code1201 --instances 4 --gpu a100 --max-requests 4000 --slo-attainment 0.9 --rate-factor 12
+run c1201demo64 --trace @code1201 --instances 64 --demo-profile --max-requests 20000 --slo-attainment 0.9 --rate-factor 300
+run ag1202s32 --trace @ag1202 --instances 4 --max-num-seqs 32 --slo-attainment 0.9 --rate-factor 2.5
+run ag1202kv --trace @ag1202 --instances 8 --kv-capacity-tokens 150000 --slo-attainment 0.9 --rate-factor 4
+run ag1202mix16k2 --trace @ag1202 --instances 16 --gpu h100,a100 --lb-nodes 2 --lb-share-ms 100 --lb-share-sessions --slo-attainment 0.9 --rate-factor 8
+run mc16mixramp "${MC[@]}" --instances 16 --gpu h100,a100 --ramp 0:1,100:2.5,150:1,300:2.5,350:1 --slo-attainment 0.85 --rate-factor 2
+run az16mix "${AZ[@]}" --instances 16 --gpu h100,a100 --slo-attainment 0.9 --rate-factor 40
+run c4611mix64 --trace @code4611 --instances 64 --gpu h100,a100 --max-requests 20000 --slo-attainment 0.9 --rate-factor 250
