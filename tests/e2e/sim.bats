@@ -7,7 +7,8 @@
 # --slo-capacity prints a capacity per policy with leastconn's as the
 # unit, and a fleet that changes (--scale, --ramp, a failing instance, a
 # slow one, --observe-l7, --weights) accounts for every request and never routes
-# one to an instance that is out. Model time only: no sockets, seconds.
+# one to an instance that is out; contrib/sim/matrix.sh prints a row per
+# configuration it is told. Model time only: no sockets, seconds.
 
 load helpers
 
@@ -288,4 +289,27 @@ llm_d_shed	true	true	1500	true"
 	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --classes 30,0,20
 	assert_failure 2
 	assert_output --partial "--classes: weight '0'"
+}
+
+@test "matrix.sh: one row per configuration named, a capacity per policy, the traces made once" {
+	local out=$BATS_TEST_TMPDIR/matrix
+	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/matrix.sh" --out "$out" --only c97x4,nosuch lc,ttft
+	assert_success
+	# The header, its rule and one row: the unknown name runs nothing.
+	[ "$(grep -c '^|' <<<"$output")" -eq 3 ] || fail "not one row: $output"
+	assert_line --regexp '^\| configuration \| lc \| ttft \|$'
+	assert_line --regexp '^\| c97x4 \| [0-9.]+( ~)? \| [0-9.]+( ~)? \|$'
+	# The row is the JSON the simulator wrote, rounded.
+	local lc
+	lc=$(jq -r '.capacity[] | select(.policy == "lc") | .rate_factor * 10000 | round / 10000' "$out/c97x4.json")
+	assert_line --regexp "^\\| c97x4 \\| $lc( ~)? \\|"
+	# The generated trace is code.py's, and a second run reuses it.
+	[ "$(python3 "$REPO/contrib/traces/synth/code.py" 97 30000 | md5sum)" = "$(md5sum <"$out/code97.jsonl")" ]
+	touch -d '2000-01-01' "$out/code97.jsonl"
+	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/matrix.sh" --out "$out" --only c97x4 lc
+	assert_success
+	[ "$(stat -c %Y "$out/code97.jsonl")" -lt 1000000000 ] || fail "the trace was made again"
+	run "$REPO/contrib/sim/matrix.sh" --bogus
+	assert_failure 2
+	assert_output --partial "unknown option --bogus"
 }
