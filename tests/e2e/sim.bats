@@ -173,7 +173,7 @@ true"
 	assert_output --partial "phase 7: arrivals from 120 s, 3 instances"
 	# One row per policy, wlc among them (the run has weights).
 	run jq -r '[.policies[].policy] | length, (index("wlc") != null)' "$json"
-	assert_output "16
+	assert_output "17
 true"
 	# Phases start at every step of the scale, the ramp and the failure.
 	run jq -c '[.policies[0].phases[].from_s]' "$json"
