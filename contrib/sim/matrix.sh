@@ -16,19 +16,22 @@
 # named configurations (the first column) alone.
 set -eu
 cd "$(dirname "$0")/../.."
+. contrib/lib.sh
 BUILD=${DBK_BUILD:-build}
 out=/tmp/dbucket-matrix only=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) out=$2 && shift 2 ;;
 	--only) only=,$2, && shift 2 ;;
-	-h | --help) sed -n '2,16s/^# \{0,1\}//p' "$0" && exit 0 ;;
-	-*) echo "matrix.sh: unknown option $1" >&2 && exit 2 ;;
+	-h | --help) dbk_usage && exit 0 ;;
+	-*) dbk_bad_option "$1" ;;
 	*) break ;;
 	esac
 done
 policies=${1:-lc,ttft}
+dbk_need_bins dbucket-sim
 mkdir -p "$out"
+cap=(--policy "$policies" --slo-capacity --slo-tolerance 0.02 --slo-max-evals 10)
 
 trace() { # trace NAME: DIR/NAME.jsonl, generated once
 	local f=$out/$1.jsonl
@@ -55,9 +58,8 @@ run() { # run NAME ARGS...: one row; an argument @T is generated trace T
 		case $a in @*) args+=("$(trace "${a#@}")") ;; *) args+=("$a") ;; esac
 	done
 	set -- "${args[@]}"
-	echo "\$ $BUILD/dbucket-sim $* --policy $policies --slo-capacity --slo-tolerance 0.02 --slo-max-evals 10 --json $json" >&2
-	nice -n 5 "$BUILD/dbucket-sim" "$@" --policy "$policies" --slo-capacity \
-		--slo-tolerance 0.02 --slo-max-evals 10 --json "$json" >/dev/null
+	echo "\$ $BUILD/dbucket-sim $* ${cap[*]} --json $json" >&2
+	nice -n 5 "$BUILD/dbucket-sim" "$@" "${cap[@]}" --json "$json" >/dev/null
 	jq -r --arg n "$name" '[$n] + [.capacity[] | if .rate_factor > 0
 		then (.rate_factor * 10000 | round / 10000 | tostring) + (if .closed then "" else " ~" end)
 		else "none" end] | "| " + join(" | ") + " |"' "$json"
