@@ -13,7 +13,8 @@
 #
 # POLICY,... defaults to lc,ttft. DIR defaults to /tmp/dbucket-matrix;
 # DBK_BUILD names the build directory (default build). --only runs the
-# named configurations (the first column) alone.
+# named configurations (the first column) alone; a name the matrix does
+# not have is refused (exit 2) before anything runs.
 set -eu
 cd "$(dirname "$0")/../.."
 . contrib/lib.sh
@@ -47,12 +48,14 @@ trace() { # trace NAME: DIR/NAME.jsonl, generated once
 
 MC=(--trace contrib/traces/mooncake_conversation_trace.jsonl --duration-s 900)
 AZ=(--trace contrib/traces/AzureLLMInferenceTrace_conv.csv --duration-s 900)
-echo "| configuration | ${policies//,/ | } |"
-echo "|---|$(echo "$policies" | sed 's/[^,]*/---:/g; s/,/|/g')|"
-
-run() { # run NAME ARGS...: one row; an argument @T is generated trace T
+# run NAME ARGS...: one row; an argument @T is generated trace T. With
+# listing set it only records NAME, so that --only is checked against the
+# matrix itself rather than a second copy of its names.
+listing= names=,
+run() {
 	local name=$1 json=$out/$1.json a args=()
 	shift
+	[ -z "$listing" ] || { names+=$name, && return 0; }
 	case $only in "" | *",$name,"*) ;; *) return 0 ;; esac
 	for a; do
 		case $a in @*) args+=("$(trace "${a#@}")") ;; *) args+=("$a") ;; esac
@@ -65,29 +68,44 @@ run() { # run NAME ARGS...: one row; an argument @T is generated trace T
 		else "none" end] | "| " + join(" | ") + " |"' "$json"
 }
 
-run mc4 "${MC[@]}" --instances 4 --slo-attainment 0.85 --rate-factor 0.4
-run mc4b2048 "${MC[@]}" --instances 4 --max-num-batched-tokens 2048 --slo-attainment 0.85 --rate-factor 0.4
-run mc4mix "${MC[@]}" --instances 4 --gpu h100,a100 --slo-attainment 0.85 --rate-factor 0.4
-run az4 "${AZ[@]}" --instances 4 --slo-attainment 0.9 --rate-factor 10
-run az4mix "${AZ[@]}" --instances 4 --gpu h100,a100 --slo-attainment 0.9 --rate-factor 10
-run c97 --trace @code97 --instances 16 --max-requests 8000 --slo-attainment 0.9 --rate-factor 150
-run c97b2048 --trace @code97 --instances 16 --max-requests 8000 --max-num-batched-tokens 2048 --slo-attainment 0.9 --rate-factor 200
-run c97s64 --trace @code97 --instances 16 --max-requests 8000 --max-num-seqs 64 --slo-attainment 0.9 --rate-factor 135
-run c5 --trace @code5 --instances 16 --max-requests 8000 --slo-attainment 0.9 --rate-factor 150
-run c613mix --trace @code613 --instances 16 --gpu h100,a100 --max-model-len 16384 --max-requests 8000 --slo-attainment 0.9 --rate-factor 80
-run c97x4 --trace @code97 --instances 4 --max-requests 4000 --slo-attainment 0.9 --rate-factor 40
-run c97x4mix --trace @code97 --instances 4 --gpu h100,a100 --max-requests 4000 --slo-attainment 0.9 --rate-factor 30
-run ag71 --trace @ag71 --instances 4 --slo-attainment 0.9 --rate-factor 2.5
-run ag71mix --trace @ag71 --instances 4 --gpu h100,a100 --slo-attainment 0.9 --rate-factor 2.5
-run ag72 --trace @ag72 --instances 4 --slo-attainment 0.9 --rate-factor 2.5
-run ag709demo --trace @ag709 --instances 8 --demo-profile --slo-attainment 0.9 --rate-factor 4
-run ag709mix64 --trace @ag709 --instances 64 --gpu h100,a100 --slo-attainment 0.9 --rate-factor 20
-run mc64 "${MC[@]}" --instances 64 --slo-attainment 0.85 --rate-factor 6
-run c1201a100x4 --trace @code1201 --instances 4 --gpu a100 --max-requests 4000 --slo-attainment 0.9 --rate-factor 12
-run c1201demo64 --trace @code1201 --instances 64 --demo-profile --max-requests 20000 --slo-attainment 0.9 --rate-factor 300
-run ag1202s32 --trace @ag1202 --instances 4 --max-num-seqs 32 --slo-attainment 0.9 --rate-factor 2.5
-run ag1202kv --trace @ag1202 --instances 8 --kv-capacity-tokens 150000 --slo-attainment 0.9 --rate-factor 4
-run ag1202mix16k2 --trace @ag1202 --instances 16 --gpu h100,a100 --lb-nodes 2 --lb-share-ms 100 --lb-share-sessions --slo-attainment 0.9 --rate-factor 8
-run mc16mixramp "${MC[@]}" --instances 16 --gpu h100,a100 --ramp 0:1,100:2.5,150:1,300:2.5,350:1 --slo-attainment 0.85 --rate-factor 2
-run az16mix "${AZ[@]}" --instances 16 --gpu h100,a100 --slo-attainment 0.9 --rate-factor 40
-run c4611mix64 --trace @code4611 --instances 64 --gpu h100,a100 --max-requests 20000 --slo-attainment 0.9 --rate-factor 250
+matrix() {
+	run mc4 "${MC[@]}" --instances 4 --slo-attainment 0.85 --rate-factor 0.4
+	run mc4b2048 "${MC[@]}" --instances 4 --max-num-batched-tokens 2048 --slo-attainment 0.85 --rate-factor 0.4
+	run mc4mix "${MC[@]}" --instances 4 --gpu h100,a100 --slo-attainment 0.85 --rate-factor 0.4
+	run az4 "${AZ[@]}" --instances 4 --slo-attainment 0.9 --rate-factor 10
+	run az4mix "${AZ[@]}" --instances 4 --gpu h100,a100 --slo-attainment 0.9 --rate-factor 10
+	run c97 --trace @code97 --instances 16 --max-requests 8000 --slo-attainment 0.9 --rate-factor 150
+	run c97b2048 --trace @code97 --instances 16 --max-requests 8000 --max-num-batched-tokens 2048 --slo-attainment 0.9 --rate-factor 200
+	run c97s64 --trace @code97 --instances 16 --max-requests 8000 --max-num-seqs 64 --slo-attainment 0.9 --rate-factor 135
+	run c5 --trace @code5 --instances 16 --max-requests 8000 --slo-attainment 0.9 --rate-factor 150
+	run c613mix --trace @code613 --instances 16 --gpu h100,a100 --max-model-len 16384 --max-requests 8000 --slo-attainment 0.9 --rate-factor 80
+	run c97x4 --trace @code97 --instances 4 --max-requests 4000 --slo-attainment 0.9 --rate-factor 40
+	run c97x4mix --trace @code97 --instances 4 --gpu h100,a100 --max-requests 4000 --slo-attainment 0.9 --rate-factor 30
+	run ag71 --trace @ag71 --instances 4 --slo-attainment 0.9 --rate-factor 2.5
+	run ag71mix --trace @ag71 --instances 4 --gpu h100,a100 --slo-attainment 0.9 --rate-factor 2.5
+	run ag72 --trace @ag72 --instances 4 --slo-attainment 0.9 --rate-factor 2.5
+	run ag709demo --trace @ag709 --instances 8 --demo-profile --slo-attainment 0.9 --rate-factor 4
+	run ag709mix64 --trace @ag709 --instances 64 --gpu h100,a100 --slo-attainment 0.9 --rate-factor 20
+	run mc64 "${MC[@]}" --instances 64 --slo-attainment 0.85 --rate-factor 6
+	run c1201a100x4 --trace @code1201 --instances 4 --gpu a100 --max-requests 4000 --slo-attainment 0.9 --rate-factor 12
+	run c1201demo64 --trace @code1201 --instances 64 --demo-profile --max-requests 20000 --slo-attainment 0.9 --rate-factor 300
+	run ag1202s32 --trace @ag1202 --instances 4 --max-num-seqs 32 --slo-attainment 0.9 --rate-factor 2.5
+	run ag1202kv --trace @ag1202 --instances 8 --kv-capacity-tokens 150000 --slo-attainment 0.9 --rate-factor 4
+	run ag1202mix16k2 --trace @ag1202 --instances 16 --gpu h100,a100 --lb-nodes 2 --lb-share-ms 100 --lb-share-sessions --slo-attainment 0.9 --rate-factor 8
+	run mc16mixramp "${MC[@]}" --instances 16 --gpu h100,a100 --ramp 0:1,100:2.5,150:1,300:2.5,350:1 --slo-attainment 0.85 --rate-factor 2
+	run az16mix "${AZ[@]}" --instances 16 --gpu h100,a100 --slo-attainment 0.9 --rate-factor 40
+	run c4611mix64 --trace @code4611 --instances 64 --gpu h100,a100 --max-requests 20000 --slo-attainment 0.9 --rate-factor 250
+}
+
+listing=1 matrix
+for name in ${only//,/ }; do
+	case $names in *",$name,"*) ;; *)
+		echo "$DBK_WHO: --only: no configuration named '$name' (the first column of the output)" >&2
+		exit 2
+		;;
+	esac
+done
+echo "| configuration | ${policies//,/ | } |"
+echo "|---|$(echo "$policies" | sed 's/[^,]*/---:/g; s/,/|/g')|"
+
+matrix

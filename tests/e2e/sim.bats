@@ -291,11 +291,17 @@ llm_d_shed	true	true	1500	true"
 	assert_output --partial "--classes: weight '0'"
 }
 
-@test "matrix.sh: one row per configuration named, a capacity per policy, the traces made once" {
+@test "matrix.sh: one row per configuration named, a capacity per policy, the traces made once, unknown names refused" {
 	local out=$BATS_TEST_TMPDIR/matrix
+	# A name the matrix does not have is refused before anything runs.
 	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/matrix.sh" --out "$out" --only c97x4,nosuch lc,ttft
+	assert_failure 2
+	assert_output --partial "no configuration named 'nosuch'"
+	refute_output --partial "| c97x4 |"
+	[ ! -e "$out/c97x4.json" ] || fail "c97x4 ran before nosuch was refused"
+	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/matrix.sh" --out "$out" --only c97x4 lc,ttft
 	assert_success
-	# The header, its rule and one row: the unknown name runs nothing.
+	# The header, its rule and one row.
 	[ "$(grep -c '^|' <<<"$output")" -eq 3 ] || fail "not one row: $output"
 	assert_line --regexp '^\| configuration \| lc \| ttft \|$'
 	assert_line --regexp '^\| c97x4 \| [0-9.]+( ~)? \| [0-9.]+( ~)? \|$'
