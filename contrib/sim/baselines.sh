@@ -86,6 +86,12 @@ if [ "$report" = 1 ]; then
 	exit 0
 fi
 [ -x "$BUILD/dbucket-sim" ] || { echo "baselines: $BUILD/dbucket-sim is missing (make)" >&2; exit 2; }
+for name in ${only//,/ }; do
+	[[ $name =~ ^(mooncake|azure)-(4|64)-(equal|demo)$ ]] || {
+		echo "baselines: --only: no configuration named '$name' (TRACE-N-PROFILE: mooncake or azure, 4 or 64, equal or demo)" >&2
+		exit 2
+	}
+done
 mkdir -p "$out"
 
 run() { # run NAME ARGS...: prints the command, runs it, keeps its output
