@@ -218,6 +218,17 @@ dbk_bad_option() { # dbk_bad_option OPTION: says so, exits 2
 	exit 2
 }
 
+# dbk_lock_dir DIR: this script alone writes into DIR until it exits, or
+# it exits 2. Two runs into one directory overwrite each other's files
+# between a write and its read, and each reports the other's figures.
+dbk_lock_dir() {
+	exec 9>"$1/.lock"
+	flock -n 9 || {
+		echo "$DBK_WHO: another run is writing into $1 (give this one its own --out)" >&2
+		exit 2
+	}
+}
+
 # dbk_options SPEC ARGS...: the script's command line. SPEC has a line an
 # option: "--name var" sets var to the option's value, "--name var=VALUE"
 # (a flag) sets var to VALUE. -h and --help print dbk_usage; anything

@@ -19,7 +19,8 @@
 # --report runs nothing: it prints, from the JSON files in DIR, one
 # markdown table per configuration (latencies in ms of model time at the
 # reference load, the SLO attainment there, the prefix-cache hit rate, and
-# the SLO capacity as a ratio to lc's).
+# the SLO capacity as a ratio to lc's). A name --only does not know, or a
+# second run into a DIR another is still writing into, is refused (exit 2).
 #
 # Configurations run in this order (the equal profile first):
 # mooncake-4-equal azure-4-equal mooncake-64-equal azure-64-equal, then
@@ -37,6 +38,7 @@
 # 90% for Azure. Model time only, one core: about an hour.
 set -eu
 cd "$(dirname "$0")/../.."
+. contrib/lib.sh
 BUILD=${DBK_BUILD:-build}
 out=build/sim-baselines only="" tol=0.05 evals=9 extra=() report=0 suffix=
 while [ $# -gt 0 ]; do
@@ -93,6 +95,7 @@ for name in ${only//,/ }; do
 	}
 done
 mkdir -p "$out"
+dbk_lock_dir "$out"
 
 run() { # run NAME ARGS...: prints the command, runs it, keeps its output
 	local name=$1

@@ -14,7 +14,8 @@
 # POLICY,... defaults to lc,ttft. DIR defaults to /tmp/dbucket-matrix;
 # DBK_BUILD names the build directory (default build). --only runs the
 # named configurations (the first column) alone; a name the matrix does
-# not have is refused (exit 2) before anything runs.
+# not have is refused (exit 2) before anything runs, as is a second run
+# into a DIR another is still writing into.
 set -eu
 cd "$(dirname "$0")/../.."
 . contrib/lib.sh
@@ -32,6 +33,7 @@ done
 policies=${1:-lc,ttft}
 dbk_need_bins dbucket-sim
 mkdir -p "$out"
+dbk_lock_dir "$out"
 cap=(--policy "$policies" --slo-capacity --slo-tolerance 0.02 --slo-max-evals 10)
 
 trace() { # trace NAME: DIR/NAME.jsonl, generated once

@@ -327,3 +327,23 @@ llm_d_shed	true	true	1500	true"
 	assert_output --partial "no configuration named 'mooncak-4-demo'"
 	[ ! -e "$out/mooncake-4-equal.json" ] || fail "mooncake-4-equal ran before the bad name was refused"
 }
+
+@test "matrix.sh and baselines.sh: a second run into a directory another is writing into is refused" {
+	local out=$BATS_TEST_TMPDIR/busy
+	mkdir -p "$out"
+	# This shell holds the directory's lock, as a run in progress does.
+	exec 9>"$out/.lock"
+	flock -n 9
+	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/matrix.sh" --out "$out" --only c97x4 lc
+	assert_failure 2
+	assert_output --partial "another run is writing into $out"
+	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/baselines.sh" --out "$out" --only mooncake-4-equal
+	assert_failure 2
+	assert_output --partial "another run is writing into $out"
+	[ -z "$(ls "$out")" ] || fail "something was written: $(ls "$out")"
+	# Released, the same run goes ahead.
+	exec 9>&-
+	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/matrix.sh" --out "$out" --only c97x4 lc
+	assert_success
+	assert_line --regexp '^\| c97x4 \| [0-9.]+( ~)? \|$'
+}
