@@ -181,7 +181,7 @@ slice_file() { # slice_file TRACE FILE: prints the path replayed
 	# (contrib/traces/synth/code.py: the same file on every machine).
 	if [ "$1" = code ]; then
 		f=$out/${tag}code97.jsonl
-		[ -s "$f" ] || python3 "$REPO/contrib/traces/synth/code.py" 97 30000 >"$f"
+		dbk_synth_trace code97 "$f"
 	fi
 	if [ "$1" = mooncake ] && [ "$untie" != 0 ]; then
 		u=$out/${tag}mooncake-untied.jsonl

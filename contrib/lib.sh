@@ -218,6 +218,24 @@ dbk_bad_option() { # dbk_bad_option OPTION: says so, exits 2
 	exit 2
 }
 
+# dbk_synth_trace NAME FILE: FILE holds the synthetic trace NAME, made
+# once (seeded: the same bytes on every machine): codeSEED is
+# contrib/traces/synth/code.py SEED (30,000 requests), agSEED agentic.py
+# SEED (300 sessions). A FILE already there is kept; a new one appears
+# whole or not at all.
+dbk_synth_trace() {
+	[ -s "$2" ] && return 0
+	local synth=${BASH_SOURCE[0]%/*}/traces/synth
+	case $1 in
+	code[0-9]*) python3 "$synth/code.py" "${1#code}" 30000 >"$2.tmp" ;;
+	ag[0-9]*) python3 "$synth/agentic.py" "${1#ag}" 300 >"$2.tmp" ;;
+	*)
+		echo "$DBK_WHO: no synthetic trace named $1" >&2
+		return 2
+		;;
+	esac && mv "$2.tmp" "$2"
+}
+
 # dbk_lock_dir DIR: this script alone writes into DIR until it exits, or
 # it exits 2. Two runs into one directory overwrite each other's files
 # between a write and its read, and each reports the other's figures.

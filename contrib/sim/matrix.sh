@@ -37,15 +37,7 @@ dbk_lock_dir "$out"
 cap=(--policy "$policies" --slo-capacity --slo-tolerance 0.02 --slo-max-evals 10)
 
 trace() { # trace NAME: DIR/NAME.jsonl, generated once
-	local f=$out/$1.jsonl
-	if [ ! -s "$f" ]; then
-		case $1 in
-		code*) python3 contrib/traces/synth/code.py "${1#code}" 30000 >"$f.tmp" ;;
-		ag*) python3 contrib/traces/synth/agentic.py "${1#ag}" 300 >"$f.tmp" ;;
-		esac
-		mv "$f.tmp" "$f"
-	fi
-	echo "$f"
+	dbk_synth_trace "$1" "$out/$1.jsonl" && echo "$out/$1.jsonl"
 }
 
 MC=(--trace contrib/traces/mooncake_conversation_trace.jsonl --duration-s 900)
