@@ -53,8 +53,8 @@ while [ $# -gt 0 ]; do
 	--lb-sticky) extra+=(--lb-sticky); suffix=$suffix-sticky; shift ;;
 	--spread-ticks) extra+=(--spread-ticks); suffix=$suffix-spread; shift ;;
 	--report) report=1; shift ;;
-	-h|--help) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "baselines: unknown option $1 (see --help)" >&2; exit 2 ;;
+	-h|--help) dbk_usage; exit 0 ;;
+	*) dbk_bad_option "$1" ;;
 	esac
 done
 
@@ -87,10 +87,10 @@ if [ "$report" = 1 ]; then
 	done
 	exit 0
 fi
-[ -x "$BUILD/dbucket-sim" ] || { echo "baselines: $BUILD/dbucket-sim is missing (make)" >&2; exit 2; }
+dbk_need_bins dbucket-sim
 for name in ${only//,/ }; do
 	[[ $name =~ ^(mooncake|azure)-(4|64)-(equal|demo)$ ]] || {
-		echo "baselines: --only: no configuration named '$name' (TRACE-N-PROFILE: mooncake or azure, 4 or 64, equal or demo)" >&2
+		echo "$DBK_WHO: --only: no configuration named '$name' (TRACE-N-PROFILE: mooncake or azure, 4 or 64, equal or demo)" >&2
 		exit 2
 	}
 done

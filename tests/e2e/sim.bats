@@ -320,12 +320,20 @@ llm_d_shed	true	true	1500	true"
 	assert_output --partial "unknown option --bogus"
 }
 
-@test "baselines.sh: a --only name it does not have is refused before anything runs" {
+@test "baselines.sh: a --only name it does not have, or an unknown option, is refused before anything runs" {
 	local out=$BATS_TEST_TMPDIR/baselines
 	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/baselines.sh" --out "$out" --only mooncake-4-equal,mooncak-4-demo
 	assert_failure 2
 	assert_output --partial "no configuration named 'mooncak-4-demo'"
 	[ ! -e "$out/mooncake-4-equal.json" ] || fail "mooncake-4-equal ran before the bad name was refused"
+	run "$REPO/contrib/sim/baselines.sh" --bogus
+	assert_failure 2
+	assert_output --partial "unknown option --bogus"
+	# --help is the leading comment block, and nothing of the code.
+	run "$REPO/contrib/sim/baselines.sh" --help
+	assert_success
+	assert_line --partial "contrib/sim/baselines.sh [--out DIR]"
+	refute_output --partial "set -eu"
 }
 
 @test "matrix.sh and baselines.sh: a second run into a directory another is writing into is refused" {
