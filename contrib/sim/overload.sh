@@ -8,7 +8,7 @@
 # share within the objectives and goodput, without admission / with
 # dbucket's / the GIE peer's, and the requests shed by either.
 #
-#   contrib/sim/overload.sh NAME CAPACITIES -- DBUCKET-SIM-ARGS...
+#   contrib/sim/overload.sh [--out DIR] NAME CAPACITIES -- DBUCKET-SIM-ARGS...
 #
 # NAME names the outputs (DIR/NAME-POLICY-X-VARIANT.json, DIR from
 # --out, default /tmp/overload); CAPACITIES is policy=rate,... as
@@ -16,19 +16,35 @@
 # own capacity without admission); the arguments after -- give the trace,
 # its slice and the fleet (no --rate-factor, no --policy). With
 # DBK_SHED_RETRY=1 every run adds --shed-retry; with DBK_OVERLOAD_REPORT=1
-# nothing runs, the rows come from the JSON files already in DIR.
+# nothing runs, the rows come from the JSON files already in DIR. A
+# missing NAME or CAPACITIES, or a second run into a DIR another is still
+# writing into, is refused (exit 2).
 set -eu
 cd "$(dirname "$0")/../.."
+. contrib/lib.sh
 BUILD=${DBK_BUILD:-build}
 out=/tmp/overload
+case ${1:-} in -h | --help) dbk_usage && exit 0 ;; esac
 if [ "${1:-}" = --out ]; then
 	out=$2
 	shift 2
 fi
+[ $# -ge 2 ] || {
+	echo "$DBK_WHO: NAME and CAPACITIES are required (see --help)" >&2
+	exit 2
+}
 name=$1 caps=$2
 shift 2
 [ "${1:-}" = -- ] && shift
+[[ $caps =~ ^[a-z_0-9]+=[0-9.]+(,[a-z_0-9]+=[0-9.]+)*$ ]] || {
+	echo "$DBK_WHO: CAPACITIES is policy=rate,... (as dbucket-sim --slo-capacity found them), not '$caps'" >&2
+	exit 2
+}
 mkdir -p "$out"
+if [ -z "${DBK_OVERLOAD_REPORT:-}" ]; then
+	dbk_need_bins dbucket-sim
+	dbk_lock_dir "$out"
+fi
 retry=()
 [ "${DBK_SHED_RETRY:-0}" = 1 ] && retry=(--shed-retry)
 

@@ -355,3 +355,22 @@ llm_d_shed	true	true	1500	true"
 	assert_success
 	assert_line --regexp '^\| c97x4 \| [0-9.]+( ~)? \|$'
 }
+
+@test "overload.sh: one row per policy and factor, three columns each; bad arguments refused before anything runs" {
+	local out=$BATS_TEST_TMPDIR/overload
+	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/overload.sh" --out "$out" o ttft
+	assert_failure 2
+	assert_output --partial "CAPACITIES is policy=rate"
+	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/overload.sh" --out "$out"
+	assert_failure 2
+	assert_output --partial "NAME and CAPACITIES are required"
+	[ ! -e "$out" ] || [ -z "$(ls "$out")" ] || fail "something ran: $(ls "$out")"
+	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/overload.sh" --out "$out" o ttft=1.2 -- \
+		--trace "$MOONCAKE" --duration-s 60 --instances 4
+	assert_success
+	# A factor's row: each class within the objectives without admission /
+	# with dbucket's / the GIE peer's, and goodput likewise.
+	[ "$(grep -c '^| ttft | ' <<<"$output")" -eq 5 ] || fail "not five rows: $output"
+	assert_line --regexp '^\| ttft \| 2\.5 \| [0-9.]+ / [0-9.]+ / [0-9.]+ \|'
+	[ -s "$out/o-ttft-0.8-off.json" ] && [ -s "$out/o-ttft-2.5-on.json" ]
+}
