@@ -88,11 +88,20 @@ if [ "$report" = 1 ]; then
 	exit 0
 fi
 dbk_need_bins dbucket-sim
+# The configurations, in the order they run; --only is checked against
+# these names, made by the same loops that run them.
+profiles=(equal demo) sizes=(4 64) traces=(mooncake azure) names=,
+for profile in "${profiles[@]}"; do
+	for n in "${sizes[@]}"; do
+		for trace in "${traces[@]}"; do names+=$trace-$n-$profile,; done
+	done
+done
 for name in ${only//,/ }; do
-	[[ $name =~ ^(mooncake|azure)-(4|64)-(equal|demo)$ ]] || {
-		echo "$DBK_WHO: --only: no configuration named '$name' (TRACE-N-PROFILE: mooncake or azure, 4 or 64, equal or demo)" >&2
+	case $names in *",$name,"*) ;; *)
+		echo "$DBK_WHO: --only: no configuration named '$name' (one of ${names:1:-1})" >&2
 		exit 2
-	}
+		;;
+	esac
 done
 mkdir -p "$out"
 dbk_lock_dir "$out"
@@ -105,9 +114,9 @@ run() { # run NAME ARGS...: prints the command, runs it, keeps its output
 	echo
 }
 
-for profile in equal demo; do
-	for n in 4 64; do
-		for trace in mooncake azure; do
+for profile in "${profiles[@]}"; do
+	for n in "${sizes[@]}"; do
+		for trace in "${traces[@]}"; do
 			case $trace in
 			mooncake) file=contrib/traces/mooncake_conversation_trace.jsonl rf4=0.75 target=0.85 dur=900 ;;
 			azure) file=contrib/traces/AzureLLMInferenceTrace_conv.csv rf4=11 target=0.90 dur=1200 ;;
