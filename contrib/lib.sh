@@ -236,6 +236,20 @@ dbk_synth_trace() {
 	esac && mv "$2.tmp" "$2"
 }
 
+# dbk_only_known KNOWN ONLY: exits 2 unless each name of the comma list
+# ONLY is one of KNOWN (",a,b,"), so that a script's --only is checked
+# before anything runs; a name it does not have used to run nothing.
+dbk_only_known() {
+	local name
+	for name in ${2//,/ }; do
+		case $1 in *",$name,"*) ;; *)
+			echo "$DBK_WHO: --only: no configuration named '$name' (one of ${1:1:-1})" >&2
+			exit 2
+			;;
+		esac
+	done
+}
+
 # dbk_lock_dir DIR: this script alone writes into DIR until it exits, or
 # it exits 2. Two runs into one directory overwrite each other's files
 # between a write and its read, and each reports the other's figures.

@@ -96,13 +96,7 @@ for profile in "${profiles[@]}"; do
 		for trace in "${traces[@]}"; do names+=$trace-$n-$profile,; done
 	done
 done
-for name in ${only//,/ }; do
-	case $names in *",$name,"*) ;; *)
-		echo "$DBK_WHO: --only: no configuration named '$name' (one of ${names:1:-1})" >&2
-		exit 2
-		;;
-	esac
-done
+dbk_only_known "$names" "$only"
 mkdir -p "$out"
 dbk_lock_dir "$out"
 

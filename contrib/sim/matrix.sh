@@ -92,13 +92,7 @@ matrix() {
 }
 
 listing=1 matrix
-for name in ${only//,/ }; do
-	case $names in *",$name,"*) ;; *)
-		echo "$DBK_WHO: --only: no configuration named '$name' (the first column of the output)" >&2
-		exit 2
-		;;
-	esac
-done
+dbk_only_known "$names" "$only"
 echo "| configuration | ${policies//,/ | } |"
 echo "|---|$(echo "$policies" | sed 's/[^,]*/---:/g; s/,/|/g')|"
 
