@@ -9,28 +9,42 @@
 # configuration: each policy's capacity (the rate factor; "none" where
 # no rate reached the attainment, "~" where the search did not close).
 #
-#   contrib/sim/matrix.sh [--out DIR] [--only NAME,...] [POLICY,...]
+#   contrib/sim/matrix.sh [--out DIR] [--only NAME,...] [--at RUN [--factors X,...]] [POLICY,...]
 #
 # POLICY,... defaults to lc,ttft. DIR defaults to /tmp/dbucket-matrix;
 # DBK_BUILD names the build directory (default build). --only runs the
 # named configurations (the first column) alone; a name the matrix does
 # not have is refused (exit 2) before anything runs, as is a second run
 # into a DIR another is still writing into.
+#
+# --at RUN runs each configuration at fixed rates instead of searching:
+# X times (--factors, default 0.9,1) the capacity the first POLICY
+# reached in RUN, another matrix's DIR. A capacity search on a flat or
+# uneven curve moves by a whole step for a small change, and two builds
+# compare best at the same rates. One row per configuration and factor;
+# each policy's cell: the share of requests within both objectives (%),
+# TTFT p99 and TPOT p50 (ms). A configuration RUN holds no capacity for
+# (not run there, or "none") is refused before anything runs.
 set -eu
 cd "$(dirname "$0")/../.."
 . contrib/lib.sh
 BUILD=${DBK_BUILD:-build}
-out=/tmp/dbucket-matrix only=
+out=/tmp/dbucket-matrix only= at= factors=0.9,1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) out=$2 && shift 2 ;;
 	--only) only=,$2, && shift 2 ;;
+	--at) at=$2 && shift 2 ;;
+	--factors) factors=$2 && shift 2 ;;
 	-h | --help) dbk_usage && exit 0 ;;
 	-*) dbk_bad_option "$1" ;;
 	*) break ;;
 	esac
 done
 policies=${1:-lc,ttft}
+[[ $factors =~ ^[0-9]*\.?[0-9]+(,[0-9]*\.?[0-9]+)*$ && ! ,$factors, =~ ,[0.]+, ]] ||
+	{ echo "$DBK_WHO: --factors wants X,... (positive numbers), not $factors" >&2 && exit 2; }
+[ -z "$at" ] || [ -d "$at" ] || { echo "$DBK_WHO: --at $at: no such directory" >&2 && exit 2; }
 dbk_need_bins dbucket-sim
 mkdir -p "$out"
 dbk_lock_dir "$out"
@@ -42,19 +56,50 @@ trace() { # trace NAME: DIR/NAME.jsonl, generated once
 
 MC=(--trace contrib/traces/mooncake_conversation_trace.jsonl --duration-s 900)
 AZ=(--trace contrib/traces/AzureLLMInferenceTrace_conv.csv --duration-s 900)
-# run NAME ARGS...: one row; an argument @T is generated trace T. With
-# listing set it only records NAME, so that --only is checked against the
-# matrix itself rather than a second copy of its names.
-listing= names=,
+# at_capacity NAME: the capacity the first policy reached in --at's run
+# of NAME, empty when it has none.
+at_capacity() {
+	jq -r --arg p "${policies%%,*}" '.capacity[]? | select(.policy == $p and .rate_factor > 0)
+		| .rate_factor' "$at/$1.json" 2>/dev/null
+}
+
+# at_rows NAME ARGS...: NAME's rows at --factors times its capacity in --at.
+at_rows() {
+	local name=$1 base x rate json
+	shift
+	base=$(at_capacity "$name")
+	for x in ${factors//,/ }; do
+		rate=$(awk -v b="$base" -v x="$x" 'BEGIN { printf "%.6g", b * x }')
+		json=$out/$name@$x.json
+		echo "\$ $BUILD/dbucket-sim $* --policy $policies --rate-factor $rate --json $json" >&2
+		nice -n 5 "$BUILD/dbucket-sim" "$@" --policy "$policies" --rate-factor "$rate" \
+			--json "$json" >/dev/null
+		jq -r --arg n "$name x$x ($rate)" '[$n] + [.policies[].classes.all
+			| "\(.good * 1000 / .requests | round / 10)% · \(.ttft_ms.p99 | round) · \(.tpot_ms.p50 * 10 | round / 10)"]
+			| "| " + join(" | ") + " |"' "$json"
+	done
+}
+
+# run NAME ARGS...: one row (with --at, one per factor); an argument @T
+# is generated trace T. With listing set it only records NAME (and, with
+# --at, whether RUN has its capacity), so that --only is checked against
+# the matrix itself rather than a second copy of its names.
+listing= names=, missing=
 run() {
 	local name=$1 json=$out/$1.json a args=()
 	shift
-	[ -z "$listing" ] || { names+=$name, && return 0; }
+	if [ -n "$listing" ]; then
+		names+=$name,
+		case $only in "" | *",$name,"*) [ -z "$at" ] || [ -n "$(at_capacity "$name")" ] ||
+			missing+=" $name" ;; esac
+		return 0
+	fi
 	case $only in "" | *",$name,"*) ;; *) return 0 ;; esac
 	for a; do
 		case $a in @*) args+=("$(trace "${a#@}")") ;; *) args+=("$a") ;; esac
 	done
 	set -- "${args[@]}"
+	[ -z "$at" ] || { at_rows "$name" "$@" && return 0; }
 	echo "\$ $BUILD/dbucket-sim $* ${cap[*]} --json $json" >&2
 	nice -n 5 "$BUILD/dbucket-sim" "$@" "${cap[@]}" --json "$json" >/dev/null
 	jq -r --arg n "$name" '[$n] + [.capacity[] | if .rate_factor > 0
@@ -93,6 +138,14 @@ matrix() {
 
 listing=1 matrix
 dbk_only_known "$names" "$only"
+[ -z "$missing" ] || {
+	echo "$DBK_WHO: --at $at holds no capacity of ${policies%%,*} for:$missing" >&2
+	exit 2
+}
+if [ -n "$at" ]; then
+	echo "(within both objectives % · TTFT p99 ms · TPOT p50 ms, at X times ${policies%%,*}'s capacity in $at)"
+	echo
+fi
 echo "| configuration | ${policies//,/ | } |"
 echo "|---|$(echo "$policies" | sed 's/[^,]*/---:/g; s/,/|/g')|"
 

@@ -320,6 +320,47 @@ llm_d_shed	true	true	1500	true"
 	assert_output --partial "unknown option --bogus"
 }
 
+@test "matrix.sh --at: rows at fixed multiples of another run's capacity, each cell the simulator's figures; a run without that capacity refused" {
+	local out=$BATS_TEST_TMPDIR/at run=$BATS_TEST_TMPDIR/run
+	mkdir -p "$run"
+	# Another matrix's output: ttft's capacity on c97x4 only.
+	echo '{"capacity":[{"policy":"lc","rate_factor":0},{"policy":"ttft","rate_factor":30,"closed":true}]}' \
+		>"$run/c97x4.json"
+	# lc has none there ("none"), c5 no file: refused before anything runs.
+	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/matrix.sh" --out "$out" --only c97x4 --at "$run" lc,ttft
+	assert_failure 2
+	assert_output --partial "holds no capacity of lc for: c97x4"
+	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/matrix.sh" --out "$out" --only c97x4,c5 --at "$run" ttft
+	assert_failure 2
+	assert_output --partial "holds no capacity of ttft for: c5"
+	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/matrix.sh" --out "$out" --only c97x4 --at "$run" --factors 0.5,0 ttft
+	assert_failure 2
+	assert_output --partial "--factors wants"
+	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/matrix.sh" --out "$out" --only c97x4 --at "$BATS_TEST_TMPDIR/nowhere" ttft
+	assert_failure 2
+	assert_output --partial "no such directory"
+	[ ! -e "$out/c97x4@0.5.json" ] || fail "a configuration ran before the refusal"
+	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/matrix.sh" --out "$out" --only c97x4 --at "$run" --factors 0.5,1 ttft,lc
+	assert_success
+	# The legend, the header, its rule and a row per factor, at 15 and 30.
+	[ "$(grep -c '^|' <<<"$output")" -eq 4 ] || fail "not two rows: $output"
+	assert_line --regexp '^\| configuration \| ttft \| lc \|$'
+	[ "$(jq .setup.rate_factor "$out/c97x4@0.5.json")" = 15 ]
+	[ "$(jq .setup.rate_factor "$out/c97x4@1.json")" = 30 ]
+	# Each cell is what the simulator wrote for that policy at that rate.
+	local f cells
+	for f in 0.5 1; do
+		cells=$(jq -r '[.policies[].classes.all | "\(.good * 1000 / .requests | round / 10)% · \(.ttft_ms.p99 | round) · \(.tpot_ms.p50 * 10 | round / 10)"] | join(" | ")' "$out/c97x4@$f.json")
+		assert_line "| c97x4 x$f ($(jq .setup.rate_factor "$out/c97x4@$f.json")) | $cells |"
+	done
+	assert_line --regexp '^\| c97x4 x0.5 \(15\) \| [0-9.]+% · [0-9]+ · [0-9.]+ \| [0-9.]+% · [0-9]+ · [0-9.]+ \|$'
+	# Half the load: no fewer requests within the objectives than at the capacity.
+	local half full
+	half=$(jq '.policies[0].classes.all.good' "$out/c97x4@0.5.json")
+	full=$(jq '.policies[0].classes.all.good' "$out/c97x4@1.json")
+	[ "$half" -ge "$full" ] || fail "ttft: $half within at half the rate, $full at the capacity"
+}
+
 @test "baselines.sh: a --only name it does not have, or an unknown option, is refused before anything runs" {
 	local out=$BATS_TEST_TMPDIR/baselines
 	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/baselines.sh" --out "$out" --only mooncake-4-equal,mooncak-4-demo
