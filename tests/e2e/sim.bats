@@ -320,6 +320,31 @@ llm_d_shed	true	true	1500	true"
 	assert_output --partial "unknown option --bogus"
 }
 
+@test "the trace generators: --help says how to call them, a bad SEED or count is refused, a seed gives the same file" {
+	local g
+	for g in code agentic; do
+		run python3 "$REPO/contrib/traces/synth/$g.py" --help
+		assert_success
+		assert_line --regexp "^usage: $g.py \[-h\] SEED (REQUESTS|SESSIONS)$"
+		run python3 "$REPO/contrib/traces/synth/$g.py"
+		assert_failure 2
+		assert_output --partial "usage: $g.py"
+		refute_output --partial "Traceback"
+		run python3 "$REPO/contrib/traces/synth/$g.py" 7x 10
+		assert_failure 2
+		assert_output --partial "invalid int value: '7x'"
+		run python3 "$REPO/contrib/traces/synth/$g.py" 7 0
+		assert_failure 2
+		assert_output --partial "must be at least 1"
+		refute_output --partial "Traceback"
+	done
+	# Ten requests, each a JSON line Mooncake's reader takes, the same twice.
+	python3 "$REPO/contrib/traces/synth/code.py" 5 10 >"$BATS_TEST_TMPDIR/a.jsonl"
+	python3 "$REPO/contrib/traces/synth/code.py" 5 10 >"$BATS_TEST_TMPDIR/b.jsonl"
+	cmp "$BATS_TEST_TMPDIR/a.jsonl" "$BATS_TEST_TMPDIR/b.jsonl"
+	[ "$(jq -s 'map(select(.timestamp >= 0 and .input_length >= 64 and (.hash_ids | length) >= 1)) | length' "$BATS_TEST_TMPDIR/a.jsonl")" -eq 10 ]
+}
+
 @test "matrix.sh --at: rows at fixed multiples of another run's capacity, each cell the simulator's figures; a run without that capacity refused" {
 	local out=$BATS_TEST_TMPDIR/at run=$BATS_TEST_TMPDIR/run
 	mkdir -p "$run"
