@@ -331,7 +331,9 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		  .help = "debug, info (default), warn or error;\n"
 		          "debug logs what the agent's policies\n"
 		          "learn of each instance's speed (event\n"
-		          "learn, on stderr)" },
+		          "learn) and, after each run, what each\n"
+		          "instance was sent and served (event\n"
+		          "instance), on stderr" },
 		{ "help", 0, DBK_OPT_FLAG, &x->help, .help = "this text" },
 		{ "version", 0, DBK_OPT_FLAG, &x->version, .help = "the version" },
 		{ .name = NULL },

@@ -54,6 +54,7 @@ static int join(struct dbk_sim *s, unsigned i)
 			if (!e)
 				return -1;
 			dbk_sim_add_stats(&s->retired, in->e);
+			dbk_sim_add_stats(&in->past, in->e);
 			dbk_engine_free(in->e);
 			in->e = e;
 			in->used = false;

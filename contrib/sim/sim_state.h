@@ -62,6 +62,12 @@ struct dbk_sim_inst {
 	bool present, down, told, used;
 	double joined_s;
 	unsigned consec_err;
+	/* Where the policy's requests went (the event "instance" at
+	 * --log-level debug): requests and prompt tokens sent to the slot,
+	 * and the stats of the engines that left it. */
+	uint64_t sent;
+	double sent_tokens;
+	struct dbk_engine_stats past;
 };
 
 struct dbk_sim {

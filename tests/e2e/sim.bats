@@ -47,6 +47,29 @@ MOONCAKE=$REPO/contrib/traces/mooncake_conversation_trace.jsonl
 	assert_output --partial "unknown policy 'nosuch'"
 }
 
+@test "--log-level debug: after each run, one event instance per instance, the run's requests and engine time in all" {
+	local err=$BATS_TEST_TMPDIR/err p n sent busy
+	"$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 300 --instances 4 --fail-instance 2 \
+		--fail-share 0.5 --policy lc,ttft --log-level debug --json "$BATS_TEST_TMPDIR/r.json" >/dev/null 2>"$err"
+	for p in lc ttft; do
+		n=$(grep -c "event=instance policy=$p " "$err")
+		[ "$n" -eq 4 ] || fail "$p: $n instance events, not 4"
+		# Every request the trace offered was sent somewhere, the failing
+		# instance's 500s included.
+		sent=$(grep "event=instance policy=$p " "$err" | sed 's/.* requests=\([0-9]*\) .*/\1/' | awk '{ t += $1 } END { print t }')
+		[ "$sent" -eq 300 ] || fail "$p: $sent requests sent, not 300"
+		# The instances' engine time adds up to the run's.
+		busy=$(grep "event=instance policy=$p " "$err" | sed 's/.* busy_s=\([0-9.]*\) .*/\1/' | awk '{ t += $1 } END { print t }')
+		jq -e --arg p "$p" --argjson b "$busy" '.policies[] | select(.policy == $p) | (.busy_s - $b | fabs) < 0.01' \
+			"$BATS_TEST_TMPDIR/r.json" >/dev/null || fail "$p: the instances' busy_s sum to $busy"
+	done
+	# The failing instance was sent requests under lc (its 500s end at once).
+	grep -qE "event=instance policy=lc instance=2 requests=[1-9]" "$err"
+	# At the default level, nothing of it.
+	"$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 50 --policy lc >/dev/null 2>"$err"
+	! grep -q "event=instance" "$err" || fail "instance events at info"
+}
+
 @test "--stall-weight: the agent's weight by default, 0 a different choice, negative refused" {
 	local args=(--trace "$MOONCAKE" --max-requests 400 --rate-factor 2 --policy ttft)
 	run "$BUILD/dbucket-sim" "${args[@]}" --json "$BATS_TEST_TMPDIR/default.json"
