@@ -13,28 +13,16 @@ think time plus the answer's decode. Written to check the router on
 traffic it was not tuned on (BENCHMARKS.md, "Unseen workloads"), not to
 model a particular product.
 """
-import argparse
 import json
 import random
+
+from synth_args import seed_and_count
 
 BLOCK = 512
 
 
-def args():
-    """SEED and SESSIONS from the command line; argparse refuses anything
-    else (exit 2) and prints the docstring for --help."""
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("seed", metavar="SEED", type=int, help="the random seed: the same file for the same seed")
-    ap.add_argument("count", metavar="SESSIONS", type=int, help="how many to write (at least 1)")
-    a = ap.parse_args()
-    if a.count < 1:
-        ap.error("SESSIONS must be at least 1")
-    return a.seed, a.count
-
-
 def main():
-    seed, nsess = args()
+    seed, nsess = seed_and_count(__doc__, "SESSIONS")
     r = random.Random(seed)
     nid = [1000]
 

@@ -11,28 +11,16 @@ Poisson and bursty: an on/off switch (1% a request) between 5 and 40
 requests a second. Written to check the router on traffic it was not
 tuned on (BENCHMARKS.md, "Unseen workloads").
 """
-import argparse
 import json
 import random
+
+from synth_args import seed_and_count
 
 BLOCK = 512
 
 
-def args():
-    """SEED and REQUESTS from the command line; argparse refuses anything
-    else (exit 2) and prints the docstring for --help."""
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("seed", metavar="SEED", type=int, help="the random seed: the same file for the same seed")
-    ap.add_argument("count", metavar="REQUESTS", type=int, help="how many to write (at least 1)")
-    a = ap.parse_args()
-    if a.count < 1:
-        ap.error("REQUESTS must be at least 1")
-    return a.seed, a.count
-
-
 def main():
-    seed, n = args()
+    seed, n = seed_and_count(__doc__, "REQUESTS")
     r = random.Random(seed)
     nid = [5000]
 
