@@ -29,7 +29,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 . contrib/lib.sh
 BUILD=${DBK_BUILD:-build}
-out=/tmp/dbucket-matrix only= at= factors=0.9,1
+out=/tmp/dbucket-matrix only= at= factors=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) out=$2 && shift 2 ;;
@@ -42,6 +42,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 policies=${1:-lc,ttft}
+[ -n "$at" ] || [ -z "$factors" ] || { echo "$DBK_WHO: --factors is for --at's runs" >&2 && exit 2; }
+factors=${factors:-0.9,1}
 [[ $factors =~ ^[0-9]*\.?[0-9]+(,[0-9]*\.?[0-9]+)*$ && ! ,$factors, =~ ,[0.]+, ]] ||
 	{ echo "$DBK_WHO: --factors wants X,... (positive numbers), not $factors" >&2 && exit 2; }
 [ -z "$at" ] || [ -d "$at" ] || { echo "$DBK_WHO: --at $at: no such directory" >&2 && exit 2; }

@@ -384,6 +384,9 @@ llm_d_shed	true	true	1500	true"
 	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/matrix.sh" --out "$out" --only c97x4 --at "$run" --factors 0.5,0 ttft
 	assert_failure 2
 	assert_output --partial "--factors wants"
+	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/matrix.sh" --out "$out" --only c97x4 --factors 0.5 ttft
+	assert_failure 2
+	assert_output --partial "--factors is for --at's runs"
 	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/matrix.sh" --out "$out" --only c97x4 --at "$BATS_TEST_TMPDIR/nowhere" ttft
 	assert_failure 2
 	assert_output --partial "no such directory"
