@@ -393,7 +393,7 @@ llm_d_shed	true	true	1500	true"
 	[ ! -e "$out/c97x4@0.5.json" ] || fail "a configuration ran before the refusal"
 	run env DBK_BUILD="$BUILD" "$REPO/contrib/sim/matrix.sh" --out "$out" --only c97x4 --at "$run" --factors 0.5,1 ttft,lc
 	assert_success
-	# The legend, the header, its rule and a row per factor, at 15 and 30.
+	# The header, its rule and a row per factor (rates 15 and 30), after the legend.
 	[ "$(grep -c '^|' <<<"$output")" -eq 4 ] || fail "not two rows: $output"
 	assert_line --regexp '^\| configuration \| ttft \| lc \|$'
 	[ "$(jq .setup.rate_factor "$out/c97x4@0.5.json")" = 15 ]
