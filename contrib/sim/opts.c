@@ -188,7 +188,9 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		  .help = "the agent's policies (ttft, ...): K load\n"
 		          "balancers, each sent a random 1/K of the\n"
 		          "arrivals, own books, shared scraped\n"
-		          "numbers (default 1)" },
+		          "numbers (default 1); lc_per_node: K\n"
+		          "HAProxy nodes' leastconn, each counting\n"
+		          "its own connections (lc is one node's)" },
 		{ "lb-sticky", 0, DBK_OPT_FLAG, &o->lb_sticky,
 		  .help = "with --lb-nodes: a conversation's requests\n"
 		          "all reach one balancer (an L4 balancer\n"

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hash.h"
 #include "lib/log.h"
 
 /* ---- What every policy shares. ---- */
@@ -115,15 +116,97 @@ const struct dbk_sim_policy_ops dbk_sim_policy_lc = {
 	.choose = lc_choose,
 };
 
+unsigned dbk_sim_lb_node(const struct dbk_sim_config *cfg, const struct dbk_sim_req *r)
+{
+	uint64_t who = cfg->lb_sticky && r->has_session ? r->session * DBK_HASH_GOLDEN : r->id;
+
+	return cfg->lb_nodes > 1
+	               ? (unsigned)(dbk_hash_fmix_light(UINT64_C(0x7474667453454544) ^ who) %
+	                            cfg->lb_nodes)
+	               : 0;
+}
+
+/* Least connections as K HAProxy nodes run it (--lb-nodes K): each node
+ * counts its own connections only and rotates among its own equals. lc
+ * above is one node that sees every connection, which no K-node fleet
+ * has; beside the agent's policies split K ways it flattered leastconn
+ * by up to a tenth of its capacity (ttft.md, "Stop 50: leastconn on K
+ * nodes"). With one node it is lc, decision for decision. */
+struct lc_nodes {
+	const struct dbk_sim_config *cfg;
+	unsigned n;
+	unsigned *last;  /* per node: its previous choice */
+	unsigned *count; /* per node and instance: its connections there */
+};
+
+static int lcn_init(void *st, const struct dbk_sim_policy_env *env)
+{
+	struct lc_nodes *p = st;
+	unsigned k = env->cfg->lb_nodes > 1 ? env->cfg->lb_nodes : 1;
+
+	p->cfg = env->cfg;
+	p->n = env->cfg->ninstances;
+	p->last = calloc(k, sizeof(*p->last));
+	p->count = calloc((size_t)k * p->n, sizeof(*p->count));
+	if (!p->last || !p->count)
+		return -1;
+	for (unsigned j = 0; j < k; j++)
+		p->last[j] = p->n - 1;
+	return 0;
+}
+
+static double lcn_key(const void *ctx, const struct dbk_sim *s, unsigned i)
+{
+	(void)s;
+	return ((const unsigned *)ctx)[i];
+}
+
+static int lcn_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r)
+{
+	struct lc_nodes *p = st;
+	unsigned j = dbk_sim_lb_node(p->cfg, r), *count = p->count + (size_t)j * p->n;
+
+	p->last[j] = dbk_sim_least(s, p->last[j] + 1, lcn_key, count);
+	count[p->last[j]]++;
+	return (int)p->last[j];
+}
+
+static void lcn_release(void *st, const struct dbk_sim *s, const struct dbk_sim_req *r,
+                        unsigned inst)
+{
+	struct lc_nodes *p = st;
+	unsigned *count = p->count + (size_t)dbk_sim_lb_node(p->cfg, r) * p->n;
+
+	(void)s;
+	if (count[inst] > 0)
+		count[inst]--;
+}
+
+static void lcn_fini(void *st)
+{
+	struct lc_nodes *p = st;
+
+	free(p->last);
+	free(p->count);
+}
+
+const struct dbk_sim_policy_ops dbk_sim_policy_lc_per_node = {
+	.name = "lc_per_node",
+	.size = sizeof(struct lc_nodes),
+	.init = lcn_init,
+	.choose = lcn_choose,
+	.release = lcn_release,
+	.fini = lcn_fini,
+	.extra = true,
+};
+
 /* ---- The table. ---- */
 
 /* The agent's policies that choose (policy_agent.c) come between the
  * agent's balancer and the oracle. */
 static const struct dbk_sim_policy_ops *const head[] = {
-	&dbk_sim_policy_rr,
-	&dbk_sim_policy_lc,
-	&dbk_sim_policy_plain,
-	&dbk_sim_policy_dynamic,
+	&dbk_sim_policy_rr,    &dbk_sim_policy_lc,      &dbk_sim_policy_lc_per_node,
+	&dbk_sim_policy_plain, &dbk_sim_policy_dynamic,
 };
 /* The peers' routers, after the oracle: each is policy_NAME.c, ending in
  * its DBK_SIM_POLICY_OPS lines (the peer, then its labelled variants),

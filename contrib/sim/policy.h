@@ -139,6 +139,7 @@ struct dbk_sim_policy_ops {
 
 extern const struct dbk_sim_policy_ops dbk_sim_policy_rr;
 extern const struct dbk_sim_policy_ops dbk_sim_policy_lc;
+extern const struct dbk_sim_policy_ops dbk_sim_policy_lc_per_node;
 extern const struct dbk_sim_policy_ops dbk_sim_policy_plain;
 extern const struct dbk_sim_policy_ops dbk_sim_policy_dynamic;
 extern const struct dbk_sim_policy_ops dbk_sim_policy_clairvoyant;
@@ -166,6 +167,12 @@ unsigned dbk_sim_least(const struct dbk_sim *s, unsigned from, dbk_sim_key_fn ke
  * its negation (for the most loaded). */
 double dbk_sim_key_inflight(const void *ctx, const struct dbk_sim *s, unsigned i);
 double dbk_sim_key_neg_inflight(const void *ctx, const struct dbk_sim *s, unsigned i);
+
+/* Which of --lb-nodes K balancers receives r: one at random by a fixed
+ * hash of the request, or of its conversation with --lb-sticky (an L4
+ * balancer hashing the client); 0 with one. Every policy that models
+ * several balancers splits the arrivals alike. */
+unsigned dbk_sim_lb_node(const struct dbk_sim_config *cfg, const struct dbk_sim_req *r);
 
 /* The built-in policies in report order; NULL past the end. */
 const struct dbk_sim_policy_ops *dbk_sim_policy_at(size_t i);

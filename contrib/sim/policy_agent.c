@@ -51,12 +51,11 @@
 /* What HAProxy's wait-for-body leaves the agent of a body: one 16 KB
  * buffer less the request's headers. */
 #define AG_SAMPLE_BYTES 15360u
-#define AG_SEED 0x7474667453454544ULL
 
 struct ag {
 	const struct dbk_policy_ops *ops;
 	unsigned n, k;
-	bool sticky; /* --lb-sticky */
+	const struct dbk_sim_config *cfg; /* --lb-nodes, --lb-sticky: dbk_sim_lb_node */
 	void **node;
 	/* By request id: its lease, as the agent's balancer would keep it,
 	 * and the node that routed it. */
@@ -134,7 +133,7 @@ static int ag_init(void *st, const struct dbk_sim_policy_env *env)
 	p->ops = env->arg;
 	p->n = env->cfg->ninstances;
 	p->k = env->cfg->lb_nodes ? env->cfg->lb_nodes : 1;
-	p->sticky = env->cfg->lb_sticky;
+	p->cfg = env->cfg;
 	/* The session table without the books table shares no books. */
 	bool table_alone = env->cfg->lb_share_sessions && !env->cfg->lb_share_books;
 	p->share = env->cfg->lb_share && p->k > 1 && p->ops->seen && !table_alone;
@@ -414,8 +413,7 @@ static int ag_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 	ag_learn(p, s);
 	if (p->share)
 		ag_deliver(p, s, ag_ms(s));
-	uint64_t who = p->sticky && r->has_session ? r->session * DBK_HASH_GOLDEN : r->id;
-	unsigned j = p->k > 1 ? (unsigned)(dbk_hash_fmix_light(AG_SEED ^ who) % p->k) : 0;
+	unsigned j = dbk_sim_lb_node(p->cfg, r);
 	ag_request(p, s, r, &est, &q);
 	uint64_t now = ag_ms(s);
 	struct ag_node an = { p, j };

@@ -70,6 +70,27 @@ MOONCAKE=$REPO/contrib/traces/mooncake_conversation_trace.jsonl
 	! grep -q "event=instance" "$err" || fail "instance events at info"
 }
 
+@test "lc_per_node: lc decision for decision with one balancer; with --lb-nodes each node counts its own; not in all" {
+	local args=(--trace "$MOONCAKE" --max-requests 400 --instances 4 --rate-factor 2)
+	# Its rows but the name and the wall time.
+	rows() { grep -E "^$1 " <<<"$output" | awk '{ $1 = ""; $NF = "" } { print }'; }
+	run "$BUILD/dbucket-sim" "${args[@]}" --policy lc,lc_per_node
+	assert_success
+	[ -n "$(rows lc)" ] && [ "$(rows lc)" = "$(rows lc_per_node)" ] || fail "one node is not lc"
+	# Four nodes, each seeing a quarter of the connections: other choices.
+	run "$BUILD/dbucket-sim" "${args[@]}" --policy lc,lc_per_node --lb-nodes 4
+	assert_success
+	[ "$(rows lc)" != "$(rows lc_per_node)" ] || fail "four nodes chose as one"
+	local four=$(rows lc_per_node)
+	# Sticky conversations split the arrivals otherwise.
+	run "$BUILD/dbucket-sim" "${args[@]}" --policy lc_per_node --lb-nodes 4 --lb-sticky
+	assert_success
+	[ "$(rows lc_per_node)" != "$four" ] || fail "--lb-sticky changed nothing"
+	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 20 --policy all
+	assert_success
+	refute_output --partial "lc_per_node"
+}
+
 @test "--stall-weight: the agent's weight by default, 0 a different choice, negative refused" {
 	local args=(--trace "$MOONCAKE" --max-requests 400 --rate-factor 2 --policy ttft)
 	run "$BUILD/dbucket-sim" "${args[@]}" --json "$BATS_TEST_TMPDIR/default.json"
