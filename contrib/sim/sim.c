@@ -553,23 +553,16 @@ oom:
 /* Where the run's requests went, slot by slot: the herding and idling
  * a fleet-wide total hides (a server sent 262 requests beside one sent
  * 4; ttft.md, "Stop 50: fourteen configurations never run before"). */
-static void log_instances(const struct dbk_sim *s)
+static void log_instance(const struct dbk_sim *s, unsigned i, const struct dbk_engine_stats *st)
 {
-	if (dbk_log_get_level() > DBK_LOG_DEBUG)
-		return;
-	for (unsigned i = 0; i < s->cfg.ninstances; i++) {
-		const struct dbk_sim_inst *in = &s->inst[i];
-		struct dbk_engine_stats st = in->past;
+	const struct dbk_sim_inst *in = &s->inst[i];
 
-		dbk_sim_add_stats(&st, in->e);
-		dbk_log(DBK_LOG_DEBUG, "instance",
-		        "policy=%s instance=%u requests=%llu prompt_tokens=%.0f busy_s=%.3f "
-		        "steps=%llu preemptions=%llu hit_tokens=%llu",
-		        s->ops->name, i, (unsigned long long)in->sent, in->sent_tokens,
-		        st.busy_time_s, (unsigned long long)st.steps_total,
-		        (unsigned long long)st.preemptions_total,
-		        (unsigned long long)st.prefix_cache_hits);
-	}
+	dbk_log(DBK_LOG_DEBUG, "instance",
+	        "policy=%s instance=%u requests=%llu prompt_tokens=%.0f busy_s=%.3f "
+	        "steps=%llu preemptions=%llu hit_tokens=%llu",
+	        s->ops->name, i, (unsigned long long)in->sent, in->sent_tokens, st->busy_time_s,
+	        (unsigned long long)st->steps_total, (unsigned long long)st->preemptions_total,
+	        (unsigned long long)st->prefix_cache_hits);
 }
 
 int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out)
@@ -584,11 +577,15 @@ int dbk_sim_result(struct dbk_sim *s, struct dbk_sim_result *out)
 		memset(r, 0, sizeof(*r));
 		r->duration_s = s->n ? s->last_end - s->reqs[0].arrival_s : 0;
 		rc = dbk_metrics_summarize(&s->m, r->duration_s, r->cls);
-		struct dbk_engine_stats st = s->retired;
+		struct dbk_engine_stats st = { 0 };
 
-		for (i = 0; i < s->cfg.ninstances; i++)
-			dbk_sim_add_stats(&st, s->inst[i].e);
-		log_instances(s);
+		for (i = 0; i < s->cfg.ninstances; i++) {
+			struct dbk_engine_stats slot;
+
+			dbk_sim_slot_stats(s, i, &slot);
+			log_instance(s, i, &slot);
+			dbk_sim_stats_add(&st, &slot);
+		}
 		r->preemptions = st.preemptions_total;
 		r->steps = st.steps_total;
 		r->busy_s = st.busy_time_s;

@@ -24,18 +24,24 @@ void dbk_sim_tell(struct dbk_sim *s, unsigned i, bool fresh)
 		s->ops->member(s->pst, s, i, u, fresh);
 }
 
-void dbk_sim_add_stats(struct dbk_engine_stats *sum, const struct dbk_engine *e)
+void dbk_sim_stats_add(struct dbk_engine_stats *sum, const struct dbk_engine_stats *st)
+{
+	sum->preemptions_total += st->preemptions_total;
+	sum->steps_total += st->steps_total;
+	sum->busy_time_s += st->busy_time_s;
+	sum->prefix_cache_queries += st->prefix_cache_queries;
+	sum->prefix_cache_hits += st->prefix_cache_hits;
+	sum->lora_loads += st->lora_loads;
+	sum->lora_activations += st->lora_activations;
+}
+
+void dbk_sim_slot_stats(const struct dbk_sim *s, unsigned i, struct dbk_engine_stats *out)
 {
 	struct dbk_engine_stats st;
 
-	dbk_engine_get_stats(e, &st);
-	sum->preemptions_total += st.preemptions_total;
-	sum->steps_total += st.steps_total;
-	sum->busy_time_s += st.busy_time_s;
-	sum->prefix_cache_queries += st.prefix_cache_queries;
-	sum->prefix_cache_hits += st.prefix_cache_hits;
-	sum->lora_loads += st.lora_loads;
-	sum->lora_activations += st.lora_activations;
+	*out = s->inst[i].past;
+	dbk_engine_get_stats(s->inst[i].e, &st);
+	dbk_sim_stats_add(out, &st);
 }
 
 /* Slot i is filled. An empty slot gets a new instance: a new engine
@@ -53,8 +59,7 @@ static int join(struct dbk_sim *s, unsigned i)
 
 			if (!e)
 				return -1;
-			dbk_sim_add_stats(&s->retired, in->e);
-			dbk_sim_add_stats(&in->past, in->e);
+			dbk_sim_slot_stats(s, i, &in->past);
 			dbk_engine_free(in->e);
 			in->e = e;
 			in->used = false;

@@ -63,8 +63,9 @@ struct dbk_sim_inst {
 	double joined_s;
 	unsigned consec_err;
 	/* Where the policy's requests went (the event "instance" at
-	 * --log-level debug): requests and prompt tokens sent to the slot,
-	 * and the stats of the engines that left it. */
+	 * --log-level debug): requests and prompt tokens sent to the slot;
+	 * and the counters of the engines that left it, which the run's
+	 * totals count too (dbk_sim_slot_stats). */
 	uint64_t sent;
 	double sent_tokens;
 	struct dbk_engine_stats past;
@@ -85,7 +86,6 @@ struct dbk_sim {
 	double now, last_end, t0;
 	uint64_t preempt_counter, events, refused, too_long;
 	uint64_t server_errors, misrouted, marked_down, new_engines;
-	struct dbk_engine_stats retired; /* engines replaced by new ones */
 	size_t ended, arrived;
 	bool ran, summarized, error;
 	bool any_caching; /* some instance has prefix caching */
@@ -163,9 +163,12 @@ int dbk_sim_models_setup(struct dbk_sim *s, char *err, size_t errlen);
  * engine takes its slot (fresh), at the moment it happens: every policy
  * sees the same fleet at the same time. */
 void dbk_sim_tell(struct dbk_sim *s, unsigned i, bool fresh);
-/* Adds engine e's counters (preemptions, steps, busy time, prefix cache
- * queries and hits) to sum. */
-void dbk_sim_add_stats(struct dbk_engine_stats *sum, const struct dbk_engine *e);
+/* Adds st's counters (preemptions, steps, busy time, prefix cache
+ * queries and hits, LoRA loads) to sum. */
+void dbk_sim_stats_add(struct dbk_engine_stats *sum, const struct dbk_engine_stats *st);
+/* Slot i's counters: its engine's and those of the engines it had
+ * before (a fleet that changes gives a slot a new engine). */
+void dbk_sim_slot_stats(const struct dbk_sim *s, unsigned i, struct dbk_engine_stats *out);
 /* count instances from now on: slots 0..count-1 filled, the others
  * emptied (they drain what they hold). 0, or -1 (memory). */
 int dbk_sim_scale_to(struct dbk_sim *s, unsigned count);
