@@ -59,17 +59,18 @@ trace() { # trace NAME: DIR/NAME.jsonl, generated once
 MC=(--trace contrib/traces/mooncake_conversation_trace.jsonl --duration-s 900)
 AZ=(--trace contrib/traces/AzureLLMInferenceTrace_conv.csv --duration-s 900)
 # at_capacity NAME: the capacity the first policy reached in --at's run
-# of NAME, empty when it has none.
+# of NAME, empty (and success, for set -e) when it has none or no file.
 at_capacity() {
 	jq -r --arg p "${policies%%,*}" '.capacity[]? | select(.policy == $p and .rate_factor > 0)
-		| .rate_factor' "$at/$1.json" 2>/dev/null
+		| .rate_factor' "$at/$1.json" 2>/dev/null || true
 }
 
-# at_rows NAME ARGS...: NAME's rows at --factors times its capacity in --at.
+# at_rows NAME ARGS...: NAME's rows at --factors times its capacity in
+# --at (read by the listing pass into at_base).
+declare -A at_base=()
 at_rows() {
-	local name=$1 base x rate json
+	local name=$1 base=${at_base[$1]} x rate json
 	shift
-	base=$(at_capacity "$name")
 	for x in ${factors//,/ }; do
 		rate=$(awk -v b="$base" -v x="$x" 'BEGIN { printf "%.6g", b * x }')
 		json=$out/$name@$x.json
@@ -90,13 +91,15 @@ listing= names=, missing=
 run() {
 	local name=$1 json=$out/$1.json a args=()
 	shift
+	[ -z "$listing" ] || names+=$name,
+	case $only in "" | *",$name,"*) ;; *) return 0 ;; esac
 	if [ -n "$listing" ]; then
-		names+=$name,
-		case $only in "" | *",$name,"*) [ -z "$at" ] || [ -n "$(at_capacity "$name")" ] ||
-			missing+=" $name" ;; esac
+		if [ -n "$at" ]; then
+			at_base[$name]=$(at_capacity "$name")
+			[ -n "${at_base[$name]}" ] || missing+=" $name"
+		fi
 		return 0
 	fi
-	case $only in "" | *",$name,"*) ;; *) return 0 ;; esac
 	for a; do
 		case $a in @*) args+=("$(trace "${a#@}")") ;; *) args+=("$a") ;; esac
 	done
