@@ -14,7 +14,8 @@
  *   names as counted, at most DBK_VM_LORA_MAX), and a body that parsed still parses with one more
  *   well-formed sample line after it, reporting that sample's family
  *   (num_preemptions_total) one higher (or 1, where the count read was
- *   SGLang's, which vLLM's outranks), and fails with one malformed
+ *   SGLang's, which vLLM's outranks; or still bad, where the family's
+ *   samples summed to an infinity), and fails with one malformed
  *   line after it (-2: over the series cap); request counts and the KV
  *   use and KV pool that pass dbk_vllm_metrics_implausible are in range;
  * - /v1/models: 0 with a length of 0 or at least 1, or -1 with a length
@@ -109,7 +110,9 @@ static void metrics(const struct dbk_vm_names *names, const char *s, size_t n)
 	memcpy(buf + n, more, sizeof(more) - 1);
 	FUZZ_CHECK(dbk_vllm_parse_metrics(buf, n + sizeof(more) - 1, &m2, err, sizeof(err)) == 0);
 	FUZZ_CHECK(m2.samples == m.samples + 1);
-	FUZZ_CHECK(m2.have & DBK_VM_PREEMPTIONS);
+	/* Where m's samples of the family summed past a double (each finite,
+	 * the family bad), one more cannot bring it back. */
+	FUZZ_CHECK((m2.have & DBK_VM_PREEMPTIONS) || (m.bad & DBK_VM_PREEMPTIONS));
 	/* vLLM's family outranks SGLang's: where m's count was SGLang's, the
 	 * appended vLLM sample is all m2 reports. */
 	if ((m.have & DBK_VM_PREEMPTIONS) && fabs(m.preemptions) < 1e15)
