@@ -224,16 +224,37 @@ static inline double pred_prompt(const struct dbk_pred_request *r)
  * altogether, it went where the others waited longest: TTFT p99 1.8x
  * on Mooncake's 4 overloaded instances. */
 static inline double pred_ttft(const struct pred_eval *e) { return e->ttft_s + e->wait_s; }
+
+/* Past PRED_TTFT_RISK_FROM of the TTFT objective a predicted first
+ * token's second weighs 1 + PRED_TTFT_RISK: there, the error the books
+ * make on a queue (a prompt's length guessed from its sample, outputs
+ * from a mean) is what stands between the request and a miss, while the
+ * TPOT that second bought the decoders lay far inside its own
+ * objective. Weighed alike all the way, the harm a short prompt's
+ * prefill does to short-output decoders (20 first-token seconds to a
+ * TPOT second) outbid a queue of 1.5 s, long prompts gathered on the
+ * servers with fewest decoders, and their queues made the tail: code
+ * prompts on 16 servers with 2048-token steps at 75% of leastconn's
+ * load, TTFT p99 2.3 s against its 1.2 s, 98.7% within the objectives
+ * against its 100%; with it, 1.4 s and 99.9% (BENCHMARKS.md, "Stop 51:
+ * a late first token costs more"). Not a fine tuning: weights 2 to
+ * 20, or from a quarter of the objective, served alike within the
+ * searches' 2% on the matrix, and within a point of each other at
+ * fixed rates. Lost everywhere, a request misses whatever it waits:
+ * no risk to weigh (pred_score's lost branch). */
+#define PRED_TTFT_RISK_FROM 0.5
+#define PRED_TTFT_RISK 4.0
+
 static inline double pred_score(const struct dbk_pred *p, const struct pred_eval *e)
 {
 	double others = p->c.stall_weight * e->stall_s +
 	                p->c.ttft_slo_s / p->c.tpot_slo_s * e->harm_s;
-
 	double own = pred_ttft(e) + p->c.ttft_slo_s / p->c.tpot_slo_s * e->tpot_s;
 
 	if (e->lost)
 		return e->own_s + others + p->c.stall_weight * (own - e->own_s);
-	return own + others;
+	double late = fmax(0, pred_ttft(e) - PRED_TTFT_RISK_FROM * p->c.ttft_slo_s);
+	return own + PRED_TTFT_RISK * late + others;
 }
 
 /* The class a choice ranks first: fitting, then within the objectives. */

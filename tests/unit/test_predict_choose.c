@@ -1,8 +1,8 @@
 /* The ttft predictor's choice (agent/predict_choose.c): what a request's
  * own time per output token weighs beside its first token, where a
  * request within the objectives nowhere goes, and its wait for KV room
- * behind a queue longer than the cache, and the queue short prompts
- * make. */
+ * behind a queue longer than the cache, the queue short prompts
+ * make, and what a first token near its objective weighs. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -219,6 +219,46 @@ static void test_short_prompts_queued_share_a_step(void)
 	dbk_pred_free(u);
 }
 
+/* Server 0 was just sent a long prompt, server 1 has 64 short-output
+ * requests decoding. A 2,000-token prompt's prefill would slow each of
+ * theirs a little, or wait behind the long one: within both objectives
+ * either way. Behind a 30k-token prompt its first token comes 1.3 s
+ * after it: the harm decides, server 0. Behind a 40k one it comes at
+ * 1.97 s, a step from the 2 s objective, where a queue the books got
+ * wrong makes a miss, while the decoders' TPOT stays far inside its
+ * own: server 1. Every first-token second weighed alike, it went to 0
+ * both times (BENCHMARKS.md, "Stop 51: a late first token costs
+ * more"). */
+static void test_a_late_first_token_costs_more(void)
+{
+	struct dbk_pred_request d = req(500, 20), r = req(2000, 200);
+	struct dbk_pred_choice c0, c1, ch;
+
+	for (int queued = 30000; queued <= 40000; queued += 10000) {
+		struct dbk_pred_request q = req(queued, 200);
+		struct dbk_pred_ticket t;
+		struct dbk_pred *p = two_empty(0);
+
+		if (!p)
+			return;
+		for (int i = 0; i < 64; i++)
+			dbk_pred_commit(p, &d, 1, 59900, &t);
+		dbk_pred_commit(p, &q, 0, 60000, &t);
+		CHECK_EQ_U(dbk_pred_evaluate(p, &r, 0, 60000, &c0), 0);
+		CHECK_EQ_U(dbk_pred_evaluate(p, &r, 1, 60000, &c1), 1);
+		CHECK(c0.within && c1.within);
+		CHECK(c0.ttft_s > c1.ttft_s + 0.5);
+		if (queued == 30000) {
+			CHECK(c0.ttft_s < 1.5);
+			CHECK_EQ_U(dbk_pred_choose(p, &r, 60000, &ch), 0);
+		} else {
+			CHECK(c0.ttft_s > 1.8);
+			CHECK_EQ_U(dbk_pred_choose(p, &r, 60000, &ch), 1);
+		}
+		dbk_pred_free(p);
+	}
+}
+
 int main(void)
 {
 	RUN(test_its_own_tpot_weighs);
@@ -226,5 +266,6 @@ int main(void)
 	RUN(test_kv_wait_alone_is_not_lost);
 	RUN(test_a_queue_past_the_cache_waits_in_turns);
 	RUN(test_short_prompts_queued_share_a_step);
+	RUN(test_a_late_first_token_costs_more);
 	return CHECK_DONE();
 }
