@@ -125,13 +125,28 @@ static void slot_of(const struct dbk_pred_ticket *k, uint32_t slot[DBK_BAL_SLOT_
 	slot[5] = k->server | (k->shared_hit ? TTFT_SLOT_SHARED : 0);
 }
 
+/* A prompt longer than every server's context goes to the longest for
+ * vLLM's 400 (DBK_PRED_TOO_LONG), which comes at once: nothing to
+ * book, no prefix to record, nothing its end teaches. Booked, each
+ * left its prefill queued on that server's books until the server
+ * was idle, and its few milliseconds taught that the server prefills
+ * many times faster than the fleet: Mooncake on 16 servers of a
+ * 32,768-token context, where 7.6% of the prompts are longer, priced
+ * server 0 with a 230 s queue and 8x fast (BENCHMARKS.md, "Stop 51:
+ * prompts no server takes"). Marked held, its release gives nothing
+ * back. */
 void dbk_policy_ttft_commit(void *st, const struct dbk_policy_choice *c, uint64_t now_ms,
                             uint32_t slot[DBK_BAL_SLOT_WORDS])
 {
 	struct dbk_policy_ttft *t = st;
 	struct dbk_pred_ticket k;
 
-	(void)c;
+	if (c->too_long) {
+		k = (struct dbk_pred_ticket){ .server = (uint32_t)c->server, .sent_ms = now_ms };
+		slot_of(&k, slot);
+		slot[0] |= DBK_POLICY_HELD;
+		return;
+	}
 	dbk_pred_commit_chosen(t->pred, &t->req, &t->ch, now_ms, &k);
 	slot_of(&k, slot);
 }

@@ -494,6 +494,19 @@ static void test_ttft_route_follows_the_context_limit_and_the_books(void)
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	CHECK(test_var_is(&x.ack, "server", "vllm0") || test_var_is(&x.ack, "server", "vllm1"));
 	CHECK_EQ_U(x.r.stats.too_long, 1);
+	/* vLLM refuses it at once: a lease, but nothing booked (no queue a
+	 * newcomer waits behind), and its end, milliseconds later, teaches
+	 * no speed and gives nothing back. */
+	unsigned s2 = test_var_is(&x.ack, "server", "vllm0") ? 0 : 1;
+	struct dbk_pred_view v;
+	CHECK_EQ_U(dbk_bal_server_inflight(x.bal, s2), 1);
+	dbk_pred_view(p, s2, 1000, &v);
+	CHECK_EQ_U(v.inflight, 0);
+	CHECK(v.queue_s == 0 && v.kv_committed == 0);
+	CHECK_EQ_U(dbk_bal_release(x.bal, "long-2", 6, NULL), DBK_BAL_OK);
+	dbk_pred_view(p, s2, 1000, &v);
+	CHECK_EQ_U(v.inflight, 0);
+	CHECK(v.queue_s == 0 && v.slowness == 1);
 	/* Nothing usable: an error, no lease, nothing charged. */
 	dbk_bal_set_usable(x.bal, 0, false);
 	dbk_bal_set_usable(x.bal, 1, false);
@@ -501,7 +514,7 @@ static void test_ttft_route_follows_the_context_limit_and_the_books(void)
 	len = test_notify_args(x.in, sizeof(x.in), DBK_MSG_ROUTE, 3, argn, argv);
 	CHECK_EQ_U(run_frame(&x, x.in, len), DBK_SPOP_OK);
 	CHECK(test_var_is(&x.ack, "error", "no usable server"));
-	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 1);
+	CHECK_EQ_U(dbk_bal_stats(x.bal)->leases, 0);
 	down_ttft(&x);
 }
 
