@@ -346,9 +346,20 @@ static void predict_route(struct model_msg *mm, const struct dbk_spop_message *m
 	struct dbk_bal_decision d;
 	mm->estimated = true;
 	/* Dynamic mode scores by length alone and skips the estimate (and
-	 * its counters): the length is the same either way. */
+	 * its counters): the length is the same either way; but a body sent
+	 * without a Content-Length (clen 0) is parsed, to tell a whole one. */
+	const struct dbk_spop_data *clen = dbk_spop_msg_arg(m, DBK_ARG_CLEN);
+	int64_t cl;
+	bool no_len = clen && dbk_spop_data_to_i64(clen, &cl) && cl == 0;
 	mm->src = dbk_estimate(bs, sample, sl, &req);
-	mm->counted = !dbk_bal_config(b)->dynamic;
+	mm->counted = !dbk_bal_config(b)->dynamic || no_len;
+	/* Its length only a floor: scored as the longest bucket's at least
+	 * (route.c, estimate). */
+	if (no_len && mm->src != DBK_EST_JSON && !(mm->src == DBK_EST_NO_BODY && bs <= 0)) {
+		const struct dbk_bal_config *c = dbk_bal_config(b);
+		req.body_bytes = fmax(req.body_bytes,
+		                      DBK_BAL_BYTES_PER_TOKEN * c->bounds[c->nbuckets - 1]);
+	}
 	(void)dbk_bal_decide(b, &req, &d); /* score and bucket: state-free */
 	FUZZ_CHECK(isfinite(d.score) && d.score >= 0);
 	mm->score = d.score;
