@@ -40,7 +40,11 @@ enum dbk_acct_outcome dbk_acct_complete(struct dbk_acct *a, const struct dbk_com
 		a->stats.undecided++;
 		return DBK_ACCT_UNDECIDED;
 	}
-	if (dbk_bal_release(a->bal, c->id, c->id_len, &l) != DBK_BAL_OK)
+	/* Served: vLLM answered it (a 2xx). An error status, or none (the
+	 * client or the server left first), tells the policy that its time
+	 * measured nothing of the server's (dbk_bal_lease.unserved). */
+	bool served = c->status >= 200 && c->status < 300;
+	if (dbk_bal_end(a->bal, c->id, c->id_len, served, &l) != DBK_BAL_OK)
 		return DBK_ACCT_UNKNOWN;
 	/* A lease follows a redispatch when HAProxy reports it at response
 	 * time (the dbucket-moved message); one that did not (the request

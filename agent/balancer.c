@@ -579,6 +579,7 @@ static void give_back(struct dbk_balancer *b, struct dbk_lease *e, uint64_t *cou
                       dbk_bal_lease_cb *cb, void *arg)
 {
 	dbk_lease_unlink(&b->leases, e);
+	e->val.unserved = true;
 	uncharge(b, &e->val);
 	(*counter)++;
 	if (cb)
@@ -608,6 +609,12 @@ void dbk_bal_observe(struct dbk_balancer *b, const struct dbk_bal_observer *o)
 enum dbk_bal_result dbk_bal_release(struct dbk_balancer *b, const char *id, size_t id_len,
                                     struct dbk_bal_lease *out)
 {
+	return dbk_bal_end(b, id, id_len, true, out);
+}
+
+enum dbk_bal_result dbk_bal_end(struct dbk_balancer *b, const char *id, size_t id_len, bool served,
+                                struct dbk_bal_lease *out)
+{
 	struct dbk_bal_lease l;
 
 	if (!id_ok(id, id_len)) {
@@ -618,6 +625,7 @@ enum dbk_bal_result dbk_bal_release(struct dbk_balancer *b, const char *id, size
 		b->stats.unknown_releases++;
 		return DBK_BAL_UNKNOWN;
 	}
+	l.unserved = !served;
 	uncharge(b, &l);
 	b->stats.releases++;
 	if (out)

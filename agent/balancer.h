@@ -127,9 +127,13 @@ struct dbk_bal_observer {
 };
 void dbk_bal_observe(struct dbk_balancer *b, const struct dbk_bal_observer *o);
 
-/* Gives back the lease of id, exactly once. Returns DBK_BAL_UNKNOWN (and
- * counts it) when there is no such lease, DBK_BAL_BAD_ID for an id that
- * no lease can have. out may be NULL. */
+/* Gives back the lease of id, exactly once, served (its lease's
+ * unserved flag, which the observer's ended hook sees, false) or not.
+ * Returns DBK_BAL_UNKNOWN (and counts it) when there is no such lease,
+ * DBK_BAL_BAD_ID for an id that no lease can have. out may be NULL. */
+enum dbk_bal_result dbk_bal_end(struct dbk_balancer *b, const char *id, size_t id_len, bool served,
+                                struct dbk_bal_lease *out);
+/* dbk_bal_end, served. */
 enum dbk_bal_result dbk_bal_release(struct dbk_balancer *b, const char *id, size_t id_len,
                                     struct dbk_bal_lease *out);
 

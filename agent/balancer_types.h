@@ -29,9 +29,8 @@ static inline bool dbk_bal_eligible(const uint64_t *set, unsigned s)
  * lease (policy_ops.h), which the balancer carries and never reads.
  * The predictor's policies use all six (policy_ttft.c): the ticket's
  * sizes, and what the books predicted of the request and for which
- * server, which its end teaches (predict_learn.h). Six words cost no
- * more than five: the lease is padded to 8 bytes either way (48 bytes,
- * 40 with three; leases.h counts a whole entry). */
+ * server, which its end teaches (predict_learn.h). With the flag after
+ * them the lease takes 56 bytes (leases.h counts a whole entry). */
 #define DBK_BAL_SLOT_WORDS 6
 
 struct dbk_bal_lease {
@@ -41,6 +40,11 @@ struct dbk_bal_lease {
 	uint64_t start_ms;
 	/* The policy's: 0 unless set by dbk_bal_set_slot. */
 	uint32_t slot[DBK_BAL_SLOT_WORDS];
+	/* Set as it ends: the request got no answer of the server's that
+	 * its time measures (an error status, or no completion at all:
+	 * expired, reclaimed, its server gone). Its prefill may never have
+	 * run, and its duration says nothing of the server's speed. */
+	bool unserved;
 };
 
 #endif

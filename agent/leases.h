@@ -6,12 +6,12 @@
  * one allocation holding its own copy of the id; lookups and deletes
  * allocate nothing. Not thread-safe, like the balancer that owns it.
  *
- * Memory per lease (LP64): its entry, sizeof(struct dbk_lease) = 96
- * bytes (48 of links, hash and id length, 48 of the lease's value with
+ * Memory per lease (LP64): its entry, sizeof(struct dbk_lease) = 104
+ * bytes (48 of links, hash and id length, 56 of the lease's value with
  * the policy's six-word slot) plus the id and its NUL, in one malloc;
  * and one or two bucket pointers (8 bytes each: the bucket array
  * doubles when the count reaches it). A 36-byte id (a UUID) takes a
- * 144-byte chunk of glibc's malloc, about 160 bytes a lease in all.
+ * 160-byte chunk of glibc's malloc, about 176 bytes a lease in all.
  */
 #ifndef DBK_LEASES_H
 #define DBK_LEASES_H

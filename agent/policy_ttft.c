@@ -228,10 +228,14 @@ bool dbk_policy_ttft_complete(void *st, const struct dbk_bal_lease *l, uint64_t 
 void dbk_policy_ttft_release(void *st, const struct dbk_bal_lease *l, uint64_t now_ms)
 {
 	struct dbk_pred_ticket k = ticket_of(l);
+	struct dbk_pred *p = ((struct dbk_policy_ttft *)st)->pred;
 
 	if (l->slot[0] & DBK_POLICY_HELD)
 		return;
-	dbk_pred_release(((struct dbk_policy_ttft *)st)->pred, &k, now_ms);
+	if (l->unserved)
+		dbk_pred_release_unserved(p, &k, now_ms);
+	else
+		dbk_pred_release(p, &k, now_ms);
 }
 
 void dbk_policy_ttft_move(void *st, const struct dbk_bal_lease *before, unsigned server,

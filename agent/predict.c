@@ -378,6 +378,41 @@ void dbk_pred_hint(struct dbk_pred *p, const struct dbk_pred_request *r, unsigne
 		dbk_pidx_insert(p->idx, server, &skey, 1, s->sent_units, tokens);
 }
 
+/* The part of t's prefill that the books still queue on its server
+ * after now: from its predicted first token (its commit's x1, at the
+ * server's speed) back by its own prefill, recomputed as
+ * dbk_pred_complete does (the ticket keeps its sizes, not its time),
+ * at most what is left of it. Left on the books, the prefill of a
+ * request refused at once (vLLM's 400, a failing server's 500) stayed
+ * queued ahead of every later one until the server was idle. */
+static void pred_unqueue(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms)
+{
+	struct pred_srv *s = &p->s[t->server];
+	double now = sec(now_ms);
+
+	pred_slow_fresh(p);
+	double first = sec(t->sent_ms) + (double)t->x1 * s->slow;
+	if (!(t->x1 > 0) || first <= now || s->last_end_s <= now)
+		return;
+	double prompt = t->prompt_tokens;
+	double out = fmax(0, 2.0 * ((double)t->ctx_tokens - prompt));
+	double hit = fmin(prompt, fmax(0, prompt + out - (double)t->kv_tokens));
+	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now));
+	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;
+	double held = pred_srv_prefill_packed_s(p, s, fmax(prompt - hit, 1), hit, decoders, ctx);
+	s->last_end_s = fmax(now, s->last_end_s - fmin(held, first - now));
+}
+
+void dbk_pred_release_unserved(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms)
+{
+	if (t->server >= p->c.nservers)
+		return;
+	pred_unqueue(p, t, now_ms);
+	pred_charge(&p->s[t->server], t, -1);
+	if (p->s[t->server].inflight == 0)
+		p->s[t->server].last_end_s = 0;
+}
+
 void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms)
 {
 	if (t->server >= p->c.nservers)

@@ -335,6 +335,13 @@ void dbk_pred_hint(struct dbk_pred *p, const struct dbk_pred_request *r, unsigne
 /* The request of t ended (exactly once): its duration, now_ms less its
  * commit's, teaches the server's speed (predict_learn.h). */
 void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms);
+/* The request of t ended without the server's answer (an error status,
+ * its client gone, its lease expired): its charge undone as by
+ * dbk_pred_release, nothing learnt of its duration, and what the books
+ * still held of its prefill ahead of now taken off the server's queue,
+ * which it never held. */
+void dbk_pred_release_unserved(struct dbk_pred *p, const struct dbk_pred_ticket *t,
+                               uint64_t now_ms);
 /* HAProxy sent the request of t to server instead: moves its charge; t
  * is updated. */
 void dbk_pred_move(struct dbk_pred *p, struct dbk_pred_ticket *t, unsigned server, uint64_t now_ms);

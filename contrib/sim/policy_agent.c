@@ -324,6 +324,14 @@ static void ag_book(struct ag *p, unsigned j, const struct dbk_policy_request *q
 		memcpy(copy->slot, slot, sizeof(slot));
 }
 
+/* As HAProxy's completion line tells the agent (accounting.c): the
+ * request ended without an answer of its server's (a failing server's
+ * 500, vLLM's 400, none at all). */
+static bool ag_unserved(const struct dbk_sim *s, uint32_t id)
+{
+	return dbk_sim_outcome(s, id)->fail != DBK_SIM_FAIL_NONE;
+}
+
 /* Every node but the sender learns of what is due by now: a request
  * charged where it was sent, or its end, at the time it was due (no
  * node has decided since: every decision and scrape delivers first). */
@@ -341,6 +349,7 @@ static void ag_deliver(struct ag *p, const struct dbk_sim *s, uint64_t now)
 			if (j == e->node)
 				continue;
 			if (e->end && c[j].on && p->ops->release) {
+				c[j].lease.unserved = ag_unserved(s, e->id);
 				p->ops->release(p->node[j], &c[j].lease, e->due_ms);
 				c[j].on = false;
 			} else if (!e->end) {
@@ -488,6 +497,7 @@ static void ag_release(void *st, const struct dbk_sim *s, const struct dbk_sim_r
 		return;
 	unsigned j = p->reqs[r->id].node;
 
+	p->reqs[r->id].lease.unserved = ag_unserved(s, r->id);
 	if (p->ops->release)
 		p->ops->release(p->node[j], &p->reqs[r->id].lease, ag_ms(s));
 	/* Out of memory: the others keep it in their books (no way to fail

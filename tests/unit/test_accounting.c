@@ -5,6 +5,7 @@
  * refused. */
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "accounting.h"
@@ -389,6 +390,51 @@ static void test_reconcile_step(void)
 	}
 }
 
+/* What the policy hears with each end (dbk_bal_lease.unserved): a 2xx
+ * was served; an error status, no status (the client or the server
+ * left first), or no line at all (expired) was not. */
+struct ends {
+	unsigned n, unserved;
+};
+
+static void on_ended(void *arg, const struct dbk_bal_lease *l)
+{
+	struct ends *e = arg;
+
+	e->n++;
+	e->unserved += l->unserved;
+}
+
+static void test_the_status_says_served(void)
+{
+	static const int status[] = { 200, 206, 400, 429, 500, 503, -1, 302 };
+	static const bool served[] = { true, true, false, false, false, false, false, false };
+	struct books k;
+	struct ends e = { 0 };
+
+	books_init(&k);
+	dbk_bal_observe(k.bal, &(struct dbk_bal_observer){ .ended = on_ended, .arg = &e });
+	for (unsigned i = 0; i < sizeof(status) / sizeof(status[0]); i++) {
+		char id[8];
+		snprintf(id, sizeof(id), "r%u", i);
+		CHECK_EQ_U(notify(&k, id, 0, 1000), DBK_BAL_OK);
+		struct dbk_completion c = line(id, "s0", "s0", 1700000000000);
+		c.status = status[i];
+		struct dbk_bal_lease l = { .unserved = served[i] };
+		CHECK_EQ_U(dbk_acct_complete(&k.acct, &c, 1500, 1700000000000, &l),
+		           DBK_ACCT_RELEASED);
+		CHECK(l.unserved == !served[i]);
+		CHECK_EQ_U(e.n, i + 1);
+	}
+	CHECK_EQ_U(e.unserved, 6);
+	/* A lease whose line never came. */
+	CHECK_EQ_U(notify(&k, "lost", 1, 2000), DBK_BAL_OK);
+	CHECK_EQ_U(dbk_acct_expire(&k.acct, 12000, 10000, NULL, NULL), 1);
+	CHECK_EQ_U(e.n, 9);
+	CHECK_EQ_U(e.unserved, 7);
+	books_fini(&k);
+}
+
 int main(void)
 {
 	RUN(test_first_copy_releases_second_is_counted);
@@ -397,6 +443,7 @@ int main(void)
 	RUN(test_client_left_after_the_decision);
 	RUN(test_lines_without_a_lease);
 	RUN(test_lag_never_negative);
+	RUN(test_the_status_says_served);
 	RUN(test_ttl);
 	RUN(test_buried_ids_expire);
 	RUN(test_reclaim_cutoff);

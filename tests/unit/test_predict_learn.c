@@ -126,11 +126,12 @@ static void ratios(const struct dbk_pred *p, double *rp, double *rd)
 /* n rounds of one request to each of the first m of 4 servers, every
  * 100 ms, each alone on its server (released before the next is sent),
  * of varied prompt and output; server 3 prefills pre times and decodes
- * dec times as slowly as the engine model, which the others match. Its
- * duration is what the completion line gives (commit to end); no
- * scrape at all. */
-static void serve_some(struct dbk_pred *p, struct dbk_pred *truth, unsigned n, unsigned m,
-                       double pre, double dec, uint64_t *now)
+ * dec times as slowly as the engine model, which the others match (0:
+ * it answers at once), and its requests end unserved when refused3
+ * (dbk_pred_release_unserved). Its duration is what the completion
+ * line gives (commit to end, 1 ms at least); no scrape at all. */
+static void serve_ends(struct dbk_pred *p, struct dbk_pred *truth, unsigned n, unsigned m,
+                       double pre, double dec, bool refused3, uint64_t *now)
 {
 	for (unsigned k = 0; k < n; k++)
 		for (unsigned i = 0; i < m; i++, *now += 100) {
@@ -143,9 +144,19 @@ static void serve_some(struct dbk_pred *p, struct dbk_pred *truth, unsigned n, u
 			CHECK(dbk_pred_evaluate(truth, &r, i, *now, &c) == (int)i);
 			double y = (i == 3 ? pre : 1) * c.ttft_s +
 			           (i == 3 ? dec : 1) * (r.max_tokens - 1) * c.tpot_s;
+			uint64_t end = *now + (uint64_t)fmax(1, (double)llround(y * 1000));
 			dbk_pred_commit(p, &r, i, *now, &t);
-			dbk_pred_release(p, &t, *now + (uint64_t)llround(y * 1000));
+			if (i == 3 && refused3)
+				dbk_pred_release_unserved(p, &t, end);
+			else
+				dbk_pred_release(p, &t, end);
 		}
+}
+
+static void serve_some(struct dbk_pred *p, struct dbk_pred *truth, unsigned n, unsigned m,
+                       double pre, double dec, uint64_t *now)
+{
+	serve_ends(p, truth, n, m, pre, dec, false, now);
 }
 
 static void serve_rounds(struct dbk_pred *p, struct dbk_pred *truth, unsigned n, double pre,
@@ -733,12 +744,59 @@ static void test_a_tiny_prediction_teaches_little(void)
 	CHECK_NEAR(rd, 1, 0);
 }
 
+/* Server 3 answers every request at once, with an error (a failing
+ * server's 500, vLLM's 400 for a prompt it will not take): released as
+ * served, 100 rounds price it many times faster than its peers; as
+ * unserved (the completion line's status, dbk_pred_release_unserved)
+ * they teach nothing. And a refused request's prefill, queued behind
+ * another's, leaves the queue with it: a newcomer's first token comes
+ * that much sooner. */
+static void test_refused_requests_teach_nothing(void)
+{
+	for (int refused = 0; refused <= 1; refused++) {
+		struct dbk_pred *p = fleet(4), *truth = fleet(4);
+		uint64_t now = 1000;
+		double rp, rd;
+
+		serve_ends(p, truth, 100, 4, 0, 0, refused, &now);
+		ratios(p, &rp, &rd);
+		if (refused)
+			CHECK(rp == 1 && rd == 1);
+		else
+			CHECK(rp < 0.5);
+		dbk_pred_free(truth);
+		dbk_pred_free(p);
+	}
+
+	struct dbk_pred *p = fleet(1);
+	struct dbk_pred_request big = { .prompt_tokens = 30000,
+		                        .max_tokens = 100,
+		                        .ignore_eos = true };
+	struct dbk_pred_request other = { .prompt_tokens = 20000,
+		                          .max_tokens = 100,
+		                          .ignore_eos = true };
+	struct dbk_pred_request r = { .prompt_tokens = 500, .max_tokens = 100, .ignore_eos = true };
+	struct dbk_pred_ticket tb, to;
+	struct dbk_pred_choice alone, behind, after;
+
+	dbk_pred_commit(p, &big, 0, 1000, &tb);
+	CHECK(dbk_pred_evaluate(p, &r, 0, 1010, &alone) == 0);
+	dbk_pred_commit(p, &other, 0, 1010, &to);
+	CHECK(dbk_pred_evaluate(p, &r, 0, 1020, &behind) == 0);
+	CHECK(behind.ttft_s > alone.ttft_s + 0.5);
+	dbk_pred_release_unserved(p, &to, 1020);
+	CHECK(dbk_pred_evaluate(p, &r, 0, 1020, &after) == 0);
+	CHECK_NEAR(after.ttft_s, alone.ttft_s - 0.01, 0.05);
+	dbk_pred_free(p);
+}
+
 int main(void)
 {
 	RUN(test_fit_recovers_both_speeds);
 	RUN(test_a_wild_duration_moves_little);
 	RUN(test_alike_rows_scale_both);
 	RUN(test_a_2x_slower_server_learnt_within_100);
+	RUN(test_refused_requests_teach_nothing);
 	RUN(test_decode_told_from_prefill);
 	RUN(test_a_recovered_server_is_not_sealed);
 	RUN(test_a_lull_forgets_nothing);
