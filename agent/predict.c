@@ -403,14 +403,20 @@ static void pred_unqueue(struct dbk_pred *p, const struct dbk_pred_ticket *t, ui
 	s->last_end_s = fmax(now, s->last_end_s - fmin(held, first - now));
 }
 
+/* t's charge undone; an idle server has no queue. */
+static void pred_uncharge(struct dbk_pred *p, const struct dbk_pred_ticket *t)
+{
+	pred_charge(&p->s[t->server], t, -1);
+	if (p->s[t->server].inflight == 0)
+		p->s[t->server].last_end_s = 0;
+}
+
 void dbk_pred_release_unserved(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms)
 {
 	if (t->server >= p->c.nservers)
 		return;
 	pred_unqueue(p, t, now_ms);
-	pred_charge(&p->s[t->server], t, -1);
-	if (p->s[t->server].inflight == 0)
-		p->s[t->server].last_end_s = 0;
+	pred_uncharge(p, t);
 }
 
 void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms)
@@ -421,9 +427,7 @@ void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint6
 	if (t->x1 + t->x2 > 0 && now_ms > t->sent_ms)
 		dbk_pred_learn_request(p, &p->s[t->server], t->x1, t->x2, sec(now_ms - t->sent_ms),
 		                       now_ms);
-	pred_charge(&p->s[t->server], t, -1);
-	if (p->s[t->server].inflight == 0)
-		p->s[t->server].last_end_s = 0;
+	pred_uncharge(p, t);
 }
 
 void dbk_pred_move(struct dbk_pred *p, struct dbk_pred_ticket *t, unsigned server, uint64_t now_ms)
