@@ -606,6 +606,9 @@ void dbk_route_taken(struct dbk_route *r, const char *id, size_t id_len)
 	if (!chooses(r) || !p->ops->hold || !p->ops->complete || !p->ops->release ||
 	    !dbk_bal_lease_get(r->bal, id, id_len, &l) || (l.slot[0] & DBK_POLICY_HELD))
 		return;
+	/* Its server has not got it: nothing served, its prefill off the
+	 * queue (booked again, it would wait behind itself). */
+	l.unserved = true;
 	p->ops->release(p->st, &l, l.start_ms);
 	memcpy(slot, l.slot, sizeof(slot));
 	slot[0] |= DBK_POLICY_HELD;

@@ -973,7 +973,8 @@ static void missed(struct dbk_hold *h, struct dbk_balancer *bal, unsigned server
 }
 
 /* By default under --policy ttft a body not whole is booked at once;
- * taken back, the predictor gives back what it booked and holds it,
+ * taken back, the predictor gives back what it booked (its prefill's
+ * place in the queue included) and holds it,
  * books it again once its server counts it, and gives it back once. */
 static void test_ttft_takes_back_a_body_not_whole(void)
 {
@@ -987,11 +988,22 @@ static void test_ttft_takes_back_a_body_not_whole(void)
 	route_arrived(&x, "a", 900000, 16000);
 	CHECK_EQ_U(pred_inflight_all(p), 1);
 	CHECK(dbk_bal_lease_get(x.bal, "a", 1, &l));
+	/* Another request on its server, decoding: the books keep a queue
+	 * while the server is not idle. */
+	struct dbk_pred_request other = { .prompt_tokens = 10, .max_tokens = 100000 };
+	struct dbk_pred_ticket ot;
+	struct dbk_pred_view v;
+	dbk_pred_commit(p, &other, l.server, 1000, &ot);
 	/* Missing from its server's count long past its grace. */
 	missed(&h, x.bal, l.server, 0, 100000);
 	CHECK_EQ_U(h.stats.taken_back, 1);
-	CHECK_EQ_U(pred_inflight_all(p), 0);
+	CHECK_EQ_U(pred_inflight_all(p), 1);
 	CHECK(dbk_bal_lease_get(x.bal, "a", 1, &l) && (l.slot[0] & DBK_POLICY_HELD));
+	/* Its prefill (225,000 tokens: seconds) is off the queue too: booked
+	 * again, it would wait behind itself. */
+	dbk_pred_view(p, l.server, 1500, &v);
+	CHECK(v.queue_s == 0);
+	dbk_pred_release(p, &ot, 1500);
 	/* Taken already: nothing given back twice. */
 	dbk_route_taken(&x.r, "a", 1);
 	CHECK_EQ_U(pred_inflight_all(p), 0);
