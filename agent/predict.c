@@ -348,17 +348,13 @@ void dbk_pred_complete(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint
 {
 	if (t->server >= p->c.nservers)
 		return;
-	/* The hit and output the ticket was filled with, to a token or two
-	 * (its words are whole tokens): kv = prompt - hit + out, ctx =
-	 * prompt + out / 2. No speed is learnt from its duration, which
-	 * counts the body's way to the server. */
-	double prompt = t->prompt_tokens;
-	double out = fmax(0, 2.0 * ((double)t->ctx_tokens - prompt));
-	double hit = fmin(prompt, fmax(0, prompt + out - (double)t->kv_tokens));
+	/* The hit and output the ticket was filled with. No speed is learnt
+	 * from its duration, which counts the body's way to the server. */
 	struct dbk_pred_ticket booked = *t;
 
 	pred_slow_fresh(p);
-	pred_book(p, &booked, prompt, out, hit, 0, false, now_ms);
+	pred_book(p, &booked, t->prompt_tokens, pred_ticket_out(t), pred_ticket_hit(t), 0, false,
+	          now_ms);
 }
 
 void dbk_pred_hint(struct dbk_pred *p, const struct dbk_pred_request *r, unsigned server,
@@ -380,8 +376,8 @@ void dbk_pred_hint(struct dbk_pred *p, const struct dbk_pred_request *r, unsigne
 
 /* The part of t's prefill that the books still queue on its server
  * after now: from its predicted first token (its commit's x1, at the
- * server's speed) back by its own prefill, recomputed as
- * dbk_pred_complete does (the ticket keeps its sizes, not its time),
+ * server's speed) back by its own prefill, recomputed from the
+ * ticket's sizes (it keeps no time),
  * at most what is left of it. Left on the books, the prefill of a
  * request refused at once (vLLM's 400, a failing server's 500) stayed
  * queued ahead of every later one until the server was idle. */
@@ -394,9 +390,7 @@ static void pred_unqueue(struct dbk_pred *p, const struct dbk_pred_ticket *t, ui
 	double first = sec(t->sent_ms) + (double)t->x1 * s->slow;
 	if (!(t->x1 > 0) || first <= now || s->last_end_s <= now)
 		return;
-	double prompt = t->prompt_tokens;
-	double out = fmax(0, 2.0 * ((double)t->ctx_tokens - prompt));
-	double hit = fmin(prompt, fmax(0, prompt + out - (double)t->kv_tokens));
+	double prompt = t->prompt_tokens, hit = pred_ticket_hit(t);
 	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now));
 	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;
 	double held = pred_srv_prefill_packed_s(p, s, fmax(prompt - hit, 1), hit, decoders, ctx);

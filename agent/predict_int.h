@@ -275,6 +275,14 @@ static inline double pred_ticket_out(const struct dbk_pred_ticket *t)
 	return 2.0 * fmax(0, (double)t->ctx_tokens - t->prompt_tokens);
 }
 
+/* Its expected hit, as its ticket says (kv = prompt - hit + out), to a
+ * token or two: the ticket's words are whole tokens. */
+static inline double pred_ticket_hit(const struct dbk_pred_ticket *t)
+{
+	double prompt = t->prompt_tokens;
+	return fmin(prompt, fmax(0, prompt + pred_ticket_out(t) - (double)t->kv_tokens));
+}
+
 /* The KV t pins on its server while it runs, its own part: its whole
  * prompt and its output, but a hit others share (shared_hit: prompt -
  * hit + output). The blocks its prefix hits are taken out of the free
