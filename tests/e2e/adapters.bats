@@ -37,6 +37,12 @@ settled() {
 	wait_state leases 0 && wait_until 10 no_others
 }
 
+# where NAME: where the agent sent request NAME (X-Dbucket-Server) and
+# where it was served, "chosen>served".
+where() {
+	echo "$(header "$BATS_TEST_TMPDIR/$1" X-Dbucket-Server)>$(header "$BATS_TEST_TMPDIR/$1" X-Served-By)"
+}
+
 # body MODEL USER MAX_TOKENS [PROMPT_BYTES] [STREAM]: a completion whose
 # "user" (the session) sets it apart from the others.
 body() {
@@ -73,12 +79,11 @@ loads() {
 	# (settled). The client has its answer first, and a next request sent
 	# before the agent heard of the end saw the server still busy (a CI
 	# run on a loaded machine sent one to a second server; another,
-	# under the sanitizers, two). Each line: where the agent sent it
-	# (X-Dbucket-Server), where it was served.
+	# under the sanitizers, two). Each line: where it went (where).
 	for i in 1 2 3 4 5 6 7 8; do
 		ask "sql$i" sql
 		assert_equal "sql$i $(status "$BATS_TEST_TMPDIR/sql$i")" "sql$i 200"
-		echo "$(header "$BATS_TEST_TMPDIR/sql$i" X-Dbucket-Server)>$(header "$BATS_TEST_TMPDIR/sql$i" X-Served-By)"
+		where "sql$i"
 		settled >&2
 	done >"$BATS_TEST_TMPDIR/served"
 	run sort -u "$BATS_TEST_TMPDIR/served"
@@ -86,7 +91,7 @@ loads() {
 	# Another adapter too: one server, loaded once.
 	for i in 1 2 3 4 5 6; do
 		ask "chat$i" chat
-		echo "$(header "$BATS_TEST_TMPDIR/chat$i" X-Dbucket-Server)>$(header "$BATS_TEST_TMPDIR/chat$i" X-Served-By)"
+		where "chat$i"
 		settled >&2
 	done >"$BATS_TEST_TMPDIR/served-chat"
 	run sort -u "$BATS_TEST_TMPDIR/served-chat"
