@@ -65,6 +65,7 @@ void dbk_policy_scrape_done(void *policy, unsigned server, const struct dbk_scra
 	}
 	struct dbk_pred_scrape s = {
 		.ok = v->up,
+		.sent_ms = v->sent_ms,
 		.running = have(m, DBK_VM_RUNNING, m->running),
 		.waiting = have(m, DBK_VM_WAITING, m->waiting),
 		.kv_usage = have(m, DBK_VM_KV_USAGE, m->kv_usage),

@@ -66,6 +66,20 @@ void dbk_pred_set_max_model_len(struct dbk_pred *p, unsigned server, uint32_t le
 		p->s[server].max_model_len = len;
 }
 
+/* The ends kept at or after since_ms, and the KV they freed. */
+static unsigned pred_ends_since(const struct pred_srv *s, uint64_t since_ms, double *kv)
+{
+	unsigned n = 0, kept = s->ends_n < PRED_ENDS ? s->ends_n : PRED_ENDS;
+
+	*kv = 0;
+	for (unsigned i = 0; i < kept; i++)
+		if (s->ends[i].ms >= since_ms) {
+			n++;
+			*kv += s->ends[i].kv;
+		}
+	return n;
+}
+
 void dbk_pred_scraped(struct dbk_pred *p, unsigned server, const struct dbk_pred_scrape *sc,
                       uint64_t now_ms)
 {
@@ -79,9 +93,16 @@ void dbk_pred_scraped(struct dbk_pred *p, unsigned server, const struct dbk_pred
 	s->have_scrape = true;
 	s->scrape_ms = now_ms;
 	s->sc = *sc;
-	s->inflight_then = s->inflight;
+	/* Ours as the engine may have counted them: those the books hold and
+	 * those they ended while the scrape was out (the engine lets a
+	 * request go before HAProxy's completion line reaches us). Taken as
+	 * others, one lost race priced the server a request busier until the
+	 * next scrape, and looked like another balancer (predict_herd.c). */
+	double gone_kv = 0;
+	unsigned gone = sc->sent_ms ? pred_ends_since(s, sc->sent_ms, &gone_kv) : 0;
+	s->inflight_then = s->inflight + gone;
 	s->pending_then = pred_pending(s, sec(now_ms));
-	s->kv_then = s->kv_tokens;
+	s->kv_then = s->kv_tokens + gone_kv;
 	s->unseen_end_s = 0; /* the scrape shows them now */
 	dbk_pred_learn_speed(p, s, sc);
 	if (now_ms > p->scrape_ms) {
@@ -129,6 +150,9 @@ void dbk_pred_reset(struct dbk_pred *p, unsigned server)
 	s->weight = 0;
 	p->prior_stale = true;
 	memset(s->lora_sent, 0, sizeof(s->lora_sent));
+	/* Another engine now: it never counted them. */
+	memset(s->ends, 0, sizeof(s->ends));
+	s->ends_n = 0;
 	dbk_pred_update_slow(p);
 }
 
@@ -397,12 +421,17 @@ static void pred_unqueue(struct dbk_pred *p, const struct dbk_pred_ticket *t, ui
 	s->last_end_s = fmax(now, s->last_end_s - fmin(held, first - now));
 }
 
-/* t's charge undone; an idle server has no queue. */
-static void pred_uncharge(struct dbk_pred *p, const struct dbk_pred_ticket *t)
+/* t's charge undone at now_ms, the end kept for the scrape out now; an
+ * idle server has no queue. */
+static void pred_uncharge(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms)
 {
-	pred_charge(&p->s[t->server], t, -1);
-	if (p->s[t->server].inflight == 0)
-		p->s[t->server].last_end_s = 0;
+	struct pred_srv *s = &p->s[t->server];
+	double kv = s->kv_tokens;
+
+	pred_charge(s, t, -1);
+	s->ends[s->ends_n++ % PRED_ENDS] = (struct pred_end){ now_ms, fmax(0, kv - s->kv_tokens) };
+	if (s->inflight == 0)
+		s->last_end_s = 0;
 }
 
 void dbk_pred_release_unserved(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms)
@@ -410,7 +439,7 @@ void dbk_pred_release_unserved(struct dbk_pred *p, const struct dbk_pred_ticket 
 	if (t->server >= p->c.nservers)
 		return;
 	pred_unqueue(p, t, now_ms);
-	pred_uncharge(p, t);
+	pred_uncharge(p, t, now_ms);
 }
 
 void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint64_t now_ms)
@@ -421,7 +450,7 @@ void dbk_pred_release(struct dbk_pred *p, const struct dbk_pred_ticket *t, uint6
 	if (t->x1 + t->x2 > 0 && now_ms > t->sent_ms)
 		dbk_pred_learn_request(p, &p->s[t->server], t->x1, t->x2, sec(now_ms - t->sent_ms),
 		                       now_ms);
-	pred_uncharge(p, t);
+	pred_uncharge(p, t, now_ms);
 }
 
 void dbk_pred_move(struct dbk_pred *p, struct dbk_pred_ticket *t, unsigned server, uint64_t now_ms)

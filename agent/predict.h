@@ -167,7 +167,12 @@ enum dbk_pred_state {
 /* One scrape of a server's /metrics (and /v1/models for max_model_len,
  * given apart with dbk_pred_set_max_model_len). Negative: not exposed. */
 struct dbk_pred_scrape {
-	bool ok;                   /* false: the scrape failed (timeout, garbage) */
+	bool ok; /* false: the scrape failed (timeout, garbage) */
+	/* When its request went out (0: not known, as in the simulator,
+	 * whose scrapes take no time): the numbers are the engine's at some
+	 * moment since, so a request the books ended in between may still
+	 * be counted. */
+	uint64_t sent_ms;
 	double running;            /* vllm:num_requests_running */
 	double waiting;            /* vllm:num_requests_waiting */
 	double kv_usage;           /* vllm:kv_cache_usage_perc, 0..1 */

@@ -64,6 +64,16 @@ struct pred_shared {
 	uint32_t refs;
 };
 
+/* A request's end as the books took it: when, and the KV it freed.
+ * PRED_ENDS bounds how many ends one scrape's flight may race; past
+ * it the scrape's excess shows as others (pred_others), as before. */
+#define PRED_ENDS 8u
+
+struct pred_end {
+	uint64_t ms;
+	double kv;
+};
+
 struct pred_srv {
 	enum dbk_pred_state state;
 	uint32_t max_model_len;
@@ -80,6 +90,10 @@ struct pred_srv {
 	unsigned head, count;
 	uint32_t pushed; /* requests ever pushed (wraps; only differences count) */
 	double last_end_s;
+	/* The newest ends (pred_uncharge), for the scrape that was out as
+	 * they came (dbk_pred_scraped); a ring, ends_n ever recorded. */
+	struct pred_end ends[PRED_ENDS];
+	uint32_t ends_n;
 	/* Last good scrape, and the books at that moment. */
 	bool have_scrape;
 	uint64_t scrape_ms;

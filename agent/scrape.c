@@ -286,9 +286,12 @@ static void on_done(void *arg, const struct dbk_hc_result *res)
 }
 
 /* r is about to go out. */
-static void req_sent(struct dbk_scrape *s, const struct req *r)
+static void req_sent(struct dbk_scrape *s, const struct req *r, uint64_t now)
 {
-	if (r->kind == REQ_METRICS && s->cfg.sent)
+	if (r->kind != REQ_METRICS)
+		return;
+	r->t->v.sent_ms = now;
+	if (s->cfg.sent)
 		s->cfg.sent(s->cfg.arg, (unsigned)(r->t - s->t));
 }
 
@@ -297,14 +300,14 @@ static void req_start(struct dbk_scrape *s, struct req *r, uint64_t now)
 	if (r->t->tls) {
 		if (dbk_curl_get_busy(&r->cg))
 			return; /* libcurl's timeout will end it */
-		req_sent(s, r);
+		req_sent(s, r, now);
 		if (dbk_curl_get_start(&r->cg, s->cfg.timeout_ms) < 0)
 			finish(s, r->t, r->kind, r->cg.err, DBK_SCRAPE_TRANSPORT);
 		return;
 	}
 	if (r->hc.busy)
 		return; /* still in flight: the deadline will end it; never pile up */
-	req_sent(s, r);
+	req_sent(s, r, now);
 	if (dbk_hc_get(&r->hc, r->text.p, r->text.len, now + (uint64_t)s->cfg.timeout_ms) < 0)
 		finish(s, r->t, r->kind, r->hc.err, DBK_SCRAPE_TRANSPORT);
 }

@@ -80,6 +80,7 @@ struct dbk_scrape_view {
 	bool scraped;              /* has a URL to scrape */
 	bool up;                   /* the last /metrics scrape succeeded */
 	uint64_t ok_ms;            /* monotonic ms of the last success; 0: never */
+	uint64_t sent_ms;          /* monotonic ms the newest /metrics request went out */
 	struct dbk_vllm_metrics m; /* the last good numbers */
 	long max_model_len;        /* from /v1/models; 0: not known */
 	bool models_known;         /* a /v1/models list was read since the slot was set */

@@ -339,6 +339,56 @@ static void test_scrapes_show_other_balancers(void)
 	dbk_pred_free(p);
 }
 
+/* The engine lets a request go before HAProxy's completion line ends
+ * its lease: a scrape out at that moment counts one the books have
+ * ended. It is ours, not another balancer's, and its KV is free. */
+static void test_an_end_racing_the_scrape_is_ours(void)
+{
+	struct dbk_pred *p = fleet(1);
+	struct dbk_pred_ticket a, b;
+	struct dbk_pred_view v;
+	struct dbk_pred_request r = req(4000, 2000);
+	struct dbk_pred_scrape sc = { .ok = true,
+		                      .running = 2,
+		                      .waiting = 0,
+		                      .kv_capacity_tokens = 100000,
+		                      .prefix_queries = -1,
+		                      .prefix_hits = -1,
+		                      .ttft_sum_s = -1,
+		                      .ttft_count = -1 };
+
+	dbk_pred_commit(p, &r, 0, 1000, &a);
+	dbk_pred_commit(p, &r, 0, 1000, &b);
+	dbk_pred_view(p, 0, 1000, &v);
+	double both_kv = v.kv_committed;
+	CHECK(both_kv > 0);
+	sc.kv_usage = both_kv / 100000;
+	/* Sent at 2000, a's end at 2010, the answer at 2020. */
+	sc.sent_ms = 2000;
+	dbk_pred_release(p, &a, 2010);
+	dbk_pred_scraped(p, 0, &sc, 2020);
+	dbk_pred_view(p, 0, 2030, &v);
+	CHECK(v.others == 0);
+	CHECK(v.kv_committed < both_kv * 0.75);
+	/* An end before the scrape went out: the engine had let it go, so
+	 * a count of two is someone else's request. */
+	dbk_pred_commit(p, &r, 0, 3000, &a);
+	dbk_pred_release(p, &a, 3010);
+	sc.sent_ms = 3020;
+	dbk_pred_scraped(p, 0, &sc, 3030);
+	dbk_pred_view(p, 0, 3030, &v);
+	CHECK_NEAR(v.others, 1, 1e-9);
+	/* Without a send time the scrape is taken as of its answer. */
+	sc.sent_ms = 0;
+	dbk_pred_commit(p, &r, 0, 4000, &a);
+	dbk_pred_release(p, &a, 4010);
+	dbk_pred_scraped(p, 0, &sc, 4020);
+	dbk_pred_view(p, 0, 4020, &v);
+	CHECK_NEAR(v.others, 1, 1e-9);
+	dbk_pred_release(p, &b, 5000);
+	dbk_pred_free(p);
+}
+
 static void test_prefill_priced_as_the_engine(void)
 {
 	struct dbk_pred *p = fleet(1);
@@ -672,6 +722,7 @@ int main(void)
 	RUN(test_a_conversation_returns_unless_overloaded);
 	RUN(test_kv_fit_comes_first);
 	RUN(test_scrapes_show_other_balancers);
+	RUN(test_an_end_racing_the_scrape_is_ours);
 	RUN(test_prefill_priced_as_the_engine);
 	RUN(test_a_long_prefill_spares_a_batch);
 	RUN(test_a_herd_spreads_only_when_large);

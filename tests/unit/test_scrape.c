@@ -314,6 +314,8 @@ static void test_scrape_ok_garbage_hang(void)
 	const struct dbk_scrape_view *v = dbk_scrape_view(sc, OK);
 	CHECK(phase_done());
 	CHECK(v->up && dbk_scrape_fresh(sc, OK, dbk_mono_ms()));
+	/* The answer's numbers are of a moment after its request went out. */
+	CHECK(v->sent_ms > 0 && v->sent_ms <= v->ok_ms);
 	CHECK_NEAR(v->m.running, 3, 0);
 	CHECK_NEAR(v->m.gpu_blocks, 26875, 0);
 	CHECK_EQ_U(v->max_model_len, 4096);
