@@ -66,14 +66,16 @@ void dbk_pred_set_max_model_len(struct dbk_pred *p, unsigned server, uint32_t le
 		p->s[server].max_model_len = len;
 }
 
-/* The ends kept at or after since_ms, and the KV they freed. */
+/* The ends kept after since_ms, and the KV they freed. One in the
+ * same millisecond as the send is taken as before it: the engine had let
+ * it go before HAProxy's line came. */
 static unsigned pred_ends_since(const struct pred_srv *s, uint64_t since_ms, double *kv)
 {
 	unsigned n = 0, kept = s->ends_n < PRED_ENDS ? s->ends_n : PRED_ENDS;
 
 	*kv = 0;
 	for (unsigned i = 0; i < kept; i++)
-		if (s->ends[i].ms >= since_ms) {
+		if (s->ends[i].ms > since_ms) {
 			n++;
 			*kv += s->ends[i].kv;
 		}

@@ -72,6 +72,7 @@ int dbk_sim_fleet_build(struct dbk_sim_fleet *f, const struct dbk_sim_opts *o)
 	sc->engines = f->engines;
 	sc->lora_load_s = f->engines[0].max_loras ? f->engines[0].lora_load_s : 0;
 	sc->overhead_s = o->overhead_ms / 1e3;
+	sc->scrape_flight_s = o->scrape_flight_ms / 1e3;
 	sc->lb_nodes = (unsigned)o->lb_nodes;
 	sc->lb_sticky = o->lb_sticky;
 	sc->lb_share = o->lb_share_ms >= 0;

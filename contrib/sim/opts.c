@@ -30,7 +30,7 @@ struct extra {
 	const char *log_level;
 };
 
-#define NOPTS 68
+#define NOPTS 69
 /* The agent's default, as the help text quotes it. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -181,6 +181,12 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		{ "overhead-ms", 0, DBK_OPT_DOUBLE, &o->overhead_ms, 0, 1e7, .metavar = "X",
 		  .help = "constant delay from decision to engine\n"
 		          "(the live path: HAProxy, agent; default 0)" },
+		{ "scrape-flight-ms", 0, DBK_OPT_DOUBLE, &o->scrape_flight_ms, 0, 1e7,
+		  .metavar = "X",
+		  .help = "a scrape's answer comes back X ms after\n"
+		          "the numbers it holds (the agent's\n"
+		          "policies; below their 100 ms interval;\n"
+		          "default 0)" },
 		{ "policy", 0, DBK_OPT_STR, &o->policies, .metavar = "LIST", .help = policy_list(),
 		  .section = "Routing:" },
 		{ "lb-nodes", 0, DBK_OPT_INT, &o->lb_nodes, 1, 255, .flags = DBK_OPT_STRICT,

@@ -26,6 +26,7 @@ struct dbk_sim_opts {
 	size_t short_max_model_len, short_kv;
 	double threshold, max_request_tokens, json_overhead;
 	double overhead_ms;
+	double scrape_flight_ms;
 	int lb_nodes; /* 0: 1 */
 	bool lb_sticky;
 	double lb_share_ms; /* < 0: the books are not shared */

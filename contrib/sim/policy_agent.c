@@ -525,6 +525,8 @@ static void ag_tick(void *st, const struct dbk_sim *s)
 		const struct dbk_sim_scrape *x = dbk_sim_scraped(s, i);
 		struct dbk_pred_scrape sc = {
 			.ok = true,
+			/* Taken then, read now (--scrape-flight-ms). */
+			.sent_ms = x->at_s >= 0 ? (uint64_t)(x->at_s * 1000.0 + 0.5) : 0,
 			.running = x->running,
 			.waiting = x->waiting,
 			.kv_usage = x->kv_usage,

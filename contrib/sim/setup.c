@@ -160,6 +160,7 @@ void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
 		{ "max_request_tokens", 'n', o->max_request_tokens, NULL },
 		{ "json_overhead_bytes", 'n', o->json_overhead, NULL },
 		{ "overhead_ms", 'n', o->overhead_ms, NULL },
+		{ "scrape_flight_ms", 'n', o->scrape_flight_ms, NULL },
 		/* The ttft policy's. */
 		{ "lb_nodes", 'n', o->lb_nodes ? o->lb_nodes : 1, NULL },
 		{ "lb_sticky", 'b', o->lb_sticky, NULL },

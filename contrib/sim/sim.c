@@ -38,6 +38,7 @@ void dbk_sim_free(struct dbk_sim *s)
 	if (s->ops)
 		dbk_sim_policy_free(s->ops, s->pst);
 	dbk_sim_snapshot_free(&s->snap);
+	dbk_sim_snapshot_free(&s->flying);
 	dbk_sim_holdq_free(&s->held);
 	if (s->inst)
 		for (i = 0; i < s->cfg.ninstances; i++)
@@ -166,7 +167,15 @@ struct dbk_sim *dbk_sim_new(const struct dbk_sim_config *c, const struct dbk_sim
 		dbk_sim_free(s);
 		return NULL;
 	}
-	if (ops->scrape && dbk_sim_snapshot_init(&s->snap, c->ninstances) != 0) {
+	if (ops->scrape && c->scrape_flight_s >= ops->tick_s) {
+		dbk_errf(err, errlen,
+		         "a scrape's flight (%g s) must be shorter than its interval (%g s)",
+		         c->scrape_flight_s, ops->tick_s);
+		dbk_sim_free(s);
+		return NULL;
+	}
+	if (ops->scrape && (dbk_sim_snapshot_init(&s->snap, c->ninstances) != 0 ||
+	                    dbk_sim_snapshot_init(&s->flying, c->ninstances) != 0)) {
 		dbk_errf(err, errlen, "out of memory");
 		dbk_sim_free(s);
 		return NULL;
@@ -506,15 +515,30 @@ int dbk_sim_run(struct dbk_sim *s, char *err, size_t errlen)
 			break;
 		}
 		case EV_TICK:
-			if (s->ops->scrape)
-				dbk_sim_snapshot_scrape(&s->snap, s);
-			if (s->ops->tick)
-				s->ops->tick(s->pst, s);
+			if (s->ops->scrape && s->cfg.scrape_flight_s > 0) {
+				dbk_sim_snapshot_scrape(&s->flying, s);
+				rc = dbk_evq_push(&s->q, s->now + s->cfg.scrape_flight_s, EV_ANSWER,
+				                  0);
+			} else {
+				if (s->ops->scrape)
+					dbk_sim_snapshot_scrape(&s->snap, s);
+				if (s->ops->tick)
+					s->ops->tick(s->pst, s);
+			}
 			/* Ticks stop with the last request, or the queue
 			 * would never drain. */
-			if (s->ended < s->n)
+			if (rc == 0 && s->ended < s->n)
 				rc = dbk_evq_push(&s->q, next_tick(s), EV_TICK, 0);
 			break;
+		case EV_ANSWER: {
+			struct dbk_sim_snapshot t = s->snap;
+
+			s->snap = s->flying;
+			s->flying = t;
+			if (s->ops->tick)
+				s->ops->tick(s->pst, s);
+			break;
+		}
 		case EV_SCALE: rc = dbk_sim_scale_to(s, (unsigned)s->cfg.scale[ev.arg].v); break;
 		case EV_RETRY: rc = dbk_sim_route(s, ev.arg); break;
 		case EV_HOLD: /* a later one may have been pushed before it */

@@ -69,6 +69,12 @@ struct dbk_sim_config {
 	/* Model seconds between the decision and the engine's queue: a
 	 * constant stand-in for the live path (HAProxy, agent, network). */
 	double overhead_s;
+	/* Model seconds a scrape's answer takes to come back (policies that
+	 * scrape: ops->scrape; 0: none, below tick_s): the numbers are the
+	 * engines' when the scrape went out, read this much later, and the
+	 * tick runs then. vLLM renders /metrics on its API server, which
+	 * takes time under load. */
+	double scrape_flight_s;
 	/* Length classes for the metrics, and the balancer's buckets. */
 	double threshold_tokens;
 	double max_request_tokens;

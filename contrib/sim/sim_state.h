@@ -20,6 +20,7 @@ enum ev_kind {
 	EV_SUBMIT,   /* arg: request id (only with an overhead) */
 	EV_STEP_END, /* arg: instance */
 	EV_TICK,     /* the policy's periodic work (scrapes, eviction) */
+	EV_ANSWER,   /* a tick's scrapes come back (scrape_flight_s) */
 	EV_SCALE,    /* arg: the step of cfg.scale that starts */
 	EV_MARK_UP,  /* arg: instance; its mark-down (error_limit) ends */
 	EV_RETRY,    /* arg: request id; its client sends it again */
@@ -81,8 +82,9 @@ struct dbk_sim {
 	struct dbk_sim_inst *inst;
 	struct dbk_evq q;
 	struct dbk_metrics m;
-	struct dbk_buf text;          /* scratch: a prompt's bytes, to key them */
-	struct dbk_sim_snapshot snap; /* the policy's scrapes (ops->scrape) */
+	struct dbk_buf text;            /* scratch: a prompt's bytes, to key them */
+	struct dbk_sim_snapshot snap;   /* the policy's scrapes (ops->scrape) */
+	struct dbk_sim_snapshot flying; /* ... taken, not yet answered */
 	double now, last_end, t0;
 	uint64_t preempt_counter, events, refused, too_long;
 	uint64_t server_errors, misrouted, marked_down, new_engines;

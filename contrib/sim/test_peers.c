@@ -53,8 +53,9 @@ static struct dbk_sim_req *conversations(uint32_t seed, double gap_s)
 	return r;
 }
 
-static struct dbk_sim *run(unsigned n, const struct dbk_sim_req *r, size_t nr,
-                           const struct dbk_sim_policy_ops *ops)
+/* run, with scrapes answered flight_s after they are taken. */
+static struct dbk_sim *run_flight(unsigned n, const struct dbk_sim_req *r, size_t nr,
+                                  const struct dbk_sim_policy_ops *ops, double flight_s)
 {
 	struct dbk_engine_config e[8];
 	struct dbk_sim_config c;
@@ -67,6 +68,7 @@ static struct dbk_sim *run(unsigned n, const struct dbk_sim_req *r, size_t nr,
 	dbk_sim_config_default(&c);
 	c.ninstances = n;
 	c.engines = e;
+	c.scrape_flight_s = flight_s;
 	s = dbk_sim_new(&c, r, nr, ops, err, sizeof(err));
 	CHECK(s != NULL);
 	if (s && dbk_sim_run(s, err, sizeof(err)) != 0) {
@@ -74,6 +76,12 @@ static struct dbk_sim *run(unsigned n, const struct dbk_sim_req *r, size_t nr,
 		CHECK(0);
 	}
 	return s;
+}
+
+static struct dbk_sim *run(unsigned n, const struct dbk_sim_req *r, size_t nr,
+                           const struct dbk_sim_policy_ops *ops)
+{
+	return run_flight(n, r, nr, ops, 0);
 }
 
 /* Every request ends exactly once under every peer, busy or not. */
@@ -406,10 +414,12 @@ static void test_chash_layouts(void)
 }
 
 /* A probe policy: scrapes every 0.5 s and, at each decision, checks that
- * what it reads is at most one interval old. */
+ * what it reads is at most one interval (and the scrape's flight) old. */
 struct probe {
 	unsigned decisions, stale_ok, lagging, ticks;
 };
+
+static double probe_flight_s; /* the run's scrape_flight_s */
 
 static struct probe last_probe; /* the last run's, read by the test */
 
@@ -421,7 +431,7 @@ static int probe_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_
 
 	(void)r;
 	p->decisions++;
-	if (x->at_s < 0 || (age >= 0 && age <= 0.5 + 1e-9))
+	if (x->at_s < 0 || (age >= 0 && age <= 0.5 + probe_flight_s + 1e-9))
 		p->stale_ok++;
 	if (x->at_s >= 0 && x->waiting != dbk_engine_num_waiting(dbk_sim_engine(s, 0)))
 		p->lagging++;
@@ -432,8 +442,8 @@ static void probe_tick(void *st, const struct dbk_sim *s)
 {
 	struct probe *p = st;
 
-	/* The simulator scraped just before. */
-	if (dbk_sim_scraped(s, 0)->at_s == dbk_sim_now(s))
+	/* The simulator scraped just before, or the scrape's flight ago. */
+	if (fabs(dbk_sim_scraped(s, 0)->at_s + probe_flight_s - dbk_sim_now(s)) < 1e-9)
 		p->ticks++;
 }
 
@@ -466,6 +476,35 @@ static void test_staleness(void)
 	free(r);
 }
 
+/* A scrape answered later holds the numbers of when it was taken, and
+ * the tick runs at the answer; a flight as long as the interval is
+ * refused. */
+static void test_scrape_flight(void)
+{
+	struct dbk_sim_req *r = conversations(3, 0.01);
+	struct dbk_engine_config e;
+	struct dbk_sim_config c;
+	char err[256];
+
+	probe_flight_s = 0.2;
+	struct dbk_sim *s = run_flight(1, r, NREQ, &probe_ops, probe_flight_s);
+	const struct probe *p = &last_probe;
+
+	CHECK(s != NULL);
+	dbk_sim_free(s);
+	CHECK_EQ_U(p->stale_ok, NREQ);
+	CHECK(p->ticks >= 8);
+	probe_flight_s = 0;
+	dbk_engine_config_default(&e, dbk_engine_profile_find("h100"));
+	dbk_sim_config_default(&c);
+	c.ninstances = 1;
+	c.engines = &e;
+	c.scrape_flight_s = probe_ops.tick_s;
+	CHECK(dbk_sim_new(&c, r, NREQ, &probe_ops, err, sizeof(err)) == NULL);
+	CHECK(strstr(err, "flight") != NULL);
+	free(r);
+}
+
 int main(void)
 {
 	RUN(test_conservation);
@@ -480,5 +519,6 @@ int main(void)
 	RUN(test_p2_random);
 	RUN(test_chash_layouts);
 	RUN(test_staleness);
+	RUN(test_scrape_flight);
 	return CHECK_DONE();
 }
