@@ -275,7 +275,10 @@ static void ag_request(struct ag *p, const struct dbk_sim *s, const struct dbk_s
 	};
 }
 
-static uint64_t ag_ms(const struct dbk_sim *s) { return (uint64_t)(dbk_sim_now(s) * 1000.0 + 0.5); }
+/* Model seconds as the agent's millisecond clock reads them. */
+static uint64_t ag_ms_of(double t_s) { return (uint64_t)(t_s * 1000.0 + 0.5); }
+
+static uint64_t ag_ms(const struct dbk_sim *s) { return ag_ms_of(dbk_sim_now(s)); }
 
 /* News of a request node `from` sent or ended, due share_ms later. */
 static int ag_tell_others(struct ag *p, uint32_t id, unsigned from, bool end, uint64_t now)
@@ -526,7 +529,7 @@ static void ag_tick(void *st, const struct dbk_sim *s)
 		struct dbk_pred_scrape sc = {
 			.ok = true,
 			/* Taken then, read now (--scrape-flight-ms). */
-			.sent_ms = x->at_s >= 0 ? (uint64_t)(x->at_s * 1000.0 + 0.5) : 0,
+			.sent_ms = x->at_s >= 0 ? ag_ms_of(x->at_s) : 0,
 			.running = x->running,
 			.waiting = x->waiting,
 			.kv_usage = x->kv_usage,

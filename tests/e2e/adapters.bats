@@ -29,9 +29,10 @@ lora_args() { echo "$LORA_ARGS"; }
 
 # settled: the agent's books hold no request (the last one's completion
 # line is in) and its scrapes agree: no server shows a request beyond
-# them. A scrape taken as a request ended can still count it running;
-# until the next one, the agent takes it for another balancer's, and
-# prices that server busier.
+# them. A scrape out as a request ended can still count it running; the
+# agent counts such an end as its own (dbk_pred_scraped), and this
+# checks it does: taken for another balancer's, it priced that server
+# busier until the next scrape.
 no_others() { [ "$(agent_get /state | jq '[.ttft[].others] | add')" = 0 ]; }
 settled() {
 	wait_state leases 0 && wait_until 10 no_others
