@@ -402,7 +402,9 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		NUM("max-num-batched-tokens", DBK_OPT_LL, &c->max_num_batched_tokens, 1,
 		    DBK_MAX_TOKENS, "N",
 		    "ttft: the servers' --max-num-batched-tokens,\nas given to vllm serve "
-		    "(vLLM exports no\nscheduler settings; 8192, vLLM's default on\nan H100)"),
+		    "(vLLM exports no\nscheduler settings; untold: 8192, vLLM's\ndefault on an "
+		    "H100, and each server's\nqueue packed into the budget its /metrics\nshow "
+		    "while prompts queue there)"),
 		SECTION("\nServers' own numbers (vLLM's /metrics and /v1/models; the ttft policy\n"
 		        "routes on them, every policy reports them):"),
 		CALL("scrape", opt_scrape, "NAME=URL",

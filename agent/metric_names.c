@@ -33,6 +33,10 @@ static const struct {
 	{ "vllm:engine_sleep_state", DBK_VMS_SLEEP, DBK_VMR_VLLM },
 	/* LoRA adapters with requests, and max_lora (vllm_metrics.h). */
 	{ "vllm:lora_requests_info", DBK_VMS_LORA, DBK_VMR_VLLM },
+	/* The work its steps did, for the step budget (predict_budget.c). */
+	{ "vllm:prompt_tokens_total", DBK_VMS_PROMPT_TOKENS, DBK_VMR_VLLM },
+	{ "vllm:generation_tokens_total", DBK_VMS_GEN_TOKENS, DBK_VMR_VLLM },
+	{ "vllm:iteration_tokens_total_count", DBK_VMS_STEPS, DBK_VMR_VLLM },
 	/* SGLang (metric_names.h). */
 	{ "sglang:num_running_reqs", DBK_VMS_RUNNING, DBK_VMR_SGLANG },
 	{ "sglang:num_queue_reqs", DBK_VMS_WAITING, DBK_VMR_SGLANG },
@@ -59,6 +63,9 @@ static const char *const keys[DBK_VMS_INFO] = {
 	[DBK_VMS_TTFT_COUNT] = "ttft_count",
 	[DBK_VMS_HIT_RATE] = "prefix_hit_rate",
 	[DBK_VMS_CAPACITY] = "kv_capacity_tokens",
+	[DBK_VMS_PROMPT_TOKENS] = "prompt_tokens",
+	[DBK_VMS_GEN_TOKENS] = "generation_tokens",
+	[DBK_VMS_STEPS] = "steps",
 };
 
 static void add(struct dbk_vm_names *n, const char *name, size_t len, enum dbk_vm_slot slot,
@@ -123,7 +130,8 @@ int dbk_vm_names_override(struct dbk_vm_names *n, const char *spec, char *err, s
 		dbk_errf(err, errlen,
 		         "--metric wants KEY=NAME, KEY one of running, waiting, kv_usage, "
 		         "prefix_queries, prefix_hits, prefix_hit_rate, preemptions, ttft_sum, "
-		         "ttft_count, kv_capacity_tokens; got '%s'",
+		         "ttft_count, kv_capacity_tokens, prompt_tokens, generation_tokens, steps; "
+		         "got '%s'",
 		         spec);
 		return -1;
 	}

@@ -31,9 +31,16 @@ enum dbk_vm_slot {
 	DBK_VMS_TTFT_COUNT,
 	DBK_VMS_HIT_RATE,
 	DBK_VMS_CAPACITY, /* KV capacity in tokens (SGLang) */
-	DBK_VMS_INFO,     /* vllm:cache_config_info's labels */
-	DBK_VMS_SLEEP,    /* vllm:engine_sleep_state */
-	DBK_VMS_LORA,     /* vllm:lora_requests_info's labels (vllm_metrics.h) */
+	/* The engine's work, counters: prompt tokens (counted whole at a
+	 * request's first token), tokens generated, and its steps (the
+	 * count of vLLM's per-step histogram vllm:iteration_tokens_total,
+	 * whose observations are those two tokens' per step). */
+	DBK_VMS_PROMPT_TOKENS,
+	DBK_VMS_GEN_TOKENS,
+	DBK_VMS_STEPS,
+	DBK_VMS_INFO,  /* vllm:cache_config_info's labels */
+	DBK_VMS_SLEEP, /* vllm:engine_sleep_state */
+	DBK_VMS_LORA,  /* vllm:lora_requests_info's labels (vllm_metrics.h) */
 	DBK_VMS_N
 };
 
@@ -69,7 +76,8 @@ const struct dbk_vm_names *dbk_vm_names_default(void);
 
 /* Applies KEY=NAME: NAME is read as KEY (running, waiting, kv_usage,
  * prefix_queries, prefix_hits, prefix_hit_rate, preemptions, ttft_sum,
- * ttft_count, kv_capacity_tokens) instead of every engine's name for it.
+ * ttft_count, kv_capacity_tokens, prompt_tokens, generation_tokens,
+ * steps) instead of every engine's name for it.
  * Returns 0, or -1 with err (unknown key, a NAME not a metric name). */
 int dbk_vm_names_override(struct dbk_vm_names *n, const char *spec, char *err, size_t errlen);
 

@@ -76,7 +76,16 @@ void dbk_policy_scrape_done(void *policy, unsigned server, const struct dbk_scra
 		.prefix_hits = have(m, DBK_VM_PC_HITS, m->pc_hits),
 		.ttft_sum_s = have(m, DBK_VM_TTFT_SUM, m->ttft_sum),
 		.ttft_count = have(m, DBK_VM_TTFT_COUNT, m->ttft_count),
+		.step_tokens = -1,
+		.steps = -1,
 	};
+	/* A prefix cache that reports no hits holds none. */
+	if ((m->have & DBK_VM_PROMPT_TOKENS) && (m->have & DBK_VM_GEN_TOKENS) &&
+	    (m->have & DBK_VM_STEPS)) {
+		s.step_tokens = m->prompt_tokens + m->gen_tokens -
+		                ((m->have & DBK_VM_PC_HITS) ? m->pc_hits : 0);
+		s.steps = m->steps;
+	}
 	if (m->have & DBK_VM_LORA)
 		dbk_policy_feed_lora(&m->lora, &s);
 	p->ops->scraped(p->st, server, &s, dbk_mono_ms());

@@ -27,7 +27,7 @@ void *dbk_policy_ttft_create(const struct dbk_policy_env *env)
 	if (env->budget_tokens > 0)
 		c.budget_tokens = c.pack_tokens = env->budget_tokens;
 	if (env->serial_queue)
-		c.pack_tokens = 0;
+		c.pack_tokens = 0, c.learn_pack = false;
 	t->draws = env->seed;
 	if (!(t->pred = dbk_pred_new(&c))) {
 		free(t);
@@ -296,6 +296,9 @@ static const struct dbk_policy_row rows[] = {
 	  DBK_POLICY_SHORT },
 	{ "lora_adapters", NULL, NULL, DBK_POLICY_INT },
 	{ "max_lora", NULL, NULL, DBK_POLICY_INT },
+	{ "step_budget", "dbucket_ttft_step_budget_tokens",
+	  "Tokens a step of the server's is priced to pack its queue into (0: a step a prompt).",
+	  DBK_POLICY_INT },
 };
 
 static void view(const void *st, unsigned server, uint64_t now_ms, double *v)
@@ -306,7 +309,7 @@ static void view(const void *st, unsigned server, uint64_t now_ms, double *v)
 	const double x[] = { w.inflight,    w.prefilling, w.queue_s,         w.kv_committed,
 		             w.kv_capacity, w.others,     w.scraped,         w.max_model_len,
 		             w.hit_ratio,   w.slowness,   w.decode_slowness, w.adapters,
-		             w.max_lora };
+		             w.max_lora,    w.step_budget };
 	_Static_assert(sizeof(x) / sizeof(x[0]) == sizeof(rows) / sizeof(rows[0]),
 	               "one value per row");
 	memcpy(v, x, sizeof(x));

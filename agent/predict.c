@@ -92,6 +92,7 @@ void dbk_pred_scraped(struct dbk_pred *p, unsigned server, const struct dbk_pred
 		s->failures++;
 		return;
 	}
+	dbk_pred_learn_budget(s, sc); /* against the scrape before */
 	s->have_scrape = true;
 	s->scrape_ms = now_ms;
 	s->sc = *sc;
@@ -155,6 +156,7 @@ void dbk_pred_reset(struct dbk_pred *p, unsigned server)
 	/* Another engine now: it never counted them. */
 	memset(s->ends, 0, sizeof(s->ends));
 	s->ends_n = 0;
+	s->bud_tokens = s->bud_steps = s->bud_learnt = 0;
 	dbk_pred_update_slow(p);
 }
 
@@ -499,4 +501,5 @@ void dbk_pred_view(const struct dbk_pred *p, unsigned server, uint64_t now_ms,
 	v->decode_slowness = s->slow_dec;
 	v->adapters = dbk_pred_lora_active(p, s, now_ms);
 	v->max_lora = s->have_scrape ? s->sc.max_lora : 0;
+	v->step_budget = pred_srv_pack(p, s);
 }

@@ -118,14 +118,21 @@ struct dbk_pred_config {
 	unsigned nservers;
 	double budget_tokens; /* max-num-batched-tokens (8192) */
 	/* The budget the queue is packed into: the told one; 0 (untold):
-	 * not packed, every prompt queued at least a step of its own. With
-	 * admission the queue is not packed even when told: packed, its
+	 * each server's as its scrapes show it, else budget_tokens
+	 * (learn_pack), or, without learn_pack, not packed, every prompt
+	 * queued at least a step of its own. With admission the queue is
+	 * not packed even when told: packed, its
 	 * sheds let a mixed fleet's critical class fall from 98% to 70%
 	 * within the objectives at 1.5x capacity, since past capacity
 	 * vLLM's queue waits for seats (max-num-seqs) and KV the books do
 	 * not model (BENCHMARKS.md, "Stop 45: short prompts packed into one
 	 * step"). */
 	double pack_tokens;
+	/* Untold (pack_tokens 0), whether each server's queue is packed
+	 * into the budget learnt from its scrapes, or budget_tokens until
+	 * then (predict_budget.c); false where the queue is never packed
+	 * (admission). */
+	bool learn_pack;
 	double t_cpu_s;            /* fixed cost of a step (0.0015) */
 	double t_weights_s;        /* weight-read floor of a step (0.006) */
 	double lin_tokens_per_s;   /* linear layers' throughput (46000) */
@@ -181,6 +188,13 @@ struct dbk_pred_scrape {
 	double prefix_hits;        /* vllm:prefix_cache_hits_total (tokens) */
 	double ttft_sum_s;         /* vllm:time_to_first_token_seconds_sum */
 	double ttft_count;         /* vllm:time_to_first_token_seconds_count */
+	/* The work the engine's steps did, counters (-1: not reported): the
+	 * tokens they computed (prompt and generated tokens, net of the
+	 * prompt tokens found cached: vllm:prompt_tokens_total +
+	 * generation_tokens_total - prefix_cache_hits_total) and the steps
+	 * (vllm:iteration_tokens_total_count). Read while prompts wait,
+	 * they tell the step budget (predict_budget.c). */
+	double step_tokens, steps;
 	/* vllm:lora_requests_info's latest state: max_lora (0: not
 	 * reported, nothing is priced for adapters there) and the adapters
 	 * with requests there (keys: dbk_pred_request.adapter), the first
@@ -269,6 +283,7 @@ struct dbk_pred_view {
 	double decode_slowness;   /* its decode steps are priced x this */
 	unsigned adapters;        /* LoRA adapters with requests: scraped, and ours since */
 	double max_lora;          /* scraped; 0: not reported */
+	double step_budget;       /* tokens its queue is packed into (0: not packed) */
 };
 
 struct dbk_pred;

@@ -122,6 +122,10 @@ struct pred_srv {
 	double weight; /* HAProxy's effective weight; 0: not known */
 	double prior;  /* the weight's prior of its speed (predict_speed.c: priors) */
 	struct pred_lora_sent lora_sent[PRED_LORA_SENT];
+	/* The step budget (predict_budget.c): tokens and steps the engine
+	 * counted between two scrapes that both found prompts waiting,
+	 * summed, and what they say (0: not learnt). */
+	double bud_tokens, bud_steps, bud_learnt;
 };
 
 /* A server's prediction for the request being chosen. */
@@ -341,6 +345,10 @@ static inline bool pred_holds(const struct pred_srv *s, double need)
 	return s->max_model_len == 0 || need <= (double)s->max_model_len;
 }
 
+/* predict_budget.c: the step budget of s learnt from the scrape sc
+ * (s->sc still the one before it). */
+void dbk_pred_learn_budget(struct pred_srv *s, const struct dbk_pred_scrape *sc);
+
 /* predict_speed.c: each server's speed learnt from its scrapes and its
  * requests. */
 void dbk_pred_learn_speed(struct dbk_pred *p, struct pred_srv *s, const struct dbk_pred_scrape *sc);
@@ -419,20 +427,33 @@ static inline double pred_srv_prefill_s(const struct dbk_pred *p, const struct p
 	return s->slow * pred_prefill_s(&p->c, fresh, hit, decoders, ctx);
 }
 
+/* The budget server s's queue is packed into: the told one; untold,
+ * the one learnt from its scrapes, else the default (learn_pack,
+ * predict_budget.c); 0: not packed. */
+static inline double pred_srv_pack(const struct dbk_pred *p, const struct pred_srv *s)
+{
+	if (p->c.pack_tokens > 0)
+		return p->c.pack_tokens;
+	if (!p->c.learn_pack)
+		return 0;
+	return s->bud_learnt > 0 ? s->bud_learnt : p->c.budget_tokens;
+}
+
 /* What its prefill holds those queued behind it on server s: the engine
- * packs queued prompts into one step up to its budget (pack_tokens,
- * dbk_pred_config_default), so a short prompt holds the next one a
- * fraction of a step, not a whole one; not packed (pack_tokens 0), its
- * own whole steps. */
+ * packs queued prompts into one step up to its budget (pred_srv_pack),
+ * so a short prompt holds the next one a fraction of a step, not a
+ * whole one; not packed (admission), its own whole steps. */
 static inline double pred_srv_prefill_packed_s(const struct dbk_pred *p, const struct pred_srv *s,
                                                double fresh, double hit, double decoders,
                                                double ctx)
 {
-	if (!(p->c.pack_tokens > 0))
+	double pack = pred_srv_pack(p, s);
+
+	if (!(pack > 0))
 		return pred_srv_prefill_s(p, s, fresh, hit, decoders, ctx);
 	assert(!p->slow_stale);
-	return s->slow * pred_prefill_in_s(&p->c, pred_steps_of(p->c.pack_tokens, fresh, decoders),
-	                                   fresh, hit, decoders, ctx);
+	return s->slow * pred_prefill_in_s(&p->c, pred_steps_of(pack, fresh, decoders), fresh, hit,
+	                                   decoders, ctx);
 }
 
 /* A decode step on server s, at its learnt decode speed. */

@@ -62,13 +62,16 @@ void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
 	*c = (struct dbk_pred_config){
 		.nservers = nservers,
 		.budget_tokens = g->default_max_num_batched_tokens,
-		/* Untold, the queue is not packed, a step a prompt at least:
-		 * packed into 2048-token steps, ttft gained on most fleets but
-		 * lost 10-19% of its goodput on 64 H100/A100 servers under
-		 * bursts of short prompts, and 4% on agentic sessions behind two
-		 * balancers (BENCHMARKS.md, "Stop 45: short prompts packed into
-		 * one step"). Told the servers' budget, it packs into that. */
+		/* Told the servers' budget, the queue is packed into that.
+		 * Untold, into each server's as its scrapes show it, and into
+		 * budget_tokens until they do (predict_budget.c): one budget
+		 * for all, 2048 or 8192, lost 6-24% on H100/A100 fleets under
+		 * bursts of short prompts, whose A100s it priced as H100s
+		 * (BENCHMARKS.md, "Stop 45: short prompts packed into one
+		 * step"); learnt, those fleets gained 13-20% ("Stop 53: the
+		 * step budget learnt"). */
 		.pack_tokens = 0,
+		.learn_pack = true,
 		.t_cpu_s = g->t_cpu_s,
 		.t_weights_s = g->t_weights_s,
 		.lin_tokens_per_s = g->r_lin_tok_s,

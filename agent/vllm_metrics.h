@@ -24,7 +24,8 @@
  * One vLLM process can run several engines (data parallel) of one
  * model, each sample labelled engine="N": counts (running, waiting,
  * prefix-cache queries and hits, preemptions, the first-token
- * histogram's sum and count, GPU blocks) are summed
+ * histogram's sum and count, prompt and generated tokens, steps, GPU
+ * blocks) are summed
  * over all label sets; the KV-cache use is the mean over the label sets
  * that report it (engines of one server are the same size); the block
  * size is the largest reported; an engine asleep (vLLM's sleep mode) is
@@ -54,6 +55,9 @@ enum {
 	DBK_VM_SLEEP = 1u << 10,       /* vllm:engine_sleep_state{sleep_state="awake"} */
 	DBK_VM_PC_HIT_RATE = 1u << 11, /* V0's vllm:gpu_prefix_cache_hit_rate */
 	DBK_VM_LORA = 1u << 12,        /* vllm:lora_requests_info */
+	DBK_VM_PROMPT_TOKENS = 1u << 13,
+	DBK_VM_GEN_TOKENS = 1u << 14,
+	DBK_VM_STEPS = 1u << 15,
 };
 
 /* vllm:lora_requests_info (vLLM's --enable-lora): a gauge whose labels
@@ -94,6 +98,9 @@ struct dbk_vllm_metrics {
 	double gpu_blocks;         /* KV-cache capacity, in blocks (SGLang: tokens) */
 	double block_size;         /* tokens per block (SGLang: 1) */
 	double pc_hit_rate;        /* prefix-cache hit rate, 0..1 (vLLM V0, SGLang) */
+	double prompt_tokens;      /* prompt tokens, each request's at its first token (counter) */
+	double gen_tokens;         /* tokens generated (counter) */
+	double steps;              /* engine steps (counter) */
 	enum dbk_vm_engine engine; /* whose names the request counts were */
 	unsigned asleep;           /* engines whose sleep_state="awake" sample is 0 */
 	unsigned bad;              /* DBK_VM_* bits: a sample no number of the family can

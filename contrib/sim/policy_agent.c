@@ -538,6 +538,8 @@ static void ag_tick(void *st, const struct dbk_sim *s)
 			.prefix_hits = -1,
 			.ttft_sum_s = x->ttft_sum_s,
 			.ttft_count = (double)x->ttft_count,
+			.step_tokens = x->step_tokens,
+			.steps = x->steps,
 		};
 		ag_scrape_lora(s, i, &sc);
 		for (unsigned j = 0; j < p->k; j++)

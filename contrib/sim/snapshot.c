@@ -44,6 +44,13 @@ void dbk_sim_snapshot_scrape_one(struct dbk_sim_snapshot *sn, const struct dbk_s
 	dbk_sim_snapshot_set(sn, i, dbk_sim_now(s), dbk_engine_num_running(e),
 	                     dbk_engine_num_waiting(e), dbk_engine_kv_usage(e));
 	dbk_sim_first_tokens(s, i, &sn->inst[i].ttft_sum_s, &sn->inst[i].ttft_count);
+
+	struct dbk_engine_stats st;
+
+	dbk_engine_get_stats(e, &st);
+	sn->inst[i].step_tokens = (double)st.prompt_tokens_total +
+	                          (double)st.generation_tokens_total - (double)st.prefix_cache_hits;
+	sn->inst[i].steps = (double)st.steps_total;
 }
 
 void dbk_sim_snapshot_scrape(struct dbk_sim_snapshot *sn, const struct dbk_sim *s)

@@ -49,7 +49,17 @@ static void step_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)loop;
 	(void)revents;
 	s->stepping = false;
+
+	/* vLLM's per-step histogram counts what the step's outputs carry:
+	 * the tokens generated and, at a first token, the whole prompt. */
+	struct dbk_engine_stats before, after;
+
+	dbk_engine_get_stats(s->eng, &before);
 	dbk_engine_end_step(s->eng, dbk_stub_on_engine_event, s);
+	dbk_engine_get_stats(s->eng, &after);
+	dbk_prom_observe(&s->out.iteration_tokens,
+	                 (double)(after.prompt_tokens_total - before.prompt_tokens_total +
+	                          after.generation_tokens_total - before.generation_tokens_total));
 	dbk_stub_lora_record(s);
 	dbk_stub_kick_pending(s);
 	dbk_stub_maybe_step(s);

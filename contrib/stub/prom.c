@@ -24,6 +24,11 @@ static const double e2e_bounds[] = {
 	30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0,
 };
 
+/* Its fixed buckets (loggers.py, PrometheusStatLogger.__init__). */
+static const double iteration_bounds[] = {
+	1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384,
+};
+
 static void set_bounds(struct dbk_prom_histogram *h, const double *b, size_t n)
 {
 	memset(h, 0, sizeof(*h));
@@ -53,6 +58,8 @@ void dbk_prom_outcomes_init(struct dbk_prom_outcomes *o, uint32_t max_model_len)
 	set_bounds(&o->e2e, e2e_bounds, sizeof(e2e_bounds) / sizeof(e2e_bounds[0]));
 	set_1_2_5(&o->prompt_tokens, max_model_len);
 	set_1_2_5(&o->generation_tokens, max_model_len);
+	set_bounds(&o->iteration_tokens, iteration_bounds,
+	           sizeof(iteration_bounds) / sizeof(iteration_bounds[0]));
 }
 
 void dbk_prom_observe(struct dbk_prom_histogram *h, double v)
@@ -283,8 +290,8 @@ static const char ttft_help[] = "Histogram of time to first token in seconds.";
 
 /* The request histograms, in loggers.py's order of registration (the
  * order prometheus_client prints them in); the families vLLM has and the
- * stub does not (iteration tokens, max tokens and n, queue, prefill,
- * decode and inference times) are left out. */
+ * stub does not (max tokens and n, queue, prefill, decode and inference
+ * times) are left out. */
 static void outcomes(struct dbk_buf *b, const struct dbk_prom_stats *m)
 {
 	const struct dbk_prom_outcomes *o = m->out;
@@ -293,6 +300,8 @@ static void outcomes(struct dbk_buf *b, const struct dbk_prom_stats *m)
 	          &o->prompt_tokens);
 	histogram(b, m, "vllm:request_generation_tokens", "Number of generation tokens processed.",
 	          &o->generation_tokens);
+	histogram(b, m, "vllm:iteration_tokens_total",
+	          "Histogram of number of tokens per engine_step.", &o->iteration_tokens);
 	histogram(b, m, "vllm:time_to_first_token_seconds", ttft_help, &o->ttft);
 	/* v0.11's help, its two literals joined without a space. */
 	histogram(b, m, "vllm:time_per_output_token_seconds",

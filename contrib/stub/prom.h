@@ -38,6 +38,10 @@ void dbk_prom_observe(struct dbk_prom_histogram *h, double v);
  * (build_1_2_5_buckets(max_model_len): 1, 2, 5, 10, ... up to it). */
 struct dbk_prom_outcomes {
 	struct dbk_prom_histogram ttft, itl, e2e, prompt_tokens, generation_tokens;
+	/* vllm:iteration_tokens_total: each step's tokens as vLLM counts
+	 * them, the tokens it generated and the prompts whose first token
+	 * it gave, whole (dbk_prom_step_tokens). */
+	struct dbk_prom_histogram iteration_tokens;
 };
 
 void dbk_prom_outcomes_init(struct dbk_prom_outcomes *o, uint32_t max_model_len);

@@ -145,6 +145,12 @@ static void test_matches_vllm_fixture(void)
 	dbk_prom_observe(&o.generation_tokens, 16);
 	dbk_prom_observe(&o.generation_tokens, 16);
 	dbk_prom_observe(&o.generation_tokens, 2);
+	/* Three steps: decodes alone, a full 8192-token step, and one that
+	 * gave a long prompt its first token (counted whole, past the last
+	 * bound). */
+	dbk_prom_observe(&o.iteration_tokens, 3);
+	dbk_prom_observe(&o.iteration_tokens, 8192);
+	dbk_prom_observe(&o.iteration_tokens, 20000);
 	memset(&m, 0, sizeof(m));
 	m.model = "stub-model";
 	m.created = 1764547200.5;

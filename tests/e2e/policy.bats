@@ -4,8 +4,8 @@
 # and /v1/models, HAProxy with the repository's configuration. What is
 # checked: the context limit is a hard rule, a conversation follows its
 # prefix unless that server is overloaded, a broken /metrics costs routing
-# nothing, a slower server is learnt and spared, and the scraped numbers
-# are in the agent's /metrics.
+# nothing, a slower server is learnt and spared, so is a stub's step
+# budget, and the scraped numbers are in the agent's /metrics.
 
 load stubs
 
@@ -262,6 +262,31 @@ metric_ge() {
 		((${n[vllm3]:-0} < ${n[vllm$i]:-0})) || fail "last 200: vllm3 ${n[vllm3]:-0}, vllm$i ${n[vllm$i]:-0}"
 	done
 	wait_state released 400
+}
+
+@test "ttft: a stub's step budget is learnt from its /metrics while prompts queue there" {
+	# vllm0 runs 2048-token steps, vllm2 vLLM's H100 default (8192); the
+	# agent is told neither. 300 prompts of 1000 tokens sent to vllm0
+	# at once queue there for about 150 steps: the tokens its steps
+	# computed over the steps it took, read while they wait, are its
+	# budget (agent/predict_budget.c). vllm2, never queued, keeps the
+	# default.
+	STUB_ARGS="--max-num-batched-tokens 2048" start_stub 0 5
+	start_stub 2 5
+	start_ttft_agent
+	local d=$BATS_TEST_TMPDIR
+	assert_equal "$(metric dbucket_ttft_step_budget_tokens vllm0)" 8192
+	run "$BUILD/dbucket-bench" --synthetic q=1:1000:8 --rate 2000 --max-requests 300 \
+		--time-scale 5 --url "http://127.0.0.1:${STUB_PORT[0]}" --csv "$d/run.csv"
+	assert_success
+	local b
+	b=$(metric dbucket_ttft_step_budget_tokens vllm0)
+	awk -v b="$b" 'BEGIN { exit !(b >= 1600 && b <= 2048) }' || fail "vllm0's budget learnt: $b"
+	assert_equal "$(metric dbucket_ttft_step_budget_tokens vllm2)" 8192
+	# /state, whole tokens.
+	run jq -e --argjson b "$b" '.ttft[0].name == "vllm0" and .ttft[0].step_budget == ($b | floor)' \
+		<(agent_get /state)
+	assert_success
 }
 
 @test "reference: no --policy means no scraping and the reference's mode" {

@@ -250,14 +250,15 @@ static void test_one_table_for_both_reports(void)
 			CHECK(m.p && strstr(m.p, key) != NULL);
 		}
 	}
-	/* The five series operators' dashboards read, and no others. */
+	/* The six series operators' dashboards read, and no others. */
 	CHECK(m.p && strstr(m.p, "dbucket_ttft_queue_seconds{server=\"a\"} 0\n"));
 	CHECK(m.p && strstr(m.p, "dbucket_ttft_slowness{server=\"a\"} 1\n"));
 	CHECK(m.p && strstr(m.p, "dbucket_ttft_decode_slowness{server=\"a\"} 1\n"));
 	size_t gauges = 0;
 	for (const char *s = m.p; s && (s = strstr(s, "# TYPE ")); s++)
 		gauges++;
-	CHECK_EQ_U(gauges, 5);
+	CHECK(m.p && strstr(m.p, "dbucket_ttft_step_budget_tokens{server=\"a\"} 8192\n"));
+	CHECK_EQ_U(gauges, 6);
 	/* The reference shows nothing of its own. */
 	struct dbk_policy ref = { dbk_policy_find("reference"), NULL };
 	size_t before = st.len;

@@ -36,6 +36,19 @@ static struct dbk_pred *two_packed(double kv_tokens, double pack_tokens)
 
 static struct dbk_pred *two_empty(double kv_tokens) { return two_packed(kv_tokens, -1); }
 
+/* Two servers whose queue is never packed, as with admission. */
+static struct dbk_pred *two_unpacked(void)
+{
+	struct dbk_pred_config c;
+
+	dbk_pred_config_default(&c, 2);
+	c.index_entries = 4096;
+	c.learn_pack = false;
+	struct dbk_pred *p = dbk_pred_new(&c);
+	CHECK(p != NULL);
+	return p;
+}
+
 /* Two servers: four requests d decoding on 1 (sent at 0), q just sent to
  * 0 (at 60 s, when r is chosen); and r evaluated on each. NULL when out
  * of memory. */
@@ -203,15 +216,14 @@ static double queued_ahead(struct dbk_pred *p, struct dbk_pred_request q, int n)
  * (BENCHMARKS.md, "Stop 45: short prompts packed into one step"). */
 static void test_short_prompts_queued_share_a_step(void)
 {
-	struct dbk_pred *p = two_packed(0, 2048), *q = two_packed(0, 2048), *u = two_empty(0);
+	struct dbk_pred *p = two_packed(0, 2048), *q = two_packed(0, 2048), *u = two_unpacked();
 
 	if (p && q && u) {
 		double ahead8 = queued_ahead(p, req(500, 100), 8);
 		double ahead1 = queued_ahead(q, req(4000, 100), 1);
 		CHECK(ahead8 > 0 && ahead1 > 0);
 		CHECK(fabs(ahead8 / ahead1 - 1) < 0.2);
-		/* Not packed (pack_tokens 0: untold, or a pool with
-		 * admission): a step each. */
+		/* Not packed (a pool with admission): a step each. */
 		CHECK(queued_ahead(u, req(500, 100), 8) > 1.4 * ahead8);
 	}
 	dbk_pred_free(p);

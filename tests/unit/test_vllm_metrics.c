@@ -22,7 +22,7 @@ static void test_stub_fixture(void)
 
 	CHECK(dbk_vllm_parse_metrics(f.s, f.len, &m, err, sizeof(err)) == 0);
 	text_free(&f);
-	CHECK_EQ_U(m.have, 0x7ff);
+	CHECK_EQ_U(m.have, 0xe7ff);
 	CHECK_EQ_U(m.asleep, 0);
 	CHECK_NEAR(m.running, 3, 0);
 	CHECK_NEAR(m.waiting, 4, 0);
@@ -34,6 +34,9 @@ static void test_stub_fixture(void)
 	CHECK_NEAR(m.ttft_count, 3, 0);
 	CHECK_NEAR(m.gpu_blocks, 26875, 0);
 	CHECK_NEAR(m.block_size, 16, 0);
+	CHECK_NEAR(m.prompt_tokens, 1234567, 0);
+	CHECK_NEAR(m.gen_tokens, 12000, 0);
+	CHECK_NEAR(m.steps, 3, 0); /* the per-step histogram's count */
 	CHECK(m.samples > 40);
 }
 
