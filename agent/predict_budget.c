@@ -23,10 +23,10 @@
 #include "predict_int.h"
 
 /* Prompts waiting at both ends of a span, at least: with fewer, they
- * are mostly requests that arrived during a step, not a queue, and
- * 16 H100s under short code prompts were learnt at 1,100-5,600 tokens
- * for their 8,192 (at four, the A100s beside them within 3% of their
- * 2,048; BENCHMARKS.md, "Stop 53: the step budget learnt"). */
+ * are mostly requests that arrived during a step, not a queue; on 16
+ * H100s and A100s under short code prompts, one waiting read
+ * 1,550-7,360 tokens a step, four the A100s' 2,048 within 3%
+ * (BENCHMARKS.md, "Stop 53: the step budget learnt"). */
 #define PRED_BUDGET_WAITING 4.0
 /* Steps summed, at least, before the budget is used: long enough that
  * a long prompt counted whole within one span is a small part of it. */
