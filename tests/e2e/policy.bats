@@ -281,7 +281,9 @@ metric_ge() {
 	assert_success
 	local b
 	b=$(metric dbucket_ttft_step_budget_tokens vllm0)
-	awk -v b="$b" 'BEGIN { exit !(b >= 1600 && b <= 2048) }' || fail "vllm0's budget learnt: $b"
+	# A prompt whose first chunks ran before the first span counted is
+	# counted whole in it: a few percent either way.
+	awk -v b="$b" 'BEGIN { exit !(b >= 1600 && b <= 2150) }' || fail "vllm0's budget learnt: $b"
 	assert_equal "$(metric dbucket_ttft_step_budget_tokens vllm2)" 8192
 	# /state, whole tokens.
 	run jq -e --argjson b "$b" '.ttft[0].name == "vllm0" and .ttft[0].step_budget == ($b | floor)' \
