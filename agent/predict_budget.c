@@ -55,7 +55,8 @@ void dbk_pred_learn_budget(struct pred_srv *s, const struct dbk_pred_scrape *sc)
 		s->bud_tokens = s->bud_steps = s->bud_learnt = 0;
 		return;
 	}
-	if (!(then->waiting >= PRED_BUDGET_WAITING && sc->waiting >= PRED_BUDGET_WAITING) || dn == 0)
+	if (!(then->waiting >= PRED_BUDGET_WAITING && sc->waiting >= PRED_BUDGET_WAITING) ||
+	    dn == 0)
 		return;
 	s->bud_tokens += dt;
 	s->bud_steps += dn;

@@ -68,7 +68,7 @@ void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
 		 * for all, 2048 or 8192, lost 6-24% on H100/A100 fleets under
 		 * bursts of short prompts, whose A100s it priced as H100s
 		 * (BENCHMARKS.md, "Stop 45: short prompts packed into one
-		 * step"); learnt, those fleets gained 13-20% ("Stop 53: the
+		 * step"); learnt, the matrix's gained 7-20% ("Stop 53: the
 		 * step budget learnt"). */
 		.pack_tokens = 0,
 		.learn_pack = true,

@@ -66,7 +66,9 @@ static double budget_of(const struct dbk_pred *p)
 static double eight_ahead(struct dbk_pred *p)
 {
 	struct dbk_pred_request q = { .prompt_tokens = 500, .max_tokens = 100, .ignore_eos = true };
-	struct dbk_pred_request d = { .prompt_tokens = 8000, .max_tokens = 4000, .ignore_eos = true };
+	struct dbk_pred_request d = { .prompt_tokens = 8000,
+		                      .max_tokens = 4000,
+		                      .ignore_eos = true };
 	struct dbk_pred_ticket t;
 	struct dbk_pred_choice c;
 
