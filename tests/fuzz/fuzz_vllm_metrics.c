@@ -16,8 +16,9 @@
  *   (num_preemptions_total) one higher (or 1, where the count read was
  *   SGLang's, which vLLM's outranks; or still bad, where the family's
  *   samples summed to an infinity), and fails with one malformed
- *   line after it (-2: over the series cap); request counts and the KV
- *   use and KV pool that pass dbk_vllm_metrics_implausible are in range;
+ *   line after it (-2: over the series cap); request counts, the KV use
+ *   and KV pool, and the step counters (prompt and generated tokens,
+ *   steps) that pass dbk_vllm_metrics_implausible are in range;
  * - /v1/models: 0 with a length of 0 or at least 1, or -1 with a length
  *   and a count of 0; on 0 at most DBK_VM_MAX_MODELS models, each id
  *   non-empty and NUL-terminated within DBK_VM_MODEL_ID_MAX, each parent
@@ -35,7 +36,8 @@ static bool finite_fields(const struct dbk_vllm_metrics *m)
 	return isfinite(m->running) && isfinite(m->waiting) && isfinite(m->kv_usage) &&
 	       isfinite(m->pc_queries) && isfinite(m->pc_hits) && isfinite(m->preemptions) &&
 	       isfinite(m->ttft_sum) && isfinite(m->ttft_count) && isfinite(m->gpu_blocks) &&
-	       isfinite(m->block_size) && isfinite(m->pc_hit_rate);
+	       isfinite(m->block_size) && isfinite(m->pc_hit_rate) && isfinite(m->prompt_tokens) &&
+	       isfinite(m->gen_tokens) && isfinite(m->steps);
 }
 
 /* A list of names as kept: NUL-terminated within its buffer, as many
@@ -82,7 +84,7 @@ static void metrics(const struct dbk_vm_names *names, const char *s, size_t n)
 		return;
 	}
 	FUZZ_CHECK(finite_fields(&m));
-	FUZZ_CHECK((m.have & ~0x1fffu) == 0);
+	FUZZ_CHECK((m.have & ~0xffffu) == 0);
 	char why[96];
 	if (!dbk_vllm_metrics_implausible(&m, why, sizeof(why))) {
 		if (m.have & DBK_VM_RUNNING)
@@ -95,6 +97,13 @@ static void metrics(const struct dbk_vm_names *names, const char *s, size_t n)
 		 * parser. */
 		if (m.have & DBK_VM_GPU_BLOCKS)
 			FUZZ_CHECK(m.gpu_blocks >= 1 && m.gpu_blocks <= DBK_VM_MAX_BLOCKS);
+		/* The step budget's counters (predict_budget.c). */
+		if (m.have & DBK_VM_STEPS)
+			FUZZ_CHECK(m.steps >= 0 && m.steps <= DBK_VM_MAX_COUNTER);
+		if (m.have & DBK_VM_PROMPT_TOKENS)
+			FUZZ_CHECK(m.prompt_tokens >= 0 && m.prompt_tokens <= DBK_VM_MAX_COUNTER);
+		if (m.have & DBK_VM_GEN_TOKENS)
+			FUZZ_CHECK(m.gen_tokens >= 0 && m.gen_tokens <= DBK_VM_MAX_COUNTER);
 		FUZZ_CHECK(m.bad == 0);
 	}
 	if (m.have & DBK_VM_BLOCK_SIZE)
