@@ -40,7 +40,7 @@ struct dbk_prom_outcomes {
 	struct dbk_prom_histogram ttft, itl, e2e, prompt_tokens, generation_tokens;
 	/* vllm:iteration_tokens_total: each step's tokens as vLLM counts
 	 * them, the tokens it generated and the prompts whose first token
-	 * it gave, whole (dbk_prom_step_tokens). */
+	 * it gave, whole (observed in pacer.c's step_cb). */
 	struct dbk_prom_histogram iteration_tokens;
 };
 

@@ -17,8 +17,8 @@ static struct dbk_pred_request req(double prompt, double out)
 }
 
 /* A predictor of two servers of kv_tokens each (0: the default), its
- * queue packed into pack_tokens (< 0: the default). NULL when out of
- * memory. */
+ * queue packed into pack_tokens (< 0: the default; 0: never packed, as
+ * with admission). NULL when out of memory. */
 static struct dbk_pred *two_packed(double kv_tokens, double pack_tokens)
 {
 	struct dbk_pred_config c;
@@ -29,25 +29,13 @@ static struct dbk_pred *two_packed(double kv_tokens, double pack_tokens)
 		c.kv_tokens = kv_tokens;
 	if (pack_tokens >= 0)
 		c.pack_tokens = pack_tokens;
+	c.learn_pack = pack_tokens != 0;
 	struct dbk_pred *p = dbk_pred_new(&c);
 	CHECK(p != NULL);
 	return p;
 }
 
 static struct dbk_pred *two_empty(double kv_tokens) { return two_packed(kv_tokens, -1); }
-
-/* Two servers whose queue is never packed, as with admission. */
-static struct dbk_pred *two_unpacked(void)
-{
-	struct dbk_pred_config c;
-
-	dbk_pred_config_default(&c, 2);
-	c.index_entries = 4096;
-	c.learn_pack = false;
-	struct dbk_pred *p = dbk_pred_new(&c);
-	CHECK(p != NULL);
-	return p;
-}
 
 /* Two servers: four requests d decoding on 1 (sent at 0), q just sent to
  * 0 (at 60 s, when r is chosen); and r evaluated on each. NULL when out
@@ -216,7 +204,7 @@ static double queued_ahead(struct dbk_pred *p, struct dbk_pred_request q, int n)
  * (BENCHMARKS.md, "Stop 45: short prompts packed into one step"). */
 static void test_short_prompts_queued_share_a_step(void)
 {
-	struct dbk_pred *p = two_packed(0, 2048), *q = two_packed(0, 2048), *u = two_unpacked();
+	struct dbk_pred *p = two_packed(0, 2048), *q = two_packed(0, 2048), *u = two_packed(0, 0);
 
 	if (p && q && u) {
 		double ahead8 = queued_ahead(p, req(500, 100), 8);
