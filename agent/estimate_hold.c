@@ -180,9 +180,24 @@ static size_t missing_now(struct dbk_hold *h, const struct dbk_balancer *bal, un
 /* Take back: the oldest of server's leases past their grace, as many as
  * are missing, are charged part; every other one full. */
 static size_t take_back_scraped(struct dbk_hold *h, struct dbk_balancer *bal, unsigned server,
-                                double engine, uint64_t now_ms)
+                                double engine, double gone, uint64_t now_ms)
 {
-	size_t want = missing_now(h, bal, server, engine, now_ms), changed = 0;
+	size_t want = missing_now(h, bal, server, engine, now_ms), changed = 0, taken = 0;
+	/* A lease that left while the scrape was out may be in its count: the
+	 * deficit may be larger by as many. The run that takes a charge back
+	 * reads the smaller deficit, the one that gives it back the larger:
+	 * a completion line racing one scrape (every burst's end meets one)
+	 * moves nothing either way. */
+	double most = (double)dbk_bal_server_inflight(bal, server) + gone - floor(engine);
+
+	for (size_t i = 0; i < h->n; i++)
+		taken += h->e[i].taken && on_server(bal, &h->e[i], server);
+	if (h->s[server].watched && most >= 1) {
+		size_t keep = most >= (double)taken ? taken : (size_t)most;
+
+		if (keep > want)
+			want = keep;
+	}
 
 	for (size_t i = 0; i < h->n; i++) {
 		struct dbk_hold_entry *e = &h->e[i];
@@ -231,9 +246,7 @@ size_t dbk_hold_scraped(struct dbk_hold *h, struct dbk_balancer *bal, unsigned s
 	s->watched = ok && isfinite(engine) && engine >= 0;
 	size_t on = live_on(h, bal, server);
 
-	/* Take back needs no such care: a lease that left since the scrape
-	 * was sent, still counted, only hides a deficit. */
 	if (h->strict)
 		return strict_scraped(h, bal, server, on, engine, gone);
-	return take_back_scraped(h, bal, server, engine, now_ms);
+	return take_back_scraped(h, bal, server, engine, gone, now_ms);
 }

@@ -30,7 +30,10 @@
  * body can still be on its way, and a trickler's lease is the one that
  * lasts. A taken-back charge is given in full again as soon as the
  * deficit shrinks below the number taken back (no run needed: the error
- * is toward the old charge), or the server's scrape fails. Requests of
+ * is toward the old charge), or the server's scrape fails. A lease that
+ * left while the scrape was out (dbk_hold_scrape_sent) may be in its
+ * count: it shrinks no deficit there, else every burst's end, its
+ * completion lines racing a scrape, would give a trickler back. Requests of
  * other balancers on the same server raise the count, so hide a deficit,
  * never make one.
  *
