@@ -50,8 +50,14 @@ void dbk_pred_learn_budget(struct pred_srv *s, const struct dbk_pred_scrape *sc)
 		return;
 	double dt = sc->step_tokens - then->step_tokens, dn = sc->steps - then->steps;
 
-	if (dn < 0 || dt < 0) {
-		/* The counters went back: a new engine, maybe another budget. */
+	if (dn < 0) {
+		/* The steps went back: a new engine, maybe another budget. The
+		 * tokens may fall over a span: vLLM counts a prompt's cached
+		 * tokens when it is scheduled and the prompt when its first
+		 * token comes, so a long cached prompt admitted late in a span
+		 * takes its hits off before its prompt is in. Summed, the
+		 * spans even it out; taken for a new engine, the budget was
+		 * forgotten several times a second on a busy server. */
 		s->bud_tokens = s->bud_steps = s->bud_learnt = 0;
 		return;
 	}

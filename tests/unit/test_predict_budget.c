@@ -3,8 +3,8 @@
  * there, used to pack its queue when the operator told none (the
  * default budget until then); not learnt from spans without a queue of
  * four, from too few steps, or from steps that waited for seats;
- * forgotten when the counters go back; a told budget, and a pool that
- * never packs (admission), win. */
+ * forgotten when the steps go back, not when the tokens fall; a told
+ * budget, and a pool that never packs (admission), win. */
 #include <math.h>
 
 #include "check.h"
@@ -127,6 +127,29 @@ static void test_not_learnt_from_too_little(void)
 	dbk_pred_free(seats);
 }
 
+/* A span whose tokens fall (a long cached prompt scheduled: vLLM counts
+ * its hits then, its prompt only at its first token) is no new engine:
+ * the budget learnt stays, the fall summed in. */
+static void test_tokens_falling_over_a_span(void)
+{
+	struct dbk_pred *p = two(0, true);
+
+	if (p) {
+		scrapes(p, 8, 6, 2, 2048);
+		struct dbk_pred_scrape fall = { .ok = true,
+			                        .waiting = 6,
+			                        .prefix_queries = -1,
+			                        .prefix_hits = -1,
+			                        .ttft_sum_s = -1,
+			                        .ttft_count = -1,
+			                        .step_tokens = 16 * 2048 - 1000,
+			                        .steps = 18 };
+		dbk_pred_scraped(p, 0, &fall, 1900);
+		CHECK_NEAR(budget_of(p), (16.0 * 2048 - 1000) / 18, 1e-9);
+	}
+	dbk_pred_free(p);
+}
+
 /* Counters that go back are a new engine, which may run another budget;
  * HAProxy's new server in the slot (dbk_pred_reset) is too. The told
  * budget wins over a learnt one. */
@@ -162,6 +185,7 @@ int main(void)
 {
 	RUN(test_learnt_while_prompts_wait);
 	RUN(test_not_learnt_from_too_little);
+	RUN(test_tokens_falling_over_a_span);
 	RUN(test_forgotten_and_overruled);
 	return CHECK_DONE();
 }
