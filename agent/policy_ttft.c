@@ -299,6 +299,10 @@ static const struct dbk_policy_row rows[] = {
 	{ "step_budget", "dbucket_ttft_step_budget_tokens",
 	  "Tokens a step of the server's is priced to pack its queue into (0: a step a prompt).",
 	  DBK_POLICY_INT },
+	{ "seats", "dbucket_ttft_seats",
+	  "Requests the server was seen to run at most while prompts waited for a seat (0: not "
+	  "learnt).",
+	  DBK_POLICY_INT },
 };
 
 static void view(const void *st, unsigned server, uint64_t now_ms, double *v)
@@ -306,10 +310,11 @@ static void view(const void *st, unsigned server, uint64_t now_ms, double *v)
 	struct dbk_pred_view w;
 
 	dbk_pred_view(((const struct dbk_policy_ttft *)st)->pred, server, now_ms, &w);
-	const double x[] = { w.inflight,    w.prefilling, w.queue_s,         w.kv_committed,
-		             w.kv_capacity, w.others,     w.scraped,         w.max_model_len,
-		             w.hit_ratio,   w.slowness,   w.decode_slowness, w.adapters,
-		             w.max_lora,    w.step_budget };
+	const double x[] = { w.inflight,     w.prefilling,      w.queue_s,
+		             w.kv_committed, w.kv_capacity,     w.others,
+		             w.scraped,      w.max_model_len,   w.hit_ratio,
+		             w.slowness,     w.decode_slowness, w.adapters,
+		             w.max_lora,     w.step_budget,     w.seats };
 	_Static_assert(sizeof(x) / sizeof(x[0]) == sizeof(rows) / sizeof(rows[0]),
 	               "one value per row");
 	memcpy(v, x, sizeof(x));

@@ -92,7 +92,9 @@ void dbk_pred_scraped(struct dbk_pred *p, unsigned server, const struct dbk_pred
 		s->failures++;
 		return;
 	}
-	dbk_pred_learn_budget(s, sc); /* against the scrape before */
+	/* Against the scrape before. */
+	dbk_pred_learn_seats(s, sc, s->bud_learnt > 0 ? s->bud_learnt : p->c.budget_tokens);
+	dbk_pred_learn_budget(s, sc);
 	s->have_scrape = true;
 	s->scrape_ms = now_ms;
 	s->sc = *sc;
@@ -157,6 +159,8 @@ void dbk_pred_reset(struct dbk_pred *p, unsigned server)
 	memset(s->ends, 0, sizeof(s->ends));
 	s->ends_n = 0;
 	s->bud_tokens = s->bud_steps = s->bud_learnt = 0;
+	s->seats = s->run_max = s->seat_at = 0;
+	s->seat_spans = 0;
 	dbk_pred_update_slow(p);
 }
 
@@ -502,4 +506,5 @@ void dbk_pred_view(const struct dbk_pred *p, unsigned server, uint64_t now_ms,
 	v->adapters = dbk_pred_lora_active(p, s, now_ms);
 	v->max_lora = s->have_scrape ? s->sc.max_lora : 0;
 	v->step_budget = pred_srv_pack(p, s);
+	v->seats = s->seats;
 }

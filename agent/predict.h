@@ -284,6 +284,7 @@ struct dbk_pred_view {
 	unsigned adapters;        /* LoRA adapters with requests: scraped, and ours since */
 	double max_lora;          /* scraped; 0: not reported */
 	double step_budget;       /* tokens its queue is packed into (0: not packed) */
+	double seats;             /* learnt from its scrapes (0: not learnt) */
 };
 
 struct dbk_pred;

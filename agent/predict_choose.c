@@ -147,6 +147,29 @@ static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
 	e->harm_s += batch * (after - before) * fmin(0.5, out / fmax(1, mout));
 }
 
+/* Out of seats (predict_seats.c), it waits for as many running
+ * requests to end as are there beyond them, itself included: with
+ * their outputs' ends spread evenly over one output's decode, the k-th
+ * of seats running ends after k / seats of it, at the full batch's
+ * step. Beside a wait for KV room (the same ends) the longer counts.
+ * Unpriced, ttft's first tokens on 16 servers of 64 seats came from a
+ * prefill queue the books showed short while prompts waited seconds
+ * for a seat: 2% below llm_d_active's capacity there (BENCHMARKS.md,
+ * "Stop 54: the seats learnt"). */
+static double pred_seat_wait_s(const struct dbk_pred *p, const struct pred_srv *s,
+                               const struct pred_others *o, double prompt, double out)
+{
+	double seats = s->seats, ahead = (double)s->inflight + o->requests;
+
+	if (!(seats > 0) || ahead < seats)
+		return 0;
+	double left = s->inflight ? (s->ctx_tokens - s->prompt_tokens) / s->inflight : out / 2;
+	double mctx = s->inflight ? s->ctx_tokens / s->inflight : prompt + out / 2;
+
+	return (ahead - seats + 1) / seats * 2 * left *
+	       pred_srv_decode_step_s(p, s, seats, seats * mctx);
+}
+
 static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pred_request *r,
                       double hit, uint64_t now_ms, struct pred_eval *e)
 {
@@ -194,6 +217,7 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 		double share = over / fmax(cap, 1);
 		e->wait_s = (fmin(share, 1) + 2 * fmax(0, share - 1)) * left * step;
 	}
+	e->wait_s = fmax(e->wait_s, pred_seat_wait_s(p, s, &o, prompt, out));
 	e->ttft_s = queue + own;
 	e->own_s = own;
 	e->lost = false;

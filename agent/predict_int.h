@@ -126,6 +126,10 @@ struct pred_srv {
 	 * counted between two scrapes that both found prompts waiting,
 	 * summed, and what they say (0: not learnt). */
 	double bud_tokens, bud_steps, bud_learnt;
+	/* Its seats (predict_seats.c; 0: not learnt), the most it was seen
+	 * running, and the spans in a row it looked out of seats at seat_at. */
+	double seats, run_max, seat_at;
+	unsigned seat_spans;
 };
 
 /* A server's prediction for the request being chosen. */
@@ -348,6 +352,10 @@ static inline bool pred_holds(const struct pred_srv *s, double need)
 /* predict_budget.c: the step budget of s learnt from the scrape sc
  * (s->sc still the one before it). */
 void dbk_pred_learn_budget(struct pred_srv *s, const struct dbk_pred_scrape *sc);
+
+/* predict_seats.c: the seats of s learnt from the scrape sc (s->sc
+ * still the one before it), its steps' budget being budget tokens. */
+void dbk_pred_learn_seats(struct pred_srv *s, const struct dbk_pred_scrape *sc, double budget);
 
 /* predict_speed.c: each server's speed learnt from its scrapes and its
  * requests. */

@@ -291,6 +291,28 @@ metric_ge() {
 	assert_success
 }
 
+@test "ttft: a stub's seats are learnt from its /metrics while prompts wait for one" {
+	# vllm0 runs 8 requests at most (--max-num-seqs 8); the agent is not
+	# told. 120 short prompts of 200 tokens out, sent to vllm0 at once,
+	# wait there for seats while 8 decode: prompts waiting, 8 running
+	# (the most it ever ran), the cache with room and the steps far from
+	# full (agent/predict_seats.c). vllm2, never out of seats, learns
+	# none.
+	STUB_ARGS="--max-num-seqs 8" start_stub 0 5
+	start_stub 2 5
+	start_ttft_agent
+	local d=$BATS_TEST_TMPDIR
+	assert_equal "$(metric dbucket_ttft_seats vllm0)" 0
+	run "$BUILD/dbucket-bench" --synthetic q=1:200:200 --rate 2000 --max-requests 120 \
+		--time-scale 5 --url "http://127.0.0.1:${STUB_PORT[0]}" --csv "$d/run.csv"
+	assert_success
+	assert_equal "$(metric dbucket_ttft_seats vllm0)" 8
+	assert_equal "$(metric dbucket_ttft_seats vllm2)" 0
+	run jq -e '.ttft[0].name == "vllm0" and .ttft[0].seats == 8 and .ttft[1].seats == 0' \
+		<(agent_get /state)
+	assert_success
+}
+
 @test "reference: no --policy means no scraping and the reference's mode" {
 	start_stubs
 	start_agent --enable-dynamic-bucket

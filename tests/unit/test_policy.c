@@ -250,7 +250,7 @@ static void test_one_table_for_both_reports(void)
 			CHECK(m.p && strstr(m.p, key) != NULL);
 		}
 	}
-	/* The six series operators' dashboards read, and no others. */
+	/* The seven series operators' dashboards read, and no others. */
 	CHECK(m.p && strstr(m.p, "dbucket_ttft_queue_seconds{server=\"a\"} 0\n"));
 	CHECK(m.p && strstr(m.p, "dbucket_ttft_slowness{server=\"a\"} 1\n"));
 	CHECK(m.p && strstr(m.p, "dbucket_ttft_decode_slowness{server=\"a\"} 1\n"));
@@ -258,7 +258,8 @@ static void test_one_table_for_both_reports(void)
 	for (const char *s = m.p; s && (s = strstr(s, "# TYPE ")); s++)
 		gauges++;
 	CHECK(m.p && strstr(m.p, "dbucket_ttft_step_budget_tokens{server=\"a\"} 8192\n"));
-	CHECK_EQ_U(gauges, 6);
+	CHECK(m.p && strstr(m.p, "dbucket_ttft_seats{server=\"a\"} 0\n"));
+	CHECK_EQ_U(gauges, 7);
 	/* The reference shows nothing of its own. */
 	struct dbk_policy ref = { dbk_policy_find("reference"), NULL };
 	size_t before = st.len;
