@@ -116,12 +116,8 @@ static void test_not_learnt_where_not_shown(void)
 		if (!(p = two()))
 			continue;
 		switch (c) {
-		case 0:
-			scrapes(p, &g, 1000, 6, 64, 10, 0.3, 8000);
-			break;
-		case 1:
-			scrapes(p, &g, 1000, 6, 64, 10, 0.95, 400);
-			break;
+		case 0: scrapes(p, &g, 1000, 6, 64, 10, 0.3, 8000); break;
+		case 1: scrapes(p, &g, 1000, 6, 64, 10, 0.95, 400); break;
 		case 2:
 			for (int k = 0; k < 6; k++)
 				scrape(p, &g, 1000 + 100 * (uint64_t)k, 62 + k % 2, 10, 0.3, 400);
