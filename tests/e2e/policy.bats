@@ -264,6 +264,18 @@ metric_ge() {
 	wait_state released 400
 }
 
+# queue_on_vllm0 SYNTH N: the ttft agent scraping vllm0 (STUB_ARGS) and
+# a plain vllm2, then N requests of SYNTH (dbucket-bench --synthetic)
+# sent at once to vllm0 directly, past HAProxy and the agent.
+queue_on_vllm0() {
+	start_stub 0 5
+	STUB_ARGS= start_stub 2 5
+	start_ttft_agent
+	run "$BUILD/dbucket-bench" --synthetic "$1" --rate 2000 --max-requests "$2" \
+		--time-scale 5 --url "http://127.0.0.1:${STUB_PORT[0]}" --csv "$BATS_TEST_TMPDIR/run.csv"
+	assert_success
+}
+
 @test "ttft: a stub's step budget is learnt from its /metrics while prompts queue there" {
 	# vllm0 runs 2048-token steps, vllm2 vLLM's H100 default (8192); the
 	# agent is told neither. 300 prompts of 1000 tokens sent to vllm0
@@ -271,14 +283,7 @@ metric_ge() {
 	# computed over the steps it took, read while they wait, are its
 	# budget (agent/predict_budget.c). vllm2, never queued, keeps the
 	# default.
-	STUB_ARGS="--max-num-batched-tokens 2048" start_stub 0 5
-	start_stub 2 5
-	start_ttft_agent
-	local d=$BATS_TEST_TMPDIR
-	assert_equal "$(metric dbucket_ttft_step_budget_tokens vllm0)" 8192
-	run "$BUILD/dbucket-bench" --synthetic q=1:1000:8 --rate 2000 --max-requests 300 \
-		--time-scale 5 --url "http://127.0.0.1:${STUB_PORT[0]}" --csv "$d/run.csv"
-	assert_success
+	STUB_ARGS="--max-num-batched-tokens 2048" queue_on_vllm0 q=1:1000:8 300
 	local b
 	b=$(metric dbucket_ttft_step_budget_tokens vllm0)
 	# A prompt whose first chunks ran before the first span counted is
@@ -298,14 +303,7 @@ metric_ge() {
 	# (the most it ever ran), the cache with room and the steps far from
 	# full (agent/predict_seats.c). vllm2, never out of seats, learns
 	# none.
-	STUB_ARGS="--max-num-seqs 8" start_stub 0 5
-	start_stub 2 5
-	start_ttft_agent
-	local d=$BATS_TEST_TMPDIR
-	assert_equal "$(metric dbucket_ttft_seats vllm0)" 0
-	run "$BUILD/dbucket-bench" --synthetic q=1:200:200 --rate 2000 --max-requests 120 \
-		--time-scale 5 --url "http://127.0.0.1:${STUB_PORT[0]}" --csv "$d/run.csv"
-	assert_success
+	STUB_ARGS="--max-num-seqs 8" queue_on_vllm0 q=1:200:200 120
 	assert_equal "$(metric dbucket_ttft_seats vllm0)" 8
 	assert_equal "$(metric dbucket_ttft_seats vllm2)" 0
 	run jq -e '.ttft[0].name == "vllm0" and .ttft[0].seats == 8 and .ttft[1].seats == 0' \

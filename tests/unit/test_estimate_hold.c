@@ -127,11 +127,13 @@ static void test_charged_in_full_once_the_server_counts_it(void)
 	down(&x);
 }
 
-/* A scrape of server 0 that a completion line races: request NUMBER is
- * leased, the scrape sent (told, when told is true: what the agent did
- * not do before), vLLM counts engine requests, then the request ends
- * before the answer. Returns the charges the answer changed. */
-static size_t raced_scrape(struct fixture *x, int number, double engine, bool told)
+/* A scrape of server 0 at t_ms that a completion line races: request
+ * NUMBER is leased, the scrape sent (told, when told is true: what the
+ * agent did not do before), vLLM counts engine requests, then the
+ * request ends before the answer. Returns the charges the answer
+ * changed. */
+static size_t raced_scrape_at(struct fixture *x, int number, double engine, bool told,
+                              uint64_t t_ms)
 {
 	char id[8];
 
@@ -140,7 +142,12 @@ static size_t raced_scrape(struct fixture *x, int number, double engine, bool to
 	if (told)
 		dbk_hold_scrape_sent(&x->h, x->bal, 0);
 	CHECK_EQ_U(dbk_bal_release(x->bal, id, strlen(id), NULL), DBK_BAL_OK);
-	return dbk_hold_scraped(&x->h, x->bal, 0, true, engine, 0);
+	return dbk_hold_scraped(&x->h, x->bal, 0, true, engine, t_ms);
+}
+
+static size_t raced_scrape(struct fixture *x, int number, double engine, bool told)
+{
+	return raced_scrape_at(x, number, engine, told, 0);
 }
 
 /* A completion line that races the scrape: the request was running when
@@ -350,17 +357,11 @@ static void test_release_during_scrape_keeps_taken_back(void)
 	for (uint64_t t = 5100; t <= 5300; t += 100)
 		scrape0(&x, 0, t);
 	CHECK_EQ_U(x.h.stats.taken_back, 1);
-	lease(&x, "n", 0, 400);
-	dbk_hold_scrape_sent(&x.h, x.bal, 0);
-	CHECK_EQ_U(dbk_bal_release(x.bal, "n", 1, NULL), DBK_BAL_OK);
-	CHECK_EQ_U(scrape0(&x, 1, 5400), 0);
+	CHECK_EQ_U(raced_scrape_at(&x, 0, 1, true, 5400), 0);
 	CHECK(dbk_bal_lease_get(x.bal, "slow", 4, &l) && l.score == 5000);
 	CHECK_EQ_U(x.h.stats.recharged, 0);
 	/* Its body came: counted beside a raced release, in full again. */
-	lease(&x, "m", 0, 400);
-	dbk_hold_scrape_sent(&x.h, x.bal, 0);
-	CHECK_EQ_U(dbk_bal_release(x.bal, "m", 1, NULL), DBK_BAL_OK);
-	CHECK_EQ_U(scrape0(&x, 2, 5500), 1);
+	CHECK_EQ_U(raced_scrape_at(&x, 1, 2, true, 5500), 1);
 	CHECK(dbk_bal_lease_get(x.bal, "slow", 4, &l) && l.score == 225000);
 	CHECK_EQ_U(x.h.stats.recharged, 1);
 	down(&x);
