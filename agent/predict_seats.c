@@ -11,9 +11,10 @@
  * that, at one count, make it the server's seats. A span whose tokens
  * fell (vLLM counts a cached prompt's hits when it is scheduled, its
  * prompt at its first token: predict_budget.c) shows nothing of its
- * steps, and breaks the run. A count past them
- * later, counters that go back (another engine) and a reset forget
- * them. Nothing changes on a server never short of seats. */
+ * steps, and breaks the run. A count past them later, steps that go
+ * back (another engine) and a reset forget them. Nothing changes on a
+ * server never short of seats, nor on one whose /metrics count no
+ * steps (vllm:iteration_tokens_total). */
 #include "predict_int.h"
 
 /* The KV cache's use below which waiting prompts are not waiting for
@@ -66,7 +67,7 @@ void dbk_pred_learn_seats(struct pred_srv *s, const struct dbk_pred_scrape *sc, 
 		s->seat_spans = 0;
 		return;
 	}
-	if (s->seat_spans == 0 || sc->running != s->seat_at)
+	if (sc->running != s->seat_at)
 		s->seat_spans = 0;
 	s->seat_at = sc->running;
 	if (++s->seat_spans >= PRED_SEATS_SPANS)
