@@ -237,7 +237,7 @@ static double pred_decode_fleet_s(const struct dbk_pred *p, const struct pred_sr
 	if (out <= 1)
 		return 0;
 	pred_others(p, s, now_ms, &o);
-	double mctx = s->inflight ? s->ctx_tokens / s->inflight : prompt + out / 2;
+	double mctx = pred_srv_mean_ctx(s, prompt, out);
 	double batch = (double)s->inflight + o.requests + 1;
 	return (out - 1) * pred_decode_step_s(&p->c, batch,
 	                                      s->ctx_tokens + o.requests * mctx + prompt + out / 2);

@@ -125,8 +125,7 @@ static void pred_eval_tpot(const struct dbk_pred *p, const struct pred_srv *s,
                            struct pred_eval *e)
 {
 	double batch = (double)s->inflight + o->requests;
-	double mctx = s->inflight ? s->ctx_tokens / s->inflight : prompt + out / 2;
-	double mout = s->inflight ? 2 * (s->ctx_tokens - s->prompt_tokens) / s->inflight : out;
+	double mctx = pred_srv_mean_ctx(s, prompt, out), mout = pred_srv_mean_out(s, out);
 
 	/* Its prefill's first step, longer than a decode step by chunk_s,
 	 * is one of the steps each decoder there makes one token in: their
@@ -163,11 +162,8 @@ static double pred_seat_wait_s(const struct dbk_pred *p, const struct pred_srv *
 
 	if (!(seats > 0) || ahead < seats)
 		return 0;
-	double left = s->inflight ? (s->ctx_tokens - s->prompt_tokens) / s->inflight : out / 2;
-	double mctx = s->inflight ? s->ctx_tokens / s->inflight : prompt + out / 2;
-
-	return (ahead - seats + 1) / seats * 2 * left *
-	       pred_srv_decode_step_s(p, s, seats, seats * mctx);
+	return (ahead - seats + 1) / seats * pred_srv_mean_out(s, out) *
+	       pred_srv_decode_step_s(p, s, seats, seats * pred_srv_mean_ctx(s, prompt, out));
 }
 
 static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pred_request *r,

@@ -349,6 +349,21 @@ static inline bool pred_holds(const struct pred_srv *s, double need)
 	return s->max_model_len == 0 || need <= (double)s->max_model_len;
 }
 
+/* The mean context of the requests in flight on s, which other
+ * balancers' requests there are taken to share; with none, a request of
+ * prompt tokens midway through its out tokens of output. */
+static inline double pred_srv_mean_ctx(const struct pred_srv *s, double prompt, double out)
+{
+	return s->inflight ? s->ctx_tokens / s->inflight : prompt + out / 2;
+}
+
+/* The mean output of the requests in flight on s (the books charge half
+ * of each as context, so twice that); with none, out. */
+static inline double pred_srv_mean_out(const struct pred_srv *s, double out)
+{
+	return s->inflight ? 2 * (s->ctx_tokens - s->prompt_tokens) / s->inflight : out;
+}
+
 /* predict_budget.c: the step budget of s learnt from the scrape sc
  * (s->sc still the one before it). */
 void dbk_pred_learn_budget(struct pred_srv *s, const struct dbk_pred_scrape *sc);
