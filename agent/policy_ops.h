@@ -42,9 +42,10 @@ struct dbk_policy_env {
 	/* The servers' step token budget (--max-num-batched-tokens); 0: the
 	 * engine model's. */
 	double budget_tokens;
-	/* The queue priced a step a prompt at least, not packed: a pool with
-	 * admission, whose sheds were measured on that queue (predict.h's
-	 * pack_tokens). */
+	/* The queue priced a step a prompt at least, not packed, and no
+	 * first token weighed more for being late: a pool with admission,
+	 * whose sheds were measured on that routing (predict.h's
+	 * pack_tokens and late_weight). */
 	bool serial_queue;
 	uint64_t seed; /* for a policy that draws: the same seed, the same draws */
 };

@@ -27,7 +27,7 @@ void *dbk_policy_ttft_create(const struct dbk_policy_env *env)
 	if (env->budget_tokens > 0)
 		c.budget_tokens = c.pack_tokens = env->budget_tokens;
 	if (env->serial_queue)
-		c.pack_tokens = 0, c.learn_pack = false;
+		c.pack_tokens = 0, c.learn_pack = false, c.late_weight = 0;
 	t->draws = env->seed;
 	if (!(t->pred = dbk_pred_new(&c))) {
 		free(t);

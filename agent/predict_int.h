@@ -248,7 +248,7 @@ static inline double pred_prompt(const struct dbk_pred_request *r)
 static inline double pred_ttft(const struct pred_eval *e) { return e->ttft_s + e->wait_s; }
 
 /* Past PRED_TTFT_RISK_FROM of the TTFT objective a predicted first
- * token's second weighs 1 + PRED_TTFT_RISK: there, the error the books
+ * token's second weighs 1 + late_weight (predict.h): there, the error the books
  * make on a queue (a prompt's length guessed from its sample, outputs
  * from a mean) is what stands between the request and a miss, while the
  * TPOT that second bought the decoders lay far inside its own
@@ -265,7 +265,6 @@ static inline double pred_ttft(const struct pred_eval *e) { return e->ttft_s + e
  * fixed rates. Lost everywhere, a request misses whatever it waits:
  * no risk to weigh (pred_score's lost branch). */
 #define PRED_TTFT_RISK_FROM 0.5
-#define PRED_TTFT_RISK 4.0
 
 static inline double pred_score(const struct dbk_pred *p, const struct pred_eval *e)
 {
@@ -276,7 +275,7 @@ static inline double pred_score(const struct dbk_pred *p, const struct pred_eval
 	if (e->lost)
 		return e->own_s + others + p->c.stall_weight * (own - e->own_s);
 	double late = fmax(0, pred_ttft(e) - PRED_TTFT_RISK_FROM * p->c.ttft_slo_s);
-	return own + PRED_TTFT_RISK * late + others;
+	return own + p->c.late_weight * late + others;
 }
 
 /* The class a choice ranks first: fitting, then within the objectives. */

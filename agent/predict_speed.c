@@ -82,6 +82,7 @@ void dbk_pred_config_default(struct dbk_pred_config *c, unsigned nservers)
 		.kv_tokens = (double)g->default_kv_capacity_tokens,
 		.output_tokens = 256,
 		.stall_weight = DBK_PRED_STALL_WEIGHT,
+		.late_weight = DBK_PRED_LATE_WEIGHT,
 		.ttft_slo_s = DBK_PRED_TTFT_SLO_S,
 		.tpot_slo_s = DBK_PRED_TPOT_SLO_S,
 		.scrape_stale_ms = 1000,
@@ -101,10 +102,10 @@ int dbk_pred_config_check(const struct dbk_pred_config *c, char *err, size_t err
 		bad = "engine rates and capacities must be positive";
 	else if (!(c->t_cpu_s >= 0) || !(c->t_weights_s >= 0) || !(c->attn_flop_per_pair >= 0) ||
 	         !(c->kv_bytes_per_token >= 0) || !(c->output_tokens >= 0) ||
-	         !(c->stall_weight >= 0) || !(c->lora_load_s >= 0) ||
+	         !(c->stall_weight >= 0) || !(c->late_weight >= 0) || !(c->lora_load_s >= 0) ||
 	         !isfinite(c->t_cpu_s + c->t_weights_s + c->attn_flop_per_pair +
 	                   c->kv_bytes_per_token + c->output_tokens + c->stall_weight +
-	                   c->lora_load_s))
+	                   c->late_weight + c->lora_load_s))
 		bad = "engine costs must be finite and not negative";
 	else if (!pos(c->ttft_slo_s) || !pos(c->tpot_slo_s))
 		bad = "the TTFT and TPOT objectives must be positive and finite";

@@ -92,6 +92,9 @@ static void test_ttft_told_the_budget(void)
 	big.serial_queue = true;
 	struct dbk_policy_ttft *serial = dbk_policy_ttft_create(&big);
 	CHECK(serial && dbk_pred_config(serial->pred)->pack_tokens == 0);
+	/* Nor a late first token weighed more: admission judges it. */
+	CHECK(serial && dbk_pred_config(serial->pred)->late_weight == 0);
+	CHECK_NEAR(dbk_pred_config(told->pred)->late_weight, DBK_PRED_LATE_WEIGHT, 0);
 	if (serial)
 		dbk_policy_ttft_destroy(serial);
 	CHECK(dbk_pred_choose(told->pred, &r, 0, &a) == 0);

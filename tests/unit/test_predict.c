@@ -68,6 +68,12 @@ static void test_config_checked(void)
 	CHECK(dbk_pred_config_check(&c, err, sizeof(err)) != 0);
 	c.stall_weight = 0;
 	CHECK(dbk_pred_config_check(&c, err, sizeof(err)) == 0);
+	c.late_weight = -1;
+	CHECK(dbk_pred_config_check(&c, err, sizeof(err)) != 0);
+	c.late_weight = NAN;
+	CHECK(dbk_pred_config_check(&c, err, sizeof(err)) != 0);
+	c.late_weight = 0; /* admission's */
+	CHECK(dbk_pred_config_check(&c, err, sizeof(err)) == 0);
 }
 
 /* The predictor's engine is the stub's default one: the same profile,
