@@ -155,7 +155,7 @@ struct dbk_pred_config {
 	 * sheds were measured on a routing without it: with it, code
 	 * prompts on 16 H100/A100 servers at 1.5x capacity kept 92.1% of
 	 * critical requests within the objectives instead of 94.8%, and
-	 * 7.3% fewer of all (BENCHMARKS.md, "Stop 55: admission routes as
+	 * 9% fewer of all (BENCHMARKS.md, "Stop 55: admission routes as
 	 * it was measured"). */
 	double late_weight;
 	/* The objectives (DBK_PRED_TTFT_SLO_S, DBK_PRED_TPOT_SLO_S); their
