@@ -92,16 +92,35 @@ static uint64_t above_risk(const struct dbk_admit_state *st, enum dbk_class cls,
  * DBK_ADMIT_SUSTAINED_MS or more, and still coming: the fleet past
  * capacity, not a burst, nor a fleet whose backlog has drained (with no
  * memory, not known: no). */
+static bool sustained_at(const struct dbk_admit_state *st, int k, uint64_t now_ms)
+{
+	return st->risk_until_ms[k] > now_ms &&
+	       st->risk_last_ms[k] - st->risk_since_ms[k] >= DBK_ADMIT_SUSTAINED_MS &&
+	       now_ms - st->risk_last_ms[k] <= DBK_ADMIT_SUSTAINED_RECENT_MS;
+}
+
 static bool sustained(const struct dbk_admit_state *st, enum dbk_class cls, uint64_t now_ms)
 {
 	if (!st)
 		return false;
 	for (int k = 0; k < (int)cls; k++)
-		if (st->risk_until_ms[k] > now_ms &&
-		    st->risk_last_ms[k] - st->risk_since_ms[k] >= DBK_ADMIT_SUSTAINED_MS &&
-		    now_ms - st->risk_last_ms[k] <= DBK_ADMIT_SUSTAINED_RECENT_MS)
+		if (sustained_at(st, k, now_ms))
 			return true;
 	return false;
+}
+
+/* Milliseconds until no class above cls is at sustained risk, if no
+ * more evidence comes: each sustained episode's latest piece past
+ * DBK_ADMIT_SUSTAINED_RECENT_MS old. */
+static double quiet_in_ms(const struct dbk_admit_state *st, enum dbk_class cls, uint64_t now_ms)
+{
+	double ms = 0;
+
+	for (int k = 0; k < (int)cls; k++)
+		if (sustained_at(st, k, now_ms))
+			ms = fmax(ms, (double)(st->risk_last_ms[k] + DBK_ADMIT_SUSTAINED_RECENT_MS +
+			                       1 - now_ms));
+	return ms;
 }
 
 /* A request of cls predicted to wait past DBK_ADMIT_RISK_SHARE of the
@@ -215,7 +234,10 @@ static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
 	 * every server) is paid by the next critical request's first token
 	 * and by the decoders' TPOT, which prefill chunks stretch while
 	 * the backlog lasts. */
-	if (sustained(st, cls, in->now_ms))
+	double full = share;
+	bool held = sustained(st, cls, in->now_ms);
+
+	if (held)
 		share *= DBK_ADMIT_SUSTAINED_FACTOR;
 	uint64_t until = above_risk(st, cls, in->now_ms);
 	/* Late for its own objective because of what waits ahead of it:
@@ -238,6 +260,14 @@ static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
 	 * and it is no longer late for its own objective. */
 	double lapsed = until == UINT64_MAX ? INFINITY : (double)(until - in->now_ms);
 	double within = own < share ? t - share : INFINITY;
+	/* Its own prefill past the eighth but within the share: admitted
+	 * again once the sustained episode goes quiet (if nothing renews
+	 * it) and the queue leaves it within the share. Told the end of the
+	 * risk's hold instead, such requests came back 30 s later, long
+	 * after a burst of code prompts had drained (BENCHMARKS.md, "Stop
+	 * 55: admission routes as it was measured"). */
+	if (held && own >= share && own < full)
+		within = fmax(quiet_in_ms(st, cls, in->now_ms), t - full);
 	r.retry_after_s = retry_after(c, fmin(within, fmax(lapsed, drained)));
 	return r;
 }

@@ -268,6 +268,12 @@ static void test_sustained_risk(void)
 		{ SHD, sus, 400, 100, SHED, 1 },
 		{ STD, sus, 400, 100, SHED, 1 },
 		{ STD, sus, 120, 100, ROUTE, -1 },
+		/* Its own prefill past the eighth, within the share: back once
+		 * the episode is quiet (10 s and a millisecond, rounded up),
+		 * not at the end of the 30 s hold. */
+		{ SHD, sus, 400, 200, SHED, DBK_ADMIT_SUSTAINED_RECENT_MS / 1000 + 1 },
+		/* Past the share too: at the hold's end. */
+		{ SHD, sus, 1500, 1200, SHED, DBK_ADMIT_RISK_HOLD_MS / 1000 },
 		/* The hold lapsed: a new episode starts with the share. */
 		{ CRIT, lapse, 1700, 100, ROUTE, -1 },
 		{ SHD, lapse, 400, 100, ROUTE, -1 },
@@ -302,8 +308,12 @@ static void test_sustained_episode(void)
 		{ CRIT, t1 + half, 1700, 100, ROUTE, -1 },
 		{ CRIT, sus, 1700, 100, ROUTE, -1 },
 		{ SHD, sus + 1, 400, 100, SHED, -1 },
-		/* Then none for 10 s: the share again ... */
+		/* Told to come back when quiet, 10 s from now (its own 200 ms
+		 * past the eighth) ... */
+		{ SHD, sus + 1, 400, 200, SHED, DBK_ADMIT_SUSTAINED_RECENT_MS / 1000 },
+		/* ... then, none for 10 s: the share again, it is let in ... */
 		{ SHD, quiet, 400, 100, ROUTE, -1 },
+		{ SHD, quiet, 400, 200, ROUTE, -1 },
 		{ SHD, quiet, 1200, 100, SHED, -1 },
 		/* ... until the sustained episode's hold lapses. */
 		{ SHD, sus + DBK_ADMIT_RISK_HOLD_MS - 1, 1200, 100, SHED, -1 },
