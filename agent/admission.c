@@ -88,10 +88,9 @@ static uint64_t above_risk(const struct dbk_admit_state *st, enum dbk_class cls,
 	return until;
 }
 
-/* Whether a class above cls is at risk on evidence renewed for
+/* Whether class k is at risk on evidence renewed for
  * DBK_ADMIT_SUSTAINED_MS or more, and still coming: the fleet past
- * capacity, not a burst, nor a fleet whose backlog has drained (with no
- * memory, not known: no). */
+ * capacity, not a burst, nor a fleet whose backlog has drained. */
 static bool sustained_at(const struct dbk_admit_state *st, int k, uint64_t now_ms)
 {
 	return st->risk_until_ms[k] > now_ms &&
@@ -99,24 +98,15 @@ static bool sustained_at(const struct dbk_admit_state *st, int k, uint64_t now_m
 	       now_ms - st->risk_last_ms[k] <= DBK_ADMIT_SUSTAINED_RECENT_MS;
 }
 
-static bool sustained(const struct dbk_admit_state *st, enum dbk_class cls, uint64_t now_ms)
-{
-	if (!st)
-		return false;
-	for (int k = 0; k < (int)cls; k++)
-		if (sustained_at(st, k, now_ms))
-			return true;
-	return false;
-}
-
 /* Milliseconds until no class above cls is at sustained risk, if no
- * more evidence comes: each sustained episode's latest piece past
- * DBK_ADMIT_SUSTAINED_RECENT_MS old. */
+ * more evidence comes (each sustained episode's latest piece past
+ * DBK_ADMIT_SUSTAINED_RECENT_MS old): 0 when none is, and with no
+ * memory, not known, taken as none. */
 static double quiet_in_ms(const struct dbk_admit_state *st, enum dbk_class cls, uint64_t now_ms)
 {
 	double ms = 0;
 
-	for (int k = 0; k < (int)cls; k++)
+	for (int k = 0; st && k < (int)cls; k++)
 		if (sustained_at(st, k, now_ms))
 			ms = fmax(ms, (double)(st->risk_last_ms[k] + DBK_ADMIT_SUSTAINED_RECENT_MS +
 			                       1 - now_ms));
@@ -234,10 +224,9 @@ static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
 	 * every server) is paid by the next critical request's first token
 	 * and by the decoders' TPOT, which prefill chunks stretch while
 	 * the backlog lasts. */
-	double full = share;
-	bool held = sustained(st, cls, in->now_ms);
+	double full = share, quiet_ms = quiet_in_ms(st, cls, in->now_ms);
 
-	if (held)
+	if (quiet_ms > 0)
 		share *= DBK_ADMIT_SUSTAINED_FACTOR;
 	uint64_t until = above_risk(st, cls, in->now_ms);
 	/* Late for its own objective because of what waits ahead of it:
@@ -266,8 +255,8 @@ static struct dbk_admit_result predicted(const struct dbk_admit_config *c,
 	 * risk's hold instead, such requests came back 30 s later, long
 	 * after a burst of code prompts had drained (BENCHMARKS.md, "Stop
 	 * 55: admission routes as it was measured"). */
-	if (held && own >= share && own < full)
-		within = fmax(quiet_in_ms(st, cls, in->now_ms), t - full);
+	if (quiet_ms > 0 && own >= share && own < full)
+		within = fmax(quiet_ms, t - full);
 	r.retry_after_s = retry_after(c, fmin(within, fmax(lapsed, drained)));
 	return r;
 }

@@ -248,10 +248,10 @@ static inline double pred_prompt(const struct dbk_pred_request *r)
 static inline double pred_ttft(const struct pred_eval *e) { return e->ttft_s + e->wait_s; }
 
 /* Past PRED_TTFT_RISK_FROM of the TTFT objective a predicted first
- * token's second weighs 1 + late_weight (predict.h): there, the error the books
- * make on a queue (a prompt's length guessed from its sample, outputs
- * from a mean) is what stands between the request and a miss, while the
- * TPOT that second bought the decoders lay far inside its own
+ * token's second weighs 1 + late_weight (predict.h): there, the error
+ * the books make on a queue (a prompt's length guessed from its sample,
+ * outputs from a mean) is what stands between the request and a miss,
+ * while the TPOT that second bought the decoders lay far inside its own
  * objective. Weighed alike all the way, the harm a short prompt's
  * prefill does to short-output decoders (20 first-token seconds to a
  * TPOT second) outbid a queue of 1.5 s, long prompts gathered on the

@@ -16,6 +16,14 @@ static struct dbk_pred_request req(double prompt, double out)
 		                          .ignore_eos = true };
 }
 
+/* The config of every predictor here: two servers, the defaults, a
+ * small prefix index. */
+static void two_config(struct dbk_pred_config *c)
+{
+	dbk_pred_config_default(c, 2);
+	c->index_entries = 4096;
+}
+
 /* A predictor of two servers of kv_tokens each (0: the default), its
  * queue packed into pack_tokens (< 0: the default; 0: never packed, as
  * with admission). NULL when out of memory. */
@@ -23,8 +31,7 @@ static struct dbk_pred *two_packed(double kv_tokens, double pack_tokens)
 {
 	struct dbk_pred_config c;
 
-	dbk_pred_config_default(&c, 2);
-	c.index_entries = 4096;
+	two_config(&c);
 	if (kv_tokens > 0)
 		c.kv_tokens = kv_tokens;
 	if (pack_tokens >= 0)
@@ -242,8 +249,7 @@ static void test_a_late_first_token_costs_more(void)
 		struct dbk_pred_ticket t;
 		struct dbk_pred_config c;
 
-		dbk_pred_config_default(&c, 2);
-		c.index_entries = 4096;
+		two_config(&c);
 		if (round == 2)
 			c.late_weight = 0;
 		struct dbk_pred *p = dbk_pred_new(&c);
