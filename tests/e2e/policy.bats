@@ -171,9 +171,13 @@ metric_ge() {
 	wait_log 'event=scrape-down server=vllm0 .*reason="response timed out"'
 	wait_log 'event=scrape-down server=vllm1 .*reason="bad /metrics: line 1'
 	local d=$BATS_TEST_TMPDIR i
-	completion_body 4 false 400 >"$d/short.json"
+	# Sixteen prompts, no two alike (no cache pulls one to its holder),
+	# each long enough in decode that they are all in flight at once:
+	# one at a time, every server idle, any one of them may take them all.
 	for i in $(seq 1 16); do
-		send_bg "$d/s$i" /v1/completions "$d/short.json"
+		words "$i" 400 >"$d/s$i.t"
+		prompt_body "$d/s$i.t" 200 >"$d/s$i.json"
+		send_bg "$d/s$i" /v1/completions "$d/s$i.json"
 	done
 	wait_clients
 	local -A by
