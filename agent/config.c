@@ -395,7 +395,8 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		NUM("engine-speed", DBK_OPT_DOUBLE, &c->engine_speed, 0.001, 1000, "X",
 		    "ttft: the servers run X times as fast as its\nengine model (an 8B model on an "
 		    "H100; 1); for\nother GPUs, and stubs run with --time-scale X\n"
-		    "(differences between servers are learnt)"),
+		    "(differences between servers are learnt;\nwith --admission, a slower fleet's "
+		    "pace too)"),
 		NUM("lora-load", DBK_OPT_MS, &c->lora_load_ms, 1, 3600 * 1000, "TIME",
 		    "ttft: what loading a LoRA adapter costs these\nservers (vLLM exports no load "
 		    "time; 50 ms of\nits engine model over --engine-speed)"),

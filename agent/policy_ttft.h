@@ -20,6 +20,9 @@ struct dbk_policy_ttft {
 	/* For a policy that draws (policy_p2ttft.c): env's seed, advanced
 	 * by each draw. */
 	uint64_t draws;
+	/* Admission's pools: first tokens at the fleet's own speed, not the
+	 * engine model's (dbk_policy_ttft_chose). */
+	bool absolute;
 };
 
 /* The hooks every predictor policy shares, for their ops tables. */

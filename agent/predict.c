@@ -507,4 +507,5 @@ void dbk_pred_view(const struct dbk_pred *p, unsigned server, uint64_t now_ms,
 	v->max_lora = s->have_scrape ? s->sc.max_lora : 0;
 	v->step_budget = pred_srv_pack(p, s);
 	v->seats = s->seats;
+	v->model_slowness = s->slow * dbk_pred_fleet_slowness(p);
 }

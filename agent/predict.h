@@ -297,6 +297,7 @@ struct dbk_pred_view {
 	double max_lora;          /* scraped; 0: not reported */
 	double step_budget;       /* tokens its queue is packed into (0: not packed) */
 	double seats;             /* learnt from its scrapes (0: not learnt) */
+	double model_slowness;    /* slowness x dbk_pred_fleet_slowness: against the model */
 };
 
 struct dbk_pred;
@@ -382,5 +383,12 @@ void dbk_pred_move(struct dbk_pred *p, struct dbk_pred_ticket *t, unsigned serve
 void dbk_pred_view(const struct dbk_pred *p, unsigned server, uint64_t now_ms,
                    struct dbk_pred_view *out);
 const struct dbk_pred_config *dbk_pred_config(const struct dbk_pred *p);
+/* How much later than the engine model the fleet's median server serves
+ * its first tokens (the fleet's fit of its scraped first tokens, which
+ * every server's slowness is priced against): 1 where that is within
+ * the speed band of the model's, or faster, or not known (no server
+ * exports vLLM's first-token histogram). The routing needs only the
+ * servers' ratios; admission needs the time. */
+double dbk_pred_fleet_slowness(const struct dbk_pred *p);
 
 #endif

@@ -376,6 +376,17 @@ static void fleet_factors(struct dbk_pred *p, double *fa, double *fb, double *fh
 	*fh = nh ? exp(median(lh, nh)) : 1;
 }
 
+/* Only slower than the band: a fleet read faster than the model would
+ * undo admission's unpacked queue (stop 45), which prices short prompts'
+ * queues above their true wait on purpose; nor within it, where an H100
+ * fleet's fit reads 0.84-1.15 by its mix of requests (Azure, 16 H100s,
+ * 0.8x to 1.5x capacity), and taken as it was, agentic 72 on 4 H100s
+ * shed 104 requests at 0.8x capacity instead of 40. */
+double dbk_pred_fleet_slowness(const struct dbk_pred *p)
+{
+	return p->fleet_h > PRED_SPEED_BAND ? p->fleet_h : 1;
+}
+
 /* Each server's two factors against the fleet's (fleet_factors), from
  * two signals fitted apart, each against the fleet's fit of the same
  * signal, so that what differs between them for every server (the

@@ -5,7 +5,8 @@
 # dbucket-bench --priority-mix), once without and once with --admission,
 # side by side in one run. Prints dbucket-bench's line per class for
 # each (requests, served, 429s, within the SLOs, TTFT p50/p99) and the
-# agent's shed counters; keeps every output in --out.
+# agent's shed counters and dbucket_ttft_model_slowness (the pace its
+# first tokens were priced at); keeps every output in --out.
 #
 #   contrib/bench/overload-live.sh [--rate R] [--requests N]
 #        [--time-scale S] [--mix MIX] [--priority-mix MIX] [--out DIR]
@@ -99,7 +100,9 @@ run() {
 		--priority-mix "$pmix" --url "http://$DBK_BIND" --time-scale "$scale" \
 		--slo-ttft-ms 2000 --slo-tpot-ms 100 --timeout 600 --json "$out/$label.json" \
 		>"$out/$label.txt"
-	curl -s "http://$admin/metrics" | grep '^dbucket_admission_' >"$out/$label.metrics"
+	# With the pace admission priced first tokens at, server by server.
+	curl -s "http://$admin/metrics" | grep '^dbucket_admission_\|^dbucket_ttft_model_slowness' \
+		>"$out/$label.metrics"
 	# Completions without a decision (shed ones, and any HAProxy
 	# balanced alone): "undecided".
 	curl -s "http://$admin/state" | jq -c '{undecided, completions, leases}' >>"$out/$label.metrics"
@@ -119,5 +122,5 @@ fi
 for label in "${labels[@]}"; do
 	echo "== $label"
 	awk '/^class /, 0' "$out/$label.txt"
-	grep 'shed_total\|undecided' "$out/$label.metrics" | grep -v ' 0$' || true
+	grep 'shed_total\|undecided\|model_slowness' "$out/$label.metrics" | grep -v ' 0$' || true
 done

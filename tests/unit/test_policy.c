@@ -253,7 +253,7 @@ static void test_one_table_for_both_reports(void)
 			CHECK(m.p && strstr(m.p, key) != NULL);
 		}
 	}
-	/* The seven series operators' dashboards read, and no others. */
+	/* The eight series operators' dashboards read, and no others. */
 	CHECK(m.p && strstr(m.p, "dbucket_ttft_queue_seconds{server=\"a\"} 0\n"));
 	CHECK(m.p && strstr(m.p, "dbucket_ttft_slowness{server=\"a\"} 1\n"));
 	CHECK(m.p && strstr(m.p, "dbucket_ttft_decode_slowness{server=\"a\"} 1\n"));
@@ -262,7 +262,8 @@ static void test_one_table_for_both_reports(void)
 		gauges++;
 	CHECK(m.p && strstr(m.p, "dbucket_ttft_step_budget_tokens{server=\"a\"} 8192\n"));
 	CHECK(m.p && strstr(m.p, "dbucket_ttft_seats{server=\"a\"} 0\n"));
-	CHECK_EQ_U(gauges, 7);
+	CHECK(m.p && strstr(m.p, "dbucket_ttft_model_slowness{server=\"a\"} 1\n"));
+	CHECK_EQ_U(gauges, 8);
 	/* The reference shows nothing of its own. */
 	struct dbk_policy ref = { dbk_policy_find("reference"), NULL };
 	size_t before = st.len;
@@ -336,6 +337,65 @@ static void test_ttft_every_lease_teaches(void)
 		}
 		ops->destroy(t);
 		ops->destroy(twin);
+	}
+}
+
+/* Admission weighs the first token in the fleet's seconds: four
+ * servers that each serve their first tokens 3x later than the engine
+ * model, scraped after each of 16 rounds of a request to each. A pool
+ * with admission then reports every prediction at the fleet's speed
+ * (dbk_pred_fleet_slowness, about 3); one without keeps the model's,
+ * which its choices compare, the fleet's speed cancelling. */
+static void test_admission_prices_at_the_fleets_speed(void)
+{
+	for (int admission = 0; admission < 2; admission++) {
+		const struct dbk_policy_env env = { .nservers = 4,
+			                            .engine_speed = 1.0,
+			                            .stall_weight = -1,
+			                            .serial_queue = admission };
+		const struct dbk_policy_ops *ops = dbk_policy_find("ttft");
+		struct dbk_policy_ttft *t = dbk_policy_ttft_create(&env);
+		const struct dbk_pred_request q = { .prompt_tokens = 2000, .max_tokens = 8 };
+		const struct dbk_policy_request r = { .est = &est };
+		double sum[4] = { 0 };
+		struct dbk_policy_choice c;
+		struct dbk_pred_choice raw;
+		uint64_t now = 1000;
+
+		CHECK(t && t->absolute == admission);
+		if (!t)
+			return;
+		for (unsigned k = 0; k <= 16; k++) {
+			for (unsigned i = 0; k > 0 && i < 4; i++, now += 1000) {
+				struct dbk_pred_ticket tk;
+				dbk_pred_commit(t->pred, &q, i, now, &tk);
+				dbk_pred_release(t->pred, &tk, now);
+				sum[i] += 3 * tk.x1;
+			}
+			for (unsigned i = 0; i < 4; i++) {
+				const struct dbk_pred_scrape sc = { .ok = true,
+					                            .kv_capacity_tokens = -1,
+					                            .prefix_queries = -1,
+					                            .prefix_hits = -1,
+					                            .ttft_sum_s = sum[i],
+					                            .ttft_count = k };
+				ops->scraped(t, i, &sc, now);
+			}
+		}
+		const double fs = dbk_pred_fleet_slowness(t->pred);
+		double v[DBK_POLICY_MAX_ROWS];
+		CHECK_NEAR(fs, 3, 0.1);
+		/* /state and /metrics show it, as each server's against the
+		 * model: with or without admission. */
+		ops->report->view(t, 2, now, v);
+		CHECK(strcmp(ops->report->rows[15].json, "model_slowness") == 0);
+		CHECK_NEAR(v[15], fs, 1e-9);
+		CHECK(ops->choose(t, &r, now, &c) >= 0);
+		CHECK(dbk_pred_evaluate(t->pred, &t->req, (unsigned)c.server, now, &raw) ==
+		      c.server);
+		CHECK_NEAR(c.ttft_s, raw.ttft_s * (admission ? fs : 1), 1e-9);
+		CHECK_NEAR(c.own_s, raw.own_s * (admission ? fs : 1), 1e-9);
+		ops->destroy(t);
 	}
 }
 
@@ -439,6 +499,7 @@ int main(void)
 	RUN(test_p2ttft_ranks_as_ttft);
 	RUN(test_one_table_for_both_reports);
 	RUN(test_ttft_every_lease_teaches);
+	RUN(test_admission_prices_at_the_fleets_speed);
 	RUN(test_ttft_holds_a_body_on_its_way);
 	RUN(test_p2ttft_holds_a_body_on_its_way);
 	return CHECK_DONE();

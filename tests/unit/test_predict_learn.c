@@ -655,11 +655,12 @@ static void test_a_mispriced_queue_is_not_speed(void)
 /* rounds of one request to each of 4 servers, each alone on an idle
  * server and released when sent (its duration teaches nothing), the
  * k-th round's prompt and output r(k); every server serves its first
- * token as predicted but server 3, at first3(k, predicted). A scrape
- * of each after every round. Server 3's factors over server 0's in rp
- * and rd. */
-static void first_token_rounds(unsigned rounds, struct dbk_pred_request (*r)(unsigned k),
-                               double (*first3)(unsigned k, double x1), double *rp, double *rd)
+ * token as predicted but servers slow.. 3, at first3(k, predicted). A
+ * scrape of each after every round. Server 3's factors over server 0's
+ * in rp and rd; the fleet's slowness in *fleet_slow if not NULL. */
+static void first_token_rounds_from(unsigned rounds, struct dbk_pred_request (*r)(unsigned k),
+                                    double (*first3)(unsigned k, double x1), unsigned slow,
+                                    double *rp, double *rd, double *fleet_slow)
 {
 	struct dbk_pred *p = fleet(4);
 	double sum[4] = { 0 };
@@ -671,7 +672,7 @@ static void first_token_rounds(unsigned rounds, struct dbk_pred_request (*r)(uns
 			struct dbk_pred_ticket t;
 			dbk_pred_commit(p, &req, i, now, &t);
 			dbk_pred_release(p, &t, now);
-			sum[i] += i == 3 ? first3(k, t.x1) : t.x1;
+			sum[i] += i >= slow ? first3(k, t.x1) : t.x1;
 		}
 		for (unsigned i = 0; i < 4; i++) {
 			struct dbk_pred_scrape sc = { .ok = true,
@@ -684,7 +685,15 @@ static void first_token_rounds(unsigned rounds, struct dbk_pred_request (*r)(uns
 		}
 	}
 	ratios(p, rp, rd);
+	if (fleet_slow)
+		*fleet_slow = dbk_pred_fleet_slowness(p);
 	dbk_pred_free(p);
+}
+
+static void first_token_rounds(unsigned rounds, struct dbk_pred_request (*r)(unsigned k),
+                               double (*first3)(unsigned k, double x1), double *rp, double *rd)
+{
+	first_token_rounds_from(rounds, r, first3, 3, rp, rd, NULL);
 }
 
 static struct dbk_pred_request varied(unsigned k)
@@ -713,6 +722,40 @@ static void test_few_first_tokens_teach(void)
 	first_token_rounds(16, varied, thrice, &rp, &rd);
 	CHECK_NEAR(rp, 3, 0.1);
 	CHECK_NEAR(rd, 1, 0);
+}
+
+static double a_tenth_late(unsigned k, double x1)
+{
+	(void)k;
+	return 1.1 * x1;
+}
+
+static double twice_as_soon(unsigned k, double x1)
+{
+	(void)k;
+	return 0.5 * x1;
+}
+
+/* A fleet slower than the engine model, every server 3x to its first
+ * token: each priced as the fleet (the ratios are 1), the fleet itself
+ * 3x, within 10%, which admission's pools price their first tokens at
+ * (policy_ttft.c). A tenth late is the band's, and twice as soon is
+ * never read as faster: 1 both. */
+static void test_a_slow_fleet_is_read_whole(void)
+{
+	double rp, rd, fs;
+
+	first_token_rounds_from(16, varied, thrice, 0, &rp, &rd, &fs);
+	CHECK_NEAR(rp, 1, 0);
+	CHECK_NEAR(rd, 1, 0);
+	CHECK_NEAR(fs, 3, 0.1);
+	first_token_rounds_from(16, varied, a_tenth_late, 0, &rp, &rd, &fs);
+	CHECK_NEAR(fs, 1, 0);
+	first_token_rounds_from(16, varied, twice_as_soon, 0, &rp, &rd, &fs);
+	CHECK_NEAR(fs, 1, 0);
+	/* One slow server of four: the median is the fleet's own. */
+	first_token_rounds_from(16, varied, thrice, 3, &rp, &rd, &fs);
+	CHECK_NEAR(fs, 1, 0);
 }
 
 /* A first token predicted tiny teaches little: four equal servers, each
@@ -811,5 +854,6 @@ int main(void)
 	RUN(test_a_mispriced_queue_is_not_speed);
 	RUN(test_few_first_tokens_teach);
 	RUN(test_a_tiny_prediction_teaches_little);
+	RUN(test_a_slow_fleet_is_read_whole);
 	return CHECK_DONE();
 }
