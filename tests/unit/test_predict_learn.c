@@ -655,8 +655,8 @@ static void test_a_mispriced_queue_is_not_speed(void)
 /* rounds of one request to each of 4 servers, each alone on an idle
  * server and released when sent (its duration teaches nothing), the
  * k-th round's prompt and output r(k); every server serves its first
- * token as predicted but servers slow.. 3, at first3(k, predicted). A
- * scrape of each after every round. Server 3's factors over server 0's
+ * token as predicted but those from index slow on, at first3(k,
+ * predicted). A scrape of each after every round. Server 3's factors over server 0's
  * in rp and rd; the fleet's slowness in *fleet_slow if not NULL. */
 static void first_token_rounds_from(unsigned rounds, struct dbk_pred_request (*r)(unsigned k),
                                     double (*first3)(unsigned k, double x1), unsigned slow,
