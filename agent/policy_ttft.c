@@ -314,8 +314,8 @@ static const struct dbk_policy_row rows[] = {
 	  DBK_POLICY_INT },
 	{ "model_slowness", "dbucket_ttft_model_slowness",
 	  "How much slower than the engine model (sped up --engine-speed times) the server "
-	  "serves first tokens: its slowness times the fleet's (1 within the speed band); "
-	  "admission prices first tokens at it.",
+	  "serves first tokens: its slowness times the fleet's, the fleet's 1 within the speed "
+	  "band; admission prices first tokens at it.",
 	  DBK_POLICY_SHORT },
 };
 
