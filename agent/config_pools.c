@@ -106,7 +106,9 @@ enum dbk_config_result dbk_config_parse_pools(struct dbk_config *const *pools, u
 	*n = 0;
 	for (int i = first; i < argc && rc == DBK_CONFIG_OK;) {
 		/* "--pool NAME" is two words, "--pool=NAME" one. */
-		int own = i + (strchr(argv[i], '=') ? 1 : 2);
+		const char *eq = strchr(argv[i], '=');
+		int own = i + (eq ? 1 : 2);
+		const char *name = eq ? eq + 1 : i + 1 < argc ? argv[i + 1] : "";
 		int end = next_pool(argc, argv, own < argc ? own : argc);
 		int m = 0;
 		char why[256];
@@ -129,6 +131,18 @@ enum dbk_config_result dbk_config_parse_pools(struct dbk_config *const *pools, u
 		if (rc == DBK_CONFIG_ERROR)
 			dbk_errf(err, errlen, "--pool %s: %s",
 			         pools[*n]->pool ? pools[*n]->pool : "", why);
+		/* The words before the first --pool are parsed again in front of
+		 * each pool's: an option there without its value takes this
+		 * "--pool" as its value, and the pool would quietly be the
+		 * default backend beside the others. */
+		if (rc == DBK_CONFIG_OK &&
+		    (!pools[*n]->pool || strcmp(pools[*n]->pool, name) != 0)) {
+			dbk_errf(err, errlen,
+			         "--pool %s was read as the value of the option before it: give "
+			         "every option before the first --pool its value",
+			         name);
+			rc = DBK_CONFIG_ERROR;
+		}
 		for (unsigned k = 0; rc == DBK_CONFIG_OK && k < *n; k++)
 			if (strcmp(pools[k]->backend, pools[*n]->backend) == 0) {
 				dbk_errf(err, errlen, "--pool %s given twice", pools[k]->backend);

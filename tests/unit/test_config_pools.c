@@ -91,11 +91,35 @@ static void test_pool_errors(void)
 	CHECK_EQ_U(PARSE(&n, err, "--pool", "a", "--help"), DBK_CONFIG_HELP);
 }
 
+/* The words before the first --pool are parsed in front of each pool's:
+ * an option there left without its value takes the pool's "--pool" as
+ * its value. A pool so swallowed must not become the default backend
+ * beside the others: "--node --pool a --pool --pool b" was accepted as
+ * the pools "vllm" and "b" (CI's fuzz_pools found a line of this shape). */
+static void test_a_swallowed_pool_is_refused(void)
+{
+	unsigned n = 0;
+
+	CHECK_EQ_U(PARSE(&n, err, "--haproxy-socket", "/x", "--node", "--pool", "a", "--pool",
+	                 "--pool", "b"),
+	           DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "--pool a was read as the value of the option before it"));
+	/* A server name ends the options: the --pool after it is refused. */
+	CHECK_EQ_U(PARSE(&n, err, "s0", "--pool", "a", "x", "--pool", "b", "y"), DBK_CONFIG_ERROR);
+	CHECK(strstr(err, "option '--pool' after the server names"));
+	/* "--pool --pool" names a pool "--pool" (HAProxy allows the name);
+	 * read as such, it is no error. */
+	CHECK_EQ_U(PARSE(&n, err, "--pool", "--pool", "x", "--pool", "b", "y"), DBK_CONFIG_OK);
+	CHECK_EQ_U(n, 2);
+	CHECK(strcmp(c0.pool, "--pool") == 0 && strcmp(c1.pool, "b") == 0);
+}
+
 int main(void)
 {
 	RUN(test_without_pool);
 	RUN(test_pools_take_globals_then_their_own);
 	RUN(test_pool_lora_load);
 	RUN(test_pool_errors);
+	RUN(test_a_swallowed_pool_is_refused);
 	return CHECK_DONE();
 }
