@@ -80,6 +80,7 @@ int dbk_sim_fleet_build(struct dbk_sim_fleet *f, const struct dbk_sim_opts *o)
 	sc->lb_share_sessions = o->lb_share_sessions;
 	sc->lb_share_s = sc->lb_share ? o->lb_share_ms / 1e3 : 0;
 	sc->stall_weight = o->stall_weight;
+	sc->engine_speed = o->engine_speed;
 	sc->ttft_budget_tokens = (double)o->batched;
 	sc->threshold_tokens = o->threshold;
 	sc->max_request_tokens = o->max_request_tokens;

@@ -30,7 +30,7 @@ struct extra {
 	const char *log_level;
 };
 
-#define NOPTS 69
+#define NOPTS 70
 /* The agent's default, as the help text quotes it. */
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -222,6 +222,11 @@ static void table(struct dbk_sim_opts *o, struct extra *x, struct dbk_opt *t)
 		          "of one decoding request stalled by a long\n"
 		          "prefill (0: the earliest first token alone;\n"
 		          "default the agent's, " STALL_WEIGHT ")" },
+		{ "engine-speed", 0, DBK_OPT_DOUBLE, &o->engine_speed, 0.001, 1000, .metavar = "X",
+		  .help = "the agent's --engine-speed: the predictor's\n"
+		          "engine model X times as fast (default 1,\n"
+		          "the simulator's h100; its a100 is about\n"
+		          "0.4)" },
 		{ "server-group-threshold", 0, DBK_OPT_DOUBLE, &o->threshold, 1, TOKENS_MAX,
 		  .metavar = "N",
 		  .help = "tokens where long starts (default 32768):\n"
@@ -508,6 +513,7 @@ static void defaults(struct dbk_sim_opts *o, struct extra *x)
 	o->policies = "all";
 	o->gpu = "h100";
 	o->stall_weight = -1;
+	o->engine_speed = 1;
 	o->lb_share_ms = -1;
 	o->warmup_factor = 2;
 	o->fail_instance = -1;

@@ -33,6 +33,7 @@ struct dbk_sim_opts {
 	bool lb_share_books;
 	bool lb_share_sessions;
 	double stall_weight; /* < 0: the predictor's default */
+	double engine_speed; /* the agent's --engine-speed */
 	bool no_prefix_caching;
 	double slo_ttft_ms, slo_tpot_ms, slo_e2e_ms;
 	const char *policies;

@@ -160,7 +160,7 @@ static int ag_init(void *st, const struct dbk_sim_policy_env *env)
 			return -1;
 		const struct dbk_policy_env pe = {
 			.nservers = p->n,
-			.engine_speed = 1.0,
+			.engine_speed = env->cfg->engine_speed > 0 ? env->cfg->engine_speed : 1.0,
 			.stall_weight = env->cfg->stall_weight,
 			.lora_load_s = env->cfg->lora_load_s,
 			.budget_tokens = env->cfg->ttft_budget_tokens,

@@ -169,6 +169,7 @@ void dbk_sim_setup_json(cJSON *setup, const struct dbk_sim_setup *u)
 		{ "lb_share_sessions", o->lb_share_ms >= 0 ? 'b' : 0, o->lb_share_sessions, NULL },
 		{ "stall_weight", 'n',
 		  o->stall_weight >= 0 ? o->stall_weight : DBK_PRED_STALL_WEIGHT, NULL },
+		{ "engine_speed", 'n', o->engine_speed, NULL },
 		{ "slo_ttft_ms", 'n', o->slo_ttft_ms, NULL },
 		{ "slo_tpot_ms", 'n', o->slo_tpot_ms, NULL },
 		{ "slo_e2e_ms", 'n', o->slo_e2e_ms, NULL },

@@ -24,6 +24,7 @@ void dbk_sim_config_default(struct dbk_sim_config *c)
 	c->max_request_tokens = 131072;
 	c->json_overhead_bytes = DBK_SIM_JSON_OVERHEAD_BYTES;
 	c->stall_weight = -1;
+	c->engine_speed = 1;
 }
 
 unsigned dbk_sim_short_count(unsigned n) { return n - n / 2; }

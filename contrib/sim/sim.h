@@ -104,6 +104,8 @@ struct dbk_sim_config {
 	bool lb_share_sessions;
 	/* The ttft policy's stall weight; < 0: the predictor's default. */
 	double stall_weight;
+	/* The predictor policies' --engine-speed (0 taken as 1). */
+	double engine_speed;
 	/* The step token budget the ttft policy is told, as an operator
 	 * gives the agent the --max-num-batched-tokens given to vllm serve;
 	 * 0 (the flag not given): the engine model's default. */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # dbucket-sim's command line: every option --help lists is accepted, every
-# policy it names runs, --stall-weight reaches the ttft policy,
-# --spread-ticks spreads the arrivals a trace recorded in one tick,
+# policy it names runs, --stall-weight and --engine-speed reach the ttft
+# policy, --spread-ticks spreads the arrivals a trace recorded in one tick,
 # --lb-sticky keeps a conversation on one of several balancers, --gpu
 # gives a list of GPUs to the instances in turn, and
 # --slo-capacity prints a capacity per policy with leastconn's as the
@@ -89,6 +89,27 @@ MOONCAKE=$REPO/contrib/traces/mooncake_conversation_trace.jsonl
 	run "$BUILD/dbucket-sim" --trace "$MOONCAKE" --max-requests 20 --policy all
 	assert_success
 	refute_output --partial "lc_per_node"
+}
+
+@test "--engine-speed: the agent's model speed, 1 by default, slower a different choice, 0 refused" {
+	local args=(--trace "$MOONCAKE" --max-requests 400 --rate-factor 2 --policy ttft --gpu a100)
+	run "$BUILD/dbucket-sim" "${args[@]}" --json "$BATS_TEST_TMPDIR/default.json"
+	assert_success
+	ttft_rows() { grep "^ttft " <<<"$output" | awk 'NR == 1 { $NF = "" } { print }'; }
+	local by_default=$(ttft_rows)
+	run "$BUILD/dbucket-sim" "${args[@]}" --engine-speed 1
+	assert_success
+	[ "$(ttft_rows)" = "$by_default" ] || fail "1 is not the default"
+	# Priced at an A100's pace, queues drain slower in the books: other choices.
+	run "$BUILD/dbucket-sim" "${args[@]}" --engine-speed 0.4 --json "$BATS_TEST_TMPDIR/slow.json"
+	assert_success
+	[ "$(ttft_rows)" != "$by_default" ] || fail "speed 0.4 changed nothing"
+	run jq -c '.setup.engine_speed' "$BATS_TEST_TMPDIR/default.json" "$BATS_TEST_TMPDIR/slow.json"
+	assert_output "1
+0.4"
+	run "$BUILD/dbucket-sim" "${args[@]}" --engine-speed 0
+	assert_failure 2
+	assert_output --partial "--engine-speed wants a number from 0.001"
 }
 
 @test "--stall-weight: the agent's weight by default, 0 a different choice, negative refused" {
