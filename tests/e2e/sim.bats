@@ -91,48 +91,43 @@ MOONCAKE=$REPO/contrib/traces/mooncake_conversation_trace.jsonl
 	refute_output --partial "lc_per_node"
 }
 
-@test "--engine-speed: the agent's model speed, 1 by default, slower a different choice, 0 refused" {
-	local args=(--trace "$MOONCAKE" --max-requests 400 --rate-factor 2 --policy ttft --gpu a100)
+# option_reaches_ttft OPTION KEY DEFAULT OTHER BAD LOW WHY_OTHER [ARGS...]:
+# OPTION reaches the ttft policy (Mooncake, 400 requests at rate 2, the
+# ttft policy and ARGS...): given DEFAULT, ttft's rows (but for the
+# first one's wall time) are those of a run without it; given OTHER,
+# they differ; the JSON setup records KEY as DEFAULT untold and OTHER
+# given; BAD is refused with exit 2, the message naming LOW as the
+# bound. WHY_OTHER says why OTHER should change the choices.
+option_reaches_ttft() {
+	local opt=$1 key=$2 default=$3 other=$4 bad=$5 low=$6 why_other=$7
+	shift 7
+	local args=(--trace "$MOONCAKE" --max-requests 400 --rate-factor 2 --policy ttft "$@")
+	ttft_rows() { grep "^ttft " <<<"$output" | awk 'NR == 1 { $NF = "" } { print }'; }
 	run "$BUILD/dbucket-sim" "${args[@]}" --json "$BATS_TEST_TMPDIR/default.json"
 	assert_success
-	ttft_rows() { grep "^ttft " <<<"$output" | awk 'NR == 1 { $NF = "" } { print }'; }
 	local by_default=$(ttft_rows)
-	run "$BUILD/dbucket-sim" "${args[@]}" --engine-speed 1
+	run "$BUILD/dbucket-sim" "${args[@]}" "$opt" "$default"
 	assert_success
-	[ "$(ttft_rows)" = "$by_default" ] || fail "1 is not the default"
-	# Priced at an A100's pace, queues drain slower in the books: other choices.
-	run "$BUILD/dbucket-sim" "${args[@]}" --engine-speed 0.4 --json "$BATS_TEST_TMPDIR/slow.json"
+	[ "$(ttft_rows)" = "$by_default" ] || fail "$default is not the default"
+	run "$BUILD/dbucket-sim" "${args[@]}" "$opt" "$other" --json "$BATS_TEST_TMPDIR/other.json"
 	assert_success
-	[ "$(ttft_rows)" != "$by_default" ] || fail "speed 0.4 changed nothing"
-	run jq -c '.setup.engine_speed' "$BATS_TEST_TMPDIR/default.json" "$BATS_TEST_TMPDIR/slow.json"
-	assert_output "1
-0.4"
-	run "$BUILD/dbucket-sim" "${args[@]}" --engine-speed 0
+	[ "$(ttft_rows)" != "$by_default" ] || fail "$opt $other changed nothing ($why_other)"
+	run jq -c ".setup.$key" "$BATS_TEST_TMPDIR/default.json" "$BATS_TEST_TMPDIR/other.json"
+	assert_output "$default
+$other"
+	run "$BUILD/dbucket-sim" "${args[@]}" "$opt" "$bad"
 	assert_failure 2
-	assert_output --partial "--engine-speed wants a number from 0.001"
+	assert_output --partial "$opt wants a number from $low"
+}
+
+@test "--engine-speed: the agent's model speed, 1 by default, slower a different choice, 0 refused" {
+	option_reaches_ttft --engine-speed engine_speed 1 0.4 0 0.001 \
+		"priced at an A100's pace, queues drain slower in the books" --gpu a100
 }
 
 @test "--stall-weight: the agent's weight by default, 0 a different choice, negative refused" {
-	local args=(--trace "$MOONCAKE" --max-requests 400 --rate-factor 2 --policy ttft)
-	run "$BUILD/dbucket-sim" "${args[@]}" --json "$BATS_TEST_TMPDIR/default.json"
-	assert_success
-	# ttft's rows, but for the first one's wall time
-	ttft_rows() { grep "^ttft " <<<"$output" | awk 'NR == 1 { $NF = "" } { print }'; }
-	local by_default=$(ttft_rows)
-	run "$BUILD/dbucket-sim" "${args[@]}" --stall-weight 0.2
-	assert_success
-	[ "$(ttft_rows)" = "$by_default" ] || fail "0.2 is not the default"
-	# Overloaded, with long prompts: the greedy choice is another one.
-	run "$BUILD/dbucket-sim" "${args[@]}" --stall-weight 0 --json "$BATS_TEST_TMPDIR/zero.json"
-	assert_success
-	[ "$(ttft_rows)" != "$by_default" ] || fail "weight 0 changed nothing"
-	# The JSON setup says which weight ran, given or not.
-	run jq -c '.setup.stall_weight' "$BATS_TEST_TMPDIR/default.json" "$BATS_TEST_TMPDIR/zero.json"
-	assert_output "0.2
-0"
-	run "$BUILD/dbucket-sim" "${args[@]}" --stall-weight -1
-	assert_failure 2
-	assert_output --partial "--stall-weight wants a number from 0"
+	option_reaches_ttft --stall-weight stall_weight 0.2 0 -1 0 \
+		"overloaded, with long prompts, the greedy choice is another one"
 }
 
 @test "--gpu: a list given to the instances in turn; names other than h100 and a100 refused" {
