@@ -27,7 +27,7 @@ void *dbk_policy_ttft_create(const struct dbk_policy_env *env)
 	if (env->budget_tokens > 0)
 		c.budget_tokens = c.pack_tokens = env->budget_tokens;
 	if (env->serial_queue)
-		c.pack_tokens = 0, c.learn_pack = false, c.late_weight = 0;
+		c.pack_tokens = 0, c.learn_pack = false, c.late_weight = 0, c.pace_chunks = true;
 	t->absolute = env->serial_queue;
 	t->draws = env->seed;
 	if (!(t->pred = dbk_pred_new(&c))) {
@@ -83,7 +83,10 @@ int dbk_policy_ttft_chose(struct dbk_policy_ttft *t, const struct dbk_pred_choic
 	 * scales but nothing else: priced as H100s, 16 H100/A100 servers
 	 * on Azure's conversations kept 77% of critical requests within the
 	 * objectives at 1.5x capacity, 99.6% at the fleet's learnt speed
-	 * (BENCHMARKS.md, "Stop 56: admission at the fleet's own speed"). */
+	 * (BENCHMARKS.md, "Stop 56: admission at the fleet's own speed").
+	 * Of the wait, what the books priced at that speed already
+	 * (paced_s: a long prefill's chunks, predict.c's pred_paced) is
+	 * seconds, not multiplied again. */
 	double k = t->absolute ? dbk_pred_fleet_slowness(t->pred) : 1;
 
 	t->ch = *pc;
@@ -91,7 +94,7 @@ int dbk_policy_ttft_chose(struct dbk_policy_ttft *t, const struct dbk_pred_choic
 		.server = pc->server,
 		.too_long = pc->reason == DBK_PRED_TOO_LONG,
 		.predicted = true,
-		.ttft_s = pc->ttft_s * k,
+		.ttft_s = (pc->ttft_s - pc->paced_s) * k + pc->paced_s,
 		.own_s = pc->own_s * k,
 		.tpot_s = pc->tpot_s,
 		.kv_wait_s = pc->kv_wait_s,

@@ -204,20 +204,26 @@ static void pred_charge(struct pred_srv *s, const struct dbk_pred_ticket *t, int
 	s->kv_tokens = s->kv_own + pred_shared_kv(s);
 }
 
-static void pred_push(struct pred_srv *s, double now, double end)
+static void pred_push(struct pred_srv *s, double now, double end, double paced)
 {
 	while (s->count > 0 && s->ring[s->head].end_s <= now) {
 		s->head = (s->head + 1) % PRED_RING;
 		s->count--;
 	}
+	if (s->count == 0)
+		s->paced_total = 0;
+	s->paced_total += paced;
 	if (s->count == PRED_RING) {
 		struct pred_pending *last = &s->ring[(s->head + s->count - 1) % PRED_RING];
 		last->end_s = end;
 		last->n++;
 		last->upto = ++s->pushed;
+		last->paced_s += paced;
+		last->paced_upto = s->paced_total;
 		return;
 	}
-	s->ring[(s->head + s->count) % PRED_RING] = (struct pred_pending){ end, 1, ++s->pushed };
+	s->ring[(s->head + s->count) % PRED_RING] = (struct pred_pending){ end, 1, ++s->pushed,
+		                                                           paced, s->paced_total };
 	s->count++;
 }
 
@@ -271,6 +277,28 @@ static void pred_record(struct dbk_pred *p, const struct dbk_pred_request *r,
 	p->next = (p->next + 1) % p->c.nservers;
 }
 
+/* What a prefill of steps whole steps holds the queue behind it, held
+ * at the model's pace: with pace_chunks, its steps beyond the first at
+ * the fleet's. Admission's queue is unpacked, every short prompt priced
+ * whole steps above the engine's packed wait, a margin kept on purpose
+ * (stop 45) that the fleet's pace, applied to those steps too,
+ * multiplied tenfold (Azure on 16 H100/A100 at 1.5x capacity: 69.1% of
+ * requests within the objectives instead of 80.0%). A long prompt's
+ * later chunks fill their steps alone, with no margin to multiply;
+ * drained at the model's pace, the books counted a 76k-token prefill
+ * done while it still held an A100's budget, and critical prompts
+ * behind it waited 14-17 s where under 4 s was predicted (Mooncake on
+ * 8 A100s: 92.7% of critical requests within at 1.5x capacity). Its
+ * first step may be shared with the queue, so stays as priced
+ * (BENCHMARKS.md, "Stop 58: a long prefill's steps at the fleet's
+ * pace"). */
+static double pred_paced(const struct dbk_pred *p, double held, double steps)
+{
+	if (!p->c.pace_chunks || steps <= 1)
+		return 0;
+	return (held - held / steps) * dbk_pred_fleet_slowness(p);
+}
+
 /* The load's part: its prefill (and load_s, loading its adapter, which
  * holds the steps of those queued after it) queued behind the server's
  * at now_ms, the books charged with t; when learn, what is predicted of
@@ -287,12 +315,21 @@ static void pred_book(struct dbk_pred *p, struct dbk_pred_ticket *t, double prom
 	double fresh = fmax(prompt - hit, 1);
 	double own = pred_srv_prefill_s(p, s, fresh, hit, decoders, ctx) + load_s;
 	double start = fmax(now, s->last_end_s);
-	double held = pred_srv_prefill_packed_s(p, s, fresh, hit, decoders, ctx) + load_s;
-	pred_push(s, now, start + held);
-	s->last_end_s = start + held;
 	/* Its first token at the fleet's speed, for dbk_pred_learn_speed,
-	 * and its decode there, for dbk_pred_learn_request. */
+	 * and its decode there, for dbk_pred_learn_request: the wait ahead
+	 * of it at the model's pace, what was booked at the fleet's taken
+	 * back to it, so that the fit that sets the pace is not taught by
+	 * the pace it set. */
+	double ahead = fmin(pred_pending_paced(s, now), start - now);
 	double x1 = (start + own - now) / s->slow;
+	if (ahead > 0)
+		x1 -= ahead * (1 - 1 / dbk_pred_fleet_slowness(p)) / s->slow;
+	double model = pred_srv_prefill_packed_s(p, s, fresh, hit, decoders, ctx);
+	double steps = pred_steps(&p->c, fresh, decoders);
+	double paced = pred_paced(p, model, steps);
+	double held = (paced > 0 ? model / steps + paced : model) + load_s;
+	pred_push(s, now, start + held, paced);
+	s->last_end_s = start + held;
 	s->pred_sum += x1;
 	s->own_sum += own / s->slow;
 	s->pred_n++;
@@ -420,12 +457,24 @@ static void pred_unqueue(struct dbk_pred *p, const struct dbk_pred_ticket *t, ui
 
 	pred_slow_fresh(p);
 	double first = sec(t->sent_ms) + (double)t->x1 * s->slow;
-	if (!(t->x1 > 0) || first <= now || s->last_end_s <= now)
+	if (!(t->x1 > 0) || s->last_end_s <= now)
 		return;
 	double prompt = t->prompt_tokens, hit = pred_ticket_hit(t);
 	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now));
 	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;
-	double held = pred_srv_prefill_packed_s(p, s, fmax(prompt - hit, 1), hit, decoders, ctx);
+	double fresh = fmax(prompt - hit, 1);
+	double model = pred_srv_prefill_packed_s(p, s, fresh, hit, decoders, ctx);
+	double steps = pred_steps(&p->c, fresh, decoders);
+	double paced = pred_paced(p, model, steps);
+	double held = model;
+	if (paced > 0) {
+		/* Booked paced, its first token is later than x1 says (the
+		 * model's) by what pacing added. */
+		held = model / steps + paced;
+		first += held - model;
+	}
+	if (first <= now)
+		return;
 	s->last_end_s = fmax(now, s->last_end_s - fmin(held, first - now));
 }
 

@@ -136,6 +136,11 @@ struct dbk_pred_config {
 	 * then (predict_budget.c); false where the queue is never packed
 	 * (admission). */
 	bool learn_pack;
+	/* Whether the books drain a prefill's whole steps beyond its first
+	 * at the fleet's learnt pace (dbk_pred_fleet_slowness) rather than
+	 * the model's: with admission, which reads its predictions as
+	 * seconds (predict.c: pred_book). */
+	bool pace_chunks;
 	double t_cpu_s;            /* fixed cost of a step (0.0015) */
 	double t_weights_s;        /* weight-read floor of a step (0.006) */
 	double lin_tokens_per_s;   /* linear layers' throughput (46000) */
@@ -245,8 +250,11 @@ enum dbk_pred_reason {
 struct dbk_pred_choice {
 	int server; /* index, or -1 */
 	enum dbk_pred_reason reason;
-	double ttft_s;     /* predicted on that server */
-	double own_s;      /* of ttft_s, its own prefill there (the rest waits) */
+	double ttft_s; /* predicted on that server */
+	double own_s;  /* of ttft_s, its own prefill there (the rest waits) */
+	/* Of ttft_s, the wait the books priced at the fleet's pace
+	 * (pace_chunks), the rest being at the model's. */
+	double paced_s;
 	double kv_wait_s;  /* of ttft_s, the wait for KV room there */
 	double hit_tokens; /* expected prefix-cache hit there */
 	bool kv_fits;      /* fits beside what is committed there */

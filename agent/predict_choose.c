@@ -216,6 +216,7 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	e->wait_s = fmax(e->wait_s, pred_seat_wait_s(p, s, &o, prompt, out));
 	e->ttft_s = queue + own;
 	e->own_s = own;
+	e->paced_s = fmin(pred_pending_paced(s, now), fmax(0, s->last_end_s - now));
 	e->lost = false;
 	e->hit = hit;
 	struct pred_lora_price lp;
@@ -250,6 +251,7 @@ static void pred_choice_of(const struct dbk_pred *p, int server, const struct pr
 		                       .reason = DBK_PRED_FASTEST,
 		                       .ttft_s = pred_ttft(e),
 		                       .own_s = e->own_s,
+		                       .paced_s = e->paced_s,
 		                       .kv_wait_s = e->wait_s,
 		                       .hit_tokens = e->hit,
 		                       .kv_fits = e->fits,

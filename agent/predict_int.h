@@ -39,6 +39,9 @@ struct pred_pending {
 	double end_s;  /* predicted end of this prefill */
 	uint32_t n;    /* requests it stands for */
 	uint32_t upto; /* the server's pushed count once this one was in */
+	/* Of its seconds, those priced at the fleet's pace (pred_paced),
+	 * and the server's paced total once this one was in. */
+	double paced_s, paced_upto;
 };
 
 /* The last distinct adapters sent to a server, at most: the newest
@@ -88,7 +91,8 @@ struct pred_srv {
 	uint32_t sent_units; /* new KV tokens sent, in key blocks: cache turnover */
 	struct pred_pending ring[PRED_RING];
 	unsigned head, count;
-	uint32_t pushed; /* requests ever pushed (wraps; only differences count) */
+	uint32_t pushed;    /* requests ever pushed (wraps; only differences count) */
+	double paced_total; /* paced seconds pushed since the ring was last empty */
 	double last_end_s;
 	/* The newest ends (pred_uncharge), for the scrape that was out as
 	 * they came (dbk_pred_scraped); a ring, ends_n ever recorded. */
@@ -136,6 +140,7 @@ struct pred_srv {
 struct pred_eval {
 	double ttft_s, wait_s, hit;
 	double own_s;   /* of ttft_s, its own prefill (the rest waits for others) */
+	double paced_s; /* of ttft_s, the wait priced at the fleet's pace (pred_paced) */
 	double stall_s; /* decoders' seconds lost to this prefill (pred_eval) */
 	double tpot_s;  /* its own time per output token (0: one token) */
 	double harm_s;  /* the TPOT it adds to those decoding there, summed */
@@ -186,7 +191,7 @@ static inline double sec(uint64_t ms) { return (double)ms / 1000.0; }
  * search, and their count is a difference of running totals: O(log ring)
  * instead of a walk over up to PRED_RING entries per server and
  * decision, which a busy server keeps full. */
-static inline unsigned pred_pending(const struct pred_srv *s, double t)
+static inline const struct pred_pending *pred_first_pending(const struct pred_srv *s, double t)
 {
 	unsigned lo = 0, hi = s->count; /* the first entry ending after t */
 
@@ -197,10 +202,27 @@ static inline unsigned pred_pending(const struct pred_srv *s, double t)
 		else
 			hi = mid;
 	}
-	if (lo == s->count)
+	return lo == s->count ? NULL : &s->ring[(s->head + lo) % PRED_RING];
+}
+
+static inline unsigned pred_pending(const struct pred_srv *s, double t)
+{
+	const struct pred_pending *e = pred_first_pending(s, t);
+
+	return e ? s->pushed - (e->upto - e->n) : 0;
+}
+
+/* Of the queue still on s's books at t, the seconds paced (pred_paced),
+ * which are seconds already, not the model's. */
+static inline double pred_pending_paced(const struct pred_srv *s, double t)
+{
+	const struct pred_pending *e = pred_first_pending(s, t);
+
+	if (!e)
 		return 0;
-	const struct pred_pending *e = &s->ring[(s->head + lo) % PRED_RING];
-	return s->pushed - (e->upto - e->n);
+	/* The first still running is paced last: its first step is done
+	 * before its paced steps are. */
+	return fmax(0, s->paced_total - e->paced_upto) + fmax(0, fmin(e->paced_s, e->end_s - t));
 }
 
 static inline bool pred_fresh(const struct dbk_pred *p, const struct pred_srv *s, uint64_t now_ms)

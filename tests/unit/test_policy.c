@@ -344,8 +344,10 @@ static void test_ttft_every_lease_teaches(void)
  * servers that each serve their first tokens 3x later than the engine
  * model, scraped after each of 16 rounds of a request to each. A pool
  * with admission then reports every prediction at the fleet's speed
- * (dbk_pred_fleet_slowness, about 3); one without keeps the model's,
- * which its choices compare, the fleet's speed cancelling. */
+ * (dbk_pred_fleet_slowness, about 3), but for the wait its books
+ * priced at that speed already (a long prompt's chunks); one without
+ * keeps the model's, which its choices compare, the fleet's speed
+ * cancelling. */
 static void test_admission_prices_at_the_fleets_speed(void)
 {
 	for (int admission = 0; admission < 2; admission++) {
@@ -395,6 +397,20 @@ static void test_admission_prices_at_the_fleets_speed(void)
 		      c.server);
 		CHECK_NEAR(c.ttft_s, raw.ttft_s * (admission ? fs : 1), 1e-9);
 		CHECK_NEAR(c.own_s, raw.own_s * (admission ? fs : 1), 1e-9);
+		/* Behind a 40k-token prompt on every server, the seconds of
+		 * its chunks the books paced already are not multiplied
+		 * again; without admission nothing is paced. */
+		const struct dbk_pred_request big = { .prompt_tokens = 40000, .max_tokens = 8 };
+		for (unsigned i = 0; i < 4; i++) {
+			struct dbk_pred_ticket tk;
+			dbk_pred_commit(t->pred, &big, i, now, &tk);
+		}
+		CHECK(ops->choose(t, &r, now, &c) >= 0);
+		CHECK(dbk_pred_evaluate(t->pred, &t->req, (unsigned)c.server, now, &raw) ==
+		      c.server);
+		CHECK(admission ? raw.paced_s > 0.5 * raw.ttft_s : raw.paced_s == 0);
+		CHECK_NEAR(c.ttft_s,
+		           (raw.ttft_s - raw.paced_s) * (admission ? fs : 1) + raw.paced_s, 1e-9);
 		ops->destroy(t);
 	}
 }

@@ -652,17 +652,16 @@ static void test_a_mispriced_queue_is_not_speed(void)
 	CHECK_NEAR(pre1, 1, 0);
 }
 
-/* rounds of one request to each of 4 servers, each alone on an idle
- * server and released when sent (its duration teaches nothing), the
- * k-th round's prompt and output r(k); every server serves its first
- * token as predicted but those from index slow on, at first3(k,
- * predicted). A scrape of each after every round. Server 3's factors over server 0's
- * in rp and rd; the fleet's slowness in *fleet_slow if not NULL. */
-static void first_token_rounds_from(unsigned rounds, struct dbk_pred_request (*r)(unsigned k),
-                                    double (*first3)(unsigned k, double x1), unsigned slow,
-                                    double *rp, double *rd, double *fleet_slow)
+/* rounds of one request to each of p's 4 servers, each alone on an
+ * idle server and released when sent (its duration teaches nothing),
+ * the k-th round's prompt and output r(k); every server serves its
+ * first token as predicted but those from index slow on, at first3(k,
+ * predicted). A scrape of each after every round. Returns the clock
+ * after the last. */
+static uint64_t teach_first_tokens(struct dbk_pred *p, unsigned rounds,
+                                   struct dbk_pred_request (*r)(unsigned k),
+                                   double (*first3)(unsigned k, double x1), unsigned slow)
 {
-	struct dbk_pred *p = fleet(4);
 	double sum[4] = { 0 };
 	uint64_t now = 1000;
 
@@ -684,6 +683,18 @@ static void first_token_rounds_from(unsigned rounds, struct dbk_pred_request (*r
 			dbk_pred_scraped(p, i, &sc, now);
 		}
 	}
+	return now;
+}
+
+/* The same on a fresh fleet: server 3's factors over server 0's in rp
+ * and rd; the fleet's slowness in *fleet_slow if not NULL. */
+static void first_token_rounds_from(unsigned rounds, struct dbk_pred_request (*r)(unsigned k),
+                                    double (*first3)(unsigned k, double x1), unsigned slow,
+                                    double *rp, double *rd, double *fleet_slow)
+{
+	struct dbk_pred *p = fleet(4);
+
+	teach_first_tokens(p, rounds, r, first3, slow);
 	ratios(p, rp, rd);
 	if (fleet_slow)
 		*fleet_slow = dbk_pred_fleet_slowness(p);
@@ -833,6 +844,63 @@ static void test_refused_requests_teach_nothing(void)
 	dbk_pred_free(p);
 }
 
+/* Admission's books (pace_chunks) on a fleet read 3x slower than the
+ * model: a 40k-token prompt's steps beyond its first hold the queue
+ * behind it at 3x, and the choice says which seconds those are
+ * (paced_s), so that admission does not multiply them again; a prompt
+ * of one step adds none; the request behind it teaches the fit the
+ * model's wait (its x1 as without pacing), not the pace the fit set;
+ * and the long one released unserved takes its paced hold off the
+ * books' queue.
+ * Without pacing, an all-A100 fleet's books counted such a prefill done
+ * while it held the budget, and critical prompts behind it waited 14-17
+ * s where under 4 s was predicted. */
+static void test_a_long_prefill_holds_at_the_fleets_pace(void)
+{
+	struct dbk_pred_request big = { .prompt_tokens = 40000,
+		                        .max_tokens = 8,
+		                        .ignore_eos = true };
+	struct dbk_pred_request r = { .prompt_tokens = 500, .max_tokens = 100, .ignore_eos = true };
+	double wait[2], paced[2], x1[2], behind_paced[2], after_wait[2];
+
+	for (int pace = 0; pace < 2; pace++) {
+		struct dbk_pred_config c;
+		dbk_pred_config_default(&c, 4);
+		c.pack_tokens = 0, c.learn_pack = false, c.late_weight = 0;
+		c.pace_chunks = pace;
+		struct dbk_pred *p = dbk_pred_new(&c);
+		uint64_t now = teach_first_tokens(p, 16, varied, thrice, 0) + 10000;
+		CHECK_NEAR(dbk_pred_fleet_slowness(p), 3, 0.1);
+
+		struct dbk_pred_ticket tb, tr;
+		struct dbk_pred_choice alone, ch, behind, after;
+		CHECK(dbk_pred_evaluate(p, &r, 0, now, &alone) == 0);
+		dbk_pred_commit(p, &big, 0, now, &tb);
+		CHECK(dbk_pred_evaluate(p, &r, 0, now, &ch) == 0);
+		wait[pace] = ch.ttft_s - alone.ttft_s;
+		paced[pace] = ch.paced_s;
+		dbk_pred_commit(p, &r, 0, now, &tr);
+		x1[pace] = tr.x1;
+		CHECK(dbk_pred_evaluate(p, &r, 0, now, &behind) == 0);
+		behind_paced[pace] = behind.paced_s;
+		dbk_pred_release_unserved(p, &tb, now + 1);
+		CHECK(dbk_pred_evaluate(p, &r, 0, now + 1, &after) == 0);
+		after_wait[pace] = after.ttft_s - alone.ttft_s;
+		dbk_pred_free(p);
+	}
+	CHECK(paced[0] == 0);
+	CHECK(paced[1] > 0.5 * wait[1]);
+	/* Its later steps at 3x, its first as priced: the model's wait
+	 * comes back from the paced seconds taken back to the model. */
+	CHECK(wait[1] > 2 * wait[0]);
+	CHECK_NEAR(wait[1] - paced[1] + paced[1] / 3, wait[0], 0.01);
+	CHECK_NEAR(behind_paced[1], paced[1], 1e-6);
+	CHECK_NEAR(x1[1], x1[0], 1e-4);
+	/* Released, what is left is the short one's own. */
+	CHECK_NEAR(after_wait[1], after_wait[0], 0.01);
+	CHECK(after_wait[1] < 0.1 * wait[1]);
+}
+
 int main(void)
 {
 	RUN(test_fit_recovers_both_speeds);
@@ -855,5 +923,6 @@ int main(void)
 	RUN(test_few_first_tokens_teach);
 	RUN(test_a_tiny_prediction_teaches_little);
 	RUN(test_a_slow_fleet_is_read_whole);
+	RUN(test_a_long_prefill_holds_at_the_fleets_pace);
 	return CHECK_DONE();
 }
