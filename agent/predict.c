@@ -299,6 +299,23 @@ static double pred_paced(const struct dbk_pred *p, double held, double steps)
 	return (held - held / steps) * dbk_pred_fleet_slowness(p);
 }
 
+/* What a prefill of fresh tokens after hit cached ones holds the queue
+ * behind it on s, pred_paced's seconds in *paced and what pacing added
+ * to the model's in *added. */
+static double pred_held_s(const struct dbk_pred *p, const struct pred_srv *s, double fresh,
+                          double hit, double decoders, double ctx, double *paced, double *added)
+{
+	double model = pred_srv_prefill_packed_s(p, s, fresh, hit, decoders, ctx);
+	double steps = pred_steps(&p->c, fresh, decoders);
+	double held = model;
+
+	*paced = pred_paced(p, model, steps);
+	if (*paced > 0)
+		held = model / steps + *paced;
+	*added = held - model;
+	return held;
+}
+
 /* The load's part: its prefill (and load_s, loading its adapter, which
  * holds the steps of those queued after it) queued behind the server's
  * at now_ms, the books charged with t; when learn, what is predicted of
@@ -324,10 +341,8 @@ static void pred_book(struct dbk_pred *p, struct dbk_pred_ticket *t, double prom
 	double x1 = (start + own - now) / s->slow;
 	if (ahead > 0)
 		x1 -= ahead * (1 - 1 / dbk_pred_fleet_slowness(p)) / s->slow;
-	double model = pred_srv_prefill_packed_s(p, s, fresh, hit, decoders, ctx);
-	double steps = pred_steps(&p->c, fresh, decoders);
-	double paced = pred_paced(p, model, steps);
-	double held = (paced > 0 ? model / steps + paced : model) + load_s;
+	double paced, added;
+	double held = pred_held_s(p, s, fresh, hit, decoders, ctx, &paced, &added) + load_s;
 	pred_push(s, now, start + held, paced);
 	s->last_end_s = start + held;
 	s->pred_sum += x1;
@@ -462,17 +477,11 @@ static void pred_unqueue(struct dbk_pred *p, const struct dbk_pred_ticket *t, ui
 	double prompt = t->prompt_tokens, hit = pred_ticket_hit(t);
 	double decoders = fmax(0, (double)s->inflight - pred_pending(s, now));
 	double ctx = s->inflight ? s->ctx_tokens / s->inflight : 0;
-	double fresh = fmax(prompt - hit, 1);
-	double model = pred_srv_prefill_packed_s(p, s, fresh, hit, decoders, ctx);
-	double steps = pred_steps(&p->c, fresh, decoders);
-	double paced = pred_paced(p, model, steps);
-	double held = model;
-	if (paced > 0) {
-		/* Booked paced, its first token is later than x1 says (the
-		 * model's) by what pacing added. */
-		held = model / steps + paced;
-		first += held - model;
-	}
+	double paced, added;
+	double held = pred_held_s(p, s, fmax(prompt - hit, 1), hit, decoders, ctx, &paced, &added);
+	/* Booked paced, its first token is later than x1 (the model's) says
+	 * by what pacing added. */
+	first += added;
 	if (first <= now)
 		return;
 	s->last_end_s = fmax(now, s->last_end_s - fmin(held, first - now));
