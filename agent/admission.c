@@ -138,7 +138,8 @@ static void evidence(struct dbk_admit_state *st, enum dbk_class cls, uint64_t no
 /* The TPOT's own risk (issue 28): past capacity on agentic sessions
  * what goes late is the TPOT, attention reading every request's
  * context, not the first token. Evidence is a request's own predicted
- * TPOT past DBK_ADMIT_TPOT_RISK_SHARE of its objective; while a class
+ * TPOT past DBK_ADMIT_TPOT_RISK_SHARE of its objective, or a TPOT the
+ * decoders on its server were measured past the objective; while a class
  * above is at that risk, a lower request is refused when, with it, the
  * decoders on its server would step past that share: it is refused
  * for the TPOT it adds to them, not for its own. True: refused, with
@@ -147,7 +148,13 @@ static bool tpot_refused(const struct dbk_admit_config *c, struct dbk_admit_stat
                          const struct dbk_admit_input *in, enum dbk_class cls, double *retry_ms)
 {
 	uint64_t until = in->now_ms;
-	double share = in->tpot_ms / (double)c->tpot_ms;
+	/* A TPOT measured needs no margin for a prediction's error: it is
+	 * held to the objective itself, the share's own rule applied to it
+	 * scaled up to the objective. Held to the share, below capacity it
+	 * shed 3-6 times as many (BENCHMARKS.md, "Stop 58: the TPOT
+	 * measured"). */
+	double share = fmax(in->tpot_ms, in->tpot_seen_ms * DBK_ADMIT_TPOT_RISK_SHARE) /
+	               (double)c->tpot_ms;
 
 	if (!st || !(share > 0))
 		return false;

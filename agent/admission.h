@@ -203,6 +203,9 @@ struct dbk_admit_input {
 	 * there takes once it joins, in ms (weighed against the config's
 	 * tpot_ms); 0: not known (no TPOT rule). */
 	double tpot_ms;
+	/* The TPOT the decoders on that server saw lately, measured from
+	 * its scrapes, in ms; 0: not known. */
+	double tpot_seen_ms;
 	/* Of ttft_ms, the wait for KV room there: counted only while a
 	 * class is at risk (admission.c, any_risk); 0: none known. */
 	double kv_wait_ms;

@@ -443,8 +443,8 @@ static void all_options(struct parse *p, struct dbk_opt *out)
 		CALL("metric", opt_metric, "KEY=NAME",
 		     "read metric NAME as KEY (running, waiting,\nkv_usage, prefix_queries, "
 		     "prefix_hits,\nprefix_hit_rate, preemptions, ttft_sum,\nttft_count, "
-		     "kv_capacity_tokens) instead of\nthe engine's name; repeatable, after "
-		     "--engine"),
+		     "kv_capacity_tokens,\nprompt_tokens, generation_tokens, steps,\nitl_sum, "
+		     "itl_count) instead of the engine's\nname; repeatable, after --engine"),
 		SECTION("\nOutlier detection (servers whose requests fail, from HAProxy's\n"
 		        "completion lines):"),
 		CALL("outlier", opt_outlier, "on|none", "eject failing servers (on)"),

@@ -37,6 +37,12 @@ static const struct {
 	{ "vllm:prompt_tokens_total", DBK_VMS_PROMPT_TOKENS, DBK_VMR_VLLM },
 	{ "vllm:generation_tokens_total", DBK_VMS_GEN_TOKENS, DBK_VMR_VLLM },
 	{ "vllm:iteration_tokens_total_count", DBK_VMS_STEPS, DBK_VMR_VLLM },
+	/* The time per output token decoders see (vllm/v1/metrics/loggers.py:
+	 * v0.11 exports both names, fed the same; older ones the second). */
+	{ "vllm:inter_token_latency_seconds_sum", DBK_VMS_ITL_SUM, DBK_VMR_VLLM },
+	{ "vllm:inter_token_latency_seconds_count", DBK_VMS_ITL_COUNT, DBK_VMR_VLLM },
+	{ "vllm:time_per_output_token_seconds_sum", DBK_VMS_ITL_SUM, DBK_VMR_VLLM_OLD },
+	{ "vllm:time_per_output_token_seconds_count", DBK_VMS_ITL_COUNT, DBK_VMR_VLLM_OLD },
 	/* SGLang (metric_names.h). */
 	{ "sglang:num_running_reqs", DBK_VMS_RUNNING, DBK_VMR_SGLANG },
 	{ "sglang:num_queue_reqs", DBK_VMS_WAITING, DBK_VMR_SGLANG },
@@ -66,6 +72,8 @@ static const char *const keys[DBK_VMS_INFO] = {
 	[DBK_VMS_PROMPT_TOKENS] = "prompt_tokens",
 	[DBK_VMS_GEN_TOKENS] = "generation_tokens",
 	[DBK_VMS_STEPS] = "steps",
+	[DBK_VMS_ITL_SUM] = "itl_sum",
+	[DBK_VMS_ITL_COUNT] = "itl_count",
 };
 
 static void add(struct dbk_vm_names *n, const char *name, size_t len, enum dbk_vm_slot slot,
@@ -130,7 +138,8 @@ int dbk_vm_names_override(struct dbk_vm_names *n, const char *spec, char *err, s
 		dbk_errf(err, errlen,
 		         "--metric wants KEY=NAME, KEY one of running, waiting, kv_usage, "
 		         "prefix_queries, prefix_hits, prefix_hit_rate, preemptions, ttft_sum, "
-		         "ttft_count, kv_capacity_tokens, prompt_tokens, generation_tokens, steps; "
+		         "ttft_count, kv_capacity_tokens, prompt_tokens, generation_tokens, steps, "
+		         "itl_sum, itl_count; "
 		         "got '%s'",
 		         spec);
 		return -1;

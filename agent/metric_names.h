@@ -38,6 +38,10 @@ enum dbk_vm_slot {
 	DBK_VMS_PROMPT_TOKENS,
 	DBK_VMS_GEN_TOKENS,
 	DBK_VMS_STEPS,
+	/* The inter-token latency histogram's totals: seconds between a
+	 * request's tokens after its first, summed, and their count. */
+	DBK_VMS_ITL_SUM,
+	DBK_VMS_ITL_COUNT,
 	DBK_VMS_INFO,  /* vllm:cache_config_info's labels */
 	DBK_VMS_SLEEP, /* vllm:engine_sleep_state */
 	DBK_VMS_LORA,  /* vllm:lora_requests_info's labels (vllm_metrics.h) */
@@ -77,7 +81,7 @@ const struct dbk_vm_names *dbk_vm_names_default(void);
 /* Applies KEY=NAME: NAME is read as KEY (running, waiting, kv_usage,
  * prefix_queries, prefix_hits, prefix_hit_rate, preemptions, ttft_sum,
  * ttft_count, kv_capacity_tokens, prompt_tokens, generation_tokens,
- * steps) instead of every engine's name for it.
+ * steps, itl_sum, itl_count) instead of every engine's name for it.
  * Returns 0, or -1 with err (unknown key, a NAME not a metric name). */
 int dbk_vm_names_override(struct dbk_vm_names *n, const char *spec, char *err, size_t errlen);
 

@@ -76,6 +76,8 @@ void dbk_policy_scrape_done(void *policy, unsigned server, const struct dbk_scra
 		.prefix_hits = have(m, DBK_VM_PC_HITS, m->pc_hits),
 		.ttft_sum_s = have(m, DBK_VM_TTFT_SUM, m->ttft_sum),
 		.ttft_count = have(m, DBK_VM_TTFT_COUNT, m->ttft_count),
+		.itl_sum_s = have(m, DBK_VM_ITL_SUM, m->itl_sum),
+		.itl_count = have(m, DBK_VM_ITL_COUNT, m->itl_count),
 		.step_tokens = -1,
 		.steps = -1,
 	};

@@ -84,6 +84,9 @@ struct dbk_policy_choice {
 	/* Its predicted TPOT there (admission.h weighs it against its own
 	 * objective); 0: not known. */
 	double tpot_s;
+	/* The TPOT the decoders there saw lately, measured (predict.h);
+	 * 0: not known. */
+	double tpot_seen_s;
 	double kv_wait_s; /* of ttft_s, the wait for KV room (predict.h); 0: none known */
 	double hit_tokens;
 };

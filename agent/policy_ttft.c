@@ -1,6 +1,7 @@
 /* --policy ttft and what the predictor's policies share (policy_ttft.h). */
 #include "policy_ttft.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +98,7 @@ int dbk_policy_ttft_chose(struct dbk_policy_ttft *t, const struct dbk_pred_choic
 		.ttft_s = (pc->ttft_s - pc->paced_s) * k + pc->paced_s,
 		.own_s = pc->own_s * k,
 		.tpot_s = pc->tpot_s,
+		.tpot_seen_s = pc->tpot_seen_s,
 		.kv_wait_s = pc->kv_wait_s,
 		.hit_tokens = pc->hit_tokens,
 	};

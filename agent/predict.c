@@ -34,6 +34,7 @@ struct dbk_pred *dbk_pred_new(const struct dbk_pred_config *c)
 	for (unsigned i = 0; i < c->nservers; i++) {
 		p->s[i].slow = p->s[i].slow_dec = 1;
 		p->s[i].ttft_n_then = -1;
+		p->s[i].gap_n_then = -1;
 	}
 	return p;
 }
@@ -95,6 +96,7 @@ void dbk_pred_scraped(struct dbk_pred *p, unsigned server, const struct dbk_pred
 	/* Against the scrape before. */
 	dbk_pred_learn_seats(s, sc, s->bud_learnt > 0 ? s->bud_learnt : p->c.budget_tokens);
 	dbk_pred_learn_budget(s, sc);
+	dbk_pred_learn_gaps(s, sc, now_ms);
 	s->have_scrape = true;
 	s->scrape_ms = now_ms;
 	s->sc = *sc;
@@ -159,6 +161,9 @@ void dbk_pred_reset(struct dbk_pred *p, unsigned server)
 	memset(s->ends, 0, sizeof(s->ends));
 	s->ends_n = 0;
 	s->bud_tokens = s->bud_steps = s->bud_learnt = 0;
+	s->gap_sum_then = s->gap_s = 0;
+	s->gap_n_then = -1;
+	s->gap_ms = 0;
 	s->seats = s->run_max = s->seat_at = 0;
 	s->seat_spans = 0;
 	dbk_pred_update_slow(p);

@@ -205,6 +205,9 @@ struct dbk_pred_scrape {
 	double prefix_hits;        /* vllm:prefix_cache_hits_total (tokens) */
 	double ttft_sum_s;         /* vllm:time_to_first_token_seconds_sum */
 	double ttft_count;         /* vllm:time_to_first_token_seconds_count */
+	/* vllm:inter_token_latency_seconds' _sum and _count (0 or -1: none
+	 * reported): the TPOT its decoders see (predict_tpot_seen.c). */
+	double itl_sum_s, itl_count;
 	/* The work the engine's steps did, counters (-1: not reported): the
 	 * tokens they computed (prompt and generated tokens, net of the
 	 * prompt tokens found cached: vllm:prompt_tokens_total +
@@ -255,6 +258,9 @@ struct dbk_pred_choice {
 	/* Of ttft_s, the wait the books priced at the fleet's pace
 	 * (pace_chunks), the rest being at the model's. */
 	double paced_s;
+	/* The time per output token the decoders there saw lately, from its
+	 * scrapes (predict_gaps.c); 0: not known. */
+	double tpot_seen_s;
 	double kv_wait_s;  /* of ttft_s, the wait for KV room there */
 	double hit_tokens; /* expected prefix-cache hit there */
 	bool kv_fits;      /* fits beside what is committed there */

@@ -217,6 +217,7 @@ static void pred_eval(const struct dbk_pred *p, unsigned i, const struct dbk_pre
 	e->ttft_s = queue + own;
 	e->own_s = own;
 	e->paced_s = fmin(pred_pending_paced(s, now), fmax(0, s->last_end_s - now));
+	e->tpot_seen_s = dbk_pred_gap_seen(s, now_ms);
 	e->lost = false;
 	e->hit = hit;
 	struct pred_lora_price lp;
@@ -252,6 +253,7 @@ static void pred_choice_of(const struct dbk_pred *p, int server, const struct pr
 		                       .ttft_s = pred_ttft(e),
 		                       .own_s = e->own_s,
 		                       .paced_s = e->paced_s,
+		                       .tpot_seen_s = e->tpot_seen_s,
 		                       .kv_wait_s = e->wait_s,
 		                       .hit_tokens = e->hit,
 		                       .kv_fits = e->fits,

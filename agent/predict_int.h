@@ -130,6 +130,10 @@ struct pred_srv {
 	 * counted between two scrapes that both found prompts waiting,
 	 * summed, and what they say (0: not learnt). */
 	double bud_tokens, bud_steps, bud_learnt;
+	/* The gaps between its tokens (predict_gaps.c): the scraped totals
+	 * last read (gap_n_then -1: none), and their mean then. */
+	double gap_sum_then, gap_n_then, gap_s;
+	uint64_t gap_ms;
 	/* Its seats (predict_seats.c; 0: not learnt), the most it was seen
 	 * running, and the spans in a row it looked out of seats at seat_at. */
 	double seats, run_max, seat_at;
@@ -139,11 +143,12 @@ struct pred_srv {
 /* A server's prediction for the request being chosen. */
 struct pred_eval {
 	double ttft_s, wait_s, hit;
-	double own_s;   /* of ttft_s, its own prefill (the rest waits for others) */
-	double paced_s; /* of ttft_s, the wait priced at the fleet's pace (pred_paced) */
-	double stall_s; /* decoders' seconds lost to this prefill (pred_eval) */
-	double tpot_s;  /* its own time per output token (0: one token) */
-	double harm_s;  /* the TPOT it adds to those decoding there, summed */
+	double own_s;       /* of ttft_s, its own prefill (the rest waits for others) */
+	double paced_s;     /* of ttft_s, the wait priced at the fleet's pace (pred_paced) */
+	double stall_s;     /* decoders' seconds lost to this prefill (pred_eval) */
+	double tpot_s;      /* its own time per output token (0: one token) */
+	double tpot_seen_s; /* the server's decoders' lately (dbk_pred_gap_seen; 0: not known) */
+	double harm_s;      /* the TPOT it adds to those decoding there, summed */
 	bool fits;
 	bool within; /* predicted within both objectives */
 	bool lost;   /* within the objectives on no server (dbk_pred_choose) */
@@ -388,6 +393,10 @@ static inline double pred_srv_mean_out(const struct pred_srv *s, double out)
 /* predict_budget.c: the step budget of s learnt from the scrape sc
  * (s->sc still the one before it). */
 void dbk_pred_learn_budget(struct pred_srv *s, const struct dbk_pred_scrape *sc);
+/* predict_gaps.c: a scrape's inter-token gaps, and the mean of those
+ * last read on s if fresh at now_ms (0: none). */
+void dbk_pred_learn_gaps(struct pred_srv *s, const struct dbk_pred_scrape *sc, uint64_t now_ms);
+double dbk_pred_gap_seen(const struct pred_srv *s, uint64_t now_ms);
 
 /* predict_seats.c: the seats of s learnt from the scrape sc (s->sc
  * still the one before it), its steps' budget being budget tokens. */

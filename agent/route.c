@@ -324,6 +324,7 @@ static enum dbk_bal_result decide_policy(struct dbk_route *r, const struct route
 	in->ttft_ms = c->ttft_s * 1e3;
 	in->own_ms = c->own_s * 1e3;
 	in->tpot_ms = c->tpot_s * 1e3;
+	in->tpot_seen_ms = c->tpot_seen_s * 1e3;
 	in->kv_wait_ms = c->kv_wait_s * 1e3;
 	in->no_server = c->server < 0;
 	if (admit(r, in, q->now_ms, ar))

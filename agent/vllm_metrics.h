@@ -58,6 +58,8 @@ enum {
 	DBK_VM_PROMPT_TOKENS = 1u << 13,
 	DBK_VM_GEN_TOKENS = 1u << 14,
 	DBK_VM_STEPS = 1u << 15,
+	DBK_VM_ITL_SUM = 1u << 16,
+	DBK_VM_ITL_COUNT = 1u << 17, /* the highest bit: keep it so */
 };
 
 /* vllm:lora_requests_info (vLLM's --enable-lora): a gauge whose labels
@@ -101,6 +103,8 @@ struct dbk_vllm_metrics {
 	double prompt_tokens;      /* prompt tokens, each request's at its first token (counter) */
 	double gen_tokens;         /* tokens generated (counter) */
 	double steps;              /* engine steps (counter) */
+	double itl_sum;            /* seconds between tokens after the first, summed (counter) */
+	double itl_count;          /* those gaps (counter) */
 	enum dbk_vm_engine engine; /* whose names the request counts were */
 	unsigned asleep;           /* engines whose sleep_state="awake" sample is 0 */
 	unsigned bad;              /* DBK_VM_* bits: a sample no number of the family can

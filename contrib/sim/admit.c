@@ -67,17 +67,21 @@ void dbk_sim_ttft_window_update(struct dbk_sim_ttft_window *w, const struct dbk_
 }
 
 int dbk_sim_admit(const struct dbk_sim *s, struct dbk_admit_state *st, const struct dbk_sim_req *r,
-                  int chosen, bool predicted, double ttft_s, double own_s, double tpot_s,
-                  double kv_wait_s, const struct dbk_sim_ttft_window *w)
+                  const struct dbk_policy_choice *ch, const struct dbk_sim_ttft_window *w)
 {
 	const struct dbk_sim_config *c = dbk_sim_config(s);
+	const struct dbk_policy_choice none = { 0 };
+	const struct dbk_policy_choice *pc = ch ? ch : &none;
+	int chosen = pc->server;
+	bool predicted = pc->predicted;
 	struct dbk_admit_input in = {
 		.cls = (enum dbk_class)r->cls,
 		.predicted = predicted,
-		.ttft_ms = ttft_s * 1e3,
-		.own_ms = own_s * 1e3,
-		.tpot_ms = tpot_s * 1e3,
-		.kv_wait_ms = kv_wait_s * 1e3,
+		.ttft_ms = pc->ttft_s * 1e3,
+		.own_ms = pc->own_s * 1e3,
+		.tpot_ms = pc->tpot_s * 1e3,
+		.tpot_seen_ms = pc->tpot_seen_s * 1e3,
+		.kv_wait_ms = pc->kv_wait_s * 1e3,
 		.now_ms = (uint64_t)(dbk_sim_now(s) * 1e3),
 	};
 
@@ -106,7 +110,7 @@ int dbk_sim_admit(const struct dbk_sim *s, struct dbk_admit_state *st, const str
 	 * "Stop 39"): it stays held, to be shed at its bound. */
 	if (a.verdict == DBK_ADMIT_ROUTE && c->admit_queue_in_time && predicted &&
 	    dbk_sim_holding(s, r->id) &&
-	    (dbk_sim_now(s) - r->arrival_s + ttft_s) * 1e3 > (double)c->admit.ttft_ms)
+	    (dbk_sim_now(s) - r->arrival_s + pc->ttft_s) * 1e3 > (double)c->admit.ttft_ms)
 		return DBK_SIM_SHED(c->admit.retry_min_s);
 	if (a.verdict == DBK_ADMIT_ROUTE)
 		return chosen;

@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "policy_ops.h"
 #include "sim.h"
 #include "snapshot.h"
 
@@ -50,17 +51,16 @@ struct dbk_sim_ttft_window {
 void dbk_sim_ttft_window_update(struct dbk_sim_ttft_window *w, const struct dbk_sim *s);
 
 /* The agent's admission of r (agent/admission.h) with s's configuration
- * and the deciding balancer's memory st (NULL: none): chosen (an
- * instance index) when admitted, else DBK_SIM_SHED(its Retry-After).
- * With predicted, ttft_s is the policy's predicted first token on
- * chosen, own_s its own prefill in it (0: not known), tpot_s its
- * TPOT there (0: not known); without, the
- * fleet's saturation now and its recent first tokens (w; NULL: not
- * known) decide. A request held instead of shed (admit_queue_s) and
- * decided again leaves st as it was, and with admit_queue_in_time is
- * not let in once its wait and ttft_s pass the objective. */
+ * and the deciding balancer's memory st (NULL: none): ch's server when
+ * admitted, else DBK_SIM_SHED(its Retry-After). ch is the policy's
+ * choice (NULL: none, instance 0 stands for "route"); with its
+ * prediction, the first token, own prefill, TPOT and the TPOT measured
+ * there decide; without, the fleet's saturation now and its recent
+ * first tokens (w; NULL: not known). A request held instead of shed
+ * (admit_queue_s) and decided again leaves st as it was, and with
+ * admit_queue_in_time is not let in once its wait and its predicted
+ * first token pass the objective. */
 int dbk_sim_admit(const struct dbk_sim *s, struct dbk_admit_state *st, const struct dbk_sim_req *r,
-                  int chosen, bool predicted, double ttft_s, double own_s, double tpot_s,
-                  double kv_wait_s, const struct dbk_sim_ttft_window *w);
+                  const struct dbk_policy_choice *ch, const struct dbk_sim_ttft_window *w);
 
 #endif

@@ -437,8 +437,7 @@ static int ag_choose(void *st, const struct dbk_sim *s, const struct dbk_sim_req
 		return DBK_SIM_REFUSE;
 	/* Admission where route.c applies it: after choose, before the
 	 * lease and its commit, with the first token predicted there. */
-	int v = dbk_sim_admit(s, &p->adm[j], r, ch.server, ch.predicted, ch.ttft_s, ch.own_s,
-	                      ch.tpot_s, ch.kv_wait_s, NULL);
+	int v = dbk_sim_admit(s, &p->adm[j], r, &ch, NULL);
 	if (v != ch.server)
 		return v;
 	struct ag_req *a = &p->reqs[r->id];
@@ -538,6 +537,8 @@ static void ag_tick(void *st, const struct dbk_sim *s)
 			.prefix_hits = -1,
 			.ttft_sum_s = x->ttft_sum_s,
 			.ttft_count = (double)x->ttft_count,
+			.itl_sum_s = x->itl_sum_s,
+			.itl_count = (double)x->itl_count,
 			.step_tokens = x->step_tokens,
 			.steps = x->steps,
 		};

@@ -281,9 +281,13 @@ static void on_engine_event(void *ctx, const struct dbk_engine_event *ev)
 			r->o.first_token_s = s->now;
 			in->ttft_sum_s += s->now - r->submitted_s;
 			in->ttft_count++;
-		} else
+		} else {
+			struct dbk_sim_inst *in = &s->inst[r->o.instance];
+			in->itl_sum_s += s->now - r->o.last_token_s;
+			in->itl_count++;
 			dbk_metrics_itl(&s->m, dbk_sim_req_is_long(s, &s->reqs[id]),
 			                s->now - r->o.last_token_s);
+		}
 		r->o.last_token_s = s->now;
 		r->o.tokens++;
 		break;
@@ -413,7 +417,7 @@ int dbk_sim_route(struct dbk_sim *s, uint32_t id)
 	 * agent's reference mode and the GIE decide before choosing. */
 	if (s->cfg.admit.enabled && !s->ops->admits) {
 		dbk_sim_ttft_window_update(&s->ttftw, s);
-		c = dbk_sim_admit(s, NULL, &s->reqs[id], 0, false, 0, 0, 0, 0, &s->ttftw);
+		c = dbk_sim_admit(s, NULL, &s->reqs[id], NULL, &s->ttftw);
 	}
 	/* No instance to send it to: HAProxy's 503. */
 	if (c == 0)
@@ -656,6 +660,12 @@ void dbk_sim_first_tokens(const struct dbk_sim *s, unsigned i, double *sum_s, ui
 {
 	*sum_s = s->inst[i].ttft_sum_s;
 	*count = s->inst[i].ttft_count;
+}
+
+void dbk_sim_token_gaps(const struct dbk_sim *s, unsigned i, double *sum_s, uint64_t *count)
+{
+	*sum_s = s->inst[i].itl_sum_s;
+	*count = s->inst[i].itl_count;
 }
 
 const struct dbk_sim_scrape *dbk_sim_scraped(const struct dbk_sim *s, unsigned i)

@@ -338,6 +338,10 @@ uint32_t dbk_sim_cached_tokens(const struct dbk_sim *s, unsigned i, uint32_t id)
  * request reaching the engine, as vLLM times it) and their count, what
  * vllm:time_to_first_token_seconds' _sum and _count expose. */
 void dbk_sim_first_tokens(const struct dbk_sim *s, unsigned i, double *sum_s, uint64_t *count);
+/* Instance i's gaps between a request's tokens after its first so far:
+ * their sum and count, what vllm:inter_token_latency_seconds' _sum and
+ * _count expose. */
+void dbk_sim_token_gaps(const struct dbk_sim *s, unsigned i, double *sum_s, uint64_t *count);
 /* Instance i's gauges as the policy's last scrape saw them (policy.h:
  * scrape), up to tick_s old; only for policies that scrape. */
 const struct dbk_sim_scrape *dbk_sim_scraped(const struct dbk_sim *s, unsigned i);

@@ -65,6 +65,8 @@ static int join(struct dbk_sim *s, unsigned i)
 			in->used = false;
 			in->ttft_sum_s = 0;
 			in->ttft_count = 0;
+			in->itl_sum_s = 0;
+			in->itl_count = 0;
 		}
 		in->joined_s = s->now;
 		in->consec_err = 0;

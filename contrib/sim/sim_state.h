@@ -57,6 +57,9 @@ struct dbk_sim_inst {
 	/* vllm:time_to_first_token_seconds' sum and count */
 	double ttft_sum_s;
 	uint64_t ttft_count;
+	/* vllm:inter_token_latency_seconds' sum and count */
+	double itl_sum_s;
+	uint64_t itl_count;
 	/* The changing fleet: present (scaled in or not), marked down
 	 * (error_limit), what the policy was last told, whether the engine
 	 * has served, when it joined (warm-up), 5xx in a row. */

@@ -44,6 +44,7 @@ void dbk_sim_snapshot_scrape_one(struct dbk_sim_snapshot *sn, const struct dbk_s
 	dbk_sim_snapshot_set(sn, i, dbk_sim_now(s), dbk_engine_num_running(e),
 	                     dbk_engine_num_waiting(e), dbk_engine_kv_usage(e));
 	dbk_sim_first_tokens(s, i, &sn->inst[i].ttft_sum_s, &sn->inst[i].ttft_count);
+	dbk_sim_token_gaps(s, i, &sn->inst[i].itl_sum_s, &sn->inst[i].itl_count);
 
 	struct dbk_engine_stats st;
 

@@ -25,6 +25,9 @@ struct dbk_sim_scrape {
 	/* vllm:time_to_first_token_seconds' _sum and _count */
 	double ttft_sum_s;
 	uint64_t ttft_count;
+	/* vllm:inter_token_latency_seconds' _sum and _count */
+	double itl_sum_s;
+	uint64_t itl_count;
 	/* The work its steps did: tokens computed (vllm:prompt_tokens_total
 	 * + generation_tokens_total - prefix_cache_hits_total) and steps
 	 * (vllm:iteration_tokens_total_count). */

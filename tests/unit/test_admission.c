@@ -410,6 +410,39 @@ static void test_tpot_risk(void)
 	CHECK_EQ_U(decide(&st, SHD, lapse, 300, 200, 0, 0.8, &retry), SHED);
 }
 
+/* A TPOT measured on the server (tpot_seen_ms) is held to the objective
+ * itself, not to the share a prediction is: 90 ms of 100 measured is no
+ * risk, 110 ms is, and then a lower request there is refused though
+ * its predicted TPOT is small. */
+static void test_tpot_seen(void)
+{
+	struct dbk_admit_config c;
+	struct dbk_admit_state st = { 0 };
+	struct dbk_admit_input in = { .cls = CRIT,
+		                      .predicted = true,
+		                      .ttft_ms = 300,
+		                      .own_ms = 200,
+		                      .tpot_ms = 20,
+		                      .tpot_seen_ms = 90,
+		                      .now_ms = 1000 };
+
+	dbk_admit_config_default(&c);
+	c.enabled = true;
+	CHECK_EQ_U(dbk_admit(&c, &st, &in).verdict, ROUTE);
+	in.cls = STD;
+	CHECK_EQ_U(dbk_admit(&c, &st, &in).verdict, ROUTE);
+	CHECK_EQ_U(st.tpot_until_ms[CRIT], 0);
+	in.cls = CRIT;
+	in.tpot_seen_ms = 110;
+	CHECK_EQ_U(dbk_admit(&c, &st, &in).verdict, ROUTE);
+	CHECK(st.tpot_until_ms[CRIT] > in.now_ms);
+	in.cls = STD;
+	CHECK_EQ_U(dbk_admit(&c, &st, &in).verdict, SHED);
+	/* Measured within the objective on another server: let in there. */
+	in.tpot_seen_ms = 60;
+	CHECK_EQ_U(dbk_admit(&c, &st, &in).verdict, ROUTE);
+}
+
 /* The KV-fit wait counts only while a class is at risk: with none, a
  * request predicted late only by it is let in (the books' phantom on
  * agentic sessions), with one it is refused as before. */
@@ -483,6 +516,7 @@ int main(void)
 	RUN(test_impossible_prediction);
 	RUN(test_off_learns_nothing);
 	RUN(test_tpot_risk);
+	RUN(test_tpot_seen);
 	RUN(test_kv_wait_at_risk);
 	RUN(test_tpot_objective);
 	return CHECK_DONE();

@@ -368,7 +368,7 @@ static void test_scrape_ok_garbage_hang(void)
 	phase = 1;
 	run_phase(loop);
 	v = dbk_scrape_view(sc, GARBAGE);
-	CHECK(v->up && v->m.have == 0xe7ff && v->max_model_len == 4096);
+	CHECK(v->up && v->m.have == 0x3e7ff && v->max_model_len == 4096);
 
 	struct dbk_buf o;
 	dbk_buf_init(&o);

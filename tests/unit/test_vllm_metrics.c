@@ -22,7 +22,7 @@ static void test_stub_fixture(void)
 
 	CHECK(dbk_vllm_parse_metrics(f.s, f.len, &m, err, sizeof(err)) == 0);
 	text_free(&f);
-	CHECK_EQ_U(m.have, 0xe7ff);
+	CHECK_EQ_U(m.have, 0x3e7ff);
 	CHECK_EQ_U(m.asleep, 0);
 	CHECK_NEAR(m.running, 3, 0);
 	CHECK_NEAR(m.waiting, 4, 0);
@@ -37,6 +37,8 @@ static void test_stub_fixture(void)
 	CHECK_NEAR(m.prompt_tokens, 1234567, 0);
 	CHECK_NEAR(m.gen_tokens, 12000, 0);
 	CHECK_NEAR(m.steps, 3, 0); /* the per-step histogram's count */
+	CHECK_NEAR(m.itl_sum, 0.272, 0);
+	CHECK_NEAR(m.itl_count, 3, 0);
 	CHECK(m.samples > 40);
 }
 
@@ -79,6 +81,32 @@ static void test_first_token_totals(void)
 	CHECK_NEAR(m.ttft_sum, 10, 0);
 	CHECK_NEAR(m.ttft_count, 20, 0);
 	CHECK_EQ_U(m.have, DBK_VM_TTFT_SUM | DBK_VM_TTFT_COUNT);
+}
+
+/* The inter-token histogram's totals, summed over engines; the name
+ * before it (time_per_output_token_seconds, fed the same in v0.11)
+ * only where the new one is not exported. */
+static void test_token_gap_totals(void)
+{
+	struct dbk_vllm_metrics m;
+	char err[128];
+
+	CHECK(parse("vllm:inter_token_latency_seconds_bucket{engine=\"0\",le=\"0.05\"} 90\n"
+	            "vllm:inter_token_latency_seconds_sum{engine=\"0\"} 3.5\n"
+	            "vllm:inter_token_latency_seconds_count{engine=\"0\"} 100\n"
+	            "vllm:inter_token_latency_seconds_sum{engine=\"1\"} 4.5\n"
+	            "vllm:inter_token_latency_seconds_count{engine=\"1\"} 60\n"
+	            "vllm:time_per_output_token_seconds_sum{engine=\"0\"} 3.5\n"
+	            "vllm:time_per_output_token_seconds_count{engine=\"0\"} 100\n",
+	            &m, err) == 0);
+	CHECK_NEAR(m.itl_sum, 8, 0);
+	CHECK_NEAR(m.itl_count, 160, 0);
+	CHECK_EQ_U(m.have, DBK_VM_ITL_SUM | DBK_VM_ITL_COUNT);
+	CHECK(parse("vllm:time_per_output_token_seconds_sum 2\n"
+	            "vllm:time_per_output_token_seconds_count 40\n",
+	            &m, err) == 0);
+	CHECK_NEAR(m.itl_sum, 2, 0);
+	CHECK_NEAR(m.itl_count, 40, 0);
 }
 
 static void test_old_names_count_only_without_new_ones(void)
@@ -650,6 +678,7 @@ int main(void)
 	RUN(test_stub_fixture);
 	RUN(test_engines_sum_and_kv_is_the_mean);
 	RUN(test_first_token_totals);
+	RUN(test_token_gap_totals);
 	RUN(test_old_names_count_only_without_new_ones);
 	RUN(test_what_the_format_allows);
 	RUN(test_malformed_lines_fail_the_body);
