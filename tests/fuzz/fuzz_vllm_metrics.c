@@ -17,8 +17,9 @@
  *   SGLang's, which vLLM's outranks; or still bad, where the family's
  *   samples summed to an infinity), and fails with one malformed
  *   line after it (-2: over the series cap); request counts, the KV use
- *   and KV pool, and the step counters (prompt and generated tokens,
- *   steps) that pass dbk_vllm_metrics_implausible are in range;
+ *   and KV pool, the step counters (prompt and generated tokens,
+ *   steps) and the inter-token totals that pass
+ *   dbk_vllm_metrics_implausible are in range;
  * - /v1/models: 0 with a length of 0 or at least 1, or -1 with a length
  *   and a count of 0; on 0 at most DBK_VM_MAX_MODELS models, each id
  *   non-empty and NUL-terminated within DBK_VM_MODEL_ID_MAX, each parent
@@ -37,7 +38,8 @@ static bool finite_fields(const struct dbk_vllm_metrics *m)
 	       isfinite(m->pc_queries) && isfinite(m->pc_hits) && isfinite(m->preemptions) &&
 	       isfinite(m->ttft_sum) && isfinite(m->ttft_count) && isfinite(m->gpu_blocks) &&
 	       isfinite(m->block_size) && isfinite(m->pc_hit_rate) && isfinite(m->prompt_tokens) &&
-	       isfinite(m->gen_tokens) && isfinite(m->steps);
+	       isfinite(m->gen_tokens) && isfinite(m->steps) && isfinite(m->itl_sum) &&
+	       isfinite(m->itl_count);
 }
 
 /* A list of names as kept: NUL-terminated within its buffer, as many
@@ -84,7 +86,7 @@ static void metrics(const struct dbk_vm_names *names, const char *s, size_t n)
 		return;
 	}
 	FUZZ_CHECK(finite_fields(&m));
-	FUZZ_CHECK((m.have & ~0xffffu) == 0);
+	FUZZ_CHECK((m.have & ~((unsigned)DBK_VM_ITL_COUNT * 2 - 1)) == 0);
 	char why[96];
 	if (!dbk_vllm_metrics_implausible(&m, why, sizeof(why))) {
 		if (m.have & DBK_VM_RUNNING)
@@ -104,6 +106,11 @@ static void metrics(const struct dbk_vm_names *names, const char *s, size_t n)
 			FUZZ_CHECK(m.prompt_tokens >= 0 && m.prompt_tokens <= DBK_VM_MAX_COUNTER);
 		if (m.have & DBK_VM_GEN_TOKENS)
 			FUZZ_CHECK(m.gen_tokens >= 0 && m.gen_tokens <= DBK_VM_MAX_COUNTER);
+		/* The TPOT measured (predict_gaps.c). */
+		if (m.have & DBK_VM_ITL_SUM)
+			FUZZ_CHECK(m.itl_sum >= 0 && m.itl_sum <= DBK_VM_MAX_COUNTER);
+		if (m.have & DBK_VM_ITL_COUNT)
+			FUZZ_CHECK(m.itl_count >= 0 && m.itl_count <= DBK_VM_MAX_COUNTER);
 		FUZZ_CHECK(m.bad == 0);
 	}
 	if (m.have & DBK_VM_BLOCK_SIZE)
