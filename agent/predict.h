@@ -206,7 +206,7 @@ struct dbk_pred_scrape {
 	double ttft_sum_s;         /* vllm:time_to_first_token_seconds_sum */
 	double ttft_count;         /* vllm:time_to_first_token_seconds_count */
 	/* vllm:inter_token_latency_seconds' _sum and _count (0 or -1: none
-	 * reported): the TPOT its decoders see (predict_tpot_seen.c). */
+	 * reported): the TPOT its decoders see (predict_gaps.c). */
 	double itl_sum_s, itl_count;
 	/* The work the engine's steps did, counters (-1: not reported): the
 	 * tokens they computed (prompt and generated tokens, net of the

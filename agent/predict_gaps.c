@@ -22,9 +22,9 @@
  * chunk take ten times a decode step, so a short span reads a burst,
  * and a burst is not what a request decoding for seconds sees: read
  * every 32 gaps, or every 1-2 s on each server whatever it decoded,
- * admission shed 2-6 times as many requests below capacity (Azure on 16
- * H100/A100 at 0.8x), and 8,192 gaps came too late for code prompts on
- * 8 A100s (BENCHMARKS.md, "Stop 58: the TPOT measured"). */
+ * admission shed 2-6 times as many requests below capacity over twelve
+ * workloads, and 8,192 gaps came too late for code prompts on 8 A100s
+ * (BENCHMARKS.md, "Stop 58: the TPOT measured"). */
 #define PRED_GAPS_MIN 4096.0
 /* A reading older than this tells nothing of now: its requests ended,
  * or the scrapes stopped. A few of its windows on a busy server. */
