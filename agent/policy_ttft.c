@@ -1,7 +1,6 @@
 /* --policy ttft and what the predictor's policies share (policy_ttft.h). */
 #include "policy_ttft.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
